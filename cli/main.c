@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT
+/* rdmactl: global options, the output mode, exit codes. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmactl/parse.h>
+
+#include "cli.h"
+
+static int parse_globals(struct ctx *ctx, int argc, char **argv, struct cli_opts *co)
+{
+	struct option lopts[OPT_MAX + 2];
+	char shorts[OPT_MAX * 2 + 4] = "+:h";
+	size_t s = strlen(shorts);
+	uint64_t v;
+	int n, ch;
+
+	for (n = 0; rdmactl_global_opts[n].name; n++) {
+		const struct cmd_opt *o = &rdmactl_global_opts[n];
+
+		lopts[n] = (struct option){ o->name, o->arg ? required_argument : no_argument,
+					    NULL, o->short_name };
+		shorts[s++] = o->short_name;
+		if (o->arg)
+			shorts[s++] = ':';
+	}
+	lopts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
+	lopts[n] = (struct option){ 0 };
+	shorts[s] = '\0';
+
+	optind = 0;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, shorts, lopts, NULL)) != -1) {
+		switch (ch) {
+		case 'j':
+			co->mode = co->mode == OUT_JSON_PRETTY ? OUT_JSON_PRETTY : OUT_JSON;
+			break;
+		case 'p':
+			co->mode = OUT_JSON_PRETTY;
+			break;
+		case 'd':
+			ctx->dev_name = optarg;
+			break;
+		case 'g':
+			if (rc_parse_u64(optarg, &v) || v > 255) {
+				co->bad = "invalid --gid-index: expected 0..255";
+				return -EINVAL;
+			}
+			ctx->gid_index = (int)v;
+			break;
+		case 't':
+			if (rc_parse_u64(optarg, &v) || v == 0 || v > 3600000) {
+				co->bad = "invalid --timeout: expected milliseconds, 1..3600000";
+				return -EINVAL;
+			}
+			ctx->timeout_ms = (int)v;
+			break;
+		case 'v':
+			ctx->verbose++;
+			break;
+		case 'V':
+			co->version = true;
+			break;
+		case 'h':
+			co->help = true;
+			break;
+		case ':':
+			co->bad = "a global option needs an argument (see 'rdmactl --help')";
+			return -EINVAL;
+		default:
+			co->bad = "unknown global option (see 'rdmactl --help')";
+			return -EINVAL;
+		}
+	}
+	return optind;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_opts co = { .mode = OUT_TEXT };
+	struct ctx ctx = { .prog = "rdmactl", .gid_index = -1, .timeout_ms = 10000 };
+	int first, rc;
+
+	/* A peer that goes away must not kill us through a broken pipe on
+	 * stdout; the write error is reported instead. */
+	signal(SIGPIPE, SIG_IGN);
+	first = parse_globals(&ctx, argc, argv, &co);
+	out_init(&ctx.out, co.mode, stdout, stderr);
+	if (first < 0) {
+		usage_err(&ctx, "%s", co.bad);
+		out_finish(&ctx.out);
+		out_free(&ctx.out);
+		return EXIT_USAGE;
+	}
+	if (co.version) {
+		char *vargv[] = { "version", NULL };
+
+		rc = cmd_dispatch(&ctx, 1, vargv);
+	} else if (co.help || first >= argc) {
+		char *hargv[] = { "help", NULL };
+
+		rc = cmd_dispatch(&ctx, 1, hargv);
+		if (!co.help && !out_is_json(&ctx.out))
+			rc = usage_err(&ctx, "no command given");
+	} else {
+		rc = cmd_dispatch(&ctx, argc - first, argv + first);
+	}
+	out_finish(&ctx.out);
+	out_free(&ctx.out);
+	if (fflush(stdout) == EOF || ferror(stdout))
+		return EXIT_FAIL;
+	if (ctx.usage_error)
+		return EXIT_USAGE;
+	return rc ? EXIT_FAIL : EXIT_OK;
+}

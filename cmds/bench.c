@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+/*
+ * --bench and --lat for write, read and atomic: the figures that perftest's
+ * ib_write_bw, ib_read_bw, ib_atomic_bw and ib_write_lat print, measured the
+ * same way (fixed message size, a fixed number of work requests, one local
+ * buffer per queue pair, the same remote buffer), so both can stand side by
+ * side.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+bool bench_wanted(const struct cmd *c, const struct opt_vals *v)
+{
+	return opt_has(c, v, "bench") || opt_has(c, v, "lat");
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double pct(const double *sorted, uint64_t n, double p)
+{
+	uint64_t i = (uint64_t)ceil(p / 100.0 * (double)n);
+
+	return sorted[i ? i - 1 : 0];
+}
+
+static const char *op_key(enum rc_op op)
+{
+	switch (op) {
+	case RC_OP_WRITE: return "write";
+	case RC_OP_READ: return "read";
+	case RC_OP_FAA: return "faa";
+	case RC_OP_CAS: return "cas";
+	default: return "?";
+	}
+}
+
+int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, enum rc_op op,
+	      uint64_t compare_add, uint64_t swap)
+{
+	bool lat = opt_has(c, v, "lat"), atomic = op == RC_OP_FAA || op == RC_OP_CAS;
+	uint64_t msg = atomic ? 8 : 65536, iters = 1000, off = 0;
+	int depth = lat ? 1 : 128, qps = 1, post_list = 1, sig = 16, rc;
+	struct rc_stream_result res;
+	struct rc_client *cl = NULL;
+	struct ibv_mr *mr = NULL;
+	double *lat_us = NULL;
+	void *buf = NULL;
+	size_t buflen;
+	struct rc_err e;
+
+	if ((rc = opt_size(ctx, c, v, "msg-size", &msg)) || (rc = opt_u64(ctx, c, v, "iters", &iters)) ||
+	    (rc = opt_int(ctx, c, v, "depth", 1, 8192, &depth)) ||
+	    (rc = opt_int(ctx, c, v, "qps", 1, 64, &qps)) ||
+	    (rc = opt_int(ctx, c, v, "post-list", 1, 64, &post_list)) ||
+	    (rc = opt_int(ctx, c, v, "signal-every", 1, 8192, &sig)) ||
+	    (rc = opt_size(ctx, c, v, "offset", &off)))
+		return rc;
+	if (atomic && msg != 8)
+		return usage_err(ctx, "%s: atomics move 8 bytes: --msg-size must be 8", c->name);
+	if (!msg || msg > (1u << 30))
+		return usage_err(ctx, "%s: --msg-size must be 1 byte to 1 GiB", c->name);
+	if (!iters || iters > (1ULL << 32))
+		return usage_err(ctx, "%s: --iters must be 1 to 2^32", c->name);
+	if (lat && (depth != 1 || qps != 1))
+		return usage_err(ctx, "%s: --lat measures one operation in flight: no --depth or --qps",
+				 c->name);
+	if (lat)
+		sig = 1;
+	if ((rc = client_target(ctx, c, v, &(struct rc_target){ 0 })))
+		return rc;
+	rc = client_open(ctx, c, v, qps, lat || opt_has(c, v, "busy-poll"), depth, &cl);
+	if (rc)
+		return rc;
+	rc = rc_client_check(cl, off, msg, op != RC_OP_READ, atomic, &e);
+	if (rc) {
+		rc = fail(ctx, rc, "%s", e.msg);
+		goto out;
+	}
+	buflen = ((size_t)msg + 4095) & ~(size_t)4095;
+	buf = aligned_alloc(4096, buflen);
+	mr = buf ? ibv_reg_mr(cl->conns[0]->pd, buf, buflen, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (lat)
+		lat_us = calloc((size_t)iters, sizeof(double));
+	if (!mr || (lat && !lat_us)) {
+		rc = fail(ctx, -ENOMEM, "cannot allocate and register %zu bytes", buflen);
+		goto out;
+	}
+	memset(buf, 0xa5, buflen);
+	struct rc_stream s = {
+		.op = op, .conns = cl->conns, .nconns = qps, .buf = buf, .lkey = mr->lkey,
+		.chunk = (size_t)msg, .depth = depth, .batch = post_list, .signal_every = sig,
+		.raddr = cl->region.addr + off, .rkey = cl->region.rkey, .total = msg,
+		.iters = iters, .compare_add = compare_add, .swap = swap,
+		.timeout_ms = ctx->timeout_ms, .lat_us = lat_us, .one_buffer = true,
+	};
+
+	rc = rc_stream_run(&s, &res, &e);
+	if (rc) {
+		rc = fail(ctx, rc, "%s (after %llu operations)", e.msg, (unsigned long long)res.ops);
+		goto out;
+	}
+	out_str(&ctx->out, "operation", "%s", op_key(op));
+	out_str(&ctx->out, "mode", " %s benchmark", lat ? "latency" : "bandwidth");
+	out_str(&ctx->out, "peer", " against %s", cl->conns[0]->peer);
+	out_str(&ctx->out, "region", "/%s\n", cl->region.name);
+	out_str(&ctx->out, "device", "  device %s", cl->conns[0]->dev_name);
+	out_u64(&ctx->out, "msg_size", ", %llu-byte messages", (unsigned long long)msg);
+	out_u64(&ctx->out, "iters", ", %llu work requests", (unsigned long long)iters);
+	out_i64(&ctx->out, "depth", ", depth %lld", depth);
+	out_i64(&ctx->out, "qps", ", %lld QP", qps);
+	out_i64(&ctx->out, "post_list", ", post list %lld", post_list);
+	out_i64(&ctx->out, "signal_every", ", signal every %lld\n", sig);
+	out_text(&ctx->out, "  ");
+	report_transfer(ctx, &res);
+	out_f64(&ctx->out, "msg_rate", "  message rate %.0f/s\n",
+		res.seconds > 0 ? (double)res.ops / res.seconds : 0);
+	if (lat) {
+		double sum = 0;
+
+		qsort(lat_us, (size_t)iters, sizeof(double), cmp_double);
+		for (uint64_t i = 0; i < iters; i++)
+			sum += lat_us[i];
+		out_obj_begin(&ctx->out, "latency_us");
+		out_f64(&ctx->out, "min", "  latency us: min %.2f", lat_us[0]);
+		out_f64(&ctx->out, "p50", ", p50 %.2f", pct(lat_us, iters, 50));
+		out_f64(&ctx->out, "avg", ", avg %.2f", sum / (double)iters);
+		out_f64(&ctx->out, "p99", ", p99 %.2f", pct(lat_us, iters, 99));
+		out_f64(&ctx->out, "p999", ", p99.9 %.2f", pct(lat_us, iters, 99.9));
+		out_f64(&ctx->out, "max", ", max %.2f\n", lat_us[iters - 1]);
+		out_obj_end(&ctx->out);
+	}
+out:
+	if (mr)
+		ibv_dereg_mr(mr);
+	free(buf);
+	free(lat_us);
+	rc_client_close(cl);
+	return rc;
+}

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+
+int client_target(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		  struct rc_target *t)
+{
+	if (v->npos != 1)
+		return usage_err(ctx, "%s: give exactly one target, HOST:PORT/REGION (see 'rdmactl %s --help')",
+				 c->name, c->name);
+	if (rc_parse_target(v->pos[0], t))
+		return usage_err(ctx, "%s: invalid target '%s': expected HOST:PORT/REGION, HOST/REGION or [IPV6]:PORT/REGION",
+				 c->name, v->pos[0]);
+	return 0;
+}
+
+int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int nconns,
+		bool busy_poll, int sq_depth, struct rc_client **out)
+{
+	struct rc_client_opts o = { 0 };
+	struct rc_target t;
+	struct rc_err e;
+	int rc = client_target(ctx, c, v, &t);
+
+	if (rc)
+		return rc;
+	o.token = opt_get(c, v, "token");
+	if (!o.token)
+		o.token = getenv("RDMACTL_TOKEN");
+	if (o.token && !*o.token)
+		o.token = NULL;
+	o.conn.bind_addr = opt_get(c, v, "bind");
+	o.conn.dev_name = ctx->dev_name;
+	o.conn.timeout_ms = ctx->timeout_ms;
+	o.conn.busy_poll = busy_poll;
+	o.conn.sq_depth = sq_depth;
+	o.nconns = nconns;
+	rc = rc_client_open(&t, &o, out, &e);
+	if (rc)
+		return fail(ctx, rc, "%s", e.msg);
+	return 0;
+}
+
+void report_transfer(struct ctx *ctx, const struct rc_stream_result *r)
+{
+	double mib = r->seconds > 0 ? (double)r->bytes / (1 << 20) / r->seconds : 0;
+	double gbit = r->seconds > 0 ? (double)r->bytes * 8 / 1e9 / r->seconds : 0;
+
+	out_u64(&ctx->out, "bytes", "%llu bytes", (unsigned long long)r->bytes);
+	out_f64(&ctx->out, "seconds", " in %.3f s", r->seconds);
+	out_f64(&ctx->out, "mib_per_s", ", %.1f MiB/s", mib);
+	out_f64(&ctx->out, "gbit_per_s", " (%.3f Gb/s)\n", gbit);
+}
+
+void progress_init(struct progress *p, struct ctx *ctx)
+{
+	memset(p, 0, sizeof(*p));
+	p->ctx = ctx;
+	p->start = rc_now();
+	p->on = !out_is_json(&ctx->out) && isatty(STDERR_FILENO);
+}
+
+void progress_line(void *arg, uint64_t done, uint64_t total)
+{
+	struct progress *p = arg;
+	double now = rc_now(), el = now - p->start, rate;
+
+	if (!p->on || now - p->last < 0.25)
+		return;
+	p->last = now;
+	rate = el > 0 ? (double)done / el : 0;
+	fprintf(stderr, "\r%llu/%llu MiB  %.1f MiB/s  ", (unsigned long long)(done >> 20),
+		(unsigned long long)(total >> 20), rate / (1 << 20));
+	if (rate > 0 && total > done)
+		fprintf(stderr, "%.0f s left   ", (double)(total - done) / rate);
+	fflush(stderr);
+}
+
+void progress_end(struct progress *p)
+{
+	if (p->on && p->last > 0)
+		fprintf(stderr, "\r\033[K");
+}

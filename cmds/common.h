@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* What the client commands (write, read, atomic) share. */
+#ifndef RDMACTL_COMMON_H
+#define RDMACTL_COMMON_H
+
+#include <rdmactl/client.h>
+#include <rdmactl/ops.h>
+
+#include "cmd.h"
+
+#define CLIENT_OPTS                                                                      \
+	{ "token", 'T', "TOKEN", "token the server requires (default: $RDMACTL_TOKEN)" }, \
+	{ "bind", 'B', "ADDR", "local address to connect from (it picks the device)" },   \
+	{ "offset", 'o', "SIZE", "offset in the region (default 0)" }
+
+#define BENCH_OPTS                                                                         \
+	{ "bench", 0, NULL, "benchmark: bandwidth and message rate" },                     \
+	{ "lat", 0, NULL, "benchmark: latency percentiles, one operation in flight" },     \
+	{ "msg-size", 's', "SIZE", "benchmark message size (default 64K; 8 for atomics)" }, \
+	{ "iters", 'n', "N", "benchmark work requests (default 1000)" },                   \
+	{ "depth", 0, "N", "work requests outstanding per queue pair (default 128)" },     \
+	{ "qps", 0, "N", "queue pairs (default 1)" },                                      \
+	{ "post-list", 0, "N", "work requests chained per post (default 1)" },             \
+	{ "signal-every", 0, "N", "one signalled completion per N work requests (default 16)" }, \
+	{ "busy-poll", 0, NULL, "spin on the completion queue instead of sleeping" }
+
+/* Parse TARGET and connect as the global and client options say. */
+int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int nconns,
+		bool busy_poll, int sq_depth, struct rc_client **out);
+/* The positional TARGET, exactly one. */
+int client_target(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		  struct rc_target *t);
+/* Report a transfer's figures. */
+void report_transfer(struct ctx *ctx, const struct rc_stream_result *r);
+/* A progress line on stderr when it is a terminal and output is text. */
+void progress_line(void *arg, uint64_t done, uint64_t total);
+struct progress {
+	struct ctx *ctx;
+	double start;
+	double last;
+	bool on;
+};
+void progress_init(struct progress *p, struct ctx *ctx);
+void progress_end(struct progress *p);
+
+/* --bench / --lat for write, read and atomic. */
+bool bench_wanted(const struct cmd *c, const struct opt_vals *v);
+int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, enum rc_op op,
+	      uint64_t compare_add, uint64_t swap);
+
+#endif

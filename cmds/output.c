@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: MIT
+#include "output.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+
+static json_t *new_root(void)
+{
+	json_t *root = json_object();
+
+	json_object_set_new(root, "schema_version", json_integer(RDMACTL_SCHEMA_VERSION));
+	return root;
+}
+
+void out_init(struct out *o, enum out_mode mode, FILE *fp, FILE *err_fp)
+{
+	memset(o, 0, sizeof(*o));
+	o->mode = mode;
+	o->fp = fp;
+	o->err_fp = err_fp;
+	out_reset(o);
+}
+
+bool out_is_json(const struct out *o)
+{
+	return o->mode != OUT_TEXT;
+}
+
+void out_reset(struct out *o)
+{
+	if (o->root)
+		json_decref(o->root);
+	o->root = NULL;
+	o->depth = 0;
+	o->has_error = false;
+	o->printed = false;
+	if (out_is_json(o)) {
+		o->root = new_root();
+		o->stack[0] = o->root;
+		o->keys[0] = NULL;
+	}
+}
+
+void out_free(struct out *o)
+{
+	if (o->root)
+		json_decref(o->root);
+	if (o->captured)
+		json_decref(o->captured);
+	o->root = NULL;
+	o->captured = NULL;
+}
+
+static void add(struct out *o, const char *key, json_t *val)
+{
+	json_t *cur = o->stack[o->depth];
+
+	if (json_is_array(cur))
+		json_array_append_new(cur, val);
+	else if (key)
+		json_object_set_new(cur, key, val);
+	else
+		json_decref(val);
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+void out_str(struct out *o, const char *key, const char *fmt, const char *val)
+{
+	if (out_is_json(o))
+		add(o, key, val ? json_string(val) : json_null());
+	else if (fmt)
+		fprintf(o->fp, fmt, val ? val : "-");
+}
+
+void out_u64(struct out *o, const char *key, const char *fmt, uint64_t val)
+{
+	if (out_is_json(o))
+		add(o, key, json_integer((json_int_t)val));
+	else if (fmt)
+		fprintf(o->fp, fmt, val);
+}
+
+void out_i64(struct out *o, const char *key, const char *fmt, int64_t val)
+{
+	if (out_is_json(o))
+		add(o, key, json_integer(val));
+	else if (fmt)
+		fprintf(o->fp, fmt, val);
+}
+
+void out_f64(struct out *o, const char *key, const char *fmt, double val)
+{
+	if (out_is_json(o))
+		add(o, key, json_real(val));
+	else if (fmt)
+		fprintf(o->fp, fmt, val);
+}
+
+void out_bool(struct out *o, const char *key, const char *fmt, bool val)
+{
+	if (out_is_json(o))
+		add(o, key, json_boolean(val));
+	else if (fmt)
+		fprintf(o->fp, fmt, val ? "yes" : "no");
+}
+#pragma GCC diagnostic pop
+
+void out_null(struct out *o, const char *key)
+{
+	if (out_is_json(o))
+		add(o, key, json_null());
+}
+
+void out_json(struct out *o, const char *key, json_t *val)
+{
+	if (out_is_json(o))
+		add(o, key, val);
+	else
+		json_decref(val);
+}
+
+void out_text(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (out_is_json(o))
+		return;
+	va_start(ap, fmt);
+	vfprintf(o->fp, fmt, ap);
+	va_end(ap);
+}
+
+static void push(struct out *o, const char *key, json_t *val)
+{
+	if (!out_is_json(o))
+		return;
+	if (o->depth + 1 >= OUT_MAX_DEPTH) {
+		json_decref(val);
+		return;
+	}
+	add(o, key, json_incref(val));
+	json_decref(val);
+	o->stack[++o->depth] = val;
+}
+
+void out_obj_begin(struct out *o, const char *key)
+{
+	if (out_is_json(o))
+		push(o, key, json_object());
+}
+
+void out_arr_begin(struct out *o, const char *key)
+{
+	if (out_is_json(o))
+		push(o, key, json_array());
+}
+
+void out_obj_end(struct out *o)
+{
+	if (out_is_json(o) && o->depth > 0)
+		o->depth--;
+}
+
+void out_arr_end(struct out *o)
+{
+	out_obj_end(o);
+}
+
+static const char *errno_name(int err)
+{
+	switch (err) {
+	case EINVAL: return "EINVAL";
+	case ENOENT: return "ENOENT";
+	case ENOMEM: return "ENOMEM";
+	case ETIMEDOUT: return "ETIMEDOUT";
+	case ECONNREFUSED: return "ECONNREFUSED";
+	case ECONNRESET: return "ECONNRESET";
+	case EACCES: return "EACCES";
+	case EPERM: return "EPERM";
+	case ERANGE: return "ERANGE";
+	case EIO: return "EIO";
+	case ENODEV: return "ENODEV";
+	case ENOSPC: return "ENOSPC";
+	case EPROTO: return "EPROTO";
+	case ECANCELED: return "ECANCELED";
+	case EEXIST: return "EEXIST";
+	case EBUSY: return "EBUSY";
+	case EOVERFLOW: return "EOVERFLOW";
+	case EHOSTUNREACH: return "EHOSTUNREACH";
+	case ENOTSUP: return "ENOTSUP";
+	case EBADMSG: return "EBADMSG";
+	default: return NULL;
+	}
+}
+
+void out_verr(struct out *o, int err, const char *fmt, va_list ap)
+{
+	char msg[1024];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	o->has_error = true;
+	if (!out_is_json(o)) {
+		fprintf(o->err_fp, "rdmactl: %s\n", msg);
+		return;
+	}
+	json_t *e = json_object();
+	const char *name = errno_name(err);
+
+	json_object_set_new(e, "message", json_string(msg));
+	if (err) {
+		json_object_set_new(e, "errno", json_integer(err));
+		if (name)
+			json_object_set_new(e, "code", json_string(name));
+	}
+	json_object_set_new(o->root, "error", e);
+}
+
+void out_err(struct out *o, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	out_verr(o, err, fmt, ap);
+	va_end(ap);
+}
+
+void out_log(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("rdmactl: ", o->err_fp);
+	va_start(ap, fmt);
+	vfprintf(o->err_fp, fmt, ap);
+	va_end(ap);
+	fputc('\n', o->err_fp);
+	fflush(o->err_fp);
+}
+
+static void print_doc(struct out *o, size_t flags)
+{
+	if (o->capture) {
+		if (!o->captured)
+			o->captured = json_array();
+		json_array_append(o->captured, o->root);
+		return;
+	}
+	json_dumpf(o->root, o->fp, flags | JSON_ENCODE_ANY);
+	fputc('\n', o->fp);
+	fflush(o->fp);
+}
+
+void out_finish(struct out *o)
+{
+	if (out_is_json(o) && !o->printed) {
+		print_doc(o, o->mode == OUT_JSON_PRETTY ? JSON_INDENT(2) : JSON_COMPACT);
+		o->printed = true;
+	}
+	fflush(o->fp);
+}
+
+void out_event(struct out *o)
+{
+	if (out_is_json(o)) {
+		print_doc(o, JSON_COMPACT);
+		out_reset(o);
+	}
+	fflush(o->fp);
+}

@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmactl/client.h>
+#include <rdmactl/ops.h>
+
+/* Ask the server for its region table over the control channel. */
+static int fetch_regions(struct rc_client *cl, struct rc_conn *c, struct rc_err *err)
+{
+	struct {
+		unsigned char req[RC_CTRL_HDR_LEN];
+		unsigned char resp[RC_CTRL_MSG_MAX];
+	} *b = calloc(1, sizeof(*b));
+	struct ibv_mr *mr = NULL;
+	struct ibv_wc wc[4];
+	bool got_resp = false, sent = false;
+	int rc, n;
+
+	if (!b)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	mr = ibv_reg_mr(c->pd, b, sizeof(*b), IBV_ACCESS_LOCAL_WRITE);
+	if (!mr) {
+		rc = rc_err_set(err, errno, "cannot register a control buffer: %s", strerror(errno));
+		goto out;
+	}
+	rc = rc_post_recv(c, b->resp, sizeof(b->resp), mr->lkey, 0, err);
+	if (rc)
+		goto out;
+	rc_ctrl_encode_hdr(b->req, sizeof(b->req), RC_CTRL_LIST_REQ, 0, 1);
+	rc = rc_post_send(c, b->req, sizeof(b->req), mr->lkey, 0, err);
+	if (rc)
+		goto out;
+	while (!got_resp || !sent) {
+		n = rc_poll(c, wc, 4, -1, err);
+		if (n == -ETIMEDOUT) {
+			rc = rc_err_set(err, ETIMEDOUT,
+					"%s did not send its region table within %d ms (is it an rdmactl server?)",
+					c->peer, c->timeout_ms);
+			goto out;
+		}
+		if (n < 0) {
+			rc = n;
+			goto out;
+		}
+		for (int i = 0; i < n; i++) {
+			if (rc_wrid_op(wc[i].wr_id) == RC_OP_SEND) {
+				sent = true;
+				continue;
+			}
+			n = rc_ctrl_decode_list(b->resp, wc[i].byte_len, cl->all, RC_MAX_REGIONS);
+			if (n < 0) {
+				rc = rc_err_set(err, EBADMSG, "%s sent a malformed region table",
+						c->peer);
+				goto out;
+			}
+			cl->nregions = n;
+			got_resp = true;
+		}
+	}
+	rc = 0;
+out:
+	if (mr)
+		ibv_dereg_mr(mr);
+	free(b);
+	return rc;
+}
+
+int rc_client_open(const struct rc_target *t, const struct rc_client_opts *o,
+		   struct rc_client **out, struct rc_err *err)
+{
+	struct rc_conn_opts co = o->conn;
+	struct rc_client *cl;
+	int n = o->nconns > 0 ? o->nconns : 1, rc;
+
+	if (n > 64)
+		return rc_err_set(err, EINVAL, "at most 64 connections");
+	if (o->token && !rc_token_valid(o->token))
+		return rc_err_set(err, EINVAL,
+				  "a token is 1 to %d printable characters without spaces",
+				  RC_TOKEN_MAX);
+	cl = calloc(1, sizeof(*cl));
+	if (!cl)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	if (o->token) {
+		co.private_data = o->token;
+		co.private_len = (uint8_t)strlen(o->token);
+	}
+	for (int i = 0; i < n; i++) {
+		if (i)
+			co.pd = cl->conns[0]->pd; /* one PD: one local MR serves every QP */
+		rc = rc_connect(t->host, t->port, &co, &cl->conns[i], err);
+		if (rc)
+			goto fail;
+		cl->nconns++;
+	}
+	rc = fetch_regions(cl, cl->conns[0], err);
+	if (rc)
+		goto fail;
+	if (!t->region[0]) {
+		if (cl->nregions != 1) {
+			rc = rc_err_set(err, EINVAL,
+					"%s serves %d regions: name one as %s:%s/REGION",
+					cl->conns[0]->peer, cl->nregions, t->host, t->port);
+			goto fail;
+		}
+		cl->region = cl->all[0];
+	} else {
+		int i;
+
+		for (i = 0; i < cl->nregions; i++)
+			if (!strcmp(cl->all[i].name, t->region))
+				break;
+		if (i == cl->nregions) {
+			rc = rc_err_set(err, ENOENT, "%s serves no region named '%s'",
+					cl->conns[0]->peer, t->region);
+			goto fail;
+		}
+		cl->region = cl->all[i];
+	}
+	*out = cl;
+	return 0;
+fail:
+	rc_client_close(cl);
+	return rc;
+}
+
+int rc_client_close(struct rc_client *cl)
+{
+	int rc = 0;
+
+	if (!cl)
+		return 0;
+	/* Close in reverse: the first connection owns the shared PD. */
+	for (int i = cl->nconns - 1; i >= 0; i--) {
+		int r = rc_conn_close(cl->conns[i]);
+
+		if (r && !rc)
+			rc = r;
+	}
+	free(cl);
+	return rc;
+}
+
+int rc_client_check(const struct rc_client *cl, uint64_t off, uint64_t len, bool write,
+		    bool atomic, struct rc_err *err)
+{
+	const struct rc_region_desc *r = &cl->region;
+
+	if (off > r->length || len > r->length - off)
+		return rc_err_set(err, ERANGE,
+				  "offset %llu + size %llu is past the end of region '%s' (%llu bytes)",
+				  (unsigned long long)off, (unsigned long long)len, r->name,
+				  (unsigned long long)r->length);
+	if (atomic && r->access != RC_ACCESS_ATOMIC)
+		return rc_err_set(err, EACCES,
+				  "region '%s' does not allow atomics (access %s; serve it with --access atomic)",
+				  r->name, rc_access_name(r->access));
+	if (write && r->access == RC_ACCESS_RO)
+		return rc_err_set(err, EACCES, "region '%s' is read-only", r->name);
+	return 0;
+}

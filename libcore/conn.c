@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: MIT
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rdmactl/conn.h>
+#include <rdmactl/ops.h>
+
+#define DEFAULT_SQ 128
+#define DEFAULT_RQ 16
+/* 4.096 us * 2^16 = 268 ms per try, 7 retries: a dead peer is noticed in
+ * about 2 s rather than the minutes of the default under emulation. */
+#define ACK_TIMEOUT 16
+#define RD_ATOMIC_MAX 16
+
+void rc_peer_name(struct rdma_cm_id *id, char *buf, size_t len)
+{
+	struct sockaddr *sa = rdma_get_peer_addr(id);
+	char host[INET6_ADDRSTRLEN] = "?";
+	uint16_t port = 0;
+
+	if (sa->sa_family == AF_INET) {
+		inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, host, sizeof(host));
+		port = ntohs(((struct sockaddr_in *)sa)->sin_port);
+		snprintf(buf, len, "%s:%u", host, port);
+	} else if (sa->sa_family == AF_INET6) {
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)sa)->sin6_addr, host, sizeof(host));
+		port = ntohs(((struct sockaddr_in6 *)sa)->sin6_port);
+		snprintf(buf, len, "[%s]:%u", host, port);
+	} else {
+		snprintf(buf, len, "?");
+	}
+}
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -errno : 0;
+}
+
+/* Wait for the next event on a channel, at most timeout_ms (-1: forever). */
+static int get_event(struct rdma_event_channel *ech, int timeout_ms, struct rdma_cm_event **ev)
+{
+	for (;;) {
+		if (rdma_get_cm_event(ech, ev) == 0)
+			return 0;
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		if (timeout_ms == 0)
+			return -EAGAIN;
+
+		struct pollfd p = { .fd = ech->fd, .events = POLLIN };
+		int n = poll(&p, 1, timeout_ms);
+
+		if (n == 0)
+			return -EAGAIN;
+		if (n < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+static int expect_event(struct rc_conn *c, enum rdma_cm_event_type want, const char *what,
+			struct rc_err *err)
+{
+	struct rdma_cm_event *ev;
+	int rc = get_event(c->ech, c->timeout_ms, &ev);
+
+	if (rc == -EAGAIN)
+		return rc_err_set(err, ETIMEDOUT, "%s %s: no answer within %d ms", what, c->peer,
+				  c->timeout_ms);
+	if (rc)
+		return rc_err_set(err, -rc, "%s %s: %s", what, c->peer, strerror(-rc));
+	if (ev->event == want) {
+		rdma_ack_cm_event(ev);
+		return 0;
+	}
+
+	enum rdma_cm_event_type got = ev->event;
+	int status = ev->status;
+	char reason[64] = "";
+
+	if (got == RDMA_CM_EVENT_REJECTED && ev->param.conn.private_data &&
+	    ev->param.conn.private_data_len) {
+		size_t n = ev->param.conn.private_data_len;
+
+		if (n >= sizeof(reason))
+			n = sizeof(reason) - 1;
+		memcpy(reason, ev->param.conn.private_data, n);
+		reason[n] = '\0';
+		for (char *p = reason; *p; p++)
+			if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+				*p = '\0';
+	}
+	rdma_ack_cm_event(ev);
+	switch (got) {
+	case RDMA_CM_EVENT_ADDR_ERROR:
+		return rc_err_set(err, EHOSTUNREACH,
+				  "cannot resolve %s to a local RDMA device (status %d: %s)",
+				  c->peer, status, strerror(status < 0 ? -status : status));
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		return rc_err_set(err, EHOSTUNREACH, "no route to %s (status %d)", c->peer, status);
+	case RDMA_CM_EVENT_REJECTED:
+		if (reason[0])
+			return rc_err_set(err, ECONNREFUSED, "connection to %s rejected: %s",
+					  c->peer, reason);
+		/* An IB CM reject with reason 8 (invalid service ID): nobody listens. */
+		if (status == 8)
+			return rc_err_set(err, ECONNREFUSED,
+					  "connection to %s refused: nothing listens on that port",
+					  c->peer);
+		return rc_err_set(err, ECONNREFUSED, "connection to %s rejected (reason %d)",
+				  c->peer, status);
+	case RDMA_CM_EVENT_UNREACHABLE:
+		return rc_err_set(err, EHOSTUNREACH, "%s is unreachable (status %d)", c->peer,
+				  status);
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		return rc_err_set(err, ECONNRESET, "connection to %s failed (status %d)", c->peer,
+				  status);
+	default:
+		return rc_err_set(err, EPROTO, "%s %s: unexpected event %s", what, c->peer,
+				  rdma_event_str(got));
+	}
+}
+
+static int make_qp(struct rc_conn *c, struct rdma_cm_id *id, const struct rc_conn_opts *o,
+		   struct rc_err *err)
+{
+	struct ibv_qp_init_attr qa = { 0 };
+
+	c->verbs = id->verbs;
+	snprintf(c->dev_name, sizeof(c->dev_name), "%s", ibv_get_device_name(id->verbs->device));
+	c->port_num = id->port_num;
+	if (o->pd) {
+		c->pd = o->pd;
+	} else {
+		c->pd = ibv_alloc_pd(id->verbs);
+		if (!c->pd)
+			return rc_err_set(err, errno, "cannot allocate a protection domain on %s: %s",
+					  c->dev_name, strerror(errno));
+		c->own_pd = true;
+	}
+	c->cch = ibv_create_comp_channel(id->verbs);
+	if (!c->cch)
+		return rc_err_set(err, errno, "cannot create a completion channel: %s",
+				  strerror(errno));
+	set_nonblock(c->cch->fd);
+	c->cq = ibv_create_cq(id->verbs, c->sq_depth + c->rq_depth, c, c->cch, 0);
+	if (!c->cq)
+		return rc_err_set(err, errno, "cannot create a completion queue of %d entries: %s",
+				  c->sq_depth + c->rq_depth, strerror(errno));
+	qa.send_cq = c->cq;
+	qa.recv_cq = c->cq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = (uint32_t)c->sq_depth;
+	qa.cap.max_recv_wr = (uint32_t)c->rq_depth;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	qa.sq_sig_all = 0;
+	if (rdma_create_qp(id, c->pd, &qa))
+		return rc_err_set(err, errno, "cannot create an RC queue pair on %s: %s",
+				  c->dev_name, strerror(errno));
+	c->qp = id->qp;
+	return 0;
+}
+
+static struct rc_conn *conn_new(const struct rc_conn_opts *o)
+{
+	struct rc_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->sq_depth = o->sq_depth > 0 ? o->sq_depth : DEFAULT_SQ;
+	c->rq_depth = o->rq_depth > 0 ? o->rq_depth : DEFAULT_RQ;
+	c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 10000;
+	c->busy_poll = o->busy_poll;
+	return c;
+}
+
+static void conn_params(struct ibv_context *verbs, struct rdma_conn_param *p)
+{
+	struct ibv_device_attr da;
+
+	memset(p, 0, sizeof(*p));
+	p->initiator_depth = RD_ATOMIC_MAX;
+	p->responder_resources = RD_ATOMIC_MAX;
+	if (!ibv_query_device(verbs, &da)) {
+		if (da.max_qp_init_rd_atom < p->initiator_depth)
+			p->initiator_depth = (uint8_t)da.max_qp_init_rd_atom;
+		if (da.max_qp_rd_atom < p->responder_resources)
+			p->responder_resources = (uint8_t)da.max_qp_rd_atom;
+	}
+	p->retry_count = 7;
+	p->rnr_retry_count = 7;
+}
+
+int rc_connect(const char *host, const char *port, const struct rc_conn_opts *o,
+	       struct rc_conn **out, struct rc_err *err)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *dst = NULL, *src = NULL;
+	struct rdma_conn_param cp;
+	struct rc_conn *c;
+	uint8_t ack = ACK_TIMEOUT;
+	int rc;
+
+	c = conn_new(o);
+	if (!c)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	snprintf(c->peer, sizeof(c->peer), strchr(host, ':') ? "[%s]:%s" : "%s:%s", host, port);
+	if (o->private_len > RC_TOKEN_MAX) {
+		rc = rc_err_set(err, EINVAL, "connect private data is limited to %d bytes",
+				RC_TOKEN_MAX);
+		goto fail;
+	}
+	rc = getaddrinfo(host, port, &hints, &dst);
+	if (rc) {
+		rc = rc_err_set(err, EINVAL, "cannot resolve '%s': %s", host, gai_strerror(rc));
+		goto fail;
+	}
+	if (o->bind_addr) {
+		rc = getaddrinfo(o->bind_addr, NULL, &hints, &src);
+		if (rc) {
+			rc = rc_err_set(err, EINVAL, "cannot resolve bind address '%s': %s",
+					o->bind_addr, gai_strerror(rc));
+			goto fail;
+		}
+	}
+	c->ech = rdma_create_event_channel();
+	if (!c->ech) {
+		rc = rc_err_set(err, errno,
+				"cannot open the RDMA CM (%s): is rdma_ucm loaded and an RDMA device present?",
+				strerror(errno));
+		goto fail;
+	}
+	set_nonblock(c->ech->fd);
+	if (rdma_create_id(c->ech, &c->id, c, RDMA_PS_TCP)) {
+		rc = rc_err_set(err, errno, "cannot create an RDMA CM id: %s", strerror(errno));
+		goto fail;
+	}
+	if (rdma_resolve_addr(c->id, src ? src->ai_addr : NULL, dst->ai_addr, c->timeout_ms)) {
+		rc = rc_err_set(err, errno, "cannot resolve %s to an RDMA device: %s", c->peer,
+				strerror(errno));
+		goto fail;
+	}
+	rc = expect_event(c, RDMA_CM_EVENT_ADDR_RESOLVED, "resolving", err);
+	if (rc)
+		goto fail;
+	if (o->dev_name && strcmp(o->dev_name, ibv_get_device_name(c->id->verbs->device))) {
+		rc = rc_err_set(err, EINVAL,
+				"%s is reached through device %s, not %s (bind a local address of %s)",
+				c->peer, ibv_get_device_name(c->id->verbs->device), o->dev_name,
+				o->dev_name);
+		goto fail;
+	}
+	rdma_set_option(c->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack, sizeof(ack));
+	if (rdma_resolve_route(c->id, c->timeout_ms)) {
+		rc = rc_err_set(err, errno, "cannot resolve a route to %s: %s", c->peer,
+				strerror(errno));
+		goto fail;
+	}
+	rc = expect_event(c, RDMA_CM_EVENT_ROUTE_RESOLVED, "routing to", err);
+	if (rc)
+		goto fail;
+	rc = make_qp(c, c->id, o, err);
+	if (rc)
+		goto fail;
+	conn_params(c->id->verbs, &cp);
+	cp.private_data = o->private_data;
+	cp.private_data_len = o->private_len;
+	if (rdma_connect(c->id, &cp)) {
+		rc = rc_err_set(err, errno, "cannot connect to %s: %s", c->peer, strerror(errno));
+		goto fail;
+	}
+	rc = expect_event(c, RDMA_CM_EVENT_ESTABLISHED, "connecting to", err);
+	if (rc)
+		goto fail;
+	c->established = true;
+	freeaddrinfo(dst);
+	if (src)
+		freeaddrinfo(src);
+	*out = c;
+	return 0;
+fail:
+	if (dst)
+		freeaddrinfo(dst);
+	if (src)
+		freeaddrinfo(src);
+	rc_conn_close(c);
+	return rc;
+}
+
+int rc_conn_close(struct rc_conn *c)
+{
+	int rc = 0;
+
+	if (!c)
+		return 0;
+	if (c->established && !c->disconnected)
+		rdma_disconnect(c->id);
+	if (c->qp) {
+		rdma_destroy_qp(c->id);
+		c->qp = NULL;
+	}
+	if (c->cq && ibv_destroy_cq(c->cq) && !rc)
+		rc = -errno;
+	if (c->cch && ibv_destroy_comp_channel(c->cch) && !rc)
+		rc = -errno;
+	if (c->own_pd && c->pd && ibv_dealloc_pd(c->pd) && !rc)
+		rc = -errno;
+	if (c->id && rdma_destroy_id(c->id) && !rc)
+		rc = -errno;
+	if (c->ech)
+		rdma_destroy_event_channel(c->ech);
+	free(c);
+	return rc;
+}
+
+static struct ibv_context *find_cm_device(const char *name)
+{
+	struct ibv_context **list = rdma_get_devices(NULL), *found = NULL;
+
+	for (int i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]->device), name))
+			found = list[i];
+	if (list)
+		rdma_free_devices(list);
+	return found;
+}
+
+int rc_listen(const char *addr, const char *port, const char *dev_name,
+	      struct rc_listener **out, struct rc_err *err)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai = NULL;
+	struct rc_listener *l = calloc(1, sizeof(*l));
+	int rc;
+
+	if (!l)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	rc = getaddrinfo(addr, port, &hints, &ai);
+	if (rc) {
+		rc = rc_err_set(err, EINVAL, "cannot resolve listen address '%s:%s': %s", addr, port,
+				gai_strerror(rc));
+		goto fail;
+	}
+	l->ech = rdma_create_event_channel();
+	if (!l->ech) {
+		rc = rc_err_set(err, errno,
+				"cannot open the RDMA CM (%s): is rdma_ucm loaded and an RDMA device present?",
+				strerror(errno));
+		goto fail;
+	}
+	set_nonblock(l->ech->fd);
+	if (rdma_create_id(l->ech, &l->id, l, RDMA_PS_TCP)) {
+		rc = rc_err_set(err, errno, "cannot create an RDMA CM id: %s", strerror(errno));
+		goto fail;
+	}
+	if (rdma_bind_addr(l->id, ai->ai_addr)) {
+		rc = rc_err_set(err, errno,
+				"cannot listen on %s:%s: %s (is the address on an RDMA device, and the port free?)",
+				addr, port, strerror(errno));
+		goto fail;
+	}
+	if (rdma_listen(l->id, 64)) {
+		rc = rc_err_set(err, errno, "cannot listen on %s:%s: %s", addr, port,
+				strerror(errno));
+		goto fail;
+	}
+	l->verbs = l->id->verbs;
+	if (dev_name) {
+		struct ibv_context *d = find_cm_device(dev_name);
+
+		if (!d) {
+			rc = rc_err_set(err, ENODEV, "no RDMA device named '%s'", dev_name);
+			goto fail;
+		}
+		if (l->verbs && l->verbs != d) {
+			rc = rc_err_set(err, EINVAL, "%s belongs to device %s, not %s", addr,
+					ibv_get_device_name(l->verbs->device), dev_name);
+			goto fail;
+		}
+		l->verbs = d;
+	}
+	if (!l->verbs) {
+		rc = rc_err_set(err, EINVAL,
+				"listening on a wildcard address needs a device (-d NAME), "
+				"or give an address that belongs to an RDMA device");
+		goto fail;
+	}
+	snprintf(l->dev_name, sizeof(l->dev_name), "%s", ibv_get_device_name(l->verbs->device));
+	l->port_num = l->id->port_num ? l->id->port_num : 1;
+	l->pd = ibv_alloc_pd(l->verbs);
+	if (!l->pd) {
+		rc = rc_err_set(err, errno, "cannot allocate a protection domain on %s: %s",
+				l->dev_name, strerror(errno));
+		goto fail;
+	}
+	getnameinfo(ai->ai_addr, ai->ai_addrlen, l->addr, sizeof(l->addr), NULL, 0, NI_NUMERICHOST);
+	l->port = ntohs(rdma_get_src_port(l->id));
+	freeaddrinfo(ai);
+	*out = l;
+	return 0;
+fail:
+	if (ai)
+		freeaddrinfo(ai);
+	rc_listener_close(l);
+	return rc;
+}
+
+int rc_listener_close(struct rc_listener *l)
+{
+	int rc = 0;
+
+	if (!l)
+		return 0;
+	if (l->pd && ibv_dealloc_pd(l->pd))
+		rc = -errno;
+	if (l->id && rdma_destroy_id(l->id) && !rc)
+		rc = -errno;
+	if (l->ech)
+		rdma_destroy_event_channel(l->ech);
+	free(l);
+	return rc;
+}
+
+int rc_listener_event(struct rc_listener *l, int timeout_ms, struct rdma_cm_event **ev)
+{
+	return get_event(l->ech, timeout_ms, ev);
+}
+
+void rc_reject(struct rdma_cm_id *child, const char *reason)
+{
+	size_t n = strlen(reason) + 1;
+
+	rdma_reject(child, reason, (uint8_t)(n > 148 ? 148 : n));
+}
+
+int rc_accept(struct rc_listener *l, struct rdma_cm_id *child, const struct rdma_conn_param *req,
+	      const struct rc_conn_opts *o, struct rc_conn **out, struct rc_err *err)
+{
+	struct rc_conn_opts oo = *o;
+	struct rdma_conn_param cp;
+	struct rc_conn *c = conn_new(o);
+	int rc;
+
+	if (!c)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	rc_peer_name(child, c->peer, sizeof(c->peer));
+	c->id = child;
+	child->context = c;
+	oo.pd = l->pd;
+	rc = make_qp(c, child, &oo, err);
+	if (rc)
+		goto fail;
+	if (o->on_qp) {
+		rc = o->on_qp(c, o->on_qp_arg);
+		if (rc) {
+			rc = rc_err_set(err, -rc, "cannot prepare the connection from %s: %s",
+					c->peer, strerror(-rc));
+			goto fail;
+		}
+	}
+	conn_params(child->verbs, &cp);
+	if (req) {
+		if (req->initiator_depth < cp.responder_resources)
+			cp.responder_resources = req->initiator_depth;
+		if (req->responder_resources < cp.initiator_depth)
+			cp.initiator_depth = req->responder_resources;
+	}
+	if (rdma_accept(child, &cp)) {
+		rc = rc_err_set(err, errno, "cannot accept %s: %s", c->peer, strerror(errno));
+		goto fail;
+	}
+	*out = c;
+	return 0;
+fail:
+	/* The caller still owns the child id: it rejects and destroys it. */
+	if (c->qp)
+		rdma_destroy_qp(child);
+	c->qp = NULL;
+	c->id = NULL;
+	child->context = NULL;
+	rc_conn_close(c);
+	return rc;
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/* RDMA devices and GIDs. */
+#ifndef RDMACTL_DEV_H
+#define RDMACTL_DEV_H
+
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+#include <rdmactl/err.h>
+
+struct rc_gid_info {
+	int index;
+	int type;                 /* IBV_GID_TYPE_IB, _ROCE_V1, _ROCE_V2 */
+	union ibv_gid gid;
+	char str[48];             /* textual IPv6 form */
+};
+
+/* Open a device by name (ibv_get_device_list). */
+int rc_dev_open(const char *name, struct ibv_context **out, struct rc_err *err);
+/* Pick the GID to use on a port: the override when >= 0, else RoCE v2 with an
+ * IPv4-mapped address, then RoCE v2, then IB, then RoCE v1. */
+int rc_gid_pick(struct ibv_context *ctx, uint8_t port, int override, struct rc_gid_info *out,
+		struct rc_err *err);
+/* The GID entry of a port whose address equals addr (IPv4 or IPv6). */
+int rc_gid_find_addr(struct ibv_context *ctx, uint8_t port, const struct sockaddr *addr,
+		     struct rc_gid_info *out);
+const char *rc_gid_type_name(int type);
+void rc_gid_format(const union ibv_gid *gid, char *buf, size_t len);
+
+#endif

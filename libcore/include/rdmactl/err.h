@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libcore never prints: a failing call returns -errno and, when the caller
+ * passed one, fills a struct rc_err with a message naming the cause.
+ */
+#ifndef RDMACTL_ERR_H
+#define RDMACTL_ERR_H
+
+struct rc_err {
+	int code;       /* positive errno */
+	char msg[512];
+};
+
+/* Fill e (may be NULL) and return -code. */
+int rc_err_set(struct rc_err *e, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/* Posting work requests and reaping completions, and the pipelined stream
+ * engine that moves bytes with many work requests outstanding. */
+#ifndef RDMACTL_OPS_H
+#define RDMACTL_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <rdmactl/conn.h>
+
+enum rc_op {
+	RC_OP_NONE = 0,
+	RC_OP_WRITE,
+	RC_OP_WRITE_IMM,
+	RC_OP_READ,
+	RC_OP_FAA,
+	RC_OP_CAS,
+	RC_OP_SEND,
+	RC_OP_RECV,
+};
+
+/* wr_id layout: the operation in the top 8 bits, the caller's value below,
+ * so that an error completion (whose opcode is undefined) is still named. */
+#define RC_WRID_MASK ((1ULL << 56) - 1)
+static inline uint64_t rc_wrid(enum rc_op op, uint64_t v)
+{
+	return ((uint64_t)op << 56) | (v & RC_WRID_MASK);
+}
+static inline enum rc_op rc_wrid_op(uint64_t wr_id)
+{
+	return (enum rc_op)(wr_id >> 56);
+}
+
+const char *rc_op_name(enum rc_op op);
+
+int rc_post_rdma(struct rc_conn *c, enum rc_op op, void *laddr, uint32_t len, uint32_t lkey,
+		 uint64_t raddr, uint32_t rkey, uint32_t imm, uint64_t user, bool signaled,
+		 struct rc_err *err);
+int rc_post_atomic(struct rc_conn *c, enum rc_op op, uint64_t *result, uint32_t lkey,
+		   uint64_t raddr, uint32_t rkey, uint64_t compare_add, uint64_t swap,
+		   uint64_t user, struct rc_err *err);
+int rc_post_send(struct rc_conn *c, const void *buf, uint32_t len, uint32_t lkey,
+		 uint64_t user, struct rc_err *err);
+int rc_post_recv(struct rc_conn *c, void *buf, uint32_t len, uint32_t lkey, uint64_t user,
+		 struct rc_err *err);
+
+/* Reap up to max completions from any of conns, waiting at most timeout_ms
+ * (busy polling or sleeping on the completion channels, as each connection
+ * is set). Returns the count (> 0) with *which the connection's index,
+ * -ETIMEDOUT, or -EIO for an error completion (err names the operation, the
+ * peer and ibv_wc_status_str). */
+int rc_poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int max,
+		int timeout_ms, int *which, struct rc_err *err);
+int rc_poll(struct rc_conn *c, struct ibv_wc *wc, int max, int timeout_ms, struct rc_err *err);
+int rc_wc_error(const struct rc_conn *c, const struct ibv_wc *wc, struct rc_err *err);
+
+/* A pipelined transfer. Pieces of `chunk` bytes go round-robin over the
+ * connections, each keeping up to `depth` work requests outstanding, posted
+ * in chains of up to `batch`, one in `signal_every` signalled. */
+struct rc_stream {
+	enum rc_op op;            /* WRITE, WRITE_IMM, READ, FAA or CAS */
+	struct rc_conn *const *conns;
+	int nconns;
+	void *buf;                /* staging: nconns * depth slots of chunk bytes */
+	uint32_t lkey;
+	size_t chunk;             /* bytes per work request (8 for atomics) */
+	int depth;
+	int batch;
+	int signal_every;
+	uint64_t raddr;           /* remote start */
+	uint32_t rkey;
+	uint64_t total;           /* bytes to move (a cap when fill may end early) */
+	uint64_t iters;           /* when non-zero: this many work requests of chunk
+				   * bytes, cycling over [raddr, raddr + total) */
+	uint32_t imm;
+	uint64_t compare_add;     /* atomics */
+	uint64_t swap;
+	/* Writes: fill the slot before posting; return bytes (< len only at the
+	 * end of the input) or -errno. NULL: send the slot as it is. */
+	ssize_t (*fill)(void *arg, uint64_t off, void *buf, size_t len);
+	/* Reads: consume a completed slot, in offset order (one connection). */
+	int (*drain)(void *arg, uint64_t off, const void *buf, size_t len);
+	void *arg;                /* for fill and drain */
+	void (*progress)(void *arg, uint64_t done, uint64_t total);
+	void *progress_arg;
+	int timeout_ms;
+	double *lat_us;           /* per-work-request latency; needs signal_every 1 */
+	bool one_buffer;          /* benchmarks: every work request uses the first slot */
+};
+
+struct rc_stream_result {
+	uint64_t bytes;
+	uint64_t ops;
+	double seconds;
+};
+
+int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struct rc_err *err);
+
+/* Monotonic time in seconds. */
+double rc_now(void);
+
+#endif

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/* A region server: registers regions and serves them to RC clients. */
+#ifndef RDMACTL_SERVER_H
+#define RDMACTL_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <rdmactl/conn.h>
+#include <rdmactl/ctrl.h>
+#include <rdmactl/dev.h>
+#include <rdmactl/mem.h>
+
+struct rc_region {
+	struct rc_region_desc d;
+	struct rc_mem mem;
+	struct ibv_mr *mr;
+	char path[4096]; /* file-backed: the file */
+};
+
+enum rc_server_event_kind { RC_EV_CONNECTED, RC_EV_DISCONNECTED, RC_EV_REJECTED, RC_EV_IMM };
+
+struct rc_server_event {
+	enum rc_server_event_kind kind;
+	const char *peer;
+	const char *reason; /* REJECTED */
+	uint32_t imm;       /* IMM: immediate data of an RDMA WRITE_WITH_IMM */
+};
+
+struct rc_server;
+
+struct rc_server_opts {
+	const char *addr;
+	const char *port;
+	const char *dev_name;
+	const char *token;   /* NULL: no token */
+	int gid_index;       /* -1: automatic */
+	int max_conns;       /* default 64 */
+	void (*on_event)(void *arg, const struct rc_server_event *ev);
+	void *arg;
+};
+
+int rc_server_create(const struct rc_server_opts *opts, struct rc_server **out,
+		     struct rc_err *err);
+int rc_server_add_region(struct rc_server *s, const char *name, enum rc_mem_kind kind,
+			 size_t len, const char *path, enum rc_access access,
+			 struct rc_err *err);
+/* Handle whatever is pending, waiting at most timeout_ms; returns 0 or -errno
+ * on a fatal error. Single-threaded: call it from one thread. */
+int rc_server_step(struct rc_server *s, int timeout_ms, struct rc_err *err);
+/* Serve until stop_fd becomes readable. */
+int rc_server_run(struct rc_server *s, int stop_fd, struct rc_err *err);
+/* Disconnect everyone, persist file-backed regions, deregister, free.
+ * Goes on after a failure and returns the first error. */
+int rc_server_destroy(struct rc_server *s, struct rc_err *err);
+
+int rc_server_nregions(const struct rc_server *s);
+const struct rc_region *rc_server_region(const struct rc_server *s, int i);
+const struct rc_listener *rc_server_listener(const struct rc_server *s);
+const struct rc_gid_info *rc_server_gid(const struct rc_server *s);
+const char *rc_server_token(const struct rc_server *s);
+int rc_server_nconns(const struct rc_server *s);
+
+#endif
