@@ -51,10 +51,23 @@ done
 [[ "$limit" =~ ^[1-9][0-9]*$ ]] || die "--timeout wants a whole number of seconds, not '$limit'"
 [[ "$mem" =~ ^[1-9][0-9]*[MG]?$ ]] || die "--mem wants a size such as 2G or 1536M, not '$mem'"
 
+# The guest mounts its own file systems on these, hiding the host's files
+# below them: the caller's directory and the cache must lie elsewhere.
+guest_own=(/tmp /var/tmp /run /root /dev /proc /sys)
+check_visible() { # what, physical path
+	local dir
+	for dir in "${guest_own[@]}"; do
+		[[ "$2" != "$dir" && "$2" != "$dir"/* ]] ||
+			die "$1 $2 is hidden in the guest, which has its own ${guest_own[*]}"
+	done
+}
+check_visible "the current directory" "$(pwd -P)"
+mkdir -p -- "$cache/jobs"
+check_visible "the cache folder (RDMACTL_VM_CACHE)" "$(cd -- "$cache" && pwd -P)"
+
 kdir=$("$here/prepare.sh") || die "preparing the guest kernel failed (see above)"
 kver=${kdir##*/}
 
-mkdir -p -- "$cache/jobs"
 job=$(mktemp -d -- "$cache/jobs/job.XXXXXX")
 qemu_pid=
 tail_pid=
