@@ -159,8 +159,8 @@ fi
 rc=$(<"$job/rc")
 [[ "$rc" =~ ^[0-9]+$ ]] || explain "bad exit status '$rc' from the guest"
 
-boot=$(awk '$1 == "start" { print $2 }' "$job/timing")
+read -r boot took < <(awk '{ t[$1] = $2 } END { printf "%s %.2f\n", t["start"], t["end"] - t["start"] }' "$job/timing")
 ms=$(((${EPOCHREALTIME/[.,]/} - started) / 1000))
-printf 'run.sh: exit %s; guest %s: command started at %s s of guest uptime; qemu ran %d.%02d s\n' \
-	"$rc" "$kver" "$boot" "$((ms / 1000))" "$((ms % 1000 / 10))" >&2
+printf 'run.sh: exit %s; guest %s: command started at %s s of guest uptime, ran %s s; qemu ran %d.%02d s\n' \
+	"$rc" "$kver" "$boot" "$took" "$((ms / 1000))" "$((ms % 1000 / 10))" >&2
 exit "$rc"
