@@ -72,7 +72,13 @@ job=$(mktemp -d -- "$cache/jobs/job.XXXXXX")
 qemu_pid=
 tail_pid=
 # shellcheck disable=SC2317 # cleanup and interrupted run from traps
+# Every way out (exit, a signal, a failed command under set -e) stops the
+# guest and removes the job folder.
 cleanup() {
+	if [[ -n "$qemu_pid" ]]; then
+		kill -TERM "$qemu_pid" 2>/dev/null || true
+		wait "$qemu_pid" 2>/dev/null || true
+	fi
 	if [[ -n "$tail_pid" ]]; then
 		kill "$tail_pid" 2>/dev/null || true
 		wait "$tail_pid" 2>/dev/null || true
@@ -85,13 +91,7 @@ cleanup() {
 }
 # shellcheck disable=SC2317
 interrupted() {
-	printf 'run.sh: interrupted by SIG%s, stopping the guest\n' "$1" >&2
-	if [[ -n "$qemu_pid" ]]; then
-		kill -TERM "$qemu_pid" 2>/dev/null || true
-		wait "$qemu_pid" 2>/dev/null || true
-	fi
-	trap - EXIT
-	cleanup
+	printf 'run.sh: interrupted by SIG%s, stopping the guest\n' "$1" >&2 || true
 	exit "$2"
 }
 trap cleanup EXIT
