@@ -72,11 +72,16 @@ static void chain_parse(const char *path, struct chain *c)
 		len = strcspn(s, "/");
 		if (!len)
 			break;
-		if (!c->rc[0] && len > 3 && len < sizeof(c->rc) && !strncmp(s, "pci", 3))
+		/* A host bridge starts the chain. A nested one (Intel VMD's
+		 * pci10000:e0 below 0000:00:0e.0) starts it again: its domain is
+		 * a root complex of its own, which keeps the class conservative. */
+		if (len > 3 && len < sizeof(c->rc) && !strncmp(s, "pci", 3) && !is_bdf(s, len)) {
 			snprintf(c->rc, sizeof(c->rc), "%.*s", (int)len, s);
-		else if (c->rc[0] && is_bdf(s, len) && c->n < CHAIN_MAX)
+			c->n = 0;
+		} else if (c->rc[0] && is_bdf(s, len) && c->n < CHAIN_MAX) {
 			snprintf(c->bdf[c->n++], sizeof(c->bdf[0]), "%.*s", (int)len, s);
-		/* Anything else (VMD's nested pci10000:e0, virtio0) is no bridge. */
+		}
+		/* Anything else (virtio0, net, infiniband) is no bridge. */
 		s += len;
 	}
 }
