@@ -99,6 +99,9 @@ static void put_verify(struct out *o, const struct rc_topo_verify *v)
 		out_f64(o, "gbit_per_s", " (%.2f Gb/s)", v->gbit_per_s);
 		out_null(o, "error");
 	} else {
+		out_null(o, "bytes");
+		out_null(o, "seconds");
+		out_null(o, "gbit_per_s");
 		out_str(o, "error", ": %s", v->error);
 	}
 	put_int(o, "gid_index", v->ok ? ", gid index %lld" : NULL, v->gid_index);
