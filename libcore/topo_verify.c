@@ -169,7 +169,10 @@ static int loop_run(struct loop *l, uint64_t bytes, int timeout_ms, double *secs
 
 		while (inflight < VERIFY_DEPTH && posted < nwr) {
 			uint32_t off = (uint32_t)((posted * VERIFY_CHUNK) % VERIFY_BUF);
-			struct ibv_sge sge = { (uintptr_t)l->buf[0] + off, VERIFY_CHUNK, l->mr[0]->lkey };
+			uint64_t left = bytes - posted * VERIFY_CHUNK;
+			struct ibv_sge sge = { (uintptr_t)l->buf[0] + off,
+					       left < VERIFY_CHUNK ? (uint32_t)left : VERIFY_CHUNK,
+					       l->mr[0]->lkey };
 			struct ibv_send_wr wr = { 0 }, *bad;
 
 			wr.wr_id = posted;
