@@ -305,7 +305,8 @@ static void put_host(struct out *o, const struct rc_topo *t, const char *source)
 	out_str(o, "path", " %s\n", source);
 	out_obj_end(o);
 	out_obj_begin(o, "host");
-	put_str(o, "hostname", "Host: %s", f->hostname);
+	out_text(o, "Host:");
+	put_str(o, "hostname", " %s", f->hostname);
 	put_str(o, "kernel", "  kernel %s", f->kernel);
 	if (f->memlock_known && f->memlock_unlimited) {
 		out_null(o, "memlock_bytes");

@@ -419,7 +419,8 @@ static int load_dev(struct rc_topo *t, struct load_ctx *lc, const char *name,
 		return rc_err_set(err, ENOENT, "%s has no ports directory (%s/%s/ports): not a complete RDMA device",
 				  name, t->root, base);
 	for (int i = 0; i < ports.n && !rc; i++) {
-		if (!isdigit((unsigned char)ports.v[i][0]) || atoi(ports.v[i]) < 1)
+		/* Port 0 is a switch's management port; hosts number from 1. */
+		if (!isdigit((unsigned char)ports.v[i][0]))
 			continue;
 		if (d->nports >= RC_TOPO_MAX_PORTS)
 			break;
