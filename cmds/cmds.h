@@ -9,6 +9,7 @@ extern const struct cmd cmd_register;
 extern const struct cmd cmd_write;
 extern const struct cmd cmd_read;
 extern const struct cmd cmd_atomic;
+extern const struct cmd cmd_probe_topology;
 extern const struct cmd cmd_help;
 extern const struct cmd cmd_version;
 

@@ -13,6 +13,7 @@ const struct cmd *const rdmactl_cmds[] = {
 	&cmd_write,
 	&cmd_read,
 	&cmd_atomic,
+	&cmd_probe_topology,
 	&cmd_help,
 	&cmd_version,
 	NULL,

@@ -1,0 +1,475 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rdmactl probe-topology: the RDMA devices, their ports and GIDs, the GPUs,
+ * the GPU x NIC path classes, a rail plan and doctor findings. The data
+ * comes from libcore (topo.h); this file only renders it, every value
+ * through the output layer so that text and JSON say the same thing.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rdmactl/parse.h>
+#include <rdmactl/topo.h>
+
+#include "cmds.h"
+
+static const struct cmd_opt topo_opts[] = {
+	{ "sysfs", 0, "DIR|FILE.tar.gz", "read a captured tree instead of /sys (no verbs, no live facts)",
+	  COMP_FILE },
+	{ "capture", 0, "DIR|FILE.tar.gz", "copy what the probe reads (this host, or the --sysfs tree) into DIR or a tarball, then stop",
+	  COMP_FILE },
+	{ "verify", 0, NULL, "loopback RDMA WRITE on each ACTIVE port to prove it carries traffic" },
+	{ "verify-size", 0, "SIZE", "bytes each --verify writes (default 8M, at most 1G)" },
+	{ "hugepages", 0, NULL, "doctor: hugepages are required (report none reserved or free)" },
+	OPT_END,
+};
+
+/* A string that may be unknown: null in JSON, nothing in text. */
+static void put_str(struct out *o, const char *key, const char *fmt, const char *val)
+{
+	if (val && *val)
+		out_str(o, key, fmt, val);
+	else
+		out_null(o, key);
+}
+
+static void put_int(struct out *o, const char *key, const char *fmt, long long v)
+{
+	if (v >= 0)
+		out_i64(o, key, fmt, v);
+	else
+		out_null(o, key);
+}
+
+static void put_pci(struct out *o, const struct rc_topo_pci *p)
+{
+	out_obj_begin(o, "pci");
+	out_str(o, "address", "  pci %s", p->addr);
+	put_int(o, "numa_node", "  numa %lld", p->numa_node);
+	put_str(o, "local_cpulist", "  cpus %s", p->cpulist);
+	put_str(o, "vendor", NULL, p->vendor);
+	put_str(o, "device", NULL, p->device);
+	put_str(o, "class", NULL, p->class_code);
+	put_str(o, "driver", NULL, p->driver);
+	out_obj_begin(o, "link");
+	put_str(o, "current_speed", "  link %s", p->cur_speed);
+	put_int(o, "current_width", " x%lld", p->cur_width);
+	put_str(o, "max_speed", " (max %s", p->max_speed);
+	put_int(o, "max_width", " x%lld", p->max_width);
+	out_text(o, "%s", p->max_speed[0] ? ")" : "");
+	out_obj_end(o);
+	out_str(o, "path", NULL, p->path);
+	out_obj_end(o);
+	out_text(o, "\n");
+}
+
+static void put_gids(struct out *o, const struct rc_topo_port *p)
+{
+	out_arr_begin(o, "gids");
+	for (int i = 0; i < p->ngids; i++) {
+		const struct rc_topo_gid *g = &p->gids[i];
+
+		out_obj_begin(o, NULL);
+		out_i64(o, "index", "    gid %3lld", g->index);
+		out_str(o, "type", "  %-8s", g->type[0] ? g->type : "?");
+		out_str(o, "gid", " %s", g->gid);
+		put_str(o, "netdev", "  (%s)", g->netdev);
+		out_text(o, "%s\n", g->index == p->rec_gid ? "  <- recommended" : "");
+		out_obj_end(o);
+	}
+	out_arr_end(o);
+}
+
+static void put_verify(struct out *o, const struct rc_topo_verify *v)
+{
+	char size[32];
+
+	if (!v->done) {
+		out_null(o, "verify");
+		return;
+	}
+	rc_format_size(v->bytes, size, sizeof(size));
+	out_obj_begin(o, "verify");
+	out_bool(o, "ok", "    verify: %s", v->ok);
+	if (v->ok) {
+		out_u64(o, "bytes", NULL, v->bytes);
+		out_text(o, ", %s", size);
+		out_f64(o, "seconds", " in %.3f s", v->seconds);
+		out_f64(o, "gbit_per_s", " (%.2f Gb/s)", v->gbit_per_s);
+		out_null(o, "error");
+	} else {
+		out_null(o, "bytes");
+		out_null(o, "seconds");
+		out_null(o, "gbit_per_s");
+		out_str(o, "error", ": %s", v->error);
+	}
+	put_int(o, "gid_index", v->ok ? ", gid index %lld" : NULL, v->gid_index);
+	out_obj_end(o);
+	out_text(o, "\n");
+}
+
+static void put_port(struct out *o, const struct rc_topo_port *p)
+{
+	const struct rc_topo_gid *rec = NULL;
+
+	out_obj_begin(o, NULL);
+	out_i64(o, "port", "  port %lld:", p->num);
+	out_str(o, "state", " %s", p->state);
+	put_str(o, "phys_state", " (%s)", p->phys_state);
+	put_str(o, "link_layer", "  %s", p->link_layer);
+	put_str(o, "rate", "  %s", p->rate);
+	if (p->rate_gbps > 0)
+		out_f64(o, "rate_gbps", NULL, p->rate_gbps);
+	else
+		out_null(o, "rate_gbps");
+	put_str(o, "width", NULL, p->width);
+	put_str(o, "speed", NULL, p->speed);
+	put_int(o, "active_mtu", "  mtu %lld", p->active_mtu > 0 ? p->active_mtu : -1);
+	put_int(o, "lid", "  lid %lld", p->lid);
+	put_int(o, "sm_lid", " (sm %lld)", p->sm_lid);
+	out_text(o, "\n");
+	put_str(o, "netdev", "    netdev %s", p->netdev);
+	put_int(o, "netdev_mtu", " (mtu %lld", p->netdev_mtu);
+	put_str(o, "netdev_state", p->netdev_mtu >= 0 ? ", %s)" : " (%s)", p->netdev_state);
+	if (p->netdev_mtu >= 0 && !p->netdev_state[0])
+		out_text(o, ")");
+	if (p->addrs_known) {
+		out_arr_begin(o, "addresses");
+		for (int i = 0; i < p->naddrs; i++)
+			out_str(o, NULL, "  %s", p->addrs[i]);
+		out_arr_end(o);
+	} else {
+		out_null(o, "addresses");
+	}
+	if (p->netdev[0])
+		out_text(o, "\n");
+	put_gids(o, p);
+	for (int i = 0; i < p->ngids; i++)
+		if (p->gids[i].index == p->rec_gid)
+			rec = &p->gids[i];
+	put_int(o, "recommended_gid_index", NULL, p->rec_gid);
+	put_str(o, "recommended_gid", NULL, rec ? rec->gid : NULL);
+	if (!rec)
+		out_text(o, "    no recommended GID%s\n",
+			 strcmp(p->link_layer, "Ethernet") ? "" : " (no RoCE v2 GID)");
+	put_verify(o, &p->verify);
+	out_obj_end(o);
+}
+
+static void put_dev(struct out *o, const struct rc_topo_dev *d)
+{
+	out_obj_begin(o, NULL);
+	out_str(o, "name", "%s", d->name);
+	out_str(o, "provider", "  provider %s", d->provider);
+	put_str(o, "driver", " (driver %s)", d->driver);
+	put_str(o, "node_type", "  %s", d->node_type);
+	put_str(o, "node_guid", "  guid %s", d->node_guid);
+	put_str(o, "fw_ver", "  fw %s", d->fw_ver);
+	put_str(o, "parent_netdev", "  on %s", d->parent_netdev);
+	if (d->verbs >= 0)
+		out_bool(o, "verbs", d->verbs ? NULL : "  (no verbs provider)", d->verbs);
+	else
+		out_null(o, "verbs");
+	out_text(o, "\n");
+	if (d->has_pci)
+		put_pci(o, &d->pci);
+	else
+		out_null(o, "pci");
+	out_arr_begin(o, "ports");
+	for (int p = 0; p < d->nports; p++)
+		put_port(o, &d->ports[p]);
+	out_arr_end(o);
+	out_obj_end(o);
+}
+
+static void put_gpus(struct out *o, const struct rc_topo *t)
+{
+	out_text(o, "\nGPUs (%d)%s\n", t->ngpus, t->ngpus ? "" : ": none found on PCI");
+	out_arr_begin(o, "gpus");
+	for (int g = 0; g < t->ngpus; g++) {
+		const struct rc_topo_gpu *gpu = &t->gpus[g];
+
+		out_obj_begin(o, NULL);
+		out_i64(o, "index", "GPU%lld", g);
+		put_str(o, "name", "  %s", gpu->name);
+		put_str(o, "uuid", "  %s", gpu->uuid);
+		out_text(o, "\n");
+		put_pci(o, &gpu->pci);
+		out_obj_end(o);
+	}
+	out_arr_end(o);
+}
+
+static void put_matrix(struct out *o, const struct rc_topo *t)
+{
+	char fmt[16];
+	int w = 6;
+
+	for (int d = 0; d < t->ndevs; d++)
+		if ((int)strlen(t->devs[d].name) + 2 > w)
+			w = (int)strlen(t->devs[d].name) + 2;
+	snprintf(fmt, sizeof(fmt), "%%-%ds", w);
+	if (t->ngpus && t->ndevs) {
+		out_text(o, "\nGPU x NIC paths\n        ");
+		for (int d = 0; d < t->ndevs; d++)
+			out_text(o, "%-*s", w, t->devs[d].name);
+		out_text(o, "\n");
+	}
+	out_arr_begin(o, "matrix");
+	for (int g = 0; g < t->ngpus && t->ndevs; g++) {
+		out_text(o, "GPU%-5d", g);
+		for (int d = 0; d < t->ndevs; d++) {
+			out_obj_begin(o, NULL);
+			out_i64(o, "gpu", NULL, g);
+			out_str(o, "gpu_pci", NULL, t->gpus[g].pci.addr);
+			out_str(o, "nic", NULL, t->devs[d].name);
+			put_str(o, "nic_pci", NULL, t->devs[d].has_pci ? t->devs[d].pci.addr : NULL);
+			out_str(o, "path", fmt, rc_topo_path_name(t->matrix[g][d]));
+			out_obj_end(o);
+		}
+		out_text(o, "\n");
+	}
+	out_arr_end(o);
+	if (t->ngpus && t->ndevs)
+		out_text(o, "Legend: PIX one PCIe switch, PXB several bridges, PHB through the host bridge,\n"
+			    "        NODE between host bridges of one NUMA node, SYS across NUMA nodes,\n"
+			    "        N/A no PCI parent (rxe, siw)\n");
+}
+
+static void put_rails(struct out *o, const struct rc_topo *t)
+{
+	if (t->ngpus)
+		out_text(o, "\nRail plan (each GPU's closest NIC)\n");
+	out_arr_begin(o, "rail_plan");
+	for (int g = 0; g < t->ngpus; g++) {
+		const struct rc_topo_rail *r = &t->rails[g];
+		const struct rc_topo_dev *d = r->dev >= 0 ? &t->devs[r->dev] : NULL;
+		int n = 0;
+
+		out_obj_begin(o, NULL);
+		out_i64(o, "gpu", "  GPU%-3lld", g);
+		out_str(o, "gpu_pci", " %s", t->gpus[g].pci.addr);
+		put_int(o, "gpu_numa", " (NUMA %lld)", t->gpus[g].pci.numa_node);
+		put_str(o, "nic", " -> %s", d ? d->name : NULL);
+		put_str(o, "nic_pci", " %s", d ? d->pci.addr : NULL);
+		put_int(o, "nic_numa", " (NUMA %lld)", d ? d->pci.numa_node : -1);
+		put_str(o, "path", "  %s", d ? rc_topo_path_name(r->path) : NULL);
+		if (!d)
+			out_text(o, " -> no NIC with a PCI path");
+		out_bool(o, "shared", NULL, d && r->shared > 1);
+		out_arr_begin(o, "shared_with");
+		for (int h = 0; d && h < t->ngpus; h++) {
+			if (h == g || t->rails[h].dev != r->dev)
+				continue;
+			out_text(o, "%s", n++ ? ", " : "  shared with ");
+			out_i64(o, NULL, "GPU%lld", h);
+		}
+		out_arr_end(o);
+		out_bool(o, "cross_socket", r->cross_socket ? "  cross-socket" : NULL, r->cross_socket);
+		out_text(o, "\n");
+		out_obj_end(o);
+	}
+	out_arr_end(o);
+}
+
+static void put_findings(struct out *o, const struct rc_topo *t, int count[3])
+{
+	if (t->nfindings)
+		out_text(o, "\nDoctor (%d finding%s)\n", t->nfindings, t->nfindings == 1 ? "" : "s");
+	else
+		out_text(o, "\nDoctor: no findings\n");
+	out_arr_begin(o, "findings");
+	for (int i = 0; i < t->nfindings; i++) {
+		const struct rc_topo_finding *f = &t->findings[i];
+
+		count[f->severity]++;
+		out_obj_begin(o, NULL);
+		out_str(o, "severity", "  %-8s", rc_topo_sev_name(f->severity));
+		out_str(o, "check", "%s: ", f->check);
+		out_str(o, "message", "%s\n", f->message);
+		put_str(o, "fix", "           fix: %s\n", f->fix);
+		out_obj_end(o);
+	}
+	out_arr_end(o);
+	if (t->findings_left_out)
+		out_text(o, "  (%d more findings not shown)\n", t->findings_left_out);
+}
+
+static void put_host(struct out *o, const struct rc_topo *t, const char *source)
+{
+	const struct rc_topo_facts *f = &t->facts;
+
+	out_obj_begin(o, "source");
+	out_str(o, "kind", "Source: %s", t->live ? "live" : "sysfs");
+	out_str(o, "path", " %s\n", source);
+	out_obj_end(o);
+	out_obj_begin(o, "host");
+	out_text(o, "Host:");
+	put_str(o, "hostname", " %s", f->hostname);
+	put_str(o, "kernel", "  kernel %s", f->kernel);
+	if (f->memlock_known && f->memlock_unlimited) {
+		out_null(o, "memlock_bytes");
+		out_text(o, "  memlock unlimited");
+	} else if (f->memlock_known) {
+		char size[32];
+
+		rc_format_size(f->memlock, size, sizeof(size));
+		out_u64(o, "memlock_bytes", NULL, f->memlock);
+		out_text(o, "  memlock %s", size);
+	} else {
+		out_null(o, "memlock_bytes");
+	}
+	out_bool(o, "memlock_unlimited", NULL, f->memlock_known && f->memlock_unlimited);
+	put_str(o, "nvidia_driver", "\n  nvidia: %s", f->nvidia_version);
+	out_bool(o, "nvidia_loaded", NULL, f->nvidia_loaded);
+	out_bool(o, "nvidia_peermem", NULL, f->peermem_loaded);
+	out_text(o, "\n");
+	out_arr_begin(o, "numa_nodes");
+	for (int i = 0; i < t->nnuma; i++) {
+		out_obj_begin(o, NULL);
+		out_i64(o, "node", "  NUMA node %lld", t->numa[i].node);
+		put_str(o, "cpulist", ": cpus %s\n", t->numa[i].cpulist);
+		out_obj_end(o);
+	}
+	out_arr_end(o);
+	out_arr_begin(o, "hugepages");
+	for (int i = 0; i < f->nhuge; i++) {
+		out_obj_begin(o, NULL);
+		out_u64(o, "size_kb", "  hugepages %llu kB", f->huge[i].size_kb);
+		put_int(o, "total", ": %lld", f->huge[i].total);
+		put_int(o, "free", " (%lld free)", f->huge[i].free);
+		out_text(o, "\n");
+		out_obj_end(o);
+	}
+	out_arr_end(o);
+	out_obj_end(o);
+}
+
+static int do_capture(struct ctx *ctx, const char *src, const char *dest)
+{
+	struct rc_err e;
+	int nfiles = 0, rc = rc_topo_capture(src, dest, &nfiles, &e);
+
+	if (rc)
+		return fail(ctx, rc, "%s", e.msg);
+	out_str(&ctx->out, "capture", "captured %s", dest);
+	out_i64(&ctx->out, "files", " (%lld files)\n", nfiles);
+	out_text(&ctx->out, "read it with: rdmactl probe-topology --sysfs %s\n", dest);
+	return 0;
+}
+
+static int show(struct ctx *ctx, const struct rc_topo *t, const char *source)
+{
+	struct out *o = &ctx->out;
+	int count[3] = { 0 }, nports = 0, active = 0, shown = 0;
+
+	put_host(o, t, source);
+	out_text(o, "\nRDMA devices (%d)%s\n", t->ndevs, t->ndevs ? "" : ": none found");
+	out_arr_begin(o, "devices");
+	for (int d = 0; d < t->ndevs; d++) {
+		if (ctx->dev_name && strcmp(ctx->dev_name, t->devs[d].name))
+			continue;
+		out_text(o, "%s", shown ? "\n" : "");
+		put_dev(o, &t->devs[d]);
+		shown++;
+		for (int p = 0; p < t->devs[d].nports; p++) {
+			nports++;
+			active += !strcmp(t->devs[d].ports[p].state, "ACTIVE");
+		}
+	}
+	out_arr_end(o);
+	put_gpus(o, t);
+	put_matrix(o, t);
+	put_rails(o, t);
+	put_findings(o, t, count);
+	out_obj_begin(o, "summary");
+	out_i64(o, "devices", "\nSummary: %lld RDMA device(s)", shown);
+	out_i64(o, "ports", ", %lld port(s)", nports);
+	out_i64(o, "ports_active", " (%lld active)", active);
+	out_i64(o, "gpus", ", %lld GPU(s)", t->ngpus);
+	out_i64(o, "errors", "; findings: %lld error(s)", count[RC_SEV_ERROR]);
+	out_i64(o, "warnings", ", %lld warning(s)", count[RC_SEV_WARNING]);
+	out_i64(o, "infos", ", %lld info\n", count[RC_SEV_INFO]);
+	out_obj_end(o);
+	return 0;
+}
+
+static int do_probe_topology(struct ctx *ctx, int argc, char **argv)
+{
+	const struct cmd *c = &cmd_probe_topology;
+	struct rc_topo_opts to = { 0 };
+	char root[4096], tmpdir[4096] = "";
+	const char *sysfs, *capture;
+	uint64_t vsize = 8u << 20;
+	struct rc_topo *t = NULL;
+	struct opt_vals v;
+	struct rc_err e;
+	int rc, failed = 0;
+
+	rc = opts_parse(ctx, c, argc, argv, &v);
+	if (rc)
+		return rc < 0 ? rc : 0;
+	if (v.npos)
+		return usage_err(ctx, "probe-topology: unexpected argument '%s'", v.pos[0]);
+	sysfs = opt_get(c, &v, "sysfs");
+	capture = opt_get(c, &v, "capture");
+	if ((rc = opt_size(ctx, c, &v, "verify-size", &vsize)))
+		return rc;
+	if (vsize == 0 || vsize > (1ULL << 30))
+		return usage_err(ctx, "invalid --verify-size: expected 1 byte to 1G");
+	if (opt_has(c, &v, "verify-size") && !opt_has(c, &v, "verify"))
+		return usage_err(ctx, "probe-topology: --verify-size goes with --verify");
+	if (sysfs && !*sysfs)
+		return usage_err(ctx, "probe-topology: --sysfs needs a directory or a .tar.gz");
+	if (capture && (opt_has(c, &v, "verify") || opt_has(c, &v, "hugepages")))
+		return usage_err(ctx, "probe-topology: --capture only copies: it goes without --verify and --hugepages");
+	if (sysfs && opt_has(c, &v, "verify"))
+		return usage_err(ctx, "probe-topology: --verify needs the live host, not a --sysfs tree");
+	if (sysfs && (rc = rc_topo_open_tree(sysfs, root, sizeof(root), tmpdir, sizeof(tmpdir), &e)))
+		return fail(ctx, rc, "%s", e.msg);
+	if (capture) {
+		rc = do_capture(ctx, sysfs ? root : NULL, capture);
+		goto out;
+	}
+	to.root = sysfs ? root : NULL;
+	to.hugepages = opt_has(c, &v, "hugepages");
+	rc = rc_topo_load(&to, &t, &e);
+	if (rc) {
+		rc = fail(ctx, rc, "%s", e.msg);
+		goto out;
+	}
+	if (ctx->dev_name) {
+		bool found = false;
+
+		for (int d = 0; d < t->ndevs; d++)
+			found |= !strcmp(t->devs[d].name, ctx->dev_name);
+		if (!found) {
+			rc = fail(ctx, -ENODEV, "no RDMA device named '%s' (%d device%s found)",
+				  ctx->dev_name, t->ndevs, t->ndevs == 1 ? "" : "s");
+			goto out;
+		}
+	}
+	if (opt_has(c, &v, "verify")) {
+		if (!out_is_json(&ctx->out))
+			out_log(&ctx->out, "verifying the active ports (loopback RDMA WRITE)...");
+		failed = rc_topo_verify(t, ctx->dev_name, vsize, ctx->timeout_ms);
+	}
+	show(ctx, t, sysfs ? sysfs : "/sys");
+	if (failed)
+		rc = fail(ctx, -EIO, "%d port%s failed the loopback verification (see the findings)",
+			  failed, failed == 1 ? "" : "s");
+out:
+	rc_topo_free(t);
+	if (tmpdir[0])
+		rc_topo_rmtree(tmpdir);
+	return rc;
+}
+
+const struct cmd cmd_probe_topology = {
+	.name = "probe-topology",
+	.aliases = (const char *const[]){ "topo", NULL },
+	.run = do_probe_topology,
+	.opts = topo_opts,
+	.summary = "show RDMA devices, GPUs, their PCIe paths, a rail plan and doctor findings",
+};

@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fabric as an operator sees it: RDMA devices, their ports and GIDs,
+ * NVIDIA GPUs found on PCI, the GPU x NIC path classes of the PCIe tree
+ * (as nvidia-smi topo -m names them), a rail plan and doctor findings.
+ *
+ * Every sysfs read goes through a root: "/sys" on the running host, or a
+ * tree captured by rc_topo_capture() elsewhere. Facts that sysfs does not
+ * hold (active MTU, IP addresses, the memlock limit, the NVIDIA driver's
+ * version) come from the live host, or from the capture's rdmactl/facts.
+ */
+#ifndef RDMACTL_TOPO_H
+#define RDMACTL_TOPO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rdmactl/err.h>
+
+#define RC_TOPO_MAX_DEVS 64
+#define RC_TOPO_MAX_PORTS 8
+#define RC_TOPO_MAX_GIDS 4096   /* per port; rxe has 1024 */
+#define RC_TOPO_MAX_ADDRS 16    /* IP addresses per netdev */
+#define RC_TOPO_MAX_GPUS 64
+#define RC_TOPO_MAX_NUMA 64
+#define RC_TOPO_MAX_HUGE 8      /* hugepage sizes */
+#define RC_TOPO_MAX_FINDINGS 128
+#define RC_TOPO_PATH_MAX 1024
+#define RC_TOPO_NAME_MAX 64
+
+/* Path classes between two PCI devices, best first (nvidia-smi topo -m). */
+enum rc_topo_path {
+	RC_PATH_PIX,  /* at most one PCIe switch (bridge) between them */
+	RC_PATH_PXB,  /* several bridges, no host bridge crossing */
+	RC_PATH_PHB,  /* through a PCIe host bridge (the root complex) */
+	RC_PATH_NODE, /* different root complexes of one NUMA node */
+	RC_PATH_SYS,  /* across NUMA nodes (the inter-socket link) */
+	RC_PATH_NA,   /* one of them has no PCI parent (rxe, siw) */
+};
+
+const char *rc_topo_path_name(enum rc_topo_path p);
+
+/* A PCI function as sysfs shows it. Empty strings and -1 mean unknown. */
+struct rc_topo_pci {
+	char addr[32];                 /* 0000:03:00.0 */
+	char path[RC_TOPO_PATH_MAX];   /* resolved, relative to the root:
+					* devices/pci0000:00/0000:00:01.0/... */
+	char vendor[8], device[8];     /* 0x10de */
+	char class_code[10];           /* 0x030200 */
+	char driver[RC_TOPO_NAME_MAX]; /* bound kernel driver */
+	int numa_node;
+	char cpulist[512];
+	char cur_speed[32], max_speed[32]; /* "32.0 GT/s PCIe" */
+	int cur_width, max_width;          /* lanes */
+};
+
+struct rc_topo_gid {
+	int index;
+	char type[12];     /* "IB", "RoCE v1", "RoCE v2" or "" */
+	char gid[48];      /* textual IPv6 */
+	char netdev[32];   /* "" when none */
+	unsigned char raw[16];
+};
+
+struct rc_topo_verify {
+	bool done;
+	bool ok;
+	int gid_index;     /* -1 on InfiniBand (LID routed) */
+	uint64_t bytes;
+	double seconds;
+	double gbit_per_s;
+	char error[256];
+};
+
+struct rc_topo_port {
+	int num;
+	char state[24];        /* ACTIVE, DOWN, INIT, ARMED... */
+	char phys_state[24];   /* LinkUp, Disabled, Polling... */
+	char link_layer[16];   /* InfiniBand, Ethernet */
+	char rate[64];         /* the rate file: "400 Gb/sec (4X NDR)" */
+	double rate_gbps;      /* 0 unknown */
+	char width[8];         /* 4X */
+	char speed[16];        /* NDR */
+	int active_mtu;        /* bytes; 0 unknown (not in sysfs) */
+	int lid, sm_lid;       /* -1 unknown */
+	char netdev[32];
+	int netdev_mtu;        /* -1 unknown */
+	char netdev_state[16]; /* operstate */
+	int naddrs;
+	char addrs[RC_TOPO_MAX_ADDRS][64]; /* "198.18.0.1/24" */
+	bool addrs_known;      /* live, or the capture listed them */
+	int ngids;             /* valid (non-zero) entries */
+	struct rc_topo_gid *gids;
+	int rec_gid;           /* recommended GID index, -1 none */
+	struct rc_topo_verify verify;
+};
+
+struct rc_topo_dev {
+	char name[RC_TOPO_NAME_MAX];
+	char provider[32];     /* mlx5, efa, rxe, siw... */
+	char driver[RC_TOPO_NAME_MAX]; /* kernel driver of the PCI function */
+	char node_type[16];    /* CA, RNIC, switch */
+	char node_guid[24];
+	char fw_ver[64];
+	char parent_netdev[32];/* rxe: the netdev it sits on */
+	bool has_pci;
+	struct rc_topo_pci pci;
+	int verbs;             /* live: 1 listed by libibverbs, 0 not; -1 unknown */
+	int nports;
+	struct rc_topo_port ports[RC_TOPO_MAX_PORTS];
+};
+
+struct rc_topo_gpu {
+	struct rc_topo_pci pci;
+	char name[96];         /* NVML or the capture; "" unknown */
+	char uuid[96];
+};
+
+struct rc_topo_numa {
+	int node;
+	char cpulist[512];
+};
+
+struct rc_topo_huge {
+	unsigned long size_kb;
+	long total, free;
+};
+
+/* One GPU's rail: its best NIC. */
+struct rc_topo_rail {
+	int gpu;               /* index into gpus */
+	int dev;               /* index into devs, -1 when no NIC has a PCI path */
+	enum rc_topo_path path;
+	int shared;            /* GPUs on this NIC, this one included */
+	bool cross_socket;
+};
+
+enum rc_topo_sev { RC_SEV_INFO, RC_SEV_WARNING, RC_SEV_ERROR };
+const char *rc_topo_sev_name(enum rc_topo_sev s);
+
+struct rc_topo_finding {
+	enum rc_topo_sev severity;
+	char check[32];
+	char message[320];
+	char fix[320];
+};
+
+/* What the host says about itself beyond the device files. */
+struct rc_topo_facts {
+	char hostname[128];
+	char kernel[128];
+	char nvidia_version[256];  /* /proc/driver/nvidia/version, first line */
+	int memlock_known;         /* 1 when memlock is set */
+	bool memlock_unlimited;
+	uint64_t memlock;          /* soft limit, bytes */
+	int cap_ipc_lock;          /* 1 yes, 0 no, -1 unknown */
+	bool nvidia_loaded, peermem_loaded;
+	int nhuge;
+	struct rc_topo_huge huge[RC_TOPO_MAX_HUGE];
+};
+
+struct rc_topo {
+	char root[RC_TOPO_PATH_MAX];       /* as given */
+	char real_root[RC_TOPO_PATH_MAX];  /* resolved: reads stay below it */
+	bool live;
+	int ndevs;
+	struct rc_topo_dev devs[RC_TOPO_MAX_DEVS];
+	int devs_left_out;                 /* beyond RC_TOPO_MAX_DEVS */
+	int ngpus;
+	struct rc_topo_gpu gpus[RC_TOPO_MAX_GPUS];
+	int nnuma;
+	struct rc_topo_numa numa[RC_TOPO_MAX_NUMA];
+	struct rc_topo_facts facts;
+	/* matrix[g][d]: path class between gpus[g] and devs[d] */
+	enum rc_topo_path matrix[RC_TOPO_MAX_GPUS][RC_TOPO_MAX_DEVS];
+	struct rc_topo_rail rails[RC_TOPO_MAX_GPUS];
+	int nfindings;
+	int findings_left_out;
+	struct rc_topo_finding findings[RC_TOPO_MAX_FINDINGS];
+};
+
+struct rc_topo_opts {
+	const char *root;  /* NULL or "/sys": the running host (live) */
+	bool hugepages;    /* doctor: hugepages are required */
+};
+
+/* Read the devices, GPUs, facts; compute the matrix, the rail plan and the
+ * doctor findings. *out is freed with rc_topo_free(). A tree that is not a
+ * sysfs tree, or a captured device missing its ports, fails with err set;
+ * on the live host an odd device becomes a finding instead. */
+int rc_topo_load(const struct rc_topo_opts *opts, struct rc_topo **out, struct rc_err *err);
+void rc_topo_free(struct rc_topo *t);
+
+/* Loopback RDMA WRITE of `bytes` on every ACTIVE port (of device `only`
+ * when not NULL; live only): fills
+ * each port's verify and adds a finding per failure. Returns the number of
+ * ports that failed. */
+int rc_topo_verify(struct rc_topo *t, const char *only, uint64_t bytes, int timeout_ms);
+/* One port: two QPs of the device connected to each other. */
+int rc_topo_verify_port(const char *dev, int port, int gid_index, uint64_t bytes,
+			int timeout_ms, struct rc_topo_verify *res, struct rc_err *err);
+
+/* Copy what rc_topo_load reads into dest: a directory, or a .tar.gz / .tgz
+ * (built with tar). The source is this host (src NULL) or a tree to
+ * re-capture (a folder into a tarball). *nfiles counts the files written. */
+int rc_topo_capture(const char *src, const char *dest, int *nfiles, struct rc_err *err);
+/* Make a --sysfs argument readable: a directory is used as it is; a
+ * .tar.gz/.tgz is extracted into a new temporary directory, whose path is
+ * put in tmpdir (to remove with rc_topo_rmtree). root gets the tree to read. */
+int rc_topo_open_tree(const char *arg, char *root, size_t rootlen, char *tmpdir, size_t tmplen,
+		      struct rc_err *err);
+int rc_topo_rmtree(const char *dir);
+
+/* Path class between two resolved PCI paths (relative or absolute sysfs
+ * paths such as devices/pci0000:00/0000:00:01.0/0000:01:00.0). nnuma is
+ * the host's NUMA node count (to read an unknown node, -1). */
+enum rc_topo_path rc_topo_classify(const char *path_a, int numa_a, const char *path_b,
+				   int numa_b, int nnuma);
+/* Parse "400 Gb/sec (4X NDR)". Returns 0 or -EINVAL. */
+int rc_topo_parse_rate(const char *s, double *gbps, char *width, size_t wlen, char *speed,
+		       size_t slen);
+/* The recommended GID of a port: on Ethernet RoCE v2 with an IPv4-mapped
+ * address, then another RoCE v2 (global before link-local); on InfiniBand
+ * the first IB GID. -1 when none. */
+int rc_topo_pick_gid(const struct rc_topo_port *p);
+
+#endif

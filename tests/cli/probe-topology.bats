@@ -1,0 +1,320 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+#
+# rdmactl probe-topology on the fixture trees of tests/fixtures/make-sysfs.sh
+# (no device needed), on bad trees, and once on this host.
+#   bats tests/cli/probe-topology.bats
+# The binary: $RDMACTL, or build/cli/rdmactl of this checkout.
+
+load '/usr/lib/bats/bats-support/load'
+load '/usr/lib/bats/bats-assert/load'
+
+setup_file() {
+	export RDMACTL=${RDMACTL:-$BATS_TEST_DIRNAME/../../build/cli/rdmactl}
+	export FX=$BATS_FILE_TMPDIR/fixtures
+	bash "$BATS_TEST_DIRNAME/../fixtures/make-sysfs.sh" "$FX"
+}
+
+setup() {
+	[[ -x "$RDMACTL" ]] || fail "no rdmactl binary at $RDMACTL: build first, or set RDMACTL"
+}
+
+# JSON of a fixture: topo FIXTURE [OPTIONS...]
+topo() { timeout 30 "$RDMACTL" -j probe-topology --sysfs "$FX/$1" "${@:2}"; }
+
+# The class of GPU $2 and NIC $3 in the JSON $1.
+path_of() {
+	jq -r --argjson g "$2" --arg n "$3" '.matrix[] | select(.gpu == $g and .nic == $n) | .path' <<<"$1"
+}
+
+# A copy of a fixture to break: broken NAME FIXTURE -> its path
+broken() {
+	rm -rf -- "${BATS_TEST_TMPDIR:?}/$1"
+	cp -a -- "$FX/$2" "$BATS_TEST_TMPDIR/$1"
+	printf '%s\n' "$BATS_TEST_TMPDIR/$1"
+}
+
+# A bad tree: exit status 1 (never a crash, never 0) and a message naming it.
+assert_bad_tree() { # DIR MESSAGE
+	run timeout 30 "$RDMACTL" probe-topology --sysfs "$1"
+	assert_failure 1
+	assert_output --partial "$2"
+	run timeout 30 "$RDMACTL" -j probe-topology --sysfs "$1"
+	assert_failure 1
+	jq -e --arg m "$2" '.schema_version == 1 and (.error.message | contains($m))' <<<"$output"
+}
+
+@test "two-socket-8gpu: switch mates are PIX, 9 NICs x 8 GPUs in the matrix" {
+	local j g
+	j=$(topo two-socket-8gpu)
+	jq -e '.schema_version == 1 and .source.kind == "sysfs" and (.matrix | length) == 72' <<<"$j"
+	for g in 0 1 2 3 4 5 6 7; do
+		assert_equal "$(path_of "$j" "$g" "mlx5_$g")" PIX
+	done
+}
+
+@test "two-socket-8gpu: PHB, NODE, PXB and SYS where the PCIe tree puts them" {
+	local j
+	j=$(topo two-socket-8gpu)
+	assert_equal "$(path_of "$j" 0 mlx5_1)" PHB  # two root ports of pci0000:00
+	assert_equal "$(path_of "$j" 0 mlx5_2)" NODE # pci0000:00 and pci0000:40, NUMA 0
+	assert_equal "$(path_of "$j" 4 mlx5_6)" NODE
+	assert_equal "$(path_of "$j" 4 mlx5_5)" PXB  # sibling leaf switches
+	assert_equal "$(path_of "$j" 7 mlx5_6)" PXB
+	assert_equal "$(path_of "$j" 0 mlx5_4)" SYS  # across the sockets
+	assert_equal "$(path_of "$j" 7 mlx5_0)" SYS
+	assert_equal "$(path_of "$j" 0 mlx5_8)" PHB  # management NIC on root port 00:03.0
+	assert_equal "$(path_of "$j" 2 mlx5_8)" NODE
+	assert_equal "$(path_of "$j" 5 mlx5_8)" SYS
+}
+
+@test "two-socket-8gpu: the rail plan gives each GPU its switch mate, never the management NIC" {
+	local j
+	j=$(topo two-socket-8gpu)
+	run jq -r '.rail_plan[] | "\(.gpu) \(.nic) \(.path) \(.shared) \(.cross_socket)"' <<<"$j"
+	assert_success
+	assert_output "$(for g in 0 1 2 3 4 5 6 7; do echo "$g mlx5_$g PIX false false"; done)"
+	jq -e '[.rail_plan[].nic] | index("mlx5_8") == null' <<<"$j"
+	jq -e '.rail_plan | all(.shared_with == [] and .gpu_numa == .nic_numa)' <<<"$j"
+	jq -e '[.findings[].check] | (index("rail_shared") == null and index("rail_cross_socket") == null)' <<<"$j"
+}
+
+@test "two-socket-8gpu: devices, ports, GIDs and GPUs as the tree has them" {
+	local j
+	j=$(topo two-socket-8gpu)
+	jq -e '(.devices | length) == 9 and (.gpus | length) == 8' <<<"$j"
+	jq -e '.devices[0] | .name == "mlx5_0" and .provider == "mlx5" and .driver == "mlx5_core"
+		and .fw_ver == "28.39.1002" and .node_guid == "b83f:d203:00a1:0000"
+		and .pci.address == "0000:04:00.0" and .pci.numa_node == 0
+		and .pci.local_cpulist == "0-55,112-167"
+		and .pci.link == {current_speed: "32.0 GT/s PCIe", current_width: 16,
+				  max_speed: "32.0 GT/s PCIe", max_width: 16}' <<<"$j"
+	jq -e '.devices[0].ports[0] | .port == 1 and .state == "ACTIVE" and .phys_state == "LinkUp"
+		and .link_layer == "InfiniBand" and .rate_gbps == 400 and .width == "4X"
+		and .speed == "NDR" and .active_mtu == 4096 and .lid == 1 and .sm_lid == 1
+		and .netdev == "ibp04s0" and .addresses == ["10.1.0.1/16"]
+		and .gids == [{index: 0, type: "IB", gid: "fe80::b83f:d203:a1:0", netdev: null}]
+		and .recommended_gid_index == 0 and .verify == null' <<<"$j"
+	# The management NIC: RoCE, its recommended GID the RoCE v2 one of its IPv4 address.
+	jq -e '.devices[8].ports[0] | .link_layer == "Ethernet" and .lid == null
+		and ([.gids[].type] == ["RoCE v1", "RoCE v2", "RoCE v1", "RoCE v2"])
+		and .recommended_gid_index == 3 and .recommended_gid == "::ffff:192.168.10.5"
+		and .netdev == "eno1" and .netdev_mtu == 1500' <<<"$j"
+	# GPUs from PCI (the NVSwitch is no GPU), names and UUIDs from the capture.
+	jq -e '.gpus | all(.pci.vendor == "0x10de" and .name == "NVIDIA H100 80GB HBM3")
+		and ([.[].pci.address] | index("0000:cb:00.0") == null)' <<<"$j"
+	jq -e '.host.numa_nodes == [{node: 0, cpulist: "0-55,112-167"}, {node: 1, cpulist: "56-111,168-223"}]
+		and .host.nvidia_peermem == true and .host.memlock_unlimited == true' <<<"$j"
+}
+
+@test "shared-nic: a NIC shared by two GPUs and a cross-socket pairing are flagged" {
+	local j
+	j=$(topo shared-nic)
+	run jq -r '.rail_plan[] | "\(.gpu) \(.nic) \(.path) \(.shared) \(.shared_with) \(.cross_socket)"' <<<"$j"
+	assert_success
+	assert_line --index 0 '0 mlx5_0 PIX true [1] false'
+	assert_line --index 1 '1 mlx5_0 PIX true [0] false'
+	assert_line --index 2 '2 mlx5_1 SYS false [] true'
+	jq -e '[.findings[] | select(.check == "rail_shared")] | length == 1
+		and (.[0].message | contains("mlx5_0 serves 2 GPUs"))' <<<"$j"
+	jq -e '[.findings[] | select(.check == "rail_cross_socket")] | length == 1
+		and (.[0].message | contains("GPU2"))' <<<"$j"
+}
+
+@test "shared-nic: rxe0 has no PCI parent: provider rxe, N/A in the matrix, not in the plan" {
+	local j
+	j=$(topo shared-nic)
+	jq -e '.devices[] | select(.name == "rxe0") | .provider == "rxe" and .driver == null
+		and .pci == null and .parent_netdev == "d0" and .ports[0].netdev == "d0"
+		and .ports[0].recommended_gid_index == 3 and .ports[0].addresses == ["198.18.0.1/24"]' <<<"$j"
+	jq -e '[.matrix[] | select(.nic == "rxe0") | .path] == ["N/A", "N/A", "N/A"]' <<<"$j"
+	jq -e '[.rail_plan[].nic] | index("rxe0") == null' <<<"$j"
+}
+
+@test "shared-nic: doctor findings, each with severity, check, message and fix" {
+	local j
+	j=$(topo shared-nic)
+	jq -e '[.findings[].check] | contains(["memlock", "port_down", "roce_v2_gid", "gpudirect",
+		"pcie_link", "mtu", "rail_shared", "rail_cross_socket"])' <<<"$j"
+	jq -e '.findings | all((.severity | IN("error", "warning", "info"))
+		and (.check | length) > 0 and (.message | length) > 0 and (.fix | length) > 0)' <<<"$j"
+	jq -e '.findings[] | select(.check == "port_down") | .message | contains("mlx5_1 port 1 is DOWN")' <<<"$j"
+	jq -e '.findings[] | select(.check == "roce_v2_gid") | .message | contains("mlx5_1")' <<<"$j"
+	jq -e '.findings[] | select(.check == "memlock") | .severity == "warning"' <<<"$j"
+	# hugepages only when asked
+	jq -e '[.findings[].check] | index("hugepages") == null' <<<"$j"
+	topo shared-nic --hugepages | jq -e '[.findings[].check] | index("hugepages") != null'
+	jq -e '.summary == {devices: 3, ports: 3, ports_active: 2, gpus: 3, errors: 0,
+		warnings: ([.findings[] | select(.severity == "warning")] | length), infos: 0}' <<<"$j"
+}
+
+@test "JSON keys are stable" {
+	local j
+	j=$(topo two-socket-8gpu --hugepages)
+	jq -e 'keys == ["devices", "findings", "gpus", "host", "matrix", "rail_plan", "schema_version", "source", "summary"]' <<<"$j"
+	jq -e '.host | keys == ["hostname", "hugepages", "kernel", "memlock_bytes", "memlock_unlimited",
+		"numa_nodes", "nvidia_driver", "nvidia_loaded", "nvidia_peermem"]' <<<"$j"
+	jq -e '.devices[0] | keys == ["driver", "fw_ver", "name", "node_guid", "node_type", "parent_netdev",
+		"pci", "ports", "provider", "verbs"]' <<<"$j"
+	jq -e '.devices[0].pci | keys == ["address", "class", "device", "driver", "link", "local_cpulist",
+		"numa_node", "path", "vendor"]' <<<"$j"
+	jq -e '.devices[0].ports[0] | keys == ["active_mtu", "addresses", "gids", "lid", "link_layer",
+		"netdev", "netdev_mtu", "netdev_state", "phys_state", "port", "rate", "rate_gbps",
+		"recommended_gid", "recommended_gid_index", "sm_lid", "speed", "state", "verify", "width"]' <<<"$j"
+	jq -e '.gpus[0] | keys == ["index", "name", "pci", "uuid"]' <<<"$j"
+	jq -e '.matrix[0] | keys == ["gpu", "gpu_pci", "nic", "nic_pci", "path"]' <<<"$j"
+	jq -e '.rail_plan[0] | keys == ["cross_socket", "gpu", "gpu_numa", "gpu_pci", "nic", "nic_numa",
+		"nic_pci", "path", "shared", "shared_with"]' <<<"$j"
+	jq -e '.findings[0] | keys == ["check", "fix", "message", "severity"]' <<<"$j"
+	jq -e '.summary | keys == ["devices", "errors", "gpus", "infos", "ports", "ports_active", "warnings"]' <<<"$j"
+}
+
+@test "human output: devices, the GPU x NIC table, the rail plan, the doctor" {
+	run timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/two-socket-8gpu"
+	assert_success
+	assert_line --regexp '^mlx5_0  provider mlx5 \(driver mlx5_core\)'
+	assert_line --regexp '^  port 1: ACTIVE \(LinkUp\)  InfiniBand  400 Gb/sec \(4X NDR\)  mtu 4096  lid 1'
+	assert_line --regexp '^    gid   3  RoCE v2  ::ffff:192\.168\.10\.5  \(eno1\)  <- recommended$'
+	assert_line 'GPU x NIC paths'
+	assert_line --regexp '^ +mlx5_0 +mlx5_1 +mlx5_2 +mlx5_3 +mlx5_4 +mlx5_5 +mlx5_6 +mlx5_7 +mlx5_8 *$'
+	assert_line --regexp '^GPU0 +PIX +PHB +NODE +NODE +SYS +SYS +SYS +SYS +PHB *$'
+	assert_line --regexp '^GPU4 +SYS +SYS +SYS +SYS +PIX +PXB +NODE +NODE +SYS *$'
+	assert_line --regexp '^  GPU0 +0000:03:00\.0 \(NUMA 0\) -> mlx5_0 0000:04:00\.0 \(NUMA 0\)  PIX$'
+	assert_line --partial 'Doctor (1 finding)'
+	run timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/shared-nic"
+	assert_success
+	assert_line --regexp '^  GPU1 .* -> mlx5_0 .*PIX  shared with GPU0$'
+	assert_line --regexp '^  GPU2 .* -> mlx5_1 .*SYS  cross-socket$'
+	assert_line --regexp '^  warning memlock: '
+	assert_line --regexp '^ +fix: '
+}
+
+@test "--capture: a folder and a tarball read back as the tree itself" {
+	local dir=$BATS_TEST_TMPDIR/cap tgz=$BATS_TEST_TMPDIR/cap.tar.gz want
+	want=$(topo shared-nic | jq -S 'del(.source)')
+	run "$RDMACTL" probe-topology --sysfs "$FX/shared-nic" --capture "$dir"
+	assert_success
+	assert_output --partial "captured $dir"
+	run "$RDMACTL" -j probe-topology --sysfs "$FX/shared-nic" --capture "$tgz"
+	assert_success
+	jq -e --arg p "$tgz" '.capture == $p and .files > 100' <<<"$output"
+	assert_equal "$("$RDMACTL" -j probe-topology --sysfs "$dir" | jq -S 'del(.source)')" "$want"
+	assert_equal "$("$RDMACTL" -j probe-topology --sysfs "$tgz" | jq -S 'del(.source)')" "$want"
+	# The PCIe tree survives as relative links.
+	[[ -L "$dir/bus/pci/devices/0000:05:00.0" && -L "$dir/class/infiniband/mlx5_0" ]]
+	[[ "$(readlink "$dir/class/infiniband/mlx5_0")" == ../../devices/* ]]
+	# Never overwrites.
+	run "$RDMACTL" probe-topology --sysfs "$FX/shared-nic" --capture "$tgz"
+	assert_failure 1
+	assert_output --partial 'not overwriting'
+}
+
+@test "--capture of this host reads back with --sysfs" {
+	local tgz=$BATS_TEST_TMPDIR/host.tgz
+	run timeout 60 "$RDMACTL" probe-topology --capture "$tgz"
+	assert_success
+	run timeout 30 "$RDMACTL" -j probe-topology --sysfs "$tgz"
+	assert_success
+	jq -e '.schema_version == 1 and .source.kind == "sysfs" and (.devices | type) == "array"' <<<"$output"
+}
+
+@test "bad input: --sysfs /nonexistent" {
+	assert_bad_tree /nonexistent 'cannot read the sysfs tree /nonexistent'
+}
+
+@test "bad input: an empty folder is no sysfs tree" {
+	mkdir -p "$BATS_TEST_TMPDIR/empty"
+	assert_bad_tree "$BATS_TEST_TMPDIR/empty" 'is not a sysfs tree'
+}
+
+@test "bad input: a device folder without its ports" {
+	local t
+	t=$(broken noports shared-nic)
+	rm -rf "$t/devices/pci0000:00/0000:00:02.0/0000:06:00.0/infiniband/mlx5_1/ports"
+	assert_bad_tree "$t" 'mlx5_1 has no ports directory'
+}
+
+@test "bad input: a port without its state file, or a FIFO in its place" {
+	local t
+	t=$(broken nostate shared-nic)
+	rm "$t/devices/virtual/infiniband/rxe0/ports/1/state"
+	assert_bad_tree "$t" 'rxe0 port 1 has no readable state file'
+	mkfifo "$t/devices/virtual/infiniband/rxe0/ports/1/state"
+	assert_bad_tree "$t" 'rxe0 port 1 has no readable state file'
+}
+
+@test "bad input: a dangling device link, and a link out of the tree" {
+	local t
+	t=$(broken dangling shared-nic)
+	rm -rf "$t/devices/virtual/infiniband/rxe0"
+	assert_bad_tree "$t" 'class/infiniband/rxe0 is not a directory'
+	t=$(broken escape shared-nic)
+	rm -rf "$t/devices/virtual/infiniband/rxe0/ports/1/gids"
+	ln -s /etc "$t/devices/virtual/infiniband/rxe0/ports/1/gids"
+	assert_bad_tree "$t" 'a symlink leads out of the tree'
+}
+
+@test "bad input: a tarball that is none, a plain file" {
+	echo junk >"$BATS_TEST_TMPDIR/junk.tar.gz"
+	assert_bad_tree "$BATS_TEST_TMPDIR/junk.tar.gz" 'cannot extract'
+	assert_bad_tree /etc/hostname 'neither a directory nor a .tar.gz'
+}
+
+@test "usage errors exit 2" {
+	run "$RDMACTL" probe-topology --sysfs "$FX/shared-nic" --verify
+	assert_failure 2
+	assert_output --partial '--verify needs the live host'
+	run "$RDMACTL" probe-topology --verify-size 1M
+	assert_failure 2
+	run "$RDMACTL" probe-topology --verify --verify-size 0
+	assert_failure 2
+	run "$RDMACTL" probe-topology --capture "$BATS_TEST_TMPDIR/x" --verify
+	assert_failure 2
+	run "$RDMACTL" probe-topology extra
+	assert_failure 2
+	run "$RDMACTL" probe-topology --bogus
+	assert_failure 2
+}
+
+@test "-d shows one device; an unknown one fails" {
+	run "$RDMACTL" -j -d mlx5_3 probe-topology --sysfs "$FX/two-socket-8gpu"
+	assert_success
+	jq -e '[.devices[].name] == ["mlx5_3"] and (.matrix | length) == 72' <<<"$output"
+	run "$RDMACTL" -d mlx5_9 probe-topology --sysfs "$FX/two-socket-8gpu"
+	assert_failure 1
+	assert_output --partial "no RDMA device named 'mlx5_9'"
+}
+
+@test "this host: a valid result and exit 0, with or without RDMA devices" {
+	run timeout 60 "$RDMACTL" -j probe-topology
+	assert_success
+	jq -e '.schema_version == 1 and .source == {kind: "live", path: "/sys"}
+		and (.devices | type) == "array" and (.findings | type) == "array"' <<<"$output"
+	if jq -e '.devices == []' <<<"$output" >/dev/null; then
+		jq -e '[.findings[].check] | index("no_devices") != null' <<<"$output"
+	fi
+	run timeout 60 "$RDMACTL" probe-topology
+	assert_success
+	assert_output --partial 'Source: live /sys'
+	assert_output --partial 'Summary:'
+}
+
+@test "the help and the man page's OPTIONS name every option, and no other" {
+	local man=$BATS_TEST_DIRNAME/../../man/rdmactl-probe-topology.8 opt documented
+	run "$RDMACTL" probe-topology --help
+	assert_success
+	for opt in sysfs capture verify verify-size hugepages; do
+		assert_output --partial "--$opt"
+		grep -qF -- "\\-\\-${opt//-/\\-}" "$man" || fail "$man does not mention --$opt"
+	done
+	documented=$(awk '/^\.SH/ { on = ($0 ~ /^\.SH "?OPTIONS"?$/); next } on' "$man" |
+		grep -oE '\\-\\-[a-z0-9]+(\\-[a-z0-9]+)*' | sed 's/\\-/-/g; s/^--//' | sort -u | xargs)
+	assert_equal "$documented" "capture hugepages sysfs verify verify-size"
+	grep -q '^\.TH RDMACTL\\-PROBE\\-TOPOLOGY 8 ' "$man"
+	assert_equal "$(head -1 "$man")" '.\" SPDX-License-Identifier: MIT'
+	if command -v groff >/dev/null; then
+		run groff -man -ww -z "$man"
+		assert_success
+		assert_output ""
+	fi
+}

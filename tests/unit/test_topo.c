@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: MIT
+/* The topology's pure parts: path classes, the rate file, the GID choice. */
+#include <stdio.h>
+#include <string.h>
+
+#include <rdmactl/topo.h>
+
+#define CHECK(cond)                                                                    \
+	do {                                                                           \
+		if (!(cond)) {                                                         \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+			return 1;                                                      \
+		}                                                                      \
+	} while (0)
+
+#define SW0 "devices/pci0000:00/0000:00:01.0/0000:01:00.0"
+#define TOP1 "devices/pci0000:80/0000:80:01.0/0000:81:00.0"
+
+static int test_classify(void)
+{
+	/* One switch: GPU and NIC on two downstream ports. */
+	CHECK(rc_topo_classify(SW0 "/0000:02:00.0/0000:03:00.0", 0, SW0 "/0000:02:01.0/0000:04:00.0",
+			       0, 2) == RC_PATH_PIX);
+	/* Two functions of one device, or two devices below one port. */
+	CHECK(rc_topo_classify(SW0 "/0000:02:00.0/0000:03:00.0", 0, SW0 "/0000:02:00.0/0000:03:00.1",
+			       0, 2) == RC_PATH_PIX);
+	/* Sibling leaf switches below one top switch. */
+	CHECK(rc_topo_classify(TOP1 "/0000:82:00.0/0000:83:00.0/0000:84:00.0/0000:85:00.0", 1,
+			       TOP1 "/0000:82:01.0/0000:87:00.0/0000:88:01.0/0000:8a:00.0", 1,
+			       2) == RC_PATH_PXB);
+	/* One leaf of them. */
+	CHECK(rc_topo_classify(TOP1 "/0000:82:00.0/0000:83:00.0/0000:84:00.0/0000:85:00.0", 1,
+			       TOP1 "/0000:82:00.0/0000:83:00.0/0000:84:01.0/0000:86:00.0", 1,
+			       2) == RC_PATH_PIX);
+	/* Two root ports of one host bridge. */
+	CHECK(rc_topo_classify(SW0 "/0000:02:00.0/0000:03:00.0", 0,
+			       "devices/pci0000:00/0000:00:03.0/0000:09:00.0", 0, 2) == RC_PATH_PHB);
+	/* Two host bridges of one NUMA node, then of two. */
+	CHECK(rc_topo_classify(SW0 "/0000:02:00.0/0000:03:00.0", 0,
+			       "devices/pci0000:40/0000:40:01.0/0000:41:00.0", 0, 2) == RC_PATH_NODE);
+	CHECK(rc_topo_classify(SW0 "/0000:02:00.0/0000:03:00.0", 0,
+			       "devices/pci0000:80/0000:80:01.0/0000:81:00.0", 1, 2) == RC_PATH_SYS);
+	/* An unknown NUMA node: NODE on a one-node host, SYS where it matters. */
+	CHECK(rc_topo_classify("devices/pci0000:00/0000:00:01.0/0000:01:00.0", -1,
+			       "devices/pci0000:40/0000:40:01.0/0000:41:00.0", 0, 1) == RC_PATH_NODE);
+	CHECK(rc_topo_classify("devices/pci0000:00/0000:00:01.0/0000:01:00.0", -1,
+			       "devices/pci0000:40/0000:40:01.0/0000:41:00.0", 0, 2) == RC_PATH_SYS);
+	/* Symmetric. */
+	CHECK(rc_topo_classify(SW0 "/0000:02:01.0/0000:04:00.0", 0, SW0 "/0000:02:00.0/0000:03:00.0",
+			       0, 2) == RC_PATH_PIX);
+	/* Absolute /sys paths work the same. */
+	CHECK(rc_topo_classify("/sys/" SW0 "/0000:02:00.0/0000:03:00.0", 0,
+			       "/sys/" SW0 "/0000:02:01.0/0000:04:00.0", 0, 2) == RC_PATH_PIX);
+	/* No PCI parent. */
+	CHECK(rc_topo_classify("devices/virtual/net/d0", -1, SW0, 0, 1) == RC_PATH_NA);
+	CHECK(rc_topo_classify(NULL, 0, SW0, 0, 1) == RC_PATH_NA);
+	CHECK(rc_topo_classify("", 0, "", 0, 1) == RC_PATH_NA);
+	/* Behind Intel VMD: a domain of its own. */
+	CHECK(rc_topo_classify("devices/pci0000:00/0000:00:0e.0/pci10000:e0/10000:e0:1d.0/10000:e1:00.0",
+			       0,
+			       "devices/pci0000:00/0000:00:0e.0/pci10000:e0/10000:e0:1d.0/10000:e1:00.1",
+			       0, 1) == RC_PATH_PIX);
+	CHECK(rc_topo_classify("devices/pci0000:00/0000:00:0e.0/pci10000:e0/10000:e0:1d.0/10000:e1:00.0",
+			       0, "devices/pci0000:00/0000:00:01.0/0000:01:00.0", 0,
+			       1) == RC_PATH_NODE);
+	/* Malformed components are no bridges. */
+	CHECK(rc_topo_classify("devices/pci0000:00/zz:00:01.0/0000:01:00.0", 0,
+			       "devices/pci0000:00/0000:00:01.0/0000:01:00.1", 0, 1) == RC_PATH_PHB);
+	CHECK(!strcmp(rc_topo_path_name(RC_PATH_PXB), "PXB"));
+	CHECK(!strcmp(rc_topo_path_name(RC_PATH_NA), "N/A"));
+	return 0;
+}
+
+static int test_rate(void)
+{
+	char w[8], s[16];
+	double g;
+
+	CHECK(!rc_topo_parse_rate("400 Gb/sec (4X NDR)", &g, w, sizeof(w), s, sizeof(s)));
+	CHECK(g == 400 && !strcmp(w, "4X") && !strcmp(s, "NDR"));
+	CHECK(!rc_topo_parse_rate("2.5 Gb/sec (1X SDR)", &g, w, sizeof(w), s, sizeof(s)));
+	CHECK(g == 2.5 && !strcmp(w, "1X") && !strcmp(s, "SDR"));
+	CHECK(!rc_topo_parse_rate("10 Gb/sec (4X)", &g, w, sizeof(w), s, sizeof(s)));
+	CHECK(g == 10 && !strcmp(w, "4X") && !s[0]);
+	CHECK(!rc_topo_parse_rate("25 Gb/sec", &g, w, sizeof(w), s, sizeof(s)));
+	CHECK(g == 25 && !w[0] && !s[0]);
+	CHECK(rc_topo_parse_rate("", &g, w, sizeof(w), s, sizeof(s)));
+	CHECK(rc_topo_parse_rate("Unknown", &g, w, sizeof(w), s, sizeof(s)) && g == 0);
+	CHECK(rc_topo_parse_rate("-1 Gb/sec", &g, w, sizeof(w), s, sizeof(s)));
+	/* Too long a width or speed is cut, never overflows. */
+	CHECK(!rc_topo_parse_rate("1 Gb/sec (123456789012345678 12345678901234567890123456789012345)",
+				  &g, w, sizeof(w), s, sizeof(s)));
+	CHECK(strlen(w) < sizeof(w) && strlen(s) < sizeof(s));
+	return 0;
+}
+
+static void set_gid(struct rc_topo_gid *g, int idx, const char *type, unsigned char b0,
+		    unsigned char b1, int v4)
+{
+	memset(g, 0, sizeof(*g));
+	g->index = idx;
+	snprintf(g->type, sizeof(g->type), "%s", type);
+	g->raw[0] = b0;
+	g->raw[1] = b1;
+	if (v4) {
+		g->raw[0] = g->raw[1] = 0;
+		g->raw[10] = g->raw[11] = 0xff;
+		g->raw[12] = 198;
+	}
+	g->raw[15] = 1;
+}
+
+static int test_pick_gid(void)
+{
+	struct rc_topo_gid gids[5];
+	struct rc_topo_port p = { .gids = gids };
+
+	snprintf(p.link_layer, sizeof(p.link_layer), "Ethernet");
+	set_gid(&gids[0], 0, "RoCE v1", 0xfe, 0x80, 0);
+	set_gid(&gids[1], 1, "RoCE v2", 0xfe, 0x80, 0);
+	set_gid(&gids[2], 2, "RoCE v1", 0, 0, 1);
+	set_gid(&gids[3], 5, "RoCE v2", 0x20, 0x01, 0);
+	set_gid(&gids[4], 7, "RoCE v2", 0, 0, 1);
+	p.ngids = 5;
+	CHECK(rc_topo_pick_gid(&p) == 7);  /* RoCE v2 with an IPv4 address */
+	p.ngids = 4;
+	CHECK(rc_topo_pick_gid(&p) == 5);  /* then a global RoCE v2 */
+	p.ngids = 3;
+	CHECK(rc_topo_pick_gid(&p) == 1);  /* then a link-local one */
+	p.ngids = 1;
+	CHECK(rc_topo_pick_gid(&p) == -1); /* never RoCE v1 */
+	p.ngids = 0;
+	CHECK(rc_topo_pick_gid(&p) == -1);
+	snprintf(p.link_layer, sizeof(p.link_layer), "InfiniBand");
+	set_gid(&gids[0], 0, "IB", 0xfe, 0x80, 0);
+	p.ngids = 1;
+	CHECK(rc_topo_pick_gid(&p) == 0);
+	return 0;
+}
+
+int main(void)
+{
+	int failed = 0;
+
+	failed += test_classify();
+	failed += test_rate();
+	failed += test_pick_gid();
+	if (failed)
+		fprintf(stderr, "%d test group(s) failed\n", failed);
+	return failed ? 1 : 0;
+}
