@@ -116,7 +116,8 @@ static int do_read(struct ctx *ctx, int argc, char **argv)
 		out_str(&ctx->out, "peer", "read from %s", cl->conns[0]->peer);
 		out_str(&ctx->out, "region", "/%s", cl->region.name);
 		out_u64(&ctx->out, "offset", " at offset %llu", (unsigned long long)off);
-		out_str(&ctx->out, "out", " into %s: ", out_path);
+		out_str(&ctx->out, "out", " into %s", out_path);
+		out_str(&ctx->out, "device", " via %s: ", cl->conns[0]->dev_name);
 		report_transfer(ctx, &res);
 	} else if (ctx->verbose) {
 		out_log(&ctx->out, "read %llu bytes from %s/%s in %.3f s",

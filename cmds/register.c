@@ -205,7 +205,7 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0) {
 		rc = fail(ctx, -errno, "signalfd: %s", strerror(errno));
 		goto out;
@@ -242,6 +242,13 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 	rc = rc_server_run(s, sfd, &e);
 	if (rc)
 		rc = fail(ctx, rc, "%s", e.msg);
+	else {
+		struct signalfd_siginfo si;
+
+		/* Consume the signal, or unblocking it below would deliver it. */
+		while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			;
+	}
 out:
 	rc2 = rc_server_destroy(s, &e);
 	if (rc2 && !rc)

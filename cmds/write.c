@@ -176,7 +176,8 @@ static int do_write(struct ctx *ctx, int argc, char **argv)
 	out_str(&ctx->out, "operation", NULL, "write");
 	out_str(&ctx->out, "peer", "wrote to %s", cl->conns[0]->peer);
 	out_str(&ctx->out, "region", "/%s", cl->region.name);
-	out_u64(&ctx->out, "offset", " at offset %llu: ", (unsigned long long)off);
+	out_u64(&ctx->out, "offset", " at offset %llu", (unsigned long long)off);
+	out_str(&ctx->out, "device", " via %s: ", cl->conns[0]->dev_name);
 	if (opt_has(c, &v, "imm"))
 		out_u64(&ctx->out, "imm", NULL, imm);
 	report_transfer(ctx, &res);

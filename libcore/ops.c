@@ -282,7 +282,7 @@ static int make_piece(struct engine *e, int qi, struct slot *sl, struct rc_err *
 	return 1;
 }
 
-static int post_some(struct engine *e, int qi, struct rc_err *err)
+static int post_chain(struct engine *e, int qi, struct rc_err *err)
 {
 	const struct rc_stream *s = e->s;
 	struct rc_conn *c = s->conns[qi];
@@ -347,7 +347,18 @@ static int post_some(struct engine *e, int qi, struct rc_err *err)
 	rc = ibv_post_send(c->qp, wrs, &bad);
 	if (rc)
 		return post_fail(c, s->op, rc, err);
-	return 0;
+	return nb;
+}
+
+/* Fill the queue: chains of up to `batch` work requests per post. */
+static int post_some(struct engine *e, int qi, struct rc_err *err)
+{
+	int rc;
+
+	do {
+		rc = post_chain(e, qi, err);
+	} while (rc > 0);
+	return rc;
 }
 
 static int complete_upto(struct engine *e, int qi, uint64_t seq, struct rc_err *err)

@@ -1,0 +1,219 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# register / write / read / atomic over real rdma_rxe in the SoftRoCE guest.
+
+load helpers
+
+setup() {
+	need_guest
+	PORT=$(next_port)
+}
+
+@test "8 MiB of random data round-trips through write and read" {
+	start_server 1 --listen "$ADDR:$PORT" --name kv --size 8M
+	head -c 8M /dev/urandom >"$BATS_TEST_TMPDIR/in"
+	run rdmactl -j write "$ADDR:$PORT/kv" --file "$BATS_TEST_TMPDIR/in"
+	assert_success
+	[ "$(jq -r .bytes <<<"$output")" -eq 8388608 ]
+	[ "$(jq -r .region <<<"$output")" = kv ]
+	run rdmactl -j read "$ADDR:$PORT/kv" --size 8M --out "$BATS_TEST_TMPDIR/out"
+	assert_success
+	[ "$(jq -r .bytes <<<"$output")" -eq 8388608 ]
+	[ "$(sha256sum <"$BATS_TEST_TMPDIR/in")" = "$(sha256sum <"$BATS_TEST_TMPDIR/out")" ]
+}
+
+@test "stdin and stdout work as the data path, at an offset" {
+	start_server 1 --listen "$ADDR:$PORT" --size 1M
+	head -c 300000 /dev/urandom >"$BATS_TEST_TMPDIR/in"
+	rdmactl write "$ADDR:$PORT" --offset 4096 <"$BATS_TEST_TMPDIR/in" >/dev/null
+	rdmactl read "$ADDR:$PORT/default" --offset 4096 --size 300000 >"$BATS_TEST_TMPDIR/out"
+	cmp "$BATS_TEST_TMPDIR/in" "$BATS_TEST_TMPDIR/out"
+}
+
+@test "the descriptor names region, addr, rkey, length, access, device, gid, listen and token" {
+	start_server 2 --listen "$ADDR:$PORT" --token s3cret --name a --size 64K --access ro \
+		--name b --size 1M --access atomic
+	d=$(descriptor a)
+	[ "$(jq -r .length <<<"$d")" -eq 65536 ]
+	[ "$(jq -r .access <<<"$d")" = ro ]
+	[ "$(jq -r .device <<<"$d")" = "${RDMACTL_VM_DEV:-rxe0}" ]
+	[ "$(jq -r .listen.address <<<"$d")" = "$ADDR" ]
+	[ "$(jq -r .listen.port <<<"$d")" -eq "$PORT" ]
+	[ "$(jq -r .token <<<"$d")" = s3cret ]
+	[ "$(jq -r .gid <<<"$d")" = "::ffff:$ADDR" ]
+	[ "$(jq -r .gid_type <<<"$d")" = "RoCE v2" ]
+	[ "$(jq -r '.addr > 0 and .rkey > 0' <<<"$d")" = true ]
+	[ "$(jq -r .access <<<"$(descriptor b)")" = atomic ]
+	[ "$(grep -c '"event":"region"' "$SERVER_OUT")" -eq 2 ]
+}
+
+@test "a file-backed region keeps its content across SIGTERM and a restart" {
+	f=$BATS_TEST_TMPDIR/region.bin
+	start_server 1 --listen "$ADDR:$PORT" --name disk --file "$f" --size 2M
+	rdmactl write "$ADDR:$PORT/disk" --pattern random:7 --size 2M >/dev/null
+	stop_server TERM
+	[ "$SERVER_RC" -eq 0 ]
+	grep -q '"event":"stopped"' "$SERVER_OUT"
+	[ "$(stat -c %s "$f")" -eq 2097152 ]
+	start_server 1 --listen "$ADDR:$PORT" --name disk --file "$f"
+	[ "$(jq -r .length <<<"$(descriptor disk)")" -eq 2097152 ]
+	rdmactl read "$ADDR:$PORT/disk" --out "$BATS_TEST_TMPDIR/back" >/dev/null
+	rdmactl write "$ADDR:$PORT/disk" --pattern random:7 --size 2M >/dev/null
+	cmp "$f" "$BATS_TEST_TMPDIR/back"
+}
+
+@test "four concurrent clients doing 1000 fetch-adds each sum exactly" {
+	start_server 1 --listen "$ADDR:$PORT" --name ctr --size 4K --access atomic
+	for i in 1 2 3 4; do
+		rdmactl -j atomic "$ADDR:$PORT/ctr" --faa 1 --bench --iters 1000 --depth 16 \
+			>"$BATS_TEST_TMPDIR/c$i" &
+	done
+	wait
+	for i in 1 2 3 4; do
+		[ "$(jq -r .iters "$BATS_TEST_TMPDIR/c$i")" -eq 1000 ]
+	done
+	run rdmactl -j atomic "$ADDR:$PORT/ctr" --faa 0
+	assert_success
+	[ "$(jq -r .old <<<"$output")" -eq 4000 ]
+}
+
+@test "compare-and-swap swaps on a match and not otherwise" {
+	start_server 1 --listen "$ADDR:$PORT" --name ctr --size 4K --access atomic
+	run rdmactl -j atomic "$ADDR:$PORT/ctr" --offset 8 --cas 0,5
+	assert_success
+	[ "$(jq -r .old <<<"$output")" -eq 0 ]
+	[ "$(jq -r .swapped <<<"$output")" = true ]
+	run rdmactl -j atomic "$ADDR:$PORT/ctr" --offset 8 --cas 0,7
+	assert_success
+	[ "$(jq -r .old <<<"$output")" -eq 5 ]
+	[ "$(jq -r .swapped <<<"$output")" = false ]
+	run rdmactl -j atomic "$ADDR:$PORT/ctr" --offset 8 --faa -2
+	[ "$(jq -r .old <<<"$output")" -eq 5 ]
+	run rdmactl -j atomic "$ADDR:$PORT/ctr" --offset 8 --faa 0
+	[ "$(jq -r .old <<<"$output")" -eq 3 ]
+}
+
+@test "a read-only region refuses a write, by rdmactl and at the NIC" {
+	start_server 1 --listen "$ADDR:$PORT" --name ro --size 64K --access ro
+	run rdmactl write "$ADDR:$PORT/ro" --pattern zero --size 4K
+	assert_failure 1
+	assert_output --partial "read-only"
+	# A plain verbs client that ignores the access gets a remote access error.
+	d=$(descriptor ro)
+	run timeout 30 "$FOREIGN_CLIENT" write "$ADDR" "$PORT" "$(jq -r .addr <<<"$d")" \
+		"$(jq -r .rkey <<<"$d")" 0 4096
+	assert_failure
+	assert_output --partial "remote access error"
+	# Reading is allowed.
+	run rdmactl read "$ADDR:$PORT/ro" --size 4K --out "$BATS_TEST_TMPDIR/x"
+	assert_success
+	run rdmactl atomic "$ADDR:$PORT/ro" --faa 1
+	assert_failure 1
+	assert_output --partial "does not allow atomics"
+}
+
+@test "a wrong or missing token is rejected, the right one accepted" {
+	start_server 1 --listen "$ADDR:$PORT" --name kv --size 64K --token s3cret
+	run rdmactl write "$ADDR:$PORT/kv" --pattern zero --size 4K --token wrong
+	assert_failure 1
+	assert_output --partial "invalid token"
+	run rdmactl write "$ADDR:$PORT/kv" --pattern zero --size 4K
+	assert_failure 1
+	assert_output --partial "token is required"
+	run rdmactl write "$ADDR:$PORT/kv" --pattern zero --size 4K --token s3cretX
+	assert_failure 1
+	run rdmactl write "$ADDR:$PORT/kv" --pattern zero --size 4K --token s3cre
+	assert_failure 1
+	RDMACTL_TOKEN=s3cret run rdmactl write "$ADDR:$PORT/kv" --pattern zero --size 4K
+	assert_success
+	grep -q '"event":"rejected"' "$SERVER_OUT"
+}
+
+@test "out-of-bounds, unknown regions and absent servers are clear errors" {
+	start_server 1 --listen "$ADDR:$PORT" --name kv --size 64K --access atomic
+	run rdmactl write "$ADDR:$PORT/kv" --pattern zero --size 4K --offset 63K
+	assert_failure 1
+	assert_output --partial "past the end of region 'kv'"
+	run rdmactl read "$ADDR:$PORT/kv" --size 65537 --out "$BATS_TEST_TMPDIR/x"
+	assert_failure 1
+	assert_output --partial "past the end"
+	run rdmactl atomic "$ADDR:$PORT/kv" --faa 1 --offset 64K
+	assert_failure 1
+	assert_output --partial "past the end"
+	run rdmactl -j read "$ADDR:$PORT/nope" --out "$BATS_TEST_TMPDIR/x"
+	assert_failure 1
+	[ "$(jq -r .error.code <<<"$output")" = ENOENT ]
+	assert_output --partial "no region named 'nope'"
+	run rdmactl write "$ADDR:$((PORT + 1))/kv" --pattern zero --size 4K
+	assert_failure 1
+	assert_output --partial "refused"
+}
+
+@test "a server killed mid-transfer fails the client quickly with a clear error" {
+	start_server 1 --listen "$ADDR:$PORT" --name big --size 256M
+	start=$SECONDS
+	"$RDMACTL" write "$ADDR:$PORT/big" --pattern seq --size 256M \
+		>"$BATS_TEST_TMPDIR/w.out" 2>"$BATS_TEST_TMPDIR/w.err" &
+	client=$!
+	sleep 1.5
+	stop_server KILL
+	rc=0
+	timeout 60 tail --pid="$client" -f /dev/null || true
+	wait "$client" || rc=$?
+	elapsed=$((SECONDS - start))
+	cat "$BATS_TEST_TMPDIR/w.err"
+	[ "$rc" -eq 1 ]
+	[ "$elapsed" -lt 45 ]
+	grep -Eq "RDMA WRITE to $ADDR:$PORT failed: (transport retry counter exceeded|Work Request Flushed Error)|no completion from" \
+		"$BATS_TEST_TMPDIR/w.err"
+}
+
+@test "a foreign verbs client writes with the JSON descriptor alone; rdmactl reads it back" {
+	start_server 1 --listen "$ADDR:$PORT" --name kv --size 1M --token tok
+	d=$(descriptor kv)
+	run timeout 30 "$FOREIGN_CLIENT" write "$(jq -r .listen.address <<<"$d")" \
+		"$(jq -r .listen.port <<<"$d")" "$(jq -r .addr <<<"$d")" "$(jq -r .rkey <<<"$d")" \
+		1000 4096 "$(jq -r .token <<<"$d")"
+	assert_success
+	rdmactl read "$ADDR:$PORT/kv" --token tok --offset 1000 --size 4096 >"$BATS_TEST_TMPDIR/got"
+	[ "$(head -c 8 "$BATS_TEST_TMPDIR/got")" = "foreign:" ]
+	# Byte i is i & 0xff after the tag: check one of them.
+	[ "$(od -An -tu1 -j 300 -N1 "$BATS_TEST_TMPDIR/got" | tr -d ' ')" -eq 44 ]
+	# And rdmactl's bytes are what the foreign client reads.
+	rdmactl write "$ADDR:$PORT/kv" --token tok --pattern seq --size 16 >/dev/null
+	run timeout 30 "$FOREIGN_CLIENT" read "$ADDR" "$PORT" "$(jq -r .addr <<<"$d")" \
+		"$(jq -r .rkey <<<"$d")" 0 16 tok
+	assert_success
+	assert_output "000102030405060708090a0b0c0d0e0f"
+	# Without the token, the foreign client is turned away.
+	run timeout 30 "$FOREIGN_CLIENT" write "$ADDR" "$PORT" "$(jq -r .addr <<<"$d")" \
+		"$(jq -r .rkey <<<"$d")" 0 16
+	assert_failure
+}
+
+@test "write with --imm delivers the immediate value to the server" {
+	start_server 1 --listen "$ADDR:$PORT" --name kv --size 64K
+	run rdmactl -j write "$ADDR:$PORT/kv" --pattern seq --size 4K --imm 42
+	assert_success
+	[ "$(jq -r .imm <<<"$output")" -eq 42 ]
+	for i in $(seq 50); do
+		grep -q '"event":"imm"' "$SERVER_OUT" && break
+		sleep 0.1
+	done
+	[ "$(jq -r 'select(.event == "imm") | .imm' "$SERVER_OUT")" -eq 42 ]
+}
+
+@test "benchmark mode reports bandwidth, message rate and latency percentiles" {
+	start_server 1 --listen "$ADDR:$PORT" --name kv --size 1M --access atomic
+	run rdmactl -j write "$ADDR:$PORT/kv" --bench --msg-size 64K --iters 200 --depth 16
+	assert_success
+	[ "$(jq -r '.bytes == 200 * 65536 and .mib_per_s > 0 and .msg_rate > 0' <<<"$output")" = true ]
+	run rdmactl -j read "$ADDR:$PORT/kv" --lat --msg-size 8 --iters 200
+	assert_success
+	[ "$(jq -r '.latency_us | .p50 > 0 and .p50 <= .p99 and .p99 <= .p999 and .p999 <= .max' <<<"$output")" = true ]
+	# The write benchmark filled the start of the region: count further in.
+	run rdmactl -j atomic "$ADDR:$PORT/kv" --offset 512K --faa 1 --bench --iters 300
+	assert_success
+	run rdmactl -j atomic "$ADDR:$PORT/kv" --offset 512K --faa 0
+	[ "$(jq -r .old <<<"$output")" -eq 300 ]
+}

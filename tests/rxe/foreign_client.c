@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A foreign client: plain librdmacm and libibverbs, nothing of rdmactl.
+ * It proves the wire contract of `rdmactl register`: connect with rdma_cm
+ * (RC, RDMA_PS_TCP, initiator depth and responder resources of 1), the
+ * token as private data, then RDMA WRITE (or READ) with addr and rkey from
+ * the JSON descriptor.
+ *
+ *   foreign_client write|read HOST PORT ADDR RKEY OFFSET LENGTH [TOKEN]
+ *
+ * write: fills LENGTH bytes with "foreign:" followed by a byte counter and
+ * writes them at ADDR+OFFSET; read: reads them back and prints them as hex.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+
+static int die(const char *what)
+{
+	fprintf(stderr, "foreign_client: %s: %s\n", what, strerror(errno));
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *res;
+	struct ibv_qp_init_attr attr = { .cap = { .max_send_wr = 4, .max_recv_wr = 1,
+						  .max_send_sge = 1, .max_recv_sge = 1 },
+					 .sq_sig_all = 1 };
+	struct rdma_conn_param cp = { .initiator_depth = 1, .responder_resources = 1,
+				      .retry_count = 7, .rnr_retry_count = 7 };
+	struct rdma_cm_id *id;
+	struct ibv_wc wc;
+	struct ibv_mr *mr;
+	uint64_t raddr, off;
+	uint32_t rkey;
+	size_t len;
+	char *buf;
+	bool wr;
+
+	if (argc < 8 || argc > 9) {
+		fprintf(stderr, "usage: foreign_client write|read HOST PORT ADDR RKEY OFFSET LENGTH [TOKEN]\n");
+		return 2;
+	}
+	wr = !strcmp(argv[1], "write");
+	raddr = strtoull(argv[4], NULL, 0);
+	rkey = (uint32_t)strtoul(argv[5], NULL, 0);
+	off = strtoull(argv[6], NULL, 0);
+	len = strtoull(argv[7], NULL, 0);
+	if (argc == 9) {
+		cp.private_data = argv[8];
+		cp.private_data_len = (uint8_t)strlen(argv[8]);
+	}
+	if (rdma_getaddrinfo(argv[2], argv[3], &hints, &res))
+		return die("rdma_getaddrinfo");
+	if (rdma_create_ep(&id, res, NULL, &attr))
+		return die("rdma_create_ep");
+	if (rdma_connect(id, &cp))
+		return die("rdma_connect");
+	buf = calloc(1, len);
+	if (!buf)
+		return die("calloc");
+	if (wr) {
+		for (size_t i = 0; i < len; i++)
+			buf[i] = i < 8 ? "foreign:"[i] : (char)(i & 0xff);
+	}
+	mr = rdma_reg_write(id, buf, len); /* local write access: the READ lands here */
+	if (!mr)
+		return die("rdma_reg_write");
+	if (wr ? rdma_post_write(id, NULL, buf, len, mr, IBV_SEND_SIGNALED, raddr + off, rkey)
+	       : rdma_post_read(id, NULL, buf, len, mr, IBV_SEND_SIGNALED, raddr + off, rkey))
+		return die("rdma_post");
+	if (rdma_get_send_comp(id, &wc) <= 0)
+		return die("rdma_get_send_comp");
+	if (wc.status != IBV_WC_SUCCESS) {
+		fprintf(stderr, "foreign_client: RDMA %s failed: %s\n", wr ? "WRITE" : "READ",
+			ibv_wc_status_str(wc.status));
+		return 1;
+	}
+	if (!wr) {
+		for (size_t i = 0; i < len; i++)
+			printf("%02x", (unsigned char)buf[i]);
+		printf("\n");
+	}
+	rdma_dereg_mr(mr);
+	rdma_disconnect(id);
+	rdma_destroy_ep(id);
+	rdma_freeaddrinfo(res);
+	free(buf);
+	return 0;
+}

@@ -1,0 +1,74 @@
+# SPDX-License-Identifier: MIT
+# Helpers for tests that move data over real SoftRoCE inside the guest
+# (tests/vm/run.sh). Outside the guest every test skips with the reason.
+load '../lib/common'
+
+FOREIGN_CLIENT=${FOREIGN_CLIENT:-$BUILD_DIR/tests/rxe/foreign_client}
+ADDR=${RDMACTL_VM_ADDR:-198.18.0.1}
+
+need_guest() {
+	[ -n "${RDMACTL_VM:-}" ] || skip "needs the SoftRoCE guest (tests/vm/run.sh)"
+}
+
+need_two_nics() {
+	need_guest
+	[ -n "${RDMACTL_VM_ADDR_A:-}" ] || skip "needs two rxe devices (tests/vm/run.sh --two-nics)"
+}
+
+# A fresh port per server, so that tests never meet an earlier server.
+next_port() {
+	PORT_SEQ=$(( ${PORT_SEQ:-0} + 1 ))
+	echo $(( 18000 + (BATS_TEST_NUMBER * 20) + PORT_SEQ ))
+}
+
+# start_server NREGIONS ARGS...: run `rdmactl -j register ARGS` in the
+# background; wait (bounded) until it printed NREGIONS descriptors.
+# Sets SERVER_PID and SERVER_OUT (its stdout: one JSON line per event).
+start_server() {
+	local n=$1 i
+	shift
+	SERVER_OUT=$BATS_TEST_TMPDIR/server.$RANDOM.out
+	"$RDMACTL" -j register "$@" >"$SERVER_OUT" 2>"$SERVER_OUT.err" &
+	SERVER_PID=$!
+	for ((i = 0; i < 200; i++)); do
+		if [ "$(grep -c '"event":"region"' "$SERVER_OUT" 2>/dev/null)" -ge "$n" ]; then
+			return 0
+		fi
+		if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+			echo "server exited early:" >&2
+			cat "$SERVER_OUT.err" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+	echo "server did not print $n descriptors within 20 s" >&2
+	cat "$SERVER_OUT.err" >&2
+	return 1
+}
+
+# The descriptor of region NAME as one JSON object.
+descriptor() {
+	jq -c --arg n "$1" 'select(.event == "region" and .name == $n)' "$SERVER_OUT"
+}
+
+# stop_server [SIGNAL]: signal the server, wait for it (bounded), and leave
+# its exit status in SERVER_RC.
+stop_server() {
+	local sig=${1:-TERM} i
+	[ -n "${SERVER_PID:-}" ] || return 0
+	kill -"$sig" "$SERVER_PID" 2>/dev/null || true
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$SERVER_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$SERVER_PID" 2>/dev/null; then
+		kill -KILL "$SERVER_PID" 2>/dev/null || true
+	fi
+	SERVER_RC=0
+	wait "$SERVER_PID" || SERVER_RC=$?
+	SERVER_PID=
+}
+
+teardown() {
+	stop_server KILL
+}

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+/* Memory kinds, access flags and patterns (no device needed). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+
+#include <rdmactl/mem.h>
+
+#include "check.h"
+
+int main(void)
+{
+	unsigned char a[64], b[64];
+	char path[] = "/tmp/rdmactl-unit-XXXXXX";
+	enum rc_access acc;
+	enum rc_mem_kind k;
+	struct rc_mem m;
+	struct stat st;
+	int fd;
+
+	CHECK(rc_access_parse("ro", &acc) == 0 && acc == RC_ACCESS_RO);
+	CHECK(rc_access_parse("atomic", &acc) == 0 && acc == RC_ACCESS_ATOMIC);
+	CHECK(rc_access_parse("rwx", &acc) == -EINVAL);
+	CHECK(rc_access_ibv(RC_ACCESS_RO) == IBV_ACCESS_REMOTE_READ);
+	CHECK(!(rc_access_ibv(RC_ACCESS_RW) & IBV_ACCESS_REMOTE_ATOMIC));
+	CHECK(rc_access_ibv(RC_ACCESS_ATOMIC) & IBV_ACCESS_REMOTE_ATOMIC);
+	/* Remote write needs local write, says the verbs spec. */
+	CHECK(rc_access_ibv(RC_ACCESS_RW) & IBV_ACCESS_LOCAL_WRITE);
+	CHECK(rc_mem_kind_parse("hugepage", &k) == 0 && k == RC_MEM_HUGEPAGE);
+	CHECK(rc_mem_kind_parse("gpu", &k) == -EINVAL);
+
+	/* Patterns are repeatable and seekable by offset. */
+	CHECK(rc_pattern_valid("random:42") && !rc_pattern_valid("random:") &&
+	      !rc_pattern_valid("ones"));
+	CHECK(rc_pattern_fill("random:42", 0, a, sizeof(a)) == 0);
+	CHECK(rc_pattern_fill("random:42", 13, b, sizeof(b) - 13) == 0);
+	CHECK(memcmp(a + 13, b, sizeof(b) - 13) == 0);
+	CHECK(rc_pattern_fill("random:43", 0, b, sizeof(b)) == 0);
+	CHECK(memcmp(a, b, sizeof(a)) != 0);
+	CHECK(rc_pattern_fill("seq", 250, a, 8) == 0);
+	CHECK(a[0] == 250 && a[5] == 255 && a[6] == 0);
+
+	/* Host memory, and a file-backed region that persists. */
+	CHECK(rc_mem_alloc(&m, RC_MEM_HOST, 0, NULL, true, NULL) == -EINVAL);
+	CHECK(rc_mem_alloc(&m, RC_MEM_HOST, 5000, NULL, true, NULL) == 0);
+	CHECK(m.len == 5000 && m.map_len == 8192);
+	CHECK(rc_mem_free(&m) == 0);
+	fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK(rc_mem_alloc(&m, RC_MEM_FILE, 0, path, true, NULL) == -EINVAL); /* empty */
+	CHECK(rc_mem_alloc(&m, RC_MEM_FILE, 12345, path, true, NULL) == 0);
+	memset(m.buf, 0x5a, 12345);
+	CHECK(rc_mem_sync(&m, NULL) == 0);
+	CHECK(rc_mem_free(&m) == 0);
+	CHECK(stat(path, &st) == 0 && st.st_size == 12345);
+	CHECK(rc_mem_alloc(&m, RC_MEM_FILE, 0, path, false, NULL) == 0);
+	CHECK(m.len == 12345 && ((unsigned char *)m.buf)[12344] == 0x5a);
+	CHECK(rc_mem_free(&m) == 0);
+	CHECK(rc_mem_alloc(&m, RC_MEM_FILE, 20000, path, false, NULL) == -EINVAL);
+	unlink(path);
+	CHECK(rc_mem_alloc(&m, RC_MEM_FILE, 0, "/nonexistent/x", false, NULL) == -ENOENT);
+	CHECK_DONE();
+}
