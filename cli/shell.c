@@ -323,6 +323,8 @@ int shell_run(struct ctx *ctx, int argc, char **argv)
 	rl_signal_event_hook = NULL;
 	rl_attempted_completion_function = NULL;
 	active = NULL;
+	/* The commands' results stay in the shell: its own is the teardown's. */
+	ctx->usage_error = false;
 	out_reset(&ctx->out);
 	rc = session_free(ctx->session, &e);
 	ctx->session = NULL;
