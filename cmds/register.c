@@ -72,11 +72,11 @@ void register_on_event(void *arg, const struct rc_server_event *ev)
 
 	if (!out_is_json(&ctx->out)) {
 		if (ev->kind == RC_EV_IMM)
-			fprintf(stdout, "%s: immediate data %u\n", ev->peer, ev->imm);
+			fprintf(ctx->out.fp, "%s: immediate data %u\n", ev->peer, ev->imm);
 		else
-			fprintf(stdout, "%s: %s%s%s\n", ev->peer, names[ev->kind],
+			fprintf(ctx->out.fp, "%s: %s%s%s\n", ev->peer, names[ev->kind],
 				ev->reason ? ": " : "", ev->reason ? ev->reason : "");
-		fflush(stdout);
+		fflush(ctx->out.fp);
 		return;
 	}
 	out_str(&ctx->out, "event", NULL, names[ev->kind]);

@@ -267,12 +267,19 @@ static void reap(struct rc_session *ss, struct ctx *ctx)
 
 void session_drain(struct rc_session *ss, struct ctx *ctx)
 {
+	bool fresh = false;
 	struct queued q;
 	unsigned dropped;
 
 	for (;;) {
 		bool got = pop(ss, &q, &dropped);
 
+		/* Between commands the last document is still there: each event
+		 * is a document of its own. */
+		if (got && !fresh) {
+			out_reset(&ctx->out);
+			fresh = true;
+		}
 		if (dropped)
 			out_log(&ctx->out, "%u server events were dropped (too many at once)", dropped);
 		if (!got)
