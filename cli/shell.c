@@ -302,7 +302,11 @@ int shell_run(struct ctx *ctx, int argc, char **argv)
 	rl_readline_name = "rdmactl";
 	rl_attempted_completion_function = on_complete;
 	rl_completer_quote_characters = "'\"";
-	rl_event_hook = on_idle;
+	/* readline polls its event hook instead of reading, and never sees the
+	 * end of a pipe: the hook only serves a terminal. Without it, events
+	 * are shown before each prompt. */
+	if (isatty(STDIN_FILENO))
+		rl_event_hook = on_idle;
 	rl_signal_event_hook = on_signal_event;
 	rl_catch_signals = 0;
 	/* No SA_RESTART: a signal interrupts readline's read, which calls

@@ -123,3 +123,18 @@ teardown() {
 	run "$RDMACTL" unregister --all
 	assert_failure 2
 }
+
+@test "commands piped in: no terminal, still one dispatcher, and the end of input ends it" {
+	run timeout 10 bash -c "printf 'version\nwrite\nhelp \\\\\nversion\n' | RDMACTL_HISTORY= '$RDMACTL' shell"
+	assert_success
+	assert_line "rdmactl 0.1.0"
+	assert_line "rdmactl: write: in the shell, give --file FILE or --pattern PATTERN"
+	assert_line "Usage: rdmactl version"
+}
+
+@test "a history file that cannot be created is reported, the shell runs" {
+	run timeout 10 bash -c "echo version | RDMACTL_HISTORY=/nonexistent/dir/h '$RDMACTL' shell"
+	assert_success
+	assert_line "rdmactl: cannot create the history file '/nonexistent/dir/h': No such file or directory"
+	assert_line "rdmactl 0.1.0"
+}
