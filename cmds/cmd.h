@@ -70,8 +70,8 @@ struct ctx {
 	struct rc_session *session;
 	/* The interactive shell lives in cli/, above cmds/: the program installs
 	 * its entry point here, so the table entry "shell" reaches it without an
-	 * arrow from cmds/ back up to cli/. NULL where no shell may start (in a
-	 * batch, inside the shell itself). */
+	 * arrow from cmds/ back up to cli/. NULL where no shell may start (a
+	 * batch); inside the shell, session is set and a second one refused. */
 	int (*shell)(struct ctx *ctx, int argc, char **argv);
 };
 
