@@ -10,7 +10,14 @@ struct cli_opts {
 	enum out_mode mode;
 	bool version;
 	bool help;
+	bool force;
+	const char *batch;
 	const char *bad;
 };
+
+/* rdmactl -b FILE: returns the exit code. */
+int batch_run(struct ctx *ctx, const char *path, bool force);
+/* rdmactl shell: installed as ctx->shell, run by the "shell" table entry. */
+int shell_run(struct ctx *ctx, int argc, char **argv);
 
 #endif

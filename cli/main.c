@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* rdmactl: global options, the output mode, exit codes. */
+/* rdmactl: global options, the output mode, exit codes; batch and shell
+ * start from here. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -19,11 +20,14 @@ static int parse_globals(struct ctx *ctx, int argc, char **argv, struct cli_opts
 	uint64_t v;
 	int n, ch;
 
+	/* An option without a short name answers with 256 + its index. */
 	for (n = 0; rdmactl_global_opts[n].name; n++) {
 		const struct cmd_opt *o = &rdmactl_global_opts[n];
 
 		lopts[n] = (struct option){ o->name, o->arg ? required_argument : no_argument,
-					    NULL, o->short_name };
+					    NULL, o->short_name ? o->short_name : 256 + n };
+		if (!o->short_name)
+			continue;
 		shorts[s++] = o->short_name;
 		if (o->arg)
 			shorts[s++] = ':';
@@ -35,6 +39,10 @@ static int parse_globals(struct ctx *ctx, int argc, char **argv, struct cli_opts
 	optind = 0;
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, shorts, lopts, NULL)) != -1) {
+		if (ch >= 256 && !strcmp(rdmactl_global_opts[ch - 256].name, "force")) {
+			co->force = true;
+			continue;
+		}
 		switch (ch) {
 		case 'j':
 			co->mode = co->mode == OUT_JSON_PRETTY ? OUT_JSON_PRETTY : OUT_JSON;
@@ -65,6 +73,9 @@ static int parse_globals(struct ctx *ctx, int argc, char **argv, struct cli_opts
 		case 'V':
 			co->version = true;
 			break;
+		case 'b':
+			co->batch = optarg;
+			break;
 		case 'h':
 			co->help = true;
 			break;
@@ -82,7 +93,8 @@ static int parse_globals(struct ctx *ctx, int argc, char **argv, struct cli_opts
 int main(int argc, char **argv)
 {
 	struct cli_opts co = { .mode = OUT_TEXT };
-	struct ctx ctx = { .prog = "rdmactl", .gid_index = -1, .timeout_ms = 10000 };
+	struct ctx ctx = { .prog = "rdmactl", .gid_index = -1, .timeout_ms = 10000,
+			    .shell = shell_run };
 	int first, rc;
 
 	/* A peer that goes away must not kill us through a broken pipe on
@@ -96,7 +108,20 @@ int main(int argc, char **argv)
 		out_free(&ctx.out);
 		return EXIT_USAGE;
 	}
-	if (co.version) {
+	if (co.force && !co.batch) {
+		rc = usage_err(&ctx, "--force goes with --batch FILE");
+	} else if (co.batch && first < argc) {
+		rc = usage_err(&ctx, "--batch: the commands come from the file, not the command line ('%s')",
+			       argv[first]);
+	} else if (co.batch) {
+		ctx.shell = NULL; /* a batch has no terminal of its own */
+		rc = batch_run(&ctx, co.batch, co.force);
+		out_finish(&ctx.out);
+		out_free(&ctx.out);
+		if (fflush(stdout) == EOF || ferror(stdout))
+			return EXIT_FAIL;
+		return rc;
+	} else if (co.version) {
 		char *vargv[] = { "version", NULL };
 
 		rc = cmd_dispatch(&ctx, 1, vargv);

@@ -125,7 +125,7 @@ out:
 	if (mr)
 		ibv_dereg_mr(mr);
 	free(result);
-	rc_client_close(cl);
+	client_close(ctx, cl, rc);
 	return rc;
 }
 

@@ -143,6 +143,6 @@ out:
 		ibv_dereg_mr(mr);
 	free(buf);
 	free(lat_us);
-	rc_client_close(cl);
+	client_close(ctx, cl, rc);
 	return rc;
 }

@@ -24,6 +24,8 @@ enum comp_kind {
 	COMP_WORDS,  /* one of the '|'-separated words in opt.values */
 	COMP_DEVICE, /* an RDMA device name */
 	COMP_TARGET, /* HOST:PORT/REGION, completed from the shell's known peers */
+	COMP_REGION, /* a region served by this shell */
+	COMP_COMMAND, /* a command name */
 };
 
 struct cmd_opt {
@@ -66,6 +68,11 @@ struct ctx {
 	int verbose;
 	bool usage_error;      /* set by usage errors: exit code 2 */
 	struct rc_session *session;
+	/* The interactive shell lives in cli/, above cmds/: the program installs
+	 * its entry point here, so the table entry "shell" reaches it without an
+	 * arrow from cmds/ back up to cli/. NULL where no shell may start (a
+	 * batch); inside the shell, session is set and a second one refused. */
+	int (*shell)(struct ctx *ctx, int argc, char **argv);
 };
 
 struct cmd {
@@ -74,9 +81,11 @@ struct cmd {
 	int (*run)(struct ctx *ctx, int argc, char **argv);
 	const struct cmd_opt *opts;
 	const char *args;     /* positional synopsis, e.g. "TARGET" */
+	enum comp_kind args_comp; /* how to complete the positional arguments */
 	const char *summary;
 	bool hidden;
 	bool long_running;    /* serves until a signal: prints events */
+	bool shell_only;      /* exists inside `rdmactl shell` only */
 };
 
 /* The table, NULL-terminated. */
@@ -88,7 +97,10 @@ int cmd_dispatch(struct ctx *ctx, int argc, char **argv);
 void cmd_usage(const struct cmd *c, FILE *fp);
 void opts_print(const struct cmd_opt *opts, FILE *fp);
 extern const struct cmd_opt rdmactl_global_opts[];
-void cmds_list(FILE *fp);
+/* The commands one may run: shell-only ones too when shell is set. */
+void cmds_list(FILE *fp, bool shell);
+/* "file", "words"...: how -j help names a completion kind. */
+const char *comp_kind_name(enum comp_kind k);
 
 /* Parse argv against c->opts. "-h/--help" prints usage and returns 1.
  * Returns 0, 1 (help shown) or -EINVAL after a usage error. */

@@ -3,6 +3,8 @@
 #ifndef RDMACTL_CMDS_H
 #define RDMACTL_CMDS_H
 
+#include <rdmactl/server.h>
+
 #include "cmd.h"
 
 extern const struct cmd cmd_register;
@@ -10,7 +12,14 @@ extern const struct cmd cmd_write;
 extern const struct cmd cmd_read;
 extern const struct cmd cmd_atomic;
 extern const struct cmd cmd_probe_topology;
+extern const struct cmd cmd_shell;
+extern const struct cmd cmd_regions;
+extern const struct cmd cmd_unregister;
 extern const struct cmd cmd_help;
 extern const struct cmd cmd_version;
+extern const struct cmd cmd_complete;
+
+/* Print one server event as register does (arg: the struct ctx). */
+void register_on_event(void *arg, const struct rc_server_event *ev);
 
 #endif

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "session.h"
 
 int client_target(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		  struct rc_target *t)
@@ -19,12 +20,25 @@ int client_target(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v
 	return 0;
 }
 
+/* Everything a connection was opened with, but the region: a kept
+ * connection serves any region of its server. */
+static void client_key(char *key, size_t len, const struct rc_target *t,
+		       const struct rc_client_opts *o)
+{
+	snprintf(key, len, "%s|%s|%s|%s|%s|%d|%d|%d|%d", t->host, t->port,
+		 o->token ? o->token : "", o->conn.bind_addr ? o->conn.bind_addr : "",
+		 o->conn.dev_name ? o->conn.dev_name : "", o->nconns, o->conn.busy_poll,
+		 o->conn.sq_depth, o->conn.timeout_ms);
+}
+
 int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int nconns,
 		bool busy_poll, int sq_depth, struct rc_client **out)
 {
 	struct rc_client_opts o = { 0 };
+	struct rc_client *cl;
 	struct rc_target t;
 	struct rc_err e;
+	char key[640];
 	int rc = client_target(ctx, c, v, &t);
 
 	if (rc)
@@ -40,10 +54,35 @@ int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, 
 	o.conn.busy_poll = busy_poll;
 	o.conn.sq_depth = sq_depth;
 	o.nconns = nconns;
+	client_key(key, sizeof(key), &t, &o);
+	cl = ctx->session ? session_client_take(ctx->session, key) : NULL;
+	if (cl) {
+		if (ctx->verbose)
+			out_log(&ctx->out, "reusing the connection to %s", cl->conns[0]->peer);
+		rc = rc_client_select(cl, &t, &e);
+		if (rc) {
+			/* The connection is sound: keep it for the next command. */
+			session_client_give_back(ctx->session, cl, true);
+			return fail(ctx, rc, "%s", e.msg);
+		}
+		*out = cl;
+		return 0;
+	}
 	rc = rc_client_open(&t, &o, out, &e);
 	if (rc)
 		return fail(ctx, rc, "%s", e.msg);
+	if (ctx->session)
+		session_client_lend(ctx->session, key, &t, *out);
 	return 0;
+}
+
+void client_close(struct ctx *ctx, struct rc_client *cl, int rc)
+{
+	if (!cl)
+		return;
+	if (ctx->session && session_client_give_back(ctx->session, cl, rc == 0))
+		return;
+	rc_client_close(cl);
 }
 
 void report_transfer(struct ctx *ctx, const struct rc_stream_result *r)

@@ -24,9 +24,13 @@
 	{ "signal-every", 0, "N", "one signalled completion per N work requests (default 16)" }, \
 	{ "busy-poll", 0, NULL, "spin on the completion queue instead of sleeping" }
 
-/* Parse TARGET and connect as the global and client options say. */
+/* Parse TARGET and connect as the global and client options say. In the
+ * shell, a connection kept from an earlier command with the same options is
+ * reused. Release it with client_close(), passing the command's result. */
 int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int nconns,
 		bool busy_poll, int sq_depth, struct rc_client **out);
+/* Close, or in the shell keep for the next command when rc is 0. */
+void client_close(struct ctx *ctx, struct rc_client *cl, int rc);
 /* The positional TARGET, exactly one. */
 int client_target(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		  struct rc_target *t);

@@ -27,7 +27,7 @@ bool out_is_json(const struct out *o)
 	return o->mode != OUT_TEXT;
 }
 
-void out_reset(struct out *o)
+static void new_doc(struct out *o)
 {
 	if (o->root)
 		json_decref(o->root);
@@ -50,6 +50,12 @@ void out_free(struct out *o)
 		json_decref(o->captured);
 	o->root = NULL;
 	o->captured = NULL;
+}
+
+void out_reset(struct out *o)
+{
+	o->streamed = false;
+	new_doc(o);
 }
 
 static void add(struct out *o, const char *key, json_t *val)
@@ -202,7 +208,8 @@ void out_verr(struct out *o, int err, const char *fmt, va_list ap)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	o->has_error = true;
 	if (!out_is_json(o)) {
-		fprintf(o->err_fp, "rdmactl: %s\n", msg);
+		fprintf(o->err_fp, "rdmactl: %s%s%s\n", o->err_prefix ? o->err_prefix : "",
+			o->err_prefix ? ": " : "", msg);
 		return;
 	}
 	json_t *e = json_object();
@@ -238,7 +245,16 @@ void out_log(struct out *o, const char *fmt, ...)
 	fflush(o->err_fp);
 }
 
-static void print_doc(struct out *o, size_t flags)
+void out_print_json(struct out *o, json_t *doc, bool compact)
+{
+	size_t flags = !compact && o->mode == OUT_JSON_PRETTY ? JSON_INDENT(2) : JSON_COMPACT;
+
+	json_dumpf(doc, o->fp, flags | JSON_ENCODE_ANY);
+	fputc('\n', o->fp);
+	fflush(o->fp);
+}
+
+static void print_doc(struct out *o, bool compact)
 {
 	if (o->capture) {
 		if (!o->captured)
@@ -246,15 +262,14 @@ static void print_doc(struct out *o, size_t flags)
 		json_array_append(o->captured, o->root);
 		return;
 	}
-	json_dumpf(o->root, o->fp, flags | JSON_ENCODE_ANY);
-	fputc('\n', o->fp);
-	fflush(o->fp);
+	out_print_json(o, o->root, compact);
 }
 
 void out_finish(struct out *o)
 {
-	if (out_is_json(o) && !o->printed) {
-		print_doc(o, o->mode == OUT_JSON_PRETTY ? JSON_INDENT(2) : JSON_COMPACT);
+	/* After a stream of events, an empty document would only add noise. */
+	if (out_is_json(o) && !o->printed && !(o->streamed && json_object_size(o->root) == 1)) {
+		print_doc(o, false);
 		o->printed = true;
 	}
 	fflush(o->fp);
@@ -263,8 +278,9 @@ void out_finish(struct out *o)
 void out_event(struct out *o)
 {
 	if (out_is_json(o)) {
-		print_doc(o, JSON_COMPACT);
-		out_reset(o);
+		print_doc(o, true);
+		new_doc(o);
+		o->streamed = true;
 	}
 	fflush(o->fp);
 }

@@ -29,6 +29,8 @@ struct out {
 	int depth;
 	bool has_error;
 	bool printed;     /* out_finish() already printed the document */
+	bool streamed;    /* out_event() printed this command's documents */
+	const char *err_prefix; /* text mode: put before each error ("FILE:LINE") */
 	bool capture;     /* batch mode: keep the document instead of printing */
 	json_t *captured; /* the kept document when capture is set */
 };
@@ -65,6 +67,8 @@ void out_log(struct out *o, const char *fmt, ...) __attribute__((format(printf, 
 
 /* Print the document (JSON modes) and start a new one. For long-running
  * servers, out_event() prints the current document as one line. */
+/* Print a JSON value as a document is printed (compact: one line). */
+void out_print_json(struct out *o, json_t *doc, bool compact);
 void out_finish(struct out *o);
 void out_event(struct out *o);
 

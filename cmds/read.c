@@ -128,7 +128,7 @@ out:
 	if (mr)
 		ibv_dereg_mr(mr);
 	free(buf);
-	rc_client_close(cl);
+	client_close(ctx, cl, rc);
 	if (fd != STDOUT_FILENO && close(fd) < 0 && !rc)
 		rc = fail(ctx, -errno, "cannot write '%s': %s", out_path, strerror(errno));
 	return rc;

@@ -11,6 +11,7 @@
 #include <rdmactl/server.h>
 
 #include "cmds.h"
+#include "session.h"
 
 static const struct cmd_opt register_opts[] = {
 	{ "listen", 'l', "ADDR[:PORT]", "address (and port, default " RC_DEFAULT_PORT ") to serve on" },
@@ -64,18 +65,18 @@ static int collect_regions(struct ctx *ctx, const struct opt_vals *v, struct reg
 	return 0;
 }
 
-static void on_event(void *arg, const struct rc_server_event *ev)
+void register_on_event(void *arg, const struct rc_server_event *ev)
 {
 	struct ctx *ctx = arg;
 	static const char *const names[] = { "connected", "disconnected", "rejected", "imm" };
 
 	if (!out_is_json(&ctx->out)) {
 		if (ev->kind == RC_EV_IMM)
-			fprintf(stdout, "%s: immediate data %u\n", ev->peer, ev->imm);
+			fprintf(ctx->out.fp, "%s: immediate data %u\n", ev->peer, ev->imm);
 		else
-			fprintf(stdout, "%s: %s%s%s\n", ev->peer, names[ev->kind],
+			fprintf(ctx->out.fp, "%s: %s%s%s\n", ev->peer, names[ev->kind],
 				ev->reason ? ": " : "", ev->reason ? ev->reason : "");
-		fflush(stdout);
+		fflush(ctx->out.fp);
 		return;
 	}
 	out_str(&ctx->out, "event", NULL, names[ev->kind]);
@@ -140,7 +141,7 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 {
 	const struct cmd *c = &cmd_register;
 	struct region_spec specs[MAX_SPECS];
-	struct rc_server_opts so = { .gid_index = ctx->gid_index, .on_event = on_event, .arg = ctx };
+	struct rc_server_opts so = { .gid_index = ctx->gid_index, .on_event = register_on_event, .arg = ctx };
 	struct rc_server *s = NULL;
 	char host[RC_HOST_MAX], port[8];
 	struct opt_vals v;
@@ -199,14 +200,19 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 		return usage_err(ctx, "invalid --token: 1 to %d printable characters without spaces",
 				 RC_TOKEN_MAX);
 
-	/* Signals arrive through a descriptor, so shutdown is an ordinary step. */
+	/* Signals arrive through a descriptor, so shutdown is an ordinary step.
+	 * In the shell the server goes on in the background instead, its events
+	 * queued in the session until the next prompt. */
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0) {
+	if (ctx->session)
+		session_server_opts(ctx->session, &so);
+	else
+		sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = ctx->session ? -1 : signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (!ctx->session && sfd < 0) {
 		rc = fail(ctx, -errno, "signalfd: %s", strerror(errno));
 		goto out;
 	}
@@ -234,6 +240,18 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 	}
 	for (int i = 0; i < rc_server_nregions(s); i++)
 		print_region(ctx, s, rc_server_region(s, i));
+	if (ctx->session) {
+		rc = session_serve(ctx->session, s, &e);
+		if (rc) {
+			rc = fail(ctx, rc, "%s", e.msg);
+			goto out;
+		}
+		if (!out_is_json(&ctx->out))
+			out_log(&ctx->out, "serving in the background on %s:%u: 'regions' lists, 'unregister' stops",
+				session_served(ctx->session, session_nserved(ctx->session) - 1)->addr,
+				session_served(ctx->session, session_nserved(ctx->session) - 1)->port);
+		return 0;
+	}
 	if (!out_is_json(&ctx->out))
 		out_log(&ctx->out, "serving %d region%s on %s:%u (%s); stop with Ctrl-C or SIGTERM",
 			rc_server_nregions(s), rc_server_nregions(s) == 1 ? "" : "s",
@@ -259,7 +277,8 @@ out:
 	}
 	if (sfd >= 0)
 		close(sfd);
-	sigprocmask(SIG_UNBLOCK, &mask, NULL);
+	if (!ctx->session)
+		sigprocmask(SIG_UNBLOCK, &mask, NULL);
 	return rc;
 }
 

@@ -14,8 +14,12 @@ const struct cmd *const rdmactl_cmds[] = {
 	&cmd_read,
 	&cmd_atomic,
 	&cmd_probe_topology,
+	&cmd_shell,
+	&cmd_regions,
+	&cmd_unregister,
 	&cmd_help,
 	&cmd_version,
+	&cmd_complete,
 	NULL,
 };
 
@@ -27,6 +31,8 @@ const struct cmd_opt rdmactl_global_opts[] = {
 	{ "timeout", 't', "MS", "connect and completion timeout in ms (default 10000)" },
 	{ "verbose", 'v', NULL, "more logs on stderr" },
 	{ "version", 'V', NULL, "print the version" },
+	{ "batch", 'b', "FILE", "run the commands in FILE, one a line ('-': stdin)", COMP_FILE },
+	{ "force", 0, NULL, "with --batch: go on after a failing command" },
 	OPT_END,
 };
 
@@ -44,12 +50,26 @@ const struct cmd *cmd_find(const char *name)
 	return NULL;
 }
 
-void cmds_list(FILE *fp)
+void cmds_list(FILE *fp, bool shell)
 {
 	fprintf(fp, "Commands:\n");
-	for (int i = 0; rdmactl_cmds[i]; i++)
-		if (!rdmactl_cmds[i]->hidden)
-			fprintf(fp, "  %-16s %s\n", rdmactl_cmds[i]->name, rdmactl_cmds[i]->summary);
+	for (int i = 0; rdmactl_cmds[i]; i++) {
+		const struct cmd *c = rdmactl_cmds[i];
+
+		if (!c->hidden && (shell || !c->shell_only))
+			fprintf(fp, "  %-16s %s\n", c->name, c->summary);
+	}
+}
+
+const char *comp_kind_name(enum comp_kind k)
+{
+	static const char *const names[] = {
+		[COMP_NONE] = "none",	  [COMP_FILE] = "file",	    [COMP_DIR] = "dir",
+		[COMP_WORDS] = "words",	  [COMP_DEVICE] = "device", [COMP_TARGET] = "target",
+		[COMP_REGION] = "region", [COMP_COMMAND] = "command",
+	};
+
+	return (unsigned)k < sizeof(names) / sizeof(names[0]) && names[k] ? names[k] : "none";
 }
 
 int cmd_dispatch(struct ctx *ctx, int argc, char **argv)
@@ -61,56 +81,7 @@ int cmd_dispatch(struct ctx *ctx, int argc, char **argv)
 	c = cmd_find(argv[0]);
 	if (!c)
 		return usage_err(ctx, "unknown command '%s' (see 'rdmactl help')", argv[0]);
+	if (c->shell_only && !ctx->session)
+		return usage_err(ctx, "'%s' works only inside 'rdmactl shell'", c->name);
 	return c->run(ctx, argc, argv);
 }
-
-static int do_help(struct ctx *ctx, int argc, char **argv)
-{
-	struct opt_vals v;
-	int rc = opts_parse(ctx, &cmd_help, argc, argv, &v);
-
-	if (rc)
-		return rc < 0 ? rc : 0;
-	if (v.npos > 1)
-		return usage_err(ctx, "help: too many arguments");
-	if (v.npos == 1) {
-		const struct cmd *c = cmd_find(v.pos[0]);
-
-		if (!c)
-			return usage_err(ctx, "unknown command '%s' (see 'rdmactl help')", v.pos[0]);
-		cmd_usage(c, stdout);
-		return 0;
-	}
-	printf("Usage: rdmactl [GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGS]\n\n");
-	cmds_list(stdout);
-	printf("\nGlobal options:\n");
-	opts_print(rdmactl_global_opts, stdout);
-	printf("\nRun 'rdmactl help COMMAND' for a command's options; see rdmactl(8).\n");
-	return 0;
-}
-
-const struct cmd cmd_help = {
-	.name = "help",
-	.run = do_help,
-	.args = "[COMMAND]",
-	.summary = "show the commands, or one command's options",
-};
-
-static int do_version(struct ctx *ctx, int argc, char **argv)
-{
-	struct opt_vals v;
-	int rc = opts_parse(ctx, &cmd_version, argc, argv, &v);
-
-	if (rc)
-		return rc < 0 ? rc : 0;
-	if (v.npos)
-		return usage_err(ctx, "version: takes no arguments");
-	out_str(&ctx->out, "version", "rdmactl %s\n", RDMACTL_VERSION);
-	return 0;
-}
-
-const struct cmd cmd_version = {
-	.name = "version",
-	.run = do_version,
-	.summary = "print the version",
-};

@@ -89,6 +89,8 @@ static int do_write(struct ctx *ctx, int argc, char **argv)
 	if (src.pattern && !have_size)
 		return usage_err(ctx, "write: --pattern needs --size");
 	from_stdin = !src.pattern && !opt_has(c, &v, "file");
+	if (from_stdin && ctx->session)
+		return usage_err(ctx, "write: in the shell, give --file FILE or --pattern PATTERN");
 	if (opt_has(c, &v, "file")) {
 		struct stat st;
 
@@ -185,7 +187,7 @@ out:
 	if (mr)
 		ibv_dereg_mr(mr);
 	free(buf);
-	rc_client_close(cl);
+	client_close(ctx, cl, rc);
 	if (src.fd > STDIN_FILENO)
 		close(src.fd);
 	return rc;

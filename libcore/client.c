@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +68,25 @@ out:
 	return rc;
 }
 
+int rc_client_select(struct rc_client *cl, const struct rc_target *t, struct rc_err *err)
+{
+	if (!t->region[0]) {
+		if (cl->nregions != 1)
+			return rc_err_set(err, EINVAL, "%s serves %d regions: name one as %s:%s/REGION",
+					  cl->conns[0]->peer, cl->nregions, t->host, t->port);
+		cl->region = cl->all[0];
+		return 0;
+	}
+	for (int i = 0; i < cl->nregions; i++) {
+		if (!strcmp(cl->all[i].name, t->region)) {
+			cl->region = cl->all[i];
+			return 0;
+		}
+	}
+	return rc_err_set(err, ENOENT, "%s serves no region named '%s'", cl->conns[0]->peer,
+			  t->region);
+}
+
 int rc_client_open(const struct rc_target *t, const struct rc_client_opts *o,
 		   struct rc_client **out, struct rc_err *err)
 {
@@ -98,27 +118,9 @@ int rc_client_open(const struct rc_target *t, const struct rc_client_opts *o,
 	rc = fetch_regions(cl, cl->conns[0], err);
 	if (rc)
 		goto fail;
-	if (!t->region[0]) {
-		if (cl->nregions != 1) {
-			rc = rc_err_set(err, EINVAL,
-					"%s serves %d regions: name one as %s:%s/REGION",
-					cl->conns[0]->peer, cl->nregions, t->host, t->port);
-			goto fail;
-		}
-		cl->region = cl->all[0];
-	} else {
-		int i;
-
-		for (i = 0; i < cl->nregions; i++)
-			if (!strcmp(cl->all[i].name, t->region))
-				break;
-		if (i == cl->nregions) {
-			rc = rc_err_set(err, ENOENT, "%s serves no region named '%s'",
-					cl->conns[0]->peer, t->region);
-			goto fail;
-		}
-		cl->region = cl->all[i];
-	}
+	rc = rc_client_select(cl, t, err);
+	if (rc)
+		goto fail;
 	*out = cl;
 	return 0;
 fail:
@@ -160,4 +162,16 @@ int rc_client_check(const struct rc_client *cl, uint64_t off, uint64_t len, bool
 	if (write && r->access == RC_ACCESS_RO)
 		return rc_err_set(err, EACCES, "region '%s' is read-only", r->name);
 	return 0;
+}
+
+bool rc_client_alive(const struct rc_client *cl)
+{
+	for (int i = 0; i < cl->nconns; i++) {
+		const struct rc_conn *c = cl->conns[i];
+		struct pollfd p = { .fd = c->ech->fd, .events = POLLIN };
+
+		if (c->disconnected || !c->established || poll(&p, 1, 0) != 0)
+			return false;
+	}
+	return true;
 }

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+/* rdmactl help and version. With -j, help prints the whole command table:
+ * what tooling, the completion scripts' tests and the man page drift test
+ * read instead of a hand-kept list. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "cmds.h"
+
+static json_t *str_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+static json_t *opt_json(const struct cmd_opt *o)
+{
+	json_t *j = json_object(), *values = json_null();
+	char sh[2] = { o->short_name, '\0' };
+
+	if (o->comp == COMP_WORDS && o->values) {
+		const char *p = o->values;
+
+		values = json_array();
+		while (*p) {
+			size_t n = strcspn(p, "|");
+
+			json_array_append_new(values, json_stringn(p, n));
+			p += n + (p[n] == '|');
+		}
+	}
+	json_object_set_new(j, "name", json_string(o->name));
+	json_object_set_new(j, "short", o->short_name ? json_string(sh) : json_null());
+	json_object_set_new(j, "arg", str_or_null(o->arg));
+	json_object_set_new(j, "help", json_string(o->help));
+	json_object_set_new(j, "complete", json_string(comp_kind_name(o->comp)));
+	json_object_set_new(j, "values", values);
+	json_object_set_new(j, "repeat", json_boolean(o->repeat));
+	return j;
+}
+
+static json_t *opts_json(const struct cmd_opt *opts)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; opts && opts[i].name; i++)
+		json_array_append_new(a, opt_json(&opts[i]));
+	return a;
+}
+
+static json_t *cmd_json(const struct cmd *c)
+{
+	json_t *j = json_object(), *aliases = json_array();
+
+	for (int i = 0; c->aliases && c->aliases[i]; i++)
+		json_array_append_new(aliases, json_string(c->aliases[i]));
+	json_object_set_new(j, "name", json_string(c->name));
+	json_object_set_new(j, "aliases", aliases);
+	json_object_set_new(j, "summary", json_string(c->summary));
+	json_object_set_new(j, "args", str_or_null(c->args));
+	json_object_set_new(j, "args_complete", json_string(comp_kind_name(c->args_comp)));
+	json_object_set_new(j, "hidden", json_boolean(c->hidden));
+	json_object_set_new(j, "shell_only", json_boolean(c->shell_only));
+	json_object_set_new(j, "long_running", json_boolean(c->long_running));
+	json_object_set_new(j, "options", opts_json(c->opts));
+	return j;
+}
+
+static void help_json(struct ctx *ctx, const struct cmd *only)
+{
+	json_t *cmds;
+
+	if (only) {
+		out_json(&ctx->out, "command", cmd_json(only));
+		return;
+	}
+	cmds = json_array();
+	for (int i = 0; rdmactl_cmds[i]; i++)
+		json_array_append_new(cmds, cmd_json(rdmactl_cmds[i]));
+	out_json(&ctx->out, "commands", cmds);
+	out_json(&ctx->out, "global_options", opts_json(rdmactl_global_opts));
+}
+
+static int do_help(struct ctx *ctx, int argc, char **argv)
+{
+	const struct cmd *c = NULL;
+	FILE *fp = ctx->out.fp;
+	struct opt_vals v;
+	int rc = opts_parse(ctx, &cmd_help, argc, argv, &v);
+
+	if (rc)
+		return rc < 0 ? rc : 0;
+	if (v.npos > 1)
+		return usage_err(ctx, "help: too many arguments");
+	if (v.npos == 1 && !(c = cmd_find(v.pos[0])))
+		return usage_err(ctx, "unknown command '%s' (see 'rdmactl help')", v.pos[0]);
+	if (out_is_json(&ctx->out)) {
+		help_json(ctx, c);
+		return 0;
+	}
+	if (c) {
+		cmd_usage(c, fp);
+		return 0;
+	}
+	if (ctx->session) {
+		fprintf(fp, "Type a command with its options and arguments, as after 'rdmactl'.\n\n");
+		cmds_list(fp, true);
+		fprintf(fp, "  %-16s %s\n", "exit, quit", "leave the shell (or Ctrl-D)");
+		fprintf(fp, "\nRun 'help COMMAND' for a command's options; see rdmactl-shell(8).\n");
+		return 0;
+	}
+	fprintf(fp, "Usage: rdmactl [GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGS]\n"
+		    "       rdmactl [GLOBAL OPTIONS] -b FILE [--force]\n\n");
+	cmds_list(fp, false);
+	fprintf(fp, "\nGlobal options:\n");
+	opts_print(rdmactl_global_opts, fp);
+	fprintf(fp, "\nRun 'rdmactl help COMMAND' for a command's options; see rdmactl(8).\n");
+	return 0;
+}
+
+const struct cmd cmd_help = {
+	.name = "help",
+	.run = do_help,
+	.args = "[COMMAND]",
+	.args_comp = COMP_COMMAND,
+	.summary = "show the commands, or one command's options",
+};
+
+static int do_version(struct ctx *ctx, int argc, char **argv)
+{
+	struct opt_vals v;
+	int rc = opts_parse(ctx, &cmd_version, argc, argv, &v);
+
+	if (rc)
+		return rc < 0 ? rc : 0;
+	if (v.npos)
+		return usage_err(ctx, "version: takes no arguments");
+	out_str(&ctx->out, "version", "rdmactl %s\n", RDMACTL_VERSION);
+	return 0;
+}
+
+const struct cmd cmd_version = {
+	.name = "version",
+	.run = do_version,
+	.summary = "print the version",
+};

@@ -1,0 +1,107 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# Completion: rdmactl __complete and the bash and zsh scripts that call it.
+
+load helpers
+
+setup() {
+	require_binary
+	BIN_DIR="$(dirname "$RDMACTL")"
+}
+
+# Complete like bash does: source the script, set COMP_WORDS/COMP_CWORD,
+# call the function, print COMPREPLY one a line.
+bash_complete() {
+	PATH="$BIN_DIR:$PATH" bash -c '
+		source "$1/completions/rdmactl.bash"
+		shift
+		COMP_WORDS=("$@")
+		COMP_CWORD=$(($# - 1))
+		COMP_LINE="$*"
+		COMP_POINT=${#COMP_LINE}
+		_rdmactl
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$ROOT" "$@"
+}
+
+@test "__complete: commands and aliases, never hidden or shell-only ones" {
+	run "$RDMACTL" __complete ""
+	assert_success
+	assert_line register
+	assert_line serve
+	assert_line write
+	assert_line shell
+	refute_line __complete
+	refute_line regions
+	refute_line unregister
+	run "$RDMACTL" __complete wr
+	assert_output write
+}
+
+@test "__complete: global options, then the command after them" {
+	run "$RDMACTL" __complete --ti
+	assert_output --timeout
+	run "$RDMACTL" __complete -j --timeout 500 -d mlx5_0 ve
+	assert_output version
+	run "$RDMACTL" __complete -b ""
+	assert_output __files
+}
+
+@test "__complete: a command's options, values, files" {
+	run "$RDMACTL" __complete register --mem h
+	assert_output "$(printf 'host\nhugepage')"
+	run "$RDMACTL" __complete register --access=rw --name kv -a ""
+	assert_output "$(printf 'ro\nrw\natomic')"
+	run "$RDMACTL" __complete write --pattern ""
+	assert_output "$(printf 'zero\nseq\nrandom:1')"
+	run "$RDMACTL" __complete read -O ""
+	assert_output __files
+	run "$RDMACTL" __complete help wr
+	assert_output write
+	run "$RDMACTL" __complete write --siz
+	assert_output --size
+	run "$RDMACTL" __complete write -- --
+	assert_output ""
+	run "$RDMACTL" __complete nosuch --
+	assert_success
+	assert_output ""
+}
+
+@test "__complete: device names come from /sys/class/infiniband" {
+	[[ -d /sys/class/infiniband ]] || skip "no RDMA devices on this machine"
+	run "$RDMACTL" __complete -d ""
+	assert_output "$(ls /sys/class/infiniband)"
+}
+
+@test "bash: a partial command, option and value" {
+	run bash_complete rdmactl wri
+	assert_output write
+	run bash_complete rdmactl write --pa
+	assert_output --pattern
+	run bash_complete rdmactl register --mem hu
+	assert_output hugepage
+	run bash_complete rdmactl -j ver
+	assert_output version
+	run bash_complete rdmactl --fo
+	assert_output --force
+}
+
+@test "bash: path completion where the table says a file" {
+	touch "$BATS_TEST_TMPDIR/blob.bin"
+	run bash_complete rdmactl write --file "$BATS_TEST_TMPDIR/bl"
+	assert_output "$BATS_TEST_TMPDIR/blob.bin"
+}
+
+@test "zsh: the script offers what the binary prints" {
+	command -v zsh >/dev/null || skip "zsh is not installed"
+	# compadd and _files are zle builtins: stand-ins record what they get.
+	run env PATH="$BIN_DIR:$PATH" zsh -f -c '
+		compadd() { [[ $1 == -- ]] && shift; print -rl -- "$@"; }
+		_files() { print -r -- "FILES $*"; }
+		fpath=("$1/completions" $fpath)
+		autoload -Uz _rdmactl
+		words=(rdmactl register --mem h); CURRENT=4; _rdmactl
+		words=(rdmactl wri); CURRENT=2; _rdmactl
+		words=(rdmactl read --out x); CURRENT=4; _rdmactl' _ "$ROOT"
+	assert_success
+	assert_output "$(printf 'host\nhugepage\nwrite\nFILES ')"
+}

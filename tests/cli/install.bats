@@ -1,0 +1,56 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# cmake --install into a staging prefix: the program, the library with its
+# pkg-config file and headers, the man pages and both completions.
+
+load helpers
+
+setup() {
+	BUILD="${RDMACTL_BUILD:-$ROOT/build}"
+	[[ -f $BUILD/CMakeCache.txt ]] || skip "no configured build tree at $BUILD (set RDMACTL_BUILD)"
+	command -v cmake >/dev/null || skip "cmake is not installed"
+	STAGE="$BATS_TEST_TMPDIR/stage"
+	LIBDIR=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:PATH=//p' "$BUILD/CMakeCache.txt")
+	run cmake --install "$BUILD" --prefix "$STAGE"
+	assert_success
+}
+
+@test "the program and the library" {
+	[[ -x $STAGE/bin/rdmactl ]] || fail "no bin/rdmactl"
+	compgen -G "$STAGE/$LIBDIR/librdmacore.so*" >/dev/null || fail "no $LIBDIR/librdmacore.so*"
+	[[ -L $STAGE/$LIBDIR/librdmacore.so ]] || fail "no librdmacore.so development link"
+	run env LD_LIBRARY_PATH="$STAGE/$LIBDIR" "$STAGE/bin/rdmactl" version
+	assert_success
+	assert_output --regexp '^rdmactl [0-9]+\.[0-9]+\.[0-9]+$'
+}
+
+@test "headers and pkg-config: a program builds against the staged library" {
+	command -v pkg-config >/dev/null || skip "pkg-config is not installed"
+	for h in "$ROOT"/libcore/include/rdmactl/*.h; do
+		[[ -f $STAGE/include/rdmactl/${h##*/} ]] || fail "no include/rdmactl/${h##*/}"
+	done
+	export PKG_CONFIG_PATH="$STAGE/$LIBDIR/pkgconfig"
+	run pkg-config --cflags --libs rdmacore
+	assert_success
+	assert_output --partial -lrdmacore
+	# --define-prefix: the staged tree, not the configured prefix.
+	flags=$(pkg-config --define-prefix --cflags --libs rdmacore)
+	cat >"$BATS_TEST_TMPDIR/t.c" <<'C'
+#include <rdmactl/parse.h>
+int main(void) { uint64_t n; return rc_parse_size("4K", &n) || n != 4096; }
+C
+	# shellcheck disable=SC2086
+	run cc -o "$BATS_TEST_TMPDIR/t" "$BATS_TEST_TMPDIR/t.c" $flags
+	assert_success
+	run env LD_LIBRARY_PATH="$STAGE/$LIBDIR" "$BATS_TEST_TMPDIR/t"
+	assert_success
+}
+
+@test "man pages and completions" {
+	for f in "$ROOT"/man/*.8; do
+		[[ -f $STAGE/share/man/man8/${f##*/} ]] || fail "no share/man/man8/${f##*/}"
+	done
+	[[ -f $STAGE/share/man/man8/rdmactl.8 ]]
+	[[ -f $STAGE/share/bash-completion/completions/rdmactl ]] || fail "no bash completion"
+	[[ -f $STAGE/share/zsh/vendor-completions/_rdmactl ]] || fail "no zsh completion"
+}
