@@ -67,8 +67,12 @@ setup() {
 	for i in 1 2 3 4; do
 		rdmactl -j atomic "$ADDR:$PORT/ctr" --faa 1 --bench --iters 1000 --depth 16 \
 			>"$BATS_TEST_TMPDIR/c$i" &
+		pids+=($!)
 	done
-	wait
+	# Wait for the clients only: the server runs on in the background.
+	for p in "${pids[@]}"; do
+		wait "$p"
+	done
 	for i in 1 2 3 4; do
 		[ "$(jq -r .iters "$BATS_TEST_TMPDIR/c$i")" -eq 1000 ]
 	done

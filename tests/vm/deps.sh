@@ -6,7 +6,8 @@
 # 9p root, so rdma-core, perftest and bats are needed on the host even though
 # the host kernel cannot run RDMA itself.
 #
-# Usage: tests/vm/deps.sh   (no arguments; quiet when nothing is missing)
+# Usage: tests/vm/deps.sh [EXTRA-PACKAGE...]   (quiet when nothing is missing)
+# tests/deps.sh passes the build and test packages as extras.
 # `apt-get update` runs only when something must be installed. Needs root,
 # or sudo when run as another user.
 set -euo pipefail
@@ -16,6 +17,7 @@ packages=(
 	rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
 	iproute2 bats bats-support bats-assert
 )
+packages+=("$@")
 
 # dpkg-query, not dpkg -s: dpkg -s also succeeds for a package that was
 # removed but whose configuration files remain.

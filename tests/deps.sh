@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Install what building rdmactl and running every test tier needs on a
+# Debian 12 machine, and only what is missing: the build tool chain and
+# libraries, the test tools, and the SoftRoCE guest's host packages.
+set -euo pipefail
+
+here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+exec "$here/vm/deps.sh" \
+	build-essential cmake pkg-config \
+	libibverbs-dev librdmacm-dev libjansson-dev libcurl4-openssl-dev libreadline-dev \
+	jq tmux man-db groff-base

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Every test tier, as CI runs it: installs what is missing, builds with
+# warnings as errors (plus an ASan/UBSan build), then runs
+#   unit  C tests under ctest, no device        (both builds)
+#   cli   bats on the binary, no device         (both builds)
+#   rxe   bats inside the SoftRoCE guest: real rdma_rxe, two devices
+# and ends with one line "rdmactl tests: N passed, N failed, N skipped".
+#
+# Usage: tests/run-all.sh [--no-sanitize] [--no-rxe]
+set -uo pipefail
+
+repo=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+sanitize=1
+rxe=1
+for a in "$@"; do
+	case "$a" in
+	--no-sanitize) sanitize=0 ;;
+	--no-rxe) rxe=0 ;;
+	*) echo "usage: tests/run-all.sh [--no-sanitize] [--no-rxe]" >&2; exit 2 ;;
+	esac
+done
+
+passed=0 failed=0 skipped=0
+failures=()
+logdir=$repo/build/test-logs
+log() { printf '\n=== %s\n' "$*"; }
+
+# count_tap NAME FILE: add a bats TAP log to the totals.
+count_tap() {
+	local ok nok skip
+	ok=$(grep -cE '^ok [0-9]+' "$2" || true)
+	skip=$(grep -cE '^ok [0-9]+ .*# skip' "$2" || true)
+	nok=$(grep -cE '^not ok [0-9]+' "$2" || true)
+	passed=$((passed + ok - skip))
+	skipped=$((skipped + skip))
+	failed=$((failed + nok))
+	((nok == 0)) || failures+=("$1")
+}
+
+# run_bats NAME LOG CMD...: run a bats tier, show its output, count it. A
+# runner that fails without a single 'not ok' (crash, harness) is a failure.
+run_bats() {
+	local name=$1 out=$2 rc
+	shift 2
+	"$@" 2>&1 | tee "$out"
+	rc=${PIPESTATUS[0]}
+	count_tap "$name" "$out"
+	if ((rc != 0)) && ! grep -qE '^not ok' "$out"; then
+		failed=$((failed + 1))
+		failures+=("$name (exit $rc)")
+	fi
+}
+
+# run_ctest NAME BUILD
+run_ctest() {
+	local out=$logdir/$1.log n_fail n_total
+	(cd "$2" && ctest --output-on-failure) 2>&1 | tee "$out"
+	n_total=$(sed -nE 's/.*tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\2/p' "$out")
+	n_fail=$(sed -nE 's/.*tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\1/p' "$out")
+	if [[ -z "$n_total" ]]; then
+		failed=$((failed + 1))
+		failures+=("$1 (ctest did not run)")
+		return
+	fi
+	passed=$((passed + n_total - n_fail))
+	failed=$((failed + n_fail))
+	((n_fail == 0)) || failures+=("$1")
+}
+
+build() { # build DIR CMAKE-ARGS...
+	local dir=$1
+	shift
+	cmake -S . -B "$dir" -DRDMACTL_WERROR=ON "$@" >/dev/null &&
+		cmake --build "$dir" -j "$(nproc)"
+}
+
+log "dependencies"
+tests/deps.sh || { echo "cannot install the dependencies" >&2; exit 1; }
+
+log "build (warnings are errors)"
+build build || { echo "rdmactl tests: 0 passed, 1 failed (build)"; exit 1; }
+mkdir -p "$logdir"
+if ((sanitize)); then
+	log "build with AddressSanitizer and UndefinedBehaviorSanitizer"
+	build build-asan -DRDMACTL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug ||
+		{ echo "rdmactl tests: 0 passed, 1 failed (sanitizer build)"; exit 1; }
+fi
+
+log "unit tests"
+run_ctest unit build
+((sanitize)) && run_ctest unit-asan build-asan
+
+log "cli tests"
+run_bats cli "$logdir/cli.tap" env RDMACTL_BUILD_DIR="$repo/build" RDMACTL="$repo/build/cli/rdmactl" bats --tap tests/cli
+if ((sanitize)); then
+	log "cli tests on the sanitizer build"
+	run_bats cli-asan "$logdir/cli-asan.tap" env RDMACTL_BUILD_DIR="$repo/build-asan" RDMACTL="$repo/build-asan/cli/rdmactl" \
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		bats --tap tests/cli
+fi
+
+if ((rxe)); then
+	log "rxe tests in the SoftRoCE guest (two devices)"
+	run_bats rxe "$logdir/rxe.tap" tests/vm/run.sh --two-nics --timeout 1800 -- \
+		env RDMACTL_BUILD_DIR="$repo/build" RDMACTL="$repo/build/cli/rdmactl" BATS_TEST_TIMEOUT=180 bats --tap tests/rxe
+fi
+
+echo
+((${#failures[@]} == 0)) || echo "failed tiers: ${failures[*]}"
+echo "rdmactl tests: $passed passed, $failed failed, $skipped skipped"
+((failed == 0))
