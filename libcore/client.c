@@ -50,13 +50,15 @@ static int fetch_regions(struct rc_client *cl, struct rc_conn *c, struct rc_err 
 				sent = true;
 				continue;
 			}
-			n = rc_ctrl_decode_list(b->resp, wc[i].byte_len, cl->all, RC_MAX_REGIONS);
-			if (n < 0) {
+			int got = rc_ctrl_decode_list(b->resp, wc[i].byte_len, cl->all,
+						      RC_MAX_REGIONS);
+
+			if (got < 0) {
 				rc = rc_err_set(err, EBADMSG, "%s sent a malformed region table",
 						c->peer);
 				goto out;
 			}
-			cl->nregions = n;
+			cl->nregions = got;
 			got_resp = true;
 		}
 	}

@@ -92,7 +92,7 @@ devinfo_field() {
 
 @test "--verify carries traffic on the live port and reports a rate" {
 	local j
-	run probe -d "$DEV" --verify
+	run timeout 120 "$RDMACTL" -d "$DEV" -j probe-topology --verify
 	assert_success
 	j=$output
 	port_of "$j" | jq -e '.verify.ok == true and .verify.bytes == 8388608 and .verify.error == null

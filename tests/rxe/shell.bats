@@ -34,7 +34,7 @@ seq_pattern() {
 	type_line "register --listen $ADDR:7471 --name kv --size 1M"
 	wait_for "region kv: addr 0x"
 	type_line "write $ADDR:7471/kv --pattern seq --size 64K"
-	wait_for "wrote to $ADDR:7471/kv at offset 0: 65536 bytes"
+	wait_for "wrote to $ADDR:7471/kv at offset 0 via ${RDMACTL_VM_DEV:-rxe0}: 65536 bytes"
 	wait_for ": connected"
 	type_line "read $ADDR:7471/kv --size 64K --out $out"
 	wait_for "into $out: 65536 bytes"

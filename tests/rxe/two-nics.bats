@@ -15,8 +15,8 @@ load helpers
 	assert_success
 	[ "$(jq -r .device <<<"$output")" = "$RDMACTL_VM_DEV_A" ]
 	# The server saw the client arrive from the other device's address.
-	jq -e --arg a "$RDMACTL_VM_ADDR_A" 'select(.event == "connected") | .peer | startswith($a + ":")' \
-		"$SERVER_OUT"
+	jq -s -e --arg a "$RDMACTL_VM_ADDR_A" \
+		'any(.[]; .event == "connected" and (.peer | startswith($a + ":")))' "$SERVER_OUT"
 	run rdmactl -d "$RDMACTL_VM_DEV_A" read "$RDMACTL_VM_ADDR_B:$PORT/kv" \
 		--bind "$RDMACTL_VM_ADDR_A" --out "$BATS_TEST_TMPDIR/out"
 	assert_success
