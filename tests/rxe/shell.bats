@@ -37,7 +37,7 @@ seq_pattern() {
 	wait_for "wrote to $ADDR:7471/kv at offset 0 via ${RDMACTL_VM_DEV:-rxe0}: 65536 bytes"
 	wait_for ": connected"
 	type_line "read $ADDR:7471/kv --size 64K --out $out"
-	wait_for "into $out: 65536 bytes"
+	wait_for "into $out via ${RDMACTL_VM_DEV:-rxe0}: 65536 bytes"
 	wait_for "rdmactl: reusing the connection to $ADDR:7471"
 	seq_pattern 65536 >"$BATS_TEST_TMPDIR/expected"
 	cmp "$out" "$BATS_TEST_TMPDIR/expected"

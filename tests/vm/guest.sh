@@ -105,6 +105,13 @@ if ((TWO_NICS)); then
 fi
 printf '%s\n' "${links[@]}" | ip -batch - || fail "setting up the links failed"
 ((TWO_NICS)) && accept_local_sources va vb
+# Permanent neighbour entries: rdma_cm resolves each end to the other's MAC
+# at once, instead of racing an ARP exchange across the pair.
+if ((TWO_NICS)); then
+	ip neigh replace "$addr_b" lladdr "$(cat /sys/class/net/vb/address)" dev va nud permanent &&
+		ip neigh replace "$addr_a" lladdr "$(cat /sys/class/net/va/address)" dev vb nud permanent ||
+		fail "cannot set the neighbour entries of the veth pair"
+fi
 printf '%s\n' "${rxes[@]}" | rdma -b - || fail "adding the rxe devices failed"
 
 roce_v2_gid_index rxe0 "$addr" gid || fail "rxe0 has no active RoCE v2 GID for $addr"
