@@ -125,3 +125,44 @@ void progress_end(struct progress *p)
 	if (p->on && p->last > 0)
 		fprintf(stderr, "\r\033[K");
 }
+
+int stream_transfer(struct ctx *ctx, struct rc_client *cl, struct rc_stream *s,
+		    struct rc_stream_result *res)
+{
+	size_t len = (size_t)STREAM_CHUNK * STREAM_DEPTH;
+	struct progress prog;
+	struct ibv_mr *mr;
+	struct rc_err e;
+	void *buf;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	buf = aligned_alloc(4096, len);
+	mr = buf ? ibv_reg_mr(cl->conns[0]->pd, buf, len, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (!mr) {
+		rc = fail(ctx, -(errno ? errno : ENOMEM), "cannot register a %zu KiB staging buffer: %s",
+			  len >> 10, strerror(errno ? errno : ENOMEM));
+		free(buf);
+		return rc;
+	}
+	progress_init(&prog, ctx);
+	s->conns = cl->conns;
+	s->nconns = 1;
+	s->buf = buf;
+	s->lkey = mr->lkey;
+	s->chunk = STREAM_CHUNK;
+	s->depth = STREAM_DEPTH;
+	s->batch = 4;
+	s->signal_every = 1;
+	s->rkey = cl->region.rkey;
+	s->progress = progress_line;
+	s->progress_arg = &prog;
+	s->timeout_ms = ctx->timeout_ms;
+	rc = rc_stream_run(s, res, &e);
+	progress_end(&prog);
+	if (rc)
+		rc = fail(ctx, rc, "%s (after %llu bytes)", e.msg, (unsigned long long)res->bytes);
+	ibv_dereg_mr(mr);
+	free(buf);
+	return rc;
+}

@@ -10,9 +10,6 @@
 #include "cmds.h"
 #include "common.h"
 
-#define CHUNK (256u << 10)
-#define DEPTH 16
-
 static const struct cmd_opt read_opts[] = {
 	{ "size", 'S', "SIZE", "bytes to read (default: to the end of the region)" },
 	{ "out", 'O', "FILE", "write the bytes to FILE (default: stdout)", COMP_FILE },
@@ -44,13 +41,10 @@ static int do_read(struct ctx *ctx, int argc, char **argv)
 	const struct cmd *c = &cmd_read;
 	struct rc_stream_result res;
 	struct rc_client *cl = NULL;
-	struct progress prog;
-	struct ibv_mr *mr = NULL;
 	struct opt_vals v;
 	struct rc_err e;
 	const char *out_path;
 	uint64_t off = 0, size = 0;
-	void *buf = NULL;
 	int fd = STDOUT_FILENO, rc;
 
 	rc = opts_parse(ctx, c, argc, argv, &v);
@@ -69,7 +63,7 @@ static int do_read(struct ctx *ctx, int argc, char **argv)
 		return usage_err(ctx, "read: refusing to write binary data to a terminal: give --out FILE or redirect stdout");
 	if ((rc = client_target(ctx, c, &v, &(struct rc_target){ 0 })))
 		return rc;
-	rc = client_open(ctx, c, &v, 1, false, DEPTH + 4, &cl);
+	rc = client_open(ctx, c, &v, 1, false, STREAM_DEPTH + 4, &cl);
 	if (rc)
 		return rc;
 	if (!opt_has(c, &v, "size"))
@@ -85,28 +79,14 @@ static int do_read(struct ctx *ctx, int argc, char **argv)
 			goto out;
 		}
 	}
-	buf = aligned_alloc(4096, (size_t)CHUNK * DEPTH);
-	mr = buf ? ibv_reg_mr(cl->conns[0]->pd, buf, (size_t)CHUNK * DEPTH, IBV_ACCESS_LOCAL_WRITE)
-		 : NULL;
-	if (!mr) {
-		rc = fail(ctx, -ENOMEM, "cannot register a %u KiB staging buffer", CHUNK * DEPTH >> 10);
-		goto out;
-	}
-	progress_init(&prog, ctx);
 	struct rc_stream s = {
-		.op = RC_OP_READ, .conns = cl->conns, .nconns = 1, .buf = buf, .lkey = mr->lkey,
-		.chunk = CHUNK, .depth = DEPTH, .batch = 4, .signal_every = 1,
-		.raddr = cl->region.addr + off, .rkey = cl->region.rkey, .total = size,
-		.drain = drain, .arg = &fd, .progress = progress_line, .progress_arg = &prog,
-		.timeout_ms = ctx->timeout_ms,
+		.op = RC_OP_READ, .raddr = cl->region.addr + off, .total = size,
+		.drain = drain, .arg = &fd,
 	};
 
-	rc = rc_stream_run(&s, &res, &e);
-	progress_end(&prog);
-	if (rc) {
-		rc = fail(ctx, rc, "%s (after %llu bytes)", e.msg, (unsigned long long)res.bytes);
+	rc = stream_transfer(ctx, cl, &s, &res);
+	if (rc)
 		goto out;
-	}
 	if (fd != STDOUT_FILENO && fsync(fd) < 0 && errno != EINVAL) {
 		rc = fail(ctx, -errno, "cannot write '%s': %s", out_path, strerror(errno));
 		goto out;
@@ -125,9 +105,6 @@ static int do_read(struct ctx *ctx, int argc, char **argv)
 			res.seconds);
 	}
 out:
-	if (mr)
-		ibv_dereg_mr(mr);
-	free(buf);
 	client_close(ctx, cl, rc);
 	if (fd != STDOUT_FILENO && close(fd) < 0 && !rc)
 		rc = fail(ctx, -errno, "cannot write '%s': %s", out_path, strerror(errno));

@@ -13,9 +13,6 @@
 #include "cmds.h"
 #include "common.h"
 
-#define CHUNK (256u << 10)
-#define DEPTH 16
-
 static const struct cmd_opt write_opts[] = {
 	{ "file", 'f', "FILE", "write the contents of FILE (default: stdin)", COMP_FILE },
 	{ "pattern", 'P', "PATTERN", "write a generated pattern: zero, seq or random:SEED",
@@ -60,13 +57,10 @@ static int do_write(struct ctx *ctx, int argc, char **argv)
 	struct rc_stream_result res;
 	struct rc_client *cl = NULL;
 	struct src src = { .fd = STDIN_FILENO };
-	struct progress prog;
-	struct ibv_mr *mr = NULL;
 	struct opt_vals v;
 	struct rc_err e;
 	uint64_t off = 0, size = 0, imm = 0;
 	bool have_size, from_stdin;
-	void *buf = NULL;
 	int rc;
 
 	rc = opts_parse(ctx, c, argc, argv, &v);
@@ -112,7 +106,7 @@ static int do_write(struct ctx *ctx, int argc, char **argv)
 	}
 	if ((rc = client_target(ctx, c, &v, &(struct rc_target){ 0 })))
 		goto out;
-	rc = client_open(ctx, c, &v, 1, false, DEPTH + 4, &cl);
+	rc = client_open(ctx, c, &v, 1, false, STREAM_DEPTH + 4, &cl);
 	if (rc)
 		goto out;
 	if (!have_size)
@@ -121,30 +115,15 @@ static int do_write(struct ctx *ctx, int argc, char **argv)
 		rc = fail(ctx, rc, "%s", e.msg);
 		goto out;
 	}
-	buf = aligned_alloc(4096, (size_t)CHUNK * DEPTH);
-	mr = buf ? ibv_reg_mr(cl->conns[0]->pd, buf, (size_t)CHUNK * DEPTH, IBV_ACCESS_LOCAL_WRITE)
-		 : NULL;
-	if (!mr) {
-		rc = fail(ctx, -ENOMEM, "cannot register a %u KiB staging buffer: %s",
-			  CHUNK * DEPTH >> 10, strerror(errno ? errno : ENOMEM));
-		goto out;
-	}
 	src.base = off;
-	progress_init(&prog, ctx);
 	struct rc_stream s = {
-		.op = RC_OP_WRITE, .conns = cl->conns, .nconns = 1, .buf = buf, .lkey = mr->lkey,
-		.chunk = CHUNK, .depth = DEPTH, .batch = 4, .signal_every = 1,
-		.raddr = cl->region.addr + off, .rkey = cl->region.rkey, .total = size,
-		.fill = fill, .arg = &src, .progress = progress_line, .progress_arg = &prog,
-		.timeout_ms = ctx->timeout_ms,
+		.op = RC_OP_WRITE, .raddr = cl->region.addr + off, .total = size,
+		.fill = fill, .arg = &src,
 	};
 
-	rc = rc_stream_run(&s, &res, &e);
-	progress_end(&prog);
-	if (rc) {
-		rc = fail(ctx, rc, "%s (after %llu bytes)", e.msg, (unsigned long long)res.bytes);
+	rc = stream_transfer(ctx, cl, &s, &res);
+	if (rc)
 		goto out;
-	}
 	if (from_stdin && res.bytes == size) {
 		char extra;
 		ssize_t n = read(STDIN_FILENO, &extra, 1);
@@ -184,9 +163,6 @@ static int do_write(struct ctx *ctx, int argc, char **argv)
 		out_u64(&ctx->out, "imm", NULL, imm);
 	report_transfer(ctx, &res);
 out:
-	if (mr)
-		ibv_dereg_mr(mr);
-	free(buf);
 	client_close(ctx, cl, rc);
 	if (src.fd > STDIN_FILENO)
 		close(src.fd);
