@@ -1,0 +1,148 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# Help, usage errors, exit codes and JSON validity of the data commands,
+# without a device: every bad input is refused before anything is posted.
+
+load helpers
+
+setup() {
+	require_binary
+}
+
+# rdmactl_json ARGS...: run with -j; the output must be one JSON document.
+rdmactl_json() {
+	run timeout 20 "$RDMACTL" -j "$@"
+	jq -e . <<<"$output" >/dev/null || fail "not one JSON document: $output"
+}
+
+@test "no command is a usage error; --help and help succeed" {
+	run "$RDMACTL"
+	assert_failure 2
+	run "$RDMACTL" --help
+	assert_success
+	assert_output --partial "Commands:"
+	run "$RDMACTL" help write
+	assert_success
+	assert_output --partial "Usage: rdmactl write"
+}
+
+@test "an unknown command is never a success, in text or JSON" {
+	run "$RDMACTL" frobnicate
+	assert_failure 2
+	assert_output --partial "unknown command 'frobnicate'"
+	rdmactl_json frobnicate
+	assert_failure 2
+	[ "$(jq -r .error.code <<<"$output")" = EINVAL ]
+	[ "$(jq -r .schema_version <<<"$output")" = 1 ]
+}
+
+@test "every command's --help exits 0 and lists its options" {
+	for c in register write read atomic probe-topology; do
+		run "$RDMACTL" "$c" --help
+		assert_success
+		assert_output --partial "Usage: rdmactl $c"
+	done
+}
+
+@test "sizes are parsed strictly" {
+	for bad in 12Q 1.5M -1 K 4KK 99999999999999999999 16777216T; do
+		rdmactl_json write h:1/r --pattern zero --size "$bad"
+		assert_failure 2
+		jq -e '.error.message | contains("--size")' <<<"$output"
+	done
+}
+
+@test "targets are parsed strictly" {
+	for bad in "" ":1/r" "h:/r" "h:0/r" "h:65536/r" "h:1/" "h:1/a/b" "[::1:7/r"; do
+		rdmactl_json read "$bad" --out /dev/null
+		assert_failure 2
+		jq -e '.error.message | contains("target")' <<<"$output"
+	done
+	rdmactl_json read --out /dev/null
+	assert_failure 2
+	rdmactl_json read a:1/r b:1/r --out /dev/null
+	assert_failure 2
+}
+
+@test "atomics need one operation, 64-bit values and an aligned offset" {
+	rdmactl_json atomic h:1/r
+	assert_failure 2
+	rdmactl_json atomic h:1/r --faa 1 --cas 1,2
+	assert_failure 2
+	rdmactl_json atomic h:1/r --faa 1 --offset 12
+	assert_failure 2
+	jq -e '.error.message | contains("8-byte aligned")' <<<"$output"
+	rdmactl_json atomic h:1/r --cas 1
+	assert_failure 2
+	rdmactl_json atomic h:1/r --faa 18446744073709551616
+	assert_failure 2
+	rdmactl_json atomic h:1/r --faa 1 --bench --msg-size 16
+	assert_failure 2
+}
+
+@test "write refuses conflicting or incomplete input" {
+	rdmactl_json write h:1/r --pattern zero --file /etc/hostname
+	assert_failure 2
+	rdmactl_json write h:1/r --pattern zero
+	assert_failure 2
+	rdmactl_json write h:1/r --pattern ones --size 4K
+	assert_failure 2
+	rdmactl_json write h:1/r --pattern zero --size 4K --imm 4294967296
+	assert_failure 2
+	rdmactl_json write h:1/r --file /nonexistent/file
+	assert_failure 1
+	[ "$(jq -r .error.code <<<"$output")" = ENOENT ]
+}
+
+@test "read needs --out with -j: stdout holds the JSON report" {
+	rdmactl_json read h:1/r
+	assert_failure 2
+	jq -e '.error.message | contains("--out")' <<<"$output"
+}
+
+@test "register checks every region before touching a device" {
+	rdmactl_json register --size 1M
+	assert_failure 2
+	jq -e '.error.message | contains("--listen")' <<<"$output"
+	rdmactl_json register --listen 127.0.0.1:7471
+	assert_failure 2
+	rdmactl_json register --listen 127.0.0.1:7471 --size 0
+	assert_failure 2
+	rdmactl_json register --listen 127.0.0.1:7471 --size 1M --access rwx
+	assert_failure 2
+	rdmactl_json register --listen 127.0.0.1:7471 --size 1M --mem gpu
+	assert_failure 2
+	rdmactl_json register --listen 127.0.0.1:7471 --size 1M --mem file
+	assert_failure 2
+	rdmactl_json register --listen 127.0.0.1:7471 --name a/b --size 1M
+	assert_failure 2
+	rdmactl_json register --listen 127.0.0.1:7471 --size 1M --size 2M
+	assert_failure 2
+	jq -e '.error.message | contains("--name")' <<<"$output"
+	rdmactl_json register --listen 127.0.0.1:7471 --size 1M --token "has space"
+	assert_failure 2
+	rdmactl_json register --listen 127.0.0.1:99999 --size 1M
+	assert_failure 2
+}
+
+@test "global options are checked" {
+	run "$RDMACTL" -t 0 version
+	assert_failure 2
+	run "$RDMACTL" -g 300 version
+	assert_failure 2
+	run "$RDMACTL" --bogus version
+	assert_failure 2
+	run "$RDMACTL" -p version
+	assert_success
+	jq -e '.version' <<<"$output"
+}
+
+@test "without RDMA, commands that need it fail with a clear error, not a crash" {
+	[ ! -e /dev/infiniband/rdma_cm ] || skip "this machine has RDMA: covered by tests/rxe"
+	rdmactl_json write 127.0.0.1:7471/r --pattern zero --size 4K
+	assert_failure 1
+	jq -e '.error.message | test("RDMA")' <<<"$output"
+	rdmactl_json register --listen 127.0.0.1:7471 --size 1M
+	assert_failure 1
+	jq -e '.error.message | test("RDMA")' <<<"$output"
+}
