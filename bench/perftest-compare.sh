@@ -102,6 +102,7 @@ run_pair() { # KEY PERFTEST-CMD... -- RDMACTL-ARGS...
 		"$rdmactl" -j "${rc[@]}" "$addr:$port/b" >"$work/out"
 		unserve
 		case "$key" in
+		write_lat) jq -r .one_way_us.p50 "$work/out" >>"$work/$key.rc" ;;
 		*lat*) jq -r .latency_us.p50 "$work/out" >>"$work/$key.rc" ;;
 		*) jq -r .mib_per_s "$work/out" >>"$work/$key.rc" ;;
 		esac
@@ -140,8 +141,9 @@ for key in write_bw_64k write_bw_1m read_bw_64k read_bw_1m atomic_bw write_lat r
 done
 cat <<'NOTE'
 Bandwidth ratios are rdmactl/perftest (higher is better); latency ratios
-rdmactl/perftest (lower is better). ib_write_lat reports half a ping-pong
-round trip; rdmactl write --lat reports post-to-completion (a full round
-trip, as ib_read_lat does), so write_lat compares different quantities.
+rdmactl/perftest (lower is better), medians. ib_write_lat reports half a
+ping-pong round trip; rdmactl write --lat measures post-to-completion (data
+there, ACK back) and write_lat compares half of it (one_way_us); read_lat
+compares full round trips, as ib_read_lat measures them.
 atomic_bw compares MiB/s of 8-byte operations (ib_atomic_bw's BW column).
 NOTE

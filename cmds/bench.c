@@ -32,6 +32,24 @@ static double pct(const double *sorted, uint64_t n, double p)
 	return sorted[i ? i - 1 : 0];
 }
 
+static void print_latency(struct ctx *ctx, const char *key, const char *title,
+			  const double *sorted, uint64_t n, double scale)
+{
+	double sum = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		sum += sorted[i];
+	out_text(&ctx->out, "%s:", title);
+	out_obj_begin(&ctx->out, key);
+	out_f64(&ctx->out, "min", " min %.2f", sorted[0] * scale);
+	out_f64(&ctx->out, "p50", ", p50 %.2f", pct(sorted, n, 50) * scale);
+	out_f64(&ctx->out, "avg", ", avg %.2f", sum / (double)n * scale);
+	out_f64(&ctx->out, "p99", ", p99 %.2f", pct(sorted, n, 99) * scale);
+	out_f64(&ctx->out, "p999", ", p99.9 %.2f", pct(sorted, n, 99.9) * scale);
+	out_f64(&ctx->out, "max", ", max %.2f\n", sorted[n - 1] * scale);
+	out_obj_end(&ctx->out);
+}
+
 static const char *op_key(enum rc_op op)
 {
 	switch (op) {
@@ -124,19 +142,13 @@ int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, en
 	out_f64(&ctx->out, "msg_rate", "  message rate %.0f/s\n",
 		res.seconds > 0 ? (double)res.ops / res.seconds : 0);
 	if (lat) {
-		double sum = 0;
-
 		qsort(lat_us, (size_t)iters, sizeof(double), cmp_double);
-		for (uint64_t i = 0; i < iters; i++)
-			sum += lat_us[i];
-		out_obj_begin(&ctx->out, "latency_us");
-		out_f64(&ctx->out, "min", "  latency us: min %.2f", lat_us[0]);
-		out_f64(&ctx->out, "p50", ", p50 %.2f", pct(lat_us, iters, 50));
-		out_f64(&ctx->out, "avg", ", avg %.2f", sum / (double)iters);
-		out_f64(&ctx->out, "p99", ", p99 %.2f", pct(lat_us, iters, 99));
-		out_f64(&ctx->out, "p999", ", p99.9 %.2f", pct(lat_us, iters, 99.9));
-		out_f64(&ctx->out, "max", ", max %.2f\n", lat_us[iters - 1]);
-		out_obj_end(&ctx->out);
+		print_latency(ctx, "latency_us", "  latency us (post to completion)", lat_us, iters, 1);
+		/* A write completes on the ACK, so half of it estimates the one-way
+		 * latency that ib_write_lat reports (half a ping-pong round trip). */
+		if (op == RC_OP_WRITE)
+			print_latency(ctx, "one_way_us", "  one-way estimate us (half of it)",
+				      lat_us, iters, 0.5);
 	}
 out:
 	if (mr)

@@ -215,6 +215,9 @@ setup() {
 	run rdmactl -j read "$ADDR:$PORT/kv" --lat --msg-size 8 --iters 200
 	assert_success
 	[ "$(jq -r '.latency_us | .p50 > 0 and .p50 <= .p99 and .p99 <= .p999 and .p999 <= .max' <<<"$output")" = true ]
+	run rdmactl -j write "$ADDR:$PORT/kv" --lat --msg-size 8 --iters 200
+	assert_success
+	[ "$(jq -r '.one_way_us.p50 * 2 == .latency_us.p50 and .latency_us.min > 0' <<<"$output")" = true ]
 	# The write benchmark filled the start of the region: count further in.
 	run rdmactl -j atomic "$ADDR:$PORT/kv" --offset 512K --faa 1 --bench --iters 300
 	assert_success
