@@ -15,7 +15,7 @@
 #
 #   bench/perftest-compare.sh           (re-runs itself in the SoftRoCE guest
 #                                        where there is no RDMA device)
-#   ROUNDS=3 bench/perftest-compare.sh
+#   RDMACTL_BENCH_ROUNDS=3 bench/perftest-compare.sh (RDMACTL_* reach the guest)
 set -euo pipefail
 
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
@@ -27,7 +27,7 @@ rdmactl=${RDMACTL:-$repo/build/cli/rdmactl}
 dev=${RDMACTL_BENCH_DEV:-${RDMACTL_VM_DEV:-rxe0}}
 addr=${RDMACTL_BENCH_ADDR:-${RDMACTL_VM_ADDR:-198.18.0.1}}
 gidx=${RDMACTL_BENCH_GID_INDEX:-${RDMACTL_VM_GID_INDEX:-1}}
-rounds=${ROUNDS:-2}
+rounds=${RDMACTL_BENCH_ROUNDS:-${ROUNDS:-2}}
 depth=128
 cqmod=64
 port=19000
@@ -99,7 +99,11 @@ run_pair() { # KEY PERFTEST-CMD... -- RDMACTL-ARGS...
 		*) pt_row "${pt_size}" <"$work/out" | awk '{ print $4 }' >>"$work/$key.pt" ;;
 		esac
 		serve
-		"$rdmactl" -j "${rc[@]}" "$addr:$port/b" >"$work/out"
+		if ! "$rdmactl" -j "${rc[@]}" "$addr:$port/b" >"$work/out"; then
+			echo "rdmactl ${rc[*]} failed:" >&2
+			cat "$work/out" >&2
+			return 1
+		fi
 		unserve
 		case "$key" in
 		write_lat) jq -r .one_way_us.p50 "$work/out" >>"$work/$key.rc" ;;

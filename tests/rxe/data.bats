@@ -224,3 +224,21 @@ setup() {
 	run rdmactl -j atomic "$ADDR:$PORT/kv" --offset 512K --faa 0
 	[ "$(jq -r .old <<<"$output")" -eq 300 ]
 }
+
+@test "hugepage regions: a clear error without hugepages, served once there are some" {
+	echo 0 >/proc/sys/vm/nr_hugepages
+	run "$RDMACTL" register --listen "$ADDR:$PORT" --name hp --size 4M --mem hugepage
+	assert_failure 1
+	assert_output --partial "hugepages"
+	echo 4 >/proc/sys/vm/nr_hugepages
+	[ "$(cat /proc/sys/vm/nr_hugepages)" -ge 2 ] || skip "the guest could not reserve hugepages"
+	start_server 1 --listen "$ADDR:$PORT" --name hp --size 4M --mem hugepage
+	[ "$(jq -r .mem <<<"$(descriptor hp)")" = hugepage ]
+	head -c 4M /dev/urandom >"$BATS_TEST_TMPDIR/in"
+	rdmactl write "$ADDR:$PORT/hp" --file "$BATS_TEST_TMPDIR/in" >/dev/null
+	rdmactl read "$ADDR:$PORT/hp" --out "$BATS_TEST_TMPDIR/back" >/dev/null
+	cmp "$BATS_TEST_TMPDIR/in" "$BATS_TEST_TMPDIR/back"
+	stop_server TERM
+	[ "$SERVER_RC" -eq 0 ]
+	echo 0 >/proc/sys/vm/nr_hugepages
+}
