@@ -331,24 +331,30 @@ static void handle_ctrl(struct rc_server *s, struct srv_conn *sc, struct ibv_wc 
 	post_ctrl_recv(sc, slot);
 }
 
+static void drain_cq(struct rc_server *s, struct srv_conn *sc)
+{
+	struct ibv_wc wc[8];
+	int got;
+
+	while ((got = ibv_poll_cq(sc->c->cq, 8, wc)) > 0)
+		for (int j = 0; j < got; j++)
+			if (wc[j].status == IBV_WC_SUCCESS)
+				handle_ctrl(s, sc, &wc[j]);
+}
+
 static void handle_cqs(struct rc_server *s, struct pollfd *pfd, int n)
 {
 	for (int i = 0; i < n && i < s->nconns; i++) {
 		struct srv_conn *sc = s->conns[i];
-		struct ibv_wc wc[8];
 		struct ibv_cq *cq;
 		void *cctx;
-		int got;
 
-		if (pfd && !(pfd[i].revents & POLLIN))
+		if (!(pfd[i].revents & POLLIN))
 			continue;
 		if (ibv_get_cq_event(sc->c->cch, &cq, &cctx) == 0)
 			ibv_ack_cq_events(cq, 1);
 		ibv_req_notify_cq(sc->c->cq, 0);
-		while ((got = ibv_poll_cq(sc->c->cq, 8, wc)) > 0)
-			for (int j = 0; j < got; j++)
-				if (wc[j].status == IBV_WC_SUCCESS)
-					handle_ctrl(s, sc, &wc[j]);
+		drain_cq(s, sc);
 	}
 }
 
@@ -361,6 +367,8 @@ int rc_server_step(struct rc_server *s, int timeout_ms, struct rc_err *err)
 		if (!s->conns[i]->c->armed) {
 			ibv_req_notify_cq(s->conns[i]->c->cq, 0);
 			s->conns[i]->c->armed = true;
+			/* What arrived before the arming raises no event: take it now. */
+			drain_cq(s, s->conns[i]);
 		}
 		pfd[i] = (struct pollfd){ .fd = s->conns[i]->c->cch->fd, .events = POLLIN };
 	}

@@ -70,9 +70,12 @@ setup() {
 		pids+=($!)
 	done
 	# Wait for the clients only: the server runs on in the background.
+	failed=0
 	for p in "${pids[@]}"; do
-		wait "$p"
+		wait "$p" || failed=1
 	done
+	cat "$BATS_TEST_TMPDIR"/c*
+	[ "$failed" -eq 0 ]
 	for i in 1 2 3 4; do
 		[ "$(jq -r .iters "$BATS_TEST_TMPDIR/c$i")" -eq 1000 ]
 	done
