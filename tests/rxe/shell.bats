@@ -58,7 +58,7 @@ seq_pattern() {
 	type_line "atomic $ADDR:7471/kv --faa 1"
 	wait_for "does not allow atomics"
 	type_line "read $ADDR:7471/kv --size 4K --out $out"
-	wait_for "into $out: 4096 bytes"
+	wait_for "into $out via ${RDMACTL_VM_DEV:-rxe0}: 4096 bytes"
 	type_line 'unregister kv'
 	wait_for "stopped serving kv on $ADDR:7471"
 	type_line regions
