@@ -224,13 +224,16 @@ static void on_connect_request(struct rc_server *s, struct rdma_cm_event *ev)
 	struct rc_err e;
 
 	rc_peer_name(child, peer, sizeof(peer));
-	rdma_ack_cm_event(ev);
 	if (child->verbs != s->l->verbs)
 		why = "rdmactl: request arrived on another device";
 	else if (s->nconns >= s->max_conns)
 		why = "rdmactl: too many connections";
 	else
 		token_ok(s, &req, &why);
+	/* The private data lives in the event: check it before the ack frees it. */
+	rdma_ack_cm_event(ev);
+	req.private_data = NULL;
+	req.private_data_len = 0;
 	if (why) {
 		rc_reject(child, why);
 		rdma_destroy_id(child);
