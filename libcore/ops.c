@@ -230,15 +230,15 @@ struct slot {
 struct qstate {
 	uint64_t posted;
 	uint64_t done;
+	uint64_t next_k;   /* its next piece: pieces go round-robin, k % nconns */
+	bool more;         /* pieces left for this queue */
 	struct slot *slots;
 };
 
 struct engine {
 	const struct rc_stream *s;
 	struct qstate *q;
-	uint64_t next_k;     /* next piece to make */
 	uint64_t span;       /* bench: bytes cycled over */
-	bool more;           /* pieces left to make */
 	int sig_every;
 	int depth;
 	uint64_t bytes;
@@ -258,15 +258,16 @@ static void *slot_buf(const struct engine *e, int qi, uint64_t seq)
 static int make_piece(struct engine *e, int qi, struct slot *sl, struct rc_err *err)
 {
 	const struct rc_stream *s = e->s;
+	struct qstate *q = &e->q[qi];
 	uint64_t off;
 	size_t len = s->chunk;
 
 	if (s->iters) {
-		if (e->next_k >= s->iters)
+		if (q->next_k >= s->iters)
 			return 0;
-		off = (e->next_k * s->chunk) % e->span;
+		off = (q->next_k * s->chunk) % e->span;
 	} else {
-		off = e->next_k * s->chunk;
+		off = q->next_k * s->chunk;
 		if (off >= s->total)
 			return 0;
 		if (s->total - off < len)
@@ -281,12 +282,13 @@ static int make_piece(struct engine *e, int qi, struct slot *sl, struct rc_err *
 		if (got == 0)
 			return 0;
 		if ((size_t)got < len)
-			e->more = false; /* the input ended inside this piece */
+			q->more = false; /* the input ended inside this piece */
 		len = (size_t)got;
 	}
 	sl->off = off;
 	sl->len = len;
-	sl->k = e->next_k++;
+	sl->k = q->next_k;
+	q->next_k += (uint64_t)s->nconns;
 	return 1;
 }
 
@@ -299,7 +301,7 @@ static int post_chain(struct engine *e, int qi, struct rc_err *err)
 	struct ibv_sge sges[MAX_BATCH];
 	int nb = 0, rc;
 
-	while (e->more && q->posted - q->done < (uint64_t)e->depth && nb < s->batch) {
+	while (q->more && q->posted - q->done < (uint64_t)e->depth && nb < s->batch) {
 		struct slot *sl = &q->slots[q->posted % (uint64_t)e->depth];
 		struct ibv_send_wr *w = &wrs[nb];
 		uint64_t seq = q->posted;
@@ -309,13 +311,15 @@ static int post_chain(struct engine *e, int qi, struct rc_err *err)
 		if (rc < 0)
 			return rc;
 		if (rc == 0) {
-			e->more = false;
+			q->more = false;
 			break;
 		}
-		last = !e->more || (s->iters ? e->next_k >= s->iters
-					    : e->next_k * s->chunk >= s->total);
+		/* Each queue signals its own last work request, or the
+		 * unsignalled tail of a queue would never complete. */
+		last = !q->more || (s->iters ? q->next_k >= s->iters
+					    : q->next_k * s->chunk >= s->total);
 		if (last)
-			e->more = false;
+			q->more = false;
 		memset(w, 0, sizeof(*w));
 		sges[nb] = (struct ibv_sge){ .addr = (uintptr_t)slot_buf(e, qi, seq),
 					     .length = (uint32_t)sl->len, .lkey = s->lkey };
@@ -395,7 +399,7 @@ static int complete_upto(struct engine *e, int qi, uint64_t seq, struct rc_err *
 
 int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struct rc_err *err)
 {
-	struct engine e = { .s = s, .more = true };
+	struct engine e = { .s = s };
 	struct ibv_wc wc[POLL_BATCH];
 	double t0;
 	int rc = 0;
@@ -403,8 +407,8 @@ int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struc
 	memset(res, 0, sizeof(*res));
 	if (s->nconns < 1 || s->nconns > 64 || s->depth < 1 || !s->chunk)
 		return rc_err_set(err, EINVAL, "invalid transfer parameters");
-	if (s->drain && s->nconns != 1)
-		return rc_err_set(err, EINVAL, "an ordered read needs exactly one connection");
+	if ((s->drain || s->fill) && s->nconns != 1)
+		return rc_err_set(err, EINVAL, "a streamed transfer needs exactly one connection");
 	e.depth = s->depth;
 	for (int i = 0; i < s->nconns; i++)
 		if (e.depth > s->conns[i]->sq_depth)
@@ -423,6 +427,8 @@ int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struc
 	if (!e.q)
 		return rc_err_set(err, ENOMEM, "out of memory");
 	for (int i = 0; i < s->nconns; i++) {
+		e.q[i].next_k = (uint64_t)i;
+		e.q[i].more = true;
 		e.q[i].slots = calloc((size_t)e.depth, sizeof(struct slot));
 		if (!e.q[i].slots) {
 			rc = rc_err_set(err, ENOMEM, "out of memory");
@@ -432,16 +438,19 @@ int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struc
 	t0 = rc_now();
 	for (;;) {
 		uint64_t outstanding = 0;
+		bool more = false;
 		int which = 0, n;
 
-		for (int i = 0; i < s->nconns && e.more; i++) {
-			rc = post_some(&e, i, err);
-			if (rc)
-				goto out;
-		}
-		for (int i = 0; i < s->nconns; i++)
+		for (int i = 0; i < s->nconns; i++) {
+			if (e.q[i].more) {
+				rc = post_some(&e, i, err);
+				if (rc)
+					goto out;
+			}
+			more |= e.q[i].more;
 			outstanding += e.q[i].posted - e.q[i].done;
-		if (!outstanding && !e.more)
+		}
+		if (!outstanding && !more)
 			break;
 		n = rc_poll_any(s->conns, s->nconns, wc, POLL_BATCH, s->timeout_ms, &which, err);
 		if (n == -ETIMEDOUT) {

@@ -221,6 +221,15 @@ setup() {
 	run rdmactl -j write "$ADDR:$PORT/kv" --lat --msg-size 8 --iters 200
 	assert_success
 	[ "$(jq -r '.one_way_us.p50 * 2 == .latency_us.p50 and .latency_us.min > 0' <<<"$output")" = true ]
+	# Several queue pairs: each signals its own last work request.
+	run rdmactl -j write "$ADDR:$PORT/kv" --bench --msg-size 4K --iters 101 --qps 3 --depth 8 \
+		--signal-every 5 --post-list 4
+	assert_success
+	[ "$(jq -r '.bytes == 101 * 4096 and .qps == 3' <<<"$output")" = true ]
+	run rdmactl -j atomic "$ADDR:$PORT/kv" --offset 256K --faa 2 --bench --iters 77 --qps 4 --signal-every 8
+	assert_success
+	run rdmactl -j atomic "$ADDR:$PORT/kv" --offset 256K --faa 0
+	[ "$(jq -r .old <<<"$output")" -eq 154 ]
 	# The write benchmark filled the start of the region: count further in.
 	run rdmactl -j atomic "$ADDR:$PORT/kv" --offset 512K --faa 1 --bench --iters 300
 	assert_success
