@@ -129,6 +129,61 @@ static int expect_event(struct rc_conn *c, enum rdma_cm_event_type want, const c
 	}
 }
 
+/* Resolve the address in tries of at most RESOLVE_TRY_MS within the
+ * connection's timeout, as rping does: a neighbour that is not resolved yet
+ * may be retried by the kernel only at the deadline it was given, so one long
+ * try can give up just as the answer is there. */
+#define RESOLVE_TRY_MS 1000
+static int resolve_addr(struct rc_conn *c, struct sockaddr *src, struct sockaddr *dst,
+			struct rc_err *err)
+{
+	double deadline = rc_now() + c->timeout_ms / 1000.0;
+
+	for (;;) {
+		int left = (int)((deadline - rc_now()) * 1000), try_ms, rc;
+		struct rdma_cm_event *ev;
+
+		if (left <= 0)
+			return rc_err_set(err, ETIMEDOUT, "resolving %s: no answer within %d ms",
+					  c->peer, c->timeout_ms);
+		try_ms = left < RESOLVE_TRY_MS ? left : RESOLVE_TRY_MS;
+		if (!c->id && rdma_create_id(c->ech, &c->id, c, RDMA_PS_TCP))
+			return rc_err_set(err, errno, "cannot create an RDMA CM id: %s",
+					  strerror(errno));
+		if (rdma_resolve_addr(c->id, src, dst, try_ms))
+			return rc_err_set(err, errno, "cannot resolve %s to an RDMA device: %s",
+					  c->peer, strerror(errno));
+		rc = get_event(c->ech, try_ms + 200, &ev);
+		if (rc == 0 && ev->event == RDMA_CM_EVENT_ADDR_RESOLVED) {
+			rdma_ack_cm_event(ev);
+			return 0;
+		}
+		if (rc == 0 && ev->event != RDMA_CM_EVENT_ADDR_ERROR) {
+			int status = ev->status;
+			enum rdma_cm_event_type got = ev->event;
+
+			rdma_ack_cm_event(ev);
+			return rc_err_set(err, EPROTO, "resolving %s: unexpected event %s (status %d)",
+					  c->peer, rdma_event_str(got), status);
+		}
+		if (rc == 0) {
+			int status = ev->status;
+
+			rdma_ack_cm_event(ev);
+			/* No route or no RDMA device for it: trying again will not help. */
+			if (status != -ETIMEDOUT && status != -ENODATA)
+				return rc_err_set(err, EHOSTUNREACH,
+						  "cannot resolve %s to a local RDMA device (status %d: %s)",
+						  c->peer, status, strerror(-status));
+		} else if (rc != -EAGAIN) {
+			return rc_err_set(err, -rc, "resolving %s: %s", c->peer, strerror(-rc));
+		}
+		/* A fresh id for the next try: this one may still answer late. */
+		rdma_destroy_id(c->id);
+		c->id = NULL;
+	}
+}
+
 static int make_qp(struct rc_conn *c, struct rdma_cm_id *id, const struct rc_conn_opts *o,
 		   struct rc_err *err)
 {
@@ -239,16 +294,7 @@ int rc_connect(const char *host, const char *port, const struct rc_conn_opts *o,
 		goto fail;
 	}
 	set_nonblock(c->ech->fd);
-	if (rdma_create_id(c->ech, &c->id, c, RDMA_PS_TCP)) {
-		rc = rc_err_set(err, errno, "cannot create an RDMA CM id: %s", strerror(errno));
-		goto fail;
-	}
-	if (rdma_resolve_addr(c->id, src ? src->ai_addr : NULL, dst->ai_addr, c->timeout_ms)) {
-		rc = rc_err_set(err, errno, "cannot resolve %s to an RDMA device: %s", c->peer,
-				strerror(errno));
-		goto fail;
-	}
-	rc = expect_event(c, RDMA_CM_EVENT_ADDR_RESOLVED, "resolving", err);
+	rc = resolve_addr(c, src ? src->ai_addr : NULL, dst->ai_addr, err);
 	if (rc)
 		goto fail;
 	if (o->dev_name && strcmp(o->dev_name, ibv_get_device_name(c->id->verbs->device))) {
