@@ -46,7 +46,7 @@ usage_err() {
 	exit 2
 }
 
-sysfs= verify=0 verify_size= device= hugepages=0 limit=60
+sysfs='' verify=0 verify_size='' device='' hugepages=0 limit=60
 ignore=()
 while (($#)); do
 	case "$1" in

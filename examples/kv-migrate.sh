@@ -59,7 +59,7 @@ usage() {
 }
 log() { printf 'kv-migrate.sh: %s\n' "$*" >&2; }
 
-work= summary_printed=0
+work='' summary_printed=0
 declare -A server_pid=()
 
 # die MESSAGE: fail the run with MESSAGE. It may be called in a command
@@ -87,7 +87,7 @@ bytes() {
 }
 
 blocks=1,2,5,6 bs=64K src_blocks=8 dst_blocks=12 dst_used=0,1,3 seed=1000
-src= dst= port=7471 read_bind= write_bind= step=30 keep=0
+src='' dst='' port=7471 read_bind='' write_bind='' step=30 keep=0
 while (($#)); do
 	case "$1" in
 	--blocks | --block-size | --src-blocks | --dst-blocks | --dst-used | --seed | --src | --dst | \
@@ -178,7 +178,7 @@ stop_pid() { # PID SECONDS: TERM, wait at most SECONDS, then KILL; status in REA
 	wait "$pid" 2>/dev/null || REAPED=$?
 }
 cleanup() {
-	local rc=$? errors= name done_blocks='[]'
+	local rc=$? errors='' name done_blocks='[]'
 	trap - EXIT
 	for name in "${!server_pid[@]}"; do stop_pid "${server_pid[$name]}" 5; done
 	if ((rc != 0 && !summary_printed)); then
@@ -188,10 +188,10 @@ cleanup() {
 		fi
 		# The first error is the cause; any next one says where it surfaced.
 		jq -n --arg e "${errors:-exited with status $rc}" --argjson rc "$rc" \
-			--argjson done "$done_blocks" \
+			--argjson finished "$done_blocks" \
 			'($e | split("\n") | map(select(. != ""))) as $all
 			 | {example: "kv-migrate", ok: false, error: $all[0], errors: $all,
-			    blocks_done: $done, exit_status: $rc}'
+			    blocks_done: $finished, exit_status: $rc}'
 	fi
 	if [[ -n "$work" ]]; then
 		if ((keep)); then log "work folder kept: $work"; else rm -rf -- "$work"; fi
@@ -320,15 +320,18 @@ for id in "${migrate[@]}"; do
 	w=$(j write "$dst_t" --offset "$dst_off" --file "$work/block.$id" "${wbind[@]}")
 	b=$(j read "$dst_t" --offset "$dst_off" --size "$bs" --out "$work/back.$id" "${wbind[@]}")
 	want=$(sha "$work/block.$id") got=$(sha "$work/back.$id")
-	jq -nc --argjson id "$id" --argjson to "$to" --argjson so "$src_off" --argjson do "$dst_off" \
+	jq -nc --argjson id "$id" --argjson to "$to" --argjson so "$src_off" --argjson doff "$dst_off" \
 		--argjson r "$r" --argjson w "$w" --argjson b "$b" --arg want "$want" --arg got "$got" \
 		--argjson t0 "${t0/,/.}" --argjson t1 "${EPOCHREALTIME/,/.}" '
-		{src_block: $id, dst_block: $to, src_offset: $so, dst_offset: $do, bytes: $w.bytes,
+		{src_block: $id, dst_block: $to, src_offset: $so, dst_offset: $doff, bytes: $w.bytes,
 		 read_seconds: $r.seconds, write_seconds: $w.seconds, verify_seconds: $b.seconds,
 		 wall_seconds: ($t1 - $t0), read_device: $r.device, write_device: $w.device,
 		 src_sha256: $want, dst_sha256: $got, match: ($want == $got)}' >>"$work/blocks.jsonl"
-	[[ "$want" == "$got" ]] && log "block $id -> $to: $bs bytes, sha256 matches" ||
+	if [[ "$want" == "$got" ]]; then
+		log "block $id -> $to: $bs bytes, sha256 matches"
+	else
 		log "block $id -> $to: sha256 MISMATCH"
+	fi
 done
 
 # --- 3. Commit the new block table into the destination's header ----------
@@ -336,14 +339,14 @@ jq -s --argjson bs "$bs" --argjson alloc "$alloc" \
 	'{format: 1, block_size: $bs, used: ($alloc.used | sort), free: $alloc.free,
 	  migrated: map({(.dst_block | tostring): .src_block}) | add}' \
 	"$work/blocks.jsonl" >"$work/table.json"
-(($(stat -c %s "$work/table.json") <= header)) || die "the block table does not fit in $header bytes"
-j write "$dst_t" --offset 0 --size "$(stat -c %s "$work/table.json")" "${wbind[@]}" \
-	<"$work/table.json" >/dev/null
+table_len=$(stat -c %s "$work/table.json")
+((table_len <= header)) || die "the block table does not fit in $header bytes"
+j write "$dst_t" --offset 0 --size "$table_len" "${wbind[@]}" <"$work/table.json" >/dev/null
 
 # --- 4. Nothing else changed at the destination; stop the servers ---------
 j read "$dst_t" --out "$work/dst.after" >/dev/null
 table_ok=false
-cmp -s -n "$(stat -c %s "$work/table.json")" "$work/table.json" "$work/dst.after" && table_ok=true
+cmp -s -n "$table_len" "$work/table.json" "$work/dst.after" && table_ok=true
 changed=()
 for ((k = 0; k < dst_blocks; k++)); do
 	[[ -z "${moved_to[$k]:-}" ]] || continue

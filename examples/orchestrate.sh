@@ -38,7 +38,7 @@ usage() {
 }
 log() { printf 'orchestrate.sh: %s\n' "$*" >&2; }
 
-work= server_pid= drain_pid= summary_printed=0
+work='' server_pid='' drain_pid='' summary_printed=0
 
 # die MESSAGE: fail the run with MESSAGE. It may be called in a command
 # substitution's subshell, so the message goes through a file.
@@ -55,7 +55,7 @@ usage_err() {
 	exit 2
 }
 
-listen= bind=() step=30 keep=0
+listen='' bind=() step=30 keep=0
 while (($#)); do
 	case "$1" in
 	--listen) (($# > 1)) || usage_err "--listen needs ADDR[:PORT]"; listen=$2; shift ;;
@@ -160,7 +160,7 @@ deadline=$((SECONDS + step)) seen=0
 while ((seen < ${#regions[@]})); do
 	left=$((deadline - SECONDS))
 	((left > 0)) || die "the server printed $seen of ${#regions[@]} descriptors within $step s"
-	line= rc=0
+	line='' rc=0
 	IFS= read -r -t "$left" -u 3 line || rc=$?
 	if ((rc > 128)); then
 		continue # timed out: the deadline check above ends it
@@ -212,7 +212,7 @@ put blob 0 "$work/blob.bin" --file "$work/blob.bin"
 
 # seq: byte i holds (region offset of i) & 0xff; 256K is a multiple of 256,
 # so the expected bytes are 0..255 over and over.
-for i in {0..255}; do printf "\\$(printf %03o "$i")"; done >"$work/seq.expect"
+for i in {0..255}; do printf '%b' "\\0$(printf %03o "$i")"; done >"$work/seq.expect"
 for i in {1..8}; do cat "$work/seq.expect" "$work/seq.expect" >"$work/seq.tmp"; mv "$work/seq.tmp" "$work/seq.expect"; done
 put seq $((256 * 1024)) "$work/seq.expect" --pattern seq --size 64K
 
@@ -224,8 +224,10 @@ put random $((512 * 1024)) "$work/random.expect" --pattern "random:$seed" --size
 next_gen=$(($(jq -s 'map(.generation) | max' "$work/writes.jsonl") + 1))
 jq -s --argjson g "$next_gen" '{generation: $g, parts: map({name, offset, bytes})}' \
 	"$work/writes.jsonl" >"$work/manifest.json"
-put manifest $((768 * 1024)) "$work/manifest.json" \
-	--size "$(stat -c %s "$work/manifest.json")" --imm "$next_gen" <"$work/manifest.json"
+manifest_len=$(stat -c %s "$work/manifest.json")
+# shellcheck disable=SC2094 # the file is only read: as stdin, and later as the reference
+put manifest $((768 * 1024)) "$work/manifest.json" --size "$manifest_len" --imm "$next_gen" \
+	<"$work/manifest.json"
 
 # The notification may trail the writer's completion by a moment.
 deadline=$((SECONDS + step)) imm_seen=false
@@ -254,7 +256,7 @@ while IFS= read -r -u 4 w; do
 	jq -c --arg got "$got" --arg want "$want" --argjson r "$r" \
 		'del(.expect) + {sha256: $got, expected_sha256: $want, verified: ($got == $want),
 		  read_seconds: $r.seconds}' <<<"$w" >>"$work/checked.jsonl"
-	[[ "$got" == "$want" ]] && log "$name: read back, sha256 matches" || log "$name: MISMATCH"
+	if [[ "$got" == "$want" ]]; then log "$name: read back, sha256 matches"; else log "$name: MISMATCH"; fi
 done 4<"$work/writes.jsonl"
 
 final=$(j atomic "$ctr" --faa 0 "${bind[@]}" | jq .old)
