@@ -26,7 +26,7 @@ example() {
 	printf '%s\n' "$stderr"
 }
 
-@test "kv-migrate: blocks move between two devices, verified block by block" {
+@test "kv-migrate: blocks move to another device (with --two-nics), verified block by block" {
 	if [[ -n "${RDMACTL_VM_ADDR_A:-}" ]]; then
 		mode=two-devices src_dev=$RDMACTL_VM_DEV_A dst_dev=$RDMACTL_VM_DEV_B
 	else
