@@ -1,0 +1,125 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+#
+# The example scripts that move data, run in the SoftRoCE guest, their JSON
+# summaries checked with jq:
+#   tests/vm/run.sh --two-nics -- bats tests/rxe/examples.bats
+# kv-migrate.sh crosses between rxe_a and rxe_b when the guest has two
+# devices (--two-nics), and runs once more on one address.
+
+bats_require_minimum_version 1.5.0
+load helpers
+
+EX=$REPO_ROOT/examples
+
+setup() {
+	need_guest
+	PORT=$(next_port)
+}
+
+# example NAME ARGS...: run examples/NAME.sh, bounded; its JSON summary in
+# $output, its progress in $stderr (shown when the test fails).
+example() {
+	local name=$1
+	shift
+	run --separate-stderr timeout --kill-after=10 300 "$EX/$name.sh" "$@"
+	printf '%s\n' "$stderr"
+}
+
+@test "kv-migrate: blocks move to another device (with --two-nics), verified block by block" {
+	if [[ -n "${RDMACTL_VM_ADDR_A:-}" ]]; then
+		mode=two-devices src_dev=$RDMACTL_VM_DEV_A dst_dev=$RDMACTL_VM_DEV_B
+	else
+		mode=one-device src_dev=${RDMACTL_VM_DEV:-rxe0} dst_dev=${RDMACTL_VM_DEV:-rxe0}
+	fi
+	example kv-migrate --port "$PORT"
+	assert_success
+	jq -e --arg mode "$mode" --arg s "$src_dev" --arg d "$dst_dev" '
+		.ok and .exit_status == 0 and .mode == $mode
+		and .source.device == $s and .destination.device == $d
+		and .source.blocks == 8 and .source.block_size == 65536
+		and ([.blocks[] | [.src_block, .dst_block]] == [[1, 2], [2, 4], [5, 5], [6, 6]])
+		and (.blocks | all(.match and .bytes == 65536 and .src_sha256 == .dst_sha256))
+		and (.blocks | all(.dst_offset == 4096 + .dst_block * 65536 and .src_offset == .src_block * 65536))
+		and ([.blocks[].src_sha256] | unique | length) == 4
+		and .destination.used_after == [0, 1, 2, 3, 4, 5, 6]
+		and .destination.free_after == [7, 8, 9, 10, 11]
+		and .total.blocks == 4 and .total.bytes == 262144 and .total.wall_seconds > 0
+		and .checks.others_unchanged and .checks.table_committed
+		and ([.checks.servers[] | .exit_status == 0 and .stopped_event] | all)' <<<"$output"
+	if [[ $mode == two-devices ]]; then
+		# Each transfer crossed the veth pair: reads from rxe_b, writes from rxe_a.
+		jq -e --arg a "$RDMACTL_VM_DEV_A" --arg b "$RDMACTL_VM_DEV_B" \
+			'.blocks | all(.read_device == $b and .write_device == $a)' <<<"$output"
+	fi
+}
+
+@test "kv-migrate: on one address, two ports, another layout" {
+	example kv-migrate --src "$ADDR:$PORT" --dst "$ADDR:$((PORT + 1))" \
+		--blocks 3,0 --src-blocks 4 --dst-blocks 4 --dst-used 1 \
+		--block-size 16K --seed 7
+	assert_success
+	jq -e --arg dev "${RDMACTL_VM_DEV:-rxe0}" '
+		.ok and .mode == "one-device" and .source.device == $dev and .destination.device == $dev
+		and ([.blocks[] | [.src_block, .dst_block]] == [[3, 0], [0, 2]])
+		and (.blocks | all(.match and .bytes == 16384))
+		and .destination.used_after == [0, 1, 2] and .destination.free_after == [3]
+		and .total.bytes == 32768' <<<"$output"
+}
+
+@test "kv-migrate: a destination that cannot start fails cleanly, the source stopped" {
+	# Something else holds the destination's port.
+	start_server 1 --listen "$ADDR:$((PORT + 1))" --name other --size 4K
+	example kv-migrate --src "$ADDR:$PORT" --dst "$ADDR:$((PORT + 1))"
+	assert_failure 1
+	jq -e '(.ok | not) and .exit_status == 1
+		and (.error | startswith("the destination server did not start"))' <<<"$output"
+	# The source server it had started is gone; the foreign one still serves.
+	run pgrep -f -- "register --listen $ADDR:$PORT "
+	assert_failure
+	kill -0 "$SERVER_PID"
+}
+
+@test "orchestrate: a server's life cycle, every write checked, a clean stop" {
+	example orchestrate --listen "$ADDR:$PORT"
+	assert_success
+	jq -e --arg dev "${RDMACTL_VM_DEV:-rxe0}" --arg listen "$ADDR:$PORT" '
+		.ok and .exit_status == 0
+		and .server.listen == $listen and .server.device == $dev and .server.token
+		and ([.server.regions[].name] == ["data", "ctr", "scratch"])
+		and .server.exit_status == 0 and .server.stopped_event
+		and ([.writes[].name] == ["blob", "seq", "random", "manifest"])
+		and (.writes | all(.verified and .sha256 == .expected_sha256))
+		and ([.writes[].generation] == [1, 2, 3, 4])
+		and .generation.final == 4 and .generation.in_order
+		and .writes[3].imm == 4 and .notify.imm == 4 and .notify.received
+		and .events.imm == 1 and .events.rejected == 0
+		and .events.connected == .events.disconnected' <<<"$output"
+}
+
+@test "orchestrate: clients on another device than the server" {
+	need_two_nics
+	example orchestrate --listen "$RDMACTL_VM_ADDR_B:$PORT" --bind "$RDMACTL_VM_ADDR_A"
+	assert_success
+	jq -e --arg b "$RDMACTL_VM_DEV_B" --arg a "$RDMACTL_VM_DEV_A" \
+		'.ok and .server.device == $b and (.writes | all(.device == $a))' <<<"$output"
+}
+
+@test "health-check: every live port passes --verify" {
+	example health-check --verify --verify-size 1M
+	assert_success
+	jq -e '.healthy and .verify and .ports_not_ok == [] and .summary.ports_active >= 1
+		and (.ports | all(.state == "ACTIVE" and .verify.ok))' <<<"$output"
+	if [[ -n "${RDMACTL_VM_ADDR_A:-}" ]]; then
+		jq -e '.summary.devices == 3' <<<"$output"
+	fi
+	example health-check -d "${RDMACTL_VM_DEV:-rxe0}" --verify --verify-size 1M
+	assert_success
+	jq -e --arg dev "${RDMACTL_VM_DEV:-rxe0}" '[.ports[] | select(.verify != null) | .device] == [$dev]' <<<"$output"
+}
+
+@test "roundtrip: the README's main job, on a small region" {
+	RDMACTL_DEMO_SIZE=1M RDMACTL_DEMO_PORT=$PORT run --separate-stderr timeout 120 "$EX/roundtrip.sh" "$ADDR"
+	assert_success
+	jq -e '.verified and .write.bytes == 1048576 and .read.bytes == 1048576' <<<"$output"
+}
