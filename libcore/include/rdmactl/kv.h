@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * KV-cache transfer from prefill (source) ranks to decode (destination)
+ * ranks: the geometry and its arithmetic (kv_geom.c), the control messages
+ * (kv_proto.c), the decode side (kv_recv.c) and the prefill side
+ * (kv_send.c).
+ *
+ * Memory model, both sides alike: a pool of pages; page id p of layer l,
+ * half k (0 = K, 1 = V; MLA has one half) lies at
+ *   base + ((l * halves + k) * pool_pages + p) * page_bytes
+ * as vLLM lays out one [2, num_blocks, block_size, heads, head_dim] tensor
+ * per layer. Inside a page, NHD is [token][head][dim] (vLLM's default) and
+ * HND is [head][token][dim].
+ */
+#ifndef RDMACTL_KV_H
+#define RDMACTL_KV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdmactl/err.h>
+
+#define KV_MAX_TP 64
+#define KV_MAX_LAYERS 1024
+#define KV_MAX_HEADS 1024
+#define KV_MAX_DIM 65536
+#define KV_MAX_PAGE_TOKENS 65536
+#define KV_MAX_QPS 16
+#define KV_MAX_PEERS KV_MAX_TP
+#define KV_MAX_ROUTES (KV_MAX_TP * 2)
+#define KV_MAX_SLOTS 256 /* requests a destination rank holds at once */
+
+enum kv_dtype { KV_DT_BF16, KV_DT_FP16, KV_DT_FP8 };
+enum kv_layout { KV_LAYOUT_PAGED, KV_LAYOUT_MLA };
+enum kv_page_layout { KV_PAGE_NHD, KV_PAGE_HND };
+
+struct kv_geom {
+	enum kv_layout layout;
+	enum kv_page_layout page_layout;
+	enum kv_dtype dtype;
+	uint32_t layers;
+	uint32_t kv_heads;        /* paged: KV heads of the model; MLA: 1 */
+	uint32_t head_dim;        /* paged: dims per head; MLA: the latent dims */
+	uint32_t src_tp, dst_tp;
+	uint32_t src_page_tokens, dst_page_tokens;
+};
+
+const char *kv_dtype_name(enum kv_dtype d);
+int kv_dtype_parse(const char *s, enum kv_dtype *d);
+uint32_t kv_dtype_size(enum kv_dtype d);
+const char *kv_layout_name(enum kv_layout l);
+int kv_layout_parse(const char *s, enum kv_layout *l);
+const char *kv_page_layout_name(enum kv_page_layout l);
+int kv_page_layout_parse(const char *s, enum kv_page_layout *l);
+
+/* 0, or -EINVAL with a message naming the offending value. */
+int kv_geom_check(const struct kv_geom *g, struct rc_err *err);
+/* 2 (K and V) for paged, 1 for MLA. */
+uint32_t kv_halves(const struct kv_geom *g);
+
+struct kv_heads {
+	uint32_t first;
+	uint32_t count;
+};
+/* The heads rank holds at TP degree tp: kv_heads/tp of them, or, where
+ * tp > kv_heads, a replica of head rank*kv_heads/tp. MLA: the latent. */
+void kv_rank_heads(const struct kv_geom *g, uint32_t tp, uint32_t rank, struct kv_heads *h);
+/* Bytes of one page on the source (dst false) or destination side. */
+uint64_t kv_page_bytes(const struct kv_geom *g, bool dst);
+/* Bytes of one token's head row: head_dim * dtype size. */
+uint32_t kv_row_bytes(const struct kv_geom *g);
+/* Bytes one token takes in the whole model (all layers, K+V, all heads once). */
+uint64_t kv_bytes_per_token(const struct kv_geom *g);
+/* Pages a request of tokens takes on one side. */
+uint32_t kv_pages_for(const struct kv_geom *g, bool dst, uint32_t tokens);
+
+/* Who sends which heads to whom. */
+struct kv_route {
+	uint32_t src, dst;
+	uint32_t head, nheads;          /* global heads [head, head + nheads) */
+	uint32_t src_head_off;          /* their index among the source rank's heads */
+	uint32_t dst_head_off;
+};
+/* All routes, sorted by destination then source. Returns their count. */
+int kv_routes(const struct kv_geom *g, struct kv_route *r, int max);
+/* Source ranks feeding dst (a bit set), and how many. */
+uint64_t kv_route_sources(const struct kv_route *r, int n, uint32_t dst);
+
+/* One contiguous run of one layer half: from logical source page src_page
+ * at src_off to logical destination page dst_page at dst_off. The same list
+ * serves every layer and both halves. */
+struct kv_seg {
+	uint32_t src_page, src_off;
+	uint32_t dst_page, dst_off;
+	uint32_t len;
+};
+/* The coalesced segments of one route for a request of tokens (malloc'd
+ * into *out). Runs never cross a page on either side. */
+int kv_segments(const struct kv_geom *g, const struct kv_route *r, uint32_t tokens,
+		struct kv_seg **out, size_t *n, struct rc_err *err);
+/* Bytes a route moves per layer half for tokens. */
+uint64_t kv_route_bytes(const struct kv_geom *g, const struct kv_route *r, uint32_t tokens);
+
+/* The plan's figures for one request. */
+struct kv_plan_rank {
+	uint64_t bytes;        /* moved per request (sent by a source, received by a destination) */
+	uint64_t segments;     /* work requests before runtime coalescing */
+};
+struct kv_plan {
+	uint64_t bytes_per_token;        /* the whole model */
+	uint64_t bytes_per_token_layer;  /* one layer, K+V, all heads */
+	uint64_t bytes_per_request;      /* the whole model, tokens tokens */
+	uint64_t wire_bytes;             /* all routes (replicas counted) */
+	uint64_t segments;               /* all routes, all layers and halves */
+	uint64_t seg_min, seg_max;       /* segment bytes */
+	uint64_t src_page_bytes, dst_page_bytes;
+	uint32_t src_pages, dst_pages;   /* per request, per rank */
+	struct kv_plan_rank src[KV_MAX_TP], dst[KV_MAX_TP];
+	/* Hiding the transfer under prefill: time of one layer's compute, and
+	 * the link bandwidth the busiest source rank needs to keep up. */
+	double layer_s;                  /* 0 when neither rate was given */
+	double prefill_s;
+	double need_gbps_per_link;
+	double need_gbps_total;
+	/* With a given link rate: exposed time streamed layer by layer, or
+	 * sent after the last layer (0 when no rate was given). */
+	double exposed_stream_s;
+	double exposed_bulk_s;
+};
+struct kv_plan_in {
+	uint32_t tokens;
+	double prefill_tokens_per_s;     /* 0: not given */
+	double layer_compute_us;         /* 0: not given */
+	double link_gbps;                /* 0: not given */
+};
+int kv_plan(const struct kv_geom *g, const struct kv_plan_in *in, struct kv_plan *p,
+	    struct rc_err *err);
+
+/* Deterministic content: element dim of head (global index) for token of
+ * layer half of request req. Both sides compute it: the source to fill,
+ * the destination to verify. */
+uint32_t kv_content(uint32_t req, uint32_t layer, uint32_t half, uint32_t token, uint32_t head,
+		    uint32_t dim);
+/* Fill (or check) one layer half of one rank's pages for tokens. pages[i]
+ * is the address of logical page i. Check returns 0 or -EBADMSG with err
+ * naming the first wrong element. */
+void kv_fill(const struct kv_geom *g, bool dst, uint32_t rank, uint32_t req, uint32_t layer,
+	     uint32_t half, uint32_t tokens, char *const *pages);
+int kv_check(const struct kv_geom *g, uint32_t rank, uint32_t req, uint32_t layer,
+	     uint32_t half, uint32_t tokens, char *const *pages, struct rc_err *err);
+
+#endif
