@@ -150,4 +150,98 @@ void kv_fill(const struct kv_geom *g, bool dst, uint32_t rank, uint32_t req, uin
 int kv_check(const struct kv_geom *g, uint32_t rank, uint32_t req, uint32_t layer,
 	     uint32_t half, uint32_t tokens, char *const *pages, struct rc_err *err);
 
+/*
+ * Wire protocol (kv_proto.c). Each source rank opens, to each destination
+ * rank it feeds, one control QP (SEND/RECV of the messages below, framed by
+ * the rc_ctrl header) and --qps data QPs (RDMA WRITE). The connect request
+ * carries struct kv_hello_pd so that the decode side can group the QPs of
+ * one sender before any message flows.
+ *
+ * Per layer, a sender posts the layer's writes spread over its data QPs and
+ * ends each QP's share with one RDMA WRITE_WITH_IMM (zero bytes when the QP
+ * got no segment). RC orders a QP's writes, so that notification means all
+ * of the QP's bytes of the layer have landed. The decode rank counts them:
+ * a layer is complete when every contributing source rank delivered
+ * exactly one per data QP.
+ */
+#define KV_PD_MAGIC 0x3158564bu /* "KVX1" */
+#define KV_PD_LEN 16
+#define KV_MSG_MAX 8192
+#define KV_MAX_REQ_PAGES 2000 /* what one ALLOC message carries */
+#define KV_REASON_MAX 200
+
+struct kv_hello_pd {
+	uint32_t rank;     /* source rank */
+	uint32_t qp;       /* 0: control, 1..nqps: data */
+	uint32_t nqps;     /* data QPs per destination */
+	uint32_t session;  /* random per sender process */
+};
+int kv_pd_encode(const struct kv_hello_pd *p, void *buf, size_t cap);
+int kv_pd_decode(const void *buf, size_t len, struct kv_hello_pd *p);
+
+/* The immediate value: generation of the request slot (8 bits), the
+ * destination's request slot (8), the layer (10), the source rank (6). A
+ * slot's generation changes on every reuse, so a late notification of a
+ * cancelled request cannot count toward the next one. */
+static inline uint32_t kv_imm(uint32_t gen, uint32_t slot, uint32_t layer, uint32_t rank)
+{
+	return (gen & 0xff) << 24 | (slot & 0xff) << 16 | (layer & 0x3ff) << 6 | (rank & 0x3f);
+}
+static inline uint32_t kv_imm_gen(uint32_t imm) { return imm >> 24; }
+static inline uint32_t kv_imm_slot(uint32_t imm) { return imm >> 16 & 0xff; }
+static inline uint32_t kv_imm_layer(uint32_t imm) { return imm >> 6 & 0x3ff; }
+static inline uint32_t kv_imm_rank(uint32_t imm) { return imm & 0x3f; }
+
+enum kv_msg_type {
+	KV_MSG_HELLO = 0x20,   /* s->d: rank, QPs, session, geometry */
+	KV_MSG_WELCOME = 0x21, /* d->s: destination rank, pool address, rkey, layout */
+	KV_MSG_REQ = 0x22,     /* s->d: request id, tokens */
+	KV_MSG_ALLOC = 0x23,   /* d->s: request slot, generation, page ids */
+	KV_MSG_DONE = 0x24,    /* d->s: every byte landed (and verified) or a failure */
+	KV_MSG_CANCEL = 0x25,  /* d->s: stop this request; s->d: stopped, nothing in flight */
+	KV_MSG_HB = 0x26,      /* either way: alive */
+	KV_MSG_ERROR = 0x27,   /* d->s: the connection is refused (geometry, rank) */
+};
+
+#define KV_DONE_VERIFIED 1u
+#define KV_DONE_CHECKED 2u
+
+struct kv_msg {
+	uint16_t type;
+	uint32_t seq;
+	uint32_t req;                  /* REQ ALLOC DONE CANCEL */
+	union {
+		struct {
+			uint32_t rank, nqps, session;
+			struct kv_geom g;
+		} hello;
+		struct {
+			uint32_t rank, pool_pages, rkey;
+			uint64_t base, page_bytes;
+		} welcome;
+		struct {
+			uint32_t tokens;
+		} request;
+		struct {
+			uint32_t slot, gen, npages;
+			uint32_t *pages;      /* caller's array (KV_MAX_REQ_PAGES) */
+		} alloc;
+		struct {
+			uint32_t flags;       /* KV_DONE_* */
+			int32_t status;       /* 0, or a positive errno (EBADMSG: content) */
+			uint64_t bytes;
+		} done;
+		struct {
+			int32_t code;         /* 0 cancelled, else a positive errno: failed */
+			char text[KV_REASON_MAX];
+		} cancel;                     /* CANCEL and ERROR */
+	} u;
+};
+/* Encode into buf; returns the length, or -ENOSPC / -EINVAL. */
+int kv_msg_encode(const struct kv_msg *m, void *buf, size_t cap);
+/* Decode a whole message; ALLOC pages go to pages (at most max). Returns 0
+ * or -EBADMSG. */
+int kv_msg_decode(const void *buf, size_t len, struct kv_msg *m, uint32_t *pages, size_t max);
+const char *kv_msg_name(uint16_t type);
+
 #endif
