@@ -168,7 +168,7 @@ int kv_check(const struct kv_geom *g, uint32_t rank, uint32_t req, uint32_t laye
 #define KV_PD_LEN 16
 #define KV_MSG_MAX 8192
 #define KV_MAX_REQ_PAGES 2000 /* what one ALLOC message carries */
-#define KV_REASON_MAX 200
+#define KV_REASON_MAX 256
 
 struct kv_hello_pd {
 	uint32_t rank;     /* source rank */
@@ -243,5 +243,93 @@ int kv_msg_encode(const struct kv_msg *m, void *buf, size_t cap);
  * or -EBADMSG. */
 int kv_msg_decode(const void *buf, size_t len, struct kv_msg *m, uint32_t *pages, size_t max);
 const char *kv_msg_name(uint16_t type);
+
+/*
+ * The engines (kv_recv.c, kv_send.c): one thread each, every wait bounded,
+ * completions event-driven (completion channels under poll()). They never
+ * print: what happens reaches the caller as events.
+ */
+enum kv_ev_kind {
+	KV_EV_READY,      /* serve: listening; send: every decode rank welcomed us */
+	KV_EV_PEER_UP,
+	KV_EV_PEER_DOWN,
+	KV_EV_DONE,       /* a request: every byte landed (verified when asked) */
+	KV_EV_CANCELLED,
+	KV_EV_FAILED,
+};
+
+struct kv_report {
+	uint32_t req, tokens, layers;
+	uint64_t bytes;           /* this rank's share */
+	double seconds;           /* first byte posted/announced -> last layer landed */
+	double exposed_s;         /* send: last layer ready -> last byte landed; serve: -1 */
+	const double *ready_us;   /* send: per layer, from the request's compute start */
+	const double *landed_us;  /* per layer, from the request's start; -1: not landed */
+	uint32_t layers_landed;
+	uint64_t sources;         /* serve: source ranks that fed it (bits) */
+	bool verified, checked;
+	const char *reason;       /* CANCELLED, FAILED */
+};
+
+struct kv_event {
+	enum kv_ev_kind kind;
+	uint32_t rank;            /* READY: ours; PEER_*: the peer's */
+	const char *peer;         /* PEER_*: its address; READY: the listen address */
+	uint16_t port;            /* READY (serve) */
+	const char *dev;          /* READY: the RDMA device */
+	uint32_t qps;             /* PEER_UP: its data QPs */
+	const char *reason;       /* PEER_DOWN */
+	const struct kv_report *rep;
+};
+
+struct kv_summary {
+	uint32_t done, cancelled, failed, verified;
+	uint64_t bytes;           /* of the requests done */
+	double seconds;           /* first request's start -> last one's end */
+	double exposed_sum_s, exposed_max_s;
+};
+
+struct kv_common_opts {
+	struct kv_geom g;
+	uint32_t rank;
+	uint32_t requests;        /* send: to move; serve: to finish, 0 = until stopped */
+	const char *dev_name;
+	int timeout_ms;           /* handshake, allocation, a request's silence */
+	int hb_ms, hb_timeout_ms;
+	int64_t cancel_req;       /* test hook, -1: none */
+	uint32_t cancel_after;
+	int stop_fd;              /* readable: stop (-1: none) */
+	void (*on_event)(void *arg, const struct kv_event *ev);
+	void *arg;
+};
+
+struct kv_recv_opts {
+	struct kv_common_opts c;
+	const char *addr, *port;
+	uint32_t pool_pages;
+	bool scatter;
+	uint64_t scatter_seed;
+	bool verify;
+};
+
+struct kv_send_target {
+	char host[256];
+	char port[8];
+};
+
+struct kv_send_opts {
+	struct kv_common_opts c;
+	const struct kv_send_target *targets;
+	int ntargets;
+	const char *bind_addr;
+	uint32_t nqps, tokens, inflight;
+	double layer_compute_us;
+	bool no_stream;
+};
+
+/* Run until the requests are finished or stop_fd. Returns 0 (whatever
+ * became of the requests: see sum) or -errno on a fatal error. */
+int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_err *err);
+int kv_send_run(const struct kv_send_opts *o, struct kv_summary *sum, struct rc_err *err);
 
 #endif
