@@ -300,14 +300,13 @@ static void timers(struct recv *r)
 	}
 }
 
-static bool sends_pending(struct recv *r)
+/* Sources still connected: when done, let them leave first, so that they
+ * read their last DONE before they see this rank go. */
+static bool sources_connected(struct recv *r)
 {
-	for (int i = 0; i < KV_MAX_PEERS; i++) {
-		struct rpeer *p = &r->peers[i];
-
-		if (p->used && !p->dead && p->q[0] && p->q[0]->ch.sent != p->q[0]->ch.send_done)
+	for (int i = 0; i < KV_MAX_PEERS; i++)
+		if (r->peers[i].used && !r->peers[i].dead)
 			return true;
-	}
 	return false;
 }
 
@@ -398,10 +397,10 @@ int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_
 		kvr_emit(r, &ev);
 	}
 	r->first = rc_now();
-	while (!rc && (!o->c.requests || r->finished < o->c.requests || sends_pending(r))) {
+	while (!rc && (!o->c.requests || r->finished < o->c.requests || sources_connected(r))) {
 		int n = 0, wait = o->c.hb_ms < 100 ? o->c.hb_ms : 100;
 
-		/* Finished: the last DONE messages reach their sources first. */
+		/* Finished: wait (bounded) for the sources to disconnect. */
 		if (o->c.requests && r->finished >= o->c.requests && rc_now() > r->last_finish + 2)
 			break;
 

@@ -295,8 +295,9 @@ void kvr_on_imm(struct recv *r, struct rpeer *p, uint32_t imm)
 	if (*cnt < q->nqps[s])
 		return;
 	for (uint32_t k = 0; k < r->g->src_tp; k++)
-		if (r->contrib >> k & 1 && q->counts[layer * r->g->src_tp + k] != q->nqps[k])
-			return; /* nqps[k] is 0 until rank k asked: never equal to a count > 0 */
+		if (r->contrib >> k & 1 &&
+		    (!(q->asked >> k & 1) || q->counts[layer * r->g->src_tp + k] != q->nqps[k]))
+			return; /* every contributing source, exactly one per data QP */
 	q->landed[layer] = (p->last_rx - q->t0) * 1e6;
 	q->layers_landed++;
 	if (r->o->c.cancel_req == (int64_t)q->id && q->layers_landed >= r->o->c.cancel_after &&

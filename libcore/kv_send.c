@@ -220,6 +220,31 @@ static void conn_events(struct sdst *d, struct rc_conn *c)
 	}
 }
 
+/* Messages on the control QP; after a death, the ones that came before it. */
+static void drain_ctrl(struct send *s, struct sdst *d)
+{
+	struct ibv_wc wc[32];
+	bool was = d->dead;
+	struct kv_msg m;
+	struct rc_err e;
+	int n;
+
+	while ((was || !d->dead) && (n = kv_cq_take(d->ctrl, wc, 32)) > 0) {
+		for (int j = 0; j < n; j++) {
+			int k = wc[j].status == IBV_WC_SUCCESS
+					? kv_chan_wc(&d->ch, &wc[j], &m, s->pages_tmp, &e)
+					: was ? 0 : rc_wc_error(d->ctrl, &wc[j], &e);
+
+			if (k == 1 && (!was || m.type == KV_MSG_DONE || m.type == KV_MSG_CANCEL))
+				kvs_on_msg(s, d, &m);
+			if (k < 0 && !d->dead) {
+				snprintf(d->why, sizeof(d->why), "%.200s", e.msg);
+				d->dead = true;
+			}
+		}
+	}
+}
+
 static void dst_step(struct send *s, struct sdst *d, double now)
 {
 	struct ibv_wc wc[32];
@@ -229,22 +254,7 @@ static void dst_step(struct send *s, struct sdst *d, double now)
 
 	/* Completions before CM events: a message that came in before a
 	 * disconnect (the last DONE) still counts. */
-	while (!d->dead && (n = kv_cq_take(d->ctrl, wc, 32)) != 0) {
-		for (int j = 0; n > 0 && j < n && !d->dead; j++) {
-			int k = wc[j].status == IBV_WC_SUCCESS
-					? kv_chan_wc(&d->ch, &wc[j], &m, s->pages_tmp, &e)
-					: rc_wc_error(d->ctrl, &wc[j], &e);
-
-			if (k == 1)
-				kvs_on_msg(s, d, &m);
-			if (k < 0) {
-				snprintf(d->why, sizeof(d->why), "%.200s", e.msg);
-				d->dead = true;
-			}
-		}
-		if (n < 0)
-			d->dead = true;
-	}
+	drain_ctrl(s, d);
 	for (uint32_t k = 0; k < s->o->nqps; k++) {
 		struct sqp *qp = &d->qp[k];
 
@@ -265,8 +275,10 @@ static void dst_step(struct send *s, struct sdst *d, double now)
 	conn_events(d, d->ctrl);
 	for (uint32_t k = 0; k < s->o->nqps; k++)
 		conn_events(d, d->qp[k].c);
-	if (d->dead)
+	if (d->dead) {
+		drain_ctrl(s, d); /* what it said before it went still counts */
 		return;
+	}
 	if (now - d->ch.last_rx > s->o->c.hb_timeout_ms / 1000.0) {
 		snprintf(d->why, sizeof(d->why), "no heartbeat for %d ms", s->o->c.hb_timeout_ms);
 		d->dead = true;

@@ -344,9 +344,15 @@ void kvs_dst_gone(struct send *s, struct sdst *d)
 
 	snprintf(why, sizeof(why), "decode rank %u (%.64s) is gone: %.150s", d->rank, d->name, d->why);
 	s->broken = true;
-	for (uint32_t i = 0; i < s->o->inflight; i++)
-		if (s->reqs[i].used)
-			kvs_cancel(s, &s->reqs[i], KV_EV_FAILED, ECONNRESET, why);
+	for (uint32_t i = 0; i < s->o->inflight; i++) {
+		struct sreq *q = &s->reqs[i];
+		bool confirmed = q->layers_landed == s->g->layers;
+
+		for (int k = 0; k < s->nd; k++)
+			confirmed = confirmed && q->done_rx[k];
+		if (q->used && !confirmed) /* a confirmed one ends as it is */
+			kvs_cancel(s, q, KV_EV_FAILED, ECONNRESET, why);
+	}
 }
 
 static struct sreq *find(struct send *s, uint32_t id)
