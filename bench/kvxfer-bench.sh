@@ -49,11 +49,16 @@ serve() {
 }
 
 waitall() {
-	local p
+	local p bad=0
 	for p in "${pids[@]}"; do
-		wait "$p" || { echo "kvxfer-bench: a process failed; outputs in $work" >&2; trap - EXIT; exit 1; }
+		wait "$p" || bad=1
 	done
 	pids=()
+	if ((bad)); then
+		echo "kvxfer-bench: a process failed; its outputs:" >&2
+		grep -H -E '"(failed|error)"' "$work"/* >&2 || true
+		exit 1
+	fi
 }
 
 declare -A rate bytes segs exposed

@@ -75,9 +75,8 @@ static void put_report(struct run_ctx *rc, const struct kv_event *ev)
 		out_arr_end(o);
 	}
 	out_bool(o, "checked", NULL, r->checked);
-	out_bool(o, "verified", ", %s", r->verified);
-	if (!r->verified)
-		out_text(o, "%s", r->checked ? " (content wrong)" : " (not checked)");
+	out_bool(o, "verified", NULL, r->verified);
+	out_text(o, ", %s", r->verified ? "verified" : r->checked ? "NOT verified (content wrong)" : "not checked");
 	if (r->reason)
 		out_str(o, "reason", ": %s", r->reason);
 	else

@@ -250,9 +250,24 @@ static void reap(struct recv *r)
 	}
 }
 
+void kvr_heartbeats(struct recv *r)
+{
+	double now = rc_now();
+
+	for (int i = 0; i < KV_MAX_PEERS; i++) {
+		struct rpeer *p = &r->peers[i];
+		struct kv_msg m = { .type = KV_MSG_HB };
+
+		if (!p->used || p->dead || !p->hello || now - p->last_hb < r->o->c.hb_ms / 1000.0)
+			continue;
+		p->last_hb = now;
+		kvr_send_msg(r, p, &m);
+	}
+}
+
 static void timers(struct recv *r)
 {
-	double now = rc_now(), hb = r->o->c.hb_ms / 1000.0, dead = r->o->c.hb_timeout_ms / 1000.0;
+	double now = rc_now(), dead = r->o->c.hb_timeout_ms / 1000.0;
 	double quiet = r->o->c.timeout_ms / 1000.0;
 	char why[KV_REASON_MAX];
 
@@ -269,13 +284,9 @@ static void timers(struct recv *r)
 		} else if (p->hello && now - last > dead) {
 			snprintf(p->why, sizeof(p->why), "no heartbeat for %d ms", r->o->c.hb_timeout_ms);
 			p->dead = true;
-		} else if (p->hello && now - p->last_hb >= hb) {
-			struct kv_msg m = { .type = KV_MSG_HB };
-
-			p->last_hb = now;
-			kvr_send_msg(r, p, &m);
 		}
 	}
+	kvr_heartbeats(r);
 	for (int k = 0; k < KV_MAX_SLOTS; k++) {
 		struct rreq *q = &r->reqs[k];
 

@@ -83,5 +83,7 @@ void kvr_cancel_req(struct recv *r, struct rreq *q, enum kv_ev_kind final, int c
 void kvr_on_req(struct recv *r, struct rpeer *p, const struct kv_msg *m);
 void kvr_on_imm(struct recv *r, struct rpeer *p, uint32_t imm);
 void kvr_on_hello(struct recv *r, struct rpeer *p, const struct kv_msg *m);
+/* Heartbeats that are due; also called inside long verifications. */
+void kvr_heartbeats(struct recv *r);
 
 #endif

@@ -253,6 +253,7 @@ static void complete(struct recv *r, struct rreq *q)
 				pp[i] = page_addr(r, l, h, q->pages[i]);
 			rc = kv_check(r->g, r->o->c.rank, q->id, l, h, q->tokens, pp, &e);
 		}
+		kvr_heartbeats(r);
 	}
 	free(pp);
 	m.u.done.flags = r->o->verify ? KV_DONE_CHECKED | (rc ? 0 : KV_DONE_VERIFIED) : 0;

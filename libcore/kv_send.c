@@ -248,7 +248,6 @@ static void drain_ctrl(struct send *s, struct sdst *d)
 static void dst_step(struct send *s, struct sdst *d, double now)
 {
 	struct ibv_wc wc[32];
-	struct kv_msg m;
 	struct rc_err e;
 	int n;
 
@@ -282,10 +281,6 @@ static void dst_step(struct send *s, struct sdst *d, double now)
 	if (now - d->ch.last_rx > s->o->c.hb_timeout_ms / 1000.0) {
 		snprintf(d->why, sizeof(d->why), "no heartbeat for %d ms", s->o->c.hb_timeout_ms);
 		d->dead = true;
-	} else if (now - d->last_hb >= s->o->c.hb_ms / 1000.0) {
-		m = (struct kv_msg){ .type = KV_MSG_HB };
-		d->last_hb = now;
-		kvs_send(s, d, &m);
 	}
 }
 
@@ -316,6 +311,7 @@ static int run(struct send *s, struct rc_err *err)
 			kvs_emit(s, &ev);
 			kvs_dst_gone(s, d);
 		}
+		kvs_heartbeats(s);
 		while (!s->stopping && !s->broken && s->active < o->inflight &&
 		       s->next_id < o->c.requests)
 			if ((rc = kvs_admit(s, err)))

@@ -78,6 +78,7 @@ struct send {
 
 void kvs_emit(struct send *s, struct kv_event *ev);
 void kvs_send(struct send *s, struct sdst *d, struct kv_msg *m);
+void kvs_heartbeats(struct send *s);
 int kvs_admit(struct send *s, struct rc_err *err);
 void kvs_progress(struct send *s);
 int kvs_post_queued(struct send *s, struct sdst *d);

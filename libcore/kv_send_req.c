@@ -34,6 +34,21 @@ void kvs_send(struct send *s, struct sdst *d, struct kv_msg *m)
 	}
 }
 
+void kvs_heartbeats(struct send *s)
+{
+	double now = rc_now();
+
+	for (int i = 0; i < s->nd; i++) {
+		struct sdst *d = &s->d[i];
+		struct kv_msg m = { .type = KV_MSG_HB };
+
+		if (d->dead || d->closed || now - d->last_hb < s->o->c.hb_ms / 1000.0)
+			continue;
+		d->last_hb = now;
+		kvs_send(s, d, &m);
+	}
+}
+
 static char *src_addr(struct send *s, uint32_t slot, uint32_t layer, uint32_t half, uint32_t page)
 {
 	return s->pool + slot * s->slot_bytes +
@@ -75,6 +90,7 @@ int kvs_admit(struct send *s, struct rc_err *err)
 				pp[i] = src_addr(s, slot, l, h, i);
 			kv_fill(s->g, false, o->c.rank, q->id, l, h, o->tokens, pp);
 		}
+		kvs_heartbeats(s); /* a long fill must not look like a dead rank */
 	}
 	free(pp);
 	now = rc_now();
