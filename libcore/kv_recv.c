@@ -236,7 +236,7 @@ static void reap(struct recv *r)
 		if (r->by_rank[p->rank] == p)
 			r->by_rank[p->rank] = NULL;
 		kvr_emit(r, &ev);
-		snprintf(why, sizeof(why), "source rank %u (%s) is gone: %s", p->rank, p->peer, p->why);
+		snprintf(why, sizeof(why), "source rank %u (%.64s) is gone: %.150s", p->rank, p->peer, p->why);
 		for (int k = 0; k < KV_MAX_SLOTS; k++) {
 			struct rreq *q = &r->reqs[k];
 
