@@ -58,6 +58,17 @@ wait_listening() {
 	return 1
 }
 
+# wait_event NAME EVENT: NAME printed an event of that kind (30 s at most).
+wait_event() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		grep -q "\"event\":\"$2\"" "$KV_OUT/$1.out" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "$1 printed no $2 event within 30 s" >&2
+	return 1
+}
+
 # send NAME ARGS...: a prefill rank in the background.
 send() {
 	local name=$1
@@ -216,10 +227,7 @@ status() {
 @test "a prefill rank killed mid-request: the decode rank fails it, never verified, then serves again" {
 	serve d0 "${G[@]}" --pool-pages 3 --verify --requests 2 --heartbeat-timeout 2000
 	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --requests 1 --layer-compute-us 400000
-	for ((i = 0; i < 300; i++)); do
-		grep -q '"event":"ready"' "$KV_OUT/s0.out" && break
-		sleep 0.1
-	done
+	wait_event s0 ready
 	sleep 0.9 # a layer or two posted, not all four
 	kill -KILL "${KV_PID[s0]}"
 	start=$SECONDS
@@ -242,8 +250,10 @@ status() {
 
 @test "a decode rank killed mid-request: the prefill rank fails its requests with a clear error" {
 	serve d0 "${G[@]}" --pool-pages 64
-	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --requests 2 --layer-compute-us 1000000
-	sleep 2
+	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --requests 2 --layer-compute-us 1000000 \
+		--heartbeat-timeout 1500
+	wait_event s0 ready
+	sleep 1.5 # layer 0 of request 0 posted, not the last
 	kill -KILL "${KV_PID[d0]}"
 	reap s0
 	status 1 s0
@@ -255,7 +265,8 @@ status() {
 	serve d0 "${G[@]}" --pool-pages 64
 	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --requests 2 --layer-compute-us 500000 \
 		--heartbeat-ms 100 --heartbeat-timeout 1000
-	sleep 1.5
+	wait_event s0 ready
+	sleep 0.5
 	kill -STOP "${KV_PID[d0]}"
 	start=$SECONDS
 	reap s0
