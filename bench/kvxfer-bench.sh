@@ -107,8 +107,9 @@ for layout in hnd nhd; do
 		"$(jq -n "${rate[$layout]} / $ibw")"
 done
 printf '%-34s %12.1f %14s %10.2f\n' "ib_write_bw, 16 KiB x $iters" "$ibw" "$iters" 1
-echo "(same bytes a request: ${bytes[hnd]}; perftest's MB/sec are MiB/s; nhd splits every token"
-echo " row at TP 4 -> 2, so its writes are ${page}/16 times smaller)"
+echo "(bytes a request: ${bytes[hnd]} over 4 prefill processes x 2 QPs, against one perftest QP;"
+echo " perftest's MB/sec are MiB/s; writes average $(( ${bytes[hnd]} / ${segs[hnd]} )) bytes with hnd pages,"
+echo " $(( ${bytes[nhd]} / ${segs[nhd]} )) with nhd, where TP 4 -> 2 splits every token row)"
 
 # --- 2. exposed time, streamed or not
 g=(--layers 8 --kv-heads 8 --head-dim 128 --page-tokens 16)
