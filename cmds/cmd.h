@@ -81,7 +81,8 @@ struct cmd {
 	int (*run)(struct ctx *ctx, int argc, char **argv);
 	const struct cmd_opt *opts;
 	const char *args;     /* positional synopsis, e.g. "TARGET" */
-	enum comp_kind args_comp; /* how to complete the positional arguments */
+	enum comp_kind args_comp; /* how to complete the positional arguments;
+				   * COMP_WORDS offers the words of args ("a|b") */
 	const char *summary;
 	bool hidden;
 	bool long_running;    /* serves until a signal: prints events */

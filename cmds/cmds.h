@@ -12,6 +12,7 @@ extern const struct cmd cmd_write;
 extern const struct cmd cmd_read;
 extern const struct cmd cmd_atomic;
 extern const struct cmd cmd_probe_topology;
+extern const struct cmd cmd_kvxfer;
 extern const struct cmd cmd_shell;
 extern const struct cmd cmd_regions;
 extern const struct cmd cmd_unregister;

@@ -179,7 +179,7 @@ void complete_words(const struct ctx *ctx, char *const *words, int nwords, bool 
 	if (!positional && st.cur[0] == '-')
 		offer_opts(&st, c->opts);
 	else if (c->args)
-		offer_values(&st, c->args_comp, NULL);
+		offer_values(&st, c->args_comp, c->args_comp == COMP_WORDS ? c->args : NULL);
 }
 
 static void print_line(void *arg, const char *cand)

@@ -14,6 +14,7 @@ const struct cmd *const rdmactl_cmds[] = {
 	&cmd_read,
 	&cmd_atomic,
 	&cmd_probe_topology,
+	&cmd_kvxfer,
 	&cmd_shell,
 	&cmd_regions,
 	&cmd_unregister,

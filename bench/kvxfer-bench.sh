@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# kvxfer against perftest on the same device, and the exposed transfer time
+# with and without layer streaming. Run it inside the SoftRoCE guest:
+#   tests/vm/run.sh -- bench/kvxfer-bench.sh
+# or on a host with an RDMA device: bench/kvxfer-bench.sh ADDR DEVICE GID_INDEX
+#
+# 1. Paged KV, 8 KV heads x 128 dims bf16, 16 KiB pages on both sides,
+#    TP 4 -> 2 (four prefill processes, two decode processes), all layers
+#    ready at once: aggregate rate, against ib_write_bw moving the same bytes
+#    in 16 KiB messages between two processes on the same device.
+# 2. 1:1, 8 layers of 20 ms compute: exposed time (last layer ready -> last
+#    byte landed) streamed layer by layer, and with --no-stream.
+# Sizes are small (tens of MiB): rxe under TCG moves tens of MB/s; compare
+# ratios, not absolute figures.
+set -euo pipefail
+
+here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+addr=${1:-${RDMACTL_VM_ADDR:-198.18.0.1}}
+dev=${2:-${RDMACTL_VM_DEV:-rxe0}}
+gid=${3:-${RDMACTL_VM_GID_INDEX:-1}}
+rdmactl=${RDMACTL:-$here/../build/cli/rdmactl}
+command -v ib_write_bw >/dev/null || { echo "kvxfer-bench: ib_write_bw (perftest) is missing" >&2; exit 1; }
+command -v jq >/dev/null || { echo "kvxfer-bench: jq is missing" >&2; exit 1; }
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	rm -rf -- "$work"
+}
+trap cleanup EXIT
+port=7600
+
+# serve NAME ARGS...: a decode rank in the background, waiting for it to listen.
+serve() {
+	local name=$1 i
+	shift
+	port=$((port + 1))
+	"$rdmactl" -j kvxfer serve --listen "$addr:$port" "$@" >"$work/$name" 2>&1 &
+	pids+=("$!")
+	for ((i = 0; i < 300; i++)); do
+		grep -q '"listening"' "$work/$name" && return 0
+		sleep 0.1
+	done
+	echo "kvxfer-bench: $name did not start:" >&2
+	cat "$work/$name" >&2
+	exit 1
+}
+
+waitall() {
+	local p bad=0
+	for p in "${pids[@]}"; do
+		wait "$p" || bad=1
+	done
+	pids=()
+	if ((bad)); then
+		echo "kvxfer-bench: a process failed; its outputs:" >&2
+		grep -H -E '"(failed|error)"' "$work"/* >&2 || true
+		exit 1
+	fi
+}
+
+declare -A rate bytes segs exposed
+
+# --- 1. TP 4 -> 2 against ib_write_bw
+layers=8 tokens=512 reqs=2
+for layout in hnd nhd; do
+	g=(--layers $layers --kv-heads 8 --head-dim 128 --src-tp 4 --dst-tp 2
+	   --src-page-tokens 32 --dst-page-tokens 16 --page-layout $layout)
+	serve d0.$layout "${g[@]}" --rank 0 --pool-pages 64 --requests $reqs
+	p0=$port
+	serve d1.$layout "${g[@]}" --rank 1 --pool-pages 64 --requests $reqs
+	p1=$port
+	for r in 0 1 2 3; do
+		p=$((r < 2 ? p0 : p1))
+		"$rdmactl" -j kvxfer send "${g[@]}" --rank $r --connect "$addr:$p" --tokens $tokens \
+			--requests $reqs --qps 2 >"$work/s$r.$layout" 2>&1 &
+		pids+=("$!")
+	done
+	waitall
+	# Each decode rank's rate per request, summed over the two ranks (they
+	# run at once), averaged over the requests.
+	rate[$layout]=$(cat "$work/d0.$layout" "$work/d1.$layout" |
+		jq -s '[.[] | select(.event == "done") | .bytes / .seconds / 1048576] | add / '"$reqs")
+	bytes[$layout]=$(cat "$work/d0.$layout" "$work/d1.$layout" |
+		jq -s '[.[] | select(.event == "done") | .bytes] | add / '"$reqs")
+	segs[$layout]=$("$rdmactl" -j kvxfer plan "${g[@]}" --tokens $tokens | jq '.segments.total')
+done
+page=16384
+iters=$(( ${bytes[hnd]} / page ))
+ib_write_bw -d "$dev" -x "$gid" -F -s $page -n "$iters" >"$work/ibw.srv" 2>&1 &
+srv=$!
+sleep 1
+for ((i = 0; i < 20; i++)); do
+	ib_write_bw -d "$dev" -x "$gid" -F -s $page -n "$iters" 127.0.0.1 >"$work/ibw.cli" 2>&1 && break
+	sleep 0.5
+done
+wait $srv || true
+ibw=$(awk -v s=$page '$1 == s && NF >= 5 { print $4 }' "$work/ibw.cli" | tail -1)
+[[ -n $ibw ]] || { echo "kvxfer-bench: no ib_write_bw figure:" >&2; cat "$work/ibw.cli" >&2; exit 1; }
+
+echo "== TP 4 -> 2, $layers layers, $tokens tokens a request, 16 KiB pages, all layers ready at once"
+printf '%-34s %12s %14s %10s\n' "" "MiB/s" "writes/request" "ratio"
+for layout in hnd nhd; do
+	printf '%-34s %12.1f %14s %10.2f\n' "kvxfer, $layout pages" "${rate[$layout]}" "${segs[$layout]}" \
+		"$(jq -n "${rate[$layout]} / $ibw")"
+done
+printf '%-34s %12.1f %14s %10.2f\n' "ib_write_bw, 16 KiB x $iters" "$ibw" "$iters" 1
+echo "(bytes a request: ${bytes[hnd]} over 4 prefill processes x 2 QPs, against one perftest QP;"
+echo " perftest's MB/sec are MiB/s; writes average $(( ${bytes[hnd]} / ${segs[hnd]} )) bytes with hnd pages,"
+echo " $(( ${bytes[nhd]} / ${segs[nhd]} )) with nhd, where TP 4 -> 2 splits every token row)"
+
+# --- 2. exposed time, streamed or not
+g=(--layers 8 --kv-heads 8 --head-dim 128 --page-tokens 16)
+for mode in stream bulk; do
+	serve d.$mode "${g[@]}" --pool-pages 64 --requests 3
+	extra=()
+	[[ $mode == bulk ]] && extra=(--no-stream)
+	"$rdmactl" -j kvxfer send "${g[@]}" --connect "$addr:$port" --tokens 128 --requests 3 \
+		--layer-compute-us 20000 "${extra[@]}" >"$work/s.$mode" 2>&1 &
+	pids+=("$!")
+	waitall
+	exposed[$mode]=$(jq -s '.[] | select(.event == "summary") | .exposed_avg_us' "$work/s.$mode")
+done
+layer_ms=$("$rdmactl" -j kvxfer plan "${g[@]}" --tokens 128 | jq '.bytes_per_request / 8 / 1048576')
+echo
+echo "== 1:1, 8 layers of 20 ms compute, 128 tokens ($layer_ms MiB a layer): exposed transfer time"
+printf '%-34s %12.0f us\n' "streamed layer by layer" "${exposed[stream]}"
+printf '%-34s %12.0f us\n' "after the last layer (--no-stream)" "${exposed[bulk]}"
+printf '%-34s %12.1f x\n' "streaming hides" "$(jq -n "${exposed[bulk]} / ${exposed[stream]}")"

@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * KV-cache transfer from prefill (source) ranks to decode (destination)
+ * ranks: the geometry and its arithmetic (kv_geom.c), the control messages
+ * (kv_proto.c), the decode side (kv_recv.c) and the prefill side
+ * (kv_send.c).
+ *
+ * Memory model, both sides alike: a pool of pages; page id p of layer l,
+ * half k (0 = K, 1 = V; MLA has one half) lies at
+ *   base + ((l * halves + k) * pool_pages + p) * page_bytes
+ * as vLLM lays out one [2, num_blocks, block_size, heads, head_dim] tensor
+ * per layer. Inside a page, NHD is [token][head][dim] (vLLM's default) and
+ * HND is [head][token][dim].
+ */
+#ifndef RDMACTL_KV_H
+#define RDMACTL_KV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdmactl/err.h>
+
+#define KV_MAX_TP 64
+#define KV_MAX_LAYERS 1024
+#define KV_MAX_HEADS 1024
+#define KV_MAX_DIM 65536
+#define KV_MAX_PAGE_TOKENS 65536
+#define KV_MAX_QPS 16
+#define KV_MAX_PEERS KV_MAX_TP
+#define KV_MAX_ROUTES (KV_MAX_TP * 2)
+#define KV_MAX_SLOTS 256 /* requests a destination rank holds at once */
+
+enum kv_dtype { KV_DT_BF16, KV_DT_FP16, KV_DT_FP8 };
+enum kv_layout { KV_LAYOUT_PAGED, KV_LAYOUT_MLA };
+enum kv_page_layout { KV_PAGE_NHD, KV_PAGE_HND };
+
+struct kv_geom {
+	enum kv_layout layout;
+	enum kv_page_layout page_layout;
+	enum kv_dtype dtype;
+	uint32_t layers;
+	uint32_t kv_heads;        /* paged: KV heads of the model; MLA: 1 */
+	uint32_t head_dim;        /* paged: dims per head; MLA: the latent dims */
+	uint32_t src_tp, dst_tp;
+	uint32_t src_page_tokens, dst_page_tokens;
+};
+
+const char *kv_dtype_name(enum kv_dtype d);
+int kv_dtype_parse(const char *s, enum kv_dtype *d);
+uint32_t kv_dtype_size(enum kv_dtype d);
+const char *kv_layout_name(enum kv_layout l);
+int kv_layout_parse(const char *s, enum kv_layout *l);
+const char *kv_page_layout_name(enum kv_page_layout l);
+int kv_page_layout_parse(const char *s, enum kv_page_layout *l);
+
+/* 0, or -EINVAL with a message naming the offending value. */
+int kv_geom_check(const struct kv_geom *g, struct rc_err *err);
+/* 2 (K and V) for paged, 1 for MLA. */
+uint32_t kv_halves(const struct kv_geom *g);
+
+struct kv_heads {
+	uint32_t first;
+	uint32_t count;
+};
+/* The heads rank holds at TP degree tp: kv_heads/tp of them, or, where
+ * tp > kv_heads, a replica of head rank*kv_heads/tp. MLA: the latent. */
+void kv_rank_heads(const struct kv_geom *g, uint32_t tp, uint32_t rank, struct kv_heads *h);
+/* Bytes of one page on the source (dst false) or destination side. */
+uint64_t kv_page_bytes(const struct kv_geom *g, bool dst);
+/* Bytes of one token's head row: head_dim * dtype size. */
+uint32_t kv_row_bytes(const struct kv_geom *g);
+/* Bytes one token takes in the whole model (all layers, K+V, all heads once). */
+uint64_t kv_bytes_per_token(const struct kv_geom *g);
+/* Pages a request of tokens takes on one side. */
+uint32_t kv_pages_for(const struct kv_geom *g, bool dst, uint32_t tokens);
+
+/* Who sends which heads to whom. */
+struct kv_route {
+	uint32_t src, dst;
+	uint32_t head, nheads;          /* global heads [head, head + nheads) */
+	uint32_t src_head_off;          /* their index among the source rank's heads */
+	uint32_t dst_head_off;
+};
+/* All routes, sorted by destination then source. Returns their count. */
+int kv_routes(const struct kv_geom *g, struct kv_route *r, int max);
+/* Source ranks feeding dst (a bit set), and how many. */
+uint64_t kv_route_sources(const struct kv_route *r, int n, uint32_t dst);
+
+/* One contiguous run of one layer half: from logical source page src_page
+ * at src_off to logical destination page dst_page at dst_off. The same list
+ * serves every layer and both halves. */
+struct kv_seg {
+	uint32_t src_page, src_off;
+	uint32_t dst_page, dst_off;
+	uint32_t len;
+};
+/* The coalesced segments of one route for a request of tokens (malloc'd
+ * into *out). Runs never cross a page on either side. */
+int kv_segments(const struct kv_geom *g, const struct kv_route *r, uint32_t tokens,
+		struct kv_seg **out, size_t *n, struct rc_err *err);
+/* Bytes a route moves per layer half for tokens. */
+uint64_t kv_route_bytes(const struct kv_geom *g, const struct kv_route *r, uint32_t tokens);
+
+/* The plan's figures for one request. */
+struct kv_plan_rank {
+	uint64_t bytes;        /* moved per request (sent by a source, received by a destination) */
+	uint64_t segments;     /* work requests before runtime coalescing */
+};
+struct kv_plan {
+	uint64_t bytes_per_token;        /* the whole model */
+	uint64_t bytes_per_token_layer;  /* one layer, K+V, all heads */
+	uint64_t bytes_per_request;      /* the whole model, tokens tokens */
+	uint64_t wire_bytes;             /* all routes (replicas counted) */
+	uint64_t segments;               /* all routes, all layers and halves */
+	uint64_t seg_min, seg_max;       /* segment bytes */
+	uint64_t src_page_bytes, dst_page_bytes;
+	uint32_t src_pages, dst_pages;   /* per request, per rank */
+	struct kv_plan_rank src[KV_MAX_TP], dst[KV_MAX_TP];
+	/* Hiding the transfer under prefill: time of one layer's compute, and
+	 * the link bandwidth the busiest source rank needs to keep up. */
+	double layer_s;                  /* 0 when neither rate was given */
+	double prefill_s;
+	double need_gbps_per_link;
+	double need_gbps_total;
+	/* With a given link rate: exposed time streamed layer by layer, or
+	 * sent after the last layer (0 when no rate was given). */
+	double exposed_stream_s;
+	double exposed_bulk_s;
+};
+struct kv_plan_in {
+	uint32_t tokens;
+	double prefill_tokens_per_s;     /* 0: not given */
+	double layer_compute_us;         /* 0: not given */
+	double link_gbps;                /* 0: not given */
+};
+int kv_plan(const struct kv_geom *g, const struct kv_plan_in *in, struct kv_plan *p,
+	    struct rc_err *err);
+
+/* Deterministic content: element dim of head (global index) for token of
+ * layer half of request req. Both sides compute it: the source to fill,
+ * the destination to verify. */
+uint32_t kv_content(uint32_t req, uint32_t layer, uint32_t half, uint32_t token, uint32_t head,
+		    uint32_t dim);
+/* Fill (or check) one layer half of one rank's pages for tokens. pages[i]
+ * is the address of logical page i. Check returns 0 or -EBADMSG with err
+ * naming the first wrong element. */
+void kv_fill(const struct kv_geom *g, bool dst, uint32_t rank, uint32_t req, uint32_t layer,
+	     uint32_t half, uint32_t tokens, char *const *pages);
+int kv_check(const struct kv_geom *g, uint32_t rank, uint32_t req, uint32_t layer,
+	     uint32_t half, uint32_t tokens, char *const *pages, struct rc_err *err);
+
+/*
+ * Wire protocol (kv_proto.c). Each source rank opens, to each destination
+ * rank it feeds, one control QP (SEND/RECV of the messages below, framed by
+ * the rc_ctrl header) and --qps data QPs (RDMA WRITE). The connect request
+ * carries struct kv_hello_pd so that the decode side can group the QPs of
+ * one sender before any message flows.
+ *
+ * Per layer, a sender posts the layer's writes spread over its data QPs and
+ * ends each QP's share with one RDMA WRITE_WITH_IMM (zero bytes when the QP
+ * got no segment). RC orders a QP's writes, so that notification means all
+ * of the QP's bytes of the layer have landed. The decode rank counts them:
+ * a layer is complete when every contributing source rank delivered
+ * exactly one per data QP.
+ */
+#define KV_PD_MAGIC 0x3158564bu /* "KVX1" */
+#define KV_PD_LEN 16
+#define KV_MSG_MAX 8192
+#define KV_MAX_REQ_PAGES 2000 /* what one ALLOC message carries */
+#define KV_REASON_MAX 256
+
+struct kv_hello_pd {
+	uint32_t rank;     /* source rank */
+	uint32_t qp;       /* 0: control, 1..nqps: data */
+	uint32_t nqps;     /* data QPs per destination */
+	uint32_t session;  /* random per sender process */
+};
+int kv_pd_encode(const struct kv_hello_pd *p, void *buf, size_t cap);
+int kv_pd_decode(const void *buf, size_t len, struct kv_hello_pd *p);
+
+/* The immediate value: generation of the request slot (8 bits), the
+ * destination's request slot (8), the layer (10), the source rank (6). A
+ * slot's generation changes on every reuse, so a late notification of a
+ * cancelled request cannot count toward the next one. */
+static inline uint32_t kv_imm(uint32_t gen, uint32_t slot, uint32_t layer, uint32_t rank)
+{
+	return (gen & 0xff) << 24 | (slot & 0xff) << 16 | (layer & 0x3ff) << 6 | (rank & 0x3f);
+}
+static inline uint32_t kv_imm_gen(uint32_t imm) { return imm >> 24; }
+static inline uint32_t kv_imm_slot(uint32_t imm) { return imm >> 16 & 0xff; }
+static inline uint32_t kv_imm_layer(uint32_t imm) { return imm >> 6 & 0x3ff; }
+static inline uint32_t kv_imm_rank(uint32_t imm) { return imm & 0x3f; }
+
+enum kv_msg_type {
+	KV_MSG_HELLO = 0x20,   /* s->d: rank, QPs, session, geometry */
+	KV_MSG_WELCOME = 0x21, /* d->s: destination rank, pool address, rkey, layout */
+	KV_MSG_REQ = 0x22,     /* s->d: request id, tokens */
+	KV_MSG_ALLOC = 0x23,   /* d->s: request slot, generation, page ids */
+	KV_MSG_DONE = 0x24,    /* d->s: every byte landed (and verified) or a failure */
+	KV_MSG_CANCEL = 0x25,  /* d->s: stop this request; s->d: stopped, nothing in flight */
+	KV_MSG_HB = 0x26,      /* either way: alive */
+	KV_MSG_ERROR = 0x27,   /* d->s: the connection is refused (geometry, rank) */
+};
+
+#define KV_DONE_VERIFIED 1u
+#define KV_DONE_CHECKED 2u
+
+struct kv_msg {
+	uint16_t type;
+	uint32_t seq;
+	uint32_t req;                  /* REQ ALLOC DONE CANCEL */
+	union {
+		struct {
+			uint32_t rank, nqps, session;
+			struct kv_geom g;
+		} hello;
+		struct {
+			uint32_t rank, pool_pages, rkey;
+			uint64_t base, page_bytes;
+		} welcome;
+		struct {
+			uint32_t tokens;
+		} request;
+		struct {
+			uint32_t slot, gen, npages;
+			uint32_t *pages;      /* caller's array (KV_MAX_REQ_PAGES) */
+		} alloc;
+		struct {
+			uint32_t flags;       /* KV_DONE_* */
+			int32_t status;       /* 0, or a positive errno (EBADMSG: content) */
+			uint64_t bytes;
+		} done;
+		struct {
+			int32_t code;         /* 0 cancelled, else a positive errno: failed */
+			char text[KV_REASON_MAX];
+		} cancel;                     /* CANCEL and ERROR */
+	} u;
+};
+/* Encode into buf; returns the length, or -ENOSPC / -EINVAL. */
+int kv_msg_encode(const struct kv_msg *m, void *buf, size_t cap);
+/* Decode a whole message; ALLOC pages go to pages (at most max). Returns 0
+ * or -EBADMSG. */
+int kv_msg_decode(const void *buf, size_t len, struct kv_msg *m, uint32_t *pages, size_t max);
+const char *kv_msg_name(uint16_t type);
+
+/*
+ * The engines (kv_recv.c, kv_send.c): one thread each, every wait bounded,
+ * completions event-driven (completion channels under poll()). They never
+ * print: what happens reaches the caller as events.
+ */
+enum kv_ev_kind {
+	KV_EV_READY,      /* serve: listening; send: every decode rank welcomed us */
+	KV_EV_PEER_UP,
+	KV_EV_PEER_DOWN,
+	KV_EV_DONE,       /* a request: every byte landed (verified when asked) */
+	KV_EV_CANCELLED,
+	KV_EV_FAILED,
+};
+
+struct kv_report {
+	uint32_t req, tokens, layers;
+	uint64_t bytes;           /* this rank's share */
+	double seconds;           /* first byte posted/announced -> last layer landed */
+	double exposed_s;         /* send: last layer ready -> last byte landed; serve: -1 */
+	const double *ready_us;   /* send: per layer, from the request's compute start */
+	const double *landed_us;  /* per layer, from the request's start; -1: not landed */
+	uint32_t layers_landed;
+	uint64_t sources;         /* serve: source ranks that fed it (bits) */
+	bool verified, checked;
+	const char *reason;       /* CANCELLED, FAILED */
+};
+
+struct kv_event {
+	enum kv_ev_kind kind;
+	uint32_t rank;            /* READY: ours; PEER_*: the peer's */
+	const char *peer;         /* PEER_*: its address; READY: the listen address */
+	uint16_t port;            /* READY (serve) */
+	const char *dev;          /* READY: the RDMA device */
+	uint32_t qps;             /* PEER_UP: its data QPs */
+	const char *reason;       /* PEER_DOWN */
+	const struct kv_report *rep;
+};
+
+struct kv_summary {
+	uint32_t done, cancelled, failed, verified;
+	uint64_t bytes;           /* of the requests done */
+	double seconds;           /* first request's start -> last one's end */
+	double exposed_sum_s, exposed_max_s;
+};
+
+struct kv_common_opts {
+	struct kv_geom g;
+	uint32_t rank;
+	uint32_t requests;        /* send: to move; serve: to finish, 0 = until stopped */
+	const char *dev_name;
+	int timeout_ms;           /* handshake, allocation, a request's silence */
+	int hb_ms, hb_timeout_ms;
+	int64_t cancel_req;       /* test hook, -1: none */
+	uint32_t cancel_after;
+	int stop_fd;              /* readable: stop (-1: none) */
+	void (*on_event)(void *arg, const struct kv_event *ev);
+	void *arg;
+};
+
+struct kv_recv_opts {
+	struct kv_common_opts c;
+	const char *addr, *port;
+	uint32_t pool_pages;
+	bool scatter;
+	uint64_t scatter_seed;
+	bool verify;
+};
+
+struct kv_send_target {
+	char host[256];
+	char port[8];
+};
+
+struct kv_send_opts {
+	struct kv_common_opts c;
+	const struct kv_send_target *targets;
+	int ntargets;
+	const char *bind_addr;
+	uint32_t nqps, tokens, inflight;
+	double layer_compute_us;
+	bool no_stream;
+};
+
+/* Run until the requests are finished or stop_fd. Returns 0 (whatever
+ * became of the requests: see sum) or -errno on a fatal error. */
+int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_err *err);
+int kv_send_run(const struct kv_send_opts *o, struct kv_summary *sum, struct rc_err *err);
+
+#endif

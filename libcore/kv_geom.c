@@ -1,0 +1,433 @@
+// SPDX-License-Identifier: MIT
+/*
+ * KV-cache geometry: which heads each TP rank holds, who sends what to
+ * whom, the coalesced segments of a layer, the plan's figures and the
+ * deterministic content both sides agree on. Pure arithmetic: no device.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmactl/kv.h>
+
+static const char *const dtype_names[] = { "bf16", "fp16", "fp8" };
+static const char *const layout_names[] = { "paged", "mla" };
+static const char *const page_layout_names[] = { "nhd", "hnd" };
+
+static int word_parse(const char *s, const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -EINVAL;
+}
+
+const char *kv_dtype_name(enum kv_dtype d) { return dtype_names[d]; }
+const char *kv_layout_name(enum kv_layout l) { return layout_names[l]; }
+const char *kv_page_layout_name(enum kv_page_layout l) { return page_layout_names[l]; }
+
+int kv_dtype_parse(const char *s, enum kv_dtype *d)
+{
+	int i = word_parse(s, dtype_names, 3);
+
+	if (i < 0)
+		return i;
+	*d = (enum kv_dtype)i;
+	return 0;
+}
+
+int kv_layout_parse(const char *s, enum kv_layout *l)
+{
+	int i = word_parse(s, layout_names, 2);
+
+	if (i < 0)
+		return i;
+	*l = (enum kv_layout)i;
+	return 0;
+}
+
+int kv_page_layout_parse(const char *s, enum kv_page_layout *l)
+{
+	int i = word_parse(s, page_layout_names, 2);
+
+	if (i < 0)
+		return i;
+	*l = (enum kv_page_layout)i;
+	return 0;
+}
+
+uint32_t kv_dtype_size(enum kv_dtype d)
+{
+	return d == KV_DT_FP8 ? 1 : 2;
+}
+
+uint32_t kv_halves(const struct kv_geom *g)
+{
+	return g->layout == KV_LAYOUT_MLA ? 1 : 2;
+}
+
+static uint32_t model_heads(const struct kv_geom *g)
+{
+	return g->layout == KV_LAYOUT_MLA ? 1 : g->kv_heads;
+}
+
+uint32_t kv_row_bytes(const struct kv_geom *g)
+{
+	return g->head_dim * kv_dtype_size(g->dtype);
+}
+
+static int check_tp(const struct kv_geom *g, uint32_t tp, const char *side, struct rc_err *err)
+{
+	if (tp < 1 || tp > KV_MAX_TP)
+		return rc_err_set(err, EINVAL, "--%s-tp %u: expected 1 to %d", side, tp, KV_MAX_TP);
+	if (g->layout == KV_LAYOUT_PAGED && g->kv_heads % tp && tp % g->kv_heads)
+		return rc_err_set(err, EINVAL,
+				  "--%s-tp %u does not fit %u KV heads: the TP degree must divide "
+				  "the head count, or be a multiple of it (replicas)",
+				  side, tp, g->kv_heads);
+	return 0;
+}
+
+int kv_geom_check(const struct kv_geom *g, struct rc_err *err)
+{
+	uint64_t page;
+	int rc;
+
+	if (g->layers < 1 || g->layers > KV_MAX_LAYERS)
+		return rc_err_set(err, EINVAL, "--layers %u: expected 1 to %d", g->layers,
+				  KV_MAX_LAYERS);
+	if (g->layout == KV_LAYOUT_PAGED && (g->kv_heads < 1 || g->kv_heads > KV_MAX_HEADS))
+		return rc_err_set(err, EINVAL, "--kv-heads %u: expected 1 to %d", g->kv_heads,
+				  KV_MAX_HEADS);
+	if (g->layout == KV_LAYOUT_MLA && g->kv_heads != 1)
+		return rc_err_set(err, EINVAL, "the MLA layout has no KV heads (one latent per token)");
+	if (g->head_dim < 1 || g->head_dim > KV_MAX_DIM)
+		return rc_err_set(err, EINVAL, "--%s %u: expected 1 to %d",
+				  g->layout == KV_LAYOUT_MLA ? "latent-dim" : "head-dim", g->head_dim,
+				  KV_MAX_DIM);
+	if ((rc = check_tp(g, g->src_tp, "src", err)) || (rc = check_tp(g, g->dst_tp, "dst", err)))
+		return rc;
+	if (g->src_page_tokens < 1 || g->src_page_tokens > KV_MAX_PAGE_TOKENS)
+		return rc_err_set(err, EINVAL, "--src-page-tokens %u: expected 1 to %d tokens per page",
+				  g->src_page_tokens, KV_MAX_PAGE_TOKENS);
+	if (g->dst_page_tokens < 1 || g->dst_page_tokens > KV_MAX_PAGE_TOKENS)
+		return rc_err_set(err, EINVAL, "--dst-page-tokens %u: expected 1 to %d tokens per page",
+				  g->dst_page_tokens, KV_MAX_PAGE_TOKENS);
+	page = kv_page_bytes(g, false) > kv_page_bytes(g, true) ? kv_page_bytes(g, false)
+								 : kv_page_bytes(g, true);
+	if (page > UINT32_MAX)
+		return rc_err_set(err, EINVAL, "a page of %llu bytes is too large (at most 4 GiB)",
+				  (unsigned long long)page);
+	return 0;
+}
+
+void kv_rank_heads(const struct kv_geom *g, uint32_t tp, uint32_t rank, struct kv_heads *h)
+{
+	uint32_t n = model_heads(g);
+
+	if (tp <= n) {
+		h->count = n / tp;
+		h->first = rank * h->count;
+	} else {
+		h->count = 1;
+		h->first = rank * n / tp;
+	}
+}
+
+uint64_t kv_page_bytes(const struct kv_geom *g, bool dst)
+{
+	struct kv_heads h;
+
+	kv_rank_heads(g, dst ? g->dst_tp : g->src_tp, 0, &h);
+	return (uint64_t)(dst ? g->dst_page_tokens : g->src_page_tokens) * h.count *
+	       kv_row_bytes(g);
+}
+
+uint64_t kv_bytes_per_token(const struct kv_geom *g)
+{
+	return (uint64_t)g->layers * kv_halves(g) * model_heads(g) * kv_row_bytes(g);
+}
+
+uint32_t kv_pages_for(const struct kv_geom *g, bool dst, uint32_t tokens)
+{
+	uint32_t pt = dst ? g->dst_page_tokens : g->src_page_tokens;
+
+	return (uint32_t)(((uint64_t)tokens + pt - 1) / pt);
+}
+
+/* The source rank that sends head h to destination rank d: the one that
+ * holds it, or among several replicas, one picked by d to spread the load. */
+static uint32_t source_of(const struct kv_geom *g, uint32_t h, uint32_t d)
+{
+	uint32_t n = model_heads(g), rs;
+
+	if (g->src_tp <= n)
+		return h / (n / g->src_tp);
+	rs = g->src_tp / n;
+	return h * rs + d % rs;
+}
+
+int kv_routes(const struct kv_geom *g, struct kv_route *r, int max)
+{
+	int n = 0;
+
+	for (uint32_t d = 0; d < g->dst_tp; d++) {
+		struct kv_heads dh, sh;
+
+		kv_rank_heads(g, g->dst_tp, d, &dh);
+		for (uint32_t h = dh.first; h < dh.first + dh.count; h++) {
+			uint32_t s = source_of(g, h, d);
+
+			if (n && r[n - 1].dst == d && r[n - 1].src == s &&
+			    r[n - 1].head + r[n - 1].nheads == h) {
+				r[n - 1].nheads++;
+				continue;
+			}
+			if (n >= max)
+				return -ENOSPC;
+			kv_rank_heads(g, g->src_tp, s, &sh);
+			r[n++] = (struct kv_route){ .src = s, .dst = d, .head = h, .nheads = 1,
+						    .src_head_off = h - sh.first,
+						    .dst_head_off = h - dh.first };
+		}
+	}
+	return n;
+}
+
+uint64_t kv_route_sources(const struct kv_route *r, int n, uint32_t dst)
+{
+	uint64_t set = 0;
+
+	for (int i = 0; i < n; i++)
+		if (r[i].dst == dst)
+			set |= 1ULL << r[i].src;
+	return set;
+}
+
+uint64_t kv_route_bytes(const struct kv_geom *g, const struct kv_route *r, uint32_t tokens)
+{
+	return (uint64_t)tokens * r->nheads * kv_row_bytes(g);
+}
+
+/* Offset of (token in page, head in rank) inside a page. */
+static uint64_t elem_off(const struct kv_geom *g, uint32_t page_tokens, uint32_t rank_heads,
+			 uint32_t tok, uint32_t head)
+{
+	uint64_t row = kv_row_bytes(g);
+
+	if (g->page_layout == KV_PAGE_HND)
+		return ((uint64_t)head * page_tokens + tok) * row;
+	return ((uint64_t)tok * rank_heads + head) * row;
+}
+
+struct seg_list {
+	struct kv_seg *v;
+	size_t n, cap;
+};
+
+static int seg_add(struct seg_list *l, uint32_t sp, uint32_t so, uint32_t dp, uint32_t dof,
+		   uint32_t len)
+{
+	struct kv_seg *last = l->n ? &l->v[l->n - 1] : NULL;
+
+	if (last && last->src_page == sp && last->dst_page == dp &&
+	    last->src_off + last->len == so && last->dst_off + last->len == dof) {
+		last->len += len;
+		return 0;
+	}
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct kv_seg *v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = (struct kv_seg){ sp, so, dp, dof, len };
+	return 0;
+}
+
+int kv_segments(const struct kv_geom *g, const struct kv_route *r, uint32_t tokens,
+		struct kv_seg **out, size_t *n, struct rc_err *err)
+{
+	uint32_t spt = g->src_page_tokens, dpt = g->dst_page_tokens, row = kv_row_bytes(g);
+	struct kv_heads sh, dh;
+	struct seg_list l = { 0 };
+	int rc = 0;
+
+	kv_rank_heads(g, g->src_tp, r->src, &sh);
+	kv_rank_heads(g, g->dst_tp, r->dst, &dh);
+	/* Walk the source in memory order, so that runs grow forward. */
+	for (uint32_t sp = 0; !rc && sp < kv_pages_for(g, false, tokens); sp++) {
+		uint32_t t0 = sp * spt, t1 = t0 + spt < tokens ? t0 + spt : tokens;
+		bool hnd = g->page_layout == KV_PAGE_HND;
+		uint32_t outer = hnd ? r->nheads : t1 - t0, inner = hnd ? t1 - t0 : r->nheads;
+
+		for (uint32_t a = 0; !rc && a < outer; a++) {
+			for (uint32_t b = 0; !rc && b < inner; b++) {
+				uint32_t t = t0 + (hnd ? b : a), i = hnd ? a : b;
+
+				rc = seg_add(&l, sp,
+					     (uint32_t)elem_off(g, spt, sh.count, t % spt, r->src_head_off + i),
+					     t / dpt,
+					     (uint32_t)elem_off(g, dpt, dh.count, t % dpt, r->dst_head_off + i),
+					     row);
+			}
+		}
+	}
+	if (rc) {
+		free(l.v);
+		return rc_err_set(err, ENOMEM, "out of memory for %zu segments", l.n);
+	}
+	*out = l.v;
+	*n = l.n;
+	return 0;
+}
+
+int kv_plan(const struct kv_geom *g, const struct kv_plan_in *in, struct kv_plan *p,
+	    struct rc_err *err)
+{
+	struct kv_route r[KV_MAX_ROUTES];
+	uint64_t per_layer_half = 0, busiest = 0;
+	int nr, rc;
+
+	memset(p, 0, sizeof(*p));
+	if ((rc = kv_geom_check(g, err)))
+		return rc;
+	if (in->tokens < 1)
+		return rc_err_set(err, EINVAL, "--tokens must be at least 1");
+	nr = kv_routes(g, r, KV_MAX_ROUTES);
+	if (nr < 0)
+		return rc_err_set(err, ENOSPC, "too many routes");
+	p->bytes_per_token = kv_bytes_per_token(g);
+	p->bytes_per_token_layer = p->bytes_per_token / g->layers;
+	p->bytes_per_request = p->bytes_per_token * in->tokens;
+	p->src_page_bytes = kv_page_bytes(g, false);
+	p->dst_page_bytes = kv_page_bytes(g, true);
+	p->src_pages = kv_pages_for(g, false, in->tokens);
+	p->dst_pages = kv_pages_for(g, true, in->tokens);
+	p->seg_min = UINT64_MAX;
+	for (int i = 0; i < nr; i++) {
+		uint64_t per = (uint64_t)g->layers * kv_halves(g);
+		struct kv_seg *s;
+		size_t ns;
+
+		if ((rc = kv_segments(g, &r[i], in->tokens, &s, &ns, err)))
+			return rc;
+		for (size_t j = 0; j < ns; j++) {
+			if (s[j].len < p->seg_min)
+				p->seg_min = s[j].len;
+			if (s[j].len > p->seg_max)
+				p->seg_max = s[j].len;
+		}
+		free(s);
+		per_layer_half += kv_route_bytes(g, &r[i], in->tokens);
+		p->src[r[i].src].bytes += kv_route_bytes(g, &r[i], in->tokens) * per;
+		p->dst[r[i].dst].bytes += kv_route_bytes(g, &r[i], in->tokens) * per;
+		p->src[r[i].src].segments += ns * per;
+		p->dst[r[i].dst].segments += ns * per;
+		p->segments += ns * per;
+	}
+	p->wire_bytes = per_layer_half * g->layers * kv_halves(g);
+	for (uint32_t s = 0; s < g->src_tp; s++)
+		if (p->src[s].bytes > busiest)
+			busiest = p->src[s].bytes;
+	if (in->layer_compute_us > 0) {
+		p->layer_s = in->layer_compute_us * 1e-6;
+		p->prefill_s = p->layer_s * g->layers;
+	} else if (in->prefill_tokens_per_s > 0) {
+		p->prefill_s = in->tokens / in->prefill_tokens_per_s;
+		p->layer_s = p->prefill_s / g->layers;
+	}
+	if (p->prefill_s > 0) {
+		p->need_gbps_per_link = (double)busiest * 8 / 1e9 / p->prefill_s;
+		p->need_gbps_total = (double)p->wire_bytes * 8 / 1e9 / p->prefill_s;
+	}
+	if (in->link_gbps > 0) {
+		double x = (double)busiest / g->layers * 8 / (in->link_gbps * 1e9);
+
+		p->exposed_bulk_s = x * g->layers;
+		p->exposed_stream_s = p->layer_s > 0
+			? x + (g->layers - 1) * (x > p->layer_s ? x - p->layer_s : 0)
+			: p->exposed_bulk_s;
+	}
+	return 0;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+static uint64_t row_seed(uint32_t req, uint32_t layer, uint32_t half, uint32_t token,
+			 uint32_t head)
+{
+	return mix64(((uint64_t)req << 32 | (uint64_t)layer << 1 | half) ^
+		     mix64((uint64_t)token << 32 | head));
+}
+
+static uint32_t elem_of(uint64_t seed, uint32_t dim)
+{
+	return (uint32_t)(((seed ^ (dim * 0x9e3779b97f4a7c15ULL)) * 0xd6e8feb86659fd93ULL) >> 32);
+}
+
+uint32_t kv_content(uint32_t req, uint32_t layer, uint32_t half, uint32_t token, uint32_t head,
+		    uint32_t dim)
+{
+	return elem_of(row_seed(req, layer, half, token, head), dim);
+}
+
+/* Visit every element row of one rank's pages: fill, or compare. */
+static int walk(const struct kv_geom *g, bool dst, uint32_t rank, uint32_t req, uint32_t layer,
+		uint32_t half, uint32_t tokens, char *const *pages, bool check, struct rc_err *err)
+{
+	uint32_t pt = dst ? g->dst_page_tokens : g->src_page_tokens, ds = kv_dtype_size(g->dtype);
+	struct kv_heads h;
+
+	kv_rank_heads(g, dst ? g->dst_tp : g->src_tp, rank, &h);
+	for (uint32_t t = 0; t < tokens; t++) {
+		for (uint32_t i = 0; i < h.count; i++) {
+			unsigned char *p = (unsigned char *)pages[t / pt] +
+					   elem_off(g, pt, h.count, t % pt, i);
+			uint64_t seed = row_seed(req, layer, half, t, h.first + i);
+
+			for (uint32_t d = 0; d < g->head_dim; d++, p += ds) {
+				uint32_t v = elem_of(seed, d), got;
+
+				if (!check) {
+					p[0] = (unsigned char)v;
+					if (ds == 2)
+						p[1] = (unsigned char)(v >> 8);
+					continue;
+				}
+				got = ds == 2 ? (uint32_t)(p[0] | p[1] << 8) : p[0];
+				v &= ds == 2 ? 0xffff : 0xff;
+				if (got != v)
+					return rc_err_set(err, EBADMSG,
+							  "request %u layer %u %s token %u head %u dim %u: "
+							  "found 0x%x, expected 0x%x",
+							  req, layer,
+							  g->layout == KV_LAYOUT_MLA ? "latent"
+							  : half ? "V" : "K",
+							  t, h.first + i, d, got, v);
+			}
+		}
+	}
+	return 0;
+}
+
+void kv_fill(const struct kv_geom *g, bool dst, uint32_t rank, uint32_t req, uint32_t layer,
+	     uint32_t half, uint32_t tokens, char *const *pages)
+{
+	walk(g, dst, rank, req, layer, half, tokens, pages, false, NULL);
+}
+
+int kv_check(const struct kv_geom *g, uint32_t rank, uint32_t req, uint32_t layer,
+	     uint32_t half, uint32_t tokens, char *const *pages, struct rc_err *err)
+{
+	return walk(g, true, rank, req, layer, half, tokens, pages, true, err);
+}

@@ -1,0 +1,180 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# rdmactl kvxfer without a device: plan figures in text and JSON, model
+# files, and bad input refused with a clear message and exit 1 or 2.
+
+load helpers
+
+setup() {
+	require_binary
+	MODELS=$ROOT/examples/models
+}
+
+plan() { "$RDMACTL" -j kvxfer plan "$@"; }
+
+LLAMA=(--layers 32 --kv-heads 8 --head-dim 128 --dtype bf16)
+
+@test "Llama-3-8B: 131072 bytes a token, 4096 a layer, bf16 K and V" {
+	run plan "${LLAMA[@]}" --tokens 1000
+	assert_success
+	[ "$(jq -r .bytes_per_token <<<"$output")" -eq $((32 * 2 * 8 * 128 * 2)) ]
+	[ "$(jq -r .bytes_per_token <<<"$output")" -eq 131072 ]
+	[ "$(jq -r .bytes_per_token_layer <<<"$output")" -eq 4096 ]
+	[ "$(jq -r .bytes_per_request <<<"$output")" -eq 131072000 ]
+	[ "$(jq -r .schema_version <<<"$output")" -eq 1 ]
+	[ "$(jq -r .geometry.layout <<<"$output")" = paged ]
+	# 16-token pages: 63 of them for 1000 tokens; one run per page at TP 1.
+	[ "$(jq -r .pages.dst.per_request <<<"$output")" -eq 63 ]
+	[ "$(jq -r '.routes[0].segments_per_layer_half' <<<"$output")" -eq 63 ]
+	[ "$(jq -r '.segments.max_bytes' <<<"$output")" -eq $((16 * 8 * 128 * 2)) ]
+}
+
+@test "the model file gives the same figures as the flags, and flags override it" {
+	a=$(plan --model "$MODELS/llama-3-8b.json" --tokens 77 | jq -c 'del(.schema_version)')
+	b=$(plan "${LLAMA[@]}" --page-tokens 16 --tokens 77 | jq -c 'del(.schema_version)')
+	[ "$a" = "$b" ]
+	[ "$(plan --model "$MODELS/llama-3-8b.json" --layers 2 --tokens 1 | jq -r .bytes_per_token)" -eq 8192 ]
+}
+
+@test "DeepSeek-V3 MLA: 70272 bytes a token, replicated to every decode rank" {
+	run plan --model "$MODELS/deepseek-v3.json" --tokens 100 --src-tp 8 --dst-tp 4
+	assert_success
+	[ "$(jq -r .bytes_per_token <<<"$output")" -eq $((61 * 576 * 2)) ]
+	[ "$(jq -r .bytes_per_token <<<"$output")" -eq 70272 ]
+	[ "$(jq -r .geometry.latent_dim <<<"$output")" -eq 576 ]
+	[ "$(jq -r .wire_bytes <<<"$output")" -eq $((4 * 70272 * 100)) ]
+	[ "$(jq -c '[.routes[] | [.src, .dst]]' <<<"$output")" = "[[0,0],[1,1],[2,2],[3,3]]" ]
+}
+
+@test "TP 4 -> 2, 2 -> 4 and 8 -> 1: who sends which heads where" {
+	run plan "${LLAMA[@]}" --tokens 16 --src-tp 4 --dst-tp 2
+	assert_success
+	[ "$(jq -c '[.routes[] | [.src, .dst, .head, .nheads, .dst_head_off]]' <<<"$output")" = \
+		"[[0,0,0,2,0],[1,0,2,2,2],[2,1,4,2,0],[3,1,6,2,2]]" ]
+	# nhd pages: a source row is half a destination row, one run a token.
+	[ "$(jq -r '.routes[1].segments_per_layer_half' <<<"$output")" -eq 16 ]
+	run plan "${LLAMA[@]}" --tokens 16 --src-tp 2 --dst-tp 4
+	[ "$(jq -c '[.routes[] | [.src, .dst, .src_head_off]]' <<<"$output")" = "[[0,0,0],[0,1,2],[1,2,0],[1,3,2]]" ]
+	run plan "${LLAMA[@]}" --tokens 16 --src-tp 8 --dst-tp 1
+	[ "$(jq -c '[.routes[] | .src]' <<<"$output")" = "[0,1,2,3,4,5,6,7]" ]
+	[ "$(jq -c '[.routes[] | .dst_head_off]' <<<"$output")" = "[0,1,2,3,4,5,6,7]" ]
+	# hnd pages: each head is a plane, one run a page.
+	run plan "${LLAMA[@]}" --tokens 16 --src-tp 8 --dst-tp 1 --page-layout hnd
+	[ "$(jq -r '.routes[3].segments_per_layer_half' <<<"$output")" -eq 1 ]
+}
+
+@test "8 KV heads at TP 16: each decode rank holds a replica, and the wire carries both" {
+	run plan "${LLAMA[@]}" --tokens 10 --src-tp 8 --dst-tp 16
+	assert_success
+	[ "$(jq -c '[.routes[] | .head]' <<<"$output")" = "[0,0,1,1,2,2,3,3,4,4,5,5,6,6,7,7]" ]
+	[ "$(jq -r .wire_bytes <<<"$output")" -eq $((2 * 131072 * 10)) ]
+	[ "$(jq -r '.dst_ranks[5].bytes' <<<"$output")" -eq $((131072 * 10 / 8)) ]
+}
+
+@test "segments coalesce across tokens and split at page boundaries" {
+	run plan --layers 1 --kv-heads 2 --head-dim 4 --src-page-tokens 4 --dst-page-tokens 2 \
+		--tokens 6 --segments
+	assert_success
+	# 6 tokens: source pages of 4+2, destination pages of 2+2+2: three runs.
+	[ "$(jq -c '[.routes[0].segments[] | [.src_page, .src_off, .dst_page, .len]]' <<<"$output")" = \
+		"[[0,0,0,32],[0,32,1,32],[1,0,2,32]]" ]
+	run "$RDMACTL" kvxfer plan --layers 1 --kv-heads 2 --head-dim 4 --tokens 6 --segments
+	assert_output --partial "src page 0 +0 -> dst page 0 +0: 96 bytes"
+}
+
+@test "bandwidth to hide the transfer under prefill, and exposed time at a link rate" {
+	run plan "${LLAMA[@]}" --tokens 2048 --prefill-tokens-per-s 10000 --link-gbps 100
+	assert_success
+	# 2048 tokens x 131072 B in 0.2048 s = 10.49 Gb/s.
+	[ "$(jq -r '.prefill.need_gbps_per_link | . * 100 | round' <<<"$output")" -eq 1049 ]
+	[ "$(jq -r '.link.exposed_stream_us < .link.exposed_bulk_us' <<<"$output")" = true ]
+	run plan "${LLAMA[@]}" --tokens 2048 --layer-compute-us 1000 --src-tp 4 --dst-tp 2
+	[ "$(jq -r '.prefill.layer_us' <<<"$output")" = 1000 ]
+	run "$RDMACTL" kvxfer plan "${LLAMA[@]}" --tokens 2048 --prefill-tokens-per-s 10000
+	assert_success
+	assert_output --partial "the busiest source link needs 10.49 Gb/s"
+	assert_output --partial "per token: 131072 bytes (4096 per layer)"
+}
+
+@test "a pool check: how many requests fit, or pool too small" {
+	run plan "${LLAMA[@]}" --tokens 100 --pool-pages 70
+	assert_success
+	[ "$(jq -r .pool.requests_fit <<<"$output")" -eq 10 ]
+	run "$RDMACTL" kvxfer plan "${LLAMA[@]}" --tokens 100 --pool-pages 2
+	assert_failure 2
+	assert_output --partial "pool too small: a request of 100 tokens needs 7 pages"
+}
+
+@test "bad geometry: heads and TP that do not divide, zero layers, bad pages" {
+	run "$RDMACTL" kvxfer plan "${LLAMA[@]}" --tokens 1 --src-tp 3
+	assert_failure 2
+	assert_output --partial "--src-tp 3 does not fit 8 KV heads"
+	run "$RDMACTL" kvxfer plan "${LLAMA[@]}" --tokens 1 --dst-tp 12
+	assert_failure 2
+	assert_output --partial "--dst-tp 12 does not fit 8 KV heads"
+	run "$RDMACTL" kvxfer plan --layers 0 --kv-heads 8 --head-dim 128 --tokens 1
+	assert_failure 2
+	assert_output --partial "--layers 0"
+	run "$RDMACTL" kvxfer plan "${LLAMA[@]}" --tokens 1 --dst-page-tokens 0
+	assert_failure 2
+	assert_output --partial "--dst-page-tokens 0"
+	run "$RDMACTL" kvxfer plan "${LLAMA[@]}" --tokens 1 --page-tokens 16x
+	assert_failure 2
+	run "$RDMACTL" -j kvxfer plan "${LLAMA[@]}" --tokens 1 --dtype fp4
+	assert_failure 2
+	[ "$(jq -r .error.code <<<"$output")" = EINVAL ]
+	run "$RDMACTL" kvxfer plan --layout mla --layers 2 --kv-heads 8 --latent-dim 4 --tokens 1
+	assert_failure 2
+	assert_output --partial "mla layout has no heads"
+	run "$RDMACTL" kvxfer plan --layers 2 --kv-heads 8 --tokens 1
+	assert_failure 2
+	assert_output --partial "needs --kv-heads and --head-dim"
+}
+
+@test "bad model files are named with the problem" {
+	echo '{"layers": 2, "kv_heads": 8, "head_dim": 4, "colour": "red"}' >"$BATS_TEST_TMPDIR/m.json"
+	run "$RDMACTL" kvxfer plan --model "$BATS_TEST_TMPDIR/m.json" --tokens 1
+	assert_failure 2
+	assert_output --partial 'unknown key "colour"'
+	echo '{"layers": "2"}' >"$BATS_TEST_TMPDIR/m.json"
+	run "$RDMACTL" kvxfer plan --model "$BATS_TEST_TMPDIR/m.json" --tokens 1
+	assert_failure 2
+	assert_output --partial '"layers" must be a non-negative integer'
+	echo '{"layers": 2,' >"$BATS_TEST_TMPDIR/m.json"
+	run "$RDMACTL" kvxfer plan --model "$BATS_TEST_TMPDIR/m.json" --tokens 1
+	assert_failure 2
+	run "$RDMACTL" kvxfer plan --model "$BATS_TEST_TMPDIR/none.json" --tokens 1
+	assert_failure 2
+}
+
+@test "subcommands: unknown ones, missing ones, and options that do not apply" {
+	run "$RDMACTL" kvxfer
+	assert_failure 2
+	assert_output --partial "give a subcommand: plan, serve or send"
+	run "$RDMACTL" kvxfer fly
+	assert_failure 2
+	run "$RDMACTL" kvxfer plan "${LLAMA[@]}" --tokens 1 --connect 1.2.3.4:5
+	assert_failure 2
+	assert_output --partial "--connect does not apply here"
+	run "$RDMACTL" kvxfer serve "${LLAMA[@]}" --tokens 4 --listen 1.2.3.4:5 --pool-pages 4
+	assert_failure 2
+	run "$RDMACTL" kvxfer serve "${LLAMA[@]}" --listen 1.2.3.4:5
+	assert_failure 2
+	assert_output --partial "--pool-pages N are required"
+	run "$RDMACTL" kvxfer send "${LLAMA[@]}" --tokens 4
+	assert_failure 2
+	run "$RDMACTL" kvxfer send "${LLAMA[@]}" --tokens 4 --connect 1.2.3.4:5 --src-tp 2 --rank 2
+	assert_failure 2
+	assert_output --partial "--rank 2, but --src-tp 2"
+	run "$RDMACTL" kvxfer send "${LLAMA[@]}" --tokens 4 --connect 1.2.3.4:5 --cancel-request 1
+	assert_failure 2
+	assert_output --partial "go together"
+	run "$RDMACTL" __complete kvxfer ''
+	assert_output "$(printf 'plan\nserve\nsend')"
+}
+
+@test "send to nothing fails with exit 1 and names the decode rank" {
+	run timeout 30 "$RDMACTL" -t 2000 kvxfer send "${LLAMA[@]}" --tokens 4 --connect 127.0.0.1:1
+	assert_failure 1
+	assert_output --partial "decode rank at 127.0.0.1:1"
+}

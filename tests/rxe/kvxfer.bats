@@ -1,0 +1,322 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# kvxfer over real rdma_rxe in the SoftRoCE guest: decode ranks (serve) and
+# prefill ranks (send) as separate processes, every transfer checked byte
+# for byte by the decode side (--verify), sizes tiny (KiB per request).
+
+load helpers
+
+# 4 layers, 8 KV heads x 16 dims, bf16, 4 tokens per page: 4 KiB a token.
+G=(--layers 4 --kv-heads 8 --head-dim 16 --page-tokens 4)
+
+setup() {
+	need_guest
+	declare -gA KV_PID=() KV_RC=()
+	KV_OUT=$BATS_TEST_TMPDIR
+}
+
+teardown() {
+	for n in "${!KV_PID[@]}"; do
+		kill -KILL "${KV_PID[$n]}" 2>/dev/null || true
+	done
+	wait 2>/dev/null || true
+}
+
+# serve NAME ARGS...: a decode rank on a fresh port, in the background, then
+# wait_listening. Sets PORT_<NAME>.
+serve() {
+	serve_bg "$@" && wait_listening "$1"
+}
+
+serve_bg() {
+	local name=$1 port
+	shift
+	PORT_SEQ=$(( ${PORT_SEQ:-0} + 1 ))
+	port=$(( 18000 + BATS_TEST_NUMBER * 20 + PORT_SEQ ))
+	printf -v "PORT_$name" '%s' "$port"
+	"$RDMACTL" -j kvxfer serve --listen "$ADDR:$port" "$@" >"$KV_OUT/$name.out" 2>"$KV_OUT/$name.err" &
+	KV_PID[$name]=$!
+}
+
+# wait_listening NAME...: each printed its "listening" line (30 s in all).
+wait_listening() {
+	local n i
+	for ((i = 0; i < 300; i++)); do
+		for n in "$@"; do
+			grep -q '"event":"listening"' "$KV_OUT/$n.out" 2>/dev/null || break
+			shift
+		done
+		(($# == 0)) && return 0
+		if ! kill -0 "${KV_PID[$1]}" 2>/dev/null; then
+			echo "$1 exited early:" >&2
+			cat "$KV_OUT/$1.out" "$KV_OUT/$1.err" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+	echo "$* did not listen within 30 s" >&2
+	return 1
+}
+
+# wait_event NAME EVENT: NAME printed an event of that kind (30 s at most).
+wait_event() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		grep -q "\"event\":\"$2\"" "$KV_OUT/$1.out" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "$1 printed no $2 event within 30 s" >&2
+	return 1
+}
+
+# send NAME ARGS...: a prefill rank in the background.
+send() {
+	local name=$1
+	shift
+	"$RDMACTL" -j kvxfer send "$@" >"$KV_OUT/$name.out" 2>"$KV_OUT/$name.err" &
+	KV_PID[$name]=$!
+}
+
+# reap NAME...: wait (bounded, 60 s each) for processes; KV_RC[NAME] is the status.
+reap() {
+	local n
+	for n in "$@"; do
+		timeout 60 tail --pid="${KV_PID[$n]}" -f /dev/null || true
+		kill -KILL "${KV_PID[$n]}" 2>/dev/null || true
+		KV_RC[$n]=0
+		wait "${KV_PID[$n]}" || KV_RC[$n]=$?
+		unset "KV_PID[$n]"
+		if ((KV_RC[$n] != 0)); then
+			echo "--- $n exited ${KV_RC[$n]}:" >&2
+			cat "$KV_OUT/$n.out" "$KV_OUT/$n.err" >&2
+		fi
+	done
+}
+
+# check EXPR NAME...: one jq run over the events of the processes, as an
+# object {NAME: [event...]}; EXPR must be true. jq costs most of a second
+# under TCG: each test asks it as few times as it can.
+JQ_DEFS='
+def ev($k): map(select(.event == $k));
+def verified($n): (ev("done") | length == $n and
+	all(.verified and .checked and (.landed_us | all(. != null)))) and (ev("failed") | length == 0);
+'
+check() {
+	local expr=$1 files=() n
+	shift
+	for n in "$@"; do files+=("$KV_OUT/$n.out"); done
+	if ! jq -n -e "$JQ_DEFS reduce inputs as \$e ({}; .[input_filename | sub(\".*/\"; \"\") | rtrimstr(\".out\")] += [\$e]) | $expr" \
+		"${files[@]}" >/dev/null; then
+		echo "check failed: $expr" >&2
+		for n in "$@"; do
+			echo "--- $n" >&2
+			cut -c1-600 "$KV_OUT/$n.out" >&2
+		done
+		return 1
+	fi
+}
+
+# status N NAME...: each exited with N.
+status() {
+	local want=$1 n
+	shift
+	for n in "$@"; do
+		[ "${KV_RC[$n]}" -eq "$want" ] || { echo "$n exited ${KV_RC[$n]}, not $want" >&2; return 1; }
+	done
+}
+
+@test "1:1: three requests stream layer by layer and land verified" {
+	serve d0 "${G[@]}" --pool-pages 64 --verify --requests 3
+	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --requests 3 --layer-compute-us 3000
+	reap s0 d0
+	status 0 s0 d0
+	# 10 tokens x 8 heads x 16 dims x 2 bytes x K+V x 4 layers; layers were
+	# ready 3 ms apart and each landed after it was ready.
+	check '(.d0 | verified(3)) and (.s0 | verified(3))
+		and (.d0 | ev("done") | map(.bytes) | unique == [10*8*16*2*2*4])
+		and (.d0 | ev("done") | map(.sources) | unique == [[0]])
+		and (.s0 | ev("done") | all(.ready_us as $r | .exposed_us >= 0 and
+			(.landed_us | to_entries | all(.value >= $r[.key]))))
+		and (.s0 | ev("summary")[0].done == 3) and (.d0 | ev("summary")[0].verified == 3)' s0 d0
+}
+
+@test "TP 4 -> 2: four prefill ranks feed two decode ranks, each into its head slice" {
+	for d in 0 1; do
+		serve_bg "d$d" "${G[@]}" --src-tp 4 --dst-tp 2 --rank "$d" --pool-pages 32 --verify --requests 2
+	done
+	wait_listening d0 d1
+	for s in 0 1 2 3; do
+		p=PORT_d$((s / 2))
+		send "s$s" "${G[@]}" --src-tp 4 --dst-tp 2 --rank "$s" --connect "$ADDR:${!p}" \
+			--tokens 9 --requests 2 --inflight 2
+	done
+	reap s0 s1 s2 s3 d0 d1
+	status 0 s0 s1 s2 s3 d0 d1
+	check 'all(.[]; verified(2))
+		and (.d0 | ev("done") | all(.sources == [0,1]))
+		and (.d1 | ev("done") | all(.sources == [2,3]))' s0 s1 s2 s3 d0 d1
+}
+
+@test "TP 2 -> 4: each prefill rank splits its heads over two decode ranks" {
+	for d in 0 1 2 3; do
+		serve_bg "d$d" "${G[@]}" --src-tp 2 --dst-tp 4 --rank "$d" --pool-pages 32 --verify --requests 2
+	done
+	wait_listening d0 d1 d2 d3
+	send s0 "${G[@]}" --src-tp 2 --dst-tp 4 --rank 0 --connect "$ADDR:$PORT_d0" \
+		--connect "$ADDR:$PORT_d1" --tokens 11 --requests 2
+	send s1 "${G[@]}" --src-tp 2 --dst-tp 4 --rank 1 --connect "$ADDR:$PORT_d3" \
+		--connect "$ADDR:$PORT_d2" --tokens 11 --requests 2
+	reap s0 s1 d0 d1 d2 d3
+	status 0 s0 s1 d0 d1 d2 d3
+	check 'all(.[]; verified(2)) and (.d3 | ev("done") | all(.sources == [1]))
+		and (.d0 | ev("done") | all(.sources == [0]))' s0 s1 d0 d1 d2 d3
+}
+
+@test "scattered destination pages and unequal page sizes (nhd and hnd) land verified" {
+	for layout in nhd hnd; do
+		serve_bg "d$layout" --layers 3 --kv-heads 4 --head-dim 8 --src-page-tokens 4 \
+			--dst-page-tokens 6 --page-layout "$layout" --pool-pages 40 --scatter 42 --verify --requests 4
+	done
+	wait_listening dnhd dhnd
+	for layout in nhd hnd; do
+		p=PORT_d$layout
+		send "s$layout" --layers 3 --kv-heads 4 --head-dim 8 --src-page-tokens 4 \
+			--dst-page-tokens 6 --page-layout "$layout" --connect "$ADDR:${!p}" --tokens 23 \
+			--requests 4 --inflight 3
+	done
+	reap snhd shnd dnhd dhnd
+	status 0 snhd shnd dnhd dhnd
+	check 'all(.[]; verified(4))' snhd shnd dnhd dhnd
+}
+
+@test "a layer's writes spread over four QPs; the decode rank counts every notification" {
+	serve d0 "${G[@]}" --pool-pages 64 --verify --requests 2
+	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 40 --requests 2 --qps 4 \
+		--layer-compute-us 1000
+	reap s0 d0
+	status 0 s0 d0
+	check 'all(.[]; verified(2)) and (.d0 | ev("connected")[0].qps == 4)' s0 d0
+}
+
+@test "cancel from the prefill side: cancelled on both sides, pages reused, next request verified" {
+	# The pool holds exactly one request (10 tokens = 3 pages of 4): the
+	# third request can only run in the pages the cancelled one gave back.
+	serve d0 "${G[@]}" --pool-pages 3 --verify --requests 3
+	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --requests 3 \
+		--layer-compute-us 20000 --cancel-request 1 --cancel-after-layers 2
+	reap s0 d0
+	status 0 s0 d0
+	check '(.d0 | verified(2) and (ev("done") | map(.request)) == [0,2])
+		and (.d0 | ev("cancelled") | length == 1 and .[0].request == 1 and .[0].verified == false
+			and (.[0].reason | test("source rank 0 after 2 layers")))
+		and (.s0 | ev("cancelled") | length == 1 and .[0].request == 1 and .[0].layers_landed <= 2)
+		and (.s0 | ev("summary")[0] | [.done, .cancelled, .failed] == [2,1,0])' s0 d0
+}
+
+@test "cancel from the decode side: the prefill rank stops and reports it cancelled" {
+	serve d0 "${G[@]}" --pool-pages 3 --verify --requests 2 --cancel-request 0 --cancel-after-layers 1
+	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --requests 2 --layer-compute-us 50000
+	reap s0 d0
+	status 0 s0 d0
+	check '(.s0 | ev("cancelled") | length == 1 and .[0].request == 0 and .[0].layers_landed < 4
+			and (.[0].reason | test("cancelled by decode rank 0")))
+		and (.d0 | ev("cancelled") | map(.request) == [0])
+		and (.d0 | verified(1) and ev("done")[0].request == 1)' s0 d0
+}
+
+@test "a prefill rank killed mid-request: the decode rank fails it, never verified, then serves again" {
+	serve d0 "${G[@]}" --pool-pages 3 --verify --requests 2 --heartbeat-timeout 2000
+	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --requests 1 --layer-compute-us 400000
+	wait_event s0 ready
+	sleep 0.9 # a layer or two posted, not all four
+	kill -KILL "${KV_PID[s0]}"
+	start=$SECONDS
+	for ((i = 0; i < 150; i++)); do
+		grep -q '"event":"failed"' "$KV_OUT/d0.out" && break
+		sleep 0.1
+	done
+	((SECONDS - start < 10))
+	# The pages came back: a new prefill rank 0 moves request 0 again.
+	send s1 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --requests 1
+	reap s1 d0
+	status 0 s1
+	status 1 d0 # one request failed
+	check '(.d0 | ev("failed") | length == 1 and .[0].request == 0 and .[0].verified == false
+			and .[0].layers_landed < 4 and (.[0].reason | test("source rank 0 .* is gone")))
+		and (.d0 | ev("done") | length == 1 and .[0].verified)
+		and (.d0 | ev("summary")[0] | [.done, .failed] == [1,1])
+		and (.s1 | verified(1))' s1 d0
+}
+
+@test "a decode rank killed mid-request: the prefill rank fails its requests with a clear error" {
+	serve d0 "${G[@]}" --pool-pages 64
+	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --requests 2 --layer-compute-us 1000000 \
+		--heartbeat-timeout 1500
+	wait_event s0 ready
+	sleep 1.5 # layer 0 of request 0 posted, not the last
+	kill -KILL "${KV_PID[d0]}"
+	reap s0
+	status 1 s0
+	check '.s0 | (ev("failed") | length >= 1 and all(.reason | test("decode rank 0 .* is gone")))
+		and (ev("done") | length == 0)' s0
+}
+
+@test "a silent decode rank (stopped) is declared dead after --heartbeat-timeout" {
+	serve d0 "${G[@]}" --pool-pages 64
+	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --requests 2 --layer-compute-us 500000 \
+		--heartbeat-ms 100 --heartbeat-timeout 1000
+	wait_event s0 ready
+	sleep 0.5
+	kill -STOP "${KV_PID[d0]}"
+	start=$SECONDS
+	reap s0
+	kill -CONT "${KV_PID[d0]}"
+	status 1 s0
+	((SECONDS - start < 15))
+	check '.s0 | (ev("disconnected")[0].reason | test("no heartbeat for 1000 ms"))
+		and (ev("failed") | length >= 1 and all(.verified == false))' s0
+}
+
+@test "8 KV heads at TP 16: decode ranks hold replicas, verified" {
+	T=(--layers 2 --kv-heads 8 --head-dim 8 --page-tokens 4 --src-tp 2 --dst-tp 16)
+	names=()
+	for d in $(seq 0 15); do
+		serve_bg "d$d" "${T[@]}" --rank "$d" --pool-pages 8 --verify --requests 1
+		names+=("d$d")
+	done
+	wait_listening "${names[@]}"
+	for s in 0 1; do
+		c=()
+		for d in $(seq $((s * 8)) $((s * 8 + 7))); do
+			p=PORT_d$d
+			c+=(--connect "$ADDR:${!p}")
+		done
+		send "s$s" "${T[@]}" --rank "$s" "${c[@]}" --tokens 6
+	done
+	reap s0 s1 "${names[@]}"
+	status 0 s0 s1 "${names[@]}"
+	# Ranks 2 and 3 hold replicas of head 1: the same bytes, from source rank 0.
+	check 'all(.[]; verified(1)) and (.d3 | ev("done")[0] | .sources == [0] and .bytes == 6*8*2*2*2)
+		and (.d12 | ev("done")[0].sources == [1])' s0 s1 "${names[@]}"
+}
+
+@test "MLA: one prefill rank replicates the latent to two decode ranks, verified" {
+	M=(--layout mla --layers 3 --latent-dim 72 --page-tokens 8 --src-tp 1 --dst-tp 2)
+	serve_bg d0 "${M[@]}" --rank 0 --pool-pages 8 --verify --requests 2
+	serve_bg d1 "${M[@]}" --rank 1 --pool-pages 8 --verify --requests 2 --scatter 3
+	wait_listening d0 d1
+	send s0 "${M[@]}" --connect "$ADDR:$PORT_d0" --connect "$ADDR:$PORT_d1" --tokens 17 --requests 2
+	reap s0 d0 d1
+	status 0 s0 d0 d1
+	check 'all(.[]; verified(2)) and (.d1 | ev("done") | all(.bytes == 17*72*2*3))' s0 d0 d1
+}
+
+@test "a geometry mismatch is refused at the handshake with a clear error" {
+	serve d0 "${G[@]}" --dst-page-tokens 8 --pool-pages 16
+	run rdmactl kvxfer send "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10
+	assert_failure 1
+	assert_output --partial "refused this source rank: geometry mismatch: decode rank has dst page tokens 8, the source rank 4"
+	run rdmactl kvxfer send "${G[@]}" --dst-page-tokens 8 --src-tp 2 --rank 0 --connect "$ADDR:$PORT_d0" --tokens 10
+	assert_failure 1
+	assert_output --partial "geometry mismatch: decode rank has src TP 1, the source rank 2"
+}
