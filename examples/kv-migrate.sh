@@ -205,49 +205,18 @@ trap 'die "line $LINENO: $BASH_COMMAND failed"' ERR
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/kv-migrate.XXXXXX")
 
-# j ARGS...: one `rdmactl -j ARGS`, bounded; prints its JSON document, or
-# fails the run with rdmactl's own error message. A command whose server
-# never sent its region table is retried once: it failed before it began,
-# so even an atomic may run again (an rdmactl bug makes this happen under
-# CPU contention: see examples/README.md). Retries are counted.
-j() {
-	local out rc msg try
-	for try in 1 2; do
-		rc=0
-		out=$(timeout --kill-after=5 "$step" "$rdmactl" -j -t $((step * 1000 / 3)) "$@" 2>"$work/last.err") || rc=$?
-		((rc)) || break
-		msg=$(jq -r '(if type == "array" then map(.output.error.message // empty)[0] else .error.message end) // empty' \
-			<<<"$out" 2>/dev/null) || msg=
-		((rc != 124 && rc != 137)) || msg="no answer within $step s"
-		if ((try == 1)) && [[ "$msg" == *"did not send its region table"* ]]; then
-			log "retrying once: rdmactl $1 ${2:-}: $msg"
-			printf '%s\n' "rdmactl $1 ${2:-}: $msg" >>"$work/retries"
-			continue
-		fi
-		die "rdmactl $1 ${2:-}: ${msg:-exit $rc: $(tail -n 3 "$work/last.err")}"
-	done
-	printf '%s\n' "$out"
-}
+# j ARGS...: one bounded `rdmactl -j ARGS` (examples/lib.sh).
+# shellcheck source=examples/lib.sh
+source "$here/lib.sh"
 
 # reach TARGET [--bind ADDR]: a preflight check that the clients reach
-# TARGET, before anything moves: an 8-byte read, tried up to 3 times with a
-# 2 s timeout. The first connection towards a neighbour not yet in the ARP
-# cache may time out (on the SoftRoCE veth pair it does, whatever the
-# timeout: see examples/README.md); a retry finds the entry made meanwhile.
+# TARGET before anything moves: an 8-byte read.
 reach() {
-	local t=$1 try out msg=
+	local t=$1 out
 	shift
-	for try in 1 2 3; do
-		if out=$(timeout --kill-after=5 10 "$rdmactl" -j -t 2000 read "$t" --size 8 \
-			--out "$work/reach" "$@" 2>/dev/null); then
-			jq -nc --arg t "$t" --arg via "${2:-default}" --argjson tries "$try" --argjson r "$out" \
-				'{target: $t, bind: $via, device: $r.device, tries: $tries}' >>"$work/preflight.jsonl"
-			return 0
-		fi
-		msg=$(jq -r '.error.message // empty' <<<"$out" 2>/dev/null) || msg=
-		log "preflight: $t${2:+ from $2}: ${msg:-no answer} (try $try of 3)"
-	done
-	die "preflight: cannot reach $t${2:+ from $2}: ${msg:-no answer}"
+	out=$(j read "$t" --size 8 --out "$work/reach" "$@")
+	jq -nc --arg t "$t" --arg via "${2:-default}" --argjson r "$out" \
+		'{target: $t, bind: $via, device: $r.device}' >>"$work/preflight.jsonl"
 }
 
 # serve NAME LISTEN REGION SIZE: a server with one region; its events go to
@@ -274,7 +243,6 @@ target() {
 		| "\($a):\(.listen.port)/\(.name)"' "$work/$1.events"
 }
 # The lines of FILE as a JSON array of strings (none when it does not exist).
-lines_json() { if [[ -s "$1" ]]; then jq -cRn '[inputs]' <"$1"; else echo '[]'; fi; }
 device() { jq -r 'select(.event == "region") | .device' "$work/$1.events"; }
 
 sha() { # FILE: its sha256
@@ -372,7 +340,6 @@ summary=$(jq -n --slurpfile blocks "$work/blocks.jsonl" \
 	--argjson changed "$(jq -cn '$ARGS.positional | map(tonumber)' --args "${changed[@]}")" \
 	--argjson t0 "${started/,/.}" --argjson t1 "${EPOCHREALTIME/,/.}" \
 	--slurpfile preflight "$work/preflight.jsonl" \
-	--argjson retries "$(lines_json "$work/retries")" \
 	--arg work "$work" --argjson keep "$keep" '
 	def desc($ev): [$ev[] | select(.event == "region")][0]
 		| {listen: "\(.listen.address):\(.listen.port)", device, region: .name, length};
@@ -392,7 +359,6 @@ summary=$(jq -n --slurpfile blocks "$work/blocks.jsonl" \
 	            others_unchanged: ($changed | length == 0), changed_blocks: $changed,
 	            table_committed: $table_ok, servers: $stopped},
 	   preflight: $preflight,
-	   retries: $retries,
 	   seconds: ($t1 - $t0),
 	   work: (if $keep == 1 then $work else null end)}
 	| .ok = (.checks.blocks_match and .checks.others_unchanged and .checks.table_committed

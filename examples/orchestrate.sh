@@ -119,29 +119,9 @@ events=$work/server.events # every JSON line the server printed
 # The server and every client share a token that nobody else knows.
 export RDMACTL_TOKEN=${RDMACTL_TOKEN:-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')}
 
-# j ARGS...: one `rdmactl -j ARGS`, bounded; prints its JSON document, or
-# fails the run with rdmactl's own error message. A command whose server
-# never sent its region table is retried once: it failed before it began,
-# so even an atomic may run again (an rdmactl bug makes this happen under
-# CPU contention: see examples/README.md). Retries are counted.
-j() {
-	local out rc msg try
-	for try in 1 2; do
-		rc=0
-		out=$(timeout --kill-after=5 "$step" "$rdmactl" -j -t $((step * 1000 / 3)) "$@" 2>"$work/last.err") || rc=$?
-		((rc)) || break
-		msg=$(jq -r '(if type == "array" then map(.output.error.message // empty)[0] else .error.message end) // empty' \
-			<<<"$out" 2>/dev/null) || msg=
-		((rc != 124 && rc != 137)) || msg="no answer within $step s"
-		if ((try == 1)) && [[ "$msg" == *"did not send its region table"* ]]; then
-			log "retrying once: rdmactl $1 ${2:-}: $msg"
-			printf '%s\n' "rdmactl $1 ${2:-}: $msg" >>"$work/retries"
-			continue
-		fi
-		die "rdmactl $1 ${2:-}: ${msg:-exit $rc: $(tail -n 3 "$work/last.err")}"
-	done
-	printf '%s\n' "$out"
-}
+# j ARGS...: one bounded `rdmactl -j ARGS` (examples/lib.sh).
+# shellcheck source=examples/lib.sh
+source "$here/lib.sh"
 
 # --- 1. Start the server; take its descriptors from a FIFO --------------
 regions=(data ctr scratch)
@@ -181,7 +161,6 @@ drain_pid=$!
 exec 3<&-
 
 # The lines of FILE as a JSON array of strings (none when it does not exist).
-lines_json() { if [[ -s "$1" ]]; then jq -cRn '[inputs]' <"$1"; else echo '[]'; fi; }
 
 # TARGET of region NAME, from its descriptor alone.
 target() {
@@ -275,7 +254,7 @@ summary=$(jq -n \
 	--arg listen "$listen" --argjson rc "$server_rc" --arg last "$last_event" \
 	--argjson final "$final" --argjson imm "$next_gen" --argjson imm_seen "$imm_seen" \
 	--argjson t0 "${started/,/.}" --argjson t1 "${EPOCHREALTIME/,/.}" --arg work "$work" \
-	--argjson keep "$keep" --argjson retries "$(lines_json "$work/retries")" '
+	--argjson keep "$keep" '
 	def count($e): [$ev[] | select(.event == $e)] | length;
 	{example: "orchestrate",
 	 server: {listen: $listen,
@@ -289,7 +268,6 @@ summary=$(jq -n \
 	 notify: {imm: $imm, received: $imm_seen},
 	 events: {connected: count("connected"), disconnected: count("disconnected"),
 	          imm: count("imm"), rejected: count("rejected")},
-	 retries: $retries,
 	 seconds: ($t1 - $t0),
 	 work: (if $keep == 1 then $work else null end)}
 	| .ok = (.server.exit_status == 0 and .server.stopped_event
