@@ -205,9 +205,9 @@ trap 'die "line $LINENO: $BASH_COMMAND failed"' ERR
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/kv-migrate.XXXXXX")
 
-# j ARGS...: one bounded `rdmactl -j ARGS` (examples/lib.sh).
-# shellcheck source=examples/lib.sh
-source "$here/lib.sh"
+# j ARGS...: one bounded `rdmactl -j ARGS` (examples/lib/call.bash).
+# shellcheck source=examples/lib/call.bash
+source "$here/lib/call.bash"
 
 # reach TARGET [--bind ADDR]: a preflight check that the clients reach
 # TARGET before anything moves: an 8-byte read.

@@ -119,9 +119,9 @@ events=$work/server.events # every JSON line the server printed
 # The server and every client share a token that nobody else knows.
 export RDMACTL_TOKEN=${RDMACTL_TOKEN:-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')}
 
-# j ARGS...: one bounded `rdmactl -j ARGS` (examples/lib.sh).
-# shellcheck source=examples/lib.sh
-source "$here/lib.sh"
+# j ARGS...: one bounded `rdmactl -j ARGS` (examples/lib/call.bash).
+# shellcheck source=examples/lib/call.bash
+source "$here/lib/call.bash"
 
 # --- 1. Start the server; take its descriptors from a FIFO --------------
 regions=(data ctr scratch)
