@@ -19,7 +19,11 @@ teardown() {
 	for n in "${!KV_PID[@]}"; do
 		kill -KILL "${KV_PID[$n]}" 2>/dev/null || true
 	done
-	wait 2>/dev/null || true
+	# Only our processes: a bare `wait` would also wait for the watchdog
+	# that bats starts for BATS_TEST_TIMEOUT.
+	for n in "${!KV_PID[@]}"; do
+		wait "${KV_PID[$n]}" 2>/dev/null || true
+	done
 }
 
 # serve NAME ARGS...: a decode rank on a fresh port, in the background, then
