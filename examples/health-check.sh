@@ -67,13 +67,9 @@ done
 	usage_err "--verify moves data on live ports: it cannot judge a --sysfs tree"
 [[ -z "$verify_size" ]] || ((verify)) || usage_err "--verify-size needs --verify"
 
-if [[ -n "${RDMACTL:-}" ]]; then
-	rdmactl=$RDMACTL
-elif [[ -x "$here/../build/cli/rdmactl" ]]; then
-	rdmactl=$here/../build/cli/rdmactl
-else
-	rdmactl=$(command -v rdmactl) || usage_err "no rdmactl: build it (cmake --build build) or set RDMACTL"
-fi
+# rdmactl, j() and stop_pid() (examples/lib/common.bash).
+# shellcheck source=examples/lib/common.bash
+source "$here/lib/common.bash"
 
 # Global options first, then the command's. rdmactl's own -t bounds each
 # port's --verify; timeout(1) bounds the whole run.

@@ -159,24 +159,12 @@ rbind=() wbind=()
 [[ -z "$read_bind" ]] || rbind=(--bind "$read_bind")
 [[ -z "$write_bind" ]] || wbind=(--bind "$write_bind")
 
-if [[ -n "${RDMACTL:-}" ]]; then
-	rdmactl=$RDMACTL
-elif [[ -x "$here/../build/cli/rdmactl" ]]; then
-	rdmactl=$here/../build/cli/rdmactl
-else
-	rdmactl=$(command -v rdmactl) || usage_err "no rdmactl: build it (cmake --build build) or set RDMACTL"
-fi
+# rdmactl, j() and stop_pid() (examples/lib/common.bash).
+# shellcheck source=examples/lib/common.bash
+source "$here/lib/common.bash"
 
 # Every way out stops the servers and, on failure, still prints a JSON
 # summary saying why (with the blocks done so far).
-stop_pid() { # PID SECONDS: TERM, wait at most SECONDS, then KILL; status in REAPED
-	local pid=$1 end=$((SECONDS + $2))
-	kill -TERM "$pid" 2>/dev/null || true
-	while kill -0 "$pid" 2>/dev/null && ((SECONDS < end)); do sleep 0.1; done
-	kill -KILL "$pid" 2>/dev/null || true
-	REAPED=0
-	wait "$pid" 2>/dev/null || REAPED=$?
-}
 cleanup() {
 	local rc=$? errors='' name done_blocks='[]'
 	trap - EXIT
@@ -205,9 +193,6 @@ trap 'die "line $LINENO: $BASH_COMMAND failed"' ERR
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/kv-migrate.XXXXXX")
 
-# j ARGS...: one bounded `rdmactl -j ARGS` (examples/lib/call.bash).
-# shellcheck source=examples/lib/call.bash
-source "$here/lib/call.bash"
 
 # reach TARGET [--bind ADDR]: a preflight check that the clients reach
 # TARGET before anything moves: an 8-byte read.

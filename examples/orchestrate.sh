@@ -72,24 +72,12 @@ listen=${listen:-${RDMACTL_VM_ADDR:-198.18.0.1}}
 # A bare address (IPv4, a name or [IPv6]) gets the default port.
 [[ "$listen" =~ (^[^:]+|\])(:[0-9]+)$ ]] || listen=$listen:7471
 
-if [[ -n "${RDMACTL:-}" ]]; then
-	rdmactl=$RDMACTL
-elif [[ -x "$here/../build/cli/rdmactl" ]]; then
-	rdmactl=$here/../build/cli/rdmactl
-else
-	rdmactl=$(command -v rdmactl) || usage_err "no rdmactl: build it (cmake --build build) or set RDMACTL"
-fi
+# rdmactl, j() and stop_pid() (examples/lib/common.bash).
+# shellcheck source=examples/lib/common.bash
+source "$here/lib/common.bash"
 
 # Every way out stops what we started and, on failure, still prints a JSON
 # summary saying why.
-stop_pid() { # PID SECONDS: TERM, wait at most SECONDS, then KILL; status in REAPED
-	local pid=$1 end=$((SECONDS + $2))
-	kill -TERM "$pid" 2>/dev/null || true
-	while kill -0 "$pid" 2>/dev/null && ((SECONDS < end)); do sleep 0.1; done
-	kill -KILL "$pid" 2>/dev/null || true
-	REAPED=0
-	wait "$pid" 2>/dev/null || REAPED=$?
-}
 cleanup() {
 	local rc=$? errors=
 	trap - EXIT
@@ -119,9 +107,6 @@ events=$work/server.events # every JSON line the server printed
 # The server and every client share a token that nobody else knows.
 export RDMACTL_TOKEN=${RDMACTL_TOKEN:-$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')}
 
-# j ARGS...: one bounded `rdmactl -j ARGS` (examples/lib/call.bash).
-# shellcheck source=examples/lib/call.bash
-source "$here/lib/call.bash"
 
 # --- 1. Start the server; take its descriptors from a FIFO --------------
 regions=(data ctr scratch)
