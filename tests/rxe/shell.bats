@@ -63,7 +63,9 @@ seq_pattern() {
 	wait_for "stopped serving kv on $ADDR:7471"
 	type_line regions
 	wait_for "no regions served here"
-	type_line exit
+	# No prompt follows exit: type it without waiting for one.
+	type_text exit
+	keys Enter
 	wait_for "EXITED 0"
 }
 
