@@ -51,19 +51,27 @@ done
 [[ "$limit" =~ ^[1-9][0-9]*$ ]] || die "--timeout wants a whole number of seconds, not '$limit'"
 [[ "$mem" =~ ^[1-9][0-9]*[MG]?$ ]] || die "--mem wants a size such as 2G or 1536M, not '$mem'"
 
-# The guest mounts its own file systems on these, hiding the host's files
-# below them: the caller's directory and the cache must lie elsewhere.
-guest_own=(/tmp /var/tmp /run /root /dev /proc /sys)
+# The guest mounts its own file systems on these. A folder the command
+# needs below /tmp, /var/tmp, /run or /root is bound back into the guest
+# from the host (read-only; a clone under /tmp works); one below /dev, /proc
+# or /sys cannot be.
+guest_own=(/dev /proc /sys)
+guest_tmp=(/tmp /var/tmp /run /root)
+show=()
 check_visible() { # what, physical path
 	local dir
 	for dir in "${guest_own[@]}"; do
 		[[ "$2" != "$dir" && "$2" != "$dir"/* ]] ||
 			die "$1 $2 is hidden in the guest, which has its own ${guest_own[*]}"
 	done
+	for dir in "${guest_tmp[@]}"; do
+		[[ "$2" != "$dir"/* ]] || show+=("$2")
+	done
 }
 check_visible "the current directory" "$(pwd -P)"
 mkdir -p -- "$cache/jobs"
 check_visible "the cache folder (RDMACTL_VM_CACHE)" "$(cd -- "$cache" && pwd -P)"
+check_visible "the checkout" "$(cd -- "$repo" && pwd -P)"
 
 kdir=$("$here/prepare.sh") || die "preparing the guest kernel failed (see above)"
 kver=${kdir##*/}
@@ -101,6 +109,7 @@ trap 'interrupted HUP 129' HUP
 
 # The job: settings and the command, both read by the host's bash in the guest.
 printf '%s\n' "$job" >"$job/path"
+printf '%s\n' "${show[@]}" >"$job/show"
 cp -- "$here/guest.sh" "$job/guest.sh"
 printf 'KDIR=%q\nCWD=%q\nTWO_NICS=%d\n' "$kdir" "$PWD" "$two_nics" >"$job/vars"
 {
