@@ -240,7 +240,7 @@ static void put_matrix(struct out *o, const struct rc_topo *t)
 static void put_rails(struct out *o, const struct rc_topo *t)
 {
 	if (t->ngpus)
-		out_text(o, "\nRail plan (each GPU's closest NIC)\n");
+		out_text(o, "\nRail plan (each GPU's closest NIC with an active port)\n");
 	out_arr_begin(o, "rail_plan");
 	for (int g = 0; g < t->ngpus; g++) {
 		const struct rc_topo_rail *r = &t->rails[g];

@@ -247,8 +247,15 @@ void tp_compute_paths(struct rc_topo *t)
 						   t->devs[d].pci.path, numa_of(&t->devs[d].pci),
 						   t->nnuma)
 				: RC_PATH_NA;
-	/* Each GPU its closest NIC; among equals the least loaded, then the
-	 * first by name. Greedy in GPU order, which is PCI order. */
+	/* Each GPU its closest NIC with an active port (a closer one that is down
+	 * carries nothing); among equals the least loaded, then the first by
+	 * name. Greedy in GPU order, which is PCI order. */
+	bool up[RC_TOPO_MAX_DEVS] = { false };
+
+	for (int d = 0; d < t->ndevs; d++)
+		for (int p = 0; p < t->devs[d].nports; p++)
+			if (!strcmp(t->devs[d].ports[p].state, "ACTIVE"))
+				up[d] = true;
 	for (int g = 0; g < t->ngpus; g++) {
 		struct rc_topo_rail *r = &t->rails[g];
 
@@ -260,7 +267,9 @@ void tp_compute_paths(struct rc_topo *t)
 
 			if (p == RC_PATH_NA)
 				continue;
-			if (r->dev < 0 || p < r->path || (p == r->path && load[d] < load[r->dev])) {
+			if (r->dev < 0 || (up[d] && !up[r->dev]) ||
+			    (up[d] == up[r->dev] &&
+			     (p < r->path || (p == r->path && load[d] < load[r->dev])))) {
 				r->dev = d;
 				r->path = p;
 			}

@@ -107,16 +107,17 @@ assert_bad_tree() { # DIR MESSAGE
 		and .host.nvidia_peermem == true and .host.memlock_unlimited == true' <<<"$j"
 }
 
-@test "shared-nic: a NIC shared by two GPUs and a cross-socket pairing are flagged" {
+@test "shared-nic: a shared NIC and a cross-socket pairing are flagged; the NIC that is down is not chosen" {
 	local j
 	j=$(topo shared-nic)
 	run jq -r '.rail_plan[] | "\(.gpu) \(.nic) \(.path) \(.shared) \(.shared_with) \(.cross_socket)"' <<<"$j"
 	assert_success
-	assert_line --index 0 '0 mlx5_0 PIX true [1] false'
-	assert_line --index 1 '1 mlx5_0 PIX true [0] false'
-	assert_line --index 2 '2 mlx5_1 SYS false [] true'
+	# mlx5_1 is as close to GPU2 as mlx5_0, but its port is down.
+	assert_line --index 0 '0 mlx5_0 PIX true [1,2] false'
+	assert_line --index 1 '1 mlx5_0 PIX true [0,2] false'
+	assert_line --index 2 '2 mlx5_0 SYS true [0,1] true'
 	jq -e '[.findings[] | select(.check == "rail_shared")] | length == 1
-		and (.[0].message | contains("mlx5_0 serves 2 GPUs"))' <<<"$j"
+		and (.[0].message | contains("mlx5_0 serves 3 GPUs"))' <<<"$j"
 	jq -e '[.findings[] | select(.check == "rail_cross_socket")] | length == 1
 		and (.[0].message | contains("GPU2"))' <<<"$j"
 }
@@ -183,8 +184,8 @@ assert_bad_tree() { # DIR MESSAGE
 	assert_line --partial 'Doctor (1 finding)'
 	run timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/shared-nic"
 	assert_success
-	assert_line --regexp '^  GPU1 .* -> mlx5_0 .*PIX  shared with GPU0$'
-	assert_line --regexp '^  GPU2 .* -> mlx5_1 .*SYS  cross-socket$'
+	assert_line --regexp '^  GPU1 .* -> mlx5_0 .*PIX  shared with GPU0, GPU2$'
+	assert_line --regexp '^  GPU2 .* -> mlx5_0 .*SYS  shared with GPU0, GPU1  cross-socket$'
 	assert_line --regexp '^  warning memlock: '
 	assert_line --regexp '^ +fix: '
 }

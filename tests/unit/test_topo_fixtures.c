@@ -116,8 +116,10 @@ static int test_shared_nic(void)
 	CHECK(t->devs[rxe].ports[0].rec_gid == 3 && t->devs[rxe].ports[0].netdev_mtu == 9000);
 	for (int g = 0; g < 3; g++)
 		CHECK(t->matrix[g][rxe] == RC_PATH_NA);
-	CHECK(t->rails[0].dev == 0 && t->rails[1].dev == 0 && t->rails[0].shared == 2);
-	CHECK(t->rails[2].dev == m1 && t->rails[2].path == RC_PATH_SYS && t->rails[2].cross_socket);
+	CHECK(t->rails[0].dev == 0 && t->rails[1].dev == 0 && t->rails[0].shared == 3);
+	/* mlx5_1 is as close to GPU2 as mlx5_0, but its port is down. */
+	CHECK(t->rails[2].dev == 0 && t->rails[2].dev != m1);
+	CHECK(t->rails[2].path == RC_PATH_SYS && t->rails[2].cross_socket);
 	CHECK(t->devs[m1].ports[0].rec_gid == -1);
 	CHECK(nfind(t, "memlock") == 1 && nfind(t, "port_down") == 1);
 	CHECK(nfind(t, "roce_v2_gid") == 1 && nfind(t, "gpudirect") == 1);
