@@ -113,6 +113,8 @@ int opt_index(const struct cmd *c, const char *name);
  * untouched) or -EINVAL after printing a usage error naming the option. */
 const char *opt_get(const struct cmd *c, const struct opt_vals *v, const char *name);
 bool opt_has(const struct cmd *c, const struct opt_vals *v, const char *name);
+/* --token, else $RDMACTL_TOKEN; NULL when neither is set or it is empty. */
+const char *opt_token(const struct cmd *c, const struct opt_vals *v);
 int opt_size(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,
 	     uint64_t *out);
 int opt_u64(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,

@@ -43,11 +43,7 @@ int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, 
 
 	if (rc)
 		return rc;
-	o.token = opt_get(c, v, "token");
-	if (!o.token)
-		o.token = getenv("RDMACTL_TOKEN");
-	if (o.token && !*o.token)
-		o.token = NULL;
+	o.token = opt_token(c, v);
 	o.conn.bind_addr = opt_get(c, v, "bind");
 	o.conn.dev_name = ctx->dev_name;
 	o.conn.timeout_ms = ctx->timeout_ms;

@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rdmactl/parse.h>
@@ -211,4 +212,13 @@ int opt_word(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, con
 		strncat(list, words[i], sizeof(list) - strlen(list) - 1);
 	}
 	return usage_err(ctx, "invalid --%s '%s': expected one of %s", name, s, list);
+}
+
+const char *opt_token(const struct cmd *c, const struct opt_vals *v)
+{
+	const char *t = opt_get(c, v, "token");
+
+	if (!t)
+		t = getenv("RDMACTL_TOKEN");
+	return t && *t ? t : NULL;
 }

@@ -30,7 +30,10 @@ static const struct cmd_opt register_opts[] = {
 };
 
 struct region_spec {
-	const char *name, *size, *file, *mem, *access;
+	const char *name, *size, *file, *mem, *access; /* as given */
+	enum rc_mem_kind kind;                        /* as checked */
+	enum rc_access acc;
+	uint64_t bytes;
 };
 
 #define MAX_SPECS 16
@@ -187,15 +190,14 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 					 r->name, RC_NAME_MAX - 1);
 		if (!r->name)
 			r->name = "default";
+		r->kind = kind;
+		r->acc = access;
+		r->bytes = size;
 	}
 	so.addr = host;
 	so.port = port;
 	so.dev_name = ctx->dev_name;
-	so.token = opt_get(c, &v, "token");
-	if (!so.token)
-		so.token = getenv("RDMACTL_TOKEN");
-	if (so.token && !*so.token)
-		so.token = NULL;
+	so.token = opt_token(c, &v);
 	if (so.token && !rc_token_valid(so.token))
 		return usage_err(ctx, "invalid --token: 1 to %d printable characters without spaces",
 				 RC_TOKEN_MAX);
@@ -222,17 +224,8 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	for (int i = 0; i < nspecs; i++) {
-		enum rc_mem_kind kind = specs[i].file ? RC_MEM_FILE : RC_MEM_HOST;
-		enum rc_access access = RC_ACCESS_RW;
-		uint64_t size = 0;
-
-		if (specs[i].mem)
-			rc_mem_kind_parse(specs[i].mem, &kind);
-		if (specs[i].access)
-			rc_access_parse(specs[i].access, &access);
-		if (specs[i].size)
-			rc_parse_size(specs[i].size, &size);
-		rc = rc_server_add_region(s, specs[i].name, kind, (size_t)size, specs[i].file, access, &e);
+		rc = rc_server_add_region(s, specs[i].name, specs[i].kind, (size_t)specs[i].bytes,
+					  specs[i].file, specs[i].acc, &e);
 		if (rc) {
 			rc = fail(ctx, rc, "region %s: %s", specs[i].name, e.msg);
 			goto out;
