@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmds.h"
@@ -51,11 +52,17 @@ static void offer_cmds(struct comp *st)
 	}
 }
 
+/* $RDMACTL_SYSFS names another sysfs root (a captured or fixture tree, as
+ * probe-topology --sysfs reads), so the device list can be tested anywhere. */
 static void offer_devices(struct comp *st)
 {
-	DIR *d = opendir("/sys/class/infiniband");
+	const char *root = getenv("RDMACTL_SYSFS");
+	char path[4096];
 	struct dirent *e;
+	DIR *d;
 
+	snprintf(path, sizeof(path), "%s/class/infiniband", root && *root ? root : "/sys");
+	d = opendir(path);
 	if (!d)
 		return;
 	while ((e = readdir(d)))

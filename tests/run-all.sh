@@ -26,19 +26,49 @@ done
 
 passed=0 failed=0 skipped=0
 failures=()
+skips_seen=()
 logdir=$repo/build/test-logs
 log() { printf '\n=== %s\n' "$*"; }
 
-# count_tap NAME FILE: add a bats TAP log to the totals.
+# skip_allowed TIER NAME: print the allow-list's reason when tests/expected-skips
+# accepts a skip of test NAME in TIER; fail otherwise.
+skip_allowed() {
+	local tiers name why t
+	while IFS='|' read -r tiers name why; do
+		[[ "$tiers" =~ ^[[:space:]]*(#|$) ]] && continue
+		name=${name#"${name%%[![:space:]]*}"}
+		name=${name%"${name##*[![:space:]]}"}
+		for t in ${tiers//,/ }; do
+			if [[ "$t" == "$1" && "$name" == "$2" ]]; then
+				echo "${why# }"
+				return 0
+			fi
+		done
+	done <"$repo/tests/expected-skips"
+	return 1
+}
+
+# count_tap NAME FILE: add a bats TAP log to the totals. A skip that
+# tests/expected-skips does not list fails the tier.
 count_tap() {
-	local ok nok skip
+	local ok nok skip line test why bad=0
 	ok=$(grep -cE '^ok [0-9]+' "$2" || true)
 	skip=$(grep -cE '^ok [0-9]+ .*# skip' "$2" || true)
 	nok=$(grep -cE '^not ok [0-9]+' "$2" || true)
+	while IFS= read -r line; do
+		test=$(sed -E 's/^ok [0-9]+ (.*) # skip.*/\1/' <<<"$line")
+		if why=$(skip_allowed "$1" "$test"); then
+			skips_seen+=("$1: $test (allowed: $why)")
+		else
+			skips_seen+=("$1: $test: NOT ALLOWED (${line##*# skip})")
+			bad=$((bad + 1))
+		fi
+	done < <(grep -E '^ok [0-9]+ .*# skip' "$2")
 	passed=$((passed + ok - skip))
 	skipped=$((skipped + skip))
-	failed=$((failed + nok))
+	failed=$((failed + nok + bad))
 	((nok == 0)) || failures+=("$1")
+	((bad == 0)) || failures+=("$1 ($bad unexpected skip(s))")
 }
 
 # run_bats NAME LOG CMD...: run a bats tier, show its output, count it. A
@@ -77,6 +107,9 @@ build() { # build DIR CMAKE-ARGS...
 	cmake -S . -B "$dir" -DRDMACTL_WERROR=ON "$@" >/dev/null &&
 		cmake --build "$dir" -j "$(nproc)"
 }
+
+log "skips accepted (tests/expected-skips); any other skip fails its tier"
+grep -vE '^[[:space:]]*(#|$)' tests/expected-skips | sed 's/^/  /'
 
 log "dependencies"
 tests/deps.sh || { echo "cannot install the dependencies" >&2; exit 1; }
@@ -117,6 +150,10 @@ if ((rxe)); then
 fi
 
 echo
+if ((${#skips_seen[@]})); then
+	echo "skipped tests (the accepted ones are listed in tests/expected-skips):"
+	printf '  %s\n' "${skips_seen[@]}"
+fi
 ((${#failures[@]} == 0)) || echo "failed tiers: ${failures[*]}"
 echo "rdmactl tests: $passed passed, $failed failed, $skipped skipped"
 ((failed == 0))

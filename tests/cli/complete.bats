@@ -66,10 +66,20 @@ bash_complete() {
 	assert_output ""
 }
 
-@test "__complete: device names come from /sys/class/infiniband" {
-	[[ -d /sys/class/infiniband ]] || skip "no RDMA devices on this machine"
-	run "$RDMACTL" __complete -d ""
-	assert_output "$(ls /sys/class/infiniband)"
+@test "__complete: device names come from the sysfs root (RDMACTL_SYSFS on a fixture tree)" {
+	bash "$ROOT/tests/fixtures/make-sysfs.sh" "$BATS_TEST_TMPDIR/fx" >/dev/null
+	# The names are written out from make-sysfs.sh's layout, not listed from the tree.
+	run env RDMACTL_SYSFS="$BATS_TEST_TMPDIR/fx/shared-nic" "$RDMACTL" __complete -d ""
+	assert_success
+	assert_equal "$(sort <<<"$output")" "$(printf 'mlx5_0\nmlx5_1\nrxe0')"
+	run env RDMACTL_SYSFS="$BATS_TEST_TMPDIR/fx/shared-nic" "$RDMACTL" __complete --device rx
+	assert_output rxe0
+	run env RDMACTL_SYSFS="$BATS_TEST_TMPDIR/fx/two-socket-8gpu" "$RDMACTL" __complete -j -d mlx5_
+	assert_success
+	assert_equal "$(sort <<<"$output")" "$(printf 'mlx5_%s\n' 0 1 2 3 4 5 6 7 8)"
+	run env RDMACTL_SYSFS="$BATS_TEST_TMPDIR/nosuch" "$RDMACTL" __complete -d ""
+	assert_success
+	assert_output ""
 }
 
 @test "bash: a partial command, option and value" {

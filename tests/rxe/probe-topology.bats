@@ -49,6 +49,17 @@ devinfo_field() {
 	jq -e '.source.kind == "live" and .summary.devices >= 1' <<<"$j"
 }
 
+@test "completion offers the live devices, as rdma link names them" {
+	local want
+	want=$(rdma -j link show | jq -r '.[].ifname' | sort -u)
+	[[ -n "$want" ]] || fail "rdma link shows no device"
+	run "$RDMACTL" __complete -d ""
+	assert_success
+	assert_equal "$(sort <<<"$output")" "$want"
+	run "$RDMACTL" __complete --device "${DEV:0:2}"
+	assert_line "$DEV"
+}
+
 @test "node GUID, active MTU and link layer agree with ibv_devinfo" {
 	local j
 	j=$(probe)
