@@ -1,4 +1,7 @@
-#!/usr/bin/env bats
+	# The build tree under test: run-all sets RDMACTL_BUILD_DIR (the plain or
+	# the sanitizer build), as the other tiers read it.
+	BUILD="${RDMACTL_BUILD_DIR:-$ROOT/build}"
+	[[ -f $BUILD/CMakeCache.txt ]] || skip "no configured build tree at $BUILD (set RDMACTL_BUILD_DIR)"#!/usr/bin/env bats
 # SPDX-License-Identifier: MIT
 # cmake --install into a staging prefix: the program, the library with its
 # pkg-config file and headers, the man pages and both completions.
@@ -6,8 +9,10 @@
 load helpers
 
 setup() {
-	BUILD="${RDMACTL_BUILD:-$ROOT/build}"
-	[[ -f $BUILD/CMakeCache.txt ]] || skip "no configured build tree at $BUILD (set RDMACTL_BUILD)"
+	# The build under test: run-all sets RDMACTL_BUILD_DIR (the plain or the
+	# sanitizer build), as every other tier reads it.
+	BUILD="${RDMACTL_BUILD_DIR:-$ROOT/build}"
+	[[ -f $BUILD/CMakeCache.txt ]] || skip "no configured build tree at $BUILD (set RDMACTL_BUILD_DIR)"
 	command -v cmake >/dev/null || skip "cmake is not installed"
 	STAGE="$BATS_TEST_TMPDIR/stage"
 	LIBDIR=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:PATH=//p' "$BUILD/CMakeCache.txt")
@@ -22,6 +27,15 @@ setup() {
 	run env LD_LIBRARY_PATH="$STAGE/$LIBDIR" "$STAGE/bin/rdmactl" version
 	assert_success
 	assert_output --regexp '^rdmactl [0-9]+\.[0-9]+\.[0-9]+$'
+	# The staged program is the one of this build: linked with the
+	# sanitizer runtime exactly when the build has RDMACTL_SANITIZE on.
+	run readelf -d "$STAGE/bin/rdmactl"
+	assert_success
+	if grep -qE '^RDMACTL_SANITIZE:BOOL=ON$' "$BUILD/CMakeCache.txt"; then
+		assert_output --partial libasan
+	else
+		refute_output --partial libasan
+	fi
 }
 
 @test "headers and pkg-config: a program builds against the staged library" {

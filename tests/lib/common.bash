@@ -12,3 +12,22 @@ load '/usr/lib/bats/bats-assert/load'
 rdmactl() {
 	timeout --kill-after=5 "${RDMACTL_TEST_TIMEOUT:-60}" "$RDMACTL" "$@"
 }
+
+# sanitizer_reports: fail, printing them, when a sanitizer (ASan, LeakSanitizer,
+# UBSan) wrote a report since the last call. tests/rxe/sanitized.sh points
+# the sanitizers' log_path into $RDMACTL_SANITIZER_DIR; without it, a no-op.
+# Call it from teardown, after the test's servers were stopped with SIGTERM
+# (a leak is only reported by a process that exits).
+sanitizer_reports() {
+	local d=${RDMACTL_SANITIZER_DIR:-} f found=0
+	[[ -n "$d" ]] || return 0
+	mkdir -p "$d/seen"
+	for f in "$d"/*; do
+		[[ -f "$f" ]] || continue
+		echo "sanitizer report ${f##*/}:"
+		cat "$f"
+		mv "$f" "$d/seen/"
+		found=1
+	done >&2
+	((found == 0))
+}

@@ -69,6 +69,8 @@ stop_server() {
 	SERVER_PID=
 }
 
+# Servers end with SIGTERM, as in production, so that a leak surfaces.
 teardown() {
-	stop_server KILL
+	stop_server TERM
+	sanitizer_reports
 }
