@@ -140,6 +140,18 @@ static void put_summary(struct ctx *ctx, const struct kv_summary *s, uint32_t as
 		out_f64(o, "exposed_avg_us", "; exposed %.0f us on average", s->exposed_sum_s / s->done * 1e6);
 		out_f64(o, "exposed_max_us", ", %.0f at most", s->exposed_max_s * 1e6);
 	}
+	if (send) {
+		out_text(o, "; per data QP: bytes");
+		out_arr_begin(o, "qp_bytes");
+		for (uint32_t k = 0; k < s->nqps; k++)
+			out_u64(o, NULL, " %llu", s->qp_bytes[k]);
+		out_arr_end(o);
+		out_text(o, ", writes");
+		out_arr_begin(o, "qp_writes");
+		for (uint32_t k = 0; k < s->nqps; k++)
+			out_u64(o, NULL, " %llu", s->qp_wrs[k]);
+		out_arr_end(o);
+	}
 	out_text(o, "\n");
 	(void)asked;
 	out_event(o);

@@ -20,6 +20,8 @@ void kvr_emit(struct recv *r, struct kv_event *ev)
 		r->o->c.on_event(r->o->c.arg, ev);
 }
 
+enum { KV_POISON = 0xa5 };
+
 static char *page_addr(struct recv *r, uint32_t layer, uint32_t half, uint32_t page)
 {
 	return (char *)r->pool.buf +
@@ -57,8 +59,21 @@ struct rreq *kvr_req_find(struct recv *r, uint32_t id)
 	return NULL;
 }
 
+/* With --verify, released pages are poisoned: whatever a source wrote there
+ * (a request cancelled, failed or killed halfway) cannot satisfy the check
+ * of a later request that reuses them, even one with the same id. */
+static void poison_pages(struct recv *r, const struct rreq *q)
+{
+	for (uint32_t l = 0; q->pages && l < r->g->layers; l++)
+		for (uint32_t h = 0; h < kv_halves(r->g); h++)
+			for (uint32_t i = 0; i < q->npages; i++)
+				memset(page_addr(r, l, h, q->pages[i]), KV_POISON, r->page_bytes);
+}
+
 void kvr_req_release(struct recv *r, struct rreq *q)
 {
+	if (r->o->verify)
+		poison_pages(r, q);
 	for (uint32_t i = 0; q->pages && i < q->npages; i++)
 		r->freel[(r->fhead + r->nfree++) % r->o->pool_pages] = q->pages[i];
 	free(q->pages);

@@ -371,7 +371,12 @@ int kv_send_run(const struct kv_send_opts *o, struct kv_summary *sum, struct rc_
 		kvs_emit(s, &ev);
 		rc = run(s, err);
 	}
+	sum->nqps = o->nqps;
 	for (int i = 0; i < s->nd; i++) {
+		for (uint32_t k = 0; k < o->nqps; k++) {
+			sum->qp_bytes[k] += s->d[i].qp[k].bytes;
+			sum->qp_wrs[k] += s->d[i].qp[k].posted;
+		}
 		close_dst(&s->d[i]);
 		free(s->d[i].segs);
 		for (int k = 0; k < KV_MAX_QPS; k++)

@@ -20,6 +20,7 @@ struct wr_ent {
 struct sqp {
 	struct rc_conn *c;
 	uint64_t posted, done, signaled; /* signaled: count posted at the last signalled one */
+	uint64_t bytes; /* RDMA WRITE payload posted */
 	struct wr_ent *q;
 	size_t qhead, qlen, qcap;
 };

@@ -195,6 +195,7 @@ static void fill_wr(struct sqp *qp, const struct wr_ent *w, struct ibv_send_wr *
 {
 	uint64_t seq = qp->posted++;
 
+	qp->bytes += w->len;
 	*sge = (struct ibv_sge){ .addr = w->laddr, .length = w->len, .lkey = lkey };
 	memset(wr, 0, sizeof(*wr));
 	wr->wr_id = rc_wrid(w->has_imm ? RC_OP_WRITE_IMM : RC_OP_WRITE,

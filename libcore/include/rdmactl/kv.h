@@ -287,6 +287,10 @@ struct kv_summary {
 	uint64_t bytes;           /* of the requests done */
 	double seconds;           /* first request's start -> last one's end */
 	double exposed_sum_s, exposed_max_s;
+	/* send: what was posted on each data QP index (all decode ranks together):
+	 * RDMA WRITE payload bytes and work requests. */
+	uint32_t nqps;
+	uint64_t qp_bytes[KV_MAX_QPS], qp_wrs[KV_MAX_QPS];
 };
 
 struct kv_common_opts {
