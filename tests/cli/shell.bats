@@ -26,13 +26,13 @@ teardown() {
 	wait_for "Usage: rdmactl write [OPTIONS] TARGET"
 	type_text 'wri'
 	keys Tab
-	wait_for "rdmactl> write "
+	wait_cursor_line "rdmactl> write "
 	type_text '--pat'
 	keys Tab
-	wait_for "rdmactl> write --pattern "
+	wait_cursor_line "rdmactl> write --pattern "
 	type_text 'se'
 	keys Tab
-	wait_for "rdmactl> write --pattern seq "
+	wait_cursor_line "rdmactl> write --pattern seq "
 	keys C-u
 	type_line version
 	assert_equal "$(screen | grep -c '^rdmactl 0.1.0$')" 2
@@ -69,7 +69,7 @@ teardown() {
 	type_line '# just a comment'
 	type_text 'help \'
 	keys Enter
-	wait_for '> '
+	wait_cursor_line '> ' # the continuation prompt, alone on the line
 	type_text version
 	keys Enter
 	wait_for "Usage: rdmactl version"
@@ -97,7 +97,7 @@ teardown() {
 	printf '%s\n' 'help read' >"$HIST"
 	shell_start
 	keys Up
-	wait_for "rdmactl> help read"
+	wait_cursor_line "rdmactl> help read"
 	keys Enter
 	wait_for "Usage: rdmactl read [OPTIONS] TARGET"
 	keys C-d

@@ -62,3 +62,27 @@ keys() {
 type_text() {
 	tmux -S "$SOCK" send-keys -l -- "$1"
 }
+
+# The line the cursor is on (what is being typed now), not older scrollback.
+cursor_line() {
+	local y
+	y=$(tmux -S "$SOCK" display -p '#{cursor_y}')
+	tmux -S "$SOCK" capture-pane -p -N -S "$y" -E "$y"
+}
+
+# Wait up to ${2:-10} s until the cursor's line is exactly $1 (blanks after
+# it aside: a trailing blank in $1 is required).
+wait_cursor_line() {
+	local deadline=$((SECONDS + ${2:-10})) line rest
+	while ((SECONDS < deadline)); do
+		line=$(cursor_line)
+		if [[ "$line" == "$1"* ]]; then
+			rest=${line#"$1"}
+			[[ "$rest" =~ ^\ *$ ]] && return 0
+		fi
+		sleep 0.1
+	done
+	echo "timed out waiting for the cursor's line to be '$1'; it is '$line'; the screen:" >&2
+	screen >&2
+	return 1
+}

@@ -45,11 +45,11 @@ seq_pattern() {
 	# Names known in the session complete.
 	type_text 'unregister k'
 	keys Tab
-	wait_for "rdmactl> unregister kv "
+	wait_cursor_line "rdmactl> unregister kv "
 	keys C-u
 	type_text "read ${ADDR%.*}"
 	keys Tab
-	wait_for "rdmactl> read $ADDR:7471/kv "
+	wait_cursor_line "rdmactl> read $ADDR:7471/kv "
 	keys C-u
 
 	type_line regions
