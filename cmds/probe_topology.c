@@ -83,7 +83,7 @@ static void put_gids(struct out *o, const struct rc_topo_port *p)
 
 static void put_verify(struct out *o, const struct rc_topo_verify *v)
 {
-	char size[32];
+	char size[32], written[32];
 
 	if (!v->done) {
 		out_null(o, "verify");
@@ -93,12 +93,16 @@ static void put_verify(struct out *o, const struct rc_topo_verify *v)
 	out_obj_begin(o, "verify");
 	out_bool(o, "ok", "    verify: %s", v->ok);
 	if (v->ok) {
-		out_u64(o, "bytes", NULL, v->bytes);
-		out_text(o, ", %s", size);
+		rc_format_size(v->written, written, sizeof(written));
+		out_u64(o, "written_bytes", NULL, v->written);
+		out_text(o, ", %s written", written);
 		out_f64(o, "seconds", " in %.3f s", v->seconds);
 		out_f64(o, "gbit_per_s", " (%.2f Gb/s)", v->gbit_per_s);
+		out_u64(o, "bytes", NULL, v->bytes);
+		out_text(o, ", %s checked", size);
 		out_null(o, "error");
 	} else {
+		out_null(o, "written_bytes");
 		out_null(o, "bytes");
 		out_null(o, "seconds");
 		out_null(o, "gbit_per_s");

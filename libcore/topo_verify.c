@@ -3,7 +3,10 @@
  * Does a port carry traffic? Two RC QPs of one device, connected to each
  * other through the port (RoCE: its recommended GID; InfiniBand: its LID),
  * and a few MiB of RDMA WRITE from one buffer into the other, checked.
- * No rdma_cm, no peer, bounded by a timeout.
+ * Each chunk of the source carries bytes of its own (a random pattern by
+ * offset) and the destination starts as their complement, so a chunk that
+ * lands at a wrong offset, or not at all, shows. No rdma_cm, no peer,
+ * bounded by a timeout.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,6 +16,7 @@
 #include <infiniband/verbs.h>
 
 #include <rdmactl/dev.h>
+#include <rdmactl/mem.h>
 #include <rdmactl/ops.h>
 
 #include "topo_int.h"
@@ -98,6 +102,17 @@ static int connect_qp(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t port,
 	return 0;
 }
 
+/* The source (i 0): a random pattern by offset, so no two chunks are
+ * alike; the destination (i 1): its complement, so every byte must change. */
+static void fill(struct loop *l, int i)
+{
+	unsigned char *b = l->buf[i];
+
+	rc_pattern_fill("random:20240917", 0, b, VERIFY_BUF);
+	for (size_t k = 0; i && k < VERIFY_BUF; k++)
+		b[k] = (unsigned char)~b[k];
+}
+
 static int loop_open(struct loop *l, const char *dev, uint8_t port, int gid_index,
 		     struct rc_err *err)
 {
@@ -127,7 +142,7 @@ static int loop_open(struct loop *l, const char *dev, uint8_t port, int gid_inde
 	for (int i = 0; i < 2; i++) {
 		if (posix_memalign(&l->buf[i], 4096, VERIFY_BUF))
 			return rc_err_set(err, ENOMEM, "out of memory for the buffers");
-		memset(l->buf[i], i ? 0 : 0xa5, VERIFY_BUF);
+		fill(l, i);
 		l->mr[i] = ibv_reg_mr(l->pd, l->buf[i], VERIFY_BUF,
 				      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 		if (!l->mr[i])
@@ -154,6 +169,26 @@ static void nap(void)
 	struct timespec ts = { 0, 50000 };
 
 	nanosleep(&ts, NULL);
+}
+
+/* The first len bytes of the destination are the source's; the rest of the
+ * buffer, never written, still holds the complement. */
+static int check(const struct loop *l, uint64_t len, struct rc_err *err)
+{
+	const unsigned char *s = l->buf[0], *d = l->buf[1];
+
+	for (uint64_t k = 0; k < VERIFY_BUF; k++) {
+		if (k < len && d[k] != s[k])
+			return rc_err_set(err, EIO,
+					  "the written data does not match what was sent: byte %llu "
+					  "(chunk %llu) is 0x%02x, not 0x%02x",
+					  (unsigned long long)k, (unsigned long long)(k / VERIFY_CHUNK),
+					  d[k], s[k]);
+		if (k >= len && (d[k] ^ s[k]) != 0xff)
+			return rc_err_set(err, EIO, "byte %llu was written, past the %llu sent",
+					  (unsigned long long)k, (unsigned long long)len);
+	}
+	return 0;
 }
 
 static int loop_run(struct loop *l, uint64_t bytes, int timeout_ms, double *secs,
@@ -205,9 +240,7 @@ static int loop_run(struct loop *l, uint64_t bytes, int timeout_ms, double *secs
 			nap();
 	}
 	*secs = rc_now() - start;
-	if (memcmp(l->buf[0], l->buf[1], bytes < VERIFY_BUF ? bytes : VERIFY_BUF))
-		return rc_err_set(err, EIO, "the written data does not match what was sent");
-	return 0;
+	return check(l, bytes < VERIFY_BUF ? bytes : VERIFY_BUF, err);
 }
 
 int rc_topo_verify_port(const char *dev, int port, int gid_index, uint64_t bytes,
@@ -231,7 +264,8 @@ int rc_topo_verify_port(const char *dev, int port, int gid_index, uint64_t bytes
 	if (rc)
 		return rc;
 	res->ok = true;
-	res->bytes = bytes;
+	res->written = bytes;
+	res->bytes = bytes < VERIFY_BUF ? bytes : VERIFY_BUF;
 	res->seconds = secs;
 	res->gbit_per_s = secs > 0 ? (double)bytes * 8 / 1e9 / secs : 0;
 	return 0;

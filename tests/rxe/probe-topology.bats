@@ -106,13 +106,17 @@ devinfo_field() {
 	run timeout 120 "$RDMACTL" -d "$DEV" -j probe-topology --verify
 	assert_success
 	j=$output
-	port_of "$j" | jq -e '.verify.ok == true and .verify.bytes == 8388608 and .verify.error == null
+	port_of "$j" | jq -e '.verify.ok == true and .verify.written_bytes == 8388608 and .verify.bytes == 1048576 and .verify.error == null
 		and .verify.seconds > 0 and .verify.gbit_per_s > 0'
 	assert_equal "$(port_of "$j" | jq -r .verify.gid_index)" "$(port_of "$j" | jq -r .recommended_gid_index)"
 	jq -e '[.findings[] | select(.check == "verify")] == [] and .error == null' <<<"$j"
 	run timeout 120 "$RDMACTL" -d "$DEV" probe-topology --verify --verify-size 2M
 	assert_success
-	assert_line --regexp '^    verify: yes, 2MiB in [0-9.]+ s \([0-9.]+ Gb/s\), gid index [0-9]+$'
+	assert_line --regexp '^    verify: yes, 2MiB written in [0-9.]+ s \([0-9.]+ Gb/s\), 1MiB checked, gid index [0-9]+$'
+	# Less than the buffer: all of it checked, and nothing past it written.
+	run timeout 120 "$RDMACTL" -d "$DEV" -j probe-topology --verify --verify-size 4K
+	assert_success
+	port_of "$output" | jq -e '.verify.ok == true and .verify.written_bytes == 4096 and .verify.bytes == 4096'
 }
 
 @test "a doctor finding about memlock under ulimit -l 64" {

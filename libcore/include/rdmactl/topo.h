@@ -66,7 +66,8 @@ struct rc_topo_verify {
 	bool done;
 	bool ok;
 	int gid_index;     /* -1 on InfiniBand (LID routed) */
-	uint64_t bytes;
+	uint64_t bytes;    /* checked byte for byte after the writes */
+	uint64_t written;  /* RDMA WRITE payload moved (the rate's) */
 	double seconds;
 	double gbit_per_s;
 	char error[256];
