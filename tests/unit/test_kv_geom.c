@@ -259,6 +259,70 @@ static int simulate(const struct kv_geom *g, uint32_t tokens)
 	return bad;
 }
 
+/* Where bytes land, worked out by hand (not from the layout code that
+ * simulate() shares with the engine): 4 KV heads of 2 bf16 dims (4-byte
+ * rows), TP 1 -> 2, source pages of 4 tokens, destination pages of 3,
+ * 5 tokens. Destination rank 1 holds global heads 2 and 3. */
+static void hand_offsets(void)
+{
+	struct kv_geom g = { .layout = KV_LAYOUT_PAGED, .dtype = KV_DT_BF16, .layers = 1,
+			     .kv_heads = 4, .head_dim = 2, .src_tp = 1, .dst_tp = 2,
+			     .src_page_tokens = 4, .dst_page_tokens = 3 };
+	/* {src_page, src_off, dst_page, dst_off, len} of the route 0 -> 1.
+	 * NHD (token, head, dim): a token's two heads are 8 adjacent bytes at
+	 * source offset (t%4*4 + 2)*4 and destination offset (t%3*2)*4.
+	 * HND (head, token, dim): a head's tokens run on, up to a page end. */
+	static const struct kv_seg nhd[] = { { 0, 8, 0, 0, 8 },   { 0, 24, 0, 8, 8 },
+					     { 0, 40, 0, 16, 8 }, { 0, 56, 1, 0, 8 },
+					     { 1, 8, 1, 8, 8 } };
+	static const struct kv_seg hnd[] = { { 0, 32, 0, 0, 12 }, { 0, 44, 1, 0, 4 },
+					     { 0, 48, 0, 12, 12 }, { 0, 60, 1, 12, 4 },
+					     { 1, 32, 1, 4, 4 },  { 1, 48, 1, 16, 4 } };
+	/* Destination rank 1, {token, global head, dim, NHD offset, HND offset},
+	 * page = token / 3: NHD (t%3*2 + h-2)*4 + d*2, HND ((h-2)*3 + t%3)*4 + d*2. */
+	static const uint32_t at[][5] = { { 0, 2, 0, 0, 0 },   { 2, 2, 0, 16, 8 },
+					  { 4, 3, 1, 14, 18 }, { 1, 2, 1, 10, 6 },
+					  { 3, 2, 1, 2, 2 } };
+	struct kv_route r[KV_MAX_ROUTES], *r1 = NULL;
+	int n;
+
+	n = kv_routes(&g, r, KV_MAX_ROUTES);
+	for (int k = 0; k < n; k++)
+		if (r[k].src == 0 && r[k].dst == 1)
+			r1 = &r[k];
+	CHECK(r1 != NULL);
+	if (!r1)
+		return;
+	CHECK_EQ_U64(kv_page_bytes(&g, true), 3 * 2 * 4);
+	for (int pl = 0; pl < 2; pl++) {
+		const struct kv_seg *want = pl ? hnd : nhd;
+		size_t nwant = pl ? sizeof(hnd) / sizeof(hnd[0]) : sizeof(nhd) / sizeof(nhd[0]), ns = 0;
+		unsigned char pages[2][24];
+		char *pp[2] = { (char *)pages[0], (char *)pages[1] };
+		struct kv_seg *s = NULL;
+
+		g.page_layout = (enum kv_page_layout)pl;
+		CHECK(kv_segments(&g, r1, 5, &s, &ns, NULL) == 0);
+		CHECK_EQ_U64(ns, nwant);
+		for (size_t j = 0; s && j < ns && j < nwant; j++) {
+			CHECK_EQ_U64(s[j].src_page, want[j].src_page);
+			CHECK_EQ_U64(s[j].src_off, want[j].src_off);
+			CHECK_EQ_U64(s[j].dst_page, want[j].dst_page);
+			CHECK_EQ_U64(s[j].dst_off, want[j].dst_off);
+			CHECK_EQ_U64(s[j].len, want[j].len);
+		}
+		free(s);
+		memset(pages, 0, sizeof(pages));
+		kv_fill(&g, true, 1, 9, 0, 1, 5, pp);
+		for (size_t j = 0; j < sizeof(at) / sizeof(at[0]); j++) {
+			uint32_t v = kv_content(9, 0, 1, at[j][0], at[j][1], at[j][2]) & 0xffff;
+			const unsigned char *p = pages[at[j][0] / 3] + at[j][pl ? 4 : 3];
+
+			CHECK_EQ_U64((uint32_t)(p[0] | p[1] << 8), v);
+		}
+	}
+}
+
 static void transfer(void)
 {
 	struct kv_geom g;
@@ -291,6 +355,7 @@ int main(void)
 	tp_maps();
 	coalescing();
 	bad_geometry();
+	hand_offsets();
 	transfer();
 	CHECK_DONE();
 }

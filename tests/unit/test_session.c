@@ -53,6 +53,99 @@ static char *drain(struct rc_session *ss, enum out_mode mode, char **errs)
 	return buf;
 }
 
+/* Several servers' threads pushing at once while the shell's thread drains:
+ * each thread's events come out in its order, none twice, and every event
+ * is either printed or counted as dropped. */
+#define NPUSHERS 4
+#define PER_PUSHER 20000
+
+struct racer {
+	struct rc_server_opts so;
+	pthread_barrier_t *go;
+	int id;
+};
+
+static void *race(void *arg)
+{
+	struct racer *r = arg;
+	char peer[32];
+
+	pthread_barrier_wait(r->go);
+	for (int i = 0; i < PER_PUSHER; i++) {
+		snprintf(peer, sizeof(peer), "10.%d.0.0:%d", r->id, i);
+		r->so.on_event(r->so.arg, &(struct rc_server_event){ .kind = RC_EV_CONNECTED,
+								    .peer = peer });
+	}
+	return NULL;
+}
+
+/* Count the drained lines "10.K.0.0:I: connected" and the dropped ones. */
+static void tally(const char *text, const char *errs, int *next, long *printed, long *dropped)
+{
+	for (const char *l = text; l && *l;) {
+		int k, i, n = 0;
+
+		CHECK(sscanf(l, "10.%d.0.0:%d: connected\n%n", &k, &i, &n) == 2 && n > 0);
+		CHECK(k >= 0 && k < NPUSHERS);
+		CHECK(i >= next[k]); /* in order, never twice */
+		next[k] = i + 1;
+		(*printed)++;
+		l += n;
+	}
+	for (const char *l = errs; l && *l;) {
+		unsigned d;
+		int n = 0;
+
+		CHECK(sscanf(l, "rdmactl: %u server events were dropped (too many at once)\n%n", &d,
+			     &n) == 1 && n > 0);
+		*dropped += d;
+		l += n;
+	}
+}
+
+static void concurrent_pushers(void)
+{
+	struct rc_session *ss = session_new();
+	struct racer r[NPUSHERS];
+	pthread_t t[NPUSHERS];
+	pthread_barrier_t go;
+	int next[NPUSHERS] = { 0 }, rounds = 0;
+	long printed = 0, dropped = 0;
+	struct rc_err e;
+
+	CHECK(ss);
+	CHECK(pthread_barrier_init(&go, NULL, NPUSHERS + 1) == 0);
+	for (int k = 0; k < NPUSHERS; k++) {
+		r[k] = (struct racer){ .go = &go, .id = k };
+		session_server_opts(ss, &r[k].so);
+		CHECK(pthread_create(&t[k], NULL, race, &r[k]) == 0);
+	}
+	pthread_barrier_wait(&go);
+	/* Drain while they push: the queue is shared by all five threads. */
+	while (printed + dropped < (long)NPUSHERS * PER_PUSHER && rounds < 10000000) {
+		char *errs, *text = drain(ss, OUT_TEXT, &errs);
+
+		tally(text, errs, next, &printed, &dropped);
+		free(text);
+		free(errs);
+		rounds++;
+	}
+	for (int k = 0; k < NPUSHERS; k++)
+		pthread_join(t[k], NULL);
+	{
+		char *errs, *text = drain(ss, OUT_TEXT, &errs);
+
+		tally(text, errs, next, &printed, &dropped);
+		free(text);
+		free(errs);
+	}
+	CHECK(printed + dropped == (long)NPUSHERS * PER_PUSHER);
+	CHECK(printed > 0);
+	CHECK(!session_pending(ss));
+	pthread_barrier_destroy(&go);
+	CHECK(session_free(ss, &e) == 0);
+}
+
 int main(void)
 {
 	struct rc_session *ss = session_new();
@@ -106,5 +199,7 @@ int main(void)
 	CHECK(!session_client_give_back(ss, (struct rc_client *)&p, true));
 	CHECK(session_nserved(ss) == 0 && session_served(ss, 0) == NULL);
 	CHECK(session_free(ss, &e) == 0);
+	for (int i = 0; i < 20; i++)
+		concurrent_pushers();
 	return 0;
 }
