@@ -9,7 +9,8 @@
 #   ib_write_lat vs write --lat      (8 bytes)
 #   ib_read_lat  vs read --lat       (8 bytes)
 # Bandwidth in MiB/s (perftest's MB/sec is 2^20 bytes), latency in us.
-# Each pair runs ROUNDS times (default 2), alternating, and the mean is kept.
+# Each pair runs ROUNDS times (default 2), alternating, and the mean is kept;
+# a round that fails, or whose figure does not parse, stops the run.
 # Speed is only comparable as a ratio taken in one place: numbers from the
 # emulated guest say nothing about real NICs.
 #
@@ -35,25 +36,38 @@ work=$(mktemp -d)
 server=
 trap '[ -z "$server" ] || kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
 
-# perftest: server in the background, client once the server listens.
+# perftest: server in the background, the client once the server listens on
+# perftest's port (bounded wait), run once: a failed client fails the run.
 perftest() { # TOOL ARGS... -> stdout of the client
 	local tool=$1 i
 	shift
 	timeout 120 "$tool" -d "$dev" -x "$gidx" -F "$@" >"$work/pt-server" 2>&1 &
 	local srv=$!
-	for i in $(seq 50); do
-		sleep 0.2
-		if timeout 120 "$tool" -d "$dev" -x "$gidx" -F "$@" 127.0.0.1 >"$work/pt-client" 2>&1; then
-			wait "$srv" || true
-			cat "$work/pt-client"
-			return 0
-		fi
+	for ((i = 0; i < 100; i++)); do
+		[ -n "$(ss -Hltn 'sport = :18515' 2>/dev/null)" ] && break
 		kill -0 "$srv" 2>/dev/null || break
+		sleep 0.1
 	done
-	kill "$srv" 2>/dev/null || true
-	echo "perftest $tool failed:" >&2
-	cat "$work/pt-client" "$work/pt-server" >&2
-	return 1
+	if ! timeout 120 "$tool" -d "$dev" -x "$gidx" -F "$@" 127.0.0.1 >"$work/pt-client" 2>&1; then
+		kill "$srv" 2>/dev/null || true
+		wait "$srv" 2>/dev/null || true
+		echo "perftest-compare: $tool failed:" >&2
+		cat "$work/pt-client" "$work/pt-server" >&2
+		return 1
+	fi
+	wait "$srv" || true
+	cat "$work/pt-client"
+}
+
+# measure VALUE WHAT: print VALUE when it is a number above zero; else the
+# run stops, naming WHAT (an unparsed figure never counts as 0).
+measure() {
+	if [[ "$1" =~ ^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]] && awk -v v="$1" 'BEGIN { exit !(v > 0) }'; then
+		echo "$1"
+		return 0
+	fi
+	echo "perftest-compare: $2: no measurement ('$1')" >&2
+	exit 1
 }
 
 # The result row of a perftest table: the line that starts with the size.
@@ -82,9 +96,9 @@ unserve() {
 mean() { awk '{ s += $1; n++ } END { if (n) printf "%.2f", s / n; else print "nan" }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "n/a" }'; }
 
-declare -A ptv rcv
+declare -A ptv rcv ptn rcn
 run_pair() { # KEY PERFTEST-CMD... -- RDMACTL-ARGS...
-	local key=$1 r
+	local key=$1 r row v
 	shift
 	local -a pt=() rc=()
 	while [ "$1" != -- ]; do pt+=("$1"); shift; done
@@ -93,55 +107,74 @@ run_pair() { # KEY PERFTEST-CMD... -- RDMACTL-ARGS...
 	: >"$work/$key.pt"
 	: >"$work/$key.rc"
 	for ((r = 0; r < rounds; r++)); do
-		perftest "${pt[@]}" >"$work/out" || return 1
+		perftest "${pt[@]}" >"$work/out" || exit 1
+		# The result row: its size and iteration count must be the ones asked.
+		row=$(pt_row "${pt_size}" <"$work/out")
+		[ "$(awk '{ print $2 }' <<<"$row")" = "$pt_iters" ] || {
+			echo "perftest-compare: $key round $((r + 1)): no $pt_size-byte row of $pt_iters iterations:" >&2
+			cat "$work/out" >&2
+			exit 1
+		}
 		case "$key" in
-		*lat*) pt_row "${pt_size}" <"$work/out" | awk '{ print $5 }' >>"$work/$key.pt" ;;
-		*) pt_row "${pt_size}" <"$work/out" | awk '{ print $4 }' >>"$work/$key.pt" ;;
+		*lat*) v=$(awk '{ print $5 }' <<<"$row") ;;
+		*) v=$(awk '{ print $4 }' <<<"$row") ;;
 		esac
+		measure "$v" "$key round $((r + 1)), perftest" >>"$work/$key.pt"
 		serve
 		if ! "$rdmactl" -j "${rc[@]}" "$addr:$port/b" >"$work/out"; then
-			echo "rdmactl ${rc[*]} failed:" >&2
+			echo "perftest-compare: rdmactl ${rc[*]} failed:" >&2
 			cat "$work/out" >&2
-			return 1
+			exit 1
 		fi
 		unserve
+		# rdmactl moved what was asked: every operation, every byte.
+		jq -e --argjson n "$pt_iters" --argjson s "$pt_size" '.iters == $n and .bytes == $n * $s' \
+			"$work/out" >/dev/null || {
+			echo "perftest-compare: $key round $((r + 1)): rdmactl did not move $pt_iters x $pt_size bytes:" >&2
+			cat "$work/out" >&2
+			exit 1
+		}
 		case "$key" in
-		write_lat) jq -r .one_way_us.p50 "$work/out" >>"$work/$key.rc" ;;
-		*lat*) jq -r .latency_us.p50 "$work/out" >>"$work/$key.rc" ;;
-		*) jq -r .mib_per_s "$work/out" >>"$work/$key.rc" ;;
+		write_lat) v=$(jq -r .one_way_us.p50 "$work/out") ;;
+		*lat*) v=$(jq -r .latency_us.p50 "$work/out") ;;
+		*) v=$(jq -r .mib_per_s "$work/out") ;;
 		esac
+		measure "$v" "$key round $((r + 1)), rdmactl" >>"$work/$key.rc"
 	done
 	ptv[$key]=$(mean <"$work/$key.pt")
 	rcv[$key]=$(mean <"$work/$key.rc")
+	ptn[$key]=$(wc -l <"$work/$key.pt")
+	rcn[$key]=$(wc -l <"$work/$key.rc")
 }
 
 echo "rdmactl vs perftest on $dev ($addr), $rounds rounds each, alternating" >&2
-pt_size=65536
+pt_size=65536 pt_iters=2000
 run_pair write_bw_64k ib_write_bw -s 65536 -n 2000 -t $depth -Q $cqmod -- \
 	write --bench --msg-size 64K --iters 2000 --depth $depth --signal-every $cqmod
-pt_size=1048576
+pt_size=1048576 pt_iters=200
 run_pair write_bw_1m ib_write_bw -s 1048576 -n 200 -t $depth -Q $cqmod -- \
 	write --bench --msg-size 1M --iters 200 --depth $depth --signal-every $cqmod
-pt_size=65536
+pt_size=65536 pt_iters=2000
 run_pair read_bw_64k ib_read_bw -s 65536 -n 2000 -t $depth -Q $cqmod -- \
 	read --bench --msg-size 64K --iters 2000 --depth $depth --signal-every $cqmod
-pt_size=1048576
+pt_size=1048576 pt_iters=200
 run_pair read_bw_1m ib_read_bw -s 1048576 -n 200 -t $depth -Q $cqmod -- \
 	read --bench --msg-size 1M --iters 200 --depth $depth --signal-every $cqmod
-pt_size=8
+pt_size=8 pt_iters=20000
 run_pair atomic_bw ib_atomic_bw -n 20000 -t $depth -Q $cqmod -- \
 	atomic --faa 1 --bench --iters 20000 --depth $depth --signal-every $cqmod
+pt_iters=5000
 run_pair write_lat ib_write_lat -s 8 -n 5000 -- write --lat --msg-size 8 --iters 5000
 run_pair read_lat ib_read_lat -s 8 -n 5000 -- read --lat --msg-size 8 --iters 5000
 
-printf '%-16s %14s %14s %8s\n' test perftest rdmactl ratio
+printf '%-16s %14s %14s %8s %8s\n' test perftest rdmactl ratio rounds
 for key in write_bw_64k write_bw_1m read_bw_64k read_bw_1m atomic_bw write_lat read_lat; do
 	case "$key" in
 	*lat*) unit=us ;;
 	*) unit=MiB/s ;;
 	esac
-	printf '%-16s %8s %5s %8s %5s %8s\n' "$key" "${ptv[$key]}" "$unit" "${rcv[$key]}" "$unit" \
-		"$(ratio "${rcv[$key]}" "${ptv[$key]}")"
+	printf '%-16s %8s %5s %8s %5s %8s %8s\n' "$key" "${ptv[$key]}" "$unit" "${rcv[$key]}" "$unit" \
+		"$(ratio "${rcv[$key]}" "${ptv[$key]}")" "${ptn[$key]}+${rcn[$key]}"
 done
 cat <<'NOTE'
 Bandwidth ratios are rdmactl/perftest (higher is better); latency ratios
@@ -150,4 +183,6 @@ ping-pong round trip; rdmactl write --lat measures post-to-completion (data
 there, ACK back) and write_lat compares half of it (one_way_us); read_lat
 compares full round trips, as ib_read_lat measures them.
 atomic_bw compares MiB/s of 8-byte operations (ib_atomic_bw's BW column).
+rounds: how many perftest + rdmactl rounds each mean covers; a round that
+fails or gives no figure stops the whole run.
 NOTE
