@@ -157,14 +157,15 @@ status() {
 }
 
 @test "--no-stream, the negative twin: no layer lands before the last is ready, more time exposed" {
-	# 256 tokens: 128 KiB a layer, milliseconds on the wire; layers ready
-	# 40 ms apart. One sender at a time, so that they do not share the CPU.
-	serve_bg d0 "${G[@]}" --pool-pages 128 --verify --requests 3
-	serve_bg d1 "${G[@]}" --pool-pages 128 --verify --requests 3
+	# 128 tokens: 64 KiB a layer, milliseconds on the wire (tens of them on a
+	# loaded machine); layers ready 100 ms apart. One sender at a time, so
+	# that they do not share the CPU.
+	serve_bg d0 "${G[@]}" --pool-pages 64 --verify --requests 3
+	serve_bg d1 "${G[@]}" --pool-pages 64 --verify --requests 3
 	wait_listening d0 d1
-	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 256 --requests 3 --layer-compute-us 40000
+	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 128 --requests 3 --layer-compute-us 100000
 	reap s0
-	send s1 "${G[@]}" --connect "$ADDR:$PORT_d1" --tokens 256 --requests 3 --layer-compute-us 40000 \
+	send s1 "${G[@]}" --connect "$ADDR:$PORT_d1" --tokens 128 --requests 3 --layer-compute-us 100000 \
 		--no-stream
 	reap s1 d0 d1
 	status 0 s0 s1 d0 d1
@@ -270,9 +271,9 @@ status() {
 
 @test "a prefill rank killed mid-request: the decode rank fails it, never verified, then serves again" {
 	serve d0 "${G[@]}" --pool-pages 3 --verify --requests 2 --heartbeat-timeout 2000
-	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --requests 1 --layer-compute-us 400000
+	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --requests 1 --layer-compute-us 1000000
 	wait_event s0 ready
-	sleep 0.9 # a layer or two posted, not all four
+	sleep 1.5 # a layer posted (at 1 s), not all four (at 4 s): room for a loaded machine
 	kill -KILL "${KV_PID[s0]}"
 	start=$SECONDS
 	for ((i = 0; i < 150; i++)); do
