@@ -36,6 +36,7 @@ int main(int argc, char **argv)
 	struct rdma_conn_param cp = { .initiator_depth = 1, .responder_resources = 1,
 				      .retry_count = 7, .rnr_retry_count = 7 };
 	struct rdma_cm_id *id;
+	int rc;
 	struct ibv_wc wc;
 	struct ibv_mr *mr;
 	uint64_t raddr, off;
@@ -59,7 +60,9 @@ int main(int argc, char **argv)
 	}
 	if (rdma_getaddrinfo(argv[2], argv[3], &hints, &res))
 		return die("rdma_getaddrinfo");
-	if (rdma_create_ep(&id, res, NULL, &attr))
+	rc = rdma_create_ep(&id, res, NULL, &attr);
+	rdma_freeaddrinfo(res); /* also on the way out of a failure below */
+	if (rc)
 		return die("rdma_create_ep");
 	if (rdma_connect(id, &cp))
 		return die("rdma_connect");
@@ -91,7 +94,6 @@ int main(int argc, char **argv)
 	rdma_dereg_mr(mr);
 	rdma_disconnect(id);
 	rdma_destroy_ep(id);
-	rdma_freeaddrinfo(res);
 	free(buf);
 	return 0;
 }
