@@ -134,5 +134,6 @@ const struct cmd cmd_atomic = {
 	.run = do_atomic,
 	.opts = atomic_opts,
 	.args = "TARGET",
+	.args_comp = COMP_TARGET,
 	.summary = "fetch-and-add or compare-and-swap 8 bytes of a served region",
 };

@@ -116,5 +116,6 @@ const struct cmd cmd_read = {
 	.run = do_read,
 	.opts = read_opts,
 	.args = "TARGET",
+	.args_comp = COMP_TARGET,
 	.summary = "read bytes of a served region to stdout or a file (RDMA READ)",
 };

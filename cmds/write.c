@@ -174,5 +174,6 @@ const struct cmd cmd_write = {
 	.run = do_write,
 	.opts = write_opts,
 	.args = "TARGET",
+	.args_comp = COMP_TARGET,
 	.summary = "write a file, stdin or a pattern into a served region (RDMA WRITE)",
 };
