@@ -61,39 +61,56 @@ int main(int argc, char **argv)
 	if (rdma_getaddrinfo(argv[2], argv[3], &hints, &res))
 		return die("rdma_getaddrinfo");
 	rc = rdma_create_ep(&id, res, NULL, &attr);
-	rdma_freeaddrinfo(res); /* also on the way out of a failure below */
+	rdma_freeaddrinfo(res);
 	if (rc)
 		return die("rdma_create_ep");
-	if (rdma_connect(id, &cp))
-		return die("rdma_connect");
+	/* From here every way out releases what was set up (reverse order). */
+	rc = 1;
+	if (rdma_connect(id, &cp)) {
+		die("rdma_connect");
+		goto out_ep;
+	}
 	buf = calloc(1, len);
-	if (!buf)
-		return die("calloc");
+	if (!buf) {
+		die("calloc");
+		goto out_conn;
+	}
 	if (wr) {
 		for (size_t i = 0; i < len; i++)
 			buf[i] = i < 8 ? "foreign:"[i] : (char)(i & 0xff);
 	}
 	mr = rdma_reg_write(id, buf, len); /* local write access: the READ lands here */
-	if (!mr)
-		return die("rdma_reg_write");
+	if (!mr) {
+		die("rdma_reg_write");
+		goto out_buf;
+	}
 	if (wr ? rdma_post_write(id, NULL, buf, len, mr, IBV_SEND_SIGNALED, raddr + off, rkey)
-	       : rdma_post_read(id, NULL, buf, len, mr, IBV_SEND_SIGNALED, raddr + off, rkey))
-		return die("rdma_post");
-	if (rdma_get_send_comp(id, &wc) <= 0)
-		return die("rdma_get_send_comp");
+	       : rdma_post_read(id, NULL, buf, len, mr, IBV_SEND_SIGNALED, raddr + off, rkey)) {
+		die("rdma_post");
+		goto out_mr;
+	}
+	if (rdma_get_send_comp(id, &wc) <= 0) {
+		die("rdma_get_send_comp");
+		goto out_mr;
+	}
 	if (wc.status != IBV_WC_SUCCESS) {
 		fprintf(stderr, "foreign_client: RDMA %s failed: %s\n", wr ? "WRITE" : "READ",
 			ibv_wc_status_str(wc.status));
-		return 1;
+		goto out_mr;
 	}
 	if (!wr) {
 		for (size_t i = 0; i < len; i++)
 			printf("%02x", (unsigned char)buf[i]);
 		printf("\n");
 	}
+	rc = 0;
+out_mr:
 	rdma_dereg_mr(mr);
-	rdma_disconnect(id);
-	rdma_destroy_ep(id);
+out_buf:
 	free(buf);
-	return 0;
+out_conn:
+	rdma_disconnect(id);
+out_ep:
+	rdma_destroy_ep(id);
+	return rc;
 }
