@@ -76,7 +76,8 @@ static int handshake(struct send *s, struct sdst *d, struct rc_err *err)
 			rc = kv_chan_wc(&d->ch, &wc[i], &m, s->pages_tmp, err);
 			if (rc < 0)
 				return rc;
-			if (rc == 0)
+			/* A heartbeat may follow WELCOME in the same batch. */
+			if (rc == 0 || m.type == KV_MSG_HB)
 				continue;
 			if (m.type == KV_MSG_ERROR)
 				return rc_err_set(err, m.u.cancel.code ? m.u.cancel.code : EINVAL,
