@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static json_t *new_root(void)
@@ -70,14 +72,74 @@ static void add(struct out *o, const char *key, json_t *val)
 		json_decref(val);
 }
 
+/* Strings can come from a peer (a region's name, a reason). A JSON string
+ * must be valid UTF-8: each byte that is not becomes U+FFFD, rather than the
+ * key disappearing from the document. */
+static json_t *json_text(const char *s)
+{
+	json_t *j = json_string(s);
+	size_t len, n = 0;
+	char *fixed;
+
+	if (j)
+		return j;
+	len = strlen(s);
+	fixed = malloc(len * 3 + 1);
+	if (!fixed)
+		return json_null();
+	for (size_t i = 0; i < len;) {
+		unsigned char c = (unsigned char)s[i];
+		size_t k = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+		json_t *t = i + k <= len ? json_stringn(s + i, k) : NULL;
+
+		if (t) {
+			json_decref(t);
+			memcpy(fixed + n, s + i, k);
+			n += k;
+			i += k;
+		} else {
+			memcpy(fixed + n, "\xef\xbf\xbd", 3);
+			n += 3;
+			i++;
+		}
+	}
+	j = json_stringn(fixed, n);
+	free(fixed);
+	return j ? j : json_null();
+}
+
+/* For a terminal: control bytes (an escape sequence in a hostile region
+ * name, say) are shown as \xNN, never sent as they are. */
+static const char *printable(const char *s, char *buf, size_t cap)
+{
+	size_t n = 0;
+	const char *p;
+
+	for (p = s; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			break;
+	if (!*p)
+		return s;
+	for (p = s; *p && n + 5 < cap; p++) {
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			n += (size_t)snprintf(buf + n, cap - n, "\\x%02x", (unsigned char)*p);
+		else
+			buf[n++] = *p;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 void out_str(struct out *o, const char *key, const char *fmt, const char *val)
 {
+	char shown[1024];
+
 	if (out_is_json(o))
-		add(o, key, val ? json_string(val) : json_null());
+		add(o, key, val ? json_text(val) : json_null());
 	else if (fmt)
-		fprintf(o->fp, fmt, val ? val : "-");
+		fprintf(o->fp, fmt, val ? printable(val, shown, sizeof(shown)) : "-");
 }
 
 void out_u64(struct out *o, const char *key, const char *fmt, uint64_t val)
@@ -203,19 +265,19 @@ static const char *errno_name(int err)
 
 void out_verr(struct out *o, int err, const char *fmt, va_list ap)
 {
-	char msg[1024];
+	char msg[1024], shown[1024];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	o->has_error = true;
 	if (!out_is_json(o)) {
 		fprintf(o->err_fp, "rdmactl: %s%s%s\n", o->err_prefix ? o->err_prefix : "",
-			o->err_prefix ? ": " : "", msg);
+			o->err_prefix ? ": " : "", printable(msg, shown, sizeof(shown)));
 		return;
 	}
 	json_t *e = json_object();
 	const char *name = errno_name(err);
 
-	json_object_set_new(e, "message", json_string(msg));
+	json_object_set_new(e, "message", json_text(msg));
 	if (err) {
 		json_object_set_new(e, "errno", json_integer(err));
 		if (name)

@@ -18,7 +18,7 @@ static const struct cmd_opt register_opts[] = {
 	{ "name", 'N', "NAME", "name of the region; each --name starts another region",
 	  .repeat = true },
 	{ "size", 'S', "SIZE", "region size (4K, 1M, 1G...)", .repeat = true },
-	{ "file", 'f', "FILE", "back the region with FILE (mapped, persisted on exit)", COMP_FILE,
+	{ "file", 'f', "FILE", "back the region with FILE (written back on exit)", COMP_FILE,
 	  .repeat = true },
 	{ "mem", 'm', "KIND", "memory: host, hugepage, file or cuda (default host)", COMP_WORDS,
 	  "host|hugepage|file|cuda", .repeat = true },

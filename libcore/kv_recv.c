@@ -338,7 +338,17 @@ static int setup(struct recv *r, struct rc_err *err)
 	n = kv_routes(r->g, routes, KV_MAX_ROUTES);
 	r->contrib = kv_route_sources(routes, n, o->c.rank);
 	r->page_bytes = kv_page_bytes(r->g, true);
-	len = (uint64_t)r->g->layers * kv_halves(r->g) * o->pool_pages * r->page_bytes;
+	/* layers * halves fits 32 bits; times pages and page bytes may wrap. */
+	if (__builtin_mul_overflow((uint64_t)r->g->layers * kv_halves(r->g), (uint64_t)o->pool_pages,
+				   &len) ||
+	    __builtin_mul_overflow(len, r->page_bytes, &len) || len > SIZE_MAX)
+		return rc_err_set(err, EOVERFLOW,
+				  "a pool of %u pages of %llu bytes for %u layers is more memory than "
+				  "the address space holds", o->pool_pages,
+				  (unsigned long long)r->page_bytes, r->g->layers);
+	/* The pool first: a size the machine cannot hold fails here, at once. */
+	if ((rc = rc_mem_alloc(&r->pool, RC_MEM_HOST, (size_t)len, NULL, true, err)))
+		return rc;
 	r->freel = malloc(o->pool_pages * sizeof(uint32_t));
 	if (!r->freel)
 		return rc_err_set(err, ENOMEM, "out of memory");
@@ -356,8 +366,6 @@ static int setup(struct recv *r, struct rc_err *err)
 		r->freel[j] = t;
 	}
 	r->nfree = o->pool_pages;
-	if ((rc = rc_mem_alloc(&r->pool, RC_MEM_HOST, (size_t)len, NULL, true, err)))
-		return rc;
 	if ((rc = rc_listen(o->addr, o->port, o->c.dev_name, &r->l, err)))
 		return rc;
 	r->mr = ibv_reg_mr(r->l->pd, r->pool.buf, (size_t)len,

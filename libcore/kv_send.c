@@ -133,6 +133,7 @@ static int map_routes(struct send *s, struct rc_err *err)
 static int setup(struct send *s, struct rc_err *err)
 {
 	const struct kv_send_opts *o = s->o;
+	uint64_t pool;
 	int rc;
 
 	if ((rc = kv_geom_check(s->g, err)))
@@ -149,8 +150,17 @@ static int setup(struct send *s, struct rc_err *err)
 		return rc_err_set(err, EINVAL, "a request of %u tokens takes %u destination pages; at most %d",
 				  o->tokens, s->dst_pages, KV_MAX_REQ_PAGES);
 	s->src_page_bytes = kv_page_bytes(s->g, false);
-	s->slot_bytes = (uint64_t)s->g->layers * kv_halves(s->g) * s->src_pages * s->src_page_bytes;
-	s->pool_len = ((size_t)(s->slot_bytes * o->inflight) + 4095) & ~(size_t)4095;
+	/* layers * halves * pages fits 64 bits (at most 2^34); the byte counts may not. */
+	if (__builtin_mul_overflow((uint64_t)s->g->layers * kv_halves(s->g) * s->src_pages,
+				   s->src_page_bytes, &s->slot_bytes) ||
+	    __builtin_mul_overflow(s->slot_bytes, (uint64_t)o->inflight, &pool) ||
+	    pool > SIZE_MAX - 4095)
+		return rc_err_set(err, EOVERFLOW,
+				  "%u requests of %u tokens in flight, %u layers of %llu-byte pages: "
+				  "more source memory than the address space holds",
+				  o->inflight, o->tokens, s->g->layers,
+				  (unsigned long long)s->src_page_bytes);
+	s->pool_len = ((size_t)pool + 4095) & ~(size_t)4095;
 	s->pool = aligned_alloc(4096, s->pool_len);
 	s->reqs = calloc(o->inflight, sizeof(*s->reqs));
 	s->d = calloc((size_t)o->ntargets, sizeof(*s->d));

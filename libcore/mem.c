@@ -68,11 +68,42 @@ static size_t round_up(size_t v, size_t a)
 	return (v + a - 1) / a * a;
 }
 
+/* Read (or write back) len bytes at offset 0, whole, through short counts
+ * and interruptions. Returns 0 or -errno. */
+static int file_io(int fd, void *buf, size_t len, bool write_back)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = write_back ? pwrite(fd, (char *)buf + done, len - done, (off_t)done)
+				       : pread(fd, (char *)buf + done, len - done, (off_t)done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO; /* the file shrank under us */
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * A file-backed region is not a shared mapping of the file: kernels refuse
+ * a writable long-term pin (what ibv_reg_mr takes) of a MAP_SHARED file
+ * mapping on ext4, xfs or btrfs. A writable region is anonymous memory
+ * loaded from the file and written back by rc_mem_sync (pwrite, fsync); a
+ * read-only one is a private read-only mapping, which any file system pins.
+ * Growing the file allocates its blocks, so a full disk is ENOSPC here and
+ * not a failed write-back later.
+ */
 static int map_file(struct rc_mem *m, size_t len, const char *path, bool writable,
 		    struct rc_err *err)
 {
 	struct stat st;
-	int fd = open(path, writable ? O_RDWR | O_CREAT : O_RDONLY | O_CLOEXEC, 0644);
+	int fd = open(path, writable ? O_RDWR | O_CREAT | O_CLOEXEC : O_RDONLY | O_CLOEXEC, 0644);
+	int e;
 
 	if (fd < 0)
 		return rc_err_set(err, errno, "cannot open '%s': %s", path, strerror(errno));
@@ -93,23 +124,33 @@ static int map_file(struct rc_mem *m, size_t len, const char *path, bool writabl
 					  "'%s' holds %lld bytes, fewer than the %zu asked for",
 					  path, (long long)st.st_size, len);
 		}
-		if (ftruncate(fd, (off_t)len) < 0) {
-			int e = errno;
-
+		e = posix_fallocate(fd, 0, (off_t)len);
+		if (e) {
 			close(fd);
+			if (e == ENOSPC)
+				return rc_err_set(err, e, "no space to grow '%s' to %zu bytes: "
+						  "its file system is full", path, len);
 			return rc_err_set(err, e, "cannot grow '%s' to %zu bytes: %s", path, len,
 					  strerror(e));
 		}
 	}
 	m->map_len = round_up(len, (size_t)sysconf(_SC_PAGESIZE));
-	m->buf = mmap(NULL, m->map_len, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED,
-		      fd, 0);
+	if (writable)
+		m->buf = mmap(NULL, m->map_len, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	else
+		m->buf = mmap(NULL, m->map_len, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (m->buf == MAP_FAILED) {
-		int e = errno;
-
+		e = errno;
 		close(fd);
 		m->buf = NULL;
 		return rc_err_set(err, e, "cannot map '%s': %s", path, strerror(e));
+	}
+	if (writable && (e = file_io(fd, m->buf, len, false))) {
+		munmap(m->buf, m->map_len);
+		m->buf = NULL;
+		close(fd);
+		return rc_err_set(err, -e, "cannot read '%s': %s", path, strerror(-e));
 	}
 	m->fd = fd;
 	m->len = len;
@@ -159,10 +200,13 @@ int rc_mem_sync(struct rc_mem *m, struct rc_err *err)
 {
 	if (m->kind != RC_MEM_FILE || !m->buf || !m->writable)
 		return 0;
-	if (msync(m->buf, m->map_len, MS_SYNC) < 0)
-		return rc_err_set(err, errno, "msync failed: %s", strerror(errno));
+	int e = file_io(m->fd, m->buf, m->len, true);
+
+	if (e)
+		return rc_err_set(err, -e, "cannot write the region back to its file: %s", strerror(-e));
 	if (fsync(m->fd) < 0)
-		return rc_err_set(err, errno, "fsync failed: %s", strerror(errno));
+		return rc_err_set(err, errno, "cannot flush the region's file to disk: %s",
+				  strerror(errno));
 	return 0;
 }
 

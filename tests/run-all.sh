@@ -7,20 +7,24 @@
 #   cli   bats on the binary, no device         (both builds)
 #   rxe   bats inside the SoftRoCE guest: real rdma_rxe, two devices (all
 #         of it once more on the sanitizer build, where a report fails)
+#   fuzz  libFuzzer targets (clang, ASan, UBSan) over the network decoders
+#         and the parsers, 30 s each
 # and ends with one line "rdmactl tests: N passed, N failed, N skipped".
 #
-# Usage: tests/run-all.sh [--no-sanitize] [--no-rxe]
+# Usage: tests/run-all.sh [--no-sanitize] [--no-rxe] [--no-fuzz]
 set -uo pipefail
 
 repo=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 sanitize=1
 rxe=1
+fuzz=1
 for a in "$@"; do
 	case "$a" in
 	--no-sanitize) sanitize=0 ;;
 	--no-rxe) rxe=0 ;;
-	*) echo "usage: tests/run-all.sh [--no-sanitize] [--no-rxe]" >&2; exit 2 ;;
+	--no-fuzz) fuzz=0 ;;
+	*) echo "usage: tests/run-all.sh [--no-sanitize] [--no-rxe] [--no-fuzz]" >&2; exit 2 ;;
 	esac
 done
 
@@ -147,6 +151,11 @@ if ((rxe)); then
 			tests/rxe/sanitized.sh env RDMACTL_BUILD_DIR="$repo/build-asan" RDMACTL="$repo/build-asan/cli/rdmactl" \
 			BATS_TEST_TIMEOUT=240 bats --tap tests/rxe
 	fi
+fi
+
+if ((fuzz)); then
+	log "fuzz targets (libFuzzer, ASan, UBSan)"
+	run_bats fuzz "$logdir/fuzz.tap" tests/fuzz/run.sh
 fi
 
 echo

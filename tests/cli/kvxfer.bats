@@ -178,3 +178,18 @@ LLAMA=(--layers 32 --kv-heads 8 --head-dim 128 --dtype bf16)
 	assert_failure 1
 	assert_output --partial "decode rank at 127.0.0.1:1"
 }
+
+@test "serve: a pool whose size wraps 64 bits, or that no machine holds, fails at once" {
+	# 1000 layers x K,V x 2^32-1 pages x 512 MiB pages is about 2^72 bytes.
+	run timeout 20 "$RDMACTL" kvxfer serve --listen 127.0.0.1:7500 --layers 1000 --kv-heads 64 \
+		--head-dim 1024 --page-tokens 4096 --pool-pages 4294967295
+	[ "$status" -eq 1 ]
+	[ "$output" = "rdmactl: a pool of 4294967295 pages of 536870912 bytes for 1000 layers is more memory than the address space holds" ]
+	run -1 --separate-stderr timeout 20 "$RDMACTL" -j kvxfer serve --listen 127.0.0.1:7500 \
+		--layers 1000 --kv-heads 64 --head-dim 1024 --page-tokens 4096 --pool-pages 4294967295
+	[ "$(jq -r .error.code <<<"$output")" = EOVERFLOW ]
+	# 2^50 bytes fits 64 bits but no memory: a clear ENOMEM, not minutes of set-up.
+	run timeout 20 "$RDMACTL" kvxfer serve --listen 127.0.0.1:7500 "${LLAMA[@]}" --pool-pages 1000000000
+	[ "$status" -eq 1 ]
+	[ "$output" = "rdmactl: cannot allocate 2097152000000000 bytes: Cannot allocate memory" ]
+}

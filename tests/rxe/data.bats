@@ -183,7 +183,15 @@ setup() {
 	"$RDMACTL" write "$ADDR:$PORT/big" --pattern seq --size 256M \
 		>"$BATS_TEST_TMPDIR/w.out" 2>"$BATS_TEST_TMPDIR/w.err" &
 	client=$!
-	sleep 1.5
+	# Kill it mid-transfer: once the client is connected (a loaded host can
+	# take longer than any fixed sleep to get there), and a second into
+	# the 256 MiB.
+	for ((i = 0; i < 300; i++)); do
+		grep -q '"event":"connected"' "$SERVER_OUT" && break
+		sleep 0.1
+	done
+	grep -q '"event":"connected"' "$SERVER_OUT"
+	sleep 1
 	stop_server KILL
 	rc=0
 	timeout 60 tail --pid="$client" -f /dev/null || true

@@ -151,5 +151,31 @@ int main(void)
 		free(o.buf);
 		free(e.buf);
 	}
+
+	/* A peer's string with control bytes and invalid UTF-8: shown escaped
+	 * on a terminal, kept (with U+FFFD) in JSON, in values and errors. */
+	{
+		struct cap o, e;
+		struct ctx ctx;
+
+		ctx_open(&ctx, &o, &e, OUT_TEXT);
+		out_str(&ctx.out, "region", "region %s\n", "kv\x1b[2J\x07");
+		out_err(&ctx.out, ENOENT, "no region '%s'", "a\rb");
+		ctx_close(&ctx, &o, &e);
+		CHECK_STR(o.buf, "region kv\\x1b[2J\\x07\n");
+		CHECK_STR(e.buf, "rdmactl: no region 'a\\x0db'\n");
+		free(o.buf);
+		free(e.buf);
+
+		ctx_open(&ctx, &o, &e, OUT_JSON);
+		out_str(&ctx.out, "region", NULL, "k\xffv\xc3\xa9");
+		out_err(&ctx.out, ENOENT, "no region '%s'", "\xc3");
+		ctx_close(&ctx, &o, &e);
+		CHECK_STR(o.buf, "{\"schema_version\":1,\"region\":\"k\xef\xbf\xbdv\xc3\xa9\","
+				 "\"error\":{\"message\":\"no region '\xef\xbf\xbd'\",\"errno\":2,"
+				 "\"code\":\"ENOENT\"}}\n");
+		free(o.buf);
+		free(e.buf);
+	}
 	CHECK_DONE();
 }

@@ -61,6 +61,23 @@ int main(void)
 	CHECK(m.len == 12345 && ((unsigned char *)m.buf)[12344] == 0x5a);
 	CHECK(rc_mem_free(&m) == 0);
 	CHECK(rc_mem_alloc(&m, RC_MEM_FILE, 20000, path, false, NULL) == -EINVAL);
+	/* Writable again: loaded from the file, grown with allocated blocks, and
+	 * only what rc_mem_sync wrote back reaches the file. */
+	CHECK(rc_mem_alloc(&m, RC_MEM_FILE, 20000, path, true, NULL) == 0);
+	CHECK(m.len == 20000 && ((unsigned char *)m.buf)[0] == 0x5a &&
+	      ((unsigned char *)m.buf)[12344] == 0x5a && ((unsigned char *)m.buf)[12345] == 0);
+	CHECK(stat(path, &st) == 0 && st.st_size == 20000 && st.st_blocks * 512 >= 20000);
+	((unsigned char *)m.buf)[19999] = 0xa5;
+	{
+		unsigned char last = 0;
+		int rfd = open(path, O_RDONLY);
+
+		CHECK(pread(rfd, &last, 1, 19999) == 1 && last == 0);
+		CHECK(rc_mem_sync(&m, NULL) == 0);
+		CHECK(pread(rfd, &last, 1, 19999) == 1 && last == 0xa5);
+		close(rfd);
+	}
+	CHECK(rc_mem_free(&m) == 0);
 	unlink(path);
 	CHECK(rc_mem_alloc(&m, RC_MEM_FILE, 0, "/nonexistent/x", false, NULL) == -ENOENT);
 	CHECK_DONE();

@@ -15,7 +15,7 @@ set -euo pipefail
 packages=(
 	qemu-system-x86 busybox-static cpio kmod xz-utils
 	rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
-	iproute2 bats bats-support bats-assert
+	iproute2 bats bats-support bats-assert e2fsprogs mount
 )
 packages+=("$@")
 

@@ -26,10 +26,13 @@ struct rc_mem {
 };
 
 /* Allocate or map. For RC_MEM_FILE, path is opened (created when writable
- * and missing); len 0 means the file's size, a larger len grows the file. */
+ * and missing); len 0 means the file's size, a larger len grows the file (its
+ * blocks allocated). A writable region is memory loaded from the file and
+ * written back by rc_mem_sync; a read-only one maps the file privately. */
 int rc_mem_alloc(struct rc_mem *m, enum rc_mem_kind kind, size_t len, const char *path,
 		 bool writable, struct rc_err *err);
-/* Persist a file-backed region (msync). No-op for other kinds. */
+/* Write a writable file-backed region back to its file and fsync it. No-op
+ * for other kinds. */
 int rc_mem_sync(struct rc_mem *m, struct rc_err *err);
 /* Unmap and close; returns the first error, releases everything. */
 int rc_mem_free(struct rc_mem *m);

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Writes the binary seeds of the fuzz corpora (tests/fuzz/corpus/) from the
+ * encoders themselves, so that each seed is a well-formed message the fuzzer
+ * mutates from. Run by hand after a wire format changes:
+ *   build-fuzz/tests/fuzz/mkseeds tests/fuzz/corpus
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <rdmactl/ctrl.h>
+#include <rdmactl/kv.h>
+
+static int put(const char *dir, const char *sub, const char *name, const void *buf, int len)
+{
+	char path[4096];
+	FILE *f;
+
+	if (len < 0)
+		return len;
+	snprintf(path, sizeof(path), "%s/%s", dir, sub);
+	if (mkdir(path, 0755) && errno != EEXIST)
+		return -errno;
+	snprintf(path, sizeof(path), "%s/%s/%s", dir, sub, name);
+	f = fopen(path, "wb");
+	if (!f)
+		return -errno;
+	if (fwrite(buf, 1, (size_t)len, f) != (size_t)len) {
+		fclose(f);
+		return -EIO;
+	}
+	return fclose(f) ? -errno : 0;
+}
+
+static int ctrl_seeds(const char *dir)
+{
+	struct rc_region_desc r[2] = {
+		{ "kv", 0x7f3a2c000000ull, 64ull << 20, 0x1a2, RC_ACCESS_ATOMIC },
+		{ "weights", 0x7f0000000000ull, 4096, 0x33, RC_ACCESS_RO },
+	};
+	unsigned char buf[RC_CTRL_MSG_MAX];
+	int err = 0;
+
+	err |= put(dir, "ctrl", "list-req", buf,
+		   rc_ctrl_encode_hdr(buf, sizeof(buf), RC_CTRL_LIST_REQ, 0, 7));
+	err |= put(dir, "ctrl", "list-none", buf, rc_ctrl_encode_list(buf, sizeof(buf), 1, r, 0));
+	err |= put(dir, "ctrl", "list-one", buf, rc_ctrl_encode_list(buf, sizeof(buf), 2, r, 1));
+	err |= put(dir, "ctrl", "list-two", buf, rc_ctrl_encode_list(buf, sizeof(buf), 3, r, 2));
+	return err;
+}
+
+static int kv_seeds(const char *dir)
+{
+	static uint32_t pages[8] = { 3, 1, 4, 1, 5, 9, 2, 6 };
+	struct kv_hello_pd pd = { .rank = 1, .qp = 2, .nqps = 4, .session = 0xabcdef };
+	struct kv_msg m[] = {
+		{ .type = KV_MSG_HELLO, .seq = 1,
+		  .u.hello = { 1, 4, 0xabcdef,
+			       { KV_LAYOUT_PAGED, KV_PAGE_NHD, KV_DT_BF16, 32, 8, 128, 4, 2, 16,
+				 16 } } },
+		{ .type = KV_MSG_WELCOME, .seq = 2,
+		  .u.welcome = { 0, 1024, 0x1234, 0x7f0000000000ull, 16384 } },
+		{ .type = KV_MSG_REQ, .seq = 3, .req = 42, .u.request = { 512 } },
+		{ .type = KV_MSG_ALLOC, .seq = 4, .req = 42, .u.alloc = { 5, 9, 8, pages } },
+		{ .type = KV_MSG_DONE, .seq = 5, .req = 42,
+		  .u.done = { KV_DONE_VERIFIED, 0, 1ull << 20 } },
+		{ .type = KV_MSG_CANCEL, .seq = 6, .req = 42, .u.cancel = { 0, "cancelled" } },
+		{ .type = KV_MSG_HB, .seq = 7 },
+		{ .type = KV_MSG_ERROR, .seq = 8, .u.cancel = { 22, "geometry differs" } },
+	};
+	unsigned char buf[KV_MSG_MAX];
+	char name[32];
+	int err = 0;
+
+	err |= put(dir, "kv_msg", "hello-pd", buf, kv_pd_encode(&pd, buf, sizeof(buf)));
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		snprintf(name, sizeof(name), "%s", kv_msg_name(m[i].type));
+		err |= put(dir, "kv_msg", name, buf, kv_msg_encode(&m[i], buf, sizeof(buf)));
+	}
+	return err;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: mkseeds CORPUS-DIR\n");
+		return 2;
+	}
+	if (ctrl_seeds(argv[1]) || kv_seeds(argv[1])) {
+		fprintf(stderr, "mkseeds: cannot write the seeds under %s\n", argv[1]);
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# File-backed regions on a disk file system (ext4 on a loop device in the
+# guest), where a writable long-term pin of a shared file mapping is
+# refused: the region is loaded from the file and written back on SIGTERM.
+
+load helpers
+
+setup() {
+	need_guest
+	PORT=$(next_port)
+	MNT=
+	LOOPDEV=
+}
+
+teardown() {
+	stop_server KILL
+	[ -z "$MNT" ] || umount "$MNT" || true
+	[ -z "$LOOPDEV" ] || losetup -d "$LOOPDEV" || true
+}
+
+# mount_ext4 SIZE: a fresh ext4 file system of SIZE bytes, mounted at $MNT.
+mount_ext4() {
+	modprobe loop 2>/dev/null || true
+	truncate -s "$1" "$BATS_TEST_TMPDIR/fs.img"
+	mkfs.ext4 -q -F "$BATS_TEST_TMPDIR/fs.img"
+	LOOPDEV=$(losetup --find --show "$BATS_TEST_TMPDIR/fs.img")
+	mkdir -p "$BATS_TEST_TMPDIR/mnt"
+	mount -t ext4 "$LOOPDEV" "$BATS_TEST_TMPDIR/mnt"
+	MNT=$BATS_TEST_TMPDIR/mnt
+	[ "$(stat -f -c %T "$MNT")" = ext2/ext3 ]
+}
+
+@test "ext4: a region is served from its file's content and written back on SIGTERM" {
+	mount_ext4 64M
+	f=$MNT/region.bin
+	head -c 4M /dev/urandom >"$f"
+	cp "$f" "$BATS_TEST_TMPDIR/expect"
+	start_server 1 --listen "$ADDR:$PORT" --name disk --file "$f"
+	# What the file held is what a client reads.
+	rdmactl read "$ADDR:$PORT/disk" --size 4M --out "$BATS_TEST_TMPDIR/served" >/dev/null
+	cmp "$BATS_TEST_TMPDIR/expect" "$BATS_TEST_TMPDIR/served"
+	# 1 MiB of new data at 1.5 MiB: exactly those bytes change in the file.
+	head -c 1M /dev/urandom >"$BATS_TEST_TMPDIR/new"
+	rdmactl write "$ADDR:$PORT/disk" --file "$BATS_TEST_TMPDIR/new" --offset 1572864 >/dev/null
+	dd if="$BATS_TEST_TMPDIR/new" of="$BATS_TEST_TMPDIR/expect" bs=512K seek=3 conv=notrunc status=none
+	stop_server TERM
+	[ "$SERVER_RC" -eq 0 ]
+	cmp "$BATS_TEST_TMPDIR/expect" "$f"
+}
+
+@test "ext4: a region that grows its file gets the blocks up front, and the data lands" {
+	mount_ext4 64M
+	f=$MNT/grown.bin
+	start_server 1 --listen "$ADDR:$PORT" --name disk --file "$f" --size 8M
+	# Allocated, not sparse: 8 MiB of blocks before any write.
+	[ "$(($(stat -c %b "$f") * $(stat -c %B "$f")))" -ge 8388608 ]
+	head -c 8M /dev/urandom >"$BATS_TEST_TMPDIR/in"
+	rdmactl write "$ADDR:$PORT/disk" --file "$BATS_TEST_TMPDIR/in" >/dev/null
+	stop_server TERM
+	[ "$SERVER_RC" -eq 0 ]
+	cmp "$BATS_TEST_TMPDIR/in" "$f"
+}
+
+@test "a full disk is a clear error when the region is created, not a failed pin" {
+	mount_ext4 8M
+	run "$RDMACTL" register --listen "$ADDR:$PORT" --name disk --file "$MNT/big.bin" --size 64M
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"no space to grow '$MNT/big.bin' to 67108864 bytes: its file system is full"* ]]
+}
