@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <rdmactl/mem.h>
+
 #include "cmd.h"
 #include "cmds.h"
 
@@ -137,6 +139,7 @@ static int do_version(struct ctx *ctx, int argc, char **argv)
 	if (v.npos)
 		return usage_err(ctx, "version: takes no arguments");
 	out_str(&ctx->out, "version", "rdmactl %s\n", RDMACTL_VERSION);
+	out_bool(&ctx->out, "gpu_memory", NULL, rc_mem_gpu_built());
 	return 0;
 }
 
