@@ -67,3 +67,19 @@ nocuda_binary() {
 	rdmactl_json "$bin" register --listen 127.0.0.1:7471 --size 0
 	assert_failure 2
 }
+
+@test "tests/gpu scripts: usage errors exit 2 and name the usage" {
+	local gpu=$BATS_TEST_DIRNAME/../gpu
+	run "$gpu/run.sh"
+	assert_failure 2
+	assert_output --partial 'usage: tests/gpu/run.sh --deps DIR --out OUTDIR'
+	run "$gpu/run.sh" --out "$BATS_TEST_TMPDIR/o" --gpu x
+	assert_failure 2
+	run "$gpu/pack.sh"
+	assert_failure 2
+	assert_output --partial 'usage: tests/gpu/pack.sh DIR'
+	if command -v shellcheck >/dev/null; then
+		run shellcheck "$gpu/run.sh" "$gpu/pack.sh"
+		assert_success
+	fi
+}
