@@ -263,8 +263,11 @@ static int reg_gpu(struct rc_mem *m, struct ibv_pd *pd, int access, struct ibv_m
 			e = errno;
 			note(m, "bounce buffer: mmap", e, "");
 		} else if (rc_gpu_copy(m, 0, b, m->len, false, &ce)) {
+			char why[160];
+
 			e = EIO;
-			note(m, "bounce buffer: copy from the GPU", e, "");
+			snprintf(why, sizeof(why), " (%.150s)", ce.msg);
+			note(m, "bounce buffer: copy from the GPU", e, why);
 			munmap(b, m->map_len);
 		} else if (!(mr = ibv_reg_mr(pd, b, m->len, access))) {
 			e = errno;

@@ -21,10 +21,10 @@ rdmactl_json() {
 nocuda_binary() {
 	if [[ -n "${RDMACTL_NOCUDA:-}" ]]; then
 		[[ -x "$RDMACTL_NOCUDA" ]] || fail "RDMACTL_NOCUDA=$RDMACTL_NOCUDA is not executable"
-		jq -e '.gpu_memory == false' <<<"$("$RDMACTL_NOCUDA" -j version)" >/dev/null ||
+		jq -e '.features.gpu_memory == false' <<<"$("$RDMACTL_NOCUDA" -j help)" >/dev/null ||
 			fail "$RDMACTL_NOCUDA says it has GPU memory: not a -DRDMACTL_CUDA=OFF build"
 		printf '%s\n' "$RDMACTL_NOCUDA"
-	elif jq -e '.gpu_memory == false' <<<"$("$RDMACTL" -j version)" >/dev/null; then
+	elif jq -e '.features.gpu_memory == false' <<<"$("$RDMACTL" -j help)" >/dev/null; then
 		printf '%s\n' "$RDMACTL"
 	fi
 }
@@ -48,9 +48,9 @@ nocuda_binary() {
 	assert_output "$(printf '%s\n' auto dmabuf peermem bounce)"
 }
 
-@test "version says in JSON whether this build has GPU memory" {
-	rdmactl_json "$RDMACTL" version
-	jq -e '.gpu_memory | type == "boolean"' <<<"$output"
+@test "help says in JSON whether this build has GPU memory" {
+	rdmactl_json "$RDMACTL" help
+	jq -e '.features.gpu_memory | type == "boolean"' <<<"$output"
 }
 
 @test "a build without CUDA: --mem cuda:0 fails with a clear error, exit 1, before any device" {

@@ -260,7 +260,7 @@ do_build() {
 	cmake -S "$repo" -B "$build" -DRDMACTL_WERROR=ON -DRDMACTL_CUDA=ON -DRDMACTL_TESTS=ON \
 		${cuda_root:+-DCUDAToolkit_ROOT=$cuda_root} "${cmake_extra[@]}" || return 1
 	cmake --build "$build" -j "$(nproc)" --target rdmactl gpu_check || return 1
-	[[ "$("$build/cli/rdmactl" -j version)" == *'"gpu_memory":true'* ]] ||
+	[[ "$("$build/cli/rdmactl" -j help)" == *'"features":{"gpu_memory":true}'* ]] ||
 		{ echo "built, but without GPU memory: CMake did not find the CUDA toolkit (set CUDAToolkit_ROOT?)"; return 1; }
 	echo "built rdmactl and gpu_check with CUDA in $((SECONDS - start)) s"
 }
@@ -421,10 +421,10 @@ topo_matrix() {
 	n=$(smi_gpus | wc -l)
 	((n >= 2)) || { echo "SKIP: one GPU: there is no GPU x GPU pair to compare"; return 77; }
 	a=$(nvidia-smi topo -m 2>/dev/null | sed 's/\x1b\[[0-9;]*m//g' |
-		awk -v n="$n" '$1 ~ /^GPU[0-9]+$/ { for (j = 0; j < n; j++) if ("GPU" j != $1) print $1, "GPU" j, $(j + 2) }')
+		awk -v n="$n" '/^GPU[0-9]+[ \t]/ { for (j = 0; j < n; j++) if ("GPU" j != $1) print $1, "GPU" j, $(j + 2) }')
 	b=$("$rdmactl" probe-topology 2>/dev/null |
 		awk -v n="$n" '/^GPU x GPU paths/ { on = 1; next } on && /^Legend/ { on = 0 }
-			on && $1 ~ /^GPU[0-9]+$/ { for (j = 0; j < n; j++) if ("GPU" j != $1) print $1, "GPU" j, $(j + 2) }')
+			on && /^GPU[0-9]+[ \t]/ { for (j = 0; j < n; j++) if ("GPU" j != $1) print $1, "GPU" j, $(j + 2) }')
 	diff <(echo "$a") <(echo "$b") && { echo "the GPU x GPU matrix matches nvidia-smi topo -m ($n GPUs)"; return 0; }
 	echo "the GPU x GPU matrix differs from nvidia-smi topo -m (< nvidia-smi, > rdmactl)"
 	return 1
