@@ -248,6 +248,35 @@ static void gpu_fact(void *arg, const char *key, const char *val)
 	}
 }
 
+static int gpu_index_of(const struct rc_topo *t, const char *addr)
+{
+	for (int g = 0; g < t->ngpus; g++)
+		if (!rc_topo_pci_cmp(t->gpus[g].pci.addr, addr))
+			return g;
+	return -1;
+}
+
+/* "nvml ADDR INDEX SWITCH_LINKS" and "nvlink ADDR PEER N" from a capture:
+ * NVML's index and NVLinks where it ran. */
+static void nvml_fact(void *arg, const char *key, const char *val)
+{
+	struct rc_topo *t = arg;
+	char a[32], b[32];
+	int g, h, n, m;
+
+	if (!strcmp(key, "nvml") && sscanf(val, "%31s %d %d", a, &n, &m) == 3 &&
+	    (g = gpu_index_of(t, a)) >= 0 && n >= 0 && n < 4096 && m >= 0 && m < 1024) {
+		t->gpus[g].nvml_index = n;
+		t->gpus[g].nvswitch_links = m;
+		t->nvml = true;
+	} else if (!strcmp(key, "nvlink") && sscanf(val, "%31s %31s %d", a, b, &n) == 3 &&
+		   (g = gpu_index_of(t, a)) >= 0 && (h = gpu_index_of(t, b)) >= 0 && g != h &&
+		   n > 0 && n < 1024) {
+		t->nvlinks[g][h] = n;
+		t->nvml = true;
+	}
+}
+
 static int cmp_gpu(const void *a, const void *b)
 {
 	return rc_topo_pci_cmp(((const struct rc_topo_gpu *)a)->pci.addr,
@@ -284,6 +313,8 @@ int tp_load_gpus(struct rc_topo *t, struct rc_err *err)
 	/* GPU n is the n-th in PCI bus order, as nvidia-smi numbers them. */
 	qsort(t->gpus, (size_t)t->ngpus, sizeof(t->gpus[0]), cmp_gpu);
 	tp_facts_each(t, "gpu", gpu_fact, t);
+	tp_facts_each(t, "nvml", nvml_fact, t);
+	tp_facts_each(t, "nvlink", nvml_fact, t);
 	return 0;
 }
 

@@ -23,7 +23,8 @@
 #   data-PATH    register --mem cuda:N --gpu-reg PATH on a device's IPv4
 #                address, rdmactl write then read back, bytes compared
 #   topo-*       probe-topology on this host beside nvidia-smi topo -m: the
-#                GPU numbering and the GPU x GPU classes compared
+#                GPU numbering and the GPU x GPU classes compared; a capture
+#                of the host (OUTDIR/topo-capture.tar.gz)
 # Logs: one file per step in OUTDIR, OUTDIR/summary.txt. Exit 0 when no
 # step failed, 1 otherwise, 2 on a usage error.
 set -uo pipefail
@@ -433,6 +434,8 @@ topo_matrix() {
 if ((built)); then
 	step topo-probe 60 "$rdmactl" probe-topology
 	step topo-probe-json 60 "$rdmactl" -j probe-topology
+	# The host as a tree that probe-topology --sysfs reads anywhere (a future fixture).
+	step topo-capture 60 "$rdmactl" probe-topology --capture "$out/topo-capture.tar.gz"
 	if ((have_gpu)); then
 		step nvidia-smi-topo 30 nvidia-smi topo -m
 		step topo-numbering 60 topo_numbering

@@ -230,6 +230,42 @@ fail:
 	return 1;
 }
 
+/* A capture keeps what NVML said: read back without NVML, the same
+ * indices, switch links and NV# counts. */
+static int test_capture_nvml(const char *name, const char *cfg)
+{
+	char tmp[] = "/tmp/rdmactl-test-capnvml.XXXXXX", src[4400], dst[256];
+	struct rc_topo *a = NULL, *b = NULL;
+	struct rc_topo_opts o = { 0 };
+	struct rc_err e;
+	int nfiles = 0;
+
+	CHECK(fake_nvml(cfg) && mkdtemp(tmp));
+	a = load(name, false);
+	CHECK(a && a->nvml);
+	snprintf(src, sizeof(src), "%s/%s", fixtures, name);
+	snprintf(dst, sizeof(dst), "%s/cap", tmp);
+	CHECK(!rc_topo_capture(src, dst, &nfiles, &e));
+	fake_nvml(NULL);
+	o.root = dst;
+	CHECK(!rc_topo_load(&o, &b, &e) && b->nvml);
+	CHECK(!memcmp(a->nvlinks, b->nvlinks, sizeof(a->nvlinks)));
+	for (int g = 0; g < a->ngpus; g++) {
+		CHECK(a->gpus[g].nvml_index == b->gpus[g].nvml_index);
+		CHECK(a->gpus[g].nvswitch_links == b->gpus[g].nvswitch_links);
+	}
+	rc_topo_free(a);
+	rc_topo_free(b);
+	rc_topo_rmtree(tmp);
+	return 0;
+fail:
+	fake_nvml(NULL);
+	rc_topo_free(a);
+	rc_topo_free(b);
+	rc_topo_rmtree(tmp);
+	return 1;
+}
+
 /* NVSwitch bridges are no GPUs; NV18 between every pair through them. */
 static int test_nvswitch(void)
 {
@@ -408,6 +444,8 @@ int main(int argc, char **argv)
 	failed += test_gpudirect_not_ready();
 	failed += test_capture_roundtrip("hex-bus");
 	failed += test_capture_roundtrip("nvswitch-4gpu");
+	failed += test_capture_nvml("hex-bus", "hex-bus-misordered.nvml");
+	failed += test_capture_nvml("nvswitch-4gpu", "nvswitch-4gpu.nvml");
 	if (failed)
 		fprintf(stderr, "%d test(s) failed\n", failed);
 	return failed ? 1 : 0;
