@@ -181,7 +181,12 @@ unpack_debs() {
 link_missing() {
 	local f base known
 	mkdir -p -- "$prefix/missing"
-	known=$(ldconfig -p 2>/dev/null | awk '{ print $1 }')
+	# What the loader finds here: ldconfig's cache, and the usual folders
+	# (some containers have no ldconfig).
+	known=$({
+		ldconfig -p 2>/dev/null | awk '{ print $1 }'
+		ls /lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu /lib64 /usr/lib64 2>/dev/null
+	} | sort -u)
 	for f in "$prefix"/usr/lib/x86_64-linux-gnu/*.so.* "$prefix"/lib/x86_64-linux-gnu/*.so.*; do
 		[[ -e "$f" ]] || continue
 		base=${f##*/}
@@ -266,7 +271,7 @@ do_build() {
 	echo "built rdmactl and gpu_check with CUDA in $((SECONDS - start)) s"
 }
 if ((have_deps)); then
-	step build 150 do_build && built=1
+	step build 180 do_build && built=1
 else
 	result build SKIP "the libraries are missing (see deps)"
 fi
