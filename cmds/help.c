@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <rdmactl/mem.h>
+
 #include "cmd.h"
 #include "cmds.h"
 
@@ -80,6 +82,11 @@ static void help_json(struct ctx *ctx, const struct cmd *only)
 		json_array_append_new(cmds, cmd_json(rdmactl_cmds[i]));
 	out_json(&ctx->out, "commands", cmds);
 	out_json(&ctx->out, "global_options", opts_json(rdmactl_global_opts));
+	/* What this build can do beyond its options: GPU memory needs CUDA
+	 * at build time (--mem cuda). */
+	out_obj_begin(&ctx->out, "features");
+	out_bool(&ctx->out, "gpu_memory", NULL, rc_mem_gpu_built());
+	out_obj_end(&ctx->out);
 }
 
 static int do_help(struct ctx *ctx, int argc, char **argv)

@@ -187,9 +187,34 @@ static void put_dev(struct out *o, const struct rc_topo_dev *d)
 	out_obj_end(o);
 }
 
+/* How GPUs and NICs are numbered, said once so that no one has to guess. */
+static void put_numbering(struct out *o, const struct rc_topo *t)
+{
+	bool same = true;
+
+	for (int i = 0, k = 0; i < t->ndevs; i++)
+		if (t->devs[i].has_pci)
+			same &= t->nic_pci_order[k++] == i;
+	out_obj_begin(o, "numbering");
+	out_str(o, "gpus", NULL, "pci_bus_id");
+	out_text(o, "\nNumbering: GPUs in PCI bus order (as nvidia-smi, and CUDA with CUDA_DEVICE_ORDER=PCI_BUS_ID);\n");
+	out_str(o, "nics", NULL, "name");
+	out_text(o, "  NICs by name (mlx5 names follow probe order)");
+	out_text(o, same ? ", which here is also PCI bus order\n" : "; in PCI bus order:");
+	out_arr_begin(o, "nics_pci_order");
+	for (int k = 0; k < t->nnic_pci; k++)
+		out_str(o, NULL, same ? NULL : " %s", t->devs[t->nic_pci_order[k]].name);
+	out_arr_end(o);
+	out_text(o, same ? "" : "\n");
+	out_bool(o, "nvml", NULL, t->nvml);
+	out_obj_end(o);
+}
+
 static void put_gpus(struct out *o, const struct rc_topo *t)
 {
 	out_text(o, "\nGPUs (%d)%s\n", t->ngpus, t->ngpus ? "" : ": none found on PCI");
+	out_i64(o, "nvswitches", t->nvswitches ? "NVSwitches on PCI: %lld (not GPUs)\n" : NULL,
+		t->nvswitches);
 	out_arr_begin(o, "gpus");
 	for (int g = 0; g < t->ngpus; g++) {
 		const struct rc_topo_gpu *gpu = &t->gpus[g];
@@ -198,6 +223,9 @@ static void put_gpus(struct out *o, const struct rc_topo *t)
 		out_i64(o, "index", "GPU%lld", g);
 		put_str(o, "name", "  %s", gpu->name);
 		put_str(o, "uuid", "  %s", gpu->uuid);
+		put_int(o, "nvml_index", "  (NVML %lld)", gpu->nvml_index);
+		out_i64(o, "nvswitch_links", gpu->nvswitch_links ? "  %lld NVLinks to NVSwitches" : NULL,
+			gpu->nvswitch_links);
 		out_text(o, "\n");
 		put_pci(o, &gpu->pci);
 		out_obj_end(o);
@@ -236,15 +264,91 @@ static void put_matrix(struct out *o, const struct rc_topo *t)
 	}
 	out_arr_end(o);
 	if (t->ngpus && t->ndevs)
-		out_text(o, "Legend: PIX one PCIe switch, PXB several bridges, PHB through the host bridge,\n"
+		out_text(o, "Legend: PIX at most one PCIe switch, PXB several bridges, PHB through the host bridge,\n"
 			    "        NODE between host bridges of one NUMA node, SYS across NUMA nodes,\n"
 			    "        N/A no PCI parent (rxe, siw)\n");
+}
+
+/* nvidia-smi topo -m's word for a GPU pair: NV# where NVLinks join them. */
+static void gpu_link_name(const struct rc_topo *t, int g, int h, char *buf, size_t len)
+{
+	if (g == h)
+		snprintf(buf, len, "X");
+	else if (t->nvlinks[g][h] > 0)
+		snprintf(buf, len, "NV%d", t->nvlinks[g][h]);
+	else
+		snprintf(buf, len, "%s", rc_topo_path_name(t->gpu_matrix[g][h]));
+}
+
+static void put_gpu_matrix(struct out *o, const struct rc_topo *t)
+{
+	char word[16];
+
+	if (t->ngpus > 1) {
+		out_text(o, "\nGPU x GPU paths\n        ");
+		for (int h = 0; h < t->ngpus; h++)
+			out_text(o, "GPU%-4d", h);
+		out_text(o, "\n");
+	}
+	out_arr_begin(o, "gpu_matrix");
+	for (int g = 0; g < t->ngpus && t->ngpus > 1; g++) {
+		out_text(o, "GPU%-5d", g);
+		for (int h = 0; h < t->ngpus; h++) {
+			gpu_link_name(t, g, h, word, sizeof(word));
+			if (g == h) {
+				out_text(o, "%-7s", word);
+				continue;
+			}
+			out_obj_begin(o, NULL);
+			out_i64(o, "gpu", NULL, g);
+			out_i64(o, "peer", NULL, h);
+			out_str(o, "link", "%-7s", word);
+			out_str(o, "path", NULL, rc_topo_path_name(t->gpu_matrix[g][h]));
+			out_i64(o, "nvlinks", NULL, t->nvlinks[g][h]);
+			out_obj_end(o);
+		}
+		out_text(o, "\n");
+	}
+	out_arr_end(o);
+	if (t->ngpus > 1)
+		out_text(o, "Legend: X itself, NV# joined by # NVLinks (direct or through NVSwitches),\n"
+			    "        then the PCIe class as above%s\n",
+			    t->nvml ? "" : "; no NVML here, so no NVLink counts");
+}
+
+static void put_gpudirect(struct out *o, const struct rc_topo *t)
+{
+	bool any = false;
+
+	for (int g = 0; g < t->ngpus; g++)
+		any |= t->rails[g].dev >= 0;
+	if (any)
+		out_text(o, "\nGPUDirect RDMA (rail pairs; every pair in the JSON)\n");
+	out_arr_begin(o, "gpudirect");
+	for (int g = 0; g < t->ngpus; g++)
+		for (int d = 0; d < t->ndevs; d++) {
+			struct rc_topo_gpudirect gd;
+			bool show = t->rails[g].dev == d;
+
+			rc_topo_gpudirect(t, g, d, &gd);
+			out_obj_begin(o, NULL);
+			out_i64(o, "gpu", show ? "  GPU%-3lld" : NULL, g);
+			out_str(o, "nic", show ? " %-8s" : NULL, t->devs[d].name);
+			out_str(o, "path", show ? " %-4s" : NULL, rc_topo_path_name(gd.path));
+			out_bool(o, "dmabuf", show ? "  dma-buf %s" : NULL, gd.dmabuf);
+			put_str(o, "dmabuf_why", NULL, gd.dmabuf ? NULL : gd.dmabuf_why);
+			out_bool(o, "peermem", show ? ", peermem %s" : NULL, gd.peermem);
+			out_bool(o, "ready", show ? ", ready %s" : NULL, gd.ready);
+			out_str(o, "advice", show ? "\n        %s\n" : NULL, gd.advice);
+			out_obj_end(o);
+		}
+	out_arr_end(o);
 }
 
 static void put_rails(struct out *o, const struct rc_topo *t)
 {
 	if (t->ngpus)
-		out_text(o, "\nRail plan (each GPU's closest NIC with an active port)\n");
+		out_text(o, "\nRail plan (least total path cost, then the least NIC load; NICs with an active port first)\n");
 	out_arr_begin(o, "rail_plan");
 	for (int g = 0; g < t->ngpus; g++) {
 		const struct rc_topo_rail *r = &t->rails[g];
@@ -270,7 +374,14 @@ static void put_rails(struct out *o, const struct rc_topo *t)
 			out_i64(o, NULL, "GPU%lld", h);
 		}
 		out_arr_end(o);
+		out_bool(o, "shared_by_design", r->shared_by_design ? " (by design: more GPUs than NICs)" : NULL,
+			 r->shared_by_design);
 		out_bool(o, "cross_socket", r->cross_socket ? "  cross-socket" : NULL, r->cross_socket);
+		put_str(o, "best_nic", NULL, r->best_dev >= 0 ? t->devs[r->best_dev].name : NULL);
+		put_str(o, "best_path", NULL, r->best_dev >= 0 ? rc_topo_path_name(r->best_path) : NULL);
+		if (r->best_dev >= 0 && r->best_path < r->path)
+			out_text(o, "  (its closest alone: %s %s)", t->devs[r->best_dev].name,
+				 rc_topo_path_name(r->best_path));
 		out_text(o, "\n");
 		out_obj_end(o);
 	}
@@ -383,9 +494,12 @@ static int show(struct ctx *ctx, const struct rc_topo *t, const char *source)
 		}
 	}
 	out_arr_end(o);
+	put_numbering(o, t);
 	put_gpus(o, t);
 	put_matrix(o, t);
+	put_gpu_matrix(o, t);
 	put_rails(o, t);
+	put_gpudirect(o, t);
 	put_findings(o, t, count);
 	out_obj_begin(o, "summary");
 	out_i64(o, "devices", "\nSummary: %lld RDMA device(s)", shown);

@@ -20,8 +20,10 @@ static const struct cmd_opt register_opts[] = {
 	{ "size", 'S', "SIZE", "region size (4K, 1M, 1G...)", .repeat = true },
 	{ "file", 'f', "FILE", "back the region with FILE (written back on exit)", COMP_FILE,
 	  .repeat = true },
-	{ "mem", 'm', "KIND", "memory: host, hugepage, file or cuda (default host)", COMP_WORDS,
-	  "host|hugepage|file|cuda", .repeat = true },
+	{ "mem", 'm', "KIND", "memory: host, hugepage, file or cuda[:N] (GPU N in PCI bus order; default host)",
+	  COMP_WORDS, "host|hugepage|file|cuda|cuda:0", .repeat = true },
+	{ "gpu-reg", 0, "PATH", "GPU memory registration: auto (dma-buf, then peer memory, then a host bounce buffer), dmabuf, peermem or bounce",
+	  COMP_WORDS, "auto|dmabuf|peermem|bounce" },
 	{ "access", 'a', "ACCESS", "what peers may do: ro, rw or atomic (default rw)", COMP_WORDS,
 	  "ro|rw|atomic", .repeat = true },
 	{ "token", 'T', "TOKEN", "require TOKEN in the connect request (default: $RDMACTL_TOKEN)" },
@@ -32,6 +34,7 @@ static const struct cmd_opt register_opts[] = {
 struct region_spec {
 	const char *name, *size, *file, *mem, *access; /* as given */
 	enum rc_mem_kind kind;                        /* as checked */
+	int gpu;                                      /* cuda:N */
 	enum rc_access acc;
 	uint64_t bytes;
 };
@@ -109,6 +112,18 @@ static void print_region(struct ctx *ctx, struct rc_server *s, const struct rc_r
 	out_u64(o, "length", " length %llu", (unsigned long long)r->d.length);
 	out_str(o, "access", " access %s", rc_access_name(r->d.access));
 	out_str(o, "mem", " mem %s", rc_mem_kind_name(r->mem.kind));
+	if (r->mem.kind == RC_MEM_CUDA)
+		out_i64(o, "gpu", ":%lld", r->mem.gpu);
+	else
+		out_null(o, "gpu");
+	out_str(o, "registration", r->mem.kind == RC_MEM_CUDA ? " via %s" : NULL,
+		rc_mem_reg_name(r->mem.reg));
+	if (r->mem.reg == RC_REG_BOUNCE)
+		out_text(o, " (a host bounce buffer: peers reach a host copy, not GPU memory; no GPUDirect)");
+	if (r->mem.kind == RC_MEM_CUDA && r->mem.reg_notes[0])
+		out_str(o, "registration_notes", " [tried first: %s]", r->mem.reg_notes);
+	else
+		out_null(o, "registration_notes");
 	if (r->path[0])
 		out_str(o, "file", " file %s", r->path);
 	out_str(o, "device", " device %s", l->dev_name);
@@ -150,6 +165,7 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 	struct opt_vals v;
 	struct rc_err e;
 	sigset_t mask;
+	enum rc_mem_reg gpu_reg = RC_REG_AUTO;
 	int nspecs = 0, sfd = -1, rc, rc2;
 
 	rc = opts_parse(ctx, c, argc, argv, &v);
@@ -165,6 +181,11 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 		return rc;
 	if ((rc = collect_regions(ctx, &v, specs, &nspecs)))
 		return rc;
+	if (opt_has(c, &v, "gpu-reg") && rc_mem_reg_parse(opt_get(c, &v, "gpu-reg"), &gpu_reg))
+		return usage_err(ctx, "invalid --gpu-reg '%s': expected auto, dmabuf, peermem or bounce",
+				 opt_get(c, &v, "gpu-reg"));
+	if (gpu_reg == RC_REG_HOST)
+		return usage_err(ctx, "invalid --gpu-reg 'host': expected auto, dmabuf, peermem or bounce");
 	/* Validate every region before touching any device. */
 	for (int i = 0; i < nspecs; i++) {
 		struct region_spec *r = &specs[i];
@@ -172,8 +193,12 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 		enum rc_access access = RC_ACCESS_RW;
 		uint64_t size = 0;
 
-		if (r->mem && rc_mem_kind_parse(r->mem, &kind))
-			return usage_err(ctx, "invalid --mem '%s': expected host, hugepage, file or cuda", r->mem);
+		if (r->mem && rc_mem_parse(r->mem, &kind, &r->gpu))
+			return usage_err(ctx, "invalid --mem '%s': expected host, hugepage, file, cuda or cuda:N", r->mem);
+		if (kind == RC_MEM_CUDA && !rc_mem_gpu_built())
+			return fail(ctx, -ENOTSUP,
+				    "--mem %s: this rdmactl was built without CUDA (the CUDA toolkit was not found, or -DRDMACTL_CUDA=OFF): GPU memory is not available",
+				    r->mem);
 		if (r->access && rc_access_parse(r->access, &access))
 			return usage_err(ctx, "invalid --access '%s': expected ro, rw or atomic", r->access);
 		if (r->size && (rc_parse_size(r->size, &size) || size == 0))
@@ -224,8 +249,11 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	for (int i = 0; i < nspecs; i++) {
-		rc = rc_server_add_region(s, specs[i].name, specs[i].kind, (size_t)specs[i].bytes,
-					  specs[i].file, specs[i].acc, &e);
+		struct rc_mem_spec ms = { .kind = specs[i].kind, .len = (size_t)specs[i].bytes,
+					  .path = specs[i].file, .gpu = specs[i].gpu,
+					  .reg = specs[i].kind == RC_MEM_CUDA ? gpu_reg : RC_REG_AUTO };
+
+		rc = rc_server_add_region_spec(s, specs[i].name, &ms, specs[i].acc, &e);
 		if (rc) {
 			rc = fail(ctx, rc, "region %s: %s", specs[i].name, e.msg);
 			goto out;

@@ -5,7 +5,9 @@
 
 #include <rdmactl/mem.h>
 
-int rc_gpu_alloc(struct rc_mem *m, size_t len, struct rc_err *err);
+/* GPU gpu (PCI bus order among those CUDA sees). A refused dma-buf export
+ * is no error: dmabuf_fd stays -1 and reg_notes says why. */
+int rc_gpu_alloc(struct rc_mem *m, int gpu, size_t len, struct rc_err *err);
 int rc_gpu_free(struct rc_mem *m);
 /* Copy between host and a GPU region (for loading and checking contents). */
 int rc_gpu_copy(struct rc_mem *m, size_t off, void *host, size_t len, bool to_gpu,

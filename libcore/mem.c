@@ -1,5 +1,14 @@
 // SPDX-License-Identifier: MIT
+/*
+ * Memory to register: host, hugepage, file-backed, GPU. GPU memory is
+ * registered by the first of three paths that works, and the region says
+ * which one ran: dma-buf (ibv_reg_dmabuf_mr: the NIC reads and writes the
+ * GPU itself, no nvidia-peermem), peer memory (ibv_reg_mr of the device
+ * pointer, through nvidia-peermem), or a pinned host bounce buffer (the
+ * NIC reaches a host copy; no GPUDirect at all).
+ */
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,21 +166,71 @@ static int map_file(struct rc_mem *m, size_t len, const char *path, bool writabl
 	return 0;
 }
 
+static const char *const reg_names[] = { "auto", "host", "dmabuf", "peermem", "bounce" };
+
+const char *rc_mem_reg_name(enum rc_mem_reg r)
+{
+	return (unsigned)r < 5 ? reg_names[r] : "?";
+}
+
+int rc_mem_reg_parse(const char *s, enum rc_mem_reg *r)
+{
+	for (int i = 0; i < 5; i++)
+		if (!strcmp(s, reg_names[i])) {
+			*r = (enum rc_mem_reg)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+bool rc_mem_gpu_built(void)
+{
+	return RDMACTL_HAVE_CUDA != 0;
+}
+
+int rc_mem_parse(const char *s, enum rc_mem_kind *k, int *gpu)
+{
+	uint64_t n;
+
+	*gpu = 0;
+	if (!strncmp(s, "cuda:", 5)) {
+		if (rc_parse_u64(s + 5, &n) || n > 1023 || s[5] == '+' || s[5] == '-')
+			return -EINVAL;
+		*gpu = (int)n;
+		*k = RC_MEM_CUDA;
+		return 0;
+	}
+	return rc_mem_kind_parse(s, k);
+}
+
 int rc_mem_alloc(struct rc_mem *m, enum rc_mem_kind kind, size_t len, const char *path,
 		 bool writable, struct rc_err *err)
 {
+	struct rc_mem_spec spec = { .kind = kind, .len = len, .path = path };
+
+	return rc_mem_alloc_spec(m, &spec, writable, err);
+}
+
+int rc_mem_alloc_spec(struct rc_mem *m, const struct rc_mem_spec *spec, bool writable,
+		      struct rc_err *err)
+{
+	enum rc_mem_kind kind = spec->kind;
+	size_t len = spec->len;
+
 	memset(m, 0, sizeof(*m));
 	m->kind = kind;
 	m->fd = -1;
 	m->dmabuf_fd = -1;
 	m->writable = writable;
+	m->want = spec->reg;
+	m->gpu = spec->gpu;
 
 	if (kind == RC_MEM_FILE)
-		return map_file(m, len, path, writable, err);
+		return map_file(m, len, spec->path, writable, err);
 	if (len == 0)
 		return rc_err_set(err, EINVAL, "a region needs a size greater than 0");
 	if (kind == RC_MEM_CUDA)
-		return rc_gpu_alloc(m, len, err);
+		return rc_gpu_alloc(m, spec->gpu, len, err);
 
 	int flags = MAP_PRIVATE | MAP_ANONYMOUS;
 
@@ -196,8 +255,104 @@ int rc_mem_alloc(struct rc_mem *m, enum rc_mem_kind kind, size_t len, const char
 	return 0;
 }
 
+/* Append "what: why" to the notes of the paths tried. */
+static void note(struct rc_mem *m, const char *what, int e, const char *hint)
+{
+	size_t l = strlen(m->reg_notes);
+
+	snprintf(m->reg_notes + l, sizeof(m->reg_notes) - l, "%s%s: %s%s", l ? "; " : "", what,
+		 strerror(e), hint);
+}
+
+static int reg_gpu(struct rc_mem *m, struct ibv_pd *pd, int access, struct ibv_mr **out,
+		   struct rc_err *err)
+{
+	bool any = m->want == RC_REG_AUTO;
+	struct ibv_mr *mr = NULL;
+	int e = ENOTSUP;
+
+	if (any || m->want == RC_REG_DMABUF) {
+		if (m->dmabuf_fd < 0) {
+			if (!m->reg_notes[0])
+				snprintf(m->reg_notes, sizeof(m->reg_notes), "dma-buf: not exported");
+		} else if ((mr = ibv_reg_dmabuf_mr(pd, 0, m->len, m->dev_ptr, m->dmabuf_fd, access))) {
+			m->reg = RC_REG_DMABUF;
+			m->mr_addr = m->dev_ptr;
+		} else {
+			e = errno;
+			note(m, "dma-buf: ibv_reg_dmabuf_mr", e, "");
+		}
+	} else {
+		m->reg_notes[0] = '\0';
+	}
+	if (!mr && (any || m->want == RC_REG_PEERMEM)) {
+		mr = ibv_reg_mr(pd, (void *)(uintptr_t)m->dev_ptr, m->len, access);
+		if (mr) {
+			m->reg = RC_REG_PEERMEM;
+			m->mr_addr = m->dev_ptr;
+		} else {
+			e = errno;
+			note(m, "peer memory: ibv_reg_mr", e, " (is nvidia-peermem loaded?)");
+		}
+	}
+	if (!mr && (any || m->want == RC_REG_BOUNCE)) {
+		void *b = mmap(NULL, m->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			       -1, 0);
+		struct rc_err ce;
+
+		if (b == MAP_FAILED) {
+			e = errno;
+			note(m, "bounce buffer: mmap", e, "");
+		} else if (rc_gpu_copy(m, 0, b, m->len, false, &ce)) {
+			char why[160];
+
+			e = EIO;
+			snprintf(why, sizeof(why), " (%.150s)", ce.msg);
+			note(m, "bounce buffer: copy from the GPU", e, why);
+			munmap(b, m->map_len);
+		} else if (!(mr = ibv_reg_mr(pd, b, m->len, access))) {
+			e = errno;
+			note(m, "bounce buffer: ibv_reg_mr", e, "");
+			munmap(b, m->map_len);
+		} else {
+			m->bounce = b;
+			m->reg = RC_REG_BOUNCE;
+			m->mr_addr = (uintptr_t)b;
+		}
+	}
+	if (!mr)
+		return rc_err_set(err, e, "cannot register GPU %d memory (%s): %s", m->gpu,
+				  any ? "tried dma-buf, peer memory, bounce buffer"
+				      : rc_mem_reg_name(m->want),
+				  m->reg_notes[0] ? m->reg_notes : strerror(e));
+	*out = mr;
+	return 0;
+}
+
+int rc_mem_register(struct rc_mem *m, struct ibv_pd *pd, int access, struct ibv_mr **out,
+		    struct rc_err *err)
+{
+	struct ibv_mr *mr;
+
+	*out = NULL;
+	if (m->kind == RC_MEM_CUDA)
+		return reg_gpu(m, pd, access, out, err);
+	if (m->want != RC_REG_AUTO && m->want != RC_REG_HOST)
+		return rc_err_set(err, EINVAL, "%s registration is for GPU memory, not %s",
+				  rc_mem_reg_name(m->want), rc_mem_kind_name(m->kind));
+	mr = ibv_reg_mr(pd, m->buf, m->len, access);
+	if (!mr)
+		return rc_err_set(err, errno, "ibv_reg_mr: %s", strerror(errno));
+	m->reg = RC_REG_HOST;
+	m->mr_addr = (uintptr_t)m->buf;
+	*out = mr;
+	return 0;
+}
+
 int rc_mem_sync(struct rc_mem *m, struct rc_err *err)
 {
+	if (m->kind == RC_MEM_CUDA && m->bounce && m->writable)
+		return rc_gpu_copy(m, 0, m->bounce, m->len, true, err);
 	if (m->kind != RC_MEM_FILE || !m->buf || !m->writable)
 		return 0;
 	int e = file_io(m->fd, m->buf, m->len, true);
@@ -215,7 +370,11 @@ int rc_mem_free(struct rc_mem *m)
 	int rc = 0;
 
 	if (m->kind == RC_MEM_CUDA) {
-		rc = rc_gpu_free(m);
+		if (m->bounce && munmap(m->bounce, m->map_len) < 0)
+			rc = -errno;
+		m->bounce = NULL;
+		if (rc_gpu_free(m) && !rc)
+			rc = -EIO;
 	} else if (m->buf && munmap(m->buf, m->map_len) < 0) {
 		rc = -errno;
 	}

@@ -96,6 +96,18 @@ int rc_server_create(const struct rc_server_opts *o, struct rc_server **out, str
 int rc_server_add_region(struct rc_server *s, const char *name, enum rc_mem_kind kind,
 			 size_t len, const char *path, enum rc_access access, struct rc_err *err)
 {
+	struct rc_mem_spec spec = { .kind = kind, .len = len, .path = path };
+
+	return rc_server_add_region_spec(s, name, &spec, access, err);
+}
+
+int rc_server_add_region_spec(struct rc_server *s, const char *name,
+			      const struct rc_mem_spec *spec, enum rc_access access,
+			      struct rc_err *err)
+{
+	enum rc_mem_kind kind = spec->kind;
+	const char *path = spec->path;
+	size_t len = spec->len;
 	struct rc_region *r;
 	int rc;
 
@@ -110,16 +122,18 @@ int rc_server_add_region(struct rc_server *s, const char *name, enum rc_mem_kind
 		return rc_err_set(err, ENOSPC, "at most %d regions per server", RC_MAX_REGIONS);
 	r = &s->regions[s->nregions];
 	memset(r, 0, sizeof(*r));
-	rc = rc_mem_alloc(&r->mem, kind, len, path, access != RC_ACCESS_RO, err);
+	rc = rc_mem_alloc_spec(&r->mem, spec, access != RC_ACCESS_RO, err);
 	if (rc)
 		return rc;
-	if (kind == RC_MEM_CUDA && r->mem.dmabuf_fd >= 0)
-		r->mr = ibv_reg_dmabuf_mr(s->l->pd, 0, r->mem.len, r->mem.dev_ptr,
-					  r->mem.dmabuf_fd, rc_access_ibv(access));
-	else
-		r->mr = ibv_reg_mr(s->l->pd, r->mem.buf, r->mem.len, rc_access_ibv(access));
-	if (!r->mr) {
-		int e = errno;
+	/* GPU memory: dma-buf, peer memory, then a bounce buffer (mem.c). */
+	rc = rc_mem_register(&r->mem, s->l->pd, rc_access_ibv(access), &r->mr,
+			     kind == RC_MEM_CUDA ? err : NULL);
+	if (rc && kind == RC_MEM_CUDA) {
+		rc_mem_free(&r->mem);
+		return rc;
+	}
+	if (rc) {
+		int e = -rc;
 
 		rc_mem_free(&r->mem);
 		if (e == ENOMEM || e == EPERM)
@@ -131,9 +145,7 @@ int rc_server_add_region(struct rc_server *s, const char *name, enum rc_mem_kind
 				  s->l->dev_name, strerror(e));
 	}
 	snprintf(r->d.name, sizeof(r->d.name), "%s", name);
-	r->d.addr = (uintptr_t)r->mem.buf;
-	if (kind == RC_MEM_CUDA)
-		r->d.addr = r->mem.dev_ptr;
+	r->d.addr = r->mem.mr_addr;
 	r->d.length = r->mem.len;
 	r->d.rkey = r->mr->rkey;
 	r->d.access = access;

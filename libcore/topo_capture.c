@@ -359,6 +359,16 @@ static int capture_into(const char *src, const char *dir, int *nfiles, struct rc
 			fprintf(c.facts, "gpu %s %s %s\n", gpu->pci.addr,
 				gpu->uuid[0] ? gpu->uuid : "-", gpu->name);
 	}
+	/* What NVML said, for a tree read where there is no NVML. */
+	for (int g = 0; g < t->ngpus && !rc && t->nvml; g++) {
+		if (t->gpus[g].nvml_index >= 0)
+			fprintf(c.facts, "nvml %s %d %d\n", t->gpus[g].pci.addr,
+				t->gpus[g].nvml_index, t->gpus[g].nvswitch_links);
+		for (int h = 0; h < t->ngpus; h++)
+			if (t->nvlinks[g][h] > 0)
+				fprintf(c.facts, "nvlink %s %s %d\n", t->gpus[g].pci.addr,
+					t->gpus[h].pci.addr, t->nvlinks[g][h]);
+	}
 werr:
 	if (rc)
 		rc = rc_err_set(err, -rc, "cannot write the capture into %s: %s", dir, strerror(-rc));

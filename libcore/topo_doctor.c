@@ -128,15 +128,6 @@ static void check_link(struct rc_topo *t, const char *what, const struct rc_topo
 			       what, p->addr, t->nnuma);
 }
 
-static bool kernel_at_least(const char *rel, int maj, int min)
-{
-	int a = 0, b = 0;
-
-	if (sscanf(rel, "%d.%d", &a, &b) != 2)
-		return false;
-	return a > maj || (a == maj && b >= min);
-}
-
 static void check_gpudirect(struct rc_topo *t)
 {
 	const struct rc_topo_facts *f = &t->facts;
@@ -147,14 +138,7 @@ static void check_gpudirect(struct rc_topo *t)
 		pci_nic |= t->devs[d].has_pci;
 	if (!t->ngpus || !pci_nic || f->peermem_loaded)
 		return;
-	if (!f->nvidia_loaded && !f->nvidia_version[0])
-		why = "the NVIDIA driver is not loaded";
-	else if (!strstr(f->nvidia_version, "Open Kernel Module"))
-		why = f->nvidia_version[0] ? "the NVIDIA kernel module is the proprietary flavor; dma-buf needs the open kernel modules"
-					   : "the NVIDIA driver's flavor is unknown: no /proc/driver/nvidia/version";
-	else if (!kernel_at_least(f->kernel, 5, 12))
-		why = "the kernel is older than 5.12";
-	else
+	if (tp_dmabuf_host(t, &why))
 		return; /* dma-buf works without nvidia-peermem */
 	tp_add_finding(t, RC_SEV_WARNING, "gpudirect",
 		       "modprobe nvidia-peermem, or use the NVIDIA open kernel modules (driver 515 or later) on kernel 5.12 or later for dma-buf",
@@ -187,6 +171,34 @@ static void check_hugepages(struct rc_topo *t)
 			       "all %ld reserved hugepages are in use", total);
 }
 
+static int first_gpu_on(const struct rc_topo *t, int d)
+{
+	for (int g = 0; g < t->ngpus; g++)
+		if (t->rails[g].dev == d)
+			return g;
+	return 0;
+}
+
+/* nvidia-smi numbers GPUs by NVML's index; rdmactl by PCI bus order. */
+static void check_gpu_order(struct rc_topo *t)
+{
+	char list[240] = "";
+	int n = 0;
+
+	for (int g = 0; g < t->ngpus; g++) {
+		size_t l = strlen(list);
+
+		if (t->gpus[g].nvml_index < 0 || t->gpus[g].nvml_index == g)
+			continue;
+		snprintf(list + l, sizeof(list) - l, "%sGPU%d (%s) is NVML %d", n++ ? ", " : "", g,
+			 t->gpus[g].pci.addr, t->gpus[g].nvml_index);
+	}
+	if (n)
+		tp_add_finding(t, RC_SEV_WARNING, "gpu_order",
+			       "name GPUs by UUID (CUDA_VISIBLE_DEVICES=GPU-...) or set CUDA_DEVICE_ORDER=PCI_BUS_ID; compare with nvidia-smi -L",
+			       "NVML numbers the GPUs differently from PCI bus order: %s", list);
+}
+
 static void check_rails(struct rc_topo *t)
 {
 	char fix[320];
@@ -203,10 +215,15 @@ static void check_rails(struct rc_topo *t)
 			snprintf(gpus + l, sizeof(gpus) - l, "%sGPU%d", n ? ", " : "", g);
 			n++;
 		}
-		if (n > 1)
+		if (n > 1 && t->rails[first_gpu_on(t, d)].shared_by_design)
+			tp_add_finding(t, RC_SEV_WARNING, "rail_shared",
+				       "add NICs (one per GPU), or run one rank per NIC",
+				       "%s serves %d GPUs (%s) by design: there are more GPUs than NICs with an active port, so each gets a share of its bandwidth",
+				       t->devs[d].name, n, gpus);
+		else if (n > 1)
 			tp_add_finding(t, RC_SEV_WARNING, "rail_shared",
 				       "give each GPU its own NIC on its switch, or run one rank per NIC",
-				       "%s serves %d GPUs (%s): each gets a share of its bandwidth",
+				       "%s serves %d GPUs (%s): each gets a share of its bandwidth (every other NIC is farther away)",
 				       t->devs[d].name, n, gpus);
 	}
 	for (int g = 0; g < t->ngpus; g++) {
@@ -273,6 +290,7 @@ void tp_doctor(struct rc_topo *t, const struct rc_topo_opts *o)
 		check_link(t, what, &t->gpus[g].pci, true);
 	}
 	check_gpudirect(t);
+	check_gpu_order(t);
 	check_rails(t);
 	if (o->hugepages)
 		check_hugepages(t);

@@ -55,6 +55,10 @@ int tp_load_gpus(struct rc_topo *t, struct rc_err *err);
 void tp_load_nvml(struct rc_topo *t);
 void tp_load_facts(struct rc_topo *t);
 void tp_compute_paths(struct rc_topo *t);
+/* The rail plan (topo_rail.c): rails[] from matrix[] and the ports. */
+void tp_plan_rails(struct rc_topo *t);
+/* dma-buf for GPU memory on this host (kernel, NVIDIA module); why not. */
+bool tp_dmabuf_host(const struct rc_topo *t, const char **why);
 void tp_doctor(struct rc_topo *t, const struct rc_topo_opts *o);
 
 #endif

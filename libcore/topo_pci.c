@@ -10,6 +10,7 @@
  * The deepest function two chains share (their lowest common ancestor)
  * says how far apart they are.
  */
+#define _GNU_SOURCE /* qsort_r */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -50,6 +51,36 @@ static bool is_bdf(const char *s, size_t len)
 	dom = (size_t)(c - s);
 	return dom >= 4 && dom <= 8 && len == dom + 8 && hex_run(s, dom) && hex_run(c + 1, 2) &&
 	       c[3] == ':' && hex_run(c + 4, 2) && c[6] == '.' && c[7] >= '0' && c[7] <= '7';
+}
+
+/* DDDD:BB:DD.F as numbers; false when it is no PCI address. */
+static bool bdf_parse(const char *s, unsigned long v[4])
+{
+	size_t len = strlen(s);
+	char *end;
+
+	if (!is_bdf(s, len))
+		return false;
+	v[0] = strtoul(s, &end, 16);
+	v[1] = strtoul(end + 1, &end, 16);
+	v[2] = strtoul(end + 1, &end, 16);
+	v[3] = strtoul(end + 1, &end, 16);
+	return !*end;
+}
+
+int rc_topo_pci_cmp(const char *a, const char *b)
+{
+	unsigned long va[4], vb[4];
+	bool pa = bdf_parse(a, va), pb = bdf_parse(b, vb);
+
+	if (pa != pb)
+		return pa ? -1 : 1;
+	if (!pa)
+		return strcasecmp(a, b);
+	for (int i = 0; i < 4; i++)
+		if (va[i] != vb[i])
+			return va[i] < vb[i] ? -1 : 1;
+	return 0;
 }
 
 #define CHAIN_MAX 32
@@ -173,6 +204,18 @@ int tp_load_pci(const struct rc_topo *t, const char *rel, struct rc_topo_pci *p)
 	return 0;
 }
 
+/* NVSwitch: an NVIDIA function of class "other bridge" (0x0680). */
+static bool is_nvswitch(const struct rc_topo_pci *p)
+{
+	unsigned long cls;
+	char *end;
+
+	if (strcasecmp(p->vendor, "0x10de"))
+		return false;
+	cls = strtoul(p->class_code, &end, 16);
+	return end != p->class_code && (cls >> 8) == 0x0680;
+}
+
 static bool is_nvidia_gpu(const struct rc_topo_pci *p)
 {
 	unsigned long cls;
@@ -196,13 +239,48 @@ static void gpu_fact(void *arg, const char *key, const char *val)
 	if (sscanf(val, "%31s %95s %n", addr, uuid, &off) < 2)
 		return;
 	for (int g = 0; g < t->ngpus; g++) {
-		if (strcasecmp(t->gpus[g].pci.addr, addr))
+		if (rc_topo_pci_cmp(t->gpus[g].pci.addr, addr))
 			continue;
 		if (strcmp(uuid, "-"))
 			tp_copy(t->gpus[g].uuid, sizeof(t->gpus[g].uuid), uuid);
 		if (off > 0)
 			tp_copy(t->gpus[g].name, sizeof(t->gpus[g].name), val + off);
 	}
+}
+
+static int gpu_index_of(const struct rc_topo *t, const char *addr)
+{
+	for (int g = 0; g < t->ngpus; g++)
+		if (!rc_topo_pci_cmp(t->gpus[g].pci.addr, addr))
+			return g;
+	return -1;
+}
+
+/* "nvml ADDR INDEX SWITCH_LINKS" and "nvlink ADDR PEER N" from a capture:
+ * NVML's index and NVLinks where it ran. */
+static void nvml_fact(void *arg, const char *key, const char *val)
+{
+	struct rc_topo *t = arg;
+	char a[32], b[32];
+	int g, h, n, m;
+
+	if (!strcmp(key, "nvml") && sscanf(val, "%31s %d %d", a, &n, &m) == 3 &&
+	    (g = gpu_index_of(t, a)) >= 0 && n >= 0 && n < 4096 && m >= 0 && m < 1024) {
+		t->gpus[g].nvml_index = n;
+		t->gpus[g].nvswitch_links = m;
+		t->nvml = true;
+	} else if (!strcmp(key, "nvlink") && sscanf(val, "%31s %31s %d", a, b, &n) == 3 &&
+		   (g = gpu_index_of(t, a)) >= 0 && (h = gpu_index_of(t, b)) >= 0 && g != h &&
+		   n > 0 && n < 1024) {
+		t->nvlinks[g][h] = n;
+		t->nvml = true;
+	}
+}
+
+static int cmp_gpu(const void *a, const void *b)
+{
+	return rc_topo_pci_cmp(((const struct rc_topo_gpu *)a)->pci.addr,
+			       ((const struct rc_topo_gpu *)b)->pci.addr);
 }
 
 int tp_load_gpus(struct rc_topo *t, struct rc_err *err)
@@ -220,14 +298,23 @@ int tp_load_gpus(struct rc_topo *t, struct rc_err *err)
 		struct rc_topo_pci p;
 
 		if (tp_fmt(rel, sizeof(rel), "bus/pci/devices/%s", n.v[i]) ||
-		    tp_load_pci(t, rel, &p) || !is_nvidia_gpu(&p))
+		    tp_load_pci(t, rel, &p))
+			continue;
+		if (is_nvswitch(&p))
+			t->nvswitches++;
+		if (!is_nvidia_gpu(&p))
 			continue;
 		if (t->ngpus >= RC_TOPO_MAX_GPUS)
 			break;
+		t->gpus[t->ngpus].nvml_index = -1;
 		t->gpus[t->ngpus++].pci = p;
 	}
 	tp_names_free(&n);
+	/* GPU n is the n-th in PCI bus order, as nvidia-smi numbers them. */
+	qsort(t->gpus, (size_t)t->ngpus, sizeof(t->gpus[0]), cmp_gpu);
 	tp_facts_each(t, "gpu", gpu_fact, t);
+	tp_facts_each(t, "nvml", nvml_fact, t);
+	tp_facts_each(t, "nvlink", nvml_fact, t);
 	return 0;
 }
 
@@ -236,56 +323,32 @@ static int numa_of(const struct rc_topo_pci *p)
 	return p->numa_node;
 }
 
+static int cmp_nic(const void *a, const void *b, void *arg)
+{
+	const struct rc_topo *t = arg;
+
+	return rc_topo_pci_cmp(t->devs[*(const int *)a].pci.addr, t->devs[*(const int *)b].pci.addr);
+}
+
 void tp_compute_paths(struct rc_topo *t)
 {
-	int load[RC_TOPO_MAX_DEVS] = { 0 };
+	for (int g = 0; g < t->ngpus; g++) {
+		const struct rc_topo_pci *gp = &t->gpus[g].pci;
 
-	for (int g = 0; g < t->ngpus; g++)
 		for (int d = 0; d < t->ndevs; d++)
 			t->matrix[g][d] = t->devs[d].has_pci
-				? rc_topo_classify(t->gpus[g].pci.path, numa_of(&t->gpus[g].pci),
-						   t->devs[d].pci.path, numa_of(&t->devs[d].pci),
-						   t->nnuma)
+				? rc_topo_classify(gp->path, numa_of(gp), t->devs[d].pci.path,
+						   numa_of(&t->devs[d].pci), t->nnuma)
 				: RC_PATH_NA;
-	/* Each GPU its closest NIC with an active port (a closer one that is down
-	 * carries nothing); among equals the least loaded, then the first by
-	 * name. Greedy in GPU order, which is PCI order. */
-	bool up[RC_TOPO_MAX_DEVS] = { false };
-
+		for (int h = 0; h < t->ngpus; h++)
+			t->gpu_matrix[g][h] = rc_topo_classify(gp->path, numa_of(gp),
+							       t->gpus[h].pci.path,
+							       numa_of(&t->gpus[h].pci), t->nnuma);
+	}
+	t->nnic_pci = 0;
 	for (int d = 0; d < t->ndevs; d++)
-		for (int p = 0; p < t->devs[d].nports; p++)
-			if (!strcmp(t->devs[d].ports[p].state, "ACTIVE"))
-				up[d] = true;
-	for (int g = 0; g < t->ngpus; g++) {
-		struct rc_topo_rail *r = &t->rails[g];
-
-		r->gpu = g;
-		r->dev = -1;
-		r->path = RC_PATH_NA;
-		for (int d = 0; d < t->ndevs; d++) {
-			enum rc_topo_path p = t->matrix[g][d];
-
-			if (p == RC_PATH_NA)
-				continue;
-			if (r->dev < 0 || (up[d] && !up[r->dev]) ||
-			    (up[d] == up[r->dev] &&
-			     (p < r->path || (p == r->path && load[d] < load[r->dev])))) {
-				r->dev = d;
-				r->path = p;
-			}
-		}
-		if (r->dev >= 0)
-			load[r->dev]++;
-	}
-	for (int g = 0; g < t->ngpus; g++) {
-		struct rc_topo_rail *r = &t->rails[g];
-		int gn, dn;
-
-		if (r->dev < 0)
-			continue;
-		r->shared = load[r->dev];
-		gn = numa_of(&t->gpus[g].pci);
-		dn = numa_of(&t->devs[r->dev].pci);
-		r->cross_socket = r->path == RC_PATH_SYS || (gn >= 0 && dn >= 0 && gn != dn);
-	}
+		if (t->devs[d].has_pci)
+			t->nic_pci_order[t->nnic_pci++] = d;
+	qsort_r(t->nic_pci_order, (size_t)t->nnic_pci, sizeof(int), cmp_nic, t);
+	tp_plan_rails(t);
 }

@@ -4,6 +4,7 @@
 # Every test tier, as CI runs it: installs what is missing, builds with
 # warnings as errors (plus an ASan/UBSan build), then runs
 #   unit  C tests under ctest, no device        (both builds)
+# (a third build, -DRDMACTL_CUDA=OFF, only builds rdmactl for one cli test)
 #   cli   bats on the binary, no device         (both builds)
 #   rxe   bats inside the SoftRoCE guest: real rdma_rxe, two devices (all
 #         of it once more on the sanitizer build, where a report fails)
@@ -121,6 +122,12 @@ tests/deps.sh || { echo "cannot install the dependencies" >&2; exit 1; }
 log "build (warnings are errors)"
 build build || { echo "rdmactl tests: 0 passed, 1 failed (build)"; exit 1; }
 mkdir -p "$logdir"
+# A build without CUDA must still build and refuse --mem cuda plainly (the
+# cli tier checks it through RDMACTL_NOCUDA); the binary alone is enough.
+log "build without CUDA (-DRDMACTL_CUDA=OFF, rdmactl only)"
+cmake -S . -B build-nocuda -DRDMACTL_WERROR=ON -DRDMACTL_CUDA=OFF -DRDMACTL_TESTS=OFF >/dev/null &&
+	cmake --build build-nocuda -j "$(nproc)" --target rdmactl ||
+	{ echo "rdmactl tests: 0 passed, 1 failed (build without CUDA)"; exit 1; }
 if ((sanitize)); then
 	log "build with AddressSanitizer and UndefinedBehaviorSanitizer"
 	build build-asan -DRDMACTL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug ||
@@ -132,7 +139,8 @@ run_ctest unit build
 ((sanitize)) && run_ctest unit-asan build-asan
 
 log "cli tests"
-run_bats cli "$logdir/cli.tap" env RDMACTL_BUILD_DIR="$repo/build" RDMACTL="$repo/build/cli/rdmactl" bats --tap tests/cli
+run_bats cli "$logdir/cli.tap" env RDMACTL_BUILD_DIR="$repo/build" RDMACTL="$repo/build/cli/rdmactl" \
+	RDMACTL_NOCUDA="$repo/build-nocuda/cli/rdmactl" bats --tap tests/cli
 if ((sanitize)); then
 	log "cli tests on the sanitizer build"
 	run_bats cli-asan "$logdir/cli-asan.tap" env RDMACTL_BUILD_DIR="$repo/build-asan" RDMACTL="$repo/build-asan/cli/rdmactl" \

@@ -152,7 +152,12 @@ assert_bad_tree() { # DIR MESSAGE
 @test "JSON keys are stable" {
 	local j
 	j=$(topo two-socket-8gpu --hugepages)
-	jq -e 'keys == ["devices", "findings", "gpus", "host", "matrix", "rail_plan", "schema_version", "source", "summary"]' <<<"$j"
+	jq -e 'keys == ["devices", "findings", "gpu_matrix", "gpudirect", "gpus", "host", "matrix",
+		"numbering", "nvswitches", "rail_plan", "schema_version", "source", "summary"]' <<<"$j"
+	jq -e '.numbering | keys == ["gpus", "nics", "nics_pci_order", "nvml"]' <<<"$j"
+	jq -e '.gpu_matrix[0] | keys == ["gpu", "link", "nvlinks", "path", "peer"]' <<<"$j"
+	jq -e '.gpudirect[0] | keys == ["advice", "dmabuf", "dmabuf_why", "gpu", "nic", "path", "peermem",
+		"ready"]' <<<"$j"
 	jq -e '.host | keys == ["hostname", "hugepages", "kernel", "memlock_bytes", "memlock_unlimited",
 		"numa_nodes", "nvidia_driver", "nvidia_loaded", "nvidia_peermem"]' <<<"$j"
 	jq -e '.devices[0] | keys == ["driver", "fw_ver", "name", "node_guid", "node_type", "parent_netdev",
@@ -162,12 +167,93 @@ assert_bad_tree() { # DIR MESSAGE
 	jq -e '.devices[0].ports[0] | keys == ["active_mtu", "addresses", "gids", "lid", "link_layer",
 		"netdev", "netdev_mtu", "netdev_state", "phys_state", "port", "rate", "rate_gbps",
 		"recommended_gid", "recommended_gid_index", "sm_lid", "speed", "state", "verify", "width"]' <<<"$j"
-	jq -e '.gpus[0] | keys == ["index", "name", "pci", "uuid"]' <<<"$j"
+	jq -e '.gpus[0] | keys == ["index", "name", "nvml_index", "nvswitch_links", "pci", "uuid"]' <<<"$j"
 	jq -e '.matrix[0] | keys == ["gpu", "gpu_pci", "nic", "nic_pci", "path"]' <<<"$j"
-	jq -e '.rail_plan[0] | keys == ["cross_socket", "gpu", "gpu_numa", "gpu_pci", "nic", "nic_numa",
-		"nic_pci", "path", "shared", "shared_with"]' <<<"$j"
+	jq -e '.rail_plan[0] | keys == ["best_nic", "best_path", "cross_socket", "gpu", "gpu_numa", "gpu_pci",
+		"nic", "nic_numa", "nic_pci", "path", "shared", "shared_by_design", "shared_with"]' <<<"$j"
 	jq -e '.findings[0] | keys == ["check", "fix", "message", "severity"]' <<<"$j"
 	jq -e '.summary | keys == ["devices", "errors", "gpus", "infos", "ports", "ports_active", "warnings"]' <<<"$j"
+}
+
+# The fake NVML of the unit tests, answering from FIXTURE.nvml:
+# with_nvml CONFIG CMD...
+with_nvml() {
+	local lib=${RDMACTL_BUILD_DIR:-$(dirname -- "$RDMACTL")/..}/tests/unit/libfakenvml.so
+	[[ -f "$lib" ]] || fail "no fake NVML at $lib: build the unit tests (RDMACTL_TESTS=ON)"
+	RDMACTL_NVML_LIB=$lib RDMACTL_FAKE_NVML=$FX/$1 "${@:2}"
+}
+
+@test "hex-bus: GPUs numbered in PCI bus order (34 before 3b), NIC order stated" {
+	local j
+	j=$(topo hex-bus)
+	run jq -r '.gpus[] | "\(.index) \(.pci.address)"' <<<"$j"
+	assert_output "$(printf '%s\n' '0 0000:34:00.0' '1 0000:3b:00.0' '2 0000:85:00.0' '3 0000:8a:00.0')"
+	jq -e '.numbering == {gpus: "pci_bus_id", nics: "name", nics_pci_order: ["mlx5_1", "mlx5_0"], nvml: false}' <<<"$j"
+	jq -e '[.devices[].name] == ["mlx5_0", "mlx5_1"] and .nvswitches == 0' <<<"$j"
+	jq -e '.gpus | all(.nvml_index == null)' <<<"$j"
+	run timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/hex-bus"
+	assert_success
+	assert_line --partial 'Numbering: GPUs in PCI bus order (as nvidia-smi, and CUDA with CUDA_DEVICE_ORDER=PCI_BUS_ID)'
+	assert_line '  NICs by name (mlx5 names follow probe order); in PCI bus order: mlx5_1 mlx5_0'
+	assert_line --regexp '^GPU0  NVIDIA A100-SXM4-80GB  GPU-hexb0000-0000-0000-0000-340000000000$'
+	# the same tree on a host where names are PCI order says so
+	run timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/nvswitch-4gpu"
+	assert_line --partial 'which here is also PCI bus order'
+}
+
+@test "hex-bus: GPU x GPU matrix, NV4 from NVML, and NVML's order checked against PCI's" {
+	local j
+	j=$(topo hex-bus)
+	jq -e '[.gpu_matrix[] | select(.gpu == 0) | "\(.peer) \(.link)"] == ["1 PIX", "2 SYS", "3 SYS"]' <<<"$j"
+	j=$(with_nvml hex-bus.nvml timeout 30 "$RDMACTL" -j probe-topology --sysfs "$FX/hex-bus")
+	jq -e '.numbering.nvml == true and ([.gpus[].nvml_index] == [0, 1, 2, 3])' <<<"$j"
+	jq -e '.gpus[1].uuid == "GPU-nvml0000-0000-0000-0000-3b0000000000"' <<<"$j"
+	jq -e '[.gpu_matrix[] | select(.gpu == 0) | "\(.peer) \(.link) \(.path) \(.nvlinks)"]
+		== ["1 NV4 PIX 4", "2 SYS SYS 0", "3 SYS SYS 0"]' <<<"$j"
+	jq -e '[.findings[].check] | index("gpu_order") == null' <<<"$j"
+	run with_nvml hex-bus.nvml timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/hex-bus"
+	assert_success
+	assert_line 'GPU x GPU paths'
+	assert_line --regexp '^GPU0 +X +NV4 +SYS +SYS *$'
+	assert_line --regexp '^GPU3 +SYS +SYS +NV4 +X *$'
+	assert_line --partial 'Legend: X itself, NV# joined by # NVLinks'
+	j=$(with_nvml hex-bus-misordered.nvml timeout 30 "$RDMACTL" -j probe-topology --sysfs "$FX/hex-bus")
+	jq -e '[.gpus[].nvml_index] == [1, 0, 2, 3] and .gpus[0].pci.address == "0000:34:00.0"' <<<"$j"
+	jq -e '[.findings[] | select(.check == "gpu_order")] | length == 1
+		and (.[0].message | contains("GPU0 (0000:34:00.0) is NVML 1"))' <<<"$j"
+}
+
+@test "nvswitch-4gpu: NVSwitches are no GPUs; NV18 through them; the rail plan and GPUDirect" {
+	local j
+	j=$(topo nvswitch-4gpu)
+	jq -e '.nvswitches == 2 and (.gpus | length) == 4
+		and ([.gpus[].pci.address] == ["0000:03:00.0", "0000:06:00.0", "0000:83:00.0", "0000:86:00.0"])' <<<"$j"
+	jq -e '[.gpu_matrix[] | select(.gpu == 0) | .link] == ["PIX", "SYS", "SYS"]' <<<"$j"
+	j=$(with_nvml nvswitch-4gpu.nvml timeout 30 "$RDMACTL" -j probe-topology --sysfs "$FX/nvswitch-4gpu")
+	jq -e '.gpu_matrix | length == 12 and all(.link == "NV18" and .nvlinks == 18)' <<<"$j"
+	jq -e '.gpus | all(.nvswitch_links == 18 and .name == "NVIDIA H100 80GB HBM3")' <<<"$j"
+	run jq -r '.rail_plan[] | "\(.gpu) \(.nic) \(.path) \(.shared) \(.best_path)"' <<<"$j"
+	assert_output "$(printf '%s\n' '0 mlx5_0 PIX false PIX' '1 mlx5_1 PIX false PIX' '2 mlx5_2 PIX false PIX' '3 mlx5_3 PIX false PIX')"
+	jq -e '[.gpudirect[] | select(.gpu == 0)] | length == 4
+		and all(.dmabuf == true and .peermem == false and .ready == true)' <<<"$j"
+	jq -e '.gpudirect[] | select(.gpu == 0 and .nic == "mlx5_2") | .path == "SYS" and (.advice | contains("slow"))' <<<"$j"
+	run with_nvml nvswitch-4gpu.nvml timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/nvswitch-4gpu"
+	assert_line 'NVSwitches on PCI: 2 (not GPUs)'
+	assert_line --regexp '^GPU1 +NV18 +X +NV18 +NV18 *$'
+}
+
+@test "hex-bus and shared-nic: sharing by design, each GPU's best NIC kept, GPUDirect not ready" {
+	local j
+	j=$(topo hex-bus)
+	jq -e '.rail_plan | all(.shared == true and .shared_by_design == true and .best_nic == .nic)' <<<"$j"
+	jq -e '[.rail_plan[].nic] == ["mlx5_1", "mlx5_1", "mlx5_0", "mlx5_0"]' <<<"$j"
+	jq -e '[.findings[] | select(.check == "rail_shared") | .message | contains("by design")] == [true, true]' <<<"$j"
+	j=$(topo shared-nic)
+	jq -e '.gpudirect[] | select(.gpu == 0 and .nic == "mlx5_0") | .ready == false and .dmabuf == false
+		and (.dmabuf_why | contains("proprietary")) and (.advice | contains("bounce"))' <<<"$j"
+	jq -e '.gpudirect[] | select(.nic == "rxe0") | .path == "N/A" and .ready == false' <<<"$j"
+	run timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/shared-nic"
+	assert_line --regexp '^  GPU0 +mlx5_0 +PIX +dma-buf no, peermem no, ready no$'
 }
 
 @test "human output: devices, the GPU x NIC table, the rail plan, the doctor" {
@@ -184,8 +270,8 @@ assert_bad_tree() { # DIR MESSAGE
 	assert_line --partial 'Doctor (1 finding)'
 	run timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/shared-nic"
 	assert_success
-	assert_line --regexp '^  GPU1 .* -> mlx5_0 .*PIX  shared with GPU0, GPU2$'
-	assert_line --regexp '^  GPU2 .* -> mlx5_0 .*SYS  shared with GPU0, GPU1  cross-socket$'
+	assert_line --regexp '^  GPU1 .* -> mlx5_0 .*PIX  shared with GPU0, GPU2 \(by design: more GPUs than NICs\)$'
+	assert_line --regexp '^  GPU2 .* -> mlx5_0 .*SYS  shared with GPU0, GPU1 \(by design: more GPUs than NICs\)  cross-socket$'
 	assert_line --regexp '^  warning memlock: '
 	assert_line --regexp '^ +fix: '
 }

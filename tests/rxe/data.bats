@@ -22,6 +22,23 @@ setup() {
 	[ "$(sha256sum <"$BATS_TEST_TMPDIR/in")" = "$(sha256sum <"$BATS_TEST_TMPDIR/out")" ]
 }
 
+@test "a host region says it is registered as host memory; --mem cuda:0 with no GPU fails plainly" {
+	start_server 1 --listen "$ADDR:$PORT" --name h --size 64K
+	d=$(descriptor h)
+	[ "$(jq -c '[.mem, .gpu, .registration, .registration_notes]' <<<"$d")" = '["host",null,"host",null]' ]
+	stop_server TERM
+	[ "$SERVER_RC" -eq 0 ]
+	run timeout 60 "$RDMACTL" register --listen "$ADDR:$(next_port)" --name g --size 1M --mem cuda:0
+	assert_failure 1
+	refute_output --partial "region g: addr"
+	if jq -e '.features.gpu_memory' <<<"$("$RDMACTL" -j help)" >/dev/null; then
+		# The guest has no NVIDIA driver: the allocation says so.
+		assert_output --partial "GPU memory needs the NVIDIA driver"
+	else
+		assert_output --partial "built without CUDA"
+	fi
+}
+
 @test "stdin and stdout work as the data path, at an offset" {
 	local t=$BATS_TEST_TMPDIR
 	start_server 1 --listen "$ADDR:$PORT" --size 1M

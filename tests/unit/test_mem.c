@@ -31,6 +31,44 @@ int main(void)
 	CHECK(rc_access_ibv(RC_ACCESS_RW) & IBV_ACCESS_LOCAL_WRITE);
 	CHECK(rc_mem_kind_parse("hugepage", &k) == 0 && k == RC_MEM_HUGEPAGE);
 	CHECK(rc_mem_kind_parse("gpu", &k) == -EINVAL);
+	{
+		enum rc_mem_reg reg;
+		int gpu = -1;
+
+		CHECK(rc_mem_parse("cuda", &k, &gpu) == 0 && k == RC_MEM_CUDA && gpu == 0);
+		CHECK(rc_mem_parse("cuda:3", &k, &gpu) == 0 && k == RC_MEM_CUDA && gpu == 3);
+		CHECK(rc_mem_parse("host", &k, &gpu) == 0 && k == RC_MEM_HOST && gpu == 0);
+		CHECK(rc_mem_parse("cuda:", &k, &gpu) == -EINVAL);
+		CHECK(rc_mem_parse("cuda:-1", &k, &gpu) == -EINVAL);
+		CHECK(rc_mem_parse("cuda:2x", &k, &gpu) == -EINVAL);
+		CHECK(rc_mem_parse("host:1", &k, &gpu) == -EINVAL);
+		CHECK(rc_mem_reg_parse("dmabuf", &reg) == 0 && reg == RC_REG_DMABUF);
+		CHECK(rc_mem_reg_parse("bounce", &reg) == 0 && reg == RC_REG_BOUNCE);
+		CHECK(rc_mem_reg_parse("dma-buf", &reg) == -EINVAL);
+		CHECK(!strcmp(rc_mem_reg_name(RC_REG_PEERMEM), "peermem"));
+		/* A host region registers as host memory and nothing else. */
+		struct rc_mem_spec spec = { .kind = RC_MEM_HOST, .len = 4096, .reg = RC_REG_DMABUF };
+		struct rc_mem hm;
+		struct ibv_mr *mr = NULL;
+		struct rc_err e;
+
+		CHECK(rc_mem_alloc_spec(&hm, &spec, true, NULL) == 0 && hm.want == RC_REG_DMABUF);
+		CHECK(rc_mem_register(&hm, NULL, 0, &mr, &e) == -EINVAL && !mr);
+		CHECK(strstr(e.msg, "for GPU memory"));
+		CHECK(rc_mem_free(&hm) == 0);
+		/* Without the toolkit, GPU memory fails plainly; with it, on a
+		 * host without the driver or a GPU, it fails naming the cause. */
+		spec = (struct rc_mem_spec){ .kind = RC_MEM_CUDA, .len = 4096, .gpu = 0 };
+		if (!rc_mem_gpu_built()) {
+			CHECK(rc_mem_alloc_spec(&hm, &spec, true, &e) == -ENOTSUP);
+			CHECK(strstr(e.msg, "CUDA toolkit"));
+		} else if (rc_mem_alloc_spec(&hm, &spec, true, &e) == 0) {
+			CHECK(hm.dev_ptr != 0 && hm.gpu == 0); /* a GPU is here */
+			rc_mem_free(&hm);
+		} else {
+			CHECK(e.msg[0] != '\0');
+		}
+	}
 
 	/* Patterns are repeatable and seekable by offset. */
 	CHECK(rc_pattern_valid("random:42") && !rc_pattern_valid("random:") &&

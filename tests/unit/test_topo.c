@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The topology's pure parts: path classes, the rate file, the GID choice. */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -138,9 +140,141 @@ static int test_pick_gid(void)
 	return 0;
 }
 
+static int test_pci_order(void)
+{
+	/* strverscmp reads "3b" as 3 then b, so it sorts 3b before 34. */
+	CHECK(rc_topo_pci_cmp("0000:34:00.0", "0000:3b:00.0") < 0);
+	CHECK(rc_topo_pci_cmp("0000:3b:00.0", "0000:34:00.0") > 0);
+	CHECK(rc_topo_pci_cmp("0000:85:00.0", "0000:8a:00.0") < 0);
+	CHECK(rc_topo_pci_cmp("0000:9a:00.0", "0000:a1:00.0") < 0);
+	CHECK(rc_topo_pci_cmp("0000:ff:1f.7", "0001:00:00.0") < 0); /* domain first */
+	CHECK(rc_topo_pci_cmp("0000:18:00.0", "0000:18:01.0") < 0); /* then device */
+	CHECK(rc_topo_pci_cmp("0000:18:00.1", "0000:18:00.0") > 0); /* then function */
+	/* NVML's spelling: an 8-digit domain, capitals. */
+	CHECK(rc_topo_pci_cmp("00000000:3B:00.0", "0000:3b:00.0") == 0);
+	CHECK(rc_topo_pci_cmp("10000:e0:00.0", "0000:e0:00.0") > 0); /* VMD domain */
+	CHECK(rc_topo_pci_cmp("0000:34:00.0", "virtual") < 0);
+	return 0;
+}
+
+/* Sum and busiest NIC of a plan; -1 when a usable GPU got nothing. */
+static long plan_score(int ng, int nn, const int *cost, const int *a, int *maxload)
+{
+	int load[8] = { 0 };
+	long sum = 0;
+
+	*maxload = 0;
+	for (int g = 0; g < ng; g++) {
+		if (a[g] < 0)
+			continue;
+		if (a[g] >= nn || cost[g * nn + a[g]] < 0)
+			return -1;
+		sum += cost[g * nn + a[g]];
+		if (++load[a[g]] > *maxload)
+			*maxload = load[a[g]];
+	}
+	return sum;
+}
+
+/* Every plan, the best by (sum, busiest NIC). */
+static void exhaustive(int ng, int nn, const int *cost, long *best_sum, int *best_load)
+{
+	int a[8], total = 1;
+
+	for (int g = 0; g < ng; g++)
+		total *= nn;
+	*best_sum = -1;
+	for (int code = 0; code < total; code++) {
+		int c = code, ml, bad = 0;
+		long s;
+
+		for (int g = 0; g < ng; g++, c /= nn) {
+			a[g] = c % nn;
+			if (cost[g * nn + a[g]] < 0) {
+				bool any = false;
+
+				for (int n = 0; n < nn; n++)
+					any |= cost[g * nn + n] >= 0;
+				if (any)
+					bad = 1;
+				a[g] = -1;
+			}
+		}
+		if (bad)
+			continue;
+		s = plan_score(ng, nn, cost, a, &ml);
+		if (s >= 0 && (*best_sum < 0 || s < *best_sum || (s == *best_sum && ml < *best_load))) {
+			*best_sum = s;
+			*best_load = ml;
+		}
+	}
+}
+
+static int test_assign(void)
+{
+	int a[8], ml;
+
+	/* Greedy in GPU order (closest NIC, ties to the least loaded, then the
+	 * first) puts GPU0 and GPU1 on NIC0 and leaves NIC2 idle. Optimal, by
+	 * hand: GPU0 -> NIC1, GPU1 -> NIC0, GPU2 -> NIC2, sum 0, one each. */
+	static const int c1[] = { 0, 0, 2,
+				  0, 2, 2,
+				  2, 0, 0 };
+	CHECK(!rc_topo_assign(3, 3, c1, a));
+	CHECK(a[0] == 1 && a[1] == 0 && a[2] == 2);
+	/* Two GPUs equally close to two NICs, the second GPU only to NIC0:
+	 * greedy gives both NIC0; optimal GPU0 -> NIC1. */
+	static const int c2[] = { 0, 0,
+				  0, 3 };
+	CHECK(!rc_topo_assign(2, 2, c2, a));
+	CHECK(a[0] == 1 && a[1] == 0);
+	/* The sum comes first: sharing a PIX NIC beats a SYS one of its own. */
+	static const int c3[] = { 0, 4,
+				  0, 4 };
+	CHECK(!rc_topo_assign(2, 2, c3, a));
+	CHECK(a[0] == 0 && a[1] == 0);
+	/* More GPUs than NICs, all equal: the load is spread 2 and 1. */
+	static const int c4[] = { 0, 0, 0, 0, 0, 0 };
+	CHECK(!rc_topo_assign(3, 2, c4, a));
+	CHECK(plan_score(3, 2, c4, a, &ml) == 0 && ml == 2);
+	/* A GPU that can use no NIC gets none; the others are still placed. */
+	static const int c5[] = { -1, -1,
+				   1, 0 };
+	CHECK(!rc_topo_assign(2, 2, c5, a));
+	CHECK(a[0] == -1 && a[1] == 1);
+	CHECK(!rc_topo_assign(0, 2, NULL, NULL));
+	CHECK(rc_topo_assign(-1, 2, c5, a) == -EINVAL);
+	/* Against every plan, on repeatable pseudo-random small cases. */
+	unsigned int seed = 12345;
+
+	for (int round = 0; round < 400; round++) {
+		int ng = 1 + round % 6, nn = 1 + (round / 6) % 4, cost[24];
+		long want, got;
+		int want_load = 0;
+
+		for (int i = 0; i < ng * nn; i++) {
+			seed = seed * 1103515245u + 12345u;
+			cost[i] = (int)((seed >> 16) % 7) - 1; /* -1 unusable, 0..5 */
+		}
+		CHECK(!rc_topo_assign(ng, nn, cost, a));
+		exhaustive(ng, nn, cost, &want, &want_load);
+		got = plan_score(ng, nn, cost, a, &ml);
+		if (want >= 0) {
+			if (got != want || ml != want_load)
+				fprintf(stderr, "round %d: %d GPUs x %d NICs: sum %ld load %d, best %ld load %d\n",
+					round, ng, nn, got, ml, want, want_load);
+			CHECK(got == want && ml == want_load);
+		}
+	}
+	return 0;
+}
+
 int main(void)
 {
 	int failed = 0;
+
+	failed += test_pci_order();
+	failed += test_assign();
 
 	failed += test_classify();
 	failed += test_rate();

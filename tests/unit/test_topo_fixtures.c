@@ -5,6 +5,7 @@
  * give it as the first argument), bad trees, and a capture round trip.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +139,198 @@ fail:
 	return 1;
 }
 
+static int gpu_at(const struct rc_topo *t, const char *addr)
+{
+	for (int g = 0; g < t->ngpus; g++)
+		if (!strcmp(t->gpus[g].pci.addr, addr))
+			return g;
+	return -1;
+}
+
+/* Point the fake NVML (RDMACTL_NVML_LIB, from ctest) at a configuration
+ * beside the trees, or at none. */
+static bool fake_nvml(const char *cfg)
+{
+	static char path[4400];
+	const char *lib = getenv("RDMACTL_NVML_LIB");
+
+	if (!cfg) {
+		unsetenv("RDMACTL_FAKE_NVML");
+		return true;
+	}
+	if (!lib || !*lib) {
+		fprintf(stderr, "RDMACTL_NVML_LIB is not set: run under ctest, or point it at libfakenvml.so\n");
+		return false;
+	}
+	snprintf(path, sizeof(path), "%s/%s", fixtures, cfg);
+	return !setenv("RDMACTL_FAKE_NVML", path, 1);
+}
+
+/* Hex bus numbers: GPUs numbered as numbers (34, 3b, 85, 8a), not names. */
+static int test_hex_bus(void)
+{
+	struct rc_topo *t = NULL;
+	static const char *const order[] = { "0000:34:00.0", "0000:3b:00.0", "0000:85:00.0",
+					     "0000:8a:00.0" };
+	int m0, m1;
+
+	CHECK(fake_nvml(NULL));
+	t = load("hex-bus", false);
+	CHECK(t && t->ngpus == 4 && t->ndevs == 2 && !t->nvml);
+	for (int g = 0; g < 4; g++) {
+		CHECK(!strcmp(t->gpus[g].pci.addr, order[g]));
+		CHECK(t->gpus[g].nvml_index == -1);
+	}
+	CHECK(!strcmp(t->gpus[0].uuid, "GPU-hexb0000-0000-0000-0000-340000000000"));
+	m0 = dev_index(t, "mlx5_0");
+	m1 = dev_index(t, "mlx5_1");
+	CHECK(m0 == 0 && m1 == 1); /* NICs stay in name order... */
+	CHECK(t->nnic_pci == 2 && t->nic_pci_order[0] == m1 && t->nic_pci_order[1] == m0);
+	CHECK(t->gpu_matrix[0][1] == RC_PATH_PIX && t->gpu_matrix[2][3] == RC_PATH_PIX);
+	CHECK(t->gpu_matrix[0][2] == RC_PATH_SYS && t->gpu_matrix[3][1] == RC_PATH_SYS);
+	CHECK(t->matrix[0][m1] == RC_PATH_PIX && t->matrix[0][m0] == RC_PATH_SYS);
+	CHECK(t->rails[0].dev == m1 && t->rails[1].dev == m1);
+	CHECK(t->rails[2].dev == m0 && t->rails[3].dev == m0);
+	for (int g = 0; g < 4; g++) {
+		CHECK(t->rails[g].shared == 2 && t->rails[g].shared_by_design);
+		CHECK(t->rails[g].best_dev == t->rails[g].dev && t->rails[g].path == RC_PATH_PIX);
+		for (int h = 0; h < 4; h++)
+			CHECK(t->nvlinks[g][h] == 0); /* no NVML: no counts */
+	}
+	CHECK(nfind(t, "rail_shared") == 2 && nfind(t, "gpu_order") == 0);
+	rc_topo_free(t);
+	/* NVML agrees with PCI order and adds NV4 between switch mates. */
+	CHECK(fake_nvml("hex-bus.nvml"));
+	t = load("hex-bus", false);
+	CHECK(t && t->nvml);
+	for (int g = 0; g < 4; g++)
+		CHECK(t->gpus[g].nvml_index == g && t->gpus[g].nvswitch_links == 0);
+	CHECK(!strcmp(t->gpus[1].uuid, "GPU-nvml0000-0000-0000-0000-3b0000000000"));
+	CHECK(!strcmp(t->gpus[1].name, "NVIDIA A100-SXM4-80GB"));
+	CHECK(t->nvlinks[0][1] == 4 && t->nvlinks[1][0] == 4 && t->nvlinks[2][3] == 4);
+	CHECK(t->nvlinks[0][2] == 0 && t->nvlinks[1][3] == 0 && t->nvlinks[0][0] == 0);
+	CHECK(nfind(t, "gpu_order") == 0);
+	rc_topo_free(t);
+	/* NVML numbers 3b before 34: a finding names both. */
+	CHECK(fake_nvml("hex-bus-misordered.nvml"));
+	t = load("hex-bus", false);
+	CHECK(t && t->gpus[0].nvml_index == 1 && t->gpus[1].nvml_index == 0);
+	CHECK(!strcmp(t->gpus[0].pci.addr, "0000:34:00.0"));
+	CHECK(nfind(t, "gpu_order") == 1);
+	for (int i = 0; i < t->nfindings; i++)
+		if (!strcmp(t->findings[i].check, "gpu_order"))
+			CHECK(strstr(t->findings[i].message, "GPU0 (0000:34:00.0) is NVML 1") &&
+			      strstr(t->findings[i].message, "GPU1 (0000:3b:00.0) is NVML 0"));
+	fake_nvml(NULL);
+	rc_topo_free(t);
+	return 0;
+fail:
+	fake_nvml(NULL);
+	rc_topo_free(t);
+	return 1;
+}
+
+/* A capture keeps what NVML said: read back without NVML, the same
+ * indices, switch links and NV# counts. */
+static int test_capture_nvml(const char *name, const char *cfg)
+{
+	char tmp[] = "/tmp/rdmactl-test-capnvml.XXXXXX", src[4400], dst[256];
+	struct rc_topo *a = NULL, *b = NULL;
+	struct rc_topo_opts o = { 0 };
+	struct rc_err e;
+	int nfiles = 0;
+
+	CHECK(fake_nvml(cfg) && mkdtemp(tmp));
+	a = load(name, false);
+	CHECK(a && a->nvml);
+	snprintf(src, sizeof(src), "%s/%s", fixtures, name);
+	snprintf(dst, sizeof(dst), "%s/cap", tmp);
+	CHECK(!rc_topo_capture(src, dst, &nfiles, &e));
+	fake_nvml(NULL);
+	o.root = dst;
+	CHECK(!rc_topo_load(&o, &b, &e) && b->nvml);
+	CHECK(!memcmp(a->nvlinks, b->nvlinks, sizeof(a->nvlinks)));
+	for (int g = 0; g < a->ngpus; g++) {
+		CHECK(a->gpus[g].nvml_index == b->gpus[g].nvml_index);
+		CHECK(a->gpus[g].nvswitch_links == b->gpus[g].nvswitch_links);
+	}
+	rc_topo_free(a);
+	rc_topo_free(b);
+	rc_topo_rmtree(tmp);
+	return 0;
+fail:
+	fake_nvml(NULL);
+	rc_topo_free(a);
+	rc_topo_free(b);
+	rc_topo_rmtree(tmp);
+	return 1;
+}
+
+/* NVSwitch bridges are no GPUs; NV18 between every pair through them. */
+static int test_nvswitch(void)
+{
+	struct rc_topo *t = NULL;
+	struct rc_topo_gpudirect gd;
+
+	CHECK(fake_nvml(NULL));
+	t = load("nvswitch-4gpu", false);
+	CHECK(t && t->ngpus == 4 && t->nvswitches == 2 && t->ndevs == 4);
+	CHECK(gpu_at(t, "0000:05:00.0") < 0 && gpu_at(t, "0000:85:00.0") < 0);
+	CHECK(gpu_at(t, "0000:03:00.0") == 0 && gpu_at(t, "0000:86:00.0") == 3);
+	CHECK(t->gpu_matrix[0][1] == RC_PATH_PIX && t->gpu_matrix[1][2] == RC_PATH_SYS);
+	CHECK(t->nvlinks[0][1] == 0);
+	rc_topo_free(t);
+	CHECK(fake_nvml("nvswitch-4gpu.nvml"));
+	t = load("nvswitch-4gpu", false);
+	CHECK(t && t->nvml && t->ngpus == 4);
+	for (int g = 0; g < 4; g++) {
+		CHECK(t->gpus[g].nvswitch_links == 18 && t->gpus[g].nvml_index == g);
+		CHECK(!strcmp(t->gpus[g].name, "NVIDIA H100 80GB HBM3"));
+		for (int h = 0; h < 4; h++)
+			CHECK(t->nvlinks[g][h] == (g == h ? 0 : 18));
+		/* Two GPUs and two NICs per switch: one NIC each, all PIX. */
+		CHECK(t->rails[g].dev == g && t->rails[g].path == RC_PATH_PIX);
+		CHECK(t->rails[g].shared == 1 && !t->rails[g].shared_by_design);
+	}
+	/* dma-buf: open kernel modules on 6.8 and mlx5; no nvidia-peermem. */
+	rc_topo_gpudirect(t, 0, 0, &gd);
+	CHECK(gd.dmabuf && !gd.peermem && gd.ready && gd.path == RC_PATH_PIX);
+	CHECK(strstr(gd.advice, "good"));
+	rc_topo_gpudirect(t, 0, 2, &gd);
+	CHECK(gd.ready && gd.path == RC_PATH_SYS && strstr(gd.advice, "slow"));
+	CHECK(nfind(t, "gpudirect") == 0 && t->nfindings == 0);
+	fake_nvml(NULL);
+	rc_topo_free(t);
+	return 0;
+fail:
+	fake_nvml(NULL);
+	rc_topo_free(t);
+	return 1;
+}
+
+/* GPUDirect on a host with neither dma-buf nor nvidia-peermem, and rxe. */
+static int test_gpudirect_not_ready(void)
+{
+	struct rc_topo *t = load("shared-nic", false);
+	struct rc_topo_gpudirect gd;
+	int rxe;
+
+	CHECK(t);
+	rxe = dev_index(t, "rxe0");
+	rc_topo_gpudirect(t, 0, 0, &gd);
+	CHECK(!gd.dmabuf && !gd.peermem && !gd.ready && strstr(gd.dmabuf_why, "proprietary"));
+	CHECK(strstr(gd.advice, "bounce"));
+	rc_topo_gpudirect(t, 0, rxe, &gd);
+	CHECK(!gd.ready && gd.path == RC_PATH_NA && strstr(gd.dmabuf_why, "no PCI"));
+	/* All three GPUs share the one active NIC: by design. */
+	CHECK(t->rails[2].shared_by_design && t->rails[2].best_dev == 0);
+	rc_topo_free(t);
+	return 0;
+fail:
+	rc_topo_free(t);
+	return 1;
+}
+
 static int write_file(const char *path, const char *s)
 {
 	FILE *fp = fopen(path, "w");
@@ -246,6 +439,13 @@ int main(int argc, char **argv)
 	failed += test_bad_trees();
 	failed += test_capture_roundtrip("two-socket-8gpu");
 	failed += test_capture_roundtrip("shared-nic");
+	failed += test_hex_bus();
+	failed += test_nvswitch();
+	failed += test_gpudirect_not_ready();
+	failed += test_capture_roundtrip("hex-bus");
+	failed += test_capture_roundtrip("nvswitch-4gpu");
+	failed += test_capture_nvml("hex-bus", "hex-bus-misordered.nvml");
+	failed += test_capture_nvml("nvswitch-4gpu", "nvswitch-4gpu.nvml");
 	if (failed)
 		fprintf(stderr, "%d test(s) failed\n", failed);
 	return failed ? 1 : 0;

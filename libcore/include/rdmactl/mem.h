@@ -8,8 +8,23 @@
 #include <stdint.h>
 
 #include <rdmactl/err.h>
+#include <rdmactl/export.h>
+
+struct ibv_pd;
+struct ibv_mr;
 
 enum rc_mem_kind { RC_MEM_HOST, RC_MEM_HUGEPAGE, RC_MEM_FILE, RC_MEM_CUDA };
+
+/* How a region is registered with the NIC. GPU memory tries, in order,
+ * dma-buf, peer memory, then a host bounce buffer, unless one is asked for. */
+enum rc_mem_reg {
+	RC_REG_AUTO,    /* a request: the first that works */
+	RC_REG_HOST,    /* host memory: ibv_reg_mr */
+	RC_REG_DMABUF,  /* GPU: ibv_reg_dmabuf_mr of the exported dma-buf (no nvidia-peermem needed) */
+	RC_REG_PEERMEM, /* GPU: ibv_reg_mr of the device pointer (needs nvidia-peermem) */
+	RC_REG_BOUNCE,  /* GPU: a pinned host copy; peers reach host memory, not the GPU's:
+			 * filled from the GPU when registered, copied back by rc_mem_sync */
+};
 
 /* What a remote peer may do with a region. */
 enum rc_access { RC_ACCESS_RO, RC_ACCESS_RW, RC_ACCESS_ATOMIC };
@@ -23,6 +38,22 @@ struct rc_mem {
 	bool writable;
 	uint64_t dev_ptr; /* GPU memory: the device pointer */
 	int dmabuf_fd;    /* GPU memory: exported dma-buf, else -1 */
+	int gpu;          /* GPU memory: the GPU, numbered in PCI bus order */
+	enum rc_mem_reg want;  /* asked for (RC_REG_AUTO: in order) */
+	enum rc_mem_reg reg;   /* what rc_mem_register used */
+	uint64_t mr_addr;      /* the address peers use: dev_ptr, or the bounce buffer */
+	void *bounce;          /* RC_REG_BOUNCE: the host copy */
+	char reg_notes[384];   /* GPU: each path tried before the one that ran, and why it failed */
+};
+
+/* A region to allocate: kind, size, file, and for GPU memory which GPU and
+ * which registration path (RC_REG_AUTO: dma-buf, peer memory, bounce). */
+struct rc_mem_spec {
+	enum rc_mem_kind kind;
+	size_t len;
+	const char *path;
+	int gpu;
+	enum rc_mem_reg reg;
 };
 
 /* Allocate or map. For RC_MEM_FILE, path is opened (created when writable
@@ -31,8 +62,26 @@ struct rc_mem {
  * written back by rc_mem_sync; a read-only one maps the file privately. */
 int rc_mem_alloc(struct rc_mem *m, enum rc_mem_kind kind, size_t len, const char *path,
 		 bool writable, struct rc_err *err);
-/* Write a writable file-backed region back to its file and fsync it. No-op
- * for other kinds. */
+/* rc_mem_alloc with a spec: the GPU and registration path of GPU memory. */
+RC_EXPORT int rc_mem_alloc_spec(struct rc_mem *m, const struct rc_mem_spec *spec, bool writable,
+				struct rc_err *err);
+/* Register with pd: host memory with ibv_reg_mr; GPU memory by the first
+ * path that works of dma-buf, peer memory, host bounce buffer (or only the
+ * one m->want names). Sets m->reg, m->mr_addr and m->reg_notes; on failure
+ * err says why each path failed. */
+RC_EXPORT int rc_mem_register(struct rc_mem *m, struct ibv_pd *pd, int access, struct ibv_mr **mr,
+			      struct rc_err *err);
+/* Whether this build has GPU memory (the CUDA toolkit was found). */
+RC_EXPORT bool rc_mem_gpu_built(void);
+/* "host", "hugepage", "file", "cuda" or "cuda:N" (GPU N in PCI bus order;
+ * "cuda" is GPU 0). gpu gets N, or 0. */
+RC_EXPORT int rc_mem_parse(const char *s, enum rc_mem_kind *k, int *gpu);
+/* "auto", "host", "dmabuf", "peermem", "bounce". */
+RC_EXPORT const char *rc_mem_reg_name(enum rc_mem_reg r);
+RC_EXPORT int rc_mem_reg_parse(const char *s, enum rc_mem_reg *r);
+
+/* Write a writable file-backed region back to its file and fsync it, or
+ * copy a GPU region's bounce buffer back to the GPU. No-op for other kinds. */
 int rc_mem_sync(struct rc_mem *m, struct rc_err *err);
 /* Unmap and close; returns the first error, releases everything. */
 int rc_mem_free(struct rc_mem *m);

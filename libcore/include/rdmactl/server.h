@@ -9,6 +9,7 @@
 #include <rdmactl/conn.h>
 #include <rdmactl/ctrl.h>
 #include <rdmactl/dev.h>
+#include <rdmactl/export.h>
 #include <rdmactl/mem.h>
 
 struct rc_region {
@@ -45,6 +46,12 @@ int rc_server_create(const struct rc_server_opts *opts, struct rc_server **out,
 int rc_server_add_region(struct rc_server *s, const char *name, enum rc_mem_kind kind,
 			 size_t len, const char *path, enum rc_access access,
 			 struct rc_err *err);
+/* The same for memory a spec describes: GPU memory on GPU spec->gpu, by
+ * the registration path spec->reg (RC_REG_AUTO: dma-buf, then peer memory,
+ * then a host bounce buffer); the region's mem.reg says which ran. */
+RC_EXPORT int rc_server_add_region_spec(struct rc_server *s, const char *name,
+					const struct rc_mem_spec *spec, enum rc_access access,
+					struct rc_err *err);
 /* Handle whatever is pending, waiting at most timeout_ms; returns 0 or -errno
  * on a fatal error. Single-threaded: call it from one thread. */
 int rc_server_step(struct rc_server *s, int timeout_ms, struct rc_err *err);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include <rdmactl/err.h>
+#include <rdmactl/export.h>
 
 #define RC_TOPO_MAX_DEVS 64
 #define RC_TOPO_MAX_PORTS 8
@@ -115,6 +116,8 @@ struct rc_topo_gpu {
 	struct rc_topo_pci pci;
 	char name[96];         /* NVML or the capture; "" unknown */
 	char uuid[96];
+	int nvml_index;        /* NVML's index (nvidia-smi's); -1 unknown */
+	int nvswitch_links;    /* active NVLinks to NVSwitches; 0 none */
 };
 
 struct rc_topo_numa {
@@ -134,6 +137,9 @@ struct rc_topo_rail {
 	enum rc_topo_path path;
 	int shared;            /* GPUs on this NIC, this one included */
 	bool cross_socket;
+	bool shared_by_design; /* more GPUs than usable NICs: someone must share */
+	int best_dev;          /* the GPU's closest usable NIC on its own, -1 none */
+	enum rc_topo_path best_path;
 };
 
 enum rc_topo_sev { RC_SEV_INFO, RC_SEV_WARNING, RC_SEV_ERROR };
@@ -174,6 +180,17 @@ struct rc_topo {
 	struct rc_topo_facts facts;
 	/* matrix[g][d]: path class between gpus[g] and devs[d] */
 	enum rc_topo_path matrix[RC_TOPO_MAX_GPUS][RC_TOPO_MAX_DEVS];
+	/* gpu_matrix[g][h]: PCIe path class between gpus[g] and gpus[h];
+	 * nvlinks[g][h]: NVLinks between them (direct, or through NVSwitches:
+	 * the fewer of the two GPUs' switch links), 0 none (nvidia-smi's NV#) */
+	enum rc_topo_path gpu_matrix[RC_TOPO_MAX_GPUS][RC_TOPO_MAX_GPUS];
+	int nvlinks[RC_TOPO_MAX_GPUS][RC_TOPO_MAX_GPUS];
+	bool nvml;                         /* NVML answered for the GPUs */
+	int nvswitches;                    /* NVSwitch bridges on PCI (class 0x0680) */
+	/* The NICs in PCI bus order (indices into devs; those with PCI only):
+	 * devs themselves stay in name order, as rdma and ibv_devices list them. */
+	int nnic_pci;
+	int nic_pci_order[RC_TOPO_MAX_DEVS];
 	struct rc_topo_rail rails[RC_TOPO_MAX_GPUS];
 	int nfindings;
 	int findings_left_out;
@@ -224,5 +241,31 @@ int rc_topo_parse_rate(const char *s, double *gbps, char *width, size_t wlen, ch
  * address, then another RoCE v2 (global before link-local); on InfiniBand
  * the first IB GID. -1 when none. */
 int rc_topo_pick_gid(const struct rc_topo_port *p);
+
+/* Compare two PCI addresses (DDDD:BB:DD.F, domain of 4 to 8 hex digits) as
+ * numbers: domain, bus, device, function. This is the order of nvidia-smi
+ * and of CUDA_DEVICE_ORDER=PCI_BUS_ID; a name sort (strverscmp) reads
+ * "3b" before "34". Case does not matter ("0000:3B" is NVML's spelling,
+ * with an 8-digit domain). Unparsable addresses sort last, by name. */
+RC_EXPORT int rc_topo_pci_cmp(const char *a, const char *b);
+
+/* The rail plan as an optimal assignment. cost[g * nnics + n] is what GPU g
+ * pays on NIC n (>= 0), or < 0 where it cannot use it. Minimises the sum of
+ * the costs, then the largest number of GPUs on one NIC (exact: Hungarian
+ * method on NICs repeated up to that load). assign[g] gets a NIC, or -1
+ * for a GPU that can use none. Returns 0, -EINVAL or -ENOMEM. */
+RC_EXPORT int rc_topo_assign(int ngpus, int nnics, const int *cost, int *assign);
+
+/* GPUDirect RDMA between a GPU and a NIC, from the host's facts. */
+struct rc_topo_gpudirect {
+	bool dmabuf;         /* the kernel, the NVIDIA module and the NIC's driver allow dma-buf */
+	bool peermem;        /* nvidia-peermem (or nv_peer_mem) is loaded */
+	bool ready;          /* one of the two */
+	enum rc_topo_path path;
+	char dmabuf_why[160];/* why not, when !dmabuf */
+	char advice[240];
+};
+RC_EXPORT void rc_topo_gpudirect(const struct rc_topo *t, int gpu, int dev,
+				 struct rc_topo_gpudirect *out);
 
 #endif

@@ -1,0 +1,85 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# --mem cuda:N without a device: the forms it takes, the registration path
+# option, and a build without CUDA refusing it plainly. Set RDMACTL_NOCUDA
+# to a -DRDMACTL_CUDA=OFF build (tests/run-all.sh builds one); moving data
+# through GPU memory is tests/gpu/run.sh's, on a GPU machine.
+
+load helpers
+
+setup() {
+	require_binary
+}
+
+# rdmactl_json BIN ARGS...: run with -j; the output must be one JSON document.
+rdmactl_json() {
+	run timeout 20 "$1" -j "${@:2}"
+	jq -e . <<<"$output" >/dev/null || fail "not one JSON document: $output"
+}
+
+# The binary built without CUDA, or skip saying how to get one.
+nocuda_binary() {
+	if [[ -n "${RDMACTL_NOCUDA:-}" ]]; then
+		[[ -x "$RDMACTL_NOCUDA" ]] || fail "RDMACTL_NOCUDA=$RDMACTL_NOCUDA is not executable"
+		jq -e '.features.gpu_memory == false' <<<"$("$RDMACTL_NOCUDA" -j help)" >/dev/null ||
+			fail "$RDMACTL_NOCUDA says it has GPU memory: not a -DRDMACTL_CUDA=OFF build"
+		printf '%s\n' "$RDMACTL_NOCUDA"
+	elif jq -e '.features.gpu_memory == false' <<<"$("$RDMACTL" -j help)" >/dev/null; then
+		printf '%s\n' "$RDMACTL"
+	fi
+}
+
+@test "--mem cuda, cuda:N and --gpu-reg: bad forms are usage errors before any device" {
+	local bad
+	for bad in cuda: cuda:x cuda:-1 cuda:1x gpu:0 cuda:99999; do
+		rdmactl_json "$RDMACTL" register --listen 127.0.0.1:7471 --size 1M --mem "$bad"
+		assert_failure 2
+		jq -e --arg m "$bad" '.error.message | contains("invalid --mem \u0027" + $m + "\u0027")' <<<"$output"
+	done
+	for bad in host gpu dma-buf; do
+		rdmactl_json "$RDMACTL" register --listen 127.0.0.1:7471 --size 1M --mem cuda:0 --gpu-reg "$bad"
+		assert_failure 2
+		jq -e '.error.message | contains("--gpu-reg")' <<<"$output"
+	done
+	run "$RDMACTL" register --help
+	assert_output --partial 'cuda[:N]'
+	assert_output --partial '--gpu-reg'
+	run "$RDMACTL" __complete register --gpu-reg ""
+	assert_output "$(printf '%s\n' auto dmabuf peermem bounce)"
+}
+
+@test "help says in JSON whether this build has GPU memory" {
+	rdmactl_json "$RDMACTL" help
+	jq -e '.features.gpu_memory | type == "boolean"' <<<"$output"
+}
+
+@test "a build without CUDA: --mem cuda:0 fails with a clear error, exit 1, before any device" {
+	local bin
+	bin=$(nocuda_binary)
+	[[ -n "$bin" ]] || skip "this rdmactl has GPU memory; set RDMACTL_NOCUDA to a -DRDMACTL_CUDA=OFF build (tests/run-all.sh does)"
+	run timeout 20 "$bin" register --listen 127.0.0.1:7471 --size 1M --mem cuda:0
+	assert_failure 1
+	assert_output --partial "--mem cuda:0: this rdmactl was built without CUDA"
+	rdmactl_json "$bin" register --listen 127.0.0.1:7471 --size 1M --mem cuda
+	assert_failure 1
+	jq -e '.error.code == "ENOTSUP" and (.error.message | contains("built without CUDA"))' <<<"$output"
+	# host memory is still checked as usual there
+	rdmactl_json "$bin" register --listen 127.0.0.1:7471 --size 0
+	assert_failure 2
+}
+
+@test "tests/gpu scripts: usage errors exit 2 and name the usage" {
+	local gpu=$BATS_TEST_DIRNAME/../gpu
+	run "$gpu/run.sh"
+	assert_failure 2
+	assert_output --partial 'usage: tests/gpu/run.sh --deps DIR --out OUTDIR'
+	run "$gpu/run.sh" --out "$BATS_TEST_TMPDIR/o" --gpu x
+	assert_failure 2
+	run "$gpu/pack.sh"
+	assert_failure 2
+	assert_output --partial 'usage: tests/gpu/pack.sh DIR'
+	if command -v shellcheck >/dev/null; then
+		run shellcheck "$gpu/run.sh" "$gpu/pack.sh"
+		assert_success
+	fi
+}
