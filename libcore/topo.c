@@ -464,10 +464,19 @@ int rc_topo_load(const struct rc_topo_opts *opts, struct rc_topo **out, struct r
 		return rc_err_set(err, ENOMEM, "out of memory for the topology");
 	t->live = !opts->root;
 	tp_copy(t->root, sizeof(t->root), root);
-	if (!realpath(root, t->real_root)) {
+	char *real = realpath(root, NULL);
+
+	if (!real) {
 		rc = rc_err_set(err, errno, "cannot read the sysfs tree %s: %s", root, strerror(errno));
 		goto fail;
 	}
+	if (strlen(real) >= sizeof(t->real_root)) {
+		free(real);
+		rc = rc_err_set(err, ENAMETOOLONG, "the sysfs tree %s has too long a path", root);
+		goto fail;
+	}
+	tp_copy(t->real_root, sizeof(t->real_root), real);
+	free(real);
 	if (stat(t->real_root, &st) || !S_ISDIR(st.st_mode)) {
 		rc = rc_err_set(err, ENOTDIR, "the sysfs tree %s is not a directory", root);
 		goto fail;
