@@ -91,9 +91,11 @@ static int do_atomic(struct ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	result = aligned_alloc(64, 64);
+	errno = ENOMEM;
 	mr = result ? ibv_reg_mr(cl->conns[0]->pd, result, 64, IBV_ACCESS_LOCAL_WRITE) : NULL;
 	if (!mr) {
-		rc = fail(ctx, -ENOMEM, "cannot register the result buffer");
+		/* ibv_reg_mr sets errno: a memlock limit is EPERM or ENOMEM */
+		rc = fail(ctx, -errno, "cannot register the result buffer: %s", strerror(errno));
 		goto out;
 	}
 	rc = rc_post_atomic(cl->conns[0], is_cas ? RC_OP_CAS : RC_OP_FAA, result, mr->lkey,

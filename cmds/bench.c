@@ -104,12 +104,19 @@ int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, en
 		goto out;
 	}
 	buflen = ((size_t)msg + 4095) & ~(size_t)4095;
+	errno = ENOMEM;
 	buf = aligned_alloc(4096, buflen);
 	mr = buf ? ibv_reg_mr(cl->conns[0]->pd, buf, buflen, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (!mr) {
+		rc = fail(ctx, -errno, "cannot allocate and register %zu bytes: %s", buflen,
+			  strerror(errno));
+		goto out;
+	}
 	if (lat)
 		lat_us = calloc((size_t)iters, sizeof(double));
-	if (!mr || (lat && !lat_us)) {
-		rc = fail(ctx, -ENOMEM, "cannot allocate and register %zu bytes", buflen);
+	if (lat && !lat_us) {
+		rc = fail(ctx, -ENOMEM, "out of memory for %llu latency samples",
+			  (unsigned long long)iters);
 		goto out;
 	}
 	memset(buf, 0xa5, buflen);

@@ -133,11 +133,12 @@ int stream_transfer(struct ctx *ctx, struct rc_client *cl, struct rc_stream *s,
 	int rc;
 
 	memset(res, 0, sizeof(*res));
+	errno = ENOMEM;
 	buf = aligned_alloc(4096, len);
 	mr = buf ? ibv_reg_mr(cl->conns[0]->pd, buf, len, IBV_ACCESS_LOCAL_WRITE) : NULL;
 	if (!mr) {
-		rc = fail(ctx, -(errno ? errno : ENOMEM), "cannot register a %zu KiB staging buffer: %s",
-			  len >> 10, strerror(errno ? errno : ENOMEM));
+		rc = fail(ctx, -errno, "cannot register a %zu KiB staging buffer: %s",
+			  len >> 10, strerror(errno));
 		free(buf);
 		return rc;
 	}

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#define _GNU_SOURCE /* strerrorname_np */
 #include "output.h"
 
 #include <errno.h>
@@ -174,31 +175,13 @@ void out_arr_end(struct out *o)
 	out_obj_end(o);
 }
 
-static const char *errno_name(int err)
+const char *out_errno_name(int err)
 {
-	switch (err) {
-	case EINVAL: return "EINVAL";
-	case ENOENT: return "ENOENT";
-	case ENOMEM: return "ENOMEM";
-	case ETIMEDOUT: return "ETIMEDOUT";
-	case ECONNREFUSED: return "ECONNREFUSED";
-	case ECONNRESET: return "ECONNRESET";
-	case EACCES: return "EACCES";
-	case EPERM: return "EPERM";
-	case ERANGE: return "ERANGE";
-	case EIO: return "EIO";
-	case ENODEV: return "ENODEV";
-	case ENOSPC: return "ENOSPC";
-	case EPROTO: return "EPROTO";
-	case ECANCELED: return "ECANCELED";
-	case EEXIST: return "EEXIST";
-	case EBUSY: return "EBUSY";
-	case EOVERFLOW: return "EOVERFLOW";
-	case EHOSTUNREACH: return "EHOSTUNREACH";
-	case ENOTSUP: return "ENOTSUP";
-	case EBADMSG: return "EBADMSG";
-	default: return NULL;
-	}
+	/* ENOTSUP and EOPNOTSUPP share a value on Linux: the JSON code has always
+	 * been ENOTSUP, and JSON codes are API. */
+	if (err == ENOTSUP)
+		return "ENOTSUP";
+	return err > 0 ? strerrorname_np(err) : NULL;
 }
 
 void out_verr(struct out *o, int err, const char *fmt, va_list ap)
@@ -213,7 +196,7 @@ void out_verr(struct out *o, int err, const char *fmt, va_list ap)
 		return;
 	}
 	json_t *e = json_object();
-	const char *name = errno_name(err);
+	const char *name = out_errno_name(err);
 
 	json_object_set_new(e, "message", json_string(msg));
 	if (err) {

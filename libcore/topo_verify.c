@@ -32,19 +32,20 @@ struct loop {
 
 static int loop_close(struct loop *l)
 {
-	int rc = 0;
+	int rc = 0, r;
 
-	/* Keep going after a failure: everything gets released. */
+	/* Keep going after a failure: everything gets released. The destroy
+	 * calls return the error (errno is not theirs to set). */
 	for (int i = 0; i < 2; i++)
-		if (l->qp[i] && ibv_destroy_qp(l->qp[i]) && !rc)
-			rc = -errno;
+		if (l->qp[i] && (r = ibv_destroy_qp(l->qp[i])) && !rc)
+			rc = -r;
 	for (int i = 0; i < 2; i++)
-		if (l->mr[i] && ibv_dereg_mr(l->mr[i]) && !rc)
-			rc = -errno;
-	if (l->cq && ibv_destroy_cq(l->cq) && !rc)
-		rc = -errno;
-	if (l->pd && ibv_dealloc_pd(l->pd) && !rc)
-		rc = -errno;
+		if (l->mr[i] && (r = ibv_dereg_mr(l->mr[i])) && !rc)
+			rc = -r;
+	if (l->cq && (r = ibv_destroy_cq(l->cq)) && !rc)
+		rc = -r;
+	if (l->pd && (r = ibv_dealloc_pd(l->pd)) && !rc)
+		rc = -r;
 	if (l->ctx && ibv_close_device(l->ctx) && !rc)
 		rc = -errno;
 	for (int i = 0; i < 2; i++)
@@ -57,15 +58,17 @@ static int connect_qp(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t port,
 		      struct rc_err *err)
 {
 	struct ibv_qp_attr a;
+	int rc;
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_INIT;
 	a.pkey_index = 0;
 	a.port_num = port;
 	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				     IBV_QP_ACCESS_FLAGS))
-		return rc_err_set(err, errno, "QP to INIT: %s", strerror(errno));
+	/* ibv_modify_qp and ibv_query_port return the error; errno is not theirs. */
+	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	if (rc)
+		return rc_err_set(err, rc, "QP to INIT: %s", strerror(rc));
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = pa->active_mtu;
@@ -81,20 +84,21 @@ static int connect_qp(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t port,
 	} else {
 		a.ah_attr.dlid = pa->lid;
 	}
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				     IBV_QP_MIN_RNR_TIMER))
-		return rc_err_set(err, errno, "QP to RTR (%s): %s",
-				  gid_index >= 0 ? "GID routed" : "LID routed", strerror(errno));
+	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (rc)
+		return rc_err_set(err, rc, "QP to RTR (%s): %s",
+				  gid_index >= 0 ? "GID routed" : "LID routed", strerror(rc));
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = 14;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-		return rc_err_set(err, errno, "QP to RTS: %s", strerror(errno));
+	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	if (rc)
+		return rc_err_set(err, rc, "QP to RTS: %s", strerror(rc));
 	return 0;
 }
 
@@ -108,8 +112,9 @@ static int loop_open(struct loop *l, const char *dev, uint8_t port, int gid_inde
 
 	if ((rc = rc_dev_open(dev, &l->ctx, err)))
 		return rc;
-	if (ibv_query_port(l->ctx, port, &pa))
-		return rc_err_set(err, errno, "cannot query port %u: %s", port, strerror(errno));
+	rc = ibv_query_port(l->ctx, port, &pa);
+	if (rc)
+		return rc_err_set(err, rc, "cannot query port %u: %s", port, strerror(rc));
 	if (pa.state != IBV_PORT_ACTIVE)
 		return rc_err_set(err, ENETDOWN, "port %u is not ACTIVE", port);
 	if (pa.link_layer == IBV_LINK_LAYER_INFINIBAND)
@@ -182,8 +187,10 @@ static int loop_run(struct loop *l, uint64_t bytes, int timeout_ms, double *secs
 			wr.send_flags = IBV_SEND_SIGNALED;
 			wr.wr.rdma.remote_addr = (uintptr_t)l->buf[1] + off;
 			wr.wr.rdma.rkey = l->mr[1]->rkey;
-			if (ibv_post_send(l->qp[0], &wr, &bad))
-				return rc_err_set(err, errno, "ibv_post_send: %s", strerror(errno));
+			int rc = ibv_post_send(l->qp[0], &wr, &bad);
+
+			if (rc) /* the error is returned, errno is not set */
+				return rc_err_set(err, rc, "ibv_post_send: %s", strerror(rc));
 			posted++;
 			inflight++;
 		}
