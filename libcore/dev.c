@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rdmactl/dev.h>
@@ -48,13 +49,6 @@ void rc_gid_format(const union ibv_gid *gid, char *buf, size_t len)
 		snprintf(buf, len, "?");
 }
 
-static bool gid_is_v4mapped(const union ibv_gid *g)
-{
-	static const unsigned char pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-
-	return !memcmp(g->raw, pfx, sizeof(pfx));
-}
-
 static bool gid_is_zero(const union ibv_gid *g)
 {
 	static const union ibv_gid zero;
@@ -70,27 +64,47 @@ static void fill_info(struct rc_gid_info *out, const struct ibv_gid_entry *e)
 	rc_gid_format(&e->gid, out->str, sizeof(out->str));
 }
 
-static int rank(const struct ibv_gid_entry *e)
+int rc_gid_rank(bool ib_link, int type, const unsigned char raw[16])
 {
-	if (e->gid_type == IBV_GID_TYPE_ROCE_V2 && gid_is_v4mapped(&e->gid))
+	static const unsigned char v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	if (ib_link)
+		return type == IBV_GID_TYPE_IB || type < 0 ? 0 : -1;
+	/* RoCE v1 is not routable and most fabrics no longer carry it. */
+	if (type != IBV_GID_TYPE_ROCE_V2)
+		return -1;
+	if (!memcmp(raw, v4mapped, sizeof(v4mapped)))
 		return 0;
-	if (e->gid_type == IBV_GID_TYPE_ROCE_V2)
-		return 1;
-	if (e->gid_type == IBV_GID_TYPE_IB)
-		return 2;
-	return 3;
+	return raw[0] == 0xfe && (raw[1] & 0xc0) == 0x80 ? 2 : 1; /* global, then fe80::/10 */
+}
+
+int rc_gid_choose(bool ib_link, const struct ibv_gid_entry *e, int n)
+{
+	int best = -1, best_rank = -1;
+
+	for (int i = 0; i < n; i++) {
+		int r = gid_is_zero(&e[i].gid) ? -1 : rc_gid_rank(ib_link, (int)e[i].gid_type, e[i].gid.raw);
+
+		if (r >= 0 && (best < 0 || r < best_rank)) {
+			best = i;
+			best_rank = r;
+		}
+	}
+	return best;
 }
 
 int rc_gid_pick(struct ibv_context *ctx, uint8_t port, int override, struct rc_gid_info *out,
 		struct rc_err *err)
 {
-	struct ibv_gid_entry e;
+	struct ibv_gid_entry *all, e;
 	struct ibv_port_attr pa;
-	int best = -1, best_rank = 99;
+	int n = 0, best, rc;
 
-	if (ibv_query_port(ctx, port, &pa))
-		return rc_err_set(err, errno, "cannot query port %u of %s: %s", port,
-				  ibv_get_device_name(ctx->device), strerror(errno));
+	/* ibv_query_port returns the error; it does not set errno. */
+	rc = ibv_query_port(ctx, port, &pa);
+	if (rc)
+		return rc_err_set(err, rc, "cannot query port %u of %s: %s", port,
+				  ibv_get_device_name(ctx->device), strerror(rc));
 	if (override >= 0) {
 		if (override >= pa.gid_tbl_len || ibv_query_gid_ex(ctx, port, (uint32_t)override, &e, 0) ||
 		    gid_is_zero(&e.gid))
@@ -99,17 +113,19 @@ int rc_gid_pick(struct ibv_context *ctx, uint8_t port, int override, struct rc_g
 		fill_info(out, &e);
 		return 0;
 	}
-	for (int i = 0; i < pa.gid_tbl_len; i++) {
-		if (ibv_query_gid_ex(ctx, port, (uint32_t)i, &e, 0) || gid_is_zero(&e.gid))
-			continue;
-		if (rank(&e) < best_rank) {
-			best_rank = rank(&e);
-			best = i;
-			fill_info(out, &e);
-		}
-	}
+	all = calloc(pa.gid_tbl_len > 0 ? (size_t)pa.gid_tbl_len : 1, sizeof(*all));
+	if (!all)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	for (int i = 0; i < pa.gid_tbl_len; i++)
+		if (ibv_query_gid_ex(ctx, port, (uint32_t)i, &all[n], 0) == 0)
+			n++;
+	best = rc_gid_choose(pa.link_layer == IBV_LINK_LAYER_INFINIBAND, all, n);
+	if (best >= 0)
+		fill_info(out, &all[best]);
+	free(all);
 	if (best < 0)
-		return rc_err_set(err, ENOENT, "%s port %u has no valid GID",
+		return rc_err_set(err, ENOENT,
+				  "%s port %u has no usable GID (RoCE v2, or IB on InfiniBand)",
 				  ibv_get_device_name(ctx->device), port);
 	return 0;
 }

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rdmactl/dev.h>
+
 #include "topo_int.h"
 
 /* The kernel driver of a PCI function and the rdma-core provider that
@@ -100,22 +102,21 @@ static bool gid_zero(const unsigned char *raw)
 	return true;
 }
 
-static bool gid_v4mapped(const unsigned char *raw)
+/* The GID type as ibv_query_gid_ex reports it: -1 when sysfs did not say. */
+static int gid_type(const struct rc_topo_gid *g)
 {
-	static const unsigned char pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-
-	return !memcmp(raw, pfx, sizeof(pfx));
+	if (!strcmp(g->type, "IB"))
+		return IBV_GID_TYPE_IB;
+	if (!strcmp(g->type, "RoCE v1"))
+		return IBV_GID_TYPE_ROCE_V1;
+	if (!strcmp(g->type, "RoCE v2"))
+		return IBV_GID_TYPE_ROCE_V2;
+	return -1;
 }
 
 static int gid_rank(const struct rc_topo_port *p, const struct rc_topo_gid *g)
 {
-	if (!strcmp(p->link_layer, "InfiniBand"))
-		return !strcmp(g->type, "IB") || !g->type[0] ? 0 : -1;
-	if (strcmp(g->type, "RoCE v2"))
-		return -1;
-	if (gid_v4mapped(g->raw))
-		return 0;
-	return g->raw[0] == 0xfe && (g->raw[1] & 0xc0) == 0x80 ? 2 : 1;
+	return rc_gid_rank(!strcmp(p->link_layer, "InfiniBand"), gid_type(g), g->raw);
 }
 
 int rc_topo_pick_gid(const struct rc_topo_port *p)
