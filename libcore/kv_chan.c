@@ -96,35 +96,3 @@ int kv_chan_wc(struct kv_chan *ch, const struct ibv_wc *wc, struct kv_msg *m, ui
 	rc = rc_post_recv(ch->c, recv_buf(ch, slot), KV_MSG_MAX, ch->mr->lkey, (uint64_t)slot, err);
 	return rc ? rc : 1;
 }
-
-int kv_cq_take(struct rc_conn *c, struct ibv_wc *wc, int max)
-{
-	struct ibv_cq *cq;
-	void *cctx;
-	int n;
-
-	if (ibv_get_cq_event(c->cch, &cq, &cctx) == 0) {
-		ibv_ack_cq_events(cq, 1);
-		c->armed = false;
-	}
-	n = ibv_poll_cq(c->cq, max, wc);
-	if (n != 0 || c->armed)
-		return n < 0 ? -EIO : n;
-	if (ibv_req_notify_cq(c->cq, 0))
-		return -EIO;
-	c->armed = true;
-	/* A completion may have come in before the arming. */
-	n = ibv_poll_cq(c->cq, max, wc);
-	return n < 0 ? -EIO : n;
-}
-
-int kv_post_imm_recv(struct rc_conn *c, uint64_t user)
-{
-	struct ibv_recv_wr wr = { 0 }, *bad;
-	int rc;
-
-	wr.wr_id = rc_wrid(RC_OP_RECV, user);
-	wr.num_sge = 0; /* the bytes of a WRITE_WITH_IMM go to the remote address */
-	rc = ibv_post_recv(c->qp, &wr, &bad);
-	return rc ? -rc : 0;
-}

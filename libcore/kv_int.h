@@ -28,11 +28,5 @@ int kv_chan_send(struct kv_chan *ch, struct kv_msg *m, struct rc_err *err);
  * malformed message. */
 int kv_chan_wc(struct kv_chan *ch, const struct ibv_wc *wc, struct kv_msg *m, uint32_t *pages,
 	       struct rc_err *err);
-/* Reap up to max completions of c without sleeping. When it returns 0 the
- * CQ is empty and armed: the caller may sleep on c->cch->fd. -EIO when the
- * CQ cannot be polled. */
-int kv_cq_take(struct rc_conn *c, struct ibv_wc *wc, int max);
-/* Post a receive for an immediate notification (no data lands in it). */
-int kv_post_imm_recv(struct rc_conn *c, uint64_t user);
 
 #endif

@@ -66,23 +66,20 @@ static int prep_data(struct rc_conn *c, void *arg)
 
 	((struct rconn *)arg)->c = c;
 	for (int i = 0; !rc && i < DATA_RECVS; i++)
-		rc = kv_post_imm_recv(c, 0);
+		rc = rc_post_recv(c, NULL, 0, 0, 0, NULL);
 	return rc;
 }
 
-static void on_connect_request(struct recv *r, struct rdma_cm_event *ev)
+static void on_connect_request(struct recv *r, struct rc_cm_event *ev)
 {
-	struct rdma_cm_id *child = ev->id;
-	struct rdma_conn_param req = ev->param.conn;
 	struct rc_conn_opts co = { .timeout_ms = r->o->c.timeout_ms };
 	struct kv_hello_pd pd;
 	struct rpeer *p = NULL;
 	struct rconn *rc = NULL;
 	const char *why = NULL;
 	struct rc_err e;
-	int bad = kv_pd_decode(req.private_data, req.private_data_len, &pd);
+	int bad = kv_pd_decode(ev->param.private_data, ev->param.private_data_len, &pd);
 
-	rdma_ack_cm_event(ev);
 	if (bad)
 		why = "rdmactl: not a kvxfer source (no rank in the connect request)";
 	else if (pd.rank >= r->g->src_tp || !(r->contrib >> pd.rank & 1))
@@ -104,7 +101,7 @@ static void on_connect_request(struct recv *r, struct rdma_cm_event *ev)
 		*p = (struct rpeer){ .used = true, .rank = pd.rank, .nqps = pd.nqps,
 				     .session = pd.session, .last_rx = rc_now() };
 		p->last_hb = p->last_rx;
-		rc_peer_name(child, p->peer, sizeof(p->peer));
+		snprintf(p->peer, sizeof(p->peer), "%s", ev->peer);
 		r->by_rank[pd.rank] = p;
 	}
 	if (!why && !p)
@@ -120,15 +117,14 @@ static void on_connect_request(struct recv *r, struct rdma_cm_event *ev)
 		co.rq_depth = pd.qp ? DATA_RECVS : KV_CHAN_RECVS;
 		co.on_qp = pd.qp ? prep_data : prep_ctrl;
 		co.on_qp_arg = rc;
-		if (rc_accept(r->l, child, &req, &co, &rc->c, &e)) {
+		if (rc_cm_accept(r->l, ev, &co, &rc->c, &e)) {
 			kv_chan_fini(&rc->ch);
 			why = "rdmactl: accept failed";
 		}
 	}
 	if (why) {
 		free(rc);
-		rc_reject(child, why);
-		rdma_destroy_id(child);
+		rc_cm_refuse(ev, why);
 		return;
 	}
 	rc->c->user = rc;
@@ -138,30 +134,23 @@ static void on_connect_request(struct recv *r, struct rdma_cm_event *ev)
 
 static int handle_cm(struct recv *r, struct rc_err *err)
 {
-	struct rdma_cm_event *ev;
+	struct rc_cm_event ev;
 
-	while (rc_listener_event(r->l, 0, &ev) == 0) {
-		struct rc_conn *c = ev->id->context == r->l ? NULL : ev->id->context;
-		struct rconn *rc = c ? c->user : NULL;
-		enum rdma_cm_event_type type = ev->event;
+	while (rc_listener_next(r->l, 0, &ev) == 0) {
+		struct rconn *rc = ev.conn ? ev.conn->user : NULL;
 
-		if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
-			on_connect_request(r, ev);
+		if (ev.kind == RC_CM_REQUEST) {
+			on_connect_request(r, &ev);
 			continue;
 		}
-		rdma_ack_cm_event(ev);
-		if (type == RDMA_CM_EVENT_DEVICE_REMOVAL)
+		if (ev.kind == RC_CM_DEVICE_GONE)
 			return rc_err_set(err, ENODEV, "the RDMA device %s was removed", r->l->dev_name);
-		if (type == RDMA_CM_EVENT_ESTABLISHED && c)
-			c->established = true;
-		if ((type == RDMA_CM_EVENT_DISCONNECTED || type == RDMA_CM_EVENT_CONNECT_ERROR ||
-		     type == RDMA_CM_EVENT_UNREACHABLE || type == RDMA_CM_EVENT_REJECTED) && rc) {
-			c->disconnected = true;
+		if (ev.kind == RC_CM_GONE && rc) {
 			if (!rc->p->dead)
 				snprintf(rc->p->why, sizeof(rc->p->why), "%s (%s)",
-					 type == RDMA_CM_EVENT_DISCONNECTED ? "disconnected"
-									    : "connection failed",
-					 rdma_event_str(type));
+					 ev.type == RDMA_CM_EVENT_DISCONNECTED ? "disconnected"
+									       : "connection failed",
+					 rdma_event_str(ev.type));
 			rc->p->dead = true;
 		}
 	}
@@ -179,7 +168,7 @@ static void handle_cqs(struct recv *r)
 		struct rpeer *p = rc->p;
 		int n;
 
-		while (!p->dead && (n = kv_cq_take(rc->c, wc, 32)) != 0) {
+		while (!p->dead && (n = rc_cq_take(rc->c, wc, 32)) != 0) {
 			for (int j = 0; n > 0 && j < n && !p->dead; j++) {
 				if (wc[j].status != IBV_WC_SUCCESS) {
 					rc_wc_error(rc->c, &wc[j], &e);
@@ -195,7 +184,7 @@ static void handle_cqs(struct recv *r)
 						p->dead = true;
 					}
 				} else if (wc[j].opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
-					   kv_post_imm_recv(rc->c, 0) == 0) {
+					   rc_post_recv(rc->c, NULL, 0, 0, 0, NULL) == 0) {
 					kvr_on_imm(r, p, be32toh(wc[j].imm_data));
 				} else {
 					snprintf(p->why, sizeof(p->why), "unexpected completion on a data QP");

@@ -43,6 +43,7 @@ static int connect_dst(struct send *s, struct sdst *d, struct rc_err *err)
 		if ((rc = rc_connect(d->t->host, d->t->port, &co, &d->qp[k].c, &e)))
 			return rc_err_set(err, -rc, "decode rank at %s, data QP %u: %.400s", d->name,
 					  k + 1, e.msg);
+		d->qp[k].sq = (struct rc_sq){ .depth = SQ_DEPTH, .signal_every = SIGNAL_EVERY };
 	}
 	return 0;
 }
@@ -229,7 +230,7 @@ static void drain_ctrl(struct send *s, struct sdst *d)
 	struct rc_err e;
 	int n;
 
-	while ((was || !d->dead) && (n = kv_cq_take(d->ctrl, wc, 32)) > 0) {
+	while ((was || !d->dead) && (n = rc_cq_take(d->ctrl, wc, 32)) > 0) {
 		for (int j = 0; j < n; j++) {
 			int k = wc[j].status == IBV_WC_SUCCESS
 					? kv_chan_wc(&d->ch, &wc[j], &m, s->pages_tmp, &e)
@@ -257,7 +258,7 @@ static void dst_step(struct send *s, struct sdst *d, double now)
 	for (uint32_t k = 0; k < s->o->nqps; k++) {
 		struct sqp *qp = &d->qp[k];
 
-		while (!d->dead && (n = kv_cq_take(qp->c, wc, 32)) != 0) {
+		while (!d->dead && (n = rc_cq_take(qp->c, wc, 32)) != 0) {
 			for (int j = 0; n > 0 && j < n && !d->dead; j++) {
 				if (wc[j].status == IBV_WC_SUCCESS) {
 					kvs_on_data_wc(s, d, qp, &wc[j]);

@@ -7,6 +7,7 @@
 #include "kv_int.h"
 
 #define SQ_DEPTH 256
+#define SIGNAL_EVERY 16 /* one signalled write in this many, per data QP */
 #define WR_MAX (64u << 10) /* a merged write stops growing here, to spread over QPs */
 
 /* A write waiting for room in its send queue. */
@@ -19,7 +20,7 @@ struct wr_ent {
 
 struct sqp {
 	struct rc_conn *c;
-	uint64_t posted, done, signaled; /* signaled: count posted at the last signalled one */
+	struct rc_sq sq;         /* posted, done, last signalled: rc_sq_next decides */
 	struct wr_ent *q;
 	size_t qhead, qlen, qcap;
 };

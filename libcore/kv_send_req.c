@@ -14,7 +14,6 @@
 #include "kv_send.h"
 
 #define CHAIN 32
-#define SIGNAL_EVERY 16
 
 void kvs_emit(struct send *s, struct kv_event *ev)
 {
@@ -179,37 +178,18 @@ static int queue_layer(struct send *s, struct sreq *q, struct sdst *d, int di, u
 	return rc;
 }
 
-static int post_wrs(struct sqp *qp, struct ibv_send_wr *wrs, struct ibv_sge *sges, int n)
+/* The work request of one queued write: the stream's signalling rule, plus
+ * every notification and every forced one (force) signalled. */
+static void next_wr(struct sqp *qp, const struct wr_ent *w, uint32_t lkey, uint32_t rkey,
+		    bool force, struct rc_wr *wr)
 {
-	struct ibv_send_wr *bad;
-	int rc;
+	uint64_t seq = qp->sq.posted;
 
-	if (!n)
-		return 0;
-	rc = ibv_post_send(qp->c->qp, wrs, &bad);
-	return rc ? -rc : 0;
-}
-
-static void fill_wr(struct sqp *qp, const struct wr_ent *w, struct ibv_send_wr *wr,
-		    struct ibv_sge *sge, uint32_t lkey, uint32_t rkey, bool signal)
-{
-	uint64_t seq = qp->posted++;
-
-	*sge = (struct ibv_sge){ .addr = w->laddr, .length = w->len, .lkey = lkey };
-	memset(wr, 0, sizeof(*wr));
-	wr->wr_id = rc_wrid(w->has_imm ? RC_OP_WRITE_IMM : RC_OP_WRITE,
-			    (seq & 0xffffffffULL) | (uint64_t)w->slot << 32 |
-				    (uint64_t)w->layer << 40 | (uint64_t)w->has_imm << 50);
-	wr->sg_list = sge;
-	wr->num_sge = w->len ? 1 : 0;
-	wr->opcode = w->has_imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
-	wr->imm_data = htobe32(w->imm);
-	wr->wr.rdma.remote_addr = w->raddr;
-	wr->wr.rdma.rkey = rkey;
-	if (signal || w->has_imm || (seq + 1) % SIGNAL_EVERY == 0) {
-		wr->send_flags = IBV_SEND_SIGNALED;
-		qp->signaled = qp->posted;
-	}
+	*wr = (struct rc_wr){ .op = w->has_imm ? RC_OP_WRITE_IMM : RC_OP_WRITE,
+			      .laddr = w->laddr, .len = w->len, .lkey = lkey, .raddr = w->raddr,
+			      .rkey = rkey, .imm = w->imm,
+			      .user = kv_wrid((uint32_t)seq, w->slot, w->layer, w->has_imm) };
+	wr->signaled = rc_sq_next(&qp->sq, force || w->has_imm);
 }
 
 int kvs_post_queued(struct send *s, struct sdst *d)
@@ -217,24 +197,23 @@ int kvs_post_queued(struct send *s, struct sdst *d)
 	for (uint32_t k = 0; !d->dead && k < s->o->nqps; k++) {
 		struct sqp *qp = &d->qp[k];
 
-		while (qp->qlen && qp->posted - qp->done < SQ_DEPTH) {
-			struct ibv_send_wr wrs[CHAIN];
-			struct ibv_sge sges[CHAIN];
-			int n = 0, rc;
+		while (qp->qlen && qp->sq.posted - qp->sq.done < SQ_DEPTH) {
+			struct rc_chain ch;
+			struct rc_err e;
+			int rc;
 
-			while (n < CHAIN && qp->qlen && qp->posted - qp->done < SQ_DEPTH) {
-				fill_wr(qp, &qp->q[qp->qhead], &wrs[n], &sges[n], d->mr->lkey, d->rkey,
-					false);
-				if (n)
-					wrs[n - 1].next = &wrs[n];
+			ch.n = 0;
+			while (ch.n < CHAIN && qp->qlen && qp->sq.posted - qp->sq.done < SQ_DEPTH) {
+				struct rc_wr wr;
+
+				next_wr(qp, &qp->q[qp->qhead], d->mr->lkey, d->rkey, false, &wr);
+				rc_chain_add(&ch, &wr);
 				qp->qhead++;
 				qp->qlen--;
-				n++;
 			}
-			rc = post_wrs(qp, wrs, sges, n);
-			if (rc) {
-				snprintf(d->why, sizeof(d->why), "cannot post RDMA WRITE to %.64s: %s",
-					 d->name, strerror(-rc));
+			rc = rc_chain_post(qp->c, &ch, &e);
+			if (rc < 0) {
+				snprintf(d->why, sizeof(d->why), "%.200s", e.msg);
 				d->dead = true;
 				return rc;
 			}
@@ -328,19 +307,21 @@ void kvs_cancel(struct send *s, struct sreq *q, enum kv_ev_kind final, int code,
 			qp->qlen = keep;
 			/* Unsignalled writes at the tail: one signalled write of no
 			 * bytes after them tells when they are done. */
-			if (!d->dead && qp->signaled < qp->posted) {
+			if (!d->dead && qp->sq.signaled < qp->sq.posted) {
 				struct wr_ent w = { .laddr = (uintptr_t)s->pool, .raddr = d->base,
 						    .slot = (uint16_t)q->slot };
-				struct ibv_send_wr wr;
-				struct ibv_sge sge;
+				struct rc_chain ch;
+				struct rc_wr wr;
 
-				fill_wr(qp, &w, &wr, &sge, d->mr->lkey, d->rkey, true);
-				if (post_wrs(qp, &wr, &sge, 1)) {
+				ch.n = 0;
+				next_wr(qp, &w, d->mr->lkey, d->rkey, true, &wr);
+				rc_chain_add(&ch, &wr);
+				if (rc_chain_post(qp->c, &ch, NULL) < 0) {
 					snprintf(d->why, sizeof(d->why), "cannot post to %.64s", d->name);
 					d->dead = true;
 				}
 			}
-			q->mark[i][k] = qp->posted;
+			q->mark[i][k] = qp->sq.posted;
 		}
 	}
 }
@@ -349,7 +330,7 @@ static bool quiesced(struct send *s, struct sreq *q)
 {
 	for (int i = 0; i < s->nd; i++)
 		for (uint32_t k = 0; !s->d[i].closed && k < s->o->nqps; k++)
-			if (s->d[i].qp[k].done < q->mark[i][k])
+			if (s->d[i].qp[k].sq.done < q->mark[i][k])
 				return false;
 	return true;
 }
@@ -401,7 +382,7 @@ static void progress_one(struct send *s, struct sreq *q, double now)
 		}
 		for (int i = 0; now - q->last > quiet && i < s->nd; i++) {
 			for (uint32_t k = 0; k < s->o->nqps; k++) {
-				if (s->d[i].closed || s->d[i].qp[k].done >= q->mark[i][k])
+				if (s->d[i].closed || s->d[i].qp[k].sq.done >= q->mark[i][k])
 					continue;
 				snprintf(s->d[i].why, sizeof(s->d[i].why),
 					 "writes did not complete within %d ms", c->timeout_ms);
@@ -485,11 +466,11 @@ double kvs_next_wake(struct send *s)
 void kvs_on_data_wc(struct send *s, struct sdst *d, struct sqp *qp, const struct ibv_wc *wc)
 {
 	uint64_t v = wc->wr_id & RC_WRID_MASK;
-	uint32_t seq = (uint32_t)v, layer = (uint32_t)(v >> 40 & 0x3ff);
-	struct sreq *q = &s->reqs[v >> 32 & 0xff];
+	uint32_t seq = kv_wrid_seq(v), layer = kv_wrid_layer(v);
+	struct sreq *q = &s->reqs[kv_wrid_slot(v)];
 
-	qp->done += (uint32_t)(seq + 1 - (uint32_t)qp->done);
-	if (!(v >> 50 & 1) || !q->used || layer >= s->g->layers || !q->pending[layer])
+	qp->sq.done += (uint32_t)(seq + 1 - (uint32_t)qp->sq.done);
+	if (!kv_wrid_notify(v) || !q->used || layer >= s->g->layers || !q->pending[layer])
 		return;
 	if (--q->pending[layer] == 0 && !q->cancelling) {
 		q->landed[layer] = rc_now();

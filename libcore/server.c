@@ -213,48 +213,37 @@ static bool token_ok(const struct rc_server *s, const struct rdma_conn_param *p,
 	return true;
 }
 
-static void on_connect_request(struct rc_server *s, struct rdma_cm_event *ev)
+static void on_connect_request(struct rc_server *s, struct rc_cm_event *ev)
 {
-	struct rdma_cm_id *child = ev->id;
-	struct rdma_conn_param req = ev->param.conn;
 	struct rc_conn_opts co = { .sq_depth = 8, .rq_depth = SRV_RECVS, .timeout_ms = 5000 };
 	struct srv_conn *sc;
 	const char *why = NULL;
-	char peer[RC_HOST_MAX + 8];
 	struct rc_err e;
 
-	rc_peer_name(child, peer, sizeof(peer));
-	if (child->verbs != s->l->verbs)
+	if (ev->other_device)
 		why = "rdmactl: request arrived on another device";
 	else if (s->nconns >= s->max_conns)
 		why = "rdmactl: too many connections";
 	else
-		token_ok(s, &req, &why);
-	/* The private data lives in the event: check it before the ack frees it. */
-	rdma_ack_cm_event(ev);
-	req.private_data = NULL;
-	req.private_data_len = 0;
+		token_ok(s, &ev->param, &why);
 	if (why) {
-		rc_reject(child, why);
-		rdma_destroy_id(child);
-		emit(s, RC_EV_REJECTED, peer, why + strlen("rdmactl: "));
+		rc_cm_refuse(ev, why);
+		emit(s, RC_EV_REJECTED, ev->peer, why + strlen("rdmactl: "));
 		return;
 	}
 	sc = calloc(1, sizeof(*sc));
 	if (!sc) {
-		rc_reject(child, "rdmactl: out of memory");
-		rdma_destroy_id(child);
+		rc_cm_refuse(ev, "rdmactl: out of memory");
 		return;
 	}
 	co.on_qp = prepare_conn;
 	co.on_qp_arg = sc;
-	if (rc_accept(s->l, child, &req, &co, &sc->c, &e)) {
+	if (rc_cm_accept(s->l, ev, &co, &sc->c, &e)) {
 		if (sc->mr)
 			ibv_dereg_mr(sc->mr);
 		free(sc);
-		rc_reject(child, "rdmactl: accept failed");
-		rdma_destroy_id(child);
-		emit(s, RC_EV_REJECTED, peer, e.msg);
+		rc_cm_refuse(ev, "rdmactl: accept failed");
+		emit(s, RC_EV_REJECTED, ev->peer, e.msg);
 		return;
 	}
 	sc->c->user = sc;
@@ -263,41 +252,28 @@ static void on_connect_request(struct rc_server *s, struct rdma_cm_event *ev)
 
 static int handle_cm(struct rc_server *s, struct rc_err *err)
 {
-	struct rdma_cm_event *ev;
+	struct rc_cm_event ev;
 
-	while (rc_listener_event(s->l, 0, &ev) == 0) {
-		struct rc_conn *c = ev->id->context == s->l ? NULL : ev->id->context;
-		struct srv_conn *sc = c ? c->user : NULL;
+	while (rc_listener_next(s->l, 0, &ev) == 0) {
+		struct srv_conn *sc = ev.conn ? ev.conn->user : NULL;
 
-		switch (ev->event) {
-		case RDMA_CM_EVENT_CONNECT_REQUEST:
-			on_connect_request(s, ev);
-			continue;
-		case RDMA_CM_EVENT_ESTABLISHED:
-			rdma_ack_cm_event(ev);
-			if (c) {
-				c->established = true;
-				emit(s, RC_EV_CONNECTED, c->peer, NULL);
-			}
-			continue;
-		case RDMA_CM_EVENT_DISCONNECTED:
-		case RDMA_CM_EVENT_CONNECT_ERROR:
-		case RDMA_CM_EVENT_UNREACHABLE:
-		case RDMA_CM_EVENT_REJECTED: {
-			bool was = c && c->established;
-
-			rdma_ack_cm_event(ev);
+		switch (ev.kind) {
+		case RC_CM_REQUEST:
+			on_connect_request(s, &ev);
+			break;
+		case RC_CM_ESTABLISHED:
+			if (ev.conn)
+				emit(s, RC_EV_CONNECTED, ev.conn->peer, NULL);
+			break;
+		case RC_CM_GONE:
 			if (sc)
-				drop_conn(s, sc, true, was);
-			continue;
-		}
-		case RDMA_CM_EVENT_DEVICE_REMOVAL:
-			rdma_ack_cm_event(ev);
+				drop_conn(s, sc, true, ev.was_established);
+			break;
+		case RC_CM_DEVICE_GONE:
 			return rc_err_set(err, ENODEV, "the RDMA device %s was removed",
 					  s->l->dev_name);
-		default:
-			rdma_ack_cm_event(ev);
-			continue;
+		case RC_CM_OTHER:
+			break;
 		}
 	}
 	return 0;
@@ -334,12 +310,13 @@ static void handle_ctrl(struct rc_server *s, struct srv_conn *sc, struct ibv_wc 
 	post_ctrl_recv(sc, slot);
 }
 
+/* Take every completion: the CQ is left empty and armed. */
 static void drain_cq(struct rc_server *s, struct srv_conn *sc)
 {
 	struct ibv_wc wc[8];
 	int got;
 
-	while ((got = ibv_poll_cq(sc->c->cq, 8, wc)) > 0)
+	while ((got = rc_cq_take(sc->c, wc, 8)) > 0)
 		for (int j = 0; j < got; j++)
 			if (wc[j].status == IBV_WC_SUCCESS)
 				handle_ctrl(s, sc, &wc[j]);
@@ -347,18 +324,9 @@ static void drain_cq(struct rc_server *s, struct srv_conn *sc)
 
 static void handle_cqs(struct rc_server *s, struct pollfd *pfd, int n)
 {
-	for (int i = 0; i < n && i < s->nconns; i++) {
-		struct srv_conn *sc = s->conns[i];
-		struct ibv_cq *cq;
-		void *cctx;
-
-		if (!(pfd[i].revents & POLLIN))
-			continue;
-		if (ibv_get_cq_event(sc->c->cch, &cq, &cctx) == 0)
-			ibv_ack_cq_events(cq, 1);
-		ibv_req_notify_cq(sc->c->cq, 0);
-		drain_cq(s, sc);
-	}
+	for (int i = 0; i < n && i < s->nconns; i++)
+		if (pfd[i].revents & POLLIN)
+			drain_cq(s, s->conns[i]);
 }
 
 int rc_server_step(struct rc_server *s, int timeout_ms, struct rc_err *err)
@@ -367,12 +335,8 @@ int rc_server_step(struct rc_server *s, int timeout_ms, struct rc_err *err)
 	int n = s->nconns, r;
 
 	for (int i = 0; i < n; i++) {
-		if (!s->conns[i]->c->armed) {
-			ibv_req_notify_cq(s->conns[i]->c->cq, 0);
-			s->conns[i]->c->armed = true;
-			/* What arrived before the arming raises no event: take it now. */
+		if (!s->conns[i]->c->armed)
 			drain_cq(s, s->conns[i]);
-		}
 		pfd[i] = (struct pollfd){ .fd = s->conns[i]->c->cch->fd, .events = POLLIN };
 	}
 	pfd[n] = (struct pollfd){ .fd = s->l->ech->fd, .events = POLLIN };

@@ -172,28 +172,26 @@ static int loop_run(struct loop *l, uint64_t bytes, int timeout_ms, double *secs
 		struct ibv_wc wc[VERIFY_DEPTH];
 		int n;
 
+		struct rc_chain ch;
+		int rc;
+
+		ch.n = 0;
 		while (inflight < VERIFY_DEPTH && posted < nwr) {
 			uint32_t off = (uint32_t)((posted * VERIFY_CHUNK) % VERIFY_BUF);
 			uint64_t left = bytes - posted * VERIFY_CHUNK;
-			struct ibv_sge sge = { (uintptr_t)l->buf[0] + off,
-					       left < VERIFY_CHUNK ? (uint32_t)left : VERIFY_CHUNK,
-					       l->mr[0]->lkey };
-			struct ibv_send_wr wr = { 0 }, *bad;
+			struct rc_wr w = { .op = RC_OP_WRITE, .laddr = (uintptr_t)l->buf[0] + off,
+					   .len = left < VERIFY_CHUNK ? (uint32_t)left : VERIFY_CHUNK,
+					   .lkey = l->mr[0]->lkey,
+					   .raddr = (uintptr_t)l->buf[1] + off,
+					   .rkey = l->mr[1]->rkey, .user = posted, .signaled = true };
 
-			wr.wr_id = posted;
-			wr.sg_list = &sge;
-			wr.num_sge = 1;
-			wr.opcode = IBV_WR_RDMA_WRITE;
-			wr.send_flags = IBV_SEND_SIGNALED;
-			wr.wr.rdma.remote_addr = (uintptr_t)l->buf[1] + off;
-			wr.wr.rdma.rkey = l->mr[1]->rkey;
-			int rc = ibv_post_send(l->qp[0], &wr, &bad);
-
-			if (rc) /* the error is returned, errno is not set */
-				return rc_err_set(err, rc, "ibv_post_send: %s", strerror(rc));
+			rc_chain_add(&ch, &w);
 			posted++;
 			inflight++;
 		}
+		rc = rc_chain_post_qp(l->qp[0], "the loopback QP", &ch, err);
+		if (rc < 0)
+			return rc;
 		n = ibv_poll_cq(l->cq, VERIFY_DEPTH, wc);
 		if (n < 0)
 			return rc_err_set(err, EIO, "ibv_poll_cq failed");

@@ -80,6 +80,37 @@ int rc_accept(struct rc_listener *l, struct rdma_cm_id *child, const struct rdma
 	      const struct rc_conn_opts *opts, struct rc_conn **out, struct rc_err *err);
 /* Refuse a connect request, with a reason the peer can read. */
 void rc_reject(struct rdma_cm_id *child, const char *reason);
+/* A listener's CM event, taken, acknowledged and sorted. */
+enum rc_cm_kind {
+	RC_CM_REQUEST,      /* a connect request: rc_cm_accept or rc_cm_refuse it */
+	RC_CM_ESTABLISHED,  /* an accepted connection is up (conn->established set) */
+	RC_CM_GONE,         /* a connection ended or failed (conn->disconnected set) */
+	RC_CM_DEVICE_GONE,  /* the device was removed: the listener is dead */
+	RC_CM_OTHER,        /* nothing to do */
+};
+
+struct rc_cm_event {
+	enum rc_cm_kind kind;
+	enum rdma_cm_event_type type;     /* rdma_event_str names it */
+	struct rc_conn *conn;             /* ESTABLISHED, GONE: the accepted connection (or NULL) */
+	bool was_established;             /* GONE: it had been up */
+	/* REQUEST only: */
+	struct rdma_cm_id *child;
+	struct rdma_conn_param param;     /* private_data points into the copy below */
+	unsigned char private_data[256];
+	char peer[RC_HOST_MAX + 8];
+	bool other_device;                /* it came in on another device than the listener's */
+};
+
+/* The next event within timeout_ms (as rc_listener_event): 0 with *ev filled,
+ * -EAGAIN when none came. The event is acknowledged already. */
+int rc_listener_next(struct rc_listener *l, int timeout_ms, struct rc_cm_event *ev);
+/* Accept a REQUEST: build its QP as o says (on_qp runs before the accept). On
+ * failure the request is still the caller's to refuse. */
+int rc_cm_accept(struct rc_listener *l, struct rc_cm_event *ev, const struct rc_conn_opts *o,
+		 struct rc_conn **out, struct rc_err *err);
+/* Refuse a REQUEST with a reason the peer can read, and free its id. */
+void rc_cm_refuse(struct rc_cm_event *ev, const char *why);
 /* Format an id's peer as "addr:port". */
 void rc_peer_name(struct rdma_cm_id *id, char *buf, size_t len);
 

@@ -192,6 +192,20 @@ static inline uint32_t kv_imm_slot(uint32_t imm) { return imm >> 16 & 0xff; }
 static inline uint32_t kv_imm_layer(uint32_t imm) { return imm >> 6 & 0x3ff; }
 static inline uint32_t kv_imm_rank(uint32_t imm) { return imm & 0x3f; }
 
+/* The wr_id of a data write, below the operation that rc_wrid puts on top:
+ * the send queue's sequence number (bits 0-31), the source request slot
+ * (32-39), the layer (40-49) and whether the write carries the layer's
+ * notification (50). A completion names its request and layer by it. */
+static inline uint64_t kv_wrid(uint32_t seq, uint32_t slot, uint32_t layer, bool notify)
+{
+	return (uint64_t)seq | (uint64_t)(slot & 0xff) << 32 | (uint64_t)(layer & 0x3ff) << 40 |
+	       (uint64_t)notify << 50;
+}
+static inline uint32_t kv_wrid_seq(uint64_t v) { return (uint32_t)v; }
+static inline uint32_t kv_wrid_slot(uint64_t v) { return (uint32_t)(v >> 32 & 0xff); }
+static inline uint32_t kv_wrid_layer(uint64_t v) { return (uint32_t)(v >> 40 & 0x3ff); }
+static inline bool kv_wrid_notify(uint64_t v) { return v >> 50 & 1; }
+
 enum kv_msg_type {
 	KV_MSG_HELLO = 0x20,   /* s->d: rank, QPs, session, geometry */
 	KV_MSG_WELCOME = 0x21, /* d->s: destination rank, pool address, rkey, layout */
