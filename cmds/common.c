@@ -54,7 +54,7 @@ int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, 
 	cl = ctx->session ? session_client_take(ctx->session, key) : NULL;
 	if (cl) {
 		if (ctx->verbose)
-			out_log(&ctx->out, "reusing the connection to %s", cl->conns[0]->peer);
+			out_log(&ctx->out, "reusing the connection to %s", rc_client_peer(cl));
 		rc = rc_client_select(cl, &t, &e);
 		if (rc) {
 			/* The connection is sound: keep it for the next command. */
@@ -122,44 +122,21 @@ void progress_end(struct progress *p)
 		fprintf(stderr, "\r\033[K");
 }
 
-int stream_transfer(struct ctx *ctx, struct rc_client *cl, struct rc_stream *s,
-		    struct rc_stream_result *res)
+int stream_transfer(struct ctx *ctx, struct rc_client *cl, enum rc_op op, uint64_t off,
+		    uint64_t len, struct rc_client_io *io, struct rc_stream_result *res)
 {
-	size_t len = (size_t)STREAM_CHUNK * STREAM_DEPTH;
 	struct progress prog;
-	struct ibv_mr *mr;
 	struct rc_err e;
-	void *buf;
 	int rc;
 
-	memset(res, 0, sizeof(*res));
-	errno = ENOMEM;
-	buf = aligned_alloc(4096, len);
-	mr = buf ? ibv_reg_mr(cl->conns[0]->pd, buf, len, IBV_ACCESS_LOCAL_WRITE) : NULL;
-	if (!mr) {
-		rc = fail(ctx, -errno, "cannot register a %zu KiB staging buffer: %s",
-			  len >> 10, strerror(errno));
-		free(buf);
-		return rc;
-	}
 	progress_init(&prog, ctx);
-	s->conns = cl->conns;
-	s->nconns = 1;
-	s->buf = buf;
-	s->lkey = mr->lkey;
-	s->chunk = STREAM_CHUNK;
-	s->depth = STREAM_DEPTH;
-	s->batch = 4;
-	s->signal_every = 1;
-	s->rkey = cl->region.rkey;
-	s->progress = progress_line;
-	s->progress_arg = &prog;
-	s->timeout_ms = ctx->timeout_ms;
-	rc = rc_stream_run(s, res, &e);
+	io->progress = progress_line;
+	io->progress_arg = &prog;
+	io->timeout_ms = ctx->timeout_ms;
+	rc = op == RC_OP_READ ? rc_client_read(cl, off, len, io, res, &e)
+			      : rc_client_write(cl, off, len, io, res, &e);
 	progress_end(&prog);
 	if (rc)
 		rc = fail(ctx, rc, "%s (after %llu bytes)", e.msg, (unsigned long long)res->bytes);
-	ibv_dereg_mr(mr);
-	free(buf);
 	return rc;
 }

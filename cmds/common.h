@@ -36,15 +36,12 @@ int client_target(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v
 		  struct rc_target *t);
 /* Report a transfer's figures. */
 void report_transfer(struct ctx *ctx, const struct rc_stream_result *r);
-/* Staging for write and read: STREAM_DEPTH slots of STREAM_CHUNK bytes. */
-#define STREAM_CHUNK (256u << 10)
-#define STREAM_DEPTH 16
-
-/* Run s (op, raddr, total, fill or drain and arg set by the caller) over the
- * client's first connection through a registered staging buffer, with a
- * progress line. Reports its own failure. */
-int stream_transfer(struct ctx *ctx, struct rc_client *cl, struct rc_stream *s,
-		    struct rc_stream_result *res);
+/* Write (io->fill) or read (io->drain) len bytes at off of the selected
+ * region, with a progress line and the global timeout. Reports its own
+ * failure. Open the client with an sq_depth of STREAM_SQ_DEPTH. */
+#define STREAM_SQ_DEPTH (RC_CLIENT_DEPTH + 4)
+int stream_transfer(struct ctx *ctx, struct rc_client *cl, enum rc_op op, uint64_t off,
+		    uint64_t len, struct rc_client_io *io, struct rc_stream_result *res);
 /* A progress line on stderr when it is a terminal and output is text. */
 void progress_line(void *arg, uint64_t done, uint64_t total);
 struct progress {

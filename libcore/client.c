@@ -177,3 +177,158 @@ bool rc_client_alive(const struct rc_client *cl)
 	}
 	return true;
 }
+
+const char *rc_client_peer(const struct rc_client *cl)
+{
+	return cl->conns[0]->peer;
+}
+
+const char *rc_client_device(const struct rc_client *cl)
+{
+	return cl->conns[0]->dev_name;
+}
+
+/* A staging buffer, registered on the client's PD (one PD serves every QP). */
+struct staging {
+	void *buf;
+	size_t len;
+	struct ibv_mr *mr;
+};
+
+static int staging_get(struct rc_client *cl, struct staging *st, size_t len, const char *what,
+		       struct rc_err *err)
+{
+	memset(st, 0, sizeof(*st));
+	st->len = (len + 4095) & ~(size_t)4095;
+	errno = ENOMEM;
+	st->buf = aligned_alloc(4096, st->len);
+	/* ibv_reg_mr sets errno: ENOMEM or EPERM under a memlock limit. */
+	st->mr = st->buf ? ibv_reg_mr(cl->conns[0]->pd, st->buf, st->len, IBV_ACCESS_LOCAL_WRITE)
+			 : NULL;
+	if (!st->mr) {
+		int e = errno;
+
+		free(st->buf);
+		st->buf = NULL;
+		return rc_err_set(err, e, "cannot register %s (%zu KiB): %s", what, st->len >> 10,
+				  strerror(e));
+	}
+	return 0;
+}
+
+static void staging_put(struct staging *st)
+{
+	if (st->mr)
+		ibv_dereg_mr(st->mr);
+	free(st->buf);
+	memset(st, 0, sizeof(*st));
+}
+
+static int client_stream(struct rc_client *cl, enum rc_op op, uint64_t off, uint64_t len,
+			 const struct rc_client_io *io, struct rc_stream_result *res,
+			 struct rc_err *err)
+{
+	struct staging st;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	rc = staging_get(cl, &st, (size_t)RC_CLIENT_CHUNK * RC_CLIENT_DEPTH, "a staging buffer", err);
+	if (rc)
+		return rc;
+	struct rc_stream s = {
+		.op = op, .conns = cl->conns, .nconns = 1, .buf = st.buf, .lkey = st.mr->lkey,
+		.chunk = RC_CLIENT_CHUNK, .depth = RC_CLIENT_DEPTH, .batch = 4, .signal_every = 1,
+		.raddr = cl->region.addr + off, .rkey = cl->region.rkey, .total = len,
+		.fill = io->fill, .drain = io->drain, .arg = io->arg, .progress = io->progress,
+		.progress_arg = io->progress_arg, .timeout_ms = io->timeout_ms,
+	};
+
+	rc = rc_stream_run(&s, res, err);
+	staging_put(&st);
+	return rc;
+}
+
+int rc_client_write(struct rc_client *cl, uint64_t off, uint64_t len, const struct rc_client_io *io,
+		    struct rc_stream_result *res, struct rc_err *err)
+{
+	return client_stream(cl, RC_OP_WRITE, off, len, io, res, err);
+}
+
+int rc_client_read(struct rc_client *cl, uint64_t off, uint64_t len, const struct rc_client_io *io,
+		   struct rc_stream_result *res, struct rc_err *err)
+{
+	return client_stream(cl, RC_OP_READ, off, len, io, res, err);
+}
+
+/* Wait for the completion of the one work request just posted. */
+static int wait_one(struct rc_conn *c, int timeout_ms, const char *what, struct rc_err *err)
+{
+	struct ibv_wc wc;
+	int rc = rc_poll(c, &wc, 1, timeout_ms > 0 ? timeout_ms : -1, err);
+
+	if (rc == -ETIMEDOUT)
+		return rc_err_set(err, ETIMEDOUT, "no completion %s from %s within %d ms", what,
+				  c->peer, timeout_ms > 0 ? timeout_ms : c->timeout_ms);
+	return rc < 0 ? rc : 0;
+}
+
+int rc_client_write_imm(struct rc_client *cl, uint64_t off, uint32_t imm, int timeout_ms,
+			struct rc_err *err)
+{
+	struct rc_conn *c = cl->conns[0];
+	int rc;
+
+	rc = rc_post_rdma(c, RC_OP_WRITE_IMM, NULL, 0, 0, cl->region.addr + off, cl->region.rkey,
+			  imm, 0, true, err);
+	return rc ? rc : wait_one(c, timeout_ms, "for the immediate data", err);
+}
+
+int rc_client_atomic(struct rc_client *cl, enum rc_op op, uint64_t off, uint64_t compare_add,
+		     uint64_t swap, int timeout_ms, uint64_t *old, struct rc_err *err)
+{
+	struct rc_conn *c = cl->conns[0];
+	struct staging st;
+	int rc;
+
+	if (op != RC_OP_FAA && op != RC_OP_CAS)
+		return rc_err_set(err, EINVAL, "not an atomic operation: %s", rc_op_name(op));
+	rc = staging_get(cl, &st, 8, "the result buffer", err);
+	if (rc)
+		return rc;
+	rc = rc_post_atomic(c, op, st.buf, st.mr->lkey, cl->region.addr + off, cl->region.rkey,
+			    compare_add, swap, 0, err);
+	if (!rc)
+		rc = wait_one(c, timeout_ms, "for the atomic", err);
+	if (!rc)
+		*old = *(uint64_t *)st.buf;
+	staging_put(&st);
+	return rc;
+}
+
+int rc_client_bench(struct rc_client *cl, const struct rc_client_bench *b,
+		    struct rc_stream_result *res, struct rc_err *err)
+{
+	struct staging st;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	if (b->qps < 1 || b->qps > cl->nconns)
+		return rc_err_set(err, EINVAL, "%d queue pairs asked, %d connected", b->qps,
+				  cl->nconns);
+	rc = staging_get(cl, &st, b->msg, "the benchmark buffer", err);
+	if (rc)
+		return rc;
+	memset(st.buf, 0xa5, st.len);
+	struct rc_stream s = {
+		.op = b->op, .conns = cl->conns, .nconns = b->qps, .buf = st.buf,
+		.lkey = st.mr->lkey, .chunk = b->msg, .depth = b->depth, .batch = b->post_list,
+		.signal_every = b->signal_every, .raddr = cl->region.addr + b->off,
+		.rkey = cl->region.rkey, .total = b->msg, .iters = b->iters,
+		.compare_add = b->compare_add, .swap = b->swap, .timeout_ms = b->timeout_ms,
+		.lat_us = b->lat_us, .one_buffer = true,
+	};
+
+	rc = rc_stream_run(&s, res, err);
+	staging_put(&st);
+	return rc;
+}
