@@ -55,6 +55,9 @@ struct rc_session {
 	int nserved;
 	struct kept kept[CLIENTS_MAX];
 	unsigned long tick;
+	/* The printer of server events (register's), called by session_drain
+	 * with the drain's context: the session queues, the command prints. */
+	void (*print_event)(void *ctx, const struct rc_server_event *ev);
 };
 
 struct rc_session *session_new(void)
@@ -113,6 +116,7 @@ static void queue_event(void *arg, const struct rc_server_event *ev)
 
 void session_server_opts(struct rc_session *ss, struct rc_server_opts *so)
 {
+	ss->print_event = so->on_event;
 	so->on_event = queue_event;
 	so->arg = ss;
 }
@@ -284,9 +288,10 @@ void session_drain(struct rc_session *ss, struct ctx *ctx)
 			out_log(&ctx->out, "%u server events were dropped (too many at once)", dropped);
 		if (!got)
 			break;
-		register_on_event(ctx, &(struct rc_server_event){
-			.kind = q.kind, .peer = q.peer, .reason = q.has_reason ? q.reason : NULL,
-			.imm = q.imm });
+		if (ss->print_event)
+			ss->print_event(ctx, &(struct rc_server_event){
+				.kind = q.kind, .peer = q.peer,
+				.reason = q.has_reason ? q.reason : NULL, .imm = q.imm });
 	}
 	reap(ss, ctx);
 }

@@ -37,7 +37,9 @@ struct rc_session *session_new(void);
  * failure and returns the first error (message in err). */
 int session_free(struct rc_session *ss, struct rc_err *err);
 
-/* Point a server's events at the session's queue (before rc_server_create). */
+/* Point a server's events at the session's queue (before rc_server_create).
+ * The so->on_event it replaces prints them at session_drain, with the
+ * drain's context as its argument. */
 void session_server_opts(struct rc_session *ss, struct rc_server_opts *so);
 /* Serve s in a thread of its own. On success the session owns s. */
 int session_serve(struct rc_session *ss, struct rc_server *s, struct rc_err *err);

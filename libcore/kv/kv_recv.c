@@ -239,21 +239,6 @@ static void reap(struct recv *r)
 	}
 }
 
-void kvr_heartbeats(struct recv *r)
-{
-	double now = rc_now();
-
-	for (int i = 0; i < KV_MAX_PEERS; i++) {
-		struct rpeer *p = &r->peers[i];
-		struct kv_msg m = { .type = KV_MSG_HB };
-
-		if (!p->used || p->dead || !p->hello || now - p->last_hb < r->o->c.hb_ms / 1000.0)
-			continue;
-		p->last_hb = now;
-		kvr_send_msg(r, p, &m);
-	}
-}
-
 static void timers(struct recv *r)
 {
 	double now = rc_now(), dead = r->o->c.hb_timeout_ms / 1000.0;

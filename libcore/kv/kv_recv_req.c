@@ -360,3 +360,18 @@ void kvr_on_hello(struct recv *r, struct rpeer *p, const struct kv_msg *m)
 		kvr_emit(r, &ev);
 	}
 }
+
+void kvr_heartbeats(struct recv *r)
+{
+	double now = rc_now();
+
+	for (int i = 0; i < KV_MAX_PEERS; i++) {
+		struct rpeer *p = &r->peers[i];
+		struct kv_msg m = { .type = KV_MSG_HB };
+
+		if (!p->used || p->dead || !p->hello || now - p->last_hb < r->o->c.hb_ms / 1000.0)
+			continue;
+		p->last_hb = now;
+		kvr_send_msg(r, p, &m);
+	}
+}

@@ -3,34 +3,11 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <rdmactl/ops.h>
 
 #define MAX_BATCH RC_CHAIN_MAX
 #define POLL_BATCH 64
-
-double rc_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-const char *rc_op_name(enum rc_op op)
-{
-	switch (op) {
-	case RC_OP_WRITE: return "RDMA WRITE";
-	case RC_OP_WRITE_IMM: return "RDMA WRITE_WITH_IMM";
-	case RC_OP_READ: return "RDMA READ";
-	case RC_OP_FAA: return "ATOMIC FETCH_ADD";
-	case RC_OP_CAS: return "ATOMIC CMP_SWAP";
-	case RC_OP_SEND: return "SEND";
-	case RC_OP_RECV: return "RECV";
-	default: return "operation";
-	}
-}
 
 struct slot {
 	uint64_t off;

@@ -11,6 +11,20 @@
 
 #include <rdmactl/ops.h>
 
+const char *rc_op_name(enum rc_op op)
+{
+	switch (op) {
+	case RC_OP_WRITE: return "RDMA WRITE";
+	case RC_OP_WRITE_IMM: return "RDMA WRITE_WITH_IMM";
+	case RC_OP_READ: return "RDMA READ";
+	case RC_OP_FAA: return "ATOMIC FETCH_ADD";
+	case RC_OP_CAS: return "ATOMIC CMP_SWAP";
+	case RC_OP_SEND: return "SEND";
+	case RC_OP_RECV: return "RECV";
+	default: return "operation";
+	}
+}
+
 static enum ibv_wr_opcode wr_opcode(enum rc_op op)
 {
 	switch (op) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmds.h"
 #include "session.h"
 
 #define CHECK(cond)                                                          \
@@ -63,6 +64,8 @@ int main(void)
 
 	CHECK(ss);
 	CHECK(!session_pending(ss));
+	/* As register sets it up: its printer, replaced by the session's queue. */
+	p.so.on_event = register_on_event;
 	session_server_opts(ss, &p.so);
 	CHECK(p.so.on_event && p.so.arg == ss);
 

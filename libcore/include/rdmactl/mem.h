@@ -3,6 +3,8 @@
 #ifndef RDMACTL_MEM_H
 #define RDMACTL_MEM_H
 
+#include <rdmactl/export.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,23 +29,23 @@ struct rc_mem {
 
 /* Allocate or map. For RC_MEM_FILE, path is opened (created when writable
  * and missing); len 0 means the file's size, a larger len grows the file. */
-int rc_mem_alloc(struct rc_mem *m, enum rc_mem_kind kind, size_t len, const char *path,
+RC_EXPORT int rc_mem_alloc(struct rc_mem *m, enum rc_mem_kind kind, size_t len, const char *path,
 		 bool writable, struct rc_err *err);
 /* Persist a file-backed region (msync). No-op for other kinds. */
-int rc_mem_sync(struct rc_mem *m, struct rc_err *err);
+RC_EXPORT int rc_mem_sync(struct rc_mem *m, struct rc_err *err);
 /* Unmap and close; returns the first error, releases everything. */
-int rc_mem_free(struct rc_mem *m);
+RC_EXPORT int rc_mem_free(struct rc_mem *m);
 
-const char *rc_mem_kind_name(enum rc_mem_kind k);
-int rc_mem_kind_parse(const char *s, enum rc_mem_kind *k);
-const char *rc_access_name(enum rc_access a);
-int rc_access_parse(const char *s, enum rc_access *a);
+RC_EXPORT const char *rc_mem_kind_name(enum rc_mem_kind k);
+RC_EXPORT int rc_mem_kind_parse(const char *s, enum rc_mem_kind *k);
+RC_EXPORT const char *rc_access_name(enum rc_access a);
+RC_EXPORT int rc_access_parse(const char *s, enum rc_access *a);
 /* The ibv_access_flags that serve a region with access a. */
-int rc_access_ibv(enum rc_access a);
+RC_EXPORT int rc_access_ibv(enum rc_access a);
 
 /* Fill buf with a repeatable pattern: "zero", "seq" (byte counter from the
  * absolute offset), "random:SEED" (xorshift stream by absolute offset). */
-int rc_pattern_fill(const char *pattern, uint64_t offset, void *buf, size_t len);
-bool rc_pattern_valid(const char *pattern);
+RC_EXPORT int rc_pattern_fill(const char *pattern, uint64_t offset, void *buf, size_t len);
+RC_EXPORT bool rc_pattern_valid(const char *pattern);
 
 #endif
