@@ -25,7 +25,7 @@ verbs_uses() {
 	[ -z "$output" ] || fail "verbs or rdma_cm used outside libcore:
 $output"
 	# The directories are really there (a moved tree must move this test too).
-	ls "$ROOT"/cmds/*.c "$ROOT"/cli/*.c >/dev/null
+	ls "$ROOT"/cmds/*.c "$ROOT"/cmds/framework/*.c "$ROOT"/cli/*.c >/dev/null
 }
 
 # The functions the public headers mark RC_EXPORT, one a line, sorted.
