@@ -18,6 +18,7 @@ static const struct cmd_opt atomic_opts[] = {
 	BENCH_OPTS,
 	OPT_END,
 };
+OPTS_FIT(atomic_opts);
 
 static int parse_cas(const char *s, uint64_t *expected, uint64_t *swap)
 {

@@ -17,6 +17,7 @@ static const struct cmd_opt read_opts[] = {
 	BENCH_OPTS,
 	OPT_END,
 };
+OPTS_FIT(read_opts);
 
 static int drain(void *arg, uint64_t off, const void *buf, size_t len)
 {

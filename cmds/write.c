@@ -23,6 +23,7 @@ static const struct cmd_opt write_opts[] = {
 	BENCH_OPTS,
 	OPT_END,
 };
+OPTS_FIT(write_opts);
 
 struct src {
 	int fd;

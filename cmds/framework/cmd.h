@@ -39,7 +39,14 @@ struct cmd_opt {
 };
 
 #define OPT_END { 0 }
+/* The most options one table may hold: opts_parse builds its getopt tables on
+ * the stack for this many. */
 #define OPT_MAX 48
+/* After every option table: a table that does not fit opts_parse is a build
+ * error, not a stack overrun (OPT_END is the entry past the last). */
+#define OPTS_FIT(table)                                                             \
+	_Static_assert(sizeof(table) / sizeof((table)[0]) <= OPT_MAX + 1,                 \
+		       #table " holds more options than opts_parse takes (OPT_MAX)")
 #define POS_MAX 16
 #define REPEAT_MAX 32
 
@@ -108,6 +115,8 @@ const char *comp_kind_name(enum comp_kind k);
 int opts_parse(struct ctx *ctx, const struct cmd *c, int argc, char **argv,
 	       struct opt_vals *v);
 int opt_index(const struct cmd *c, const char *name);
+/* Options in a table, OPT_END not counted. */
+int opts_count(const struct cmd_opt *opts);
 
 /* Typed accessors: return 0 (value stored, or option absent and *out
  * untouched) or -EINVAL after printing a usage error naming the option. */

@@ -67,6 +67,15 @@ void opts_print(const struct cmd_opt *opts, FILE *fp)
 	fprintf(fp, "  %-30s %s\n", "-h, --help", "show this help");
 }
 
+int opts_count(const struct cmd_opt *opts)
+{
+	int n = 0;
+
+	while (opts && opts[n].name)
+		n++;
+	return n;
+}
+
 int opts_parse(struct ctx *ctx, const struct cmd *c, int argc, char **argv, struct opt_vals *v)
 {
 	struct option lopts[OPT_MAX + 2];
@@ -74,6 +83,9 @@ int opts_parse(struct ctx *ctx, const struct cmd *c, int argc, char **argv, stru
 	int n = 0, s = 0, ch;
 
 	memset(v, 0, sizeof(*v));
+	if (opts_count(c->opts) > OPT_MAX) /* OPTS_FIT catches it at build time */
+		return usage_err(ctx, "%s: %d options, more than the parser takes (%d)", c->name,
+				 opts_count(c->opts), OPT_MAX);
 	shorts[s++] = ':';
 	for (; c->opts && c->opts[n].name; n++) {
 		const struct cmd_opt *o = &c->opts[n];
