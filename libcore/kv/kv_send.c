@@ -79,6 +79,10 @@ static int handshake(struct send *s, struct sdst *d, struct rc_err *err)
 				return rc;
 			if (rc == 0)
 				continue;
+			/* The decode rank's heartbeats start with WELCOME: one may come in
+			 * the same batch, right behind it. */
+			if (m.type == KV_MSG_HB && d->welcomed)
+				continue;
 			if (m.type == KV_MSG_ERROR)
 				return rc_err_set(err, m.u.cancel.code ? m.u.cancel.code : EINVAL,
 						  "decode rank at %s refused this source rank: %s", d->name,
