@@ -43,12 +43,12 @@ static void put_timeline(struct out *o, const char *key, const char *label, cons
 	out_text(o, "\n");
 }
 
-static void put_report(struct run_ctx *rc, const struct kv_event *ev)
+static void put_report(struct run_ctx *run, const struct kv_event *ev)
 {
 	static const char *const names[] = { [KV_EV_DONE] = "done", [KV_EV_CANCELLED] = "cancelled",
 					     [KV_EV_FAILED] = "failed" };
 	const struct kv_report *r = ev->rep;
-	struct out *o = &rc->ctx->out;
+	struct out *o = &run->ctx->out;
 	double mib = r->seconds > 0 ? (double)r->bytes / (1 << 20) / r->seconds : 0;
 
 	out_str(o, "event", NULL, names[ev->kind]);
@@ -62,7 +62,7 @@ static void put_report(struct run_ctx *rc, const struct kv_event *ev)
 	out_u64(o, "bytes", ", %llu bytes", r->bytes);
 	out_f64(o, "seconds", " in %.4f s", r->seconds);
 	out_f64(o, "mib_per_s", " (%.1f MiB/s)", mib);
-	if (rc->send) {
+	if (run->send) {
 		if (r->exposed_s >= 0)
 			out_f64(o, "exposed_us", ", exposed %.0f us", r->exposed_s * 1e6);
 		else
@@ -82,22 +82,22 @@ static void put_report(struct run_ctx *rc, const struct kv_event *ev)
 	else
 		out_null(o, "reason");
 	out_text(o, "\n");
-	if (rc->send)
+	if (run->send)
 		put_timeline(o, "ready_us", "layers ready", r->ready_us, r->layers);
 	put_timeline(o, "landed_us", "layers landed", r->landed_us, r->layers);
 }
 
 static void on_event(void *arg, const struct kv_event *ev)
 {
-	struct run_ctx *rc = arg;
-	struct out *o = &rc->ctx->out;
+	struct run_ctx *run = arg;
+	struct out *o = &run->ctx->out;
 
 	switch (ev->kind) {
 	case KV_EV_READY:
-		out_str(o, "event", NULL, rc->send ? "ready" : "listening");
-		out_u64(o, "rank", rc->send ? "source rank %llu: connected and welcomed\n"
+		out_str(o, "event", NULL, run->send ? "ready" : "listening");
+		out_u64(o, "rank", run->send ? "source rank %llu: connected and welcomed\n"
 					    : "decode rank %llu listening", ev->rank);
-		if (!rc->send) {
+		if (!run->send) {
 			out_str(o, "address", " on %s", ev->peer);
 			out_u64(o, "port", ":%llu", ev->port);
 			out_str(o, "device", " (%s)\n", ev->dev);
@@ -107,7 +107,7 @@ static void on_event(void *arg, const struct kv_event *ev)
 	case KV_EV_PEER_DOWN:
 		out_str(o, "event", NULL, ev->kind == KV_EV_PEER_UP ? "connected" : "disconnected");
 		out_str(o, "peer", "%s", ev->peer);
-		out_u64(o, "peer_rank", rc->send ? " (decode rank %llu)" : " (source rank %llu)",
+		out_u64(o, "peer_rank", run->send ? " (decode rank %llu)" : " (source rank %llu)",
 			ev->rank);
 		if (ev->kind == KV_EV_PEER_UP) {
 			out_u64(o, "qps", ": connected, %llu data QPs\n", ev->qps);
@@ -117,7 +117,7 @@ static void on_event(void *arg, const struct kv_event *ev)
 		}
 		break;
 	default:
-		put_report(rc, ev);
+		put_report(run, ev);
 	}
 	out_event(o);
 }

@@ -16,7 +16,7 @@
 
 #include "kv_recv.h"
 
-static void on_msg(struct recv *r, struct rpeer *p, const struct kv_msg *m)
+static void on_msg(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
 {
 	struct rreq *q;
 
@@ -54,10 +54,10 @@ static void on_msg(struct recv *r, struct rpeer *p, const struct kv_msg *m)
 
 static int prep_ctrl(struct rc_conn *c, void *arg)
 {
-	struct rconn *rc = arg;
+	struct rconn *conn = arg;
 
-	rc->c = c;
-	return kv_chan_init(&rc->ch, c, NULL);
+	conn->c = c;
+	return kv_chan_init(&conn->ch, c, NULL);
 }
 
 static int prep_data(struct rc_conn *c, void *arg)
@@ -70,12 +70,12 @@ static int prep_data(struct rc_conn *c, void *arg)
 	return rc;
 }
 
-static void on_connect_request(struct recv *r, struct rc_cm_event *ev)
+static void on_connect_request(struct kv_receiver *r, struct rc_cm_event *ev)
 {
 	struct rc_conn_opts co = { .timeout_ms = r->o->c.timeout_ms };
 	struct kv_hello_pd pd;
 	struct rpeer *p = NULL;
-	struct rconn *rc = NULL;
+	struct rconn *conn = NULL;
 	const char *why = NULL;
 	struct rc_err e;
 	int bad = kv_pd_decode(ev->param.private_data, ev->param.private_data_len, &pd);
@@ -108,36 +108,36 @@ static void on_connect_request(struct recv *r, struct rc_cm_event *ev)
 		why = "rdmactl: too many source ranks";
 	if (!why && (p->nqps != pd.nqps || p->q[pd.qp]))
 		why = "rdmactl: a QP of that source rank is connected already";
-	if (!why && !(rc = calloc(1, sizeof(*rc))))
+	if (!why && !(conn = calloc(1, sizeof(*conn))))
 		why = "rdmactl: out of memory";
 	if (!why) {
-		rc->p = p;
-		rc->qp = pd.qp;
+		conn->p = p;
+		conn->qp = pd.qp;
 		co.sq_depth = pd.qp ? 2 : KV_CHAN_SENDS + 2;
 		co.rq_depth = pd.qp ? DATA_RECVS : KV_CHAN_RECVS;
 		co.on_qp = pd.qp ? prep_data : prep_ctrl;
-		co.on_qp_arg = rc;
-		if (rc_cm_accept(r->l, ev, &co, &rc->c, &e)) {
-			kv_chan_fini(&rc->ch);
+		co.on_qp_arg = conn;
+		if (rc_cm_accept(r->l, ev, &co, &conn->c, &e)) {
+			kv_chan_fini(&conn->ch);
 			why = "rdmactl: accept failed";
 		}
 	}
 	if (why) {
-		free(rc);
+		free(conn);
 		rc_cm_refuse(ev, why);
 		return;
 	}
-	rc->c->user = rc;
-	p->q[pd.qp] = rc;
-	r->conns[r->nconns++] = rc;
+	conn->c->user = conn;
+	p->q[pd.qp] = conn;
+	r->conns[r->nconns++] = conn;
 }
 
-static int handle_cm(struct recv *r, struct rc_err *err)
+static int handle_cm(struct kv_receiver *r, struct rc_err *err)
 {
 	struct rc_cm_event ev;
 
 	while (rc_listener_next(r->l, 0, &ev) == 0) {
-		struct rconn *rc = ev.conn ? ev.conn->user : NULL;
+		struct rconn *conn = ev.conn ? ev.conn->user : NULL;
 
 		if (ev.kind == RC_CM_REQUEST) {
 			on_connect_request(r, &ev);
@@ -145,37 +145,37 @@ static int handle_cm(struct recv *r, struct rc_err *err)
 		}
 		if (ev.kind == RC_CM_DEVICE_GONE)
 			return rc_err_set(err, ENODEV, "the RDMA device %s was removed", r->l->dev_name);
-		if (ev.kind == RC_CM_GONE && rc) {
-			if (!rc->p->dead)
-				snprintf(rc->p->why, sizeof(rc->p->why), "%s (%s)",
+		if (ev.kind == RC_CM_GONE && conn) {
+			if (!conn->p->dead)
+				snprintf(conn->p->why, sizeof(conn->p->why), "%s (%s)",
 					 ev.type == RDMA_CM_EVENT_DISCONNECTED ? "disconnected"
 									       : "connection failed",
 					 rdma_event_str(ev.type));
-			rc->p->dead = true;
+			conn->p->dead = true;
 		}
 	}
 	return 0;
 }
 
-static void handle_cqs(struct recv *r)
+static void handle_cqs(struct kv_receiver *r)
 {
 	struct ibv_wc wc[32];
 	struct kv_msg m;
 	struct rc_err e;
 
 	for (int i = 0; i < r->nconns; i++) {
-		struct rconn *rc = r->conns[i];
-		struct rpeer *p = rc->p;
+		struct rconn *conn = r->conns[i];
+		struct rpeer *p = conn->p;
 		int n;
 
-		while (!p->dead && (n = rc_cq_take(rc->c, wc, 32)) != 0) {
+		while (!p->dead && (n = rc_cq_take(conn->c, wc, 32)) != 0) {
 			for (int j = 0; n > 0 && j < n && !p->dead; j++) {
 				if (wc[j].status != IBV_WC_SUCCESS) {
-					rc_wc_error(rc->c, &wc[j], &e);
+					rc_wc_error(conn->c, &wc[j], &e);
 					snprintf(p->why, sizeof(p->why), "%.200s", e.msg);
 					p->dead = true;
-				} else if (rc->qp == 0) {
-					int k = kv_chan_wc(&rc->ch, &wc[j], &m, r->pages_tmp, &e);
+				} else if (conn->qp == 0) {
+					int k = kv_chan_wc(&conn->ch, &wc[j], &m, r->pages_tmp, &e);
 
 					if (k == 1)
 						on_msg(r, p, &m);
@@ -184,7 +184,7 @@ static void handle_cqs(struct recv *r)
 						p->dead = true;
 					}
 				} else if (wc[j].opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
-					   rc_post_recv(rc->c, NULL, 0, 0, 0, NULL) == 0) {
+					   rc_post_recv(conn->c, NULL, 0, 0, 0, NULL) == 0) {
 					kvr_on_imm(r, p, be32toh(wc[j].imm_data));
 				} else {
 					snprintf(p->why, sizeof(p->why), "unexpected completion on a data QP");
@@ -200,7 +200,7 @@ static void handle_cqs(struct recv *r)
 }
 
 /* Destroy the QPs of dead sources; only then may their pages be reused. */
-static void reap(struct recv *r)
+static void reap(struct kv_receiver *r)
 {
 	for (int i = 0; i < KV_MAX_PEERS; i++) {
 		struct rpeer *p = &r->peers[i];
@@ -211,16 +211,16 @@ static void reap(struct recv *r)
 		if (!p->used || !p->dead)
 			continue;
 		for (uint32_t k = 0; k <= p->nqps; k++) {
-			struct rconn *rc = p->q[k];
+			struct rconn *conn = p->q[k];
 
-			if (!rc)
+			if (!conn)
 				continue;
 			for (int j = 0; j < r->nconns; j++)
-				if (r->conns[j] == rc)
+				if (r->conns[j] == conn)
 					r->conns[j] = r->conns[--r->nconns];
-			rc_conn_close(rc->c);
-			kv_chan_fini(&rc->ch);
-			free(rc);
+			rc_conn_close(conn->c);
+			kv_chan_fini(&conn->ch);
+			free(conn);
 		}
 		if (r->by_rank[p->rank] == p)
 			r->by_rank[p->rank] = NULL;
@@ -239,7 +239,7 @@ static void reap(struct recv *r)
 	}
 }
 
-static void timers(struct recv *r)
+static void timers(struct kv_receiver *r)
 {
 	double now = rc_now(), dead = r->o->c.hb_timeout_ms / 1000.0;
 	double quiet = r->o->c.timeout_ms / 1000.0;
@@ -287,7 +287,7 @@ static void timers(struct recv *r)
 
 /* Sources still connected: when done, let them leave first, so that they
  * read their last DONE before they see this rank go. */
-static bool sources_connected(struct recv *r)
+static bool sources_connected(struct kv_receiver *r)
 {
 	for (int i = 0; i < KV_MAX_PEERS; i++)
 		if (r->peers[i].used && !r->peers[i].dead)
@@ -295,7 +295,7 @@ static bool sources_connected(struct recv *r)
 	return false;
 }
 
-static int setup(struct recv *r, struct rc_err *err)
+static int setup(struct kv_receiver *r, struct rc_err *err)
 {
 	const struct kv_recv_opts *o = r->o;
 	struct kv_route routes[KV_MAX_ROUTES];
@@ -342,7 +342,7 @@ static int setup(struct recv *r, struct rc_err *err)
 	return 0;
 }
 
-static void teardown(struct recv *r)
+static void teardown(struct kv_receiver *r)
 {
 	for (int i = 0; i < KV_MAX_PEERS; i++)
 		if (r->peers[i].used && !r->peers[i].dead) {
@@ -362,7 +362,7 @@ static void teardown(struct recv *r)
 
 int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_err *err)
 {
-	struct recv *r = calloc(1, sizeof(*r));
+	struct kv_receiver *r = calloc(1, sizeof(*r));
 	struct pollfd pfd[MAX_CONNS + 2];
 	int rc;
 

@@ -51,7 +51,7 @@ struct tomb {
 	double t;
 };
 
-struct recv {
+struct kv_receiver {
 	const struct kv_recv_opts *o;
 	const struct kv_geom *g;
 	struct rc_listener *l;
@@ -73,17 +73,17 @@ struct recv {
 	double first, last_finish;
 };
 
-void kvr_emit(struct recv *r, struct kv_event *ev);
-int kvr_send_msg(struct recv *r, struct rpeer *p, struct kv_msg *m);
-struct rreq *kvr_req_find(struct recv *r, uint32_t id);
-void kvr_req_release(struct recv *r, struct rreq *q);
-void kvr_maybe_finish(struct recv *r, struct rreq *q);
-void kvr_cancel_req(struct recv *r, struct rreq *q, enum kv_ev_kind final, int code,
+void kvr_emit(struct kv_receiver *r, struct kv_event *ev);
+int kvr_send_msg(struct kv_receiver *r, struct rpeer *p, struct kv_msg *m);
+struct rreq *kvr_req_find(struct kv_receiver *r, uint32_t id);
+void kvr_req_release(struct kv_receiver *r, struct rreq *q);
+void kvr_maybe_finish(struct kv_receiver *r, struct rreq *q);
+void kvr_cancel_req(struct kv_receiver *r, struct rreq *q, enum kv_ev_kind final, int code,
 		    const char *why);
-void kvr_on_req(struct recv *r, struct rpeer *p, const struct kv_msg *m);
-void kvr_on_imm(struct recv *r, struct rpeer *p, uint32_t imm);
-void kvr_on_hello(struct recv *r, struct rpeer *p, const struct kv_msg *m);
+void kvr_on_req(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m);
+void kvr_on_imm(struct kv_receiver *r, struct rpeer *p, uint32_t imm);
+void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m);
 /* Heartbeats that are due; also called inside long verifications. */
-void kvr_heartbeats(struct recv *r);
+void kvr_heartbeats(struct kv_receiver *r);
 
 #endif

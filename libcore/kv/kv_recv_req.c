@@ -14,19 +14,19 @@
 
 #include "kv_recv.h"
 
-void kvr_emit(struct recv *r, struct kv_event *ev)
+void kvr_emit(struct kv_receiver *r, struct kv_event *ev)
 {
 	if (r->o->c.on_event)
 		r->o->c.on_event(r->o->c.arg, ev);
 }
 
-static char *page_addr(struct recv *r, uint32_t layer, uint32_t half, uint32_t page)
+static char *page_addr(struct kv_receiver *r, uint32_t layer, uint32_t half, uint32_t page)
 {
 	return (char *)r->pool.buf +
 	       (((uint64_t)layer * kv_halves(r->g) + half) * r->o->pool_pages + page) * r->page_bytes;
 }
 
-int kvr_send_msg(struct recv *r, struct rpeer *p, struct kv_msg *m)
+int kvr_send_msg(struct kv_receiver *r, struct rpeer *p, struct kv_msg *m)
 {
 	struct rc_err e;
 
@@ -40,7 +40,7 @@ int kvr_send_msg(struct recv *r, struct rpeer *p, struct kv_msg *m)
 	return 0;
 }
 
-static void send_cancel(struct recv *r, struct rpeer *p, uint32_t id, int code, const char *why)
+static void send_cancel(struct kv_receiver *r, struct rpeer *p, uint32_t id, int code, const char *why)
 {
 	struct kv_msg m = { .type = KV_MSG_CANCEL, .req = id };
 
@@ -49,7 +49,7 @@ static void send_cancel(struct recv *r, struct rpeer *p, uint32_t id, int code, 
 	kvr_send_msg(r, p, &m);
 }
 
-struct rreq *kvr_req_find(struct recv *r, uint32_t id)
+struct rreq *kvr_req_find(struct kv_receiver *r, uint32_t id)
 {
 	for (int i = 0; i < KV_MAX_SLOTS; i++)
 		if (r->reqs[i].used && r->reqs[i].id == id)
@@ -57,7 +57,7 @@ struct rreq *kvr_req_find(struct recv *r, uint32_t id)
 	return NULL;
 }
 
-void kvr_req_release(struct recv *r, struct rreq *q)
+void kvr_req_release(struct kv_receiver *r, struct rreq *q)
 {
 	for (uint32_t i = 0; q->pages && i < q->npages; i++)
 		r->freel[(r->fhead + r->nfree++) % r->o->pool_pages] = q->pages[i];
@@ -68,7 +68,7 @@ void kvr_req_release(struct recv *r, struct rreq *q)
 	memset(q, 0, sizeof(*q));
 }
 
-static void report(struct recv *r, struct rreq *q, enum kv_ev_kind kind, bool checked,
+static void report(struct kv_receiver *r, struct rreq *q, enum kv_ev_kind kind, bool checked,
 		   bool verified)
 {
 	struct kv_heads h;
@@ -99,7 +99,7 @@ static void report(struct recv *r, struct rreq *q, enum kv_ev_kind kind, bool ch
 }
 
 /* A cancelled or failed request: report and free once nothing can land. */
-void kvr_maybe_finish(struct recv *r, struct rreq *q)
+void kvr_maybe_finish(struct kv_receiver *r, struct rreq *q)
 {
 	struct tomb *t = &r->tombs[0];
 
@@ -113,7 +113,7 @@ void kvr_maybe_finish(struct recv *r, struct rreq *q)
 	kvr_req_release(r, q);
 }
 
-void kvr_cancel_req(struct recv *r, struct rreq *q, enum kv_ev_kind final, int code,
+void kvr_cancel_req(struct kv_receiver *r, struct rreq *q, enum kv_ev_kind final, int code,
 		       const char *why)
 {
 	if (q->cancelling)
@@ -127,7 +127,7 @@ void kvr_cancel_req(struct recv *r, struct rreq *q, enum kv_ev_kind final, int c
 	kvr_maybe_finish(r, q);
 }
 
-static void send_alloc(struct recv *r, struct rreq *q, uint32_t s)
+static void send_alloc(struct kv_receiver *r, struct rreq *q, uint32_t s)
 {
 	struct kv_msg m = { .type = KV_MSG_ALLOC, .req = q->id };
 
@@ -140,7 +140,7 @@ static void send_alloc(struct recv *r, struct rreq *q, uint32_t s)
 }
 
 /* Give pages to the oldest requests waiting for them. */
-static void allocate_waiting(struct recv *r)
+static void allocate_waiting(struct kv_receiver *r)
 {
 	for (;;) {
 		struct rreq *q = NULL;
@@ -167,7 +167,7 @@ static void allocate_waiting(struct recv *r)
 	}
 }
 
-void kvr_on_req(struct recv *r, struct rpeer *p, const struct kv_msg *m)
+void kvr_on_req(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
 {
 	uint32_t need = kv_pages_for(r->g, true, m->u.request.tokens);
 	struct rreq *q = kvr_req_find(r, m->req);
@@ -240,7 +240,7 @@ void kvr_on_req(struct recv *r, struct rpeer *p, const struct kv_msg *m)
 		allocate_waiting(r);
 }
 
-static void complete(struct recv *r, struct rreq *q)
+static void complete(struct kv_receiver *r, struct rreq *q)
 {
 	struct kv_msg m = { .type = KV_MSG_DONE, .req = q->id };
 	struct rc_err e = { 0 };
@@ -269,7 +269,7 @@ static void complete(struct recv *r, struct rreq *q)
 	allocate_waiting(r);
 }
 
-void kvr_on_imm(struct recv *r, struct rpeer *p, uint32_t imm)
+void kvr_on_imm(struct kv_receiver *r, struct rpeer *p, uint32_t imm)
 {
 	uint32_t slot = kv_imm_slot(imm), layer = kv_imm_layer(imm), s = kv_imm_rank(imm);
 	struct rreq *q = &r->reqs[slot];
@@ -332,7 +332,7 @@ static int geom_diff(const struct kv_geom *a, const struct kv_geom *b, char *why
 	return 0;
 }
 
-void kvr_on_hello(struct recv *r, struct rpeer *p, const struct kv_msg *m)
+void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
 {
 	struct kv_msg a = { .type = KV_MSG_WELCOME };
 	char why[KV_REASON_MAX] = "";
@@ -361,7 +361,7 @@ void kvr_on_hello(struct recv *r, struct rpeer *p, const struct kv_msg *m)
 	}
 }
 
-void kvr_heartbeats(struct recv *r)
+void kvr_heartbeats(struct kv_receiver *r)
 {
 	double now = rc_now();
 

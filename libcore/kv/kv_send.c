@@ -17,7 +17,7 @@
 
 #include "kv_send.h"
 
-static int connect_dst(struct send *s, struct sdst *d, struct rc_err *err)
+static int connect_dst(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 {
 	const struct kv_send_opts *o = s->o;
 	struct kv_hello_pd pd = { .rank = o->c.rank, .nqps = o->nqps, .session = s->session };
@@ -49,7 +49,7 @@ static int connect_dst(struct send *s, struct sdst *d, struct rc_err *err)
 }
 
 /* HELLO, and wait for WELCOME (or ERROR), bounded. */
-static int handshake(struct send *s, struct sdst *d, struct rc_err *err)
+static int handshake(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 {
 	struct kv_msg m = { .type = KV_MSG_HELLO };
 	double deadline = rc_now() + s->o->c.timeout_ms / 1000.0;
@@ -105,7 +105,7 @@ static int handshake(struct send *s, struct sdst *d, struct rc_err *err)
 }
 
 /* Which heads go to which connected decode rank, as segments. */
-static int map_routes(struct send *s, struct rc_err *err)
+static int map_routes(struct kv_sender *s, struct rc_err *err)
 {
 	struct kv_route r[KV_MAX_ROUTES];
 	int n = kv_routes(s->g, r, KV_MAX_ROUTES), rc;
@@ -134,7 +134,7 @@ static int map_routes(struct send *s, struct rc_err *err)
 	return 0;
 }
 
-static int setup(struct send *s, struct rc_err *err)
+static int setup(struct kv_sender *s, struct rc_err *err)
 {
 	const struct kv_send_opts *o = s->o;
 	int rc;
@@ -226,7 +226,7 @@ static void conn_events(struct sdst *d, struct rc_conn *c)
 }
 
 /* Messages on the control QP; after a death, the ones that came before it. */
-static void drain_ctrl(struct send *s, struct sdst *d)
+static void drain_ctrl(struct kv_sender *s, struct sdst *d)
 {
 	struct ibv_wc wc[32];
 	bool was = d->dead;
@@ -250,7 +250,7 @@ static void drain_ctrl(struct send *s, struct sdst *d)
 	}
 }
 
-static void dst_step(struct send *s, struct sdst *d, double now)
+static void dst_step(struct kv_sender *s, struct sdst *d, double now)
 {
 	struct ibv_wc wc[32];
 	struct rc_err e;
@@ -289,7 +289,7 @@ static void dst_step(struct send *s, struct sdst *d, double now)
 	}
 }
 
-static int run(struct send *s, struct rc_err *err)
+static int run(struct kv_sender *s, struct rc_err *err)
 {
 	const struct kv_send_opts *o = s->o;
 	struct pollfd *pfd = calloc((size_t)s->nd * (o->nqps + 1) * 2 + 1, sizeof(*pfd));
@@ -360,7 +360,7 @@ out:
 
 int kv_send_run(const struct kv_send_opts *o, struct kv_summary *sum, struct rc_err *err)
 {
-	struct send *s = calloc(1, sizeof(*s));
+	struct kv_sender *s = calloc(1, sizeof(*s));
 	int rc;
 
 	memset(sum, 0, sizeof(*sum));

@@ -60,7 +60,7 @@ struct sreq {
 	uint64_t mark[KV_MAX_PEERS][KV_MAX_QPS]; /* quiescing: wait for done >= mark */
 };
 
-struct send {
+struct kv_sender {
 	const struct kv_send_opts *o;
 	const struct kv_geom *g;
 	struct sdst *d;
@@ -77,16 +77,16 @@ struct send {
 	uint32_t pages_tmp[KV_MAX_REQ_PAGES];
 };
 
-void kvs_emit(struct send *s, struct kv_event *ev);
-void kvs_send(struct send *s, struct sdst *d, struct kv_msg *m);
-void kvs_heartbeats(struct send *s);
-int kvs_admit(struct send *s, struct rc_err *err);
-void kvs_progress(struct send *s);
-int kvs_post_queued(struct send *s, struct sdst *d);
-void kvs_on_msg(struct send *s, struct sdst *d, const struct kv_msg *m);
-void kvs_on_data_wc(struct send *s, struct sdst *d, struct sqp *q, const struct ibv_wc *wc);
-void kvs_cancel(struct send *s, struct sreq *q, enum kv_ev_kind final, int code, const char *why);
-void kvs_dst_gone(struct send *s, struct sdst *d);
-double kvs_next_wake(struct send *s);
+void kvs_emit(struct kv_sender *s, struct kv_event *ev);
+void kvs_send(struct kv_sender *s, struct sdst *d, struct kv_msg *m);
+void kvs_heartbeats(struct kv_sender *s);
+int kvs_admit(struct kv_sender *s, struct rc_err *err);
+void kvs_progress(struct kv_sender *s);
+int kvs_post_queued(struct kv_sender *s, struct sdst *d);
+void kvs_on_msg(struct kv_sender *s, struct sdst *d, const struct kv_msg *m);
+void kvs_on_data_wc(struct kv_sender *s, struct sdst *d, struct sqp *q, const struct ibv_wc *wc);
+void kvs_cancel(struct kv_sender *s, struct sreq *q, enum kv_ev_kind final, int code, const char *why);
+void kvs_dst_gone(struct kv_sender *s, struct sdst *d);
+double kvs_next_wake(struct kv_sender *s);
 
 #endif

@@ -15,13 +15,13 @@
 
 #define CHAIN 32
 
-void kvs_emit(struct send *s, struct kv_event *ev)
+void kvs_emit(struct kv_sender *s, struct kv_event *ev)
 {
 	if (s->o->c.on_event)
 		s->o->c.on_event(s->o->c.arg, ev);
 }
 
-void kvs_send(struct send *s, struct sdst *d, struct kv_msg *m)
+void kvs_send(struct kv_sender *s, struct sdst *d, struct kv_msg *m)
 {
 	struct rc_err e;
 
@@ -33,7 +33,7 @@ void kvs_send(struct send *s, struct sdst *d, struct kv_msg *m)
 	}
 }
 
-void kvs_heartbeats(struct send *s)
+void kvs_heartbeats(struct kv_sender *s)
 {
 	double now = rc_now();
 
@@ -48,13 +48,13 @@ void kvs_heartbeats(struct send *s)
 	}
 }
 
-static char *src_addr(struct send *s, uint32_t slot, uint32_t layer, uint32_t half, uint32_t page)
+static char *src_addr(struct kv_sender *s, uint32_t slot, uint32_t layer, uint32_t half, uint32_t page)
 {
 	return s->pool + slot * s->slot_bytes +
 	       (((uint64_t)layer * kv_halves(s->g) + half) * s->src_pages + page) * s->src_page_bytes;
 }
 
-int kvs_admit(struct send *s, struct rc_err *err)
+int kvs_admit(struct kv_sender *s, struct rc_err *err)
 {
 	const struct kv_send_opts *o = s->o;
 	uint32_t L = s->g->layers, slot = 0;
@@ -131,7 +131,7 @@ static int push(struct sqp *qp, const struct wr_ent *w)
 }
 
 /* Queue the writes of one layer to one decode rank. */
-static int queue_layer(struct send *s, struct sreq *q, struct sdst *d, int di, uint32_t l)
+static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int di, uint32_t l)
 {
 	uint32_t nq = s->o->nqps, halves = kv_halves(s->g);
 	struct wr_ent *v = malloc((d->nsegs * halves + 1) * sizeof(*v));
@@ -192,7 +192,7 @@ static void next_wr(struct sqp *qp, const struct wr_ent *w, uint32_t lkey, uint3
 	wr->signaled = rc_sq_next(&qp->sq, force || w->has_imm);
 }
 
-int kvs_post_queued(struct send *s, struct sdst *d)
+int kvs_post_queued(struct kv_sender *s, struct sdst *d)
 {
 	for (uint32_t k = 0; !d->dead && k < s->o->nqps; k++) {
 		struct sqp *qp = &d->qp[k];
@@ -222,7 +222,7 @@ int kvs_post_queued(struct send *s, struct sdst *d)
 	return 0;
 }
 
-static bool all_alloc(struct send *s, struct sreq *q)
+static bool all_alloc(struct kv_sender *s, struct sreq *q)
 {
 	for (int i = 0; i < s->nd; i++)
 		if (!q->alloc[i])
@@ -230,7 +230,7 @@ static bool all_alloc(struct send *s, struct sreq *q)
 	return true;
 }
 
-static void finish(struct send *s, struct sreq *q, enum kv_ev_kind kind, const char *why)
+static void finish(struct kv_sender *s, struct sreq *q, enum kv_ev_kind kind, const char *why)
 {
 	uint32_t L = s->g->layers;
 	double last = 0, *ready_us = malloc(L * sizeof(double)), *landed_us = malloc(L * sizeof(double));
@@ -280,7 +280,7 @@ static void finish(struct send *s, struct sreq *q, enum kv_ev_kind kind, const c
 }
 
 /* Stop a request: drop its queued writes, then wait for the posted ones. */
-void kvs_cancel(struct send *s, struct sreq *q, enum kv_ev_kind final, int code, const char *why)
+void kvs_cancel(struct kv_sender *s, struct sreq *q, enum kv_ev_kind final, int code, const char *why)
 {
 	if (q->cancelling)
 		return;
@@ -326,7 +326,7 @@ void kvs_cancel(struct send *s, struct sreq *q, enum kv_ev_kind final, int code,
 	}
 }
 
-static bool quiesced(struct send *s, struct sreq *q)
+static bool quiesced(struct kv_sender *s, struct sreq *q)
 {
 	for (int i = 0; i < s->nd; i++)
 		for (uint32_t k = 0; !s->d[i].closed && k < s->o->nqps; k++)
@@ -335,7 +335,7 @@ static bool quiesced(struct send *s, struct sreq *q)
 	return true;
 }
 
-void kvs_dst_gone(struct send *s, struct sdst *d)
+void kvs_dst_gone(struct kv_sender *s, struct sdst *d)
 {
 	char why[KV_REASON_MAX];
 
@@ -352,7 +352,7 @@ void kvs_dst_gone(struct send *s, struct sdst *d)
 	}
 }
 
-static struct sreq *find(struct send *s, uint32_t id)
+static struct sreq *find(struct kv_sender *s, uint32_t id)
 {
 	for (uint32_t i = 0; i < s->o->inflight; i++)
 		if (s->reqs[i].used && s->reqs[i].id == id)
@@ -360,7 +360,7 @@ static struct sreq *find(struct send *s, uint32_t id)
 	return NULL;
 }
 
-static void progress_one(struct send *s, struct sreq *q, double now)
+static void progress_one(struct kv_sender *s, struct sreq *q, double now)
 {
 	const struct kv_common_opts *c = &s->o->c;
 	uint32_t L = s->g->layers;
@@ -437,7 +437,7 @@ static void progress_one(struct send *s, struct sreq *q, double now)
 	finish(s, q, q->done_status ? KV_EV_FAILED : KV_EV_DONE, q->done_status ? why : NULL);
 }
 
-void kvs_progress(struct send *s)
+void kvs_progress(struct kv_sender *s)
 {
 	double now = rc_now();
 
@@ -446,7 +446,7 @@ void kvs_progress(struct send *s)
 			progress_one(s, &s->reqs[i], now);
 }
 
-double kvs_next_wake(struct send *s)
+double kvs_next_wake(struct kv_sender *s)
 {
 	double now = rc_now(), wake = 0.1;
 
@@ -463,7 +463,7 @@ double kvs_next_wake(struct send *s)
 	return wake;
 }
 
-void kvs_on_data_wc(struct send *s, struct sdst *d, struct sqp *qp, const struct ibv_wc *wc)
+void kvs_on_data_wc(struct kv_sender *s, struct sdst *d, struct sqp *qp, const struct ibv_wc *wc)
 {
 	uint64_t v = wc->wr_id & RC_WRID_MASK;
 	uint32_t seq = kv_wrid_seq(v), layer = kv_wrid_layer(v);
@@ -479,7 +479,7 @@ void kvs_on_data_wc(struct send *s, struct sdst *d, struct sqp *qp, const struct
 	}
 }
 
-void kvs_on_msg(struct send *s, struct sdst *d, const struct kv_msg *m)
+void kvs_on_msg(struct kv_sender *s, struct sdst *d, const struct kv_msg *m)
 {
 	int di = (int)(d - s->d);
 	struct sreq *q = find(s, m->req);
