@@ -9,7 +9,7 @@
 #include <rdmactl/parse.h>
 
 #include "cmds.h"
-#include "common.h"
+#include "client_cmds.h"
 
 static const struct cmd_opt atomic_opts[] = {
 	{ "faa", 'a', "DELTA", "fetch-and-add DELTA (may be negative)" },

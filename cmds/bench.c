@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "client_cmds.h"
 
 bool bench_wanted(const struct cmd *c, const struct opt_vals *v)
 {

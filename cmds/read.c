@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
-#include "common.h"
+#include "client_cmds.h"
 
 static const struct cmd_opt read_opts[] = {
 	{ "size", 'S', "SIZE", "bytes to read (default: to the end of the region)" },

@@ -11,7 +11,7 @@
 #include <rdmactl/mem.h>
 
 #include "cmds.h"
-#include "common.h"
+#include "client_cmds.h"
 
 static const struct cmd_opt write_opts[] = {
 	{ "file", 'f', "FILE", "write the contents of FILE (default: stdin)", COMP_FILE },

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "client_cmds.h"
 #include "session.h"
 
 int client_target(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What the client commands (write, read, atomic) share. */
-#ifndef RDMACTL_COMMON_H
-#define RDMACTL_COMMON_H
+#ifndef RDMACTL_CLIENT_CMDS_H
+#define RDMACTL_CLIENT_CMDS_H
 
 #include <rdmactl/client.h>
 #include <rdmactl/ops.h>
