@@ -40,7 +40,8 @@ int rc_listener_next(struct rc_listener *l, int timeout_ms, struct rc_cm_event *
 
 		/* The private data lives in the event: keep a copy past the ack (a
 		 * uint8_t length always fits the copy). */
-		memcpy(out->private_data, p->private_data, n);
+		if (n)
+			memcpy(out->private_data, p->private_data, n);
 		out->param = *p;
 		out->param.private_data = n ? out->private_data : NULL;
 		out->param.private_data_len = n;
