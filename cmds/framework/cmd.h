@@ -118,6 +118,36 @@ int opt_index(const struct cmd *c, const char *name);
 /* Options in a table, OPT_END not counted. */
 int opts_count(const struct cmd_opt *opts);
 
+/* Options bound to indexes. A command lists its options once, as an X-macro
+ * X(ID, "name", short, "ARG", "help"...): OPT_INDEX makes its enum of
+ * indexes, OPT_ENTRY its table in the same order, and OPTS_BOUND checks at
+ * build time that the two match and fit the parser. A misspelt ID does not
+ * build (a misspelt name string, with the accessors further down, would
+ * quietly read as absent). */
+#define OPT_INDEX(id, ...) id,
+#define OPT_ENTRY(id, ...) [id] = { __VA_ARGS__ },
+#define OPTS_BOUND(table, count)                                                    \
+	OPTS_FIT(table);                                                             \
+	_Static_assert(sizeof(table) / sizeof((table)[0]) == (count) + 1,           \
+		       #table " does not match its enum of indexes")
+
+/* By index: the (last) argument of option i, NULL when absent; given or not. */
+static inline const char *opt_arg(const struct opt_vals *v, int i)
+{
+	return v->count[i] ? v->vals[i] : NULL;
+}
+static inline bool opt_on(const struct opt_vals *v, int i)
+{
+	return v->count[i] > 0;
+}
+/* As opt_size, opt_u64 and opt_int below, by index. */
+int opt_size_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
+		uint64_t *out);
+int opt_u64_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
+	       uint64_t *out);
+int opt_int_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, int min,
+	       int max, int *out);
+
 /* Typed accessors: return 0 (value stored, or option absent and *out
  * untouched) or -EINVAL after printing a usage error naming the option. */
 const char *opt_get(const struct cmd *c, const struct opt_vals *v, const char *name);

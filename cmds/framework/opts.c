@@ -151,6 +151,47 @@ int opts_parse(struct ctx *ctx, const struct cmd *c, int argc, char **argv, stru
 	return 0;
 }
 
+int opt_size_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
+		uint64_t *out)
+{
+	const char *s = opt_arg(v, i);
+
+	if (!s)
+		return 0;
+	if (rc_parse_size(s, out))
+		return usage_err(ctx, "invalid --%s '%s': expected a size such as 4096, 4K, 1M or 1G",
+				 c->opts[i].name, s);
+	return 0;
+}
+
+int opt_u64_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
+	       uint64_t *out)
+{
+	const char *s = opt_arg(v, i);
+
+	if (!s)
+		return 0;
+	if (rc_parse_u64(s, out))
+		return usage_err(ctx, "invalid --%s '%s': expected a non-negative integer",
+				 c->opts[i].name, s);
+	return 0;
+}
+
+int opt_int_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, int min,
+	       int max, int *out)
+{
+	const char *s = opt_arg(v, i);
+	uint64_t u;
+
+	if (!s)
+		return 0;
+	if (rc_parse_u64(s, &u) || u < (uint64_t)min || u > (uint64_t)max)
+		return usage_err(ctx, "invalid --%s '%s': expected an integer from %d to %d",
+				 c->opts[i].name, s, min, max);
+	*out = (int)u;
+	return 0;
+}
+
 const char *opt_get(const struct cmd *c, const struct opt_vals *v, const char *name)
 {
 	int i = opt_index(c, name);
@@ -168,41 +209,25 @@ bool opt_has(const struct cmd *c, const struct opt_vals *v, const char *name)
 int opt_size(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,
 	     uint64_t *out)
 {
-	const char *s = opt_get(c, v, name);
+	int i = opt_index(c, name);
 
-	if (!s)
-		return 0;
-	if (rc_parse_size(s, out))
-		return usage_err(ctx, "invalid --%s '%s': expected a size such as 4096, 4K, 1M or 1G",
-				 name, s);
-	return 0;
+	return i < 0 ? 0 : opt_size_at(ctx, c, v, i, out);
 }
 
 int opt_u64(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,
 	    uint64_t *out)
 {
-	const char *s = opt_get(c, v, name);
+	int i = opt_index(c, name);
 
-	if (!s)
-		return 0;
-	if (rc_parse_u64(s, out))
-		return usage_err(ctx, "invalid --%s '%s': expected a non-negative integer", name, s);
-	return 0;
+	return i < 0 ? 0 : opt_u64_at(ctx, c, v, i, out);
 }
 
 int opt_int(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,
 	    int min, int max, int *out)
 {
-	const char *s = opt_get(c, v, name);
-	uint64_t u;
+	int i = opt_index(c, name);
 
-	if (!s)
-		return 0;
-	if (rc_parse_u64(s, &u) || u < (uint64_t)min || u > (uint64_t)max)
-		return usage_err(ctx, "invalid --%s '%s': expected an integer from %d to %d", name,
-				 s, min, max);
-	*out = (int)u;
-	return 0;
+	return i < 0 ? 0 : opt_int_at(ctx, c, v, i, min, max, out);
 }
 
 int opt_word(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,

@@ -76,18 +76,19 @@ static int model_file(struct ctx *ctx, const char *path, struct gin *in, json_t 
 	return 0;
 }
 
-static int flag_int(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
-		    const char *name, int64_t *out)
+static int flag_int(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
+		    int64_t *out)
 {
 	uint64_t u;
 	int rc;
 
-	if (!opt_has(c, v, name))
+	if (!opt_on(v, i))
 		return 0;
-	if ((rc = opt_u64(ctx, c, v, name, &u)))
+	if ((rc = opt_u64_at(ctx, c, v, i, &u)))
 		return rc;
 	if (u > UINT32_MAX)
-		return usage_err(ctx, "invalid --%s %llu: too large", name, (unsigned long long)u);
+		return usage_err(ctx, "invalid --%s %llu: too large", c->opts[i].name,
+				 (unsigned long long)u);
 	*out = (int64_t)u;
 	return 0;
 }
@@ -96,9 +97,9 @@ int kvxfer_geom(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		struct kv_geom *g)
 {
 	struct gin in = { NULL, NULL, NULL, -1, -1, -1, -1, -1, -1, -1, -1, -1 };
-	static const char *const ints[] = { "layers", "kv-heads", "head-dim", "latent-dim",
-					    "page-tokens", "src-page-tokens", "dst-page-tokens",
-					    "src-tp", "dst-tp" };
+	static const int ints[] = { KVX_LAYERS, KVX_KV_HEADS, KVX_HEAD_DIM, KVX_LATENT_DIM,
+				    KVX_PAGE_TOKENS, KVX_SRC_PAGE_TOKENS, KVX_DST_PAGE_TOKENS,
+				    KVX_SRC_TP, KVX_DST_TP };
 	int64_t *slots[] = { &in.layers, &in.kv_heads, &in.head_dim, &in.latent_dim,
 			     &in.page_tokens, &in.src_pt, &in.dst_pt, &in.src_tp, &in.dst_tp };
 	json_t *model = NULL;
@@ -106,17 +107,17 @@ int kvxfer_geom(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 	int rc = 0;
 
 	memset(g, 0, sizeof(*g));
-	if (opt_has(c, v, "model") && (rc = model_file(ctx, opt_get(c, v, "model"), &in, &model)))
+	if (opt_on(v, KVX_MODEL) && (rc = model_file(ctx, opt_arg(v, KVX_MODEL), &in, &model)))
 		goto out;
 	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
 		if ((rc = flag_int(ctx, c, v, ints[i], slots[i])))
 			goto out;
-	if (opt_has(c, v, "layout"))
-		in.layout = opt_get(c, v, "layout");
-	if (opt_has(c, v, "page-layout"))
-		in.page_layout = opt_get(c, v, "page-layout");
-	if (opt_has(c, v, "dtype"))
-		in.dtype = opt_get(c, v, "dtype");
+	if (opt_on(v, KVX_LAYOUT))
+		in.layout = opt_arg(v, KVX_LAYOUT);
+	if (opt_on(v, KVX_PAGE_LAYOUT))
+		in.page_layout = opt_arg(v, KVX_PAGE_LAYOUT);
+	if (opt_on(v, KVX_DTYPE))
+		in.dtype = opt_arg(v, KVX_DTYPE);
 	if (in.layout && kv_layout_parse(in.layout, &g->layout)) {
 		rc = usage_err(ctx, "invalid layout '%s': expected paged or mla", in.layout);
 		goto out;

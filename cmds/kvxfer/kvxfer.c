@@ -16,74 +16,30 @@
 #include "cmds.h"
 #include "kvxfer.h"
 
-static const struct cmd_opt kvxfer_opts[] = {
-	/* Geometry: every subcommand. */
-	{ "model", 'm', "FILE", "geometry from a JSON model file (flags override it)", COMP_FILE },
-	{ "layout", 0, "LAYOUT", "paged (K and V pages per head) or mla (one latent, replicated)",
-	  COMP_WORDS, "paged|mla" },
-	{ "page-layout", 0, "ORDER", "inside a page: nhd [token][head][dim] or hnd [head][token][dim] (default nhd)",
-	  COMP_WORDS, "nhd|hnd" },
-	{ "layers", 'L', "N", "transformer layers" },
-	{ "kv-heads", 'H', "N", "KV heads of the model (paged)" },
-	{ "head-dim", 'D', "N", "dims per head (paged)" },
-	{ "latent-dim", 0, "N", "dims of the latent vector, rope included (mla)" },
-	{ "dtype", 0, "TYPE", "element type: bf16, fp16 or fp8 (default bf16)", COMP_WORDS,
-	  "bf16|fp16|fp8" },
-	{ "page-tokens", 0, "N", "tokens per page on both sides (default 16)" },
-	{ "src-page-tokens", 0, "N", "tokens per page on the prefill side" },
-	{ "dst-page-tokens", 0, "N", "tokens per page on the decode side" },
-	{ "src-tp", 0, "N", "tensor-parallel degree of the prefill side (default 1)" },
-	{ "dst-tp", 0, "N", "tensor-parallel degree of the decode side (default 1)" },
-	/* plan */
-	{ "tokens", 'n', "N", "tokens per request (plan, send)" },
-	{ "prefill-tokens-per-s", 0, "RATE", "plan: prefill speed, to size the link that hides the transfer" },
-	{ "layer-compute-us", 0, "US", "compute time of one layer (plan; send: simulated, 0 = all at once)" },
-	{ "link-gbps", 0, "GBPS", "plan: link rate per rank, for the exposed transfer time" },
-	{ "segments", 0, NULL, "plan: list every segment of one layer half" },
-	{ "pool-pages", 0, "N", "pages in the decode rank's pool (serve; plan: check a request fits)" },
-	/* serve and send */
-	{ "rank", 'r', "R", "this process's TP rank (serve, send; default 0)" },
-	{ "requests", 'N', "N", "requests to move (send) or to finish before exiting (serve)" },
-	{ "listen", 'l', "ADDR:PORT", "serve: address to accept prefill ranks on" },
-	{ "scatter", 0, "SEED", "serve: permute the free page list with SEED (non-contiguous pages)" },
-	{ "verify", 0, NULL, "serve: check every byte against the deterministic content" },
-	{ "connect", 'c', "ADDR:PORT", "send: a decode rank (repeat for each)", .repeat = true },
-	{ "bind", 'B', "ADDR", "send: local address to connect from" },
-	{ "qps", 0, "N", "send: data queue pairs per decode rank (default 1)" },
-	{ "inflight", 0, "K", "send: requests in flight at once (default 1)" },
-	{ "no-stream", 0, NULL, "send: post no layer before the last one is ready" },
-	{ "heartbeat-ms", 0, "MS", "heartbeat interval (default 200)" },
-	{ "heartbeat-timeout", 0, "MS", "declare a silent peer dead after MS (default 3000)" },
-	{ "cancel-request", 0, "I", "test hook: cancel request I (with --cancel-after-layers)" },
-	{ "cancel-after-layers", 0, "L", "test hook: cancel once L layers of it were posted (send) or landed (serve)" },
-	OPT_END,
-};
-OPTS_FIT(kvxfer_opts);
+static const struct cmd_opt kvxfer_opts[] = { KVXFER_OPTS(OPT_ENTRY) OPT_END };
+OPTS_BOUND(kvxfer_opts, KVX_NOPTS);
 
-/* Options of each subcommand beyond the geometry (the table up to "tokens"). */
-static const char *const plan_opts[] = { "tokens", "prefill-tokens-per-s", "layer-compute-us",
-					 "link-gbps", "segments", "pool-pages", NULL };
-static const char *const serve_opts[] = { "rank", "requests", "listen", "scatter", "verify",
-					  "pool-pages", "heartbeat-ms", "heartbeat-timeout",
-					  "cancel-request", "cancel-after-layers", NULL };
-static const char *const send_opts[] = { "tokens", "layer-compute-us", "rank", "requests",
-					 "connect", "bind", "qps", "inflight", "no-stream",
-					 "heartbeat-ms", "heartbeat-timeout", "cancel-request",
-					 "cancel-after-layers", NULL };
+/* Options of each sub-command beyond the geometry (every option before
+ * KVX_TOKENS), as indexes, -1 at the end. */
+static const int plan_opts[] = { KVX_TOKENS, KVX_PREFILL_TOKENS_PER_S, KVX_LAYER_COMPUTE_US,
+				 KVX_LINK_GBPS, KVX_SEGMENTS, KVX_POOL_PAGES, -1 };
+static const int serve_opts[] = { KVX_RANK, KVX_REQUESTS, KVX_LISTEN, KVX_SCATTER, KVX_VERIFY,
+				  KVX_POOL_PAGES, KVX_HEARTBEAT_MS, KVX_HEARTBEAT_TIMEOUT,
+				  KVX_CANCEL_REQUEST, KVX_CANCEL_AFTER_LAYERS, -1 };
+static const int send_opts[] = { KVX_TOKENS, KVX_LAYER_COMPUTE_US, KVX_RANK, KVX_REQUESTS,
+				 KVX_CONNECT, KVX_BIND, KVX_QPS, KVX_INFLIGHT, KVX_NO_STREAM,
+				 KVX_HEARTBEAT_MS, KVX_HEARTBEAT_TIMEOUT, KVX_CANCEL_REQUEST,
+				 KVX_CANCEL_AFTER_LAYERS, -1 };
 
 static int only_opts(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
-		     const char *sub, const char *const *allowed)
+		     const char *sub, const int *allowed)
 {
-	bool geometry = true;
+	for (int i = KVX_TOKENS; i < KVX_NOPTS; i++) {
+		bool ok = false;
 
-	for (int i = 0; c->opts[i].name; i++) {
-		bool ok = geometry;
-
-		if (!strcmp(c->opts[i].name, "tokens"))
-			geometry = ok = false;
-		for (int j = 0; !ok && allowed[j]; j++)
-			ok = !strcmp(allowed[j], c->opts[i].name);
-		if (!ok && v->count[i])
+		for (int j = 0; !ok && allowed[j] >= 0; j++)
+			ok = allowed[j] == i;
+		if (!ok && opt_on(v, i))
 			return usage_err(ctx, "kvxfer %s: --%s does not apply here", sub,
 					 c->opts[i].name);
 	}
@@ -94,7 +50,7 @@ static int only_opts(struct ctx *ctx, const struct cmd *c, const struct opt_vals
  * geometry, and its handler. */
 static const struct kvxfer_sub {
 	const char *name;
-	const char *const *opts;
+	const int *opts;
 	int (*run)(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v);
 } kvxfer_subs[] = {
 	{ "plan", plan_opts, kvxfer_plan },

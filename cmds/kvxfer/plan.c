@@ -11,10 +11,10 @@
 #include "cmds.h"
 #include "kvxfer.h"
 
-static int opt_double(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
-		      const char *name, double *out)
+static int opt_double(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
+		      double *out)
 {
-	const char *s = opt_get(c, v, name);
+	const char *s = opt_arg(v, i);
 	char *end;
 	double d;
 
@@ -23,7 +23,8 @@ static int opt_double(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	errno = 0;
 	d = strtod(s, &end);
 	if (errno || end == s || *end || !isfinite(d) || d < 0)
-		return usage_err(ctx, "invalid --%s '%s': expected a non-negative number", name, s);
+		return usage_err(ctx, "invalid --%s '%s': expected a non-negative number",
+				 c->opts[i].name, s);
 	*out = d;
 	return 0;
 }
@@ -115,21 +116,21 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 
 	if ((rc = kvxfer_geom(ctx, c, v, &g)))
 		return rc;
-	if (!opt_has(c, v, "tokens"))
+	if (!opt_on(v, KVX_TOKENS))
 		return usage_err(ctx, "kvxfer plan: give --tokens N, the tokens of one request");
-	if ((rc = opt_u64(ctx, c, v, "tokens", &tokens)) ||
-	    (rc = opt_u64(ctx, c, v, "pool-pages", &pool)) ||
-	    (rc = opt_double(ctx, c, v, "prefill-tokens-per-s", &in.prefill_tokens_per_s)) ||
-	    (rc = opt_double(ctx, c, v, "layer-compute-us", &in.layer_compute_us)) ||
-	    (rc = opt_double(ctx, c, v, "link-gbps", &in.link_gbps)))
+	if ((rc = opt_u64_at(ctx, c, v, KVX_TOKENS, &tokens)) ||
+	    (rc = opt_u64_at(ctx, c, v, KVX_POOL_PAGES, &pool)) ||
+	    (rc = opt_double(ctx, c, v, KVX_PREFILL_TOKENS_PER_S, &in.prefill_tokens_per_s)) ||
+	    (rc = opt_double(ctx, c, v, KVX_LAYER_COMPUTE_US, &in.layer_compute_us)) ||
+	    (rc = opt_double(ctx, c, v, KVX_LINK_GBPS, &in.link_gbps)))
 		return rc;
 	if (tokens < 1 || tokens > UINT32_MAX)
 		return usage_err(ctx, "invalid --tokens %llu: expected 1 to %u",
 				 (unsigned long long)tokens, UINT32_MAX);
-	if (opt_has(c, v, "prefill-tokens-per-s") && opt_has(c, v, "layer-compute-us"))
+	if (opt_on(v, KVX_PREFILL_TOKENS_PER_S) && opt_on(v, KVX_LAYER_COMPUTE_US))
 		return usage_err(ctx, "kvxfer plan: give --prefill-tokens-per-s or --layer-compute-us, not both");
 	in.tokens = (uint32_t)tokens;
-	if (opt_has(c, v, "pool-pages") && pool < kv_pages_for(&g, true, in.tokens))
+	if (opt_on(v, KVX_POOL_PAGES) && pool < kv_pages_for(&g, true, in.tokens))
 		return usage_err(ctx, "kvxfer plan: pool too small: a request of %u tokens needs %u pages "
 				 "of %u tokens per decode rank, --pool-pages is %llu",
 				 in.tokens, kv_pages_for(&g, true, in.tokens), g.dst_page_tokens,
@@ -162,7 +163,7 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	out_u64(o, "page_tokens", NULL, g.dst_page_tokens);
 	out_obj_end(o);
 	out_obj_end(o);
-	if ((rc = put_routes(ctx, &g, in.tokens, opt_has(c, v, "segments"))))
+	if ((rc = put_routes(ctx, &g, in.tokens, opt_on(v, KVX_SEGMENTS))))
 		goto out;
 	out_text(o, "per rank and request:\n");
 	put_ranks(o, "src_ranks", p->src, g.src_tp, "source");
@@ -193,7 +194,7 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	} else {
 		out_null(o, "link");
 	}
-	if (opt_has(c, v, "pool-pages")) {
+	if (opt_on(v, KVX_POOL_PAGES)) {
 		out_obj_begin(o, "pool");
 		out_u64(o, "pages", "pool: %llu pages", pool);
 		out_u64(o, "requests_fit", " hold %llu such requests\n", pool / p->dst_pages);

@@ -160,10 +160,10 @@ static int common(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v
 	co->cancel_req = -1;
 	co->stop_fd = -1;
 	if ((rc = kvxfer_geom(ctx, c, v, &co->g)) ||
-	    (rc = opt_int(ctx, c, v, "rank", 0, KV_MAX_TP - 1, &rank)) ||
-	    (rc = opt_int(ctx, c, v, "heartbeat-ms", 10, 60000, &co->hb_ms)) ||
-	    (rc = opt_int(ctx, c, v, "heartbeat-timeout", 50, 3600000, &co->hb_timeout_ms)) ||
-	    (rc = opt_u64(ctx, c, v, "requests", &u)))
+	    (rc = opt_int_at(ctx, c, v, KVX_RANK, 0, KV_MAX_TP - 1, &rank)) ||
+	    (rc = opt_int_at(ctx, c, v, KVX_HEARTBEAT_MS, 10, 60000, &co->hb_ms)) ||
+	    (rc = opt_int_at(ctx, c, v, KVX_HEARTBEAT_TIMEOUT, 50, 3600000, &co->hb_timeout_ms)) ||
+	    (rc = opt_u64_at(ctx, c, v, KVX_REQUESTS, &u)))
 		return rc;
 	if (u > UINT32_MAX)
 		return usage_err(ctx, "invalid --requests %llu", (unsigned long long)u);
@@ -172,13 +172,13 @@ static int common(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v
 	if (co->hb_timeout_ms <= co->hb_ms)
 		return usage_err(ctx, "--heartbeat-timeout (%d ms) must be longer than --heartbeat-ms (%d ms)",
 				 co->hb_timeout_ms, co->hb_ms);
-	if (opt_has(c, v, "cancel-request") != opt_has(c, v, "cancel-after-layers"))
+	if (opt_on(v, KVX_CANCEL_REQUEST) != opt_on(v, KVX_CANCEL_AFTER_LAYERS))
 		return usage_err(ctx, "--cancel-request and --cancel-after-layers go together");
-	if (opt_has(c, v, "cancel-request")) {
-		if ((rc = opt_u64(ctx, c, v, "cancel-request", &u)))
+	if (opt_on(v, KVX_CANCEL_REQUEST)) {
+		if ((rc = opt_u64_at(ctx, c, v, KVX_CANCEL_REQUEST, &u)))
 			return rc;
 		co->cancel_req = (int64_t)u;
-		if ((rc = opt_int(ctx, c, v, "cancel-after-layers", 0, KV_MAX_LAYERS, &after)))
+		if ((rc = opt_int_at(ctx, c, v, KVX_CANCEL_AFTER_LAYERS, 0, KV_MAX_LAYERS, &after)))
 			return rc;
 		co->cancel_after = (uint32_t)after;
 	}
@@ -231,11 +231,11 @@ int kvxfer_serve(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 
 	if ((rc = common(ctx, c, v, &o.c)))
 		return rc;
-	if (!opt_has(c, v, "listen") || !opt_has(c, v, "pool-pages"))
+	if (!opt_on(v, KVX_LISTEN) || !opt_on(v, KVX_POOL_PAGES))
 		return usage_err(ctx, "kvxfer serve: --listen ADDR:PORT and --pool-pages N are required");
-	if (rc_parse_target(opt_get(c, v, "listen"), &t) || t.region[0])
-		return usage_err(ctx, "invalid --listen '%s': expected ADDR:PORT", opt_get(c, v, "listen"));
-	if ((rc = opt_u64(ctx, c, v, "pool-pages", &pool)) || (rc = opt_u64(ctx, c, v, "scatter", &o.scatter_seed)))
+	if (rc_parse_target(opt_arg(v, KVX_LISTEN), &t) || t.region[0])
+		return usage_err(ctx, "invalid --listen '%s': expected ADDR:PORT", opt_arg(v, KVX_LISTEN));
+	if ((rc = opt_u64_at(ctx, c, v, KVX_POOL_PAGES, &pool)) || (rc = opt_u64_at(ctx, c, v, KVX_SCATTER, &o.scatter_seed)))
 		return rc;
 	if (pool < 1 || pool > UINT32_MAX)
 		return usage_err(ctx, "invalid --pool-pages %llu: expected at least 1", (unsigned long long)pool);
@@ -245,8 +245,8 @@ int kvxfer_serve(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	o.addr = t.host;
 	o.port = t.port;
 	o.pool_pages = (uint32_t)pool;
-	o.scatter = opt_has(c, v, "scatter");
-	o.verify = opt_has(c, v, "verify");
+	o.scatter = opt_on(v, KVX_SCATTER);
+	o.verify = opt_on(v, KVX_VERIFY);
 	o.c.on_event = on_event;
 	o.c.arg = &r;
 	if (ctx->session)
@@ -271,9 +271,9 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 
 	if ((rc = common(ctx, c, v, &o.c)))
 		return rc;
-	if (!opt_has(c, v, "requests"))
+	if (!opt_on(v, KVX_REQUESTS))
 		o.c.requests = 1;
-	if (!opt_has(c, v, "connect") || !opt_has(c, v, "tokens"))
+	if (!opt_on(v, KVX_CONNECT) || !opt_on(v, KVX_TOKENS))
 		return usage_err(ctx, "kvxfer send: --connect ADDR:PORT (each decode rank) and --tokens N are required");
 	for (int i = 0; i < v->nmulti; i++) {
 		struct rc_target t;
@@ -284,9 +284,9 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 		snprintf(targets[o.ntargets].port, sizeof(targets[0].port), "%s", t.port);
 		o.ntargets++;
 	}
-	if ((rc = opt_u64(ctx, c, v, "tokens", &tokens)) ||
-	    (rc = opt_int(ctx, c, v, "qps", 1, KV_MAX_QPS, &nqps)) ||
-	    (rc = opt_int(ctx, c, v, "inflight", 1, 64, &inflight)))
+	if ((rc = opt_u64_at(ctx, c, v, KVX_TOKENS, &tokens)) ||
+	    (rc = opt_int_at(ctx, c, v, KVX_QPS, 1, KV_MAX_QPS, &nqps)) ||
+	    (rc = opt_int_at(ctx, c, v, KVX_INFLIGHT, 1, 64, &inflight)))
 		return rc;
 	o.nqps = (uint32_t)nqps;
 	o.inflight = (uint32_t)inflight;
@@ -298,7 +298,7 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	if (kv_pages_for(&o.c.g, true, (uint32_t)tokens) > KV_MAX_REQ_PAGES)
 		return usage_err(ctx, "kvxfer send: %llu tokens take more than %d destination pages",
 				 (unsigned long long)tokens, KV_MAX_REQ_PAGES);
-	if ((lc = opt_get(c, v, "layer-compute-us"))) {
+	if ((lc = opt_arg(v, KVX_LAYER_COMPUTE_US))) {
 		char *end;
 
 		o.layer_compute_us = strtod(lc, &end);
@@ -307,8 +307,8 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 			return usage_err(ctx, "invalid --layer-compute-us '%s': expected 0 to 10000000", lc);
 	}
 	o.tokens = (uint32_t)tokens;
-	o.bind_addr = opt_get(c, v, "bind");
-	o.no_stream = opt_has(c, v, "no-stream");
+	o.bind_addr = opt_arg(v, KVX_BIND);
+	o.no_stream = opt_on(v, KVX_NO_STREAM);
 	o.targets = targets;
 	o.c.on_event = on_event;
 	o.c.arg = &r;
