@@ -9,7 +9,7 @@
 #include <rdmactl/parse.h>
 
 #include "cmds.h"
-#include "common.h"
+#include "client_cmds.h"
 
 static const struct cmd_opt atomic_opts[] = {
 	{ "faa", 'a', "DELTA", "fetch-and-add DELTA (may be negative)" },
@@ -18,6 +18,7 @@ static const struct cmd_opt atomic_opts[] = {
 	BENCH_OPTS,
 	OPT_END,
 };
+OPTS_FIT(atomic_opts);
 
 static int parse_cas(const char *s, uint64_t *expected, uint64_t *swap)
 {
@@ -51,11 +52,9 @@ static int do_atomic(struct ctx *ctx, int argc, char **argv)
 {
 	const struct cmd *c = &cmd_atomic;
 	struct rc_client *cl = NULL;
-	struct ibv_mr *mr = NULL;
 	struct opt_vals v;
 	struct rc_err e;
-	struct ibv_wc wc;
-	uint64_t off = 0, add = 0, expected = 0, swap = 0, *result = NULL;
+	uint64_t off = 0, add = 0, expected = 0, swap = 0, old = 0;
 	bool is_cas;
 	int64_t delta;
 	int rc;
@@ -90,41 +89,24 @@ static int do_atomic(struct ctx *ctx, int argc, char **argv)
 		rc = fail(ctx, rc, "%s", e.msg);
 		goto out;
 	}
-	result = aligned_alloc(64, 64);
-	mr = result ? ibv_reg_mr(cl->conns[0]->pd, result, 64, IBV_ACCESS_LOCAL_WRITE) : NULL;
-	if (!mr) {
-		rc = fail(ctx, -ENOMEM, "cannot register the result buffer");
-		goto out;
-	}
-	rc = rc_post_atomic(cl->conns[0], is_cas ? RC_OP_CAS : RC_OP_FAA, result, mr->lkey,
-			    cl->region.addr + off, cl->region.rkey, is_cas ? expected : add, swap, 0,
-			    &e);
-	if (!rc) {
-		rc = rc_poll(cl->conns[0], &wc, 1, -1, &e);
-		if (rc == -ETIMEDOUT)
-			rc = rc_err_set(&e, ETIMEDOUT, "no completion from %s within %d ms",
-					cl->conns[0]->peer, ctx->timeout_ms);
-	}
-	if (rc < 0) {
+	rc = rc_client_atomic(cl, is_cas ? RC_OP_CAS : RC_OP_FAA, off, is_cas ? expected : add, swap,
+			      ctx->timeout_ms, &old, &e);
+	if (rc) {
 		rc = fail(ctx, rc, "%s", e.msg);
 		goto out;
 	}
-	rc = 0;
 	out_str(&ctx->out, "operation", NULL, is_cas ? "cas" : "faa");
-	out_str(&ctx->out, "peer", NULL, cl->conns[0]->peer);
+	out_str(&ctx->out, "peer", NULL, rc_client_peer(cl));
 	out_str(&ctx->out, "region", NULL, cl->region.name);
 	out_u64(&ctx->out, "offset", NULL, off);
-	put_u64(ctx, "old", "old %" PRIu64, *result);
+	put_u64(ctx, "old", "old %" PRIu64, old);
 	if (is_cas) {
-		out_bool(&ctx->out, "swapped", ", swapped: %s", *result == expected);
-		put_u64(ctx, "new", ", now %" PRIu64 "\n", *result == expected ? swap : *result);
+		out_bool(&ctx->out, "swapped", ", swapped: %s", old == expected);
+		put_u64(ctx, "new", ", now %" PRIu64 "\n", old == expected ? swap : old);
 	} else {
-		put_u64(ctx, "new", ", now %" PRIu64 "\n", *result + add);
+		put_u64(ctx, "new", ", now %" PRIu64 "\n", old + add);
 	}
 out:
-	if (mr)
-		ibv_dereg_mr(mr);
-	free(result);
 	client_close(ctx, cl, rc);
 	return rc;
 }

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "client_cmds.h"
 
 bool bench_wanted(const struct cmd *c, const struct opt_vals *v)
 {
@@ -69,10 +69,7 @@ int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, en
 	int depth = lat ? 1 : 128, qps = 1, post_list = 1, sig = 16, rc;
 	struct rc_stream_result res;
 	struct rc_client *cl = NULL;
-	struct ibv_mr *mr = NULL;
 	double *lat_us = NULL;
-	void *buf = NULL;
-	size_t buflen;
 	struct rc_err e;
 
 	if ((rc = opt_size(ctx, c, v, "msg-size", &msg)) || (rc = opt_u64(ctx, c, v, "iters", &iters)) ||
@@ -103,34 +100,29 @@ int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, en
 		rc = fail(ctx, rc, "%s", e.msg);
 		goto out;
 	}
-	buflen = ((size_t)msg + 4095) & ~(size_t)4095;
-	buf = aligned_alloc(4096, buflen);
-	mr = buf ? ibv_reg_mr(cl->conns[0]->pd, buf, buflen, IBV_ACCESS_LOCAL_WRITE) : NULL;
 	if (lat)
 		lat_us = calloc((size_t)iters, sizeof(double));
-	if (!mr || (lat && !lat_us)) {
-		rc = fail(ctx, -ENOMEM, "cannot allocate and register %zu bytes", buflen);
+	if (lat && !lat_us) {
+		rc = fail(ctx, -ENOMEM, "out of memory for %llu latency samples",
+			  (unsigned long long)iters);
 		goto out;
 	}
-	memset(buf, 0xa5, buflen);
-	struct rc_stream s = {
-		.op = op, .conns = cl->conns, .nconns = qps, .buf = buf, .lkey = mr->lkey,
-		.chunk = (size_t)msg, .depth = depth, .batch = post_list, .signal_every = sig,
-		.raddr = cl->region.addr + off, .rkey = cl->region.rkey, .total = msg,
-		.iters = iters, .compare_add = compare_add, .swap = swap,
-		.timeout_ms = ctx->timeout_ms, .lat_us = lat_us, .one_buffer = true,
+	struct rc_client_bench b = {
+		.op = op, .off = off, .msg = (size_t)msg, .iters = iters, .depth = depth, .qps = qps,
+		.post_list = post_list, .signal_every = sig, .compare_add = compare_add, .swap = swap,
+		.timeout_ms = ctx->timeout_ms, .lat_us = lat_us,
 	};
 
-	rc = rc_stream_run(&s, &res, &e);
+	rc = rc_client_bench(cl, &b, &res, &e);
 	if (rc) {
 		rc = fail(ctx, rc, "%s (after %llu operations)", e.msg, (unsigned long long)res.ops);
 		goto out;
 	}
 	out_str(&ctx->out, "operation", "%s", op_key(op));
 	out_str(&ctx->out, "mode", " %s benchmark", lat ? "latency" : "bandwidth");
-	out_str(&ctx->out, "peer", " against %s", cl->conns[0]->peer);
+	out_str(&ctx->out, "peer", " against %s", rc_client_peer(cl));
 	out_str(&ctx->out, "region", "/%s\n", cl->region.name);
-	out_str(&ctx->out, "device", "  device %s", cl->conns[0]->dev_name);
+	out_str(&ctx->out, "device", "  device %s", rc_client_device(cl));
 	out_u64(&ctx->out, "msg_size", ", %llu-byte messages", (unsigned long long)msg);
 	out_u64(&ctx->out, "iters", ", %llu work requests", (unsigned long long)iters);
 	out_i64(&ctx->out, "depth", ", depth %lld", depth);
@@ -151,9 +143,6 @@ int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, en
 				      lat_us, iters, 0.5);
 	}
 out:
-	if (mr)
-		ibv_dereg_mr(mr);
-	free(buf);
 	free(lat_us);
 	client_close(ctx, cl, rc);
 	return rc;

@@ -24,6 +24,7 @@ static const struct cmd_opt topo_opts[] = {
 	{ "hugepages", 0, NULL, "doctor: hugepages are required (report none reserved or free)" },
 	OPT_END,
 };
+OPTS_FIT(topo_opts);
 
 /* A string that may be unknown: null in JSON, nothing in text. */
 static void put_str(struct out *o, const char *key, const char *fmt, const char *val)

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
-#include "common.h"
+#include "client_cmds.h"
 
 static const struct cmd_opt read_opts[] = {
 	{ "size", 'S', "SIZE", "bytes to read (default: to the end of the region)" },
@@ -17,6 +17,7 @@ static const struct cmd_opt read_opts[] = {
 	BENCH_OPTS,
 	OPT_END,
 };
+OPTS_FIT(read_opts);
 
 static int drain(void *arg, uint64_t off, const void *buf, size_t len)
 {
@@ -63,7 +64,7 @@ static int do_read(struct ctx *ctx, int argc, char **argv)
 		return usage_err(ctx, "read: refusing to write binary data to a terminal: give --out FILE or redirect stdout");
 	if ((rc = client_target(ctx, c, &v, &(struct rc_target){ 0 })))
 		return rc;
-	rc = client_open(ctx, c, &v, 1, false, STREAM_DEPTH + 4, &cl);
+	rc = client_open(ctx, c, &v, 1, false, STREAM_SQ_DEPTH, &cl);
 	if (rc)
 		return rc;
 	if (!opt_has(c, &v, "size"))
@@ -79,12 +80,9 @@ static int do_read(struct ctx *ctx, int argc, char **argv)
 			goto out;
 		}
 	}
-	struct rc_stream s = {
-		.op = RC_OP_READ, .raddr = cl->region.addr + off, .total = size,
-		.drain = drain, .arg = &fd,
-	};
+	struct rc_client_io io = { .drain = drain, .arg = &fd };
 
-	rc = stream_transfer(ctx, cl, &s, &res);
+	rc = stream_transfer(ctx, cl, RC_OP_READ, off, size, &io, &res);
 	if (rc)
 		goto out;
 	if (fd != STDOUT_FILENO && fsync(fd) < 0 && errno != EINVAL) {
@@ -93,15 +91,15 @@ static int do_read(struct ctx *ctx, int argc, char **argv)
 	}
 	if (out_path) {
 		out_str(&ctx->out, "operation", NULL, "read");
-		out_str(&ctx->out, "peer", "read from %s", cl->conns[0]->peer);
+		out_str(&ctx->out, "peer", "read from %s", rc_client_peer(cl));
 		out_str(&ctx->out, "region", "/%s", cl->region.name);
 		out_u64(&ctx->out, "offset", " at offset %llu", (unsigned long long)off);
 		out_str(&ctx->out, "out", " into %s", out_path);
-		out_str(&ctx->out, "device", " via %s: ", cl->conns[0]->dev_name);
+		out_str(&ctx->out, "device", " via %s: ", rc_client_device(cl));
 		report_transfer(ctx, &res);
 	} else if (ctx->verbose) {
 		out_log(&ctx->out, "read %llu bytes from %s/%s in %.3f s",
-			(unsigned long long)res.bytes, cl->conns[0]->peer, cl->region.name,
+			(unsigned long long)res.bytes, rc_client_peer(cl), cl->region.name,
 			res.seconds);
 	}
 out:

@@ -30,6 +30,7 @@ static const struct cmd_opt register_opts[] = {
 	{ "max-conns", 0, "N", "connections served at once (default 64)" },
 	OPT_END,
 };
+OPTS_FIT(register_opts);
 
 struct region_spec {
 	const char *name, *size, *file, *mem, *access; /* as given */

@@ -16,6 +16,7 @@ static const struct cmd_opt shell_opts[] = {
 	  COMP_FILE },
 	OPT_END,
 };
+OPTS_FIT(shell_opts);
 
 static int do_shell(struct ctx *ctx, int argc, char **argv)
 {
@@ -98,6 +99,7 @@ static const struct cmd_opt unregister_opts[] = {
 	{ "all", 'a', NULL, "stop every server this shell started" },
 	OPT_END,
 };
+OPTS_FIT(unregister_opts);
 
 static bool serves(const struct session_served *sv, const char *name)
 {

@@ -11,7 +11,7 @@
 #include <rdmactl/mem.h>
 
 #include "cmds.h"
-#include "common.h"
+#include "client_cmds.h"
 
 static const struct cmd_opt write_opts[] = {
 	{ "file", 'f', "FILE", "write the contents of FILE (default: stdin)", COMP_FILE },
@@ -23,6 +23,7 @@ static const struct cmd_opt write_opts[] = {
 	BENCH_OPTS,
 	OPT_END,
 };
+OPTS_FIT(write_opts);
 
 struct src {
 	int fd;
@@ -106,7 +107,7 @@ static int do_write(struct ctx *ctx, int argc, char **argv)
 	}
 	if ((rc = client_target(ctx, c, &v, &(struct rc_target){ 0 })))
 		goto out;
-	rc = client_open(ctx, c, &v, 1, false, STREAM_DEPTH + 4, &cl);
+	rc = client_open(ctx, c, &v, 1, false, STREAM_SQ_DEPTH, &cl);
 	if (rc)
 		goto out;
 	if (!have_size)
@@ -116,12 +117,9 @@ static int do_write(struct ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	src.base = off;
-	struct rc_stream s = {
-		.op = RC_OP_WRITE, .raddr = cl->region.addr + off, .total = size,
-		.fill = fill, .arg = &src,
-	};
+	struct rc_client_io io = { .fill = fill, .arg = &src };
 
-	rc = stream_transfer(ctx, cl, &s, &res);
+	rc = stream_transfer(ctx, cl, RC_OP_WRITE, off, size, &io, &res);
 	if (rc)
 		goto out;
 	if (from_stdin && res.bytes == size) {
@@ -138,27 +136,17 @@ static int do_write(struct ctx *ctx, int argc, char **argv)
 		}
 	}
 	if (opt_has(c, &v, "imm")) {
-		struct ibv_wc wc;
-
-		rc = rc_post_rdma(cl->conns[0], RC_OP_WRITE_IMM, NULL, 0, 0,
-				  cl->region.addr + off, cl->region.rkey, (uint32_t)imm, 0, true, &e);
-		if (!rc) {
-			rc = rc_poll(cl->conns[0], &wc, 1, -1, &e);
-			if (rc == -ETIMEDOUT)
-				rc = rc_err_set(&e, ETIMEDOUT, "no completion for the immediate data from %s",
-						cl->conns[0]->peer);
-			rc = rc < 0 ? rc : 0;
-		}
+		rc = rc_client_write_imm(cl, off, (uint32_t)imm, ctx->timeout_ms, &e);
 		if (rc) {
 			rc = fail(ctx, rc, "%s", e.msg);
 			goto out;
 		}
 	}
 	out_str(&ctx->out, "operation", NULL, "write");
-	out_str(&ctx->out, "peer", "wrote to %s", cl->conns[0]->peer);
+	out_str(&ctx->out, "peer", "wrote to %s", rc_client_peer(cl));
 	out_str(&ctx->out, "region", "/%s", cl->region.name);
 	out_u64(&ctx->out, "offset", " at offset %llu", (unsigned long long)off);
-	out_str(&ctx->out, "device", " via %s: ", cl->conns[0]->dev_name);
+	out_str(&ctx->out, "device", " via %s: ", rc_client_device(cl));
 	if (opt_has(c, &v, "imm"))
 		out_u64(&ctx->out, "imm", NULL, imm);
 	report_transfer(ctx, &res);

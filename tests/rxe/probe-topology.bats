@@ -147,3 +147,22 @@ devinfo_field() {
 		jq -S --arg d "$DEV" '.devices[] | select(.name == $d) | del(.verbs)')
 	assert_equal "$back" "$live"
 }
+
+@test "register uses the GID that probe-topology recommends, on the live port" {
+	local j out pid i gid=
+	j=$(probe)
+	out=$BATS_TEST_TMPDIR/register.out
+	# A wildcard listen on the device: register picks its GID itself.
+	"$RDMACTL" -d "$DEV" -j register --listen "0.0.0.0:18999" --size 64K >"$out" 2>"$out.err" &
+	pid=$!
+	for ((i = 0; i < 200; i++)); do
+		gid=$(jq -r 'select(.event == "region") | .gid_index' "$out" 2>/dev/null | head -n 1)
+		[[ -z "$gid" ]] || break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" || true
+	[[ -n "$gid" ]] || fail "register printed no region: $(cat "$out.err")"
+	assert_equal "$gid" "$(port_of "$j" | jq -r .recommended_gid_index)"
+}

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmds.h"
 #include "session.h"
 
 #define CHECK(cond)                                                          \
@@ -117,6 +118,7 @@ static void concurrent_pushers(void)
 	CHECK(pthread_barrier_init(&go, NULL, NPUSHERS + 1) == 0);
 	for (int k = 0; k < NPUSHERS; k++) {
 		r[k] = (struct racer){ .go = &go, .id = k };
+		r[k].so.on_event = register_on_event; /* as register sets it up */
 		session_server_opts(ss, &r[k].so);
 		CHECK(pthread_create(&t[k], NULL, race, &r[k]) == 0);
 	}
@@ -156,6 +158,8 @@ int main(void)
 
 	CHECK(ss);
 	CHECK(!session_pending(ss));
+	/* As register sets it up: its printer, replaced by the session's queue. */
+	p.so.on_event = register_on_event;
 	session_server_opts(ss, &p.so);
 	CHECK(p.so.on_event && p.so.arg == ss);
 

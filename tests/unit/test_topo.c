@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <rdmactl/parse.h>
 #include <rdmactl/topo.h>
 
 #define CHECK(cond)                                                                    \
@@ -143,17 +144,17 @@ static int test_pick_gid(void)
 static int test_pci_order(void)
 {
 	/* strverscmp reads "3b" as 3 then b, so it sorts 3b before 34. */
-	CHECK(rc_topo_pci_cmp("0000:34:00.0", "0000:3b:00.0") < 0);
-	CHECK(rc_topo_pci_cmp("0000:3b:00.0", "0000:34:00.0") > 0);
-	CHECK(rc_topo_pci_cmp("0000:85:00.0", "0000:8a:00.0") < 0);
-	CHECK(rc_topo_pci_cmp("0000:9a:00.0", "0000:a1:00.0") < 0);
-	CHECK(rc_topo_pci_cmp("0000:ff:1f.7", "0001:00:00.0") < 0); /* domain first */
-	CHECK(rc_topo_pci_cmp("0000:18:00.0", "0000:18:01.0") < 0); /* then device */
-	CHECK(rc_topo_pci_cmp("0000:18:00.1", "0000:18:00.0") > 0); /* then function */
+	CHECK(rc_pci_addr_cmp("0000:34:00.0", "0000:3b:00.0") < 0);
+	CHECK(rc_pci_addr_cmp("0000:3b:00.0", "0000:34:00.0") > 0);
+	CHECK(rc_pci_addr_cmp("0000:85:00.0", "0000:8a:00.0") < 0);
+	CHECK(rc_pci_addr_cmp("0000:9a:00.0", "0000:a1:00.0") < 0);
+	CHECK(rc_pci_addr_cmp("0000:ff:1f.7", "0001:00:00.0") < 0); /* domain first */
+	CHECK(rc_pci_addr_cmp("0000:18:00.0", "0000:18:01.0") < 0); /* then device */
+	CHECK(rc_pci_addr_cmp("0000:18:00.1", "0000:18:00.0") > 0); /* then function */
 	/* NVML's spelling: an 8-digit domain, capitals. */
-	CHECK(rc_topo_pci_cmp("00000000:3B:00.0", "0000:3b:00.0") == 0);
-	CHECK(rc_topo_pci_cmp("10000:e0:00.0", "0000:e0:00.0") > 0); /* VMD domain */
-	CHECK(rc_topo_pci_cmp("0000:34:00.0", "virtual") < 0);
+	CHECK(rc_pci_addr_cmp("00000000:3B:00.0", "0000:3b:00.0") == 0);
+	CHECK(rc_pci_addr_cmp("10000:e0:00.0", "0000:e0:00.0") > 0); /* VMD domain */
+	CHECK(rc_pci_addr_cmp("0000:34:00.0", "virtual") < 0);
 	return 0;
 }
 

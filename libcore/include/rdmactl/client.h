@@ -3,8 +3,11 @@
 #ifndef RDMACTL_CLIENT_H
 #define RDMACTL_CLIENT_H
 
+#include <rdmactl/export.h>
+
 #include <rdmactl/conn.h>
 #include <rdmactl/ctrl.h>
+#include <rdmactl/ops.h>
 #include <rdmactl/parse.h>
 
 struct rc_client {
@@ -23,17 +26,74 @@ struct rc_client_opts {
 
 /* Connect (nconns QPs), fetch the region table and select t->region (or the
  * server's only region when t->region is empty). */
-int rc_client_open(const struct rc_target *t, const struct rc_client_opts *opts,
+RC_EXPORT int rc_client_open(const struct rc_target *t, const struct rc_client_opts *opts,
 		   struct rc_client **out, struct rc_err *err);
-int rc_client_close(struct rc_client *cl);
+RC_EXPORT int rc_client_close(struct rc_client *cl);
 /* Select the region t names among those the server listed (its only one when
  * t->region is empty): lets one connection serve several regions in turn. */
-int rc_client_select(struct rc_client *cl, const struct rc_target *t, struct rc_err *err);
+RC_EXPORT int rc_client_select(struct rc_client *cl, const struct rc_target *t, struct rc_err *err);
 /* False once a connection saw a CM event (a disconnect, an error): an idle
  * established connection has none pending. Does not wait. */
-bool rc_client_alive(const struct rc_client *cl);
+RC_EXPORT bool rc_client_alive(const struct rc_client *cl);
 /* Check that [off, off + len) lies in the region and the access allows op. */
-int rc_client_check(const struct rc_client *cl, uint64_t off, uint64_t len, bool write,
+RC_EXPORT int rc_client_check(const struct rc_client *cl, uint64_t off, uint64_t len, bool write,
 		    bool atomic, struct rc_err *err);
+
+/* Where a client is connected: "addr:port" of its server, the local device. */
+RC_EXPORT const char *rc_client_peer(const struct rc_client *cl);
+RC_EXPORT const char *rc_client_device(const struct rc_client *cl);
+
+/* Moving data. Each call owns its staging buffer: allocated and registered
+ * for the call, released before it returns, so that callers never touch
+ * verbs. Offsets are in the selected region (check them first with
+ * rc_client_check). A timeout_ms <= 0 is the connection's own. */
+
+/* write and read stream through RC_CLIENT_DEPTH slots of RC_CLIENT_CHUNK
+ * bytes on the first connection (open it with an sq_depth above the depth). */
+#define RC_CLIENT_CHUNK (256u << 10)
+#define RC_CLIENT_DEPTH 16
+
+struct rc_client_io {
+	/* write: fill a slot before it is posted, as struct rc_stream's fill */
+	ssize_t (*fill)(void *arg, uint64_t off, void *buf, size_t len);
+	/* read: consume a landed slot, in offset order, as struct rc_stream's drain */
+	int (*drain)(void *arg, uint64_t off, const void *buf, size_t len);
+	void *arg;
+	void (*progress)(void *arg, uint64_t done, uint64_t total);
+	void *progress_arg;
+	int timeout_ms;
+};
+
+RC_EXPORT int rc_client_write(struct rc_client *cl, uint64_t off, uint64_t len, const struct rc_client_io *io,
+		    struct rc_stream_result *res, struct rc_err *err);
+RC_EXPORT int rc_client_read(struct rc_client *cl, uint64_t off, uint64_t len, const struct rc_client_io *io,
+		   struct rc_stream_result *res, struct rc_err *err);
+/* An RDMA WRITE_WITH_IMM of no bytes at off: the immediate alone. */
+RC_EXPORT int rc_client_write_imm(struct rc_client *cl, uint64_t off, uint32_t imm, int timeout_ms,
+			struct rc_err *err);
+/* FAA (compare_add is the delta) or CAS on the 8 bytes at off; *old gets
+ * what they held before. */
+RC_EXPORT int rc_client_atomic(struct rc_client *cl, enum rc_op op, uint64_t off, uint64_t compare_add,
+		     uint64_t swap, int timeout_ms, uint64_t *old, struct rc_err *err);
+
+/* A benchmark as perftest runs one: iters work requests of msg bytes from
+ * one local buffer to the same remote span, over qps connections. */
+struct rc_client_bench {
+	enum rc_op op;            /* WRITE, READ, FAA or CAS */
+	uint64_t off;
+	size_t msg;
+	uint64_t iters;
+	int depth;
+	int qps;                  /* at most the client's connections */
+	int post_list;
+	int signal_every;
+	uint64_t compare_add;
+	uint64_t swap;
+	int timeout_ms;
+	double *lat_us;           /* iters latencies (needs signal_every 1), or NULL */
+};
+
+RC_EXPORT int rc_client_bench(struct rc_client *cl, const struct rc_client_bench *b,
+		    struct rc_stream_result *res, struct rc_err *err);
 
 #endif

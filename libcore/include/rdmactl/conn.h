@@ -3,6 +3,8 @@
 #ifndef RDMACTL_CONN_H
 #define RDMACTL_CONN_H
 
+#include <rdmactl/export.h>
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <infiniband/verbs.h>
@@ -52,10 +54,10 @@ struct rc_conn {
 };
 
 /* Connect to host:port; *out is established on success. */
-int rc_connect(const char *host, const char *port, const struct rc_conn_opts *opts,
+RC_EXPORT int rc_connect(const char *host, const char *port, const struct rc_conn_opts *opts,
 	       struct rc_conn **out, struct rc_err *err);
 /* Disconnect and free everything; returns the first error, releases all. */
-int rc_conn_close(struct rc_conn *c);
+RC_EXPORT int rc_conn_close(struct rc_conn *c);
 
 struct rc_listener {
 	struct rdma_event_channel *ech;
@@ -69,18 +71,49 @@ struct rc_listener {
 };
 
 /* Listen on addr:port (addr may be a wildcard only when dev_name is given). */
-int rc_listen(const char *addr, const char *port, const char *dev_name,
+RC_EXPORT int rc_listen(const char *addr, const char *port, const char *dev_name,
 	      struct rc_listener **out, struct rc_err *err);
-int rc_listener_close(struct rc_listener *l);
+RC_EXPORT int rc_listener_close(struct rc_listener *l);
 /* Next event on the listener's channel within timeout_ms (-1: wait forever,
  * 0: do not wait). -EAGAIN when none came. */
-int rc_listener_event(struct rc_listener *l, int timeout_ms, struct rdma_cm_event **ev);
+RC_EXPORT int rc_listener_event(struct rc_listener *l, int timeout_ms, struct rdma_cm_event **ev);
 /* Build the QP for a connect request and accept it. */
-int rc_accept(struct rc_listener *l, struct rdma_cm_id *child, const struct rdma_conn_param *req,
+RC_EXPORT int rc_accept(struct rc_listener *l, struct rdma_cm_id *child, const struct rdma_conn_param *req,
 	      const struct rc_conn_opts *opts, struct rc_conn **out, struct rc_err *err);
 /* Refuse a connect request, with a reason the peer can read. */
-void rc_reject(struct rdma_cm_id *child, const char *reason);
+RC_EXPORT void rc_reject(struct rdma_cm_id *child, const char *reason);
+/* A listener's CM event, taken, acknowledged and sorted. */
+enum rc_cm_kind {
+	RC_CM_REQUEST,      /* a connect request: rc_cm_accept or rc_cm_refuse it */
+	RC_CM_ESTABLISHED,  /* an accepted connection is up (conn->established set) */
+	RC_CM_GONE,         /* a connection ended or failed (conn->disconnected set) */
+	RC_CM_DEVICE_GONE,  /* the device was removed: the listener is dead */
+	RC_CM_OTHER,        /* nothing to do */
+};
+
+struct rc_cm_event {
+	enum rc_cm_kind kind;
+	enum rdma_cm_event_type type;     /* rdma_event_str names it */
+	struct rc_conn *conn;             /* ESTABLISHED, GONE: the accepted connection (or NULL) */
+	bool was_established;             /* GONE: it had been up */
+	/* REQUEST only: */
+	struct rdma_cm_id *child;
+	struct rdma_conn_param param;     /* private_data points into the copy below */
+	unsigned char private_data[256];
+	char peer[RC_HOST_MAX + 8];
+	bool other_device;                /* it came in on another device than the listener's */
+};
+
+/* The next event within timeout_ms (as rc_listener_event): 0 with *ev filled,
+ * -EAGAIN when none came. The event is acknowledged already. */
+RC_EXPORT int rc_listener_next(struct rc_listener *l, int timeout_ms, struct rc_cm_event *ev);
+/* Accept a REQUEST: build its QP as o says (on_qp runs before the accept). On
+ * failure the request is still the caller's to refuse. */
+RC_EXPORT int rc_cm_accept(struct rc_listener *l, struct rc_cm_event *ev, const struct rc_conn_opts *o,
+		 struct rc_conn **out, struct rc_err *err);
+/* Refuse a REQUEST with a reason the peer can read, and free its id. */
+RC_EXPORT void rc_cm_refuse(struct rc_cm_event *ev, const char *why);
 /* Format an id's peer as "addr:port". */
-void rc_peer_name(struct rdma_cm_id *id, char *buf, size_t len);
+RC_EXPORT void rc_peer_name(struct rdma_cm_id *id, char *buf, size_t len);
 
 #endif

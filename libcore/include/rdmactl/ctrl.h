@@ -7,6 +7,8 @@
 #ifndef RDMACTL_CTRL_H
 #define RDMACTL_CTRL_H
 
+#include <rdmactl/export.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,12 +45,12 @@ struct rc_region_desc {
 
 #define RC_REGION_WIRE_LEN (RC_NAME_MAX + 8 + 8 + 4 + 4)
 
-int rc_ctrl_encode_hdr(void *buf, size_t cap, uint16_t type, uint32_t len, uint32_t seq);
-int rc_ctrl_decode_hdr(const void *buf, size_t len, struct rc_ctrl_hdr *h);
+RC_EXPORT int rc_ctrl_encode_hdr(void *buf, size_t cap, uint16_t type, uint32_t len, uint32_t seq);
+RC_EXPORT int rc_ctrl_decode_hdr(const void *buf, size_t len, struct rc_ctrl_hdr *h);
 /* Encode a LIST_RESP message (header included). Returns its length or -ENOSPC. */
-int rc_ctrl_encode_list(void *buf, size_t cap, uint32_t seq, const struct rc_region_desc *r,
+RC_EXPORT int rc_ctrl_encode_list(void *buf, size_t cap, uint32_t seq, const struct rc_region_desc *r,
 			int n);
 /* Decode a whole LIST_RESP message. Returns the region count or -EBADMSG. */
-int rc_ctrl_decode_list(const void *buf, size_t len, struct rc_region_desc *r, int max);
+RC_EXPORT int rc_ctrl_decode_list(const void *buf, size_t len, struct rc_region_desc *r, int max);
 
 #endif

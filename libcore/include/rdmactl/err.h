@@ -6,13 +6,15 @@
 #ifndef RDMACTL_ERR_H
 #define RDMACTL_ERR_H
 
+#include <rdmactl/export.h>
+
 struct rc_err {
 	int code;       /* positive errno */
 	char msg[512];
 };
 
 /* Fill e (may be NULL) and return -code. */
-int rc_err_set(struct rc_err *e, int code, const char *fmt, ...)
+RC_EXPORT int rc_err_set(struct rc_err *e, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 #endif

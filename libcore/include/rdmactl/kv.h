@@ -15,6 +15,8 @@
 #ifndef RDMACTL_KV_H
 #define RDMACTL_KV_H
 
+#include <rdmactl/export.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,18 +48,18 @@ struct kv_geom {
 	uint32_t src_page_tokens, dst_page_tokens;
 };
 
-const char *kv_dtype_name(enum kv_dtype d);
-int kv_dtype_parse(const char *s, enum kv_dtype *d);
-uint32_t kv_dtype_size(enum kv_dtype d);
-const char *kv_layout_name(enum kv_layout l);
-int kv_layout_parse(const char *s, enum kv_layout *l);
-const char *kv_page_layout_name(enum kv_page_layout l);
-int kv_page_layout_parse(const char *s, enum kv_page_layout *l);
+RC_EXPORT const char *kv_dtype_name(enum kv_dtype d);
+RC_EXPORT int kv_dtype_parse(const char *s, enum kv_dtype *d);
+RC_EXPORT uint32_t kv_dtype_size(enum kv_dtype d);
+RC_EXPORT const char *kv_layout_name(enum kv_layout l);
+RC_EXPORT int kv_layout_parse(const char *s, enum kv_layout *l);
+RC_EXPORT const char *kv_page_layout_name(enum kv_page_layout l);
+RC_EXPORT int kv_page_layout_parse(const char *s, enum kv_page_layout *l);
 
 /* 0, or -EINVAL with a message naming the offending value. */
-int kv_geom_check(const struct kv_geom *g, struct rc_err *err);
+RC_EXPORT int kv_geom_check(const struct kv_geom *g, struct rc_err *err);
 /* 2 (K and V) for paged, 1 for MLA. */
-uint32_t kv_halves(const struct kv_geom *g);
+RC_EXPORT uint32_t kv_halves(const struct kv_geom *g);
 
 struct kv_heads {
 	uint32_t first;
@@ -65,15 +67,15 @@ struct kv_heads {
 };
 /* The heads rank holds at TP degree tp: kv_heads/tp of them, or, where
  * tp > kv_heads, a replica of head rank*kv_heads/tp. MLA: the latent. */
-void kv_rank_heads(const struct kv_geom *g, uint32_t tp, uint32_t rank, struct kv_heads *h);
+RC_EXPORT void kv_rank_heads(const struct kv_geom *g, uint32_t tp, uint32_t rank, struct kv_heads *h);
 /* Bytes of one page on the source (dst false) or destination side. */
-uint64_t kv_page_bytes(const struct kv_geom *g, bool dst);
+RC_EXPORT uint64_t kv_page_bytes(const struct kv_geom *g, bool dst);
 /* Bytes of one token's head row: head_dim * dtype size. */
-uint32_t kv_row_bytes(const struct kv_geom *g);
+RC_EXPORT uint32_t kv_row_bytes(const struct kv_geom *g);
 /* Bytes one token takes in the whole model (all layers, K+V, all heads once). */
-uint64_t kv_bytes_per_token(const struct kv_geom *g);
+RC_EXPORT uint64_t kv_bytes_per_token(const struct kv_geom *g);
 /* Pages a request of tokens takes on one side. */
-uint32_t kv_pages_for(const struct kv_geom *g, bool dst, uint32_t tokens);
+RC_EXPORT uint32_t kv_pages_for(const struct kv_geom *g, bool dst, uint32_t tokens);
 
 /* Who sends which heads to whom. */
 struct kv_route {
@@ -83,9 +85,9 @@ struct kv_route {
 	uint32_t dst_head_off;
 };
 /* All routes, sorted by destination then source. Returns their count. */
-int kv_routes(const struct kv_geom *g, struct kv_route *r, int max);
+RC_EXPORT int kv_routes(const struct kv_geom *g, struct kv_route *r, int max);
 /* Source ranks feeding dst (a bit set), and how many. */
-uint64_t kv_route_sources(const struct kv_route *r, int n, uint32_t dst);
+RC_EXPORT uint64_t kv_route_sources(const struct kv_route *r, int n, uint32_t dst);
 
 /* One contiguous run of one layer half: from logical source page src_page
  * at src_off to logical destination page dst_page at dst_off. The same list
@@ -97,10 +99,10 @@ struct kv_seg {
 };
 /* The coalesced segments of one route for a request of tokens (malloc'd
  * into *out). Runs never cross a page on either side. */
-int kv_segments(const struct kv_geom *g, const struct kv_route *r, uint32_t tokens,
+RC_EXPORT int kv_segments(const struct kv_geom *g, const struct kv_route *r, uint32_t tokens,
 		struct kv_seg **out, size_t *n, struct rc_err *err);
 /* Bytes a route moves per layer half for tokens. */
-uint64_t kv_route_bytes(const struct kv_geom *g, const struct kv_route *r, uint32_t tokens);
+RC_EXPORT uint64_t kv_route_bytes(const struct kv_geom *g, const struct kv_route *r, uint32_t tokens);
 
 /* The plan's figures for one request. */
 struct kv_plan_rank {
@@ -134,20 +136,20 @@ struct kv_plan_in {
 	double layer_compute_us;         /* 0: not given */
 	double link_gbps;                /* 0: not given */
 };
-int kv_plan(const struct kv_geom *g, const struct kv_plan_in *in, struct kv_plan *p,
+RC_EXPORT int kv_plan(const struct kv_geom *g, const struct kv_plan_in *in, struct kv_plan *p,
 	    struct rc_err *err);
 
 /* Deterministic content: element dim of head (global index) for token of
  * layer half of request req. Both sides compute it: the source to fill,
  * the destination to verify. */
-uint32_t kv_content(uint32_t req, uint32_t layer, uint32_t half, uint32_t token, uint32_t head,
+RC_EXPORT uint32_t kv_content(uint32_t req, uint32_t layer, uint32_t half, uint32_t token, uint32_t head,
 		    uint32_t dim);
 /* Fill (or check) one layer half of one rank's pages for tokens. pages[i]
  * is the address of logical page i. Check returns 0 or -EBADMSG with err
  * naming the first wrong element. */
-void kv_fill(const struct kv_geom *g, bool dst, uint32_t rank, uint32_t req, uint32_t layer,
+RC_EXPORT void kv_fill(const struct kv_geom *g, bool dst, uint32_t rank, uint32_t req, uint32_t layer,
 	     uint32_t half, uint32_t tokens, char *const *pages);
-int kv_check(const struct kv_geom *g, uint32_t rank, uint32_t req, uint32_t layer,
+RC_EXPORT int kv_check(const struct kv_geom *g, uint32_t rank, uint32_t req, uint32_t layer,
 	     uint32_t half, uint32_t tokens, char *const *pages, struct rc_err *err);
 
 /*
@@ -176,8 +178,8 @@ struct kv_hello_pd {
 	uint32_t nqps;     /* data QPs per destination */
 	uint32_t session;  /* random per sender process */
 };
-int kv_pd_encode(const struct kv_hello_pd *p, void *buf, size_t cap);
-int kv_pd_decode(const void *buf, size_t len, struct kv_hello_pd *p);
+RC_EXPORT int kv_pd_encode(const struct kv_hello_pd *p, void *buf, size_t cap);
+RC_EXPORT int kv_pd_decode(const void *buf, size_t len, struct kv_hello_pd *p);
 
 /* The immediate value: generation of the request slot (8 bits), the
  * destination's request slot (8), the layer (10), the source rank (6). A
@@ -191,6 +193,20 @@ static inline uint32_t kv_imm_gen(uint32_t imm) { return imm >> 24; }
 static inline uint32_t kv_imm_slot(uint32_t imm) { return imm >> 16 & 0xff; }
 static inline uint32_t kv_imm_layer(uint32_t imm) { return imm >> 6 & 0x3ff; }
 static inline uint32_t kv_imm_rank(uint32_t imm) { return imm & 0x3f; }
+
+/* The wr_id of a data write, below the operation that rc_wrid puts on top:
+ * the send queue's sequence number (bits 0-31), the source request slot
+ * (32-39), the layer (40-49) and whether the write carries the layer's
+ * notification (50). A completion names its request and layer by it. */
+static inline uint64_t kv_wrid(uint32_t seq, uint32_t slot, uint32_t layer, bool notify)
+{
+	return (uint64_t)seq | (uint64_t)(slot & 0xff) << 32 | (uint64_t)(layer & 0x3ff) << 40 |
+	       (uint64_t)notify << 50;
+}
+static inline uint32_t kv_wrid_seq(uint64_t v) { return (uint32_t)v; }
+static inline uint32_t kv_wrid_slot(uint64_t v) { return (uint32_t)(v >> 32 & 0xff); }
+static inline uint32_t kv_wrid_layer(uint64_t v) { return (uint32_t)(v >> 40 & 0x3ff); }
+static inline bool kv_wrid_notify(uint64_t v) { return v >> 50 & 1; }
 
 enum kv_msg_type {
 	KV_MSG_HELLO = 0x20,   /* s->d: rank, QPs, session, geometry */
@@ -238,11 +254,11 @@ struct kv_msg {
 	} u;
 };
 /* Encode into buf; returns the length, or -ENOSPC / -EINVAL. */
-int kv_msg_encode(const struct kv_msg *m, void *buf, size_t cap);
+RC_EXPORT int kv_msg_encode(const struct kv_msg *m, void *buf, size_t cap);
 /* Decode a whole message; ALLOC pages go to pages (at most max). Returns 0
  * or -EBADMSG. */
-int kv_msg_decode(const void *buf, size_t len, struct kv_msg *m, uint32_t *pages, size_t max);
-const char *kv_msg_name(uint16_t type);
+RC_EXPORT int kv_msg_decode(const void *buf, size_t len, struct kv_msg *m, uint32_t *pages, size_t max);
+RC_EXPORT const char *kv_msg_name(uint16_t type);
 
 /*
  * The engines (kv_recv.c, kv_send.c): one thread each, every wait bounded,
@@ -333,7 +349,7 @@ struct kv_send_opts {
 
 /* Run until the requests are finished or stop_fd. Returns 0 (whatever
  * became of the requests: see sum) or -errno on a fatal error. */
-int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_err *err);
-int kv_send_run(const struct kv_send_opts *o, struct kv_summary *sum, struct rc_err *err);
+RC_EXPORT int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_err *err);
+RC_EXPORT int kv_send_run(const struct kv_send_opts *o, struct kv_summary *sum, struct rc_err *err);
 
 #endif

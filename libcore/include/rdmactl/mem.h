@@ -60,7 +60,7 @@ struct rc_mem_spec {
  * and missing); len 0 means the file's size, a larger len grows the file (its
  * blocks allocated). A writable region is memory loaded from the file and
  * written back by rc_mem_sync; a read-only one maps the file privately. */
-int rc_mem_alloc(struct rc_mem *m, enum rc_mem_kind kind, size_t len, const char *path,
+RC_EXPORT int rc_mem_alloc(struct rc_mem *m, enum rc_mem_kind kind, size_t len, const char *path,
 		 bool writable, struct rc_err *err);
 /* rc_mem_alloc with a spec: the GPU and registration path of GPU memory. */
 RC_EXPORT int rc_mem_alloc_spec(struct rc_mem *m, const struct rc_mem_spec *spec, bool writable,
@@ -82,20 +82,20 @@ RC_EXPORT int rc_mem_reg_parse(const char *s, enum rc_mem_reg *r);
 
 /* Write a writable file-backed region back to its file and fsync it, or
  * copy a GPU region's bounce buffer back to the GPU. No-op for other kinds. */
-int rc_mem_sync(struct rc_mem *m, struct rc_err *err);
+RC_EXPORT int rc_mem_sync(struct rc_mem *m, struct rc_err *err);
 /* Unmap and close; returns the first error, releases everything. */
-int rc_mem_free(struct rc_mem *m);
+RC_EXPORT int rc_mem_free(struct rc_mem *m);
 
-const char *rc_mem_kind_name(enum rc_mem_kind k);
-int rc_mem_kind_parse(const char *s, enum rc_mem_kind *k);
-const char *rc_access_name(enum rc_access a);
-int rc_access_parse(const char *s, enum rc_access *a);
+RC_EXPORT const char *rc_mem_kind_name(enum rc_mem_kind k);
+RC_EXPORT int rc_mem_kind_parse(const char *s, enum rc_mem_kind *k);
+RC_EXPORT const char *rc_access_name(enum rc_access a);
+RC_EXPORT int rc_access_parse(const char *s, enum rc_access *a);
 /* The ibv_access_flags that serve a region with access a. */
-int rc_access_ibv(enum rc_access a);
+RC_EXPORT int rc_access_ibv(enum rc_access a);
 
 /* Fill buf with a repeatable pattern: "zero", "seq" (byte counter from the
  * absolute offset), "random:SEED" (xorshift stream by absolute offset). */
-int rc_pattern_fill(const char *pattern, uint64_t offset, void *buf, size_t len);
-bool rc_pattern_valid(const char *pattern);
+RC_EXPORT int rc_pattern_fill(const char *pattern, uint64_t offset, void *buf, size_t len);
+RC_EXPORT bool rc_pattern_valid(const char *pattern);
 
 #endif

@@ -4,6 +4,8 @@
 #ifndef RDMACTL_OPS_H
 #define RDMACTL_OPS_H
 
+#include <rdmactl/export.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,28 +36,93 @@ static inline enum rc_op rc_wrid_op(uint64_t wr_id)
 	return (enum rc_op)(wr_id >> 56);
 }
 
-const char *rc_op_name(enum rc_op op);
+RC_EXPORT const char *rc_op_name(enum rc_op op);
 
-int rc_post_rdma(struct rc_conn *c, enum rc_op op, void *laddr, uint32_t len, uint32_t lkey,
+/* One work request, described: rc_wr_build turns it into the verbs one. laddr,
+ * len and lkey: the local buffer (8 bytes for atomics); raddr and rkey: the
+ * remote one (unused by SEND); imm: WRITE_IMM only; compare_add and swap:
+ * atomics only; user: the caller's value in the wr_id below the operation. */
+struct rc_wr {
+	enum rc_op op;            /* WRITE, WRITE_IMM, READ, FAA, CAS or SEND */
+	uint64_t laddr;
+	uint32_t len;
+	uint32_t lkey;
+	uint64_t raddr;
+	uint32_t rkey;
+	uint32_t imm;
+	uint64_t compare_add;
+	uint64_t swap;
+	uint64_t user;
+	bool signaled;
+};
+
+RC_EXPORT void rc_wr_build(const struct rc_wr *d, struct ibv_send_wr *wr, struct ibv_sge *sge);
+
+/* Work requests chained for one QP and posted with one ibv_post_send (a post
+ * list). Start with n = 0. */
+#define RC_CHAIN_MAX 64
+struct rc_chain {
+	struct ibv_send_wr wr[RC_CHAIN_MAX];
+	struct ibv_sge sge[RC_CHAIN_MAX];
+	int n;
+};
+
+/* Append one work request; false when the chain is full. */
+RC_EXPORT bool rc_chain_add(struct rc_chain *ch, const struct rc_wr *d);
+/* Post the chain on c and empty it: the count posted (0 for an empty chain)
+ * or -errno, err naming the operation and the peer. */
+RC_EXPORT int rc_chain_post(struct rc_conn *c, struct rc_chain *ch, struct rc_err *err);
+/* The same on a QP made without rdma_cm (peer: how errors name the other end). */
+RC_EXPORT int rc_chain_post_qp(struct ibv_qp *qp, const char *peer, struct rc_chain *ch, struct rc_err *err);
+
+/* A QP's send-queue accounting, for selective signalling: work requests
+ * posted, completed (advanced by the owner from its signalled completions),
+ * and the posted count at the last signalled one. */
+struct rc_sq {
+	uint64_t posted;
+	uint64_t done;
+	uint64_t signaled;
+	int depth;                /* the queue's depth (0: unbounded) */
+	int signal_every;         /* one signalled per this many (0: only forced ones) */
+};
+
+/* Count the next work request posted and say whether it is signalled: one in
+ * signal_every, the last of a burst (last), and the one that fills the queue. */
+RC_EXPORT bool rc_sq_next(struct rc_sq *q, bool last);
+
+/* Single work requests (built and posted as above). */
+RC_EXPORT int rc_post_rdma(struct rc_conn *c, enum rc_op op, void *laddr, uint32_t len, uint32_t lkey,
 		 uint64_t raddr, uint32_t rkey, uint32_t imm, uint64_t user, bool signaled,
 		 struct rc_err *err);
-int rc_post_atomic(struct rc_conn *c, enum rc_op op, uint64_t *result, uint32_t lkey,
+RC_EXPORT int rc_post_atomic(struct rc_conn *c, enum rc_op op, uint64_t *result, uint32_t lkey,
 		   uint64_t raddr, uint32_t rkey, uint64_t compare_add, uint64_t swap,
 		   uint64_t user, struct rc_err *err);
-int rc_post_send(struct rc_conn *c, const void *buf, uint32_t len, uint32_t lkey,
+RC_EXPORT int rc_post_send(struct rc_conn *c, const void *buf, uint32_t len, uint32_t lkey,
 		 uint64_t user, struct rc_err *err);
-int rc_post_recv(struct rc_conn *c, void *buf, uint32_t len, uint32_t lkey, uint64_t user,
+RC_EXPORT int rc_post_recv(struct rc_conn *c, void *buf, uint32_t len, uint32_t lkey, uint64_t user,
 		 struct rc_err *err);
+
+/* Completion queues. A timeout argument means the same everywhere: < 0 the
+ * connection's own timeout, 0 do not wait, > 0 at most that many ms. */
+
+/* Reap up to max completions of c without sleeping. When it returns 0 the CQ
+ * is empty and armed: the caller may sleep on c->cch->fd. -EIO when the CQ
+ * cannot be polled or armed. Error completions are returned as they are. */
+RC_EXPORT int rc_cq_take(struct rc_conn *c, struct ibv_wc *wc, int max);
+/* Request a notification unless one is pending: 1 armed now, 0 already, -EIO. */
+RC_EXPORT int rc_cq_arm(struct rc_conn *c);
+/* Consume the completion channel's event, if any (after poll() said so). */
+RC_EXPORT void rc_cq_ack(struct rc_conn *c);
 
 /* Reap up to max completions from any of conns, waiting at most timeout_ms
  * (busy polling or sleeping on the completion channels, as each connection
  * is set). Returns the count (> 0) with *which the connection's index,
  * -ETIMEDOUT, or -EIO for an error completion (err names the operation, the
  * peer and ibv_wc_status_str). */
-int rc_poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int max,
+RC_EXPORT int rc_poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int max,
 		int timeout_ms, int *which, struct rc_err *err);
-int rc_poll(struct rc_conn *c, struct ibv_wc *wc, int max, int timeout_ms, struct rc_err *err);
-int rc_wc_error(const struct rc_conn *c, const struct ibv_wc *wc, struct rc_err *err);
+RC_EXPORT int rc_poll(struct rc_conn *c, struct ibv_wc *wc, int max, int timeout_ms, struct rc_err *err);
+RC_EXPORT int rc_wc_error(const struct rc_conn *c, const struct ibv_wc *wc, struct rc_err *err);
 
 /* A pipelined transfer. Pieces of `chunk` bytes go round-robin over the
  * connections, each keeping up to `depth` work requests outstanding, posted
@@ -97,9 +164,9 @@ struct rc_stream_result {
 	double seconds;
 };
 
-int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struct rc_err *err);
+RC_EXPORT int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struct rc_err *err);
 
 /* Monotonic time in seconds. */
-double rc_now(void);
+RC_EXPORT double rc_now(void);
 
 #endif

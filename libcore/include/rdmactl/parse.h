@@ -3,6 +3,8 @@
 #ifndef RDMACTL_PARSE_H
 #define RDMACTL_PARSE_H
 
+#include <rdmactl/export.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,13 +16,13 @@
 
 /* "4096", "4K", "1M", "1G", "1T", "64KiB" (binary multiples). Returns 0 or
  * -EINVAL (malformed) / -ERANGE (overflow). */
-int rc_parse_size(const char *s, uint64_t *out);
+RC_EXPORT int rc_parse_size(const char *s, uint64_t *out);
 /* Decimal or 0x-hex unsigned integer. */
-int rc_parse_u64(const char *s, uint64_t *out);
+RC_EXPORT int rc_parse_u64(const char *s, uint64_t *out);
 /* Decimal or 0x-hex, optionally negative (two's complement into 64 bits). */
-int rc_parse_i64(const char *s, int64_t *out);
+RC_EXPORT int rc_parse_i64(const char *s, int64_t *out);
 /* Format a byte count with a binary suffix ("64KiB", "1.5MiB"). */
-void rc_format_size(uint64_t bytes, char *buf, size_t len);
+RC_EXPORT void rc_format_size(uint64_t bytes, char *buf, size_t len);
 
 /* A served region as addressed on the command line:
  *   HOST:PORT/REGION, [IPV6]:PORT/REGION, HOST/REGION (default port),
@@ -31,9 +33,19 @@ struct rc_target {
 	char region[RC_NAME_MAX]; /* "" when not given */
 };
 
-int rc_parse_target(const char *s, struct rc_target *t);
-bool rc_region_name_valid(const char *name);
+RC_EXPORT int rc_parse_target(const char *s, struct rc_target *t);
+RC_EXPORT bool rc_region_name_valid(const char *name);
+
+/* A PCI address DDDD:BB:DD.F (a domain of 4 to 8 hex digits: VMD uses
+ * 10000:) in the len bytes at s. */
+RC_EXPORT bool rc_pci_addr_valid(const char *s, size_t len);
+/* Compare two PCI addresses as numbers: domain, bus, device, function. This
+ * is the order of nvidia-smi and of CUDA_DEVICE_ORDER=PCI_BUS_ID; a name sort
+ * (strverscmp) reads "3b" before "34". Case does not matter ("0000:3B" is
+ * NVML's spelling, with an 8-digit domain). Unparsable addresses sort last,
+ * by name. */
+RC_EXPORT int rc_pci_addr_cmp(const char *a, const char *b);
 /* Tokens are 1..56 bytes, printable ASCII without spaces. */
-bool rc_token_valid(const char *token);
+RC_EXPORT bool rc_token_valid(const char *token);
 
 #endif

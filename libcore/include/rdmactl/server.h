@@ -3,6 +3,8 @@
 #ifndef RDMACTL_SERVER_H
 #define RDMACTL_SERVER_H
 
+#include <rdmactl/export.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -41,9 +43,9 @@ struct rc_server_opts {
 	void *arg;
 };
 
-int rc_server_create(const struct rc_server_opts *opts, struct rc_server **out,
+RC_EXPORT int rc_server_create(const struct rc_server_opts *opts, struct rc_server **out,
 		     struct rc_err *err);
-int rc_server_add_region(struct rc_server *s, const char *name, enum rc_mem_kind kind,
+RC_EXPORT int rc_server_add_region(struct rc_server *s, const char *name, enum rc_mem_kind kind,
 			 size_t len, const char *path, enum rc_access access,
 			 struct rc_err *err);
 /* The same for memory a spec describes: GPU memory on GPU spec->gpu, by
@@ -54,18 +56,18 @@ RC_EXPORT int rc_server_add_region_spec(struct rc_server *s, const char *name,
 					struct rc_err *err);
 /* Handle whatever is pending, waiting at most timeout_ms; returns 0 or -errno
  * on a fatal error. Single-threaded: call it from one thread. */
-int rc_server_step(struct rc_server *s, int timeout_ms, struct rc_err *err);
+RC_EXPORT int rc_server_step(struct rc_server *s, int timeout_ms, struct rc_err *err);
 /* Serve until stop_fd becomes readable. */
-int rc_server_run(struct rc_server *s, int stop_fd, struct rc_err *err);
+RC_EXPORT int rc_server_run(struct rc_server *s, int stop_fd, struct rc_err *err);
 /* Disconnect everyone, persist file-backed regions, deregister, free.
  * Goes on after a failure and returns the first error. */
-int rc_server_destroy(struct rc_server *s, struct rc_err *err);
+RC_EXPORT int rc_server_destroy(struct rc_server *s, struct rc_err *err);
 
-int rc_server_nregions(const struct rc_server *s);
-const struct rc_region *rc_server_region(const struct rc_server *s, int i);
-const struct rc_listener *rc_server_listener(const struct rc_server *s);
-const struct rc_gid_info *rc_server_gid(const struct rc_server *s);
-const char *rc_server_token(const struct rc_server *s);
-int rc_server_nconns(const struct rc_server *s);
+RC_EXPORT int rc_server_nregions(const struct rc_server *s);
+RC_EXPORT const struct rc_region *rc_server_region(const struct rc_server *s, int i);
+RC_EXPORT const struct rc_listener *rc_server_listener(const struct rc_server *s);
+RC_EXPORT const struct rc_gid_info *rc_server_gid(const struct rc_server *s);
+RC_EXPORT const char *rc_server_token(const struct rc_server *s);
+RC_EXPORT int rc_server_nconns(const struct rc_server *s);
 
 #endif

@@ -12,6 +12,8 @@
 #ifndef RDMACTL_TOPO_H
 #define RDMACTL_TOPO_H
 
+#include <rdmactl/export.h>
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -39,7 +41,7 @@ enum rc_topo_path {
 	RC_PATH_NA,   /* one of them has no PCI parent (rxe, siw) */
 };
 
-const char *rc_topo_path_name(enum rc_topo_path p);
+RC_EXPORT const char *rc_topo_path_name(enum rc_topo_path p);
 
 /* A PCI function as sysfs shows it. Empty strings and -1 mean unknown. */
 struct rc_topo_pci {
@@ -143,7 +145,7 @@ struct rc_topo_rail {
 };
 
 enum rc_topo_sev { RC_SEV_INFO, RC_SEV_WARNING, RC_SEV_ERROR };
-const char *rc_topo_sev_name(enum rc_topo_sev s);
+RC_EXPORT const char *rc_topo_sev_name(enum rc_topo_sev s);
 
 struct rc_topo_finding {
 	enum rc_topo_sev severity;
@@ -206,48 +208,41 @@ struct rc_topo_opts {
  * doctor findings. *out is freed with rc_topo_free(). A tree that is not a
  * sysfs tree, or a captured device missing its ports, fails with err set;
  * on the live host an odd device becomes a finding instead. */
-int rc_topo_load(const struct rc_topo_opts *opts, struct rc_topo **out, struct rc_err *err);
-void rc_topo_free(struct rc_topo *t);
+RC_EXPORT int rc_topo_load(const struct rc_topo_opts *opts, struct rc_topo **out, struct rc_err *err);
+RC_EXPORT void rc_topo_free(struct rc_topo *t);
 
 /* Loopback RDMA WRITE of `bytes` on every ACTIVE port (of device `only`
  * when not NULL; live only): fills
  * each port's verify and adds a finding per failure. Returns the number of
  * ports that failed. */
-int rc_topo_verify(struct rc_topo *t, const char *only, uint64_t bytes, int timeout_ms);
+RC_EXPORT int rc_topo_verify(struct rc_topo *t, const char *only, uint64_t bytes, int timeout_ms);
 /* One port: two QPs of the device connected to each other. */
-int rc_topo_verify_port(const char *dev, int port, int gid_index, uint64_t bytes,
+RC_EXPORT int rc_topo_verify_port(const char *dev, int port, int gid_index, uint64_t bytes,
 			int timeout_ms, struct rc_topo_verify *res, struct rc_err *err);
 
 /* Copy what rc_topo_load reads into dest: a directory, or a .tar.gz / .tgz
  * (built with tar). The source is this host (src NULL) or a tree to
  * re-capture (a folder into a tarball). *nfiles counts the files written. */
-int rc_topo_capture(const char *src, const char *dest, int *nfiles, struct rc_err *err);
+RC_EXPORT int rc_topo_capture(const char *src, const char *dest, int *nfiles, struct rc_err *err);
 /* Make a --sysfs argument readable: a directory is used as it is; a
  * .tar.gz/.tgz is extracted into a new temporary directory, whose path is
  * put in tmpdir (to remove with rc_topo_rmtree). root gets the tree to read. */
-int rc_topo_open_tree(const char *arg, char *root, size_t rootlen, char *tmpdir, size_t tmplen,
+RC_EXPORT int rc_topo_open_tree(const char *arg, char *root, size_t rootlen, char *tmpdir, size_t tmplen,
 		      struct rc_err *err);
-int rc_topo_rmtree(const char *dir);
+RC_EXPORT int rc_topo_rmtree(const char *dir);
 
 /* Path class between two resolved PCI paths (relative or absolute sysfs
  * paths such as devices/pci0000:00/0000:00:01.0/0000:01:00.0). nnuma is
  * the host's NUMA node count (to read an unknown node, -1). */
-enum rc_topo_path rc_topo_classify(const char *path_a, int numa_a, const char *path_b,
+RC_EXPORT enum rc_topo_path rc_topo_classify(const char *path_a, int numa_a, const char *path_b,
 				   int numa_b, int nnuma);
 /* Parse "400 Gb/sec (4X NDR)". Returns 0 or -EINVAL. */
-int rc_topo_parse_rate(const char *s, double *gbps, char *width, size_t wlen, char *speed,
+RC_EXPORT int rc_topo_parse_rate(const char *s, double *gbps, char *width, size_t wlen, char *speed,
 		       size_t slen);
 /* The recommended GID of a port: on Ethernet RoCE v2 with an IPv4-mapped
  * address, then another RoCE v2 (global before link-local); on InfiniBand
  * the first IB GID. -1 when none. */
-int rc_topo_pick_gid(const struct rc_topo_port *p);
-
-/* Compare two PCI addresses (DDDD:BB:DD.F, domain of 4 to 8 hex digits) as
- * numbers: domain, bus, device, function. This is the order of nvidia-smi
- * and of CUDA_DEVICE_ORDER=PCI_BUS_ID; a name sort (strverscmp) reads
- * "3b" before "34". Case does not matter ("0000:3B" is NVML's spelling,
- * with an 8-digit domain). Unparsable addresses sort last, by name. */
-RC_EXPORT int rc_topo_pci_cmp(const char *a, const char *b);
+RC_EXPORT int rc_topo_pick_gid(const struct rc_topo_port *p);
 
 /* The rail plan as an optimal assignment. cost[g * nnics + n] is what GPU g
  * pays on NIC n (>= 0), or < 0 where it cannot use it. Minimises the sum of

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client_cmds.h"
+#include "session.h"
+
+int client_target(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		  struct rc_target *t)
+{
+	if (v->npos != 1)
+		return usage_err(ctx, "%s: give exactly one target, HOST:PORT/REGION (see 'rdmactl %s --help')",
+				 c->name, c->name);
+	if (rc_parse_target(v->pos[0], t))
+		return usage_err(ctx, "%s: invalid target '%s': expected HOST:PORT/REGION, HOST/REGION or [IPV6]:PORT/REGION",
+				 c->name, v->pos[0]);
+	return 0;
+}
+
+/* Everything a connection was opened with, but the region: a kept
+ * connection serves any region of its server. */
+static void client_key(char *key, size_t len, const struct rc_target *t,
+		       const struct rc_client_opts *o)
+{
+	snprintf(key, len, "%s|%s|%s|%s|%s|%d|%d|%d|%d", t->host, t->port,
+		 o->token ? o->token : "", o->conn.bind_addr ? o->conn.bind_addr : "",
+		 o->conn.dev_name ? o->conn.dev_name : "", o->nconns, o->conn.busy_poll,
+		 o->conn.sq_depth, o->conn.timeout_ms);
+}
+
+int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int nconns,
+		bool busy_poll, int sq_depth, struct rc_client **out)
+{
+	struct rc_client_opts o = { 0 };
+	struct rc_client *cl;
+	struct rc_target t;
+	struct rc_err e;
+	char key[640];
+	int rc = client_target(ctx, c, v, &t);
+
+	if (rc)
+		return rc;
+	o.token = opt_token(c, v);
+	o.conn.bind_addr = opt_get(c, v, "bind");
+	o.conn.dev_name = ctx->dev_name;
+	o.conn.timeout_ms = ctx->timeout_ms;
+	o.conn.busy_poll = busy_poll;
+	o.conn.sq_depth = sq_depth;
+	o.nconns = nconns;
+	client_key(key, sizeof(key), &t, &o);
+	cl = ctx->session ? session_client_take(ctx->session, key) : NULL;
+	if (cl) {
+		if (ctx->verbose)
+			out_log(&ctx->out, "reusing the connection to %s", rc_client_peer(cl));
+		rc = rc_client_select(cl, &t, &e);
+		if (rc) {
+			/* The connection is sound: keep it for the next command. */
+			session_client_give_back(ctx->session, cl, true);
+			return fail(ctx, rc, "%s", e.msg);
+		}
+		*out = cl;
+		return 0;
+	}
+	rc = rc_client_open(&t, &o, out, &e);
+	if (rc)
+		return fail(ctx, rc, "%s", e.msg);
+	if (ctx->session)
+		session_client_lend(ctx->session, key, &t, *out);
+	return 0;
+}
+
+void client_close(struct ctx *ctx, struct rc_client *cl, int rc)
+{
+	if (!cl)
+		return;
+	if (ctx->session && session_client_give_back(ctx->session, cl, rc == 0))
+		return;
+	rc_client_close(cl);
+}
+
+void report_transfer(struct ctx *ctx, const struct rc_stream_result *r)
+{
+	double mib = r->seconds > 0 ? (double)r->bytes / (1 << 20) / r->seconds : 0;
+	double gbit = r->seconds > 0 ? (double)r->bytes * 8 / 1e9 / r->seconds : 0;
+
+	out_u64(&ctx->out, "bytes", "%llu bytes", (unsigned long long)r->bytes);
+	out_f64(&ctx->out, "seconds", " in %.3f s", r->seconds);
+	out_f64(&ctx->out, "mib_per_s", ", %.1f MiB/s", mib);
+	out_f64(&ctx->out, "gbit_per_s", " (%.3f Gb/s)\n", gbit);
+}
+
+void progress_init(struct progress *p, struct ctx *ctx)
+{
+	memset(p, 0, sizeof(*p));
+	p->ctx = ctx;
+	p->start = rc_now();
+	p->on = !out_is_json(&ctx->out) && isatty(STDERR_FILENO);
+}
+
+void progress_line(void *arg, uint64_t done, uint64_t total)
+{
+	struct progress *p = arg;
+	double now = rc_now(), el = now - p->start, rate;
+
+	if (!p->on || now - p->last < 0.25)
+		return;
+	p->last = now;
+	rate = el > 0 ? (double)done / el : 0;
+	fprintf(stderr, "\r%llu/%llu MiB  %.1f MiB/s  ", (unsigned long long)(done >> 20),
+		(unsigned long long)(total >> 20), rate / (1 << 20));
+	if (rate > 0 && total > done)
+		fprintf(stderr, "%.0f s left   ", (double)(total - done) / rate);
+	fflush(stderr);
+}
+
+void progress_end(struct progress *p)
+{
+	if (p->on && p->last > 0)
+		fprintf(stderr, "\r\033[K");
+}
+
+int stream_transfer(struct ctx *ctx, struct rc_client *cl, enum rc_op op, uint64_t off,
+		    uint64_t len, struct rc_client_io *io, struct rc_stream_result *res)
+{
+	struct progress prog;
+	struct rc_err e;
+	int rc;
+
+	progress_init(&prog, ctx);
+	io->progress = progress_line;
+	io->progress_arg = &prog;
+	io->timeout_ms = ctx->timeout_ms;
+	rc = op == RC_OP_READ ? rc_client_read(cl, off, len, io, res, &e)
+			      : rc_client_write(cl, off, len, io, res, &e);
+	progress_end(&prog);
+	if (rc)
+		rc = fail(ctx, rc, "%s (after %llu bytes)", e.msg, (unsigned long long)res->bytes);
+	return rc;
+}

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The command table: each subcommand declares its options in one table
+ * next to its handler. The parser, the help text, the completion answers
+ * and the man page drift test all read these tables, so an option exists
+ * in one place only.
+ */
+#ifndef RDMACTL_CMD_H
+#define RDMACTL_CMD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "output.h"
+
+/* Exit codes of the program. */
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+/* How a shell may complete an option's argument. */
+enum comp_kind {
+	COMP_NONE,   /* free text */
+	COMP_FILE,   /* a path */
+	COMP_DIR,    /* a directory */
+	COMP_WORDS,  /* one of the '|'-separated words in opt.values */
+	COMP_DEVICE, /* an RDMA device name */
+	COMP_TARGET, /* HOST:PORT/REGION, completed from the shell's known peers */
+	COMP_REGION, /* a region served by this shell */
+	COMP_COMMAND, /* a command name */
+};
+
+struct cmd_opt {
+	const char *name;     /* long name, without "--" */
+	char short_name;      /* 0 when none */
+	const char *arg;      /* metavariable, NULL for a flag */
+	const char *help;
+	enum comp_kind comp;
+	const char *values;   /* for COMP_WORDS: "host|hugepage|file" */
+	bool repeat;          /* may be given more than once */
+};
+
+#define OPT_END { 0 }
+/* The most options one table may hold: opts_parse builds its getopt tables on
+ * the stack for this many. */
+#define OPT_MAX 48
+/* After every option table: a table that does not fit opts_parse is a build
+ * error, not a stack overrun (OPT_END is the entry past the last). */
+#define OPTS_FIT(table)                                                             \
+	_Static_assert(sizeof(table) / sizeof((table)[0]) <= OPT_MAX + 1,                 \
+		       #table " holds more options than opts_parse takes (OPT_MAX)")
+#define POS_MAX 16
+#define REPEAT_MAX 32
+
+/* Parsed options: vals[i] is the (last) argument of opts[i]; count[i] how
+ * often it was given. Repeated options keep every argument in order in
+ * multi[] with the option index in multi_idx[]. */
+struct opt_vals {
+	const char *vals[OPT_MAX];
+	int count[OPT_MAX];
+	const char *multi[REPEAT_MAX];
+	int multi_idx[REPEAT_MAX];
+	int nmulti;
+	char *pos[POS_MAX];
+	int npos;
+};
+
+struct rc_session; /* the interactive shell's state, NULL elsewhere */
+
+/* Global options and the output object, threaded through every handler. */
+struct ctx {
+	struct out out;
+	const char *prog;
+	const char *dev_name;  /* -d: RDMA device */
+	int gid_index;         /* -g: GID index override, -1 for automatic */
+	int timeout_ms;        /* -t: connect and completion timeout */
+	int verbose;
+	bool usage_error;      /* set by usage errors: exit code 2 */
+	struct rc_session *session;
+	/* The interactive shell lives in cli/, above cmds/: the program installs
+	 * its entry point here, so the table entry "shell" reaches it without an
+	 * arrow from cmds/ back up to cli/. NULL where no shell may start (a
+	 * batch); inside the shell, session is set and a second one refused. */
+	int (*shell)(struct ctx *ctx, int argc, char **argv);
+};
+
+struct cmd {
+	const char *name;
+	const char *const *aliases;  /* NULL-terminated or NULL */
+	int (*run)(struct ctx *ctx, int argc, char **argv);
+	const struct cmd_opt *opts;
+	const char *args;     /* positional synopsis, e.g. "TARGET" */
+	enum comp_kind args_comp; /* how to complete the positional arguments;
+				   * COMP_WORDS offers the words of args ("a|b") */
+	const char *summary;
+	bool hidden;
+	bool long_running;    /* serves until a signal: prints events */
+	bool shell_only;      /* exists inside `rdmactl shell` only */
+};
+
+/* The table, NULL-terminated. */
+extern const struct cmd *const rdmactl_cmds[];
+
+const struct cmd *cmd_find(const char *name);
+/* Run argv[0] as a command; prints errors through ctx->out. */
+int cmd_dispatch(struct ctx *ctx, int argc, char **argv);
+void cmd_usage(const struct cmd *c, FILE *fp);
+void opts_print(const struct cmd_opt *opts, FILE *fp);
+extern const struct cmd_opt rdmactl_global_opts[];
+/* The commands one may run: shell-only ones too when shell is set. */
+void cmds_list(FILE *fp, bool shell);
+/* "file", "words"...: how -j help names a completion kind. */
+const char *comp_kind_name(enum comp_kind k);
+
+/* Parse argv against c->opts. "-h/--help" prints usage and returns 1.
+ * Returns 0, 1 (help shown) or -EINVAL after a usage error. */
+int opts_parse(struct ctx *ctx, const struct cmd *c, int argc, char **argv,
+	       struct opt_vals *v);
+int opt_index(const struct cmd *c, const char *name);
+/* Options in a table, OPT_END not counted. */
+int opts_count(const struct cmd_opt *opts);
+
+/* Options bound to indexes. A command lists its options once, as an X-macro
+ * X(ID, "name", short, "ARG", "help"...): OPT_INDEX makes its enum of
+ * indexes, OPT_ENTRY its table in the same order, and OPTS_BOUND checks at
+ * build time that the two match and fit the parser. A misspelt ID does not
+ * build (a misspelt name string, with the accessors further down, would
+ * quietly read as absent). */
+#define OPT_INDEX(id, ...) id,
+#define OPT_ENTRY(id, ...) [id] = { __VA_ARGS__ },
+#define OPTS_BOUND(table, count)                                                    \
+	OPTS_FIT(table);                                                             \
+	_Static_assert(sizeof(table) / sizeof((table)[0]) == (count) + 1,           \
+		       #table " does not match its enum of indexes")
+
+/* By index: the (last) argument of option i, NULL when absent; given or not. */
+static inline const char *opt_arg(const struct opt_vals *v, int i)
+{
+	return v->count[i] ? v->vals[i] : NULL;
+}
+static inline bool opt_on(const struct opt_vals *v, int i)
+{
+	return v->count[i] > 0;
+}
+/* As opt_size, opt_u64 and opt_int below, by index. */
+int opt_size_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
+		uint64_t *out);
+int opt_u64_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
+	       uint64_t *out);
+int opt_int_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, int min,
+	       int max, int *out);
+
+/* Typed accessors: return 0 (value stored, or option absent and *out
+ * untouched) or -EINVAL after printing a usage error naming the option. */
+const char *opt_get(const struct cmd *c, const struct opt_vals *v, const char *name);
+bool opt_has(const struct cmd *c, const struct opt_vals *v, const char *name);
+/* --token, else $RDMACTL_TOKEN; NULL when neither is set or it is empty. */
+const char *opt_token(const struct cmd *c, const struct opt_vals *v);
+int opt_size(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,
+	     uint64_t *out);
+int opt_u64(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,
+	    uint64_t *out);
+/* An integer in [min, max]. */
+int opt_int(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,
+	    int min, int max, int *out);
+int opt_word(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,
+	     const char *const *words, int *out);
+
+/* Report a usage error: message, hint, exit code 2. Returns -EINVAL. */
+int usage_err(struct ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Report a failure from libcore. Returns rc. */
+int fail(struct ctx *ctx, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

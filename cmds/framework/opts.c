@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmactl/parse.h>
+
+#include "cmd.h"
+
+int usage_err(struct ctx *ctx, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	out_verr(&ctx->out, EINVAL, fmt, ap);
+	va_end(ap);
+	ctx->usage_error = true;
+	return -EINVAL;
+}
+
+int fail(struct ctx *ctx, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	out_verr(&ctx->out, rc < 0 ? -rc : rc, fmt, ap);
+	va_end(ap);
+	return rc < 0 ? rc : -rc;
+}
+
+int opt_index(const struct cmd *c, const char *name)
+{
+	for (int i = 0; c->opts && c->opts[i].name; i++)
+		if (!strcmp(c->opts[i].name, name))
+			return i;
+	return -1;
+}
+
+void cmd_usage(const struct cmd *c, FILE *fp)
+{
+	fprintf(fp, "Usage: rdmactl %s%s%s%s\n", c->name, c->opts ? " [OPTIONS]" : "",
+		c->args ? " " : "", c->args ? c->args : "");
+	fprintf(fp, "%s\n", c->summary);
+	if (!c->opts || !c->opts[0].name)
+		return;
+	fprintf(fp, "\nOptions:\n");
+	opts_print(c->opts, fp);
+}
+
+void opts_print(const struct cmd_opt *opts, FILE *fp)
+{
+	for (int i = 0; opts[i].name; i++) {
+		const struct cmd_opt *o = &opts[i];
+		char left[64];
+
+		if (o->short_name)
+			snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->name,
+				 o->arg ? " " : "", o->arg ? o->arg : "");
+		else
+			snprintf(left, sizeof(left), "    --%s%s%s", o->name, o->arg ? " " : "",
+				 o->arg ? o->arg : "");
+		fprintf(fp, "  %-30s %s\n", left, o->help);
+	}
+	fprintf(fp, "  %-30s %s\n", "-h, --help", "show this help");
+}
+
+int opts_count(const struct cmd_opt *opts)
+{
+	int n = 0;
+
+	while (opts && opts[n].name)
+		n++;
+	return n;
+}
+
+int opts_parse(struct ctx *ctx, const struct cmd *c, int argc, char **argv, struct opt_vals *v)
+{
+	struct option lopts[OPT_MAX + 2];
+	char shorts[OPT_MAX * 2 + 4];
+	int n = 0, s = 0, ch;
+
+	memset(v, 0, sizeof(*v));
+	if (opts_count(c->opts) > OPT_MAX) /* OPTS_FIT catches it at build time */
+		return usage_err(ctx, "%s: %d options, more than the parser takes (%d)", c->name,
+				 opts_count(c->opts), OPT_MAX);
+	shorts[s++] = ':';
+	for (; c->opts && c->opts[n].name; n++) {
+		const struct cmd_opt *o = &c->opts[n];
+
+		lopts[n] = (struct option){ o->name, o->arg ? required_argument : no_argument,
+					    NULL, 256 + n };
+		if (o->short_name) {
+			shorts[s++] = o->short_name;
+			if (o->arg)
+				shorts[s++] = ':';
+		}
+	}
+	lopts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
+	lopts[n] = (struct option){ 0 };
+	shorts[s++] = 'h';
+	shorts[s] = '\0';
+
+	optind = 0;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, shorts, lopts, NULL)) != -1) {
+		int idx = -1;
+
+		if (ch == 'h') {
+			cmd_usage(c, ctx->out.fp);
+			return 1;
+		}
+		if (ch == '?') {
+			if (optopt)
+				return usage_err(ctx, "%s: unknown option '-%c' (see 'rdmactl %s --help')",
+						 c->name, optopt, c->name);
+			return usage_err(ctx, "%s: unknown option '%s' (see 'rdmactl %s --help')",
+					 c->name, argv[optind - 1], c->name);
+		}
+		if (ch == ':')
+			return usage_err(ctx, "%s: option '%s' needs an argument", c->name,
+					 argv[optind - 1]);
+		if (ch >= 256)
+			idx = ch - 256;
+		else
+			for (int i = 0; c->opts[i].name; i++)
+				if (c->opts[i].short_name == ch)
+					idx = i;
+		if (idx < 0)
+			return usage_err(ctx, "%s: unexpected option", c->name);
+		if (v->count[idx] && !c->opts[idx].repeat && c->opts[idx].arg)
+			return usage_err(ctx, "%s: option '--%s' given twice", c->name,
+					 c->opts[idx].name);
+		v->count[idx]++;
+		v->vals[idx] = c->opts[idx].arg ? optarg : "";
+		if (c->opts[idx].repeat) {
+			if (v->nmulti >= REPEAT_MAX)
+				return usage_err(ctx, "%s: too many '--%s' options", c->name,
+						 c->opts[idx].name);
+			v->multi[v->nmulti] = optarg;
+			v->multi_idx[v->nmulti++] = idx;
+		}
+	}
+	for (int i = optind; i < argc; i++) {
+		if (v->npos >= POS_MAX)
+			return usage_err(ctx, "%s: too many arguments", c->name);
+		v->pos[v->npos++] = argv[i];
+	}
+	return 0;
+}
+
+int opt_size_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
+		uint64_t *out)
+{
+	const char *s = opt_arg(v, i);
+
+	if (!s)
+		return 0;
+	if (rc_parse_size(s, out))
+		return usage_err(ctx, "invalid --%s '%s': expected a size such as 4096, 4K, 1M or 1G",
+				 c->opts[i].name, s);
+	return 0;
+}
+
+int opt_u64_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
+	       uint64_t *out)
+{
+	const char *s = opt_arg(v, i);
+
+	if (!s)
+		return 0;
+	if (rc_parse_u64(s, out))
+		return usage_err(ctx, "invalid --%s '%s': expected a non-negative integer",
+				 c->opts[i].name, s);
+	return 0;
+}
+
+int opt_int_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, int min,
+	       int max, int *out)
+{
+	const char *s = opt_arg(v, i);
+	uint64_t u;
+
+	if (!s)
+		return 0;
+	if (rc_parse_u64(s, &u) || u < (uint64_t)min || u > (uint64_t)max)
+		return usage_err(ctx, "invalid --%s '%s': expected an integer from %d to %d",
+				 c->opts[i].name, s, min, max);
+	*out = (int)u;
+	return 0;
+}
+
+const char *opt_get(const struct cmd *c, const struct opt_vals *v, const char *name)
+{
+	int i = opt_index(c, name);
+
+	return i >= 0 && v->count[i] ? v->vals[i] : NULL;
+}
+
+bool opt_has(const struct cmd *c, const struct opt_vals *v, const char *name)
+{
+	int i = opt_index(c, name);
+
+	return i >= 0 && v->count[i];
+}
+
+int opt_size(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,
+	     uint64_t *out)
+{
+	int i = opt_index(c, name);
+
+	return i < 0 ? 0 : opt_size_at(ctx, c, v, i, out);
+}
+
+int opt_u64(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,
+	    uint64_t *out)
+{
+	int i = opt_index(c, name);
+
+	return i < 0 ? 0 : opt_u64_at(ctx, c, v, i, out);
+}
+
+int opt_int(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,
+	    int min, int max, int *out)
+{
+	int i = opt_index(c, name);
+
+	return i < 0 ? 0 : opt_int_at(ctx, c, v, i, min, max, out);
+}
+
+int opt_word(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,
+	     const char *const *words, int *out)
+{
+	const char *s = opt_get(c, v, name);
+	char list[256] = "";
+
+	if (!s)
+		return 0;
+	for (int i = 0; words[i]; i++) {
+		if (!strcmp(words[i], s)) {
+			*out = i;
+			return 0;
+		}
+	}
+	for (int i = 0; words[i]; i++) {
+		strncat(list, i ? ", " : "", sizeof(list) - strlen(list) - 1);
+		strncat(list, words[i], sizeof(list) - strlen(list) - 1);
+	}
+	return usage_err(ctx, "invalid --%s '%s': expected one of %s", name, s, list);
+}
+
+const char *opt_token(const struct cmd *c, const struct opt_vals *v)
+{
+	const char *t = opt_get(c, v, "token");
+
+	if (!t)
+		t = getenv("RDMACTL_TOKEN");
+	return t && *t ? t : NULL;
+}

@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: MIT
+#define _GNU_SOURCE /* strerrorname_np */
+#include "output.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *new_root(void)
+{
+	json_t *root = json_object();
+
+	json_object_set_new(root, "schema_version", json_integer(RDMACTL_SCHEMA_VERSION));
+	return root;
+}
+
+void out_init(struct out *o, enum out_mode mode, FILE *fp, FILE *err_fp)
+{
+	memset(o, 0, sizeof(*o));
+	o->mode = mode;
+	o->fp = fp;
+	o->err_fp = err_fp;
+	out_reset(o);
+}
+
+bool out_is_json(const struct out *o)
+{
+	return o->mode != OUT_TEXT;
+}
+
+static void new_doc(struct out *o)
+{
+	if (o->root)
+		json_decref(o->root);
+	o->root = NULL;
+	o->depth = 0;
+	o->has_error = false;
+	o->printed = false;
+	if (out_is_json(o)) {
+		o->root = new_root();
+		o->stack[0] = o->root;
+		o->keys[0] = NULL;
+	}
+}
+
+void out_free(struct out *o)
+{
+	if (o->root)
+		json_decref(o->root);
+	if (o->captured)
+		json_decref(o->captured);
+	o->root = NULL;
+	o->captured = NULL;
+}
+
+void out_reset(struct out *o)
+{
+	o->streamed = false;
+	new_doc(o);
+}
+
+static void add(struct out *o, const char *key, json_t *val)
+{
+	json_t *cur = o->stack[o->depth];
+
+	if (json_is_array(cur))
+		json_array_append_new(cur, val);
+	else if (key)
+		json_object_set_new(cur, key, val);
+	else
+		json_decref(val);
+}
+
+/* Strings can come from a peer (a region's name, a reason). A JSON string
+ * must be valid UTF-8: each byte that is not becomes U+FFFD, rather than the
+ * key disappearing from the document. */
+static json_t *json_text(const char *s)
+{
+	json_t *j = json_string(s);
+	size_t len, n = 0;
+	char *fixed;
+
+	if (j)
+		return j;
+	len = strlen(s);
+	fixed = malloc(len * 3 + 1);
+	if (!fixed)
+		return json_null();
+	for (size_t i = 0; i < len;) {
+		unsigned char c = (unsigned char)s[i];
+		size_t k = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+		json_t *t = i + k <= len ? json_stringn(s + i, k) : NULL;
+
+		if (t) {
+			json_decref(t);
+			memcpy(fixed + n, s + i, k);
+			n += k;
+			i += k;
+		} else {
+			memcpy(fixed + n, "\xef\xbf\xbd", 3);
+			n += 3;
+			i++;
+		}
+	}
+	j = json_stringn(fixed, n);
+	free(fixed);
+	return j ? j : json_null();
+}
+
+/* For a terminal: control bytes (an escape sequence in a hostile region
+ * name, say) are shown as \xNN, never sent as they are. */
+static const char *printable(const char *s, char *buf, size_t cap)
+{
+	size_t n = 0;
+	const char *p;
+
+	for (p = s; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			break;
+	if (!*p)
+		return s;
+	for (p = s; *p && n + 5 < cap; p++) {
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			n += (size_t)snprintf(buf + n, cap - n, "\\x%02x", (unsigned char)*p);
+		else
+			buf[n++] = *p;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+void out_str(struct out *o, const char *key, const char *fmt, const char *val)
+{
+	char shown[1024];
+
+	if (out_is_json(o))
+		add(o, key, val ? json_text(val) : json_null());
+	else if (fmt)
+		fprintf(o->fp, fmt, val ? printable(val, shown, sizeof(shown)) : "-");
+}
+
+void out_u64(struct out *o, const char *key, const char *fmt, uint64_t val)
+{
+	if (out_is_json(o))
+		add(o, key, json_integer((json_int_t)val));
+	else if (fmt)
+		fprintf(o->fp, fmt, val);
+}
+
+void out_i64(struct out *o, const char *key, const char *fmt, int64_t val)
+{
+	if (out_is_json(o))
+		add(o, key, json_integer(val));
+	else if (fmt)
+		fprintf(o->fp, fmt, val);
+}
+
+void out_f64(struct out *o, const char *key, const char *fmt, double val)
+{
+	if (out_is_json(o))
+		add(o, key, json_real(val));
+	else if (fmt)
+		fprintf(o->fp, fmt, val);
+}
+
+void out_bool(struct out *o, const char *key, const char *fmt, bool val)
+{
+	if (out_is_json(o))
+		add(o, key, json_boolean(val));
+	else if (fmt)
+		fprintf(o->fp, fmt, val ? "yes" : "no");
+}
+#pragma GCC diagnostic pop
+
+void out_null(struct out *o, const char *key)
+{
+	if (out_is_json(o))
+		add(o, key, json_null());
+}
+
+void out_json(struct out *o, const char *key, json_t *val)
+{
+	if (out_is_json(o))
+		add(o, key, val);
+	else
+		json_decref(val);
+}
+
+void out_text(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (out_is_json(o))
+		return;
+	va_start(ap, fmt);
+	vfprintf(o->fp, fmt, ap);
+	va_end(ap);
+}
+
+static void push(struct out *o, const char *key, json_t *val)
+{
+	if (!out_is_json(o))
+		return;
+	if (o->depth + 1 >= OUT_MAX_DEPTH) {
+		json_decref(val);
+		return;
+	}
+	add(o, key, json_incref(val));
+	json_decref(val);
+	o->stack[++o->depth] = val;
+}
+
+void out_obj_begin(struct out *o, const char *key)
+{
+	if (out_is_json(o))
+		push(o, key, json_object());
+}
+
+void out_arr_begin(struct out *o, const char *key)
+{
+	if (out_is_json(o))
+		push(o, key, json_array());
+}
+
+void out_obj_end(struct out *o)
+{
+	if (out_is_json(o) && o->depth > 0)
+		o->depth--;
+}
+
+void out_arr_end(struct out *o)
+{
+	out_obj_end(o);
+}
+
+const char *out_errno_name(int err)
+{
+	/* ENOTSUP and EOPNOTSUPP share a value on Linux: the JSON code has always
+	 * been ENOTSUP, and JSON codes are API. */
+	if (err == ENOTSUP)
+		return "ENOTSUP";
+	return err > 0 ? strerrorname_np(err) : NULL;
+}
+
+void out_verr(struct out *o, int err, const char *fmt, va_list ap)
+{
+	char msg[1024], shown[1024];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	o->has_error = true;
+	if (!out_is_json(o)) {
+		fprintf(o->err_fp, "rdmactl: %s%s%s\n", o->err_prefix ? o->err_prefix : "",
+			o->err_prefix ? ": " : "", printable(msg, shown, sizeof(shown)));
+		return;
+	}
+	json_t *e = json_object();
+	const char *name = out_errno_name(err);
+
+	json_object_set_new(e, "message", json_text(msg));
+	if (err) {
+		json_object_set_new(e, "errno", json_integer(err));
+		if (name)
+			json_object_set_new(e, "code", json_string(name));
+	}
+	json_object_set_new(o->root, "error", e);
+}
+
+void out_err(struct out *o, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	out_verr(o, err, fmt, ap);
+	va_end(ap);
+}
+
+void out_log(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("rdmactl: ", o->err_fp);
+	va_start(ap, fmt);
+	vfprintf(o->err_fp, fmt, ap);
+	va_end(ap);
+	fputc('\n', o->err_fp);
+	fflush(o->err_fp);
+}
+
+void out_print_json(struct out *o, json_t *doc, bool compact)
+{
+	size_t flags = !compact && o->mode == OUT_JSON_PRETTY ? JSON_INDENT(2) : JSON_COMPACT;
+
+	json_dumpf(doc, o->fp, flags | JSON_ENCODE_ANY);
+	fputc('\n', o->fp);
+	fflush(o->fp);
+}
+
+static void print_doc(struct out *o, bool compact)
+{
+	if (o->capture) {
+		if (!o->captured)
+			o->captured = json_array();
+		json_array_append(o->captured, o->root);
+		return;
+	}
+	out_print_json(o, o->root, compact);
+}
+
+void out_finish(struct out *o)
+{
+	/* After a stream of events, an empty document would only add noise. */
+	if (out_is_json(o) && !o->printed && !(o->streamed && json_object_size(o->root) == 1)) {
+		print_doc(o, false);
+		o->printed = true;
+	}
+	fflush(o->fp);
+}
+
+void out_event(struct out *o)
+{
+	if (out_is_json(o)) {
+		print_doc(o, true);
+		new_doc(o);
+		o->streamed = true;
+	}
+	fflush(o->fp);
+}

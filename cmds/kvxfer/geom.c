@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: MIT
+/* kvxfer's geometry: from --model FILE and the flags (flags win), checked,
+ * and its one-line (or JSON object) report. Shared by plan, serve and send. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <rdmactl/parse.h>
+
+#include "kvxfer.h"
+
+/* Geometry values before defaults: -1 unset. */
+struct gin {
+	const char *layout, *page_layout, *dtype;
+	int64_t layers, kv_heads, head_dim, latent_dim, page_tokens, src_pt, dst_pt, src_tp,
+		dst_tp;
+};
+
+static const struct {
+	const char *key;
+	size_t off;
+} model_ints[] = {
+	{ "layers", offsetof(struct gin, layers) },
+	{ "kv_heads", offsetof(struct gin, kv_heads) },
+	{ "head_dim", offsetof(struct gin, head_dim) },
+	{ "latent_dim", offsetof(struct gin, latent_dim) },
+	{ "page_tokens", offsetof(struct gin, page_tokens) },
+	{ "src_page_tokens", offsetof(struct gin, src_pt) },
+	{ "dst_page_tokens", offsetof(struct gin, dst_pt) },
+	{ "src_tp", offsetof(struct gin, src_tp) },
+	{ "dst_tp", offsetof(struct gin, dst_tp) },
+};
+
+static int model_file(struct ctx *ctx, const char *path, struct gin *in, json_t **keep)
+{
+	json_error_t je;
+	json_t *root = json_load_file(path, 0, &je), *val;
+	const char *key;
+
+	if (!root)
+		return usage_err(ctx, "--model %s: %s (line %d)", path, je.text, je.line);
+	*keep = root;
+	if (!json_is_object(root))
+		return usage_err(ctx, "--model %s: expected a JSON object", path);
+	json_object_foreach(root, key, val) {
+		bool known = false;
+
+		for (size_t i = 0; i < sizeof(model_ints) / sizeof(model_ints[0]); i++) {
+			if (strcmp(key, model_ints[i].key))
+				continue;
+			if (!json_is_integer(val) || json_integer_value(val) < 0 ||
+			    json_integer_value(val) > UINT32_MAX)
+				return usage_err(ctx, "--model %s: \"%s\" must be a non-negative integer",
+						 path, key);
+			*(int64_t *)((char *)in + model_ints[i].off) = json_integer_value(val);
+			known = true;
+		}
+		if (!strcmp(key, "layout") || !strcmp(key, "page_layout") || !strcmp(key, "dtype") ||
+		    !strcmp(key, "name")) {
+			if (!json_is_string(val))
+				return usage_err(ctx, "--model %s: \"%s\" must be a string", path, key);
+			if (!strcmp(key, "layout"))
+				in->layout = json_string_value(val);
+			else if (!strcmp(key, "page_layout"))
+				in->page_layout = json_string_value(val);
+			else if (!strcmp(key, "dtype"))
+				in->dtype = json_string_value(val);
+			known = true;
+		}
+		if (!known)
+			return usage_err(ctx, "--model %s: unknown key \"%s\"", path, key);
+	}
+	return 0;
+}
+
+static int flag_int(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
+		    int64_t *out)
+{
+	uint64_t u;
+	int rc;
+
+	if (!opt_on(v, i))
+		return 0;
+	if ((rc = opt_u64_at(ctx, c, v, i, &u)))
+		return rc;
+	if (u > UINT32_MAX)
+		return usage_err(ctx, "invalid --%s %llu: too large", c->opts[i].name,
+				 (unsigned long long)u);
+	*out = (int64_t)u;
+	return 0;
+}
+
+int kvxfer_geom(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		struct kv_geom *g)
+{
+	struct gin in = { NULL, NULL, NULL, -1, -1, -1, -1, -1, -1, -1, -1, -1 };
+	static const int ints[] = { KVX_LAYERS, KVX_KV_HEADS, KVX_HEAD_DIM, KVX_LATENT_DIM,
+				    KVX_PAGE_TOKENS, KVX_SRC_PAGE_TOKENS, KVX_DST_PAGE_TOKENS,
+				    KVX_SRC_TP, KVX_DST_TP };
+	int64_t *slots[] = { &in.layers, &in.kv_heads, &in.head_dim, &in.latent_dim,
+			     &in.page_tokens, &in.src_pt, &in.dst_pt, &in.src_tp, &in.dst_tp };
+	json_t *model = NULL;
+	struct rc_err e;
+	int rc = 0;
+
+	memset(g, 0, sizeof(*g));
+	if (opt_on(v, KVX_MODEL) && (rc = model_file(ctx, opt_arg(v, KVX_MODEL), &in, &model)))
+		goto out;
+	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
+		if ((rc = flag_int(ctx, c, v, ints[i], slots[i])))
+			goto out;
+	if (opt_on(v, KVX_LAYOUT))
+		in.layout = opt_arg(v, KVX_LAYOUT);
+	if (opt_on(v, KVX_PAGE_LAYOUT))
+		in.page_layout = opt_arg(v, KVX_PAGE_LAYOUT);
+	if (opt_on(v, KVX_DTYPE))
+		in.dtype = opt_arg(v, KVX_DTYPE);
+	if (in.layout && kv_layout_parse(in.layout, &g->layout)) {
+		rc = usage_err(ctx, "invalid layout '%s': expected paged or mla", in.layout);
+		goto out;
+	}
+	if (in.page_layout && kv_page_layout_parse(in.page_layout, &g->page_layout)) {
+		rc = usage_err(ctx, "invalid page layout '%s': expected nhd or hnd", in.page_layout);
+		goto out;
+	}
+	if (in.dtype && kv_dtype_parse(in.dtype, &g->dtype)) {
+		rc = usage_err(ctx, "invalid dtype '%s': expected bf16, fp16 or fp8", in.dtype);
+		goto out;
+	}
+	if (in.layers < 0) {
+		rc = usage_err(ctx, "kvxfer: give --layers (or --model FILE)");
+		goto out;
+	}
+	if (g->layout == KV_LAYOUT_MLA) {
+		if (in.kv_heads >= 0 || in.head_dim >= 0) {
+			rc = usage_err(ctx, "kvxfer: the mla layout has no heads: give --latent-dim, not --kv-heads or --head-dim");
+			goto out;
+		}
+		if (in.latent_dim < 0) {
+			rc = usage_err(ctx, "kvxfer: the mla layout needs --latent-dim");
+			goto out;
+		}
+		in.kv_heads = 1;
+		in.head_dim = in.latent_dim;
+	} else {
+		if (in.latent_dim >= 0) {
+			rc = usage_err(ctx, "kvxfer: --latent-dim goes with --layout mla");
+			goto out;
+		}
+		if (in.kv_heads < 0 || in.head_dim < 0) {
+			rc = usage_err(ctx, "kvxfer: the paged layout needs --kv-heads and --head-dim (or --model FILE)");
+			goto out;
+		}
+	}
+	g->layers = (uint32_t)in.layers;
+	g->kv_heads = (uint32_t)in.kv_heads;
+	g->head_dim = (uint32_t)in.head_dim;
+	g->src_tp = in.src_tp < 0 ? 1 : (uint32_t)in.src_tp;
+	g->dst_tp = in.dst_tp < 0 ? 1 : (uint32_t)in.dst_tp;
+	g->src_page_tokens = (uint32_t)(in.src_pt >= 0 ? in.src_pt : in.page_tokens >= 0 ? in.page_tokens : 16);
+	g->dst_page_tokens = (uint32_t)(in.dst_pt >= 0 ? in.dst_pt : in.page_tokens >= 0 ? in.page_tokens : 16);
+	if (kv_geom_check(g, &e))
+		rc = usage_err(ctx, "kvxfer: %s", e.msg);
+out:
+	json_decref(model);
+	return rc;
+}
+
+void kvxfer_put_geom(struct out *o, const struct kv_geom *g)
+{
+	bool mla = g->layout == KV_LAYOUT_MLA;
+
+	out_obj_begin(o, "geometry");
+	out_str(o, "layout", "%s", kv_layout_name(g->layout));
+	out_u64(o, "layers", ", %llu layers", g->layers);
+	if (mla) {
+		out_u64(o, "latent_dim", ", latent of %llu dims", g->head_dim);
+	} else {
+		out_u64(o, "kv_heads", ", %llu KV heads", g->kv_heads);
+		out_u64(o, "head_dim", " x %llu dims", g->head_dim);
+	}
+	out_str(o, "dtype", ", %s", kv_dtype_name(g->dtype));
+	out_str(o, "page_layout", ", %s pages", kv_page_layout_name(g->page_layout));
+	out_u64(o, "src_tp", ", TP %llu", g->src_tp);
+	out_u64(o, "dst_tp", " -> %llu", g->dst_tp);
+	out_u64(o, "src_page_tokens", ", %llu", g->src_page_tokens);
+	out_u64(o, "dst_page_tokens", " -> %llu tokens per page\n", g->dst_page_tokens);
+	out_obj_end(o);
+}
+

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/* Inside kvxfer serve: the state that kv_recv.c (connections, the loop)
+ * and kv_recv_req.c (requests, pages, counting) share. */
+#ifndef RDMACTL_KV_RECV_H
+#define RDMACTL_KV_RECV_H
+
+#include <rdmactl/mem.h>
+
+#include "kv_int.h"
+
+#define DATA_RECVS 256
+#define MAX_CONNS (KV_MAX_PEERS * (KV_MAX_QPS + 1))
+#define TOMBS 64
+
+struct rpeer;
+
+struct rconn {
+	struct rc_conn *c;
+	struct rpeer *p;
+	uint32_t qp;
+	struct kv_chan ch; /* the control QP only */
+};
+
+struct rpeer {
+	bool used, hello, dead, reaped;
+	uint32_t rank, nqps, session;
+	struct rconn *q[KV_MAX_QPS + 1]; /* 0: control */
+	char peer[RC_HOST_MAX + 8];
+	char why[KV_REASON_MAX];
+	double last_rx, last_hb;
+};
+
+struct rreq {
+	bool used, cancelling;
+	enum kv_ev_kind final;
+	char reason[KV_REASON_MAX];
+	uint32_t id, tokens, slot, npages, layers_landed;
+	uint32_t *pages;     /* NULL until allocated */
+	uint64_t asked;      /* source ranks that sent REQ */
+	uint64_t alloced;    /* ... and received the page addresses */
+	uint64_t quiesced;   /* ... and confirmed they stopped, or are gone */
+	uint32_t nqps[KV_MAX_TP];
+	uint16_t *counts;    /* [layer][source rank] */
+	double t0, last, *landed;
+};
+
+struct tomb {
+	bool used;
+	uint32_t id;
+	uint64_t quiesced;
+	double t;
+};
+
+struct kv_receiver {
+	const struct kv_recv_opts *o;
+	const struct kv_geom *g;
+	struct rc_listener *l;
+	struct rc_mem pool;
+	struct ibv_mr *mr;
+	uint64_t page_bytes;
+	uint32_t *freel, nfree, fhead; /* FIFO ring of free page ids */
+	uint64_t contrib;              /* source ranks feeding this rank */
+	struct rpeer peers[KV_MAX_PEERS];
+	struct rpeer *by_rank[KV_MAX_TP];
+	struct rconn *conns[MAX_CONNS];
+	int nconns;
+	struct rreq reqs[KV_MAX_SLOTS];
+	uint8_t gen[KV_MAX_SLOTS];
+	struct tomb tombs[TOMBS];
+	uint32_t pages_tmp[KV_MAX_REQ_PAGES];
+	struct kv_summary *sum;
+	uint32_t finished;
+	double first, last_finish;
+};
+
+void kvr_emit(struct kv_receiver *r, struct kv_event *ev);
+int kvr_send_msg(struct kv_receiver *r, struct rpeer *p, struct kv_msg *m);
+struct rreq *kvr_req_find(struct kv_receiver *r, uint32_t id);
+void kvr_req_release(struct kv_receiver *r, struct rreq *q);
+void kvr_maybe_finish(struct kv_receiver *r, struct rreq *q);
+void kvr_cancel_req(struct kv_receiver *r, struct rreq *q, enum kv_ev_kind final, int code,
+		    const char *why);
+void kvr_on_req(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m);
+void kvr_on_imm(struct kv_receiver *r, struct rpeer *p, uint32_t imm);
+void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m);
+/* Heartbeats that are due; also called inside long verifications. */
+void kvr_heartbeats(struct kv_receiver *r);
+
+#endif

@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kvxfer serve, the requests: pages from the free list, ALLOC to the
+ * sources, notifications counted per layer and source rank, verification,
+ * and the end of a request. Pages of a cancelled or failed request go back
+ * to the free list only once every source that had their addresses
+ * confirmed it stopped (or its QPs are destroyed), so a late write can
+ * never land in a reused page.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kv_recv.h"
+
+void kvr_emit(struct kv_receiver *r, struct kv_event *ev)
+{
+	if (r->o->c.on_event)
+		r->o->c.on_event(r->o->c.arg, ev);
+}
+
+enum { KV_POISON = 0xa5 };
+
+static char *page_addr(struct kv_receiver *r, uint32_t layer, uint32_t half, uint32_t page)
+{
+	return (char *)r->pool.buf +
+	       (((uint64_t)layer * kv_halves(r->g) + half) * r->o->pool_pages + page) * r->page_bytes;
+}
+
+int kvr_send_msg(struct kv_receiver *r, struct rpeer *p, struct kv_msg *m)
+{
+	struct rc_err e;
+
+	if (p->dead || !p->q[0])
+		return -ENOTCONN;
+	if (kv_chan_send(&p->q[0]->ch, m, &e)) {
+		snprintf(p->why, sizeof(p->why), "%.200s", e.msg);
+		p->dead = true;
+		return -EIO;
+	}
+	return 0;
+}
+
+static void send_cancel(struct kv_receiver *r, struct rpeer *p, uint32_t id, int code, const char *why)
+{
+	struct kv_msg m = { .type = KV_MSG_CANCEL, .req = id };
+
+	m.u.cancel.code = code;
+	snprintf(m.u.cancel.text, sizeof(m.u.cancel.text), "%s", why);
+	kvr_send_msg(r, p, &m);
+}
+
+struct rreq *kvr_req_find(struct kv_receiver *r, uint32_t id)
+{
+	for (int i = 0; i < KV_MAX_SLOTS; i++)
+		if (r->reqs[i].used && r->reqs[i].id == id)
+			return &r->reqs[i];
+	return NULL;
+}
+
+/* With --verify, released pages are poisoned: whatever a source wrote there
+ * (a request cancelled, failed or killed halfway) cannot satisfy the check
+ * of a later request that reuses them, even one with the same id. */
+static void poison_pages(struct kv_receiver *r, const struct rreq *q)
+{
+	for (uint32_t l = 0; q->pages && l < r->g->layers; l++)
+		for (uint32_t h = 0; h < kv_halves(r->g); h++)
+			for (uint32_t i = 0; i < q->npages; i++)
+				memset(page_addr(r, l, h, q->pages[i]), KV_POISON, r->page_bytes);
+}
+
+void kvr_req_release(struct kv_receiver *r, struct rreq *q)
+{
+	if (r->o->verify)
+		poison_pages(r, q);
+	for (uint32_t i = 0; q->pages && i < q->npages; i++)
+		r->freel[(r->fhead + r->nfree++) % r->o->pool_pages] = q->pages[i];
+	free(q->pages);
+	free(q->counts);
+	free(q->landed);
+	r->gen[q->slot]++;
+	memset(q, 0, sizeof(*q));
+}
+
+static void report(struct kv_receiver *r, struct rreq *q, enum kv_ev_kind kind, bool checked,
+		   bool verified)
+{
+	struct kv_heads h;
+	struct kv_report rep = { .req = q->id, .tokens = q->tokens, .layers = r->g->layers,
+				 .exposed_s = -1, .landed_us = q->landed,
+				 .layers_landed = q->layers_landed, .sources = q->asked,
+				 .checked = checked, .verified = verified,
+				 .reason = kind == KV_EV_DONE ? NULL : q->reason };
+	struct kv_event ev = { .kind = kind, .rank = r->o->c.rank, .rep = &rep };
+	double now = rc_now();
+
+	kv_rank_heads(r->g, r->g->dst_tp, r->o->c.rank, &h);
+	rep.bytes = (uint64_t)q->tokens * h.count * kv_row_bytes(r->g) * kv_halves(r->g) *
+		    r->g->layers;
+	rep.seconds = now - q->t0;
+	kvr_emit(r, &ev);
+	if (kind == KV_EV_DONE) {
+		r->sum->done++;
+		r->sum->bytes += rep.bytes;
+		r->sum->verified += verified;
+	} else {
+		r->sum->cancelled += kind == KV_EV_CANCELLED;
+		r->sum->failed += kind == KV_EV_FAILED;
+	}
+	r->sum->seconds = now - r->first;
+	r->finished++;
+	r->last_finish = now;
+}
+
+/* A cancelled or failed request: report and free once nothing can land. */
+void kvr_maybe_finish(struct kv_receiver *r, struct rreq *q)
+{
+	struct tomb *t = &r->tombs[0];
+
+	if (!q->used || !q->cancelling || (q->alloced & ~q->quiesced))
+		return;
+	report(r, q, q->final, false, false);
+	for (int i = 0; i < TOMBS; i++)
+		if (!r->tombs[i].used || r->tombs[i].t < t->t)
+			t = &r->tombs[i];
+	*t = (struct tomb){ true, q->id, q->quiesced, rc_now() };
+	kvr_req_release(r, q);
+}
+
+void kvr_cancel_req(struct kv_receiver *r, struct rreq *q, enum kv_ev_kind final, int code,
+		       const char *why)
+{
+	if (q->cancelling)
+		return;
+	q->cancelling = true;
+	q->final = final;
+	snprintf(q->reason, sizeof(q->reason), "%s", why);
+	for (uint32_t s = 0; s < r->g->src_tp; s++)
+		if ((q->asked & ~q->quiesced) >> s & 1 && r->by_rank[s])
+			send_cancel(r, r->by_rank[s], q->id, code, why);
+	kvr_maybe_finish(r, q);
+}
+
+static void send_alloc(struct kv_receiver *r, struct rreq *q, uint32_t s)
+{
+	struct kv_msg m = { .type = KV_MSG_ALLOC, .req = q->id };
+
+	m.u.alloc.slot = q->slot;
+	m.u.alloc.gen = r->gen[q->slot];
+	m.u.alloc.npages = q->npages;
+	m.u.alloc.pages = q->pages;
+	if (kvr_send_msg(r, r->by_rank[s], &m) == 0)
+		q->alloced |= 1ULL << s;
+}
+
+/* Give pages to the oldest requests waiting for them. */
+static void allocate_waiting(struct kv_receiver *r)
+{
+	for (;;) {
+		struct rreq *q = NULL;
+
+		for (int i = 0; i < KV_MAX_SLOTS; i++) {
+			struct rreq *c = &r->reqs[i];
+
+			if (c->used && !c->pages && !c->cancelling && (!q || c->t0 < q->t0))
+				q = c;
+		}
+		if (!q || q->npages > r->nfree)
+			return;
+		q->pages = malloc(q->npages * sizeof(uint32_t));
+		if (!q->pages) {
+			kvr_cancel_req(r, q, KV_EV_FAILED, ENOMEM, "out of memory");
+			continue;
+		}
+		for (uint32_t i = 0; i < q->npages; i++, r->nfree--)
+			q->pages[i] = r->freel[r->fhead++ % r->o->pool_pages];
+		r->fhead %= r->o->pool_pages;
+		for (uint32_t s = 0; s < r->g->src_tp; s++)
+			if (q->asked >> s & 1)
+				send_alloc(r, q, s);
+	}
+}
+
+void kvr_on_req(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
+{
+	uint32_t need = kv_pages_for(r->g, true, m->u.request.tokens);
+	struct rreq *q = kvr_req_find(r, m->req);
+	char why[KV_REASON_MAX];
+
+	for (int i = 0; !q && i < TOMBS; i++) {
+		struct tomb *t = &r->tombs[i];
+
+		if (!t->used || t->id != m->req)
+			continue;
+		/* A rank that already saw this id end starts a new request. */
+		if (t->quiesced >> p->rank & 1 ||
+		    rc_now() - t->t > r->o->c.timeout_ms / 1000.0) {
+			t->used = false;
+			continue;
+		}
+		send_cancel(r, p, m->req, ECANCELED, "the request was already cancelled or failed");
+		return;
+	}
+	if (!q) {
+		int slot = -1;
+
+		for (int i = 0; i < KV_MAX_SLOTS && slot < 0; i++)
+			if (!r->reqs[i].used)
+				slot = i;
+		if (slot < 0 || need > r->o->pool_pages || need > KV_MAX_REQ_PAGES ||
+		    m->u.request.tokens == 0) {
+			snprintf(why, sizeof(why),
+				 slot < 0 ? "decode rank %u holds %d requests already"
+				 : m->u.request.tokens == 0 ? "decode rank %u: a request of no tokens"
+				 : "decode rank %u: pool too small: the request needs %u pages, the pool has %u",
+				 r->o->c.rank, slot < 0 ? KV_MAX_SLOTS : need, r->o->pool_pages);
+			send_cancel(r, p, m->req, ENOSPC, why);
+			return;
+		}
+		q = &r->reqs[slot];
+		q->used = true;
+		q->slot = (uint32_t)slot;
+		q->id = m->req;
+		q->tokens = m->u.request.tokens;
+		q->npages = need;
+		q->t0 = rc_now();
+		q->counts = calloc((size_t)r->g->layers * r->g->src_tp, sizeof(uint16_t));
+		q->landed = malloc(r->g->layers * sizeof(double));
+		if (!q->counts || !q->landed) {
+			kvr_cancel_req(r, q, KV_EV_FAILED, ENOMEM, "out of memory");
+			return;
+		}
+		for (uint32_t l = 0; l < r->g->layers; l++)
+			q->landed[l] = -1;
+	}
+	q->last = rc_now();
+	if (q->asked >> p->rank & 1)
+		return;
+	q->asked |= 1ULL << p->rank;
+	q->nqps[p->rank] = p->nqps;
+	if (q->cancelling) {
+		send_cancel(r, p, q->id, ECANCELED, q->reason);
+		return;
+	}
+	if (q->tokens != m->u.request.tokens) {
+		snprintf(why, sizeof(why), "source ranks disagree on the tokens of request %u: %u and %u",
+			 q->id, q->tokens, m->u.request.tokens);
+		kvr_cancel_req(r, q, KV_EV_FAILED, EPROTO, why);
+		return;
+	}
+	if (q->pages)
+		send_alloc(r, q, p->rank);
+	else
+		allocate_waiting(r);
+}
+
+static void complete(struct kv_receiver *r, struct rreq *q)
+{
+	struct kv_msg m = { .type = KV_MSG_DONE, .req = q->id };
+	struct rc_err e = { 0 };
+	char **pp = malloc(q->npages * sizeof(char *));
+	int rc = pp ? 0 : -ENOMEM;
+
+	for (uint32_t l = 0; !rc && r->o->verify && l < r->g->layers; l++) {
+		for (uint32_t h = 0; !rc && h < kv_halves(r->g); h++) {
+			for (uint32_t i = 0; i < q->npages; i++)
+				pp[i] = page_addr(r, l, h, q->pages[i]);
+			rc = kv_check(r->g, r->o->c.rank, q->id, l, h, q->tokens, pp, &e);
+		}
+		kvr_heartbeats(r);
+	}
+	free(pp);
+	m.u.done.flags = r->o->verify ? KV_DONE_CHECKED | (rc ? 0 : KV_DONE_VERIFIED) : 0;
+	m.u.done.status = rc < 0 ? -rc : 0;
+	for (uint32_t s = 0; s < r->g->src_tp; s++)
+		if (q->asked >> s & 1 && r->by_rank[s])
+			kvr_send_msg(r, r->by_rank[s], &m);
+	if (rc)
+		snprintf(q->reason, sizeof(q->reason), "verification failed: %.200s",
+			 rc == -ENOMEM ? "out of memory" : e.msg);
+	report(r, q, rc ? KV_EV_FAILED : KV_EV_DONE, r->o->verify, r->o->verify && !rc);
+	kvr_req_release(r, q);
+	allocate_waiting(r);
+}
+
+void kvr_on_imm(struct kv_receiver *r, struct rpeer *p, uint32_t imm)
+{
+	uint32_t slot = kv_imm_slot(imm), layer = kv_imm_layer(imm), s = kv_imm_rank(imm);
+	struct rreq *q = &r->reqs[slot];
+	char why[KV_REASON_MAX];
+	uint16_t *cnt;
+
+	p->last_rx = rc_now();
+	if (!q->used || kv_imm_gen(imm) != r->gen[slot] || q->cancelling)
+		return; /* a late notification of a request that is over */
+	if (s != p->rank || layer >= r->g->layers || !(q->alloced >> s & 1)) {
+		snprintf(why, sizeof(why), "source rank %u sent a notification that does not fit "
+			 "(rank %u, layer %u, request %u)", p->rank, s, layer, q->id);
+		kvr_cancel_req(r, q, KV_EV_FAILED, EPROTO, why);
+		return;
+	}
+	q->last = p->last_rx;
+	cnt = &q->counts[layer * r->g->src_tp + s];
+	if (++*cnt > q->nqps[s]) {
+		snprintf(why, sizeof(why), "source rank %u notified layer %u of request %u %u times, "
+			 "for %u QPs", s, layer, q->id, *cnt, q->nqps[s]);
+		kvr_cancel_req(r, q, KV_EV_FAILED, EPROTO, why);
+		return;
+	}
+	if (*cnt < q->nqps[s])
+		return;
+	for (uint32_t k = 0; k < r->g->src_tp; k++)
+		if (r->contrib >> k & 1 &&
+		    (!(q->asked >> k & 1) || q->counts[layer * r->g->src_tp + k] != q->nqps[k]))
+			return; /* every contributing source, exactly one per data QP */
+	q->landed[layer] = (p->last_rx - q->t0) * 1e6;
+	q->layers_landed++;
+	if (r->o->c.cancel_req == (int64_t)q->id && q->layers_landed >= r->o->c.cancel_after &&
+	    q->layers_landed < r->g->layers) {
+		snprintf(why, sizeof(why), "cancelled by decode rank %u after %u layers (test hook)",
+			 r->o->c.rank, q->layers_landed);
+		kvr_cancel_req(r, q, KV_EV_CANCELLED, 0, why);
+		return;
+	}
+	if (q->layers_landed == r->g->layers)
+		complete(r, q);
+}
+
+static int geom_diff(const struct kv_geom *a, const struct kv_geom *b, char *why, size_t len)
+{
+#define DIFF(f, name)                                                                       \
+	if (a->f != b->f)                                                                   \
+		return snprintf(why, len, "geometry mismatch: decode rank has " name " %u, the " \
+			 "source rank %u", (unsigned)a->f, (unsigned)b->f), -1
+	DIFF(layout, "layout");
+	DIFF(page_layout, "page layout");
+	DIFF(dtype, "dtype");
+	DIFF(layers, "layers");
+	DIFF(kv_heads, "KV heads");
+	DIFF(head_dim, "head/latent dims");
+	DIFF(src_tp, "src TP");
+	DIFF(dst_tp, "dst TP");
+	DIFF(src_page_tokens, "src page tokens");
+	DIFF(dst_page_tokens, "dst page tokens");
+#undef DIFF
+	return 0;
+}
+
+void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
+{
+	struct kv_msg a = { .type = KV_MSG_WELCOME };
+	char why[KV_REASON_MAX] = "";
+
+	if (geom_diff(r->g, &m->u.hello.g, why, sizeof(why)) == 0 &&
+	    (m->u.hello.rank != p->rank || m->u.hello.nqps != p->nqps))
+		snprintf(why, sizeof(why), "HELLO does not match the connection (rank %u)", p->rank);
+	if (why[0]) {
+		a.type = KV_MSG_ERROR;
+		a.u.cancel.code = EINVAL;
+		snprintf(a.u.cancel.text, sizeof(a.u.cancel.text), "%s", why);
+		kvr_send_msg(r, p, &a);
+		return;
+	}
+	a.u.welcome.rank = r->o->c.rank;
+	a.u.welcome.pool_pages = r->o->pool_pages;
+	a.u.welcome.rkey = r->mr->rkey;
+	a.u.welcome.base = (uintptr_t)r->pool.buf;
+	a.u.welcome.page_bytes = r->page_bytes;
+	if (kvr_send_msg(r, p, &a) == 0) {
+		struct kv_event ev = { .kind = KV_EV_PEER_UP, .rank = p->rank, .peer = p->peer,
+				       .qps = p->nqps };
+
+		p->hello = true;
+		kvr_emit(r, &ev);
+	}
+}
+
+void kvr_heartbeats(struct kv_receiver *r)
+{
+	double now = rc_now();
+
+	for (int i = 0; i < KV_MAX_PEERS; i++) {
+		struct rpeer *p = &r->peers[i];
+		struct kv_msg m = { .type = KV_MSG_HB };
+
+		if (!p->used || p->dead || !p->hello || now - p->last_hb < r->o->c.hb_ms / 1000.0)
+			continue;
+		p->last_hb = now;
+		kvr_send_msg(r, p, &m);
+	}
+}

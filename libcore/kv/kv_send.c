@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kvxfer send: one prefill (source) rank. It connects a control QP and
+ * --qps data QPs to each decode rank it feeds, shows them its geometry
+ * (HELLO; a decode rank answers with its pool, or refuses), then runs
+ * requests: --inflight at once, their layers "computed" one after the
+ * other and posted as each becomes ready (kv_send_req.c). Heartbeats go
+ * both ways; a decode rank that falls silent, disconnects or fails a write
+ * fails every request in flight, and no new one starts.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kv_send.h"
+
+static int connect_dst(struct kv_sender *s, struct sdst *d, struct rc_err *err)
+{
+	const struct kv_send_opts *o = s->o;
+	struct kv_hello_pd pd = { .rank = o->c.rank, .nqps = o->nqps, .session = s->session };
+	unsigned char pdb[KV_PD_LEN];
+	struct rc_conn_opts co = { .sq_depth = KV_CHAN_SENDS + 2, .rq_depth = KV_CHAN_RECVS,
+				   .timeout_ms = o->c.timeout_ms, .private_data = pdb,
+				   .private_len = KV_PD_LEN, .bind_addr = o->bind_addr,
+				   .dev_name = o->c.dev_name };
+	struct rc_err e;
+	int rc;
+
+	kv_pd_encode(&pd, pdb, sizeof(pdb));
+	if ((rc = rc_connect(d->t->host, d->t->port, &co, &d->ctrl, &e)))
+		return rc_err_set(err, -rc, "decode rank at %s: %.400s", d->name, e.msg);
+	if ((rc = kv_chan_init(&d->ch, d->ctrl, err)))
+		return rc;
+	co.sq_depth = SQ_DEPTH + 4;
+	co.rq_depth = 1;
+	co.pd = d->ctrl->pd;
+	for (uint32_t k = 0; k < o->nqps; k++) {
+		pd.qp = k + 1;
+		kv_pd_encode(&pd, pdb, sizeof(pdb));
+		if ((rc = rc_connect(d->t->host, d->t->port, &co, &d->qp[k].c, &e)))
+			return rc_err_set(err, -rc, "decode rank at %s, data QP %u: %.400s", d->name,
+					  k + 1, e.msg);
+		d->qp[k].sq = (struct rc_sq){ .depth = SQ_DEPTH, .signal_every = SIGNAL_EVERY };
+	}
+	return 0;
+}
+
+/* HELLO, and wait for WELCOME (or ERROR), bounded. */
+static int handshake(struct kv_sender *s, struct sdst *d, struct rc_err *err)
+{
+	struct kv_msg m = { .type = KV_MSG_HELLO };
+	double deadline = rc_now() + s->o->c.timeout_ms / 1000.0;
+	struct ibv_wc wc[4];
+	int rc;
+
+	m.u.hello.rank = s->o->c.rank;
+	m.u.hello.nqps = s->o->nqps;
+	m.u.hello.session = s->session;
+	m.u.hello.g = *s->g;
+	if ((rc = kv_chan_send(&d->ch, &m, err)))
+		return rc;
+	while (!d->welcomed) {
+		int left = (int)((deadline - rc_now()) * 1000), n;
+
+		if (left <= 0)
+			return rc_err_set(err, ETIMEDOUT, "decode rank at %s did not answer HELLO within %d ms",
+					  d->name, s->o->c.timeout_ms);
+		n = rc_poll(d->ctrl, wc, 4, left, err);
+		if (n == -ETIMEDOUT)
+			continue;
+		if (n < 0)
+			return n;
+		for (int i = 0; i < n; i++) {
+			rc = kv_chan_wc(&d->ch, &wc[i], &m, s->pages_tmp, err);
+			if (rc < 0)
+				return rc;
+			/* A heartbeat follows WELCOME by hb_ms: a slow poll reaps both. */
+			if (rc == 0 || (m.type == KV_MSG_HB && d->welcomed))
+				continue;
+			/* The decode rank's heartbeats start with WELCOME: one may come in
+			 * the same batch, right behind it. */
+			if (m.type == KV_MSG_HB && d->welcomed)
+				continue;
+			if (m.type == KV_MSG_ERROR)
+				return rc_err_set(err, m.u.cancel.code ? m.u.cancel.code : EINVAL,
+						  "decode rank at %s refused this source rank: %s", d->name,
+						  m.u.cancel.text);
+			if (m.type != KV_MSG_WELCOME)
+				return rc_err_set(err, EPROTO, "decode rank at %s answered HELLO with %s",
+						  d->name, kv_msg_name(m.type));
+			d->rank = m.u.welcome.rank;
+			d->pool_pages = m.u.welcome.pool_pages;
+			d->rkey = m.u.welcome.rkey;
+			d->base = m.u.welcome.base;
+			d->page_bytes = m.u.welcome.page_bytes;
+			d->welcomed = true;
+		}
+	}
+	if (d->rank >= s->g->dst_tp || d->page_bytes != kv_page_bytes(s->g, true))
+		return rc_err_set(err, EPROTO, "decode rank at %s says rank %u, pages of %llu bytes",
+				  d->name, d->rank, (unsigned long long)d->page_bytes);
+	return 0;
+}
+
+/* Which heads go to which connected decode rank, as segments. */
+static int map_routes(struct kv_sender *s, struct rc_err *err)
+{
+	struct kv_route r[KV_MAX_ROUTES];
+	int n = kv_routes(s->g, r, KV_MAX_ROUTES), rc;
+
+	for (int k = 0; k < n; k++) {
+		struct sdst *d = NULL;
+
+		if (r[k].src != s->o->c.rank)
+			continue;
+		for (int i = 0; i < s->nd; i++)
+			if (s->d[i].rank == r[k].dst)
+				d = &s->d[i];
+		if (!d)
+			return rc_err_set(err, EINVAL,
+					  "source rank %u feeds decode rank %u: give its address with --connect",
+					  s->o->c.rank, r[k].dst);
+		d->route = r[k];
+		if ((rc = kv_segments(s->g, &r[k], s->o->tokens, &d->segs, &d->nsegs, err)))
+			return rc;
+	}
+	for (int i = 0; i < s->nd; i++)
+		for (int j = 0; j < i; j++)
+			if (s->d[i].rank == s->d[j].rank)
+				return rc_err_set(err, EINVAL, "%s and %s are both decode rank %u",
+						  s->d[j].name, s->d[i].name, s->d[i].rank);
+	return 0;
+}
+
+static int setup(struct kv_sender *s, struct rc_err *err)
+{
+	const struct kv_send_opts *o = s->o;
+	uint64_t pool;
+	int rc;
+
+	if ((rc = kv_geom_check(s->g, err)))
+		return rc;
+	if (o->c.rank >= s->g->src_tp)
+		return rc_err_set(err, EINVAL, "--rank %u: the prefill side has ranks 0 to %u",
+				  o->c.rank, s->g->src_tp - 1);
+	if (o->ntargets < 1 || o->ntargets > KV_MAX_PEERS || o->nqps < 1 || o->nqps > KV_MAX_QPS ||
+	    o->inflight < 1 || o->inflight > KV_MAX_SLOTS || o->tokens < 1)
+		return rc_err_set(err, EINVAL, "invalid transfer parameters");
+	s->src_pages = kv_pages_for(s->g, false, o->tokens);
+	s->dst_pages = kv_pages_for(s->g, true, o->tokens);
+	if (s->dst_pages > KV_MAX_REQ_PAGES)
+		return rc_err_set(err, EINVAL, "a request of %u tokens takes %u destination pages; at most %d",
+				  o->tokens, s->dst_pages, KV_MAX_REQ_PAGES);
+	s->src_page_bytes = kv_page_bytes(s->g, false);
+	/* layers * halves * pages fits 64 bits (at most 2^34); the byte counts may not. */
+	if (__builtin_mul_overflow((uint64_t)s->g->layers * kv_halves(s->g) * s->src_pages,
+				   s->src_page_bytes, &s->slot_bytes) ||
+	    __builtin_mul_overflow(s->slot_bytes, (uint64_t)o->inflight, &pool) ||
+	    pool > SIZE_MAX - 4095)
+		return rc_err_set(err, EOVERFLOW,
+				  "%u requests of %u tokens in flight, %u layers of %llu-byte pages: "
+				  "more source memory than the address space holds",
+				  o->inflight, o->tokens, s->g->layers,
+				  (unsigned long long)s->src_page_bytes);
+	s->pool_len = ((size_t)pool + 4095) & ~(size_t)4095;
+	s->pool = aligned_alloc(4096, s->pool_len);
+	s->reqs = calloc(o->inflight, sizeof(*s->reqs));
+	s->d = calloc((size_t)o->ntargets, sizeof(*s->d));
+	if (!s->pool || !s->reqs || !s->d)
+		return rc_err_set(err, ENOMEM, "out of memory for %zu bytes of source pages", s->pool_len);
+	s->session = (uint32_t)getpid() ^ (uint32_t)(rc_now() * 1e6);
+	for (int i = 0; i < o->ntargets; i++) {
+		struct sdst *d = &s->d[i];
+
+		d->t = &o->targets[i];
+		snprintf(d->name, sizeof(d->name), strchr(d->t->host, ':') ? "[%s]:%s" : "%s:%s",
+			 d->t->host, d->t->port);
+		s->nd++;
+		if ((rc = connect_dst(s, d, err)) || (rc = handshake(s, d, err)))
+			return rc;
+		d->mr = ibv_reg_mr(d->ctrl->pd, s->pool, s->pool_len, IBV_ACCESS_LOCAL_WRITE);
+		if (!d->mr)
+			return rc_err_set(err, errno, "cannot register %zu bytes of source pages: %s",
+					  s->pool_len, strerror(errno));
+		d->last_hb = rc_now();
+	}
+	if ((rc = map_routes(s, err)))
+		return rc;
+	for (int i = 0; i < s->nd; i++) {
+		struct kv_event ev = { .kind = KV_EV_PEER_UP, .rank = s->d[i].rank,
+				       .peer = s->d[i].name, .qps = o->nqps };
+
+		kvs_emit(s, &ev);
+	}
+	return 0;
+}
+
+static void close_dst(struct sdst *d)
+{
+	if (d->closed)
+		return;
+	d->closed = true;
+	for (int k = 0; k < KV_MAX_QPS; k++) {
+		if (d->qp[k].c)
+			rc_conn_close(d->qp[k].c);
+		d->qp[k].c = NULL;
+		d->qp[k].qlen = 0;
+	}
+	if (d->mr)
+		ibv_dereg_mr(d->mr);
+	d->mr = NULL;
+	kv_chan_fini(&d->ch);
+	if (d->ctrl)
+		rc_conn_close(d->ctrl);
+	d->ctrl = NULL;
+}
+
+static void conn_events(struct sdst *d, struct rc_conn *c)
+{
+	struct rdma_cm_event *ev;
+
+	while (!d->dead && rdma_get_cm_event(c->ech, &ev) == 0) {
+		enum rdma_cm_event_type t = ev->event;
+
+		rdma_ack_cm_event(ev);
+		if (t == RDMA_CM_EVENT_DISCONNECTED || t == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+			c->disconnected = true;
+			snprintf(d->why, sizeof(d->why), "%s (%s)",
+				 t == RDMA_CM_EVENT_DISCONNECTED ? "disconnected" : "device removed",
+				 rdma_event_str(t));
+			d->dead = true;
+		}
+	}
+}
+
+/* Messages on the control QP; after a death, the ones that came before it. */
+static void drain_ctrl(struct kv_sender *s, struct sdst *d)
+{
+	struct ibv_wc wc[32];
+	bool was = d->dead;
+	struct kv_msg m;
+	struct rc_err e;
+	int n;
+
+	while ((was || !d->dead) && (n = rc_cq_take(d->ctrl, wc, 32)) > 0) {
+		for (int j = 0; j < n; j++) {
+			int k = wc[j].status == IBV_WC_SUCCESS
+					? kv_chan_wc(&d->ch, &wc[j], &m, s->pages_tmp, &e)
+					: was ? 0 : rc_wc_error(d->ctrl, &wc[j], &e);
+
+			if (k == 1 && (!was || m.type == KV_MSG_DONE || m.type == KV_MSG_CANCEL))
+				kvs_on_msg(s, d, &m);
+			if (k < 0 && !d->dead) {
+				snprintf(d->why, sizeof(d->why), "%.200s", e.msg);
+				d->dead = true;
+			}
+		}
+	}
+}
+
+static void dst_step(struct kv_sender *s, struct sdst *d, double now)
+{
+	struct ibv_wc wc[32];
+	struct rc_err e;
+	int n;
+
+	/* Completions before CM events: a message that came in before a
+	 * disconnect (the last DONE) still counts. */
+	drain_ctrl(s, d);
+	for (uint32_t k = 0; k < s->o->nqps; k++) {
+		struct sqp *qp = &d->qp[k];
+
+		while (!d->dead && (n = rc_cq_take(qp->c, wc, 32)) != 0) {
+			for (int j = 0; n > 0 && j < n && !d->dead; j++) {
+				if (wc[j].status == IBV_WC_SUCCESS) {
+					kvs_on_data_wc(s, d, qp, &wc[j]);
+					continue;
+				}
+				rc_wc_error(qp->c, &wc[j], &e);
+				snprintf(d->why, sizeof(d->why), "%.200s", e.msg);
+				d->dead = true;
+			}
+			if (n < 0)
+				d->dead = true;
+		}
+	}
+	conn_events(d, d->ctrl);
+	for (uint32_t k = 0; k < s->o->nqps; k++)
+		conn_events(d, d->qp[k].c);
+	if (d->dead) {
+		drain_ctrl(s, d); /* what it said before it went still counts */
+		return;
+	}
+	if (now - d->ch.last_rx > s->o->c.hb_timeout_ms / 1000.0) {
+		snprintf(d->why, sizeof(d->why), "no heartbeat for %d ms", s->o->c.hb_timeout_ms);
+		d->dead = true;
+	}
+}
+
+static int run(struct kv_sender *s, struct rc_err *err)
+{
+	const struct kv_send_opts *o = s->o;
+	struct pollfd *pfd = calloc((size_t)s->nd * (o->nqps + 1) * 2 + 1, sizeof(*pfd));
+	int rc = 0;
+
+	if (!pfd)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	s->first = rc_now();
+	for (;;) {
+		int n = 0, stop_at = -1;
+
+		/* Drain and arm every CQ before sleeping on them. */
+		for (int i = 0; i < s->nd; i++) {
+			struct sdst *d = &s->d[i];
+
+			if (d->closed)
+				continue;
+			dst_step(s, d, rc_now());
+			if (!d->dead)
+				continue;
+			close_dst(d); /* no write of ours can land any more */
+			struct kv_event ev = { .kind = KV_EV_PEER_DOWN, .rank = d->rank, .peer = d->name,
+					       .reason = d->why };
+			kvs_emit(s, &ev);
+			kvs_dst_gone(s, d);
+		}
+		kvs_heartbeats(s);
+		while (!s->stopping && !s->broken && s->active < o->inflight &&
+		       s->next_id < o->c.requests)
+			if ((rc = kvs_admit(s, err)))
+				goto out;
+		kvs_progress(s);
+		for (int i = 0; i < s->nd; i++)
+			kvs_post_queued(s, &s->d[i]);
+		if (!s->active && (s->stopping || s->broken || s->next_id >= o->c.requests))
+			break;
+		if (o->c.stop_fd >= 0 && !s->stopping) {
+			stop_at = n;
+			pfd[n++] = (struct pollfd){ .fd = o->c.stop_fd, .events = POLLIN };
+		}
+		for (int i = 0; i < s->nd; i++) {
+			struct sdst *d = &s->d[i];
+
+			if (d->closed)
+				continue;
+			pfd[n++] = (struct pollfd){ .fd = d->ctrl->ech->fd, .events = POLLIN };
+			pfd[n++] = (struct pollfd){ .fd = d->ctrl->cch->fd, .events = POLLIN };
+			for (uint32_t k = 0; k < o->nqps; k++) {
+				pfd[n++] = (struct pollfd){ .fd = d->qp[k].c->ech->fd, .events = POLLIN };
+				pfd[n++] = (struct pollfd){ .fd = d->qp[k].c->cch->fd, .events = POLLIN };
+			}
+		}
+		if (poll(pfd, (nfds_t)n, (int)(kvs_next_wake(s) * 1000) + 1) < 0 && errno != EINTR) {
+			rc = rc_err_set(err, errno, "poll failed: %s", strerror(errno));
+			goto out;
+		}
+		if (stop_at >= 0 && pfd[stop_at].revents) {
+			s->stopping = true;
+			for (uint32_t i = 0; i < o->inflight; i++)
+				if (s->reqs[i].used)
+					kvs_cancel(s, &s->reqs[i], KV_EV_CANCELLED, 0, "stopped by a signal");
+		}
+	}
+out:
+	free(pfd);
+	return rc;
+}
+
+int kv_send_run(const struct kv_send_opts *o, struct kv_summary *sum, struct rc_err *err)
+{
+	struct kv_sender *s = calloc(1, sizeof(*s));
+	int rc;
+
+	memset(sum, 0, sizeof(*sum));
+	if (!s)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	s->o = o;
+	s->g = &o->c.g;
+	s->sum = sum;
+	rc = setup(s, err);
+	if (!rc) {
+		struct kv_event ev = { .kind = KV_EV_READY, .rank = o->c.rank };
+
+		kvs_emit(s, &ev);
+		rc = run(s, err);
+	}
+	sum->nqps = o->nqps;
+	for (int i = 0; i < s->nd; i++) {
+		for (uint32_t k = 0; k < o->nqps; k++) {
+			sum->qp_bytes[k] += s->d[i].qp[k].bytes;
+			sum->qp_wrs[k] += s->d[i].qp[k].sq.posted;
+		}
+		close_dst(&s->d[i]);
+		free(s->d[i].segs);
+		for (int k = 0; k < KV_MAX_QPS; k++)
+			free(s->d[i].qp[k].q);
+	}
+	for (uint32_t i = 0; s->reqs && i < o->inflight; i++) {
+		for (int k = 0; k < s->nd; k++)
+			free(s->reqs[i].pages[k]);
+		free(s->reqs[i].ready);
+		free(s->reqs[i].landed);
+		free(s->reqs[i].pending);
+	}
+	free(s->reqs);
+	free(s->d);
+	free(s->pool);
+	free(s);
+	return rc;
+}

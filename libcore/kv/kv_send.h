@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/* Inside kvxfer send: the state that kv_send.c (connections, the loop) and
+ * kv_send_req.c (requests, posting, cancelling) share. */
+#ifndef RDMACTL_KV_SEND_H
+#define RDMACTL_KV_SEND_H
+
+#include "kv_int.h"
+
+#define SQ_DEPTH 256
+#define SIGNAL_EVERY 16 /* one signalled write in this many, per data QP */
+#define WR_MAX (64u << 10) /* a merged write stops growing here, to spread over QPs */
+
+/* A write waiting for room in its send queue. */
+struct wr_ent {
+	uint64_t laddr, raddr;
+	uint32_t len, imm;
+	uint16_t slot, layer;
+	bool has_imm;
+};
+
+struct sqp {
+	struct rc_conn *c;
+	struct rc_sq sq;         /* posted, done, last signalled: rc_sq_next decides */
+	uint64_t bytes;          /* RDMA WRITE payload posted */
+	struct wr_ent *q;
+	size_t qhead, qlen, qcap;
+};
+
+struct sdst {
+	const struct kv_send_target *t;
+	char name[300];
+	struct rc_conn *ctrl;
+	struct kv_chan ch;
+	struct sqp qp[KV_MAX_QPS];
+	struct ibv_mr *mr;       /* the source pool, on this connection's PD */
+	bool welcomed, dead, closed;
+	char why[KV_REASON_MAX];
+	uint32_t rank, pool_pages, rkey;
+	uint64_t base, page_bytes;
+	struct kv_route route;
+	struct kv_seg *segs;
+	size_t nsegs;
+	double last_hb;
+};
+
+struct sreq {
+	bool used, cancelling;
+	enum kv_ev_kind final;
+	int code;
+	char reason[KV_REASON_MAX];
+	uint32_t id, slot, layers_posted, layers_landed;
+	double t0, admitted, first_post, last;
+	double *ready, *landed;      /* absolute times per layer; landed < 0: not yet */
+	uint32_t *pending;           /* per layer: notifications not yet completed */
+	bool alloc[KV_MAX_PEERS], done_rx[KV_MAX_PEERS];
+	uint32_t rslot[KV_MAX_PEERS], rgen[KV_MAX_PEERS];
+	uint32_t *pages[KV_MAX_PEERS];
+	uint32_t done_flags;         /* AND of the DONE flags */
+	int done_status;
+	char done_why[KV_REASON_MAX];
+	uint64_t mark[KV_MAX_PEERS][KV_MAX_QPS]; /* quiescing: wait for done >= mark */
+};
+
+struct kv_sender {
+	const struct kv_send_opts *o;
+	const struct kv_geom *g;
+	struct sdst *d;
+	int nd;
+	char *pool;
+	size_t pool_len;
+	uint64_t slot_bytes, src_page_bytes;
+	uint32_t src_pages, dst_pages, session;
+	struct sreq *reqs;           /* inflight of them, one per source slot */
+	uint32_t next_id, active, finished;
+	double compute_free, first;
+	bool stopping, broken;
+	struct kv_summary *sum;
+	uint32_t pages_tmp[KV_MAX_REQ_PAGES];
+};
+
+void kvs_emit(struct kv_sender *s, struct kv_event *ev);
+void kvs_send(struct kv_sender *s, struct sdst *d, struct kv_msg *m);
+void kvs_heartbeats(struct kv_sender *s);
+int kvs_admit(struct kv_sender *s, struct rc_err *err);
+void kvs_progress(struct kv_sender *s);
+int kvs_post_queued(struct kv_sender *s, struct sdst *d);
+void kvs_on_msg(struct kv_sender *s, struct sdst *d, const struct kv_msg *m);
+void kvs_on_data_wc(struct kv_sender *s, struct sdst *d, struct sqp *q, const struct ibv_wc *wc);
+void kvs_cancel(struct kv_sender *s, struct sreq *q, enum kv_ev_kind final, int code, const char *why);
+void kvs_dst_gone(struct kv_sender *s, struct sdst *d);
+double kvs_next_wake(struct kv_sender *s);
+
+#endif

@@ -1,0 +1,545 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kvxfer send, the requests: deterministic content in a source slot, layer
+ * l posted as soon as it is ready and every decode rank gave its pages,
+ * the writes of a layer spread over the data QPs with one WRITE_WITH_IMM
+ * ending each QP's share, and cancelling: queued writes are dropped, the
+ * posted ones waited for, and only then is the decode side told "stopped".
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kv_send.h"
+
+#define CHAIN 32
+
+void kvs_emit(struct kv_sender *s, struct kv_event *ev)
+{
+	if (s->o->c.on_event)
+		s->o->c.on_event(s->o->c.arg, ev);
+}
+
+void kvs_send(struct kv_sender *s, struct sdst *d, struct kv_msg *m)
+{
+	struct rc_err e;
+
+	if (d->dead)
+		return;
+	if (kv_chan_send(&d->ch, m, &e)) {
+		snprintf(d->why, sizeof(d->why), "%.200s", e.msg);
+		d->dead = true;
+	}
+}
+
+void kvs_heartbeats(struct kv_sender *s)
+{
+	double now = rc_now();
+
+	for (int i = 0; i < s->nd; i++) {
+		struct sdst *d = &s->d[i];
+		struct kv_msg m = { .type = KV_MSG_HB };
+
+		if (d->dead || d->closed || now - d->last_hb < s->o->c.hb_ms / 1000.0)
+			continue;
+		d->last_hb = now;
+		kvs_send(s, d, &m);
+	}
+}
+
+static char *src_addr(struct kv_sender *s, uint32_t slot, uint32_t layer, uint32_t half, uint32_t page)
+{
+	return s->pool + slot * s->slot_bytes +
+	       (((uint64_t)layer * kv_halves(s->g) + half) * s->src_pages + page) * s->src_page_bytes;
+}
+
+int kvs_admit(struct kv_sender *s, struct rc_err *err)
+{
+	const struct kv_send_opts *o = s->o;
+	uint32_t L = s->g->layers, slot = 0;
+	char **pp = malloc(s->src_pages * sizeof(char *));
+	struct sreq *q;
+	double now;
+
+	if (!pp)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	while (s->reqs[slot].used)
+		slot++;
+	q = &s->reqs[slot];
+	memset(q, 0, sizeof(*q));
+	q->ready = malloc(L * sizeof(double));
+	q->landed = malloc(L * sizeof(double));
+	q->pending = calloc(L, sizeof(uint32_t));
+	if (!q->ready || !q->landed || !q->pending) {
+		free(pp);
+		free(q->ready);
+		free(q->landed);
+		free(q->pending);
+		return rc_err_set(err, ENOMEM, "out of memory");
+	}
+	q->used = true;
+	q->slot = slot;
+	q->id = s->next_id++;
+	q->done_flags = KV_DONE_CHECKED | KV_DONE_VERIFIED;
+	/* The "compute" of the layers: their content, before the clock starts. */
+	for (uint32_t l = 0; l < L; l++) {
+		for (uint32_t h = 0; h < kv_halves(s->g); h++) {
+			for (uint32_t i = 0; i < s->src_pages; i++)
+				pp[i] = src_addr(s, slot, l, h, i);
+			kv_fill(s->g, false, o->c.rank, q->id, l, h, o->tokens, pp);
+		}
+		kvs_heartbeats(s); /* a long fill must not look like a dead rank */
+	}
+	free(pp);
+	now = rc_now();
+	q->admitted = q->last = now;
+	q->t0 = s->compute_free > now ? s->compute_free : now;
+	for (uint32_t l = 0; l < L; l++) {
+		q->ready[l] = q->t0 + (l + 1) * o->layer_compute_us * 1e-6;
+		q->landed[l] = -1;
+	}
+	s->compute_free = q->ready[L - 1];
+	s->active++;
+	for (int i = 0; i < s->nd; i++) {
+		struct kv_msg m = { .type = KV_MSG_REQ, .req = q->id };
+
+		m.u.request.tokens = o->tokens;
+		kvs_send(s, &s->d[i], &m);
+	}
+	return 0;
+}
+
+static int push(struct sqp *qp, const struct wr_ent *w)
+{
+	if (qp->qhead + qp->qlen == qp->qcap) {
+		if (qp->qhead) {
+			memmove(qp->q, qp->q + qp->qhead, qp->qlen * sizeof(*w));
+			qp->qhead = 0;
+		} else {
+			size_t cap = qp->qcap ? qp->qcap * 2 : 256;
+			struct wr_ent *v = realloc(qp->q, cap * sizeof(*w));
+
+			if (!v)
+				return -ENOMEM;
+			qp->q = v;
+			qp->qcap = cap;
+		}
+	}
+	qp->q[qp->qhead + qp->qlen++] = *w;
+	return 0;
+}
+
+/* Queue the writes of one layer to one decode rank. */
+static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int di, uint32_t l)
+{
+	uint32_t nq = s->o->nqps, halves = kv_halves(s->g);
+	struct wr_ent *v = malloc((d->nsegs * halves + 1) * sizeof(*v));
+	size_t n = 0;
+	int rc = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (uint32_t h = 0; h < halves; h++) {
+		for (size_t i = 0; i < d->nsegs; i++) {
+			const struct kv_seg *g = &d->segs[i];
+			uint64_t la = (uintptr_t)src_addr(s, q->slot, l, h, g->src_page) + g->src_off;
+			uint64_t ra = d->base + (((uint64_t)l * halves + h) * d->pool_pages +
+						 q->pages[di][g->dst_page]) * d->page_bytes + g->dst_off;
+			struct wr_ent *last = n ? &v[n - 1] : NULL;
+
+			/* Pages that happen to be adjacent on both sides merge. */
+			if (last && last->laddr + last->len == la && last->raddr + last->len == ra &&
+			    last->len + g->len <= WR_MAX) {
+				last->len += g->len;
+				continue;
+			}
+			v[n++] = (struct wr_ent){ .laddr = la, .raddr = ra, .len = g->len,
+						  .slot = (uint16_t)q->slot, .layer = (uint16_t)l };
+		}
+	}
+	/* Contiguous shares per QP; each share ends with the notification. */
+	for (uint32_t k = 0; !rc && k < nq; k++) {
+		size_t a = n * k / nq, b = n * (k + 1) / nq;
+		struct wr_ent imm = { .laddr = (uintptr_t)s->pool, .raddr = d->base,
+				      .slot = (uint16_t)q->slot, .layer = (uint16_t)l };
+
+		for (size_t i = a; !rc && i + 1 < b; i++)
+			rc = push(&d->qp[k], &v[i]);
+		if (b > a)
+			imm = v[b - 1];
+		imm.has_imm = true;
+		imm.imm = kv_imm(q->rgen[di], q->rslot[di], l, s->o->c.rank);
+		if (!rc)
+			rc = push(&d->qp[k], &imm);
+	}
+	q->pending[l] += nq;
+	free(v);
+	return rc;
+}
+
+/* The work request of one queued write: the stream's signalling rule, plus
+ * every notification and every forced one (force) signalled. */
+static void next_wr(struct sqp *qp, const struct wr_ent *w, uint32_t lkey, uint32_t rkey,
+		    bool force, struct rc_wr *wr)
+{
+	uint64_t seq = qp->sq.posted;
+
+	qp->bytes += w->len;
+	*wr = (struct rc_wr){ .op = w->has_imm ? RC_OP_WRITE_IMM : RC_OP_WRITE,
+			      .laddr = w->laddr, .len = w->len, .lkey = lkey, .raddr = w->raddr,
+			      .rkey = rkey, .imm = w->imm,
+			      .user = kv_wrid((uint32_t)seq, w->slot, w->layer, w->has_imm) };
+	wr->signaled = rc_sq_next(&qp->sq, force || w->has_imm);
+}
+
+int kvs_post_queued(struct kv_sender *s, struct sdst *d)
+{
+	for (uint32_t k = 0; !d->dead && k < s->o->nqps; k++) {
+		struct sqp *qp = &d->qp[k];
+
+		while (qp->qlen && qp->sq.posted - qp->sq.done < SQ_DEPTH) {
+			struct rc_chain ch;
+			struct rc_err e;
+			int rc;
+
+			ch.n = 0;
+			while (ch.n < CHAIN && qp->qlen && qp->sq.posted - qp->sq.done < SQ_DEPTH) {
+				struct rc_wr wr;
+
+				next_wr(qp, &qp->q[qp->qhead], d->mr->lkey, d->rkey, false, &wr);
+				rc_chain_add(&ch, &wr);
+				qp->qhead++;
+				qp->qlen--;
+			}
+			rc = rc_chain_post(qp->c, &ch, &e);
+			if (rc < 0) {
+				snprintf(d->why, sizeof(d->why), "%.200s", e.msg);
+				d->dead = true;
+				return rc;
+			}
+		}
+	}
+	return 0;
+}
+
+static bool all_alloc(struct kv_sender *s, struct sreq *q)
+{
+	for (int i = 0; i < s->nd; i++)
+		if (!q->alloc[i])
+			return false;
+	return true;
+}
+
+static void finish(struct kv_sender *s, struct sreq *q, enum kv_ev_kind kind, const char *why)
+{
+	uint32_t L = s->g->layers;
+	double last = 0, *ready_us = malloc(L * sizeof(double)), *landed_us = malloc(L * sizeof(double));
+	struct kv_report rep = { .req = q->id, .tokens = s->o->tokens, .layers = L,
+				 .layers_landed = q->layers_landed, .exposed_s = -1,
+				 .checked = kind == KV_EV_DONE && q->done_flags & KV_DONE_CHECKED,
+				 .verified = kind == KV_EV_DONE && q->done_flags & KV_DONE_VERIFIED,
+				 .reason = why };
+	struct kv_event ev = { .kind = kind, .rank = s->o->c.rank, .rep = &rep };
+
+	for (int i = 0; i < s->nd; i++)
+		rep.bytes += kv_route_bytes(s->g, &s->d[i].route, s->o->tokens) * kv_halves(s->g) * L;
+	for (uint32_t l = 0; ready_us && landed_us && l < L; l++) {
+		ready_us[l] = (q->ready[l] - q->t0) * 1e6;
+		landed_us[l] = q->landed[l] < 0 ? -1 : (q->landed[l] - q->t0) * 1e6;
+		if (q->landed[l] > last)
+			last = q->landed[l];
+	}
+	rep.ready_us = ready_us;
+	rep.landed_us = landed_us;
+	if (q->layers_landed == L) {
+		rep.seconds = last - q->first_post;
+		rep.exposed_s = last - q->ready[L - 1];
+	}
+	kvs_emit(s, &ev);
+	if (kind == KV_EV_DONE) {
+		s->sum->done++;
+		s->sum->verified += rep.verified;
+		s->sum->bytes += rep.bytes;
+		s->sum->exposed_sum_s += rep.exposed_s;
+		if (rep.exposed_s > s->sum->exposed_max_s)
+			s->sum->exposed_max_s = rep.exposed_s;
+	}
+	s->sum->cancelled += kind == KV_EV_CANCELLED;
+	s->sum->failed += kind == KV_EV_FAILED;
+	s->sum->seconds = rc_now() - s->first;
+	free(ready_us);
+	free(landed_us);
+	for (int i = 0; i < s->nd; i++)
+		free(q->pages[i]);
+	free(q->ready);
+	free(q->landed);
+	free(q->pending);
+	memset(q, 0, sizeof(*q));
+	s->active--;
+	s->finished++;
+}
+
+/* Stop a request: drop its queued writes, then wait for the posted ones. */
+void kvs_cancel(struct kv_sender *s, struct sreq *q, enum kv_ev_kind final, int code, const char *why)
+{
+	if (q->cancelling)
+		return;
+	q->cancelling = true;
+	q->final = final;
+	q->code = code;
+	q->last = rc_now();
+	snprintf(q->reason, sizeof(q->reason), "%s", why);
+	for (int i = 0; i < s->nd; i++) {
+		struct sdst *d = &s->d[i];
+
+		for (uint32_t k = 0; k < s->o->nqps; k++) {
+			struct sqp *qp = &d->qp[k];
+			size_t keep = 0;
+
+			for (size_t j = 0; j < qp->qlen; j++) {
+				struct wr_ent *w = &qp->q[qp->qhead + j];
+
+				if (w->slot != q->slot)
+					qp->q[qp->qhead + keep++] = *w;
+				else if (w->has_imm)
+					q->pending[w->layer]--;
+			}
+			qp->qlen = keep;
+			/* Unsignalled writes at the tail: one signalled write of no
+			 * bytes after them tells when they are done. */
+			if (!d->dead && qp->sq.signaled < qp->sq.posted) {
+				struct wr_ent w = { .laddr = (uintptr_t)s->pool, .raddr = d->base,
+						    .slot = (uint16_t)q->slot };
+				struct rc_chain ch;
+				struct rc_wr wr;
+
+				ch.n = 0;
+				next_wr(qp, &w, d->mr->lkey, d->rkey, true, &wr);
+				rc_chain_add(&ch, &wr);
+				if (rc_chain_post(qp->c, &ch, NULL) < 0) {
+					snprintf(d->why, sizeof(d->why), "cannot post to %.64s", d->name);
+					d->dead = true;
+				}
+			}
+			q->mark[i][k] = qp->sq.posted;
+		}
+	}
+}
+
+static bool quiesced(struct kv_sender *s, struct sreq *q)
+{
+	for (int i = 0; i < s->nd; i++)
+		for (uint32_t k = 0; !s->d[i].closed && k < s->o->nqps; k++)
+			if (s->d[i].qp[k].sq.done < q->mark[i][k])
+				return false;
+	return true;
+}
+
+void kvs_dst_gone(struct kv_sender *s, struct sdst *d)
+{
+	char why[KV_REASON_MAX];
+
+	snprintf(why, sizeof(why), "decode rank %u (%.64s) is gone: %.150s", d->rank, d->name, d->why);
+	s->broken = true;
+	for (uint32_t i = 0; i < s->o->inflight; i++) {
+		struct sreq *q = &s->reqs[i];
+		bool confirmed = q->layers_landed == s->g->layers;
+
+		for (int k = 0; k < s->nd; k++)
+			confirmed = confirmed && q->done_rx[k];
+		if (q->used && !confirmed) /* a confirmed one ends as it is */
+			kvs_cancel(s, q, KV_EV_FAILED, ECONNRESET, why);
+	}
+}
+
+static struct sreq *find(struct kv_sender *s, uint32_t id)
+{
+	for (uint32_t i = 0; i < s->o->inflight; i++)
+		if (s->reqs[i].used && s->reqs[i].id == id)
+			return &s->reqs[i];
+	return NULL;
+}
+
+static void progress_one(struct kv_sender *s, struct sreq *q, double now)
+{
+	const struct kv_common_opts *c = &s->o->c;
+	uint32_t L = s->g->layers;
+	double quiet = c->timeout_ms / 1000.0;
+	char why[KV_REASON_MAX];
+
+	if (q->cancelling) {
+		if (quiesced(s, q)) {
+			for (int i = 0; i < s->nd; i++) {
+				struct kv_msg m = { .type = KV_MSG_CANCEL, .req = q->id };
+
+				m.u.cancel.code = q->code;
+				snprintf(m.u.cancel.text, sizeof(m.u.cancel.text), "%s", q->reason);
+				kvs_send(s, &s->d[i], &m);
+			}
+			snprintf(why, sizeof(why), "%s", q->reason);
+			finish(s, q, q->final, why);
+			return;
+		}
+		for (int i = 0; now - q->last > quiet && i < s->nd; i++) {
+			for (uint32_t k = 0; k < s->o->nqps; k++) {
+				if (s->d[i].closed || s->d[i].qp[k].sq.done >= q->mark[i][k])
+					continue;
+				snprintf(s->d[i].why, sizeof(s->d[i].why),
+					 "writes did not complete within %d ms", c->timeout_ms);
+				s->d[i].dead = true;
+			}
+		}
+		return;
+	}
+	if (!all_alloc(s, q)) {
+		for (int i = 0; now - q->admitted > quiet && i < s->nd; i++) {
+			if (q->alloc[i])
+				continue;
+			snprintf(why, sizeof(why), "no pages from decode rank %u (%.64s) within %d ms",
+				 s->d[i].rank, s->d[i].name, c->timeout_ms);
+			kvs_cancel(s, q, KV_EV_FAILED, ETIMEDOUT, why);
+			return;
+		}
+		return;
+	}
+	while (q->layers_posted < L &&
+	       (s->o->no_stream ? q->ready[L - 1] : q->ready[q->layers_posted]) <= now) {
+		if (c->cancel_req == (int64_t)q->id && q->layers_posted >= c->cancel_after) {
+			snprintf(why, sizeof(why), "cancelled by source rank %u after %u layers (test hook)",
+				 c->rank, q->layers_posted);
+			kvs_cancel(s, q, KV_EV_CANCELLED, 0, why);
+			return;
+		}
+		if (!q->layers_posted)
+			q->first_post = now;
+		for (int i = 0; i < s->nd; i++) {
+			if (queue_layer(s, q, &s->d[i], i, q->layers_posted)) {
+				kvs_cancel(s, q, KV_EV_FAILED, ENOMEM, "out of memory");
+				return;
+			}
+		}
+		q->layers_posted++;
+		q->last = now;
+	}
+	if (q->layers_landed < L)
+		return;
+	for (int i = 0; i < s->nd; i++) {
+		if (q->done_rx[i])
+			continue;
+		if (now - q->last > quiet) {
+			snprintf(why, sizeof(why), "decode rank %u (%.64s) did not confirm request %u within %d ms",
+				 s->d[i].rank, s->d[i].name, q->id, c->timeout_ms);
+			kvs_cancel(s, q, KV_EV_FAILED, ETIMEDOUT, why);
+		}
+		return;
+	}
+	snprintf(why, sizeof(why), "%s", q->done_why);
+	finish(s, q, q->done_status ? KV_EV_FAILED : KV_EV_DONE, q->done_status ? why : NULL);
+}
+
+void kvs_progress(struct kv_sender *s)
+{
+	double now = rc_now();
+
+	for (uint32_t i = 0; i < s->o->inflight; i++)
+		if (s->reqs[i].used)
+			progress_one(s, &s->reqs[i], now);
+}
+
+double kvs_next_wake(struct kv_sender *s)
+{
+	double now = rc_now(), wake = 0.1;
+
+	for (uint32_t i = 0; i < s->o->inflight; i++) {
+		struct sreq *q = &s->reqs[i];
+		double t;
+
+		if (!q->used || q->cancelling || !all_alloc(s, q) || q->layers_posted >= s->g->layers)
+			continue;
+		t = (s->o->no_stream ? q->ready[s->g->layers - 1] : q->ready[q->layers_posted]) - now;
+		if (t < wake)
+			wake = t > 0 ? t : 0;
+	}
+	return wake;
+}
+
+void kvs_on_data_wc(struct kv_sender *s, struct sdst *d, struct sqp *qp, const struct ibv_wc *wc)
+{
+	uint64_t v = wc->wr_id & RC_WRID_MASK;
+	uint32_t seq = kv_wrid_seq(v), layer = kv_wrid_layer(v);
+	struct sreq *q = &s->reqs[kv_wrid_slot(v)];
+
+	qp->sq.done += (uint32_t)(seq + 1 - (uint32_t)qp->sq.done);
+	if (!kv_wrid_notify(v) || !q->used || layer >= s->g->layers || !q->pending[layer])
+		return;
+	if (--q->pending[layer] == 0 && !q->cancelling) {
+		q->landed[layer] = rc_now();
+		q->layers_landed++;
+		q->last = q->landed[layer];
+	}
+}
+
+void kvs_on_msg(struct kv_sender *s, struct sdst *d, const struct kv_msg *m)
+{
+	int di = (int)(d - s->d);
+	struct sreq *q = find(s, m->req);
+	char why[KV_REASON_MAX];
+
+	switch (m->type) {
+	case KV_MSG_HB:
+		return;
+	case KV_MSG_ALLOC:
+		if (!q || q->alloc[di])
+			return;
+		for (uint32_t i = 0; i < m->u.alloc.npages; i++)
+			if (m->u.alloc.pages[i] >= d->pool_pages)
+				goto bad_alloc;
+		if (m->u.alloc.npages != s->dst_pages)
+			goto bad_alloc;
+		q->pages[di] = malloc(s->dst_pages * sizeof(uint32_t));
+		if (!q->pages[di]) {
+			kvs_cancel(s, q, KV_EV_FAILED, ENOMEM, "out of memory");
+			return;
+		}
+		memcpy(q->pages[di], m->u.alloc.pages, s->dst_pages * sizeof(uint32_t));
+		q->rslot[di] = m->u.alloc.slot;
+		q->rgen[di] = m->u.alloc.gen;
+		q->alloc[di] = true;
+		q->last = rc_now();
+		return;
+	bad_alloc:
+		snprintf(why, sizeof(why), "decode rank %u sent %u pages for request %u, not %u within "
+			 "its pool of %u", d->rank, m->u.alloc.npages, q->id, s->dst_pages, d->pool_pages);
+		kvs_cancel(s, q, KV_EV_FAILED, EPROTO, why);
+		return;
+	case KV_MSG_DONE:
+		if (!q)
+			return;
+		q->done_rx[di] = true;
+		q->done_flags &= m->u.done.flags;
+		if (m->u.done.status && !q->done_status) {
+			q->done_status = m->u.done.status;
+			snprintf(q->done_why, sizeof(q->done_why), "decode rank %u: %s", d->rank,
+				 m->u.done.status == EBADMSG ? "verification failed"
+							     : strerror(m->u.done.status));
+		}
+		return;
+	case KV_MSG_CANCEL:
+		if (q) {
+			kvs_cancel(s, q, m->u.cancel.code ? KV_EV_FAILED : KV_EV_CANCELLED,
+				   m->u.cancel.code, m->u.cancel.text);
+		} else {
+			struct kv_msg a = { .type = KV_MSG_CANCEL, .req = m->req };
+
+			snprintf(a.u.cancel.text, sizeof(a.u.cancel.text), "request %u is over here", m->req);
+			kvs_send(s, d, &a);
+		}
+		return;
+	default:
+		snprintf(d->why, sizeof(d->why), "unexpected %s message%s%.200s", kv_msg_name(m->type),
+			 m->type == KV_MSG_ERROR ? ": " : "",
+			 m->type == KV_MSG_ERROR ? m->u.cancel.text : "");
+		d->dead = true;
+	}
+}

@@ -1,0 +1,404 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The region server behind `register`. One thread: the listener's CM event
+ * channel and every connection's completion channel are polled together.
+ * Data moves one-sided, so the only work here is admitting connections
+ * (token check) and answering LIST requests on the control channel.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmactl/ops.h>
+#include <rdmactl/server.h>
+
+#define SRV_RECVS 4
+#define SRV_MAX_CONNS 256
+
+struct srv_conn {
+	struct rc_conn *c;
+	struct ibv_mr *mr;
+	struct {
+		unsigned char recv[SRV_RECVS][RC_CTRL_MSG_MAX];
+		unsigned char send[RC_CTRL_MSG_MAX];
+	} buf;
+};
+
+struct rc_server {
+	struct rc_server_opts o;
+	char token[RC_TOKEN_MAX + 1];
+	struct rc_listener *l;
+	struct rc_gid_info gid;
+	struct rc_region regions[RC_MAX_REGIONS];
+	int nregions;
+	struct srv_conn *conns[SRV_MAX_CONNS];
+	int nconns;
+	int max_conns;
+};
+
+int rc_server_nregions(const struct rc_server *s) { return s->nregions; }
+const struct rc_region *rc_server_region(const struct rc_server *s, int i) { return &s->regions[i]; }
+const struct rc_listener *rc_server_listener(const struct rc_server *s) { return s->l; }
+const struct rc_gid_info *rc_server_gid(const struct rc_server *s) { return &s->gid; }
+const char *rc_server_token(const struct rc_server *s) { return s->token[0] ? s->token : NULL; }
+int rc_server_nconns(const struct rc_server *s) { return s->nconns; }
+
+static void emit(struct rc_server *s, enum rc_server_event_kind kind, const char *peer,
+		 const char *reason)
+{
+	struct rc_server_event ev = { .kind = kind, .peer = peer, .reason = reason };
+
+	if (s->o.on_event)
+		s->o.on_event(s->o.arg, &ev);
+}
+
+int rc_server_create(const struct rc_server_opts *o, struct rc_server **out, struct rc_err *err)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai;
+	struct rc_server *s;
+	int rc;
+
+	if (o->token && !rc_token_valid(o->token))
+		return rc_err_set(err, EINVAL,
+				  "a token is 1 to %d printable characters without spaces",
+				  RC_TOKEN_MAX);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	s->o = *o;
+	s->max_conns = o->max_conns > 0 && o->max_conns <= SRV_MAX_CONNS ? o->max_conns : 64;
+	if (o->token)
+		strcpy(s->token, o->token);
+	rc = rc_listen(o->addr, o->port, o->dev_name, &s->l, err);
+	if (rc) {
+		free(s);
+		return rc;
+	}
+	rc = -ENOENT;
+	if (o->gid_index < 0 && !getaddrinfo(o->addr, NULL, &hints, &ai)) {
+		rc = rc_gid_find_addr(s->l->verbs, s->l->port_num, ai->ai_addr, &s->gid);
+		freeaddrinfo(ai);
+	}
+	if (rc)
+		rc = rc_gid_pick(s->l->verbs, s->l->port_num, o->gid_index, &s->gid, err);
+	if (rc) {
+		rc_listener_close(s->l);
+		free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+int rc_server_add_region(struct rc_server *s, const char *name, enum rc_mem_kind kind,
+			 size_t len, const char *path, enum rc_access access, struct rc_err *err)
+{
+	struct rc_mem_spec spec = { .kind = kind, .len = len, .path = path };
+
+	return rc_server_add_region_spec(s, name, &spec, access, err);
+}
+
+int rc_server_add_region_spec(struct rc_server *s, const char *name,
+			      const struct rc_mem_spec *spec, enum rc_access access,
+			      struct rc_err *err)
+{
+	enum rc_mem_kind kind = spec->kind;
+	const char *path = spec->path;
+	size_t len = spec->len;
+	struct rc_region *r;
+	int rc;
+
+	if (!rc_region_name_valid(name))
+		return rc_err_set(err, EINVAL,
+				  "invalid region name '%s': 1 to %d of A-Z a-z 0-9 _ . -", name,
+				  RC_NAME_MAX - 1);
+	for (int i = 0; i < s->nregions; i++)
+		if (!strcmp(s->regions[i].d.name, name))
+			return rc_err_set(err, EEXIST, "a region named '%s' is already served", name);
+	if (s->nregions >= RC_MAX_REGIONS)
+		return rc_err_set(err, ENOSPC, "at most %d regions per server", RC_MAX_REGIONS);
+	r = &s->regions[s->nregions];
+	memset(r, 0, sizeof(*r));
+	rc = rc_mem_alloc_spec(&r->mem, spec, access != RC_ACCESS_RO, err);
+	if (rc)
+		return rc;
+	/* GPU memory: dma-buf, peer memory, then a bounce buffer (mem.c). */
+	rc = rc_mem_register(&r->mem, s->l->pd, rc_access_ibv(access), &r->mr,
+			     kind == RC_MEM_CUDA ? err : NULL);
+	if (rc && kind == RC_MEM_CUDA) {
+		rc_mem_free(&r->mem);
+		return rc;
+	}
+	if (rc) {
+		int e = -rc;
+
+		rc_mem_free(&r->mem);
+		if (e == ENOMEM || e == EPERM)
+			return rc_err_set(err, e,
+					  "cannot register %zu bytes on %s: %s (is the memlock limit, "
+					  "ulimit -l, large enough?)",
+					  len, s->l->dev_name, strerror(e));
+		return rc_err_set(err, e, "cannot register %zu bytes on %s: %s", len,
+				  s->l->dev_name, strerror(e));
+	}
+	snprintf(r->d.name, sizeof(r->d.name), "%s", name);
+	r->d.addr = r->mem.mr_addr;
+	r->d.length = r->mem.len;
+	r->d.rkey = r->mr->rkey;
+	r->d.access = access;
+	if (path)
+		snprintf(r->path, sizeof(r->path), "%s", path);
+	s->nregions++;
+	return 0;
+}
+
+static int post_ctrl_recv(struct srv_conn *sc, int i)
+{
+	return rc_post_recv(sc->c, sc->buf.recv[i], RC_CTRL_MSG_MAX, sc->mr->lkey, (uint64_t)i,
+			    NULL);
+}
+
+static int prepare_conn(struct rc_conn *c, void *arg)
+{
+	struct srv_conn *sc = arg;
+	int rc;
+
+	sc->c = c;
+	sc->mr = ibv_reg_mr(c->pd, &sc->buf, sizeof(sc->buf), IBV_ACCESS_LOCAL_WRITE);
+	if (!sc->mr)
+		return -errno;
+	for (int i = 0; i < SRV_RECVS; i++) {
+		rc = post_ctrl_recv(sc, i);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static void conn_free(struct srv_conn *sc)
+{
+	if (sc->c)
+		rc_conn_close(sc->c);
+	if (sc->mr)
+		ibv_dereg_mr(sc->mr);
+	free(sc);
+}
+
+static void drop_conn(struct rc_server *s, struct srv_conn *sc, bool peer_gone, bool tell)
+{
+	char peer[sizeof(sc->c->peer)];
+
+	snprintf(peer, sizeof(peer), "%s", sc->c->peer);
+	for (int i = 0; i < s->nconns; i++) {
+		if (s->conns[i] != sc)
+			continue;
+		s->conns[i] = s->conns[--s->nconns];
+		break;
+	}
+	if (peer_gone)
+		sc->c->disconnected = true;
+	conn_free(sc);
+	if (tell)
+		emit(s, RC_EV_DISCONNECTED, peer, NULL);
+}
+
+static bool token_ok(const struct rc_server *s, const struct rdma_conn_param *p,
+		     const char **why)
+{
+	const unsigned char *pd = p->private_data;
+	size_t n = strlen(s->token), len = p->private_data_len;
+
+	if (!n)
+		return true;
+	if (!pd || len == 0 || pd[0] == 0) {
+		*why = "rdmactl: a token is required";
+		return false;
+	}
+	/* The CM pads private data with zeros up to its fixed size. */
+	if (len < n || memcmp(pd, s->token, n) || (len > n && pd[n] != 0)) {
+		*why = "rdmactl: invalid token";
+		return false;
+	}
+	return true;
+}
+
+static void on_connect_request(struct rc_server *s, struct rc_cm_event *ev)
+{
+	struct rc_conn_opts co = { .sq_depth = 8, .rq_depth = SRV_RECVS, .timeout_ms = 5000 };
+	struct srv_conn *sc;
+	const char *why = NULL;
+	struct rc_err e;
+
+	if (ev->other_device)
+		why = "rdmactl: request arrived on another device";
+	else if (s->nconns >= s->max_conns)
+		why = "rdmactl: too many connections";
+	else
+		token_ok(s, &ev->param, &why);
+	if (why) {
+		rc_cm_refuse(ev, why);
+		emit(s, RC_EV_REJECTED, ev->peer, why + strlen("rdmactl: "));
+		return;
+	}
+	sc = calloc(1, sizeof(*sc));
+	if (!sc) {
+		rc_cm_refuse(ev, "rdmactl: out of memory");
+		return;
+	}
+	co.on_qp = prepare_conn;
+	co.on_qp_arg = sc;
+	if (rc_cm_accept(s->l, ev, &co, &sc->c, &e)) {
+		if (sc->mr)
+			ibv_dereg_mr(sc->mr);
+		free(sc);
+		rc_cm_refuse(ev, "rdmactl: accept failed");
+		emit(s, RC_EV_REJECTED, ev->peer, e.msg);
+		return;
+	}
+	sc->c->user = sc;
+	s->conns[s->nconns++] = sc;
+}
+
+static int handle_cm(struct rc_server *s, struct rc_err *err)
+{
+	struct rc_cm_event ev;
+
+	while (rc_listener_next(s->l, 0, &ev) == 0) {
+		struct srv_conn *sc = ev.conn ? ev.conn->user : NULL;
+
+		switch (ev.kind) {
+		case RC_CM_REQUEST:
+			on_connect_request(s, &ev);
+			break;
+		case RC_CM_ESTABLISHED:
+			if (ev.conn)
+				emit(s, RC_EV_CONNECTED, ev.conn->peer, NULL);
+			break;
+		case RC_CM_GONE:
+			if (sc)
+				drop_conn(s, sc, true, ev.was_established);
+			break;
+		case RC_CM_DEVICE_GONE:
+			return rc_err_set(err, ENODEV, "the RDMA device %s was removed",
+					  s->l->dev_name);
+		case RC_CM_OTHER:
+			break;
+		}
+	}
+	return 0;
+}
+
+static void handle_ctrl(struct rc_server *s, struct srv_conn *sc, struct ibv_wc *wc)
+{
+	int slot = (int)(wc->wr_id & RC_WRID_MASK);
+	struct rc_ctrl_hdr h;
+	int len;
+
+	if (rc_wrid_op(wc->wr_id) != RC_OP_RECV || slot >= SRV_RECVS)
+		return;
+	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+		struct rc_server_event ev = { .kind = RC_EV_IMM, .peer = sc->c->peer,
+					      .imm = be32toh(wc->imm_data) };
+
+		if (s->o.on_event)
+			s->o.on_event(s->o.arg, &ev);
+		post_ctrl_recv(sc, slot);
+		return;
+	}
+	if (rc_ctrl_decode_hdr(sc->buf.recv[slot], wc->byte_len, &h) == 0 &&
+	    h.type == RC_CTRL_LIST_REQ) {
+		struct rc_region_desc d[RC_MAX_REGIONS];
+
+		for (int i = 0; i < s->nregions; i++)
+			d[i] = s->regions[i].d;
+		len = rc_ctrl_encode_list(sc->buf.send, sizeof(sc->buf.send), h.seq, d,
+					  s->nregions);
+		if (len > 0)
+			rc_post_send(sc->c, sc->buf.send, (uint32_t)len, sc->mr->lkey, 0, NULL);
+	}
+	post_ctrl_recv(sc, slot);
+}
+
+/* Take every completion: the CQ is left empty and armed. */
+static void drain_cq(struct rc_server *s, struct srv_conn *sc)
+{
+	struct ibv_wc wc[8];
+	int got;
+
+	while ((got = rc_cq_take(sc->c, wc, 8)) > 0)
+		for (int j = 0; j < got; j++)
+			if (wc[j].status == IBV_WC_SUCCESS)
+				handle_ctrl(s, sc, &wc[j]);
+}
+
+static void handle_cqs(struct rc_server *s, struct pollfd *pfd, int n)
+{
+	for (int i = 0; i < n && i < s->nconns; i++)
+		if (pfd[i].revents & POLLIN)
+			drain_cq(s, s->conns[i]);
+}
+
+int rc_server_step(struct rc_server *s, int timeout_ms, struct rc_err *err)
+{
+	struct pollfd pfd[SRV_MAX_CONNS + 1];
+	int n = s->nconns, r;
+
+	for (int i = 0; i < n; i++) {
+		if (!s->conns[i]->c->armed)
+			drain_cq(s, s->conns[i]);
+		pfd[i] = (struct pollfd){ .fd = s->conns[i]->c->cch->fd, .events = POLLIN };
+	}
+	pfd[n] = (struct pollfd){ .fd = s->l->ech->fd, .events = POLLIN };
+	r = poll(pfd, (nfds_t)n + 1, timeout_ms);
+	if (r < 0)
+		return errno == EINTR ? 0 : rc_err_set(err, errno, "poll failed: %s", strerror(errno));
+	/* Completions first: a connection may be dropped by a CM event below. */
+	handle_cqs(s, pfd, n);
+	return handle_cm(s, err);
+}
+
+int rc_server_run(struct rc_server *s, int stop_fd, struct rc_err *err)
+{
+	for (;;) {
+		struct pollfd p = { .fd = stop_fd, .events = POLLIN };
+		int rc;
+
+		if (poll(&p, 1, 0) > 0)
+			return 0;
+		rc = rc_server_step(s, 200, err);
+		if (rc)
+			return rc;
+	}
+}
+
+int rc_server_destroy(struct rc_server *s, struct rc_err *err)
+{
+	int rc = 0, r;
+
+	if (!s)
+		return 0;
+	while (s->nconns)
+		drop_conn(s, s->conns[s->nconns - 1], false, false);
+	for (int i = 0; i < s->nregions; i++) {
+		struct rc_region *reg = &s->regions[i];
+
+		if (reg->mr && ibv_dereg_mr(reg->mr) && !rc)
+			rc = rc_err_set(err, errno, "cannot deregister region '%s': %s", reg->d.name,
+					strerror(errno));
+		r = rc_mem_sync(&reg->mem, rc ? NULL : err);
+		if (r && !rc)
+			rc = r;
+		r = rc_mem_free(&reg->mem);
+		if (r && !rc)
+			rc = rc_err_set(err, -r, "cannot release region '%s': %s", reg->d.name,
+					strerror(-r));
+	}
+	r = rc_listener_close(s->l);
+	if (r && !rc)
+		rc = rc_err_set(err, -r, "cannot close the listener: %s", strerror(-r));
+	free(s);
+	return rc;
+}

@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: MIT
+/* The one clock of the data path: deadlines, rates and latencies. */
+#include <time.h>
+
+#include <rdmactl/ops.h>
+
+double rc_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

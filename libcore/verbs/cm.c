@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The one way a listening side takes its CM events: each is taken,
+ * acknowledged at once and sorted into what the server must do about it
+ * (answer a request, count a connection up or gone, stop on a removed
+ * device). The region server and kvxfer's receiver both run on it.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <rdmactl/conn.h>
+
+static enum rc_cm_kind classify(enum rdma_cm_event_type t)
+{
+	switch (t) {
+	case RDMA_CM_EVENT_CONNECT_REQUEST: return RC_CM_REQUEST;
+	case RDMA_CM_EVENT_ESTABLISHED: return RC_CM_ESTABLISHED;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED: return RC_CM_GONE;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL: return RC_CM_DEVICE_GONE;
+	default: return RC_CM_OTHER;
+	}
+}
+
+int rc_listener_next(struct rc_listener *l, int timeout_ms, struct rc_cm_event *out)
+{
+	struct rdma_cm_event *ev;
+	int rc = rc_listener_event(l, timeout_ms, &ev);
+
+	if (rc)
+		return rc;
+	memset(out, 0, sizeof(*out));
+	out->type = ev->event;
+	out->kind = classify(ev->event);
+	if (out->kind == RC_CM_REQUEST) {
+		const struct rdma_conn_param *p = &ev->param.conn;
+		uint8_t n = p->private_data && p->private_data_len ? p->private_data_len : 0;
+
+		/* The private data lives in the event: keep a copy past the ack (a
+		 * uint8_t length always fits the copy). */
+		if (n)
+			memcpy(out->private_data, p->private_data, n);
+		out->param = *p;
+		out->param.private_data = n ? out->private_data : NULL;
+		out->param.private_data_len = n;
+		out->child = ev->id;
+		out->other_device = ev->id->verbs != l->verbs;
+		rc_peer_name(ev->id, out->peer, sizeof(out->peer));
+	} else if (ev->id->context != l) {
+		out->conn = ev->id->context;
+	}
+	if (out->conn && out->kind == RC_CM_ESTABLISHED)
+		out->conn->established = true;
+	if (out->conn && out->kind == RC_CM_GONE) {
+		out->was_established = out->conn->established;
+		out->conn->disconnected = true;
+	}
+	rdma_ack_cm_event(ev);
+	return 0;
+}
+
+int rc_cm_accept(struct rc_listener *l, struct rc_cm_event *ev, const struct rc_conn_opts *o,
+		 struct rc_conn **out, struct rc_err *err)
+{
+	struct rdma_conn_param req = ev->param;
+
+	/* What the request asked of the responder, not its private data. */
+	req.private_data = NULL;
+	req.private_data_len = 0;
+	return rc_accept(l, ev->child, &req, o, out, err);
+}
+
+void rc_cm_refuse(struct rc_cm_event *ev, const char *why)
+{
+	rc_reject(ev->child, why);
+	rdma_destroy_id(ev->child);
+	ev->child = NULL;
+}

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmactl/ops.h>
+
+#define MAX_BATCH RC_CHAIN_MAX
+#define POLL_BATCH 64
+
+struct slot {
+	uint64_t off;
+	uint64_t k;   /* the piece's number */
+	size_t len;
+	double t;
+};
+
+struct qstate {
+	struct rc_sq sq;    /* posted, done and which to signal */
+	uint64_t next_k;   /* its next piece: pieces go round-robin, k % nconns */
+	bool more;         /* pieces left for this queue */
+	struct slot *slots;
+};
+
+struct engine {
+	const struct rc_stream *s;
+	struct qstate *q;
+	uint64_t span;       /* bench: bytes cycled over */
+	int sig_every;
+	int depth;
+	uint64_t bytes;
+	uint64_t ops;
+};
+
+static void *slot_buf(const struct engine *e, int qi, uint64_t seq)
+{
+	if (e->s->one_buffer)
+		return e->s->buf;
+	size_t idx = (size_t)qi * (size_t)e->depth + (size_t)(seq % (uint64_t)e->depth);
+
+	return (char *)e->s->buf + idx * e->s->chunk;
+}
+
+/* Make the next piece for queue qi; returns 1 made, 0 none left, -errno. */
+static int make_piece(struct engine *e, int qi, struct slot *sl, struct rc_err *err)
+{
+	const struct rc_stream *s = e->s;
+	struct qstate *q = &e->q[qi];
+	uint64_t off;
+	size_t len = s->chunk;
+
+	if (s->iters) {
+		if (q->next_k >= s->iters)
+			return 0;
+		off = (q->next_k * s->chunk) % e->span;
+	} else {
+		off = q->next_k * s->chunk;
+		if (off >= s->total)
+			return 0;
+		if (s->total - off < len)
+			len = (size_t)(s->total - off);
+	}
+	if (s->fill) {
+		ssize_t got = s->fill(s->arg, off, slot_buf(e, qi, e->q[qi].sq.posted), len);
+
+		if (got < 0)
+			return rc_err_set(err, (int)-got, "reading the input failed: %s",
+					  strerror((int)-got));
+		if (got == 0)
+			return 0;
+		if ((size_t)got < len)
+			q->more = false; /* the input ended inside this piece */
+		len = (size_t)got;
+	}
+	sl->off = off;
+	sl->len = len;
+	sl->k = q->next_k;
+	q->next_k += (uint64_t)s->nconns;
+	return 1;
+}
+
+static int post_chain(struct engine *e, int qi, struct rc_err *err)
+{
+	const struct rc_stream *s = e->s;
+	struct qstate *q = &e->q[qi];
+	struct rc_chain ch;
+	int rc;
+
+	ch.n = 0;
+	while (q->more && q->sq.posted - q->sq.done < (uint64_t)e->depth && ch.n < s->batch) {
+		struct slot *sl = &q->slots[q->sq.posted % (uint64_t)e->depth];
+		uint64_t seq = q->sq.posted;
+		struct rc_wr w = { .op = s->op, .lkey = s->lkey, .rkey = s->rkey, .imm = s->imm,
+				   .compare_add = s->compare_add, .swap = s->swap, .user = seq };
+		bool last;
+
+		rc = make_piece(e, qi, sl, err);
+		if (rc < 0)
+			return rc;
+		if (rc == 0) {
+			q->more = false;
+			break;
+		}
+		/* Each queue signals its own last work request, or the
+		 * unsignalled tail of a queue would never complete. */
+		last = !q->more || (s->iters ? q->next_k >= s->iters
+					    : q->next_k * s->chunk >= s->total);
+		if (last)
+			q->more = false;
+		w.laddr = (uintptr_t)slot_buf(e, qi, seq);
+		w.len = (uint32_t)sl->len;
+		w.raddr = s->raddr + sl->off;
+		sl->t = s->lat_us ? rc_now() : 0;
+		w.signaled = rc_sq_next(&q->sq, last);
+		rc_chain_add(&ch, &w);
+	}
+	return rc_chain_post(s->conns[qi], &ch, err);
+}
+
+/* Fill the queue: chains of up to `batch` work requests per post. */
+static int post_some(struct engine *e, int qi, struct rc_err *err)
+{
+	int rc;
+
+	do {
+		rc = post_chain(e, qi, err);
+	} while (rc > 0);
+	return rc;
+}
+
+static int complete_upto(struct engine *e, int qi, uint64_t seq, struct rc_err *err)
+{
+	const struct rc_stream *s = e->s;
+	struct qstate *q = &e->q[qi];
+	double t = s->lat_us ? rc_now() : 0;
+
+	for (; q->sq.done <= seq; q->sq.done++) {
+		struct slot *sl = &q->slots[q->sq.done % (uint64_t)e->depth];
+
+		if (s->drain) {
+			int rc = s->drain(s->arg, sl->off, slot_buf(e, qi, q->sq.done), sl->len);
+
+			if (rc)
+				return rc_err_set(err, -rc, "writing the output failed: %s",
+						  strerror(-rc));
+		}
+		if (s->lat_us)
+			s->lat_us[sl->k] = (t - sl->t) * 1e6;
+		e->bytes += sl->len;
+		e->ops++;
+	}
+	return 0;
+}
+
+int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struct rc_err *err)
+{
+	struct engine e = { .s = s };
+	struct ibv_wc wc[POLL_BATCH];
+	double t0;
+	int rc = 0;
+
+	memset(res, 0, sizeof(*res));
+	if (s->nconns < 1 || s->nconns > 64 || s->depth < 1 || !s->chunk)
+		return rc_err_set(err, EINVAL, "invalid transfer parameters");
+	if ((s->drain || s->fill) && s->nconns != 1)
+		return rc_err_set(err, EINVAL, "a streamed transfer needs exactly one connection");
+	e.depth = s->depth;
+	for (int i = 0; i < s->nconns; i++)
+		if (e.depth > s->conns[i]->sq_depth)
+			e.depth = s->conns[i]->sq_depth;
+	e.sig_every = (s->fill || s->drain || s->lat_us || s->signal_every < 1) ? 1 : s->signal_every;
+	if (e.sig_every > e.depth)
+		e.sig_every = e.depth;
+	if (s->batch < 1 || s->batch > MAX_BATCH)
+		return rc_err_set(err, EINVAL, "post batch must be 1..%d", MAX_BATCH);
+	e.span = s->iters ? (s->total / s->chunk) * s->chunk : 0;
+	if (s->iters && !e.span)
+		return rc_err_set(err, EINVAL, "the remote span is smaller than one message");
+	if (!s->iters && !s->total)
+		return 0;
+	e.q = calloc((size_t)s->nconns, sizeof(*e.q));
+	if (!e.q)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	for (int i = 0; i < s->nconns; i++) {
+		e.q[i].next_k = (uint64_t)i;
+		e.q[i].more = true;
+		e.q[i].sq.depth = e.depth;
+		e.q[i].sq.signal_every = e.sig_every;
+		e.q[i].slots = calloc((size_t)e.depth, sizeof(struct slot));
+		if (!e.q[i].slots) {
+			rc = rc_err_set(err, ENOMEM, "out of memory");
+			goto out;
+		}
+	}
+	t0 = rc_now();
+	for (;;) {
+		uint64_t outstanding = 0;
+		bool more = false;
+		int which = 0, n;
+
+		for (int i = 0; i < s->nconns; i++) {
+			if (e.q[i].more) {
+				rc = post_some(&e, i, err);
+				if (rc)
+					goto out;
+			}
+			more |= e.q[i].more;
+			outstanding += e.q[i].sq.posted - e.q[i].sq.done;
+		}
+		if (!outstanding && !more)
+			break;
+		n = rc_poll_any(s->conns, s->nconns, wc, POLL_BATCH, s->timeout_ms > 0 ? s->timeout_ms : -1,
+				&which, err);
+		if (n == -ETIMEDOUT) {
+			rc = rc_err_set(err, ETIMEDOUT,
+					"no completion from %s within %d ms (%llu operations outstanding)",
+					s->conns[0]->peer, s->timeout_ms > 0 ? s->timeout_ms : s->conns[0]->timeout_ms,
+					(unsigned long long)outstanding);
+			goto out;
+		}
+		if (n < 0) {
+			rc = n;
+			goto out;
+		}
+		for (int j = 0; j < n; j++) {
+			rc = complete_upto(&e, which, wc[j].wr_id & RC_WRID_MASK, err);
+			if (rc)
+				goto out;
+		}
+		if (s->progress)
+			s->progress(s->progress_arg, e.bytes, s->iters ? s->iters * s->chunk : s->total);
+	}
+	res->seconds = rc_now() - t0;
+out:
+	res->bytes = e.bytes;
+	res->ops = e.ops;
+	for (int i = 0; i < s->nconns; i++)
+		free(e.q[i].slots);
+	free(e.q);
+	return rc;
+}

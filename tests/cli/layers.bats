@@ -1,0 +1,84 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# The layers hold: the command line (cli/) and the commands (cmds/) reach
+# verbs and rdma_cm only through libcore, never on their own.
+
+load helpers
+
+# verbs_uses DIR...: every line of C under DIR that names an ibv_* or rdma_*
+# function, type or constant, or includes a verbs or rdma_cm header.
+verbs_uses() {
+	grep -rnE --include='*.c' --include='*.h' \
+		'\b(ibv|rdma)_[A-Za-z0-9_]+|#[[:space:]]*include[[:space:]]*<(infiniband|rdma)/' "$@" || true
+}
+
+@test "the check finds a verbs call where there is one" {
+	mkdir -p "$BATS_TEST_TMPDIR/planted"
+	printf '#include <infiniband/verbs.h>\nint f(void) { return ibv_fork_init(); }\nvoid g(struct rdma_cm_id *id) { rdma_disconnect(id); }\n' \
+		>"$BATS_TEST_TMPDIR/planted/x.c"
+	run verbs_uses "$BATS_TEST_TMPDIR/planted"
+	[ "${#lines[@]}" -eq 3 ]
+}
+
+@test "nothing under cmds/ or cli/ calls ibv_* or rdma_* or includes their headers" {
+	run verbs_uses "$ROOT/cmds" "$ROOT/cli"
+	[ -z "$output" ] || fail "verbs or rdma_cm used outside libcore:
+$output"
+	# The directories are really there (a moved tree must move this test too).
+	ls "$ROOT"/cmds/*.c "$ROOT"/cmds/framework/*.c "$ROOT"/cli/*.c >/dev/null
+}
+
+# The functions the public headers mark RC_EXPORT, one a line, sorted.
+public_api() {
+	grep -h 'RC_EXPORT' "$ROOT"/libcore/include/rdmactl/*.h | grep -v '#define' |
+		sed -E 's/\(.*//; s/.*[^A-Za-z0-9_]//' | sort -u
+}
+
+@test "librdmacore exports the public API and nothing else" {
+	local lib=${RDMACTL_BUILD_DIR:-$ROOT/build}/libcore/librdmacore.so
+	[[ -e $lib ]] || fail "no library at $lib: build first"
+	command -v nm >/dev/null || skip "nm (binutils) is not installed"
+	public_api >"$BATS_TEST_TMPDIR/public"
+	nm -D --defined-only "$lib" | awk 'NF == 3 { print $3 }' | sort -u >"$BATS_TEST_TMPDIR/exported"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/public")" -gt 50 ] || fail "the public API list looks wrong"
+	run comm -3 "$BATS_TEST_TMPDIR/public" "$BATS_TEST_TMPDIR/exported"
+	[ -z "$output" ] || fail "declared public but not exported (left), or exported but not public (right):
+$output"
+}
+
+# The public headers a layer's sources and private headers include.
+layer_includes() {
+	grep -rhoE '#[[:space:]]*include[[:space:]]*<rdmactl/[a-z_]+\.h>' "$ROOT/libcore/$1" |
+		sed -E 's/.*<rdmactl\/([a-z_]+)\.h>/\1/' | sort -u
+}
+
+@test "libcore's layers depend one way: base <- verbs <- region, kv, topo" {
+	local layer h allowed bad=
+	# Which layer owns each public header.
+	declare -A owner=([err]=base [parse]=base [export]=base [dev]=verbs [mem]=verbs
+		[conn]=verbs [ops]=verbs [ctrl]=region [server]=region [client]=region
+		[kv]=kv [topo]=topo)
+	declare -A may=([base]="base" [verbs]="base verbs" [region]="base verbs region"
+		[kv]="base verbs kv ctrl" [topo]="base verbs topo")
+	# kv frames its control messages with the region protocol's header:
+	# rdmactl/ctrl.h alone, not the region server or client.
+	for layer in base verbs region kv topo; do
+		[[ -d $ROOT/libcore/$layer ]] || fail "no libcore/$layer"
+		for h in $(layer_includes "$layer"); do
+			[[ -n ${owner[$h]:-} ]] || { bad+="$layer includes rdmactl/$h.h, which no layer owns"$'\n'; continue; }
+			allowed=" ${may[$layer]} "
+			[[ $allowed == *" ${owner[$h]} "* || $allowed == *" $h "* ]] || bad+="$layer includes rdmactl/$h.h (${owner[$h]})"$'\n'
+		done
+	done
+	# Private headers stay in their folder.
+	bad+=$(grep -rnE '#[[:space:]]*include[[:space:]]*"\.\./' "$ROOT/libcore" || true)
+	# And the public headers follow the same order.
+	for h in "$ROOT"/libcore/include/rdmactl/*.h; do
+		local me=$(basename "$h" .h) dep
+		for dep in $(grep -oE '<rdmactl/[a-z_]+\.h>' "$h" | sed -E 's/<rdmactl\/([a-z_]+)\.h>/\1/'); do
+			allowed=" ${may[${owner[$me]}]} "
+			[[ $allowed == *" ${owner[$dep]:-none} "* ]] || bad+="rdmactl/$me.h includes rdmactl/$dep.h"$'\n'
+		done
+	done
+	[ -z "$bad" ] || fail "$bad"
+}
