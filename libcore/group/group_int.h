@@ -8,6 +8,7 @@
 #include <rdmactl/group.h>
 
 #define GROUP_MAGIC 0x72646d67u /* "rdmg" */
+#define ABORT_MAGIC 0x72646d61u /* "rdma": the sender gave up, data says why */
 #define IMM_CHANNELS 4
 
 /* A control message as it travels. */
@@ -52,6 +53,8 @@ struct rc_group {
 	uint8_t *area;        /* receive slots, then one send slot per peer */
 	struct ibv_mr *mr;
 	uint32_t seq;         /* control exchanges so far */
+	bool aborted;         /* a peer gave up: every wait fails with its reason */
+	char abort_msg[RC_GROUP_MSG_MAX + 32];
 	/* while connecting: the accepting thread */
 	pthread_mutex_t mu;
 	int expect_accepts;

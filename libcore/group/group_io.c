@@ -71,6 +71,15 @@ static int on_recv(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc
 	} else {
 		const struct gmsg *m = recv_slot(g, j, s);
 
+		if (m->magic == ABORT_MAGIC) {
+			if (!g->aborted)
+				snprintf(g->abort_msg, sizeof(g->abort_msg), "rank %d gave up: %.*s", j,
+					 (int)(m->len < RC_GROUP_MSG_MAX ? m->len : RC_GROUP_MSG_MAX),
+					 (const char *)m->data);
+			g->aborted = true;
+			return rc_post_recv(p->c, recv_slot(g, j, s), GMSG_SLOT, g->mr->lkey,
+					    wc->wr_id, err);
+		}
 		if (p->box_n >= g->o.recv_depth)
 			return rc_err_set(err, EPROTO, "rank %d sent more messages than are read", j);
 		p->box[(p->box_head + p->box_n) % g->o.recv_depth] = *m;
@@ -110,6 +119,8 @@ int group_progress(struct rc_group *g, int timeout_ms, struct rc_err *err)
 	}
 	if (n == 0)
 		cm_events(g);
+	if (g->aborted)
+		return rc_err_set(err, ECONNABORTED, "%s", g->abort_msg);
 	return 0;
 }
 
@@ -367,4 +378,37 @@ int rc_group_barrier(struct rc_group *g, struct rc_err *err)
 	uint64_t all[RC_GROUP_MAX];
 
 	return rc_group_allgather_u64(g, 0, all, err);
+}
+
+void rc_group_abort(struct rc_group *g, const char *why)
+{
+	double deadline = rc_now() + 0.5;
+	size_t len = strlen(why);
+
+	if (len > RC_GROUP_MSG_MAX)
+		len = RC_GROUP_MSG_MAX;
+	for (int k = 0; k < g->nconns; k++) {
+		struct gpeer *p = &g->peers[g->conn_rank[k]];
+		struct gmsg *m = send_slot(g, g->conn_rank[k]);
+
+		/* Best effort: a peer whose send slot is busy or that is gone
+		 * learns it from the timeout instead. */
+		if (p->dead || p->send_busy || p->sends_out >= g->o.sq_depth - 2)
+			continue;
+		m->magic = ABORT_MAGIC;
+		m->seq = g->seq;
+		m->from = (uint32_t)g->o.rank;
+		m->len = (uint32_t)len;
+		memcpy(m->data, why, len);
+		if (rc_post_send(p->c, m, (uint32_t)(offsetof(struct gmsg, data) + len), g->mr->lkey,
+				 (uint64_t)g->conn_rank[k], NULL) == 0) {
+			p->send_busy = true;
+			p->sends_out++;
+		}
+	}
+	/* Let the messages leave before the connections close. */
+	for (int k = 0; k < g->nconns; k++)
+		while (g->peers[g->conn_rank[k]].send_busy && rc_now() < deadline)
+			if (group_progress(g, 50, NULL) == -EIO)
+				break; /* a failed connection completes nothing more */
 }

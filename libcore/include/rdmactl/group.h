@@ -114,5 +114,9 @@ RC_EXPORT int rc_group_exchange(struct rc_group *g, const void *mine, size_t len
 RC_EXPORT int rc_group_allgather_u64(struct rc_group *g, uint64_t mine, uint64_t *all,
 				     struct rc_err *err);
 RC_EXPORT int rc_group_barrier(struct rc_group *g, struct rc_err *err);
+/* Tell every connected peer that this rank gives up, and why (best effort,
+ * bounded): their waits then fail at once with the reason, which names the
+ * rank at fault, instead of timing out on this one. */
+RC_EXPORT void rc_group_abort(struct rc_group *g, const char *why);
 
 #endif
