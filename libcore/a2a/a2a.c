@@ -26,6 +26,11 @@ uint64_t a2a_send_off(const struct a2a *a, int src, int dst)
 	return off;
 }
 
+static bool o_ring(const struct a2a *a)
+{
+	return a->o->algo == RC_A2A_RING;
+}
+
 static int setup(struct a2a *a, struct rc_err *err)
 {
 	int W = a->W, me = a->me;
@@ -48,7 +53,9 @@ static int setup(struct a2a *a, struct rc_err *err)
 	sb = (size_t)stoks * a->tb;
 	rb = (size_t)rtoks * a->tb;
 	/* dsend | crecv0 | crecv1 (by destination), csend | drecv0 | drecv1 (by source) */
-	a->mem_len = 3 * sb + 3 * rb + 64;
+	size_t stb = o_ring(a) ? (size_t)a2a_stage_tokens(a, me) * a->tb : 0;
+
+	a->mem_len = 3 * sb + 3 * rb + stb + 64;
 	a->mem = aligned_alloc(4096, (a->mem_len + 4095) & ~(size_t)4095);
 	if (!a->mem)
 		return rc_err_set(err, ENOMEM, "cannot allocate %zu bytes of token buffers",
@@ -60,6 +67,7 @@ static int setup(struct a2a *a, struct rc_err *err)
 	a->csend = a->crecv[1] + sb;
 	a->drecv[0] = a->csend + rb;
 	a->drecv[1] = a->drecv[0] + rb;
+	a->stage = a->drecv[1] + rb;
 	a->mr = ibv_reg_mr(rc_group_pd(a->g), a->mem, a->mem_len,
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!a->mr)
@@ -69,6 +77,7 @@ static int setup(struct a2a *a, struct rc_err *err)
 		mine.drecv[p] = (uintptr_t)a->drecv[p];
 		mine.crecv[p] = (uintptr_t)a->crecv[p];
 	}
+	mine.stage = (uintptr_t)a->stage;
 	mine.rkey = a->mr->rkey;
 	return rc_group_exchange(a->g, &mine, sizeof(mine), a->remote, err);
 }

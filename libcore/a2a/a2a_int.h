@@ -12,6 +12,7 @@ enum { CH_DISPATCH = 0, CH_COMBINE = 1 };
 struct a2a_remote {
 	uint64_t drecv[2];
 	uint64_t crecv[2];
+	uint64_t stage;      /* ring: staging of forwarded blocks */
 	uint32_t rkey;
 	uint32_t pad;
 };
@@ -30,6 +31,7 @@ struct a2a {
 	size_t mem_len;
 	struct ibv_mr *mr;
 	uint8_t *dsend, *drecv[2], *csend, *crecv[2];
+	uint8_t *stage;
 	struct a2a_remote *remote; /* W */
 	uint8_t *scratch;        /* one token */
 };
@@ -40,5 +42,7 @@ uint64_t a2a_send_off(const struct a2a *a, int src, int dst);
 
 int a2a_flat_iter(struct a2a *a, uint32_t iter, struct rc_err *err);
 int a2a_ring_iter(struct a2a *a, uint32_t iter, struct rc_err *err);
+/* Tokens of rank x's ring staging, both phases and parities. */
+uint64_t a2a_stage_tokens(const struct a2a *a, int x);
 
 #endif

@@ -4,7 +4,6 @@
  * buffer, one-sided, one write with immediate data per peer and phase; a
  * phase is complete when every peer's counter moved on.
  */
-#include <errno.h>
 #include <string.h>
 
 #include "a2a_int.h"
@@ -44,9 +43,4 @@ int a2a_flat_iter(struct a2a *a, uint32_t iter, struct rc_err *err)
 	int rc = phase(a, iter, PH_DISPATCH, err);
 
 	return rc ? rc : phase(a, iter, PH_COMBINE, err);
-}
-
-int a2a_ring_iter(struct a2a *a, uint32_t iter, struct rc_err *err)
-{
-	return rc_err_set(err, ENOTSUP, "the ring algorithm is not built yet");
 }

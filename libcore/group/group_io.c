@@ -148,7 +148,7 @@ int rc_group_write_imm(struct rc_group *g, int j, void *laddr, uint32_t len, uin
 	double deadline = rc_now() + g->o.timeout_ms / 1000.0;
 	int rc;
 
-	if (!p->c || channel < 0 || channel >= IMM_CHANNELS)
+	if (!p->c || channel < -1 || channel >= IMM_CHANNELS)
 		return rc_err_set(err, EINVAL, "no connection to rank %d", j);
 	while (p->sends_out >= g->o.sq_depth - 2) {
 		rc = wait_slice(g, deadline, err);
@@ -158,8 +158,9 @@ int rc_group_write_imm(struct rc_group *g, int j, void *laddr, uint32_t len, uin
 		if (rc)
 			return rc;
 	}
-	rc = rc_post_rdma(p->c, RC_OP_WRITE_IMM, laddr, len, lkey, raddr, rkey,
-			  (uint32_t)channel << 24 | (seq & 0xffffff), (uint64_t)j, true, err);
+	rc = rc_post_rdma(p->c, channel < 0 ? RC_OP_WRITE : RC_OP_WRITE_IMM, laddr, len, lkey,
+			  raddr, rkey, (uint32_t)channel << 24 | (seq & 0xffffff), (uint64_t)j, true,
+			  err);
 	if (!rc)
 		p->sends_out++;
 	return rc;

@@ -115,6 +115,28 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 	jq -e '.rank == 1 and .wrong == 0' "$BATS_TEST_TMPDIR/rank.1.out"
 }
 
+@test "ring: 2 and 4 ranks, uniform and zipf" {
+	need_guest
+	a2a_peers 2
+	a2a_ok 2 --algo ring --rendezvous "file:$PEERS" "${SMALL[@]}"
+	[ "$(jq -r .algo <<<"$DOC")" = ring ]
+	a2a_peers 4
+	a2a_ok 4 --algo ring --rendezvous "file:$PEERS" "${SMALL[@]}"
+	a2a_peers 4
+	a2a_ok 4 --algo ring --rendezvous "file:$PEERS" "${SMALL[@]}" --skew zipf:1.5 --dtype fp8
+}
+
+@test "ring: 8 ranks, zipf, and a matrix with empty blocks" {
+	need_guest
+	a2a_peers 8
+	a2a_ok 8 --algo ring --rendezvous "file:$PEERS" --hidden 256 --tokens 32 --iters 3 \
+		--warmup 1 --skew zipf:1.2
+	a2a_peers 5
+	printf '0,5,0,0,3\n7,1,0,0,0\n0,0,9,2,0\n0,0,0,0,0\n1,1,1,1,1\n' >"$BATS_TEST_TMPDIR/m.csv"
+	a2a_ok 5 --algo ring --rendezvous "file:$PEERS" --hidden 256 \
+		--skew "matrix:$BATS_TEST_TMPDIR/m.csv" --iters 3
+}
+
 @test "a rank that never joins: the others fail within the timeout, naming it" {
 	need_guest
 	a2a_peers 3
