@@ -142,6 +142,24 @@ static int listen_endpoint(struct ctx *ctx, struct a2a_cli *a, struct rc_rdv *rd
 	return 0;
 }
 
+/* Hierarchical without --ranks-per-node: nodes by host name, which must
+ * form equal blocks of consecutive ranks. */
+static int nodes_by_host(struct ctx *ctx, struct a2a_cli *a, const struct rc_endpoint *all)
+{
+	int W = a->who.world, L = 0;
+
+	if (!all[0].hostname[0])
+		return usage_err(ctx, "--algo hierarchical: the rendezvous names no hosts; give --ranks-per-node");
+	while (L < W && !strcmp(all[L].hostname, all[0].hostname))
+		L++;
+	for (int i = 0; i < W; i++)
+		for (int j = 0; j < W; j++)
+			if ((i / L == j / L) != !strcmp(all[i].hostname, all[j].hostname) || W % L)
+				return usage_err(ctx, "--algo hierarchical: the ranks of each host are not an equal block of consecutive ranks; give --ranks-per-node");
+	a->run.ranks_per_node = L;
+	return 0;
+}
+
 static int cmp_double(const void *x, const void *y)
 {
 	double a = *(const double *)x, b = *(const double *)y;
@@ -242,6 +260,16 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 		rc = fail(ctx, rc, "rank %d: %s", a->who.rank, e.msg);
 		goto out;
 	}
+	if (a->run.algo == RC_A2A_HIER && !a->run.ranks_per_node &&
+	    (rc = nodes_by_host(ctx, a, all)))
+		goto out;
+	if (a->run.algo == RC_A2A_HIER && W % a->run.ranks_per_node) {
+		rc = usage_err(ctx, "--ranks-per-node %d does not divide the world size %d",
+			       a->run.ranks_per_node, W);
+		goto out;
+	}
+	a->run.job = a->rendezvous;
+	a->run.timeout_ms = ctx->timeout_ms;
 	rc_a2a_need(a->run.algo, W, a->run.ranks_per_node, need);
 	if ((rc = rc_group_connect(g, all, need, &e))) {
 		rc = fail(ctx, rc, "rank %d: %s", a->who.rank, e.msg);

@@ -53,7 +53,9 @@ static int setup(struct a2a *a, struct rc_err *err)
 	sb = (size_t)stoks * a->tb;
 	rb = (size_t)rtoks * a->tb;
 	/* dsend | crecv0 | crecv1 (by destination), csend | drecv0 | drecv1 (by source) */
-	size_t stb = o_ring(a) ? (size_t)a2a_stage_tokens(a, me) * a->tb : 0;
+	size_t stb = o_ring(a)				 ? (size_t)a2a_stage_tokens(a, me) * a->tb
+		     : a->o->algo == RC_A2A_HIER ? (size_t)a2a_rail_tokens(a, me) * a->tb
+						 : 0;
 
 	a->mem_len = 3 * sb + 3 * rb + stb + 64;
 	a->mem = aligned_alloc(4096, (a->mem_len + 4095) & ~(size_t)4095);
@@ -138,9 +140,15 @@ int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct rc_a2a_re
 	a.tb = rc_a2a_token_bytes(o->hidden, o->dtype);
 	res->wrong = res->checked = res->checked_bytes = 0;
 	res->seconds = 0;
-	if (o->algo == RC_A2A_HIER)
-		return rc_err_set(err, ENOTSUP, "the hierarchical algorithm is not built yet");
+	if (o->algo == RC_A2A_HIER) {
+		a.L = o->ranks_per_node;
+		if (a.L < 1 || a.W % a.L)
+			return rc_err_set(err, EINVAL, "%d ranks do not split into nodes of %d", a.W,
+					  a.L);
+	}
 	rc = setup(&a, err);
+	if (!rc && o->algo == RC_A2A_HIER)
+		rc = a2a_hier_setup(&a, err);
 	if (!rc)
 		rc = rc_group_barrier(g, err);
 	for (int i = 0; !rc && i < total; i++) {
@@ -153,8 +161,9 @@ int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct rc_a2a_re
 			break;
 		prepare(&a, iter);
 		t0 = rc_now();
-		rc = o->algo == RC_A2A_RING ? a2a_ring_iter(&a, iter, err)
-					    : a2a_flat_iter(&a, iter, err);
+		rc = o->algo == RC_A2A_RING   ? a2a_ring_iter(&a, iter, err)
+		     : o->algo == RC_A2A_HIER ? a2a_hier_iter(&a, iter, err)
+					      : a2a_flat_iter(&a, iter, err);
 		if (rc)
 			break;
 		if (i >= o->warmup) {
@@ -171,6 +180,8 @@ int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct rc_a2a_re
 	}
 	if (!rc)
 		rc = rc_group_flush(g, err);
+	if (o->algo == RC_A2A_HIER)
+		a2a_hier_teardown(&a);
 	teardown(&a);
 	if (rc)
 		rc_group_abort(g, err->msg);

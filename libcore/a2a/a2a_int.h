@@ -32,6 +32,10 @@ struct a2a {
 	struct ibv_mr *mr;
 	uint8_t *dsend, *drecv[2], *csend, *crecv[2];
 	uint8_t *stage;
+	int L;                   /* hierarchical: ranks per node */
+	uint8_t *shm;            /* the node's shared segment */
+	size_t shm_len;
+	size_t *shm_off;         /* per local rank: drecv0, drecv1, crecv0, crecv1 */
 	struct a2a_remote *remote; /* W */
 	uint8_t *scratch;        /* one token */
 };
@@ -44,5 +48,10 @@ int a2a_flat_iter(struct a2a *a, uint32_t iter, struct rc_err *err);
 int a2a_ring_iter(struct a2a *a, uint32_t iter, struct rc_err *err);
 /* Tokens of rank x's ring staging, both phases and parities. */
 uint64_t a2a_stage_tokens(const struct a2a *a, int x);
+/* Hierarchical: rail staging tokens of rank x; the shared segment. */
+uint64_t a2a_rail_tokens(const struct a2a *a, int x);
+int a2a_hier_setup(struct a2a *a, struct rc_err *err);
+void a2a_hier_teardown(struct a2a *a);
+int a2a_hier_iter(struct a2a *a, uint32_t iter, struct rc_err *err);
 
 #endif

@@ -137,6 +137,58 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 		--skew "matrix:$BATS_TEST_TMPDIR/m.csv" --iters 3
 }
 
+@test "hierarchical: 4 ranks as 2 nodes of 2, uniform and zipf" {
+	need_guest
+	a2a_peers 4
+	a2a_ok 4 --algo hierarchical --ranks-per-node 2 --rendezvous "file:$PEERS" "${SMALL[@]}"
+	[ "$(jq -r .algo <<<"$DOC")" = hierarchical ]
+	a2a_peers 4
+	a2a_ok 4 --algo hierarchical --ranks-per-node 2 --rendezvous "file:$PEERS" "${SMALL[@]}" \
+		--skew zipf:1.5 --dtype fp8
+	# one node: everything through shared memory
+	a2a_peers 2
+	a2a_ok 2 --algo hierarchical --ranks-per-node 2 --rendezvous "file:$PEERS" "${SMALL[@]}"
+}
+
+@test "hierarchical: two nodes of 4, one on each rxe of the veth pair, same data as flat" {
+	need_two_nics
+	local common=(--hidden 256 --tokens 32 --iters 3 --warmup 1 --skew zipf:1.2 --all-ranks)
+	# the host name column makes the nodes: ranks 0-3 on a, 4-7 on b
+	PEERS=$BATS_TEST_TMPDIR/peers.hosts
+	for i in 0 1 2 3 4 5 6 7; do
+		if ((i < 4)); then
+			echo "$i $RDMACTL_VM_ADDR_A:$((21000 + i)) node-a"
+		else
+			echo "$i $RDMACTL_VM_ADDR_B:$((21000 + i)) node-b"
+		fi
+	done >"$PEERS"
+	a2a_start 8 --algo hierarchical --rendezvous "file:$PEERS" "${common[@]}"
+	a2a_wait
+	for i in 0 1 2 3 4 5 6 7; do
+		[ "${RCS[i]}" = 0 ] || { a2a_dump; fail "rank $i exited ${RCS[i]}"; }
+		jq -e '.wrong == 0 and .checked_tokens > 0' "$BATS_TEST_TMPDIR/rank.$i.out" >/dev/null ||
+			{ a2a_dump; fail "rank $i"; }
+	done
+	[ "$(jq -r .device "$BATS_TEST_TMPDIR/rank.0.out")" = "$RDMACTL_VM_DEV_A" ]
+	[ "$(jq -r .device "$BATS_TEST_TMPDIR/rank.5.out")" = "$RDMACTL_VM_DEV_B" ]
+	hier=$(jq -c '{size_bytes, imbalance, bytes_per_peer}' "$BATS_TEST_TMPDIR/rank.0.out")
+	a2a_peers 8 "$RDMACTL_VM_ADDR_A" "$RDMACTL_VM_ADDR_B"
+	a2a_start 8 --algo flat --rendezvous "file:$PEERS" "${common[@]}"
+	a2a_wait
+	for i in 0 1 2 3 4 5 6 7; do
+		[ "${RCS[i]}" = 0 ] || { a2a_dump; fail "flat rank $i exited ${RCS[i]}"; }
+	done
+	[ "$(jq -c '{size_bytes, imbalance, bytes_per_peer}' "$BATS_TEST_TMPDIR/rank.0.out")" = "$hier" ]
+}
+
+@test "hierarchical: nodes that are not equal blocks are refused" {
+	need_guest
+	a2a_peers 4
+	run rdmactl alltoall -r 0 -w 4 --algo hierarchical --ranks-per-node 3 -R "file:$PEERS"
+	assert_failure 2
+	assert_output --partial "--ranks-per-node 3 does not divide the world size 4"
+}
+
 @test "a rank that never joins: the others fail within the timeout, naming it" {
 	need_guest
 	a2a_peers 3

@@ -68,6 +68,7 @@ struct rc_a2a_opts {
 	const uint64_t *counts;   /* world x world */
 	int ranks_per_node;       /* hierarchical */
 	const char *job;          /* hierarchical: names the shared memory */
+	int timeout_ms;           /* waits on shared memory (the group has its own) */
 	int iters;
 	int warmup;
 	bool check;
