@@ -3,6 +3,7 @@
 # rdmactl alltoall on real SoftRoCE: ranks on one rxe device (and on the
 # two devices of the veth pair), every token checked; failures named.
 
+bats_require_minimum_version 1.5.0
 load helpers
 
 # a2a_peers N [ADDR...]: a peers file for N ranks (address i % count).
@@ -283,4 +284,21 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 	[ "${RCS[0]}" = 1 ]
 	grep -q "rank 1 never joined job dup" "$BATS_TEST_TMPDIR/rank.0.err"
 	stop_etcd
+}
+
+@test "mpirun starts the ranks; they take their ranks from its environment and meet in etcd" {
+	need_guest
+	command -v mpirun >/dev/null || skip "needs Open MPI's mpirun (openmpi-bin)"
+	load '../lib/etcd'
+	need_etcd
+	start_etcd
+	run --separate-stderr timeout --kill-after=5 200 mpirun --allow-run-as-root --oversubscribe \
+		--bind-to none -n 4 "$RDMACTL" -j -t 30000 alltoall -R "etcd://$ETCD_EP/mpi" \
+		--listen "$ADDR" --hidden 256 --tokens 32 --iters 3 --skew zipf:1.2
+	stop_etcd
+	[ "$status" = 0 ] || { echo "$output"; echo "$stderr"; fail "mpirun exited $status"; }
+	# one document: rank 0's; the others kept quiet
+	[ "$(jq -s length <<<"$output")" = 1 ]
+	jq -e '.ranks == 4 and .rank == 0 and .rank_source == "openmpi" and .wrong == 0
+		and .rendezvous == "etcd"' <<<"$output"
 }
