@@ -302,6 +302,14 @@ int rc_group_close(struct rc_group *g)
 
 	if (!g)
 		return 0;
+	/* What was posted leaves before the connections go (bounded). */
+	if (g->nconns) {
+		int t = g->o.timeout_ms;
+
+		g->o.timeout_ms = t < 2000 ? t : 2000;
+		rc_group_flush(g, NULL);
+		g->o.timeout_ms = t;
+	}
 	for (int j = 0; j < RC_GROUP_MAX; j++) {
 		if (g->peers[j].c && (r = rc_conn_close(g->peers[j].c)) && !rc)
 			rc = r;

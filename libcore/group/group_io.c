@@ -204,6 +204,10 @@ int rc_group_wait_imm(struct rc_group *g, const int *peers, int n, int channel,
 			return rc;
 		for (int k = 0; k < n; k++)
 			if (!have[peers[k]] && g->peers[peers[k]].dead &&
+			    (rc = group_progress(g, 0, err)))
+				return rc;
+		for (int k = 0; k < n; k++)
+			if (!have[peers[k]] && g->peers[peers[k]].dead &&
 			    g->peers[peers[k]].imm[channel] < target[k])
 				return peer_gone(g, peers[k], "data from it was awaited", err);
 	}
@@ -273,6 +277,9 @@ static int take_msg(struct rc_group *g, int j, void *out, size_t len, double dea
 					  p->c->peer, g->o.timeout_ms);
 		if (rc)
 			return rc;
+		/* gone: what it sent before leaving may still sit in the queue */
+		if (!p->box_n && p->dead && (rc = group_progress(g, 0, err)))
+			return rc;
 		if (!p->box_n && p->dead)
 			return peer_gone(g, j, "a message from it was awaited", err);
 	}
@@ -307,6 +314,21 @@ int rc_group_exchange(struct rc_group *g, const void *mine, size_t len, void *th
 
 		if ((rc = take_msg(g, j, (char *)theirs + (size_t)j * len, len, deadline, err)))
 			return rc;
+	}
+	/* Our messages landed before we go on: a peer may leave right after
+	 * this exchange, and a message still in its send queue would be lost. */
+	for (int k = 0; k < g->nconns; k++) {
+		struct gpeer *p = &g->peers[g->conn_rank[k]];
+
+		while (p->send_busy) {
+			rc = wait_slice(g, deadline, err);
+			if (rc == -ETIMEDOUT)
+				return rc_err_set(err, ETIMEDOUT,
+						  "a message to %s was not acknowledged within %d ms",
+						  p->c->peer, g->o.timeout_ms);
+			if (rc)
+				return rc;
+		}
 	}
 	return 0;
 }

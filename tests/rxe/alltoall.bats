@@ -273,7 +273,8 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 	rdmactl -t 8000 alltoall -r 0 -w 2 -R "etcd://$ETCD_EP/dup" --listen "$ADDR" \
 		>"$BATS_TEST_TMPDIR/rank.0.out" 2>"$BATS_TEST_TMPDIR/rank.0.err" &
 	PIDS+=($!)
-	for ((i = 0; i < 100; i++)); do
+	local end=$((SECONDS + 30))
+	for ((i = 0; i < 100 && SECONDS < end; i++)); do
 		[ -n "$(etcd_keys dup)" ] && break
 		sleep 0.1
 	done
