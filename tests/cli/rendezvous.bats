@@ -7,7 +7,7 @@
 load helpers
 load '../lib/etcd'
 
-PROBE=${RDV_PROBE:-$ROOT/build/tests/unit/rdv_probe}
+PROBE=${RDV_PROBE:-${RDMACTL_BUILD_DIR:-$ROOT/build}/tests/unit/rdv_probe}
 
 setup() {
 	[[ -x $PROBE ]] || fail "no rdv_probe at $PROBE: build first"
