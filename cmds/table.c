@@ -15,6 +15,7 @@ const struct cmd *const rdmactl_cmds[] = {
 	&cmd_atomic,
 	&cmd_probe_topology,
 	&cmd_kvxfer,
+	&cmd_alltoall,
 	&cmd_shell,
 	&cmd_regions,
 	&cmd_unregister,

@@ -474,6 +474,11 @@ int rc_listener_close(struct rc_listener *l)
 	return rc;
 }
 
+int rc_conn_event(struct rc_conn *c, int timeout_ms, struct rdma_cm_event **ev)
+{
+	return c->ech ? get_event(c->ech, timeout_ms, ev) : -EINVAL;
+}
+
 int rc_listener_event(struct rc_listener *l, int timeout_ms, struct rdma_cm_event **ev)
 {
 	return get_event(l->ech, timeout_ms, ev);

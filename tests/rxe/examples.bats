@@ -138,3 +138,16 @@ example() {
 	assert_success
 	jq -e '.verified and .write.bytes == 1048576 and .read.bytes == 1048576' <<<"$output"
 }
+
+@test "moe-dispatch: a skewed dispatch launched by mpirun, its report read as JSON" {
+	command -v mpirun >/dev/null || skip "needs Open MPI's mpirun (openmpi-bin)"
+	example moe-dispatch --ranks 4 --addr "$ADDR" --skew zipf:1.5 --hidden 256 --tokens 32 \
+		--iters 3
+	assert_success
+	jq -e '.ok == true and .ranks == 4 and .rank_source == "openmpi" and .wrong == 0
+		and .imbalance > 1.5 and (.verdict | startswith("skew-bound"))' <<<"$output"
+	example moe-dispatch --ranks 2 --addr "$ADDR" --skew uniform --algo ring --hidden 256 \
+		--tokens 32 --iters 3
+	assert_success
+	jq -e '.ok == true and .algo == "ring" and (.verdict | startswith("balanced"))' <<<"$output"
+}

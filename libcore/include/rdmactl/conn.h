@@ -56,6 +56,10 @@ struct rc_conn {
 /* Connect to host:port; *out is established on success. */
 RC_EXPORT int rc_connect(const char *host, const char *port, const struct rc_conn_opts *opts,
 	       struct rc_conn **out, struct rc_err *err);
+/* Next CM event of a connection made by rc_connect (disconnects, errors)
+ * within timeout_ms (0: do not wait). -EAGAIN when none came; -EINVAL for an
+ * accepted connection, whose events come to its listener. */
+int rc_conn_event(struct rc_conn *c, int timeout_ms, struct rdma_cm_event **ev);
 /* Disconnect and free everything; returns the first error, releases all. */
 RC_EXPORT int rc_conn_close(struct rc_conn *c);
 

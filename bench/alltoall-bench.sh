@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# alltoall's busbw for flat, hierarchical and ring at 4 and 8 ranks, uniform
+# and zipf routing, against ib_write_bw on the same device with as many
+# concurrent flows (queue pairs) as flat uses. Run it inside the SoftRoCE
+# guest:
+#   tests/vm/run.sh -- bench/alltoall-bench.sh
+# or on a host with an RDMA device: bench/alltoall-bench.sh ADDR DEVICE GID_INDEX
+#
+# All ranks share one device here, so the figure to hold against perftest
+# is the device's aggregate: every rank's wire bytes, n x busbw (nccl-tests'
+# busbw is per rank). Hierarchical splits the ranks into two nodes and moves
+# the in-node half through shared memory. Sizes are small: rxe under TCG
+# moves tens of MB/s; compare ratios, not absolute figures.
+# Environment: HIDDEN (default 2048), TOKENS (256), ITERS (5), RANKS ("4 8").
+set -euo pipefail
+
+here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+addr=${1:-${RDMACTL_VM_ADDR:-198.18.0.1}}
+dev=${2:-${RDMACTL_VM_DEV:-rxe0}}
+gid=${3:-${RDMACTL_VM_GID_INDEX:-1}}
+rdmactl=${RDMACTL:-$here/../build/cli/rdmactl}
+hidden=${HIDDEN:-2048}
+tokens=${TOKENS:-256}
+iters=${ITERS:-5}
+command -v ib_write_bw >/dev/null || { echo "alltoall-bench: ib_write_bw (perftest) is missing" >&2; exit 1; }
+command -v jq >/dev/null || { echo "alltoall-bench: jq is missing" >&2; exit 1; }
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	rm -rf -- "$work"
+}
+trap cleanup EXIT
+port=24000
+
+# a2a N ALGO SKEW: one run of N ranks; rank 0's document on stdout.
+a2a() {
+	local n=$1 algo=$2 skew=$3 r bad=0 extra=()
+	[[ $algo != hierarchical ]] || extra=(--ranks-per-node $((n / 2)))
+	port=$((port + 16))
+	for ((r = 0; r < n; r++)); do echo "$r $addr:$((port + r))"; done >"$work/peers"
+	pids=()
+	for ((r = 0; r < n; r++)); do
+		"$rdmactl" -j -t 60000 alltoall -r $r -w "$n" -R "file:$work/peers" --algo "$algo" \
+			--skew "$skew" --hidden "$hidden" --tokens "$tokens" --iters "$iters" --warmup 1 \
+			"${extra[@]}" >"$work/r$r" 2>"$work/e$r" &
+		pids+=("$!")
+	done
+	for p in "${pids[@]}"; do wait "$p" || bad=1; done
+	pids=()
+	if ((bad)); then
+		echo "alltoall-bench: $n ranks $algo $skew failed:" >&2
+		cat "$work"/e* >&2
+		exit 1
+	fi
+	cat "$work/r0"
+}
+
+printf '%-6s %-13s %-9s %9s %9s %9s %10s %9s %9s\n' ranks algo skew "busbw" "n*busbw" \
+	"p50(us)" "p99(us)" imbalance "vs_ibw"
+printf '%-6s %-13s %-9s %9s %9s %9s %10s %9s %9s\n' "" "" "" "GB/s" "GB/s" "" "" "" ""
+for n in ${RANKS:-4 8}; do
+	flows=$((n * (n - 1)))
+	# perftest: as many QPs as flat has flows, messages of flat's mean block
+	doc=$(a2a "$n" flat uniform)
+	msg=$(jq '.bytes_per_peer.mean' <<<"$doc")
+	ib_write_bw -d "$dev" -x "$gid" -F -q "$flows" -s "$msg" -n 200 --report_gbits \
+		>"$work/ibw.srv" 2>&1 &
+	srv=$!
+	sleep 1
+	for ((i = 0; i < 20; i++)); do
+		ib_write_bw -d "$dev" -x "$gid" -F -q "$flows" -s "$msg" -n 200 --report_gbits \
+			127.0.0.1 >"$work/ibw.cli" 2>&1 && break
+		sleep 0.5
+	done
+	wait $srv || true
+	gbits=$(awk -v s="$msg" '$1 == s && NF >= 5 { print $4 }' "$work/ibw.cli" | tail -1)
+	[[ -n $gbits ]] || { echo "alltoall-bench: no ib_write_bw figure:" >&2; cat "$work/ibw.cli" >&2; exit 1; }
+	ibw=$(jq -n "$gbits / 8")
+	for algo in flat hierarchical ring; do
+		for skew in uniform zipf:1.2; do
+			[[ $algo == flat && $skew == uniform ]] || doc=$(a2a "$n" "$algo" "$skew")
+			jq -r --arg skew "$skew" --argjson ibw "$ibw" \
+				'[.ranks, .algo, $skew, .busbw_gbps, .busbw_gbps * .ranks, .lat_us.p50,
+				  .lat_us.p99, .imbalance, .busbw_gbps * .ranks / $ibw]
+				 | "\(.[0]) \(.[1]) \(.[2]) \(.[3]) \(.[4]) \(.[5]) \(.[6]) \(.[7]) \(.[8])"' \
+				<<<"$doc" | awk '{ printf "%-6s %-13s %-9s %9.4f %9.4f %9.0f %10.0f %9.2f %9.2f\n",
+					$1, $2, $3, $4, $5, $6, $7, $8, $9 }'
+		done
+	done
+	printf '%-6s %-13s %-9s %9s %9.4f   (%d QPs, %d-byte writes)\n' "$n" ib_write_bw - - "$ibw" \
+		"$flows" "$msg"
+done
+echo "(hidden $hidden bf16, $tokens tokens a rank, top-2 of 8 experts a rank, $iters timed iterations;"
+echo " vs_ibw = n x busbw over ib_write_bw's aggregate on the same device)"

@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rdmactl alltoall: MoE dispatch and combine over a group of ranks. The
+ * options are read here; the group (libcore/group) and the exchange
+ * (libcore/a2a) do the work; the figures follow nccl-tests' conventions.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rdmactl/a2a.h>
+#include <rdmactl/group.h>
+
+#include "cmds.h"
+#include "client_cmds.h"
+
+static const struct cmd_opt alltoall_opts[] = {
+	{ "rank", 'r', "R", "this rank (default: from the launcher's environment)" },
+	{ "world", 'w', "N", "ranks in the group (default: from the launcher)" },
+	{ "local-rank", 0, "L", "rank inside the node (default: from the launcher)" },
+	{ "rendezvous", 'R', "URL", "etcd://HOST:PORT/JOB or file:PATH (peers file)", COMP_FILE },
+	{ "listen", 'l', "ADDR[:PORT]", "address to accept peers on (default: the peers file's)" },
+	{ "algo", 'a', "ALGO", "flat, ring or hierarchical (default flat)", COMP_WORDS,
+	  "flat|ring|hierarchical" },
+	{ "ranks-per-node", 0, "N", "hierarchical: ranks per node (default: by host name)" },
+	{ "hidden", 0, "N", "elements per token (default 7168)" },
+	{ "dtype", 0, "TYPE", "bf16 or fp8 (fp8 adds a scale per 128 elements; default bf16)",
+	  COMP_WORDS, "bf16|fp8" },
+	{ "tokens", 'n', "N", "tokens per rank (default 128)" },
+	{ "experts", 'E', "N", "experts, spread evenly over the ranks (default 8 per rank)" },
+	{ "topk", 'k', "K", "experts per token (default 2)" },
+	{ "skew", 0, "MODEL", "uniform, zipf:S or matrix:FILE.csv (default uniform)" },
+	{ "seed", 0, "N", "routing seed (default 1)" },
+	{ "iters", 'i', "N", "timed iterations (default 20)" },
+	{ "warmup", 0, "N", "untimed iterations first (default 2)" },
+	{ "no-check", 0, NULL, "do not check the received tokens" },
+	{ "all-ranks", 0, NULL, "every rank prints its figures, not only rank 0" },
+	{ "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping" },
+	OPT_END,
+};
+OPTS_FIT(alltoall_opts);
+
+static const char *const algo_words[] = { "flat", "ring", "hierarchical", NULL };
+static const char *const dtype_words[] = { "bf16", "fp8", NULL };
+
+struct a2a_cli {
+	struct rc_rank_info who;
+	struct rc_a2a_route route;
+	struct rc_a2a_opts run;
+	const char *rendezvous;
+	const char *listen;
+	bool all_ranks;
+	bool busy_poll;
+	uint64_t *counts;
+};
+
+static int opt_pos(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		   const char *name, uint32_t *out)
+{
+	int val = (int)*out, rc = opt_int(ctx, c, v, name, 1, 1 << 24, &val);
+
+	*out = (uint32_t)val;
+	return rc;
+}
+
+static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
+{
+	const struct cmd *c = &cmd_alltoall;
+	int rank = -1, world = -1, local = -1, algo = 0, dtype = 0, rpn = 0, rc;
+	uint64_t seed = 1;
+	const char *skew = opt_get(c, v, "skew");
+	struct rc_err e;
+
+	if ((rc = opt_int(ctx, c, v, "rank", 0, RC_GROUP_MAX, &rank)) ||
+	    (rc = opt_int(ctx, c, v, "world", 0, 1 << 20, &world)) ||
+	    (rc = opt_int(ctx, c, v, "local-rank", 0, RC_GROUP_MAX, &local)) ||
+	    (rc = opt_word(ctx, c, v, "algo", algo_words, &algo)) ||
+	    (rc = opt_word(ctx, c, v, "dtype", dtype_words, &dtype)) ||
+	    (rc = opt_int(ctx, c, v, "ranks-per-node", 1, RC_GROUP_MAX, &rpn)) ||
+	    (rc = opt_u64(ctx, c, v, "seed", &seed)))
+		return rc;
+	if (rc_rank_resolve(rank, world, local, NULL, &a->who, &e))
+		return usage_err(ctx, "%s", e.msg);
+	if (a->who.world < 2)
+		return usage_err(ctx, "alltoall needs at least 2 ranks (the world size is %d)",
+				 a->who.world);
+	a->run.algo = (enum rc_a2a_algo)algo;
+	a->run.dtype = (enum rc_a2a_dtype)dtype;
+	a->run.ranks_per_node = rpn;
+	a->run.hidden = 7168;
+	a->run.iters = 20;
+	a->run.warmup = 2;
+	a->route.world = a->who.world;
+	a->route.tokens = 128;
+	a->route.experts = 8 * (uint32_t)a->who.world;
+	a->route.topk = 2;
+	a->route.seed = seed;
+	if ((rc = opt_pos(ctx, c, v, "hidden", &a->run.hidden)) ||
+	    (rc = opt_pos(ctx, c, v, "tokens", &a->route.tokens)) ||
+	    (rc = opt_pos(ctx, c, v, "experts", &a->route.experts)) ||
+	    (rc = opt_pos(ctx, c, v, "topk", &a->route.topk)) ||
+	    (rc = opt_int(ctx, c, v, "iters", 1, 1 << 24, &a->run.iters)) ||
+	    (rc = opt_int(ctx, c, v, "warmup", 0, 1 << 20, &a->run.warmup)))
+		return rc;
+	if (skew && rc_a2a_skew_parse(skew, &a->route, &e))
+		return usage_err(ctx, "%s", e.msg);
+	a->run.check = !opt_has(c, v, "no-check");
+	a->all_ranks = opt_has(c, v, "all-ranks");
+	a->busy_poll = opt_has(c, v, "busy-poll");
+	a->rendezvous = opt_get(c, v, "rendezvous");
+	a->listen = opt_get(c, v, "listen");
+	if (!a->rendezvous)
+		return usage_err(ctx, "alltoall needs --rendezvous etcd://HOST:PORT/JOB or file:PATH");
+	a->counts = calloc((size_t)a->who.world * (size_t)a->who.world, sizeof(uint64_t));
+	if (!a->counts)
+		return fail(ctx, -ENOMEM, "out of memory");
+	if (rc_a2a_counts(&a->route, a->counts, &e))
+		return usage_err(ctx, "%s", e.msg);
+	a->run.counts = a->counts;
+	return 0;
+}
+
+/* --listen ADDR[:PORT]; else the address the peers file gives this rank. */
+static int listen_endpoint(struct ctx *ctx, struct a2a_cli *a, struct rc_rdv *rdv,
+			   struct rc_endpoint *ep)
+{
+	struct rc_err e;
+
+	if (a->listen) {
+		if (!rc_endpoint_parse(a->listen, ep))
+			return 0;
+		memset(ep, 0, sizeof(*ep));
+		if (strlen(a->listen) >= sizeof(ep->host) || strchr(a->listen, ':'))
+			return usage_err(ctx, "--listen '%s': expected ADDR or ADDR:PORT", a->listen);
+		snprintf(ep->host, sizeof(ep->host), "%s", a->listen);
+		snprintf(ep->port, sizeof(ep->port), "0");
+		return 0;
+	}
+	if (rc_rdv_self(rdv, ep, &e))
+		return usage_err(ctx, "give --listen ADDR[:PORT]: %s", e.msg);
+	return 0;
+}
+
+/* Hierarchical without --ranks-per-node: nodes by host name, which must
+ * form equal blocks of consecutive ranks. */
+static int nodes_by_host(struct ctx *ctx, struct a2a_cli *a, const struct rc_endpoint *all)
+{
+	int W = a->who.world, L = 0;
+
+	if (!all[0].hostname[0])
+		return usage_err(ctx, "--algo hierarchical: the rendezvous names no hosts; give --ranks-per-node");
+	while (L < W && !strcmp(all[L].hostname, all[0].hostname))
+		L++;
+	for (int i = 0; i < W; i++)
+		for (int j = 0; j < W; j++)
+			if ((i / L == j / L) != !strcmp(all[i].hostname, all[j].hostname) || W % L)
+				return usage_err(ctx, "--algo hierarchical: the ranks of each host are not an equal block of consecutive ranks; give --ranks-per-node");
+	a->run.ranks_per_node = L;
+	return 0;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+static void report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a_result *r,
+		   uint64_t wrong, const char *dev, const char *rdv_kind)
+{
+	struct rc_a2a_stats st;
+	struct out *o = &ctx->out;
+	int W = a->who.world, n = a->run.iters;
+	double *lat = r->lat_us, t = r->seconds / n, algbw, busbw;
+
+	rc_a2a_stats(a->counts, W, a->who.rank, rc_a2a_token_bytes(a->run.hidden, a->run.dtype),
+		     &st);
+	qsort(lat, (size_t)n, sizeof(double), cmp_double);
+	algbw = t > 0 ? st.size / t / 1e9 : 0;
+	busbw = algbw * (W - 1) / W;
+	out_text(o, "# alltoall: algo %s, %d ranks (%s), rendezvous %s, device %s\n",
+		 rc_a2a_algo_name(a->run.algo), W, a->who.source, rdv_kind, dev);
+	out_str(o, "algo", NULL, rc_a2a_algo_name(a->run.algo));
+	out_u64(o, "ranks", NULL, (uint64_t)W);
+	out_u64(o, "rank", NULL, (uint64_t)a->who.rank);
+	out_str(o, "rank_source", NULL, a->who.source);
+	out_str(o, "rendezvous", NULL, rdv_kind);
+	out_str(o, "device", NULL, dev);
+	out_text(o, "# %12s %10s %9s %9s %7s %10s %10s %12s %12s %9s\n", "size(B)", "time(us)",
+		 "algbw", "busbw", "wrong", "p50(us)", "p99(us)", "peer_mean(B)", "peer_max(B)",
+		 "imbalance");
+	out_text(o, "  ");
+	out_u64(o, "size_bytes", "%12llu ", (uint64_t)st.size);
+	out_f64(o, "time_us", "%10.1f ", t * 1e6);
+	out_f64(o, "algbw_gbps", "%9.3f ", algbw);
+	out_f64(o, "busbw_gbps", "%9.3f ", busbw);
+	out_u64(o, "wrong", "%7llu ", wrong);
+	out_obj_begin(o, "lat_us");
+	out_f64(o, "p50", "%10.1f ", lat[(n - 1) / 2]);
+	out_f64(o, "p99", "%10.1f ", lat[(int)((n - 1) * 0.99 + 0.5)]);
+	out_obj_end(o);
+	out_obj_begin(o, "bytes_per_peer");
+	out_u64(o, "mean", "%12llu ", st.peer_mean);
+	out_u64(o, "max", "%12llu ", st.peer_max);
+	out_obj_end(o);
+	out_f64(o, "imbalance", "%9.2f\n", st.imbalance);
+	out_u64(o, "iters", NULL, (uint64_t)n);
+	out_u64(o, "checked_tokens", NULL, r->checked);
+	out_bool(o, "checked", NULL, a->run.check);
+	out_text(o, "# %llu tokens (%llu bytes) checked on this rank, %llu wrong on all ranks\n",
+		 (unsigned long long)r->checked, (unsigned long long)r->checked_bytes,
+		 (unsigned long long)wrong);
+}
+
+static void progress(void *arg, int done, int total)
+{
+	struct progress *p = arg;
+	double now = rc_now();
+
+	if (!p->on || (now - p->last < 0.25 && done < total))
+		return;
+	p->last = now;
+	fprintf(stderr, "\riteration %d/%d  ", done, total);
+	if (done == total)
+		fputc('\n', stderr);
+}
+
+static int run(struct ctx *ctx, struct a2a_cli *a)
+{
+	int W = a->who.world, rc;
+	struct rc_group_opts go = { .rank = a->who.rank, .world = W, .dev_name = ctx->dev_name,
+				    .timeout_ms = ctx->timeout_ms, .busy_poll = a->busy_poll };
+	struct rc_endpoint self, *all = calloc((size_t)W, sizeof(*all));
+	uint8_t *need = calloc((size_t)W * (size_t)W, 1);
+	double *lat = calloc((size_t)a->run.iters, sizeof(double));
+	struct rc_a2a_result res = { .lat_us = lat };
+	uint64_t wrong[RC_GROUP_MAX], total_wrong = 0;
+	struct rc_group *g = NULL;
+	struct rc_rdv *rdv = NULL;
+	struct progress prog;
+	struct rc_err e;
+	bool speak = a->all_ranks || a->who.rank == 0;
+
+	if (!all || !need || !lat) {
+		rc = fail(ctx, -ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = rc_rdv_open(a->rendezvous, a->who.rank, W, ctx->timeout_ms, &rdv, &e);
+	if (rc) {
+		rc = rc == -EINVAL ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
+		goto out;
+	}
+	if ((rc = listen_endpoint(ctx, a, rdv, &self)))
+		goto out;
+	gethostname(self.hostname, sizeof(self.hostname) - 1);
+	if ((rc = rc_group_listen(&go, &self, &g, &e)) ||
+	    (rc = rc_rdv_exchange(rdv, &self, all, &e))) {
+		rc = fail(ctx, rc, "rank %d: %s", a->who.rank, e.msg);
+		goto out;
+	}
+	if (a->run.algo == RC_A2A_HIER && !a->run.ranks_per_node &&
+	    (rc = nodes_by_host(ctx, a, all)))
+		goto out;
+	if (a->run.algo == RC_A2A_HIER && W % a->run.ranks_per_node) {
+		rc = usage_err(ctx, "--ranks-per-node %d does not divide the world size %d",
+			       a->run.ranks_per_node, W);
+		goto out;
+	}
+	a->run.job = a->rendezvous;
+	a->run.timeout_ms = ctx->timeout_ms;
+	rc_a2a_need(a->run.algo, W, a->run.ranks_per_node, need);
+	if ((rc = rc_group_connect(g, all, need, &e))) {
+		rc = fail(ctx, rc, "rank %d: %s", a->who.rank, e.msg);
+		goto out;
+	}
+	progress_init(&prog, ctx);
+	prog.on = prog.on && speak;
+	a->run.progress = progress;
+	a->run.progress_arg = &prog;
+	rc = rc_a2a_run(g, &a->run, &res, &e);
+	if (!rc)
+		rc = rc_group_allgather_u64(g, res.wrong, wrong, &e);
+	if (rc) {
+		rc = fail(ctx, rc, "rank %d: %s", a->who.rank, e.msg);
+		goto out;
+	}
+	for (int i = 0; i < W; i++)
+		total_wrong += wrong[i];
+	if (speak)
+		report(ctx, a, &res, total_wrong, rc_group_dev(g), rc_rdv_kind(rdv));
+	else
+		ctx->out.printed = true; /* only rank 0 prints the document */
+	if (total_wrong)
+		rc = fail(ctx, -EIO, "%llu tokens arrived wrong", (unsigned long long)total_wrong);
+out:
+	rc_group_close(g);
+	rc_rdv_close(rdv);
+	free(all);
+	free(need);
+	free(lat);
+	return rc;
+}
+
+static int do_alltoall(struct ctx *ctx, int argc, char **argv)
+{
+	struct a2a_cli a = { 0 };
+	struct opt_vals v;
+	int rc = opts_parse(ctx, &cmd_alltoall, argc, argv, &v);
+
+	if (rc)
+		return rc < 0 ? rc : 0;
+	rc = parse(ctx, &v, &a);
+	if (!rc)
+		rc = run(ctx, &a);
+	free(a.counts);
+	return rc;
+}
+
+const struct cmd cmd_alltoall = {
+	.name = "alltoall",
+	.run = do_alltoall,
+	.opts = alltoall_opts,
+	.summary = "MoE dispatch and combine over a group of ranks (flat, ring, hierarchical)",
+};

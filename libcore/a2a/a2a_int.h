@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* Inside the all-to-all: buffers and layouts shared by the algorithms. */
+#ifndef RDMACTL_A2A_INT_H
+#define RDMACTL_A2A_INT_H
+
+#include <rdmactl/a2a.h>
+
+enum { PH_DISPATCH = 0, PH_COMBINE = 1 };
+enum { CH_DISPATCH = 0, CH_COMBINE = 1 };
+
+/* Where a peer's receive buffers are, as exchanged after connecting. */
+struct a2a_remote {
+	uint64_t drecv[2];
+	uint64_t crecv[2];
+	uint64_t stage;      /* ring: staging of forwarded blocks */
+	uint32_t rkey;
+	uint32_t pad;
+};
+
+struct a2a {
+	struct rc_group *g;
+	const struct rc_a2a_opts *o;
+	int W;
+	int me;
+	size_t tb;               /* token bytes */
+	/* token offsets: dispatch send/combine receive by destination, dispatch
+	 * receive/combine send by source */
+	uint64_t *soff;          /* W + 1 */
+	uint64_t *roff;          /* W + 1 */
+	uint8_t *mem;
+	size_t mem_len;
+	struct ibv_mr *mr;
+	uint8_t *dsend, *drecv[2], *csend, *crecv[2];
+	uint8_t *stage;
+	int L;                   /* hierarchical: ranks per node */
+	uint8_t *shm;            /* the node's shared segment */
+	size_t shm_len;
+	size_t *shm_off;         /* per local rank: drecv0, drecv1, crecv0, crecv1 */
+	struct a2a_remote *remote; /* W */
+	uint8_t *scratch;        /* one token */
+};
+
+/* Offset (tokens) of src's block in dst's receive layout. */
+uint64_t a2a_recv_off(const struct a2a *a, int dst, int src);
+uint64_t a2a_send_off(const struct a2a *a, int src, int dst);
+
+int a2a_flat_iter(struct a2a *a, uint32_t iter, struct rc_err *err);
+int a2a_ring_iter(struct a2a *a, uint32_t iter, struct rc_err *err);
+/* Tokens of rank x's ring staging, both phases and parities. */
+uint64_t a2a_stage_tokens(const struct a2a *a, int x);
+/* Hierarchical: rail staging tokens of rank x; the shared segment. */
+uint64_t a2a_rail_tokens(const struct a2a *a, int x);
+int a2a_hier_setup(struct a2a *a, struct rc_err *err);
+void a2a_hier_teardown(struct a2a *a);
+int a2a_hier_iter(struct a2a *a, uint32_t iter, struct rc_err *err);
+
+#endif

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Ring: n-1 steps. In step s every rank holds the blocks that rank o =
+ * rank - s + 1 sent out and that are still on their way; it writes the one
+ * for its successor into the successor's receive buffer, and the rest into
+ * the successor's staging area for step s, then a zero-length write with
+ * immediate data that says the step landed (RC keeps the order). Only
+ * neighbours are connected; the CPU drives it, no GPU core is involved.
+ */
+#include <string.h>
+
+#include "a2a_int.h"
+
+/* Tokens rank o sends rank d in phase ph. */
+static uint64_t cnt(const struct a2a *a, int ph, int o, int d)
+{
+	return ph == PH_DISPATCH ? a->o->counts[o * a->W + d] : a->o->counts[d * a->W + o];
+}
+
+/* Tokens of x's staging for step s (1..W-2): what origin x - s still sends
+ * beyond x. */
+static uint64_t stage_size(const struct a2a *a, int x, int ph, int s)
+{
+	int W = a->W, o = ((x - s) % W + W) % W;
+	uint64_t n = 0;
+
+	for (int k = s + 1; k < W; k++)
+		n += cnt(a, ph, o, (o + k) % W);
+	return n;
+}
+
+uint64_t a2a_stage_tokens(const struct a2a *a, int x)
+{
+	uint64_t n = 0;
+
+	for (int ph = 0; ph < 2; ph++)
+		for (int s = 1; s < a->W - 1; s++)
+			n += 2 * stage_size(a, x, ph, s);
+	return n;
+}
+
+/* Where x's staging for (phase, parity, step) starts, in tokens. */
+static uint64_t stage_off(const struct a2a *a, int x, int ph, int p, int s)
+{
+	uint64_t off = 0;
+
+	for (int f = 0; f < ph * 2 + p; f++)
+		for (int t = 1; t < a->W - 1; t++)
+			off += stage_size(a, x, f / 2, t);
+	for (int t = 1; t < s; t++)
+		off += stage_size(a, x, ph, t);
+	return off;
+}
+
+static int ring_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
+{
+	int W = a->W, me = a->me, p = iter & 1, succ = (me + 1) % W, pred = (me + W - 1) % W;
+	int ch = ph == PH_DISPATCH ? CH_DISPATCH : CH_COMBINE, rc;
+	size_t tb = a->tb;
+	uint64_t base = (uint64_t)iter * (uint64_t)(W - 1);
+
+	/* my own block */
+	if (ph == PH_DISPATCH)
+		memcpy(a->drecv[p] + a->roff[me] * tb, a->dsend + a->soff[me] * tb,
+		       (a->soff[me + 1] - a->soff[me]) * tb);
+	else
+		memcpy(a->crecv[p] + a->soff[me] * tb, a->csend + a->roff[me] * tb,
+		       (a->roff[me + 1] - a->roff[me]) * tb);
+	for (int s = 1; s < W; s++) {
+		int o = ((me - s + 1) % W + W) % W;
+		uint64_t in = 0, out = 0;
+
+		if (s > 1) {
+			uint64_t target = base + (uint64_t)(s - 1);
+
+			rc = rc_group_wait_imm(a->g, &pred, 1, ch, &target, err);
+			if (rc)
+				return rc;
+		}
+		for (int k = s; k < W; k++) {
+			int d = (o + k) % W;
+			uint64_t n = cnt(a, ph, o, d);
+			uint8_t *src;
+			uint64_t raddr;
+
+			if (s == 1)
+				src = ph == PH_DISPATCH ? a->dsend + a->soff[d] * tb
+							: a->csend + a->roff[d] * tb;
+			else
+				src = a->stage + (stage_off(a, me, ph, p, s - 1) + in) * tb;
+			in += n;
+			if (k == s) /* the successor's own: its receive buffer */
+				raddr = ph == PH_DISPATCH
+						? a->remote[succ].drecv[p] + a2a_recv_off(a, succ, o) * tb
+						: a->remote[succ].crecv[p] + a2a_send_off(a, succ, o) * tb;
+			else {
+				raddr = a->remote[succ].stage + (stage_off(a, succ, ph, p, s) + out) * tb;
+				out += n;
+			}
+			if (!n)
+				continue;
+			rc = rc_group_write_imm(a->g, succ, src, (uint32_t)(n * tb), a->mr->lkey, raddr,
+						a->remote[succ].rkey, -1, 0, err);
+			if (rc)
+				return rc;
+		}
+		rc = rc_group_write_imm(a->g, succ, a->mem, 0, a->mr->lkey, a->remote[succ].drecv[p],
+					a->remote[succ].rkey, ch, iter, err);
+		if (rc)
+			return rc;
+	}
+	uint64_t target = base + (uint64_t)(W - 1);
+
+	return rc_group_wait_imm(a->g, &pred, 1, ch, &target, err);
+}
+
+int a2a_ring_iter(struct a2a *a, uint32_t iter, struct rc_err *err)
+{
+	int rc = ring_phase(a, iter, PH_DISPATCH, err);
+
+	return rc ? rc : ring_phase(a, iter, PH_COMBINE, err);
+}

@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Group connect: every rank listens, accepts the peers below it on a thread
+ * of its own and connects to the peers above it, so that no rank waits on a
+ * rank that is itself waiting. Ranks that are not up yet are retried until
+ * the timeout, whose error names them.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rdmactl/ops.h>
+
+#include "group_int.h"
+#include "rdv_int.h"
+
+#define RETRY_MS 200
+#define DEFAULT_RECV_DEPTH 32
+
+static void name_peer(struct rc_group *g, int j, const struct rc_endpoint *ep)
+{
+	struct rc_conn *c = g->peers[j].c;
+
+	/* Every completion error from ops.c names c->peer: make it the rank. */
+	char host[64];
+
+	snprintf(host, sizeof(host), "%.63s", ep ? ep->host : "?");
+	snprintf(c->peer, sizeof(c->peer), "rank %d (%s:%.7s)", j, host, ep ? ep->port : "?");
+}
+
+int group_post_recvs(struct rc_group *g, int j, struct rc_err *err)
+{
+	for (int s = 0; s < g->o.recv_depth; s++) {
+		int rc = rc_post_recv(g->peers[j].c, recv_slot(g, j, s), GMSG_SLOT, g->mr->lkey,
+				      (uint64_t)j << 16 | (uint64_t)s, err);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int on_accepted_qp(struct rc_conn *c, void *arg)
+{
+	struct gpeer *p = arg;
+	struct rc_group *g = p->qp_arg.g;
+
+	p->c = c;
+	return group_post_recvs(g, p->qp_arg.rank, NULL);
+}
+
+int rc_group_listen(const struct rc_group_opts *o, struct rc_endpoint *ep, struct rc_group **out,
+		    struct rc_err *err)
+{
+	struct rc_group *g = calloc(1, sizeof(*g));
+	size_t area;
+	char port[8];
+	int rc;
+
+	if (!g)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	g->o = *o;
+	if (g->o.recv_depth <= 0)
+		g->o.recv_depth = DEFAULT_RECV_DEPTH;
+	if (g->o.sq_depth <= 0)
+		g->o.sq_depth = 128;
+	if (g->o.timeout_ms <= 0)
+		g->o.timeout_ms = 10000;
+	pthread_mutex_init(&g->mu, NULL);
+	if (o->world < 1 || o->world > RC_GROUP_MAX || o->rank < 0 || o->rank >= o->world) {
+		rc = rc_err_set(err, EINVAL, "rank %d of %d is not a valid group member", o->rank,
+				o->world);
+		goto fail;
+	}
+	rc = rc_listen(ep->host, ep->port, o->dev_name, &g->l, err);
+	if (rc)
+		goto fail;
+	snprintf(port, sizeof(port), "%u", g->l->port);
+	snprintf(ep->port, sizeof(ep->port), "%s", port);
+	g->self = *ep;
+	area = ((size_t)o->world * (size_t)g->o.recv_depth + (size_t)o->world) * GMSG_SLOT;
+	g->area = aligned_alloc(4096, (area + 4095) & ~(size_t)4095);
+	g->need = calloc((size_t)o->world * (size_t)o->world, 1);
+	if (!g->area || !g->need) {
+		rc = rc_err_set(err, ENOMEM, "out of memory");
+		goto fail;
+	}
+	memset(g->area, 0, area);
+	g->mr = ibv_reg_mr(g->l->pd, g->area, area, IBV_ACCESS_LOCAL_WRITE);
+	if (!g->mr) {
+		rc = rc_err_set(err, errno, "cannot register %zu bytes of message buffers: %s", area,
+				strerror(errno));
+		goto fail;
+	}
+	for (int j = 0; j < o->world; j++) {
+		g->peers[j].box = calloc((size_t)g->o.recv_depth, sizeof(struct gmsg));
+		if (!g->peers[j].box) {
+			rc = rc_err_set(err, ENOMEM, "out of memory");
+			goto fail;
+		}
+		g->peers[j].qp_arg.g = g;
+		g->peers[j].qp_arg.rank = j;
+	}
+	*out = g;
+	return 0;
+fail:
+	rc_group_close(g);
+	return rc;
+}
+
+/* A connect request: from a rank below us that we need, once. */
+static void on_request(struct rc_group *g, struct rdma_cm_event *ev, const struct rc_endpoint *all)
+{
+	struct rdma_cm_id *child = ev->id;
+	struct rdma_conn_param req = ev->param.conn;
+	struct ghello h = { 0 };
+	struct rc_conn_opts co = { 0 };
+	struct rc_conn *c = NULL;
+	const char *why = NULL;
+	struct rc_err e;
+
+	if (req.private_data && req.private_data_len >= sizeof(h))
+		memcpy(&h, req.private_data, sizeof(h));
+	rdma_ack_cm_event(ev);
+	if (h.magic != GROUP_MAGIC)
+		why = "rdmactl: not a group member";
+	else if (h.world != (uint32_t)g->o.world)
+		why = "rdmactl: another world size";
+	else if (h.rank >= (uint32_t)g->o.rank || !g->need[h.rank * (uint32_t)g->o.world + (uint32_t)g->o.rank])
+		why = "rdmactl: this rank does not expect that one";
+	else if (g->peers[h.rank].c)
+		why = "rdmactl: that rank is connected already";
+	if (!why) {
+		co.sq_depth = g->o.sq_depth;
+		co.rq_depth = g->o.recv_depth;
+		co.timeout_ms = g->o.timeout_ms;
+		co.busy_poll = g->o.busy_poll;
+		co.on_qp = on_accepted_qp;
+		co.on_qp_arg = &g->peers[h.rank];
+		if (rc_accept(g->l, child, &req, &co, &c, &e)) {
+			g->peers[h.rank].c = NULL;
+			why = "rdmactl: accept failed";
+		}
+	}
+	if (why) {
+		rc_reject(child, why);
+		rdma_destroy_id(child);
+		return;
+	}
+	pthread_mutex_lock(&g->mu);
+	g->peers[h.rank].c = c;
+	g->peers[h.rank].accepted = true;
+	c->user = &g->peers[h.rank];
+	name_peer(g, (int)h.rank, &all[h.rank]);
+	pthread_mutex_unlock(&g->mu);
+}
+
+struct accept_arg {
+	struct rc_group *g;
+	const struct rc_endpoint *all;
+	double deadline;
+};
+
+static void *accept_main(void *arg)
+{
+	struct accept_arg *a = arg;
+	struct rc_group *g = a->g;
+
+	for (;;) {
+		struct rdma_cm_event *ev;
+		int done;
+
+		pthread_mutex_lock(&g->mu);
+		done = g->accepted >= g->expect_accepts || g->stop_accept;
+		pthread_mutex_unlock(&g->mu);
+		if (done)
+			return NULL;
+		if (rc_now() > a->deadline) {
+			char missing[256];
+			bool have[RC_GROUP_MAX] = { 0 };
+
+			for (int j = 0; j < g->o.world; j++)
+				have[j] = j >= g->o.rank || !g->need[j * g->o.world + g->o.rank] ||
+					  (g->peers[j].c && g->peers[j].c->established);
+			ranks_missing(have, g->o.world, missing, sizeof(missing));
+			g->accept_rc = rc_err_set(&g->accept_err, ETIMEDOUT,
+						  "rank %s never connected to rank %d within %d ms",
+						  missing, g->o.rank, g->o.timeout_ms);
+			return NULL;
+		}
+		if (rc_listener_event(g->l, 100, &ev))
+			continue;
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			on_request(g, ev, a->all);
+			continue;
+		}
+		struct rc_conn *c = ev->id->context == g->l ? NULL : ev->id->context;
+		enum rdma_cm_event_type type = ev->event;
+
+		rdma_ack_cm_event(ev);
+		if (type == RDMA_CM_EVENT_ESTABLISHED && c && !c->established) {
+			c->established = true;
+			pthread_mutex_lock(&g->mu);
+			g->accepted++;
+			pthread_mutex_unlock(&g->mu);
+		} else if (c && (type == RDMA_CM_EVENT_DISCONNECTED ||
+				 type == RDMA_CM_EVENT_CONNECT_ERROR ||
+				 type == RDMA_CM_EVENT_UNREACHABLE)) {
+			c->disconnected = true;
+			((struct gpeer *)c->user)->dead = true;
+		}
+	}
+}
+
+static int connect_one(struct rc_group *g, int j, const struct rc_endpoint *ep, double deadline,
+		       struct rc_err *err)
+{
+	struct ghello h = { GROUP_MAGIC, (uint32_t)g->o.rank, (uint32_t)g->o.world };
+	struct rc_conn_opts co = { 0 };
+	struct rc_err last = { 0 };
+
+	co.sq_depth = g->o.sq_depth;
+	co.rq_depth = g->o.recv_depth;
+	co.busy_poll = g->o.busy_poll;
+	co.private_data = &h;
+	co.private_len = sizeof(h);
+	co.bind_addr = g->self.host;
+	co.dev_name = g->o.dev_name;
+	co.pd = g->l->pd;
+	for (;;) {
+		double left = deadline - rc_now();
+		struct rc_conn *c;
+		int rc;
+
+		if (left <= 0)
+			break;
+		co.timeout_ms = (int)(left * 1000) < g->o.timeout_ms ? (int)(left * 1000) + 1
+								      : g->o.timeout_ms;
+		rc = rc_connect(ep->host, ep->port, &co, &c, &last);
+		if (!rc) {
+			c->timeout_ms = g->o.timeout_ms;
+			g->peers[j].c = c;
+			c->user = &g->peers[j];
+			name_peer(g, j, ep);
+			return group_post_recvs(g, j, err);
+		}
+		if (rc == -EINVAL)
+			return rc_err_set(err, EINVAL, "rank %d (%s:%s): %s", j, ep->host, ep->port,
+					  last.msg);
+		usleep(RETRY_MS * 1000);
+	}
+	return rc_err_set(err, ETIMEDOUT, "rank %d (%s:%s) never answered within %d ms: %s", j,
+			  ep->host, ep->port, g->o.timeout_ms,
+			  last.msg[0] ? last.msg : "no try finished");
+}
+
+int rc_group_connect(struct rc_group *g, const struct rc_endpoint *all, const uint8_t *need,
+		     struct rc_err *err)
+{
+	int W = g->o.world, me = g->o.rank, rc = 0;
+	double deadline = rc_now() + g->o.timeout_ms / 1000.0;
+	struct accept_arg a = { g, all, deadline };
+	pthread_t th;
+
+	for (int i = 0; i < W; i++)
+		for (int j = 0; j < W; j++)
+			if (need[i * W + j] != need[j * W + i])
+				return rc_err_set(err, EINVAL, "the connection plan is not symmetric");
+	memcpy(g->need, need, (size_t)W * (size_t)W);
+	g->expect_accepts = 0;
+	for (int j = 0; j < me; j++)
+		g->expect_accepts += need[j * W + me] ? 1 : 0;
+	if (pthread_create(&th, NULL, accept_main, &a))
+		return rc_err_set(err, errno, "cannot start the accepting thread");
+	for (int j = me + 1; j < W && !rc; j++)
+		if (need[me * W + j])
+			rc = connect_one(g, j, &all[j], deadline, err);
+	if (rc) {
+		pthread_mutex_lock(&g->mu);
+		g->stop_accept = true;
+		pthread_mutex_unlock(&g->mu);
+	}
+	pthread_join(th, NULL);
+	if (!rc && g->accept_rc)
+		rc = rc_err_set(err, g->accept_err.code, "%s", g->accept_err.msg);
+	if (rc)
+		return rc;
+	for (int j = 0; j < W; j++) {
+		if (j == me || !need[me * W + j])
+			continue;
+		g->conns[g->nconns] = g->peers[j].c;
+		g->conn_rank[g->nconns++] = j;
+	}
+	return 0;
+}
+
+int rc_group_close(struct rc_group *g)
+{
+	int rc = 0, r;
+
+	if (!g)
+		return 0;
+	/* What was posted leaves before the connections go (bounded). */
+	if (g->nconns) {
+		int t = g->o.timeout_ms;
+
+		g->o.timeout_ms = t < 2000 ? t : 2000;
+		rc_group_flush(g, NULL);
+		g->o.timeout_ms = t;
+	}
+	for (int j = 0; j < RC_GROUP_MAX; j++) {
+		if (g->peers[j].c && (r = rc_conn_close(g->peers[j].c)) && !rc)
+			rc = r;
+		free(g->peers[j].box);
+	}
+	if (g->mr && ibv_dereg_mr(g->mr) && !rc)
+		rc = -errno;
+	if (g->l && (r = rc_listener_close(g->l)) && !rc)
+		rc = r;
+	free(g->area);
+	free(g->need);
+	pthread_mutex_destroy(&g->mu);
+	free(g);
+	return rc;
+}
+
+struct ibv_pd *rc_group_pd(const struct rc_group *g)
+{
+	return g->l->pd;
+}
+
+struct rc_conn *rc_group_conn(const struct rc_group *g, int peer)
+{
+	return peer >= 0 && peer < g->o.world ? g->peers[peer].c : NULL;
+}
+
+const char *rc_group_dev(const struct rc_group *g)
+{
+	return g->l->dev_name;
+}
+
+int rc_group_rank(const struct rc_group *g)
+{
+	return g->o.rank;
+}
+
+int rc_group_world(const struct rc_group *g)
+{
+	return g->o.world;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/* Inside the group layer: the group's state, shared by its files. */
+#ifndef RDMACTL_GROUP_INT_H
+#define RDMACTL_GROUP_INT_H
+
+#include <pthread.h>
+
+#include <rdmactl/group.h>
+
+#define GROUP_MAGIC 0x72646d67u /* "rdmg" */
+#define ABORT_MAGIC 0x72646d61u /* "rdma": the sender gave up, data says why */
+#define IMM_CHANNELS 4
+
+/* A control message as it travels. */
+struct gmsg {
+	uint32_t magic;
+	uint32_t seq;
+	uint32_t from;
+	uint32_t len;
+	uint8_t data[RC_GROUP_MSG_MAX];
+};
+#define GMSG_SLOT 1024
+
+/* What a connecting rank says in its connect request. */
+struct ghello {
+	uint32_t magic;
+	uint32_t rank;
+	uint32_t world;
+};
+
+struct gpeer {
+	struct rc_conn *c;
+	bool accepted;        /* the connection came to our listener */
+	bool dead;            /* disconnected: its CQ is drained before failing */
+	uint64_t imm[IMM_CHANNELS];
+	int sends_out;        /* signalled work requests not completed */
+	bool send_busy;       /* the send slot is in flight */
+	struct gmsg *box;     /* received messages not yet taken, a ring */
+	int box_head;
+	int box_n;
+	struct { struct rc_group *g; int rank; } qp_arg;
+};
+
+struct rc_group {
+	struct rc_group_opts o;
+	struct rc_listener *l;
+	struct rc_endpoint self;
+	struct gpeer peers[RC_GROUP_MAX];
+	struct rc_conn *conns[RC_GROUP_MAX]; /* connected peers, for polling */
+	int conn_rank[RC_GROUP_MAX];
+	int nconns;
+	uint8_t *need;        /* world x world */
+	uint8_t *area;        /* receive slots, then one send slot per peer */
+	struct ibv_mr *mr;
+	uint32_t seq;         /* control exchanges so far */
+	bool aborted;         /* a peer gave up: every wait fails with its reason */
+	char abort_msg[RC_GROUP_MSG_MAX + 32];
+	/* while connecting: the accepting thread */
+	pthread_mutex_t mu;
+	int expect_accepts;
+	int accepted;
+	bool stop_accept;
+	int accept_rc;
+	struct rc_err accept_err;
+};
+
+/* Receive slot s of peer j, and the send slot of peer j. */
+static inline struct gmsg *recv_slot(const struct rc_group *g, int j, int s)
+{
+	return (struct gmsg *)(g->area + ((size_t)j * (size_t)g->o.recv_depth + (size_t)s) * GMSG_SLOT);
+}
+static inline struct gmsg *send_slot(const struct rc_group *g, int j)
+{
+	return (struct gmsg *)(g->area + ((size_t)g->o.world * (size_t)g->o.recv_depth + (size_t)j) *
+					      GMSG_SLOT);
+}
+
+int group_post_recvs(struct rc_group *g, int j, struct rc_err *err);
+/* Reap completions and CM events for up to timeout_ms. 0 or -errno. */
+int group_progress(struct rc_group *g, int timeout_ms, struct rc_err *err);
+
+#endif

@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The group at work: completions reaped from every connection in one place
+ * (receives become mailbox entries or immediate-data counts), control
+ * exchanges, a gossip allgather that doubles as the barrier, and waits that
+ * name the ranks they wait for.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmactl/ops.h>
+
+#include "group_int.h"
+#include "rdv_int.h"
+
+#define SLICE_MS 100
+
+static void mark_dead(struct rdma_cm_event *ev)
+{
+	struct rc_conn *c = ev->id->context;
+	enum rdma_cm_event_type t = ev->event;
+
+	if (c && (t == RDMA_CM_EVENT_DISCONNECTED || t == RDMA_CM_EVENT_CONNECT_ERROR ||
+		  t == RDMA_CM_EVENT_UNREACHABLE || t == RDMA_CM_EVENT_TIMEWAIT_EXIT)) {
+		c->disconnected = true;
+		if (c->user)
+			((struct gpeer *)c->user)->dead = true;
+	}
+}
+
+static void cm_events(struct rc_group *g)
+{
+	struct rdma_cm_event *ev;
+
+	while (rc_listener_event(g->l, 0, &ev) == 0) {
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			rc_reject(ev->id, "rdmactl: the group is complete");
+			rdma_ack_cm_event(ev);
+			continue;
+		}
+		if (ev->id->context != g->l)
+			mark_dead(ev);
+		rdma_ack_cm_event(ev);
+	}
+	for (int k = 0; k < g->nconns; k++) {
+		struct rc_conn *c = g->conns[k];
+
+		while (c->ech && rc_conn_event(c, 0, &ev) == 0) {
+			mark_dead(ev);
+			rdma_ack_cm_event(ev);
+		}
+	}
+}
+
+static int on_recv(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc_err *err)
+{
+	struct gpeer *p = &g->peers[j];
+	int s = (int)(wc->wr_id & 0xffff);
+
+	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+		uint32_t imm = ntohl(wc->imm_data);
+		unsigned ch = imm >> 24;
+
+		if (ch >= IMM_CHANNELS)
+			return rc_err_set(err, EPROTO, "rank %d sent immediate data 0x%x on no channel",
+					  j, imm);
+		p->imm[ch]++;
+	} else {
+		const struct gmsg *m = recv_slot(g, j, s);
+
+		if (m->magic == ABORT_MAGIC) {
+			if (!g->aborted)
+				snprintf(g->abort_msg, sizeof(g->abort_msg), "rank %d gave up: %.*s", j,
+					 (int)(m->len < RC_GROUP_MSG_MAX ? m->len : RC_GROUP_MSG_MAX),
+					 (const char *)m->data);
+			g->aborted = true;
+			return rc_post_recv(p->c, recv_slot(g, j, s), GMSG_SLOT, g->mr->lkey,
+					    wc->wr_id, err);
+		}
+		if (p->box_n >= g->o.recv_depth)
+			return rc_err_set(err, EPROTO, "rank %d sent more messages than are read", j);
+		p->box[(p->box_head + p->box_n) % g->o.recv_depth] = *m;
+		p->box_n++;
+	}
+	return rc_post_recv(p->c, recv_slot(g, j, s), GMSG_SLOT, g->mr->lkey, wc->wr_id, err);
+}
+
+int group_progress(struct rc_group *g, int timeout_ms, struct rc_err *err)
+{
+	struct ibv_wc wc[32];
+	int which = 0, n, rc;
+
+	if (g->nconns == 0)
+		return 0;
+	n = rc_poll_any(g->conns, g->nconns, wc, 32, timeout_ms, &which, err);
+	if (n == -ETIMEDOUT)
+		n = 0;
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++) {
+		int j = g->conn_rank[which];
+		struct gpeer *p = &g->peers[j];
+
+		switch (wc[i].opcode) {
+		case IBV_WC_RECV:
+		case IBV_WC_RECV_RDMA_WITH_IMM:
+			if ((rc = on_recv(g, j, &wc[i], err)))
+				return rc;
+			break;
+		default:
+			p->sends_out--;
+			if (rc_wrid_op(wc[i].wr_id) == RC_OP_SEND)
+				p->send_busy = false;
+			break;
+		}
+	}
+	if (n == 0)
+		cm_events(g);
+	if (g->aborted)
+		return rc_err_set(err, ECONNABORTED, "%s", g->abort_msg);
+	return 0;
+}
+
+/* One slice of waiting: reap, or fail at the deadline. */
+static int wait_slice(struct rc_group *g, double deadline, struct rc_err *err)
+{
+	double left = deadline - rc_now();
+
+	if (left <= 0)
+		return -ETIMEDOUT;
+	return group_progress(g, left * 1000 < SLICE_MS ? (int)(left * 1000) + 1 : SLICE_MS, err);
+}
+
+static int peer_gone(struct rc_group *g, int j, const char *what, struct rc_err *err)
+{
+	return rc_err_set(err, ECONNRESET, "%s left the group while %s", g->peers[j].c->peer,
+			  what);
+}
+
+int rc_group_write_imm(struct rc_group *g, int j, void *laddr, uint32_t len, uint32_t lkey,
+		       uint64_t raddr, uint32_t rkey, int channel, uint32_t seq,
+		       struct rc_err *err)
+{
+	struct gpeer *p = &g->peers[j];
+	double deadline = rc_now() + g->o.timeout_ms / 1000.0;
+	int rc;
+
+	if (!p->c || channel < -1 || channel >= IMM_CHANNELS)
+		return rc_err_set(err, EINVAL, "no connection to rank %d", j);
+	while (p->sends_out >= g->o.sq_depth - 2) {
+		rc = wait_slice(g, deadline, err);
+		if (rc == -ETIMEDOUT)
+			return rc_err_set(err, ETIMEDOUT, "writes to %s did not complete within %d ms",
+					  p->c->peer, g->o.timeout_ms);
+		if (rc)
+			return rc;
+	}
+	rc = rc_post_rdma(p->c, channel < 0 ? RC_OP_WRITE : RC_OP_WRITE_IMM, laddr, len, lkey,
+			  raddr, rkey, (uint32_t)channel << 24 | (seq & 0xffffff), (uint64_t)j, true,
+			  err);
+	if (!rc)
+		p->sends_out++;
+	return rc;
+}
+
+uint64_t rc_group_imm_count(const struct rc_group *g, int peer, int channel)
+{
+	return g->peers[peer].imm[channel];
+}
+
+int rc_group_wait_imm(struct rc_group *g, const int *peers, int n, int channel,
+		      const uint64_t *target, struct rc_err *err)
+{
+	double deadline = rc_now() + g->o.timeout_ms / 1000.0;
+
+	for (;;) {
+		bool have[RC_GROUP_MAX], all = true;
+		char missing[256];
+		int rc;
+
+		for (int j = 0; j < g->o.world; j++)
+			have[j] = true;
+		for (int k = 0; k < n; k++) {
+			int j = peers[k];
+
+			if (g->peers[j].imm[channel] >= target[k])
+				continue;
+			have[j] = false;
+			all = false;
+		}
+		if (all)
+			return 0;
+		rc = wait_slice(g, deadline, err);
+		if (rc == -ETIMEDOUT) {
+			ranks_missing(have, g->o.world, missing, sizeof(missing));
+			return rc_err_set(err, ETIMEDOUT,
+					  "no data from rank %s within %d ms (is it still running?)",
+					  missing, g->o.timeout_ms);
+		}
+		if (rc)
+			return rc;
+		for (int k = 0; k < n; k++)
+			if (!have[peers[k]] && g->peers[peers[k]].dead &&
+			    (rc = group_progress(g, 0, err)))
+				return rc;
+		for (int k = 0; k < n; k++)
+			if (!have[peers[k]] && g->peers[peers[k]].dead &&
+			    g->peers[peers[k]].imm[channel] < target[k])
+				return peer_gone(g, peers[k], "data from it was awaited", err);
+	}
+}
+
+int rc_group_flush(struct rc_group *g, struct rc_err *err)
+{
+	double deadline = rc_now() + g->o.timeout_ms / 1000.0;
+
+	for (int k = 0; k < g->nconns; k++) {
+		struct gpeer *p = &g->peers[g->conn_rank[k]];
+
+		while (p->sends_out > 0) {
+			int rc = wait_slice(g, deadline, err);
+
+			if (rc == -ETIMEDOUT)
+				return rc_err_set(err, ETIMEDOUT,
+						  "writes to %s did not complete within %d ms",
+						  p->c->peer, g->o.timeout_ms);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static int send_msg(struct rc_group *g, int j, const void *data, size_t len, double deadline,
+		    struct rc_err *err)
+{
+	struct gpeer *p = &g->peers[j];
+	struct gmsg *m = send_slot(g, j);
+	int rc;
+
+	while (p->send_busy || p->sends_out >= g->o.sq_depth - 2) {
+		rc = wait_slice(g, deadline, err);
+		if (rc == -ETIMEDOUT)
+			return rc_err_set(err, ETIMEDOUT, "a message to %s did not go within %d ms",
+					  p->c->peer, g->o.timeout_ms);
+		if (rc)
+			return rc;
+	}
+	m->magic = GROUP_MAGIC;
+	m->seq = g->seq;
+	m->from = (uint32_t)g->o.rank;
+	m->len = (uint32_t)len;
+	memcpy(m->data, data, len);
+	rc = rc_post_send(p->c, m, (uint32_t)(offsetof(struct gmsg, data) + len), g->mr->lkey,
+			  (uint64_t)j, err);
+	if (rc)
+		return rc;
+	p->send_busy = true;
+	p->sends_out++;
+	return 0;
+}
+
+static int take_msg(struct rc_group *g, int j, void *out, size_t len, double deadline,
+		    struct rc_err *err)
+{
+	struct gpeer *p = &g->peers[j];
+
+	while (!p->box_n) {
+		int rc = wait_slice(g, deadline, err);
+
+		if (rc == -ETIMEDOUT)
+			return rc_err_set(err, ETIMEDOUT,
+					  "no word from %s within %d ms (is it still running?)",
+					  p->c->peer, g->o.timeout_ms);
+		if (rc)
+			return rc;
+		/* gone: what it sent before leaving may still sit in the queue */
+		if (!p->box_n && p->dead && (rc = group_progress(g, 0, err)))
+			return rc;
+		if (!p->box_n && p->dead)
+			return peer_gone(g, j, "a message from it was awaited", err);
+	}
+
+	const struct gmsg *m = &p->box[p->box_head];
+
+	if (m->magic != GROUP_MAGIC || m->seq != g->seq || m->len != len || m->from != (uint32_t)j)
+		return rc_err_set(err, EPROTO,
+				  "%s is out of step (message %u of %u bytes, expected %u of %zu)",
+				  p->c->peer, m->seq, m->len, g->seq, len);
+	memcpy(out, m->data, len);
+	p->box_head = (p->box_head + 1) % g->o.recv_depth;
+	p->box_n--;
+	return 0;
+}
+
+int rc_group_exchange(struct rc_group *g, const void *mine, size_t len, void *theirs,
+		      struct rc_err *err)
+{
+	double deadline = rc_now() + g->o.timeout_ms / 1000.0;
+	int rc;
+
+	if (len > RC_GROUP_MSG_MAX)
+		return rc_err_set(err, EINVAL, "a control message is limited to %d bytes",
+				  RC_GROUP_MSG_MAX);
+	g->seq++;
+	for (int k = 0; k < g->nconns; k++)
+		if ((rc = send_msg(g, g->conn_rank[k], mine, len, deadline, err)))
+			return rc;
+	for (int k = 0; k < g->nconns; k++) {
+		int j = g->conn_rank[k];
+
+		if ((rc = take_msg(g, j, (char *)theirs + (size_t)j * len, len, deadline, err)))
+			return rc;
+	}
+	/* Our messages landed before we go on: a peer may leave right after
+	 * this exchange, and a message still in its send queue would be lost. */
+	for (int k = 0; k < g->nconns; k++) {
+		struct gpeer *p = &g->peers[g->conn_rank[k]];
+
+		while (p->send_busy) {
+			rc = wait_slice(g, deadline, err);
+			if (rc == -ETIMEDOUT)
+				return rc_err_set(err, ETIMEDOUT,
+						  "a message to %s was not acknowledged within %d ms",
+						  p->c->peer, g->o.timeout_ms);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+/* The longest of the shortest paths in the connection graph. */
+static int diameter(const struct rc_group *g)
+{
+	int W = g->o.world, d = 0;
+
+	for (int s = 0; s < W; s++) {
+		int dist[RC_GROUP_MAX], q[RC_GROUP_MAX], qh = 0, qt = 0;
+
+		for (int i = 0; i < W; i++)
+			dist[i] = -1;
+		dist[s] = 0;
+		q[qt++] = s;
+		while (qh < qt) {
+			int u = q[qh++];
+
+			for (int v = 0; v < W; v++)
+				if (v != u && g->need[u * W + v] && dist[v] < 0) {
+					dist[v] = dist[u] + 1;
+					q[qt++] = v;
+				}
+		}
+		for (int i = 0; i < W; i++)
+			if (dist[i] > d)
+				d = dist[i];
+	}
+	return d;
+}
+
+struct gossip {
+	uint64_t known;
+	uint64_t vals[RC_GROUP_MAX];
+};
+
+int rc_group_allgather_u64(struct rc_group *g, uint64_t mine, uint64_t *all, struct rc_err *err)
+{
+	int W = g->o.world, rounds = diameter(g);
+	struct gossip me = { 0 }, *theirs = calloc((size_t)W, sizeof(struct gossip));
+	uint64_t full = W == 64 ? ~0ULL : (1ULL << W) - 1;
+	int rc = 0;
+
+	if (!theirs)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	me.known = 1ULL << g->o.rank;
+	me.vals[g->o.rank] = mine;
+	for (int r = 0; r < rounds && !rc; r++) {
+		rc = rc_group_exchange(g, &me, sizeof(me), theirs, err);
+		for (int k = 0; !rc && k < g->nconns; k++) {
+			const struct gossip *t = &theirs[g->conn_rank[k]];
+
+			for (int i = 0; i < W; i++)
+				if ((t->known >> i & 1) && !(me.known >> i & 1))
+					me.vals[i] = t->vals[i];
+			me.known |= t->known;
+		}
+	}
+	if (!rc && me.known != full)
+		rc = rc_err_set(err, EPROTO, "the connection plan leaves ranks unreachable");
+	if (!rc)
+		memcpy(all, me.vals, (size_t)W * sizeof(*all));
+	free(theirs);
+	return rc;
+}
+
+int rc_group_barrier(struct rc_group *g, struct rc_err *err)
+{
+	uint64_t all[RC_GROUP_MAX];
+
+	return rc_group_allgather_u64(g, 0, all, err);
+}
+
+void rc_group_abort(struct rc_group *g, const char *why)
+{
+	double deadline = rc_now() + 0.5;
+	size_t len = strlen(why);
+
+	if (len > RC_GROUP_MSG_MAX)
+		len = RC_GROUP_MSG_MAX;
+	for (int k = 0; k < g->nconns; k++) {
+		struct gpeer *p = &g->peers[g->conn_rank[k]];
+		struct gmsg *m = send_slot(g, g->conn_rank[k]);
+
+		/* Best effort: a peer whose send slot is busy or that is gone
+		 * learns it from the timeout instead. */
+		if (p->dead || p->send_busy || p->sends_out >= g->o.sq_depth - 2)
+			continue;
+		m->magic = ABORT_MAGIC;
+		m->seq = g->seq;
+		m->from = (uint32_t)g->o.rank;
+		m->len = (uint32_t)len;
+		memcpy(m->data, why, len);
+		if (rc_post_send(p->c, m, (uint32_t)(offsetof(struct gmsg, data) + len), g->mr->lkey,
+				 (uint64_t)g->conn_rank[k], NULL) == 0) {
+			p->send_busy = true;
+			p->sends_out++;
+		}
+	}
+	/* Let the messages leave before the connections close. */
+	for (int k = 0; k < g->nconns; k++)
+		while (g->peers[g->conn_rank[k]].send_busy && rc_now() < deadline)
+			if (group_progress(g, 50, NULL) == -EIO)
+				break; /* a failed connection completes nothing more */
+}

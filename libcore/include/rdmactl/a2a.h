@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * MoE all-to-all over a group: a routing model says how many tokens each
+ * rank sends each rank (dispatch); the same tokens come back (combine).
+ * Token content is deterministic, so every received token is checked.
+ */
+#ifndef RDMACTL_A2A_H
+#define RDMACTL_A2A_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdmactl/err.h>
+#include <rdmactl/export.h>
+#include <rdmactl/group.h>
+
+enum rc_a2a_algo { RC_A2A_FLAT, RC_A2A_RING, RC_A2A_HIER };
+enum rc_a2a_dtype { RC_A2A_BF16, RC_A2A_FP8 };
+enum rc_a2a_skew { RC_A2A_UNIFORM, RC_A2A_ZIPF, RC_A2A_MATRIX };
+
+RC_EXPORT const char *rc_a2a_algo_name(enum rc_a2a_algo a);
+
+/* Bytes of one token on the wire: bf16 2 per element; fp8 1 per element
+ * plus one float scale per 128 elements, as DeepEP's fp8 dispatch sends. */
+RC_EXPORT size_t rc_a2a_token_bytes(uint32_t hidden, enum rc_a2a_dtype dt);
+
+struct rc_a2a_route {
+	int world;
+	uint32_t tokens;    /* per rank */
+	uint32_t experts;   /* spread over the ranks in equal contiguous blocks */
+	uint32_t topk;
+	enum rc_a2a_skew skew;
+	double zipf_s;      /* expert popularity ~ 1 / (e + 1)^s */
+	const char *matrix; /* RC_A2A_MATRIX: CSV of world x world token counts */
+	uint64_t seed;
+};
+
+/* Parse "uniform", "zipf:S" or "matrix:FILE" into r. */
+RC_EXPORT int rc_a2a_skew_parse(const char *s, struct rc_a2a_route *r, struct rc_err *err);
+/* counts[src * world + dst]: the tokens src dispatches to dst. A token goes
+ * once to each rank holding at least one of its top-k experts. -EINVAL for
+ * inconsistent parameters or a bad matrix file. */
+RC_EXPORT int rc_a2a_counts(const struct rc_a2a_route *r, uint64_t *counts, struct rc_err *err);
+RC_EXPORT int rc_a2a_matrix_load(const char *path, int world, uint64_t *counts,
+				 struct rc_err *err);
+
+/* Figures of one iteration from the counts. */
+struct rc_a2a_stats {
+	double size;           /* mean bytes a rank sends per iteration (dispatch + combine) */
+	uint64_t peer_mean;    /* mean bytes from one rank to another, dispatch */
+	uint64_t peer_max;
+	double imbalance;      /* max / mean of the dispatch bytes a rank receives */
+	uint64_t my_send;      /* this rank's dispatch bytes to others */
+	uint64_t my_recv;      /* ... from others */
+};
+RC_EXPORT void rc_a2a_stats(const uint64_t *counts, int world, int rank, size_t token_bytes,
+			    struct rc_a2a_stats *st);
+
+/* Which ranks talk over RDMA: need[i * world + j]. ranks_per_node groups
+ * ranks for the hierarchical algorithm (node = rank / ranks_per_node). */
+RC_EXPORT void rc_a2a_need(enum rc_a2a_algo a, int world, int ranks_per_node, uint8_t *need);
+
+struct rc_a2a_opts {
+	enum rc_a2a_algo algo;
+	uint32_t hidden;
+	enum rc_a2a_dtype dtype;
+	const uint64_t *counts;   /* world x world */
+	int ranks_per_node;       /* hierarchical */
+	const char *job;          /* hierarchical: names the shared memory */
+	int timeout_ms;           /* waits on shared memory (the group has its own) */
+	int iters;
+	int warmup;
+	bool check;
+	void (*progress)(void *arg, int done, int total);
+	void *progress_arg;
+};
+
+struct rc_a2a_result {
+	double *lat_us;       /* caller's array of iters entries */
+	uint64_t wrong;       /* tokens that differed, all iterations, this rank */
+	uint64_t checked;     /* tokens checked */
+	uint64_t checked_bytes;
+	double seconds;       /* timed iterations together */
+};
+
+RC_EXPORT int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o,
+			 struct rc_a2a_result *res, struct rc_err *err);
+
+/* The deterministic content of token idx of the block src sends dst. */
+RC_EXPORT void rc_a2a_token_fill(void *buf, size_t len, int src, int dst, uint64_t idx,
+				 uint32_t iter, int phase);
+
+#endif

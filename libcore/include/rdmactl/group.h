@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A group of ranks on many hosts: who we are (flags or the launcher's
+ * environment), where the others are (a rendezvous: etcd or a peers file),
+ * one RC connection to each peer that is needed, small control messages, a
+ * barrier, and counters of the immediate data that one-sided writes carry.
+ * Reused by every collective (alltoall, multicast, migrate).
+ */
+#ifndef RDMACTL_GROUP_H
+#define RDMACTL_GROUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdmactl/conn.h>
+#include <rdmactl/err.h>
+#include <rdmactl/export.h>
+
+#define RC_GROUP_MAX 64   /* ranks in one group */
+#define RC_EP_MAX 320     /* "ADDR:PORT HOSTNAME WORLD" */
+
+struct rc_rank_info {
+	int rank;
+	int world;
+	int local_rank;    /* -1 when neither a flag nor the launcher gave it */
+	char source[48];   /* "flags", "slurm", "openmpi", "pmix", "torchrun", or a mix */
+};
+
+/* Rank, world size and local rank: each from its flag when >= 0, else from
+ * the first launcher whose variables are set (Open MPI, Slurm, PMIx,
+ * torchrun). env is a NULL-terminated "NAME=VALUE" array, NULL for the
+ * process environment. -EINVAL with a message for missing or bad values. */
+RC_EXPORT int rc_rank_resolve(int rank, int world, int local_rank, char *const *env,
+			      struct rc_rank_info *out, struct rc_err *err);
+
+/* One rank's endpoint as the rendezvous knows it. */
+struct rc_endpoint {
+	char host[RC_HOST_MAX];
+	char port[8];
+	char hostname[64];  /* the host's name, for grouping ranks by node */
+};
+
+/* Parse "ADDR:PORT" or "[V6]:PORT". */
+RC_EXPORT int rc_endpoint_parse(const char *s, struct rc_endpoint *ep);
+
+/* A rendezvous: "file:PATH" (one "RANK ADDR:PORT [HOSTNAME]" a line, '#'
+ * comments) or "etcd://HOST:PORT/JOB" (etcd's v3 JSON gateway). */
+struct rc_rdv;
+RC_EXPORT int rc_rdv_open(const char *url, int rank, int world, int timeout_ms,
+			  struct rc_rdv **out, struct rc_err *err);
+/* The endpoint the rendezvous already holds for this rank (a peers file);
+ * -ENOENT when it holds none (etcd: the rank publishes its own). */
+RC_EXPORT int rc_rdv_self(struct rc_rdv *r, struct rc_endpoint *ep, struct rc_err *err);
+/* Publish this rank's endpoint (etcd: under a lease kept alive until
+ * close; a rank claimed by another process is refused) and wait, within the
+ * timeout, for all world endpoints; the error names the ranks missing. */
+RC_EXPORT int rc_rdv_exchange(struct rc_rdv *r, const struct rc_endpoint *self,
+			      struct rc_endpoint *all, struct rc_err *err);
+/* "etcd" or "file". */
+RC_EXPORT const char *rc_rdv_kind(const struct rc_rdv *r);
+RC_EXPORT int rc_rdv_close(struct rc_rdv *r);
+
+/* Control messages carry at most this much. */
+#define RC_GROUP_MSG_MAX 960
+
+struct rc_group;
+
+struct rc_group_opts {
+	int rank;
+	int world;
+	const char *dev_name;   /* refuse routes through another device */
+	int timeout_ms;         /* connect, barrier and wait timeout */
+	int sq_depth;           /* per connection (default 128) */
+	int recv_depth;         /* receives kept posted per connection (default 32) */
+	bool busy_poll;
+};
+
+/* Listen on ep (port "0": any free one); ep is updated with the port. */
+RC_EXPORT int rc_group_listen(const struct rc_group_opts *o, struct rc_endpoint *ep,
+			      struct rc_group **out, struct rc_err *err);
+/* Connect to every peer j with need[rank * world + j] (need must be
+ * symmetric; the diagonal is ignored) at all[j], within the timeout. */
+RC_EXPORT int rc_group_connect(struct rc_group *g, const struct rc_endpoint *all,
+			       const uint8_t *need, struct rc_err *err);
+RC_EXPORT int rc_group_close(struct rc_group *g);
+
+RC_EXPORT int rc_group_rank(const struct rc_group *g);
+RC_EXPORT int rc_group_world(const struct rc_group *g);
+RC_EXPORT struct ibv_pd *rc_group_pd(const struct rc_group *g);
+RC_EXPORT struct rc_conn *rc_group_conn(const struct rc_group *g, int peer);
+RC_EXPORT const char *rc_group_dev(const struct rc_group *g);
+
+/* One-sided write with immediate data: imm = channel << 24 | (seq & 0xffffff).
+ * The peer's counter of that channel goes up by one when it lands. Waits for
+ * room in the send queue (within the timeout). */
+/* channel -1: a plain write, no immediate data, no counter. */
+RC_EXPORT int rc_group_write_imm(struct rc_group *g, int peer, void *laddr, uint32_t len,
+				 uint32_t lkey, uint64_t raddr, uint32_t rkey, int channel,
+				 uint32_t seq, struct rc_err *err);
+/* Wait until the counter of channel reaches target[j] for every peer j in
+ * peers (n of them); the timeout error names the ranks that did not. */
+RC_EXPORT int rc_group_wait_imm(struct rc_group *g, const int *peers, int n, int channel,
+				const uint64_t *target, struct rc_err *err);
+RC_EXPORT uint64_t rc_group_imm_count(const struct rc_group *g, int peer, int channel);
+/* Wait until every write posted so far completed. */
+RC_EXPORT int rc_group_flush(struct rc_group *g, struct rc_err *err);
+
+/* Send len bytes to each connected peer and receive len bytes from each
+ * into theirs[peer * len] (peers without a connection are left alone). */
+RC_EXPORT int rc_group_exchange(struct rc_group *g, const void *mine, size_t len, void *theirs,
+				struct rc_err *err);
+/* Every rank's value, also through ranks without a direct connection (as
+ * many rounds as the connection graph's diameter). Doubles as a barrier. */
+RC_EXPORT int rc_group_allgather_u64(struct rc_group *g, uint64_t mine, uint64_t *all,
+				     struct rc_err *err);
+RC_EXPORT int rc_group_barrier(struct rc_group *g, struct rc_err *err);
+/* Tell every connected peer that this rank gives up, and why (best effort,
+ * bounded): their waits then fail at once with the reason, which names the
+ * rank at fault, instead of timing out on this one. */
+RC_EXPORT void rc_group_abort(struct rc_group *g, const char *why);
+
+#endif

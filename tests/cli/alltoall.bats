@@ -1,0 +1,98 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# alltoall's bad input, refused before any device is touched: exit 2 for
+# usage, 1 for a runtime failure (README, exit codes).
+
+load helpers
+
+setup() {
+	require_binary
+	PEERS=$BATS_TEST_TMPDIR/peers
+	printf '0 198.18.0.1:20000\n1 198.18.0.1:20001\n' >"$PEERS"
+}
+
+a2a() {
+	run timeout 30 "$RDMACTL" alltoall "$@"
+}
+
+@test "a world of one is a usage error" {
+	a2a -r 0 -w 1 -R "file:$PEERS"
+	assert_failure 2
+	assert_output --partial "alltoall needs at least 2 ranks (the world size is 1)"
+}
+
+@test "a rank not below the world is a usage error, from a flag or a launcher" {
+	a2a -r 2 -w 2 -R "file:$PEERS"
+	assert_failure 2
+	assert_output --partial "rank 2 is not below the world size 2"
+	OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=2 a2a -R "file:$PEERS"
+	assert_failure 2
+	assert_output --partial "rank 3 is not below the world size 2"
+	SLURM_PROCID=one SLURM_NTASKS=2 a2a -R "file:$PEERS"
+	assert_failure 2
+	assert_output --partial "SLURM_PROCID='one' is not a rank number"
+	env -u RANK -u SLURM_PROCID -u OMPI_COMM_WORLD_RANK -u PMIX_RANK \
+		timeout 30 "$RDMACTL" alltoall -R "file:$PEERS" || rc=$?
+	[ "$rc" = 2 ]
+}
+
+@test "a peers file that lists a rank twice, or misses one, is a usage error" {
+	printf '0 198.18.0.1:20000\n0 198.18.0.1:20001\n1 198.18.0.1:20002\n' >"$PEERS"
+	a2a -r 0 -w 2 -R "file:$PEERS"
+	assert_failure 2
+	assert_output --partial ":2: rank 0 is listed twice (also on line 1)"
+	printf '0 198.18.0.1:20000\n' >"$PEERS"
+	a2a -r 0 -w 2 -R "file:$PEERS"
+	assert_failure 2
+	assert_output --partial "lists no address for rank 1"
+	a2a -r 0 -w 2 -R "file:$BATS_TEST_TMPDIR/none"
+	assert_failure 2
+	assert_output --partial "cannot read peers file"
+	a2a -r 0 -w 2 -R "tcp://x"
+	assert_failure 2
+	a2a -r 0 -w 2
+	assert_failure 2
+	assert_output --partial "needs --rendezvous"
+}
+
+@test "a matrix of the wrong shape, with negative counts, or unreadable is a usage error" {
+	local m=$BATS_TEST_TMPDIR/m.csv
+	printf '1,2,3\n4,5,6\n' >"$m"
+	a2a -r 0 -w 2 -R "file:$PEERS" --skew "matrix:$m"
+	assert_failure 2
+	assert_output --partial "more than 2 columns"
+	printf '1,2\n' >"$m"
+	a2a -r 0 -w 2 -R "file:$PEERS" --skew "matrix:$m"
+	assert_failure 2
+	assert_output --partial "1 rows, the world size is 2"
+	printf '1,2\n3,-4\n' >"$m"
+	a2a -r 0 -w 2 -R "file:$PEERS" --skew "matrix:$m"
+	assert_failure 2
+	assert_output --partial "column 2: negative count -4"
+	a2a -r 0 -w 2 -R "file:$PEERS" --skew "matrix:$BATS_TEST_TMPDIR/none.csv"
+	assert_failure 2
+	assert_output --partial "cannot read the matrix"
+}
+
+@test "bad routing parameters are usage errors" {
+	a2a -r 0 -w 2 -R "file:$PEERS" --skew zipf:abc
+	assert_failure 2
+	a2a -r 0 -w 2 -R "file:$PEERS" --experts 7
+	assert_failure 2
+	assert_output --partial "7 experts do not spread evenly over 2 ranks"
+	a2a -r 0 -w 2 -R "file:$PEERS" --experts 4 --topk 5
+	assert_failure 2
+	a2a -r 0 -w 2 -R "file:$PEERS" --algo star
+	assert_failure 2
+	a2a -r 0 -w 2 -R "file:$PEERS" --dtype fp32
+	assert_failure 2
+}
+
+@test "an unreachable etcd is a runtime failure, named, in JSON too" {
+	a2a -r 0 -w 2 -R etcd://127.0.0.1:1/job --listen 198.18.0.1
+	assert_failure 1
+	assert_output --partial "cannot reach etcd at 127.0.0.1:1"
+	run timeout 30 "$RDMACTL" -j alltoall -r 0 -w 2 -R etcd://127.0.0.1:1/job --listen 198.18.0.1
+	assert_failure 1
+	jq -e '.error.message | contains("cannot reach etcd")' <<<"$output"
+}

@@ -1,0 +1,99 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# The etcd rendezvous against a real etcd on loopback (no RDMA needed):
+# ranks meet, a rank that never comes is named, a rank claimed twice is
+# refused, a dead rank's lease expires, an unreachable etcd is an error.
+
+load helpers
+load '../lib/etcd'
+
+PROBE=${RDV_PROBE:-${RDMACTL_BUILD_DIR:-$ROOT/build}/tests/unit/rdv_probe}
+
+setup() {
+	[[ -x $PROBE ]] || fail "no rdv_probe at $PROBE: build first"
+	need_etcd
+	start_etcd
+}
+
+teardown() {
+	local p
+	for p in ${PROBES:-}; do kill -KILL "$p" 2>/dev/null || true; done
+	stop_etcd
+}
+
+# probe RANK WORLD [HOLD_MS] [JOB] [TIMEOUT_MS]: in the background (bounded
+# by its own timeout and hold; teardown kills what is left).
+probe() {
+	local job=${4:-job1}
+	"$PROBE" "etcd://$ETCD_EP/$job" "$1" "$2" "198.18.0.1:$((7000 + $1))" \
+		"${5:-10000}" "${3:-3000}" >"$BATS_TEST_TMPDIR/p$1.out" 2>"$BATS_TEST_TMPDIR/p$1.err" &
+	PROBES="${PROBES:-} $!"
+	eval "P$1=$!"
+}
+
+@test "three ranks meet through etcd and each learns every endpoint" {
+	probe 0 3; probe 1 3; probe 2 3
+	wait "$P0" && wait "$P1" && wait "$P2" || { cat "$BATS_TEST_TMPDIR"/p*.err; false; }
+	for r in 0 1 2; do
+		run cut -d' ' -f1,2 "$BATS_TEST_TMPDIR/p$r.out"
+		assert_output $'0 198.18.0.1:7000\n1 198.18.0.1:7001\n2 198.18.0.1:7002'
+	done
+	# leaving revokes the lease: the keys are gone at once
+	[ -z "$(etcd_keys job1)" ]
+}
+
+@test "a rank that never joins is named within the timeout" {
+	probe 0 3 0 job2 3000; probe 2 3 0 job2 3000
+	SECONDS=0
+	local rc=0
+	wait "$P0" || rc=$?
+	[ "$rc" = 1 ]
+	(( SECONDS < 10 ))
+	run cat "$BATS_TEST_TMPDIR/p0.err"
+	assert_output --partial "rank 1 never joined job job2 at etcd $ETCD_EP within 3000 ms"
+}
+
+@test "two processes claiming one rank: the second is refused" {
+	probe 1 2 4000 job3
+	for ((i = 0; i < 50; i++)); do
+		[ -n "$(etcd_keys job3)" ] && break
+		sleep 0.1
+	done
+	run timeout 30 "$PROBE" "etcd://$ETCD_EP/job3" 1 2 198.18.0.9:9 2000
+	assert_failure 1
+	assert_output --partial "rank 1 of job job3 is claimed already by 198.18.0.1:7001"
+}
+
+@test "a killed rank's key goes with its lease; a live one's lease is kept alive" {
+	# timeout 4 s: a lease of 4 s, renewed every second while the rank waits
+	probe 1 2 0 job4 4000
+	# a world of one meets at once, then holds its claim for 20 s
+	probe 0 1 20000 job5 4000
+	for ((i = 0; i < 50; i++)); do
+		[ "$(etcd_keys job4 | wc -l)" = 1 ] && [ "$(etcd_keys job5 | wc -l)" = 1 ] && break
+		sleep 0.1
+	done
+	[ "$(etcd_keys job4 | wc -l)" = 1 ]
+	kill -KILL "$P1"
+	sleep 7
+	# the dead rank's lease ran out; the waiting rank's was kept alive
+	[ -z "$(etcd_keys job4)" ]
+	[ "$(etcd_keys job5)" = "rdmactl/job5/rank/00000" ]
+}
+
+@test "ranks that disagree on the world size are told" {
+	probe 0 2 3000 job6
+	run timeout 30 "$PROBE" "etcd://$ETCD_EP/job6" 1 3 198.18.0.1:7001 3000
+	assert_failure 1
+	assert_output --partial "runs with world size 2, this rank with 3"
+}
+
+@test "an etcd that is not there is an error naming it" {
+	stop_etcd
+	run timeout 30 "$PROBE" "etcd://$ETCD_EP/job7" 0 2 198.18.0.1:7000 2000
+	assert_failure 1
+	assert_output --partial "cannot reach etcd at $ETCD_EP"
+	run timeout 30 "$RDMACTL" alltoall -r 0 -w 2 -R "etcd://$ETCD_EP/job7" --listen 198.18.0.1
+	assert_failure 1
+	assert_output --partial "cannot reach etcd at $ETCD_EP"
+}

@@ -1,0 +1,305 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# rdmactl alltoall on real SoftRoCE: ranks on one rxe device (and on the
+# two devices of the veth pair), every token checked; failures named.
+
+bats_require_minimum_version 1.5.0
+load helpers
+
+# a2a_peers N [ADDR...]: a peers file for N ranks (address i % count).
+a2a_peers() {
+	local n=$1 i base
+	shift
+	local addrs=("${@:-$ADDR}")
+	base=$((20000 + BATS_TEST_NUMBER * 100 + ${PORT_SEQ:-0} * 10))
+	PORT_SEQ=$(( ${PORT_SEQ:-0} + 1 ))
+	PEERS=$BATS_TEST_TMPDIR/peers.$PORT_SEQ
+	: >"$PEERS"
+	for ((i = 0; i < n; i++)); do
+		echo "$i ${addrs[i * ${#addrs[@]} / n]}:$((base + i))" >>"$PEERS"
+	done
+}
+
+# a2a_start N ARGS...: start ranks 0..N-1 in the background (-j, their
+# stdout in $BATS_TEST_TMPDIR/rank.I.out, stderr in .err); PIDS holds them.
+a2a_start() {
+	local n=$1 i
+	shift
+	PIDS=()
+	for ((i = 0; i < n; i++)); do
+		rdmactl -j -t "${A2A_TIMEOUT:-20000}" alltoall --rank "$i" --world "$n" "$@" \
+			>"$BATS_TEST_TMPDIR/rank.$i.out" 2>"$BATS_TEST_TMPDIR/rank.$i.err" &
+		PIDS+=($!)
+	done
+}
+
+# a2a_wait: wait for every rank; RCS holds their exit codes.
+a2a_wait() {
+	local p
+	RCS=()
+	for p in "${PIDS[@]}"; do
+		if wait "$p"; then RCS+=(0); else RCS+=($?); fi
+	done
+	PIDS=()
+}
+
+a2a_dump() {
+	local f
+	for f in "$BATS_TEST_TMPDIR"/rank.*; do
+		echo "== ${f##*/}"
+		cat "$f"
+	done
+}
+
+# a2a_ok N ARGS...: run N ranks, all succeed, rank 0's document has wrong 0
+# and checked tokens; the others print nothing.
+a2a_ok() {
+	local n=$1 i
+	a2a_start "$@"
+	a2a_wait
+	for ((i = 0; i < n; i++)); do
+		[ "${RCS[i]}" = 0 ] || { a2a_dump; fail "rank $i exited ${RCS[i]}"; }
+	done
+	DOC=$(cat "$BATS_TEST_TMPDIR/rank.0.out")
+	jq -e --argjson n "$n" '.schema_version == 1 and .ranks == $n and .wrong == 0
+		and .checked == true and .checked_tokens > 0 and .algbw_gbps > 0
+		and (.busbw_gbps - .algbw_gbps * ($n - 1) / $n | fabs) < 1e-6
+		and .lat_us.p50 > 0 and .lat_us.p99 >= .lat_us.p50 and .imbalance >= 1' <<<"$DOC" ||
+		{ a2a_dump; fail "rank 0's document is not right"; }
+	for ((i = 1; i < n; i++)); do
+		[ ! -s "$BATS_TEST_TMPDIR/rank.$i.out" ] || fail "rank $i printed on stdout"
+	done
+}
+
+teardown() {
+	local p
+	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+}
+
+SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
+
+@test "flat: 2 ranks, uniform, every token checked" {
+	need_guest
+	a2a_peers 2
+	a2a_ok 2 --algo flat --rendezvous "file:$PEERS" "${SMALL[@]}"
+	[ "$(jq -r .algo <<<"$DOC")" = flat ]
+	[ "$(jq -r .rank_source <<<"$DOC")" = flags ]
+}
+
+@test "flat: 4 ranks, zipf skew, fp8" {
+	need_guest
+	a2a_peers 4
+	a2a_ok 4 --algo flat --rendezvous "file:$PEERS" "${SMALL[@]}" --skew zipf:1.5 --dtype fp8
+	jq -e '.imbalance > 1.3' <<<"$DOC"
+}
+
+@test "flat: 8 ranks, uniform and zipf" {
+	need_guest
+	a2a_peers 8
+	a2a_ok 8 --rendezvous "file:$PEERS" --hidden 256 --tokens 32 --iters 3 --warmup 1
+	a2a_peers 8
+	a2a_ok 8 --rendezvous "file:$PEERS" --hidden 256 --tokens 32 --iters 3 --warmup 1 \
+		--skew zipf:1.2
+}
+
+@test "flat: a skew matrix, with empty blocks, and --all-ranks" {
+	need_guest
+	a2a_peers 3
+	printf '0,5,0\n7,1,0\n0,0,9\n' >"$BATS_TEST_TMPDIR/m.csv"
+	a2a_ok 3 --rendezvous "file:$PEERS" --hidden 256 --skew "matrix:$BATS_TEST_TMPDIR/m.csv" \
+		--iters 3
+	# 2 * (5 + 8 + 9) tokens of 512 bytes over 3 ranks
+	[ "$(jq -r .size_bytes <<<"$DOC")" = $((2 * 22 * 512 / 3)) ]
+	a2a_peers 2
+	a2a_start 2 --rendezvous "file:$PEERS" --hidden 256 --iters 2 --all-ranks
+	a2a_wait
+	jq -e '.rank == 1 and .wrong == 0' "$BATS_TEST_TMPDIR/rank.1.out"
+}
+
+@test "ring: 2 and 4 ranks, uniform and zipf" {
+	need_guest
+	a2a_peers 2
+	a2a_ok 2 --algo ring --rendezvous "file:$PEERS" "${SMALL[@]}"
+	[ "$(jq -r .algo <<<"$DOC")" = ring ]
+	a2a_peers 4
+	a2a_ok 4 --algo ring --rendezvous "file:$PEERS" "${SMALL[@]}"
+	a2a_peers 4
+	a2a_ok 4 --algo ring --rendezvous "file:$PEERS" "${SMALL[@]}" --skew zipf:1.5 --dtype fp8
+}
+
+@test "ring: 8 ranks, zipf, and a matrix with empty blocks" {
+	need_guest
+	a2a_peers 8
+	a2a_ok 8 --algo ring --rendezvous "file:$PEERS" --hidden 256 --tokens 32 --iters 3 \
+		--warmup 1 --skew zipf:1.2
+	a2a_peers 5
+	printf '0,5,0,0,3\n7,1,0,0,0\n0,0,9,2,0\n0,0,0,0,0\n1,1,1,1,1\n' >"$BATS_TEST_TMPDIR/m.csv"
+	a2a_ok 5 --algo ring --rendezvous "file:$PEERS" --hidden 256 \
+		--skew "matrix:$BATS_TEST_TMPDIR/m.csv" --iters 3
+}
+
+@test "hierarchical: 4 ranks as 2 nodes of 2, uniform and zipf" {
+	need_guest
+	a2a_peers 4
+	a2a_ok 4 --algo hierarchical --ranks-per-node 2 --rendezvous "file:$PEERS" "${SMALL[@]}"
+	[ "$(jq -r .algo <<<"$DOC")" = hierarchical ]
+	a2a_peers 4
+	a2a_ok 4 --algo hierarchical --ranks-per-node 2 --rendezvous "file:$PEERS" "${SMALL[@]}" \
+		--skew zipf:1.5 --dtype fp8
+	# one node: everything through shared memory
+	a2a_peers 2
+	a2a_ok 2 --algo hierarchical --ranks-per-node 2 --rendezvous "file:$PEERS" "${SMALL[@]}"
+}
+
+@test "hierarchical: two nodes of 4, one on each rxe of the veth pair, same data as flat" {
+	need_two_nics
+	local common=(--hidden 256 --tokens 32 --iters 3 --warmup 1 --skew zipf:1.2 --all-ranks)
+	# the host name column makes the nodes: ranks 0-3 on a, 4-7 on b
+	PEERS=$BATS_TEST_TMPDIR/peers.hosts
+	for i in 0 1 2 3 4 5 6 7; do
+		if ((i < 4)); then
+			echo "$i $RDMACTL_VM_ADDR_A:$((21000 + i)) node-a"
+		else
+			echo "$i $RDMACTL_VM_ADDR_B:$((21000 + i)) node-b"
+		fi
+	done >"$PEERS"
+	a2a_start 8 --algo hierarchical --rendezvous "file:$PEERS" "${common[@]}"
+	a2a_wait
+	for i in 0 1 2 3 4 5 6 7; do
+		[ "${RCS[i]}" = 0 ] || { a2a_dump; fail "rank $i exited ${RCS[i]}"; }
+		jq -e '.wrong == 0 and .checked_tokens > 0' "$BATS_TEST_TMPDIR/rank.$i.out" >/dev/null ||
+			{ a2a_dump; fail "rank $i"; }
+	done
+	[ "$(jq -r .device "$BATS_TEST_TMPDIR/rank.0.out")" = "$RDMACTL_VM_DEV_A" ]
+	[ "$(jq -r .device "$BATS_TEST_TMPDIR/rank.5.out")" = "$RDMACTL_VM_DEV_B" ]
+	hier=$(jq -c '{size_bytes, imbalance, bytes_per_peer}' "$BATS_TEST_TMPDIR/rank.0.out")
+	a2a_peers 8 "$RDMACTL_VM_ADDR_A" "$RDMACTL_VM_ADDR_B"
+	a2a_start 8 --algo flat --rendezvous "file:$PEERS" "${common[@]}"
+	a2a_wait
+	for i in 0 1 2 3 4 5 6 7; do
+		[ "${RCS[i]}" = 0 ] || { a2a_dump; fail "flat rank $i exited ${RCS[i]}"; }
+	done
+	[ "$(jq -c '{size_bytes, imbalance, bytes_per_peer}' "$BATS_TEST_TMPDIR/rank.0.out")" = "$hier" ]
+}
+
+@test "hierarchical: nodes that are not equal blocks are refused" {
+	need_guest
+	a2a_peers 4
+	run rdmactl alltoall -r 0 -w 4 --algo hierarchical --ranks-per-node 3 -R "file:$PEERS"
+	assert_failure 2
+	assert_output --partial "--ranks-per-node 3 does not divide the world size 4"
+}
+
+@test "a rank that never joins: the others fail within the timeout, naming it" {
+	need_guest
+	a2a_peers 3
+	PIDS=()
+	for i in 0 1; do
+		rdmactl -t 4000 alltoall -r "$i" -w 3 -R "file:$PEERS" --hidden 256 \
+			>"$BATS_TEST_TMPDIR/rank.$i.out" 2>"$BATS_TEST_TMPDIR/rank.$i.err" &
+		PIDS+=($!)
+	done
+	SECONDS=0
+	a2a_wait
+	(( SECONDS < 20 )) || fail "took $SECONDS s with a 4 s timeout"
+	for i in 0 1; do
+		[ "${RCS[i]}" = 1 ] || { a2a_dump; fail "rank $i exited ${RCS[i]}"; }
+		grep -q "rank 2 (.*) never answered within 4000 ms" "$BATS_TEST_TMPDIR/rank.$i.err" ||
+			{ a2a_dump; fail "rank $i does not name rank 2"; }
+	done
+}
+
+@test "a rank killed mid-run: every other rank fails within the timeout, naming it" {
+	need_guest
+	a2a_peers 4
+	PIDS=()
+	for i in 0 1 2 3; do
+		# the victim runs unwrapped, so that the kill reaches rdmactl itself
+		if [ "$i" = 2 ]; then
+			"$RDMACTL" -t 5000 alltoall -r "$i" -w 4 -R "file:$PEERS" --hidden 256 \
+				--tokens 16 --iters 100000 >"$BATS_TEST_TMPDIR/rank.$i.out" \
+				2>"$BATS_TEST_TMPDIR/rank.$i.err" &
+			VICTIM=$!
+		else
+			rdmactl -t 5000 alltoall -r "$i" -w 4 -R "file:$PEERS" --hidden 256 \
+				--tokens 16 --iters 100000 >"$BATS_TEST_TMPDIR/rank.$i.out" \
+				2>"$BATS_TEST_TMPDIR/rank.$i.err" &
+		fi
+		PIDS+=($!)
+	done
+	sleep 8
+	for p in "${PIDS[@]}"; do
+		kill -0 "$p" || { a2a_dump; fail "a rank ended before the kill"; }
+	done
+	kill -KILL "$VICTIM"
+	SECONDS=0
+	a2a_wait
+	(( SECONDS < 25 )) || fail "took $SECONDS s with a 5 s timeout"
+	for i in 0 1 3; do
+		[ "${RCS[i]}" = 1 ] || { a2a_dump; fail "rank $i exited ${RCS[i]}"; }
+		grep -q "rank 2\b" "$BATS_TEST_TMPDIR/rank.$i.err" ||
+			{ a2a_dump; fail "rank $i does not name rank 2"; }
+	done
+}
+
+@test "etcd rendezvous, ranks from torchrun's environment" {
+	need_guest
+	load '../lib/etcd'
+	need_etcd
+	start_etcd
+	PIDS=()
+	for i in 0 1 2 3; do
+		RANK=$i WORLD_SIZE=4 LOCAL_RANK=$i rdmactl -j -t 20000 alltoall \
+			-R "etcd://$ETCD_EP/a2a$BATS_TEST_NUMBER" --listen "$ADDR" --hidden 256 \
+			--tokens 32 --iters 3 >"$BATS_TEST_TMPDIR/rank.$i.out" \
+			2>"$BATS_TEST_TMPDIR/rank.$i.err" &
+		PIDS+=($!)
+	done
+	a2a_wait
+	stop_etcd
+	for i in 0 1 2 3; do
+		[ "${RCS[i]}" = 0 ] || { a2a_dump; fail "rank $i exited ${RCS[i]}"; }
+	done
+	jq -e '.wrong == 0 and .ranks == 4 and .rank_source == "torchrun" and .rendezvous == "etcd"' \
+		"$BATS_TEST_TMPDIR/rank.0.out"
+}
+
+@test "etcd rendezvous: a second process claiming a running rank is refused" {
+	need_guest
+	load '../lib/etcd'
+	need_etcd
+	start_etcd
+	PIDS=()
+	rdmactl -t 8000 alltoall -r 0 -w 2 -R "etcd://$ETCD_EP/dup" --listen "$ADDR" \
+		>"$BATS_TEST_TMPDIR/rank.0.out" 2>"$BATS_TEST_TMPDIR/rank.0.err" &
+	PIDS+=($!)
+	local end=$((SECONDS + 30))
+	for ((i = 0; i < 100 && SECONDS < end; i++)); do
+		[ -n "$(etcd_keys dup)" ] && break
+		sleep 0.1
+	done
+	run rdmactl -t 8000 alltoall -r 0 -w 2 -R "etcd://$ETCD_EP/dup" --listen "$ADDR"
+	assert_failure 1
+	assert_output --partial "rank 0 of job dup is claimed already by $ADDR:"
+	a2a_wait
+	[ "${RCS[0]}" = 1 ]
+	grep -q "rank 1 never joined job dup" "$BATS_TEST_TMPDIR/rank.0.err"
+	stop_etcd
+}
+
+@test "mpirun starts the ranks; they take their ranks from its environment and meet in etcd" {
+	need_guest
+	command -v mpirun >/dev/null || skip "needs Open MPI's mpirun (openmpi-bin)"
+	load '../lib/etcd'
+	need_etcd
+	start_etcd
+	run --separate-stderr timeout --kill-after=5 200 mpirun --allow-run-as-root --oversubscribe \
+		--bind-to none -n 4 "$RDMACTL" -j -t 30000 alltoall -R "etcd://$ETCD_EP/mpi" \
+		--listen "$ADDR" --hidden 256 --tokens 32 --iters 3 --skew zipf:1.2
+	stop_etcd
+	[ "$status" = 0 ] || { echo "$output"; echo "$stderr"; fail "mpirun exited $status"; }
+	# one document: rank 0's; the others kept quiet
+	[ "$(jq -s length <<<"$output")" = 1 ]
+	jq -e '.ranks == 4 and .rank == 0 and .rank_source == "openmpi" and .wrong == 0
+		and .rendezvous == "etcd"' <<<"$output"
+}
