@@ -53,8 +53,14 @@ setup() {
 #include <rdmactl/parse.h>
 int main(void) { uint64_t n; return rc_parse_size("4K", &n) || n != 4096; }
 C
+	# A library built with the sanitizers needs their runtime first in the
+	# program that loads it: the program is built with them too.
+	san=()
+	if ldd "$STAGE/$LIBDIR/librdmacore.so" | grep -q libasan; then
+		san=(-fsanitize=address,undefined)
+	fi
 	# shellcheck disable=SC2086
-	run cc -o "$BATS_TEST_TMPDIR/t" "$BATS_TEST_TMPDIR/t.c" $flags
+	run cc "${san[@]}" -o "$BATS_TEST_TMPDIR/t" "$BATS_TEST_TMPDIR/t.c" $flags
 	assert_success
 	run env LD_LIBRARY_PATH="$STAGE/$LIBDIR" "$BATS_TEST_TMPDIR/t"
 	assert_success

@@ -31,9 +31,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	gethostname(self.hostname, sizeof(self.hostname) - 1);
-	if (rc_rdv_open(argv[1], rank, world, timeout, &r, &e) ||
-	    rc_rdv_exchange(r, &self, all, &e)) {
+	if (rc_rdv_open(argv[1], rank, world, timeout, &r, &e)) {
 		fprintf(stderr, "rdv_probe: %s\n", e.msg);
+		return 1;
+	}
+	if (rc_rdv_exchange(r, &self, all, &e)) {
+		fprintf(stderr, "rdv_probe: %s\n", e.msg);
+		rc_rdv_close(r);
 		return 1;
 	}
 	for (int i = 0; i < world; i++)
