@@ -144,6 +144,7 @@ run_bats cli "$logdir/cli.tap" env RDMACTL_BUILD_DIR="$repo/build" RDMACTL="$rep
 if ((sanitize)); then
 	log "cli tests on the sanitizer build"
 	run_bats cli-asan "$logdir/cli-asan.tap" env RDMACTL_BUILD_DIR="$repo/build-asan" RDMACTL="$repo/build-asan/cli/rdmactl" \
+		RDMACTL_NOCUDA="$repo/build-nocuda/cli/rdmactl" \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		bats --tap tests/cli
 fi
