@@ -20,19 +20,9 @@
 set -euo pipefail
 
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
-addr=${1:-${RDMACTL_VM_ADDR:-198.18.0.1}}
-dev=${2:-${RDMACTL_VM_DEV:-rxe0}}
-gid=${3:-${RDMACTL_VM_GID_INDEX:-1}}
-rdmactl=${RDMACTL:-$here/../build/cli/rdmactl}
-command -v ib_write_bw >/dev/null || { echo "kvxfer-bench: ib_write_bw (perftest) is missing" >&2; exit 1; }
-command -v jq >/dev/null || { echo "kvxfer-bench: jq is missing" >&2; exit 1; }
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	rm -rf -- "$work"
-}
-trap cleanup EXIT
+# shellcheck source=bench/lib.bash
+. "$here/lib.bash"
+bench_setup kvxfer-bench "$@"
 port=7600
 
 # serve NAME ARGS...: a decode rank in the background, waiting for it to listen.
