@@ -52,6 +52,7 @@ struct rc_group {
 	uint8_t *need;        /* world x world */
 	uint8_t *area;        /* receive slots, then one send slot per peer */
 	struct ibv_mr *mr;
+	struct rc_rdv *rdv;   /* rc_group_join's: closed with the group */
 	uint32_t seq;         /* control exchanges so far */
 	bool aborted;         /* a peer gave up: every wait fails with its reason */
 	char abort_msg[RC_GROUP_MSG_MAX + 32];

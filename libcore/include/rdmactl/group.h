@@ -74,6 +74,7 @@ struct rc_group_opts {
 	int sq_depth;           /* per connection (default 128) */
 	int recv_depth;         /* receives kept posted per connection (default 32) */
 	bool busy_poll;
+	bool keep_going;        /* a failed connection fails its peer only (multicast) */
 };
 
 /* Listen on ep (port "0": any free one); ep is updated with the port. */
@@ -84,6 +85,34 @@ RC_EXPORT int rc_group_listen(const struct rc_group_opts *o, struct rc_endpoint 
 RC_EXPORT int rc_group_connect(struct rc_group *g, const struct rc_endpoint *all,
 			       const uint8_t *need, struct rc_err *err);
 RC_EXPORT int rc_group_close(struct rc_group *g);
+
+/* Joining in one call: open the rendezvous, listen (--listen ADDR[:PORT], or
+ * the address the peers file gives this rank), exchange the endpoints, plan
+ * the connections from them (need[i * world + j], symmetric), connect. */
+struct rc_group_join {
+	int rank;
+	int world;
+	const char *rendezvous;  /* "etcd://HOST:PORT/JOB" or "file:PATH" */
+	const char *listen;      /* "ADDR[:PORT]", or NULL: the peers file's */
+	const char *dev_name;
+	int timeout_ms;
+	bool busy_poll;
+	bool keep_going;
+	/* Fill need from every rank's endpoint (their hosts name the nodes);
+	 * 0, or -errno with err set (-EINVAL: the caller's input is wrong). */
+	int (*plan)(void *arg, const struct rc_endpoint *all, int world, uint8_t *need,
+		    struct rc_err *err);
+	void *plan_arg;
+};
+struct rc_group_join_out {
+	bool usage;  /* the failure lies in the caller's input (rendezvous, listen, plan) */
+};
+/* The group owns the rendezvous until rc_group_close (an etcd lease lives
+ * that long). Failures after listening name this rank ("rank R: ..."). */
+RC_EXPORT int rc_group_join(const struct rc_group_join *j, struct rc_group **out,
+			    struct rc_group_join_out *how, struct rc_err *err);
+/* "etcd" or "file": how the group met. */
+RC_EXPORT const char *rc_group_rdv_kind(const struct rc_group *g);
 
 RC_EXPORT int rc_group_rank(const struct rc_group *g);
 RC_EXPORT int rc_group_world(const struct rc_group *g);
