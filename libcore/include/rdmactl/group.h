@@ -144,6 +144,26 @@ RC_EXPORT int rc_group_exchange(struct rc_group *g, const void *mine, size_t len
 RC_EXPORT int rc_group_allgather_u64(struct rc_group *g, uint64_t mine, uint64_t *all,
 				     struct rc_err *err);
 RC_EXPORT int rc_group_barrier(struct rc_group *g, struct rc_err *err);
+/* Gather len bytes from every rank connected to root into theirs[rank *
+ * len] on root (root's own is copied); got[rank] says whose came. A rank
+ * that is gone or silent until the timeout is not an error: got[] is false
+ * and its slot holds the reason, a string. Other ranks send theirs to root
+ * and return once it was delivered. */
+RC_EXPORT int rc_group_gather(struct rc_group *g, int root, const void *mine, size_t len,
+			      void *theirs, bool *got, struct rc_err *err);
+
+/* Driving the group from a caller's own state machine (multicast's relay):
+ * reap completions and connection events for up to timeout_ms (0: do not
+ * wait), which moves the immediate-data counters and the write counts. */
+RC_EXPORT int rc_group_poll(struct rc_group *g, int timeout_ms, struct rc_err *err);
+/* Connected, and neither disconnected nor failed (keep_going). */
+RC_EXPORT bool rc_group_peer_alive(const struct rc_group *g, int peer);
+/* One-sided writes to peer completed so far (in posting order, RC). */
+RC_EXPORT uint64_t rc_group_writes_done(const struct rc_group *g, int peer);
+/* The error for a peer that is not alive: which rank, while doing what, and
+ * the completion error that failed it (keep_going). Returns -ECONNRESET. */
+RC_EXPORT int rc_group_peer_error(struct rc_group *g, int peer, const char *what,
+				  struct rc_err *err);
 /* Tell every connected peer that this rank gives up, and why (best effort,
  * bounded): their waits then fail at once with the reason, which names the
  * rank at fault, instead of timing out on this one. */
