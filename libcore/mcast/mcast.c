@@ -52,6 +52,7 @@ struct wire_report {
 	double last_ms;
 	uint8_t sha[32];
 	float block_ms[RC_MCAST_BLOCKS_MAX];
+	char device[32];
 	char why[RC_MCAST_WHY_MAX];
 };
 _Static_assert(sizeof(struct wire_report) <= RC_GROUP_MSG_MAX, "a report fits a message");
@@ -474,7 +475,7 @@ static void put_report(const struct mc *m, const struct rc_mcast_recv *s, struct
 	for (int b = 0; b < s->nblocks; b++)
 		w->block_ms[b] = (float)s->block_ms[b];
 	snprintf(w->why, sizeof(w->why), "%s", s->why);
-	(void)m;
+	snprintf(w->device, sizeof(w->device), "%.31s", rc_group_dev(m->g));
 }
 
 static void take_report(const struct wire_report *w, struct rc_mcast_recv *r)
@@ -490,6 +491,7 @@ static void take_report(const struct wire_report *w, struct rc_mcast_recv *r)
 	for (int b = 0; b < r->nblocks; b++)
 		r->block_ms[b] = w->block_ms[b];
 	snprintf(r->why, sizeof(r->why), "%.*s", RC_MCAST_WHY_MAX - 1, w->why);
+	snprintf(r->device, sizeof(r->device), "%.31s", w->device);
 }
 
 /* Every receiver's report to the root, straight over the root's connection. */

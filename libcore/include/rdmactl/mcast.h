@@ -36,7 +36,7 @@ enum rc_mcast_algo { RC_MCAST_FLAT, RC_MCAST_CHAIN, RC_MCAST_TREE };
 RC_EXPORT const char *rc_mcast_algo_name(enum rc_mcast_algo a);
 
 #define RC_MCAST_BLOCKS_MAX 100  /* blocks whose usable times a receiver reports */
-#define RC_MCAST_WHY_MAX 480
+#define RC_MCAST_WHY_MAX 440
 
 /* The relay tree. Ranks are placed from the root on (position p of rank r
  * is (r - root) mod world); position p > 0 hangs below (p - 1) / k, where k
@@ -89,6 +89,7 @@ struct rc_mcast_recv {
 	int nblocks;
 	double block_ms[RC_MCAST_BLOCKS_MAX];
 	int children_lost;        /* children it had to drop */
+	char device[32];          /* the RDMA device it received on */
 	char why[RC_MCAST_WHY_MAX]; /* what went wrong, when not ok */
 };
 
