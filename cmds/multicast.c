@@ -30,7 +30,7 @@
 	X(MC_PATTERN, "pattern", 'p', "PATTERN", "root: send zero, seq or random:SEED instead of a file") \
 	X(MC_SIZE, "size", 's', "SIZE", "root: bytes of the pattern (K, M, G suffixes)") \
 	X(MC_CHUNK, "chunk", 'c', "SIZE", "bytes per write (default 256K)") \
-	X(MC_RING, "ring", 0, "N", "chunks in each receiver's ring of buffers (default 16)") \
+	X(MC_RING, "ring", 0, "N", "chunks in each receiver's ring of buffers, 1 to 256 (default 16)") \
 	X(MC_OUT, "out", 'o', "FILE", "receivers: write the blob to FILE as it arrives (%r: the rank)", COMP_FILE) \
 	X(MC_MEM, "mem", 'm', "KIND", "receive ring memory: host, hugepage or cuda:N (default host)", \
 	  COMP_WORDS, "host|hugepage|cuda") \
@@ -121,7 +121,7 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 	    (rc = opt_int_at(ctx, c, v, MC_ROOT, 0, 1 << 20, &root)) ||
 	    (rc = opt_word(ctx, c, v, multicast_opts[MC_ALGO].name, algo_words, &algo)) ||
 	    (rc = opt_int_at(ctx, c, v, MC_FANOUT, 1, RC_GROUP_MAX, &fanout)) ||
-	    (rc = opt_int_at(ctx, c, v, MC_RING, 1, 4096, &ring)) ||
+	    (rc = opt_int_at(ctx, c, v, MC_RING, 1, 256, &ring)) ||
 	    (rc = opt_size_at(ctx, c, v, MC_SIZE, &size)) ||
 	    (rc = opt_size_at(ctx, c, v, MC_CHUNK, &chunk)) ||
 	    (rc = opt_size_at(ctx, c, v, MC_LINK_BW, &bw)))
@@ -342,6 +342,9 @@ static int run(struct ctx *ctx, struct mc_cli *m)
 				      .rendezvous = m->rendezvous, .listen = m->listen,
 				      .dev_name = ctx->dev_name, .timeout_ms = ctx->timeout_ms,
 				      .busy_poll = m->busy_poll, .keep_going = true,
+				      /* a write with immediate data takes a receive: a ring's worth,
+				       * a credit and a stop in flight never wait for one */
+				      .recv_depth = m->run.ring + 8,
 				      .plan = plan, .plan_arg = &m->run.shape };
 	struct rc_mcast_result res = { 0 };
 	struct rc_group_join_out how;

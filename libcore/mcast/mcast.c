@@ -234,13 +234,19 @@ static bool kid_done_with(const struct mc *m, const struct kid *k, uint32_t chun
 	return k->lost || rc_group_writes_done(m->g, k->rank) >= k->base + chunk + 1;
 }
 
+/* A child that is gone is dropped; one that had everything and left is
+ * not a loss. */
 static void drop_dead_kids(struct mc *m)
 {
-	for (int i = 0; i < m->nkids; i++)
-		if (!m->kids[i].lost && !rc_group_peer_alive(m->g, m->kids[i].rank)) {
-			m->kids[i].lost = true;
+	for (int i = 0; i < m->nkids; i++) {
+		struct kid *k = &m->kids[i];
+
+		if (k->lost || rc_group_peer_alive(m->g, k->rank))
+			continue;
+		if (!(m->n && k->sent == m->n && kid_done_with(m, k, m->n - 1)))
 			m->res->self.children_lost++;
-		}
+		k->lost = true;
+	}
 }
 
 /* Forward what we have to each child its ring has room for. */
@@ -277,7 +283,9 @@ static void blocks_usable(struct mc *m)
 
 	if (bytes > m->size)
 		bytes = m->size;
-	while (m->blocks_done < s->nblocks && m->o->block_ends[m->blocks_done] <= bytes)
+	/* a block past the end of the blob is usable when the blob is */
+	while (m->blocks_done < s->nblocks &&
+	       (m->o->block_ends[m->blocks_done] <= bytes || (bytes == m->size && m->consumed == m->n)))
 		s->block_ms[m->blocks_done++] = ms_since(m);
 }
 

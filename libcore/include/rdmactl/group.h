@@ -98,6 +98,7 @@ struct rc_group_join {
 	int timeout_ms;
 	bool busy_poll;
 	bool keep_going;
+	int recv_depth;          /* receives kept posted per connection (0: 32) */
 	/* Fill need from every rank's endpoint (their hosts name the nodes);
 	 * 0, or -errno with err set (-EINVAL: the caller's input is wrong). */
 	int (*plan)(void *arg, const struct rc_endpoint *all, int world, uint8_t *need,
