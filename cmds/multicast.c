@@ -295,7 +295,8 @@ static void report(struct ctx *ctx, const struct mc_cli *m, const struct rc_mcas
 			out_null(o, "first_chunk_ms");
 			out_null(o, "last_chunk_ms");
 			out_null(o, "bytes");
-			out_bool(o, "ok", " %12s %12s %14s %3s", false);
+			out_text(o, " %12s %12s %14s", "-", "-", "-");
+			out_bool(o, "ok", " %3s", false);
 			out_null(o, "sha256");
 			out_text(o, "  -");
 		}
