@@ -21,11 +21,12 @@
 #include <rdmactl/mcast.h>
 #include <rdmactl/ops.h>
 
+#include "mcast_int.h"
+
 #define CH_DATA 0
 #define CH_CREDIT 1
 #define CH_STOP 2
 #define HELLO_MAGIC 0x6d636173u  /* "mcas" */
-#define REPORT_MAGIC 0x6d637270u /* "mcrp" */
 #define POLL_MS 50
 #define CALIBRATE_MAX (8u << 20)
 
@@ -41,21 +42,6 @@ struct hello {
 	uint32_t rkey;
 	uint32_t pad;
 };
-
-struct wire_report {
-	uint32_t magic;
-	int32_t complete;
-	int32_t nblocks;
-	int32_t lost;
-	uint64_t bytes;
-	double first_ms;
-	double last_ms;
-	uint8_t sha[32];
-	float block_ms[RC_MCAST_BLOCKS_MAX];
-	char device[32];
-	char why[RC_MCAST_WHY_MAX];
-};
-_Static_assert(sizeof(struct wire_report) <= RC_GROUP_MSG_MAX, "a report fits a message");
 
 struct kid {
 	int rank;
@@ -469,90 +455,6 @@ static int data_phase(struct mc *m, struct rc_err *err)
 	}
 }
 
-static void put_report(const struct mc *m, const struct rc_mcast_recv *s, struct wire_report *w)
-{
-	memset(w, 0, sizeof(*w));
-	w->magic = REPORT_MAGIC;
-	w->complete = s->complete;
-	w->nblocks = s->nblocks;
-	w->lost = s->children_lost;
-	w->bytes = s->bytes;
-	w->first_ms = s->first_ms;
-	w->last_ms = s->last_ms;
-	memcpy(w->sha, s->sha256, 32);
-	for (int b = 0; b < s->nblocks; b++)
-		w->block_ms[b] = (float)s->block_ms[b];
-	snprintf(w->why, sizeof(w->why), "%s", s->why);
-	snprintf(w->device, sizeof(w->device), "%.31s", rc_group_dev(m->g));
-}
-
-static void take_report(const struct wire_report *w, struct rc_mcast_recv *r)
-{
-	r->reported = true;
-	r->complete = w->complete;
-	r->nblocks = w->nblocks < 0 ? 0 : w->nblocks > RC_MCAST_BLOCKS_MAX ? RC_MCAST_BLOCKS_MAX : w->nblocks;
-	r->children_lost = w->lost;
-	r->bytes = w->bytes;
-	r->first_ms = w->first_ms;
-	r->last_ms = w->last_ms;
-	memcpy(r->sha256, w->sha, 32);
-	for (int b = 0; b < r->nblocks; b++)
-		r->block_ms[b] = w->block_ms[b];
-	snprintf(r->why, sizeof(r->why), "%.*s", RC_MCAST_WHY_MAX - 1, w->why);
-	snprintf(r->device, sizeof(r->device), "%.31s", w->device);
-}
-
-/* Every receiver's report to the root, straight over the root's connection. */
-static int reports(struct mc *m, struct rc_err *err)
-{
-	const struct rc_mcast_opts *o = m->o;
-	struct rc_mcast_result *res = m->res;
-	int W = o->shape.world, root = o->shape.root, rc;
-	struct wire_report mine, *all = NULL;
-	bool got[RC_GROUP_MAX];
-
-	put_report(m, &res->self, &mine);
-	if (m->me == root && !(all = calloc((size_t)W, sizeof(*all))))
-		return rc_err_set(err, ENOMEM, "out of memory");
-	rc = rc_group_gather(m->g, root, &mine, sizeof(mine), all, got, err);
-	if (rc || m->me != root) {
-		free(all);
-		return rc;
-	}
-	res->ok_count = 0;
-	res->seconds = 0;
-	for (int j = 0; j < W; j++) {
-		struct rc_mcast_recv *r = &res->recv[j];
-
-		memset(r, 0, sizeof(*r));
-		r->rank = j;
-		if (j == root)
-			continue;
-		if (!got[j]) {
-			snprintf(r->why, sizeof(r->why), "no report: %.*s", RC_MCAST_WHY_MAX - 16,
-				 (const char *)&all[j]);
-			continue;
-		}
-		if (all[j].magic != REPORT_MAGIC) {
-			snprintf(r->why, sizeof(r->why), "no report: rank %d sent something else", j);
-			continue;
-		}
-		take_report(&all[j], r);
-		r->ok = r->complete && r->bytes == m->size && !memcmp(r->sha256, res->sha256, 32);
-		if (r->complete && !r->ok && !r->why[0])
-			snprintf(r->why, sizeof(r->why), "%s",
-				 r->bytes != m->size ? "a different size than the root's"
-						     : "its SHA-256 differs from the root's");
-		if (r->ok) {
-			res->ok_count++;
-			if (r->last_ms / 1000.0 > res->seconds)
-				res->seconds = r->last_ms / 1000.0;
-		}
-	}
-	free(all);
-	return 0;
-}
-
 static void release(struct mc *m)
 {
 	if (m->mr)
@@ -630,7 +532,7 @@ int rc_mcast_run(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_mc
 		res->ideal_s = res->width * (double)m.size / res->link_bw +
 			       (res->depth > 1 ? res->depth - 1 : 0) * (double)res->width * m.chunk /
 				       res->link_bw;
-	rc = reports(&m, err);
+	rc = mcast_reports(g, o, res, m.size, err);
 out:
 	release(&m);
 	return rc;
