@@ -102,7 +102,10 @@ int group_progress(struct rc_group *g, int timeout_ms, struct rc_err *err)
 			err);
 	if (n == -ETIMEDOUT)
 		n = 0;
-	if (n == -EIO && g->o.keep_going && which >= 0) {
+	/* which is set for an error completion only (-EIO, or -EACCES for a
+	 * remote access error: a peer that is going away may have released
+	 * its memory before its connection) */
+	if (n < 0 && g->o.keep_going && which >= 0) {
 		struct gpeer *p = &g->peers[g->conn_rank[which]];
 
 		if (!p->failed)
