@@ -30,11 +30,11 @@ mc_start() {
 	for ((i = 0; i < n; i++)); do
 		if [[ $i == "${MC_VICTIM:-}" ]]; then
 			# the victim runs unwrapped, so that a kill reaches rdmactl itself
-			"$RDMACTL" -j -t "${MC_TIMEOUT:-20000}" multicast --rank "$i" --world "$n" \
+			"$RDMACTL" ${MC_JSON--j} -t "${MC_TIMEOUT:-20000}" multicast --rank "$i" --world "$n" \
 				--rendezvous "file:$PEERS" --out "$BATS_TEST_TMPDIR/out.%r" "$@" \
 				>"$BATS_TEST_TMPDIR/rank.$i.out" 2>"$BATS_TEST_TMPDIR/rank.$i.err" &
 		else
-			rdmactl -j -t "${MC_TIMEOUT:-20000}" multicast --rank "$i" --world "$n" \
+			rdmactl ${MC_JSON--j} -t "${MC_TIMEOUT:-20000}" multicast --rank "$i" --world "$n" \
 				--rendezvous "file:$PEERS" --out "$BATS_TEST_TMPDIR/out.%r" "$@" \
 				>"$BATS_TEST_TMPDIR/rank.$i.out" 2>"$BATS_TEST_TMPDIR/rank.$i.err" &
 		fi
@@ -199,4 +199,29 @@ blob() {
 		[ "${RCS[i]}" = 1 ] || { mc_dump; fail "rank $i exited ${RCS[i]}, not 1"; }
 	done
 	[ "${RCS[1]}" = 0 ] && [ "${RCS[2]}" = 0 ]
+}
+
+@test "a receiver killed under flat: the others finish whole, the text report names it" {
+	need_guest
+	local i
+	MC_TIMEOUT=15000 MC_VICTIM=2 MC_JSON=
+	mc_peers 4
+	mc_start 4 --algo flat --pattern seq --size 24M --chunk 256K --ring 8
+	for ((i = 0; i < 600; i++)); do
+		[ "$(stat -c %s "$BATS_TEST_TMPDIR/out.2" 2>/dev/null || echo 0)" -gt 0 ] && break
+		sleep 0.05
+	done
+	kill -0 "${PIDS[2]}" || { mc_dump; fail "rank 2 ended before the kill"; }
+	[ "$(stat -c %s "$BATS_TEST_TMPDIR/out.2")" -lt $((12 << 20)) ] || fail "the kill came too late"
+	kill -KILL "${PIDS[2]}"
+	mc_wait
+	[ "${RCS[0]}" = 1 ] && [ "${RCS[1]}" = 0 ] && [ "${RCS[3]}" = 0 ] || { mc_dump; fail "exit codes ${RCS[*]}"; }
+	grep -qE '^ +2 +- +- +- +no +-$' "$BATS_TEST_TMPDIR/rank.0.out" || { mc_dump; fail "rank 2's line"; }
+	grep -q "no report: rank 2" "$BATS_TEST_TMPDIR/rank.0.out" || { mc_dump; fail "no reason for rank 2"; }
+	grep -q "^# 2 of 3 receivers got the whole blob" "$BATS_TEST_TMPDIR/rank.0.out" || { mc_dump; fail "the count"; }
+	grep -q "rank 2 did not get the whole blob" "$BATS_TEST_TMPDIR/rank.0.err" || { mc_dump; fail "the root's error"; }
+	for i in 1 3; do
+		[ "$(stat -c %s "$BATS_TEST_TMPDIR/out.$i")" = $((24 << 20)) ] || fail "rank $i is not whole"
+	done
+	[ "$(sha256sum <"$BATS_TEST_TMPDIR/out.1")" = "$(sha256sum <"$BATS_TEST_TMPDIR/out.3")" ]
 }
