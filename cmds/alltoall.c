@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
  * rdmactl alltoall: MoE dispatch and combine over a group of ranks. The
- * options are read here; the group (libcore/group) and the exchange
- * (libcore/a2a) do the work; the figures follow nccl-tests' conventions.
+ * options are read here (parse); the group (rc_group_join) and the exchange
+ * (libcore/a2a) do the work (run); the figures follow nccl-tests'
+ * conventions (report).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <rdmactl/a2a.h>
 #include <rdmactl/group.h>
@@ -16,31 +16,32 @@
 #include "cmds.h"
 #include "client_cmds.h"
 
-static const struct cmd_opt alltoall_opts[] = {
-	{ "rank", 'r', "R", "this rank (default: from the launcher's environment)" },
-	{ "world", 'w', "N", "ranks in the group (default: from the launcher)" },
-	{ "local-rank", 0, "L", "rank inside the node (default: from the launcher)" },
-	{ "rendezvous", 'R', "URL", "etcd://HOST:PORT/JOB or file:PATH (peers file)", COMP_FILE },
-	{ "listen", 'l', "ADDR[:PORT]", "address to accept peers on (default: the peers file's)" },
-	{ "algo", 'a', "ALGO", "flat, ring or hierarchical (default flat)", COMP_WORDS,
-	  "flat|ring|hierarchical" },
-	{ "ranks-per-node", 0, "N", "hierarchical: ranks per node (default: by host name)" },
-	{ "hidden", 0, "N", "elements per token (default 7168)" },
-	{ "dtype", 0, "TYPE", "bf16 or fp8 (fp8 adds a scale per 128 elements; default bf16)",
-	  COMP_WORDS, "bf16|fp8" },
-	{ "tokens", 'n', "N", "tokens per rank (default 128)" },
-	{ "experts", 'E', "N", "experts, spread evenly over the ranks (default 8 per rank)" },
-	{ "topk", 'k', "K", "experts per token (default 2)" },
-	{ "skew", 0, "MODEL", "uniform, zipf:S or matrix:FILE.csv (default uniform)" },
-	{ "seed", 0, "N", "routing seed (default 1)" },
-	{ "iters", 'i', "N", "timed iterations (default 20)" },
-	{ "warmup", 0, "N", "untimed iterations first (default 2)" },
-	{ "no-check", 0, NULL, "do not check the received tokens" },
-	{ "all-ranks", 0, NULL, "every rank prints its figures, not only rank 0" },
-	{ "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping" },
-	OPT_END,
-};
-OPTS_FIT(alltoall_opts);
+#define ALLTOALL_OPTS(X) \
+	X(A2A_RANK, "rank", 'r', "R", "this rank (default: from the launcher's environment)") \
+	X(A2A_WORLD, "world", 'w', "N", "ranks in the group (default: from the launcher)") \
+	X(A2A_LOCAL_RANK, "local-rank", 0, "L", "rank inside the node (default: from the launcher)") \
+	X(A2A_RENDEZVOUS, "rendezvous", 'R', "URL", "etcd://HOST:PORT/JOB or file:PATH (peers file)", COMP_FILE) \
+	X(A2A_LISTEN, "listen", 'l', "ADDR[:PORT]", "address to accept peers on (default: the peers file's)") \
+	X(A2A_ALGO, "algo", 'a', "ALGO", "flat, ring or hierarchical (default flat)", COMP_WORDS, \
+	  "flat|ring|hierarchical") \
+	X(A2A_RANKS_PER_NODE, "ranks-per-node", 0, "N", "hierarchical: ranks per node (default: by host name)") \
+	X(A2A_HIDDEN, "hidden", 0, "N", "elements per token (default 7168)") \
+	X(A2A_DTYPE, "dtype", 0, "TYPE", "bf16 or fp8 (fp8 adds a scale per 128 elements; default bf16)", \
+	  COMP_WORDS, "bf16|fp8") \
+	X(A2A_TOKENS, "tokens", 'n', "N", "tokens per rank (default 128)") \
+	X(A2A_EXPERTS, "experts", 'E', "N", "experts, spread evenly over the ranks (default 8 per rank)") \
+	X(A2A_TOPK, "topk", 'k', "K", "experts per token (default 2)") \
+	X(A2A_SKEW, "skew", 0, "MODEL", "uniform, zipf:S or matrix:FILE.csv (default uniform)") \
+	X(A2A_SEED, "seed", 0, "N", "routing seed (default 1)") \
+	X(A2A_ITERS, "iters", 'i', "N", "timed iterations (default 20)") \
+	X(A2A_WARMUP, "warmup", 0, "N", "untimed iterations first (default 2)") \
+	X(A2A_NO_CHECK, "no-check", 0, NULL, "do not check the received tokens") \
+	X(A2A_ALL_RANKS, "all-ranks", 0, NULL, "every rank prints its figures, not only rank 0") \
+	X(A2A_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping")
+
+enum { ALLTOALL_OPTS(OPT_INDEX) A2A_NOPTS };
+static const struct cmd_opt alltoall_opts[] = { ALLTOALL_OPTS(OPT_ENTRY) OPT_END };
+OPTS_BOUND(alltoall_opts, A2A_NOPTS);
 
 static const char *const algo_words[] = { "flat", "ring", "hierarchical", NULL };
 static const char *const dtype_words[] = { "bf16", "fp8", NULL };
@@ -56,10 +57,10 @@ struct a2a_cli {
 	uint64_t *counts;
 };
 
-static int opt_pos(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
-		   const char *name, uint32_t *out)
+static int opt_pos(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
+		   uint32_t *out)
 {
-	int val = (int)*out, rc = opt_int(ctx, c, v, name, 1, 1 << 24, &val);
+	int val = (int)*out, rc = opt_int_at(ctx, c, v, i, 1, 1 << 24, &val);
 
 	*out = (uint32_t)val;
 	return rc;
@@ -70,16 +71,16 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 	const struct cmd *c = &cmd_alltoall;
 	int rank = -1, world = -1, local = -1, algo = 0, dtype = 0, rpn = 0, rc;
 	uint64_t seed = 1;
-	const char *skew = opt_get(c, v, "skew");
+	const char *skew = opt_arg(v, A2A_SKEW);
 	struct rc_err e;
 
-	if ((rc = opt_int(ctx, c, v, "rank", 0, RC_GROUP_MAX, &rank)) ||
-	    (rc = opt_int(ctx, c, v, "world", 0, 1 << 20, &world)) ||
-	    (rc = opt_int(ctx, c, v, "local-rank", 0, RC_GROUP_MAX, &local)) ||
-	    (rc = opt_word(ctx, c, v, "algo", algo_words, &algo)) ||
-	    (rc = opt_word(ctx, c, v, "dtype", dtype_words, &dtype)) ||
-	    (rc = opt_int(ctx, c, v, "ranks-per-node", 1, RC_GROUP_MAX, &rpn)) ||
-	    (rc = opt_u64(ctx, c, v, "seed", &seed)))
+	if ((rc = opt_int_at(ctx, c, v, A2A_RANK, 0, RC_GROUP_MAX, &rank)) ||
+	    (rc = opt_int_at(ctx, c, v, A2A_WORLD, 0, 1 << 20, &world)) ||
+	    (rc = opt_int_at(ctx, c, v, A2A_LOCAL_RANK, 0, RC_GROUP_MAX, &local)) ||
+	    (rc = opt_word(ctx, c, v, alltoall_opts[A2A_ALGO].name, algo_words, &algo)) ||
+	    (rc = opt_word(ctx, c, v, alltoall_opts[A2A_DTYPE].name, dtype_words, &dtype)) ||
+	    (rc = opt_int_at(ctx, c, v, A2A_RANKS_PER_NODE, 1, RC_GROUP_MAX, &rpn)) ||
+	    (rc = opt_u64_at(ctx, c, v, A2A_SEED, &seed)))
 		return rc;
 	if (rc_rank_resolve(rank, world, local, NULL, &a->who, &e))
 		return usage_err(ctx, "%s", e.msg);
@@ -97,20 +98,20 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 	a->route.experts = 8 * (uint32_t)a->who.world;
 	a->route.topk = 2;
 	a->route.seed = seed;
-	if ((rc = opt_pos(ctx, c, v, "hidden", &a->run.hidden)) ||
-	    (rc = opt_pos(ctx, c, v, "tokens", &a->route.tokens)) ||
-	    (rc = opt_pos(ctx, c, v, "experts", &a->route.experts)) ||
-	    (rc = opt_pos(ctx, c, v, "topk", &a->route.topk)) ||
-	    (rc = opt_int(ctx, c, v, "iters", 1, 1 << 24, &a->run.iters)) ||
-	    (rc = opt_int(ctx, c, v, "warmup", 0, 1 << 20, &a->run.warmup)))
+	if ((rc = opt_pos(ctx, c, v, A2A_HIDDEN, &a->run.hidden)) ||
+	    (rc = opt_pos(ctx, c, v, A2A_TOKENS, &a->route.tokens)) ||
+	    (rc = opt_pos(ctx, c, v, A2A_EXPERTS, &a->route.experts)) ||
+	    (rc = opt_pos(ctx, c, v, A2A_TOPK, &a->route.topk)) ||
+	    (rc = opt_int_at(ctx, c, v, A2A_ITERS, 1, 1 << 24, &a->run.iters)) ||
+	    (rc = opt_int_at(ctx, c, v, A2A_WARMUP, 0, 1 << 20, &a->run.warmup)))
 		return rc;
 	if (skew && rc_a2a_skew_parse(skew, &a->route, &e))
 		return usage_err(ctx, "%s", e.msg);
-	a->run.check = !opt_has(c, v, "no-check");
-	a->all_ranks = opt_has(c, v, "all-ranks");
-	a->busy_poll = opt_has(c, v, "busy-poll");
-	a->rendezvous = opt_get(c, v, "rendezvous");
-	a->listen = opt_get(c, v, "listen");
+	a->run.check = !opt_on(v, A2A_NO_CHECK);
+	a->all_ranks = opt_on(v, A2A_ALL_RANKS);
+	a->busy_poll = opt_on(v, A2A_BUSY_POLL);
+	a->rendezvous = opt_arg(v, A2A_RENDEZVOUS);
+	a->listen = opt_arg(v, A2A_LISTEN);
 	if (!a->rendezvous)
 		return usage_err(ctx, "alltoall needs --rendezvous etcd://HOST:PORT/JOB or file:PATH");
 	a->counts = calloc((size_t)a->who.world * (size_t)a->who.world, sizeof(uint64_t));
@@ -122,42 +123,37 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 	return 0;
 }
 
-/* --listen ADDR[:PORT]; else the address the peers file gives this rank. */
-static int listen_endpoint(struct ctx *ctx, struct a2a_cli *a, struct rc_rdv *rdv,
-			   struct rc_endpoint *ep)
-{
-	struct rc_err e;
-
-	if (a->listen) {
-		if (!rc_endpoint_parse(a->listen, ep))
-			return 0;
-		memset(ep, 0, sizeof(*ep));
-		if (strlen(a->listen) >= sizeof(ep->host) || strchr(a->listen, ':'))
-			return usage_err(ctx, "--listen '%s': expected ADDR or ADDR:PORT", a->listen);
-		snprintf(ep->host, sizeof(ep->host), "%s", a->listen);
-		snprintf(ep->port, sizeof(ep->port), "0");
-		return 0;
-	}
-	if (rc_rdv_self(rdv, ep, &e))
-		return usage_err(ctx, "give --listen ADDR[:PORT]: %s", e.msg);
-	return 0;
-}
-
 /* Hierarchical without --ranks-per-node: nodes by host name, which must
  * form equal blocks of consecutive ranks. */
-static int nodes_by_host(struct ctx *ctx, struct a2a_cli *a, const struct rc_endpoint *all)
+static int nodes_by_host(struct a2a_cli *a, const struct rc_endpoint *all, struct rc_err *err)
 {
 	int W = a->who.world, L = 0;
 
 	if (!all[0].hostname[0])
-		return usage_err(ctx, "--algo hierarchical: the rendezvous names no hosts; give --ranks-per-node");
+		return rc_err_set(err, EINVAL, "--algo hierarchical: the rendezvous names no hosts; give --ranks-per-node");
 	while (L < W && !strcmp(all[L].hostname, all[0].hostname))
 		L++;
 	for (int i = 0; i < W; i++)
 		for (int j = 0; j < W; j++)
 			if ((i / L == j / L) != !strcmp(all[i].hostname, all[j].hostname) || W % L)
-				return usage_err(ctx, "--algo hierarchical: the ranks of each host are not an equal block of consecutive ranks; give --ranks-per-node");
+				return rc_err_set(err, EINVAL, "--algo hierarchical: the ranks of each host are not an equal block of consecutive ranks; give --ranks-per-node");
 	a->run.ranks_per_node = L;
+	return 0;
+}
+
+/* Which ranks connect: the algorithm's plan, once the nodes are known. */
+static int plan(void *arg, const struct rc_endpoint *all, int W, uint8_t *need, struct rc_err *err)
+{
+	struct a2a_cli *a = arg;
+	int rc;
+
+	if (a->run.algo == RC_A2A_HIER && !a->run.ranks_per_node &&
+	    (rc = nodes_by_host(a, all, err)))
+		return rc;
+	if (a->run.algo == RC_A2A_HIER && W % a->run.ranks_per_node)
+		return rc_err_set(err, EINVAL, "--ranks-per-node %d does not divide the world size %d",
+				  a->run.ranks_per_node, W);
+	rc_a2a_need(a->run.algo, W, a->run.ranks_per_node, need);
 	return 0;
 }
 
@@ -231,51 +227,27 @@ static void progress(void *arg, int done, int total)
 static int run(struct ctx *ctx, struct a2a_cli *a)
 {
 	int W = a->who.world, rc;
-	struct rc_group_opts go = { .rank = a->who.rank, .world = W, .dev_name = ctx->dev_name,
-				    .timeout_ms = ctx->timeout_ms, .busy_poll = a->busy_poll };
-	struct rc_endpoint self, *all = calloc((size_t)W, sizeof(*all));
-	uint8_t *need = calloc((size_t)W * (size_t)W, 1);
+	struct rc_group_join join = { .rank = a->who.rank, .world = W,
+				      .rendezvous = a->rendezvous, .listen = a->listen,
+				      .dev_name = ctx->dev_name, .timeout_ms = ctx->timeout_ms,
+				      .busy_poll = a->busy_poll, .plan = plan, .plan_arg = a };
+	struct rc_group_join_out how;
 	double *lat = calloc((size_t)a->run.iters, sizeof(double));
 	struct rc_a2a_result res = { .lat_us = lat };
 	uint64_t wrong[RC_GROUP_MAX], total_wrong = 0;
 	struct rc_group *g = NULL;
-	struct rc_rdv *rdv = NULL;
 	struct progress prog;
 	struct rc_err e;
 	bool speak = a->all_ranks || a->who.rank == 0;
 
-	if (!all || !need || !lat) {
-		rc = fail(ctx, -ENOMEM, "out of memory");
-		goto out;
-	}
-	rc = rc_rdv_open(a->rendezvous, a->who.rank, W, ctx->timeout_ms, &rdv, &e);
-	if (rc) {
-		rc = rc == -EINVAL ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
-		goto out;
-	}
-	if ((rc = listen_endpoint(ctx, a, rdv, &self)))
-		goto out;
-	gethostname(self.hostname, sizeof(self.hostname) - 1);
-	if ((rc = rc_group_listen(&go, &self, &g, &e)) ||
-	    (rc = rc_rdv_exchange(rdv, &self, all, &e))) {
-		rc = fail(ctx, rc, "rank %d: %s", a->who.rank, e.msg);
-		goto out;
-	}
-	if (a->run.algo == RC_A2A_HIER && !a->run.ranks_per_node &&
-	    (rc = nodes_by_host(ctx, a, all)))
-		goto out;
-	if (a->run.algo == RC_A2A_HIER && W % a->run.ranks_per_node) {
-		rc = usage_err(ctx, "--ranks-per-node %d does not divide the world size %d",
-			       a->run.ranks_per_node, W);
+	if (!lat)
+		return fail(ctx, -ENOMEM, "out of memory");
+	if ((rc = rc_group_join(&join, &g, &how, &e))) {
+		rc = how.usage ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
 		goto out;
 	}
 	a->run.job = a->rendezvous;
 	a->run.timeout_ms = ctx->timeout_ms;
-	rc_a2a_need(a->run.algo, W, a->run.ranks_per_node, need);
-	if ((rc = rc_group_connect(g, all, need, &e))) {
-		rc = fail(ctx, rc, "rank %d: %s", a->who.rank, e.msg);
-		goto out;
-	}
 	progress_init(&prog, ctx);
 	prog.on = prog.on && speak;
 	a->run.progress = progress;
@@ -290,16 +262,13 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 	for (int i = 0; i < W; i++)
 		total_wrong += wrong[i];
 	if (speak)
-		report(ctx, a, &res, total_wrong, rc_group_dev(g), rc_rdv_kind(rdv));
+		report(ctx, a, &res, total_wrong, rc_group_dev(g), rc_group_rdv_kind(g));
 	else
 		ctx->out.printed = true; /* only rank 0 prints the document */
 	if (total_wrong)
 		rc = fail(ctx, -EIO, "%llu tokens arrived wrong", (unsigned long long)total_wrong);
 out:
 	rc_group_close(g);
-	rc_rdv_close(rdv);
-	free(all);
-	free(need);
 	free(lat);
 	return rc;
 }

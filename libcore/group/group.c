@@ -319,6 +319,8 @@ int rc_group_close(struct rc_group *g)
 		rc = -errno;
 	if (g->l && (r = rc_listener_close(g->l)) && !rc)
 		rc = r;
+	if (g->rdv && (r = rc_rdv_close(g->rdv)) && !rc)
+		rc = r;
 	free(g->area);
 	free(g->need);
 	pthread_mutex_destroy(&g->mu);

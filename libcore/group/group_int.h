@@ -32,6 +32,9 @@ struct gpeer {
 	struct rc_conn *c;
 	bool accepted;        /* the connection came to our listener */
 	bool dead;            /* disconnected: its CQ is drained before failing */
+	bool failed;          /* keep_going: an error completion failed this peer only */
+	char why[RC_GROUP_MSG_MAX];  /* ... and the completion error */
+	uint64_t writes_done; /* one-sided writes to it completed */
 	uint64_t imm[IMM_CHANNELS];
 	int sends_out;        /* signalled work requests not completed */
 	bool send_busy;       /* the send slot is in flight */
@@ -52,6 +55,7 @@ struct rc_group {
 	uint8_t *need;        /* world x world */
 	uint8_t *area;        /* receive slots, then one send slot per peer */
 	struct ibv_mr *mr;
+	struct rc_rdv *rdv;   /* rc_group_join's: closed with the group */
 	uint32_t seq;         /* control exchanges so far */
 	bool aborted;         /* a peer gave up: every wait fails with its reason */
 	char abort_msg[RC_GROUP_MSG_MAX + 32];

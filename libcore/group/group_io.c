@@ -95,9 +95,26 @@ int group_progress(struct rc_group *g, int timeout_ms, struct rc_err *err)
 
 	if (g->nconns == 0)
 		return 0;
-	n = rc_poll_any(g->conns, g->nconns, wc, 32, timeout_ms, &which, err);
+	/* keep_going reaps one completion at a time: an error completion then
+	 * loses no successful one of the same poll, and fails its peer only. */
+	which = -1;
+	n = rc_poll_any(g->conns, g->nconns, wc, g->o.keep_going ? 1 : 32, timeout_ms, &which,
+			err);
 	if (n == -ETIMEDOUT)
 		n = 0;
+	/* which is set for an error completion only (-EIO, or -EACCES for a
+	 * remote access error: a peer that is going away may have released
+	 * its memory before its connection) */
+	if (n < 0 && g->o.keep_going && which >= 0) {
+		struct gpeer *p = &g->peers[g->conn_rank[which]];
+
+		if (!p->failed)
+			snprintf(p->why, sizeof(p->why), "%s", err ? err->msg : "a completion failed");
+		p->failed = p->dead = true;
+		p->sends_out = 0;
+		p->send_busy = false;
+		return 0;
+	}
 	if (n < 0)
 		return n;
 	for (int i = 0; i < n; i++) {
@@ -114,6 +131,8 @@ int group_progress(struct rc_group *g, int timeout_ms, struct rc_err *err)
 			p->sends_out--;
 			if (rc_wrid_op(wc[i].wr_id) == RC_OP_SEND)
 				p->send_busy = false;
+			else
+				p->writes_done++;
 			break;
 		}
 	}
@@ -136,8 +155,31 @@ static int wait_slice(struct rc_group *g, double deadline, struct rc_err *err)
 
 static int peer_gone(struct rc_group *g, int j, const char *what, struct rc_err *err)
 {
+	if (g->peers[j].failed)
+		return rc_err_set(err, ECONNRESET, "%s failed while %s: %s", g->peers[j].c->peer,
+				  what, g->peers[j].why);
 	return rc_err_set(err, ECONNRESET, "%s left the group while %s", g->peers[j].c->peer,
 			  what);
+}
+
+int rc_group_poll(struct rc_group *g, int timeout_ms, struct rc_err *err)
+{
+	return group_progress(g, timeout_ms, err);
+}
+
+bool rc_group_peer_alive(const struct rc_group *g, int peer)
+{
+	return peer >= 0 && peer < g->o.world && g->peers[peer].c && !g->peers[peer].dead;
+}
+
+uint64_t rc_group_writes_done(const struct rc_group *g, int peer)
+{
+	return g->peers[peer].writes_done;
+}
+
+int rc_group_peer_error(struct rc_group *g, int peer, const char *what, struct rc_err *err)
+{
+	return peer_gone(g, peer, what, err);
 }
 
 int rc_group_write_imm(struct rc_group *g, int j, void *laddr, uint32_t len, uint32_t lkey,
@@ -150,6 +192,8 @@ int rc_group_write_imm(struct rc_group *g, int j, void *laddr, uint32_t len, uin
 
 	if (!p->c || channel < -1 || channel >= IMM_CHANNELS)
 		return rc_err_set(err, EINVAL, "no connection to rank %d", j);
+	if (p->dead && g->o.keep_going)
+		return peer_gone(g, j, "writing to it", err);
 	while (p->sends_out >= g->o.sq_depth - 2) {
 		rc = wait_slice(g, deadline, err);
 		if (rc == -ETIMEDOUT)
@@ -434,4 +478,55 @@ void rc_group_abort(struct rc_group *g, const char *why)
 		while (g->peers[g->conn_rank[k]].send_busy && rc_now() < deadline)
 			if (group_progress(g, 50, NULL) == -EIO)
 				break; /* a failed connection completes nothing more */
+}
+
+int rc_group_gather(struct rc_group *g, int root, const void *mine, size_t len, void *theirs,
+		    bool *got, struct rc_err *err)
+{
+	double deadline = rc_now() + g->o.timeout_ms / 1000.0;
+	int rc;
+
+	if (len > RC_GROUP_MSG_MAX)
+		return rc_err_set(err, EINVAL, "a control message is limited to %d bytes",
+				  RC_GROUP_MSG_MAX);
+	g->seq++;
+	if (g->o.rank != root) {
+		struct gpeer *p = &g->peers[root];
+
+		if (!p->c)
+			return rc_err_set(err, EINVAL, "no connection to rank %d", root);
+		if (p->dead)
+			return peer_gone(g, root, "a report to it was due", err);
+		if ((rc = send_msg(g, root, mine, len, deadline, err)))
+			return rc;
+		while (p->send_busy && !p->dead) {
+			rc = wait_slice(g, deadline, err);
+			if (rc == -ETIMEDOUT)
+				return rc_err_set(err, ETIMEDOUT,
+						  "a message to %s was not acknowledged within %d ms",
+						  p->c->peer, g->o.timeout_ms);
+			if (rc)
+				return rc;
+		}
+		return p->dead ? peer_gone(g, root, "a report to it was due", err) : 0;
+	}
+	memcpy((char *)theirs + (size_t)root * len, mine, len);
+	for (int j = 0; j < g->o.world; j++)
+		got[j] = j == root;
+	for (int k = 0; k < g->nconns; k++) {
+		int j = g->conn_rank[k];
+		struct rc_err e;
+
+		/* A late rank's report may sit in the queue still: each peer gets
+		 * a short grace past the common deadline. */
+		double until = deadline > rc_now() + 0.5 ? deadline : rc_now() + 0.5;
+
+		rc = take_msg(g, j, (char *)theirs + (size_t)j * len, len, until, &e);
+		if (rc == -ECONNABORTED)
+			return rc_err_set(err, ECONNABORTED, "%s", e.msg);
+		got[j] = rc == 0;
+		if (rc)
+			snprintf((char *)theirs + (size_t)j * len, len, "%s", e.msg);
+	}
+	return 0;
 }

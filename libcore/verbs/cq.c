@@ -104,8 +104,11 @@ int rc_poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int max,
 			if (got == 0)
 				continue;
 			for (int j = 0; j < got; j++)
-				if (wc[j].status != IBV_WC_SUCCESS)
+				if (wc[j].status != IBV_WC_SUCCESS) {
+					if (which)
+						*which = i; /* whose connection failed */
 					return rc_wc_error(c, &wc[j], err);
+				}
 			if (which)
 				*which = i;
 			return got;

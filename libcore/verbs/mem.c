@@ -365,6 +365,17 @@ int rc_mem_sync(struct rc_mem *m, struct rc_err *err)
 	return 0;
 }
 
+int rc_mem_read(struct rc_mem *m, size_t off, void *host, size_t len, struct rc_err *err)
+{
+	if (off > m->len || len > m->len - off)
+		return rc_err_set(err, EINVAL, "cannot read %zu bytes at %zu of a %zu-byte region", len,
+				  off, m->len);
+	if (m->kind == RC_MEM_CUDA && !m->bounce)
+		return rc_gpu_copy(m, off, host, len, false, err);
+	memcpy(host, (const char *)(m->kind == RC_MEM_CUDA ? m->bounce : m->buf) + off, len);
+	return 0;
+}
+
 int rc_mem_free(struct rc_mem *m)
 {
 	int rc = 0;

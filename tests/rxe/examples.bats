@@ -151,3 +151,12 @@ example() {
 	assert_success
 	jq -e '.ok == true and .algo == "ring" and (.verdict | startswith("balanced"))' <<<"$output"
 }
+
+@test "push-weights: a made-up model to 3 replicas, every copy equal, read as JSON" {
+	need_guest
+	example push-weights --replicas 3 --layers 4 --layer-size 128K --chunk 32K --addr "$ADDR"
+	assert_success
+	jq -e '.ok == true and .replicas == 3 and .bytes == 524288 and .algo == "tree"
+		and (.per_replica | length) == 3 and all(.per_replica[]; .ok and .first_layer_ms <= .all_ms)
+		and .first_layer_ready_ms <= .all_ready_ms and .ideal_seconds > 0' <<<"$output"
+}

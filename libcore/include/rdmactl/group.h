@@ -74,6 +74,7 @@ struct rc_group_opts {
 	int sq_depth;           /* per connection (default 128) */
 	int recv_depth;         /* receives kept posted per connection (default 32) */
 	bool busy_poll;
+	bool keep_going;        /* a failed connection fails its peer only (multicast) */
 };
 
 /* Listen on ep (port "0": any free one); ep is updated with the port. */
@@ -84,6 +85,35 @@ RC_EXPORT int rc_group_listen(const struct rc_group_opts *o, struct rc_endpoint 
 RC_EXPORT int rc_group_connect(struct rc_group *g, const struct rc_endpoint *all,
 			       const uint8_t *need, struct rc_err *err);
 RC_EXPORT int rc_group_close(struct rc_group *g);
+
+/* Joining in one call: open the rendezvous, listen (--listen ADDR[:PORT], or
+ * the address the peers file gives this rank), exchange the endpoints, plan
+ * the connections from them (need[i * world + j], symmetric), connect. */
+struct rc_group_join {
+	int rank;
+	int world;
+	const char *rendezvous;  /* "etcd://HOST:PORT/JOB" or "file:PATH" */
+	const char *listen;      /* "ADDR[:PORT]", or NULL: the peers file's */
+	const char *dev_name;
+	int timeout_ms;
+	bool busy_poll;
+	bool keep_going;
+	int recv_depth;          /* receives kept posted per connection (0: 32) */
+	/* Fill need from every rank's endpoint (their hosts name the nodes);
+	 * 0, or -errno with err set (-EINVAL: the caller's input is wrong). */
+	int (*plan)(void *arg, const struct rc_endpoint *all, int world, uint8_t *need,
+		    struct rc_err *err);
+	void *plan_arg;
+};
+struct rc_group_join_out {
+	bool usage;  /* the failure lies in the caller's input (rendezvous, listen, plan) */
+};
+/* The group owns the rendezvous until rc_group_close (an etcd lease lives
+ * that long). Failures after listening name this rank ("rank R: ..."). */
+RC_EXPORT int rc_group_join(const struct rc_group_join *j, struct rc_group **out,
+			    struct rc_group_join_out *how, struct rc_err *err);
+/* "etcd" or "file": how the group met. */
+RC_EXPORT const char *rc_group_rdv_kind(const struct rc_group *g);
 
 RC_EXPORT int rc_group_rank(const struct rc_group *g);
 RC_EXPORT int rc_group_world(const struct rc_group *g);
@@ -115,6 +145,26 @@ RC_EXPORT int rc_group_exchange(struct rc_group *g, const void *mine, size_t len
 RC_EXPORT int rc_group_allgather_u64(struct rc_group *g, uint64_t mine, uint64_t *all,
 				     struct rc_err *err);
 RC_EXPORT int rc_group_barrier(struct rc_group *g, struct rc_err *err);
+/* Gather len bytes from every rank connected to root into theirs[rank *
+ * len] on root (root's own is copied); got[rank] says whose came. A rank
+ * that is gone or silent until the timeout is not an error: got[] is false
+ * and its slot holds the reason, a string. Other ranks send theirs to root
+ * and return once it was delivered. */
+RC_EXPORT int rc_group_gather(struct rc_group *g, int root, const void *mine, size_t len,
+			      void *theirs, bool *got, struct rc_err *err);
+
+/* Driving the group from a caller's own state machine (multicast's relay):
+ * reap completions and connection events for up to timeout_ms (0: do not
+ * wait), which moves the immediate-data counters and the write counts. */
+RC_EXPORT int rc_group_poll(struct rc_group *g, int timeout_ms, struct rc_err *err);
+/* Connected, and neither disconnected nor failed (keep_going). */
+RC_EXPORT bool rc_group_peer_alive(const struct rc_group *g, int peer);
+/* One-sided writes to peer completed so far (in posting order, RC). */
+RC_EXPORT uint64_t rc_group_writes_done(const struct rc_group *g, int peer);
+/* The error for a peer that is not alive: which rank, while doing what, and
+ * the completion error that failed it (keep_going). Returns -ECONNRESET. */
+RC_EXPORT int rc_group_peer_error(struct rc_group *g, int peer, const char *what,
+				  struct rc_err *err);
 /* Tell every connected peer that this rank gives up, and why (best effort,
  * bounded): their waits then fail at once with the reason, which names the
  * rank at fault, instead of timing out on this one. */

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# multicast's time to 7 receivers for flat, chain and tree, against the time
+# to one receiver, and the first-chunk time of the last receiver (when the
+# slowest replica could start). Run it inside the SoftRoCE guest:
+#   tests/vm/run.sh -- bench/multicast-bench.sh
+#   tests/vm/run.sh --two-nics -- bench/multicast-bench.sh   (receivers on both devices)
+# or on a host with an RDMA device: bench/multicast-bench.sh ADDR DEVICE GID_INDEX
+#
+# The target on separate links: chain or tree within 1.5x the one-receiver
+# time where flat takes about 7x. In one guest every rank shares the same
+# emulated device and two CPUs, so every algorithm moves 7 copies through
+# the same place; read the ratios with that in mind.
+# Environment: SIZE (default 16M), CHUNK (256K), RING (16), RUNS (1).
+set -euo pipefail
+
+here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=bench/lib.bash
+. "$here/lib.bash"
+bench_setup multicast-bench "$@"
+size=${SIZE:-16M}
+chunk=${CHUNK:-256K}
+ring=${RING:-16}
+port=25000
+addrs=("$addr")
+[[ -z ${RDMACTL_VM_ADDR_A:-} || $# -gt 0 ]] || addrs=("$RDMACTL_VM_ADDR_A" "$RDMACTL_VM_ADDR_B")
+
+# mc N ALGO: the root and N-1 receivers; the root's document on stdout.
+mc() {
+	local n=$1 algo=$2 r bad=0
+	port=$((port + 16))
+	for ((r = 0; r < n; r++)); do
+		echo "$r ${addrs[r * ${#addrs[@]} / n]}:$((port + r))"
+	done >"$work/peers"
+	pids=()
+	for ((r = 1; r < n; r++)); do
+		"$rdmactl" -t 60000 multicast -r $r -w "$n" -R "file:$work/peers" --algo "$algo" \
+			--chunk "$chunk" --ring "$ring" 2>"$work/e$r" &
+		pids+=("$!")
+	done
+	"$rdmactl" -j -t 60000 multicast -r 0 -w "$n" -R "file:$work/peers" --algo "$algo" \
+		--chunk "$chunk" --ring "$ring" --pattern random:1 --size "$size" \
+		>"$work/r0" 2>"$work/e0" || bad=1
+	for p in "${pids[@]}"; do wait "$p" || bad=1; done
+	pids=()
+	if ((bad)); then
+		echo "multicast-bench: $n ranks $algo failed:" >&2
+		cat "$work/r0" "$work"/e* >&2
+		exit 1
+	fi
+	cat "$work/r0"
+}
+
+row() {
+	jq -r --argjson one "$1" '[.algo, (.ranks - 1), .seconds, .seconds / $one,
+		([.receivers[].first_chunk_ms] | max), .ideal_seconds, .ratio, .link_bw_bytes_per_s / 1e6]
+		| @tsv' | awk -F'\t' '{ printf "%-6s %9s %9.3f %10.2f %14.1f %9.3f %9.2f %9.1f\n",
+			$1, $2, $3, $4, $5, $6, $7, $8 }'
+}
+
+printf '%-6s %9s %9s %10s %14s %9s %9s %9s\n' algo receivers "time(s)" "vs_one" \
+	"last_first(ms)" "ideal(s)" "vs_ideal" "link(MB/s)"
+for ((i = 0; i < ${RUNS:-1}; i++)); do
+	doc=$(mc 2 chain)
+	one=$(jq .seconds <<<"$doc")
+	row "$one" <<<"$doc" | sed 's/^chain /one   /'
+	for algo in flat chain tree; do
+		mc 8 "$algo" | row "$one"
+	done
+done
+echo "($size from a pattern in chunks of $chunk, rings of $ring chunks; vs_one = time over the"
+echo " one-receiver time; last_first = the latest first chunk of any receiver, on its own clock;"
+echo " ${#addrs[@]} device(s): ${addrs[*]})"

@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rdmactl multicast: one root pushes a blob (model weights) to every other
+ * rank of a group, flat, as a chain or as a tree of relays. The options are
+ * read here (parse); the group (rc_group_join) and the multicast
+ * (libcore/mcast) do the work (run); the root prints one report of every
+ * receiver (report).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <rdmactl/mcast.h>
+#include <rdmactl/parse.h>
+
+#include "cmds.h"
+
+#define MULTICAST_OPTS(X) \
+	X(MC_RANK, "rank", 'r', "R", "this rank (default: from the launcher's environment)") \
+	X(MC_WORLD, "world", 'w', "N", "ranks in the group, the root included (default: from the launcher)") \
+	X(MC_LOCAL_RANK, "local-rank", 0, "L", "rank inside the node (default: from the launcher)") \
+	X(MC_RENDEZVOUS, "rendezvous", 'R', "URL", "etcd://HOST:PORT/JOB or file:PATH (peers file)", COMP_FILE) \
+	X(MC_LISTEN, "listen", 'l', "ADDR[:PORT]", "address to accept peers on (default: the peers file's)") \
+	X(MC_ROOT, "root", 0, "R", "the rank that sends (default 0)") \
+	X(MC_FILE, "file", 'f', "FILE", "root: the blob to send", COMP_FILE) \
+	X(MC_PATTERN, "pattern", 'p', "PATTERN", "root: send zero, seq or random:SEED instead of a file") \
+	X(MC_SIZE, "size", 's', "SIZE", "root: bytes of the pattern (K, M, G suffixes)") \
+	X(MC_CHUNK, "chunk", 'c', "SIZE", "bytes per write (default 256K)") \
+	X(MC_RING, "ring", 0, "N", "chunks in each receiver's ring of buffers, 1 to 256 (default 16)") \
+	X(MC_OUT, "out", 'o', "FILE", "receivers: write the blob to FILE as it arrives (%r: the rank)", COMP_FILE) \
+	X(MC_MEM, "mem", 'm', "KIND", "receive ring memory: host, hugepage or cuda:N (default host)", \
+	  COMP_WORDS, "host|hugepage|cuda") \
+	X(MC_BLOCK_SIZES, "block-sizes", 'b', "LIST", "the blob's blocks (layers) in order, e.g. 1M,4M,4M: when each became usable") \
+	X(MC_ALGO, "algo", 'a', "ALGO", "flat, chain or tree (default tree)", COMP_WORDS, "flat|chain|tree") \
+	X(MC_FANOUT, "fanout", 'k', "K", "tree: children per relay (default 2)") \
+	X(MC_LINK_BW, "link-bw", 0, "RATE", "link bandwidth in bytes/s for the ideal (default: measured)") \
+	X(MC_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping")
+
+enum { MULTICAST_OPTS(OPT_INDEX) MC_NOPTS };
+static const struct cmd_opt multicast_opts[] = { MULTICAST_OPTS(OPT_ENTRY) OPT_END };
+OPTS_BOUND(multicast_opts, MC_NOPTS);
+
+static const char *const algo_words[] = { "flat", "chain", "tree", NULL };
+
+struct mc_cli {
+	struct rc_rank_info who;
+	struct rc_mcast_opts run;
+	const char *rendezvous;
+	const char *listen;
+	const char *file;
+	const char *pattern;
+	char out_path[4096];
+	bool busy_poll;
+	int fd;       /* root: the file; receivers: --out */
+	uint64_t block_ends[RC_MCAST_BLOCKS_MAX];
+};
+
+static int block_list(struct ctx *ctx, struct mc_cli *m, const char *s)
+{
+	char buf[4096], *save = NULL;
+	uint64_t end = 0;
+	int n = 0;
+
+	if (strlen(s) >= sizeof(buf))
+		return usage_err(ctx, "--block-sizes: the list is too long");
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		uint64_t b;
+
+		if (rc_parse_size(t, &b) || !b)
+			return usage_err(ctx, "--block-sizes: '%s' is not a size above 0", t);
+		if (n == RC_MCAST_BLOCKS_MAX)
+			return usage_err(ctx, "--block-sizes: at most %d blocks", RC_MCAST_BLOCKS_MAX);
+		end += b;
+		m->block_ends[n++] = end;
+	}
+	if (!n)
+		return usage_err(ctx, "--block-sizes: no block");
+	m->run.block_ends = m->block_ends;
+	m->run.nblocks = n;
+	return 0;
+}
+
+/* --out with %r replaced by the rank. */
+static int out_path(struct ctx *ctx, struct mc_cli *m, const char *tmpl)
+{
+	size_t o = 0;
+
+	for (const char *p = tmpl; *p; p++) {
+		int w;
+
+		if (p[0] == '%' && p[1] == 'r') {
+			w = snprintf(m->out_path + o, sizeof(m->out_path) - o, "%d", m->who.rank);
+			p++;
+		} else {
+			w = snprintf(m->out_path + o, sizeof(m->out_path) - o, "%c", *p);
+		}
+		if (w < 0 || (size_t)w >= sizeof(m->out_path) - o)
+			return usage_err(ctx, "--out: the path is too long");
+		o += (size_t)w;
+	}
+	return 0;
+}
+
+static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
+{
+	const struct cmd *c = &cmd_multicast;
+	int rank = -1, world = -1, local = -1, root = 0, algo = RC_MCAST_TREE, fanout = 2,
+	    ring = 16, rc;
+	uint64_t size = 0, chunk = 256 << 10, bw = 0;
+	const char *mem = opt_arg(v, MC_MEM), *blocks = opt_arg(v, MC_BLOCK_SIZES);
+	struct rc_err e;
+
+	if ((rc = opt_int_at(ctx, c, v, MC_RANK, 0, RC_GROUP_MAX, &rank)) ||
+	    (rc = opt_int_at(ctx, c, v, MC_WORLD, 0, 1 << 20, &world)) ||
+	    (rc = opt_int_at(ctx, c, v, MC_LOCAL_RANK, 0, RC_GROUP_MAX, &local)) ||
+	    (rc = opt_int_at(ctx, c, v, MC_ROOT, 0, 1 << 20, &root)) ||
+	    (rc = opt_word(ctx, c, v, multicast_opts[MC_ALGO].name, algo_words, &algo)) ||
+	    (rc = opt_int_at(ctx, c, v, MC_FANOUT, 1, RC_GROUP_MAX, &fanout)) ||
+	    (rc = opt_int_at(ctx, c, v, MC_RING, 1, 256, &ring)) ||
+	    (rc = opt_size_at(ctx, c, v, MC_SIZE, &size)) ||
+	    (rc = opt_size_at(ctx, c, v, MC_CHUNK, &chunk)) ||
+	    (rc = opt_size_at(ctx, c, v, MC_LINK_BW, &bw)))
+		return rc;
+	if (rc_rank_resolve(rank, world, local, NULL, &m->who, &e))
+		return usage_err(ctx, "%s", e.msg);
+	if (m->who.world < 2)
+		return usage_err(ctx, "multicast needs a root and at least one receiver (the world size is %d)",
+				 m->who.world);
+	if (root >= m->who.world)
+		return usage_err(ctx, "--root %d is not a rank of the group (ranks 0 to %d)", root,
+				 m->who.world - 1);
+	if (opt_on(v, MC_FANOUT) && algo != RC_MCAST_TREE)
+		return usage_err(ctx, "--fanout applies to --algo tree only");
+	if (!chunk || chunk > (1u << 30))
+		return usage_err(ctx, "--chunk must be between 1 byte and 1G");
+	if ((uint64_t)ring * chunk > (64ull << 30))
+		return usage_err(ctx, "--ring %d of --chunk %llu is more than 64G of buffers", ring,
+				 (unsigned long long)chunk);
+	m->file = opt_arg(v, MC_FILE);
+	m->pattern = opt_arg(v, MC_PATTERN);
+	if (m->who.rank == root) {
+		if (!m->file == !m->pattern)
+			return usage_err(ctx, "the root sends --file FILE or --pattern P --size SIZE");
+		if (m->file && opt_on(v, MC_SIZE))
+			return usage_err(ctx, "--size goes with --pattern; a --file sends all of itself");
+		if (m->pattern && !rc_pattern_valid(m->pattern))
+			return usage_err(ctx, "--pattern '%s': expected zero, seq or random:SEED",
+					 m->pattern);
+		if (m->pattern && !opt_on(v, MC_SIZE))
+			return usage_err(ctx, "--pattern needs --size SIZE");
+	}
+	m->run.mem.kind = RC_MEM_HOST;
+	if (mem && rc_mem_parse(mem, &m->run.mem.kind, &m->run.mem.gpu))
+		return usage_err(ctx, "--mem '%s': expected host, hugepage or cuda:N", mem);
+	if (m->run.mem.kind == RC_MEM_FILE)
+		return usage_err(ctx, "--mem file is not a ring memory; give --out FILE instead");
+	if (m->run.mem.kind == RC_MEM_CUDA && !rc_mem_gpu_built())
+		return fail(ctx, -ENOTSUP, "--mem %s: this rdmactl was built without CUDA", mem);
+	if (blocks && (rc = block_list(ctx, m, blocks)))
+		return rc;
+	if (opt_arg(v, MC_OUT) && (rc = out_path(ctx, m, opt_arg(v, MC_OUT))))
+		return rc;
+	m->rendezvous = opt_arg(v, MC_RENDEZVOUS);
+	m->listen = opt_arg(v, MC_LISTEN);
+	m->busy_poll = opt_on(v, MC_BUSY_POLL);
+	if (!m->rendezvous)
+		return usage_err(ctx, "multicast needs --rendezvous etcd://HOST:PORT/JOB or file:PATH");
+	m->run.shape.algo = (enum rc_mcast_algo)algo;
+	m->run.shape.world = m->who.world;
+	m->run.shape.root = root;
+	m->run.shape.fanout = fanout;
+	m->run.size = size;
+	m->run.chunk = (uint32_t)chunk;
+	m->run.ring = ring;
+	m->run.link_bw = (double)bw;
+	m->run.timeout_ms = ctx->timeout_ms;
+	return 0;
+}
+
+static int read_blob(void *arg, uint64_t off, void *buf, size_t len, struct rc_err *err)
+{
+	struct mc_cli *m = arg;
+
+	if (m->pattern)
+		return rc_pattern_fill(m->pattern, off, buf, len) ? rc_err_set(err, EINVAL, "bad pattern") : 0;
+	for (size_t done = 0; done < len;) {
+		ssize_t r = pread(m->fd, (char *)buf + done, len - done, (off_t)(off + done));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return rc_err_set(err, r ? errno : EIO, "cannot read %s at %llu: %s", m->file,
+					  (unsigned long long)(off + done),
+					  r ? strerror(errno) : "the file shrank while it was sent");
+		done += (size_t)r;
+	}
+	return 0;
+}
+
+static int write_out(void *arg, uint64_t off, const void *buf, size_t len, struct rc_err *err)
+{
+	struct mc_cli *m = arg;
+
+	for (size_t done = 0; done < len;) {
+		ssize_t w = pwrite(m->fd, (const char *)buf + done, len - done, (off_t)(off + done));
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return rc_err_set(err, errno, "cannot write %s: %s", m->out_path, strerror(errno));
+		done += (size_t)w;
+	}
+	return 0;
+}
+
+/* The root's blob, or a receiver's --out: opened before the group forms, so
+ * a bad path fails this rank alone and at once. */
+static int open_files(struct ctx *ctx, struct mc_cli *m)
+{
+	struct stat st;
+
+	m->fd = -1;
+	if (m->who.rank == m->run.shape.root && m->file) {
+		m->fd = open(m->file, O_RDONLY | O_CLOEXEC);
+		if (m->fd < 0 || fstat(m->fd, &st) < 0)
+			return fail(ctx, -errno, "cannot read %s: %s", m->file, strerror(errno));
+		if (!S_ISREG(st.st_mode))
+			return fail(ctx, -EINVAL, "%s is not a regular file", m->file);
+		m->run.size = (uint64_t)st.st_size;
+	} else if (m->who.rank != m->run.shape.root && m->out_path[0]) {
+		m->fd = open(m->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (m->fd < 0)
+			return fail(ctx, -errno, "cannot write %s: %s", m->out_path, strerror(errno));
+		m->run.consume = write_out;
+	}
+	m->run.read = read_blob;
+	m->run.arg = m;
+	return 0;
+}
+
+static void put_sha(struct out *o, const char *key, const char *fmt, const uint8_t d[32])
+{
+	char hex[65];
+
+	rc_sha256_hex(d, hex);
+	out_str(o, key, fmt, hex);
+}
+
+static void report(struct ctx *ctx, const struct mc_cli *m, const struct rc_mcast_result *r,
+		   const char *dev, const char *rdv_kind)
+{
+	struct out *o = &ctx->out;
+	int W = m->who.world, root = m->run.shape.root;
+	double ratio = r->ideal_s > 0 ? r->seconds / r->ideal_s : 0;
+
+	out_text(o, "# multicast: algo %s", rc_mcast_algo_name(m->run.shape.algo));
+	out_str(o, "algo", NULL, rc_mcast_algo_name(m->run.shape.algo));
+	if (m->run.shape.algo == RC_MCAST_TREE)
+		out_u64(o, "fanout", ", fanout %llu", (uint64_t)m->run.shape.fanout);
+	out_u64(o, "root", ", root %llu", (uint64_t)root);
+	out_u64(o, "ranks", ", %llu ranks", (uint64_t)W);
+	out_str(o, "rank_source", " (%s)", m->who.source);
+	out_str(o, "rendezvous", ", rendezvous %s", rdv_kind);
+	out_str(o, "device", ", device %s\n", dev);
+	out_u64(o, "size_bytes", "# %llu bytes", r->size);
+	out_u64(o, "chunk_bytes", " in chunks of %llu", (uint64_t)m->run.chunk);
+	out_u64(o, "chunks", " (%llu)", (uint64_t)r->chunks);
+	out_u64(o, "ring_chunks", ", rings of %llu chunks", (uint64_t)m->run.ring);
+	out_str(o, "mem", ", %s memory", rc_mem_kind_name(m->run.mem.kind));
+	out_u64(o, "depth", ", depth %llu", (uint64_t)r->depth);
+	out_u64(o, "width", ", width %llu\n", (uint64_t)r->width);
+	put_sha(o, "sha256", "# root sha256 %s\n", r->sha256);
+	out_text(o, "# %5s %12s %12s %14s %3s  %s\n", "rank", "first(ms)", "last(ms)", "bytes", "ok",
+		 "sha256");
+	out_arr_begin(o, "receivers");
+	for (int j = 0; j < W; j++) {
+		const struct rc_mcast_recv *x = &r->recv[j];
+
+		if (j == root)
+			continue;
+		out_obj_begin(o, NULL);
+		out_u64(o, "rank", "  %5llu", (uint64_t)j);
+		if (x->reported) {
+			out_f64(o, "first_chunk_ms", " %12.2f", x->first_ms);
+			out_f64(o, "last_chunk_ms", " %12.2f", x->last_ms);
+			out_u64(o, "bytes", " %14llu", x->bytes);
+			out_bool(o, "ok", " %3s", x->ok);
+			put_sha(o, "sha256", "  %s", x->sha256);
+		} else {
+			out_null(o, "first_chunk_ms");
+			out_null(o, "last_chunk_ms");
+			out_null(o, "bytes");
+			out_text(o, " %12s %12s %14s", "-", "-", "-");
+			out_bool(o, "ok", " %3s", false);
+			out_null(o, "sha256");
+			out_text(o, "  -");
+		}
+		out_u64(o, "children_lost", NULL, (uint64_t)x->children_lost);
+		if (x->reported)
+			out_str(o, "device", "  %s", x->device);
+		else
+			out_null(o, "device");
+		if (x->why[0])
+			out_str(o, "error", "\n         %s", x->why);
+		else
+			out_null(o, "error");
+		if (x->reported && x->nblocks) {
+			out_text(o, "\n         blocks usable at (ms):");
+			out_arr_begin(o, "blocks_usable_ms");
+			for (int b = 0; b < x->nblocks; b++)
+				out_f64(o, NULL, " %.2f", x->block_ms[b]);
+			out_arr_end(o);
+		}
+		out_text(o, "\n");
+		out_obj_end(o);
+	}
+	out_arr_end(o);
+	out_u64(o, "ok_count", "# %llu", (uint64_t)r->ok_count);
+	out_u64(o, "receivers_count", " of %llu receivers got the whole blob\n", (uint64_t)(W - 1));
+	out_f64(o, "seconds", "# total %.4f s", r->seconds);
+	out_f64(o, "link_bw_bytes_per_s", ", link %.0f B/s", r->link_bw);
+	out_f64(o, "ideal_seconds", ", ideal %.4f s", r->ideal_s);
+	out_f64(o, "ratio", ", ratio %.2f\n", ratio);
+}
+
+/* The tree's edges, and the root to everyone. */
+static int plan(void *arg, const struct rc_endpoint *all, int W, uint8_t *need, struct rc_err *err)
+{
+	(void)all, (void)W, (void)err;
+	rc_mcast_need(arg, need);
+	return 0;
+}
+
+static int run(struct ctx *ctx, struct mc_cli *m)
+{
+	int W = m->who.world, root = m->run.shape.root, rc;
+	struct rc_group_join join = { .rank = m->who.rank, .world = W,
+				      .rendezvous = m->rendezvous, .listen = m->listen,
+				      .dev_name = ctx->dev_name, .timeout_ms = ctx->timeout_ms,
+				      .busy_poll = m->busy_poll, .keep_going = true,
+				      /* a write with immediate data takes a receive: a ring's worth,
+				       * a credit and a stop in flight never wait for one */
+				      .recv_depth = m->run.ring + 8,
+				      .plan = plan, .plan_arg = &m->run.shape };
+	struct rc_mcast_result res = { 0 };
+	struct rc_group_join_out how;
+	struct rc_group *g = NULL;
+	struct rc_err e;
+
+	res.recv = calloc((size_t)W, sizeof(*res.recv));
+	if (!res.recv)
+		return fail(ctx, -ENOMEM, "out of memory");
+	if ((rc = open_files(ctx, m)))
+		goto out;
+	if ((rc = rc_group_join(&join, &g, &how, &e))) {
+		rc = how.usage ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
+		goto out;
+	}
+	rc = rc_mcast_run(g, &m->run, &res, &e);
+	if (rc) {
+		rc = fail(ctx, rc, "rank %d: %s", m->who.rank, e.msg);
+		goto out;
+	}
+	if (m->who.rank != root) {
+		ctx->out.printed = true; /* only the root prints the document */
+		if (!res.self.complete)
+			rc = fail(ctx, -EIO, "rank %d: %s", m->who.rank, res.self.why);
+		goto out;
+	}
+	report(ctx, m, &res, rc_group_dev(g), rc_group_rdv_kind(g));
+	if (res.ok_count < W - 1) {
+		char who[512] = "";
+		size_t o = 0;
+
+		for (int j = 0; j < W && o < sizeof(who) - 8; j++)
+			if (j != root && !res.recv[j].ok)
+				o += (size_t)snprintf(who + o, sizeof(who) - o, "%s%d", o ? ", " : "", j);
+		rc = fail(ctx, -EIO, "rank %s did not get the whole blob", who);
+	}
+out:
+	rc_group_close(g);
+	if (m->fd >= 0)
+		close(m->fd);
+	free(res.recv);
+	return rc;
+}
+
+static int do_multicast(struct ctx *ctx, int argc, char **argv)
+{
+	struct mc_cli m = { .fd = -1 };
+	struct opt_vals v;
+	int rc = opts_parse(ctx, &cmd_multicast, argc, argv, &v);
+
+	if (rc)
+		return rc < 0 ? rc : 0;
+	rc = parse(ctx, &v, &m);
+	if (!rc)
+		rc = run(ctx, &m);
+	return rc;
+}
+
+const struct cmd cmd_multicast = {
+	.name = "multicast",
+	.run = do_multicast,
+	.opts = multicast_opts,
+	.summary = "push a blob (model weights) from one rank to all others: flat, chain or tree",
+};

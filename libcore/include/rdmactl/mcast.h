@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Multicast: one root pushes a blob (model weights) to every other rank of a
+ * group, flat (the root writes to each), as a chain or as a tree of relays,
+ * pipelined chunk by chunk. Chunks travel as one-sided writes with immediate
+ * data into each receiver's ring of registered buffers; the immediate-data
+ * counters say what landed, credits (empty writes with immediate data) give
+ * ring slots back. Each receiver hashes what it got (SHA-256) and reports to
+ * the root.
+ */
+#ifndef RDMACTL_MCAST_H
+#define RDMACTL_MCAST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdmactl/err.h>
+#include <rdmactl/export.h>
+#include <rdmactl/group.h>
+#include <rdmactl/mem.h>
+
+/* Streamed SHA-256. */
+struct rc_sha256 {
+	uint32_t h[8];
+	uint64_t bytes;
+	uint8_t buf[64];
+	size_t fill;
+};
+RC_EXPORT void rc_sha256_init(struct rc_sha256 *s);
+RC_EXPORT void rc_sha256_update(struct rc_sha256 *s, const void *data, size_t len);
+RC_EXPORT void rc_sha256_final(struct rc_sha256 *s, uint8_t out[32]);
+RC_EXPORT void rc_sha256_hex(const uint8_t d[32], char out[65]);
+
+enum rc_mcast_algo { RC_MCAST_FLAT, RC_MCAST_CHAIN, RC_MCAST_TREE };
+RC_EXPORT const char *rc_mcast_algo_name(enum rc_mcast_algo a);
+
+#define RC_MCAST_BLOCKS_MAX 100  /* blocks whose usable times a receiver reports */
+#define RC_MCAST_WHY_MAX 440
+
+/* The relay tree. Ranks are placed from the root on (position p of rank r
+ * is (r - root) mod world); position p > 0 hangs below (p - 1) / k, where k
+ * is world - 1 for flat, 1 for a chain and the fanout for a tree. */
+struct rc_mcast_shape {
+	enum rc_mcast_algo algo;
+	int world;
+	int root;
+	int fanout;   /* tree only */
+};
+/* -1 for the root. */
+RC_EXPORT int rc_mcast_parent(const struct rc_mcast_shape *s, int rank);
+/* The children of rank into kids (world entries at most); their count. */
+RC_EXPORT int rc_mcast_children(const struct rc_mcast_shape *s, int rank, int *kids);
+/* Hops from the root to its farthest receiver (0 for a world of one). */
+RC_EXPORT int rc_mcast_depth(const struct rc_mcast_shape *s);
+/* The most children any rank writes to. */
+RC_EXPORT int rc_mcast_width(const struct rc_mcast_shape *s);
+/* Which ranks connect: the tree's edges, and the root to everyone (the
+ * reports go straight to the root, past a relay that died). */
+RC_EXPORT void rc_mcast_need(const struct rc_mcast_shape *s, uint8_t *need);
+
+struct rc_mcast_opts {
+	struct rc_mcast_shape shape;
+	uint64_t size;            /* the root's: bytes of the blob (receivers learn it) */
+	uint32_t chunk;           /* bytes per write */
+	int ring;                 /* chunks in each receive ring */
+	struct rc_mem_spec mem;   /* receivers' ring memory (len is set here) */
+	/* Root: the blob's bytes at off (len of them); 0 or -errno. */
+	int (*read)(void *arg, uint64_t off, void *buf, size_t len, struct rc_err *err);
+	/* Receivers: each chunk in order once it landed (e.g. into --out). */
+	int (*consume)(void *arg, uint64_t off, const void *buf, size_t len, struct rc_err *err);
+	void *arg;
+	const uint64_t *block_ends; /* cumulative ends of the blocks, ascending */
+	int nblocks;
+	double link_bw;           /* bytes/s for the ideal; 0: the root measures it */
+	int timeout_ms;           /* the longest any wait sees no progress */
+};
+
+/* What one receiver reports (the root's array: one per rank). */
+struct rc_mcast_recv {
+	int rank;
+	bool reported;            /* its report reached the root */
+	bool ok;                  /* whole blob, and its SHA-256 equals the root's */
+	bool complete;            /* it says it got every chunk */
+	uint64_t bytes;
+	double first_ms;          /* since the start barrier, on its own clock */
+	double last_ms;
+	uint8_t sha256[32];
+	int nblocks;
+	double block_ms[RC_MCAST_BLOCKS_MAX];
+	int children_lost;        /* children it had to drop */
+	char device[32];          /* the RDMA device it received on */
+	char why[RC_MCAST_WHY_MAX]; /* what went wrong, when not ok */
+};
+
+struct rc_mcast_result {
+	uint64_t size;
+	uint32_t chunks;
+	uint8_t sha256[32];       /* the root's: of what it sent */
+	double link_bw;           /* bytes/s, given or measured */
+	int depth;
+	int width;
+	double ideal_s;           /* width * size / bw + (depth - 1) * width * chunk / bw */
+	double seconds;           /* the last receiver's last chunk */
+	int ok_count;             /* receivers with the whole blob */
+	struct rc_mcast_recv *recv;  /* caller's array of world entries (root fills it) */
+	struct rc_mcast_recv self;   /* this rank's own (receivers) */
+};
+
+/* Run the multicast on a joined group whose plan was rc_mcast_need and
+ * which keeps going past a failed peer (keep_going). Every rank calls it.
+ * Returns 0 once the root has every report (look at ok_count), or -errno
+ * when this rank could not take part; a receiver's own failure is in
+ * res->self and does not fail the call. */
+RC_EXPORT int rc_mcast_run(struct rc_group *g, const struct rc_mcast_opts *o,
+			   struct rc_mcast_result *res, struct rc_err *err);
+
+#endif

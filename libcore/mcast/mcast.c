@@ -1,0 +1,539 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The multicast itself. Every rank runs one state machine over the group:
+ * chunks that landed (the parent's immediate-data counter on channel DATA)
+ * are forwarded to each child as soon as the child has a free ring slot
+ * (its credits on channel CREDIT), hashed and handed to the consumer; a
+ * ring slot goes back to the parent once the chunk in it was consumed and
+ * every live child's write of it completed. Nothing here posts or polls on
+ * its own: writes go through rc_group_write_imm, completions through
+ * rc_group_poll (the verbs data path below them).
+ *
+ * A relay that dies fails its subtree: the children see their parent gone,
+ * stop, and tell their own children (channel STOP); everyone reports to the
+ * root over its direct connection, so the root names who got the whole blob.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmactl/mcast.h>
+#include <rdmactl/ops.h>
+
+#include "mcast_int.h"
+
+#define CH_DATA 0
+#define CH_CREDIT 1
+#define CH_STOP 2
+#define HELLO_MAGIC 0x6d636173u  /* "mcas" */
+#define POLL_MS 50
+#define CALIBRATE_MAX (8u << 20)
+
+struct hello {
+	uint32_t magic;
+	uint32_t algo;
+	uint32_t fanout;
+	uint32_t root;
+	uint32_t chunk;
+	uint32_t ring;
+	uint64_t size;
+	uint64_t addr;
+	uint32_t rkey;
+	uint32_t pad;
+};
+
+struct kid {
+	int rank;
+	uint64_t addr;
+	uint32_t rkey;
+	uint64_t base;   /* writes to it before chunk 0 (calibration) */
+	uint32_t sent;
+	bool lost;
+};
+
+struct mc {
+	struct rc_group *g;
+	const struct rc_mcast_opts *o;
+	struct rc_mcast_result *res;
+	int me, parent, nkids;
+	struct kid kids[RC_GROUP_MAX];
+	uint64_t paddr;
+	uint32_t prkey;
+	struct rc_mem mem;
+	bool mem_on;
+	struct ibv_mr *mr;
+	uint64_t ring_addr;  /* the ring as the NIC addresses it */
+	uint8_t *stage;      /* a host copy of a chunk when the ring is GPU memory */
+	uint64_t size;
+	uint32_t chunk, n;
+	int R;
+	uint32_t have, consumed, credited;
+	struct rc_sha256 sha;
+	double t0, last_progress;
+	int blocks_done;
+	bool stopped;        /* this rank gave up: what is left is telling the children */
+};
+
+static uint32_t chunk_len(const struct mc *m, uint32_t k)
+{
+	uint64_t off = (uint64_t)k * m->chunk;
+
+	return (uint32_t)(m->size - off < m->chunk ? m->size - off : m->chunk);
+}
+
+static uint64_t slot_off(const struct mc *m, uint32_t k)
+{
+	return (uint64_t)(k % (uint32_t)m->R) * m->chunk;
+}
+
+/* Chunk c's slot as the NIC addresses it (GPU memory: the device's), and as
+ * the host reads it (the root's ring is always host memory). */
+static void *slot_nic(const struct mc *m, uint32_t c)
+{
+	return (void *)(uintptr_t)(m->ring_addr + slot_off(m, c));
+}
+
+static uint8_t *slot_host(const struct mc *m, uint32_t c)
+{
+	return (uint8_t *)m->mem.buf + slot_off(m, c);
+}
+
+static double ms_since(const struct mc *m)
+{
+	return (rc_now() - m->t0) * 1000.0;
+}
+
+static void why(struct mc *m, const char *msg)
+{
+	struct rc_mcast_recv *s = &m->res->self;
+
+	if (!s->why[0])
+		snprintf(s->why, sizeof(s->why), "%.*s", RC_MCAST_WHY_MAX - 1, msg);
+}
+
+static int setup_ring(struct mc *m, struct rc_err *err)
+{
+	struct rc_mem_spec spec = m->o->mem;
+	int rc;
+
+	if (m->me == m->o->shape.root)
+		spec.kind = RC_MEM_HOST; /* the root sends from host memory it fills */
+	spec.len = (size_t)m->R * m->chunk;
+	spec.path = NULL;
+	if ((rc = rc_mem_alloc_spec(&m->mem, &spec, true, err)))
+		return rc;
+	m->mem_on = true;
+	if ((rc = rc_mem_register(&m->mem, rc_group_pd(m->g), rc_access_ibv(RC_ACCESS_RW), &m->mr,
+				  err)))
+		return rc;
+	m->ring_addr = m->mem.kind == RC_MEM_CUDA ? m->mem.mr_addr : (uint64_t)(uintptr_t)m->mem.buf;
+	if (m->mem.kind == RC_MEM_CUDA && !(m->stage = malloc(m->chunk)))
+		return rc_err_set(err, ENOMEM, "out of memory");
+	return 0;
+}
+
+/* Everyone's ring and the root's blob size, over every connection. */
+static int say_hello(struct mc *m, struct rc_err *err)
+{
+	const struct rc_mcast_opts *o = m->o;
+	int W = o->shape.world, root = o->shape.root, rc;
+	struct hello mine = { HELLO_MAGIC, (uint32_t)o->shape.algo, (uint32_t)o->shape.fanout,
+			      (uint32_t)root, o->chunk, (uint32_t)o->ring, o->size, m->ring_addr,
+			      m->mr->rkey, 0 };
+	struct hello *all = calloc((size_t)W, sizeof(*all)), *r;
+
+	if (!all)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	if ((rc = rc_group_exchange(m->g, &mine, sizeof(mine), all, err)))
+		goto out;
+	r = &all[root];
+	if (m->me != root) {
+		const char *what = r->algo != mine.algo     ? "--algo"
+				   : r->fanout != mine.fanout ? "--fanout"
+				   : r->root != mine.root     ? "--root"
+				   : r->chunk != mine.chunk   ? "--chunk"
+				   : r->ring != mine.ring     ? "--ring"
+							      : NULL;
+
+		if (r->magic != HELLO_MAGIC) {
+			rc = rc_err_set(err, EPROTO, "rank %d: the root said no multicast hello", m->me);
+			goto out;
+		}
+		if (what) {
+			rc = rc_err_set(err, EINVAL, "rank %d: %s differs from the root's", m->me, what);
+			goto out;
+		}
+		m->size = r->size;
+		m->paddr = all[m->parent].addr;
+		m->prkey = all[m->parent].rkey;
+	}
+	for (int i = 0; i < m->nkids; i++) {
+		m->kids[i].addr = all[m->kids[i].rank].addr;
+		m->kids[i].rkey = all[m->kids[i].rank].rkey;
+	}
+out:
+	free(all);
+	return rc;
+}
+
+/* The root times a burst of plain writes to its first child: the link's
+ * bandwidth for the ideal, when none was given. */
+static int calibrate(struct mc *m, struct rc_err *err)
+{
+	struct kid *k = &m->kids[0];
+	uint64_t bytes = (uint64_t)m->R * m->chunk;
+	uint32_t pieces;
+	double t;
+	int rc;
+
+	if (bytes > CALIBRATE_MAX)
+		bytes = CALIBRATE_MAX < m->chunk ? m->chunk : CALIBRATE_MAX;
+	pieces = (uint32_t)(bytes / m->chunk);
+	if (pieces > (uint32_t)m->R)
+		pieces = (uint32_t)m->R;
+	if (pieces > 32)
+		pieces = 32;
+	t = rc_now();
+	for (uint32_t i = 0; i < pieces; i++)
+		if ((rc = rc_group_write_imm(m->g, k->rank, slot_host(m, i), m->chunk,
+					     m->mr->lkey, k->addr + (uint64_t)i * m->chunk, k->rkey, -1,
+					     0, err)))
+			return rc;
+	k->base = pieces;
+	while (rc_group_writes_done(m->g, k->rank) < pieces) {
+		if (!rc_group_peer_alive(m->g, k->rank))
+			return rc_group_peer_error(m->g, k->rank, "the link was measured", err);
+		if (rc_now() - t > m->o->timeout_ms / 1000.0)
+			return rc_err_set(err, ETIMEDOUT, "measuring the link to rank %d took over %d ms",
+					  k->rank, m->o->timeout_ms);
+		if ((rc = rc_group_poll(m->g, POLL_MS, err)))
+			return rc;
+	}
+	t = rc_now() - t;
+	m->res->link_bw = t > 0 ? (double)pieces * m->chunk / t : 0;
+	return 0;
+}
+
+static bool kid_done_with(const struct mc *m, const struct kid *k, uint32_t chunk)
+{
+	return k->lost || rc_group_writes_done(m->g, k->rank) >= k->base + chunk + 1;
+}
+
+/* A child that is gone is dropped; one that had everything and left is
+ * not a loss. */
+static void drop_dead_kids(struct mc *m)
+{
+	for (int i = 0; i < m->nkids; i++) {
+		struct kid *k = &m->kids[i];
+
+		if (k->lost || rc_group_peer_alive(m->g, k->rank))
+			continue;
+		if (!(m->n && k->sent == m->n && kid_done_with(m, k, m->n - 1)))
+			m->res->self.children_lost++;
+		k->lost = true;
+	}
+}
+
+/* Forward what we have to each child its ring has room for. */
+static int forward(struct mc *m, bool *moved, struct rc_err *err)
+{
+	for (int i = 0; i < m->nkids; i++) {
+		struct kid *k = &m->kids[i];
+
+		while (!k->lost && k->sent < m->have &&
+		       k->sent < (uint64_t)m->R + rc_group_imm_count(m->g, k->rank, CH_CREDIT)) {
+			uint32_t c = k->sent;
+			int rc = rc_group_write_imm(m->g, k->rank, slot_nic(m, c),
+						    chunk_len(m, c), m->mr->lkey,
+						    k->addr + slot_off(m, c), k->rkey, CH_DATA, c, err);
+
+			if (rc && !rc_group_peer_alive(m->g, k->rank)) {
+				k->lost = true;
+				m->res->self.children_lost++;
+				break;
+			}
+			if (rc)
+				return rc;
+			k->sent++;
+			*moved = true;
+		}
+	}
+	return 0;
+}
+
+static void blocks_usable(struct mc *m)
+{
+	struct rc_mcast_recv *s = &m->res->self;
+	uint64_t bytes = (uint64_t)m->consumed * m->chunk;
+
+	if (bytes > m->size)
+		bytes = m->size;
+	/* a block past the end of the blob is usable when the blob is */
+	while (m->blocks_done < s->nblocks &&
+	       (m->o->block_ends[m->blocks_done] <= bytes || (bytes == m->size && m->consumed == m->n)))
+		s->block_ms[m->blocks_done++] = ms_since(m);
+}
+
+/* Hash and hand over the chunks that landed, in order. */
+static int consume(struct mc *m, bool *moved, struct rc_err *err)
+{
+	while (m->consumed < m->have) {
+		uint32_t c = m->consumed, len = chunk_len(m, c);
+		const void *p = slot_host(m, c);
+		int rc;
+
+		if (m->stage) {
+			if ((rc = rc_mem_read(&m->mem, slot_off(m, c), m->stage, len, err)))
+				return rc;
+			p = m->stage;
+		}
+		rc_sha256_update(&m->sha, p, len);
+		if (m->o->consume && (rc = m->o->consume(m->o->arg, (uint64_t)c * m->chunk, p, len, err)))
+			return rc;
+		if (c == 0)
+			m->res->self.first_ms = ms_since(m);
+		m->consumed++;
+		blocks_usable(m);
+		*moved = true;
+	}
+	return 0;
+}
+
+/* Give ring slots back to the parent: consumed, and sent on by every live
+ * child. The last ring's worth needs no credit (nothing follows it). */
+static int credit(struct mc *m, bool *moved, struct rc_err *err)
+{
+	while (m->credited < m->consumed && m->credited + (uint32_t)m->R < m->n) {
+		uint32_t c = m->credited;
+		int rc;
+
+		for (int i = 0; i < m->nkids; i++)
+			if (!kid_done_with(m, &m->kids[i], c))
+				return 0;
+		rc = rc_group_write_imm(m->g, m->parent, NULL, 0, 0, m->paddr, m->prkey, CH_CREDIT, c,
+					err);
+		if (rc)
+			return rc;
+		m->credited++;
+		*moved = true;
+	}
+	return 0;
+}
+
+/* The root fills a ring slot once every live child took what was in it. */
+static int fill(struct mc *m, bool *moved, struct rc_err *err)
+{
+	while (m->have < m->n) {
+		uint32_t c = m->have, len = chunk_len(m, c);
+		void *p = slot_host(m, c);
+		int rc;
+
+		if (c >= (uint32_t)m->R)
+			for (int i = 0; i < m->nkids; i++)
+				if (!kid_done_with(m, &m->kids[i], c - (uint32_t)m->R))
+					return 0;
+		if ((rc = m->o->read(m->o->arg, (uint64_t)c * m->chunk, p, len, err)))
+			return rc;
+		rc_sha256_update(&m->sha, p, len);
+		m->have++;
+		*moved = true;
+	}
+	return 0;
+}
+
+static bool all_sent(const struct mc *m)
+{
+	for (int i = 0; i < m->nkids; i++)
+		if (!m->kids[i].lost &&
+		    (m->kids[i].sent < m->n || !kid_done_with(m, &m->kids[i], m->n - 1)))
+			return false;
+	return true;
+}
+
+static bool finished(const struct mc *m)
+{
+	uint32_t credits = m->n > (uint32_t)m->R ? m->n - (uint32_t)m->R : 0;
+
+	if (m->n && !all_sent(m))
+		return false;
+	if (m->parent < 0)
+		return m->have == m->n;
+	return m->consumed == m->n && m->credited >= credits;
+}
+
+/* Stop the subtree: an empty write on channel STOP to each live child,
+ * bounded (a child that is gone learns it from its connection). */
+static void stop_kids(struct mc *m)
+{
+	double end = rc_now() + 1.0;
+
+	for (int i = 0; i < m->nkids; i++)
+		if (!m->kids[i].lost)
+			rc_group_write_imm(m->g, m->kids[i].rank, NULL, 0, 0, m->kids[i].addr,
+					   m->kids[i].rkey, CH_STOP, 0, NULL);
+	while (rc_now() < end && !rc_group_poll(m->g, POLL_MS, NULL)) {
+		bool quiet = true;
+
+		for (int i = 0; i < m->nkids; i++)
+			if (!m->kids[i].lost && rc_group_peer_alive(m->g, m->kids[i].rank) &&
+			    rc_group_writes_done(m->g, m->kids[i].rank) < m->kids[i].base + m->kids[i].sent + 1)
+				quiet = false;
+		if (quiet)
+			break;
+	}
+}
+
+/* Why a receiver cannot go on, or NULL. */
+static int upstream_trouble(struct mc *m, struct rc_err *err)
+{
+	if (rc_group_imm_count(m->g, m->parent, CH_STOP))
+		return rc_err_set(err, ECONNABORTED,
+				  "rank %d stopped relaying at chunk %u of %u (its upstream failed)",
+				  m->parent, m->have, m->n);
+	if (!rc_group_peer_alive(m->g, m->parent) && m->have < m->n) {
+		char what[96];
+
+		snprintf(what, sizeof(what), "chunk %u of %u was awaited from it", m->have + 1, m->n);
+		return rc_group_peer_error(m->g, m->parent, what, err);
+	}
+	return 0;
+}
+
+static int data_phase(struct mc *m, struct rc_err *err)
+{
+	bool root = m->parent < 0;
+	int rc = 0;
+
+	m->last_progress = rc_now();
+	blocks_usable(m);
+	for (;;) {
+		bool moved = false;
+
+		drop_dead_kids(m);
+		if (root) {
+			rc = fill(m, &moved, err);
+		} else {
+			uint64_t landed = rc_group_imm_count(m->g, m->parent, CH_DATA);
+
+			if (landed > m->n)
+				return rc_err_set(err, EPROTO, "rank %d sent %llu chunks of %u", m->parent,
+						  (unsigned long long)landed, m->n);
+			m->have = (uint32_t)landed;
+		}
+		if (!rc)
+			rc = forward(m, &moved, err);
+		if (!rc && !root)
+			rc = consume(m, &moved, err);
+		if (!rc && !root)
+			rc = credit(m, &moved, err);
+		if (rc)
+			return rc;
+		if (finished(m))
+			return 0;
+		if (!root && (rc = upstream_trouble(m, err)))
+			return rc;
+		if (moved) {
+			m->last_progress = rc_now();
+			continue;
+		}
+		if (rc_now() - m->last_progress > m->o->timeout_ms / 1000.0) {
+			for (int i = 0; i < m->nkids; i++)
+				if (!m->kids[i].lost && m->kids[i].sent < m->have)
+					return rc_err_set(err, ETIMEDOUT,
+							  "rank %d freed no ring slot for %d ms (chunk %u of %u)",
+							  m->kids[i].rank, m->o->timeout_ms,
+							  m->kids[i].sent + 1, m->n);
+			if (!root)
+				return rc_err_set(err, ETIMEDOUT,
+						  "no chunk from rank %d for %d ms (chunk %u of %u)",
+						  m->parent, m->o->timeout_ms, m->have + 1, m->n);
+			return rc_err_set(err, ETIMEDOUT, "no progress for %d ms", m->o->timeout_ms);
+		}
+		if ((rc = rc_group_poll(m->g, POLL_MS, err)))
+			return rc;
+	}
+}
+
+static void release(struct mc *m)
+{
+	if (m->mr)
+		ibv_dereg_mr(m->mr);
+	if (m->mem_on)
+		rc_mem_free(&m->mem);
+	free(m->stage);
+}
+
+int rc_mcast_run(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_mcast_result *res,
+		 struct rc_err *err)
+{
+	struct mc m = { .g = g, .o = o, .res = res };
+	struct rc_mcast_recv *s = &res->self;
+	int kids[RC_GROUP_MAX], rc;
+	struct rc_err e = { 0 };
+
+	if (o->shape.world != rc_group_world(g) || o->shape.root < 0 ||
+	    o->shape.root >= o->shape.world || !o->chunk || o->ring < 1 ||
+	    o->nblocks > RC_MCAST_BLOCKS_MAX || o->nblocks < 0)
+		return rc_err_set(err, EINVAL, "bad multicast parameters");
+	memset(s, 0, sizeof(*s));
+	m.me = rc_group_rank(g);
+	s->rank = m.me;
+	s->nblocks = o->nblocks;
+	m.parent = rc_mcast_parent(&o->shape, m.me);
+	m.nkids = rc_mcast_children(&o->shape, m.me, kids);
+	for (int i = 0; i < m.nkids; i++)
+		m.kids[i].rank = kids[i];
+	m.chunk = o->chunk;
+	m.R = o->ring;
+	m.size = o->size;
+	rc_sha256_init(&m.sha);
+	if ((rc = setup_ring(&m, err)) || (rc = say_hello(&m, err)))
+		goto out;
+	m.n = (uint32_t)((m.size + m.chunk - 1) / m.chunk);
+	if ((uint64_t)m.n * m.chunk < m.size || m.size > (uint64_t)UINT32_MAX * m.chunk) {
+		rc = rc_err_set(err, EFBIG, "a blob of %llu bytes is too many chunks of %u",
+				(unsigned long long)m.size, m.chunk);
+		goto out;
+	}
+	res->size = m.size;
+	res->chunks = m.n;
+	res->depth = rc_mcast_depth(&o->shape);
+	res->width = rc_mcast_width(&o->shape);
+	res->link_bw = o->link_bw;
+	if (m.parent < 0 && res->link_bw <= 0 && m.nkids && (rc = calibrate(&m, err)))
+		goto out;
+	if ((rc = rc_group_barrier(g, err)))
+		goto out;
+	m.t0 = rc_now();
+	rc = data_phase(&m, &e);
+	if (rc) {
+		why(&m, e.msg);
+		stop_kids(&m);
+		if (m.parent < 0) {
+			/* The root cannot go on: its report is the error. */
+			rc = rc_err_set(err, e.code, "%s", e.msg);
+			goto out;
+		}
+		rc = 0;
+	} else {
+		s->complete = true;
+	}
+	s->bytes = (uint64_t)m.consumed * m.chunk < m.size ? (uint64_t)m.consumed * m.chunk : m.size;
+	s->last_ms = ms_since(&m);
+	if (!m.n)
+		s->first_ms = s->last_ms;
+	rc_sha256_final(&m.sha, m.parent < 0 ? res->sha256 : s->sha256);
+	if (m.parent < 0) {
+		memcpy(s->sha256, res->sha256, 32);
+		s->bytes = m.size;
+	}
+	if (res->link_bw > 0)
+		res->ideal_s = res->width * (double)m.size / res->link_bw +
+			       (res->depth > 1 ? res->depth - 1 : 0) * (double)res->width * m.chunk /
+				       res->link_bw;
+	rc = mcast_reports(g, o, res, m.size, err);
+out:
+	release(&m);
+	return rc;
+}

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Multicast reports: each receiver's figures travel to the root in one
+ * control message over its direct connection (past any relay that died),
+ * and the root judges each: whole, and hashed as the root hashed.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcast_int.h"
+
+#define REPORT_MAGIC 0x6d637270u /* "mcrp" */
+
+struct wire_report {
+	uint32_t magic;
+	int32_t complete;
+	int32_t nblocks;
+	int32_t lost;
+	uint64_t bytes;
+	double first_ms;
+	double last_ms;
+	uint8_t sha[32];
+	float block_ms[RC_MCAST_BLOCKS_MAX];
+	char device[32];
+	char why[RC_MCAST_WHY_MAX];
+};
+_Static_assert(sizeof(struct wire_report) <= RC_GROUP_MSG_MAX, "a report fits a message");
+
+static void put_report(struct rc_group *g, const struct rc_mcast_recv *s, struct wire_report *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->magic = REPORT_MAGIC;
+	w->complete = s->complete;
+	w->nblocks = s->nblocks;
+	w->lost = s->children_lost;
+	w->bytes = s->bytes;
+	w->first_ms = s->first_ms;
+	w->last_ms = s->last_ms;
+	memcpy(w->sha, s->sha256, 32);
+	for (int b = 0; b < s->nblocks; b++)
+		w->block_ms[b] = (float)s->block_ms[b];
+	snprintf(w->why, sizeof(w->why), "%s", s->why);
+	snprintf(w->device, sizeof(w->device), "%.31s", rc_group_dev(g));
+}
+
+static void take_report(const struct wire_report *w, struct rc_mcast_recv *r)
+{
+	r->reported = true;
+	r->complete = w->complete;
+	r->nblocks = w->nblocks < 0 ? 0 : w->nblocks > RC_MCAST_BLOCKS_MAX ? RC_MCAST_BLOCKS_MAX : w->nblocks;
+	r->children_lost = w->lost;
+	r->bytes = w->bytes;
+	r->first_ms = w->first_ms;
+	r->last_ms = w->last_ms;
+	memcpy(r->sha256, w->sha, 32);
+	for (int b = 0; b < r->nblocks; b++)
+		r->block_ms[b] = w->block_ms[b];
+	snprintf(r->why, sizeof(r->why), "%.*s", RC_MCAST_WHY_MAX - 1, w->why);
+	snprintf(r->device, sizeof(r->device), "%.31s", w->device);
+}
+
+int mcast_reports(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_mcast_result *res,
+		  uint64_t size, struct rc_err *err)
+{
+	int W = o->shape.world, root = o->shape.root, me = rc_group_rank(g), rc;
+	struct wire_report mine, *all = NULL;
+	bool got[RC_GROUP_MAX];
+
+	put_report(g, &res->self, &mine);
+	if (me == root && !(all = calloc((size_t)W, sizeof(*all))))
+		return rc_err_set(err, ENOMEM, "out of memory");
+	rc = rc_group_gather(g, root, &mine, sizeof(mine), all, got, err);
+	if (rc || me != root) {
+		free(all);
+		return rc;
+	}
+	res->ok_count = 0;
+	res->seconds = 0;
+	for (int j = 0; j < W; j++) {
+		struct rc_mcast_recv *r = &res->recv[j];
+
+		memset(r, 0, sizeof(*r));
+		r->rank = j;
+		if (j == root)
+			continue;
+		if (!got[j]) {
+			snprintf(r->why, sizeof(r->why), "no report: %.*s", RC_MCAST_WHY_MAX - 16,
+				 (const char *)&all[j]);
+			continue;
+		}
+		if (all[j].magic != REPORT_MAGIC) {
+			snprintf(r->why, sizeof(r->why), "no report: rank %d sent something else", j);
+			continue;
+		}
+		take_report(&all[j], r);
+		r->ok = r->complete && r->bytes == size && !memcmp(r->sha256, res->sha256, 32);
+		if (r->complete && !r->ok && !r->why[0])
+			snprintf(r->why, sizeof(r->why), "%s",
+				 r->bytes != size ? "a different size than the root's"
+						     : "its SHA-256 differs from the root's");
+		if (r->ok) {
+			res->ok_count++;
+			if (r->last_ms / 1000.0 > res->seconds)
+				res->seconds = r->last_ms / 1000.0;
+		}
+	}
+	free(all);
+	return 0;
+}

@@ -1,0 +1,228 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# rdmactl multicast on real SoftRoCE: a root and 7 receivers, each
+# algorithm, every receiver's SHA-256 (and its --out file) equal to the
+# root's; odd sizes; a relay killed in the middle.
+
+bats_require_minimum_version 1.5.0
+load helpers
+
+# mc_peers N [ADDR...]: a peers file for N ranks (address i * count / N).
+mc_peers() {
+	local n=$1 i base
+	shift
+	local addrs=("${@:-$ADDR}")
+	base=$((23000 + BATS_TEST_NUMBER * 100 + ${PORT_SEQ:-0} * 10))
+	PORT_SEQ=$(( ${PORT_SEQ:-0} + 1 ))
+	PEERS=$BATS_TEST_TMPDIR/peers.$PORT_SEQ
+	: >"$PEERS"
+	for ((i = 0; i < n; i++)); do
+		echo "$i ${addrs[i * ${#addrs[@]} / n]}:$((base + i))" >>"$PEERS"
+	done
+}
+
+# mc_start N ARGS...: ranks 0..N-1 in the background, receivers writing to
+# out.I; stdout in rank.I.out, stderr in rank.I.err; PIDS holds them.
+mc_start() {
+	local n=$1 i
+	shift
+	PIDS=()
+	for ((i = 0; i < n; i++)); do
+		if [[ $i == "${MC_VICTIM:-}" ]]; then
+			# the victim runs unwrapped, so that a kill reaches rdmactl itself
+			"$RDMACTL" ${MC_JSON--j} -t "${MC_TIMEOUT:-20000}" multicast --rank "$i" --world "$n" \
+				--rendezvous "file:$PEERS" --out "$BATS_TEST_TMPDIR/out.%r" "$@" \
+				>"$BATS_TEST_TMPDIR/rank.$i.out" 2>"$BATS_TEST_TMPDIR/rank.$i.err" &
+		else
+			rdmactl ${MC_JSON--j} -t "${MC_TIMEOUT:-20000}" multicast --rank "$i" --world "$n" \
+				--rendezvous "file:$PEERS" --out "$BATS_TEST_TMPDIR/out.%r" "$@" \
+				>"$BATS_TEST_TMPDIR/rank.$i.out" 2>"$BATS_TEST_TMPDIR/rank.$i.err" &
+		fi
+		PIDS+=($!)
+	done
+}
+
+mc_wait() {
+	local p
+	RCS=()
+	for p in "${PIDS[@]}"; do
+		if wait "$p"; then RCS+=(0); else RCS+=($?); fi
+	done
+	PIDS=()
+}
+
+mc_dump() {
+	local f
+	for f in "$BATS_TEST_TMPDIR"/rank.*; do
+		echo "== ${f##*/}"
+		cat "$f"
+	done
+}
+
+# mc_ok N SHA ARGS...: every rank succeeds; the root's document lists N-1
+# receivers, all ok with SHA (the expected digest), and every --out file
+# hashes to it too.
+mc_ok() {
+	local n=$1 sha=$2 i
+	shift 2
+	mc_start "$n" "$@"
+	mc_wait
+	for ((i = 0; i < n; i++)); do
+		[ "${RCS[i]}" = 0 ] || { mc_dump; fail "rank $i exited ${RCS[i]}"; }
+	done
+	DOC=$(cat "$BATS_TEST_TMPDIR/rank.0.out")
+	jq -e --argjson n "$n" --arg sha "$sha" '.schema_version == 1 and .sha256 == $sha
+		and (.receivers | length) == $n - 1 and .ok_count == $n - 1
+		and all(.receivers[]; .ok and .sha256 == $sha and .first_chunk_ms <= .last_chunk_ms)
+		and .seconds >= 0 and .ideal_seconds >= 0' <<<"$DOC" >/dev/null ||
+		{ mc_dump; fail "the root's document is not right"; }
+	for ((i = 1; i < n; i++)); do
+		[ "$(sha256sum <"$BATS_TEST_TMPDIR/out.$i" | cut -d' ' -f1)" = "$sha" ] ||
+			fail "rank $i's --out file differs from the root's blob"
+		[ ! -s "$BATS_TEST_TMPDIR/rank.$i.out" ] || fail "rank $i printed on stdout"
+	done
+}
+
+teardown() {
+	local p
+	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+}
+
+# blob FILE SIZE: random bytes; BLOB_SHA its digest.
+blob() {
+	head -c "$2" /dev/urandom >"$1"
+	BLOB_SHA=$(sha256sum <"$1" | cut -d' ' -f1)
+}
+
+@test "flat: a root and 7 receivers, 4 MiB, every digest the root's" {
+	need_guest
+	blob "$BATS_TEST_TMPDIR/w" $((4 << 20))
+	mc_peers 8
+	mc_ok 8 "$BLOB_SHA" --algo flat --file "$BATS_TEST_TMPDIR/w" --chunk 256K
+	jq -e '.algo == "flat" and .depth == 1 and .width == 7 and .chunks == 16' <<<"$DOC"
+}
+
+@test "chain: a root and 7 receivers, 4 MiB, every digest the root's" {
+	need_guest
+	blob "$BATS_TEST_TMPDIR/w" $((4 << 20))
+	mc_peers 8
+	mc_ok 8 "$BLOB_SHA" --algo chain --file "$BATS_TEST_TMPDIR/w" --chunk 256K
+	jq -e '.algo == "chain" and .depth == 7 and .width == 1' <<<"$DOC"
+}
+
+@test "tree: a root and 7 receivers, binary and fanout 3, with blocks" {
+	need_guest
+	blob "$BATS_TEST_TMPDIR/w" $((4 << 20))
+	mc_peers 8
+	mc_ok 8 "$BLOB_SHA" --algo tree --file "$BATS_TEST_TMPDIR/w" --chunk 256K \
+		--block-sizes 1M,1M,2M
+	jq -e '.algo == "tree" and .fanout == 2 and .depth == 3 and .width == 2
+		and all(.receivers[]; (.blocks_usable_ms | length) == 3
+			and .blocks_usable_ms[0] <= .blocks_usable_ms[2]
+			and .blocks_usable_ms[2] <= .last_chunk_ms + 0.01)' <<<"$DOC"
+	mc_peers 8
+	mc_ok 8 "$BLOB_SHA" --algo tree --fanout 3 --file "$BATS_TEST_TMPDIR/w" --chunk 256K
+	jq -e '.fanout == 3 and .depth == 2 and .width == 3' <<<"$DOC"
+}
+
+@test "every algorithm across the two rxe devices of the veth pair" {
+	need_two_nics
+	local algo
+	blob "$BATS_TEST_TMPDIR/w" $((3 << 20))
+	for algo in flat chain tree; do
+		mc_peers 8 "$RDMACTL_VM_ADDR_A" "$RDMACTL_VM_ADDR_B"
+		mc_ok 8 "$BLOB_SHA" --algo "$algo" --file "$BATS_TEST_TMPDIR/w" --chunk 128K
+		jq -e --arg a "$RDMACTL_VM_DEV_A" --arg b "$RDMACTL_VM_DEV_B" '
+			.device == $a and ([.receivers[].device] | index($a) != null and index($b) != null)' \
+			<<<"$DOC" || { mc_dump; fail "$algo: the receivers were not on both devices"; }
+	done
+}
+
+@test "odd sizes: a chunk that does not divide the blob, a blob below one chunk, an empty blob" {
+	need_guest
+	blob "$BATS_TEST_TMPDIR/w" 1000003
+	mc_peers 4
+	mc_ok 4 "$BLOB_SHA" --algo chain --file "$BATS_TEST_TMPDIR/w" --chunk 64K
+	jq -e '.chunks == 16 and .size_bytes == 1000003' <<<"$DOC"
+	blob "$BATS_TEST_TMPDIR/w" 1000
+	mc_peers 4
+	mc_ok 4 "$BLOB_SHA" --algo tree --file "$BATS_TEST_TMPDIR/w" --chunk 64K
+	jq -e '.chunks == 1' <<<"$DOC"
+	: >"$BATS_TEST_TMPDIR/w"
+	mc_peers 4
+	mc_ok 4 "$(sha256sum </dev/null | cut -d' ' -f1)" --algo flat --file "$BATS_TEST_TMPDIR/w"
+	jq -e '.chunks == 0 and .size_bytes == 0' <<<"$DOC"
+}
+
+@test "a blob 12 times the receivers' ring streams through it, from a pattern" {
+	need_guest
+	local sha i
+	mc_peers 4
+	mc_start 4 --algo tree --pattern random:7 --size 3M --chunk 64K --ring 4
+	mc_wait
+	for i in 0 1 2 3; do [ "${RCS[i]}" = 0 ] || { mc_dump; fail "rank $i exited ${RCS[i]}"; }; done
+	sha=$(jq -r .sha256 "$BATS_TEST_TMPDIR/rank.0.out")
+	jq -e '.ring_chunks == 4 and .chunks == 48 and .ok_count == 3' "$BATS_TEST_TMPDIR/rank.0.out"
+	for i in 1 2 3; do
+		[ "$(stat -c %s "$BATS_TEST_TMPDIR/out.$i")" = $((3 << 20)) ]
+		[ "$(sha256sum <"$BATS_TEST_TMPDIR/out.$i" | cut -d' ' -f1)" = "$sha" ]
+	done
+	[ "$(jq -r '.receivers[0].sha256' "$BATS_TEST_TMPDIR/rank.0.out")" = "$sha" ]
+}
+
+@test "a relay killed in the middle of a chain: its downstream ends with an error, the root names them, exits 1" {
+	need_guest
+	local i
+	# long enough to kill in the middle, short enough for the sanitizer build
+	MC_TIMEOUT=15000 MC_VICTIM=3 RDMACTL_TEST_TIMEOUT=150
+	mc_peers 8
+	mc_start 8 --algo chain --pattern random:3 --size 16M --chunk 128K --ring 8
+	# kill rank 3 once rank 4 has data (its --out file grows), well before the end
+	for ((i = 0; i < 600; i++)); do
+		[ "$(stat -c %s "$BATS_TEST_TMPDIR/out.4" 2>/dev/null || echo 0)" -gt 0 ] && break
+		sleep 0.05
+	done
+	kill -0 "${PIDS[3]}" || { mc_dump; fail "rank 3 ended before the kill"; }
+	[ "$(stat -c %s "$BATS_TEST_TMPDIR/out.4")" -lt $((8 << 20)) ] || fail "the kill came too late"
+	kill -KILL "${PIDS[3]}"
+	mc_wait
+	[ "${RCS[0]}" = 1 ] || { mc_dump; fail "the root exited ${RCS[0]}, not 1"; }
+	DOC=$(cat "$BATS_TEST_TMPDIR/rank.0.out")
+	jq -e '.ok_count == 2 and .error.message != null
+		and ([.receivers[] | select(.ok) | .rank] == [1, 2])
+		and (.receivers[] | select(.rank == 3) | .error | test("no report"))
+		and (.receivers[] | select(.rank == 4) | .error | test("rank 3"))
+		and all(.receivers[] | select(.rank >= 5); .error | test("rank [4-6] stopped relaying"))' \
+		<<<"$DOC" >/dev/null || { mc_dump; fail "the root's report is not the stated outcome"; }
+	jq -e '.error.message | test("rank 3, 4, 5, 6, 7 did not get the whole blob")' <<<"$DOC" ||
+		{ mc_dump; fail "the root's error does not name them"; }
+	for i in 4 5 6 7; do
+		[ "${RCS[i]}" = 1 ] || { mc_dump; fail "rank $i exited ${RCS[i]}, not 1"; }
+	done
+	[ "${RCS[1]}" = 0 ] && [ "${RCS[2]}" = 0 ]
+}
+
+@test "a receiver killed under flat: the others finish whole, the text report names it" {
+	need_guest
+	local i
+	MC_TIMEOUT=15000 MC_VICTIM=2 MC_JSON= RDMACTL_TEST_TIMEOUT=150
+	mc_peers 4
+	mc_start 4 --algo flat --pattern seq --size 24M --chunk 256K --ring 8
+	for ((i = 0; i < 600; i++)); do
+		[ "$(stat -c %s "$BATS_TEST_TMPDIR/out.2" 2>/dev/null || echo 0)" -gt 0 ] && break
+		sleep 0.05
+	done
+	kill -0 "${PIDS[2]}" || { mc_dump; fail "rank 2 ended before the kill"; }
+	[ "$(stat -c %s "$BATS_TEST_TMPDIR/out.2")" -lt $((12 << 20)) ] || fail "the kill came too late"
+	kill -KILL "${PIDS[2]}"
+	mc_wait
+	[ "${RCS[0]}" = 1 ] && [ "${RCS[1]}" = 0 ] && [ "${RCS[3]}" = 0 ] || { mc_dump; fail "exit codes ${RCS[*]}"; }
+	grep -qE '^ +2 +- +- +- +no +-$' "$BATS_TEST_TMPDIR/rank.0.out" || { mc_dump; fail "rank 2's line"; }
+	grep -q "no report: rank 2" "$BATS_TEST_TMPDIR/rank.0.out" || { mc_dump; fail "no reason for rank 2"; }
+	grep -q "^# 2 of 3 receivers got the whole blob" "$BATS_TEST_TMPDIR/rank.0.out" || { mc_dump; fail "the count"; }
+	grep -q "rank 2 did not get the whole blob" "$BATS_TEST_TMPDIR/rank.0.err" || { mc_dump; fail "the root's error"; }
+	for i in 1 3; do
+		[ "$(stat -c %s "$BATS_TEST_TMPDIR/out.$i")" = $((24 << 20)) ] || fail "rank $i is not whole"
+	done
+	[ "$(sha256sum <"$BATS_TEST_TMPDIR/out.1")" = "$(sha256sum <"$BATS_TEST_TMPDIR/out.3")" ]
+}
