@@ -32,8 +32,21 @@ static int connect_dst(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 	kv_pd_encode(&pd, pdb, sizeof(pdb));
 	if ((rc = rc_connect(d->t->host, d->t->port, &co, &d->ctrl, &e)))
 		return rc_err_set(err, -rc, "decode rank at %s: %.400s", d->name, e.msg);
-	if ((rc = kv_chan_init(&d->ch, d->ctrl, err)))
-		return rc;
+	return kv_chan_init(&d->ch, d->ctrl, err);
+}
+
+/* The data QPs: the decode rank takes them only after WELCOME. */
+static int connect_data(struct kv_sender *s, struct sdst *d, struct rc_err *err)
+{
+	const struct kv_send_opts *o = s->o;
+	struct kv_hello_pd pd = { .rank = o->c.rank, .nqps = o->nqps, .session = s->session };
+	unsigned char pdb[KV_PD_LEN];
+	struct rc_conn_opts co = { .timeout_ms = o->c.timeout_ms, .private_data = pdb,
+				   .private_len = KV_PD_LEN, .bind_addr = o->bind_addr,
+				   .dev_name = o->c.dev_name };
+	struct rc_err e;
+	int rc;
+
 	co.sq_depth = SQ_DEPTH + 4;
 	co.rq_depth = 1;
 	co.pd = d->ctrl->pd;
@@ -60,6 +73,8 @@ static int handshake(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 	m.u.hello.nqps = s->o->nqps;
 	m.u.hello.session = s->session;
 	m.u.hello.g = *s->g;
+	if (s->o->c.token)
+		snprintf(m.u.hello.token, sizeof(m.u.hello.token), "%s", s->o->c.token);
 	if ((rc = kv_chan_send(&d->ch, &m, err)))
 		return rc;
 	while (!d->welcomed) {
@@ -179,7 +194,8 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 		snprintf(d->name, sizeof(d->name), strchr(d->t->host, ':') ? "[%s]:%s" : "%s:%s",
 			 d->t->host, d->t->port);
 		s->nd++;
-		if ((rc = connect_dst(s, d, err)) || (rc = handshake(s, d, err)))
+		if ((rc = connect_dst(s, d, err)) || (rc = handshake(s, d, err)) ||
+		    (rc = connect_data(s, d, err)))
 			return rc;
 		d->mr = ibv_reg_mr(d->ctrl->pd, s->pool, s->pool_len, IBV_ACCESS_LOCAL_WRITE);
 		if (!d->mr)
@@ -275,8 +291,14 @@ static void dst_step(struct kv_sender *s, struct sdst *d, double now)
 
 		while (!d->dead && (n = rc_cq_take(qp->c, wc, 32)) != 0) {
 			for (int j = 0; n > 0 && j < n && !d->dead; j++) {
-				if (wc[j].status == IBV_WC_SUCCESS) {
+				if (wc[j].status == IBV_WC_SUCCESS && wc[j].opcode == IBV_WC_RDMA_WRITE) {
 					kvs_on_data_wc(s, d, qp, &wc[j]);
+					continue;
+				}
+				if (wc[j].status == IBV_WC_SUCCESS) {
+					snprintf(d->why, sizeof(d->why), "unexpected completion (opcode %d) on "
+						 "data QP %u", (int)wc[j].opcode, k + 1);
+					d->dead = true;
 					continue;
 				}
 				rc_wc_error(qp->c, &wc[j], &e);

@@ -364,12 +364,18 @@ status() {
 	check 'all(.[]; verified(2)) and (.d1 | ev("done") | all(.bytes == 17*72*2*3))' s0 d0 d1
 }
 
-@test "a geometry mismatch is refused at the handshake with a clear error" {
+@test "a geometry mismatch is refused at the handshake; only the decode rank's log names the values" {
 	serve d0 "${G[@]}" --dst-page-tokens 8 --pool-pages 16
 	run rdmactl kvxfer send "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10
 	assert_failure 1
-	assert_output --partial "refused this source rank: geometry mismatch: decode rank has dst page tokens 8, the source rank 4"
+	assert_output --partial "refused this source rank: HELLO refused: it does not match this decode rank"
+	refute_output --partial "page tokens"
 	run rdmactl kvxfer send "${G[@]}" --dst-page-tokens 8 --src-tp 2 --rank 0 --connect "$ADDR:$PORT_d0" --tokens 10
 	assert_failure 1
-	assert_output --partial "geometry mismatch: decode rank has src TP 1, the source rank 2"
+	assert_output --partial "HELLO refused: it does not match this decode rank"
+	refute_output --partial "src TP"
+	check '.d0 | ev("refused") | map(.reason) as $r | length == 2
+		and ($r[0] | contains("geometry mismatch: decode rank has dst page tokens 8, the source rank 4"))
+		and ($r[1] | contains("geometry mismatch: decode rank has src TP 1, the source rank 2"))
+		and all(.peer_rank == 0)' d0
 }
