@@ -238,6 +238,14 @@ static void handle_cqs(struct kv_receiver *r)
 	}
 }
 
+static bool established(const struct rpeer *p)
+{
+	for (uint32_t k = 0; k <= p->nqps; k++)
+		if (p->q[k] && !p->q[k]->c->established && !p->q[k]->c->disconnected)
+			return false;
+	return true;
+}
+
 /* Destroy the QPs of dead sources; only then may their pages be reused. */
 static void reap(struct kv_receiver *r)
 {
@@ -248,6 +256,13 @@ static void reap(struct kv_receiver *r)
 		char why[KV_REASON_MAX];
 
 		if (!p->used || !p->dead)
+			continue;
+		/* The CM disconnects only what it reported established: a peer
+		 * dropped right after it connected (its HELLO came in before the
+		 * ESTABLISHED event) would not hear of it. Wait for that, bounded. */
+		if (!p->close_by)
+			p->close_by = rc_now() + 1.0;
+		if (!established(p) && rc_now() < p->close_by)
 			continue;
 		for (uint32_t k = 0; k <= p->nqps; k++) {
 			struct rconn *conn = p->q[k];
@@ -404,6 +419,8 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 static void teardown(struct kv_receiver *r)
 {
 	for (int i = 0; i < PEERS; i++)
+		r->peers[i].close_by = -1; /* now, established or not */
+	for (int i = 0; i < PEERS; i++)
 		if (r->peers[i].used && !r->peers[i].dead) {
 			snprintf(r->peers[i].why, sizeof(r->peers[i].why), "decode rank stopped");
 			r->peers[i].dead = true;
@@ -452,7 +469,9 @@ int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_
 			pfd[n++] = (struct pollfd){ .fd = o->c.stop_fd, .events = POLLIN };
 		pfd[n++] = (struct pollfd){ .fd = r->l->ech->fd, .events = POLLIN };
 		for (int i = 0; i < r->nconns; i++)
-			pfd[n++] = (struct pollfd){ .fd = r->conns[i]->c->cch->fd, .events = POLLIN };
+			if (!r->conns[i]->p->dead) /* its CQ is not read any more */
+				pfd[n++] = (struct pollfd){ .fd = r->conns[i]->c->cch->fd,
+							    .events = POLLIN };
 		if (poll(pfd, (nfds_t)n, wait) < 0 && errno != EINTR) {
 			rc = rc_err_set(err, errno, "poll failed: %s", strerror(errno));
 			break;
