@@ -440,6 +440,7 @@ int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_
 {
 	struct kv_receiver *r = calloc(1, sizeof(*r));
 	struct pollfd pfd[MAX_CONNS + 2];
+	bool busy = false;
 	int rc;
 
 	memset(sum, 0, sizeof(*sum));
@@ -459,7 +460,7 @@ int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_
 	}
 	r->first = rc_now();
 	while (!rc && (!o->c.requests || r->finished < o->c.requests || sources_connected(r))) {
-		int n = 0, wait = o->c.hb_ms < 100 ? o->c.hb_ms : 100;
+		int n = 0, wait = busy ? 0 : o->c.hb_ms < 100 ? o->c.hb_ms : 100;
 
 		/* Finished: wait (bounded) for the sources to disconnect. */
 		if (o->c.requests && r->finished >= o->c.requests && rc_now() > r->last_finish + 2)
@@ -483,6 +484,7 @@ int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_
 		handle_cqs(r);
 		timers(r);
 		reap(r);
+		busy = kvr_verify_step(r);
 	}
 	teardown(r);
 	free(r);

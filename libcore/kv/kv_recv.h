@@ -44,6 +44,8 @@ struct rreq {
 	uint64_t alloced;    /* ... and received the page addresses */
 	uint64_t quiesced;   /* ... and confirmed they stopped, or are gone */
 	struct kv_tally tally; /* notifications per layer, source rank and data QP */
+	bool verifying;        /* every layer landed; --verify walks it (vc) */
+	struct kv_cursor vc;
 	double t0, last, *landed;
 };
 
@@ -87,7 +89,9 @@ void kvr_cancel_req(struct kv_receiver *r, struct rreq *q, enum kv_ev_kind final
 void kvr_on_req(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m);
 void kvr_on_imm(struct kv_receiver *r, struct rpeer *p, uint32_t qp, uint32_t imm);
 void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m);
-/* Heartbeats that are due; also called inside long verifications. */
+/* Heartbeats that are due. */
 void kvr_heartbeats(struct kv_receiver *r);
+/* A slice of each pending verification; true when some remain. */
+bool kvr_verify_step(struct kv_receiver *r);
 
 #endif

@@ -260,33 +260,69 @@ void kvr_on_req(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
 		allocate_waiting(r);
 }
 
-static void complete(struct kv_receiver *r, struct rreq *q)
+/* DONE to the sources and the report: verified (rc 0), wrong, or unchecked. */
+static void complete(struct kv_receiver *r, struct rreq *q, int rc, const struct rc_err *e)
 {
 	struct kv_msg m = { .type = KV_MSG_DONE, .req = q->id };
-	struct rc_err e = { 0 };
-	char **pp = malloc(q->npages * sizeof(char *));
-	int rc = pp ? 0 : -ENOMEM;
 
-	for (uint32_t l = 0; !rc && r->o->verify && l < r->g->layers; l++) {
-		for (uint32_t h = 0; !rc && h < kv_halves(r->g); h++) {
-			for (uint32_t i = 0; i < q->npages; i++)
-				pp[i] = page_addr(r, l, h, q->pages[i]);
-			rc = kv_check(r->g, r->o->c.rank, q->id, l, h, q->tokens, pp, &e);
-		}
-		kvr_heartbeats(r);
-	}
-	free(pp);
 	m.u.done.flags = r->o->verify ? KV_DONE_CHECKED | (rc ? 0 : KV_DONE_VERIFIED) : 0;
 	m.u.done.status = rc < 0 ? -rc : 0;
 	for (uint32_t s = 0; s < r->g->src_tp; s++)
 		if (q->asked >> s & 1 && r->by_rank[s])
 			kvr_send_msg(r, r->by_rank[s], &m);
 	if (rc)
-		snprintf(q->reason, sizeof(q->reason), "verification failed: %.200s",
-			 rc == -ENOMEM ? "out of memory" : e.msg);
+		snprintf(q->reason, sizeof(q->reason), "verification failed: %.200s", e->msg);
 	report(r, q, rc ? KV_EV_FAILED : KV_EV_DONE, r->o->verify, r->o->verify && !rc);
 	kvr_req_release(r, q);
 	allocate_waiting(r);
+}
+
+struct vpage {
+	struct kv_receiver *r;
+	const struct rreq *q;
+};
+
+static char *verify_page(void *arg, uint32_t layer, uint32_t half, uint32_t i)
+{
+	struct vpage *v = arg;
+
+	return page_addr(v->r, layer, half, v->q->pages[i]);
+}
+
+/*
+ * --verify runs in slices of VERIFY_SLICE_S between polls of the event
+ * loop, not in one go: a large request takes seconds to check, and the
+ * heartbeats of the sources (and their other messages, their 16 receive
+ * buffers) wait for the loop meanwhile. A slice rather than a worker
+ * thread: the pages cannot be released under it, a cancel or a dead source
+ * simply ends the request between two slices, and no lock is needed.
+ */
+#define VERIFY_SLICE_S 0.005
+
+bool kvr_verify_step(struct kv_receiver *r)
+{
+	bool more = false;
+
+	for (int k = 0; k < KV_MAX_SLOTS; k++) {
+		struct rreq *q = &r->reqs[k];
+		struct vpage vp = { r, q };
+		struct kv_walk w = { .g = r->g, .dst = true, .check = true, .rank = r->o->c.rank,
+				     .req = q->id, .tokens = q->tokens, .npages = q->npages,
+				     .page = verify_page, .arg = &vp };
+		struct rc_err e = { 0 };
+		int rc;
+
+		if (!q->used || !q->verifying || q->cancelling)
+			continue;
+		rc = kv_walk_slice(&w, &q->vc, VERIFY_SLICE_S, &e);
+		q->last = rc_now(); /* busy here, not silent there */
+		if (rc == 0) {
+			more = true;
+			continue;
+		}
+		complete(r, q, rc < 0 ? rc : 0, &e);
+	}
+	return more;
 }
 
 void kvr_on_imm(struct kv_receiver *r, struct rpeer *p, uint32_t qp, uint32_t imm)
@@ -323,8 +359,12 @@ void kvr_on_imm(struct kv_receiver *r, struct rpeer *p, uint32_t qp, uint32_t im
 		kvr_cancel_req(r, q, KV_EV_CANCELLED, 0, why);
 		return;
 	}
-	if (q->layers_landed == r->g->layers)
-		complete(r, q);
+	if (q->layers_landed < r->g->layers)
+		return;
+	if (r->o->verify)
+		q->verifying = true; /* kvr_verify_step, between polls */
+	else
+		complete(r, q, 0, NULL);
 }
 
 static int geom_diff(const struct kv_geom *a, const struct kv_geom *b, char *why, size_t len)

@@ -332,7 +332,8 @@ static int run(struct kv_sender *s, struct rc_err *err)
 		return rc_err_set(err, ENOMEM, "out of memory");
 	s->first = rc_now();
 	for (;;) {
-		int n = 0, stop_at = -1;
+		int n = 0, stop_at = -1, wait;
+		bool busy;
 
 		/* Drain and arm every CQ before sleeping on them. */
 		for (int i = 0; i < s->nd; i++) {
@@ -354,6 +355,7 @@ static int run(struct kv_sender *s, struct rc_err *err)
 		       s->next_id < o->c.requests)
 			if ((rc = kvs_admit(s, err)))
 				goto out;
+		busy = kvs_fill_step(s);
 		kvs_progress(s);
 		for (int i = 0; i < s->nd; i++)
 			kvs_post_queued(s, &s->d[i]);
@@ -375,7 +377,8 @@ static int run(struct kv_sender *s, struct rc_err *err)
 				pfd[n++] = (struct pollfd){ .fd = d->qp[k].c->cch->fd, .events = POLLIN };
 			}
 		}
-		if (poll(pfd, (nfds_t)n, (int)(kvs_next_wake(s) * 1000) + 1) < 0 && errno != EINTR) {
+		wait = busy ? 0 : (int)(kvs_next_wake(s) * 1000) + 1;
+		if (poll(pfd, (nfds_t)n, wait) < 0 && errno != EINTR) {
 			rc = rc_err_set(err, errno, "poll failed: %s", strerror(errno));
 			goto out;
 		}

@@ -509,3 +509,17 @@ no_leak() {
 		and (.[0].landed_us | all(. == null)) and (.[0].reason | test("twice on data QP 1"))' d0
 }
 
+@test "a large request verified and filled in slices: heartbeats of 50 ms, timeout 400 ms, nobody declared dead" {
+	# 256 MiB a request: seconds of filling (send) and checking (serve)
+	# under TCG, many times the heartbeat timeout.
+	local B=(--layers 4 --kv-heads 8 --head-dim 128 --page-tokens 16 --heartbeat-ms 50 --heartbeat-timeout 400)
+	serve d0 "${B[@]}" --pool-pages 1024 --verify --requests 2
+	send s0 "${B[@]}" --connect "$ADDR:$PORT_d0" --tokens 16384 --requests 2
+	reap s0 d0
+	status 0 s0 d0
+	# Verification (last layer landed -> reported) outlasted the timeout.
+	check '(.d0 | verified(2)) and (.s0 | verified(2))
+		and (.d0 | ev("done") | all(.bytes == 16384*4*2*8*128*2))
+		and (.d0 | ev("done") | map(.seconds * 1e6 - (.landed_us | max)) | max > 400000)
+		and ([.[] | ev("disconnected")[] | .reason | select(test("heartbeat"))] | length == 0)' s0 d0
+}
