@@ -390,7 +390,8 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 	if ((rc = rc_mem_alloc(&r->pool, RC_MEM_HOST, (size_t)len, NULL, true, err)))
 		return rc;
 	r->freel = malloc(o->pool_pages * sizeof(uint32_t));
-	if (!r->freel)
+	r->dirtyl = malloc(o->pool_pages * sizeof(uint32_t));
+	if (!r->freel || !r->dirtyl)
 		return rc_err_set(err, ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < o->pool_pages; i++)
 		r->freel[i] = i;
@@ -434,6 +435,7 @@ static void teardown(struct kv_receiver *r)
 	rc_listener_close(r->l);
 	rc_mem_free(&r->pool);
 	free(r->freel);
+	free(r->dirtyl);
 }
 
 int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_err *err)

@@ -65,6 +65,7 @@ struct kv_receiver {
 	struct ibv_mr *mr;
 	uint64_t page_bytes;
 	uint32_t *freel, nfree, fhead; /* FIFO ring of free page ids */
+	uint32_t *dirtyl, ndirty, dhead; /* --verify: released, to poison before reuse */
 	uint64_t contrib;              /* source ranks feeding this rank */
 	struct rpeer peers[PEERS];   /* a rank is held only once its HELLO passed */
 	struct rpeer *by_rank[KV_MAX_TP];
@@ -91,7 +92,8 @@ void kvr_on_imm(struct kv_receiver *r, struct rpeer *p, uint32_t qp, uint32_t im
 void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m);
 /* Heartbeats that are due. */
 void kvr_heartbeats(struct kv_receiver *r);
-/* A slice of each pending verification; true when some remain. */
+/* A slice of each pending verification and of the poisoning of released
+ * pages; true when some remain. */
 bool kvr_verify_step(struct kv_receiver *r);
 
 #endif

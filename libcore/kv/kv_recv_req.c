@@ -59,23 +59,24 @@ struct rreq *kvr_req_find(struct kv_receiver *r, uint32_t id)
 	return NULL;
 }
 
-/* With --verify, released pages are poisoned: whatever a source wrote there
- * (a request cancelled, failed or killed halfway) cannot satisfy the check
- * of a later request that reuses them, even one with the same id. */
-static void poison_pages(struct kv_receiver *r, const struct rreq *q)
+static void page_free(struct kv_receiver *r, uint32_t page)
 {
-	for (uint32_t l = 0; q->pages && l < r->g->layers; l++)
-		for (uint32_t h = 0; h < kv_halves(r->g); h++)
-			for (uint32_t i = 0; i < q->npages; i++)
-				memset(page_addr(r, l, h, q->pages[i]), KV_POISON, r->page_bytes);
+	r->freel[(r->fhead + r->nfree++) % r->o->pool_pages] = page;
 }
 
+/* With --verify, released pages are poisoned before they are free again:
+ * whatever a source wrote there (a request cancelled, failed or killed
+ * halfway) cannot satisfy the check of a later request that reuses them,
+ * even one with the same id. The poisoning runs in slices too
+ * (poison_step), so they wait in a ring of their own meanwhile. */
 void kvr_req_release(struct kv_receiver *r, struct rreq *q)
 {
-	if (r->o->verify)
-		poison_pages(r, q);
-	for (uint32_t i = 0; q->pages && i < q->npages; i++)
-		r->freel[(r->fhead + r->nfree++) % r->o->pool_pages] = q->pages[i];
+	for (uint32_t i = 0; q->pages && i < q->npages; i++) {
+		if (r->o->verify)
+			r->dirtyl[(r->dhead + r->ndirty++) % r->o->pool_pages] = q->pages[i];
+		else
+			page_free(r, q->pages[i]);
+	}
 	free(q->pages);
 	kv_tally_fini(&q->tally);
 	free(q->landed);
@@ -299,6 +300,28 @@ static char *verify_page(void *arg, uint32_t layer, uint32_t half, uint32_t i)
  */
 #define VERIFY_SLICE_S 0.005
 
+/* Poison released pages until end, then free them (and serve waiting
+ * requests); true when some remain. */
+static bool poison_step(struct kv_receiver *r, double end)
+{
+	uint32_t n = 0;
+
+	while (r->ndirty && rc_now() < end) {
+		uint32_t page = r->dirtyl[r->dhead];
+
+		r->dhead = (r->dhead + 1) % r->o->pool_pages;
+		r->ndirty--;
+		for (uint32_t l = 0; l < r->g->layers; l++)
+			for (uint32_t h = 0; h < kv_halves(r->g); h++)
+				memset(page_addr(r, l, h, page), KV_POISON, r->page_bytes);
+		page_free(r, page);
+		n++;
+	}
+	if (n)
+		allocate_waiting(r);
+	return r->ndirty != 0;
+}
+
 bool kvr_verify_step(struct kv_receiver *r)
 {
 	bool more = false;
@@ -322,7 +345,7 @@ bool kvr_verify_step(struct kv_receiver *r)
 		}
 		complete(r, q, rc < 0 ? rc : 0, &e);
 	}
-	return more;
+	return poison_step(r, rc_now() + VERIFY_SLICE_S) || more;
 }
 
 void kvr_on_imm(struct kv_receiver *r, struct rpeer *p, uint32_t qp, uint32_t imm)

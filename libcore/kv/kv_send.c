@@ -194,13 +194,16 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 		snprintf(d->name, sizeof(d->name), strchr(d->t->host, ':') ? "[%s]:%s" : "%s:%s",
 			 d->t->host, d->t->port);
 		s->nd++;
-		if ((rc = connect_dst(s, d, err)) || (rc = handshake(s, d, err)) ||
-		    (rc = connect_data(s, d, err)))
+		if ((rc = connect_dst(s, d, err)))
 			return rc;
+		/* Pinning a large pool takes a while: before HELLO, since the decode
+		 * rank counts heartbeats from WELCOME on. */
 		d->mr = ibv_reg_mr(d->ctrl->pd, s->pool, s->pool_len, IBV_ACCESS_LOCAL_WRITE);
 		if (!d->mr)
 			return rc_err_set(err, errno, "cannot register %zu bytes of source pages: %s",
 					  s->pool_len, strerror(errno));
+		if ((rc = handshake(s, d, err)) || (rc = connect_data(s, d, err)))
+			return rc;
 		d->last_hb = rc_now();
 	}
 	if ((rc = map_routes(s, err)))
