@@ -516,6 +516,8 @@ no_leak() {
 	serve d0 "${B[@]}" --pool-pages 1024 --verify --requests 2
 	send s0 "${B[@]}" --connect "$ADDR:$PORT_d0" --tokens 16384 --requests 2
 	reap s0 d0
+	jq -r 'select(.event == "done") | "# request \(.request): \(.seconds) s, verified in \(.seconds - (.landed_us | max) / 1e6) s"' \
+		"$KV_OUT/d0.out" >&3
 	status 0 s0 d0
 	# Verification (last layer landed -> reported) outlasted the timeout.
 	check '(.d0 | verified(2)) and (.s0 | verified(2))

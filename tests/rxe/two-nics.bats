@@ -62,7 +62,7 @@ load helpers
 		sleep 0.1
 	done
 	tc qdisc del dev va root
-	echo "dropped after $((SECONDS - t0)) s" >&2
+	echo "# dropped after $((SECONDS - t0)) s" >&3
 	jq -s -e '[.[] | select(.event == "disconnected" and (.reason // "" | test("retry|RETRY")))] | length == 2' \
 		"$SERVER_OUT"
 	((SECONDS - t0 < 30))
