@@ -22,7 +22,8 @@
 struct srv_conn {
 	struct rc_conn *c;
 	struct ibv_mr *mr;
-	double probe_at; /* next keepalive probe */
+	double probe_at;   /* next keepalive probe */
+	double probe_sent; /* the one in flight */
 	bool probing;   /* one in flight */
 	struct {
 		unsigned char recv[SRV_RECVS][RC_CTRL_MSG_MAX];
@@ -355,24 +356,38 @@ static void drain_cq(struct rc_server *s, struct srv_conn *sc)
  * disconnect, and its connection would hold a slot for ever. Every
  * keepalive_ms each connection gets a zero-length RDMA WRITE, which the
  * peer's adapter acknowledges by itself (no buffer, no CPU, no rkey for no
- * bytes); from a vanished peer it comes back as a retry-exceeded error
- * after the transport's retries, and drain_cq drops the connection.
+ * bytes). From a vanished host it comes back as a retry-exceeded error
+ * after the transport's retries, or not at all; either way the connection
+ * is dropped (drain_cq, or here after three intervals).
  */
 static void keepalive(struct rc_server *s)
 {
 	int every = s->o.keepalive_ms ? s->o.keepalive_ms : SRV_KEEPALIVE_MS;
 	double now = rc_now();
 
+	char why[160];
+
 	if (s->o.keepalive_ms < 0)
 		return;
-	for (int i = 0; i < s->nconns; i++) {
+	for (int i = s->nconns - 1; i >= 0; i--) { /* a drop moves the last one here */
 		struct srv_conn *sc = s->conns[i];
 
+		/* The transport's own retries may never end (an RC QP with no ack
+		 * timeout waits for ever): a probe unanswered for three intervals
+		 * is the answer. */
+		if (sc->probing && now - sc->probe_sent > 3 * every / 1000.0) {
+			snprintf(why, sizeof(why), "keepalive: no answer from the peer in %d ms "
+				 "(its host is gone or unreachable)", 3 * every);
+			drop_conn(s, sc, false, true, why);
+			continue;
+		}
 		if (!sc->c->established || sc->probing || now < sc->probe_at)
 			continue;
 		sc->probe_at = now + every / 1000.0;
-		if (rc_post_rdma(sc->c, RC_OP_WRITE, NULL, 0, 0, 0, 0, 0, 0, true, NULL) == 0)
+		if (rc_post_rdma(sc->c, RC_OP_WRITE, NULL, 0, 0, 0, 0, 0, 0, true, NULL) == 0) {
 			sc->probing = true;
+			sc->probe_sent = now;
+		}
 	}
 }
 

@@ -63,7 +63,7 @@ load helpers
 	done
 	tc qdisc del dev va root
 	echo "# dropped after $((SECONDS - t0)) s" >&3
-	jq -s -e '[.[] | select(.event == "disconnected" and (.reason // "" | test("retry|RETRY")))] | length == 2' \
+	jq -s -e '[.[] | select(.event == "disconnected" and (.reason // "" | test("retry|keepalive")))] | length == 2' \
 		"$SERVER_OUT"
 	((SECONDS - t0 < 30))
 	# Both slots are free again.
