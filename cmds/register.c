@@ -28,6 +28,7 @@ static const struct cmd_opt register_opts[] = {
 	  "ro|rw|atomic", .repeat = true },
 	{ "token", 'T', "TOKEN", "require TOKEN in the connect request (default: $RDMACTL_TOKEN)" },
 	{ "max-conns", 0, "N", "connections served at once (default 64)" },
+	{ "keepalive-ms", 0, "MS", "probe each connection every MS, drop one whose host vanished (default 5000, 0: off)" },
 	OPT_END,
 };
 OPTS_FIT(register_opts);
@@ -180,6 +181,12 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 		return rc;
 	if ((rc = opt_int(ctx, c, &v, "max-conns", 1, 256, &so.max_conns)))
 		return rc;
+	if (opt_has(c, &v, "keepalive-ms")) {
+		if ((rc = opt_int(ctx, c, &v, "keepalive-ms", 0, 3600000, &so.keepalive_ms)))
+			return rc;
+		if (!so.keepalive_ms)
+			so.keepalive_ms = -1; /* off */
+	}
 	if ((rc = collect_regions(ctx, &v, specs, &nspecs)))
 		return rc;
 	if (opt_has(c, &v, "gpu-reg") && rc_mem_reg_parse(opt_get(c, &v, "gpu-reg"), &gpu_reg))

@@ -25,11 +25,11 @@ static const int plan_opts[] = { KVX_TOKENS, KVX_PREFILL_TOKENS_PER_S, KVX_LAYER
 				 KVX_LINK_GBPS, KVX_SEGMENTS, KVX_POOL_PAGES, -1 };
 static const int serve_opts[] = { KVX_RANK, KVX_REQUESTS, KVX_LISTEN, KVX_SCATTER, KVX_VERIFY,
 				  KVX_POOL_PAGES, KVX_HEARTBEAT_MS, KVX_HEARTBEAT_TIMEOUT,
-				  KVX_CANCEL_REQUEST, KVX_CANCEL_AFTER_LAYERS, -1 };
+				  KVX_CANCEL_REQUEST, KVX_CANCEL_AFTER_LAYERS, KVX_TOKEN, -1 };
 static const int send_opts[] = { KVX_TOKENS, KVX_LAYER_COMPUTE_US, KVX_RANK, KVX_REQUESTS,
 				 KVX_CONNECT, KVX_BIND, KVX_QPS, KVX_INFLIGHT, KVX_NO_STREAM,
 				 KVX_HEARTBEAT_MS, KVX_HEARTBEAT_TIMEOUT, KVX_CANCEL_REQUEST,
-				 KVX_CANCEL_AFTER_LAYERS, -1 };
+				 KVX_CANCEL_AFTER_LAYERS, KVX_TOKEN, -1 };
 
 static int only_opts(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		     const char *sub, const int *allowed)

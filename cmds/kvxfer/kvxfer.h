@@ -40,6 +40,7 @@
 	X(KVX_VERIFY, "verify", 0, NULL, "serve: check every byte against the deterministic content") \
 	X(KVX_CONNECT, "connect", 'c', "ADDR:PORT", "send: a decode rank (repeat for each)", .repeat = true) \
 	X(KVX_BIND, "bind", 'B', "ADDR", "send: local address to connect from") \
+	X(KVX_TOKEN, "token", 'T', "TOKEN", "serve: require TOKEN in every HELLO; send: show it (default: $RDMACTL_TOKEN)") \
 	X(KVX_QPS, "qps", 0, "N", "send: data queue pairs per decode rank (default 1)") \
 	X(KVX_INFLIGHT, "inflight", 0, "K", "send: requests in flight at once (default 1)") \
 	X(KVX_NO_STREAM, "no-stream", 0, NULL, "send: post no layer before the last one is ready") \

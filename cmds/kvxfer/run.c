@@ -103,6 +103,15 @@ static void on_event(void *arg, const struct kv_event *ev)
 			out_str(o, "device", " (%s)\n", ev->dev);
 		}
 		break;
+	case KV_EV_PEER_REFUSED:
+		out_str(o, "event", NULL, "refused");
+		out_str(o, "peer", "%s", ev->peer);
+		if (ev->rank < KV_MAX_TP)
+			out_u64(o, "peer_rank", " (source rank %llu)", ev->rank);
+		else
+			out_null(o, "peer_rank");
+		out_str(o, "reason", ": refused: %s\n", ev->reason);
+		break;
 	case KV_EV_PEER_UP:
 	case KV_EV_PEER_DOWN:
 		out_str(o, "event", NULL, ev->kind == KV_EV_PEER_UP ? "connected" : "disconnected");
@@ -179,6 +188,10 @@ static int common(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v
 		return rc;
 	if (u > UINT32_MAX)
 		return usage_err(ctx, "invalid --requests %llu", (unsigned long long)u);
+	co->token = opt_token(c, v);
+	if (co->token && !rc_token_valid(co->token))
+		return usage_err(ctx, "invalid --token: 1 to %d printable characters without spaces",
+				 RC_TOKEN_MAX);
 	co->rank = (uint32_t)rank;
 	co->requests = (uint32_t)u;
 	if (co->hb_timeout_ms <= co->hb_ms)

@@ -82,12 +82,18 @@ int kv_chan_wc(struct kv_chan *ch, const struct ibv_wc *wc, struct kv_msg *m, ui
 {
 	int slot = (int)(wc->wr_id & RC_WRID_MASK), rc;
 
-	if (rc_wrid_op(wc->wr_id) == RC_OP_SEND) {
+	if (rc_wrid_op(wc->wr_id) == RC_OP_SEND && wc->opcode == IBV_WC_SEND) {
 		ch->send_done++;
 		return 0;
 	}
-	if (rc_wrid_op(wc->wr_id) != RC_OP_RECV || slot >= KV_CHAN_RECVS)
-		return rc_err_set(err, EPROTO, "unexpected completion from %s", ch->c->peer);
+	/* A receive completes as IBV_WC_RECV for a SEND only: an RDMA WRITE with
+	 * immediate consumes a receive too, but leaves its buffer as it was. */
+	if (rc_wrid_op(wc->wr_id) == RC_OP_RECV && wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM)
+		return rc_err_set(err, EPROTO,
+				  "%s sent an RDMA WRITE with immediate on the control QP", ch->c->peer);
+	if (rc_wrid_op(wc->wr_id) != RC_OP_RECV || wc->opcode != IBV_WC_RECV || slot >= KV_CHAN_RECVS)
+		return rc_err_set(err, EPROTO, "unexpected completion (opcode %d) from %s on the control QP",
+				  (int)wc->opcode, ch->c->peer);
 	rc = kv_msg_decode(recv_buf(ch, slot), wc->byte_len, m, pages, KV_MAX_REQ_PAGES);
 	if (rc)
 		return rc_err_set(err, EBADMSG, "%s sent a malformed control message (%u bytes)",

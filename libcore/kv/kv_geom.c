@@ -10,6 +10,8 @@
 
 #include <rdmactl/kv.h>
 
+#include "kv_int.h"
+
 static const char *const dtype_names[] = { "bf16", "fp16", "fp8" };
 static const char *const layout_names[] = { "paged", "mla" };
 static const char *const page_layout_names[] = { "nhd", "hnd" };
@@ -383,13 +385,14 @@ uint32_t kv_content(uint32_t req, uint32_t layer, uint32_t half, uint32_t token,
 
 /* Visit every element row of one rank's pages: fill, or compare. */
 static int walk(const struct kv_geom *g, bool dst, uint32_t rank, uint32_t req, uint32_t layer,
-		uint32_t half, uint32_t tokens, char *const *pages, bool check, struct rc_err *err)
+		uint32_t half, uint32_t t0, uint32_t tokens, char *const *pages, bool check,
+		struct rc_err *err)
 {
 	uint32_t pt = dst ? g->dst_page_tokens : g->src_page_tokens, ds = kv_dtype_size(g->dtype);
 	struct kv_heads h;
 
 	kv_rank_heads(g, dst ? g->dst_tp : g->src_tp, rank, &h);
-	for (uint32_t t = 0; t < tokens; t++) {
+	for (uint32_t t = t0; t < tokens; t++) {
 		for (uint32_t i = 0; i < h.count; i++) {
 			unsigned char *p = (unsigned char *)pages[t / pt] +
 					   elem_off(g, pt, h.count, t % pt, i);
@@ -423,11 +426,45 @@ static int walk(const struct kv_geom *g, bool dst, uint32_t rank, uint32_t req, 
 void kv_fill(const struct kv_geom *g, bool dst, uint32_t rank, uint32_t req, uint32_t layer,
 	     uint32_t half, uint32_t tokens, char *const *pages)
 {
-	walk(g, dst, rank, req, layer, half, tokens, pages, false, NULL);
+	walk(g, dst, rank, req, layer, half, 0, tokens, pages, false, NULL);
 }
 
 int kv_check(const struct kv_geom *g, uint32_t rank, uint32_t req, uint32_t layer,
 	     uint32_t half, uint32_t tokens, char *const *pages, struct rc_err *err)
 {
-	return walk(g, true, rank, req, layer, half, tokens, pages, true, err);
+	return walk(g, true, rank, req, layer, half, 0, tokens, pages, true, err);
+}
+
+#define SLICE_TOKENS 8 /* the clock is read between runs of this many tokens */
+
+int kv_walk_slice(const struct kv_walk *w, struct kv_cursor *c, double budget_s, struct rc_err *err)
+{
+	const struct kv_geom *g = w->g;
+	double end = rc_now() + budget_s;
+	char **pp = malloc((size_t)w->npages * sizeof(char *));
+	int rc = 0;
+
+	if (!pp)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	while (c->layer < g->layers) {
+		uint32_t t1 = c->token + SLICE_TOKENS < w->tokens ? c->token + SLICE_TOKENS : w->tokens;
+
+		for (uint32_t i = 0; i < w->npages; i++)
+			pp[i] = w->page(w->arg, c->layer, c->half, i);
+		rc = walk(g, w->dst, w->rank, w->req, c->layer, c->half, c->token, t1, pp, w->check, err);
+		if (rc)
+			break;
+		c->token = t1;
+		if (c->token == w->tokens) {
+			c->token = 0;
+			if (++c->half == kv_halves(g)) {
+				c->half = 0;
+				c->layer++;
+			}
+		}
+		if (rc_now() >= end)
+			break;
+	}
+	free(pp);
+	return rc ? rc : c->layer == g->layers;
 }

@@ -29,4 +29,24 @@ int kv_chan_send(struct kv_chan *ch, struct kv_msg *m, struct rc_err *err);
 int kv_chan_wc(struct kv_chan *ch, const struct ibv_wc *wc, struct kv_msg *m, uint32_t *pages,
 	       struct rc_err *err);
 
+/*
+ * Filling or checking a whole request in slices (kv_geom.c), so that an
+ * event loop goes back to its completions between them: every layer half,
+ * tokens in order; page(arg, layer, half, i) is the address of page i.
+ */
+struct kv_walk {
+	const struct kv_geom *g;
+	bool dst, check;
+	uint32_t rank, req, tokens, npages;
+	char *(*page)(void *arg, uint32_t layer, uint32_t half, uint32_t i);
+	void *arg;
+};
+struct kv_cursor {
+	uint32_t layer, half, token;
+};
+/* From *c on, for about budget_s: 1 when the walk is complete, 0 when there
+ * is more, -EBADMSG (check) with err naming the first wrong element, or
+ * -ENOMEM. */
+int kv_walk_slice(const struct kv_walk *w, struct kv_cursor *c, double budget_s, struct rc_err *err);
+
 #endif

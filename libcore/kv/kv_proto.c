@@ -43,6 +43,24 @@ static void wstr(struct wbuf *w, const char *s)
 	w->len += n;
 }
 
+/* The token: bytes, not text; printable (rc_token_valid) or none. */
+static void wtoken(struct wbuf *w, const char *s)
+{
+	size_t n = strnlen(s, RC_TOKEN_MAX + 1);
+
+	if (n > RC_TOKEN_MAX) {
+		w->over = true;
+		return;
+	}
+	w32(w, (uint32_t)n);
+	if (w->len + n > w->cap) {
+		w->over = true;
+		return;
+	}
+	memcpy(w->p + w->len, s, n);
+	w->len += n;
+}
+
 struct rbuf {
 	const unsigned char *p;
 	size_t len, off;
@@ -115,6 +133,22 @@ int kv_pd_decode(const void *buf, size_t len, struct kv_hello_pd *p)
 	return 0;
 }
 
+static void rtoken(struct rbuf *r, char *out)
+{
+	uint32_t n = r32(r);
+
+	memset(out, 0, RC_TOKEN_MAX + 1);
+	if (r->bad || n > RC_TOKEN_MAX || r->off + n > r->len) {
+		r->bad = true;
+		return;
+	}
+	memcpy(out, r->p + r->off, n);
+	r->off += n;
+	for (uint32_t i = 0; i < n; i++)
+		if ((unsigned char)out[i] < 0x21 || (unsigned char)out[i] > 0x7e)
+			r->bad = true;
+}
+
 static void put_geom(struct wbuf *w, const struct kv_geom *g)
 {
 	w32(w, (uint32_t)g->layout | (uint32_t)g->page_layout << 8 | (uint32_t)g->dtype << 16);
@@ -156,6 +190,7 @@ int kv_msg_encode(const struct kv_msg *m, void *buf, size_t cap)
 		w32(&w, m->u.hello.nqps);
 		w32(&w, m->u.hello.session);
 		put_geom(&w, &m->u.hello.g);
+		wtoken(&w, m->u.hello.token);
 		break;
 	case KV_MSG_WELCOME:
 		w32(&w, m->u.welcome.rank);
@@ -219,6 +254,7 @@ int kv_msg_decode(const void *buf, size_t len, struct kv_msg *m, uint32_t *pages
 		m->u.hello.nqps = r32(&r);
 		m->u.hello.session = r32(&r);
 		get_geom(&r, &m->u.hello.g);
+		rtoken(&r, m->u.hello.token);
 		break;
 	case KV_MSG_WELCOME:
 		m->u.welcome.rank = r32(&r);

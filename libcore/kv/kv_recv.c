@@ -20,18 +20,22 @@ static void on_msg(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *
 {
 	struct rreq *q;
 
-	if (m->type == KV_MSG_HB)
-		return;
-	if (m->type == KV_MSG_HELLO && !p->hello) {
-		kvr_on_hello(r, p, m);
-		return;
-	}
+	if (p->refused)
+		return; /* its ERROR is on the way out; it is closed right after */
 	if (!p->hello) {
+		/* Nothing before a valid HELLO counts, a heartbeat neither: a peer
+		 * without the token cannot keep a connection (or a rank) alive. */
+		if (m->type == KV_MSG_HELLO) {
+			kvr_on_hello(r, p, m);
+			return;
+		}
 		snprintf(p->why, sizeof(p->why), "sent %s before HELLO", kv_msg_name(m->type));
 		p->dead = true;
 		return;
 	}
 	switch (m->type) {
+	case KV_MSG_HB:
+		return;
 	case KV_MSG_REQ:
 		kvr_on_req(r, p, m);
 		return;
@@ -70,47 +74,75 @@ static int prep_data(struct rc_conn *c, void *arg)
 	return rc;
 }
 
+static void refuse_request(struct kv_receiver *r, struct rc_cm_event *ev, int rank, const char *why)
+{
+	struct kv_event e = { .kind = KV_EV_PEER_REFUSED, .rank = rank < 0 ? UINT32_MAX : (uint32_t)rank,
+			      .peer = ev->peer, .reason = why };
+
+	/* The peer reads one word; the operator's log says why. */
+	rc_cm_refuse(ev, "rdmactl: refused");
+	kvr_emit(r, &e);
+}
+
+static int count_pending(struct kv_receiver *r)
+{
+	int n = 0;
+
+	for (int i = 0; i < PEERS; i++)
+		n += r->peers[i].used && !r->peers[i].hello;
+	return n;
+}
+
+/*
+ * A control QP (qp 0) makes a peer that holds nothing until its HELLO
+ * passes: not its rank, not a data QP, not the pool's address. Data QPs
+ * join a peer whose HELLO passed, by rank and session.
+ */
 static void on_connect_request(struct kv_receiver *r, struct rc_cm_event *ev)
 {
 	struct rc_conn_opts co = { .timeout_ms = r->o->c.timeout_ms };
 	struct kv_hello_pd pd;
 	struct rpeer *p = NULL;
 	struct rconn *conn = NULL;
-	const char *why = NULL;
+	char why[KV_REASON_MAX] = "";
 	struct rc_err e;
 	int bad = kv_pd_decode(ev->param.private_data, ev->param.private_data_len, &pd);
 
-	if (bad)
-		why = "rdmactl: not a kvxfer source (no rank in the connect request)";
-	else if (pd.rank >= r->g->src_tp || !(r->contrib >> pd.rank & 1))
-		why = "rdmactl: that source rank does not feed this decode rank";
-	else if (r->nconns >= MAX_CONNS)
-		why = "rdmactl: too many connections";
-	for (int i = 0; !why && i < KV_MAX_PEERS; i++) {
+	if (bad) {
+		refuse_request(r, ev, -1, "not a kvxfer source of this version (connect request)");
+		return;
+	}
+	if (r->nconns >= MAX_CONNS)
+		snprintf(why, sizeof(why), "too many connections (%d)", MAX_CONNS);
+	else if (pd.qp == 0 && count_pending(r) >= PENDING_MAX)
+		snprintf(why, sizeof(why), "%d connections wait for their HELLO already", PENDING_MAX);
+	for (int i = 0; !why[0] && pd.qp && i < PEERS; i++) {
 		struct rpeer *c = &r->peers[i];
 
-		if (c->used && !c->dead && c->rank == pd.rank && c->session == pd.session)
+		if (c->used && c->hello && !c->dead && !c->refused && c->rank == pd.rank &&
+		    c->session == pd.session)
 			p = c;
 	}
-	if (!why && !p && r->by_rank[pd.rank] && !r->by_rank[pd.rank]->dead)
-		why = "rdmactl: that source rank is connected already";
-	for (int i = 0; !why && !p && i < KV_MAX_PEERS; i++) {
+	if (!why[0] && pd.qp && !p)
+		snprintf(why, sizeof(why), "data QP %u of source rank %u before a valid HELLO", pd.qp,
+			 pd.rank);
+	if (!why[0] && pd.qp && (p->nqps != pd.nqps || p->q[pd.qp]))
+		snprintf(why, sizeof(why), "data QP %u of source rank %u: connected already or not "
+			 "one of its %u", pd.qp, pd.rank, p->nqps);
+	for (int i = 0; !why[0] && !p && i < PEERS; i++) {
 		if (r->peers[i].used)
 			continue;
 		p = &r->peers[i];
 		*p = (struct rpeer){ .used = true, .rank = pd.rank, .nqps = pd.nqps,
-				     .session = pd.session, .last_rx = rc_now() };
-		p->last_hb = p->last_rx;
+				     .session = pd.session, .t_conn = rc_now() };
+		p->last_rx = p->last_hb = p->t_conn;
 		snprintf(p->peer, sizeof(p->peer), "%s", ev->peer);
-		r->by_rank[pd.rank] = p;
 	}
-	if (!why && !p)
-		why = "rdmactl: too many source ranks";
-	if (!why && (p->nqps != pd.nqps || p->q[pd.qp]))
-		why = "rdmactl: a QP of that source rank is connected already";
-	if (!why && !(conn = calloc(1, sizeof(*conn))))
-		why = "rdmactl: out of memory";
-	if (!why) {
+	if (!why[0] && !p)
+		snprintf(why, sizeof(why), "too many peers");
+	if (!why[0] && !(conn = calloc(1, sizeof(*conn))))
+		snprintf(why, sizeof(why), "out of memory");
+	if (!why[0]) {
 		conn->p = p;
 		conn->qp = pd.qp;
 		co.sq_depth = pd.qp ? 2 : KV_CHAN_SENDS + 2;
@@ -119,16 +151,20 @@ static void on_connect_request(struct kv_receiver *r, struct rc_cm_event *ev)
 		co.on_qp_arg = conn;
 		if (rc_cm_accept(r->l, ev, &co, &conn->c, &e)) {
 			kv_chan_fini(&conn->ch);
-			why = "rdmactl: accept failed";
+			snprintf(why, sizeof(why), "accept failed: %.200s", e.msg);
+			if (!pd.qp)
+				memset(p, 0, sizeof(*p));
 		}
 	}
-	if (why) {
+	if (why[0]) {
 		free(conn);
-		rc_cm_refuse(ev, why);
+		refuse_request(r, ev, (int)pd.rank, why);
 		return;
 	}
 	conn->c->user = conn;
 	p->q[pd.qp] = conn;
+	if (pd.qp)
+		p->last_rx = rc_now(); /* its data QPs connecting: alive */
 	r->conns[r->nconns++] = conn;
 }
 
@@ -185,7 +221,7 @@ static void handle_cqs(struct kv_receiver *r)
 					}
 				} else if (wc[j].opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
 					   rc_post_recv(conn->c, NULL, 0, 0, 0, NULL) == 0) {
-					kvr_on_imm(r, p, be32toh(wc[j].imm_data));
+					kvr_on_imm(r, p, conn->qp, be32toh(wc[j].imm_data));
 				} else {
 					snprintf(p->why, sizeof(p->why), "unexpected completion on a data QP");
 					p->dead = true;
@@ -196,19 +232,37 @@ static void handle_cqs(struct kv_receiver *r)
 				p->dead = true;
 			}
 		}
+		/* A refused peer goes once its ERROR is out. */
+		if (p->refused && conn->qp == 0 && conn->ch.send_done == conn->ch.sent)
+			p->dead = true;
 	}
+}
+
+static bool established(const struct rpeer *p)
+{
+	for (uint32_t k = 0; k <= p->nqps; k++)
+		if (p->q[k] && !p->q[k]->c->established && !p->q[k]->c->disconnected)
+			return false;
+	return true;
 }
 
 /* Destroy the QPs of dead sources; only then may their pages be reused. */
 static void reap(struct kv_receiver *r)
 {
-	for (int i = 0; i < KV_MAX_PEERS; i++) {
+	for (int i = 0; i < PEERS; i++) {
 		struct rpeer *p = &r->peers[i];
-		struct kv_event ev = { .kind = KV_EV_PEER_DOWN, .rank = p->rank, .peer = p->peer,
-				       .reason = p->why };
+		struct kv_event ev = { .kind = p->hello ? KV_EV_PEER_DOWN : KV_EV_PEER_REFUSED,
+				       .rank = p->rank, .peer = p->peer, .reason = p->why };
 		char why[KV_REASON_MAX];
 
 		if (!p->used || !p->dead)
+			continue;
+		/* The CM disconnects only what it reported established: a peer
+		 * dropped right after it connected (its HELLO came in before the
+		 * ESTABLISHED event) would not hear of it. Wait for that, bounded. */
+		if (!p->close_by)
+			p->close_by = rc_now() + 1.0;
+		if (!established(p) && rc_now() < p->close_by)
 			continue;
 		for (uint32_t k = 0; k <= p->nqps; k++) {
 			struct rconn *conn = p->q[k];
@@ -226,7 +280,8 @@ static void reap(struct kv_receiver *r)
 			r->by_rank[p->rank] = NULL;
 		kvr_emit(r, &ev);
 		snprintf(why, sizeof(why), "source rank %u (%.64s) is gone: %.150s", p->rank, p->peer, p->why);
-		for (int k = 0; k < KV_MAX_SLOTS; k++) {
+		/* One that never passed HELLO held no rank: the requests are not its. */
+		for (int k = 0; p->hello && k < KV_MAX_SLOTS; k++) {
 			struct rreq *q = &r->reqs[k];
 
 			if (!q->used || !(q->asked >> p->rank & 1))
@@ -245,14 +300,20 @@ static void timers(struct kv_receiver *r)
 	double quiet = r->o->c.timeout_ms / 1000.0;
 	char why[KV_REASON_MAX];
 
-	for (int i = 0; i < KV_MAX_PEERS; i++) {
+	for (int i = 0; i < PEERS; i++) {
 		struct rpeer *p = &r->peers[i];
 		double last;
 
 		if (!p->used || p->dead)
 			continue;
 		last = p->q[0] && p->q[0]->ch.last_rx > p->last_rx ? p->q[0]->ch.last_rx : p->last_rx;
-		if (!p->hello && now - last > quiet) {
+		if (p->refused && now > p->close_by) {
+			p->dead = true; /* its ERROR did not go out in time: close anyway */
+		} else if (p->refused) {
+			continue;
+		} else if (!p->hello && now - p->t_conn > quiet) {
+			/* From the connection, not from its last message: nothing but a
+			 * valid HELLO lets a peer stay. */
 			snprintf(p->why, sizeof(p->why), "no HELLO within %d ms", r->o->c.timeout_ms);
 			p->dead = true;
 		} else if (p->hello && now - last > dead) {
@@ -289,7 +350,7 @@ static void timers(struct kv_receiver *r)
  * read their last DONE before they see this rank go. */
 static bool sources_connected(struct kv_receiver *r)
 {
-	for (int i = 0; i < KV_MAX_PEERS; i++)
+	for (int i = 0; i < PEERS; i++)
 		if (r->peers[i].used && !r->peers[i].dead)
 			return true;
 	return false;
@@ -304,6 +365,11 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 
 	if ((rc = kv_geom_check(r->g, err)))
 		return rc;
+	if (o->c.token && !rc_token_valid(o->c.token))
+		return rc_err_set(err, EINVAL, "a token is 1 to %d printable characters without spaces",
+				  RC_TOKEN_MAX);
+	if (o->c.token)
+		memcpy(r->token, o->c.token, strlen(o->c.token));
 	if (o->c.rank >= r->g->dst_tp)
 		return rc_err_set(err, EINVAL, "--rank %u: the decode side has ranks 0 to %u",
 				  o->c.rank, r->g->dst_tp - 1);
@@ -324,7 +390,8 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 	if ((rc = rc_mem_alloc(&r->pool, RC_MEM_HOST, (size_t)len, NULL, true, err)))
 		return rc;
 	r->freel = malloc(o->pool_pages * sizeof(uint32_t));
-	if (!r->freel)
+	r->dirtyl = malloc(o->pool_pages * sizeof(uint32_t));
+	if (!r->freel || !r->dirtyl)
 		return rc_err_set(err, ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < o->pool_pages; i++)
 		r->freel[i] = i;
@@ -352,7 +419,9 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 
 static void teardown(struct kv_receiver *r)
 {
-	for (int i = 0; i < KV_MAX_PEERS; i++)
+	for (int i = 0; i < PEERS; i++)
+		r->peers[i].close_by = -1; /* now, established or not */
+	for (int i = 0; i < PEERS; i++)
 		if (r->peers[i].used && !r->peers[i].dead) {
 			snprintf(r->peers[i].why, sizeof(r->peers[i].why), "decode rank stopped");
 			r->peers[i].dead = true;
@@ -366,12 +435,14 @@ static void teardown(struct kv_receiver *r)
 	rc_listener_close(r->l);
 	rc_mem_free(&r->pool);
 	free(r->freel);
+	free(r->dirtyl);
 }
 
 int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_err *err)
 {
 	struct kv_receiver *r = calloc(1, sizeof(*r));
 	struct pollfd pfd[MAX_CONNS + 2];
+	bool busy = false;
 	int rc;
 
 	memset(sum, 0, sizeof(*sum));
@@ -391,7 +462,7 @@ int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_
 	}
 	r->first = rc_now();
 	while (!rc && (!o->c.requests || r->finished < o->c.requests || sources_connected(r))) {
-		int n = 0, wait = o->c.hb_ms < 100 ? o->c.hb_ms : 100;
+		int n = 0, wait = busy ? 0 : o->c.hb_ms < 100 ? o->c.hb_ms : 100;
 
 		/* Finished: wait (bounded) for the sources to disconnect. */
 		if (o->c.requests && r->finished >= o->c.requests && rc_now() > r->last_finish + 2)
@@ -401,7 +472,9 @@ int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_
 			pfd[n++] = (struct pollfd){ .fd = o->c.stop_fd, .events = POLLIN };
 		pfd[n++] = (struct pollfd){ .fd = r->l->ech->fd, .events = POLLIN };
 		for (int i = 0; i < r->nconns; i++)
-			pfd[n++] = (struct pollfd){ .fd = r->conns[i]->c->cch->fd, .events = POLLIN };
+			if (!r->conns[i]->p->dead) /* its CQ is not read any more */
+				pfd[n++] = (struct pollfd){ .fd = r->conns[i]->c->cch->fd,
+							    .events = POLLIN };
 		if (poll(pfd, (nfds_t)n, wait) < 0 && errno != EINTR) {
 			rc = rc_err_set(err, errno, "poll failed: %s", strerror(errno));
 			break;
@@ -413,6 +486,7 @@ int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_
 		handle_cqs(r);
 		timers(r);
 		reap(r);
+		busy = kvr_verify_step(r);
 	}
 	teardown(r);
 	free(r);

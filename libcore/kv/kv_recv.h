@@ -9,8 +9,10 @@
 #include "kv_int.h"
 
 #define DATA_RECVS 256
-#define MAX_CONNS (KV_MAX_PEERS * (KV_MAX_QPS + 1))
+#define PENDING_MAX 16 /* control QPs that have not shown a valid HELLO yet */
+#define MAX_CONNS (KV_MAX_PEERS * (KV_MAX_QPS + 1) + PENDING_MAX)
 #define TOMBS 64
+#define PEERS (KV_MAX_PEERS + PENDING_MAX)
 
 struct rpeer;
 
@@ -23,6 +25,8 @@ struct rconn {
 
 struct rpeer {
 	bool used, hello, dead, reaped;
+	bool refused;         /* ERROR sent: closed once it is out, or at close_by */
+	double t_conn, close_by;
 	uint32_t rank, nqps, session;
 	struct rconn *q[KV_MAX_QPS + 1]; /* 0: control */
 	char peer[RC_HOST_MAX + 8];
@@ -39,8 +43,9 @@ struct rreq {
 	uint64_t asked;      /* source ranks that sent REQ */
 	uint64_t alloced;    /* ... and received the page addresses */
 	uint64_t quiesced;   /* ... and confirmed they stopped, or are gone */
-	uint32_t nqps[KV_MAX_TP];
-	uint16_t *counts;    /* [layer][source rank] */
+	struct kv_tally tally; /* notifications per layer, source rank and data QP */
+	bool verifying;        /* every layer landed; --verify walks it (vc) */
+	struct kv_cursor vc;
 	double t0, last, *landed;
 };
 
@@ -54,13 +59,15 @@ struct tomb {
 struct kv_receiver {
 	const struct kv_recv_opts *o;
 	const struct kv_geom *g;
+	char token[RC_TOKEN_MAX + 1]; /* zero-padded; "" none */
 	struct rc_listener *l;
 	struct rc_mem pool;
 	struct ibv_mr *mr;
 	uint64_t page_bytes;
 	uint32_t *freel, nfree, fhead; /* FIFO ring of free page ids */
+	uint32_t *dirtyl, ndirty, dhead; /* --verify: released, to poison before reuse */
 	uint64_t contrib;              /* source ranks feeding this rank */
-	struct rpeer peers[KV_MAX_PEERS];
+	struct rpeer peers[PEERS];   /* a rank is held only once its HELLO passed */
 	struct rpeer *by_rank[KV_MAX_TP];
 	struct rconn *conns[MAX_CONNS];
 	int nconns;
@@ -81,9 +88,12 @@ void kvr_maybe_finish(struct kv_receiver *r, struct rreq *q);
 void kvr_cancel_req(struct kv_receiver *r, struct rreq *q, enum kv_ev_kind final, int code,
 		    const char *why);
 void kvr_on_req(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m);
-void kvr_on_imm(struct kv_receiver *r, struct rpeer *p, uint32_t imm);
+void kvr_on_imm(struct kv_receiver *r, struct rpeer *p, uint32_t qp, uint32_t imm);
 void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m);
-/* Heartbeats that are due; also called inside long verifications. */
+/* Heartbeats that are due. */
 void kvr_heartbeats(struct kv_receiver *r);
+/* A slice of each pending verification and of the poisoning of released
+ * pages; true when some remain. */
+bool kvr_verify_step(struct kv_receiver *r);
 
 #endif

@@ -59,25 +59,26 @@ struct rreq *kvr_req_find(struct kv_receiver *r, uint32_t id)
 	return NULL;
 }
 
-/* With --verify, released pages are poisoned: whatever a source wrote there
- * (a request cancelled, failed or killed halfway) cannot satisfy the check
- * of a later request that reuses them, even one with the same id. */
-static void poison_pages(struct kv_receiver *r, const struct rreq *q)
+static void page_free(struct kv_receiver *r, uint32_t page)
 {
-	for (uint32_t l = 0; q->pages && l < r->g->layers; l++)
-		for (uint32_t h = 0; h < kv_halves(r->g); h++)
-			for (uint32_t i = 0; i < q->npages; i++)
-				memset(page_addr(r, l, h, q->pages[i]), KV_POISON, r->page_bytes);
+	r->freel[(r->fhead + r->nfree++) % r->o->pool_pages] = page;
 }
 
+/* With --verify, released pages are poisoned before they are free again:
+ * whatever a source wrote there (a request cancelled, failed or killed
+ * halfway) cannot satisfy the check of a later request that reuses them,
+ * even one with the same id. The poisoning runs in slices too
+ * (poison_step), so they wait in a ring of their own meanwhile. */
 void kvr_req_release(struct kv_receiver *r, struct rreq *q)
 {
-	if (r->o->verify)
-		poison_pages(r, q);
-	for (uint32_t i = 0; q->pages && i < q->npages; i++)
-		r->freel[(r->fhead + r->nfree++) % r->o->pool_pages] = q->pages[i];
+	for (uint32_t i = 0; q->pages && i < q->npages; i++) {
+		if (r->o->verify)
+			r->dirtyl[(r->dhead + r->ndirty++) % r->o->pool_pages] = q->pages[i];
+		else
+			page_free(r, q->pages[i]);
+	}
 	free(q->pages);
-	free(q->counts);
+	kv_tally_fini(&q->tally);
 	free(q->landed);
 	r->gen[q->slot]++;
 	memset(q, 0, sizeof(*q));
@@ -225,20 +226,25 @@ void kvr_on_req(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
 		q->tokens = m->u.request.tokens;
 		q->npages = need;
 		q->t0 = rc_now();
-		q->counts = calloc((size_t)r->g->layers * r->g->src_tp, sizeof(uint16_t));
 		q->landed = malloc(r->g->layers * sizeof(double));
-		if (!q->counts || !q->landed) {
+		if (kv_tally_init(&q->tally, r->g->layers, r->g->src_tp, r->contrib) || !q->landed) {
 			kvr_cancel_req(r, q, KV_EV_FAILED, ENOMEM, "out of memory");
 			return;
 		}
 		for (uint32_t l = 0; l < r->g->layers; l++)
 			q->landed[l] = -1;
 	}
-	q->last = rc_now();
+	/* A REQ again refreshes nothing: a request held that way still times out. */
 	if (q->asked >> p->rank & 1)
 		return;
+	q->last = rc_now();
 	q->asked |= 1ULL << p->rank;
-	q->nqps[p->rank] = p->nqps;
+	if (!q->cancelling && kv_tally_join(&q->tally, p->rank, p->nqps)) {
+		snprintf(why, sizeof(why), "source rank %u cannot join request %u with %u data QPs",
+			 p->rank, q->id, p->nqps);
+		kvr_cancel_req(r, q, KV_EV_FAILED, EPROTO, why);
+		return;
+	}
 	if (q->cancelling) {
 		send_cancel(r, p, q->id, ECANCELED, q->reason);
 		return;
@@ -255,65 +261,118 @@ void kvr_on_req(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
 		allocate_waiting(r);
 }
 
-static void complete(struct kv_receiver *r, struct rreq *q)
+/* DONE to the sources and the report: verified (rc 0), wrong, or unchecked. */
+static void complete(struct kv_receiver *r, struct rreq *q, int rc, const struct rc_err *e)
 {
 	struct kv_msg m = { .type = KV_MSG_DONE, .req = q->id };
-	struct rc_err e = { 0 };
-	char **pp = malloc(q->npages * sizeof(char *));
-	int rc = pp ? 0 : -ENOMEM;
 
-	for (uint32_t l = 0; !rc && r->o->verify && l < r->g->layers; l++) {
-		for (uint32_t h = 0; !rc && h < kv_halves(r->g); h++) {
-			for (uint32_t i = 0; i < q->npages; i++)
-				pp[i] = page_addr(r, l, h, q->pages[i]);
-			rc = kv_check(r->g, r->o->c.rank, q->id, l, h, q->tokens, pp, &e);
-		}
-		kvr_heartbeats(r);
-	}
-	free(pp);
 	m.u.done.flags = r->o->verify ? KV_DONE_CHECKED | (rc ? 0 : KV_DONE_VERIFIED) : 0;
 	m.u.done.status = rc < 0 ? -rc : 0;
 	for (uint32_t s = 0; s < r->g->src_tp; s++)
 		if (q->asked >> s & 1 && r->by_rank[s])
 			kvr_send_msg(r, r->by_rank[s], &m);
 	if (rc)
-		snprintf(q->reason, sizeof(q->reason), "verification failed: %.200s",
-			 rc == -ENOMEM ? "out of memory" : e.msg);
+		snprintf(q->reason, sizeof(q->reason), "verification failed: %.200s", e->msg);
 	report(r, q, rc ? KV_EV_FAILED : KV_EV_DONE, r->o->verify, r->o->verify && !rc);
 	kvr_req_release(r, q);
 	allocate_waiting(r);
 }
 
-void kvr_on_imm(struct kv_receiver *r, struct rpeer *p, uint32_t imm)
+struct vpage {
+	struct kv_receiver *r;
+	const struct rreq *q;
+};
+
+static char *verify_page(void *arg, uint32_t layer, uint32_t half, uint32_t i)
+{
+	struct vpage *v = arg;
+
+	return page_addr(v->r, layer, half, v->q->pages[i]);
+}
+
+/*
+ * --verify runs in slices of VERIFY_SLICE_S between polls of the event
+ * loop, not in one go: a large request takes seconds to check, and the
+ * heartbeats of the sources (and their other messages, their 16 receive
+ * buffers) wait for the loop meanwhile. A slice rather than a worker
+ * thread: the pages cannot be released under it, a cancel or a dead source
+ * simply ends the request between two slices, and no lock is needed.
+ */
+#define VERIFY_SLICE_S 0.005
+
+/* Poison released pages until end, then free them (and serve waiting
+ * requests); true when some remain. */
+static bool poison_step(struct kv_receiver *r, double end)
+{
+	uint32_t n = 0;
+
+	while (r->ndirty && rc_now() < end) {
+		uint32_t page = r->dirtyl[r->dhead];
+
+		r->dhead = (r->dhead + 1) % r->o->pool_pages;
+		r->ndirty--;
+		for (uint32_t l = 0; l < r->g->layers; l++)
+			for (uint32_t h = 0; h < kv_halves(r->g); h++)
+				memset(page_addr(r, l, h, page), KV_POISON, r->page_bytes);
+		page_free(r, page);
+		n++;
+	}
+	if (n)
+		allocate_waiting(r);
+	return r->ndirty != 0;
+}
+
+bool kvr_verify_step(struct kv_receiver *r)
+{
+	bool more = false;
+
+	for (int k = 0; k < KV_MAX_SLOTS; k++) {
+		struct rreq *q = &r->reqs[k];
+		struct vpage vp = { r, q };
+		struct kv_walk w = { .g = r->g, .dst = true, .check = true, .rank = r->o->c.rank,
+				     .req = q->id, .tokens = q->tokens, .npages = q->npages,
+				     .page = verify_page, .arg = &vp };
+		struct rc_err e = { 0 };
+		int rc;
+
+		if (!q->used || !q->verifying || q->cancelling)
+			continue;
+		rc = kv_walk_slice(&w, &q->vc, VERIFY_SLICE_S, &e);
+		q->last = rc_now(); /* busy here, not silent there */
+		if (rc == 0) {
+			more = true;
+			continue;
+		}
+		complete(r, q, rc < 0 ? rc : 0, &e);
+	}
+	return poison_step(r, rc_now() + VERIFY_SLICE_S) || more;
+}
+
+void kvr_on_imm(struct kv_receiver *r, struct rpeer *p, uint32_t qp, uint32_t imm)
 {
 	uint32_t slot = kv_imm_slot(imm), layer = kv_imm_layer(imm), s = kv_imm_rank(imm);
 	struct rreq *q = &r->reqs[slot];
 	char why[KV_REASON_MAX];
-	uint16_t *cnt;
+	int res;
 
 	p->last_rx = rc_now();
 	if (!q->used || kv_imm_gen(imm) != r->gen[slot] || q->cancelling)
 		return; /* a late notification of a request that is over */
-	if (s != p->rank || layer >= r->g->layers || !(q->alloced >> s & 1)) {
-		snprintf(why, sizeof(why), "source rank %u sent a notification that does not fit "
-			 "(rank %u, layer %u, request %u)", p->rank, s, layer, q->id);
+	res = s == p->rank && q->alloced >> s & 1 ? kv_tally_note(&q->tally, s, qp, layer)
+						   : KV_TALLY_BAD;
+	if (res < 0) {
+		if (res == KV_TALLY_DUP)
+			snprintf(why, sizeof(why), "source rank %u notified layer %u of request %u twice "
+				 "on data QP %u", p->rank, layer, q->id, qp);
+		else
+			snprintf(why, sizeof(why), "source rank %u sent a notification that does not fit "
+				 "(layer %u, request %u, data QP %u, rank %u)", p->rank, layer, q->id, qp, s);
 		kvr_cancel_req(r, q, KV_EV_FAILED, EPROTO, why);
 		return;
 	}
 	q->last = p->last_rx;
-	cnt = &q->counts[layer * r->g->src_tp + s];
-	if (++*cnt > q->nqps[s]) {
-		snprintf(why, sizeof(why), "source rank %u notified layer %u of request %u %u times, "
-			 "for %u QPs", s, layer, q->id, *cnt, q->nqps[s]);
-		kvr_cancel_req(r, q, KV_EV_FAILED, EPROTO, why);
-		return;
-	}
-	if (*cnt < q->nqps[s])
-		return;
-	for (uint32_t k = 0; k < r->g->src_tp; k++)
-		if (r->contrib >> k & 1 &&
-		    (!(q->asked >> k & 1) || q->counts[layer * r->g->src_tp + k] != q->nqps[k]))
-			return; /* every contributing source, exactly one per data QP */
+	if (res != KV_TALLY_LANDED)
+		return; /* every contributing source, one on each of its data QPs */
 	q->landed[layer] = (p->last_rx - q->t0) * 1e6;
 	q->layers_landed++;
 	if (r->o->c.cancel_req == (int64_t)q->id && q->layers_landed >= r->o->c.cancel_after &&
@@ -323,8 +382,12 @@ void kvr_on_imm(struct kv_receiver *r, struct rpeer *p, uint32_t imm)
 		kvr_cancel_req(r, q, KV_EV_CANCELLED, 0, why);
 		return;
 	}
-	if (q->layers_landed == r->g->layers)
-		complete(r, q);
+	if (q->layers_landed < r->g->layers)
+		return;
+	if (r->o->verify)
+		q->verifying = true; /* kvr_verify_step, between polls */
+	else
+		complete(r, q, 0, NULL);
 }
 
 static int geom_diff(const struct kv_geom *a, const struct kv_geom *b, char *why, size_t len)
@@ -347,19 +410,62 @@ static int geom_diff(const struct kv_geom *a, const struct kv_geom *b, char *why
 	return 0;
 }
 
+/* Equal tokens, in a time that does not depend on where they differ: every
+ * byte of both zero-padded buffers is compared. */
+static bool token_ok(const char *want, const char *got)
+{
+	unsigned char diff = 0;
+
+	if (!want[0])
+		return true;
+	for (size_t i = 0; i <= RC_TOKEN_MAX; i++)
+		diff |= (unsigned char)want[i] ^ (unsigned char)got[i];
+	return diff == 0;
+}
+
+/* Refuse a HELLO: the peer reads an ERROR that names no value of this rank
+ * (its code tells a token from the rest), the operator's log the cause; the
+ * connection closes once the ERROR is out (bounded by close_by). */
+static void refuse_hello(struct kv_receiver *r, struct rpeer *p, int code, const char *cause)
+{
+	struct kv_msg a = { .type = KV_MSG_ERROR };
+
+	a.u.cancel.code = code;
+	snprintf(a.u.cancel.text, sizeof(a.u.cancel.text), "%s",
+		 code == EACCES ? "HELLO refused: not authorised (a missing or wrong token)"
+				: "HELLO refused: it does not match this decode rank (geometry, rank or "
+				  "QPs); the decode rank's log names the difference");
+	snprintf(p->why, sizeof(p->why), "HELLO refused: %s", cause);
+	kvr_send_msg(r, p, &a);
+	p->refused = true;
+	p->close_by = rc_now() + 1.0;
+}
+
 void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
 {
 	struct kv_msg a = { .type = KV_MSG_WELCOME };
 	char why[KV_REASON_MAX] = "";
+	struct rpeer *holder = r->by_rank[p->rank];
 
-	if (geom_diff(r->g, &m->u.hello.g, why, sizeof(why)) == 0 &&
-	    (m->u.hello.rank != p->rank || m->u.hello.nqps != p->nqps))
-		snprintf(why, sizeof(why), "HELLO does not match the connection (rank %u)", p->rank);
+	/* The token first: a peer without it learns nothing of the rest. */
+	if (!token_ok(r->token, m->u.hello.token)) {
+		refuse_hello(r, p, EACCES, m->u.hello.token[0] ? "wrong token" : "no token");
+		return;
+	}
+	if (geom_diff(r->g, &m->u.hello.g, why, sizeof(why)) == 0) {
+		if (m->u.hello.rank != p->rank || m->u.hello.nqps != p->nqps ||
+		    m->u.hello.session != p->session)
+			snprintf(why, sizeof(why), "HELLO does not match its connect request (rank %u, "
+				 "%u data QPs)", p->rank, p->nqps);
+		else if (p->rank >= r->g->src_tp || !(r->contrib >> p->rank & 1))
+			snprintf(why, sizeof(why), "source rank %u does not feed decode rank %u",
+				 p->rank, r->o->c.rank);
+		else if (holder && holder != p && !holder->dead)
+			snprintf(why, sizeof(why), "source rank %u is connected already (from %.64s)",
+				 p->rank, holder->peer);
+	}
 	if (why[0]) {
-		a.type = KV_MSG_ERROR;
-		a.u.cancel.code = EINVAL;
-		snprintf(a.u.cancel.text, sizeof(a.u.cancel.text), "%s", why);
-		kvr_send_msg(r, p, &a);
+		refuse_hello(r, p, EINVAL, why);
 		return;
 	}
 	a.u.welcome.rank = r->o->c.rank;
@@ -372,6 +478,8 @@ void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m
 				       .qps = p->nqps };
 
 		p->hello = true;
+		p->last_rx = rc_now();
+		r->by_rank[p->rank] = p;
 		kvr_emit(r, &ev);
 	}
 }
@@ -380,7 +488,7 @@ void kvr_heartbeats(struct kv_receiver *r)
 {
 	double now = rc_now();
 
-	for (int i = 0; i < KV_MAX_PEERS; i++) {
+	for (int i = 0; i < PEERS; i++) {
 		struct rpeer *p = &r->peers[i];
 		struct kv_msg m = { .type = KV_MSG_HB };
 

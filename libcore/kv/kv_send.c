@@ -32,8 +32,21 @@ static int connect_dst(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 	kv_pd_encode(&pd, pdb, sizeof(pdb));
 	if ((rc = rc_connect(d->t->host, d->t->port, &co, &d->ctrl, &e)))
 		return rc_err_set(err, -rc, "decode rank at %s: %.400s", d->name, e.msg);
-	if ((rc = kv_chan_init(&d->ch, d->ctrl, err)))
-		return rc;
+	return kv_chan_init(&d->ch, d->ctrl, err);
+}
+
+/* The data QPs: the decode rank takes them only after WELCOME. */
+static int connect_data(struct kv_sender *s, struct sdst *d, struct rc_err *err)
+{
+	const struct kv_send_opts *o = s->o;
+	struct kv_hello_pd pd = { .rank = o->c.rank, .nqps = o->nqps, .session = s->session };
+	unsigned char pdb[KV_PD_LEN];
+	struct rc_conn_opts co = { .timeout_ms = o->c.timeout_ms, .private_data = pdb,
+				   .private_len = KV_PD_LEN, .bind_addr = o->bind_addr,
+				   .dev_name = o->c.dev_name };
+	struct rc_err e;
+	int rc;
+
 	co.sq_depth = SQ_DEPTH + 4;
 	co.rq_depth = 1;
 	co.pd = d->ctrl->pd;
@@ -60,6 +73,8 @@ static int handshake(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 	m.u.hello.nqps = s->o->nqps;
 	m.u.hello.session = s->session;
 	m.u.hello.g = *s->g;
+	if (s->o->c.token)
+		snprintf(m.u.hello.token, sizeof(m.u.hello.token), "%s", s->o->c.token);
 	if ((rc = kv_chan_send(&d->ch, &m, err)))
 		return rc;
 	while (!d->welcomed) {
@@ -179,12 +194,16 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 		snprintf(d->name, sizeof(d->name), strchr(d->t->host, ':') ? "[%s]:%s" : "%s:%s",
 			 d->t->host, d->t->port);
 		s->nd++;
-		if ((rc = connect_dst(s, d, err)) || (rc = handshake(s, d, err)))
+		if ((rc = connect_dst(s, d, err)))
 			return rc;
+		/* Pinning a large pool takes a while: before HELLO, since the decode
+		 * rank counts heartbeats from WELCOME on. */
 		d->mr = ibv_reg_mr(d->ctrl->pd, s->pool, s->pool_len, IBV_ACCESS_LOCAL_WRITE);
 		if (!d->mr)
 			return rc_err_set(err, errno, "cannot register %zu bytes of source pages: %s",
 					  s->pool_len, strerror(errno));
+		if ((rc = handshake(s, d, err)) || (rc = connect_data(s, d, err)))
+			return rc;
 		d->last_hb = rc_now();
 	}
 	if ((rc = map_routes(s, err)))
@@ -275,8 +294,14 @@ static void dst_step(struct kv_sender *s, struct sdst *d, double now)
 
 		while (!d->dead && (n = rc_cq_take(qp->c, wc, 32)) != 0) {
 			for (int j = 0; n > 0 && j < n && !d->dead; j++) {
-				if (wc[j].status == IBV_WC_SUCCESS) {
+				if (wc[j].status == IBV_WC_SUCCESS && wc[j].opcode == IBV_WC_RDMA_WRITE) {
 					kvs_on_data_wc(s, d, qp, &wc[j]);
+					continue;
+				}
+				if (wc[j].status == IBV_WC_SUCCESS) {
+					snprintf(d->why, sizeof(d->why), "unexpected completion (opcode %d) on "
+						 "data QP %u", (int)wc[j].opcode, k + 1);
+					d->dead = true;
 					continue;
 				}
 				rc_wc_error(qp->c, &wc[j], &e);
@@ -310,7 +335,8 @@ static int run(struct kv_sender *s, struct rc_err *err)
 		return rc_err_set(err, ENOMEM, "out of memory");
 	s->first = rc_now();
 	for (;;) {
-		int n = 0, stop_at = -1;
+		int n = 0, stop_at = -1, wait;
+		bool busy;
 
 		/* Drain and arm every CQ before sleeping on them. */
 		for (int i = 0; i < s->nd; i++) {
@@ -332,6 +358,7 @@ static int run(struct kv_sender *s, struct rc_err *err)
 		       s->next_id < o->c.requests)
 			if ((rc = kvs_admit(s, err)))
 				goto out;
+		busy = kvs_fill_step(s);
 		kvs_progress(s);
 		for (int i = 0; i < s->nd; i++)
 			kvs_post_queued(s, &s->d[i]);
@@ -353,7 +380,8 @@ static int run(struct kv_sender *s, struct rc_err *err)
 				pfd[n++] = (struct pollfd){ .fd = d->qp[k].c->cch->fd, .events = POLLIN };
 			}
 		}
-		if (poll(pfd, (nfds_t)n, (int)(kvs_next_wake(s) * 1000) + 1) < 0 && errno != EINTR) {
+		wait = busy ? 0 : (int)(kvs_next_wake(s) * 1000) + 1;
+		if (poll(pfd, (nfds_t)n, wait) < 0 && errno != EINTR) {
 			rc = rc_err_set(err, errno, "poll failed: %s", strerror(errno));
 			goto out;
 		}

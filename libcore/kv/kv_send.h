@@ -45,6 +45,8 @@ struct sdst {
 
 struct sreq {
 	bool used, cancelling;
+	bool filling;                /* admitted, its content not all written yet (fc) */
+	struct kv_cursor fc;
 	enum kv_ev_kind final;
 	int code;
 	char reason[KV_REASON_MAX];
@@ -82,6 +84,8 @@ void kvs_emit(struct kv_sender *s, struct kv_event *ev);
 void kvs_send(struct kv_sender *s, struct sdst *d, struct kv_msg *m);
 void kvs_heartbeats(struct kv_sender *s);
 int kvs_admit(struct kv_sender *s, struct rc_err *err);
+/* A slice of each pending fill; true when some remain. */
+bool kvs_fill_step(struct kv_sender *s);
 void kvs_progress(struct kv_sender *s);
 int kvs_post_queued(struct kv_sender *s, struct sdst *d);
 void kvs_on_msg(struct kv_sender *s, struct sdst *d, const struct kv_msg *m);

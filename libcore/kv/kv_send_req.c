@@ -54,16 +54,25 @@ static char *src_addr(struct kv_sender *s, uint32_t slot, uint32_t layer, uint32
 	       (((uint64_t)layer * kv_halves(s->g) + half) * s->src_pages + page) * s->src_page_bytes;
 }
 
+struct fpage {
+	struct kv_sender *s;
+	uint32_t slot;
+};
+
+static char *fill_page(void *arg, uint32_t layer, uint32_t half, uint32_t i)
+{
+	struct fpage *f = arg;
+
+	return src_addr(f->s, f->slot, layer, half, i);
+}
+
+/* Take a slot for the next request; its content is filled in slices
+ * (kvs_fill_step), and only then does its clock start. */
 int kvs_admit(struct kv_sender *s, struct rc_err *err)
 {
-	const struct kv_send_opts *o = s->o;
 	uint32_t L = s->g->layers, slot = 0;
-	char **pp = malloc(s->src_pages * sizeof(char *));
 	struct sreq *q;
-	double now;
 
-	if (!pp)
-		return rc_err_set(err, ENOMEM, "out of memory");
 	while (s->reqs[slot].used)
 		slot++;
 	q = &s->reqs[slot];
@@ -72,27 +81,29 @@ int kvs_admit(struct kv_sender *s, struct rc_err *err)
 	q->landed = malloc(L * sizeof(double));
 	q->pending = calloc(L, sizeof(uint32_t));
 	if (!q->ready || !q->landed || !q->pending) {
-		free(pp);
 		free(q->ready);
 		free(q->landed);
 		free(q->pending);
 		return rc_err_set(err, ENOMEM, "out of memory");
 	}
 	q->used = true;
+	q->filling = true;
 	q->slot = slot;
 	q->id = s->next_id++;
 	q->done_flags = KV_DONE_CHECKED | KV_DONE_VERIFIED;
-	/* The "compute" of the layers: their content, before the clock starts. */
-	for (uint32_t l = 0; l < L; l++) {
-		for (uint32_t h = 0; h < kv_halves(s->g); h++) {
-			for (uint32_t i = 0; i < s->src_pages; i++)
-				pp[i] = src_addr(s, slot, l, h, i);
-			kv_fill(s->g, false, o->c.rank, q->id, l, h, o->tokens, pp);
-		}
-		kvs_heartbeats(s); /* a long fill must not look like a dead rank */
-	}
-	free(pp);
-	now = rc_now();
+	q->admitted = q->last = rc_now();
+	s->active++;
+	return 0;
+}
+
+/* The "compute" is done: the layers' clock starts, the decode ranks hear of it. */
+static void start(struct kv_sender *s, struct sreq *q)
+{
+	const struct kv_send_opts *o = s->o;
+	uint32_t L = s->g->layers;
+	double now = rc_now();
+
+	q->filling = false;
 	q->admitted = q->last = now;
 	q->t0 = s->compute_free > now ? s->compute_free : now;
 	for (uint32_t l = 0; l < L; l++) {
@@ -100,14 +111,50 @@ int kvs_admit(struct kv_sender *s, struct rc_err *err)
 		q->landed[l] = -1;
 	}
 	s->compute_free = q->ready[L - 1];
-	s->active++;
 	for (int i = 0; i < s->nd; i++) {
 		struct kv_msg m = { .type = KV_MSG_REQ, .req = q->id };
 
 		m.u.request.tokens = o->tokens;
 		kvs_send(s, &s->d[i], &m);
 	}
-	return 0;
+}
+
+/*
+ * The content of admitted requests, FILL_SLICE_S at a time between polls
+ * of the event loop: filling a large request takes seconds, and the decode
+ * ranks' heartbeats (16 receive buffers) wait for the loop meanwhile. A
+ * slice rather than a worker thread: the slot is ours alone until REQ goes
+ * out, a cancel just ends it between two slices, and no lock is needed.
+ */
+#define FILL_SLICE_S 0.005
+
+bool kvs_fill_step(struct kv_sender *s)
+{
+	struct sreq *q = NULL;
+	struct fpage fp = { s, 0 };
+	struct kv_walk w = { .g = s->g, .dst = false, .check = false, .rank = s->o->c.rank,
+			     .tokens = s->o->tokens, .npages = s->src_pages, .page = fill_page,
+			     .arg = &fp };
+	struct rc_err e;
+	int rc;
+
+	/* One request at a time, in the order they were admitted. */
+	for (uint32_t i = 0; i < s->o->inflight; i++) {
+		struct sreq *c = &s->reqs[i];
+
+		if (c->used && c->filling && !c->cancelling && (!q || c->id < q->id))
+			q = c;
+	}
+	if (!q)
+		return false;
+	fp.slot = q->slot;
+	w.req = q->id;
+	rc = kv_walk_slice(&w, &q->fc, FILL_SLICE_S, &e);
+	if (rc < 0)
+		kvs_cancel(s, q, KV_EV_FAILED, -rc, e.msg);
+	else if (rc == 1)
+		start(s, q);
+	return true; /* the next one, or the rest of this one */
 }
 
 static int push(struct sqp *qp, const struct wr_ent *w)
@@ -392,6 +439,8 @@ static void progress_one(struct kv_sender *s, struct sreq *q, double now)
 		}
 		return;
 	}
+	if (q->filling)
+		return; /* kvs_fill_step */
 	if (!all_alloc(s, q)) {
 		for (int i = 0; now - q->admitted > quiet && i < s->nd; i++) {
 			if (q->alloc[i])
@@ -455,6 +504,8 @@ double kvs_next_wake(struct kv_sender *s)
 		struct sreq *q = &s->reqs[i];
 		double t;
 
+		if (q->used && q->filling && !q->cancelling)
+			return 0;
 		if (!q->used || q->cancelling || !all_alloc(s, q) || q->layers_posted >= s->g->layers)
 			continue;
 		t = (s->o->no_stream ? q->ready[s->g->layers - 1] : q->ready[q->layers_posted]) - now;

@@ -46,9 +46,17 @@ static int fetch_regions(struct rc_client *cl, struct rc_conn *c, struct rc_err 
 			goto out;
 		}
 		for (int i = 0; i < n; i++) {
-			if (rc_wrid_op(wc[i].wr_id) == RC_OP_SEND) {
+			if (rc_wrid_op(wc[i].wr_id) == RC_OP_SEND && wc[i].opcode == IBV_WC_SEND) {
 				sent = true;
 				continue;
+			}
+			/* Only a SEND fills the buffer: an RDMA WRITE with immediate
+			 * consumes the receive and leaves it as it was. */
+			if (rc_wrid_op(wc[i].wr_id) != RC_OP_RECV || wc[i].opcode != IBV_WC_RECV) {
+				rc = rc_err_set(err, EPROTO, "%s answered the region table request with "
+						"an unexpected completion (opcode %d)", c->peer,
+						(int)wc[i].opcode);
+				goto out;
 			}
 			int got = rc_ctrl_decode_list(b->resp, wc[i].byte_len, cl->all,
 						      RC_MAX_REGIONS);

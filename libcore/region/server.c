@@ -17,10 +17,14 @@
 
 #define SRV_RECVS 4
 #define SRV_MAX_CONNS 256
+#define SRV_KEEPALIVE_MS 5000 /* default probe interval */
 
 struct srv_conn {
 	struct rc_conn *c;
 	struct ibv_mr *mr;
+	double probe_at;   /* next keepalive probe */
+	double probe_sent; /* the one in flight */
+	bool probing;   /* one in flight */
 	struct {
 		unsigned char recv[SRV_RECVS][RC_CTRL_MSG_MAX];
 		unsigned char send[RC_CTRL_MSG_MAX];
@@ -187,7 +191,8 @@ static void conn_free(struct srv_conn *sc)
 	free(sc);
 }
 
-static void drop_conn(struct rc_server *s, struct srv_conn *sc, bool peer_gone, bool tell)
+static void drop_conn(struct rc_server *s, struct srv_conn *sc, bool peer_gone, bool tell,
+		      const char *why)
 {
 	char peer[sizeof(sc->c->peer)];
 
@@ -202,7 +207,7 @@ static void drop_conn(struct rc_server *s, struct srv_conn *sc, bool peer_gone, 
 		sc->c->disconnected = true;
 	conn_free(sc);
 	if (tell)
-		emit(s, RC_EV_DISCONNECTED, peer, NULL);
+		emit(s, RC_EV_DISCONNECTED, peer, why);
 }
 
 static bool token_ok(const struct rc_server *s, const struct rdma_conn_param *p,
@@ -279,7 +284,7 @@ static int handle_cm(struct rc_server *s, struct rc_err *err)
 			break;
 		case RC_CM_GONE:
 			if (sc)
-				drop_conn(s, sc, true, ev.was_established);
+				drop_conn(s, sc, true, ev.was_established, NULL);
 			break;
 		case RC_CM_DEVICE_GONE:
 			return rc_err_set(err, ENODEV, "the RDMA device %s was removed",
@@ -322,23 +327,81 @@ static void handle_ctrl(struct rc_server *s, struct srv_conn *sc, struct ibv_wc 
 	post_ctrl_recv(sc, slot);
 }
 
-/* Take every completion: the CQ is left empty and armed. */
+/* Take every completion: the CQ is left empty and armed. An error
+ * completion (a LIST reply or a keepalive probe the peer never
+ * acknowledged) drops the connection, and says why. */
 static void drain_cq(struct rc_server *s, struct srv_conn *sc)
 {
 	struct ibv_wc wc[8];
+	struct rc_err e;
 	int got;
 
-	while ((got = rc_cq_take(sc->c, wc, 8)) > 0)
-		for (int j = 0; j < got; j++)
-			if (wc[j].status == IBV_WC_SUCCESS)
+	while ((got = rc_cq_take(sc->c, wc, 8)) > 0) {
+		for (int j = 0; j < got; j++) {
+			if (wc[j].status != IBV_WC_SUCCESS) {
+				rc_wc_error(sc->c, &wc[j], &e);
+				drop_conn(s, sc, false, true, e.msg);
+				return;
+			}
+			if (rc_wrid_op(wc[j].wr_id) == RC_OP_WRITE)
+				sc->probing = false;
+			else
 				handle_ctrl(s, sc, &wc[j]);
+		}
+	}
+}
+
+/*
+ * A peer host that vanishes (crash, power-off, partition) sends no
+ * disconnect, and its connection would hold a slot for ever. Every
+ * keepalive_ms each connection gets a zero-length RDMA WRITE, which the
+ * peer's adapter acknowledges by itself (no buffer, no CPU, no rkey for no
+ * bytes). From a vanished host it comes back as a retry-exceeded error
+ * after the transport's retries, or not at all; either way the connection
+ * is dropped (drain_cq, or here after three intervals).
+ */
+static void keepalive(struct rc_server *s)
+{
+	int every = s->o.keepalive_ms ? s->o.keepalive_ms : SRV_KEEPALIVE_MS;
+	double now = rc_now();
+
+	char why[160];
+
+	if (s->o.keepalive_ms < 0)
+		return;
+	for (int i = s->nconns - 1; i >= 0; i--) { /* a drop moves the last one here */
+		struct srv_conn *sc = s->conns[i];
+
+		/* The transport's own retries may never end (an RC QP with no ack
+		 * timeout waits for ever): a probe unanswered for three intervals
+		 * is the answer. */
+		if (sc->probing && now - sc->probe_sent > 3 * every / 1000.0) {
+			snprintf(why, sizeof(why), "keepalive: no answer from the peer in %d ms "
+				 "(its host is gone or unreachable)", 3 * every);
+			drop_conn(s, sc, false, true, why);
+			continue;
+		}
+		if (!sc->c->established || sc->probing || now < sc->probe_at)
+			continue;
+		sc->probe_at = now + every / 1000.0;
+		if (rc_post_rdma(sc->c, RC_OP_WRITE, NULL, 0, 0, 0, 0, 0, 0, true, NULL) == 0) {
+			sc->probing = true;
+			sc->probe_sent = now;
+		}
+	}
 }
 
 static void handle_cqs(struct rc_server *s, struct pollfd *pfd, int n)
 {
+	struct srv_conn *ready[SRV_MAX_CONNS];
+	int k = 0;
+
+	/* Collected first: draining one may drop it and reorder the table. */
 	for (int i = 0; i < n && i < s->nconns; i++)
 		if (pfd[i].revents & POLLIN)
-			drain_cq(s, s->conns[i]);
+			ready[k++] = s->conns[i];
+	for (int i = 0; i < k; i++)
+		drain_cq(s, ready[i]);
 }
 
 int rc_server_step(struct rc_server *s, int timeout_ms, struct rc_err *err)
@@ -346,11 +409,13 @@ int rc_server_step(struct rc_server *s, int timeout_ms, struct rc_err *err)
 	struct pollfd pfd[SRV_MAX_CONNS + 1];
 	int n = s->nconns, r;
 
-	for (int i = 0; i < n; i++) {
+	keepalive(s);
+	for (int i = s->nconns - 1; i >= 0; i--) /* a drop moves the last one here */
 		if (!s->conns[i]->c->armed)
 			drain_cq(s, s->conns[i]);
+	n = s->nconns;
+	for (int i = 0; i < n; i++)
 		pfd[i] = (struct pollfd){ .fd = s->conns[i]->c->cch->fd, .events = POLLIN };
-	}
 	pfd[n] = (struct pollfd){ .fd = s->l->ech->fd, .events = POLLIN };
 	r = poll(pfd, (nfds_t)n + 1, timeout_ms);
 	if (r < 0)
@@ -381,7 +446,7 @@ int rc_server_destroy(struct rc_server *s, struct rc_err *err)
 	if (!s)
 		return 0;
 	while (s->nconns)
-		drop_conn(s, s->conns[s->nconns - 1], false, false);
+		drop_conn(s, s->conns[s->nconns - 1], false, false, NULL);
 	for (int i = 0; i < s->nregions; i++) {
 		struct rc_region *reg = &s->regions[i];
 

@@ -59,7 +59,7 @@ static int kv_seeds(const char *dir)
 		{ .type = KV_MSG_HELLO, .seq = 1,
 		  .u.hello = { 1, 4, 0xabcdef,
 			       { KV_LAYOUT_PAGED, KV_PAGE_NHD, KV_DT_BF16, 32, 8, 128, 4, 2, 16,
-				 16 } } },
+				 16 }, "t0ken!" } },
 		{ .type = KV_MSG_WELCOME, .seq = 2,
 		  .u.welcome = { 0, 1024, 0x1234, 0x7f0000000000ull, 16384 } },
 		{ .type = KV_MSG_REQ, .seq = 3, .req = 42, .u.request = { 512 } },
@@ -82,13 +82,45 @@ static int kv_seeds(const char *dir)
 	return err;
 }
 
+/* Notification streams (fuzz_kv_imm): layers, ranks, sources, then records
+ * of QP (0: join), immediate (little-endian), spare byte. */
+static int imm_rec(unsigned char *b, int n, uint8_t qp, uint32_t imm, uint8_t spare)
+{
+	b[n] = qp;
+	for (int i = 0; i < 4; i++)
+		b[n + 1 + i] = (unsigned char)(imm >> (8 * i));
+	b[n + 5] = spare;
+	return n + 6;
+}
+
+static int imm_seeds(const char *dir)
+{
+	unsigned char b[256] = { 1, 1, 0x3 }; /* 2 layers, 2 ranks, both feed */
+	int n = 3, err = 0;
+
+	n = imm_rec(b, n, 0, kv_imm(0, 0, 0, 0), 1); /* rank 0 joins, 2 QPs */
+	n = imm_rec(b, n, 0, kv_imm(0, 0, 0, 1), 0); /* rank 1 joins, 1 QP */
+	for (uint32_t l = 0; l < 2; l++) {
+		n = imm_rec(b, n, 1, kv_imm(3, 5, l, 0), 0);
+		n = imm_rec(b, n, 2, kv_imm(3, 5, l, 0), 0);
+		n = imm_rec(b, n, 1, kv_imm(3, 5, l, 1), 0);
+	}
+	err |= put(dir, "kv_imm", "two-ranks-land", b, n);
+	n = 3;
+	n = imm_rec(b, n, 0, kv_imm(0, 0, 0, 0), 1);
+	n = imm_rec(b, n, 1, kv_imm(1, 2, 0, 0), 0);
+	n = imm_rec(b, n, 1, kv_imm(1, 2, 0, 0), 0); /* twice on QP 1 */
+	err |= put(dir, "kv_imm", "one-qp-twice", b, n);
+	return err;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
 		fprintf(stderr, "usage: mkseeds CORPUS-DIR\n");
 		return 2;
 	}
-	if (ctrl_seeds(argv[1]) || kv_seeds(argv[1])) {
+	if (ctrl_seeds(argv[1]) || kv_seeds(argv[1]) || imm_seeds(argv[1])) {
 		fprintf(stderr, "mkseeds: cannot write the seeds under %s\n", argv[1]);
 		return 1;
 	}

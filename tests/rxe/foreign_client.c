@@ -10,6 +10,8 @@
  *
  * write: fills LENGTH bytes with "foreign:" followed by a byte counter and
  * writes them at ADDR+OFFSET; read: reads them back and prints them as hex.
+ * With FOREIGN_CLIENT_BIND=ADDR it connects from that address; with
+ * FOREIGN_CLIENT_HOLD=SECONDS it stays connected that long afterwards.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
@@ -29,7 +32,7 @@ static int die(const char *what)
 
 int main(int argc, char **argv)
 {
-	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *res;
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *res, *src = NULL;
 	struct ibv_qp_init_attr attr = { .cap = { .max_send_wr = 4, .max_recv_wr = 1,
 						  .max_send_sge = 1, .max_recv_sge = 1 },
 					 .sq_sig_all = 1 };
@@ -58,7 +61,18 @@ int main(int argc, char **argv)
 		cp.private_data = argv[8];
 		cp.private_data_len = (uint8_t)strlen(argv[8]);
 	}
-	if (rdma_getaddrinfo(argv[2], argv[3], &hints, &res))
+	if (getenv("FOREIGN_CLIENT_BIND")) {
+		hints.ai_flags = RAI_PASSIVE;
+		if (rdma_getaddrinfo(getenv("FOREIGN_CLIENT_BIND"), NULL, &hints, &src))
+			return die("rdma_getaddrinfo (bind)");
+		hints.ai_flags = 0;
+		hints.ai_src_addr = src->ai_src_addr;
+		hints.ai_src_len = src->ai_src_len;
+	}
+	rc = rdma_getaddrinfo(argv[2], argv[3], &hints, &res);
+	if (src)
+		rdma_freeaddrinfo(src);
+	if (rc)
 		return die("rdma_getaddrinfo");
 	rc = rdma_create_ep(&id, res, NULL, &attr);
 	rdma_freeaddrinfo(res);
@@ -103,6 +117,8 @@ int main(int argc, char **argv)
 			printf("%02x", (unsigned char)buf[i]);
 		printf("\n");
 	}
+	if (getenv("FOREIGN_CLIENT_HOLD"))
+		sleep((unsigned)atoi(getenv("FOREIGN_CLIENT_HOLD")));
 	rc = 0;
 out_mr:
 	rdma_dereg_mr(mr);

@@ -74,6 +74,17 @@ wait_listening() {
 	return 1
 }
 
+# wait_events NAME EVENT N: NAME printed N events of that kind (30 s at most).
+wait_events() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		(( $(grep -c "\"event\":\"$2\"" "$KV_OUT/$1.out" 2>/dev/null) >= $3 )) && return 0
+		sleep 0.1
+	done
+	echo "$1 printed fewer than $3 $2 events within 30 s" >&2
+	return 1
+}
+
 # wait_event NAME EVENT: NAME printed an event of that kind (30 s at most).
 wait_event() {
 	local i
@@ -364,12 +375,153 @@ status() {
 	check 'all(.[]; verified(2)) and (.d1 | ev("done") | all(.bytes == 17*72*2*3))' s0 d0 d1
 }
 
-@test "a geometry mismatch is refused at the handshake with a clear error" {
+@test "a geometry mismatch is refused at the handshake; only the decode rank's log names the values" {
 	serve d0 "${G[@]}" --dst-page-tokens 8 --pool-pages 16
 	run rdmactl kvxfer send "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10
 	assert_failure 1
-	assert_output --partial "refused this source rank: geometry mismatch: decode rank has dst page tokens 8, the source rank 4"
+	assert_output --partial "refused this source rank: HELLO refused: it does not match this decode rank"
+	refute_output --partial "page tokens"
 	run rdmactl kvxfer send "${G[@]}" --dst-page-tokens 8 --src-tp 2 --rank 0 --connect "$ADDR:$PORT_d0" --tokens 10
 	assert_failure 1
-	assert_output --partial "geometry mismatch: decode rank has src TP 1, the source rank 2"
+	assert_output --partial "HELLO refused: it does not match this decode rank"
+	refute_output --partial "src TP"
+	wait_events d0 refused 2
+	check '.d0 | ev("refused") | map(.reason) as $r | length == 2
+		and ($r[0] | contains("geometry mismatch: decode rank has dst page tokens 8, the source rank 4"))
+		and ($r[1] | contains("geometry mismatch: decode rank has src TP 1, the source rank 2"))
+		and all(.peer_rank == 0)' d0
+}
+
+# The hostile source (tests/rxe/kv_hostile.c) against a decode rank with a
+# token: what it is told, what it holds, and that the real source is served.
+KV_HOSTILE=${KV_HOSTILE:-$BUILD_DIR/tests/rxe/kv_hostile}
+
+hostile() {
+	run "$KV_HOSTILE" "$@"
+	echo "$output" >&2
+	assert_success
+}
+
+# Nothing of the decode rank's pool or geometry in what a refused peer read.
+no_leak() {
+	refute_output --partial "welcome"
+	refute_output --partial "rkey"
+	refute_output --partial "base="
+	refute_output --partial "decode rank has"
+}
+
+@test "hostile: no token and a wrong token are refused and closed, no rkey; the real source gets its rank" {
+	serve d0 "${G[@]}" --pool-pages 16 --verify --requests 1 --token s3cret
+	hostile hello "$ADDR" "$PORT_d0"
+	assert_output --partial "error code=13 text=HELLO refused: not authorised"
+	assert_output --partial "closed after"
+	no_leak
+	hostile hello "$ADDR" "$PORT_d0" -T s3cre7
+	assert_output --partial "error code=13 text=HELLO refused: not authorised"
+	assert_output --partial "closed after"
+	no_leak
+	run rdmactl kvxfer send "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --token wrong
+	assert_failure 1
+	assert_output --partial "refused this source rank: HELLO refused: not authorised"
+	# The token from the environment, as register takes it.
+	RDMACTL_TOKEN=s3cret send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10
+	reap s0 d0
+	status 0 s0 d0
+	check '(.d0 | verified(1)) and (.s0 | verified(1))
+		and (.d0 | ev("refused") | map(.reason) as $r | length == 3
+			and ($r[0] | test("no token")) and ($r[1] | test("wrong token"))
+			and ($r[2] | test("wrong token")))
+		and (.d0 | ev("connected") | length == 1)' s0 d0
+}
+
+@test "hostile: a wrong HELLO, field by field, is told nothing of the decode rank's geometry" {
+	local f n=0
+	serve d0 "${G[@]}" --pool-pages 16 --verify --requests 1 --token s3cret
+	for f in layers=5 kv_heads=4 head_dim=32 src_tp=2 dst_tp=2 src_page_tokens=8 \
+		dst_page_tokens=8 dtype=1 layout=1 page_layout=1 rank=1 nqps=2; do
+		hostile hello "$ADDR" "$PORT_d0" -T s3cret -f "$f"
+		# The one generic sentence, nothing else of the decode rank.
+		assert_output --partial "error code=22 text=HELLO refused: it does not match this decode rank (geometry, rank or QPs); the decode rank's log names the difference"
+		assert_output --partial "closed after"
+		no_leak
+		n=$((n + 1))
+	done
+	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --token s3cret
+	reap s0 d0
+	status 0 s0 d0
+	# The operator's log names each field.
+	check "(.d0 | verified(1)) and (.s0 | verified(1))
+		and (.d0 | ev(\"refused\") | length == $n
+			and (map(.reason) | map(select(test(\"geometry mismatch: decode rank has\"))) | length == 10)
+			and (map(.reason) | map(select(test(\"does not match its connect request\"))) | length == 2))" s0 d0
+}
+
+@test "hostile: heartbeats before HELLO, a silent squatter and a data QP first hold no rank" {
+	serve d0 "${G[@]}" --pool-pages 16 --verify --requests 1 --token s3cret
+	"$KV_HOSTILE" squat "$ADDR" "$PORT_d0" -s 60 >"$KV_OUT/squat.out" 2>&1 &
+	KV_PID[squat]=$!
+	for ((i = 0; i < 300; i++)); do
+		grep -q connected "$KV_OUT/squat.out" && break
+		sleep 0.1
+	done
+	hostile hb-first "$ADDR" "$PORT_d0" -s 5
+	assert_output --regexp "closed after [0-9]+ ms"
+	hostile data-first "$ADDR" "$PORT_d0"
+	assert_output --partial "rejected: data QP 1"
+	# The real source gets rank 0, the squatter connected or not.
+	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --token s3cret
+	reap s0 d0 squat
+	status 0 s0 d0
+	grep -q "closed after" "$KV_OUT/squat.out"
+	check '(.d0 | verified(1)) and (.s0 | verified(1))
+		and (.d0 | ev("refused") | map(.reason) | any(test("sent HB before HELLO"))
+			and any(test("data QP 1 of source rank 0 before a valid HELLO")))' s0 d0
+}
+
+@test "hostile: a REQ sent again and again does not hold the request: it still times out" {
+	serve d0 "${G[@]}" --pool-pages 16 --token s3cret
+	hostile dup-req "$ADDR" "$PORT_d0" -T s3cret -s 40
+	assert_output --partial "alloc req=0"
+	assert_output --partial "cancel req=0 code=110 text=request 0: nothing from its sources for"
+	assert_output --regexp "ended after [0-9]+ ms, [1-9][0-9]+ duplicate REQs"
+}
+
+@test "hostile: an RDMA WRITE with immediate on the control QP drops that source, not the next" {
+	serve d0 "${G[@]}" --pool-pages 16 --verify --requests 1 --token s3cret
+	hostile ctrl-imm "$ADDR" "$PORT_d0" -T s3cret
+	assert_output --partial "welcome"
+	assert_output --partial "closed after"
+	wait_event d0 disconnected
+	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --token s3cret
+	reap s0 d0
+	status 0 s0 d0
+	check '(.d0 | verified(1)) and (.s0 | verified(1))
+		and (.d0 | ev("disconnected")[0].reason | test("RDMA WRITE with immediate on the control QP"))' s0 d0
+}
+
+@test "hostile: two notifications on one data QP and none on the other land no layer" {
+	serve d0 "${G[@]}" --pool-pages 16 --verify --requests 1 --token s3cret
+	hostile one-qp "$ADDR" "$PORT_d0" -T s3cret -s 30
+	assert_output --partial "alloc req=0"
+	assert_output --partial "cancel req=0 code=71 text=source rank 0 notified layer 0 of request 0 twice on data QP 1"
+	reap d0
+	check '.d0 | ev("failed") | length == 1 and .[0].layers_landed == 0
+		and (.[0].landed_us | all(. == null)) and (.[0].reason | test("twice on data QP 1"))' d0
+}
+
+@test "a large request verified and filled in slices: heartbeats of 50 ms, timeout 400 ms, nobody declared dead" {
+	# 256 MiB a request: seconds of filling (send) and checking (serve)
+	# under TCG, many times the heartbeat timeout.
+	local B=(--layers 4 --kv-heads 8 --head-dim 128 --page-tokens 16 --heartbeat-ms 50 --heartbeat-timeout 400)
+	serve d0 "${B[@]}" --pool-pages 1024 --verify --requests 2
+	send s0 "${B[@]}" --connect "$ADDR:$PORT_d0" --tokens 16384 --requests 2
+	reap s0 d0
+	jq -r 'select(.event == "done") | "# request \(.request): \(.seconds) s, verified in \(.seconds - (.landed_us | max) / 1e6) s"' \
+		"$KV_OUT/d0.out" >&3
+	status 0 s0 d0
+	# Verification (last layer landed -> reported) outlasted the timeout.
+	check '(.d0 | verified(2)) and (.s0 | verified(2))
+		and (.d0 | ev("done") | all(.bytes == 16384*4*2*8*128*2))
+		and (.d0 | ev("done") | map(.seconds * 1e6 - (.landed_us | max)) | max > 400000)
+		and ([.[] | ev("disconnected")[] | .reason | select(test("heartbeat"))] | length == 0)' s0 d0
 }

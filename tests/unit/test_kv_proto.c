@@ -43,6 +43,15 @@ static void messages(void)
 	CHECK(out.type == KV_MSG_HELLO && out.seq == 9);
 	CHECK(out.u.hello.rank == 3 && out.u.hello.nqps == 4 && out.u.hello.session == 0xdeadbeef);
 	CHECK(!memcmp(&out.u.hello.g, &g, sizeof(g)));
+	CHECK(out.u.hello.token[0] == 0);
+	/* The token travels whole; a byte outside the printable range is refused. */
+	strcpy(in.u.hello.token, "s3cr3t!");
+	round_trip(&in, &out);
+	CHECK_STR(out.u.hello.token, "s3cr3t!");
+	in.u.hello.token[2] = '\n';
+	CHECK(kv_msg_decode(buf, (size_t)kv_msg_encode(&in, buf, sizeof(buf)), &out, pages,
+			    KV_MAX_REQ_PAGES) == -EBADMSG);
+	memset(in.u.hello.token, 0, sizeof(in.u.hello.token));
 
 	in = (struct kv_msg){ .type = KV_MSG_WELCOME };
 	in.u.welcome.rank = 1;

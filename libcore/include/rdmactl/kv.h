@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include <rdmactl/err.h>
+#include <rdmactl/parse.h>
 
 #define KV_MAX_TP 64
 #define KV_MAX_LAYERS 1024
@@ -155,18 +156,20 @@ RC_EXPORT int kv_check(const struct kv_geom *g, uint32_t rank, uint32_t req, uin
 /*
  * Wire protocol (kv_proto.c). Each source rank opens, to each destination
  * rank it feeds, one control QP (SEND/RECV of the messages below, framed by
- * the rc_ctrl header) and --qps data QPs (RDMA WRITE). The connect request
- * carries struct kv_hello_pd so that the decode side can group the QPs of
- * one sender before any message flows.
+ * the rc_ctrl header); it shows its token and geometry in HELLO, and only
+ * once WELCOME came back does it connect its --qps data QPs (RDMA WRITE).
+ * Each connect request carries struct kv_hello_pd so that the decode side
+ * can group the QPs of one sender; a data QP is accepted only for a sender
+ * whose HELLO was accepted.
  *
  * Per layer, a sender posts the layer's writes spread over its data QPs and
  * ends each QP's share with one RDMA WRITE_WITH_IMM (zero bytes when the QP
  * got no segment). RC orders a QP's writes, so that notification means all
  * of the QP's bytes of the layer have landed. The decode rank counts them:
  * a layer is complete when every contributing source rank delivered
- * exactly one per data QP.
+ * exactly one on each of its data QPs (struct kv_tally).
  */
-#define KV_PD_MAGIC 0x3158564bu /* "KVX1" */
+#define KV_PD_MAGIC 0x3258564bu /* "KVX2": token in HELLO, data QPs after WELCOME */
 #define KV_PD_LEN 16
 #define KV_MSG_MAX 8192
 #define KV_MAX_REQ_PAGES 2000 /* what one ALLOC message carries */
@@ -216,7 +219,7 @@ enum kv_msg_type {
 	KV_MSG_DONE = 0x24,    /* d->s: every byte landed (and verified) or a failure */
 	KV_MSG_CANCEL = 0x25,  /* d->s: stop this request; s->d: stopped, nothing in flight */
 	KV_MSG_HB = 0x26,      /* either way: alive */
-	KV_MSG_ERROR = 0x27,   /* d->s: the connection is refused (geometry, rank) */
+	KV_MSG_ERROR = 0x27,   /* d->s: HELLO refused (the decode rank closes the connection) */
 };
 
 #define KV_DONE_VERIFIED 1u
@@ -230,6 +233,7 @@ struct kv_msg {
 		struct {
 			uint32_t rank, nqps, session;
 			struct kv_geom g;
+			char token[RC_TOKEN_MAX + 1]; /* "": none */
 		} hello;
 		struct {
 			uint32_t rank, pool_pages, rkey;
@@ -261,6 +265,34 @@ RC_EXPORT int kv_msg_decode(const void *buf, size_t len, struct kv_msg *m, uint3
 RC_EXPORT const char *kv_msg_name(uint16_t type);
 
 /*
+ * Counting the notifications of one request on a decode rank: a layer has
+ * landed when every contributing source rank delivered one WRITE_WITH_IMM
+ * on each of its data QPs (RC orders a QP's writes, so that one means the
+ * QP's share of the layer is there). Two on one QP and none on another do
+ * not make a layer.
+ */
+struct kv_tally {
+	uint32_t layers, src_tp;
+	uint64_t sources;            /* source ranks that feed this rank (bits) */
+	uint16_t want[KV_MAX_TP];    /* per source rank: its data QPs (bits), 0 until it joined */
+	uint16_t *got;               /* [layer][source rank]: data QPs that delivered (bits) */
+	uint32_t landed;             /* layers complete */
+};
+enum kv_tally_res {
+	KV_TALLY_COUNTED = 0,  /* counted, the layer still waits */
+	KV_TALLY_LANDED = 1,   /* this one completed its layer */
+	KV_TALLY_BAD = -1,     /* rank, QP or layer out of range, or a rank that did not join */
+	KV_TALLY_DUP = -2,     /* that QP delivered that layer already */
+};
+/* 0 or -EINVAL (sizes), -ENOMEM. */
+RC_EXPORT int kv_tally_init(struct kv_tally *t, uint32_t layers, uint32_t src_tp, uint64_t sources);
+RC_EXPORT void kv_tally_fini(struct kv_tally *t);
+/* A source rank of sources joins with nqps data QPs (1..KV_MAX_QPS): 0 or -EINVAL. */
+RC_EXPORT int kv_tally_join(struct kv_tally *t, uint32_t rank, uint32_t nqps);
+/* A notification of layer from rank on its data QP qp (1..nqps): enum kv_tally_res. */
+RC_EXPORT int kv_tally_note(struct kv_tally *t, uint32_t rank, uint32_t qp, uint32_t layer);
+
+/*
  * The engines (kv_recv.c, kv_send.c): one thread each, every wait bounded,
  * completions event-driven (completion channels under poll()). They never
  * print: what happens reaches the caller as events.
@@ -272,6 +304,7 @@ enum kv_ev_kind {
 	KV_EV_DONE,       /* a request: every byte landed (verified when asked) */
 	KV_EV_CANCELLED,
 	KV_EV_FAILED,
+	KV_EV_PEER_REFUSED, /* serve: a peer refused before or at HELLO; reason: the cause */
 };
 
 struct kv_report {
@@ -314,6 +347,7 @@ struct kv_common_opts {
 	uint32_t rank;
 	uint32_t requests;        /* send: to move; serve: to finish, 0 = until stopped */
 	const char *dev_name;
+	const char *token;        /* serve: required in HELLO; send: shown in it (NULL: none) */
 	int timeout_ms;           /* handshake, allocation, a request's silence */
 	int hb_ms, hb_timeout_ms;
 	int64_t cancel_req;       /* test hook, -1: none */

@@ -26,7 +26,7 @@ enum rc_server_event_kind { RC_EV_CONNECTED, RC_EV_DISCONNECTED, RC_EV_REJECTED,
 struct rc_server_event {
 	enum rc_server_event_kind kind;
 	const char *peer;
-	const char *reason; /* REJECTED */
+	const char *reason; /* REJECTED; DISCONNECTED: the error that dropped it (or NULL) */
 	uint32_t imm;       /* IMM: immediate data of an RDMA WRITE_WITH_IMM */
 };
 
@@ -39,6 +39,7 @@ struct rc_server_opts {
 	const char *token;   /* NULL: no token */
 	int gid_index;       /* -1: automatic */
 	int max_conns;       /* default 64 */
+	int keepalive_ms;    /* probe each connection this often: 0 default (5000), < 0 off */
 	void (*on_event)(void *arg, const struct rc_server_event *ev);
 	void *arg;
 };
