@@ -332,3 +332,59 @@ int rc_client_bench(struct rc_client *cl, const struct rc_client_bench *b,
 	staging_put(&st);
 	return rc;
 }
+
+int rc_client_ctrl(struct rc_client *cl, const void *req, size_t len, void *resp, size_t cap,
+		   int timeout_ms, struct rc_err *err)
+{
+	struct rc_conn *c = cl->conns[0];
+	struct {
+		unsigned char req[RC_CTRL_MSG_MAX];
+		unsigned char resp[RC_CTRL_MSG_MAX];
+	} *b;
+	struct ibv_mr *mr;
+	struct ibv_wc wc[2];
+	bool sent = false;
+	int rc = 0, got = -1;
+
+	if (len > RC_CTRL_MSG_MAX)
+		return rc_err_set(err, EMSGSIZE, "a control message holds at most %d bytes",
+				  RC_CTRL_MSG_MAX);
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	mr = ibv_reg_mr(c->pd, b, sizeof(*b), IBV_ACCESS_LOCAL_WRITE);
+	if (!mr) {
+		rc = rc_err_set(err, errno, "cannot register a control buffer: %s", strerror(errno));
+		goto out;
+	}
+	memcpy(b->req, req, len);
+	rc = rc_post_recv(c, b->resp, sizeof(b->resp), mr->lkey, 0, err);
+	if (!rc)
+		rc = rc_post_send(c, b->req, (uint32_t)len, mr->lkey, 0, err);
+	while (!rc && (!sent || got < 0)) {
+		int n = rc_poll(c, wc, 2, timeout_ms, err);
+
+		if (n == -ETIMEDOUT)
+			rc = rc_err_set(err, ETIMEDOUT, "%s did not answer within %d ms", c->peer,
+					timeout_ms > 0 ? timeout_ms : c->timeout_ms);
+		else if (n < 0)
+			rc = n;
+		for (int i = 0; i < n; i++) {
+			if (rc_wrid_op(wc[i].wr_id) == RC_OP_SEND)
+				sent = true;
+			else
+				got = (int)wc[i].byte_len;
+		}
+	}
+	if (!rc) {
+		if ((size_t)got > cap)
+			got = (int)cap;
+		memcpy(resp, b->resp, (size_t)got);
+		rc = got;
+	}
+out:
+	if (mr)
+		ibv_dereg_mr(mr);
+	free(b);
+	return rc;
+}

@@ -15,6 +15,8 @@
 #include <rdmactl/ops.h>
 #include <rdmactl/server.h>
 
+#include "srv_mig.h"
+
 #define SRV_RECVS 4
 #define SRV_MAX_CONNS 256
 
@@ -37,6 +39,7 @@ struct rc_server {
 	struct srv_conn *conns[SRV_MAX_CONNS];
 	int nconns;
 	int max_conns;
+	struct srv_mig *mig; /* a migration's pull connection and hash */
 };
 
 int rc_server_nregions(const struct rc_server *s) { return s->nregions; }
@@ -318,6 +321,15 @@ static void handle_ctrl(struct rc_server *s, struct srv_conn *sc, struct ibv_wc 
 					  s->nregions);
 		if (len > 0)
 			rc_post_send(sc->c, sc->buf.send, (uint32_t)len, sc->mr->lkey, 0, NULL);
+	} else {
+		struct srv_mig_host mh = { .regions = s->regions, .nregions = s->nregions,
+					   .pd = s->l->pd, .bind_addr = s->l->addr,
+					   .dev_name = s->l->dev_name };
+
+		len = srv_mig_handle(&s->mig, &mh, sc->buf.recv[slot], wc->byte_len, sc->buf.send,
+				     sizeof(sc->buf.send));
+		if (len > 0)
+			rc_post_send(sc->c, sc->buf.send, (uint32_t)len, sc->mr->lkey, 0, NULL);
 	}
 	post_ctrl_recv(sc, slot);
 }
@@ -380,6 +392,7 @@ int rc_server_destroy(struct rc_server *s, struct rc_err *err)
 
 	if (!s)
 		return 0;
+	srv_mig_free(s->mig); /* its connection shares the listener's PD */
 	while (s->nconns)
 		drop_conn(s, s->conns[s->nconns - 1], false, false);
 	for (int i = 0; i < s->nregions; i++) {

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A migration's orchestration. It holds one control connection to each
+ * server; the destination does the data movement (RDMA READ from the
+ * source, srv_mig.c) and each side hashes its own memory, so nothing here
+ * touches the region's bytes.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmactl/migrate.h>
+
+/* The destination answers a pull once its bytes have landed. */
+#define PULL_WAIT_MS 60000
+/* At most this many bytes per pull request, so that a dead peer is noticed
+ * within PULL_WAIT_MS even at emulated speeds. */
+#define PULL_MAX_BYTES (64ull << 20)
+
+static int open_side(const char *side, const struct rc_target *t, const struct rc_migrate_opts *o,
+		     struct rc_client **cl, struct rc_err *err)
+{
+	struct rc_client_opts co = { .token = o->token, .nconns = 1 };
+	char why[sizeof(err->msg)];
+	int rc;
+
+	co.conn.timeout_ms = o->timeout_ms;
+	co.conn.dev_name = o->dev_name;
+	rc = rc_client_open(t, &co, cl, err);
+	if (!rc)
+		return 0;
+	snprintf(why, sizeof(why), "%s", err->msg);
+	return rc_err_set(err, -rc, "the %s %s:%s: %s", side, t->host, t->port, why);
+}
+
+/* One request, one answer; a failure the server reports is the error. */
+static int ask(struct rc_client *cl, const char *side, const void *req, int len, int wait_ms,
+	       struct rc_mig_resp *resp, struct rc_err *err)
+{
+	unsigned char buf[RC_CTRL_MSG_MAX];
+	char why[sizeof(err->msg)];
+	int n;
+
+	if (len < 0)
+		return rc_err_set(err, -len, "cannot encode a request: %s", strerror(-len));
+	n = rc_client_ctrl(cl, req, (size_t)len, buf, sizeof(buf), wait_ms, err);
+	if (n < 0) {
+		snprintf(why, sizeof(why), "%s", err->msg);
+		return rc_err_set(err, -n, "the %s: %s", side, why);
+	}
+	if (rc_ctrl_decode_mig_resp(buf, (size_t)n, resp))
+		return rc_err_set(err, EPROTO,
+				  "the %s %s answered no migration request (is it an rdmactl with migrate?)",
+				  side, rc_client_peer(cl));
+	if (resp->status < 0)
+		return rc_err_set(err, -resp->status, "the %s %s: %s", side, rc_client_peer(cl),
+				  resp->msg);
+	return 0;
+}
+
+static int check_pair(const struct rc_client *a, const struct rc_client *b,
+		      const struct rc_migrate_opts *o, struct rc_err *err)
+{
+	const struct rc_region_desc *ra = &a->region, *rb = &b->region;
+
+	if (strcmp(ra->name, rb->name))
+		return rc_err_set(err, EINVAL,
+				  "the region is '%s' on the source and '%s' on the destination: a migration keeps its name",
+				  ra->name, rb->name);
+	if (ra->length != rb->length)
+		return rc_err_set(err, EINVAL,
+				  "region '%s' is %llu bytes on the source and %llu on the destination: the sizes must match",
+				  ra->name, (unsigned long long)ra->length,
+				  (unsigned long long)rb->length);
+	if (ra->access != rb->access)
+		return rc_err_set(err, EINVAL,
+				  "region '%s' has access %s on the source and %s on the destination: the access must match",
+				  ra->name, rc_access_name(ra->access), rc_access_name(rb->access));
+	for (size_t i = 0; i < o->n; i++) {
+		const struct rc_extent *x = &o->ext[i];
+
+		if (x->len == 0 || x->src > ra->length || x->len > ra->length - x->src ||
+		    x->dst > rb->length || x->len > rb->length - x->dst)
+			return rc_err_set(err, ERANGE,
+					  "block %zu (offset %llu, length %llu, to %llu) is %s region '%s' (%llu bytes)",
+					  i + 1, (unsigned long long)x->src, (unsigned long long)x->len,
+					  (unsigned long long)x->dst, x->len ? "past the end of" : "empty in",
+					  ra->name, (unsigned long long)ra->length);
+	}
+	return 0;
+}
+
+/* Have the destination pull ext[0..n): requests of at most RC_PULL_MAX_EXT
+ * extents and PULL_MAX_BYTES bytes. */
+static int pull_all(struct rc_client *b, const struct rc_migrate_opts *o, const char *region,
+		    const struct rc_extent *ext, size_t n, uint64_t *bytes, struct rc_err *err)
+{
+	struct rc_pull_req req = { 0 };
+	unsigned char buf[RC_CTRL_MSG_MAX];
+	size_t i = 0;
+
+	*bytes = 0;
+	snprintf(req.host, sizeof(req.host), "%s", o->src.host);
+	snprintf(req.port, sizeof(req.port), "%s", o->src.port);
+	snprintf(req.src_region, sizeof(req.src_region), "%s", region);
+	snprintf(req.dst_region, sizeof(req.dst_region), "%s", region);
+	snprintf(req.token, sizeof(req.token), "%s", o->token ? o->token : "");
+	while (i < n) {
+		struct rc_mig_resp resp;
+		uint64_t sum = 0;
+		size_t k = 0;
+		int rc;
+
+		while (i + k < n && k < RC_PULL_MAX_EXT && (k == 0 || sum + ext[i + k].len <= PULL_MAX_BYTES))
+			sum += ext[i + k++].len;
+		req.flags = (i == 0 ? RC_MIG_FIRST : 0) | (i + k == n ? RC_MIG_LAST : 0);
+		req.n = (uint32_t)k;
+		req.ext = (struct rc_extent *)&ext[i];
+		rc = ask(b, "destination", buf, rc_ctrl_encode_pull(buf, sizeof(buf), 1, &req),
+			 PULL_WAIT_MS, &resp, err);
+		if (rc)
+			return rc;
+		*bytes += resp.bytes;
+		i += k;
+	}
+	return 0;
+}
+
+static int hash_all(struct rc_client *cl, const char *side, bool at_dst, const char *region,
+		    const struct rc_extent *ext, size_t n, int wait_ms,
+		    unsigned char digest[RC_SHA256_LEN], struct rc_err *err)
+{
+	struct rc_hash_req req = { 0 };
+	unsigned char buf[RC_CTRL_MSG_MAX];
+	size_t i = 0;
+
+	snprintf(req.region, sizeof(req.region), "%s", region);
+	do {
+		struct rc_mig_resp resp;
+		size_t k = n - i < RC_HASH_MAX_EXT ? n - i : RC_HASH_MAX_EXT;
+		int rc;
+
+		req.flags = (i == 0 ? RC_MIG_FIRST : 0) | (i + k == n ? RC_MIG_LAST : 0) |
+			    (at_dst ? RC_HASH_DST : 0);
+		req.n = (uint32_t)k;
+		req.ext = (struct rc_extent *)&ext[i];
+		rc = ask(cl, side, buf, rc_ctrl_encode_hash(buf, sizeof(buf), 2, &req), wait_ms,
+			 &resp, err);
+		if (rc)
+			return rc;
+		if (i + k == n)
+			memcpy(digest, resp.digest, RC_SHA256_LEN);
+		i += k;
+	} while (i < n);
+	return 0;
+}
+
+int rc_migrate_blocks(const struct rc_migrate_opts *o, struct rc_migrate_result *r,
+		      struct rc_err *err)
+{
+	struct rc_client *a = NULL, *b = NULL;
+	struct rc_extent whole;
+	const struct rc_extent *ext = o->ext;
+	size_t n = o->n;
+	double t0 = rc_now();
+	int wait = o->timeout_ms > 0 ? o->timeout_ms : 5000, rc;
+
+	memset(r, 0, sizeof(*r));
+	r->blackout_ms = -1;
+	if (o->n && !o->ext)
+		return rc_err_set(err, EINVAL, "a block list without blocks");
+	rc = open_side("source", &o->src, o, &a, err);
+	if (!rc)
+		rc = open_side("destination", &o->dst, o, &b, err);
+	if (!rc)
+		rc = check_pair(a, b, o, err);
+	if (rc)
+		goto out;
+	snprintf(r->region, sizeof(r->region), "%s", a->region.name);
+	snprintf(r->src_peer, sizeof(r->src_peer), "%s", rc_client_peer(a));
+	snprintf(r->dst_peer, sizeof(r->dst_peer), "%s", rc_client_peer(b));
+	r->length = a->region.length;
+	r->access = a->region.access;
+	if (!n) {
+		whole = (struct rc_extent){ .src = 0, .dst = 0, .len = a->region.length };
+		ext = &whole;
+		n = 1;
+	}
+	rc = pull_all(b, o, r->region, ext, n, &r->bytes_per_round[0], err);
+	if (rc)
+		goto out;
+	r->rounds = 1;
+	r->blocks_per_round[0] = n;
+	r->bytes = r->bytes_per_round[0];
+	/* Hashing tens of MiB takes the servers' CPUs a while under emulation. */
+	rc = hash_all(a, "source", false, r->region, ext, n, wait * 4, r->sha_src, err);
+	if (!rc)
+		rc = hash_all(b, "destination", true, r->region, ext, n, wait * 4, r->sha_dst, err);
+	if (rc)
+		goto out;
+	r->verified = !memcmp(r->sha_src, r->sha_dst, RC_SHA256_LEN);
+	r->seconds = rc_now() - t0;
+out:
+	rc_client_close(b);
+	rc_client_close(a);
+	return rc;
+}
