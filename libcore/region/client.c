@@ -333,6 +333,8 @@ int rc_client_bench(struct rc_client *cl, const struct rc_client_bench *b,
 	return rc;
 }
 
+#define CTRL_SLICE_MS 100
+
 int rc_client_ctrl(struct rc_client *cl, const void *req, size_t len, void *resp, size_t cap,
 		   int timeout_ms, struct rc_err *err)
 {
@@ -344,6 +346,7 @@ int rc_client_ctrl(struct rc_client *cl, const void *req, size_t len, void *resp
 	struct ibv_mr *mr;
 	struct ibv_wc wc[2];
 	bool sent = false;
+	double deadline;
 	int rc = 0, got = -1;
 
 	if (len > RC_CTRL_MSG_MAX)
@@ -361,13 +364,20 @@ int rc_client_ctrl(struct rc_client *cl, const void *req, size_t len, void *resp
 	rc = rc_post_recv(c, b->resp, sizeof(b->resp), mr->lkey, 0, err);
 	if (!rc)
 		rc = rc_post_send(c, b->req, (uint32_t)len, mr->lkey, 0, err);
+	/* Wait in short slices, so that a peer that went away is noticed (its
+	 * disconnect comes as a CM event, not as a completion). */
+	if (timeout_ms <= 0)
+		timeout_ms = c->timeout_ms;
+	deadline = rc_now() + timeout_ms / 1000.0;
 	while (!rc && (!sent || got < 0)) {
-		int n = rc_poll(c, wc, 2, timeout_ms, err);
+		int n = rc_poll(c, wc, 2, CTRL_SLICE_MS, err);
 
-		if (n == -ETIMEDOUT)
+		if (n == -ETIMEDOUT && !rc_client_alive(cl))
+			rc = rc_err_set(err, ECONNRESET, "%s disconnected before it answered", c->peer);
+		else if (n == -ETIMEDOUT && rc_now() > deadline)
 			rc = rc_err_set(err, ETIMEDOUT, "%s did not answer within %d ms", c->peer,
-					timeout_ms > 0 ? timeout_ms : c->timeout_ms);
-		else if (n < 0)
+					timeout_ms);
+		else if (n < 0 && n != -ETIMEDOUT)
 			rc = n;
 		for (int i = 0; i < n; i++) {
 			if (rc_wrid_op(wc[i].wr_id) == RC_OP_SEND)
