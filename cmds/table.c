@@ -16,6 +16,7 @@ const struct cmd *const rdmactl_cmds[] = {
 	&cmd_probe_topology,
 	&cmd_kvxfer,
 	&cmd_alltoall,
+	&cmd_migrate,
 	&cmd_shell,
 	&cmd_regions,
 	&cmd_unregister,

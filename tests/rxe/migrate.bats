@@ -1,0 +1,149 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# rdmactl migrate: a region's blocks moved from a server on one rxe device
+# (A) to a server on the other (B) of the veth pair, the destination
+# pulling with RDMA READ; both sides' sha256 compared.
+
+load helpers
+
+setup() {
+	need_two_nics
+	PORT=$(next_port)
+	A=$RDMACTL_VM_ADDR_A:$PORT
+	B=$RDMACTL_VM_ADDR_B:$PORT
+	SERVERS=()
+}
+
+# serve NAME ARGS...: `register --listen ARGS` in the background, its pid
+# in SERVERS and NAME_PID, its events in $BATS_TEST_TMPDIR/NAME.out.
+serve() {
+	local name=$1
+	shift
+	start_server 1 --listen "$@"
+	SERVERS+=("$SERVER_PID")
+	printf -v "${name}_PID" %s "$SERVER_PID"
+	printf -v "${name}_OUT" %s "$SERVER_OUT"
+	SERVER_PID=
+}
+
+teardown() {
+	local pid
+	for pid in "${SERVERS[@]}"; do
+		SERVER_PID=$pid
+		stop_server TERM
+	done
+	sanitizer_reports
+}
+
+@test "a text block list moves from A to B: B holds those bytes, both sha256 agree" {
+	local t=$BATS_TEST_TMPDIR
+	serve A "$A" --name kv --size 8M
+	serve B "$B" --name kv --size 8M
+	head -c 8M /dev/urandom >"$t/a"
+	rdmactl write "$A/kv" --file "$t/a" >/dev/null
+	# Two blocks in place, one moved to another offset, sizes with suffixes.
+	printf '# offset length [dst_offset]\n0 64K\n1M 300000\n\n2M 4K 6M  # moved\n' >"$t/blocks"
+	run rdmactl -j migrate "$A/kv" "$B/kv" --blocks "$t/blocks"
+	assert_success
+	jq -e '.verified == true and .rounds == 1 and .bytes_per_round == [369632]
+		and .blocks_per_round == [3] and .sha256_src == .sha256_dst
+		and (.sha256_src | test("^[0-9a-f]{64}$")) and .blackout_ms == null
+		and (.seconds > 0)' <<<"$output"
+	# What B holds: the blocks where the list put them, zeros elsewhere.
+	rdmactl read "$B/kv" --out "$t/b" >/dev/null
+	cmp <(head -c 65536 "$t/a") <(head -c 65536 "$t/b")
+	cmp <(tail -c +1048577 "$t/a" | head -c 300000) <(tail -c +1048577 "$t/b" | head -c 300000)
+	cmp <(tail -c +2097153 "$t/a" | head -c 4096) <(tail -c +6291457 "$t/b" | head -c 4096)
+	cmp <(head -c 4096 /dev/zero) <(tail -c +2097153 "$t/b" | head -c 4096)
+	# The source's own sha256 of those blocks is what sha256sum says.
+	want=$({ head -c 65536 "$t/a"; tail -c +1048577 "$t/a" | head -c 300000
+		tail -c +2097153 "$t/a" | head -c 4096; } | sha256sum)
+	[ "$(jq -r .sha256_src <<<"$output")" = "${want%% *}" ]
+	# B pulled from A: A saw a client from B's address.
+	jq -s -e --arg b "$RDMACTL_VM_ADDR_B" \
+		'any(.[]; .event == "connected" and (.peer | startswith($b + ":")))' "$A_OUT"
+}
+
+@test "a JSON block list on stdin, and the whole region: 32 MiB verified" {
+	local t=$BATS_TEST_TMPDIR
+	serve A "$A" --name kv --size 32M
+	serve B "$B" --name kv --size 32M
+	head -c 32M /dev/urandom >"$t/a"
+	rdmactl write "$A/kv" --file "$t/a" >/dev/null
+	run rdmactl -j migrate "$A/kv" "$B/kv" --blocks - <<<'{"blocks": [{"offset": 4096, "length": "8K"}, [16384, 4096, 0]]}'
+	assert_success
+	jq -e '.verified and .bytes_per_round == [12288]' <<<"$output"
+	run rdmactl -j migrate "$A/kv" "$B/kv" --whole
+	assert_success
+	jq -e '.verified and .bytes == 33554432 and .region == "kv" and .length == 33554432' <<<"$output"
+	rdmactl read "$B/kv" --out "$t/b" >/dev/null
+	cmp "$t/a" "$t/b"
+	[ "$(jq -r .sha256_dst <<<"$output")" = "$(sha256sum <"$t/a" | cut -d' ' -f1)" ]
+}
+
+# A's region after a refused migration: still served, still the same bytes.
+a_untouched() {
+	rdmactl read "$A/kv" --out "$BATS_TEST_TMPDIR/a.after" >/dev/null
+	cmp "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/a.after"
+}
+
+@test "bad input: size or access mismatch, unknown region, B unreachable, blocks past the end: clear errors, A untouched" {
+	local t=$BATS_TEST_TMPDIR
+	serve A "$A" --name kv --size 1M --name cnt --size 64K --access atomic
+	serve B "$B" --name kv --size 2M --name cnt --size 64K --access rw --name other --size 1M
+	head -c 1M /dev/urandom >"$t/a"
+	rdmactl write "$A/kv" --file "$t/a" >/dev/null
+	run rdmactl migrate "$A/kv" "$B/kv" --whole
+	assert_failure 1
+	assert_output --partial "region 'kv' is 1048576 bytes on the source and 2097152 on the destination"
+	run rdmactl migrate "$A/cnt" "$B/cnt" --whole
+	assert_failure 1
+	assert_output --partial "access atomic on the source and rw on the destination"
+	run rdmactl migrate "$A/nope" "$B/nope" --whole
+	assert_failure 1
+	assert_output --partial "the source $A: "
+	assert_output --partial "no region named 'nope'"
+	run rdmactl -t 3000 migrate "$A/kv" "$RDMACTL_VM_ADDR_B:$((PORT + 7))/kv" --whole
+	assert_failure 1
+	assert_output --partial "the destination $RDMACTL_VM_ADDR_B:$((PORT + 7)): "
+	run rdmactl -j migrate "$A/kv" "$B/other" --whole
+	assert_failure 2
+	jq -e '.error.message | test("keeps its name")' <<<"$output"
+	run rdmactl migrate "$A/kv" "$B/kv" --blocks - <<<'1M 4K'
+	assert_failure 1
+	a_untouched
+}
+
+@test "B killed in the middle of a pull: migrate fails naming B, A keeps serving, no write lost" {
+	local t=$BATS_TEST_TMPDIR i mig
+	serve A "$A" --name kv --size 32M
+	serve B "$B" --name kv --size 32M
+	head -c 32M /dev/urandom >"$t/a"
+	rdmactl write "$A/kv" --file "$t/a" >/dev/null
+	"$RDMACTL" -j migrate "$A/kv" "$B/kv" --whole >"$t/mig.out" 2>&1 &
+	mig=$!
+	# The pull has begun once A sees a client from B's address.
+	for ((i = 0; i < 300; i++)); do
+		jq -s -e --arg b "$RDMACTL_VM_ADDR_B" \
+			'any(.[]; .event == "connected" and (.peer | startswith($b + ":")))' "$A_OUT" >/dev/null && break
+		sleep 0.05
+	done
+	((i < 300))
+	kill -KILL "$B_PID"
+	# Writes to A go on meanwhile: sequence numbers into known slots.
+	for ((i = 1; i <= 8; i++)); do
+		printf 'seq %08d\n' "$i" >"$t/w$i"
+		rdmactl write "$A/kv" --offset $((i * 65536)) --file "$t/w$i" >/dev/null
+		dd if="$t/w$i" of="$t/a" bs=1 seek=$((i * 65536)) conv=notrunc status=none
+	done
+	local rc=0
+	wait "$mig" || rc=$?
+	cat "$t/mig.out"
+	[ "$rc" -eq 1 ]
+	grep -q "the destination" "$t/mig.out"
+	# A serves the region as it was plus every write, and takes more.
+	rdmactl read "$A/kv" --out "$t/a.after" >/dev/null
+	cmp "$t/a" "$t/a.after"
+	run rdmactl -j read "$A/kv" --size 8
+	assert_success
+}
