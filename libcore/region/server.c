@@ -17,7 +17,7 @@
 
 #include "srv_mig.h"
 
-#define SRV_RECVS 4
+#define SRV_RECVS 16
 #define SRV_MAX_CONNS 256
 
 struct srv_conn {
@@ -190,6 +190,15 @@ static void conn_free(struct srv_conn *sc)
 	free(sc);
 }
 
+static void drain_all(void *arg);
+
+static struct srv_mig_host mig_host(struct rc_server *s)
+{
+	return (struct srv_mig_host){ .regions = s->regions, .nregions = s->nregions,
+				      .pd = s->l->pd, .bind_addr = s->l->addr,
+				      .dev_name = s->l->dev_name, .drain_all = drain_all, .arg = s };
+}
+
 static void drop_conn(struct rc_server *s, struct srv_conn *sc, bool peer_gone, bool tell)
 {
 	char peer[sizeof(sc->c->peer)];
@@ -203,6 +212,11 @@ static void drop_conn(struct rc_server *s, struct srv_conn *sc, bool peer_gone, 
 	}
 	if (peer_gone)
 		sc->c->disconnected = true;
+	if (s->mig) {
+		struct srv_mig_host mh = mig_host(s);
+
+		srv_mig_conn_gone(s->mig, &mh, sc);
+	}
 	conn_free(sc);
 	if (tell)
 		emit(s, RC_EV_DISCONNECTED, peer, NULL);
@@ -294,6 +308,7 @@ static int handle_cm(struct rc_server *s, struct rc_err *err)
 	return 0;
 }
 
+
 static void handle_ctrl(struct rc_server *s, struct srv_conn *sc, struct ibv_wc *wc)
 {
 	int slot = (int)(wc->wr_id & RC_WRID_MASK);
@@ -322,12 +337,10 @@ static void handle_ctrl(struct rc_server *s, struct srv_conn *sc, struct ibv_wc 
 		if (len > 0)
 			rc_post_send(sc->c, sc->buf.send, (uint32_t)len, sc->mr->lkey, 0, NULL);
 	} else {
-		struct srv_mig_host mh = { .regions = s->regions, .nregions = s->nregions,
-					   .pd = s->l->pd, .bind_addr = s->l->addr,
-					   .dev_name = s->l->dev_name };
+		struct srv_mig_host mh = mig_host(s);
 
-		len = srv_mig_handle(&s->mig, &mh, sc->buf.recv[slot], wc->byte_len, sc->buf.send,
-				     sizeof(sc->buf.send));
+		len = srv_mig_handle(&s->mig, &mh, sc, sc->buf.recv[slot], wc->byte_len,
+				     sc->buf.send, sizeof(sc->buf.send));
 		if (len > 0)
 			rc_post_send(sc->c, sc->buf.send, (uint32_t)len, sc->mr->lkey, 0, NULL);
 	}
@@ -344,6 +357,14 @@ static void drain_cq(struct rc_server *s, struct srv_conn *sc)
 		for (int j = 0; j < got; j++)
 			if (wc[j].status == IBV_WC_SUCCESS)
 				handle_ctrl(s, sc, &wc[j]);
+}
+
+static void drain_all(void *arg)
+{
+	struct rc_server *s = arg;
+
+	for (int i = 0; i < s->nconns; i++)
+		drain_cq(s, s->conns[i]);
 }
 
 static void handle_cqs(struct rc_server *s, struct pollfd *pfd, int n)
@@ -393,6 +414,7 @@ int rc_server_destroy(struct rc_server *s, struct rc_err *err)
 	if (!s)
 		return 0;
 	srv_mig_free(s->mig); /* its connection shares the listener's PD */
+	s->mig = NULL;
 	while (s->nconns)
 		drop_conn(s, s->conns[s->nconns - 1], false, false);
 	for (int i = 0; i < s->nregions; i++) {

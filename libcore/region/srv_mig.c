@@ -17,8 +17,31 @@
 #include "srv_mig.h"
 
 #define PULL_TIMEOUT_MS 5000
+#define MAX_OPEN 256
+
+/* A region being moved away: what was written since the last TAKE. */
+struct mig_region {
+	bool tracking;
+	bool fenced;
+	bool moved;
+	bool dropped;
+	const void *owner;         /* the orchestrator's connection */
+	uint64_t nblocks;
+	uint8_t *dirty;            /* one byte a block: simple, and regions are few */
+	char moved_to[RC_MIG_MSG_LEN];
+};
+
+/* A write or atomics a client announced and has not completed yet. */
+struct open_write {
+	const void *conn;
+	int region;
+	uint64_t off, len;
+};
 
 struct srv_mig {
+	struct mig_region reg[RC_MAX_REGIONS];
+	struct open_write open[MAX_OPEN];
+	int nopen;
 	struct rc_client *src;     /* the pull connection, FIRST to LAST */
 	struct rc_sha256 sha;      /* the hash, FIRST to LAST */
 	uint64_t hashed;
@@ -30,7 +53,45 @@ void srv_mig_free(struct srv_mig *st)
 	if (!st)
 		return;
 	rc_client_close(st->src);
+	for (int i = 0; i < RC_MAX_REGIONS; i++)
+		free(st->reg[i].dirty);
 	free(st);
+}
+
+static void mark(struct mig_region *m, uint64_t off, uint64_t len)
+{
+	if (!m->tracking || !len)
+		return;
+	for (uint64_t b = off / RC_MIG_BLOCK; b <= (off + len - 1) / RC_MIG_BLOCK && b < m->nblocks; b++)
+		m->dirty[b] = 1;
+}
+
+static int reregister(const struct srv_mig_host *h, struct rc_region *r, enum rc_access acc,
+		      struct rc_err *err);
+
+void srv_mig_conn_gone(struct srv_mig *st, const struct srv_mig_host *h, const void *conn)
+{
+	if (!st)
+		return;
+	/* The orchestrator went away before the cutover: the move is off, the
+	 * region is served here again. */
+	for (int i = 0; i < h->nregions && i < RC_MAX_REGIONS; i++) {
+		struct mig_region *m = &st->reg[i];
+
+		if (m->owner != conn || m->moved)
+			continue;
+		if (!m->fenced || !reregister(h, &h->regions[i], h->regions[i].d.access, NULL)) {
+			m->fenced = m->tracking = false;
+			m->owner = NULL;
+		}
+	}
+	for (int i = 0; i < st->nopen; i++) {
+		if (st->open[i].conn != conn)
+			continue;
+		/* It may have landed: count it written. */
+		mark(&st->reg[st->open[i].region], st->open[i].off, st->open[i].len);
+		st->open[i--] = st->open[--st->nopen];
+	}
 }
 
 static struct rc_region *find_region(const struct srv_mig_host *h, const char *name)
@@ -99,7 +160,8 @@ static int pull(struct srv_mig *st, const struct srv_mig_host *h, const struct r
 		return rc;
 	struct rc_copy c = {
 		.op = RC_OP_READ, .conn = st->src->conns[0], .local = dst->d.addr,
-		.lkey = dst->mr->lkey, .remote = st->src->region.addr, .rkey = st->src->region.rkey,
+		.lkey = dst->mr->lkey, .remote = st->src->region.addr,
+		.rkey = (r->flags & RC_PULL_RKEY) ? r->rkey : st->src->region.rkey,
 		.ext = r->ext, .n = r->n, .timeout_ms = PULL_TIMEOUT_MS,
 	};
 
@@ -123,6 +185,8 @@ static int hash(struct srv_mig *st, const struct srv_mig_host *h, const struct r
 	if (reg->mem.kind == RC_MEM_CUDA)
 		return rc_err_set(err, ENOTSUP, "region '%s' is GPU memory: cannot hash it here",
 				  r->region);
+	if (!reg->mem.buf)
+		return rc_err_set(err, ENOENT, "region '%s' was dropped here (moved)", r->region);
 	rc = check_extents(r->ext, r->n, reg->d.length, reg->d.length, err);
 	if (rc)
 		return rc;
@@ -141,8 +205,166 @@ static int hash(struct srv_mig *st, const struct srv_mig_host *h, const struct r
 	return 0;
 }
 
-int srv_mig_handle(struct srv_mig **stp, const struct srv_mig_host *h, const void *msg,
-		   size_t len, void *out, size_t cap)
+static int region_index(const struct srv_mig_host *h, const char *name)
+{
+	for (int i = 0; i < h->nregions; i++)
+		if (!strcmp(h->regions[i].d.name, name))
+			return i;
+	return -1;
+}
+
+/* Swap the region's MR for one that allows access acc (a new rkey). */
+static int reregister(const struct srv_mig_host *h, struct rc_region *r, enum rc_access acc,
+		      struct rc_err *err)
+{
+	struct ibv_mr *mr;
+	int rc = rc_mem_register(&r->mem, h->pd, rc_access_ibv(acc), &mr, err);
+
+	if (rc)
+		return rc;
+	if (r->mr && ibv_dereg_mr(r->mr)) {
+		rc = rc_err_set(err, errno, "cannot deregister region '%s': %s", r->d.name,
+				strerror(errno));
+		ibv_dereg_mr(mr);
+		return rc;
+	}
+	r->mr = mr;
+	r->d.rkey = mr->rkey;
+	return 0;
+}
+
+static int take(struct mig_region *m, void *out, size_t cap, uint32_t seq)
+{
+	struct rc_extent x[RC_HASH_MAX_EXT];
+	struct rc_hash_req r = { .ext = x };
+	uint64_t b = 0;
+
+	while (b < m->nblocks && r.n < RC_HASH_MAX_EXT) {
+		uint64_t e;
+
+		for (; b < m->nblocks && !m->dirty[b]; b++)
+			;
+		if (b == m->nblocks)
+			break;
+		for (e = b; e < m->nblocks && m->dirty[e]; e++)
+			m->dirty[e] = 0;
+		x[r.n++] = (struct rc_extent){ .src = b * RC_MIG_BLOCK, .dst = b * RC_MIG_BLOCK,
+					       .len = (e - b) * RC_MIG_BLOCK };
+		b = e;
+	}
+	for (; b < m->nblocks && !m->dirty[b]; b++)
+		;
+	r.flags = b == m->nblocks ? RC_MIG_LAST : 0;
+	return rc_ctrl_encode_dirty(out, cap, seq, &r);
+}
+
+static int step(struct srv_mig *st, const struct srv_mig_host *h, const void *conn,
+		const struct rc_mig_cmd *c, struct rc_mig_resp *resp, struct rc_err *err)
+{
+	int ri = region_index(h, c->region);
+	struct mig_region *m;
+	struct rc_region *r;
+
+	if (ri < 0)
+		return rc_err_set(err, ENOENT, "no region named '%s' is served here", c->region);
+	m = &st->reg[ri];
+	r = &h->regions[ri];
+	switch (c->step) {
+	case RC_MIG_INTENT:
+		if (st->nopen < MAX_OPEN)
+			st->open[st->nopen++] = (struct open_write){ conn, ri, c->off, c->len };
+		else
+			mark(m, c->off, c->len); /* no room: count it written now */
+		return 0;
+	case RC_MIG_DONE:
+		for (int i = 0; i < st->nopen; i++) {
+			struct open_write *o = &st->open[i];
+
+			if (o->conn == conn && o->region == ri && o->off == c->off && o->len == c->len) {
+				*o = st->open[--st->nopen];
+				break;
+			}
+		}
+		mark(m, c->off, c->len);
+		return 0;
+	case RC_MIG_WHERE:
+		if (m->moved)
+			snprintf(resp->msg, sizeof(resp->msg), "%s", m->moved_to);
+		else if (m->fenced)
+			return rc_err_set(err, EAGAIN, "region '%s' is being moved: ask again", c->region);
+		return 0;
+	case RC_MIG_TRACK:
+		if (m->fenced || m->moved)
+			return rc_err_set(err, EBUSY, "region '%s' is %s", c->region,
+					  m->moved ? "moved already" : "fenced");
+		if (r->mem.kind == RC_MEM_CUDA)
+			return rc_err_set(err, ENOTSUP, "region '%s' is GPU memory: it cannot be moved live",
+					  c->region);
+		free(m->dirty);
+		m->nblocks = (r->d.length + RC_MIG_BLOCK - 1) / RC_MIG_BLOCK;
+		m->dirty = calloc(m->nblocks ? m->nblocks : 1, 1);
+		if (!m->dirty)
+			return rc_err_set(err, ENOMEM, "out of memory");
+		m->tracking = true;
+		m->owner = conn;
+		return 0;
+	case RC_MIG_FENCE: {
+		int rc;
+
+		if (!m->tracking)
+			return rc_err_set(err, EINVAL, "region '%s' is not being moved", c->region);
+		/* Reads go on; writes and atomics now fail with a remote access
+		 * error, so their clients know they did not happen. */
+		rc = reregister(h, r, RC_ACCESS_RO, err);
+		if (rc)
+			return rc;
+		m->fenced = true;
+		/* Every notice that came in before the revocation is in a queue. */
+		if (h->drain_all)
+			h->drain_all(h->arg);
+		for (int i = 0; i < st->nopen; i++)
+			if (st->open[i].region == ri)
+				mark(m, st->open[i].off, st->open[i].len);
+		resp->bytes = r->d.rkey;
+		return 0;
+	}
+	case RC_MIG_UNFENCE: {
+		int rc = m->fenced ? reregister(h, r, r->d.access, err) : 0;
+
+		if (rc)
+			return rc;
+		m->fenced = m->tracking = m->moved = false;
+		m->owner = NULL;
+		free(m->dirty);
+		m->dirty = NULL;
+		return 0;
+	}
+	case RC_MIG_CUTOVER:
+		if (!m->fenced)
+			return rc_err_set(err, EINVAL, "region '%s' is not fenced", c->region);
+		m->moved = true;
+		m->tracking = false;
+		snprintf(m->moved_to, sizeof(m->moved_to), "%s", c->arg);
+		return 0;
+	case RC_MIG_DROP:
+		if (!m->moved)
+			return rc_err_set(err, EINVAL, "region '%s' has not moved", c->region);
+		if (!m->dropped && r->mr) {
+			ibv_dereg_mr(r->mr);
+			r->mr = NULL;
+			r->d.rkey = 0;
+			if (r->mem.kind != RC_MEM_FILE)
+				rc_mem_free(&r->mem);
+		}
+		m->dropped = true;
+		return 0;
+	default:
+		return rc_err_set(err, EINVAL, "unknown migration step %u", c->step);
+	}
+}
+
+int srv_mig_handle(struct srv_mig **stp, const struct srv_mig_host *h, const void *conn,
+		   const void *msg, size_t len, void *out, size_t cap)
 {
 	struct rc_mig_resp resp = { 0 };
 	struct rc_ctrl_hdr hdr;
@@ -151,7 +373,8 @@ int srv_mig_handle(struct srv_mig **stp, const struct srv_mig_host *h, const voi
 	int rc;
 
 	if (rc_ctrl_decode_hdr(msg, len, &hdr) ||
-	    (hdr.type != RC_CTRL_PULL_REQ && hdr.type != RC_CTRL_HASH_REQ))
+	    (hdr.type != RC_CTRL_PULL_REQ && hdr.type != RC_CTRL_HASH_REQ &&
+	     hdr.type != RC_CTRL_MIG_CMD))
 		return 0;
 	if (!st) {
 		st = calloc(1, sizeof(*st));
@@ -168,6 +391,24 @@ int srv_mig_handle(struct srv_mig **stp, const struct srv_mig_host *h, const voi
 		rc = rc_ctrl_decode_pull(msg, len, &r, RC_PULL_MAX_EXT);
 		rc = rc ? rc_err_set(&e, EBADMSG, "a malformed pull request")
 			: pull(st, h, &r, &resp, &e);
+	} else if (hdr.type == RC_CTRL_MIG_CMD) {
+		struct rc_mig_cmd c;
+
+		rc = rc_ctrl_decode_mig_cmd(msg, len, &c);
+		if (rc)
+			rc = rc_err_set(&e, EBADMSG, "a malformed migration step");
+		else if (c.step == RC_MIG_TAKE) {
+			int ri = region_index(h, c.region);
+
+			if (ri >= 0 && st->reg[ri].tracking)
+				return take(&st->reg[ri], out, cap, hdr.seq);
+			rc = rc_err_set(&e, ri < 0 ? ENOENT : EINVAL, "region '%s' is %s", c.region,
+					ri < 0 ? "not served here" : "not being moved");
+		} else {
+			rc = step(st, h, conn, &c, &resp, &e);
+			if (c.step == RC_MIG_INTENT || c.step == RC_MIG_DONE)
+				return 0; /* notices get no answer */
+		}
 	} else {
 		struct rc_hash_req r = { .ext = st->ext };
 

@@ -41,7 +41,7 @@ int main(void)
 	CHECK(rc_ctrl_decode_pull(buf, (size_t)len - 1, &q, RC_PULL_MAX_EXT) == -EBADMSG);
 	CHECK(rc_ctrl_decode_pull(buf, (size_t)len, &q, 3) == -EBADMSG);
 	/* A string without its NUL: refused. */
-	memset(buf + RC_CTRL_HDR_LEN + 8, 'a', RC_HOST_MAX);
+	memset(buf + RC_CTRL_HDR_LEN + 16, 'a', RC_HOST_MAX);
 	CHECK(rc_ctrl_decode_pull(buf, (size_t)len, &q, RC_PULL_MAX_EXT) == -EBADMSG);
 
 	h.n = 5;
@@ -64,5 +64,25 @@ int main(void)
 	buf[RC_CTRL_HDR_LEN] = 5, buf[RC_CTRL_HDR_LEN + 1] = 0, buf[RC_CTRL_HDR_LEN + 2] = 0,
 	buf[RC_CTRL_HDR_LEN + 3] = 0;
 	CHECK(rc_ctrl_decode_mig_resp(buf, (size_t)len, &s) == -EBADMSG);
+	/* The live migration's steps and notices. */
+	struct rc_mig_cmd c = { .step = RC_MIG_CUTOVER, .region = "kv", .off = 65536, .len = 8,
+				.arg = "198.18.1.2:7471" }, d;
+
+	len = rc_ctrl_encode_mig_cmd(buf, sizeof(buf), 4, &c);
+	CHECK(len > 0);
+	CHECK(rc_ctrl_decode_mig_cmd(buf, (size_t)len, &d) == 0);
+	CHECK(d.step == RC_MIG_CUTOVER && d.off == 65536 && d.len == 8);
+	CHECK_STR(d.region, "kv");
+	CHECK_STR(d.arg, "198.18.1.2:7471");
+	CHECK(rc_ctrl_decode_mig_cmd(buf, (size_t)len - 1, &d) == -EBADMSG);
+	h.n = 2;
+	h.flags = RC_MIG_LAST;
+	len = rc_ctrl_encode_dirty(buf, sizeof(buf), 5, &h);
+	CHECK(rc_ctrl_decode_dirty(buf, (size_t)len, &g, RC_HASH_MAX_EXT) == 0 && g.n == 2);
+	CHECK(rc_ctrl_decode_hash(buf, (size_t)len, &g, RC_HASH_MAX_EXT) == -EBADMSG);
+	p.rkey = 0xfeed;
+	p.n = 1;
+	len = rc_ctrl_encode_pull(buf, sizeof(buf), 6, &p);
+	CHECK(rc_ctrl_decode_pull(buf, (size_t)len, &q, RC_PULL_MAX_EXT) == 0 && q.rkey == 0xfeed);
 	CHECK_DONE();
 }

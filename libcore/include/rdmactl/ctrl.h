@@ -27,7 +27,9 @@ enum rc_ctrl_type {
 	RC_CTRL_LIST_RESP = 2, /* u32 count, then count region records */
 	RC_CTRL_PULL_REQ = 3,  /* migration: pull extents from a peer (struct rc_pull_req) */
 	RC_CTRL_HASH_REQ = 4,  /* migration: sha256 of extents (struct rc_hash_req) */
-	RC_CTRL_MIG_RESP = 5,  /* the answer to either (struct rc_mig_resp) */
+	RC_CTRL_MIG_RESP = 5,  /* the answer to either, or to a MIG_CMD (struct rc_mig_resp) */
+	RC_CTRL_MIG_CMD = 6,   /* live migration: a step, or a client's notice (struct rc_mig_cmd) */
+	RC_CTRL_DIRTY_LIST = 7, /* the answer to RC_MIG_TAKE (struct rc_hash_req layout) */
 };
 
 struct rc_ctrl_hdr {
@@ -75,10 +77,12 @@ struct rc_pull_req {
 	char src_region[RC_NAME_MAX];
 	char dst_region[RC_NAME_MAX];
 	char token[RC_MIG_TOKEN_LEN]; /* "" when none */
+	uint32_t rkey;                /* with RC_PULL_RKEY: the source's rkey now */
 	uint32_t n;
 	struct rc_extent *ext;        /* n extents: src, dst, len */
 };
-#define RC_PULL_FIXED_LEN (8 + RC_HOST_MAX + 8 + 2 * RC_NAME_MAX + RC_MIG_TOKEN_LEN)
+#define RC_PULL_RKEY 8u /* read with rkey, not the one the source listed */
+#define RC_PULL_FIXED_LEN (16 + RC_HOST_MAX + 8 + 2 * RC_NAME_MAX + RC_MIG_TOKEN_LEN)
 #define RC_PULL_MAX_EXT ((RC_CTRL_MSG_MAX - RC_CTRL_HDR_LEN - RC_PULL_FIXED_LEN) / 24)
 
 /* To either side: the sha256 of the bytes of region at each extent (its src,
@@ -99,6 +103,30 @@ struct rc_mig_resp {
 	char msg[RC_MIG_MSG_LEN];     /* why, when status < 0 */
 };
 
+/* Live migration steps (orchestrator to the source) and a client's notices
+ * (client to its server, no answer). See rdmactl-migrate(8). */
+enum rc_mig_step {
+	RC_MIG_TRACK = 1,   /* start recording the region's written blocks */
+	RC_MIG_TAKE,        /* the blocks written since the last TAKE (a DIRTY_LIST) */
+	RC_MIG_FENCE,       /* revoke remote writes; the answer's bytes: the read-only rkey */
+	RC_MIG_UNFENCE,     /* abort: serve the region again, stop recording */
+	RC_MIG_CUTOVER,     /* the region now lives at arg, "HOST:PORT" */
+	RC_MIG_DROP,        /* the destination confirmed: release the region's memory */
+	RC_MIG_WHERE,       /* client: where is the region? 0 and arg: moved there;
+			     * 0 and "": here; -EAGAIN: fenced, ask again */
+	RC_MIG_INTENT,      /* client notice: about to write or run atomics on [off, off+len) */
+	RC_MIG_DONE,        /* client notice: that write or atomic has completed */
+};
+#define RC_MIG_BLOCK (64u << 10) /* the granularity of recorded writes */
+
+struct rc_mig_cmd {
+	uint32_t step;                /* enum rc_mig_step */
+	char region[RC_NAME_MAX];
+	uint64_t off;
+	uint64_t len;
+	char arg[RC_MIG_MSG_LEN];
+};
+
 /* Encoders return the message length, or -ENOSPC past *_MAX_EXT extents;
  * decoders 0 or -EBADMSG, filling r->ext (room for max extents). */
 RC_EXPORT int rc_ctrl_encode_pull(void *buf, size_t cap, uint32_t seq, const struct rc_pull_req *r);
@@ -108,5 +136,10 @@ RC_EXPORT int rc_ctrl_decode_hash(const void *buf, size_t len, struct rc_hash_re
 RC_EXPORT int rc_ctrl_encode_mig_resp(void *buf, size_t cap, uint32_t seq,
 				      const struct rc_mig_resp *r);
 RC_EXPORT int rc_ctrl_decode_mig_resp(const void *buf, size_t len, struct rc_mig_resp *r);
+RC_EXPORT int rc_ctrl_encode_mig_cmd(void *buf, size_t cap, uint32_t seq, const struct rc_mig_cmd *c);
+RC_EXPORT int rc_ctrl_decode_mig_cmd(const void *buf, size_t len, struct rc_mig_cmd *c);
+/* A DIRTY_LIST: r->flags RC_MIG_LAST when nothing more is recorded. */
+RC_EXPORT int rc_ctrl_encode_dirty(void *buf, size_t cap, uint32_t seq, const struct rc_hash_req *r);
+RC_EXPORT int rc_ctrl_decode_dirty(const void *buf, size_t len, struct rc_hash_req *r, uint32_t max);
 
 #endif
