@@ -93,10 +93,13 @@ static int check_pair(const struct rc_client *a, const struct rc_client *b,
 
 /* Have the destination pull ext[0..n): requests of at most RC_PULL_MAX_EXT
  * extents and PULL_MAX_BYTES bytes. */
-static int pull_all(struct rc_client *b, const struct rc_migrate_opts *o, const char *region,
-		    const struct rc_extent *ext, size_t n, uint64_t *bytes, struct rc_err *err)
+/* first: the destination (re)connects to the source; last: it closes that
+ * connection after; rkey: read with it (0: the one the source lists). */
+static int pull_some(struct rc_client *b, const struct rc_migrate_opts *o, const char *region,
+		     const struct rc_extent *ext, size_t n, bool first, bool last, uint32_t rkey,
+		     uint64_t *bytes, struct rc_err *err)
 {
-	struct rc_pull_req req = { 0 };
+	struct rc_pull_req req = { .rkey = rkey };
 	unsigned char buf[RC_CTRL_MSG_MAX];
 	size_t i = 0;
 
@@ -106,7 +109,7 @@ static int pull_all(struct rc_client *b, const struct rc_migrate_opts *o, const 
 	snprintf(req.src_region, sizeof(req.src_region), "%s", region);
 	snprintf(req.dst_region, sizeof(req.dst_region), "%s", region);
 	snprintf(req.token, sizeof(req.token), "%s", o->token ? o->token : "");
-	while (i < n) {
+	do { /* at least one request: a last one may carry no extent */
 		struct rc_mig_resp resp;
 		uint64_t sum = 0;
 		size_t k = 0;
@@ -114,7 +117,8 @@ static int pull_all(struct rc_client *b, const struct rc_migrate_opts *o, const 
 
 		while (i + k < n && k < RC_PULL_MAX_EXT && (k == 0 || sum + ext[i + k].len <= PULL_MAX_BYTES))
 			sum += ext[i + k++].len;
-		req.flags = (i == 0 ? RC_MIG_FIRST : 0) | (i + k == n ? RC_MIG_LAST : 0);
+		req.flags = (i == 0 && first ? RC_MIG_FIRST : 0) | (i + k == n && last ? RC_MIG_LAST : 0) |
+			    (rkey ? RC_PULL_RKEY : 0);
 		req.n = (uint32_t)k;
 		req.ext = (struct rc_extent *)&ext[i];
 		rc = ask(b, "destination", buf, rc_ctrl_encode_pull(buf, sizeof(buf), 1, &req),
@@ -123,7 +127,7 @@ static int pull_all(struct rc_client *b, const struct rc_migrate_opts *o, const 
 			return rc;
 		*bytes += resp.bytes;
 		i += k;
-	}
+	} while (i < n);
 	return 0;
 }
 
@@ -187,7 +191,7 @@ int rc_migrate_blocks(const struct rc_migrate_opts *o, struct rc_migrate_result 
 		ext = &whole;
 		n = 1;
 	}
-	rc = pull_all(b, o, r->region, ext, n, &r->bytes_per_round[0], err);
+	rc = pull_some(b, o, r->region, ext, n, true, true, 0, &r->bytes_per_round[0], err);
 	if (rc)
 		goto out;
 	r->rounds = 1;
@@ -202,6 +206,203 @@ int rc_migrate_blocks(const struct rc_migrate_opts *o, struct rc_migrate_result 
 	r->verified = !memcmp(r->sha_src, r->sha_dst, RC_SHA256_LEN);
 	r->seconds = rc_now() - t0;
 out:
+	rc_client_close(b);
+	rc_client_close(a);
+	return rc;
+}
+
+/* A list of extents that grows. */
+struct ext_list {
+	struct rc_extent *x;
+	size_t n, cap;
+	uint64_t bytes;
+};
+
+static int ext_add(struct ext_list *l, const struct rc_extent *x, size_t n, struct rc_err *err)
+{
+	if (l->n + n > l->cap) {
+		size_t cap = (l->n + n) * 2 + 16;
+		struct rc_extent *p = realloc(l->x, cap * sizeof(*p));
+
+		if (!p)
+			return rc_err_set(err, ENOMEM, "out of memory");
+		l->x = p;
+		l->cap = cap;
+	}
+	for (size_t i = 0; i < n; i++) {
+		l->x[l->n++] = x[i];
+		l->bytes += x[i].len;
+	}
+	return 0;
+}
+
+static int step(struct rc_client *a, enum rc_mig_step s, const char *region, const char *arg,
+		struct rc_mig_resp *resp, int wait_ms, struct rc_err *err)
+{
+	unsigned char buf[RC_CTRL_MSG_MAX];
+	struct rc_mig_cmd c = { .step = (uint32_t)s };
+
+	snprintf(c.region, sizeof(c.region), "%s", region);
+	snprintf(c.arg, sizeof(c.arg), "%s", arg ? arg : "");
+	return ask(a, "source", buf, rc_ctrl_encode_mig_cmd(buf, sizeof(buf), 3, &c), wait_ms, resp,
+		   err);
+}
+
+/* The blocks written at the source since the last take, appended to l. */
+static int take(struct rc_client *a, const char *region, int wait_ms, struct ext_list *l,
+		struct rc_err *err)
+{
+	unsigned char req[RC_CTRL_MSG_MAX], resp[RC_CTRL_MSG_MAX];
+	struct rc_extent x[RC_HASH_MAX_EXT];
+	struct rc_mig_cmd c = { .step = RC_MIG_TAKE };
+	struct rc_hash_req d = { .ext = x };
+	int len;
+
+	snprintf(c.region, sizeof(c.region), "%s", region);
+	do {
+		len = rc_ctrl_encode_mig_cmd(req, sizeof(req), 4, &c);
+		len = rc_client_ctrl(a, req, (size_t)len, resp, sizeof(resp), wait_ms, err);
+		if (len < 0)
+			return len;
+		if (rc_ctrl_decode_dirty(resp, (size_t)len, &d, RC_HASH_MAX_EXT)) {
+			struct rc_mig_resp r;
+
+			if (!rc_ctrl_decode_mig_resp(resp, (size_t)len, &r) && r.status < 0)
+				return rc_err_set(err, -r.status, "the source: %s", r.msg);
+			return rc_err_set(err, EPROTO, "the source sent a malformed list of written blocks");
+		}
+		if (ext_add(l, x, d.n, err))
+			return -ENOMEM;
+	} while (!(d.flags & RC_MIG_LAST));
+	return 0;
+}
+
+static void round_done(struct rc_migrate_result *r, uint64_t bytes, uint64_t blocks)
+{
+	if (r->rounds < RC_MIGRATE_MAX_ROUNDS) {
+		r->bytes_per_round[r->rounds] = bytes;
+		r->blocks_per_round[r->rounds] = blocks;
+		r->rounds++;
+	}
+	r->bytes += bytes;
+}
+
+static uint64_t blocks_of(const struct ext_list *l)
+{
+	return l->bytes / RC_MIG_BLOCK;
+}
+
+int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_live *lo,
+		    struct rc_migrate_result *r, struct rc_err *err)
+{
+	struct rc_client *a = NULL, *b = NULL;
+	struct ext_list pend = { 0 };
+	struct rc_mig_resp resp;
+	struct rc_extent whole;
+	char dst[RC_HOST_MAX + 16];
+	double t0 = rc_now(), tf;
+	int wait = o->timeout_ms > 0 ? o->timeout_ms : 5000, rc, max_rounds;
+	bool tracking = false, cut = false;
+	uint64_t bytes;
+	uint32_t rkey;
+
+	memset(r, 0, sizeof(*r));
+	r->blackout_ms = -1;
+	max_rounds = lo->max_rounds > 1 && lo->max_rounds <= RC_MIGRATE_MAX_ROUNDS - 1 ? lo->max_rounds : 8;
+	rc = open_side("source", &o->src, o, &a, err);
+	if (!rc)
+		rc = open_side("destination", &o->dst, o, &b, err);
+	if (!rc)
+		rc = check_pair(a, b, o, err);
+	if (rc)
+		goto out;
+	snprintf(r->region, sizeof(r->region), "%s", a->region.name);
+	snprintf(r->src_peer, sizeof(r->src_peer), "%s", rc_client_peer(a));
+	snprintf(r->dst_peer, sizeof(r->dst_peer), "%s", rc_client_peer(b));
+	r->length = a->region.length;
+	r->access = a->region.access;
+	/* 1. Record writes from now on; the first round copies everything. */
+	rc = step(a, RC_MIG_TRACK, r->region, NULL, &resp, wait, err);
+	if (rc)
+		goto out;
+	tracking = true;
+	whole = (struct rc_extent){ .src = 0, .dst = 0, .len = r->length };
+	rc = pull_some(b, o, r->region, &whole, 1, true, false, 0, &bytes, err);
+	if (rc)
+		goto out;
+	round_done(r, bytes, (r->length + RC_MIG_BLOCK - 1) / RC_MIG_BLOCK);
+	/* 2. Pre-copy: what was written meanwhile, until it is small. */
+	for (;;) {
+		rc = take(a, r->region, wait, &pend, err);
+		if (rc)
+			goto out;
+		if (pend.bytes <= lo->dirty_bytes || r->rounds >= max_rounds - 1)
+			break;
+		rc = pull_some(b, o, r->region, pend.x, pend.n, false, false, 0, &bytes, err);
+		if (rc)
+			goto out;
+		round_done(r, bytes, blocks_of(&pend));
+		pend.n = 0;
+		pend.bytes = 0;
+	}
+	/* 3. Fence: writes at the source now fail; what slipped in is listed. */
+	tf = rc_now();
+	rc = step(a, RC_MIG_FENCE, r->region, NULL, &resp, wait, err);
+	if (rc)
+		goto out;
+	rkey = (uint32_t)resp.bytes;
+	rc = take(a, r->region, wait, &pend, err);
+	if (rc)
+		goto out;
+	/* 4. The final copy, through the read-only registration. */
+	rc = pull_some(b, o, r->region, pend.n ? pend.x : &whole, pend.n ? pend.n : 0, false, true,
+		       rkey, &bytes, err);
+	if (rc)
+		goto out;
+	round_done(r, bytes, blocks_of(&pend));
+	/* 5. Before the destination serves: each side's digest of the whole
+	 * region (the source's is frozen by the fence). */
+	if (lo->verify) {
+		rc = hash_all(a, "source", false, r->region, &whole, 1, wait * 4, r->sha_src, err);
+		if (!rc)
+			rc = hash_all(b, "destination", false, r->region, &whole, 1, wait * 4,
+				      r->sha_dst, err);
+		if (rc)
+			goto out;
+		r->verified = !memcmp(r->sha_src, r->sha_dst, RC_SHA256_LEN);
+		if (!r->verified) {
+			rc = rc_err_set(err, EIO,
+					"region '%s': the destination's sha256 differs from the source's after the final copy",
+					r->region);
+			goto out;
+		}
+	}
+	/* 6. Cutover: the source answers its clients with the new home. */
+	snprintf(dst, sizeof(dst), "%s%s%s:%s", strchr(o->dst.host, ':') ? "[" : "", o->dst.host,
+		 strchr(o->dst.host, ':') ? "]" : "", o->dst.port);
+	rc = step(a, RC_MIG_CUTOVER, r->region, dst, &resp, wait, err);
+	if (rc)
+		goto out;
+	cut = true;
+	r->blackout_ms = (rc_now() - tf) * 1000;
+	/* 7. The destination holds it all: the source lets its copy go. */
+	if (!lo->keep_source)
+		rc = step(a, RC_MIG_DROP, r->region, NULL, &resp, wait, err);
+	r->seconds = rc_now() - t0;
+out:
+	if (rc && tracking && !cut) {
+		/* Called off: the source serves the region again, nothing lost. */
+		char why[sizeof(err->msg)];
+		struct rc_err e2;
+
+		snprintf(why, sizeof(why), "%s", err->msg);
+		if (step(a, RC_MIG_UNFENCE, r->region, NULL, &resp, wait, &e2))
+			rc_err_set(err, -rc, "%s; aborted, and the source could not be told (%s): it lifts the fence itself once this command's connection is gone",
+				   why, e2.msg);
+		else
+			rc_err_set(err, -rc, "%s; aborted: the source serves the region again", why);
+	}
+	free(pend.x);
 	rc_client_close(b);
 	rc_client_close(a);
 	return rc;

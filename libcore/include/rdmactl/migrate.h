@@ -53,4 +53,24 @@ struct rc_migrate_result {
 RC_EXPORT int rc_migrate_blocks(const struct rc_migrate_opts *o, struct rc_migrate_result *r,
 				struct rc_err *err);
 
+/* A live move (rdmactl-migrate(8)): the source records the blocks its
+ * rdmactl clients announce as written; the destination pulls the whole
+ * region, then what was written meanwhile, round after round, until it is
+ * at most dirty_bytes or max_rounds is reached; then the source fences the
+ * region (writes and atomics fail with a remote access error, so they are
+ * known not to have happened), the destination pulls the rest, the source
+ * answers its clients with the new home (the cutover) and, unless
+ * keep_source, releases its copy. Before the cutover any failure calls the
+ * move off: the source serves the region again. verify: compare both sides'
+ * sha256 of the whole region before the cutover (inside the blackout). */
+struct rc_migrate_live {
+	int max_rounds;                /* copy rounds, the final one included (default 8) */
+	uint64_t dirty_bytes;          /* fence once at most this much is left to copy */
+	bool verify;
+	bool keep_source;
+};
+
+RC_EXPORT int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_live *lo,
+			      struct rc_migrate_result *r, struct rc_err *err);
+
 #endif
