@@ -14,7 +14,11 @@
 #define MIGRATE_OPTS(X)                                                                      \
 	X(MIG_BLOCKS, "blocks", 0, "FILE", "the blocks to move, from FILE or - (stdin): lines of OFFSET LENGTH [DST_OFFSET], or JSON", COMP_FILE) \
 	X(MIG_FORMAT, "format", 0, "FORMAT", "the block list's format: auto, text or json (default auto)", COMP_WORDS, "auto|text|json") \
-	X(MIG_WHOLE, "whole", 0, NULL, "move the whole region as one block")                \
+	X(MIG_WHOLE, "whole", 0, NULL, "move the whole region as one block, no fence")     \
+	X(MIG_MAX_ROUNDS, "max-rounds", 0, "N", "live: copy rounds at most, the final one included (default 8)") \
+	X(MIG_DIRTY, "dirty", 0, "SIZE", "live: fence once at most SIZE is left to copy (default 256K)") \
+	X(MIG_NO_VERIFY, "no-verify", 0, NULL, "live: skip the sha256 of both sides before the cutover") \
+	X(MIG_KEEP_SOURCE, "keep-source", 0, NULL, "live: the source keeps its (fenced) copy after the cutover") \
 	X(MIG_TOKEN, "token", 'T', "TOKEN", "token both servers require (default: $RDMACTL_TOKEN)")
 
 enum { MIGRATE_OPTS(OPT_INDEX) MIGRATE_NOPTS };
@@ -26,6 +30,8 @@ OPTS_BOUND(migrate_opts, MIGRATE_NOPTS);
 /* The command's plan, from the command line and the block list. */
 struct mig_plan {
 	struct rc_migrate_opts o;
+	bool live;
+	struct rc_migrate_live lo;
 	struct rc_extent *ext;
 	size_t n, cap;
 	const char *from;      /* where the blocks came from, for messages */
@@ -230,8 +236,20 @@ static int parse(struct ctx *ctx, int argc, char **argv, struct mig_plan *p)
 				 p->o.src.region, p->o.dst.region);
 	if (!strcmp(p->o.src.host, p->o.dst.host) && !strcmp(p->o.src.port, p->o.dst.port))
 		return usage_err(ctx, "migrate: the source and the destination are the same server");
-	if (opt_on(&v, MIG_WHOLE) == opt_on(&v, MIG_BLOCKS))
-		return usage_err(ctx, "migrate: give --blocks FILE (or -) or --whole");
+	if (opt_on(&v, MIG_WHOLE) && opt_on(&v, MIG_BLOCKS))
+		return usage_err(ctx, "migrate: give --blocks FILE (or -) or --whole, not both");
+	p->live = !opt_on(&v, MIG_WHOLE) && !opt_on(&v, MIG_BLOCKS);
+	for (int i = MIG_MAX_ROUNDS; i <= MIG_KEEP_SOURCE; i++)
+		if (!p->live && opt_on(&v, i))
+			return usage_err(ctx, "migrate: --%s is for a live move (without --blocks or --whole)",
+					 migrate_opts[i].name);
+	p->lo = (struct rc_migrate_live){ .max_rounds = 8, .dirty_bytes = 256 << 10,
+					  .verify = !opt_on(&v, MIG_NO_VERIFY),
+					  .keep_source = opt_on(&v, MIG_KEEP_SOURCE) };
+	if ((rc = opt_int_at(ctx, c, &v, MIG_MAX_ROUNDS, 2, RC_MIGRATE_MAX_ROUNDS - 1,
+			     &p->lo.max_rounds)) ||
+	    (rc = opt_size_at(ctx, c, &v, MIG_DIRTY, &p->lo.dirty_bytes)))
+		return rc;
 	if ((rc = opt_word(ctx, c, &v, "format", formats, &f)))
 		return rc;
 	if (opt_on(&v, MIG_FORMAT) && !opt_on(&v, MIG_BLOCKS))
@@ -254,7 +272,7 @@ static int parse(struct ctx *ctx, int argc, char **argv, struct mig_plan *p)
 	return 0;
 }
 
-static void print(struct ctx *ctx, const struct rc_migrate_result *r)
+static void print(struct ctx *ctx, const struct rc_migrate_result *r, bool live, bool verify)
 {
 	struct out *o = &ctx->out;
 	char src[2 * RC_SHA256_LEN + 1], dst[2 * RC_SHA256_LEN + 1];
@@ -266,7 +284,7 @@ static void print(struct ctx *ctx, const struct rc_migrate_result *r)
 	out_str(o, "access", ", access %s)", rc_access_name(r->access));
 	out_str(o, "source", ": %s", r->src_peer);
 	out_str(o, "destination", " -> %s\n", r->dst_peer);
-	out_str(o, "mode", "mode %s", "blocks");
+	out_str(o, "mode", "mode %s", live ? "live" : "blocks");
 	out_u64(o, "rounds", ", %llu round", (unsigned long long)r->rounds);
 	out_text(o, "%s:", r->rounds == 1 ? "" : "s");
 	out_arr_begin(o, "bytes_per_round");
@@ -285,7 +303,14 @@ static void print(struct ctx *ctx, const struct rc_migrate_result *r)
 		out_f64(o, "blackout_ms", ", blackout %.3f ms\n", r->blackout_ms);
 	else {
 		out_null(o, "blackout_ms");
-		out_text(o, ", no fence (a block-list move)\n");
+		out_text(o, ", no fence (a copy without a cutover)\n");
+	}
+	if (!verify) {
+		out_null(o, "sha256_src");
+		out_null(o, "sha256_dst");
+		out_null(o, "verified");
+		out_text(o, "not verified (--no-verify)\n");
+		return;
 	}
 	out_str(o, "sha256_src", "sha256 source      %s\n", src);
 	out_str(o, "sha256_dst", "sha256 destination %s\n", dst);
@@ -305,11 +330,11 @@ static int do_migrate(struct ctx *ctx, int argc, char **argv)
 		free(p.ext);
 		return rc < 0 ? rc : 0;
 	}
-	rc = rc_migrate_blocks(&p.o, &r, &e);
+	rc = p.live ? rc_migrate_live(&p.o, &p.lo, &r, &e) : rc_migrate_blocks(&p.o, &r, &e);
 	free(p.ext);
 	if (rc)
 		return fail(ctx, rc, "%s", e.msg);
-	print(ctx, &r);
+	print(ctx, &r, p.live, !p.live || p.lo.verify);
 	if (!r.verified)
 		return fail(ctx, -EIO, "region '%s': the sha256 of the moved blocks differs between the source and the destination",
 			    r.region);
@@ -322,5 +347,5 @@ const struct cmd cmd_migrate = {
 	.opts = migrate_opts,
 	.args = "SOURCE DEST",
 	.args_comp = COMP_TARGET,
-	.summary = "move a served region's blocks to another register server, verified",
+	.summary = "move a served region, live or a block list, to another register server",
 };

@@ -11,16 +11,29 @@ setup() {
 	D=198.18.1.2:7471/kv
 }
 
-@test "migrate needs a source, a destination and --blocks or --whole" {
+@test "migrate needs a source and a destination; --blocks, --whole and the live options exclude each other" {
 	run "$RDMACTL" migrate "$S"
 	assert_failure 2
 	assert_output --partial "give the source and the destination"
-	run "$RDMACTL" migrate "$S" "$D"
-	assert_failure 2
-	assert_output --partial "give --blocks FILE (or -) or --whole"
 	run "$RDMACTL" migrate "$S" "$D" --whole --blocks -
 	assert_failure 2
-	assert_output --partial "give --blocks FILE (or -) or --whole"
+	assert_output --partial "give --blocks FILE (or -) or --whole, not both"
+	for o in "--max-rounds 3" "--dirty 1M" --no-verify --keep-source; do
+		run "$RDMACTL" migrate "$S" "$D" --whole $o
+		assert_failure 2
+		assert_output --partial "is for a live move"
+	done
+	run "$RDMACTL" migrate "$S" "$D" --max-rounds 1
+	assert_failure 2
+	assert_output --partial "--max-rounds"
+	run "$RDMACTL" migrate "$S" "$D" --dirty lots
+	assert_failure 2
+	assert_output --partial "--dirty"
+	# Without --blocks or --whole it is a live move: here it gets as far as
+	# connecting (no RDMA device on this machine).
+	run "$RDMACTL" -t 500 migrate "$S" "$D" --max-rounds 4 --dirty 64K
+	assert_failure 1
+	assert_output --partial "the source 198.18.1.1:7471"
 	run "$RDMACTL" migrate "$S" "$D" --whole --format json
 	assert_failure 2
 	assert_output --partial "--format goes with --blocks"

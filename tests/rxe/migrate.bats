@@ -144,6 +144,124 @@ a_untouched() {
 	# A serves the region as it was plus every write, and takes more.
 	rdmactl read "$A/kv" --out "$t/a.after" >/dev/null
 	cmp "$t/a" "$t/a.after"
-	run rdmactl -j read "$A/kv" --size 8
+	run rdmactl -j read "$A/kv" --size 8 --out "$t/x"
 	assert_success
+}
+
+# writer N SLOTS: write sequence numbers 1..N (or until $t/stop exists
+# after N) into slot seq % SLOTS of A's region (64 KiB apart, 4 KiB each),
+# one `rdmactl write` each, always addressed to A. Logs "SEQ STATUS" lines
+# in $t/writer.log; the payload of SEQ is $t/w.SEQ.
+writer() {
+	local n=$1 slots=$2 seq=0 st
+	while :; do
+		seq=$((seq + 1))
+		{ printf 'seq %08d\n' "$seq"; head -c 4083 /dev/zero; } >"$t/w.$seq"
+		st=0
+		"$RDMACTL" write "$A/kv" --offset $(((seq % slots) * 65536)) --file "$t/w.$seq" \
+			>/dev/null 2>>"$t/writer.err" || st=$?
+		echo "$seq $st" >>"$t/writer.log"
+		((seq < n)) || [[ ! -e $t/stop ]] || break
+	done
+}
+
+# What A's region should hold: $t/a with every logged write applied in order.
+expected() {
+	local seq st
+	cp "$t/a" "$t/want"
+	while read -r seq st; do
+		dd if="$t/w.$seq" of="$t/want" bs=4096 seek=$(((seq % $1) * 16)) conv=notrunc status=none
+	done <"$t/writer.log"
+}
+
+@test "live: 32 MiB moved while a writer streams sequence numbers; B holds exactly what was written, the writer never failed" {
+	local t=$BATS_TEST_TMPDIR wpid
+	serve A "$A" --name kv --size 32M
+	serve B "$B" --name kv --size 32M
+	head -c 32M /dev/urandom >"$t/a"
+	rdmactl write "$A/kv" --file "$t/a" >/dev/null
+	writer 40 64 &
+	wpid=$!
+	sleep 1
+	run rdmactl -j migrate "$A/kv" "$B/kv" --dirty 64K
+	echo "$output"
+	assert_success
+	jq -e '.mode == "live" and .verified == true and .sha256_src == .sha256_dst
+		and .rounds >= 2 and .bytes_per_round[0] == 33554432
+		and (.blackout_ms | type) == "number" and .blackout_ms > 0
+		and (.bytes_per_round | length) == .rounds' <<<"$output"
+	touch "$t/stop"
+	wait "$wpid"
+	cat "$t/writer.err" || true
+	# Every write succeeded (those cut by the fence were retried at B).
+	[ "$(awk '$2 != 0' "$t/writer.log" | wc -l)" -eq 0 ]
+	[ "$(wc -l <"$t/writer.log")" -ge 40 ]
+	expected 64
+	rdmactl read "$B/kv" --out "$t/b" >/dev/null
+	cmp "$t/want" "$t/b"
+	# A read addressed to A follows the region to B.
+	run rdmactl -j read "$A/kv" --offset 65536 --size 4096 --out "$t/via-a"
+	assert_success
+	cmp "$t/via-a" <(tail -c +65537 "$t/want" | head -c 4096)
+}
+
+@test "live: fetch-add counters from three clients under migration: the sum equals the increments" {
+	local t=$BATS_TEST_TMPDIR pids=() c
+	serve A "$A" --name kv --size 16M --access atomic
+	serve B "$B" --name kv --size 16M --access atomic
+	for c in 1 2 3; do
+		(
+			for ((i = 0; i < 25; i++)); do
+				st=0
+				"$RDMACTL" atomic "$A/kv" --faa 1 --offset $((c * 8)) >/dev/null 2>>"$t/atomic.err" || st=$?
+				echo "$c $st" >>"$t/atomic.log"
+			done
+		) &
+		pids+=($!)
+	done
+	sleep 1
+	run rdmactl -j migrate "$A/kv" "$B/kv" --dirty 64K
+	echo "$output"
+	assert_success
+	for c in "${pids[@]}"; do wait "$c"; done
+	cat "$t/atomic.err" || true
+	# No atomic failed, so none has an unknown outcome: each counts once.
+	[ "$(awk '$2 != 0' "$t/atomic.log" | wc -l)" -eq 0 ]
+	for c in 1 2 3; do
+		run rdmactl -j atomic "$B/kv" --faa 0 --offset $((c * 8))
+		assert_success
+		[ "$(jq -r .old <<<"$output")" -eq 25 ]
+	done
+}
+
+@test "live: B killed during the move: migrate aborts, A lifts the fence and keeps serving, no write lost" {
+	local t=$BATS_TEST_TMPDIR wpid i rc=0
+	serve A "$A" --name kv --size 32M
+	serve B "$B" --name kv --size 32M
+	head -c 32M /dev/urandom >"$t/a"
+	rdmactl write "$A/kv" --file "$t/a" >/dev/null
+	writer 15 64 &
+	wpid=$!
+	"$RDMACTL" -j migrate "$A/kv" "$B/kv" >"$t/mig.out" 2>&1 &
+	mig=$!
+	for ((i = 0; i < 300; i++)); do
+		jq -s -e --arg b "$RDMACTL_VM_ADDR_B" \
+			'any(.[]; .event == "connected" and (.peer | startswith($b + ":")))' "$A_OUT" >/dev/null && break
+		sleep 0.05
+	done
+	kill -KILL "$B_PID"
+	wait "$mig" || rc=$?
+	cat "$t/mig.out"
+	[ "$rc" -eq 1 ]
+	grep -q "aborted" "$t/mig.out"
+	touch "$t/stop"
+	wait "$wpid"
+	cat "$t/writer.err" || true
+	[ "$(awk '$2 != 0' "$t/writer.log" | wc -l)" -eq 0 ]
+	# A holds every write, and takes new ones at once.
+	rdmactl write "$A/kv" --offset 0 --file "$t/w.1" >/dev/null
+	dd if="$t/w.1" of="$t/a" conv=notrunc status=none
+	expected 64
+	rdmactl read "$A/kv" --out "$t/a.after" >/dev/null
+	cmp "$t/want" "$t/a.after"
 }
