@@ -26,6 +26,7 @@ struct mig_region {
 	bool moved;
 	bool dropped;
 	const void *owner;         /* the orchestrator's connection */
+	struct ibv_mr *ro;         /* registered at TRACK, read-only: the fence's */
 	uint64_t nblocks;
 	uint8_t *dirty;            /* one byte a block: simple, and regions are few */
 	char moved_to[RC_MIG_MSG_LEN];
@@ -48,13 +49,23 @@ struct srv_mig {
 	struct rc_extent ext[RC_PULL_MAX_EXT > RC_HASH_MAX_EXT ? RC_PULL_MAX_EXT : RC_HASH_MAX_EXT];
 };
 
+/* Not moving any more: the read-only registration made for a fence goes. */
+static void unready(struct mig_region *m)
+{
+	if (m->ro)
+		ibv_dereg_mr(m->ro);
+	m->ro = NULL;
+}
+
 void srv_mig_free(struct srv_mig *st)
 {
 	if (!st)
 		return;
 	rc_client_close(st->src);
-	for (int i = 0; i < RC_MAX_REGIONS; i++)
+	for (int i = 0; i < RC_MAX_REGIONS; i++) {
+		unready(&st->reg[i]);
 		free(st->reg[i].dirty);
+	}
 	free(st);
 }
 
@@ -83,6 +94,7 @@ void srv_mig_conn_gone(struct srv_mig *st, const struct srv_mig_host *h, const v
 		if (!m->fenced || !reregister(h, &h->regions[i], h->regions[i].d.access, NULL)) {
 			m->fenced = m->tracking = false;
 			m->owner = NULL;
+			unready(m);
 		}
 	}
 	for (int i = 0; i < st->nopen; i++) {
@@ -233,6 +245,17 @@ static int reregister(const struct srv_mig_host *h, struct rc_region *r, enum rc
 	return 0;
 }
 
+/* The fence: serve through the read-only registration ro, revoke the other. */
+static int revoke(struct rc_region *r, struct ibv_mr *ro, struct rc_err *err)
+{
+	if (r->mr && ibv_dereg_mr(r->mr))
+		return rc_err_set(err, errno, "cannot deregister region '%s': %s", r->d.name,
+				  strerror(errno));
+	r->mr = ro;
+	r->d.rkey = ro->rkey;
+	return 0;
+}
+
 static int take(struct mig_region *m, void *out, size_t cap, uint32_t seq)
 {
 	struct rc_extent x[RC_HASH_MAX_EXT];
@@ -305,6 +328,15 @@ static int step(struct srv_mig *st, const struct srv_mig_host *h, const void *co
 		m->dirty = calloc(m->nblocks ? m->nblocks : 1, 1);
 		if (!m->dirty)
 			return rc_err_set(err, ENOMEM, "out of memory");
+		/* The read-only registration is made now, so that the fence, in
+		 * the blackout, only has to revoke the old one. */
+		if (!m->ro) {
+			int rc = rc_mem_register(&r->mem, h->pd, rc_access_ibv(RC_ACCESS_RO), &m->ro,
+						 err);
+
+			if (rc)
+				return rc;
+		}
 		m->tracking = true;
 		m->owner = conn;
 		return 0;
@@ -315,9 +347,10 @@ static int step(struct srv_mig *st, const struct srv_mig_host *h, const void *co
 			return rc_err_set(err, EINVAL, "region '%s' is not being moved", c->region);
 		/* Reads go on; writes and atomics now fail with a remote access
 		 * error, so their clients know they did not happen. */
-		rc = reregister(h, r, RC_ACCESS_RO, err);
+		rc = m->ro ? revoke(r, m->ro, err) : reregister(h, r, RC_ACCESS_RO, err);
 		if (rc)
 			return rc;
+		m->ro = NULL;
 		m->fenced = true;
 		/* Every notice that came in before the revocation is in a queue. */
 		if (h->drain_all)
@@ -335,6 +368,7 @@ static int step(struct srv_mig *st, const struct srv_mig_host *h, const void *co
 			return rc;
 		m->fenced = m->tracking = m->moved = false;
 		m->owner = NULL;
+		unready(m);
 		free(m->dirty);
 		m->dirty = NULL;
 		return 0;
