@@ -5,6 +5,7 @@
 # pulling with RDMA READ; both sides' sha256 compared.
 
 load helpers
+bats_require_minimum_version 1.5.0
 
 setup() {
 	need_two_nics
@@ -12,6 +13,7 @@ setup() {
 	A=$RDMACTL_VM_ADDR_A:$PORT
 	B=$RDMACTL_VM_ADDR_B:$PORT
 	SERVERS=()
+	WRITERS=()
 }
 
 # serve NAME ARGS...: `register --listen ARGS` in the background, its pid
@@ -28,6 +30,9 @@ serve() {
 
 teardown() {
 	local pid
+	# Background writers of a failed test end too.
+	touch "$BATS_TEST_TMPDIR/stop"
+	for pid in "${WRITERS[@]}"; do kill "$pid" 2>/dev/null || true; done
 	for pid in "${SERVERS[@]}"; do
 		SERVER_PID=$pid
 		stop_server TERM
@@ -120,8 +125,9 @@ a_untouched() {
 	serve B "$B" --name kv --size 32M
 	head -c 32M /dev/urandom >"$t/a"
 	rdmactl write "$A/kv" --file "$t/a" >/dev/null
-	"$RDMACTL" -j migrate "$A/kv" "$B/kv" --whole >"$t/mig.out" 2>&1 &
+	"$RDMACTL" -j migrate "$A/kv" "$B/kv" --whole >"$t/mig.out" 2>&1 3>&- &
 	mig=$!
+	WRITERS+=("$mig")
 	# The pull has begun once A sees a client from B's address.
 	for ((i = 0; i < 300; i++)); do
 		jq -s -e --arg b "$RDMACTL_VM_ADDR_B" \
@@ -180,8 +186,9 @@ expected() {
 	serve B "$B" --name kv --size 32M
 	head -c 32M /dev/urandom >"$t/a"
 	rdmactl write "$A/kv" --file "$t/a" >/dev/null
-	writer 40 64 &
+	writer 40 64 3>&- &
 	wpid=$!
+	WRITERS+=("$wpid")
 	sleep 1
 	run rdmactl -j migrate "$A/kv" "$B/kv" --dirty 64K
 	echo "$output"
@@ -216,8 +223,9 @@ expected() {
 				"$RDMACTL" atomic "$A/kv" --faa 1 --offset $((c * 8)) >/dev/null 2>>"$t/atomic.err" || st=$?
 				echo "$c $st" >>"$t/atomic.log"
 			done
-		) &
+		) 3>&- &
 		pids+=($!)
+		WRITERS+=($!)
 	done
 	sleep 1
 	run rdmactl -j migrate "$A/kv" "$B/kv" --dirty 64K
@@ -240,10 +248,12 @@ expected() {
 	serve B "$B" --name kv --size 32M
 	head -c 32M /dev/urandom >"$t/a"
 	rdmactl write "$A/kv" --file "$t/a" >/dev/null
-	writer 15 64 &
+	writer 15 64 3>&- &
 	wpid=$!
-	"$RDMACTL" -j migrate "$A/kv" "$B/kv" >"$t/mig.out" 2>&1 &
+	WRITERS+=("$wpid")
+	"$RDMACTL" -j migrate "$A/kv" "$B/kv" >"$t/mig.out" 2>&1 3>&- &
 	mig=$!
+	WRITERS+=("$mig")
 	for ((i = 0; i < 300; i++)); do
 		jq -s -e --arg b "$RDMACTL_VM_ADDR_B" \
 			'any(.[]; .event == "connected" and (.peer | startswith($b + ":")))' "$A_OUT" >/dev/null && break
@@ -264,4 +274,38 @@ expected() {
 	expected 64
 	rdmactl read "$A/kv" --out "$t/a.after" >/dev/null
 	cmp "$t/want" "$t/a.after"
+}
+
+@test "live --no-verify --keep-source: no digests, A keeps a read-only copy, a write addressed to A lands on B" {
+	local t=$BATS_TEST_TMPDIR
+	serve A "$A" --name kv --size 4M
+	serve B "$B" --name kv --size 4M
+	head -c 4M /dev/urandom >"$t/a"
+	rdmactl write "$A/kv" --file "$t/a" >/dev/null
+	run rdmactl -j migrate "$A/kv" "$B/kv" --no-verify --keep-source --max-rounds 2
+	assert_success
+	jq -e '.mode == "live" and .verified == null and .sha256_src == null and .sha256_dst == null
+		and .rounds == 2 and (.blackout_ms | type) == "number"' <<<"$output"
+	rdmactl read "$B/kv" --out "$t/b" >/dev/null
+	cmp "$t/a" "$t/b"
+	# A still answers reads from its fenced copy; a write sent to A is refused
+	# there and follows the region to B.
+	rdmactl read "$A/kv" --out "$t/a.kept" >/dev/null
+	cmp "$t/a" "$t/a.kept"
+	printf 'after the move\n' >"$t/w"
+	run rdmactl -j write "$A/kv" --offset 8192 --file "$t/w"
+	assert_success
+	[ "$(jq -r .peer <<<"$output")" = "$B" ]
+	rdmactl read "$B/kv" --offset 8192 --size 15 --out "$t/back" >/dev/null
+	cmp "$t/w" "$t/back"
+}
+
+@test "the example kv-live-migrate.sh passes its own checks" {
+	run --separate-stderr timeout 600 "$REPO_ROOT/examples/kv-live-migrate.sh" \
+		--src "$RDMACTL_VM_ADDR_A:$PORT" --dst "$RDMACTL_VM_ADDR_B:$PORT" --blocks 32
+	echo "$stderr"
+	echo "$output"
+	assert_success
+	jq -e '.ok and .urgent.verified and .live.verified and .decode_loop.failed == 0
+		and .decode_loop.slots_wrong_at_destination == 0' <<<"$output"
 }
