@@ -102,6 +102,7 @@ cleanup() {
 	local rc=$? name errors=''
 	trap - EXIT
 	[[ -z "$work" ]] || touch "$work/stop"
+	[[ -z "${loop_pid:-}" ]] || kill "$loop_pid" 2>/dev/null || true
 	for name in "${!server_pid[@]}"; do stop_pid "${server_pid[$name]}" 5; done
 	if ((rc != 0 && !summary_printed)); then
 		[[ -z "$work" || ! -s "$work/errors" ]] || errors=$(head -n 1 "$work/errors")
