@@ -376,9 +376,11 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 	rc = take(a, r->region, wait, &pend, err);
 	if (rc)
 		goto out;
-	/* 4. The final copy, through the read-only registration. */
-	rc = pull_some(b, o, r->region, pend.n ? pend.x : &whole, pend.n ? pend.n : 0, false, true,
-		       rkey, &bytes, err);
+	/* 4. The final copy, through the read-only registration (nothing to
+	 * ask when nothing was written since the last round). */
+	bytes = 0;
+	if (pend.n)
+		rc = pull_some(b, o, r->region, pend.x, pend.n, false, false, rkey, &bytes, err);
 	if (rc)
 		goto out;
 	round_done(r, bytes, blocks_of(&pend));
@@ -418,6 +420,8 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 		goto out;
 	cut = true;
 	r->blackout_ms = (rc_now() - tf) * 1000;
+	/* The destination closes its connection to the source. */
+	pull_some(b, o, r->region, &whole, 0, false, true, 0, &bytes, &(struct rc_err){ 0 });
 	/* 7. The destination holds it all: the source lets its copy go. */
 	if (!lo->keep_source)
 		rc = step(a, RC_MIG_DROP, r->region, NULL, &resp, wait, err);
