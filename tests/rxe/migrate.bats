@@ -214,31 +214,40 @@ expected() {
 
 @test "live: fetch-add counters from three clients under migration: the sum equals the increments" {
 	local t=$BATS_TEST_TMPDIR pids=() c
-	serve A "$A" --name kv --size 16M --access atomic
-	serve B "$B" --name kv --size 16M --access atomic
+	serve A "$A" --name kv --size 32M --access atomic
+	serve B "$B" --name kv --size 32M --access atomic
+	# Each client: batches of ten fetch-adds (one process, no start-up
+	# between them) addressed to A, until the move is over, and one more.
 	for c in 1 2 3; do
+		for ((i = 0; i < 10; i++)); do echo "atomic $A/kv --faa 1 --offset $((c * 8))"; done >"$t/batch.$c"
 		(
-			for ((i = 0; i < 25; i++)); do
-				st=0
-				"$RDMACTL" atomic "$A/kv" --faa 1 --offset $((c * 8)) >/dev/null 2>>"$t/atomic.err" || st=$?
-				echo "$c $st" >>"$t/atomic.log"
+			last=0
+			while ((last < 2)); do
+				[[ ! -e $t/stop ]] || last=$((last + 1))
+				"$RDMACTL" -j --force -b "$t/batch.$c" 2>>"$t/atomic.err" |
+					jq -r --arg c "$c" '"\($c) \(map(select(.output.error == null)) | length) \(map(select(.output.error != null)) | length)"' \
+					>>"$t/atomic.log"
 			done
 		) 3>&- &
 		pids+=($!)
 		WRITERS+=($!)
 	done
-	sleep 1
+	sleep 0.5
 	run rdmactl -j migrate "$A/kv" "$B/kv" --dirty 64K
 	echo "$output"
 	assert_success
+	touch "$t/stop"
 	for c in "${pids[@]}"; do wait "$c"; done
 	cat "$t/atomic.err" || true
+	cat "$t/atomic.log"
 	# No atomic failed, so none has an unknown outcome: each counts once.
-	[ "$(awk '$2 != 0' "$t/atomic.log" | wc -l)" -eq 0 ]
+	[ "$(awk '{ f += $3 } END { print f + 0 }' "$t/atomic.log")" -eq 0 ]
 	for c in 1 2 3; do
+		n=$(awk -v c="$c" '$1 == c { s += $2 } END { print s + 0 }' "$t/atomic.log")
+		((n >= 20))
 		run rdmactl -j atomic "$B/kv" --faa 0 --offset $((c * 8))
 		assert_success
-		[ "$(jq -r .old <<<"$output")" -eq 25 ]
+		[ "$(jq -r .old <<<"$output")" -eq "$n" ]
 	done
 }
 
