@@ -8,7 +8,8 @@
 # or between two devices of a host: RDMACTL_VM_ADDR_A=... RDMACTL_VM_ADDR_B=...
 #
 # low:  one writer, a 4 KiB `rdmactl write` every 0.5 s into rotating slots;
-# high: two writers, 1 MiB `rdmactl write --pattern` each back to back.
+# high: two writers, each one `rdmactl -b` batch of 16 writes of 1 MiB
+#       (--pattern) after another.
 # Each rate runs twice: with --no-verify (the blackout is the fence, the
 # final copy and the cutover) and verified (both sides' sha256 of the whole
 # region inside the blackout). Writers address the source only and follow
@@ -25,8 +26,9 @@ command -v jq >/dev/null || { echo "migrate-bench: jq is missing" >&2; exit 1; }
 work=$(mktemp -d)
 pids=()
 cleanup() {
+	touch "$work/stop" # the writers end after their current write
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
+	sleep 1
 	rm -rf -- "$work"
 }
 trap cleanup EXIT
@@ -57,8 +59,13 @@ writer() {
 				>/dev/null 2>>"$work/writer.err" || st=$?
 			sleep 0.5
 		else
-			"$rdmactl" write "$t" --pattern "random:$n" --offset $((((n * 2 + id) % 16) * 1048576)) \
-				--size 1M >/dev/null 2>>"$work/writer.err" || st=$?
+			# One process, 16 writes of 1 MiB: no process start between them.
+			for ((k = 0; k < 16; k++)); do
+				echo "write $t --pattern random:$((n + k)) --offset $((((n + k) * 2 + id) % 16 * 1048576)) --size 1M"
+			done >"$work/batch.$id"
+			"$rdmactl" -b "$work/batch.$id" >/dev/null 2>>"$work/writer.err" || st=$?
+			for ((k = 0; k < 15; k++)); do echo "$st" >>"$work/writes"; done
+			n=$((n + 15))
 		fi
 		echo "$st" >>"$work/writes"
 		n=$((n + 1))
@@ -81,10 +88,15 @@ run() {
 		writer high "$src" 1 &
 		w+=("$!")
 	fi
+	pids+=("${w[@]}")
 	sleep 2
 	[[ $verify == yes ]] || args+=(--no-verify)
-	out=$("$rdmactl" -j migrate "$src" "$dst" --dirty 64K "${args[@]}") ||
-		{ echo "migrate-bench: the $rate-rate migration failed: $out" >&2; exit 1; }
+	if ! out=$("$rdmactl" -j migrate "$src" "$dst" --dirty 64K "${args[@]}"); then
+		echo "migrate-bench: the $rate-rate migration failed: $out" >&2
+		touch "$work/stop"
+		for p in "${w[@]}"; do wait "$p"; done
+		exit 1
+	fi
 	sleep 1
 	touch "$work/stop"
 	for p in "${w[@]}"; do wait "$p"; done
@@ -97,9 +109,10 @@ run() {
 
 for rate in low high; do
 	for verify in no yes; do
-		run "$rate" "$verify"
+		run "$rate" "$verify" >>"$work/results"
+		tail -n 1 "$work/results" >&2
 	done
-done | tee "$work/results" >&2
+done
 jq -rs '["rate", "verify", "blackout_ms", "seconds", "rounds", "writes", "failed"],
 	(.[] | [.rate, .verify, (.blackout_ms * 1000 | round / 1000), (.seconds * 1000 | round / 1000),
 		.rounds, .writes, .writes_failed]) | @tsv' "$work/results" >&2
