@@ -17,6 +17,7 @@ const struct cmd *const rdmactl_cmds[] = {
 	&cmd_kvxfer,
 	&cmd_alltoall,
 	&cmd_multicast,
+	&cmd_migrate,
 	&cmd_shell,
 	&cmd_regions,
 	&cmd_unregister,

@@ -52,6 +52,17 @@ static ssize_t fill(void *arg, uint64_t off, void *buf, size_t len)
 	return (ssize_t)got;
 }
 
+/* A write cut by a migration's fence is retried whole at the region's new
+ * home: a pattern and a regular file can start over, a pipe cannot. */
+static int rewind_src(void *arg)
+{
+	struct src *s = arg;
+
+	if (s->pattern)
+		return 0;
+	return lseek(s->fd, 0, SEEK_SET) == 0 ? 0 : -errno;
+}
+
 static int do_write(struct ctx *ctx, int argc, char **argv)
 {
 	const struct cmd *c = &cmd_write;
@@ -118,6 +129,10 @@ static int do_write(struct ctx *ctx, int argc, char **argv)
 	}
 	src.base = off;
 	struct rc_client_io io = { .fill = fill, .arg = &src };
+	struct stat in_st;
+
+	if (src.pattern || (fstat(src.fd, &in_st) == 0 && S_ISREG(in_st.st_mode) && src.fd != STDIN_FILENO))
+		io.rewind = rewind_src;
 
 	rc = stream_transfer(ctx, cl, RC_OP_WRITE, off, size, &io, &res);
 	if (rc)

@@ -15,7 +15,9 @@
 #include <rdmactl/ops.h>
 #include <rdmactl/server.h>
 
-#define SRV_RECVS 4
+#include "srv_mig.h"
+
+#define SRV_RECVS 16
 #define SRV_MAX_CONNS 256
 #define SRV_KEEPALIVE_MS 5000 /* default probe interval */
 
@@ -41,6 +43,7 @@ struct rc_server {
 	struct srv_conn *conns[SRV_MAX_CONNS];
 	int nconns;
 	int max_conns;
+	struct srv_mig *mig; /* a migration's pull connection and hash */
 };
 
 int rc_server_nregions(const struct rc_server *s) { return s->nregions; }
@@ -191,6 +194,15 @@ static void conn_free(struct srv_conn *sc)
 	free(sc);
 }
 
+static void drain_all(void *arg);
+
+static struct srv_mig_host mig_host(struct rc_server *s)
+{
+	return (struct srv_mig_host){ .regions = s->regions, .nregions = s->nregions,
+				      .pd = s->l->pd, .bind_addr = s->l->addr,
+				      .dev_name = s->l->dev_name, .drain_all = drain_all, .arg = s };
+}
+
 static void drop_conn(struct rc_server *s, struct srv_conn *sc, bool peer_gone, bool tell,
 		      const char *why)
 {
@@ -205,6 +217,11 @@ static void drop_conn(struct rc_server *s, struct srv_conn *sc, bool peer_gone, 
 	}
 	if (peer_gone)
 		sc->c->disconnected = true;
+	if (s->mig) {
+		struct srv_mig_host mh = mig_host(s);
+
+		srv_mig_conn_gone(s->mig, &mh, sc);
+	}
 	conn_free(sc);
 	if (tell)
 		emit(s, RC_EV_DISCONNECTED, peer, why);
@@ -296,6 +313,7 @@ static int handle_cm(struct rc_server *s, struct rc_err *err)
 	return 0;
 }
 
+
 static void handle_ctrl(struct rc_server *s, struct srv_conn *sc, struct ibv_wc *wc)
 {
 	int slot = (int)(wc->wr_id & RC_WRID_MASK);
@@ -321,6 +339,13 @@ static void handle_ctrl(struct rc_server *s, struct srv_conn *sc, struct ibv_wc 
 			d[i] = s->regions[i].d;
 		len = rc_ctrl_encode_list(sc->buf.send, sizeof(sc->buf.send), h.seq, d,
 					  s->nregions);
+		if (len > 0)
+			rc_post_send(sc->c, sc->buf.send, (uint32_t)len, sc->mr->lkey, 0, NULL);
+	} else {
+		struct srv_mig_host mh = mig_host(s);
+
+		len = srv_mig_handle(&s->mig, &mh, sc, sc->buf.recv[slot], wc->byte_len,
+				     sc->buf.send, sizeof(sc->buf.send));
 		if (len > 0)
 			rc_post_send(sc->c, sc->buf.send, (uint32_t)len, sc->mr->lkey, 0, NULL);
 	}
@@ -391,6 +416,14 @@ static void keepalive(struct rc_server *s)
 	}
 }
 
+static void drain_all(void *arg)
+{
+	struct rc_server *s = arg;
+
+	for (int i = 0; i < s->nconns; i++)
+		drain_cq(s, s->conns[i]);
+}
+
 static void handle_cqs(struct rc_server *s, struct pollfd *pfd, int n)
 {
 	struct srv_conn *ready[SRV_MAX_CONNS];
@@ -445,6 +478,8 @@ int rc_server_destroy(struct rc_server *s, struct rc_err *err)
 
 	if (!s)
 		return 0;
+	srv_mig_free(s->mig); /* its connection shares the listener's PD */
+	s->mig = NULL;
 	while (s->nconns)
 		drop_conn(s, s->conns[s->nconns - 1], false, false, NULL);
 	for (int i = 0; i < s->nregions; i++) {

@@ -10,18 +10,28 @@
 #include <rdmactl/ops.h>
 #include <rdmactl/parse.h>
 
+struct rc_client_opts {
+	struct rc_conn_opts conn;
+	const char *token;
+	int nconns;          /* QPs to open (default 1) */
+};
+
 struct rc_client {
 	struct rc_conn *conns[64];
 	int nconns;
 	struct rc_region_desc region;
 	struct rc_region_desc all[RC_MAX_REGIONS];
 	int nregions;
-};
-
-struct rc_client_opts {
-	struct rc_conn_opts conn;
-	const char *token;
-	int nconns;          /* QPs to open (default 1) */
+	/* How it was opened, to follow a region that moves (rdmactl-migrate(8)):
+	 * the server now (the region's new home once followed), the options,
+	 * and copies of the strings they point to. */
+	char host[RC_HOST_MAX];
+	char port[8];
+	struct rc_client_opts opts;
+	char token[RC_TOKEN_MAX + 1];
+	char bind[RC_HOST_MAX];
+	char dev[64];
+	int moves;           /* how often it followed its region */
 };
 
 /* Connect (nconns QPs), fetch the region table and select t->region (or the
@@ -43,6 +53,12 @@ RC_EXPORT int rc_client_check(const struct rc_client *cl, uint64_t off, uint64_t
 RC_EXPORT const char *rc_client_peer(const struct rc_client *cl);
 RC_EXPORT const char *rc_client_device(const struct rc_client *cl);
 
+/* Send one control message (header included) on the first connection and
+ * wait for the answer: its length, or -errno. A timeout_ms <= 0 is the
+ * connection's own. */
+RC_EXPORT int rc_client_ctrl(struct rc_client *cl, const void *req, size_t len, void *resp,
+			     size_t cap, int timeout_ms, struct rc_err *err);
+
 /* Moving data. Each call owns its staging buffer: allocated and registered
  * for the call, released before it returns, so that callers never touch
  * verbs. Offsets are in the selected region (check them first with
@@ -62,8 +78,21 @@ struct rc_client_io {
 	void (*progress)(void *arg, uint64_t done, uint64_t total);
 	void *progress_arg;
 	int timeout_ms;
+	/* write: restart the input from its first byte (0), so that a write cut
+	 * by a migration's fence is retried whole at the new home; NULL: not
+	 * retried. */
+	int (*rewind)(void *arg);
 };
 
+/* The migration contract of rdmactl's clients (rdmactl-migrate(8)): a write
+ * and an atomic are announced to the server before they are posted and once
+ * they completed (RC_MIG_INTENT, RC_MIG_DONE, on the same QP), so a server
+ * moving the region knows every block written. When the server revoked the
+ * region (a remote access error: the operation did not happen), the client
+ * asks it where the region went and follows it, then retries: a write when
+ * io->rewind can restart its input, a read when nothing was delivered yet,
+ * an atomic always. An atomic that failed in any other way has an unknown
+ * outcome and is never retried. */
 RC_EXPORT int rc_client_write(struct rc_client *cl, uint64_t off, uint64_t len, const struct rc_client_io *io,
 		    struct rc_stream_result *res, struct rc_err *err);
 RC_EXPORT int rc_client_read(struct rc_client *cl, uint64_t off, uint64_t len, const struct rc_client_io *io,

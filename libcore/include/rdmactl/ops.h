@@ -166,6 +166,33 @@ struct rc_stream_result {
 
 RC_EXPORT int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struct rc_err *err);
 
+/* A list of extents copied between one local and one remote region: READ
+ * pulls remote src into local dst, WRITE pushes local src to remote dst.
+ * Each extent goes in pieces of at most `piece` bytes, `depth` of them
+ * outstanding, posted in chains; every piece signalled. */
+struct rc_extent {
+	uint64_t src;             /* offset in the source region */
+	uint64_t dst;             /* offset in the destination region */
+	uint64_t len;
+};
+
+struct rc_copy {
+	enum rc_op op;            /* READ or WRITE */
+	struct rc_conn *conn;
+	uint64_t local;           /* the local region: address and key */
+	uint32_t lkey;
+	uint64_t remote;          /* the remote region */
+	uint32_t rkey;
+	const struct rc_extent *ext;
+	size_t n;
+	uint32_t piece;           /* default 1 MiB */
+	int depth;                /* default 16, at most the send queue */
+	int timeout_ms;           /* per completion, as rc_poll */
+};
+
+/* Bytes moved in *bytes (also on failure: what completed). */
+RC_EXPORT int rc_copy_run(const struct rc_copy *c, uint64_t *bytes, struct rc_err *err);
+
 /* Monotonic time in seconds. */
 RC_EXPORT double rc_now(void);
 

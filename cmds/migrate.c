@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: MIT
+/* rdmactl migrate: move a served region's blocks to another server. */
+#include <ctype.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmactl/migrate.h>
+
+#include "cmds.h"
+
+#define MIGRATE_OPTS(X)                                                                      \
+	X(MIG_BLOCKS, "blocks", 0, "FILE", "the blocks to move, from FILE or - (stdin): lines of OFFSET LENGTH [DST_OFFSET], or JSON", COMP_FILE) \
+	X(MIG_FORMAT, "format", 0, "FORMAT", "the block list's format: auto, text or json (default auto)", COMP_WORDS, "auto|text|json") \
+	X(MIG_WHOLE, "whole", 0, NULL, "move the whole region as one block, no fence")     \
+	X(MIG_MAX_ROUNDS, "max-rounds", 0, "N", "live: copy rounds at most, the final one included (default 8)") \
+	X(MIG_DIRTY, "dirty", 0, "SIZE", "live: fence once at most SIZE is left to copy (default 256K)") \
+	X(MIG_NO_VERIFY, "no-verify", 0, NULL, "live: skip the sha256 of both sides before the cutover") \
+	X(MIG_KEEP_SOURCE, "keep-source", 0, NULL, "live: the source keeps its (fenced) copy after the cutover") \
+	X(MIG_TOKEN, "token", 'T', "TOKEN", "token both servers require (default: $RDMACTL_TOKEN)")
+
+enum { MIGRATE_OPTS(OPT_INDEX) MIGRATE_NOPTS };
+static const struct cmd_opt migrate_opts[] = { MIGRATE_OPTS(OPT_ENTRY) OPT_END };
+OPTS_BOUND(migrate_opts, MIGRATE_NOPTS);
+
+#define MAX_BLOCKS (1u << 20)
+
+/* The command's plan, from the command line and the block list. */
+struct mig_plan {
+	struct rc_migrate_opts o;
+	bool live;
+	struct rc_migrate_live lo;
+	struct rc_extent *ext;
+	size_t n, cap;
+	const char *from;      /* where the blocks came from, for messages */
+};
+
+static int add_block(struct ctx *ctx, struct mig_plan *p, uint64_t off, uint64_t len,
+		     uint64_t dst, const char *where)
+{
+	if (p->n == MAX_BLOCKS)
+		return usage_err(ctx, "migrate: %s: more than %u blocks", where, MAX_BLOCKS);
+	if (len == 0)
+		return usage_err(ctx, "migrate: %s: a block of length 0", where);
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 64;
+		struct rc_extent *x = realloc(p->ext, cap * sizeof(*x));
+
+		if (!x)
+			return fail(ctx, -ENOMEM, "out of memory");
+		p->ext = x;
+		p->cap = cap;
+	}
+	p->ext[p->n++] = (struct rc_extent){ .src = off, .dst = dst, .len = len };
+	return 0;
+}
+
+/* A JSON number or a size string ("64K"). */
+static int json_size(const json_t *j, uint64_t *out)
+{
+	if (json_is_integer(j) && json_integer_value(j) >= 0) {
+		*out = (uint64_t)json_integer_value(j);
+		return 0;
+	}
+	return json_is_string(j) ? rc_parse_size(json_string_value(j), out) : -EINVAL;
+}
+
+/* [{"offset": N, "length": N, "dst_offset": N}, ...], [[OFF, LEN, DST?], ...],
+ * or either under {"blocks": ...}. */
+static int parse_json(struct ctx *ctx, struct mig_plan *p, const char *text)
+{
+	json_error_t je;
+	json_t *root = json_loads(text, 0, &je), *list, *b;
+	size_t i;
+	int rc = 0;
+
+	if (!root)
+		return usage_err(ctx, "migrate: %s: not JSON (line %d: %s)", p->from, je.line, je.text);
+	list = json_is_object(root) ? json_object_get(root, "blocks") : root;
+	if (!json_is_array(list)) {
+		json_decref(root);
+		return usage_err(ctx, "migrate: %s: expected an array of blocks, or {\"blocks\": [...]}",
+				 p->from);
+	}
+	json_array_foreach(list, i, b) {
+		const json_t *off, *len, *dst;
+		uint64_t o = 0, l = 0, d = 0;
+		char where[64];
+
+		snprintf(where, sizeof(where), "%s: block %zu", p->from, i + 1);
+		if (json_is_array(b)) {
+			off = json_array_get(b, 0), len = json_array_get(b, 1), dst = json_array_get(b, 2);
+			if (json_array_size(b) < 2 || json_array_size(b) > 3)
+				off = NULL;
+		} else {
+			off = json_object_get(b, "offset"), len = json_object_get(b, "length");
+			dst = json_object_get(b, "dst_offset");
+		}
+		if (!off || !len || json_size(off, &o) || json_size(len, &l) ||
+		    (dst && json_size(dst, &d))) {
+			rc = usage_err(ctx, "migrate: %s: expected {\"offset\": N, \"length\": N[, \"dst_offset\": N]} or [OFFSET, LENGTH[, DST_OFFSET]]",
+				       where);
+			break;
+		}
+		rc = add_block(ctx, p, o, l, dst ? d : o, where);
+		if (rc)
+			break;
+	}
+	json_decref(root);
+	return rc;
+}
+
+/* Lines of OFFSET LENGTH [DST_OFFSET] (sizes may carry K, M, G), separated by
+ * spaces or commas; blank lines and # comments are skipped. */
+static int parse_text(struct ctx *ctx, struct mig_plan *p, char *text)
+{
+	int line = 0, rc;
+
+	for (char *s = text, *next; s && *s; s = next) {
+		char *f[4] = { 0 }, *save = NULL, where[64];
+		uint64_t v[3] = { 0 };
+		int nf = 0;
+
+		next = strchr(s, '\n');
+		if (next)
+			*next++ = '\0';
+		line++;
+		if (strchr(s, '#'))
+			*strchr(s, '#') = '\0';
+		for (char *t = strtok_r(s, " \t\r,", &save); t; t = strtok_r(NULL, " \t\r,", &save))
+			if (nf < 4)
+				f[nf++] = t;
+			else
+				nf = 5;
+		if (nf == 0)
+			continue;
+		snprintf(where, sizeof(where), "%s: line %d", p->from, line);
+		if (nf < 2 || nf > 3)
+			return usage_err(ctx, "migrate: %s: expected OFFSET LENGTH [DST_OFFSET]", where);
+		for (int i = 0; i < nf; i++)
+			if (rc_parse_size(f[i], &v[i]))
+				return usage_err(ctx, "migrate: %s: '%s' is not a size (4096, 64K, 1M...)",
+						 where, f[i]);
+		rc = add_block(ctx, p, v[0], v[1], nf == 3 ? v[2] : v[0], where);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *fp = strcmp(path, "-") ? fopen(path, "re") : stdin;
+	size_t cap = 0, n = 0;
+	char *buf = NULL;
+
+	if (!fp)
+		return NULL;
+	for (;;) {
+		if (cap - n < 4097) {
+			char *b = realloc(buf, cap = cap ? cap * 2 : 16384);
+
+			if (!b) {
+				free(buf);
+				buf = NULL;
+				errno = ENOMEM;
+				break;
+			}
+			buf = b;
+		}
+		size_t got = fread(buf + n, 1, cap - n - 1, fp);
+
+		n += got;
+		if (got == 0) {
+			if (ferror(fp)) {
+				free(buf);
+				buf = NULL;
+				errno = EIO;
+			}
+			break;
+		}
+	}
+	if (buf)
+		buf[n] = '\0';
+	*len = n;
+	if (fp != stdin)
+		fclose(fp);
+	return buf;
+}
+
+static int read_blocks(struct ctx *ctx, struct mig_plan *p, const char *path, const char *fmt)
+{
+	size_t len;
+	char *text = slurp(path, &len), *s;
+	int rc;
+
+	if (!text)
+		return fail(ctx, -errno, "cannot read the block list '%s': %s", path, strerror(errno));
+	p->from = strcmp(path, "-") ? path : "stdin";
+	if (strlen(text) != len) {
+		free(text);
+		return usage_err(ctx, "migrate: %s: the block list holds a NUL byte", p->from);
+	}
+	for (s = text; isspace((unsigned char)*s); s++)
+		;
+	if (!strcmp(fmt, "json") || (!strcmp(fmt, "auto") && (*s == '[' || *s == '{')))
+		rc = parse_json(ctx, p, text);
+	else
+		rc = parse_text(ctx, p, text);
+	free(text);
+	if (!rc && p->n == 0)
+		rc = usage_err(ctx, "migrate: %s: the block list names no block", p->from);
+	return rc;
+}
+
+static int parse(struct ctx *ctx, int argc, char **argv, struct mig_plan *p)
+{
+	static const char *const formats[] = { "auto", "text", "json", NULL };
+	const struct cmd *c = &cmd_migrate;
+	struct opt_vals v;
+	int rc, f = 0;
+
+	rc = opts_parse(ctx, c, argc, argv, &v);
+	if (rc)
+		return rc < 0 ? rc : 1;
+	if (v.npos != 2)
+		return usage_err(ctx, "migrate: give the source and the destination, HOST:PORT/REGION HOST:PORT/REGION");
+	for (int i = 0; i < 2; i++)
+		if (rc_parse_target(v.pos[i], i ? &p->o.dst : &p->o.src))
+			return usage_err(ctx, "migrate: invalid %s '%s': expected HOST:PORT/REGION, HOST/REGION or [IPV6]:PORT/REGION",
+					 i ? "destination" : "source", v.pos[i]);
+	if (p->o.src.region[0] && p->o.dst.region[0] && strcmp(p->o.src.region, p->o.dst.region))
+		return usage_err(ctx, "migrate: the region keeps its name: '%s' cannot become '%s'",
+				 p->o.src.region, p->o.dst.region);
+	if (!strcmp(p->o.src.host, p->o.dst.host) && !strcmp(p->o.src.port, p->o.dst.port))
+		return usage_err(ctx, "migrate: the source and the destination are the same server");
+	if (opt_on(&v, MIG_WHOLE) && opt_on(&v, MIG_BLOCKS))
+		return usage_err(ctx, "migrate: give --blocks FILE (or -) or --whole, not both");
+	p->live = !opt_on(&v, MIG_WHOLE) && !opt_on(&v, MIG_BLOCKS);
+	for (int i = MIG_MAX_ROUNDS; i <= MIG_KEEP_SOURCE; i++)
+		if (!p->live && opt_on(&v, i))
+			return usage_err(ctx, "migrate: --%s is for a live move (without --blocks or --whole)",
+					 migrate_opts[i].name);
+	p->lo = (struct rc_migrate_live){ .max_rounds = 8, .dirty_bytes = 256 << 10,
+					  .verify = !opt_on(&v, MIG_NO_VERIFY),
+					  .keep_source = opt_on(&v, MIG_KEEP_SOURCE) };
+	if ((rc = opt_int_at(ctx, c, &v, MIG_MAX_ROUNDS, 2, RC_MIGRATE_MAX_ROUNDS - 1,
+			     &p->lo.max_rounds)) ||
+	    (rc = opt_size_at(ctx, c, &v, MIG_DIRTY, &p->lo.dirty_bytes)))
+		return rc;
+	if ((rc = opt_word(ctx, c, &v, "format", formats, &f)))
+		return rc;
+	if (opt_on(&v, MIG_FORMAT) && !opt_on(&v, MIG_BLOCKS))
+		return usage_err(ctx, "migrate: --format goes with --blocks");
+	if (!strcmp(opt_arg(&v, MIG_BLOCKS) ? opt_arg(&v, MIG_BLOCKS) : "", "-") && ctx->session)
+		return usage_err(ctx, "migrate: in the shell, give --blocks FILE");
+	p->o.token = opt_token(c, &v);
+	if (p->o.token && !rc_token_valid(p->o.token))
+		return usage_err(ctx, "invalid --token: 1 to %d printable characters without spaces",
+				 RC_TOKEN_MAX);
+	p->o.dev_name = ctx->dev_name;
+	p->o.timeout_ms = ctx->timeout_ms;
+	if (opt_on(&v, MIG_BLOCKS)) {
+		rc = read_blocks(ctx, p, opt_arg(&v, MIG_BLOCKS), formats[f]);
+		if (rc)
+			return rc;
+		p->o.ext = p->ext;
+		p->o.n = p->n;
+	}
+	return 0;
+}
+
+static void print(struct ctx *ctx, const struct rc_migrate_result *r, bool live, bool verify)
+{
+	struct out *o = &ctx->out;
+	char src[2 * RC_SHA256_LEN + 1], dst[2 * RC_SHA256_LEN + 1];
+
+	rc_sha256_hex(r->sha_src, src);
+	rc_sha256_hex(r->sha_dst, dst);
+	out_str(o, "region", "region %s", r->region);
+	out_u64(o, "length", " (%llu bytes", (unsigned long long)r->length);
+	out_str(o, "access", ", access %s)", rc_access_name(r->access));
+	out_str(o, "source", ": %s", r->src_peer);
+	out_str(o, "destination", " -> %s\n", r->dst_peer);
+	out_str(o, "mode", "mode %s", live ? "live" : "blocks");
+	out_u64(o, "rounds", ", %llu round", (unsigned long long)r->rounds);
+	out_text(o, "%s:", r->rounds == 1 ? "" : "s");
+	out_arr_begin(o, "bytes_per_round");
+	for (int i = 0; i < r->rounds; i++)
+		out_u64(o, NULL, " %llu", (unsigned long long)r->bytes_per_round[i]);
+	out_arr_end(o);
+	out_text(o, " bytes in");
+	out_arr_begin(o, "blocks_per_round");
+	for (int i = 0; i < r->rounds; i++)
+		out_u64(o, NULL, " %llu", (unsigned long long)r->blocks_per_round[i]);
+	out_arr_end(o);
+	out_text(o, " blocks\n");
+	out_u64(o, "bytes", "%llu bytes", (unsigned long long)r->bytes);
+	out_f64(o, "seconds", " in %.3f s", r->seconds);
+	if (r->blackout_ms >= 0)
+		out_f64(o, "blackout_ms", ", blackout %.3f ms\n", r->blackout_ms);
+	else {
+		out_null(o, "blackout_ms");
+		out_text(o, ", no fence (a copy without a cutover)\n");
+	}
+	if (!verify) {
+		out_null(o, "sha256_src");
+		out_null(o, "sha256_dst");
+		out_null(o, "verified");
+		out_text(o, "not verified (--no-verify)\n");
+		return;
+	}
+	out_str(o, "sha256_src", "sha256 source      %s\n", src);
+	out_str(o, "sha256_dst", "sha256 destination %s\n", dst);
+	out_bool(o, "verified", NULL, r->verified);
+	out_text(o, "%s\n", r->verified ? "verified: the destination holds the same bytes"
+					: "NOT verified: the destination differs from the source");
+}
+
+static int do_migrate(struct ctx *ctx, int argc, char **argv)
+{
+	struct mig_plan p = { 0 };
+	struct rc_migrate_result r;
+	struct rc_err e;
+	int rc = parse(ctx, argc, argv, &p);
+
+	if (rc) {
+		free(p.ext);
+		return rc < 0 ? rc : 0;
+	}
+	rc = p.live ? rc_migrate_live(&p.o, &p.lo, &r, &e) : rc_migrate_blocks(&p.o, &r, &e);
+	free(p.ext);
+	if (rc)
+		return fail(ctx, rc, "%s", e.msg);
+	print(ctx, &r, p.live, !p.live || p.lo.verify);
+	if ((!p.live || p.lo.verify) && !r.verified)
+		return fail(ctx, -EIO, "region '%s': the sha256 of the moved blocks differs between the source and the destination",
+			    r.region);
+	return 0;
+}
+
+const struct cmd cmd_migrate = {
+	.name = "migrate",
+	.run = do_migrate,
+	.opts = migrate_opts,
+	.args = "SOURCE DEST",
+	.args_comp = COMP_TARGET,
+	.summary = "move a served region, live or a block list, to another register server",
+};

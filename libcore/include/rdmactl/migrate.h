@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/* Moving a served region's bytes to another region server: the destination
+ * pulls them with RDMA READ, each side hashes what it holds. */
+#ifndef RDMACTL_MIGRATE_H
+#define RDMACTL_MIGRATE_H
+
+#include <rdmactl/export.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdmactl/client.h>
+#include <rdmactl/ctrl.h>
+#include <rdmactl/err.h>
+#include <rdmactl/ops.h>
+#include <rdmactl/parse.h>
+#include <rdmactl/sha256.h>
+
+#define RC_MIGRATE_MAX_ROUNDS 64
+
+struct rc_migrate_opts {
+	struct rc_target src;          /* the region's server now (A) */
+	struct rc_target dst;          /* where it goes (B): same name, size, access */
+	const char *token;             /* both servers' (B passes it on to A), or NULL */
+	const char *dev_name;          /* connect through this device only, or NULL */
+	int timeout_ms;                /* connecting, and each answer but a pull's */
+	const struct rc_extent *ext;   /* the blocks: src offset, dst offset, length */
+	size_t n;                      /* 0: the whole region, one extent */
+};
+
+struct rc_migrate_result {
+	char region[RC_NAME_MAX];
+	uint64_t length;               /* the region's */
+	enum rc_access access;
+	char src_peer[RC_HOST_MAX + 8];
+	char dst_peer[RC_HOST_MAX + 8];
+	int rounds;
+	uint64_t bytes_per_round[RC_MIGRATE_MAX_ROUNDS];
+	uint64_t blocks_per_round[RC_MIGRATE_MAX_ROUNDS];
+	double blackout_ms;            /* fence to the destination serving; < 0: no fence */
+	double seconds;                /* the whole move, checks included */
+	uint64_t bytes;                /* all rounds */
+	unsigned char sha_src[RC_SHA256_LEN];
+	unsigned char sha_dst[RC_SHA256_LEN];
+	bool verified;                 /* the two digests are equal */
+};
+
+/* Check both ends (the region on each, same size and access, every extent
+ * inside it) before anything moves, then have the destination pull the
+ * extents and each side hash its own copy of them. A mismatch of the
+ * digests is not an error: r->verified says it. The source is only read. */
+RC_EXPORT int rc_migrate_blocks(const struct rc_migrate_opts *o, struct rc_migrate_result *r,
+				struct rc_err *err);
+
+/* A live move (rdmactl-migrate(8)): the source records the blocks its
+ * rdmactl clients announce as written; the destination pulls the whole
+ * region, then what was written meanwhile, round after round, until it is
+ * at most dirty_bytes or max_rounds is reached; then the source fences the
+ * region (writes and atomics fail with a remote access error, so they are
+ * known not to have happened), the destination pulls the rest, the source
+ * answers its clients with the new home (the cutover) and, unless
+ * keep_source, releases its copy. Before the cutover any failure calls the
+ * move off: the source serves the region again. verify: compare both sides'
+ * sha256 of the whole region before the cutover (inside the blackout). */
+struct rc_migrate_live {
+	int max_rounds;                /* copy rounds, the final one included (default 8) */
+	uint64_t dirty_bytes;          /* fence once at most this much is left to copy */
+	bool verify;
+	bool keep_source;
+};
+
+RC_EXPORT int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_live *lo,
+			      struct rc_migrate_result *r, struct rc_err *err);
+
+#endif

@@ -1,0 +1,446 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A migration's orchestration. It holds one control connection to each
+ * server; the destination does the data movement (RDMA READ from the
+ * source, srv_mig.c) and each side hashes its own memory, so nothing here
+ * touches the region's bytes.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmactl/migrate.h>
+
+/* The destination answers a pull once its bytes have landed. */
+#define PULL_WAIT_MS 60000
+/* At most this many bytes per pull request, so that a dead peer is noticed
+ * within PULL_WAIT_MS even at emulated speeds. */
+#define PULL_MAX_BYTES (64ull << 20)
+
+static int open_side(const char *side, const struct rc_target *t, const struct rc_migrate_opts *o,
+		     struct rc_client **cl, struct rc_err *err)
+{
+	struct rc_client_opts co = { .token = o->token, .nconns = 1 };
+	char why[sizeof(err->msg)];
+	int rc;
+
+	co.conn.timeout_ms = o->timeout_ms;
+	co.conn.dev_name = o->dev_name;
+	rc = rc_client_open(t, &co, cl, err);
+	if (!rc)
+		return 0;
+	snprintf(why, sizeof(why), "%s", err->msg);
+	return rc_err_set(err, -rc, "the %s %s:%s: %s", side, t->host, t->port, why);
+}
+
+/* One request, one answer; a failure the server reports is the error. */
+static int ask(struct rc_client *cl, const char *side, const void *req, int len, int wait_ms,
+	       struct rc_mig_resp *resp, struct rc_err *err)
+{
+	unsigned char buf[RC_CTRL_MSG_MAX];
+	char why[sizeof(err->msg)];
+	int n;
+
+	if (len < 0)
+		return rc_err_set(err, -len, "cannot encode a request: %s", strerror(-len));
+	n = rc_client_ctrl(cl, req, (size_t)len, buf, sizeof(buf), wait_ms, err);
+	if (n < 0) {
+		snprintf(why, sizeof(why), "%s", err->msg);
+		return rc_err_set(err, -n, "the %s: %s", side, why);
+	}
+	if (rc_ctrl_decode_mig_resp(buf, (size_t)n, resp))
+		return rc_err_set(err, EPROTO,
+				  "the %s %s answered no migration request (is it an rdmactl with migrate?)",
+				  side, rc_client_peer(cl));
+	if (resp->status < 0)
+		return rc_err_set(err, -resp->status, "the %s %s: %s", side, rc_client_peer(cl),
+				  resp->msg);
+	return 0;
+}
+
+static int check_pair(const struct rc_client *a, const struct rc_client *b,
+		      const struct rc_migrate_opts *o, struct rc_err *err)
+{
+	const struct rc_region_desc *ra = &a->region, *rb = &b->region;
+
+	if (strcmp(ra->name, rb->name))
+		return rc_err_set(err, EINVAL,
+				  "the region is '%s' on the source and '%s' on the destination: a migration keeps its name",
+				  ra->name, rb->name);
+	if (ra->length != rb->length)
+		return rc_err_set(err, EINVAL,
+				  "region '%s' is %llu bytes on the source and %llu on the destination: the sizes must match",
+				  ra->name, (unsigned long long)ra->length,
+				  (unsigned long long)rb->length);
+	if (ra->access != rb->access)
+		return rc_err_set(err, EINVAL,
+				  "region '%s' has access %s on the source and %s on the destination: the access must match",
+				  ra->name, rc_access_name(ra->access), rc_access_name(rb->access));
+	for (size_t i = 0; i < o->n; i++) {
+		const struct rc_extent *x = &o->ext[i];
+
+		if (x->len == 0 || x->src > ra->length || x->len > ra->length - x->src ||
+		    x->dst > rb->length || x->len > rb->length - x->dst)
+			return rc_err_set(err, ERANGE,
+					  "block %zu (offset %llu, length %llu, to %llu) is %s region '%s' (%llu bytes)",
+					  i + 1, (unsigned long long)x->src, (unsigned long long)x->len,
+					  (unsigned long long)x->dst, x->len ? "past the end of" : "empty in",
+					  ra->name, (unsigned long long)ra->length);
+	}
+	return 0;
+}
+
+/* Have the destination pull ext[0..n): requests of at most RC_PULL_MAX_EXT
+ * extents and PULL_MAX_BYTES bytes. */
+/* first: the destination (re)connects to the source; last: it closes that
+ * connection after; rkey: read with it (0: the one the source lists). */
+static int pull_some(struct rc_client *b, const struct rc_migrate_opts *o, const char *region,
+		     const struct rc_extent *ext, size_t n, bool first, bool last, uint32_t rkey,
+		     uint64_t *bytes, struct rc_err *err)
+{
+	struct rc_pull_req req = { .rkey = rkey };
+	unsigned char buf[RC_CTRL_MSG_MAX];
+	size_t i = 0;
+
+	*bytes = 0;
+	snprintf(req.host, sizeof(req.host), "%s", o->src.host);
+	snprintf(req.port, sizeof(req.port), "%s", o->src.port);
+	snprintf(req.src_region, sizeof(req.src_region), "%s", region);
+	snprintf(req.dst_region, sizeof(req.dst_region), "%s", region);
+	snprintf(req.token, sizeof(req.token), "%s", o->token ? o->token : "");
+	do { /* at least one request: a last one may carry no extent */
+		struct rc_mig_resp resp;
+		uint64_t sum = 0;
+		size_t k = 0;
+		int rc;
+
+		while (i + k < n && k < RC_PULL_MAX_EXT && (k == 0 || sum + ext[i + k].len <= PULL_MAX_BYTES))
+			sum += ext[i + k++].len;
+		req.flags = (i == 0 && first ? RC_MIG_FIRST : 0) | (i + k == n && last ? RC_MIG_LAST : 0) |
+			    (rkey ? RC_PULL_RKEY : 0);
+		req.n = (uint32_t)k;
+		req.ext = (struct rc_extent *)&ext[i];
+		rc = ask(b, "destination", buf, rc_ctrl_encode_pull(buf, sizeof(buf), 1, &req),
+			 PULL_WAIT_MS, &resp, err);
+		if (rc)
+			return rc;
+		*bytes += resp.bytes;
+		i += k;
+	} while (i < n);
+	return 0;
+}
+
+static int hash_all(struct rc_client *cl, const char *side, bool at_dst, const char *region,
+		    const struct rc_extent *ext, size_t n, int wait_ms,
+		    unsigned char digest[RC_SHA256_LEN], struct rc_err *err)
+{
+	struct rc_hash_req req = { 0 };
+	unsigned char buf[RC_CTRL_MSG_MAX];
+	size_t i = 0;
+
+	snprintf(req.region, sizeof(req.region), "%s", region);
+	do {
+		struct rc_mig_resp resp;
+		size_t k = n - i < RC_HASH_MAX_EXT ? n - i : RC_HASH_MAX_EXT;
+		int rc;
+
+		req.flags = (i == 0 ? RC_MIG_FIRST : 0) | (i + k == n ? RC_MIG_LAST : 0) |
+			    (at_dst ? RC_HASH_DST : 0);
+		req.n = (uint32_t)k;
+		req.ext = (struct rc_extent *)&ext[i];
+		rc = ask(cl, side, buf, rc_ctrl_encode_hash(buf, sizeof(buf), 2, &req), wait_ms,
+			 &resp, err);
+		if (rc)
+			return rc;
+		if (i + k == n)
+			memcpy(digest, resp.digest, RC_SHA256_LEN);
+		i += k;
+	} while (i < n);
+	return 0;
+}
+
+int rc_migrate_blocks(const struct rc_migrate_opts *o, struct rc_migrate_result *r,
+		      struct rc_err *err)
+{
+	struct rc_client *a = NULL, *b = NULL;
+	struct rc_extent whole;
+	const struct rc_extent *ext = o->ext;
+	size_t n = o->n;
+	double t0 = rc_now();
+	int wait = o->timeout_ms > 0 ? o->timeout_ms : 5000, rc;
+
+	memset(r, 0, sizeof(*r));
+	r->blackout_ms = -1;
+	if (o->n && !o->ext)
+		return rc_err_set(err, EINVAL, "a block list without blocks");
+	rc = open_side("source", &o->src, o, &a, err);
+	if (!rc)
+		rc = open_side("destination", &o->dst, o, &b, err);
+	if (!rc)
+		rc = check_pair(a, b, o, err);
+	if (rc)
+		goto out;
+	snprintf(r->region, sizeof(r->region), "%s", a->region.name);
+	snprintf(r->src_peer, sizeof(r->src_peer), "%s", rc_client_peer(a));
+	snprintf(r->dst_peer, sizeof(r->dst_peer), "%s", rc_client_peer(b));
+	r->length = a->region.length;
+	r->access = a->region.access;
+	if (!n) {
+		whole = (struct rc_extent){ .src = 0, .dst = 0, .len = a->region.length };
+		ext = &whole;
+		n = 1;
+	}
+	rc = pull_some(b, o, r->region, ext, n, true, true, 0, &r->bytes_per_round[0], err);
+	if (rc)
+		goto out;
+	r->rounds = 1;
+	r->blocks_per_round[0] = n;
+	r->bytes = r->bytes_per_round[0];
+	/* Hashing tens of MiB takes the servers' CPUs a while under emulation. */
+	rc = hash_all(a, "source", false, r->region, ext, n, wait * 4, r->sha_src, err);
+	if (!rc)
+		rc = hash_all(b, "destination", true, r->region, ext, n, wait * 4, r->sha_dst, err);
+	if (rc)
+		goto out;
+	r->verified = !memcmp(r->sha_src, r->sha_dst, RC_SHA256_LEN);
+	r->seconds = rc_now() - t0;
+out:
+	rc_client_close(b);
+	rc_client_close(a);
+	return rc;
+}
+
+/* The destination's digest of the whole region, on a thread of its own, so
+ * that both sides hash at once (the blackout waits for the slower). */
+struct hash_job {
+	struct rc_client *cl;
+	const char *region;
+	struct rc_extent whole;
+	int wait_ms;
+	unsigned char *digest;
+	struct rc_err err;
+	int rc;
+};
+
+static void *hash_thread(void *arg)
+{
+	struct hash_job *j = arg;
+
+	j->rc = hash_all(j->cl, "destination", false, j->region, &j->whole, 1, j->wait_ms,
+			 j->digest, &j->err);
+	return NULL;
+}
+
+/* A list of extents that grows. */
+struct ext_list {
+	struct rc_extent *x;
+	size_t n, cap;
+	uint64_t bytes;
+};
+
+static int ext_add(struct ext_list *l, const struct rc_extent *x, size_t n, struct rc_err *err)
+{
+	if (l->n + n > l->cap) {
+		size_t cap = (l->n + n) * 2 + 16;
+		struct rc_extent *p = realloc(l->x, cap * sizeof(*p));
+
+		if (!p)
+			return rc_err_set(err, ENOMEM, "out of memory");
+		l->x = p;
+		l->cap = cap;
+	}
+	for (size_t i = 0; i < n; i++) {
+		l->x[l->n++] = x[i];
+		l->bytes += x[i].len;
+	}
+	return 0;
+}
+
+static int step(struct rc_client *a, enum rc_mig_step s, const char *region, const char *arg,
+		struct rc_mig_resp *resp, int wait_ms, struct rc_err *err)
+{
+	unsigned char buf[RC_CTRL_MSG_MAX];
+	struct rc_mig_cmd c = { .step = (uint32_t)s };
+
+	snprintf(c.region, sizeof(c.region), "%s", region);
+	snprintf(c.arg, sizeof(c.arg), "%s", arg ? arg : "");
+	return ask(a, "source", buf, rc_ctrl_encode_mig_cmd(buf, sizeof(buf), 3, &c), wait_ms, resp,
+		   err);
+}
+
+/* The blocks written at the source since the last take, appended to l. */
+static int take(struct rc_client *a, const char *region, int wait_ms, struct ext_list *l,
+		struct rc_err *err)
+{
+	unsigned char req[RC_CTRL_MSG_MAX], resp[RC_CTRL_MSG_MAX];
+	struct rc_extent x[RC_HASH_MAX_EXT];
+	struct rc_mig_cmd c = { .step = RC_MIG_TAKE };
+	struct rc_hash_req d = { .ext = x };
+	int len;
+
+	snprintf(c.region, sizeof(c.region), "%s", region);
+	do {
+		len = rc_ctrl_encode_mig_cmd(req, sizeof(req), 4, &c);
+		len = rc_client_ctrl(a, req, (size_t)len, resp, sizeof(resp), wait_ms, err);
+		if (len < 0)
+			return len;
+		if (rc_ctrl_decode_dirty(resp, (size_t)len, &d, RC_HASH_MAX_EXT)) {
+			struct rc_mig_resp r;
+
+			if (!rc_ctrl_decode_mig_resp(resp, (size_t)len, &r) && r.status < 0)
+				return rc_err_set(err, -r.status, "the source: %s", r.msg);
+			return rc_err_set(err, EPROTO, "the source sent a malformed list of written blocks");
+		}
+		if (ext_add(l, x, d.n, err))
+			return -ENOMEM;
+	} while (!(d.flags & RC_MIG_LAST));
+	return 0;
+}
+
+static void round_done(struct rc_migrate_result *r, uint64_t bytes, uint64_t blocks)
+{
+	if (r->rounds < RC_MIGRATE_MAX_ROUNDS) {
+		r->bytes_per_round[r->rounds] = bytes;
+		r->blocks_per_round[r->rounds] = blocks;
+		r->rounds++;
+	}
+	r->bytes += bytes;
+}
+
+static uint64_t blocks_of(const struct ext_list *l)
+{
+	return l->bytes / RC_MIG_BLOCK;
+}
+
+int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_live *lo,
+		    struct rc_migrate_result *r, struct rc_err *err)
+{
+	struct rc_client *a = NULL, *b = NULL;
+	struct ext_list pend = { 0 };
+	struct rc_mig_resp resp;
+	struct rc_extent whole;
+	char dst[RC_HOST_MAX + 16];
+	double t0 = rc_now(), tf;
+	int wait = o->timeout_ms > 0 ? o->timeout_ms : 5000, rc, max_rounds;
+	bool tracking = false, cut = false;
+	uint64_t bytes;
+	uint32_t rkey;
+
+	memset(r, 0, sizeof(*r));
+	r->blackout_ms = -1;
+	max_rounds = lo->max_rounds > 1 && lo->max_rounds <= RC_MIGRATE_MAX_ROUNDS - 1 ? lo->max_rounds : 8;
+	rc = open_side("source", &o->src, o, &a, err);
+	if (!rc)
+		rc = open_side("destination", &o->dst, o, &b, err);
+	if (!rc)
+		rc = check_pair(a, b, o, err);
+	if (rc)
+		goto out;
+	snprintf(r->region, sizeof(r->region), "%s", a->region.name);
+	snprintf(r->src_peer, sizeof(r->src_peer), "%s", rc_client_peer(a));
+	snprintf(r->dst_peer, sizeof(r->dst_peer), "%s", rc_client_peer(b));
+	r->length = a->region.length;
+	r->access = a->region.access;
+	/* 1. Record writes from now on; the first round copies everything. */
+	rc = step(a, RC_MIG_TRACK, r->region, NULL, &resp, wait, err);
+	if (rc)
+		goto out;
+	tracking = true;
+	whole = (struct rc_extent){ .src = 0, .dst = 0, .len = r->length };
+	rc = pull_some(b, o, r->region, &whole, 1, true, false, 0, &bytes, err);
+	if (rc)
+		goto out;
+	round_done(r, bytes, (r->length + RC_MIG_BLOCK - 1) / RC_MIG_BLOCK);
+	/* 2. Pre-copy: what was written meanwhile, until it is small. */
+	for (;;) {
+		rc = take(a, r->region, wait, &pend, err);
+		if (rc)
+			goto out;
+		if (pend.bytes <= lo->dirty_bytes || r->rounds >= max_rounds - 1)
+			break;
+		rc = pull_some(b, o, r->region, pend.x, pend.n, false, false, 0, &bytes, err);
+		if (rc)
+			goto out;
+		round_done(r, bytes, blocks_of(&pend));
+		pend.n = 0;
+		pend.bytes = 0;
+	}
+	/* 3. Fence: writes at the source now fail; what slipped in is listed. */
+	tf = rc_now();
+	rc = step(a, RC_MIG_FENCE, r->region, NULL, &resp, wait, err);
+	if (rc)
+		goto out;
+	rkey = (uint32_t)resp.bytes;
+	rc = take(a, r->region, wait, &pend, err);
+	if (rc)
+		goto out;
+	/* 4. The final copy, through the read-only registration (nothing to
+	 * ask when nothing was written since the last round). */
+	bytes = 0;
+	if (pend.n)
+		rc = pull_some(b, o, r->region, pend.x, pend.n, false, false, rkey, &bytes, err);
+	if (rc)
+		goto out;
+	round_done(r, bytes, blocks_of(&pend));
+	/* 5. Before the destination serves: each side's digest of the whole
+	 * region (the source's is frozen by the fence). */
+	if (lo->verify) {
+		struct hash_job j = { .cl = b, .region = r->region, .whole = whole,
+				      .wait_ms = wait * 4, .digest = r->sha_dst };
+		pthread_t th;
+		bool threaded = pthread_create(&th, NULL, hash_thread, &j) == 0;
+
+		if (!threaded)
+			hash_thread(&j);
+		rc = hash_all(a, "source", false, r->region, &whole, 1, wait * 4, r->sha_src, err);
+		if (threaded)
+			pthread_join(th, NULL);
+		if (!rc && j.rc) {
+			rc = j.rc;
+			if (err)
+				*err = j.err;
+		}
+		if (rc)
+			goto out;
+		r->verified = !memcmp(r->sha_src, r->sha_dst, RC_SHA256_LEN);
+		if (!r->verified) {
+			rc = rc_err_set(err, EIO,
+					"region '%s': the destination's sha256 differs from the source's after the final copy",
+					r->region);
+			goto out;
+		}
+	}
+	/* 6. Cutover: the source answers its clients with the new home. */
+	snprintf(dst, sizeof(dst), "%s%s%s:%s", strchr(o->dst.host, ':') ? "[" : "", o->dst.host,
+		 strchr(o->dst.host, ':') ? "]" : "", o->dst.port);
+	rc = step(a, RC_MIG_CUTOVER, r->region, dst, &resp, wait, err);
+	if (rc)
+		goto out;
+	cut = true;
+	r->blackout_ms = (rc_now() - tf) * 1000;
+	/* The destination closes its connection to the source. */
+	pull_some(b, o, r->region, &whole, 0, false, true, 0, &bytes, &(struct rc_err){ 0 });
+	/* 7. The destination holds it all: the source lets its copy go. */
+	if (!lo->keep_source)
+		rc = step(a, RC_MIG_DROP, r->region, NULL, &resp, wait, err);
+	r->seconds = rc_now() - t0;
+out:
+	if (rc && tracking && !cut) {
+		/* Called off: the source serves the region again, nothing lost. */
+		char why[sizeof(err->msg)];
+		struct rc_err e2;
+
+		snprintf(why, sizeof(why), "%s", err->msg);
+		if (step(a, RC_MIG_UNFENCE, r->region, NULL, &resp, wait, &e2))
+			rc_err_set(err, -rc, "%s; aborted, and the source could not be told (%s): it lifts the fence itself once this command's connection is gone",
+				   why, e2.msg);
+		else
+			rc_err_set(err, -rc, "%s; aborted: the source serves the region again", why);
+	}
+	free(pend.x);
+	rc_client_close(b);
+	rc_client_close(a);
+	return rc;
+}

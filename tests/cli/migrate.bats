@@ -1,0 +1,95 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# rdmactl migrate without a device: usage errors and malformed block lists
+# are refused (exit 2) before any connection is tried.
+
+load helpers
+
+setup() {
+	require_binary
+	S=198.18.1.1:7471/kv
+	D=198.18.1.2:7471/kv
+}
+
+@test "migrate needs a source and a destination; --blocks, --whole and the live options exclude each other" {
+	run "$RDMACTL" migrate "$S"
+	assert_failure 2
+	assert_output --partial "give the source and the destination"
+	run "$RDMACTL" migrate "$S" "$D" --whole --blocks -
+	assert_failure 2
+	assert_output --partial "give --blocks FILE (or -) or --whole, not both"
+	for o in "--max-rounds 3" "--dirty 1M" --no-verify --keep-source; do
+		run "$RDMACTL" migrate "$S" "$D" --whole $o
+		assert_failure 2
+		assert_output --partial "is for a live move"
+	done
+	run "$RDMACTL" migrate "$S" "$D" --max-rounds 1
+	assert_failure 2
+	assert_output --partial "--max-rounds"
+	run "$RDMACTL" migrate "$S" "$D" --dirty lots
+	assert_failure 2
+	assert_output --partial "--dirty"
+	# Without --blocks or --whole it is a live move: here it gets as far as
+	# connecting (no RDMA device on this machine).
+	run "$RDMACTL" -t 500 migrate "$S" "$D" --max-rounds 4 --dirty 64K
+	assert_failure 1
+	assert_output --partial "the source 198.18.1.1:7471"
+	run "$RDMACTL" migrate "$S" "$D" --whole --format json
+	assert_failure 2
+	assert_output --partial "--format goes with --blocks"
+	run "$RDMACTL" migrate "$S" "$D" --blocks - --format yaml </dev/null
+	assert_failure 2
+	assert_output --partial "--format"
+}
+
+@test "migrate refuses a bad target, a renamed region and the same server twice" {
+	run "$RDMACTL" migrate "nohost:port:x" "$D" --whole
+	assert_failure 2
+	assert_output --partial "invalid source 'nohost:port:x'"
+	run "$RDMACTL" migrate "$S" 198.18.1.2:7471/other --whole
+	assert_failure 2
+	assert_output --partial "the region keeps its name: 'kv' cannot become 'other'"
+	run "$RDMACTL" migrate "$S" 198.18.1.1:7471/kv --whole
+	assert_failure 2
+	assert_output --partial "the same server"
+	run "$RDMACTL" migrate "$S" "$D" --whole --token 'has space'
+	assert_failure 2
+	assert_output --partial "invalid --token"
+}
+
+@test "a malformed block list is refused with where and why, as text and as JSON" {
+	run "$RDMACTL" migrate "$S" "$D" --blocks - <<<$'0 4K\n\n8K x'
+	assert_failure 2
+	assert_output --partial "stdin: line 3: 'x' is not a size"
+	run "$RDMACTL" migrate "$S" "$D" --blocks - <<<'0 4K 8K 12K'
+	assert_failure 2
+	assert_output --partial "line 1: expected OFFSET LENGTH [DST_OFFSET]"
+	run "$RDMACTL" migrate "$S" "$D" --blocks - <<<'4K 0'
+	assert_failure 2
+	assert_output --partial "line 1: a block of length 0"
+	run "$RDMACTL" migrate "$S" "$D" --blocks - <<<'# nothing'
+	assert_failure 2
+	assert_output --partial "names no block"
+	run "$RDMACTL" -j migrate "$S" "$D" --blocks - <<<'[{"offset": 0, "length": 4096}, {"offset": 1}]'
+	assert_failure 2
+	jq -e '.error.code == "EINVAL" and (.error.message | test("stdin: block 2: expected"))' <<<"$output"
+	run "$RDMACTL" migrate "$S" "$D" --blocks - <<<'{"blocks": 3}'
+	assert_failure 2
+	assert_output --partial "expected an array of blocks"
+	run "$RDMACTL" migrate "$S" "$D" --format json --blocks - <<<'0 4K'
+	assert_failure 2
+	assert_output --partial "not JSON"
+	run "$RDMACTL" migrate "$S" "$D" --blocks "$BATS_TEST_TMPDIR/absent"
+	assert_failure 1
+	assert_output --partial "cannot read the block list"
+}
+
+@test "a well-formed list gets as far as connecting: text, JSON, size strings" {
+	# No RDMA device here: the failure is the connection's, exit 1, after
+	# the list was accepted.
+	for list in $'0 64K\n1M,4K,2M # moved' '[[0, 65536], {"offset": "1M", "length": "4K", "dst_offset": "2M"}]'; do
+		run "$RDMACTL" -t 500 migrate "$S" "$D" --blocks - <<<"$list"
+		assert_failure 1
+		assert_output --partial "the source 198.18.1.1:7471"
+	done
+}

@@ -1,0 +1,320 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# rdmactl migrate: a region's blocks moved from a server on one rxe device
+# (A) to a server on the other (B) of the veth pair, the destination
+# pulling with RDMA READ; both sides' sha256 compared.
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+setup() {
+	need_two_nics
+	PORT=$(next_port)
+	A=$RDMACTL_VM_ADDR_A:$PORT
+	B=$RDMACTL_VM_ADDR_B:$PORT
+	SERVERS=()
+	WRITERS=()
+}
+
+# serve NAME ARGS...: `register --listen ARGS` in the background, its pid
+# in SERVERS and NAME_PID, its events in $BATS_TEST_TMPDIR/NAME.out.
+serve() {
+	local name=$1
+	shift
+	start_server 1 --listen "$@"
+	SERVERS+=("$SERVER_PID")
+	printf -v "${name}_PID" %s "$SERVER_PID"
+	printf -v "${name}_OUT" %s "$SERVER_OUT"
+	SERVER_PID=
+}
+
+teardown() {
+	local pid
+	# Background writers of a failed test end too.
+	touch "$BATS_TEST_TMPDIR/stop"
+	for pid in "${WRITERS[@]}"; do kill "$pid" 2>/dev/null || true; done
+	for pid in "${SERVERS[@]}"; do
+		SERVER_PID=$pid
+		stop_server TERM
+	done
+	sanitizer_reports
+}
+
+@test "a text block list moves from A to B: B holds those bytes, both sha256 agree" {
+	local t=$BATS_TEST_TMPDIR
+	serve A "$A" --name kv --size 8M
+	serve B "$B" --name kv --size 8M
+	head -c 8M /dev/urandom >"$t/a"
+	rdmactl write "$A/kv" --file "$t/a" >/dev/null
+	# Two blocks in place, one moved to another offset, sizes with suffixes.
+	printf '# offset length [dst_offset]\n0 64K\n1M 300000\n\n2M 4K 6M  # moved\n' >"$t/blocks"
+	run rdmactl -j migrate "$A/kv" "$B/kv" --blocks "$t/blocks"
+	assert_success
+	jq -e '.verified == true and .rounds == 1 and .bytes_per_round == [369632]
+		and .blocks_per_round == [3] and .sha256_src == .sha256_dst
+		and (.sha256_src | test("^[0-9a-f]{64}$")) and .blackout_ms == null
+		and (.seconds > 0)' <<<"$output"
+	# What B holds: the blocks where the list put them, zeros elsewhere.
+	rdmactl read "$B/kv" --out "$t/b" >/dev/null
+	cmp <(head -c 65536 "$t/a") <(head -c 65536 "$t/b")
+	cmp <(tail -c +1048577 "$t/a" | head -c 300000) <(tail -c +1048577 "$t/b" | head -c 300000)
+	cmp <(tail -c +2097153 "$t/a" | head -c 4096) <(tail -c +6291457 "$t/b" | head -c 4096)
+	cmp <(head -c 4096 /dev/zero) <(tail -c +2097153 "$t/b" | head -c 4096)
+	# The source's own sha256 of those blocks is what sha256sum says.
+	want=$({ head -c 65536 "$t/a"; tail -c +1048577 "$t/a" | head -c 300000
+		tail -c +2097153 "$t/a" | head -c 4096; } | sha256sum)
+	[ "$(jq -r .sha256_src <<<"$output")" = "${want%% *}" ]
+	# B pulled from A: A saw a client from B's address.
+	jq -s -e --arg b "$RDMACTL_VM_ADDR_B" \
+		'any(.[]; .event == "connected" and (.peer | startswith($b + ":")))' "$A_OUT"
+}
+
+@test "a JSON block list on stdin, and the whole region: 32 MiB verified" {
+	local t=$BATS_TEST_TMPDIR
+	serve A "$A" --name kv --size 32M
+	serve B "$B" --name kv --size 32M
+	head -c 32M /dev/urandom >"$t/a"
+	rdmactl write "$A/kv" --file "$t/a" >/dev/null
+	run rdmactl -j migrate "$A/kv" "$B/kv" --blocks - <<<'{"blocks": [{"offset": 4096, "length": "8K"}, [16384, 4096, 0]]}'
+	assert_success
+	jq -e '.verified and .bytes_per_round == [12288]' <<<"$output"
+	run rdmactl -j migrate "$A/kv" "$B/kv" --whole
+	assert_success
+	jq -e '.verified and .bytes == 33554432 and .region == "kv" and .length == 33554432' <<<"$output"
+	rdmactl read "$B/kv" --out "$t/b" >/dev/null
+	cmp "$t/a" "$t/b"
+	[ "$(jq -r .sha256_dst <<<"$output")" = "$(sha256sum <"$t/a" | cut -d' ' -f1)" ]
+}
+
+# A's region after a refused migration: still served, still the same bytes.
+a_untouched() {
+	rdmactl read "$A/kv" --out "$BATS_TEST_TMPDIR/a.after" >/dev/null
+	cmp "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/a.after"
+}
+
+@test "bad input: size or access mismatch, unknown region, B unreachable, blocks past the end: clear errors, A untouched" {
+	local t=$BATS_TEST_TMPDIR
+	serve A "$A" --name kv --size 1M --name cnt --size 64K --access atomic
+	serve B "$B" --name kv --size 2M --name cnt --size 64K --access rw --name other --size 1M
+	head -c 1M /dev/urandom >"$t/a"
+	rdmactl write "$A/kv" --file "$t/a" >/dev/null
+	run rdmactl migrate "$A/kv" "$B/kv" --whole
+	assert_failure 1
+	assert_output --partial "region 'kv' is 1048576 bytes on the source and 2097152 on the destination"
+	run rdmactl migrate "$A/cnt" "$B/cnt" --whole
+	assert_failure 1
+	assert_output --partial "access atomic on the source and rw on the destination"
+	run rdmactl migrate "$A/nope" "$B/nope" --whole
+	assert_failure 1
+	assert_output --partial "the source $A: "
+	assert_output --partial "no region named 'nope'"
+	run rdmactl -t 3000 migrate "$A/kv" "$RDMACTL_VM_ADDR_B:$((PORT + 7))/kv" --whole
+	assert_failure 1
+	assert_output --partial "the destination $RDMACTL_VM_ADDR_B:$((PORT + 7)): "
+	run rdmactl -j migrate "$A/kv" "$B/other" --whole
+	assert_failure 2
+	jq -e '.error.message | test("keeps its name")' <<<"$output"
+	run rdmactl migrate "$A/kv" "$B/kv" --blocks - <<<'1M 4K'
+	assert_failure 1
+	a_untouched
+}
+
+@test "B killed in the middle of a pull: migrate fails naming B, A keeps serving, no write lost" {
+	local t=$BATS_TEST_TMPDIR i mig
+	serve A "$A" --name kv --size 32M
+	serve B "$B" --name kv --size 32M
+	head -c 32M /dev/urandom >"$t/a"
+	rdmactl write "$A/kv" --file "$t/a" >/dev/null
+	"$RDMACTL" -j migrate "$A/kv" "$B/kv" --whole >"$t/mig.out" 2>&1 3>&- &
+	mig=$!
+	WRITERS+=("$mig")
+	# The pull has begun once A sees a client from B's address.
+	for ((i = 0; i < 300; i++)); do
+		jq -s -e --arg b "$RDMACTL_VM_ADDR_B" \
+			'any(.[]; .event == "connected" and (.peer | startswith($b + ":")))' "$A_OUT" >/dev/null && break
+		sleep 0.05
+	done
+	((i < 300))
+	kill -KILL "$B_PID"
+	# Writes to A go on meanwhile: sequence numbers into known slots.
+	for ((i = 1; i <= 8; i++)); do
+		printf 'seq %08d\n' "$i" >"$t/w$i"
+		rdmactl write "$A/kv" --offset $((i * 65536)) --file "$t/w$i" >/dev/null
+		dd if="$t/w$i" of="$t/a" bs=1 seek=$((i * 65536)) conv=notrunc status=none
+	done
+	local rc=0
+	wait "$mig" || rc=$?
+	cat "$t/mig.out"
+	[ "$rc" -eq 1 ]
+	grep -q "the destination" "$t/mig.out"
+	# A serves the region as it was plus every write, and takes more.
+	rdmactl read "$A/kv" --out "$t/a.after" >/dev/null
+	cmp "$t/a" "$t/a.after"
+	run rdmactl -j read "$A/kv" --size 8 --out "$t/x"
+	assert_success
+}
+
+# writer N SLOTS: write sequence numbers 1..N (or until $t/stop exists
+# after N) into slot seq % SLOTS of A's region (64 KiB apart, 4 KiB each),
+# one `rdmactl write` each, always addressed to A. Logs "SEQ STATUS" lines
+# in $t/writer.log; the payload of SEQ is $t/w.SEQ.
+writer() {
+	local n=$1 slots=$2 seq=0 st
+	while :; do
+		seq=$((seq + 1))
+		{ printf 'seq %08d\n' "$seq"; head -c 4083 /dev/zero; } >"$t/w.$seq"
+		st=0
+		"$RDMACTL" write "$A/kv" --offset $(((seq % slots) * 65536)) --file "$t/w.$seq" \
+			>/dev/null 2>>"$t/writer.err" || st=$?
+		echo "$seq $st" >>"$t/writer.log"
+		((seq < n)) || [[ ! -e $t/stop ]] || break
+	done
+}
+
+# What A's region should hold: $t/a with every logged write applied in order.
+expected() {
+	local seq st
+	cp "$t/a" "$t/want"
+	while read -r seq st; do
+		dd if="$t/w.$seq" of="$t/want" bs=4096 seek=$(((seq % $1) * 16)) conv=notrunc status=none
+	done <"$t/writer.log"
+}
+
+@test "live: 32 MiB moved while a writer streams sequence numbers; B holds exactly what was written, the writer never failed" {
+	local t=$BATS_TEST_TMPDIR wpid
+	serve A "$A" --name kv --size 32M
+	serve B "$B" --name kv --size 32M
+	head -c 32M /dev/urandom >"$t/a"
+	rdmactl write "$A/kv" --file "$t/a" >/dev/null
+	writer 40 64 3>&- &
+	wpid=$!
+	WRITERS+=("$wpid")
+	sleep 1
+	run rdmactl -j migrate "$A/kv" "$B/kv" --dirty 64K
+	echo "$output"
+	assert_success
+	jq -e '.mode == "live" and .verified == true and .sha256_src == .sha256_dst
+		and .rounds >= 2 and .bytes_per_round[0] == 33554432
+		and (.blackout_ms | type) == "number" and .blackout_ms > 0
+		and (.bytes_per_round | length) == .rounds' <<<"$output"
+	touch "$t/stop"
+	wait "$wpid"
+	cat "$t/writer.err" || true
+	# Every write succeeded (those cut by the fence were retried at B).
+	[ "$(awk '$2 != 0' "$t/writer.log" | wc -l)" -eq 0 ]
+	[ "$(wc -l <"$t/writer.log")" -ge 40 ]
+	expected 64
+	rdmactl read "$B/kv" --out "$t/b" >/dev/null
+	cmp "$t/want" "$t/b"
+	# A read addressed to A follows the region to B.
+	run rdmactl -j read "$A/kv" --offset 65536 --size 4096 --out "$t/via-a"
+	assert_success
+	cmp "$t/via-a" <(tail -c +65537 "$t/want" | head -c 4096)
+}
+
+@test "live: fetch-add counters from three clients under migration: the sum equals the increments" {
+	local t=$BATS_TEST_TMPDIR pids=() c
+	serve A "$A" --name kv --size 32M --access atomic
+	serve B "$B" --name kv --size 32M --access atomic
+	# Each client: batches of ten fetch-adds (one process, no start-up
+	# between them) addressed to A, until the move is over, and one more.
+	for c in 1 2 3; do
+		for ((i = 0; i < 10; i++)); do echo "atomic $A/kv --faa 1 --offset $((c * 8))"; done >"$t/batch.$c"
+		(
+			last=0
+			while ((last < 2)); do
+				[[ ! -e $t/stop ]] || last=$((last + 1))
+				"$RDMACTL" -j --force -b "$t/batch.$c" 2>>"$t/atomic.err" |
+					jq -r --arg c "$c" '"\($c) \(map(select(.output.error == null)) | length) \(map(select(.output.error != null)) | length)"' \
+					>>"$t/atomic.log"
+			done
+		) 3>&- &
+		pids+=($!)
+		WRITERS+=($!)
+	done
+	sleep 0.5
+	run rdmactl -j migrate "$A/kv" "$B/kv" --dirty 64K
+	echo "$output"
+	assert_success
+	touch "$t/stop"
+	for c in "${pids[@]}"; do wait "$c"; done
+	cat "$t/atomic.err" || true
+	cat "$t/atomic.log"
+	# No atomic failed, so none has an unknown outcome: each counts once.
+	[ "$(awk '{ f += $3 } END { print f + 0 }' "$t/atomic.log")" -eq 0 ]
+	for c in 1 2 3; do
+		n=$(awk -v c="$c" '$1 == c { s += $2 } END { print s + 0 }' "$t/atomic.log")
+		((n >= 20))
+		run rdmactl -j atomic "$B/kv" --faa 0 --offset $((c * 8))
+		assert_success
+		[ "$(jq -r .old <<<"$output")" -eq "$n" ]
+	done
+}
+
+@test "live: B killed during the move: migrate aborts, A lifts the fence and keeps serving, no write lost" {
+	local t=$BATS_TEST_TMPDIR wpid i rc=0
+	serve A "$A" --name kv --size 32M
+	serve B "$B" --name kv --size 32M
+	head -c 32M /dev/urandom >"$t/a"
+	rdmactl write "$A/kv" --file "$t/a" >/dev/null
+	writer 15 64 3>&- &
+	wpid=$!
+	WRITERS+=("$wpid")
+	"$RDMACTL" -j migrate "$A/kv" "$B/kv" >"$t/mig.out" 2>&1 3>&- &
+	mig=$!
+	WRITERS+=("$mig")
+	for ((i = 0; i < 300; i++)); do
+		jq -s -e --arg b "$RDMACTL_VM_ADDR_B" \
+			'any(.[]; .event == "connected" and (.peer | startswith($b + ":")))' "$A_OUT" >/dev/null && break
+		sleep 0.05
+	done
+	kill -KILL "$B_PID"
+	wait "$mig" || rc=$?
+	cat "$t/mig.out"
+	[ "$rc" -eq 1 ]
+	grep -q "aborted" "$t/mig.out"
+	touch "$t/stop"
+	wait "$wpid"
+	cat "$t/writer.err" || true
+	[ "$(awk '$2 != 0' "$t/writer.log" | wc -l)" -eq 0 ]
+	# A holds every write, and takes new ones at once.
+	rdmactl write "$A/kv" --offset 0 --file "$t/w.1" >/dev/null
+	dd if="$t/w.1" of="$t/a" conv=notrunc status=none
+	expected 64
+	rdmactl read "$A/kv" --out "$t/a.after" >/dev/null
+	cmp "$t/want" "$t/a.after"
+}
+
+@test "live --no-verify --keep-source: no digests, A keeps a read-only copy, a write addressed to A lands on B" {
+	local t=$BATS_TEST_TMPDIR
+	serve A "$A" --name kv --size 4M
+	serve B "$B" --name kv --size 4M
+	head -c 4M /dev/urandom >"$t/a"
+	rdmactl write "$A/kv" --file "$t/a" >/dev/null
+	run rdmactl -j migrate "$A/kv" "$B/kv" --no-verify --keep-source --max-rounds 2
+	assert_success
+	jq -e '.mode == "live" and .verified == null and .sha256_src == null and .sha256_dst == null
+		and .rounds == 2 and (.blackout_ms | type) == "number"' <<<"$output"
+	rdmactl read "$B/kv" --out "$t/b" >/dev/null
+	cmp "$t/a" "$t/b"
+	# A still answers reads from its fenced copy; a write sent to A is refused
+	# there and follows the region to B.
+	rdmactl read "$A/kv" --out "$t/a.kept" >/dev/null
+	cmp "$t/a" "$t/a.kept"
+	printf 'after the move\n' >"$t/w"
+	run rdmactl -j write "$A/kv" --offset 8192 --file "$t/w"
+	assert_success
+	[ "$(jq -r .peer <<<"$output")" = "$B" ]
+	rdmactl read "$B/kv" --offset 8192 --size 15 --out "$t/back" >/dev/null
+	cmp "$t/w" "$t/back"
+}
+
+@test "the example kv-live-migrate.sh passes its own checks" {
+	run --separate-stderr timeout 600 "$REPO_ROOT/examples/kv-live-migrate.sh" \
+		--src "$RDMACTL_VM_ADDR_A:$PORT" --dst "$RDMACTL_VM_ADDR_B:$PORT" --blocks 32
+	echo "$stderr"
+	echo "$output"
+	assert_success
+	jq -e '.ok and .urgent.verified and .live.verified and .decode_loop.failed == 0
+		and .decode_loop.slots_wrong_at_destination == 0' <<<"$output"
+}
