@@ -19,18 +19,7 @@
 #include <rdmactl/export.h>
 #include <rdmactl/group.h>
 #include <rdmactl/mem.h>
-
-/* Streamed SHA-256. */
-struct rc_sha256 {
-	uint32_t h[8];
-	uint64_t bytes;
-	uint8_t buf[64];
-	size_t fill;
-};
-RC_EXPORT void rc_sha256_init(struct rc_sha256 *s);
-RC_EXPORT void rc_sha256_update(struct rc_sha256 *s, const void *data, size_t len);
-RC_EXPORT void rc_sha256_final(struct rc_sha256 *s, uint8_t out[32]);
-RC_EXPORT void rc_sha256_hex(const uint8_t d[32], char out[65]);
+#include <rdmactl/sha256.h>
 
 enum rc_mcast_algo { RC_MCAST_FLAT, RC_MCAST_CHAIN, RC_MCAST_TREE };
 RC_EXPORT const char *rc_mcast_algo_name(enum rc_mcast_algo a);
