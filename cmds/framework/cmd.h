@@ -147,6 +147,17 @@ int opt_u64_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, i
 	       uint64_t *out);
 int opt_int_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, int min,
 	       int max, int *out);
+/* By index: where option i's word stands in words (NULL-terminated). */
+int opt_word_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
+		const char *const *words, int *out);
+/* By index: a --token option, else $RDMACTL_TOKEN; NULL when neither is set
+ * or it is empty. */
+const char *opt_token_at(const struct opt_vals *v, int i);
+/* By index: the word option i names, its position in words (NULL-terminated). */
+int opt_word_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
+		const char *const *words, int *out);
+/* By index: a --token option, else $RDMACTL_TOKEN; NULL when neither is set or it is empty. */
+const char *opt_token_at(const struct opt_vals *v, int i);
 
 /* Typed accessors: return 0 (value stored, or option absent and *out
  * untouched) or -EINVAL after printing a usage error naming the option. */
