@@ -11,12 +11,8 @@
 #include "cmds.h"
 #include "session.h"
 
-static const struct cmd_opt shell_opts[] = {
-	{ "history", 'H', "FILE", "history file (default: $RDMACTL_HISTORY, else ~/.rdmactl_history)",
-	  COMP_FILE },
-	OPT_END,
-};
-OPTS_FIT(shell_opts);
+static const struct cmd_opt shell_opts[] = { SHELL_OPTS(OPT_ENTRY) OPT_END };
+OPTS_BOUND(shell_opts, SHELL_NOPTS);
 
 static int do_shell(struct ctx *ctx, int argc, char **argv)
 {
@@ -95,11 +91,10 @@ const struct cmd cmd_regions = {
 	.shell_only = true,
 };
 
-static const struct cmd_opt unregister_opts[] = {
-	{ "all", 'a', NULL, "stop every server this shell started" },
-	OPT_END,
-};
-OPTS_FIT(unregister_opts);
+#define UNREGISTER_OPTS(X) X(UN_ALL, "all", 'a', NULL, "stop every server this shell started")
+enum { UNREGISTER_OPTS(OPT_INDEX) UNREGISTER_NOPTS };
+static const struct cmd_opt unregister_opts[] = { UNREGISTER_OPTS(OPT_ENTRY) OPT_END };
+OPTS_BOUND(unregister_opts, UNREGISTER_NOPTS);
 
 static bool serves(const struct session_served *sv, const char *name)
 {
@@ -128,7 +123,7 @@ static int do_unregister(struct ctx *ctx, int argc, char **argv)
 
 	if (rc)
 		return rc < 0 ? rc : 0;
-	all = opt_has(c, &v, "all");
+	all = opt_on(&v, UN_ALL);
 	if (all == (v.npos > 0))
 		return usage_err(ctx, "unregister: give region names or --all");
 	for (int k = 0; k < v.npos; k++) {
