@@ -94,12 +94,19 @@ struct cmd {
 	bool hidden;
 	bool long_running;    /* serves until a signal: prints events */
 	bool shell_only;      /* exists inside `rdmactl shell` only */
+	/* Nested sub-commands, NULL-terminated, as iproute2 and bpftool nest
+	 * theirs: when the first word after the command names one, that one
+	 * runs with the rest of the words and parses them with its own table
+	 * (its name is the whole path, "kvxfer plan"). NULL: none. */
+	const struct cmd *const *subs;
 };
 
 /* The table, NULL-terminated. */
 extern const struct cmd *const rdmactl_cmds[];
 
 const struct cmd *cmd_find(const char *name);
+/* The sub-command of c named word (the last word of its name), or NULL. */
+const struct cmd *cmd_sub_find(const struct cmd *c, const char *word);
 /* Run argv[0] as a command; prints errors through ctx->out. */
 int cmd_dispatch(struct ctx *ctx, int argc, char **argv);
 void cmd_usage(const struct cmd *c, FILE *fp);
