@@ -297,7 +297,7 @@ int shell_run(struct ctx *ctx, int argc, char **argv)
 	ctx->session = session_new();
 	if (!ctx->session)
 		return fail(ctx, -ENOMEM, "out of memory");
-	history_path(&sh, opt_get(&cmd_shell, &v, "history"));
+	history_path(&sh, opt_arg(&v, SH_HISTORY));
 	active = &sh;
 	rl_readline_name = "rdmactl";
 	rl_attempted_completion_function = on_complete;

@@ -11,14 +11,16 @@
 #include "cmds.h"
 #include "client_cmds.h"
 
-static const struct cmd_opt atomic_opts[] = {
-	{ "faa", 'a', "DELTA", "fetch-and-add DELTA (may be negative)" },
-	{ "cas", 'c', "EXPECTED,SWAP", "compare-and-swap: store SWAP where the value is EXPECTED" },
-	CLIENT_OPTS,
-	BENCH_OPTS,
-	OPT_END,
-};
-OPTS_FIT(atomic_opts);
+#define ATOMIC_OPTS(X)                                                                  \
+	X(AT_FAA, "faa", 'a', "DELTA", "fetch-and-add DELTA (may be negative)")          \
+	X(AT_CAS, "cas", 'c', "EXPECTED,SWAP",                                           \
+	  "compare-and-swap: store SWAP where the value is EXPECTED")                    \
+	CLIENT_OPTS(X, AT)                                                               \
+	BENCH_OPTS(X, AT)
+
+enum { ATOMIC_OPTS(OPT_INDEX) ATOMIC_NOPTS };
+static const struct cmd_opt atomic_opts[] = { ATOMIC_OPTS(OPT_ENTRY) OPT_END };
+OPTS_BOUND(atomic_opts, ATOMIC_NOPTS);
 
 static int parse_cas(const char *s, uint64_t *expected, uint64_t *swap)
 {
@@ -48,65 +50,98 @@ static void put_u64(struct ctx *ctx, const char *key, const char *fmt, uint64_t 
 	out_str(&ctx->out, hkey, NULL, hex);
 }
 
+/* What `atomic` was asked, parsed and checked. */
+struct atomic_args {
+	struct client_args cl;
+	struct bench_args bench;
+	bool is_cas;
+	uint64_t add, expected, swap;
+};
+
+static int atomic_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+			struct atomic_args *a)
+{
+	int64_t delta;
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	if (opt_on(v, AT_FAA) == opt_on(v, AT_CAS))
+		return usage_err(ctx, "atomic: give exactly one of --faa DELTA or --cas EXPECTED,SWAP");
+	a->is_cas = opt_on(v, AT_CAS);
+	if (a->is_cas && parse_cas(opt_arg(v, AT_CAS), &a->expected, &a->swap))
+		return usage_err(ctx, "invalid --cas '%s': expected two integers, EXPECTED,SWAP",
+				 opt_arg(v, AT_CAS));
+	if (!a->is_cas) {
+		if (rc_parse_i64(opt_arg(v, AT_FAA), &delta))
+			return usage_err(ctx, "invalid --faa '%s': expected a 64-bit integer",
+					 opt_arg(v, AT_FAA));
+		a->add = (uint64_t)delta;
+	}
+	if ((rc = client_args_parse(ctx, c, v, AT_TOKEN, &a->cl)))
+		return rc;
+	if (a->cl.off % 8)
+		return usage_err(ctx, "atomic: --offset %llu is not 8-byte aligned",
+				 (unsigned long long)a->cl.off);
+	if ((rc = bench_args_parse(ctx, c, v, AT_BENCH, a->is_cas ? RC_OP_CAS : RC_OP_FAA,
+				   &a->bench)))
+		return rc;
+	if (a->bench.on)
+		return 0;
+	return client_target(ctx, c, v, &(struct rc_target){ 0 });
+}
+
+static int atomic_run(struct ctx *ctx, const struct atomic_args *a, struct rc_client *cl,
+		      uint64_t *old)
+{
+	struct rc_err e;
+	int rc;
+
+	if ((rc = rc_client_check(cl, a->cl.off, 8, true, true, &e)))
+		return fail(ctx, rc, "%s", e.msg);
+	rc = rc_client_atomic(cl, a->is_cas ? RC_OP_CAS : RC_OP_FAA, a->cl.off,
+			      a->is_cas ? a->expected : a->add, a->swap, ctx->timeout_ms, old, &e);
+	return rc ? fail(ctx, rc, "%s", e.msg) : 0;
+}
+
+static void atomic_print(struct ctx *ctx, const struct atomic_args *a, const struct rc_client *cl,
+			 uint64_t old)
+{
+	out_str(&ctx->out, "operation", NULL, a->is_cas ? "cas" : "faa");
+	out_str(&ctx->out, "peer", NULL, rc_client_peer(cl));
+	out_str(&ctx->out, "region", NULL, cl->region.name);
+	out_u64(&ctx->out, "offset", NULL, a->cl.off);
+	put_u64(ctx, "old", "old %" PRIu64, old);
+	if (a->is_cas) {
+		out_bool(&ctx->out, "swapped", ", swapped: %s", old == a->expected);
+		put_u64(ctx, "new", ", now %" PRIu64 "\n", old == a->expected ? a->swap : old);
+	} else {
+		put_u64(ctx, "new", ", now %" PRIu64 "\n", old + a->add);
+	}
+}
+
 static int do_atomic(struct ctx *ctx, int argc, char **argv)
 {
 	const struct cmd *c = &cmd_atomic;
 	struct rc_client *cl = NULL;
+	struct atomic_args a;
 	struct opt_vals v;
-	struct rc_err e;
-	uint64_t off = 0, add = 0, expected = 0, swap = 0, old = 0;
-	bool is_cas;
-	int64_t delta;
+	uint64_t old = 0;
 	int rc;
 
 	rc = opts_parse(ctx, c, argc, argv, &v);
 	if (rc)
 		return rc < 0 ? rc : 0;
-	if (opt_has(c, &v, "faa") == opt_has(c, &v, "cas"))
-		return usage_err(ctx, "atomic: give exactly one of --faa DELTA or --cas EXPECTED,SWAP");
-	is_cas = opt_has(c, &v, "cas");
-	if (is_cas && parse_cas(opt_get(c, &v, "cas"), &expected, &swap))
-		return usage_err(ctx, "invalid --cas '%s': expected two integers, EXPECTED,SWAP",
-				 opt_get(c, &v, "cas"));
-	if (!is_cas) {
-		if (rc_parse_i64(opt_get(c, &v, "faa"), &delta))
-			return usage_err(ctx, "invalid --faa '%s': expected a 64-bit integer",
-					 opt_get(c, &v, "faa"));
-		add = (uint64_t)delta;
-	}
-	if ((rc = opt_size(ctx, c, &v, "offset", &off)))
+	if ((rc = atomic_parse(ctx, c, &v, &a)))
 		return rc;
-	if (off % 8)
-		return usage_err(ctx, "atomic: --offset %llu is not 8-byte aligned", (unsigned long long)off);
-	if (bench_wanted(c, &v))
-		return bench_run(ctx, c, &v, is_cas ? RC_OP_CAS : RC_OP_FAA, is_cas ? expected : add, swap);
-	if ((rc = client_target(ctx, c, &v, &(struct rc_target){ 0 })))
-		return rc;
-	rc = client_open(ctx, c, &v, 1, false, 4, &cl);
+	if (a.bench.on)
+		return bench_run(ctx, c, &v, &a.cl, &a.bench, a.is_cas ? RC_OP_CAS : RC_OP_FAA,
+				 a.is_cas ? a.expected : a.add, a.swap);
+	rc = client_open(ctx, c, &v, &a.cl, 1, false, 4, &cl);
 	if (rc)
 		return rc;
-	if ((rc = rc_client_check(cl, off, 8, true, true, &e))) {
-		rc = fail(ctx, rc, "%s", e.msg);
-		goto out;
-	}
-	rc = rc_client_atomic(cl, is_cas ? RC_OP_CAS : RC_OP_FAA, off, is_cas ? expected : add, swap,
-			      ctx->timeout_ms, &old, &e);
-	if (rc) {
-		rc = fail(ctx, rc, "%s", e.msg);
-		goto out;
-	}
-	out_str(&ctx->out, "operation", NULL, is_cas ? "cas" : "faa");
-	out_str(&ctx->out, "peer", NULL, rc_client_peer(cl));
-	out_str(&ctx->out, "region", NULL, cl->region.name);
-	out_u64(&ctx->out, "offset", NULL, off);
-	put_u64(ctx, "old", "old %" PRIu64, old);
-	if (is_cas) {
-		out_bool(&ctx->out, "swapped", ", swapped: %s", old == expected);
-		put_u64(ctx, "new", ", now %" PRIu64 "\n", old == expected ? swap : old);
-	} else {
-		put_u64(ctx, "new", ", now %" PRIu64 "\n", old + add);
-	}
-out:
+	rc = atomic_run(ctx, &a, cl, &old);
+	if (!rc)
+		atomic_print(ctx, &a, cl, old);
 	client_close(ctx, cl, rc);
 	return rc;
 }

@@ -13,11 +13,6 @@
 
 #include "client_cmds.h"
 
-bool bench_wanted(const struct cmd *c, const struct opt_vals *v)
-{
-	return opt_has(c, v, "bench") || opt_has(c, v, "lat");
-}
-
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -61,87 +56,113 @@ static const char *op_key(enum rc_op op)
 	}
 }
 
-int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, enum rc_op op,
-	      uint64_t compare_add, uint64_t swap)
+int bench_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,
+		     enum rc_op op, struct bench_args *a)
 {
-	bool lat = opt_has(c, v, "lat"), atomic = op == RC_OP_FAA || op == RC_OP_CAS;
-	uint64_t msg = atomic ? 8 : 65536, iters = 1000, off = 0;
-	int depth = lat ? 1 : 128, qps = 1, post_list = 1, sig = 16, rc;
-	struct rc_stream_result res;
-	struct rc_client *cl = NULL;
-	double *lat_us = NULL;
-	struct rc_err e;
+	bool atomic = op == RC_OP_FAA || op == RC_OP_CAS;
+	int rc;
 
-	if ((rc = opt_size(ctx, c, v, "msg-size", &msg)) || (rc = opt_u64(ctx, c, v, "iters", &iters)) ||
-	    (rc = opt_int(ctx, c, v, "depth", 1, 8192, &depth)) ||
-	    (rc = opt_int(ctx, c, v, "qps", 1, 64, &qps)) ||
-	    (rc = opt_int(ctx, c, v, "post-list", 1, 64, &post_list)) ||
-	    (rc = opt_int(ctx, c, v, "signal-every", 1, 8192, &sig)) ||
-	    (rc = opt_size(ctx, c, v, "offset", &off)))
+	*a = (struct bench_args){ .on = opt_on(v, first + BO_BENCH) || opt_on(v, first + BO_LAT),
+				  .lat = opt_on(v, first + BO_LAT),
+				  .busy_poll = opt_on(v, first + BO_BUSY_POLL),
+				  .msg = atomic ? 8 : 65536, .iters = 1000, .qps = 1, .post_list = 1,
+				  .signal_every = 16 };
+	a->depth = a->lat ? 1 : 128;
+	if (!a->on)
+		return 0;
+	if ((rc = opt_size_at(ctx, c, v, first + BO_MSG_SIZE, &a->msg)) ||
+	    (rc = opt_u64_at(ctx, c, v, first + BO_ITERS, &a->iters)) ||
+	    (rc = opt_int_at(ctx, c, v, first + BO_DEPTH, 1, 8192, &a->depth)) ||
+	    (rc = opt_int_at(ctx, c, v, first + BO_QPS, 1, 64, &a->qps)) ||
+	    (rc = opt_int_at(ctx, c, v, first + BO_POST_LIST, 1, 64, &a->post_list)) ||
+	    (rc = opt_int_at(ctx, c, v, first + BO_SIGNAL_EVERY, 1, 8192, &a->signal_every)))
 		return rc;
-	if (atomic && msg != 8)
+	if (atomic && a->msg != 8)
 		return usage_err(ctx, "%s: atomics move 8 bytes: --msg-size must be 8", c->name);
-	if (!msg || msg > (1u << 30))
+	if (!a->msg || a->msg > (1u << 30))
 		return usage_err(ctx, "%s: --msg-size must be 1 byte to 1 GiB", c->name);
-	if (!iters || iters > (1ULL << 32))
+	if (!a->iters || a->iters > (1ULL << 32))
 		return usage_err(ctx, "%s: --iters must be 1 to 2^32", c->name);
-	if (lat && (depth != 1 || qps != 1))
+	if (a->lat && (a->depth != 1 || a->qps != 1))
 		return usage_err(ctx, "%s: --lat measures one operation in flight: no --depth or --qps",
 				 c->name);
-	if (lat)
-		sig = 1;
-	if ((rc = client_target(ctx, c, v, &(struct rc_target){ 0 })))
-		return rc;
-	rc = client_open(ctx, c, v, qps, lat || opt_has(c, v, "busy-poll"), depth, &cl);
-	if (rc)
-		return rc;
-	rc = rc_client_check(cl, off, msg, op != RC_OP_READ, atomic, &e);
-	if (rc) {
-		rc = fail(ctx, rc, "%s", e.msg);
-		goto out;
-	}
-	if (lat)
-		lat_us = calloc((size_t)iters, sizeof(double));
-	if (lat && !lat_us) {
-		rc = fail(ctx, -ENOMEM, "out of memory for %llu latency samples",
-			  (unsigned long long)iters);
-		goto out;
-	}
-	struct rc_client_bench b = {
-		.op = op, .off = off, .msg = (size_t)msg, .iters = iters, .depth = depth, .qps = qps,
-		.post_list = post_list, .signal_every = sig, .compare_add = compare_add, .swap = swap,
-		.timeout_ms = ctx->timeout_ms, .lat_us = lat_us,
-	};
+	if (a->lat)
+		a->signal_every = 1;
+	return 0;
+}
 
-	rc = rc_client_bench(cl, &b, &res, &e);
-	if (rc) {
-		rc = fail(ctx, rc, "%s (after %llu operations)", e.msg, (unsigned long long)res.ops);
-		goto out;
-	}
+static void bench_print(struct ctx *ctx, const struct bench_args *b, enum rc_op op,
+			const struct rc_client *cl, const struct rc_stream_result *res,
+			double *lat_us)
+{
 	out_str(&ctx->out, "operation", "%s", op_key(op));
-	out_str(&ctx->out, "mode", " %s benchmark", lat ? "latency" : "bandwidth");
+	out_str(&ctx->out, "mode", " %s benchmark", b->lat ? "latency" : "bandwidth");
 	out_str(&ctx->out, "peer", " against %s", rc_client_peer(cl));
 	out_str(&ctx->out, "region", "/%s\n", cl->region.name);
 	out_str(&ctx->out, "device", "  device %s", rc_client_device(cl));
-	out_u64(&ctx->out, "msg_size", ", %llu-byte messages", (unsigned long long)msg);
-	out_u64(&ctx->out, "iters", ", %llu work requests", (unsigned long long)iters);
-	out_i64(&ctx->out, "depth", ", depth %lld", depth);
-	out_i64(&ctx->out, "qps", ", %lld QP", qps);
-	out_i64(&ctx->out, "post_list", ", post list %lld", post_list);
-	out_i64(&ctx->out, "signal_every", ", signal every %lld\n", sig);
+	out_u64(&ctx->out, "msg_size", ", %llu-byte messages", (unsigned long long)b->msg);
+	out_u64(&ctx->out, "iters", ", %llu work requests", (unsigned long long)b->iters);
+	out_i64(&ctx->out, "depth", ", depth %lld", b->depth);
+	out_i64(&ctx->out, "qps", ", %lld QP", b->qps);
+	out_i64(&ctx->out, "post_list", ", post list %lld", b->post_list);
+	out_i64(&ctx->out, "signal_every", ", signal every %lld\n", b->signal_every);
 	out_text(&ctx->out, "  ");
-	report_transfer(ctx, &res);
+	report_transfer(ctx, res);
 	out_f64(&ctx->out, "msg_rate", "  message rate %.0f/s\n",
-		res.seconds > 0 ? (double)res.ops / res.seconds : 0);
-	if (lat) {
-		qsort(lat_us, (size_t)iters, sizeof(double), cmp_double);
-		print_latency(ctx, "latency_us", "  latency us (post to completion)", lat_us, iters, 1);
+		res->seconds > 0 ? (double)res->ops / res->seconds : 0);
+	if (b->lat) {
+		qsort(lat_us, (size_t)b->iters, sizeof(double), cmp_double);
+		print_latency(ctx, "latency_us", "  latency us (post to completion)", lat_us,
+			      b->iters, 1);
 		/* A write completes on the ACK, so half of it estimates the one-way
 		 * latency that ib_write_lat reports (half a ping-pong round trip). */
 		if (op == RC_OP_WRITE)
 			print_latency(ctx, "one_way_us", "  one-way estimate us (half of it)",
-				      lat_us, iters, 0.5);
+				      lat_us, b->iters, 0.5);
 	}
+}
+
+int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+	      const struct client_args *ca, const struct bench_args *b, enum rc_op op,
+	      uint64_t compare_add, uint64_t swap)
+{
+	bool atomic = op == RC_OP_FAA || op == RC_OP_CAS;
+	struct rc_stream_result res;
+	struct rc_client *cl = NULL;
+	double *lat_us = NULL;
+	struct rc_err e;
+	int rc;
+
+	if ((rc = client_target(ctx, c, v, &(struct rc_target){ 0 })))
+		return rc;
+	rc = client_open(ctx, c, v, ca, b->qps, b->lat || b->busy_poll, b->depth, &cl);
+	if (rc)
+		return rc;
+	rc = rc_client_check(cl, ca->off, b->msg, op != RC_OP_READ, atomic, &e);
+	if (rc) {
+		rc = fail(ctx, rc, "%s", e.msg);
+		goto out;
+	}
+	if (b->lat)
+		lat_us = calloc((size_t)b->iters, sizeof(double));
+	if (b->lat && !lat_us) {
+		rc = fail(ctx, -ENOMEM, "out of memory for %llu latency samples",
+			  (unsigned long long)b->iters);
+		goto out;
+	}
+	struct rc_client_bench cb = {
+		.op = op, .off = ca->off, .msg = (size_t)b->msg, .iters = b->iters,
+		.depth = b->depth, .qps = b->qps, .post_list = b->post_list,
+		.signal_every = b->signal_every, .compare_add = compare_add, .swap = swap,
+		.timeout_ms = ctx->timeout_ms, .lat_us = lat_us,
+	};
+
+	rc = rc_client_bench(cl, &cb, &res, &e);
+	if (rc) {
+		rc = fail(ctx, rc, "%s (after %llu operations)", e.msg, (unsigned long long)res.ops);
+		goto out;
+	}
+	bench_print(ctx, b, op, cl, &res, lat_us);
 out:
 	free(lat_us);
 	client_close(ctx, cl, rc);

@@ -31,8 +31,19 @@ static void client_key(char *key, size_t len, const struct rc_target *t,
 		 o->conn.sq_depth, o->conn.timeout_ms);
 }
 
-int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int nconns,
-		bool busy_poll, int sq_depth, struct rc_client **out)
+int client_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		      int first, struct client_args *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->token = opt_token_at(v, first + CO_TOKEN);
+	a->bind = opt_arg(v, first + CO_BIND);
+	a->has_off = opt_on(v, first + CO_OFFSET);
+	return opt_size_at(ctx, c, v, first + CO_OFFSET, &a->off);
+}
+
+int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		const struct client_args *a, int nconns, bool busy_poll, int sq_depth,
+		struct rc_client **out)
 {
 	struct rc_client_opts o = { 0 };
 	struct rc_client *cl;
@@ -43,8 +54,8 @@ int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, 
 
 	if (rc)
 		return rc;
-	o.token = opt_token(c, v);
-	o.conn.bind_addr = opt_get(c, v, "bind");
+	o.token = a->token;
+	o.conn.bind_addr = a->bind;
 	o.conn.dev_name = ctx->dev_name;
 	o.conn.timeout_ms = ctx->timeout_ms;
 	o.conn.busy_poll = busy_poll;

@@ -8,27 +8,65 @@
 
 #include "cmd.h"
 
-#define CLIENT_OPTS                                                                      \
-	{ "token", 'T', "TOKEN", "token the server requires (default: $RDMACTL_TOKEN)" }, \
-	{ "bind", 'B', "ADDR", "local address to connect from (it picks the device)" },   \
-	{ "offset", 'o', "SIZE", "offset in the region (default 0)" }
+/* The options write, read and atomic share, as X-macro lists of
+ * X(ID, "name", short, "ARG", "help"): P is the command's prefix, so
+ * CLIENT_OPTS(X, WR) makes WR_TOKEN, WR_BIND, WR_OFFSET. A command lists
+ * each block whole, so its options stay in this order and the shared parsers
+ * below find them from the first one's index (CO_* and BO_* are the offsets
+ * inside a block, made from the same lists). */
+#define CLIENT_OPTS(X, P)                                                                  \
+	X(P##_TOKEN, "token", 'T', "TOKEN", "token the server requires (default: $RDMACTL_TOKEN)") \
+	X(P##_BIND, "bind", 'B', "ADDR", "local address to connect from (it picks the device)")    \
+	X(P##_OFFSET, "offset", 'o', "SIZE", "offset in the region (default 0)")
 
-#define BENCH_OPTS                                                                         \
-	{ "bench", 0, NULL, "benchmark: bandwidth and message rate" },                     \
-	{ "lat", 0, NULL, "benchmark: latency percentiles, one operation in flight" },     \
-	{ "msg-size", 's', "SIZE", "benchmark message size (default 64K; 8 for atomics)" }, \
-	{ "iters", 'n', "N", "benchmark work requests (default 1000)" },                   \
-	{ "depth", 0, "N", "work requests outstanding per queue pair (default 128)" },     \
-	{ "qps", 0, "N", "queue pairs (default 1)" },                                      \
-	{ "post-list", 0, "N", "work requests chained per post (default 1)" },             \
-	{ "signal-every", 0, "N", "one signalled completion per N work requests (default 16)" }, \
-	{ "busy-poll", 0, NULL, "spin on the completion queue instead of sleeping" }
+#define BENCH_OPTS(X, P)                                                                     \
+	X(P##_BENCH, "bench", 0, NULL, "benchmark: bandwidth and message rate")                \
+	X(P##_LAT, "lat", 0, NULL, "benchmark: latency percentiles, one operation in flight")  \
+	X(P##_MSG_SIZE, "msg-size", 's', "SIZE", "benchmark message size (default 64K; 8 for atomics)") \
+	X(P##_ITERS, "iters", 'n', "N", "benchmark work requests (default 1000)")              \
+	X(P##_DEPTH, "depth", 0, "N", "work requests outstanding per queue pair (default 128)") \
+	X(P##_QPS, "qps", 0, "N", "queue pairs (default 1)")                                   \
+	X(P##_POST_LIST, "post-list", 0, "N", "work requests chained per post (default 1)")    \
+	X(P##_SIGNAL_EVERY, "signal-every", 0, "N", "one signalled completion per N work requests (default 16)") \
+	X(P##_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queue instead of sleeping")
+
+enum { CLIENT_OPTS(OPT_INDEX, CO) CO_COUNT };
+enum { BENCH_OPTS(OPT_INDEX, BO) BO_COUNT };
+
+/* The client options, parsed (--token falls back to $RDMACTL_TOKEN). */
+struct client_args {
+	const char *token;
+	const char *bind;
+	uint64_t off;
+	bool has_off;
+};
+/* Parse the CLIENT_OPTS block whose first option (TOKEN) is at index first.
+ * 0 or -EINVAL after a usage error. */
+int client_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		      int first, struct client_args *a);
+
+/* The benchmark options, parsed and checked (--bench / --lat). */
+struct bench_args {
+	bool on;        /* --bench or --lat given */
+	bool lat;
+	bool busy_poll;
+	uint64_t msg;
+	uint64_t iters;
+	int depth;
+	int qps;
+	int post_list;
+	int signal_every;
+};
+/* Parse the BENCH_OPTS block whose first option (BENCH) is at index first;
+ * a->on says whether a benchmark was asked. Defaults depend on op. */
+int bench_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,
+		     enum rc_op op, struct bench_args *a);
 
 /* Parse TARGET and connect as the global and client options say. In the
  * shell, a connection kept from an earlier command with the same options is
  * reused. Release it with client_close(), passing the command's result. */
-int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int nconns,
-		bool busy_poll, int sq_depth, struct rc_client **out);
+int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		const struct client_args *a, int nconns, bool busy_poll, int sq_depth, struct rc_client **out);
 /* Close, or in the shell keep for the next command when rc is 0. */
 void client_close(struct ctx *ctx, struct rc_client *cl, int rc);
 /* The positional TARGET, exactly one. */
@@ -53,9 +91,9 @@ struct progress {
 void progress_init(struct progress *p, struct ctx *ctx);
 void progress_end(struct progress *p);
 
-/* --bench / --lat for write, read and atomic. */
-bool bench_wanted(const struct cmd *c, const struct opt_vals *v);
-int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, enum rc_op op,
+/* --bench / --lat for write, read and atomic: connect, run, print. */
+int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+	      const struct client_args *ca, const struct bench_args *b, enum rc_op op,
 	      uint64_t compare_add, uint64_t swap);
 
 #endif

@@ -89,10 +89,38 @@ static void help_json(struct ctx *ctx, const struct cmd *only)
 	out_obj_end(&ctx->out);
 }
 
+/* Print: the command list, or one command's usage (c), as text or JSON. */
+static void help_print(struct ctx *ctx, const struct cmd *c)
+{
+	FILE *fp = ctx->out.fp;
+
+	if (out_is_json(&ctx->out)) {
+		help_json(ctx, c);
+		return;
+	}
+	if (c) {
+		cmd_usage(c, fp);
+		return;
+	}
+	if (ctx->session) {
+		fprintf(fp, "Type a command with its options and arguments, as after 'rdmactl'.\n\n");
+		cmds_list(fp, true);
+		fprintf(fp, "  %-16s %s\n", "exit, quit", "leave the shell (or Ctrl-D)");
+		fprintf(fp, "\nRun 'help COMMAND' for a command's options; see rdmactl-shell(8).\n");
+		return;
+	}
+	fprintf(fp, "Usage: rdmactl [GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGS]\n"
+		    "       rdmactl [GLOBAL OPTIONS] -b FILE [--force]\n\n");
+	cmds_list(fp, false);
+	fprintf(fp, "\nGlobal options:\n");
+	opts_print(rdmactl_global_opts, fp);
+	fprintf(fp, "\nRun 'rdmactl help COMMAND' for a command's options; see rdmactl(8).\n");
+}
+
+/* Parse: the command asked about, if any; then print (there is nothing to run). */
 static int do_help(struct ctx *ctx, int argc, char **argv)
 {
 	const struct cmd *c = NULL;
-	FILE *fp = ctx->out.fp;
 	struct opt_vals v;
 	int rc = opts_parse(ctx, &cmd_help, argc, argv, &v);
 
@@ -102,27 +130,7 @@ static int do_help(struct ctx *ctx, int argc, char **argv)
 		return usage_err(ctx, "help: too many arguments");
 	if (v.npos == 1 && !(c = cmd_find(v.pos[0])))
 		return usage_err(ctx, "unknown command '%s' (see 'rdmactl help')", v.pos[0]);
-	if (out_is_json(&ctx->out)) {
-		help_json(ctx, c);
-		return 0;
-	}
-	if (c) {
-		cmd_usage(c, fp);
-		return 0;
-	}
-	if (ctx->session) {
-		fprintf(fp, "Type a command with its options and arguments, as after 'rdmactl'.\n\n");
-		cmds_list(fp, true);
-		fprintf(fp, "  %-16s %s\n", "exit, quit", "leave the shell (or Ctrl-D)");
-		fprintf(fp, "\nRun 'help COMMAND' for a command's options; see rdmactl-shell(8).\n");
-		return 0;
-	}
-	fprintf(fp, "Usage: rdmactl [GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGS]\n"
-		    "       rdmactl [GLOBAL OPTIONS] -b FILE [--force]\n\n");
-	cmds_list(fp, false);
-	fprintf(fp, "\nGlobal options:\n");
-	opts_print(rdmactl_global_opts, fp);
-	fprintf(fp, "\nRun 'rdmactl help COMMAND' for a command's options; see rdmactl(8).\n");
+	help_print(ctx, c);
 	return 0;
 }
 

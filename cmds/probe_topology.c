@@ -14,17 +14,19 @@
 
 #include "cmds.h"
 
-static const struct cmd_opt topo_opts[] = {
-	{ "sysfs", 0, "DIR|FILE.tar.gz", "read a captured tree instead of /sys (no verbs, no live facts)",
-	  COMP_FILE },
-	{ "capture", 0, "DIR|FILE.tar.gz", "copy what the probe reads (this host, or the --sysfs tree) into DIR or a tarball, then stop",
-	  COMP_FILE },
-	{ "verify", 0, NULL, "loopback RDMA WRITE on each ACTIVE port to prove it carries traffic" },
-	{ "verify-size", 0, "SIZE", "bytes each --verify writes (default 8M, at most 1G)" },
-	{ "hugepages", 0, NULL, "doctor: hugepages are required (report none reserved or free)" },
-	OPT_END,
-};
-OPTS_FIT(topo_opts);
+#define TOPO_OPTS(X)                                                                        \
+	X(TP_SYSFS, "sysfs", 0, "DIR|FILE.tar.gz",                                           \
+	  "read a captured tree instead of /sys (no verbs, no live facts)", COMP_FILE)      \
+	X(TP_CAPTURE, "capture", 0, "DIR|FILE.tar.gz",                                       \
+	  "copy what the probe reads (this host, or the --sysfs tree) into DIR or a tarball, then stop", \
+	  COMP_FILE)                                                                         \
+	X(TP_VERIFY, "verify", 0, NULL, "loopback RDMA WRITE on each ACTIVE port to prove it carries traffic") \
+	X(TP_VERIFY_SIZE, "verify-size", 0, "SIZE", "bytes each --verify writes (default 8M, at most 1G)") \
+	X(TP_HUGEPAGES, "hugepages", 0, NULL, "doctor: hugepages are required (report none reserved or free)")
+
+enum { TOPO_OPTS(OPT_INDEX) TOPO_NOPTS };
+static const struct cmd_opt topo_opts[] = { TOPO_OPTS(OPT_ENTRY) OPT_END };
+OPTS_BOUND(topo_opts, TOPO_NOPTS);
 
 /* A string that may be unknown: null in JSON, nothing in text. */
 static void put_str(struct out *o, const char *key, const char *fmt, const char *val)
@@ -514,14 +516,75 @@ static int show(struct ctx *ctx, const struct rc_topo *t, const char *source)
 	return 0;
 }
 
+/* What `probe-topology` was asked, parsed and checked. */
+struct topo_args {
+	const char *sysfs;
+	const char *capture;
+	bool verify;
+	bool hugepages;
+	uint64_t vsize;
+};
+
+static int topo_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		      struct topo_args *a)
+{
+	int rc;
+
+	*a = (struct topo_args){ .sysfs = opt_arg(v, TP_SYSFS), .capture = opt_arg(v, TP_CAPTURE),
+				 .verify = opt_on(v, TP_VERIFY), .hugepages = opt_on(v, TP_HUGEPAGES),
+				 .vsize = 8u << 20 };
+	if (v->npos)
+		return usage_err(ctx, "probe-topology: unexpected argument '%s'", v->pos[0]);
+	if ((rc = opt_size_at(ctx, c, v, TP_VERIFY_SIZE, &a->vsize)))
+		return rc;
+	if (a->vsize == 0 || a->vsize > (1ULL << 30))
+		return usage_err(ctx, "invalid --verify-size: expected 1 byte to 1G");
+	if (opt_on(v, TP_VERIFY_SIZE) && !a->verify)
+		return usage_err(ctx, "probe-topology: --verify-size goes with --verify");
+	if (a->sysfs && !*a->sysfs)
+		return usage_err(ctx, "probe-topology: --sysfs needs a directory or a .tar.gz");
+	if (a->capture && (a->verify || a->hugepages))
+		return usage_err(ctx, "probe-topology: --capture only copies: it goes without --verify and --hugepages");
+	if (a->sysfs && a->verify)
+		return usage_err(ctx, "probe-topology: --verify needs the live host, not a --sysfs tree");
+	return 0;
+}
+
+/* Run: load the topology below root (NULL: /sys), verify when asked. *failed
+ * counts the ports that failed the loopback verification. */
+static int topo_run(struct ctx *ctx, const struct topo_args *a, const char *root,
+		    struct rc_topo **t, int *failed)
+{
+	struct rc_topo_opts to = { .root = root, .hugepages = a->hugepages };
+	struct rc_err e;
+	int rc;
+
+	rc = rc_topo_load(&to, t, &e);
+	if (rc)
+		return fail(ctx, rc, "%s", e.msg);
+	if (ctx->dev_name) {
+		bool found = false;
+
+		for (int d = 0; d < (*t)->ndevs; d++)
+			found |= !strcmp((*t)->devs[d].name, ctx->dev_name);
+		if (!found)
+			return fail(ctx, -ENODEV, "no RDMA device named '%s' (%d device%s found)",
+				    ctx->dev_name, (*t)->ndevs, (*t)->ndevs == 1 ? "" : "s");
+	}
+	if (a->verify) {
+		if (!out_is_json(&ctx->out))
+			out_log(&ctx->out, "verifying the active ports (loopback RDMA WRITE)...");
+		*failed = rc_topo_verify(*t, ctx->dev_name, a->vsize, ctx->timeout_ms);
+	}
+	return 0;
+}
+
 static int do_probe_topology(struct ctx *ctx, int argc, char **argv)
 {
 	const struct cmd *c = &cmd_probe_topology;
-	struct rc_topo_opts to = { 0 };
 	char root[4096], tmpdir[4096] = "";
-	const char *sysfs, *capture;
-	uint64_t vsize = 8u << 20;
 	struct rc_topo *t = NULL;
+	struct topo_args a;
 	struct opt_vals v;
 	struct rc_err e;
 	int rc, failed = 0;
@@ -529,52 +592,19 @@ static int do_probe_topology(struct ctx *ctx, int argc, char **argv)
 	rc = opts_parse(ctx, c, argc, argv, &v);
 	if (rc)
 		return rc < 0 ? rc : 0;
-	if (v.npos)
-		return usage_err(ctx, "probe-topology: unexpected argument '%s'", v.pos[0]);
-	sysfs = opt_get(c, &v, "sysfs");
-	capture = opt_get(c, &v, "capture");
-	if ((rc = opt_size(ctx, c, &v, "verify-size", &vsize)))
+	if ((rc = topo_parse(ctx, c, &v, &a)))
 		return rc;
-	if (vsize == 0 || vsize > (1ULL << 30))
-		return usage_err(ctx, "invalid --verify-size: expected 1 byte to 1G");
-	if (opt_has(c, &v, "verify-size") && !opt_has(c, &v, "verify"))
-		return usage_err(ctx, "probe-topology: --verify-size goes with --verify");
-	if (sysfs && !*sysfs)
-		return usage_err(ctx, "probe-topology: --sysfs needs a directory or a .tar.gz");
-	if (capture && (opt_has(c, &v, "verify") || opt_has(c, &v, "hugepages")))
-		return usage_err(ctx, "probe-topology: --capture only copies: it goes without --verify and --hugepages");
-	if (sysfs && opt_has(c, &v, "verify"))
-		return usage_err(ctx, "probe-topology: --verify needs the live host, not a --sysfs tree");
-	if (sysfs && (rc = rc_topo_open_tree(sysfs, root, sizeof(root), tmpdir, sizeof(tmpdir), &e)))
+	if (a.sysfs &&
+	    (rc = rc_topo_open_tree(a.sysfs, root, sizeof(root), tmpdir, sizeof(tmpdir), &e)))
 		return fail(ctx, rc, "%s", e.msg);
-	if (capture) {
-		rc = do_capture(ctx, sysfs ? root : NULL, capture);
+	if (a.capture) {
+		rc = do_capture(ctx, a.sysfs ? root : NULL, a.capture);
 		goto out;
 	}
-	to.root = sysfs ? root : NULL;
-	to.hugepages = opt_has(c, &v, "hugepages");
-	rc = rc_topo_load(&to, &t, &e);
-	if (rc) {
-		rc = fail(ctx, rc, "%s", e.msg);
+	rc = topo_run(ctx, &a, a.sysfs ? root : NULL, &t, &failed);
+	if (rc)
 		goto out;
-	}
-	if (ctx->dev_name) {
-		bool found = false;
-
-		for (int d = 0; d < t->ndevs; d++)
-			found |= !strcmp(t->devs[d].name, ctx->dev_name);
-		if (!found) {
-			rc = fail(ctx, -ENODEV, "no RDMA device named '%s' (%d device%s found)",
-				  ctx->dev_name, t->ndevs, t->ndevs == 1 ? "" : "s");
-			goto out;
-		}
-	}
-	if (opt_has(c, &v, "verify")) {
-		if (!out_is_json(&ctx->out))
-			out_log(&ctx->out, "verifying the active ports (loopback RDMA WRITE)...");
-		failed = rc_topo_verify(t, ctx->dev_name, vsize, ctx->timeout_ms);
-	}
-	show(ctx, t, sysfs ? sysfs : "/sys");
+	show(ctx, t, a.sysfs ? a.sysfs : "/sys");
 	if (failed)
 		rc = fail(ctx, -EIO, "%d port%s failed the loopback verification (see the findings)",
 			  failed, failed == 1 ? "" : "s");

@@ -10,14 +10,15 @@
 #include "cmds.h"
 #include "client_cmds.h"
 
-static const struct cmd_opt read_opts[] = {
-	{ "size", 'S', "SIZE", "bytes to read (default: to the end of the region)" },
-	{ "out", 'O', "FILE", "write the bytes to FILE (default: stdout)", COMP_FILE },
-	CLIENT_OPTS,
-	BENCH_OPTS,
-	OPT_END,
-};
-OPTS_FIT(read_opts);
+#define READ_OPTS(X)                                                                   \
+	X(RD_SIZE, "size", 'S', "SIZE", "bytes to read (default: to the end of the region)") \
+	X(RD_OUT, "out", 'O', "FILE", "write the bytes to FILE (default: stdout)", COMP_FILE) \
+	CLIENT_OPTS(X, RD)                                                              \
+	BENCH_OPTS(X, RD)
+
+enum { READ_OPTS(OPT_INDEX) READ_NOPTS };
+static const struct cmd_opt read_opts[] = { READ_OPTS(OPT_ENTRY) OPT_END };
+OPTS_BOUND(read_opts, READ_NOPTS);
 
 static int drain(void *arg, uint64_t off, const void *buf, size_t len)
 {
@@ -37,75 +38,112 @@ static int drain(void *arg, uint64_t off, const void *buf, size_t len)
 	return 0;
 }
 
+/* What `read` was asked, parsed and checked. */
+struct read_args {
+	struct client_args cl;
+	struct bench_args bench;
+	uint64_t size;
+	bool have_size;
+	const char *out_path; /* NULL: stdout */
+};
+
+static int read_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		      struct read_args *a)
+{
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	if ((rc = client_args_parse(ctx, c, v, RD_TOKEN, &a->cl)) ||
+	    (rc = bench_args_parse(ctx, c, v, RD_BENCH, RC_OP_READ, &a->bench)))
+		return rc;
+	if (a->bench.on)
+		return 0;
+	if ((rc = opt_size_at(ctx, c, v, RD_SIZE, &a->size)))
+		return rc;
+	a->have_size = opt_on(v, RD_SIZE);
+	a->out_path = opt_arg(v, RD_OUT);
+	if (a->out_path && !strcmp(a->out_path, "-"))
+		a->out_path = NULL;
+	if (!a->out_path && out_is_json(&ctx->out))
+		return usage_err(ctx, "read: with -j the JSON report takes stdout: give --out FILE");
+	if (!a->out_path && isatty(STDOUT_FILENO))
+		return usage_err(ctx, "read: refusing to write binary data to a terminal: give --out FILE or redirect stdout");
+	return client_target(ctx, c, v, &(struct rc_target){ 0 });
+}
+
+/* Run: the bytes into *fd (opened here when --out names a file). */
+static int read_run(struct ctx *ctx, struct read_args *a, struct rc_client *cl, int *fd,
+		    struct rc_stream_result *res)
+{
+	uint64_t off = a->cl.off;
+	struct rc_err e;
+	int rc;
+
+	if (!a->have_size)
+		a->size = off < cl->region.length ? cl->region.length - off : 0;
+	if ((rc = rc_client_check(cl, off, a->size, false, false, &e)))
+		return fail(ctx, rc, "%s", e.msg);
+	if (a->out_path) {
+		*fd = open(a->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (*fd < 0) {
+			*fd = STDOUT_FILENO;
+			return fail(ctx, -errno, "cannot create '%s': %s", a->out_path,
+				    strerror(errno));
+		}
+	}
+	struct rc_client_io io = { .drain = drain, .arg = fd };
+
+	rc = stream_transfer(ctx, cl, RC_OP_READ, off, a->size, &io, res);
+	if (rc)
+		return rc;
+	if (*fd != STDOUT_FILENO && fsync(*fd) < 0 && errno != EINVAL)
+		return fail(ctx, -errno, "cannot write '%s': %s", a->out_path, strerror(errno));
+	return 0;
+}
+
+static void read_print(struct ctx *ctx, const struct read_args *a, const struct rc_client *cl,
+		       const struct rc_stream_result *res)
+{
+	if (a->out_path) {
+		out_str(&ctx->out, "operation", NULL, "read");
+		out_str(&ctx->out, "peer", "read from %s", rc_client_peer(cl));
+		out_str(&ctx->out, "region", "/%s", cl->region.name);
+		out_u64(&ctx->out, "offset", " at offset %llu", (unsigned long long)a->cl.off);
+		out_str(&ctx->out, "out", " into %s", a->out_path);
+		out_str(&ctx->out, "device", " via %s: ", rc_client_device(cl));
+		report_transfer(ctx, res);
+	} else if (ctx->verbose) {
+		out_log(&ctx->out, "read %llu bytes from %s/%s in %.3f s",
+			(unsigned long long)res->bytes, rc_client_peer(cl), cl->region.name,
+			res->seconds);
+	}
+}
+
 static int do_read(struct ctx *ctx, int argc, char **argv)
 {
 	const struct cmd *c = &cmd_read;
 	struct rc_stream_result res;
 	struct rc_client *cl = NULL;
+	struct read_args a;
 	struct opt_vals v;
-	struct rc_err e;
-	const char *out_path;
-	uint64_t off = 0, size = 0;
 	int fd = STDOUT_FILENO, rc;
 
 	rc = opts_parse(ctx, c, argc, argv, &v);
 	if (rc)
 		return rc < 0 ? rc : 0;
-	if (bench_wanted(c, &v))
-		return bench_run(ctx, c, &v, RC_OP_READ, 0, 0);
-	if ((rc = opt_size(ctx, c, &v, "offset", &off)) || (rc = opt_size(ctx, c, &v, "size", &size)))
+	if ((rc = read_parse(ctx, c, &v, &a)))
 		return rc;
-	out_path = opt_get(c, &v, "out");
-	if (out_path && !strcmp(out_path, "-"))
-		out_path = NULL;
-	if (!out_path && out_is_json(&ctx->out))
-		return usage_err(ctx, "read: with -j the JSON report takes stdout: give --out FILE");
-	if (!out_path && isatty(STDOUT_FILENO))
-		return usage_err(ctx, "read: refusing to write binary data to a terminal: give --out FILE or redirect stdout");
-	if ((rc = client_target(ctx, c, &v, &(struct rc_target){ 0 })))
-		return rc;
-	rc = client_open(ctx, c, &v, 1, false, STREAM_SQ_DEPTH, &cl);
+	if (a.bench.on)
+		return bench_run(ctx, c, &v, &a.cl, &a.bench, RC_OP_READ, 0, 0);
+	rc = client_open(ctx, c, &v, &a.cl, 1, false, STREAM_SQ_DEPTH, &cl);
 	if (rc)
 		return rc;
-	if (!opt_has(c, &v, "size"))
-		size = off < cl->region.length ? cl->region.length - off : 0;
-	if ((rc = rc_client_check(cl, off, size, false, false, &e))) {
-		rc = fail(ctx, rc, "%s", e.msg);
-		goto out;
-	}
-	if (out_path) {
-		fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd < 0) {
-			rc = fail(ctx, -errno, "cannot create '%s': %s", out_path, strerror(errno));
-			goto out;
-		}
-	}
-	struct rc_client_io io = { .drain = drain, .arg = &fd };
-
-	rc = stream_transfer(ctx, cl, RC_OP_READ, off, size, &io, &res);
-	if (rc)
-		goto out;
-	if (fd != STDOUT_FILENO && fsync(fd) < 0 && errno != EINVAL) {
-		rc = fail(ctx, -errno, "cannot write '%s': %s", out_path, strerror(errno));
-		goto out;
-	}
-	if (out_path) {
-		out_str(&ctx->out, "operation", NULL, "read");
-		out_str(&ctx->out, "peer", "read from %s", rc_client_peer(cl));
-		out_str(&ctx->out, "region", "/%s", cl->region.name);
-		out_u64(&ctx->out, "offset", " at offset %llu", (unsigned long long)off);
-		out_str(&ctx->out, "out", " into %s", out_path);
-		out_str(&ctx->out, "device", " via %s: ", rc_client_device(cl));
-		report_transfer(ctx, &res);
-	} else if (ctx->verbose) {
-		out_log(&ctx->out, "read %llu bytes from %s/%s in %.3f s",
-			(unsigned long long)res.bytes, rc_client_peer(cl), cl->region.name,
-			res.seconds);
-	}
-out:
+	rc = read_run(ctx, &a, cl, &fd, &res);
+	if (!rc)
+		read_print(ctx, &a, cl, &res);
 	client_close(ctx, cl, rc);
 	if (fd != STDOUT_FILENO && close(fd) < 0 && !rc)
-		rc = fail(ctx, -errno, "cannot write '%s': %s", out_path, strerror(errno));
+		rc = fail(ctx, -errno, "cannot write '%s': %s", a.out_path, strerror(errno));
 	return rc;
 }
 

@@ -13,25 +13,31 @@
 #include "cmds.h"
 #include "session.h"
 
-static const struct cmd_opt register_opts[] = {
-	{ "listen", 'l', "ADDR[:PORT]", "address (and port, default " RC_DEFAULT_PORT ") to serve on" },
-	{ "name", 'N', "NAME", "name of the region; each --name starts another region",
-	  .repeat = true },
-	{ "size", 'S', "SIZE", "region size (4K, 1M, 1G...)", .repeat = true },
-	{ "file", 'f', "FILE", "back the region with FILE (written back on exit)", COMP_FILE,
-	  .repeat = true },
-	{ "mem", 'm', "KIND", "memory: host, hugepage, file or cuda[:N] (GPU N in PCI bus order; default host)",
-	  COMP_WORDS, "host|hugepage|file|cuda|cuda:0", .repeat = true },
-	{ "gpu-reg", 0, "PATH", "GPU memory registration: auto (dma-buf, then peer memory, then a host bounce buffer), dmabuf, peermem or bounce",
-	  COMP_WORDS, "auto|dmabuf|peermem|bounce" },
-	{ "access", 'a', "ACCESS", "what peers may do: ro, rw or atomic (default rw)", COMP_WORDS,
-	  "ro|rw|atomic", .repeat = true },
-	{ "token", 'T', "TOKEN", "require TOKEN in the connect request (default: $RDMACTL_TOKEN)" },
-	{ "max-conns", 0, "N", "connections served at once (default 64)" },
-	{ "keepalive-ms", 0, "MS", "probe each connection every MS, drop one whose host vanished (default 5000, 0: off)" },
-	OPT_END,
-};
-OPTS_FIT(register_opts);
+#define REGISTER_OPTS(X)                                                                    \
+	X(RG_LISTEN, "listen", 'l', "ADDR[:PORT]",                                           \
+	  "address (and port, default " RC_DEFAULT_PORT ") to serve on")                     \
+	X(RG_NAME, "name", 'N', "NAME", "name of the region; each --name starts another region", \
+	  .repeat = true)                                                                     \
+	X(RG_SIZE, "size", 'S', "SIZE", "region size (4K, 1M, 1G...)", .repeat = true)       \
+	X(RG_FILE, "file", 'f', "FILE", "back the region with FILE (written back on exit)",  \
+	  COMP_FILE, .repeat = true)                                                          \
+	X(RG_MEM, "mem", 'm', "KIND",                                                          \
+	  "memory: host, hugepage, file or cuda[:N] (GPU N in PCI bus order; default host)",  \
+	  COMP_WORDS, "host|hugepage|file|cuda|cuda:0", .repeat = true)                       \
+	X(RG_GPU_REG, "gpu-reg", 0, "PATH",                                                   \
+	  "GPU memory registration: auto (dma-buf, then peer memory, then a host bounce buffer), dmabuf, peermem or bounce", \
+	  COMP_WORDS, "auto|dmabuf|peermem|bounce")                                          \
+	X(RG_ACCESS, "access", 'a', "ACCESS", "what peers may do: ro, rw or atomic (default rw)", \
+	  COMP_WORDS, "ro|rw|atomic", .repeat = true)                                         \
+	X(RG_TOKEN, "token", 'T', "TOKEN",                                                    \
+	  "require TOKEN in the connect request (default: $RDMACTL_TOKEN)")                   \
+	X(RG_MAX_CONNS, "max-conns", 0, "N", "connections served at once (default 64)")          \
+	X(RG_KEEPALIVE_MS, "keepalive-ms", 0, "MS",                                           \
+	  "probe each connection every MS, drop one whose host vanished (default 5000, 0: off)")
+
+enum { REGISTER_OPTS(OPT_INDEX) REGISTER_NOPTS };
+static const struct cmd_opt register_opts[] = { REGISTER_OPTS(OPT_ENTRY) OPT_END };
+OPTS_BOUND(register_opts, REGISTER_NOPTS);
 
 struct region_spec {
 	const char *name, *size, *file, *mem, *access; /* as given */
@@ -53,20 +59,21 @@ static int collect_regions(struct ctx *ctx, const struct opt_vals *v, struct reg
 
 	memset(r, 0, sizeof(*r) * MAX_SPECS);
 	for (int i = 0; i < v->nmulti; i++) {
-		const char *opt = c->opts[v->multi_idx[i]].name, **slot;
+		int idx = v->multi_idx[i];
+		const char **slot;
 
-		if (!strcmp(opt, "name") && r[cur].name) {
+		if (idx == RG_NAME && r[cur].name) {
 			if (++cur >= MAX_SPECS)
 				return usage_err(ctx, "register: at most %d regions", MAX_SPECS);
 		}
-		slot = !strcmp(opt, "name")	? &r[cur].name
-		       : !strcmp(opt, "size")	? &r[cur].size
-		       : !strcmp(opt, "file")	? &r[cur].file
-		       : !strcmp(opt, "mem")	? &r[cur].mem
-					      : &r[cur].access;
+		slot = idx == RG_NAME   ? &r[cur].name
+		       : idx == RG_SIZE ? &r[cur].size
+		       : idx == RG_FILE ? &r[cur].file
+		       : idx == RG_MEM  ? &r[cur].mem
+					: &r[cur].access;
 		if (*slot)
 			return usage_err(ctx, "register: --%s given twice for one region (start the next one with --name)",
-					 opt);
+					 c->opts[idx].name);
 		*slot = v->multi[i];
 	}
 	*n = cur + 1;
@@ -157,46 +164,50 @@ static int split_listen(struct ctx *ctx, const char *s, char *host, size_t hl, c
 	return 0;
 }
 
-static int do_register(struct ctx *ctx, int argc, char **argv)
-{
-	const struct cmd *c = &cmd_register;
+/* What `register` was asked, parsed and checked. */
+struct register_args {
+	char host[RC_HOST_MAX];
+	char port[8];
+	int max_conns;
+	int keepalive_ms; /* 0: the default, -1: off */
 	struct region_spec specs[MAX_SPECS];
-	struct rc_server_opts so = { .gid_index = ctx->gid_index, .on_event = register_on_event, .arg = ctx };
-	struct rc_server *s = NULL;
-	char host[RC_HOST_MAX], port[8];
-	struct opt_vals v;
-	struct rc_err e;
-	sigset_t mask;
-	enum rc_mem_reg gpu_reg = RC_REG_AUTO;
-	int nspecs = 0, sfd = -1, rc, rc2;
+	int nspecs;
+	enum rc_mem_reg gpu_reg;
+	const char *token;
+};
 
-	rc = opts_parse(ctx, c, argc, argv, &v);
-	if (rc)
-		return rc < 0 ? rc : 0;
-	if (v.npos)
-		return usage_err(ctx, "register: unexpected argument '%s'", v.pos[0]);
-	if (!opt_has(c, &v, "listen"))
+/* Parse: every region is checked before any device is touched. */
+static int register_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+			  struct register_args *a)
+{
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	a->gpu_reg = RC_REG_AUTO;
+	if (v->npos)
+		return usage_err(ctx, "register: unexpected argument '%s'", v->pos[0]);
+	if (!opt_on(v, RG_LISTEN))
 		return usage_err(ctx, "register: --listen ADDR[:PORT] is required");
-	if ((rc = split_listen(ctx, opt_get(c, &v, "listen"), host, sizeof(host), port, sizeof(port))))
+	if ((rc = split_listen(ctx, opt_arg(v, RG_LISTEN), a->host, sizeof(a->host), a->port,
+			       sizeof(a->port))))
 		return rc;
-	if ((rc = opt_int(ctx, c, &v, "max-conns", 1, 256, &so.max_conns)))
+	if ((rc = opt_int_at(ctx, c, v, RG_MAX_CONNS, 1, 256, &a->max_conns)))
 		return rc;
-	if (opt_has(c, &v, "keepalive-ms")) {
-		if ((rc = opt_int(ctx, c, &v, "keepalive-ms", 0, 3600000, &so.keepalive_ms)))
+	if (opt_on(v, RG_KEEPALIVE_MS)) {
+		if ((rc = opt_int_at(ctx, c, v, RG_KEEPALIVE_MS, 0, 3600000, &a->keepalive_ms)))
 			return rc;
-		if (!so.keepalive_ms)
-			so.keepalive_ms = -1; /* off */
+		if (!a->keepalive_ms)
+			a->keepalive_ms = -1; /* off */
 	}
-	if ((rc = collect_regions(ctx, &v, specs, &nspecs)))
+	if ((rc = collect_regions(ctx, v, a->specs, &a->nspecs)))
 		return rc;
-	if (opt_has(c, &v, "gpu-reg") && rc_mem_reg_parse(opt_get(c, &v, "gpu-reg"), &gpu_reg))
+	if (opt_on(v, RG_GPU_REG) && rc_mem_reg_parse(opt_arg(v, RG_GPU_REG), &a->gpu_reg))
 		return usage_err(ctx, "invalid --gpu-reg '%s': expected auto, dmabuf, peermem or bounce",
-				 opt_get(c, &v, "gpu-reg"));
-	if (gpu_reg == RC_REG_HOST)
+				 opt_arg(v, RG_GPU_REG));
+	if (a->gpu_reg == RC_REG_HOST)
 		return usage_err(ctx, "invalid --gpu-reg 'host': expected auto, dmabuf, peermem or bounce");
-	/* Validate every region before touching any device. */
-	for (int i = 0; i < nspecs; i++) {
-		struct region_spec *r = &specs[i];
+	for (int i = 0; i < a->nspecs; i++) {
+		struct region_spec *r = &a->specs[i];
 		enum rc_mem_kind kind = r->file ? RC_MEM_FILE : RC_MEM_HOST;
 		enum rc_access access = RC_ACCESS_RW;
 		uint64_t size = 0;
@@ -227,13 +238,72 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 		r->acc = access;
 		r->bytes = size;
 	}
-	so.addr = host;
-	so.port = port;
-	so.dev_name = ctx->dev_name;
-	so.token = opt_token(c, &v);
-	if (so.token && !rc_token_valid(so.token))
+	a->token = opt_token_at(v, RG_TOKEN);
+	if (a->token && !rc_token_valid(a->token))
 		return usage_err(ctx, "invalid --token: 1 to %d printable characters without spaces",
 				 RC_TOKEN_MAX);
+	return 0;
+}
+
+/* Run, first part: the server and its regions. */
+static int register_start(struct ctx *ctx, const struct register_args *a,
+			  struct rc_server_opts *so, struct rc_server **s)
+{
+	struct rc_err e;
+	int rc;
+
+	so->addr = a->host;
+	so->port = a->port;
+	so->dev_name = ctx->dev_name;
+	so->token = a->token;
+	if (a->max_conns)
+		so->max_conns = a->max_conns;
+	so->keepalive_ms = a->keepalive_ms;
+	rc = rc_server_create(so, s, &e);
+	if (rc)
+		return fail(ctx, rc, "%s", e.msg);
+	for (int i = 0; i < a->nspecs; i++) {
+		const struct region_spec *r = &a->specs[i];
+		struct rc_mem_spec ms = { .kind = r->kind, .len = (size_t)r->bytes, .path = r->file,
+					  .gpu = r->gpu,
+					  .reg = r->kind == RC_MEM_CUDA ? a->gpu_reg : RC_REG_AUTO };
+
+		rc = rc_server_add_region_spec(*s, r->name, &ms, r->acc, &e);
+		if (rc)
+			return fail(ctx, rc, "region %s: %s", r->name, e.msg);
+	}
+	return 0;
+}
+
+/* Print: one event per region. */
+static void register_print(struct ctx *ctx, struct rc_server *s)
+{
+	for (int i = 0; i < rc_server_nregions(s); i++)
+		print_region(ctx, s, rc_server_region(s, i));
+}
+
+static int do_register(struct ctx *ctx, int argc, char **argv)
+{
+	const struct cmd *c = &cmd_register;
+	struct rc_server_opts so = { .gid_index = ctx->gid_index, .on_event = register_on_event, .arg = ctx };
+	struct register_args *a;
+	struct rc_server *s = NULL;
+	struct opt_vals v;
+	struct rc_err e;
+	sigset_t mask;
+	int sfd = -1, rc, rc2;
+
+	rc = opts_parse(ctx, c, argc, argv, &v);
+	if (rc)
+		return rc < 0 ? rc : 0;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return fail(ctx, -ENOMEM, "out of memory");
+	rc = register_parse(ctx, c, &v, a);
+	if (rc) {
+		free(a);
+		return rc;
+	}
 
 	/* Signals arrive through a descriptor, so shutdown is an ordinary step.
 	 * In the shell the server goes on in the background instead, its events
@@ -251,24 +321,10 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 		rc = fail(ctx, -errno, "signalfd: %s", strerror(errno));
 		goto out;
 	}
-	rc = rc_server_create(&so, &s, &e);
-	if (rc) {
-		rc = fail(ctx, rc, "%s", e.msg);
+	rc = register_start(ctx, a, &so, &s);
+	if (rc)
 		goto out;
-	}
-	for (int i = 0; i < nspecs; i++) {
-		struct rc_mem_spec ms = { .kind = specs[i].kind, .len = (size_t)specs[i].bytes,
-					  .path = specs[i].file, .gpu = specs[i].gpu,
-					  .reg = specs[i].kind == RC_MEM_CUDA ? gpu_reg : RC_REG_AUTO };
-
-		rc = rc_server_add_region_spec(s, specs[i].name, &ms, specs[i].acc, &e);
-		if (rc) {
-			rc = fail(ctx, rc, "region %s: %s", specs[i].name, e.msg);
-			goto out;
-		}
-	}
-	for (int i = 0; i < rc_server_nregions(s); i++)
-		print_region(ctx, s, rc_server_region(s, i));
+	register_print(ctx, s);
 	if (ctx->session) {
 		rc = session_serve(ctx->session, s, &e);
 		if (rc) {
@@ -279,6 +335,7 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 			out_log(&ctx->out, "serving in the background on %s:%u: 'regions' lists, 'unregister' stops",
 				session_served(ctx->session, session_nserved(ctx->session) - 1)->addr,
 				session_served(ctx->session, session_nserved(ctx->session) - 1)->port);
+		free(a);
 		return 0;
 	}
 	if (!out_is_json(&ctx->out))
@@ -308,6 +365,7 @@ out:
 		close(sfd);
 	if (!ctx->session)
 		sigprocmask(SIG_UNBLOCK, &mask, NULL);
+	free(a);
 	return rc;
 }
 

@@ -11,12 +11,8 @@
 #include "cmds.h"
 #include "session.h"
 
-static const struct cmd_opt shell_opts[] = {
-	{ "history", 'H', "FILE", "history file (default: $RDMACTL_HISTORY, else ~/.rdmactl_history)",
-	  COMP_FILE },
-	OPT_END,
-};
-OPTS_FIT(shell_opts);
+static const struct cmd_opt shell_opts[] = { SHELL_OPTS(OPT_ENTRY) OPT_END };
+OPTS_BOUND(shell_opts, SHELL_NOPTS);
 
 static int do_shell(struct ctx *ctx, int argc, char **argv)
 {
@@ -95,11 +91,10 @@ const struct cmd cmd_regions = {
 	.shell_only = true,
 };
 
-static const struct cmd_opt unregister_opts[] = {
-	{ "all", 'a', NULL, "stop every server this shell started" },
-	OPT_END,
-};
-OPTS_FIT(unregister_opts);
+#define UNREGISTER_OPTS(X) X(UN_ALL, "all", 'a', NULL, "stop every server this shell started")
+enum { UNREGISTER_OPTS(OPT_INDEX) UNREGISTER_NOPTS };
+static const struct cmd_opt unregister_opts[] = { UNREGISTER_OPTS(OPT_ENTRY) OPT_END };
+OPTS_BOUND(unregister_opts, UNREGISTER_NOPTS);
 
 static bool serves(const struct session_served *sv, const char *name)
 {
@@ -117,29 +112,53 @@ static bool wanted(const struct session_served *sv, const struct opt_vals *v, bo
 	return all;
 }
 
+/* Parse: --all or region names, each served here. */
+static int unregister_parse(struct ctx *ctx, const struct opt_vals *v, bool *all)
+{
+	struct rc_session *ss = ctx->session;
+
+	*all = opt_on(v, UN_ALL);
+	if (*all == (v->npos > 0))
+		return usage_err(ctx, "unregister: give region names or --all");
+	for (int k = 0; k < v->npos; k++) {
+		int i = 0;
+
+		while (i < session_nserved(ss) && !serves(session_served(ss, i), v->pos[k]))
+			i++;
+		if (i == session_nserved(ss))
+			return fail(ctx, -ENOENT, "no region named '%s' is served here (see 'regions')",
+				    v->pos[k]);
+	}
+	return 0;
+}
+
+/* Print one server about to stop. */
+static void unregister_print(struct out *o, const struct session_served *sv)
+{
+	out_obj_begin(o, NULL);
+	put_listen(o, sv);
+	out_arr_begin(o, "regions");
+	out_text(o, "stopped serving");
+	for (int j = 0; j < sv->nregions; j++)
+		out_str(o, NULL, j ? ", %s" : " %s", sv->regions[j].name);
+	out_arr_end(o);
+	out_text(o, " on %s:%u\n", sv->addr, sv->port);
+	out_obj_end(o);
+}
+
+/* Run: stop each wanted server, printed first (its snapshot goes with it). */
 static int do_unregister(struct ctx *ctx, int argc, char **argv)
 {
-	const struct cmd *c = &cmd_unregister;
 	struct rc_session *ss = ctx->session;
 	struct out *o = &ctx->out;
 	struct opt_vals v;
 	bool all;
-	int rc = opts_parse(ctx, c, argc, argv, &v), first = 0;
+	int rc = opts_parse(ctx, &cmd_unregister, argc, argv, &v), first = 0;
 
 	if (rc)
 		return rc < 0 ? rc : 0;
-	all = opt_has(c, &v, "all");
-	if (all == (v.npos > 0))
-		return usage_err(ctx, "unregister: give region names or --all");
-	for (int k = 0; k < v.npos; k++) {
-		int i = 0;
-
-		while (i < session_nserved(ss) && !serves(session_served(ss, i), v.pos[k]))
-			i++;
-		if (i == session_nserved(ss))
-			return fail(ctx, -ENOENT, "no region named '%s' is served here (see 'regions')",
-				    v.pos[k]);
-	}
+	if ((rc = unregister_parse(ctx, &v, &all)))
+		return rc;
 	out_arr_begin(o, "stopped");
 	for (int i = session_nserved(ss) - 1; i >= 0; i--) {
 		const struct session_served *sv = session_served(ss, i);
@@ -148,16 +167,7 @@ static int do_unregister(struct ctx *ctx, int argc, char **argv)
 
 		if (!wanted(sv, &v, all))
 			continue;
-		out_obj_begin(o, NULL);
-		put_listen(o, sv);
-		out_arr_begin(o, "regions");
-		out_text(o, "stopped serving");
-		for (int j = 0; j < sv->nregions; j++)
-			out_str(o, NULL, j ? ", %s" : " %s", sv->regions[j].name);
-		out_arr_end(o);
-		out_text(o, " on %s:%u\n", sv->addr, sv->port);
-		out_obj_end(o);
-		/* The snapshot goes with the server: print first, then stop. */
+		unregister_print(o, sv);
 		r = session_stop(ss, i, &e);
 		if (r && !first)
 			first = fail(ctx, r, "%s", e.msg);

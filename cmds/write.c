@@ -13,17 +13,18 @@
 #include "cmds.h"
 #include "client_cmds.h"
 
-static const struct cmd_opt write_opts[] = {
-	{ "file", 'f', "FILE", "write the contents of FILE (default: stdin)", COMP_FILE },
-	{ "pattern", 'P', "PATTERN", "write a generated pattern: zero, seq or random:SEED",
-	  COMP_WORDS, "zero|seq|random:1" },
-	{ "size", 'S', "SIZE", "bytes to write (default: the file's size)" },
-	{ "imm", 'i', "VALUE", "then send VALUE as immediate data (RDMA WRITE_WITH_IMM)" },
-	CLIENT_OPTS,
-	BENCH_OPTS,
-	OPT_END,
-};
-OPTS_FIT(write_opts);
+#define WRITE_OPTS(X)                                                                       \
+	X(WR_FILE, "file", 'f', "FILE", "write the contents of FILE (default: stdin)", COMP_FILE) \
+	X(WR_PATTERN, "pattern", 'P', "PATTERN",                                             \
+	  "write a generated pattern: zero, seq or random:SEED", COMP_WORDS, "zero|seq|random:1") \
+	X(WR_SIZE, "size", 'S', "SIZE", "bytes to write (default: the file's size)")         \
+	X(WR_IMM, "imm", 'i', "VALUE", "then send VALUE as immediate data (RDMA WRITE_WITH_IMM)") \
+	CLIENT_OPTS(X, WR)                                                                   \
+	BENCH_OPTS(X, WR)
+
+enum { WRITE_OPTS(OPT_INDEX) WRITE_NOPTS };
+static const struct cmd_opt write_opts[] = { WRITE_OPTS(OPT_ENTRY) OPT_END };
+OPTS_BOUND(write_opts, WRITE_NOPTS);
 
 struct src {
 	int fd;
@@ -63,108 +64,151 @@ static int rewind_src(void *arg)
 	return lseek(s->fd, 0, SEEK_SET) == 0 ? 0 : -errno;
 }
 
+/* What `write` was asked, parsed and checked. */
+struct write_args {
+	struct client_args cl;
+	struct bench_args bench;
+	const char *file;
+	uint64_t size;
+	bool have_size;
+	bool from_stdin;
+	bool has_imm;
+	uint32_t imm;
+};
+
+/* Parse: options into a, the source opened into src. */
+static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		       struct write_args *a, struct src *src)
+{
+	uint64_t imm = 0;
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	if ((rc = client_args_parse(ctx, c, v, WR_TOKEN, &a->cl)) ||
+	    (rc = bench_args_parse(ctx, c, v, WR_BENCH, RC_OP_WRITE, &a->bench)))
+		return rc;
+	if (a->bench.on)
+		return 0;
+	if ((rc = opt_size_at(ctx, c, v, WR_SIZE, &a->size)) ||
+	    (rc = opt_u64_at(ctx, c, v, WR_IMM, &imm)))
+		return rc;
+	if (imm > UINT32_MAX)
+		return usage_err(ctx, "invalid --imm: immediate data is 32 bits (0..4294967295)");
+	a->imm = (uint32_t)imm;
+	a->has_imm = opt_on(v, WR_IMM);
+	a->have_size = opt_on(v, WR_SIZE);
+	a->file = opt_arg(v, WR_FILE);
+	src->pattern = opt_arg(v, WR_PATTERN);
+	if (src->pattern && a->file)
+		return usage_err(ctx, "write: give --file or --pattern, not both");
+	if (src->pattern && !rc_pattern_valid(src->pattern))
+		return usage_err(ctx, "invalid --pattern '%s': expected zero, seq or random:SEED",
+				 src->pattern);
+	if (src->pattern && !a->have_size)
+		return usage_err(ctx, "write: --pattern needs --size");
+	a->from_stdin = !src->pattern && !a->file;
+	if (a->from_stdin && ctx->session)
+		return usage_err(ctx, "write: in the shell, give --file FILE or --pattern PATTERN");
+	if (a->file) {
+		struct stat st;
+
+		src->fd = open(a->file, O_RDONLY | O_CLOEXEC);
+		if (src->fd < 0)
+			return fail(ctx, -errno, "cannot open '%s': %s", a->file, strerror(errno));
+		if (fstat(src->fd, &st) == 0 && S_ISREG(st.st_mode)) {
+			if (!a->have_size)
+				a->size = (uint64_t)st.st_size;
+			else if (a->size > (uint64_t)st.st_size)
+				return usage_err(ctx, "write: --size %llu is larger than '%s' (%lld bytes)",
+						 (unsigned long long)a->size, a->file,
+						 (long long)st.st_size);
+			a->have_size = true;
+		}
+	}
+	return client_target(ctx, c, v, &(struct rc_target){ 0 });
+}
+
+/* Run: the transfer, then the immediate. */
+static int write_run(struct ctx *ctx, struct write_args *a, struct src *src,
+		     struct rc_client *cl, struct rc_stream_result *res)
+{
+	uint64_t off = a->cl.off;
+	struct rc_err e;
+	int rc;
+
+	if (!a->have_size)
+		a->size = off < cl->region.length ? cl->region.length - off : 0;
+	if ((rc = rc_client_check(cl, off, a->size, true, false, &e)))
+		return fail(ctx, rc, "%s", e.msg);
+	src->base = off;
+	struct rc_client_io io = { .fill = fill, .arg = src };
+	struct stat in_st;
+
+	if (src->pattern ||
+	    (src->fd != STDIN_FILENO && fstat(src->fd, &in_st) == 0 && S_ISREG(in_st.st_mode)))
+		io.rewind = rewind_src;
+
+	rc = stream_transfer(ctx, cl, RC_OP_WRITE, off, a->size, &io, res);
+	if (rc)
+		return rc;
+	if (a->from_stdin && res->bytes == a->size) {
+		char extra;
+		ssize_t n = read(STDIN_FILENO, &extra, 1);
+
+		if (n > 0)
+			return fail(ctx, -EFBIG,
+				    "the input is longer than the %llu bytes left in region '%s' from offset %llu; "
+				    "the first %llu bytes were written",
+				    (unsigned long long)a->size, cl->region.name, (unsigned long long)off,
+				    (unsigned long long)res->bytes);
+	}
+	if (a->has_imm) {
+		rc = rc_client_write_imm(cl, off, a->imm, ctx->timeout_ms, &e);
+		if (rc)
+			return fail(ctx, rc, "%s", e.msg);
+	}
+	return 0;
+}
+
+static void write_print(struct ctx *ctx, const struct write_args *a, const struct rc_client *cl,
+			const struct rc_stream_result *res)
+{
+	out_str(&ctx->out, "operation", NULL, "write");
+	out_str(&ctx->out, "peer", "wrote to %s", rc_client_peer(cl));
+	out_str(&ctx->out, "region", "/%s", cl->region.name);
+	out_u64(&ctx->out, "offset", " at offset %llu", (unsigned long long)a->cl.off);
+	out_str(&ctx->out, "device", " via %s: ", rc_client_device(cl));
+	if (a->has_imm)
+		out_u64(&ctx->out, "imm", NULL, a->imm);
+	report_transfer(ctx, res);
+}
+
 static int do_write(struct ctx *ctx, int argc, char **argv)
 {
 	const struct cmd *c = &cmd_write;
+	struct src src = { .fd = STDIN_FILENO };
 	struct rc_stream_result res;
 	struct rc_client *cl = NULL;
-	struct src src = { .fd = STDIN_FILENO };
+	struct write_args a;
 	struct opt_vals v;
-	struct rc_err e;
-	uint64_t off = 0, size = 0, imm = 0;
-	bool have_size, from_stdin;
 	int rc;
 
 	rc = opts_parse(ctx, c, argc, argv, &v);
 	if (rc)
 		return rc < 0 ? rc : 0;
-	if (bench_wanted(c, &v))
-		return bench_run(ctx, c, &v, RC_OP_WRITE, 0, 0);
-	if ((rc = opt_size(ctx, c, &v, "offset", &off)) || (rc = opt_size(ctx, c, &v, "size", &size)) ||
-	    (rc = opt_u64(ctx, c, &v, "imm", &imm)))
-		return rc;
-	if (imm > UINT32_MAX)
-		return usage_err(ctx, "invalid --imm: immediate data is 32 bits (0..4294967295)");
-	have_size = opt_has(c, &v, "size");
-	src.pattern = opt_get(c, &v, "pattern");
-	if (src.pattern && opt_has(c, &v, "file"))
-		return usage_err(ctx, "write: give --file or --pattern, not both");
-	if (src.pattern && !rc_pattern_valid(src.pattern))
-		return usage_err(ctx, "invalid --pattern '%s': expected zero, seq or random:SEED",
-				 src.pattern);
-	if (src.pattern && !have_size)
-		return usage_err(ctx, "write: --pattern needs --size");
-	from_stdin = !src.pattern && !opt_has(c, &v, "file");
-	if (from_stdin && ctx->session)
-		return usage_err(ctx, "write: in the shell, give --file FILE or --pattern PATTERN");
-	if (opt_has(c, &v, "file")) {
-		struct stat st;
-
-		src.fd = open(opt_get(c, &v, "file"), O_RDONLY | O_CLOEXEC);
-		if (src.fd < 0)
-			return fail(ctx, -errno, "cannot open '%s': %s", opt_get(c, &v, "file"),
-				    strerror(errno));
-		if (fstat(src.fd, &st) == 0 && S_ISREG(st.st_mode)) {
-			if (!have_size)
-				size = (uint64_t)st.st_size;
-			else if (size > (uint64_t)st.st_size) {
-				rc = usage_err(ctx, "write: --size %llu is larger than '%s' (%lld bytes)",
-					       (unsigned long long)size, opt_get(c, &v, "file"),
-					       (long long)st.st_size);
-				goto out;
-			}
-			have_size = true;
-		}
-	}
-	if ((rc = client_target(ctx, c, &v, &(struct rc_target){ 0 })))
-		goto out;
-	rc = client_open(ctx, c, &v, 1, false, STREAM_SQ_DEPTH, &cl);
+	rc = write_parse(ctx, c, &v, &a, &src);
 	if (rc)
 		goto out;
-	if (!have_size)
-		size = off < cl->region.length ? cl->region.length - off : 0;
-	if ((rc = rc_client_check(cl, off, size, true, false, &e))) {
-		rc = fail(ctx, rc, "%s", e.msg);
+	if (a.bench.on) {
+		rc = bench_run(ctx, c, &v, &a.cl, &a.bench, RC_OP_WRITE, 0, 0);
 		goto out;
 	}
-	src.base = off;
-	struct rc_client_io io = { .fill = fill, .arg = &src };
-	struct stat in_st;
-
-	if (src.pattern || (fstat(src.fd, &in_st) == 0 && S_ISREG(in_st.st_mode) && src.fd != STDIN_FILENO))
-		io.rewind = rewind_src;
-
-	rc = stream_transfer(ctx, cl, RC_OP_WRITE, off, size, &io, &res);
+	rc = client_open(ctx, c, &v, &a.cl, 1, false, STREAM_SQ_DEPTH, &cl);
 	if (rc)
 		goto out;
-	if (from_stdin && res.bytes == size) {
-		char extra;
-		ssize_t n = read(STDIN_FILENO, &extra, 1);
-
-		if (n > 0) {
-			rc = fail(ctx, -EFBIG,
-				  "the input is longer than the %llu bytes left in region '%s' from offset %llu; "
-				  "the first %llu bytes were written",
-				  (unsigned long long)size, cl->region.name, (unsigned long long)off,
-				  (unsigned long long)res.bytes);
-			goto out;
-		}
-	}
-	if (opt_has(c, &v, "imm")) {
-		rc = rc_client_write_imm(cl, off, (uint32_t)imm, ctx->timeout_ms, &e);
-		if (rc) {
-			rc = fail(ctx, rc, "%s", e.msg);
-			goto out;
-		}
-	}
-	out_str(&ctx->out, "operation", NULL, "write");
-	out_str(&ctx->out, "peer", "wrote to %s", rc_client_peer(cl));
-	out_str(&ctx->out, "region", "/%s", cl->region.name);
-	out_u64(&ctx->out, "offset", " at offset %llu", (unsigned long long)off);
-	out_str(&ctx->out, "device", " via %s: ", rc_client_device(cl));
-	if (opt_has(c, &v, "imm"))
-		out_u64(&ctx->out, "imm", NULL, imm);
-	report_transfer(ctx, &res);
+	rc = write_run(ctx, &a, &src, cl, &res);
+	if (!rc)
+		write_print(ctx, &a, cl, &res);
 out:
 	client_close(ctx, cl, rc);
 	if (src.fd > STDIN_FILENO)

@@ -94,12 +94,19 @@ struct cmd {
 	bool hidden;
 	bool long_running;    /* serves until a signal: prints events */
 	bool shell_only;      /* exists inside `rdmactl shell` only */
+	/* Nested sub-commands, NULL-terminated, as iproute2 and bpftool nest
+	 * theirs: when the first word after the command names one, that one
+	 * runs with the rest of the words and parses them with its own table
+	 * (its name is the whole path, "kvxfer plan"). NULL: none. */
+	const struct cmd *const *subs;
 };
 
 /* The table, NULL-terminated. */
 extern const struct cmd *const rdmactl_cmds[];
 
 const struct cmd *cmd_find(const char *name);
+/* The sub-command of c named word (the last word of its name), or NULL. */
+const struct cmd *cmd_sub_find(const struct cmd *c, const char *word);
 /* Run argv[0] as a command; prints errors through ctx->out. */
 int cmd_dispatch(struct ctx *ctx, int argc, char **argv);
 void cmd_usage(const struct cmd *c, FILE *fp);
@@ -147,6 +154,17 @@ int opt_u64_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, i
 	       uint64_t *out);
 int opt_int_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, int min,
 	       int max, int *out);
+/* By index: where option i's word stands in words (NULL-terminated). */
+int opt_word_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
+		const char *const *words, int *out);
+/* By index: a --token option, else $RDMACTL_TOKEN; NULL when neither is set
+ * or it is empty. */
+const char *opt_token_at(const struct opt_vals *v, int i);
+/* By index: the word option i names, its position in words (NULL-terminated). */
+int opt_word_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
+		const char *const *words, int *out);
+/* By index: a --token option, else $RDMACTL_TOKEN; NULL when neither is set or it is empty. */
+const char *opt_token_at(const struct opt_vals *v, int i);
 
 /* Typed accessors: return 0 (value stored, or option absent and *out
  * untouched) or -EINVAL after printing a usage error naming the option. */

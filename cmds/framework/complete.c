@@ -172,6 +172,9 @@ void complete_words(const struct ctx *ctx, char *const *words, int nwords, bool 
 	c = cmd_find(words[i]);
 	if (!c || c->hidden || (c->shell_only && !shell))
 		return;
+	/* A nested sub-command completes from its own table. */
+	if (c->subs && i + 1 < last && cmd_sub_find(c, words[i + 1]))
+		c = cmd_sub_find(c, words[++i]);
 	for (i++; i < last; i++) {
 		if (!strcmp(words[i], "--")) {
 			positional = true;

@@ -21,6 +21,17 @@ const struct cmd *cmd_find(const char *name)
 	return NULL;
 }
 
+const struct cmd *cmd_sub_find(const struct cmd *c, const char *word)
+{
+	for (int i = 0; c->subs && c->subs[i]; i++) {
+		const char *name = strrchr(c->subs[i]->name, ' ');
+
+		if (!strcmp(name ? name + 1 : c->subs[i]->name, word))
+			return c->subs[i];
+	}
+	return NULL;
+}
+
 void cmds_list(FILE *fp, bool shell)
 {
 	fprintf(fp, "Commands:\n");

@@ -233,27 +233,40 @@ int opt_int(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, cons
 int opt_word(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,
 	     const char *const *words, int *out)
 {
-	const char *s = opt_get(c, v, name);
+	int i = opt_index(c, name);
+
+	return i < 0 ? 0 : opt_word_at(ctx, c, v, i, words, out);
+}
+
+int opt_word_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
+		const char *const *words, int *out)
+{
+	const char *s = opt_arg(v, i);
 	char list[256] = "";
 
 	if (!s)
 		return 0;
-	for (int i = 0; words[i]; i++) {
-		if (!strcmp(words[i], s)) {
-			*out = i;
+	for (int k = 0; words[k]; k++) {
+		if (!strcmp(words[k], s)) {
+			*out = k;
 			return 0;
 		}
 	}
-	for (int i = 0; words[i]; i++) {
-		strncat(list, i ? ", " : "", sizeof(list) - strlen(list) - 1);
-		strncat(list, words[i], sizeof(list) - strlen(list) - 1);
+	for (int k = 0; words[k]; k++) {
+		strncat(list, k ? ", " : "", sizeof(list) - strlen(list) - 1);
+		strncat(list, words[k], sizeof(list) - strlen(list) - 1);
 	}
-	return usage_err(ctx, "invalid --%s '%s': expected one of %s", name, s, list);
+	return usage_err(ctx, "invalid --%s '%s': expected one of %s", c->opts[i].name, s, list);
 }
 
 const char *opt_token(const struct cmd *c, const struct opt_vals *v)
 {
-	const char *t = opt_get(c, v, "token");
+	return opt_token_at(v, opt_index(c, "token"));
+}
+
+const char *opt_token_at(const struct opt_vals *v, int i)
+{
+	const char *t = i >= 0 ? opt_arg(v, i) : NULL;
 
 	if (!t)
 		t = getenv("RDMACTL_TOKEN");

@@ -9,9 +9,9 @@
  * bounded by a timeout.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/socket.h>
 #include <infiniband/verbs.h>
 
@@ -28,6 +28,7 @@
 struct loop {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
+	struct ibv_comp_channel *cch;
 	struct ibv_cq *cq;
 	struct ibv_qp *qp[2];
 	struct ibv_mr *mr[2];
@@ -47,6 +48,8 @@ static int loop_close(struct loop *l)
 		if (l->mr[i] && (r = ibv_dereg_mr(l->mr[i])) && !rc)
 			rc = -r;
 	if (l->cq && (r = ibv_destroy_cq(l->cq)) && !rc)
+		rc = -r;
+	if (l->cch && (r = ibv_destroy_comp_channel(l->cch)) && !rc)
 		rc = -r;
 	if (l->pd && (r = ibv_dealloc_pd(l->pd)) && !rc)
 		rc = -r;
@@ -142,7 +145,16 @@ static int loop_open(struct loop *l, const char *dev, uint8_t port, int gid_inde
 		return rc_err_set(err, errno, "cannot read GID %d: %s", gid_index, strerror(errno));
 	if (!(l->pd = ibv_alloc_pd(l->ctx)))
 		return rc_err_set(err, errno, "cannot allocate a PD: %s", strerror(errno));
-	if (!(l->cq = ibv_create_cq(l->ctx, VERIFY_DEPTH * 2, NULL, NULL, 0)))
+	/* The CQ sleeps on a non-blocking channel, as a connection's does: rc_poll
+	 * waits on it (verbs/cq.c). */
+	if (!(l->cch = ibv_create_comp_channel(l->ctx)))
+		return rc_err_set(err, errno, "cannot create a completion channel: %s",
+				  strerror(errno));
+	if ((rc = fcntl(l->cch->fd, F_GETFL)) < 0 ||
+	    fcntl(l->cch->fd, F_SETFL, rc | O_NONBLOCK) < 0)
+		return rc_err_set(err, errno, "cannot make the completion channel non-blocking: %s",
+				  strerror(errno));
+	if (!(l->cq = ibv_create_cq(l->ctx, VERIFY_DEPTH * 2, NULL, l->cch, 0)))
 		return rc_err_set(err, errno, "cannot create a CQ: %s", strerror(errno));
 	for (int i = 0; i < 2; i++) {
 		if (posix_memalign(&l->buf[i], 4096, VERIFY_BUF))
@@ -169,13 +181,6 @@ static int loop_open(struct loop *l, const char *dev, uint8_t port, int gid_inde
 	return 0;
 }
 
-static void nap(void)
-{
-	struct timespec ts = { 0, 50000 };
-
-	nanosleep(&ts, NULL);
-}
-
 /* The first len bytes of the destination are the source's; the rest of the
  * buffer, never written, still holds the complement. */
 static int check(const struct loop *l, uint64_t len, struct rc_err *err)
@@ -200,15 +205,17 @@ static int loop_run(struct loop *l, uint64_t bytes, int timeout_ms, double *secs
 		    struct rc_err *err)
 {
 	uint64_t posted = 0, done = 0, nwr = (bytes + VERIFY_CHUNK - 1) / VERIFY_CHUNK;
-	double start = rc_now(), deadline = start + timeout_ms / 1000.0;
+	/* The two QPs share the one CQ: the data path waits on it as on any
+	 * connection's (verbs/cq.c), with the same meaning of the timeout. */
+	struct rc_conn c = { .qp = l->qp[0], .cq = l->cq, .cch = l->cch, .timeout_ms = timeout_ms,
+			     .peer = "the loopback QP" };
+	double start = rc_now();
 	int inflight = 0;
 
 	while (done < nwr) {
 		struct ibv_wc wc[VERIFY_DEPTH];
-		int n;
-
 		struct rc_chain ch;
-		int rc;
+		int n, rc;
 
 		ch.n = 0;
 		while (inflight < VERIFY_DEPTH && posted < nwr) {
@@ -224,25 +231,20 @@ static int loop_run(struct loop *l, uint64_t bytes, int timeout_ms, double *secs
 			posted++;
 			inflight++;
 		}
-		rc = rc_chain_post_qp(l->qp[0], "the loopback QP", &ch, err);
+		rc = rc_chain_post(&c, &ch, err);
 		if (rc < 0)
 			return rc;
-		n = ibv_poll_cq(l->cq, VERIFY_DEPTH, wc);
-		if (n < 0)
-			return rc_err_set(err, EIO, "ibv_poll_cq failed");
-		for (int i = 0; i < n; i++)
-			if (wc[i].status != IBV_WC_SUCCESS)
-				return rc_err_set(err, EIO, "RDMA WRITE completed with error: %s",
-						  ibv_wc_status_str(wc[i].status));
-		done += (uint64_t)n;
-		inflight -= n;
-		if (!n && rc_now() > deadline)
+		/* An error completion comes back as rc_wc_error's message. */
+		n = rc_poll(&c, wc, VERIFY_DEPTH, timeout_ms, err);
+		if (n == -ETIMEDOUT)
 			return rc_err_set(err, ETIMEDOUT,
 					  "no completion within %d ms (%llu of %llu writes done)",
 					  timeout_ms, (unsigned long long)done,
 					  (unsigned long long)nwr);
-		if (!n)
-			nap();
+		if (n < 0)
+			return n;
+		done += (uint64_t)n;
+		inflight -= n;
 	}
 	*secs = rc_now() - start;
 	return check(l, bytes < VERIFY_BUF ? bytes : VERIFY_BUF, err);

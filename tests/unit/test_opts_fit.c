@@ -76,8 +76,12 @@ int main(void)
 	int tables = 0;
 
 	CHECK(sink != NULL);
-	for (int i = 0; rdmactl_cmds[i]; i++, tables++)
+	for (int i = 0; rdmactl_cmds[i]; i++, tables++) {
 		check_table(rdmactl_cmds[i], sink);
+		/* Nested sub-commands parse with tables of their own. */
+		for (int j = 0; rdmactl_cmds[i]->subs && rdmactl_cmds[i]->subs[j]; j++)
+			check_table(rdmactl_cmds[i]->subs[j], sink);
+	}
 	check_table(&global, sink);
 	CHECK(tables >= 10);
 	/* A table past the limit is refused, not written past the stack. */

@@ -1,0 +1,85 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# Nested sub-commands (kvxfer plan, serve, send): each parses, helps and
+# completes from its own option table.
+
+load helpers
+
+setup() {
+	require_binary
+}
+
+GEOM=(--layers 2 --kv-heads 8 --head-dim 128)
+
+@test "kvxfer SUB --help lists that sub-command's options only" {
+	run "$RDMACTL" kvxfer plan --help
+	assert_success
+	assert_line --partial "Usage: rdmactl kvxfer plan [OPTIONS]"
+	assert_output --partial "--tokens N"
+	assert_output --partial "--link-gbps GBPS"
+	refute_output --partial "--connect"
+	refute_output --partial "--listen"
+	run "$RDMACTL" kvxfer serve --help
+	assert_success
+	assert_output --partial "--listen ADDR:PORT"
+	assert_output --partial "--pool-pages N"
+	refute_output --partial "--connect"
+	refute_output --partial "--link-gbps"
+	run "$RDMACTL" kvxfer send --help
+	assert_success
+	assert_output --partial "--connect ADDR:PORT"
+	assert_output --partial "--no-stream"
+	refute_output --partial "--listen"
+	refute_output --partial "--scatter"
+	# kvxfer's own help still lists every option of every sub-command.
+	run "$RDMACTL" kvxfer --help
+	assert_success
+	assert_output --partial "--connect ADDR:PORT"
+	assert_output --partial "--listen ADDR:PORT"
+	assert_output --partial "--link-gbps GBPS"
+}
+
+@test "an option of another sub-command is named, long or short, with = or not" {
+	for form in "--connect 1.2.3.4:5" "--connect=1.2.3.4:5" "-c 1.2.3.4:5" "-c1.2.3.4:5"; do
+		# shellcheck disable=SC2086
+		run "$RDMACTL" kvxfer plan "${GEOM[@]}" --tokens 16 $form
+		assert_failure 2
+		assert_output --partial "kvxfer plan: --connect does not apply here"
+	done
+	run "$RDMACTL" kvxfer send "${GEOM[@]}" --tokens 16 --scatter 7
+	assert_failure 2
+	assert_output --partial "kvxfer send: --scatter does not apply here"
+	# An option's argument that looks like an option is not read as one.
+	run "$RDMACTL" kvxfer plan "${GEOM[@]}" --tokens 16 --model -c
+	assert_failure 2
+	refute_output --partial "does not apply"
+}
+
+@test "the sub-command first or last: the same plan" {
+	run "$RDMACTL" -j kvxfer plan "${GEOM[@]}" --tokens 64
+	assert_success
+	local first=$output
+	run "$RDMACTL" -j kvxfer "${GEOM[@]}" --tokens 64 plan
+	assert_success
+	assert_equal "$output" "$first"
+	jq -e '.bytes_per_request == 524288 and .tokens == 64' <<<"$first"
+}
+
+@test "__complete: a nested sub-command completes from its own table" {
+	run "$RDMACTL" __complete kvxfer serve --
+	assert_success
+	assert_line --listen
+	assert_line --pool-pages
+	refute_line --connect
+	refute_line --link-gbps
+	run "$RDMACTL" __complete kvxfer send --
+	assert_success
+	assert_line --connect
+	assert_line --no-stream
+	refute_line --listen
+	run "$RDMACTL" __complete kvxfer ""
+	assert_success
+	assert_line plan
+	assert_line serve
+	assert_line send
+}
