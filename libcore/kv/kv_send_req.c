@@ -54,6 +54,17 @@ static char *src_addr(struct kv_sender *s, uint32_t slot, uint32_t layer, uint32
 	       (((uint64_t)layer * kv_halves(s->g) + half) * s->src_pages + page) * s->src_page_bytes;
 }
 
+/* Where a packed route's layer half is staged: the request slot's part of
+ * the staging ring, which the request owns until it finishes (so the
+ * in-flight limit bounds the ring), this route's part, then layer and half. */
+static char *stage_addr(struct kv_sender *s, uint32_t slot, const struct sdst *d, uint32_t layer,
+			uint32_t half)
+{
+	return s->pool + s->stage_base + slot * s->stage_slot_bytes + d->stage_off +
+	       ((uint64_t)layer * kv_halves(s->g) + half) *
+		       kv_route_bytes(s->g, &d->route, s->o->tokens);
+}
+
 struct fpage {
 	struct kv_sender *s;
 	uint32_t slot;
@@ -188,6 +199,8 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 	if (!v)
 		return -ENOMEM;
 	for (uint32_t h = 0; h < halves; h++) {
+		char *stage = stage_addr(s, q->slot, d, l, h);
+
 		for (size_t i = 0; i < d->nsegs; i++) {
 			const struct kv_seg *g = &d->segs[i];
 			uint64_t la = (uintptr_t)src_addr(s, q->slot, l, h, g->src_page) + g->src_off;
@@ -195,9 +208,18 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 						 q->pages[di][g->dst_page]) * d->page_bytes + g->dst_off;
 			struct wr_ent *last = n ? &v[n - 1] : NULL;
 
+			/* Packed: the segments, in destination order, copied one
+			 * after the other, so that the staging side is contiguous
+			 * wherever the destination is. */
+			if (d->pack) {
+				memcpy(stage, (const void *)(uintptr_t)la, g->len);
+				la = (uintptr_t)stage;
+				stage += g->len;
+				s->sum->packed_bytes += g->len;
+			}
 			/* Pages that happen to be adjacent on both sides merge. */
 			if (last && last->laddr + last->len == la && last->raddr + last->len == ra &&
-			    last->len + g->len <= WR_MAX) {
+			    last->len + g->len <= KV_WRITE_MAX) {
 				last->len += g->len;
 				continue;
 			}
