@@ -119,7 +119,10 @@ static void on_event(void *arg, const struct kv_event *ev)
 		out_u64(o, "peer_rank", run->send ? " (decode rank %llu)" : " (source rank %llu)",
 			ev->rank);
 		if (ev->kind == KV_EV_PEER_UP) {
-			out_u64(o, "qps", ": connected, %llu data QPs\n", ev->qps);
+			out_u64(o, "qps", ": connected, %llu data QPs", ev->qps);
+			if (ev->dev)
+				out_str(o, "device", " through %s", ev->dev);
+			out_text(o, "\n");
 		} else {
 			out_text(o, ": gone");
 			out_str(o, "reason", ": %s\n", ev->reason);

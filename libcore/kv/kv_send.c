@@ -270,7 +270,8 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 		return rc;
 	for (int i = 0; i < s->nd; i++) {
 		struct kv_event ev = { .kind = KV_EV_PEER_UP, .rank = s->d[i].rank,
-				       .peer = s->d[i].name, .qps = o->nqps };
+				       .peer = s->d[i].name, .qps = o->nqps,
+				       .dev = s->d[i].ctrl->dev_name };
 
 		kvs_emit(s, &ev);
 	}

@@ -358,7 +358,7 @@ struct kv_event {
 	uint32_t rank;            /* READY: ours; PEER_*: the peer's */
 	const char *peer;         /* PEER_*: its address; READY: the listen address */
 	uint16_t port;            /* READY (serve) */
-	const char *dev;          /* READY: the RDMA device */
+	const char *dev;          /* READY (serve), PEER_UP (send): the RDMA device */
 	uint32_t qps;             /* PEER_UP: its data QPs */
 	const char *reason;       /* PEER_DOWN */
 	const struct kv_report *rep;
