@@ -52,6 +52,7 @@ struct sreq {
 	int code;
 	char reason[KV_REASON_MAX];
 	uint32_t id, slot, layers_posted, layers_landed;
+	uint32_t pieces_posted;      /* of the last layer, when it goes in pieces */
 	double t0, admitted, first_post, last;
 	double *ready, *landed;      /* absolute times per layer; landed < 0: not yet */
 	uint32_t *pending;           /* per layer: notifications not yet completed */
