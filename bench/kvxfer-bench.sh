@@ -132,9 +132,10 @@ ibw() {
 		exit 1
 	}
 	wait $srv || true
-	ibw_rate=$(awk -v s="$size" -v n="$iters" '$1 == s && $2 == n && NF >= 5 { print $4 }' "$work/ibw.cli" | tail -1)
+	# perftest counts the iterations of all its QPs together.
+	ibw_rate=$(awk -v s="$size" -v n="$((iters * flows))" '$1 == s && $2 == n && NF >= 5 { print $4 }' "$work/ibw.cli" | tail -1)
 	[[ $ibw_rate =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v v="$ibw_rate" 'BEGIN { exit !(v > 0) }' ||
-		{ echo "kvxfer-bench: no ib_write_bw figure for $iters x $size bytes:" >&2; cat "$work/ibw.cli" >&2; exit 1; }
+		{ echo "kvxfer-bench: no ib_write_bw figure for $flows x $iters x $size bytes:" >&2; cat "$work/ibw.cli" >&2; exit 1; }
 }
 
 declare -A sum_rate sum_same sum_16k sum_size flows sum_stream sum_bulk
