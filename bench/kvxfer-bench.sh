@@ -8,8 +8,9 @@
 #
 # Paged KV, 8 KV heads x 128 dims bf16, 32-token (16 KiB) pages on the
 # prefill side and 16-token ones on the decode side, hnd and nhd pages, TP
-# 4 -> 2 (four prefill processes, two decode processes) and 1 -> 1, two
-# data QPs per route, --pack auto and never:
+# 4 -> 2 (four prefill processes, two decode processes) and 1 -> 1, and
+# nhd 2 -> 4 where packing joins 512-byte rows into whole pages; two data
+# QPs per route, --pack auto and never:
 # 1. rate, all layers ready at once, against ib_write_bw with as many QPs
 #    (flows) and the same average write size as kvxfer posted (the writes
 #    its prefill ranks counted), and against ib_write_bw with 16 KiB writes
@@ -93,9 +94,14 @@ kv() {
 		local "p$d=$port"
 	done
 	for ((s = 0; s < st; s++)); do
-		d=$((s * dt / st))
-		local pv="p$d"
-		"$rdmactl" -j kvxfer send "${g[@]}" --rank $s --connect "$addr:${!pv}" --tokens "$tokens" \
+		# The decode ranks source rank s feeds: its head range on their side.
+		local lo=$((s * dt / st)) hi=$(((s + 1) * dt / st)) c=()
+		((hi > lo)) || hi=$((lo + 1))
+		for ((d = lo; d < hi; d++)); do
+			local pv="p$d"
+			c+=(--connect "$addr:${!pv}")
+		done
+		"$rdmactl" -j kvxfer send "${g[@]}" --rank $s "${c[@]}" --tokens "$tokens" \
 			--requests $reqs --qps $qps --pack "$pack" --layer-compute-us "$us" "$@" >"$work/s$s" 2>&1 &
 		pids+=("$!")
 		sn+=("$work/s$s")
@@ -139,7 +145,7 @@ ibw() {
 }
 
 declare -A sum_rate sum_same sum_16k sum_size flows sum_stream sum_bulk
-configs=("hnd 4 2" "nhd 4 2" "hnd 1 1" "nhd 1 1")
+configs=("hnd 4 2" "nhd 4 2" "nhd 2 4" "hnd 1 1" "nhd 1 1")
 tokens=512 page=16384
 for ((round = 1; round <= rounds; round++)); do
 	echo "kvxfer-bench: round $round of $rounds" >&2
