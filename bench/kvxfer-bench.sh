@@ -2,28 +2,39 @@
 # SPDX-License-Identifier: MIT
 #
 # kvxfer against perftest on the same device, and the exposed transfer time
-# with and without layer streaming. Run it inside the SoftRoCE guest:
+# in layer-times. Run it inside the SoftRoCE guest:
 #   tests/vm/run.sh -- bench/kvxfer-bench.sh
 # or on a host with an RDMA device: bench/kvxfer-bench.sh ADDR DEVICE GID_INDEX
 #
-# 1. Paged KV, 8 KV heads x 128 dims bf16, 16 KiB pages on both sides,
-#    TP 4 -> 2 (four prefill processes, two decode processes), all layers
-#    ready at once: aggregate rate, against ib_write_bw moving the same bytes
-#    in 16 KiB messages between two processes on the same device.
-# 2. 1:1, 8 layers of 20 ms compute: exposed time (last layer ready -> last
-#    byte landed) streamed layer by layer, and with --no-stream.
-# Sizes are small (tens of MiB): rxe under TCG moves tens of MB/s; compare
-# ratios, not absolute figures.
-# Every request is checked byte for byte (serve --verify): a failed or
-# unverified request, or a figure that does not parse, stops the run, and
-# each mean says how many requests it covers.
+# Paged KV, 8 KV heads x 128 dims bf16, 32-token (16 KiB) pages on the
+# prefill side and 16-token ones on the decode side, hnd and nhd pages, TP
+# 4 -> 2 (four prefill processes, two decode processes) and 1 -> 1, and
+# nhd 2 -> 4 where packing joins 512-byte rows into whole pages; two data
+# QPs per route, --pack auto and never:
+# 1. rate, all layers ready at once, against ib_write_bw with as many QPs
+#    (flows) and the same average write size as kvxfer posted (the writes
+#    its prefill ranks counted), and against ib_write_bw with 16 KiB writes
+#    and as many QPs;
+# 2. exposed time (last layer's compute end -> last byte landed, the
+#    decode rank's completion), layers 20 ms of compute apart, streamed
+#    (the last layer in pieces over the QPs) and with --no-stream, in
+#    layer-times.
+# Each figure is the mean over RDMACTL_BENCH_ROUNDS rounds (default 3); a
+# round runs every configuration once, kvxfer and perftest alternating.
+# Sizes are small (MiB): rxe under TCG moves tens of MB/s; compare ratios,
+# not absolute figures. Every request is checked byte for byte (serve
+# --verify): a failed or unverified request, or a figure that does not
+# parse, stops the run.
 set -euo pipefail
 
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=bench/lib.bash
 . "$here/lib.bash"
 bench_setup kvxfer-bench "$@"
+rounds=${RDMACTL_BENCH_ROUNDS:-3}
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "kvxfer-bench: RDMACTL_BENCH_ROUNDS must be a positive count" >&2; exit 1; }
 port=7600
+qps=2 layers=8 reqs=2 compute_us=20000
 
 # serve NAME ARGS...: a decode rank in the background, waiting for it to listen.
 serve() {
@@ -54,9 +65,7 @@ waitall() {
 	fi
 }
 
-declare -A rate bytes segs exposed nreq
-
-# verified NAME... -> each decode rank finished every request it was asked,
+# verified NAME...: each decode rank finished every request it was asked,
 # all verified, or the run stops: a figure is only kept for what arrived right.
 verified() {
 	local n
@@ -70,86 +79,119 @@ verified() {
 	done
 }
 
-# --- 1. TP 4 -> 2 against ib_write_bw
-layers=8 tokens=512 reqs=2
-for layout in hnd nhd; do
-	g=(--layers $layers --kv-heads 8 --head-dim 128 --src-tp 4 --dst-tp 2
-	   --src-page-tokens 32 --dst-page-tokens 16 --page-layout $layout)
-	serve d0.$layout "${g[@]}" --rank 0 --pool-pages 64 --requests $reqs --verify
-	p0=$port
-	serve d1.$layout "${g[@]}" --rank 1 --pool-pages 64 --requests $reqs --verify
-	p1=$port
-	for r in 0 1 2 3; do
-		p=$((r < 2 ? p0 : p1))
-		"$rdmactl" -j kvxfer send "${g[@]}" --rank $r --connect "$addr:$p" --tokens $tokens \
-			--requests $reqs --qps 2 >"$work/s$r.$layout" 2>&1 &
+# kv LAYOUT SRC_TP DST_TP PACK TOKENS COMPUTE_US [send options...]: one
+# transfer; sets kv_rate (MiB/s: per request the decode ranks' rates summed,
+# then the mean), kv_size (bytes per write posted), kv_flows (data QPs) and
+# kv_exposed (us: per request the latest source rank's, then the mean).
+kv() {
+	local layout=$1 st=$2 dt=$3 pack=$4 tokens=$5 us=$6 d s dn=() sn=() g
+	shift 6
+	g=(--layers "$layers" --kv-heads 8 --head-dim 128 --src-tp "$st" --dst-tp "$dt"
+	   --src-page-tokens 32 --dst-page-tokens 16 --page-layout "$layout")
+	for ((d = 0; d < dt; d++)); do
+		serve "d$d" "${g[@]}" --rank $d --pool-pages 64 --requests $reqs --verify
+		dn+=("$work/d$d")
+		local "p$d=$port"
+	done
+	for ((s = 0; s < st; s++)); do
+		# The decode ranks source rank s feeds: its head range on their side.
+		local lo=$((s * dt / st)) hi=$(((s + 1) * dt / st)) c=()
+		((hi > lo)) || hi=$((lo + 1))
+		for ((d = lo; d < hi; d++)); do
+			local pv="p$d"
+			c+=(--connect "$addr:${!pv}")
+		done
+		"$rdmactl" -j kvxfer send "${g[@]}" --rank $s "${c[@]}" --tokens "$tokens" \
+			--requests $reqs --qps $qps --pack "$pack" --layer-compute-us "$us" "$@" >"$work/s$s" 2>&1 &
 		pids+=("$!")
+		sn+=("$work/s$s")
 	done
 	waitall
-	verified d0.$layout d1.$layout
-	# A request's rate: the two decode ranks' rates summed (they run at
-	# once); the mean over the requests that completed on both, divided by
-	# how many did.
-	rate[$layout]=$(cat "$work/d0.$layout" "$work/d1.$layout" |
-		jq -s '[.[] | select(.event == "done")] | group_by(.request) | map(select(length == 2))
-			| if length == 0 then error("no request completed on both decode ranks") else . end
-			| (map(map(.bytes / .seconds / 1048576) | add) | add) / length')
-	bytes[$layout]=$(cat "$work/d0.$layout" "$work/d1.$layout" |
-		jq -s '[.[] | select(.event == "done")] | group_by(.request) | map(select(length == 2))
-			| (map(map(.bytes) | add) | add) / length')
-	nreq[$layout]=$(cat "$work/d0.$layout" "$work/d1.$layout" |
-		jq -s '[.[] | select(.event == "done")] | group_by(.request) | map(select(length == 2)) | length')
-	segs[$layout]=$("$rdmactl" -j kvxfer plan "${g[@]}" --tokens $tokens | jq '.segments.total')
-done
-page=16384
-iters=$(( ${bytes[hnd]} / page ))
-ib_write_bw -d "$dev" -x "$gid" -F -s $page -n "$iters" >"$work/ibw.srv" 2>&1 &
-srv=$!
-# The client once the server listens (perftest's port, bounded), run once.
-for ((i = 0; i < 100; i++)); do
-	[ -n "$(ss -Hltn 'sport = :18515' 2>/dev/null)" ] && break
-	kill -0 $srv 2>/dev/null || break
-	sleep 0.1
-done
-ib_write_bw -d "$dev" -x "$gid" -F -s $page -n "$iters" 127.0.0.1 >"$work/ibw.cli" 2>&1 || {
-	echo "kvxfer-bench: ib_write_bw failed:" >&2
-	cat "$work/ibw.cli" "$work/ibw.srv" >&2
-	exit 1
+	for ((d = 0; d < dt; d++)); do verified "d$d"; done
+	kv_rate=$(cat "${dn[@]}" | jq -s --argjson n "$dt" '[.[] | select(.event == "done")] | group_by(.request)
+		| map(select(length == $n)) | if length == 0 then error("no request completed on every decode rank") else . end
+		| (map(map(.bytes / .seconds / 1048576) | add) | add) / length')
+	kv_size=$(cat "${sn[@]}" | jq -s '[.[] | select(.event == "summary")]
+		| ((map(.qp_bytes | add) | add) / (map(.qp_writes | add) | add)) | floor')
+	kv_flows=$(cat "${sn[@]}" | jq -s '[.[] | select(.event == "summary") | .qp_writes | length] | add')
+	kv_exposed=$(cat "${sn[@]}" | jq -s '[.[] | select(.event == "done")] | group_by(.request)
+		| map(map(.exposed_us) | max) | add / length')
 }
-wait $srv || true
-ibw=$(awk -v s=$page -v n="$iters" '$1 == s && $2 == n && NF >= 5 { print $4 }' "$work/ibw.cli" | tail -1)
-[[ $ibw =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v v="$ibw" 'BEGIN { exit !(v > 0) }' ||
-	{ echo "kvxfer-bench: no ib_write_bw figure for $iters x $page bytes:" >&2; cat "$work/ibw.cli" >&2; exit 1; }
 
-echo "== TP 4 -> 2, $layers layers, $tokens tokens a request, 16 KiB pages, all layers ready at once"
-printf '%-34s %12s %14s %10s %9s\n' "" "MiB/s" "writes/request" "ratio" "requests"
-for layout in hnd nhd; do
-	printf '%-34s %12.1f %14s %10.2f %9s\n' "kvxfer, $layout pages" "${rate[$layout]}" "${segs[$layout]}" \
-		"$(jq -n "${rate[$layout]} / $ibw")" "${nreq[$layout]}"
-done
-printf '%-34s %12.1f %14s %10.2f %9s\n' "ib_write_bw, 16 KiB x $iters" "$ibw" "$iters" 1 1
-echo "(bytes a request: ${bytes[hnd]} over 4 prefill processes x 2 QPs, against one perftest QP;"
-echo " perftest's MB/sec are MiB/s; writes average $(( ${bytes[hnd]} / ${segs[hnd]} )) bytes with hnd pages,"
-echo " $(( ${bytes[nhd]} / ${segs[nhd]} )) with nhd, where TP 4 -> 2 splits every token row)"
+# ibw FLOWS SIZE BYTES: ib_write_bw with FLOWS QPs moving about BYTES in
+# SIZE-byte writes; sets ibw_rate (MiB/s, perftest's average).
+ibw() {
+	local flows=$1 size=$2 iters srv i
+	iters=$(( $3 / size / flows ))
+	((iters >= 100)) || iters=100
+	ib_write_bw -d "$dev" -x "$gid" -F -q "$flows" -s "$size" -n "$iters" >"$work/ibw.srv" 2>&1 &
+	srv=$!
+	# The client once the server listens (perftest's port, bounded), run once.
+	for ((i = 0; i < 100; i++)); do
+		[ -n "$(ss -Hltn 'sport = :18515' 2>/dev/null)" ] && break
+		kill -0 $srv 2>/dev/null || break
+		sleep 0.1
+	done
+	ib_write_bw -d "$dev" -x "$gid" -F -q "$flows" -s "$size" -n "$iters" 127.0.0.1 >"$work/ibw.cli" 2>&1 || {
+		echo "kvxfer-bench: ib_write_bw failed:" >&2
+		cat "$work/ibw.cli" "$work/ibw.srv" >&2
+		exit 1
+	}
+	wait $srv || true
+	# perftest counts the iterations of all its QPs together.
+	ibw_rate=$(awk -v s="$size" -v n="$((iters * flows))" '$1 == s && $2 == n && NF >= 5 { print $4 }' "$work/ibw.cli" | tail -1)
+	[[ $ibw_rate =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v v="$ibw_rate" 'BEGIN { exit !(v > 0) }' ||
+		{ echo "kvxfer-bench: no ib_write_bw figure for $flows x $iters x $size bytes:" >&2; cat "$work/ibw.cli" >&2; exit 1; }
+}
 
-# --- 2. exposed time, streamed or not
-g=(--layers 8 --kv-heads 8 --head-dim 128 --page-tokens 16)
-for mode in stream bulk; do
-	serve d.$mode "${g[@]}" --pool-pages 64 --requests 3 --verify
-	extra=()
-	[[ $mode == bulk ]] && extra=(--no-stream)
-	"$rdmactl" -j kvxfer send "${g[@]}" --connect "$addr:$port" --tokens 128 --requests 3 \
-		--layer-compute-us 20000 "${extra[@]}" >"$work/s.$mode" 2>&1 &
-	pids+=("$!")
-	waitall
-	reqs=3 verified d.$mode
-	# The mean over the requests the prefill rank saw done (summary.done).
-	exposed[$mode]=$(jq -s -e '[.[] | select(.event == "summary")][0] | select(.done == 3) | .exposed_avg_us | numbers' \
-		"$work/s.$mode") || { echo "kvxfer-bench: $mode: no exposed time over 3 done requests:" >&2; cat "$work/s.$mode" >&2; exit 1; }
+declare -A sum_rate sum_same sum_16k sum_size flows sum_stream sum_bulk
+configs=("hnd 4 2" "nhd 4 2" "nhd 2 4" "hnd 1 1" "nhd 1 1")
+tokens=512 page=16384
+for ((round = 1; round <= rounds; round++)); do
+	echo "kvxfer-bench: round $round of $rounds" >&2
+	for c in "${configs[@]}"; do
+		read -r layout st dt <<<"$c"
+		for pack in auto never; do
+			k="$layout $st->$dt $pack"
+			kv "$layout" "$st" "$dt" "$pack" $tokens 0
+			bytes=$("$rdmactl" -j kvxfer plan --layers $layers --kv-heads 8 --head-dim 128 --tokens $tokens \
+				| jq '.bytes_per_request')
+			ibw "$kv_flows" "$kv_size" "$bytes"
+			same=$ibw_rate
+			ibw "$kv_flows" $page "$bytes"
+			sum_rate[$k]=$(jq -n "${sum_rate[$k]:-0} + $kv_rate")
+			sum_same[$k]=$(jq -n "${sum_same[$k]:-0} + $kv_rate / $same")
+			sum_16k[$k]=$(jq -n "${sum_16k[$k]:-0} + $kv_rate / $ibw_rate")
+			sum_size[$k]=$(( ${sum_size[$k]:-0} + kv_size ))
+			flows[$k]=$kv_flows
+		done
+		# Exposed time: 128 tokens, a layer's transfer well under its 20 ms.
+		k="$layout $st->$dt"
+		kv "$layout" "$st" "$dt" auto 128 $compute_us
+		sum_stream[$k]=$(jq -n "${sum_stream[$k]:-0} + $kv_exposed / $compute_us")
+		kv "$layout" "$st" "$dt" auto 128 $compute_us --no-stream
+		sum_bulk[$k]=$(jq -n "${sum_bulk[$k]:-0} + $kv_exposed / $compute_us")
+	done
 done
-layer_ms=$("$rdmactl" -j kvxfer plan "${g[@]}" --tokens 128 | jq '.bytes_per_request / 8 / 1048576')
+
+echo "== rate: $layers layers, $tokens tokens a request, 16 KiB source pages, all layers ready at once,"
+echo "   $qps data QPs a route; ratios against ib_write_bw with as many QPs; means of $rounds rounds"
+printf '%-22s %7s %10s %7s %12s %10s\n' "" "flows" "bytes/wr" "MiB/s" "x same size" "x 16 KiB"
+for c in "${configs[@]}"; do
+	read -r layout st dt <<<"$c"
+	for pack in auto never; do
+		k="$layout $st->$dt $pack"
+		printf '%-22s %7s %10s %7.1f %12.2f %10.2f\n' "$layout $st->$dt --pack $pack" "${flows[$k]}" \
+			$(( ${sum_size[$k]} / rounds )) "$(jq -n "${sum_rate[$k]} / $rounds")" \
+			"$(jq -n "${sum_same[$k]} / $rounds")" "$(jq -n "${sum_16k[$k]} / $rounds")"
+	done
+done
 echo
-echo "== 1:1, 8 layers of 20 ms compute, 128 tokens ($layer_ms MiB a layer): exposed transfer time"
-printf '%-34s %12.0f us (mean of 3 verified requests)\n' "streamed layer by layer" "${exposed[stream]}"
-printf '%-34s %12.0f us (mean of 3 verified requests)\n' "after the last layer (--no-stream)" "${exposed[bulk]}"
-printf '%-34s %12.1f x\n' "streaming hides" "$(jq -n "${exposed[bulk]} / ${exposed[stream]}")"
+echo "== exposed time (last layer's compute end -> last byte landed), in layer-times of $((compute_us / 1000)) ms;"
+echo "   128 tokens, $layers layers, --pack auto; means of $rounds rounds of $reqs requests"
+printf '%-22s %10s %12s\n' "" "streamed" "--no-stream"
+for c in "${configs[@]}"; do
+	read -r layout st dt <<<"$c"
+	k="$layout $st->$dt"
+	printf '%-22s %10.2f %12.2f\n' "$k" "$(jq -n "${sum_stream[$k]} / $rounds")" "$(jq -n "${sum_bulk[$k]} / $rounds")"
+done

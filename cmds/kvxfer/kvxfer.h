@@ -46,7 +46,8 @@
 	X(KVX_CONNECT, 0,0,1, "connect", 'c', "ADDR:PORT", "send: a decode rank (repeat for each)", .repeat = true) \
 	X(KVX_BIND, 0,0,1, "bind", 'B', "ADDR", "send: local address to connect from") \
 	X(KVX_TOKEN, 0,1,1, "token", 'T', "TOKEN", "serve: require TOKEN in every HELLO; send: show it (default: $RDMACTL_TOKEN)") \
-	X(KVX_QPS, 0,0,1, "qps", 0, "N", "send: data queue pairs per decode rank (default 1)") \
+	X(KVX_QPS, 1,0,1, "qps", 0, "N", "data queue pairs per decode rank (send; plan: the notifications; default 1)") \
+	X(KVX_PACK, 1,0,1, "pack", 0, "WHEN", "copy small segments into one write per destination run: auto, always or never (default auto)", COMP_WORDS, "auto|always|never") \
 	X(KVX_INFLIGHT, 0,0,1, "inflight", 0, "K", "send: requests in flight at once (default 1)") \
 	X(KVX_NO_STREAM, 0,0,1, "no-stream", 0, NULL, "send: post no layer before the last one is ready") \
 	X(KVX_HEARTBEAT_MS, 0,1,1, "heartbeat-ms", 0, "MS", "heartbeat interval (default 200)") \

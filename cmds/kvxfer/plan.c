@@ -97,10 +97,44 @@ static void put_ranks(struct out *o, const char *key, const struct kv_plan_rank 
 		out_text(o, "  %s", what);
 		out_u64(o, "rank", " rank %llu:", i);
 		out_u64(o, "bytes", " %llu bytes", r[i].bytes);
-		out_u64(o, "segments", " in %llu segments per request\n", r[i].segments);
+		out_u64(o, "segments", " in %llu segments per request", r[i].segments);
+		out_u64(o, "writes", ", %llu writes as packed\n", r[i].writes);
 		out_obj_end(o);
 	}
 	out_arr_end(o);
+}
+
+/* What each --pack choice gives: writes per request and their average size,
+ * the choice made (route by route for auto), and the notifications each
+ * decode rank counts, which packing leaves as they are. */
+static void put_writes(struct out *o, const struct kv_geom *g, const struct kv_plan *p)
+{
+	out_obj_begin(o, "pack");
+	out_str(o, "asked", "pack (--pack %s): ", kv_pack_name(p->pack));
+	out_obj_begin(o, "never");
+	out_u64(o, "writes", "never %llu writes", p->writes_never);
+	out_u64(o, "avg_bytes", " of %llu bytes", p->wire_bytes / p->writes_never);
+	out_obj_end(o);
+	out_obj_begin(o, "always");
+	out_u64(o, "writes", ", always %llu writes", p->writes_packed);
+	out_u64(o, "avg_bytes", " of %llu bytes", p->wire_bytes / p->writes_packed);
+	out_obj_end(o);
+	out_obj_begin(o, "chosen");
+	out_u64(o, "writes", "; chosen %llu writes", p->writes);
+	out_u64(o, "avg_bytes", " of %llu bytes", p->wire_bytes / p->writes);
+	out_u64(o, "routes_packed", ", %llu", p->routes_packed);
+	out_u64(o, "routes", " of %llu routes packed\n", p->routes);
+	out_obj_end(o);
+	out_obj_end(o);
+	out_obj_begin(o, "notifications");
+	out_u64(o, "qps", "notifications: one WRITE_WITH_IMM per layer from each of %llu data QPs "
+		"of each source rank, packed or not;", p->qps);
+	out_arr_begin(o, "per_request");
+	for (uint32_t d = 0; d < g->dst_tp; d++)
+		out_u64(o, NULL, " %llu", p->dst[d].notifications);
+	out_arr_end(o);
+	out_text(o, " per request on each decode rank\n");
+	out_obj_end(o);
 }
 
 int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
@@ -112,7 +146,7 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	struct kv_plan *p;
 	struct rc_err e;
 	char sz[32];
-	int rc;
+	int rc, qps = 1;
 
 	if ((rc = kvxfer_geom(ctx, c, v, &g)))
 		return rc;
@@ -130,6 +164,12 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	if (opt_on(v, KVX_PREFILL_TOKENS_PER_S) && opt_on(v, KVX_LAYER_COMPUTE_US))
 		return usage_err(ctx, "kvxfer plan: give --prefill-tokens-per-s or --layer-compute-us, not both");
 	in.tokens = (uint32_t)tokens;
+	if ((rc = opt_int_at(ctx, c, v, KVX_QPS, 1, KV_MAX_QPS, &qps)))
+		return rc;
+	in.qps = (uint32_t)qps;
+	if (opt_on(v, KVX_PACK) && kv_pack_parse(opt_arg(v, KVX_PACK), &in.pack))
+		return usage_err(ctx, "invalid --pack '%s': expected auto, always or never",
+				 opt_arg(v, KVX_PACK));
 	if (opt_on(v, KVX_POOL_PAGES) && pool < kv_pages_for(&g, true, in.tokens))
 		return usage_err(ctx, "kvxfer plan: pool too small: a request of %u tokens needs %u pages "
 				 "of %u tokens per decode rank, --pool-pages is %llu",
@@ -174,6 +214,7 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	out_u64(o, "max_bytes", " to %llu bytes", p->seg_max);
 	out_u64(o, "avg_bytes", " (%llu on average)\n", p->wire_bytes / p->segments);
 	out_obj_end(o);
+	put_writes(o, &g, p);
 	if (p->prefill_s > 0) {
 		out_obj_begin(o, "prefill");
 		out_f64(o, "prefill_s", "prefill: %.6g s", p->prefill_s);

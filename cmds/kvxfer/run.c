@@ -119,7 +119,10 @@ static void on_event(void *arg, const struct kv_event *ev)
 		out_u64(o, "peer_rank", run->send ? " (decode rank %llu)" : " (source rank %llu)",
 			ev->rank);
 		if (ev->kind == KV_EV_PEER_UP) {
-			out_u64(o, "qps", ": connected, %llu data QPs\n", ev->qps);
+			out_u64(o, "qps", ": connected, %llu data QPs", ev->qps);
+			if (ev->dev)
+				out_str(o, "device", " through %s", ev->dev);
+			out_text(o, "\n");
 		} else {
 			out_text(o, ": gone");
 			out_str(o, "reason", ": %s\n", ev->reason);
@@ -160,6 +163,9 @@ static void put_summary(struct ctx *ctx, const struct kv_summary *s, uint32_t as
 		for (uint32_t k = 0; k < s->nqps; k++)
 			out_u64(o, NULL, " %llu", s->qp_wrs[k]);
 		out_arr_end(o);
+		out_u64(o, "routes", "; %llu routes", s->routes);
+		out_u64(o, "routes_packed", ", %llu packed", s->routes_packed);
+		out_u64(o, "packed_bytes", " (%llu bytes copied)", s->packed_bytes);
 	}
 	out_text(o, "\n");
 	(void)asked;
@@ -334,6 +340,9 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	o.tokens = (uint32_t)tokens;
 	o.bind_addr = opt_arg(v, KVX_BIND);
 	o.no_stream = opt_on(v, KVX_NO_STREAM);
+	if (opt_on(v, KVX_PACK) && kv_pack_parse(opt_arg(v, KVX_PACK), &o.pack))
+		return usage_err(ctx, "invalid --pack '%s': expected auto, always or never",
+				 opt_arg(v, KVX_PACK));
 	o.targets = targets;
 	o.c.on_event = on_event;
 	o.c.arg = &r;

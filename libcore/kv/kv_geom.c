@@ -310,9 +310,12 @@ int kv_plan(const struct kv_geom *g, const struct kv_plan_in *in, struct kv_plan
 	p->src_pages = kv_pages_for(g, false, in->tokens);
 	p->dst_pages = kv_pages_for(g, true, in->tokens);
 	p->seg_min = UINT64_MAX;
+	p->pack = in->pack;
+	p->qps = in->qps ? in->qps : 1;
 	for (int i = 0; i < nr; i++) {
-		uint64_t per = (uint64_t)g->layers * kv_halves(g);
+		uint64_t per = (uint64_t)g->layers * kv_halves(g), wn, wp;
 		struct kv_seg *s;
+		bool packed;
 		size_t ns;
 
 		if ((rc = kv_segments(g, &r[i], in->tokens, &s, &ns, err)))
@@ -323,7 +326,20 @@ int kv_plan(const struct kv_geom *g, const struct kv_plan_in *in, struct kv_plan
 			if (s[j].len > p->seg_max)
 				p->seg_max = s[j].len;
 		}
+		wn = kv_seg_writes(s, ns, false);
+		kv_segments_dst_order(s, ns);
+		wp = kv_seg_writes(s, ns, true);
 		free(s);
+		packed = kv_pack_choose(in->pack, kv_route_bytes(g, &r[i], in->tokens), wn, wp) ==
+			 KV_PACK_ALWAYS;
+		p->routes++;
+		p->routes_packed += packed;
+		p->writes_never += wn * per;
+		p->writes_packed += wp * per;
+		p->writes += (packed ? wp : wn) * per;
+		p->src[r[i].src].writes += (packed ? wp : wn) * per;
+		p->dst[r[i].dst].writes += (packed ? wp : wn) * per;
+		p->dst[r[i].dst].notifications += (uint64_t)g->layers * p->qps;
 		per_layer_half += kv_route_bytes(g, &r[i], in->tokens);
 		p->src[r[i].src].bytes += kv_route_bytes(g, &r[i], in->tokens) * per;
 		p->dst[r[i].dst].bytes += kv_route_bytes(g, &r[i], in->tokens) * per;
@@ -467,4 +483,63 @@ int kv_walk_slice(const struct kv_walk *w, struct kv_cursor *c, double budget_s,
 	}
 	free(pp);
 	return rc ? rc : c->layer == g->layers;
+}
+
+static const char *const pack_names[] = { "auto", "always", "never" };
+
+const char *kv_pack_name(enum kv_pack p) { return pack_names[p]; }
+
+int kv_pack_parse(const char *s, enum kv_pack *p)
+{
+	int i = word_parse(s, pack_names, 3);
+
+	if (i < 0)
+		return i;
+	*p = (enum kv_pack)i;
+	return 0;
+}
+
+static int seg_dst_cmp(const void *a, const void *b)
+{
+	const struct kv_seg *x = a, *y = b;
+
+	if (x->dst_page != y->dst_page)
+		return x->dst_page < y->dst_page ? -1 : 1;
+	return x->dst_off < y->dst_off ? -1 : x->dst_off > y->dst_off;
+}
+
+void kv_segments_dst_order(struct kv_seg *s, size_t n)
+{
+	qsort(s, n, sizeof(*s), seg_dst_cmp);
+}
+
+uint64_t kv_seg_writes(const struct kv_seg *s, size_t n, bool packed)
+{
+	uint64_t writes = 0, len = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct kv_seg *p = i ? &s[i - 1] : NULL;
+		bool joins = p && p->dst_page == s[i].dst_page && p->dst_off + p->len == s[i].dst_off &&
+			     (packed || (p->src_page == s[i].src_page &&
+					 p->src_off + p->len == s[i].src_off)) &&
+			     len + s[i].len <= KV_WRITE_MAX;
+
+		if (joins) {
+			len += s[i].len;
+			continue;
+		}
+		writes++;
+		len = s[i].len;
+	}
+	return writes;
+}
+
+enum kv_pack kv_pack_choose(enum kv_pack want, uint64_t bytes, uint64_t writes_never,
+			    uint64_t writes_packed)
+{
+	if (want != KV_PACK_AUTO)
+		return want;
+	if (!writes_never || bytes / writes_never >= KV_PACK_SMALL || writes_packed * 2 > writes_never)
+		return KV_PACK_NEVER;
+	return KV_PACK_ALWAYS;
 }

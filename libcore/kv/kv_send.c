@@ -120,11 +120,58 @@ static int handshake(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 	return 0;
 }
 
+/* A route's segments, in destination order when --pack (or auto, from the
+ * write counts the plan gives) packs it. */
+static int route_segs(struct kv_sender *s, const struct kv_route *r, struct kv_seg **segs,
+		      size_t *n, bool *pack, struct rc_err *err)
+{
+	uint64_t wn, wp;
+	int rc;
+
+	if ((rc = kv_segments(s->g, r, s->o->tokens, segs, n, err)))
+		return rc;
+	wn = kv_seg_writes(*segs, *n, false);
+	kv_segments_dst_order(*segs, *n);
+	wp = kv_seg_writes(*segs, *n, true);
+	*pack = kv_pack_choose(s->o->pack, kv_route_bytes(s->g, r, s->o->tokens), wn, wp) ==
+		KV_PACK_ALWAYS;
+	if (*pack)
+		return 0;
+	free(*segs); /* source order: where unpacked writes merge */
+	*segs = NULL;
+	return kv_segments(s->g, r, s->o->tokens, segs, n, err);
+}
+
+/* Bytes of one request's staging slot: the packed routes' shares. */
+static int stage_size(struct kv_sender *s, struct rc_err *err)
+{
+	struct kv_route r[KV_MAX_ROUTES];
+	int n = kv_routes(s->g, r, KV_MAX_ROUTES), rc;
+
+	s->stage_slot_bytes = 0;
+	for (int k = 0; k < n; k++) {
+		struct kv_seg *segs;
+		size_t ns;
+		bool pack;
+
+		if (r[k].src != s->o->c.rank)
+			continue;
+		if ((rc = route_segs(s, &r[k], &segs, &ns, &pack, err)))
+			return rc;
+		free(segs);
+		if (pack)
+			s->stage_slot_bytes += kv_route_bytes(s->g, &r[k], s->o->tokens) *
+					       s->g->layers * kv_halves(s->g);
+	}
+	return 0;
+}
+
 /* Which heads go to which connected decode rank, as segments. */
 static int map_routes(struct kv_sender *s, struct rc_err *err)
 {
 	struct kv_route r[KV_MAX_ROUTES];
 	int n = kv_routes(s->g, r, KV_MAX_ROUTES), rc;
+	uint64_t stage = 0;
 
 	for (int k = 0; k < n; k++) {
 		struct sdst *d = NULL;
@@ -139,9 +186,18 @@ static int map_routes(struct kv_sender *s, struct rc_err *err)
 					  "source rank %u feeds decode rank %u: give its address with --connect",
 					  s->o->c.rank, r[k].dst);
 		d->route = r[k];
-		if ((rc = kv_segments(s->g, &r[k], s->o->tokens, &d->segs, &d->nsegs, err)))
+		if ((rc = route_segs(s, &r[k], &d->segs, &d->nsegs, &d->pack, err)))
 			return rc;
+		s->sum->routes++;
+		if (!d->pack)
+			continue;
+		s->sum->routes_packed++;
+		d->stage_off = stage;
+		stage += kv_route_bytes(s->g, &r[k], s->o->tokens) * s->g->layers * kv_halves(s->g);
 	}
+	if (stage != s->stage_slot_bytes)
+		return rc_err_set(err, EPROTO, "staging: %llu bytes planned, %llu mapped",
+				  (unsigned long long)s->stage_slot_bytes, (unsigned long long)stage);
 	for (int i = 0; i < s->nd; i++)
 		for (int j = 0; j < i; j++)
 			if (s->d[i].rank == s->d[j].rank)
@@ -153,7 +209,7 @@ static int map_routes(struct kv_sender *s, struct rc_err *err)
 static int setup(struct kv_sender *s, struct rc_err *err)
 {
 	const struct kv_send_opts *o = s->o;
-	uint64_t pool;
+	uint64_t pool, stage;
 	int rc;
 
 	if ((rc = kv_geom_check(s->g, err)))
@@ -170,16 +226,20 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 		return rc_err_set(err, EINVAL, "a request of %u tokens takes %u destination pages; at most %d",
 				  o->tokens, s->dst_pages, KV_MAX_REQ_PAGES);
 	s->src_page_bytes = kv_page_bytes(s->g, false);
+	if ((rc = stage_size(s, err)))
+		return rc;
 	/* layers * halves * pages fits 64 bits (at most 2^34); the byte counts may not. */
 	if (__builtin_mul_overflow((uint64_t)s->g->layers * kv_halves(s->g) * s->src_pages,
 				   s->src_page_bytes, &s->slot_bytes) ||
 	    __builtin_mul_overflow(s->slot_bytes, (uint64_t)o->inflight, &pool) ||
-	    pool > SIZE_MAX - 4095)
+	    __builtin_mul_overflow(s->stage_slot_bytes, (uint64_t)o->inflight, &stage) ||
+	    __builtin_add_overflow(pool, stage, &pool) || pool > SIZE_MAX - 4095)
 		return rc_err_set(err, EOVERFLOW,
 				  "%u requests of %u tokens in flight, %u layers of %llu-byte pages: "
 				  "more source memory than the address space holds",
 				  o->inflight, o->tokens, s->g->layers,
 				  (unsigned long long)s->src_page_bytes);
+	s->stage_base = s->slot_bytes * o->inflight;
 	s->pool_len = ((size_t)pool + 4095) & ~(size_t)4095;
 	s->pool = aligned_alloc(4096, s->pool_len);
 	s->reqs = calloc(o->inflight, sizeof(*s->reqs));
@@ -210,7 +270,8 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 		return rc;
 	for (int i = 0; i < s->nd; i++) {
 		struct kv_event ev = { .kind = KV_EV_PEER_UP, .rank = s->d[i].rank,
-				       .peer = s->d[i].name, .qps = o->nqps };
+				       .peer = s->d[i].name, .qps = o->nqps,
+				       .dev = s->d[i].ctrl->dev_name };
 
 		kvs_emit(s, &ev);
 	}

@@ -8,7 +8,6 @@
 
 #define SQ_DEPTH 256
 #define SIGNAL_EVERY 16 /* one signalled write in this many, per data QP */
-#define WR_MAX (64u << 10) /* a merged write stops growing here, to spread over QPs */
 
 /* A write waiting for room in its send queue. */
 struct wr_ent {
@@ -38,8 +37,10 @@ struct sdst {
 	uint32_t rank, pool_pages, rkey;
 	uint64_t base, page_bytes;
 	struct kv_route route;
-	struct kv_seg *segs;
+	struct kv_seg *segs;     /* destination order when packed */
 	size_t nsegs;
+	bool pack;               /* copy into the staging slot, one write per destination run */
+	uint64_t stage_off;      /* this route's part of a staging slot */
 	double last_hb;
 };
 
@@ -51,6 +52,7 @@ struct sreq {
 	int code;
 	char reason[KV_REASON_MAX];
 	uint32_t id, slot, layers_posted, layers_landed;
+	uint32_t pieces_posted;      /* of the last layer, when it goes in pieces */
 	double t0, admitted, first_post, last;
 	double *ready, *landed;      /* absolute times per layer; landed < 0: not yet */
 	uint32_t *pending;           /* per layer: notifications not yet completed */
@@ -71,6 +73,7 @@ struct kv_sender {
 	char *pool;
 	size_t pool_len;
 	uint64_t slot_bytes, src_page_bytes;
+	uint64_t stage_base, stage_slot_bytes; /* staging ring after the slots, one per slot */
 	uint32_t src_pages, dst_pages, session;
 	struct sreq *reqs;           /* inflight of them, one per source slot */
 	uint32_t next_id, active, finished;

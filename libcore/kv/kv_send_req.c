@@ -54,6 +54,17 @@ static char *src_addr(struct kv_sender *s, uint32_t slot, uint32_t layer, uint32
 	       (((uint64_t)layer * kv_halves(s->g) + half) * s->src_pages + page) * s->src_page_bytes;
 }
 
+/* Where a packed route's layer half is staged: the request slot's part of
+ * the staging ring, which the request owns until it finishes (so the
+ * in-flight limit bounds the ring), this route's part, then layer and half. */
+static char *stage_addr(struct kv_sender *s, uint32_t slot, const struct sdst *d, uint32_t layer,
+			uint32_t half)
+{
+	return s->pool + s->stage_base + slot * s->stage_slot_bytes + d->stage_off +
+	       ((uint64_t)layer * kv_halves(s->g) + half) *
+		       kv_route_bytes(s->g, &d->route, s->o->tokens);
+}
+
 struct fpage {
 	struct kv_sender *s;
 	uint32_t slot;
@@ -177,27 +188,47 @@ static int push(struct sqp *qp, const struct wr_ent *w)
 	return 0;
 }
 
-/* Queue the writes of one layer to one decode rank. */
-static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int di, uint32_t l)
+/* Queue the writes of one layer to one decode rank: the part of its
+ * segments (both halves in a row) that data QPs k0 to k1 - 1 carry, all of
+ * them for the whole layer, spread over those QPs. */
+static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int di, uint32_t l,
+		       uint32_t k0, uint32_t k1)
 {
 	uint32_t nq = s->o->nqps, halves = kv_halves(s->g);
-	struct wr_ent *v = malloc((d->nsegs * halves + 1) * sizeof(*v));
-	size_t n = 0;
+	size_t total = d->nsegs * halves, first = total * k0 / nq, end = total * k1 / nq, n = 0;
+	struct wr_ent *v = malloc((end - first + 1) * sizeof(*v));
 	int rc = 0;
 
 	if (!v)
 		return -ENOMEM;
 	for (uint32_t h = 0; h < halves; h++) {
+		char *stage = stage_addr(s, q->slot, d, l, h);
+
 		for (size_t i = 0; i < d->nsegs; i++) {
 			const struct kv_seg *g = &d->segs[i];
+			size_t at = h * d->nsegs + i;
+
+			if (at < first || at >= end) {
+				stage += d->pack ? g->len : 0;
+				continue;
+			}
 			uint64_t la = (uintptr_t)src_addr(s, q->slot, l, h, g->src_page) + g->src_off;
 			uint64_t ra = d->base + (((uint64_t)l * halves + h) * d->pool_pages +
 						 q->pages[di][g->dst_page]) * d->page_bytes + g->dst_off;
 			struct wr_ent *last = n ? &v[n - 1] : NULL;
 
+			/* Packed: the segments, in destination order, copied one
+			 * after the other, so that the staging side is contiguous
+			 * wherever the destination is. */
+			if (d->pack) {
+				memcpy(stage, (const void *)(uintptr_t)la, g->len);
+				la = (uintptr_t)stage;
+				stage += g->len;
+				s->sum->packed_bytes += g->len;
+			}
 			/* Pages that happen to be adjacent on both sides merge. */
 			if (last && last->laddr + last->len == la && last->raddr + last->len == ra &&
-			    last->len + g->len <= WR_MAX) {
+			    last->len + g->len <= KV_WRITE_MAX) {
 				last->len += g->len;
 				continue;
 			}
@@ -206,8 +237,8 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 		}
 	}
 	/* Contiguous shares per QP; each share ends with the notification. */
-	for (uint32_t k = 0; !rc && k < nq; k++) {
-		size_t a = n * k / nq, b = n * (k + 1) / nq;
+	for (uint32_t k = k0; !rc && k < k1; k++) {
+		size_t a = n * (k - k0) / (k1 - k0), b = n * (k + 1 - k0) / (k1 - k0);
 		struct wr_ent imm = { .laddr = (uintptr_t)s->pool, .raddr = d->base,
 				      .slot = (uint16_t)q->slot, .layer = (uint16_t)l };
 
@@ -220,9 +251,32 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 		if (!rc)
 			rc = push(&d->qp[k], &imm);
 	}
-	q->pending[l] += nq;
+	q->pending[l] += k1 - k0;
 	free(v);
 	return rc;
+}
+
+/* The last layer goes in pieces, one per data QP, each posted as soon as
+ * its part of the layer's compute is done, so that what is left after the
+ * compute ends is one piece, not the whole layer. Streaming, with a compute
+ * time and more than one QP. */
+static bool last_in_pieces(const struct kv_sender *s)
+{
+	return !s->o->no_stream && s->o->nqps > 1 && s->o->layer_compute_us > 0;
+}
+
+/* When the next post of q is due: its next layer, or piece of the last. */
+static double next_due(const struct kv_sender *s, const struct sreq *q)
+{
+	uint32_t L = s->g->layers, nq = s->o->nqps;
+	double from;
+
+	if (s->o->no_stream)
+		return q->ready[L - 1];
+	if (q->layers_posted < L - 1 || !last_in_pieces(s))
+		return q->ready[q->layers_posted];
+	from = L > 1 ? q->ready[L - 2] : q->t0;
+	return from + (q->ready[L - 1] - from) * (q->pieces_posted + 1) / nq;
 }
 
 /* The work request of one queued write: the stream's signalling rule, plus
@@ -452,23 +506,26 @@ static void progress_one(struct kv_sender *s, struct sreq *q, double now)
 		}
 		return;
 	}
-	while (q->layers_posted < L &&
-	       (s->o->no_stream ? q->ready[L - 1] : q->ready[q->layers_posted]) <= now) {
-		if (c->cancel_req == (int64_t)q->id && q->layers_posted >= c->cancel_after) {
+	while (q->layers_posted < L && next_due(s, q) <= now) {
+		bool pieces = q->layers_posted == L - 1 && last_in_pieces(s);
+		uint32_t k0 = pieces ? q->pieces_posted : 0, k1 = pieces ? k0 + 1 : s->o->nqps;
+
+		if (!k0 && c->cancel_req == (int64_t)q->id && q->layers_posted >= c->cancel_after) {
 			snprintf(why, sizeof(why), "cancelled by source rank %u after %u layers (test hook)",
 				 c->rank, q->layers_posted);
 			kvs_cancel(s, q, KV_EV_CANCELLED, 0, why);
 			return;
 		}
-		if (!q->layers_posted)
+		if (!q->layers_posted && !k0)
 			q->first_post = now;
 		for (int i = 0; i < s->nd; i++) {
-			if (queue_layer(s, q, &s->d[i], i, q->layers_posted)) {
+			if (queue_layer(s, q, &s->d[i], i, q->layers_posted, k0, k1)) {
 				kvs_cancel(s, q, KV_EV_FAILED, ENOMEM, "out of memory");
 				return;
 			}
 		}
-		q->layers_posted++;
+		q->pieces_posted = pieces && k1 < s->o->nqps ? k1 : 0;
+		q->layers_posted += !q->pieces_posted;
 		q->last = now;
 	}
 	if (q->layers_landed < L)
@@ -508,7 +565,7 @@ double kvs_next_wake(struct kv_sender *s)
 			return 0;
 		if (!q->used || q->cancelling || !all_alloc(s, q) || q->layers_posted >= s->g->layers)
 			continue;
-		t = (s->o->no_stream ? q->ready[s->g->layers - 1] : q->ready[q->layers_posted]) - now;
+		t = next_due(s, q) - now;
 		if (t < wake)
 			wake = t > 0 ? t : 0;
 	}
@@ -524,7 +581,8 @@ void kvs_on_data_wc(struct kv_sender *s, struct sdst *d, struct sqp *qp, const s
 	qp->sq.done += (uint32_t)(seq + 1 - (uint32_t)qp->sq.done);
 	if (!kv_wrid_notify(v) || !q->used || layer >= s->g->layers || !q->pending[layer])
 		return;
-	if (--q->pending[layer] == 0 && !q->cancelling) {
+	/* A layer in pieces has landed once its last piece is posted too. */
+	if (--q->pending[layer] == 0 && layer < q->layers_posted && !q->cancelling) {
 		q->landed[layer] = rc_now();
 		q->layers_landed++;
 		q->last = q->landed[layer];

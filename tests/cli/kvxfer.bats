@@ -46,6 +46,48 @@ LLAMA=(--layers 32 --kv-heads 8 --head-dim 128 --dtype bf16)
 	[ "$(jq -c '[.routes[] | [.src, .dst]]' <<<"$output")" = "[[0,0],[1,1],[2,2],[3,3]]" ]
 }
 
+@test "--pack: writes and their size for never, always and the choice; notifications unchanged" {
+	# 8 heads of 256 bytes, 16-token pages, 64 tokens, 2 layers, K and V.
+	g=(--layers 2 --kv-heads 8 --head-dim 128 --page-tokens 16 --tokens 64)
+	wire=$((64 * 8 * 256 * 2 * 2))
+	# TP 2 -> 4, nhd: each token's 2 heads (512 bytes) are one segment, and
+	# a destination page (16 tokens x 2 heads) comes whole from one source.
+	run plan "${g[@]}" --src-tp 2 --dst-tp 4
+	assert_success
+	[ "$(jq -r .wire_bytes <<<"$output")" -eq $wire ]
+	[ "$(jq -r .pack.asked <<<"$output")" = auto ]
+	[ "$(jq -r .pack.never.writes <<<"$output")" -eq $((64 * 4 * 2 * 2)) ]
+	[ "$(jq -r .pack.never.avg_bytes <<<"$output")" -eq 512 ]
+	[ "$(jq -r .pack.always.writes <<<"$output")" -eq $((4 * 4 * 2 * 2)) ]
+	[ "$(jq -r .pack.always.avg_bytes <<<"$output")" -eq $((16 * 2 * 256)) ]
+	[ "$(jq -c '.pack.chosen | [.writes, .routes_packed, .routes]' <<<"$output")" = "[64,4,4]" ]
+	[ "$(jq -c '[.src_ranks[].writes]' <<<"$output")" = "[32,32]" ]
+	run plan "${g[@]}" --src-tp 2 --dst-tp 4 --pack never
+	[ "$(jq -c '.pack.chosen | [.writes, .routes_packed]' <<<"$output")" = "[1024,0]" ]
+	[ "$(jq -r .pack.asked <<<"$output")" = never ]
+	# TP 4 -> 2, nhd: two sources interleave in every destination row, so
+	# packing joins nothing and auto leaves it; always packs for nothing.
+	run plan "${g[@]}" --src-tp 4 --dst-tp 2 --qps 3
+	[ "$(jq -r .pack.never.writes <<<"$output")" -eq "$(jq -r .pack.always.writes <<<"$output")" ]
+	[ "$(jq -r .pack.chosen.routes_packed <<<"$output")" -eq 0 ]
+	# Two sources feed each decode rank: 2 x 3 QPs x 2 layers.
+	[ "$(jq -c .notifications <<<"$output")" = '{"qps":3,"per_request":[12,12]}' ]
+	run plan "${g[@]}" --src-tp 4 --dst-tp 2 --qps 3 --pack always
+	[ "$(jq -c '.pack.chosen | [.routes_packed, .routes]' <<<"$output")" = "[4,4]" ]
+	[ "$(jq -c .notifications.per_request <<<"$output")" = "[12,12]" ]
+	# hnd, 32-token source pages into 16-token ones at TP 1: 4 KiB head
+	# runs, a whole 32 KiB destination page packed.
+	run plan --layers 2 --kv-heads 8 --head-dim 128 --page-layout hnd --src-page-tokens 32 \
+		--dst-page-tokens 16 --tokens 64
+	[ "$(jq -r .pack.never.avg_bytes <<<"$output")" -eq 4096 ]
+	[ "$(jq -r .pack.chosen.avg_bytes <<<"$output")" -eq 32768 ]
+	run "$RDMACTL" kvxfer plan "${g[@]}" --pack sometimes
+	[ "$status" -eq 2 ]
+	[[ $output == *"invalid --pack 'sometimes'"* ]]
+	run "$RDMACTL" kvxfer plan "${g[@]}" --src-tp 2 --dst-tp 4
+	[[ $output == *"never 1024 writes of 512 bytes, always 64 writes of 8192 bytes; chosen 64 writes"* ]]
+}
+
 @test "TP 4 -> 2, 2 -> 4 and 8 -> 1: who sends which heads where" {
 	run plan "${LLAMA[@]}" --tokens 16 --src-tp 4 --dst-tp 2
 	assert_success

@@ -525,3 +525,72 @@ no_leak() {
 		and (.d0 | ev("done") | map(.seconds * 1e6 - (.landed_us | max)) | max > 400000)
 		and ([.[] | ev("disconnected")[] | .reason | select(test("heartbeat"))] | length == 0)' s0 d0
 }
+
+# two_nics_pack LAYOUT: TP 4 -> 2 with 4-token source pages into 8-token
+# destination pages, the decode ranks on device B, the prefill ranks bound
+# to device A; one set with --pack always, one with --pack never, at once.
+# Three requests, two in flight: a staging slot is reused.
+two_nics_pack() {
+	local layout=$1 pack d s p names=()
+	T=(--layers 3 --kv-heads 8 --head-dim 16 --src-page-tokens 4 --dst-page-tokens 8
+	   --src-tp 4 --dst-tp 2 --page-layout "$layout")
+	ADDR=$RDMACTL_VM_ADDR_B
+	for pack in always never; do
+		for d in 0 1; do
+			serve_bg "d$d$pack" "${T[@]}" --rank "$d" --pool-pages 24 --scatter $((d + 5)) \
+				--verify --requests 3
+			names+=("d$d$pack")
+		done
+	done
+	wait_listening "${names[@]}"
+	for pack in always never; do
+		for s in 0 1 2 3; do
+			p=PORT_d$((s / 2))$pack
+			send "s$s$pack" "${T[@]}" --rank "$s" --connect "$ADDR:${!p}" --bind "$RDMACTL_VM_ADDR_A" \
+				--tokens 19 --requests 3 --inflight 2 --qps 2 --pack "$pack"
+			names+=("s$s$pack")
+		done
+	done
+	reap "${names[@]}"
+	status 0 "${names[@]}"
+	# What plan says each choice gives each source rank (pages apart).
+	for pack in always never; do
+		"$RDMACTL" -j kvxfer plan "${T[@]}" --tokens 19 --qps 2 --pack "$pack" >"$KV_OUT/plan$pack.out"
+	done
+	# Every request verified on device B, from senders on device A; each
+	# sender packed its one route (or not) and copied exactly its bytes
+	# (19 tokens x 2 heads x 32 bytes x K+V x 3 layers x 3 requests), and
+	# posted the writes plan counts for it (each route fills half of every
+	# destination row or head block: no neighbouring pages can merge).
+	check "def A: \"$RDMACTL_VM_ADDR_A\"; def devA: \"$RDMACTL_VM_DEV_A\";
+		def devB: \"$RDMACTL_VM_DEV_B\"; $TWO_NICS_CHECK" "${names[@]}" planalways plannever
+}
+TWO_NICS_CHECK='
+	def ranks($k): to_entries | map(select(.key | test($k)) | .value);
+	def writes: ev("summary")[0].qp_writes | add;
+	(.planalways[0].src_ranks | map(.writes * 3)) as $pa
+	| (.plannever[0].src_ranks | map(.writes * 3)) as $pn
+	| (ranks("^[sd]") | all(verified(3)))
+	and (ranks("^d") | all(ev("listening")[0].device == devB
+		and (ev("connected") | length == 2 and all(.peer | startswith(A + ":")))))
+	and (ranks("^s") | all(ev("connected")[0].device == devA))
+	and (ranks("^s.always") | all(ev("summary")[0]
+		| .routes == 1 and .routes_packed == 1 and .packed_bytes == 19*2*32*2*3*3))
+	and (ranks("^s.never") | all(ev("summary")[0]
+		| .routes == 1 and .routes_packed == 0 and .packed_bytes == 0))
+	and ([range(4) as $r | .["s\($r)always"] | writes] == $pa)
+	and ([range(4) as $r | .["s\($r)never"] | writes] == $pn)'
+
+@test "two NICs, TP 4 -> 2, hnd pages: --pack always and never land verified across the veth pair" {
+	need_two_nics
+	two_nics_pack hnd
+	# hnd: packing joins each head's 4-token runs into the 8-token page's.
+	check '.planalways[0].pack.always.writes < .planalways[0].pack.never.writes' planalways
+}
+
+@test "two NICs, TP 4 -> 2, nhd pages: --pack always and never land verified across the veth pair" {
+	need_two_nics
+	two_nics_pack nhd
+	# nhd: two sources interleave in every destination row; nothing joins.
+	check '.planalways[0].pack.always.writes == .planalways[0].pack.never.writes' planalways
+}

@@ -323,6 +323,44 @@ static void hand_offsets(void)
 	}
 }
 
+/* Writes with and without packing, for hand_offsets' routes, worked out
+ * by hand; the auto choice at its edges; the 64 KiB cap on a merged write. */
+static void packing(void)
+{
+	struct kv_seg nhd[] = { { 0, 8, 0, 0, 8 },   { 0, 24, 0, 8, 8 }, { 0, 40, 0, 16, 8 },
+				{ 0, 56, 1, 0, 8 },  { 1, 8, 1, 8, 8 } };
+	struct kv_seg hnd[] = { { 0, 32, 0, 0, 12 }, { 0, 44, 1, 0, 4 }, { 0, 48, 0, 12, 12 },
+				{ 0, 60, 1, 12, 4 }, { 1, 32, 1, 4, 4 }, { 1, 48, 1, 16, 4 } };
+	struct kv_seg big[] = { { 0, 0, 0, 0, 40000 }, { 1, 0, 0, 40000, 40000 } };
+	enum kv_pack p;
+
+	/* nhd: no two rows touch on the source; packed, a destination page
+	 * each (3 rows, then 2). */
+	CHECK_EQ_U64(kv_seg_writes(nhd, 5, false), 5);
+	kv_segments_dst_order(nhd, 5);
+	CHECK_EQ_U64(kv_seg_writes(nhd, 5, true), 2);
+	/* hnd: page 0 is one run; page 1 holds bytes 0-8 and 12-20. */
+	CHECK_EQ_U64(kv_seg_writes(hnd, 6, false), 6);
+	kv_segments_dst_order(hnd, 6);
+	CHECK_EQ_U64(hnd[1].dst_page, 0);
+	CHECK_EQ_U64(hnd[2].dst_off, 0);
+	CHECK_EQ_U64(hnd[3].dst_off, 4);
+	CHECK_EQ_U64(kv_seg_writes(hnd, 6, true), 3);
+	CHECK_EQ_U64(kv_seg_writes(big, 2, true), 2);
+	CHECK_EQ_U64(kv_seg_writes(big, 1, true), 1);
+
+	CHECK(kv_pack_choose(KV_PACK_AUTO, 40, 5, 2) == KV_PACK_ALWAYS);
+	CHECK(kv_pack_choose(KV_PACK_AUTO, 40, 6, 3) == KV_PACK_ALWAYS); /* halved exactly */
+	CHECK(kv_pack_choose(KV_PACK_AUTO, 40, 5, 3) == KV_PACK_NEVER);
+	CHECK(kv_pack_choose(KV_PACK_AUTO, 4 * KV_PACK_SMALL, 4, 1) == KV_PACK_NEVER);
+	CHECK(kv_pack_choose(KV_PACK_AUTO, 4 * KV_PACK_SMALL - 1, 4, 1) == KV_PACK_ALWAYS);
+	CHECK(kv_pack_choose(KV_PACK_ALWAYS, 40, 5, 5) == KV_PACK_ALWAYS);
+	CHECK(kv_pack_choose(KV_PACK_NEVER, 40, 5, 1) == KV_PACK_NEVER);
+	CHECK(kv_pack_parse("always", &p) == 0 && p == KV_PACK_ALWAYS);
+	CHECK(kv_pack_parse("sometimes", &p) == -EINVAL);
+	CHECK(!strcmp(kv_pack_name(KV_PACK_NEVER), "never"));
+}
+
 static void transfer(void)
 {
 	struct kv_geom g;
@@ -356,6 +394,7 @@ int main(void)
 	coalescing();
 	bad_geometry();
 	hand_offsets();
+	packing();
 	transfer();
 	CHECK_DONE();
 }

@@ -102,6 +102,29 @@ struct kv_seg {
  * into *out). Runs never cross a page on either side. */
 RC_EXPORT int kv_segments(const struct kv_geom *g, const struct kv_route *r, uint32_t tokens,
 		struct kv_seg **out, size_t *n, struct rc_err *err);
+/* Packing a route (--pack): its segments copied on the prefill side into a
+ * staging buffer in destination order, so that one write covers each run
+ * that is contiguous on the destination side, however the source scatters
+ * it. auto packs a route whose writes packing at least halves while they
+ * average under KV_PACK_SMALL bytes. */
+#define KV_PACK_SMALL 16384u
+#define KV_WRITE_MAX (64u << 10) /* a merged write stops growing here, to spread over QPs */
+enum kv_pack { KV_PACK_AUTO, KV_PACK_ALWAYS, KV_PACK_NEVER };
+RC_EXPORT const char *kv_pack_name(enum kv_pack p);
+RC_EXPORT int kv_pack_parse(const char *s, enum kv_pack *p);
+/* Sort a route's segments into destination order (page, then offset). */
+RC_EXPORT void kv_segments_dst_order(struct kv_seg *s, size_t n);
+/* Writes of one layer half: segments merged where both sides are contiguous
+ * in the order given (unpacked: source order), or, packed, where the
+ * destination is (packed: destination order, s sorted by
+ * kv_segments_dst_order). Pages count as apart: the allocation decides
+ * whether neighbours touch. */
+RC_EXPORT uint64_t kv_seg_writes(const struct kv_seg *s, size_t n, bool packed);
+/* Whether to pack a route of bytes per layer half in writes_never unpacked or
+ * writes_packed packed writes: ALWAYS or NEVER (never AUTO). */
+RC_EXPORT enum kv_pack kv_pack_choose(enum kv_pack want, uint64_t bytes, uint64_t writes_never,
+				      uint64_t writes_packed);
+
 /* Bytes a route moves per layer half for tokens. */
 RC_EXPORT uint64_t kv_route_bytes(const struct kv_geom *g, const struct kv_route *r, uint32_t tokens);
 
@@ -109,6 +132,8 @@ RC_EXPORT uint64_t kv_route_bytes(const struct kv_geom *g, const struct kv_route
 struct kv_plan_rank {
 	uint64_t bytes;        /* moved per request (sent by a source, received by a destination) */
 	uint64_t segments;     /* work requests before runtime coalescing */
+	uint64_t writes;       /* work requests with the --pack choice, notifications apart */
+	uint64_t notifications; /* destination: WRITE_WITH_IMM it counts per request */
 };
 struct kv_plan {
 	uint64_t bytes_per_token;        /* the whole model */
@@ -117,6 +142,12 @@ struct kv_plan {
 	uint64_t wire_bytes;             /* all routes (replicas counted) */
 	uint64_t segments;               /* all routes, all layers and halves */
 	uint64_t seg_min, seg_max;       /* segment bytes */
+	/* Writes per request (all routes, layers and halves) unpacked, packed,
+	 * and with the choice --pack made route by route. */
+	uint64_t writes_never, writes_packed, writes;
+	uint32_t routes, routes_packed;
+	enum kv_pack pack;               /* what was asked */
+	uint32_t qps;
 	uint64_t src_page_bytes, dst_page_bytes;
 	uint32_t src_pages, dst_pages;   /* per request, per rank */
 	struct kv_plan_rank src[KV_MAX_TP], dst[KV_MAX_TP];
@@ -136,6 +167,8 @@ struct kv_plan_in {
 	double prefill_tokens_per_s;     /* 0: not given */
 	double layer_compute_us;         /* 0: not given */
 	double link_gbps;                /* 0: not given */
+	enum kv_pack pack;
+	uint32_t qps;                    /* data QPs per source and destination (0: 1) */
 };
 RC_EXPORT int kv_plan(const struct kv_geom *g, const struct kv_plan_in *in, struct kv_plan *p,
 	    struct rc_err *err);
@@ -325,7 +358,7 @@ struct kv_event {
 	uint32_t rank;            /* READY: ours; PEER_*: the peer's */
 	const char *peer;         /* PEER_*: its address; READY: the listen address */
 	uint16_t port;            /* READY (serve) */
-	const char *dev;          /* READY: the RDMA device */
+	const char *dev;          /* READY (serve), PEER_UP (send): the RDMA device */
 	uint32_t qps;             /* PEER_UP: its data QPs */
 	const char *reason;       /* PEER_DOWN */
 	const struct kv_report *rep;
@@ -340,6 +373,9 @@ struct kv_summary {
 	 * RDMA WRITE payload bytes and work requests. */
 	uint32_t nqps;
 	uint64_t qp_bytes[KV_MAX_QPS], qp_wrs[KV_MAX_QPS];
+	/* send: routes fed, how many of them packed, bytes copied to pack them. */
+	uint32_t routes, routes_packed;
+	uint64_t packed_bytes;
 };
 
 struct kv_common_opts {
@@ -379,6 +415,7 @@ struct kv_send_opts {
 	uint32_t nqps, tokens, inflight;
 	double layer_compute_us;
 	bool no_stream;
+	enum kv_pack pack;
 };
 
 /* Run until the requests are finished or stop_fd. Returns 0 (whatever
