@@ -92,6 +92,25 @@ static int check_pair(const struct rc_client *a, const struct rc_client *b,
 	return 0;
 }
 
+/* Both sides connected and checked against each other, and the report's
+ * names filled in; on failure what was opened stays in *a and *b for the
+ * caller to close. */
+static int open_pair(const struct rc_migrate_opts *o, struct rc_client **a, struct rc_client **b,
+		     struct rc_migrate_result *r, struct rc_err *err)
+{
+	int rc;
+
+	if ((rc = open_side("source", &o->src, o, a, err)) ||
+	    (rc = open_side("destination", &o->dst, o, b, err)) || (rc = check_pair(*a, *b, o, err)))
+		return rc;
+	snprintf(r->region, sizeof(r->region), "%s", (*a)->region.name);
+	snprintf(r->src_peer, sizeof(r->src_peer), "%s", rc_client_peer(*a));
+	snprintf(r->dst_peer, sizeof(r->dst_peer), "%s", rc_client_peer(*b));
+	r->length = (*a)->region.length;
+	r->access = (*a)->region.access;
+	return 0;
+}
+
 /* Have the destination pull ext[0..n): requests of at most RC_PULL_MAX_EXT
  * extents and PULL_MAX_BYTES bytes. */
 /* first: the destination (re)connects to the source; last: it closes that
@@ -175,18 +194,8 @@ int rc_migrate_blocks(const struct rc_migrate_opts *o, struct rc_migrate_result 
 	r->blackout_ms = -1;
 	if (o->n && !o->ext)
 		return rc_err_set(err, EINVAL, "a block list without blocks");
-	rc = open_side("source", &o->src, o, &a, err);
-	if (!rc)
-		rc = open_side("destination", &o->dst, o, &b, err);
-	if (!rc)
-		rc = check_pair(a, b, o, err);
-	if (rc)
+	if ((rc = open_pair(o, &a, &b, r, err)))
 		goto out;
-	snprintf(r->region, sizeof(r->region), "%s", a->region.name);
-	snprintf(r->src_peer, sizeof(r->src_peer), "%s", rc_client_peer(a));
-	snprintf(r->dst_peer, sizeof(r->dst_peer), "%s", rc_client_peer(b));
-	r->length = a->region.length;
-	r->access = a->region.access;
 	if (!n) {
 		whole = (struct rc_extent){ .src = 0, .dst = 0, .len = a->region.length };
 		ext = &whole;
@@ -331,18 +340,8 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 	memset(r, 0, sizeof(*r));
 	r->blackout_ms = -1;
 	max_rounds = lo->max_rounds > 1 && lo->max_rounds <= RC_MIGRATE_MAX_ROUNDS - 1 ? lo->max_rounds : 8;
-	rc = open_side("source", &o->src, o, &a, err);
-	if (!rc)
-		rc = open_side("destination", &o->dst, o, &b, err);
-	if (!rc)
-		rc = check_pair(a, b, o, err);
-	if (rc)
+	if ((rc = open_pair(o, &a, &b, r, err)))
 		goto out;
-	snprintf(r->region, sizeof(r->region), "%s", a->region.name);
-	snprintf(r->src_peer, sizeof(r->src_peer), "%s", rc_client_peer(a));
-	snprintf(r->dst_peer, sizeof(r->dst_peer), "%s", rc_client_peer(b));
-	r->length = a->region.length;
-	r->access = a->region.access;
 	/* 1. Record writes from now on; the first round copies everything. */
 	rc = step(a, RC_MIG_TRACK, r->region, NULL, &resp, wait, err);
 	if (rc)
