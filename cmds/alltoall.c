@@ -15,13 +15,10 @@
 
 #include "cmds.h"
 #include "client_cmds.h"
+#include "group_cmds.h"
 
 #define ALLTOALL_OPTS(X) \
-	X(A2A_RANK, "rank", 'r', "R", "this rank (default: from the launcher's environment)") \
-	X(A2A_WORLD, "world", 'w', "N", "ranks in the group (default: from the launcher)") \
-	X(A2A_LOCAL_RANK, "local-rank", 0, "L", "rank inside the node (default: from the launcher)") \
-	X(A2A_RENDEZVOUS, "rendezvous", 'R', "URL", "etcd://HOST:PORT/JOB or file:PATH (peers file)", COMP_FILE) \
-	X(A2A_LISTEN, "listen", 'l', "ADDR[:PORT]", "address to accept peers on (default: the peers file's)") \
+	GROUP_OPTS(X, A2A) \
 	X(A2A_ALGO, "algo", 'a', "ALGO", "flat, ring or hierarchical (default flat)", COMP_WORDS, \
 	  "flat|ring|hierarchical") \
 	X(A2A_RANKS_PER_NODE, "ranks-per-node", 0, "N", "hierarchical: ranks per node (default: by host name)") \
@@ -47,11 +44,9 @@ static const char *const algo_words[] = { "flat", "ring", "hierarchical", NULL }
 static const char *const dtype_words[] = { "bf16", "fp8", NULL };
 
 struct a2a_cli {
-	struct rc_rank_info who;
+	struct group_args grp;
 	struct rc_a2a_route route;
 	struct rc_a2a_opts run;
-	const char *rendezvous;
-	const char *listen;
 	bool all_ranks;
 	bool busy_poll;
 	uint64_t *counts;
@@ -69,33 +64,29 @@ static int opt_pos(struct ctx *ctx, const struct cmd *c, const struct opt_vals *
 static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 {
 	const struct cmd *c = &cmd_alltoall;
-	int rank = -1, world = -1, local = -1, algo = 0, dtype = 0, rpn = 0, rc;
+	int algo = 0, dtype = 0, rpn = 0, rc;
 	uint64_t seed = 1;
 	const char *skew = opt_arg(v, A2A_SKEW);
 	struct rc_err e;
 
-	if ((rc = opt_int_at(ctx, c, v, A2A_RANK, 0, RC_GROUP_MAX, &rank)) ||
-	    (rc = opt_int_at(ctx, c, v, A2A_WORLD, 0, 1 << 20, &world)) ||
-	    (rc = opt_int_at(ctx, c, v, A2A_LOCAL_RANK, 0, RC_GROUP_MAX, &local)) ||
+	if ((rc = group_args_parse(ctx, c, v, A2A_RANK, &a->grp)) ||
 	    (rc = opt_word(ctx, c, v, alltoall_opts[A2A_ALGO].name, algo_words, &algo)) ||
 	    (rc = opt_word(ctx, c, v, alltoall_opts[A2A_DTYPE].name, dtype_words, &dtype)) ||
 	    (rc = opt_int_at(ctx, c, v, A2A_RANKS_PER_NODE, 1, RC_GROUP_MAX, &rpn)) ||
 	    (rc = opt_u64_at(ctx, c, v, A2A_SEED, &seed)))
 		return rc;
-	if (rc_rank_resolve(rank, world, local, NULL, &a->who, &e))
-		return usage_err(ctx, "%s", e.msg);
-	if (a->who.world < 2)
+	if (a->grp.who.world < 2)
 		return usage_err(ctx, "alltoall needs at least 2 ranks (the world size is %d)",
-				 a->who.world);
+				 a->grp.who.world);
 	a->run.algo = (enum rc_a2a_algo)algo;
 	a->run.dtype = (enum rc_a2a_dtype)dtype;
 	a->run.ranks_per_node = rpn;
 	a->run.hidden = 7168;
 	a->run.iters = 20;
 	a->run.warmup = 2;
-	a->route.world = a->who.world;
+	a->route.world = a->grp.who.world;
 	a->route.tokens = 128;
-	a->route.experts = 8 * (uint32_t)a->who.world;
+	a->route.experts = 8 * (uint32_t)a->grp.who.world;
 	a->route.topk = 2;
 	a->route.seed = seed;
 	if ((rc = opt_pos(ctx, c, v, A2A_HIDDEN, &a->run.hidden)) ||
@@ -110,11 +101,9 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 	a->run.check = !opt_on(v, A2A_NO_CHECK);
 	a->all_ranks = opt_on(v, A2A_ALL_RANKS);
 	a->busy_poll = opt_on(v, A2A_BUSY_POLL);
-	a->rendezvous = opt_arg(v, A2A_RENDEZVOUS);
-	a->listen = opt_arg(v, A2A_LISTEN);
-	if (!a->rendezvous)
+	if (!a->grp.rendezvous)
 		return usage_err(ctx, "alltoall needs --rendezvous etcd://HOST:PORT/JOB or file:PATH");
-	a->counts = calloc((size_t)a->who.world * (size_t)a->who.world, sizeof(uint64_t));
+	a->counts = calloc((size_t)a->grp.who.world * (size_t)a->grp.who.world, sizeof(uint64_t));
 	if (!a->counts)
 		return fail(ctx, -ENOMEM, "out of memory");
 	if (rc_a2a_counts(&a->route, a->counts, &e))
@@ -127,7 +116,7 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
  * form equal blocks of consecutive ranks. */
 static int nodes_by_host(struct a2a_cli *a, const struct rc_endpoint *all, struct rc_err *err)
 {
-	int W = a->who.world, L = 0;
+	int W = a->grp.who.world, L = 0;
 
 	if (!all[0].hostname[0])
 		return rc_err_set(err, EINVAL, "--algo hierarchical: the rendezvous names no hosts; give --ranks-per-node");
@@ -169,20 +158,20 @@ static void report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a
 {
 	struct rc_a2a_stats st;
 	struct out *o = &ctx->out;
-	int W = a->who.world, n = a->run.iters;
+	int W = a->grp.who.world, n = a->run.iters;
 	double *lat = r->lat_us, t = r->seconds / n, algbw, busbw;
 
-	rc_a2a_stats(a->counts, W, a->who.rank, rc_a2a_token_bytes(a->run.hidden, a->run.dtype),
+	rc_a2a_stats(a->counts, W, a->grp.who.rank, rc_a2a_token_bytes(a->run.hidden, a->run.dtype),
 		     &st);
 	qsort(lat, (size_t)n, sizeof(double), cmp_double);
 	algbw = t > 0 ? st.size / t / 1e9 : 0;
 	busbw = algbw * (W - 1) / W;
 	out_text(o, "# alltoall: algo %s, %d ranks (%s), rendezvous %s, device %s\n",
-		 rc_a2a_algo_name(a->run.algo), W, a->who.source, rdv_kind, dev);
+		 rc_a2a_algo_name(a->run.algo), W, a->grp.who.source, rdv_kind, dev);
 	out_str(o, "algo", NULL, rc_a2a_algo_name(a->run.algo));
 	out_u64(o, "ranks", NULL, (uint64_t)W);
-	out_u64(o, "rank", NULL, (uint64_t)a->who.rank);
-	out_str(o, "rank_source", NULL, a->who.source);
+	out_u64(o, "rank", NULL, (uint64_t)a->grp.who.rank);
+	out_str(o, "rank_source", NULL, a->grp.who.source);
 	out_str(o, "rendezvous", NULL, rdv_kind);
 	out_str(o, "device", NULL, dev);
 	out_text(o, "# %12s %10s %9s %9s %7s %10s %10s %12s %12s %9s\n", "size(B)", "time(us)",
@@ -226,9 +215,9 @@ static void progress(void *arg, int done, int total)
 
 static int run(struct ctx *ctx, struct a2a_cli *a)
 {
-	int W = a->who.world, rc;
-	struct rc_group_join join = { .rank = a->who.rank, .world = W,
-				      .rendezvous = a->rendezvous, .listen = a->listen,
+	int W = a->grp.who.world, rc;
+	struct rc_group_join join = { .rank = a->grp.who.rank, .world = W,
+				      .rendezvous = a->grp.rendezvous, .listen = a->grp.listen,
 				      .dev_name = ctx->dev_name, .timeout_ms = ctx->timeout_ms,
 				      .busy_poll = a->busy_poll, .plan = plan, .plan_arg = a };
 	struct rc_group_join_out how;
@@ -238,7 +227,7 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 	struct rc_group *g = NULL;
 	struct progress prog;
 	struct rc_err e;
-	bool speak = a->all_ranks || a->who.rank == 0;
+	bool speak = a->all_ranks || a->grp.who.rank == 0;
 
 	if (!lat)
 		return fail(ctx, -ENOMEM, "out of memory");
@@ -246,7 +235,7 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 		rc = how.usage ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
 		goto out;
 	}
-	a->run.job = a->rendezvous;
+	a->run.job = a->grp.rendezvous;
 	a->run.timeout_ms = ctx->timeout_ms;
 	progress_init(&prog, ctx);
 	prog.on = prog.on && speak;
@@ -256,7 +245,7 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 	if (!rc)
 		rc = rc_group_allgather_u64(g, res.wrong, wrong, &e);
 	if (rc) {
-		rc = fail(ctx, rc, "rank %d: %s", a->who.rank, e.msg);
+		rc = fail(ctx, rc, "rank %d: %s", a->grp.who.rank, e.msg);
 		goto out;
 	}
 	for (int i = 0; i < W; i++)

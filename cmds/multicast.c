@@ -18,13 +18,10 @@
 #include <rdmactl/parse.h>
 
 #include "cmds.h"
+#include "group_cmds.h"
 
 #define MULTICAST_OPTS(X) \
-	X(MC_RANK, "rank", 'r', "R", "this rank (default: from the launcher's environment)") \
-	X(MC_WORLD, "world", 'w', "N", "ranks in the group, the root included (default: from the launcher)") \
-	X(MC_LOCAL_RANK, "local-rank", 0, "L", "rank inside the node (default: from the launcher)") \
-	X(MC_RENDEZVOUS, "rendezvous", 'R', "URL", "etcd://HOST:PORT/JOB or file:PATH (peers file)", COMP_FILE) \
-	X(MC_LISTEN, "listen", 'l', "ADDR[:PORT]", "address to accept peers on (default: the peers file's)") \
+	GROUP_OPTS(X, MC) \
 	X(MC_ROOT, "root", 0, "R", "the rank that sends (default 0)") \
 	X(MC_FILE, "file", 'f', "FILE", "root: the blob to send", COMP_FILE) \
 	X(MC_PATTERN, "pattern", 'p', "PATTERN", "root: send zero, seq or random:SEED instead of a file") \
@@ -47,10 +44,8 @@ OPTS_BOUND(multicast_opts, MC_NOPTS);
 static const char *const algo_words[] = { "flat", "chain", "tree", NULL };
 
 struct mc_cli {
-	struct rc_rank_info who;
+	struct group_args grp;
 	struct rc_mcast_opts run;
-	const char *rendezvous;
-	const char *listen;
 	const char *file;
 	const char *pattern;
 	char out_path[4096];
@@ -94,7 +89,7 @@ static int out_path(struct ctx *ctx, struct mc_cli *m, const char *tmpl)
 		int w;
 
 		if (p[0] == '%' && p[1] == 'r') {
-			w = snprintf(m->out_path + o, sizeof(m->out_path) - o, "%d", m->who.rank);
+			w = snprintf(m->out_path + o, sizeof(m->out_path) - o, "%d", m->grp.who.rank);
 			p++;
 		} else {
 			w = snprintf(m->out_path + o, sizeof(m->out_path) - o, "%c", *p);
@@ -109,15 +104,12 @@ static int out_path(struct ctx *ctx, struct mc_cli *m, const char *tmpl)
 static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 {
 	const struct cmd *c = &cmd_multicast;
-	int rank = -1, world = -1, local = -1, root = 0, algo = RC_MCAST_TREE, fanout = 2,
+	int root = 0, algo = RC_MCAST_TREE, fanout = 2,
 	    ring = 16, rc;
 	uint64_t size = 0, chunk = 256 << 10, bw = 0;
 	const char *mem = opt_arg(v, MC_MEM), *blocks = opt_arg(v, MC_BLOCK_SIZES);
-	struct rc_err e;
 
-	if ((rc = opt_int_at(ctx, c, v, MC_RANK, 0, RC_GROUP_MAX, &rank)) ||
-	    (rc = opt_int_at(ctx, c, v, MC_WORLD, 0, 1 << 20, &world)) ||
-	    (rc = opt_int_at(ctx, c, v, MC_LOCAL_RANK, 0, RC_GROUP_MAX, &local)) ||
+	if ((rc = group_args_parse(ctx, c, v, MC_RANK, &m->grp)) ||
 	    (rc = opt_int_at(ctx, c, v, MC_ROOT, 0, 1 << 20, &root)) ||
 	    (rc = opt_word(ctx, c, v, multicast_opts[MC_ALGO].name, algo_words, &algo)) ||
 	    (rc = opt_int_at(ctx, c, v, MC_FANOUT, 1, RC_GROUP_MAX, &fanout)) ||
@@ -126,14 +118,12 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 	    (rc = opt_size_at(ctx, c, v, MC_CHUNK, &chunk)) ||
 	    (rc = opt_size_at(ctx, c, v, MC_LINK_BW, &bw)))
 		return rc;
-	if (rc_rank_resolve(rank, world, local, NULL, &m->who, &e))
-		return usage_err(ctx, "%s", e.msg);
-	if (m->who.world < 2)
+	if (m->grp.who.world < 2)
 		return usage_err(ctx, "multicast needs a root and at least one receiver (the world size is %d)",
-				 m->who.world);
-	if (root >= m->who.world)
+				 m->grp.who.world);
+	if (root >= m->grp.who.world)
 		return usage_err(ctx, "--root %d is not a rank of the group (ranks 0 to %d)", root,
-				 m->who.world - 1);
+				 m->grp.who.world - 1);
 	if (opt_on(v, MC_FANOUT) && algo != RC_MCAST_TREE)
 		return usage_err(ctx, "--fanout applies to --algo tree only");
 	if (!chunk || chunk > (1u << 30))
@@ -143,7 +133,7 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 				 (unsigned long long)chunk);
 	m->file = opt_arg(v, MC_FILE);
 	m->pattern = opt_arg(v, MC_PATTERN);
-	if (m->who.rank == root) {
+	if (m->grp.who.rank == root) {
 		if (!m->file == !m->pattern)
 			return usage_err(ctx, "the root sends --file FILE or --pattern P --size SIZE");
 		if (m->file && opt_on(v, MC_SIZE))
@@ -165,13 +155,11 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 		return rc;
 	if (opt_arg(v, MC_OUT) && (rc = out_path(ctx, m, opt_arg(v, MC_OUT))))
 		return rc;
-	m->rendezvous = opt_arg(v, MC_RENDEZVOUS);
-	m->listen = opt_arg(v, MC_LISTEN);
 	m->busy_poll = opt_on(v, MC_BUSY_POLL);
-	if (!m->rendezvous)
+	if (!m->grp.rendezvous)
 		return usage_err(ctx, "multicast needs --rendezvous etcd://HOST:PORT/JOB or file:PATH");
 	m->run.shape.algo = (enum rc_mcast_algo)algo;
-	m->run.shape.world = m->who.world;
+	m->run.shape.world = m->grp.who.world;
 	m->run.shape.root = root;
 	m->run.shape.fanout = fanout;
 	m->run.size = size;
@@ -225,14 +213,14 @@ static int open_files(struct ctx *ctx, struct mc_cli *m)
 	struct stat st;
 
 	m->fd = -1;
-	if (m->who.rank == m->run.shape.root && m->file) {
+	if (m->grp.who.rank == m->run.shape.root && m->file) {
 		m->fd = open(m->file, O_RDONLY | O_CLOEXEC);
 		if (m->fd < 0 || fstat(m->fd, &st) < 0)
 			return fail(ctx, -errno, "cannot read %s: %s", m->file, strerror(errno));
 		if (!S_ISREG(st.st_mode))
 			return fail(ctx, -EINVAL, "%s is not a regular file", m->file);
 		m->run.size = (uint64_t)st.st_size;
-	} else if (m->who.rank != m->run.shape.root && m->out_path[0]) {
+	} else if (m->grp.who.rank != m->run.shape.root && m->out_path[0]) {
 		m->fd = open(m->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (m->fd < 0)
 			return fail(ctx, -errno, "cannot write %s: %s", m->out_path, strerror(errno));
@@ -255,7 +243,7 @@ static void report(struct ctx *ctx, const struct mc_cli *m, const struct rc_mcas
 		   const char *dev, const char *rdv_kind)
 {
 	struct out *o = &ctx->out;
-	int W = m->who.world, root = m->run.shape.root;
+	int W = m->grp.who.world, root = m->run.shape.root;
 	double ratio = r->ideal_s > 0 ? r->seconds / r->ideal_s : 0;
 
 	out_text(o, "# multicast: algo %s", rc_mcast_algo_name(m->run.shape.algo));
@@ -264,7 +252,7 @@ static void report(struct ctx *ctx, const struct mc_cli *m, const struct rc_mcas
 		out_u64(o, "fanout", ", fanout %llu", (uint64_t)m->run.shape.fanout);
 	out_u64(o, "root", ", root %llu", (uint64_t)root);
 	out_u64(o, "ranks", ", %llu ranks", (uint64_t)W);
-	out_str(o, "rank_source", " (%s)", m->who.source);
+	out_str(o, "rank_source", " (%s)", m->grp.who.source);
 	out_str(o, "rendezvous", ", rendezvous %s", rdv_kind);
 	out_str(o, "device", ", device %s\n", dev);
 	out_u64(o, "size_bytes", "# %llu bytes", r->size);
@@ -338,9 +326,9 @@ static int plan(void *arg, const struct rc_endpoint *all, int W, uint8_t *need, 
 
 static int run(struct ctx *ctx, struct mc_cli *m)
 {
-	int W = m->who.world, root = m->run.shape.root, rc;
-	struct rc_group_join join = { .rank = m->who.rank, .world = W,
-				      .rendezvous = m->rendezvous, .listen = m->listen,
+	int W = m->grp.who.world, root = m->run.shape.root, rc;
+	struct rc_group_join join = { .rank = m->grp.who.rank, .world = W,
+				      .rendezvous = m->grp.rendezvous, .listen = m->grp.listen,
 				      .dev_name = ctx->dev_name, .timeout_ms = ctx->timeout_ms,
 				      .busy_poll = m->busy_poll, .keep_going = true,
 				      /* a write with immediate data takes a receive: a ring's worth,
@@ -363,13 +351,13 @@ static int run(struct ctx *ctx, struct mc_cli *m)
 	}
 	rc = rc_mcast_run(g, &m->run, &res, &e);
 	if (rc) {
-		rc = fail(ctx, rc, "rank %d: %s", m->who.rank, e.msg);
+		rc = fail(ctx, rc, "rank %d: %s", m->grp.who.rank, e.msg);
 		goto out;
 	}
-	if (m->who.rank != root) {
+	if (m->grp.who.rank != root) {
 		ctx->out.printed = true; /* only the root prints the document */
 		if (!res.self.complete)
-			rc = fail(ctx, -EIO, "rank %d: %s", m->who.rank, res.self.why);
+			rc = fail(ctx, -EIO, "rank %d: %s", m->grp.who.rank, res.self.why);
 		goto out;
 	}
 	report(ctx, m, &res, rc_group_dev(g), rc_group_rdv_kind(g));

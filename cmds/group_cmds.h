@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* What the group commands (alltoall, multicast) share: who this rank is and
+ * where the group meets. */
+#ifndef RDMACTL_GROUP_CMDS_H
+#define RDMACTL_GROUP_CMDS_H
+
+#include <rdmactl/group.h>
+
+#include "cmd.h"
+
+/* The group options, as an X-macro list like CLIENT_OPTS (client_cmds.h):
+ * GROUP_OPTS(X, A2A) makes A2A_RANK ... A2A_LISTEN. A command lists the
+ * block whole, so group_args_parse finds it from the first one's index. */
+#define GROUP_OPTS(X, P)                                                                          \
+	X(P##_RANK, "rank", 'r', "R", "this rank (default: from the launcher's environment)")     \
+	X(P##_WORLD, "world", 'w', "N", "ranks in the group (default: from the launcher)")        \
+	X(P##_LOCAL_RANK, "local-rank", 0, "L", "rank inside the node (default: from the launcher)") \
+	X(P##_RENDEZVOUS, "rendezvous", 'R', "URL", "etcd://HOST:PORT/JOB or file:PATH (peers file)", \
+	  COMP_FILE)                                                                              \
+	X(P##_LISTEN, "listen", 'l', "ADDR[:PORT]", "address to accept peers on (default: the peers file's)")
+
+enum { GROUP_OPTS(OPT_INDEX, GO) GO_COUNT };
+
+/* The group options, parsed: the rank resolved from the flags or the
+ * launcher's environment; rendezvous and listen as given (NULL if not). */
+struct group_args {
+	struct rc_rank_info who;
+	const char *rendezvous;
+	const char *listen;
+};
+/* Parse the GROUP_OPTS block whose first option (RANK) is at index first.
+ * 0 or -EINVAL after a usage error. */
+int group_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,
+		     struct group_args *a);
+
+#endif
