@@ -31,6 +31,16 @@ probe() {
 	eval "P$1=$!"
 }
 
+# await_keys JOB N: until JOB holds N rank keys (a rank has registered), at most 20 s.
+await_keys() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		[ "$(etcd_keys "$1" | wc -l)" = "$2" ] && return 0
+		sleep 0.1
+	done
+	fail "job $1 never held $2 rank keys"
+}
+
 @test "three ranks meet through etcd and each learns every endpoint" {
 	probe 0 3; probe 1 3; probe 2 3
 	wait "$P0" && wait "$P1" && wait "$P2" || { cat "$BATS_TEST_TMPDIR"/p*.err; false; }
@@ -43,7 +53,10 @@ probe() {
 }
 
 @test "a rank that never joins is named within the timeout" {
-	probe 0 3 0 job2 3000; probe 2 3 0 job2 3000
+	# rank 2 is there first (and outwaits rank 0), so that only rank 1 is missing
+	probe 2 3 0 job2 20000
+	await_keys job2 1
+	probe 0 3 0 job2 3000
 	SECONDS=0
 	local rc=0
 	wait "$P0" || rc=$?
@@ -83,6 +96,7 @@ probe() {
 
 @test "ranks that disagree on the world size are told" {
 	probe 0 2 3000 job6
+	await_keys job6 1
 	run timeout 30 "$PROBE" "etcd://$ETCD_EP/job6" 1 3 198.18.0.1:7001 3000
 	assert_failure 1
 	assert_output --partial "runs with world size 2, this rank with 3"
