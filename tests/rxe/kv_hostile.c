@@ -150,11 +150,15 @@ static int recv_msg(struct qp *q, struct kv_msg *m, uint32_t *pages, double ms)
 		usleep(1000);
 	if (n <= 0)
 		return 0;
-	if (wc.status != IBV_WC_SUCCESS)
+	if (wc.status != IBV_WC_SUCCESS) {
+		fprintf(stderr, "kv_hostile: receive: %s\n", ibv_wc_status_str(wc.status));
 		return -1;
+	}
 	n = (int)(uintptr_t)wc.wr_id;
-	if (kv_msg_decode(q->buf + n * KV_MSG_MAX, wc.byte_len, m, pages, KV_MAX_REQ_PAGES))
+	if (kv_msg_decode(q->buf + n * KV_MSG_MAX, wc.byte_len, m, pages, KV_MAX_REQ_PAGES)) {
+		fprintf(stderr, "kv_hostile: a control message that does not decode\n");
 		return -1;
+	}
 	rdma_post_recv(q->id, (void *)(uintptr_t)n, q->buf + n * KV_MSG_MAX, KV_MSG_MAX, q->mr);
 	return 1;
 }
@@ -253,13 +257,18 @@ static int handshake(struct qp *c, struct kv_msg *hello, struct kv_msg *w)
 	uint32_t pages[KV_MAX_REQ_PAGES];
 	double end = now_ms() + 10000;
 
-	if (send_msg(c, hello))
+	if (send_msg(c, hello)) {
+		fprintf(stderr, "kv_hostile: HELLO did not go out\n");
 		return -1;
+	}
 	while (now_ms() < end) {
 		int n = recv_msg(c, w, pages, 100);
 
-		if (n < 0)
+		if (n < 0) {
+			fprintf(stderr, "kv_hostile: the connection failed after HELLO, before an answer (%.0f ms)\n",
+				now_ms() - (end - 10000));
 			return -1;
+		}
 		if (n == 0 || w->type == KV_MSG_HB)
 			continue;
 		print_msg(w);
