@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <rdmactl/ops.h>
+#include <rdmactl/parse.h>
 #include <rdmactl/server.h>
 
 #include "srv_mig.h"
@@ -231,16 +232,17 @@ static bool token_ok(const struct rc_server *s, const struct rdma_conn_param *p,
 		     const char **why)
 {
 	const unsigned char *pd = p->private_data;
-	size_t n = strlen(s->token), len = p->private_data_len;
+	size_t len = pd ? p->private_data_len : 0;
 
-	if (!n)
+	if (!s->token[0])
 		return true;
-	if (!pd || len == 0 || pd[0] == 0) {
+	if (len == 0 || pd[0] == 0) {
 		*why = "rdmactl: a token is required";
 		return false;
 	}
-	/* The CM pads private data with zeros up to its fixed size. */
-	if (len < n || memcmp(pd, s->token, n) || (len > n && pd[n] != 0)) {
+	/* The CM pads private data with zeros up to its fixed size; the
+	 * comparison takes the same time wherever the tokens differ. */
+	if (!rc_token_equal(s->token, pd, len)) {
 		*why = "rdmactl: invalid token";
 		return false;
 	}
