@@ -487,7 +487,8 @@ int rc_server_run(struct rc_server *s, int stop_fd, struct rc_err *err)
 
 int rc_server_destroy(struct rc_server *s, struct rc_err *err)
 {
-	int rc = 0, r;
+	struct rc_err other = { 0 };
+	int rc = 0, synced = 0, r;
 
 	if (!s)
 		return 0;
@@ -495,23 +496,30 @@ int rc_server_destroy(struct rc_server *s, struct rc_err *err)
 	s->mig = NULL;
 	while (s->nconns)
 		drop_conn(s, s->conns[s->nconns - 1], false, false, NULL);
+	/* A region whose content did not reach its file is data lost: that
+	 * error is the one returned, whatever else failed before or after. */
 	for (int i = 0; i < s->nregions; i++) {
 		struct rc_region *reg = &s->regions[i];
+		struct rc_err e = { 0 };
 
 		if (reg->mr && ibv_dereg_mr(reg->mr) && !rc)
-			rc = rc_err_set(err, errno, "cannot deregister region '%s': %s", reg->d.name,
-					strerror(errno));
-		r = rc_mem_sync(&reg->mem, rc ? NULL : err);
-		if (r && !rc)
-			rc = r;
+			rc = rc_err_set(&other, errno, "cannot deregister region '%s': %s",
+					reg->d.name, strerror(errno));
+		r = rc_mem_sync(&reg->mem, &e);
+		if (r && !synced)
+			synced = rc_err_set(err, -r, "region '%s': %s", reg->d.name, e.msg);
 		r = rc_mem_free(&reg->mem);
 		if (r && !rc)
-			rc = rc_err_set(err, -r, "cannot release region '%s': %s", reg->d.name,
+			rc = rc_err_set(&other, -r, "cannot release region '%s': %s", reg->d.name,
 					strerror(-r));
 	}
 	r = rc_listener_close(s->l);
 	if (r && !rc)
-		rc = rc_err_set(err, -r, "cannot close the listener: %s", strerror(-r));
+		rc = rc_err_set(&other, -r, "cannot close the listener: %s", strerror(-r));
 	free(s);
+	if (synced)
+		return synced;
+	if (rc && err)
+		*err = other;
 	return rc;
 }
