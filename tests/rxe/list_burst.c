@@ -4,7 +4,8 @@
  * each round posts COUNT requests at once, each from its own buffer and
  * with its own sequence number, before reading any reply; then every reply
  * must come back, be a whole region table equal to the first one, and
- * carry the sequence number of exactly one request.
+ * carry the sequence number of exactly one request. Only AHEAD receives
+ * are posted at a time, each again once its reply is checked.
  *
  *   list_burst HOST PORT COUNT ROUNDS [TOKEN]
  *
@@ -23,6 +24,11 @@
 #include <rdmactl/parse.h>
 
 #define MAX_COUNT 256
+/* Receives posted ahead: fewer than the requests, so that most replies meet
+ * a receiver that is not ready and are sent again later, read again from
+ * the server's memory (a server that reused a reply's buffer too early
+ * would send another reply's bytes then). */
+#define AHEAD 4
 
 struct bufs {
 	unsigned char req[MAX_COUNT][RC_CTRL_HDR_LEN];
@@ -80,10 +86,10 @@ static int round_trip(struct rc_conn *c, struct bufs *b, uint32_t lkey, uint32_t
 {
 	bool seen[MAX_COUNT] = { false };
 	struct ibv_wc wc[16];
-	int replies = 0, sent = 0, n;
+	int replies = 0, sent = 0, posted = count < AHEAD ? count : AHEAD, n;
 	struct rc_err e;
 
-	for (int i = 0; i < count; i++)
+	for (int i = 0; i < posted; i++)
 		if (rc_post_recv(c, b->resp[i], RC_CTRL_MSG_MAX, lkey, (uint64_t)i, &e)) {
 			printf("%s\n", e.msg);
 			return -1;
@@ -121,6 +127,15 @@ static int round_trip(struct rc_conn *c, struct bufs *b, uint32_t lkey, uint32_t
 			if (check_reply(b->resp[slot], wc[i].byte_len, base, count, seen))
 				return -1;
 			replies++;
+			/* Checked: the buffer takes a later reply. */
+			if (posted < count) {
+				if (rc_post_recv(c, b->resp[slot], RC_CTRL_MSG_MAX, lkey,
+						 (uint64_t)slot, &e)) {
+					printf("%s\n", e.msg);
+					return -1;
+				}
+				posted++;
+			}
 		}
 	}
 	return replies;
