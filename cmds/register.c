@@ -354,9 +354,14 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 			;
 	}
 out:
+	/* Reported even after a failed serve: a region that did not reach its
+	 * file is data lost, whatever stopped the server. */
 	rc2 = rc_server_destroy(s, &e);
-	if (rc2 && !rc)
-		rc = fail(ctx, rc2, "%s", e.msg);
+	if (rc2) {
+		rc2 = fail(ctx, rc2, "%s", e.msg);
+		if (!rc)
+			rc = rc2;
+	}
 	if (s && !rc) {
 		out_str(&ctx->out, "event", "stopped\n", "stopped");
 		out_event(&ctx->out);

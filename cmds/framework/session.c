@@ -200,6 +200,8 @@ const struct session_served *session_served(const struct rc_session *ss, int i)
 int session_stop(struct rc_session *ss, int i, struct rc_err *err)
 {
 	struct served *sv = ss->served[i];
+	struct rc_err d = { 0 };
+	char first[sizeof(d.msg)];
 	uint64_t one = 1;
 	int rc = 0, r;
 
@@ -209,9 +211,14 @@ int session_stop(struct rc_session *ss, int i, struct rc_err *err)
 	pthread_join(sv->thread, NULL);
 	if (sv->rc && !rc)
 		rc = rc_err_set(err, sv->err.code ? sv->err.code : EIO, "%s", sv->err.msg);
-	r = rc_server_destroy(sv->s, rc ? NULL : err);
-	if (r && !rc)
-		rc = r;
+	/* A failed write-back is data lost: said even after a failed serve. */
+	r = rc_server_destroy(sv->s, &d);
+	if (r && !rc) {
+		rc = rc_err_set(err, -r, "%s", d.msg);
+	} else if (r && err) {
+		memcpy(first, err->msg, sizeof(first));
+		rc_err_set(err, err->code, "%s; then %s", first, d.msg);
+	}
 	close(sv->stop_fd);
 	free(sv);
 	memmove(&ss->served[i], &ss->served[i + 1], sizeof(ss->served[0]) * (size_t)(ss->nserved - i - 1));

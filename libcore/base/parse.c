@@ -135,6 +135,22 @@ bool rc_token_valid(const char *token)
 	return true;
 }
 
+bool rc_token_equal(const char want[RC_TOKEN_MAX + 1], const void *got, size_t len)
+{
+	const unsigned char *g = got;
+	size_t end = len > RC_TOKEN_MAX + 1 ? len : RC_TOKEN_MAX + 1;
+	unsigned char diff = 0;
+
+	if (!want[0])
+		return true;
+	for (size_t i = 0; i < end; i++) {
+		unsigned char w = i <= RC_TOKEN_MAX ? (unsigned char)want[i] : 0;
+
+		diff |= w ^ (g && i < len ? g[i] : 0);
+	}
+	return diff == 0;
+}
+
 int rc_parse_target(const char *s, struct rc_target *t)
 {
 	const char *host, *hend, *p, *slash, *after;

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rdmactl/parse.h>
+
 #include "kv_recv.h"
 
 void kvr_emit(struct kv_receiver *r, struct kv_event *ev)
@@ -410,17 +412,10 @@ static int geom_diff(const struct kv_geom *a, const struct kv_geom *b, char *why
 	return 0;
 }
 
-/* Equal tokens, in a time that does not depend on where they differ: every
- * byte of both zero-padded buffers is compared. */
+/* Equal tokens, in a time that does not depend on where they differ. */
 static bool token_ok(const char *want, const char *got)
 {
-	unsigned char diff = 0;
-
-	if (!want[0])
-		return true;
-	for (size_t i = 0; i <= RC_TOKEN_MAX; i++)
-		diff |= (unsigned char)want[i] ^ (unsigned char)got[i];
-	return diff == 0;
+	return rc_token_equal(want, got, RC_TOKEN_MAX + 1);
 }
 
 /* Refuse a HELLO: the peer reads an ERROR that names no value of this rank

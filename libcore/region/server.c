@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <rdmactl/ops.h>
+#include <rdmactl/parse.h>
 #include <rdmactl/server.h>
 
 #include "srv_mig.h"
@@ -29,7 +30,10 @@ struct srv_conn {
 	bool probing;   /* one in flight */
 	struct {
 		unsigned char recv[SRV_RECVS][RC_CTRL_MSG_MAX];
-		unsigned char send[RC_CTRL_MSG_MAX];
+		/* The reply to the request in recv[i]: its own buffer, and recv[i]
+		 * is posted again only once that reply has gone, so no reply
+		 * overwrites one still being sent. */
+		unsigned char send[SRV_RECVS][RC_CTRL_MSG_MAX];
 	} buf;
 };
 
@@ -231,16 +235,17 @@ static bool token_ok(const struct rc_server *s, const struct rdma_conn_param *p,
 		     const char **why)
 {
 	const unsigned char *pd = p->private_data;
-	size_t n = strlen(s->token), len = p->private_data_len;
+	size_t len = pd ? p->private_data_len : 0;
 
-	if (!n)
+	if (!s->token[0])
 		return true;
-	if (!pd || len == 0 || pd[0] == 0) {
+	if (len == 0 || pd[0] == 0) {
 		*why = "rdmactl: a token is required";
 		return false;
 	}
-	/* The CM pads private data with zeros up to its fixed size. */
-	if (len < n || memcmp(pd, s->token, n) || (len > n && pd[n] != 0)) {
+	/* The CM pads private data with zeros up to its fixed size; the
+	 * comparison takes the same time wherever the tokens differ. */
+	if (!rc_token_equal(s->token, pd, len)) {
 		*why = "rdmactl: invalid token";
 		return false;
 	}
@@ -249,7 +254,7 @@ static bool token_ok(const struct rc_server *s, const struct rdma_conn_param *p,
 
 static void on_connect_request(struct rc_server *s, struct rc_cm_event *ev)
 {
-	struct rc_conn_opts co = { .sq_depth = 8, .rq_depth = SRV_RECVS, .timeout_ms = 5000 };
+	struct rc_conn_opts co = { .sq_depth = SRV_RECVS + 1, .rq_depth = SRV_RECVS, .timeout_ms = 5000 };
 	struct srv_conn *sc;
 	const char *why = NULL;
 	struct rc_err e;
@@ -317,10 +322,18 @@ static int handle_cm(struct rc_server *s, struct rc_err *err)
 static void handle_ctrl(struct rc_server *s, struct srv_conn *sc, struct ibv_wc *wc)
 {
 	int slot = (int)(wc->wr_id & RC_WRID_MASK);
+	unsigned char *out;
 	struct rc_ctrl_hdr h;
-	int len;
+	int len = 0;
 
-	if (rc_wrid_op(wc->wr_id) != RC_OP_RECV || slot >= SRV_RECVS)
+	if (slot >= SRV_RECVS)
+		return;
+	/* A reply has gone: its request's slot takes the next request. */
+	if (rc_wrid_op(wc->wr_id) == RC_OP_SEND) {
+		post_ctrl_recv(sc, slot);
+		return;
+	}
+	if (rc_wrid_op(wc->wr_id) != RC_OP_RECV)
 		return;
 	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
 		struct rc_server_event ev = { .kind = RC_EV_IMM, .peer = sc->c->peer,
@@ -331,24 +344,24 @@ static void handle_ctrl(struct rc_server *s, struct srv_conn *sc, struct ibv_wc 
 		post_ctrl_recv(sc, slot);
 		return;
 	}
+	out = sc->buf.send[slot];
 	if (rc_ctrl_decode_hdr(sc->buf.recv[slot], wc->byte_len, &h) == 0 &&
 	    h.type == RC_CTRL_LIST_REQ) {
 		struct rc_region_desc d[RC_MAX_REGIONS];
 
 		for (int i = 0; i < s->nregions; i++)
 			d[i] = s->regions[i].d;
-		len = rc_ctrl_encode_list(sc->buf.send, sizeof(sc->buf.send), h.seq, d,
-					  s->nregions);
-		if (len > 0)
-			rc_post_send(sc->c, sc->buf.send, (uint32_t)len, sc->mr->lkey, 0, NULL);
+		len = rc_ctrl_encode_list(out, RC_CTRL_MSG_MAX, h.seq, d, s->nregions);
 	} else {
 		struct srv_mig_host mh = mig_host(s);
 
-		len = srv_mig_handle(&s->mig, &mh, sc, sc->buf.recv[slot], wc->byte_len,
-				     sc->buf.send, sizeof(sc->buf.send));
-		if (len > 0)
-			rc_post_send(sc->c, sc->buf.send, (uint32_t)len, sc->mr->lkey, 0, NULL);
+		len = srv_mig_handle(&s->mig, &mh, sc, sc->buf.recv[slot], wc->byte_len, out,
+				     RC_CTRL_MSG_MAX);
 	}
+	/* With a reply out, the slot waits for its completion (above). */
+	if (len > 0 &&
+	    rc_post_send(sc->c, out, (uint32_t)len, sc->mr->lkey, (uint64_t)slot, NULL) == 0)
+		return;
 	post_ctrl_recv(sc, slot);
 }
 
@@ -474,7 +487,8 @@ int rc_server_run(struct rc_server *s, int stop_fd, struct rc_err *err)
 
 int rc_server_destroy(struct rc_server *s, struct rc_err *err)
 {
-	int rc = 0, r;
+	struct rc_err other = { 0 };
+	int rc = 0, synced = 0, r;
 
 	if (!s)
 		return 0;
@@ -482,23 +496,30 @@ int rc_server_destroy(struct rc_server *s, struct rc_err *err)
 	s->mig = NULL;
 	while (s->nconns)
 		drop_conn(s, s->conns[s->nconns - 1], false, false, NULL);
+	/* A region whose content did not reach its file is data lost: that
+	 * error is the one returned, whatever else failed before or after. */
 	for (int i = 0; i < s->nregions; i++) {
 		struct rc_region *reg = &s->regions[i];
+		struct rc_err e = { 0 };
 
 		if (reg->mr && ibv_dereg_mr(reg->mr) && !rc)
-			rc = rc_err_set(err, errno, "cannot deregister region '%s': %s", reg->d.name,
-					strerror(errno));
-		r = rc_mem_sync(&reg->mem, rc ? NULL : err);
-		if (r && !rc)
-			rc = r;
+			rc = rc_err_set(&other, errno, "cannot deregister region '%s': %s",
+					reg->d.name, strerror(errno));
+		r = rc_mem_sync(&reg->mem, &e);
+		if (r && !synced)
+			synced = rc_err_set(err, -r, "region '%s': %s", reg->d.name, e.msg);
 		r = rc_mem_free(&reg->mem);
 		if (r && !rc)
-			rc = rc_err_set(err, -r, "cannot release region '%s': %s", reg->d.name,
+			rc = rc_err_set(&other, -r, "cannot release region '%s': %s", reg->d.name,
 					strerror(-r));
 	}
 	r = rc_listener_close(s->l);
 	if (r && !rc)
-		rc = rc_err_set(err, -r, "cannot close the listener: %s", strerror(-r));
+		rc = rc_err_set(&other, -r, "cannot close the listener: %s", strerror(-r));
 	free(s);
+	if (synced)
+		return synced;
+	if (rc && err)
+		*err = other;
 	return rc;
 }

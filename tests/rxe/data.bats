@@ -244,6 +244,21 @@ setup() {
 	assert_failure
 }
 
+@test "many LIST requests back to back on one connection: every reply intact" {
+	start_server 3 --listen "$ADDR:$PORT" --token tok --name a --size 4K --name b --size 8K \
+		--name c --size 16K
+	# 64 requests posted at once, four times: more than the server has
+	# receive slots, so replies overlap in flight; the client posts 4
+	# receives at a time, so most replies are sent again after an RNR NAK,
+	# read again from the server's buffer.
+	run timeout 120 "$LIST_BURST" "$ADDR" "$PORT" 64 4 tok
+	assert_success
+	assert_output "replies=256 regions=3 names=a,b,c"
+	# The server is still there, and still serves.
+	run rdmactl write "$ADDR:$PORT/b" --token tok --pattern zero --size 8K
+	assert_success
+}
+
 @test "write with --imm delivers the immediate value to the server" {
 	start_server 1 --listen "$ADDR:$PORT" --name kv --size 64K
 	run rdmactl -j write "$ADDR:$PORT/kv" --pattern seq --size 4K --imm 42

@@ -68,3 +68,20 @@ mount_ext4() {
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"no space to grow '$MNT/big.bin' to 67108864 bytes: its file system is full"* ]]
 }
+
+@test "ext4: a write-back that fails at exit is an error and a non-zero exit, not lost" {
+	mount_ext4 64M
+	f=$MNT/region.bin
+	head -c 1M /dev/urandom >"$f"
+	start_server 1 --listen "$ADDR:$PORT" --name disk --file "$f"
+	rdmactl write "$ADDR:$PORT/disk" --pattern seq --size 4K >/dev/null
+	# An immutable file refuses the write-back (EPERM from ext4).
+	chattr +i "$f"
+	stop_server TERM
+	chattr -i "$f"
+	[ "$SERVER_RC" -ne 0 ]
+	cat "$SERVER_OUT" "$SERVER_OUT.err"
+	grep -q "region 'disk': cannot write the region back to its file" \
+		"$SERVER_OUT" "$SERVER_OUT.err"
+	! grep -q '"event":"stopped"' "$SERVER_OUT"
+}

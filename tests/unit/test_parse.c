@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* Sizes, integers, targets, names and tokens. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <rdmactl/parse.h>
 
@@ -108,6 +110,52 @@ static void names_tokens(void)
 	CHECK(!rc_token_valid("123456789012345678901234567890123456789012345678901234567"));
 }
 
+/* want zero-padded as the server keeps it; got as a peer's private data. */
+static bool teq(const char *want, const void *got, size_t len)
+{
+	char w[RC_TOKEN_MAX + 1] = { 0 };
+
+	memcpy(w, want, strlen(want));
+	return rc_token_equal(w, got, len);
+}
+
+static void token_compare(void)
+{
+	unsigned char pd[96] = { 0 };
+	const char *max = "12345678901234567890123456789012345678901234567890123456";
+
+	/* A token alone, as sent, and zero-padded as the CM delivers it. */
+	CHECK(teq("s3cret", "s3cret", 6));
+	memcpy(pd, "s3cret", 6);
+	CHECK(teq("s3cret", pd, 56));
+	CHECK(teq("s3cret", pd, sizeof(pd)));
+	/* Differing in the first or the last byte. */
+	CHECK(!teq("s3cret", "x3cret", 6));
+	CHECK(!teq("s3cret", "s3creT", 6));
+	/* A prefix of the token, and the token as a prefix. */
+	CHECK(!teq("s3cret", "s3cre", 5));
+	CHECK(!teq("s3cret", "s3c", 6));
+	CHECK(!teq("s3cret", "s3crets", 7));
+	CHECK(!teq("s3c", "s3cret", 6));
+	/* A non-zero byte anywhere past the token, within or past 57 bytes. */
+	pd[40] = 1;
+	CHECK(!teq("s3cret", pd, 56));
+	pd[40] = 0;
+	pd[90] = 1;
+	CHECK(!teq("s3cret", pd, sizeof(pd)));
+	CHECK(teq("s3cret", pd, 56));
+	pd[90] = 0;
+	/* Nothing sent. */
+	CHECK(!teq("s3cret", NULL, 0));
+	CHECK(!teq("s3cret", pd + 60, 20));
+	/* The longest token fills the CM's 56 bytes with no terminator. */
+	CHECK(teq(max, max, 56));
+	CHECK(!teq(max, max, 55));
+	/* No token configured: anything is accepted. */
+	CHECK(teq("", "anything", 8));
+	CHECK(teq("", NULL, 0));
+}
+
 static void format(void)
 {
 	char b[32];
@@ -126,6 +174,7 @@ int main(void)
 	integers();
 	targets();
 	names_tokens();
+	token_compare();
 	format();
 	CHECK_DONE();
 }

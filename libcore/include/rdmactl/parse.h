@@ -47,5 +47,12 @@ RC_EXPORT bool rc_pci_addr_valid(const char *s, size_t len);
 RC_EXPORT int rc_pci_addr_cmp(const char *a, const char *b);
 /* Tokens are 1..56 bytes, printable ASCII without spaces. */
 RC_EXPORT bool rc_token_valid(const char *token);
+/* Whether got (len bytes as a peer sent them: its token, then any zero
+ * padding) carries the token want, zero-padded to RC_TOKEN_MAX + 1 bytes.
+ * Bytes past len count as zeros; a non-zero byte past the token refuses.
+ * Every byte of want and of got is compared whatever the two hold, so the
+ * time depends on len only: not on where they differ nor on either
+ * token's length. An empty want accepts anything. */
+RC_EXPORT bool rc_token_equal(const char want[RC_TOKEN_MAX + 1], const void *got, size_t len);
 
 #endif

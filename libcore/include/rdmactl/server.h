@@ -61,7 +61,8 @@ RC_EXPORT int rc_server_step(struct rc_server *s, int timeout_ms, struct rc_err 
 /* Serve until stop_fd becomes readable. */
 RC_EXPORT int rc_server_run(struct rc_server *s, int stop_fd, struct rc_err *err);
 /* Disconnect everyone, persist file-backed regions, deregister, free.
- * Goes on after a failure and returns the first error. */
+ * Goes on after a failure. Returns the first region whose write-back to
+ * its file failed (err names it), else the first other error. */
 RC_EXPORT int rc_server_destroy(struct rc_server *s, struct rc_err *err);
 
 RC_EXPORT int rc_server_nregions(const struct rc_server *s);
