@@ -171,10 +171,10 @@ status() {
 	# The pool: 4 layers x K+V x 64 pages x 4 KiB = 2 MiB, one hugepage;
 	# the source pages of 10 tokens fit another.
 	echo 0 >/proc/sys/vm/nr_hugepages
-	run "$RDMACTL" kvxfer serve "${G[@]}" --listen "$ADDR:18999" --pool-pages 64 --mem hugepage
+	run timeout 20 "$RDMACTL" kvxfer serve "${G[@]}" --listen "$ADDR:18999" --pool-pages 64 --mem hugepage --requests 1
 	assert_failure
 	assert_output --partial "hugepages"
-	run "$RDMACTL" kvxfer send "${G[@]}" --connect "$ADDR:18999" --tokens 10 --mem hugepage
+	run timeout 20 "$RDMACTL" kvxfer send "${G[@]}" --connect "$ADDR:18999" --tokens 10 --mem hugepage
 	assert_failure
 	assert_output --partial "hugepages"
 	echo 4 >/proc/sys/vm/nr_hugepages
