@@ -32,6 +32,8 @@
 	X(A2A_SEED, "seed", 0, "N", "routing seed (default 1)") \
 	X(A2A_ITERS, "iters", 'i', "N", "timed iterations (default 20)") \
 	X(A2A_WARMUP, "warmup", 0, "N", "untimed iterations first (default 2)") \
+	X(A2A_MEM, "mem", 0, "KIND", "token buffers: host or hugepage (default host); cuda[:N] is refused", \
+	  COMP_WORDS, "host|hugepage|cuda") \
 	X(A2A_NO_CHECK, "no-check", 0, NULL, "do not check the received tokens") \
 	X(A2A_ALL_RANKS, "all-ranks", 0, NULL, "every rank prints its figures, not only rank 0") \
 	X(A2A_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping")
@@ -64,7 +66,7 @@ static int opt_pos(struct ctx *ctx, const struct cmd *c, const struct opt_vals *
 static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 {
 	const struct cmd *c = &cmd_alltoall;
-	int algo = 0, dtype = 0, rpn = 0, rc;
+	int algo = 0, dtype = 0, rpn = 0, gpu, rc;
 	uint64_t seed = 1;
 	const char *skew = opt_arg(v, A2A_SKEW);
 	struct rc_err e;
@@ -99,6 +101,10 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 	if (skew && rc_a2a_skew_parse(skew, &a->route, &e))
 		return usage_err(ctx, "%s", e.msg);
 	a->run.check = !opt_on(v, A2A_NO_CHECK);
+	if ((rc = opt_mem(ctx, opt_arg(v, A2A_MEM), false,
+			  "alltoall fills, copies and checks its token buffers with the CPU: host or hugepage only",
+			  &a->run.mem, &gpu)))
+		return rc;
 	a->all_ranks = opt_on(v, A2A_ALL_RANKS);
 	a->busy_poll = opt_on(v, A2A_BUSY_POLL);
 	if (!a->grp.rendezvous)
@@ -195,6 +201,7 @@ static void report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a
 	out_u64(o, "iters", NULL, (uint64_t)n);
 	out_u64(o, "checked_tokens", NULL, r->checked);
 	out_bool(o, "checked", NULL, a->run.check);
+	out_str(o, "mem", NULL, rc_mem_kind_name(a->run.mem));
 	out_text(o, "# %llu tokens (%llu bytes) checked on this rank, %llu wrong on all ranks\n",
 		 (unsigned long long)r->checked, (unsigned long long)r->checked_bytes,
 		 (unsigned long long)wrong);

@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <rdmactl/mem.h>
+
 #include "output.h"
 
 /* Exit codes of the program. */
@@ -181,6 +183,13 @@ int opt_int(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, cons
 	    int min, int max, int *out);
 int opt_word(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,
 	     const char *const *words, int *out);
+
+/* --mem ARG (NULL: host): host, hugepage, cuda or cuda:N. A build without
+ * CUDA refuses cuda plainly, and so does a caller that cannot use GPU memory
+ * (cuda_ok false: why_not_cuda says why). Returns 0, or what usage_err or
+ * fail returned. */
+int opt_mem(struct ctx *ctx, const char *arg, bool cuda_ok, const char *why_not_cuda,
+	    enum rc_mem_kind *kind, int *gpu);
 
 /* Report a usage error: message, hint, exit code 2. Returns -EINVAL. */
 int usage_err(struct ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -272,3 +272,21 @@ const char *opt_token_at(const struct opt_vals *v, int i)
 		t = getenv("RDMACTL_TOKEN");
 	return t && *t ? t : NULL;
 }
+
+int opt_mem(struct ctx *ctx, const char *arg, bool cuda_ok, const char *why_not_cuda,
+	    enum rc_mem_kind *kind, int *gpu)
+{
+	*kind = RC_MEM_HOST;
+	*gpu = 0;
+	if (!arg)
+		return 0;
+	if (rc_mem_parse(arg, kind, gpu) || *kind == RC_MEM_FILE)
+		return usage_err(ctx, "invalid --mem '%s': expected host, hugepage, cuda or cuda:N", arg);
+	if (*kind == RC_MEM_CUDA && !rc_mem_gpu_built())
+		return fail(ctx, -ENOTSUP,
+			    "--mem %s: this rdmactl was built without CUDA (the CUDA toolkit was not found, or -DRDMACTL_CUDA=OFF): GPU memory is not available",
+			    arg);
+	if (*kind == RC_MEM_CUDA && !cuda_ok)
+		return fail(ctx, -ENOTSUP, "--mem %s: %s", arg, why_not_cuda);
+	return 0;
+}

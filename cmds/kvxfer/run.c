@@ -278,6 +278,17 @@ int kvxfer_serve(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	o.pool_pages = (uint32_t)pool;
 	o.scatter = opt_on(v, KVX_SCATTER);
 	o.verify = opt_on(v, KVX_VERIFY);
+	if (opt_on(v, KVX_GPU_REG) &&
+	    (rc_mem_reg_parse(opt_arg(v, KVX_GPU_REG), &o.mem.reg) || o.mem.reg == RC_REG_HOST))
+		return usage_err(ctx, "invalid --gpu-reg '%s': expected auto, dmabuf, peermem or bounce",
+				 opt_arg(v, KVX_GPU_REG));
+	if ((rc = opt_mem(ctx, opt_arg(v, KVX_MEM), true, NULL, &o.mem.kind, &o.mem.gpu)))
+		return rc;
+	if (opt_on(v, KVX_GPU_REG) && o.mem.kind != RC_MEM_CUDA)
+		return usage_err(ctx, "kvxfer serve: --gpu-reg is for --mem cuda[:N]");
+	if (o.mem.kind == RC_MEM_CUDA && o.verify)
+		return usage_err(ctx, "kvxfer serve: --verify reads the pool with the CPU, not with --mem %s",
+				 opt_arg(v, KVX_MEM));
 	o.c.on_event = on_event;
 	o.c.arg = &r;
 	if (ctx->session)
@@ -292,6 +303,7 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 {
 	struct kv_send_target targets[REPEAT_MAX];
 	struct kv_send_opts o = { .nqps = 1, .inflight = 1 };
+	int gpu;
 	struct run_ctx r = { ctx, true };
 	uint64_t tokens = 0;
 	struct kv_summary sum;
@@ -340,6 +352,10 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	o.tokens = (uint32_t)tokens;
 	o.bind_addr = opt_arg(v, KVX_BIND);
 	o.no_stream = opt_on(v, KVX_NO_STREAM);
+	if ((rc = opt_mem(ctx, opt_arg(v, KVX_MEM), false,
+			  "kvxfer send fills and packs its source pages with the CPU: host or hugepage only",
+			  &o.mem, &gpu)))
+		return rc;
 	if (opt_on(v, KVX_PACK) && kv_pack_parse(opt_arg(v, KVX_PACK), &o.pack))
 		return usage_err(ctx, "invalid --pack '%s': expected auto, always or never",
 				 opt_arg(v, KVX_PACK));

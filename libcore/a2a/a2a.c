@@ -37,6 +37,7 @@ static int setup(struct a2a *a, struct rc_err *err)
 	uint64_t stoks, rtoks;
 	size_t sb, rb;
 	struct a2a_remote mine = { 0 };
+	int rc;
 
 	a->soff = calloc((size_t)W + 1, sizeof(uint64_t));
 	a->roff = calloc((size_t)W + 1, sizeof(uint64_t));
@@ -58,10 +59,13 @@ static int setup(struct a2a *a, struct rc_err *err)
 						 : 0;
 
 	a->mem_len = 3 * sb + 3 * rb + stb + 64;
-	a->mem = aligned_alloc(4096, (a->mem_len + 4095) & ~(size_t)4095);
-	if (!a->mem)
-		return rc_err_set(err, ENOMEM, "cannot allocate %zu bytes of token buffers",
-				  a->mem_len);
+	if (a->o->mem != RC_MEM_HOST && a->o->mem != RC_MEM_HUGEPAGE)
+		return rc_err_set(err, ENOTSUP,
+				  "the token buffers are filled, copied and checked by the CPU: host or "
+				  "hugepage memory, not %s", rc_mem_kind_name(a->o->mem));
+	if ((rc = rc_mem_alloc(&a->m, a->o->mem, a->mem_len, NULL, true, err)))
+		return rc;
+	a->mem = a->m.buf;
 	memset(a->mem, 0, a->mem_len);
 	a->dsend = a->mem;
 	a->crecv[0] = a->dsend + sb;
@@ -88,7 +92,7 @@ static void teardown(struct a2a *a)
 {
 	if (a->mr)
 		ibv_dereg_mr(a->mr);
-	free(a->mem);
+	rc_mem_free(&a->m);
 	free(a->soff);
 	free(a->roff);
 	free(a->remote);
@@ -132,7 +136,7 @@ static void check(struct a2a *a, uint32_t iter, struct rc_a2a_result *res)
 int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct rc_a2a_result *res,
 	       struct rc_err *err)
 {
-	struct a2a a = { .g = g, .o = o };
+	struct a2a a = { .g = g, .o = o, .m = { .fd = -1, .dmabuf_fd = -1 } };
 	int rc, total = o->warmup + o->iters;
 
 	a.W = rc_group_world(g);

@@ -27,6 +27,7 @@ struct a2a {
 	 * receive/combine send by source */
 	uint64_t *soff;          /* W + 1 */
 	uint64_t *roff;          /* W + 1 */
+	struct rc_mem m;          /* the token buffers (mem is m.buf) */
 	uint8_t *mem;
 	size_t mem_len;
 	struct ibv_mr *mr;

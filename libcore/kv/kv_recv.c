@@ -361,6 +361,7 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 	const struct kv_recv_opts *o = r->o;
 	struct kv_route routes[KV_MAX_ROUTES];
 	uint64_t len, x = o->scatter_seed ? o->scatter_seed : 1;
+	struct rc_mem_spec spec;
 	int n, rc;
 
 	if ((rc = kv_geom_check(r->g, err)))
@@ -373,6 +374,11 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 	if (o->c.rank >= r->g->dst_tp)
 		return rc_err_set(err, EINVAL, "--rank %u: the decode side has ranks 0 to %u",
 				  o->c.rank, r->g->dst_tp - 1);
+	if (o->mem.kind != RC_MEM_HOST && o->mem.kind != RC_MEM_HUGEPAGE && o->mem.kind != RC_MEM_CUDA)
+		return rc_err_set(err, EINVAL, "the pool is host, hugepage or GPU memory");
+	if (o->mem.kind == RC_MEM_CUDA && o->verify)
+		return rc_err_set(err, ENOTSUP,
+				  "--verify reads the pool with the CPU: not with GPU memory");
 	if (o->pool_pages < 1)
 		return rc_err_set(err, EINVAL, "the pool needs at least one page");
 	n = kv_routes(r->g, routes, KV_MAX_ROUTES);
@@ -387,7 +393,10 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 				  "the address space holds", o->pool_pages,
 				  (unsigned long long)r->page_bytes, r->g->layers);
 	/* The pool first: a size the machine cannot hold fails here, at once. */
-	if ((rc = rc_mem_alloc(&r->pool, RC_MEM_HOST, (size_t)len, NULL, true, err)))
+	spec = o->mem;
+	spec.len = (size_t)len;
+	spec.path = NULL;
+	if ((rc = rc_mem_alloc_spec(&r->pool, &spec, true, err)))
 		return rc;
 	r->freel = malloc(o->pool_pages * sizeof(uint32_t));
 	r->dirtyl = malloc(o->pool_pages * sizeof(uint32_t));
@@ -409,11 +418,14 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 	r->nfree = o->pool_pages;
 	if ((rc = rc_listen(o->addr, o->port, o->c.dev_name, &r->l, err)))
 		return rc;
-	r->mr = ibv_reg_mr(r->l->pd, r->pool.buf, (size_t)len,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	if (!r->mr)
-		return rc_err_set(err, errno, "cannot register a pool of %llu bytes on %s: %s",
-				  (unsigned long long)len, r->l->dev_name, strerror(errno));
+	if ((rc = rc_mem_register(&r->pool, r->l->pd, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+				  &r->mr, err))) {
+		char why[sizeof(err->msg)];
+
+		snprintf(why, sizeof(why), "%s", err->msg);
+		return rc_err_set(err, -rc, "cannot register a pool of %llu bytes on %s: %s",
+				  (unsigned long long)len, r->l->dev_name, why);
+	}
 	return 0;
 }
 

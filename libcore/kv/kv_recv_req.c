@@ -466,7 +466,7 @@ void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m
 	a.u.welcome.rank = r->o->c.rank;
 	a.u.welcome.pool_pages = r->o->pool_pages;
 	a.u.welcome.rkey = r->mr->rkey;
-	a.u.welcome.base = (uintptr_t)r->pool.buf;
+	a.u.welcome.base = r->pool.mr_addr; /* GPU memory: the device pointer or the bounce buffer */
 	a.u.welcome.page_bytes = r->page_bytes;
 	if (kvr_send_msg(r, p, &a) == 0) {
 		struct kv_event ev = { .kind = KV_EV_PEER_UP, .rank = p->rank, .peer = p->peer,

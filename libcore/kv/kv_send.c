@@ -214,6 +214,10 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 
 	if ((rc = kv_geom_check(s->g, err)))
 		return rc;
+	if (o->mem != RC_MEM_HOST && o->mem != RC_MEM_HUGEPAGE)
+		return rc_err_set(err, ENOTSUP,
+				  "the source pages are filled and packed by the CPU: host or hugepage memory, not %s",
+				  rc_mem_kind_name(o->mem));
 	if (o->c.rank >= s->g->src_tp)
 		return rc_err_set(err, EINVAL, "--rank %u: the prefill side has ranks 0 to %u",
 				  o->c.rank, s->g->src_tp - 1);
@@ -241,11 +245,13 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 				  (unsigned long long)s->src_page_bytes);
 	s->stage_base = s->slot_bytes * o->inflight;
 	s->pool_len = ((size_t)pool + 4095) & ~(size_t)4095;
-	s->pool = aligned_alloc(4096, s->pool_len);
+	if ((rc = rc_mem_alloc(&s->mem, o->mem, s->pool_len, NULL, true, err)))
+		return rc;
+	s->pool = s->mem.buf;
 	s->reqs = calloc(o->inflight, sizeof(*s->reqs));
 	s->d = calloc((size_t)o->ntargets, sizeof(*s->d));
-	if (!s->pool || !s->reqs || !s->d)
-		return rc_err_set(err, ENOMEM, "out of memory for %zu bytes of source pages", s->pool_len);
+	if (!s->reqs || !s->d)
+		return rc_err_set(err, ENOMEM, "out of memory");
 	s->session = (uint32_t)getpid() ^ (uint32_t)(rc_now() * 1e6);
 	for (int i = 0; i < o->ntargets; i++) {
 		struct sdst *d = &s->d[i];
@@ -469,6 +475,8 @@ int kv_send_run(const struct kv_send_opts *o, struct kv_summary *sum, struct rc_
 	s->o = o;
 	s->g = &o->c.g;
 	s->sum = sum;
+	s->mem.fd = -1;
+	s->mem.dmabuf_fd = -1;
 	rc = setup(s, err);
 	if (!rc) {
 		struct kv_event ev = { .kind = KV_EV_READY, .rank = o->c.rank };
@@ -496,7 +504,7 @@ int kv_send_run(const struct kv_send_opts *o, struct kv_summary *sum, struct rc_
 	}
 	free(s->reqs);
 	free(s->d);
-	free(s->pool);
+	rc_mem_free(&s->mem);
 	free(s);
 	return rc;
 }

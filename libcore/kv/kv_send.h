@@ -70,6 +70,7 @@ struct kv_sender {
 	const struct kv_geom *g;
 	struct sdst *d;
 	int nd;
+	struct rc_mem mem;        /* the source pages and staging */
 	char *pool;
 	size_t pool_len;
 	uint64_t slot_bytes, src_page_bytes;

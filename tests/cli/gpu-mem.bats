@@ -83,3 +83,75 @@ nocuda_binary() {
 		assert_success
 	fi
 }
+
+# kvxfer serve and send, alltoall: the geometry and group flags that get
+# them past their other checks, so --mem is what decides.
+KVX_GEOM=(--layers 2 --kv-heads 2 --head-dim 64)
+
+@test "kvxfer and alltoall --mem: bad forms are usage errors; GPU memory where the CPU touches the bytes is refused" {
+	local bad
+	for bad in cuda: cuda:x gpu:0 file; do
+		rdmactl_json "$RDMACTL" kvxfer serve "${KVX_GEOM[@]}" --listen 127.0.0.1:7471 --pool-pages 4 --mem "$bad"
+		assert_failure 2
+		jq -e --arg m "$bad" '.error.message | contains("invalid --mem \u0027" + $m + "\u0027")' <<<"$output"
+		rdmactl_json "$RDMACTL" kvxfer send "${KVX_GEOM[@]}" --connect 127.0.0.1:7471 --tokens 16 --mem "$bad"
+		assert_failure 2
+		jq -e --arg m "$bad" '.error.message | contains("invalid --mem \u0027" + $m + "\u0027")' <<<"$output"
+		rdmactl_json "$RDMACTL" alltoall --rendezvous "file:$BATS_TEST_TMPDIR/peers" --rank 0 --world 2 --mem "$bad"
+		assert_failure 2
+		jq -e --arg m "$bad" '.error.message | contains("invalid --mem \u0027" + $m + "\u0027")' <<<"$output"
+	done
+	# --gpu-reg: a path of GPU memory, on serve only
+	rdmactl_json "$RDMACTL" kvxfer serve "${KVX_GEOM[@]}" --listen 127.0.0.1:7471 --pool-pages 4 --gpu-reg dmabuf
+	assert_failure 2
+	jq -e '.error.message | contains("--gpu-reg is for --mem cuda")' <<<"$output"
+	rdmactl_json "$RDMACTL" kvxfer serve "${KVX_GEOM[@]}" --listen 127.0.0.1:7471 --pool-pages 4 --mem cuda:0 --gpu-reg host
+	assert_failure 2
+	jq -e '.error.message | contains("invalid --gpu-reg")' <<<"$output"
+	run "$RDMACTL" kvxfer send --help
+	refute_output --partial '--gpu-reg'
+	run "$RDMACTL" kvxfer plan "${KVX_GEOM[@]}" --tokens 16 --mem host
+	assert_failure 2
+	run "$RDMACTL" __complete kvxfer serve --mem ""
+	assert_output "$(printf '%s\n' host hugepage cuda)"
+	run "$RDMACTL" __complete alltoall --mem ""
+	assert_output "$(printf '%s\n' host hugepage cuda)"
+	# where the CPU reads or fills the bytes, GPU memory is refused plainly
+	# (a build without CUDA says that first: the test below)
+	jq -e '.features.gpu_memory' <<<"$("$RDMACTL" -j help)" >/dev/null ||
+		skip "this rdmactl has no GPU memory: the refusals below are the build's own (next test)"
+	rdmactl_json "$RDMACTL" kvxfer serve "${KVX_GEOM[@]}" --listen 127.0.0.1:7471 --pool-pages 4 --mem cuda:0 --verify
+	assert_failure 2
+	jq -e '.error.message | contains("--verify reads the pool with the CPU")' <<<"$output"
+	rdmactl_json "$RDMACTL" kvxfer send "${KVX_GEOM[@]}" --connect 127.0.0.1:7471 --tokens 16 --mem cuda:0
+	assert_failure 1
+	jq -e '.error.code == "ENOTSUP" and (.error.message | contains("kvxfer send fills and packs its source pages with the CPU"))' <<<"$output"
+	rdmactl_json "$RDMACTL" alltoall --rendezvous "file:$BATS_TEST_TMPDIR/peers" --rank 0 --world 2 --mem cuda
+	assert_failure 1
+	jq -e '.error.code == "ENOTSUP" and (.error.message | contains("alltoall fills, copies and checks its token buffers with the CPU"))' <<<"$output"
+}
+
+@test "a build without CUDA: kvxfer serve, send and alltoall refuse --mem cuda:N as register does" {
+	local bin
+	bin=$(nocuda_binary)
+	[[ -n "$bin" ]] || skip "this rdmactl has GPU memory; set RDMACTL_NOCUDA to a -DRDMACTL_CUDA=OFF build (tests/run-all.sh does)"
+	local -a cmds=(
+		"kvxfer serve ${KVX_GEOM[*]} --listen 127.0.0.1:7471 --pool-pages 4"
+		"kvxfer serve ${KVX_GEOM[*]} --listen 127.0.0.1:7471 --pool-pages 4 --verify"
+		"kvxfer send ${KVX_GEOM[*]} --connect 127.0.0.1:7471 --tokens 16"
+		"alltoall --rendezvous file:$BATS_TEST_TMPDIR/peers --rank 0 --world 2"
+	)
+	local cmd m
+	for cmd in "${cmds[@]}"; do
+		for m in cuda:0 cuda:1 cuda; do
+			# shellcheck disable=SC2086
+			run timeout 20 "$bin" $cmd --mem "$m"
+			assert_failure 1
+			assert_output --partial "--mem $m: this rdmactl was built without CUDA"
+		done
+		# shellcheck disable=SC2086
+		rdmactl_json "$bin" $cmd --mem cuda:0
+		assert_failure 1
+		jq -e '.error.code == "ENOTSUP" and (.error.message | contains("built without CUDA"))' <<<"$output"
+	done
+}

@@ -167,6 +167,31 @@ status() {
 		and (.s0 | ev("summary")[0].done == 3) and (.d0 | ev("summary")[0].verified == 3)' s0 d0
 }
 
+@test "--mem hugepage: the pool and the source pages in hugepages, verified; none reserved, both refuse clearly" {
+	# The pool: 4 layers x K+V x 64 pages x 4 KiB = 2 MiB, one hugepage;
+	# the source pages of 10 tokens fit another.
+	echo 0 >/proc/sys/vm/nr_hugepages
+	run timeout 20 "$RDMACTL" kvxfer serve "${G[@]}" --listen "$ADDR:18999" --pool-pages 64 --mem hugepage --requests 1
+	assert_failure
+	assert_output --partial "hugepages"
+	run timeout 20 "$RDMACTL" kvxfer send "${G[@]}" --connect "$ADDR:18999" --tokens 10 --mem hugepage
+	assert_failure
+	assert_output --partial "hugepages"
+	echo 4 >/proc/sys/vm/nr_hugepages
+	[ "$(cat /proc/sys/vm/nr_hugepages)" -ge 2 ] || skip "the guest could not reserve hugepages"
+	serve d0 "${G[@]}" --pool-pages 64 --verify --requests 2 --mem hugepage
+	# the pool holds a hugepage while the decode rank serves
+	local total free
+	total=$(awk '/^HugePages_Total:/ { print $2 }' /proc/meminfo)
+	free=$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)
+	((free < total)) || fail "serve --mem hugepage holds no hugepage ($free of $total free)"
+	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --requests 2 --mem hugepage
+	reap s0 d0
+	echo 0 >/proc/sys/vm/nr_hugepages
+	status 0 s0 d0
+	check 'all(.[]; verified(2))' s0 d0
+}
+
 @test "--no-stream, the negative twin: no layer lands before the last is ready, more time exposed" {
 	# 1024 tokens: 512 KiB a layer, tens of ms on the wire, so that the
 	# transfer outweighs scheduling noise; layers ready 200 ms apart. One

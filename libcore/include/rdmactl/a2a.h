@@ -14,6 +14,7 @@
 #include <rdmactl/err.h>
 #include <rdmactl/export.h>
 #include <rdmactl/group.h>
+#include <rdmactl/mem.h>
 
 enum rc_a2a_algo { RC_A2A_FLAT, RC_A2A_RING, RC_A2A_HIER };
 enum rc_a2a_dtype { RC_A2A_BF16, RC_A2A_FP8 };
@@ -71,6 +72,7 @@ struct rc_a2a_opts {
 	int timeout_ms;           /* waits on shared memory (the group has its own) */
 	int iters;
 	int warmup;
+	enum rc_mem_kind mem;     /* token buffers: host (default) or hugepage; the CPU fills them */
 	bool check;
 	void (*progress)(void *arg, int done, int total);
 	void *progress_arg;

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include <rdmactl/err.h>
+#include <rdmactl/mem.h>
 #include <rdmactl/parse.h>
 
 #define KV_MAX_TP 64
@@ -400,6 +401,10 @@ struct kv_recv_opts {
 	bool scatter;
 	uint64_t scatter_seed;
 	bool verify;
+	/* The pool: host (default), hugepage or GPU memory (.len unused). GPU
+	 * memory is registered by the first path that works (rc_mem_register);
+	 * verify needs the CPU to read the pool, so it is refused with GPU memory. */
+	struct rc_mem_spec mem;
 };
 
 struct kv_send_target {
@@ -416,6 +421,9 @@ struct kv_send_opts {
 	double layer_compute_us;
 	bool no_stream;
 	enum kv_pack pack;
+	/* The source pages and staging: host (default) or hugepage. The CPU
+	 * fills them and packs from them: GPU memory is refused. */
+	enum rc_mem_kind mem;
 };
 
 /* Run until the requests are finished or stop_fd. Returns 0 (whatever
