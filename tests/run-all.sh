@@ -151,11 +151,11 @@ fi
 
 if ((rxe)); then
 	log "rxe tests in the SoftRoCE guest (two devices)"
-	run_bats rxe "$logdir/rxe.tap" tests/vm/run.sh --two-nics --timeout 1800 -- \
+	run_bats rxe "$logdir/rxe.tap" tests/vm/run.sh --two-nics --timeout 2700 -- \
 		env RDMACTL_BUILD_DIR="$repo/build" RDMACTL="$repo/build/cli/rdmactl" BATS_TEST_TIMEOUT=180 bats --tap tests/rxe
 	if ((sanitize)); then
 		log "every rxe file on the sanitizer build, in the guest (a sanitizer report fails it)"
-		run_bats rxe-asan "$logdir/rxe-asan.tap" tests/vm/run.sh --two-nics --timeout 1800 -- \
+		run_bats rxe-asan "$logdir/rxe-asan.tap" tests/vm/run.sh --two-nics --timeout 2700 -- \
 			env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 			tests/rxe/sanitized.sh env RDMACTL_BUILD_DIR="$repo/build-asan" RDMACTL="$repo/build-asan/cli/rdmactl" \
 			BATS_TEST_TIMEOUT=240 bats --tap tests/rxe
