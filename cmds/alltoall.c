@@ -72,8 +72,8 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 	struct rc_err e;
 
 	if ((rc = group_args_parse(ctx, c, v, A2A_RANK, &a->grp)) ||
-	    (rc = opt_word(ctx, c, v, alltoall_opts[A2A_ALGO].name, algo_words, &algo)) ||
-	    (rc = opt_word(ctx, c, v, alltoall_opts[A2A_DTYPE].name, dtype_words, &dtype)) ||
+	    (rc = opt_word_at(ctx, c, v, A2A_ALGO, algo_words, &algo)) ||
+	    (rc = opt_word_at(ctx, c, v, A2A_DTYPE, dtype_words, &dtype)) ||
 	    (rc = opt_int_at(ctx, c, v, A2A_RANKS_PER_NODE, 1, RC_GROUP_MAX, &rpn)) ||
 	    (rc = opt_u64_at(ctx, c, v, A2A_SEED, &seed)))
 		return rc;

@@ -250,13 +250,13 @@ static int parse(struct ctx *ctx, int argc, char **argv, struct mig_plan *p)
 			     &p->lo.max_rounds)) ||
 	    (rc = opt_size_at(ctx, c, &v, MIG_DIRTY, &p->lo.dirty_bytes)))
 		return rc;
-	if ((rc = opt_word(ctx, c, &v, "format", formats, &f)))
+	if ((rc = opt_word_at(ctx, c, &v, MIG_FORMAT, formats, &f)))
 		return rc;
 	if (opt_on(&v, MIG_FORMAT) && !opt_on(&v, MIG_BLOCKS))
 		return usage_err(ctx, "migrate: --format goes with --blocks");
 	if (!strcmp(opt_arg(&v, MIG_BLOCKS) ? opt_arg(&v, MIG_BLOCKS) : "", "-") && ctx->session)
 		return usage_err(ctx, "migrate: in the shell, give --blocks FILE");
-	p->o.token = opt_token(c, &v);
+	p->o.token = opt_token_at(&v, MIG_TOKEN);
 	if (p->o.token && !rc_token_valid(p->o.token))
 		return usage_err(ctx, "invalid --token: 1 to %d printable characters without spaces",
 				 RC_TOKEN_MAX);

@@ -111,7 +111,7 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 
 	if ((rc = group_args_parse(ctx, c, v, MC_RANK, &m->grp)) ||
 	    (rc = opt_int_at(ctx, c, v, MC_ROOT, 0, 1 << 20, &root)) ||
-	    (rc = opt_word(ctx, c, v, multicast_opts[MC_ALGO].name, algo_words, &algo)) ||
+	    (rc = opt_word_at(ctx, c, v, MC_ALGO, algo_words, &algo)) ||
 	    (rc = opt_int_at(ctx, c, v, MC_FANOUT, 1, RC_GROUP_MAX, &fanout)) ||
 	    (rc = opt_int_at(ctx, c, v, MC_RING, 1, 256, &ring)) ||
 	    (rc = opt_size_at(ctx, c, v, MC_SIZE, &size)) ||

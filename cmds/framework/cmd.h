@@ -123,6 +123,7 @@ const char *comp_kind_name(enum comp_kind k);
  * Returns 0, 1 (help shown) or -EINVAL after a usage error. */
 int opts_parse(struct ctx *ctx, const struct cmd *c, int argc, char **argv,
 	       struct opt_vals *v);
+/* The index of the option called name in c->opts, -1 if it has none. */
 int opt_index(const struct cmd *c, const char *name);
 /* Options in a table, OPT_END not counted. */
 int opts_count(const struct cmd_opt *opts);
@@ -149,7 +150,9 @@ static inline bool opt_on(const struct opt_vals *v, int i)
 {
 	return v->count[i] > 0;
 }
-/* As opt_size, opt_u64 and opt_int below, by index. */
+/* Typed accessors by index: return 0 (value stored, or option absent and
+ * *out untouched) or -EINVAL after printing a usage error naming the
+ * option. An integer is checked against [min, max]. */
 int opt_size_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
 		uint64_t *out);
 int opt_u64_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
@@ -162,27 +165,6 @@ int opt_word_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, 
 /* By index: a --token option, else $RDMACTL_TOKEN; NULL when neither is set
  * or it is empty. */
 const char *opt_token_at(const struct opt_vals *v, int i);
-/* By index: the word option i names, its position in words (NULL-terminated). */
-int opt_word_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
-		const char *const *words, int *out);
-/* By index: a --token option, else $RDMACTL_TOKEN; NULL when neither is set or it is empty. */
-const char *opt_token_at(const struct opt_vals *v, int i);
-
-/* Typed accessors: return 0 (value stored, or option absent and *out
- * untouched) or -EINVAL after printing a usage error naming the option. */
-const char *opt_get(const struct cmd *c, const struct opt_vals *v, const char *name);
-bool opt_has(const struct cmd *c, const struct opt_vals *v, const char *name);
-/* --token, else $RDMACTL_TOKEN; NULL when neither is set or it is empty. */
-const char *opt_token(const struct cmd *c, const struct opt_vals *v);
-int opt_size(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,
-	     uint64_t *out);
-int opt_u64(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,
-	    uint64_t *out);
-/* An integer in [min, max]. */
-int opt_int(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,
-	    int min, int max, int *out);
-int opt_word(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,
-	     const char *const *words, int *out);
 
 /* --mem ARG (NULL: host): host, hugepage, cuda or cuda:N. A build without
  * CUDA refuses cuda plainly, and so does a caller that cannot use GPU memory

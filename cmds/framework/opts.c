@@ -192,52 +192,6 @@ int opt_int_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, i
 	return 0;
 }
 
-const char *opt_get(const struct cmd *c, const struct opt_vals *v, const char *name)
-{
-	int i = opt_index(c, name);
-
-	return i >= 0 && v->count[i] ? v->vals[i] : NULL;
-}
-
-bool opt_has(const struct cmd *c, const struct opt_vals *v, const char *name)
-{
-	int i = opt_index(c, name);
-
-	return i >= 0 && v->count[i];
-}
-
-int opt_size(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,
-	     uint64_t *out)
-{
-	int i = opt_index(c, name);
-
-	return i < 0 ? 0 : opt_size_at(ctx, c, v, i, out);
-}
-
-int opt_u64(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,
-	    uint64_t *out)
-{
-	int i = opt_index(c, name);
-
-	return i < 0 ? 0 : opt_u64_at(ctx, c, v, i, out);
-}
-
-int opt_int(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,
-	    int min, int max, int *out)
-{
-	int i = opt_index(c, name);
-
-	return i < 0 ? 0 : opt_int_at(ctx, c, v, i, min, max, out);
-}
-
-int opt_word(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, const char *name,
-	     const char *const *words, int *out)
-{
-	int i = opt_index(c, name);
-
-	return i < 0 ? 0 : opt_word_at(ctx, c, v, i, words, out);
-}
-
 int opt_word_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
 		const char *const *words, int *out)
 {
@@ -257,11 +211,6 @@ int opt_word_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, 
 		strncat(list, words[k], sizeof(list) - strlen(list) - 1);
 	}
 	return usage_err(ctx, "invalid --%s '%s': expected one of %s", c->opts[i].name, s, list);
-}
-
-const char *opt_token(const struct cmd *c, const struct opt_vals *v)
-{
-	return opt_token_at(v, opt_index(c, "token"));
 }
 
 const char *opt_token_at(const struct opt_vals *v, int i)

@@ -194,7 +194,7 @@ static int common(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v
 		return rc;
 	if (u > UINT32_MAX)
 		return usage_err(ctx, "invalid --requests %llu", (unsigned long long)u);
-	co->token = opt_token(c, v);
+	co->token = opt_token_at(v, KVX_TOKEN);
 	if (co->token && !rc_token_valid(co->token))
 		return usage_err(ctx, "invalid --token: 1 to %d printable characters without spaces",
 				 RC_TOKEN_MAX);

@@ -114,7 +114,7 @@ int main(void)
 		CHECK(opts_parse(&ctx, &cmd_register, 11, reg, &v) == 0);
 		CHECK(v.nmulti == 4);
 		CHECK_STR(v.multi[2], "b");
-		CHECK_STR(opt_get(&cmd_register, &v, "listen"), "x");
+		CHECK_STR(opt_arg(&v, opt_index(&cmd_register, "listen")), "x");
 		CHECK(opts_parse(&ctx, &cmd_write, 6, twice, &v) == -EINVAL);
 		ctx_close(&ctx, &o, &e);
 		CHECK(strstr(e.buf, "given twice") != NULL);
