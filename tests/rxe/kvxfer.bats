@@ -39,7 +39,7 @@ teardown() {
 }
 
 # serve NAME ARGS...: a decode rank on a fresh port, in the background, then
-# wait_listening. Sets PORT_<NAME>.
+# wait_listening. Sets PORT_<NAME>. $KV_T, when set, is rdmactl's -t (ms).
 serve() {
 	serve_bg "$@" && wait_listening "$1"
 }
@@ -50,7 +50,7 @@ serve_bg() {
 	PORT_SEQ=$(( ${PORT_SEQ:-0} + 1 ))
 	port=$(( 18000 + BATS_TEST_NUMBER * 20 + PORT_SEQ ))
 	printf -v "PORT_$name" '%s' "$port"
-	"$RDMACTL" -j kvxfer serve --listen "$ADDR:$port" "$@" >"$KV_OUT/$name.out" 2>"$KV_OUT/$name.err" &
+	"$RDMACTL" -j ${KV_T:+-t "$KV_T"} kvxfer serve --listen "$ADDR:$port" "$@" >"$KV_OUT/$name.out" 2>"$KV_OUT/$name.err" &
 	KV_PID[$name]=$!
 }
 
@@ -96,11 +96,11 @@ wait_event() {
 	return 1
 }
 
-# send NAME ARGS...: a prefill rank in the background.
+# send NAME ARGS...: a prefill rank in the background (-t $KV_T when set).
 send() {
 	local name=$1
 	shift
-	"$RDMACTL" -j kvxfer send "$@" >"$KV_OUT/$name.out" 2>"$KV_OUT/$name.err" &
+	"$RDMACTL" -j ${KV_T:+-t "$KV_T"} kvxfer send "$@" >"$KV_OUT/$name.out" 2>"$KV_OUT/$name.err" &
 	KV_PID[$name]=$!
 }
 
@@ -537,6 +537,10 @@ no_leak() {
 @test "a large request verified and filled in slices: heartbeats of 50 ms, timeout 400 ms, nobody declared dead" {
 	# 256 MiB a request: seconds of filling (send) and checking (serve)
 	# under TCG, many times the heartbeat timeout.
+	# The sanitizer build checks 256 MiB in more than the default 10 s, so the
+	# end of a request may take up to a minute here (-t); the heartbeats still
+	# have 400 ms.
+	local KV_T=60000
 	local B=(--layers 4 --kv-heads 8 --head-dim 128 --page-tokens 16 --heartbeat-ms 50 --heartbeat-timeout 400)
 	serve d0 "${B[@]}" --pool-pages 1024 --verify --requests 2
 	send s0 "${B[@]}" --connect "$ADDR:$PORT_d0" --tokens 16384 --requests 2

@@ -158,13 +158,16 @@ a_untouched() {
 # after N) into slot seq % SLOTS of A's region (64 KiB apart, 4 KiB each),
 # one `rdmactl write` each, always addressed to A. Logs "SEQ STATUS" lines
 # in $t/writer.log; the payload of SEQ is $t/w.SEQ.
+# A client waits out the fence for as long as its -t allows: the blackout
+# holds both sides' digests of the region, over 10 s on the sanitizer build,
+# so the clients here get a minute.
 writer() {
 	local n=$1 slots=$2 seq=0 st
 	while :; do
 		seq=$((seq + 1))
 		{ printf 'seq %08d\n' "$seq"; head -c 4083 /dev/zero; } >"$t/w.$seq"
 		st=0
-		"$RDMACTL" write "$A/kv" --offset $(((seq % slots) * 65536)) --file "$t/w.$seq" \
+		"$RDMACTL" -t 60000 write "$A/kv" --offset $(((seq % slots) * 65536)) --file "$t/w.$seq" \
 			>/dev/null 2>>"$t/writer.err" || st=$?
 		echo "$seq $st" >>"$t/writer.log"
 		((seq < n)) || [[ ! -e $t/stop ]] || break
@@ -224,7 +227,7 @@ expected() {
 			last=0
 			while ((last < 2)); do
 				[[ ! -e $t/stop ]] || last=$((last + 1))
-				"$RDMACTL" -j --force -b "$t/batch.$c" 2>>"$t/atomic.err" |
+				"$RDMACTL" -j -t 60000 --force -b "$t/batch.$c" 2>>"$t/atomic.err" |
 					jq -r --arg c "$c" '"\($c) \(map(select(.output.error == null)) | length) \(map(select(.output.error != null)) | length)"' \
 					>>"$t/atomic.log"
 			done
