@@ -278,10 +278,10 @@ static int handshake(struct qp *c, struct kv_msg *hello, struct kv_msg *w)
 	uint32_t pages[KV_MAX_REQ_PAGES];
 	double end = now_ms() + 10000;
 
-	if (send_msg(c, hello)) {
-		fprintf(stderr, "kv_hostile: HELLO did not go out\n");
-		return -1;
-	}
+	/* Not acknowledged is not lost: the decode rank may have read it, answered
+	 * and closed before its acknowledgement came back. The answer decides. */
+	if (send_msg(c, hello))
+		fprintf(stderr, "kv_hostile: HELLO not acknowledged; reading the answer anyway\n");
 	while (now_ms() < end) {
 		int n = recv_msg(c, w, pages, 100);
 

@@ -423,14 +423,6 @@ KV_HOSTILE=${KV_HOSTILE:-$BUILD_DIR/tests/rxe/kv_hostile}
 
 hostile() {
 	run "$KV_HOSTILE" "$@"
-	# A connection made within milliseconds of the previous one can fail before
-	# its HELLO is even acknowledged (seen on rxe under load; see kv_hostile's
-	# "HELLO did not go out"). That says nothing of what the decode rank
-	# answers a HELLO, so that one connection is made again, once.
-	if [[ $status -ne 0 && $output == *"HELLO did not go out"* ]]; then
-		echo "# kv_hostile $1: HELLO did not go out; connecting again" >&3
-		run "$KV_HOSTILE" "$@"
-	fi
 	echo "$output" >&2
 	assert_success
 }
