@@ -30,10 +30,9 @@ static void w64(struct wbuf *w, uint64_t v)
 	w32(w, (uint32_t)(v >> 32));
 }
 
-static void wstr(struct wbuf *w, const char *s)
+/* n bytes of s after their length. */
+static void wbytes(struct wbuf *w, const char *s, size_t n)
 {
-	size_t n = strnlen(s, KV_REASON_MAX - 1);
-
 	w32(w, (uint32_t)n);
 	if (w->len + n > w->cap) {
 		w->over = true;
@@ -41,6 +40,11 @@ static void wstr(struct wbuf *w, const char *s)
 	}
 	memcpy(w->p + w->len, s, n);
 	w->len += n;
+}
+
+static void wstr(struct wbuf *w, const char *s)
+{
+	wbytes(w, s, strnlen(s, KV_REASON_MAX - 1));
 }
 
 /* The token: bytes, not text; printable (rc_token_valid) or none. */
@@ -52,13 +56,7 @@ static void wtoken(struct wbuf *w, const char *s)
 		w->over = true;
 		return;
 	}
-	w32(w, (uint32_t)n);
-	if (w->len + n > w->cap) {
-		w->over = true;
-		return;
-	}
-	memcpy(w->p + w->len, s, n);
-	w->len += n;
+	wbytes(w, s, n);
 }
 
 struct rbuf {
