@@ -75,3 +75,19 @@ teardown() {
 	stop_server TERM
 	sanitizer_reports
 }
+
+# group_peers BASE N [ADDR...]: a peers file $PEERS for N ranks of a group
+# (alltoall, multicast): rank i on address i * count / N, ports from BASE,
+# apart for each test and each call in it.
+group_peers() {
+	local base=$1 n=$2 i
+	shift 2
+	local addrs=("${@:-$ADDR}")
+	base=$((base + BATS_TEST_NUMBER * 100 + ${PORT_SEQ:-0} * 10))
+	PORT_SEQ=$(( ${PORT_SEQ:-0} + 1 ))
+	PEERS=$BATS_TEST_TMPDIR/peers.$PORT_SEQ
+	: >"$PEERS"
+	for ((i = 0; i < n; i++)); do
+		echo "$i ${addrs[i * ${#addrs[@]} / n]}:$((base + i))" >>"$PEERS"
+	done
+}

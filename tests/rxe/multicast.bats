@@ -7,18 +7,9 @@
 bats_require_minimum_version 1.5.0
 load helpers
 
-# mc_peers N [ADDR...]: a peers file for N ranks (address i * count / N).
+# mc_peers N [ADDR...]: a peers file for N ranks (helpers.bash).
 mc_peers() {
-	local n=$1 i base
-	shift
-	local addrs=("${@:-$ADDR}")
-	base=$((23000 + BATS_TEST_NUMBER * 100 + ${PORT_SEQ:-0} * 10))
-	PORT_SEQ=$(( ${PORT_SEQ:-0} + 1 ))
-	PEERS=$BATS_TEST_TMPDIR/peers.$PORT_SEQ
-	: >"$PEERS"
-	for ((i = 0; i < n; i++)); do
-		echo "$i ${addrs[i * ${#addrs[@]} / n]}:$((base + i))" >>"$PEERS"
-	done
+	group_peers 23000 "$@"
 }
 
 # mc_start N ARGS...: ranks 0..N-1 in the background, receivers writing to
