@@ -340,16 +340,26 @@ static int take_msg(struct rc_group *g, int j, void *out, size_t len, double dea
 	return 0;
 }
 
-int rc_group_exchange(struct rc_group *g, const void *mine, size_t len, void *theirs,
-		      struct rc_err *err)
+/* A round of control messages of len bytes: checked, numbered, and given
+ * the group's timeout. */
+static int msg_round(struct rc_group *g, size_t len, double *deadline, struct rc_err *err)
 {
-	double deadline = rc_now() + g->o.timeout_ms / 1000.0;
-	int rc;
-
+	*deadline = rc_now() + g->o.timeout_ms / 1000.0;
 	if (len > RC_GROUP_MSG_MAX)
 		return rc_err_set(err, EINVAL, "a control message is limited to %d bytes",
 				  RC_GROUP_MSG_MAX);
 	g->seq++;
+	return 0;
+}
+
+int rc_group_exchange(struct rc_group *g, const void *mine, size_t len, void *theirs,
+		      struct rc_err *err)
+{
+	double deadline;
+	int rc;
+
+	if ((rc = msg_round(g, len, &deadline, err)))
+		return rc;
 	for (int k = 0; k < g->nconns; k++)
 		if ((rc = send_msg(g, g->conn_rank[k], mine, len, deadline, err)))
 			return rc;
@@ -483,13 +493,11 @@ void rc_group_abort(struct rc_group *g, const char *why)
 int rc_group_gather(struct rc_group *g, int root, const void *mine, size_t len, void *theirs,
 		    bool *got, struct rc_err *err)
 {
-	double deadline = rc_now() + g->o.timeout_ms / 1000.0;
+	double deadline;
 	int rc;
 
-	if (len > RC_GROUP_MSG_MAX)
-		return rc_err_set(err, EINVAL, "a control message is limited to %d bytes",
-				  RC_GROUP_MSG_MAX);
-	g->seq++;
+	if ((rc = msg_round(g, len, &deadline, err)))
+		return rc;
 	if (g->o.rank != root) {
 		struct gpeer *p = &g->peers[root];
 
