@@ -31,6 +31,7 @@ done
 
 passed=0 failed=0 skipped=0
 failures=()
+failed_tests=()
 skips_seen=()
 logdir=$repo/build/test-logs
 log() { printf '\n=== %s\n' "$*"; }
@@ -69,6 +70,9 @@ count_tap() {
 			bad=$((bad + 1))
 		fi
 	done < <(grep -E '^ok [0-9]+ .*# skip' "$2")
+	while IFS= read -r line; do
+		failed_tests+=("$1: ${line#not ok }")
+	done < <(grep -E '^not ok [0-9]+' "$2")
 	passed=$((passed + ok - skip))
 	skipped=$((skipped + skip))
 	failed=$((failed + nok + bad))
@@ -103,6 +107,9 @@ run_ctest() {
 	fi
 	passed=$((passed + n_total - n_fail))
 	failed=$((failed + n_fail))
+	while IFS= read -r line; do
+		failed_tests+=("$1: $line")
+	done < <(sed -n '/The following tests FAILED:/,$p' "$out" | sed -nE 's/^[[:space:]]+([0-9]+ - .*)/\1/p')
 	((n_fail == 0)) || failures+=("$1")
 }
 
@@ -171,6 +178,10 @@ echo
 if ((${#skips_seen[@]})); then
 	echo "skipped tests (the accepted ones are listed in tests/expected-skips):"
 	printf '  %s\n' "${skips_seen[@]}"
+fi
+if ((${#failed_tests[@]})); then
+	echo "failed tests:"
+	printf '  %s\n' "${failed_tests[@]}"
 fi
 ((${#failures[@]} == 0)) || echo "failed tiers: ${failures[*]}"
 echo "rdmactl tests: $passed passed, $failed failed, $skipped skipped"
