@@ -34,7 +34,7 @@ failures=()
 failed_tests=()
 skips_seen=()
 logdir=$repo/build/test-logs
-log() { printf '\n=== %s\n' "$*"; }
+log() { printf '\n=== %s (at %d s)\n' "$*" "$SECONDS"; }
 
 # skip_allowed TIER NAME: print the allow-list's reason when tests/expected-skips
 # accepts a skip of test NAME in TIER; fail otherwise.
@@ -184,5 +184,6 @@ if ((${#failed_tests[@]})); then
 	printf '  %s\n' "${failed_tests[@]}"
 fi
 ((${#failures[@]} == 0)) || echo "failed tiers: ${failures[*]}"
+echo "suite time: $SECONDS s"
 echo "rdmactl tests: $passed passed, $failed failed, $skipped skipped"
 ((failed == 0))
