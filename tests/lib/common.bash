@@ -26,7 +26,8 @@ sanitizer_reports() {
 		[[ -f "$f" ]] || continue
 		echo "sanitizer report ${f##*/}:"
 		cat "$f"
-		mv "$f" "$d/seen/"
+		{ echo "test: ${BATS_TEST_FILENAME##*/}: ${BATS_TEST_DESCRIPTION:-?}"; cat "$f"; } >"$d/seen/${BATS_SUITE_TEST_NUMBER:-0}-${f##*/}"
+		rm -f "$f"
 		found=1
 	done >&2
 	((found == 0))

@@ -25,6 +25,11 @@ for f in "$dir"/*; do
 	sed 's/^/# /' "$f"
 done
 nseen=$(find "$dir/seen" -type f 2>/dev/null | wc -l)
+for f in "$dir"/seen/*; do
+	[[ -f "$f" ]] || continue
+	sum=$(grep -m1 -E '^SUMMARY|runtime error' "$f")
+	echo "# $(head -n1 "$f"): ${sum:-(no summary line)}"
+done
 echo "# sanitizer reports: $((n + nseen)) ($nseen failed their test, $n found at the end)"
 ((n == 0)) || rc=1
 exit "$rc"
