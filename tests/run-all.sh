@@ -7,7 +7,8 @@
 # (a third build, -DRDMACTL_CUDA=OFF, only builds rdmactl for one cli test)
 #   cli   bats on the binary, no device         (both builds)
 #   rxe   bats inside the SoftRoCE guest: real rdma_rxe, two devices (all
-#         of it once more on the sanitizer build, where a report fails)
+#         of it once more on the sanitizer build, where a report fails, less
+#         the heavy siblings that tests/expected-skips names)
 #   fuzz  libFuzzer targets (clang, ASan, UBSan) over the network decoders
 #         and the parsers, 30 s each
 # and ends with one line "rdmactl tests: N passed, N failed, N skipped".

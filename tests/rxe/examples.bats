@@ -27,6 +27,7 @@ example() {
 }
 
 @test "kv-migrate: blocks move to another device (with --two-nics), verified block by block" {
+	heavy_sibling "kv-migrate: on one address, two ports, another layout"
 	if [[ -n "${RDMACTL_VM_ADDR_A:-}" ]]; then
 		mode=two-devices src_dev=$RDMACTL_VM_DEV_A dst_dev=$RDMACTL_VM_DEV_B
 	else
@@ -113,6 +114,7 @@ example() {
 }
 
 @test "orchestrate: clients on another device than the server" {
+	heavy_sibling "orchestrate: a server's life cycle"
 	need_two_nics
 	example orchestrate --listen "$RDMACTL_VM_ADDR_B:$PORT" --bind "$RDMACTL_VM_ADDR_A"
 	assert_success

@@ -16,6 +16,15 @@ need_two_nics() {
 	[ -n "${RDMACTL_VM_ADDR_A:-}" ] || skip "needs two rxe devices (tests/vm/run.sh --two-nics)"
 }
 
+# heavy_sibling: skip on the sanitizer tier (tests/rxe/sanitized.sh) a test
+# whose code path a lighter test of the same file already runs there; the
+# plain rxe tier runs it. Keeps the whole suite near its 30-minute goal.
+# Each such test is listed for rxe-asan in tests/expected-skips.
+heavy_sibling() {
+	[[ -z "${RDMACTL_SANITIZER_DIR:-}" ]] ||
+		skip "heavy sibling: the plain rxe tier runs it, the sanitizer tier runs the lighter tests of its path ($1)"
+}
+
 # A fresh port per server, so that tests never meet an earlier server.
 next_port() {
 	PORT_SEQ=$(( ${PORT_SEQ:-0} + 1 ))

@@ -184,6 +184,7 @@ expected() {
 }
 
 @test "live: 32 MiB moved while a writer streams sequence numbers; B holds exactly what was written, the writer never failed" {
+	heavy_sibling "the live tests below: fetch-add counters, B killed, --no-verify"
 	local t=$BATS_TEST_TMPDIR wpid
 	serve A "$A" --name kv --size 32M
 	serve B "$B" --name kv --size 32M
@@ -313,6 +314,7 @@ expected() {
 }
 
 @test "the example kv-live-migrate.sh passes its own checks" {
+	heavy_sibling "the live tests above"
 	run --separate-stderr timeout 600 "$REPO_ROOT/examples/kv-live-migrate.sh" \
 		--src "$RDMACTL_VM_ADDR_A:$PORT" --dst "$RDMACTL_VM_ADDR_B:$PORT" --blocks 32
 	echo "$stderr"

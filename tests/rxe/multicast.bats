@@ -117,6 +117,7 @@ blob() {
 }
 
 @test "every algorithm across the two rxe devices of the veth pair" {
+	heavy_sibling "flat, chain and tree on one device"
 	need_two_nics
 	local algo
 	blob "$BATS_TEST_TMPDIR/w" $((3 << 20))
