@@ -122,7 +122,7 @@ teardown() {
 		sleep 0.1
 	done
 	sleep 1 # several MiB on the way
-	kill -0 "${pids[@]}"
+	kill -0 "${pids[@]}" || { cat "$BATS_TEST_TMPDIR"/*.err; false; }
 	kill -KILL "$SERVER_PID"
 	wait "$SERVER_PID" || true
 	SERVER_PID=
