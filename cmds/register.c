@@ -33,7 +33,9 @@
 	  "require TOKEN in the connect request (default: $RDMACTL_TOKEN)")                   \
 	X(RG_MAX_CONNS, "max-conns", 0, "N", "connections served at once (default 64)")          \
 	X(RG_KEEPALIVE_MS, "keepalive-ms", 0, "MS",                                           \
-	  "probe each connection every MS, drop one whose host vanished (default 5000, 0: off)")
+	  "probe each connection every MS, drop one whose host vanished (default 5000, 0: off)") \
+	X(RG_FLUSH_EVERY, "flush-every", 0, "TIME",                                           \
+	  "also write file-backed regions back to their files every TIME (500ms, 30s, 5m; default: only on exit)")
 
 enum { REGISTER_OPTS(OPT_INDEX) REGISTER_NOPTS };
 static const struct cmd_opt register_opts[] = { REGISTER_OPTS(OPT_ENTRY) OPT_END };
@@ -83,8 +85,21 @@ static int collect_regions(struct ctx *ctx, const struct opt_vals *v, struct reg
 void register_on_event(void *arg, const struct rc_server_event *ev)
 {
 	struct ctx *ctx = arg;
-	static const char *const names[] = { "connected", "disconnected", "rejected", "imm" };
+	static const char *const names[] = { "connected", "disconnected", "rejected", "imm",
+					     "flush_failed" };
 
+	if (ev->kind == RC_EV_FLUSH_FAILED) {
+		if (!out_is_json(&ctx->out)) {
+			fprintf(ctx->out.fp, "region %s: flush failed: %s\n", ev->region, ev->reason);
+			fflush(ctx->out.fp);
+			return;
+		}
+		out_str(&ctx->out, "event", NULL, names[ev->kind]);
+		out_str(&ctx->out, "region", NULL, ev->region);
+		out_str(&ctx->out, "reason", NULL, ev->reason);
+		out_event(&ctx->out);
+		return;
+	}
 	if (!out_is_json(&ctx->out)) {
 		if (ev->kind == RC_EV_IMM)
 			fprintf(ctx->out.fp, "%s: immediate data %u\n", ev->peer, ev->imm);
@@ -170,11 +185,36 @@ struct register_args {
 	char port[8];
 	int max_conns;
 	int keepalive_ms; /* 0: the default, -1: off */
+	int flush_every_ms; /* 0: only on exit */
 	struct region_spec specs[MAX_SPECS];
 	int nspecs;
 	enum rc_mem_reg gpu_reg;
 	const char *token;
 };
+
+/* A duration: N with ms, s (the default) or m after it, 100 ms to a day. */
+static int parse_interval_ms(const char *s, int *ms)
+{
+	unsigned long long n, unit = 1000;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	n = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	if (!strcmp(end, "ms"))
+		unit = 1;
+	else if (!strcmp(end, "m"))
+		unit = 60000;
+	else if (*end && strcmp(end, "s"))
+		return -EINVAL;
+	if (n > 86400000ULL / unit || n * unit < 100)
+		return -ERANGE;
+	*ms = (int)(n * unit);
+	return 0;
+}
 
 /* Parse: every region is checked before any device is touched. */
 static int register_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
@@ -199,6 +239,10 @@ static int register_parse(struct ctx *ctx, const struct cmd *c, const struct opt
 		if (!a->keepalive_ms)
 			a->keepalive_ms = -1; /* off */
 	}
+	if (opt_on(v, RG_FLUSH_EVERY) &&
+	    parse_interval_ms(opt_arg(v, RG_FLUSH_EVERY), &a->flush_every_ms))
+		return usage_err(ctx, "invalid --flush-every '%s': expected 100ms to 24h, such as 500ms, 30s or 5m",
+				 opt_arg(v, RG_FLUSH_EVERY));
 	if ((rc = collect_regions(ctx, v, a->specs, &a->nspecs)))
 		return rc;
 	if (opt_on(v, RG_GPU_REG) && rc_mem_reg_parse(opt_arg(v, RG_GPU_REG), &a->gpu_reg))
@@ -238,6 +282,15 @@ static int register_parse(struct ctx *ctx, const struct cmd *c, const struct opt
 		r->acc = access;
 		r->bytes = size;
 	}
+	if (a->flush_every_ms) {
+		bool any = false;
+
+		for (int i = 0; i < a->nspecs; i++)
+			any |= a->specs[i].kind == RC_MEM_FILE && a->specs[i].acc != RC_ACCESS_RO;
+		if (!any)
+			return usage_err(ctx, "register: --flush-every writes file-backed regions back, "
+					 "and no writable region has --file");
+	}
 	a->token = opt_token_at(v, RG_TOKEN);
 	if (a->token && !rc_token_valid(a->token))
 		return usage_err(ctx, "invalid --token: 1 to %d printable characters without spaces",
@@ -259,6 +312,7 @@ static int register_start(struct ctx *ctx, const struct register_args *a,
 	if (a->max_conns)
 		so->max_conns = a->max_conns;
 	so->keepalive_ms = a->keepalive_ms;
+	so->flush_every_ms = a->flush_every_ms;
 	rc = rc_server_create(so, s, &e);
 	if (rc)
 		return fail(ctx, rc, "%s", e.msg);

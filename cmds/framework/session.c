@@ -39,6 +39,8 @@ struct kept {
 struct queued {
 	enum rc_server_event_kind kind;
 	char peer[RC_HOST_MAX + 8];
+	char region[RC_NAME_MAX];
+	bool has_peer, has_region;
 	char reason[128];
 	bool has_reason;
 	uint32_t imm;
@@ -108,6 +110,9 @@ static void queue_event(void *arg, const struct rc_server_event *ev)
 	q->kind = ev->kind;
 	q->imm = ev->imm;
 	snprintf(q->peer, sizeof(q->peer), "%s", ev->peer ? ev->peer : "");
+	snprintf(q->region, sizeof(q->region), "%s", ev->region ? ev->region : "");
+	q->has_peer = ev->peer != NULL;
+	q->has_region = ev->region != NULL;
 	q->has_reason = ev->reason != NULL;
 	if (ev->reason)
 		snprintf(q->reason, sizeof(q->reason), "%s", ev->reason);
@@ -297,7 +302,8 @@ void session_drain(struct rc_session *ss, struct ctx *ctx)
 			break;
 		if (ss->print_event)
 			ss->print_event(ctx, &(struct rc_server_event){
-				.kind = q.kind, .peer = q.peer,
+				.kind = q.kind, .peer = q.has_peer ? q.peer : NULL,
+				.region = q.has_region ? q.region : NULL,
 				.reason = q.has_reason ? q.reason : NULL, .imm = q.imm });
 	}
 	reap(ss, ctx);

@@ -21,6 +21,7 @@
 #define SRV_RECVS 16
 #define SRV_MAX_CONNS 256
 #define SRV_KEEPALIVE_MS 5000 /* default probe interval */
+#define SRV_FLUSH_SLICE (8u << 20) /* bytes written back per step */
 
 struct srv_conn {
 	struct rc_conn *c;
@@ -48,6 +49,12 @@ struct rc_server {
 	int nconns;
 	int max_conns;
 	struct srv_mig *mig; /* a migration's pull connection and hash */
+	struct {
+		double at;     /* the next pass starts then */
+		bool on;       /* a pass is under way */
+		int reg;       /* the region it writes back */
+		size_t off;    /* and how far it got there */
+	} flush;
 };
 
 int rc_server_nregions(const struct rc_server *s) { return s->nregions; }
@@ -80,6 +87,8 @@ int rc_server_create(const struct rc_server_opts *o, struct rc_server **out, str
 	if (!s)
 		return rc_err_set(err, ENOMEM, "out of memory");
 	s->o = *o;
+	if (o->flush_every_ms > 0)
+		s->flush.at = rc_now() + o->flush_every_ms / 1000.0;
 	s->max_conns = o->max_conns > 0 && o->max_conns <= SRV_MAX_CONNS ? o->max_conns : 64;
 	if (o->token)
 		strcpy(s->token, o->token);
@@ -390,6 +399,55 @@ static void drain_cq(struct rc_server *s, struct srv_conn *sc)
 }
 
 /*
+ * --flush-every: each pass writes every writable file-backed region back to
+ * its file (pwrite, then fsync at the region's end), in slices of
+ * SRV_FLUSH_SLICE per step, so that a large region does not hold up the
+ * keepalive and the LIST answers for the whole write. A failure is reported
+ * and the pass goes on with the next region; the next pass tries again.
+ * Returns whether a pass is still under way (the step then does not wait).
+ */
+static bool flush_step(struct rc_server *s)
+{
+	if (s->o.flush_every_ms <= 0)
+		return false;
+	if (!s->flush.on) {
+		if (rc_now() < s->flush.at)
+			return false;
+		s->flush.on = true;
+		s->flush.reg = 0;
+		s->flush.off = 0;
+	}
+	while (s->flush.reg < s->nregions) {
+		struct rc_region *r = &s->regions[s->flush.reg];
+		size_t left = r->mem.len - s->flush.off, n = left < SRV_FLUSH_SLICE ? left : SRV_FLUSH_SLICE;
+		struct rc_err e = { 0 };
+
+		if (r->mem.kind != RC_MEM_FILE || !r->mem.writable || !left) {
+			s->flush.reg++;
+			s->flush.off = 0;
+			continue;
+		}
+		if (rc_mem_sync_range(&r->mem, s->flush.off, n, &e)) {
+			struct rc_server_event ev = { .kind = RC_EV_FLUSH_FAILED, .region = r->d.name,
+						      .reason = e.msg };
+
+			if (s->o.on_event)
+				s->o.on_event(s->o.arg, &ev);
+			n = left; /* on to the next region */
+		}
+		s->flush.off += n;
+		if (s->flush.off == r->mem.len) {
+			s->flush.reg++;
+			s->flush.off = 0;
+		}
+		return true;
+	}
+	s->flush.on = false;
+	s->flush.at = rc_now() + s->o.flush_every_ms / 1000.0;
+	return false;
+}
+
+/*
  * A peer host that vanishes (crash, power-off, partition) sends no
  * disconnect, and its connection would hold a slot for ever. Every
  * keepalive_ms each connection gets a zero-length RDMA WRITE, which the
@@ -455,6 +513,8 @@ int rc_server_step(struct rc_server *s, int timeout_ms, struct rc_err *err)
 	struct pollfd pfd[SRV_MAX_CONNS + 1];
 	int n = s->nconns, r;
 
+	if (flush_step(s))
+		timeout_ms = 0;
 	keepalive(s);
 	for (int i = s->nconns - 1; i >= 0; i--) /* a drop moves the last one here */
 		if (!s->conns[i]->c->armed)

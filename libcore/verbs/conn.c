@@ -251,7 +251,11 @@ static void conn_params(struct ibv_context *verbs, struct rdma_conn_param *p)
 		if (da.max_qp_rd_atom < p->responder_resources)
 			p->responder_resources = (uint8_t)da.max_qp_rd_atom;
 	}
-	p->retry_count = 7;
+	/* 6, not 7: rdma_rxe reads a transport retry count of 7 as "retry for
+	 * ever" (as 7 means for RNR retries), so a peer that died mid-transfer
+	 * was never given up on; 6 ends in a retry-exceeded completion after
+	 * about 2 s (ACK_TIMEOUT) everywhere. */
+	p->retry_count = 6;
 	p->rnr_retry_count = 7;
 }
 

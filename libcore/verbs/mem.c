@@ -77,15 +77,17 @@ static size_t round_up(size_t v, size_t a)
 	return (v + a - 1) / a * a;
 }
 
-/* Read (or write back) len bytes at offset 0, whole, through short counts
+/* Read (or write back) len bytes at offset off, whole, through short counts
  * and interruptions. Returns 0 or -errno. */
-static int file_io(int fd, void *buf, size_t len, bool write_back)
+static int file_io(int fd, void *buf, size_t off, size_t len, bool write_back)
 {
 	size_t done = 0;
 
+	buf = (char *)buf + off;
+
 	while (done < len) {
-		ssize_t n = write_back ? pwrite(fd, (char *)buf + done, len - done, (off_t)done)
-				       : pread(fd, (char *)buf + done, len - done, (off_t)done);
+		ssize_t n = write_back ? pwrite(fd, (char *)buf + done, len - done, (off_t)(off + done))
+				       : pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -155,7 +157,7 @@ static int map_file(struct rc_mem *m, size_t len, const char *path, bool writabl
 		m->buf = NULL;
 		return rc_err_set(err, e, "cannot map '%s': %s", path, strerror(e));
 	}
-	if (writable && (e = file_io(fd, m->buf, len, false))) {
+	if (writable && (e = file_io(fd, m->buf, 0, len, false))) {
 		munmap(m->buf, m->map_len);
 		m->buf = NULL;
 		close(fd);
@@ -353,12 +355,22 @@ int rc_mem_sync(struct rc_mem *m, struct rc_err *err)
 {
 	if (m->kind == RC_MEM_CUDA && m->bounce && m->writable)
 		return rc_gpu_copy(m, 0, m->bounce, m->len, true, err);
+	return rc_mem_sync_range(m, 0, m->len, err);
+}
+
+int rc_mem_sync_range(struct rc_mem *m, size_t off, size_t len, struct rc_err *err)
+{
 	if (m->kind != RC_MEM_FILE || !m->buf || !m->writable)
 		return 0;
-	int e = file_io(m->fd, m->buf, m->len, true);
+	if (off > m->len || len > m->len - off)
+		return rc_err_set(err, EINVAL, "cannot write back %zu bytes at %zu of a %zu-byte region",
+				  len, off, m->len);
+	int e = file_io(m->fd, m->buf, off, len, true);
 
 	if (e)
 		return rc_err_set(err, -e, "cannot write the region back to its file: %s", strerror(-e));
+	if (off + len < m->len)
+		return 0;
 	if (fsync(m->fd) < 0)
 		return rc_err_set(err, errno, "cannot flush the region's file to disk: %s",
 				  strerror(errno));

@@ -221,9 +221,9 @@ int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struc
 				&which, err);
 		if (n == -ETIMEDOUT) {
 			rc = rc_err_set(err, ETIMEDOUT,
-					"no completion from %s within %d ms (%llu operations outstanding)",
+					"no completion from %s within %d ms (%llu %s operations outstanding)",
 					s->conns[0]->peer, s->timeout_ms > 0 ? s->timeout_ms : s->conns[0]->timeout_ms,
-					(unsigned long long)outstanding);
+					(unsigned long long)outstanding, rc_op_name(s->op));
 			goto out;
 		}
 		if (n < 0) {

@@ -125,6 +125,27 @@ rdmactl_json() {
 	assert_failure 2
 }
 
+@test "register --flush-every takes a duration and needs a writable file-backed region" {
+	local bad
+	for bad in 0 50ms 25h 1x s -1 1.5s; do
+		rdmactl_json register --listen 127.0.0.1:7471 --file /nonexistent/f --flush-every "$bad"
+		assert_failure 2
+		jq -e '.error.message | contains("invalid --flush-every")' <<<"$output"
+	done
+	rdmactl_json register --listen 127.0.0.1:7471 --size 1M --flush-every 1s
+	assert_failure 2
+	jq -e '.error.message | contains("no writable region has --file")' <<<"$output"
+	rdmactl_json register --listen 127.0.0.1:7471 --file /nonexistent/f --access ro --flush-every 1s
+	assert_failure 2
+	# A good duration gets past the checks: what fails then is the device.
+	for good in 100ms 30s 5m 10; do
+		rdmactl_json register --listen 127.0.0.1:7471 --file /nonexistent/f --flush-every "$good"
+		refute_output --partial "flush-every"
+	done
+	run "$RDMACTL" __complete register --flush
+	assert_line --flush-every
+}
+
 @test "global options are checked" {
 	run "$RDMACTL" -t 0 version
 	assert_failure 2

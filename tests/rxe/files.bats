@@ -85,3 +85,35 @@ mount_ext4() {
 		"$SERVER_OUT" "$SERVER_OUT.err"
 	! grep -q '"event":"stopped"' "$SERVER_OUT"
 }
+
+@test "ext4: --flush-every puts what a client wrote in the file while the server runs" {
+	mount_ext4 64M
+	f=$MNT/region.bin
+	head -c 4M /dev/urandom >"$f"
+	cp "$f" "$BATS_TEST_TMPDIR/expect"
+	start_server 1 --listen "$ADDR:$PORT" --name disk --file "$f" --flush-every 500ms
+	head -c 1M /dev/urandom >"$BATS_TEST_TMPDIR/new"
+	rdmactl write "$ADDR:$PORT/disk" --file "$BATS_TEST_TMPDIR/new" --offset 1M >/dev/null
+	dd if="$BATS_TEST_TMPDIR/new" of="$BATS_TEST_TMPDIR/expect" bs=1M seek=1 conv=notrunc status=none
+	# Within a few intervals the file holds it, the server still serving.
+	for ((i = 0; i < 100; i++)); do
+		cmp -s "$BATS_TEST_TMPDIR/expect" "$f" && break
+		sleep 0.1
+	done
+	echo "# in the file after $i tenths of a second" >&3
+	kill -0 "$SERVER_PID"
+	cmp "$BATS_TEST_TMPDIR/expect" "$f"
+	# A failed periodic write-back is reported, and the server serves on.
+	chattr +i "$f"
+	for ((i = 0; i < 50; i++)); do
+		grep -q '"event":"flush_failed"' "$SERVER_OUT" && break
+		sleep 0.1
+	done
+	chattr -i "$f"
+	jq -s -e 'any(.[]; .event == "flush_failed" and .region == "disk"
+		and (.reason | test("cannot write the region back to its file")))' "$SERVER_OUT"
+	kill -0 "$SERVER_PID"
+	stop_server TERM
+	[ "$SERVER_RC" -eq 0 ]
+	cmp "$BATS_TEST_TMPDIR/expect" "$f"
+}

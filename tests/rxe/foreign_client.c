@@ -11,7 +11,9 @@
  * write: fills LENGTH bytes with "foreign:" followed by a byte counter and
  * writes them at ADDR+OFFSET; read: reads them back and prints them as hex.
  * With FOREIGN_CLIENT_BIND=ADDR it connects from that address; with
- * FOREIGN_CLIENT_HOLD=SECONDS it stays connected that long afterwards.
+ * FOREIGN_CLIENT_HOLD=SECONDS it stays connected that long afterwards; with
+ * FOREIGN_CLIENT_CONNS=N it opens N connections one after the other, each
+ * doing the same (many peers held by one process, as many hosts would).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -24,13 +26,42 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
+#define MAX_CONNS 256
+
+struct peer {
+	struct rdma_cm_id *id;
+	struct ibv_mr *mr;
+	char *buf;
+};
+
+struct job {
+	const char *host, *port, *token;
+	uint64_t raddr, off;
+	uint32_t rkey;
+	size_t len;
+	bool wr;
+};
+
 static int die(const char *what)
 {
 	fprintf(stderr, "foreign_client: %s: %s\n", what, strerror(errno));
 	return 1;
 }
 
-int main(int argc, char **argv)
+static void release(struct peer *p)
+{
+	if (p->mr)
+		rdma_dereg_mr(p->mr);
+	free(p->buf);
+	if (p->id) {
+		rdma_disconnect(p->id);
+		rdma_destroy_ep(p->id);
+	}
+	*p = (struct peer){ 0 };
+}
+
+/* Connect and move the bytes; on failure p holds what to release. */
+static int one(const struct job *j, struct peer *p)
 {
 	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *res, *src = NULL;
 	struct ibv_qp_init_attr attr = { .cap = { .max_send_wr = 4, .max_recv_wr = 1,
@@ -38,28 +69,12 @@ int main(int argc, char **argv)
 					 .sq_sig_all = 1 };
 	struct rdma_conn_param cp = { .initiator_depth = 1, .responder_resources = 1,
 				      .retry_count = 7, .rnr_retry_count = 7 };
-	struct rdma_cm_id *id;
-	int rc;
 	struct ibv_wc wc;
-	struct ibv_mr *mr;
-	uint64_t raddr, off;
-	uint32_t rkey;
-	size_t len;
-	char *buf;
-	bool wr;
+	int rc;
 
-	if (argc < 8 || argc > 9) {
-		fprintf(stderr, "usage: foreign_client write|read HOST PORT ADDR RKEY OFFSET LENGTH [TOKEN]\n");
-		return 2;
-	}
-	wr = !strcmp(argv[1], "write");
-	raddr = strtoull(argv[4], NULL, 0);
-	rkey = (uint32_t)strtoul(argv[5], NULL, 0);
-	off = strtoull(argv[6], NULL, 0);
-	len = strtoull(argv[7], NULL, 0);
-	if (argc == 9) {
-		cp.private_data = argv[8];
-		cp.private_data_len = (uint8_t)strlen(argv[8]);
+	if (j->token) {
+		cp.private_data = j->token;
+		cp.private_data_len = (uint8_t)strlen(j->token);
 	}
 	if (getenv("FOREIGN_CLIENT_BIND")) {
 		hints.ai_flags = RAI_PASSIVE;
@@ -69,64 +84,78 @@ int main(int argc, char **argv)
 		hints.ai_src_addr = src->ai_src_addr;
 		hints.ai_src_len = src->ai_src_len;
 	}
-	rc = rdma_getaddrinfo(argv[2], argv[3], &hints, &res);
+	rc = rdma_getaddrinfo(j->host, j->port, &hints, &res);
 	if (src)
 		rdma_freeaddrinfo(src);
 	if (rc)
 		return die("rdma_getaddrinfo");
-	rc = rdma_create_ep(&id, res, NULL, &attr);
+	rc = rdma_create_ep(&p->id, res, NULL, &attr);
 	rdma_freeaddrinfo(res);
-	if (rc)
+	if (rc) {
+		p->id = NULL;
 		return die("rdma_create_ep");
-	/* From here every way out releases what was set up (reverse order). */
-	rc = 1;
-	if (rdma_connect(id, &cp)) {
-		die("rdma_connect");
-		goto out_ep;
 	}
-	buf = calloc(1, len);
-	if (!buf) {
-		die("calloc");
-		goto out_conn;
+	if (rdma_connect(p->id, &cp))
+		return die("rdma_connect");
+	p->buf = calloc(1, j->len);
+	if (!p->buf)
+		return die("calloc");
+	if (j->wr) {
+		for (size_t i = 0; i < j->len; i++)
+			p->buf[i] = i < 8 ? "foreign:"[i] : (char)(i & 0xff);
 	}
-	if (wr) {
-		for (size_t i = 0; i < len; i++)
-			buf[i] = i < 8 ? "foreign:"[i] : (char)(i & 0xff);
-	}
-	mr = rdma_reg_write(id, buf, len); /* local write access: the READ lands here */
-	if (!mr) {
-		die("rdma_reg_write");
-		goto out_buf;
-	}
-	if (wr ? rdma_post_write(id, NULL, buf, len, mr, IBV_SEND_SIGNALED, raddr + off, rkey)
-	       : rdma_post_read(id, NULL, buf, len, mr, IBV_SEND_SIGNALED, raddr + off, rkey)) {
-		die("rdma_post");
-		goto out_mr;
-	}
-	if (rdma_get_send_comp(id, &wc) <= 0) {
-		die("rdma_get_send_comp");
-		goto out_mr;
-	}
+	p->mr = rdma_reg_write(p->id, p->buf, j->len); /* local write access: the READ lands here */
+	if (!p->mr)
+		return die("rdma_reg_write");
+	if (j->wr ? rdma_post_write(p->id, NULL, p->buf, j->len, p->mr, IBV_SEND_SIGNALED,
+				    j->raddr + j->off, j->rkey)
+		  : rdma_post_read(p->id, NULL, p->buf, j->len, p->mr, IBV_SEND_SIGNALED,
+				   j->raddr + j->off, j->rkey))
+		return die("rdma_post");
+	if (rdma_get_send_comp(p->id, &wc) <= 0)
+		return die("rdma_get_send_comp");
 	if (wc.status != IBV_WC_SUCCESS) {
-		fprintf(stderr, "foreign_client: RDMA %s failed: %s\n", wr ? "WRITE" : "READ",
+		fprintf(stderr, "foreign_client: RDMA %s failed: %s\n", j->wr ? "WRITE" : "READ",
 			ibv_wc_status_str(wc.status));
-		goto out_mr;
+		return 1;
 	}
-	if (!wr) {
-		for (size_t i = 0; i < len; i++)
-			printf("%02x", (unsigned char)buf[i]);
+	if (!j->wr) {
+		for (size_t i = 0; i < j->len; i++)
+			printf("%02x", (unsigned char)p->buf[i]);
 		printf("\n");
 	}
-	if (getenv("FOREIGN_CLIENT_HOLD"))
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct peer peers[MAX_CONNS];
+	struct job j;
+	int n = 1, rc = 0, done = 0;
+
+	if (argc < 8 || argc > 9) {
+		fprintf(stderr, "usage: foreign_client write|read HOST PORT ADDR RKEY OFFSET LENGTH [TOKEN]\n");
+		return 2;
+	}
+	j = (struct job){ .wr = !strcmp(argv[1], "write"), .host = argv[2], .port = argv[3],
+			  .raddr = strtoull(argv[4], NULL, 0),
+			  .rkey = (uint32_t)strtoul(argv[5], NULL, 0),
+			  .off = strtoull(argv[6], NULL, 0), .len = strtoull(argv[7], NULL, 0),
+			  .token = argc == 9 ? argv[8] : NULL };
+	if (getenv("FOREIGN_CLIENT_CONNS"))
+		n = atoi(getenv("FOREIGN_CLIENT_CONNS"));
+	if (n < 1 || n > MAX_CONNS) {
+		fprintf(stderr, "foreign_client: FOREIGN_CLIENT_CONNS: 1 to %d\n", MAX_CONNS);
+		return 2;
+	}
+	while (done < n && !rc) {
+		rc = one(&j, &peers[done]);
+		done++;
+	}
+	if (!rc && getenv("FOREIGN_CLIENT_HOLD"))
 		sleep((unsigned)atoi(getenv("FOREIGN_CLIENT_HOLD")));
-	rc = 0;
-out_mr:
-	rdma_dereg_mr(mr);
-out_buf:
-	free(buf);
-out_conn:
-	rdma_disconnect(id);
-out_ep:
-	rdma_destroy_ep(id);
-	return rc;
+	/* Every way out releases what was set up, last first. */
+	while (done > 0)
+		release(&peers[--done]);
+	return rc ? 1 : 0;
 }

@@ -28,7 +28,122 @@ load helpers
 	assert_output --partial "through device $RDMACTL_VM_DEV_A"
 }
 
-# Last in this file: it drops every packet the client side sends for a while.
+# lossy RATE: drop RATE of the packets each side sends (netem on both ends of
+# the veth pair, so requests, responses and acknowledgements are all lost).
+lossy() {
+	command -v tc >/dev/null || skip "tc (iproute2) is not installed"
+	tc qdisc add dev va root netem loss "$1" || skip "netem is not available in the guest"
+	tc qdisc add dev vb root netem loss "$1"
+}
+
+# dropped: packets netem dropped on both ends since lossy.
+dropped() {
+	{ tc -s qdisc show dev va; tc -s qdisc show dev vb; } 2>/dev/null | awk '/dropped/ { sub(",", "", $7); n += $7 } END { print n + 0 }'
+}
+
+unlossy() {
+	tc qdisc del dev va root 2>/dev/null || true
+	tc qdisc del dev vb root 2>/dev/null || true
+}
+
+teardown() {
+	unlossy
+	stop_server TERM
+	sanitizer_reports
+}
+
+@test "2% packet loss both ways: 4 MiB written and read back are exact" {
+	need_two_nics
+	local n
+	PORT=$(next_port)
+	start_server 1 --listen "$RDMACTL_VM_ADDR_B:$PORT" --name kv --size 4M
+	head -c 4M /dev/urandom >"$BATS_TEST_TMPDIR/in"
+	lossy 2%
+	# rxe retransmits what is lost; a generous timeout covers its retries.
+	run rdmactl -t 30000 write "$RDMACTL_VM_ADDR_B:$PORT/kv" --bind "$RDMACTL_VM_ADDR_A" \
+		--file "$BATS_TEST_TMPDIR/in"
+	assert_success
+	run rdmactl -t 30000 read "$RDMACTL_VM_ADDR_B:$PORT/kv" --bind "$RDMACTL_VM_ADDR_A" \
+		--out "$BATS_TEST_TMPDIR/out"
+	assert_success
+	n=$(dropped)
+	unlossy
+	echo "# netem dropped $n packets" >&3
+	# The loss really hit the transfer, and every byte is exact.
+	((n > 0))
+	[ "$(sha256sum <"$BATS_TEST_TMPDIR/in")" = "$(sha256sum <"$BATS_TEST_TMPDIR/out")" ]
+}
+
+@test "2% packet loss both ways: fetch-adds sum exactly and a compare-and-swap chain holds" {
+	need_two_nics
+	local i n
+	PORT=$(next_port)
+	start_server 1 --listen "$RDMACTL_VM_ADDR_B:$PORT" --name ctr --size 4K --access atomic
+	lossy 2%
+	# A lost atomic response must be answered from the responder's replay,
+	# not executed twice: the sum says which.
+	run rdmactl -j -t 30000 atomic "$RDMACTL_VM_ADDR_B:$PORT/ctr" --bind "$RDMACTL_VM_ADDR_A" \
+		--faa 3 --bench --iters 400 --depth 8
+	assert_success
+	[ "$(jq -r .iters <<<"$output")" -eq 400 ]
+	# Each swap sees exactly the value the one before left.
+	for ((i = 0; i < 8; i++)); do
+		run rdmactl -j -t 30000 atomic "$RDMACTL_VM_ADDR_B:$PORT/ctr" --bind "$RDMACTL_VM_ADDR_A" \
+			--offset 8 --cas "$i,$((i + 1))"
+		assert_success
+		[ "$(jq -r .old <<<"$output")" -eq "$i" ]
+	done
+	n=$(dropped)
+	unlossy
+	echo "# netem dropped $n packets" >&3
+	((n > 0))
+	run rdmactl -j atomic "$RDMACTL_VM_ADDR_B:$PORT/ctr" --bind "$RDMACTL_VM_ADDR_A" --faa 0
+	assert_success
+	[ "$(jq -r .old <<<"$output")" -eq 1200 ]
+	run rdmactl -j atomic "$RDMACTL_VM_ADDR_B:$PORT/ctr" --bind "$RDMACTL_VM_ADDR_A" --offset 8 --faa 0
+	assert_success
+	[ "$(jq -r .old <<<"$output")" -eq 8 ]
+}
+
+@test "the server killed mid-transfer: the client fails within its timeout, naming the operation, the peer and the status" {
+	need_two_nics
+	local op pids=() rcs=() i t0
+	PORT=$(next_port)
+	start_server 1 --listen "$RDMACTL_VM_ADDR_B:$PORT" --name kv --size 8M
+	# A writer and a reader, each far from done when the server dies: 64 KiB
+	# messages until stopped.
+	for op in write read; do
+		rdmactl -t 20000 "$op" "$RDMACTL_VM_ADDR_B:$PORT/kv" --bind "$RDMACTL_VM_ADDR_A" \
+			--bench --msg-size 64K --iters 1000000 >/dev/null 2>"$BATS_TEST_TMPDIR/$op.err" &
+		pids+=($!)
+	done
+	for ((i = 0; i < 200; i++)); do
+		(($(grep -c '"event":"connected"' "$SERVER_OUT") >= 2)) && break
+		sleep 0.1
+	done
+	sleep 1 # several MiB on the way
+	kill -0 "${pids[@]}" || { cat "$BATS_TEST_TMPDIR"/*.err; false; }
+	kill -KILL "$SERVER_PID"
+	wait "$SERVER_PID" || true
+	SERVER_PID=
+	t0=$SECONDS
+	for i in 0 1; do
+		rcs[i]=0
+		wait "${pids[i]}" || rcs[i]=$?
+	done
+	cat "$BATS_TEST_TMPDIR"/*.err
+	echo "# both clients gave up $((SECONDS - t0)) s after the kill (status ${rcs[*]})" >&3
+	# Their own error, within their own timeout (not the test's bound, 124).
+	[ "${rcs[0]}" -eq 1 ] && [ "${rcs[1]}" -eq 1 ]
+	((SECONDS - t0 < 20))
+	grep -q "RDMA WRITE to $RDMACTL_VM_ADDR_B:$PORT failed: transport retry counter exceeded" \
+		"$BATS_TEST_TMPDIR/write.err"
+	grep -q "RDMA READ to $RDMACTL_VM_ADDR_B:$PORT failed: transport retry counter exceeded" \
+		"$BATS_TEST_TMPDIR/read.err"
+}
+
+# Near the end of this file: it drops every packet the client side sends for
+# a while.
 @test "register: peers whose host vanished are dropped within 30 s and their slots served again" {
 	need_two_nics
 	local pids=() i d t0
@@ -67,6 +182,52 @@ load helpers
 		"$SERVER_OUT"
 	((SECONDS - t0 < 30))
 	# Both slots are free again.
+	run rdmactl write "$RDMACTL_VM_ADDR_B:$PORT/kv" --bind "$RDMACTL_VM_ADDR_A" --pattern zero --size 4K
+	assert_success
+}
+
+# Last in this file, after the one above: it also drops every packet the
+# client side sends for a while.
+@test "register: 64 vanished peers in a row do not exhaust it (default --max-conns 64)" {
+	need_two_nics
+	local pid i d t0
+	command -v tc >/dev/null || skip "tc (iproute2) is not installed"
+	PORT=$(next_port)
+	start_server 1 --listen "$RDMACTL_VM_ADDR_B:$PORT" --name kv --size 1M --keepalive-ms 1000
+	d=$(descriptor kv)
+	# One process holds 64 connections, as 64 client hosts would.
+	FOREIGN_CLIENT_CONNS=64 FOREIGN_CLIENT_BIND=$RDMACTL_VM_ADDR_A FOREIGN_CLIENT_HOLD=600 \
+		"$FOREIGN_CLIENT" write "$RDMACTL_VM_ADDR_B" "$PORT" "$(jq -r .addr <<<"$d")" \
+		"$(jq -r .rkey <<<"$d")" 0 64 >"$BATS_TEST_TMPDIR/clients.out" 2>&1 &
+	pid=$!
+	for ((i = 0; i < 1200; i++)); do
+		(($(grep -c '"event":"connected"' "$SERVER_OUT") >= 64)) && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	cat "$BATS_TEST_TMPDIR/clients.out"
+	[ "$(grep -c '"event":"connected"' "$SERVER_OUT")" -eq 64 ]
+	# Every slot held: one more is refused.
+	run rdmactl write "$RDMACTL_VM_ADDR_B:$PORT/kv" --bind "$RDMACTL_VM_ADDR_A" --pattern zero --size 4K
+	assert_failure
+	assert_output --partial "too many connections"
+	# All 64 hosts vanish at once: nothing they send arrives any more,
+	# their disconnects included.
+	tc qdisc add dev va root netem loss 100% || skip "netem is not available in the guest"
+	kill -KILL "$pid"
+	wait "$pid" 2>/dev/null || true
+	t0=$SECONDS
+	for ((i = 0; i < 600; i++)); do
+		(($(grep -c '"event":"disconnected"' "$SERVER_OUT") >= 64)) && break
+		sleep 0.1
+	done
+	tc qdisc del dev va root
+	echo "# 64 dropped after $((SECONDS - t0)) s" >&3
+	# Each one reported, with the reason, and each a different peer.
+	jq -s -e '[.[] | select(.event == "disconnected" and (.reason // "" | test("retry|keepalive")))
+		| .peer] | unique | length == 64' "$SERVER_OUT"
+	((SECONDS - t0 < 30))
+	# Every slot is free again: a new client is served.
 	run rdmactl write "$RDMACTL_VM_ADDR_B:$PORT/kv" --bind "$RDMACTL_VM_ADDR_A" --pattern zero --size 4K
 	assert_success
 }

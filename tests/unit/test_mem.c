@@ -113,6 +113,15 @@ int main(void)
 		CHECK(pread(rfd, &last, 1, 19999) == 1 && last == 0);
 		CHECK(rc_mem_sync(&m, NULL) == 0);
 		CHECK(pread(rfd, &last, 1, 19999) == 1 && last == 0xa5);
+		/* A part written back reaches the file; bytes outside it do not. */
+		((unsigned char *)m.buf)[4096] = 0x11;
+		((unsigned char *)m.buf)[8192] = 0x22;
+		CHECK(rc_mem_sync_range(&m, 4096, 4096, NULL) == 0);
+		CHECK(pread(rfd, &last, 1, 4096) == 1 && last == 0x11);
+		CHECK(pread(rfd, &last, 1, 8192) == 1 && last == 0x5a);
+		CHECK(rc_mem_sync_range(&m, 8192, 20000 - 8192, NULL) == 0);
+		CHECK(pread(rfd, &last, 1, 8192) == 1 && last == 0x22);
+		CHECK(rc_mem_sync_range(&m, 8192, 20000, NULL) == -EINVAL);
 		close(rfd);
 	}
 	CHECK(rc_mem_free(&m) == 0);

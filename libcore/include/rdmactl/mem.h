@@ -83,6 +83,11 @@ RC_EXPORT int rc_mem_reg_parse(const char *s, enum rc_mem_reg *r);
 /* Write a writable file-backed region back to its file and fsync it, or
  * copy a GPU region's bounce buffer back to the GPU. No-op for other kinds. */
 RC_EXPORT int rc_mem_sync(struct rc_mem *m, struct rc_err *err);
+/* Write len bytes at off of a writable file-backed region back to its file;
+ * the part that reaches the region's end also fsyncs the file, so a long
+ * region can be written back in parts that each block only briefly.
+ * No-op for other kinds. */
+RC_EXPORT int rc_mem_sync_range(struct rc_mem *m, size_t off, size_t len, struct rc_err *err);
 /* Copy len bytes at off out of the region into host memory: what peers wrote
  * there (GPU memory: from the GPU, or from its bounce buffer). */
 RC_EXPORT int rc_mem_read(struct rc_mem *m, size_t off, void *host, size_t len,

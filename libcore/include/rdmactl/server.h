@@ -21,12 +21,19 @@ struct rc_region {
 	char path[4096]; /* file-backed: the file */
 };
 
-enum rc_server_event_kind { RC_EV_CONNECTED, RC_EV_DISCONNECTED, RC_EV_REJECTED, RC_EV_IMM };
+enum rc_server_event_kind {
+	RC_EV_CONNECTED,
+	RC_EV_DISCONNECTED,
+	RC_EV_REJECTED,
+	RC_EV_IMM,
+	RC_EV_FLUSH_FAILED, /* a periodic write-back of region failed: reason says why */
+};
 
 struct rc_server_event {
 	enum rc_server_event_kind kind;
-	const char *peer;
-	const char *reason; /* REJECTED; DISCONNECTED: the error that dropped it (or NULL) */
+	const char *peer;   /* NULL for FLUSH_FAILED */
+	const char *region; /* FLUSH_FAILED: the region's name, else NULL */
+	const char *reason; /* REJECTED, FLUSH_FAILED; DISCONNECTED: the error that dropped it (or NULL) */
 	uint32_t imm;       /* IMM: immediate data of an RDMA WRITE_WITH_IMM */
 };
 
@@ -40,6 +47,7 @@ struct rc_server_opts {
 	int gid_index;       /* -1: automatic */
 	int max_conns;       /* default 64 */
 	int keepalive_ms;    /* probe each connection this often: 0 default (5000), < 0 off */
+	int flush_every_ms;  /* write file-backed regions back to their files this often: 0 off */
 	void (*on_event)(void *arg, const struct rc_server_event *ev);
 	void *arg;
 };
