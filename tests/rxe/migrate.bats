@@ -216,7 +216,7 @@ expected() {
 }
 
 @test "live: fetch-add counters from three clients under migration: the sum equals the increments" {
-	local t=$BATS_TEST_TMPDIR pids=() c
+	local t=$BATS_TEST_TMPDIR pids=() c i mig
 	serve A "$A" --name kv --size 32M --access atomic
 	serve B "$B" --name kv --size 32M --access atomic
 	# Each client: batches of ten fetch-adds (one process, no start-up
@@ -235,10 +235,16 @@ expected() {
 		pids+=($!)
 		WRITERS+=($!)
 	done
-	sleep 0.5
+	# The move starts once every client has landed a batch, so that atomics
+	# land while the first round copies (block 0, the counters', first).
+	for ((i = 0; i < 300; i++)); do
+		[ "$(awk '{ print $1 }' "$t/atomic.log" 2>/dev/null | sort -u | wc -l)" -eq 3 ] && break
+		sleep 0.1
+	done
 	run rdmactl -j migrate "$A/kv" "$B/kv" --dirty 64K
 	echo "$output"
 	assert_success
+	mig=$output
 	touch "$t/stop"
 	for c in "${pids[@]}"; do wait "$c"; done
 	cat "$t/atomic.err" || true
@@ -252,6 +258,9 @@ expected() {
 		assert_success
 		[ "$(jq -r .old <<<"$output")" -eq "$n" ]
 	done
+	# Atomics landed on A after the first round had copied the counters:
+	# the rounds after it pulled their block again.
+	jq -e '.blocks_per_round[1:] | add >= 1' <<<"$mig"
 }
 
 @test "live: B killed during the move: migrate aborts, A lifts the fence and keeps serving, no write lost" {
