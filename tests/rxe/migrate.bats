@@ -37,7 +37,14 @@ teardown() {
 		SERVER_PID=$pid
 		stop_server TERM
 	done
+	! declare -F stop_etcd >/dev/null || stop_etcd
 	sanitizer_reports
+}
+
+# etcd_value KEY: the value of KEY, or nothing, through the v3 JSON gateway.
+etcd_value() {
+	curl -s --noproxy '*' -m 5 -X POST "http://$ETCD_EP/v3/kv/range" \
+		-d "{\"key\":\"$(printf %s "$1" | base64 -w0)\"}" | jq -r '.kvs[0].value // empty | @base64d'
 }
 
 @test "a text block list moves from A to B: B holds those bytes, both sha256 agree" {
@@ -319,6 +326,41 @@ expected() {
 	[ "$(jq -r .peer <<<"$output")" = "$B" ]
 	rdmactl read "$B/kv" --offset 8192 --size 15 --out "$t/back" >/dev/null
 	cmp "$t/w" "$t/back"
+}
+
+@test "live through etcd: both publish, the move points the region's key at B, a client resolving through etcd reads B's data with A gone" {
+	local t=$BATS_TEST_TMPDIR key=rdmactl/mig/region/kv i
+	load '../lib/etcd'
+	need_etcd
+	start_etcd
+	serve A "$A" --name kv --size 4M --publish "etcd://$ETCD_EP/mig"
+	# A's key first (the events come after the descriptors).
+	for ((i = 0; i < 100; i++)); do grep -q '"event":"lease"' "$A_OUT" && break; sleep 0.1; done
+	serve B "$B" --name kv --size 4M --publish "etcd://$ETCD_EP/mig"
+	for ((i = 0; i < 100; i++)); do grep -q '"event":"lease"' "$B_OUT" && break; sleep 0.1; done
+	jq -s -e --arg k "$key" 'any(.[]; .event == "published" and .key == $k and .claimed)' "$A_OUT"
+	jq -s -e --arg k "$key" --arg a "$A" \
+		'any(.[]; .event == "published" and .key == $k and (.claimed | not) and .held_by == $a)' "$B_OUT"
+	[ "$(etcd_value "$key" | jq -r '.host + ":" + .port')" = "$A" ]
+	head -c 4M /dev/urandom >"$t/a"
+	run rdmactl -j write "etcd://$ETCD_EP/mig/kv" --file "$t/a"
+	assert_success
+	[ "$(jq -r .peer <<<"$output")" = "$A" ]
+	run rdmactl -j migrate "etcd://$ETCD_EP/mig/kv" "$B/kv" --dirty 64K
+	echo "$output"
+	assert_success
+	jq -e --arg k "$key" '.mode == "live" and .verified and .etcd_key == $k and .etcd_revision > 0' <<<"$output"
+	# The key names B now, under B's lease: A stopping (its lease revoked)
+	# leaves it, and a client resolving through etcd goes straight to B.
+	[ "$(etcd_value "$key" | jq -r '.host + ":" + .port')" = "$B" ]
+	SERVER_PID=$A_PID
+	stop_server TERM
+	[ -z "$(etcd_value "rdmactl/mig/server/$A")" ]
+	[ "$(etcd_value "$key" | jq -r '.host + ":" + .port')" = "$B" ]
+	run rdmactl -j read "etcd://$ETCD_EP/mig/kv" --out "$t/b"
+	assert_success
+	[ "$(jq -r .peer <<<"$output")" = "$B" ]
+	cmp "$t/a" "$t/b"
 }
 
 @test "the example kv-live-migrate.sh passes its own checks" {
