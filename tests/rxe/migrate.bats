@@ -363,6 +363,40 @@ expected() {
 	cmp "$t/a" "$t/b"
 }
 
+@test "live: the shell's kept connection to A follows the region to B" {
+	local t=$BATS_TEST_TMPDIR sh i
+	serve A "$A" --name kv --size 4M
+	serve B "$B" --name kv --size 4M
+	head -c 4M /dev/urandom >"$t/a"
+	rdmactl write "$A/kv" --file "$t/a" >/dev/null
+	printf 'before the move\n' >"$t/w1"
+	printf 'after the move\n' >"$t/w2"
+	mkfifo "$t/in"
+	"$RDMACTL" -v -t 60000 shell <"$t/in" >"$t/sh.out" 2>&1 3>&- &
+	sh=$!
+	WRITERS+=("$sh")
+	exec 4>"$t/in"
+	echo "write $A/kv --offset 4096 --file $t/w1" >&4
+	for ((i = 0; i < 300; i++)); do grep -q "wrote to $A" "$t/sh.out" && break; sleep 0.1; done
+	((i < 300))
+	run rdmactl -j migrate "$A/kv" "$B/kv" --dirty 64K
+	assert_success
+	# The kept connection is A's: the write meets the revoked region, asks
+	# A where it went and goes on at B; the read reuses that connection.
+	echo "write $A/kv --offset 8192 --file $t/w2" >&4
+	echo "read $A/kv --offset 4096 --size 16 --out $t/r1" >&4
+	exec 4>&-
+	wait "$sh"
+	cat "$t/sh.out"
+	[ "$(grep -c "reusing the connection to" "$t/sh.out")" -ge 2 ]
+	grep -q "wrote to $B" "$t/sh.out"
+	cmp "$t/r1" "$t/w1"
+	dd if="$t/w1" of="$t/a" bs=1 seek=4096 conv=notrunc status=none
+	dd if="$t/w2" of="$t/a" bs=1 seek=8192 conv=notrunc status=none
+	rdmactl read "$B/kv" --out "$t/b" >/dev/null
+	cmp "$t/a" "$t/b"
+}
+
 @test "the example kv-live-migrate.sh passes its own checks" {
 	run --separate-stderr timeout 600 "$REPO_ROOT/examples/kv-live-migrate.sh" \
 		--src "$RDMACTL_VM_ADDR_A:$PORT" --dst "$RDMACTL_VM_ADDR_B:$PORT" --blocks 32
