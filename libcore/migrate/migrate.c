@@ -316,7 +316,6 @@ struct etcd_move {
 	struct rc_etcd_kv old;
 	char next[RC_ETCD_VAL_MAX];
 	char lease[32];
-	bool swapped;
 };
 
 static bool same_server(const char *host, const char *port, const struct rc_target *t)
@@ -379,18 +378,7 @@ static int etcd_cutover(struct etcd_move *m, struct rc_err *err)
 		snprintf(why, sizeof(why), "%s", err->msg);
 		return rc_err_set(err, -rc, "etcd at %s: %s", rc_etcd_server(m->e), why);
 	}
-	m->swapped = true;
 	return 0;
-}
-
-/* The source did not take the cutover: the key names it again. */
-static void etcd_undo(struct etcd_move *m)
-{
-	struct rc_etcd_kv now;
-
-	if (m->swapped && !rc_etcd_get(m->e, m->key, &now, NULL) && !strcmp(now.value, m->next))
-		rc_etcd_swap(m->e, m->key, now.mod_revision, m->old.value, m->old.lease, NULL, NULL);
-	m->swapped = false;
 }
 
 static void round_done(struct rc_migrate_result *r, uint64_t bytes, uint64_t blocks)
@@ -503,22 +491,27 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 			goto out;
 		}
 	}
-	/* 6. Cutover: etcd names the destination (a client resolving from now
-	 * on goes straight there), and the source answers its clients with the
-	 * new home. */
-	if (em.e && (rc = etcd_cutover(&em, err)))
-		goto out;
+	/* 6. Cutover: the source answers its clients with the new home, then
+	 * etcd names it (a client resolving from now on goes straight there).
+	 * In this order a failure in etcd leaves no second home: the key still
+	 * names the source, which sends every client on. */
 	snprintf(dst, sizeof(dst), "%s%s%s:%s", strchr(o->dst.host, ':') ? "[" : "", o->dst.host,
 		 strchr(o->dst.host, ':') ? "]" : "", o->dst.port);
 	rc = step(a, RC_MIG_CUTOVER, r->region, dst, &resp, wait, err);
-	if (rc) {
-		etcd_undo(&em);
+	if (rc)
 		goto out;
-	}
 	cut = true;
-	r->blackout_ms = (rc_now() - tf) * 1000;
 	/* The destination closes its connection to the source. */
 	pull_some(b, o, r->region, &whole, 0, false, true, 0, &bytes, &(struct rc_err){ 0 });
+	if (em.e && (rc = etcd_cutover(&em, err))) {
+		char why[sizeof(err->msg)];
+
+		snprintf(why, sizeof(why), "%s", err->msg);
+		rc_err_set(err, -rc, "region '%s' moved to %s, but %s: the key still names the source, which sends its clients on (it keeps its fenced copy)",
+			   r->region, dst, why);
+		goto out;
+	}
+	r->blackout_ms = (rc_now() - tf) * 1000;
 	/* 7. The destination holds it all: the source lets its copy go. */
 	if (!lo->keep_source)
 		rc = step(a, RC_MIG_DROP, r->region, NULL, &resp, wait, err);

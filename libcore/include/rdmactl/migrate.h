@@ -30,10 +30,11 @@ struct rc_migrate_opts {
 	size_t n;                      /* 0: the whole region, one extent */
 	/* Live: the etcd (HOST:PORT) where `register --publish` put the region
 	 * under rdmactl/etcd_ns/region/REGION, or NULL. Its record must name
-	 * the source; the destination must publish there too (its lease). At
-	 * the cutover one transaction, on the key's mod revision as read at
-	 * the start, points it at the destination, under the destination's
-	 * lease; if the key changed meanwhile the move is called off. */
+	 * the source and the destination must publish there too (its lease),
+	 * or nothing moves. Right after the source took the cutover, one
+	 * transaction on the key's mod revision as read at the start points it
+	 * at the destination, under the destination's lease; if that fails the
+	 * move stands (the source sends its clients on) and the error says so. */
 	const char *etcd;
 	const char *etcd_ns;
 };
