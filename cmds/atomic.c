@@ -87,7 +87,7 @@ static int atomic_parse(struct ctx *ctx, const struct cmd *c, const struct opt_v
 		return rc;
 	if (a->bench.on)
 		return 0;
-	return client_target(ctx, c, v, &(struct rc_target){ 0 });
+	return client_target(ctx, c, v, NULL);
 }
 
 static int atomic_run(struct ctx *ctx, const struct atomic_args *a, struct rc_client *cl,

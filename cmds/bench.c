@@ -133,7 +133,7 @@ int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 	struct rc_err e;
 	int rc;
 
-	if ((rc = client_target(ctx, c, v, &(struct rc_target){ 0 })))
+	if ((rc = client_target(ctx, c, v, NULL)))
 		return rc;
 	rc = client_open(ctx, c, v, ca, b->qps, b->lat || b->busy_poll, b->depth, &cl);
 	if (rc)

@@ -8,14 +8,72 @@
 #include "client_cmds.h"
 #include "session.h"
 
+int etcd_name_parse(struct ctx *ctx, const char *cmd, const char *s, struct etcd_name *n)
+{
+	char path[RC_ETCD_KEY_MAX], *slash;
+	struct rc_err e;
+
+	memset(n, 0, sizeof(*n));
+	if (rc_etcd_url_parse(s, n->server, sizeof(n->server), path, sizeof(path), &e) ||
+	    !(slash = strrchr(path, '/')) || (size_t)(slash - path) >= sizeof(n->ns))
+		return usage_err(ctx, "%s: invalid target '%s': expected etcd://HOST:PORT/NS/REGION",
+				 cmd, s);
+	*slash = '\0';
+	memcpy(n->ns, path, (size_t)(slash - path) + 1);
+	if (!rc_etcd_ns_valid(n->ns) || !rc_region_name_valid(slash + 1))
+		return usage_err(ctx, "%s: invalid target '%s': expected etcd://HOST:PORT/NS/REGION (NS: letters, digits, '-', '_', '.')",
+				 cmd, s);
+	snprintf(n->region, sizeof(n->region), "%s", slash + 1);
+	rc_etcd_region_key(n->ns, n->region, n->key, sizeof(n->key));
+	return 0;
+}
+
+int etcd_name_resolve(struct ctx *ctx, const struct etcd_name *n, struct rc_target *t,
+		      struct rc_etcd_kv *kv)
+{
+	struct rc_etcd_region r;
+	struct rc_etcd_kv got;
+	struct rc_etcd *e;
+	struct rc_err err;
+	int rc = rc_etcd_open(n->server, ctx->timeout_ms, &e, &err);
+
+	if (!rc) {
+		rc = rc_etcd_get(e, n->key, kv ? kv : &got, &err);
+		rc_etcd_close(e);
+	}
+	if (rc == -ENOENT)
+		return fail(ctx, rc, "no region '%s' is published in etcd at %s (no key %s: is its server running with --publish etcd://%s/%s?)",
+			    n->region, n->server, n->key, n->server, n->ns);
+	if (rc)
+		return fail(ctx, rc, "%s", err.msg);
+	if (rc_etcd_region_parse((kv ? kv : &got)->value, &r) || strcmp(r.region, n->region))
+		return fail(ctx, -EPROTO, "etcd at %s: key %s holds no region record of rdmactl's",
+			    n->server, n->key);
+	memset(t, 0, sizeof(*t));
+	snprintf(t->host, sizeof(t->host), "%s", r.host);
+	snprintf(t->port, sizeof(t->port), "%s", r.port);
+	snprintf(t->region, sizeof(t->region), "%s", r.region);
+	if (ctx->verbose)
+		out_log(&ctx->out, "etcd %s names %s:%s", n->key, t->host, t->port);
+	return 0;
+}
+
 int client_target(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		  struct rc_target *t)
 {
+	struct rc_target tmp;
+
 	if (v->npos != 1)
 		return usage_err(ctx, "%s: give exactly one target, HOST:PORT/REGION (see 'rdmactl %s --help')",
 				 c->name, c->name);
-	if (rc_parse_target(v->pos[0], t))
-		return usage_err(ctx, "%s: invalid target '%s': expected HOST:PORT/REGION, HOST/REGION or [IPV6]:PORT/REGION",
+	if (!strncmp(v->pos[0], "etcd://", 7)) {
+		struct etcd_name n;
+		int rc = etcd_name_parse(ctx, c->name, v->pos[0], &n);
+
+		return rc || !t ? rc : etcd_name_resolve(ctx, &n, t, NULL);
+	}
+	if (rc_parse_target(v->pos[0], t ? t : &tmp))
+		return usage_err(ctx, "%s: invalid target '%s': expected HOST:PORT/REGION, HOST/REGION, [IPV6]:PORT/REGION or etcd://HOST:PORT/NS/REGION",
 				 c->name, v->pos[0]);
 	return 0;
 }

@@ -4,6 +4,7 @@
 #define RDMACTL_CLIENT_CMDS_H
 
 #include <rdmactl/client.h>
+#include <rdmactl/etcd.h>
 #include <rdmactl/ops.h>
 
 #include "cmd.h"
@@ -69,9 +70,23 @@ int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		const struct client_args *a, int nconns, bool busy_poll, int sq_depth, struct rc_client **out);
 /* Close, or in the shell keep for the next command when rc is 0. */
 void client_close(struct ctx *ctx, struct rc_client *cl, int rc);
-/* The positional TARGET, exactly one. */
+/* The positional TARGET, exactly one: HOST:PORT/REGION, or
+ * etcd://HOST:PORT/NS/REGION, resolved through etcd into *t. t NULL: only
+ * check its form (nothing is asked of etcd). */
 int client_target(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		  struct rc_target *t);
+/* A region named through etcd: where to ask, and its key. */
+struct etcd_name {
+	char server[RC_HOST_MAX + 8];
+	char ns[64];
+	char region[RC_NAME_MAX];
+	char key[RC_ETCD_KEY_MAX];
+};
+int etcd_name_parse(struct ctx *ctx, const char *cmd, const char *s, struct etcd_name *n);
+/* Read the region's record: its server into *t (and the key as read into
+ * *kv, may be NULL). Reports its own failure. */
+int etcd_name_resolve(struct ctx *ctx, const struct etcd_name *n, struct rc_target *t,
+		      struct rc_etcd_kv *kv);
 /* Report a transfer's figures. */
 void report_transfer(struct ctx *ctx, const struct rc_stream_result *r);
 /* Write (io->fill) or read (io->drain) len bytes at off of the selected

@@ -9,6 +9,7 @@
 
 #include <rdmactl/migrate.h>
 
+#include "client_cmds.h"
 #include "cmds.h"
 
 #define MIGRATE_OPTS(X)                                                                      \
@@ -35,6 +36,7 @@ struct mig_plan {
 	struct rc_extent *ext;
 	size_t n, cap;
 	const char *from;      /* where the blocks came from, for messages */
+	struct etcd_name en;   /* a source named through etcd */
 };
 
 static int add_block(struct ctx *ctx, struct mig_plan *p, uint64_t off, uint64_t len,
@@ -227,7 +229,22 @@ static int parse(struct ctx *ctx, int argc, char **argv, struct mig_plan *p)
 		return rc < 0 ? rc : 1;
 	if (v.npos != 2)
 		return usage_err(ctx, "migrate: give the source and the destination, HOST:PORT/REGION HOST:PORT/REGION");
-	for (int i = 0; i < 2; i++)
+	/* A source named through etcd: its key says where it is now, and the
+	 * cutover points it at the destination. */
+	if (!strncmp(v.pos[0], "etcd://", 7)) {
+		if (opt_on(&v, MIG_WHOLE) || opt_on(&v, MIG_BLOCKS))
+			return usage_err(ctx, "migrate: a source named through etcd is for a live move (its key changes at the cutover), not --blocks or --whole");
+		if ((rc = etcd_name_parse(ctx, c->name, v.pos[0], &p->en)))
+			return rc;
+		if (rc_parse_target(v.pos[1], &p->o.dst))
+			return usage_err(ctx, "migrate: invalid destination '%s': expected HOST:PORT/REGION, HOST/REGION or [IPV6]:PORT/REGION",
+					 v.pos[1]);
+		if ((rc = etcd_name_resolve(ctx, &p->en, &p->o.src, NULL)))
+			return rc;
+		p->o.etcd = p->en.server;
+		p->o.etcd_ns = p->en.ns;
+	}
+	for (int i = p->o.etcd ? 1 : 0; i < 2; i++)
 		if (rc_parse_target(v.pos[i], i ? &p->o.dst : &p->o.src))
 			return usage_err(ctx, "migrate: invalid %s '%s': expected HOST:PORT/REGION, HOST/REGION or [IPV6]:PORT/REGION",
 					 i ? "destination" : "source", v.pos[i]);
@@ -284,6 +301,14 @@ static void print(struct ctx *ctx, const struct rc_migrate_result *r, bool live,
 	out_str(o, "access", ", access %s)", rc_access_name(r->access));
 	out_str(o, "source", ": %s", r->src_peer);
 	out_str(o, "destination", " -> %s\n", r->dst_peer);
+	if (r->etcd_key[0]) {
+		out_str(o, "etcd_key", "etcd key %s", r->etcd_key);
+		out_i64(o, "etcd_revision", " (mod revision %lld) names the destination now\n",
+			(long long)r->etcd_revision);
+	} else {
+		out_null(o, "etcd_key");
+		out_null(o, "etcd_revision");
+	}
 	out_str(o, "mode", "mode %s", live ? "live" : "blocks");
 	out_u64(o, "rounds", ", %llu round", (unsigned long long)r->rounds);
 	out_text(o, "%s:", r->rounds == 1 ? "" : "s");

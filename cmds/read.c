@@ -68,7 +68,7 @@ static int read_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 		return usage_err(ctx, "read: with -j the JSON report takes stdout: give --out FILE");
 	if (!a->out_path && isatty(STDOUT_FILENO))
 		return usage_err(ctx, "read: refusing to write binary data to a terminal: give --out FILE or redirect stdout");
-	return client_target(ctx, c, v, &(struct rc_target){ 0 });
+	return client_target(ctx, c, v, NULL);
 }
 
 /* Run: the bytes into *fd (opened here when --out names a file). */

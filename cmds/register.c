@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* rdmactl register: register memory regions and serve them until a signal. */
 #include <errno.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <rdmactl/etcd.h>
 #include <rdmactl/server.h>
 
 #include "cmds.h"
@@ -35,7 +37,11 @@
 	X(RG_KEEPALIVE_MS, "keepalive-ms", 0, "MS",                                           \
 	  "probe each connection every MS, drop one whose host vanished (default 5000, 0: off)") \
 	X(RG_FLUSH_EVERY, "flush-every", 0, "TIME",                                           \
-	  "also write file-backed regions back to their files every TIME (500ms, 30s, 5m; default: only on exit)")
+	  "also write file-backed regions back to their files every TIME (500ms, 30s, 5m; default: only on exit)") \
+	X(RG_PUBLISH, "publish", 0, "URL",                                                    \
+	  "publish each region in etcd under rdmactl/NS/region/NAME, with a lease kept alive: etcd://HOST:PORT/NS") \
+	X(RG_LEASE_TTL, "lease-ttl", 0, "SECONDS",                                            \
+	  "--publish: the lease's TTL; the keys go this long after the server dies (default 10)")
 
 enum { REGISTER_OPTS(OPT_INDEX) REGISTER_NOPTS };
 static const struct cmd_opt register_opts[] = { REGISTER_OPTS(OPT_ENTRY) OPT_END };
@@ -190,6 +196,9 @@ struct register_args {
 	int nspecs;
 	enum rc_mem_reg gpu_reg;
 	const char *token;
+	char etcd[RC_HOST_MAX + 8]; /* --publish: the etcd's HOST:PORT, or "" */
+	char ns[64];
+	int lease_ttl;
 };
 
 /* A duration: N with ms, s (the default) or m after it, 100 ms to a day. */
@@ -291,6 +300,23 @@ static int register_parse(struct ctx *ctx, const struct cmd *c, const struct opt
 			return usage_err(ctx, "register: --flush-every writes file-backed regions back, "
 					 "and no writable region has --file");
 	}
+	if (opt_on(v, RG_LEASE_TTL) && !opt_on(v, RG_PUBLISH))
+		return usage_err(ctx, "register: --lease-ttl goes with --publish");
+	if ((rc = opt_int_at(ctx, c, v, RG_LEASE_TTL, 2, 3600, &a->lease_ttl)))
+		return rc;
+	if (opt_on(v, RG_PUBLISH)) {
+		struct rc_err e;
+
+		if (rc_etcd_url_parse(opt_arg(v, RG_PUBLISH), a->etcd, sizeof(a->etcd), a->ns,
+				      sizeof(a->ns), &e) || !rc_etcd_ns_valid(a->ns))
+			return usage_err(ctx, "invalid --publish '%s': expected etcd://HOST:PORT/NS (NS: letters, digits, '-', '_', '.')",
+					 opt_arg(v, RG_PUBLISH));
+		if (ctx->session)
+			return usage_err(ctx, "register: --publish is for a server of its own, not one in the shell");
+		if (!strcmp(a->host, "0.0.0.0") || !strcmp(a->host, "::"))
+			return usage_err(ctx, "register: --publish needs --listen with the address clients reach, not %s",
+					 a->host);
+	}
 	a->token = opt_token_at(v, RG_TOKEN);
 	if (a->token && !rc_token_valid(a->token))
 		return usage_err(ctx, "invalid --token: 1 to %d printable characters without spaces",
@@ -329,6 +355,80 @@ static int register_start(struct ctx *ctx, const struct register_args *a,
 	return 0;
 }
 
+/* --publish: this server's key, then each region's unless another server
+ * holds it (the region's home until a migration moves the key here). One
+ * event per region says which. */
+static int register_publish(struct ctx *ctx, const struct register_args *a, struct rc_server *s,
+			    struct rc_etcd **out)
+{
+	const struct rc_listener *l = rc_server_listener(s);
+	char key[RC_ETCD_KEY_MAX], val[RC_ETCD_VAL_MAX], port[8];
+	struct rc_etcd *e = NULL;
+	struct rc_err err;
+	int rc;
+
+	snprintf(port, sizeof(port), "%u", l->port);
+	rc = rc_etcd_open(a->etcd, ctx->timeout_ms, &e, &err);
+	if (!rc)
+		rc = rc_etcd_lease(e, a->lease_ttl ? a->lease_ttl : 10, &err);
+	if (!rc) {
+		json_t *j = json_pack("{s:s,s:s,s:i}", "host", a->host, "port", port, "regions",
+				      rc_server_nregions(s));
+		char *txt = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+
+		rc_etcd_server_key(a->ns, a->host, port, key, sizeof(key));
+		rc = txt ? rc_etcd_put(e, key, txt, rc_etcd_lease_id(e), &err)
+			 : rc_err_set(&err, ENOMEM, "out of memory");
+		free(txt);
+		json_decref(j);
+	}
+	for (int i = 0; !rc && i < rc_server_nregions(s); i++) {
+		const struct rc_region *r = rc_server_region(s, i);
+		struct rc_etcd_region d = { .length = r->d.length };
+		struct rc_etcd_kv held;
+		struct rc_etcd_region other;
+
+		snprintf(d.host, sizeof(d.host), "%s", a->host);
+		snprintf(d.port, sizeof(d.port), "%s", port);
+		snprintf(d.region, sizeof(d.region), "%s", r->d.name);
+		snprintf(d.access, sizeof(d.access), "%s", rc_access_name(r->d.access));
+		rc_etcd_region_key(a->ns, r->d.name, key, sizeof(key));
+		if (rc_etcd_region_format(&d, val, sizeof(val))) {
+			rc = rc_err_set(&err, ENOSPC, "region %s: its etcd record is too long", r->d.name);
+			break;
+		}
+		rc = rc_etcd_create(e, key, val, rc_etcd_lease_id(e), &held, &err);
+		if (rc && rc != -EEXIST)
+			break;
+		out_str(&ctx->out, "event", NULL, "published");
+		out_str(&ctx->out, "key", "etcd %s", key);
+		out_bool(&ctx->out, "claimed", NULL, rc == 0);
+		if (rc == 0) {
+			out_null(&ctx->out, "held_by");
+			out_text(&ctx->out, ": published here\n");
+		} else {
+			char who[RC_HOST_MAX + 16] = "another server";
+
+			if (!rc_etcd_region_parse(held.value, &other))
+				snprintf(who, sizeof(who), "%s:%s", other.host, other.port);
+			out_str(&ctx->out, "held_by", ": held by %s (not claimed here)\n", who);
+		}
+		out_event(&ctx->out);
+		rc = 0;
+	}
+	if (rc) {
+		rc_etcd_close(e);
+		return fail(ctx, rc, "--publish: %s", err.msg);
+	}
+	out_str(&ctx->out, "event", NULL, "lease");
+	out_str(&ctx->out, "lease", "etcd lease %s", rc_etcd_lease_id(e));
+	out_u64(&ctx->out, "ttl", " (ttl %llu s", (unsigned long long)(a->lease_ttl ? a->lease_ttl : 10));
+	out_str(&ctx->out, "etcd", ") at %s\n", a->etcd);
+	out_event(&ctx->out);
+	*out = e;
+	return 0;
+}
+
 /* Print: one event per region. */
 static void register_print(struct ctx *ctx, struct rc_server *s)
 {
@@ -342,6 +442,7 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 	struct rc_server_opts so = { .gid_index = ctx->gid_index, .on_event = register_on_event, .arg = ctx };
 	struct register_args *a;
 	struct rc_server *s = NULL;
+	struct rc_etcd *etcd = NULL;
 	struct opt_vals v;
 	struct rc_err e;
 	sigset_t mask;
@@ -379,6 +480,8 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 	if (rc)
 		goto out;
 	register_print(ctx, s);
+	if (a->etcd[0] && (rc = register_publish(ctx, a, s, &etcd)))
+		goto out;
 	if (ctx->session) {
 		rc = session_serve(ctx->session, s, &e);
 		if (rc) {
@@ -408,6 +511,8 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 			;
 	}
 out:
+	/* The lease is revoked first: the keys naming this server go with it. */
+	rc_etcd_close(etcd);
 	/* Reported even after a failed serve: a region that did not reach its
 	 * file is data lost, whatever stopped the server. */
 	rc2 = rc_server_destroy(s, &e);

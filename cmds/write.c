@@ -125,7 +125,7 @@ static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_va
 			a->have_size = true;
 		}
 	}
-	return client_target(ctx, c, v, &(struct rc_target){ 0 });
+	return client_target(ctx, c, v, NULL);
 }
 
 /* Run: the transfer, then the immediate. */

@@ -14,7 +14,7 @@ struct rc_rdv {
 	int rank;
 	int world;
 	struct rc_endpoint *file_eps; /* RDV_FILE: world entries */
-	struct rc_etcd *etcd;
+	struct rc_etcd_rdv *etcd;
 };
 
 void ranks_missing(const bool *have, int world, char *buf, size_t len)

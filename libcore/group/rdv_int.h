@@ -5,14 +5,14 @@
 
 #include <rdmactl/group.h>
 
-struct rc_etcd;
+struct rc_etcd_rdv;
 
 /* url: "etcd://HOST:PORT/JOB". */
-int etcd_open(const char *url, int rank, int world, int timeout_ms, struct rc_etcd **out,
+int etcd_open(const char *url, int rank, int world, int timeout_ms, struct rc_etcd_rdv **out,
 	      struct rc_err *err);
-int etcd_exchange(struct rc_etcd *e, const struct rc_endpoint *self, struct rc_endpoint *all,
+int etcd_exchange(struct rc_etcd_rdv *e, const struct rc_endpoint *self, struct rc_endpoint *all,
 		  struct rc_err *err);
-int etcd_close(struct rc_etcd *e);
+int etcd_close(struct rc_etcd_rdv *e);
 
 /* "ADDR:PORT HOSTNAME WORLD" and back. */
 void endpoint_format(const struct rc_endpoint *ep, int world, char *buf, size_t len);

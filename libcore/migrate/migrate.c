@@ -308,6 +308,79 @@ static int take(struct rc_client *a, const char *region, int wait_ms, struct ext
 	return 0;
 }
 
+/* The etcd side of a live move: the region's key as read at the start, the
+ * record to put at the cutover and the destination's lease. */
+struct etcd_move {
+	struct rc_etcd *e;
+	char key[RC_ETCD_KEY_MAX];
+	struct rc_etcd_kv old;
+	char next[RC_ETCD_VAL_MAX];
+	char lease[32];
+};
+
+static bool same_server(const char *host, const char *port, const struct rc_target *t)
+{
+	return !strcmp(host, t->host) && !strcmp(port, t->port);
+}
+
+/* Before anything moves: the key names the source, the destination holds
+ * a lease there. */
+static int etcd_prepare(const struct rc_migrate_opts *o, const char *region, struct etcd_move *m,
+			struct rc_migrate_result *r, struct rc_err *err)
+{
+	char skey[RC_ETCD_KEY_MAX], why[sizeof(err->msg)];
+	struct rc_etcd_region rec;
+	struct rc_etcd_kv srv;
+	int rc;
+
+	rc = rc_etcd_open(o->etcd, o->timeout_ms, &m->e, err);
+	if (rc)
+		return rc;
+	rc_etcd_region_key(o->etcd_ns, region, m->key, sizeof(m->key));
+	rc = rc_etcd_get(m->e, m->key, &m->old, err);
+	if (rc == -ENOENT)
+		return rc_err_set(err, ENOENT, "etcd at %s holds no key %s: region '%s' is not published there",
+				  o->etcd, m->key, region);
+	if (rc)
+		return rc;
+	if (rc_etcd_region_parse(m->old.value, &rec))
+		return rc_err_set(err, EPROTO, "etcd at %s: key %s holds no region record of rdmactl's",
+				  o->etcd, m->key);
+	if (!same_server(rec.host, rec.port, &o->src))
+		return rc_err_set(err, EINVAL, "etcd at %s names %s:%s as the home of region '%s', not the source %s:%s",
+				  o->etcd, rec.host, rec.port, region, o->src.host, o->src.port);
+	rc_etcd_server_key(o->etcd_ns, o->dst.host, o->dst.port, skey, sizeof(skey));
+	rc = rc_etcd_get(m->e, skey, &srv, err);
+	if (rc == -ENOENT)
+		return rc_err_set(err, ENOENT, "the destination %s:%s holds no lease in etcd at %s (no key %s): start it with register --publish etcd://%s/%s",
+				  o->dst.host, o->dst.port, o->etcd, skey, o->etcd, o->etcd_ns);
+	if (rc) {
+		snprintf(why, sizeof(why), "%s", err->msg);
+		return rc_err_set(err, -rc, "reading the destination's key: %s", why);
+	}
+	snprintf(m->lease, sizeof(m->lease), "%s", srv.lease);
+	snprintf(rec.host, sizeof(rec.host), "%s", o->dst.host);
+	snprintf(rec.port, sizeof(rec.port), "%s", o->dst.port);
+	if (rc_etcd_region_format(&rec, m->next, sizeof(m->next)))
+		return rc_err_set(err, ENOSPC, "region '%s': its etcd record is too long", region);
+	snprintf(r->etcd_key, sizeof(r->etcd_key), "%s", m->key);
+	r->etcd_revision = m->old.mod_revision;
+	return 0;
+}
+
+/* At the cutover: one transaction, only if nobody changed the key since. */
+static int etcd_cutover(struct etcd_move *m, struct rc_err *err)
+{
+	char why[sizeof(err->msg)];
+	int rc = rc_etcd_swap(m->e, m->key, m->old.mod_revision, m->next, m->lease, NULL, err);
+
+	if (rc) {
+		snprintf(why, sizeof(why), "%s", err->msg);
+		return rc_err_set(err, -rc, "etcd at %s: %s", rc_etcd_server(m->e), why);
+	}
+	return 0;
+}
+
 static void round_done(struct rc_migrate_result *r, uint64_t bytes, uint64_t blocks)
 {
 	if (r->rounds < RC_MIGRATE_MAX_ROUNDS) {
@@ -328,6 +401,7 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 {
 	struct rc_client *a = NULL, *b = NULL;
 	struct ext_list pend = { 0 };
+	struct etcd_move em = { 0 };
 	struct rc_mig_resp resp;
 	struct rc_extent whole;
 	char dst[RC_HOST_MAX + 16];
@@ -340,6 +414,12 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 	memset(r, 0, sizeof(*r));
 	r->blackout_ms = -1;
 	max_rounds = lo->max_rounds > 1 && lo->max_rounds <= RC_MIGRATE_MAX_ROUNDS - 1 ? lo->max_rounds : 8;
+	/* etcd first: a key that does not name the source, or a destination
+	 * without a lease there, stops the move before any connection. */
+	if (o->etcd && !o->src.region[0])
+		return rc_err_set(err, EINVAL, "a region published in etcd is moved by its name");
+	if (o->etcd && (rc = etcd_prepare(o, o->src.region, &em, r, err)))
+		goto out;
 	if ((rc = open_pair(o, &a, &b, r, err)))
 		goto out;
 	/* 1. Record writes from now on; the first round copies everything. */
@@ -411,16 +491,27 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 			goto out;
 		}
 	}
-	/* 6. Cutover: the source answers its clients with the new home. */
+	/* 6. Cutover: the source answers its clients with the new home, then
+	 * etcd names it (a client resolving from now on goes straight there).
+	 * In this order a failure in etcd leaves no second home: the key still
+	 * names the source, which sends every client on. */
 	snprintf(dst, sizeof(dst), "%s%s%s:%s", strchr(o->dst.host, ':') ? "[" : "", o->dst.host,
 		 strchr(o->dst.host, ':') ? "]" : "", o->dst.port);
 	rc = step(a, RC_MIG_CUTOVER, r->region, dst, &resp, wait, err);
 	if (rc)
 		goto out;
 	cut = true;
-	r->blackout_ms = (rc_now() - tf) * 1000;
 	/* The destination closes its connection to the source. */
 	pull_some(b, o, r->region, &whole, 0, false, true, 0, &bytes, &(struct rc_err){ 0 });
+	if (em.e && (rc = etcd_cutover(&em, err))) {
+		char why[sizeof(err->msg)];
+
+		snprintf(why, sizeof(why), "%s", err->msg);
+		rc_err_set(err, -rc, "region '%s' moved to %s, but %s: the key still names the source, which sends its clients on (it keeps its fenced copy)",
+			   r->region, dst, why);
+		goto out;
+	}
+	r->blackout_ms = (rc_now() - tf) * 1000;
 	/* 7. The destination holds it all: the source lets its copy go. */
 	if (!lo->keep_source)
 		rc = step(a, RC_MIG_DROP, r->region, NULL, &resp, wait, err);
@@ -439,6 +530,8 @@ out:
 			rc_err_set(err, -rc, "%s; aborted: the source serves the region again", why);
 	}
 	free(pend.x);
+	if (em.e)
+		rc_etcd_close(em.e); /* it holds no lease: nothing is revoked */
 	rc_client_close(b);
 	rc_client_close(a);
 	return rc;

@@ -55,7 +55,7 @@ layer_includes() {
 @test "libcore's layers depend one way: base <- verbs <- region, kv, topo, group <- a2a, mcast; region <- migrate" {
 	local layer h allowed bad=
 	# Which layer owns each public header.
-	declare -A owner=([err]=base [parse]=base [export]=base [sha256]=base [dev]=verbs [mem]=verbs
+	declare -A owner=([err]=base [parse]=base [export]=base [sha256]=base [etcd]=base [dev]=verbs [mem]=verbs
 		[conn]=verbs [ops]=verbs [ctrl]=region [server]=region [client]=region
 		[kv]=kv [topo]=topo [group]=group [a2a]=a2a [mcast]=mcast [migrate]=migrate)
 	declare -A may=([base]="base" [verbs]="base verbs" [region]="base verbs region"

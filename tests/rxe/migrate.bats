@@ -37,7 +37,14 @@ teardown() {
 		SERVER_PID=$pid
 		stop_server TERM
 	done
+	! declare -F stop_etcd >/dev/null || stop_etcd
 	sanitizer_reports
+}
+
+# etcd_value KEY: the value of KEY, or nothing, through the v3 JSON gateway.
+etcd_value() {
+	curl -s --noproxy '*' -m 5 -X POST "http://$ETCD_EP/v3/kv/range" \
+		-d "{\"key\":\"$(printf %s "$1" | base64 -w0)\"}" | jq -r '.kvs[0].value // empty | @base64d'
 }
 
 @test "a text block list moves from A to B: B holds those bytes, both sha256 agree" {
@@ -217,7 +224,7 @@ expected() {
 }
 
 @test "live: fetch-add counters from three clients under migration: the sum equals the increments" {
-	local t=$BATS_TEST_TMPDIR pids=() c
+	local t=$BATS_TEST_TMPDIR pids=() c i mig
 	serve A "$A" --name kv --size 32M --access atomic
 	serve B "$B" --name kv --size 32M --access atomic
 	# Each client: batches of ten fetch-adds (one process, no start-up
@@ -236,10 +243,16 @@ expected() {
 		pids+=($!)
 		WRITERS+=($!)
 	done
-	sleep 0.5
+	# The move starts once every client has landed a batch, so that atomics
+	# land while the first round copies (block 0, the counters', first).
+	for ((i = 0; i < 300; i++)); do
+		[ "$(awk '{ print $1 }' "$t/atomic.log" 2>/dev/null | sort -u | wc -l)" -eq 3 ] && break
+		sleep 0.1
+	done
 	run rdmactl -j migrate "$A/kv" "$B/kv" --dirty 64K
 	echo "$output"
 	assert_success
+	mig=$output
 	touch "$t/stop"
 	for c in "${pids[@]}"; do wait "$c"; done
 	cat "$t/atomic.err" || true
@@ -253,6 +266,9 @@ expected() {
 		assert_success
 		[ "$(jq -r .old <<<"$output")" -eq "$n" ]
 	done
+	# Atomics landed on A after the first round had copied the counters:
+	# the rounds after it pulled their block again.
+	jq -e '.blocks_per_round[1:] | add >= 1' <<<"$mig"
 }
 
 @test "live: B killed during the move: migrate aborts, A lifts the fence and keeps serving, no write lost" {
@@ -311,6 +327,75 @@ expected() {
 	[ "$(jq -r .peer <<<"$output")" = "$B" ]
 	rdmactl read "$B/kv" --offset 8192 --size 15 --out "$t/back" >/dev/null
 	cmp "$t/w" "$t/back"
+}
+
+@test "live through etcd: both publish, the move points the region's key at B, a client resolving through etcd reads B's data with A gone" {
+	local t=$BATS_TEST_TMPDIR key=rdmactl/mig/region/kv i
+	load '../lib/etcd'
+	need_etcd
+	start_etcd
+	serve A "$A" --name kv --size 4M --publish "etcd://$ETCD_EP/mig"
+	# A's key first (the events come after the descriptors).
+	for ((i = 0; i < 100; i++)); do grep -q '"event":"lease"' "$A_OUT" && break; sleep 0.1; done
+	serve B "$B" --name kv --size 4M --publish "etcd://$ETCD_EP/mig"
+	for ((i = 0; i < 100; i++)); do grep -q '"event":"lease"' "$B_OUT" && break; sleep 0.1; done
+	jq -s -e --arg k "$key" 'any(.[]; .event == "published" and .key == $k and .claimed)' "$A_OUT"
+	jq -s -e --arg k "$key" --arg a "$A" \
+		'any(.[]; .event == "published" and .key == $k and (.claimed | not) and .held_by == $a)' "$B_OUT"
+	[ "$(etcd_value "$key" | jq -r '.host + ":" + .port')" = "$A" ]
+	head -c 4M /dev/urandom >"$t/a"
+	run rdmactl -j write "etcd://$ETCD_EP/mig/kv" --file "$t/a"
+	assert_success
+	[ "$(jq -r .peer <<<"$output")" = "$A" ]
+	run rdmactl -j migrate "etcd://$ETCD_EP/mig/kv" "$B/kv" --dirty 64K
+	echo "$output"
+	assert_success
+	jq -e --arg k "$key" '.mode == "live" and .verified and .etcd_key == $k and .etcd_revision > 0' <<<"$output"
+	# The key names B now, under B's lease: A stopping (its lease revoked)
+	# leaves it, and a client resolving through etcd goes straight to B.
+	[ "$(etcd_value "$key" | jq -r '.host + ":" + .port')" = "$B" ]
+	SERVER_PID=$A_PID
+	stop_server TERM
+	[ -z "$(etcd_value "rdmactl/mig/server/$A")" ]
+	[ "$(etcd_value "$key" | jq -r '.host + ":" + .port')" = "$B" ]
+	run rdmactl -j read "etcd://$ETCD_EP/mig/kv" --out "$t/b"
+	assert_success
+	[ "$(jq -r .peer <<<"$output")" = "$B" ]
+	cmp "$t/a" "$t/b"
+}
+
+@test "live: the shell's kept connection to A follows the region to B" {
+	local t=$BATS_TEST_TMPDIR sh i
+	serve A "$A" --name kv --size 4M
+	serve B "$B" --name kv --size 4M
+	head -c 4M /dev/urandom >"$t/a"
+	rdmactl write "$A/kv" --file "$t/a" >/dev/null
+	printf 'before the move\n' >"$t/w1"
+	printf 'after the move\n' >"$t/w2"
+	mkfifo "$t/in"
+	"$RDMACTL" -v -t 60000 shell <"$t/in" >"$t/sh.out" 2>&1 3>&- &
+	sh=$!
+	WRITERS+=("$sh")
+	exec 4>"$t/in"
+	echo "write $A/kv --offset 4096 --file $t/w1" >&4
+	for ((i = 0; i < 300; i++)); do grep -q "wrote to $A" "$t/sh.out" && break; sleep 0.1; done
+	((i < 300))
+	run rdmactl -j migrate "$A/kv" "$B/kv" --dirty 64K
+	assert_success
+	# The kept connection is A's: the write meets the revoked region, asks
+	# A where it went and goes on at B; the read reuses that connection.
+	echo "write $A/kv --offset 8192 --file $t/w2" >&4
+	echo "read $A/kv --offset 4096 --size 16 --out $t/r1" >&4
+	exec 4>&-
+	wait "$sh"
+	cat "$t/sh.out"
+	[ "$(grep -c "reusing the connection to" "$t/sh.out")" -ge 2 ]
+	grep -q "wrote to $B" "$t/sh.out"
+	cmp "$t/r1" "$t/w1"
+	dd if="$t/w1" of="$t/a" bs=1 seek=4096 conv=notrunc status=none
+	dd if="$t/w2" of="$t/a" bs=1 seek=8192 conv=notrunc status=none
+	rdmactl read "$B/kv" --out "$t/b" >/dev/null
+	cmp "$t/a" "$t/b"
 }
 
 @test "the example kv-live-migrate.sh passes its own checks" {

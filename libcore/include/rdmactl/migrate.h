@@ -13,6 +13,7 @@
 #include <rdmactl/client.h>
 #include <rdmactl/ctrl.h>
 #include <rdmactl/err.h>
+#include <rdmactl/etcd.h>
 #include <rdmactl/ops.h>
 #include <rdmactl/parse.h>
 #include <rdmactl/sha256.h>
@@ -27,6 +28,15 @@ struct rc_migrate_opts {
 	int timeout_ms;                /* connecting, and each answer but a pull's */
 	const struct rc_extent *ext;   /* the blocks: src offset, dst offset, length */
 	size_t n;                      /* 0: the whole region, one extent */
+	/* Live: the etcd (HOST:PORT) where `register --publish` put the region
+	 * under rdmactl/etcd_ns/region/REGION, or NULL. Its record must name
+	 * the source and the destination must publish there too (its lease),
+	 * or nothing moves. Right after the source took the cutover, one
+	 * transaction on the key's mod revision as read at the start points it
+	 * at the destination, under the destination's lease; if that fails the
+	 * move stands (the source sends its clients on) and the error says so. */
+	const char *etcd;
+	const char *etcd_ns;
 };
 
 struct rc_migrate_result {
@@ -44,6 +54,8 @@ struct rc_migrate_result {
 	unsigned char sha_src[RC_SHA256_LEN];
 	unsigned char sha_dst[RC_SHA256_LEN];
 	bool verified;                 /* the two digests are equal */
+	char etcd_key[RC_ETCD_KEY_MAX]; /* the key updated at the cutover, or "" */
+	int64_t etcd_revision;         /* its mod revision before the cutover */
 };
 
 /* Check both ends (the region on each, same size and access, every extent

@@ -1,0 +1,521 @@
+// SPDX-License-Identifier: MIT
+/*
+ * etcd through its v3 JSON gateway (the HTTP face of its gRPC API, which
+ * every etcd since 3.4 serves at /v3/). Keys and values travel in base64,
+ * as the gateway wants bytes fields; 64-bit numbers come back as strings.
+ * One request at a time per call, each bounded by the handle's timeout.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <rdmactl/etcd.h>
+
+struct rc_etcd {
+	char server[RC_HOST_MAX + 8];
+	int timeout_ms;
+	int ttl;
+	char lease[32];
+	bool keepalive_on;
+	bool stop;
+	pthread_t keepalive;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+};
+
+static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static char *b64_encode(const char *s, size_t n)
+{
+	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)(unsigned char)s[i] << 16;
+
+		if (i + 1 < n)
+			v |= (uint32_t)(unsigned char)s[i + 1] << 8;
+		if (i + 2 < n)
+			v |= (unsigned char)s[i + 2];
+		*o++ = b64chars[(v >> 18) & 63];
+		*o++ = b64chars[(v >> 12) & 63];
+		*o++ = i + 1 < n ? b64chars[(v >> 6) & 63] : '=';
+		*o++ = i + 2 < n ? b64chars[v & 63] : '=';
+	}
+	*o = '\0';
+	return out;
+}
+
+/* Decode into buf (NUL-terminated); -EINVAL for bad input or no room. */
+static int b64_decode(const char *s, char *buf, size_t len)
+{
+	uint32_t v = 0;
+	int bits = 0;
+	size_t o = 0;
+
+	for (; *s && *s != '='; s++) {
+		const char *p = strchr(b64chars, *s);
+
+		if (!p)
+			return -EINVAL;
+		v = v << 6 | (uint32_t)(p - b64chars);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			if (o + 1 >= len)
+				return -EINVAL;
+			buf[o++] = (char)((v >> bits) & 0xff);
+		}
+	}
+	buf[o] = '\0';
+	return 0;
+}
+
+static json_t *b64_json(const char *s)
+{
+	char *enc = b64_encode(s, strlen(s));
+	json_t *j = enc ? json_string(enc) : NULL;
+
+	free(enc);
+	return j;
+}
+
+struct body {
+	char *data;
+	size_t len;
+};
+
+static size_t on_data(char *p, size_t size, size_t n, void *arg)
+{
+	struct body *b = arg;
+	size_t add = size * n;
+	char *d = realloc(b->data, b->len + add + 1);
+
+	if (!d)
+		return 0;
+	memcpy(d + b->len, p, add);
+	b->data = d;
+	b->len += add;
+	d[b->len] = '\0';
+	return add;
+}
+
+/* POST a JSON body (stolen) to /v3/PATH; *reply is the parsed answer. */
+static int post(const struct rc_etcd *e, const char *path, json_t *req, json_t **reply,
+		struct rc_err *err)
+{
+	char url[RC_HOST_MAX + 64], *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	struct body b = { 0 };
+	CURL *h = curl_easy_init();
+	struct curl_slist *hdr = NULL;
+	long status = 0;
+	CURLcode cc;
+	int rc = 0;
+
+	*reply = NULL;
+	json_decref(req);
+	if (!text || !h) {
+		rc = rc_err_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	snprintf(url, sizeof(url), "http://%s/v3/%s", e->server, path);
+	hdr = curl_slist_append(NULL, "Content-Type: application/json");
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, text);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(e->timeout_ms < 5000 ? e->timeout_ms : 5000));
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(e->timeout_ms < 10000 ? e->timeout_ms : 10000));
+	curl_easy_setopt(h, CURLOPT_PROXY, "");
+	cc = curl_easy_perform(h);
+	if (cc != CURLE_OK) {
+		rc = rc_err_set(err, cc == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : ECONNREFUSED,
+				"cannot reach etcd at %s: %s", e->server, curl_easy_strerror(cc));
+		goto out;
+	}
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	*reply = b.data ? json_loads(b.data, 0, NULL) : NULL;
+	if (status != 200 || !*reply) {
+		json_t *m = *reply ? json_object_get(*reply, "message") : NULL;
+
+		if (!m && *reply)
+			m = json_object_get(*reply, "error");
+		rc = rc_err_set(err, EPROTO, "etcd at %s answered %s with HTTP %ld%s%s", e->server,
+				path, status, json_is_string(m) ? ": " : "",
+				json_is_string(m) ? json_string_value(m) : "");
+		json_decref(*reply);
+		*reply = NULL;
+	}
+out:
+	curl_slist_free_all(hdr);
+	if (h)
+		curl_easy_cleanup(h);
+	free(b.data);
+	free(text);
+	return rc;
+}
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int rc_etcd_url_parse(const char *url, char *server, size_t slen, char *path, size_t plen,
+		      struct rc_err *err)
+{
+	const char *hp, *slash;
+	struct rc_target t;
+	char tmp[RC_HOST_MAX + 16];
+	size_t n;
+
+	if (!url || strncmp(url, "etcd://", 7))
+		return rc_err_set(err, EINVAL, "'%s' is not an etcd://HOST:PORT/... address",
+				  url ? url : "");
+	hp = url + 7;
+	slash = strchr(hp[0] == '[' ? hp + strcspn(hp, "]") : hp, '/');
+	n = slash ? (size_t)(slash - hp) : strlen(hp);
+	if (!slash || !slash[1] || n == 0 || n >= sizeof(tmp) || n >= slen ||
+	    strlen(slash + 1) >= plen)
+		return rc_err_set(err, EINVAL, "'%s': expected etcd://HOST:PORT/PATH", url);
+	memcpy(tmp, hp, n);
+	tmp[n] = '\0';
+	/* HOST:PORT by the target grammar, the port given (no rdmactl default). */
+	if (rc_parse_target(tmp, &t) || t.region[0] || n <= strlen(t.port) ||
+	    strcmp(tmp + n - strlen(t.port), t.port) || tmp[n - strlen(t.port) - 1] != ':')
+		return rc_err_set(err, EINVAL, "'%s': '%s' is not HOST:PORT", url, tmp);
+	memcpy(server, tmp, n + 1);
+	snprintf(path, plen, "%s", slash + 1);
+	return 0;
+}
+
+int rc_etcd_open(const char *server, int timeout_ms, struct rc_etcd **out, struct rc_err *err)
+{
+	struct rc_etcd *e;
+
+	if (!server || !*server || strlen(server) >= sizeof(e->server))
+		return rc_err_set(err, EINVAL, "an etcd server is HOST:PORT");
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	pthread_once(&curl_once, curl_init);
+	snprintf(e->server, sizeof(e->server), "%s", server);
+	e->timeout_ms = timeout_ms > 0 ? timeout_ms : 10000;
+	pthread_mutex_init(&e->mu, NULL);
+	pthread_cond_init(&e->cv, NULL);
+	*out = e;
+	return 0;
+}
+
+const char *rc_etcd_server(const struct rc_etcd *e)
+{
+	return e->server;
+}
+
+const char *rc_etcd_lease_id(const struct rc_etcd *e)
+{
+	return e->lease;
+}
+
+static void *keepalive_main(void *arg)
+{
+	struct rc_etcd *e = arg;
+
+	pthread_mutex_lock(&e->mu);
+	while (!e->stop) {
+		struct timespec ts;
+		json_t *reply = NULL;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += e->ttl / 3 > 0 ? e->ttl / 3 : 1;
+		pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+		if (e->stop)
+			break;
+		pthread_mutex_unlock(&e->mu);
+		/* A failed keepalive is tried again at the next tick; were the lease
+		 * to expire, its keys go away, which is what the readers watch. */
+		if (!post(e, "lease/keepalive", json_pack("{s:s}", "ID", e->lease), &reply, NULL))
+			json_decref(reply);
+		pthread_mutex_lock(&e->mu);
+	}
+	pthread_mutex_unlock(&e->mu);
+	return NULL;
+}
+
+int rc_etcd_lease(struct rc_etcd *e, int ttl_s, struct rc_err *err)
+{
+	json_t *reply = NULL, *id;
+	int rc;
+
+	if (e->lease[0])
+		return rc_err_set(err, EEXIST, "this etcd handle holds a lease already");
+	e->ttl = ttl_s > 0 ? ttl_s : 10;
+	rc = post(e, "lease/grant", json_pack("{s:i}", "TTL", e->ttl), &reply, err);
+	if (rc)
+		return rc;
+	id = json_object_get(reply, "ID");
+	if (json_is_string(id))
+		snprintf(e->lease, sizeof(e->lease), "%s", json_string_value(id));
+	else if (json_is_integer(id))
+		snprintf(e->lease, sizeof(e->lease), "%lld", (long long)json_integer_value(id));
+	json_decref(reply);
+	if (!e->lease[0])
+		return rc_err_set(err, EPROTO, "etcd at %s granted no lease", e->server);
+	if (pthread_create(&e->keepalive, NULL, keepalive_main, e) == 0)
+		e->keepalive_on = true;
+	return 0;
+}
+
+void rc_etcd_close(struct rc_etcd *e)
+{
+	json_t *reply = NULL;
+
+	if (!e)
+		return;
+	if (e->keepalive_on) {
+		pthread_mutex_lock(&e->mu);
+		e->stop = true;
+		pthread_cond_signal(&e->cv);
+		pthread_mutex_unlock(&e->mu);
+		pthread_join(e->keepalive, NULL);
+	}
+	/* Revoking the lease drops its keys at once. */
+	if (e->lease[0] && !post(e, "lease/revoke", json_pack("{s:s}", "ID", e->lease), &reply, NULL))
+		json_decref(reply);
+	pthread_mutex_destroy(&e->mu);
+	pthread_cond_destroy(&e->cv);
+	free(e);
+}
+
+static int64_t num(const json_t *j)
+{
+	if (json_is_integer(j))
+		return (int64_t)json_integer_value(j);
+	return json_is_string(j) ? strtoll(json_string_value(j), NULL, 10) : 0;
+}
+
+/* One entry of a range answer's kvs into kv; -EPROTO if malformed. */
+static int kv_from(const json_t *j, struct rc_etcd_kv *kv)
+{
+	const json_t *v = json_object_get(j, "value"), *l = json_object_get(j, "lease");
+
+	memset(kv, 0, sizeof(*kv));
+	/* An empty value comes without its field. */
+	if (v && (!json_is_string(v) || b64_decode(json_string_value(v), kv->value, sizeof(kv->value))))
+		return -EPROTO;
+	kv->mod_revision = num(json_object_get(j, "mod_revision"));
+	kv->create_revision = num(json_object_get(j, "create_revision"));
+	snprintf(kv->lease, sizeof(kv->lease), "%lld", (long long)num(l));
+	return 0;
+}
+
+int rc_etcd_get(struct rc_etcd *e, const char *key, struct rc_etcd_kv *kv, struct rc_err *err)
+{
+	json_t *reply = NULL, *first;
+	int rc = post(e, "kv/range", json_pack("{s:o}", "key", b64_json(key)), &reply, err);
+
+	if (rc)
+		return rc;
+	first = json_array_get(json_object_get(reply, "kvs"), 0);
+	if (!first)
+		rc = rc_err_set(err, ENOENT, "etcd at %s holds no key %s", e->server, key);
+	else if (kv_from(first, kv))
+		rc = rc_err_set(err, EPROTO, "etcd at %s sent a malformed value for %s", e->server, key);
+	json_decref(reply);
+	return rc;
+}
+
+static json_t *put_op(const char *key, const char *value, const char *lease)
+{
+	json_t *p = json_pack("{s:o,s:o}", "key", b64_json(key), "value", b64_json(value));
+
+	if (p && lease && *lease && strcmp(lease, "0"))
+		json_object_set_new(p, "lease", json_string(lease));
+	return p;
+}
+
+int rc_etcd_put(struct rc_etcd *e, const char *key, const char *value, const char *lease,
+		struct rc_err *err)
+{
+	json_t *reply = NULL;
+	int rc = post(e, "kv/put", put_op(key, value, lease), &reply, err);
+
+	json_decref(reply);
+	return rc;
+}
+
+/* A transaction: if key's TARGET (create or mod revision) equals rev, put;
+ * else read the key. 1 when the put was done, 0 when not (*now filled). */
+static int txn(struct rc_etcd *e, const char *key, const char *target, int64_t rev,
+	       const char *value, const char *lease, struct rc_etcd_kv *now, struct rc_err *err)
+{
+	char revs[24];
+	json_t *reply = NULL, *first;
+	int rc;
+
+	snprintf(revs, sizeof(revs), "%lld", (long long)rev);
+	json_t *cmp = json_pack("{s:o,s:s,s:s}", "key", b64_json(key), "result", "EQUAL", "target",
+				target);
+
+	json_object_set_new(cmp, !strcmp(target, "CREATE") ? "create_revision" : "mod_revision",
+			    json_string(revs));
+	rc = post(e, "kv/txn",
+		  json_pack("{s:[o],s:[{s:o}],s:[{s:{s:o}}]}", "compare", cmp, "success",
+			    "request_put", put_op(key, value, lease), "failure", "request_range",
+			    "key", b64_json(key)),
+		  &reply, err);
+	if (rc)
+		return rc;
+	if (json_is_true(json_object_get(reply, "succeeded"))) {
+		json_decref(reply);
+		return 1;
+	}
+	first = json_object_get(json_array_get(json_object_get(reply, "responses"), 0),
+				"response_range");
+	first = json_array_get(json_object_get(first, "kvs"), 0);
+	if (now) {
+		memset(now, 0, sizeof(*now));
+		if (first)
+			kv_from(first, now);
+	}
+	json_decref(reply);
+	return 0;
+}
+
+int rc_etcd_create(struct rc_etcd *e, const char *key, const char *value, const char *lease,
+		   struct rc_etcd_kv *held, struct rc_err *err)
+{
+	struct rc_etcd_kv now;
+	int rc = txn(e, key, "CREATE", 0, value, lease, &now, err);
+
+	if (rc < 0)
+		return rc;
+	if (held)
+		*held = now;
+	return rc ? 0 : rc_err_set(err, EEXIST, "key %s is held already (by '%s')", key, now.value);
+}
+
+int rc_etcd_swap(struct rc_etcd *e, const char *key, int64_t mod_revision, const char *value,
+		 const char *lease, struct rc_etcd_kv *now, struct rc_err *err)
+{
+	struct rc_etcd_kv cur;
+	int rc = txn(e, key, "MOD", mod_revision, value, lease, &cur, err);
+
+	if (rc < 0)
+		return rc;
+	if (now)
+		*now = cur;
+	if (rc)
+		return 0;
+	return rc_err_set(err, ESTALE, "key %s changed since revision %lld (%s)", key,
+			  (long long)mod_revision,
+			  cur.mod_revision ? cur.value : "it is gone");
+}
+
+int rc_etcd_range(struct rc_etcd *e, const char *prefix, rc_etcd_each_fn each, void *arg,
+		  struct rc_err *err)
+{
+	char end[RC_ETCD_KEY_MAX];
+	json_t *reply = NULL, *kv;
+	size_t i, n = strlen(prefix);
+	int rc;
+
+	if (!n || n >= sizeof(end) || (unsigned char)prefix[n - 1] == 0xff)
+		return rc_err_set(err, EINVAL, "a bad key prefix '%s'", prefix);
+	memcpy(end, prefix, n + 1);
+	end[n - 1]++; /* the prefix's range end: last byte plus one */
+	rc = post(e, "kv/range",
+		  json_pack("{s:o,s:o}", "key", b64_json(prefix), "range_end", b64_json(end)), &reply,
+		  err);
+	if (rc)
+		return rc;
+	json_array_foreach(json_object_get(reply, "kvs"), i, kv) {
+		char key[RC_ETCD_KEY_MAX];
+		struct rc_etcd_kv v;
+
+		if (!json_is_string(json_object_get(kv, "key")) ||
+		    b64_decode(json_string_value(json_object_get(kv, "key")), key, sizeof(key)) ||
+		    kv_from(kv, &v))
+			continue;
+		rc = each(arg, key, v.value);
+		if (rc)
+			break;
+	}
+	json_decref(reply);
+	return rc;
+}
+
+bool rc_etcd_ns_valid(const char *ns)
+{
+	size_t n = ns ? strlen(ns) : 0;
+
+	if (n == 0 || n > 63)
+		return false;
+	for (const char *p = ns; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		      *p == '-' || *p == '_' || *p == '.'))
+			return false;
+	return true;
+}
+
+void rc_etcd_region_key(const char *ns, const char *region, char *buf, size_t len)
+{
+	snprintf(buf, len, "rdmactl/%s/region/%s", ns, region);
+}
+
+void rc_etcd_server_key(const char *ns, const char *host, const char *port, char *buf, size_t len)
+{
+	snprintf(buf, len, "rdmactl/%s/server/%s%s%s:%s", ns, strchr(host, ':') ? "[" : "", host,
+		 strchr(host, ':') ? "]" : "", port);
+}
+
+int rc_etcd_region_format(const struct rc_etcd_region *r, char *buf, size_t len)
+{
+	json_t *j = json_pack("{s:s,s:s,s:s,s:I,s:s}", "host", r->host, "port", r->port, "region",
+			      r->region, "length", (json_int_t)r->length, "access", r->access);
+	char *s = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	int rc = s && strlen(s) < len ? 0 : -ENOSPC;
+
+	if (!rc)
+		memcpy(buf, s, strlen(s) + 1);
+	free(s);
+	json_decref(j);
+	return rc;
+}
+
+static int copy_str(const json_t *o, const char *k, char *buf, size_t len)
+{
+	const json_t *v = json_object_get(o, k);
+
+	if (!json_is_string(v) || !json_string_length(v) || json_string_length(v) >= len)
+		return -EINVAL;
+	memcpy(buf, json_string_value(v), json_string_length(v) + 1);
+	return 0;
+}
+
+int rc_etcd_region_parse(const char *value, struct rc_etcd_region *r)
+{
+	json_t *j = json_loads(value, 0, NULL), *l = json_object_get(j, "length");
+	int rc = -EINVAL;
+
+	memset(r, 0, sizeof(*r));
+	if (json_is_object(j) && !copy_str(j, "host", r->host, sizeof(r->host)) &&
+	    !copy_str(j, "port", r->port, sizeof(r->port)) &&
+	    !copy_str(j, "region", r->region, sizeof(r->region)) &&
+	    json_is_integer(l) && json_integer_value(l) >= 0) {
+		r->length = (uint64_t)json_integer_value(l);
+		copy_str(j, "access", r->access, sizeof(r->access));
+		rc = 0;
+	}
+	json_decref(j);
+	return rc;
+}
