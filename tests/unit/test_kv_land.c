@@ -2,6 +2,7 @@
 /* Landing (kv_land.c): which routes land, the landing offsets, the writes
  * the senders post, and a whole layer half moved through landing pages and
  * unpacked, checked byte for byte. */
+#include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,9 +145,40 @@ static void transfer(void)
 	CHECK(move(&g, 64, 0, &w) == 2);
 }
 
+/* Protocol 3: HELLO carries --land, WELCOME the landing area; a connect
+ * request of protocol 2 is told apart from garbage. */
+static void protocol(void)
+{
+	struct kv_msg in = { .type = KV_MSG_HELLO }, out;
+	struct kv_hello_pd pd = { .rank = 1, .qp = 0, .nqps = 1, .session = 7 };
+	unsigned char buf[KV_MSG_MAX], pdb[KV_PD_LEN];
+	uint32_t v2 = htole32(KV_PD_MAGIC_V2);
+	int len;
+
+	in.u.hello.g = nhd(4, 2, 16, 16);
+	in.u.hello.land = KV_PACK_NEVER;
+	len = kv_msg_encode(&in, buf, sizeof(buf));
+	CHECK(len > 0 && kv_msg_decode(buf, (size_t)len, &out, NULL, 0) == 0);
+	CHECK(out.u.hello.land == KV_PACK_NEVER);
+	buf[len - 4] = 3; /* no such choice */
+	CHECK(kv_msg_decode(buf, (size_t)len, &out, NULL, 0) == -EBADMSG);
+	in = (struct kv_msg){ .type = KV_MSG_WELCOME };
+	in.u.welcome.land = 0x7f0000100000ULL;
+	len = kv_msg_encode(&in, buf, sizeof(buf));
+	CHECK(len > 0 && kv_msg_decode(buf, (size_t)len, &out, NULL, 0) == 0);
+	CHECK_EQ_U64(out.u.welcome.land, 0x7f0000100000ULL);
+	CHECK(kv_pd_encode(&pd, pdb, sizeof(pdb)) == KV_PD_LEN);
+	CHECK(kv_pd_decode(pdb, sizeof(pdb), &pd) == 0);
+	memcpy(pdb, &v2, sizeof(v2));
+	CHECK(kv_pd_decode(pdb, sizeof(pdb), &pd) == -EPROTO);
+	pdb[0] ^= 0x10;
+	CHECK(kv_pd_decode(pdb, sizeof(pdb), &pd) == -EBADMSG);
+}
+
 int main(void)
 {
 	choices();
 	transfer();
+	protocol();
 	CHECK_DONE();
 }
