@@ -516,7 +516,8 @@ int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_
 		handle_cqs(r);
 		timers(r);
 		reap(r);
-		busy = kvr_verify_step(r);
+		busy = kvr_unpack_step(r);
+		busy = kvr_verify_step(r) || busy;
 	}
 	teardown(r);
 	free(r);

@@ -102,9 +102,9 @@ void kvr_heartbeats(struct kv_receiver *r);
 /* A slice of each pending verification and of the poisoning of released
  * pages; true when some remain. */
 bool kvr_verify_step(struct kv_receiver *r);
-/* Landed layers unpacked into the pool, until end (kv_recv_land.c); true
- * when some remain. */
-bool kvr_unpack_step(struct kv_receiver *r, double end);
+/* A slice of each pending unpacking of landed layers into the pool
+ * (kv_recv_land.c); true when some remain. */
+bool kvr_unpack_step(struct kv_receiver *r);
 /* After the last layer landed, or was unpacked: verify or complete. */
 void kvr_all_landed(struct kv_receiver *r, struct rreq *q);
 char *kvr_page_addr(struct kv_receiver *r, uint32_t layer, uint32_t half, uint32_t page);

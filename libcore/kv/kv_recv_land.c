@@ -31,9 +31,12 @@ static bool next_page(struct kv_receiver *r, struct rreq *q)
 	return false;
 }
 
-bool kvr_unpack_step(struct kv_receiver *r, double end)
+#define UNPACK_SLICE_S 0.005
+
+bool kvr_unpack_step(struct kv_receiver *r)
 {
 	uint32_t pt = r->g->dst_page_tokens;
+	double end = rc_now() + UNPACK_SLICE_S;
 	bool more = false;
 
 	for (int k = 0; k < KV_MAX_SLOTS; k++) {

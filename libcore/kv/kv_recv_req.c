@@ -329,7 +329,6 @@ bool kvr_verify_step(struct kv_receiver *r)
 {
 	bool more = false;
 
-	more = kvr_unpack_step(r, rc_now() + VERIFY_SLICE_S);
 	for (int k = 0; k < KV_MAX_SLOTS; k++) {
 		struct rreq *q = &r->reqs[k];
 		struct vpage vp = { r, q };
