@@ -10,7 +10,8 @@
 # prefill side and 16-token ones on the decode side, hnd and nhd pages, TP
 # 4 -> 2 (four prefill processes, two decode processes) and 1 -> 1, and
 # nhd 2 -> 4 where packing joins 512-byte rows into whole pages; two data
-# QPs per route, --pack auto and never:
+# QPs per route, --pack auto and never (--land auto: nhd 4 -> 2 lands), and
+# for nhd 4 -> 2 also --land never (the direct path, for comparison):
 # 1. rate, all layers ready at once, against ib_write_bw with as many QPs
 #    (flows) and the same average write size as kvxfer posted (the writes
 #    its prefill ranks counted), and against ib_write_bw with 16 KiB writes
@@ -32,6 +33,7 @@ here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 . "$here/lib.bash"
 bench_setup kvxfer-bench "$@"
 rounds=${RDMACTL_BENCH_ROUNDS:-3}
+# RDMACTL_BENCH_CONFIGS: a subset, e.g. "nhd 4 2,hnd 4 2" (default: all).
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "kvxfer-bench: RDMACTL_BENCH_ROUNDS must be a positive count" >&2; exit 1; }
 port=7600
 qps=2 layers=8 reqs=2 compute_us=20000
@@ -146,14 +148,30 @@ ibw() {
 
 declare -A sum_rate sum_same sum_16k sum_size flows sum_stream sum_bulk
 configs=("hnd 4 2" "nhd 4 2" "nhd 2 4" "hnd 1 1" "nhd 1 1")
+if [ -n "${RDMACTL_BENCH_CONFIGS:-}" ]; then
+	IFS=, read -r -a configs <<<"$RDMACTL_BENCH_CONFIGS"
+fi
+# variants LAYOUT SRC_TP DST_TP: the --pack choices, and for a geometry that
+# lands, the direct path too ("direct": --pack auto --land never).
+variants() {
+	if [ "$1" = nhd ] && (("$2" > "$3")); then
+		echo auto never direct
+	else
+		echo auto never
+	fi
+}
 tokens=512 page=16384
 for ((round = 1; round <= rounds; round++)); do
 	echo "kvxfer-bench: round $round of $rounds" >&2
 	for c in "${configs[@]}"; do
 		read -r layout st dt <<<"$c"
-		for pack in auto never; do
+		for pack in $(variants "$layout" "$st" "$dt"); do
 			k="$layout $st->$dt $pack"
-			kv "$layout" "$st" "$dt" "$pack" $tokens 0
+			if [ "$pack" = direct ]; then
+				kv "$layout" "$st" "$dt" auto $tokens 0 --land never
+			else
+				kv "$layout" "$st" "$dt" "$pack" $tokens 0
+			fi
 			bytes=$("$rdmactl" -j kvxfer plan --layers $layers --kv-heads 8 --head-dim 128 --tokens $tokens \
 				| jq '.bytes_per_request')
 			ibw "$kv_flows" "$kv_size" "$bytes"
@@ -176,12 +194,14 @@ done
 
 echo "== rate: $layers layers, $tokens tokens a request, 16 KiB source pages, all layers ready at once,"
 echo "   $qps data QPs a route; ratios against ib_write_bw with as many QPs; means of $rounds rounds"
-printf '%-22s %7s %10s %7s %12s %10s\n' "" "flows" "bytes/wr" "MiB/s" "x same size" "x 16 KiB"
+printf '%-26s %7s %10s %7s %12s %10s\n' "" "flows" "bytes/wr" "MiB/s" "x same size" "x 16 KiB"
 for c in "${configs[@]}"; do
 	read -r layout st dt <<<"$c"
-	for pack in auto never; do
+	for pack in $(variants "$layout" "$st" "$dt"); do
 		k="$layout $st->$dt $pack"
-		printf '%-22s %7s %10s %7.1f %12.2f %10.2f\n' "$layout $st->$dt --pack $pack" "${flows[$k]}" \
+		label="--pack $pack"
+		[ "$pack" = direct ] && label="--land never"
+		printf '%-26s %7s %10s %7.1f %12.2f %10.2f\n' "$layout $st->$dt $label" "${flows[$k]}" \
 			$(( ${sum_size[$k]} / rounds )) "$(jq -n "${sum_rate[$k]} / $rounds")" \
 			"$(jq -n "${sum_same[$k]} / $rounds")" "$(jq -n "${sum_16k[$k]} / $rounds")"
 	done

@@ -48,6 +48,7 @@
 	X(KVX_TOKEN, 0,1,1, "token", 'T', "TOKEN", "serve: require TOKEN in every HELLO; send: show it (default: $RDMACTL_TOKEN)") \
 	X(KVX_QPS, 1,0,1, "qps", 0, "N", "data queue pairs per decode rank (send; plan: the notifications; default 1)") \
 	X(KVX_PACK, 1,0,1, "pack", 0, "WHEN", "copy small segments into one write per destination run: auto, always or never (default auto)", COMP_WORDS, "auto|always|never") \
+	X(KVX_LAND, 1,0,1, "land", 0, "WHEN", "write scattered destination pieces contiguous into the decode rank's landing area, unpacked there: auto, always or never (default auto)", COMP_WORDS, "auto|always|never") \
 	X(KVX_INFLIGHT, 0,0,1, "inflight", 0, "K", "send: requests in flight at once (default 1)") \
 	X(KVX_NO_STREAM, 0,0,1, "no-stream", 0, NULL, "send: post no layer before the last one is ready") \
 	X(KVX_MEM, 0,1,1, "mem", 0, "KIND", "serve's pool and send's source pages: host or hugepage, or cuda[:N] for serve (GPU N in PCI bus order; default host)", COMP_WORDS, "host|hugepage|cuda") \

@@ -44,7 +44,8 @@ static void put_segments(struct out *o, const struct kv_seg *s, size_t n)
 	out_arr_end(o);
 }
 
-static int put_routes(struct ctx *ctx, const struct kv_geom *g, uint32_t tokens, bool list)
+static int put_routes(struct ctx *ctx, const struct kv_geom *g, uint32_t tokens, enum kv_pack land,
+		      bool list)
 {
 	struct kv_route r[KV_MAX_ROUTES];
 	int n = kv_routes(g, r, KV_MAX_ROUTES);
@@ -78,7 +79,8 @@ static int put_routes(struct ctx *ctx, const struct kv_geom *g, uint32_t tokens,
 		out_u64(o, "bytes_per_layer_half", ", %llu bytes",
 			kv_route_bytes(g, &r[i], tokens));
 		out_u64(o, "segments_per_layer_half", " in %llu segments per layer", ns);
-		out_text(o, "%s\n", g->layout == KV_LAYOUT_MLA ? "" : " half (K or V)");
+		out_text(o, "%s", g->layout == KV_LAYOUT_MLA ? "" : " half (K or V)");
+		out_bool(o, "land", ", lands: %s\n", kv_land_choose(land, g, &r[i]));
 		if (list)
 			put_segments(o, s, ns);
 		out_obj_end(o);
@@ -98,7 +100,7 @@ static void put_ranks(struct out *o, const char *key, const struct kv_plan_rank 
 		out_u64(o, "rank", " rank %llu:", i);
 		out_u64(o, "bytes", " %llu bytes", r[i].bytes);
 		out_u64(o, "segments", " in %llu segments per request", r[i].segments);
-		out_u64(o, "writes", ", %llu writes as packed\n", r[i].writes);
+		out_u64(o, "writes", ", %llu writes as posted\n", r[i].writes);
 		out_obj_end(o);
 	}
 	out_arr_end(o);
@@ -125,6 +127,16 @@ static void put_writes(struct out *o, const struct kv_geom *g, const struct kv_p
 	out_u64(o, "routes_packed", ", %llu", p->routes_packed);
 	out_u64(o, "routes", " of %llu routes packed\n", p->routes);
 	out_obj_end(o);
+	out_obj_end(o);
+	/* Landing: which path the routes take, and what the senders post with
+	 * both choices (the per-rank writes above). */
+	out_obj_begin(o, "land");
+	out_str(o, "asked", "land (--land %s): ", kv_pack_name(p->land));
+	out_str(o, "path", "path %s", p->routes_landed ? "landing" : "direct");
+	out_u64(o, "routes_landed", ", %llu", p->routes_landed);
+	out_u64(o, "routes", " of %llu routes land", p->routes);
+	out_u64(o, "writes", "; %llu writes posted", p->writes_posted);
+	out_u64(o, "avg_bytes", " of %llu bytes\n", p->wire_bytes / p->writes_posted);
 	out_obj_end(o);
 	out_obj_begin(o, "notifications");
 	out_u64(o, "qps", "notifications: one WRITE_WITH_IMM per layer from each of %llu data QPs "
@@ -170,6 +182,9 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	if (opt_on(v, KVX_PACK) && kv_pack_parse(opt_arg(v, KVX_PACK), &in.pack))
 		return usage_err(ctx, "invalid --pack '%s': expected auto, always or never",
 				 opt_arg(v, KVX_PACK));
+	if (opt_on(v, KVX_LAND) && kv_pack_parse(opt_arg(v, KVX_LAND), &in.land))
+		return usage_err(ctx, "invalid --land '%s': expected auto, always or never",
+				 opt_arg(v, KVX_LAND));
 	if (opt_on(v, KVX_POOL_PAGES) && pool < kv_pages_for(&g, true, in.tokens))
 		return usage_err(ctx, "kvxfer plan: pool too small: a request of %u tokens needs %u pages "
 				 "of %u tokens per decode rank, --pool-pages is %llu",
@@ -203,7 +218,7 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	out_u64(o, "page_tokens", NULL, g.dst_page_tokens);
 	out_obj_end(o);
 	out_obj_end(o);
-	if ((rc = put_routes(ctx, &g, in.tokens, opt_on(v, KVX_SEGMENTS))))
+	if ((rc = put_routes(ctx, &g, in.tokens, in.land, opt_on(v, KVX_SEGMENTS))))
 		goto out;
 	out_text(o, "per rank and request:\n");
 	put_ranks(o, "src_ranks", p->src, g.src_tp, "source");

@@ -166,6 +166,7 @@ static void put_summary(struct ctx *ctx, const struct kv_summary *s, uint32_t as
 		out_u64(o, "routes", "; %llu routes", s->routes);
 		out_u64(o, "routes_packed", ", %llu packed", s->routes_packed);
 		out_u64(o, "packed_bytes", " (%llu bytes copied)", s->packed_bytes);
+		out_u64(o, "routes_landed", ", %llu landed", s->routes_landed);
 	}
 	out_text(o, "\n");
 	(void)asked;
@@ -359,6 +360,9 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	if (opt_on(v, KVX_PACK) && kv_pack_parse(opt_arg(v, KVX_PACK), &o.pack))
 		return usage_err(ctx, "invalid --pack '%s': expected auto, always or never",
 				 opt_arg(v, KVX_PACK));
+	if (opt_on(v, KVX_LAND) && kv_pack_parse(opt_arg(v, KVX_LAND), &o.land))
+		return usage_err(ctx, "invalid --land '%s': expected auto, always or never",
+				 opt_arg(v, KVX_LAND));
 	o.targets = targets;
 	o.c.on_event = on_event;
 	o.c.arg = &r;

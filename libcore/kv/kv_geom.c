@@ -311,11 +311,12 @@ int kv_plan(const struct kv_geom *g, const struct kv_plan_in *in, struct kv_plan
 	p->dst_pages = kv_pages_for(g, true, in->tokens);
 	p->seg_min = UINT64_MAX;
 	p->pack = in->pack;
+	p->land = in->land;
 	p->qps = in->qps ? in->qps : 1;
 	for (int i = 0; i < nr; i++) {
-		uint64_t per = (uint64_t)g->layers * kv_halves(g), wn, wp;
+		uint64_t per = (uint64_t)g->layers * kv_halves(g), wn, wp, posted;
+		bool packed, land = kv_land_choose(in->land, g, &r[i]);
 		struct kv_seg *s;
-		bool packed;
 		size_t ns;
 
 		if ((rc = kv_segments(g, &r[i], in->tokens, &s, &ns, err)))
@@ -327,18 +328,35 @@ int kv_plan(const struct kv_geom *g, const struct kv_plan_in *in, struct kv_plan
 				p->seg_max = s[j].len;
 		}
 		wn = kv_seg_writes(s, ns, false);
+		if (land) {
+			uint64_t lwn, lwp;
+
+			kv_land_segments(g, &r[i], s, ns);
+			lwn = kv_post_writes(s, ns, false, p->src_page_bytes);
+			kv_segments_dst_order(s, ns);
+			lwp = kv_post_writes(s, ns, true, p->src_page_bytes);
+			posted = kv_pack_choose(in->pack, kv_route_bytes(g, &r[i], in->tokens), lwn, lwp) ==
+					 KV_PACK_ALWAYS ? lwp : lwn;
+			free(s);
+			if ((rc = kv_segments(g, &r[i], in->tokens, &s, &ns, err)))
+				return rc;
+		}
 		kv_segments_dst_order(s, ns);
 		wp = kv_seg_writes(s, ns, true);
 		free(s);
 		packed = kv_pack_choose(in->pack, kv_route_bytes(g, &r[i], in->tokens), wn, wp) ==
 			 KV_PACK_ALWAYS;
+		if (!land)
+			posted = packed ? wp : wn;
+		p->routes_landed += land;
+		p->writes_posted += posted * per;
 		p->routes++;
 		p->routes_packed += packed;
 		p->writes_never += wn * per;
 		p->writes_packed += wp * per;
 		p->writes += (packed ? wp : wn) * per;
-		p->src[r[i].src].writes += (packed ? wp : wn) * per;
-		p->dst[r[i].dst].writes += (packed ? wp : wn) * per;
+		p->src[r[i].src].writes += posted * per;
+		p->dst[r[i].dst].writes += posted * per;
 		p->dst[r[i].dst].notifications += (uint64_t)g->layers * p->qps;
 		per_layer_half += kv_route_bytes(g, &r[i], in->tokens);
 		p->src[r[i].src].bytes += kv_route_bytes(g, &r[i], in->tokens) * per;

@@ -116,9 +116,14 @@ int kv_pd_encode(const struct kv_hello_pd *p, void *buf, size_t cap)
 int kv_pd_decode(const void *buf, size_t len, struct kv_hello_pd *p)
 {
 	struct rbuf r = { buf, len, 0, false };
-	uint32_t rq;
+	uint32_t rq, magic;
 
-	if (!buf || r32(&r) != KV_PD_MAGIC)
+	if (!buf)
+		return -EBADMSG;
+	magic = r32(&r);
+	if (magic == KV_PD_MAGIC_V2 && !r.bad)
+		return -EPROTO;
+	if (magic != KV_PD_MAGIC)
 		return -EBADMSG;
 	rq = r32(&r);
 	p->rank = rq >> 16;
@@ -189,6 +194,7 @@ int kv_msg_encode(const struct kv_msg *m, void *buf, size_t cap)
 		w32(&w, m->u.hello.session);
 		put_geom(&w, &m->u.hello.g);
 		wtoken(&w, m->u.hello.token);
+		w32(&w, m->u.hello.land);
 		break;
 	case KV_MSG_WELCOME:
 		w32(&w, m->u.welcome.rank);
@@ -196,6 +202,7 @@ int kv_msg_encode(const struct kv_msg *m, void *buf, size_t cap)
 		w32(&w, m->u.welcome.rkey);
 		w64(&w, m->u.welcome.base);
 		w64(&w, m->u.welcome.page_bytes);
+		w64(&w, m->u.welcome.land);
 		break;
 	case KV_MSG_REQ:
 		w32(&w, m->req);
@@ -253,6 +260,9 @@ int kv_msg_decode(const void *buf, size_t len, struct kv_msg *m, uint32_t *pages
 		m->u.hello.session = r32(&r);
 		get_geom(&r, &m->u.hello.g);
 		rtoken(&r, m->u.hello.token);
+		m->u.hello.land = r32(&r);
+		if (m->u.hello.land > KV_PACK_NEVER)
+			r.bad = true;
 		break;
 	case KV_MSG_WELCOME:
 		m->u.welcome.rank = r32(&r);
@@ -260,6 +270,7 @@ int kv_msg_decode(const void *buf, size_t len, struct kv_msg *m, uint32_t *pages
 		m->u.welcome.rkey = r32(&r);
 		m->u.welcome.base = r64(&r);
 		m->u.welcome.page_bytes = r64(&r);
+		m->u.welcome.land = r64(&r);
 		break;
 	case KV_MSG_REQ:
 		m->req = r32(&r);

@@ -108,6 +108,11 @@ static void on_connect_request(struct kv_receiver *r, struct rc_cm_event *ev)
 	struct rc_err e;
 	int bad = kv_pd_decode(ev->param.private_data, ev->param.private_data_len, &pd);
 
+	if (bad == -EPROTO) {
+		refuse_request(r, ev, -1, "a kvxfer source of protocol 2 (an older rdmactl, without "
+			       "landing): this decode rank speaks protocol 3; run the same version on both sides");
+		return;
+	}
 	if (bad) {
 		refuse_request(r, ev, -1, "not a kvxfer source of this version (connect request)");
 		return;
@@ -361,6 +366,8 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 	const struct kv_recv_opts *o = r->o;
 	struct kv_route routes[KV_MAX_ROUTES];
 	uint64_t len, x = o->scatter_seed ? o->scatter_seed : 1;
+	uint64_t len2 = 0;
+	bool land = false;
 	struct rc_mem_spec spec;
 	int n, rc;
 
@@ -383,6 +390,13 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 		return rc_err_set(err, EINVAL, "the pool needs at least one page");
 	n = kv_routes(r->g, routes, KV_MAX_ROUTES);
 	r->contrib = kv_route_sources(routes, n, o->c.rank);
+	for (int i = 0; i < n; i++) {
+		if (routes[i].dst != o->c.rank)
+			continue;
+		r->from[routes[i].src] = routes[i];
+		/* A landing area where some source may land (unpacking needs the CPU). */
+		land |= kv_land_applies(r->g, &routes[i]) && o->mem.kind != RC_MEM_CUDA;
+	}
 	r->page_bytes = kv_page_bytes(r->g, true);
 	/* layers * halves fits 32 bits; times pages and page bytes may wrap. */
 	if (__builtin_mul_overflow((uint64_t)r->g->layers * kv_halves(r->g), (uint64_t)o->pool_pages,
@@ -392,9 +406,13 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 				  "a pool of %u pages of %llu bytes for %u layers is more memory than "
 				  "the address space holds", o->pool_pages,
 				  (unsigned long long)r->page_bytes, r->g->layers);
+	if (land && __builtin_mul_overflow(len, (uint64_t)2, &len2))
+		return rc_err_set(err, EOVERFLOW, "a pool and its landing area of %llu bytes each: more "
+				  "memory than the address space holds", (unsigned long long)len);
+	r->land_off = land ? len : 0;
 	/* The pool first: a size the machine cannot hold fails here, at once. */
 	spec = o->mem;
-	spec.len = (size_t)len;
+	spec.len = (size_t)(land ? len2 : len);
 	spec.path = NULL;
 	if ((rc = rc_mem_alloc_spec(&r->pool, &spec, true, err)))
 		return rc;
@@ -498,7 +516,8 @@ int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_
 		handle_cqs(r);
 		timers(r);
 		reap(r);
-		busy = kvr_verify_step(r);
+		busy = kvr_unpack_step(r);
+		busy = kvr_verify_step(r) || busy;
 	}
 	teardown(r);
 	free(r);

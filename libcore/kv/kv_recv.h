@@ -31,6 +31,7 @@ struct rpeer {
 	struct rconn *q[KV_MAX_QPS + 1]; /* 0: control */
 	char peer[RC_HOST_MAX + 8];
 	char why[KV_REASON_MAX];
+	bool land;            /* its route lands (WELCOME gave the landing area) */
 	double last_rx, last_hb;
 };
 
@@ -47,6 +48,10 @@ struct rreq {
 	bool verifying;        /* every layer landed; --verify walks it (vc) */
 	struct kv_cursor vc;
 	double t0, last, *landed;
+	/* Landing: the source ranks whose route lands, the layers unpacked
+	 * into the pool, and where the unpacking of the next one stands. */
+	uint64_t land;
+	uint32_t unpacked, u_half, u_src, u_page;
 };
 
 struct tomb {
@@ -67,6 +72,8 @@ struct kv_receiver {
 	uint32_t *freel, nfree, fhead; /* FIFO ring of free page ids */
 	uint32_t *dirtyl, ndirty, dhead; /* --verify: released, to poison before reuse */
 	uint64_t contrib;              /* source ranks feeding this rank */
+	struct kv_route from[KV_MAX_TP]; /* the route of each of them */
+	uint64_t land_off;             /* the landing area, after the pool; 0: none */
 	struct rpeer peers[PEERS];   /* a rank is held only once its HELLO passed */
 	struct rpeer *by_rank[KV_MAX_TP];
 	struct rconn *conns[MAX_CONNS];
@@ -95,5 +102,11 @@ void kvr_heartbeats(struct kv_receiver *r);
 /* A slice of each pending verification and of the poisoning of released
  * pages; true when some remain. */
 bool kvr_verify_step(struct kv_receiver *r);
+/* A slice of each pending unpacking of landed layers into the pool
+ * (kv_recv_land.c); true when some remain. */
+bool kvr_unpack_step(struct kv_receiver *r);
+/* After the last layer landed, or was unpacked: verify or complete. */
+void kvr_all_landed(struct kv_receiver *r, struct rreq *q);
+char *kvr_page_addr(struct kv_receiver *r, uint32_t layer, uint32_t half, uint32_t page);
 
 #endif

@@ -24,7 +24,7 @@ void kvr_emit(struct kv_receiver *r, struct kv_event *ev)
 
 enum { KV_POISON = 0xa5 };
 
-static char *page_addr(struct kv_receiver *r, uint32_t layer, uint32_t half, uint32_t page)
+char *kvr_page_addr(struct kv_receiver *r, uint32_t layer, uint32_t half, uint32_t page)
 {
 	return (char *)r->pool.buf +
 	       (((uint64_t)layer * kv_halves(r->g) + half) * r->o->pool_pages + page) * r->page_bytes;
@@ -257,6 +257,7 @@ void kvr_on_req(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
 		kvr_cancel_req(r, q, KV_EV_FAILED, EPROTO, why);
 		return;
 	}
+	q->land |= (uint64_t)p->land << p->rank;
 	if (q->pages)
 		send_alloc(r, q, p->rank);
 	else
@@ -289,7 +290,7 @@ static char *verify_page(void *arg, uint32_t layer, uint32_t half, uint32_t i)
 {
 	struct vpage *v = arg;
 
-	return page_addr(v->r, layer, half, v->q->pages[i]);
+	return kvr_page_addr(v->r, layer, half, v->q->pages[i]);
 }
 
 /*
@@ -315,7 +316,7 @@ static bool poison_step(struct kv_receiver *r, double end)
 		r->ndirty--;
 		for (uint32_t l = 0; l < r->g->layers; l++)
 			for (uint32_t h = 0; h < kv_halves(r->g); h++)
-				memset(page_addr(r, l, h, page), KV_POISON, r->page_bytes);
+				memset(kvr_page_addr(r, l, h, page), KV_POISON, r->page_bytes);
 		page_free(r, page);
 		n++;
 	}
@@ -384,8 +385,13 @@ void kvr_on_imm(struct kv_receiver *r, struct rpeer *p, uint32_t qp, uint32_t im
 		kvr_cancel_req(r, q, KV_EV_CANCELLED, 0, why);
 		return;
 	}
-	if (q->layers_landed < r->g->layers)
-		return;
+	if (q->layers_landed < r->g->layers || q->land)
+		return; /* landing: kvr_unpack_step ends it */
+	kvr_all_landed(r, q);
+}
+
+void kvr_all_landed(struct kv_receiver *r, struct rreq *q)
+{
 	if (r->o->verify)
 		q->verifying = true; /* kvr_verify_step, between polls */
 	else
@@ -458,6 +464,10 @@ void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m
 		else if (holder && holder != p && !holder->dead)
 			snprintf(why, sizeof(why), "source rank %u is connected already (from %.64s)",
 				 p->rank, holder->peer);
+		else if (m->u.hello.land == KV_PACK_ALWAYS && !r->land_off &&
+			 kv_land_applies(r->g, &r->from[p->rank]))
+			snprintf(why, sizeof(why), "source rank %u lands its route (--land always), and "
+				 "this decode rank has no landing area (its pool is GPU memory)", p->rank);
 	}
 	if (why[0]) {
 		refuse_hello(r, p, EINVAL, why);
@@ -468,6 +478,9 @@ void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m
 	a.u.welcome.rkey = r->mr->rkey;
 	a.u.welcome.base = r->pool.mr_addr; /* GPU memory: the device pointer or the bounce buffer */
 	a.u.welcome.page_bytes = r->page_bytes;
+	/* Without a landing area (GPU memory), auto writes into the pool. */
+	p->land = r->land_off && kv_land_choose((enum kv_pack)m->u.hello.land, r->g, &r->from[p->rank]);
+	a.u.welcome.land = p->land ? r->pool.mr_addr + r->land_off : 0;
 	if (kvr_send_msg(r, p, &a) == 0) {
 		struct kv_event ev = { .kind = KV_EV_PEER_UP, .rank = p->rank, .peer = p->peer,
 				       .qps = p->nqps };

@@ -73,6 +73,7 @@ static int handshake(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 	m.u.hello.nqps = s->o->nqps;
 	m.u.hello.session = s->session;
 	m.u.hello.g = *s->g;
+	m.u.hello.land = s->o->land;
 	if (s->o->c.token)
 		snprintf(m.u.hello.token, sizeof(m.u.hello.token), "%s", s->o->c.token);
 	if ((rc = kv_chan_send(&d->ch, &m, err)))
@@ -111,6 +112,7 @@ static int handshake(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 			d->rkey = m.u.welcome.rkey;
 			d->base = m.u.welcome.base;
 			d->page_bytes = m.u.welcome.page_bytes;
+			d->land_base = m.u.welcome.land;
 			d->welcomed = true;
 		}
 	}
@@ -120,29 +122,37 @@ static int handshake(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 	return 0;
 }
 
-/* A route's segments, in destination order when --pack (or auto, from the
- * write counts the plan gives) packs it. */
-static int route_segs(struct kv_sender *s, const struct kv_route *r, struct kv_seg **segs,
-		      size_t *n, bool *pack, struct rc_err *err)
+/* A route's segments, with landing offsets when it lands (land), in
+ * destination order when --pack (or auto, from the write counts the plan
+ * gives) packs it. */
+static int route_segs(struct kv_sender *s, const struct kv_route *r, bool land,
+		      struct kv_seg **segs, size_t *n, bool *pack, struct rc_err *err)
 {
 	uint64_t wn, wp;
 	int rc;
 
 	if ((rc = kv_segments(s->g, r, s->o->tokens, segs, n, err)))
 		return rc;
-	wn = kv_seg_writes(*segs, *n, false);
+	if (land)
+		kv_land_segments(s->g, r, *segs, *n);
+	wn = land ? kv_post_writes(*segs, *n, false, s->src_page_bytes) : kv_seg_writes(*segs, *n, false);
 	kv_segments_dst_order(*segs, *n);
-	wp = kv_seg_writes(*segs, *n, true);
+	wp = land ? kv_post_writes(*segs, *n, true, s->src_page_bytes) : kv_seg_writes(*segs, *n, true);
 	*pack = kv_pack_choose(s->o->pack, kv_route_bytes(s->g, r, s->o->tokens), wn, wp) ==
 		KV_PACK_ALWAYS;
 	if (*pack)
 		return 0;
 	free(*segs); /* source order: where unpacked writes merge */
 	*segs = NULL;
-	return kv_segments(s->g, r, s->o->tokens, segs, n, err);
+	if ((rc = kv_segments(s->g, r, s->o->tokens, segs, n, err)))
+		return rc;
+	if (land)
+		kv_land_segments(s->g, r, *segs, *n);
+	return 0;
 }
 
-/* Bytes of one request's staging slot: the packed routes' shares. */
+/* Bytes of one request's staging slot: the packed routes' shares, before
+ * the decode ranks said whether a route lands: as much as either way packs. */
 static int stage_size(struct kv_sender *s, struct rc_err *err)
 {
 	struct kv_route r[KV_MAX_ROUTES];
@@ -152,13 +162,18 @@ static int stage_size(struct kv_sender *s, struct rc_err *err)
 	for (int k = 0; k < n; k++) {
 		struct kv_seg *segs;
 		size_t ns;
-		bool pack;
+		bool pack = false, pk;
 
 		if (r[k].src != s->o->c.rank)
 			continue;
-		if ((rc = route_segs(s, &r[k], &segs, &ns, &pack, err)))
-			return rc;
-		free(segs);
+		for (int land = 0; land < 2; land++) {
+			if (land && !kv_land_choose(s->o->land, s->g, &r[k]))
+				continue;
+			if ((rc = route_segs(s, &r[k], land, &segs, &ns, &pk, err)))
+				return rc;
+			free(segs);
+			pack |= pk;
+		}
 		if (pack)
 			s->stage_slot_bytes += kv_route_bytes(s->g, &r[k], s->o->tokens) *
 					       s->g->layers * kv_halves(s->g);
@@ -186,16 +201,22 @@ static int map_routes(struct kv_sender *s, struct rc_err *err)
 					  "source rank %u feeds decode rank %u: give its address with --connect",
 					  s->o->c.rank, r[k].dst);
 		d->route = r[k];
-		if ((rc = route_segs(s, &r[k], &d->segs, &d->nsegs, &d->pack, err)))
+		/* The decode rank decided, from the same rule: WELCOME gave the area. */
+		d->land = d->land_base != 0;
+		if (d->land && !kv_land_applies(s->g, &r[k]))
+			return rc_err_set(err, EPROTO, "decode rank %u offers a landing area for a route "
+					  "that cannot land", d->rank);
+		if ((rc = route_segs(s, &r[k], d->land, &d->segs, &d->nsegs, &d->pack, err)))
 			return rc;
 		s->sum->routes++;
+		s->sum->routes_landed += d->land;
 		if (!d->pack)
 			continue;
 		s->sum->routes_packed++;
 		d->stage_off = stage;
 		stage += kv_route_bytes(s->g, &r[k], s->o->tokens) * s->g->layers * kv_halves(s->g);
 	}
-	if (stage != s->stage_slot_bytes)
+	if (stage > s->stage_slot_bytes)
 		return rc_err_set(err, EPROTO, "staging: %llu bytes planned, %llu mapped",
 				  (unsigned long long)s->stage_slot_bytes, (unsigned long long)stage);
 	for (int i = 0; i < s->nd; i++)

@@ -40,6 +40,8 @@ struct sdst {
 	struct kv_seg *segs;     /* destination order when packed */
 	size_t nsegs;
 	bool pack;               /* copy into the staging slot, one write per destination run */
+	bool land;               /* write into the landing area (land_base), unpacked there */
+	uint64_t land_base;
 	uint64_t stage_off;      /* this route's part of a staging slot */
 	double last_hb;
 };

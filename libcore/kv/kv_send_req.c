@@ -213,7 +213,7 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 				continue;
 			}
 			uint64_t la = (uintptr_t)src_addr(s, q->slot, l, h, g->src_page) + g->src_off;
-			uint64_t ra = d->base + (((uint64_t)l * halves + h) * d->pool_pages +
+			uint64_t ra = (d->land ? d->land_base : d->base) + (((uint64_t)l * halves + h) * d->pool_pages +
 						 q->pages[di][g->dst_page]) * d->page_bytes + g->dst_off;
 			struct wr_ent *last = n ? &v[n - 1] : NULL;
 

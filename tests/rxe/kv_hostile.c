@@ -24,6 +24,8 @@
  *   ctrl-imm    HELLO, then an RDMA WRITE with immediate on the control QP
  *   one-qp      HELLO with 2 data QPs, REQ, then layer 0's two
  *               notifications both on data QP 1: print what ends it
+ *   v2          connect as a source of kvxfer protocol 2 (an older rdmactl,
+ *               its connect data marked "KVX2"): print the rejection
  *
  * Lines: "welcome base=0x... rkey=0x...", "error code=N text=...",
  * "closed after MS ms", "open after MS ms", "rejected: ...", "alloc req=N",
@@ -55,6 +57,7 @@ struct qp {
 };
 
 static const char *host, *port;
+static bool old_proto; /* v2: the previous protocol's connect data */
 
 /* Every QP opened, closed at exit, so that a sanitizer build reports only
  * what the decode rank leaks. */
@@ -110,6 +113,11 @@ static int open_qp(struct qp *q, uint32_t qpi, uint32_t nqps)
 	if (nopened < (int)(sizeof(opened) / sizeof(opened[0])))
 		opened[nopened++] = q;
 	kv_pd_encode(&pd, pdb, sizeof(pdb));
+	if (old_proto) {
+		uint32_t v2 = htole32(KV_PD_MAGIC_V2);
+
+		memcpy(pdb, &v2, sizeof(v2));
+	}
 	if (rdma_getaddrinfo(host, port, &hints, &res))
 		return fail("rdma_getaddrinfo");
 	rc = rdma_create_ep(&q->id, res, NULL, &attr);
@@ -378,9 +386,14 @@ int main(int argc, char **argv)
 
 	if (!strcmp(mode, "data-first"))
 		return open_qp(&d[0], 1, 1) < 0;
+	old_proto = !strcmp(mode, "v2");
 	/* The connect data keeps the mode's QPs: -f nqps= makes HELLO disagree. */
 	if ((rc = open_qp(&c, 0, !strcmp(mode, "one-qp") ? 2 : 1)))
 		return rc < 0;
+	if (old_proto) {
+		printf("accepted\n");
+		return 0;
+	}
 	t0 = now_ms();
 	if (!strcmp(mode, "squat") || !strcmp(mode, "hb-first")) {
 		double end = t0 + secs * 1000;

@@ -126,6 +126,38 @@ RC_EXPORT uint64_t kv_seg_writes(const struct kv_seg *s, size_t n, bool packed);
 RC_EXPORT enum kv_pack kv_pack_choose(enum kv_pack want, uint64_t bytes, uint64_t writes_never,
 				      uint64_t writes_packed);
 
+/*
+ * Landing (--land): where a route fills only part of every destination
+ * token row (nhd pages, several source ranks per decode rank), its pieces
+ * are scattered on the decode side, and no copy on the prefill side joins
+ * them. The decode rank then keeps a landing area shaped like its pool;
+ * inside landing page p, the route's bytes lie contiguous, [token][its
+ * heads][dim] from dst_head_off * page_tokens * row_bytes on, so that one
+ * write covers each source run there. Once a layer's notifications are all
+ * in, the decode rank copies (unpacks) them into pool page p. auto lands a
+ * route whose destination pieces are under KV_PACK_SMALL bytes; always
+ * lands every route where landing applies.
+ */
+/* Whether the route's pieces are split in destination rows (landing applies). */
+RC_EXPORT bool kv_land_applies(const struct kv_geom *g, const struct kv_route *r);
+RC_EXPORT bool kv_land_choose(enum kv_pack want, const struct kv_geom *g, const struct kv_route *r);
+/* The landing page offset of a destination page offset inside the route's
+ * pieces (kv_land_applies). */
+RC_EXPORT uint32_t kv_land_off(const struct kv_geom *g, const struct kv_route *r, uint32_t dst_off);
+/* Rewrite the route's segments' destination offsets into landing ones. */
+RC_EXPORT void kv_land_segments(const struct kv_geom *g, const struct kv_route *r, struct kv_seg *s,
+				size_t n);
+/* Writes of one layer half as the sender posts them: segments merged where
+ * the destination is contiguous within a page and, unpacked, the source
+ * memory too (a request's source pages follow one another, page after
+ * page); packed, the staging always is. */
+RC_EXPORT uint64_t kv_post_writes(const struct kv_seg *s, size_t n, bool packed,
+				  uint64_t src_page_bytes);
+/* Copy the route's part of landing page land into pool page pool: tokens
+ * rows (those the page holds). */
+RC_EXPORT void kv_land_unpack(const struct kv_geom *g, const struct kv_route *r, const char *land,
+			      char *pool, uint32_t tokens);
+
 /* Bytes a route moves per layer half for tokens. */
 RC_EXPORT uint64_t kv_route_bytes(const struct kv_geom *g, const struct kv_route *r, uint32_t tokens);
 
@@ -133,7 +165,7 @@ RC_EXPORT uint64_t kv_route_bytes(const struct kv_geom *g, const struct kv_route
 struct kv_plan_rank {
 	uint64_t bytes;        /* moved per request (sent by a source, received by a destination) */
 	uint64_t segments;     /* work requests before runtime coalescing */
-	uint64_t writes;       /* work requests with the --pack choice, notifications apart */
+	uint64_t writes;       /* work requests with the --pack and --land choices, notifications apart */
 	uint64_t notifications; /* destination: WRITE_WITH_IMM it counts per request */
 };
 struct kv_plan {
@@ -148,6 +180,11 @@ struct kv_plan {
 	uint64_t writes_never, writes_packed, writes;
 	uint32_t routes, routes_packed;
 	enum kv_pack pack;               /* what was asked */
+	/* Landing (--land): routes landed, and the writes per request the
+	 * --pack and --land choices give together, as the senders post them. */
+	enum kv_pack land;
+	uint32_t routes_landed;
+	uint64_t writes_posted;
 	uint32_t qps;
 	uint64_t src_page_bytes, dst_page_bytes;
 	uint32_t src_pages, dst_pages;   /* per request, per rank */
@@ -169,6 +206,7 @@ struct kv_plan_in {
 	double layer_compute_us;         /* 0: not given */
 	double link_gbps;                /* 0: not given */
 	enum kv_pack pack;
+	enum kv_pack land;               /* --land (auto when zeroed) */
 	uint32_t qps;                    /* data QPs per source and destination (0: 1) */
 };
 RC_EXPORT int kv_plan(const struct kv_geom *g, const struct kv_plan_in *in, struct kv_plan *p,
@@ -203,7 +241,10 @@ RC_EXPORT int kv_check(const struct kv_geom *g, uint32_t rank, uint32_t req, uin
  * a layer is complete when every contributing source rank delivered
  * exactly one on each of its data QPs (struct kv_tally).
  */
-#define KV_PD_MAGIC 0x3258564bu /* "KVX2": token in HELLO, data QPs after WELCOME */
+/* "KVX3": landing (HELLO says --land, WELCOME the landing area). "KVX2" had
+ * no landing: such a peer is refused by name. */
+#define KV_PD_MAGIC 0x3358564bu
+#define KV_PD_MAGIC_V2 0x3258564bu
 #define KV_PD_LEN 16
 #define KV_MSG_MAX 8192
 #define KV_MAX_REQ_PAGES 2000 /* what one ALLOC message carries */
@@ -216,6 +257,7 @@ struct kv_hello_pd {
 	uint32_t session;  /* random per sender process */
 };
 RC_EXPORT int kv_pd_encode(const struct kv_hello_pd *p, void *buf, size_t cap);
+/* 0, -EPROTO for a peer of the previous protocol (KV_PD_MAGIC_V2), or -EBADMSG. */
 RC_EXPORT int kv_pd_decode(const void *buf, size_t len, struct kv_hello_pd *p);
 
 /* The immediate value: generation of the request slot (8 bits), the
@@ -268,10 +310,12 @@ struct kv_msg {
 			uint32_t rank, nqps, session;
 			struct kv_geom g;
 			char token[RC_TOKEN_MAX + 1]; /* "": none */
+			uint32_t land;        /* enum kv_pack: the source rank's --land */
 		} hello;
 		struct {
 			uint32_t rank, pool_pages, rkey;
 			uint64_t base, page_bytes;
+			uint64_t land;        /* the landing area (shaped like the pool), 0: this route does not land */
 		} welcome;
 		struct {
 			uint32_t tokens;
@@ -377,6 +421,7 @@ struct kv_summary {
 	/* send: routes fed, how many of them packed, bytes copied to pack them. */
 	uint32_t routes, routes_packed;
 	uint64_t packed_bytes;
+	uint32_t routes_landed;   /* send: routes written into a landing area */
 };
 
 struct kv_common_opts {
@@ -421,6 +466,7 @@ struct kv_send_opts {
 	double layer_compute_us;
 	bool no_stream;
 	enum kv_pack pack;
+	enum kv_pack land;        /* --land: auto, always or never (the decode rank follows it) */
 	/* The source pages and staging: host (default) or hugepage. The CPU
 	 * fills them and packs from them: GPU memory is refused. */
 	enum rc_mem_kind mem;
