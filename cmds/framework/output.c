@@ -266,6 +266,21 @@ void out_verr(struct out *o, int err, const char *fmt, va_list ap)
 		if (name)
 			json_object_set_new(e, "code", json_string(name));
 	}
+	/* A second failure in one command (a serve that failed, then a region
+	 * that could not be written back) keeps the first: "error" is the last
+	 * one, as always, and "errors" lists them all in order. */
+	json_t *prev = json_object_get(o->root, "error");
+
+	if (prev) {
+		json_t *all = json_object_get(o->root, "errors");
+
+		if (!all) {
+			all = json_array();
+			json_array_append(all, prev);
+			json_object_set_new(o->root, "errors", all);
+		}
+		json_array_append(all, e);
+	}
 	json_object_set_new(o->root, "error", e);
 }
 

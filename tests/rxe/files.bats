@@ -117,3 +117,49 @@ mount_ext4() {
 	[ "$SERVER_RC" -eq 0 ]
 	cmp "$BATS_TEST_TMPDIR/expect" "$f"
 }
+
+@test "ext4: a serve that fails still writes its region back, and a failed write-back is reported with it" {
+	mount_ext4 64M
+	f=$MNT/region.bin
+	head -c 1M /dev/urandom >"$f"
+	# An "etcd" that takes the connection and never answers: --publish
+	# fails once -t runs out, after the region is registered. The fifo
+	# keeps nc's input open, so nc holds the connection.
+	epipe=$BATS_TEST_TMPDIR/etcd.in
+	eport=$(next_port)
+	mkfifo "$epipe"
+	busybox nc -l -p "$eport" <"$epipe" >/dev/null 2>&1 3>&- &
+	ncpid=$!
+	exec 4>"$epipe"
+	for ((i = 0; i < 100; i++)); do
+		ss -ltn | grep -q ":$eport " && break
+		sleep 0.1
+	done
+	SERVER_OUT=$BATS_TEST_TMPDIR/server.out
+	"$RDMACTL" -j -t 8000 register --listen "$ADDR:$PORT" --name disk --file "$f" \
+		--publish "etcd://127.0.0.1:$eport/files" >"$SERVER_OUT" 2>"$SERVER_OUT.err" &
+	SERVER_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		grep -q '"event":"region"' "$SERVER_OUT" && break
+		sleep 0.1
+	done
+	grep -q '"event":"region"' "$SERVER_OUT"
+	# While the publication waits: an immutable file refuses the write-back.
+	chattr +i "$f"
+	rc=0
+	timeout 60 tail --pid="$SERVER_PID" -f /dev/null || true
+	wait "$SERVER_PID" || rc=$?
+	SERVER_PID=
+	chattr -i "$f"
+	exec 4>&-
+	kill "$ncpid" 2>/dev/null || true
+	cat "$SERVER_OUT" "$SERVER_OUT.err"
+	[ "$rc" -eq 1 ]
+	# Both are said, in order: what stopped the serve, then the data that
+	# did not reach the file (the error that decides).
+	tail -n 1 "$SERVER_OUT" | jq -e '(.errors | length) == 2
+		and (.errors[0].message | test("^--publish: "))
+		and (.errors[1].message | test("region '"'"'disk'"'"': cannot write the region back to its file"))
+		and .error == .errors[1] and .error.code == "EPERM"'
+	! grep -q '"event":"stopped"' "$SERVER_OUT"
+}
