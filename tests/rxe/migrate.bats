@@ -227,10 +227,12 @@ expected() {
 	local t=$BATS_TEST_TMPDIR pids=() c i mig
 	serve A "$A" --name kv --size 32M --access atomic
 	serve B "$B" --name kv --size 32M --access atomic
-	# Each client: batches of ten fetch-adds (one process, no start-up
+	# Each client: batches of 60 fetch-adds (one process, no start-up
 	# between them) addressed to A, until the move is over, and one more.
+	# A round copies 32 MiB in well under a second here: batches this long
+	# keep atomics landing through it, where a process start would not.
 	for c in 1 2 3; do
-		for ((i = 0; i < 10; i++)); do echo "atomic $A/kv --faa 1 --offset $((c * 8))"; done >"$t/batch.$c"
+		for ((i = 0; i < 60; i++)); do echo "atomic $A/kv --faa 1 --offset $((c * 8))"; done >"$t/batch.$c"
 		(
 			last=0
 			while ((last < 2)); do
