@@ -501,9 +501,13 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 	if (rc)
 		goto out;
 	cut = true;
-	/* The destination closes its connection to the source. */
+	if (em.e)
+		rc = etcd_cutover(&em, err);
+	r->blackout_ms = (rc_now() - tf) * 1000;
+	/* The destination closes its connection to the source (not part of the
+	 * blackout: both already serve as they will). */
 	pull_some(b, o, r->region, &whole, 0, false, true, 0, &bytes, &(struct rc_err){ 0 });
-	if (em.e && (rc = etcd_cutover(&em, err))) {
+	if (rc) {
 		char why[sizeof(err->msg)];
 
 		snprintf(why, sizeof(why), "%s", err->msg);
@@ -511,7 +515,6 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 			   r->region, dst, why);
 		goto out;
 	}
-	r->blackout_ms = (rc_now() - tf) * 1000;
 	/* 7. The destination holds it all: the source lets its copy go. */
 	if (!lo->keep_source)
 		rc = step(a, RC_MIG_DROP, r->region, NULL, &resp, wait, err);
