@@ -209,6 +209,16 @@ static void conn_free(struct srv_conn *sc)
 
 static void drain_all(void *arg);
 
+/* Whether sc is still served: a migration's fence drains every connection
+ * from inside the handling of one (drain_all), and may drop any of them. */
+static bool conn_live(const struct rc_server *s, const struct srv_conn *sc)
+{
+	for (int i = 0; i < s->nconns; i++)
+		if (s->conns[i] == sc)
+			return true;
+	return false;
+}
+
 static struct srv_mig_host mig_host(struct rc_server *s)
 {
 	return (struct srv_mig_host){ .regions = s->regions, .nregions = s->nregions,
@@ -394,6 +404,10 @@ static void drain_cq(struct rc_server *s, struct srv_conn *sc)
 				sc->probing = false;
 			else
 				handle_ctrl(s, sc, &wc[j]);
+			/* A fence in there drained every connection: this one
+			 * may have been dropped on the way. */
+			if (!conn_live(s, sc))
+				return;
 		}
 	}
 }
@@ -490,9 +504,14 @@ static void keepalive(struct rc_server *s)
 static void drain_all(void *arg)
 {
 	struct rc_server *s = arg;
+	struct srv_conn *all[SRV_MAX_CONNS];
+	int n = s->nconns;
 
-	for (int i = 0; i < s->nconns; i++)
-		drain_cq(s, s->conns[i]);
+	/* A snapshot: draining one may drop others and reorder the table. */
+	memcpy(all, s->conns, (size_t)n * sizeof(all[0]));
+	for (int i = 0; i < n; i++)
+		if (conn_live(s, all[i]))
+			drain_cq(s, all[i]);
 }
 
 static void handle_cqs(struct rc_server *s, struct pollfd *pfd, int n)
@@ -505,7 +524,8 @@ static void handle_cqs(struct rc_server *s, struct pollfd *pfd, int n)
 		if (pfd[i].revents & POLLIN)
 			ready[k++] = s->conns[i];
 	for (int i = 0; i < k; i++)
-		drain_cq(s, ready[i]);
+		if (conn_live(s, ready[i])) /* not dropped by an earlier one */
+			drain_cq(s, ready[i]);
 }
 
 int rc_server_step(struct rc_server *s, int timeout_ms, struct rc_err *err)
@@ -517,7 +537,7 @@ int rc_server_step(struct rc_server *s, int timeout_ms, struct rc_err *err)
 		timeout_ms = 0;
 	keepalive(s);
 	for (int i = s->nconns - 1; i >= 0; i--) /* a drop moves the last one here */
-		if (!s->conns[i]->c->armed)
+		if (i < s->nconns /* a fence may drop several */ && !s->conns[i]->c->armed)
 			drain_cq(s, s->conns[i]);
 	n = s->nconns;
 	for (int i = 0; i < n; i++)
