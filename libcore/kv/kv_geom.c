@@ -533,14 +533,22 @@ void kv_segments_dst_order(struct kv_seg *s, size_t n)
 
 uint64_t kv_seg_writes(const struct kv_seg *s, size_t n, bool packed)
 {
+	return kv_post_writes(s, n, packed, 0);
+}
+
+/* src_page_bytes 0: source pages count as apart; else they follow one another. */
+uint64_t kv_post_writes(const struct kv_seg *s, size_t n, bool packed, uint64_t src_page_bytes)
+{
 	uint64_t writes = 0, len = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		const struct kv_seg *p = i ? &s[i - 1] : NULL;
+		bool src_next = src_page_bytes
+					? p && p->src_page * src_page_bytes + p->src_off + p->len ==
+						     s[i].src_page * src_page_bytes + s[i].src_off
+					: p && p->src_page == s[i].src_page && p->src_off + p->len == s[i].src_off;
 		bool joins = p && p->dst_page == s[i].dst_page && p->dst_off + p->len == s[i].dst_off &&
-			     (packed || (p->src_page == s[i].src_page &&
-					 p->src_off + p->len == s[i].src_off)) &&
-			     len + s[i].len <= KV_WRITE_MAX;
+			     (packed || src_next) && len + s[i].len <= KV_WRITE_MAX;
 
 		if (joins) {
 			len += s[i].len;

@@ -46,27 +46,6 @@ void kv_land_segments(const struct kv_geom *g, const struct kv_route *r, struct 
 		s[i].dst_off = kv_land_off(g, r, s[i].dst_off);
 }
 
-uint64_t kv_post_writes(const struct kv_seg *s, size_t n, bool packed, uint64_t src_page_bytes)
-{
-	uint64_t writes = 0, len = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		const struct kv_seg *p = i ? &s[i - 1] : NULL;
-		bool joins = p && p->dst_page == s[i].dst_page && p->dst_off + p->len == s[i].dst_off &&
-			     (packed || p->src_page * src_page_bytes + p->src_off + p->len ==
-						s[i].src_page * src_page_bytes + s[i].src_off) &&
-			     len + s[i].len <= KV_WRITE_MAX;
-
-		if (joins) {
-			len += s[i].len;
-			continue;
-		}
-		writes++;
-		len = s[i].len;
-	}
-	return writes;
-}
-
 void kv_land_unpack(const struct kv_geom *g, const struct kv_route *r, const char *land, char *pool,
 		    uint32_t tokens)
 {

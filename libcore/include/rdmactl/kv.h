@@ -150,7 +150,8 @@ RC_EXPORT void kv_land_segments(const struct kv_geom *g, const struct kv_route *
 /* Writes of one layer half as the sender posts them: segments merged where
  * the destination is contiguous within a page and, unpacked, the source
  * memory too (a request's source pages follow one another, page after
- * page); packed, the staging always is. */
+ * page, src_page_bytes apart; 0: pages count as apart, as kv_seg_writes);
+ * packed, the staging always is. */
 RC_EXPORT uint64_t kv_post_writes(const struct kv_seg *s, size_t n, bool packed,
 				  uint64_t src_page_bytes);
 /* Copy the route's part of landing page land into pool page pool: tokens
