@@ -203,11 +203,7 @@ setup() {
 	# Kill it mid-transfer: once the client is connected (a loaded host can
 	# take longer than any fixed sleep to get there), and a second into
 	# the 256 MiB.
-	for ((i = 0; i < 300; i++)); do
-		grep -q '"event":"connected"' "$SERVER_OUT" && break
-		sleep 0.1
-	done
-	grep -q '"event":"connected"' "$SERVER_OUT"
+	wait_events connected 1 "$SERVER_OUT"
 	sleep 1
 	stop_server KILL
 	rc=0

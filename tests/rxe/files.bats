@@ -139,11 +139,7 @@ mount_ext4() {
 	"$RDMACTL" -j -t 8000 register --listen "$ADDR:$PORT" --name disk --file "$f" \
 		--publish "etcd://127.0.0.1:$eport/files" >"$SERVER_OUT" 2>"$SERVER_OUT.err" &
 	SERVER_PID=$!
-	for ((i = 0; i < 100; i++)); do
-		grep -q '"event":"region"' "$SERVER_OUT" && break
-		sleep 0.1
-	done
-	grep -q '"event":"region"' "$SERVER_OUT"
+	wait_events region 1 "$SERVER_OUT" 100
 	# While the publication waits: an immutable file refuses the write-back.
 	chattr +i "$f"
 	rc=0

@@ -56,6 +56,19 @@ start_server() {
 	return 1
 }
 
+# wait_events EVENT N FILE [TENTHS]: wait, at most TENTHS tenths of a second
+# (default 300), until FILE holds N or more JSON lines of "event":"EVENT".
+# Fails when it does not by then.
+wait_events() {
+	local i n
+	for ((i = 0; ; i++)); do
+		n=$(grep -c "\"event\":\"$1\"" "$3" 2>/dev/null) || true # none yet: grep fails
+		((${n:-0} >= $2)) && return 0
+		((i < ${4:-300})) || return 1
+		sleep 0.1
+	done
+}
+
 # The descriptor of region NAME as one JSON object.
 descriptor() {
 	jq -c --arg n "$1" 'select(.event == "region" and .name == $n)' "$SERVER_OUT"

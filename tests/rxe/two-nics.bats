@@ -172,10 +172,7 @@ teardown() {
 	kill -KILL "${pids[@]}"
 	wait "${pids[@]}" 2>/dev/null || true
 	t0=$SECONDS
-	for ((i = 0; i < 600; i++)); do
-		(($(grep -c '"event":"disconnected"' "$SERVER_OUT") >= 2)) && break
-		sleep 0.1
-	done
+	wait_events disconnected 2 "$SERVER_OUT" 600 || true
 	tc qdisc del dev va root
 	echo "# dropped after $((SECONDS - t0)) s" >&3
 	jq -s -e '[.[] | select(.event == "disconnected" and (.reason // "" | test("retry|keepalive")))] | length == 2' \
@@ -217,10 +214,7 @@ teardown() {
 	kill -KILL "$pid"
 	wait "$pid" 2>/dev/null || true
 	t0=$SECONDS
-	for ((i = 0; i < 600; i++)); do
-		(($(grep -c '"event":"disconnected"' "$SERVER_OUT") >= 64)) && break
-		sleep 0.1
-	done
+	wait_events disconnected 64 "$SERVER_OUT" 600 || true
 	tc qdisc del dev va root
 	echo "# 64 dropped after $((SECONDS - t0)) s" >&3
 	# Each one reported, with the reason, and each a different peer.
