@@ -121,7 +121,7 @@ int kv_pd_decode(const void *buf, size_t len, struct kv_hello_pd *p)
 	if (!buf)
 		return -EBADMSG;
 	magic = r32(&r);
-	if (magic == KV_PD_MAGIC_V2 && !r.bad)
+	if ((magic == KV_PD_MAGIC_V2 || magic == KV_PD_MAGIC_V3) && !r.bad)
 		return -EPROTO;
 	if (magic != KV_PD_MAGIC)
 		return -EBADMSG;
@@ -214,6 +214,7 @@ int kv_msg_encode(const struct kv_msg *m, void *buf, size_t cap)
 		w32(&w, m->req);
 		w32(&w, m->u.alloc.slot | (m->u.alloc.gen & 0xff) << 16);
 		w32(&w, m->u.alloc.npages);
+		w32(&w, m->u.alloc.land);
 		for (uint32_t i = 0; i < m->u.alloc.npages; i++)
 			w32(&w, m->u.alloc.pages[i]);
 		break;
@@ -282,6 +283,7 @@ int kv_msg_decode(const void *buf, size_t len, struct kv_msg *m, uint32_t *pages
 		m->u.alloc.slot = v & 0xffff;
 		m->u.alloc.gen = v >> 16 & 0xff;
 		m->u.alloc.npages = r32(&r);
+		m->u.alloc.land = r32(&r);
 		if (m->u.alloc.slot >= KV_MAX_SLOTS || m->u.alloc.npages > max ||
 		    m->u.alloc.npages > KV_MAX_REQ_PAGES || !pages)
 			return -EBADMSG;

@@ -109,8 +109,8 @@ static void on_connect_request(struct kv_receiver *r, struct rc_cm_event *ev)
 	int bad = kv_pd_decode(ev->param.private_data, ev->param.private_data_len, &pd);
 
 	if (bad == -EPROTO) {
-		refuse_request(r, ev, -1, "a kvxfer source of protocol 2 (an older rdmactl, without "
-			       "landing): this decode rank speaks protocol 3; run the same version on both sides");
+		refuse_request(r, ev, -1, "a kvxfer source of an earlier protocol (2 or 3, an older "
+			       "rdmactl): this decode rank speaks protocol 4; run the same version on both sides");
 		return;
 	}
 	if (bad) {
@@ -406,8 +406,14 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 				  "a pool of %u pages of %llu bytes for %u layers is more memory than "
 				  "the address space holds", o->pool_pages,
 				  (unsigned long long)r->page_bytes, r->g->layers);
-	if (land && __builtin_mul_overflow(len, (uint64_t)2, &len2))
-		return rc_err_set(err, EOVERFLOW, "a pool and its landing area of %llu bytes each: more "
+	/* The landing area: pool_pages units of what the routes that may land
+	 * fill of a page, per layer half (as large as the pool only where
+	 * every route into this rank may land). */
+	r->land_unit = land ? kv_land_unit(r->g, o->c.rank) : 0;
+	if (land && (__builtin_mul_overflow((uint64_t)r->g->layers * kv_halves(r->g) * o->pool_pages,
+					    r->land_unit, &len2) ||
+		     __builtin_add_overflow(len, len2, &len2) || len2 > SIZE_MAX))
+		return rc_err_set(err, EOVERFLOW, "a pool of %llu bytes and its landing area: more "
 				  "memory than the address space holds", (unsigned long long)len);
 	r->land_off = land ? len : 0;
 	/* The pool first: a size the machine cannot hold fails here, at once. */
@@ -418,7 +424,8 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 		return rc;
 	r->freel = malloc(o->pool_pages * sizeof(uint32_t));
 	r->dirtyl = malloc(o->pool_pages * sizeof(uint32_t));
-	if (!r->freel || !r->dirtyl)
+	r->land_used = calloc(o->pool_pages, 1);
+	if (!r->freel || !r->dirtyl || !r->land_used)
 		return rc_err_set(err, ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < o->pool_pages; i++)
 		r->freel[i] = i;
@@ -466,6 +473,7 @@ static void teardown(struct kv_receiver *r)
 	rc_mem_free(&r->pool);
 	free(r->freel);
 	free(r->dirtyl);
+	free(r->land_used);
 }
 
 int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_err *err)

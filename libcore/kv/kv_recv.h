@@ -52,6 +52,7 @@ struct rreq {
 	 * into the pool, and where the unpacking of the next one stands. */
 	uint64_t land;
 	uint32_t unpacked, u_half, u_src, u_page;
+	uint32_t land_at;     /* its run in the landing area (units), with pages */
 };
 
 struct tomb {
@@ -74,6 +75,8 @@ struct kv_receiver {
 	uint64_t contrib;              /* source ranks feeding this rank */
 	struct kv_route from[KV_MAX_TP]; /* the route of each of them */
 	uint64_t land_off;             /* the landing area, after the pool; 0: none */
+	uint64_t land_unit;            /* bytes of one of its units (kv_land_unit) */
+	uint8_t *land_used;            /* per unit (pool_pages of them): in a request's run */
 	struct rpeer peers[PEERS];   /* a rank is held only once its HELLO passed */
 	struct rpeer *by_rank[KV_MAX_TP];
 	struct rconn *conns[MAX_CONNS];

@@ -73,6 +73,8 @@ static void page_free(struct kv_receiver *r, uint32_t page)
  * (poison_step), so they wait in a ring of their own meanwhile. */
 void kvr_req_release(struct kv_receiver *r, struct rreq *q)
 {
+	for (uint32_t i = 0; q->pages && r->land_off && i < q->npages; i++)
+		r->land_used[q->land_at + i] = 0;
 	for (uint32_t i = 0; q->pages && i < q->npages; i++) {
 		if (r->o->verify)
 			r->dirtyl[(r->dhead + r->ndirty++) % r->o->pool_pages] = q->pages[i];
@@ -153,8 +155,25 @@ static void send_alloc(struct kv_receiver *r, struct rreq *q, uint32_t s)
 	m.u.alloc.gen = r->gen[q->slot];
 	m.u.alloc.npages = q->npages;
 	m.u.alloc.pages = q->pages;
+	m.u.alloc.land = r->land_off ? q->land_at : KV_LAND_NONE;
 	if (kvr_send_msg(r, r->by_rank[s], &m) == 0)
 		q->alloced |= 1ULL << s;
+}
+
+/* A run of q->npages free units of the landing area for q (first fit):
+ * false when none is free yet. Every run is as long as the request has
+ * pages, so with no other request held, one always is. */
+static bool land_run(struct kv_receiver *r, struct rreq *q)
+{
+	for (uint32_t at = 0, n = 0; at < r->o->pool_pages; at++) {
+		n = r->land_used[at] ? 0 : n + 1;
+		if (n < q->npages)
+			continue;
+		q->land_at = at + 1 - n;
+		memset(r->land_used + q->land_at, 1, n);
+		return true;
+	}
+	return false;
 }
 
 /* Give pages to the oldest requests waiting for them. */
@@ -175,6 +194,11 @@ static void allocate_waiting(struct kv_receiver *r)
 		if (!q->pages) {
 			kvr_cancel_req(r, q, KV_EV_FAILED, ENOMEM, "out of memory");
 			continue;
+		}
+		if (r->land_off && !land_run(r, q)) {
+			free(q->pages);
+			q->pages = NULL;
+			return;
 		}
 		for (uint32_t i = 0; i < q->npages; i++, r->nfree--)
 			q->pages[i] = r->freel[r->fhead++ % r->o->pool_pages];

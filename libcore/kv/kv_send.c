@@ -131,6 +131,10 @@ static int route_segs(struct kv_sender *s, const struct kv_route *r, bool land,
 	uint64_t wn, wp;
 	int rc;
 
+	if (land && kv_route_bytes(s->g, r, s->o->tokens) > UINT32_MAX)
+		return rc_err_set(err, EOVERFLOW, "route %u -> %u moves %llu bytes a layer half: too many "
+				  "to land (at most 4 GiB); use --land never", r->src, r->dst,
+				  (unsigned long long)kv_route_bytes(s->g, r, s->o->tokens));
 	if ((rc = kv_segments(s->g, r, s->o->tokens, segs, n, err)))
 		return rc;
 	if (land)

@@ -60,6 +60,7 @@ struct sreq {
 	uint32_t *pending;           /* per layer: notifications not yet completed */
 	bool alloc[KV_MAX_PEERS], done_rx[KV_MAX_PEERS];
 	uint32_t rslot[KV_MAX_PEERS], rgen[KV_MAX_PEERS];
+	uint32_t land_at[KV_MAX_PEERS];  /* landing routes: the request's run there (units) */
 	uint32_t *pages[KV_MAX_PEERS];
 	uint32_t done_flags;         /* AND of the DONE flags */
 	int done_status;

@@ -203,6 +203,10 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 		return -ENOMEM;
 	for (uint32_t h = 0; h < halves; h++) {
 		char *stage = stage_addr(s, q->slot, d, l, h);
+		/* Landing: the route's block of this layer half in the request's run. */
+		uint64_t block = d->land ? d->land_base + kv_land_block(s->g, &d->route, s->o->tokens,
+									 d->pool_pages, q->land_at[di], l, h)
+					 : 0;
 
 		for (size_t i = 0; i < d->nsegs; i++) {
 			const struct kv_seg *g = &d->segs[i];
@@ -213,8 +217,9 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 				continue;
 			}
 			uint64_t la = (uintptr_t)src_addr(s, q->slot, l, h, g->src_page) + g->src_off;
-			uint64_t ra = (d->land ? d->land_base : d->base) + (((uint64_t)l * halves + h) * d->pool_pages +
-						 q->pages[di][g->dst_page]) * d->page_bytes + g->dst_off;
+			uint64_t ra = d->land ? block + g->dst_off
+					      : d->base + (((uint64_t)l * halves + h) * d->pool_pages +
+							   q->pages[di][g->dst_page]) * d->page_bytes + g->dst_off;
 			struct wr_ent *last = n ? &v[n - 1] : NULL;
 
 			/* Packed: the segments, in destination order, copied one
@@ -606,6 +611,13 @@ void kvs_on_msg(struct kv_sender *s, struct sdst *d, const struct kv_msg *m)
 				goto bad_alloc;
 		if (m->u.alloc.npages != s->dst_pages)
 			goto bad_alloc;
+		if (d->land && (m->u.alloc.land == KV_LAND_NONE || m->u.alloc.land > d->pool_pages ||
+				m->u.alloc.npages > d->pool_pages - m->u.alloc.land)) {
+			snprintf(why, sizeof(why), "decode rank %u gave request %u no landing run of %u "
+				 "units within %u", d->rank, q->id, s->dst_pages, d->pool_pages);
+			kvs_cancel(s, q, KV_EV_FAILED, EPROTO, why);
+			return;
+		}
 		q->pages[di] = malloc(s->dst_pages * sizeof(uint32_t));
 		if (!q->pages[di]) {
 			kvs_cancel(s, q, KV_EV_FAILED, ENOMEM, "out of memory");
@@ -614,6 +626,7 @@ void kvs_on_msg(struct kv_sender *s, struct sdst *d, const struct kv_msg *m)
 		memcpy(q->pages[di], m->u.alloc.pages, s->dst_pages * sizeof(uint32_t));
 		q->rslot[di] = m->u.alloc.slot;
 		q->rgen[di] = m->u.alloc.gen;
+		q->land_at[di] = m->u.alloc.land;
 		q->alloc[di] = true;
 		q->last = rc_now();
 		return;
