@@ -16,10 +16,12 @@
 #    (flows) and the same average write size as kvxfer posted (the writes
 #    its prefill ranks counted), and against ib_write_bw with 16 KiB writes
 #    and as many QPs;
-# 2. exposed time (last layer's compute end -> last byte landed, the
-#    decode rank's completion), layers 20 ms of compute apart, streamed
-#    (the last layer in pieces over the QPs) and with --no-stream, in
-#    layer-times.
+# 2. exposed time (last layer's compute end -> the decode ranks'
+#    completion: last byte landed and, for landed routes, unpacked into
+#    the pool; the prefill ranks' exposed_us), layers 20 ms of compute
+#    apart, streamed (the last layer in pieces over the QPs) and with
+#    --no-stream, in layer-times, and the part of it that was the decode
+#    ranks' unpack (unpack_us).
 # Each figure is the mean over RDMACTL_BENCH_ROUNDS rounds (default 3); a
 # round runs every configuration once, kvxfer and perftest alternating.
 # Sizes are small (MiB): rxe under TCG moves tens of MB/s; compare ratios,
@@ -84,7 +86,8 @@ verified() {
 # kv LAYOUT SRC_TP DST_TP PACK TOKENS COMPUTE_US [send options...]: one
 # transfer; sets kv_rate (MiB/s: per request the decode ranks' rates summed,
 # then the mean), kv_size (bytes per write posted), kv_flows (data QPs) and
-# kv_exposed (us: per request the latest source rank's, then the mean).
+# kv_exposed (us: per request the latest source rank's, then the mean) and
+# kv_unpack (us: the decode ranks' unpack in it, the same way).
 kv() {
 	local layout=$1 st=$2 dt=$3 pack=$4 tokens=$5 us=$6 d s dn=() sn=() g
 	shift 6
@@ -118,6 +121,8 @@ kv() {
 	kv_flows=$(cat "${sn[@]}" | jq -s '[.[] | select(.event == "summary") | .qp_writes | length] | add')
 	kv_exposed=$(cat "${sn[@]}" | jq -s '[.[] | select(.event == "done")] | group_by(.request)
 		| map(map(.exposed_us) | max) | add / length')
+	kv_unpack=$(cat "${sn[@]}" | jq -s '[.[] | select(.event == "done")] | group_by(.request)
+		| map(max_by(.exposed_us).unpack_us) | add / length')
 }
 
 # ibw FLOWS SIZE BYTES: ib_write_bw with FLOWS QPs moving about BYTES in
@@ -146,7 +151,7 @@ ibw() {
 		{ echo "kvxfer-bench: no ib_write_bw figure for $flows x $iters x $size bytes:" >&2; cat "$work/ibw.cli" >&2; exit 1; }
 }
 
-declare -A sum_rate sum_same sum_16k sum_size flows sum_stream sum_bulk
+declare -A sum_rate sum_same sum_16k sum_size flows sum_stream sum_bulk sum_sunpack sum_bunpack
 configs=("hnd 4 2" "nhd 4 2" "nhd 2 4" "hnd 1 1" "nhd 1 1")
 if [ -n "${RDMACTL_BENCH_CONFIGS:-}" ]; then
 	IFS=, read -r -a configs <<<"$RDMACTL_BENCH_CONFIGS"
@@ -187,8 +192,10 @@ for ((round = 1; round <= rounds; round++)); do
 		k="$layout $st->$dt"
 		kv "$layout" "$st" "$dt" auto 128 $compute_us
 		sum_stream[$k]=$(jq -n "${sum_stream[$k]:-0} + $kv_exposed / $compute_us")
+		sum_sunpack[$k]=$(jq -n "${sum_sunpack[$k]:-0} + $kv_unpack / $compute_us")
 		kv "$layout" "$st" "$dt" auto 128 $compute_us --no-stream
 		sum_bulk[$k]=$(jq -n "${sum_bulk[$k]:-0} + $kv_exposed / $compute_us")
+		sum_bunpack[$k]=$(jq -n "${sum_bunpack[$k]:-0} + $kv_unpack / $compute_us")
 	done
 done
 
@@ -207,11 +214,14 @@ for c in "${configs[@]}"; do
 	done
 done
 echo
-echo "== exposed time (last layer's compute end -> last byte landed), in layer-times of $((compute_us / 1000)) ms;"
+echo "== exposed time (last layer's compute end -> the decode ranks' completion, unpack included),"
+echo "   in layer-times of $((compute_us / 1000)) ms, and (in brackets) the decode ranks' unpack in it;"
 echo "   128 tokens, $layers layers, --pack auto; means of $rounds rounds of $reqs requests"
-printf '%-22s %10s %12s\n' "" "streamed" "--no-stream"
+printf '%-22s %18s %18s\n' "" "streamed" "--no-stream"
 for c in "${configs[@]}"; do
 	read -r layout st dt <<<"$c"
 	k="$layout $st->$dt"
-	printf '%-22s %10.2f %12.2f\n' "$k" "$(jq -n "${sum_stream[$k]} / $rounds")" "$(jq -n "${sum_bulk[$k]} / $rounds")"
+	printf '%-22s %10.2f (%5.2f) %10.2f (%5.2f)\n' "$k" "$(jq -n "${sum_stream[$k]} / $rounds")" \
+		"$(jq -n "${sum_sunpack[$k]} / $rounds")" "$(jq -n "${sum_bulk[$k]} / $rounds")" \
+		"$(jq -n "${sum_bunpack[$k]} / $rounds")"
 done

@@ -67,7 +67,14 @@ static void put_report(struct run_ctx *run, const struct kv_event *ev)
 			out_f64(o, "exposed_us", ", exposed %.0f us", r->exposed_s * 1e6);
 		else
 			out_null(o, "exposed_us");
-	} else {
+	}
+	if (r->unpack_s >= 0)
+		out_f64(o, "unpack_us", run->send ? " (%.0f us of it the decode ranks' unpack)"
+						   : ", in the pool %.0f us after the last layer landed",
+			r->unpack_s * 1e6);
+	else
+		out_null(o, "unpack_us");
+	if (!run->send) {
 		out_arr_begin(o, "sources");
 		for (uint32_t s = 0; s < 64; s++)
 			if (r->sources >> s & 1)

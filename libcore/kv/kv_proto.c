@@ -223,6 +223,7 @@ int kv_msg_encode(const struct kv_msg *m, void *buf, size_t cap)
 		w32(&w, m->u.done.flags);
 		w32(&w, (uint32_t)m->u.done.status);
 		w64(&w, m->u.done.bytes);
+		w32(&w, m->u.done.unpack_us);
 		break;
 	case KV_MSG_CANCEL:
 	case KV_MSG_ERROR:
@@ -296,6 +297,7 @@ int kv_msg_decode(const void *buf, size_t len, struct kv_msg *m, uint32_t *pages
 		m->u.done.flags = r32(&r);
 		m->u.done.status = (int32_t)r32(&r);
 		m->u.done.bytes = r64(&r);
+		m->u.done.unpack_us = r32(&r);
 		break;
 	case KV_MSG_CANCEL:
 	case KV_MSG_ERROR:

@@ -53,6 +53,7 @@ struct rreq {
 	uint64_t land;
 	uint32_t unpacked, u_half, u_src, u_page;
 	uint32_t land_at;     /* its run in the landing area (units), with pages */
+	double complete;     /* every layer in the pool (unpacked), before --verify; 0: not yet */
 };
 
 struct tomb {

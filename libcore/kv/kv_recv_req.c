@@ -88,6 +88,21 @@ void kvr_req_release(struct kv_receiver *r, struct rreq *q)
 	memset(q, 0, sizeof(*q));
 }
 
+/* The last layer landed -> every layer in the pool (q->complete), in
+ * seconds; -1 before. */
+static double unpack_time(const struct kv_receiver *r, const struct rreq *q)
+{
+	double last = 0;
+
+	if (q->complete <= 0 || !q->landed)
+		return -1;
+	for (uint32_t l = 0; l < r->g->layers; l++)
+		if (q->landed[l] > last)
+			last = q->landed[l];
+	last = q->complete - q->t0 - last / 1e6;
+	return last > 0 ? last : 0;
+}
+
 static void report(struct kv_receiver *r, struct rreq *q, enum kv_ev_kind kind, bool checked,
 		   bool verified)
 {
@@ -104,6 +119,7 @@ static void report(struct kv_receiver *r, struct rreq *q, enum kv_ev_kind kind, 
 	rep.bytes = (uint64_t)q->tokens * h.count * kv_row_bytes(r->g) * kv_halves(r->g) *
 		    r->g->layers;
 	rep.seconds = now - q->t0;
+	rep.unpack_s = unpack_time(r, q);
 	kvr_emit(r, &ev);
 	if (kind == KV_EV_DONE) {
 		r->sum->done++;
@@ -295,6 +311,7 @@ static void complete(struct kv_receiver *r, struct rreq *q, int rc, const struct
 
 	m.u.done.flags = r->o->verify ? KV_DONE_CHECKED | (rc ? 0 : KV_DONE_VERIFIED) : 0;
 	m.u.done.status = rc < 0 ? -rc : 0;
+	m.u.done.unpack_us = unpack_time(r, q) > 0 ? (uint32_t)(unpack_time(r, q) * 1e6 + 0.5) : 0;
 	for (uint32_t s = 0; s < r->g->src_tp; s++)
 		if (q->asked >> s & 1 && r->by_rank[s])
 			kvr_send_msg(r, r->by_rank[s], &m);
@@ -416,6 +433,7 @@ void kvr_on_imm(struct kv_receiver *r, struct rpeer *p, uint32_t qp, uint32_t im
 
 void kvr_all_landed(struct kv_receiver *r, struct rreq *q)
 {
+	q->complete = rc_now();
 	if (r->o->verify)
 		q->verifying = true; /* kvr_verify_step, between polls */
 	else

@@ -63,6 +63,7 @@ struct sreq {
 	uint32_t land_at[KV_MAX_PEERS];  /* landing routes: the request's run there (units) */
 	uint32_t *pages[KV_MAX_PEERS];
 	uint32_t done_flags;         /* AND of the DONE flags */
+	double unpack_s;             /* the longest unpack the decode ranks' DONE reported */
 	int done_status;
 	char done_why[KV_REASON_MAX];
 	uint64_t mark[KV_MAX_PEERS][KV_MAX_QPS]; /* quiescing: wait for done >= mark */

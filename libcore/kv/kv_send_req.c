@@ -342,7 +342,7 @@ static void finish(struct kv_sender *s, struct sreq *q, enum kv_ev_kind kind, co
 	uint32_t L = s->g->layers;
 	double last = 0, *ready_us = malloc(L * sizeof(double)), *landed_us = malloc(L * sizeof(double));
 	struct kv_report rep = { .req = q->id, .tokens = s->o->tokens, .layers = L,
-				 .layers_landed = q->layers_landed, .exposed_s = -1,
+				 .layers_landed = q->layers_landed, .exposed_s = -1, .unpack_s = -1,
 				 .checked = kind == KV_EV_DONE && q->done_flags & KV_DONE_CHECKED,
 				 .verified = kind == KV_EV_DONE && q->done_flags & KV_DONE_VERIFIED,
 				 .reason = why };
@@ -358,9 +358,16 @@ static void finish(struct kv_sender *s, struct sreq *q, enum kv_ev_kind kind, co
 	}
 	rep.ready_us = ready_us;
 	rep.landed_us = landed_us;
+	/* Exposed: to the decode ranks' completion, so their unpack of landed
+	 * layers after the last write's completion counts too (DONE says how
+	 * long it took; a difference of times on one clock, whichever host). */
 	if (q->layers_landed == L) {
 		rep.seconds = last - q->first_post;
 		rep.exposed_s = last - q->ready[L - 1];
+		if (kind == KV_EV_DONE) {
+			rep.unpack_s = q->unpack_s;
+			rep.exposed_s += q->unpack_s;
+		}
 	}
 	kvs_emit(s, &ev);
 	if (kind == KV_EV_DONE) {
@@ -640,6 +647,8 @@ void kvs_on_msg(struct kv_sender *s, struct sdst *d, const struct kv_msg *m)
 			return;
 		q->done_rx[di] = true;
 		q->done_flags &= m->u.done.flags;
+		if (m->u.done.unpack_us / 1e6 > q->unpack_s)
+			q->unpack_s = m->u.done.unpack_us / 1e6;
 		if (m->u.done.status && !q->done_status) {
 			q->done_status = m->u.done.status;
 			snprintf(q->done_why, sizeof(q->done_why), "decode rank %u: %s", d->rank,

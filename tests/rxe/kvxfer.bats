@@ -282,6 +282,8 @@ status() {
 	# the request's landing run and in its 4-token source pages (which follow
 	# one another): 2 halves x 4 layers writes a request and source rank,
 	# across the 5 destination pages; not landed, 37 x 2 x 4.
+	# Exposed time runs to the decode rank's completion: a source of d0
+	# adds d0's unpack (DONE), the same figure d0 reports per request.
 	check 'def writes: ev("summary")[0].qp_writes | add;
 		([.s0, .s1, .s2, .s3, .d0, .d1] | all(verified(3)))
 		and (.d0 | ev("done") | all(.sources == [0,1]))
@@ -293,7 +295,12 @@ status() {
 		and ([.s0, .s1 | writes] == [.planauto[0].src_ranks[0, 1].writes * 3])
 		and ([.s0, .s1 | writes] == [2*4*3, 2*4*3])
 		and ([.s2, .s3 | writes] == [.plannever[0].src_ranks[2, 3].writes * 3])
-		and ([.s2, .s3 | writes] == [37*2*4*3, 37*2*4*3])' s0 s1 s2 s3 d0 d1 planauto plannever
+		and ([.s2, .s3 | writes] == [37*2*4*3, 37*2*4*3])
+		and ([.s0, .s1, .s2, .s3] | all(ev("done") | all(.unpack_us >= 0 and .exposed_us >= .unpack_us)))
+		and (.d0 | ev("done") | all(.unpack_us > 0))
+		and ((.d0 | ev("done") | sort_by(.request) | map(.unpack_us)) as $d
+		| [.s0, .s1] | all(ev("done") | sort_by(.request) | map(.unpack_us)
+			| [., $d] | transpose | all(.[0] - .[1] | . < 1 and . > -1)))' s0 s1 s2 s3 d0 d1 planauto plannever
 }
 
 @test "scattered destination pages and unequal page sizes (nhd and hnd) land verified" {

@@ -349,6 +349,7 @@ struct kv_msg {
 			uint32_t flags;       /* KV_DONE_* */
 			int32_t status;       /* 0, or a positive errno (EBADMSG: content) */
 			uint64_t bytes;
+			uint32_t unpack_us;   /* the last layer landed -> the request in the pool (unpacked) */
 		} done;
 		struct {
 			int32_t code;         /* 0 cancelled, else a positive errno: failed */
@@ -410,7 +411,13 @@ struct kv_report {
 	uint32_t req, tokens, layers;
 	uint64_t bytes;           /* this rank's share */
 	double seconds;           /* first byte posted/announced -> last layer landed */
-	double exposed_s;         /* send: last layer ready -> last byte landed; serve: -1 */
+	/* send: last layer ready -> the decode ranks complete (every byte landed,
+	 * then unpack_s); serve: -1 */
+	double exposed_s;
+	/* serve: the last layer landed -> the request in the pool (the unpack of
+	 * landed layers; about 0 on the direct path), before any --verify; send:
+	 * the longest of its decode ranks' (DONE); -1: not complete */
+	double unpack_s;
 	const double *ready_us;   /* send: per layer, from the request's compute start */
 	const double *landed_us;  /* per layer, from the request's start; -1: not landed */
 	uint32_t layers_landed;
