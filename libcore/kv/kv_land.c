@@ -53,9 +53,9 @@ uint64_t kv_land_unit(const struct kv_geom *g, uint32_t dst)
 }
 
 uint64_t kv_land_block(const struct kv_geom *g, const struct kv_route *r, uint32_t tokens,
-		       uint32_t pool_pages, uint32_t at, uint32_t layer, uint32_t half)
+		       uint32_t units, uint32_t at, uint32_t layer, uint32_t half)
 {
-	uint64_t run = ((uint64_t)layer * kv_halves(g) + half) * pool_pages + at;
+	uint64_t run = ((uint64_t)layer * kv_halves(g) + half) * units + at;
 
 	return run * kv_land_unit(g, r->dst) +
 	       (uint64_t)land_heads(g, r->dst, r->dst_head_off) * tokens * kv_row_bytes(g);

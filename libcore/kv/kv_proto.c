@@ -203,6 +203,7 @@ int kv_msg_encode(const struct kv_msg *m, void *buf, size_t cap)
 		w64(&w, m->u.welcome.base);
 		w64(&w, m->u.welcome.page_bytes);
 		w64(&w, m->u.welcome.land);
+		w32(&w, m->u.welcome.land_units);
 		break;
 	case KV_MSG_REQ:
 		w32(&w, m->req);
@@ -273,6 +274,7 @@ int kv_msg_decode(const void *buf, size_t len, struct kv_msg *m, uint32_t *pages
 		m->u.welcome.base = r64(&r);
 		m->u.welcome.page_bytes = r64(&r);
 		m->u.welcome.land = r64(&r);
+		m->u.welcome.land_units = r32(&r);
 		break;
 	case KV_MSG_REQ:
 		m->req = r32(&r);

@@ -388,6 +388,9 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 				  "--verify reads the pool with the CPU: not with GPU memory");
 	if (o->pool_pages < 1)
 		return rc_err_set(err, EINVAL, "the pool needs at least one page");
+	if (o->land_pages > o->pool_pages)
+		return rc_err_set(err, EINVAL, "--land-pages %u: at most the pool's %u pages (a landing run "
+				  "is as long as its request's pages)", o->land_pages, o->pool_pages);
 	n = kv_routes(r->g, routes, KV_MAX_ROUTES);
 	r->contrib = kv_route_sources(routes, n, o->c.rank);
 	for (int i = 0; i < n; i++) {
@@ -406,11 +409,11 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 				  "a pool of %u pages of %llu bytes for %u layers is more memory than "
 				  "the address space holds", o->pool_pages,
 				  (unsigned long long)r->page_bytes, r->g->layers);
-	/* The landing area: pool_pages units of what the routes that may land
-	 * fill of a page, per layer half (as large as the pool only where
-	 * every route into this rank may land). */
+	/* The landing area: --land-pages units (the pool's pages by default) of
+	 * what the routes that may land fill of a page, per layer half. */
 	r->land_unit = land ? kv_land_unit(r->g, o->c.rank) : 0;
-	if (land && (__builtin_mul_overflow((uint64_t)r->g->layers * kv_halves(r->g) * o->pool_pages,
+	r->land_units = o->land_pages ? o->land_pages : o->pool_pages;
+	if (land && (__builtin_mul_overflow((uint64_t)r->g->layers * kv_halves(r->g) * r->land_units,
 					    r->land_unit, &len2) ||
 		     __builtin_add_overflow(len, len2, &len2) || len2 > SIZE_MAX))
 		return rc_err_set(err, EOVERFLOW, "a pool of %llu bytes and its landing area: more "
@@ -424,7 +427,7 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 		return rc;
 	r->freel = malloc(o->pool_pages * sizeof(uint32_t));
 	r->dirtyl = malloc(o->pool_pages * sizeof(uint32_t));
-	r->land_used = calloc(o->pool_pages, 1);
+	r->land_used = calloc(r->land_units, 1);
 	if (!r->freel || !r->dirtyl || !r->land_used)
 		return rc_err_set(err, ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < o->pool_pages; i++)
@@ -494,7 +497,9 @@ int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_
 	rc = setup(r, err);
 	if (!rc) {
 		struct kv_event ev = { .kind = KV_EV_READY, .rank = o->c.rank, .peer = r->l->addr,
-				       .port = r->l->port, .dev = r->l->dev_name };
+				       .port = r->l->port, .dev = r->l->dev_name,
+				       .pool_bytes = r->land_off ? r->land_off : r->pool.len,
+				       .land_bytes = r->land_off ? r->pool.len - r->land_off : 0 };
 
 		kvr_emit(r, &ev);
 	}

@@ -77,7 +77,8 @@ struct kv_receiver {
 	struct kv_route from[KV_MAX_TP]; /* the route of each of them */
 	uint64_t land_off;             /* the landing area, after the pool; 0: none */
 	uint64_t land_unit;            /* bytes of one of its units (kv_land_unit) */
-	uint8_t *land_used;            /* per unit (pool_pages of them): in a request's run */
+	uint32_t land_units;           /* its units per layer half (--land-pages) */
+	uint8_t *land_used;            /* per unit: in a request's run */
 	struct rpeer peers[PEERS];   /* a rank is held only once its HELLO passed */
 	struct rpeer *by_rank[KV_MAX_TP];
 	struct rconn *conns[MAX_CONNS];

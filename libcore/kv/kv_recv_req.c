@@ -73,7 +73,7 @@ static void page_free(struct kv_receiver *r, uint32_t page)
  * (poison_step), so they wait in a ring of their own meanwhile. */
 void kvr_req_release(struct kv_receiver *r, struct rreq *q)
 {
-	for (uint32_t i = 0; q->pages && r->land_off && i < q->npages; i++)
+	for (uint32_t i = 0; q->pages && r->land_off && q->land_at != KV_LAND_NONE && i < q->npages; i++)
 		r->land_used[q->land_at + i] = 0;
 	for (uint32_t i = 0; q->pages && i < q->npages; i++) {
 		if (r->o->verify)
@@ -178,10 +178,15 @@ static void send_alloc(struct kv_receiver *r, struct rreq *q, uint32_t s)
 
 /* A run of q->npages free units of the landing area for q (first fit):
  * false when none is free yet. Every run is as long as the request has
- * pages, so with no other request held, one always is. */
+ * pages, so with no other request held, one always is; a request of more
+ * pages than the area has units gets none (KV_LAND_NONE), and is refused
+ * where a route of it lands (kvr_on_req). */
 static bool land_run(struct kv_receiver *r, struct rreq *q)
 {
-	for (uint32_t at = 0, n = 0; at < r->o->pool_pages; at++) {
+	q->land_at = KV_LAND_NONE;
+	if (q->npages > r->land_units)
+		return true;
+	for (uint32_t at = 0, n = 0; at < r->land_units; at++) {
 		n = r->land_used[at] ? 0 : n + 1;
 		if (n < q->npages)
 			continue;
@@ -295,6 +300,12 @@ void kvr_on_req(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
 		snprintf(why, sizeof(why), "source ranks disagree on the tokens of request %u: %u and %u",
 			 q->id, q->tokens, m->u.request.tokens);
 		kvr_cancel_req(r, q, KV_EV_FAILED, EPROTO, why);
+		return;
+	}
+	if (p->land && q->npages > r->land_units) {
+		snprintf(why, sizeof(why), "decode rank %u: landing area too small: request %u needs %u "
+			 "pages, --land-pages is %u", r->o->c.rank, q->id, q->npages, r->land_units);
+		kvr_cancel_req(r, q, KV_EV_FAILED, ENOSPC, why);
 		return;
 	}
 	q->land |= (uint64_t)p->land << p->rank;
@@ -523,6 +534,7 @@ void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m
 	/* Without a landing area (GPU memory), auto writes into the pool. */
 	p->land = r->land_off && kv_land_choose((enum kv_pack)m->u.hello.land, r->g, &r->from[p->rank]);
 	a.u.welcome.land = p->land ? r->pool.mr_addr + r->land_off : 0;
+	a.u.welcome.land_units = r->land_units;
 	if (kvr_send_msg(r, p, &a) == 0) {
 		struct kv_event ev = { .kind = KV_EV_PEER_UP, .rank = p->rank, .peer = p->peer,
 				       .qps = p->nqps };

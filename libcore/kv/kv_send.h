@@ -42,6 +42,7 @@ struct sdst {
 	bool pack;               /* copy into the staging slot, one write per destination run */
 	bool land;               /* write into the landing area (land_base), unpacked there */
 	uint64_t land_base;
+	uint32_t land_units;      /* the landing area's units per layer half */
 	uint64_t stage_off;      /* this route's part of a staging slot */
 	double last_hb;
 };

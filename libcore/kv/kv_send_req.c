@@ -205,7 +205,7 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 		char *stage = stage_addr(s, q->slot, d, l, h);
 		/* Landing: the route's block of this layer half in the request's run. */
 		uint64_t block = d->land ? d->land_base + kv_land_block(s->g, &d->route, s->o->tokens,
-									 d->pool_pages, q->land_at[di], l, h)
+									 d->land_units, q->land_at[di], l, h)
 					 : 0;
 
 		for (size_t i = 0; i < d->nsegs; i++) {
@@ -618,10 +618,10 @@ void kvs_on_msg(struct kv_sender *s, struct sdst *d, const struct kv_msg *m)
 				goto bad_alloc;
 		if (m->u.alloc.npages != s->dst_pages)
 			goto bad_alloc;
-		if (d->land && (m->u.alloc.land == KV_LAND_NONE || m->u.alloc.land > d->pool_pages ||
-				m->u.alloc.npages > d->pool_pages - m->u.alloc.land)) {
+		if (d->land && (m->u.alloc.land == KV_LAND_NONE || m->u.alloc.land > d->land_units ||
+				m->u.alloc.npages > d->land_units - m->u.alloc.land)) {
 			snprintf(why, sizeof(why), "decode rank %u gave request %u no landing run of %u "
-				 "units within %u", d->rank, q->id, s->dst_pages, d->pool_pages);
+				 "units within %u", d->rank, q->id, s->dst_pages, d->land_units);
 			kvs_cancel(s, q, KV_EV_FAILED, EPROTO, why);
 			return;
 		}

@@ -303,6 +303,38 @@ status() {
 			| [., $d] | transpose | all(.[0] - .[1] | . < 1 and . > -1)))' s0 s1 s2 s3 d0 d1 planauto plannever
 }
 
+@test "--land-pages: a landing area of one request's pages serves two in flight in turn; a request larger than it is refused before it starts" {
+	# nhd TP 4 -> 2, 37 tokens: 5 destination pages of 8 tokens a request.
+	# Decode rank 0: a pool of 10 pages, a landing area of 5 units (a unit:
+	# 8 tokens x 4 heads x 32 bytes): two requests in flight get pages at
+	# once, landing runs in turn. Decode rank 1: 4 units, too few for a
+	# request: a source that lands fails before it starts, naming
+	# --land-pages; the
+	# direct path (--land never) is served.
+	local L=(--layers 4 --kv-heads 8 --head-dim 16 --src-page-tokens 4 --dst-page-tokens 8
+		 --src-tp 4 --dst-tp 2)
+	serve_bg d0 "${L[@]}" --rank 0 --pool-pages 10 --land-pages 5 --scatter 5 --verify --requests 3
+	serve_bg d1 "${L[@]}" --rank 1 --pool-pages 10 --land-pages 4 --verify --requests 1
+	wait_listening d0 d1
+	for s in 0 1; do
+		send "s$s" "${L[@]}" --rank "$s" --connect "$ADDR:$PORT_d0" --tokens 37 --requests 3 \
+			--inflight 2 --qps 2
+	done
+	run rdmactl kvxfer send "${L[@]}" --rank 2 --connect "$ADDR:$PORT_d1" --tokens 37
+	assert_failure 1
+	assert_output --partial "landing area holds 4 pages, a request of 37 tokens needs 5: serve with a larger --land-pages"
+	for s in 2 3; do
+		send "s$s" "${L[@]}" --rank "$s" --connect "$ADDR:$PORT_d1" --tokens 37 --land never
+	done
+	reap s0 s1 s2 s3 d0 d1
+	status 0 s0 s1 s2 s3 d0 d1
+	check '([.s0, .s1, .d0] | all(verified(3))) and ([.s2, .s3, .d1] | all(verified(1)))
+		and (.d0 | ev("listening")[0] | .pool_bytes == 4*2*10*1024 and .land_bytes == 4*2*5*1024)
+		and (.d1 | ev("listening")[0] | .land_bytes == 4*2*4*1024)
+		and ([.s0, .s1] | all(ev("summary")[0].routes_landed == 1))
+		and ([.s2, .s3] | all(ev("summary")[0].routes_landed == 0))' s0 s1 s2 s3 d0 d1
+}
+
 @test "scattered destination pages and unequal page sizes (nhd and hnd) land verified" {
 	for layout in nhd hnd; do
 		serve_bg "d$layout" --layers 3 --kv-heads 4 --head-dim 8 --src-page-tokens 4 \

@@ -195,9 +195,11 @@ static void protocol(void)
 	CHECK(kv_msg_decode(buf, (size_t)len, &out, NULL, 0) == -EBADMSG);
 	in = (struct kv_msg){ .type = KV_MSG_WELCOME };
 	in.u.welcome.land = 0x7f0000100000ULL;
+	in.u.welcome.land_units = 77;
 	len = kv_msg_encode(&in, buf, sizeof(buf));
 	CHECK(len > 0 && kv_msg_decode(buf, (size_t)len, &out, NULL, 0) == 0);
 	CHECK_EQ_U64(out.u.welcome.land, 0x7f0000100000ULL);
+	CHECK_EQ_U64(out.u.welcome.land_units, 77);
 	/* The largest ALLOC, its run and pages, fits a message. */
 	for (uint32_t i = 0; i < KV_MAX_REQ_PAGES; i++)
 		pages[i] = KV_MAX_REQ_PAGES - i;

@@ -130,10 +130,11 @@ RC_EXPORT enum kv_pack kv_pack_choose(enum kv_pack want, uint64_t bytes, uint64_
  * Landing (--land): where a route fills only part of every destination
  * token row (nhd pages, several source ranks per decode rank), its pieces
  * are scattered on the decode side, and no copy on the prefill side joins
- * them. The decode rank then keeps a landing area of pool_pages units per
- * layer half, a unit being one page of tokens of every route that may land
- * there (kv_land_unit), and gives each request a run of as many units as
- * it has pages, at the same place in every layer half (ALLOC says where).
+ * them. The decode rank then keeps a landing area of --land-pages units
+ * (the pool's pages by default) per layer half, a unit being one page of
+ * tokens of every route that may land there (kv_land_unit), and gives
+ * each request a run of as many units as it has pages, at the same place
+ * in every layer half (ALLOC says where).
  * Inside the run of a layer half, each landing route has one block, its
  * bytes for the whole request contiguous, [token][its heads][dim], the
  * routes one after the other in head order (kv_land_block): one source run
@@ -149,11 +150,11 @@ RC_EXPORT bool kv_land_choose(enum kv_pack want, const struct kv_geom *g, const 
 /* Bytes of one landing unit of decode rank dst: a page of tokens of every
  * route into it where landing applies (0: none applies). */
 RC_EXPORT uint64_t kv_land_unit(const struct kv_geom *g, uint32_t dst);
-/* Offset in the landing area (pool_pages units per layer half) of the
+/* Offset in the landing area (units per layer half) of the
  * route's block of layer half (layer, half), for a request of tokens whose
  * run starts at unit at. */
 RC_EXPORT uint64_t kv_land_block(const struct kv_geom *g, const struct kv_route *r, uint32_t tokens,
-				 uint32_t pool_pages, uint32_t at, uint32_t layer, uint32_t half);
+				 uint32_t units, uint32_t at, uint32_t layer, uint32_t half);
 /* The offset in the route's block of destination page dst_page, offset
  * dst_off inside the route's pieces (kv_land_applies). */
 RC_EXPORT uint32_t kv_land_off(const struct kv_geom *g, const struct kv_route *r, uint32_t dst_page,
@@ -335,7 +336,8 @@ struct kv_msg {
 		struct {
 			uint32_t rank, pool_pages, rkey;
 			uint64_t base, page_bytes;
-			uint64_t land;        /* the landing area (shaped like the pool), 0: this route does not land */
+			uint64_t land;        /* the landing area, 0: this route does not land */
+			uint32_t land_units;  /* its units per layer half */
 		} welcome;
 		struct {
 			uint32_t tokens;
@@ -432,6 +434,8 @@ struct kv_event {
 	const char *peer;         /* PEER_*: its address; READY: the listen address */
 	uint16_t port;            /* READY (serve) */
 	const char *dev;          /* READY (serve), PEER_UP (send): the RDMA device */
+	uint64_t pool_bytes;      /* READY (serve): the pool's bytes */
+	uint64_t land_bytes;      /* READY (serve): the landing area's bytes (0: none) */
 	uint32_t qps;             /* PEER_UP: its data QPs */
 	const char *reason;       /* PEER_DOWN */
 	const struct kv_report *rep;
@@ -472,6 +476,9 @@ struct kv_recv_opts {
 	const char *addr, *port;
 	uint32_t pool_pages;
 	bool scatter;
+	/* Units of the landing area per layer half (0: pool_pages); a request
+	 * of more pages is refused where one of its routes lands. */
+	uint32_t land_pages;
 	uint64_t scatter_seed;
 	bool verify;
 	/* The pool: host (default), hugepage or GPU memory (.len unused). GPU
