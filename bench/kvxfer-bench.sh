@@ -12,7 +12,9 @@
 # nhd 2 -> 4 where packing joins 512-byte rows into whole pages; two data
 # QPs per route, --pack auto and never (--land auto: nhd 4 -> 2 lands), and
 # for nhd 4 -> 2 also --land never (the direct path, for comparison):
-# 1. rate, all layers ready at once, against ib_write_bw with as many QPs
+# 1. rate (to the decode ranks' completion in the pool, complete_us; and,
+#    last column, to their reports, the --verify check included), all
+#    layers ready at once, against ib_write_bw with as many QPs
 #    (flows) and the same average write size as kvxfer posted (the writes
 #    its prefill ranks counted), and against ib_write_bw with 16 KiB writes
 #    and as many QPs;
@@ -84,8 +86,10 @@ verified() {
 }
 
 # kv LAYOUT SRC_TP DST_TP PACK TOKENS COMPUTE_US [send options...]: one
-# transfer; sets kv_rate (MiB/s: per request the decode ranks' rates summed,
-# then the mean), kv_size (bytes per write posted), kv_flows (data QPs) and
+# transfer; sets kv_rate (MiB/s: per request the decode ranks' rates to
+# their completion in the pool, complete_us, summed, then the mean), kv_vrate
+# (the same to their reports, the --verify after completion included),
+# kv_size (bytes per write posted), kv_flows (data QPs) and
 # kv_exposed (us: per request the latest source rank's, then the mean) and
 # kv_unpack (us: the decode ranks' unpack in it, the same way).
 kv() {
@@ -115,6 +119,8 @@ kv() {
 	for ((d = 0; d < dt; d++)); do verified "d$d"; done
 	kv_rate=$(cat "${dn[@]}" | jq -s --argjson n "$dt" '[.[] | select(.event == "done")] | group_by(.request)
 		| map(select(length == $n)) | if length == 0 then error("no request completed on every decode rank") else . end
+		| (map(map(.bytes / .complete_us * 1e6 / 1048576) | add) | add) / length')
+	kv_vrate=$(cat "${dn[@]}" | jq -s '[.[] | select(.event == "done")] | group_by(.request)
 		| (map(map(.bytes / .seconds / 1048576) | add) | add) / length')
 	kv_size=$(cat "${sn[@]}" | jq -s '[.[] | select(.event == "summary")]
 		| ((map(.qp_bytes | add) | add) / (map(.qp_writes | add) | add)) | floor')
@@ -151,7 +157,7 @@ ibw() {
 		{ echo "kvxfer-bench: no ib_write_bw figure for $flows x $iters x $size bytes:" >&2; cat "$work/ibw.cli" >&2; exit 1; }
 }
 
-declare -A sum_rate sum_same sum_16k sum_size flows sum_stream sum_bulk sum_sunpack sum_bunpack
+declare -A sum_rate sum_same sum_16k sum_16kv sum_size flows sum_stream sum_bulk sum_sunpack sum_bunpack
 configs=("hnd 4 2" "nhd 4 2" "nhd 2 4" "hnd 1 1" "nhd 1 1")
 if [ -n "${RDMACTL_BENCH_CONFIGS:-}" ]; then
 	IFS=, read -r -a configs <<<"$RDMACTL_BENCH_CONFIGS"
@@ -185,6 +191,7 @@ for ((round = 1; round <= rounds; round++)); do
 			sum_rate[$k]=$(jq -n "${sum_rate[$k]:-0} + $kv_rate")
 			sum_same[$k]=$(jq -n "${sum_same[$k]:-0} + $kv_rate / $same")
 			sum_16k[$k]=$(jq -n "${sum_16k[$k]:-0} + $kv_rate / $ibw_rate")
+			sum_16kv[$k]=$(jq -n "${sum_16kv[$k]:-0} + $kv_vrate / $ibw_rate")
 			sum_size[$k]=$(( ${sum_size[$k]:-0} + kv_size ))
 			flows[$k]=$kv_flows
 		done
@@ -200,17 +207,20 @@ for ((round = 1; round <= rounds; round++)); do
 done
 
 echo "== rate: $layers layers, $tokens tokens a request, 16 KiB source pages, all layers ready at once,"
-echo "   $qps data QPs a route; ratios against ib_write_bw with as many QPs; means of $rounds rounds"
-printf '%-26s %7s %10s %7s %12s %10s\n' "" "flows" "bytes/wr" "MiB/s" "x same size" "x 16 KiB"
+echo "   $qps data QPs a route; ratios against ib_write_bw with as many QPs; means of $rounds rounds;"
+echo "   kvxfer's rate to the decode ranks' completion (unpack included), and (last column) to their"
+echo "   reports, the --verify check after completion included"
+printf '%-26s %7s %10s %7s %12s %10s %12s\n' "" "flows" "bytes/wr" "MiB/s" "x same size" "x 16 KiB" "x 16K+verify"
 for c in "${configs[@]}"; do
 	read -r layout st dt <<<"$c"
 	for pack in $(variants "$layout" "$st" "$dt"); do
 		k="$layout $st->$dt $pack"
 		label="--pack $pack"
 		[ "$pack" = direct ] && label="--land never"
-		printf '%-26s %7s %10s %7.1f %12.2f %10.2f\n' "$layout $st->$dt $label" "${flows[$k]}" \
+		printf '%-26s %7s %10s %7.1f %12.2f %10.2f %12.2f\n' "$layout $st->$dt $label" "${flows[$k]}" \
 			$(( ${sum_size[$k]} / rounds )) "$(jq -n "${sum_rate[$k]} / $rounds")" \
-			"$(jq -n "${sum_same[$k]} / $rounds")" "$(jq -n "${sum_16k[$k]} / $rounds")"
+			"$(jq -n "${sum_same[$k]} / $rounds")" "$(jq -n "${sum_16k[$k]} / $rounds")" \
+			"$(jq -n "${sum_16kv[$k]} / $rounds")"
 	done
 done
 echo

@@ -74,6 +74,10 @@ static void put_report(struct run_ctx *run, const struct kv_event *ev)
 			r->unpack_s * 1e6);
 	else
 		out_null(o, "unpack_us");
+	if (!run->send && r->complete_s >= 0)
+		out_f64(o, "complete_us", " (complete %.0f us after its start)", r->complete_s * 1e6);
+	else if (!run->send)
+		out_null(o, "complete_us");
 	if (!run->send) {
 		out_arr_begin(o, "sources");
 		for (uint32_t s = 0; s < 64; s++)

@@ -120,6 +120,7 @@ static void report(struct kv_receiver *r, struct rreq *q, enum kv_ev_kind kind, 
 		    r->g->layers;
 	rep.seconds = now - q->t0;
 	rep.unpack_s = unpack_time(r, q);
+	rep.complete_s = q->complete > 0 ? q->complete - q->t0 : -1;
 	kvr_emit(r, &ev);
 	if (kind == KV_EV_DONE) {
 		r->sum->done++;

@@ -343,6 +343,7 @@ static void finish(struct kv_sender *s, struct sreq *q, enum kv_ev_kind kind, co
 	double last = 0, *ready_us = malloc(L * sizeof(double)), *landed_us = malloc(L * sizeof(double));
 	struct kv_report rep = { .req = q->id, .tokens = s->o->tokens, .layers = L,
 				 .layers_landed = q->layers_landed, .exposed_s = -1, .unpack_s = -1,
+				 .complete_s = -1,
 				 .checked = kind == KV_EV_DONE && q->done_flags & KV_DONE_CHECKED,
 				 .verified = kind == KV_EV_DONE && q->done_flags & KV_DONE_VERIFIED,
 				 .reason = why };

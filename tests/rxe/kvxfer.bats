@@ -283,7 +283,9 @@ status() {
 	# one another): 2 halves x 4 layers writes a request and source rank,
 	# across the 5 destination pages; not landed, 37 x 2 x 4.
 	# Exposed time runs to the decode rank's completion: a source of d0
-	# adds d0's unpack (DONE), the same figure d0 reports per request.
+	# adds d0's unpack (DONE), the same figure d0 reports per request; a
+	# decode rank completes after its last layer landed, before its report
+	# (--verify).
 	check 'def writes: ev("summary")[0].qp_writes | add;
 		([.s0, .s1, .s2, .s3, .d0, .d1] | all(verified(3)))
 		and (.d0 | ev("done") | all(.sources == [0,1]))
@@ -300,7 +302,9 @@ status() {
 		and (.d0 | ev("done") | all(.unpack_us > 0))
 		and ((.d0 | ev("done") | sort_by(.request) | map(.unpack_us)) as $d
 		| [.s0, .s1] | all(ev("done") | sort_by(.request) | map(.unpack_us)
-			| [., $d] | transpose | all(.[0] - .[1] | . < 1 and . > -1)))' s0 s1 s2 s3 d0 d1 planauto plannever
+			| [., $d] | transpose | all(.[0] - .[1] | . < 1 and . > -1)))
+		and ([.d0, .d1] | all(ev("done") | all(.complete_us >= (.landed_us | max)
+			and .complete_us <= .seconds * 1e6)))' s0 s1 s2 s3 d0 d1 planauto plannever
 }
 
 @test "--land-pages: a landing area of one request's pages serves two in flight in turn; a request larger than it is refused before it starts" {

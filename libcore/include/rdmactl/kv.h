@@ -420,6 +420,9 @@ struct kv_report {
 	 * landed layers; about 0 on the direct path), before any --verify; send:
 	 * the longest of its decode ranks' (DONE); -1: not complete */
 	double unpack_s;
+	/* serve: the request's start -> complete in the pool (unpacked), before
+	 * any --verify (seconds runs to the report, after it); -1: not complete */
+	double complete_s;
 	const double *ready_us;   /* send: per layer, from the request's compute start */
 	const double *landed_us;  /* per layer, from the request's start; -1: not landed */
 	uint32_t layers_landed;
