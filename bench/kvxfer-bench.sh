@@ -12,14 +12,18 @@
 # nhd 2 -> 4 where packing joins 512-byte rows into whole pages; two data
 # QPs per route, --pack auto and never (--land auto: nhd 4 -> 2 lands), and
 # for nhd 4 -> 2 also --land never (the direct path, for comparison):
-# 1. rate, all layers ready at once, against ib_write_bw with as many QPs
+# 1. rate (to the decode ranks' completion in the pool, complete_us; and,
+#    last column, to their reports, the --verify check included), all
+#    layers ready at once, against ib_write_bw with as many QPs
 #    (flows) and the same average write size as kvxfer posted (the writes
 #    its prefill ranks counted), and against ib_write_bw with 16 KiB writes
 #    and as many QPs;
-# 2. exposed time (last layer's compute end -> last byte landed, the
-#    decode rank's completion), layers 20 ms of compute apart, streamed
-#    (the last layer in pieces over the QPs) and with --no-stream, in
-#    layer-times.
+# 2. exposed time (last layer's compute end -> the decode ranks'
+#    completion: last byte landed and, for landed routes, unpacked into
+#    the pool; the prefill ranks' exposed_us), layers 20 ms of compute
+#    apart, streamed (the last layer in pieces over the QPs) and with
+#    --no-stream, in layer-times, and the part of it that was the decode
+#    ranks' unpack (unpack_us).
 # Each figure is the mean over RDMACTL_BENCH_ROUNDS rounds (default 3); a
 # round runs every configuration once, kvxfer and perftest alternating.
 # Sizes are small (MiB): rxe under TCG moves tens of MB/s; compare ratios,
@@ -82,9 +86,12 @@ verified() {
 }
 
 # kv LAYOUT SRC_TP DST_TP PACK TOKENS COMPUTE_US [send options...]: one
-# transfer; sets kv_rate (MiB/s: per request the decode ranks' rates summed,
-# then the mean), kv_size (bytes per write posted), kv_flows (data QPs) and
-# kv_exposed (us: per request the latest source rank's, then the mean).
+# transfer; sets kv_rate (MiB/s: per request the decode ranks' rates to
+# their completion in the pool, complete_us, summed, then the mean), kv_vrate
+# (the same to their reports, the --verify after completion included),
+# kv_size (bytes per write posted), kv_flows (data QPs) and
+# kv_exposed (us: per request the latest source rank's, then the mean) and
+# kv_unpack (us: the decode ranks' unpack in it, the same way).
 kv() {
 	local layout=$1 st=$2 dt=$3 pack=$4 tokens=$5 us=$6 d s dn=() sn=() g
 	shift 6
@@ -112,12 +119,16 @@ kv() {
 	for ((d = 0; d < dt; d++)); do verified "d$d"; done
 	kv_rate=$(cat "${dn[@]}" | jq -s --argjson n "$dt" '[.[] | select(.event == "done")] | group_by(.request)
 		| map(select(length == $n)) | if length == 0 then error("no request completed on every decode rank") else . end
+		| (map(map(.bytes / .complete_us * 1e6 / 1048576) | add) | add) / length')
+	kv_vrate=$(cat "${dn[@]}" | jq -s '[.[] | select(.event == "done")] | group_by(.request)
 		| (map(map(.bytes / .seconds / 1048576) | add) | add) / length')
 	kv_size=$(cat "${sn[@]}" | jq -s '[.[] | select(.event == "summary")]
 		| ((map(.qp_bytes | add) | add) / (map(.qp_writes | add) | add)) | floor')
 	kv_flows=$(cat "${sn[@]}" | jq -s '[.[] | select(.event == "summary") | .qp_writes | length] | add')
 	kv_exposed=$(cat "${sn[@]}" | jq -s '[.[] | select(.event == "done")] | group_by(.request)
 		| map(map(.exposed_us) | max) | add / length')
+	kv_unpack=$(cat "${sn[@]}" | jq -s '[.[] | select(.event == "done")] | group_by(.request)
+		| map(max_by(.exposed_us).unpack_us) | add / length')
 }
 
 # ibw FLOWS SIZE BYTES: ib_write_bw with FLOWS QPs moving about BYTES in
@@ -146,7 +157,7 @@ ibw() {
 		{ echo "kvxfer-bench: no ib_write_bw figure for $flows x $iters x $size bytes:" >&2; cat "$work/ibw.cli" >&2; exit 1; }
 }
 
-declare -A sum_rate sum_same sum_16k sum_size flows sum_stream sum_bulk
+declare -A sum_rate sum_same sum_16k sum_16kv sum_size flows sum_stream sum_bulk sum_sunpack sum_bunpack
 configs=("hnd 4 2" "nhd 4 2" "nhd 2 4" "hnd 1 1" "nhd 1 1")
 if [ -n "${RDMACTL_BENCH_CONFIGS:-}" ]; then
 	IFS=, read -r -a configs <<<"$RDMACTL_BENCH_CONFIGS"
@@ -180,6 +191,7 @@ for ((round = 1; round <= rounds; round++)); do
 			sum_rate[$k]=$(jq -n "${sum_rate[$k]:-0} + $kv_rate")
 			sum_same[$k]=$(jq -n "${sum_same[$k]:-0} + $kv_rate / $same")
 			sum_16k[$k]=$(jq -n "${sum_16k[$k]:-0} + $kv_rate / $ibw_rate")
+			sum_16kv[$k]=$(jq -n "${sum_16kv[$k]:-0} + $kv_vrate / $ibw_rate")
 			sum_size[$k]=$(( ${sum_size[$k]:-0} + kv_size ))
 			flows[$k]=$kv_flows
 		done
@@ -187,31 +199,39 @@ for ((round = 1; round <= rounds; round++)); do
 		k="$layout $st->$dt"
 		kv "$layout" "$st" "$dt" auto 128 $compute_us
 		sum_stream[$k]=$(jq -n "${sum_stream[$k]:-0} + $kv_exposed / $compute_us")
+		sum_sunpack[$k]=$(jq -n "${sum_sunpack[$k]:-0} + $kv_unpack / $compute_us")
 		kv "$layout" "$st" "$dt" auto 128 $compute_us --no-stream
 		sum_bulk[$k]=$(jq -n "${sum_bulk[$k]:-0} + $kv_exposed / $compute_us")
+		sum_bunpack[$k]=$(jq -n "${sum_bunpack[$k]:-0} + $kv_unpack / $compute_us")
 	done
 done
 
 echo "== rate: $layers layers, $tokens tokens a request, 16 KiB source pages, all layers ready at once,"
-echo "   $qps data QPs a route; ratios against ib_write_bw with as many QPs; means of $rounds rounds"
-printf '%-26s %7s %10s %7s %12s %10s\n' "" "flows" "bytes/wr" "MiB/s" "x same size" "x 16 KiB"
+echo "   $qps data QPs a route; ratios against ib_write_bw with as many QPs; means of $rounds rounds;"
+echo "   kvxfer's rate to the decode ranks' completion (unpack included), and (last column) to their"
+echo "   reports, the --verify check after completion included"
+printf '%-26s %7s %10s %7s %12s %10s %12s\n' "" "flows" "bytes/wr" "MiB/s" "x same size" "x 16 KiB" "x 16K+verify"
 for c in "${configs[@]}"; do
 	read -r layout st dt <<<"$c"
 	for pack in $(variants "$layout" "$st" "$dt"); do
 		k="$layout $st->$dt $pack"
 		label="--pack $pack"
 		[ "$pack" = direct ] && label="--land never"
-		printf '%-26s %7s %10s %7.1f %12.2f %10.2f\n' "$layout $st->$dt $label" "${flows[$k]}" \
+		printf '%-26s %7s %10s %7.1f %12.2f %10.2f %12.2f\n' "$layout $st->$dt $label" "${flows[$k]}" \
 			$(( ${sum_size[$k]} / rounds )) "$(jq -n "${sum_rate[$k]} / $rounds")" \
-			"$(jq -n "${sum_same[$k]} / $rounds")" "$(jq -n "${sum_16k[$k]} / $rounds")"
+			"$(jq -n "${sum_same[$k]} / $rounds")" "$(jq -n "${sum_16k[$k]} / $rounds")" \
+			"$(jq -n "${sum_16kv[$k]} / $rounds")"
 	done
 done
 echo
-echo "== exposed time (last layer's compute end -> last byte landed), in layer-times of $((compute_us / 1000)) ms;"
+echo "== exposed time (last layer's compute end -> the decode ranks' completion, unpack included),"
+echo "   in layer-times of $((compute_us / 1000)) ms, and (in brackets) the decode ranks' unpack in it;"
 echo "   128 tokens, $layers layers, --pack auto; means of $rounds rounds of $reqs requests"
-printf '%-22s %10s %12s\n' "" "streamed" "--no-stream"
+printf '%-22s %18s %18s\n' "" "streamed" "--no-stream"
 for c in "${configs[@]}"; do
 	read -r layout st dt <<<"$c"
 	k="$layout $st->$dt"
-	printf '%-22s %10.2f %12.2f\n' "$k" "$(jq -n "${sum_stream[$k]} / $rounds")" "$(jq -n "${sum_bulk[$k]} / $rounds")"
+	printf '%-22s %10.2f (%5.2f) %10.2f (%5.2f)\n' "$k" "$(jq -n "${sum_stream[$k]} / $rounds")" \
+		"$(jq -n "${sum_sunpack[$k]} / $rounds")" "$(jq -n "${sum_bulk[$k]} / $rounds")" \
+		"$(jq -n "${sum_bunpack[$k]} / $rounds")"
 done

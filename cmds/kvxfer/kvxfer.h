@@ -37,6 +37,7 @@
 	X(KVX_LINK_GBPS, 1,0,0, "link-gbps", 0, "GBPS", "plan: link rate per rank, for the exposed transfer time") \
 	X(KVX_SEGMENTS, 1,0,0, "segments", 0, NULL, "plan: list every segment of one layer half") \
 	X(KVX_POOL_PAGES, 1,1,0, "pool-pages", 0, "N", "pages in the decode rank's pool (serve; plan: check a request fits)") \
+	X(KVX_LAND_PAGES, 0,1,0, "land-pages", 0, "N", "serve: units of the landing area, a page of landed tokens each, per layer half (default: the pool's pages)") \
 	/* serve and send */ \
 	X(KVX_RANK, 0,1,1, "rank", 'r', "R", "this process's TP rank (serve, send; default 0)") \
 	X(KVX_REQUESTS, 0,1,1, "requests", 'N', "N", "requests to move (send) or to finish before exiting (serve)") \

@@ -67,7 +67,18 @@ static void put_report(struct run_ctx *run, const struct kv_event *ev)
 			out_f64(o, "exposed_us", ", exposed %.0f us", r->exposed_s * 1e6);
 		else
 			out_null(o, "exposed_us");
-	} else {
+	}
+	if (r->unpack_s >= 0)
+		out_f64(o, "unpack_us", run->send ? " (%.0f us of it the decode ranks' unpack)"
+						   : ", in the pool %.0f us after the last layer landed",
+			r->unpack_s * 1e6);
+	else
+		out_null(o, "unpack_us");
+	if (!run->send && r->complete_s >= 0)
+		out_f64(o, "complete_us", " (complete %.0f us after its start)", r->complete_s * 1e6);
+	else if (!run->send)
+		out_null(o, "complete_us");
+	if (!run->send) {
 		out_arr_begin(o, "sources");
 		for (uint32_t s = 0; s < 64; s++)
 			if (r->sources >> s & 1)
@@ -100,7 +111,9 @@ static void on_event(void *arg, const struct kv_event *ev)
 		if (!run->send) {
 			out_str(o, "address", " on %s", ev->peer);
 			out_u64(o, "port", ":%llu", ev->port);
-			out_str(o, "device", " (%s)\n", ev->dev);
+			out_str(o, "device", " (%s)", ev->dev);
+			out_u64(o, "pool_bytes", ", pool %llu bytes", ev->pool_bytes);
+			out_u64(o, "land_bytes", ", landing area %llu bytes\n", ev->land_bytes);
 		}
 		break;
 	case KV_EV_PEER_REFUSED:
@@ -256,7 +269,7 @@ int kvxfer_serve(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	struct run_ctx r = { ctx, false };
 	struct kv_summary sum;
 	struct rc_target t;
-	uint64_t pool = 0;
+	uint64_t pool = 0, land = 0;
 	struct rc_err e;
 	sigset_t mask;
 	int rc;
@@ -267,10 +280,15 @@ int kvxfer_serve(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 		return usage_err(ctx, "kvxfer serve: --listen ADDR:PORT and --pool-pages N are required");
 	if (rc_parse_target(opt_arg(v, KVX_LISTEN), &t) || t.region[0])
 		return usage_err(ctx, "invalid --listen '%s': expected ADDR:PORT", opt_arg(v, KVX_LISTEN));
-	if ((rc = opt_u64_at(ctx, c, v, KVX_POOL_PAGES, &pool)) || (rc = opt_u64_at(ctx, c, v, KVX_SCATTER, &o.scatter_seed)))
+	if ((rc = opt_u64_at(ctx, c, v, KVX_POOL_PAGES, &pool)) || (rc = opt_u64_at(ctx, c, v, KVX_SCATTER, &o.scatter_seed)) ||
+	    (rc = opt_u64_at(ctx, c, v, KVX_LAND_PAGES, &land)))
 		return rc;
 	if (pool < 1 || pool > UINT32_MAX)
 		return usage_err(ctx, "invalid --pool-pages %llu: expected at least 1", (unsigned long long)pool);
+	if (opt_on(v, KVX_LAND_PAGES) && (land < 1 || land > pool))
+		return usage_err(ctx, "invalid --land-pages %llu: expected 1 to the pool's %llu pages",
+				 (unsigned long long)land, (unsigned long long)pool);
+	o.land_pages = (uint32_t)land;
 	if (o.c.rank >= o.c.g.dst_tp)
 		return usage_err(ctx, "kvxfer serve: --rank %u, but --dst-tp %u has ranks 0 to %u", o.c.rank,
 				 o.c.g.dst_tp, o.c.g.dst_tp - 1);

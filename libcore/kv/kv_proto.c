@@ -121,7 +121,7 @@ int kv_pd_decode(const void *buf, size_t len, struct kv_hello_pd *p)
 	if (!buf)
 		return -EBADMSG;
 	magic = r32(&r);
-	if (magic == KV_PD_MAGIC_V2 && !r.bad)
+	if ((magic == KV_PD_MAGIC_V2 || magic == KV_PD_MAGIC_V3) && !r.bad)
 		return -EPROTO;
 	if (magic != KV_PD_MAGIC)
 		return -EBADMSG;
@@ -203,6 +203,7 @@ int kv_msg_encode(const struct kv_msg *m, void *buf, size_t cap)
 		w64(&w, m->u.welcome.base);
 		w64(&w, m->u.welcome.page_bytes);
 		w64(&w, m->u.welcome.land);
+		w32(&w, m->u.welcome.land_units);
 		break;
 	case KV_MSG_REQ:
 		w32(&w, m->req);
@@ -214,6 +215,7 @@ int kv_msg_encode(const struct kv_msg *m, void *buf, size_t cap)
 		w32(&w, m->req);
 		w32(&w, m->u.alloc.slot | (m->u.alloc.gen & 0xff) << 16);
 		w32(&w, m->u.alloc.npages);
+		w32(&w, m->u.alloc.land);
 		for (uint32_t i = 0; i < m->u.alloc.npages; i++)
 			w32(&w, m->u.alloc.pages[i]);
 		break;
@@ -222,6 +224,7 @@ int kv_msg_encode(const struct kv_msg *m, void *buf, size_t cap)
 		w32(&w, m->u.done.flags);
 		w32(&w, (uint32_t)m->u.done.status);
 		w64(&w, m->u.done.bytes);
+		w32(&w, m->u.done.unpack_us);
 		break;
 	case KV_MSG_CANCEL:
 	case KV_MSG_ERROR:
@@ -271,6 +274,7 @@ int kv_msg_decode(const void *buf, size_t len, struct kv_msg *m, uint32_t *pages
 		m->u.welcome.base = r64(&r);
 		m->u.welcome.page_bytes = r64(&r);
 		m->u.welcome.land = r64(&r);
+		m->u.welcome.land_units = r32(&r);
 		break;
 	case KV_MSG_REQ:
 		m->req = r32(&r);
@@ -282,6 +286,7 @@ int kv_msg_decode(const void *buf, size_t len, struct kv_msg *m, uint32_t *pages
 		m->u.alloc.slot = v & 0xffff;
 		m->u.alloc.gen = v >> 16 & 0xff;
 		m->u.alloc.npages = r32(&r);
+		m->u.alloc.land = r32(&r);
 		if (m->u.alloc.slot >= KV_MAX_SLOTS || m->u.alloc.npages > max ||
 		    m->u.alloc.npages > KV_MAX_REQ_PAGES || !pages)
 			return -EBADMSG;
@@ -294,6 +299,7 @@ int kv_msg_decode(const void *buf, size_t len, struct kv_msg *m, uint32_t *pages
 		m->u.done.flags = r32(&r);
 		m->u.done.status = (int32_t)r32(&r);
 		m->u.done.bytes = r64(&r);
+		m->u.done.unpack_us = r32(&r);
 		break;
 	case KV_MSG_CANCEL:
 	case KV_MSG_ERROR:

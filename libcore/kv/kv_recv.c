@@ -109,8 +109,8 @@ static void on_connect_request(struct kv_receiver *r, struct rc_cm_event *ev)
 	int bad = kv_pd_decode(ev->param.private_data, ev->param.private_data_len, &pd);
 
 	if (bad == -EPROTO) {
-		refuse_request(r, ev, -1, "a kvxfer source of protocol 2 (an older rdmactl, without "
-			       "landing): this decode rank speaks protocol 3; run the same version on both sides");
+		refuse_request(r, ev, -1, "a kvxfer source of an earlier protocol (2 or 3, an older "
+			       "rdmactl): this decode rank speaks protocol 4; run the same version on both sides");
 		return;
 	}
 	if (bad) {
@@ -388,6 +388,9 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 				  "--verify reads the pool with the CPU: not with GPU memory");
 	if (o->pool_pages < 1)
 		return rc_err_set(err, EINVAL, "the pool needs at least one page");
+	if (o->land_pages > o->pool_pages)
+		return rc_err_set(err, EINVAL, "--land-pages %u: at most the pool's %u pages (a landing run "
+				  "is as long as its request's pages)", o->land_pages, o->pool_pages);
 	n = kv_routes(r->g, routes, KV_MAX_ROUTES);
 	r->contrib = kv_route_sources(routes, n, o->c.rank);
 	for (int i = 0; i < n; i++) {
@@ -406,8 +409,14 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 				  "a pool of %u pages of %llu bytes for %u layers is more memory than "
 				  "the address space holds", o->pool_pages,
 				  (unsigned long long)r->page_bytes, r->g->layers);
-	if (land && __builtin_mul_overflow(len, (uint64_t)2, &len2))
-		return rc_err_set(err, EOVERFLOW, "a pool and its landing area of %llu bytes each: more "
+	/* The landing area: --land-pages units (the pool's pages by default) of
+	 * what the routes that may land fill of a page, per layer half. */
+	r->land_unit = land ? kv_land_unit(r->g, o->c.rank) : 0;
+	r->land_units = o->land_pages ? o->land_pages : o->pool_pages;
+	if (land && (__builtin_mul_overflow((uint64_t)r->g->layers * kv_halves(r->g) * r->land_units,
+					    r->land_unit, &len2) ||
+		     __builtin_add_overflow(len, len2, &len2) || len2 > SIZE_MAX))
+		return rc_err_set(err, EOVERFLOW, "a pool of %llu bytes and its landing area: more "
 				  "memory than the address space holds", (unsigned long long)len);
 	r->land_off = land ? len : 0;
 	/* The pool first: a size the machine cannot hold fails here, at once. */
@@ -418,7 +427,8 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 		return rc;
 	r->freel = malloc(o->pool_pages * sizeof(uint32_t));
 	r->dirtyl = malloc(o->pool_pages * sizeof(uint32_t));
-	if (!r->freel || !r->dirtyl)
+	r->land_used = calloc(r->land_units, 1);
+	if (!r->freel || !r->dirtyl || !r->land_used)
 		return rc_err_set(err, ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < o->pool_pages; i++)
 		r->freel[i] = i;
@@ -466,6 +476,7 @@ static void teardown(struct kv_receiver *r)
 	rc_mem_free(&r->pool);
 	free(r->freel);
 	free(r->dirtyl);
+	free(r->land_used);
 }
 
 int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_err *err)
@@ -486,7 +497,9 @@ int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_
 	rc = setup(r, err);
 	if (!rc) {
 		struct kv_event ev = { .kind = KV_EV_READY, .rank = o->c.rank, .peer = r->l->addr,
-				       .port = r->l->port, .dev = r->l->dev_name };
+				       .port = r->l->port, .dev = r->l->dev_name,
+				       .pool_bytes = r->land_off ? r->land_off : r->pool.len,
+				       .land_bytes = r->land_off ? r->pool.len - r->land_off : 0 };
 
 		kvr_emit(r, &ev);
 	}

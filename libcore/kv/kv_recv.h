@@ -52,6 +52,8 @@ struct rreq {
 	 * into the pool, and where the unpacking of the next one stands. */
 	uint64_t land;
 	uint32_t unpacked, u_half, u_src, u_page;
+	uint32_t land_at;     /* its run in the landing area (units), with pages */
+	double complete;     /* every layer in the pool (unpacked), before --verify; 0: not yet */
 };
 
 struct tomb {
@@ -74,6 +76,9 @@ struct kv_receiver {
 	uint64_t contrib;              /* source ranks feeding this rank */
 	struct kv_route from[KV_MAX_TP]; /* the route of each of them */
 	uint64_t land_off;             /* the landing area, after the pool; 0: none */
+	uint64_t land_unit;            /* bytes of one of its units (kv_land_unit) */
+	uint32_t land_units;           /* its units per layer half (--land-pages) */
+	uint8_t *land_used;            /* per unit: in a request's run */
 	struct rpeer peers[PEERS];   /* a rank is held only once its HELLO passed */
 	struct rpeer *by_rank[KV_MAX_TP];
 	struct rconn *conns[MAX_CONNS];

@@ -46,6 +46,7 @@ bool kvr_unpack_step(struct kv_receiver *r)
 			continue;
 		while (q->unpacked < q->layers_landed && rc_now() < end) {
 			uint32_t l = q->unpacked, p;
+			const struct kv_route *rt;
 			char *pool;
 
 			if (!next_page(r, q)) {
@@ -54,7 +55,12 @@ bool kvr_unpack_step(struct kv_receiver *r)
 			}
 			p = q->pages[q->u_page];
 			pool = kvr_page_addr(r, l, q->u_half, p);
-			kv_land_unpack(r->g, &r->from[q->u_src], pool + r->land_off, pool,
+			rt = &r->from[q->u_src];
+			kv_land_unpack(r->g, rt,
+				       (char *)r->pool.buf + r->land_off +
+					       kv_land_block(r->g, rt, q->tokens, r->land_units, q->land_at, l,
+							     q->u_half),
+				       pool, q->u_page,
 				       q->tokens - q->u_page * pt < pt ? q->tokens - q->u_page * pt : pt);
 			q->u_page++;
 		}

@@ -73,6 +73,8 @@ static void page_free(struct kv_receiver *r, uint32_t page)
  * (poison_step), so they wait in a ring of their own meanwhile. */
 void kvr_req_release(struct kv_receiver *r, struct rreq *q)
 {
+	for (uint32_t i = 0; q->pages && r->land_off && q->land_at != KV_LAND_NONE && i < q->npages; i++)
+		r->land_used[q->land_at + i] = 0;
 	for (uint32_t i = 0; q->pages && i < q->npages; i++) {
 		if (r->o->verify)
 			r->dirtyl[(r->dhead + r->ndirty++) % r->o->pool_pages] = q->pages[i];
@@ -84,6 +86,21 @@ void kvr_req_release(struct kv_receiver *r, struct rreq *q)
 	free(q->landed);
 	r->gen[q->slot]++;
 	memset(q, 0, sizeof(*q));
+}
+
+/* The last layer landed -> every layer in the pool (q->complete), in
+ * seconds; -1 before. */
+static double unpack_time(const struct kv_receiver *r, const struct rreq *q)
+{
+	double last = 0;
+
+	if (q->complete <= 0 || !q->landed)
+		return -1;
+	for (uint32_t l = 0; l < r->g->layers; l++)
+		if (q->landed[l] > last)
+			last = q->landed[l];
+	last = q->complete - q->t0 - last / 1e6;
+	return last > 0 ? last : 0;
 }
 
 static void report(struct kv_receiver *r, struct rreq *q, enum kv_ev_kind kind, bool checked,
@@ -102,6 +119,8 @@ static void report(struct kv_receiver *r, struct rreq *q, enum kv_ev_kind kind, 
 	rep.bytes = (uint64_t)q->tokens * h.count * kv_row_bytes(r->g) * kv_halves(r->g) *
 		    r->g->layers;
 	rep.seconds = now - q->t0;
+	rep.unpack_s = unpack_time(r, q);
+	rep.complete_s = q->complete > 0 ? q->complete - q->t0 : -1;
 	kvr_emit(r, &ev);
 	if (kind == KV_EV_DONE) {
 		r->sum->done++;
@@ -153,8 +172,30 @@ static void send_alloc(struct kv_receiver *r, struct rreq *q, uint32_t s)
 	m.u.alloc.gen = r->gen[q->slot];
 	m.u.alloc.npages = q->npages;
 	m.u.alloc.pages = q->pages;
+	m.u.alloc.land = r->land_off ? q->land_at : KV_LAND_NONE;
 	if (kvr_send_msg(r, r->by_rank[s], &m) == 0)
 		q->alloced |= 1ULL << s;
+}
+
+/* A run of q->npages free units of the landing area for q (first fit):
+ * false when none is free yet. Every run is as long as the request has
+ * pages, so with no other request held, one always is; a request of more
+ * pages than the area has units gets none (KV_LAND_NONE), and is refused
+ * where a route of it lands (kvr_on_req). */
+static bool land_run(struct kv_receiver *r, struct rreq *q)
+{
+	q->land_at = KV_LAND_NONE;
+	if (q->npages > r->land_units)
+		return true;
+	for (uint32_t at = 0, n = 0; at < r->land_units; at++) {
+		n = r->land_used[at] ? 0 : n + 1;
+		if (n < q->npages)
+			continue;
+		q->land_at = at + 1 - n;
+		memset(r->land_used + q->land_at, 1, n);
+		return true;
+	}
+	return false;
 }
 
 /* Give pages to the oldest requests waiting for them. */
@@ -175,6 +216,11 @@ static void allocate_waiting(struct kv_receiver *r)
 		if (!q->pages) {
 			kvr_cancel_req(r, q, KV_EV_FAILED, ENOMEM, "out of memory");
 			continue;
+		}
+		if (r->land_off && !land_run(r, q)) {
+			free(q->pages);
+			q->pages = NULL;
+			return;
 		}
 		for (uint32_t i = 0; i < q->npages; i++, r->nfree--)
 			q->pages[i] = r->freel[r->fhead++ % r->o->pool_pages];
@@ -257,6 +303,12 @@ void kvr_on_req(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
 		kvr_cancel_req(r, q, KV_EV_FAILED, EPROTO, why);
 		return;
 	}
+	if (p->land && q->npages > r->land_units) {
+		snprintf(why, sizeof(why), "decode rank %u: landing area too small: request %u needs %u "
+			 "pages, --land-pages is %u", r->o->c.rank, q->id, q->npages, r->land_units);
+		kvr_cancel_req(r, q, KV_EV_FAILED, ENOSPC, why);
+		return;
+	}
 	q->land |= (uint64_t)p->land << p->rank;
 	if (q->pages)
 		send_alloc(r, q, p->rank);
@@ -271,6 +323,7 @@ static void complete(struct kv_receiver *r, struct rreq *q, int rc, const struct
 
 	m.u.done.flags = r->o->verify ? KV_DONE_CHECKED | (rc ? 0 : KV_DONE_VERIFIED) : 0;
 	m.u.done.status = rc < 0 ? -rc : 0;
+	m.u.done.unpack_us = unpack_time(r, q) > 0 ? (uint32_t)(unpack_time(r, q) * 1e6 + 0.5) : 0;
 	for (uint32_t s = 0; s < r->g->src_tp; s++)
 		if (q->asked >> s & 1 && r->by_rank[s])
 			kvr_send_msg(r, r->by_rank[s], &m);
@@ -392,6 +445,7 @@ void kvr_on_imm(struct kv_receiver *r, struct rpeer *p, uint32_t qp, uint32_t im
 
 void kvr_all_landed(struct kv_receiver *r, struct rreq *q)
 {
+	q->complete = rc_now();
 	if (r->o->verify)
 		q->verifying = true; /* kvr_verify_step, between polls */
 	else
@@ -481,6 +535,7 @@ void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m
 	/* Without a landing area (GPU memory), auto writes into the pool. */
 	p->land = r->land_off && kv_land_choose((enum kv_pack)m->u.hello.land, r->g, &r->from[p->rank]);
 	a.u.welcome.land = p->land ? r->pool.mr_addr + r->land_off : 0;
+	a.u.welcome.land_units = r->land_units;
 	if (kvr_send_msg(r, p, &a) == 0) {
 		struct kv_event ev = { .kind = KV_EV_PEER_UP, .rank = p->rank, .peer = p->peer,
 				       .qps = p->nqps };

@@ -113,6 +113,7 @@ static int handshake(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 			d->base = m.u.welcome.base;
 			d->page_bytes = m.u.welcome.page_bytes;
 			d->land_base = m.u.welcome.land;
+			d->land_units = m.u.welcome.land_units;
 			d->welcomed = true;
 		}
 	}
@@ -131,6 +132,10 @@ static int route_segs(struct kv_sender *s, const struct kv_route *r, bool land,
 	uint64_t wn, wp;
 	int rc;
 
+	if (land && kv_route_bytes(s->g, r, s->o->tokens) > UINT32_MAX)
+		return rc_err_set(err, EOVERFLOW, "route %u -> %u moves %llu bytes a layer half: too many "
+				  "to land (at most 4 GiB); use --land never", r->src, r->dst,
+				  (unsigned long long)kv_route_bytes(s->g, r, s->o->tokens));
 	if ((rc = kv_segments(s->g, r, s->o->tokens, segs, n, err)))
 		return rc;
 	if (land)
@@ -206,6 +211,10 @@ static int map_routes(struct kv_sender *s, struct rc_err *err)
 		if (d->land && !kv_land_applies(s->g, &r[k]))
 			return rc_err_set(err, EPROTO, "decode rank %u offers a landing area for a route "
 					  "that cannot land", d->rank);
+		if (d->land && d->land_units < s->dst_pages)
+			return rc_err_set(err, ENOSPC, "decode rank %u's landing area holds %u pages, a request "
+					  "of %u tokens needs %u: serve with a larger --land-pages, or send with "
+					  "--land never", d->rank, d->land_units, s->o->tokens, s->dst_pages);
 		if ((rc = route_segs(s, &r[k], d->land, &d->segs, &d->nsegs, &d->pack, err)))
 			return rc;
 		s->sum->routes++;

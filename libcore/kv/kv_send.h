@@ -42,6 +42,7 @@ struct sdst {
 	bool pack;               /* copy into the staging slot, one write per destination run */
 	bool land;               /* write into the landing area (land_base), unpacked there */
 	uint64_t land_base;
+	uint32_t land_units;      /* the landing area's units per layer half */
 	uint64_t stage_off;      /* this route's part of a staging slot */
 	double last_hb;
 };
@@ -60,8 +61,10 @@ struct sreq {
 	uint32_t *pending;           /* per layer: notifications not yet completed */
 	bool alloc[KV_MAX_PEERS], done_rx[KV_MAX_PEERS];
 	uint32_t rslot[KV_MAX_PEERS], rgen[KV_MAX_PEERS];
+	uint32_t land_at[KV_MAX_PEERS];  /* landing routes: the request's run there (units) */
 	uint32_t *pages[KV_MAX_PEERS];
 	uint32_t done_flags;         /* AND of the DONE flags */
+	double unpack_s;             /* the longest unpack the decode ranks' DONE reported */
 	int done_status;
 	char done_why[KV_REASON_MAX];
 	uint64_t mark[KV_MAX_PEERS][KV_MAX_QPS]; /* quiescing: wait for done >= mark */

@@ -203,6 +203,10 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 		return -ENOMEM;
 	for (uint32_t h = 0; h < halves; h++) {
 		char *stage = stage_addr(s, q->slot, d, l, h);
+		/* Landing: the route's block of this layer half in the request's run. */
+		uint64_t block = d->land ? d->land_base + kv_land_block(s->g, &d->route, s->o->tokens,
+									 d->land_units, q->land_at[di], l, h)
+					 : 0;
 
 		for (size_t i = 0; i < d->nsegs; i++) {
 			const struct kv_seg *g = &d->segs[i];
@@ -213,8 +217,9 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 				continue;
 			}
 			uint64_t la = (uintptr_t)src_addr(s, q->slot, l, h, g->src_page) + g->src_off;
-			uint64_t ra = (d->land ? d->land_base : d->base) + (((uint64_t)l * halves + h) * d->pool_pages +
-						 q->pages[di][g->dst_page]) * d->page_bytes + g->dst_off;
+			uint64_t ra = d->land ? block + g->dst_off
+					      : d->base + (((uint64_t)l * halves + h) * d->pool_pages +
+							   q->pages[di][g->dst_page]) * d->page_bytes + g->dst_off;
 			struct wr_ent *last = n ? &v[n - 1] : NULL;
 
 			/* Packed: the segments, in destination order, copied one
@@ -337,7 +342,8 @@ static void finish(struct kv_sender *s, struct sreq *q, enum kv_ev_kind kind, co
 	uint32_t L = s->g->layers;
 	double last = 0, *ready_us = malloc(L * sizeof(double)), *landed_us = malloc(L * sizeof(double));
 	struct kv_report rep = { .req = q->id, .tokens = s->o->tokens, .layers = L,
-				 .layers_landed = q->layers_landed, .exposed_s = -1,
+				 .layers_landed = q->layers_landed, .exposed_s = -1, .unpack_s = -1,
+				 .complete_s = -1,
 				 .checked = kind == KV_EV_DONE && q->done_flags & KV_DONE_CHECKED,
 				 .verified = kind == KV_EV_DONE && q->done_flags & KV_DONE_VERIFIED,
 				 .reason = why };
@@ -353,9 +359,16 @@ static void finish(struct kv_sender *s, struct sreq *q, enum kv_ev_kind kind, co
 	}
 	rep.ready_us = ready_us;
 	rep.landed_us = landed_us;
+	/* Exposed: to the decode ranks' completion, so their unpack of landed
+	 * layers after the last write's completion counts too (DONE says how
+	 * long it took; a difference of times on one clock, whichever host). */
 	if (q->layers_landed == L) {
 		rep.seconds = last - q->first_post;
 		rep.exposed_s = last - q->ready[L - 1];
+		if (kind == KV_EV_DONE) {
+			rep.unpack_s = q->unpack_s;
+			rep.exposed_s += q->unpack_s;
+		}
 	}
 	kvs_emit(s, &ev);
 	if (kind == KV_EV_DONE) {
@@ -606,6 +619,13 @@ void kvs_on_msg(struct kv_sender *s, struct sdst *d, const struct kv_msg *m)
 				goto bad_alloc;
 		if (m->u.alloc.npages != s->dst_pages)
 			goto bad_alloc;
+		if (d->land && (m->u.alloc.land == KV_LAND_NONE || m->u.alloc.land > d->land_units ||
+				m->u.alloc.npages > d->land_units - m->u.alloc.land)) {
+			snprintf(why, sizeof(why), "decode rank %u gave request %u no landing run of %u "
+				 "units within %u", d->rank, q->id, s->dst_pages, d->land_units);
+			kvs_cancel(s, q, KV_EV_FAILED, EPROTO, why);
+			return;
+		}
 		q->pages[di] = malloc(s->dst_pages * sizeof(uint32_t));
 		if (!q->pages[di]) {
 			kvs_cancel(s, q, KV_EV_FAILED, ENOMEM, "out of memory");
@@ -614,6 +634,7 @@ void kvs_on_msg(struct kv_sender *s, struct sdst *d, const struct kv_msg *m)
 		memcpy(q->pages[di], m->u.alloc.pages, s->dst_pages * sizeof(uint32_t));
 		q->rslot[di] = m->u.alloc.slot;
 		q->rgen[di] = m->u.alloc.gen;
+		q->land_at[di] = m->u.alloc.land;
 		q->alloc[di] = true;
 		q->last = rc_now();
 		return;
@@ -627,6 +648,8 @@ void kvs_on_msg(struct kv_sender *s, struct sdst *d, const struct kv_msg *m)
 			return;
 		q->done_rx[di] = true;
 		q->done_flags &= m->u.done.flags;
+		if (m->u.done.unpack_us / 1e6 > q->unpack_s)
+			q->unpack_s = m->u.done.unpack_us / 1e6;
 		if (m->u.done.status && !q->done_status) {
 			q->done_status = m->u.done.status;
 			snprintf(q->done_why, sizeof(q->done_why), "decode rank %u: %s", d->rank,

@@ -203,6 +203,14 @@ LLAMA=(--layers 32 --kv-heads 8 --head-dim 128 --dtype bf16)
 	run "$RDMACTL" kvxfer serve "${LLAMA[@]}" --listen 1.2.3.4:5
 	assert_failure 2
 	assert_output --partial "--pool-pages N are required"
+	for n in 0 5; do
+		run "$RDMACTL" kvxfer serve "${LLAMA[@]}" --listen 1.2.3.4:5 --pool-pages 4 --land-pages $n
+		assert_failure 2
+		assert_output --partial "invalid --land-pages $n: expected 1 to the pool's 4 pages"
+	done
+	run "$RDMACTL" kvxfer send "${LLAMA[@]}" --tokens 4 --connect 1.2.3.4:5 --land-pages 4
+	assert_failure 2
+	assert_output --partial "--land-pages does not apply here"
 	run "$RDMACTL" kvxfer send "${LLAMA[@]}" --tokens 4
 	assert_failure 2
 	run "$RDMACTL" kvxfer send "${LLAMA[@]}" --tokens 4 --connect 1.2.3.4:5 --src-tp 2 --rank 2

@@ -252,16 +252,18 @@ status() {
 		and (.d0 | ev("done") | all(.sources == [0]))' s0 s1 d0 d1 d2 d3
 }
 
-@test "nhd TP 4 -> 2 through the landing area: one write per destination page and route, unpacked, verified" {
+@test "nhd TP 4 -> 2 through the landing area: one write per route and layer half across pages, unpacked, verified" {
 	# 37 tokens from 4-token source pages into 8-token destination pages
 	# (the last one partial), scattered; each source fills half of every
 	# destination row. Decode rank 0 is fed with --land auto (64-byte pieces:
 	# they land), decode rank 1 with --land never; three requests, two in
-	# flight, two data QPs.
+	# flight, two data QPs. Decode rank 0's pool holds two requests (5
+	# pages each): the third waits for the pages and the landing run the
+	# first gives back.
 	local L=(--layers 4 --kv-heads 8 --head-dim 16 --src-page-tokens 4 --dst-page-tokens 8
 		 --src-tp 4 --dst-tp 2) land
 	for d in 0 1; do
-		serve_bg "d$d" "${L[@]}" --rank "$d" --pool-pages 40 --scatter $((d + 3)) --verify --requests 3
+		serve_bg "d$d" "${L[@]}" --rank "$d" --pool-pages $((d ? 40 : 10)) --scatter $((d + 3)) --verify --requests 3
 	done
 	wait_listening d0 d1
 	for s in 0 1 2 3; do
@@ -276,8 +278,14 @@ status() {
 	for land in auto never; do
 		"$RDMACTL" -j kvxfer plan "${L[@]}" --tokens 37 --qps 2 --land "$land" >"$KV_OUT/plan$land.out"
 	done
-	# Landed: 5 destination pages x 2 halves x 4 layers writes a request and
-	# source rank (its 4-token pages follow one another), 37 x 2 x 4 not.
+	# Landed: a route's 37 tokens x 64 bytes lie contiguous in its block of
+	# the request's landing run and in its 4-token source pages (which follow
+	# one another): 2 halves x 4 layers writes a request and source rank,
+	# across the 5 destination pages; not landed, 37 x 2 x 4.
+	# Exposed time runs to the decode rank's completion: a source of d0
+	# adds d0's unpack (DONE), the same figure d0 reports per request; a
+	# decode rank completes after its last layer landed, before its report
+	# (--verify).
 	check 'def writes: ev("summary")[0].qp_writes | add;
 		([.s0, .s1, .s2, .s3, .d0, .d1] | all(verified(3)))
 		and (.d0 | ev("done") | all(.sources == [0,1]))
@@ -287,9 +295,48 @@ status() {
 		and (.plannever[0].land | .path == "direct" and .routes_landed == 0)
 		and (.planauto[0].routes | all(.land))
 		and ([.s0, .s1 | writes] == [.planauto[0].src_ranks[0, 1].writes * 3])
-		and ([.s0, .s1 | writes] == [5*2*4*3, 5*2*4*3])
+		and ([.s0, .s1 | writes] == [2*4*3, 2*4*3])
 		and ([.s2, .s3 | writes] == [.plannever[0].src_ranks[2, 3].writes * 3])
-		and ([.s2, .s3 | writes] == [37*2*4*3, 37*2*4*3])' s0 s1 s2 s3 d0 d1 planauto plannever
+		and ([.s2, .s3 | writes] == [37*2*4*3, 37*2*4*3])
+		and ([.s0, .s1, .s2, .s3] | all(ev("done") | all(.unpack_us >= 0 and .exposed_us >= .unpack_us)))
+		and (.d0 | ev("done") | all(.unpack_us > 0))
+		and ((.d0 | ev("done") | sort_by(.request) | map(.unpack_us)) as $d
+		| [.s0, .s1] | all(ev("done") | sort_by(.request) | map(.unpack_us)
+			| [., $d] | transpose | all(.[0] - .[1] | . < 1 and . > -1)))
+		and ([.d0, .d1] | all(ev("done") | all(.complete_us >= (.landed_us | max)
+			and .complete_us <= .seconds * 1e6)))' s0 s1 s2 s3 d0 d1 planauto plannever
+}
+
+@test "--land-pages: a landing area of one request's pages serves two in flight in turn; a request larger than it is refused before it starts" {
+	# nhd TP 4 -> 2, 37 tokens: 5 destination pages of 8 tokens a request.
+	# Decode rank 0: a pool of 10 pages, a landing area of 5 units (a unit:
+	# 8 tokens x 4 heads x 32 bytes): two requests in flight get pages at
+	# once, landing runs in turn. Decode rank 1: 4 units, too few for a
+	# request: a source that lands fails before it starts, naming
+	# --land-pages; the
+	# direct path (--land never) is served.
+	local L=(--layers 4 --kv-heads 8 --head-dim 16 --src-page-tokens 4 --dst-page-tokens 8
+		 --src-tp 4 --dst-tp 2)
+	serve_bg d0 "${L[@]}" --rank 0 --pool-pages 10 --land-pages 5 --scatter 5 --verify --requests 3
+	serve_bg d1 "${L[@]}" --rank 1 --pool-pages 10 --land-pages 4 --verify --requests 1
+	wait_listening d0 d1
+	for s in 0 1; do
+		send "s$s" "${L[@]}" --rank "$s" --connect "$ADDR:$PORT_d0" --tokens 37 --requests 3 \
+			--inflight 2 --qps 2
+	done
+	run rdmactl kvxfer send "${L[@]}" --rank 2 --connect "$ADDR:$PORT_d1" --tokens 37
+	assert_failure 1
+	assert_output --partial "landing area holds 4 pages, a request of 37 tokens needs 5: serve with a larger --land-pages"
+	for s in 2 3; do
+		send "s$s" "${L[@]}" --rank "$s" --connect "$ADDR:$PORT_d1" --tokens 37 --land never
+	done
+	reap s0 s1 s2 s3 d0 d1
+	status 0 s0 s1 s2 s3 d0 d1
+	check '([.s0, .s1, .d0] | all(verified(3))) and ([.s2, .s3, .d1] | all(verified(1)))
+		and (.d0 | ev("listening")[0] | .pool_bytes == 4*2*10*1024 and .land_bytes == 4*2*5*1024)
+		and (.d1 | ev("listening")[0] | .land_bytes == 4*2*4*1024)
+		and ([.s0, .s1] | all(ev("summary")[0].routes_landed == 1))
+		and ([.s2, .s3] | all(ev("summary")[0].routes_landed == 0))' s0 s1 s2 s3 d0 d1
 }
 
 @test "scattered destination pages and unequal page sizes (nhd and hnd) land verified" {
@@ -543,7 +590,7 @@ no_leak() {
 			and any(test("data QP 1 of source rank 0 before a valid HELLO")))' s0 d0
 }
 
-@test "a source of the previous protocol (KVX2, no landing) is refused by name; the real source is served" {
+@test "a source of an earlier protocol (KVX2, no landing) is refused by name; the real source is served" {
 	serve d0 "${G[@]}" --pool-pages 16 --verify --requests 1
 	hostile v2 "$ADDR" "$PORT_d0"
 	assert_output --partial "rejected: data QP 0"
@@ -552,7 +599,7 @@ no_leak() {
 	reap s0 d0
 	status 0 s0 d0
 	check '(.d0 | verified(1)) and (.s0 | verified(1))
-		and (.d0 | ev("refused") | map(.reason) | any(test("of protocol 2 .*speaks protocol 3")))' s0 d0
+		and (.d0 | ev("refused") | map(.reason) | any(test("of an earlier protocol .*speaks protocol 4")))' s0 d0
 }
 
 @test "hostile: a REQ sent again and again does not hold the request: it still times out" {

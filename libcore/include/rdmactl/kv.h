@@ -130,21 +130,38 @@ RC_EXPORT enum kv_pack kv_pack_choose(enum kv_pack want, uint64_t bytes, uint64_
  * Landing (--land): where a route fills only part of every destination
  * token row (nhd pages, several source ranks per decode rank), its pieces
  * are scattered on the decode side, and no copy on the prefill side joins
- * them. The decode rank then keeps a landing area shaped like its pool;
- * inside landing page p, the route's bytes lie contiguous, [token][its
- * heads][dim] from dst_head_off * page_tokens * row_bytes on, so that one
- * write covers each source run there. Once a layer's notifications are all
- * in, the decode rank copies (unpacks) them into pool page p. auto lands a
- * route whose destination pieces are under KV_PACK_SMALL bytes; always
- * lands every route where landing applies.
+ * them. The decode rank then keeps a landing area of --land-pages units
+ * (the pool's pages by default) per layer half, a unit being one page of
+ * tokens of every route that may land there (kv_land_unit), and gives
+ * each request a run of as many units as it has pages, at the same place
+ * in every layer half (ALLOC says where).
+ * Inside the run of a layer half, each landing route has one block, its
+ * bytes for the whole request contiguous, [token][its heads][dim], the
+ * routes one after the other in head order (kv_land_block): one source run
+ * is one write there, across pages, up to KV_WRITE_MAX. Once a layer's
+ * notifications are all in, the decode rank copies (unpacks) each block
+ * into the pool pages. auto lands a route whose destination pieces are
+ * under KV_PACK_SMALL bytes; always lands every route where landing
+ * applies.
  */
 /* Whether the route's pieces are split in destination rows (landing applies). */
 RC_EXPORT bool kv_land_applies(const struct kv_geom *g, const struct kv_route *r);
 RC_EXPORT bool kv_land_choose(enum kv_pack want, const struct kv_geom *g, const struct kv_route *r);
-/* The landing page offset of a destination page offset inside the route's
- * pieces (kv_land_applies). */
-RC_EXPORT uint32_t kv_land_off(const struct kv_geom *g, const struct kv_route *r, uint32_t dst_off);
-/* Rewrite the route's segments' destination offsets into landing ones. */
+/* Bytes of one landing unit of decode rank dst: a page of tokens of every
+ * route into it where landing applies (0: none applies). */
+RC_EXPORT uint64_t kv_land_unit(const struct kv_geom *g, uint32_t dst);
+/* Offset in the landing area (units per layer half) of the
+ * route's block of layer half (layer, half), for a request of tokens whose
+ * run starts at unit at. */
+RC_EXPORT uint64_t kv_land_block(const struct kv_geom *g, const struct kv_route *r, uint32_t tokens,
+				 uint32_t units, uint32_t at, uint32_t layer, uint32_t half);
+/* The offset in the route's block of destination page dst_page, offset
+ * dst_off inside the route's pieces (kv_land_applies). */
+RC_EXPORT uint32_t kv_land_off(const struct kv_geom *g, const struct kv_route *r, uint32_t dst_page,
+			       uint32_t dst_off);
+/* Rewrite the route's segments' destinations into offsets in its block:
+ * dst_page 0, dst_off kv_land_off. The block of a request of tokens must
+ * fit 32 bits (kv_route_bytes), as a page does. */
 RC_EXPORT void kv_land_segments(const struct kv_geom *g, const struct kv_route *r, struct kv_seg *s,
 				size_t n);
 /* Writes of one layer half as the sender posts them: segments merged where
@@ -154,10 +171,10 @@ RC_EXPORT void kv_land_segments(const struct kv_geom *g, const struct kv_route *
  * packed, the staging always is. */
 RC_EXPORT uint64_t kv_post_writes(const struct kv_seg *s, size_t n, bool packed,
 				  uint64_t src_page_bytes);
-/* Copy the route's part of landing page land into pool page pool: tokens
- * rows (those the page holds). */
-RC_EXPORT void kv_land_unpack(const struct kv_geom *g, const struct kv_route *r, const char *land,
-			      char *pool, uint32_t tokens);
+/* Copy the route's part of destination page page (its tokens rows) from
+ * its block into pool page pool. */
+RC_EXPORT void kv_land_unpack(const struct kv_geom *g, const struct kv_route *r, const char *block,
+			      char *pool, uint32_t page, uint32_t tokens);
 
 /* Bytes a route moves per layer half for tokens. */
 RC_EXPORT uint64_t kv_route_bytes(const struct kv_geom *g, const struct kv_route *r, uint32_t tokens);
@@ -242,10 +259,13 @@ RC_EXPORT int kv_check(const struct kv_geom *g, uint32_t rank, uint32_t req, uin
  * a layer is complete when every contributing source rank delivered
  * exactly one on each of its data QPs (struct kv_tally).
  */
-/* "KVX3": landing (HELLO says --land, WELCOME the landing area). "KVX2" had
- * no landing: such a peer is refused by name. */
-#define KV_PD_MAGIC 0x3358564bu
+/* "KVX4": landing by request runs (HELLO says --land, WELCOME the landing
+ * area, ALLOC the request's run in it). "KVX3" landed page by page, "KVX2"
+ * had no landing: such a peer is refused by name. */
+#define KV_PD_MAGIC 0x3458564bu
+#define KV_PD_MAGIC_V3 0x3358564bu
 #define KV_PD_MAGIC_V2 0x3258564bu
+#define KV_LAND_NONE UINT32_MAX /* ALLOC: no landing run */
 #define KV_PD_LEN 16
 #define KV_MSG_MAX 8192
 #define KV_MAX_REQ_PAGES 2000 /* what one ALLOC message carries */
@@ -258,7 +278,7 @@ struct kv_hello_pd {
 	uint32_t session;  /* random per sender process */
 };
 RC_EXPORT int kv_pd_encode(const struct kv_hello_pd *p, void *buf, size_t cap);
-/* 0, -EPROTO for a peer of the previous protocol (KV_PD_MAGIC_V2), or -EBADMSG. */
+/* 0, -EPROTO for a peer of an earlier protocol (KV_PD_MAGIC_V2, _V3), or -EBADMSG. */
 RC_EXPORT int kv_pd_decode(const void *buf, size_t len, struct kv_hello_pd *p);
 
 /* The immediate value: generation of the request slot (8 bits), the
@@ -316,19 +336,22 @@ struct kv_msg {
 		struct {
 			uint32_t rank, pool_pages, rkey;
 			uint64_t base, page_bytes;
-			uint64_t land;        /* the landing area (shaped like the pool), 0: this route does not land */
+			uint64_t land;        /* the landing area, 0: this route does not land */
+			uint32_t land_units;  /* its units per layer half */
 		} welcome;
 		struct {
 			uint32_t tokens;
 		} request;
 		struct {
 			uint32_t slot, gen, npages;
+			uint32_t land;        /* the landing run's first unit, KV_LAND_NONE: none */
 			uint32_t *pages;      /* caller's array (KV_MAX_REQ_PAGES) */
 		} alloc;
 		struct {
 			uint32_t flags;       /* KV_DONE_* */
 			int32_t status;       /* 0, or a positive errno (EBADMSG: content) */
 			uint64_t bytes;
+			uint32_t unpack_us;   /* the last layer landed -> the request in the pool (unpacked) */
 		} done;
 		struct {
 			int32_t code;         /* 0 cancelled, else a positive errno: failed */
@@ -390,7 +413,16 @@ struct kv_report {
 	uint32_t req, tokens, layers;
 	uint64_t bytes;           /* this rank's share */
 	double seconds;           /* first byte posted/announced -> last layer landed */
-	double exposed_s;         /* send: last layer ready -> last byte landed; serve: -1 */
+	/* send: last layer ready -> the decode ranks complete (every byte landed,
+	 * then unpack_s); serve: -1 */
+	double exposed_s;
+	/* serve: the last layer landed -> the request in the pool (the unpack of
+	 * landed layers; about 0 on the direct path), before any --verify; send:
+	 * the longest of its decode ranks' (DONE); -1: not complete */
+	double unpack_s;
+	/* serve: the request's start -> complete in the pool (unpacked), before
+	 * any --verify (seconds runs to the report, after it); -1: not complete */
+	double complete_s;
 	const double *ready_us;   /* send: per layer, from the request's compute start */
 	const double *landed_us;  /* per layer, from the request's start; -1: not landed */
 	uint32_t layers_landed;
@@ -405,6 +437,8 @@ struct kv_event {
 	const char *peer;         /* PEER_*: its address; READY: the listen address */
 	uint16_t port;            /* READY (serve) */
 	const char *dev;          /* READY (serve), PEER_UP (send): the RDMA device */
+	uint64_t pool_bytes;      /* READY (serve): the pool's bytes */
+	uint64_t land_bytes;      /* READY (serve): the landing area's bytes (0: none) */
 	uint32_t qps;             /* PEER_UP: its data QPs */
 	const char *reason;       /* PEER_DOWN */
 	const struct kv_report *rep;
@@ -445,6 +479,9 @@ struct kv_recv_opts {
 	const char *addr, *port;
 	uint32_t pool_pages;
 	bool scatter;
+	/* Units of the landing area per layer half (0: pool_pages); a request
+	 * of more pages is refused where one of its routes lands. */
+	uint32_t land_pages;
 	uint64_t scatter_seed;
 	bool verify;
 	/* The pool: host (default), hugepage or GPU memory (.len unused). GPU
