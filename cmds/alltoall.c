@@ -32,7 +32,7 @@
 	X(A2A_SEED, "seed", 0, "N", "routing seed (default 1)") \
 	X(A2A_ITERS, "iters", 'i', "N", "timed iterations (default 20)") \
 	X(A2A_WARMUP, "warmup", 0, "N", "untimed iterations first (default 2)") \
-	X(A2A_MEM, "mem", 0, "KIND", "token buffers: host or hugepage (default host); cuda[:N] is refused", \
+	X(A2A_MEM, "mem", 0, "KIND", "token buffers: host, hugepage or cuda[:N] (GPU N in PCI bus order; default host)", \
 	  COMP_WORDS, "host|hugepage|cuda") \
 	X(A2A_NO_CHECK, "no-check", 0, NULL, "do not check the received tokens") \
 	X(A2A_ALL_RANKS, "all-ranks", 0, NULL, "every rank prints its figures, not only rank 0") \
@@ -66,7 +66,7 @@ static int opt_pos(struct ctx *ctx, const struct cmd *c, const struct opt_vals *
 static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 {
 	const struct cmd *c = &cmd_alltoall;
-	int algo = 0, dtype = 0, rpn = 0, gpu, rc;
+	int algo = 0, dtype = 0, rpn = 0, rc;
 	uint64_t seed = 1;
 	const char *skew = opt_arg(v, A2A_SKEW);
 	struct rc_err e;
@@ -101,9 +101,7 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 	if (skew && rc_a2a_skew_parse(skew, &a->route, &e))
 		return usage_err(ctx, "%s", e.msg);
 	a->run.check = !opt_on(v, A2A_NO_CHECK);
-	if ((rc = opt_mem(ctx, opt_arg(v, A2A_MEM), false,
-			  "alltoall fills, copies and checks its token buffers with the CPU: host or hugepage only",
-			  &a->run.mem, &gpu)))
+	if ((rc = opt_mem(ctx, opt_arg(v, A2A_MEM), true, NULL, &a->run.mem.kind, &a->run.mem.gpu)))
 		return rc;
 	a->all_ranks = opt_on(v, A2A_ALL_RANKS);
 	a->busy_poll = opt_on(v, A2A_BUSY_POLL);
@@ -115,7 +113,8 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 	if (rc_a2a_counts(&a->route, a->counts, &e))
 		return usage_err(ctx, "%s", e.msg);
 	a->run.counts = a->counts;
-	return 0;
+	/* No driver or no such GPU: said before the group is joined. */
+	return opt_mem_ready(ctx, opt_arg(v, A2A_MEM), a->run.mem.kind, a->run.mem.gpu);
 }
 
 /* Hierarchical without --ranks-per-node: nodes by host name, which must
@@ -157,6 +156,33 @@ static int cmp_double(const void *x, const void *y)
 	double a = *(const double *)x, b = *(const double *)y;
 
 	return a < b ? -1 : a > b;
+}
+
+/* The token buffers' memory, and for GPU memory the registration path that
+ * ran (register's keys and words) and whether blocks inside a node went
+ * through the host. */
+static void put_mem(struct out *o, const struct a2a_cli *a, const struct rc_a2a_result *r)
+{
+	bool gpu = a->run.mem.kind == RC_MEM_CUDA;
+	bool staged = gpu && a->run.algo == RC_A2A_HIER;
+
+	out_str(o, "mem", "# token buffers: mem %s", rc_mem_kind_name(a->run.mem.kind));
+	if (gpu)
+		out_i64(o, "gpu", ":%lld", a->run.mem.gpu);
+	else
+		out_null(o, "gpu");
+	out_str(o, "registration", gpu ? " via %s" : NULL, rc_mem_reg_name(r->reg));
+	if (gpu && r->reg == RC_REG_BOUNCE)
+		out_text(o, " (a host bounce buffer: peers reach a host copy, not GPU memory; no GPUDirect)");
+	if (gpu && r->reg_notes[0])
+		out_str(o, "registration_notes", " [tried first: %s]", r->reg_notes);
+	else
+		out_null(o, "registration_notes");
+	out_bool(o, "node_staged", NULL, staged);
+	if (staged)
+		out_text(o, "; inside a node, blocks are staged through host shared memory (receive "
+			    "buffers there, copied out of the GPU by the CPU)");
+	out_text(o, "\n");
 }
 
 static void report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a_result *r,
@@ -201,10 +227,10 @@ static void report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a
 	out_u64(o, "iters", NULL, (uint64_t)n);
 	out_u64(o, "checked_tokens", NULL, r->checked);
 	out_bool(o, "checked", NULL, a->run.check);
-	out_str(o, "mem", NULL, rc_mem_kind_name(a->run.mem));
 	out_text(o, "# %llu tokens (%llu bytes) checked on this rank, %llu wrong on all ranks\n",
 		 (unsigned long long)r->checked, (unsigned long long)r->checked_bytes,
 		 (unsigned long long)wrong);
+	put_mem(o, a, r);
 }
 
 static void progress(void *arg, int done, int total)

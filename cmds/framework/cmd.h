@@ -172,6 +172,10 @@ const char *opt_token_at(const struct opt_vals *v, int i);
  * fail returned. */
 int opt_mem(struct ctx *ctx, const char *arg, bool cuda_ok, const char *why_not_cuda,
 	    enum rc_mem_kind *kind, int *gpu);
+/* After the usage checks, before any connection or group: for GPU memory,
+ * whether the driver loads and GPU gpu exists (rc_mem_gpu_check), a failure
+ * naming which. Returns 0 or what fail returned. */
+int opt_mem_ready(struct ctx *ctx, const char *arg, enum rc_mem_kind kind, int gpu);
 
 /* Report a usage error: message, hint, exit code 2. Returns -EINVAL. */
 int usage_err(struct ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

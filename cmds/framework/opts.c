@@ -239,3 +239,14 @@ int opt_mem(struct ctx *ctx, const char *arg, bool cuda_ok, const char *why_not_
 		return fail(ctx, -ENOTSUP, "--mem %s: %s", arg, why_not_cuda);
 	return 0;
 }
+
+int opt_mem_ready(struct ctx *ctx, const char *arg, enum rc_mem_kind kind, int gpu)
+{
+	struct rc_err e;
+	int rc;
+
+	if (kind != RC_MEM_CUDA)
+		return 0;
+	rc = rc_mem_gpu_check(gpu, &e);
+	return rc ? fail(ctx, rc, "--mem %s: %s", arg, e.msg) : 0;
+}

@@ -52,8 +52,8 @@
 	X(KVX_LAND, 1,0,1, "land", 0, "WHEN", "write scattered destination pieces contiguous into the decode rank's landing area, unpacked there: auto, always or never (default auto)", COMP_WORDS, "auto|always|never") \
 	X(KVX_INFLIGHT, 0,0,1, "inflight", 0, "K", "send: requests in flight at once (default 1)") \
 	X(KVX_NO_STREAM, 0,0,1, "no-stream", 0, NULL, "send: post no layer before the last one is ready") \
-	X(KVX_MEM, 0,1,1, "mem", 0, "KIND", "serve's pool and send's source pages: host or hugepage, or cuda[:N] for serve (GPU N in PCI bus order; default host)", COMP_WORDS, "host|hugepage|cuda") \
-	X(KVX_GPU_REG, 0,1,0, "gpu-reg", 0, "PATH", "serve, --mem cuda: registration path auto, dmabuf, peermem or bounce (default auto)", COMP_WORDS, "auto|dmabuf|peermem|bounce") \
+	X(KVX_MEM, 0,1,1, "mem", 0, "KIND", "serve's pool and send's source pages: host, hugepage or cuda[:N] (GPU N in PCI bus order; default host)", COMP_WORDS, "host|hugepage|cuda") \
+	X(KVX_GPU_REG, 0,1,1, "gpu-reg", 0, "PATH", "serve, send with --mem cuda: registration path auto, dmabuf, peermem or bounce (default auto)", COMP_WORDS, "auto|dmabuf|peermem|bounce") \
 	X(KVX_HEARTBEAT_MS, 0,1,1, "heartbeat-ms", 0, "MS", "heartbeat interval (default 200)") \
 	X(KVX_HEARTBEAT_TIMEOUT, 0,1,1, "heartbeat-timeout", 0, "MS", "declare a silent peer dead after MS (default 3000)") \
 	X(KVX_CANCEL_REQUEST, 0,1,1, "cancel-request", 0, "I", "test hook: cancel request I (with --cancel-after-layers)") \

@@ -43,6 +43,27 @@ static void put_timeline(struct out *o, const char *key, const char *label, cons
 	out_text(o, "\n");
 }
 
+/* The memory of the pool (serve) or the source pages (send), and for GPU
+ * memory the registration path that ran, with register's keys and words:
+ * ", mem cuda:0 via dmabuf [tried first: ...]". */
+static void put_mem(struct out *o, const struct rc_mem *m)
+{
+	bool gpu = m->kind == RC_MEM_CUDA;
+
+	out_str(o, "mem", ", mem %s", rc_mem_kind_name(m->kind));
+	if (gpu)
+		out_i64(o, "gpu", ":%lld", m->gpu);
+	else
+		out_null(o, "gpu");
+	out_str(o, "registration", gpu ? " via %s" : NULL, rc_mem_reg_name(m->reg));
+	if (gpu && m->reg == RC_REG_BOUNCE)
+		out_text(o, " (a host bounce buffer: peers reach a host copy, not GPU memory; no GPUDirect)");
+	if (gpu && m->reg_notes[0])
+		out_str(o, "registration_notes", " [tried first: %s]", m->reg_notes);
+	else
+		out_null(o, "registration_notes");
+}
+
 static void put_report(struct run_ctx *run, const struct kv_event *ev)
 {
 	static const char *const names[] = { [KV_EV_DONE] = "done", [KV_EV_CANCELLED] = "cancelled",
@@ -106,15 +127,18 @@ static void on_event(void *arg, const struct kv_event *ev)
 	switch (ev->kind) {
 	case KV_EV_READY:
 		out_str(o, "event", NULL, run->send ? "ready" : "listening");
-		out_u64(o, "rank", run->send ? "source rank %llu: connected and welcomed\n"
+		out_u64(o, "rank", run->send ? "source rank %llu: connected and welcomed"
 					    : "decode rank %llu listening", ev->rank);
 		if (!run->send) {
 			out_str(o, "address", " on %s", ev->peer);
 			out_u64(o, "port", ":%llu", ev->port);
 			out_str(o, "device", " (%s)", ev->dev);
 			out_u64(o, "pool_bytes", ", pool %llu bytes", ev->pool_bytes);
-			out_u64(o, "land_bytes", ", landing area %llu bytes\n", ev->land_bytes);
+			out_u64(o, "land_bytes", ", landing area %llu bytes", ev->land_bytes);
 		}
+		if (ev->mem)
+			put_mem(o, ev->mem);
+		out_text(o, "\n");
 		break;
 	case KV_EV_PEER_REFUSED:
 		out_str(o, "event", NULL, "refused");
@@ -312,6 +336,8 @@ int kvxfer_serve(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	o.c.arg = &r;
 	if (ctx->session)
 		return usage_err(ctx, "kvxfer serve: run it from the command line, not in the shell");
+	if ((rc = opt_mem_ready(ctx, opt_arg(v, KVX_MEM), o.mem.kind, o.mem.gpu)))
+		return rc;
 	if ((o.c.stop_fd = signals(ctx, &mask)) < 0)
 		return o.c.stop_fd;
 	rc = kv_recv_run(&o, &sum, &e);
@@ -322,7 +348,6 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 {
 	struct kv_send_target targets[REPEAT_MAX];
 	struct kv_send_opts o = { .nqps = 1, .inflight = 1 };
-	int gpu;
 	struct run_ctx r = { ctx, true };
 	uint64_t tokens = 0;
 	struct kv_summary sum;
@@ -371,10 +396,14 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	o.tokens = (uint32_t)tokens;
 	o.bind_addr = opt_arg(v, KVX_BIND);
 	o.no_stream = opt_on(v, KVX_NO_STREAM);
-	if ((rc = opt_mem(ctx, opt_arg(v, KVX_MEM), false,
-			  "kvxfer send fills and packs its source pages with the CPU: host or hugepage only",
-			  &o.mem, &gpu)))
+	if (opt_on(v, KVX_GPU_REG) &&
+	    (rc_mem_reg_parse(opt_arg(v, KVX_GPU_REG), &o.mem.reg) || o.mem.reg == RC_REG_HOST))
+		return usage_err(ctx, "invalid --gpu-reg '%s': expected auto, dmabuf, peermem or bounce",
+				 opt_arg(v, KVX_GPU_REG));
+	if ((rc = opt_mem(ctx, opt_arg(v, KVX_MEM), true, NULL, &o.mem.kind, &o.mem.gpu)))
 		return rc;
+	if (opt_on(v, KVX_GPU_REG) && o.mem.kind != RC_MEM_CUDA)
+		return usage_err(ctx, "kvxfer send: --gpu-reg is for --mem cuda[:N]");
 	if (opt_on(v, KVX_PACK) && kv_pack_parse(opt_arg(v, KVX_PACK), &o.pack))
 		return usage_err(ctx, "invalid --pack '%s': expected auto, always or never",
 				 opt_arg(v, KVX_PACK));
@@ -386,6 +415,8 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	o.c.arg = &r;
 	if (ctx->session)
 		return usage_err(ctx, "kvxfer send: run it from the command line, not in the shell");
+	if ((rc = opt_mem_ready(ctx, opt_arg(v, KVX_MEM), o.mem.kind, o.mem.gpu)))
+		return rc;
 	if ((o.c.stop_fd = signals(ctx, &mask)) < 0)
 		return o.c.stop_fd;
 	rc = kv_send_run(&o, &sum, &e);

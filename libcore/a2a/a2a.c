@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* The all-to-all driver: buffers, the iteration loop, content and checks. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <rdmactl/ops.h>
 
@@ -26,6 +28,29 @@ uint64_t a2a_send_off(const struct a2a *a, int src, int dst)
 	return off;
 }
 
+static bool gpu(const struct a2a *a)
+{
+	return a->m.kind == RC_MEM_CUDA;
+}
+
+int a2a_copy_in(struct a2a *a, uint8_t *to, const void *from, size_t len, struct rc_err *err)
+{
+	if (!gpu(a)) {
+		memcpy(to, from, len);
+		return 0;
+	}
+	return rc_mem_write(&a->m, (size_t)(to - a->mem), from, len, err);
+}
+
+int a2a_copy_out(struct a2a *a, void *to, const uint8_t *from, size_t len, struct rc_err *err)
+{
+	if (!gpu(a)) {
+		memcpy(to, from, len);
+		return 0;
+	}
+	return rc_mem_read(&a->m, (size_t)(from - a->mem), to, len, err);
+}
+
 static bool o_ring(const struct a2a *a)
 {
 	return a->o->algo == RC_A2A_RING;
@@ -37,6 +62,7 @@ static int setup(struct a2a *a, struct rc_err *err)
 	uint64_t stoks, rtoks;
 	size_t sb, rb;
 	struct a2a_remote mine = { 0 };
+	struct rc_mem_spec spec = a->o->mem;
 	int rc;
 
 	a->soff = calloc((size_t)W + 1, sizeof(uint64_t));
@@ -59,13 +85,26 @@ static int setup(struct a2a *a, struct rc_err *err)
 						 : 0;
 
 	a->mem_len = 3 * sb + 3 * rb + stb + 64;
-	if (a->o->mem != RC_MEM_HOST && a->o->mem != RC_MEM_HUGEPAGE)
-		return rc_err_set(err, ENOTSUP,
-				  "the token buffers are filled, copied and checked by the CPU: host or "
-				  "hugepage memory, not %s", rc_mem_kind_name(a->o->mem));
-	if ((rc = rc_mem_alloc(&a->m, a->o->mem, a->mem_len, NULL, true, err)))
+	if (spec.kind != RC_MEM_HOST && spec.kind != RC_MEM_HUGEPAGE && spec.kind != RC_MEM_CUDA)
+		return rc_err_set(err, EINVAL, "the token buffers are host, hugepage or GPU memory, not %s",
+				  rc_mem_kind_name(spec.kind));
+	spec.len = a->mem_len;
+	spec.path = NULL;
+	if ((rc = rc_mem_alloc_spec(&a->m, &spec, true, err)))
 		return rc;
 	a->mem = a->m.buf;
+	if (gpu(a)) {
+		/* The CPU fills and checks a host copy; the GPU's starts zeroed too. */
+		a->mem = mmap(NULL, a->mem_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			      -1, 0);
+		if (a->mem == MAP_FAILED) {
+			a->mem = NULL;
+			return rc_err_set(err, errno, "cannot allocate a host copy of %zu bytes of token "
+					  "buffers: %s", a->mem_len, strerror(errno));
+		}
+		if ((rc = rc_mem_write(&a->m, 0, a->mem, a->mem_len, err)))
+			return rc;
+	}
 	memset(a->mem, 0, a->mem_len);
 	a->dsend = a->mem;
 	a->crecv[0] = a->dsend + sb;
@@ -74,16 +113,23 @@ static int setup(struct a2a *a, struct rc_err *err)
 	a->drecv[0] = a->csend + rb;
 	a->drecv[1] = a->drecv[0] + rb;
 	a->stage = a->drecv[1] + rb;
-	a->mr = ibv_reg_mr(rc_group_pd(a->g), a->mem, a->mem_len,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	if (!a->mr)
-		return rc_err_set(err, errno, "cannot register %zu bytes of token buffers: %s",
-				  a->mem_len, strerror(errno));
-	for (int p = 0; p < 2; p++) {
-		mine.drecv[p] = (uintptr_t)a->drecv[p];
-		mine.crecv[p] = (uintptr_t)a->crecv[p];
+	if ((rc = rc_mem_register(&a->m, rc_group_pd(a->g),
+				  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &a->mr, err))) {
+		char why[sizeof(err->msg)];
+
+		a->mr = NULL;
+		snprintf(why, sizeof(why), "%s", err->msg);
+		return rc_err_set(err, -rc, "cannot register %zu bytes of token buffers: %.400s",
+				  a->mem_len, why);
 	}
-	mine.stage = (uintptr_t)a->stage;
+	/* Peers and the work requests get the registered addresses: the
+	 * buffers themselves, the GPU's, or the bounce buffer. */
+	a->wire_delta = a->m.mr_addr - (uint64_t)(uintptr_t)a->mem;
+	for (int p = 0; p < 2; p++) {
+		mine.drecv[p] = (uintptr_t)a2a_wire(a, a->drecv[p]);
+		mine.crecv[p] = (uintptr_t)a2a_wire(a, a->crecv[p]);
+	}
+	mine.stage = (uintptr_t)a2a_wire(a, a->stage);
 	mine.rkey = a->mr->rkey;
 	return rc_group_exchange(a->g, &mine, sizeof(mine), a->remote, err);
 }
@@ -92,6 +138,8 @@ static void teardown(struct a2a *a)
 {
 	if (a->mr)
 		ibv_dereg_mr(a->mr);
+	if (gpu(a) && a->mem)
+		munmap(a->mem, a->mem_len);
 	rc_mem_free(&a->m);
 	free(a->soff);
 	free(a->roff);
@@ -99,9 +147,12 @@ static void teardown(struct a2a *a)
 	free(a->scratch);
 }
 
-/* Fill what this rank sends in iteration iter. */
-static void prepare(struct a2a *a, uint32_t iter)
+/* Fill what this rank sends in iteration iter (GPU memory: then copy it over). */
+static int prepare(struct a2a *a, uint32_t iter, struct rc_err *err)
 {
+	size_t sb = (size_t)a->soff[a->W] * a->tb, rb = (size_t)a->roff[a->W] * a->tb;
+	int rc;
+
 	for (int j = 0; j < a->W; j++) {
 		for (uint64_t t = a->soff[j]; t < a->soff[j + 1]; t++)
 			rc_a2a_token_fill(a->dsend + t * a->tb, a->tb, a->me, j, t - a->soff[j], iter,
@@ -111,12 +162,22 @@ static void prepare(struct a2a *a, uint32_t iter)
 			rc_a2a_token_fill(a->csend + t * a->tb, a->tb, a->me, j, t - a->roff[j], iter,
 					  PH_COMBINE);
 	}
+	if (!gpu(a))
+		return 0;
+	return (rc = a2a_copy_in(a, a->dsend, a->dsend, sb, err)) ? rc
+		: a2a_copy_in(a, a->csend, a->csend, rb, err);
 }
 
-static void check(struct a2a *a, uint32_t iter, struct rc_a2a_result *res)
+static int check(struct a2a *a, uint32_t iter, struct rc_a2a_result *res, struct rc_err *err)
 {
-	int p = iter & 1;
+	int p = iter & 1, rc;
 
+	/* GPU memory: the receive buffers back into the host copy first
+	 * (hierarchical receives into host shared memory). */
+	if (gpu(a) && a->o->algo != RC_A2A_HIER &&
+	    ((rc = a2a_copy_out(a, a->drecv[p], a->drecv[p], (size_t)a->roff[a->W] * a->tb, err)) ||
+	     (rc = a2a_copy_out(a, a->crecv[p], a->crecv[p], (size_t)a->soff[a->W] * a->tb, err))))
+		return rc;
 	for (int j = 0; j < a->W; j++) {
 		for (uint64_t t = a->roff[j]; t < a->roff[j + 1]; t++) {
 			rc_a2a_token_fill(a->scratch, a->tb, j, a->me, t - a->roff[j], iter,
@@ -131,6 +192,7 @@ static void check(struct a2a *a, uint32_t iter, struct rc_a2a_result *res)
 		res->checked += (a->roff[j + 1] - a->roff[j]) + (a->soff[j + 1] - a->soff[j]);
 	}
 	res->checked_bytes = res->checked * a->tb;
+	return 0;
 }
 
 int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct rc_a2a_result *res,
@@ -144,6 +206,8 @@ int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct rc_a2a_re
 	a.tb = rc_a2a_token_bytes(o->hidden, o->dtype);
 	res->wrong = res->checked = res->checked_bytes = 0;
 	res->seconds = 0;
+	res->reg = RC_REG_AUTO;
+	res->reg_notes[0] = '\0';
 	if (o->algo == RC_A2A_HIER) {
 		a.L = o->ranks_per_node;
 		if (a.L < 1 || a.W % a.L)
@@ -151,6 +215,10 @@ int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct rc_a2a_re
 					  a.L);
 	}
 	rc = setup(&a, err);
+	if (a.mr) {
+		res->reg = a.m.reg;
+		snprintf(res->reg_notes, sizeof(res->reg_notes), "%s", a.m.reg_notes);
+	}
 	if (!rc && o->algo == RC_A2A_HIER)
 		rc = a2a_hier_setup(&a, err);
 	if (!rc)
@@ -163,7 +231,8 @@ int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct rc_a2a_re
 		rc = rc_group_flush(g, err);
 		if (rc)
 			break;
-		prepare(&a, iter);
+		if ((rc = prepare(&a, iter, err)))
+			break;
 		t0 = rc_now();
 		rc = o->algo == RC_A2A_RING   ? a2a_ring_iter(&a, iter, err)
 		     : o->algo == RC_A2A_HIER ? a2a_hier_iter(&a, iter, err)
@@ -177,8 +246,8 @@ int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct rc_a2a_re
 			if (res->lat_us)
 				res->lat_us[i - o->warmup] = dt * 1e6;
 		}
-		if (o->check)
-			check(&a, iter, res);
+		if (o->check && (rc = check(&a, iter, res, err)))
+			break;
 		if (o->progress)
 			o->progress(o->progress_arg, i + 1, total);
 	}

@@ -27,8 +27,9 @@ struct a2a {
 	 * receive/combine send by source */
 	uint64_t *soff;          /* W + 1 */
 	uint64_t *roff;          /* W + 1 */
-	struct rc_mem m;          /* the token buffers (mem is m.buf) */
-	uint8_t *mem;
+	struct rc_mem m;          /* the token buffers */
+	uint8_t *mem;             /* the CPU's view: m.buf, or for GPU memory its host copy */
+	uint64_t wire_delta;      /* added to a pointer into mem: the address the NIC uses */
 	size_t mem_len;
 	struct ibv_mr *mr;
 	uint8_t *dsend, *drecv[2], *csend, *crecv[2];
@@ -40,6 +41,18 @@ struct a2a {
 	struct a2a_remote *remote; /* W */
 	uint8_t *scratch;        /* one token */
 };
+
+/* What the NIC is given for p, a pointer into the CPU's view (mem). */
+static inline void *a2a_wire(const struct a2a *a, const void *p)
+{
+	return (void *)((uintptr_t)p + a->wire_delta);
+}
+/* len bytes of host memory from into the token buffers at to (the CPU's
+ * view): a copy, or for GPU memory a copy to the GPU (rc_mem_write). */
+int a2a_copy_in(struct a2a *a, uint8_t *to, const void *from, size_t len, struct rc_err *err);
+/* len bytes of the token buffers at from (the CPU's view) into host memory
+ * at to: a copy, or for GPU memory a copy from the GPU (rc_mem_read). */
+int a2a_copy_out(struct a2a *a, void *to, const uint8_t *from, size_t len, struct rc_err *err);
 
 /* Offset (tokens) of src's block in dst's receive layout. */
 uint64_t a2a_recv_off(const struct a2a *a, int dst, int src);

@@ -24,7 +24,7 @@ static int phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 		uint64_t raddr = (ph == PH_DISPATCH ? a->remote[j].drecv[p] : a->remote[j].crecv[p]) +
 				 roff * a->tb;
 
-		rc = rc_group_write_imm(a->g, j, src + off[j] * a->tb,
+		rc = rc_group_write_imm(a->g, j, a2a_wire(a, src + off[j] * a->tb),
 					(uint32_t)((off[j + 1] - off[j]) * a->tb), a->mr->lkey, raddr,
 					a->remote[j].rkey, ph == PH_DISPATCH ? CH_DISPATCH : CH_COMBINE,
 					iter, err);
@@ -33,7 +33,11 @@ static int phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 		peers[n] = j;
 		target[n++] = (uint64_t)iter + 1;
 	}
-	memcpy(self + self_off * a->tb, src + off[me] * a->tb, (off[me + 1] - off[me]) * a->tb);
+	/* its own block: from the CPU's copy of the send buffer */
+	rc = a2a_copy_in(a, self + self_off * a->tb, src + off[me] * a->tb,
+			 (off[me + 1] - off[me]) * a->tb, err);
+	if (rc)
+		return rc;
 	return rc_group_wait_imm(a->g, peers, n, ph == PH_DISPATCH ? CH_DISPATCH : CH_COMBINE,
 				 target, err);
 }

@@ -176,13 +176,19 @@ void a2a_hier_teardown(struct a2a *a)
 	free(a->shm_off);
 }
 
-static void land(struct a2a *a, int ph, int p, int d, int src, const uint8_t *from)
+/* A block into rank d's receive buffer in shared memory; from is in the
+ * token buffers (GPU memory: copied out of the GPU, staged by the CPU). */
+static int land(struct a2a *a, int ph, int p, int d, int src, const uint8_t *from,
+		struct rc_err *err)
 {
-	int j = d % a->L;
+	int j = d % a->L, rc;
 
-	memcpy(final_buf(a, j, ph, p) + final_off(a, ph, d, src) * a->tb, from,
-	       cnt(a, ph, src, d) * a->tb);
+	rc = a2a_copy_out(a, final_buf(a, j, ph, p) + final_off(a, ph, d, src) * a->tb, from,
+			  cnt(a, ph, src, d) * a->tb, err);
+	if (rc)
+		return rc;
 	atomic_fetch_add_explicit(counter(a, j, ph), 1, memory_order_release);
+	return 0;
 }
 
 static int hier_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
@@ -199,7 +205,7 @@ static int hier_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 
 		for (int j = 0; j < L; j++)
 			t += cnt(a, ph, a->me, m * L + j);
-		rc = rc_group_write_imm(a->g, peer, src_ptr(a, ph, m * L), (uint32_t)(t * a->tb),
+		rc = rc_group_write_imm(a->g, peer, a2a_wire(a, src_ptr(a, ph, m * L)), (uint32_t)(t * a->tb),
 					a->mr->lkey,
 					a->remote[peer].stage + rail_off(a, peer, ph, p, n) * a->tb,
 					a->remote[peer].rkey, ch, iter, err);
@@ -209,7 +215,8 @@ static int hier_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 		target[nr++] = (uint64_t)iter + 1;
 	}
 	for (int j = 0; j < L; j++)
-		land(a, ph, p, n * L + j, a->me, src_ptr(a, ph, n * L + j));
+		if ((rc = land(a, ph, p, n * L + j, a->me, src_ptr(a, ph, n * L + j), err)))
+			return rc;
 	if (nr && (rc = rc_group_wait_imm(a->g, rails, nr, ch, target, err)))
 		return rc;
 	/* scatter what the rails brought */
@@ -218,7 +225,8 @@ static int hier_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 		const uint8_t *b = a->stage + rail_off(a, a->me, ph, p, m) * a->tb;
 
 		for (int j = 0; j < L; j++) {
-			land(a, ph, p, n * L + j, src, b);
+			if ((rc = land(a, ph, p, n * L + j, src, b, err)))
+				return rc;
 			b += cnt(a, ph, src, n * L + j) * a->tb;
 		}
 	}

@@ -59,13 +59,15 @@ static int ring_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 	size_t tb = a->tb;
 	uint64_t base = (uint64_t)iter * (uint64_t)(W - 1);
 
-	/* my own block */
+	/* my own block: from the CPU's copy of the send buffer */
 	if (ph == PH_DISPATCH)
-		memcpy(a->drecv[p] + a->roff[me] * tb, a->dsend + a->soff[me] * tb,
-		       (a->soff[me + 1] - a->soff[me]) * tb);
+		rc = a2a_copy_in(a, a->drecv[p] + a->roff[me] * tb, a->dsend + a->soff[me] * tb,
+				 (a->soff[me + 1] - a->soff[me]) * tb, err);
 	else
-		memcpy(a->crecv[p] + a->soff[me] * tb, a->csend + a->roff[me] * tb,
-		       (a->roff[me + 1] - a->roff[me]) * tb);
+		rc = a2a_copy_in(a, a->crecv[p] + a->soff[me] * tb, a->csend + a->roff[me] * tb,
+				 (a->roff[me + 1] - a->roff[me]) * tb, err);
+	if (rc)
+		return rc;
 	for (int s = 1; s < W; s++) {
 		int o = ((me - s + 1) % W + W) % W;
 		uint64_t in = 0, out = 0;
@@ -99,12 +101,12 @@ static int ring_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 			}
 			if (!n)
 				continue;
-			rc = rc_group_write_imm(a->g, succ, src, (uint32_t)(n * tb), a->mr->lkey, raddr,
+			rc = rc_group_write_imm(a->g, succ, a2a_wire(a, src), (uint32_t)(n * tb), a->mr->lkey, raddr,
 						a->remote[succ].rkey, -1, 0, err);
 			if (rc)
 				return rc;
 		}
-		rc = rc_group_write_imm(a->g, succ, a->mem, 0, a->mr->lkey, a->remote[succ].drecv[p],
+		rc = rc_group_write_imm(a->g, succ, a2a_wire(a, a->mem), 0, a->mr->lkey, a->remote[succ].drecv[p],
 					a->remote[succ].rkey, ch, iter, err);
 		if (rc)
 			return rc;

@@ -497,7 +497,7 @@ int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_
 	rc = setup(r, err);
 	if (!rc) {
 		struct kv_event ev = { .kind = KV_EV_READY, .rank = o->c.rank, .peer = r->l->addr,
-				       .port = r->l->port, .dev = r->l->dev_name,
+				       .port = r->l->port, .dev = r->l->dev_name, .mem = &r->pool,
 				       .pool_bytes = r->land_off ? r->land_off : r->pool.len,
 				       .land_bytes = r->land_off ? r->pool.len - r->land_off : 0 };
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "kv_send.h"
@@ -239,15 +240,16 @@ static int map_routes(struct kv_sender *s, struct rc_err *err)
 static int setup(struct kv_sender *s, struct rc_err *err)
 {
 	const struct kv_send_opts *o = s->o;
+	struct rc_mem_spec spec;
 	uint64_t pool, stage;
+	struct rc_err e;
 	int rc;
 
 	if ((rc = kv_geom_check(s->g, err)))
 		return rc;
-	if (o->mem != RC_MEM_HOST && o->mem != RC_MEM_HUGEPAGE)
-		return rc_err_set(err, ENOTSUP,
-				  "the source pages are filled and packed by the CPU: host or hugepage memory, not %s",
-				  rc_mem_kind_name(o->mem));
+	if (o->mem.kind != RC_MEM_HOST && o->mem.kind != RC_MEM_HUGEPAGE && o->mem.kind != RC_MEM_CUDA)
+		return rc_err_set(err, EINVAL, "the source pages are host, hugepage or GPU memory, not %s",
+				  rc_mem_kind_name(o->mem.kind));
 	if (o->c.rank >= s->g->src_tp)
 		return rc_err_set(err, EINVAL, "--rank %u: the prefill side has ranks 0 to %u",
 				  o->c.rank, s->g->src_tp - 1);
@@ -275,9 +277,22 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 				  (unsigned long long)s->src_page_bytes);
 	s->stage_base = s->slot_bytes * o->inflight;
 	s->pool_len = ((size_t)pool + 4095) & ~(size_t)4095;
-	if ((rc = rc_mem_alloc(&s->mem, o->mem, s->pool_len, NULL, true, err)))
+	spec = o->mem;
+	spec.len = s->pool_len;
+	spec.path = NULL;
+	if ((rc = rc_mem_alloc_spec(&s->mem, &spec, true, err)))
 		return rc;
 	s->pool = s->mem.buf;
+	/* GPU memory: the CPU fills and packs a host copy, copied over in parts. */
+	if (s->mem.kind == RC_MEM_CUDA) {
+		s->pool = mmap(NULL, s->pool_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			       -1, 0);
+		if (s->pool == MAP_FAILED) {
+			s->pool = NULL;
+			return rc_err_set(err, errno, "cannot allocate a host copy of %zu bytes of source "
+					  "pages: %s", s->pool_len, strerror(errno));
+		}
+	}
 	s->reqs = calloc(o->inflight, sizeof(*s->reqs));
 	s->d = calloc((size_t)o->ntargets, sizeof(*s->d));
 	if (!s->reqs || !s->d)
@@ -294,10 +309,13 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 			return rc;
 		/* Pinning a large pool takes a while: before HELLO, since the decode
 		 * rank counts heartbeats from WELCOME on. */
-		d->mr = ibv_reg_mr(d->ctrl->pd, s->pool, s->pool_len, IBV_ACCESS_LOCAL_WRITE);
-		if (!d->mr)
-			return rc_err_set(err, errno, "cannot register %zu bytes of source pages: %s",
-					  s->pool_len, strerror(errno));
+		if ((rc = rc_mem_register(&s->mem, d->ctrl->pd, IBV_ACCESS_LOCAL_WRITE, &d->mr, &e))) {
+			d->mr = NULL;
+			return rc_err_set(err, -rc, "cannot register %zu bytes of source pages: %.400s",
+					  s->pool_len, e.msg);
+		}
+		/* What the NIC reads: the pool itself, the GPU's, or its bounce buffer. */
+		s->wire_delta = s->mem.mr_addr - (uint64_t)(uintptr_t)s->pool;
 		if ((rc = handshake(s, d, err)) || (rc = connect_data(s, d, err)))
 			return rc;
 		d->last_hb = rc_now();
@@ -509,7 +527,7 @@ int kv_send_run(const struct kv_send_opts *o, struct kv_summary *sum, struct rc_
 	s->mem.dmabuf_fd = -1;
 	rc = setup(s, err);
 	if (!rc) {
-		struct kv_event ev = { .kind = KV_EV_READY, .rank = o->c.rank };
+		struct kv_event ev = { .kind = KV_EV_READY, .rank = o->c.rank, .mem = &s->mem };
 
 		kvs_emit(s, &ev);
 		rc = run(s, err);
@@ -534,6 +552,8 @@ int kv_send_run(const struct kv_send_opts *o, struct kv_summary *sum, struct rc_
 	}
 	free(s->reqs);
 	free(s->d);
+	if (s->mem.kind == RC_MEM_CUDA && s->pool)
+		munmap(s->pool, s->pool_len);
 	rc_mem_free(&s->mem);
 	free(s);
 	return rc;

@@ -63,6 +63,7 @@ struct sreq {
 	uint32_t rslot[KV_MAX_PEERS], rgen[KV_MAX_PEERS];
 	uint32_t land_at[KV_MAX_PEERS];  /* landing routes: the request's run there (units) */
 	uint32_t *pages[KV_MAX_PEERS];
+	uint64_t copied;             /* GPU memory: bytes of the slot copied to the GPU */
 	uint32_t done_flags;         /* AND of the DONE flags */
 	double unpack_s;             /* the longest unpack the decode ranks' DONE reported */
 	int done_status;
@@ -76,8 +77,9 @@ struct kv_sender {
 	struct sdst *d;
 	int nd;
 	struct rc_mem mem;        /* the source pages and staging */
-	char *pool;
+	char *pool;               /* the CPU's view: mem.buf, or for GPU memory its host copy */
 	size_t pool_len;
+	uint64_t wire_delta;      /* added to a pool address: what the NIC is given (GPU: mr_addr) */
 	uint64_t slot_bytes, src_page_bytes;
 	uint64_t stage_base, stage_slot_bytes; /* staging ring after the slots, one per slot */
 	uint32_t src_pages, dst_pages, session;

@@ -139,6 +139,43 @@ static void start(struct kv_sender *s, struct sreq *q)
  */
 #define FILL_SLICE_S 0.005
 
+/* GPU memory: copy len bytes of the host copy at p to the GPU. */
+static int kvs_to_gpu(struct kv_sender *s, const char *p, size_t len, struct rc_err *err)
+{
+	if (s->mem.kind != RC_MEM_CUDA || !len)
+		return 0;
+	return rc_mem_write(&s->mem, (size_t)(p - s->pool), p, len, err);
+}
+
+#define GPU_CHUNK (1u << 20) /* bytes per copy to the GPU, between looks at the clock */
+
+/* GPU memory: copy what the fill finished of q's slot (the layer halves
+ * before the cursor's, all of it once done) to the GPU, until end (at least
+ * one chunk, so that it moves on). 1: all of the slot is there; 0: more to
+ * copy; < 0: the copy failed. */
+static int copy_filled(struct kv_sender *s, struct sreq *q, bool filled, double end,
+		       struct rc_err *err)
+{
+	uint64_t half_bytes = (uint64_t)s->src_pages * s->src_page_bytes;
+	uint64_t upto = filled ? s->slot_bytes
+			       : ((uint64_t)q->fc.layer * kv_halves(s->g) + q->fc.half) * half_bytes;
+	const char *base = s->pool + (uint64_t)q->slot * s->slot_bytes;
+	int rc;
+
+	if (s->mem.kind != RC_MEM_CUDA)
+		return 1;
+	do {
+		uint64_t n = upto - q->copied < GPU_CHUNK ? upto - q->copied : GPU_CHUNK;
+
+		if (!n)
+			break;
+		if ((rc = kvs_to_gpu(s, base + q->copied, (size_t)n, err)))
+			return rc;
+		q->copied += n;
+	} while (rc_now() < end);
+	return q->copied == s->slot_bytes;
+}
+
 bool kvs_fill_step(struct kv_sender *s)
 {
 	struct sreq *q = NULL;
@@ -146,6 +183,7 @@ bool kvs_fill_step(struct kv_sender *s)
 	struct kv_walk w = { .g = s->g, .dst = false, .check = false, .rank = s->o->c.rank,
 			     .tokens = s->o->tokens, .npages = s->src_pages, .page = fill_page,
 			     .arg = &fp };
+	double end = rc_now() + FILL_SLICE_S;
 	struct rc_err e;
 	int rc;
 
@@ -160,7 +198,14 @@ bool kvs_fill_step(struct kv_sender *s)
 		return false;
 	fp.slot = q->slot;
 	w.req = q->id;
-	rc = kv_walk_slice(&w, &q->fc, FILL_SLICE_S, &e);
+	/* The fill, then (GPU memory) the copy of what it finished, both in
+	 * the one slice; the slot's content is complete only once copied. */
+	rc = q->fc.layer < s->g->layers ? kv_walk_slice(&w, &q->fc, FILL_SLICE_S, &e) : 1;
+	if (rc >= 0) {
+		int c = copy_filled(s, q, rc == 1, end, &e);
+
+		rc = c < 0 ? c : rc == 1 && c == 1;
+	}
 	if (rc < 0)
 		kvs_cancel(s, q, KV_EV_FAILED, -rc, e.msg);
 	else if (rc == 1)
@@ -192,15 +237,16 @@ static int push(struct sqp *qp, const struct wr_ent *w)
  * segments (both halves in a row) that data QPs k0 to k1 - 1 carry, all of
  * them for the whole layer, spread over those QPs. */
 static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int di, uint32_t l,
-		       uint32_t k0, uint32_t k1)
+		       uint32_t k0, uint32_t k1, struct rc_err *err)
 {
 	uint32_t nq = s->o->nqps, halves = kv_halves(s->g);
 	size_t total = d->nsegs * halves, first = total * k0 / nq, end = total * k1 / nq, n = 0;
 	struct wr_ent *v = malloc((end - first + 1) * sizeof(*v));
+	char *staged_lo = NULL, *staged_hi = NULL; /* what packing wrote */
 	int rc = 0;
 
 	if (!v)
-		return -ENOMEM;
+		return rc_err_set(err, ENOMEM, "out of memory");
 	for (uint32_t h = 0; h < halves; h++) {
 		char *stage = stage_addr(s, q->slot, d, l, h);
 		/* Landing: the route's block of this layer half in the request's run. */
@@ -227,6 +273,10 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 			 * wherever the destination is. */
 			if (d->pack) {
 				memcpy(stage, (const void *)(uintptr_t)la, g->len);
+				if (!staged_lo || stage < staged_lo)
+					staged_lo = stage;
+				if (stage + g->len > staged_hi)
+					staged_hi = stage + g->len;
 				la = (uintptr_t)stage;
 				stage += g->len;
 				s->sum->packed_bytes += g->len;
@@ -240,6 +290,11 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 			v[n++] = (struct wr_ent){ .laddr = la, .raddr = ra, .len = g->len,
 						  .slot = (uint16_t)q->slot, .layer = (uint16_t)l };
 		}
+	}
+	/* GPU memory: what was packed goes to the GPU before any write reads it. */
+	if (staged_lo && (rc = kvs_to_gpu(s, staged_lo, (size_t)(staged_hi - staged_lo), err))) {
+		free(v);
+		return rc;
 	}
 	/* Contiguous shares per QP; each share ends with the notification. */
 	for (uint32_t k = k0; !rc && k < k1; k++) {
@@ -258,7 +313,7 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 	}
 	q->pending[l] += k1 - k0;
 	free(v);
-	return rc;
+	return rc ? rc_err_set(err, -rc, "out of memory") : 0;
 }
 
 /* The last layer goes in pieces, one per data QP, each posted as soon as
@@ -286,14 +341,15 @@ static double next_due(const struct kv_sender *s, const struct sreq *q)
 
 /* The work request of one queued write: the stream's signalling rule, plus
  * every notification and every forced one (force) signalled. */
-static void next_wr(struct sqp *qp, const struct wr_ent *w, uint32_t lkey, uint32_t rkey,
-		    bool force, struct rc_wr *wr)
+static void next_wr(const struct kv_sender *s, struct sqp *qp, const struct wr_ent *w,
+		    uint32_t lkey, uint32_t rkey, bool force, struct rc_wr *wr)
 {
 	uint64_t seq = qp->sq.posted;
 
 	qp->bytes += w->len;
+	/* Queued writes name the CPU's view of the pool; the NIC gets its own. */
 	*wr = (struct rc_wr){ .op = w->has_imm ? RC_OP_WRITE_IMM : RC_OP_WRITE,
-			      .laddr = w->laddr, .len = w->len, .lkey = lkey, .raddr = w->raddr,
+			      .laddr = w->laddr + s->wire_delta, .len = w->len, .lkey = lkey, .raddr = w->raddr,
 			      .rkey = rkey, .imm = w->imm,
 			      .user = kv_wrid((uint32_t)seq, w->slot, w->layer, w->has_imm) };
 	wr->signaled = rc_sq_next(&qp->sq, force || w->has_imm);
@@ -313,7 +369,7 @@ int kvs_post_queued(struct kv_sender *s, struct sdst *d)
 			while (ch.n < CHAIN && qp->qlen && qp->sq.posted - qp->sq.done < SQ_DEPTH) {
 				struct rc_wr wr;
 
-				next_wr(qp, &qp->q[qp->qhead], d->mr->lkey, d->rkey, false, &wr);
+				next_wr(s, qp, &qp->q[qp->qhead], d->mr->lkey, d->rkey, false, &wr);
 				rc_chain_add(&ch, &wr);
 				qp->qhead++;
 				qp->qlen--;
@@ -429,7 +485,7 @@ void kvs_cancel(struct kv_sender *s, struct sreq *q, enum kv_ev_kind final, int 
 				struct rc_wr wr;
 
 				ch.n = 0;
-				next_wr(qp, &w, d->mr->lkey, d->rkey, true, &wr);
+				next_wr(s, qp, &w, d->mr->lkey, d->rkey, true, &wr);
 				rc_chain_add(&ch, &wr);
 				if (rc_chain_post(qp->c, &ch, NULL) < 0) {
 					snprintf(d->why, sizeof(d->why), "cannot post to %.64s", d->name);
@@ -532,8 +588,11 @@ static void progress_one(struct kv_sender *s, struct sreq *q, double now)
 		if (!q->layers_posted && !k0)
 			q->first_post = now;
 		for (int i = 0; i < s->nd; i++) {
-			if (queue_layer(s, q, &s->d[i], i, q->layers_posted, k0, k1)) {
-				kvs_cancel(s, q, KV_EV_FAILED, ENOMEM, "out of memory");
+			struct rc_err e;
+			int rc = queue_layer(s, q, &s->d[i], i, q->layers_posted, k0, k1, &e);
+
+			if (rc) {
+				kvs_cancel(s, q, KV_EV_FAILED, -rc, e.msg);
 				return;
 			}
 		}

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rdmactl/parse.h>
@@ -34,21 +35,28 @@ struct cu_api {
 	CUresult (*htod)(CUdeviceptr, const void *, size_t);
 	CUresult (*dtoh)(void *, CUdeviceptr, size_t);
 	CUresult (*err_string)(CUresult, const char **);
+	CUresult (*ctx_sync)(void);
 };
 
+/* The driver: libcuda.so.1, or the library $RDMACTL_CUDA_LIB names (the
+ * tests point it at a fake driver whose "GPU memory" is host memory). */
 static int cu_load(struct cu_api *a, struct rc_err *err)
 {
-	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+	const char *lib = getenv("RDMACTL_CUDA_LIB");
+	void *h = dlopen(lib && *lib ? lib : "libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
 
 	if (!h)
-		return rc_err_set(err, ENODEV, "GPU memory needs the NVIDIA driver: %s", dlerror());
+		return rc_err_set(err, ENODEV,
+				  "GPU memory needs the NVIDIA driver, which this host lacks (no usable GPU): %s",
+				  dlerror());
 #define SYM(f, n) (*(void **)&a->f = dlsym(h, n))
 	if (!SYM(init, "cuInit") || !SYM(device_get, "cuDeviceGet") ||
 	    !SYM(device_count, "cuDeviceGetCount") || !SYM(bus_id, "cuDeviceGetPCIBusId") ||
 	    !SYM(primary_ctx_retain, "cuDevicePrimaryCtxRetain") ||
 	    !SYM(ctx_set_current, "cuCtxSetCurrent") || !SYM(mem_alloc, "cuMemAlloc_v2") ||
 	    !SYM(mem_free, "cuMemFree_v2") || !SYM(htod, "cuMemcpyHtoD_v2") ||
-	    !SYM(dtoh, "cuMemcpyDtoH_v2") || !SYM(err_string, "cuGetErrorString"))
+	    !SYM(dtoh, "cuMemcpyDtoH_v2") || !SYM(err_string, "cuGetErrorString") ||
+	    !SYM(ctx_sync, "cuCtxSynchronize"))
 		return rc_err_set(err, ENODEV, "the NVIDIA driver lacks a needed CUDA call");
 	SYM(get_handle, "cuMemGetHandleForAddressRange");
 #undef SYM
@@ -164,7 +172,25 @@ int rc_gpu_copy(struct rc_mem *m, size_t off, void *host, size_t len, bool to_gp
 		return rc;
 	r = to_gpu ? a.htod((CUdeviceptr)(m->dev_ptr + off), host, len)
 		   : a.dtoh(host, (CUdeviceptr)(m->dev_ptr + off), len);
+	/* A copy from pageable memory may return before its DMA reached the
+	 * GPU: the NIC reads the GPU next, behind CUDA's back. */
+	if (r == CUDA_SUCCESS && to_gpu)
+		r = a.ctx_sync();
 	return r == CUDA_SUCCESS ? 0 : cu_fail(&a, err, r, "GPU copy failed");
+}
+
+int rc_gpu_probe(int gpu, struct rc_err *err)
+{
+	struct cu_api a;
+	CUdevice dev;
+	CUresult r;
+	int rc = cu_load(&a, err);
+
+	if (rc)
+		return rc;
+	if ((r = a.init(0)) != CUDA_SUCCESS)
+		return cu_fail(&a, err, r, "cannot initialise CUDA");
+	return pick_device(&a, gpu, &dev, err);
 }
 #else
 int rc_gpu_alloc(struct rc_mem *m, int gpu, size_t len, struct rc_err *err)
@@ -185,6 +211,12 @@ int rc_gpu_copy(struct rc_mem *m, size_t off, void *host, size_t len, bool to_gp
 		struct rc_err *err)
 {
 	(void)m, (void)off, (void)host, (void)len, (void)to_gpu;
+	return rc_err_set(err, ENOTSUP, "GPU memory needs rdmactl built with the CUDA toolkit");
+}
+
+int rc_gpu_probe(int gpu, struct rc_err *err)
+{
+	(void)gpu;
 	return rc_err_set(err, ENOTSUP, "GPU memory needs rdmactl built with the CUDA toolkit");
 }
 #endif

@@ -12,5 +12,7 @@ int rc_gpu_free(struct rc_mem *m);
 /* Copy between host and a GPU region (for loading and checking contents). */
 int rc_gpu_copy(struct rc_mem *m, size_t off, void *host, size_t len, bool to_gpu,
 		struct rc_err *err);
+/* Whether GPU gpu can hold memory: the driver loads, CUDA starts, the GPU exists. */
+int rc_gpu_probe(int gpu, struct rc_err *err);
 
 #endif

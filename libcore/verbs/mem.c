@@ -273,6 +273,20 @@ static int reg_gpu(struct rc_mem *m, struct ibv_pd *pd, int access, struct ibv_m
 	struct ibv_mr *mr = NULL;
 	int e = ENOTSUP;
 
+	/* Registered before (another PD, or another access): the same path
+	 * again, the same bounce buffer, the notes of the first time kept. */
+	if (m->reg == RC_REG_DMABUF || m->reg == RC_REG_PEERMEM || m->reg == RC_REG_BOUNCE) {
+		if (m->reg == RC_REG_DMABUF)
+			mr = ibv_reg_dmabuf_mr(pd, 0, m->len, m->dev_ptr, m->dmabuf_fd, access);
+		else
+			mr = ibv_reg_mr(pd, m->reg == RC_REG_BOUNCE ? m->bounce : (void *)(uintptr_t)m->dev_ptr,
+					m->len, access);
+		if (!mr)
+			return rc_err_set(err, errno, "cannot register GPU %d memory again (%s): %s",
+					  m->gpu, rc_mem_reg_name(m->reg), strerror(errno));
+		*out = mr;
+		return 0;
+	}
 	if (any || m->want == RC_REG_DMABUF) {
 		if (m->dmabuf_fd < 0) {
 			if (!m->reg_notes[0])
@@ -386,6 +400,22 @@ int rc_mem_read(struct rc_mem *m, size_t off, void *host, size_t len, struct rc_
 		return rc_gpu_copy(m, off, host, len, false, err);
 	memcpy(host, (const char *)(m->kind == RC_MEM_CUDA ? m->bounce : m->buf) + off, len);
 	return 0;
+}
+
+int rc_mem_write(struct rc_mem *m, size_t off, const void *host, size_t len, struct rc_err *err)
+{
+	if (off > m->len || len > m->len - off)
+		return rc_err_set(err, EINVAL, "cannot write %zu bytes at %zu of a %zu-byte region", len,
+				  off, m->len);
+	if (m->kind == RC_MEM_CUDA && !m->bounce)
+		return rc_gpu_copy(m, off, (void *)(uintptr_t)host, len, true, err);
+	memcpy((char *)(m->kind == RC_MEM_CUDA ? m->bounce : m->buf) + off, host, len);
+	return 0;
+}
+
+int rc_mem_gpu_check(int gpu, struct rc_err *err)
+{
+	return rc_gpu_probe(gpu, err);
 }
 
 int rc_mem_free(struct rc_mem *m)

@@ -101,34 +101,75 @@ KVX_GEOM=(--layers 2 --kv-heads 2 --head-dim 64)
 		assert_failure 2
 		jq -e --arg m "$bad" '.error.message | contains("invalid --mem \u0027" + $m + "\u0027")' <<<"$output"
 	done
-	# --gpu-reg: a path of GPU memory, on serve only
+	# --gpu-reg: a path of GPU memory, on serve and send, not plan
 	rdmactl_json "$RDMACTL" kvxfer serve "${KVX_GEOM[@]}" --listen 127.0.0.1:7471 --pool-pages 4 --gpu-reg dmabuf
 	assert_failure 2
 	jq -e '.error.message | contains("--gpu-reg is for --mem cuda")' <<<"$output"
 	rdmactl_json "$RDMACTL" kvxfer serve "${KVX_GEOM[@]}" --listen 127.0.0.1:7471 --pool-pages 4 --mem cuda:0 --gpu-reg host
 	assert_failure 2
 	jq -e '.error.message | contains("invalid --gpu-reg")' <<<"$output"
+	rdmactl_json "$RDMACTL" kvxfer send "${KVX_GEOM[@]}" --connect 127.0.0.1:7471 --tokens 16 --gpu-reg dmabuf
+	assert_failure 2
+	jq -e '.error.message | contains("kvxfer send: --gpu-reg is for --mem cuda")' <<<"$output"
+	rdmactl_json "$RDMACTL" kvxfer send "${KVX_GEOM[@]}" --connect 127.0.0.1:7471 --tokens 16 --mem cuda --gpu-reg gpu
+	assert_failure 2
+	jq -e '.error.message | contains("invalid --gpu-reg \u0027gpu\u0027")' <<<"$output"
 	run "$RDMACTL" kvxfer send --help
-	refute_output --partial '--gpu-reg'
+	assert_output --partial '--gpu-reg'
+	run "$RDMACTL" kvxfer plan "${KVX_GEOM[@]}" --tokens 16 --gpu-reg auto
+	assert_failure 2
+	run "$RDMACTL" __complete kvxfer send --gpu-reg ""
+	assert_output "$(printf '%s\n' auto dmabuf peermem bounce)"
 	run "$RDMACTL" kvxfer plan "${KVX_GEOM[@]}" --tokens 16 --mem host
 	assert_failure 2
 	run "$RDMACTL" __complete kvxfer serve --mem ""
 	assert_output "$(printf '%s\n' host hugepage cuda)"
 	run "$RDMACTL" __complete alltoall --mem ""
 	assert_output "$(printf '%s\n' host hugepage cuda)"
-	# where the CPU reads or fills the bytes, GPU memory is refused plainly
-	# (a build without CUDA says that first: the test below)
+	# where the CPU reads the pool, GPU memory is refused plainly (a build
+	# without CUDA says that first: the test below)
 	jq -e '.features.gpu_memory' <<<"$("$RDMACTL" -j help)" >/dev/null ||
 		skip "this rdmactl has no GPU memory: the refusals below are the build's own (next test)"
 	rdmactl_json "$RDMACTL" kvxfer serve "${KVX_GEOM[@]}" --listen 127.0.0.1:7471 --pool-pages 4 --mem cuda:0 --verify
 	assert_failure 2
 	jq -e '.error.message | contains("--verify reads the pool with the CPU")' <<<"$output"
-	rdmactl_json "$RDMACTL" kvxfer send "${KVX_GEOM[@]}" --connect 127.0.0.1:7471 --tokens 16 --mem cuda:0
-	assert_failure 1
-	jq -e '.error.code == "ENOTSUP" and (.error.message | contains("kvxfer send fills and packs its source pages with the CPU"))' <<<"$output"
-	rdmactl_json "$RDMACTL" alltoall --rendezvous "file:$BATS_TEST_TMPDIR/peers" --rank 0 --world 2 --mem cuda
-	assert_failure 1
-	jq -e '.error.code == "ENOTSUP" and (.error.message | contains("alltoall fills, copies and checks its token buffers with the CPU"))' <<<"$output"
+}
+
+# The fake CUDA driver (tests/unit/fake_cuda.c), GPU memory that is host memory.
+FAKE_CUDA=${RDMACTL_BUILD_DIR:-$(dirname -- "$RDMACTL")/..}/tests/unit/libfakecuda.so
+
+@test "kvxfer and alltoall --mem cuda: no driver, or no such GPU, fails at once, naming it, before any connection or group" {
+	jq -e '.features.gpu_memory' <<<"$("$RDMACTL" -j help)" >/dev/null ||
+		skip "this rdmactl has no GPU memory: a build without CUDA refuses first (next test)"
+	[ -f "$FAKE_CUDA" ] || fail "no fake CUDA driver at $FAKE_CUDA"
+	local -a cmds=(
+		"kvxfer serve ${KVX_GEOM[*]} --listen 127.0.0.1:7471 --pool-pages 4"
+		"kvxfer send ${KVX_GEOM[*]} --connect 127.0.0.1:7471 --tokens 16"
+		"alltoall --rendezvous file:$BATS_TEST_TMPDIR/peers --rank 0 --world 2"
+	)
+	local cmd
+	for cmd in "${cmds[@]}"; do
+		# no driver at all (a library that is not there stands for it)
+		# shellcheck disable=SC2086
+		RDMACTL_CUDA_LIB=$BATS_TEST_TMPDIR/no-libcuda.so rdmactl_json "$RDMACTL" $cmd --mem cuda:0
+		assert_failure 1
+		jq -e '.error.code == "ENODEV" and (.error.message | startswith("--mem cuda:0: GPU memory needs the NVIDIA driver, which this host lacks"))' <<<"$output"
+		# a driver that sees no GPU, or fewer than asked for
+		# shellcheck disable=SC2086
+		RDMACTL_CUDA_LIB=$FAKE_CUDA RDMACTL_FAKE_CUDA_GPUS=0 rdmactl_json "$RDMACTL" $cmd --mem cuda
+		assert_failure 1
+		jq -e '.error.code == "ENODEV" and (.error.message | startswith("--mem cuda: no GPU 0: CUDA sees 0 GPUs"))' <<<"$output"
+		# shellcheck disable=SC2086
+		RDMACTL_CUDA_LIB=$FAKE_CUDA RDMACTL_FAKE_CUDA_GPUS=2 run timeout 20 "$RDMACTL" $cmd --mem cuda:2
+		assert_failure 1
+		assert_output --partial "--mem cuda:2: no GPU 2: CUDA sees 2 GPUs (numbered from 0 in PCI bus order)"
+		# with the GPU there, the command goes on to its devices (none here,
+		# or a rendezvous file that is not there): the GPU was not the stop
+		# shellcheck disable=SC2086
+		RDMACTL_CUDA_LIB=$FAKE_CUDA rdmactl_json "$RDMACTL" $cmd --mem cuda:0
+		assert_failure
+		jq -e '.error.message | test("GPU|CUDA|--mem") | not' <<<"$output"
+	done
 }
 
 @test "a build without CUDA: kvxfer serve, send and alltoall refuse --mem cuda:N as register does" {

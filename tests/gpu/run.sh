@@ -22,6 +22,11 @@
 #                peermem, bounce, auto), and which ran
 #   data-PATH    register --mem cuda:N --gpu-reg PATH on a device's IPv4
 #                address, rdmactl write then read back, bytes compared
+#   kvxfer-cuda  kvxfer send --mem cuda:N (source pages in GPU memory, auto
+#                and --gpu-reg bounce) into a host pool that serve --verify
+#                checks byte for byte; which registration ran
+#   alltoall-cuda  alltoall --mem cuda:N, 2 ranks (flat and ring) on that
+#                device, every token checked (read back from the GPU)
 #   topo-*       probe-topology on this host beside nvidia-smi topo -m: the
 #                GPU numbering and the GPU x GPU classes compared; a capture
 #                of the host (OUTDIR/topo-capture.tar.gz)
@@ -399,6 +404,87 @@ if ((built && have_gpu && ${#devs[@]})); then
 	fi
 else
 	result data SKIP "$( ((built)) || echo 'not built; ')$( ((have_gpu)) || echo 'no GPU; ')$( ((${#devs[@]})) || echo 'no RDMA device')"
+fi
+
+# --- kvxfer-cuda, alltoall-cuda ----------------------------------------------
+# Background processes of a step: bounded each, and gone when the step ends.
+reap_bg() {
+	local p
+	for p in $(jobs -p); do kill -TERM "$p" 2>/dev/null; done
+	wait 2>/dev/null
+}
+
+kvxfer_cuda() { # DEV ADDR PORT
+	local dev=$1 addr=$2 port=$3 reg rc=0 g=(--layers 4 --kv-heads 8 --head-dim 64 --page-tokens 16)
+	trap 'reap_bg; exit 1' TERM
+	for reg in auto bounce; do
+		timeout 30 "$rdmactl" -j -d "$dev" kvxfer serve "${g[@]}" --listen "$addr:$port" \
+			--pool-pages 64 --verify --requests 2 >"$work/kv-serve-$reg.out" 2>&1 &
+		for _ in $(seq 1 40); do
+			grep -q '"event":"listening"' "$work/kv-serve-$reg.out" && break
+			sleep 0.25
+		done
+		timeout 30 "$rdmactl" -j -d "$dev" kvxfer send "${g[@]}" --connect "$addr:$port" \
+			--tokens 256 --requests 2 --qps 2 --mem "cuda:$gpu" --gpu-reg "$reg" \
+			>"$work/kv-send-$reg.out" 2>&1 || rc=1
+		wait
+		cat "$work/kv-serve-$reg.out" "$work/kv-send-$reg.out"
+		if ((rc)); then
+			if grep -q 'cannot register GPU' "$work/kv-send-$reg.out"; then
+				echo "SKIP: kvxfer send could not register GPU memory via $reg here: $(grep -o 'cannot register GPU[^"]*' "$work/kv-send-$reg.out" | head -n 1)"
+				return 77
+			fi
+			echo "kvxfer send --mem cuda:$gpu --gpu-reg $reg failed"
+			return 1
+		fi
+		grep -q '"event":"summary".*"verified":2' "$work/kv-serve-$reg.out" ||
+			{ echo "serve did not verify both requests (--gpu-reg $reg)"; return 1; }
+		echo "kvxfer send --gpu-reg $reg: source pages in GPU $gpu memory via" \
+			"$(grep -o '"registration":"[a-z]*"' "$work/kv-send-$reg.out" | head -n 1 | cut -d'"' -f4);" \
+			"2 requests verified by serve on $dev"
+		port=$((port + 1))
+	done
+}
+
+alltoall_cuda() { # DEV ADDR PORT
+	local dev=$1 addr=$2 port=$3 algo r peers=$work/a2a-peers
+	trap 'reap_bg; exit 1' TERM
+	for algo in flat ring; do
+		printf '0 %s:%s\n1 %s:%s\n' "$addr" "$port" "$addr" "$((port + 1))" >"$peers"
+		for r in 1 0; do
+			timeout 40 "$rdmactl" -j -t 20000 -d "$dev" alltoall --rank "$r" --world 2 \
+				--rendezvous "file:$peers" --algo "$algo" --mem "cuda:$gpu" --hidden 2048 \
+				--tokens 64 --iters 5 >"$work/a2a-$algo-$r.out" 2>&1 &
+		done
+		wait
+		cat "$work/a2a-$algo-0.out" "$work/a2a-$algo-1.out"
+		if grep -q 'cannot register' "$work/a2a-$algo-0.out"; then
+			echo "SKIP: alltoall could not register GPU memory here: $(grep -o 'cannot register[^"]*' "$work/a2a-$algo-0.out" | head -n 1)"
+			return 77
+		fi
+		if ! { grep -q '"wrong":0' "$work/a2a-$algo-0.out" && grep -q '"mem":"cuda"' "$work/a2a-$algo-0.out" &&
+			grep -q '"checked":true' "$work/a2a-$algo-0.out"; }; then
+			echo "alltoall --algo $algo --mem cuda:$gpu did not check every token right"
+			return 1
+		fi
+		echo "alltoall --algo $algo, 2 ranks, token buffers in GPU $gpu memory via" \
+			"$(grep -o '"registration":"[a-z]*"' "$work/a2a-$algo-0.out" | cut -d'"' -f4):" \
+			"$(grep -o '"checked_tokens":[0-9]*' "$work/a2a-$algo-0.out" | cut -d: -f2) tokens checked on rank 0, none wrong"
+		port=$((port + 2))
+	done
+}
+
+if ((built && have_gpu && ${#devs[@]})); then
+	if target=$(find_addr); then
+		# shellcheck disable=SC2086 # "DEV ADDR" splits on purpose
+		step kvxfer-cuda 60 kvxfer_cuda $target 17481
+		# shellcheck disable=SC2086
+		step alltoall-cuda 60 alltoall_cuda $target 17491
+	else
+		result kvxfer-alltoall SKIP "no RDMA device has a netdev with an IPv4 address (rdma_cm needs one)"
+	fi
+else
+	result kvxfer-alltoall SKIP "$( ((built)) || echo 'not built; ')$( ((have_gpu)) || echo 'no GPU; ')$( ((${#devs[@]})) || echo 'no RDMA device')"
 fi
 
 # --- topo ------------------------------------------------------------------

@@ -294,3 +294,69 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 	jq -e '.ranks == 4 and .rank == 0 and .rank_source == "openmpi" and .wrong == 0
 		and .rendezvous == "etcd"' <<<"$output"
 }
+
+# The fake CUDA driver (tests/unit/fake_cuda.c): "GPU memory" that is host
+# memory, so that the GPU memory path (host copies in and out, registered
+# addresses given to peers) runs here without a GPU. It proves the plumbing,
+# not GPUDirect (tests/gpu/run.sh). With RDMACTL_FAKE_CUDA_PROTECT=1 the
+# device memory is inaccessible to the CPU: peer memory cannot register it,
+# the bounce buffer path runs, and a direct CPU access would crash.
+FAKE_CUDA=$BUILD_DIR/tests/unit/libfakecuda.so
+
+need_fake_cuda() {
+	jq -e '.features.gpu_memory' <<<"$(rdmactl -j help)" >/dev/null ||
+		skip "this rdmactl was built without CUDA"
+	[ -f "$FAKE_CUDA" ] || fail "no fake CUDA driver at $FAKE_CUDA"
+}
+
+@test "--mem cuda with no GPU driver: every rank fails at once, naming the cause, before the group" {
+	need_guest
+	jq -e '.features.gpu_memory' <<<"$(rdmactl -j help)" >/dev/null ||
+		skip "this rdmactl was built without CUDA (tests/cli/gpu-mem.bats covers that build)"
+	a2a_peers 2
+	SECONDS=0
+	a2a_start 2 --rendezvous "file:$PEERS" "${SMALL[@]}" --mem cuda:0
+	a2a_wait
+	(( SECONDS < 15 )) || fail "took $SECONDS s"
+	for i in 0 1; do
+		[ "${RCS[i]}" = 1 ] || { a2a_dump; fail "rank $i exited ${RCS[i]}"; }
+		jq -e '.error.code == "ENODEV" and (.error.message | startswith("--mem cuda:0: GPU memory needs the NVIDIA driver"))' \
+			"$BATS_TEST_TMPDIR/rank.$i.out" || { a2a_dump; fail "rank $i"; }
+	done
+	# a driver with no such GPU says that
+	RDMACTL_CUDA_LIB=$FAKE_CUDA RDMACTL_FAKE_CUDA_GPUS=0 run rdmactl alltoall -r 0 -w 2 -R "file:$PEERS" --mem cuda
+	assert_failure 1
+	assert_output --partial "--mem cuda: no GPU 0: CUDA sees 0 GPUs"
+}
+
+@test "--mem cuda (fake driver): flat, ring and hierarchical move every token through GPU memory, checked" {
+	need_guest
+	need_fake_cuda
+	export RDMACTL_CUDA_LIB=$FAKE_CUDA
+	# flat, 2 ranks: peer memory registers the device pointer (the fake
+	# refuses the dma-buf export, and says so)
+	a2a_peers 2
+	a2a_ok 2 --algo flat --rendezvous "file:$PEERS" "${SMALL[@]}" --mem cuda:0
+	jq -e '.mem == "cuda" and .gpu == 0 and .registration == "peermem" and .node_staged == false
+		and (.registration_notes | contains("dma-buf: the export was refused"))' <<<"$DOC"
+	# ring, 3 ranks, zipf, device memory closed to the CPU: the bounce buffer
+	a2a_peers 3
+	RDMACTL_FAKE_CUDA_PROTECT=1 a2a_ok 3 --algo ring --rendezvous "file:$PEERS" "${SMALL[@]}" \
+		--skew zipf:1.5 --mem cuda
+	jq -e '.mem == "cuda" and .registration == "bounce"
+		and (.registration_notes | contains("peer memory: ibv_reg_mr"))' <<<"$DOC"
+	# hierarchical, 2 nodes of 2: rails from GPU memory, staged through the
+	# node's host shared memory
+	a2a_peers 4
+	a2a_ok 4 --algo hierarchical --ranks-per-node 2 --rendezvous "file:$PEERS" "${SMALL[@]}" --mem cuda:0
+	jq -e '.mem == "cuda" and .node_staged == true and .registration == "peermem"' <<<"$DOC"
+	a2a_peers 4
+	RDMACTL_FAKE_CUDA_PROTECT=1 a2a_ok 4 --algo hierarchical --ranks-per-node 2 \
+		--rendezvous "file:$PEERS" "${SMALL[@]}" --dtype fp8 --mem cuda
+	jq -e '.node_staged == true and .registration == "bounce"' <<<"$DOC"
+	# host memory says so too
+	a2a_peers 2
+	a2a_ok 2 --rendezvous "file:$PEERS" "${SMALL[@]}"
+	jq -e '.mem == "host" and .gpu == null and .registration == "host" and .registration_notes == null
+		and .node_staged == false' <<<"$DOC"
+}

@@ -722,3 +722,68 @@ TWO_NICS_CHECK='
 	# nhd: two sources interleave in every destination row; nothing joins.
 	check '.planalways[0].pack.always.writes == .planalways[0].pack.never.writes' planalways
 }
+
+# The fake CUDA driver (tests/unit/fake_cuda.c): "GPU memory" that is host
+# memory, so that send's GPU memory path (the fill through a host copy, the
+# packed staging copied over, the registered addresses in the writes) runs
+# here without a GPU; the decode ranks use host memory and --verify every
+# byte. It proves the plumbing, not GPUDirect (tests/gpu/run.sh). With
+# RDMACTL_FAKE_CUDA_PROTECT=1 device memory is closed to the CPU: peer
+# memory cannot register it, the bounce buffer path runs, and any direct
+# CPU access would crash.
+FAKE_CUDA=$BUILD_DIR/tests/unit/libfakecuda.so
+
+@test "send --mem cuda with no GPU driver fails at once, naming the cause, before connecting" {
+	jq -e '.features.gpu_memory' <<<"$("$RDMACTL" -j help)" >/dev/null ||
+		skip "this rdmactl was built without CUDA (tests/cli/gpu-mem.bats covers that build)"
+	serve d0 "${G[@]}" --pool-pages 8 --requests 1
+	SECONDS=0
+	run timeout 30 "$RDMACTL" -j kvxfer send "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --mem cuda:0
+	assert_failure 1
+	(( SECONDS < 15 )) || fail "took $SECONDS s"
+	jq -e '.error.code == "ENODEV" and (.error.message | startswith("--mem cuda:0: GPU memory needs the NVIDIA driver"))' <<<"$output"
+	run timeout 30 "$RDMACTL" kvxfer send "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --mem cuda:0 --gpu-reg bounce
+	assert_failure 1
+	assert_output --partial "GPU memory needs the NVIDIA driver"
+	# nobody came to the decode rank
+	sleep 0.5
+	check '.d0 | ev("connected") | length == 0' d0
+}
+
+@test "send --mem cuda (fake driver): source pages in GPU memory, filled through a host copy, packed and not, verified" {
+	[ -f "$FAKE_CUDA" ] || fail "no fake CUDA driver at $FAKE_CUDA"
+	jq -e '.features.gpu_memory' <<<"$("$RDMACTL" -j help)" >/dev/null ||
+		skip "this rdmactl was built without CUDA"
+	# TP 2 -> 1, 4-token source pages into 8-token destination pages: each
+	# source fills half of every destination row, so --pack always copies
+	# into the staging ring. Two senders at once, three requests each, two in
+	# flight, two QPs: peer memory (auto) packed, the bounce buffer (device
+	# memory closed to the CPU) unpacked. Every request needs both sources.
+	local T=(--layers 3 --kv-heads 8 --head-dim 16 --src-page-tokens 4 --dst-page-tokens 8
+		 --src-tp 2 --dst-tp 1)
+	serve d0 "${T[@]}" --pool-pages 24 --scatter 5 --verify --requests 3
+	RDMACTL_CUDA_LIB=$FAKE_CUDA send s0 "${T[@]}" --rank 0 --connect "$ADDR:$PORT_d0" --tokens 19 \
+		--requests 3 --inflight 2 --qps 2 --pack always --mem cuda:0 --layer-compute-us 2000
+	RDMACTL_CUDA_LIB=$FAKE_CUDA RDMACTL_FAKE_CUDA_PROTECT=1 send s1 "${T[@]}" --rank 1 \
+		--connect "$ADDR:$PORT_d0" --tokens 19 --requests 3 --inflight 2 --qps 2 --pack never --mem cuda
+	reap s0 s1 d0
+	status 0 s0 s1 d0
+	check '(.d0 | verified(3)) and (.d0 | ev("done") | all(.sources == [0,1]))
+		and (.s0 | verified(3)) and (.s1 | verified(3))
+		and (.s0 | ev("ready")[0] | .mem == "cuda" and .gpu == 0 and .registration == "peermem"
+			and (.registration_notes | contains("dma-buf: the export was refused")))
+		and (.s1 | ev("ready")[0] | .mem == "cuda" and .registration == "bounce"
+			and (.registration_notes | contains("peer memory: ibv_reg_mr")))
+		and (.s0 | ev("summary")[0] | .routes_packed == 1 and .packed_bytes == 19*4*32*2*3*3)
+		and (.s1 | ev("summary")[0] | .routes_packed == 0)
+		and (.d0 | ev("listening")[0] | .mem == "host" and .gpu == null and .registration == "host"
+			and .registration_notes == null)' s0 s1 d0
+	# --gpu-reg peermem on memory closed to the CPU: that path alone, and its failure named
+	serve d1 "${T[@]}" --pool-pages 24 --requests 1
+	RDMACTL_CUDA_LIB=$FAKE_CUDA RDMACTL_FAKE_CUDA_PROTECT=1 run timeout 30 "$RDMACTL" kvxfer send "${T[@]}" \
+		--connect "$ADDR:$PORT_d1" --tokens 19 --mem cuda --gpu-reg peermem
+	assert_failure 1
+	assert_output --partial "cannot register"
+	assert_output --partial "(peermem)"
+	assert_output --partial "peer memory: ibv_reg_mr"
+}

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
@@ -127,5 +128,54 @@ int main(void)
 	CHECK(rc_mem_free(&m) == 0);
 	unlink(path);
 	CHECK(rc_mem_alloc(&m, RC_MEM_FILE, 0, "/nonexistent/x", false, NULL) == -ENOENT);
+
+	/* rc_mem_write and rc_mem_read: host memory, bounds checked. */
+	{
+		unsigned char in[64], out[64];
+
+		for (int i = 0; i < 64; i++)
+			in[i] = (unsigned char)(i * 7 + 1);
+		CHECK(rc_mem_alloc(&m, RC_MEM_HOST, 4096, NULL, true, NULL) == 0);
+		CHECK(rc_mem_write(&m, 4032, in, 64, NULL) == 0);
+		CHECK(rc_mem_read(&m, 4032, out, 64, NULL) == 0 && memcmp(in, out, 64) == 0);
+		CHECK(((unsigned char *)m.buf)[4095] == in[63]);
+		CHECK(rc_mem_write(&m, 4033, in, 64, NULL) == -EINVAL);
+		CHECK(rc_mem_read(&m, 4097, out, 0, NULL) == -EINVAL);
+		CHECK(rc_mem_free(&m) == 0);
+	}
+
+	/* GPU memory through the fake driver (ctest sets RDMACTL_CUDA_LIB):
+	 * what rc_mem_write put on the "GPU" comes back through rc_mem_read,
+	 * the CPU never touching device memory (it is PROT_NONE there); no
+	 * such GPU, and no driver, are named. */
+	if (rc_mem_gpu_built() && getenv("RDMACTL_CUDA_LIB")) {
+		unsigned char in[300], out[300];
+		struct rc_mem_spec spec = { .kind = RC_MEM_CUDA, .len = 100000, .gpu = 0 };
+		struct rc_err e;
+
+		setenv("RDMACTL_FAKE_CUDA_PROTECT", "1", 1);
+		setenv("RDMACTL_FAKE_CUDA_GPUS", "2", 1);
+		for (int i = 0; i < 300; i++)
+			in[i] = (unsigned char)(i * 13 + 5);
+		CHECK(rc_mem_gpu_check(1, NULL) == 0);
+		CHECK(rc_mem_gpu_check(2, &e) == -ENODEV && strstr(e.msg, "no GPU 2: CUDA sees 2 GPUs"));
+		CHECK(rc_mem_alloc_spec(&m, &spec, true, NULL) == 0);
+		CHECK(m.kind == RC_MEM_CUDA && m.dev_ptr && m.dmabuf_fd == -1 &&
+		      strstr(m.reg_notes, "dma-buf: the export was refused"));
+		CHECK(rc_mem_write(&m, 99700, in, 300, NULL) == 0);
+		CHECK(rc_mem_write(&m, 0, in, 300, NULL) == 0);
+		memset(out, 0, sizeof(out));
+		CHECK(rc_mem_read(&m, 99700, out, 300, NULL) == 0 && memcmp(in, out, 300) == 0);
+		CHECK(rc_mem_read(&m, 0, out, 300, NULL) == 0 && memcmp(in, out, 300) == 0);
+		CHECK(rc_mem_write(&m, 99701, in, 300, NULL) == -EINVAL);
+		CHECK(rc_mem_free(&m) == 0);
+		setenv("RDMACTL_CUDA_LIB", "/nonexistent/libcuda.so.1", 1);
+		CHECK(rc_mem_gpu_check(0, &e) == -ENODEV &&
+		      strstr(e.msg, "GPU memory needs the NVIDIA driver, which this host lacks"));
+	} else if (!rc_mem_gpu_built()) {
+		struct rc_err e;
+
+		CHECK(rc_mem_gpu_check(0, &e) == -ENOTSUP && strstr(e.msg, "built with the CUDA toolkit"));
+	}
 	CHECK_DONE();
 }

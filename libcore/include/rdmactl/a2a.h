@@ -72,7 +72,14 @@ struct rc_a2a_opts {
 	int timeout_ms;           /* waits on shared memory (the group has its own) */
 	int iters;
 	int warmup;
-	enum rc_mem_kind mem;     /* token buffers: host (default) or hugepage; the CPU fills them */
+	/* Token buffers: host (default), hugepage or GPU memory (.len and .path
+	 * unused). The CPU fills and checks them; GPU memory through a host copy
+	 * of the same size (rc_mem_write before each iteration, rc_mem_read of
+	 * the receive buffers after it), and a rank's block to itself is
+	 * written from that host copy. Hierarchical: the receive buffers are
+	 * the node's host shared memory whatever the kind, and blocks reach it
+	 * from GPU memory through the host (rc_mem_read): staged, not direct. */
+	struct rc_mem_spec mem;
 	bool check;
 	void (*progress)(void *arg, int done, int total);
 	void *progress_arg;
@@ -84,6 +91,8 @@ struct rc_a2a_result {
 	uint64_t checked;     /* tokens checked */
 	uint64_t checked_bytes;
 	double seconds;       /* timed iterations together */
+	enum rc_mem_reg reg;  /* how the token buffers were registered (GPU: the path that ran) */
+	char reg_notes[384];  /* GPU: the paths tried before it, and why they failed */
 };
 
 RC_EXPORT int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o,

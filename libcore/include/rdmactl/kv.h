@@ -442,6 +442,9 @@ struct kv_event {
 	uint32_t qps;             /* PEER_UP: its data QPs */
 	const char *reason;       /* PEER_DOWN */
 	const struct kv_report *rep;
+	/* READY: the pool (serve) or the source pages (send): kind, GPU and the
+	 * registration path that ran (reg, reg_notes). */
+	const struct rc_mem *mem;
 };
 
 struct kv_summary {
@@ -505,9 +508,13 @@ struct kv_send_opts {
 	bool no_stream;
 	enum kv_pack pack;
 	enum kv_pack land;        /* --land: auto, always or never (the decode rank follows it) */
-	/* The source pages and staging: host (default) or hugepage. The CPU
-	 * fills them and packs from them: GPU memory is refused. */
-	enum rc_mem_kind mem;
+	/* The source pages and staging: host (default), hugepage or GPU memory
+	 * (.len and .path unused). The CPU fills and packs them: with GPU memory
+	 * in a host copy of the same size, each filled part then copied to the
+	 * GPU (rc_mem_write) in the same time slices as the fill, each packed
+	 * layer before its writes are posted. GPU memory is registered on each
+	 * decode rank's PD by the first path that works (rc_mem_register). */
+	struct rc_mem_spec mem;
 };
 
 /* Run until the requests are finished or stop_fd. Returns 0 (whatever

@@ -68,7 +68,9 @@ RC_EXPORT int rc_mem_alloc_spec(struct rc_mem *m, const struct rc_mem_spec *spec
 /* Register with pd: host memory with ibv_reg_mr; GPU memory by the first
  * path that works of dma-buf, peer memory, host bounce buffer (or only the
  * one m->want names). Sets m->reg, m->mr_addr and m->reg_notes; on failure
- * err says why each path failed. */
+ * err says why each path failed. GPU memory registered before registers
+ * again (another PD, other access) by the path that ran the first time,
+ * through the same bounce buffer. */
 RC_EXPORT int rc_mem_register(struct rc_mem *m, struct ibv_pd *pd, int access, struct ibv_mr **mr,
 			      struct rc_err *err);
 /* Whether this build has GPU memory (the CUDA toolkit was found). */
@@ -92,6 +94,17 @@ RC_EXPORT int rc_mem_sync_range(struct rc_mem *m, size_t off, size_t len, struct
  * there (GPU memory: from the GPU, or from its bounce buffer). */
 RC_EXPORT int rc_mem_read(struct rc_mem *m, size_t off, void *host, size_t len,
 			  struct rc_err *err);
+/* Copy len bytes of host memory into the region at off: what peers will
+ * read there (GPU memory: to the GPU, waiting until the bytes are there;
+ * registered through a bounce buffer: into the bounce buffer, which is what
+ * peers reach; rc_mem_sync copies it to the GPU). */
+RC_EXPORT int rc_mem_write(struct rc_mem *m, size_t off, const void *host, size_t len,
+			   struct rc_err *err);
+/* Whether GPU gpu (PCI bus order) can hold memory here: the driver loads,
+ * CUDA starts and the GPU exists. 0, or -errno with the cause: a build
+ * without CUDA, no NVIDIA driver, no such GPU. Allocates nothing, so a
+ * command can say so before it joins a group or connects. */
+RC_EXPORT int rc_mem_gpu_check(int gpu, struct rc_err *err);
 /* Unmap and close; returns the first error, releases everything. */
 RC_EXPORT int rc_mem_free(struct rc_mem *m);
 
