@@ -193,6 +193,7 @@ status() {
 }
 
 @test "--no-stream, the negative twin: no layer lands before the last is ready, more time exposed" {
+	heavy_sibling "a timing twin of the 1:1 streamed test, whose code path it shares"
 	# 1024 tokens: 512 KiB a layer, tens of ms on the wire, so that the
 	# transfer outweighs scheduling noise; layers ready 200 ms apart. One
 	# sender at a time, so that they do not share the CPU. Five requests.
@@ -634,6 +635,7 @@ no_leak() {
 }
 
 @test "a large request verified and filled in slices: heartbeats of 50 ms, timeout 400 ms, nobody declared dead" {
+	heavy_sibling "a timing property of 256 MiB; every other kvxfer test fills and verifies in the same slices"
 	# 256 MiB a request: seconds of filling (send) and checking (serve)
 	# under TCG, many times the heartbeat timeout.
 	# The sanitizer build checks 256 MiB in more than the default 10 s, so the

@@ -75,6 +75,7 @@ teardown() {
 }
 
 @test "2% packet loss both ways: fetch-adds sum exactly and a compare-and-swap chain holds" {
+	heavy_sibling "the 2% loss write and read test, and the atomic tests of data.bats"
 	need_two_nics
 	local i n
 	PORT=$(next_port)
