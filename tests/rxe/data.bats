@@ -234,10 +234,12 @@ setup() {
 		"$(jq -r .rkey <<<"$d")" 0 16 tok
 	assert_success
 	assert_output "000102030405060708090a0b0c0d0e0f"
-	# Without the token, the foreign client is turned away.
+	# Without the token, the foreign client is turned away at the connect,
+	# and is not left waiting.
 	run timeout 30 "$FOREIGN_CLIENT" write "$ADDR" "$PORT" "$(jq -r .addr <<<"$d")" \
 		"$(jq -r .rkey <<<"$d")" 0 16
-	assert_failure
+	assert_failure 1
+	assert_output --partial "rdma_connect: Connection refused"
 }
 
 @test "many LIST requests back to back on one connection: every reply intact" {

@@ -30,6 +30,7 @@
 
 struct peer {
 	struct rdma_cm_id *id;
+	bool connected; /* rdma_disconnect only then: on an id whose connect was refused it waits for an event that never comes */
 	struct ibv_mr *mr;
 	char *buf;
 };
@@ -54,7 +55,8 @@ static void release(struct peer *p)
 		rdma_dereg_mr(p->mr);
 	free(p->buf);
 	if (p->id) {
-		rdma_disconnect(p->id);
+		if (p->connected)
+			rdma_disconnect(p->id);
 		rdma_destroy_ep(p->id);
 	}
 	*p = (struct peer){ 0 };
@@ -97,6 +99,7 @@ static int one(const struct job *j, struct peer *p)
 	}
 	if (rdma_connect(p->id, &cp))
 		return die("rdma_connect");
+	p->connected = true;
 	p->buf = calloc(1, j->len);
 	if (!p->buf)
 		return die("calloc");
