@@ -166,18 +166,7 @@ static void put_mem(struct out *o, const struct a2a_cli *a, const struct rc_a2a_
 	bool gpu = a->run.mem.kind == RC_MEM_CUDA;
 	bool staged = gpu && a->run.algo == RC_A2A_HIER;
 
-	out_str(o, "mem", "# token buffers: mem %s", rc_mem_kind_name(a->run.mem.kind));
-	if (gpu)
-		out_i64(o, "gpu", ":%lld", a->run.mem.gpu);
-	else
-		out_null(o, "gpu");
-	out_str(o, "registration", gpu ? " via %s" : NULL, rc_mem_reg_name(r->reg));
-	if (gpu && r->reg == RC_REG_BOUNCE)
-		out_text(o, " (a host bounce buffer: peers reach a host copy, not GPU memory; no GPUDirect)");
-	if (gpu && r->reg_notes[0])
-		out_str(o, "registration_notes", " [tried first: %s]", r->reg_notes);
-	else
-		out_null(o, "registration_notes");
+	out_mem(o, "# token buffers: ", a->run.mem.kind, a->run.mem.gpu, r->reg, r->reg_notes);
 	out_bool(o, "node_staged", NULL, staged);
 	if (staged)
 		out_text(o, "; inside a node, blocks are staged through host shared memory (receive "

@@ -141,19 +141,7 @@ static void print_region(struct ctx *ctx, struct rc_server *s, const struct rc_r
 	out_str(o, "rkey_hex", " rkey %s", rkey);
 	out_u64(o, "length", " length %llu", (unsigned long long)r->d.length);
 	out_str(o, "access", " access %s", rc_access_name(r->d.access));
-	out_str(o, "mem", " mem %s", rc_mem_kind_name(r->mem.kind));
-	if (r->mem.kind == RC_MEM_CUDA)
-		out_i64(o, "gpu", ":%lld", r->mem.gpu);
-	else
-		out_null(o, "gpu");
-	out_str(o, "registration", r->mem.kind == RC_MEM_CUDA ? " via %s" : NULL,
-		rc_mem_reg_name(r->mem.reg));
-	if (r->mem.reg == RC_REG_BOUNCE)
-		out_text(o, " (a host bounce buffer: peers reach a host copy, not GPU memory; no GPUDirect)");
-	if (r->mem.kind == RC_MEM_CUDA && r->mem.reg_notes[0])
-		out_str(o, "registration_notes", " [tried first: %s]", r->mem.reg_notes);
-	else
-		out_null(o, "registration_notes");
+	out_mem(o, " ", r->mem.kind, r->mem.gpu, r->mem.reg, r->mem.reg_notes);
 	if (r->path[0])
 		out_str(o, "file", " file %s", r->path);
 	out_str(o, "device", " device %s", l->dev_name);

@@ -182,6 +182,27 @@ void out_null(struct out *o, const char *key)
 		add(o, key, json_null());
 }
 
+void out_mem(struct out *o, const char *lead, enum rc_mem_kind kind, int gpu, enum rc_mem_reg reg,
+	     const char *notes)
+{
+	bool cuda = kind == RC_MEM_CUDA;
+	char fmt[64];
+
+	snprintf(fmt, sizeof(fmt), "%smem %%s", lead);
+	out_str(o, "mem", fmt, rc_mem_kind_name(kind));
+	if (cuda)
+		out_i64(o, "gpu", ":%lld", gpu);
+	else
+		out_null(o, "gpu");
+	out_str(o, "registration", cuda ? " via %s" : NULL, rc_mem_reg_name(reg));
+	if (cuda && reg == RC_REG_BOUNCE)
+		out_text(o, " (a host bounce buffer: peers reach a host copy, not GPU memory; no GPUDirect)");
+	if (cuda && notes && notes[0])
+		out_str(o, "registration_notes", " [tried first: %s]", notes);
+	else
+		out_null(o, "registration_notes");
+}
+
 void out_json(struct out *o, const char *key, json_t *val)
 {
 	if (out_is_json(o))

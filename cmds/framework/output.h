@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <jansson.h>
 
+#include "rdmactl/mem.h"
+
 #define RDMACTL_SCHEMA_VERSION 1
 
 enum out_mode { OUT_TEXT, OUT_JSON, OUT_JSON_PRETTY };
@@ -48,6 +50,11 @@ void out_i64(struct out *o, const char *key, const char *fmt, int64_t val);
 void out_f64(struct out *o, const char *key, const char *fmt, double val);
 void out_bool(struct out *o, const char *key, const char *fmt, bool val);
 void out_null(struct out *o, const char *key);
+/* A buffer's memory with register's keys (mem, gpu, registration,
+ * registration_notes): text "LEADmem cuda:0 via dmabuf [tried first: ...]",
+ * the bounce buffer said plainly. */
+void out_mem(struct out *o, const char *lead, enum rc_mem_kind kind, int gpu, enum rc_mem_reg reg,
+	     const char *notes);
 /* Text-only decoration (headings, newlines); ignored in JSON mode. */
 void out_text(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A ready-made JSON value (stolen reference) added under key. */

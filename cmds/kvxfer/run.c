@@ -43,27 +43,6 @@ static void put_timeline(struct out *o, const char *key, const char *label, cons
 	out_text(o, "\n");
 }
 
-/* The memory of the pool (serve) or the source pages (send), and for GPU
- * memory the registration path that ran, with register's keys and words:
- * ", mem cuda:0 via dmabuf [tried first: ...]". */
-static void put_mem(struct out *o, const struct rc_mem *m)
-{
-	bool gpu = m->kind == RC_MEM_CUDA;
-
-	out_str(o, "mem", ", mem %s", rc_mem_kind_name(m->kind));
-	if (gpu)
-		out_i64(o, "gpu", ":%lld", m->gpu);
-	else
-		out_null(o, "gpu");
-	out_str(o, "registration", gpu ? " via %s" : NULL, rc_mem_reg_name(m->reg));
-	if (gpu && m->reg == RC_REG_BOUNCE)
-		out_text(o, " (a host bounce buffer: peers reach a host copy, not GPU memory; no GPUDirect)");
-	if (gpu && m->reg_notes[0])
-		out_str(o, "registration_notes", " [tried first: %s]", m->reg_notes);
-	else
-		out_null(o, "registration_notes");
-}
-
 static void put_report(struct run_ctx *run, const struct kv_event *ev)
 {
 	static const char *const names[] = { [KV_EV_DONE] = "done", [KV_EV_CANCELLED] = "cancelled",
@@ -137,7 +116,7 @@ static void on_event(void *arg, const struct kv_event *ev)
 			out_u64(o, "land_bytes", ", landing area %llu bytes", ev->land_bytes);
 		}
 		if (ev->mem)
-			put_mem(o, ev->mem);
+			out_mem(o, ", ", ev->mem->kind, ev->mem->gpu, ev->mem->reg, ev->mem->reg_notes);
 		out_text(o, "\n");
 		break;
 	case KV_EV_PEER_REFUSED:
