@@ -356,12 +356,9 @@ static char *verify_page(void *arg, uint32_t layer, uint32_t half, uint32_t i)
  */
 #define VERIFY_SLICE_S 0.005
 
-/* Poison released pages until end, then free them (and serve waiting
- * requests); true when some remain. */
+/* Poison released pages until end, then free them; true when some remain. */
 static bool poison_step(struct kv_receiver *r, double end)
 {
-	uint32_t n = 0;
-
 	while (r->ndirty && rc_now() < end) {
 		uint32_t page = r->dirtyl[r->dhead];
 
@@ -371,10 +368,7 @@ static bool poison_step(struct kv_receiver *r, double end)
 			for (uint32_t h = 0; h < kv_halves(r->g); h++)
 				memset(kvr_page_addr(r, l, h, page), KV_POISON, r->page_bytes);
 		page_free(r, page);
-		n++;
 	}
-	if (n)
-		allocate_waiting(r);
 	return r->ndirty != 0;
 }
 
@@ -401,7 +395,13 @@ bool kvr_verify_step(struct kv_receiver *r)
 		}
 		complete(r, q, rc < 0 ? rc : 0, &e);
 	}
-	return poison_step(r, rc_now() + VERIFY_SLICE_S) || more;
+	more = poison_step(r, rc_now() + VERIFY_SLICE_S) || more;
+	/* Pages given back this turn, poisoned or not (a cancelled or failed
+	 * request releases its pages in kvr_maybe_finish, from many places) go
+	 * to the requests waiting for them here, once every message of the
+	 * turn was handled: a dead source's requests are all cancelled by now. */
+	allocate_waiting(r);
+	return more;
 }
 
 void kvr_on_imm(struct kv_receiver *r, struct rpeer *p, uint32_t qp, uint32_t imm)

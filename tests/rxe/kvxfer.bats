@@ -387,6 +387,19 @@ status() {
 		and (.s0 | ev("summary")[0] | [.done, .cancelled, .failed] == [2,1,0])' s0 d0
 }
 
+@test "without --verify, a cancelled request's pages go to the request waiting for them" {
+	# The pool holds one request (10 tokens = 3 pages of 4) and two are in
+	# flight: request 1 waits for the pages of request 0, which its cancel
+	# gives back. No later REQ or completion comes to hand them on.
+	serve d0 "${G[@]}" --pool-pages 3 --requests 2
+	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --requests 2 --inflight 2 \
+		--layer-compute-us 20000 --cancel-request 0 --cancel-after-layers 2
+	KV_REAP_S=30 reap s0 d0
+	status 0 s0 d0
+	check '(.d0 | (ev("done") | map(.request)) == [1] and (ev("cancelled") | map(.request)) == [0])
+		and (.s0 | ev("summary")[0] | [.done, .cancelled, .failed] == [1,1,0])' s0 d0
+}
+
 @test "cancel from the decode side: the prefill rank stops and reports it cancelled" {
 	serve d0 "${G[@]}" --pool-pages 3 --verify --requests 2 --cancel-request 0 --cancel-after-layers 1
 	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --requests 2 --layer-compute-us 50000
