@@ -234,6 +234,7 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 }
 
 @test "etcd rendezvous, ranks from torchrun's environment" {
+	heavy_sibling "the mpirun test meets in etcd through the same rendezvous; test_group in the unit tiers reads torchrun's variables"
 	need_guest
 	load '../lib/etcd'
 	need_etcd

@@ -468,6 +468,7 @@ status() {
 }
 
 @test "8 KV heads at TP 16: decode ranks hold replicas, verified" {
+	heavy_sibling "MLA replicates to two decode ranks through the same routes"
 	T=(--layers 2 --kv-heads 8 --head-dim 8 --page-tokens 4 --src-tp 2 --dst-tp 16)
 	names=()
 	for d in $(seq 0 15); do

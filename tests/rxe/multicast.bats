@@ -94,6 +94,7 @@ blob() {
 }
 
 @test "chain: a root and 7 receivers, 4 MiB, every digest the root's" {
+	heavy_sibling "the tree tests relay chunks down the same path"
 	need_guest
 	blob "$BATS_TEST_TMPDIR/w" $((4 << 20))
 	mc_peers 8
