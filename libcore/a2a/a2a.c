@@ -95,13 +95,8 @@ static int setup(struct a2a *a, struct rc_err *err)
 	a->mem = a->m.buf;
 	if (gpu(a)) {
 		/* The CPU fills and checks a host copy; the GPU's starts zeroed too. */
-		a->mem = mmap(NULL, a->mem_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			      -1, 0);
-		if (a->mem == MAP_FAILED) {
-			a->mem = NULL;
-			return rc_err_set(err, errno, "cannot allocate a host copy of %zu bytes of token "
-					  "buffers: %s", a->mem_len, strerror(errno));
-		}
+		if (!(a->mem = rc_mem_host_copy(a->mem_len, "token buffers", err)))
+			return -err->code;
 		if ((rc = rc_mem_write(&a->m, 0, a->mem, a->mem_len, err)))
 			return rc;
 	}
@@ -138,8 +133,8 @@ static void teardown(struct a2a *a)
 {
 	if (a->mr)
 		ibv_dereg_mr(a->mr);
-	if (gpu(a) && a->mem)
-		munmap(a->mem, a->mem_len);
+	if (gpu(a))
+		rc_mem_host_copy_free(a->mem, a->mem_len);
 	rc_mem_free(&a->m);
 	free(a->soff);
 	free(a->roff);

@@ -285,13 +285,8 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 	s->pool = s->mem.buf;
 	/* GPU memory: the CPU fills and packs a host copy, copied over in parts. */
 	if (s->mem.kind == RC_MEM_CUDA) {
-		s->pool = mmap(NULL, s->pool_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			       -1, 0);
-		if (s->pool == MAP_FAILED) {
-			s->pool = NULL;
-			return rc_err_set(err, errno, "cannot allocate a host copy of %zu bytes of source "
-					  "pages: %s", s->pool_len, strerror(errno));
-		}
+		if (!(s->pool = rc_mem_host_copy(s->pool_len, "source pages", err)))
+			return -err->code;
 	}
 	s->reqs = calloc(o->inflight, sizeof(*s->reqs));
 	s->d = calloc((size_t)o->ntargets, sizeof(*s->d));
@@ -552,8 +547,8 @@ int kv_send_run(const struct kv_send_opts *o, struct kv_summary *sum, struct rc_
 	}
 	free(s->reqs);
 	free(s->d);
-	if (s->mem.kind == RC_MEM_CUDA && s->pool)
-		munmap(s->pool, s->pool_len);
+	if (s->mem.kind == RC_MEM_CUDA)
+		rc_mem_host_copy_free(s->pool, s->pool_len);
 	rc_mem_free(&s->mem);
 	free(s);
 	return rc;

@@ -402,6 +402,23 @@ int rc_mem_read(struct rc_mem *m, size_t off, void *host, size_t len, struct rc_
 	return 0;
 }
 
+void *rc_mem_host_copy(size_t len, const char *what, struct rc_err *err)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p != MAP_FAILED)
+		return p;
+	rc_err_set(err, errno, "cannot allocate a host copy of %zu bytes of %s: %s", len, what,
+		   strerror(errno));
+	return NULL;
+}
+
+void rc_mem_host_copy_free(void *copy, size_t len)
+{
+	if (copy)
+		munmap(copy, len);
+}
+
 int rc_mem_write(struct rc_mem *m, size_t off, const void *host, size_t len, struct rc_err *err)
 {
 	if (off > m->len || len > m->len - off)

@@ -100,6 +100,11 @@ RC_EXPORT int rc_mem_read(struct rc_mem *m, size_t off, void *host, size_t len,
  * peers reach; rc_mem_sync copies it to the GPU). */
 RC_EXPORT int rc_mem_write(struct rc_mem *m, size_t off, const void *host, size_t len,
 			   struct rc_err *err);
+/* The host copy the CPU fills and checks for a region in GPU memory: len
+ * zeroed bytes (an anonymous mapping), or NULL with err naming what it was
+ * for. rc_mem_host_copy_free gives it back (NULL is fine). */
+RC_EXPORT void *rc_mem_host_copy(size_t len, const char *what, struct rc_err *err);
+RC_EXPORT void rc_mem_host_copy_free(void *copy, size_t len);
 /* Whether GPU gpu (PCI bus order) can hold memory here: the driver loads,
  * CUDA starts and the GPU exists. 0, or -errno with the cause: a build
  * without CUDA, no NVIDIA driver, no such GPU. Allocates nothing, so a
