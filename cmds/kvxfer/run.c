@@ -266,6 +266,22 @@ static int finish(struct ctx *ctx, int rc, const struct rc_err *e, const struct 
 	return 0;
 }
 
+/* --mem and --gpu-reg of serve (the pool) and send (the source pages). */
+static int mem_opts(struct ctx *ctx, const struct opt_vals *v, const char *sub, struct rc_mem_spec *m)
+{
+	int rc;
+
+	if (opt_on(v, KVX_GPU_REG) &&
+	    (rc_mem_reg_parse(opt_arg(v, KVX_GPU_REG), &m->reg) || m->reg == RC_REG_HOST))
+		return usage_err(ctx, "invalid --gpu-reg '%s': expected auto, dmabuf, peermem or bounce",
+				 opt_arg(v, KVX_GPU_REG));
+	if ((rc = opt_mem(ctx, opt_arg(v, KVX_MEM), true, NULL, &m->kind, &m->gpu)))
+		return rc;
+	if (opt_on(v, KVX_GPU_REG) && m->kind != RC_MEM_CUDA)
+		return usage_err(ctx, "kvxfer %s: --gpu-reg is for --mem cuda[:N]", sub);
+	return 0;
+}
+
 int kvxfer_serve(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 {
 	struct kv_recv_opts o = { .scatter_seed = 0 };
@@ -300,14 +316,8 @@ int kvxfer_serve(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	o.pool_pages = (uint32_t)pool;
 	o.scatter = opt_on(v, KVX_SCATTER);
 	o.verify = opt_on(v, KVX_VERIFY);
-	if (opt_on(v, KVX_GPU_REG) &&
-	    (rc_mem_reg_parse(opt_arg(v, KVX_GPU_REG), &o.mem.reg) || o.mem.reg == RC_REG_HOST))
-		return usage_err(ctx, "invalid --gpu-reg '%s': expected auto, dmabuf, peermem or bounce",
-				 opt_arg(v, KVX_GPU_REG));
-	if ((rc = opt_mem(ctx, opt_arg(v, KVX_MEM), true, NULL, &o.mem.kind, &o.mem.gpu)))
+	if ((rc = mem_opts(ctx, v, "serve", &o.mem)))
 		return rc;
-	if (opt_on(v, KVX_GPU_REG) && o.mem.kind != RC_MEM_CUDA)
-		return usage_err(ctx, "kvxfer serve: --gpu-reg is for --mem cuda[:N]");
 	if (o.mem.kind == RC_MEM_CUDA && o.verify)
 		return usage_err(ctx, "kvxfer serve: --verify reads the pool with the CPU, not with --mem %s",
 				 opt_arg(v, KVX_MEM));
@@ -375,14 +385,8 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	o.tokens = (uint32_t)tokens;
 	o.bind_addr = opt_arg(v, KVX_BIND);
 	o.no_stream = opt_on(v, KVX_NO_STREAM);
-	if (opt_on(v, KVX_GPU_REG) &&
-	    (rc_mem_reg_parse(opt_arg(v, KVX_GPU_REG), &o.mem.reg) || o.mem.reg == RC_REG_HOST))
-		return usage_err(ctx, "invalid --gpu-reg '%s': expected auto, dmabuf, peermem or bounce",
-				 opt_arg(v, KVX_GPU_REG));
-	if ((rc = opt_mem(ctx, opt_arg(v, KVX_MEM), true, NULL, &o.mem.kind, &o.mem.gpu)))
+	if ((rc = mem_opts(ctx, v, "send", &o.mem)))
 		return rc;
-	if (opt_on(v, KVX_GPU_REG) && o.mem.kind != RC_MEM_CUDA)
-		return usage_err(ctx, "kvxfer send: --gpu-reg is for --mem cuda[:N]");
 	if (opt_on(v, KVX_PACK) && kv_pack_parse(opt_arg(v, KVX_PACK), &o.pack))
 		return usage_err(ctx, "invalid --pack '%s': expected auto, always or never",
 				 opt_arg(v, KVX_PACK));
