@@ -78,6 +78,11 @@ static void put_report(struct run_ctx *run, const struct kv_event *ev)
 		out_f64(o, "complete_us", " (complete %.0f us after its start)", r->complete_s * 1e6);
 	else if (!run->send)
 		out_null(o, "complete_us");
+	/* JSON: when it started here, as Unix time: one run's ranks line up. */
+	if (r->started_at > 0)
+		out_f64(o, "started_at", NULL, r->started_at);
+	else
+		out_null(o, "started_at");
 	if (!run->send) {
 		out_arr_begin(o, "sources");
 		for (uint32_t s = 0; s < 64; s++)

@@ -121,6 +121,7 @@ static void report(struct kv_receiver *r, struct rreq *q, enum kv_ev_kind kind, 
 	rep.seconds = now - q->t0;
 	rep.unpack_s = unpack_time(r, q);
 	rep.complete_s = q->complete > 0 ? q->complete - q->t0 : -1;
+	rep.started_at = rc_wall(q->t0);
 	kvr_emit(r, &ev);
 	if (kind == KV_EV_DONE) {
 		r->sum->done++;

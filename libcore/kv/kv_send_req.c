@@ -233,14 +233,15 @@ static int push(struct sqp *qp, const struct wr_ent *w)
 	return 0;
 }
 
-/* Queue the writes of one layer to one decode rank: the part of its
- * segments (both halves in a row) that data QPs k0 to k1 - 1 carry, all of
- * them for the whole layer, spread over those QPs. */
+/* Queue the writes of one layer to one decode rank: units u0 to u1 - 1 of
+ * its segments (both halves in a row) cut into nqps * m units, QP-major:
+ * unit u goes on data QP u / m, and the last unit of a QP (u % m == m - 1)
+ * ends with its notification. The whole layer: u0 0, u1 nqps, m 1. */
 static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int di, uint32_t l,
-		       uint32_t k0, uint32_t k1, struct rc_err *err)
+		       uint32_t u0, uint32_t u1, uint32_t m, struct rc_err *err)
 {
-	uint32_t nq = s->o->nqps, halves = kv_halves(s->g);
-	size_t total = d->nsegs * halves, first = total * k0 / nq, end = total * k1 / nq, n = 0;
+	uint32_t units = s->o->nqps * m, halves = kv_halves(s->g);
+	size_t total = d->nsegs * halves, first = total * u0 / units, end = total * u1 / units, n = 0;
 	struct wr_ent *v = malloc((end - first + 1) * sizeof(*v));
 	char *staged_lo = NULL, *staged_hi = NULL; /* what packing wrote */
 	int rc = 0;
@@ -296,33 +297,47 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 		free(v);
 		return rc;
 	}
-	/* Contiguous shares per QP; each share ends with the notification. */
-	for (uint32_t k = k0; !rc && k < k1; k++) {
-		size_t a = n * (k - k0) / (k1 - k0), b = n * (k + 1 - k0) / (k1 - k0);
+	/* Contiguous shares per unit; a QP's last unit ends with the notification
+	 * (a zero-length write carries it where the unit has no bytes). */
+	for (uint32_t u = u0; !rc && u < u1; u++) {
+		size_t a = n * (u - u0) / (u1 - u0), b = n * (u + 1 - u0) / (u1 - u0);
+		struct sqp *qp = &d->qp[u / m];
 		struct wr_ent imm = { .laddr = (uintptr_t)s->pool, .raddr = d->base,
 				      .slot = (uint16_t)q->slot, .layer = (uint16_t)l };
 
 		for (size_t i = a; !rc && i + 1 < b; i++)
-			rc = push(&d->qp[k], &v[i]);
+			rc = push(qp, &v[i]);
+		if (u % m != m - 1) {
+			if (!rc && b > a)
+				rc = push(qp, &v[b - 1]);
+			continue;
+		}
 		if (b > a)
 			imm = v[b - 1];
 		imm.has_imm = true;
 		imm.imm = kv_imm(q->rgen[di], q->rslot[di], l, s->o->c.rank);
 		if (!rc)
-			rc = push(&d->qp[k], &imm);
+			rc = push(qp, &imm);
+		q->pending[l]++;
 	}
-	q->pending[l] += k1 - k0;
 	free(v);
 	return rc ? rc_err_set(err, -rc, "out of memory") : 0;
 }
 
-/* The last layer goes in pieces, one per data QP, each posted as soon as
- * its part of the layer's compute is done, so that what is left after the
- * compute ends is one piece, not the whole layer. Streaming, with a compute
- * time and more than one QP. */
+/* The last layer goes in pieces, LAST_PIECES or more, as many on each data
+ * QP, each posted as soon as its part of the layer's compute is done, so
+ * that what is left after the compute ends is one piece, not the layer.
+ * Streaming, with a compute time. Piece j goes on QP j % nqps. */
+#define LAST_PIECES 8
 static bool last_in_pieces(const struct kv_sender *s)
 {
-	return !s->o->no_stream && s->o->nqps > 1 && s->o->layer_compute_us > 0;
+	return !s->o->no_stream && s->o->layer_compute_us > 0;
+}
+
+/* Pieces of the last layer on each data QP. */
+static uint32_t pieces_per_qp(const struct kv_sender *s)
+{
+	return (LAST_PIECES + s->o->nqps - 1) / s->o->nqps;
 }
 
 /* When the next post of q is due: its next layer, or piece of the last. */
@@ -336,7 +351,7 @@ static double next_due(const struct kv_sender *s, const struct sreq *q)
 	if (q->layers_posted < L - 1 || !last_in_pieces(s))
 		return q->ready[q->layers_posted];
 	from = L > 1 ? q->ready[L - 2] : q->t0;
-	return from + (q->ready[L - 1] - from) * (q->pieces_posted + 1) / nq;
+	return from + (q->ready[L - 1] - from) * (q->pieces_posted + 1) / (nq * pieces_per_qp(s));
 }
 
 /* The work request of one queued write: the stream's signalling rule, plus
@@ -418,6 +433,8 @@ static void finish(struct kv_sender *s, struct sreq *q, enum kv_ev_kind kind, co
 	/* Exposed: to the decode ranks' completion, so their unpack of landed
 	 * layers after the last write's completion counts too (DONE says how
 	 * long it took; a difference of times on one clock, whichever host). */
+	if (q->first_post > 0)
+		rep.started_at = rc_wall(q->first_post);
 	if (q->layers_landed == L) {
 		rep.seconds = last - q->first_post;
 		rep.exposed_s = last - q->ready[L - 1];
@@ -577,26 +594,28 @@ static void progress_one(struct kv_sender *s, struct sreq *q, double now)
 	}
 	while (q->layers_posted < L && next_due(s, q) <= now) {
 		bool pieces = q->layers_posted == L - 1 && last_in_pieces(s);
-		uint32_t k0 = pieces ? q->pieces_posted : 0, k1 = pieces ? k0 + 1 : s->o->nqps;
+		uint32_t nq = s->o->nqps, m = pieces ? pieces_per_qp(s) : 1, j = q->pieces_posted;
+		/* Piece j: QP j % nq, that QP's piece j / nq. */
+		uint32_t u0 = pieces ? j % nq * m + j / nq : 0, u1 = pieces ? u0 + 1 : nq;
 
-		if (!k0 && c->cancel_req == (int64_t)q->id && q->layers_posted >= c->cancel_after) {
+		if (!j && c->cancel_req == (int64_t)q->id && q->layers_posted >= c->cancel_after) {
 			snprintf(why, sizeof(why), "cancelled by source rank %u after %u layers (test hook)",
 				 c->rank, q->layers_posted);
 			kvs_cancel(s, q, KV_EV_CANCELLED, 0, why);
 			return;
 		}
-		if (!q->layers_posted && !k0)
+		if (!q->layers_posted && !j)
 			q->first_post = now;
 		for (int i = 0; i < s->nd; i++) {
 			struct rc_err e;
-			int rc = queue_layer(s, q, &s->d[i], i, q->layers_posted, k0, k1, &e);
+			int rc = queue_layer(s, q, &s->d[i], i, q->layers_posted, u0, u1, m, &e);
 
 			if (rc) {
 				kvs_cancel(s, q, KV_EV_FAILED, -rc, e.msg);
 				return;
 			}
 		}
-		q->pieces_posted = pieces && k1 < s->o->nqps ? k1 : 0;
+		q->pieces_posted = pieces && j + 1 < nq * m ? j + 1 : 0;
 		q->layers_posted += !q->pieces_posted;
 		q->last = now;
 	}

@@ -305,7 +305,11 @@ status() {
 		| [.s0, .s1] | all(ev("done") | sort_by(.request) | map(.unpack_us)
 			| [., $d] | transpose | all(.[0] - .[1] | . < 1 and . > -1)))
 		and ([.d0, .d1] | all(ev("done") | all(.complete_us >= (.landed_us | max)
-			and .complete_us <= .seconds * 1e6)))' s0 s1 s2 s3 d0 d1 planauto plannever
+			and .complete_us <= .seconds * 1e6)))
+		and ([[.d0, .s0, .s1], [.d1, .s2, .s3]] | all(.[]; .[0] as $d | [.[1:][] | ev("done")[]]
+			| all(.[]; . as $x | [$d | ev("done")[] | select(.request == $x.request)] | length == 1
+				and (.[0] | .started_at > 1.6e9 and .started_at < $x.started_at
+					and .started_at + .complete_us / 1e6 > $x.started_at))))' s0 s1 s2 s3 d0 d1 planauto plannever
 }
 
 @test "--land-pages: a landing area of one request's pages serves two in flight in turn; a request larger than it is refused before it starts" {

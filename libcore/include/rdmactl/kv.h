@@ -423,6 +423,9 @@ struct kv_report {
 	/* serve: the request's start -> complete in the pool (unpacked), before
 	 * any --verify (seconds runs to the report, after it); -1: not complete */
 	double complete_s;
+	/* send: the request's first write posted; serve: its REQ received; as
+	 * Unix time (rc_wall), so that one run's ranks line up; 0: unknown */
+	double started_at;
 	const double *ready_us;   /* send: per layer, from the request's compute start */
 	const double *landed_us;  /* per layer, from the request's start; -1: not landed */
 	uint32_t layers_landed;

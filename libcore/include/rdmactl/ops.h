@@ -195,5 +195,8 @@ RC_EXPORT int rc_copy_run(const struct rc_copy *c, uint64_t *bytes, struct rc_er
 
 /* Monotonic time in seconds. */
 RC_EXPORT double rc_now(void);
+/* A time of rc_now's as Unix time (seconds since the epoch, wall clock):
+ * for reports that other processes, or hosts, line up. */
+RC_EXPORT double rc_wall(double mono);
 
 #endif
