@@ -85,18 +85,14 @@ count_tap() {
 # run_bats NAME LOG CMD...: run a bats tier, show its output, count it. A
 # runner that fails without a single 'not ok' (crash, harness) is a failure.
 run_bats() {
-	local name=$1 out=$2
+	local name=$1 out=$2 rc
 	shift 2
 	"$@" 2>&1 | tee "$out"
-	count_run "$name" "$out" "${PIPESTATUS[0]}"
-}
-
-# count_run NAME LOG RC: count a bats run that exited with RC.
-count_run() {
-	count_tap "$1" "$2"
-	if (($3 != 0)) && ! grep -qE '^not ok' "$2"; then
+	rc=${PIPESTATUS[0]}
+	count_tap "$name" "$out"
+	if ((rc != 0)) && ! grep -qE '^not ok' "$out"; then
 		failed=$((failed + 1))
-		failures+=("$1 (exit $3)")
+		failures+=("$name (exit $rc)")
 	fi
 }
 
