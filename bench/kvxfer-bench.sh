@@ -121,19 +121,18 @@ kv() {
 	for ((d = 0; d < dt; d++)); do verified "d$d"; done
 	# Rates as perftest's average: every decode rank's bytes of every
 	# request, over the run's wall time from the first write any prefill
-	# rank posted to the last completion on any decode rank (started_at is
-	# Unix time on every rank, one clock in the guest).
-	kv_rate=$(cat "${sn[@]}" "${dn[@]}" | jq -s --argjson n "$((dt * reqs))" '
-		[.[] | select(.event == "done")] as $all
-		| [$all[] | select(has("complete_us"))] as $d | [$all[] | select(has("exposed_us"))] as $s
-		| if ($d | length) != $n or ($s | length) == 0 then error("not every request completed") else . end
-		| ($d | map(.bytes) | add) / 1048576
-		/ (($d | map(.started_at + .complete_us / 1e6) | max) - ($s | map(.started_at) | min))')
-	kv_vrate=$(cat "${sn[@]}" "${dn[@]}" | jq -s '
-		[.[] | select(.event == "done")] as $all
-		| [$all[] | select(has("complete_us"))] as $d | [$all[] | select(has("exposed_us"))] as $s
-		| ($d | map(.bytes) | add) / 1048576
-		/ (($d | map(.started_at + .seconds) | max) - ($s | map(.started_at) | min))')
+	# rank posted to the last decode rank's END (a jq expression on its
+	# report, Unix time: started_at is on every rank, one clock in the guest).
+	wall_rate() {
+		cat "${sn[@]}" "${dn[@]}" | jq -s --argjson n "$((dt * reqs))" '
+			[.[] | select(.event == "done")] as $all
+			| [$all[] | select(has("complete_us"))] as $d | [$all[] | select(has("exposed_us"))] as $s
+			| if ($d | length) != $n or ($s | length) == 0 then error("not every request completed") else . end
+			| ($d | map(.bytes) | add) / 1048576
+			/ (($d | map('"$1"') | max) - ($s | map(.started_at) | min))'
+	}
+	kv_rate=$(wall_rate '.started_at + .complete_us / 1e6')
+	kv_vrate=$(wall_rate '.started_at + .seconds')
 	kv_size=$(cat "${sn[@]}" | jq -s '[.[] | select(.event == "summary")]
 		| ((map(.qp_bytes | add) | add) / (map(.qp_writes | add) | add)) | floor')
 	kv_flows=$(cat "${sn[@]}" | jq -s '[.[] | select(.event == "summary") | .qp_writes | length] | add')
