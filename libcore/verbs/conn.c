@@ -188,6 +188,7 @@ static int make_qp(struct rc_conn *c, struct rdma_cm_id *id, const struct rc_con
 		   struct rc_err *err)
 {
 	struct ibv_qp_init_attr qa = { 0 };
+	struct ibv_device_attr da;
 
 	c->verbs = id->verbs;
 	snprintf(c->dev_name, sizeof(c->dev_name), "%s", ibv_get_device_name(id->verbs->device));
@@ -215,7 +216,9 @@ static int make_qp(struct rc_conn *c, struct rdma_cm_id *id, const struct rc_con
 	qa.qp_type = IBV_QPT_RC;
 	qa.cap.max_send_wr = (uint32_t)c->sq_depth;
 	qa.cap.max_recv_wr = (uint32_t)c->rq_depth;
-	qa.cap.max_send_sge = 1;
+	if (c->send_sge > 1 && !ibv_query_device(id->verbs, &da) && da.max_sge < c->send_sge)
+		c->send_sge = da.max_sge > 1 ? da.max_sge : 1;
+	qa.cap.max_send_sge = (uint32_t)c->send_sge;
 	qa.cap.max_recv_sge = 1;
 	qa.sq_sig_all = 0;
 	if (rdma_create_qp(id, c->pd, &qa))
@@ -233,6 +236,7 @@ static struct rc_conn *conn_new(const struct rc_conn_opts *o)
 		return NULL;
 	c->sq_depth = o->sq_depth > 0 ? o->sq_depth : DEFAULT_SQ;
 	c->rq_depth = o->rq_depth > 0 ? o->rq_depth : DEFAULT_RQ;
+	c->send_sge = o->send_sge > 1 ? o->send_sge : 1;
 	c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 10000;
 	c->busy_poll = o->busy_poll;
 	return c;

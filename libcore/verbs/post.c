@@ -67,9 +67,21 @@ void rc_wr_build(const struct rc_wr *d, struct ibv_send_wr *wr, struct ibv_sge *
 
 bool rc_chain_add(struct rc_chain *ch, const struct rc_wr *d)
 {
-	if (ch->n >= RC_CHAIN_MAX)
+	if (!ch->n)
+		ch->ng = 0;
+	if (ch->n >= RC_CHAIN_MAX || (d->sg && d->nsg > (uint32_t)(RC_CHAIN_GATHER - ch->ng)))
 		return false;
 	rc_wr_build(d, &ch->wr[ch->n], &ch->sge[ch->n]);
+	if (d->sg) {
+		struct ibv_sge *g = &ch->gather[ch->ng];
+
+		for (uint32_t i = 0; i < d->nsg; i++)
+			g[i] = (struct ibv_sge){ .addr = d->sg[i].addr, .length = d->sg[i].len,
+						 .lkey = d->lkey };
+		ch->wr[ch->n].sg_list = g;
+		ch->wr[ch->n].num_sge = (int)d->nsg;
+		ch->ng += (int)d->nsg;
+	}
 	if (ch->n)
 		ch->wr[ch->n - 1].next = &ch->wr[ch->n];
 	ch->n++;

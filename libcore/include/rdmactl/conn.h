@@ -18,6 +18,8 @@ struct rc_conn;
 struct rc_conn_opts {
 	int sq_depth;           /* send queue depth (default 128) */
 	int rq_depth;           /* receive queue depth (default 16) */
+	int send_sge;           /* gather entries a send work request may carry
+				 * (default 1); capped at what the device allows */
 	int timeout_ms;         /* connect, accept and completion timeout */
 	bool busy_poll;         /* spin on the CQ instead of sleeping on its channel */
 	const void *private_data;
@@ -42,6 +44,7 @@ struct rc_conn {
 	struct ibv_qp *qp;
 	int sq_depth;
 	int rq_depth;
+	int send_sge;        /* what the QP takes: rc_conn_opts.send_sge, capped */
 	int timeout_ms;
 	bool busy_poll;
 	bool armed;          /* CQ notification requested and not yet consumed */

@@ -41,7 +41,14 @@ RC_EXPORT const char *rc_op_name(enum rc_op op);
 /* One work request, described: rc_wr_build turns it into the verbs one. laddr,
  * len and lkey: the local buffer (8 bytes for atomics); raddr and rkey: the
  * remote one (unused by SEND); imm: WRITE_IMM only; compare_add and swap:
- * atomics only; user: the caller's value in the wr_id below the operation. */
+ * atomics only; user: the caller's value in the wr_id below the operation.
+ * A gathering WRITE or WRITE_IMM names its pieces in sg (nsg of them, all
+ * under lkey, read in order) instead of laddr; len is then their total. */
+struct rc_sg {
+	uint64_t addr;
+	uint32_t len;
+};
+
 struct rc_wr {
 	enum rc_op op;            /* WRITE, WRITE_IMM, READ, FAA, CAS or SEND */
 	uint64_t laddr;
@@ -54,20 +61,31 @@ struct rc_wr {
 	uint64_t swap;
 	uint64_t user;
 	bool signaled;
+	const struct rc_sg *sg;   /* gather list, or NULL: laddr and len */
+	uint32_t nsg;
 };
 
 RC_EXPORT void rc_wr_build(const struct rc_wr *d, struct ibv_send_wr *wr, struct ibv_sge *sge);
 
 /* Work requests chained for one QP and posted with one ibv_post_send (a post
- * list). Start with n = 0. */
+ * list). Start with n = 0. Gather lists are copied into gather (ng used). */
 #define RC_CHAIN_MAX 64
+#define RC_CHAIN_GATHER 512
 struct rc_chain {
 	struct ibv_send_wr wr[RC_CHAIN_MAX];
 	struct ibv_sge sge[RC_CHAIN_MAX];
-	int n;
+	struct ibv_sge gather[RC_CHAIN_GATHER];
+	int n, ng;
 };
 
-/* Append one work request; false when the chain is full. */
+/* Whether one more work request of nsg gather entries (0: none) fits. */
+static inline bool rc_chain_room(const struct rc_chain *ch, uint32_t nsg)
+{
+	return ch->n < RC_CHAIN_MAX && (!ch->n || nsg <= (uint32_t)(RC_CHAIN_GATHER - ch->ng));
+}
+
+/* Append one work request; false when the chain is full (work requests, or
+ * gather entries). */
 RC_EXPORT bool rc_chain_add(struct rc_chain *ch, const struct rc_wr *d);
 /* Post the chain on c and empty it: the count posted (0 for an empty chain)
  * or -errno, err naming the operation and the peer. */
