@@ -10,7 +10,8 @@
 # prefill side and 16-token ones on the decode side, hnd and nhd pages, TP
 # 4 -> 2 (four prefill processes, two decode processes) and 1 -> 1, and
 # nhd 2 -> 4 where packing joins 512-byte rows into whole pages; two data
-# QPs per route, --pack auto and never (--land auto: nhd 4 -> 2 lands), and
+# QPs per route, --pack auto (the NIC gathers), auto with --max-sge 1 (a
+# copy packs) and never (--land auto: nhd 4 -> 2 lands), and
 # for nhd 4 -> 2 also --land never (the direct path, for comparison):
 # 1. rate as perftest reckons it: all bytes over the wall time from the
 #    first write posted (any prefill rank) to the last completion in the
@@ -185,13 +186,15 @@ configs=("hnd 4 2" "nhd 4 2" "nhd 2 4" "hnd 1 1" "nhd 1 1")
 if [ -n "${RDMACTL_BENCH_CONFIGS:-}" ]; then
 	IFS=, read -r -a configs <<<"$RDMACTL_BENCH_CONFIGS"
 fi
-# variants LAYOUT SRC_TP DST_TP: the --pack choices, and for a geometry that
-# lands, the direct path too ("direct": --pack auto --land never).
+# variants LAYOUT SRC_TP DST_TP: the --pack choices ("copy": --pack auto
+# --max-sge 1, packing by a copy into staging instead of the NIC's gather
+# lists), and for a geometry that lands, the direct path too ("direct":
+# --pack auto --land never).
 variants() {
 	if [ "$1" = nhd ] && (("$2" > "$3")); then
-		echo auto never direct
+		echo auto copy never direct
 	else
-		echo auto never
+		echo auto copy never
 	fi
 }
 tokens=512 page=16384
@@ -203,6 +206,8 @@ for ((round = 1; round <= rounds; round++)); do
 			k="$layout $st->$dt $pack"
 			if [ "$pack" = direct ]; then
 				kv "$layout" "$st" "$dt" auto $tokens 0 --land never
+			elif [ "$pack" = copy ]; then
+				kv "$layout" "$st" "$dt" auto $tokens 0 --max-sge 1
 			else
 				kv "$layout" "$st" "$dt" "$pack" $tokens 0
 			fi
@@ -241,6 +246,7 @@ for c in "${configs[@]}"; do
 		k="$layout $st->$dt $pack"
 		label="--pack $pack"
 		[ "$pack" = direct ] && label="--land never"
+		[ "$pack" = copy ] && label="--max-sge 1"
 		printf '%-26s %7s %10s %7.1f %12.2f %10.2f %12.2f\n' "$layout $st->$dt $label" "${flows[$k]}" \
 			$(( ${sum_size[$k]} / rounds )) "$(jq -n "${sum_rate[$k]} / $rounds")" \
 			"$(jq -n "${sum_same[$k]} / $rounds")" "$(jq -n "${sum_16k[$k]} / $rounds")" \

@@ -49,6 +49,7 @@
 	X(KVX_TOKEN, 0,1,1, "token", 'T', "TOKEN", "serve: require TOKEN in every HELLO; send: show it (default: $RDMACTL_TOKEN)") \
 	X(KVX_QPS, 1,0,1, "qps", 0, "N", "data queue pairs per decode rank (send; plan: the notifications; default 1)") \
 	X(KVX_PACK, 1,0,1, "pack", 0, "WHEN", "copy small segments into one write per destination run: auto, always or never (default auto)", COMP_WORDS, "auto|always|never") \
+	X(KVX_MAX_SGE, 1,0,1, "max-sge", 0, "N", "pieces of the source pages a packed write gathers, 1 to 32; 1 packs by copying into staging (default 32, or fewer where the device takes fewer)") \
 	X(KVX_LAND, 1,0,1, "land", 0, "WHEN", "write scattered destination pieces contiguous into the decode rank's landing area, unpacked there: auto, always or never (default auto)", COMP_WORDS, "auto|always|never") \
 	X(KVX_INFLIGHT, 0,0,1, "inflight", 0, "K", "send: requests in flight at once (default 1)") \
 	X(KVX_NO_STREAM, 0,0,1, "no-stream", 0, NULL, "send: post no layer before the last one is ready") \

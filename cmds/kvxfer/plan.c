@@ -112,7 +112,8 @@ static void put_ranks(struct out *o, const char *key, const struct kv_plan_rank 
 static void put_writes(struct out *o, const struct kv_geom *g, const struct kv_plan *p)
 {
 	out_obj_begin(o, "pack");
-	out_str(o, "asked", "pack (--pack %s): ", kv_pack_name(p->pack));
+	out_str(o, "asked", "pack (--pack %s", kv_pack_name(p->pack));
+	out_u64(o, "max_sge", ", --max-sge %llu): ", p->max_sge);
 	out_obj_begin(o, "never");
 	out_u64(o, "writes", "never %llu writes", p->writes_never);
 	out_u64(o, "avg_bytes", " of %llu bytes", p->wire_bytes / p->writes_never);
@@ -158,7 +159,7 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	struct kv_plan *p;
 	struct rc_err e;
 	char sz[32];
-	int rc, qps = 1;
+	int rc, qps = 1, sge = KV_GATHER_MAX;
 
 	if ((rc = kvxfer_geom(ctx, c, v, &g)))
 		return rc;
@@ -179,6 +180,9 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	if ((rc = opt_int_at(ctx, c, v, KVX_QPS, 1, KV_MAX_QPS, &qps)))
 		return rc;
 	in.qps = (uint32_t)qps;
+	if ((rc = opt_int_at(ctx, c, v, KVX_MAX_SGE, 1, KV_GATHER_MAX, &sge)))
+		return rc;
+	in.max_sge = (uint32_t)sge;
 	if (opt_on(v, KVX_PACK) && kv_pack_parse(opt_arg(v, KVX_PACK), &in.pack))
 		return usage_err(ctx, "invalid --pack '%s': expected auto, always or never",
 				 opt_arg(v, KVX_PACK));

@@ -186,7 +186,9 @@ static void put_summary(struct ctx *ctx, const struct kv_summary *s, uint32_t as
 		out_arr_end(o);
 		out_u64(o, "routes", "; %llu routes", s->routes);
 		out_u64(o, "routes_packed", ", %llu packed", s->routes_packed);
-		out_u64(o, "packed_bytes", " (%llu bytes copied)", s->packed_bytes);
+		out_u64(o, "packed_bytes", " (%llu bytes copied", s->packed_bytes);
+		out_u64(o, "gathered_bytes", ", %llu gathered", s->gathered_bytes);
+		out_u64(o, "gather_sge", ", up to %llu pieces a write)", s->gather_sge);
 		out_u64(o, "routes_landed", ", %llu landed", s->routes_landed);
 	}
 	out_text(o, "\n");
@@ -348,7 +350,7 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	const char *lc;
 	struct rc_err e;
 	sigset_t mask;
-	int rc, nqps = 1, inflight = 1;
+	int rc, nqps = 1, inflight = 1, sge = KV_GATHER_MAX;
 
 	if ((rc = common(ctx, c, v, &o.c)))
 		return rc;
@@ -390,6 +392,9 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	o.tokens = (uint32_t)tokens;
 	o.bind_addr = opt_arg(v, KVX_BIND);
 	o.no_stream = opt_on(v, KVX_NO_STREAM);
+	if ((rc = opt_int_at(ctx, c, v, KVX_MAX_SGE, 1, KV_GATHER_MAX, &sge)))
+		return rc;
+	o.max_sge = (uint32_t)sge;
 	if ((rc = mem_opts(ctx, v, "send", &o.mem)))
 		return rc;
 	if (opt_on(v, KVX_PACK) && kv_pack_parse(opt_arg(v, KVX_PACK), &o.pack))

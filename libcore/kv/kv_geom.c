@@ -292,6 +292,7 @@ int kv_plan(const struct kv_geom *g, const struct kv_plan_in *in, struct kv_plan
 {
 	struct kv_route r[KV_MAX_ROUTES];
 	uint64_t per_layer_half = 0, busiest = 0;
+	uint32_t gather = in->max_sge && in->max_sge < KV_GATHER_MAX ? in->max_sge : KV_GATHER_MAX;
 	int nr, rc;
 
 	memset(p, 0, sizeof(*p));
@@ -313,6 +314,7 @@ int kv_plan(const struct kv_geom *g, const struct kv_plan_in *in, struct kv_plan
 	p->pack = in->pack;
 	p->land = in->land;
 	p->qps = in->qps ? in->qps : 1;
+	p->max_sge = gather;
 	for (int i = 0; i < nr; i++) {
 		uint64_t per = (uint64_t)g->layers * kv_halves(g), wn, wp, posted;
 		bool packed, land = kv_land_choose(in->land, g, &r[i]);
@@ -334,7 +336,7 @@ int kv_plan(const struct kv_geom *g, const struct kv_plan_in *in, struct kv_plan
 			kv_land_segments(g, &r[i], s, ns);
 			lwn = kv_post_writes(s, ns, false, p->src_page_bytes);
 			kv_segments_dst_order(s, ns);
-			lwp = kv_post_writes(s, ns, true, p->src_page_bytes);
+			lwp = kv_gather_writes(s, ns, gather, p->src_page_bytes);
 			posted = kv_pack_choose(in->pack, kv_route_bytes(g, &r[i], in->tokens), lwn, lwp) ==
 					 KV_PACK_ALWAYS ? lwp : lwn;
 			free(s);
@@ -342,7 +344,7 @@ int kv_plan(const struct kv_geom *g, const struct kv_plan_in *in, struct kv_plan
 				return rc;
 		}
 		kv_segments_dst_order(s, ns);
-		wp = kv_seg_writes(s, ns, true);
+		wp = kv_gather_writes(s, ns, gather, 0);
 		free(s);
 		packed = kv_pack_choose(in->pack, kv_route_bytes(g, &r[i], in->tokens), wn, wp) ==
 			 KV_PACK_ALWAYS;
@@ -536,10 +538,14 @@ uint64_t kv_seg_writes(const struct kv_seg *s, size_t n, bool packed)
 	return kv_post_writes(s, n, packed, 0);
 }
 
-/* src_page_bytes 0: source pages count as apart; else they follow one another. */
-uint64_t kv_post_writes(const struct kv_seg *s, size_t n, bool packed, uint64_t src_page_bytes)
+/* src_page_bytes 0: source pages count as apart; else they follow one
+ * another. Packed, max_sge 0: a copy, any number of pieces a write; else a
+ * gather of at most max_sge pieces (a piece: source-contiguous segments). */
+static uint64_t writes_of(const struct kv_seg *s, size_t n, bool packed, uint64_t src_page_bytes,
+			  uint32_t max_sge)
 {
 	uint64_t writes = 0, len = 0;
+	uint32_t pieces = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		const struct kv_seg *p = i ? &s[i - 1] : NULL;
@@ -547,17 +553,30 @@ uint64_t kv_post_writes(const struct kv_seg *s, size_t n, bool packed, uint64_t 
 					? p && p->src_page * src_page_bytes + p->src_off + p->len ==
 						     s[i].src_page * src_page_bytes + s[i].src_off
 					: p && p->src_page == s[i].src_page && p->src_off + p->len == s[i].src_off;
-		bool joins = p && p->dst_page == s[i].dst_page && p->dst_off + p->len == s[i].dst_off &&
-			     (packed || src_next) && len + s[i].len <= KV_WRITE_MAX;
+		bool dst_next = p && p->dst_page == s[i].dst_page && p->dst_off + p->len == s[i].dst_off &&
+				len + s[i].len <= KV_WRITE_MAX;
+		bool joins = dst_next && (src_next || (packed && (!max_sge || pieces < max_sge)));
 
 		if (joins) {
+			pieces += !src_next;
 			len += s[i].len;
 			continue;
 		}
 		writes++;
 		len = s[i].len;
+		pieces = 1;
 	}
 	return writes;
+}
+
+uint64_t kv_post_writes(const struct kv_seg *s, size_t n, bool packed, uint64_t src_page_bytes)
+{
+	return writes_of(s, n, packed, src_page_bytes, 0);
+}
+
+uint64_t kv_gather_writes(const struct kv_seg *s, size_t n, uint32_t max_sge, uint64_t src_page_bytes)
+{
+	return writes_of(s, n, true, src_page_bytes, max_sge > 1 ? max_sge : 0);
 }
 
 enum kv_pack kv_pack_choose(enum kv_pack want, uint64_t bytes, uint64_t writes_never,

@@ -50,6 +50,7 @@ static int connect_data(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 
 	co.sq_depth = SQ_DEPTH + 4;
 	co.rq_depth = 1;
+	co.send_sge = (int)s->gather;
 	co.pd = d->ctrl->pd;
 	for (uint32_t k = 0; k < o->nqps; k++) {
 		pd.qp = k + 1;
@@ -58,6 +59,8 @@ static int connect_data(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 			return rc_err_set(err, -rc, "decode rank at %s, data QP %u: %.400s", d->name,
 					  k + 1, e.msg);
 		d->qp[k].sq = (struct rc_sq){ .depth = SQ_DEPTH, .signal_every = SIGNAL_EVERY };
+		if ((uint32_t)d->qp[k].c->send_sge < s->gather)
+			s->gather = (uint32_t)d->qp[k].c->send_sge;
 	}
 	return 0;
 }
@@ -143,9 +146,12 @@ static int route_segs(struct kv_sender *s, const struct kv_route *r, bool land,
 		kv_land_segments(s->g, r, *segs, *n);
 	wn = land ? kv_post_writes(*segs, *n, false, s->src_page_bytes) : kv_seg_writes(*segs, *n, false);
 	kv_segments_dst_order(*segs, *n);
-	wp = land ? kv_post_writes(*segs, *n, true, s->src_page_bytes) : kv_seg_writes(*segs, *n, true);
+	wp = kv_gather_writes(*segs, *n, s->gather, land ? s->src_page_bytes : 0);
+	/* A device that takes no gather list where no staging was sized for a
+	 * copy (--max-sge was not 1): the route goes unpacked. */
 	*pack = kv_pack_choose(s->o->pack, kv_route_bytes(s->g, r, s->o->tokens), wn, wp) ==
-		KV_PACK_ALWAYS;
+			KV_PACK_ALWAYS &&
+		(s->gather > 1 || s->copy_ok);
 	if (*pack)
 		return 0;
 	free(*segs); /* source order: where unpacked writes merge */
@@ -165,6 +171,8 @@ static int stage_size(struct kv_sender *s, struct rc_err *err)
 	int n = kv_routes(s->g, r, KV_MAX_ROUTES), rc;
 
 	s->stage_slot_bytes = 0;
+	if (!s->copy_ok)
+		return 0;
 	for (int k = 0; k < n; k++) {
 		struct kv_seg *segs;
 		size_t ns;
@@ -223,6 +231,8 @@ static int map_routes(struct kv_sender *s, struct rc_err *err)
 		if (!d->pack)
 			continue;
 		s->sum->routes_packed++;
+		if (s->gather > 1)
+			continue;
 		d->stage_off = stage;
 		stage += kv_route_bytes(s->g, &r[k], s->o->tokens) * s->g->layers * kv_halves(s->g);
 	}
@@ -262,6 +272,8 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 		return rc_err_set(err, EINVAL, "a request of %u tokens takes %u destination pages; at most %d",
 				  o->tokens, s->dst_pages, KV_MAX_REQ_PAGES);
 	s->src_page_bytes = kv_page_bytes(s->g, false);
+	s->gather = o->max_sge && o->max_sge < KV_GATHER_MAX ? o->max_sge : KV_GATHER_MAX;
+	s->copy_ok = s->gather < 2;
 	if ((rc = stage_size(s, err)))
 		return rc;
 	/* layers * halves * pages fits 64 bits (at most 2^34); the byte counts may not. */
@@ -317,6 +329,7 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 	}
 	if ((rc = map_routes(s, err)))
 		return rc;
+	s->sum->gather_sge = s->gather;
 	for (int i = 0; i < s->nd; i++) {
 		struct kv_event ev = { .kind = KV_EV_PEER_UP, .rank = s->d[i].rank,
 				       .peer = s->d[i].name, .qps = o->nqps,
@@ -336,6 +349,8 @@ static void close_dst(struct sdst *d)
 		if (d->qp[k].c)
 			rc_conn_close(d->qp[k].c);
 		d->qp[k].c = NULL;
+		for (size_t j = 0; j < d->qp[k].qlen; j++)
+			free(d->qp[k].q[d->qp[k].qhead + j].sg);
 		d->qp[k].qlen = 0;
 	}
 	if (d->mr)

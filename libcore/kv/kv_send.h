@@ -10,11 +10,14 @@
 #define SIGNAL_EVERY 16 /* one signalled write in this many, per data QP */
 
 /* A write waiting for room in its send queue. */
+/* A queued write: laddr and len, or, gathering, the pieces in sg (nsg of
+ * them, malloc'd, the entry's own; len their total). */
 struct wr_ent {
 	uint64_t laddr, raddr;
 	uint32_t len, imm;
-	uint16_t slot, layer;
+	uint16_t slot, layer, nsg;
 	bool has_imm;
+	struct rc_sg *sg;
 };
 
 struct sqp {
@@ -82,6 +85,11 @@ struct kv_sender {
 	uint64_t wire_delta;      /* added to a pool address: what the NIC is given (GPU: mr_addr) */
 	uint64_t slot_bytes, src_page_bytes;
 	uint64_t stage_base, stage_slot_bytes; /* staging ring after the slots, one per slot */
+	/* Pieces a packed write gathers: --max-sge, then capped by the data
+	 * QPs; below 2, packing copies into staging, which exists only when
+	 * --max-sge 1 asked for it (copy_ok). */
+	uint32_t gather;
+	bool copy_ok;
 	uint32_t src_pages, dst_pages, session;
 	struct sreq *reqs;           /* inflight of them, one per source slot */
 	uint32_t next_id, active, finished;

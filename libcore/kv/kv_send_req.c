@@ -233,6 +233,14 @@ static int push(struct sqp *qp, const struct wr_ent *w)
 	return 0;
 }
 
+/* Free the gather lists of n entries and the array. */
+static void drop(struct wr_ent *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i].sg);
+	free(v);
+}
+
 /* Queue the writes of one layer to one decode rank: units u0 to u1 - 1 of
  * its segments (both halves in a row) cut into nqps * m units, QP-major:
  * unit u goes on data QP u / m, and the last unit of a QP (u % m == m - 1)
@@ -269,8 +277,43 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 							   q->pages[di][g->dst_page]) * d->page_bytes + g->dst_off;
 			struct wr_ent *last = n ? &v[n - 1] : NULL;
 
-			/* Packed: the segments, in destination order, copied one
-			 * after the other, so that the staging side is contiguous
+			/* Packed by gather: the segments, in destination order,
+			 * pieces of one write while the destination is contiguous
+			 * (a piece grows while the source is too). */
+			if (d->pack && s->gather > 1) {
+				s->sum->gathered_bytes += g->len;
+				if (last && last->raddr + last->len == ra &&
+				    last->len + g->len <= KV_WRITE_MAX) {
+					if (!last->sg && last->laddr + last->len == la) {
+						last->len += g->len;
+						continue;
+					}
+					if (last->sg && last->sg[last->nsg - 1].addr +
+								last->sg[last->nsg - 1].len == la) {
+						last->sg[last->nsg - 1].len += g->len;
+						last->len += g->len;
+						continue;
+					}
+					if (!last->sg) {
+						if (!(last->sg = malloc(s->gather * sizeof(*last->sg)))) {
+							rc = -ENOMEM;
+							goto out;
+						}
+						last->sg[0] = (struct rc_sg){ last->laddr, last->len };
+						last->nsg = 1;
+					}
+					if (last->nsg < s->gather) {
+						last->sg[last->nsg++] = (struct rc_sg){ la, g->len };
+						last->len += g->len;
+						continue;
+					}
+				}
+				v[n++] = (struct wr_ent){ .laddr = la, .raddr = ra, .len = g->len,
+							  .slot = (uint16_t)q->slot, .layer = (uint16_t)l };
+				continue;
+			}
+			/* Packed by copy: the segments, in destination order, copied
+			 * one after the other, so that the staging side is contiguous
 			 * wherever the destination is. */
 			if (d->pack) {
 				memcpy(stage, (const void *)(uintptr_t)la, g->len);
@@ -294,11 +337,12 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 	}
 	/* GPU memory: what was packed goes to the GPU before any write reads it. */
 	if (staged_lo && (rc = kvs_to_gpu(s, staged_lo, (size_t)(staged_hi - staged_lo), err))) {
-		free(v);
+		drop(v, n);
 		return rc;
 	}
 	/* Contiguous shares per unit; a QP's last unit ends with the notification
-	 * (a zero-length write carries it where the unit has no bytes). */
+	 * (a zero-length write carries it where the unit has no bytes). A queued
+	 * entry owns its gather list; v keeps those not queued. */
 	for (uint32_t u = u0; !rc && u < u1; u++) {
 		size_t a = n * (u - u0) / (u1 - u0), b = n * (u + 1 - u0) / (u1 - u0);
 		struct sqp *qp = &d->qp[u / m];
@@ -306,21 +350,23 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 				      .slot = (uint16_t)q->slot, .layer = (uint16_t)l };
 
 		for (size_t i = a; !rc && i + 1 < b; i++)
-			rc = push(qp, &v[i]);
+			if (!(rc = push(qp, &v[i])))
+				v[i].sg = NULL;
 		if (u % m != m - 1) {
-			if (!rc && b > a)
-				rc = push(qp, &v[b - 1]);
+			if (!rc && b > a && !(rc = push(qp, &v[b - 1])))
+				v[b - 1].sg = NULL;
 			continue;
 		}
 		if (b > a)
 			imm = v[b - 1];
 		imm.has_imm = true;
 		imm.imm = kv_imm(q->rgen[di], q->rslot[di], l, s->o->c.rank);
-		if (!rc)
-			rc = push(qp, &imm);
+		if (!rc && !(rc = push(qp, &imm)) && b > a)
+			v[b - 1].sg = NULL;
 		q->pending[l]++;
 	}
-	free(v);
+out:
+	drop(v, n);
 	return rc ? rc_err_set(err, -rc, "out of memory") : 0;
 }
 
@@ -356,7 +402,7 @@ static double next_due(const struct kv_sender *s, const struct sreq *q)
 
 /* The work request of one queued write: the stream's signalling rule, plus
  * every notification and every forced one (force) signalled. */
-static void next_wr(const struct kv_sender *s, struct sqp *qp, const struct wr_ent *w,
+static void next_wr(const struct kv_sender *s, struct sqp *qp, struct wr_ent *w,
 		    uint32_t lkey, uint32_t rkey, bool force, struct rc_wr *wr)
 {
 	uint64_t seq = qp->sq.posted;
@@ -366,7 +412,10 @@ static void next_wr(const struct kv_sender *s, struct sqp *qp, const struct wr_e
 	*wr = (struct rc_wr){ .op = w->has_imm ? RC_OP_WRITE_IMM : RC_OP_WRITE,
 			      .laddr = w->laddr + s->wire_delta, .len = w->len, .lkey = lkey, .raddr = w->raddr,
 			      .rkey = rkey, .imm = w->imm,
-			      .user = kv_wrid((uint32_t)seq, w->slot, w->layer, w->has_imm) };
+			      .user = kv_wrid((uint32_t)seq, w->slot, w->layer, w->has_imm),
+			      .sg = w->sg, .nsg = w->sg ? w->nsg : 0 };
+	for (uint32_t i = 0; w->sg && s->wire_delta && i < w->nsg; i++)
+		w->sg[i].addr += s->wire_delta;
 	wr->signaled = rc_sq_next(&qp->sq, force || w->has_imm);
 }
 
@@ -381,11 +430,15 @@ int kvs_post_queued(struct kv_sender *s, struct sdst *d)
 			int rc;
 
 			ch.n = 0;
-			while (ch.n < CHAIN && qp->qlen && qp->sq.posted - qp->sq.done < SQ_DEPTH) {
+			while (ch.n < CHAIN && qp->qlen && qp->sq.posted - qp->sq.done < SQ_DEPTH &&
+			       rc_chain_room(&ch, qp->q[qp->qhead].nsg)) {
+				struct wr_ent *w = &qp->q[qp->qhead];
 				struct rc_wr wr;
 
-				next_wr(s, qp, &qp->q[qp->qhead], d->mr->lkey, d->rkey, false, &wr);
-				rc_chain_add(&ch, &wr);
+				next_wr(s, qp, w, d->mr->lkey, d->rkey, false, &wr);
+				rc_chain_add(&ch, &wr); /* copies the gather list */
+				free(w->sg);
+				w->sg = NULL;
 				qp->qhead++;
 				qp->qlen--;
 			}
@@ -487,9 +540,12 @@ void kvs_cancel(struct kv_sender *s, struct sreq *q, enum kv_ev_kind final, int 
 			for (size_t j = 0; j < qp->qlen; j++) {
 				struct wr_ent *w = &qp->q[qp->qhead + j];
 
-				if (w->slot != q->slot)
+				if (w->slot != q->slot) {
 					qp->q[qp->qhead + keep++] = *w;
-				else if (w->has_imm)
+					continue;
+				}
+				free(w->sg);
+				if (w->has_imm)
 					q->pending[w->layer]--;
 			}
 			qp->qlen = keep;

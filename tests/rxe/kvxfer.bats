@@ -674,12 +674,13 @@ no_leak() {
 		and ([.[] | ev("disconnected")[] | .reason | select(test("heartbeat"))] | length == 0)' s0 d0
 }
 
-# two_nics_pack LAYOUT: TP 4 -> 2 with 4-token source pages into 8-token
+# two_nics_pack LAYOUT SGE: TP 4 -> 2 with 4-token source pages into 8-token
 # destination pages, the decode ranks on device B, the prefill ranks bound
-# to device A; one set with --pack always, one with --pack never, at once.
-# Three requests, two in flight: a staging slot is reused.
+# to device A; one set with --pack always --max-sge SGE (32: gathered by the
+# NIC, rxe takes 32 entries; 1: copied into staging), one with --pack never,
+# at once. Three requests, two in flight: a staging slot is reused.
 two_nics_pack() {
-	local layout=$1 pack d s p names=()
+	local layout=$1 sge=$2 pack d s p names=()
 	T=(--layers 3 --kv-heads 8 --head-dim 16 --src-page-tokens 4 --dst-page-tokens 8
 	   --src-tp 4 --dst-tp 2 --page-layout "$layout")
 	ADDR=$RDMACTL_VM_ADDR_B
@@ -695,7 +696,7 @@ two_nics_pack() {
 		for s in 0 1 2 3; do
 			p=PORT_d$((s / 2))$pack
 			send "s$s$pack" "${T[@]}" --rank "$s" --connect "$ADDR:${!p}" --bind "$RDMACTL_VM_ADDR_A" \
-				--tokens 19 --requests 3 --inflight 2 --qps 2 --pack "$pack"
+				--tokens 19 --requests 3 --inflight 2 --qps 2 --pack "$pack" --max-sge "$sge"
 			names+=("s$s$pack")
 		done
 	done
@@ -703,15 +704,16 @@ two_nics_pack() {
 	status 0 "${names[@]}"
 	# What plan says each choice gives each source rank (pages apart).
 	for pack in always never; do
-		"$RDMACTL" -j kvxfer plan "${T[@]}" --tokens 19 --qps 2 --pack "$pack" >"$KV_OUT/plan$pack.out"
+		"$RDMACTL" -j kvxfer plan "${T[@]}" --tokens 19 --qps 2 --pack "$pack" --max-sge "$sge" \
+			>"$KV_OUT/plan$pack.out"
 	done
 	# Every request verified on device B, from senders on device A; each
-	# sender packed its one route (or not) and copied exactly its bytes
-	# (19 tokens x 2 heads x 32 bytes x K+V x 3 layers x 3 requests), and
-	# posted the writes plan counts for it (each route fills half of every
-	# destination row or head block: no neighbouring pages can merge).
+	# sender packed its one route (or not), copied or gathered exactly its
+	# bytes (19 tokens x 2 heads x 32 bytes x K+V x 3 layers x 3 requests),
+	# and posted the writes plan counts for it (each route fills half of
+	# every destination row or head block: no neighbouring pages can merge).
 	check "def A: \"$RDMACTL_VM_ADDR_A\"; def devA: \"$RDMACTL_VM_DEV_A\";
-		def devB: \"$RDMACTL_VM_DEV_B\"; $TWO_NICS_CHECK" "${names[@]}" planalways plannever
+		def devB: \"$RDMACTL_VM_DEV_B\"; def sge: $sge; $TWO_NICS_CHECK" "${names[@]}" planalways plannever
 }
 TWO_NICS_CHECK='
 	def ranks($k): to_entries | map(select(.key | test($k)) | .value);
@@ -723,22 +725,25 @@ TWO_NICS_CHECK='
 		and (ev("connected") | length == 2 and all(.peer | startswith(A + ":")))))
 	and (ranks("^s") | all(ev("connected")[0].device == devA))
 	and (ranks("^s.always") | all(ev("summary")[0]
-		| .routes == 1 and .routes_packed == 1 and .packed_bytes == 19*2*32*2*3*3))
+		| .routes == 1 and .routes_packed == 1 and .gather_sge == sge
+		and (if sge == 1 then .packed_bytes == 19*2*32*2*3*3 and .gathered_bytes == 0
+		     else .packed_bytes == 0 and .gathered_bytes == 19*2*32*2*3*3 end)))
 	and (ranks("^s.never") | all(ev("summary")[0]
-		| .routes == 1 and .routes_packed == 0 and .packed_bytes == 0))
+		| .routes == 1 and .routes_packed == 0 and .packed_bytes == 0 and .gathered_bytes == 0))
+	and (.planalways[0].pack.max_sge == sge)
 	and ([range(4) as $r | .["s\($r)always"] | writes] == $pa)
 	and ([range(4) as $r | .["s\($r)never"] | writes] == $pn)'
 
-@test "two NICs, TP 4 -> 2, hnd pages: --pack always and never land verified across the veth pair" {
+@test "two NICs, TP 4 -> 2, hnd pages: --pack always (gathered by the NIC) and never land verified across the veth pair" {
 	need_two_nics
-	two_nics_pack hnd
+	two_nics_pack hnd 32
 	# hnd: packing joins each head's 4-token runs into the 8-token page's.
 	check '.planalways[0].pack.always.writes < .planalways[0].pack.never.writes' planalways
 }
 
-@test "two NICs, TP 4 -> 2, nhd pages: --pack always and never land verified across the veth pair" {
+@test "two NICs, TP 4 -> 2, nhd pages: --pack always (copied into staging) and never land verified across the veth pair" {
 	need_two_nics
-	two_nics_pack nhd
+	two_nics_pack nhd 1
 	# nhd: two sources interleave in every destination row; nothing joins.
 	check '.planalways[0].pack.always.writes == .planalways[0].pack.never.writes' planalways
 }
@@ -770,22 +775,25 @@ FAKE_CUDA=$BUILD_DIR/tests/unit/libfakecuda.so
 	check '.d0 | ev("connected") | length == 0' d0
 }
 
-@test "send --mem cuda (fake driver): source pages in GPU memory, filled through a host copy, packed and not, verified" {
+@test "send --mem cuda (fake driver): source pages in GPU memory, filled through a host copy, gathered and copied, verified" {
 	[ -f "$FAKE_CUDA" ] || fail "no fake CUDA driver at $FAKE_CUDA"
 	jq -e '.features.gpu_memory' <<<"$("$RDMACTL" -j help)" >/dev/null ||
 		skip "this rdmactl was built without CUDA"
 	# TP 2 -> 1, 4-token source pages into 8-token destination pages: each
-	# source fills half of every destination row, so --pack always copies
-	# into the staging ring. Two senders at once, three requests each, two in
-	# flight, two QPs: peer memory (auto) packed, the bounce buffer (device
-	# memory closed to the CPU) unpacked. Every request needs both sources.
+	# source fills half of every destination row, and --pack always packs.
+	# Two senders at once, three requests each, two in flight, two QPs: peer
+	# memory (auto) packed by gather lists that name GPU addresses, the
+	# bounce buffer (device memory closed to the CPU) packed by a copy into
+	# the staging ring (--max-sge 1), copied over to the GPU. Every request
+	# needs both sources.
 	local T=(--layers 3 --kv-heads 8 --head-dim 16 --src-page-tokens 4 --dst-page-tokens 8
 		 --src-tp 2 --dst-tp 1)
 	serve d0 "${T[@]}" --pool-pages 24 --scatter 5 --verify --requests 3
 	RDMACTL_CUDA_LIB=$FAKE_CUDA send s0 "${T[@]}" --rank 0 --connect "$ADDR:$PORT_d0" --tokens 19 \
 		--requests 3 --inflight 2 --qps 2 --pack always --mem cuda:0 --layer-compute-us 2000
 	RDMACTL_CUDA_LIB=$FAKE_CUDA RDMACTL_FAKE_CUDA_PROTECT=1 send s1 "${T[@]}" --rank 1 \
-		--connect "$ADDR:$PORT_d0" --tokens 19 --requests 3 --inflight 2 --qps 2 --pack never --mem cuda
+		--connect "$ADDR:$PORT_d0" --tokens 19 --requests 3 --inflight 2 --qps 2 --pack always --max-sge 1 \
+		--mem cuda
 	reap s0 s1 d0
 	status 0 s0 s1 d0
 	check '(.d0 | verified(3)) and (.d0 | ev("done") | all(.sources == [0,1]))
@@ -794,8 +802,10 @@ FAKE_CUDA=$BUILD_DIR/tests/unit/libfakecuda.so
 			and (.registration_notes | contains("dma-buf: the export was refused")))
 		and (.s1 | ev("ready")[0] | .mem == "cuda" and .registration == "bounce"
 			and (.registration_notes | contains("peer memory: ibv_reg_mr")))
-		and (.s0 | ev("summary")[0] | .routes_packed == 1 and .packed_bytes == 19*4*32*2*3*3)
-		and (.s1 | ev("summary")[0] | .routes_packed == 0)
+		and (.s0 | ev("summary")[0] | .routes_packed == 1 and .packed_bytes == 0
+			and .gathered_bytes == 19*4*32*2*3*3 and .gather_sge == 32)
+		and (.s1 | ev("summary")[0] | .routes_packed == 1 and .packed_bytes == 19*4*32*2*3*3
+			and .gathered_bytes == 0 and .gather_sge == 1)
 		and (.d0 | ev("listening")[0] | .mem == "host" and .gpu == null and .registration == "host"
 			and .registration_notes == null)' s0 s1 d0
 	# --gpu-reg peermem on memory closed to the CPU: that path alone, and its failure named

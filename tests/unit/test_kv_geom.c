@@ -348,6 +348,29 @@ static void packing(void)
 	CHECK_EQ_U64(kv_seg_writes(hnd, 6, true), 3);
 	CHECK_EQ_U64(kv_seg_writes(big, 2, true), 2);
 	CHECK_EQ_U64(kv_seg_writes(big, 1, true), 1);
+	/* Gathered: nhd's destination page 0 takes three pieces of the source
+	 * (rows at 8, 24 and 40), page 1 two: at most two a write, page 0 goes
+	 * as two; three or more, as the copy; 0 and 1 mean the copy. */
+	CHECK_EQ_U64(kv_gather_writes(nhd, 5, 2, 0), 3);
+	CHECK_EQ_U64(kv_gather_writes(nhd, 5, 3, 0), 2);
+	CHECK_EQ_U64(kv_gather_writes(nhd, 5, 32, 0), 2);
+	CHECK_EQ_U64(kv_gather_writes(nhd, 5, 1, 0), 2);
+	CHECK_EQ_U64(kv_gather_writes(nhd, 5, 0, 0), 2);
+	CHECK_EQ_U64(kv_gather_writes(big, 2, 32, 0), 2); /* the 64 KiB cap holds */
+	{
+		/* Segments that follow one another in the source make one piece;
+		 * with src_page_bytes 16, source pages 0 and 1 follow too. */
+		struct kv_seg run[] = { { 0, 0, 0, 0, 8 }, { 0, 8, 0, 8, 8 }, { 0, 32, 0, 16, 8 },
+					{ 0, 48, 0, 24, 8 } };
+		struct kv_seg pages[] = { { 0, 8, 0, 0, 8 }, { 1, 0, 0, 8, 8 }, { 1, 12, 0, 16, 4 } };
+
+		CHECK_EQ_U64(kv_gather_writes(run, 2, 1, 0), 1);
+		CHECK_EQ_U64(kv_gather_writes(run, 3, 2, 0), 1);
+		CHECK_EQ_U64(kv_gather_writes(run, 4, 2, 0), 2);
+		CHECK_EQ_U64(kv_gather_writes(run, 4, 3, 0), 1);
+		CHECK_EQ_U64(kv_gather_writes(pages, 3, 2, 0), 2);
+		CHECK_EQ_U64(kv_gather_writes(pages, 3, 2, 16), 1);
+	}
 
 	CHECK(kv_pack_choose(KV_PACK_AUTO, 40, 5, 2) == KV_PACK_ALWAYS);
 	CHECK(kv_pack_choose(KV_PACK_AUTO, 40, 6, 3) == KV_PACK_ALWAYS); /* halved exactly */

@@ -171,6 +171,13 @@ RC_EXPORT void kv_land_segments(const struct kv_geom *g, const struct kv_route *
  * packed, the staging always is. */
 RC_EXPORT uint64_t kv_post_writes(const struct kv_seg *s, size_t n, bool packed,
 				  uint64_t src_page_bytes);
+/* The same, packed, where a write gathers at most max_sge pieces of the
+ * source (segments that follow one another there make one piece) instead
+ * of a copy into staging: where the device takes a gather list, packing
+ * costs the CPU nothing. max_sge 0 or 1: a copy, as kv_post_writes. */
+#define KV_GATHER_MAX 32
+RC_EXPORT uint64_t kv_gather_writes(const struct kv_seg *s, size_t n, uint32_t max_sge,
+				    uint64_t src_page_bytes);
 /* Copy the route's part of destination page page (its tokens rows) from
  * its block into pool page pool. */
 RC_EXPORT void kv_land_unpack(const struct kv_geom *g, const struct kv_route *r, const char *block,
@@ -198,6 +205,7 @@ struct kv_plan {
 	uint64_t writes_never, writes_packed, writes;
 	uint32_t routes, routes_packed;
 	enum kv_pack pack;               /* what was asked */
+	uint32_t max_sge;                /* pieces a packed write gathers (1: a copy) */
 	/* Landing (--land): routes landed, and the writes per request the
 	 * --pack and --land choices give together, as the senders post them. */
 	enum kv_pack land;
@@ -224,6 +232,7 @@ struct kv_plan_in {
 	double layer_compute_us;         /* 0: not given */
 	double link_gbps;                /* 0: not given */
 	enum kv_pack pack;
+	uint32_t max_sge;                /* as kv_send_opts.max_sge (0: KV_GATHER_MAX) */
 	enum kv_pack land;               /* --land (auto when zeroed) */
 	uint32_t qps;                    /* data QPs per source and destination (0: 1) */
 };
@@ -459,9 +468,12 @@ struct kv_summary {
 	 * RDMA WRITE payload bytes and work requests. */
 	uint32_t nqps;
 	uint64_t qp_bytes[KV_MAX_QPS], qp_wrs[KV_MAX_QPS];
-	/* send: routes fed, how many of them packed, bytes copied to pack them. */
+	/* send: routes fed, how many of them packed, bytes copied to pack them,
+	 * bytes packed by gather lists instead, and the most pieces a write
+	 * gathers (1: packing copies). */
 	uint32_t routes, routes_packed;
-	uint64_t packed_bytes;
+	uint64_t packed_bytes, gathered_bytes;
+	uint32_t gather_sge;
 	uint32_t routes_landed;   /* send: routes written into a landing area */
 };
 
@@ -510,6 +522,10 @@ struct kv_send_opts {
 	double layer_compute_us;
 	bool no_stream;
 	enum kv_pack pack;
+	/* --max-sge: pieces a packed write gathers (capped at KV_GATHER_MAX and
+	 * at what the device takes); 0 means KV_GATHER_MAX, 1 packs by copying
+	 * into staging, as a device that takes no gather list does. */
+	uint32_t max_sge;
 	enum kv_pack land;        /* --land: auto, always or never (the decode rank follows it) */
 	/* The source pages and staging: host (default), hugepage or GPU memory
 	 * (.len and .path unused). The CPU fills and packs them: with GPU memory
