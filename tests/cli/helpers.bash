@@ -2,10 +2,9 @@
 # Shared by the cli tests: bats-support/bats-assert and the binary under test
 # ($RDMACTL, else the build tree's).
 bats_require_minimum_version 1.5.0
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
+load '../lib/assert'
 
-ROOT="$(cd "${BATS_TEST_DIRNAME}/../.." && pwd)"
+ROOT=${BATS_TEST_DIRNAME%/tests/*}
 RDMACTL="${RDMACTL:-$ROOT/build/cli/rdmactl}"
 
 require_binary() {

@@ -6,8 +6,7 @@
 #   bats tests/cli/probe-topology.bats
 # The binary: $RDMACTL, or build/cli/rdmactl of this checkout.
 
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
+load '../lib/assert'
 
 setup_file() {
 	export RDMACTL=${RDMACTL:-$BATS_TEST_DIRNAME/../../build/cli/rdmactl}

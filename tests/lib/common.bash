@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: MIT
 # Shared by the bats tiers: where the binary is, and bats helper libraries.
-REPO_ROOT=$(cd "${BATS_TEST_DIRNAME}/../.." && pwd)
+# No forks here: bats sources this for every test, and under the guest's
+# emulation each fork costs.
+REPO_ROOT=${BATS_TEST_DIRNAME%/tests/*}
 BUILD_DIR=${RDMACTL_BUILD_DIR:-$REPO_ROOT/build}
 RDMACTL=${RDMACTL:-$BUILD_DIR/cli/rdmactl}
 export RDMACTL
 
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
+source "$REPO_ROOT/tests/lib/assert.bash"
 
 # Run rdmactl with a bound on time: no test may hang.
 rdmactl() {
