@@ -86,6 +86,7 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 
 @test "flat: 8 ranks, uniform and zipf" {
 	need_guest
+	heavy_sibling "flat with 2 and 4 ranks, uniform, zipf and a skew matrix"
 	a2a_peers 8
 	a2a_ok 8 --rendezvous "file:$PEERS" --hidden 256 --tokens 32 --iters 3 --warmup 1
 	a2a_peers 8
@@ -144,6 +145,7 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 
 @test "hierarchical: two nodes of 4, one on each rxe of the veth pair, same data as flat" {
 	need_two_nics
+	heavy_sibling "hierarchical with 4 ranks as 2 nodes of 2, and the GPU memory test's hierarchical run"
 	local common=(--hidden 256 --tokens 32 --iters 3 --warmup 1 --skew zipf:1.2 --all-ranks)
 	# the host name column makes the nodes: ranks 0-3 on a, 4-7 on b
 	PEERS=$BATS_TEST_TMPDIR/peers.hosts

@@ -218,6 +218,7 @@ setup() {
 }
 
 @test "a foreign verbs client writes with the JSON descriptor alone; rdmactl reads it back" {
+	heavy_sibling "rdmactl's part, a served region read back, runs in the 8 MiB round trip"
 	start_server 1 --listen "$ADDR:$PORT" --name kv --size 1M --token tok
 	d=$(descriptor kv)
 	run timeout 30 "$FOREIGN_CLIENT" write "$(jq -r .listen.address <<<"$d")" \

@@ -736,6 +736,7 @@ TWO_NICS_CHECK='
 
 @test "two NICs, TP 4 -> 2, hnd pages: --pack always (gathered by the NIC) and never land verified across the veth pair" {
 	need_two_nics
+	heavy_sibling "the nhd twin crosses the pair; the fake-GPU send test gathers and copies"
 	two_nics_pack hnd 32
 	# hnd: packing joins each head's 4-token runs into the 8-token page's.
 	check '.planalways[0].pack.always.writes < .planalways[0].pack.never.writes' planalways

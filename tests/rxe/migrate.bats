@@ -77,6 +77,7 @@ etcd_value() {
 }
 
 @test "a JSON block list on stdin, and the whole region: 32 MiB verified" {
+	heavy_sibling "the text block list test moves blocks the same way; fuzz_parse reads JSON block lists"
 	local t=$BATS_TEST_TMPDIR
 	serve A "$A" --name kv --size 32M
 	serve B "$B" --name kv --size 32M
