@@ -7,10 +7,13 @@
 # freshly built binaries. The host kernel has no RDMA; this is where the
 # tests that move data over verbs run. See tests/vm/README.md.
 #
-# Usage: tests/vm/run.sh [--two-nics] [--timeout SECONDS] [--mem SIZE] -- COMMAND [ARGS...]
+# Usage: tests/vm/run.sh [--two-nics] [--timeout SECONDS] [--mem SIZE] [--cpus N] -- COMMAND [ARGS...]
 #   --two-nics       also set up rxe_a/rxe_b on a veth pair (va/vb)
 #   --timeout S      bound the whole guest run (default 1500)
 #   --mem SIZE       guest memory, qemu syntax (default 2G)
+#   --cpus N         emulated CPUs (default 2; one runs the test suite about
+#                    as fast, so two guests fit side by side on two cores,
+#                    but two busy-polling processes starve on it)
 # COMMAND runs as root via bash, in the caller's directory, with the caller's
 # PATH. Its stdout and stderr stream to our stdout; we exit with its status.
 # Exit 125: the harness failed (usage, preparation, boot, set-up, timeout);
@@ -27,13 +30,14 @@ die() {
 	exit 125
 }
 usage() {
-	printf '%s\n' "usage: tests/vm/run.sh [--two-nics] [--timeout SECONDS] [--mem SIZE] -- COMMAND [ARGS...]" >&2
+	printf '%s\n' "usage: tests/vm/run.sh [--two-nics] [--timeout SECONDS] [--mem SIZE] [--cpus N] -- COMMAND [ARGS...]" >&2
 	exit 125
 }
 
 two_nics=0
 limit=1500
 mem=2G
+cpus=2
 while (($#)); do
 	case "$1" in
 	--two-nics) two_nics=1 ;;
@@ -41,6 +45,8 @@ while (($#)); do
 	--timeout=*) limit=${1#*=} ;;
 	--mem) (($# > 1)) || usage; mem=$2; shift ;;
 	--mem=*) mem=${1#*=} ;;
+	--cpus) (($# > 1)) || usage; cpus=$2; shift ;;
+	--cpus=*) cpus=${1#*=} ;;
 	--) shift; break ;;
 	-h | --help) usage ;;
 	*) printf 'run.sh: unknown option %s\n' "$1" >&2; usage ;;
@@ -50,6 +56,7 @@ done
 (($#)) || usage
 [[ "$limit" =~ ^[1-9][0-9]*$ ]] || die "--timeout wants a whole number of seconds, not '$limit'"
 [[ "$mem" =~ ^[1-9][0-9]*[MG]?$ ]] || die "--mem wants a size such as 2G or 1536M, not '$mem'"
+[[ "$cpus" =~ ^[1-8]$ ]] || die "--cpus wants 1 to 8, not '$cpus'"
 
 # The guest mounts its own file systems on these. A folder the command
 # needs below /tmp, /var/tmp, /run or /root is bound back into the guest
@@ -127,7 +134,7 @@ printf 'KDIR=%q\nCWD=%q\nTWO_NICS=%d\n' "$kdir" "$PWD" "$two_nics" >"$job/vars"
 # qemu option values escape a comma by doubling it.
 q() { printf '%s' "${1//,/,,}"; }
 qemu=(
-	qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m "$mem"
+	qemu-system-x86_64 -accel tcg -cpu max -smp "$cpus" -m "$mem"
 	-nodefaults -no-user-config -display none -monitor none -no-reboot
 	-kernel "$kdir/kernel" -initrd "$kdir/initrd.cpio"
 	-append "console=ttyS0 loglevel=4 panic=-1 rdinit=/init"
