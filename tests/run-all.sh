@@ -165,8 +165,10 @@ in_background() {
 	echo $? >"$out.rc"
 	printf '%s: ended at %d s\n' "$name" "$SECONDS" >>"$out.time"
 }
-host_tiers=(unit-asan cli cli-asan fuzz)
-log "in the background: ${host_tiers[*]} (their output follows the guests')"
+host_tiers=(cli)
+((sanitize)) && host_tiers=(unit-asan cli cli-asan)
+((fuzz)) && host_tiers+=(fuzz)
+log "in the background: ${host_tiers[*]} (their output follows the guest tiers')"
 (
 	renice -n 10 -p "$BASHPID" >/dev/null # the guests' timing checks come first
 	if ((sanitize)); then
