@@ -292,7 +292,7 @@ int kv_plan(const struct kv_geom *g, const struct kv_plan_in *in, struct kv_plan
 {
 	struct kv_route r[KV_MAX_ROUTES];
 	uint64_t per_layer_half = 0, busiest = 0;
-	uint32_t gather = in->max_sge && in->max_sge < KV_GATHER_MAX ? in->max_sge : KV_GATHER_MAX;
+	uint32_t gather = kv_gather_cap(in->max_sge);
 	int nr, rc;
 
 	memset(p, 0, sizeof(*p));

@@ -272,7 +272,7 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 		return rc_err_set(err, EINVAL, "a request of %u tokens takes %u destination pages; at most %d",
 				  o->tokens, s->dst_pages, KV_MAX_REQ_PAGES);
 	s->src_page_bytes = kv_page_bytes(s->g, false);
-	s->gather = o->max_sge && o->max_sge < KV_GATHER_MAX ? o->max_sge : KV_GATHER_MAX;
+	s->gather = kv_gather_cap(o->max_sge);
 	s->copy_ok = s->gather < 2;
 	if ((rc = stage_size(s, err)))
 		return rc;

@@ -176,6 +176,11 @@ RC_EXPORT uint64_t kv_post_writes(const struct kv_seg *s, size_t n, bool packed,
  * of a copy into staging: where the device takes a gather list, packing
  * costs the CPU nothing. max_sge 0 or 1: a copy, as kv_post_writes. */
 #define KV_GATHER_MAX 32
+/* --max-sge as plan and send take it: 0 means KV_GATHER_MAX, and no more. */
+static inline uint32_t kv_gather_cap(uint32_t max_sge)
+{
+	return max_sge && max_sge < KV_GATHER_MAX ? max_sge : KV_GATHER_MAX;
+}
 RC_EXPORT uint64_t kv_gather_writes(const struct kv_seg *s, size_t n, uint32_t max_sge,
 				    uint64_t src_page_bytes);
 /* Copy the route's part of destination page page (its tokens rows) from
