@@ -248,10 +248,12 @@ int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct rc_a2a_re
 	}
 	if (!rc)
 		rc = rc_group_flush(g, err);
+	/* the others hear why before this rank's memory goes: a write to it
+	 * that fails then does not hide the first cause */
+	if (rc)
+		rc_group_abort(g, err->msg);
 	if (o->algo == RC_A2A_HIER)
 		a2a_hier_teardown(&a);
 	teardown(&a);
-	if (rc)
-		rc_group_abort(g, err->msg);
 	return rc;
 }

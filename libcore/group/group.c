@@ -308,6 +308,7 @@ int rc_group_close(struct rc_group *g)
 
 		g->o.timeout_ms = t < 2000 ? t : 2000;
 		rc_group_flush(g, NULL);
+		group_fin(g, g->o.timeout_ms);
 		g->o.timeout_ms = t;
 	}
 	for (int j = 0; j < RC_GROUP_MAX; j++) {

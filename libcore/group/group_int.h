@@ -9,6 +9,7 @@
 
 #define GROUP_MAGIC 0x72646d67u /* "rdmg" */
 #define ABORT_MAGIC 0x72646d61u /* "rdma": the sender gave up, data says why */
+#define FIN_MAGIC 0x72646d66u   /* "rdmf": the sender is closing; all it sent landed */
 #define IMM_CHANNELS 4
 
 /* A control message as it travels. */
@@ -38,6 +39,7 @@ struct gpeer {
 	uint64_t imm[IMM_CHANNELS];
 	int sends_out;        /* signalled work requests not completed */
 	bool send_busy;       /* the send slot is in flight */
+	bool fin;             /* its FIN came: nothing it sent us is unacknowledged */
 	struct gmsg *box;     /* received messages not yet taken, a ring */
 	int box_head;
 	int box_n;
@@ -58,6 +60,7 @@ struct rc_group {
 	struct rc_rdv *rdv;   /* rc_group_join's: closed with the group */
 	uint32_t seq;         /* control exchanges so far */
 	bool aborted;         /* a peer gave up: every wait fails with its reason */
+	bool gave_up;         /* rc_group_abort was called: no FIN at close */
 	char abort_msg[RC_GROUP_MSG_MAX + 32];
 	/* while connecting: the accepting thread */
 	pthread_mutex_t mu;
@@ -82,5 +85,7 @@ static inline struct gmsg *send_slot(const struct rc_group *g, int j)
 int group_post_recvs(struct rc_group *g, int j, struct rc_err *err);
 /* Reap completions and CM events for up to timeout_ms. 0 or -errno. */
 int group_progress(struct rc_group *g, int timeout_ms, struct rc_err *err);
+/* The closing handshake of a group that ended well (group_io.c). */
+void group_fin(struct rc_group *g, int timeout_ms);
 
 #endif

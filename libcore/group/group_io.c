@@ -71,6 +71,11 @@ static int on_recv(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc
 	} else {
 		const struct gmsg *m = recv_slot(g, j, s);
 
+		if (m->magic == FIN_MAGIC) {
+			p->fin = true;
+			return rc_post_recv(p->c, recv_slot(g, j, s), GMSG_SLOT, g->mr->lkey,
+					    wc->wr_id, err);
+		}
 		if (m->magic == ABORT_MAGIC) {
 			if (!g->aborted)
 				snprintf(g->abort_msg, sizeof(g->abort_msg), "rank %d gave up: %.*s", j,
@@ -457,37 +462,70 @@ int rc_group_barrier(struct rc_group *g, struct rc_err *err)
 	return rc_group_allgather_u64(g, 0, all, err);
 }
 
-void rc_group_abort(struct rc_group *g, const char *why)
+/* Best effort: a message of its own kind to every live peer whose send slot
+ * is free; a peer missed learns it from the timeout instead. */
+static void post_to_all(struct rc_group *g, uint32_t magic, const char *data, size_t len)
 {
-	double deadline = rc_now() + 0.5;
-	size_t len = strlen(why);
-
-	if (len > RC_GROUP_MSG_MAX)
-		len = RC_GROUP_MSG_MAX;
 	for (int k = 0; k < g->nconns; k++) {
 		struct gpeer *p = &g->peers[g->conn_rank[k]];
 		struct gmsg *m = send_slot(g, g->conn_rank[k]);
 
-		/* Best effort: a peer whose send slot is busy or that is gone
-		 * learns it from the timeout instead. */
 		if (p->dead || p->send_busy || p->sends_out >= g->o.sq_depth - 2)
 			continue;
-		m->magic = ABORT_MAGIC;
+		m->magic = magic;
 		m->seq = g->seq;
 		m->from = (uint32_t)g->o.rank;
 		m->len = (uint32_t)len;
-		memcpy(m->data, why, len);
+		memcpy(m->data, data, len);
 		if (rc_post_send(p->c, m, (uint32_t)(offsetof(struct gmsg, data) + len), g->mr->lkey,
 				 (uint64_t)g->conn_rank[k], NULL) == 0) {
 			p->send_busy = true;
 			p->sends_out++;
 		}
 	}
+}
+
+void rc_group_abort(struct rc_group *g, const char *why)
+{
+	double deadline = rc_now() + 0.5;
+	size_t len = strlen(why);
+
+	g->gave_up = true;
+	post_to_all(g, ABORT_MAGIC, why, len > RC_GROUP_MSG_MAX ? RC_GROUP_MSG_MAX : len);
 	/* Let the messages leave before the connections close. */
 	for (int k = 0; k < g->nconns; k++)
 		while (g->peers[g->conn_rank[k]].send_busy && rc_now() < deadline)
 			if (group_progress(g, 50, NULL) == -EIO)
 				break; /* a failed connection completes nothing more */
+}
+
+/*
+ * The closing handshake. A message is complete for its sender only when the
+ * receiver's acknowledgment comes back; if that acknowledgment is lost, the
+ * sender retransmits, and a receiver that has already destroyed its QP
+ * answers nothing: the sender's last exchange then fails with "retry
+ * counter exceeded" although its peer got everything. So a rank that ended
+ * well tells each peer so (FIN, after its own sends completed) and keeps
+ * its connections until each live peer's FIN came, or until timeout_ms.
+ */
+void group_fin(struct rc_group *g, int timeout_ms)
+{
+	double deadline = rc_now() + timeout_ms / 1000.0;
+	bool keep = g->o.keep_going;
+
+	if (g->aborted || g->gave_up)
+		return;
+	post_to_all(g, FIN_MAGIC, "", 0);
+	/* a peer that fails now fails alone: the others' FINs still count */
+	g->o.keep_going = true;
+	for (int k = 0; k < g->nconns; k++) {
+		struct gpeer *p = &g->peers[g->conn_rank[k]];
+
+		while (!p->dead && (!p->fin || p->send_busy) && rc_now() < deadline)
+			if (group_progress(g, 50, NULL) && g->aborted)
+				break;
+	}
+	g->o.keep_going = keep;
 }
 
 int rc_group_gather(struct rc_group *g, int root, const void *mine, size_t len, void *theirs,

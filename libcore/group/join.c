@@ -95,6 +95,8 @@ int rc_group_join(const struct rc_group_join *j, struct rc_group **gout,
 	*gout = g;
 	return 0;
 fail:
+	if (g)
+		g->gave_up = true; /* no closing handshake for a group that never formed */
 	rc_group_close(g);
 	rc_rdv_close(rdv);
 	free(all);

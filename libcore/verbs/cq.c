@@ -65,6 +65,11 @@ int rc_cq_take(struct rc_conn *c, struct ibv_wc *wc, int max)
 {
 	int n, armed;
 
+	if (c->has_late_err) {
+		c->has_late_err = false;
+		wc[0] = c->late_err;
+		return 1;
+	}
 	rc_cq_ack(c);
 	n = ibv_poll_cq(c->cq, max, wc);
 	if (n != 0 || c->armed)
@@ -96,8 +101,15 @@ int rc_poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int max,
 		for (int k = 0; k < n; k++) {
 			int i = (start + k) % n;
 			struct rc_conn *c = conns[i];
-			int got = ibv_poll_cq(c->cq, max, wc);
+			int got;
 
+			if (c->has_late_err) {
+				c->has_late_err = false;
+				if (which)
+					*which = i;
+				return rc_wc_error(c, &c->late_err, err);
+			}
+			got = ibv_poll_cq(c->cq, max, wc);
 			if (got < 0)
 				return rc_err_set(err, EIO, "cannot poll the completion queue of %s",
 						  c->peer);
@@ -105,6 +117,16 @@ int rc_poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int max,
 				continue;
 			for (int j = 0; j < got; j++)
 				if (wc[j].status != IBV_WC_SUCCESS) {
+					/* what succeeded before it counts first: a
+					 * peer's last message may sit just before the
+					 * error its leaving caused */
+					if (j > 0) {
+						c->late_err = wc[j];
+						c->has_late_err = true;
+						if (which)
+							*which = i;
+						return j;
+					}
 					if (which)
 						*which = i; /* whose connection failed */
 					return rc_wc_error(c, &wc[j], err);

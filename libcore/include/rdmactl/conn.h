@@ -48,6 +48,10 @@ struct rc_conn {
 	int timeout_ms;
 	bool busy_poll;
 	bool armed;          /* CQ notification requested and not yet consumed */
+	/* rc_poll_any: an error completion that came after successful ones in
+	 * the same poll; those were returned first, this one is next */
+	bool has_late_err;
+	struct ibv_wc late_err;
 	bool established;
 	bool disconnected;
 	char peer[RC_HOST_MAX + 8];

@@ -136,7 +136,9 @@ RC_EXPORT void rc_cq_ack(struct rc_conn *c);
  * (busy polling or sleeping on the completion channels, as each connection
  * is set). Returns the count (> 0) with *which the connection's index,
  * -ETIMEDOUT, or -EIO for an error completion (err names the operation, the
- * peer and ibv_wc_status_str; *which is then the failed connection's index). */
+ * peer and ibv_wc_status_str; *which is then the failed connection's index).
+ * Successful completions polled together with an error one are returned
+ * first; the error comes from the next call. */
 RC_EXPORT int rc_poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int max,
 		int timeout_ms, int *which, struct rc_err *err);
 RC_EXPORT int rc_poll(struct rc_conn *c, struct ibv_wc *wc, int max, int timeout_ms, struct rc_err *err);
