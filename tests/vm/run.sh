@@ -137,7 +137,7 @@ qemu=(
 	qemu-system-x86_64 -accel tcg -cpu max -smp "$cpus" -m "$mem"
 	-nodefaults -no-user-config -display none -monitor none -no-reboot
 	-kernel "$kdir/kernel" -initrd "$kdir/initrd.cpio"
-	-append "console=ttyS0 loglevel=4 panic=-1 rdinit=/init"
+	-append "console=ttyS0 loglevel=4 panic=-1 rdinit=/init norandmaps"
 	-chardev "file,id=console,path=$(q "$job/console.log")" -serial chardev:console
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$(q "$job"),mount_tag=job,security_model=none,multidevs=remap"
