@@ -16,7 +16,10 @@
 # 1. rate as perftest reckons it: all bytes over the wall time from the
 #    first write posted (any prefill rank) to the last completion in the
 #    pool (any decode rank, complete_us; last column: to their reports,
-#    the --verify check included), all layers ready at once, against
+#    the --verify check included), all layers ready at once and both
+#    requests in flight (--inflight 2, as a prefill rank serving a stream
+#    of requests keeps them: with one, the next request waits for its
+#    pages from decode ranks busy checking the last one), against
 #    ib_write_bw with as many QPs (flows) and the same average write size
 #    as kvxfer posted (the writes its prefill ranks counted), and against
 #    ib_write_bw with 16 KiB writes and as many QPs;
@@ -205,11 +208,11 @@ for ((round = 1; round <= rounds; round++)); do
 		for pack in $(variants "$layout" "$st" "$dt"); do
 			k="$layout $st->$dt $pack"
 			if [ "$pack" = direct ]; then
-				kv "$layout" "$st" "$dt" auto $tokens 0 --land never
+				kv "$layout" "$st" "$dt" auto $tokens 0 --inflight $reqs --land never
 			elif [ "$pack" = copy ]; then
-				kv "$layout" "$st" "$dt" auto $tokens 0 --max-sge 1
+				kv "$layout" "$st" "$dt" auto $tokens 0 --inflight $reqs --max-sge 1
 			else
-				kv "$layout" "$st" "$dt" "$pack" $tokens 0
+				kv "$layout" "$st" "$dt" "$pack" $tokens 0 --inflight $reqs
 			fi
 			bytes=$("$rdmactl" -j kvxfer plan --layers $layers --kv-heads 8 --head-dim 128 --tokens $tokens \
 				| jq '.bytes_per_request')
@@ -235,7 +238,7 @@ for ((round = 1; round <= rounds; round++)); do
 done
 
 echo "== rate: $layers layers, $tokens tokens a request, 16 KiB source pages, all layers ready at once,"
-echo "   $qps data QPs a route; ratios against ib_write_bw with as many QPs; means of $rounds rounds;"
+echo "   $reqs requests in flight, $qps data QPs a route; ratios against ib_write_bw with as many QPs; means of $rounds rounds;"
 echo "   kvxfer's rate as perftest's average: all bytes over the time from the first write posted to"
 echo "   the last decode rank's completion (unpack included), and (last column) to its last report,"
 echo "   the --verify check after completion included"
