@@ -149,11 +149,11 @@ kv() {
 # ibw FLOWS SIZE BYTES: ib_write_bw with FLOWS QPs moving about BYTES in
 # SIZE-byte writes; sets ibw_rate (MiB/s, perftest's average).
 ibw() {
-	local try
+	local _
 	# perftest measures its clock first and, under emulation, sometimes
 	# gives up on it ("Correlation coefficient r^2 ... < 0.9") and reports
 	# 0 MB/s: such a run is repeated, at most three times in all.
-	for try in 1 2 3; do
+	for _ in 1 2 3; do
 		ibw_once "$@" && return 0
 		grep -q 'Correlation coefficient' "$work/ibw.cli" || break
 	done
