@@ -21,7 +21,7 @@
 set -uo pipefail
 
 repo=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$repo"
+cd "$repo" || exit 1
 sanitize=1
 rxe=1
 fuzz=1
@@ -141,9 +141,11 @@ mkdir -p "$logdir"
 # A build without CUDA must still build and refuse --mem cuda plainly (the
 # cli tier checks it through RDMACTL_NOCUDA); the binary alone is enough.
 log "build without CUDA (-DRDMACTL_CUDA=OFF, rdmactl only)"
-cmake -S . -B build-nocuda -DRDMACTL_WERROR=ON -DRDMACTL_CUDA=OFF -DRDMACTL_TESTS=OFF >/dev/null &&
-	cmake --build build-nocuda -j "$(nproc)" --target rdmactl ||
-	{ echo "rdmactl tests: 0 passed, 1 failed (build without CUDA)"; exit 1; }
+if ! { cmake -S . -B build-nocuda -DRDMACTL_WERROR=ON -DRDMACTL_CUDA=OFF -DRDMACTL_TESTS=OFF >/dev/null &&
+	cmake --build build-nocuda -j "$(nproc)" --target rdmactl; }; then
+	echo "rdmactl tests: 0 passed, 1 failed (build without CUDA)"
+	exit 1
+fi
 if ((sanitize)); then
 	log "build with AddressSanitizer and UndefinedBehaviorSanitizer"
 	build build-asan -DRDMACTL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug ||
