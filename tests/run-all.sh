@@ -158,8 +158,9 @@ run_ctest unit build
 # From here on each tier runs into its own log, shown and counted once all
 # are done: the tiers that need no guest one after the other, niced, in the
 # background beside the guest tiers, which leave much of the two cores idle.
-# in_background NAME LOG CMD...: CMD's output into LOG, its status in LOG.rc
-in_background() {
+# to_log NAME LOG CMD...: CMD's output into LOG, its status in LOG.rc, when it
+# started and ended in LOG.time
+to_log() {
 	local name=$1 out=$2
 	shift 2
 	printf '%s: started at %d s\n' "$name" "$SECONDS" >"$out.time"
@@ -174,19 +175,19 @@ log "in the background: ${host_tiers[*]} (their output follows the guest tiers')
 (
 	renice -n 10 -p "$BASHPID" >/dev/null # the guests' timing checks come first
 	if ((sanitize)); then
-		in_background unit-asan "$logdir/unit-asan.log" bash -c 'cd build-asan && ctest --output-on-failure'
+		to_log unit-asan "$logdir/unit-asan.log" bash -c 'cd build-asan && ctest --output-on-failure'
 	fi
-	in_background cli "$logdir/cli.tap" env RDMACTL_BUILD_DIR="$repo/build" RDMACTL="$repo/build/cli/rdmactl" \
+	to_log cli "$logdir/cli.tap" env RDMACTL_BUILD_DIR="$repo/build" RDMACTL="$repo/build/cli/rdmactl" \
 		RDMACTL_NOCUDA="$repo/build-nocuda/cli/rdmactl" bats --tap --timing tests/cli
 	if ((sanitize)); then
-		in_background cli-asan "$logdir/cli-asan.tap" env RDMACTL_BUILD_DIR="$repo/build-asan" \
+		to_log cli-asan "$logdir/cli-asan.tap" env RDMACTL_BUILD_DIR="$repo/build-asan" \
 			RDMACTL="$repo/build-asan/cli/rdmactl" RDMACTL_NOCUDA="$repo/build-nocuda/cli/rdmactl" \
 			ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 			bats --tap --timing tests/cli
 	fi
 	if ((fuzz)); then
 		# 20 s a target: the suite stays under 30 minutes
-		in_background fuzz "$logdir/fuzz.tap" tests/fuzz/run.sh 20
+		to_log fuzz "$logdir/fuzz.tap" tests/fuzz/run.sh 20
 	fi
 ) </dev/null &
 host_pid=$!
@@ -198,11 +199,11 @@ if ((rxe)); then
 	# checks failed now and then (a destination that did not answer in
 	# 40 s, a heartbeat missed for 400 ms).
 	log "rxe tests in the SoftRoCE guest (two devices), then on the sanitizer build"
-	in_background rxe "$logdir/rxe.tap" tests/vm/run.sh --two-nics --timeout 2700 -- \
+	to_log rxe "$logdir/rxe.tap" tests/vm/run.sh --two-nics --timeout 2700 -- \
 		env RDMACTL_BUILD_DIR="$repo/build" RDMACTL="$repo/build/cli/rdmactl" BATS_TEST_TIMEOUT=180 \
 		bats --tap --timing tests/rxe
 	if ((sanitize)); then
-		in_background rxe-asan "$logdir/rxe-asan.tap" tests/vm/run.sh --two-nics --timeout 2700 -- \
+		to_log rxe-asan "$logdir/rxe-asan.tap" tests/vm/run.sh --two-nics --timeout 2700 -- \
 			env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 			tests/rxe/sanitized.sh env RDMACTL_BUILD_DIR="$repo/build-asan" RDMACTL="$repo/build-asan/cli/rdmactl" \
 			BATS_TEST_TIMEOUT=240 bats --tap --timing tests/rxe
@@ -210,13 +211,13 @@ if ((rxe)); then
 fi
 
 wait "$host_pid"
-# show_background NAME LOG TITLE: show and count a tier that ran in the
-# background (nothing when it was not asked for; a failure when it started
+# show_tier NAME LOG TITLE: show and count a tier that ran into its log
+# (nothing when it was not asked for; a failure when it started
 # and left no exit status).
-show_background() {
+show_tier() {
 	local rc
 	[[ -f "$2.time" ]] || return 0
-	log "$3 (ran in the background; $(tr '\n' ' ' <"$2.time"))"
+	log "$3 ($(tr '\n' ' ' <"$2.time"))"
 	cat "$2" 2>/dev/null
 	rc=$(cat "$2.rc" 2>/dev/null) || rc=125
 	if [[ "$1" == unit-asan ]]; then
@@ -225,12 +226,12 @@ show_background() {
 		count_bats "$1" "$2" "$rc"
 	fi
 }
-show_background rxe "$logdir/rxe.tap" "rxe tests in the SoftRoCE guest (two devices)"
-show_background rxe-asan "$logdir/rxe-asan.tap" "every rxe file on the sanitizer build, in the guest (a sanitizer report fails it)"
-show_background unit-asan "$logdir/unit-asan.log" "unit tests on the sanitizer build"
-show_background cli "$logdir/cli.tap" "cli tests"
-show_background cli-asan "$logdir/cli-asan.tap" "cli tests on the sanitizer build"
-show_background fuzz "$logdir/fuzz.tap" "fuzz targets (libFuzzer, ASan, UBSan)"
+show_tier rxe "$logdir/rxe.tap" "rxe tests in the SoftRoCE guest (two devices)"
+show_tier rxe-asan "$logdir/rxe-asan.tap" "every rxe file on the sanitizer build, in the guest (a sanitizer report fails it)"
+show_tier unit-asan "$logdir/unit-asan.log" "unit tests on the sanitizer build"
+show_tier cli "$logdir/cli.tap" "cli tests"
+show_tier cli-asan "$logdir/cli-asan.tap" "cli tests on the sanitizer build"
+show_tier fuzz "$logdir/fuzz.tap" "fuzz targets (libFuzzer, ASan, UBSan)"
 
 echo
 if ((${#skips_seen[@]})); then
