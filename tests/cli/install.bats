@@ -21,7 +21,8 @@ setup() {
 	[[ -x $STAGE/bin/rdmactl ]] || fail "no bin/rdmactl"
 	compgen -G "$STAGE/$LIBDIR/librdmacore.so*" >/dev/null || fail "no $LIBDIR/librdmacore.so*"
 	[[ -L $STAGE/$LIBDIR/librdmacore.so ]] || fail "no librdmacore.so development link"
-	run env LD_LIBRARY_PATH="$STAGE/$LIBDIR" "$STAGE/bin/rdmactl" version
+	# No LD_LIBRARY_PATH: the program finds its library by its own run path.
+	run "$STAGE/bin/rdmactl" version
 	assert_success
 	assert_output --regexp '^rdmactl [0-9]+\.[0-9]+\.[0-9]+$'
 	# The staged program is the one of this build: linked with the
@@ -44,8 +45,16 @@ setup() {
 	run pkg-config --cflags --libs rdmacore
 	assert_success
 	assert_output --partial -lrdmacore
-	# --define-prefix: the staged tree, not the configured prefix.
-	flags=$(pkg-config --define-prefix --cflags --libs rdmacore)
+	# No --define-prefix: the .pc file names the staged tree by itself, and
+	# only our own flags (none of libibverbs' libnl).
+	run pkg-config --cflags rdmacore
+	assert_success
+	# one flag, naming the staged include folder
+	[[ $output =~ ^-I([^[:space:]]+)[[:space:]]*$ ]] || fail "cflags: $output"
+	[[ $(realpath "${BASH_REMATCH[1]}") == "$(realpath "$STAGE/include")" ]] || fail "cflags name ${BASH_REMATCH[1]}, not $STAGE/include"
+	flags=$(pkg-config --cflags --libs rdmacore)
+	libdir=$(pkg-config --variable=libdir rdmacore)
+	[[ $(realpath "$libdir") == "$(realpath "$STAGE/$LIBDIR")" ]] || fail "libdir $libdir is not the staged $STAGE/$LIBDIR"
 	cat >"$BATS_TEST_TMPDIR/t.c" <<'C'
 #include <rdmactl/parse.h>
 int main(void) { uint64_t n; return rc_parse_size("4K", &n) || n != 4096; }
@@ -57,9 +66,9 @@ C
 		san=(-fsanitize=address,undefined)
 	fi
 	# shellcheck disable=SC2086
-	run cc "${san[@]}" -o "$BATS_TEST_TMPDIR/t" "$BATS_TEST_TMPDIR/t.c" $flags
+	run cc "${san[@]}" -o "$BATS_TEST_TMPDIR/t" "$BATS_TEST_TMPDIR/t.c" $flags -Wl,-rpath,"$libdir"
 	assert_success
-	run env LD_LIBRARY_PATH="$STAGE/$LIBDIR" "$BATS_TEST_TMPDIR/t"
+	run "$BATS_TEST_TMPDIR/t"
 	assert_success
 }
 
@@ -70,4 +79,16 @@ C
 	[[ -f $STAGE/share/man/man8/rdmactl.8 ]]
 	[[ -f $STAGE/share/bash-completion/completions/rdmactl ]] || fail "no bash completion"
 	[[ -f $STAGE/share/zsh/vendor-completions/_rdmactl ]] || fail "no zsh completion"
+}
+
+@test "a relocated tree: the program and pkg-config follow the copy, not the prefix" {
+	command -v pkg-config >/dev/null || skip "pkg-config is not installed"
+	cp -a "$STAGE" "$BATS_TEST_TMPDIR/moved"
+	rm -rf "$STAGE"
+	run "$BATS_TEST_TMPDIR/moved/bin/rdmactl" version
+	assert_success
+	assert_output --regexp '^rdmactl [0-9]+\.[0-9]+\.[0-9]+$'
+	run env PKG_CONFIG_PATH="$BATS_TEST_TMPDIR/moved/$LIBDIR/pkgconfig" pkg-config --variable=libdir rdmacore
+	assert_success
+	[[ $(realpath "$output") == "$(realpath "$BATS_TEST_TMPDIR/moved/$LIBDIR")" ]] || fail "libdir $output is not the moved tree's"
 }
