@@ -13,6 +13,7 @@ struct cli_opts {
 	bool force;
 	const char *batch;
 	const char *bad;
+	char bad_buf[160]; /* bad, when it names the option */
 };
 
 /* rdmactl -b FILE: returns the exit code. */

@@ -12,7 +12,40 @@
 
 #include "cli.h"
 
-static int parse_globals(struct ctx *ctx, int argc, char **argv, struct cli_opts *co)
+/* An unknown global option: tok ("--name..."), or the letter of "-x". */
+static int bad_global(struct cli_opts *co, const char *tok, int letter)
+{
+	const char *names[OPT_MAX + 1], *near = NULL;
+	size_t n = 0, len;
+	char name[64];
+
+	if (!tok) {
+		snprintf(co->bad_buf, sizeof(co->bad_buf),
+			 "unknown global option '-%c' (see 'rdmactl --help'; a command's own options go after it)",
+			 letter);
+		co->bad = co->bad_buf;
+		return -EINVAL;
+	}
+	len = strcspn(tok + 2, "=");
+	snprintf(name, sizeof(name), "%.*s", (int)len, tok + 2);
+	for (; rdmactl_global_opts[n].name && n < OPT_MAX; n++)
+		names[n] = rdmactl_global_opts[n].name;
+	names[n++] = "help";
+	if (!strncmp(tok, "--", 2))
+		near = word_suggest(name, names, n);
+	if (near)
+		snprintf(co->bad_buf, sizeof(co->bad_buf),
+			 "unknown global option '%s' (did you mean '--%s'?)", tok, near);
+	else
+		snprintf(co->bad_buf, sizeof(co->bad_buf),
+			 "unknown global option '%s' (see 'rdmactl --help'; a command's own options go after it)",
+			 tok);
+	co->bad = co->bad_buf;
+	return -EINVAL;
+}
+
+static int parse_globals(
+struct ctx *ctx, int argc, char **argv, struct cli_opts *co)
 {
 	struct option lopts[OPT_MAX + 2];
 	char shorts[OPT_MAX * 2 + 4] = "+:h";
@@ -38,7 +71,10 @@ static int parse_globals(struct ctx *ctx, int argc, char **argv, struct cli_opts
 
 	optind = 0;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, shorts, lopts, NULL)) != -1) {
+	for (int li = -1; (ch = getopt_long(argc, argv, shorts, lopts, &li)) != -1; li = -1) {
+		/* No abbreviations: --jso is not --json. */
+		if (li >= 0 && ch != '?' && ch != ':' && opt_abbrev(argv, &lopts[li]))
+			return bad_global(co, opt_abbrev(argv, &lopts[li]), 0);
 		if (ch >= 256 && !strcmp(rdmactl_global_opts[ch - 256].name, "force")) {
 			co->force = true;
 			continue;
@@ -80,11 +116,13 @@ static int parse_globals(struct ctx *ctx, int argc, char **argv, struct cli_opts
 			co->help = true;
 			break;
 		case ':':
-			co->bad = "a global option needs an argument (see 'rdmactl --help')";
+			snprintf(co->bad_buf, sizeof(co->bad_buf),
+				 "global option '%s' needs an argument (see 'rdmactl --help')",
+				 argv[optind - 1]);
+			co->bad = co->bad_buf;
 			return -EINVAL;
 		default:
-			co->bad = "unknown global option (see 'rdmactl --help')";
-			return -EINVAL;
+			return bad_global(co, optopt ? NULL : argv[optind - 1], optopt);
 		}
 	}
 	return optind;

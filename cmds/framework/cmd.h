@@ -109,6 +109,14 @@ extern const struct cmd *const rdmactl_cmds[];
 const struct cmd *cmd_find(const char *name);
 /* The sub-command of c named word (the last word of its name), or NULL. */
 const struct cmd *cmd_sub_find(const struct cmd *c, const char *word);
+/* Right after getopt_long returned the long option o: the word that named
+ * it when that was an abbreviation (--siz for --size), else NULL. getopt_long
+ * takes unique prefixes; rdmactl takes whole names only. */
+struct option;
+const char *opt_abbrev(char **argv, const struct option *o);
+/* Of the n words, the one closest to word, when word looks like a typo of
+ * it (a few edits, or the start of it), else NULL: the "did you mean". */
+const char *word_suggest(const char *word, const char *const *words, size_t n);
 /* Run argv[0] as a command; prints errors through ctx->out. */
 int cmd_dispatch(struct ctx *ctx, int argc, char **argv);
 void cmd_usage(const struct cmd *c, FILE *fp);

@@ -61,8 +61,18 @@ int cmd_dispatch(struct ctx *ctx, int argc, char **argv)
 	if (argc < 1)
 		return usage_err(ctx, "no command given (see 'rdmactl help')");
 	c = cmd_find(argv[0]);
-	if (!c)
+	if (!c) {
+		const char *names[128], *near;
+		size_t n = 0;
+
+		for (int i = 0; rdmactl_cmds[i] && n < 128; i++)
+			if (!rdmactl_cmds[i]->hidden && (ctx->session || !rdmactl_cmds[i]->shell_only))
+				names[n++] = rdmactl_cmds[i]->name;
+		near = word_suggest(argv[0], names, n);
+		if (near)
+			return usage_err(ctx, "unknown command '%s' (did you mean '%s'?)", argv[0], near);
 		return usage_err(ctx, "unknown command '%s' (see 'rdmactl help')", argv[0]);
+	}
 	if (c->shell_only && !ctx->session)
 		return usage_err(ctx, "'%s' works only inside 'rdmactl shell'", c->name);
 	return c->run(ctx, argc, argv);

@@ -67,6 +67,114 @@ void opts_print(const struct cmd_opt *opts, FILE *fp)
 	fprintf(fp, "  %-30s %s\n", "-h, --help", "show this help");
 }
 
+/* The edit distance (insertions, deletions, substitutions) between a and b,
+ * counted up to 8: enough to tell a typo from another word. */
+static size_t word_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), row[33];
+
+	if (la > 32 || lb > 32)
+		return 8;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb] < 8 ? row[lb] : 8;
+}
+
+const char *word_suggest(const char *word, const char *const *words, size_t n)
+{
+	const char *best = NULL;
+	size_t best_d = 8, len = strlen(word);
+
+	for (size_t i = 0; i < n; i++) {
+		size_t d = words[i] ? word_distance(word, words[i]) : 8;
+
+		/* A word that starts the candidate (--siz, --size) counts as one
+		 * edit: an abbreviation is a typo here, never a match. */
+		if (words[i] && len >= 2 && !strncmp(word, words[i], len) && d > 1)
+			d = 1;
+		if (d < best_d) {
+			best_d = d;
+			best = words[i];
+		}
+	}
+	/* A short word may be one edit off, a longer one two or three. */
+	return best && best_d <= (len <= 3 ? 1 : len <= 6 ? 2 : 3) ? best : NULL;
+}
+
+/* The option of opts whose name is closest to name, or NULL. */
+static const char *opt_suggest(const struct cmd_opt *opts, const char *name)
+{
+	const char *names[OPT_MAX + 1];
+	size_t n = 0;
+
+	for (; opts && opts->name && n < OPT_MAX; opts++)
+		names[n++] = opts->name;
+	names[n++] = "help";
+	return word_suggest(name, names, n);
+}
+
+/* Right after getopt_long returned the long option o: the word of argv that
+ * named it (before its argument when that came as the next word). */
+static const char *long_token(char **argv, const struct option *o)
+{
+	const char *last = argv[optind - 1], *eq = strchr(last, '=');
+
+	if (o->has_arg != required_argument || optind < 2)
+		return last;
+	if (!strncmp(last, "--", 2) && eq && !strncmp(o->name, last + 2, (size_t)(eq - last - 2)))
+		return last;
+	return argv[optind - 2];
+}
+
+const char *opt_abbrev(char **argv, const struct option *o)
+{
+	const char *tok = long_token(argv, o);
+	size_t n = strcspn(tok + 2, "=");
+
+	if (!strncmp(tok, "--", 2) && n == strlen(o->name) && !strncmp(tok + 2, o->name, n))
+		return NULL;
+	return tok;
+}
+
+/* An option c does not have: a global one given after the command, or a
+ * typo, with the closest name. */
+static int unknown_opt(struct ctx *ctx, const struct cmd *c, const char *tok)
+{
+	char name[64];
+	const char *near;
+	bool is_long = !strncmp(tok, "--", 2);
+
+	snprintf(name, sizeof(name), "%.*s", (int)strcspn(tok + (is_long ? 2 : 1), "="),
+		 tok + (is_long ? 2 : 1));
+	for (const struct cmd_opt *g = rdmactl_global_opts; g->name; g++)
+		if ((is_long && !strcmp(g->name, name)) ||
+		    (!is_long && g->short_name && name[0] == g->short_name && !name[1]))
+			return usage_err(ctx,
+					 "%s: '%s' is a global option: it goes before the command ('rdmactl %s %s ...')",
+					 c->name, tok, tok, c->name);
+	near = is_long ? opt_suggest(c->opts, name) : NULL;
+	if (near)
+		return usage_err(ctx, "%s: unknown option '%s' (did you mean '--%s'?)", c->name, tok,
+				 near);
+	return usage_err(ctx, "%s: unknown option '%s' (see 'rdmactl %s --help')", c->name, tok,
+			 c->name);
+}
+
 int opts_count(const struct cmd_opt *opts)
 {
 	int n = 0;
@@ -105,19 +213,21 @@ int opts_parse(struct ctx *ctx, const struct cmd *c, int argc, char **argv, stru
 
 	optind = 0;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, shorts, lopts, NULL)) != -1) {
+	for (int li = -1; (ch = getopt_long(argc, argv, shorts, lopts, &li)) != -1; li = -1) {
 		int idx = -1;
 
+		/* getopt_long takes a unique prefix (--siz for --size): here a
+		 * long option is only ever its whole name. */
+		if (li >= 0 && ch != '?' && ch != ':' && opt_abbrev(argv, &lopts[li]))
+			return unknown_opt(ctx, c, opt_abbrev(argv, &lopts[li]));
 		if (ch == 'h') {
 			cmd_usage(c, ctx->out.fp);
 			return 1;
 		}
 		if (ch == '?') {
-			if (optopt)
-				return usage_err(ctx, "%s: unknown option '-%c' (see 'rdmactl %s --help')",
-						 c->name, optopt, c->name);
-			return usage_err(ctx, "%s: unknown option '%s' (see 'rdmactl %s --help')",
-					 c->name, argv[optind - 1], c->name);
+			char one[3] = { '-', (char)optopt, 0 };
+
+			return unknown_opt(ctx, c, optopt ? one : argv[optind - 1]);
 		}
 		if (ch == ':')
 			return usage_err(ctx, "%s: option '%s' needs an argument", c->name,

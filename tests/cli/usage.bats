@@ -44,6 +44,58 @@ rdmactl_json() {
 	done
 }
 
+@test "a mistyped command or option: did you mean, exit 2" {
+	run "$RDMACTL" wirte
+	assert_failure 2
+	assert_output "rdmactl: unknown command 'wirte' (did you mean 'write'?)"
+	run "$RDMACTL" read --offst 0 h/r
+	assert_failure 2
+	assert_output "rdmactl: read: unknown option '--offst' (did you mean '--offset'?)"
+	run "$RDMACTL" --jsn write
+	assert_failure 2
+	assert_output "rdmactl: unknown global option '--jsn' (did you mean '--json'?)"
+	# nothing close: no guess, the help to read instead
+	run "$RDMACTL" read --frobnicate h/r
+	assert_failure 2
+	assert_output "rdmactl: read: unknown option '--frobnicate' (see 'rdmactl read --help')"
+	run "$RDMACTL" zzzzzz
+	assert_failure 2
+	assert_output "rdmactl: unknown command 'zzzzzz' (see 'rdmactl help')"
+}
+
+@test "a long option is its whole name: an abbreviation is refused, not taken" {
+	run "$RDMACTL" read --siz 4K h/r
+	assert_failure 2
+	assert_output "rdmactl: read: unknown option '--siz' (did you mean '--size'?)"
+	run "$RDMACTL" read --siz=4K h/r
+	assert_failure 2
+	assert_output "rdmactl: read: unknown option '--siz=4K' (did you mean '--size'?)"
+	run "$RDMACTL" --time 5 version
+	assert_failure 2
+	assert_output "rdmactl: unknown global option '--time' (did you mean '--timeout'?)"
+	# the whole name still works, with = or as two words
+	run "$RDMACTL" read --size=4K --offset 0 --help
+	assert_success
+}
+
+@test "errors name the option: unknown global ones, one after the command, a missing argument" {
+	run "$RDMACTL" -Z version
+	assert_failure 2
+	assert_output --partial "unknown global option '-Z'"
+	run "$RDMACTL" --bogus version
+	assert_failure 2
+	assert_output --partial "unknown global option '--bogus'"
+	run "$RDMACTL" probe-topology -j
+	assert_failure 2
+	assert_output "rdmactl: probe-topology: '-j' is a global option: it goes before the command ('rdmactl -j probe-topology ...')"
+	run "$RDMACTL" probe-topology --json
+	assert_failure 2
+	assert_output --partial "'--json' is a global option: it goes before the command"
+	run "$RDMACTL" --timeout
+	assert_failure 2
+	assert_output "rdmactl: global option '--timeout' needs an argument (see 'rdmactl --help')"
+}
+
 @test "sizes are parsed strictly" {
 	for bad in 12Q 1.5M -1 K 4KK 99999999999999999999 16777216T; do
 		rdmactl_json write h:1/r --pattern zero --size "$bad"
