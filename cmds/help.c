@@ -39,6 +39,7 @@ static json_t *opt_json(const struct cmd_opt *o)
 	json_object_set_new(j, "complete", json_string(comp_kind_name(o->comp)));
 	json_object_set_new(j, "values", values);
 	json_object_set_new(j, "repeat", json_boolean(o->repeat));
+	json_object_set_new(j, "hidden", json_boolean(o->hidden));
 	return j;
 }
 

@@ -38,6 +38,7 @@ struct cmd_opt {
 	enum comp_kind comp;
 	const char *values;   /* for COMP_WORDS: "host|hugepage|file" */
 	bool repeat;          /* may be given more than once */
+	bool hidden;          /* a test hook: parsed, never offered (help, completion) */
 };
 
 #define OPT_END { 0 }

@@ -34,6 +34,8 @@ static void offer_opts(struct comp *st, const struct cmd_opt *opts)
 	char buf[64];
 
 	for (int i = 0; opts && opts[i].name; i++) {
+		if (opts[i].hidden)
+			continue;
 		snprintf(buf, sizeof(buf), "--%s", opts[i].name);
 		offer(st, buf);
 	}

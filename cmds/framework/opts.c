@@ -56,6 +56,8 @@ void opts_print(const struct cmd_opt *opts, FILE *fp)
 		const struct cmd_opt *o = &opts[i];
 		char left[64];
 
+		if (o->hidden)
+			continue;
 		if (o->short_name)
 			snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->name,
 				 o->arg ? " " : "", o->arg ? o->arg : "");

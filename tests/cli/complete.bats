@@ -115,3 +115,23 @@ bash_complete() {
 	assert_success
 	assert_output "$(printf 'host\nhugepage\nwrite\nFILES ')"
 }
+
+@test "test hooks are parsed but never offered: not in help, not completed" {
+	run "$RDMACTL" __complete kvxfer send --cancel
+	assert_success
+	assert_output ""
+	run "$RDMACTL" __complete kvxfer send --ca
+	refute_output --partial cancel-request
+	run "$RDMACTL" kvxfer send --help
+	assert_success
+	refute_output --partial cancel
+	# the table says what is hidden, for the man page drift test
+	run "$RDMACTL" -j help
+	assert_success
+	[ "$(jq -r '.commands[] | select(.name == "kvxfer") | .options[] | select(.name == "cancel-request") | .hidden' <<<"$output")" = true ]
+	[ "$(jq -r '[.commands[].options[] | select(.hidden)] | length' <<<"$output")" -ge 2 ]
+	# still parsed: its pair is still checked
+	run "$RDMACTL" kvxfer send --layers 2 --kv-heads 1 --head-dim 8 --tokens 4 --connect 1.2.3.4:5 --cancel-request 1
+	assert_failure 2
+	assert_output --partial "--cancel-request and --cancel-after-layers go together"
+}

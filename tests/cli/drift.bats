@@ -32,7 +32,7 @@ binary_opts() {
 	else
 		jq -r --arg p "$1" '.commands[]
 			| select("rdmactl-" + (if .shell_only then "shell" else .name end) + ".8" == $p)
-			| .options[].name' "$TABLE"
+			| .options[] | select(.hidden | not) | .name' "$TABLE"
 	fi | sort -u
 }
 
@@ -134,4 +134,15 @@ page_section_opts() {
 		grep -q "^\.TH $(echo "${name^^}" | sed 's/-/\\\\-/g') 8 " "$f" ||
 			fail "${f##*/}: .TH does not name ${name^^}"
 	done
+}
+
+@test "every test hook (a hidden option) is documented under TEST HOOKS of its page" {
+	local c o errors=() n=0
+	while read -r c o; do
+		n=$((n + 1))
+		awk '/^\.SH/ { on = ($0 ~ /^\.SH "?TEST HOOKS"?$/); next } on' "$MAN/$(page_of "$c")" |
+			grep -qF -- "\\-\\-${o//-/\\-}" || errors+=("$(page_of "$c") has no TEST HOOKS entry for --$o")
+	done < <(jq -r '.commands[] | .name as $c | .options[] | select(.hidden) | "\($c) \(.name)"' "$TABLE")
+	((n >= 2)) || fail "only $n hidden options: the table lost the hidden flag"
+	(( ${#errors[@]} == 0 )) || fail "$(printf '%s\n' "${errors[@]}")"
 }
