@@ -128,6 +128,22 @@ struct ctx *ctx, int argc, char **argv, struct cli_opts *co)
 	return optind;
 }
 
+/* The output could not all be written (a full disk, a closed pipe): said on
+ * stderr, since stdout is where it failed. */
+static bool stdout_failed(void)
+{
+	bool earlier = ferror(stdout);
+
+	errno = 0;
+	if (fflush(stdout) != EOF && !earlier)
+		return false;
+	if (!earlier && errno)
+		fprintf(stderr, "rdmactl: cannot write the output to standard output: %s\n", strerror(errno));
+	else
+		fprintf(stderr, "rdmactl: cannot write the output to standard output\n");
+	return true;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli_opts co = { .mode = OUT_TEXT };
@@ -156,7 +172,7 @@ int main(int argc, char **argv)
 		rc = batch_run(&ctx, co.batch, co.force);
 		out_finish(&ctx.out);
 		out_free(&ctx.out);
-		if (fflush(stdout) == EOF || ferror(stdout))
+		if (stdout_failed())
 			return EXIT_FAIL;
 		return rc;
 	} else if (co.version) {
@@ -166,15 +182,17 @@ int main(int argc, char **argv)
 	} else if (co.help || first >= argc) {
 		char *hargv[] = { "help", NULL };
 
-		rc = cmd_dispatch(&ctx, 1, hargv);
-		if (!co.help && !out_is_json(&ctx.out))
-			rc = usage_err(&ctx, "no command given");
+		/* No command: text shows the commands, then the error; JSON is
+		 * one document, the error alone (rdmactl -j help has the table). */
+		rc = co.help || !out_is_json(&ctx.out) ? cmd_dispatch(&ctx, 1, hargv) : 0;
+		if (!co.help)
+			rc = usage_err(&ctx, "no command given (see 'rdmactl help')");
 	} else {
 		rc = cmd_dispatch(&ctx, argc - first, argv + first);
 	}
 	out_finish(&ctx.out);
 	out_free(&ctx.out);
-	if (fflush(stdout) == EOF || ferror(stdout))
+	if (stdout_failed())
 		return EXIT_FAIL;
 	if (ctx.usage_error)
 		return EXIT_USAGE;

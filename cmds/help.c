@@ -90,8 +90,7 @@ static void help_json(struct ctx *ctx, const struct cmd *only)
 	out_obj_end(&ctx->out);
 }
 
-/* Print: the command list, or one command's usage (c), as text or JSON. */
-static void help_print(struct ctx *ctx, const struct cmd *c)
+void help_print(struct ctx *ctx, const struct cmd *c)
 {
 	FILE *fp = ctx->out.fp;
 
@@ -127,10 +126,17 @@ static int do_help(struct ctx *ctx, int argc, char **argv)
 
 	if (rc)
 		return rc < 0 ? rc : 0;
-	if (v.npos > 1)
-		return usage_err(ctx, "help: too many arguments");
-	if (v.npos == 1 && !(c = cmd_find(v.pos[0])))
+	if (v.npos >= 1 && !(c = cmd_find(v.pos[0])))
 		return usage_err(ctx, "unknown command '%s' (see 'rdmactl help')", v.pos[0]);
+	/* help kvxfer plan: a sub-command, as 'kvxfer plan --help' shows it. */
+	for (int i = 1; i < v.npos; i++) {
+		const struct cmd *sub = cmd_sub_find(c, v.pos[i]);
+
+		if (!sub)
+			return usage_err(ctx, "help: '%s' has no sub-command '%s'", c->name,
+					 v.pos[i]);
+		c = sub;
+	}
 	help_print(ctx, c);
 	return 0;
 }

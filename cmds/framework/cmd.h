@@ -121,6 +121,9 @@ const char *word_suggest(const char *word, const char *const *words, size_t n);
 /* Run argv[0] as a command; prints errors through ctx->out. */
 int cmd_dispatch(struct ctx *ctx, int argc, char **argv);
 void cmd_usage(const struct cmd *c, FILE *fp);
+/* The command list (c NULL), or one command's usage, as text or (-j) JSON:
+ * what help and every --help print. */
+void help_print(struct ctx *ctx, const struct cmd *c);
 void opts_print(const struct cmd_opt *opts, FILE *fp);
 extern const struct cmd_opt rdmactl_global_opts[];
 /* The commands one may run: shell-only ones too when shell is set. */

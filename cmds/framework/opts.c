@@ -223,7 +223,7 @@ int opts_parse(struct ctx *ctx, const struct cmd *c, int argc, char **argv, stru
 		if (li >= 0 && ch != '?' && ch != ':' && opt_abbrev(argv, &lopts[li]))
 			return unknown_opt(ctx, c, opt_abbrev(argv, &lopts[li]));
 		if (ch == 'h') {
-			cmd_usage(c, ctx->out.fp);
+			help_print(ctx, c);
 			return 1;
 		}
 		if (ch == '?') {

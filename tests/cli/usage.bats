@@ -219,3 +219,33 @@ rdmactl_json() {
 	assert_failure 1
 	jq -e '.error.message | test("RDMA")' <<<"$output"
 }
+
+@test "the -j contract: --help is JSON, no command is an error document, help of a sub-command" {
+	rdmactl_json write --help
+	assert_success
+	[ "$(jq -r .command.name <<<"$output")" = write ]
+	rdmactl_json kvxfer plan --help
+	assert_success
+	[ "$(jq -r .command.name <<<"$output")" = "kvxfer plan" ]
+	# no command: one error document and exit 2, not the table and 0
+	rdmactl_json
+	assert_failure 2
+	[ "$(jq -r .error.code <<<"$output")" = EINVAL ]
+	[ "$(jq -r 'has("commands")' <<<"$output")" = false ]
+	run "$RDMACTL" help kvxfer plan
+	assert_success
+	assert_line --index 0 "Usage: rdmactl kvxfer plan [OPTIONS]"
+	run "$RDMACTL" help kvxfer nope
+	assert_failure 2
+	assert_output "rdmactl: help: 'kvxfer' has no sub-command 'nope'"
+}
+
+@test "output that cannot be written is a failure that says so" {
+	[[ -w /dev/full ]] || skip "no /dev/full"
+	run bash -c '"$0" help >/dev/full' "$RDMACTL"
+	assert_failure 1
+	assert_output "rdmactl: cannot write the output to standard output"
+	run bash -c '"$0" -j help >/dev/full' "$RDMACTL"
+	assert_failure 1
+	assert_output --partial "cannot write the output"
+}
