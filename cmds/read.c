@@ -2,10 +2,12 @@
 /* rdmactl read: one-sided RDMA READ from a served region. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "cmds.h"
 #include "client_cmds.h"
@@ -47,6 +49,26 @@ struct read_args {
 	const char *out_path; /* NULL: stdout */
 };
 
+/* --out FILE checked before any device is opened: a missing folder or a
+ * folder given as the file fails here, not after the connection. */
+static int out_path_usable(struct ctx *ctx, const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return fail(ctx, -EISDIR, "read: --out '%s' is a directory: name a file", path);
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) + (slash == path) : 1,
+		 slash ? path : ".");
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return fail(ctx, -ENOENT, "read: --out '%s': no such directory '%s'", path, dir);
+	if (access(dir, W_OK) < 0)
+		return fail(ctx, -errno, "read: --out '%s': cannot create files in '%s': %s", path,
+			    dir, strerror(errno));
+	return 0;
+}
+
 static int read_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		      struct read_args *a)
 {
@@ -68,6 +90,8 @@ static int read_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 		return usage_err(ctx, "read: with -j the JSON report takes stdout: give --out FILE");
 	if (!a->out_path && isatty(STDOUT_FILENO))
 		return usage_err(ctx, "read: refusing to write binary data to a terminal: give --out FILE or redirect stdout");
+	if (a->out_path && (rc = out_path_usable(ctx, a->out_path)))
+		return rc;
 	return client_target(ctx, c, v, NULL);
 }
 

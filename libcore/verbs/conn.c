@@ -38,6 +38,16 @@ void rc_peer_name(struct rdma_cm_id *id, char *buf, size_t len)
 	}
 }
 
+/* rdma_create_event_channel failed: what is missing, and the fix. */
+static int cm_unavailable(struct rc_err *err)
+{
+	int e = errno;
+
+	return rc_err_set(err, e,
+			  "cannot open the RDMA CM (%s): no RDMA device here, or rdma_ucm is not loaded: 'modprobe rdma_ucm'; for SoftRoCE over an Ethernet interface IF, 'rdma link add rxe0 type rxe netdev IF'; 'rdmactl probe-topology' shows what this host has",
+			  strerror(e));
+}
+
 static int set_nonblock(int fd)
 {
 	int fl = fcntl(fd, F_GETFL);
@@ -308,9 +318,7 @@ int rc_connect(const char *host, const char *port, const struct rc_conn_opts *o,
 	}
 	c->ech = rdma_create_event_channel();
 	if (!c->ech) {
-		rc = rc_err_set(err, errno,
-				"cannot open the RDMA CM (%s): is rdma_ucm loaded and an RDMA device present?",
-				strerror(errno));
+		rc = cm_unavailable(err);
 		goto fail;
 	}
 	set_nonblock(c->ech->fd);
@@ -417,9 +425,7 @@ int rc_listen(const char *addr, const char *port, const char *dev_name,
 	}
 	l->ech = rdma_create_event_channel();
 	if (!l->ech) {
-		rc = rc_err_set(err, errno,
-				"cannot open the RDMA CM (%s): is rdma_ucm loaded and an RDMA device present?",
-				strerror(errno));
+		rc = cm_unavailable(err);
 		goto fail;
 	}
 	set_nonblock(l->ech->fd);

@@ -249,3 +249,27 @@ rdmactl_json() {
 	assert_failure 1
 	assert_output --partial "cannot write the output"
 }
+
+@test "local inputs fail before any device is opened, naming the input" {
+	run "$RDMACTL" write --file "$BATS_TEST_TMPDIR" 198.18.0.1/kv
+	assert_failure 1
+	assert_output "rdmactl: write: --file '$BATS_TEST_TMPDIR' is a directory: name a file"
+	run "$RDMACTL" read --size 4K --out "$BATS_TEST_TMPDIR/no/such/f" 198.18.0.1/kv
+	assert_failure 1
+	assert_output "rdmactl: read: --out '$BATS_TEST_TMPDIR/no/such/f': no such directory '$BATS_TEST_TMPDIR/no/such'"
+	run "$RDMACTL" read --size 4K --out "$BATS_TEST_TMPDIR" 198.18.0.1/kv
+	assert_failure 1
+	assert_output "rdmactl: read: --out '$BATS_TEST_TMPDIR' is a directory: name a file"
+	[[ ! -e $BATS_TEST_TMPDIR/no ]] || fail "read created $BATS_TEST_TMPDIR/no"
+}
+
+@test "no RDMA device: the error gives the fix and points to probe-topology" {
+	[[ ! -e /dev/infiniband/rdma_cm ]] || skip "this host has the RDMA CM"
+	run "$RDMACTL" read --size 4K --out "$BATS_TEST_TMPDIR/f" 198.18.0.1/kv
+	assert_failure 1
+	assert_output --partial "cannot open the RDMA CM"
+	assert_output --partial "'modprobe rdma_ucm'"
+	assert_output --partial "'rdma link add rxe0 type rxe netdev IF'"
+	assert_output --partial "'rdmactl probe-topology'"
+	[[ ! -e $BATS_TEST_TMPDIR/f ]] || fail "read created its --out file before it connected"
+}
