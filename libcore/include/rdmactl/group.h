@@ -124,8 +124,10 @@ RC_EXPORT const char *rc_group_dev(const struct rc_group *g);
 /* One-sided write with immediate data: imm = channel << 24 | (seq & 0xffffff).
  * The peer's counter of that channel goes up by one when it lands. Waits for
  * room in the send queue (within the timeout). */
-/* channel -1: a plain write, no immediate data, no counter. */
-RC_EXPORT int rc_group_write_imm(struct rc_group *g, int peer, void *laddr, uint32_t len,
+/* channel -1: a plain write, no immediate data, no counter. A write larger
+ * than the port's largest message (at most 1 GiB) is posted in pieces, the
+ * immediate data on the last; it counts as one write done. */
+RC_EXPORT int rc_group_write_imm(struct rc_group *g, int peer, void *laddr, uint64_t len,
 				 uint32_t lkey, uint64_t raddr, uint32_t rkey, int channel,
 				 uint32_t seq, struct rc_err *err);
 /* Wait until the counter of channel reaches target[j] for every peer j in
