@@ -58,6 +58,21 @@ static void cm_events(struct rc_group *g)
 	}
 }
 
+int rc_group_msg_check(const void *buf, size_t byte_len, struct rc_err *err)
+{
+	const struct gmsg *m = buf;
+	size_t hdr = offsetof(struct gmsg, data);
+
+	if (byte_len < hdr || byte_len > sizeof(*m))
+		return rc_err_set(err, EPROTO, "a control message of %zu bytes (%zu to %zu expected)",
+				  byte_len, hdr, sizeof(*m));
+	if (m->len != byte_len - hdr)
+		return rc_err_set(err, EPROTO,
+				  "a control message says %u bytes but %zu came", m->len,
+				  byte_len - hdr);
+	return 0;
+}
+
 static int on_recv(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc_err *err)
 {
 	struct gpeer *p = &g->peers[j];
@@ -73,7 +88,11 @@ static int on_recv(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc
 		p->imm[ch]++;
 	} else {
 		const struct gmsg *m = recv_slot(g, j, s);
+		struct rc_err e;
 
+		/* the length that came, not the previous message's stale bytes */
+		if (rc_group_msg_check(m, wc->byte_len, &e))
+			return rc_err_set(err, EPROTO, "rank %d: %s", j, e.msg);
 		if (m->magic == FIN_MAGIC) {
 			p->fin = true;
 			return rc_post_recv(p->c, recv_slot(g, j, s), GMSG_SLOT, g->mr->lkey,
@@ -606,6 +625,43 @@ int rc_group_gather(struct rc_group *g, int root, const void *mine, size_t len, 
 		got[j] = rc == 0;
 		if (rc)
 			snprintf((char *)theirs + (size_t)j * len, len, "%s", e.msg);
+	}
+	return 0;
+}
+
+int rc_group_bcast(struct rc_group *g, int root, void *buf, size_t len, struct rc_err *err)
+{
+	double deadline;
+	int rc;
+
+	if ((rc = msg_round(g, len, &deadline, err)))
+		return rc;
+	if (g->o.rank != root) {
+		if (!g->peers[root].c)
+			return rc_err_set(err, EINVAL, "no connection to rank %d", root);
+		return take_msg(g, root, buf, len, deadline, err);
+	}
+	for (int k = 0; k < g->nconns; k++) {
+		int j = g->conn_rank[k];
+
+		if (g->peers[j].dead && g->o.keep_going)
+			continue;
+		if ((rc = send_msg(g, j, buf, len, deadline, err)) &&
+		    !(g->o.keep_going && g->peers[j].dead))
+			return rc;
+	}
+	for (int k = 0; k < g->nconns; k++) {
+		struct gpeer *p = &g->peers[g->conn_rank[k]];
+
+		while (p->send_busy && !(p->dead && g->o.keep_going)) {
+			rc = wait_slice(g, deadline, err);
+			if (rc == -ETIMEDOUT)
+				return rc_err_set(err, ETIMEDOUT,
+						  "a message to %s was not acknowledged within %d ms",
+						  p->c->peer, g->o.timeout_ms);
+			if (rc)
+				return rc;
+		}
 	}
 	return 0;
 }

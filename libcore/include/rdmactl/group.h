@@ -154,6 +154,14 @@ RC_EXPORT int rc_group_barrier(struct rc_group *g, struct rc_err *err);
  * and return once it was delivered. */
 RC_EXPORT int rc_group_gather(struct rc_group *g, int root, const void *mine, size_t len,
 			      void *theirs, bool *got, struct rc_err *err);
+/* root sends len bytes of buf to every rank connected to it (with
+ * keep_going: every live one); the others receive them into buf. */
+RC_EXPORT int rc_group_bcast(struct rc_group *g, int root, void *buf, size_t len,
+			     struct rc_err *err);
+/* A control message as received (byte_len bytes at buf): 0 when its header
+ * came whole and the length it states is the length that came; -EPROTO
+ * otherwise, and err says which. */
+RC_EXPORT int rc_group_msg_check(const void *buf, size_t byte_len, struct rc_err *err);
 
 /* Driving the group from a caller's own state machine (multicast's relay):
  * reap completions and connection events for up to timeout_ms (0: do not
