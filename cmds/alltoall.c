@@ -112,6 +112,10 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 		return fail(ctx, -ENOMEM, "out of memory");
 	if (rc_a2a_counts(&a->route, a->counts, &e))
 		return usage_err(ctx, "%s", e.msg);
+	if (rc_a2a_counts_fit(a->counts, a->grp.who.world,
+			      rc_a2a_token_bytes(a->run.hidden, a->run.dtype), &e))
+		return a->route.skew == RC_A2A_MATRIX ? usage_err(ctx, "--skew %s: %s", skew, e.msg)
+						      : usage_err(ctx, "%s", e.msg);
 	a->run.counts = a->counts;
 	/* No driver or no such GPU: said before the group is joined. */
 	return opt_mem_ready(ctx, opt_arg(v, A2A_MEM), a->run.mem.kind, a->run.mem.gpu);

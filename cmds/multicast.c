@@ -101,6 +101,21 @@ static int out_path(struct ctx *ctx, struct mc_cli *m, const char *tmpl)
 	return 0;
 }
 
+/* A test hook, kept out of the help: RDMACTL_TEST_CORRUPT_BYTE=OFFSET on a
+ * receiver flips that byte of its own copy, so that the digest checks are
+ * seen to fail (tests/rxe/multicast.bats). */
+static int test_hook(struct ctx *ctx, struct mc_cli *m)
+{
+	const char *at = getenv("RDMACTL_TEST_CORRUPT_BYTE");
+
+	if (!at || !*at || m->grp.who.rank == m->run.shape.root)
+		return 0;
+	if (rc_parse_u64(at, &m->run.corrupt_at))
+		return usage_err(ctx, "RDMACTL_TEST_CORRUPT_BYTE='%s' is not a byte offset", at);
+	m->run.corrupt = true;
+	return 0;
+}
+
 static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 {
 	const struct cmd *c = &cmd_multicast;
@@ -167,7 +182,7 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 	m->run.ring = ring;
 	m->run.link_bw = (double)bw;
 	m->run.timeout_ms = ctx->timeout_ms;
-	return 0;
+	return test_hook(ctx, m);
 }
 
 static int read_blob(void *arg, uint64_t off, void *buf, size_t len, struct rc_err *err)
@@ -358,6 +373,9 @@ static int run(struct ctx *ctx, struct mc_cli *m)
 		ctx->out.printed = true; /* only the root prints the document */
 		if (!res.self.complete)
 			rc = fail(ctx, -EIO, "rank %d: %s", m->grp.who.rank, res.self.why);
+		else if (!res.self.ok)
+			rc = fail(ctx, -EIO, "rank %d: the blob is wrong: %s", m->grp.who.rank,
+				  res.self.why);
 		goto out;
 	}
 	report(ctx, m, &res, rc_group_dev(g), rc_group_rdv_kind(g));

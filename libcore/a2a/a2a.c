@@ -203,6 +203,8 @@ int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct rc_a2a_re
 	res->seconds = 0;
 	res->reg = RC_REG_AUTO;
 	res->reg_notes[0] = '\0';
+	if ((rc = rc_a2a_counts_fit(o->counts, a.W, a.tb, err)))
+		return rc;
 	if (o->algo == RC_A2A_HIER) {
 		a.L = o->ranks_per_node;
 		if (a.L < 1 || a.W % a.L)

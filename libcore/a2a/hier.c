@@ -205,7 +205,7 @@ static int hier_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 
 		for (int j = 0; j < L; j++)
 			t += cnt(a, ph, a->me, m * L + j);
-		rc = rc_group_write_imm(a->g, peer, a2a_wire(a, src_ptr(a, ph, m * L)), (uint32_t)(t * a->tb),
+		rc = rc_group_write_imm(a->g, peer, a2a_wire(a, src_ptr(a, ph, m * L)), t * a->tb,
 					a->mr->lkey,
 					a->remote[peer].stage + rail_off(a, peer, ph, p, n) * a->tb,
 					a->remote[peer].rkey, ch, iter, err);

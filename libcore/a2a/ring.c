@@ -101,7 +101,7 @@ static int ring_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 			}
 			if (!n)
 				continue;
-			rc = rc_group_write_imm(a->g, succ, a2a_wire(a, src), (uint32_t)(n * tb), a->mr->lkey, raddr,
+			rc = rc_group_write_imm(a->g, succ, a2a_wire(a, src), n * tb, a->mr->lkey, raddr,
 						a->remote[succ].rkey, -1, 0, err);
 			if (rc)
 				return rc;

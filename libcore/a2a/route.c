@@ -80,7 +80,13 @@ int rc_a2a_matrix_load(const char *path, int world, uint64_t *counts, struct rc_
 
 			while (*p == ' ' || *p == '\t')
 				p++;
+			errno = 0;
 			v = strtoll(p, &end, 10);
+			if (end != p && errno == ERANGE) {
+				rc = rc_err_set(err, EINVAL, "%s:%d: column %d: the count is out of range", path,
+						lineno, col + 1);
+				goto out;
+			}
 			if (end == p) {
 				rc = rc_err_set(err, EINVAL, "%s:%d: column %d is not a token count", path,
 						lineno, col + 1);
@@ -121,6 +127,46 @@ int rc_a2a_matrix_load(const char *path, int world, uint64_t *counts, struct rc_
 out:
 	fclose(fp);
 	return rc;
+}
+
+/* The tokens of a row (by_row) or column of counts, saturating at UINT64_MAX. */
+static uint64_t line_sum(const uint64_t *counts, int W, int i, bool by_row)
+{
+	uint64_t sum = 0;
+
+	for (int k = 0; k < W; k++) {
+		uint64_t v = counts[by_row ? i * W + k : k * W + i];
+
+		sum = sum > UINT64_MAX - v ? UINT64_MAX : sum + v;
+	}
+	return sum;
+}
+
+int rc_a2a_counts_fit(const uint64_t *counts, int W, size_t tb, struct rc_err *err)
+{
+	uint64_t cap = tb ? RC_A2A_RANK_BYTES_MAX / tb : 0;
+
+	if (!tb)
+		return rc_err_set(err, EINVAL, "a token of 0 bytes");
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < W; i++) {
+			uint64_t sum = line_sum(counts, W, i, pass == 0);
+			char n[32];
+
+			if (sum <= cap)
+				continue;
+			if (sum == UINT64_MAX)
+				snprintf(n, sizeof(n), "more than %llu", (unsigned long long)UINT64_MAX - 1);
+			else
+				snprintf(n, sizeof(n), "%llu", (unsigned long long)sum);
+			return rc_err_set(err, EINVAL,
+					  "%s %d (the tokens rank %d %s): %s tokens of %zu bytes, over the %llu GiB one rank may %s in a phase",
+					  pass == 0 ? "row" : "column", i + 1, i,
+					  pass == 0 ? "sends" : "receives", n, tb,
+					  (unsigned long long)(RC_A2A_RANK_BYTES_MAX >> 30),
+					  pass == 0 ? "send" : "receive");
+		}
+	return 0;
 }
 
 /* Pick one expert: uniform, or by Zipf weights through the cumulative table. */

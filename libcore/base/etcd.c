@@ -53,13 +53,16 @@ static char *b64_encode(const char *s, size_t n)
 	return out;
 }
 
-/* Decode into buf (NUL-terminated); -EINVAL for bad input or no room. */
-static int b64_decode(const char *s, char *buf, size_t len)
+/* Decode into buf (NUL-terminated); -EINVAL for bad input, no room, or a
+ * NUL byte inside (keys and values are strings here). */
+int rc_etcd_b64_decode(const char *s, char *buf, size_t len)
 {
 	uint32_t v = 0;
 	int bits = 0;
 	size_t o = 0;
 
+	if (!len)
+		return -EINVAL;
 	for (; *s && *s != '='; s++) {
 		const char *p = strchr(b64chars, *s);
 
@@ -71,7 +74,9 @@ static int b64_decode(const char *s, char *buf, size_t len)
 			bits -= 8;
 			if (o + 1 >= len)
 				return -EINVAL;
-			buf[o++] = (char)((v >> bits) & 0xff);
+			buf[o] = (char)((v >> bits) & 0xff);
+			if (!buf[o++])
+				return -EINVAL;
 		}
 	}
 	buf[o] = '\0';
@@ -90,13 +95,21 @@ static json_t *b64_json(const char *s)
 struct body {
 	char *data;
 	size_t len;
+	bool over;        /* more than RC_ETCD_REPLY_MAX came: refused */
 };
 
 static size_t on_data(char *p, size_t size, size_t n, void *arg)
 {
 	struct body *b = arg;
 	size_t add = size * n;
-	char *d = realloc(b->data, b->len + add + 1);
+	char *d;
+
+	/* a hostile or broken endpoint does not fill our memory */
+	if (add > RC_ETCD_REPLY_MAX - b->len) {
+		b->over = true;
+		return 0;
+	}
+	d = realloc(b->data, b->len + add + 1);
 
 	if (!d)
 		return 0;
@@ -137,6 +150,12 @@ static int post(const struct rc_etcd *e, const char *path, json_t *req, json_t *
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(e->timeout_ms < 10000 ? e->timeout_ms : 10000));
 	curl_easy_setopt(h, CURLOPT_PROXY, "");
 	cc = curl_easy_perform(h);
+	if (b.over) {
+		rc = rc_err_set(err, EMSGSIZE,
+				"etcd at %s sent more than %d KiB for %s: refused (the cap on an answer)",
+				e->server, RC_ETCD_REPLY_MAX >> 10, path);
+		goto out;
+	}
 	if (cc != CURLE_OK) {
 		rc = rc_err_set(err, cc == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : ECONNREFUSED,
 				"cannot reach etcd at %s: %s", e->server, curl_easy_strerror(cc));
@@ -310,7 +329,7 @@ static int kv_from(const json_t *j, struct rc_etcd_kv *kv)
 
 	memset(kv, 0, sizeof(*kv));
 	/* An empty value comes without its field. */
-	if (v && (!json_is_string(v) || b64_decode(json_string_value(v), kv->value, sizeof(kv->value))))
+	if (v && (!json_is_string(v) || rc_etcd_b64_decode(json_string_value(v), kv->value, sizeof(kv->value))))
 		return -EPROTO;
 	kv->mod_revision = num(json_object_get(j, "mod_revision"));
 	kv->create_revision = num(json_object_get(j, "create_revision"));
@@ -443,9 +462,15 @@ int rc_etcd_range(struct rc_etcd *e, const char *prefix, rc_etcd_each_fn each, v
 		struct rc_etcd_kv v;
 
 		if (!json_is_string(json_object_get(kv, "key")) ||
-		    b64_decode(json_string_value(json_object_get(kv, "key")), key, sizeof(key)) ||
+		    rc_etcd_b64_decode(json_string_value(json_object_get(kv, "key")), key, sizeof(key)) ||
 		    kv_from(kv, &v))
 			continue;
+		/* only what was asked: a key outside the prefix is not read */
+		if (strncmp(key, prefix, n)) {
+			rc = rc_err_set(err, EPROTO, "etcd at %s answered a range of %s with key '%.64s'",
+					e->server, prefix, key);
+			break;
+		}
 		rc = each(arg, key, v.value);
 		if (rc)
 			break;

@@ -35,7 +35,8 @@ struct gpeer {
 	bool dead;            /* disconnected: its CQ is drained before failing */
 	bool failed;          /* keep_going: an error completion failed this peer only */
 	char why[RC_GROUP_MSG_MAX];  /* ... and the completion error */
-	uint64_t writes_done; /* one-sided writes to it completed */
+	uint64_t writes_done; /* one-sided writes to it completed (the last piece of each) */
+	uint32_t max_msg;     /* the largest piece a write to it is posted in (0: not asked yet) */
 	uint64_t imm[IMM_CHANNELS];
 	int sends_out;        /* signalled work requests not completed */
 	bool send_busy;       /* the send slot is in flight */

@@ -17,6 +17,9 @@
 #include "rdv_int.h"
 
 #define SLICE_MS 100
+/* wr_id user bit of a write's piece that is not its last: its completion
+ * frees a send-queue slot but is not a write done. */
+#define PIECE_NOT_LAST (1ULL << 40)
 
 static void mark_dead(struct rdma_cm_event *ev)
 {
@@ -55,6 +58,21 @@ static void cm_events(struct rc_group *g)
 	}
 }
 
+int rc_group_msg_check(const void *buf, size_t byte_len, struct rc_err *err)
+{
+	const struct gmsg *m = buf;
+	size_t hdr = offsetof(struct gmsg, data);
+
+	if (byte_len < hdr || byte_len > sizeof(*m))
+		return rc_err_set(err, EPROTO, "a control message of %zu bytes (%zu to %zu expected)",
+				  byte_len, hdr, sizeof(*m));
+	if (m->len != byte_len - hdr)
+		return rc_err_set(err, EPROTO,
+				  "a control message says %u bytes but %zu came", m->len,
+				  byte_len - hdr);
+	return 0;
+}
+
 static int on_recv(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc_err *err)
 {
 	struct gpeer *p = &g->peers[j];
@@ -70,7 +88,11 @@ static int on_recv(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc
 		p->imm[ch]++;
 	} else {
 		const struct gmsg *m = recv_slot(g, j, s);
+		struct rc_err e;
 
+		/* the length that came, not the previous message's stale bytes */
+		if (rc_group_msg_check(m, wc->byte_len, &e))
+			return rc_err_set(err, EPROTO, "rank %d: %s", j, e.msg);
 		if (m->magic == FIN_MAGIC) {
 			p->fin = true;
 			return rc_post_recv(p->c, recv_slot(g, j, s), GMSG_SLOT, g->mr->lkey,
@@ -136,7 +158,7 @@ int group_progress(struct rc_group *g, int timeout_ms, struct rc_err *err)
 			p->sends_out--;
 			if (rc_wrid_op(wc[i].wr_id) == RC_OP_SEND)
 				p->send_busy = false;
-			else
+			else if (!(wc[i].wr_id & PIECE_NOT_LAST))
 				p->writes_done++;
 			break;
 		}
@@ -187,32 +209,62 @@ int rc_group_peer_error(struct rc_group *g, int peer, const char *what, struct r
 	return peer_gone(g, peer, what, err);
 }
 
-int rc_group_write_imm(struct rc_group *g, int j, void *laddr, uint32_t len, uint32_t lkey,
+struct write_pieces {
+	struct rc_group *g;
+	int j;
+	uint8_t *laddr;
+	uint32_t lkey;
+	uint64_t raddr;
+	uint32_t rkey;
+	int channel;
+	uint32_t seq;
+	double deadline;
+	struct rc_err *err;
+};
+
+static int write_piece(void *arg, uint64_t off, uint32_t len, bool last)
+{
+	struct write_pieces *w = arg;
+	struct rc_group *g = w->g;
+	struct gpeer *p = &g->peers[w->j];
+	bool imm = last && w->channel >= 0;
+	int rc;
+
+	while (p->sends_out >= g->o.sq_depth - 2) {
+		rc = wait_slice(g, w->deadline, w->err);
+		if (rc == -ETIMEDOUT)
+			return rc_err_set(w->err, ETIMEDOUT, "writes to %s did not complete within %d ms",
+					  p->c->peer, g->o.timeout_ms);
+		if (rc)
+			return rc;
+	}
+	rc = rc_post_rdma(p->c, imm ? RC_OP_WRITE_IMM : RC_OP_WRITE, w->laddr ? w->laddr + off : NULL,
+			  len, w->lkey, w->raddr + off, w->rkey,
+			  (uint32_t)w->channel << 24 | (w->seq & 0xffffff),
+			  (uint64_t)w->j | (last ? 0 : PIECE_NOT_LAST), true, w->err);
+	if (!rc)
+		p->sends_out++;
+	return rc;
+}
+
+int rc_group_write_imm(struct rc_group *g, int j, void *laddr, uint64_t len, uint32_t lkey,
 		       uint64_t raddr, uint32_t rkey, int channel, uint32_t seq,
 		       struct rc_err *err)
 {
 	struct gpeer *p = &g->peers[j];
-	double deadline = rc_now() + g->o.timeout_ms / 1000.0;
-	int rc;
+	struct write_pieces w = { .g = g, .j = j, .laddr = laddr, .lkey = lkey, .raddr = raddr,
+				  .rkey = rkey, .channel = channel, .seq = seq,
+				  .deadline = rc_now() + g->o.timeout_ms / 1000.0, .err = err };
 
 	if (!p->c || channel < -1 || channel >= IMM_CHANNELS)
 		return rc_err_set(err, EINVAL, "no connection to rank %d", j);
 	if (p->dead && g->o.keep_going)
 		return peer_gone(g, j, "writing to it", err);
-	while (p->sends_out >= g->o.sq_depth - 2) {
-		rc = wait_slice(g, deadline, err);
-		if (rc == -ETIMEDOUT)
-			return rc_err_set(err, ETIMEDOUT, "writes to %s did not complete within %d ms",
-					  p->c->peer, g->o.timeout_ms);
-		if (rc)
-			return rc;
-	}
-	rc = rc_post_rdma(p->c, channel < 0 ? RC_OP_WRITE : RC_OP_WRITE_IMM, laddr, len, lkey,
-			  raddr, rkey, (uint32_t)channel << 24 | (seq & 0xffffff), (uint64_t)j, true,
-			  err);
-	if (!rc)
-		p->sends_out++;
-	return rc;
+	if (!p->max_msg)
+		p->max_msg = rc_conn_max_msg(p->c);
+	/* a block larger than the port's largest message goes in pieces;
+	 * only the last carries the immediate data, and RC lands them in order */
+	return rc_split_len(len, p->max_msg, write_piece, &w);
 }
 
 uint64_t rc_group_imm_count(const struct rc_group *g, int peer, int channel)
@@ -573,6 +625,43 @@ int rc_group_gather(struct rc_group *g, int root, const void *mine, size_t len, 
 		got[j] = rc == 0;
 		if (rc)
 			snprintf((char *)theirs + (size_t)j * len, len, "%s", e.msg);
+	}
+	return 0;
+}
+
+int rc_group_bcast(struct rc_group *g, int root, void *buf, size_t len, struct rc_err *err)
+{
+	double deadline;
+	int rc;
+
+	if ((rc = msg_round(g, len, &deadline, err)))
+		return rc;
+	if (g->o.rank != root) {
+		if (!g->peers[root].c)
+			return rc_err_set(err, EINVAL, "no connection to rank %d", root);
+		return take_msg(g, root, buf, len, deadline, err);
+	}
+	for (int k = 0; k < g->nconns; k++) {
+		int j = g->conn_rank[k];
+
+		if (g->peers[j].dead && g->o.keep_going)
+			continue;
+		if ((rc = send_msg(g, j, buf, len, deadline, err)) &&
+		    !(g->o.keep_going && g->peers[j].dead))
+			return rc;
+	}
+	for (int k = 0; k < g->nconns; k++) {
+		struct gpeer *p = &g->peers[g->conn_rank[k]];
+
+		while (p->send_busy && !(p->dead && g->o.keep_going)) {
+			rc = wait_slice(g, deadline, err);
+			if (rc == -ETIMEDOUT)
+				return rc_err_set(err, ETIMEDOUT,
+						  "a message to %s was not acknowledged within %d ms",
+						  p->c->peer, g->o.timeout_ms);
+			if (rc)
+				return rc;
+		}
 	}
 	return 0;
 }

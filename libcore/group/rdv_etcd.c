@@ -98,9 +98,15 @@ static int one_rank(void *arg, const char *key, const char *val)
 {
 	struct ranks *r = arg;
 	struct rc_endpoint ep;
-	int rank = atoi(key + strlen(r->e->prefix)), world;
+	const char *num = key + strlen(r->e->prefix);
+	int rank = 0, world;
 
-	if (rank < 0 || endpoint_scan(val, &ep, &world))
+	/* rc_etcd_range gives keys under the prefix only; what follows is the
+	 * rank, in digits, or the key is not a rank's */
+	if (!*num || strlen(num) > 9 || strspn(num, "0123456789") != strlen(num))
+		return 0;
+	rank = atoi(num);
+	if (endpoint_scan(val, &ep, &world))
 		return 0;
 	if (world != r->e->world)
 		return rc_err_set(r->err, EINVAL,

@@ -65,6 +65,7 @@ struct mc {
 	struct ibv_mr *mr;
 	uint64_t ring_addr;  /* the ring as the NIC addresses it */
 	uint8_t *stage;      /* a host copy of a chunk when the ring is GPU memory */
+	uint8_t *flip;       /* the test hook's copy of the chunk it corrupts */
 	uint64_t size;
 	uint32_t chunk, n;
 	int R;
@@ -288,6 +289,13 @@ static int consume(struct mc *m, bool *moved, struct rc_err *err)
 				return rc;
 			p = m->stage;
 		}
+		if (m->o->corrupt && m->o->corrupt_at - (uint64_t)c * m->chunk < len) {
+			if (!m->flip && !(m->flip = malloc(m->chunk)))
+				return rc_err_set(err, ENOMEM, "out of memory");
+			memcpy(m->flip, p, len);
+			m->flip[m->o->corrupt_at - (uint64_t)c * m->chunk] ^= 0xff;
+			p = m->flip;
+		}
 		rc_sha256_update(&m->sha, p, len);
 		if (m->o->consume && (rc = m->o->consume(m->o->arg, (uint64_t)c * m->chunk, p, len, err)))
 			return rc;
@@ -462,6 +470,7 @@ static void release(struct mc *m)
 	if (m->mem_on)
 		rc_mem_free(&m->mem);
 	free(m->stage);
+	free(m->flip);
 }
 
 int rc_mcast_run(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_mcast_result *res,

@@ -12,6 +12,7 @@
 #include "mcast_int.h"
 
 #define REPORT_MAGIC 0x6d637270u /* "mcrp" */
+#define DIGEST_MAGIC 0x6d636467u /* "mcdg" */
 
 struct wire_report {
 	uint32_t magic;
@@ -27,6 +28,15 @@ struct wire_report {
 	char why[RC_MCAST_WHY_MAX];
 };
 _Static_assert(sizeof(struct wire_report) <= RC_GROUP_MSG_MAX, "a report fits a message");
+
+/* What the root sends every receiver after the reports: the size and digest
+ * of what it sent, for each receiver to judge its own copy. */
+struct wire_digest {
+	uint32_t magic;
+	uint32_t pad;
+	uint64_t size;
+	uint8_t sha[32];
+};
 
 static void put_report(struct rc_group *g, const struct rc_mcast_recv *s, struct wire_report *w)
 {
@@ -61,6 +71,52 @@ static void take_report(const struct wire_report *w, struct rc_mcast_recv *r)
 	snprintf(r->device, sizeof(r->device), "%.31s", w->device);
 }
 
+/* The root: its size and digest to every live receiver (one that left is
+ * not waited for). */
+static int send_digest(struct rc_group *g, int root, const struct rc_mcast_result *res,
+		       uint64_t size, struct rc_err *err)
+{
+	struct wire_digest d = { .magic = DIGEST_MAGIC, .size = size };
+
+	memcpy(d.sha, res->sha256, 32);
+	return rc_group_bcast(g, root, &d, sizeof(d), err);
+}
+
+/* A receiver: its own copy against the root's digest. A digest that does
+ * not come leaves the copy unverified: not ok either. */
+static int judge_own(struct rc_group *g, int root, struct rc_mcast_recv *s)
+{
+	struct wire_digest d;
+	struct rc_err e;
+	char mine[65], theirs[65];
+
+	s->ok = false;
+	if (rc_group_bcast(g, root, &d, sizeof(d), &e)) {
+		if (!s->why[0])
+			snprintf(s->why, sizeof(s->why), "the root's digest did not come: %.*s",
+				 RC_MCAST_WHY_MAX - 40, e.msg);
+		return 0;
+	}
+	if (d.magic != DIGEST_MAGIC) {
+		if (!s->why[0])
+			snprintf(s->why, sizeof(s->why), "rank %d sent something else than its digest",
+				 root);
+		return 0;
+	}
+	s->ok = s->complete && s->bytes == d.size && !memcmp(s->sha256, d.sha, 32);
+	if (s->ok || !s->complete || s->why[0])
+		return 0;
+	rc_sha256_hex(s->sha256, mine);
+	rc_sha256_hex(d.sha, theirs);
+	if (s->bytes != d.size)
+		snprintf(s->why, sizeof(s->why), "%llu bytes came, the root sent %llu",
+			 (unsigned long long)s->bytes, (unsigned long long)d.size);
+	else
+		snprintf(s->why, sizeof(s->why), "its SHA-256 %.16s... differs from the root's %.16s...",
+			 mine, theirs);
+	return 0;
+}
+
 int mcast_reports(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_mcast_result *res,
 		  uint64_t size, struct rc_err *err)
 {
@@ -74,7 +130,7 @@ int mcast_reports(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_m
 	rc = rc_group_gather(g, root, &mine, sizeof(mine), all, got, err);
 	if (rc || me != root) {
 		free(all);
-		return rc;
+		return rc ? rc : judge_own(g, root, &res->self);
 	}
 	res->ok_count = 0;
 	res->seconds = 0;
@@ -107,5 +163,5 @@ int mcast_reports(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_m
 		}
 	}
 	free(all);
-	return 0;
+	return send_digest(g, root, res, size, err);
 }

@@ -170,6 +170,8 @@ int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struc
 	memset(res, 0, sizeof(*res));
 	if (s->nconns < 1 || s->nconns > 64 || s->depth < 1 || !s->chunk)
 		return rc_err_set(err, EINVAL, "invalid transfer parameters");
+	if (s->chunk > (1u << 30))
+		return rc_err_set(err, EINVAL, "a work request of %zu bytes is over 1 GiB", s->chunk);
 	if ((s->drain || s->fill) && s->nconns != 1)
 		return rc_err_set(err, EINVAL, "a streamed transfer needs exactly one connection");
 	e.depth = s->depth;

@@ -183,3 +183,31 @@ int rc_post_recv(struct rc_conn *c, void *buf, uint32_t len, uint32_t lkey, uint
 			       c->peer, strerror(rc))
 		  : 0;
 }
+
+int rc_split_len(uint64_t len, uint32_t max,
+		 int (*piece)(void *arg, uint64_t off, uint32_t len, bool last), void *arg)
+{
+	uint64_t off = 0;
+
+	if (!max)
+		return -EINVAL;
+	do {
+		uint32_t n = len - off < max ? (uint32_t)(len - off) : max;
+		int rc = piece(arg, off, n, off + n == len);
+
+		if (rc)
+			return rc;
+		off += n;
+	} while (off < len);
+	return 0;
+}
+
+uint32_t rc_conn_max_msg(const struct rc_conn *c)
+{
+	struct ibv_port_attr pa;
+	uint32_t cap = 1u << 30;
+
+	if (!c || !c->verbs || ibv_query_port(c->verbs, c->port_num ? c->port_num : 1, &pa) || !pa.max_msg_sz)
+		return cap;
+	return pa.max_msg_sz < cap ? pa.max_msg_sz : cap;
+}

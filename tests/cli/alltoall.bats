@@ -74,6 +74,38 @@ a2a() {
 	assert_output --partial "cannot read the matrix"
 }
 
+@test "a matrix whose counts overflow the buffer sizes is a usage error naming the row" {
+	local m=$BATS_TEST_TMPDIR/m.csv
+	# 2^53 tokens of 14336 bytes wrap a 64-bit size
+	printf '9007199254740992,1\n1,1\n' >"$m"
+	a2a -r 0 -w 2 -R "file:$PEERS" --skew "matrix:$m"
+	assert_failure 2
+	assert_output --partial "row 1 (the tokens rank 0 sends): 9007199254740993 tokens of 14336 bytes"
+	# the column: what rank 1 receives
+	printf '1,0\n1,9007199254740992\n' >"$m"
+	a2a -r 0 -w 2 -R "file:$PEERS" --skew "matrix:$m"
+	assert_failure 2
+	assert_output --partial "row 2 (the tokens rank 1 sends)"
+	printf '1,18446744073709551615\n1,1\n' >"$m"
+	a2a -r 0 -w 2 -R "file:$PEERS" --skew "matrix:$m"
+	assert_failure 2
+	assert_output --partial "column 2: the count is out of range"
+	# sums near 2^64
+	printf '9223372036854775807,9223372036854775807\n1,1\n' >"$m"
+	a2a -r 0 -w 2 -R "file:$PEERS" --skew "matrix:$m"
+	assert_failure 2
+	assert_output --partial "row 1 (the tokens rank 0 sends): 18446744073709551614 tokens"
+	printf '0,9223372036854775807\n0,9223372036854775807\n' >"$m"
+	a2a -r 0 -w 2 -R "file:$PEERS" --skew "matrix:$m"
+	assert_failure 2
+	assert_output --partial "row 1 (the tokens rank 0 sends): 9223372036854775807 tokens"
+	# only columns too large: 1 TiB received by rank 1 from two senders
+	printf '0,40000000\n0,40000000\n' >"$m"
+	a2a -r 0 -w 2 -R "file:$PEERS" --skew "matrix:$m"
+	assert_failure 2
+	assert_output --partial "column 2 (the tokens rank 1 receives): 80000000 tokens of 14336 bytes"
+}
+
 @test "bad routing parameters are usage errors" {
 	a2a -r 0 -w 2 -R "file:$PEERS" --skew zipf:abc
 	assert_failure 2

@@ -108,6 +108,24 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 	jq -e '.rank == 1 and .wrong == 0' "$BATS_TEST_TMPDIR/rank.1.out"
 }
 
+@test "flat and ring: a block larger than the port's largest message goes in pieces, every token checked" {
+	need_guest
+	local max
+	# rxe takes messages of 8 MiB at most (its max_msg_sz); a block of 10 MiB
+	# posted as one write fails (or a 32-bit cast truncates one of 4 GiB)
+	max=$(ibv_devinfo -v -d "$RDMACTL_VM_DEV" | awk '/max_msg_sz/ { print $2; exit }')
+	[ -n "$max" ] || fail "ibv_devinfo names no max_msg_sz"
+	printf '0,1300\n1300,0\n' >"$BATS_TEST_TMPDIR/m.csv"
+	[ $((1300 * 8192)) -gt $((max)) ] || skip "the port takes $max-byte messages: no block here is larger"
+	a2a_peers 2
+	a2a_ok 2 --algo flat --rendezvous "file:$PEERS" --hidden 4096 \
+		--skew "matrix:$BATS_TEST_TMPDIR/m.csv" --iters 2 --warmup 0
+	[ "$(jq -r .bytes_per_peer.max <<<"$DOC")" = $((1300 * 8192)) ]
+	a2a_peers 2
+	a2a_ok 2 --algo ring --rendezvous "file:$PEERS" --hidden 4096 \
+		--skew "matrix:$BATS_TEST_TMPDIR/m.csv" --iters 2 --warmup 0
+}
+
 @test "ring: 2 and 4 ranks, uniform and zipf" {
 	need_guest
 	a2a_peers 2

@@ -19,13 +19,16 @@ mc_start() {
 	shift
 	PIDS=()
 	for ((i = 0; i < n; i++)); do
+		# the test hook: one receiver flips a byte of its copy
+		local corrupt=
+		[[ $i != "${MC_CORRUPT_RANK:-}" ]] || corrupt=$MC_CORRUPT_AT
 		if [[ $i == "${MC_VICTIM:-}" ]]; then
 			# the victim runs unwrapped, so that a kill reaches rdmactl itself
 			"$RDMACTL" ${MC_JSON--j} -t "${MC_TIMEOUT:-20000}" multicast --rank "$i" --world "$n" \
 				--rendezvous "file:$PEERS" --out "$BATS_TEST_TMPDIR/out.%r" "$@" \
 				>"$BATS_TEST_TMPDIR/rank.$i.out" 2>"$BATS_TEST_TMPDIR/rank.$i.err" &
 		else
-			rdmactl ${MC_JSON--j} -t "${MC_TIMEOUT:-20000}" multicast --rank "$i" --world "$n" \
+			RDMACTL_TEST_CORRUPT_BYTE=$corrupt rdmactl ${MC_JSON--j} -t "${MC_TIMEOUT:-20000}" multicast --rank "$i" --world "$n" \
 				--rendezvous "file:$PEERS" --out "$BATS_TEST_TMPDIR/out.%r" "$@" \
 				>"$BATS_TEST_TMPDIR/rank.$i.out" 2>"$BATS_TEST_TMPDIR/rank.$i.err" &
 		fi
@@ -218,4 +221,53 @@ blob() {
 		[ "$(stat -c %s "$BATS_TEST_TMPDIR/out.$i")" = $((24 << 20)) ] || fail "rank $i is not whole"
 	done
 	[ "$(sha256sum <"$BATS_TEST_TMPDIR/out.1")" = "$(sha256sum <"$BATS_TEST_TMPDIR/out.3")" ]
+}
+
+@test "a receiver whose copy is wrong exits 1, and the root says its digest differs" {
+	need_guest
+	local i
+	blob "$BATS_TEST_TMPDIR/w" $((1 << 20))
+	mc_peers 4
+	# rank 1, a relay of the chain, flips one byte of its own copy (a hidden
+	# test hook); what it forwards stays whole
+	MC_CORRUPT_RANK=1 MC_CORRUPT_AT=300000
+	mc_start 4 --algo chain --file "$BATS_TEST_TMPDIR/w" --chunk 256K
+	mc_wait
+	[ "${RCS[0]}" = 1 ] || { mc_dump; fail "the root exited ${RCS[0]}, not 1"; }
+	[ "${RCS[1]}" = 1 ] || { mc_dump; fail "rank 1 exited ${RCS[1]}, not 1"; }
+	for i in 2 3; do
+		[ "${RCS[i]}" = 0 ] || { mc_dump; fail "rank $i exited ${RCS[i]}"; }
+	done
+	DOC=$(cat "$BATS_TEST_TMPDIR/rank.0.out")
+	jq -e --arg sha "$BLOB_SHA" '.ok_count == 2
+		and (.receivers[] | select(.rank == 1) | (.ok | not) and .sha256 != $sha
+			and (.error | test("its SHA-256 differs from the root.s")))
+		and all(.receivers[] | select(.rank >= 2); .ok and .sha256 == $sha)' <<<"$DOC" >/dev/null ||
+		{ mc_dump; fail "the root's report does not name rank 1's digest"; }
+	jq -e '.error.message | test("rank 1 did not get the whole blob")' <<<"$DOC" >/dev/null ||
+		{ mc_dump; fail "the root's error does not name rank 1"; }
+	# its --out file holds the one flipped byte, the others' are whole
+	[ "$(cmp -l "$BATS_TEST_TMPDIR/w" "$BATS_TEST_TMPDIR/out.1" | wc -l)" = 1 ] ||
+		fail "rank 1's copy is not one byte off"
+	for i in 2 3; do
+		cmp -s "$BATS_TEST_TMPDIR/w" "$BATS_TEST_TMPDIR/out.$i" || fail "rank $i's copy differs"
+	done
+}
+
+@test "flat, text: the receiver with a wrong copy says its digest differs, the root names it" {
+	need_guest
+	blob "$BATS_TEST_TMPDIR/w" $((512 << 10))
+	mc_peers 3
+	MC_JSON= MC_CORRUPT_RANK=2 MC_CORRUPT_AT=0
+	mc_start 3 --algo flat --file "$BATS_TEST_TMPDIR/w" --chunk 128K
+	mc_wait
+	[ "${RCS[*]}" = "1 0 1" ] || { mc_dump; fail "exit codes ${RCS[*]}, not 1 0 1"; }
+	grep -q "rank 2: the blob is wrong: its SHA-256 [0-9a-f]*\.\.\. differs from the root's" \
+		"$BATS_TEST_TMPDIR/rank.2.err" || { mc_dump; fail "rank 2 does not say its digest differs"; }
+	grep -q "its SHA-256 differs from the root's" "$BATS_TEST_TMPDIR/rank.0.out" ||
+		{ mc_dump; fail "the root's report does not say rank 2's digest differs"; }
+	grep -q "^# 1 of 2 receivers got the whole blob" "$BATS_TEST_TMPDIR/rank.0.out" ||
+		{ mc_dump; fail "the count"; }
+	grep -q "rank 2 did not get the whole blob" "$BATS_TEST_TMPDIR/rank.0.err" ||
+		{ mc_dump; fail "the root's error"; }
 }

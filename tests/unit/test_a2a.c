@@ -121,6 +121,31 @@ static void matrices(void)
 	CHECK(rc_a2a_matrix_load("/nonexistent.csv", 2, c, &e) == -EINVAL);
 }
 
+/* Buffer sizes stay in range: a row or column over 1 TiB is named. */
+static void fits(void)
+{
+	uint64_t c[9] = { 0 };
+	struct rc_err e;
+
+	c[0] = 1ULL << 53;
+	c[1] = 1;
+	CHECK(rc_a2a_counts_fit(c, 2, 14336, &e) == -EINVAL);
+	CHECK(strstr(e.msg, "row 1 (the tokens rank 0 sends): 9007199254740993 tokens") != NULL);
+	/* exactly 1 TiB fits, a token more does not */
+	c[0] = (1ULL << 40) / 16;
+	c[1] = 0;
+	CHECK(rc_a2a_counts_fit(c, 2, 16, &e) == 0);
+	c[2] = 1;
+	CHECK(rc_a2a_counts_fit(c, 2, 16, &e) == -EINVAL);
+	CHECK(strstr(e.msg, "column 1 (the tokens rank 0 receives)") != NULL);
+	/* a row whose sum wraps 64 bits */
+	for (int i = 0; i < 3; i++)
+		c[i] = UINT64_MAX / 2;
+	CHECK(rc_a2a_counts_fit(c, 3, 2, &e) == -EINVAL);
+	CHECK(strstr(e.msg, "row 1 (the tokens rank 0 sends): more than") != NULL);
+	CHECK(rc_a2a_counts_fit(c, 3, 0, &e) == -EINVAL);
+}
+
 static void plans(void)
 {
 	uint8_t n[64];
@@ -157,6 +182,7 @@ int main(void)
 	routing();
 	stats();
 	matrices();
+	fits();
 	plans();
 	content();
 	CHECK_DONE();

@@ -17,6 +17,15 @@ int main(void)
 	struct rc_etcd *e;
 	struct rc_err err;
 
+	/* base64 as the gateway sends it: strict, bounded, no NUL inside */
+	CHECK(rc_etcd_b64_decode("cmRtYWN0bA==", buf, sizeof(buf)) == 0);
+	CHECK_STR(buf, "rdmactl");
+	CHECK(rc_etcd_b64_decode("", buf, sizeof(buf)) == 0 && !buf[0]);
+	CHECK(rc_etcd_b64_decode("cmRtYWN0bA==", buf, 8) == 0);
+	CHECK(rc_etcd_b64_decode("cmRtYWN0bA==", buf, 7) == -EINVAL);
+	CHECK(rc_etcd_b64_decode("cmRtYWN0bA==", buf, 0) == -EINVAL);
+	CHECK(rc_etcd_b64_decode("cm*t", buf, sizeof(buf)) == -EINVAL);
+	CHECK(rc_etcd_b64_decode("YQBi", buf, sizeof(buf)) == -EINVAL); /* "a\0b" */
 	CHECK(rc_etcd_url_parse("etcd://10.0.0.5:2379/ns/kv", server, sizeof(server), path,
 				sizeof(path), &err) == 0);
 	CHECK_STR(server, "10.0.0.5:2379");

@@ -138,10 +138,40 @@ static void peers_files(void)
 	CHECK(strstr(e.msg, "cannot reach etcd at 127.0.0.1:1") != NULL);
 }
 
+/* A received control message: its stated length must be what came (a
+ * short one would leave the previous message's bytes behind). */
+static void msg_lengths(void)
+{
+	uint32_t m[4 + RC_GROUP_MSG_MAX / 4 + 20] = { 0x72646d67u, 1, 0, 8 };
+	struct rc_err e;
+
+	CHECK(rc_group_msg_check(m, 16 + 8, &e) == 0);
+	m[3] = 0;
+	CHECK(rc_group_msg_check(m, 16, &e) == 0);
+	/* says 8 bytes, 4 came */
+	m[3] = 8;
+	CHECK(rc_group_msg_check(m, 16 + 4, &e) == -EPROTO);
+	CHECK(strstr(e.msg, "says 8 bytes but 4 came") != NULL);
+	/* says 4, 8 came */
+	m[3] = 4;
+	CHECK(rc_group_msg_check(m, 16 + 8, &e) == -EPROTO);
+	/* a header cut short, and more than a message holds */
+	CHECK(rc_group_msg_check(m, 12, &e) == -EPROTO);
+	CHECK(strstr(e.msg, "of 12 bytes") != NULL);
+	m[3] = RC_GROUP_MSG_MAX + 4;
+	CHECK(rc_group_msg_check(m, 16 + RC_GROUP_MSG_MAX + 4, &e) == -EPROTO);
+	m[3] = RC_GROUP_MSG_MAX;
+	CHECK(rc_group_msg_check(m, 16 + RC_GROUP_MSG_MAX, &e) == 0);
+	/* a length that wraps when the header is added */
+	m[3] = UINT32_MAX;
+	CHECK(rc_group_msg_check(m, 16 + 4, &e) == -EPROTO);
+}
+
 int main(void)
 {
 	launchers();
 	endpoints();
 	peers_files();
+	msg_lengths();
 	CHECK_DONE();
 }

@@ -45,6 +45,14 @@ RC_EXPORT int rc_a2a_skew_parse(const char *s, struct rc_a2a_route *r, struct rc
 RC_EXPORT int rc_a2a_counts(const struct rc_a2a_route *r, uint64_t *counts, struct rc_err *err);
 RC_EXPORT int rc_a2a_matrix_load(const char *path, int world, uint64_t *counts,
 				 struct rc_err *err);
+/* The most bytes one rank sends or receives in one phase (1 TiB): every
+ * buffer size below it is computed without overflow. */
+#define RC_A2A_RANK_BYTES_MAX (1ULL << 40)
+/* Whether each row (what a rank sends) and each column (what it receives)
+ * of counts, in tokens of token_bytes, stays within RC_A2A_RANK_BYTES_MAX;
+ * -EINVAL naming the first row or column that does not. */
+RC_EXPORT int rc_a2a_counts_fit(const uint64_t *counts, int world, size_t token_bytes,
+				struct rc_err *err);
 
 /* Figures of one iteration from the counts. */
 struct rc_a2a_stats {

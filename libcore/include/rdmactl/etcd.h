@@ -20,8 +20,16 @@
 
 #define RC_ETCD_VAL_MAX 1024
 #define RC_ETCD_KEY_MAX 384
+/* The most one answer of etcd may hold; past it the request fails (a
+ * hostile endpoint streaming an endless body costs no more memory). */
+#define RC_ETCD_REPLY_MAX (4 << 20)
 
 struct rc_etcd;
+
+/* Base64 as etcd's gateway sends keys and values, decoded into buf
+ * (len bytes with its NUL); -EINVAL for a bad character, no room, or a NUL
+ * byte inside. */
+RC_EXPORT int rc_etcd_b64_decode(const char *s, char *buf, size_t len);
 
 /* One key as etcd holds it. */
 struct rc_etcd_kv {

@@ -124,8 +124,10 @@ RC_EXPORT const char *rc_group_dev(const struct rc_group *g);
 /* One-sided write with immediate data: imm = channel << 24 | (seq & 0xffffff).
  * The peer's counter of that channel goes up by one when it lands. Waits for
  * room in the send queue (within the timeout). */
-/* channel -1: a plain write, no immediate data, no counter. */
-RC_EXPORT int rc_group_write_imm(struct rc_group *g, int peer, void *laddr, uint32_t len,
+/* channel -1: a plain write, no immediate data, no counter. A write larger
+ * than the port's largest message (at most 1 GiB) is posted in pieces, the
+ * immediate data on the last; it counts as one write done. */
+RC_EXPORT int rc_group_write_imm(struct rc_group *g, int peer, void *laddr, uint64_t len,
 				 uint32_t lkey, uint64_t raddr, uint32_t rkey, int channel,
 				 uint32_t seq, struct rc_err *err);
 /* Wait until the counter of channel reaches target[j] for every peer j in
@@ -152,6 +154,14 @@ RC_EXPORT int rc_group_barrier(struct rc_group *g, struct rc_err *err);
  * and return once it was delivered. */
 RC_EXPORT int rc_group_gather(struct rc_group *g, int root, const void *mine, size_t len,
 			      void *theirs, bool *got, struct rc_err *err);
+/* root sends len bytes of buf to every rank connected to it (with
+ * keep_going: every live one); the others receive them into buf. */
+RC_EXPORT int rc_group_bcast(struct rc_group *g, int root, void *buf, size_t len,
+			     struct rc_err *err);
+/* A control message as received (byte_len bytes at buf): 0 when its header
+ * came whole and the length it states is the length that came; -EPROTO
+ * otherwise, and err says which. */
+RC_EXPORT int rc_group_msg_check(const void *buf, size_t byte_len, struct rc_err *err);
 
 /* Driving the group from a caller's own state machine (multicast's relay):
  * reap completions and connection events for up to timeout_ms (0: do not

@@ -63,13 +63,20 @@ struct rc_mcast_opts {
 	int nblocks;
 	double link_bw;           /* bytes/s for the ideal; 0: the root measures it */
 	int timeout_ms;           /* the longest any wait sees no progress */
+	/* A test hook (rdmactl's hidden RDMACTL_TEST_CORRUPT_BYTE): a receiver
+	 * flips the byte at corrupt_at in its own copy (hashed and consumed),
+	 * not in what it forwards. */
+	bool corrupt;
+	uint64_t corrupt_at;
 };
 
 /* What one receiver reports (the root's array: one per rank). */
 struct rc_mcast_recv {
 	int rank;
 	bool reported;            /* its report reached the root */
-	bool ok;                  /* whole blob, and its SHA-256 equals the root's */
+	bool ok;                  /* whole blob, and its SHA-256 equals the root's (the
+	                           * root's verdict; in self, the receiver's own once
+	                           * the root's digest came) */
 	bool complete;            /* it says it got every chunk */
 	uint64_t bytes;
 	double first_ms;          /* since the start barrier, on its own clock */
@@ -100,7 +107,10 @@ struct rc_mcast_result {
  * which keeps going past a failed peer (keep_going). Every rank calls it.
  * Returns 0 once the root has every report (look at ok_count), or -errno
  * when this rank could not take part; a receiver's own failure is in
- * res->self and does not fail the call. */
+ * res->self and does not fail the call. After the reports the root sends
+ * its digest to every receiver, which judges its own copy: res->self.ok,
+ * and when not, res->self.why (a digest that differs, or one that never
+ * came). */
 RC_EXPORT int rc_mcast_run(struct rc_group *g, const struct rc_mcast_opts *o,
 			   struct rc_mcast_result *res, struct rc_err *err);
 

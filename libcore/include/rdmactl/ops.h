@@ -120,6 +120,19 @@ RC_EXPORT int rc_post_send(struct rc_conn *c, const void *buf, uint32_t len, uin
 RC_EXPORT int rc_post_recv(struct rc_conn *c, void *buf, uint32_t len, uint32_t lkey, uint64_t user,
 		 struct rc_err *err);
 
+/* A write of len bytes as work requests of at most max bytes each (a
+ * message larger than the port's max_msg_sz fails, and a 4 GiB one does not
+ * fit rc_wr.len): calls piece for each, in order, with its offset into the
+ * write, its length and whether it is the last (which carries the immediate
+ * data, if any). A zero-length write is one piece of 0 bytes. Returns the
+ * first non-zero value piece returns; -EINVAL when max is 0. */
+RC_EXPORT int rc_split_len(uint64_t len, uint32_t max,
+			   int (*piece)(void *arg, uint64_t off, uint32_t len, bool last),
+			   void *arg);
+/* The largest message the connection's port takes (its max_msg_sz), at most
+ * 1 GiB; 1 GiB when the port cannot be asked. */
+RC_EXPORT uint32_t rc_conn_max_msg(const struct rc_conn *c);
+
 /* Completion queues. A timeout argument means the same everywhere: < 0 the
  * connection's own timeout, 0 do not wait, > 0 at most that many ms. */
 
