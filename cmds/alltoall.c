@@ -278,14 +278,38 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 		total_wrong += wrong[i];
 	if (speak)
 		report(ctx, a, &res, total_wrong, rc_group_dev(g), rc_group_rdv_kind(g));
-	else
-		ctx->out.printed = true; /* only rank 0 prints the document */
+	else if (!total_wrong)
+		ctx->out.printed = true; /* only rank 0 prints the document; every rank its failure */
 	if (total_wrong)
 		rc = fail(ctx, -EIO, "%llu tokens arrived wrong", (unsigned long long)total_wrong);
 out:
 	rc_group_close(g);
 	free(lat);
 	return rc;
+}
+
+/* Test hook, kept out of help: RDMACTL_TEST_A2A_CORRUPT=PHASE:RANK:TOKEN
+ * (PHASE dispatch or combine) makes that token of RANK's send buffer arrive
+ * wrong once (struct rc_a2a_opts.corrupt), so the tests see the check fail. */
+static int test_hook(struct ctx *ctx, struct a2a_cli *a)
+{
+	const char *s = getenv("RDMACTL_TEST_A2A_CORRUPT");
+	char phase[16], rest;
+	int rank;
+	unsigned long long tok;
+
+	if (!s || !*s)
+		return 0;
+	if (sscanf(s, "%15[a-z]:%d:%llu%c", phase, &rank, &tok, &rest) != 3 ||
+	    (strcmp(phase, "dispatch") && strcmp(phase, "combine")) || rank < 0 ||
+	    rank >= a->grp.who.world)
+		return usage_err(ctx, "RDMACTL_TEST_A2A_CORRUPT=%s: not dispatch|combine:RANK:TOKEN with RANK below %d",
+				 s, a->grp.who.world);
+	a->run.corrupt.on = true;
+	a->run.corrupt.phase = strcmp(phase, "dispatch") ? 1 : 0;
+	a->run.corrupt.rank = rank;
+	a->run.corrupt.token = tok;
+	return 0;
 }
 
 static int do_alltoall(struct ctx *ctx, int argc, char **argv)
@@ -297,6 +321,8 @@ static int do_alltoall(struct ctx *ctx, int argc, char **argv)
 	if (rc)
 		return rc < 0 ? rc : 0;
 	rc = parse(ctx, &v, &a);
+	if (!rc)
+		rc = test_hook(ctx, &a);
 	if (!rc)
 		rc = run(ctx, &a);
 	free(a.counts);

@@ -157,6 +157,16 @@ static int prepare(struct a2a *a, uint32_t iter, struct rc_err *err)
 			rc_a2a_token_fill(a->csend + t * a->tb, a->tb, a->me, j, t - a->roff[j], iter,
 					  PH_COMBINE);
 	}
+	if (a->o->corrupt.on && a->o->corrupt.rank == a->me && iter == 0) {
+		int ph = a->o->corrupt.phase;
+		uint64_t n = ph == PH_DISPATCH ? a->soff[a->W] : a->roff[a->W];
+
+		if (a->o->corrupt.token >= n)
+			return rc_err_set(err, EINVAL, "test hook: rank %d sends %llu tokens in %s, not token %llu",
+					  a->me, (unsigned long long)n, ph == PH_DISPATCH ? "dispatch" : "combine",
+					  (unsigned long long)a->o->corrupt.token);
+		(ph == PH_DISPATCH ? a->dsend : a->csend)[a->o->corrupt.token * a->tb] ^= 0x5a;
+	}
 	if (!gpu(a))
 		return 0;
 	return (rc = a2a_copy_in(a, a->dsend, a->dsend, sb, err)) ? rc

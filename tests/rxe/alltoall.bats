@@ -201,6 +201,60 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 	assert_output --partial "--ranks-per-node 3 does not divide the world size 4"
 }
 
+# a2a_one_wrong PHASE RANK N ARGS...: run N ranks with one token of RANK's
+# send buffer made wrong in PHASE (the RDMACTL_TEST_A2A_CORRUPT hook); every
+# rank exits 1 saying "1 tokens arrived wrong", rank 0's document has wrong 1.
+a2a_one_wrong() {
+	local phase=$1 rank=$2 n=$3 i
+	shift 2
+	RDMACTL_TEST_A2A_CORRUPT=$phase:$rank:0 a2a_start "$@"
+	a2a_wait
+	for ((i = 0; i < n; i++)); do
+		[ "${RCS[i]}" = 1 ] || { a2a_dump; fail "rank $i exited ${RCS[i]}, not 1"; }
+		grep -q "1 tokens arrived wrong" "$BATS_TEST_TMPDIR/rank.$i.out" \
+			"$BATS_TEST_TMPDIR/rank.$i.err" || { a2a_dump; fail "rank $i does not say 1 token arrived wrong"; }
+	done
+	jq -e '.wrong == 1 and .checked_tokens > 0 and .error.code == "EIO"
+		and .error.message == "1 tokens arrived wrong"' "$BATS_TEST_TMPDIR/rank.0.out" ||
+		{ a2a_dump; fail "rank 0's document does not count 1 wrong token"; }
+}
+
+@test "one token wrong in dispatch: wrong 1, every rank exits 1 (flat, ring, hierarchical)" {
+	need_guest
+	a2a_peers 2
+	a2a_one_wrong dispatch 1 2 --algo flat --rendezvous "file:$PEERS" "${SMALL[@]}"
+	a2a_peers 3
+	a2a_one_wrong dispatch 2 3 --algo ring --rendezvous "file:$PEERS" "${SMALL[@]}"
+	# rank 3's first tokens go to rank 0, on the other node
+	a2a_peers 4
+	a2a_one_wrong dispatch 3 4 --algo hierarchical --ranks-per-node 2 --rendezvous "file:$PEERS" \
+		"${SMALL[@]}"
+}
+
+@test "one token wrong in combine: wrong 1, every rank exits 1 (flat, ring, hierarchical)" {
+	need_guest
+	a2a_peers 2
+	a2a_one_wrong combine 1 2 --algo flat --rendezvous "file:$PEERS" "${SMALL[@]}"
+	a2a_peers 3
+	a2a_one_wrong combine 2 3 --algo ring --rendezvous "file:$PEERS" "${SMALL[@]}"
+	a2a_peers 4
+	a2a_one_wrong combine 3 4 --algo hierarchical --ranks-per-node 2 --rendezvous "file:$PEERS" \
+		"${SMALL[@]}"
+}
+
+@test "the wrong-token hook: a token the rank does not send, or a malformed value, is refused" {
+	need_guest
+	a2a_peers 2
+	RDMACTL_TEST_A2A_CORRUPT=combine:1:100000 a2a_start 2 --rendezvous "file:$PEERS" "${SMALL[@]}"
+	a2a_wait
+	[ "${RCS[1]}" = 1 ] || { a2a_dump; fail "rank 1 exited ${RCS[1]}"; }
+	grep -q "test hook: rank 1 sends [0-9]* tokens in combine, not token 100000" \
+		"$BATS_TEST_TMPDIR/rank.1.out" || { a2a_dump; fail "rank 1 does not name the token"; }
+	RDMACTL_TEST_A2A_CORRUPT=both:1:0 run rdmactl alltoall -r 0 -w 2 -R "file:$PEERS"
+	assert_failure 2
+	assert_output --partial "RDMACTL_TEST_A2A_CORRUPT=both:1:0: not dispatch|combine:RANK:TOKEN"
+}
+
 @test "a rank that never joins: the others fail within the timeout, naming it" {
 	need_guest
 	a2a_peers 3

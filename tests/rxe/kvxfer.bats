@@ -361,6 +361,23 @@ status() {
 	check 'all(.[]; verified(4))' snhd shnd dnhd dhnd
 }
 
+@test "nhd TP 2 -> 1 landing with every destination page full: 32 tokens in four 8-token pages, unpacked, verified" {
+	# The other landing tests leave their last destination page partial; an
+	# unpack that took a full last page for an empty one passes them.
+	local L=(--layers 4 --kv-heads 8 --head-dim 16 --src-page-tokens 4 --dst-page-tokens 8
+		 --src-tp 2 --dst-tp 1)
+	serve d0 "${L[@]}" --pool-pages 16 --scatter 7 --verify --requests 2
+	for s in 0 1; do
+		send "s$s" "${L[@]}" --rank "$s" --connect "$ADDR:$PORT_d0" --tokens 32 --requests 2 \
+			--land always
+	done
+	reap s0 s1 d0
+	status 0 s0 s1 d0
+	check '([.s0, .s1, .d0] | all(verified(2)))
+		and ([.s0, .s1] | all(ev("summary")[0].routes_landed == 1))
+		and (.d0 | ev("done") | all(.unpack_us > 0 and .sources == [0,1]))' s0 s1 d0
+}
+
 @test "a layer's writes spread over four QPs; the decode rank counts every notification" {
 	# --scatter: pages adjacent on both sides would merge into fewer writes than QPs.
 	serve d0 "${G[@]}" --pool-pages 64 --verify --requests 2 --scatter 7

@@ -10,6 +10,7 @@
 #include <rdmactl/kv.h>
 
 #include "check.h"
+#include "kv_recv.h"
 
 static struct kv_geom nhd(uint32_t src_tp, uint32_t dst_tp, uint32_t spt, uint32_t dpt)
 {
@@ -65,16 +66,42 @@ static void choices(void)
 }
 
 /*
- * One layer half from every source rank through a landing run (each route
- * its block, written by memcpy over the landing segments at the offsets
- * kv_land_block gives, the run at unit 1 of dp + 1 per layer half), then
- * unpacked into scattered pool pages and checked. unpack_routes: how many
- * routes of each decode rank to unpack (fewer: the check must fail).
- * Returns the destination ranks whose check failed; *writes the writes the
- * senders post (each at most KV_WRITE_MAX bytes).
+ * The serve engine's unpacking (kvr_unpack_step, kv_recv_land.c, built into
+ * this test): its pool pages are this test's, the pages of (LAYER, HALF)
+ * the decode rank's scattered pages, every other layer half's one junk
+ * page; the end of a request (kvr_all_landed) is counted.
  */
 #define LAYER 3
 #define HALF 1
+static struct {
+	char *const *pages; /* by page id, this decode rank's */
+	char *junk;
+	int all_landed;
+} pool;
+
+char *kvr_page_addr(struct kv_receiver *r, uint32_t layer, uint32_t half, uint32_t page)
+{
+	(void)r;
+	return layer == LAYER && half == HALF ? pool.pages[page] : pool.junk;
+}
+
+void kvr_all_landed(struct kv_receiver *r, struct rreq *q)
+{
+	(void)r;
+	(void)q;
+	pool.all_landed++;
+}
+
+/*
+ * One layer half from every source rank through a landing run (each route
+ * its block, written by memcpy over the landing segments at the offsets
+ * kv_land_block gives, the run at unit 1 of dp + 1 per layer half), then
+ * unpacked into scattered pool pages by the engine's step and checked.
+ * unpack_routes: how many routes of each decode rank land (the others are
+ * left in their blocks: the check must fail). Returns the destination
+ * ranks whose check failed; *writes the writes the senders post (each at
+ * most KV_WRITE_MAX bytes).
+ */
 static int move(const struct kv_geom *g, uint32_t tokens, int unpack_routes, uint64_t *writes)
 {
 	struct kv_route r[KV_MAX_ROUTES];
@@ -84,11 +111,15 @@ static int move(const struct kv_geom *g, uint32_t tokens, int unpack_routes, uin
 	int n = kv_routes(g, r, KV_MAX_ROUTES), bad = 0, done[KV_MAX_TP] = { 0 };
 	char **src = calloc(g->src_tp * sp, sizeof(char *));
 	char **dst = calloc(g->dst_tp * dp, sizeof(char *));
+	char **byid = calloc(dp, sizeof(char *));
+	uint32_t *ids = calloc(dp, sizeof(uint32_t));
 	char *spool = calloc((size_t)g->src_tp * sp, sb);
 	char *dpool = malloc((size_t)g->dst_tp * dp * db);
 	char *land = malloc((size_t)(g->dst_tp * lb));
+	struct kv_receiver *rx = calloc(g->dst_tp, sizeof(*rx));
 	struct rc_err e;
 
+	pool.junk = malloc(db);
 	memset(dpool, 0xa5, (size_t)g->dst_tp * dp * db);
 	memset(land, 0x5a, (size_t)(g->dst_tp * lb));
 	*writes = 0;
@@ -97,10 +128,12 @@ static int move(const struct kv_geom *g, uint32_t tokens, int unpack_routes, uin
 			src[s * sp + i] = spool + (s * sp + i) * sb;
 		kv_fill(g, false, s, 7, LAYER, HALF, tokens, &src[s * sp]);
 	}
-	/* Logical page i is physical dp-1-i. */
+	/* Logical page i is physical dp-1-i: the request's page ids. */
 	for (uint32_t d = 0; d < g->dst_tp; d++)
 		for (uint32_t i = 0; i < dp; i++)
 			dst[d * dp + i] = dpool + (d * dp + dp - 1 - i) * db;
+	for (uint32_t i = 0; i < dp; i++)
+		ids[i] = dp - 1 - i;
 	for (int k = 0; k < n; k++) {
 		char *block = land + r[k].dst * lb + kv_land_block(g, &r[k], tokens, units, 1, LAYER, HALF);
 		struct kv_seg *s;
@@ -120,23 +153,49 @@ static int move(const struct kv_geom *g, uint32_t tokens, int unpack_routes, uin
 		CHECK(kv_land_block(g, &r[k], tokens, units, 1, LAYER, HALF) + kv_route_bytes(g, &r[k], tokens) <=
 		      (((uint64_t)LAYER * kv_halves(g) + HALF) * units + 1 + dp) * kv_land_unit(g, r[k].dst));
 		free(s);
-		if (done[r[k].dst]++ >= unpack_routes)
-			continue;
-		for (uint32_t i = 0; i < dp; i++) {
-			uint32_t t = tokens - i * g->dst_page_tokens;
-
-			kv_land_unpack(g, &r[k], block, dst[r[k].dst * dp + i], i,
-				       t < g->dst_page_tokens ? t : g->dst_page_tokens);
-		}
+		/* The decode rank's receiver: the route from its source rank,
+		 * which lands unless unpack_routes of this rank's do already. */
+		rx[r[k].dst].from[r[k].src] = r[k];
+		if (done[r[k].dst]++ < unpack_routes)
+			rx[r[k].dst].reqs[0].land |= 1ULL << r[k].src;
 	}
-	for (uint32_t d = 0; d < g->dst_tp; d++)
+	for (uint32_t d = 0; d < g->dst_tp; d++) {
+		struct kv_receiver *x = &rx[d];
+		struct rreq *q = &x->reqs[0];
+
+		/* The request's LAYER landed, the ones before it were unpacked:
+		 * the step unpacks it, the request's last layer. */
+		x->g = g;
+		x->pool.buf = land + d * lb;
+		x->land_off = 0;
+		x->land_units = units;
+		q->used = true;
+		q->tokens = tokens;
+		q->npages = dp;
+		q->pages = ids;
+		q->land_at = 1;
+		q->unpacked = LAYER;
+		q->layers_landed = LAYER + 1;
+		for (uint32_t i = 0; i < dp; i++)
+			byid[ids[i]] = dst[d * dp + i];
+		pool.pages = byid;
+		pool.all_landed = 0;
+		for (int i = 0; i < 100000 && kvr_unpack_step(x); i++)
+			;
+		/* no route lands: the step leaves the request alone */
+		CHECK(q->land ? q->unpacked == LAYER + 1 && pool.all_landed == 1 : pool.all_landed == 0);
 		if (kv_check(g, d, 7, LAYER, HALF, tokens, &dst[d * dp], &e))
 			bad++;
+	}
 	free(src);
 	free(dst);
+	free(byid);
+	free(ids);
 	free(dpool);
 	free(spool);
 	free(land);
+	free(rx);
+	free(pool.junk);
 	return bad;
 }
 
@@ -153,6 +212,13 @@ static void transfer(void)
 	/* Unequal pages, a partial last page: still one write per route. */
 	g = nhd(4, 2, 4, 8);
 	CHECK(move(&g, 19, 2, &w) == 0);
+	CHECK_EQ_U64(w, 4);
+	/* The last destination page filled exactly: 24 tokens in 3 pages of 8
+	 * (6 full source pages), and 40 in 5 (the last source page half full). */
+	CHECK(move(&g, 24, 2, &w) == 0);
+	CHECK_EQ_U64(w, 4);
+	g = nhd(4, 2, 16, 8);
+	CHECK(move(&g, 40, 2, &w) == 0);
 	CHECK_EQ_U64(w, 4);
 	g = nhd(8, 1, 32, 16);
 	CHECK(move(&g, 50, 8, &w) == 0);

@@ -89,6 +89,17 @@ struct rc_a2a_opts {
 	 * from GPU memory through the host (rc_mem_read): staged, not direct. */
 	struct rc_mem_spec mem;
 	bool check;
+	/* Test hook (rdmactl reads it from RDMACTL_TEST_A2A_CORRUPT; no option):
+	 * in iteration 0, rank corrupt.rank flips one byte of token corrupt.token
+	 * of its send buffer of phase corrupt.phase (0 dispatch, by destination;
+	 * 1 combine, by source) after filling it, so that one token arrives
+	 * wrong. -EINVAL when that rank sends fewer tokens. */
+	struct {
+		bool on;
+		int phase;
+		int rank;
+		uint64_t token;
+	} corrupt;
 	void (*progress)(void *arg, int done, int total);
 	void *progress_arg;
 };
