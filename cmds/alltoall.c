@@ -244,6 +244,7 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 	int W = a->grp.who.world, rc;
 	struct rc_group_join join = { .rank = a->grp.who.rank, .world = W,
 				      .rendezvous = a->grp.rendezvous, .listen = a->grp.listen,
+				      .token = a->grp.token,
 				      .dev_name = ctx->dev_name, .timeout_ms = ctx->timeout_ms,
 				      .busy_poll = a->busy_poll, .plan = plan, .plan_arg = a };
 	struct rc_group_join_out how;

@@ -92,8 +92,12 @@ static void client_key(char *key, size_t len, const struct rc_target *t,
 int client_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		      int first, struct client_args *a)
 {
+	int rc;
+
 	memset(a, 0, sizeof(*a));
-	a->token = opt_token_at(v, first + CO_TOKEN);
+	rc = opt_token(ctx, v, first + CO_TOKEN, first + CO_TOKEN_FILE, a->token_buf, &a->token);
+	if (rc)
+		return rc;
 	a->bind = opt_arg(v, first + CO_BIND);
 	a->has_off = opt_on(v, first + CO_OFFSET);
 	return opt_size_at(ctx, c, v, first + CO_OFFSET, &a->off);

@@ -16,7 +16,8 @@
  * below find them from the first one's index (CO_* and BO_* are the offsets
  * inside a block, made from the same lists). */
 #define CLIENT_OPTS(X, P)                                                                  \
-	X(P##_TOKEN, "token", 'T', "TOKEN", "token the server requires (default: $RDMACTL_TOKEN)") \
+	X(P##_TOKEN, "token", 'T', "TOKEN", "token the server requires (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
+	X(P##_TOKEN_FILE, "token-file", 0, "FILE", "read the token from the first line of FILE (mode 600)", COMP_FILE) \
 	X(P##_BIND, "bind", 'B', "ADDR", "local address to connect from (it picks the device)")    \
 	X(P##_OFFSET, "offset", 'o', "SIZE", "offset in the region (default 0)")
 
@@ -34,9 +35,10 @@
 enum { CLIENT_OPTS(OPT_INDEX, CO) CO_COUNT };
 enum { BENCH_OPTS(OPT_INDEX, BO) BO_COUNT };
 
-/* The client options, parsed (--token falls back to $RDMACTL_TOKEN). */
+/* The client options, parsed (--token, --token-file, else $RDMACTL_TOKEN). */
 struct client_args {
 	const char *token;
+	char token_buf[RC_TOKEN_MAX + 1]; /* what --token-file held */
 	const char *bind;
 	uint64_t off;
 	bool has_off;

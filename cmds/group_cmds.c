@@ -16,5 +16,5 @@ int group_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 		return usage_err(ctx, "%s", e.msg);
 	a->rendezvous = opt_arg(v, first + GO_RENDEZVOUS);
 	a->listen = opt_arg(v, first + GO_LISTEN);
-	return 0;
+	return opt_token(ctx, v, first + GO_TOKEN, first + GO_TOKEN_FILE, a->token_buf, &a->token);
 }

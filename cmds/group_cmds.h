@@ -17,7 +17,9 @@
 	X(P##_LOCAL_RANK, "local-rank", 0, "L", "rank inside the node (default: from the launcher)") \
 	X(P##_RENDEZVOUS, "rendezvous", 'R', "URL", "etcd://HOST:PORT/JOB or file:PATH (peers file)", \
 	  COMP_FILE)                                                                              \
-	X(P##_LISTEN, "listen", 'l', "ADDR[:PORT]", "address to accept peers on (default: the peers file's)")
+	X(P##_LISTEN, "listen", 'l', "ADDR[:PORT]", "address to accept peers on (default: the peers file's)") \
+	X(P##_TOKEN, "token", 'T', "TOKEN", "the group's token, proven in every connect request (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
+	X(P##_TOKEN_FILE, "token-file", 0, "FILE", "the group's token, from the first line of FILE (mode 600)", COMP_FILE)
 
 enum { GROUP_OPTS(OPT_INDEX, GO) GO_COUNT };
 
@@ -27,6 +29,8 @@ struct group_args {
 	struct rc_rank_info who;
 	const char *rendezvous;
 	const char *listen;
+	const char *token;                /* NULL: none */
+	char token_buf[RC_TOKEN_MAX + 1]; /* what --token-file held */
 };
 /* Parse the GROUP_OPTS block whose first option (RANK) is at index first.
  * 0 or -EINVAL after a usage error. */

@@ -20,7 +20,8 @@
 	X(MIG_DIRTY, "dirty", 0, "SIZE", "live: fence once at most SIZE is left to copy (default 256K)") \
 	X(MIG_NO_VERIFY, "no-verify", 0, NULL, "live: skip the sha256 of both sides before the cutover") \
 	X(MIG_KEEP_SOURCE, "keep-source", 0, NULL, "live: the source keeps its (fenced) copy after the cutover") \
-	X(MIG_TOKEN, "token", 'T', "TOKEN", "token both servers require (default: $RDMACTL_TOKEN)")
+	X(MIG_TOKEN, "token", 'T', "TOKEN", "token both servers require (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
+	X(MIG_TOKEN_FILE, "token-file", 0, "FILE", "the token, from the first line of FILE (mode 600)", COMP_FILE)
 
 enum { MIGRATE_OPTS(OPT_INDEX) MIGRATE_NOPTS };
 static const struct cmd_opt migrate_opts[] = { MIGRATE_OPTS(OPT_ENTRY) OPT_END };
@@ -37,6 +38,7 @@ struct mig_plan {
 	size_t n, cap;
 	const char *from;      /* where the blocks came from, for messages */
 	struct etcd_name en;   /* a source named through etcd */
+	char token_buf[RC_TOKEN_MAX + 1]; /* what --token-file held */
 };
 
 static int add_block(struct ctx *ctx, struct mig_plan *p, uint64_t off, uint64_t len,
@@ -273,10 +275,8 @@ static int parse(struct ctx *ctx, int argc, char **argv, struct mig_plan *p)
 		return usage_err(ctx, "migrate: --format goes with --blocks");
 	if (!strcmp(opt_arg(&v, MIG_BLOCKS) ? opt_arg(&v, MIG_BLOCKS) : "", "-") && ctx->session)
 		return usage_err(ctx, "migrate: in the shell, give --blocks FILE");
-	p->o.token = opt_token_at(&v, MIG_TOKEN);
-	if (p->o.token && !rc_token_valid(p->o.token))
-		return usage_err(ctx, "invalid --token: 1 to %d printable characters without spaces",
-				 RC_TOKEN_MAX);
+	if ((rc = opt_token(ctx, &v, MIG_TOKEN, MIG_TOKEN_FILE, p->token_buf, &p->o.token)))
+		return rc;
 	p->o.dev_name = ctx->dev_name;
 	p->o.timeout_ms = ctx->timeout_ms;
 	if (opt_on(&v, MIG_BLOCKS)) {

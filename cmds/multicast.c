@@ -344,6 +344,7 @@ static int run(struct ctx *ctx, struct mc_cli *m)
 	int W = m->grp.who.world, root = m->run.shape.root, rc;
 	struct rc_group_join join = { .rank = m->grp.who.rank, .world = W,
 				      .rendezvous = m->grp.rendezvous, .listen = m->grp.listen,
+				      .token = m->grp.token,
 				      .dev_name = ctx->dev_name, .timeout_ms = ctx->timeout_ms,
 				      .busy_poll = m->busy_poll, .keep_going = true,
 				      /* a write with immediate data takes a receive: a ring's worth,

@@ -32,7 +32,9 @@
 	X(RG_ACCESS, "access", 'a', "ACCESS", "what peers may do: ro, rw or atomic (default rw)", \
 	  COMP_WORDS, "ro|rw|atomic", .repeat = true)                                         \
 	X(RG_TOKEN, "token", 'T', "TOKEN",                                                    \
-	  "require TOKEN in the connect request (default: $RDMACTL_TOKEN)")                   \
+	  "require TOKEN in the connect request (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
+	X(RG_TOKEN_FILE, "token-file", 0, "FILE",                                             \
+	  "require the token on the first line of FILE (mode 600)", COMP_FILE)                   \
 	X(RG_MAX_CONNS, "max-conns", 0, "N", "connections served at once (default 64)")          \
 	X(RG_KEEPALIVE_MS, "keepalive-ms", 0, "MS",                                           \
 	  "probe each connection every MS, drop one whose host vanished (default 5000, 0: off)") \
@@ -184,6 +186,7 @@ struct register_args {
 	int nspecs;
 	enum rc_mem_reg gpu_reg;
 	const char *token;
+	char token_buf[RC_TOKEN_MAX + 1]; /* what --token-file held */
 	char etcd[RC_HOST_MAX + 8]; /* --publish: the etcd's HOST:PORT, or "" */
 	char ns[64];
 	int lease_ttl;
@@ -305,11 +308,7 @@ static int register_parse(struct ctx *ctx, const struct cmd *c, const struct opt
 			return usage_err(ctx, "register: --publish needs --listen with the address clients reach, not %s",
 					 a->host);
 	}
-	a->token = opt_token_at(v, RG_TOKEN);
-	if (a->token && !rc_token_valid(a->token))
-		return usage_err(ctx, "invalid --token: 1 to %d printable characters without spaces",
-				 RC_TOKEN_MAX);
-	return 0;
+	return opt_token(ctx, v, RG_TOKEN, RG_TOKEN_FILE, a->token_buf, &a->token);
 }
 
 /* Run, first part: the server and its regions. */

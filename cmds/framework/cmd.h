@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include <rdmactl/mem.h>
+#include <rdmactl/parse.h>
 
 #include "output.h"
 
@@ -177,6 +178,19 @@ int opt_word_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, 
 /* By index: a --token option, else $RDMACTL_TOKEN; NULL when neither is set
  * or it is empty. */
 const char *opt_token_at(const struct opt_vals *v, int i);
+/* The token, from the first given of: --token TOKEN at index i_token (any
+ * local user reads it in /proc), --token-file FILE at i_file
+ * (opt_secret_file), $RDMACTL_TOKEN (empty: unset). -1 for an index the
+ * command lacks. *out is NULL (none), buf (read from the file) or the
+ * argument; the token is checked (rc_token_valid). 0 or -EINVAL after a
+ * usage error: both options, a bad file, an invalid token naming its source. */
+int opt_token(struct ctx *ctx, const struct opt_vals *v, int i_token, int i_file,
+	      char buf[RC_TOKEN_MAX + 1], const char **out);
+/* A secret from a file, for --OPT PATH: its first line without the line
+ * end, into buf (cap bytes with the NUL). Refused, naming the file: one that
+ * cannot be read, a regular file that group or others may read or write
+ * (ssh's rule for keys), an empty first line, one that does not fit. */
+int opt_secret_file(struct ctx *ctx, const char *opt, const char *path, char *buf, size_t cap);
 
 /* --mem ARG (NULL: host): host, hugepage, cuda or cuda:N. A build without
  * CUDA refuses cuda plainly, and so does a caller that cannot use GPU memory

@@ -46,7 +46,8 @@
 	X(KVX_VERIFY, 0,1,0, "verify", 0, NULL, "serve: check every byte against the deterministic content") \
 	X(KVX_CONNECT, 0,0,1, "connect", 'c', "ADDR:PORT", "send: a decode rank (repeat for each)", .repeat = true) \
 	X(KVX_BIND, 0,0,1, "bind", 'B', "ADDR", "send: local address to connect from") \
-	X(KVX_TOKEN, 0,1,1, "token", 'T', "TOKEN", "serve: require TOKEN in every HELLO; send: show it (default: $RDMACTL_TOKEN)") \
+	X(KVX_TOKEN, 0,1,1, "token", 'T', "TOKEN", "serve: require TOKEN in every connect request; send: prove it (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
+	X(KVX_TOKEN_FILE, 0,1,1, "token-file", 0, "FILE", "the token, from the first line of FILE (mode 600)", COMP_FILE) \
 	X(KVX_QPS, 1,0,1, "qps", 0, "N", "data queue pairs per decode rank (send; plan: the notifications; default 1)") \
 	X(KVX_PACK, 1,0,1, "pack", 0, "WHEN", "copy small segments into one write per destination run: auto, always or never (default auto)", COMP_WORDS, "auto|always|never") \
 	X(KVX_MAX_SGE, 1,0,1, "max-sge", 0, "N", "pieces of the source pages a packed write gathers, 1 to 32; 1 packs by copying into staging (default 32, or fewer where the device takes fewer)") \

@@ -199,6 +199,8 @@ static void put_summary(struct ctx *ctx, const struct kv_summary *s, uint32_t as
 static int common(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		  struct kv_common_opts *co)
 {
+	/* What --token-file held: it lasts the run, which is one at a time. */
+	static char token_buf[RC_TOKEN_MAX + 1];
 	int rank = 0, after = 0;
 	uint64_t u = 0;
 	int rc;
@@ -218,10 +220,8 @@ static int common(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v
 		return rc;
 	if (u > UINT32_MAX)
 		return usage_err(ctx, "invalid --requests %llu", (unsigned long long)u);
-	co->token = opt_token_at(v, KVX_TOKEN);
-	if (co->token && !rc_token_valid(co->token))
-		return usage_err(ctx, "invalid --token: 1 to %d printable characters without spaces",
-				 RC_TOKEN_MAX);
+	if ((rc = opt_token(ctx, v, KVX_TOKEN, KVX_TOKEN_FILE, token_buf, &co->token)))
+		return rc;
 	co->rank = (uint32_t)rank;
 	co->requests = (uint32_t)u;
 	if (co->hb_timeout_ms <= co->hb_ms)

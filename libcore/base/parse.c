@@ -6,7 +6,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include <sys/random.h>
+
 #include <rdmactl/parse.h>
+#include <rdmactl/sha256.h>
 
 int rc_parse_u64(const char *s, uint64_t *out)
 {
@@ -249,5 +252,51 @@ int rc_pci_addr_cmp(const char *a, const char *b)
 	for (int i = 0; i < 4; i++)
 		if (va[i] != vb[i])
 			return va[i] < vb[i] ? -1 : 1;
+	return 0;
+}
+
+void rc_token_proof(const char *token, const char *label, const void *msg, size_t len, void *out,
+		    size_t n)
+{
+	unsigned char mac[RC_SHA256_LEN], buf[256];
+	size_t ll = strlen(label);
+	if (n > sizeof(mac))
+		n = sizeof(mac);
+	if (!token || !*token || ll + 1 + len > sizeof(buf)) {
+		memset(out, 0, n);
+		return;
+	}
+	memcpy(buf, label, ll + 1);
+	if (len)
+		memcpy(buf + ll + 1, msg, len);
+	rc_hmac_sha256(token, strlen(token), buf, ll + 1 + len, mac);
+	memcpy(out, mac, n);
+}
+
+bool rc_bytes_equal(const void *a, const void *b, size_t n)
+{
+	const volatile unsigned char *x = a, *y = b;
+	unsigned char diff = 0;
+
+	for (size_t i = 0; i < n; i++)
+		diff |= x[i] ^ y[i];
+	return diff == 0;
+}
+
+int rc_random_bytes(void *buf, size_t n)
+{
+	unsigned char *p = buf;
+
+	while (n) {
+		ssize_t got = getrandom(p, n, 0);
+
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += got;
+		n -= (size_t)got;
+	}
 	return 0;
 }

@@ -101,3 +101,31 @@ void rc_sha256_hex(const unsigned char d[RC_SHA256_LEN], char hex[2 * RC_SHA256_
 	for (int i = 0; i < RC_SHA256_LEN; i++)
 		snprintf(hex + 2 * i, 3, "%02x", d[i]);
 }
+
+/* RFC 2104, with SHA-256's 64-byte block; a longer key is hashed first. */
+void rc_hmac_sha256(const void *key, size_t klen, const void *msg, size_t mlen,
+		    unsigned char out[RC_SHA256_LEN])
+{
+	unsigned char k[64] = { 0 }, pad[64], inner[RC_SHA256_LEN];
+	struct rc_sha256 s;
+
+	if (klen > sizeof(k)) {
+		rc_sha256_init(&s);
+		rc_sha256_update(&s, key, klen);
+		rc_sha256_final(&s, k);
+	} else if (klen) {
+		memcpy(k, key, klen);
+	}
+	for (int i = 0; i < 64; i++)
+		pad[i] = k[i] ^ 0x36;
+	rc_sha256_init(&s);
+	rc_sha256_update(&s, pad, sizeof(pad));
+	rc_sha256_update(&s, msg, mlen);
+	rc_sha256_final(&s, inner);
+	for (int i = 0; i < 64; i++)
+		pad[i] = k[i] ^ 0x5c;
+	rc_sha256_init(&s);
+	rc_sha256_update(&s, pad, sizeof(pad));
+	rc_sha256_update(&s, inner, sizeof(inner));
+	rc_sha256_final(&s, out);
+}

@@ -62,6 +62,15 @@ int rc_group_listen(const struct rc_group_opts *o, struct rc_endpoint *ep, struc
 	if (!g)
 		return rc_err_set(err, ENOMEM, "out of memory");
 	g->o = *o;
+	g->o.token = NULL;
+	if (o->token && !rc_token_valid(o->token)) {
+		rc = rc_err_set(err, EINVAL, "a group token is 1 to %d printable characters without spaces",
+				RC_TOKEN_MAX);
+		free(g);
+		return rc;
+	}
+	if (o->token)
+		memcpy(g->token, o->token, strlen(o->token));
 	if (g->o.recv_depth <= 0)
 		g->o.recv_depth = DEFAULT_RECV_DEPTH;
 	if (g->o.sq_depth <= 0)
@@ -115,23 +124,21 @@ static void on_request(struct rc_group *g, struct rdma_cm_event *ev, const struc
 {
 	struct rdma_cm_id *child = ev->id;
 	struct rdma_conn_param req = ev->param.conn;
-	struct ghello h = { 0 };
+	bool taken[RC_GROUP_MAX] = { 0 };
+	struct ghello h;
 	struct rc_conn_opts co = { 0 };
 	struct rc_conn *c = NULL;
 	const char *why = NULL;
 	struct rc_err e;
 
-	if (req.private_data && req.private_data_len >= sizeof(h))
-		memcpy(&h, req.private_data, sizeof(h));
+	for (int j = 0; j < g->o.world; j++)
+		taken[j] = g->peers[j].c != NULL;
+	/* The private data lives in the event: checked before the ack. */
+	why = group_hello_check(req.private_data, req.private_data_len, g->o.rank, g->o.world,
+				g->token, g->need, taken, &h);
+	req.private_data = NULL;
+	req.private_data_len = 0;
 	rdma_ack_cm_event(ev);
-	if (h.magic != GROUP_MAGIC)
-		why = "rdmactl: not a group member";
-	else if (h.world != (uint32_t)g->o.world)
-		why = "rdmactl: another world size";
-	else if (h.rank >= (uint32_t)g->o.rank || !g->need[h.rank * (uint32_t)g->o.world + (uint32_t)g->o.rank])
-		why = "rdmactl: this rank does not expect that one";
-	else if (g->peers[h.rank].c)
-		why = "rdmactl: that rank is connected already";
 	if (!why) {
 		co.sq_depth = g->o.sq_depth;
 		co.rq_depth = g->o.recv_depth;
@@ -217,10 +224,18 @@ static void *accept_main(void *arg)
 static int connect_one(struct rc_group *g, int j, const struct rc_endpoint *ep, double deadline,
 		       struct rc_err *err)
 {
-	struct ghello h = { GROUP_MAGIC, (uint32_t)g->o.rank, (uint32_t)g->o.world };
+	struct ghello h = { .magic = GROUP_MAGIC, .rank = (uint32_t)g->o.rank, .world = (uint32_t)g->o.world };
 	struct rc_conn_opts co = { 0 };
 	struct rc_err last = { 0 };
 
+	if (g->token[0]) {
+		int rc = rc_random_bytes(h.nonce, sizeof(h.nonce));
+
+		if (rc)
+			return rc_err_set(err, -rc, "no random bytes for the group's connect request: %s",
+					  strerror(-rc));
+		group_proof(g->token, &h, (uint32_t)j, h.proof);
+	}
 	co.sq_depth = g->o.sq_depth;
 	co.rq_depth = g->o.recv_depth;
 	co.busy_poll = g->o.busy_poll;

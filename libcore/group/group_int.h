@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include <rdmactl/group.h>
+#include <rdmactl/parse.h>
 
 #define GROUP_MAGIC 0x72646d67u /* "rdmg" */
 #define ABORT_MAGIC 0x72646d61u /* "rdma": the sender gave up, data says why */
@@ -22,12 +23,33 @@ struct gmsg {
 };
 #define GMSG_SLOT 1024
 
-/* What a connecting rank says in its connect request. */
+/* What a connecting rank says in its connect request: who it is and, in a
+ * group with a token, a proof that it holds the token (group_proof) over a
+ * fresh nonce and the ranks at both ends; all zeros without a token. It
+ * fits the 56 bytes an RC connect request carries. */
+#define GHELLO_NONCE 16
+#define GHELLO_PROOF 24
+#define GHELLO_LABEL "rdmactl group join v1"
 struct ghello {
 	uint32_t magic;
 	uint32_t rank;
 	uint32_t world;
+	uint8_t nonce[GHELLO_NONCE];
+	uint8_t proof[GHELLO_PROOF];
 };
+_Static_assert(sizeof(struct ghello) <= 56, "a group hello fits a connect request");
+
+/* The proof of h (its magic, rank, world and nonce) for the rank to, under
+ * token (NULL or "": all zeros). */
+void group_proof(const char *token, const struct ghello *h, uint32_t to,
+		 uint8_t proof[GHELLO_PROOF]);
+/* Whether a connect request of len bytes at pd may join the group of rank
+ * me, world, token: NULL with *h filled, or the reason to refuse it, prefixed
+ * "rdmactl: " (the reject's private data). The token comes first: a peer
+ * without it learns nothing of the group. need says whom me expects, and
+ * taken which ranks are connected already (either may be NULL: nobody). */
+const char *group_hello_check(const void *pd, size_t len, int me, int world, const char *token,
+			      const uint8_t *need, const bool *taken, struct ghello *h);
 
 struct gpeer {
 	struct rc_conn *c;
@@ -59,6 +81,7 @@ struct rc_group {
 	uint8_t *area;        /* receive slots, then one send slot per peer */
 	struct ibv_mr *mr;
 	struct rc_rdv *rdv;   /* rc_group_join's: closed with the group */
+	char token[RC_TOKEN_MAX + 1]; /* "": none (rc_group_opts.token) */
 	uint32_t seq;         /* control exchanges so far */
 	bool aborted;         /* a peer gave up: every wait fails with its reason */
 	bool gave_up;         /* rc_group_abort was called: no FIN at close */

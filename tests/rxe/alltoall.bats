@@ -435,3 +435,75 @@ need_fake_cuda() {
 	jq -e '.mem == "host" and .gpu == null and .registration == "host" and .registration_notes == null
 		and .node_staged == false' <<<"$DOC"
 }
+
+GROUP_IMPOSTOR=${GROUP_IMPOSTOR:-$BUILD_DIR/tests/rxe/group_impostor}
+
+@test "group token: an impostor claiming rank 0 without the token is refused, and the real rank 0 joins" {
+	need_guest
+	a2a_peers 2
+	local port1 tok=$BATS_TEST_TMPDIR/tok
+	port1=$(awk '$1 == 1 { sub(/.*:/, "", $2); print $2 }' "$PEERS")
+	printf 's3cret\n' >"$tok"
+	chmod 600 "$tok"
+	PIDS=()
+	RDMACTL_TOKEN=s3cret rdmactl -j -t 20000 alltoall -r 1 -w 2 -R "file:$PEERS" "${SMALL[@]}" \
+		>"$BATS_TEST_TMPDIR/rank.1.out" 2>"$BATS_TEST_TMPDIR/rank.1.err" &
+	PIDS+=($!)
+	# Rank 1 accepts rank 0: claim rank 0 without the token until rank 1
+	# listens (before that, the connect itself fails).
+	local end=$((SECONDS + 15))
+	while ((SECONDS < end)); do
+		run "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 2 1
+		[[ $output == *"rank 1"* || $output == accepted ]] && break
+		[[ $output == *"not authorised"* || $output == accepted ]] && break
+		sleep 0.1
+	done
+	assert_failure 1
+	assert_output --partial "refused: "
+	assert_output --partial "not authorised (this group needs a token)"
+	# The 12-byte request of an rdmactl without group tokens.
+	GROUP_IMPOSTOR_SHORT=1 run "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 2 1
+	assert_failure 1
+	assert_output --partial "not authorised (this group needs a token)"
+	# Tokens that extend the right one or are a prefix of it.
+	run "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 2 1 s3cretX
+	assert_failure 1
+	assert_output --partial "not authorised (a wrong group token)"
+	run "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 2 1 s3cre
+	assert_failure 1
+	assert_output --partial "not authorised (a wrong group token)"
+	# The right token, its proof made for another rank (a replay elsewhere).
+	run "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 2 0 s3cret
+	assert_failure 1
+	assert_output --partial "not authorised (a wrong group token)"
+	# The right token and a proof for rank 1 pass the check (the impostor
+	# builds them right): what refuses this one is its world size.
+	run "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 3 1 s3cret
+	assert_failure 1
+	assert_output --partial "another world size"
+	# The real rank 0, its token from a file: the group completes.
+	rdmactl -j -t 20000 alltoall -r 0 -w 2 -R "file:$PEERS" "${SMALL[@]}" --token-file "$tok" \
+		>"$BATS_TEST_TMPDIR/rank.0.out" 2>"$BATS_TEST_TMPDIR/rank.0.err" &
+	PIDS+=($!)
+	a2a_wait
+	[ "${RCS[0]}" = 0 ] || { a2a_dump; fail "rank 0 exited ${RCS[0]}"; }
+	[ "${RCS[1]}" = 0 ] || { a2a_dump; fail "rank 1 exited ${RCS[1]}"; }
+	run jq -e '.ranks == 2 and .wrong == 0 and .checked == true' "$BATS_TEST_TMPDIR/rank.0.out"
+	assert_success
+}
+
+@test "group token: a rank without the token is refused by one that has it, and says why" {
+	need_guest
+	a2a_peers 2
+	PIDS=()
+	RDMACTL_TOKEN=s3cret rdmactl -t 4000 alltoall -r 1 -w 2 -R "file:$PEERS" "${SMALL[@]}" \
+		>"$BATS_TEST_TMPDIR/rank.1.out" 2>"$BATS_TEST_TMPDIR/rank.1.err" &
+	PIDS+=($!)
+	run rdmactl -t 4000 alltoall -r 0 -w 2 -R "file:$PEERS" "${SMALL[@]}"
+	assert_failure 1
+	assert_output --partial "not authorised (this group needs a token)"
+	a2a_wait
+	[ "${RCS[0]}" = 1 ] || { a2a_dump; fail "rank 1 exited ${RCS[0]}"; }
+	run cat "$BATS_TEST_TMPDIR/rank.1.err"
+	assert_output --partial "rank 0 never connected to rank 1"
+}

@@ -160,6 +160,32 @@ static void token_compare(void)
 	CHECK(teq("", NULL, 0));
 }
 
+/* The proof of a token: HMAC-SHA256 under the token, so an extended token,
+ * a prefix or another label give another proof. */
+static void token_proof(void)
+{
+	unsigned char a[24], b[24], z[24] = { 0 };
+	const char msg[] = "rank 1 of 3";
+
+	rc_token_proof("s3cret", "rdmactl-test", msg, sizeof(msg), a, sizeof(a));
+	rc_token_proof("s3cret", "rdmactl-test", msg, sizeof(msg), b, sizeof(b));
+	CHECK(rc_bytes_equal(a, b, sizeof(a)));
+	rc_token_proof("s3cretX", "rdmactl-test", msg, sizeof(msg), b, sizeof(b));
+	CHECK(!rc_bytes_equal(a, b, sizeof(a)));
+	rc_token_proof("s3cre", "rdmactl-test", msg, sizeof(msg), b, sizeof(b));
+	CHECK(!rc_bytes_equal(a, b, sizeof(a)));
+	rc_token_proof("s3cret", "rdmactl-tesT", msg, sizeof(msg), b, sizeof(b));
+	CHECK(!rc_bytes_equal(a, b, sizeof(a)));
+	rc_token_proof("s3cret", "rdmactl-test", msg, sizeof(msg) - 1, b, sizeof(b));
+	CHECK(!rc_bytes_equal(a, b, sizeof(a)));
+	CHECK(!rc_bytes_equal(a, z, sizeof(a)));
+	rc_token_proof(NULL, "rdmactl-test", msg, sizeof(msg), b, sizeof(b));
+	CHECK(rc_bytes_equal(b, z, sizeof(b)));
+	CHECK(rc_random_bytes(a, sizeof(a)) == 0);
+	CHECK(rc_random_bytes(b, sizeof(b)) == 0);
+	CHECK(!rc_bytes_equal(a, b, sizeof(a)));
+}
+
 static void format(void)
 {
 	char b[32];
@@ -179,6 +205,7 @@ int main(void)
 	targets();
 	names_tokens();
 	token_compare();
+	token_proof();
 	format();
 	CHECK_DONE();
 }

@@ -36,5 +36,18 @@ int main(void)
 	memset(big, 'a', sizeof(big));
 	digest(big, sizeof(big), 4093, hex);
 	CHECK_STR(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+	/* HMAC-SHA256: RFC 4231 test cases 2 and 6 (a key longer than a block). */
+	{
+		unsigned char mac[RC_SHA256_LEN], key[131];
+		const char *big_msg = "Test Using Larger Than Block-Size Key - Hash Key First";
+
+		rc_hmac_sha256("Jefe", 4, "what do ya want for nothing?", 28, mac);
+		rc_sha256_hex(mac, hex);
+		CHECK_STR(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+		memset(key, 0xaa, sizeof(key));
+		rc_hmac_sha256(key, sizeof(key), big_msg, strlen(big_msg), mac);
+		rc_sha256_hex(mac, hex);
+		CHECK_STR(hex, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+	}
 	CHECK_DONE();
 }

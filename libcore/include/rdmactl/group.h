@@ -75,6 +75,10 @@ struct rc_group_opts {
 	int recv_depth;         /* receives kept posted per connection (default 32) */
 	bool busy_poll;
 	bool keep_going;        /* a failed connection fails its peer only (multicast) */
+	/* Every connect request proves this token (without sending it), checked
+	 * before a queue pair exists; NULL: none, and a peer that has one is
+	 * refused. 1 to RC_TOKEN_MAX printable characters (copied). */
+	const char *token;
 };
 
 /* Listen on ep (port "0": any free one); ep is updated with the port. */
@@ -99,6 +103,7 @@ struct rc_group_join {
 	bool busy_poll;
 	bool keep_going;
 	int recv_depth;          /* receives kept posted per connection (0: 32) */
+	const char *token;       /* the group's token (rc_group_opts), or NULL */
 	/* Fill need from every rank's endpoint (their hosts name the nodes);
 	 * 0, or -errno with err set (-EINVAL: the caller's input is wrong). */
 	int (*plan)(void *arg, const struct rc_endpoint *all, int world, uint8_t *need,

@@ -54,5 +54,14 @@ RC_EXPORT bool rc_token_valid(const char *token);
  * time depends on len only: not on where they differ nor on either
  * token's length. An empty want accepts anything. */
 RC_EXPORT bool rc_token_equal(const char want[RC_TOKEN_MAX + 1], const void *got, size_t len);
+/* A proof that the sender holds token, without the token: the first n
+ * bytes (at most 32) of HMAC-SHA256(token, label NUL msg). A NULL or empty
+ * token gives n zero bytes. */
+RC_EXPORT void rc_token_proof(const char *token, const char *label, const void *msg, size_t len,
+			      void *out, size_t n);
+/* Whether the n bytes at a and b are equal, in a time that depends on n only. */
+RC_EXPORT bool rc_bytes_equal(const void *a, const void *b, size_t n);
+/* n unpredictable bytes from the kernel (getrandom). 0 or -errno. */
+RC_EXPORT int rc_random_bytes(void *buf, size_t n);
 
 #endif

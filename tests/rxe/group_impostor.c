@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A host that claims to be a rank of an rdmactl group (alltoall,
+ * multicast): it connects to a rank's listener with the group's connect
+ * request, and prints whether the rank accepted it.
+ *
+ *   group_impostor HOST PORT RANK WORLD TO [TOKEN]
+ *
+ * The request says "rank RANK of WORLD"; with TOKEN it carries a proof of
+ * TOKEN made for rank TO (the wire layout of libcore/group/group_int.h: the
+ * group magic, rank, world, a 16-byte nonce, 24 bytes of HMAC-SHA256 under
+ * the token of "rdmactl group join v1", NUL, magic, rank, world, TO and the
+ * nonce, each number 32 bits little-endian). Without TOKEN the proof is
+ * zeros; GROUP_IMPOSTOR_SHORT=1 sends only the first 12 bytes (an rdmactl
+ * without group tokens). Once accepted it stays connected for
+ * GROUP_IMPOSTOR_HOLD seconds (default 0).
+ *
+ * Prints "accepted" (exit 0) or "refused: REASON" (exit 1); 2: usage.
+ */
+#include <endian.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rdmactl/conn.h>
+#include <rdmactl/parse.h>
+
+#define GROUP_MAGIC 0x72646d67u
+
+struct hello {
+	uint32_t magic, rank, world;
+	uint8_t nonce[16];
+	uint8_t proof[24];
+};
+
+int main(int argc, char **argv)
+{
+	struct hello h = { 0 };
+	struct rc_conn_opts co = { .timeout_ms = 5000 };
+	struct rc_conn *c = NULL;
+	struct rc_err e;
+	uint32_t to;
+
+	if (argc < 6 || argc > 7) {
+		fprintf(stderr, "usage: group_impostor HOST PORT RANK WORLD TO [TOKEN]\n");
+		return 2;
+	}
+	h.magic = htole32(GROUP_MAGIC);
+	h.rank = htole32((uint32_t)atoi(argv[3]));
+	h.world = htole32((uint32_t)atoi(argv[4]));
+	to = (uint32_t)atoi(argv[5]);
+	if (rc_random_bytes(h.nonce, sizeof(h.nonce)))
+		return 1;
+	if (argc == 7) {
+		unsigned char msg[16 + sizeof(h.nonce)];
+		uint32_t w[4] = { h.magic, h.rank, h.world, htole32(to) };
+
+		memcpy(msg, w, sizeof(w));
+		memcpy(msg + sizeof(w), h.nonce, sizeof(h.nonce));
+		rc_token_proof(argv[6], "rdmactl group join v1", msg, sizeof(msg), h.proof,
+			       sizeof(h.proof));
+	}
+	co.private_data = &h;
+	co.private_len = getenv("GROUP_IMPOSTOR_SHORT") ? 12 : sizeof(h);
+	if (rc_connect(argv[1], argv[2], &co, &c, &e)) {
+		printf("refused: %s\n", e.msg);
+		return 1;
+	}
+	printf("accepted\n");
+	fflush(stdout);
+	if (getenv("GROUP_IMPOSTOR_HOLD"))
+		sleep((unsigned)atoi(getenv("GROUP_IMPOSTOR_HOLD")));
+	rc_conn_close(c);
+	return 0;
+}

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+/* The group's connect request (libcore/group/hello.c, compiled in): a rank
+ * joins only with a proof of the group's token made for the rank it
+ * connects to; an extended or shortened token, a proof for another rank, a
+ * replayed proof with another rank or world, and a missing proof are refused,
+ * and the token is checked before anything else is said. */
+#include <string.h>
+
+#include "../../libcore/group/hello.c"
+
+#include "check.h"
+
+#define W 3
+
+static struct ghello hello(const char *token, uint32_t rank, uint32_t to)
+{
+	struct ghello h = { .magic = GROUP_MAGIC, .rank = rank, .world = W };
+
+	memset(h.nonce, 0x5a, sizeof(h.nonce));
+	h.nonce[0] = (uint8_t)rank;
+	if (token)
+		group_proof(token, &h, to, h.proof);
+	return h;
+}
+
+static const char *check(const struct ghello *h, size_t len, int me, const char *token,
+			 const bool *taken)
+{
+	uint8_t need[W * W];
+	struct ghello out;
+
+	memset(need, 1, sizeof(need));
+	return group_hello_check(h, len, me, W, token, need, taken, &out);
+}
+
+int main(void)
+{
+	struct ghello h = hello("s3cret", 0, 2), x;
+	bool taken[W] = { 0 };
+	const char *why;
+
+	/* The right token, for the rank it is sent to. */
+	CHECK(check(&h, sizeof(h), 2, "s3cret", NULL) == NULL);
+	/* A token that extends the right one, and a prefix of it. */
+	x = hello("s3cretX", 0, 2);
+	why = check(&x, sizeof(x), 2, "s3cret", NULL);
+	CHECK(why && strstr(why, "wrong group token"));
+	x = hello("s3cre", 0, 2);
+	why = check(&x, sizeof(x), 2, "s3cret", NULL);
+	CHECK(why && strstr(why, "wrong group token"));
+	/* ... and the other way round: the rank holds the longer one. */
+	why = check(&h, sizeof(h), 2, "s3cretX", NULL);
+	CHECK(why && strstr(why, "wrong group token"));
+	why = check(&h, sizeof(h), 2, "s3cre", NULL);
+	CHECK(why && strstr(why, "wrong group token"));
+	/* A proof made for rank 2 does not admit its sender to rank 1. */
+	why = check(&h, sizeof(h), 1, "s3cret", NULL);
+	CHECK(why && strstr(why, "wrong group token"));
+	/* Nor with another rank, world or nonce written over it. */
+	x = h;
+	x.rank = 1;
+	why = check(&x, sizeof(x), 2, "s3cret", NULL);
+	CHECK(why && strstr(why, "wrong group token"));
+	x = h;
+	x.nonce[3] ^= 1;
+	why = check(&x, sizeof(x), 2, "s3cret", NULL);
+	CHECK(why && strstr(why, "wrong group token"));
+	x = h;
+	x.world = 4;
+	why = check(&x, sizeof(x), 2, "s3cret", NULL);
+	CHECK(why && strstr(why, "wrong group token"));
+	/* One flipped bit of the proof, its first byte and its last. */
+	x = h;
+	x.proof[0] ^= 1;
+	CHECK(check(&x, sizeof(x), 2, "s3cret", NULL) != NULL);
+	x = h;
+	x.proof[GHELLO_PROOF - 1] ^= 0x80;
+	CHECK(check(&x, sizeof(x), 2, "s3cret", NULL) != NULL);
+	/* No proof: the hello of an older rdmactl (12 bytes), or zeros. */
+	x = hello(NULL, 0, 2);
+	why = check(&x, 12, 2, "s3cret", NULL);
+	CHECK(why && strstr(why, "needs a token"));
+	why = check(&x, sizeof(x), 2, "s3cret", NULL);
+	CHECK(why && strstr(why, "needs a token"));
+	/* A group without a token takes both, and refuses a proof it cannot check. */
+	CHECK(check(&x, 12, 2, NULL, NULL) == NULL);
+	CHECK(check(&x, sizeof(x), 2, "", NULL) == NULL);
+	why = check(&h, sizeof(h), 2, NULL, NULL);
+	CHECK(why && strstr(why, "no group token"));
+	/* The token first: a peer without it learns nothing of the world size
+	 * nor of which ranks are connected. */
+	x = hello(NULL, 0, 2);
+	x.world = 7;
+	why = check(&x, sizeof(x), 2, "s3cret", NULL);
+	CHECK(why && strstr(why, "needs a token"));
+	taken[0] = true;
+	why = check(&x, sizeof(x), 2, "s3cret", taken);
+	CHECK(why && strstr(why, "needs a token"));
+	/* With the token: a rank connected already, a rank not below this one. */
+	why = check(&h, sizeof(h), 2, "s3cret", taken);
+	CHECK(why && strstr(why, "connected already"));
+	x = hello("s3cret", 2, 1);
+	why = check(&x, sizeof(x), 1, "s3cret", NULL);
+	CHECK(why && strstr(why, "does not expect"));
+	/* Not a group member: other magic, short or no private data. */
+	x = h;
+	x.magic = 0;
+	CHECK(check(&x, sizeof(x), 2, "s3cret", NULL) != NULL);
+	CHECK(check(&h, 11, 2, NULL, NULL) != NULL);
+	CHECK(group_hello_check(NULL, 0, 2, W, NULL, NULL, NULL, &x) != NULL);
+	CHECK_DONE();
+}
