@@ -26,7 +26,8 @@ seq_pattern() {
 		printf "\\$oct"
 	done >"$f"
 	for ((k = 256; k < $1; k *= 2)); do
-		cat "$f" "$f" >"$f.2" && mv "$f.2" "$f"
+		cat "$f" "$f" >"$f.2"
+		mv "$f.2" "$f"
 	done
 	head -c "$1" "$f"
 }

@@ -177,7 +177,8 @@ teardown() {
 	cat "$BATS_TEST_TMPDIR"/*.err
 	echo "# both clients gave up $((SECONDS - t0)) s after the kill (status ${rcs[*]})" >&3
 	# Their own error, within their own timeout (not the test's bound, 124).
-	[ "${rcs[0]}" -eq 1 ] && [ "${rcs[1]}" -eq 1 ]
+	[ "${rcs[0]}" -eq 1 ]
+	[ "${rcs[1]}" -eq 1 ]
 	((SECONDS - t0 < 20))
 	grep -q "RDMA WRITE to $RDMACTL_VM_ADDR_B:$PORT failed: transport retry counter exceeded" \
 		"$BATS_TEST_TMPDIR/write.err"
