@@ -146,3 +146,24 @@ page_section_opts() {
 	((n >= 2)) || fail "only $n hidden options: the table lost the hidden flag"
 	(( ${#errors[@]} == 0 )) || fail "$(printf '%s\n' "${errors[@]}")"
 }
+
+@test "rdmactl(8) names every command with a page, in COMMANDS and in SEE ALSO" {
+	local c errors=()
+	for c in $(paged_commands); do
+		awk '/^\.SH/ { on = ($0 ~ /^\.SH "?COMMANDS"?$/); next } on' "$MAN/rdmactl.8" |
+			grep -qxF ".B ${c//-/\\-}" || errors+=("COMMANDS lacks $c")
+		awk '/^\.SH/ { on = ($0 ~ /^\.SH "?SEE ALSO"?$/); next } on' "$MAN/rdmactl.8" |
+			grep -qF "rdmactl\\-${c//-/\\-} (8)" || errors+=("SEE ALSO lacks rdmactl-$c(8)")
+	done
+	(( ${#errors[@]} == 0 )) || fail "$(printf '%s\n' "${errors[@]}")"
+}
+
+@test "man pages: every quoted macro argument is closed (no 'land\",and' run-ins)" {
+	local bad
+	bad=$(awk '/^\.(B|I|R)(R|B|I)? / { l = $0; gsub(/\\"/, "", l); if (gsub(/"/, "", l) % 2) print FILENAME ":" FNR ": " $0 }' "$MAN"/*.8)
+	[[ -z $bad ]] || fail "$bad"
+	# and the check can fail
+	printf '.BR a ", " b", c\n' >"$BATS_TEST_TMPDIR/bad.8"
+	bad=$(awk '/^\.(B|I|R)(R|B|I)? / { l = $0; gsub(/\\"/, "", l); if (gsub(/"/, "", l) % 2) print FILENAME }' "$BATS_TEST_TMPDIR/bad.8")
+	[[ -n $bad ]] || fail "the quote check passed an unclosed quote"
+}
