@@ -122,6 +122,9 @@ const char *word_suggest(const char *word, const char *const *words, size_t n);
 /* Run argv[0] as a command; prints errors through ctx->out. */
 int cmd_dispatch(struct ctx *ctx, int argc, char **argv);
 void cmd_usage(const struct cmd *c, FILE *fp);
+/* One help line: left (at indent), then text from column col, wrapped to
+ * the terminal (80 columns when fp is not one). */
+void help_line(FILE *fp, int indent, const char *left, int col, const char *text);
 /* The command list (c NULL), or one command's usage, as text or (-j) JSON:
  * what help and every --help print. */
 void help_print(struct ctx *ctx, const struct cmd *c);

@@ -39,7 +39,7 @@ void cmds_list(FILE *fp, bool shell)
 		const struct cmd *c = rdmactl_cmds[i];
 
 		if (!c->hidden && (shell || !c->shell_only))
-			fprintf(fp, "  %-16s %s\n", c->name, c->summary);
+			help_line(fp, 2, c->name, 19, c->summary);
 	}
 }
 

@@ -34,6 +34,8 @@ commands=(
 		local n=1
 		[[ ${words[0]} == kvxfer ]] && n=2
 		run "$RDMACTL" "${words[@]:0:n}" --help
+		# help is wrapped to the terminal: read it with its blanks joined
+		output=$(tr -s " \n" "  " <<<"$output")
 		[[ $output == *"--token-file FILE"* ]] || fail "$c: no --token-file in its help"
 		[[ $output == *"visible in /proc"* ]] || fail "$c: --token's help does not say it is visible"
 	done

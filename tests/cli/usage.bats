@@ -273,3 +273,17 @@ rdmactl_json() {
 	assert_output --partial "'rdmactl probe-topology'"
 	[[ ! -e $BATS_TEST_TMPDIR/f ]] || fail "read created its --out file before it connected"
 }
+
+@test "help wraps to 80 columns off a terminal, for every command" {
+	local c long
+	for c in "" $("$RDMACTL" -j help | jq -r '.commands[] | select((.hidden or .shell_only) | not) | .name'); do
+		run "$RDMACTL" $c --help
+		assert_success
+		long=$(awk 'length > 80 && !/^Usage: /' <<<"$output")
+		[[ -z $long ]] || fail "rdmactl $c --help has lines over 80 columns: $long"
+	done
+	# a wrapped help text goes on at its column, nothing lost
+	run "$RDMACTL" kvxfer --help
+	assert_line "  -m, --model FILE               geometry from a JSON model file (flags override"
+	assert_line "                                 it)"
+}
