@@ -196,5 +196,7 @@ int main(int argc, char **argv)
 		return EXIT_FAIL;
 	if (ctx.usage_error)
 		return EXIT_USAGE;
+	if (!rc && ctx.exit_code)
+		return ctx.exit_code;
 	return rc ? EXIT_FAIL : EXIT_OK;
 }

@@ -14,6 +14,8 @@
 #include <readline/history.h>
 #include <readline/readline.h>
 
+#include <rdmactl/parse.h>
+
 #include "cli.h"
 #include "cmds.h"
 #include "complete.h"
@@ -32,6 +34,8 @@ struct shell {
 	char *cands[CANDS_MAX];
 	int ncands, next;
 	bool files;         /* complete a path instead */
+	bool tty;           /* stdin is a terminal: readline, a prompt, a banner */
+	int exit_code;      /* exit N: the shell's own status (-1: none given) */
 };
 
 /*
@@ -231,6 +235,45 @@ static bool is_exit(const struct words *w)
 	return w->argc && (!strcmp(w->argv[0], "exit") || !strcmp(w->argv[0], "quit"));
 }
 
+/* exit [N]: true when the shell is to leave (N, when given, is its status);
+ * a bad N is an error and the shell goes on. */
+static bool take_exit(struct shell *sh, const struct words *w)
+{
+	uint64_t n;
+
+	if (w->argc == 1)
+		return true;
+	if (w->argc == 2 && !rc_parse_u64(w->argv[1], &n) && n <= 255) {
+		sh->exit_code = (int)n;
+		return true;
+	}
+	sh->ctx->usage_error = false;
+	out_reset(&sh->ctx->out);
+	usage_err(sh->ctx, "%s: expected no argument or a status from 0 to 255", w->argv[0]);
+	out_finish(&sh->ctx->out);
+	return false;
+}
+
+/* The next line: readline on a terminal; from a pipe or a file, the plain
+ * line, with no prompt or echo in the output (-j shell stays JSON). */
+static char *next_line(struct shell *sh)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+
+	if (sh->tty)
+		return readline(sh->prompt);
+	n = getline(&line, &cap, stdin);
+	if (n < 0) {
+		free(line);
+		return NULL;
+	}
+	if (n && line[n - 1] == '\n')
+		line[n - 1] = '\0';
+	return line;
+}
+
 static void loop(struct shell *sh)
 {
 	char *acc = NULL, *line;
@@ -245,13 +288,14 @@ static void loop(struct shell *sh)
 		session_drain(sh->ctx->session, sh->ctx);
 		sh->prompt = len ? PROMPT_MORE : PROMPT;
 		got_signal = 0;
-		line = readline(sh->prompt);
+		line = next_line(sh);
 		if (got_signal && got_signal != SIGINT) {
 			free(line);
 			break;
 		}
 		if (!line) {
-			putchar('\n'); /* Ctrl-D */
+			if (sh->tty)
+				putchar('\n'); /* Ctrl-D */
 			break;
 		}
 		grown = realloc(acc, len + strlen(line) + 1);
@@ -271,9 +315,13 @@ static void loop(struct shell *sh)
 		if (acc[strspn(acc, " \t")])
 			history_add(sh, acc);
 		len = 0;
-		if (split == 0 && is_exit(&w)) {
+		if (split == 0 && is_exit(&w) && take_exit(sh, &w)) {
 			words_free(&w);
 			break;
+		}
+		if (split == 0 && is_exit(&w)) {
+			words_free(&w);
+			continue;
 		}
 		if (split || w.argc)
 			run_words(sh, &w, split, why);
@@ -284,7 +332,8 @@ static void loop(struct shell *sh)
 
 int shell_run(struct ctx *ctx, int argc, char **argv)
 {
-	struct shell sh = { .ctx = ctx, .prompt = PROMPT };
+	struct shell sh = { .ctx = ctx, .prompt = PROMPT, .tty = isatty(STDIN_FILENO),
+			     .exit_code = -1 };
 	struct sigaction sa = { .sa_handler = on_signal }, old_int, old_term, old_hup;
 	struct opt_vals v;
 	struct rc_err e;
@@ -317,6 +366,8 @@ int shell_run(struct ctx *ctx, int argc, char **argv)
 	sigaction(SIGTERM, &sa, &old_term);
 	sigaction(SIGHUP, &sa, &old_hup);
 	history_start(&sh);
+	if (sh.tty && !out_is_json(&ctx->out))
+		printf("rdmactl shell: 'help' lists the commands, 'help COMMAND' one's options; 'exit' or Ctrl-D leaves\n");
 
 	loop(&sh);
 
@@ -335,5 +386,7 @@ int shell_run(struct ctx *ctx, int argc, char **argv)
 	if (rc)
 		return fail(ctx, rc, "%s", e.msg);
 	ctx->out.printed = true; /* each command printed its own document */
+	if (sh.exit_code > 0)
+		ctx->exit_code = sh.exit_code;
 	return 0;
 }

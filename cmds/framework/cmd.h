@@ -78,6 +78,7 @@ struct ctx {
 	int timeout_ms;        /* -t: connect and completion timeout */
 	int verbose;
 	bool usage_error;      /* set by usage errors: exit code 2 */
+	int exit_code;         /* when not 0, the status to exit with (the shell's exit N) */
 	struct rc_session *session;
 	/* The interactive shell lives in cli/, above cmds/: the program installs
 	 * its entry point here, so the table entry "shell" reaches it without an

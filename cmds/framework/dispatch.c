@@ -38,7 +38,8 @@ void cmds_list(FILE *fp, bool shell)
 	for (int i = 0; rdmactl_cmds[i]; i++) {
 		const struct cmd *c = rdmactl_cmds[i];
 
-		if (!c->hidden && (shell || !c->shell_only))
+		/* in the shell, every command but a second shell */
+		if (!c->hidden && (shell || !c->shell_only) && !(shell && !strcmp(c->name, "shell")))
 			help_line(fp, 2, c->name, 19, c->summary);
 	}
 }

@@ -17,11 +17,17 @@
 
 int usage_err(struct ctx *ctx, const char *fmt, ...)
 {
+	char msg[1024], *p;
 	va_list ap;
 
 	va_start(ap, fmt);
-	out_verr(&ctx->out, EINVAL, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* In the shell a command is typed without the program's name: "see
+	 * 'help'", not "see 'rdmactl help'". */
+	while (ctx->session && (p = strstr(msg, "'rdmactl ")))
+		memmove(p + 1, p + 9, strlen(p + 9) + 1);
+	out_err(&ctx->out, EINVAL, "%s", msg);
 	ctx->usage_error = true;
 	return -EINVAL;
 }

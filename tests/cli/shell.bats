@@ -53,7 +53,7 @@ teardown() {
 	type_line "help 'write"
 	wait_for "rdmactl: unterminated single quote"
 	type_line 'bogus --x'
-	wait_for "rdmactl: unknown command 'bogus' (see 'rdmactl help')"
+	wait_for "rdmactl: unknown command 'bogus' (see 'help')"
 	type_line regions
 	wait_for "no regions served here"
 	type_line 'unregister kv'
@@ -137,4 +137,39 @@ teardown() {
 	assert_success
 	assert_line "rdmactl: cannot create the history file '/nonexistent/dir/h': No such file or directory"
 	assert_line "rdmactl 0.1.0"
+}
+
+@test "a terminal gets a banner; help there lists no second shell" {
+	shell_start
+	wait_for "rdmactl shell: 'help' lists the commands"
+	type_line help
+	wait_for "exit, quit"
+	run screen
+	refute_line --regexp '^  shell '
+	assert_line --regexp '^  regions '
+	keys C-d
+	wait_for "EXITED 0"
+}
+
+@test "piped into -j shell: the output is JSON only, no prompt, no echo" {
+	run timeout 10 bash -c "printf 'version\nwrite\nregions\n' | RDMACTL_HISTORY= '$RDMACTL' -j shell 2>/dev/null"
+	assert_success
+	[ "${#lines[@]}" -eq 3 ] || fail "expected 3 documents, got: $output"
+	for l in "${lines[@]}"; do
+		jq -e . <<<"$l" >/dev/null || fail "not JSON: $l"
+	done
+	refute_output --partial "rdmactl>"
+}
+
+@test "exit N leaves with status N; a bad N is an error and the shell goes on" {
+	run timeout 10 bash -c "printf 'version\nexit 3\nversion\n' | RDMACTL_HISTORY= '$RDMACTL' shell"
+	assert_failure 3
+	assert_output "rdmactl 0.1.0"
+	run timeout 10 bash -c "printf 'exit 300\nquit x\nversion\n' | RDMACTL_HISTORY= '$RDMACTL' shell 2>&1"
+	assert_success
+	assert_line "rdmactl: exit: expected no argument or a status from 0 to 255"
+	assert_line "rdmactl: quit: expected no argument or a status from 0 to 255"
+	assert_line "rdmactl 0.1.0"
+	run timeout 10 bash -c "printf 'exit 0\n' | RDMACTL_HISTORY= '$RDMACTL' shell"
+	assert_success
 }
