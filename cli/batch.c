@@ -164,6 +164,8 @@ int batch_run(struct ctx *ctx, const char *path, bool force)
 	FILE *fp = stdin;
 	int rc;
 
+	if (input_file(ctx, "--batch", path))
+		return EXIT_FAIL;
 	if (strcmp(path, "-")) {
 		fp = fopen(path, "re");
 		if (!fp) {

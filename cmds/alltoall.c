@@ -117,8 +117,11 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 		return a->route.skew == RC_A2A_MATRIX ? usage_err(ctx, "--skew %s: %s", skew, e.msg)
 						      : usage_err(ctx, "%s", e.msg);
 	a->run.counts = a->counts;
-	/* No driver or no such GPU: said before the group is joined. */
-	return opt_mem_ready(ctx, opt_arg(v, A2A_MEM), a->run.mem.kind, a->run.mem.gpu);
+	/* No driver or no such GPU, an unreadable peers file: said before the
+	 * group is joined. */
+	if ((rc = opt_mem_ready(ctx, opt_arg(v, A2A_MEM), a->run.mem.kind, a->run.mem.gpu)))
+		return rc;
+	return group_rendezvous_ready(ctx, "alltoall", &a->grp);
 }
 
 /* Hierarchical without --ranks-per-node: nodes by host name, which must

@@ -18,3 +18,12 @@ int group_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 	a->listen = opt_arg(v, first + GO_LISTEN);
 	return opt_token(ctx, v, first + GO_TOKEN, first + GO_TOKEN_FILE, a->token_buf, &a->token);
 }
+
+int group_rendezvous_ready(struct ctx *ctx, const char *what, const struct group_args *a)
+{
+	if (!a->rendezvous)
+		return usage_err(ctx, "%s needs --rendezvous etcd://HOST:PORT/JOB or file:PATH", what);
+	if (!strncmp(a->rendezvous, "file:", 5))
+		return input_file(ctx, "--rendezvous", a->rendezvous + 5);
+	return 0;
+}

@@ -36,5 +36,8 @@ struct group_args {
  * 0 or -EINVAL after a usage error. */
 int group_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,
 		     struct group_args *a);
+/* After every usage check: --rendezvous is given, and a file: one can be
+ * read (what names the command in the message). */
+int group_rendezvous_ready(struct ctx *ctx, const char *what, const struct group_args *a);
 
 #endif

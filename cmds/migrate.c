@@ -197,9 +197,12 @@ static char *slurp(const char *path, size_t *len)
 static int read_blocks(struct ctx *ctx, struct mig_plan *p, const char *path, const char *fmt)
 {
 	size_t len;
-	char *text = slurp(path, &len), *s;
+	char *text = NULL, *s;
 	int rc;
 
+	if ((rc = input_file(ctx, "--blocks", path)))
+		return rc;
+	text = slurp(path, &len);
 	if (!text)
 		return fail(ctx, -errno, "cannot read the block list '%s': %s", path, strerror(errno));
 	p->from = strcmp(path, "-") ? path : "stdin";

@@ -182,6 +182,8 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 	m->run.ring = ring;
 	m->run.link_bw = (double)bw;
 	m->run.timeout_ms = ctx->timeout_ms;
+	if ((rc = group_rendezvous_ready(ctx, "multicast", &m->grp)))
+		return rc;
 	return test_hook(ctx, m);
 }
 

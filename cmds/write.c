@@ -112,11 +112,11 @@ static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_va
 	if (a->file) {
 		struct stat st;
 
+		if ((rc = input_file(ctx, "write: --file", a->file)))
+			return rc;
 		src->fd = open(a->file, O_RDONLY | O_CLOEXEC);
 		if (src->fd < 0)
 			return fail(ctx, -errno, "cannot open '%s': %s", a->file, strerror(errno));
-		if (fstat(src->fd, &st) == 0 && S_ISDIR(st.st_mode))
-			return fail(ctx, -EISDIR, "write: --file '%s' is a directory: name a file", a->file);
 		if (fstat(src->fd, &st) == 0 && S_ISREG(st.st_mode)) {
 			if (!a->have_size)
 				a->size = (uint64_t)st.st_size;

@@ -209,6 +209,10 @@ int opt_mem_ready(struct ctx *ctx, const char *arg, enum rc_mem_kind kind, int g
 
 /* Report a usage error: message, hint, exit code 2. Returns -EINVAL. */
 int usage_err(struct ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A local file the command is to read (path "-": stdin, always fine),
+ * checked before any device is opened: a missing, unreadable one or a
+ * folder is a failure (exit 1) naming what (an option) and the path. */
+int input_file(struct ctx *ctx, const char *what, const char *path);
 /* Report a failure from libcore. Returns rc. */
 int fail(struct ctx *ctx, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

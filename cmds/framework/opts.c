@@ -42,6 +42,21 @@ int fail(struct ctx *ctx, int rc, const char *fmt, ...)
 	return rc < 0 ? rc : -rc;
 }
 
+int input_file(struct ctx *ctx, const char *what, const char *path)
+{
+	struct stat st;
+
+	if (!strcmp(path, "-"))
+		return 0;
+	if (stat(path, &st) < 0)
+		return fail(ctx, -errno, "%s '%s': %s", what, path, strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		return fail(ctx, -EISDIR, "%s '%s' is a directory: name a file", what, path);
+	if (access(path, R_OK) < 0)
+		return fail(ctx, -errno, "%s '%s': cannot read it: %s", what, path, strerror(errno));
+	return 0;
+}
+
 int opt_index(const struct cmd *c, const char *name)
 {
 	for (int i = 0; c->opts && c->opts[i].name; i++)

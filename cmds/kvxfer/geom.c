@@ -37,9 +37,15 @@ static const struct {
 static int model_file(struct ctx *ctx, const char *path, struct gin *in, json_t **keep)
 {
 	json_error_t je;
-	json_t *root = json_load_file(path, 0, &je), *val;
+	json_t *root, *val;
 	const char *key;
+	int rc = input_file(ctx, "--model", path);
 
+	if (rc)
+		return rc;
+	root = json_load_file(path, 0, &je);
+	if (!root && je.line < 1)
+		return usage_err(ctx, "--model %s: %s", path, je.text);
 	if (!root)
 		return usage_err(ctx, "--model %s: %s (line %d)", path, je.text, je.line);
 	*keep = root;

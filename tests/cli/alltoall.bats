@@ -45,9 +45,10 @@ a2a() {
 	a2a -r 0 -w 2 -R "file:$PEERS"
 	assert_failure 2
 	assert_output --partial "lists no address for rank 1"
+	# a file that is not there: a failure (exit 1) naming it, before any device
 	a2a -r 0 -w 2 -R "file:$BATS_TEST_TMPDIR/none"
-	assert_failure 2
-	assert_output --partial "cannot read peers file"
+	assert_failure 1
+	assert_output --partial "--rendezvous '$BATS_TEST_TMPDIR/none': No such file or directory"
 	a2a -r 0 -w 2 -R "tcp://x"
 	assert_failure 2
 	a2a -r 0 -w 2

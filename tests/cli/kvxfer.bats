@@ -186,7 +186,12 @@ LLAMA=(--layers 32 --kv-heads 8 --head-dim 128 --dtype bf16)
 	run "$RDMACTL" kvxfer plan --model "$BATS_TEST_TMPDIR/m.json" --tokens 1
 	assert_failure 2
 	run "$RDMACTL" kvxfer plan --model "$BATS_TEST_TMPDIR/none.json" --tokens 1
-	assert_failure 2
+	# a file that is not there is a failure (1), not a malformed one (2)
+	assert_failure 1
+	assert_output "rdmactl: --model '$BATS_TEST_TMPDIR/none.json': No such file or directory"
+	run "$RDMACTL" kvxfer plan --model "$BATS_TEST_TMPDIR" --tokens 1
+	assert_failure 1
+	assert_output "rdmactl: --model '$BATS_TEST_TMPDIR' is a directory: name a file"
 }
 
 @test "subcommands: unknown ones, missing ones, and options that do not apply" {

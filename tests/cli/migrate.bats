@@ -81,7 +81,10 @@ setup() {
 	assert_output --partial "not JSON"
 	run "$RDMACTL" migrate "$S" "$D" --blocks "$BATS_TEST_TMPDIR/absent"
 	assert_failure 1
-	assert_output --partial "cannot read the block list"
+	assert_output --partial "--blocks '$BATS_TEST_TMPDIR/absent': No such file or directory"
+	run "$RDMACTL" migrate "$S" "$D" --blocks "$BATS_TEST_TMPDIR"
+	assert_failure 1
+	assert_output --partial "--blocks '$BATS_TEST_TMPDIR' is a directory: name a file"
 }
 
 @test "a well-formed list gets as far as connecting: text, JSON, size strings" {

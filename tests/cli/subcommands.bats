@@ -51,7 +51,8 @@ GEOM=(--layers 2 --kv-heads 8 --head-dim 128)
 	assert_output --partial "kvxfer send: --scatter does not apply here"
 	# An option's argument that looks like an option is not read as one.
 	run "$RDMACTL" kvxfer plan "${GEOM[@]}" --tokens 16 --model -c
-	assert_failure 2
+	assert_failure 1
+	assert_output --partial "--model '-c': No such file or directory"
 	refute_output --partial "does not apply"
 }
 

@@ -287,3 +287,27 @@ rdmactl_json() {
 	assert_line "  -m, --model FILE               geometry from a JSON model file (flags override"
 	assert_line "                                 it)"
 }
+
+@test "one exit code per kind: a local file that cannot be read is 1, naming the option; malformed is 2" {
+	local d=$BATS_TEST_TMPDIR
+	run "$RDMACTL" alltoall -r 0 -w 2 -R "file:$d"
+	assert_failure 1
+	assert_output "rdmactl: --rendezvous '$d' is a directory: name a file"
+	run "$RDMACTL" multicast -r 1 -w 2 -R "file:$d/none" --size 4K
+	assert_failure 1
+	assert_output "rdmactl: --rendezvous '$d/none': No such file or directory"
+	run "$RDMACTL" -b "$d"
+	assert_failure 1
+	assert_output "rdmactl: --batch '$d' is a directory: name a file"
+	printf '{"layers":' >"$d/m.json"
+	chmod 000 "$d/m.json"
+	if [[ $(id -u) != 0 ]]; then
+		run "$RDMACTL" kvxfer plan --model "$d/m.json" --tokens 1
+		assert_failure 1
+		assert_output --partial "cannot read it"
+	fi
+	chmod 644 "$d/m.json"
+	run "$RDMACTL" kvxfer plan --model "$d/m.json" --tokens 1
+	assert_failure 2
+	refute_output --partial "line -1"
+}
