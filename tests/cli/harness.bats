@@ -140,3 +140,22 @@ EOF
 	assert_failure 2
 	assert_output --partial "no such file or folder: $BATS_TEST_TMPDIR/nothing-here"
 }
+
+@test "bats-each: a sanitizer report that no teardown took up fails the file that left it" {
+	local sd=$BATS_TEST_TMPDIR/sanitizer
+	mkdir -p "$sd"
+	fixture 1-quiet.bats <<'EOF2'
+TEST "q1" { true; }
+EOF2
+	fixture 2-leaky.bats <<EOF2
+TEST "l1" { echo "ERROR: LeakSanitizer: detected memory leaks" >"$sd/asan.123"; }
+EOF2
+	RDMACTL_SANITIZER_DIR=$sd run "$EACH" --file-timeout 30 -- "$BATS_TEST_TMPDIR/t"
+	assert_failure 1
+	assert_line "ok 1 q1"
+	assert_line "ok 2 l1"
+	assert_line "not ok 3 $BATS_TEST_TMPDIR/t/2-leaky.bats: sanitizer report asan.123 outside any test's teardown"
+	assert_line "# ERROR: LeakSanitizer: detected memory leaks"
+	[ ! -e "$sd/asan.123" ]
+	grep -q "^file: $BATS_TEST_TMPDIR/t/2-leaky.bats" "$sd"/seen/*asan.123
+}
