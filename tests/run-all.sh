@@ -6,7 +6,8 @@
 #   unit  C tests under ctest, no device        (both builds)
 # (a third build, -DRDMACTL_CUDA=OFF, only builds rdmactl for one cli test)
 #   cli   bats on the binary, no device         (both builds)
-#   rxe   bats inside the SoftRoCE guest: real rdma_rxe, two devices (all
+#   rxe   bats inside the SoftRoCE guest: real rdma_rxe, two devices, each
+#         file on its own and bounded in time (tests/lib/bats-each.sh) (all
 #         of it once more on the sanitizer build, where a report fails, less
 #         the heavy siblings that tests/expected-skips names)
 #   fuzz  libFuzzer targets (clang, ASan, UBSan) over the network decoders
@@ -34,91 +35,18 @@ for a in "$@"; do
 	esac
 done
 
-passed=0 failed=0 skipped=0
-failures=()
-failed_tests=()
-skips_seen=()
-logdir=$repo/build/test-logs
 log() { printf '\n=== %s (at %d s)\n' "$*" "$SECONDS"; }
 
-# skip_allowed TIER NAME: print the allow-list's reason when tests/expected-skips
-# accepts a skip of test NAME in TIER; fail otherwise.
-skip_allowed() {
-	local tiers name why t
-	while IFS='|' read -r tiers name why; do
-		[[ "$tiers" =~ ^[[:space:]]*(#|$) ]] && continue
-		name=${name#"${name%%[![:space:]]*}"}
-		name=${name%"${name##*[![:space:]]}"}
-		for t in ${tiers//,/ }; do
-			if [[ "$t" == "$1" && "$name" == "$2" ]]; then
-				echo "${why# }"
-				return 0
-			fi
-		done
-	done <"$repo/tests/expected-skips"
-	return 1
-}
-
-# count_tap NAME FILE: add a bats TAP log to the totals. A skip that
-# tests/expected-skips does not list fails the tier.
-count_tap() {
-	local ok nok skip line test why bad=0
-	ok=$(grep -cE '^ok [0-9]+' "$2" || true)
-	skip=$(grep -cE '^ok [0-9]+ .*# skip' "$2" || true)
-	nok=$(grep -cE '^not ok [0-9]+' "$2" || true)
-	while IFS= read -r line; do
-		# (bats --timing puts " in N ms" after the name)
-		test=$(sed -E 's/^ok [0-9]+ (.*) # skip.*/\1/; s/ in [0-9]+ms$//' <<<"$line")
-		if why=$(skip_allowed "$1" "$test"); then
-			skips_seen+=("$1: $test (allowed: $why)")
-		else
-			skips_seen+=("$1: $test: NOT ALLOWED (${line##*# skip})")
-			bad=$((bad + 1))
-		fi
-	done < <(grep -E '^ok [0-9]+ .*# skip' "$2")
-	while IFS= read -r line; do
-		failed_tests+=("$1: ${line#not ok }")
-	done < <(grep -E '^not ok [0-9]+' "$2")
-	passed=$((passed + ok - skip))
-	skipped=$((skipped + skip))
-	failed=$((failed + nok + bad))
-	((nok == 0)) || failures+=("$1")
-	((bad == 0)) || failures+=("$1 ($bad unexpected skip(s))")
-}
-
-# count_bats NAME LOG RC: count a bats tier's log; a runner that failed
-# without a single 'not ok' (crash, harness) is a failure.
-count_bats() {
-	count_tap "$1" "$2"
-	if (($3 != 0)) && ! grep -qE '^not ok' "$2"; then
-		failed=$((failed + 1))
-		failures+=("$1 (exit $3)")
-	fi
-}
+logdir=$repo/build/test-logs
+# the counting: skip_allowed, count_tap, count_bats, count_ctest and the totals
+# shellcheck source=tests/lib/tap-count.bash
+. "$repo/tests/lib/tap-count.bash"
 
 # run_ctest NAME BUILD
 run_ctest() {
 	local out=$logdir/$1.log
 	(cd "$2" && ctest --output-on-failure) 2>&1 | tee "$out"
 	count_ctest "$1" "$out"
-}
-
-# count_ctest NAME LOG
-count_ctest() {
-	local out=$2 n_fail n_total
-	n_total=$(sed -nE 's/.*tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\2/p' "$out")
-	n_fail=$(sed -nE 's/.*tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\1/p' "$out")
-	if [[ -z "$n_total" ]]; then
-		failed=$((failed + 1))
-		failures+=("$1 (ctest did not run)")
-		return
-	fi
-	passed=$((passed + n_total - n_fail))
-	failed=$((failed + n_fail))
-	while IFS= read -r line; do
-		failed_tests+=("$1: $line")
-	done < <(sed -n '/The following tests FAILED:/,$p' "$out" | sed -nE 's/^[[:space:]]+([0-9]+ - .*)/\1/p')
-	((n_fail == 0)) || failures+=("$1")
 }
 
 build() { # build DIR CMAKE-ARGS...
@@ -198,15 +126,20 @@ if ((rxe)); then
 	# suite to 1463 s, but under that load migrate's and kvxfer's timing
 	# checks failed now and then (a destination that did not answer in
 	# 40 s, a heartbeat missed for 400 ms).
+	# Each file runs on its own, bounded (tests/lib/bats-each.sh): a hang
+	# costs that file, counted as a failure that names it, and the tier goes
+	# on with the next file. The bound, 900 s (1200 s on the sanitizer
+	# build), leaves room to the longest file (kvxfer.bats, 30 tests), and a
+	# hang plus the rest of the tier still fits in the guest's 2700 s.
 	log "rxe tests in the SoftRoCE guest (two devices), then on the sanitizer build"
 	to_log rxe "$logdir/rxe.tap" tests/vm/run.sh --two-nics --timeout 2700 -- \
 		env RDMACTL_BUILD_DIR="$repo/build" RDMACTL="$repo/build/cli/rdmactl" BATS_TEST_TIMEOUT=180 \
-		bats --tap --timing tests/rxe
+		tests/lib/bats-each.sh --file-timeout 900 --timing -- tests/rxe
 	if ((sanitize)); then
 		to_log rxe-asan "$logdir/rxe-asan.tap" tests/vm/run.sh --two-nics --timeout 2700 -- \
 			env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 			tests/rxe/sanitized.sh env RDMACTL_BUILD_DIR="$repo/build-asan" RDMACTL="$repo/build-asan/cli/rdmactl" \
-			BATS_TEST_TIMEOUT=240 bats --tap --timing tests/rxe
+			BATS_TEST_TIMEOUT=240 tests/lib/bats-each.sh --file-timeout 1200 --timing -- tests/rxe
 	fi
 fi
 

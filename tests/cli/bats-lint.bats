@@ -98,3 +98,15 @@ EOF
 	assert_success
 	assert_output ""
 }
+
+@test "the lint flags a teardown that does not call common_teardown, and passes one that does" {
+	local f=$BATS_TEST_TMPDIR/t.bats
+	printf '%s\n' 'teardown() {' '	kill "$pid" || true' '}' >"$f"
+	lint "$f"
+	assert_failure 1
+	assert_output --regexp "^$f:1: teardown does not call common_teardown \(tests/lib/teardown.bash\)"
+	printf '%s\n' 'teardown() {' '	kill "$pid" || true' '	common_teardown' '}' >"$f"
+	lint "$f"
+	assert_success
+	assert_output ""
+}

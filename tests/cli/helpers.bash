@@ -3,6 +3,7 @@
 # ($RDMACTL, else the build tree's).
 bats_require_minimum_version 1.5.0
 load '../lib/assert'
+load '../lib/teardown'
 
 ROOT=${BATS_TEST_DIRNAME%/tests/*}
 RDMACTL="${RDMACTL:-$ROOT/build/cli/rdmactl}"

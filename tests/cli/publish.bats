@@ -14,7 +14,7 @@ setup() {
 }
 
 teardown() {
-	stop_etcd
+	common_teardown # etcd
 }
 
 # put KEY VALUE: through the v3 JSON gateway.

@@ -18,7 +18,7 @@ setup() {
 teardown() {
 	local p
 	for p in ${PROBES:-}; do kill -KILL "$p" 2>/dev/null || true; done
-	stop_etcd
+	common_teardown # etcd
 }
 
 # probe RANK WORLD [HOLD_MS] [JOB] [TIMEOUT_MS]: in the background (bounded

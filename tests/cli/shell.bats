@@ -12,6 +12,7 @@ setup() {
 
 teardown() {
 	shell_stop
+	common_teardown
 }
 
 @test "runs commands, survives errors, completes, keeps history" {

@@ -95,6 +95,8 @@ function command_word(w) {
 		depth--
 		return 1
 	}
+	if (w == "common_teardown")
+		calls_common = 1
 	seg_word = w
 	return 1
 }
@@ -133,6 +135,10 @@ function end_body(   i, last) {
 			report(i, "a check negated with \"!\" does not fail the test here (use \"run ! ...\" or \"... && false\" or \"|| false\")")
 	}
 	n_st = 0
+	if (fname == "teardown" && !calls_common) {
+		printf "%s:%d: teardown does not call common_teardown (tests/lib/teardown.bash), which stops what the test started and fails on sanitizer reports: %s\n", FILENAME, body_line, body_text
+		found++
+	}
 }
 
 BEGIN {
@@ -168,6 +174,12 @@ heredoc != "" {
 !inbody {
 	if ($0 ~ /^(@test .*|function [A-Za-z_][A-Za-z0-9_:-]*.*|[A-Za-z_][A-Za-z0-9_:-]*[ \t]*\(\)[ \t]*)\{[ \t]*$/) {
 		inbody = 1
+		fname = $0
+		sub(/^function[ \t]+/, "", fname)
+		sub(/[ \t]*(\(\))?[ \t]*\{[ \t]*$/, "", fname)
+		body_line = FNR
+		body_text = $0
+		calls_common = 0
 		sp = 0
 		depth = 0
 		n_st = 0

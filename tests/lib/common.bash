@@ -8,6 +8,7 @@ RDMACTL=${RDMACTL:-$BUILD_DIR/cli/rdmactl}
 export RDMACTL
 
 source "$REPO_ROOT/tests/lib/assert.bash"
+source "$REPO_ROOT/tests/lib/teardown.bash"
 
 # Run rdmactl with a bound on time: no test may hang.
 rdmactl() {

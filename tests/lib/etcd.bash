@@ -18,7 +18,7 @@ start_etcd() {
 			--advertise-client-urls "http://127.0.0.1:$client" \
 			--listen-peer-urls "http://127.0.0.1:$peer" \
 			--initial-advertise-peer-urls "http://127.0.0.1:$peer" \
-			--initial-cluster "t=http://127.0.0.1:$peer" >"$dir.log" 2>&1 &
+			--initial-cluster "t=http://127.0.0.1:$peer" >"$dir.log" 2>&1 3>&- &
 		ETCD_PID=$!
 		for ((i = 0; i < 100; i++)); do
 			if curl -s --noproxy '*' -m 1 "http://127.0.0.1:$client/health" 2>/dev/null |

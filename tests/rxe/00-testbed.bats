@@ -9,6 +9,7 @@
 
 bats_load_library bats-support
 bats_load_library bats-assert
+load '../lib/teardown'
 
 setup() {
 	[[ "${RDMACTL_VM:-}" == 1 ]] ||
@@ -18,6 +19,7 @@ setup() {
 
 teardown() {
 	[[ -z "${server_pid:-}" ]] || kill "$server_pid" 2>/dev/null || true
+	common_teardown
 }
 
 # The index of the RoCE v2 GID of device $1 for IPv4 address $2, read from

@@ -62,9 +62,10 @@ a2a_ok() {
 	done
 }
 
+# The ranks still running (a failed test), etcd, the sanitizer reports.
 teardown() {
-	local p
-	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+	started "${PIDS[@]}"
+	common_teardown
 }
 
 SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)

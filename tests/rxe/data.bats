@@ -200,6 +200,7 @@ setup() {
 	"$RDMACTL" write "$ADDR:$PORT/big" --pattern seq --size 256M \
 		>"$BATS_TEST_TMPDIR/w.out" 2>"$BATS_TEST_TMPDIR/w.err" &
 	client=$!
+	started "$client"
 	# Kill it mid-transfer: once the client is connected (a loaded host can
 	# take longer than any fixed sleep to get there), and a second into
 	# the 256 MiB.

@@ -17,6 +17,7 @@ teardown() {
 	stop_server KILL
 	[ -z "$MNT" ] || umount "$MNT" || true
 	[ -z "$LOOPDEV" ] || losetup -d "$LOOPDEV" || true
+	common_teardown
 }
 
 # mount_ext4 SIZE: a fresh ext4 file system of SIZE bytes, mounted at $MNT.
@@ -130,6 +131,7 @@ mount_ext4() {
 	mkfifo "$epipe"
 	busybox nc -l -p "$eport" <"$epipe" >/dev/null 2>&1 3>&- &
 	ncpid=$!
+	started "$ncpid"
 	exec 4>"$epipe"
 	for ((i = 0; i < 100; i++)); do
 		ss -ltn | grep -q ":$eport " && break

@@ -38,7 +38,7 @@ start_server() {
 	local n=$1 i
 	shift
 	SERVER_OUT=$BATS_TEST_TMPDIR/server.$RANDOM.out
-	"$RDMACTL" -j register "$@" >"$SERVER_OUT" 2>"$SERVER_OUT.err" &
+	"$RDMACTL" -j register "$@" >"$SERVER_OUT" 2>"$SERVER_OUT.err" 3>&- &
 	SERVER_PID=$!
 	for ((i = 0; i < 200; i++)); do
 		if [ "$(grep -c '"event":"region"' "$SERVER_OUT" 2>/dev/null)" -ge "$n" ]; then
@@ -92,10 +92,11 @@ stop_server() {
 	SERVER_PID=
 }
 
-# Servers end with SIGTERM, as in production, so that a leak surfaces.
+# Servers end with SIGTERM, as in production, so that a leak surfaces
+# (common_teardown, tests/lib/teardown.bash: what the test passed to
+# `started`, the server, etcd, then the sanitizer reports).
 teardown() {
-	stop_server TERM
-	sanitizer_reports
+	common_teardown
 }
 
 # group_peers BASE N [ADDR...]: a peers file $PEERS for N ranks of a group

@@ -35,7 +35,7 @@ teardown() {
 	for n in "${!KV_PID[@]}"; do
 		wait "${KV_PID[$n]}" 2>/dev/null || true
 	done
-	sanitizer_reports
+	common_teardown
 }
 
 # serve NAME ARGS...: a decode rank on a fresh port, in the background, then

@@ -37,8 +37,7 @@ teardown() {
 		SERVER_PID=$pid
 		stop_server TERM
 	done
-	! declare -F stop_etcd >/dev/null || stop_etcd
-	sanitizer_reports
+	common_teardown # etcd, the sanitizer reports
 }
 
 # etcd_value KEY: the value of KEY, or nothing, through the v3 JSON gateway.

@@ -77,9 +77,10 @@ mc_ok() {
 	done
 }
 
+# The ranks still running (a failed test), etcd, the sanitizer reports.
 teardown() {
-	local p
-	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+	started "${PIDS[@]}"
+	common_teardown
 }
 
 # blob FILE SIZE: random bytes; BLOB_SHA its digest.

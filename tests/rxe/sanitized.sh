@@ -4,9 +4,12 @@
 # tests/rxe/sanitized.sh COMMAND...: run COMMAND (the rxe tier on the
 # ASan/UBSan build, inside the guest) with every sanitizer report written to
 # a file of its own instead of a stderr that a test may swallow. Each test's
-# teardown fails on the reports of its own processes (sanitizer_reports in
-# tests/lib/common.bash); whatever is left at the end (a file without that
-# teardown) is printed here as a TAP "not ok" line and fails the run.
+# teardown fails on the reports of its own processes (common_teardown in
+# tests/lib/teardown.bash, which every teardown calls: tests/lib/bats-lint.awk
+# checks it; sanitizer_reports in tests/lib/common.bash). A report that no
+# teardown took up is charged to its bats file by tests/lib/bats-each.sh;
+# whatever is left at the end is printed here as a TAP "not ok" line and
+# fails the run.
 set -uo pipefail
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/rdmactl-sanitizer.XXXXXX") || exit 1

@@ -15,6 +15,7 @@ setup() {
 
 teardown() {
 	shell_stop
+	common_teardown
 }
 
 # What write --pattern seq puts at offsets 0..n-1: each byte its offset mod

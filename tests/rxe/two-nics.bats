@@ -47,14 +47,9 @@ unlossy() {
 }
 
 teardown() {
-	local p
-
-	for p in "${PIDS[@]}"; do
-		kill -KILL "$p" 2>/dev/null || true
-	done
+	started "${PIDS[@]}"
 	unlossy
-	stop_server TERM
-	sanitizer_reports
+	common_teardown
 }
 
 @test "2% packet loss both ways: 4 MiB written and read back are exact" {
@@ -159,6 +154,7 @@ teardown() {
 		rdmactl -t 20000 "$op" "$RDMACTL_VM_ADDR_B:$PORT/kv" --bind "$RDMACTL_VM_ADDR_A" \
 			--bench --msg-size 64K --iters 1000000 >/dev/null 2>"$BATS_TEST_TMPDIR/$op.err" &
 		pids+=($!)
+		started "$!"
 	done
 	for ((i = 0; i < 200; i++)); do
 		(($(grep -c '"event":"connected"' "$SERVER_OUT") >= 2)) && break
@@ -201,6 +197,7 @@ teardown() {
 			"$RDMACTL_VM_ADDR_B" "$PORT" "$(jq -r .addr <<<"$d")" "$(jq -r .rkey <<<"$d")" 0 64 \
 			>"$BATS_TEST_TMPDIR/client$i.out" 2>&1 &
 		pids+=($!)
+		started "$!"
 	done
 	for ((i = 0; i < 300; i++)); do
 		(($(grep -c '"event":"connected"' "$SERVER_OUT") >= 2)) && break
@@ -241,6 +238,7 @@ teardown() {
 		"$FOREIGN_CLIENT" write "$RDMACTL_VM_ADDR_B" "$PORT" "$(jq -r .addr <<<"$d")" \
 		"$(jq -r .rkey <<<"$d")" 0 64 >"$BATS_TEST_TMPDIR/clients.out" 2>&1 &
 	pid=$!
+	started "$pid"
 	for ((i = 0; i < 1200; i++)); do
 		(($(grep -c '"event":"connected"' "$SERVER_OUT") >= 64)) && break
 		kill -0 "$pid" 2>/dev/null || break
