@@ -628,23 +628,14 @@ int rc_etcd_swap(struct rc_etcd *e, const char *key, int64_t mod_revision, const
 			  cur.mod_revision ? cur.value : "it is gone");
 }
 
-int rc_etcd_range(struct rc_etcd *e, const char *prefix, rc_etcd_each_fn each, void *arg,
-		  struct rc_err *err)
+/* The kvs of a range answer, each under prefix (n bytes) handed to each. */
+static int range_walk(const char *server, const char *prefix, const json_t *reply,
+		      rc_etcd_each_fn each, void *arg, struct rc_err *err)
 {
-	char end[RC_ETCD_KEY_MAX];
-	json_t *reply = NULL, *kv;
 	size_t i, n = strlen(prefix);
-	int rc;
+	json_t *kv;
+	int rc = 0;
 
-	if (!n || n >= sizeof(end) || (unsigned char)prefix[n - 1] == 0xff)
-		return rc_err_set(err, EINVAL, "a bad key prefix '%s'", prefix);
-	memcpy(end, prefix, n + 1);
-	end[n - 1]++; /* the prefix's range end: last byte plus one */
-	rc = post(e, "kv/range",
-		  json_pack("{s:o,s:o}", "key", b64_json(prefix), "range_end", b64_json(end)), &reply,
-		  err);
-	if (rc)
-		return rc;
 	json_array_foreach(json_object_get(reply, "kvs"), i, kv) {
 		char key[RC_ETCD_KEY_MAX];
 		struct rc_etcd_kv v;
@@ -656,13 +647,47 @@ int rc_etcd_range(struct rc_etcd *e, const char *prefix, rc_etcd_each_fn each, v
 		/* only what was asked: a key outside the prefix is not read */
 		if (strncmp(key, prefix, n)) {
 			rc = rc_err_set(err, EPROTO, "etcd at %s answered a range of %s with key '%.64s'",
-					e->server, prefix, key);
+					server, prefix, key);
 			break;
 		}
 		rc = each(arg, key, v.value);
 		if (rc)
 			break;
 	}
+	return rc;
+}
+
+int rc_etcd_range_parse(const char *text, size_t len, const char *prefix, rc_etcd_each_fn each,
+			void *arg, struct rc_err *err)
+{
+	json_t *reply = json_loadb(text, len, 0, NULL);
+	int rc;
+
+	if (!reply)
+		return rc_err_set(err, EPROTO, "a range answer that is not JSON");
+	rc = range_walk("(given)", prefix, reply, each, arg, err);
+	json_decref(reply);
+	return rc;
+}
+
+int rc_etcd_range(struct rc_etcd *e, const char *prefix, rc_etcd_each_fn each, void *arg,
+		  struct rc_err *err)
+{
+	char end[RC_ETCD_KEY_MAX];
+	json_t *reply = NULL;
+	size_t n = strlen(prefix);
+	int rc;
+
+	if (!n || n >= sizeof(end) || (unsigned char)prefix[n - 1] == 0xff)
+		return rc_err_set(err, EINVAL, "a bad key prefix '%s'", prefix);
+	memcpy(end, prefix, n + 1);
+	end[n - 1]++; /* the prefix's range end: last byte plus one */
+	rc = post(e, "kv/range",
+		  json_pack("{s:o,s:o}", "key", b64_json(prefix), "range_end", b64_json(end)), &reply,
+		  err);
+	if (rc)
+		return rc;
+	rc = range_walk(e->server, prefix, reply, each, arg, err);
 	json_decref(reply);
 	return rc;
 }

@@ -83,6 +83,10 @@ RC_EXPORT int rc_etcd_swap(struct rc_etcd *e, const char *key, int64_t mod_revis
 typedef int (*rc_etcd_each_fn)(void *arg, const char *key, const char *value);
 RC_EXPORT int rc_etcd_range(struct rc_etcd *e, const char *prefix, rc_etcd_each_fn each,
 			    void *arg, struct rc_err *err);
+/* The same walk over a range answer given as len bytes of JSON text (what
+ * the gateway sent): the fuzz target's way in. */
+RC_EXPORT int rc_etcd_range_parse(const char *text, size_t len, const char *prefix,
+				  rc_etcd_each_fn each, void *arg, struct rc_err *err);
 
 /* A served region as `register --publish` puts it in etcd, under
  * rdmactl/NS/region/NAME, as JSON: {"host", "port", "region", "length",
