@@ -48,7 +48,7 @@ with_tls() {
 	assert_failure 1
 	assert_output --partial "etcd rdmactl/ns1/region/kv names 198.18.1.1:7471"
 	# the password from the environment works as well
-	RDMACTL_ETCD_PASSWORD=s3cret RDMACTL_ETCD_PASSWORD_FILE= \
+	RDMACTL_ETCD_PASSWORD=s3cret RDMACTL_ETCD_PASSWORD_FILE='' \
 		run with_tls timeout 30 "$PROBE" "etcd://$ETCD_EP/job2" 0 1 198.18.0.1:7000 10000 0
 	assert_success
 }
@@ -69,7 +69,7 @@ with_tls() {
 	assert_failure 1
 	assert_output --partial "cannot reach etcd at $ETCD_EP over TLS"
 	# no client certificate: the server's handshake refuses it
-	RDMACTL_ETCD_CERT= RDMACTL_ETCD_KEY= \
+	RDMACTL_ETCD_CERT='' RDMACTL_ETCD_KEY='' \
 		run with_tls timeout 30 "$RDMACTL" -t 2000 read "etcd://$ETCD_EP/ns1/kv" --out /dev/null
 	assert_failure 1
 	assert_output --partial "cannot reach etcd at $ETCD_EP over TLS"
@@ -78,16 +78,16 @@ with_tls() {
 	assert_failure 1
 	assert_output --partial "etcd at $ETCD_EP"
 	# no credentials at all over TLS: etcd refuses the read
-	RDMACTL_ETCD_USER= RDMACTL_ETCD_PASSWORD_FILE= \
+	RDMACTL_ETCD_USER='' RDMACTL_ETCD_PASSWORD_FILE='' \
 		run with_tls timeout 30 "$RDMACTL" -t 2000 read "etcd://$ETCD_EP/ns1/kv" --out /dev/null
 	assert_failure 1
 	refute_output --partial "names 198.18.1.1:7471"
 	# a user without a password, a certificate without its key
-	RDMACTL_ETCD_PASSWORD_FILE= \
+	RDMACTL_ETCD_PASSWORD_FILE='' \
 		run with_tls timeout 30 "$RDMACTL" -t 2000 read "etcd://$ETCD_EP/ns1/kv" --out /dev/null
 	assert_failure 1
 	assert_output --partial "RDMACTL_ETCD_USER root needs a password"
-	RDMACTL_ETCD_KEY= \
+	RDMACTL_ETCD_KEY='' \
 		run with_tls timeout 30 "$RDMACTL" -t 2000 read "etcd://$ETCD_EP/ns1/kv" --out /dev/null
 	assert_failure 1
 	assert_output --partial "RDMACTL_ETCD_CERT and RDMACTL_ETCD_KEY go together"
