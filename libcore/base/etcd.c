@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -27,6 +28,13 @@ struct rc_etcd {
 	pthread_t keepalive;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
+	/* from the environment (rc_etcd_open): TLS, and etcd's own users */
+	bool tls;
+	char ca[4096], cert[4096], key[4096];
+	char user[128];
+	char password[1024];
+	pthread_mutex_t tok_mu;   /* the token, shared with the keepalive thread */
+	char token[512];
 };
 
 static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -120,26 +128,28 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
 	return add;
 }
 
-/* POST a JSON body (stolen) to /v3/PATH; *reply is the parsed answer. */
-static int post(const struct rc_etcd *e, const char *path, json_t *req, json_t **reply,
-		struct rc_err *err)
+/* POST text to /v3/PATH once, with the token if one is given; *reply is the
+ * parsed answer, *status the HTTP status (0 when none came). */
+static int post_once(const struct rc_etcd *e, const char *path, const char *text,
+		     const char *token, json_t **reply, long *status, struct rc_err *err)
 {
-	char url[RC_HOST_MAX + 64], *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	char url[RC_HOST_MAX + 64], auth[sizeof(e->token) + 32];
 	struct body b = { 0 };
 	CURL *h = curl_easy_init();
 	struct curl_slist *hdr = NULL;
-	long status = 0;
 	CURLcode cc;
 	int rc = 0;
 
 	*reply = NULL;
-	json_decref(req);
-	if (!text || !h) {
-		rc = rc_err_set(err, ENOMEM, "out of memory");
-		goto out;
-	}
-	snprintf(url, sizeof(url), "http://%s/v3/%s", e->server, path);
+	*status = 0;
+	if (!h)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	snprintf(url, sizeof(url), "%s://%s/v3/%s", e->tls ? "https" : "http", e->server, path);
 	hdr = curl_slist_append(NULL, "Content-Type: application/json");
+	if (token && *token) {
+		snprintf(auth, sizeof(auth), "Authorization: %s", token);
+		hdr = curl_slist_append(hdr, auth);
+	}
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, text);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
@@ -149,6 +159,15 @@ static int post(const struct rc_etcd *e, const char *path, json_t *req, json_t *
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(e->timeout_ms < 5000 ? e->timeout_ms : 5000));
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(e->timeout_ms < 10000 ? e->timeout_ms : 10000));
 	curl_easy_setopt(h, CURLOPT_PROXY, "");
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, e->tls ? "https" : "http");
+	if (e->tls) {
+		if (e->ca[0])
+			curl_easy_setopt(h, CURLOPT_CAINFO, e->ca);
+		if (e->cert[0]) {
+			curl_easy_setopt(h, CURLOPT_SSLCERT, e->cert);
+			curl_easy_setopt(h, CURLOPT_SSLKEY, e->key);
+		}
+	}
 	cc = curl_easy_perform(h);
 	if (b.over) {
 		rc = rc_err_set(err, EMSGSIZE,
@@ -158,28 +177,117 @@ static int post(const struct rc_etcd *e, const char *path, json_t *req, json_t *
 	}
 	if (cc != CURLE_OK) {
 		rc = rc_err_set(err, cc == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : ECONNREFUSED,
-				"cannot reach etcd at %s: %s", e->server, curl_easy_strerror(cc));
+				"cannot reach etcd at %s%s: %s", e->server,
+				e->tls ? " over TLS" : "", curl_easy_strerror(cc));
 		goto out;
 	}
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
 	*reply = b.data ? json_loads(b.data, 0, NULL) : NULL;
-	if (status != 200 || !*reply) {
+	if (*status != 200 || !*reply) {
 		json_t *m = *reply ? json_object_get(*reply, "message") : NULL;
 
 		if (!m && *reply)
 			m = json_object_get(*reply, "error");
-		rc = rc_err_set(err, EPROTO, "etcd at %s answered %s with HTTP %ld%s%s", e->server,
-				path, status, json_is_string(m) ? ": " : "",
-				json_is_string(m) ? json_string_value(m) : "");
+		char text_said[160] = "";
+
+		/* an answer that is not JSON (a proxy's, or the gateway's own
+		 * refusal): its first line, printable bytes only */
+		if (!*reply && b.data) {
+			size_t k = 0;
+
+			for (const char *q = b.data; *q && *q != '\n' && k + 1 < sizeof(text_said); q++)
+				text_said[k++] = *q >= 0x20 && *q < 0x7f ? *q : '?';
+			text_said[k] = '\0';
+		}
+		rc = rc_err_set(err, *status == 401 ? EACCES : EPROTO,
+				"etcd at %s answered %s with HTTP %ld%s%s", e->server, path, *status,
+				json_is_string(m) || text_said[0] ? ": " : "",
+				json_is_string(m) ? json_string_value(m) : text_said);
 		json_decref(*reply);
 		*reply = NULL;
 	}
 out:
 	curl_slist_free_all(hdr);
-	if (h)
-		curl_easy_cleanup(h);
+	curl_easy_cleanup(h);
 	free(b.data);
+	return rc;
+}
+
+/* etcd's user and password for a token (auth/authenticate), into e->token. */
+static int authenticate(struct rc_etcd *e, struct rc_err *err)
+{
+	json_t *req = json_pack("{s:s,s:s}", "name", e->user, "password", e->password), *reply, *t;
+	char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	struct rc_err why;
+	long status;
+	int rc;
+
+	json_decref(req);
+	if (!text)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	rc = post_once(e, "auth/authenticate", text, NULL, &reply, &status, &why);
+	memset(text, 0, strlen(text)); /* the password */
 	free(text);
+	if (rc && status) {
+		const char *said = strstr(why.msg, " with HTTP ");
+
+		said = said ? strstr(said, ": ") : NULL;
+		return rc_err_set(err, EACCES, "etcd at %s refused user %s (HTTP %ld)%.400s", e->server,
+				  e->user, status, said ? said : "");
+	}
+	if (rc)
+		return rc_err_set(err, why.code, "%s", why.msg);
+	t = json_object_get(reply, "token");
+	if (!json_is_string(t) || !json_string_length(t) ||
+	    json_string_length(t) >= sizeof(e->token) || strpbrk(json_string_value(t), "\r\n")) {
+		json_decref(reply);
+		return rc_err_set(err, EACCES, "etcd at %s gave user %s no usable token", e->server,
+				  e->user);
+	}
+	pthread_mutex_lock(&e->tok_mu);
+	snprintf(e->token, sizeof(e->token), "%s", json_string_value(t));
+	pthread_mutex_unlock(&e->tok_mu);
+	json_decref(reply);
+	return 0;
+}
+
+/* POST a JSON body (stolen) to /v3/PATH; *reply is the parsed answer. With
+ * a user, a token first, and a new one when etcd says it expired. */
+static int post(struct rc_etcd *e, const char *path, json_t *req, json_t **reply,
+		struct rc_err *err)
+{
+	char *text = req ? json_dumps(req, JSON_COMPACT) : NULL, token[sizeof(e->token)];
+	struct rc_err why = { 0 };
+	long status = 0;
+	int rc = 0;
+
+	*reply = NULL;
+	json_decref(req);
+	if (!text)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (e->user[0]) {
+			pthread_mutex_lock(&e->tok_mu);
+			snprintf(token, sizeof(token), "%s", e->token);
+			pthread_mutex_unlock(&e->tok_mu);
+			if (!token[0] || attempt) {
+				if ((rc = authenticate(e, &why)))
+					break;
+				pthread_mutex_lock(&e->tok_mu);
+				snprintf(token, sizeof(token), "%s", e->token);
+				pthread_mutex_unlock(&e->tok_mu);
+			}
+		} else {
+			token[0] = '\0';
+		}
+		rc = post_once(e, path, text, token, reply, &status, &why);
+		/* an expired token (etcd's simple tokens last minutes): once more */
+		if (!(rc && e->user[0] && !attempt && (status == 401 || strstr(why.msg, "auth token"))))
+			break;
+	}
+	free(text);
+	if (rc && why.msg[0])
+		rc_err_set(err, why.code, "%s", why.msg);
 	return rc;
 }
 
@@ -217,20 +325,98 @@ int rc_etcd_url_parse(const char *url, char *server, size_t slen, char *path, si
 	return 0;
 }
 
+/* A file named by the variable var, readable, into buf. */
+static int env_file(const char *var, char *buf, size_t len, struct rc_err *err)
+{
+	const char *v = getenv(var);
+
+	buf[0] = '\0';
+	if (!v || !*v)
+		return 0;
+	if (strlen(v) >= len)
+		return rc_err_set(err, ENAMETOOLONG, "%s: the path is too long", var);
+	if (access(v, R_OK))
+		return rc_err_set(err, errno, "%s=%s: %s", var, v, strerror(errno));
+	snprintf(buf, len, "%s", v);
+	return 0;
+}
+
+/* The password from RDMACTL_ETCD_PASSWORD_FILE (its first line) or
+ * RDMACTL_ETCD_PASSWORD. */
+static int password_env(struct rc_etcd *e, struct rc_err *err)
+{
+	const char *path = getenv("RDMACTL_ETCD_PASSWORD_FILE"), *v = getenv("RDMACTL_ETCD_PASSWORD");
+	FILE *fp;
+	size_t n;
+
+	if (!path || !*path) {
+		if (v && strlen(v) >= sizeof(e->password))
+			return rc_err_set(err, EINVAL, "RDMACTL_ETCD_PASSWORD is too long");
+		snprintf(e->password, sizeof(e->password), "%s", v ? v : "");
+		return 0;
+	}
+	if (!(fp = fopen(path, "r")))
+		return rc_err_set(err, errno, "RDMACTL_ETCD_PASSWORD_FILE=%s: %s", path, strerror(errno));
+	n = fread(e->password, 1, sizeof(e->password) - 1, fp);
+	fclose(fp);
+	e->password[n] = '\0';
+	e->password[strcspn(e->password, "\r\n")] = '\0';
+	return 0;
+}
+
+/* How to reach etcd, from the environment: TLS with RDMACTL_ETCD_CA (the
+ * CA that signed the server's certificate) and RDMACTL_ETCD_CERT and
+ * RDMACTL_ETCD_KEY (a client certificate), or RDMACTL_ETCD_TLS=1 with the
+ * system's CAs; etcd's user RDMACTL_ETCD_USER with its password. */
+static int config_env(struct rc_etcd *e, struct rc_err *err)
+{
+	const char *tls = getenv("RDMACTL_ETCD_TLS"), *user = getenv("RDMACTL_ETCD_USER");
+	int rc;
+
+	if ((rc = env_file("RDMACTL_ETCD_CA", e->ca, sizeof(e->ca), err)) ||
+	    (rc = env_file("RDMACTL_ETCD_CERT", e->cert, sizeof(e->cert), err)) ||
+	    (rc = env_file("RDMACTL_ETCD_KEY", e->key, sizeof(e->key), err)))
+		return rc;
+	if (!e->cert[0] != !e->key[0])
+		return rc_err_set(err, EINVAL, "RDMACTL_ETCD_CERT and RDMACTL_ETCD_KEY go together");
+	if (tls && *tls && strcmp(tls, "0") && strcmp(tls, "1"))
+		return rc_err_set(err, EINVAL, "RDMACTL_ETCD_TLS='%s': expected 0 or 1", tls);
+	e->tls = e->ca[0] || e->cert[0] || (tls && !strcmp(tls, "1"));
+	if ((rc = password_env(e, err)))
+		return rc;
+	if (user && strlen(user) >= sizeof(e->user))
+		return rc_err_set(err, EINVAL, "RDMACTL_ETCD_USER is too long");
+	snprintf(e->user, sizeof(e->user), "%s", user ? user : "");
+	if (e->user[0] && !e->password[0])
+		return rc_err_set(err, EINVAL,
+				  "RDMACTL_ETCD_USER %s needs a password: RDMACTL_ETCD_PASSWORD_FILE or RDMACTL_ETCD_PASSWORD",
+				  e->user);
+	if (!e->user[0] && e->password[0])
+		return rc_err_set(err, EINVAL, "an etcd password without RDMACTL_ETCD_USER");
+	return 0;
+}
+
 int rc_etcd_open(const char *server, int timeout_ms, struct rc_etcd **out, struct rc_err *err)
 {
 	struct rc_etcd *e;
+	int rc;
 
 	if (!server || !*server || strlen(server) >= sizeof(e->server))
 		return rc_err_set(err, EINVAL, "an etcd server is HOST:PORT");
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return rc_err_set(err, ENOMEM, "out of memory");
+	if ((rc = config_env(e, err))) {
+		memset(e, 0, sizeof(*e));
+		free(e);
+		return rc;
+	}
 	pthread_once(&curl_once, curl_init);
 	snprintf(e->server, sizeof(e->server), "%s", server);
 	e->timeout_ms = timeout_ms > 0 ? timeout_ms : 10000;
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_cond_init(&e->cv, NULL);
+	pthread_mutex_init(&e->tok_mu, NULL);
 	*out = e;
 	return 0;
 }
@@ -312,6 +498,8 @@ void rc_etcd_close(struct rc_etcd *e)
 		json_decref(reply);
 	pthread_mutex_destroy(&e->mu);
 	pthread_cond_destroy(&e->cv);
+	pthread_mutex_destroy(&e->tok_mu);
+	memset(e, 0, sizeof(*e)); /* the password and the token */
 	free(e);
 }
 
@@ -440,23 +628,14 @@ int rc_etcd_swap(struct rc_etcd *e, const char *key, int64_t mod_revision, const
 			  cur.mod_revision ? cur.value : "it is gone");
 }
 
-int rc_etcd_range(struct rc_etcd *e, const char *prefix, rc_etcd_each_fn each, void *arg,
-		  struct rc_err *err)
+/* The kvs of a range answer, each under prefix (n bytes) handed to each. */
+static int range_walk(const char *server, const char *prefix, const json_t *reply,
+		      rc_etcd_each_fn each, void *arg, struct rc_err *err)
 {
-	char end[RC_ETCD_KEY_MAX];
-	json_t *reply = NULL, *kv;
 	size_t i, n = strlen(prefix);
-	int rc;
+	json_t *kv;
+	int rc = 0;
 
-	if (!n || n >= sizeof(end) || (unsigned char)prefix[n - 1] == 0xff)
-		return rc_err_set(err, EINVAL, "a bad key prefix '%s'", prefix);
-	memcpy(end, prefix, n + 1);
-	end[n - 1]++; /* the prefix's range end: last byte plus one */
-	rc = post(e, "kv/range",
-		  json_pack("{s:o,s:o}", "key", b64_json(prefix), "range_end", b64_json(end)), &reply,
-		  err);
-	if (rc)
-		return rc;
 	json_array_foreach(json_object_get(reply, "kvs"), i, kv) {
 		char key[RC_ETCD_KEY_MAX];
 		struct rc_etcd_kv v;
@@ -468,13 +647,47 @@ int rc_etcd_range(struct rc_etcd *e, const char *prefix, rc_etcd_each_fn each, v
 		/* only what was asked: a key outside the prefix is not read */
 		if (strncmp(key, prefix, n)) {
 			rc = rc_err_set(err, EPROTO, "etcd at %s answered a range of %s with key '%.64s'",
-					e->server, prefix, key);
+					server, prefix, key);
 			break;
 		}
 		rc = each(arg, key, v.value);
 		if (rc)
 			break;
 	}
+	return rc;
+}
+
+int rc_etcd_range_parse(const char *text, size_t len, const char *prefix, rc_etcd_each_fn each,
+			void *arg, struct rc_err *err)
+{
+	json_t *reply = json_loadb(text, len, 0, NULL);
+	int rc;
+
+	if (!reply)
+		return rc_err_set(err, EPROTO, "a range answer that is not JSON");
+	rc = range_walk("(given)", prefix, reply, each, arg, err);
+	json_decref(reply);
+	return rc;
+}
+
+int rc_etcd_range(struct rc_etcd *e, const char *prefix, rc_etcd_each_fn each, void *arg,
+		  struct rc_err *err)
+{
+	char end[RC_ETCD_KEY_MAX];
+	json_t *reply = NULL;
+	size_t n = strlen(prefix);
+	int rc;
+
+	if (!n || n >= sizeof(end) || (unsigned char)prefix[n - 1] == 0xff)
+		return rc_err_set(err, EINVAL, "a bad key prefix '%s'", prefix);
+	memcpy(end, prefix, n + 1);
+	end[n - 1]++; /* the prefix's range end: last byte plus one */
+	rc = post(e, "kv/range",
+		  json_pack("{s:o,s:o}", "key", b64_json(prefix), "range_end", b64_json(end)), &reply,
+		  err);
+	if (rc)
+		return rc;
+	rc = range_walk(e->server, prefix, reply, each, arg, err);
 	json_decref(reply);
 	return rc;
 }

@@ -26,7 +26,7 @@ teardown() {
 # socat's address syntax would split BODY at its commas); FAKE_EP is
 # HOST:PORT, FAKE_PID the server.
 fake_etcd() {
-	local try port i sh=$BATS_TEST_TMPDIR/answer.sh
+	local port i sh=$BATS_TEST_TMPDIR/answer.sh
 	{
 		# read the request first: closing on an unread one resets the connection
 		cat <<-'READ'
@@ -41,7 +41,7 @@ fake_etcd() {
 		printf '%s\n' 'printf "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"'
 		printf '%s\n' "$1"
 	} >"$sh"
-	for try in 1 2 3 4 5; do
+	for _ in 1 2 3 4 5; do
 		port=$((30000 + RANDOM % 20000))
 		socat "TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr,fork" "EXEC:bash $sh" 2>/dev/null &
 		FAKE_PID=$!

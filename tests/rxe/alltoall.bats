@@ -112,8 +112,10 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 @test "flat and ring: a block larger than the port's largest message goes in pieces, every token checked" {
 	need_guest
 	local max
-	# rxe takes messages of 8 MiB at most (its max_msg_sz); a block of 10 MiB
-	# posted as one write fails (or a 32-bit cast truncates one of 4 GiB)
+	# rxe says it takes messages of 8 MiB at most (its max_msg_sz): a block of
+	# 10 MiB goes as two writes, the immediate data on the last, and must land
+	# whole (rxe itself accepts the single write; what a 32-bit length would
+	# cut, a block of 4 GiB, is tests/unit/test_split.c's)
 	max=$(ibv_devinfo -v -d "$RDMACTL_VM_DEV" | awk '/max_msg_sz/ { print $2; exit }')
 	[ -n "$max" ] || fail "ibv_devinfo names no max_msg_sz"
 	printf '0,1300\n1300,0\n' >"$BATS_TEST_TMPDIR/m.csv"

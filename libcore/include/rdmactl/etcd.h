@@ -44,7 +44,13 @@ struct rc_etcd_kv {
 RC_EXPORT int rc_etcd_url_parse(const char *url, char *server, size_t slen, char *path,
 				size_t plen, struct rc_err *err);
 /* A handle on the etcd at server (HOST:PORT); nothing is sent yet.
- * timeout_ms bounds each request (0: 10 s). */
+ * timeout_ms bounds each request (0: 10 s). How etcd is reached comes from
+ * the environment, read here: TLS with RDMACTL_ETCD_CA, RDMACTL_ETCD_CERT
+ * and RDMACTL_ETCD_KEY (or RDMACTL_ETCD_TLS=1), etcd's authentication with
+ * RDMACTL_ETCD_USER and RDMACTL_ETCD_PASSWORD_FILE or RDMACTL_ETCD_PASSWORD
+ * (a token is asked for at the first request, again once when it expired);
+ * -EINVAL or -errno naming the variable when they do not fit together or a
+ * file cannot be read. */
 RC_EXPORT int rc_etcd_open(const char *server, int timeout_ms, struct rc_etcd **out,
 			   struct rc_err *err);
 /* Stops the keepalive and revokes the lease (its keys go at once). */
@@ -77,6 +83,10 @@ RC_EXPORT int rc_etcd_swap(struct rc_etcd *e, const char *key, int64_t mod_revis
 typedef int (*rc_etcd_each_fn)(void *arg, const char *key, const char *value);
 RC_EXPORT int rc_etcd_range(struct rc_etcd *e, const char *prefix, rc_etcd_each_fn each,
 			    void *arg, struct rc_err *err);
+/* The same walk over a range answer given as len bytes of JSON text (what
+ * the gateway sent): the fuzz target's way in. */
+RC_EXPORT int rc_etcd_range_parse(const char *text, size_t len, const char *prefix,
+				  rc_etcd_each_fn each, void *arg, struct rc_err *err);
 
 /* A served region as `register --publish` puts it in etcd, under
  * rdmactl/NS/region/NAME, as JSON: {"host", "port", "region", "length",
