@@ -378,6 +378,22 @@ status() {
 		and (.d0 | ev("done") | all(.unpack_us > 0 and .sources == [0,1]))' s0 s1 d0
 }
 
+@test "--verify, the negative: a request that arrives with one byte wrong fails on both sides, the next is verified" {
+	# The hook flips the first byte of request 0's last source page of its
+	# last layer half: 10 tokens in 4-token pages, token 8 of layer 3's V.
+	serve d0 "${G[@]}" --pool-pages 16 --verify --requests 2
+	RDMACTL_TEST_KV_CORRUPT=0 send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --requests 2
+	reap s0 d0
+	status 1 s0 d0
+	check '(.d0 | ev("failed") | length == 1 and (.[0] | .request == 0 and .checked and (.verified | not)
+			and (.reason | startswith("verification failed: request 0 layer 3 V token 8 head 0 dim 0: found "))))
+		and (.d0 | ev("done") | length == 1 and .[0].request == 1 and .[0].verified)
+		and (.s0 | ev("failed") | length == 1 and .[0].request == 0 and (.[0].verified | not)
+			and .[0].reason == "decode rank 0: verification failed")
+		and ([.d0, .s0] | all(ev("summary")[0] | .done == 1 and .verified == 1 and .failed == 1))
+		and ([.d0, .s0] | all(.[-1].error.message == "1 request failed"))' s0 d0
+}
+
 @test "a layer's writes spread over four QPs; the decode rank counts every notification" {
 	# --scatter: pages adjacent on both sides would merge into fewer writes than QPs.
 	serve d0 "${G[@]}" --pool-pages 64 --verify --requests 2 --scatter 7
