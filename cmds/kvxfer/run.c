@@ -340,6 +340,24 @@ int kvxfer_serve(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	return finish(ctx, rc, &e, &sum, o.c.requests, false, o.c.stop_fd, &mask);
 }
 
+/* Test hook, kept out of help: RDMACTL_TEST_KV_CORRUPT=REQ sends request
+ * REQ with one byte of its content wrong (kv_send_opts.corrupt), so that the
+ * tests see --verify fail. */
+static int corrupt_hook(struct ctx *ctx, struct kv_send_opts *o)
+{
+	const char *s = getenv("RDMACTL_TEST_KV_CORRUPT");
+	unsigned long long req;
+	char rest;
+
+	if (!s || !*s)
+		return 0;
+	if (sscanf(s, "%llu%c", &req, &rest) != 1 || req > UINT32_MAX)
+		return usage_err(ctx, "RDMACTL_TEST_KV_CORRUPT=%s: not a request number", s);
+	o->corrupt = true;
+	o->corrupt_req = (uint32_t)req;
+	return 0;
+}
+
 int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 {
 	struct kv_send_target targets[REPEAT_MAX];
@@ -403,6 +421,8 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	if (opt_on(v, KVX_LAND) && kv_pack_parse(opt_arg(v, KVX_LAND), &o.land))
 		return usage_err(ctx, "invalid --land '%s': expected auto, always or never",
 				 opt_arg(v, KVX_LAND));
+	if ((rc = corrupt_hook(ctx, &o)))
+		return rc;
 	o.targets = targets;
 	o.c.on_event = on_event;
 	o.c.arg = &r;

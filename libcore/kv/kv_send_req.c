@@ -186,6 +186,7 @@ bool kvs_fill_step(struct kv_sender *s)
 	double end = rc_now() + FILL_SLICE_S;
 	struct rc_err e;
 	int rc;
+	bool walked;
 
 	/* One request at a time, in the order they were admitted. */
 	for (uint32_t i = 0; i < s->o->inflight; i++) {
@@ -200,7 +201,11 @@ bool kvs_fill_step(struct kv_sender *s)
 	w.req = q->id;
 	/* The fill, then (GPU memory) the copy of what it finished, both in
 	 * the one slice; the slot's content is complete only once copied. */
-	rc = q->fc.layer < s->g->layers ? kv_walk_slice(&w, &q->fc, FILL_SLICE_S, &e) : 1;
+	walked = q->fc.layer < s->g->layers;
+	rc = walked ? kv_walk_slice(&w, &q->fc, FILL_SLICE_S, &e) : 1;
+	/* test hook: one wrong byte, in the last layer half (copied last) */
+	if (rc == 1 && walked && s->o->corrupt && s->o->corrupt_req == q->id)
+		fill_page(&fp, s->g->layers - 1, kv_halves(s->g) - 1, s->src_pages - 1)[0] ^= 0x5a;
 	if (rc >= 0) {
 		int c = copy_filled(s, q, rc == 1, end, &e);
 

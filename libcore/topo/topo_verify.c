@@ -247,6 +247,11 @@ static int loop_run(struct loop *l, uint64_t bytes, int timeout_ms, double *secs
 		inflight -= n;
 	}
 	*secs = rc_now() - start;
+	/* Test hook (RDMACTL_TEST_TOPO_VERIFY_CORRUPT set, as the fake drivers'
+	 * RDMACTL_*_LIB are): one written byte made wrong, the first of chunk 1
+	 * (of chunk 0 for a write of one chunk), so that the check must fail. */
+	if (getenv("RDMACTL_TEST_TOPO_VERIFY_CORRUPT"))
+		((unsigned char *)l->buf[1])[bytes > VERIFY_CHUNK ? VERIFY_CHUNK : 0] ^= 0x5a;
 	return check(l, bytes < VERIFY_BUF ? bytes : VERIFY_BUF, err);
 }
 

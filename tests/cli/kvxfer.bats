@@ -224,6 +224,9 @@ LLAMA=(--layers 32 --kv-heads 8 --head-dim 128 --dtype bf16)
 	run "$RDMACTL" kvxfer send "${LLAMA[@]}" --tokens 4 --connect 1.2.3.4:5 --cancel-request 1
 	assert_failure 2
 	assert_output --partial "go together"
+	RDMACTL_TEST_KV_CORRUPT=first run "$RDMACTL" kvxfer send "${LLAMA[@]}" --tokens 4 --connect 1.2.3.4:5
+	assert_failure 2
+	assert_output --partial "RDMACTL_TEST_KV_CORRUPT=first: not a request number"
 	run "$RDMACTL" __complete kvxfer ''
 	assert_output "$(printf 'plan\nserve\nsend')"
 }

@@ -245,6 +245,16 @@ a2a_one_wrong() {
 		"${SMALL[@]}"
 }
 
+@test "--no-check: a wrong token goes unseen, and the document says it was not checked" {
+	need_guest
+	a2a_peers 2
+	RDMACTL_TEST_A2A_CORRUPT=combine:1:0 a2a_start 2 --rendezvous "file:$PEERS" "${SMALL[@]}" --no-check
+	a2a_wait
+	[ "${RCS[*]}" = "0 0" ] || { a2a_dump; fail "the ranks exited ${RCS[*]}"; }
+	jq -e '.checked == false and .checked_tokens == 0 and .wrong == 0' "$BATS_TEST_TMPDIR/rank.0.out" ||
+		{ a2a_dump; fail "rank 0's document claims a check"; }
+}
+
 @test "the wrong-token hook: a token the rank does not send, or a malformed value, is refused" {
 	need_guest
 	a2a_peers 2

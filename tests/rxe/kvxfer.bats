@@ -378,6 +378,28 @@ status() {
 		and (.d0 | ev("done") | all(.unpack_us > 0 and .sources == [0,1]))' s0 s1 d0
 }
 
+@test "--verify, the negative: a request that arrives with one byte wrong fails on both sides, the next is verified" {
+	# The hook flips the first byte of request 0's last source page of its
+	# last layer half: 10 tokens in 4-token pages, token 8 of layer 3's V.
+	# Without --verify (d1) nothing is checked, and nothing says verified.
+	serve d0 "${G[@]}" --pool-pages 16 --verify --requests 2
+	serve d1 "${G[@]}" --pool-pages 16 --requests 1
+	RDMACTL_TEST_KV_CORRUPT=0 send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --requests 2
+	RDMACTL_TEST_KV_CORRUPT=0 send s1 "${G[@]}" --connect "$ADDR:$PORT_d1" --tokens 10
+	reap s0 d0 s1 d1
+	status 1 s0 d0
+	status 0 s1 d1
+	check '(.d0 | ev("failed") | length == 1 and (.[0] | .request == 0 and .checked and (.verified | not)
+			and (.reason | startswith("verification failed: request 0 layer 3 V token 8 head 0 dim 0: found "))))
+		and (.d0 | ev("done") | length == 1 and .[0].request == 1 and .[0].verified)
+		and (.s0 | ev("failed") | length == 1 and .[0].request == 0 and (.[0].verified | not)
+			and .[0].reason == "decode rank 0: verification failed")
+		and ([.d0, .s0] | all(ev("summary")[0] | .done == 1 and .verified == 1 and .failed == 1))
+		and ([.d0, .s0] | all(.[-1].error.message == "1 request failed"))
+		and ([.d1, .s1] | all(ev("done") | length == 1 and all((.checked | not) and (.verified | not))))
+		and ([.d1, .s1] | all(ev("summary")[0] | .done == 1 and .verified == 0 and .failed == 0))' s0 d0 s1 d1
+}
+
 @test "a layer's writes spread over four QPs; the decode rank counts every notification" {
 	# --scatter: pages adjacent on both sides would merge into fewer writes than QPs.
 	serve d0 "${G[@]}" --pool-pages 64 --verify --requests 2 --scatter 7

@@ -119,6 +119,22 @@ devinfo_field() {
 	port_of "$output" | jq -e '.verify.ok == true and .verify.written_bytes == 4096 and .verify.bytes == 4096'
 }
 
+@test "--verify, the negative: a port whose loopback data arrives wrong fails, named, exit 1" {
+	# The hook flips the first byte of the second 64 KiB chunk written.
+	RDMACTL_TEST_TOPO_VERIFY_CORRUPT=1 run timeout 120 "$RDMACTL" -d "$DEV" -j probe-topology --verify \
+		--verify-size 256K
+	assert_failure 1
+	port_of "$output" | jq -e '.verify.ok == false and (.verify.error
+		| startswith("the written data does not match what was sent: byte 65536 (chunk 1) is 0x"))'
+	jq -e --arg d "$DEV" '.error.message == "1 port failed the loopback verification (see the findings)"
+		and ([.findings[] | select(.check == "verify" and .severity == "error")] | length == 1
+			and (.[0].message | startswith("\($d) port 1 carried no loopback traffic: the written data does not match")))' <<<"$output"
+	RDMACTL_TEST_TOPO_VERIFY_CORRUPT=1 run timeout 120 "$RDMACTL" -d "$DEV" probe-topology --verify --verify-size 4K
+	assert_failure 1
+	assert_line --regexp '^    verify: no'
+	assert_output --partial "rdmactl: 1 port failed the loopback verification"
+}
+
 @test "a doctor finding about memlock under ulimit -l 64" {
 	run bash -c 'ulimit -l 64 && exec timeout 120 "$0" -j probe-topology' "$RDMACTL"
 	assert_success

@@ -539,6 +539,12 @@ struct kv_send_opts {
 	 * layer before its writes are posted. GPU memory is registered on each
 	 * decode rank's PD by the first path that works (rc_mem_register). */
 	struct rc_mem_spec mem;
+	/* Test hook (rdmactl reads it from RDMACTL_TEST_KV_CORRUPT; no option):
+	 * request corrupt_req leaves with one byte of its content wrong (the
+	 * first of its last source page of the last layer half), so that the
+	 * decode rank's --verify must fail it. */
+	bool corrupt;
+	uint32_t corrupt_req;
 };
 
 /* Run until the requests are finished or stop_fd. Returns 0 (whatever
