@@ -15,10 +15,7 @@ setup() {
 }
 
 teardown() {
-	if [[ -n ${FAKE_PID:-} ]]; then
-		kill "$FAKE_PID" 2>/dev/null || true
-		wait "$FAKE_PID" 2>/dev/null || true
-	fi
+	common_teardown
 }
 
 # fake_etcd BODY: serve every connection on 127.0.0.1 with an HTTP 200
@@ -45,6 +42,7 @@ fake_etcd() {
 		port=$((30000 + RANDOM % 20000))
 		socat "TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr,fork" "EXEC:bash $sh" 2>/dev/null &
 		FAKE_PID=$!
+		started "$FAKE_PID"
 		for ((i = 0; i < 50; i++)); do
 			if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
 				FAKE_EP=127.0.0.1:$port

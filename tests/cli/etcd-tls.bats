@@ -26,7 +26,7 @@ setup() {
 }
 
 teardown() {
-	stop_etcd
+	common_teardown
 }
 
 # with_tls CMD...: CMD with the CA, the client certificate, user root and
