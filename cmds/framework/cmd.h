@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include <rdmactl/mem.h>
+#include <rdmactl/parse.h>
 
 #include "output.h"
 
@@ -165,6 +166,11 @@ int opt_word_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, 
 /* By index: a --token option, else $RDMACTL_TOKEN; NULL when neither is set
  * or it is empty. */
 const char *opt_token_at(const struct opt_vals *v, int i);
+/* By index: an --admin-token-file FILE option (its one line), else
+ * $RDMACTL_ADMIN_TOKEN, into out ("" when neither is set). Returns 0 or
+ * what usage_err returned (a file that cannot be read or holds no token). */
+int opt_admin_token_at(struct ctx *ctx, const struct opt_vals *v, int i,
+		       char out[RC_TOKEN_MAX + 1]);
 
 /* --mem ARG (NULL: host): host, hugepage, cuda or cuda:N. A build without
  * CUDA refuses cuda plainly, and so does a caller that cannot use GPU memory

@@ -250,3 +250,40 @@ int opt_mem_ready(struct ctx *ctx, const char *arg, enum rc_mem_kind kind, int g
 	rc = rc_mem_gpu_check(gpu, &e);
 	return rc ? fail(ctx, rc, "--mem %s: %s", arg, e.msg) : 0;
 }
+
+int opt_admin_token_at(struct ctx *ctx, const struct opt_vals *v, int i,
+		       char out[RC_TOKEN_MAX + 1])
+{
+	const char *path = i >= 0 ? opt_arg(v, i) : NULL, *env;
+	char buf[RC_TOKEN_MAX + 3];
+	size_t n;
+	FILE *f;
+
+	out[0] = 0;
+	if (!path) {
+		env = getenv("RDMACTL_ADMIN_TOKEN");
+		if (!env || !*env)
+			return 0;
+		if (!rc_token_valid(env))
+			return usage_err(ctx, "invalid $RDMACTL_ADMIN_TOKEN: 1 to %d printable characters without spaces",
+					 RC_TOKEN_MAX);
+		snprintf(out, RC_TOKEN_MAX + 1, "%s", env);
+		return 0;
+	}
+	f = fopen(path, "r");
+	if (!f)
+		return usage_err(ctx, "--admin-token-file %s: %s", path, strerror(errno));
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* One line: its newline (and a CR before it) is not the token's. */
+	if (n && buf[n - 1] == '\n')
+		buf[--n] = 0;
+	if (n && buf[n - 1] == '\r')
+		buf[--n] = 0;
+	if (!rc_token_valid(buf))
+		return usage_err(ctx, "--admin-token-file %s: the file holds no token (one line of 1 to %d printable characters without spaces)",
+				 path, RC_TOKEN_MAX);
+	memcpy(out, buf, n + 1); /* valid: at most RC_TOKEN_MAX */
+	return 0;
+}
