@@ -8,7 +8,9 @@
  *
  * TOKEN: what goes in the connect request ("-": none). STEP: track, take,
  * fence, unfence, cutover (ARG: the new home), drop, where, or hash (ARG:
- * how many times the whole region, in one request, default 1). ARG for the
+ * how many times the whole region, in one request, default 1). hashes K: K
+ * requests of the whole region (FIRST to LAST), all posted before any
+ * answer is read; $MIG_CTL_DONE is created once the last answer is in. ARG for the
  * other steps: the move id, "@" for the one TRACK answered on this
  * connection. A SCRIPT holds a STEP [ARG] a line, "sleep S" or "wait PATH", all on one
  * connection. With $MIG_CTL_MARK set, that file is created once connected.
@@ -92,6 +94,74 @@ static int one(struct rc_client *cl, const char *step, const char *arg)
 	return r.status ? 1 : 0;
 }
 
+/* K hash requests of the whole region, FIRST to LAST, all posted at once on
+ * the connection before any answer is read (as a client may); $MIG_CTL_DONE,
+ * when set, is created once the last answer is in. */
+static int hashes(struct rc_client *cl, int k)
+{
+	struct rc_conn *c = cl->conns[0];
+	struct rc_extent x = { .src = 0, .dst = 0, .len = cl->region.length };
+	struct {
+		unsigned char req[16][RC_CTRL_MSG_MAX];
+		unsigned char resp[16][RC_CTRL_MSG_MAX];
+	} *b = calloc(1, sizeof(*b));
+	struct ibv_mr *mr;
+	struct ibv_wc wc[4];
+	struct rc_err e;
+	int got = 0, bad = 0;
+	double t0 = rc_now();
+
+	if (!b || k < 1 || k > 16)
+		return 2;
+	mr = ibv_reg_mr(c->pd, b, sizeof(*b), IBV_ACCESS_LOCAL_WRITE);
+	if (!mr)
+		return 1;
+	for (int i = 0; i < k; i++)
+		if (rc_post_recv(c, b->resp[i], RC_CTRL_MSG_MAX, mr->lkey, (uint64_t)i, &e))
+			return 1;
+	for (int i = 0; i < k; i++) {
+		struct rc_hash_req h = { .ext = &x, .n = 1,
+					 .flags = (i == 0 ? RC_MIG_FIRST : 0) | (i == k - 1 ? RC_MIG_LAST : 0) };
+		int len;
+
+		snprintf(h.region, sizeof(h.region), "%s", cl->region.name);
+		len = rc_ctrl_encode_hash(b->req[i], RC_CTRL_MSG_MAX, (uint32_t)i, &h);
+		if (len < 0 || rc_post_send(c, b->req[i], (uint32_t)len, mr->lkey, (uint64_t)i, &e))
+			return 1;
+	}
+	while (got < k) {
+		int n = rc_poll(c, wc, 4, 120000, &e);
+
+		if (n < 0) {
+			printf("no answer: %s\n", e.msg);
+			return 1;
+		}
+		for (int i = 0; i < n; i++) {
+			struct rc_mig_resp r;
+
+			if (rc_wrid_op(wc[i].wr_id) != RC_OP_RECV)
+				continue;
+			got++;
+			if (rc_ctrl_decode_mig_resp(b->resp[wc[i].wr_id & RC_WRID_MASK], wc[i].byte_len, &r) ||
+			    r.status) {
+				printf("hash %d: status=%d msg=%s\n", (int)(wc[i].wr_id & RC_WRID_MASK),
+				       r.status, r.msg);
+				bad++;
+			}
+		}
+	}
+	if (getenv("MIG_CTL_DONE")) {
+		FILE *f = fopen(getenv("MIG_CTL_DONE"), "w");
+
+		if (f)
+			fclose(f);
+	}
+	printf("status=%d answers=%d in %.0f ms\n", bad ? -1 : 0, got, (rc_now() - t0) * 1000);
+	ibv_dereg_mr(mr);
+	free(b);
+	return bad ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct rc_client_opts o = { .nconns = 1 };
@@ -117,6 +187,11 @@ int main(int argc, char **argv)
 
 		if (f)
 			fclose(f);
+	}
+	if (!strcmp(argv[3], "hashes")) {
+		rc = hashes(cl, argc > 4 ? atoi(argv[4]) : 1);
+		rc_client_close(cl);
+		return rc;
 	}
 	if (strcmp(argv[3], "-")) {
 		rc = one(cl, argv[3], argc > 4 ? argv[4] : NULL);
