@@ -24,6 +24,9 @@ addr_b=${RDMACTL_VM_ADDR_B:?RDMACTL_VM_ADDR_B unset}
 rdmactl=${RDMACTL:-$(dirname -- "${BASH_SOURCE[0]}")/../build/cli/rdmactl}
 command -v jq >/dev/null || { echo "migrate-bench: jq is missing" >&2; exit 1; }
 work=$(mktemp -d)
+# The servers' admin token (migration steps need it), in a file off argv.
+admin=$work/admin.token
+(umask 077 && echo "bench-$$-$RANDOM$RANDOM" >"$admin")
 pids=()
 cleanup() {
 	touch "$work/stop" # the writers end after their current write
@@ -37,7 +40,7 @@ port=7700
 # serve ADDR: a register server with region kv of $size; waits for it.
 serve() {
 	local out=$work/server.$port i
-	"$rdmactl" -j register --listen "$1:$port" --name kv --size "$size" >"$out" 2>&1 &
+	"$rdmactl" -j register --admin-token-file "$admin" --listen "$1:$port" --name kv --size "$size" >"$out" 2>&1 &
 	pids+=("$!")
 	for ((i = 0; i < 300; i++)); do
 		grep -q '"event":"region"' "$out" && return 0
@@ -91,7 +94,7 @@ run() {
 	pids+=("${w[@]}")
 	sleep 2
 	[[ $verify == yes ]] || args+=(--no-verify)
-	if ! out=$("$rdmactl" -j migrate "$src" "$dst" --dirty 64K "${args[@]}"); then
+	if ! out=$("$rdmactl" -j migrate --admin-token-file "$admin" "$src" "$dst" --dirty 64K "${args[@]}"); then
 		echo "migrate-bench: the $rate-rate migration failed: $out" >&2
 		touch "$work/stop"
 		for p in "${w[@]}"; do wait "$p"; done

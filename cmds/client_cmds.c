@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client_cmds.h"
@@ -103,6 +104,26 @@ int client_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	return opt_size_at(ctx, c, v, first + CO_OFFSET, &a->off);
 }
 
+/*
+ * A test's hook, kept out of the help: with RDMACTL_TEST_HOLD_DONE set to
+ * PATH, a write that completed creates PATH.held and waits (at most 60 s)
+ * for PATH to exist before it tells the server it is done, so that a test
+ * can run a migration's fence while the write is in flight.
+ */
+static void hold_done(void *arg)
+{
+	const char *path = arg;
+	char mark[4096];
+	FILE *f;
+
+	snprintf(mark, sizeof(mark), "%s.held", path);
+	f = fopen(mark, "w");
+	if (f)
+		fclose(f);
+	for (int i = 0; i < 6000 && access(path, F_OK); i++)
+		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
+}
+
 int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		const struct client_args *a, int nconns, bool busy_poll, int sq_depth,
 		struct rc_client **out)
@@ -123,6 +144,10 @@ int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 	o.conn.busy_poll = busy_poll;
 	o.conn.sq_depth = sq_depth;
 	o.nconns = nconns;
+	if (getenv("RDMACTL_TEST_HOLD_DONE")) {
+		o.before_done = hold_done;
+		o.before_done_arg = getenv("RDMACTL_TEST_HOLD_DONE");
+	}
 	client_key(key, sizeof(key), &t, &o);
 	cl = ctx->session ? session_client_take(ctx->session, key) : NULL;
 	if (cl) {

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <rdmactl/migrate.h>
 
@@ -21,7 +23,8 @@
 	X(MIG_NO_VERIFY, "no-verify", 0, NULL, "live: skip the sha256 of both sides before the cutover") \
 	X(MIG_KEEP_SOURCE, "keep-source", 0, NULL, "live: the source keeps its (fenced) copy after the cutover") \
 	X(MIG_TOKEN, "token", 'T', "TOKEN", "token both servers require (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
-	X(MIG_TOKEN_FILE, "token-file", 0, "FILE", "the token, from the first line of FILE (mode 600)", COMP_FILE)
+	X(MIG_TOKEN_FILE, "token-file", 0, "FILE", "the token, from the first line of FILE (mode 600)", COMP_FILE) \
+	X(MIG_ADMIN_TOKEN_FILE, "admin-token-file", 0, "FILE", "both servers' admin token (register --admin-token-file), from FILE (default: $RDMACTL_ADMIN_TOKEN)", COMP_FILE)
 
 enum { MIGRATE_OPTS(OPT_INDEX) MIGRATE_NOPTS };
 static const struct cmd_opt migrate_opts[] = { MIGRATE_OPTS(OPT_ENTRY) OPT_END };
@@ -39,7 +42,28 @@ struct mig_plan {
 	const char *from;      /* where the blocks came from, for messages */
 	struct etcd_name en;   /* a source named through etcd */
 	char token_buf[RC_TOKEN_MAX + 1]; /* what --token-file held */
+	char admin[RC_TOKEN_MAX + 1]; /* what --admin-token-file held */
 };
+
+/*
+ * A test's hook, kept out of the help: with RDMACTL_TEST_PAUSE_BEFORE_FENCE
+ * set to PATH, a live move creates PATH.paused right before its fence and
+ * waits (at most 60 s) for PATH to exist, so that a test can put a write in
+ * flight exactly there.
+ */
+static void pause_before_fence(void *arg)
+{
+	const char *path = arg;
+	char mark[4096];
+	FILE *f;
+
+	snprintf(mark, sizeof(mark), "%s.paused", path);
+	f = fopen(mark, "w");
+	if (f)
+		fclose(f);
+	for (int i = 0; i < 6000 && access(path, F_OK); i++)
+		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
+}
 
 static int add_block(struct ctx *ctx, struct mig_plan *p, uint64_t off, uint64_t len,
 		     uint64_t dst, const char *where)
@@ -280,6 +304,13 @@ static int parse(struct ctx *ctx, int argc, char **argv, struct mig_plan *p)
 		return usage_err(ctx, "migrate: in the shell, give --blocks FILE");
 	if ((rc = opt_token(ctx, &v, MIG_TOKEN, MIG_TOKEN_FILE, p->token_buf, &p->o.token)))
 		return rc;
+	if ((rc = opt_admin_token_at(ctx, &v, MIG_ADMIN_TOKEN_FILE, p->admin)))
+		return rc;
+	p->o.admin_token = p->admin[0] ? p->admin : NULL;
+	if (getenv("RDMACTL_TEST_PAUSE_BEFORE_FENCE")) {
+		p->lo.before_fence = pause_before_fence;
+		p->lo.arg = (void *)getenv("RDMACTL_TEST_PAUSE_BEFORE_FENCE");
+	}
 	p->o.dev_name = ctx->dev_name;
 	p->o.timeout_ms = ctx->timeout_ms;
 	if (opt_on(&v, MIG_BLOCKS)) {

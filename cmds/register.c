@@ -35,6 +35,11 @@
 	  "require TOKEN in the connect request (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
 	X(RG_TOKEN_FILE, "token-file", 0, "FILE",                                             \
 	  "require the token on the first line of FILE (mode 600)", COMP_FILE)                   \
+	X(RG_ADMIN_TOKEN_FILE, "admin-token-file", 0, "FILE",                                 \
+	  "the admin token, for migration steps (migrate --admin-token-file), from FILE (default: $RDMACTL_ADMIN_TOKEN)", \
+	  COMP_FILE)                                                                          \
+	X(RG_ALLOW_UNAUTH_MIG, "allow-unauthenticated-migration", 0, NULL,                    \
+	  "without an admin token: let any connected client run migration steps")           \
 	X(RG_MAX_CONNS, "max-conns", 0, "N", "connections served at once (default 64)")          \
 	X(RG_KEEPALIVE_MS, "keepalive-ms", 0, "MS",                                           \
 	  "probe each connection every MS, drop one whose host vanished (default 5000, 0: off)") \
@@ -187,6 +192,8 @@ struct register_args {
 	enum rc_mem_reg gpu_reg;
 	const char *token;
 	char token_buf[RC_TOKEN_MAX + 1]; /* what --token-file held */
+	char admin[RC_TOKEN_MAX + 1]; /* "": none */
+	bool allow_unauth_mig;
 	char etcd[RC_HOST_MAX + 8]; /* --publish: the etcd's HOST:PORT, or "" */
 	char ns[64];
 	int lease_ttl;
@@ -308,7 +315,16 @@ static int register_parse(struct ctx *ctx, const struct cmd *c, const struct opt
 			return usage_err(ctx, "register: --publish needs --listen with the address clients reach, not %s",
 					 a->host);
 	}
-	return opt_token(ctx, v, RG_TOKEN, RG_TOKEN_FILE, a->token_buf, &a->token);
+	if ((rc = opt_token(ctx, v, RG_TOKEN, RG_TOKEN_FILE, a->token_buf, &a->token)))
+		return rc;
+	if ((rc = opt_admin_token_at(ctx, v, RG_ADMIN_TOKEN_FILE, a->admin)))
+		return rc;
+	if (a->admin[0] && a->token && !strcmp(a->admin, a->token))
+		return usage_err(ctx, "register: the admin token must differ from --token (it grants more)");
+	a->allow_unauth_mig = opt_on(v, RG_ALLOW_UNAUTH_MIG);
+	if (a->allow_unauth_mig && a->admin[0])
+		return usage_err(ctx, "register: --allow-unauthenticated-migration is for a server without an admin token");
+	return 0;
 }
 
 /* Run, first part: the server and its regions. */
@@ -322,6 +338,8 @@ static int register_start(struct ctx *ctx, const struct register_args *a,
 	so->port = a->port;
 	so->dev_name = ctx->dev_name;
 	so->token = a->token;
+	so->admin_token = a->admin[0] ? a->admin : NULL;
+	so->allow_unauth_migration = a->allow_unauth_mig;
 	if (a->max_conns)
 		so->max_conns = a->max_conns;
 	so->keepalive_ms = a->keepalive_ms;

@@ -116,10 +116,14 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 work=$(mktemp -d "${TMPDIR:-/tmp}/kv-live-migrate.XXXXXX")
+# The servers' admin token, which migrate presents: the migration steps
+# need it (a region's token grants its data alone). Kept in a file, off argv.
+admin=$work/admin.token
+(umask 077 && head -c 24 /dev/urandom | base64 | tr -d '/+=' >"$admin")
 
 serve() { # NAME LISTEN
 	local events=$work/$1.events deadline=$((SECONDS + step))
-	"$rdmactl" -j register --listen "$2" --name kv --size $((nblocks * bs)) >"$events" 2>"$work/$1.err" &
+	"$rdmactl" -j register --admin-token-file "$admin" --listen "$2" --name kv --size $((nblocks * bs)) >"$events" 2>"$work/$1.err" &
 	server_pid[$1]=$!
 	until jq -n -e 'any(inputs; .event == "region")' "$events" >/dev/null 2>&1; do
 		kill -0 "${server_pid[$1]}" 2>/dev/null || die "the $1 server did not start: $(tail -n 2 "$work/$1.err")"
@@ -145,7 +149,7 @@ j -b "$work/fill.batch" | jq -e 'all(.[]; .output.error == null)' >/dev/null || 
 # --- 2. The urgent request's blocks, as a JSON block list ------------------
 jq -n --arg ids "$urgent" --argjson bs "$bs" \
 	'{blocks: ($ids | split(",") | map(tonumber) | map({offset: (. * $bs), length: $bs}))}' >"$work/urgent.json"
-blocks_out=$(j migrate "$src_t" "$dst_t" --blocks "$work/urgent.json")
+blocks_out=$(j migrate --admin-token-file "$admin" "$src_t" "$dst_t" --blocks "$work/urgent.json")
 jq -e '.verified' <<<"$blocks_out" >/dev/null || die "the urgent blocks differ at the destination"
 log "urgent blocks $urgent: $(jq .bytes <<<"$blocks_out") bytes, verified"
 
@@ -165,7 +169,7 @@ decode_loop() {
 decode_loop &
 loop_pid=$!
 sleep 1
-live_out=$(j migrate "$src_t" "$dst_t" --dirty 64K)
+live_out=$(j migrate --admin-token-file "$admin" "$src_t" "$dst_t" --dirty 64K)
 sleep 1
 touch "$work/stop"
 wait "$loop_pid"

@@ -195,6 +195,11 @@ int opt_token(struct ctx *ctx, const struct opt_vals *v, int i_token, int i_file
  * cannot be read, a regular file that group or others may read or write
  * (ssh's rule for keys), an empty first line, one that does not fit. */
 int opt_secret_file(struct ctx *ctx, const char *opt, const char *path, char *buf, size_t cap);
+/* By index: an --admin-token-file FILE option (its one line), else
+ * $RDMACTL_ADMIN_TOKEN, into out ("" when neither is set). Returns 0 or
+ * what usage_err returned (a file that cannot be read or holds no token). */
+int opt_admin_token_at(struct ctx *ctx, const struct opt_vals *v, int i,
+		       char out[RC_TOKEN_MAX + 1]);
 
 /* --mem ARG (NULL: host): host, hugepage, cuda or cuda:N. A build without
  * CUDA refuses cuda plainly, and so does a caller that cannot use GPU memory

@@ -530,3 +530,29 @@ int opt_token(struct ctx *ctx, const struct opt_vals *v, int i_token, int i_file
 	*out = t;
 	return 0;
 }
+
+int opt_admin_token_at(struct ctx *ctx, const struct opt_vals *v, int i,
+		       char out[RC_TOKEN_MAX + 1])
+{
+	const char *path = i >= 0 ? opt_arg(v, i) : NULL, *env;
+	int rc;
+
+	out[0] = 0;
+	if (path) {
+		if ((rc = opt_secret_file(ctx, "admin-token-file", path, out, RC_TOKEN_MAX + 1)))
+			return rc;
+		if (rc_token_valid(out))
+			return 0;
+		out[0] = 0;
+		return usage_err(ctx, "--admin-token-file %s: the file holds no token (one line of 1 to %d printable characters without spaces)",
+				 path, RC_TOKEN_MAX);
+	}
+	env = getenv("RDMACTL_ADMIN_TOKEN");
+	if (!env || !*env)
+		return 0;
+	if (!rc_token_valid(env))
+		return usage_err(ctx, "invalid $RDMACTL_ADMIN_TOKEN: 1 to %d printable characters without spaces",
+				 RC_TOKEN_MAX);
+	snprintf(out, RC_TOKEN_MAX + 1, "%s", env);
+	return 0;
+}

@@ -22,7 +22,8 @@
 static int open_side(const char *side, const struct rc_target *t, const struct rc_migrate_opts *o,
 		     struct rc_client **cl, struct rc_err *err)
 {
-	struct rc_client_opts co = { .token = o->token, .nconns = 1 };
+	struct rc_client_opts co = { .token = o->admin_token ? o->admin_token : o->token,
+				     .nconns = 1 };
 	char why[sizeof(err->msg)];
 	int rc;
 
@@ -152,7 +153,7 @@ static int pull_some(struct rc_client *b, const struct rc_migrate_opts *o, const
 }
 
 static int hash_all(struct rc_client *cl, const char *side, bool at_dst, const char *region,
-		    const struct rc_extent *ext, size_t n, int wait_ms,
+		    const struct rc_extent *ext, size_t n, uint64_t cap, int wait_ms,
 		    unsigned char digest[RC_SHA256_LEN], struct rc_err *err)
 {
 	struct rc_hash_req req = { 0 };
@@ -162,9 +163,13 @@ static int hash_all(struct rc_client *cl, const char *side, bool at_dst, const c
 	snprintf(req.region, sizeof(req.region), "%s", region);
 	do {
 		struct rc_mig_resp resp;
-		size_t k = n - i < RC_HASH_MAX_EXT ? n - i : RC_HASH_MAX_EXT;
+		uint64_t sum = 0;
+		size_t k = 0;
 		int rc;
 
+		/* A server hashes at most its region's size per request. */
+		while (i + k < n && k < RC_HASH_MAX_EXT && (k == 0 || sum + ext[i + k].len <= cap))
+			sum += ext[i + k++].len;
 		req.flags = (i == 0 ? RC_MIG_FIRST : 0) | (i + k == n ? RC_MIG_LAST : 0) |
 			    (at_dst ? RC_HASH_DST : 0);
 		req.n = (uint32_t)k;
@@ -208,9 +213,9 @@ int rc_migrate_blocks(const struct rc_migrate_opts *o, struct rc_migrate_result 
 	r->blocks_per_round[0] = n;
 	r->bytes = r->bytes_per_round[0];
 	/* Hashing tens of MiB takes the servers' CPUs a while under emulation. */
-	rc = hash_all(a, "source", false, r->region, ext, n, wait * 4, r->sha_src, err);
+	rc = hash_all(a, "source", false, r->region, ext, n, a->region.length, wait * 4, r->sha_src, err);
 	if (!rc)
-		rc = hash_all(b, "destination", true, r->region, ext, n, wait * 4, r->sha_dst, err);
+		rc = hash_all(b, "destination", true, r->region, ext, n, a->region.length, wait * 4, r->sha_dst, err);
 	if (rc)
 		goto out;
 	r->verified = !memcmp(r->sha_src, r->sha_dst, RC_SHA256_LEN);
@@ -237,7 +242,7 @@ static void *hash_thread(void *arg)
 {
 	struct hash_job *j = arg;
 
-	j->rc = hash_all(j->cl, "destination", false, j->region, &j->whole, 1, j->wait_ms,
+	j->rc = hash_all(j->cl, "destination", false, j->region, &j->whole, 1, j->whole.len, j->wait_ms,
 			 j->digest, &j->err);
 	return NULL;
 }
@@ -267,11 +272,11 @@ static int ext_add(struct ext_list *l, const struct rc_extent *x, size_t n, stru
 	return 0;
 }
 
-static int step(struct rc_client *a, enum rc_mig_step s, const char *region, const char *arg,
-		struct rc_mig_resp *resp, int wait_ms, struct rc_err *err)
+static int step(struct rc_client *a, enum rc_mig_step s, uint32_t move, const char *region,
+		const char *arg, struct rc_mig_resp *resp, int wait_ms, struct rc_err *err)
 {
 	unsigned char buf[RC_CTRL_MSG_MAX];
-	struct rc_mig_cmd c = { .step = (uint32_t)s };
+	struct rc_mig_cmd c = { .step = (uint32_t)s, .move = move };
 
 	snprintf(c.region, sizeof(c.region), "%s", region);
 	snprintf(c.arg, sizeof(c.arg), "%s", arg ? arg : "");
@@ -280,12 +285,12 @@ static int step(struct rc_client *a, enum rc_mig_step s, const char *region, con
 }
 
 /* The blocks written at the source since the last take, appended to l. */
-static int take(struct rc_client *a, const char *region, int wait_ms, struct ext_list *l,
-		struct rc_err *err)
+static int take(struct rc_client *a, const char *region, uint32_t move, int wait_ms,
+		struct ext_list *l, struct rc_err *err)
 {
 	unsigned char req[RC_CTRL_MSG_MAX], resp[RC_CTRL_MSG_MAX];
 	struct rc_extent x[RC_HASH_MAX_EXT];
-	struct rc_mig_cmd c = { .step = RC_MIG_TAKE };
+	struct rc_mig_cmd c = { .step = RC_MIG_TAKE, .move = move };
 	struct rc_hash_req d = { .ext = x };
 	int len;
 
@@ -409,7 +414,7 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 	int wait = o->timeout_ms > 0 ? o->timeout_ms : 5000, rc, max_rounds;
 	bool tracking = false, cut = false;
 	uint64_t bytes;
-	uint32_t rkey;
+	uint32_t rkey, move = 0;
 
 	memset(r, 0, sizeof(*r));
 	r->blackout_ms = -1;
@@ -423,9 +428,10 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 	if ((rc = open_pair(o, &a, &b, r, err)))
 		goto out;
 	/* 1. Record writes from now on; the first round copies everything. */
-	rc = step(a, RC_MIG_TRACK, r->region, NULL, &resp, wait, err);
+	rc = step(a, RC_MIG_TRACK, 0, r->region, NULL, &resp, wait, err);
 	if (rc)
 		goto out;
+	move = (uint32_t)resp.bytes;
 	tracking = true;
 	whole = (struct rc_extent){ .src = 0, .dst = 0, .len = r->length };
 	rc = pull_some(b, o, r->region, &whole, 1, true, false, 0, &bytes, err);
@@ -434,7 +440,7 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 	round_done(r, bytes, (r->length + RC_MIG_BLOCK - 1) / RC_MIG_BLOCK);
 	/* 2. Pre-copy: what was written meanwhile, until it is small. */
 	for (;;) {
-		rc = take(a, r->region, wait, &pend, err);
+		rc = take(a, r->region, move, wait, &pend, err);
 		if (rc)
 			goto out;
 		if (pend.bytes <= lo->dirty_bytes || r->rounds >= max_rounds - 1)
@@ -447,12 +453,14 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 		pend.bytes = 0;
 	}
 	/* 3. Fence: writes at the source now fail; what slipped in is listed. */
+	if (lo->before_fence)
+		lo->before_fence(lo->arg);
 	tf = rc_now();
-	rc = step(a, RC_MIG_FENCE, r->region, NULL, &resp, wait, err);
+	rc = step(a, RC_MIG_FENCE, move, r->region, NULL, &resp, wait, err);
 	if (rc)
 		goto out;
 	rkey = (uint32_t)resp.bytes;
-	rc = take(a, r->region, wait, &pend, err);
+	rc = take(a, r->region, move, wait, &pend, err);
 	if (rc)
 		goto out;
 	/* 4. The final copy, through the read-only registration (nothing to
@@ -473,7 +481,7 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 
 		if (!threaded)
 			hash_thread(&j);
-		rc = hash_all(a, "source", false, r->region, &whole, 1, wait * 4, r->sha_src, err);
+		rc = hash_all(a, "source", false, r->region, &whole, 1, whole.len, wait * 4, r->sha_src, err);
 		if (threaded)
 			pthread_join(th, NULL);
 		if (!rc && j.rc) {
@@ -497,7 +505,7 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 	 * names the source, which sends every client on. */
 	snprintf(dst, sizeof(dst), "%s%s%s:%s", strchr(o->dst.host, ':') ? "[" : "", o->dst.host,
 		 strchr(o->dst.host, ':') ? "]" : "", o->dst.port);
-	rc = step(a, RC_MIG_CUTOVER, r->region, dst, &resp, wait, err);
+	rc = step(a, RC_MIG_CUTOVER, move, r->region, dst, &resp, wait, err);
 	if (rc)
 		goto out;
 	cut = true;
@@ -517,7 +525,7 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 	}
 	/* 7. The destination holds it all: the source lets its copy go. */
 	if (!lo->keep_source)
-		rc = step(a, RC_MIG_DROP, r->region, NULL, &resp, wait, err);
+		rc = step(a, RC_MIG_DROP, move, r->region, NULL, &resp, wait, err);
 	r->seconds = rc_now() - t0;
 out:
 	if (rc && tracking && !cut) {
@@ -526,7 +534,7 @@ out:
 		struct rc_err e2;
 
 		snprintf(why, sizeof(why), "%s", err->msg);
-		if (step(a, RC_MIG_UNFENCE, r->region, NULL, &resp, wait, &e2))
+		if (step(a, RC_MIG_UNFENCE, move, r->region, NULL, &resp, wait, &e2))
 			rc_err_set(err, -rc, "%s; aborted, and the source could not be told (%s): it lifts the fence itself once this command's connection is gone",
 				   why, e2.msg);
 		else

@@ -305,6 +305,8 @@ static int client_stream(struct rc_client *cl, enum rc_op op, uint64_t off, uint
 	};
 
 	rc = rc_stream_run(&s, res, err);
+	if (!rc && op == RC_OP_WRITE && cl->opts.before_done)
+		cl->opts.before_done(cl->opts.before_done_arg);
 	if (!rc && op == RC_OP_WRITE)
 		rc = announce(cl, &st, RC_MIG_DONE, off, len, io->timeout_ms, err);
 	staging_put(&st);

@@ -281,7 +281,7 @@ int rc_ctrl_encode_mig_cmd(void *buf, size_t cap, uint32_t seq, const struct rc_
 		return -ENOSPC;
 	rc_ctrl_encode_hdr(buf, cap, RC_CTRL_MIG_CMD, MIG_CMD_LEN, seq);
 	put32(p, c->step);
-	put32(p + 4, 0);
+	put32(p + 4, c->move);
 	put_str(p + 8, c->region, RC_NAME_MAX);
 	put64(p + 8 + RC_NAME_MAX, c->off);
 	put64(p + 16 + RC_NAME_MAX, c->len);
@@ -297,6 +297,7 @@ int rc_ctrl_decode_mig_cmd(const void *buf, size_t len, struct rc_mig_cmd *c)
 	if (rc_ctrl_decode_hdr(buf, len, &h) || h.type != RC_CTRL_MIG_CMD || h.len != MIG_CMD_LEN)
 		return -EBADMSG;
 	c->step = get32(p);
+	c->move = get32(p + 4);
 	c->off = get64(p + 8 + RC_NAME_MAX);
 	c->len = get64(p + 16 + RC_NAME_MAX);
 	if (get_str(c->region, p + 8, RC_NAME_MAX) ||

@@ -29,6 +29,7 @@ struct srv_conn {
 	double probe_at;   /* next keepalive probe */
 	double probe_sent; /* the one in flight */
 	bool probing;   /* one in flight */
+	bool admin;     /* it presented the admin token: migration steps */
 	struct {
 		unsigned char recv[SRV_RECVS][RC_CTRL_MSG_MAX];
 		/* The reply to the request in recv[i]: its own buffer, and recv[i]
@@ -41,6 +42,7 @@ struct srv_conn {
 struct rc_server {
 	struct rc_server_opts o;
 	char token[RC_TOKEN_MAX + 1];
+	char admin[RC_TOKEN_MAX + 1];
 	struct rc_listener *l;
 	struct rc_gid_info gid;
 	struct rc_region regions[RC_MAX_REGIONS];
@@ -48,6 +50,7 @@ struct rc_server {
 	struct srv_conn *conns[SRV_MAX_CONNS];
 	int nconns;
 	int max_conns;
+	bool draining; /* a fence's drain_all is under way */
 	struct srv_mig *mig; /* a migration's pull connection and hash */
 	struct {
 		double at;     /* the next pass starts then */
@@ -83,6 +86,13 @@ int rc_server_create(const struct rc_server_opts *o, struct rc_server **out, str
 		return rc_err_set(err, EINVAL,
 				  "a token is 1 to %d printable characters without spaces",
 				  RC_TOKEN_MAX);
+	if (o->admin_token && !rc_token_valid(o->admin_token))
+		return rc_err_set(err, EINVAL,
+				  "an admin token is 1 to %d printable characters without spaces",
+				  RC_TOKEN_MAX);
+	if (o->admin_token && o->token && !strcmp(o->admin_token, o->token))
+		return rc_err_set(err, EINVAL,
+				  "the admin token must differ from the token: it grants more");
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return rc_err_set(err, ENOMEM, "out of memory");
@@ -92,6 +102,8 @@ int rc_server_create(const struct rc_server_opts *o, struct rc_server **out, str
 	s->max_conns = o->max_conns > 0 && o->max_conns <= SRV_MAX_CONNS ? o->max_conns : 64;
 	if (o->token)
 		strcpy(s->token, o->token);
+	if (o->admin_token)
+		strcpy(s->admin, o->admin_token);
 	rc = rc_listen(o->addr, o->port, o->dev_name, &s->l, err);
 	if (rc) {
 		free(s);
@@ -207,7 +219,8 @@ static void conn_free(struct srv_conn *sc)
 	free(sc);
 }
 
-static void drain_all(void *arg);
+static void drain_all(void *arg, const void *skip);
+static void mig_reply(void *arg, const void *conn, int slot, const void *msg, size_t len);
 
 /* Whether sc is still served: a migration's fence drains every connection
  * from inside the handling of one (drain_all), and may drop any of them. */
@@ -223,7 +236,8 @@ static struct srv_mig_host mig_host(struct rc_server *s)
 {
 	return (struct srv_mig_host){ .regions = s->regions, .nregions = s->nregions,
 				      .pd = s->l->pd, .bind_addr = s->l->addr,
-				      .dev_name = s->l->dev_name, .drain_all = drain_all, .arg = s };
+				      .dev_name = s->l->dev_name, .drain_all = drain_all,
+				      .reply = mig_reply, .arg = s };
 }
 
 static void drop_conn(struct rc_server *s, struct srv_conn *sc, bool peer_gone, bool tell,
@@ -250,12 +264,24 @@ static void drop_conn(struct rc_server *s, struct srv_conn *sc, bool peer_gone, 
 		emit(s, RC_EV_DISCONNECTED, peer, why);
 }
 
+/* Whether the connect request carries the admin token (compared in full,
+ * in constant time, as the token). */
+static bool admin_ok(const struct rc_server *s, const struct rdma_conn_param *p)
+{
+	const unsigned char *pd = p->private_data;
+	size_t len = pd ? p->private_data_len : 0;
+
+	return s->admin[0] && len && pd[0] && rc_token_equal(s->admin, pd, len);
+}
+
 static bool token_ok(const struct rc_server *s, const struct rdma_conn_param *p,
 		     const char **why)
 {
 	const unsigned char *pd = p->private_data;
 	size_t len = pd ? p->private_data_len : 0;
 
+	if (admin_ok(s, p))
+		return true;
 	if (!s->token[0])
 		return true;
 	if (len == 0 || pd[0] == 0) {
@@ -305,6 +331,7 @@ static void on_connect_request(struct rc_server *s, struct rc_cm_event *ev)
 		return;
 	}
 	sc->c->user = sc;
+	sc->admin = s->admin[0] ? admin_ok(s, &ev->param) : s->o.allow_unauth_migration;
 	s->conns[s->nconns++] = sc;
 }
 
@@ -374,8 +401,10 @@ static void handle_ctrl(struct rc_server *s, struct srv_conn *sc, struct ibv_wc 
 	} else {
 		struct srv_mig_host mh = mig_host(s);
 
-		len = srv_mig_handle(&s->mig, &mh, sc, sc->buf.recv[slot], wc->byte_len, out,
-				     RC_CTRL_MSG_MAX);
+		len = srv_mig_handle(&s->mig, &mh, sc, sc->admin, slot, sc->buf.recv[slot],
+				     wc->byte_len, out, RC_CTRL_MSG_MAX);
+		if (len == SRV_MIG_LATER)
+			return; /* the slot is the request's until mig_reply */
 	}
 	/* With a reply out, the slot waits for its completion (above). */
 	if (len > 0 &&
@@ -501,17 +530,38 @@ static void keepalive(struct rc_server *s)
 	}
 }
 
-static void drain_all(void *arg)
+/* A fence's: every connection but skip, the one whose request is being
+ * handled (dropping it would free what its handler still writes to). Not
+ * again from inside itself (a fence in another connection's queue). */
+static void drain_all(void *arg, const void *skip)
 {
 	struct rc_server *s = arg;
 	struct srv_conn *all[SRV_MAX_CONNS];
 	int n = s->nconns;
 
+	if (s->draining)
+		return;
+	s->draining = true;
 	/* A snapshot: draining one may drop others and reorder the table. */
 	memcpy(all, s->conns, (size_t)n * sizeof(all[0]));
 	for (int i = 0; i < n; i++)
-		if (conn_live(s, all[i]))
+		if (all[i] != skip && conn_live(s, all[i]))
 			drain_cq(s, all[i]);
+	s->draining = false;
+}
+
+/* A PULL or HASH the worker finished: its answer goes in its slot. */
+static void mig_reply(void *arg, const void *conn, int slot, const void *msg, size_t len)
+{
+	struct rc_server *s = arg;
+	struct srv_conn *sc = (struct srv_conn *)conn;
+
+	if (!conn_live(s, sc) || slot < 0 || slot >= SRV_RECVS || len > RC_CTRL_MSG_MAX)
+		return;
+	memcpy(sc->buf.send[slot], msg, len);
+	if (rc_post_send(sc->c, sc->buf.send[slot], (uint32_t)len, sc->mr->lkey, (uint64_t)slot,
+			 NULL))
+		post_ctrl_recv(sc, slot);
 }
 
 static void handle_cqs(struct rc_server *s, struct pollfd *pfd, int n)
@@ -530,8 +580,8 @@ static void handle_cqs(struct rc_server *s, struct pollfd *pfd, int n)
 
 int rc_server_step(struct rc_server *s, int timeout_ms, struct rc_err *err)
 {
-	struct pollfd pfd[SRV_MAX_CONNS + 1];
-	int n = s->nconns, r;
+	struct pollfd pfd[SRV_MAX_CONNS + 2];
+	int n = s->nconns, r, mfd = srv_mig_fd(s->mig);
 
 	if (flush_step(s))
 		timeout_ms = 0;
@@ -543,11 +593,17 @@ int rc_server_step(struct rc_server *s, int timeout_ms, struct rc_err *err)
 	for (int i = 0; i < n; i++)
 		pfd[i] = (struct pollfd){ .fd = s->conns[i]->c->cch->fd, .events = POLLIN };
 	pfd[n] = (struct pollfd){ .fd = s->l->ech->fd, .events = POLLIN };
-	r = poll(pfd, (nfds_t)n + 1, timeout_ms);
+	pfd[n + 1] = (struct pollfd){ .fd = mfd, .events = POLLIN };
+	r = poll(pfd, (nfds_t)n + (mfd >= 0 ? 2 : 1), timeout_ms);
 	if (r < 0)
 		return errno == EINTR ? 0 : rc_err_set(err, errno, "poll failed: %s", strerror(errno));
 	/* Completions first: a connection may be dropped by a CM event below. */
 	handle_cqs(s, pfd, n);
+	if (mfd >= 0 && (pfd[n + 1].revents & POLLIN)) {
+		struct srv_mig_host mh = mig_host(s);
+
+		srv_mig_poll(s->mig, &mh);
+	}
 	return handle_cm(s, err);
 }
 

@@ -5,11 +5,33 @@
  * listening address, so the pulled bytes land straight in its own region)
  * and READs the extents it is sent. Either side hashes extents of its own
  * memory, so the orchestrator compares what each side really holds.
+ *
+ * Each region has a migration state, and every step is checked against it:
+ *
+ *   serving --TRACK--> tracking --FENCE--> fenced --CUTOVER--> cut over --DROP--> dropped
+ *      ^                  |                  |                    |                 |
+ *      +----UNFENCE-------+------------------+                    +--PULL (FIRST)---+
+ *
+ * A cut over or dropped region is listed still (so that a client that finds
+ * it here asks WHERE and follows it), without a registration: every access
+ * fails, and it is a destination like any other for a move back (PULL).
+ * TRACK answers a move id that every later step of that move carries; the
+ * steps, PULL and HASH need an admin connection (server.c decides).
+ *
+ * PULL and HASH run on one worker thread, one request at a time, so that
+ * the event loop answers everyone else meanwhile; the requests wait in a
+ * queue of their own, each holding its connection's slot until its answer.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <rdmactl/client.h>
 #include <rdmactl/sha256.h>
@@ -18,17 +40,27 @@
 
 #define PULL_TIMEOUT_MS 5000
 #define MAX_OPEN 256
+#define MAX_JOBS 32 /* PULL and HASH requests queued for the worker */
+/* 0: no worker thread, every request runs on the loop (the fuzz harness,
+ * tests/fuzz/fuzz_region_srv.c, for inputs that replay the same way). */
+#ifndef SRV_MIG_THREADS
+#define SRV_MIG_THREADS 1
+#endif
 
-/* A region being moved away: what was written since the last TAKE. */
+enum mig_state { MS_SERVING, MS_TRACKING, MS_FENCED, MS_CUT_OVER, MS_DROPPED };
+
+static const char *state_name[] = { "served here", "being moved (tracking its writes)",
+				    "being moved (fenced)", "cut over", "dropped" };
+
+/* A region's migration: what was written since the last TAKE. */
 struct mig_region {
-	bool tracking;
-	bool fenced;
-	bool moved;
-	bool dropped;
-	const void *owner;         /* the orchestrator's connection */
+	enum mig_state state;
+	uint32_t move;             /* the move that owns it (tracking to cut over), else 0 */
+	const void *owner;         /* that move's connection */
 	struct ibv_mr *ro;         /* registered at TRACK, read-only: the fence's */
 	uint64_t nblocks;
 	uint8_t *dirty;            /* one byte a block: simple, and regions are few */
+	int busy;                  /* PULL and HASH requests queued or running on it */
 	char moved_to[RC_MIG_MSG_LEN];
 };
 
@@ -39,15 +71,70 @@ struct open_write {
 	uint64_t off, len;
 };
 
+/* A PULL or HASH for the worker: everything it needs, taken on the event
+ * loop when the request was checked. */
+struct job {
+	const void *conn;          /* NULL: its connection is gone, no answer */
+	int slot;
+	uint32_t seq;
+	uint32_t type;             /* RC_CTRL_PULL_REQ or RC_CTRL_HASH_REQ */
+	int region;
+	uint32_t flags;
+	uint32_t n;
+	struct rc_extent ext[RC_PULL_MAX_EXT > RC_HASH_MAX_EXT ? RC_PULL_MAX_EXT : RC_HASH_MAX_EXT];
+	/* PULL */
+	struct rc_target src;
+	char token[RC_MIG_TOKEN_LEN];
+	uint32_t rkey;
+	uint64_t local;
+	uint32_t lkey;
+	uint64_t dst_len;
+	/* HASH */
+	const unsigned char *buf;
+	/* The answer */
+	struct rc_mig_resp resp;
+};
+
 struct srv_mig {
 	struct mig_region reg[RC_MAX_REGIONS];
 	struct open_write open[MAX_OPEN];
 	int nopen;
-	struct rc_client *src;     /* the pull connection, FIRST to LAST */
-	struct rc_sha256 sha;      /* the hash, FIRST to LAST */
+	/* The pull connection (FIRST to LAST) and the hash (FIRST to LAST):
+	 * one of each per server, owned by the connection that started it;
+	 * the worker uses them, the loop only while no job runs. */
+	struct rc_client *src;
+	const void *pull_owner;
+	int pull_region;
+	bool src_close;            /* its owner went while a job ran: close it after */
+	struct rc_sha256 sha;
 	uint64_t hashed;
-	struct rc_extent ext[RC_PULL_MAX_EXT > RC_HASH_MAX_EXT ? RC_PULL_MAX_EXT : RC_HASH_MAX_EXT];
+	const void *hash_owner;
+	int hash_region;
+	bool hash_at_dst;
+	/* The queue: jobs[head..head+njobs), jobs[head] runs when running. */
+	struct job *jobs[MAX_JOBS];
+	int head, njobs;
+	bool running;
+	/* The worker */
+	struct ibv_pd *pd;
+	const char *bind_addr, *dev_name;
+	pthread_t th;
+	bool th_up, quit;
+	struct job *todo, *done;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int efd;
 };
+
+static bool moving(const struct mig_region *m)
+{
+	return m->state == MS_TRACKING || m->state == MS_FENCED;
+}
+
+static bool gone(const struct mig_region *m)
+{
+	return m->state == MS_CUT_OVER || m->state == MS_DROPPED;
+}
 
 /* Not moving any more: the read-only registration made for a fence goes. */
 static void unready(struct mig_region *m)
@@ -57,24 +144,247 @@ static void unready(struct mig_region *m)
 	m->ro = NULL;
 }
 
+static void mark(struct mig_region *m, uint64_t off, uint64_t len)
+{
+	if (!moving(m) || !m->dirty || !len)
+		return;
+	for (uint64_t b = off / RC_MIG_BLOCK; b <= (off + len - 1) / RC_MIG_BLOCK && b < m->nblocks; b++)
+		m->dirty[b] = 1;
+}
+
+/* Served here again, as before the move. */
+static void serve_again(struct mig_region *m)
+{
+	m->state = MS_SERVING;
+	m->move = 0;
+	m->owner = NULL;
+	m->moved_to[0] = 0;
+	unready(m);
+	free(m->dirty);
+	m->dirty = NULL;
+	m->nblocks = 0;
+}
+
+/* ---- the worker ---- */
+
+static int pull_run(struct srv_mig *st, struct job *j, struct rc_err *err)
+{
+	int rc;
+
+	if (j->flags & RC_MIG_FIRST) {
+		struct rc_client_opts o = { .token = j->token[0] ? j->token : NULL, .nconns = 1 };
+
+		rc_client_close(st->src);
+		st->src = NULL;
+		o.conn.pd = st->pd;
+		o.conn.bind_addr = st->bind_addr;
+		o.conn.dev_name = st->dev_name;
+		o.conn.timeout_ms = PULL_TIMEOUT_MS;
+		o.conn.sq_depth = 32;
+		rc = rc_client_open(&j->src, &o, &st->src, err);
+		if (rc) {
+			char why[sizeof(err->msg)];
+
+			snprintf(why, sizeof(why), "%s", err->msg);
+			return rc_err_set(err, -rc, "cannot reach the source %s:%s: %s", j->src.host,
+					  j->src.port, why);
+		}
+	}
+	if (!st->src)
+		return rc_err_set(err, ENOTCONN, "a pull must start with RC_MIG_FIRST");
+	for (uint32_t i = 0; i < j->n; i++)
+		if (j->ext[i].src > st->src->region.length ||
+		    j->ext[i].len > st->src->region.length - j->ext[i].src)
+			return rc_err_set(err, ERANGE, "extent %llu+%llu is past the end of the source's region",
+					  (unsigned long long)j->ext[i].src,
+					  (unsigned long long)j->ext[i].len);
+	struct rc_copy c = {
+		.op = RC_OP_READ, .conn = st->src->conns[0], .local = j->local, .lkey = j->lkey,
+		.remote = st->src->region.addr,
+		.rkey = (j->flags & RC_PULL_RKEY) ? j->rkey : st->src->region.rkey,
+		.ext = j->ext, .n = j->n, .timeout_ms = PULL_TIMEOUT_MS,
+	};
+
+	rc = rc_copy_run(&c, &j->resp.bytes, err);
+	if (rc || (j->flags & RC_MIG_LAST)) {
+		rc_client_close(st->src);
+		st->src = NULL;
+	}
+	return rc;
+}
+
+static void hash_run(struct srv_mig *st, struct job *j)
+{
+	bool at_dst = j->flags & RC_HASH_DST;
+
+	if (j->flags & RC_MIG_FIRST) {
+		rc_sha256_init(&st->sha);
+		st->hashed = 0;
+	}
+	for (uint32_t i = 0; i < j->n; i++) {
+		rc_sha256_update(&st->sha, j->buf + (at_dst ? j->ext[i].dst : j->ext[i].src),
+				 (size_t)j->ext[i].len);
+		st->hashed += j->ext[i].len;
+	}
+	j->resp.bytes = st->hashed;
+	if (j->flags & RC_MIG_LAST)
+		rc_sha256_final(&st->sha, j->resp.digest);
+}
+
+static void job_run(struct srv_mig *st, struct job *j)
+{
+	struct rc_err e = { 0 };
+	int rc = 0;
+
+	if (j->type == RC_CTRL_PULL_REQ)
+		rc = pull_run(st, j, &e);
+	else
+		hash_run(st, j);
+	j->resp.status = rc;
+	if (rc)
+		snprintf(j->resp.msg, sizeof(j->resp.msg), "%.*s", RC_MIG_MSG_LEN - 1, e.msg);
+}
+
+static void *worker(void *arg)
+{
+	struct srv_mig *st = arg;
+
+	/* Bulk work: the event loop, and whatever else the host runs, first. */
+	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+	pthread_mutex_lock(&st->mu);
+	for (;;) {
+		struct job *j;
+
+		while (!st->todo && !st->quit)
+			pthread_cond_wait(&st->cv, &st->mu);
+		if (st->quit)
+			break;
+		j = st->todo;
+		st->todo = NULL;
+		pthread_mutex_unlock(&st->mu);
+		job_run(st, j);
+		pthread_mutex_lock(&st->mu);
+		st->done = j;
+		if (write(st->efd, &(uint64_t){ 1 }, 8) < 0) {
+			/* an eventfd write fails only on overflow: it is readable */
+		}
+	}
+	pthread_mutex_unlock(&st->mu);
+	return NULL;
+}
+
+/* The next queued job to the worker (or, without one, run here). */
+static void job_start(struct srv_mig *st)
+{
+	if (st->running || !st->njobs)
+		return;
+	st->running = true;
+	if (!st->th_up) {
+		job_run(st, st->jobs[st->head]);
+		st->done = st->jobs[st->head];
+		if (write(st->efd, &(uint64_t){ 1 }, 8) < 0) {
+			/* readable already */
+		}
+		return;
+	}
+	pthread_mutex_lock(&st->mu);
+	st->todo = st->jobs[st->head];
+	pthread_cond_signal(&st->cv);
+	pthread_mutex_unlock(&st->mu);
+}
+
+int srv_mig_fd(const struct srv_mig *st)
+{
+	return st ? st->efd : -1;
+}
+
+void srv_mig_poll(struct srv_mig *st, const struct srv_mig_host *h)
+{
+	unsigned char out[RC_CTRL_MSG_MAX];
+	uint64_t v;
+	struct job *j;
+	int len;
+
+	if (!st || read(st->efd, &v, sizeof(v)) < 0)
+		return;
+	pthread_mutex_lock(&st->mu);
+	j = st->done;
+	st->done = NULL;
+	pthread_mutex_unlock(&st->mu);
+	if (!j)
+		return;
+	st->running = false;
+	st->head = (st->head + 1) % MAX_JOBS;
+	st->njobs--;
+	if (j->region >= 0 && j->region < RC_MAX_REGIONS)
+		st->reg[j->region].busy--;
+	if (j->type == RC_CTRL_PULL_REQ && (j->resp.status || (j->flags & RC_MIG_LAST)))
+		st->pull_owner = NULL;
+	if (j->type == RC_CTRL_HASH_REQ && (j->flags & RC_MIG_LAST))
+		st->hash_owner = NULL;
+	if (st->src_close && !st->pull_owner) {
+		rc_client_close(st->src);
+		st->src = NULL;
+		st->src_close = false;
+	}
+	if (j->conn) {
+		len = rc_ctrl_encode_mig_resp(out, sizeof(out), j->seq, &j->resp);
+		if (len > 0 && h->reply)
+			h->reply(h->arg, j->conn, j->slot, out, (size_t)len);
+	}
+	free(j);
+	job_start(st);
+}
+
+/* ---- the state ---- */
+
+static struct srv_mig *mig_new(const struct srv_mig_host *h)
+{
+	struct srv_mig *st = calloc(1, sizeof(*st));
+	bool any;
+
+	if (!st)
+		return NULL;
+	st->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (st->efd < 0) {
+		free(st);
+		return NULL;
+	}
+	any = !h->bind_addr || !*h->bind_addr || !strcmp(h->bind_addr, "0.0.0.0") ||
+	      !strcmp(h->bind_addr, "::");
+	st->pd = h->pd;
+	st->bind_addr = any ? NULL : h->bind_addr;
+	st->dev_name = h->dev_name;
+	st->pull_region = st->hash_region = -1;
+	pthread_mutex_init(&st->mu, NULL);
+	pthread_cond_init(&st->cv, NULL);
+	/* Without a thread the requests run on the loop, as they did. */
+	st->th_up = SRV_MIG_THREADS && pthread_create(&st->th, NULL, worker, st) == 0;
+	return st;
+}
+
 void srv_mig_free(struct srv_mig *st)
 {
 	if (!st)
 		return;
+	if (st->th_up) {
+		pthread_mutex_lock(&st->mu);
+		st->quit = true;
+		pthread_cond_signal(&st->cv);
+		pthread_mutex_unlock(&st->mu);
+		pthread_join(st->th, NULL);
+	}
+	for (int i = 0; i < st->njobs; i++)
+		free(st->jobs[(st->head + i) % MAX_JOBS]);
 	rc_client_close(st->src);
 	for (int i = 0; i < RC_MAX_REGIONS; i++) {
 		unready(&st->reg[i]);
 		free(st->reg[i].dirty);
 	}
+	pthread_mutex_destroy(&st->mu);
+	pthread_cond_destroy(&st->cv);
+	close(st->efd);
 	free(st);
-}
-
-static void mark(struct mig_region *m, uint64_t off, uint64_t len)
-{
-	if (!m->tracking || !len)
-		return;
-	for (uint64_t b = off / RC_MIG_BLOCK; b <= (off + len - 1) / RC_MIG_BLOCK && b < m->nblocks; b++)
-		m->dirty[b] = 1;
 }
 
 static int reregister(const struct srv_mig_host *h, struct rc_region *r, enum rc_access acc,
@@ -89,13 +399,13 @@ void srv_mig_conn_gone(struct srv_mig *st, const struct srv_mig_host *h, const v
 	for (int i = 0; i < h->nregions && i < RC_MAX_REGIONS; i++) {
 		struct mig_region *m = &st->reg[i];
 
-		if (m->owner != conn || m->moved)
+		if (m->owner != conn)
 			continue;
-		if (!m->fenced || !reregister(h, &h->regions[i], h->regions[i].d.access, NULL)) {
-			m->fenced = m->tracking = false;
-			m->owner = NULL;
-			unready(m);
-		}
+		m->owner = NULL;
+		if (m->state == MS_TRACKING ||
+		    (m->state == MS_FENCED &&
+		     !reregister(h, &h->regions[i], h->regions[i].d.access, NULL)))
+			serve_again(m);
 	}
 	for (int i = 0; i < st->nopen; i++) {
 		if (st->open[i].conn != conn)
@@ -104,125 +414,53 @@ void srv_mig_conn_gone(struct srv_mig *st, const struct srv_mig_host *h, const v
 		mark(&st->reg[st->open[i].region], st->open[i].off, st->open[i].len);
 		st->open[i--] = st->open[--st->nopen];
 	}
+	/* Its requests get no answer; the one running finishes first. */
+	for (int i = 0; i < st->njobs; i++) {
+		struct job *j = st->jobs[(st->head + i) % MAX_JOBS];
+
+		if (j->conn == conn)
+			j->conn = NULL;
+	}
+	if (st->hash_owner == conn)
+		st->hash_owner = NULL;
+	if (st->pull_owner == conn) {
+		st->pull_owner = NULL;
+		if (st->running)
+			st->src_close = true;
+		else {
+			rc_client_close(st->src);
+			st->src = NULL;
+		}
+	}
 }
 
-static struct rc_region *find_region(const struct srv_mig_host *h, const char *name)
+static int region_index(const struct srv_mig_host *h, const char *name)
 {
-	for (int i = 0; i < h->nregions; i++)
+	for (int i = 0; i < h->nregions && i < RC_MAX_REGIONS; i++)
 		if (!strcmp(h->regions[i].d.name, name))
-			return &h->regions[i];
-	return NULL;
+			return i;
+	return -1;
 }
 
 static int check_extents(const struct rc_extent *x, uint32_t n, uint64_t src_len,
-			 uint64_t dst_len, struct rc_err *err)
+			 uint64_t dst_len, uint64_t cap, struct rc_err *err)
 {
-	for (uint32_t i = 0; i < n; i++)
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
 		if (x[i].src > src_len || x[i].len > src_len - x[i].src || x[i].dst > dst_len ||
 		    x[i].len > dst_len - x[i].dst)
 			return rc_err_set(err, ERANGE,
 					  "extent %llu+%llu (to %llu) is past the end of the region",
 					  (unsigned long long)x[i].src, (unsigned long long)x[i].len,
 					  (unsigned long long)x[i].dst);
+		sum += x[i].len;
+		if (sum > cap)
+			return rc_err_set(err, E2BIG,
+					  "a request covers at most %llu bytes (the region's size): split it",
+					  (unsigned long long)cap);
+	}
 	return 0;
-}
-
-static bool wildcard(const char *a)
-{
-	return !a || !*a || !strcmp(a, "0.0.0.0") || !strcmp(a, "::");
-}
-
-static int pull(struct srv_mig *st, const struct srv_mig_host *h, const struct rc_pull_req *r,
-		struct rc_mig_resp *resp, struct rc_err *err)
-{
-	struct rc_region *dst = find_region(h, r->dst_region);
-	int rc;
-
-	if (!dst)
-		return rc_err_set(err, ENOENT, "no region named '%s' is served here", r->dst_region);
-	if (dst->d.access == RC_ACCESS_RO)
-		return rc_err_set(err, EACCES, "region '%s' is read-only here", r->dst_region);
-	if (r->flags & RC_MIG_FIRST) {
-		struct rc_client_opts o = { .token = r->token[0] ? r->token : NULL, .nconns = 1 };
-		struct rc_target t = { 0 };
-
-		rc_client_close(st->src);
-		st->src = NULL;
-		snprintf(t.host, sizeof(t.host), "%s", r->host);
-		snprintf(t.port, sizeof(t.port), "%s", r->port);
-		snprintf(t.region, sizeof(t.region), "%s", r->src_region);
-		o.conn.pd = h->pd;
-		o.conn.bind_addr = wildcard(h->bind_addr) ? NULL : h->bind_addr;
-		o.conn.dev_name = h->dev_name;
-		o.conn.timeout_ms = PULL_TIMEOUT_MS;
-		o.conn.sq_depth = 32;
-		rc = rc_client_open(&t, &o, &st->src, err);
-		if (rc) {
-			char why[sizeof(err->msg)];
-
-			snprintf(why, sizeof(why), "%s", err->msg);
-			return rc_err_set(err, -rc, "cannot reach the source %s:%s: %s", r->host,
-					  r->port, why);
-		}
-	}
-	if (!st->src)
-		return rc_err_set(err, ENOTCONN, "a pull must start with RC_MIG_FIRST");
-	rc = check_extents(r->ext, r->n, st->src->region.length, dst->d.length, err);
-	if (rc)
-		return rc;
-	struct rc_copy c = {
-		.op = RC_OP_READ, .conn = st->src->conns[0], .local = dst->d.addr,
-		.lkey = dst->mr->lkey, .remote = st->src->region.addr,
-		.rkey = (r->flags & RC_PULL_RKEY) ? r->rkey : st->src->region.rkey,
-		.ext = r->ext, .n = r->n, .timeout_ms = PULL_TIMEOUT_MS,
-	};
-
-	rc = rc_copy_run(&c, &resp->bytes, err);
-	if (rc || (r->flags & RC_MIG_LAST)) {
-		rc_client_close(st->src);
-		st->src = NULL;
-	}
-	return rc;
-}
-
-static int hash(struct srv_mig *st, const struct srv_mig_host *h, const struct rc_hash_req *r,
-		struct rc_mig_resp *resp, struct rc_err *err)
-{
-	struct rc_region *reg = find_region(h, r->region);
-	bool at_dst = r->flags & RC_HASH_DST;
-	int rc;
-
-	if (!reg)
-		return rc_err_set(err, ENOENT, "no region named '%s' is served here", r->region);
-	if (reg->mem.kind == RC_MEM_CUDA)
-		return rc_err_set(err, ENOTSUP, "region '%s' is GPU memory: cannot hash it here",
-				  r->region);
-	if (!reg->mem.buf)
-		return rc_err_set(err, ENOENT, "region '%s' was dropped here (moved)", r->region);
-	rc = check_extents(r->ext, r->n, reg->d.length, reg->d.length, err);
-	if (rc)
-		return rc;
-	if (r->flags & RC_MIG_FIRST) {
-		rc_sha256_init(&st->sha);
-		st->hashed = 0;
-	}
-	for (uint32_t i = 0; i < r->n; i++) {
-		rc_sha256_update(&st->sha, (char *)reg->mem.buf + (at_dst ? r->ext[i].dst : r->ext[i].src),
-				 (size_t)r->ext[i].len);
-		st->hashed += r->ext[i].len;
-	}
-	resp->bytes = st->hashed;
-	if (r->flags & RC_MIG_LAST)
-		rc_sha256_final(&st->sha, resp->digest);
-	return 0;
-}
-
-static int region_index(const struct srv_mig_host *h, const char *name)
-{
-	for (int i = 0; i < h->nregions; i++)
-		if (!strcmp(h->regions[i].d.name, name))
-			return i;
-	return -1;
 }
 
 /* Swap the region's MR for one that allows access acc (a new rkey). */
@@ -245,8 +483,30 @@ static int reregister(const struct srv_mig_host *h, struct rc_region *r, enum rc
 	return 0;
 }
 
+/* A cut over or dropped region is a destination again: memory (when it
+ * was released) and a registration of its access. */
+static int revive(const struct srv_mig_host *h, struct mig_region *m, struct rc_region *r,
+		  struct rc_err *err)
+{
+	int rc;
+
+	if (!r->mem.buf) {
+		struct rc_mem_spec spec = { .kind = r->mem.kind, .len = r->d.length };
+
+		rc = rc_mem_alloc_spec(&r->mem, &spec, r->d.access != RC_ACCESS_RO, err);
+		if (rc)
+			return rc;
+	}
+	rc = reregister(h, r, r->d.access, err);
+	if (rc)
+		return rc;
+	r->d.addr = r->mem.mr_addr; /* new memory: the registration says where */
+	serve_again(m);
+	return 0;
+}
+
 /* The fence: serve through the read-only registration ro, revoke the other. */
-static int revoke(struct rc_region *r, struct ibv_mr *ro, struct rc_err *err)
+static int fence_revoke(struct rc_region *r, struct ibv_mr *ro, struct rc_err *err)
 {
 	if (r->mr && ibv_dereg_mr(r->mr))
 		return rc_err_set(err, errno, "cannot deregister region '%s': %s", r->d.name,
@@ -254,6 +514,24 @@ static int revoke(struct rc_region *r, struct ibv_mr *ro, struct rc_err *err)
 	r->mr = ro;
 	r->d.rkey = ro->rkey;
 	return 0;
+}
+
+static void unregister(struct rc_region *r)
+{
+	if (r->mr)
+		ibv_dereg_mr(r->mr);
+	r->mr = NULL;
+	r->d.rkey = 0;
+}
+
+static uint32_t new_move_id(void)
+{
+	uint32_t id = 0;
+
+	while (!id)
+		if (getrandom(&id, sizeof(id), 0) != sizeof(id))
+			id = (uint32_t)(rc_now() * 1e9);
+	return id;
 }
 
 static int take(struct mig_region *m, void *out, size_t cap, uint32_t seq)
@@ -281,10 +559,39 @@ static int take(struct mig_region *m, void *out, size_t cap, uint32_t seq)
 	return rc_ctrl_encode_dirty(out, cap, seq, &r);
 }
 
-static int step(struct srv_mig *st, const struct srv_mig_host *h, const void *conn,
+static const char *step_name(uint32_t s)
+{
+	static const char *n[] = { "?", "TRACK", "TAKE", "FENCE", "UNFENCE", "CUTOVER",
+				   "DROP", "WHERE", "INTENT", "DONE" };
+
+	return s < sizeof(n) / sizeof(n[0]) ? n[s] : "?";
+}
+
+/* The state a step of move c->move needs: the move owns the region, and it
+ * is in one of the states of mask. */
+static int owned(const struct mig_region *m, const struct rc_mig_cmd *c, unsigned mask,
+		 struct rc_err *err)
+{
+	if (!(mask & (1u << m->state))) {
+		if (gone(m))
+			return rc_err_set(err, EINVAL, "region '%s' is %s (to %s): %s refused",
+					  c->region, state_name[m->state], m->moved_to,
+					  step_name(c->step));
+		return rc_err_set(err, EINVAL, "region '%s' is %s: %s refused", c->region,
+				  state_name[m->state], step_name(c->step));
+	}
+	if (!m->move || c->move != m->move)
+		return rc_err_set(err, EPERM, "region '%s' is being moved by another migration (not move %u): %s refused",
+				  c->region, c->move, step_name(c->step));
+	return 0;
+}
+
+#define IN(s) (1u << (s))
+
+static int step(struct srv_mig *st, const struct srv_mig_host *h, const void *conn, bool admin,
 		const struct rc_mig_cmd *c, struct rc_mig_resp *resp, struct rc_err *err)
 {
-	int ri = region_index(h, c->region);
+	int ri = region_index(h, c->region), rc;
 	struct mig_region *m;
 	struct rc_region *r;
 
@@ -292,8 +599,11 @@ static int step(struct srv_mig *st, const struct srv_mig_host *h, const void *co
 		return rc_err_set(err, ENOENT, "no region named '%s' is served here", c->region);
 	m = &st->reg[ri];
 	r = &h->regions[ri];
+	/* A client's notices and question: for everyone who may connect. */
 	switch (c->step) {
 	case RC_MIG_INTENT:
+		if (r->d.access == RC_ACCESS_RO)
+			return 0; /* nothing to record */
 		if (st->nopen < MAX_OPEN)
 			st->open[st->nopen++] = (struct open_write){ conn, ri, c->off, c->len };
 		else
@@ -311,18 +621,32 @@ static int step(struct srv_mig *st, const struct srv_mig_host *h, const void *co
 		mark(m, c->off, c->len);
 		return 0;
 	case RC_MIG_WHERE:
-		if (m->moved)
+		if (gone(m))
 			snprintf(resp->msg, sizeof(resp->msg), "%s", m->moved_to);
-		else if (m->fenced)
+		else if (m->state == MS_FENCED)
 			return rc_err_set(err, EAGAIN, "region '%s' is being moved: ask again", c->region);
 		return 0;
+	default:
+		break;
+	}
+	if (!admin)
+		return rc_err_set(err, EPERM,
+				  "migration steps need the server's admin token (migrate --admin-token-file): %s refused",
+				  step_name(c->step));
+	switch (c->step) {
 	case RC_MIG_TRACK:
-		if (m->fenced || m->moved)
-			return rc_err_set(err, EBUSY, "region '%s' is %s", c->region,
-					  m->moved ? "moved already" : "fenced");
+		if (m->state != MS_SERVING)
+			return rc_err_set(err, EBUSY, "region '%s' is %s%s%s: another move is refused",
+					  c->region, state_name[m->state], gone(m) ? " to " : "",
+					  gone(m) ? m->moved_to : "");
+		if (st->pull_owner && st->pull_region == ri)
+			return rc_err_set(err, EBUSY, "region '%s' is being pulled into here: it cannot be moved away now",
+					  c->region);
 		if (r->mem.kind == RC_MEM_CUDA)
 			return rc_err_set(err, ENOTSUP, "region '%s' is GPU memory: it cannot be moved live",
 					  c->region);
+		if (!r->mr)
+			return rc_err_set(err, EINVAL, "region '%s' is not registered here", c->region);
 		free(m->dirty);
 		m->nblocks = (r->d.length + RC_MIG_BLOCK - 1) / RC_MIG_BLOCK;
 		m->dirty = calloc(m->nblocks ? m->nblocks : 1, 1);
@@ -331,74 +655,179 @@ static int step(struct srv_mig *st, const struct srv_mig_host *h, const void *co
 		/* The read-only registration is made now, so that the fence, in
 		 * the blackout, only has to revoke the old one. */
 		if (!m->ro) {
-			int rc = rc_mem_register(&r->mem, h->pd, rc_access_ibv(RC_ACCESS_RO), &m->ro,
-						 err);
-
-			if (rc)
+			rc = rc_mem_register(&r->mem, h->pd, rc_access_ibv(RC_ACCESS_RO), &m->ro, err);
+			if (rc) {
+				free(m->dirty);
+				m->dirty = NULL;
 				return rc;
+			}
 		}
-		m->tracking = true;
+		m->state = MS_TRACKING;
+		m->move = new_move_id();
 		m->owner = conn;
+		resp->bytes = m->move;
 		return 0;
-	case RC_MIG_FENCE: {
-		int rc;
-
-		if (!m->tracking)
-			return rc_err_set(err, EINVAL, "region '%s' is not being moved", c->region);
+	case RC_MIG_FENCE:
+		if ((rc = owned(m, c, IN(MS_TRACKING), err)))
+			return rc;
 		/* Reads go on; writes and atomics now fail with a remote access
 		 * error, so their clients know they did not happen. */
-		rc = m->ro ? revoke(r, m->ro, err) : reregister(h, r, RC_ACCESS_RO, err);
+		rc = m->ro ? fence_revoke(r, m->ro, err) : reregister(h, r, RC_ACCESS_RO, err);
 		if (rc)
 			return rc;
 		m->ro = NULL;
-		m->fenced = true;
-		/* Every notice that came in before the revocation is in a queue. */
+		m->state = MS_FENCED;
+		/* Every notice that came in before the revocation is in a queue:
+		 * the other connections' (this one's own came before its FENCE). */
 		if (h->drain_all)
-			h->drain_all(h->arg);
+			h->drain_all(h->arg, conn);
+		/* A write announced and not done yet may have landed before the
+		 * revocation: it counts as written. */
 		for (int i = 0; i < st->nopen; i++)
 			if (st->open[i].region == ri)
 				mark(m, st->open[i].off, st->open[i].len);
 		resp->bytes = r->d.rkey;
 		return 0;
-	}
-	case RC_MIG_UNFENCE: {
-		int rc = m->fenced ? reregister(h, r, r->d.access, err) : 0;
-
-		if (rc)
+	case RC_MIG_UNFENCE:
+		if ((rc = owned(m, c, IN(MS_TRACKING) | IN(MS_FENCED), err)))
 			return rc;
-		m->fenced = m->tracking = m->moved = false;
-		m->owner = NULL;
-		unready(m);
-		free(m->dirty);
-		m->dirty = NULL;
+		if (m->state == MS_FENCED && (rc = reregister(h, r, r->d.access, err)))
+			return rc;
+		serve_again(m);
 		return 0;
-	}
 	case RC_MIG_CUTOVER:
-		if (!m->fenced)
-			return rc_err_set(err, EINVAL, "region '%s' is not fenced", c->region);
-		m->moved = true;
-		m->tracking = false;
+		if ((rc = owned(m, c, IN(MS_FENCED), err)))
+			return rc;
+		if (!c->arg[0])
+			return rc_err_set(err, EINVAL, "a cutover names the region's new home");
+		/* From now on every access fails here, reads too (a kept copy is
+		 * frozen, stale as soon as the new home takes a write): the
+		 * client asks WHERE and follows. */
+		unregister(r);
+		m->state = MS_CUT_OVER;
 		snprintf(m->moved_to, sizeof(m->moved_to), "%s", c->arg);
 		return 0;
 	case RC_MIG_DROP:
-		if (!m->moved)
-			return rc_err_set(err, EINVAL, "region '%s' has not moved", c->region);
-		if (!m->dropped && r->mr) {
-			ibv_dereg_mr(r->mr);
-			r->mr = NULL;
-			r->d.rkey = 0;
-			if (r->mem.kind != RC_MEM_FILE)
-				rc_mem_free(&r->mem);
-		}
-		m->dropped = true;
+		if ((rc = owned(m, c, IN(MS_CUT_OVER), err)))
+			return rc;
+		if (m->busy)
+			return rc_err_set(err, EBUSY, "region '%s' has requests running: drop it later",
+					  c->region);
+		unregister(r);
+		if (r->mem.kind != RC_MEM_FILE)
+			rc_mem_free(&r->mem);
+		m->state = MS_DROPPED;
+		m->move = 0;
+		m->owner = NULL;
+		free(m->dirty);
+		m->dirty = NULL;
 		return 0;
 	default:
 		return rc_err_set(err, EINVAL, "unknown migration step %u", c->step);
 	}
 }
 
+/* Queue a checked job for the worker. */
+static int job_queue(struct srv_mig *st, struct job *j, struct rc_err *err)
+{
+	if (st->njobs == MAX_JOBS) {
+		free(j);
+		return rc_err_set(err, EBUSY, "%d migration requests wait here already: ask again later",
+				  MAX_JOBS);
+	}
+	st->jobs[(st->head + st->njobs) % MAX_JOBS] = j;
+	st->njobs++;
+	if (j->region >= 0)
+		st->reg[j->region].busy++;
+	job_start(st);
+	return SRV_MIG_LATER;
+}
+
+static int pull(struct srv_mig *st, const struct srv_mig_host *h, const void *conn,
+		const struct rc_pull_req *r, struct job *j, struct rc_err *err)
+{
+	int ri = region_index(h, r->dst_region), rc;
+	struct mig_region *m;
+	struct rc_region *dst;
+
+	if (ri < 0)
+		return rc_err_set(err, ENOENT, "no region named '%s' is served here", r->dst_region);
+	m = &st->reg[ri];
+	dst = &h->regions[ri];
+	if (dst->d.access == RC_ACCESS_RO)
+		return rc_err_set(err, EACCES, "region '%s' is read-only here", r->dst_region);
+	if (moving(m))
+		return rc_err_set(err, EBUSY, "region '%s' is %s: it cannot take a pull", r->dst_region,
+				  state_name[m->state]);
+	if (r->flags & RC_MIG_FIRST) {
+		if (st->pull_owner && st->pull_owner != conn)
+			return rc_err_set(err, EBUSY, "another migration pulls into this server now");
+		if (gone(m) && m->busy)
+			return rc_err_set(err, EBUSY, "region '%s' has requests running", r->dst_region);
+		/* A move back: the region is served here again, and filled. */
+		if (gone(m) && (rc = revive(h, m, dst, err)))
+			return rc;
+		st->pull_owner = conn;
+		st->pull_region = ri;
+	} else if (st->pull_owner != conn || st->pull_region != ri) {
+		return rc_err_set(err, ENOTCONN, "a pull must start with RC_MIG_FIRST");
+	}
+	if (!dst->mr)
+		return rc_err_set(err, EINVAL, "region '%s' is not registered here", r->dst_region);
+	rc = check_extents(r->ext, r->n, UINT64_MAX, dst->d.length, dst->d.length, err);
+	if (rc)
+		return rc;
+	j->region = ri;
+	snprintf(j->src.host, sizeof(j->src.host), "%s", r->host);
+	snprintf(j->src.port, sizeof(j->src.port), "%s", r->port);
+	snprintf(j->src.region, sizeof(j->src.region), "%s", r->src_region);
+	snprintf(j->token, sizeof(j->token), "%s", r->token);
+	j->rkey = r->rkey;
+	j->local = dst->d.addr;
+	j->lkey = dst->mr->lkey;
+	j->dst_len = dst->d.length;
+	return 0;
+}
+
+static int hash(struct srv_mig *st, const struct srv_mig_host *h, const void *conn,
+		const struct rc_hash_req *r, struct job *j, struct rc_err *err)
+{
+	int ri = region_index(h, r->region), rc;
+	struct rc_region *reg;
+	struct mig_region *m;
+
+	if (ri < 0)
+		return rc_err_set(err, ENOENT, "no region named '%s' is served here", r->region);
+	m = &st->reg[ri];
+	reg = &h->regions[ri];
+	if (gone(m))
+		return rc_err_set(err, ENOENT, "region '%s' is %s here (moved to %s)", r->region,
+				  state_name[m->state], m->moved_to);
+	if (reg->mem.kind == RC_MEM_CUDA)
+		return rc_err_set(err, ENOTSUP, "region '%s' is GPU memory: cannot hash it here",
+				  r->region);
+	if (!reg->mem.buf)
+		return rc_err_set(err, ENOENT, "region '%s' holds no memory here", r->region);
+	rc = check_extents(r->ext, r->n, reg->d.length, reg->d.length, reg->d.length, err);
+	if (rc)
+		return rc;
+	if (r->flags & RC_MIG_FIRST) {
+		if (st->hash_owner && st->hash_owner != conn)
+			return rc_err_set(err, EBUSY, "another migration hashes on this server now");
+		st->hash_owner = conn;
+		st->hash_region = ri;
+		st->hash_at_dst = r->flags & RC_HASH_DST;
+	} else if (st->hash_owner != conn || st->hash_region != ri ||
+		   st->hash_at_dst != !!(r->flags & RC_HASH_DST)) {
+		return rc_err_set(err, EINVAL, "a hash must start with RC_MIG_FIRST");
+	}
+	j->region = ri;
+	j->buf = reg->mem.buf;
+	return 0;
+}
+
 int srv_mig_handle(struct srv_mig **stp, const struct srv_mig_host *h, const void *conn,
-		   const void *msg, size_t len, void *out, size_t cap)
+		   bool admin, int slot, const void *msg, size_t len, void *out, size_t cap)
 {
 	struct rc_mig_resp resp = { 0 };
 	struct rc_ctrl_hdr hdr;
@@ -411,7 +840,7 @@ int srv_mig_handle(struct srv_mig **stp, const struct srv_mig_host *h, const voi
 	     hdr.type != RC_CTRL_MIG_CMD))
 		return 0;
 	if (!st) {
-		st = calloc(1, sizeof(*st));
+		st = mig_new(h);
 		if (!st) {
 			resp.status = -ENOMEM;
 			snprintf(resp.msg, sizeof(resp.msg), "out of memory");
@@ -419,36 +848,62 @@ int srv_mig_handle(struct srv_mig **stp, const struct srv_mig_host *h, const voi
 		}
 		*stp = st;
 	}
-	if (hdr.type == RC_CTRL_PULL_REQ) {
-		struct rc_pull_req r = { .ext = st->ext };
+	if (hdr.type == RC_CTRL_PULL_REQ || hdr.type == RC_CTRL_HASH_REQ) {
+		struct job *j = calloc(1, sizeof(*j));
 
-		rc = rc_ctrl_decode_pull(msg, len, &r, RC_PULL_MAX_EXT);
-		rc = rc ? rc_err_set(&e, EBADMSG, "a malformed pull request")
-			: pull(st, h, &r, &resp, &e);
-	} else if (hdr.type == RC_CTRL_MIG_CMD) {
+		if (!j) {
+			rc = rc_err_set(&e, ENOMEM, "out of memory");
+		} else if (!admin) {
+			rc = rc_err_set(&e, EPERM, "%s needs the server's admin token (migrate --admin-token-file)",
+					hdr.type == RC_CTRL_PULL_REQ ? "a pull" : "a hash");
+		} else if (hdr.type == RC_CTRL_PULL_REQ) {
+			struct rc_pull_req r = { .ext = j->ext };
+
+			rc = rc_ctrl_decode_pull(msg, len, &r, RC_PULL_MAX_EXT);
+			rc = rc ? rc_err_set(&e, EBADMSG, "a malformed pull request")
+				: pull(st, h, conn, &r, j, &e);
+			j->flags = r.flags;
+			j->n = r.n;
+		} else {
+			struct rc_hash_req r = { .ext = j->ext };
+
+			rc = rc_ctrl_decode_hash(msg, len, &r, RC_HASH_MAX_EXT);
+			rc = rc ? rc_err_set(&e, EBADMSG, "a malformed hash request")
+				: hash(st, h, conn, &r, j, &e);
+			j->flags = r.flags;
+			j->n = r.n;
+		}
+		if (!rc) {
+			j->conn = conn;
+			j->slot = slot;
+			j->seq = hdr.seq;
+			j->type = hdr.type;
+			rc = job_queue(st, j, &e);
+			if (rc == SRV_MIG_LATER)
+				return rc;
+		} else {
+			free(j);
+		}
+	} else {
 		struct rc_mig_cmd c;
 
 		rc = rc_ctrl_decode_mig_cmd(msg, len, &c);
-		if (rc)
+		if (rc) {
 			rc = rc_err_set(&e, EBADMSG, "a malformed migration step");
-		else if (c.step == RC_MIG_TAKE) {
+		} else if (c.step == RC_MIG_TAKE) {
 			int ri = region_index(h, c.region);
 
-			if (ri >= 0 && st->reg[ri].tracking)
+			if (ri < 0)
+				rc = rc_err_set(&e, ENOENT, "no region named '%s' is served here", c.region);
+			else if (!admin)
+				rc = rc_err_set(&e, EPERM, "migration steps need the server's admin token (migrate --admin-token-file): TAKE refused");
+			else if (!(rc = owned(&st->reg[ri], &c, IN(MS_TRACKING) | IN(MS_FENCED), &e)))
 				return take(&st->reg[ri], out, cap, hdr.seq);
-			rc = rc_err_set(&e, ri < 0 ? ENOENT : EINVAL, "region '%s' is %s", c.region,
-					ri < 0 ? "not served here" : "not being moved");
 		} else {
-			rc = step(st, h, conn, &c, &resp, &e);
+			rc = step(st, h, conn, admin, &c, &resp, &e);
 			if (c.step == RC_MIG_INTENT || c.step == RC_MIG_DONE)
 				return 0; /* notices get no answer */
 		}
-	} else {
-		struct rc_hash_req r = { .ext = st->ext };
-
-		rc = rc_ctrl_decode_hash(msg, len, &r, RC_HASH_MAX_EXT);
-		rc = rc ? rc_err_set(&e, EBADMSG, "a malformed hash request")
-			: hash(st, h, &r, &resp, &e);
 	}
 	resp.status = rc;
 	if (rc)

@@ -96,3 +96,52 @@ setup() {
 		assert_output --partial "the source 198.18.1.1:7471"
 	done
 }
+
+@test "the admin token: a file that is missing, empty or holds more than a token, and a bad RDMACTL_ADMIN_TOKEN, are usage errors" {
+	local t=$BATS_TEST_TMPDIR
+	umask 077 # a token file is private (one others may read is refused)
+	run "$RDMACTL" migrate "$S" "$D" --whole --admin-token-file "$t/none"
+	assert_failure 2
+	assert_output --partial "--admin-token-file $t/none: cannot read it: No such file or directory"
+	: >"$t/empty"
+	printf 'two words\n' >"$t/spaces"
+	head -c 57 /dev/zero | tr '\0' a >"$t/long"
+	run "$RDMACTL" migrate "$S" "$D" --whole --admin-token-file "$t/empty"
+	assert_failure 2
+	assert_output --partial "--admin-token-file $t/empty: its first line is empty"
+	run "$RDMACTL" migrate "$S" "$D" --whole --admin-token-file "$t/spaces"
+	assert_failure 2
+	assert_output --partial "the file holds no token"
+	run "$RDMACTL" migrate "$S" "$D" --whole --admin-token-file "$t/long"
+	assert_failure 2
+	assert_output --partial "--admin-token-file $t/long: its first line is longer than 56 characters"
+	# and a file others may read is no secret
+	printf 's3cret\n' >"$t/open"
+	chmod 644 "$t/open"
+	run "$RDMACTL" migrate "$S" "$D" --whole --admin-token-file "$t/open"
+	assert_failure 2
+	assert_output --partial "group or others may read or write it (mode 0644)"
+	RDMACTL_ADMIN_TOKEN='a b' run "$RDMACTL" migrate "$S" "$D" --whole
+	assert_failure 2
+	assert_output --partial 'invalid $RDMACTL_ADMIN_TOKEN'
+	# One line with its newline (and a CR) is a token: it gets as far as connecting.
+	printf 's3cret\r\n' >"$t/ok"
+	run "$RDMACTL" -t 300 migrate "$S" "$D" --whole --admin-token-file "$t/ok"
+	refute_output --partial "holds no token"
+}
+
+@test "register: the admin token must differ from the token; --allow-unauthenticated-migration is for a server without one" {
+	local t=$BATS_TEST_TMPDIR
+	umask 077
+	echo same >"$t/adm"
+	run "$RDMACTL" register --listen 127.0.0.1 --name kv --size 4K --token same --admin-token-file "$t/adm"
+	assert_failure 2
+	assert_output --partial "the admin token must differ from --token"
+	run "$RDMACTL" register --listen 127.0.0.1 --name kv --size 4K --admin-token-file "$t/adm" \
+		--allow-unauthenticated-migration
+	assert_failure 2
+	assert_output --partial "for a server without an admin token"
+	run "$RDMACTL" register --listen 127.0.0.1 --name kv --size 4K --admin-token-file "$t/missing"
+	assert_failure 2
+	assert_output --partial "--admin-token-file $t/missing"
+}

@@ -5,6 +5,7 @@ load '../lib/common'
 
 FOREIGN_CLIENT=${FOREIGN_CLIENT:-$BUILD_DIR/tests/rxe/foreign_client}
 LIST_BURST=${LIST_BURST:-$BUILD_DIR/tests/rxe/list_burst}
+MIG_CTL=${MIG_CTL:-$BUILD_DIR/tests/rxe/mig_ctl}
 ADDR=${RDMACTL_VM_ADDR:-198.18.0.1}
 
 need_guest() {

@@ -14,6 +14,9 @@ setup() {
 	B=$RDMACTL_VM_ADDR_B:$PORT
 	SERVERS=()
 	WRITERS=()
+	# Migration steps need the servers' admin token; migrate presents it.
+	ADMIN=$BATS_TEST_TMPDIR/admin.token
+	(umask 077 && echo "adm-$RANDOM$RANDOM" >"$ADMIN")
 }
 
 # serve NAME ARGS...: `register --listen ARGS` in the background, its pid
@@ -21,7 +24,7 @@ setup() {
 serve() {
 	local name=$1
 	shift
-	start_server 1 --listen "$@"
+	start_server 1 --admin-token-file "$ADMIN" --listen "$@"
 	SERVERS+=("$SERVER_PID")
 	printf -v "${name}_PID" %s "$SERVER_PID"
 	printf -v "${name}_OUT" %s "$SERVER_OUT"
@@ -54,7 +57,7 @@ etcd_value() {
 	rdmactl write "$A/kv" --file "$t/a" >/dev/null
 	# Two blocks in place, one moved to another offset, sizes with suffixes.
 	printf '# offset length [dst_offset]\n0 64K\n1M 300000\n\n2M 4K 6M  # moved\n' >"$t/blocks"
-	run rdmactl -j migrate "$A/kv" "$B/kv" --blocks "$t/blocks"
+	run rdmactl -j migrate --admin-token-file "$ADMIN" "$A/kv" "$B/kv" --blocks "$t/blocks"
 	assert_success
 	jq -e '.verified == true and .rounds == 1 and .bytes_per_round == [369632]
 		and .blocks_per_round == [3] and .sha256_src == .sha256_dst
@@ -82,10 +85,10 @@ etcd_value() {
 	serve B "$B" --name kv --size 32M
 	head -c 32M /dev/urandom >"$t/a"
 	rdmactl write "$A/kv" --file "$t/a" >/dev/null
-	run rdmactl -j migrate "$A/kv" "$B/kv" --blocks - <<<'{"blocks": [{"offset": 4096, "length": "8K"}, [16384, 4096, 0]]}'
+	run rdmactl -j migrate --admin-token-file "$ADMIN" "$A/kv" "$B/kv" --blocks - <<<'{"blocks": [{"offset": 4096, "length": "8K"}, [16384, 4096, 0]]}'
 	assert_success
 	jq -e '.verified and .bytes_per_round == [12288]' <<<"$output"
-	run rdmactl -j migrate "$A/kv" "$B/kv" --whole
+	run rdmactl -j migrate --admin-token-file "$ADMIN" "$A/kv" "$B/kv" --whole
 	assert_success
 	jq -e '.verified and .bytes == 33554432 and .region == "kv" and .length == 33554432' <<<"$output"
 	rdmactl read "$B/kv" --out "$t/b" >/dev/null
@@ -105,23 +108,23 @@ a_untouched() {
 	serve B "$B" --name kv --size 2M --name cnt --size 64K --access rw --name other --size 1M
 	head -c 1M /dev/urandom >"$t/a"
 	rdmactl write "$A/kv" --file "$t/a" >/dev/null
-	run rdmactl migrate "$A/kv" "$B/kv" --whole
+	run rdmactl migrate --admin-token-file "$ADMIN" "$A/kv" "$B/kv" --whole
 	assert_failure 1
 	assert_output --partial "region 'kv' is 1048576 bytes on the source and 2097152 on the destination"
-	run rdmactl migrate "$A/cnt" "$B/cnt" --whole
+	run rdmactl migrate --admin-token-file "$ADMIN" "$A/cnt" "$B/cnt" --whole
 	assert_failure 1
 	assert_output --partial "access atomic on the source and rw on the destination"
-	run rdmactl migrate "$A/nope" "$B/nope" --whole
+	run rdmactl migrate --admin-token-file "$ADMIN" "$A/nope" "$B/nope" --whole
 	assert_failure 1
 	assert_output --partial "the source $A: "
 	assert_output --partial "no region named 'nope'"
-	run rdmactl -t 3000 migrate "$A/kv" "$RDMACTL_VM_ADDR_B:$((PORT + 7))/kv" --whole
+	run rdmactl -t 3000 migrate --admin-token-file "$ADMIN" "$A/kv" "$RDMACTL_VM_ADDR_B:$((PORT + 7))/kv" --whole
 	assert_failure 1
 	assert_output --partial "the destination $RDMACTL_VM_ADDR_B:$((PORT + 7)): "
-	run rdmactl -j migrate "$A/kv" "$B/other" --whole
+	run rdmactl -j migrate --admin-token-file "$ADMIN" "$A/kv" "$B/other" --whole
 	assert_failure 2
 	jq -e '.error.message | test("keeps its name")' <<<"$output"
-	run rdmactl migrate "$A/kv" "$B/kv" --blocks - <<<'1M 4K'
+	run rdmactl migrate --admin-token-file "$ADMIN" "$A/kv" "$B/kv" --blocks - <<<'1M 4K'
 	assert_failure 1
 	a_untouched
 }
@@ -132,7 +135,7 @@ a_untouched() {
 	serve B "$B" --name kv --size 32M
 	head -c 32M /dev/urandom >"$t/a"
 	rdmactl write "$A/kv" --file "$t/a" >/dev/null
-	"$RDMACTL" -j migrate "$A/kv" "$B/kv" --whole >"$t/mig.out" 2>&1 3>&- &
+	"$RDMACTL" -j migrate --admin-token-file "$ADMIN" "$A/kv" "$B/kv" --whole >"$t/mig.out" 2>&1 3>&- &
 	mig=$!
 	WRITERS+=("$mig")
 	# The pull has begun once A sees a client from B's address.
@@ -201,7 +204,7 @@ expected() {
 	wpid=$!
 	WRITERS+=("$wpid")
 	sleep 1
-	run rdmactl -j migrate "$A/kv" "$B/kv" --dirty 64K
+	run rdmactl -j migrate --admin-token-file "$ADMIN" "$A/kv" "$B/kv" --dirty 64K
 	echo "$output"
 	assert_success
 	jq -e '.mode == "live" and .verified == true and .sha256_src == .sha256_dst
@@ -251,7 +254,7 @@ expected() {
 		[ "$(awk '{ print $1 }' "$t/atomic.log" 2>/dev/null | sort -u | wc -l)" -eq 3 ] && break
 		sleep 0.1
 	done
-	run rdmactl -j migrate "$A/kv" "$B/kv" --dirty 64K
+	run rdmactl -j migrate --admin-token-file "$ADMIN" "$A/kv" "$B/kv" --dirty 64K
 	echo "$output"
 	assert_success
 	mig=$output
@@ -282,7 +285,7 @@ expected() {
 	writer 15 64 3>&- &
 	wpid=$!
 	WRITERS+=("$wpid")
-	"$RDMACTL" -j migrate "$A/kv" "$B/kv" >"$t/mig.out" 2>&1 3>&- &
+	"$RDMACTL" -j migrate --admin-token-file "$ADMIN" "$A/kv" "$B/kv" >"$t/mig.out" 2>&1 3>&- &
 	mig=$!
 	WRITERS+=("$mig")
 	for ((i = 0; i < 300; i++)); do
@@ -307,28 +310,37 @@ expected() {
 	cmp "$t/want" "$t/a.after"
 }
 
-@test "live --no-verify --keep-source: no digests, A keeps a read-only copy, a write addressed to A lands on B" {
+@test "live --no-verify --keep-source: no digests, A keeps its copy, a read or a write addressed to A goes to B" {
 	local t=$BATS_TEST_TMPDIR
 	serve A "$A" --name kv --size 4M
 	serve B "$B" --name kv --size 4M
 	head -c 4M /dev/urandom >"$t/a"
 	rdmactl write "$A/kv" --file "$t/a" >/dev/null
-	run rdmactl -j migrate "$A/kv" "$B/kv" --no-verify --keep-source --max-rounds 2
+	run rdmactl -j migrate --admin-token-file "$ADMIN" "$A/kv" "$B/kv" --no-verify --keep-source --max-rounds 2
 	assert_success
 	jq -e '.mode == "live" and .verified == null and .sha256_src == null and .sha256_dst == null
 		and .rounds == 2 and (.blackout_ms | type) == "number"' <<<"$output"
 	rdmactl read "$B/kv" --out "$t/b" >/dev/null
 	cmp "$t/a" "$t/b"
-	# A still answers reads from its fenced copy; a write sent to A is refused
-	# there and follows the region to B.
-	rdmactl read "$A/kv" --out "$t/a.kept" >/dev/null
+	# A keeps its copy but serves it no more: a reader that comes to A is
+	# sent on to B (A's frozen copy goes stale with B's first write).
+	run rdmactl -j read "$A/kv" --out "$t/a.kept"
+	assert_success
+	[ "$(jq -r .peer <<<"$output")" = "$B" ] || false
 	cmp "$t/a" "$t/a.kept"
+	# A write sent to A is refused there and follows the region to B.
 	printf 'after the move\n' >"$t/w"
 	run rdmactl -j write "$A/kv" --offset 8192 --file "$t/w"
 	assert_success
 	[ "$(jq -r .peer <<<"$output")" = "$B" ]
 	rdmactl read "$B/kv" --offset 8192 --size 15 --out "$t/back" >/dev/null
 	cmp "$t/w" "$t/back"
+	# And a reader that comes to A now reads what B holds, not the old bytes.
+	run rdmactl -j read "$A/kv" --offset 8192 --size 15 --out "$t/via-a"
+	assert_success
+	[ "$(jq -r .peer <<<"$output")" = "$B" ] || false
+	cmp "$t/w" "$t/via-a"
+	kill -0 "$A_PID"
 }
 
 @test "live through etcd: both publish, the move points the region's key at B, a client resolving through etcd reads B's data with A gone" {
@@ -349,7 +361,7 @@ expected() {
 	run rdmactl -j write "etcd://$ETCD_EP/mig/kv" --file "$t/a"
 	assert_success
 	[ "$(jq -r .peer <<<"$output")" = "$A" ]
-	run rdmactl -j migrate "etcd://$ETCD_EP/mig/kv" "$B/kv" --dirty 64K
+	run rdmactl -j migrate --admin-token-file "$ADMIN" "etcd://$ETCD_EP/mig/kv" "$B/kv" --dirty 64K
 	echo "$output"
 	assert_success
 	jq -e --arg k "$key" '.mode == "live" and .verified and .etcd_key == $k and .etcd_revision > 0' <<<"$output"
@@ -382,7 +394,7 @@ expected() {
 	echo "write $A/kv --offset 4096 --file $t/w1" >&4
 	for ((i = 0; i < 300; i++)); do grep -q "wrote to $A" "$t/sh.out" && break; sleep 0.1; done
 	((i < 300))
-	run rdmactl -j migrate "$A/kv" "$B/kv" --dirty 64K
+	run rdmactl -j migrate --admin-token-file "$ADMIN" "$A/kv" "$B/kv" --dirty 64K
 	assert_success
 	# The kept connection is A's: the write meets the revoked region, asks
 	# A where it went and goes on at B; the read reuses that connection.
@@ -409,4 +421,201 @@ expected() {
 	assert_success
 	jq -e '.ok and .urgent.verified and .live.verified and .decode_loop.failed == 0
 		and .decode_loop.slots_wrong_at_destination == 0' <<<"$output"
+}
+
+@test "a region moved back: A to B live, B to A live, away again, then C to A --whole; every server survives and serves" {
+	local t=$BATS_TEST_TMPDIR C=$RDMACTL_VM_ADDR_B:$((PORT + 1))
+	serve A "$A" --name kv --size 1M
+	serve B "$B" --name kv --size 1M
+	serve C "$C" --name kv --size 1M
+	head -c 1M /dev/urandom >"$t/a"
+	rdmactl write "$A/kv" --file "$t/a" >/dev/null
+	run rdmactl -j migrate --admin-token-file "$ADMIN" "$A/kv" "$B/kv" --dirty 64K
+	assert_success
+	# Back home: A, which dropped its copy, is a destination like any other.
+	run rdmactl -j migrate --admin-token-file "$ADMIN" "$B/kv" "$A/kv" --dirty 64K
+	echo "$output"
+	assert_success
+	jq -e '.verified and .sha256_src == .sha256_dst' <<<"$output"
+	kill -0 "$A_PID"
+	run rdmactl -j read "$A/kv" --out "$t/back"
+	assert_success
+	[ "$(jq -r .peer <<<"$output")" = "$A" ] || false
+	cmp "$t/a" "$t/back"
+	# A client that still goes to B is sent back to A.
+	run rdmactl -j read "$B/kv" --size 4096 --out "$t/via-b"
+	assert_success
+	[ "$(jq -r .peer <<<"$output")" = "$A" ] || false
+	# Away from A once more, then C's copy moved onto A whole.
+	run rdmactl -j migrate --admin-token-file "$ADMIN" "$A/kv" "$B/kv" --dirty 64K
+	assert_success
+	head -c 1M /dev/urandom >"$t/c"
+	rdmactl write "$C/kv" --file "$t/c" >/dev/null
+	run rdmactl -j migrate --admin-token-file "$ADMIN" "$C/kv" "$A/kv" --whole
+	echo "$output"
+	assert_success
+	jq -e '.verified' <<<"$output"
+	rdmactl read "$A/kv" --out "$t/a2" >/dev/null
+	cmp "$t/c" "$t/a2"
+	kill -0 "$A_PID"
+	kill -0 "$B_PID"
+	kill -0 "$C_PID"
+	# B, the home of the third move, still serves its copy.
+	rdmactl read "$B/kv" --size 4096 --out "$t/b" >/dev/null
+}
+
+@test "migration steps need the admin token: a data client's forged TRACK, CUTOVER, DROP and HASH are refused; one move owns the region" {
+	local t=$BATS_TEST_TMPDIR adm move owner i step
+	serve A "$A" --token data-s3cret --name kv --size 1M
+	adm=$(cat "$ADMIN")
+	head -c 1M /dev/urandom >"$t/a"
+	RDMACTL_TOKEN=data-s3cret rdmactl write "$A/kv" --file "$t/a" >/dev/null
+	# The region's token reads and writes; it runs no migration step.
+	for step in track fence "cutover 192.0.2.1:7471" drop unfence take hash; do
+		# shellcheck disable=SC2086 # the step and its argument
+		run "$MIG_CTL" "$A/kv" data-s3cret $step
+		echo "$step: $output"
+		assert_failure 1
+		assert_output --partial "need"
+		assert_output --partial "admin token"
+	done
+	# An admin token with one more character is no admin token (nor a data one).
+	run "$MIG_CTL" "$A/kv" "${adm}X" track
+	assert_failure 1
+	assert_output --partial "connect failed"
+	run "$MIG_CTL" "$A/kv" "${adm%?}" track
+	assert_failure 1
+	assert_output --partial "connect failed"
+	# The admin token: TRACK answers a move id, the move holds the region
+	# while its connection lasts; it calls the move off with that id.
+	printf 'track\nwait %s\nunfence @\n' "$t/release" | "$MIG_CTL" "$A/kv" "$adm" - >"$t/owner.out" 2>&1 3>&- &
+	owner=$!
+	WRITERS+=("$owner")
+	for ((i = 0; i < 100; i++)); do grep -q status= "$t/owner.out" && break; sleep 0.1; done
+	grep -q "status=0 bytes=[1-9]" "$t/owner.out" || { cat "$t/owner.out"; false; }
+	move=$(sed -n 's/^status=0 bytes=\([0-9]*\).*/\1/p' "$t/owner.out")
+	# Another orchestrator: its TRACK is refused, and so is every step
+	# without the move's id.
+	run "$MIG_CTL" "$A/kv" "$adm" track
+	assert_failure 1
+	assert_output --partial "another move is refused"
+	for step in fence take unfence; do
+		run "$MIG_CTL" "$A/kv" "$adm" $step $((move + 1))
+		assert_failure 1
+		assert_output --partial "another migration"
+	done
+	run "$MIG_CTL" "$A/kv" "$adm" cutover 192.0.2.1:7471
+	assert_failure 1
+	touch "$t/release"
+	wait "$owner" || { cat "$t/owner.out"; false; }
+	[ "$(grep -c '^status=0' "$t/owner.out")" -eq 2 ] || false
+	# Nothing moved: the data is A's, and a client is never sent elsewhere.
+	RDMACTL_TOKEN=data-s3cret run rdmactl -j read "$A/kv" --out "$t/a.after"
+	assert_success
+	[ "$(jq -r .peer <<<"$output")" = "$A" ] || false
+	cmp "$t/a" "$t/a.after"
+	kill -0 "$A_PID"
+}
+
+@test "after a move, no step re-points the old source: CUTOVER and DROP refused once the move is done" {
+	local t=$BATS_TEST_TMPDIR adm
+	serve A "$A" --name kv --size 1M
+	serve B "$B" --name kv --size 1M
+	adm=$(cat "$ADMIN")
+	run rdmactl -j migrate --admin-token-file "$ADMIN" "$A/kv" "$B/kv" --keep-source --no-verify
+	assert_success
+	for step in "cutover 192.0.2.1:7471" fence drop; do
+		# shellcheck disable=SC2086
+		run "$MIG_CTL" "$A/kv" "$adm" $step 0
+		echo "$step: $output"
+		assert_failure 1
+	done
+	run "$MIG_CTL" "$A/kv" - where
+	assert_success
+	assert_output --partial "msg=$B"
+}
+
+@test "a server without an admin token refuses migration steps, unless started with --allow-unauthenticated-migration" {
+	serve A "$A" --name kv --size 1M
+	SERVER_PID=
+	start_server 1 --listen "$B" --name kv --size 1M
+	SERVERS+=("$SERVER_PID")
+	SERVER_PID=
+	run rdmactl migrate "$A/kv" "$B/kv" --whole
+	assert_failure 1
+	assert_output --partial "admin token"
+	# B has none: its pull is refused.
+	run rdmactl migrate --admin-token-file "$ADMIN" "$A/kv" "$B/kv" --whole
+	assert_failure 1
+	assert_output --partial "the destination"
+	assert_output --partial "admin token"
+	start_server 1 --listen "$RDMACTL_VM_ADDR_B:$((PORT + 1))" --name kv --size 1M \
+		--allow-unauthenticated-migration
+	SERVERS+=("$SERVER_PID")
+	SERVER_PID=
+	run rdmactl migrate --admin-token-file "$ADMIN" "$A/kv" "$RDMACTL_VM_ADDR_B:$((PORT + 1))/kv" --whole
+	assert_success
+}
+
+@test "a write in flight at the fence (announced and landed, its done held past the fence) is copied to B" {
+	local t=$BATS_TEST_TMPDIR mig wr i
+	serve A "$A" --name kv --size 1M
+	serve B "$B" --name kv --size 1M
+	head -c 1M /dev/urandom >"$t/a"
+	rdmactl write "$A/kv" --file "$t/a" >/dev/null
+	# The move copies everything, then waits right before its fence.
+	RDMACTL_TEST_PAUSE_BEFORE_FENCE=$t/fence "$RDMACTL" -j migrate --admin-token-file "$ADMIN" \
+		"$A/kv" "$B/kv" >"$t/mig.out" 2>&1 3>&- &
+	mig=$!
+	WRITERS+=("$mig")
+	for ((i = 0; i < 600; i++)); do [ -e "$t/fence.paused" ] && break; sleep 0.1; done
+	[ -e "$t/fence.paused" ] || false
+	# Now a write: announced and landed at A, its "done" held back.
+	head -c 4096 /dev/urandom >"$t/w"
+	RDMACTL_TEST_HOLD_DONE=$t/done "$RDMACTL" write "$A/kv" --offset 196608 --file "$t/w" \
+		>"$t/w.out" 2>&1 3>&- &
+	wr=$!
+	WRITERS+=("$wr")
+	for ((i = 0; i < 600; i++)); do [ -e "$t/done.held" ] && break; sleep 0.1; done
+	[ -e "$t/done.held" ] || false
+	# The fence, the final copy, the cutover: all before the write's done.
+	touch "$t/fence"
+	wait "$mig" || { cat "$t/mig.out"; false; }
+	cat "$t/mig.out"
+	jq -e '.verified' "$t/mig.out"
+	touch "$t/done"
+	wait "$wr" || true
+	rdmactl read "$B/kv" --offset 196608 --size 4096 --out "$t/b" >/dev/null
+	cmp "$t/w" "$t/b"
+}
+
+@test "hashes of a large region do not stall the server: a read during them answers as fast as an idle one" {
+	local t=$BATS_TEST_TMPDIR adm h i t0 idle=0 dur during
+	serve A "$A" --name big --size 8M --name small --size 4K
+	adm=$(cat "$ADMIN")
+	# An idle read (connect, list, read), the slowest of three.
+	for i in 1 2 3; do
+		t0=$(date +%s%N)
+		rdmactl read "$A/small" --out "$t/s" >/dev/null
+		dur=$((($(date +%s%N) - t0) / 1000000))
+		((dur > idle)) && idle=$dur
+	done
+	# Sixteen hashes of the whole 8 MiB, all sent at once, as one client may.
+	MIG_CTL_MARK=$t/hashing MIG_CTL_DONE=$t/hashed "$MIG_CTL" "$A/big" "$adm" hashes 16 \
+		>"$t/hash.out" 2>&1 3>&- &
+	h=$!
+	WRITERS+=("$h")
+	for ((i = 0; i < 300; i++)); do [ -e "$t/hashing" ] && break; sleep 0.05; done
+	sleep 0.05
+	t0=$(date +%s%N)
+	run rdmactl read "$A/small" --out "$t/s2"
+	during=$((($(date +%s%N) - t0) / 1000000))
+	echo "idle read ${idle} ms, read during the hashes ${during} ms"
+	assert_success
+	# The read was answered while the hashes still ran, in a few idle reads' time.
+	[ ! -e "$t/hashed" ] || { cat "$t/hash.out"; false; }
+	((during <= 6 * idle + 1000)) || false
+	wait "$h"
+	cat "$t/hash.out"
+	grep -q "status=0 answers=16" "$t/hash.out"
 }

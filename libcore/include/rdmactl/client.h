@@ -14,6 +14,10 @@ struct rc_client_opts {
 	struct rc_conn_opts conn;
 	const char *token;
 	int nconns;          /* QPs to open (default 1) */
+	/* A test's hook: called after a write or atomic completed, before its
+	 * DONE notice goes (NULL: none). */
+	void (*before_done)(void *arg);
+	void *before_done_arg;
 };
 
 struct rc_client {

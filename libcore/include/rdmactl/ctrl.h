@@ -121,6 +121,7 @@ enum rc_mig_step {
 
 struct rc_mig_cmd {
 	uint32_t step;                /* enum rc_mig_step */
+	uint32_t move;                /* the move id TRACK answered: every later step carries it */
 	char region[RC_NAME_MAX];
 	uint64_t off;
 	uint64_t len;

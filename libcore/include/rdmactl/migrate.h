@@ -24,6 +24,9 @@ struct rc_migrate_opts {
 	struct rc_target src;          /* the region's server now (A) */
 	struct rc_target dst;          /* where it goes (B): same name, size, access */
 	const char *token;             /* both servers' (B passes it on to A), or NULL */
+	/* Both servers' admin token (register --admin-token-file): presented
+	 * instead of token when connecting to them, for the migration steps. */
+	const char *admin_token;
 	const char *dev_name;          /* connect through this device only, or NULL */
 	int timeout_ms;                /* connecting, and each answer but a pull's */
 	const struct rc_extent *ext;   /* the blocks: src offset, dst offset, length */
@@ -80,6 +83,9 @@ struct rc_migrate_live {
 	uint64_t dirty_bytes;          /* fence once at most this much is left to copy */
 	bool verify;
 	bool keep_source;
+	/* A test's hook: called right before the fence (NULL: none). */
+	void (*before_fence)(void *arg);
+	void *arg;
 };
 
 RC_EXPORT int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_live *lo,

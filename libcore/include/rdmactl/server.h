@@ -44,6 +44,11 @@ struct rc_server_opts {
 	const char *port;
 	const char *dev_name;
 	const char *token;   /* NULL: no token */
+	/* The credential of migration steps (TRACK to DROP, PULL, HASH): a
+	 * connection that presents it instead of token may run them. NULL:
+	 * they are refused, unless allow_unauth_migration. */
+	const char *admin_token;
+	bool allow_unauth_migration; /* without admin_token: anyone connected may */
 	int gid_index;       /* -1: automatic */
 	int max_conns;       /* default 64 */
 	int keepalive_ms;    /* probe each connection this often: 0 default (5000), < 0 off */
