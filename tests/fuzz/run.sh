@@ -14,9 +14,9 @@ repo=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd)
 seconds=${1:-${RDMACTL_FUZZ_SECONDS:-30}}
 [[ "$seconds" =~ ^[1-9][0-9]*$ ]] || { echo "usage: tests/fuzz/run.sh [SECONDS-PER-TARGET]" >&2; exit 2; }
 build=$repo/build-fuzz
-targets=(fuzz_ctrl fuzz_kv_msg fuzz_kv_imm fuzz_parse fuzz_words)
+targets=(fuzz_ctrl fuzz_kv_msg fuzz_kv_imm fuzz_parse fuzz_words fuzz_reject fuzz_group_hello)
 # The corpus each target starts from.
-declare -A corpus=([fuzz_ctrl]=ctrl [fuzz_kv_msg]=kv_msg [fuzz_kv_imm]=kv_imm [fuzz_parse]=parse [fuzz_words]=words)
+declare -A corpus=([fuzz_ctrl]=ctrl [fuzz_kv_msg]=kv_msg [fuzz_kv_imm]=kv_imm [fuzz_parse]=parse [fuzz_words]=words [fuzz_reject]=reject [fuzz_group_hello]=group_hello)
 
 echo "1..${#targets[@]}"
 if ! { CC=clang cmake -S "$repo" -B "$build" -DRDMACTL_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null &&
