@@ -577,7 +577,7 @@ no_leak() {
 	done
 	# Every one connected or was refused.
 	for ((n = 0; n < 300; n++)); do
-		[ "$(grep -lE "connected|rejected" "$KV_OUT"/squat.*.out | wc -l)" -eq 16 ] && break
+		if [ "$(grep -lE "connected|rejected" "$KV_OUT"/squat.*.out | wc -l)" -eq 16 ]; then break; fi
 		sleep 0.1
 	done
 	run cat "$KV_OUT"/squat.*.out
