@@ -6,6 +6,7 @@
 
 #include <rdmactl/ctrl.h>
 #include <rdmactl/kv.h>
+#include <rdmactl/parse.h>
 
 struct wbuf {
 	unsigned char *p;
@@ -34,6 +35,17 @@ static void w64(struct wbuf *w, uint64_t v)
 static void wbytes(struct wbuf *w, const char *s, size_t n)
 {
 	w32(w, (uint32_t)n);
+	if (w->len + n > w->cap) {
+		w->over = true;
+		return;
+	}
+	memcpy(w->p + w->len, s, n);
+	w->len += n;
+}
+
+/* n bytes, no length before them. */
+static void wraw(struct wbuf *w, const void *s, size_t n)
+{
 	if (w->len + n > w->cap) {
 		w->over = true;
 		return;
@@ -78,6 +90,17 @@ static uint32_t r32(struct rbuf *r)
 	return le32toh(v);
 }
 
+static void rraw(struct rbuf *r, void *out, size_t n)
+{
+	if (r->bad || r->off + n > r->len) {
+		r->bad = true;
+		memset(out, 0, n);
+		return;
+	}
+	memcpy(out, r->p + r->off, n);
+	r->off += n;
+}
+
 static uint64_t r64(struct rbuf *r)
 {
 	uint64_t lo = r32(r);
@@ -110,7 +133,35 @@ int kv_pd_encode(const struct kv_hello_pd *p, void *buf, size_t cap)
 	w32(&w, p->rank << 16 | (p->qp & 0xffff));
 	w32(&w, p->nqps);
 	w32(&w, p->session);
+	wraw(&w, p->secret, KV_PD_SECRET);
+	wraw(&w, p->proof, KV_PD_PROOF);
 	return w.over ? -ENOSPC : (int)w.len;
+}
+
+/* The proof covers the request up to the proof itself. */
+static void pd_proof(const struct kv_hello_pd *p, const char *token, uint8_t out[KV_PD_PROOF])
+{
+	struct kv_hello_pd q = *p;
+	unsigned char b[KV_PD_LEN];
+
+	memset(q.proof, 0, sizeof(q.proof));
+	kv_pd_encode(&q, b, sizeof(b));
+	rc_token_proof(token, KV_PD_LABEL, b, KV_PD_LEN - KV_PD_PROOF, out, KV_PD_PROOF);
+}
+
+void kv_pd_prove(struct kv_hello_pd *p, const char *token)
+{
+	pd_proof(p, token, p->proof);
+}
+
+bool kv_pd_authentic(const struct kv_hello_pd *p, const char *token)
+{
+	uint8_t want[KV_PD_PROOF];
+
+	if (!token || !*token)
+		return true;
+	pd_proof(p, token, want);
+	return rc_bytes_equal(want, p->proof, KV_PD_PROOF);
 }
 
 int kv_pd_decode(const void *buf, size_t len, struct kv_hello_pd *p)
@@ -118,10 +169,12 @@ int kv_pd_decode(const void *buf, size_t len, struct kv_hello_pd *p)
 	struct rbuf r = { buf, len, 0, false };
 	uint32_t rq, magic;
 
+	memset(p, 0, sizeof(*p));
 	if (!buf)
 		return -EBADMSG;
 	magic = r32(&r);
-	if ((magic == KV_PD_MAGIC_V2 || magic == KV_PD_MAGIC_V3) && !r.bad)
+	if ((magic == KV_PD_MAGIC_V2 || magic == KV_PD_MAGIC_V3 || magic == KV_PD_MAGIC_V4) &&
+	    !r.bad)
 		return -EPROTO;
 	if (magic != KV_PD_MAGIC)
 		return -EBADMSG;
@@ -130,11 +183,14 @@ int kv_pd_decode(const void *buf, size_t len, struct kv_hello_pd *p)
 	p->qp = rq & 0xffff;
 	p->nqps = r32(&r);
 	p->session = r32(&r);
+	rraw(&r, p->secret, KV_PD_SECRET);
+	rraw(&r, p->proof, KV_PD_PROOF);
 	if (r.bad || p->rank >= KV_MAX_TP || p->nqps < 1 || p->nqps > KV_MAX_QPS ||
 	    p->qp > p->nqps)
 		return -EBADMSG;
 	return 0;
 }
+
 
 static void rtoken(struct rbuf *r, char *out)
 {

@@ -79,8 +79,11 @@ static void refuse_request(struct kv_receiver *r, struct rc_cm_event *ev, int ra
 	struct kv_event e = { .kind = KV_EV_PEER_REFUSED, .rank = rank < 0 ? UINT32_MAX : (uint32_t)rank,
 			      .peer = ev->peer, .reason = why };
 
-	/* The peer reads one word; the operator's log says why. */
-	rc_cm_refuse(ev, "rdmactl: refused");
+	/* The peer reads one word (or whether it lacks the token); the
+	 * operator's log says why. */
+	rc_cm_refuse(ev, !strncmp(why, "not authorised", 14)
+				 ? "rdmactl: not authorised (a missing or wrong token)"
+				 : "rdmactl: refused");
 	kvr_emit(r, &e);
 }
 
@@ -96,7 +99,8 @@ static int count_pending(struct kv_receiver *r)
 /*
  * A control QP (qp 0) makes a peer that holds nothing until its HELLO
  * passes: not its rank, not a data QP, not the pool's address. Data QPs
- * join a peer whose HELLO passed, by rank and session.
+ * join a peer whose HELLO passed, by rank, session and secret. With a token,
+ * every request proves it before anything else is looked at.
  */
 static void on_connect_request(struct kv_receiver *r, struct rc_cm_event *ev)
 {
@@ -109,12 +113,23 @@ static void on_connect_request(struct kv_receiver *r, struct rc_cm_event *ev)
 	int bad = kv_pd_decode(ev->param.private_data, ev->param.private_data_len, &pd);
 
 	if (bad == -EPROTO) {
-		refuse_request(r, ev, -1, "a kvxfer source of an earlier protocol (2 or 3, an older "
-			       "rdmactl): this decode rank speaks protocol 4; run the same version on both sides");
+		refuse_request(r, ev, -1, "a kvxfer source of an earlier protocol ( 2, 3 or 4, an older "
+			       "rdmactl): this decode rank speaks protocol 5; run the same version on both sides");
 		return;
 	}
 	if (bad) {
 		refuse_request(r, ev, -1, "not a kvxfer source of this version (connect request)");
+		return;
+	}
+	/* The token before anything else: a host without it holds nothing,
+	 * not even a connection waiting for its HELLO. */
+	if (!kv_pd_authentic(&pd, r->token)) {
+		static const uint8_t none[KV_PD_PROOF];
+
+		snprintf(why, sizeof(why), "not authorised: %s token in the connect request of %s QP %u",
+			 rc_bytes_equal(pd.proof, none, KV_PD_PROOF) ? "no" : "a wrong",
+			 pd.qp ? "data" : "control", pd.qp);
+		refuse_request(r, ev, (int)pd.rank, why);
 		return;
 	}
 	if (r->nconns >= MAX_CONNS)
@@ -124,8 +139,9 @@ static void on_connect_request(struct kv_receiver *r, struct rc_cm_event *ev)
 	for (int i = 0; !why[0] && pd.qp && i < PEERS; i++) {
 		struct rpeer *c = &r->peers[i];
 
+		/* Bound by the sender's secret: every byte compared, always. */
 		if (c->used && c->hello && !c->dead && !c->refused && c->rank == pd.rank &&
-		    c->session == pd.session)
+		    c->session == pd.session && rc_bytes_equal(c->secret, pd.secret, KV_PD_SECRET))
 			p = c;
 	}
 	if (!why[0] && pd.qp && !p)
@@ -140,6 +156,7 @@ static void on_connect_request(struct kv_receiver *r, struct rc_cm_event *ev)
 		p = &r->peers[i];
 		*p = (struct rpeer){ .used = true, .rank = pd.rank, .nqps = pd.nqps,
 				     .session = pd.session, .t_conn = rc_now() };
+		memcpy(p->secret, pd.secret, KV_PD_SECRET);
 		p->last_rx = p->last_hb = p->t_conn;
 		snprintf(p->peer, sizeof(p->peer), "%s", ev->peer);
 	}

@@ -28,6 +28,7 @@ struct rpeer {
 	bool refused;         /* ERROR sent: closed once it is out, or at close_by */
 	double t_conn, close_by;
 	uint32_t rank, nqps, session;
+	uint8_t secret[KV_PD_SECRET]; /* its data QPs show the same */
 	struct rconn *q[KV_MAX_QPS + 1]; /* 0: control */
 	char peer[RC_HOST_MAX + 8];
 	char why[KV_REASON_MAX];

@@ -503,9 +503,11 @@ void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m
 	char why[KV_REASON_MAX] = "";
 	struct rpeer *holder = r->by_rank[p->rank];
 
-	/* The token first: a peer without it learns nothing of the rest. */
-	if (!token_ok(r->token, m->u.hello.token)) {
-		refuse_hello(r, p, EACCES, m->u.hello.token[0] ? "wrong token" : "no token");
+	/* The connect request proved the token (kv_pd_authentic): a HELLO
+	 * carries none. One that does (an older source's habit) must carry
+	 * the right one, compared whole. */
+	if (m->u.hello.token[0] && !token_ok(r->token, m->u.hello.token)) {
+		refuse_hello(r, p, EACCES, "wrong token in HELLO");
 		return;
 	}
 	if (geom_diff(r->g, &m->u.hello.g, why, sizeof(why)) == 0) {

@@ -30,6 +30,8 @@ static int connect_dst(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 	struct rc_err e;
 	int rc;
 
+	memcpy(pd.secret, s->secret, sizeof(pd.secret));
+	kv_pd_prove(&pd, o->c.token);
 	kv_pd_encode(&pd, pdb, sizeof(pdb));
 	if ((rc = rc_connect(d->t->host, d->t->port, &co, &d->ctrl, &e)))
 		return rc_err_set(err, -rc, "decode rank at %s: %.400s", d->name, e.msg);
@@ -54,6 +56,8 @@ static int connect_data(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 	co.pd = d->ctrl->pd;
 	for (uint32_t k = 0; k < o->nqps; k++) {
 		pd.qp = k + 1;
+		memcpy(pd.secret, s->secret, sizeof(pd.secret));
+		kv_pd_prove(&pd, o->c.token);
 		kv_pd_encode(&pd, pdb, sizeof(pdb));
 		if ((rc = rc_connect(d->t->host, d->t->port, &co, &d->qp[k].c, &e)))
 			return rc_err_set(err, -rc, "decode rank at %s, data QP %u: %.400s", d->name,
@@ -78,8 +82,7 @@ static int handshake(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 	m.u.hello.session = s->session;
 	m.u.hello.g = *s->g;
 	m.u.hello.land = s->o->land;
-	if (s->o->c.token)
-		snprintf(m.u.hello.token, sizeof(m.u.hello.token), "%s", s->o->c.token);
+	/* The token was proven in the connect request: it does not travel. */
 	if ((rc = kv_chan_send(&d->ch, &m, err)))
 		return rc;
 	while (!d->welcomed) {
@@ -304,7 +307,10 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 	s->d = calloc((size_t)o->ntargets, sizeof(*s->d));
 	if (!s->reqs || !s->d)
 		return rc_err_set(err, ENOMEM, "out of memory");
-	s->session = (uint32_t)getpid() ^ (uint32_t)(rc_now() * 1e6);
+	/* Unguessable: a data QP joins this sender by its secret alone. */
+	if ((rc = rc_random_bytes(s->secret, sizeof(s->secret))) ||
+	    (rc = rc_random_bytes(&s->session, sizeof(s->session))))
+		return rc_err_set(err, -rc, "no random bytes for the session: %s", strerror(-rc));
 	for (int i = 0; i < o->ntargets; i++) {
 		struct sdst *d = &s->d[i];
 

@@ -91,6 +91,7 @@ struct kv_sender {
 	uint32_t gather;
 	bool copy_ok;
 	uint32_t src_pages, dst_pages, session;
+	uint8_t secret[KV_PD_SECRET]; /* binds the data QPs to this sender (getrandom) */
 	struct sreq *reqs;           /* inflight of them, one per source slot */
 	uint32_t next_id, active, finished;
 	double compute_free, first;

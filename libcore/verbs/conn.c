@@ -76,6 +76,23 @@ static int get_event(struct rdma_event_channel *ech, int timeout_ms, struct rdma
 	}
 }
 
+size_t rc_reject_reason(const void *pd, size_t len, char *out, size_t cap)
+{
+	const unsigned char *p = pd;
+	size_t n = 0;
+
+	if (!cap)
+		return 0;
+	/* Printable ASCII up to the first byte that is not (the zeros the CM
+	 * pads with end it too). */
+	while (p && n < len && n < cap - 1 && p[n] >= 0x20 && p[n] <= 0x7e) {
+		out[n] = (char)p[n];
+		n++;
+	}
+	out[n] = '\0';
+	return n;
+}
+
 static int expect_event(struct rc_conn *c, enum rdma_cm_event_type want, const char *what,
 			struct rc_err *err)
 {
@@ -96,18 +113,9 @@ static int expect_event(struct rc_conn *c, enum rdma_cm_event_type want, const c
 	int status = ev->status;
 	char reason[64] = "";
 
-	if (got == RDMA_CM_EVENT_REJECTED && ev->param.conn.private_data &&
-	    ev->param.conn.private_data_len) {
-		size_t n = ev->param.conn.private_data_len;
-
-		if (n >= sizeof(reason))
-			n = sizeof(reason) - 1;
-		memcpy(reason, ev->param.conn.private_data, n);
-		reason[n] = '\0';
-		for (char *p = reason; *p; p++)
-			if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
-				*p = '\0';
-	}
+	if (got == RDMA_CM_EVENT_REJECTED)
+		rc_reject_reason(ev->param.conn.private_data, ev->param.conn.private_data_len,
+				 reason, sizeof(reason));
 	rdma_ack_cm_event(ev);
 	switch (got) {
 	case RDMA_CM_EVENT_ADDR_ERROR:

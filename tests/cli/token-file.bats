@@ -32,7 +32,7 @@ commands=(
 	for c in "${commands[@]}"; do
 		read -ra words <<<"$c"
 		local n=1
-		[[ ${words[0]} == kvxfer ]] && n=2
+		if [[ ${words[0]} == kvxfer ]]; then n=2; fi
 		run "$RDMACTL" "${words[@]:0:n}" --help
 		# help is wrapped to the terminal: read it with its blanks joined
 		output=$(tr -s " \n" "  " <<<"$output")

@@ -13,6 +13,9 @@
 #include <rdmactl/ctrl.h>
 #include <rdmactl/kv.h>
 
+/* The group's connect request, as the group builds it. */
+#include "../../libcore/group/hello.c"
+
 static int put(const char *dir, const char *sub, const char *name, const void *buf, int len)
 {
 	char path[4096];
@@ -63,7 +66,7 @@ static int kv_seeds(const char *dir)
 		{ .type = KV_MSG_WELCOME, .seq = 2,
 		  .u.welcome = { 0, 1024, 0x1234, 0x7f0000000000ull, 16384 } },
 		{ .type = KV_MSG_REQ, .seq = 3, .req = 42, .u.request = { 512 } },
-		{ .type = KV_MSG_ALLOC, .seq = 4, .req = 42, .u.alloc = { 5, 9, 8, pages } },
+		{ .type = KV_MSG_ALLOC, .seq = 4, .req = 42, .u.alloc = { .slot = 5, .gen = 9, .npages = 8, .land = 3, .pages = pages } },
 		{ .type = KV_MSG_DONE, .seq = 5, .req = 42,
 		  .u.done = { KV_DONE_VERIFIED, 0, 1ull << 20 } },
 		{ .type = KV_MSG_CANCEL, .seq = 6, .req = 42, .u.cancel = { 0, "cancelled" } },
@@ -114,13 +117,57 @@ static int imm_seeds(const char *dir)
 	return err;
 }
 
+/* Group connect requests (fuzz_group_hello): a byte that picks the rank
+ * checking it (rank 5 of 8; bit 3: its group has the token s3cret), then
+ * the request: proven for rank 5, without a proof, an older 12-byte one. */
+static int group_seeds(const char *dir)
+{
+	unsigned char b[1 + sizeof(struct ghello)];
+	struct ghello h = { .magic = GROUP_MAGIC, .rank = 2, .world = 8 };
+	int err = 0;
+
+	for (int i = 0; i < GHELLO_NONCE; i++)
+		h.nonce[i] = (uint8_t)(i * 13 + 7);
+	group_proof("s3cret", &h, 5, h.proof);
+	b[0] = 5 | 8;
+	memcpy(b + 1, &h, sizeof(h));
+	err |= put(dir, "group_hello", "proven", b, (int)sizeof(b));
+	memset(b + 1 + offsetof(struct ghello, proof), 0, GHELLO_PROOF);
+	err |= put(dir, "group_hello", "no-proof", b, (int)sizeof(b));
+	b[0] = 5;
+	err |= put(dir, "group_hello", "short", b, 13);
+	return err;
+}
+
+/* Reject reasons (fuzz_reject): as rdmactl's servers send them, zero-padded
+ * as the CM delivers them, and one with a byte that is not printable. */
+static int reject_seeds(const char *dir)
+{
+	static const char *why[] = { "rdmactl: not authorised (a missing or wrong token)",
+				     "rdmactl: invalid token", "rdmactl: refused" };
+	unsigned char b[148] = { 0 };
+	char name[16];
+	int err = 0;
+
+	for (size_t i = 0; i < sizeof(why) / sizeof(why[0]); i++) {
+		memset(b, 0, sizeof(b));
+		memcpy(b, why[i], strlen(why[i]));
+		snprintf(name, sizeof(name), "reason-%zu", i);
+		err |= put(dir, "reject", name, b, (int)sizeof(b));
+	}
+	b[9] = 0x7f;
+	err |= put(dir, "reject", "unprintable", b, 40);
+	return err;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
 		fprintf(stderr, "usage: mkseeds CORPUS-DIR\n");
 		return 2;
 	}
-	if (ctrl_seeds(argv[1]) || kv_seeds(argv[1]) || imm_seeds(argv[1])) {
+	if (ctrl_seeds(argv[1]) || kv_seeds(argv[1]) || imm_seeds(argv[1]) ||
+	    group_seeds(argv[1]) || reject_seeds(argv[1])) {
 		fprintf(stderr, "mkseeds: cannot write the seeds under %s\n", argv[1]);
 		return 1;
 	}

@@ -158,7 +158,10 @@ setup() {
 }
 
 @test "a wrong or missing token is rejected, the right one accepted" {
-	start_server 1 --listen "$ADDR:$PORT" --name kv --size 64K --token s3cret
+	# The server takes its token from a private file.
+	printf 's3cret\n' >"$BATS_TEST_TMPDIR/tok"
+	chmod 600 "$BATS_TEST_TMPDIR/tok"
+	start_server 1 --listen "$ADDR:$PORT" --name kv --size 64K --token-file "$BATS_TEST_TMPDIR/tok"
 	run rdmactl write "$ADDR:$PORT/kv" --pattern zero --size 4K --token wrong
 	assert_failure 1
 	assert_output --partial "invalid token"
@@ -167,8 +170,18 @@ setup() {
 	assert_output --partial "token is required"
 	run rdmactl write "$ADDR:$PORT/kv" --pattern zero --size 4K --token s3cretX
 	assert_failure 1
+	assert_output --partial "invalid token"
 	run rdmactl write "$ADDR:$PORT/kv" --pattern zero --size 4K --token s3cre
 	assert_failure 1
+	assert_output --partial "invalid token"
+	# The client's token from a file too.
+	printf 's3cretX\n' >"$BATS_TEST_TMPDIR/tokX"
+	chmod 600 "$BATS_TEST_TMPDIR/tokX"
+	run rdmactl read "$ADDR:$PORT/kv" --size 4K --out /dev/null --token-file "$BATS_TEST_TMPDIR/tokX"
+	assert_failure 1
+	assert_output --partial "invalid token"
+	run rdmactl read "$ADDR:$PORT/kv" --size 4K --out /dev/null --token-file "$BATS_TEST_TMPDIR/tok"
+	assert_success
 	RDMACTL_TOKEN=s3cret run rdmactl write "$ADDR:$PORT/kv" --pattern zero --size 4K
 	assert_success
 	grep -q '"event":"rejected"' "$SERVER_OUT"
@@ -242,6 +255,14 @@ setup() {
 		"$(jq -r .rkey <<<"$d")" 0 16
 	assert_failure 1
 	assert_output --partial "rdma_connect: Connection refused"
+	# Raw bytes that extend the token, and a prefix of it, are turned away too.
+	local t
+	for t in tokX to; do
+		run timeout 30 "$FOREIGN_CLIENT" write "$ADDR" "$PORT" "$(jq -r .addr <<<"$d")" \
+			"$(jq -r .rkey <<<"$d")" 0 16 "$t"
+		assert_failure 1
+		assert_output --partial "rdma_connect: Connection refused"
+	done
 }
 
 @test "many LIST requests back to back on one connection: every reply intact" {

@@ -7,6 +7,9 @@
  *
  *   kv_hostile MODE HOST PORT [-T TOKEN] [-f FIELD=VALUE]... [-s SECONDS]
  *
+ * -T TOKEN proves TOKEN in every connect request (kvxfer protocol 5) and
+ * shows it in HELLO too.
+ *
  * The geometry is that of tests/rxe/kvxfer.bats (paged, nhd, bf16, 4
  * layers, 8 heads x 16 dims, 4 tokens a page, TP 1 -> 1), source rank 0;
  * -f changes one HELLO field (layers, kv_heads, head_dim, src_tp, dst_tp,
@@ -19,6 +22,8 @@
  *   hb-first    heartbeats instead of HELLO, every 100 ms, for -s seconds
  *   squat       connect the control QP and stay silent for -s seconds
  *   data-first  connect a data QP without any HELLO
+ *   wrong-secret  HELLO, then a data QP whose secret differs in one bit
+ *               (print its rejection), then one with the right secret
  *   dup-req     HELLO, one data QP, REQ, then the same REQ every 100 ms and
  *               never a write: print the CANCEL that ends it
  *   ctrl-imm    HELLO, then an RDMA WRITE with immediate on the control QP
@@ -79,6 +84,7 @@ static void close_all(void)
 }
 static char token[RC_TOKEN_MAX + 1];
 static uint32_t session;
+static uint8_t secret[KV_PD_SECRET];
 
 static double now_ms(void)
 {
@@ -112,6 +118,8 @@ static int open_qp(struct qp *q, uint32_t qpi, uint32_t nqps)
 	memset(q, 0, sizeof(*q));
 	if (nopened < (int)(sizeof(opened) / sizeof(opened[0])))
 		opened[nopened++] = q;
+	memcpy(pd.secret, secret, sizeof(secret));
+	kv_pd_prove(&pd, token);
 	kv_pd_encode(&pd, pdb, sizeof(pdb));
 	if (old_proto) {
 		uint32_t v2 = htole32(KV_PD_MAGIC_V2);
@@ -379,6 +387,8 @@ int main(int argc, char **argv)
 	host = argv[optind + 1];
 	port = argv[optind + 2];
 	session = (uint32_t)getpid() * 2654435761u;
+	for (size_t i = 0; i < sizeof(secret); i++)
+		secret[i] = (uint8_t)(session >> (i % 4 * 8)) ^ (uint8_t)i;
 	hello = hello_msg(!strcmp(mode, "one-qp") ? 2 : 1);
 	for (int i = 0; i < nf; i++)
 		if (set_field(&hello, fields[i]))
@@ -414,6 +424,19 @@ int main(int argc, char **argv)
 		return 1;
 	if (!strcmp(mode, "hello") || rc == 0) {
 		wait_closed(&c, t0, 3000);
+		return 0;
+	}
+	if (!strcmp(mode, "wrong-secret")) {
+		/* Welcomed; a data QP that guesses the secret wrong by one bit,
+		 * then the right one. */
+		secret[KV_PD_SECRET - 1] ^= 1;
+		if (open_qp(&d[0], 1, 1) < 0)
+			return 1;
+		secret[KV_PD_SECRET - 1] ^= 1;
+		if ((rc = open_qp(&d[1], 1, 1)) < 0)
+			return 1;
+		if (rc == 0)
+			printf("data QP 1 accepted with the secret\n");
 		return 0;
 	}
 	if (!strcmp(mode, "ctrl-imm")) {

@@ -580,28 +580,67 @@ no_leak() {
 	refute_output --partial "decode rank has"
 }
 
-@test "hostile: no token and a wrong token are refused and closed, no rkey; the real source gets its rank" {
+@test "hostile: no token, a wrong one, one that extends the right one and a prefix of it are refused at connect, no rkey; the real source gets its rank" {
 	serve d0 "${G[@]}" --pool-pages 16 --verify --requests 1 --token s3cret
-	hostile hello "$ADDR" "$PORT_d0"
-	assert_output --partial "error code=13 text=HELLO refused: not authorised"
-	assert_output --partial "closed after"
-	no_leak
-	hostile hello "$ADDR" "$PORT_d0" -T s3cre7
-	assert_output --partial "error code=13 text=HELLO refused: not authorised"
-	assert_output --partial "closed after"
-	no_leak
+	local t
+	for t in "" s3cre7 s3cretX s3cre; do
+		hostile hello "$ADDR" "$PORT_d0" ${t:+-T "$t"}
+		# Refused before the QP exists: no HELLO, no answer to one.
+		assert_output --partial "rejected: data QP 0"
+		refute_output --partial "error code="
+		no_leak
+	done
 	run rdmactl kvxfer send "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --token wrong
 	assert_failure 1
-	assert_output --partial "refused this source rank: HELLO refused: not authorised"
+	assert_output --partial "not authorised (a missing or wrong token)"
+	run rdmactl kvxfer send "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --token s3cretX
+	assert_failure 1
+	assert_output --partial "not authorised (a missing or wrong token)"
 	# The token from the environment, as register takes it.
 	RDMACTL_TOKEN=s3cret send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10
 	reap s0 d0
 	status 0 s0 d0
 	check '(.d0 | verified(1)) and (.s0 | verified(1))
-		and (.d0 | ev("refused") | map(.reason) as $r | length == 3
-			and ($r[0] | test("no token")) and ($r[1] | test("wrong token"))
-			and ($r[2] | test("wrong token")))
+		and (.d0 | ev("refused") | map(.reason) as $r | length == 6
+			and ($r[0] | test("not authorised: no token in the connect request of control QP 0"))
+			and ($r[1:] | all(test("not authorised: a wrong token in the connect request"))))
 		and (.d0 | ev("connected") | length == 1)' s0 d0
+}
+
+@test "hostile: 16 connects that never send HELLO hold no pending slot: a sender with the token is served" {
+	serve d0 "${G[@]}" --pool-pages 16 --verify --requests 1 --token s3cret
+	local i n
+	for ((i = 0; i < 16; i++)); do
+		"$KV_HOSTILE" squat "$ADDR" "$PORT_d0" -s 60 >"$KV_OUT/squat.$i.out" 2>&1 &
+		KV_PID[squat$i]=$!
+	done
+	# Every one connected or was refused.
+	for ((n = 0; n < 300; n++)); do
+		if [ "$(grep -lE "connected|rejected" "$KV_OUT"/squat.*.out | wc -l)" -eq 16 ]; then break; fi
+		sleep 0.1
+	done
+	run cat "$KV_OUT"/squat.*.out
+	refute_output --partial "connected"
+	[ "$(grep -c "rejected: data QP 0" <<<"$output")" -eq 16 ] || fail "not 16 refused: $output"
+	printf 's3cret\n' >"$KV_OUT/tok"
+	chmod 600 "$KV_OUT/tok"
+	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --token-file "$KV_OUT/tok"
+	reap s0 d0
+	status 0 s0 d0
+	check '(.d0 | verified(1)) and (.s0 | verified(1))
+		and (.d0 | ev("refused") | map(.reason) | length == 16
+			and all(test("not authorised: no token")))' s0 d0
+}
+
+@test "hostile: a data QP that guesses the sender's secret wrong by one bit is refused; the right secret joins" {
+	serve d0 "${G[@]}" --pool-pages 16 --requests 1 --token s3cret
+	hostile wrong-secret "$ADDR" "$PORT_d0" -T s3cret
+	assert_output --partial "welcome"
+	assert_output --partial "rejected: data QP 1"
+	assert_output --partial "data QP 1 accepted with the secret"
+	kill -TERM "${KV_PID[d0]}"
+	reap d0
+	check '.d0 | ev("refused") | map(.reason) | any(test("data QP 1 of source rank 0 before a valid HELLO"))' d0
 }
 
 @test "hostile: a wrong HELLO, field by field, is told nothing of the decode rank's geometry" {
@@ -628,15 +667,15 @@ no_leak() {
 
 @test "hostile: heartbeats before HELLO, a silent squatter and a data QP first hold no rank" {
 	serve d0 "${G[@]}" --pool-pages 16 --verify --requests 1 --token s3cret
-	"$KV_HOSTILE" squat "$ADDR" "$PORT_d0" -s 60 >"$KV_OUT/squat.out" 2>&1 &
+	"$KV_HOSTILE" squat "$ADDR" "$PORT_d0" -T s3cret -s 60 >"$KV_OUT/squat.out" 2>&1 &
 	KV_PID[squat]=$!
 	for ((i = 0; i < 300; i++)); do
 		grep -q connected "$KV_OUT/squat.out" && break
 		sleep 0.1
 	done
-	hostile hb-first "$ADDR" "$PORT_d0" -s 5
+	hostile hb-first "$ADDR" "$PORT_d0" -T s3cret -s 5
 	assert_output --regexp "closed after [0-9]+ ms"
-	hostile data-first "$ADDR" "$PORT_d0"
+	hostile data-first "$ADDR" "$PORT_d0" -T s3cret
 	assert_output --partial "rejected: data QP 1"
 	# The real source gets rank 0, the squatter connected or not.
 	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --token s3cret
@@ -657,7 +696,7 @@ no_leak() {
 	reap s0 d0
 	status 0 s0 d0
 	check '(.d0 | verified(1)) and (.s0 | verified(1))
-		and (.d0 | ev("refused") | map(.reason) | any(test("of an earlier protocol .*speaks protocol 4")))' s0 d0
+		and (.d0 | ev("refused") | map(.reason) | any(test("of an earlier protocol .*speaks protocol 5")))' s0 d0
 }
 
 @test "hostile: a REQ sent again and again does not hold the request: it still times out" {

@@ -271,4 +271,34 @@ blob() {
 		{ mc_dump; fail "the count"; }
 	grep -q "rank 2 did not get the whole blob" "$BATS_TEST_TMPDIR/rank.0.err" ||
 		{ mc_dump; fail "the root's error"; }
+@test "group token: a chain of 3 whose ranks share the token (file, environment) delivers; a rank with a longer one is refused" {
+	need_guest
+	blob "$BATS_TEST_TMPDIR/w" $((256 << 10))
+	printf 's3cret\n' >"$BATS_TEST_TMPDIR/tok"
+	chmod 600 "$BATS_TEST_TMPDIR/tok"
+	mc_peers 3
+	RDMACTL_TOKEN=s3cret mc_ok 3 "$BLOB_SHA" --algo chain --file "$BATS_TEST_TMPDIR/w" --chunk 64K
+	mc_peers 3
+	mc_ok 3 "$BLOB_SHA" --algo chain --file "$BATS_TEST_TMPDIR/w" --chunk 64K \
+		--token-file "$BATS_TEST_TMPDIR/tok"
+	# Rank 2 holds s3cretX: it refuses the ranks that connect to it (and
+	# they say why), and nobody exits 0.
+	mc_peers 3
+	PIDS=()
+	local i t
+	for i in 0 1 2; do
+		t=s3cret
+		((i == 2)) && t=s3cretX
+		RDMACTL_TOKEN=$t rdmactl -t 4000 multicast --rank "$i" --world 3 --rendezvous "file:$PEERS" \
+			--algo chain --file "$BATS_TEST_TMPDIR/w" --chunk 64K --out "$BATS_TEST_TMPDIR/bad.%r" \
+			>"$BATS_TEST_TMPDIR/rank.$i.out" 2>"$BATS_TEST_TMPDIR/rank.$i.err" &
+		PIDS+=($!)
+	done
+	mc_wait
+	for i in 0 1 2; do
+		[ "${RCS[i]}" != 0 ] || { mc_dump; fail "rank $i exited 0 with a rank that lacks the token"; }
+	done
+	run cat "$BATS_TEST_TMPDIR/rank.0.err" "$BATS_TEST_TMPDIR/rank.1.err"
+	assert_output --partial "rank 2 ($ADDR:"
+	assert_output --partial "not authorised (a wrong group token)"
 }

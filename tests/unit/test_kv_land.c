@@ -248,7 +248,7 @@ static void protocol(void)
 	struct kv_msg in = { .type = KV_MSG_HELLO }, out;
 	struct kv_hello_pd pd = { .rank = 1, .qp = 0, .nqps = 1, .session = 7 };
 	unsigned char buf[KV_MSG_MAX], pdb[KV_PD_LEN];
-	uint32_t v2 = htole32(KV_PD_MAGIC_V2), v3 = htole32(KV_PD_MAGIC_V3);
+	uint32_t v2 = htole32(KV_PD_MAGIC_V2), v3 = htole32(KV_PD_MAGIC_V3), v4 = htole32(KV_PD_MAGIC_V4);
 	uint32_t pages[KV_MAX_REQ_PAGES], got[KV_MAX_REQ_PAGES];
 	int len;
 
@@ -285,6 +285,8 @@ static void protocol(void)
 	CHECK(out.u.alloc.land == KV_LAND_NONE);
 	CHECK(kv_pd_encode(&pd, pdb, sizeof(pdb)) == KV_PD_LEN);
 	CHECK(kv_pd_decode(pdb, sizeof(pdb), &pd) == 0);
+	memcpy(pdb, &v4, sizeof(v4));
+	CHECK(kv_pd_decode(pdb, sizeof(pdb), &pd) == -EPROTO);
 	memcpy(pdb, &v3, sizeof(v3));
 	CHECK(kv_pd_decode(pdb, sizeof(pdb), &pd) == -EPROTO);
 	memcpy(pdb, &v2, sizeof(v2));

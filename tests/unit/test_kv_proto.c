@@ -127,6 +127,49 @@ static void messages(void)
 	CHECK(kv_msg_encode(&in, buf, 20) == -ENOSPC);
 }
 
+/* The token proven in the connect request: the secret and proof travel
+ * whole; a longer token, a prefix, another field or another secret does not
+ * prove it. */
+static void pd_proof(void)
+{
+	struct kv_hello_pd p = { .rank = 1, .qp = 0, .nqps = 2, .session = 7 }, q, x;
+	unsigned char pd[KV_PD_LEN];
+
+	for (int i = 0; i < KV_PD_SECRET; i++)
+		p.secret[i] = (uint8_t)(i * 37 + 1);
+	CHECK(KV_PD_LEN == 56);
+	CHECK(kv_pd_authentic(&p, NULL) && kv_pd_authentic(&p, ""));
+	CHECK(!kv_pd_authentic(&p, "s3cret")); /* zeros prove nothing */
+	kv_pd_prove(&p, "s3cret");
+	CHECK(kv_pd_encode(&p, pd, sizeof(pd)) == KV_PD_LEN);
+	CHECK(kv_pd_decode(pd, sizeof(pd), &q) == 0);
+	CHECK(!memcmp(q.secret, p.secret, KV_PD_SECRET) && !memcmp(q.proof, p.proof, KV_PD_PROOF));
+	CHECK(kv_pd_authentic(&q, "s3cret"));
+	CHECK(!kv_pd_authentic(&q, "s3cretX"));
+	CHECK(!kv_pd_authentic(&q, "s3cre"));
+	CHECK(!kv_pd_authentic(&q, "S3cret"));
+	x = q;
+	x.qp = 1;
+	CHECK(!kv_pd_authentic(&x, "s3cret"));
+	x = q;
+	x.secret[KV_PD_SECRET - 1] ^= 1;
+	CHECK(!kv_pd_authentic(&x, "s3cret"));
+	x = q;
+	x.session ^= 1;
+	CHECK(!kv_pd_authentic(&x, "s3cret"));
+	x = q;
+	x.proof[KV_PD_PROOF - 1] ^= 0x80;
+	CHECK(!kv_pd_authentic(&x, "s3cret"));
+	/* Proven with the longer token or the prefix: refused by the real one. */
+	x = p;
+	kv_pd_prove(&x, "s3cretX");
+	CHECK(!kv_pd_authentic(&x, "s3cret"));
+	kv_pd_prove(&x, "s3cre");
+	CHECK(!kv_pd_authentic(&x, "s3cret"));
+	/* A request cut short: the proof is missing, not zero-filled into a pass. */
+	CHECK(kv_pd_decode(pd, KV_PD_LEN - 1, &q) == -EBADMSG);
+}
+
 static void imm_and_pd(void)
 {
 	uint32_t imm = kv_imm(0x1ff, 255, 1023, 63);
@@ -155,6 +198,7 @@ static void imm_and_pd(void)
 	p.qp = 5; /* beyond nqps */
 	kv_pd_encode(&p, pd, sizeof(pd));
 	CHECK(kv_pd_decode(pd, sizeof(pd), &q) == -EBADMSG);
+	pd_proof();
 }
 
 int main(void)

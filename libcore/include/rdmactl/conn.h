@@ -67,6 +67,10 @@ RC_EXPORT int rc_connect(const char *host, const char *port, const struct rc_con
  * within timeout_ms (0: do not wait). -EAGAIN when none came; -EINVAL for an
  * accepted connection, whose events come to its listener. */
 int rc_conn_event(struct rc_conn *c, int timeout_ms, struct rdma_cm_event **ev);
+/* The reason a peer gave in the private data of its reject (len bytes at
+ * pd, NULL: none): the printable ASCII up to the first other byte, at most
+ * cap - 1 bytes, into out with a NUL. Returns its length (0: none given). */
+RC_EXPORT size_t rc_reject_reason(const void *pd, size_t len, char *out, size_t cap);
 /* Disconnect and free everything; returns the first error, releases all. */
 RC_EXPORT int rc_conn_close(struct rc_conn *c);
 

@@ -260,11 +260,16 @@ RC_EXPORT int kv_check(const struct kv_geom *g, uint32_t rank, uint32_t req, uin
 /*
  * Wire protocol (kv_proto.c). Each source rank opens, to each destination
  * rank it feeds, one control QP (SEND/RECV of the messages below, framed by
- * the rc_ctrl header); it shows its token and geometry in HELLO, and only
+ * the rc_ctrl header); it shows its geometry in HELLO, and only
  * once WELCOME came back does it connect its --qps data QPs (RDMA WRITE).
  * Each connect request carries struct kv_hello_pd so that the decode side
  * can group the QPs of one sender; a data QP is accepted only for a sender
- * whose HELLO was accepted.
+ * whose HELLO was accepted, and only with that sender's secret (16 bytes
+ * from getrandom per sender process). With a token, every connect request
+ * proves it (kv_pd_prove: an HMAC under the token of the rest of the
+ * request), checked before the QP is accepted: a host without the token
+ * holds no connection, not even one waiting for its HELLO, and the token
+ * itself does not travel.
  *
  * Per layer, a sender posts the layer's writes spread over its data QPs and
  * ends each QP's share with one RDMA WRITE_WITH_IMM (zero bytes when the QP
@@ -273,14 +278,20 @@ RC_EXPORT int kv_check(const struct kv_geom *g, uint32_t rank, uint32_t req, uin
  * a layer is complete when every contributing source rank delivered
  * exactly one on each of its data QPs (struct kv_tally).
  */
-/* "KVX4": landing by request runs (HELLO says --land, WELCOME the landing
- * area, ALLOC the request's run in it). "KVX3" landed page by page, "KVX2"
- * had no landing: such a peer is refused by name. */
-#define KV_PD_MAGIC 0x3458564bu
+/* "KVX5": the token proven in the connect request, data QPs bound by a
+ * secret. "KVX4" landed by request runs (HELLO says --land, WELCOME the
+ * landing area, ALLOC the request's run in it) and showed the token in
+ * HELLO; "KVX3" landed page by page, "KVX2" had no landing: such a peer is
+ * refused by name. */
+#define KV_PD_MAGIC 0x3558564bu
+#define KV_PD_MAGIC_V4 0x3458564bu
 #define KV_PD_MAGIC_V3 0x3358564bu
 #define KV_PD_MAGIC_V2 0x3258564bu
 #define KV_LAND_NONE UINT32_MAX /* ALLOC: no landing run */
-#define KV_PD_LEN 16
+#define KV_PD_SECRET 16
+#define KV_PD_PROOF 24
+#define KV_PD_LEN (16 + KV_PD_SECRET + KV_PD_PROOF) /* 56: all a connect request holds */
+#define KV_PD_LABEL "rdmactl kvxfer connect v5"
 #define KV_MSG_MAX 8192
 #define KV_MAX_REQ_PAGES 2000 /* what one ALLOC message carries */
 #define KV_REASON_MAX 256
@@ -289,10 +300,18 @@ struct kv_hello_pd {
 	uint32_t rank;     /* source rank */
 	uint32_t qp;       /* 0: control, 1..nqps: data */
 	uint32_t nqps;     /* data QPs per destination */
-	uint32_t session;  /* random per sender process */
+	uint32_t session;  /* random per sender process (HELLO repeats it) */
+	uint8_t secret[KV_PD_SECRET]; /* random per sender process: binds its data QPs */
+	uint8_t proof[KV_PD_PROOF];   /* kv_pd_prove; zeros without a token */
 };
 RC_EXPORT int kv_pd_encode(const struct kv_hello_pd *p, void *buf, size_t cap);
-/* 0, -EPROTO for a peer of an earlier protocol (KV_PD_MAGIC_V2, _V3), or -EBADMSG. */
+/* Fill p->proof: the token's HMAC over everything else p says (token NULL
+ * or "": zeros). */
+RC_EXPORT void kv_pd_prove(struct kv_hello_pd *p, const char *token);
+/* Whether p proves token, compared in constant time; any p when token is
+ * NULL or "" (a decode rank without a token admits anyone). */
+RC_EXPORT bool kv_pd_authentic(const struct kv_hello_pd *p, const char *token);
+/* 0, -EPROTO for a peer of an earlier protocol (KV_PD_MAGIC_V2, _V3, _V4), or -EBADMSG. */
 RC_EXPORT int kv_pd_decode(const void *buf, size_t len, struct kv_hello_pd *p);
 
 /* The immediate value: generation of the request slot (8 bits), the
