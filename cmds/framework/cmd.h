@@ -179,9 +179,6 @@ int opt_int_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, i
 /* By index: where option i's word stands in words (NULL-terminated). */
 int opt_word_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
 		const char *const *words, int *out);
-/* By index: a --token option, else $RDMACTL_TOKEN; NULL when neither is set
- * or it is empty. */
-const char *opt_token_at(const struct opt_vals *v, int i);
 /* The token, from the first given of: --token TOKEN at index i_token (any
  * local user reads it in /proc), --token-file FILE at i_file
  * (opt_secret_file), $RDMACTL_TOKEN (empty: unset). -1 for an index the
@@ -192,8 +189,9 @@ int opt_token(struct ctx *ctx, const struct opt_vals *v, int i_token, int i_file
 	      char buf[RC_TOKEN_MAX + 1], const char **out);
 /* A secret from a file, for --OPT PATH: its first line without the line
  * end, into buf (cap bytes with the NUL). Refused, naming the file: one that
- * cannot be read, a regular file that group or others may read or write
- * (ssh's rule for keys), an empty first line, one that does not fit. */
+ * cannot be read or is a directory (a failure, exit 1, as every input file);
+ * a regular file that group or others may read or write (ssh's rule for
+ * keys), an empty first line, one that does not fit (usage errors). */
 int opt_secret_file(struct ctx *ctx, const char *opt, const char *path, char *buf, size_t cap);
 /* By index: an --admin-token-file FILE option (its one line), else
  * $RDMACTL_ADMIN_TOKEN, into out ("" when neither is set). Returns 0 or

@@ -397,15 +397,6 @@ int opt_word_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, 
 	return usage_err(ctx, "invalid --%s '%s': expected one of %s", c->opts[i].name, s, list);
 }
 
-const char *opt_token_at(const struct opt_vals *v, int i)
-{
-	const char *t = i >= 0 ? opt_arg(v, i) : NULL;
-
-	if (!t)
-		t = getenv("RDMACTL_TOKEN");
-	return t && *t ? t : NULL;
-}
-
 int opt_mem(struct ctx *ctx, const char *arg, bool cuda_ok, const char *why_not_cuda,
 	    enum rc_mem_kind *kind, int *gpu)
 {
@@ -445,12 +436,12 @@ int opt_secret_file(struct ctx *ctx, const char *opt, const char *path, char *bu
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
-		return usage_err(ctx, "--%s %s: cannot read it: %s", opt, path, strerror(errno));
+		return fail(ctx, -errno, "--%s %s: cannot read it: %s", opt, path, strerror(errno));
 	if (fstat(fd, &st)) {
 		int e = errno;
 
 		close(fd);
-		return usage_err(ctx, "--%s %s: %s", opt, path, strerror(e));
+		return fail(ctx, -e, "--%s %s: %s", opt, path, strerror(e));
 	}
 	/* As ssh does with its keys: a secret others may read is no secret. A
 	 * pipe (--token-file <(...)) or a device is taken as it is. */
@@ -461,7 +452,7 @@ int opt_secret_file(struct ctx *ctx, const char *opt, const char *path, char *bu
 	}
 	if (S_ISDIR(st.st_mode)) {
 		close(fd);
-		return usage_err(ctx, "--%s %s: a directory, not a file", opt, path);
+		return fail(ctx, -EISDIR, "--%s %s: a directory, not a file", opt, path);
 	}
 	len = 0;
 	while (len < sizeof(line) - 1 && (n = read(fd, line + len, sizeof(line) - 1 - len)) != 0) {
@@ -471,7 +462,7 @@ int opt_secret_file(struct ctx *ctx, const char *opt, const char *path, char *bu
 			int e = errno;
 
 			close(fd);
-			return usage_err(ctx, "--%s %s: cannot read it: %s", opt, path, strerror(e));
+			return fail(ctx, -e, "--%s %s: cannot read it: %s", opt, path, strerror(e));
 		}
 		len += (size_t)n;
 		if (memchr(line, '\n', len))

@@ -97,11 +97,11 @@ setup() {
 	done
 }
 
-@test "the admin token: a file that is missing, empty or holds more than a token, and a bad RDMACTL_ADMIN_TOKEN, are usage errors" {
+@test "the admin token: a missing file is a failure (1); one that is empty, open to others or holds more than a token, and a bad RDMACTL_ADMIN_TOKEN, are usage errors" {
 	local t=$BATS_TEST_TMPDIR
 	umask 077 # a token file is private (one others may read is refused)
 	run "$RDMACTL" migrate "$S" "$D" --whole --admin-token-file "$t/none"
-	assert_failure 2
+	assert_failure 1
 	assert_output --partial "--admin-token-file $t/none: cannot read it: No such file or directory"
 	: >"$t/empty"
 	printf 'two words\n' >"$t/spaces"
@@ -142,6 +142,6 @@ setup() {
 	assert_failure 2
 	assert_output --partial "for a server without an admin token"
 	run "$RDMACTL" register --listen 127.0.0.1 --name kv --size 4K --admin-token-file "$t/missing"
-	assert_failure 2
+	assert_failure 1
 	assert_output --partial "--admin-token-file $t/missing"
 }
