@@ -73,8 +73,8 @@ for n in ${RANKS:-4 8}; do
 		for skew in uniform zipf:1.2; do
 			[[ $algo == flat && $skew == uniform ]] || doc=$(a2a "$n" "$algo" "$skew")
 			jq -r --arg skew "$skew" --argjson ibw "$ibw" \
-				'[.ranks, .algo, $skew, .busbw_gbps, .busbw_gbps * .ranks, .lat_us.p50,
-				  .lat_us.p99, .imbalance, .busbw_gbps * .ranks / $ibw]
+				'[.ranks, .algo, $skew, .busbw_gbyte_per_s, .busbw_gbyte_per_s * .ranks, .lat_us.p50,
+				  .lat_us.p99, .imbalance, .busbw_gbyte_per_s * .ranks / $ibw]
 				 | "\(.[0]) \(.[1]) \(.[2]) \(.[3]) \(.[4]) \(.[5]) \(.[6]) \(.[7]) \(.[8])"' \
 				<<<"$doc" | awk '{ printf "%-6s %-13s %-9s %9.4f %9.4f %9.0f %10.0f %9.2f %9.2f\n",
 					$1, $2, $3, $4, $5, $6, $7, $8, $9 }'

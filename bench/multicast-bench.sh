@@ -54,7 +54,7 @@ mc() {
 
 row() {
 	jq -r --argjson one "$1" '[.algo, (.ranks - 1), .seconds, .seconds / $one,
-		([.receivers[].first_chunk_ms] | max), .ideal_seconds, .ratio, .link_bw_bytes_per_s / 1e6]
+		([.receivers[].first_chunk_ms] | max), .ideal_seconds, .ratio, .link_gbyte_per_s * 1e3]
 		| @tsv' | awk -F'\t' '{ printf "%-6s %9s %9.3f %10.2f %14.1f %9.3f %9.2f %9.1f\n",
 			$1, $2, $3, $4, $5, $6, $7, $8 }'
 }

@@ -137,7 +137,7 @@ run_pair() { # KEY PERFTEST-CMD... -- RDMACTL-ARGS...
 		case "$key" in
 		write_lat) v=$(jq -r .one_way_us.p50 "$work/out") ;;
 		*lat*) v=$(jq -r .latency_us.p50 "$work/out") ;;
-		*) v=$(jq -r .mib_per_s "$work/out") ;;
+		*) v=$(jq -r ".gbyte_per_s * 1e9 / 1048576" "$work/out") ;; # MiB/s, as perftest
 		esac
 		measure "$v" "$key round $((r + 1)), rdmactl" >>"$work/$key.rc"
 	done

@@ -202,14 +202,14 @@ static void report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a
 	out_str(o, "rank_source", NULL, a->grp.who.source);
 	out_str(o, "rendezvous", NULL, rdv_kind);
 	out_str(o, "device", NULL, dev);
-	out_text(o, "# %12s %10s %9s %9s %7s %10s %10s %12s %12s %9s\n", "size(B)", "time(us)",
-		 "algbw", "busbw", "wrong", "p50(us)", "p99(us)", "peer_mean(B)", "peer_max(B)",
+	out_text(o, "# %12s %10s %11s %11s %7s %10s %10s %12s %12s %9s\n", "size(B)", "time(us)",
+		 "algbw(GB/s)", "busbw(GB/s)", "wrong", "p50(us)", "p99(us)", "peer_mean(B)", "peer_max(B)",
 		 "imbalance");
 	out_text(o, "  ");
 	out_u64(o, "size_bytes", "%12llu ", (uint64_t)st.size);
 	out_f64(o, "time_us", "%10.1f ", t * 1e6);
-	out_f64(o, "algbw_gbps", "%9.3f ", algbw);
-	out_f64(o, "busbw_gbps", "%9.3f ", busbw);
+	out_f64(o, "algbw_gbyte_per_s", "%11.3f ", algbw);
+	out_f64(o, "busbw_gbyte_per_s", "%11.3f ", busbw);
 	out_u64(o, "wrong", "%7llu ", wrong);
 	out_obj_begin(o, "lat_us");
 	out_f64(o, "p50", "%10.1f ", lat[(n - 1) / 2]);

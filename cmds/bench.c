@@ -108,7 +108,7 @@ static void bench_print(struct ctx *ctx, const struct bench_args *b, enum rc_op 
 	out_i64(&ctx->out, "signal_every", ", signal every %lld\n", b->signal_every);
 	out_text(&ctx->out, "  ");
 	report_transfer(ctx, res);
-	out_f64(&ctx->out, "msg_rate", "  message rate %.0f/s\n",
+	out_f64(&ctx->out, "msgs_per_s", "  %.0f messages/s\n",
 		res->seconds > 0 ? (double)res->ops / res->seconds : 0);
 	if (b->lat) {
 		qsort(lat_us, (size_t)b->iters, sizeof(double), cmp_double);

@@ -181,13 +181,12 @@ void client_close(struct ctx *ctx, struct rc_client *cl, int rc)
 
 void report_transfer(struct ctx *ctx, const struct rc_stream_result *r)
 {
-	double mib = r->seconds > 0 ? (double)r->bytes / (1 << 20) / r->seconds : 0;
-	double gbit = r->seconds > 0 ? (double)r->bytes * 8 / 1e9 / r->seconds : 0;
+	double gbyte = r->seconds > 0 ? (double)r->bytes / 1e9 / r->seconds : 0;
 
 	out_u64(&ctx->out, "bytes", "%llu bytes", (unsigned long long)r->bytes);
 	out_f64(&ctx->out, "seconds", " in %.3f s", r->seconds);
-	out_f64(&ctx->out, "mib_per_s", ", %.1f MiB/s", mib);
-	out_f64(&ctx->out, "gbit_per_s", " (%.3f Gb/s)\n", gbit);
+	out_f64(&ctx->out, "gbyte_per_s", ", %.3f GB/s", gbyte);
+	out_f64(&ctx->out, "gbit_per_s", " (%.3f Gb/s)\n", gbyte * 8);
 }
 
 void progress_init(struct progress *p, struct ctx *ctx)

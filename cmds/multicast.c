@@ -34,7 +34,7 @@
 	X(MC_BLOCK_SIZES, "block-sizes", 'b', "LIST", "the blob's blocks (layers) in order, e.g. 1M,4M,4M: when each became usable") \
 	X(MC_ALGO, "algo", 'a', "ALGO", "flat, chain or tree (default tree)", COMP_WORDS, "flat|chain|tree") \
 	X(MC_FANOUT, "fanout", 'k', "K", "tree: children per relay (default 2)") \
-	X(MC_LINK_BW, "link-bw", 0, "RATE", "link bandwidth in bytes/s for the ideal (default: measured)") \
+	X(MC_LINK_BW, "link-bw", 0, "RATE", "link rate for the ideal: 100Gbit, 12.5GB (per s) or bytes/s (default: measured)") \
 	X(MC_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping")
 
 enum { MULTICAST_OPTS(OPT_INDEX) MC_NOPTS };
@@ -121,7 +121,8 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 	const struct cmd *c = &cmd_multicast;
 	int root = 0, algo = RC_MCAST_TREE, fanout = 2,
 	    ring = 16, rc;
-	uint64_t size = 0, chunk = 256 << 10, bw = 0;
+	uint64_t size = 0, chunk = 256 << 10;
+	double bw = 0;
 	const char *mem = opt_arg(v, MC_MEM), *blocks = opt_arg(v, MC_BLOCK_SIZES);
 
 	if ((rc = group_args_parse(ctx, c, v, MC_RANK, &m->grp)) ||
@@ -131,7 +132,7 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 	    (rc = opt_int_at(ctx, c, v, MC_RING, 1, 256, &ring)) ||
 	    (rc = opt_size_at(ctx, c, v, MC_SIZE, &size)) ||
 	    (rc = opt_size_at(ctx, c, v, MC_CHUNK, &chunk)) ||
-	    (rc = opt_size_at(ctx, c, v, MC_LINK_BW, &bw)))
+	    (rc = opt_rate_at(ctx, c, v, MC_LINK_BW, 1, &bw)))
 		return rc;
 	if (m->grp.who.world < 2)
 		return usage_err(ctx, "multicast needs a root and at least one receiver (the world size is %d)",
@@ -180,7 +181,7 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 	m->run.size = size;
 	m->run.chunk = (uint32_t)chunk;
 	m->run.ring = ring;
-	m->run.link_bw = (double)bw;
+	m->run.link_bw = bw;
 	m->run.timeout_ms = ctx->timeout_ms;
 	if ((rc = group_rendezvous_ready(ctx, "multicast", &m->grp)))
 		return rc;
@@ -328,7 +329,8 @@ static void report(struct ctx *ctx, const struct mc_cli *m, const struct rc_mcas
 	out_u64(o, "ok_count", "# %llu", (uint64_t)r->ok_count);
 	out_u64(o, "receivers_count", " of %llu receivers got the whole blob\n", (uint64_t)(W - 1));
 	out_f64(o, "seconds", "# total %.4f s", r->seconds);
-	out_f64(o, "link_bw_bytes_per_s", ", link %.0f B/s", r->link_bw);
+	out_f64(o, "link_gbyte_per_s", ", link %.3f GB/s", r->link_bw / 1e9);
+	out_f64(o, "link_gbit_per_s", " (%.3f Gb/s)", r->link_bw * 8 / 1e9);
 	out_f64(o, "ideal_seconds", ", ideal %.4f s", r->ideal_s);
 	out_f64(o, "ratio", ", ratio %.2f\n", ratio);
 }

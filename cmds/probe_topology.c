@@ -127,9 +127,9 @@ static void put_port(struct out *o, const struct rc_topo_port *p)
 	put_str(o, "link_layer", "  %s", p->link_layer);
 	put_str(o, "rate", "  %s", p->rate);
 	if (p->rate_gbps > 0)
-		out_f64(o, "rate_gbps", NULL, p->rate_gbps);
+		out_f64(o, "rate_gbit_per_s", NULL, p->rate_gbps);
 	else
-		out_null(o, "rate_gbps");
+		out_null(o, "rate_gbit_per_s");
 	put_str(o, "width", NULL, p->width);
 	put_str(o, "speed", NULL, p->speed);
 	put_int(o, "active_mtu", "  mtu %lld", p->active_mtu > 0 ? p->active_mtu : -1);
@@ -453,8 +453,12 @@ static void put_host(struct out *o, const struct rc_topo *t, const char *source)
 	out_arr_end(o);
 	out_arr_begin(o, "hugepages");
 	for (int i = 0; i < f->nhuge; i++) {
+		char hsz[32];
+
 		out_obj_begin(o, NULL);
-		out_u64(o, "size_kb", "  hugepages %llu kB", f->huge[i].size_kb);
+		out_u64(o, "size_bytes", NULL, (uint64_t)f->huge[i].size_kb * 1024);
+		rc_format_size((uint64_t)f->huge[i].size_kb * 1024, hsz, sizeof(hsz));
+		out_text(o, "  hugepages of %s", hsz);
 		put_int(o, "total", ": %lld", f->huge[i].total);
 		put_int(o, "free", " (%lld free)", f->huge[i].free);
 		out_text(o, "\n");

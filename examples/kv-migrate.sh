@@ -339,7 +339,7 @@ summary=$(jq -n --slurpfile blocks "$work/blocks.jsonl" \
 	   total: {blocks: ($blocks | length), bytes: $bytes,
 	           transfer_seconds: ($blocks | map(.read_seconds + .write_seconds) | add),
 	           wall_seconds: ($blocks | map(.wall_seconds) | add),
-	           mib_per_s: ($bytes / 1048576 / ($blocks | map(.wall_seconds) | add))},
+	           gbyte_per_s: ($bytes / 1e9 / ($blocks | map(.wall_seconds) | add))},
 	   checks: {blocks_match: ($blocks | all(.match)),
 	            others_unchanged: ($changed | length == 0), changed_blocks: $changed,
 	            table_committed: $table_ok, servers: $stopped},

@@ -74,17 +74,17 @@ if ((rc != 0)); then
 	msg=$(jq -r '.error.message // empty' "$work/doc" 2>/dev/null | head -1) || msg=
 	summary_fail "${msg:-mpirun exited $rc: $(tail -n 3 "$work/err")}"
 fi
-jq -e 'type == "object" and has("busbw_gbps")' "$work/doc" >/dev/null 2>&1 ||
+jq -e 'type == "object" and has("busbw_gbyte_per_s")' "$work/doc" >/dev/null 2>&1 ||
 	summary_fail "rank 0 printed no report: $(head -c 300 "$work/doc")"
 
 # The mean hides the hot ranks: at imbalance I the busiest rank moves I
 # times the mean, and the exchange ends when it does.
-jq '{ok: (.wrong == 0), algo, ranks, rank_source, skew: $skew, busbw_gbps, algbw_gbps,
+jq '{ok: (.wrong == 0), algo, ranks, rank_source, skew: $skew, busbw_gbyte_per_s, algbw_gbyte_per_s,
 	lat_us, imbalance, wrong,
 	verdict: (if .imbalance > 1.5
 		then "skew-bound: the hottest rank receives \(.imbalance * 100 | round / 100)x the mean"
 		else "balanced: imbalance \(.imbalance * 100 | round / 100)" end)}' \
 	--arg skew "$skew" "$work/doc"
-jq -r '"moe-dispatch: busbw \(.busbw_gbps) GB/s, p99 \(.lat_us.p99) us, imbalance \(.imbalance), wrong \(.wrong)"' \
+jq -r '"moe-dispatch: busbw \(.busbw_gbyte_per_s) GB/s, p99 \(.lat_us.p99) us, imbalance \(.imbalance), wrong \(.wrong)"' \
 	"$work/doc" >&2
 jq -e '.wrong == 0' "$work/doc" >/dev/null

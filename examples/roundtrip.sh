@@ -59,8 +59,8 @@ server=
 jq -n --argjson region "$descriptor" --argjson write "$written" --argjson read "$read_back" \
 	--arg in "$sum_in" --arg out "$sum_out" '{
 	region: ($region | {name, addr, rkey, length, access, device, gid, listen}),
-	write: ($write | {bytes, seconds, mib_per_s}),
-	read: ($read | {bytes, seconds, mib_per_s}),
+	write: ($write | {bytes, seconds, gbyte_per_s}),
+	read: ($read | {bytes, seconds, gbyte_per_s}),
 	sha256: $in,
 	verified: ($in == $out)
 }' | tee "$work/result.json"

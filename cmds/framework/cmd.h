@@ -176,6 +176,10 @@ int opt_u64_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, i
 	       uint64_t *out);
 int opt_int_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, int min,
 	       int max, int *out);
+/* By index: a rate in bytes/s (opt_rate_at in opts.c: "100Gbit", "12.5GB"; a
+ * bare number is in bare_unit bytes/s, a bare "100G" is refused). */
+int opt_rate_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
+		double bare_unit, double *out);
 /* By index: where option i's word stands in words (NULL-terminated). */
 int opt_word_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
 		const char *const *words, int *out);

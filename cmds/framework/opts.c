@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -546,4 +548,57 @@ int opt_admin_token_at(struct ctx *ctx, const struct opt_vals *v, int i,
 				 RC_TOKEN_MAX);
 	snprintf(out, RC_TOKEN_MAX + 1, "%s", env);
 	return 0;
+}
+
+/* A rate: a number and its unit, decimal prefixes (k M G T) for bits
+ * ("100Gbit", "100Gb", "100Gbit/s") and bytes ("12.5GB", "12.5GB/s"),
+ * binary ones for bytes only ("1GiB"). A bare number is in bare_unit bytes/s;
+ * a bare prefix ("100G") is refused: bits or bytes, a factor of 8. */
+int opt_rate_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
+		double bare_unit, double *out)
+{
+	static const struct { const char *u; double mult; } units[] = {
+		{ "bit", 1.0 / 8 }, { "kbit", 1e3 / 8 }, { "Kbit", 1e3 / 8 }, { "Mbit", 1e6 / 8 },
+		{ "Gbit", 1e9 / 8 }, { "Tbit", 1e12 / 8 }, { "kb", 1e3 / 8 }, { "Kb", 1e3 / 8 },
+		{ "Mb", 1e6 / 8 }, { "Gb", 1e9 / 8 }, { "Tb", 1e12 / 8 }, { "B", 1 }, { "kB", 1e3 },
+		{ "KB", 1e3 }, { "MB", 1e6 }, { "GB", 1e9 }, { "TB", 1e12 }, { "KiB", 1024.0 },
+		{ "MiB", 1048576.0 }, { "GiB", 1073741824.0 }, { "TiB", 1099511627776.0 },
+	};
+	const char *s = opt_arg(v, i);
+	char unit[16];
+	char *end;
+	size_t n;
+	double d;
+
+	if (!s)
+		return 0;
+	errno = 0;
+	d = strtod(s, &end);
+	if (errno || end == s || !isfinite(d) || d < 0 || !isdigit((unsigned char)*s))
+		goto bad;
+	if (!*end) {
+		*out = d * bare_unit;
+		return 0;
+	}
+	n = strlen(end);
+	if (n >= 2 && !strcmp(end + n - 2, "/s"))
+		n -= 2;
+	else if (n >= 2 && !strcmp(end + n - 2, "ps"))
+		n -= 2;
+	if (!n || n >= sizeof(unit))
+		goto bad;
+	memcpy(unit, end, n);
+	unit[n] = 0;
+	for (size_t k = 0; k < sizeof(units) / sizeof(units[0]); k++)
+		if (!strcmp(unit, units[k].u)) {
+			*out = d * units[k].mult;
+			return 0;
+		}
+	if (n == 1 && strchr("kKMGT", unit[0]))
+		return usage_err(ctx, "invalid --%s '%s': bits or bytes? say %.*s%sbit (bits per second) or "
+				 "%.*s%sB (bytes per second)", c->opts[i].name, s, (int)(end - s), s,
+				 unit, (int)(end - s), s, unit);
+bad:
+	return usage_err(ctx, "invalid --%s '%s': expected a rate such as 100Gbit (Gbit/s), "
+			 "12.5GB (GB/s) or a bare number", c->opts[i].name, s);
 }

@@ -15,7 +15,7 @@
 
 #include "rdmactl/mem.h"
 
-#define RDMACTL_SCHEMA_VERSION 1
+#define RDMACTL_SCHEMA_VERSION 2
 
 enum out_mode { OUT_TEXT, OUT_JSON, OUT_JSON_PRETTY };
 

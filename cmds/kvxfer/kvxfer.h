@@ -34,7 +34,7 @@
 	X(KVX_TOKENS, 1,0,1, "tokens", 'n', "N", "tokens per request (plan, send)") \
 	X(KVX_PREFILL_TOKENS_PER_S, 1,0,0, "prefill-tokens-per-s", 0, "RATE", "plan: prefill speed, to size the link that hides the transfer") \
 	X(KVX_LAYER_COMPUTE_US, 1,0,1, "layer-compute-us", 0, "US", "compute time of one layer (plan; send: simulated, 0 = all at once)") \
-	X(KVX_LINK_GBPS, 1,0,0, "link-gbps", 0, "GBPS", "plan: link rate per rank, for the exposed transfer time") \
+	X(KVX_LINK_GBPS, 1,0,0, "link-gbps", 0, "RATE", "plan: link rate per rank (Gbit/s, or 100Gbit, 12.5GB), for the exposed time") \
 	X(KVX_SEGMENTS, 1,0,0, "segments", 0, NULL, "plan: list every segment of one layer half") \
 	X(KVX_POOL_PAGES, 1,1,0, "pool-pages", 0, "N", "pages in the decode rank's pool (serve; plan: check a request fits)") \
 	X(KVX_LAND_PAGES, 0,1,0, "land-pages", 0, "N", "serve: units of the landing area, a page of landed tokens each, per layer half (default: the pool's pages)") \

@@ -159,6 +159,7 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	struct kv_plan *p;
 	struct rc_err e;
 	char sz[32];
+	double link = 0;
 	int rc, qps = 1, sge = KV_GATHER_MAX;
 
 	if ((rc = kvxfer_geom(ctx, c, v, &g)))
@@ -169,8 +170,9 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	    (rc = opt_u64_at(ctx, c, v, KVX_POOL_PAGES, &pool)) ||
 	    (rc = opt_double(ctx, c, v, KVX_PREFILL_TOKENS_PER_S, &in.prefill_tokens_per_s)) ||
 	    (rc = opt_double(ctx, c, v, KVX_LAYER_COMPUTE_US, &in.layer_compute_us)) ||
-	    (rc = opt_double(ctx, c, v, KVX_LINK_GBPS, &in.link_gbps)))
+	    (rc = opt_rate_at(ctx, c, v, KVX_LINK_GBPS, 1e9 / 8, &link)))
 		return rc;
+	in.link_gbps = link * 8 / 1e9;
 	if (tokens < 1 || tokens > UINT32_MAX)
 		return usage_err(ctx, "invalid --tokens %llu: expected 1 to %u",
 				 (unsigned long long)tokens, UINT32_MAX);
@@ -238,16 +240,20 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 		out_obj_begin(o, "prefill");
 		out_f64(o, "prefill_s", "prefill: %.6g s", p->prefill_s);
 		out_f64(o, "layer_us", ", %.6g us per layer", p->layer_s * 1e6);
-		out_f64(o, "need_gbps_per_link", "; to hide the transfer the busiest source link needs %.4g Gb/s",
+		out_f64(o, "need_per_link_gbit_per_s",
+			"; to hide the transfer the busiest source link needs %.4g Gb/s",
 			p->need_gbps_per_link);
-		out_f64(o, "need_gbps_total", " (%.4g Gb/s in all)\n", p->need_gbps_total);
+		out_f64(o, "need_per_link_gbyte_per_s", " (%.4g GB/s)", p->need_gbps_per_link / 8);
+		out_f64(o, "need_total_gbit_per_s", ", %.4g Gb/s", p->need_gbps_total);
+		out_f64(o, "need_total_gbyte_per_s", " (%.4g GB/s) in all\n", p->need_gbps_total / 8);
 		out_obj_end(o);
 	} else {
 		out_null(o, "prefill");
 	}
 	if (in.link_gbps > 0) {
 		out_obj_begin(o, "link");
-		out_f64(o, "gbps", "at %.4g Gb/s per link: exposed transfer", in.link_gbps);
+		out_f64(o, "gbit_per_s", "at %.4g Gb/s", in.link_gbps);
+		out_f64(o, "gbyte_per_s", " (%.4g GB/s) per link: exposed transfer", in.link_gbps / 8);
 		out_f64(o, "exposed_stream_us", " %.6g us streamed layer by layer", p->exposed_stream_s * 1e6);
 		out_f64(o, "exposed_bulk_us", ", %.6g us sent after the last layer\n", p->exposed_bulk_s * 1e6);
 		out_obj_end(o);

@@ -49,7 +49,7 @@ static void put_report(struct run_ctx *run, const struct kv_event *ev)
 					     [KV_EV_FAILED] = "failed" };
 	const struct kv_report *r = ev->rep;
 	struct out *o = &run->ctx->out;
-	double mib = r->seconds > 0 ? (double)r->bytes / (1 << 20) / r->seconds : 0;
+	double gbyte = r->seconds > 0 ? (double)r->bytes / 1e9 / r->seconds : 0;
 
 	out_str(o, "event", NULL, names[ev->kind]);
 	out_u64(o, "request", "request %llu: ", r->req);
@@ -61,7 +61,8 @@ static void put_report(struct run_ctx *run, const struct kv_event *ev)
 	out_text(o, "/%u layers", r->layers);
 	out_u64(o, "bytes", ", %llu bytes", r->bytes);
 	out_f64(o, "seconds", " in %.4f s", r->seconds);
-	out_f64(o, "mib_per_s", " (%.1f MiB/s)", mib);
+	out_f64(o, "gbyte_per_s", " (%.3f GB/s", gbyte);
+	out_f64(o, "gbit_per_s", ", %.3f Gb/s)", gbyte * 8);
 	if (run->send) {
 		if (r->exposed_s >= 0)
 			out_f64(o, "exposed_us", ", exposed %.0f us", r->exposed_s * 1e6);
@@ -159,6 +160,7 @@ static void put_summary(struct ctx *ctx, const struct kv_summary *s, uint32_t as
 {
 	struct out *o = &ctx->out;
 	uint32_t n = s->done + s->cancelled + s->failed;
+	double gbyte;
 
 	out_str(o, "event", NULL, "summary");
 	out_u64(o, "requests", "summary: %llu requests", n);
@@ -168,7 +170,9 @@ static void put_summary(struct ctx *ctx, const struct kv_summary *s, uint32_t as
 	out_u64(o, "failed", ", %llu failed", s->failed);
 	out_u64(o, "bytes", "; %llu bytes", s->bytes);
 	out_f64(o, "seconds", " in %.3f s", s->seconds);
-	out_f64(o, "mib_per_s", " (%.1f MiB/s)", s->seconds > 0 ? (double)s->bytes / (1 << 20) / s->seconds : 0);
+	gbyte = s->seconds > 0 ? (double)s->bytes / 1e9 / s->seconds : 0;
+	out_f64(o, "gbyte_per_s", " (%.3f GB/s", gbyte);
+	out_f64(o, "gbit_per_s", ", %.3f Gb/s)", gbyte * 8);
 	if (send && s->done) {
 		out_f64(o, "exposed_avg_us", "; exposed %.0f us on average", s->exposed_sum_s / s->done * 1e6);
 		out_f64(o, "exposed_max_us", ", %.0f at most", s->exposed_max_s * 1e6);

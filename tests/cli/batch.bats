@@ -89,7 +89,7 @@ CMDS
 	echo "$output" | jq -e '
 		type == "array" and length == 4
 		and .[0] == {"command": ["version"], "line": 2,
-			     "output": {"schema_version": 1, "version": "0.1.0"}}
+			     "output": {"schema_version": 2, "version": "0.1.0"}}
 		and .[1].command == ["help", "write"]
 		and (.[1].output.command.options | map(.name) | index("pattern")) != null
 		and .[2].command == ["write"] and .[2].line == 4

@@ -21,7 +21,7 @@ LLAMA=(--layers 32 --kv-heads 8 --head-dim 128 --dtype bf16)
 	[ "$(jq -r .bytes_per_token <<<"$output")" -eq 131072 ]
 	[ "$(jq -r .bytes_per_token_layer <<<"$output")" -eq 4096 ]
 	[ "$(jq -r .bytes_per_request <<<"$output")" -eq 131072000 ]
-	[ "$(jq -r .schema_version <<<"$output")" -eq 1 ]
+	[ "$(jq -r .schema_version <<<"$output")" -eq 2 ]
 	[ "$(jq -r .geometry.layout <<<"$output")" = paged ]
 	# 16-token pages: 63 of them for 1000 tokens; one run per page at TP 1.
 	[ "$(jq -r .pages.dst.per_request <<<"$output")" -eq 63 ]
@@ -128,7 +128,7 @@ LLAMA=(--layers 32 --kv-heads 8 --head-dim 128 --dtype bf16)
 	run plan "${LLAMA[@]}" --tokens 2048 --prefill-tokens-per-s 10000 --link-gbps 100
 	assert_success
 	# 2048 tokens x 131072 B in 0.2048 s = 10.49 Gb/s.
-	[ "$(jq -r '.prefill.need_gbps_per_link | . * 100 | round' <<<"$output")" -eq 1049 ]
+	[ "$(jq -r '.prefill.need_per_link_gbit_per_s | . * 100 | round' <<<"$output")" -eq 1049 ]
 	[ "$(jq -r '.link.exposed_stream_us < .link.exposed_bulk_us' <<<"$output")" = true ]
 	run plan "${LLAMA[@]}" --tokens 2048 --layer-compute-us 1000 --src-tp 4 --dst-tp 2
 	[ "$(jq -r '.prefill.layer_us' <<<"$output")" = 1000 ]

@@ -40,13 +40,13 @@ assert_bad_tree() { # DIR MESSAGE
 	assert_output --partial "$2"
 	run timeout 30 "$RDMACTL" -j probe-topology --sysfs "$1"
 	assert_failure 1
-	jq -e --arg m "$2" '.schema_version == 1 and (.error.message | contains($m))' <<<"$output"
+	jq -e --arg m "$2" '.schema_version == 2 and (.error.message | contains($m))' <<<"$output"
 }
 
 @test "two-socket-8gpu: switch mates are PIX, 9 NICs x 8 GPUs in the matrix" {
 	local j g
 	j=$(topo two-socket-8gpu)
-	jq -e '.schema_version == 1 and .source.kind == "sysfs" and (.matrix | length) == 72' <<<"$j"
+	jq -e '.schema_version == 2 and .source.kind == "sysfs" and (.matrix | length) == 72' <<<"$j"
 	for g in 0 1 2 3 4 5 6 7; do
 		assert_equal "$(path_of "$j" "$g" "mlx5_$g")" PIX
 	done
@@ -89,7 +89,7 @@ assert_bad_tree() { # DIR MESSAGE
 		and .pci.link == {current_speed: "32.0 GT/s PCIe", current_width: 16,
 				  max_speed: "32.0 GT/s PCIe", max_width: 16}' <<<"$j"
 	jq -e '.devices[0].ports[0] | .port == 1 and .state == "ACTIVE" and .phys_state == "LinkUp"
-		and .link_layer == "InfiniBand" and .rate_gbps == 400 and .width == "4X"
+		and .link_layer == "InfiniBand" and .rate_gbit_per_s == 400 and .width == "4X"
 		and .speed == "NDR" and .active_mtu == 4096 and .lid == 1 and .sm_lid == 1
 		and .netdev == "ibp04s0" and .addresses == ["10.1.0.1/16"]
 		and .gids == [{index: 0, type: "IB", gid: "fe80::b83f:d203:a1:0", netdev: null}]
@@ -164,7 +164,7 @@ assert_bad_tree() { # DIR MESSAGE
 	jq -e '.devices[0].pci | keys == ["address", "class", "device", "driver", "link", "local_cpulist",
 		"numa_node", "path", "vendor"]' <<<"$j"
 	jq -e '.devices[0].ports[0] | keys == ["active_mtu", "addresses", "gids", "lid", "link_layer",
-		"netdev", "netdev_mtu", "netdev_state", "phys_state", "port", "rate", "rate_gbps",
+		"netdev", "netdev_mtu", "netdev_state", "phys_state", "port", "rate", "rate_gbit_per_s",
 		"recommended_gid", "recommended_gid_index", "sm_lid", "speed", "state", "verify", "width"]' <<<"$j"
 	jq -e '.gpus[0] | keys == ["index", "name", "nvml_index", "nvswitch_links", "pci", "uuid"]' <<<"$j"
 	jq -e '.matrix[0] | keys == ["gpu", "gpu_pci", "nic", "nic_pci", "path"]' <<<"$j"
@@ -301,7 +301,7 @@ with_nvml() {
 	assert_success
 	run timeout 30 "$RDMACTL" -j probe-topology --sysfs "$tgz"
 	assert_success
-	jq -e '.schema_version == 1 and .source.kind == "sysfs" and (.devices | type) == "array"' <<<"$output"
+	jq -e '.schema_version == 2 and .source.kind == "sysfs" and (.devices | type) == "array"' <<<"$output"
 }
 
 @test "bad input: --sysfs /nonexistent" {
@@ -374,7 +374,7 @@ with_nvml() {
 @test "this host: a valid result and exit 0, with or without RDMA devices" {
 	run timeout 60 "$RDMACTL" -j probe-topology
 	assert_success
-	jq -e '.schema_version == 1 and .source == {kind: "live", path: "/sys"}
+	jq -e '.schema_version == 2 and .source == {kind: "live", path: "/sys"}
 		and (.devices | type) == "array" and (.findings | type) == "array"' <<<"$output"
 	if jq -e '.devices == []' <<<"$output" >/dev/null; then
 		jq -e '[.findings[].check] | index("no_devices") != null' <<<"$output"

@@ -108,9 +108,9 @@ teardown() {
 @test "-j: one document per command, errors included" {
 	SHELL_GLOBALS=-j shell_start
 	type_line version
-	wait_for '{"schema_version":1,"version":"0.1.0"}'
+	wait_for '{"schema_version":2,"version":"0.1.0"}'
 	type_line regions
-	wait_for '{"schema_version":1,"regions":[]}'
+	wait_for '{"schema_version":2,"regions":[]}'
 	type_line write
 	wait_for '"code":"EINVAL"'
 	keys C-d

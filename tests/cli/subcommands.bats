@@ -16,7 +16,7 @@ GEOM=(--layers 2 --kv-heads 8 --head-dim 128)
 	assert_success
 	assert_line --partial "Usage: rdmactl kvxfer plan [OPTIONS]"
 	assert_output --partial "--tokens N"
-	assert_output --partial "--link-gbps GBPS"
+	assert_output --partial "--link-gbps RATE"
 	refute_output --partial "--connect"
 	refute_output --partial "--listen"
 	run "$RDMACTL" kvxfer serve --help
@@ -36,7 +36,7 @@ GEOM=(--layers 2 --kv-heads 8 --head-dim 128)
 	assert_success
 	assert_output --partial "--connect ADDR:PORT"
 	assert_output --partial "--listen ADDR:PORT"
-	assert_output --partial "--link-gbps GBPS"
+	assert_output --partial "--link-gbps RATE"
 }
 
 @test "an option of another sub-command is named, long or short, with = or not" {

@@ -33,7 +33,7 @@ rdmactl_json() {
 	rdmactl_json frobnicate
 	assert_failure 2
 	[ "$(jq -r .error.code <<<"$output")" = EINVAL ]
-	[ "$(jq -r .schema_version <<<"$output")" = 1 ]
+	[ "$(jq -r .schema_version <<<"$output")" = 2 ]
 }
 
 @test "every command's --help exits 0 and lists its options" {

@@ -52,9 +52,9 @@ a2a_ok() {
 		[ "${RCS[i]}" = 0 ] || { a2a_dump; fail "rank $i exited ${RCS[i]}"; }
 	done
 	DOC=$(cat "$BATS_TEST_TMPDIR/rank.0.out")
-	jq -e --argjson n "$n" '.schema_version == 1 and .ranks == $n and .wrong == 0
-		and .checked == true and .checked_tokens > 0 and .algbw_gbps > 0
-		and (.busbw_gbps - .algbw_gbps * ($n - 1) / $n | fabs) < 1e-6
+	jq -e --argjson n "$n" '.schema_version == 2 and .ranks == $n and .wrong == 0
+		and .checked == true and .checked_tokens > 0 and .algbw_gbyte_per_s > 0
+		and (.busbw_gbyte_per_s - .algbw_gbyte_per_s * ($n - 1) / $n | fabs) < 1e-6
 		and .lat_us.p50 > 0 and .lat_us.p99 >= .lat_us.p50 and .imbalance >= 1' <<<"$DOC" ||
 		{ a2a_dump; fail "rank 0's document is not right"; }
 	for ((i = 1; i < n; i++)); do

@@ -65,7 +65,7 @@ mc_ok() {
 		[ "${RCS[i]}" = 0 ] || { mc_dump; fail "rank $i exited ${RCS[i]}"; }
 	done
 	DOC=$(cat "$BATS_TEST_TMPDIR/rank.0.out")
-	jq -e --argjson n "$n" --arg sha "$sha" '.schema_version == 1 and .sha256 == $sha
+	jq -e --argjson n "$n" --arg sha "$sha" '.schema_version == 2 and .sha256 == $sha
 		and (.receivers | length) == $n - 1 and .ok_count == $n - 1
 		and all(.receivers[]; .ok and .sha256 == $sha and .first_chunk_ms <= .last_chunk_ms)
 		and .seconds >= 0 and .ideal_seconds >= 0' <<<"$DOC" >/dev/null ||

@@ -69,7 +69,7 @@ int main(void)
 
 	doc = run_json(unknown, 1, &rc, &usage);
 	CHECK(rc == -EINVAL && usage);
-	CHECK(doc && json_integer_value(json_object_get(doc, "schema_version")) == 1);
+	CHECK(doc && json_integer_value(json_object_get(doc, "schema_version")) == 2);
 	CHECK(json_is_string(json_object_get(json_object_get(doc, "error"), "message")));
 	CHECK_STR(json_string_value(json_object_get(json_object_get(doc, "error"), "code")), "EINVAL");
 	json_decref(doc);
@@ -147,7 +147,7 @@ int main(void)
 		out_str(&ctx.out, NULL, NULL, "x");
 		out_arr_end(&ctx.out);
 		ctx_close(&ctx, &o, &e);
-		CHECK_STR(o.buf, "{\"schema_version\":1,\"bytes\":42,\"lat\":{\"p50\":1.5},\"list\":[\"x\"]}\n");
+		CHECK_STR(o.buf, "{\"schema_version\":2,\"bytes\":42,\"lat\":{\"p50\":1.5},\"list\":[\"x\"]}\n");
 		free(o.buf);
 		free(e.buf);
 	}
@@ -171,7 +171,7 @@ int main(void)
 		out_str(&ctx.out, "region", NULL, "k\xffv\xc3\xa9");
 		out_err(&ctx.out, ENOENT, "no region '%s'", "\xc3");
 		ctx_close(&ctx, &o, &e);
-		CHECK_STR(o.buf, "{\"schema_version\":1,\"region\":\"k\xef\xbf\xbdv\xc3\xa9\","
+		CHECK_STR(o.buf, "{\"schema_version\":2,\"region\":\"k\xef\xbf\xbdv\xc3\xa9\","
 				 "\"error\":{\"message\":\"no region '\xef\xbf\xbd'\",\"errno\":2,"
 				 "\"code\":\"ENOENT\"}}\n");
 		free(o.buf);

@@ -182,8 +182,8 @@ int main(void)
 	pthread_create(&t, NULL, push, &p);
 	pthread_join(t, NULL);
 	text = drain(ss, OUT_JSON, &errs);
-	CHECK(!strcmp(text, "{\"schema_version\":1,\"event\":\"connected\",\"peer\":\"10.0.0.0:4000\"}\n"
-			    "{\"schema_version\":1,\"event\":\"rejected\",\"peer\":\"10.0.0.9:1\","
+	CHECK(!strcmp(text, "{\"schema_version\":2,\"event\":\"connected\",\"peer\":\"10.0.0.0:4000\"}\n"
+			    "{\"schema_version\":2,\"event\":\"rejected\",\"peer\":\"10.0.0.9:1\","
 			    "\"reason\":\"wrong token\"}\n"));
 	free(text);
 	free(errs);
