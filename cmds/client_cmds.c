@@ -112,16 +112,7 @@ int client_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
  */
 static void hold_done(void *arg)
 {
-	const char *path = arg;
-	char mark[4096];
-	FILE *f;
-
-	snprintf(mark, sizeof(mark), "%s.held", path);
-	f = fopen(mark, "w");
-	if (f)
-		fclose(f);
-	for (int i = 0; i < 6000 && access(path, F_OK); i++)
-		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
+	test_hook_wait(arg, "held");
 }
 
 int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,

@@ -53,16 +53,7 @@ struct mig_plan {
  */
 static void pause_before_fence(void *arg)
 {
-	const char *path = arg;
-	char mark[4096];
-	FILE *f;
-
-	snprintf(mark, sizeof(mark), "%s.paused", path);
-	f = fopen(mark, "w");
-	if (f)
-		fclose(f);
-	for (int i = 0; i < 6000 && access(path, F_OK); i++)
-		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
+	test_hook_wait(arg, "paused");
 }
 
 static int add_block(struct ctx *ctx, struct mig_plan *p, uint64_t off, uint64_t len,

@@ -220,6 +220,9 @@ int usage_err(struct ctx *ctx, const char *fmt, ...) __attribute__((format(print
  * checked before any device is opened: a missing, unreadable one or a
  * folder is a failure (exit 1) naming what (an option) and the path. */
 int input_file(struct ctx *ctx, const char *what, const char *path);
+/* A test hook's pause (never in user help): creates PATH.MARK to say it
+ * got there, then waits, at most 60 s, until PATH exists. */
+void test_hook_wait(const char *path, const char *mark);
 /* Report a failure from libcore. Returns rc. */
 int fail(struct ctx *ctx, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -601,4 +602,17 @@ int opt_rate_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, 
 bad:
 	return usage_err(ctx, "invalid --%s '%s': expected a rate such as 100Gbit (Gbit/s), "
 			 "12.5GB (GB/s) or a bare number", c->opts[i].name, s);
+}
+
+void test_hook_wait(const char *path, const char *mark)
+{
+	char name[4096];
+	FILE *f;
+
+	snprintf(name, sizeof(name), "%s.%s", path, mark);
+	f = fopen(name, "w");
+	if (f)
+		fclose(f);
+	for (int i = 0; i < 6000 && access(path, F_OK); i++)
+		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
 }

@@ -409,6 +409,28 @@ static int msg_round(struct rc_group *g, size_t len, double *deadline, struct rc
 	return 0;
 }
 
+/* Every message this rank sent was acknowledged (skip_dead: but those to a
+ * peer that died), by the deadline. */
+static int sends_acked(struct rc_group *g, double deadline, bool skip_dead, struct rc_err *err)
+{
+	int rc;
+
+	for (int k = 0; k < g->nconns; k++) {
+		struct gpeer *p = &g->peers[g->conn_rank[k]];
+
+		while (p->send_busy && !(p->dead && skip_dead)) {
+			rc = wait_slice(g, deadline, err);
+			if (rc == -ETIMEDOUT)
+				return rc_err_set(err, ETIMEDOUT,
+						  "a message to %s was not acknowledged within %d ms",
+						  p->c->peer, g->o.timeout_ms);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
 int rc_group_exchange(struct rc_group *g, const void *mine, size_t len, void *theirs,
 		      struct rc_err *err)
 {
@@ -428,20 +450,7 @@ int rc_group_exchange(struct rc_group *g, const void *mine, size_t len, void *th
 	}
 	/* Our messages landed before we go on: a peer may leave right after
 	 * this exchange, and a message still in its send queue would be lost. */
-	for (int k = 0; k < g->nconns; k++) {
-		struct gpeer *p = &g->peers[g->conn_rank[k]];
-
-		while (p->send_busy) {
-			rc = wait_slice(g, deadline, err);
-			if (rc == -ETIMEDOUT)
-				return rc_err_set(err, ETIMEDOUT,
-						  "a message to %s was not acknowledged within %d ms",
-						  p->c->peer, g->o.timeout_ms);
-			if (rc)
-				return rc;
-		}
-	}
-	return 0;
+	return sends_acked(g, deadline, false, err);
 }
 
 /* The longest of the shortest paths in the connection graph. */
@@ -650,18 +659,5 @@ int rc_group_bcast(struct rc_group *g, int root, void *buf, size_t len, struct r
 		    !(g->o.keep_going && g->peers[j].dead))
 			return rc;
 	}
-	for (int k = 0; k < g->nconns; k++) {
-		struct gpeer *p = &g->peers[g->conn_rank[k]];
-
-		while (p->send_busy && !(p->dead && g->o.keep_going)) {
-			rc = wait_slice(g, deadline, err);
-			if (rc == -ETIMEDOUT)
-				return rc_err_set(err, ETIMEDOUT,
-						  "a message to %s was not acknowledged within %d ms",
-						  p->c->peer, g->o.timeout_ms);
-			if (rc)
-				return rc;
-		}
-	}
-	return 0;
+	return sends_acked(g, deadline, g->o.keep_going, err);
 }
