@@ -110,3 +110,16 @@ EOF
 	assert_success
 	assert_output ""
 }
+
+@test "every bats file under tests/ parses as bats reads it (a broken merge fails here, not in the guest)" {
+	local pre=/usr/libexec/bats-core/bats-preprocess f bad=()
+	[[ -x $pre ]] || skip "no $pre"
+	while IFS= read -r f; do
+		"$pre" "$f" | bash -n 2>/dev/null || bad+=("$f")
+	done < <(find "$ROOT/tests" -name '*.bats' | sort)
+	((${#bad[@]} == 0)) || fail "do not parse: ${bad[*]}"
+	# and the check can fail: a test whose closing brace was lost
+	printf '@test "a" {\n\ttrue\n@test "b" {\n\ttrue\n}\n' >"$BATS_TEST_TMPDIR/broken.bats"
+	run bash -c '"$1" "$2" | bash -n' _ "$pre" "$BATS_TEST_TMPDIR/broken.bats"
+	assert_failure
+}

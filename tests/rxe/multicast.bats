@@ -271,6 +271,8 @@ blob() {
 		{ mc_dump; fail "the count"; }
 	grep -q "rank 2 did not get the whole blob" "$BATS_TEST_TMPDIR/rank.0.err" ||
 		{ mc_dump; fail "the root's error"; }
+}
+
 @test "group token: a chain of 3 whose ranks share the token (file, environment) delivers; a rank with a longer one is refused" {
 	need_guest
 	blob "$BATS_TEST_TMPDIR/w" $((256 << 10))
