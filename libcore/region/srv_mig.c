@@ -29,8 +29,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <rdmactl/client.h>
@@ -249,8 +247,6 @@ static void *worker(void *arg)
 {
 	struct srv_mig *st = arg;
 
-	/* Bulk work: the event loop, and whatever else the host runs, first. */
-	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
 	pthread_mutex_lock(&st->mu);
 	for (;;) {
 		struct job *j;
