@@ -13,6 +13,7 @@
 #include <rdmactl/topo.h>
 
 #include "cmds.h"
+#include "topo_export.h"
 
 #define TOPO_OPTS(X)                                                                        \
 	X(TP_SYSFS, "sysfs", 0, "DIR|FILE.tar.gz",                                           \
@@ -22,7 +23,11 @@
 	  COMP_FILE)                                                                         \
 	X(TP_VERIFY, "verify", 0, NULL, "loopback RDMA WRITE on each ACTIVE port to prove it carries traffic") \
 	X(TP_VERIFY_SIZE, "verify-size", 0, "SIZE", "bytes each --verify writes (default 8M, at most 1G)") \
-	X(TP_HUGEPAGES, "hugepages", 0, NULL, "doctor: hugepages are required (report none reserved or free)")
+	X(TP_HUGEPAGES, "hugepages", 0, NULL, "doctor: hugepages are required (report none reserved or free)") \
+	X(TP_EXPORT, "export", 0, "nccl|ucx|mooncake",                                       \
+	  "print the rail plan as NCCL, UCX or Mooncake settings instead of the report", COMP_WORDS, \
+	  "nccl|ucx|mooncake") \
+	X(TP_GPU, "gpu", 0, "N", "with --export: only GPU N (NVML's number), as KEY=VALUE lines")
 
 enum { TOPO_OPTS(OPT_INDEX) TOPO_NOPTS };
 static const struct cmd_opt topo_opts[] = { TOPO_OPTS(OPT_ENTRY) OPT_END };
@@ -527,6 +532,8 @@ struct topo_args {
 	bool verify;
 	bool hugepages;
 	uint64_t vsize;
+	int export;  /* enum topo_export, -1 none */
+	int gpu;     /* --gpu N, -1 all */
 };
 
 static int topo_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
@@ -536,7 +543,7 @@ static int topo_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 
 	*a = (struct topo_args){ .sysfs = opt_arg(v, TP_SYSFS), .capture = opt_arg(v, TP_CAPTURE),
 				 .verify = opt_on(v, TP_VERIFY), .hugepages = opt_on(v, TP_HUGEPAGES),
-				 .vsize = 8u << 20 };
+				 .vsize = 8u << 20, .export = -1, .gpu = -1 };
 	if (v->npos)
 		return usage_err(ctx, "probe-topology: unexpected argument '%s'", v->pos[0]);
 	if ((rc = opt_size_at(ctx, c, v, TP_VERIFY_SIZE, &a->vsize)))
@@ -551,6 +558,15 @@ static int topo_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 		return usage_err(ctx, "probe-topology: --capture only copies: it goes without --verify and --hugepages");
 	if (a->sysfs && a->verify)
 		return usage_err(ctx, "probe-topology: --verify needs the live host, not a --sysfs tree");
+	if (opt_on(v, TP_EXPORT) && (a->export = topo_export_kind(opt_arg(v, TP_EXPORT))) < 0)
+		return usage_err(ctx, "invalid --export '%s': expected nccl, ucx or mooncake",
+				 opt_arg(v, TP_EXPORT));
+	if ((rc = opt_int_at(ctx, c, v, TP_GPU, 0, 4095, &a->gpu)))
+		return rc;
+	if (opt_on(v, TP_GPU) && a->export < 0)
+		return usage_err(ctx, "probe-topology: --gpu goes with --export");
+	if (a->export >= 0 && (a->capture || a->verify))
+		return usage_err(ctx, "probe-topology: --export prints the plan only: it goes without --capture and --verify");
 	return 0;
 }
 
@@ -608,6 +624,10 @@ static int do_probe_topology(struct ctx *ctx, int argc, char **argv)
 	rc = topo_run(ctx, &a, a.sysfs ? root : NULL, &t, &failed);
 	if (rc)
 		goto out;
+	if (a.export >= 0) {
+		rc = topo_export(ctx, t, a.export, a.gpu);
+		goto out;
+	}
 	show(ctx, t, a.sysfs ? a.sysfs : "/sys");
 	if (failed)
 		rc = fail(ctx, -EIO, "%d port%s failed the loopback verification (see the findings)",

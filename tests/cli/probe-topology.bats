@@ -389,13 +389,13 @@ with_nvml() {
 	local man=$BATS_TEST_DIRNAME/../../man/rdmactl-probe-topology.8 opt documented
 	run "$RDMACTL" probe-topology --help
 	assert_success
-	for opt in sysfs capture verify verify-size hugepages; do
+	for opt in sysfs capture verify verify-size hugepages export gpu; do
 		assert_output --partial "--$opt"
 		grep -qF -- "\\-\\-${opt//-/\\-}" "$man" || fail "$man does not mention --$opt"
 	done
 	documented=$(awk '/^\.SH/ { on = ($0 ~ /^\.SH "?OPTIONS"?$/); next } on' "$man" |
 		grep -oE '\\-\\-[a-z0-9]+(\\-[a-z0-9]+)*' | sed 's/\\-/-/g; s/^--//' | sort -u | xargs)
-	assert_equal "$documented" "capture hugepages sysfs verify verify-size"
+	assert_equal "$documented" "capture export gpu hugepages sysfs verify verify-size"
 	grep -q '^\.TH RDMACTL\\-PROBE\\-TOPOLOGY 8 ' "$man"
 	assert_equal "$(head -1 "$man")" '.\" SPDX-License-Identifier: MIT'
 	if command -v groff >/dev/null; then
@@ -403,4 +403,74 @@ with_nvml() {
 		assert_success
 		assert_output ""
 	fi
+}
+
+# --export: the rail plan as other tools' settings (issue: the plan beyond rdmactl)
+@test "--export nccl: the sourced fragment gives each local rank its rail's NIC, as the report's plan says" {
+	local frag plan g got
+	frag=$BATS_TEST_TMPDIR/nccl.sh
+	timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/two-socket-8gpu" --export nccl >"$frag"
+	plan=$(topo two-socket-8gpu)
+	for g in 0 1 2 3 4 5 6 7; do
+		got=$(env -u RDMACTL_GPU LOCAL_RANK="$g" sh -c '. "$1"; printf %s "$NCCL_IB_HCA"' sh "$frag")
+		assert_equal "$got" "=$(jq -r --argjson g "$g" '.rail_plan[] | select(.gpu == $g) | .nic' <<<"$plan"):1"
+	done
+	# RDMACTL_GPU wins over LOCAL_RANK
+	got=$(RDMACTL_GPU=5 LOCAL_RANK=1 sh -c '. "$1"; printf %s "$NCCL_IB_HCA"' sh "$frag")
+	assert_equal "$got" "=mlx5_5:1"
+	# a rank with no GPU of this host: told on stderr, nothing exported
+	run env -u RDMACTL_GPU LOCAL_RANK=9 sh -c '. "$1"; printf "[%s]" "${NCCL_IB_HCA-unset}"' sh "$frag"
+	assert_success
+	assert_output --partial 'set RDMACTL_GPU or LOCAL_RANK'
+	assert_output --partial '[unset]'
+}
+
+@test "--export ucx --gpu N: one KEY=VALUE line; the shared NIC of shared-nic for GPUs 0 to 2" {
+	run timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/two-socket-8gpu" --export ucx --gpu 2
+	assert_success
+	assert_output "UCX_NET_DEVICES=mlx5_2:1"
+	run timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/shared-nic" --export nccl --gpu 1
+	assert_success
+	assert_output "NCCL_IB_HCA==mlx5_0:1"
+	run timeout 30 "$RDMACTL" -j probe-topology --sysfs "$FX/shared-nic" --export ucx
+	assert_success
+	jq -e '.schema_version == 2 and .export == "ucx" and .variable == "UCX_NET_DEVICES"
+		and ([.gpus[].value] == ["mlx5_0:1", "mlx5_0:1", "mlx5_0:1"])
+		and ([.gpus[].port_active] | all) and ([.gpus[].path] == ["PIX", "PIX", "SYS"])' <<<"$output"
+}
+
+@test "--export mooncake: each GPU's rail first, then the other NICs with an active port (a port that is down is left out)" {
+	run timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/shared-nic" --export mooncake
+	assert_success
+	jq -e '. == {"cuda:0": [["mlx5_0"], ["rxe0"]], "cuda:1": [["mlx5_0"], ["rxe0"]], "cuda:2": [["mlx5_0"], ["rxe0"]]}' <<<"$output"
+	run timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/hex-bus" --export mooncake --gpu 0
+	assert_success
+	jq -e 'keys == ["cuda:0"] and .["cuda:0"][0] == ["mlx5_1"] and (.["cuda:0"][1] | index("mlx5_1") == null)' <<<"$output"
+	run timeout 30 "$RDMACTL" -j probe-topology --sysfs "$FX/hex-bus" --export mooncake
+	assert_success
+	jq -e '.export == "mooncake" and .variable == "MC_CUSTOM_TOPO_JSON" and (.matrix | keys | length) == 4' <<<"$output"
+}
+
+@test "--export: a bad kind or --gpu without --export is a usage error; no such GPU, or no GPU at all, exits 1 naming it" {
+	run timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/shared-nic" --export nvshmem
+	assert_failure 2
+	assert_output --partial "invalid --export 'nvshmem': expected nccl, ucx or mooncake"
+	run timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/shared-nic" --gpu 1
+	assert_failure 2
+	assert_output --partial -- "--gpu goes with --export"
+	run timeout 30 "$RDMACTL" probe-topology --export nccl --verify
+	assert_failure 2
+	assert_output --partial -- "--export prints the plan only"
+	run timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/shared-nic" --export nccl --gpu 3
+	assert_failure 1
+	assert_output --partial "no GPU 3 (3 GPUs found"
+	run timeout 30 "$RDMACTL" -j probe-topology --sysfs "$FX/shared-nic" --export nccl --gpu 3
+	assert_failure 1
+	jq -e '.error.message | contains("no GPU 3")' <<<"$output"
+	local gpus
+	gpus=$(timeout 60 "$RDMACTL" -j probe-topology | jq '.summary.gpus')
+	[[ $gpus == 0 ]] || skip "this host has $gpus GPUs (the no-GPU case needs a host without)"
+	run timeout 60 "$RDMACTL" probe-topology --export nccl
+	assert_failure 1
+	assert_output --partial "no GPU found"
 }
