@@ -61,13 +61,17 @@ static char *b64_encode(const char *s, size_t n)
 	return out;
 }
 
-/* Decode into buf (NUL-terminated); -EINVAL for bad input, no room, or a
- * NUL byte inside (keys and values are strings here). */
+/* Decode padded base64, as etcd's gateway writes it, into buf, NUL-terminated;
+ * -EINVAL for bad input (a character outside the alphabet, anything but
+ * padding after the first '=', a length that is not a multiple of 4, more
+ * padding than the data leaves, bits left over), no room, or a NUL byte
+ * inside (keys and values are strings here). */
 int rc_etcd_b64_decode(const char *s, char *buf, size_t len)
 {
+	const char *start = s;
 	uint32_t v = 0;
 	int bits = 0;
-	size_t o = 0;
+	size_t o = 0, pad;
 
 	if (!len)
 		return -EINVAL;
@@ -87,6 +91,10 @@ int rc_etcd_b64_decode(const char *s, char *buf, size_t len)
 				return -EINVAL;
 		}
 	}
+	pad = strspn(s, "=");
+	if (s[pad] || pad > 2 || (size_t)(s - start) % 4 + pad != (pad ? 4 : 0) ||
+	    (v & ((1u << bits) - 1)))
+		return -EINVAL;
 	buf[o] = '\0';
 	return 0;
 }

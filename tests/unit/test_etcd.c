@@ -26,6 +26,19 @@ int main(void)
 	CHECK(rc_etcd_b64_decode("cmRtYWN0bA==", buf, 0) == -EINVAL);
 	CHECK(rc_etcd_b64_decode("cm*t", buf, sizeof(buf)) == -EINVAL);
 	CHECK(rc_etcd_b64_decode("YQBi", buf, sizeof(buf)) == -EINVAL); /* "a\0b" */
+	/* padding: only at the end, only as much as the data leaves, whole quads */
+	CHECK(rc_etcd_b64_decode("YQ==", buf, sizeof(buf)) == 0);
+	CHECK_STR(buf, "a");
+	CHECK(rc_etcd_b64_decode("YWI=", buf, sizeof(buf)) == 0);
+	CHECK_STR(buf, "ab");
+	CHECK(rc_etcd_b64_decode("YQ==YWI=", buf, sizeof(buf)) == -EINVAL); /* data after padding */
+	CHECK(rc_etcd_b64_decode("YQ=x", buf, sizeof(buf)) == -EINVAL);
+	CHECK(rc_etcd_b64_decode("YQ", buf, sizeof(buf)) == -EINVAL);       /* unpadded */
+	CHECK(rc_etcd_b64_decode("YWI==", buf, sizeof(buf)) == -EINVAL);    /* one = too many */
+	CHECK(rc_etcd_b64_decode("YWJj===", buf, sizeof(buf)) == -EINVAL);
+	CHECK(rc_etcd_b64_decode("Y===", buf, sizeof(buf)) == -EINVAL);
+	CHECK(rc_etcd_b64_decode("YR==", buf, sizeof(buf)) == -EINVAL);     /* bits left over */
+	CHECK(rc_etcd_b64_decode("====", buf, sizeof(buf)) == -EINVAL);
 	CHECK(rc_etcd_url_parse("etcd://10.0.0.5:2379/ns/kv", server, sizeof(server), path,
 				sizeof(path), &err) == 0);
 	CHECK_STR(server, "10.0.0.5:2379");
