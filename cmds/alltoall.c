@@ -253,14 +253,17 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 	struct rc_group_join_out how;
 	double *lat = calloc((size_t)a->run.iters, sizeof(double));
 	struct rc_a2a_result res = { .lat_us = lat };
-	uint64_t wrong[RC_GROUP_MAX], total_wrong = 0;
+	uint64_t *wrong = calloc((size_t)W, sizeof(uint64_t)), total_wrong = 0;
 	struct rc_group *g = NULL;
 	struct progress prog;
 	struct rc_err e;
 	bool speak = a->all_ranks || a->grp.who.rank == 0;
 
-	if (!lat)
+	if (!lat || !wrong) {
+		free(lat);
+		free(wrong);
 		return fail(ctx, -ENOMEM, "out of memory");
+	}
 	if ((rc = rc_group_join(&join, &g, &how, &e))) {
 		rc = how.usage ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
 		goto out;
@@ -289,6 +292,7 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 out:
 	rc_group_close(g);
 	free(lat);
+	free(wrong);
 	return rc;
 }
 

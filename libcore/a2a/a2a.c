@@ -68,8 +68,10 @@ static int setup(struct a2a *a, struct rc_err *err)
 	a->soff = calloc((size_t)W + 1, sizeof(uint64_t));
 	a->roff = calloc((size_t)W + 1, sizeof(uint64_t));
 	a->remote = calloc((size_t)W, sizeof(*a->remote));
+	a->wait_peers = calloc((size_t)W, sizeof(int));
+	a->wait_target = calloc((size_t)W, sizeof(uint64_t));
 	a->scratch = malloc(a->tb);
-	if (!a->soff || !a->roff || !a->remote || !a->scratch)
+	if (!a->soff || !a->roff || !a->remote || !a->scratch || !a->wait_peers || !a->wait_target)
 		return rc_err_set(err, ENOMEM, "out of memory");
 	for (int j = 0; j < W; j++) {
 		a->soff[j + 1] = a->soff[j] + a->o->counts[me * W + j];
@@ -139,6 +141,8 @@ static void teardown(struct a2a *a)
 	free(a->soff);
 	free(a->roff);
 	free(a->remote);
+	free(a->wait_peers);
+	free(a->wait_target);
 	free(a->scratch);
 }
 

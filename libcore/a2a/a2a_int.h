@@ -40,6 +40,8 @@ struct a2a {
 	size_t *shm_off;         /* per local rank: drecv0, drecv1, crecv0, crecv1 */
 	struct a2a_remote *remote; /* W */
 	uint8_t *scratch;        /* one token */
+	int *wait_peers;         /* W: the peers a phase waits for ... */
+	uint64_t *wait_target;   /* W: ... and the counts it waits for */
 };
 
 /* What the NIC is given for p, a pointer into the CPU's view (mem). */

@@ -10,8 +10,8 @@
 
 static int phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 {
-	int W = a->W, me = a->me, p = iter & 1, peers[RC_GROUP_MAX], n = 0, rc;
-	uint64_t target[RC_GROUP_MAX];
+	int W = a->W, me = a->me, p = iter & 1, *peers = a->wait_peers, n = 0, rc;
+	uint64_t *target = a->wait_target;
 	/* dispatch sends by destination, combine by source */
 	const uint64_t *off = ph == PH_DISPATCH ? a->soff : a->roff;
 	uint8_t *src = ph == PH_DISPATCH ? a->dsend : a->csend;

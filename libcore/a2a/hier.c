@@ -194,8 +194,8 @@ static int land(struct a2a *a, int ph, int p, int d, int src, const uint8_t *fro
 static int hier_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 {
 	int W = a->W, L = a->L, N = W / L, n = a->me / L, l = a->me % L, p = iter & 1;
-	int ch = ph == PH_DISPATCH ? CH_DISPATCH : CH_COMBINE, rails[RC_GROUP_MAX], nr = 0, rc;
-	uint64_t target[RC_GROUP_MAX], want = ((uint64_t)iter + 1) * (uint64_t)W;
+	int ch = ph == PH_DISPATCH ? CH_DISPATCH : CH_COMBINE, *rails = a->wait_peers, nr = 0, rc;
+	uint64_t *target = a->wait_target, want = ((uint64_t)iter + 1) * (uint64_t)W;
 	double deadline;
 
 	/* rails first, so that the wire works while memory is copied */

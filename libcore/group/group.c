@@ -18,6 +18,7 @@
 
 #define RETRY_MS 200
 #define DEFAULT_RECV_DEPTH 32
+#define TREE_FANOUT 8 /* children per rank in the barrier's tree */
 
 static void name_peer(struct rc_group *g, int j, const struct rc_endpoint *ep)
 {
@@ -55,7 +56,6 @@ int rc_group_listen(const struct rc_group_opts *o, struct rc_endpoint *ep, struc
 		    struct rc_err *err)
 {
 	struct rc_group *g = calloc(1, sizeof(*g));
-	size_t area;
 	char port[8];
 	int rc;
 
@@ -89,26 +89,17 @@ int rc_group_listen(const struct rc_group_opts *o, struct rc_endpoint *ep, struc
 	snprintf(port, sizeof(port), "%u", g->l->port);
 	snprintf(ep->port, sizeof(ep->port), "%s", port);
 	g->self = *ep;
-	area = ((size_t)o->world * (size_t)g->o.recv_depth + (size_t)o->world) * GMSG_SLOT;
-	g->area = aligned_alloc(4096, (area + 4095) & ~(size_t)4095);
 	g->need = calloc((size_t)o->world * (size_t)o->world, 1);
-	if (!g->area || !g->need) {
+	g->peers = calloc((size_t)o->world, sizeof(*g->peers));
+	g->conns = calloc((size_t)o->world, sizeof(*g->conns));
+	g->conn_rank = calloc((size_t)o->world, sizeof(*g->conn_rank));
+	g->parent = calloc((size_t)o->world, sizeof(*g->parent));
+	if (!g->need || !g->peers || !g->conns || !g->conn_rank || !g->parent) {
 		rc = rc_err_set(err, ENOMEM, "out of memory");
 		goto fail;
 	}
-	memset(g->area, 0, area);
-	g->mr = ibv_reg_mr(g->l->pd, g->area, area, IBV_ACCESS_LOCAL_WRITE);
-	if (!g->mr) {
-		rc = rc_err_set(err, errno, "cannot register %zu bytes of message buffers: %s", area,
-				strerror(errno));
-		goto fail;
-	}
 	for (int j = 0; j < o->world; j++) {
-		g->peers[j].box = calloc((size_t)g->o.recv_depth, sizeof(struct gmsg));
-		if (!g->peers[j].box) {
-			rc = rc_err_set(err, ENOMEM, "out of memory");
-			goto fail;
-		}
+		g->peers[j].slot = -1;
 		g->peers[j].qp_arg.g = g;
 		g->peers[j].qp_arg.rank = j;
 	}
@@ -124,18 +115,20 @@ static void on_request(struct rc_group *g, struct rdma_cm_event *ev, const struc
 {
 	struct rdma_cm_id *child = ev->id;
 	struct rdma_conn_param req = ev->param.conn;
-	bool taken[RC_GROUP_MAX] = { 0 };
+	bool *taken = calloc((size_t)g->o.world, sizeof(bool));
 	struct ghello h;
 	struct rc_conn_opts co = { 0 };
 	struct rc_conn *c = NULL;
 	const char *why = NULL;
 	struct rc_err e;
 
-	for (int j = 0; j < g->o.world; j++)
+	for (int j = 0; taken && j < g->o.world; j++)
 		taken[j] = g->peers[j].c != NULL;
 	/* The private data lives in the event: checked before the ack. */
-	why = group_hello_check(req.private_data, req.private_data_len, g->o.rank, g->o.world,
-				g->token, g->need, taken, &h);
+	why = taken ? group_hello_check(req.private_data, req.private_data_len, g->o.rank,
+					g->o.world, g->token, g->need, taken, &h)
+		    : "rdmactl: out of memory";
+	free(taken);
 	req.private_data = NULL;
 	req.private_data_len = 0;
 	rdma_ack_cm_event(ev);
@@ -186,12 +179,16 @@ static void *accept_main(void *arg)
 			return NULL;
 		if (rc_now() > a->deadline) {
 			char missing[256];
-			bool have[RC_GROUP_MAX] = { 0 };
+			bool *have = calloc((size_t)g->o.world, sizeof(bool));
 
-			for (int j = 0; j < g->o.world; j++)
+			for (int j = 0; have && j < g->o.world; j++)
 				have[j] = j >= g->o.rank || !g->need[j * g->o.world + g->o.rank] ||
 					  (g->peers[j].c && g->peers[j].c->established);
-			ranks_missing(have, g->o.world, missing, sizeof(missing));
+			if (have)
+				ranks_missing(have, g->o.world, missing, sizeof(missing));
+			else
+				snprintf(missing, sizeof(missing), "(out of memory)");
+			free(have);
 			g->accept_rc = rc_err_set(&g->accept_err, ETIMEDOUT,
 						  "rank %s never connected to rank %d within %d ms",
 						  missing, g->o.rank, g->o.timeout_ms);
@@ -271,6 +268,36 @@ static int connect_one(struct rc_group *g, int j, const struct rc_endpoint *ep, 
 			  last.msg[0] ? last.msg : "no try finished");
 }
 
+/* The message rings of the peers this rank connects with (need, set), in
+ * one registered area: recv_depth receive slots and one send slot each. */
+static int group_rings(struct rc_group *g, struct rc_err *err)
+{
+	int W = g->o.world, me = g->o.rank;
+
+	if (g->area)
+		return rc_err_set(err, EINVAL, "the group is connected already");
+	for (int j = 0; j < W; j++)
+		if (j != me && g->need[(size_t)me * (size_t)W + (size_t)j]) {
+			g->peers[j].slot = g->nslots++;
+			g->peers[j].box = calloc((size_t)g->o.recv_depth, sizeof(struct gmsg));
+			g->peers[j].held = calloc((size_t)g->o.recv_depth, sizeof(int));
+			if (!g->peers[j].box || !g->peers[j].held)
+				return rc_err_set(err, ENOMEM, "out of memory");
+		}
+	g->area_len = ((size_t)g->nslots * (size_t)g->o.recv_depth + (size_t)g->nslots) * GMSG_SLOT;
+	g->area = aligned_alloc(4096, g->area_len ? (g->area_len + 4095) & ~(size_t)4095 : 4096);
+	if (!g->area)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	memset(g->area, 0, g->area_len);
+	if (!g->nslots)
+		return 0;
+	g->mr = ibv_reg_mr(g->l->pd, g->area, g->area_len, IBV_ACCESS_LOCAL_WRITE);
+	if (!g->mr)
+		return rc_err_set(err, errno, "cannot register %zu bytes of message buffers: %s",
+				  g->area_len, strerror(errno));
+	return 0;
+}
+
 int rc_group_connect(struct rc_group *g, const struct rc_endpoint *all, const uint8_t *need,
 		     struct rc_err *err)
 {
@@ -284,6 +311,11 @@ int rc_group_connect(struct rc_group *g, const struct rc_endpoint *all, const ui
 			if (need[i * W + j] != need[j * W + i])
 				return rc_err_set(err, EINVAL, "the connection plan is not symmetric");
 	memcpy(g->need, need, (size_t)W * (size_t)W);
+	if ((rc = group_rings(g, err)))
+		return rc;
+	g->depth = group_tree(g->need, W, 0, TREE_FANOUT, g->parent);
+	if (g->depth == -ENOMEM)
+		return rc_err_set(err, ENOMEM, "out of memory");
 	g->expect_accepts = 0;
 	for (int j = 0; j < me; j++)
 		g->expect_accepts += need[j * W + me] ? 1 : 0;
@@ -326,10 +358,11 @@ int rc_group_close(struct rc_group *g)
 		group_fin(g, g->o.timeout_ms);
 		g->o.timeout_ms = t;
 	}
-	for (int j = 0; j < RC_GROUP_MAX; j++) {
+	for (int j = 0; g->peers && j < g->o.world; j++) {
 		if (g->peers[j].c && (r = rc_conn_close(g->peers[j].c)) && !rc)
 			rc = r;
 		free(g->peers[j].box);
+		free(g->peers[j].held);
 	}
 	if (g->mr && ibv_dereg_mr(g->mr) && !rc)
 		rc = -errno;
@@ -339,6 +372,10 @@ int rc_group_close(struct rc_group *g)
 		rc = r;
 	free(g->area);
 	free(g->need);
+	free(g->peers);
+	free(g->conns);
+	free(g->conn_rank);
+	free(g->parent);
 	pthread_mutex_destroy(&g->mu);
 	free(g);
 	return rc;

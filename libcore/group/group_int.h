@@ -66,6 +66,10 @@ struct gpeer {
 	struct gmsg *box;     /* received messages not yet taken, a ring */
 	int box_head;
 	int box_n;
+	int *held;            /* receive slots whose message waits for room in box, a ring */
+	int held_head;
+	int held_n;
+	int slot;             /* its receive ring and send slot in area; -1: not connected */
 	struct { struct rc_group *g; int rank; } qp_arg;
 };
 
@@ -73,12 +77,16 @@ struct rc_group {
 	struct rc_group_opts o;
 	struct rc_listener *l;
 	struct rc_endpoint self;
-	struct gpeer peers[RC_GROUP_MAX];
-	struct rc_conn *conns[RC_GROUP_MAX]; /* connected peers, for polling */
-	int conn_rank[RC_GROUP_MAX];
+	struct gpeer *peers;  /* world of them */
+	struct rc_conn **conns; /* connected peers, for polling (world at most) */
+	int *conn_rank;
 	int nconns;
 	uint8_t *need;        /* world x world */
-	uint8_t *area;        /* receive slots, then one send slot per peer */
+	int nslots;           /* peers this rank connects with: their rings in area */
+	uint8_t *area;        /* receive rings of the connected peers, then their send slots */
+	size_t area_len;
+	int *parent;          /* the barrier's tree (group_tree): each rank's parent */
+	int depth;            /* its depth; -1: the plan leaves ranks unreachable */
 	struct ibv_mr *mr;
 	struct rc_rdv *rdv;   /* rc_group_join's: closed with the group */
 	char token[RC_TOKEN_MAX + 1]; /* "": none (rc_group_opts.token) */
@@ -95,16 +103,28 @@ struct rc_group {
 	struct rc_err accept_err;
 };
 
-/* Receive slot s of peer j, and the send slot of peer j. */
+/* Receive slot s of peer j, and the send slot of peer j: only the peers this
+ * rank connects with have them (gpeer.slot), so the registered area grows
+ * with this rank's connections, not with the world. */
 static inline struct gmsg *recv_slot(const struct rc_group *g, int j, int s)
 {
-	return (struct gmsg *)(g->area + ((size_t)j * (size_t)g->o.recv_depth + (size_t)s) * GMSG_SLOT);
+	return (struct gmsg *)(g->area + ((size_t)g->peers[j].slot * (size_t)g->o.recv_depth +
+					  (size_t)s) * GMSG_SLOT);
 }
 static inline struct gmsg *send_slot(const struct rc_group *g, int j)
 {
-	return (struct gmsg *)(g->area + ((size_t)g->o.world * (size_t)g->o.recv_depth + (size_t)j) *
-					      GMSG_SLOT);
+	return (struct gmsg *)(g->area + ((size_t)g->nslots * (size_t)g->o.recv_depth +
+					  (size_t)g->peers[j].slot) * GMSG_SLOT);
 }
+
+/* A spanning tree of the connection graph need (W x W, symmetric) from
+ * root, for the barrier and the allgather: breadth first, each rank
+ * adopting at most fanout children while another rank can take the rest, so
+ * a dense graph gives a tree of depth about log_fanout(W) and a sparse one
+ * follows its edges. parent[root] = -1, and -2 for a rank the graph does not
+ * reach. Returns the depth, -1 when a rank is unreachable, or -ENOMEM. The
+ * same on every rank for the same need (group_tree.c). */
+int group_tree(const uint8_t *need, int W, int root, int fanout, int *parent);
 
 int group_post_recvs(struct rc_group *g, int j, struct rc_err *err);
 /* Reap completions and CM events for up to timeout_ms. 0 or -errno. */

@@ -2,8 +2,8 @@
 /*
  * The group at work: completions reaped from every connection in one place
  * (receives become mailbox entries or immediate-data counts), control
- * exchanges, a gossip allgather that doubles as the barrier, and waits that
- * name the ranks they wait for.
+ * exchanges, an allgather and a barrier on a tree of the connections, and
+ * waits that name the ranks they wait for.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -107,8 +107,14 @@ static int on_recv(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc
 			return rc_post_recv(p->c, recv_slot(g, j, s), GMSG_SLOT, g->mr->lkey,
 					    wc->wr_id, err);
 		}
-		if (p->box_n >= g->o.recv_depth)
-			return rc_err_set(err, EPROTO, "rank %d sent more messages than are read", j);
+		if (p->box_n >= g->o.recv_depth) {
+			/* a full box: the message waits in its receive slot, and
+			 * the slot is posted again only once the box has room, so
+			 * a sender ahead of this rank is held back by the link
+			 * (receiver not ready) instead of failing the group */
+			p->held[(p->held_head + p->held_n++) % g->o.recv_depth] = s;
+			return 0;
+		}
 		p->box[(p->box_head + p->box_n) % g->o.recv_depth] = *m;
 		p->box_n++;
 	}
@@ -272,13 +278,11 @@ uint64_t rc_group_imm_count(const struct rc_group *g, int peer, int channel)
 	return g->peers[peer].imm[channel];
 }
 
-int rc_group_wait_imm(struct rc_group *g, const int *peers, int n, int channel,
-		      const uint64_t *target, struct rc_err *err)
+static int wait_imm(struct rc_group *g, const int *peers, int n, int channel,
+		    const uint64_t *target, bool *have, double deadline, struct rc_err *err)
 {
-	double deadline = rc_now() + g->o.timeout_ms / 1000.0;
-
 	for (;;) {
-		bool have[RC_GROUP_MAX], all = true;
+		bool all = true;
 		char missing[256];
 		int rc;
 
@@ -312,6 +316,18 @@ int rc_group_wait_imm(struct rc_group *g, const int *peers, int n, int channel,
 			    g->peers[peers[k]].imm[channel] < target[k])
 				return peer_gone(g, peers[k], "data from it was awaited", err);
 	}
+}
+
+int rc_group_wait_imm(struct rc_group *g, const int *peers, int n, int channel,
+		      const uint64_t *target, struct rc_err *err)
+{
+	double deadline = rc_now() + g->o.timeout_ms / 1000.0;
+	bool *have = malloc((size_t)g->o.world * sizeof(bool));
+	int rc = have ? wait_imm(g, peers, n, channel, target, have, deadline, err)
+		      : rc_err_set(err, ENOMEM, "out of memory");
+
+	free(have);
+	return rc;
 }
 
 int rc_group_flush(struct rc_group *g, struct rc_err *err)
@@ -364,12 +380,46 @@ static int send_msg(struct rc_group *g, int j, const void *data, size_t len, dou
 	return 0;
 }
 
+/* The message at the head of peer j's box, checked (kind, round, sender,
+ * length) and copied to out: 1, 0 when the box is empty, or -errno. A
+ * message held back by a full box moves in. */
+static int pop_msg(struct rc_group *g, int j, void *out, size_t len, struct rc_err *err)
+{
+	struct gpeer *p = &g->peers[j];
+	const struct gmsg *m = &p->box[p->box_head];
+
+	if (!p->box_n)
+		return 0;
+	if (m->magic != GROUP_MAGIC || m->seq != g->seq || m->len != len || m->from != (uint32_t)j)
+		return rc_err_set(err, EPROTO,
+				  "%s is out of step (message %u of %u bytes, expected %u of %zu)",
+				  p->c->peer, m->seq, m->len, g->seq, len);
+	memcpy(out, m->data, len);
+	p->box_head = (p->box_head + 1) % g->o.recv_depth;
+	p->box_n--;
+	if (p->held_n) {
+		int s = p->held[p->held_head];
+		int rc;
+
+		p->held_head = (p->held_head + 1) % g->o.recv_depth;
+		p->held_n--;
+		p->box[(p->box_head + p->box_n) % g->o.recv_depth] = *recv_slot(g, j, s);
+		p->box_n++;
+		rc = rc_post_recv(p->c, recv_slot(g, j, s), GMSG_SLOT, g->mr->lkey,
+				  (uint64_t)j << 16 | (uint64_t)s, err);
+		if (rc)
+			return rc;
+	}
+	return 1;
+}
+
 static int take_msg(struct rc_group *g, int j, void *out, size_t len, double deadline,
 		    struct rc_err *err)
 {
 	struct gpeer *p = &g->peers[j];
+	int got;
 
-	while (!p->box_n) {
+	while (!(got = pop_msg(g, j, out, len, err))) {
 		int rc = wait_slice(g, deadline, err);
 
 		if (rc == -ETIMEDOUT)
@@ -384,17 +434,7 @@ static int take_msg(struct rc_group *g, int j, void *out, size_t len, double dea
 		if (!p->box_n && p->dead)
 			return peer_gone(g, j, "a message from it was awaited", err);
 	}
-
-	const struct gmsg *m = &p->box[p->box_head];
-
-	if (m->magic != GROUP_MAGIC || m->seq != g->seq || m->len != len || m->from != (uint32_t)j)
-		return rc_err_set(err, EPROTO,
-				  "%s is out of step (message %u of %u bytes, expected %u of %zu)",
-				  p->c->peer, m->seq, m->len, g->seq, len);
-	memcpy(out, m->data, len);
-	p->box_head = (p->box_head + 1) % g->o.recv_depth;
-	p->box_n--;
-	return 0;
+	return got < 0 ? got : 0;
 }
 
 /* A round of control messages of len bytes: checked, numbered, and given
@@ -453,74 +493,156 @@ int rc_group_exchange(struct rc_group *g, const void *mine, size_t len, void *th
 	return sends_acked(g, deadline, false, err);
 }
 
-/* The longest of the shortest paths in the connection graph. */
-static int diameter(const struct rc_group *g)
+/*
+ * The allgather and the barrier run on the group's tree (group_tree): up,
+ * each rank adds its children's values (each rank fills its own slot, so
+ * the sum of a subtree is its values) and sends the sum to its parent; down,
+ * the root's full vector goes back to every rank. As many rounds as the
+ * tree is deep, each rank talking to its parent and children only; values
+ * travel in chunks of one control message each.
+ */
+#define CHUNK_VALS (RC_GROUP_MSG_MAX / sizeof(uint64_t))
+
+static size_t nchunks(size_t n)
 {
-	int W = g->o.world, d = 0;
-
-	for (int s = 0; s < W; s++) {
-		int dist[RC_GROUP_MAX], q[RC_GROUP_MAX], qh = 0, qt = 0;
-
-		for (int i = 0; i < W; i++)
-			dist[i] = -1;
-		dist[s] = 0;
-		q[qt++] = s;
-		while (qh < qt) {
-			int u = q[qh++];
-
-			for (int v = 0; v < W; v++)
-				if (v != u && g->need[u * W + v] && dist[v] < 0) {
-					dist[v] = dist[u] + 1;
-					q[qt++] = v;
-				}
-		}
-		for (int i = 0; i < W; i++)
-			if (dist[i] > d)
-				d = dist[i];
-	}
-	return d;
+	return n ? (n + CHUNK_VALS - 1) / CHUNK_VALS : 1;
 }
 
-struct gossip {
-	uint64_t known;
-	uint64_t vals[RC_GROUP_MAX];
-};
+static size_t chunk_len(size_t n, size_t c)
+{
+	size_t left = n - c * CHUNK_VALS;
+
+	return (left < CHUNK_VALS ? left : CHUNK_VALS) * sizeof(uint64_t);
+}
+
+/* This rank's children in the tree, into kids (world of room). */
+static int tree_kids(const struct rc_group *g, int *kids)
+{
+	int nk = 0;
+
+	for (int j = 0; j < g->o.world; j++)
+		if (g->parent[j] == g->o.rank)
+			kids[nk++] = j;
+	return nk;
+}
+
+static int send_vals(struct rc_group *g, int j, const uint64_t *vals, size_t n, double deadline,
+		     struct rc_err *err)
+{
+	for (size_t c = 0; c < nchunks(n); c++) {
+		int rc = send_msg(g, j, vals + c * CHUNK_VALS, chunk_len(n, c), deadline, err);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* The chunks of every child, added into vals in whatever order they come:
+ * waiting on one child while another's pile up would hold that one back. */
+static int take_kids(struct rc_group *g, const int *kids, int nk, size_t *got, uint64_t *vals,
+		     size_t n, double deadline, struct rc_err *err)
+{
+	uint64_t part[CHUNK_VALS];
+	size_t want = nchunks(n);
+	int left = nk;
+
+	while (left > 0) {
+		bool moved = false;
+		int rc;
+
+		for (int k = 0; k < nk; k++)
+			while (got[k] < want) {
+				size_t c = got[k], len = chunk_len(n, c);
+
+				if ((rc = pop_msg(g, kids[k], part, len, err)) < 0)
+					return rc;
+				if (!rc)
+					break;
+				for (size_t i = 0; i < len / sizeof(uint64_t); i++)
+					vals[c * CHUNK_VALS + i] += part[i];
+				moved = true;
+				left -= ++got[k] == want;
+			}
+		if (moved || !left)
+			continue;
+		rc = wait_slice(g, deadline, err);
+		for (int k = 0; k < nk && rc == -ETIMEDOUT; k++)
+			if (got[k] < want)
+				return rc_err_set(err, ETIMEDOUT,
+						  "no word from %s within %d ms (is it still running?)",
+						  g->peers[kids[k]].c->peer, g->o.timeout_ms);
+		if (rc)
+			return rc;
+		for (int k = 0; k < nk; k++) {
+			struct gpeer *p = &g->peers[kids[k]];
+
+			/* gone: what it sent before leaving may still sit in the queue */
+			if (got[k] < want && !p->box_n && p->dead && (rc = group_progress(g, 0, err)))
+				return rc;
+			if (got[k] < want && !p->box_n && p->dead)
+				return peer_gone(g, kids[k], "a message from it was awaited", err);
+		}
+	}
+	return 0;
+}
+
+static int tree_round(struct rc_group *g, uint64_t *vals, size_t n, struct rc_err *err)
+{
+	int *kids = malloc((size_t)g->o.world * sizeof(int)), nk, up = g->parent[g->o.rank];
+	size_t *got = calloc((size_t)g->o.world, sizeof(size_t));
+	double deadline;
+	int rc;
+
+	if (!kids || !got) {
+		rc = rc_err_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	if (g->depth < 0) {
+		rc = rc_err_set(err, EPROTO, "the connection plan leaves ranks unreachable");
+		goto out;
+	}
+	if ((rc = msg_round(g, chunk_len(n, 0), &deadline, err)))
+		goto out;
+	nk = tree_kids(g, kids);
+	rc = take_kids(g, kids, nk, got, vals, n, deadline, err);
+	if (!rc && up >= 0)
+		rc = send_vals(g, up, vals, n, deadline, err);
+	for (size_t c = 0; !rc && up >= 0 && c < nchunks(n); c++)
+		rc = take_msg(g, up, vals + c * CHUNK_VALS, chunk_len(n, c), deadline, err);
+	/* down: chunk by chunk to every child, so they move on together */
+	for (size_t c = 0; !rc && c < nchunks(n); c++)
+		for (int k = 0; !rc && k < nk; k++)
+			rc = send_msg(g, kids[k], vals + c * CHUNK_VALS, chunk_len(n, c), deadline, err);
+	/* landed before we go on: a peer may leave right after */
+	if (!rc)
+		rc = sends_acked(g, deadline, false, err);
+out:
+	free(kids);
+	free(got);
+	return rc;
+}
 
 int rc_group_allgather_u64(struct rc_group *g, uint64_t mine, uint64_t *all, struct rc_err *err)
 {
-	int W = g->o.world, rounds = diameter(g);
-	struct gossip me = { 0 }, *theirs = calloc((size_t)W, sizeof(struct gossip));
-	uint64_t full = W == 64 ? ~0ULL : (1ULL << W) - 1;
-	int rc = 0;
+	uint64_t *vals = calloc((size_t)g->o.world, sizeof(uint64_t));
+	int rc;
 
-	if (!theirs)
+	if (!vals)
 		return rc_err_set(err, ENOMEM, "out of memory");
-	me.known = 1ULL << g->o.rank;
-	me.vals[g->o.rank] = mine;
-	for (int r = 0; r < rounds && !rc; r++) {
-		rc = rc_group_exchange(g, &me, sizeof(me), theirs, err);
-		for (int k = 0; !rc && k < g->nconns; k++) {
-			const struct gossip *t = &theirs[g->conn_rank[k]];
-
-			for (int i = 0; i < W; i++)
-				if ((t->known >> i & 1) && !(me.known >> i & 1))
-					me.vals[i] = t->vals[i];
-			me.known |= t->known;
-		}
-	}
-	if (!rc && me.known != full)
-		rc = rc_err_set(err, EPROTO, "the connection plan leaves ranks unreachable");
+	vals[g->o.rank] = mine;
+	rc = tree_round(g, vals, (size_t)g->o.world, err);
 	if (!rc)
-		memcpy(all, me.vals, (size_t)W * sizeof(*all));
-	free(theirs);
+		memcpy(all, vals, (size_t)g->o.world * sizeof(*all));
+	free(vals);
 	return rc;
 }
 
 int rc_group_barrier(struct rc_group *g, struct rc_err *err)
 {
-	uint64_t all[RC_GROUP_MAX];
+	uint64_t token = 0;
 
-	return rc_group_allgather_u64(g, 0, all, err);
+	return tree_round(g, &token, 1, err);
 }
 
 /* Best effort: a message of its own kind to every live peer whose send slot

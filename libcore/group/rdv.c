@@ -20,13 +20,35 @@ struct rc_rdv {
 void ranks_missing(const bool *have, int world, char *buf, size_t len)
 {
 	size_t off = 0;
-	int shown = 0;
+	int shown = 0, left = 0;
 
 	buf[0] = '\0';
-	for (int i = 0; i < world && off + 16 < len; i++) {
-		if (have[i])
+	for (int i = 0; i < world; i++)
+		left += !have[i];
+	/* runs as "a-b": a world of thousands names its missing ranks briefly */
+	for (int i = 0; i < world && left > 0;) {
+		int j = i;
+		char run[32];
+
+		if (have[i]) {
+			i++;
 			continue;
-		off += (size_t)snprintf(buf + off, len - off, "%s%d", shown++ ? ", " : "", i);
+		}
+		while (j + 1 < world && !have[j + 1])
+			j++;
+		if (j == i)
+			snprintf(run, sizeof(run), "%s%d", shown ? ", " : "", i);
+		else
+			snprintf(run, sizeof(run), "%s%d-%d", shown ? ", " : "", i, j);
+		/* room for this run and for ", and N more" after it */
+		if (off + strlen(run) + 24 >= len) {
+			snprintf(buf + off, len - off, "%sand %d more", shown ? ", " : "", left);
+			return;
+		}
+		off += (size_t)snprintf(buf + off, len - off, "%s", run);
+		shown++;
+		left -= j - i + 1;
+		i = j + 1;
 	}
 }
 

@@ -57,7 +57,7 @@ struct mc {
 	const struct rc_mcast_opts *o;
 	struct rc_mcast_result *res;
 	int me, parent, nkids;
-	struct kid kids[RC_GROUP_MAX];
+	struct kid *kids;      /* world of room */
 	uint64_t paddr;
 	uint32_t prkey;
 	struct rc_mem mem;
@@ -465,6 +465,7 @@ static int data_phase(struct mc *m, struct rc_err *err)
 
 static void release(struct mc *m)
 {
+	free(m->kids);
 	if (m->mr)
 		ibv_dereg_mr(m->mr);
 	if (m->mem_on)
@@ -478,7 +479,7 @@ int rc_mcast_run(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_mc
 {
 	struct mc m = { .g = g, .o = o, .res = res };
 	struct rc_mcast_recv *s = &res->self;
-	int kids[RC_GROUP_MAX], rc;
+	int *kids = NULL, rc;
 	struct rc_err e = { 0 };
 
 	if (o->shape.world != rc_group_world(g) || o->shape.root < 0 ||
@@ -490,9 +491,17 @@ int rc_mcast_run(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_mc
 	s->rank = m.me;
 	s->nblocks = o->nblocks;
 	m.parent = rc_mcast_parent(&o->shape, m.me);
+	m.kids = calloc((size_t)o->shape.world, sizeof(*m.kids));
+	kids = calloc((size_t)o->shape.world, sizeof(*kids));
+	if (!m.kids || !kids) {
+		free(kids);
+		release(&m);
+		return rc_err_set(err, ENOMEM, "out of memory");
+	}
 	m.nkids = rc_mcast_children(&o->shape, m.me, kids);
 	for (int i = 0; i < m.nkids; i++)
 		m.kids[i].rank = kids[i];
+	free(kids);
 	m.chunk = o->chunk;
 	m.R = o->ring;
 	m.size = o->size;

@@ -122,14 +122,17 @@ int mcast_reports(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_m
 {
 	int W = o->shape.world, root = o->shape.root, me = rc_group_rank(g), rc;
 	struct wire_report mine, *all = NULL;
-	bool got[RC_GROUP_MAX];
+	bool *got = calloc((size_t)W, sizeof(bool));
 
 	put_report(g, &res->self, &mine);
-	if (me == root && !(all = calloc((size_t)W, sizeof(*all))))
+	if (!got || (me == root && !(all = calloc((size_t)W, sizeof(*all))))) {
+		free(got);
 		return rc_err_set(err, ENOMEM, "out of memory");
+	}
 	rc = rc_group_gather(g, root, &mine, sizeof(mine), all, got, err);
 	if (rc || me != root) {
 		free(all);
+		free(got);
 		return rc ? rc : judge_own(g, root, &res->self);
 	}
 	res->ok_count = 0;
@@ -163,5 +166,6 @@ int mcast_reports(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_m
 		}
 	}
 	free(all);
+	free(got);
 	return send_digest(g, root, res, size, err);
 }

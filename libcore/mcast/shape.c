@@ -77,15 +77,10 @@ int rc_mcast_depth(const struct rc_mcast_shape *s)
 
 int rc_mcast_width(const struct rc_mcast_shape *s)
 {
-	int kids[RC_GROUP_MAX], w = 0;
+	/* a k-ary heap from the root: the root has the most children */
+	int k = arity(s);
 
-	for (int r = 0; r < s->world; r++) {
-		int n = rc_mcast_children(s, r, kids);
-
-		if (n > w)
-			w = n;
-	}
-	return w;
+	return s->world - 1 < k ? s->world - 1 : k;
 }
 
 void rc_mcast_need(const struct rc_mcast_shape *s, uint8_t *need)

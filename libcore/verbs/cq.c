@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rdmactl/ops.h>
@@ -82,16 +83,33 @@ int rc_cq_take(struct rc_conn *c, struct ibv_wc *wc, int max)
 	return n < 0 ? -EIO : n;
 }
 
+static int poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int max,
+		    int timeout_ms, int *which, struct pollfd *pfd, struct rc_err *err);
+
 int rc_poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int max,
 		int timeout_ms, int *which, struct rc_err *err)
 {
-	struct pollfd pfd[64];
+	struct pollfd few[64], *pfd = few;
+	int rc;
+
+	if (n < 1)
+		return rc_err_set(err, EINVAL, "cannot poll %d connections at once", n);
+	if (n > 64 && !(pfd = malloc((size_t)n * sizeof(*pfd))))
+		return rc_err_set(err, ENOMEM, "out of memory");
+	rc = poll_any(conns, n, wc, max, timeout_ms, which, pfd, err);
+	if (pfd != few)
+		free(pfd);
+	return rc;
+}
+
+/* rc_poll_any with room for n descriptors at pfd. */
+static int poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int max,
+		    int timeout_ms, int *which, struct pollfd *pfd, struct rc_err *err)
+{
 	double deadline = 0;
 	unsigned spins = 0;
 	int start = 0;
 
-	if (n < 1 || n > 64)
-		return rc_err_set(err, EINVAL, "cannot poll %d connections at once", n);
 	if (timeout_ms < 0)
 		timeout_ms = conns[0]->timeout_ms;
 	for (;;) {

@@ -129,3 +129,21 @@ a2a() {
 	assert_failure 1
 	jq -e '.error.message | contains("cannot reach etcd")' <<<"$output"
 }
+
+@test "a world of up to 4096 ranks is accepted, one more is a usage error naming the range" {
+	a2a --rank 0 --world 4097 -R "file:$PEERS"
+	assert_failure 2
+	assert_output --partial "world size 4097 is outside 1..4096"
+	# 100 ranks pass the checks and reach the rendezvous, whose file lists 2:
+	# the missing ones named as a run
+	run timeout 30 "$RDMACTL" -t 2000 alltoall --rank 99 --world 100 -R "file:$PEERS"
+	assert_failure 2
+	assert_output --partial "lists no address for rank 2-99 (world size 100)"
+	# thousands missing here and there: the first named, the rest counted
+	local i
+	for ((i = 0; i < 4000; i += 2)); do echo "$i 198.18.0.1:$((20000 + i))"; done >"$PEERS"
+	run timeout 30 "$RDMACTL" -t 2000 alltoall --rank 0 --world 4000 -R "file:$PEERS"
+	assert_failure 2
+	assert_output --partial "lists no address for rank 1, 3, 5, "
+	assert_output --regexp ", and 19[0-9][0-9] more \(world size 4000\)"
+}

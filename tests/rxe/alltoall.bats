@@ -196,6 +196,14 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 	[ "$(jq -c '{size_bytes, imbalance, bytes_per_peer}' "$BATS_TEST_TMPDIR/rank.0.out")" = "$hier" ]
 }
 
+
+@test "hierarchical: 72 ranks as 9 nodes of 8, past the old limit of 64 ranks, every token checked" {
+	need_guest
+	a2a_peers 72
+	A2A_TIMEOUT=90000 a2a_ok 72 --algo hierarchical --ranks-per-node 8 --rendezvous "file:$PEERS" \
+		--hidden 64 --tokens 8 --topk 2 --iters 2 --warmup 1
+	jq -e '.ranks == 72 and .algo == "hierarchical"' <<<"$DOC"
+}
 @test "hierarchical: nodes that are not equal blocks are refused" {
 	need_guest
 	a2a_peers 4

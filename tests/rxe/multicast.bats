@@ -121,6 +121,14 @@ blob() {
 	jq -e '.fanout == 3 and .depth == 2 and .width == 3' <<<"$DOC"
 }
 
+
+@test "tree: a root and 71 receivers, past the old limit of 64 ranks, every digest the root's" {
+	need_guest
+	blob "$BATS_TEST_TMPDIR/w" $((256 << 10))
+	mc_peers 72
+	MC_TIMEOUT=90000 mc_ok 72 "$BLOB_SHA" --algo tree --fanout 4 --file "$BATS_TEST_TMPDIR/w" --chunk 64K
+	jq -e '.algo == "tree" and (.receivers | length) == 71 and .depth == 3 and .width == 4' <<<"$DOC"
+}
 @test "every algorithm across the two rxe devices of the veth pair" {
 	heavy_sibling "flat, chain and tree on one device"
 	need_two_nics

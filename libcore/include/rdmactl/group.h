@@ -17,7 +17,7 @@
 #include <rdmactl/err.h>
 #include <rdmactl/export.h>
 
-#define RC_GROUP_MAX 64   /* ranks in one group */
+#define RC_GROUP_MAX 4096 /* ranks in one group */
 #define RC_EP_MAX 320     /* "ADDR:PORT HOSTNAME WORLD" */
 
 struct rc_rank_info {
@@ -147,10 +147,13 @@ RC_EXPORT int rc_group_flush(struct rc_group *g, struct rc_err *err);
  * into theirs[peer * len] (peers without a connection are left alone). */
 RC_EXPORT int rc_group_exchange(struct rc_group *g, const void *mine, size_t len, void *theirs,
 				struct rc_err *err);
-/* Every rank's value, also through ranks without a direct connection (as
- * many rounds as the connection graph's diameter). Doubles as a barrier. */
+/* Every rank's value, also through ranks without a direct connection: up
+ * and down a spanning tree of the connections (at most 8 children a rank
+ * where the connections allow), as many rounds as the tree is deep, each
+ * rank talking to its parent and children only. */
 RC_EXPORT int rc_group_allgather_u64(struct rc_group *g, uint64_t mine, uint64_t *all,
 				     struct rc_err *err);
+/* Every rank entered: the same tree, up and down, one small message an edge. */
 RC_EXPORT int rc_group_barrier(struct rc_group *g, struct rc_err *err);
 /* Gather len bytes from every rank connected to root into theirs[rank *
  * len] on root (root's own is copied); got[rank] says whose came. A rank
