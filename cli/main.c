@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <rdmactl/parse.h>
 
@@ -144,6 +145,21 @@ static bool stdout_failed(void)
 	return true;
 }
 
+/* Every connection holds descriptors of its own (completion channel, CM
+ * channel): a group of a few hundred peers or a server of a thousand
+ * clients passes the usual soft limit of 1024 long before any other. The
+ * soft limit goes up to the hard one the administrator allows, as many
+ * servers do at start; a failure leaves it as it was. */
+static void raise_fd_limit(void)
+{
+	struct rlimit r;
+
+	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &r);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct cli_opts co = { .mode = OUT_TEXT };
@@ -154,6 +170,7 @@ int main(int argc, char **argv)
 	/* A peer that goes away must not kill us through a broken pipe on
 	 * stdout; the write error is reported instead. */
 	signal(SIGPIPE, SIG_IGN);
+	raise_fd_limit();
 	first = parse_globals(&ctx, argc, argv, &co);
 	out_init(&ctx.out, co.mode, stdout, stderr);
 	if (first < 0) {
