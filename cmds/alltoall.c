@@ -182,12 +182,13 @@ static void put_mem(struct out *o, const struct a2a_cli *a, const struct rc_a2a_
 }
 
 static void report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a_result *r,
-		   uint64_t wrong, const char *dev, const char *rdv_kind)
+		   uint64_t wrong, const struct rc_group *g)
 {
 	struct rc_a2a_stats st;
 	struct out *o = &ctx->out;
 	int W = a->grp.who.world, n = a->run.iters;
 	double *lat = r->lat_us, t = r->seconds / n, algbw, busbw;
+	const char *dev = rc_group_dev(g), *rdv_kind = rc_group_rdv_kind(g);
 
 	rc_a2a_stats(a->counts, W, a->grp.who.rank, rc_a2a_token_bytes(a->run.hidden, a->run.dtype),
 		     &st);
@@ -227,6 +228,7 @@ static void report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a
 		 (unsigned long long)r->checked, (unsigned long long)r->checked_bytes,
 		 (unsigned long long)wrong);
 	put_mem(o, a, r);
+	group_report(o, g);
 }
 
 static void progress(void *arg, int done, int total)
@@ -284,7 +286,7 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 	for (int i = 0; i < W; i++)
 		total_wrong += wrong[i];
 	if (speak)
-		report(ctx, a, &res, total_wrong, rc_group_dev(g), rc_group_rdv_kind(g));
+		report(ctx, a, &res, total_wrong, g);
 	else if (!total_wrong)
 		ctx->out.printed = true; /* only rank 0 prints the document; every rank its failure */
 	if (total_wrong)

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The group options alltoall and multicast share (group_cmds.h). */
+#include <sys/resource.h>
+
 #include "group_cmds.h"
 
 int group_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,
@@ -26,4 +28,32 @@ int group_rendezvous_ready(struct ctx *ctx, const char *what, const struct group
 	if (!strncmp(a->rendezvous, "file:", 5))
 		return input_file(ctx, "--rendezvous", a->rendezvous + 5);
 	return 0;
+}
+
+void group_report(struct out *o, const struct rc_group *g)
+{
+	struct rc_group_stats s;
+	struct rusage ru;
+	uint64_t rss = 0;
+
+	rc_group_stats(g, &s);
+	if (!getrusage(RUSAGE_SELF, &ru))
+		rss = (uint64_t)ru.ru_maxrss * 1024; /* Linux counts KiB */
+	out_text(o, "# group: rendezvous %.1f ms, connect %.1f ms", s.rendezvous_s * 1e3,
+		 s.connect_s * 1e3);
+	if (s.first_barrier_s >= 0)
+		out_text(o, ", first barrier %.1f ms", s.first_barrier_s * 1e3);
+	out_obj_begin(o, "group");
+	out_f64(o, "rendezvous_s", NULL, s.rendezvous_s);
+	out_f64(o, "connect_s", NULL, s.connect_s);
+	if (s.first_barrier_s >= 0)
+		out_f64(o, "first_barrier_s", NULL, s.first_barrier_s);
+	else
+		out_null(o, "first_barrier_s");
+	out_i64(o, "tree_depth", " (tree depth %lld)", s.tree_depth);
+	out_i64(o, "qps", "; this rank: %lld QPs", s.qps);
+	out_i64(o, "cqs", ", %lld CQs", s.cqs);
+	out_u64(o, "ring_bytes", ", %llu bytes of message rings", s.ring_bytes);
+	out_u64(o, "max_rss_bytes", ", peak RSS %llu bytes\n", rss);
+	out_obj_end(o);
 }

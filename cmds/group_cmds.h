@@ -39,5 +39,9 @@ int group_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 /* After every usage check: --rendezvous is given, and a file: one can be
  * read (what names the command in the message). */
 int group_rendezvous_ready(struct ctx *ctx, const char *what, const struct group_args *a);
+/* The "group" object of a report: how long the rendezvous, the connections
+ * and the first barrier took, what this rank holds (QPs, CQs, message
+ * rings) and its peak resident memory; a text line beginning "# group:". */
+void group_report(struct out *o, const struct rc_group *g);
 
 #endif

@@ -258,8 +258,9 @@ static void put_sha(struct out *o, const char *key, const char *fmt, const uint8
 }
 
 static void report(struct ctx *ctx, const struct mc_cli *m, const struct rc_mcast_result *r,
-		   const char *dev, const char *rdv_kind)
+		   const struct rc_group *g)
 {
+	const char *dev = rc_group_dev(g), *rdv_kind = rc_group_rdv_kind(g);
 	struct out *o = &ctx->out;
 	int W = m->grp.who.world, root = m->run.shape.root;
 	double ratio = r->ideal_s > 0 ? r->seconds / r->ideal_s : 0;
@@ -333,6 +334,7 @@ static void report(struct ctx *ctx, const struct mc_cli *m, const struct rc_mcas
 	out_f64(o, "link_gbit_per_s", " (%.3f Gb/s)", r->link_bw * 8 / 1e9);
 	out_f64(o, "ideal_seconds", ", ideal %.4f s", r->ideal_s);
 	out_f64(o, "ratio", ", ratio %.2f\n", ratio);
+	group_report(o, g);
 }
 
 /* The tree's edges, and the root to everyone. */
@@ -383,7 +385,7 @@ static int run(struct ctx *ctx, struct mc_cli *m)
 				  res.self.why);
 		goto out;
 	}
-	report(ctx, m, &res, rc_group_dev(g), rc_group_rdv_kind(g));
+	report(ctx, m, &res, g);
 	if (res.ok_count < W - 1) {
 		char who[512] = "";
 		size_t o = 0;

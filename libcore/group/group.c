@@ -77,6 +77,7 @@ int rc_group_listen(const struct rc_group_opts *o, struct rc_endpoint *ep, struc
 		g->o.sq_depth = 128;
 	if (g->o.timeout_ms <= 0)
 		g->o.timeout_ms = 10000;
+	g->barrier_s = -1;
 	pthread_mutex_init(&g->mu, NULL);
 	if (o->world < 1 || o->world > RC_GROUP_MAX || o->rank < 0 || o->rank >= o->world) {
 		rc = rc_err_set(err, EINVAL, "rank %d of %d is not a valid group member", o->rank,
@@ -302,7 +303,7 @@ int rc_group_connect(struct rc_group *g, const struct rc_endpoint *all, const ui
 		     struct rc_err *err)
 {
 	int W = g->o.world, me = g->o.rank, rc = 0;
-	double deadline = rc_now() + g->o.timeout_ms / 1000.0;
+	double t0 = rc_now(), deadline = t0 + g->o.timeout_ms / 1000.0;
 	struct accept_arg a = { g, all, deadline };
 	pthread_t th;
 
@@ -340,6 +341,7 @@ int rc_group_connect(struct rc_group *g, const struct rc_endpoint *all, const ui
 		g->conns[g->nconns] = g->peers[j].c;
 		g->conn_rank[g->nconns++] = j;
 	}
+	g->connect_s = rc_now() - t0;
 	return 0;
 }
 
@@ -394,6 +396,14 @@ struct rc_conn *rc_group_conn(const struct rc_group *g, int peer)
 const char *rc_group_dev(const struct rc_group *g)
 {
 	return g->l->dev_name;
+}
+
+void rc_group_stats(const struct rc_group *g, struct rc_group_stats *out)
+{
+	*out = (struct rc_group_stats){ .rendezvous_s = g->rdv_s, .connect_s = g->connect_s,
+					.first_barrier_s = g->barrier_s, .qps = g->nconns,
+					.cqs = g->nconns, .ring_bytes = g->mr ? g->area_len : 0,
+					.tree_depth = g->depth };
 }
 
 int rc_group_rank(const struct rc_group *g)

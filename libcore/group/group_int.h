@@ -87,6 +87,9 @@ struct rc_group {
 	size_t area_len;
 	int *parent;          /* the barrier's tree (group_tree): each rank's parent */
 	int depth;            /* its depth; -1: the plan leaves ranks unreachable */
+	double rdv_s;         /* rc_group_join: the rendezvous exchange took */
+	double connect_s;     /* rc_group_connect took */
+	double barrier_s;     /* the first barrier took; < 0: none yet */
 	struct ibv_mr *mr;
 	struct rc_rdv *rdv;   /* rc_group_join's: closed with the group */
 	char token[RC_TOKEN_MAX + 1]; /* "": none (rc_group_opts.token) */

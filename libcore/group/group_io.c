@@ -641,8 +641,12 @@ int rc_group_allgather_u64(struct rc_group *g, uint64_t mine, uint64_t *all, str
 int rc_group_barrier(struct rc_group *g, struct rc_err *err)
 {
 	uint64_t token = 0;
+	double t0 = rc_now();
+	int rc = tree_round(g, &token, 1, err);
 
-	return tree_round(g, &token, 1, err);
+	if (!rc && g->barrier_s < 0)
+		g->barrier_s = rc_now() - t0;
+	return rc;
 }
 
 /* Best effort: a message of its own kind to every live peer whose send slot

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <rdmactl/ops.h>
+
 #include "group_int.h"
 
 /* --listen ADDR[:PORT]; else the address the peers file gives this rank. */
@@ -56,6 +58,7 @@ int rc_group_join(const struct rc_group_join *j, struct rc_group **gout,
 	struct rc_group *g = NULL;
 	struct rc_rdv *rdv = NULL;
 	struct rc_err e;
+	double t0 = 0;
 
 	*gout = NULL;
 	if (out)
@@ -78,10 +81,12 @@ int rc_group_join(const struct rc_group_join *j, struct rc_group **gout,
 		goto fail;
 	}
 	gethostname(self.hostname, sizeof(self.hostname) - 1);
-	if ((rc = rc_group_listen(&go, &self, &g, &e)) || (rc = rc_rdv_exchange(rdv, &self, all, &e))) {
+	if ((rc = rc_group_listen(&go, &self, &g, &e)) ||
+	    (t0 = rc_now(), rc = rc_rdv_exchange(rdv, &self, all, &e))) {
 		rc = join_fail(out, false, rc_err_set(err, -rc, "rank %d: %s", me, e.msg));
 		goto fail;
 	}
+	g->rdv_s = rc_now() - t0;
 	if (j->plan && (rc = j->plan(j->plan_arg, all, W, need, err))) {
 		join_fail(out, rc == -EINVAL, rc);
 		goto fail;

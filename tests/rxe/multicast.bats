@@ -126,8 +126,11 @@ blob() {
 	need_guest
 	blob "$BATS_TEST_TMPDIR/w" $((256 << 10))
 	mc_peers 72
-	MC_TIMEOUT=90000 mc_ok 72 "$BLOB_SHA" --algo tree --fanout 4 --file "$BATS_TEST_TMPDIR/w" --chunk 64K
-	jq -e '.algo == "tree" and (.receivers | length) == 71 and .depth == 3 and .width == 4' <<<"$DOC"
+	MC_TIMEOUT=90000 mc_ok 72 "$BLOB_SHA" --algo tree --fanout 4 --file "$BATS_TEST_TMPDIR/w" --chunk 64K --ring 16
+	# the root holds a connection to every receiver (its report), rings of
+	# ring + 8 receives: 16 + 8 + 1 slots of 1 KiB each
+	jq -e '.algo == "tree" and (.receivers | length) == 71 and .depth == 3 and .width == 4
+		and .group.qps == 71 and .group.ring_bytes == 71 * 25 * 1024 and .group.tree_depth <= 3' <<<"$DOC"
 }
 @test "every algorithm across the two rxe devices of the veth pair" {
 	heavy_sibling "flat, chain and tree on one device"

@@ -120,6 +120,17 @@ RC_EXPORT int rc_group_join(const struct rc_group_join *j, struct rc_group **out
 /* "etcd" or "file": how the group met. */
 RC_EXPORT const char *rc_group_rdv_kind(const struct rc_group *g);
 
+/* How the group came together and what it holds, for reports. */
+struct rc_group_stats {
+	double rendezvous_s;    /* rc_group_join: publishing and learning every endpoint */
+	double connect_s;       /* connecting and accepting the planned peers */
+	double first_barrier_s; /* the first barrier; < 0: none yet */
+	int qps;                /* connections this rank holds */
+	int cqs;                /* completion queues they use (one each today) */
+	uint64_t ring_bytes;    /* registered for control messages */
+	int tree_depth;         /* rounds of the barrier's tree, up or down */
+};
+RC_EXPORT void rc_group_stats(const struct rc_group *g, struct rc_group_stats *out);
 RC_EXPORT int rc_group_rank(const struct rc_group *g);
 RC_EXPORT int rc_group_world(const struct rc_group *g);
 RC_EXPORT struct ibv_pd *rc_group_pd(const struct rc_group *g);
