@@ -19,6 +19,7 @@
 #define RETRY_MS 200
 #define DEFAULT_RECV_DEPTH 32
 #define TREE_FANOUT 8 /* children per rank in the barrier's tree */
+#define CONNECT_WIDTH 15 /* connects in flight at once, besides the calling thread */
 
 static void name_peer(struct rc_group *g, int j, const struct rc_endpoint *ep)
 {
@@ -123,8 +124,10 @@ static void on_request(struct rc_group *g, struct rdma_cm_event *ev, const struc
 	const char *why = NULL;
 	struct rc_err e;
 
+	pthread_mutex_lock(&g->mu);
 	for (int j = 0; taken && j < g->o.world; j++)
 		taken[j] = g->peers[j].c != NULL;
+	pthread_mutex_unlock(&g->mu);
 	/* The private data lives in the event: checked before the ack. */
 	why = taken ? group_hello_check(req.private_data, req.private_data_len, g->o.rank,
 					g->o.world, g->token, g->need, taken, &h)
@@ -254,9 +257,11 @@ static int connect_one(struct rc_group *g, int j, const struct rc_endpoint *ep, 
 		rc = rc_connect(ep->host, ep->port, &co, &c, &last);
 		if (!rc) {
 			c->timeout_ms = g->o.timeout_ms;
-			g->peers[j].c = c;
 			c->user = &g->peers[j];
+			pthread_mutex_lock(&g->mu);
+			g->peers[j].c = c;
 			name_peer(g, j, ep);
+			pthread_mutex_unlock(&g->mu);
 			return group_post_recvs(g, j, err);
 		}
 		if (rc == -EINVAL)
@@ -299,6 +304,68 @@ static int group_rings(struct rc_group *g, struct rc_err *err)
 	return 0;
 }
 
+/* The connects to the peers above this rank, CONNECT_WIDTH of them in flight
+ * at once: each costs round trips (address, route, the handshake) rather
+ * than work, so a rank of hundreds of peers does not wait for them one by
+ * one. All within the one deadline; the first failure stops the rest. */
+struct connect_arg {
+	struct rc_group *g;
+	const struct rc_endpoint *all;
+	double deadline;
+	int next;             /* the next peer to try (under g->mu) */
+	int rc;               /* the first failure */
+	struct rc_err err;
+};
+
+static void *connect_main(void *arg)
+{
+	struct connect_arg *a = arg;
+	struct rc_group *g = a->g;
+	int W = g->o.world, me = g->o.rank;
+
+	for (;;) {
+		struct rc_err e;
+		int j, rc;
+
+		pthread_mutex_lock(&g->mu);
+		while (a->next < W && !g->need[(size_t)me * (size_t)W + (size_t)a->next])
+			a->next++;
+		j = a->rc ? W : a->next++;
+		pthread_mutex_unlock(&g->mu);
+		if (j >= W)
+			return NULL;
+		rc = connect_one(g, j, &a->all[j], a->deadline, &e);
+		if (rc) {
+			pthread_mutex_lock(&g->mu);
+			if (!a->rc) {
+				a->rc = rc;
+				a->err = e;
+			}
+			pthread_mutex_unlock(&g->mu);
+			return NULL;
+		}
+	}
+}
+
+static int connect_above(struct rc_group *g, const struct rc_endpoint *all, double deadline,
+			 struct rc_err *err)
+{
+	struct connect_arg a = { .g = g, .all = all, .deadline = deadline, .next = g->o.rank + 1 };
+	pthread_t th[CONNECT_WIDTH];
+	int n = 0, above = 0, W = g->o.world, me = g->o.rank;
+
+	for (int j = me + 1; j < W; j++)
+		above += g->need[(size_t)me * (size_t)W + (size_t)j] != 0;
+	while (n < CONNECT_WIDTH && n < above - 1 && !pthread_create(&th[n], NULL, connect_main, &a))
+		n++;
+	connect_main(&a); /* this thread is one of them */
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	if (a.rc)
+		return rc_err_set(err, a.err.code, "%s", a.err.msg);
+	return 0;
+}
+
 int rc_group_connect(struct rc_group *g, const struct rc_endpoint *all, const uint8_t *need,
 		     struct rc_err *err)
 {
@@ -322,9 +389,7 @@ int rc_group_connect(struct rc_group *g, const struct rc_endpoint *all, const ui
 		g->expect_accepts += need[j * W + me] ? 1 : 0;
 	if (pthread_create(&th, NULL, accept_main, &a))
 		return rc_err_set(err, errno, "cannot start the accepting thread");
-	for (int j = me + 1; j < W && !rc; j++)
-		if (need[me * W + j])
-			rc = connect_one(g, j, &all[j], deadline, err);
+	rc = connect_above(g, all, deadline, err);
 	if (rc) {
 		pthread_mutex_lock(&g->mu);
 		g->stop_accept = true;
