@@ -14,6 +14,7 @@ bench_setup() {
 	rdmactl=${RDMACTL:-$(dirname -- "${BASH_SOURCE[0]}")/../build/cli/rdmactl}
 	command -v ib_write_bw >/dev/null || { echo "$name: ib_write_bw (perftest) is missing" >&2; exit 1; }
 	command -v jq >/dev/null || { echo "$name: jq is missing" >&2; exit 1; }
+	[[ -x $rdmactl ]] || { echo "$name: no rdmactl at $rdmactl: build first, or set RDMACTL" >&2; exit 1; }
 	work=$(mktemp -d)
 	pids=()
 	trap bench_cleanup EXIT

@@ -23,6 +23,7 @@ here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 bench_setup scale-bench "$@"
 port=26000
 etcd_on=0
+failed=0
 
 # shellcheck source=tests/lib/etcd.bash
 . "$here/../tests/lib/etcd.bash"
@@ -60,6 +61,7 @@ ranks() {
 	if ((bad)); then
 		echo "scale-bench: $n ranks of $* ($rdv) failed:" >&2
 		grep -h . "$work"/rank.*.err | sort | uniq -c | sort -rn | head -5 >&2
+		failed=$((failed + 1))
 		return 1
 	fi
 }
@@ -108,3 +110,7 @@ for rdv in ${RDV:-file etcd}; do
 		etcd_on=0
 	fi
 done
+if ((failed)); then
+	echo "scale-bench: $failed case(s) failed (above)" >&2
+	exit 1
+fi
