@@ -3,7 +3,7 @@
  * Rendezvous through etcd (base/etcd.c). Each rank puts its endpoint under
  * rdmactl/JOB/rank/NNNNN with a lease that a thread keeps alive, only if no
  * other process holds that key (a transaction on its create revision), then
- * reads the job prefix with a range until every rank is there. A dead
+ * reads the job prefix once and watches it until every rank is there. A dead
  * rank's lease expires and its key goes with it.
  */
 #include <errno.h>
@@ -91,6 +91,7 @@ struct ranks {
 	struct rc_endpoint *all;
 	bool *have;
 	int seen;
+	bool bad;          /* a rank's key says something wrong (err says what) */
 	struct rc_err *err;
 };
 
@@ -108,10 +109,12 @@ static int one_rank(void *arg, const char *key, const char *val)
 	rank = atoi(num);
 	if (endpoint_scan(val, &ep, &world))
 		return 0;
-	if (world != r->e->world)
+	if (world != r->e->world) {
+		r->bad = true;
 		return rc_err_set(r->err, EINVAL,
 				  "rank %d of job %s runs with world size %d, this rank with %d", rank,
 				  r->e->job, world, r->e->world);
+	}
 	if (rank >= r->e->world || r->have[rank])
 		return 0;
 	r->all[rank] = ep;
@@ -120,14 +123,55 @@ static int one_rank(void *arg, const char *key, const char *val)
 	return 0;
 }
 
-/* Read the job prefix; fills all[] and have[]; returns ranks seen. */
-static int read_ranks(struct rc_etcd_rdv *e, struct rc_endpoint *all, bool *have,
-		      struct rc_err *err)
+static bool all_seen(void *arg)
 {
-	struct ranks r = { .e = e, .all = all, .have = have, .err = err };
-	int rc = rc_etcd_range(e->kv, e->prefix, one_rank, &r, err);
+	const struct ranks *r = arg;
 
-	return rc ? rc : r.seen;
+	return r->seen == r->e->world;
+}
+
+/* Wait for every rank's key: read the prefix, then watch it from the
+ * revision read (the gateway streams each new key as it is put), so a
+ * rank learns a late one at once and etcd answers one range per rank, not
+ * one every POLL_MS. A watch etcd cancels or does not serve falls back to
+ * reading the range every POLL_MS. */
+static int wait_ranks(struct rc_etcd_rdv *e, const struct rc_endpoint *self, struct ranks *r,
+		      double deadline)
+{
+	bool watch = true, claimed = false;
+
+	for (;;) {
+		int64_t rev = 0;
+		struct rc_err we;
+		int rc;
+
+		memset(r->have, 0, (size_t)e->world * sizeof(bool));
+		r->seen = 0;
+		if ((rc = rc_etcd_range_rev(e->kv, e->prefix, one_rank, r, &rev, r->err)))
+			return rc;
+		/* the others are read first: a rank that disagrees (another world
+		 * size) is told before it is seen, and the one already waiting
+		 * learns it from the watch */
+		if (!claimed) {
+			if ((rc = claim(e, self, r->err)))
+				return rc;
+			claimed = true;
+			continue;
+		}
+		if (all_seen(r))
+			return 0;
+		if (rc_now() >= deadline)
+			return -ETIMEDOUT;
+		if (!watch) {
+			usleep(POLL_MS * 1000);
+			continue;
+		}
+		rc = rc_etcd_watch(e->kv, e->prefix, rev + 1, (int)((deadline - rc_now()) * 1000) + 1,
+				   one_rank, all_seen, r, &we);
+		if (!rc || rc == -ETIMEDOUT || r->bad)
+			return rc;
+		watch = false;
+	}
 }
 
 int etcd_exchange(struct rc_etcd_rdv *e, const struct rc_endpoint *self, struct rc_endpoint *all,
@@ -135,27 +179,16 @@ int etcd_exchange(struct rc_etcd_rdv *e, const struct rc_endpoint *self, struct 
 {
 	double deadline = rc_now() + e->timeout_ms / 1000.0;
 	bool *have = calloc((size_t)e->world, sizeof(bool));
+	struct ranks r = { .e = e, .all = all, .err = err };
 	char missing[256];
 	int rc;
 
 	if (!have)
 		return rc_err_set(err, ENOMEM, "out of memory");
-	rc = claim(e, self, err);
-	if (rc)
+	r.have = have;
+	rc = wait_ranks(e, self, &r, deadline);
+	if (rc != -ETIMEDOUT)
 		goto out;
-	for (;;) {
-		memset(have, 0, (size_t)e->world * sizeof(bool));
-		rc = read_ranks(e, all, have, err);
-		if (rc < 0)
-			goto out;
-		if (rc == e->world) {
-			rc = 0;
-			goto out;
-		}
-		if (rc_now() >= deadline)
-			break;
-		usleep(POLL_MS * 1000);
-	}
 	ranks_missing(have, e->world, missing, sizeof(missing));
 	rc = rc_err_set(err, ETIMEDOUT, "rank %s never joined job %s at etcd %s within %d ms",
 			missing, e->job, rc_etcd_server(e->kv), e->timeout_ms);

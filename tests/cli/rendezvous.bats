@@ -111,3 +111,29 @@ await_keys() {
 	assert_failure 1
 	assert_output --partial "cannot reach etcd at $ETCD_EP"
 }
+
+# etcd's count of key reads (ranges, the reads inside transactions too)
+ranges() {
+	curl -s --noproxy '*' -m 5 "http://$ETCD_EP/metrics" | awk '$1 == "etcd_mvcc_range_total" { print $2 }'
+}
+
+@test "waiting ranks learn a late one through etcd's watch: a few reads each, not one every 200 ms" {
+	local before after r
+	before=$(ranges)
+	[[ $before =~ ^[0-9]+$ ]] || fail "etcd's metrics give no etcd_mvcc_range_total: '$before'"
+	probe 0 4 500 job7 20000
+	probe 1 4 500 job7 20000
+	probe 2 4 500 job7 20000
+	await_keys job7 3
+	sleep 3 # three ranks wait; polling would read the prefix 45 times meanwhile
+	run timeout 30 "$PROBE" "etcd://$ETCD_EP/job7" 3 4 198.18.0.1:7003 20000 1000
+	assert_success
+	assert_line --index 3 --partial "3 198.18.0.1:7003"
+	for r in 0 1 2; do
+		wait "$(eval echo "\$P$r")" || fail "rank $r failed: $(cat "$BATS_TEST_TMPDIR/p$r.err")"
+		grep -q '^3 198.18.0.1:7003 ' "$BATS_TEST_TMPDIR/p$r.out" || fail "rank $r never learnt rank 3"
+	done
+	after=$(ranges)
+	# each rank: a range before its claim, the claim's transaction, one range after
+	(( after - before <= 4 * 4 )) || fail "$((after - before)) reads of etcd for 4 ranks"
+}

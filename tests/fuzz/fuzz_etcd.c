@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * What an etcd endpoint sends back, decoded: base64 keys and values, a
- * range answer's JSON (every key handed on must be under the prefix, a
- * string within RC_ETCD_KEY_MAX), and a published region record. The first
+ * range answer's JSON and a watch's stream of messages (every key handed on
+ * must be under the prefix, a string within RC_ETCD_KEY_MAX), and a
+ * published region record. The first
  * byte picks the decoder, the rest is the input.
  */
 #include <string.h>
@@ -36,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(s, data + 1, size - 1);
 	s[size - 1] = '\0';
-	switch (data[0] % 3) {
+	switch (data[0] % 4) {
 	case 0:
 		/* decoded within the room given, NUL-terminated, no NUL inside */
 		memset(buf, 0x5a, sizeof(buf));
@@ -46,6 +47,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 1:
 		rc_etcd_range_parse((const char *)data + 1, size - 1, prefix, each, &n, &e);
+		break;
+	case 2:
+		/* a watch's stream: lines of messages, events under the prefix only */
+		rc_etcd_watch_parse((const char *)data + 1, size - 1, prefix, each, &n, &e);
 		break;
 	default:
 		if (rc_etcd_region_parse(s, &r) == 0)

@@ -8,6 +8,45 @@
 
 #include "check.h"
 
+/* Keys a watch handed on, one a line, into the buffer at arg. */
+static int collect(void *arg, const char *key, const char *value)
+{
+	char *out = arg;
+
+	snprintf(out + strlen(out), 256 - strlen(out), "%s=%s\n", key, value);
+	return 0;
+}
+
+/* A watch's stream as the gateway sends it: a message a line; puts under the
+ * prefix handed on, deletes passed over, a line not finished not read, a key
+ * outside the prefix, a canceled watch and a line that is not JSON refused. */
+static void watch_stream(void)
+{
+	static const char pfx[] = "rdmactl/job/rank/";
+	/* rdmactl/job/rank/00001 = "198.18.0.1:7001 2 h", rdmactl/other = "x" */
+	static const char put[] = "{\"result\":{\"events\":[{\"kv\":{\"key\":\"cmRtYWN0bC9qb2IvcmFuay8wMDAwMQ==\",\"value\":\"MTk4LjE4LjAuMTo3MDAxIDIgaA==\"}}]}}\n";
+	static const char del[] = "{\"result\":{\"events\":[{\"type\":\"DELETE\",\"kv\":{\"key\":\"cmRtYWN0bC9qb2IvcmFuay8wMDAwMQ==\"}}]}}\n";
+	static const char out_of[] = "{\"result\":{\"events\":[{\"kv\":{\"key\":\"cmRtYWN0bC9vdGhlcg==\",\"value\":\"eA==\"}}]}}\n";
+	static const char cancel[] = "{\"result\":{\"canceled\":true,\"cancel_reason\":\"compacted\"}}\n";
+	char got[256] = "", text[1024];
+	struct rc_err err;
+
+	snprintf(text, sizeof(text), "{\"result\":{\"created\":true}}\n%s%s", put, del);
+	CHECK(rc_etcd_watch_parse(text, strlen(text), pfx, collect, got, &err) == 0);
+	CHECK_STR(got, "rdmactl/job/rank/00001=198.18.0.1:7001 2 h\n");
+	got[0] = '\0';
+	CHECK(rc_etcd_watch_parse(put, strlen(put) - 1, pfx, collect, got, &err) == 0);
+	CHECK_STR(got, ""); /* no newline yet: not a whole message */
+	CHECK(rc_etcd_watch_parse(out_of, strlen(out_of), pfx, collect, got, &err) == -EPROTO);
+	CHECK(strstr(err.msg, "with key 'rdmactl/other'") != NULL);
+	CHECK(rc_etcd_watch_parse(cancel, strlen(cancel), pfx, collect, got, &err) == -EPROTO);
+	CHECK(strstr(err.msg, "canceled the watch of rdmactl/job/rank/: compacted") != NULL);
+	CHECK(rc_etcd_watch_parse("not json\n", 9, pfx, collect, got, &err) == -EPROTO);
+	CHECK(rc_etcd_watch_parse("{\"error\":{\"message\":\"auth\"}}\n", 29, pfx, collect, got, &err) == -EPROTO);
+	CHECK(strstr(err.msg, "ended the watch of rdmactl/job/rank/: auth") != NULL);
+	CHECK_STR(got, "");
+}
+
 int main(void)
 {
 	char server[RC_HOST_MAX + 8], path[256], buf[RC_ETCD_VAL_MAX];
@@ -17,6 +56,7 @@ int main(void)
 	struct rc_etcd *e;
 	struct rc_err err;
 
+	watch_stream();
 	/* base64 as the gateway sends it: strict, bounded, no NUL inside */
 	CHECK(rc_etcd_b64_decode("cmRtYWN0bA==", buf, sizeof(buf)) == 0);
 	CHECK_STR(buf, "rdmactl");

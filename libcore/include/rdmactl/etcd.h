@@ -83,6 +83,23 @@ RC_EXPORT int rc_etcd_swap(struct rc_etcd *e, const char *key, int64_t mod_revis
 typedef int (*rc_etcd_each_fn)(void *arg, const char *key, const char *value);
 RC_EXPORT int rc_etcd_range(struct rc_etcd *e, const char *prefix, rc_etcd_each_fn each,
 			    void *arg, struct rc_err *err);
+/* rc_etcd_range, and *rev the store's revision the answer was read at (a
+ * watch from rev + 1 misses nothing). */
+RC_EXPORT int rc_etcd_range_rev(struct rc_etcd *e, const char *prefix, rc_etcd_each_fn each,
+				void *arg, int64_t *rev, struct rc_err *err);
+/* Watch prefix from revision from_rev on (etcd's watch, streamed by the
+ * gateway): each(arg, key, value) for every key put under it, done(arg)
+ * asked after each message; returns 0 once done said true, -ETIMEDOUT after
+ * timeout_ms (err not set: the caller names what it waited for), each's
+ * non-zero return, or an error naming etcd (the watch canceled, as after a
+ * compaction, or not served): the caller may fall back to reading ranges. */
+RC_EXPORT int rc_etcd_watch(struct rc_etcd *e, const char *prefix, int64_t from_rev, int timeout_ms,
+			    rc_etcd_each_fn each, bool (*done)(void *arg), void *arg,
+			    struct rc_err *err);
+/* The same decoding over len bytes of a watch's stream given as text (what
+ * the gateway sent, lines and all): the fuzz target's way in. */
+RC_EXPORT int rc_etcd_watch_parse(const char *text, size_t len, const char *prefix,
+				  rc_etcd_each_fn each, void *arg, struct rc_err *err);
 /* The same walk over a range answer given as len bytes of JSON text (what
  * the gateway sent): the fuzz target's way in. */
 RC_EXPORT int rc_etcd_range_parse(const char *text, size_t len, const char *prefix,
