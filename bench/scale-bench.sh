@@ -60,7 +60,8 @@ ranks() {
 	wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 	if ((bad)); then
 		echo "scale-bench: $n ranks of $* ($rdv) failed:" >&2
-		grep -h . "$work"/rank.*.err | sort | uniq -c | sort -rn | head -5 >&2
+		{ grep -h . "$work"/rank.*.err; jq -r '.error.message? // empty' "$work"/rank.*.out 2>/dev/null; } |
+			sort | uniq -c | sort -rn | head -5 >&2
 		failed=$((failed + 1))
 		return 1
 	fi
