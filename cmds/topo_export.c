@@ -70,11 +70,14 @@ static json_t *mooncake_matrix(const struct rc_topo *t, int only)
 
 	for (int g = 0; g < t->ngpus; g++) {
 		const struct rc_topo_rail *r = &t->rails[g];
-		json_t *pref = json_array(), *other = json_array(), *row = json_array();
+		json_t *pref, *other, *row;
 		char key[32];
 
 		if (only >= 0 && g != only)
 			continue;
+		pref = json_array();
+		other = json_array();
+		row = json_array();
 		for (int d = 0; d < t->ndevs; d++) {
 			if (d == r->dev)
 				json_array_append_new(pref, json_string(t->devs[d].name));

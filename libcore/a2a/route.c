@@ -221,12 +221,12 @@ int rc_a2a_counts(const struct rc_a2a_route *r, uint64_t *counts, struct rc_err 
 	for (int src = 0; src < W; src++) {
 		for (uint32_t t = 0; t < r->tokens; t++) {
 			uint64_t st = seed ^ ((uint64_t)src << 40) ^ t;
-			uint64_t ranks_hit = 0;
 
-			/* top-k distinct experts: draw again on a repeat */
+			/* top-k distinct experts: draw again on a repeat; a token goes
+			 * once to each rank that holds one of them (any world size) */
 			for (uint32_t k = 0; k < r->topk; k++) {
 				uint32_t e;
-				bool dup;
+				bool dup, seen = false;
 
 				do {
 					e = pick(r, cdf, &st);
@@ -235,11 +235,11 @@ int rc_a2a_counts(const struct rc_a2a_route *r, uint64_t *counts, struct rc_err 
 						dup |= chosen[q] == e;
 				} while (dup);
 				chosen[k] = e;
-				ranks_hit |= 1ULL << (e / per_rank);
+				for (uint32_t q = 0; q < k; q++)
+					seen |= chosen[q] / per_rank == e / per_rank;
+				if (!seen)
+					counts[(size_t)src * (size_t)W + e / per_rank]++;
 			}
-			for (int dst = 0; dst < W; dst++)
-				if (ranks_hit >> dst & 1)
-					counts[src * W + dst]++;
 		}
 	}
 	free(chosen);

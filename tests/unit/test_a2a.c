@@ -69,6 +69,38 @@ static void routing(void)
 	CHECK(rc_a2a_counts(&r, c, &e) == -EINVAL);
 }
 
+/* Past 64 ranks: every rank can be hit, and a token still reaches each rank
+ * holding one of its experts exactly once (a 64-bit set of ranks lost those
+ * past 63 and shifted out of range). */
+static void routing_wide(void)
+{
+	enum { W = 100 };
+	struct rc_a2a_route r = { .world = W, .tokens = 200, .experts = 2 * W, .topk = 8, .seed = 3 };
+	uint64_t *c = calloc((size_t)W * W, sizeof(*c)), col_hi = 0;
+	struct rc_err e;
+
+	CHECK(c != NULL);
+	if (!c)
+		return;
+	CHECK(rc_a2a_counts(&r, c, &e) == 0);
+	for (int s = 0; s < W; s++) {
+		uint64_t n = sum(c + s * W, W);
+
+		/* 8 distinct experts, two a rank: 4 to 8 ranks a token */
+		CHECK(n >= 200 * 4 && n <= 200 * 8);
+	}
+	for (int s = 0; s < W; s++)
+		for (int d = 64; d < W; d++)
+			col_hi += c[s * W + d];
+	CHECK(col_hi > 0);
+	/* one expert a token, on a rank past 64: each row sums to the tokens */
+	r.topk = 1;
+	CHECK(rc_a2a_counts(&r, c, &e) == 0);
+	for (int s = 0; s < W; s++)
+		CHECK_EQ_U64(sum(c + s * W, W), 200);
+	free(c);
+}
+
 static void stats(void)
 {
 	/* 2 ranks: 0 sends 1 token to itself and 3 to 1; 1 sends 2 and 2 */
@@ -180,6 +212,7 @@ static void content(void)
 int main(void)
 {
 	routing();
+	routing_wide();
 	stats();
 	matrices();
 	fits();
