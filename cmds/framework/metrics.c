@@ -178,6 +178,11 @@ static void fmt_value(char *s, size_t cap, double v)
 		snprintf(s, cap, "%sInf", v > 0 ? "+" : "-");
 		return;
 	}
+	/* A whole number as one (counts, bytes): 50, not 5e+01. */
+	if (v == floor(v) && fabs(v) < 1e18) {
+		snprintf(s, cap, "%.0f", v);
+		return;
+	}
 	for (int p = 1; p <= 17; p++) {
 		snprintf(s, cap, "%.*g", p, v);
 		if (strtod(s, NULL) == v)

@@ -28,6 +28,9 @@ static void test_text(void)
 	metrics_sample(&m, "", "kind", "nan", 0.0 / 0.0);
 	metrics_sample(&m, "", "kind", "inf", 1.0 / 0.0);
 	metrics_sample(&m, "", "kind", "-inf", -1.0 / 0.0);
+	metrics_sample(&m, "", "kind", "whole", 50);
+	metrics_sample(&m, "", "kind", "large", 123456789012345678.0);
+	metrics_sample(&m, "", "kind", "small", 2.5e-7);
 	t = metrics_text(&m);
 	CHECK(t != NULL);
 	CHECK_STR(t ? t : "",
@@ -45,6 +48,9 @@ static void test_text(void)
 		  "rdmactl_odd_values{command=\"write\",peer=\"a\\\"b\\\\c\\nd\",kind=\"nan\"} NaN\n"
 		  "rdmactl_odd_values{command=\"write\",peer=\"a\\\"b\\\\c\\nd\",kind=\"inf\"} +Inf\n"
 		  "rdmactl_odd_values{command=\"write\",peer=\"a\\\"b\\\\c\\nd\",kind=\"-inf\"} -Inf\n"
+		  "rdmactl_odd_values{command=\"write\",peer=\"a\\\"b\\\\c\\nd\",kind=\"whole\"} 50\n"
+		  "rdmactl_odd_values{command=\"write\",peer=\"a\\\"b\\\\c\\nd\",kind=\"large\"} 123456789012345680\n"
+		  "rdmactl_odd_values{command=\"write\",peer=\"a\\\"b\\\\c\\nd\",kind=\"small\"} 2.5e-07\n"
 		  "# EOF\n");
 	/* Asked twice, the EOF line is there once, and last. */
 	t = metrics_text(&m);
