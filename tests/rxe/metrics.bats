@@ -101,3 +101,52 @@ setup() {
 	assert_equal "$(metrics_value "$M/srv.prom" rdmactl_server_connections)" 0
 	[[ ! -e $M/srv.prom.tmp ]] || fail "the temporary file was left behind"
 }
+
+@test "multicast of 2 ranks: the root's file says what each receiver got, the receiver's its own" {
+	group_peers 23000 2
+	local i p=()
+	for i in 0 1; do
+		rdmactl -j -t 20000 multicast --rank "$i" --world 2 --rendezvous "file:$PEERS" \
+			--pattern seq --size 2M --out "$M/out.%r" --metrics "$M/mc.%r.prom" \
+			>"$M/rank.$i.out" 2>"$M/rank.$i.err" &
+		p+=($!)
+		started "$!"
+	done
+	for i in 0 1; do
+		wait "${p[i]}" || fail "rank $i exited $?: $(cat "$M/rank.$i.err")"
+	done
+	metrics_check "$M/mc.0.prom"
+	metrics_check "$M/mc.1.prom"
+	assert_equal "$(metrics_value "$M/mc.0.prom" rdmactl_multicast_size_bytes)" 2097152
+	assert_equal "$(metrics_value "$M/mc.0.prom" rdmactl_multicast_receivers_ok)" 1
+	assert_equal "$(metrics_value "$M/mc.0.prom" rdmactl_multicast_received_bytes_total 'receiver="1"')" 2097152
+	assert_equal "$(metrics_value "$M/mc.1.prom" rdmactl_multicast_received_bytes_total 'rank="1"')" 2097152
+	assert_equal "$(metrics_value "$M/mc.1.prom" rdmactl_multicast_ok)" 1
+	assert_equal "$(metrics_value "$M/mc.1.prom" rdmactl_success)" 1
+}
+
+@test "kvxfer serve and send: each side's file, bytes equal to its summary, the request verified" {
+	local g=(--layers 4 --kv-heads 8 --head-dim 16 --page-tokens 4) i
+	rdmactl -j kvxfer serve --listen "$ADDR:$PORT" "${g[@]}" --pool-pages 16 --requests 1 \
+		--verify --metrics "$M/serve.prom" >"$M/serve.out" 2>"$M/serve.err" &
+	local serve=$!
+	started "$serve"
+	for ((i = 0; i < 300; i++)); do
+		grep -q '"event":"listening"' "$M/serve.out" && break
+		kill -0 "$serve" 2>/dev/null || fail "serve exited: $(cat "$M/serve.err")"
+		sleep 0.1
+	done
+	run rdmactl -j kvxfer send --connect "$ADDR:$PORT" "${g[@]}" --tokens 16 --requests 1 \
+		--metrics "$M/send.prom"
+	assert_success
+	wait "$serve" || fail "serve exited $?: $(cat "$M/serve.err")"
+	metrics_check "$M/send.prom"
+	metrics_check "$M/serve.prom"
+	assert_equal "$(metrics_value "$M/send.prom" rdmactl_kvxfer_requests_total 'outcome="done"')" 1
+	assert_equal "$(metrics_value "$M/send.prom" rdmactl_kvxfer_bytes_total 'command="kvxfer send"')" \
+		"$(jq -r 'select(.event == "summary") | .bytes' <<<"$output")"
+	assert_equal "$(metrics_value "$M/serve.prom" rdmactl_kvxfer_verified_requests_total)" 1
+	assert_equal "$(metrics_value "$M/serve.prom" rdmactl_kvxfer_bytes_total)" \
+		"$(jq -r 'select(.event == "summary") | .bytes' "$M/serve.out")"
+	[[ $(metrics_value "$M/serve.prom" rdmactl_kvxfer_bytes_total) -gt 0 ]] || fail "no bytes"
+}
