@@ -51,15 +51,64 @@ int a2a_copy_out(struct a2a *a, void *to, const uint8_t *from, size_t len, struc
 	return rc_mem_read(&a->m, (size_t)(from - a->mem), to, len, err);
 }
 
-static bool o_ring(const struct a2a *a)
+/* Tokens of staging on every rank, into st[W]: ring, the blocks it forwards;
+ * hierarchical, what the rails bring; flat, none. 0 or -ENOMEM. */
+static int staging_all(const struct a2a *a, uint64_t *st)
 {
-	return a->o->algo == RC_A2A_RING;
+	if (a->o->algo == RC_A2A_RING)
+		return a2a_stage_tokens_all(a, st);
+	for (int x = 0; x < a->W; x++)
+		st[x] = a->o->algo == RC_A2A_HIER ? a2a_rail_tokens(a, x) : 0;
+	return 0;
+}
+
+/* Bytes of rank x's token buffers, all of them registered: dsend | crecv0 |
+ * crecv1 (by destination), csend | drecv0 | drecv1 (by source), then its
+ * staging. */
+static size_t tokens_len(const struct a2a *a, int x, uint64_t staging)
+{
+	uint64_t stoks = 0, rtoks = 0;
+
+	for (int j = 0; j < a->W; j++) {
+		stoks += a->o->counts[(size_t)x * (size_t)a->W + (size_t)j];
+		rtoks += a->o->counts[(size_t)j * (size_t)a->W + (size_t)x];
+	}
+	return 3 * (size_t)stoks * a->tb + 3 * (size_t)rtoks * a->tb + (size_t)staging * a->tb + 64;
+}
+
+/* What rc_a2a_run checks before it sets up. */
+static int run_fits(struct a2a *a, struct rc_err *err)
+{
+	int rc = rc_a2a_counts_fit(a->o->counts, a->W, a->tb, err);
+
+	if (rc || a->o->algo != RC_A2A_HIER)
+		return rc;
+	a->L = a->o->ranks_per_node;
+	if (a->L < 1 || a->W % a->L)
+		return rc_err_set(err, EINVAL, "%d ranks do not split into nodes of %d", a->W, a->L);
+	return 0;
+}
+
+int rc_a2a_reg_bytes(const struct rc_a2a_opts *o, int world, uint64_t *bytes, struct rc_err *err)
+{
+	struct a2a a = { .o = o, .W = world, .tb = rc_a2a_token_bytes(o->hidden, o->dtype) };
+	int rc;
+
+	if (world < 1)
+		return rc_err_set(err, EINVAL, "a world of %d ranks", world);
+	if ((rc = run_fits(&a, err)))
+		return rc;
+	if ((rc = staging_all(&a, bytes)))
+		return rc_err_set(err, -rc, "out of memory");
+	for (int x = 0; x < world; x++)
+		bytes[x] = tokens_len(&a, x, bytes[x]);
+	return 0;
 }
 
 static int setup(struct a2a *a, struct rc_err *err)
 {
 	int W = a->W, me = a->me;
-	uint64_t stoks, rtoks;
+	uint64_t stoks, rtoks, *staging;
 	size_t sb, rb;
 	struct a2a_remote mine = { 0 };
 	struct rc_mem_spec spec = a->o->mem;
@@ -73,6 +122,13 @@ static int setup(struct a2a *a, struct rc_err *err)
 	a->scratch = malloc(a->tb);
 	if (!a->soff || !a->roff || !a->remote || !a->scratch || !a->wait_peers || !a->wait_target)
 		return rc_err_set(err, ENOMEM, "out of memory");
+	/* the same sizes rc_a2a_reg_bytes says (--plan) */
+	if (!(staging = calloc((size_t)W, sizeof(uint64_t))) || staging_all(a, staging)) {
+		free(staging);
+		return rc_err_set(err, ENOMEM, "out of memory");
+	}
+	a->mem_len = tokens_len(a, me, staging[me]);
+	free(staging);
 	for (int j = 0; j < W; j++) {
 		a->soff[j + 1] = a->soff[j] + a->o->counts[me * W + j];
 		a->roff[j + 1] = a->roff[j] + a->o->counts[j * W + me];
@@ -81,12 +137,6 @@ static int setup(struct a2a *a, struct rc_err *err)
 	rtoks = a->roff[W];
 	sb = (size_t)stoks * a->tb;
 	rb = (size_t)rtoks * a->tb;
-	/* dsend | crecv0 | crecv1 (by destination), csend | drecv0 | drecv1 (by source) */
-	size_t stb = o_ring(a)				 ? (size_t)a2a_stage_tokens(a, me) * a->tb
-		     : a->o->algo == RC_A2A_HIER ? (size_t)a2a_rail_tokens(a, me) * a->tb
-						 : 0;
-
-	a->mem_len = 3 * sb + 3 * rb + stb + 64;
 	if (spec.kind != RC_MEM_HOST && spec.kind != RC_MEM_HUGEPAGE && spec.kind != RC_MEM_CUDA)
 		return rc_err_set(err, EINVAL, "the token buffers are host, hugepage or GPU memory, not %s",
 				  rc_mem_kind_name(spec.kind));
@@ -217,14 +267,8 @@ int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct rc_a2a_re
 	res->seconds = 0;
 	res->reg = RC_REG_AUTO;
 	res->reg_notes[0] = '\0';
-	if ((rc = rc_a2a_counts_fit(o->counts, a.W, a.tb, err)))
+	if ((rc = run_fits(&a, err)))
 		return rc;
-	if (o->algo == RC_A2A_HIER) {
-		a.L = o->ranks_per_node;
-		if (a.L < 1 || a.W % a.L)
-			return rc_err_set(err, EINVAL, "%d ranks do not split into nodes of %d", a.W,
-					  a.L);
-	}
 	rc = setup(&a, err);
 	if (a.mr) {
 		res->reg = a.m.reg;
