@@ -51,28 +51,23 @@ int a2a_copy_out(struct a2a *a, void *to, const uint8_t *from, size_t len, struc
 	return rc_mem_read(&a->m, (size_t)(from - a->mem), to, len, err);
 }
 
-/* Tokens of staging on every rank, into st[W]: ring, the blocks it forwards;
- * hierarchical, what the rails bring; flat, none. 0 or -ENOMEM. */
-static int staging_all(const struct a2a *a, uint64_t *st)
+/* Tokens of staging on every rank (only < 0) or on rank only, into st[W]:
+ * ring, the blocks it forwards (every rank's at once); hierarchical, what
+ * the rails bring; flat, none. 0 or -ENOMEM. */
+static int staging(const struct a2a *a, int only, uint64_t *st)
 {
 	if (a->o->algo == RC_A2A_RING)
 		return a2a_stage_tokens_all(a, st);
-	for (int x = 0; x < a->W; x++)
+	for (int x = only < 0 ? 0 : only; x < (only < 0 ? a->W : only + 1); x++)
 		st[x] = a->o->algo == RC_A2A_HIER ? a2a_rail_tokens(a, x) : 0;
 	return 0;
 }
 
-/* Bytes of rank x's token buffers, all of them registered: dsend | crecv0 |
- * crecv1 (by destination), csend | drecv0 | drecv1 (by source), then its
- * staging. */
-static size_t tokens_len(const struct a2a *a, int x, uint64_t staging)
+/* Bytes of a rank's token buffers, all of them registered, for the tokens
+ * it sends (stoks) and receives (rtoks): dsend | crecv0 | crecv1 (by
+ * destination), csend | drecv0 | drecv1 (by source), then its staging. */
+static size_t tokens_len(const struct a2a *a, uint64_t stoks, uint64_t rtoks, uint64_t staging)
 {
-	uint64_t stoks = 0, rtoks = 0;
-
-	for (int j = 0; j < a->W; j++) {
-		stoks += a->o->counts[(size_t)x * (size_t)a->W + (size_t)j];
-		rtoks += a->o->counts[(size_t)j * (size_t)a->W + (size_t)x];
-	}
 	return 3 * (size_t)stoks * a->tb + 3 * (size_t)rtoks * a->tb + (size_t)staging * a->tb + 64;
 }
 
@@ -98,17 +93,31 @@ int rc_a2a_reg_bytes(const struct rc_a2a_opts *o, int world, uint64_t *bytes, st
 		return rc_err_set(err, EINVAL, "a world of %d ranks", world);
 	if ((rc = run_fits(&a, err)))
 		return rc;
-	if ((rc = staging_all(&a, bytes)))
-		return rc_err_set(err, -rc, "out of memory");
+	uint64_t *rtoks = calloc((size_t)world, sizeof(uint64_t));
+
+	if (!rtoks || (rc = staging(&a, -1, bytes))) {
+		free(rtoks);
+		return rc_err_set(err, ENOMEM, "out of memory");
+	}
+	/* row by row: what a rank receives is its column */
 	for (int x = 0; x < world; x++)
-		bytes[x] = tokens_len(&a, x, bytes[x]);
+		for (int j = 0; j < world; j++)
+			rtoks[j] += o->counts[(size_t)x * (size_t)world + (size_t)j];
+	for (int x = 0; x < world; x++) {
+		uint64_t stoks = 0;
+
+		for (int j = 0; j < world; j++)
+			stoks += o->counts[(size_t)x * (size_t)world + (size_t)j];
+		bytes[x] = tokens_len(&a, stoks, rtoks[x], bytes[x]);
+	}
+	free(rtoks);
 	return 0;
 }
 
 static int setup(struct a2a *a, struct rc_err *err)
 {
 	int W = a->W, me = a->me;
-	uint64_t stoks, rtoks, *staging;
+	uint64_t stoks, rtoks, *stage;
 	size_t sb, rb;
 	struct a2a_remote mine = { 0 };
 	struct rc_mem_spec spec = a->o->mem;
@@ -122,13 +131,6 @@ static int setup(struct a2a *a, struct rc_err *err)
 	a->scratch = malloc(a->tb);
 	if (!a->soff || !a->roff || !a->remote || !a->scratch || !a->wait_peers || !a->wait_target)
 		return rc_err_set(err, ENOMEM, "out of memory");
-	/* the same sizes rc_a2a_reg_bytes says (--plan) */
-	if (!(staging = calloc((size_t)W, sizeof(uint64_t))) || staging_all(a, staging)) {
-		free(staging);
-		return rc_err_set(err, ENOMEM, "out of memory");
-	}
-	a->mem_len = tokens_len(a, me, staging[me]);
-	free(staging);
 	for (int j = 0; j < W; j++) {
 		a->soff[j + 1] = a->soff[j] + a->o->counts[me * W + j];
 		a->roff[j + 1] = a->roff[j] + a->o->counts[j * W + me];
@@ -137,6 +139,13 @@ static int setup(struct a2a *a, struct rc_err *err)
 	rtoks = a->roff[W];
 	sb = (size_t)stoks * a->tb;
 	rb = (size_t)rtoks * a->tb;
+	/* the same sizes rc_a2a_reg_bytes says (--plan) */
+	if (!(stage = calloc((size_t)W, sizeof(uint64_t))) || staging(a, me, stage)) {
+		free(stage);
+		return rc_err_set(err, ENOMEM, "out of memory");
+	}
+	a->mem_len = tokens_len(a, stoks, rtoks, stage[me]);
+	free(stage);
 	if (spec.kind != RC_MEM_HOST && spec.kind != RC_MEM_HUGEPAGE && spec.kind != RC_MEM_CUDA)
 		return rc_err_set(err, EINVAL, "the token buffers are host, hugepage or GPU memory, not %s",
 				  rc_mem_kind_name(spec.kind));
