@@ -45,8 +45,7 @@ void rc_group_plan_rank(const uint8_t *need, int world, int rank, int recv_depth
 		.qps = below + above,
 		.cqs = group_cqs(below + above),
 		.recv_buffers = (below + above) * depth,
-		/* none registered without a peer (group_rings) */
-		.ring_bytes = below + above ? group_ring_len(below + above, depth) : 0,
+		.ring_bytes = group_ring_len(below + above, depth),
 		.connects = above,
 		.accepts = below,
 		.connects_at_once = GROUP_CONNECT_AT_ONCE,

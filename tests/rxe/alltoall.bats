@@ -166,6 +166,7 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 
 @test "--plan gives every rank the QPs, CQs, ring bytes and tree depth a hierarchical run of 4 reports" {
 	need_guest
+	heavy_sibling "hierarchical with 4 ranks as 2 nodes of 2 runs the group; the plan runs sanitized in tests/cli/plan.bats"
 	local i plan got
 	a2a_peers 4
 	a2a_start 4 --algo hierarchical --ranks-per-node 2 --rendezvous "file:$PEERS" "${SMALL[@]}" \

@@ -134,6 +134,7 @@ blob() {
 }
 @test "--plan gives the root the QPs, CQs, ring bytes and tree depth a tree of 4 reports" {
 	need_guest
+	heavy_sibling "the tree tests run the group; the plan runs sanitized in tests/cli/plan.bats"
 	local plan got
 	mc_peers 4
 	mc_ok 4 "$(head -c 1M /dev/zero | sha256sum | cut -d' ' -f1)" --algo tree --fanout 2 \
