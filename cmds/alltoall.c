@@ -346,10 +346,10 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 		total_wrong += wrong[i];
 	if (speak)
 		report(ctx, a, &res, total_wrong, g);
-	if (metrics)
-		a2a_metrics(&m, a, &res, total_wrong, g);
 	else if (!total_wrong)
 		ctx->out.printed = true; /* only rank 0 prints the document; every rank its failure */
+	if (metrics)
+		a2a_metrics(&m, a, &res, total_wrong, g);
 	if (total_wrong)
 		rc = fail(ctx, -EIO, "%llu tokens arrived wrong", (unsigned long long)total_wrong);
 out:
