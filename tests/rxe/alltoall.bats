@@ -178,9 +178,10 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 			tree_depth: .group.tree_depth, wrong}' "$BATS_TEST_TMPDIR/rank.$i.out")
 		# the run's own command line, with --plan added: no device, no rendezvous
 		plan=$(rdmactl -j alltoall --plan --rank "$i" --world 4 --algo hierarchical \
-			--ranks-per-node 2 --rendezvous "file:$PEERS" "${SMALL[@]}" |
-			jq -c '{qps: .rank.qps, cqs: .rank.cqs, ring_bytes: .rank.ring_bytes,
-				tree_depth: .job.tree_depth, wrong: 0}')
+			--ranks-per-node 2 --rendezvous "file:$PEERS" "${SMALL[@]}" 2>&1) ||
+			fail "the plan of rank $i failed: $plan"
+		plan=$(jq -c '{qps: .rank.qps, cqs: .rank.cqs, ring_bytes: .rank.ring_bytes,
+			tree_depth: .job.tree_depth, wrong: 0}' <<<"$plan")
 		assert_equal "$plan" "$got"
 		# and a plan of another algorithm is seen to differ (flat: 3 QPs)
 		plan=$(rdmactl -j alltoall --plan --rank "$i" --world 4 "${SMALL[@]}" |
