@@ -19,9 +19,10 @@
 
 #define ALLTOALL_OPTS(X) \
 	GROUP_OPTS(X, A2A) \
-	X(A2A_ALGO, "algo", 'a', "ALGO", "flat, ring or hierarchical (default flat)", COMP_WORDS, \
-	  "flat|ring|hierarchical") \
-	X(A2A_RANKS_PER_NODE, "ranks-per-node", 0, "N", "hierarchical: ranks per node (default: by host name)") \
+	X(A2A_ALGO, "algo", 'a', "ALGO", "flat (every rank connects to every other), ring (to its two " \
+	  "neighbours) or hierarchical (to the ranks of its node, and over the rail to the rank of the " \
+	  "same local index on every other node) (default flat)", COMP_WORDS, "flat|ring|hierarchical") \
+	X(A2A_RANKS_PER_NODE, "ranks-per-node", 0, "N", "hierarchical: ranks per node (default: by host name; --plan: figures per node too)") \
 	X(A2A_HIDDEN, "hidden", 0, "N", "elements per token (default 7168)") \
 	X(A2A_DTYPE, "dtype", 0, "TYPE", "bf16 or fp8 (fp8 adds a scale per 128 elements; default bf16)", \
 	  COMP_WORDS, "bf16|fp8") \
@@ -36,7 +37,11 @@
 	  COMP_WORDS, "host|hugepage|cuda") \
 	X(A2A_NO_CHECK, "no-check", 0, NULL, "do not check the received tokens") \
 	X(A2A_ALL_RANKS, "all-ranks", 0, NULL, "every rank prints its figures, not only rank 0") \
-	X(A2A_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping")
+	X(A2A_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping") \
+	X(A2A_PLAN, "plan", 0, NULL, "size the job and exit, no device, rendezvous or rank needed: " \
+	  "per rank the QPs, CQs, message rings, registered bytes and connect rounds that --algo's " \
+	  "connections give, the job's totals and barrier tree depth (needs --world; hierarchical " \
+	  "--ranks-per-node; --rank details that rank)")
 
 enum { ALLTOALL_OPTS(OPT_INDEX) A2A_NOPTS };
 static const struct cmd_opt alltoall_opts[] = { ALLTOALL_OPTS(OPT_ENTRY) OPT_END };
@@ -51,6 +56,7 @@ struct a2a_cli {
 	struct rc_a2a_opts run;
 	bool all_ranks;
 	bool busy_poll;
+	bool plan;
 	uint64_t *counts;
 };
 
@@ -71,12 +77,18 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 	const char *skew = opt_arg(v, A2A_SKEW);
 	struct rc_err e;
 
-	if ((rc = group_args_parse(ctx, c, v, A2A_RANK, &a->grp)) ||
+	a->plan = opt_on(v, A2A_PLAN);
+	if ((rc = a->plan ? group_plan_args(ctx, c, v, A2A_RANK, "alltoall", &a->grp)
+			  : group_args_parse(ctx, c, v, A2A_RANK, &a->grp)) ||
 	    (rc = opt_word_at(ctx, c, v, A2A_ALGO, algo_words, &algo)) ||
 	    (rc = opt_word_at(ctx, c, v, A2A_DTYPE, dtype_words, &dtype)) ||
-	    (rc = opt_int_at(ctx, c, v, A2A_RANKS_PER_NODE, 1, RC_GROUP_MAX, &rpn)) ||
+	    (rc = a->plan ? group_plan_rpn(ctx, c, v, A2A_RANKS_PER_NODE, a->grp.who.world, &rpn)
+			  : opt_int_at(ctx, c, v, A2A_RANKS_PER_NODE, 1, RC_GROUP_MAX, &rpn)) ||
 	    (rc = opt_u64_at(ctx, c, v, A2A_SEED, &seed)))
 		return rc;
+	if (a->plan && algo == RC_A2A_HIER && !rpn)
+		return usage_err(ctx, "alltoall --plan --algo hierarchical needs --ranks-per-node N (a run "
+				      "takes it from the host names)");
 	if (a->grp.who.world < 2)
 		return usage_err(ctx, "alltoall needs at least 2 ranks (the world size is %d)",
 				 a->grp.who.world);
@@ -105,7 +117,7 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 		return rc;
 	a->all_ranks = opt_on(v, A2A_ALL_RANKS);
 	a->busy_poll = opt_on(v, A2A_BUSY_POLL);
-	if (!a->grp.rendezvous)
+	if (!a->grp.rendezvous && !a->plan)
 		return usage_err(ctx, "alltoall needs --rendezvous etcd://HOST:PORT/JOB or file:PATH");
 	a->counts = calloc((size_t)a->grp.who.world * (size_t)a->grp.who.world, sizeof(uint64_t));
 	if (!a->counts)
@@ -117,6 +129,8 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 		return a->route.skew == RC_A2A_MATRIX ? usage_err(ctx, "--skew %s: %s", skew, e.msg)
 						      : usage_err(ctx, "%s", e.msg);
 	a->run.counts = a->counts;
+	if (a->plan)
+		return 0;
 	/* No driver or no such GPU, an unreadable peers file: said before the
 	 * group is joined. */
 	if ((rc = opt_mem_ready(ctx, opt_arg(v, A2A_MEM), a->run.mem.kind, a->run.mem.gpu)))
@@ -332,10 +346,10 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 		total_wrong += wrong[i];
 	if (speak)
 		report(ctx, a, &res, total_wrong, g);
-	if (metrics)
-		a2a_metrics(&m, a, &res, total_wrong, g);
 	else if (!total_wrong)
 		ctx->out.printed = true; /* only rank 0 prints the document; every rank its failure */
+	if (metrics)
+		a2a_metrics(&m, a, &res, total_wrong, g);
 	if (total_wrong)
 		rc = fail(ctx, -EIO, "%llu tokens arrived wrong", (unsigned long long)total_wrong);
 out:
@@ -345,6 +359,47 @@ out:
 	metrics_free(&m);
 	free(lat);
 	free(wrong);
+	return rc;
+}
+
+/* --plan: the job's figures from the connection plan rc_a2a_need gives and
+ * the token buffers rc_a2a_run would register, for every rank. */
+static int plan_print(struct ctx *ctx, struct a2a_cli *a)
+{
+	int W = a->grp.who.world, rc;
+	uint8_t *need = malloc((size_t)W * (size_t)W);
+	uint64_t *bytes = calloc((size_t)W, sizeof(uint64_t));
+	struct out *o = &ctx->out;
+	struct group_plan_in in = { .need = need, .world = W, .buf_bytes = bytes,
+				    .buf_what = "token buffer", .ranks_per_node = a->run.ranks_per_node,
+				    .rank = a->grp.who.rank };
+	struct rc_err e;
+
+	if (!need || !bytes) {
+		rc = fail(ctx, -ENOMEM, "out of memory");
+		goto out;
+	}
+	rc_a2a_need(a->run.algo, W, a->run.ranks_per_node, need);
+	if ((rc = rc_a2a_reg_bytes(&a->run, W, bytes, &e))) {
+		rc = rc == -EINVAL ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
+		goto out;
+	}
+	out_bool(o, "plan", NULL, true);
+	out_str(o, "algo", "# alltoall plan: algo %s", rc_a2a_algo_name(a->run.algo));
+	out_u64(o, "ranks", ", %llu ranks", (uint64_t)W);
+	if (a->run.ranks_per_node)
+		out_u64(o, "ranks_per_node", ", %llu per node", (uint64_t)a->run.ranks_per_node);
+	else
+		out_null(o, "ranks_per_node");
+	out_u64(o, "tokens", "; %llu tokens a rank", a->route.tokens);
+	out_u64(o, "token_bytes", " of %llu bytes",
+		(uint64_t)rc_a2a_token_bytes(a->run.hidden, a->run.dtype));
+	out_u64(o, "topk", ", top-%llu", a->route.topk);
+	out_u64(o, "experts", " of %llu experts\n", a->route.experts);
+	rc = group_plan_print(ctx, &in);
+out:
+	free(need);
+	free(bytes);
 	return rc;
 }
 
@@ -381,9 +436,11 @@ static int do_alltoall(struct ctx *ctx, int argc, char **argv)
 	if (rc)
 		return rc < 0 ? rc : 0;
 	rc = parse(ctx, &v, &a);
-	if (!rc)
+	if (!rc && a.plan)
+		rc = plan_print(ctx, &a);
+	else if (!rc)
 		rc = test_hook(ctx, &a);
-	if (!rc)
+	if (!rc && !a.plan)
 		rc = run(ctx, &a);
 	free(a.counts);
 	return rc;

@@ -48,6 +48,39 @@ int group_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 	return opt_token(ctx, v, first + GO_TOKEN, first + GO_TOKEN_FILE, a->token_buf, &a->token);
 }
 
+int group_plan_args(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,
+		    const char *what, struct group_args *a)
+{
+	int world = -1, rank = -1, rc;
+
+	if ((rc = opt_int_at(ctx, c, v, first + GO_WORLD, 0, 1 << 20, &world)) ||
+	    (rc = opt_int_at(ctx, c, v, first + GO_RANK, 0, 1 << 20, &rank)))
+		return rc;
+	if (world < 0)
+		return usage_err(ctx, "%s --plan needs --world N, the ranks of the job", what);
+	if (world < 2)
+		return usage_err(ctx, "%s needs at least 2 ranks (the world size is %d)", what, world);
+	if (world > RC_GROUP_MAX)
+		return usage_err(ctx, "--world %d: a group holds at most %d ranks", world,
+				 RC_GROUP_MAX);
+	if (rank >= world)
+		return usage_err(ctx, "rank %d is not below the world size %d", rank, world);
+	a->who = (struct rc_rank_info){ .rank = rank, .world = world, .local_rank = -1 };
+	snprintf(a->who.source, sizeof(a->who.source), "flags");
+	return 0;
+}
+
+int group_plan_rpn(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
+		   int world, int *rpn)
+{
+	int rc = opt_int_at(ctx, c, v, i, 1, RC_GROUP_MAX, rpn);
+
+	if (!rc && *rpn && world % *rpn)
+		return usage_err(ctx, "--ranks-per-node %d does not divide the world size %d", *rpn,
+				 world);
+	return rc;
+}
+
 int group_rendezvous_ready(struct ctx *ctx, const char *what, const struct group_args *a)
 {
 	int rc;

@@ -56,4 +56,36 @@ static inline bool group_metrics_on(const struct group_args *a, int reporter)
 	return a->metrics[0] && (a->metrics_per_rank || a->who.rank == reporter);
 }
 
+/* --plan: the world from --world (2 to RC_GROUP_MAX, required), this rank
+ * from --rank when given (else -1); the other group options are not needed
+ * and not read, so a launch line with --plan added sizes its job. what names
+ * the command in the messages. 0 or -EINVAL after a usage error. */
+int group_plan_args(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,
+		    const char *what, struct group_args *a);
+/* --ranks-per-node N for a plan of world ranks: 0 when absent; a usage error
+ * when it does not divide the world. */
+int group_plan_rpn(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
+		   int world, int *rpn);
+
+/* A job to size: the connection plan (need, world x world), the receives
+ * per connection (0: the group's default), the bytes each rank registers
+ * for the command's own buffers (buf_bytes[world], named buf_what), ranks
+ * per node (0: no figures per node) and the rank to detail (-1: none). */
+struct group_plan_in {
+	const uint8_t *need;
+	int world;
+	int recv_depth;
+	const uint64_t *buf_bytes;
+	const char *buf_what;
+	int ranks_per_node;
+	int rank;
+};
+/* The plan's figures, after the command's own heading: per rank the min,
+ * median and max of QPs, CQs, receive buffers, message-ring bytes, the
+ * command's buffer bytes, registered bytes and connect rounds; for the job
+ * the totals, the connect rounds of the busiest rank and the barrier tree's
+ * depth; per node the busiest node's QPs and registered bytes. 0, or what
+ * fail returned. */
+int group_plan_print(struct ctx *ctx, const struct group_plan_in *in);
+
 #endif

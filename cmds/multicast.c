@@ -32,10 +32,17 @@
 	X(MC_MEM, "mem", 'm', "KIND", "receive ring memory: host, hugepage or cuda:N (default host)", \
 	  COMP_WORDS, "host|hugepage|cuda") \
 	X(MC_BLOCK_SIZES, "block-sizes", 'b', "LIST", "the blob's blocks (layers) in order, e.g. 1M,4M,4M: when each became usable") \
-	X(MC_ALGO, "algo", 'a', "ALGO", "flat, chain or tree (default tree)", COMP_WORDS, "flat|chain|tree") \
+	X(MC_ALGO, "algo", 'a', "ALGO", "flat (the root writes to every rank), chain (each rank to the " \
+	  "next) or tree (each relay to --fanout children) (default tree); each rank connects to its " \
+	  "parent and its children, and the root to every rank (the reports)", COMP_WORDS, "flat|chain|tree") \
 	X(MC_FANOUT, "fanout", 'k', "K", "tree: children per relay (default 2)") \
 	X(MC_LINK_BW, "link-bw", 0, "RATE", "link rate for the ideal: 100Gbit, 12.5GB (per s) or bytes/s (default: measured)") \
-	X(MC_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping")
+	X(MC_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping") \
+	X(MC_RANKS_PER_NODE, "ranks-per-node", 0, "N", "--plan: ranks per node, for figures per node") \
+	X(MC_PLAN, "plan", 0, NULL, "size the job and exit, no device, rendezvous or rank needed: " \
+	  "per rank the QPs, CQs, message rings, registered bytes and connect rounds that --algo's " \
+	  "connections give, the job's totals and barrier tree depth (needs --world; --rank details " \
+	  "that rank)")
 
 enum { MULTICAST_OPTS(OPT_INDEX) MC_NOPTS };
 static const struct cmd_opt multicast_opts[] = { MULTICAST_OPTS(OPT_ENTRY) OPT_END };
@@ -50,6 +57,8 @@ struct mc_cli {
 	const char *pattern;
 	char out_path[4096];
 	bool busy_poll;
+	bool plan;
+	int ranks_per_node;  /* --plan: 0 or ranks per node */
 	int fd;       /* root: the file; receivers: --out */
 	uint64_t block_ends[RC_MCAST_BLOCKS_MAX];
 };
@@ -125,7 +134,11 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 	double bw = 0;
 	const char *mem = opt_arg(v, MC_MEM), *blocks = opt_arg(v, MC_BLOCK_SIZES);
 
-	if ((rc = group_args_parse(ctx, c, v, MC_RANK, &m->grp)) ||
+	m->plan = opt_on(v, MC_PLAN);
+	if ((rc = m->plan ? group_plan_args(ctx, c, v, MC_RANK, "multicast", &m->grp)
+			  : group_args_parse(ctx, c, v, MC_RANK, &m->grp)) ||
+	    (rc = m->plan ? group_plan_rpn(ctx, c, v, MC_RANKS_PER_NODE, m->grp.who.world,
+					   &m->ranks_per_node) : 0) ||
 	    (rc = opt_int_at(ctx, c, v, MC_ROOT, 0, 1 << 20, &root)) ||
 	    (rc = opt_word_at(ctx, c, v, MC_ALGO, algo_words, &algo)) ||
 	    (rc = opt_int_at(ctx, c, v, MC_FANOUT, 1, RC_GROUP_MAX, &fanout)) ||
@@ -149,7 +162,9 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 				 (unsigned long long)chunk);
 	m->file = opt_arg(v, MC_FILE);
 	m->pattern = opt_arg(v, MC_PATTERN);
-	if (m->grp.who.rank == root) {
+	if (opt_on(v, MC_RANKS_PER_NODE) && !m->plan)
+		return usage_err(ctx, "--ranks-per-node applies to --plan only");
+	if (m->grp.who.rank == root && !m->plan) {
 		if (!m->file == !m->pattern)
 			return usage_err(ctx, "the root sends --file FILE or --pattern P --size SIZE");
 		if (m->file && opt_on(v, MC_SIZE))
@@ -172,7 +187,7 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 	if (opt_arg(v, MC_OUT) && (rc = out_path(ctx, m, opt_arg(v, MC_OUT))))
 		return rc;
 	m->busy_poll = opt_on(v, MC_BUSY_POLL);
-	if (!m->grp.rendezvous)
+	if (!m->grp.rendezvous && !m->plan)
 		return usage_err(ctx, "multicast needs --rendezvous etcd://HOST:PORT/JOB or file:PATH");
 	m->run.shape.algo = (enum rc_mcast_algo)algo;
 	m->run.shape.world = m->grp.who.world;
@@ -183,6 +198,8 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 	m->run.ring = ring;
 	m->run.link_bw = bw;
 	m->run.timeout_ms = ctx->timeout_ms;
+	if (m->plan)
+		return 0;
 	if ((rc = group_rendezvous_ready(ctx, "multicast", &m->grp)))
 		return rc;
 	return test_hook(ctx, m);
@@ -394,9 +411,7 @@ static int run(struct ctx *ctx, struct mc_cli *m)
 				      .token = m->grp.token,
 				      .dev_name = ctx->dev_name, .timeout_ms = ctx->timeout_ms,
 				      .busy_poll = m->busy_poll, .keep_going = true,
-				      /* a write with immediate data takes a receive: a ring's worth,
-				       * a credit and a stop in flight never wait for one */
-				      .recv_depth = m->run.ring + 8,
+				      .recv_depth = rc_mcast_recv_depth(m->run.ring),
 				      .plan = plan, .plan_arg = &m->run.shape };
 	struct rc_mcast_result res = { 0 };
 	struct rc_group_join_out how;
@@ -454,6 +469,49 @@ out:
 	return rc;
 }
 
+/* --plan: the job's figures from the connection plan rc_mcast_need gives,
+ * the receives the group keeps per connection and the ring every rank
+ * registers, as run would set them. */
+static int plan_print(struct ctx *ctx, struct mc_cli *m)
+{
+	const struct rc_mcast_shape *s = &m->run.shape;
+	int W = s->world, rc;
+	uint8_t *need = malloc((size_t)W * (size_t)W);
+	uint64_t *bytes = calloc((size_t)W, sizeof(uint64_t));
+	struct out *o = &ctx->out;
+	struct group_plan_in in = { .need = need, .world = W,
+				    .recv_depth = rc_mcast_recv_depth(m->run.ring), .buf_bytes = bytes,
+				    .buf_what = "receive ring", .ranks_per_node = m->ranks_per_node,
+				    .rank = m->grp.who.rank };
+
+	if (!need || !bytes) {
+		rc = fail(ctx, -ENOMEM, "out of memory");
+		goto out;
+	}
+	rc_mcast_need(s, need);
+	for (int r = 0; r < W; r++)
+		bytes[r] = rc_mcast_ring_bytes(m->run.ring, m->run.chunk);
+	out_bool(o, "plan", NULL, true);
+	out_str(o, "algo", "# multicast plan: algo %s", rc_mcast_algo_name(s->algo));
+	if (s->algo == RC_MCAST_TREE)
+		out_u64(o, "fanout", ", fanout %llu", (uint64_t)s->fanout);
+	out_u64(o, "root", ", root %llu", (uint64_t)s->root);
+	out_u64(o, "ranks", ", %llu ranks", (uint64_t)W);
+	if (m->ranks_per_node)
+		out_u64(o, "ranks_per_node", ", %llu per node", (uint64_t)m->ranks_per_node);
+	else
+		out_null(o, "ranks_per_node");
+	out_u64(o, "ring_chunks", "; rings of %llu chunks", (uint64_t)m->run.ring);
+	out_u64(o, "chunk_bytes", " of %llu bytes", (uint64_t)m->run.chunk);
+	out_u64(o, "depth", ", depth %llu", (uint64_t)rc_mcast_depth(s));
+	out_u64(o, "width", ", width %llu\n", (uint64_t)rc_mcast_width(s));
+	rc = group_plan_print(ctx, &in);
+out:
+	free(need);
+	free(bytes);
+	return rc;
+}
+
 static int do_multicast(struct ctx *ctx, int argc, char **argv)
 {
 	struct mc_cli m = { .fd = -1 };
@@ -464,7 +522,7 @@ static int do_multicast(struct ctx *ctx, int argc, char **argv)
 		return rc < 0 ? rc : 0;
 	rc = parse(ctx, &v, &m);
 	if (!rc)
-		rc = run(ctx, &m);
+		rc = m.plan ? plan_print(ctx, &m) : run(ctx, &m);
 	return rc;
 }
 

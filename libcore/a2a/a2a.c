@@ -51,15 +51,73 @@ int a2a_copy_out(struct a2a *a, void *to, const uint8_t *from, size_t len, struc
 	return rc_mem_read(&a->m, (size_t)(from - a->mem), to, len, err);
 }
 
-static bool o_ring(const struct a2a *a)
+/* Tokens of staging on every rank (only < 0) or on rank only, into st[W]:
+ * ring, the blocks it forwards (every rank's at once); hierarchical, what
+ * the rails bring; flat, none. 0 or -ENOMEM. */
+static int staging(const struct a2a *a, int only, uint64_t *st)
 {
-	return a->o->algo == RC_A2A_RING;
+	if (a->o->algo == RC_A2A_RING)
+		return a2a_stage_tokens_all(a, st);
+	for (int x = only < 0 ? 0 : only; x < (only < 0 ? a->W : only + 1); x++)
+		st[x] = a->o->algo == RC_A2A_HIER ? a2a_rail_tokens(a, x) : 0;
+	return 0;
+}
+
+/* Bytes of a rank's token buffers, all of them registered, for the tokens
+ * it sends (stoks) and receives (rtoks): dsend | crecv0 | crecv1 (by
+ * destination), csend | drecv0 | drecv1 (by source), then its staging. */
+static size_t tokens_len(const struct a2a *a, uint64_t stoks, uint64_t rtoks, uint64_t staging)
+{
+	return 3 * (size_t)stoks * a->tb + 3 * (size_t)rtoks * a->tb + (size_t)staging * a->tb + 64;
+}
+
+/* What rc_a2a_run checks before it sets up. */
+static int run_fits(struct a2a *a, struct rc_err *err)
+{
+	int rc = rc_a2a_counts_fit(a->o->counts, a->W, a->tb, err);
+
+	if (rc || a->o->algo != RC_A2A_HIER)
+		return rc;
+	a->L = a->o->ranks_per_node;
+	if (a->L < 1 || a->W % a->L)
+		return rc_err_set(err, EINVAL, "%d ranks do not split into nodes of %d", a->W, a->L);
+	return 0;
+}
+
+int rc_a2a_reg_bytes(const struct rc_a2a_opts *o, int world, uint64_t *bytes, struct rc_err *err)
+{
+	struct a2a a = { .o = o, .W = world, .tb = rc_a2a_token_bytes(o->hidden, o->dtype) };
+	int rc;
+
+	if (world < 1)
+		return rc_err_set(err, EINVAL, "a world of %d ranks", world);
+	if ((rc = run_fits(&a, err)))
+		return rc;
+	uint64_t *rtoks = calloc((size_t)world, sizeof(uint64_t));
+
+	if (!rtoks || (rc = staging(&a, -1, bytes))) {
+		free(rtoks);
+		return rc_err_set(err, ENOMEM, "out of memory");
+	}
+	/* row by row: what a rank receives is its column */
+	for (int x = 0; x < world; x++)
+		for (int j = 0; j < world; j++)
+			rtoks[j] += o->counts[(size_t)x * (size_t)world + (size_t)j];
+	for (int x = 0; x < world; x++) {
+		uint64_t stoks = 0;
+
+		for (int j = 0; j < world; j++)
+			stoks += o->counts[(size_t)x * (size_t)world + (size_t)j];
+		bytes[x] = tokens_len(&a, stoks, rtoks[x], bytes[x]);
+	}
+	free(rtoks);
+	return 0;
 }
 
 static int setup(struct a2a *a, struct rc_err *err)
 {
 	int W = a->W, me = a->me;
-	uint64_t stoks, rtoks;
+	uint64_t stoks, rtoks, *stage;
 	size_t sb, rb;
 	struct a2a_remote mine = { 0 };
 	struct rc_mem_spec spec = a->o->mem;
@@ -81,12 +139,13 @@ static int setup(struct a2a *a, struct rc_err *err)
 	rtoks = a->roff[W];
 	sb = (size_t)stoks * a->tb;
 	rb = (size_t)rtoks * a->tb;
-	/* dsend | crecv0 | crecv1 (by destination), csend | drecv0 | drecv1 (by source) */
-	size_t stb = o_ring(a)				 ? (size_t)a2a_stage_tokens(a, me) * a->tb
-		     : a->o->algo == RC_A2A_HIER ? (size_t)a2a_rail_tokens(a, me) * a->tb
-						 : 0;
-
-	a->mem_len = 3 * sb + 3 * rb + stb + 64;
+	/* the same sizes rc_a2a_reg_bytes says (--plan) */
+	if (!(stage = calloc((size_t)W, sizeof(uint64_t))) || staging(a, me, stage)) {
+		free(stage);
+		return rc_err_set(err, ENOMEM, "out of memory");
+	}
+	a->mem_len = tokens_len(a, stoks, rtoks, stage[me]);
+	free(stage);
 	if (spec.kind != RC_MEM_HOST && spec.kind != RC_MEM_HUGEPAGE && spec.kind != RC_MEM_CUDA)
 		return rc_err_set(err, EINVAL, "the token buffers are host, hugepage or GPU memory, not %s",
 				  rc_mem_kind_name(spec.kind));
@@ -217,14 +276,8 @@ int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct rc_a2a_re
 	res->seconds = 0;
 	res->reg = RC_REG_AUTO;
 	res->reg_notes[0] = '\0';
-	if ((rc = rc_a2a_counts_fit(o->counts, a.W, a.tb, err)))
+	if ((rc = run_fits(&a, err)))
 		return rc;
-	if (o->algo == RC_A2A_HIER) {
-		a.L = o->ranks_per_node;
-		if (a.L < 1 || a.W % a.L)
-			return rc_err_set(err, EINVAL, "%d ranks do not split into nodes of %d", a.W,
-					  a.L);
-	}
 	rc = setup(&a, err);
 	if (a.mr) {
 		res->reg = a.m.reg;

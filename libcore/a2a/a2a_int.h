@@ -62,8 +62,9 @@ uint64_t a2a_send_off(const struct a2a *a, int src, int dst);
 
 int a2a_flat_iter(struct a2a *a, uint32_t iter, struct rc_err *err);
 int a2a_ring_iter(struct a2a *a, uint32_t iter, struct rc_err *err);
-/* Tokens of rank x's ring staging, both phases and parities. */
-uint64_t a2a_stage_tokens(const struct a2a *a, int x);
+/* Tokens of every rank's ring staging, both phases and parities, into
+ * st[W]: 0 or -ENOMEM. */
+int a2a_stage_tokens_all(const struct a2a *a, uint64_t *st);
 /* Hierarchical: rail staging tokens of rank x; the shared segment. */
 uint64_t a2a_rail_tokens(const struct a2a *a, int x);
 int a2a_hier_setup(struct a2a *a, struct rc_err *err);

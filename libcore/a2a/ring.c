@@ -7,6 +7,8 @@
  * immediate data that says the step landed (RC keeps the order). Only
  * neighbours are connected; the CPU drives it, no GPU core is involved.
  */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "a2a_int.h"
@@ -29,14 +31,28 @@ static uint64_t stage_size(const struct a2a *a, int x, int ph, int s)
 	return n;
 }
 
-uint64_t a2a_stage_tokens(const struct a2a *a, int x)
+/* Every rank x's staging at once, in W * W steps rather than W * W for each:
+ * origin o's blocks beyond step s (a suffix sum of its row, around the ring
+ * from o) stay in the staging of rank o + s, for both parities. */
+int a2a_stage_tokens_all(const struct a2a *a, uint64_t *st)
 {
-	uint64_t n = 0;
+	int W = a->W;
+	uint64_t *beyond = malloc(((size_t)W + 1) * sizeof(uint64_t));
 
+	if (!beyond)
+		return -ENOMEM;
+	memset(st, 0, (size_t)W * sizeof(uint64_t));
 	for (int ph = 0; ph < 2; ph++)
-		for (int s = 1; s < a->W - 1; s++)
-			n += 2 * stage_size(a, x, ph, s);
-	return n;
+		for (int o = 0; o < W; o++) {
+			beyond[W] = 0;
+			for (int k = W - 1; k >= 1; k--)
+				beyond[k] = beyond[k + 1] + cnt(a, ph, o, (o + k) % W);
+			/* stage_size(o + s, ph, s) for steps 1..W-2 */
+			for (int s = 1; s < W - 1; s++)
+				st[(o + s) % W] += 2 * beyond[s + 1];
+		}
+	free(beyond);
+	return 0;
 }
 
 /* Where x's staging for (phase, parity, step) starts, in tokens. */

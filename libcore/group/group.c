@@ -17,9 +17,7 @@
 #include "rdv_int.h"
 
 #define RETRY_MS 200
-#define DEFAULT_RECV_DEPTH 32
-#define TREE_FANOUT 8 /* children per rank in the barrier's tree */
-#define CONNECT_WIDTH 15 /* connects in flight at once, besides the calling thread */
+#define CONNECT_WIDTH (GROUP_CONNECT_AT_ONCE - 1) /* threads besides the calling one */
 
 static void name_peer(struct rc_group *g, int j, const struct rc_endpoint *ep)
 {
@@ -72,8 +70,7 @@ int rc_group_listen(const struct rc_group_opts *o, struct rc_endpoint *ep, struc
 	}
 	if (o->token)
 		memcpy(g->token, o->token, strlen(o->token));
-	if (g->o.recv_depth <= 0)
-		g->o.recv_depth = DEFAULT_RECV_DEPTH;
+	g->o.recv_depth = group_recv_depth(g->o.recv_depth);
 	if (g->o.sq_depth <= 0)
 		g->o.sq_depth = 128;
 	if (g->o.timeout_ms <= 0)
@@ -290,7 +287,7 @@ static int group_rings(struct rc_group *g, struct rc_err *err)
 			if (!g->peers[j].box || !g->peers[j].held)
 				return rc_err_set(err, ENOMEM, "out of memory");
 		}
-	g->area_len = ((size_t)g->nslots * (size_t)g->o.recv_depth + (size_t)g->nslots) * GMSG_SLOT;
+	g->area_len = group_ring_len(g->nslots, g->o.recv_depth);
 	g->area = aligned_alloc(4096, g->area_len ? (g->area_len + 4095) & ~(size_t)4095 : 4096);
 	if (!g->area)
 		return rc_err_set(err, ENOMEM, "out of memory");
@@ -304,7 +301,7 @@ static int group_rings(struct rc_group *g, struct rc_err *err)
 	return 0;
 }
 
-/* The connects to the peers above this rank, CONNECT_WIDTH of them in flight
+/* The connects to the peers above this rank, GROUP_CONNECT_AT_ONCE of them in flight
  * at once: each costs round trips (address, route, the handshake) rather
  * than work, so a rank of hundreds of peers does not wait for them one by
  * one. All within the one deadline; the first failure stops the rest. */
@@ -381,7 +378,7 @@ int rc_group_connect(struct rc_group *g, const struct rc_endpoint *all, const ui
 	memcpy(g->need, need, (size_t)W * (size_t)W);
 	if ((rc = group_rings(g, err)))
 		return rc;
-	g->depth = group_tree(g->need, W, 0, TREE_FANOUT, g->parent);
+	g->depth = group_tree(g->need, W, 0, GROUP_TREE_FANOUT, g->parent);
 	if (g->depth == -ENOMEM)
 		return rc_err_set(err, ENOMEM, "out of memory");
 	g->expect_accepts = 0;
@@ -467,7 +464,7 @@ void rc_group_stats(const struct rc_group *g, struct rc_group_stats *out)
 {
 	*out = (struct rc_group_stats){ .rendezvous_s = g->rdv_s, .connect_s = g->connect_s,
 					.first_barrier_s = g->barrier_s, .qps = g->nconns,
-					.cqs = g->nconns, .ring_bytes = g->mr ? g->area_len : 0,
+					.cqs = group_cqs(g->nconns), .ring_bytes = g->mr ? g->area_len : 0,
 					.tree_depth = g->depth };
 }
 

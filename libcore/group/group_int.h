@@ -129,6 +129,20 @@ static inline struct gmsg *send_slot(const struct rc_group *g, int j)
  * same on every rank for the same need (group_tree.c). */
 int group_tree(const uint8_t *need, int W, int root, int fanout, int *parent);
 
+/* The group's sizes, one function each, for the running group and for
+ * rc_group_plan_rank alike (group_plan.c). */
+#define GROUP_RECV_DEPTH 32      /* receives kept posted per connection, unless asked */
+#define GROUP_CONNECT_AT_ONCE 16 /* connects in flight at once, the calling thread's too */
+#define GROUP_TREE_FANOUT 8      /* children per rank in the barrier's tree */
+int group_recv_depth(int asked);
+/* Bytes of the message rings of nslots peers: recv_depth receive slots and
+ * one send slot each. */
+size_t group_ring_len(int nslots, int recv_depth);
+/* Completion queues the connections of nconns peers use. */
+int group_cqs(int nconns);
+/* Rounds of GROUP_CONNECT_AT_ONCE connects for this many peers. */
+int group_connect_rounds(int connects);
+
 int group_post_recvs(struct rc_group *g, int j, struct rc_err *err);
 /* Reap completions and CM events for up to timeout_ms. 0 or -errno. */
 int group_progress(struct rc_group *g, int timeout_ms, struct rc_err *err);

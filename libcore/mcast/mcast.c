@@ -120,7 +120,7 @@ static int setup_ring(struct mc *m, struct rc_err *err)
 
 	if (m->me == m->o->shape.root)
 		spec.kind = RC_MEM_HOST; /* the root sends from host memory it fills */
-	spec.len = (size_t)m->R * m->chunk;
+	spec.len = (size_t)rc_mcast_ring_bytes(m->R, m->chunk);
 	spec.path = NULL;
 	if ((rc = rc_mem_alloc_spec(&m->mem, &spec, true, err)))
 		return rc;

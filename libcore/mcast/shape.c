@@ -97,3 +97,15 @@ void rc_mcast_need(const struct rc_mcast_shape *s, uint8_t *need)
 			need[r * W + s->root] = need[s->root * W + r] = 1;
 	}
 }
+
+uint64_t rc_mcast_ring_bytes(int ring, uint32_t chunk)
+{
+	return (uint64_t)(ring > 0 ? ring : 0) * chunk;
+}
+
+int rc_mcast_recv_depth(int ring)
+{
+	/* a write with immediate data takes a receive: a ring's worth, a credit
+	 * and a stop in flight never wait for one */
+	return ring + 8;
+}

@@ -164,6 +164,35 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 	a2a_ok 2 --algo hierarchical --ranks-per-node 2 --rendezvous "file:$PEERS" "${SMALL[@]}"
 }
 
+@test "--plan gives every rank the QPs, CQs, ring bytes and tree depth a hierarchical run of 4 reports" {
+	need_guest
+	heavy_sibling "hierarchical with 4 ranks as 2 nodes of 2 runs the group; the plan runs sanitized in tests/cli/plan.bats"
+	local i plan got
+	a2a_peers 4
+	a2a_start 4 --algo hierarchical --ranks-per-node 2 --rendezvous "file:$PEERS" "${SMALL[@]}" \
+		--all-ranks
+	a2a_wait
+	for ((i = 0; i < 4; i++)); do
+		[ "${RCS[i]}" = 0 ] || { a2a_dump; fail "rank $i exited ${RCS[i]}"; }
+		got=$(jq -c '{qps: .group.qps, cqs: .group.cqs, ring_bytes: .group.ring_bytes,
+			tree_depth: .group.tree_depth, wrong}' "$BATS_TEST_TMPDIR/rank.$i.out")
+		# the run's own command line, with --plan added: no device, no rendezvous
+		plan=$(rdmactl -j alltoall --plan --rank "$i" --world 4 --algo hierarchical \
+			--ranks-per-node 2 --rendezvous "file:$PEERS" "${SMALL[@]}" 2>&1) ||
+			fail "the plan of rank $i failed: $plan"
+		plan=$(jq -c '{qps: .rank.qps, cqs: .rank.cqs, ring_bytes: .rank.ring_bytes,
+			tree_depth: .job.tree_depth, wrong: 0}' <<<"$plan")
+		assert_equal "$plan" "$got"
+		# and a plan of another algorithm is seen to differ (flat: 3 QPs)
+		plan=$(rdmactl -j alltoall --plan --rank "$i" --world 4 "${SMALL[@]}" |
+			jq -c '{qps: .rank.qps, cqs: .rank.cqs, ring_bytes: .rank.ring_bytes,
+				tree_depth: .job.tree_depth, wrong: 0}')
+		[ "$plan" != "$got" ] || fail "a flat plan matched a hierarchical run: $plan"
+	done
+	# node-local plus rail: 2 connections of 32 receives and a send slot each
+	jq -e '.group.qps == 2 and .group.ring_bytes == 2 * 33 * 1024' "$BATS_TEST_TMPDIR/rank.3.out"
+}
+
 @test "hierarchical: two nodes of 4, one on each rxe of the veth pair, same data as flat" {
 	need_two_nics
 	heavy_sibling "hierarchical with 4 ranks as 2 nodes of 2, and the GPU memory test's hierarchical run"

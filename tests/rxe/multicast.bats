@@ -132,6 +132,30 @@ blob() {
 	jq -e '.algo == "tree" and (.receivers | length) == 71 and .depth == 3 and .width == 4
 		and .group.qps == 71 and .group.ring_bytes == 71 * 25 * 1024 and .group.tree_depth <= 3' <<<"$DOC"
 }
+@test "--plan gives the root the QPs, CQs, ring bytes and tree depth a tree of 4 reports" {
+	need_guest
+	heavy_sibling "the tree tests run the group; the plan runs sanitized in tests/cli/plan.bats"
+	local plan got
+	mc_peers 4
+	mc_ok 4 "$(head -c 1M /dev/zero | sha256sum | cut -d' ' -f1)" --algo tree --fanout 2 \
+		--pattern zero --size 1M --chunk 64K --ring 4
+	got=$(jq -c '{qps: .group.qps, cqs: .group.cqs, ring_bytes: .group.ring_bytes,
+		tree_depth: .group.tree_depth}' <<<"$DOC")
+	# the root's command line, with --plan added: no device, no rendezvous
+	plan=$(rdmactl -j multicast --plan --rank 0 --world 4 --rendezvous "file:$PEERS" --algo tree \
+		--fanout 2 --pattern zero --size 1M --chunk 64K --ring 4 |
+		jq -c '{qps: .rank.qps, cqs: .rank.cqs, ring_bytes: .rank.ring_bytes,
+			tree_depth: .job.tree_depth}')
+	assert_equal "$plan" "$got"
+	# every rank: 3 connections of 4 + 8 receives and a send slot
+	assert_equal "$got" '{"qps":3,"cqs":3,"ring_bytes":39936,"tree_depth":1}'
+	# a plan with rings of another depth is seen to differ
+	plan=$(rdmactl -j multicast --plan --rank 0 --world 4 --algo tree --ring 16 --chunk 64K |
+		jq -c '{qps: .rank.qps, cqs: .rank.cqs, ring_bytes: .rank.ring_bytes,
+			tree_depth: .job.tree_depth}')
+	[ "$plan" != "$got" ] || fail "a plan of rings of 16 matched a run with rings of 4: $plan"
+}
+
 @test "every algorithm across the two rxe devices of the veth pair" {
 	heavy_sibling "flat, chain and tree on one device"
 	need_two_nics

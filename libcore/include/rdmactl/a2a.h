@@ -117,6 +117,14 @@ struct rc_a2a_result {
 RC_EXPORT int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o,
 			 struct rc_a2a_result *res, struct rc_err *err);
 
+/* Sizing before a run (--plan): the bytes rc_a2a_run registers for token
+ * buffers on each rank of world, into bytes[world] (its send and receive
+ * buffers of both parities, the ring's or the rails' staging), from o's
+ * algo, counts, hidden, dtype and ranks_per_node by the code the run sizes
+ * them with. -EINVAL as rc_a2a_run would refuse o, -ENOMEM. */
+RC_EXPORT int rc_a2a_reg_bytes(const struct rc_a2a_opts *o, int world, uint64_t *bytes,
+			       struct rc_err *err);
+
 /* The deterministic content of token idx of the block src sends dst. */
 RC_EXPORT void rc_a2a_token_fill(void *buf, size_t len, int src, int dst, uint64_t idx,
 				 uint32_t iter, int phase);

@@ -131,6 +131,27 @@ struct rc_group_stats {
 	int tree_depth;         /* rounds of the barrier's tree, up or down */
 };
 RC_EXPORT void rc_group_stats(const struct rc_group *g, struct rc_group_stats *out);
+
+/* Sizing a group before it exists (--plan): what rc_group_connect and
+ * rc_group_stats will give rank for the connection plan need (world x world,
+ * symmetric) with recv_depth receives per connection (0: the default), from
+ * the functions the group sizes itself with. No device is touched. */
+struct rc_group_plan {
+	int qps;              /* connections (rc_group_stats's qps) */
+	int cqs;              /* completion queues they use (cqs) */
+	int recv_buffers;     /* control-message receives kept posted */
+	uint64_t ring_bytes;  /* registered for control messages (ring_bytes) */
+	int connects;         /* peers above rank: it connects to them */
+	int accepts;          /* peers below rank: they connect to it */
+	int connects_at_once; /* connects in flight at once */
+	int connect_rounds;   /* rounds of them for connects */
+};
+RC_EXPORT void rc_group_plan_rank(const uint8_t *need, int world, int rank, int recv_depth,
+				  struct rc_group_plan *out);
+/* The depth of the barrier's and the allgather's tree for need (rc_group_stats's
+ * tree_depth): rounds up, and as many down; -1 when need leaves a rank
+ * unreachable, -ENOMEM. */
+RC_EXPORT int rc_group_plan_depth(const uint8_t *need, int world);
 RC_EXPORT int rc_group_rank(const struct rc_group *g);
 RC_EXPORT int rc_group_world(const struct rc_group *g);
 RC_EXPORT struct ibv_pd *rc_group_pd(const struct rc_group *g);

@@ -47,6 +47,12 @@ RC_EXPORT int rc_mcast_width(const struct rc_mcast_shape *s);
 /* Which ranks connect: the tree's edges, and the root to everyone (the
  * reports go straight to the root, past a relay that died). */
 RC_EXPORT void rc_mcast_need(const struct rc_mcast_shape *s, uint8_t *need);
+/* Bytes of a ring of ring chunks: what every rank registers, the root's
+ * (host memory) as each receiver's (--mem). */
+RC_EXPORT uint64_t rc_mcast_ring_bytes(int ring, uint32_t chunk);
+/* The group's receives per connection (rc_group_join's recv_depth) for
+ * rings of ring chunks. */
+RC_EXPORT int rc_mcast_recv_depth(int ring);
 
 struct rc_mcast_opts {
 	struct rc_mcast_shape shape;

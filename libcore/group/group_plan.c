@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What a group holds, as arithmetic: the message rings' size, the receive
+ * depth, the completion queues and the rounds of connects. rc_group_connect
+ * and rc_group_stats size the running group with these very functions, and
+ * rc_group_plan_rank sizes one before it exists (--plan), so the two cannot
+ * tell different stories.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "group_int.h"
+
+int group_recv_depth(int asked)
+{
+	return asked > 0 ? asked : GROUP_RECV_DEPTH;
+}
+
+size_t group_ring_len(int nslots, int recv_depth)
+{
+	/* recv_depth receive slots and one send slot a peer */
+	return ((size_t)nslots * (size_t)recv_depth + (size_t)nslots) * GMSG_SLOT;
+}
+
+int group_cqs(int nconns)
+{
+	return nconns; /* one per connection, its sends and receives together */
+}
+
+int group_connect_rounds(int connects)
+{
+	return (connects + GROUP_CONNECT_AT_ONCE - 1) / GROUP_CONNECT_AT_ONCE;
+}
+
+void rc_group_plan_rank(const uint8_t *need, int world, int rank, int recv_depth,
+			struct rc_group_plan *out)
+{
+	const uint8_t *row = need + (size_t)rank * (size_t)world;
+	int depth = group_recv_depth(recv_depth), below = 0, above = 0;
+
+	for (int j = 0; j < world; j++)
+		if (j != rank && row[j])
+			j < rank ? below++ : above++;
+	*out = (struct rc_group_plan){
+		.qps = below + above,
+		.cqs = group_cqs(below + above),
+		.recv_buffers = (below + above) * depth,
+		.ring_bytes = group_ring_len(below + above, depth),
+		.connects = above,
+		.accepts = below,
+		.connects_at_once = GROUP_CONNECT_AT_ONCE,
+		.connect_rounds = group_connect_rounds(above),
+	};
+}
+
+int rc_group_plan_depth(const uint8_t *need, int world)
+{
+	int *parent = malloc((size_t)world * sizeof(int)), depth;
+
+	if (!parent)
+		return -ENOMEM;
+	depth = group_tree(need, world, 0, GROUP_TREE_FANOUT, parent);
+	free(parent);
+	return depth;
+}
