@@ -53,12 +53,12 @@ static void read_dir(const char *base, const char *sub, struct ctr_snap *s)
 		uint64_t v;
 
 		if (d->d_name[0] == '.' || !wanted(d->d_name) ||
-		    strlen(sub) + strlen(d->d_name) + 2 > sizeof(s->name[0]))
+		    strlen(d->d_name) > 27)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
 		if (!read_u64(path, &v))
 			continue;
-		snprintf(s->name[s->n], sizeof(s->name[0]), "%s/%s", sub, d->d_name);
+		snprintf(s->name[s->n], sizeof(s->name[0]), "%.11s/%.27s", sub, d->d_name);
 		s->val[s->n++] = v;
 	}
 	closedir(dp);
