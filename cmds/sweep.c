@@ -26,6 +26,7 @@
 	X(SW_DURATION, "duration", 'D', "SECONDS", "bandwidth test per pair and direction (default 1)") \
 	X(SW_ITERS, "iters", 'n', "N", "writes per pair and direction, instead of --duration") \
 	X(SW_LAT_ITERS, "lat-iters", 0, "N", "8-byte WRITEs and READs timed per pair and direction (default 200)") \
+	X(SW_PAIRS, "pairs", 0, "FILE", "measure only the pairs of FILE, one \"A B\" a line", COMP_FILE) \
 	X(SW_DEPTH, "depth", 0, "N", "writes outstanding in the bandwidth test (default 16)") \
 	X(SW_MIN_FRACTION, "min-fraction", 0, "F", "a direction below F (0 to 1) of the slower port's link rate is an outlier") \
 	X(SW_MAX_LAT_US, "max-lat-us", 0, "U", "a median WRITE or READ latency above U microseconds is an outlier") \
@@ -44,6 +45,7 @@ struct sweep_cli {
 	struct rc_sweep_limits lim;
 	const char *svg;
 	bool busy_poll;
+	uint8_t *want;
 };
 
 /* A decimal from lo to hi (exclusive of lo when open). */
@@ -105,6 +107,18 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct sweep_cli *a)
 	if (a->grp.who.world < 2)
 		return usage_err(ctx, "sweep needs at least 2 ranks (the world size is %d)",
 				 a->grp.who.world);
+	if (opt_arg(v, SW_PAIRS)) {
+		struct rc_err e;
+		size_t W = (size_t)a->grp.who.world;
+
+		if (!(a->want = malloc(W * W)))
+			return fail(ctx, -ENOMEM, "out of memory");
+		rc = rc_sweep_pairs_load(opt_arg(v, SW_PAIRS), a->grp.who.world, a->want, &e);
+		if (rc)
+			return rc == -EINVAL ? usage_err(ctx, "--pairs %s", e.msg)
+					     : fail(ctx, rc, "--pairs %s", e.msg);
+		a->run.want = a->want;
+	}
 	if (opt_arg(v, SW_SLOW_RATIO))
 		a->lim.asym_ratio = a->lim.slow_ratio;
 	a->svg = opt_arg(v, SW_SVG);
@@ -201,6 +215,7 @@ static int do_sweep(struct ctx *ctx, int argc, char **argv)
 	rc = parse(ctx, &v, &a);
 	if (!rc)
 		rc = run(ctx, &a);
+	free(a.want);
 	return rc;
 }
 

@@ -127,6 +127,8 @@ static void text_matrix(struct out *o, const struct judged *j, const char *title
 			memcpy(&x, (const char *)c + off, sizeof(x));
 			if (a == b)
 				out_text(o, " %8s", "-");
+			else if (c->status == RC_SWEEP_SKIPPED)
+				out_text(o, " %8s", ".");
 			else if (c->status)
 				out_text(o, " %8s", "failed");
 			else
@@ -242,15 +244,21 @@ static void put_verdict(struct out *o, const struct judged *j)
 {
 	int W = j->W;
 	char name[400];
+	int asked = 0;
+
+	for (int i = 0; i < W; i++)
+		asked += j->v.node_pairs[i];
+	asked /= 2;
 
 	out_bool(o, "healthy", NULL, j->v.healthy);
 	out_i64(o, "directions_measured", NULL, j->v.measured);
+	out_i64(o, "pairs", NULL, asked);
 	if (j->v.healthy)
 		out_text(o, "verdict: healthy: %d directions of %d pairs measured, no outlier\n",
-			 j->v.measured, W * (W - 1) / 2);
+			 j->v.measured, asked);
 	else
 		out_text(o, "verdict: NOT healthy: %d outlier directions in %d of %d pairs, %d node%s named\n",
-			 j->v.outliers, j->v.bad_pairs, W * (W - 1) / 2, j->v.bad_nodes,
+			 j->v.outliers, j->v.bad_pairs, asked, j->v.bad_nodes,
 			 j->v.bad_nodes == 1 ? "" : "s");
 	out_arr_begin(o, "bad_nodes");
 	for (int i = 0; i < W; i++) {
@@ -261,7 +269,7 @@ static void put_verdict(struct out *o, const struct judged *j)
 		out_i64(o, "rank", NULL, i);
 		out_text(o, "node: %s: ", name);
 		out_i64(o, "outlier_pairs", "%lld", j->v.node_outliers[i]);
-		out_i64(o, "pairs", " of its %lld pairs are outliers\n", W - 1);
+		out_i64(o, "pairs", " of its %lld pairs are outliers\n", j->v.node_pairs[i]);
 		out_obj_end(o);
 	}
 	out_arr_end(o);
@@ -311,6 +319,8 @@ static int draw(const struct judged *j, const char *path)
 			why_words(j->v.why[a * W + b], words, sizeof(words));
 			if (a == b)
 				snprintf(tips[a * W + b], 256, "rank %d", a);
+			else if (c->status == RC_SWEEP_SKIPPED)
+				snprintf(tips[a * W + b], 256, "%d -> %d: not asked for", a, b);
 			else if (c->status)
 				snprintf(tips[a * W + b], 256, "%d -> %d failed: %s", a, b, c->why);
 			else
@@ -379,8 +389,9 @@ int sweep_report(struct ctx *ctx, const struct sweep_report *r, uint8_t *healthy
 	j.v.why = calloc(N * N, sizeof(unsigned));
 	j.v.node_bad = calloc(N, sizeof(bool));
 	j.v.node_outliers = calloc(N, sizeof(int));
+	j.v.node_pairs = calloc(N, sizeof(int));
 	j.rate = calloc(N, sizeof(double));
-	if (!j.v.why || !j.v.node_bad || !j.v.node_outliers || !j.rate) {
+	if (!j.v.why || !j.v.node_bad || !j.v.node_outliers || !j.v.node_pairs || !j.rate) {
 		rc = fail(ctx, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -420,6 +431,7 @@ out:
 	free(j.v.why);
 	free(j.v.node_bad);
 	free(j.v.node_outliers);
+	free(j.v.node_pairs);
 	free(j.rate);
 	return rc;
 }

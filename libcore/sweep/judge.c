@@ -98,6 +98,8 @@ static unsigned judge_cell(const struct rc_sweep_cell *c, double rate, const str
 {
 	unsigned why = 0;
 
+	if (c->status == RC_SWEEP_SKIPPED)
+		return 0;
 	if (c->status)
 		return RC_SWEEP_FAILED;
 	if (c->bw_gbit < v->bw_floor)
@@ -125,11 +127,17 @@ int rc_sweep_judge(int world, const struct rc_sweep_cell *m, const double *rate_
 	struct rc_sweep_limits l = *lim;
 	size_t N = (size_t)world;
 	double *vals, a, b;
+	int *pairs;
 
 	if (world < 2 || world > RC_GROUP_MAX || !m || !v->why || !v->node_bad || !v->node_outliers)
 		return -EINVAL;
-	if (!(vals = malloc(N * N * sizeof(*vals))))
+	vals = malloc(N * N * sizeof(*vals));
+	pairs = calloc(N, sizeof(*pairs));
+	if (!vals || !pairs) {
+		free(vals);
+		free(pairs);
 		return -ENOMEM;
+	}
 	rc_sweep_limits_default(&l);
 	spread(world, m, offsetof(struct rc_sweep_cell, bw_gbit), vals, &v->bw_median, &v->bw_mad);
 	spread(world, m, offsetof(struct rc_sweep_cell, wlat_p50_us), vals, &v->wlat_median,
@@ -179,10 +187,18 @@ int rc_sweep_judge(int world, const struct rc_sweep_cell *m, const double *rate_
 				v->node_outliers[j]++;
 			}
 		}
+	/* a node's pairs: those asked for */
+	for (int i = 0; i < world; i++)
+		for (int j = 0; j < world; j++)
+			pairs[i] += i != j && (m[i * N + j].status != RC_SWEEP_SKIPPED ||
+					       m[j * N + i].status != RC_SWEEP_SKIPPED);
 	for (int i = 0; i < world; i++) {
-		v->node_bad[i] = world >= 3 && 2 * v->node_outliers[i] > world - 1;
+		if (v->node_pairs)
+			v->node_pairs[i] = pairs[i];
+		v->node_bad[i] = world >= 3 && pairs[i] >= 2 && 2 * v->node_outliers[i] > pairs[i];
 		v->bad_nodes += v->node_bad[i];
 	}
 	v->healthy = v->outliers == 0;
+	free(pairs);
 	return 0;
 }

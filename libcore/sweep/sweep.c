@@ -258,6 +258,13 @@ static int sweep_rounds(struct sweep *s, struct rc_err *err)
 	for (s->round = 0; s->round < s->rounds; s->round++) {
 		int peer = rc_sweep_partner(s->world, s->round, s->me);
 
+		/* a pair not asked for: marked, and its ranks sit the round out */
+		if (peer >= 0 && s->o->want &&
+		    !s->o->want[(size_t)s->me * (size_t)s->world + (size_t)peer]) {
+			s->row[peer].status = RC_SWEEP_SKIPPED;
+			peer = -1;
+		}
+
 		for (int ph = 0; ph < 2; ph++) {
 			bool active = peer >= 0 && (ph == 0) == (s->me < peer);
 

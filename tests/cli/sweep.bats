@@ -76,3 +76,17 @@ sw() {
 	assert_output --partial "--min-fraction"
 	assert_output --partial "--svg"
 }
+
+@test "--pairs: a wrong line is a usage error naming it; a missing file fails (1)" {
+	printf '0 1\n1 5\n' >"$BATS_TEST_TMPDIR/pairs"
+	sw -r 0 -w 2 -R "file:$PEERS" --pairs "$BATS_TEST_TMPDIR/pairs"
+	assert_failure 2
+	assert_output --partial "line 2: \"1 5\": ranks are 0 to 1"
+	printf '# none\n' >"$BATS_TEST_TMPDIR/pairs"
+	sw -r 0 -w 2 -R "file:$PEERS" --pairs "$BATS_TEST_TMPDIR/pairs"
+	assert_failure 2
+	assert_output --partial "no pair is named"
+	sw -r 0 -w 2 -R "file:$PEERS" --pairs "$BATS_TEST_TMPDIR/none"
+	assert_failure 1
+	assert_output --partial "No such file or directory"
+}

@@ -50,7 +50,8 @@ sweep_start() {
 	done
 	PIDS=()
 	for ((i = 0; i < n; i++)); do
-		rdmactl -j -t 20000 sweep --rank "$i" --world "$n" --rendezvous "file:$PEERS" \
+		[ "$i" != "${SWEEP_SKIP:-}" ] || continue
+		rdmactl -j -t "${SWEEP_TIMEOUT:-20000}" sweep --rank "$i" --world "$n" --rendezvous "file:$PEERS" \
 			"${SMALL[@]}" "${JUDGE[@]}" "$@" \
 			>"$BATS_TEST_TMPDIR/rank.$i.out" 2>"$BATS_TEST_TMPDIR/rank.$i.err" &
 		PIDS+=($!)
@@ -162,4 +163,25 @@ teardown() {
 	jq -e '.bad_nodes[0].outlier_pairs == 2 and .bad_nodes[0].pairs == 3' <<<"$DOC"
 	# every outlier is one of its pairs
 	jq -e '[.outliers[] | select(.from != 1 and .to != 1)] | length == 0' <<<"$DOC"
+}
+
+@test "a rank that never joins is named, with the reason, and the others exit 1" {
+	SWEEP_SKIP=3 SWEEP_TIMEOUT=4000 sweep_start 4
+	sweep_wait
+	all_exit 1
+	jq -e '.error.message | test("rank 3 .*never answered")' <<<"$DOC" ||
+		{ sweep_dump; fail "rank 0 does not name rank 3"; }
+	jq -e '.error.message | test("rank 3")' "$BATS_TEST_TMPDIR/rank.2.out"
+}
+
+@test "--pairs: only the pairs asked for are measured, the rest null" {
+	printf '0 2\n3 1 # either order\n' >"$BATS_TEST_TMPDIR/pairs"
+	sweep_start 4 --pairs "$BATS_TEST_TMPDIR/pairs"
+	sweep_wait
+	all_exit 0
+	jq -e '.healthy and .pairs == 2 and .directions_measured == 4
+		and .matrices.write_gbit_per_s[0][1] == null and .matrices.write_gbit_per_s[2][3] == null
+		and .matrices.write_gbit_per_s[0][2] > 0 and .matrices.write_gbit_per_s[2][0] > 0
+		and .matrices.write_gbit_per_s[1][3] > 0 and .matrices.write_gbit_per_s[3][1] > 0' <<<"$DOC" ||
+		{ sweep_dump; fail "not the pairs asked for"; }
 }

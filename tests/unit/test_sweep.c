@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* sweep's pure parts (libcore/sweep): the circle schedule for worlds of 2
- * to 64, even and odd; median and MAD; the judgement on crafted matrices:
- * a healthy fleet (no outlier: the wrong answer shown false), one slow
- * pair, one asymmetric pair, one slow node, a failed pair, the hard
- * bounds against the link rate and latency. */
+ * to 64, even and odd; the --pairs file; median and MAD; the judgement on
+ * crafted matrices: a healthy fleet (no outlier: the wrong answer shown
+ * false), one slow pair, one asymmetric pair, one slow node, a failed
+ * pair, the hard bounds against the link rate and latency, pairs not asked
+ * for. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +77,25 @@ static void schedules(void)
 	CHECK(rc_sweep_partner(1, 0, 0) == -1);
 	CHECK(rc_sweep_partner(4, 3, 0) == -1); /* past the last round */
 	CHECK(rc_sweep_partner(4, 0, 4) == -1);
+}
+
+static void pairs(void)
+{
+	uint8_t want[4 * 4];
+	struct rc_err e;
+
+	CHECK(rc_sweep_pairs_parse("0 2\n# a comment\n\n3 1 # trailing\n2 0\n", 4, want, &e) == 0);
+	CHECK(want[0 * 4 + 2] && want[2 * 4 + 0] && want[1 * 4 + 3] && want[3 * 4 + 1]);
+	CHECK(!want[0 * 4 + 1] && !want[2 * 4 + 3] && !want[0 * 4 + 0]);
+	CHECK(rc_sweep_pairs_parse("0 4\n", 4, want, &e) == -EINVAL);
+	CHECK(strstr(e.msg, "line 1") != NULL);
+	CHECK(rc_sweep_pairs_parse("0 1\n2 2\n", 4, want, &e) == -EINVAL);
+	CHECK(strstr(e.msg, "line 2: rank 2 paired with itself") != NULL);
+	CHECK(rc_sweep_pairs_parse("0 1 2\n", 4, want, &e) == -EINVAL);
+	CHECK(rc_sweep_pairs_parse("0 x\n", 4, want, &e) == -EINVAL);
+	CHECK(rc_sweep_pairs_parse("# nothing\n", 4, want, &e) == -EINVAL);
+	CHECK(strstr(e.msg, "no pair") != NULL);
+	CHECK(rc_sweep_pairs_load("/nonexistent/pairs", 4, want, &e) == -ENOENT);
 }
 
 static void stats(void)
@@ -220,6 +241,30 @@ static void judgements(void)
 	CHECK(f.why[2 * W + 3] == RC_SWEEP_FAILED && f.why[3 * W + 2] == 0);
 	CHECK(f.v.measured == W * (W - 1) - 1 && !f.v.healthy);
 
+	/* pairs not asked for (--pairs): neither measured nor outliers; a node
+	 * is judged on the pairs it has. Rank 0 asked with 1 and 2 only, both
+	 * slow: named (2 of 2); with only 0-1 asked and slow, not (1 pair) */
+	healthy(&f);
+	for (int j = 3; j < W; j++)
+		f.m[0 * W + j].status = f.m[j * W + 0].status = RC_SWEEP_SKIPPED;
+	f.m[0 * W + 1].bw_gbit = f.m[0 * W + 2].bw_gbit = 10;
+	CHECK(judge(&f, NULL) == 0);
+	CHECK(f.v.measured == W * (W - 1) - 2 * (W - 3));
+	CHECK(f.bad[0] && f.v.bad_nodes == 1 && f.v.bad_pairs == 2);
+	for (int j = 3; j < W; j++)
+		CHECK(f.why[0 * W + j] == 0 && f.why[j * W + 0] == 0);
+	healthy(&f);
+	for (int j = 2; j < W; j++)
+		f.m[0 * W + j].status = f.m[j * W + 0].status = RC_SWEEP_SKIPPED;
+	f.m[0 * W + 1].bw_gbit = 10;
+	CHECK(judge(&f, NULL) == 0 && !f.bad[0] && f.v.bad_pairs == 1);
+	healthy(&f);
+	for (int i = 0; i < W; i++)
+		for (int j = 0; j < W; j++)
+			if (i != j && (i + j) % 2)
+				f.m[i * W + j].status = RC_SWEEP_SKIPPED;
+	CHECK(judge(&f, NULL) == 0 && f.v.healthy);
+
 	/* bad arguments */
 	CHECK(rc_sweep_judge(1, f.m, NULL, &l, &f.v) == -22);
 	CHECK(!strcmp(rc_sweep_why_name(RC_SWEEP_ASYM), "asymmetric"));
@@ -228,6 +273,7 @@ static void judgements(void)
 int main(void)
 {
 	schedules();
+	pairs();
 	stats();
 	judgements();
 	CHECK_DONE();

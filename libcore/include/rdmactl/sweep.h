@@ -32,6 +32,7 @@ RC_EXPORT double rc_sweep_median(const double *v, int n);
 /* The median absolute deviation from med (NAN for none). */
 RC_EXPORT double rc_sweep_mad(const double *v, int n, double med);
 
+#define RC_SWEEP_SKIPPED 1    /* rc_sweep_cell.status of a pair not asked for */
 #define RC_SWEEP_CTR_MAX 4   /* counters kept per cell: the ones that moved most */
 
 struct rc_sweep_ctr {
@@ -41,7 +42,8 @@ struct rc_sweep_ctr {
 
 /* One direction, i -> j, as rank i measured it. */
 struct rc_sweep_cell {
-	int32_t status;          /* 0 measured; -errno: the pair failed (why says how) */
+	int32_t status;          /* 0 measured; -errno: the pair failed (why says how);
+				  * RC_SWEEP_SKIPPED: not asked for (--pairs) */
 	int32_t nctr;
 	double bw_gbit;          /* RDMA WRITE bandwidth, Gbit/s */
 	uint64_t bytes;
@@ -86,6 +88,7 @@ struct rc_sweep_verdict {
 	unsigned *why;                  /* caller's world * world: why[i * world + j] */
 	bool *node_bad;                 /* caller's world: most of its pairs are outliers */
 	int *node_outliers;             /* caller's world: its pairs with an outlier direction */
+	int *node_pairs;                /* caller's world: its pairs asked for (NULL: not wanted) */
 	int measured;                   /* directions measured */
 	int outliers;                   /* directions with a reason */
 	int bad_pairs;                  /* unordered pairs with an outlier direction */
@@ -95,8 +98,9 @@ struct rc_sweep_verdict {
 
 /* Judge the matrix m (world * world cells; the diagonal ignored) against
  * the fleet and the limits; rate_gbit[i]: rank i's port link rate (0
- * unknown: not judged against it). A node (rank) is named when world >= 3
- * and more than half of its pairs have an outlier direction. -EINVAL for
+ * unknown: not judged against it). A node (rank) is named when it has 2
+ * pairs or more (asked for: a cell of status RC_SWEEP_SKIPPED is not) and
+ * more than half of them have an outlier direction. -EINVAL for
  * bad arguments. */
 RC_EXPORT int rc_sweep_judge(int world, const struct rc_sweep_cell *m, const double *rate_gbit,
 			     const struct rc_sweep_limits *lim, struct rc_sweep_verdict *v);
@@ -122,6 +126,8 @@ struct rc_sweep_opts {
 	void *progress_arg;
 	/* sysfs root for the counters and link rates (NULL: /sys) */
 	const char *sysfs;
+	/* the pairs to measure: want[i * world + j], symmetric (NULL: all) */
+	const uint8_t *want;
 };
 
 struct rc_sweep_result {
@@ -137,6 +143,14 @@ struct rc_sweep_result {
 RC_EXPORT int rc_sweep_run(struct rc_group *g, const struct rc_sweep_opts *o,
 			   struct rc_sweep_result *res, struct rc_err *err);
 RC_EXPORT void rc_sweep_result_free(struct rc_sweep_result *res);
+
+/* The pairs to measure, from text: one "A B" a line (ranks below world,
+ * A != B; either order names the pair), '#' starts a comment. want gets
+ * world * world bytes, symmetric. -EINVAL naming the line when it is
+ * wrong, or when it names no pair. */
+RC_EXPORT int rc_sweep_pairs_parse(const char *text, int world, uint8_t *want, struct rc_err *err);
+/* The same from a file (at most 1 MiB). */
+RC_EXPORT int rc_sweep_pairs_load(const char *path, int world, uint8_t *want, struct rc_err *err);
 
 /* A port's link rate from sysfs (root/class/infiniband/DEV/ports/PORT/rate),
  * Gbit/s; 0 when unknown. */
