@@ -146,3 +146,62 @@ int svg_heatmap_write(const char *path, const struct svg_heatmap *h)
 		return -errno;
 	return 0;
 }
+
+#define ROW 24
+#define PLOT_W 600
+
+static double timeline_end(const struct svg_timeline *t)
+{
+	double hi = 0;
+
+	for (int i = 0; i < t->n; i++)
+		if (!isnan(t->end[i]) && t->end[i] > hi)
+			hi = t->end[i];
+	return hi > 0 ? hi : 1;
+}
+
+int svg_timeline_write(const char *path, const struct svg_timeline *t)
+{
+	int w = LABEL_W + PLOT_W + 40, ht = TOP + t->n * ROW + 50;
+	double hi = timeline_end(t), scale = PLOT_W / hi;
+	char line[160];
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -errno;
+	svg_begin(f, w, ht, t->title);
+	svg_text(f, 10, 24, "start", 16, "#000000", t->title);
+	snprintf(line, sizeof(line), "one row a receiver: from its first chunk to its last, in %s%s",
+		 t->unit, t->marks ? "; ticks: blocks usable" : "");
+	svg_text(f, 10, 44, "start", 11, "#333333", line);
+	for (int k = 0; k <= 4; k++) {
+		double x = LABEL_W + PLOT_W * k / 4.0;
+
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#cccccc\"/>\n", x,
+			TOP - 4, x, TOP + t->n * ROW);
+		snprintf(line, sizeof(line), "%.3g", hi * k / 4);
+		svg_text(f, x, TOP + t->n * ROW + 16, "middle", 10, "#333333", line);
+	}
+	for (int i = 0; i < t->n; i++) {
+		double y = TOP + i * ROW;
+
+		svg_text(f, LABEL_W - 6, y + ROW / 2.0 + 4, "end", 11, "#000000", t->labels[i]);
+		if (isnan(t->start[i]) || isnan(t->end[i])) {
+			svg_text(f, LABEL_W + 4, y + ROW / 2.0 + 4, "start", 11, "#d73027", "no report");
+			continue;
+		}
+		snprintf(line, sizeof(line), "%s: %.3f to %.3f %s", t->labels[i], t->start[i], t->end[i],
+			 t->unit);
+		svg_rect(f, LABEL_W + t->start[i] * scale, y + 4,
+			 (t->end[i] - t->start[i]) * scale > 1 ? (t->end[i] - t->start[i]) * scale : 1,
+			 ROW - 8, t->bad && t->bad[i] ? "#d73027" : "#4575b4", "none", 0, line);
+		for (int k = 0; t->marks && t->nmarks && k < t->nmarks[i]; k++)
+			fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000000\"/>\n",
+				LABEL_W + t->marks[i][k] * scale, y + 2, LABEL_W + t->marks[i][k] * scale,
+				y + ROW - 2);
+	}
+	svg_end(f);
+	if (fclose(f))
+		return -errno;
+	return 0;
+}

@@ -41,4 +41,20 @@ struct svg_heatmap {
 /* Write the heatmap as a whole document to path; 0 or -errno. */
 int svg_heatmap_write(const char *path, const struct svg_heatmap *h);
 
+/* A timeline: one row a label, a bar from start[i] to end[i] (NAN: none,
+ * "no report" written instead), bad[i] (or NULL) draws it red; marks[i]
+ * (nmarks[i] of them, or NULL) small ticks on the bar (a block usable). */
+struct svg_timeline {
+	int n;
+	const char *title;
+	const char *unit;             /* "ms" */
+	const char *const *labels;
+	const double *start;
+	const double *end;
+	const bool *bad;
+	const double *const *marks;
+	const int *nmarks;
+};
+int svg_timeline_write(const char *path, const struct svg_timeline *t);
+
 #endif
