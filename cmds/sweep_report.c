@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * sweep's report: rank 0 judges the gathered matrix (rc_sweep_judge) and
- * says the verdict first, then the worst nodes and pairs and what to check
- * next, then the matrices; -j puts the same in one document with every
- * matrix whole, every outlier with its reasons, and the thresholds used.
+ * prints the ranks, the fleet's figures and the matrices, then the verdict,
+ * the named nodes, the outlier pairs (the worst first) and what to check
+ * next, so that the verdict ends the text; -j puts the same in one
+ * document with every matrix whole, every outlier with its reasons, and
+ * the thresholds used.
  */
+#define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +25,7 @@ struct judged {
 	const struct rc_sweep_result *res;
 	struct rc_sweep_verdict v;
 	double *rate;
+	int *order;                     /* W * W: the outliers, the worst first */
 };
 
 static const struct rc_sweep_cell *cell(const struct judged *j, int a, int b)
@@ -240,10 +244,31 @@ static void put_thresholds(struct out *o, const struct judged *j, const struct r
 	out_obj_end(o);
 }
 
+/* The worst first: failed directions, then by bandwidth against the
+ * fleet's median, then by latency against its median. */
+static double badness(const struct judged *j, int k)
+{
+	const struct rc_sweep_cell *c = &j->res->m[k];
+	double bw = j->v.bw_median > 0 ? c->bw_gbit / j->v.bw_median : 1;
+	double lat = j->v.wlat_median > 0 ? c->wlat_p50_us / j->v.wlat_median : 1;
+
+	if (c->status)
+		return -1e9;
+	return bw < 1 ? bw - 1 : 0 - (lat > 1 ? lat - 1 : 0) / 1e3;
+}
+
+static int cmp_worst(const void *x, const void *y, void *arg)
+{
+	double a = badness(arg, *(const int *)x), b = badness(arg, *(const int *)y);
+
+	return a < b ? -1 : a > b;
+}
+
 static void put_verdict(struct out *o, const struct judged *j)
 {
 	int W = j->W;
 	char name[400];
+	int *order = j->order, n = 0;
 	int asked = 0;
 
 	for (int i = 0; i < W; i++)
@@ -274,18 +299,25 @@ static void put_verdict(struct out *o, const struct judged *j)
 	}
 	out_arr_end(o);
 	out_arr_begin(o, "outliers");
+	for (int a = 0; a < W; a++)
+		for (int b = 0; b < W; b++)
+			if (a != b && j->v.why[a * W + b])
+				order[n++] = a * W + b;
+	qsort_r(order, (size_t)n, sizeof(int), cmp_worst, (void *)j);
 	for (int pass = 0; pass < 2; pass++) {
 		bool header = false;
 
-		for (int a = 0; a < W; a++)
-			for (int b = 0; b < W; b++) {
-				if (a == b || !j->v.why[a * W + b] || node_named(j, a, b) != (pass == 1))
-					continue;
-				if (!header)
-					out_text(o, pass ? "pairs of the named nodes:\n" : "pairs:\n");
-				header = true;
-				put_outlier(o, j, a, b);
-			}
+		for (int k = 0; k < n; k++) {
+			int a = order[k] / W, b = order[k] % W;
+
+			if (node_named(j, a, b) != (pass == 1))
+				continue;
+			if (!header)
+				out_text(o, pass ? "pairs of the named nodes, the worst first:\n"
+						 : "pairs, the worst first:\n");
+			header = true;
+			put_outlier(o, j, a, b);
+		}
 	}
 	out_arr_end(o);
 	if (!j->v.healthy)
@@ -391,7 +423,9 @@ int sweep_report(struct ctx *ctx, const struct sweep_report *r, uint8_t *healthy
 	j.v.node_outliers = calloc(N, sizeof(int));
 	j.v.node_pairs = calloc(N, sizeof(int));
 	j.rate = calloc(N, sizeof(double));
-	if (!j.v.why || !j.v.node_bad || !j.v.node_outliers || !j.v.node_pairs || !j.rate) {
+	j.order = calloc(N * N, sizeof(int));
+	if (!j.v.why || !j.v.node_bad || !j.v.node_outliers || !j.v.node_pairs || !j.rate ||
+	    !j.order) {
 		rc = fail(ctx, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -433,5 +467,6 @@ out:
 	free(j.v.node_outliers);
 	free(j.v.node_pairs);
 	free(j.rate);
+	free(j.order);
 	return rc;
 }

@@ -51,7 +51,9 @@ sweep_start() {
 	PIDS=()
 	for ((i = 0; i < n; i++)); do
 		[ "$i" != "${SWEEP_SKIP:-}" ] || continue
-		rdmactl -j -t "${SWEEP_TIMEOUT:-20000}" sweep --rank "$i" --world "$n" --rendezvous "file:$PEERS" \
+		local json=-j
+		[[ $i != 0 || -z ${SWEEP_TEXT:-} ]] || json=
+		rdmactl $json -t "${SWEEP_TIMEOUT:-20000}" sweep --rank "$i" --world "$n" --rendezvous "file:$PEERS" \
 			"${SMALL[@]}" "${JUDGE[@]}" "$@" \
 			>"$BATS_TEST_TMPDIR/rank.$i.out" 2>"$BATS_TEST_TMPDIR/rank.$i.err" &
 		PIDS+=($!)
@@ -121,6 +123,9 @@ teardown() {
 			| (.key == $i) == (.value == null)] | all))' <<<"$DOC" ||
 		{ sweep_dump; fail "a matrix is not complete"; }
 	jq -e '[.matrices.write_gbit_per_s[][] | select(. != null)] | all(. > 0)' <<<"$DOC"
+	# the counters that moved: an object a cell, the diagonal's empty
+	jq -e '.matrices.counters | length == 4 and all(length == 4 and all(type == "object"))
+		and ([.[0][0], .[1][1], .[2][2], .[3][3]] | all(. == {}))' <<<"$DOC"
 	jq -e '[.nodes[].device] == [env.RDMACTL_VM_DEV_A, env.RDMACTL_VM_DEV_A,
 		env.RDMACTL_VM_DEV_B, env.RDMACTL_VM_DEV_B] and .nodes[1].host == "198.18.1.3"' <<<"$DOC"
 	# the other ranks print nothing
@@ -163,6 +168,13 @@ teardown() {
 	jq -e '.bad_nodes[0].outlier_pairs == 2 and .bad_nodes[0].pairs == 3' <<<"$DOC"
 	# every outlier is one of its pairs
 	jq -e '[.outliers[] | select(.from != 1 and .to != 1)] | length == 0' <<<"$DOC"
+	# the text names it with its address and device, the verdict last
+	SWEEP_TEXT=1 sweep_start 4
+	sweep_wait
+	all_exit 1
+	grep -q "^node: rank 1 (198.18.1.3 $RDMACTL_VM_DEV_A:1 on " <<<"$DOC" || { sweep_dump; fail "the text does not name rank 1"; }
+	grep -q "^verdict: NOT healthy: " <<<"$DOC"
+	grep -q "the named node: its NIC and cable" <<<"$DOC"
 }
 
 @test "a rank that never joins is named, with the reason, and the others exit 1" {
