@@ -30,7 +30,7 @@
 	X(SW_DEPTH, "depth", 0, "N", "writes outstanding in the bandwidth test (default 16)") \
 	X(SW_MIN_FRACTION, "min-fraction", 0, "F", "a direction below F (0 to 1) of the slower port's link rate is an outlier") \
 	X(SW_MAX_LAT_US, "max-lat-us", 0, "U", "a median WRITE or READ latency above U microseconds is an outlier") \
-	X(SW_SLOW_RATIO, "slow-ratio", 0, "F", "slow: below F of the fleet's median (and 3 MADs), or of the pair's other direction (default 0.5)") \
+	X(SW_SLOW_RATIO, "slow-ratio", 0, "F", "slow: below F of the fleet's median (and 3 MADs), or of the pair's other direction (default 0.5; 0: not judged)") \
 	X(SW_LAT_RATIO, "lat-ratio", 0, "X", "high latency: above X times the fleet's median (and 3 MADs; default 3)") \
 	X(SW_SVG, "svg", 0, "FILE", "rank 0 draws the bandwidth matrix as an SVG heatmap", COMP_FILE) \
 	X(SW_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping")
@@ -85,7 +85,7 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct sweep_cli *a)
 	    (rc = opt_int_at(ctx, c, v, SW_DEPTH, 1, 100, &a->run.depth)) ||
 	    (rc = opt_real(ctx, v, SW_MIN_FRACTION, 0, 1, true, &a->lim.min_fraction)) ||
 	    (rc = opt_real(ctx, v, SW_MAX_LAT_US, 0, 1e9, true, &a->lim.max_lat_us)) ||
-	    (rc = opt_real(ctx, v, SW_SLOW_RATIO, 0, 1, true, &a->lim.slow_ratio)) ||
+	    (rc = opt_real(ctx, v, SW_SLOW_RATIO, 0, 1, false, &a->lim.slow_ratio)) ||
 	    (rc = opt_real(ctx, v, SW_LAT_RATIO, 1, 1e6, true, &a->lim.lat_ratio)))
 		return rc;
 	if (a->run.msg_size < 1 || a->run.msg_size > (1ULL << 30))
@@ -119,6 +119,8 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct sweep_cli *a)
 					     : fail(ctx, rc, "--pairs %s", e.msg);
 		a->run.want = a->want;
 	}
+	if (opt_arg(v, SW_SLOW_RATIO) && a->lim.slow_ratio == 0)
+		a->lim.slow_ratio = -1; /* bandwidth not judged against the fleet */
 	if (opt_arg(v, SW_SLOW_RATIO))
 		a->lim.asym_ratio = a->lim.slow_ratio;
 	a->svg = opt_arg(v, SW_SVG);

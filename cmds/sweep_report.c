@@ -211,20 +211,36 @@ static void advice(struct out *o, const struct judged *j)
 	out_arr_end(o);
 }
 
+/* A ratio of the judgement, null when it is not judged. */
+static void put_ratio(struct out *o, const char *key, double r)
+{
+	if (r < 0)
+		out_null(o, key);
+	else
+		out_f64(o, key, NULL, r);
+}
+
 static void put_thresholds(struct out *o, const struct judged *j, const struct rc_sweep_limits *l)
 {
 	out_obj_begin(o, "thresholds");
 	out_f64(o, "min_fraction", NULL, l->min_fraction);
 	out_f64(o, "max_lat_us", NULL, l->max_lat_us);
 	out_f64(o, "mad_k", NULL, l->mad_k);
-	out_f64(o, "slow_ratio", NULL, l->slow_ratio);
+	put_ratio(o, "slow_ratio", l->slow_ratio);
 	out_f64(o, "lat_ratio", NULL, l->lat_ratio);
-	out_f64(o, "asym_ratio", NULL, l->asym_ratio);
-	out_text(o, "# fleet: WRITE median %.3f Gbit/s (MAD %.3f), slow below %.3f; latency median WRITE %.1f us, READ %.1f us, high above %.1f and %.1f us",
-		 j->v.bw_median, j->v.bw_mad, j->v.bw_floor, j->v.wlat_median, j->v.rlat_median,
-		 j->v.wlat_ceiling, j->v.rlat_ceiling);
+	put_ratio(o, "asym_ratio", l->asym_ratio);
+	out_text(o, "# fleet: WRITE median %.3f Gbit/s (MAD %.3f), ", j->v.bw_median, j->v.bw_mad);
+	if (isnan(j->v.bw_floor))
+		out_text(o, "bandwidth not judged against it");
+	else
+		out_text(o, "slow below %.3f", j->v.bw_floor);
+	out_text(o, "; latency median WRITE %.1f us, READ %.1f us, high above %.1f and %.1f us",
+		 j->v.wlat_median, j->v.rlat_median, j->v.wlat_ceiling, j->v.rlat_ceiling);
 	if (j->v.measured) {
-		out_f64(o, "bw_floor_gbit_per_s", NULL, j->v.bw_floor);
+		if (isnan(j->v.bw_floor))
+			out_null(o, "bw_floor_gbit_per_s");
+		else
+			out_f64(o, "bw_floor_gbit_per_s", NULL, j->v.bw_floor);
 		out_f64(o, "write_lat_ceiling_us", NULL, j->v.wlat_ceiling);
 		out_f64(o, "read_lat_ceiling_us", NULL, j->v.rlat_ceiling);
 	}

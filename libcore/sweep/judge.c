@@ -65,11 +65,11 @@ void rc_sweep_limits_default(struct rc_sweep_limits *l)
 {
 	if (l->mad_k <= 0)
 		l->mad_k = 3;
-	if (l->slow_ratio <= 0)
+	if (l->slow_ratio == 0)
 		l->slow_ratio = 0.5;
 	if (l->lat_ratio <= 0)
 		l->lat_ratio = 3;
-	if (l->asym_ratio <= 0)
+	if (l->asym_ratio == 0)
 		l->asym_ratio = 0.5;
 }
 
@@ -147,7 +147,7 @@ int rc_sweep_judge(int world, const struct rc_sweep_cell *m, const double *rate_
 	free(vals);
 	a = v->bw_median - l.mad_k * MAD_SIGMA * v->bw_mad;
 	b = v->bw_median * l.slow_ratio;
-	v->bw_floor = a < b ? a : b;
+	v->bw_floor = l.slow_ratio < 0 ? NAN : a < b ? a : b;
 	v->wlat_ceiling = ceiling(v->wlat_median, v->wlat_mad, &l);
 	v->rlat_ceiling = ceiling(v->rlat_median, v->rlat_mad, &l);
 	v->measured = v->outliers = v->bad_pairs = v->bad_nodes = 0;
@@ -167,7 +167,7 @@ int rc_sweep_judge(int world, const struct rc_sweep_cell *m, const double *rate_
 		for (int j = i + 1; j < world; j++) {
 			const struct rc_sweep_cell *x = &m[i * N + j], *y = &m[j * N + i];
 
-			if (x->status || y->status)
+			if (x->status || y->status || l.asym_ratio < 0)
 				continue;
 			if (x->bw_gbit < l.asym_ratio * y->bw_gbit)
 				v->why[i * N + j] |= RC_SWEEP_ASYM;

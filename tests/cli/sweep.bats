@@ -56,9 +56,9 @@ sw() {
 	sw -r 0 -w 2 -R "file:$PEERS" --max-lat-us -3
 	assert_failure 2
 	assert_output --partial "invalid --max-lat-us '-3'"
-	sw -r 0 -w 2 -R "file:$PEERS" --slow-ratio 0
+	sw -r 0 -w 2 -R "file:$PEERS" --slow-ratio 1.5
 	assert_failure 2
-	assert_output --partial "invalid --slow-ratio '0'"
+	assert_output --partial "invalid --slow-ratio '1.5'"
 	sw -r 0 -w 2 -R "file:$PEERS" --lat-ratio 0.5
 	assert_failure 2
 	assert_output --partial "invalid --lat-ratio '0.5'"

@@ -193,6 +193,16 @@ static void judgements(void)
 	CHECK(f.why[1 * W + 3] == RC_SWEEP_SLOW && f.why[3 * W + 1] == RC_SWEEP_SLOW);
 	CHECK(count_why(&f, RC_SWEEP_ASYM) == 0);
 
+	/* the fleet's bandwidth not judged (slow_ratio and asym_ratio < 0): a
+	 * slow pair passes, its latency still judged */
+	healthy(&f);
+	f.m[1 * W + 3].bw_gbit = 1;
+	f.m[3 * W + 1].wlat_p50_us = 500;
+	l = (struct rc_sweep_limits){ .slow_ratio = -1, .asym_ratio = -1 };
+	CHECK(judge(&f, &l) == 0 && isnan(f.v.bw_floor));
+	CHECK(f.v.outliers == 1 && f.why[3 * W + 1] == RC_SWEEP_LAT);
+	l = (struct rc_sweep_limits){ 0 };
+
 	/* one asymmetric pair: only 2 -> 4 slow; named slow and asymmetric */
 	healthy(&f);
 	f.m[2 * W + 4].bw_gbit = 30;

@@ -72,18 +72,21 @@ struct rc_sweep_limits {
 	double min_fraction;  /* of the slower port's link rate; 0: not judged */
 	double max_lat_us;    /* p50 WRITE or READ latency; 0: not judged */
 	double mad_k;         /* robust deviations (1.4826 MAD) from the median (default 3) */
-	double slow_ratio;    /* and below this fraction of the median bandwidth (default 0.5) */
+	double slow_ratio;    /* and below this fraction of the median bandwidth (default 0.5;
+			       * < 0: bandwidth not judged against the fleet) */
 	double lat_ratio;     /* and above this multiple of the median latency (default 3) */
-	double asym_ratio;    /* one direction below this fraction of the other (default 0.5) */
+	double asym_ratio;    /* one direction below this fraction of the other (default 0.5;
+			       * < 0: not judged) */
 };
-/* Fill the defaults of the fields left 0 (min_fraction, max_lat_us stay off). */
+/* Fill the defaults of the fields left 0 (min_fraction, max_lat_us stay
+ * off; a negative slow_ratio or asym_ratio stays: not judged). */
 RC_EXPORT void rc_sweep_limits_default(struct rc_sweep_limits *l);
 
 struct rc_sweep_verdict {
 	double bw_median, bw_mad;       /* over every measured direction, Gbit/s */
 	double wlat_median, wlat_mad;   /* p50 WRITE latency, us */
 	double rlat_median, rlat_mad;
-	double bw_floor;                /* below it (and the ratio): slow */
+	double bw_floor;                /* below it: slow (NAN: not judged) */
 	double wlat_ceiling, rlat_ceiling;
 	unsigned *why;                  /* caller's world * world: why[i * world + j] */
 	bool *node_bad;                 /* caller's world: most of its pairs are outliers */
