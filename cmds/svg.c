@@ -116,7 +116,9 @@ static void cells(FILE *f, const struct svg_heatmap *h, double lo, double hi)
 
 int svg_heatmap_write(const char *path, const struct svg_heatmap *h)
 {
-	int w = LABEL_W + h->n * CELL + 20, ht = TOP + h->n * CELL + 60;
+	/* at least room for the title and the legend */
+	int w = LABEL_W + h->n * CELL + 20 > 560 ? LABEL_W + h->n * CELL + 20 : 560;
+	int ht = TOP + h->n * CELL + 60;
 	double lo, hi;
 	char line[160];
 	FILE *f = fopen(path, "w");
