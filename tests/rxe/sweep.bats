@@ -199,3 +199,20 @@ teardown() {
 		and .matrices.write_gbit_per_s[1][3] > 0 and .matrices.write_gbit_per_s[3][1] > 0' <<<"$DOC" ||
 		{ sweep_dump; fail "not the pairs asked for"; }
 }
+
+@test "a pair that cannot connect: both of its ranks name the other, with the reason; every rank exits 1" {
+	# everything from rank 1 (.3) to rank 3 (.4) is dropped: their connect
+	# never completes (the group connects every pair before the first round)
+	tc qdisc add dev va root handle 1: prio
+	tc qdisc add dev va parent 1:3 handle 30: netem loss 100%
+	tc filter add dev va parent 1: protocol ip u32 match ip src "$EXTRA_A/32" \
+		match ip dst "$EXTRA_B/32" flowid 1:3
+	SLOWED=1
+	SWEEP_TIMEOUT=4000 sweep_start 4
+	sweep_wait
+	all_exit 1
+	jq -e '.error.message | test("rank 3 .*never answered")' "$BATS_TEST_TMPDIR/rank.1.out" ||
+		{ sweep_dump; fail "rank 1 does not name rank 3"; }
+	jq -e '.error.message | test("rank 1 never connected to rank 3")' "$BATS_TEST_TMPDIR/rank.3.out" ||
+		{ sweep_dump; fail "rank 3 does not name rank 1"; }
+}
