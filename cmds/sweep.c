@@ -173,9 +173,16 @@ static int run(struct ctx *ctx, struct sweep_cli *a)
 	struct rc_group *g = NULL;
 	uint8_t healthy = 1;
 	struct rc_err e;
+	bool metrics = group_metrics_on(&a->grp, 0);
+	struct metrics m;
 
-	if ((rc = rc_group_join(&join, &g, &how, &e)))
-		return how.usage ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
+	metrics_init(&m);
+	metrics_label(&m, "command", "sweep");
+	metrics_label_u64(&m, "rank", (uint64_t)me);
+	if ((rc = rc_group_join(&join, &g, &how, &e))) {
+		rc = how.usage ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
+		goto out;
+	}
 	progress_init(&prog.p, ctx);
 	prog.p.on = prog.p.on && me == 0;
 	a->run.progress = progress;
@@ -189,7 +196,8 @@ static int run(struct ctx *ctx, struct sweep_cli *a)
 	}
 	if (me == 0) {
 		struct sweep_report r = { .a_grp = &a->grp, .run = &a->run, .lim = &a->lim,
-					  .res = &res, .g = g, .svg = a->svg };
+					  .res = &res, .g = g, .svg = a->svg,
+					  .metrics = metrics ? &m : NULL };
 
 		rc = sweep_report(ctx, &r, &healthy);
 	}
@@ -198,11 +206,16 @@ static int run(struct ctx *ctx, struct sweep_cli *a)
 		rc = fail(ctx, rc, "rank %d: %s", me, e.msg);
 	if (!rc && me != 0)
 		ctx->out.printed = true; /* only rank 0 prints the document */
+	if (metrics)
+		group_metrics(&m, g);
 	if (!rc && !healthy)
 		ctx->exit_code = EXIT_FAIL;
 out:
 	rc_sweep_result_free(&res);
 	rc_group_close(g);
+	if (metrics)
+		rc = metrics_commit(ctx, &m, a->grp.metrics, rc);
+	metrics_free(&m);
 	return rc;
 }
 

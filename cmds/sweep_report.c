@@ -395,6 +395,47 @@ out:
 	return rc;
 }
 
+/* --metrics on rank 0: the verdict, the fleet, each direction's bandwidth
+ * and median latencies. */
+static void sweep_metrics(struct metrics *m, const struct judged *j)
+{
+	char dir[32];
+
+	metrics_gauge(m, "rdmactl_sweep_ranks", "ranks in the group", j->W);
+	metrics_gauge(m, "rdmactl_sweep_rounds", "rounds of the schedule", j->res->rounds);
+	metrics_gauge(m, "rdmactl_sweep_duration_seconds", "the whole sweep", j->res->seconds);
+	metrics_gauge(m, "rdmactl_sweep_directions_measured", "directions measured", j->v.measured);
+	metrics_gauge(m, "rdmactl_sweep_outliers", "directions judged outliers", j->v.outliers);
+	metrics_gauge(m, "rdmactl_sweep_bad_nodes", "nodes most of whose pairs are outliers",
+		      j->v.bad_nodes);
+	metrics_gauge(m, "rdmactl_sweep_healthy", "1 when no direction is an outlier", j->v.healthy);
+	if (j->v.measured)
+		metrics_gauge(m, "rdmactl_sweep_write_median_bytes_per_second",
+			      "the fleet's median RDMA WRITE bandwidth", j->v.bw_median * 1e9 / 8);
+	metrics_family(m, "rdmactl_sweep_write_bytes_per_second", METRIC_GAUGE,
+		       "RDMA WRITE bandwidth of each direction measured (FROM->TO)");
+	for (int a = 0; a < j->W; a++)
+		for (int b = 0; b < j->W; b++) {
+			const struct rc_sweep_cell *c = cell(j, a, b);
+
+			if (a == b || c->status)
+				continue;
+			snprintf(dir, sizeof(dir), "%d->%d", a, b);
+			metrics_sample(m, "", "direction", dir, c->bw_gbit * 1e9 / 8);
+		}
+	metrics_family(m, "rdmactl_sweep_write_latency_p50_seconds", METRIC_GAUGE,
+		       "median 8-byte RDMA WRITE latency of each direction measured (FROM->TO)");
+	for (int a = 0; a < j->W; a++)
+		for (int b = 0; b < j->W; b++) {
+			const struct rc_sweep_cell *c = cell(j, a, b);
+
+			if (a == b || c->status)
+				continue;
+			snprintf(dir, sizeof(dir), "%d->%d", a, b);
+			metrics_sample(m, "", "direction", dir, c->wlat_p50_us / 1e6);
+		}
+}
+
 static void put_head(struct out *o, const struct sweep_report *r, const struct judged *j)
 {
 	const struct rc_sweep_opts *run = r->run;
@@ -469,6 +510,8 @@ int sweep_report(struct ctx *ctx, const struct sweep_report *r, uint8_t *healthy
 	put_counters(o, &j);
 	out_obj_end(o);
 	put_verdict(o, &j);
+	if (r->metrics)
+		sweep_metrics(r->metrics, &j);
 	if (r->svg) {
 		int d = draw(&j, r->svg);
 

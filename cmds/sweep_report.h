@@ -10,6 +10,7 @@
 
 #include "cmd.h"
 #include "group_cmds.h"
+#include "metrics.h"
 
 struct sweep_report {
 	const struct group_args *a_grp;
@@ -18,6 +19,7 @@ struct sweep_report {
 	const struct rc_sweep_result *res;
 	const struct rc_group *g;
 	const char *svg;   /* the heatmap's file, or NULL */
+	struct metrics *metrics; /* --metrics on rank 0, or NULL */
 };
 
 /* Judge and print; *healthy gets the verdict (1 healthy, 0 not). 0, or

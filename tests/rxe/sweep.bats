@@ -112,7 +112,7 @@ teardown() {
 }
 
 @test "healthy: 4 ranks over the veth pair, every pair measured both ways, exit 0, the heatmap renders" {
-	sweep_start 4 --svg "$BATS_TEST_TMPDIR/sweep.svg"
+	sweep_start 4 --svg "$BATS_TEST_TMPDIR/sweep.svg" --metrics "$BATS_TEST_TMPDIR/sweep.prom"
 	sweep_wait
 	all_exit 0
 	jq -e '.healthy == true and .ranks == 4 and .rounds == 3 and .directions_measured == 12
@@ -132,6 +132,9 @@ teardown() {
 		env.RDMACTL_VM_DEV_B, env.RDMACTL_VM_DEV_B] and .nodes[1].host == "198.18.1.3"' <<<"$DOC"
 	# the other ranks print nothing
 	[ ! -s "$BATS_TEST_TMPDIR/rank.1.out" ] || fail "rank 1 printed on stdout"
+	# --metrics: rank 0's verdict and each direction's bandwidth
+	grep -qE '^rdmactl_sweep_healthy\{.*\} 1$' "$BATS_TEST_TMPDIR/sweep.prom"
+	[ "$(grep -c '^rdmactl_sweep_write_bytes_per_second{' "$BATS_TEST_TMPDIR/sweep.prom")" = 12 ]
 	# one cell per direction, none marked; rendered to a PNG
 	[ "$(grep -c '<rect[^>]*><title>[0-9] -&gt; [0-9]' "$BATS_TEST_TMPDIR/sweep.svg")" = 12 ]
 	[ "$(grep -c 'stroke-width="4.0"' "$BATS_TEST_TMPDIR/sweep.svg")" = 0 ]
