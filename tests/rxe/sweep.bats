@@ -15,6 +15,7 @@
 
 bats_require_minimum_version 1.5.0
 load helpers
+load '../lib/metrics'
 
 # Ranks 0 and 1 on rxe_a (198.18.1.1 and .3), 2 and 3 on rxe_b (.2 and .4):
 # each pair across the veth crosses it; 0-1 and 2-3 stay on their device.
@@ -133,6 +134,7 @@ teardown() {
 	# the other ranks print nothing
 	[ ! -s "$BATS_TEST_TMPDIR/rank.1.out" ] || fail "rank 1 printed on stdout"
 	# --metrics: rank 0's verdict and each direction's bandwidth
+	metrics_check "$BATS_TEST_TMPDIR/sweep.prom"
 	grep -qE '^rdmactl_sweep_healthy\{.*\} 1$' "$BATS_TEST_TMPDIR/sweep.prom"
 	[ "$(grep -c '^rdmactl_sweep_write_bytes_per_second{' "$BATS_TEST_TMPDIR/sweep.prom")" = 12 ]
 	# one cell per direction, none marked; rendered to a PNG
