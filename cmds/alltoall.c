@@ -16,6 +16,7 @@
 #include "cmds.h"
 #include "client_cmds.h"
 #include "group_cmds.h"
+#include "svg.h"
 
 #define ALLTOALL_OPTS(X) \
 	GROUP_OPTS(X, A2A) \
@@ -37,6 +38,7 @@
 	  COMP_WORDS, "host|hugepage|cuda") \
 	X(A2A_NO_CHECK, "no-check", 0, NULL, "do not check the received tokens") \
 	X(A2A_ALL_RANKS, "all-ranks", 0, NULL, "every rank prints its figures, not only rank 0") \
+	X(A2A_SVG, "svg", 0, "FILE", "rank 0 draws the dispatch bytes per peer as an SVG heatmap", COMP_FILE) \
 	X(A2A_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping") \
 	X(A2A_PLAN, "plan", 0, NULL, "size the job and exit, no device, rendezvous or rank needed: " \
 	  "per rank the QPs, CQs, message rings, registered bytes and connect rounds that --algo's " \
@@ -52,6 +54,7 @@ static const char *const dtype_words[] = { "bf16", "fp8", NULL };
 
 struct a2a_cli {
 	struct group_args grp;
+	const char *svg;
 	struct rc_a2a_route route;
 	struct rc_a2a_opts run;
 	bool all_ranks;
@@ -117,6 +120,7 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 		return rc;
 	a->all_ranks = opt_on(v, A2A_ALL_RANKS);
 	a->busy_poll = opt_on(v, A2A_BUSY_POLL);
+	a->svg = opt_arg(v, A2A_SVG);
 	if (!a->grp.rendezvous && !a->plan)
 		return usage_err(ctx, "alltoall needs --rendezvous etcd://HOST:PORT/JOB or file:PATH");
 	a->counts = calloc((size_t)a->grp.who.world * (size_t)a->grp.who.world, sizeof(uint64_t));
@@ -245,6 +249,41 @@ static void report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a
 	group_report(o, g);
 }
 
+/* The dispatch bytes from each rank to each (the skew at a glance): hot
+ * blocks red, the rank's block to itself included. */
+static int draw(const struct a2a_cli *a)
+{
+	int W = a->grp.who.world, rc = -ENOMEM;
+	size_t tb = rc_a2a_token_bytes(a->run.hidden, a->run.dtype), N = (size_t)W;
+	double *val = calloc(N * N, sizeof(double));
+	char **labels = calloc(N, sizeof(char *)), title[160];
+	struct rc_a2a_stats st;
+
+	if (!val || !labels)
+		goto out;
+	for (int i = 0; i < W; i++) {
+		if (!(labels[i] = malloc(24)))
+			goto out;
+		snprintf(labels[i], 24, "rank %d", i);
+	}
+	for (size_t k = 0; k < N * N; k++)
+		val[k] = (double)a->counts[k] * (double)tb / 1e6;
+	rc_a2a_stats(a->counts, W, 0, tb, &st);
+	snprintf(title, sizeof(title), "rdmactl alltoall: dispatch MB per peer (%s, imbalance %.2f)",
+		 rc_a2a_algo_name(a->run.algo), st.imbalance);
+	struct svg_heatmap h = { .n = W, .title = title, .unit = "MB (10^6 bytes)",
+				 .row_axis = "from (rank)", .col_axis = "to (rank)",
+				 .labels = (const char *const *)labels, .value = val };
+
+	rc = svg_heatmap_write(a->svg, &h);
+out:
+	for (int i = 0; labels && i < W; i++)
+		free(labels[i]);
+	free(labels);
+	free(val);
+	return rc;
+}
+
 /* --metrics: this rank's figures, and the wrong tokens of all ranks. */
 static void a2a_metrics(struct metrics *m, const struct a2a_cli *a, const struct rc_a2a_result *r,
 			uint64_t wrong, const struct rc_group *g)
@@ -350,6 +389,10 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 		ctx->out.printed = true; /* only rank 0 prints the document; every rank its failure */
 	if (metrics)
 		a2a_metrics(&m, a, &res, total_wrong, g);
+	if (a->svg && a->grp.who.rank == 0 && (rc = draw(a)))
+		rc = fail(ctx, rc, "--svg %s: %s", a->svg, strerror(-rc));
+	else if (a->svg && a->grp.who.rank == 0)
+		out_str(&ctx->out, "svg", speak ? "# heatmap: %s\n" : NULL, a->svg);
 	if (total_wrong)
 		rc = fail(ctx, -EIO, "%llu tokens arrived wrong", (unsigned long long)total_wrong);
 out:

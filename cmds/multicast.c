@@ -7,6 +7,7 @@
  * receiver (report).
  */
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 
 #include "cmds.h"
 #include "group_cmds.h"
+#include "svg.h"
 
 #define MULTICAST_OPTS(X) \
 	GROUP_OPTS(X, MC) \
@@ -37,6 +39,7 @@
 	  "parent and its children, and the root to every rank (the reports)", COMP_WORDS, "flat|chain|tree") \
 	X(MC_FANOUT, "fanout", 'k', "K", "tree: children per relay (default 2)") \
 	X(MC_LINK_BW, "link-bw", 0, "RATE", "link rate for the ideal: 100Gbit, 12.5GB (per s) or bytes/s (default: measured)") \
+	X(MC_SVG, "svg", 0, "FILE", "root: draw each receiver's first and last chunk on one timeline (SVG)", COMP_FILE) \
 	X(MC_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping") \
 	X(MC_RANKS_PER_NODE, "ranks-per-node", 0, "N", "--plan: ranks per node, for figures per node") \
 	X(MC_PLAN, "plan", 0, NULL, "size the job and exit, no device, rendezvous or rank needed: " \
@@ -52,6 +55,7 @@ static const char *const algo_words[] = { "flat", "chain", "tree", NULL };
 
 struct mc_cli {
 	struct group_args grp;
+	const char *svg;
 	struct rc_mcast_opts run;
 	const char *file;
 	const char *pattern;
@@ -187,6 +191,7 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 	if (opt_arg(v, MC_OUT) && (rc = out_path(ctx, m, opt_arg(v, MC_OUT))))
 		return rc;
 	m->busy_poll = opt_on(v, MC_BUSY_POLL);
+	m->svg = opt_arg(v, MC_SVG);
 	if (!m->grp.rendezvous && !m->plan)
 		return usage_err(ctx, "multicast needs --rendezvous etcd://HOST:PORT/JOB or file:PATH");
 	m->run.shape.algo = (enum rc_mcast_algo)algo;
@@ -354,6 +359,56 @@ static void report(struct ctx *ctx, const struct mc_cli *m, const struct rc_mcas
 	group_report(o, g);
 }
 
+/* Each receiver's first and last chunk on one timeline (its own clock,
+ * from the start barrier), a receiver without the whole blob in red, the
+ * blocks usable as ticks. */
+static int draw(const struct mc_cli *m, const struct rc_mcast_result *r)
+{
+	int W = m->grp.who.world, root = m->run.shape.root, n = 0, rc = -ENOMEM;
+	size_t N = (size_t)W;
+	double *start = calloc(N, sizeof(double)), *end = calloc(N, sizeof(double));
+	const double **marks = calloc(N, sizeof(double *));
+	int *nmarks = calloc(N, sizeof(int));
+	bool *bad = calloc(N, sizeof(bool));
+	char **labels = calloc(N, sizeof(char *)), title[160];
+
+	if (!start || !end || !marks || !nmarks || !bad || !labels)
+		goto out;
+	for (int j = 0; j < W; j++) {
+		const struct rc_mcast_recv *x = &r->recv[j];
+
+		if (j == root)
+			continue;
+		if (!(labels[n] = malloc(64)))
+			goto out;
+		snprintf(labels[n], 64, "rank %d%s%.31s", j, x->reported ? " " : "",
+			 x->reported ? x->device : "");
+		start[n] = x->reported ? x->first_ms : NAN;
+		end[n] = x->reported ? x->last_ms : NAN;
+		bad[n] = !x->ok;
+		marks[n] = x->block_ms;
+		nmarks[n] = x->reported ? x->nblocks : 0;
+		n++;
+	}
+	snprintf(title, sizeof(title), "rdmactl multicast: %s, %llu bytes to %d receivers",
+		 rc_mcast_algo_name(m->run.shape.algo), (unsigned long long)r->size, W - 1);
+	struct svg_timeline t = { .n = n, .title = title, .unit = "ms",
+				  .labels = (const char *const *)labels, .start = start, .end = end,
+				  .bad = bad, .marks = marks, .nmarks = nmarks };
+
+	rc = svg_timeline_write(m->svg, &t);
+out:
+	for (int j = 0; labels && j < W; j++)
+		free(labels[j]);
+	free(labels);
+	free(start);
+	free(end);
+	free(marks);
+	free(nmarks);
+	free(bad);
+	return rc;
+}
+
 /* --metrics: the root's figures of every receiver; a receiver's of its own. */
 static void mc_metrics(struct metrics *m, const struct mc_cli *mc, const struct rc_mcast_result *r,
 		       const struct rc_group *g)
@@ -449,6 +504,10 @@ static int run(struct ctx *ctx, struct mc_cli *m)
 		goto out;
 	}
 	report(ctx, m, &res, g);
+	if (m->svg && (rc = draw(m, &res)))
+		rc = fail(ctx, rc, "--svg %s: %s", m->svg, strerror(-rc));
+	else if (m->svg)
+		out_str(&ctx->out, "svg", "# timeline: %s\n", m->svg);
 	if (res.ok_count < W - 1) {
 		char who[512] = "";
 		size_t o = 0;

@@ -17,6 +17,7 @@ const struct cmd *const rdmactl_cmds[] = {
 	&cmd_kvxfer,
 	&cmd_alltoall,
 	&cmd_multicast,
+	&cmd_sweep,
 	&cmd_migrate,
 	&cmd_shell,
 	&cmd_regions,

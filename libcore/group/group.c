@@ -460,6 +460,16 @@ const char *rc_group_dev(const struct rc_group *g)
 	return g->l->dev_name;
 }
 
+const struct rc_endpoint *rc_group_self(const struct rc_group *g)
+{
+	return &g->self;
+}
+
+int rc_group_port(const struct rc_group *g)
+{
+	return g->l->port_num;
+}
+
 void rc_group_stats(const struct rc_group *g, struct rc_group_stats *out)
 {
 	*out = (struct rc_group_stats){ .rendezvous_s = g->rdv_s, .connect_s = g->connect_s,

@@ -228,12 +228,10 @@ struct write_pieces {
 	struct rc_err *err;
 };
 
-static int write_piece(void *arg, uint64_t off, uint32_t len, bool last)
+static int sq_room(struct write_pieces *w)
 {
-	struct write_pieces *w = arg;
 	struct rc_group *g = w->g;
 	struct gpeer *p = &g->peers[w->j];
-	bool imm = last && w->channel >= 0;
 	int rc;
 
 	while (p->sends_out >= g->o.sq_depth - 2) {
@@ -244,6 +242,19 @@ static int write_piece(void *arg, uint64_t off, uint32_t len, bool last)
 		if (rc)
 			return rc;
 	}
+	return 0;
+}
+
+static int write_piece(void *arg, uint64_t off, uint32_t len, bool last)
+{
+	struct write_pieces *w = arg;
+	struct rc_group *g = w->g;
+	struct gpeer *p = &g->peers[w->j];
+	bool imm = last && w->channel >= 0;
+	int rc;
+
+	if ((rc = sq_room(w)))
+		return rc;
 	rc = rc_post_rdma(p->c, imm ? RC_OP_WRITE_IMM : RC_OP_WRITE, w->laddr ? w->laddr + off : NULL,
 			  len, w->lkey, w->raddr + off, w->rkey,
 			  (uint32_t)w->channel << 24 | (w->seq & 0xffffff),
@@ -271,6 +282,27 @@ int rc_group_write_imm(struct rc_group *g, int j, void *laddr, uint64_t len, uin
 	/* a block larger than the port's largest message goes in pieces;
 	 * only the last carries the immediate data, and RC lands them in order */
 	return rc_split_len(len, p->max_msg, write_piece, &w);
+}
+
+int rc_group_read(struct rc_group *g, int j, void *laddr, uint32_t len, uint32_t lkey,
+		  uint64_t raddr, uint32_t rkey, struct rc_err *err)
+{
+	struct write_pieces w = { .g = g, .j = j, .deadline = rc_now() + g->o.timeout_ms / 1000.0,
+				  .err = err };
+	struct gpeer *p;
+	int rc;
+
+	if (j < 0 || j >= g->o.world || !g->peers[j].c)
+		return rc_err_set(err, EINVAL, "no connection to rank %d", j);
+	p = &g->peers[j];
+	if (p->dead && g->o.keep_going)
+		return peer_gone(g, j, "reading from it", err);
+	if ((rc = sq_room(&w)))
+		return rc;
+	rc = rc_post_rdma(p->c, RC_OP_READ, laddr, len, lkey, raddr, rkey, 0, (uint64_t)j, true, err);
+	if (!rc)
+		p->sends_out++;
+	return rc;
 }
 
 uint64_t rc_group_imm_count(const struct rc_group *g, int peer, int channel)

@@ -52,19 +52,20 @@ layer_includes() {
 		sed -E 's/.*<rdmactl\/([a-z_]+)\.h>/\1/' | sort -u
 }
 
-@test "libcore's layers depend one way: base <- verbs <- region, kv, topo, group <- a2a, mcast; region <- migrate" {
+@test "libcore's layers depend one way: base <- verbs <- region, kv, topo, group <- a2a, mcast; topo, group <- sweep; region <- migrate" {
 	local layer h allowed bad=
 	# Which layer owns each public header.
 	declare -A owner=([err]=base [parse]=base [export]=base [sha256]=base [etcd]=base [dev]=verbs [mem]=verbs
 		[conn]=verbs [ops]=verbs [ctrl]=region [server]=region [client]=region
-		[kv]=kv [topo]=topo [group]=group [a2a]=a2a [mcast]=mcast [migrate]=migrate)
+		[kv]=kv [topo]=topo [group]=group [a2a]=a2a [mcast]=mcast [migrate]=migrate [sweep]=sweep)
 	declare -A may=([base]="base" [verbs]="base verbs" [region]="base verbs region"
 		[kv]="base verbs kv ctrl" [topo]="base verbs topo" [group]="base verbs group"
 		[a2a]="base verbs group a2a" [mcast]="base verbs group mcast"
-		[migrate]="base verbs region migrate")
+		[migrate]="base verbs region migrate"
+		[sweep]="base verbs topo group sweep")
 	# kv frames its control messages with the region protocol's header:
 	# rdmactl/ctrl.h alone, not the region server or client.
-	for layer in base verbs region kv topo group a2a mcast migrate; do
+	for layer in base verbs region kv topo group a2a mcast migrate sweep; do
 		[[ -d $ROOT/libcore/$layer ]] || fail "no libcore/$layer"
 		for h in $(layer_includes "$layer"); do
 			[[ -n ${owner[$h]:-} ]] || { bad+="$layer includes rdmactl/$h.h, which no layer owns"$'\n'; continue; }

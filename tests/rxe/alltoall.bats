@@ -109,6 +109,21 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 	jq -e '.rank == 1 and .wrong == 0' "$BATS_TEST_TMPDIR/rank.1.out"
 }
 
+@test "--svg: rank 0 draws the bytes per peer, one cell a block, and it renders" {
+	need_guest
+	a2a_peers 3
+	printf '0,5,0\n7,1,0\n0,0,9\n' >"$BATS_TEST_TMPDIR/m.csv"
+	a2a_ok 3 --rendezvous "file:$PEERS" --hidden 256 --skew "matrix:$BATS_TEST_TMPDIR/m.csv" \
+		--iters 2 --svg "$BATS_TEST_TMPDIR/a2a.svg"
+	[ "$(jq -r .svg <<<"$DOC")" = "$BATS_TEST_TMPDIR/a2a.svg" ]
+	# the background and 3 x 3 cells; the hottest block (9 tokens, 2->2) in red
+	[ "$(grep -c '<rect' "$BATS_TEST_TMPDIR/a2a.svg")" = 10 ]
+	grep -q 'fill="#d73027"' "$BATS_TEST_TMPDIR/a2a.svg"
+	command -v rsvg-convert >/dev/null || skip "rsvg-convert (librsvg2-bin) is not installed"
+	rsvg-convert -o "$BATS_TEST_TMPDIR/a2a.png" "$BATS_TEST_TMPDIR/a2a.svg"
+	[ -s "$BATS_TEST_TMPDIR/a2a.png" ]
+}
+
 @test "flat and ring: a block larger than the port's largest message goes in pieces, every token checked" {
 	need_guest
 	local max

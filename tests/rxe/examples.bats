@@ -154,6 +154,17 @@ example() {
 	jq -e '.ok == true and .algo == "ring" and (.verdict | startswith("balanced"))' <<<"$output"
 }
 
+@test "sweep-mpirun: 3 ranks launched by mpirun, every pair measured, the verdict read as JSON" {
+	command -v mpirun >/dev/null || skip "needs Open MPI's mpirun (openmpi-bin)"
+	# the guest's rxe bandwidth varies tenfold (tests/rxe/sweep.bats): judge loosely
+	example sweep-mpirun --ranks 3 --addr "$ADDR" --duration 0.2 --svg "$BATS_TEST_TMPDIR/s.svg" \
+		-- --slow-ratio 0 --lat-ratio 20 --lat-iters 30
+	assert_success
+	jq -e '.ok == true and .ranks == 3 and .rounds == 3 and .rank_source == "openmpi"
+		and .median_gbit_per_s > 0 and .outliers == [] and .bad_nodes == []' <<<"$output"
+	grep -q "<svg" "$BATS_TEST_TMPDIR/s.svg"
+}
+
 @test "push-weights: a made-up model to 3 replicas, every copy equal, read as JSON" {
 	need_guest
 	example push-weights --replicas 3 --layers 4 --layer-size 128K --chunk 32K --addr "$ADDR"

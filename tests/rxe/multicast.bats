@@ -156,6 +156,21 @@ blob() {
 	[ "$plan" != "$got" ] || fail "a plan of rings of 16 matched a run with rings of 4: $plan"
 }
 
+@test "--svg: the root draws one bar a receiver, the blocks as ticks, and it renders" {
+	need_guest
+	blob "$BATS_TEST_TMPDIR/w" $((1 << 20))
+	mc_peers 4
+	mc_ok 4 "$BLOB_SHA" --algo chain --file "$BATS_TEST_TMPDIR/w" --chunk 128K \
+		--block-sizes 512K,512K --svg "$BATS_TEST_TMPDIR/mc.svg"
+	[ "$(jq -r .svg <<<"$DOC")" = "$BATS_TEST_TMPDIR/mc.svg" ]
+	# 3 receivers: 3 bars (a tooltip each), blue (whole), 2 ticks each, 5 grid lines
+	[ "$(grep -c '<rect[^>]*fill="#4575b4"[^>]*><title>rank ' "$BATS_TEST_TMPDIR/mc.svg")" = 3 ]
+	[ "$(grep -c '<line[^>]*stroke="#000000"' "$BATS_TEST_TMPDIR/mc.svg")" = 6 ]
+	command -v rsvg-convert >/dev/null || skip "rsvg-convert (librsvg2-bin) is not installed"
+	rsvg-convert -o "$BATS_TEST_TMPDIR/mc.png" "$BATS_TEST_TMPDIR/mc.svg"
+	[ -s "$BATS_TEST_TMPDIR/mc.png" ]
+}
+
 @test "every algorithm across the two rxe devices of the veth pair" {
 	heavy_sibling "flat, chain and tree on one device"
 	need_two_nics

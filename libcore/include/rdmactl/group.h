@@ -157,6 +157,10 @@ RC_EXPORT int rc_group_world(const struct rc_group *g);
 RC_EXPORT struct ibv_pd *rc_group_pd(const struct rc_group *g);
 RC_EXPORT struct rc_conn *rc_group_conn(const struct rc_group *g, int peer);
 RC_EXPORT const char *rc_group_dev(const struct rc_group *g);
+/* This rank's endpoint (the address and port it listens on, its host name)
+ * and its device's port. */
+RC_EXPORT const struct rc_endpoint *rc_group_self(const struct rc_group *g);
+RC_EXPORT int rc_group_port(const struct rc_group *g);
 
 /* One-sided write with immediate data: imm = channel << 24 | (seq & 0xffffff).
  * The peer's counter of that channel goes up by one when it lands. Waits for
@@ -172,6 +176,11 @@ RC_EXPORT int rc_group_write_imm(struct rc_group *g, int peer, void *laddr, uint
 RC_EXPORT int rc_group_wait_imm(struct rc_group *g, const int *peers, int n, int channel,
 				const uint64_t *target, struct rc_err *err);
 RC_EXPORT uint64_t rc_group_imm_count(const struct rc_group *g, int peer, int channel);
+/* One signalled RDMA READ of len bytes from the peer (waits for room in the
+ * send queue, within the timeout); its completion counts in
+ * rc_group_writes_done like a write's, and rc_group_flush waits for it. */
+RC_EXPORT int rc_group_read(struct rc_group *g, int peer, void *laddr, uint32_t len, uint32_t lkey,
+			    uint64_t raddr, uint32_t rkey, struct rc_err *err);
 /* Wait until every write posted so far completed. */
 RC_EXPORT int rc_group_flush(struct rc_group *g, struct rc_err *err);
 

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rdmactl sweep: every rank of a group against every other, pair by pair
+ * (libcore/sweep: the schedule, the measurement, the judgement); rank 0
+ * reports the verdict, the matrices and the outliers (sweep_report.c), and
+ * draws the bandwidth heatmap (--svg).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmactl/group.h>
+#include <rdmactl/ops.h>
+#include <rdmactl/sweep.h>
+
+#include "cmds.h"
+#include "client_cmds.h"
+#include "group_cmds.h"
+#include "sweep_report.h"
+
+#define SWEEP_OPTS(X) \
+	GROUP_OPTS(X, SW) \
+	X(SW_MSG_SIZE, "msg-size", 's', "SIZE", "bytes per RDMA WRITE of the bandwidth test (default 64K)") \
+	X(SW_DURATION, "duration", 'D', "SECONDS", "bandwidth test per pair and direction (default 1)") \
+	X(SW_ITERS, "iters", 'n', "N", "writes per pair and direction, instead of --duration") \
+	X(SW_LAT_ITERS, "lat-iters", 0, "N", "8-byte WRITEs and READs timed per pair and direction (default 200)") \
+	X(SW_PAIRS, "pairs", 0, "FILE", "measure only the pairs of FILE, one \"A B\" a line", COMP_FILE) \
+	X(SW_DEPTH, "depth", 0, "N", "writes outstanding in the bandwidth test (default 16)") \
+	X(SW_MIN_FRACTION, "min-fraction", 0, "F", "a direction below F (0 to 1) of the slower port's link rate is an outlier") \
+	X(SW_MAX_LAT_US, "max-lat-us", 0, "U", "a median WRITE or READ latency above U microseconds is an outlier") \
+	X(SW_SLOW_RATIO, "slow-ratio", 0, "F", "slow: below F of the fleet's median (and 3 MADs), or of the pair's other direction (default 0.5; 0: not judged)") \
+	X(SW_LAT_RATIO, "lat-ratio", 0, "X", "high latency: above X times the fleet's median (and 3 MADs; default 3)") \
+	X(SW_SVG, "svg", 0, "FILE", "rank 0 draws the bandwidth matrix as an SVG heatmap", COMP_FILE) \
+	X(SW_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping")
+
+enum { SWEEP_OPTS(OPT_INDEX) SW_NOPTS };
+static const struct cmd_opt sweep_opts[] = { SWEEP_OPTS(OPT_ENTRY) OPT_END };
+OPTS_BOUND(sweep_opts, SW_NOPTS);
+
+struct sweep_cli {
+	struct group_args grp;
+	struct rc_sweep_opts run;
+	struct rc_sweep_limits lim;
+	const char *svg;
+	bool busy_poll;
+	uint8_t *want;
+};
+
+/* A decimal from lo to hi (exclusive of lo when open). */
+static int opt_real(struct ctx *ctx, const struct opt_vals *v, int i, double lo, double hi,
+		    bool open, double *out)
+{
+	const char *s = opt_arg(v, i);
+	char *end;
+	double x;
+
+	if (!s)
+		return 0;
+	errno = 0;
+	x = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(x) || x < lo || (open && x == lo) || x > hi)
+		return usage_err(ctx, "invalid --%s '%s': expected a number %s %g to %g",
+				 sweep_opts[i].name, s, open ? "above" : "from", lo, hi);
+	*out = x;
+	return 0;
+}
+
+static int parse(struct ctx *ctx, const struct opt_vals *v, struct sweep_cli *a)
+{
+	const struct cmd *c = &cmd_sweep;
+	uint64_t iters = 0;
+	int rc;
+
+	a->run.msg_size = 65536;
+	a->run.duration_s = 1;
+	a->run.depth = 16;
+	a->run.lat_iters = 200;
+	if ((rc = group_args_parse(ctx, c, v, SW_RANK, &a->grp)) ||
+	    (rc = opt_size_at(ctx, c, v, SW_MSG_SIZE, &a->run.msg_size)) ||
+	    (rc = opt_real(ctx, v, SW_DURATION, 0, 3600, true, &a->run.duration_s)) ||
+	    (rc = opt_u64_at(ctx, c, v, SW_ITERS, &iters)) ||
+	    (rc = opt_int_at(ctx, c, v, SW_LAT_ITERS, 1, 1 << 20, &a->run.lat_iters)) ||
+	    (rc = opt_int_at(ctx, c, v, SW_DEPTH, 1, 100, &a->run.depth)) ||
+	    (rc = opt_real(ctx, v, SW_MIN_FRACTION, 0, 1, true, &a->lim.min_fraction)) ||
+	    (rc = opt_real(ctx, v, SW_MAX_LAT_US, 0, 1e9, true, &a->lim.max_lat_us)) ||
+	    (rc = opt_real(ctx, v, SW_SLOW_RATIO, 0, 1, false, &a->lim.slow_ratio)) ||
+	    (rc = opt_real(ctx, v, SW_LAT_RATIO, 1, 1e6, true, &a->lim.lat_ratio)))
+		return rc;
+	if (a->run.msg_size < 1 || a->run.msg_size > (1ULL << 30))
+		return usage_err(ctx, "invalid --msg-size %llu: expected 1 byte to 1G",
+				 (unsigned long long)a->run.msg_size);
+	if (opt_arg(v, SW_ITERS) && opt_arg(v, SW_DURATION))
+		return usage_err(ctx, "--iters and --duration exclude each other");
+	if (opt_arg(v, SW_ITERS)) {
+		if (!iters || iters > (1ULL << 40))
+			return usage_err(ctx, "invalid --iters %llu: expected 1 or more",
+					 (unsigned long long)iters);
+		a->run.iters = iters;
+		a->run.duration_s = 0;
+	}
+	/* the ranks that wait meanwhile wait in a barrier, within the timeout */
+	if (a->run.duration_s * 1000 * 2 > ctx->timeout_ms)
+		return usage_err(ctx, "--duration %g s needs a timeout (-t) of at least %.0f ms",
+				 a->run.duration_s, a->run.duration_s * 2000);
+	if (a->grp.who.world < 2)
+		return usage_err(ctx, "sweep needs at least 2 ranks (the world size is %d)",
+				 a->grp.who.world);
+	if (opt_arg(v, SW_PAIRS)) {
+		struct rc_err e;
+		size_t W = (size_t)a->grp.who.world;
+
+		if (!(a->want = malloc(W * W)))
+			return fail(ctx, -ENOMEM, "out of memory");
+		rc = rc_sweep_pairs_load(opt_arg(v, SW_PAIRS), a->grp.who.world, a->want, &e);
+		if (rc)
+			return rc == -EINVAL ? usage_err(ctx, "--pairs %s", e.msg)
+					     : fail(ctx, rc, "--pairs %s", e.msg);
+		a->run.want = a->want;
+	}
+	if (opt_arg(v, SW_SLOW_RATIO) && a->lim.slow_ratio == 0)
+		a->lim.slow_ratio = -1; /* bandwidth not judged against the fleet */
+	if (opt_arg(v, SW_SLOW_RATIO))
+		a->lim.asym_ratio = a->lim.slow_ratio;
+	a->svg = opt_arg(v, SW_SVG);
+	a->busy_poll = opt_on(v, SW_BUSY_POLL);
+	rc_sweep_limits_default(&a->lim);
+	return group_rendezvous_ready(ctx, "sweep", &a->grp);
+}
+
+struct sweep_prog {
+	struct progress p;
+	int me;
+};
+
+/* On a terminal: the round, this rank's pair, the step. */
+static void progress(void *arg, int round, int rounds, int peer, const char *what)
+{
+	struct sweep_prog *sp = arg;
+
+	if (!sp->p.on)
+		return;
+	if (peer >= 0)
+		fprintf(stderr, "\r\033[Kround %d of %d: rank %d with rank %d: %s", round + 1, rounds,
+			sp->me, peer, what);
+	else
+		fprintf(stderr, "\r\033[Kround %d of %d: rank %d %s", round + 1, rounds, sp->me, what);
+}
+
+/* Every rank connects to every other. */
+static int plan(void *arg, const struct rc_endpoint *all, int W, uint8_t *need, struct rc_err *err)
+{
+	(void)arg;
+	(void)all;
+	(void)err;
+	for (int i = 0; i < W; i++)
+		for (int j = 0; j < W; j++)
+			need[(size_t)i * (size_t)W + (size_t)j] = i != j;
+	return 0;
+}
+
+static int run(struct ctx *ctx, struct sweep_cli *a)
+{
+	int W = a->grp.who.world, me = a->grp.who.rank, rc;
+	struct rc_group_join join = { .rank = me, .world = W, .rendezvous = a->grp.rendezvous,
+				      .listen = a->grp.listen, .token = a->grp.token,
+				      .dev_name = ctx->dev_name, .timeout_ms = ctx->timeout_ms,
+				      .busy_poll = a->busy_poll, .plan = plan };
+	struct rc_group_join_out how;
+	struct rc_sweep_result res = { 0 };
+	struct sweep_prog prog = { .me = me };
+	struct rc_group *g = NULL;
+	uint8_t healthy = 1;
+	struct rc_err e;
+	bool metrics = group_metrics_on(&a->grp, 0);
+	struct metrics m;
+
+	metrics_init(&m);
+	metrics_label(&m, "command", "sweep");
+	metrics_label_u64(&m, "rank", (uint64_t)me);
+	if ((rc = rc_group_join(&join, &g, &how, &e))) {
+		rc = how.usage ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
+		goto out;
+	}
+	progress_init(&prog.p, ctx);
+	prog.p.on = prog.p.on && me == 0;
+	a->run.progress = progress;
+	a->run.progress_arg = &prog;
+	rc = rc_sweep_run(g, &a->run, &res, &e);
+	if (prog.p.on)
+		fputs("\r\033[K", stderr);
+	if (rc) {
+		rc = fail(ctx, rc, "rank %d: %s", me, e.msg);
+		goto out;
+	}
+	if (me == 0) {
+		struct sweep_report r = { .a_grp = &a->grp, .run = &a->run, .lim = &a->lim,
+					  .res = &res, .g = g, .svg = a->svg,
+					  .metrics = metrics ? &m : NULL };
+
+		rc = sweep_report(ctx, &r, &healthy);
+	}
+	/* every rank exits with the verdict, so that a launcher sees it */
+	if (!rc && (rc = rc_group_bcast(g, 0, &healthy, sizeof(healthy), &e)))
+		rc = fail(ctx, rc, "rank %d: %s", me, e.msg);
+	if (!rc && me != 0)
+		ctx->out.printed = true; /* only rank 0 prints the document */
+	if (metrics)
+		group_metrics(&m, g);
+	if (!rc && !healthy)
+		ctx->exit_code = EXIT_FAIL;
+out:
+	rc_sweep_result_free(&res);
+	rc_group_close(g);
+	if (metrics)
+		rc = metrics_commit(ctx, &m, a->grp.metrics, rc);
+	metrics_free(&m);
+	return rc;
+}
+
+static int do_sweep(struct ctx *ctx, int argc, char **argv)
+{
+	struct sweep_cli a = { 0 };
+	struct opt_vals v;
+	int rc = opts_parse(ctx, &cmd_sweep, argc, argv, &v);
+
+	if (rc)
+		return rc < 0 ? rc : 0;
+	rc = parse(ctx, &v, &a);
+	if (!rc)
+		rc = run(ctx, &a);
+	free(a.want);
+	return rc;
+}
+
+const struct cmd cmd_sweep = {
+	.name = "sweep",
+	.run = do_sweep,
+	.opts = sweep_opts,
+	.summary = "every rank against every other, pair by pair: find the slow link or node",
+};

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* sweep's report on rank 0: the judgement, the text and the JSON document,
+ * the heatmap. */
+#ifndef RDMACTL_SWEEP_REPORT_H
+#define RDMACTL_SWEEP_REPORT_H
+
+#include <stdbool.h>
+
+#include <rdmactl/sweep.h>
+
+#include "cmd.h"
+#include "group_cmds.h"
+#include "metrics.h"
+
+struct sweep_report {
+	const struct group_args *a_grp;
+	const struct rc_sweep_opts *run;
+	const struct rc_sweep_limits *lim;
+	const struct rc_sweep_result *res;
+	const struct rc_group *g;
+	const char *svg;   /* the heatmap's file, or NULL */
+	struct metrics *metrics; /* --metrics on rank 0, or NULL */
+};
+
+/* Judge and print; *healthy gets the verdict (1 healthy, 0 not). 0, or
+ * -errno after a failure (out of memory, the SVG not written). */
+int sweep_report(struct ctx *ctx, const struct sweep_report *r, uint8_t *healthy);
+
+#endif

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The judgement of a sweep: each direction against the fleet (median and a
+ * robust spread, the median absolute deviation, so that a few bad links do
+ * not move the yardstick), against the slower port's link rate and the
+ * hard bounds; then the nodes most of whose pairs are outliers, and the
+ * pairs one of whose directions is much slower than the other.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmactl/sweep.h>
+
+#define MAD_SIGMA 1.4826 /* MAD to a normal distribution's standard deviation */
+
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+double rc_sweep_median(const double *v, int n)
+{
+	double *s, med;
+
+	if (n <= 0 || !(s = malloc((size_t)n * sizeof(*s))))
+		return NAN;
+	memcpy(s, v, (size_t)n * sizeof(*s));
+	qsort(s, (size_t)n, sizeof(*s), cmp_double);
+	med = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+	free(s);
+	return med;
+}
+
+double rc_sweep_mad(const double *v, int n, double med)
+{
+	double *d, mad;
+
+	if (n <= 0 || !(d = malloc((size_t)n * sizeof(*d))))
+		return NAN;
+	for (int i = 0; i < n; i++)
+		d[i] = fabs(v[i] - med);
+	mad = rc_sweep_median(d, n);
+	free(d);
+	return mad;
+}
+
+const char *rc_sweep_why_name(unsigned bit)
+{
+	switch (bit) {
+	case RC_SWEEP_FAILED: return "failed";
+	case RC_SWEEP_SLOW: return "slow";
+	case RC_SWEEP_BELOW_LINE: return "below_line_rate";
+	case RC_SWEEP_LAT: return "latency";
+	case RC_SWEEP_LAT_MAX: return "latency_max";
+	case RC_SWEEP_ASYM: return "asymmetric";
+	default: return "?";
+	}
+}
+
+void rc_sweep_limits_default(struct rc_sweep_limits *l)
+{
+	if (l->mad_k <= 0)
+		l->mad_k = 3;
+	if (l->slow_ratio == 0)
+		l->slow_ratio = 0.5;
+	if (l->lat_ratio <= 0)
+		l->lat_ratio = 3;
+	if (l->asym_ratio == 0)
+		l->asym_ratio = 0.5;
+}
+
+/* Median and MAD of one field over the measured directions. */
+static void spread(int world, const struct rc_sweep_cell *m, size_t off, double *vals,
+		   double *med, double *mad)
+{
+	int n = 0;
+
+	for (int i = 0; i < world; i++)
+		for (int j = 0; j < world; j++) {
+			const struct rc_sweep_cell *c = &m[(size_t)i * (size_t)world + (size_t)j];
+			double x;
+
+			if (i == j || c->status)
+				continue;
+			memcpy(&x, (const char *)c + off, sizeof(x));
+			vals[n++] = x;
+		}
+	*med = rc_sweep_median(vals, n);
+	*mad = rc_sweep_mad(vals, n, *med);
+}
+
+static unsigned judge_cell(const struct rc_sweep_cell *c, double rate, const struct rc_sweep_limits *l,
+			   const struct rc_sweep_verdict *v)
+{
+	unsigned why = 0;
+
+	if (c->status == RC_SWEEP_SKIPPED)
+		return 0;
+	if (c->status)
+		return RC_SWEEP_FAILED;
+	if (c->bw_gbit < v->bw_floor)
+		why |= RC_SWEEP_SLOW;
+	if (l->min_fraction > 0 && rate > 0 && c->bw_gbit < l->min_fraction * rate)
+		why |= RC_SWEEP_BELOW_LINE;
+	if (c->wlat_p50_us > v->wlat_ceiling || c->rlat_p50_us > v->rlat_ceiling)
+		why |= RC_SWEEP_LAT;
+	if (l->max_lat_us > 0 && (c->wlat_p50_us > l->max_lat_us || c->rlat_p50_us > l->max_lat_us))
+		why |= RC_SWEEP_LAT_MAX;
+	return why;
+}
+
+/* Above the median by k robust deviations and by the ratio, both. */
+static double ceiling(double med, double mad, const struct rc_sweep_limits *l)
+{
+	double a = med + l->mad_k * MAD_SIGMA * mad, b = med * l->lat_ratio;
+
+	return a > b ? a : b;
+}
+
+int rc_sweep_judge(int world, const struct rc_sweep_cell *m, const double *rate_gbit,
+		   const struct rc_sweep_limits *lim, struct rc_sweep_verdict *v)
+{
+	struct rc_sweep_limits l = *lim;
+	size_t N = (size_t)world;
+	double *vals, a, b;
+	int *pairs;
+
+	if (world < 2 || world > RC_GROUP_MAX || !m || !v->why || !v->node_bad || !v->node_outliers)
+		return -EINVAL;
+	vals = malloc(N * N * sizeof(*vals));
+	pairs = calloc(N, sizeof(*pairs));
+	if (!vals || !pairs) {
+		free(vals);
+		free(pairs);
+		return -ENOMEM;
+	}
+	rc_sweep_limits_default(&l);
+	spread(world, m, offsetof(struct rc_sweep_cell, bw_gbit), vals, &v->bw_median, &v->bw_mad);
+	spread(world, m, offsetof(struct rc_sweep_cell, wlat_p50_us), vals, &v->wlat_median,
+	       &v->wlat_mad);
+	spread(world, m, offsetof(struct rc_sweep_cell, rlat_p50_us), vals, &v->rlat_median,
+	       &v->rlat_mad);
+	free(vals);
+	a = v->bw_median - l.mad_k * MAD_SIGMA * v->bw_mad;
+	b = v->bw_median * l.slow_ratio;
+	v->bw_floor = l.slow_ratio < 0 ? NAN : a < b ? a : b;
+	v->wlat_ceiling = ceiling(v->wlat_median, v->wlat_mad, &l);
+	v->rlat_ceiling = ceiling(v->rlat_median, v->rlat_mad, &l);
+	v->measured = v->outliers = v->bad_pairs = v->bad_nodes = 0;
+	memset(v->why, 0, N * N * sizeof(*v->why));
+	for (int i = 0; i < world; i++)
+		for (int j = 0; j < world; j++) {
+			double ri = rate_gbit ? rate_gbit[i] : 0, rj = rate_gbit ? rate_gbit[j] : 0;
+			double rate = ri > 0 && rj > 0 ? (ri < rj ? ri : rj) : (ri > 0 ? ri : rj);
+
+			if (i == j)
+				continue;
+			v->why[i * N + j] = judge_cell(&m[i * N + j], rate, &l, v);
+			v->measured += !m[i * N + j].status;
+		}
+	/* asymmetric: the slower direction of a pair measured both ways */
+	for (int i = 0; i < world; i++)
+		for (int j = i + 1; j < world; j++) {
+			const struct rc_sweep_cell *x = &m[i * N + j], *y = &m[j * N + i];
+
+			if (x->status || y->status || l.asym_ratio < 0)
+				continue;
+			if (x->bw_gbit < l.asym_ratio * y->bw_gbit)
+				v->why[i * N + j] |= RC_SWEEP_ASYM;
+			else if (y->bw_gbit < l.asym_ratio * x->bw_gbit)
+				v->why[j * N + i] |= RC_SWEEP_ASYM;
+		}
+	for (int i = 0; i < world; i++)
+		v->node_outliers[i] = 0;
+	for (int i = 0; i < world; i++)
+		for (int j = 0; j < world; j++) {
+			if (i == j)
+				continue;
+			v->outliers += v->why[i * N + j] != 0;
+			if (j > i && (v->why[i * N + j] || v->why[j * N + i])) {
+				v->bad_pairs++;
+				v->node_outliers[i]++;
+				v->node_outliers[j]++;
+			}
+		}
+	/* a node's pairs: those asked for */
+	for (int i = 0; i < world; i++)
+		for (int j = 0; j < world; j++)
+			pairs[i] += i != j && (m[i * N + j].status != RC_SWEEP_SKIPPED ||
+					       m[j * N + i].status != RC_SWEEP_SKIPPED);
+	for (int i = 0; i < world; i++) {
+		if (v->node_pairs)
+			v->node_pairs[i] = pairs[i];
+		v->node_bad[i] = world >= 3 && pairs[i] >= 2 && 2 * v->node_outliers[i] > pairs[i];
+		v->bad_nodes += v->node_bad[i];
+	}
+	v->healthy = v->outliers == 0;
+	free(pairs);
+	return 0;
+}

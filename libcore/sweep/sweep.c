@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The sweep over a group: in each round of the circle schedule every rank
+ * meets one peer; first the lower rank of each pair measures towards the
+ * higher, then the other way, the group's barrier between the phases, so
+ * that no port carries two tests at once. The measuring rank streams RDMA
+ * WRITEs of msg_size into its peer's buffer (depth outstanding, for a
+ * duration or a count), then times 8-byte WRITEs and READs one at a time.
+ * Each rank reads its port's counters around each phase. The rows are
+ * gathered to rank 0 in pieces that fit the group's control messages.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmactl/mem.h>
+#include <rdmactl/ops.h>
+
+#include "sweep_int.h"
+
+#define LAT_BYTES 8
+#define LAT_WARMUP 5
+
+struct remote_buf {
+	uint64_t addr;
+	uint32_t rkey;
+	uint32_t pad;
+};
+
+struct sweep {
+	struct rc_group *g;
+	const struct rc_sweep_opts *o;
+	int me, world, rounds, round, timeout_ms;
+	struct rc_mem mem;
+	struct ibv_mr *mr;
+	struct remote_buf *theirs;
+	double *lat;
+	struct rc_sweep_cell *row;
+	struct ctr_snap before, after;
+};
+
+static void say(struct sweep *s, int peer, const char *what)
+{
+	if (s->o->progress)
+		s->o->progress(s->o->progress_arg, s->round, s->rounds, peer, what);
+}
+
+/* Until the one-sided operations done to peer reach target; the deadline
+ * moves with every completion. */
+static int wait_done(struct sweep *s, int peer, uint64_t target, struct rc_err *err)
+{
+	double deadline = rc_now() + s->timeout_ms / 1000.0;
+	uint64_t seen = rc_group_writes_done(s->g, peer);
+
+	while (seen < target) {
+		int rc = rc_group_poll(s->g, 100, err);
+		uint64_t now_done = rc_group_writes_done(s->g, peer);
+
+		if (rc)
+			return rc;
+		if (now_done != seen) {
+			seen = now_done;
+			deadline = rc_now() + s->timeout_ms / 1000.0;
+		} else if (rc_now() > deadline) {
+			return rc_err_set(err, ETIMEDOUT,
+					  "rank %d: %llu operations to rank %d did not complete within %d ms",
+					  s->me, (unsigned long long)(target - seen), peer, s->timeout_ms);
+		}
+	}
+	return 0;
+}
+
+static int measure_bw(struct sweep *s, int peer, struct rc_sweep_cell *c, struct rc_err *err)
+{
+	const struct rc_sweep_opts *o = s->o;
+	uint64_t base = rc_group_writes_done(s->g, peer), posted = 0;
+	double t0 = rc_now(), end = t0 + o->duration_s;
+	int rc;
+
+	for (;;) {
+		bool more = o->duration_s > 0 ? rc_now() < end : posted < o->iters;
+		uint64_t done = rc_group_writes_done(s->g, peer) - base;
+
+		if (more && posted - done < (uint64_t)o->depth) {
+			rc = rc_group_write_imm(s->g, peer, s->mem.buf, o->msg_size, s->mr->lkey,
+						s->theirs[peer].addr, s->theirs[peer].rkey, -1, 0, err);
+			if (rc)
+				return rc;
+			posted++;
+			continue;
+		}
+		if (!more)
+			break;
+		if ((rc = wait_done(s, peer, base + done + 1, err)))
+			return rc;
+	}
+	if ((rc = wait_done(s, peer, base + posted, err)))
+		return rc;
+	c->seconds = rc_now() - t0;
+	c->bytes = posted * o->msg_size;
+	c->bw_gbit = c->seconds > 0 ? (double)c->bytes * 8 / c->seconds / 1e9 : 0;
+	return 0;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/* 8-byte operations one at a time, post to completion. */
+static int measure_lat(struct sweep *s, int peer, bool read, double *p50, double *p99,
+		       struct rc_err *err)
+{
+	int n = s->o->lat_iters, rc;
+
+	for (int k = -LAT_WARMUP; k < n; k++) {
+		uint64_t base = rc_group_writes_done(s->g, peer);
+		double t0 = rc_now();
+
+		rc = read ? rc_group_read(s->g, peer, s->mem.buf, LAT_BYTES, s->mr->lkey,
+					  s->theirs[peer].addr, s->theirs[peer].rkey, err)
+			  : rc_group_write_imm(s->g, peer, s->mem.buf, LAT_BYTES, s->mr->lkey,
+					       s->theirs[peer].addr, s->theirs[peer].rkey, -1, 0, err);
+		if (rc || (rc = wait_done(s, peer, base + 1, err)))
+			return rc;
+		if (k >= 0)
+			s->lat[k] = (rc_now() - t0) * 1e6;
+	}
+	qsort(s->lat, (size_t)n, sizeof(double), cmp_double);
+	*p50 = s->lat[(n - 1) / 2];
+	*p99 = s->lat[(int)((n - 1) * 0.99 + 0.5)];
+	return 0;
+}
+
+static int measure(struct sweep *s, int peer, struct rc_err *err)
+{
+	struct rc_sweep_cell *c = &s->row[peer];
+	int rc;
+
+	say(s, peer, "write bandwidth");
+	if ((rc = measure_bw(s, peer, c, err)))
+		return rc;
+	say(s, peer, "write latency");
+	if ((rc = measure_lat(s, peer, false, &c->wlat_p50_us, &c->wlat_p99_us, err)))
+		return rc;
+	say(s, peer, "read latency");
+	return measure_lat(s, peer, true, &c->rlat_p50_us, &c->rlat_p99_us, err);
+}
+
+/* One phase of a round: the ranks whose turn it is measure towards their
+ * peer; every rank notes its port's counters that moved meanwhile. */
+static int phase(struct sweep *s, int peer, bool active, struct rc_err *err)
+{
+	const char *dev = rc_group_dev(s->g);
+	int port = rc_group_port(s->g), rc;
+
+	if ((rc = rc_group_barrier(s->g, err)))
+		return rc;
+	if (peer >= 0)
+		ctr_read(s->o->sysfs, dev, port, &s->before);
+	if (active && (rc = measure(s, peer, err)))
+		return rc;
+	if ((rc = rc_group_barrier(s->g, err)))
+		return rc;
+	if (peer >= 0) {
+		struct rc_sweep_cell *c = &s->row[peer];
+
+		ctr_read(s->o->sysfs, dev, port, &s->after);
+		c->nctr = ctr_moved(&s->before, &s->after, c->ctr, c->nctr, RC_SWEEP_CTR_MAX);
+	}
+	return 0;
+}
+
+/* Gather the rows to rank 0, in pieces of at most one control message. */
+static int gather_rows(struct sweep *s, struct rc_sweep_cell *m, struct rc_err *err)
+{
+	size_t row = (size_t)s->world * sizeof(struct rc_sweep_cell), piece = RC_GROUP_MSG_MAX;
+	char *mine = (char *)s->row, *theirs = NULL;
+	bool *got = calloc((size_t)s->world, sizeof(bool));
+	int rc = 0;
+
+	if (s->me == 0)
+		theirs = malloc((size_t)s->world * piece);
+	if (!got || (s->me == 0 && !theirs)) {
+		rc = rc_err_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t off = 0; off < row && !rc; off += piece) {
+		size_t len = row - off < piece ? row - off : piece;
+
+		rc = rc_group_gather(s->g, 0, mine + off, len, theirs, got, err);
+		for (int j = 0; !rc && s->me == 0 && j < s->world; j++) {
+			if (!got[j])
+				rc = rc_err_set(err, EIO, "rank %d's results did not come: %.200s", j,
+						theirs + (size_t)j * len);
+			else
+				memcpy((char *)&m[(size_t)j * (size_t)s->world] + off,
+				       theirs + (size_t)j * len, len);
+		}
+	}
+out:
+	free(got);
+	free(theirs);
+	return rc;
+}
+
+static int gather_nodes(struct sweep *s, struct rc_sweep_node *nodes, struct rc_err *err)
+{
+	const struct rc_endpoint *ep = rc_group_self(s->g);
+	struct rc_sweep_node me = { .port = rc_group_port(s->g) };
+	bool *got = calloc((size_t)s->world, sizeof(bool));
+	int rc;
+
+	if (!got)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	snprintf(me.host, sizeof(me.host), "%s", ep->host);
+	snprintf(me.hostname, sizeof(me.hostname), "%s", ep->hostname);
+	snprintf(me.dev, sizeof(me.dev), "%s", rc_group_dev(s->g));
+	me.rate_gbit = rc_sweep_link_rate(s->o->sysfs, me.dev, me.port);
+	rc = rc_group_gather(s->g, 0, &me, sizeof(me), nodes, got, err);
+	for (int j = 0; !rc && s->me == 0 && j < s->world; j++)
+		if (!got[j])
+			rc = rc_err_set(err, EIO, "rank %d did not say who it is: %.200s", j,
+					(char *)&nodes[j]);
+	free(got);
+	return rc;
+}
+
+static int sweep_setup(struct sweep *s, struct rc_err *err)
+{
+	struct remote_buf mine;
+	size_t len = s->o->msg_size > LAT_BYTES ? s->o->msg_size : LAT_BYTES;
+	int rc;
+
+	s->theirs = calloc((size_t)s->world, sizeof(*s->theirs));
+	s->lat = calloc((size_t)s->o->lat_iters, sizeof(double));
+	s->row = calloc((size_t)s->world, sizeof(*s->row));
+	if (!s->theirs || !s->lat || !s->row)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	if ((rc = rc_mem_alloc(&s->mem, RC_MEM_HOST, len, NULL, true, err)))
+		return rc;
+	memset(s->mem.buf, 0xa5, len);
+	if ((rc = rc_mem_register(&s->mem, rc_group_pd(s->g), rc_access_ibv(RC_ACCESS_RW), &s->mr,
+				  err)))
+		return rc;
+	mine = (struct remote_buf){ .addr = s->mem.mr_addr, .rkey = s->mr->rkey };
+	return rc_group_exchange(s->g, &mine, sizeof(mine), s->theirs, err);
+}
+
+static int sweep_rounds(struct sweep *s, struct rc_err *err)
+{
+	int rc;
+
+	for (s->round = 0; s->round < s->rounds; s->round++) {
+		int peer = rc_sweep_partner(s->world, s->round, s->me);
+
+		/* a pair not asked for: marked, and its ranks sit the round out */
+		if (peer >= 0 && s->o->want &&
+		    !s->o->want[(size_t)s->me * (size_t)s->world + (size_t)peer]) {
+			s->row[peer].status = RC_SWEEP_SKIPPED;
+			peer = -1;
+		}
+
+		for (int ph = 0; ph < 2; ph++) {
+			bool active = peer >= 0 && (ph == 0) == (s->me < peer);
+
+			if (peer < 0)
+				say(s, -1, "sits this round out");
+			else if (!active)
+				say(s, peer, "answering");
+			if ((rc = phase(s, peer, active, err)))
+				return rc;
+		}
+	}
+	return 0;
+}
+
+int rc_sweep_run(struct rc_group *g, const struct rc_sweep_opts *o, struct rc_sweep_result *res,
+		 struct rc_err *err)
+{
+	struct sweep s = { .g = g, .o = o, .me = rc_group_rank(g), .world = rc_group_world(g) };
+	struct rc_conn *any;
+	double t0 = rc_now();
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	s.rounds = rc_sweep_rounds(s.world);
+	if (!s.rounds || !o->msg_size || o->msg_size > (1ULL << 30) || o->depth < 1 ||
+	    o->lat_iters < 1 || (o->duration_s <= 0 && !o->iters))
+		return rc_err_set(err, EINVAL, "a sweep needs 2 ranks or more, a message size up to 1 GiB, a depth, latency iterations and a duration or a count");
+	any = rc_group_conn(g, s.me ? 0 : 1);
+	s.timeout_ms = any && any->timeout_ms > 0 ? any->timeout_ms : 10000;
+	res->world = s.world;
+	res->rounds = s.rounds;
+	res->m = calloc((size_t)s.world * (size_t)s.world, sizeof(*res->m));
+	res->nodes = calloc((size_t)s.world, sizeof(*res->nodes));
+	if (!res->m || !res->nodes) {
+		rc = rc_err_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = sweep_setup(&s, err)) || (rc = sweep_rounds(&s, err)) ||
+	    (rc = rc_group_barrier(g, err)))
+		goto out;
+	memcpy(&res->m[(size_t)s.me * (size_t)s.world], s.row, (size_t)s.world * sizeof(*s.row));
+	if ((rc = gather_rows(&s, res->m, err)) || (rc = gather_nodes(&s, res->nodes, err)))
+		goto out;
+	res->seconds = rc_now() - t0;
+out:
+	if (rc)
+		rc_group_abort(g, err ? err->msg : "the sweep failed");
+	if (s.mr)
+		ibv_dereg_mr(s.mr);
+	if (s.mem.buf)
+		rc_mem_free(&s.mem);
+	free(s.theirs);
+	free(s.lat);
+	free(s.row);
+	if (rc)
+		rc_sweep_result_free(res);
+	return rc;
+}
+
+void rc_sweep_result_free(struct rc_sweep_result *res)
+{
+	free(res->m);
+	free(res->nodes);
+	res->m = NULL;
+	res->nodes = NULL;
+}

@@ -1,0 +1,223 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# rdmactl sweep on real SoftRoCE: ranks on the two rxe devices of the veth
+# pair (two addresses on each end, so that one link or one rank's links can
+# be slowed with tc), every pair measured; a slowed link and a slowed node
+# named, with exit 1; the heatmap rendered to PNG by rsvg-convert.
+#
+# The guest's rxe loses packets under load and stalls on the retransmit
+# timer, so its bandwidth varies tenfold from pair to pair, and a stall can
+# take a direction to a thousandth of the median: the tests leave the
+# fleet's bandwidth unjudged (--slow-ratio 0; the unit tests judge it on
+# crafted matrices), judge latency with --lat-ratio 20, and slow a link with
+# a netem delay of 20 ms, which puts its latency a hundred times above the
+# others'.
+
+bats_require_minimum_version 1.5.0
+load helpers
+load '../lib/metrics'
+
+# Ranks 0 and 1 on rxe_a (198.18.1.1 and .3), 2 and 3 on rxe_b (.2 and .4):
+# each pair across the veth crosses it; 0-1 and 2-3 stay on their device.
+EXTRA_A=198.18.1.3
+EXTRA_B=198.18.1.4
+JUDGE=(--slow-ratio 0 --lat-ratio 20)
+SMALL=(--duration 0.3 --msg-size 16K --depth 4 --lat-iters 40)
+
+setup() {
+	need_two_nics
+	ip addr add "$EXTRA_A/24" dev va 2>/dev/null || true
+	ip addr add "$EXTRA_B/24" dev vb 2>/dev/null || true
+	ADDRS=("$RDMACTL_VM_ADDR_A" "$EXTRA_A" "$RDMACTL_VM_ADDR_B" "$EXTRA_B")
+	# the new addresses' GIDs appear on the rxe ports
+	local i
+	for i in $(seq 50); do
+		grep -qs "0000:0000:0000:0000:0000:ffff:c612:0103" /sys/class/infiniband/"$RDMACTL_VM_DEV_A"/ports/1/gids/* &&
+			grep -qs "0000:0000:0000:0000:0000:ffff:c612:0104" /sys/class/infiniband/"$RDMACTL_VM_DEV_B"/ports/1/gids/* &&
+			return 0
+		sleep 0.1
+	done
+}
+
+# sweep_start N ARGS...: ranks 0..N-1 on ADDRS in the background (-j,
+# stdout in rank.I.out, stderr in .err); PIDS holds them.
+sweep_start() {
+	local n=$1 i
+	shift
+	PEERS=$BATS_TEST_TMPDIR/peers
+	PORT_BASE=$((26000 + BATS_TEST_NUMBER * 100 + ${PORT_SEQ:-0} * 10))
+	PORT_SEQ=$((${PORT_SEQ:-0} + 1))
+	: >"$PEERS"
+	for ((i = 0; i < n; i++)); do
+		echo "$i ${ADDRS[i]}:$((PORT_BASE + i)) node$i" >>"$PEERS"
+	done
+	PIDS=()
+	for ((i = 0; i < n; i++)); do
+		[ "$i" != "${SWEEP_SKIP:-}" ] || continue
+		local json=-j
+		[[ $i != 0 || -z ${SWEEP_TEXT:-} ]] || json=
+		rdmactl $json -t "${SWEEP_TIMEOUT:-20000}" sweep --rank "$i" --world "$n" --rendezvous "file:$PEERS" \
+			"${SMALL[@]}" "${JUDGE[@]}" "$@" \
+			>"$BATS_TEST_TMPDIR/rank.$i.out" 2>"$BATS_TEST_TMPDIR/rank.$i.err" &
+		PIDS+=($!)
+	done
+}
+
+# sweep_wait: every rank's exit code in RCS; rank 0's document in DOC.
+sweep_wait() {
+	local p
+	RCS=()
+	for p in "${PIDS[@]}"; do
+		if wait "$p"; then RCS+=(0); else RCS+=($?); fi
+	done
+	PIDS=()
+	DOC=$(cat "$BATS_TEST_TMPDIR/rank.0.out")
+}
+
+sweep_dump() {
+	local f
+	for f in "$BATS_TEST_TMPDIR"/rank.*; do
+		echo "== ${f##*/}"
+		cat "$f"
+	done
+}
+
+# all_exit CODE: every rank exited CODE.
+all_exit() {
+	local i
+	for i in "${!RCS[@]}"; do
+		[ "${RCS[i]}" = "$1" ] || { sweep_dump; fail "rank $i exited ${RCS[i]}, not $1"; }
+	done
+}
+
+# Slow with netem the traffic that leaves va from SRC (to DST, or to all).
+slow_from() {
+	local src=$1 dst=${2:-}
+	tc qdisc add dev va root handle 1: prio
+	tc qdisc add dev va parent 1:3 handle 30: netem delay 20ms limit 5000
+	if [ -n "$dst" ]; then
+		tc filter add dev va parent 1: protocol ip u32 match ip src "$src/32" \
+			match ip dst "$dst/32" flowid 1:3
+	else
+		tc filter add dev va parent 1: protocol ip u32 match ip src "$src/32" flowid 1:3
+	fi
+	SLOWED=1
+}
+
+teardown() {
+	started "${PIDS[@]}"
+	[ -z "${SLOWED:-}" ] || tc qdisc del dev va root 2>/dev/null || true
+	ip addr del "$EXTRA_A/24" dev va 2>/dev/null || true
+	ip addr del "$EXTRA_B/24" dev vb 2>/dev/null || true
+	common_teardown
+}
+
+@test "healthy: 4 ranks over the veth pair, every pair measured both ways, exit 0, the heatmap renders" {
+	sweep_start 4 --svg "$BATS_TEST_TMPDIR/sweep.svg" --metrics "$BATS_TEST_TMPDIR/sweep.prom"
+	sweep_wait
+	all_exit 0
+	jq -e '.healthy == true and .ranks == 4 and .rounds == 3 and .directions_measured == 12
+		and (.outliers | length) == 0 and (.bad_nodes | length) == 0' <<<"$DOC" ||
+		{ sweep_dump; fail "rank 0's verdict is not healthy"; }
+	# matrices complete: 4 x 4, null on the diagonal only, figures elsewhere
+	jq -e '.matrices | [.write_gbit_per_s, .write_lat_p50_us, .read_lat_p50_us, .read_lat_p99_us]
+		| all(length == 4 and all(length == 4)
+		  and ([to_entries[] | .key as $i | .value | to_entries[]
+			| (.key == $i) == (.value == null)] | all))' <<<"$DOC" ||
+		{ sweep_dump; fail "a matrix is not complete"; }
+	jq -e '[.matrices.write_gbit_per_s[][] | select(. != null)] | all(. > 0)' <<<"$DOC"
+	# the counters that moved: an object a cell, the diagonal's empty
+	jq -e '.matrices.counters | length == 4 and all(length == 4 and all(type == "object"))
+		and ([.[0][0], .[1][1], .[2][2], .[3][3]] | all(. == {}))' <<<"$DOC"
+	jq -e '[.nodes[].device] == [env.RDMACTL_VM_DEV_A, env.RDMACTL_VM_DEV_A,
+		env.RDMACTL_VM_DEV_B, env.RDMACTL_VM_DEV_B] and .nodes[1].host == "198.18.1.3"' <<<"$DOC"
+	# the other ranks print nothing
+	[ ! -s "$BATS_TEST_TMPDIR/rank.1.out" ] || fail "rank 1 printed on stdout"
+	# --metrics: rank 0's verdict and each direction's bandwidth
+	metrics_check "$BATS_TEST_TMPDIR/sweep.prom"
+	grep -qE '^rdmactl_sweep_healthy\{.*\} 1$' "$BATS_TEST_TMPDIR/sweep.prom"
+	[ "$(grep -c '^rdmactl_sweep_write_bytes_per_second{' "$BATS_TEST_TMPDIR/sweep.prom")" = 12 ]
+	# one cell per direction, none marked; rendered to a PNG
+	[ "$(grep -c '<rect[^>]*><title>[0-9] -&gt; [0-9]' "$BATS_TEST_TMPDIR/sweep.svg")" = 12 ]
+	[ "$(grep -c 'stroke-width="4.0"' "$BATS_TEST_TMPDIR/sweep.svg")" = 0 ]
+	command -v rsvg-convert >/dev/null || skip "rsvg-convert (librsvg2-bin) is not installed"
+	rsvg-convert -o "$BATS_TEST_TMPDIR/sweep.png" "$BATS_TEST_TMPDIR/sweep.svg"
+	[ "$(head -c 8 "$BATS_TEST_TMPDIR/sweep.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]
+}
+
+@test "one slowed link: exactly that pair is named, no node, exit 1 on every rank" {
+	# rank 1 (.3) to rank 3 (.4): the data one way, the acknowledgements the other
+	slow_from "$EXTRA_A" "$EXTRA_B"
+	sweep_start 4 --svg "$BATS_TEST_TMPDIR/sweep.svg"
+	sweep_wait
+	all_exit 1
+	jq -e '.healthy == false and (.bad_nodes | length) == 0' <<<"$DOC" ||
+		{ sweep_dump; fail "not the verdict of one slow link"; }
+	run jq -c '[.outliers[] | [.from, .to] | sort] | unique' <<<"$DOC"
+	assert_output "[[1,3]]"
+	jq -e '[.outliers[].reasons[]] | index("latency") != null' <<<"$DOC"
+	jq -e '.matrices.write_lat_p50_us[1][3] > 10000' <<<"$DOC"
+	# the outlier cells are framed in the heatmap, and it still renders
+	[ "$(grep -c 'stroke-width="4.0"' "$BATS_TEST_TMPDIR/sweep.svg")" = "$(jq '.outliers | length' <<<"$DOC")" ]
+	command -v rsvg-convert >/dev/null || skip "rsvg-convert (librsvg2-bin) is not installed"
+	rsvg-convert -o "$BATS_TEST_TMPDIR/sweep.png" "$BATS_TEST_TMPDIR/sweep.svg"
+}
+
+@test "one slowed node: its links across the veth slowed, the node is named, exit 1" {
+	# everything rank 1 (.3) sends over the veth: its pairs with ranks 2 and
+	# 3; its pair with rank 0 stays on rxe_a
+	slow_from "$EXTRA_A"
+	sweep_start 4
+	sweep_wait
+	all_exit 1
+	run jq -c '[.bad_nodes[].rank]' <<<"$DOC"
+	assert_output "[1]"
+	jq -e '.bad_nodes[0].outlier_pairs == 2 and .bad_nodes[0].pairs == 3' <<<"$DOC"
+	# every outlier is one of its pairs
+	jq -e '[.outliers[] | select(.from != 1 and .to != 1)] | length == 0' <<<"$DOC"
+	# the text names it with its address and device, the verdict last
+	SWEEP_TEXT=1 sweep_start 4
+	sweep_wait
+	all_exit 1
+	grep -q "^node: rank 1 (198.18.1.3 $RDMACTL_VM_DEV_A:1 on " <<<"$DOC" || { sweep_dump; fail "the text does not name rank 1"; }
+	grep -q "^verdict: NOT healthy: " <<<"$DOC"
+	grep -q "the named node: its NIC and cable" <<<"$DOC"
+}
+
+@test "a rank that never joins is named, with the reason, and the others exit 1" {
+	SWEEP_SKIP=3 SWEEP_TIMEOUT=4000 sweep_start 4
+	sweep_wait
+	all_exit 1
+	jq -e '.error.message | test("rank 3 .*never answered")' <<<"$DOC" ||
+		{ sweep_dump; fail "rank 0 does not name rank 3"; }
+	jq -e '.error.message | test("rank 3")' "$BATS_TEST_TMPDIR/rank.2.out"
+}
+
+@test "--pairs: only the pairs asked for are measured, the rest null" {
+	printf '0 2\n3 1 # either order\n' >"$BATS_TEST_TMPDIR/pairs"
+	sweep_start 4 --pairs "$BATS_TEST_TMPDIR/pairs"
+	sweep_wait
+	all_exit 0
+	jq -e '.healthy and .pairs == 2 and .directions_measured == 4
+		and .matrices.write_gbit_per_s[0][1] == null and .matrices.write_gbit_per_s[2][3] == null
+		and .matrices.write_gbit_per_s[0][2] > 0 and .matrices.write_gbit_per_s[2][0] > 0
+		and .matrices.write_gbit_per_s[1][3] > 0 and .matrices.write_gbit_per_s[3][1] > 0' <<<"$DOC" ||
+		{ sweep_dump; fail "not the pairs asked for"; }
+}
+
+@test "a pair that cannot connect: both of its ranks name the other, with the reason; every rank exits 1" {
+	# everything from rank 1 (.3) to rank 3 (.4) is dropped: their connect
+	# never completes (the group connects every pair before the first round)
+	tc qdisc add dev va root handle 1: prio
+	tc qdisc add dev va parent 1:3 handle 30: netem loss 100%
+	tc filter add dev va parent 1: protocol ip u32 match ip src "$EXTRA_A/32" \
+		match ip dst "$EXTRA_B/32" flowid 1:3
+	SLOWED=1
+	SWEEP_TIMEOUT=4000 sweep_start 4
+	sweep_wait
+	all_exit 1
+	jq -e '.error.message | test("rank 3 .*never answered")' "$BATS_TEST_TMPDIR/rank.1.out" ||
+		{ sweep_dump; fail "rank 1 does not name rank 3"; }
+	jq -e '.error.message | test("rank 1 never connected to rank 3")' "$BATS_TEST_TMPDIR/rank.3.out" ||
+		{ sweep_dump; fail "rank 3 does not name rank 1"; }
+}

@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: MIT
+/* sweep's pure parts (libcore/sweep): the circle schedule for worlds of 2
+ * to 64, even and odd; the --pairs file; median and MAD; the judgement on
+ * crafted matrices: a healthy fleet (no outlier: the wrong answer shown
+ * false), one slow pair, one asymmetric pair, one slow node, a failed
+ * pair, the hard bounds against the link rate and latency, pairs not asked
+ * for. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmactl/sweep.h>
+
+#include "check.h"
+
+typedef int (*partner_fn)(int world, int round, int rank);
+
+/* Problems with a schedule: a rank paired with itself or out of range, a
+ * pairing that is not mutual, a rank twice in a round, byes other than one
+ * a round for an odd world, a pair met other than once. */
+static int schedule_problems(int W, partner_fn partner)
+{
+	int R = W % 2 ? W : W - 1, bad = 0;
+	int *met = calloc((size_t)W * (size_t)W, sizeof(int));
+	int *busy = calloc((size_t)W, sizeof(int));
+
+	if (!met || !busy)
+		bad++;
+	for (int r = 0; !bad && r < R; r++) {
+		int byes = 0;
+
+		memset(busy, 0, (size_t)W * sizeof(int));
+		for (int i = 0; i < W; i++) {
+			int p = partner(W, r, i);
+
+			if (p < 0) {
+				byes++;
+				continue;
+			}
+			bad += p == i || p >= W || partner(W, r, p) != i;
+			busy[i]++;
+			if (i < p && p < W)
+				met[i * W + p]++;
+		}
+		for (int i = 0; i < W; i++)
+			bad += busy[i] > 1;
+		bad += byes != W % 2;
+	}
+	for (int i = 0; !bad && i < W; i++)
+		for (int j = i + 1; j < W; j++)
+			bad += met[i * W + j] != 1;
+	free(met);
+	free(busy);
+	return bad;
+}
+
+/* A plausible but wrong schedule: rank i meets i + r + 1 (not mutual). */
+static int shifted(int world, int round, int rank)
+{
+	return (rank + round + 1) % world;
+}
+
+static void schedules(void)
+{
+	for (int W = 2; W <= 64; W++) {
+		CHECK(rc_sweep_rounds(W) == (W % 2 ? W : W - 1));
+		if (schedule_problems(W, rc_sweep_partner)) {
+			fprintf(stderr, "world %d: the schedule is wrong\n", W);
+			check_failures++;
+		}
+	}
+	/* the wrong answer: the checker does see a bad schedule */
+	for (int W = 3; W <= 9; W++)
+		CHECK(schedule_problems(W, shifted) > 0);
+	CHECK(rc_sweep_rounds(1) == 0);
+	CHECK(rc_sweep_partner(1, 0, 0) == -1);
+	CHECK(rc_sweep_partner(4, 3, 0) == -1); /* past the last round */
+	CHECK(rc_sweep_partner(4, 0, 4) == -1);
+}
+
+static void pairs(void)
+{
+	uint8_t want[4 * 4];
+	struct rc_err e;
+
+	CHECK(rc_sweep_pairs_parse("0 2\n# a comment\n\n3 1 # trailing\n2 0\n", 4, want, &e) == 0);
+	CHECK(want[0 * 4 + 2] && want[2 * 4 + 0] && want[1 * 4 + 3] && want[3 * 4 + 1]);
+	CHECK(!want[0 * 4 + 1] && !want[2 * 4 + 3] && !want[0 * 4 + 0]);
+	CHECK(rc_sweep_pairs_parse("0 4\n", 4, want, &e) == -EINVAL);
+	CHECK(strstr(e.msg, "line 1") != NULL);
+	CHECK(rc_sweep_pairs_parse("0 1\n2 2\n", 4, want, &e) == -EINVAL);
+	CHECK(strstr(e.msg, "line 2: rank 2 paired with itself") != NULL);
+	CHECK(rc_sweep_pairs_parse("0 1 2\n", 4, want, &e) == -EINVAL);
+	CHECK(rc_sweep_pairs_parse("0 x\n", 4, want, &e) == -EINVAL);
+	CHECK(rc_sweep_pairs_parse("# nothing\n", 4, want, &e) == -EINVAL);
+	CHECK(strstr(e.msg, "no pair") != NULL);
+	CHECK(rc_sweep_pairs_load("/nonexistent/pairs", 4, want, &e) == -ENOENT);
+}
+
+static void stats(void)
+{
+	double v[] = { 5, 1, 3, 2, 4 }, w[] = { 1, 2, 3, 100 };
+
+	CHECK(rc_sweep_median(v, 5) == 3);
+	CHECK(v[0] == 5); /* left as it was */
+	CHECK(rc_sweep_median(w, 4) == 2.5);
+	CHECK(rc_sweep_mad(v, 5, 3) == 1);
+	CHECK(rc_sweep_mad(w, 4, 2.5) == 1); /* |1-2.5|,|2-2.5|,|3-2.5|,97.5 -> 1 */
+	CHECK(isnan(rc_sweep_median(v, 0)));
+}
+
+#define W 6
+
+struct fleet {
+	struct rc_sweep_cell m[W * W];
+	double rate[W];
+	unsigned why[W * W];
+	bool bad[W];
+	int outl[W];
+	struct rc_sweep_verdict v;
+};
+
+/* Every direction about 100 Gbit/s (a little spread), 5 us WRITE, 6 us READ. */
+static void healthy(struct fleet *f)
+{
+	memset(f, 0, sizeof(*f));
+	for (int i = 0; i < W; i++) {
+		f->rate[i] = 200;
+		for (int j = 0; j < W; j++) {
+			struct rc_sweep_cell *c = &f->m[i * W + j];
+
+			c->bw_gbit = 100 + ((i * 7 + j * 3) % 5) - 2;
+			c->wlat_p50_us = 5 + ((i + j) % 3) * 0.1;
+			c->rlat_p50_us = 6 + ((i * j) % 3) * 0.1;
+			c->wlat_p99_us = c->wlat_p50_us * 2;
+			c->rlat_p99_us = c->rlat_p50_us * 2;
+		}
+	}
+	f->v.why = f->why;
+	f->v.node_bad = f->bad;
+	f->v.node_outliers = f->outl;
+}
+
+static int judge(struct fleet *f, const struct rc_sweep_limits *l)
+{
+	struct rc_sweep_limits none = { 0 };
+
+	return rc_sweep_judge(W, f->m, f->rate, l ? l : &none, &f->v);
+}
+
+static int count_why(const struct fleet *f, unsigned bit)
+{
+	int n = 0;
+
+	for (int k = 0; k < W * W; k++)
+		n += (f->why[k] & bit) != 0;
+	return n;
+}
+
+static void judgements(void)
+{
+	static struct fleet f;
+	struct rc_sweep_limits l = { 0 };
+
+	/* healthy: no outlier, no node */
+	healthy(&f);
+	CHECK(judge(&f, NULL) == 0);
+	CHECK(f.v.healthy);
+	CHECK(f.v.outliers == 0 && f.v.bad_pairs == 0 && f.v.bad_nodes == 0);
+	CHECK(f.v.measured == W * (W - 1));
+	CHECK(fabs(f.v.bw_median - 100) <= 2);
+	/* the link rate bound passes too at half the rate, fails at 0.6 */
+	l.min_fraction = 0.45;
+	CHECK(judge(&f, &l) == 0 && f.v.healthy);
+	l.min_fraction = 0.6;
+	CHECK(judge(&f, &l) == 0 && !f.v.healthy);
+	CHECK(count_why(&f, RC_SWEEP_BELOW_LINE) == W * (W - 1));
+	l.min_fraction = 0;
+	/* latency bound: 5.5 us fails every READ (6 us), 10 us none */
+	l.max_lat_us = 5.5;
+	CHECK(judge(&f, &l) == 0 && count_why(&f, RC_SWEEP_LAT_MAX) == W * (W - 1));
+	l.max_lat_us = 10;
+	CHECK(judge(&f, &l) == 0 && f.v.healthy);
+
+	/* one slow pair, both directions: that pair, no node */
+	healthy(&f);
+	f.m[1 * W + 3].bw_gbit = 20;
+	f.m[3 * W + 1].bw_gbit = 22;
+	CHECK(judge(&f, NULL) == 0);
+	CHECK(!f.v.healthy);
+	CHECK(f.v.outliers == 2 && f.v.bad_pairs == 1 && f.v.bad_nodes == 0);
+	CHECK(f.why[1 * W + 3] == RC_SWEEP_SLOW && f.why[3 * W + 1] == RC_SWEEP_SLOW);
+	CHECK(count_why(&f, RC_SWEEP_ASYM) == 0);
+
+	/* the fleet's bandwidth not judged (slow_ratio and asym_ratio < 0): a
+	 * slow pair passes, its latency still judged */
+	healthy(&f);
+	f.m[1 * W + 3].bw_gbit = 1;
+	f.m[3 * W + 1].wlat_p50_us = 500;
+	l = (struct rc_sweep_limits){ .slow_ratio = -1, .asym_ratio = -1 };
+	CHECK(judge(&f, &l) == 0 && isnan(f.v.bw_floor));
+	CHECK(f.v.outliers == 1 && f.why[3 * W + 1] == RC_SWEEP_LAT);
+	l = (struct rc_sweep_limits){ 0 };
+
+	/* one asymmetric pair: only 2 -> 4 slow; named slow and asymmetric */
+	healthy(&f);
+	f.m[2 * W + 4].bw_gbit = 30;
+	CHECK(judge(&f, NULL) == 0);
+	CHECK(f.v.outliers == 1 && f.v.bad_pairs == 1);
+	CHECK(f.why[2 * W + 4] == (RC_SWEEP_SLOW | RC_SWEEP_ASYM));
+	CHECK(f.why[4 * W + 2] == 0);
+	/* mildly asymmetric (70 against 100) is below the slow bar too? no: above half */
+	healthy(&f);
+	f.m[2 * W + 4].bw_gbit = 70;
+	CHECK(judge(&f, NULL) == 0 && f.v.healthy);
+
+	/* one slow node: rank 5's every link, both ways */
+	healthy(&f);
+	for (int j = 0; j < 5; j++) {
+		f.m[5 * W + j].bw_gbit = 25;
+		f.m[j * W + 5].bw_gbit = 25;
+	}
+	CHECK(judge(&f, NULL) == 0);
+	CHECK(!f.v.healthy);
+	CHECK(f.v.bad_nodes == 1 && f.bad[5]);
+	for (int i = 0; i < 5; i++)
+		CHECK(!f.bad[i]);
+	CHECK(f.outl[5] == 5 && f.outl[0] == 1);
+
+	/* a node with most but not all links slow (3 of 5) is named; 2 of 5 not */
+	healthy(&f);
+	for (int j = 0; j < 3; j++)
+		f.m[0 * W + j + 1].bw_gbit = 10;
+	CHECK(judge(&f, NULL) == 0 && f.bad[0] && f.v.bad_nodes == 1);
+	healthy(&f);
+	for (int j = 0; j < 2; j++)
+		f.m[0 * W + j + 1].bw_gbit = 10;
+	CHECK(judge(&f, NULL) == 0 && !f.bad[0] && f.v.bad_nodes == 0 && f.v.bad_pairs == 2);
+
+	/* high latency on one direction */
+	healthy(&f);
+	f.m[0 * W + 1].wlat_p50_us = 50;
+	CHECK(judge(&f, NULL) == 0 && f.why[0 * W + 1] == RC_SWEEP_LAT && f.v.outliers == 1);
+
+	/* a failed pair: not in the fleet's figures, an outlier of its own */
+	healthy(&f);
+	f.m[2 * W + 3].status = -110;
+	f.m[2 * W + 3].bw_gbit = 0;
+	CHECK(judge(&f, NULL) == 0);
+	CHECK(f.why[2 * W + 3] == RC_SWEEP_FAILED && f.why[3 * W + 2] == 0);
+	CHECK(f.v.measured == W * (W - 1) - 1 && !f.v.healthy);
+
+	/* pairs not asked for (--pairs): neither measured nor outliers; a node
+	 * is judged on the pairs it has. Rank 0 asked with 1 and 2 only, both
+	 * slow: named (2 of 2); with only 0-1 asked and slow, not (1 pair) */
+	healthy(&f);
+	for (int j = 3; j < W; j++)
+		f.m[0 * W + j].status = f.m[j * W + 0].status = RC_SWEEP_SKIPPED;
+	f.m[0 * W + 1].bw_gbit = f.m[0 * W + 2].bw_gbit = 10;
+	CHECK(judge(&f, NULL) == 0);
+	CHECK(f.v.measured == W * (W - 1) - 2 * (W - 3));
+	CHECK(f.bad[0] && f.v.bad_nodes == 1 && f.v.bad_pairs == 2);
+	for (int j = 3; j < W; j++)
+		CHECK(f.why[0 * W + j] == 0 && f.why[j * W + 0] == 0);
+	healthy(&f);
+	for (int j = 2; j < W; j++)
+		f.m[0 * W + j].status = f.m[j * W + 0].status = RC_SWEEP_SKIPPED;
+	f.m[0 * W + 1].bw_gbit = 10;
+	CHECK(judge(&f, NULL) == 0 && !f.bad[0] && f.v.bad_pairs == 1);
+	healthy(&f);
+	for (int i = 0; i < W; i++)
+		for (int j = 0; j < W; j++)
+			if (i != j && (i + j) % 2)
+				f.m[i * W + j].status = RC_SWEEP_SKIPPED;
+	CHECK(judge(&f, NULL) == 0 && f.v.healthy);
+
+	/* bad arguments */
+	CHECK(rc_sweep_judge(1, f.m, NULL, &l, &f.v) == -22);
+	CHECK(!strcmp(rc_sweep_why_name(RC_SWEEP_ASYM), "asymmetric"));
+}
+
+int main(void)
+{
+	schedules();
+	pairs();
+	stats();
+	judgements();
+	CHECK_DONE();
+}
