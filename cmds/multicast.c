@@ -24,16 +24,16 @@
 	GROUP_OPTS(X, MC) \
 	X(MC_ROOT, "root", 0, "R", "the rank that sends (default 0)") \
 	X(MC_FILE, "file", 'f', "FILE", "root: the blob to send", COMP_FILE) \
-	X(MC_PATTERN, "pattern", 'p', "PATTERN", "root: send zero, seq or random:SEED instead of a file") \
-	X(MC_SIZE, "size", 's', "SIZE", "root: bytes of the pattern (K, M, G suffixes)") \
-	X(MC_CHUNK, "chunk", 'c', "SIZE", "bytes per write (default 256K)") \
+	X(MC_PATTERN, "pattern", 'P', "PATTERN", "root: send zero, seq or random:SEED instead of a file") \
+	X(MC_SIZE, "size", 'S', "SIZE", "root: bytes of the pattern (K, M, G suffixes)") \
+	X(MC_CHUNK, "chunk", 0, "SIZE", "bytes per write (default 256K)") \
 	X(MC_RING, "ring", 0, "N", "chunks in each receiver's ring of buffers, 1 to 256 (default 16)") \
-	X(MC_OUT, "out", 'o', "FILE", "receivers: write the blob to FILE as it arrives (%r: the rank)", COMP_FILE) \
+	X(MC_OUT, "out", 'O', "FILE", "receivers: write the blob to FILE as it arrives (%r: the rank)", COMP_FILE) \
 	X(MC_MEM, "mem", 'm', "KIND", "receive ring memory: host, hugepage or cuda:N (default host)", \
 	  COMP_WORDS, "host|hugepage|cuda") \
-	X(MC_BLOCK_SIZES, "block-sizes", 'b', "LIST", "the blob's blocks (layers) in order, e.g. 1M,4M,4M: when each became usable") \
+	X(MC_BLOCK_SIZES, "block-sizes", 0, "LIST", "the blob's blocks (layers) in order, e.g. 1M,4M,4M: when each became usable") \
 	X(MC_ALGO, "algo", 'a', "ALGO", "flat, chain or tree (default tree)", COMP_WORDS, "flat|chain|tree") \
-	X(MC_FANOUT, "fanout", 'k', "K", "tree: children per relay (default 2)") \
+	X(MC_FANOUT, "fanout", 0, "K", "tree: children per relay (default 2)") \
 	X(MC_LINK_BW, "link-bw", 0, "RATE", "link rate for the ideal: 100Gbit, 12.5GB (per s) or bytes/s (default: measured)") \
 	X(MC_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping")
 
