@@ -571,7 +571,8 @@ static int topo_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 }
 
 /* Run: load the topology below root (NULL: /sys), verify when asked. *failed
- * counts the ports that failed the loopback verification. */
+ * counts the ports that failed the loopback verification (-ENODEV: none was
+ * verified). */
 static int topo_run(struct ctx *ctx, const struct topo_args *a, const char *root,
 		    struct rc_topo **t, int *failed)
 {
@@ -629,7 +630,9 @@ static int do_probe_topology(struct ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	show(ctx, t, a.sysfs ? a.sysfs : "/sys");
-	if (failed)
+	if (failed < 0)
+		rc = fail(ctx, -ENODEV, "no port was verified: --verify found no ACTIVE port to write to (see the findings)");
+	else if (failed)
 		rc = fail(ctx, -EIO, "%d port%s failed the loopback verification (see the findings)",
 			  failed, failed == 1 ? "" : "s");
 out:

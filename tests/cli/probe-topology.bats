@@ -346,6 +346,24 @@ with_nvml() {
 	assert_bad_tree /etc/hostname 'neither a directory nor a .tar.gz'
 }
 
+@test "--verify with no port to verify exits 1, and a finding says no port was verified" {
+	[[ -z $(ls -A /sys/class/infiniband 2>/dev/null) ]] ||
+		skip "this host has RDMA devices (tests/rxe/probe-topology.bats verifies them)"
+	run timeout 30 "$RDMACTL" -j probe-topology --verify
+	assert_failure 1
+	jq -e '.error.code == "ENODEV"
+		and any(.findings[]; .check == "verify" and .severity == "error"
+			and .message == "no port was verified: no RDMA device")' <<<"$output"
+	run timeout 30 "$RDMACTL" probe-topology --verify
+	assert_failure 1
+	assert_line --regexp "^  error +verify: no port was verified: no RDMA device\$"
+	assert_line --partial "rdmactl: no port was verified"
+	# Without --verify nothing was promised: the same host exits 0.
+	run timeout 30 "$RDMACTL" -j probe-topology
+	assert_success
+	jq -e 'all(.findings[]; .check != "verify")' <<<"$output"
+}
+
 @test "usage errors exit 2" {
 	run "$RDMACTL" probe-topology --sysfs "$FX/shared-nic" --verify
 	assert_failure 2
