@@ -202,6 +202,10 @@ struct rc_topo {
 struct rc_topo_opts {
 	const char *root;  /* NULL or "/sys": the running host (live) */
 	bool hugepages;    /* doctor: hugepages are required */
+	/* How messages and findings name the tree, NULL: root itself. A capture
+	 * tarball extracted to a temporary folder is named by the tarball, so no
+	 * temporary path reaches an operator: "cap.tar.gz:/PATH-INSIDE". */
+	const char *name;
 };
 
 /* Read the devices, GPUs, facts; compute the matrix, the rail plan and the
