@@ -67,11 +67,14 @@ enum kvxfer_opt { KVXFER_OPTS(OPT_INDEX) KVX_NOPTS };
 
 
 /* The geometry from --model FILE and the flags (flags win). Reports a usage
- * error and returns -EINVAL when it is incomplete or wrong. */
+ * error and returns -EINVAL when it is incomplete or wrong. name (NULL: not
+ * wanted) gets the model's name: its "name", else the file's; empty
+ * without --model. */
 int kvxfer_geom(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
-		struct kv_geom *g);
-/* The geometry as an object under key (text: one line). */
-void kvxfer_put_geom(struct out *o, const struct kv_geom *g);
+		struct kv_geom *g, char *name, size_t namelen);
+/* The geometry as an object under key (text: one line), led by the model's
+ * name when there is one (model: null otherwise). */
+void kvxfer_put_geom(struct out *o, const struct kv_geom *g, const char *model);
 
 int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v);
 int kvxfer_serve(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v);

@@ -216,7 +216,7 @@ static int common(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v
 	co->hb_timeout_ms = 3000;
 	co->cancel_req = -1;
 	co->stop_fd = -1;
-	if ((rc = kvxfer_geom(ctx, c, v, &co->g)) ||
+	if ((rc = kvxfer_geom(ctx, c, v, &co->g, NULL, 0)) ||
 	    (rc = opt_int_at(ctx, c, v, KVX_RANK, 0, KV_MAX_TP - 1, &rank)) ||
 	    (rc = opt_int_at(ctx, c, v, KVX_HEARTBEAT_MS, 10, 60000, &co->hb_ms)) ||
 	    (rc = opt_int_at(ctx, c, v, KVX_HEARTBEAT_TIMEOUT, 50, 3600000, &co->hb_timeout_ms)) ||
