@@ -10,5 +10,5 @@ here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 exec "$here/vm/deps.sh" \
 	build-essential cmake pkg-config \
 	libibverbs-dev librdmacm-dev libjansson-dev libcurl4-openssl-dev libreadline-dev \
-	jq tmux man-db groff-base zsh etcd-server etcd-client openmpi-bin socat openssl \
+	jq tmux man-db groff-base mandoc zsh etcd-server etcd-client openmpi-bin socat openssl \
 	clang libclang-rt-14-dev

@@ -120,7 +120,7 @@ page_section_opts() {
 		assert_success
 		assert_output ""
 		if command -v man >/dev/null; then
-			run bash -c "MANWIDTH=80 man -l '$f' 2>&1 >/dev/null"
+			run bash -c "MANWIDTH=80 man --warnings -l '$f' 2>&1 >/dev/null"
 			assert_output ""
 		fi
 	done
@@ -199,4 +199,20 @@ page_shorts() {
 	# The comparison can fail: a page with an old short form.
 	sed 's/^\\fB\\-P\\fR, \\fB\\-\\-pattern/\\fB\\-p\\fR, \\fB\\-\\-pattern/' "$MAN/rdmactl-multicast.8" >"$BATS_TEST_TMPDIR/m.8"
 	MAN=$BATS_TEST_TMPDIR page_shorts m.8 | grep -qx -- '-p --pattern' || fail "page_shorts missed an old short form"
+}
+
+@test "every man page passes mandoc -T lint, style warnings included" {
+	command -v mandoc >/dev/null || skip "mandoc is not installed (tests/deps.sh installs it: apt-get install mandoc)"
+	run mandoc -T lint -W style "$MAN"/*.8
+	assert_success
+	assert_output ""
+	# The lint can fail: a page with an unknown macro and a line too long.
+	{
+		head -5 "$MAN/rdmactl-write.8"
+		printf '.XY unknown macro\n%s\n' "$(printf 'word %.0s' {1..20})"
+	} >"$BATS_TEST_TMPDIR/bad.8"
+	run mandoc -T lint -W style "$BATS_TEST_TMPDIR/bad.8"
+	assert_failure
+	assert_output --partial "unknown macro"
+	assert_output --partial "longer than 80 bytes"
 }
