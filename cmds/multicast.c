@@ -17,6 +17,7 @@
 #include <rdmactl/mcast.h>
 #include <rdmactl/parse.h>
 
+#include "client_cmds.h"
 #include "cmds.h"
 #include "group_cmds.h"
 
@@ -51,6 +52,7 @@ struct mc_cli {
 	char out_path[4096];
 	bool busy_poll;
 	int fd;       /* root: the file; receivers: --out */
+	struct progress prog; /* the line on a terminal: bytes sent (root) or received */
 	uint64_t block_ends[RC_MCAST_BLOCKS_MAX];
 };
 
@@ -208,10 +210,32 @@ static int read_blob(void *arg, uint64_t off, void *buf, size_t len, struct rc_e
 	return 0;
 }
 
+/* The root reads each chunk as it sends it: its line counts what was read. */
+static int read_sent(void *arg, uint64_t off, void *buf, size_t len, struct rc_err *err)
+{
+	struct mc_cli *m = arg;
+	char d[32], t[32];
+	int rc = read_blob(arg, off, buf, len, err);
+
+	if (!rc && m->prog.on) {
+		rc_format_size(off + len, d, sizeof(d));
+		rc_format_size(m->run.size, t, sizeof(t));
+		progress_say(&m->prog, false, "multicast: %s of %s sent", d, t);
+	}
+	return rc;
+}
+
 static int write_out(void *arg, uint64_t off, const void *buf, size_t len, struct rc_err *err)
 {
 	struct mc_cli *m = arg;
+	char d[32];
 
+	if (m->prog.on) {
+		rc_format_size(off + len, d, sizeof(d));
+		progress_say(&m->prog, false, "multicast: rank %d: %s received", m->grp.who.rank, d);
+	}
+	if (m->fd < 0)
+		return 0;
 	for (size_t done = 0; done < len;) {
 		ssize_t w = pwrite(m->fd, (const char *)buf + done, len - done, (off_t)(off + done));
 
@@ -242,9 +266,10 @@ static int open_files(struct ctx *ctx, struct mc_cli *m)
 		m->fd = open(m->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (m->fd < 0)
 			return fail(ctx, -errno, "cannot write %s: %s", m->out_path, strerror(errno));
-		m->run.consume = write_out;
 	}
-	m->run.read = read_blob;
+	/* Every receiver consumes: the progress line, and --out when given. */
+	m->run.consume = write_out;
+	m->run.read = read_sent;
 	m->run.arg = m;
 	return 0;
 }
@@ -371,7 +396,9 @@ static int run(struct ctx *ctx, struct mc_cli *m)
 		rc = how.usage ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
 		goto out;
 	}
+	progress_init(&m->prog, ctx);
 	rc = rc_mcast_run(g, &m->run, &res, &e);
+	progress_end(&m->prog);
 	if (rc) {
 		rc = fail(ctx, rc, "rank %d: %s", m->grp.who.rank, e.msg);
 		goto out;
