@@ -331,13 +331,13 @@ tty_run() {
 		[[ $mode == json ]] && j=-j
 		mc_peers 2
 		PIDS=()
-		tty_run "$t/root.$mode.tty" "'$RDMACTL' $j -t 30000 multicast --rank 0 --world 2 --rendezvous file:$PEERS --pattern seq --size 8M >'$t/root.$mode.out'"
+		tty_run "$t/root.$mode.tty" "'$RDMACTL' $j -t 30000 multicast --rank 0 --world 2 --rendezvous file:$PEERS --pattern seq --size 2M >'$t/root.$mode.out'"
 		tty_run "$t/recv.$mode.tty" "'$RDMACTL' $j -t 30000 multicast --rank 1 --world 2 --rendezvous file:$PEERS --out '$t/out.$mode' >'$t/recv.$mode.out'"
 		mc_wait
 		[[ ${RCS[*]} == "0 0" ]] || { cat "$t"/*."$mode".*; fail "$mode: exits ${RCS[*]}"; }
 	done
 	# Text on a terminal: the lines, each redrawn in place; stdout (a file) has none.
-	grep -qE $'\r\033\\[Kmulticast: [0-9.]+[KMG]?i?B of 8MiB sent' "$t/root.text.tty" ||
+	grep -qE $'\r\033\\[Kmulticast: [0-9.]+[KMG]?i?B of 2MiB sent' "$t/root.text.tty" ||
 		{ cat -A "$t/root.text.tty"; fail "no progress line on the root's terminal"; }
 	grep -qE $'\r\033\\[Kmulticast: rank 1: [0-9.]+[KMG]?i?B received' "$t/recv.text.tty" ||
 		{ cat -A "$t/recv.text.tty"; fail "no progress line on the receiver's terminal"; }
