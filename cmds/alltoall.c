@@ -231,6 +231,46 @@ static void report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a
 	group_report(o, g);
 }
 
+/* --metrics: this rank's figures, and the wrong tokens of all ranks. */
+static void a2a_metrics(struct metrics *m, const struct a2a_cli *a, const struct rc_a2a_result *r,
+			uint64_t wrong, const struct rc_group *g)
+{
+	struct rc_a2a_stats st;
+	int W = a->grp.who.world, n = a->run.iters;
+	double *lat = r->lat_us, t = r->seconds / n, algbw;
+
+	rc_a2a_stats(a->counts, W, a->grp.who.rank, rc_a2a_token_bytes(a->run.hidden, a->run.dtype),
+		     &st);
+	qsort(lat, (size_t)n, sizeof(double), cmp_double);
+	algbw = t > 0 ? st.size / t : 0;
+	metrics_label(m, "algo", rc_a2a_algo_name(a->run.algo));
+	metrics_label(m, "device", rc_group_dev(g));
+	metrics_gauge(m, "rdmactl_alltoall_ranks", "ranks in the group", W);
+	metrics_gauge(m, "rdmactl_alltoall_size_bytes",
+		      "mean bytes a rank sends per iteration (dispatch and combine)", st.size);
+	metrics_counter(m, "rdmactl_alltoall_iterations_total", "timed iterations", n);
+	metrics_gauge(m, "rdmactl_alltoall_duration_seconds", "the timed iterations together",
+		      r->seconds);
+	metrics_gauge(m, "rdmactl_alltoall_algbw_bytes_per_second",
+		      "algorithm bandwidth (nccl-tests' algbw)", algbw);
+	metrics_gauge(m, "rdmactl_alltoall_busbw_bytes_per_second",
+		      "bus bandwidth (nccl-tests' busbw: algbw * (ranks - 1) / ranks)",
+		      algbw * (W - 1) / W);
+	metrics_family(m, "rdmactl_alltoall_iteration_seconds", METRIC_SUMMARY,
+		       "one iteration, dispatch and combine");
+	metrics_sample(m, "", "quantile", "0.5", lat[(n - 1) / 2] / 1e6);
+	metrics_sample(m, "", "quantile", "0.99", lat[(int)((n - 1) * 0.99 + 0.5)] / 1e6);
+	metrics_sample(m, "_sum", NULL, NULL, r->seconds);
+	metrics_sample(m, "_count", NULL, NULL, n);
+	metrics_gauge(m, "rdmactl_alltoall_imbalance_ratio",
+		      "max over mean of the dispatch bytes a rank receives", st.imbalance);
+	metrics_counter(m, "rdmactl_alltoall_checked_tokens_total", "tokens checked on this rank",
+			(double)r->checked);
+	metrics_counter(m, "rdmactl_alltoall_wrong_tokens_total", "tokens that arrived wrong, all ranks",
+			(double)wrong);
+	group_metrics(m, g);
+}
+
 static void progress(void *arg, int done, int total)
 {
 	struct progress *p = arg;
@@ -260,7 +300,12 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 	struct progress prog;
 	struct rc_err e;
 	bool speak = a->all_ranks || a->grp.who.rank == 0;
+	bool metrics = group_metrics_on(&a->grp, 0);
+	struct metrics m;
 
+	metrics_init(&m);
+	metrics_label(&m, "command", "alltoall");
+	metrics_label_u64(&m, "rank", (uint64_t)a->grp.who.rank);
 	if (!lat || !wrong) {
 		free(lat);
 		free(wrong);
@@ -287,12 +332,17 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 		total_wrong += wrong[i];
 	if (speak)
 		report(ctx, a, &res, total_wrong, g);
+	if (metrics)
+		a2a_metrics(&m, a, &res, total_wrong, g);
 	else if (!total_wrong)
 		ctx->out.printed = true; /* only rank 0 prints the document; every rank its failure */
 	if (total_wrong)
 		rc = fail(ctx, -EIO, "%llu tokens arrived wrong", (unsigned long long)total_wrong);
 out:
 	rc_group_close(g);
+	if (metrics)
+		rc = metrics_commit(ctx, &m, a->grp.metrics, rc);
+	metrics_free(&m);
 	free(lat);
 	free(wrong);
 	return rc;

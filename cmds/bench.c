@@ -68,6 +68,9 @@ int bench_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 				  .msg = atomic ? 8 : 65536, .iters = 1000, .qps = 1, .post_list = 1,
 				  .signal_every = 16 };
 	a->depth = a->lat ? 1 : 128;
+	a->metrics = opt_arg(v, first + BO_METRICS);
+	if (!a->on && a->metrics)
+		return usage_err(ctx, "%s: --metrics goes with --bench or --lat", c->name);
 	if (!a->on)
 		return 0;
 	if ((rc = opt_size_at(ctx, c, v, first + BO_MSG_SIZE, &a->msg)) ||
@@ -88,7 +91,7 @@ int bench_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 				 c->name);
 	if (a->lat)
 		a->signal_every = 1;
-	return 0;
+	return a->metrics ? metrics_path_check(ctx, a->metrics) : 0;
 }
 
 static void bench_print(struct ctx *ctx, const struct bench_args *b, enum rc_op op,
@@ -122,6 +125,45 @@ static void bench_print(struct ctx *ctx, const struct bench_args *b, enum rc_op 
 	}
 }
 
+/* --metrics: the figures bench_print printed (lat_us sorted by it). */
+static void bench_metrics(struct metrics *m, const struct bench_args *b, enum rc_op op,
+			  const struct rc_client *cl, const struct rc_stream_result *res,
+			  const double *lat_us)
+{
+	static const struct { const char *q; double p; } qs[] = {
+		{ "0", 0 }, { "0.5", 50 }, { "0.99", 99 }, { "0.999", 99.9 }, { "1", 100 } };
+	double sum = 0;
+
+	metrics_label(m, "operation", op_key(op));
+	metrics_label(m, "mode", b->lat ? "latency" : "bandwidth");
+	metrics_label(m, "device", rc_client_device(cl));
+	metrics_label(m, "peer", rc_client_peer(cl));
+	metrics_label(m, "region", cl->region.name);
+	metrics_counter(m, "rdmactl_bench_bytes_total", "bytes the benchmark moved", (double)res->bytes);
+	metrics_counter(m, "rdmactl_bench_operations_total", "work requests completed",
+			(double)res->ops);
+	metrics_gauge(m, "rdmactl_bench_duration_seconds", "how long the timed run took",
+		      res->seconds);
+	metrics_gauge(m, "rdmactl_bench_throughput_bytes_per_second", "bytes per second over the run",
+		      res->seconds > 0 ? (double)res->bytes / res->seconds : 0);
+	metrics_gauge(m, "rdmactl_bench_message_size_bytes", "bytes per work request",
+		      (double)b->msg);
+	metrics_gauge(m, "rdmactl_bench_queue_pairs", "queue pairs", b->qps);
+	metrics_gauge(m, "rdmactl_bench_depth", "work requests outstanding per queue pair",
+		      b->depth);
+	if (!b->lat)
+		return;
+	metrics_family(m, "rdmactl_bench_latency_seconds", METRIC_SUMMARY,
+		       "post to completion, one operation in flight (quantile 0: min, 1: max)");
+	for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
+		metrics_sample(m, "", "quantile", qs[i].q,
+			       (qs[i].p ? pct(lat_us, b->iters, qs[i].p) : lat_us[0]) / 1e6);
+	for (uint64_t i = 0; i < b->iters; i++)
+		sum += lat_us[i];
+	metrics_sample(m, "_sum", NULL, NULL, sum / 1e6);
+	metrics_sample(m, "_count", NULL, NULL, (double)b->iters);
+}
+
 int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 	      const struct client_args *ca, const struct bench_args *b, enum rc_op op,
 	      uint64_t compare_add, uint64_t swap)
@@ -130,14 +172,17 @@ int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 	struct rc_stream_result res;
 	struct rc_client *cl = NULL;
 	double *lat_us = NULL;
+	struct metrics m;
 	struct rc_err e;
 	int rc;
 
+	metrics_init(&m);
+	metrics_label(&m, "command", c->name);
 	if ((rc = client_target(ctx, c, v, NULL)))
 		return rc;
 	rc = client_open(ctx, c, v, ca, b->qps, b->lat || b->busy_poll, b->depth, &cl);
 	if (rc)
-		return rc;
+		goto out;
 	rc = rc_client_check(cl, ca->off, b->msg, op != RC_OP_READ, atomic, &e);
 	if (rc) {
 		rc = fail(ctx, rc, "%s", e.msg);
@@ -163,8 +208,13 @@ int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		goto out;
 	}
 	bench_print(ctx, b, op, cl, &res, lat_us);
+	if (b->metrics)
+		bench_metrics(&m, b, op, cl, &res, lat_us);
 out:
 	free(lat_us);
 	client_close(ctx, cl, rc);
+	if (b->metrics)
+		rc = metrics_commit(ctx, &m, b->metrics, rc);
+	metrics_free(&m);
 	return rc;
 }

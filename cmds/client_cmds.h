@@ -8,6 +8,7 @@
 #include <rdmactl/ops.h>
 
 #include "cmd.h"
+#include "metrics.h"
 
 /* The options write, read and atomic share, as X-macro lists of
  * X(ID, "name", short, "ARG", "help"): P is the command's prefix, so
@@ -30,7 +31,8 @@
 	X(P##_QPS, "qps", 0, "N", "queue pairs (default 1)")                                   \
 	X(P##_POST_LIST, "post-list", 0, "N", "work requests chained per post (default 1)")    \
 	X(P##_SIGNAL_EVERY, "signal-every", 0, "N", "one signalled completion per N work requests (default 16)") \
-	X(P##_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queue instead of sleeping")
+	X(P##_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queue instead of sleeping") \
+	METRICS_OPT(X, P)
 
 enum { CLIENT_OPTS(OPT_INDEX, CO) CO_COUNT };
 enum { BENCH_OPTS(OPT_INDEX, BO) BO_COUNT };
@@ -59,6 +61,7 @@ struct bench_args {
 	int qps;
 	int post_list;
 	int signal_every;
+	const char *metrics; /* --metrics FILE, or NULL */
 };
 /* Parse the BENCH_OPTS block whose first option (BENCH) is at index first;
  * a->on says whether a benchmark was asked. Defaults depend on op. */

@@ -1,8 +1,33 @@
 // SPDX-License-Identifier: MIT
 /* The group options alltoall and multicast share (group_cmds.h). */
+#include <stdio.h>
+#include <string.h>
 #include <sys/resource.h>
 
 #include "group_cmds.h"
+
+/* --metrics FILE with %r replaced by this rank. */
+static int metrics_rank_path(struct ctx *ctx, const char *tmpl, struct group_args *a)
+{
+	size_t o = 0;
+
+	a->metrics[0] = '\0';
+	a->metrics_per_rank = tmpl && strstr(tmpl, "%r");
+	for (const char *p = tmpl; p && *p; p++) {
+		int w = p[0] == '%' && p[1] == 'r'
+				? snprintf(a->metrics + o, sizeof(a->metrics) - o, "%d", a->who.rank)
+				: snprintf(a->metrics + o, sizeof(a->metrics) - o, "%c", *p);
+
+		if (p[0] == '%' && p[1] == 'r')
+			p++;
+		if (w < 0 || (size_t)w >= sizeof(a->metrics) - o)
+			return usage_err(ctx, "--metrics: the path is too long");
+		o += (size_t)w;
+	}
+	if (tmpl && !*tmpl)
+		return usage_err(ctx, "--metrics: the file name is empty");
+	return 0;
+}
 
 int group_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,
 		     struct group_args *a)
@@ -18,13 +43,19 @@ int group_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 		return usage_err(ctx, "%s", e.msg);
 	a->rendezvous = opt_arg(v, first + GO_RENDEZVOUS);
 	a->listen = opt_arg(v, first + GO_LISTEN);
+	if ((rc = metrics_rank_path(ctx, opt_arg(v, first + GO_METRICS), a)))
+		return rc;
 	return opt_token(ctx, v, first + GO_TOKEN, first + GO_TOKEN_FILE, a->token_buf, &a->token);
 }
 
 int group_rendezvous_ready(struct ctx *ctx, const char *what, const struct group_args *a)
 {
+	int rc;
+
 	if (!a->rendezvous)
 		return usage_err(ctx, "%s needs --rendezvous etcd://HOST:PORT/JOB or file:PATH", what);
+	if (a->metrics[0] && (rc = metrics_path_check(ctx, a->metrics)))
+		return rc;
 	if (!strncmp(a->rendezvous, "file:", 5))
 		return input_file(ctx, "--rendezvous", a->rendezvous + 5);
 	return 0;
@@ -56,4 +87,16 @@ void group_report(struct out *o, const struct rc_group *g)
 	out_u64(o, "ring_bytes", ", %llu bytes of message rings", s.ring_bytes);
 	out_u64(o, "max_rss_bytes", ", peak RSS %llu bytes\n", rss);
 	out_obj_end(o);
+}
+
+void group_metrics(struct metrics *m, const struct rc_group *g)
+{
+	struct rc_group_stats s;
+
+	rc_group_stats(g, &s);
+	metrics_gauge(m, "rdmactl_group_rendezvous_seconds", "how long the rendezvous took",
+		      s.rendezvous_s);
+	metrics_gauge(m, "rdmactl_group_connect_seconds", "how long connecting to the peers took",
+		      s.connect_s);
+	metrics_gauge(m, "rdmactl_group_queue_pairs", "queue pairs this rank holds", s.qps);
 }

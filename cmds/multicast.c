@@ -362,6 +362,47 @@ static void report(struct ctx *ctx, const struct mc_cli *m, const struct rc_mcas
 	group_report(o, g);
 }
 
+/* --metrics: the root's figures of every receiver; a receiver's of its own. */
+static void mc_metrics(struct metrics *m, const struct mc_cli *mc, const struct rc_mcast_result *r,
+		       const struct rc_group *g)
+{
+	int W = mc->grp.who.world, root = mc->run.shape.root;
+	char who[16];
+
+	metrics_label(m, "algo", rc_mcast_algo_name(mc->run.shape.algo));
+	metrics_label(m, "device", rc_group_dev(g));
+	metrics_label_u64(m, "root", (uint64_t)root);
+	metrics_gauge(m, "rdmactl_multicast_ranks", "ranks in the group", W);
+	if (mc->grp.who.rank != root) {
+		metrics_counter(m, "rdmactl_multicast_received_bytes_total", "bytes this rank received",
+				(double)r->self.bytes);
+		metrics_gauge(m, "rdmactl_multicast_ok", "1 when this rank holds the whole blob, checked",
+			      r->self.ok);
+		group_metrics(m, g);
+		return;
+	}
+	metrics_gauge(m, "rdmactl_multicast_size_bytes", "bytes of the blob", (double)r->size);
+	metrics_gauge(m, "rdmactl_multicast_chunk_bytes", "bytes per write", (double)mc->run.chunk);
+	metrics_gauge(m, "rdmactl_multicast_duration_seconds", "until the last receiver's last chunk",
+		      r->seconds);
+	metrics_gauge(m, "rdmactl_multicast_ideal_seconds", "the ideal time at the link's rate",
+		      r->ideal_s);
+	metrics_gauge(m, "rdmactl_multicast_link_bytes_per_second", "the link rate, given or measured",
+		      r->link_bw);
+	metrics_gauge(m, "rdmactl_multicast_receivers", "ranks that receive", W - 1);
+	metrics_gauge(m, "rdmactl_multicast_receivers_ok", "receivers that got the whole blob",
+		      r->ok_count);
+	metrics_family(m, "rdmactl_multicast_received_bytes_total", METRIC_COUNTER,
+		       "bytes each receiver says it received");
+	for (int j = 0; j < W; j++) {
+		if (j == root || !r->recv[j].reported)
+			continue;
+		snprintf(who, sizeof(who), "%d", j);
+		metrics_sample(m, "", "receiver", who, (double)r->recv[j].bytes);
+	}
+	group_metrics(m, g);
+}
+
 /* The tree's edges, and the root to everyone. */
 static int plan(void *arg, const struct rc_endpoint *all, int W, uint8_t *need, struct rc_err *err)
 {
@@ -384,10 +425,15 @@ static int run(struct ctx *ctx, struct mc_cli *m)
 				      .plan = plan, .plan_arg = &m->run.shape };
 	struct rc_mcast_result res = { 0 };
 	struct rc_group_join_out how;
+	bool metrics = group_metrics_on(&m->grp, root);
+	struct metrics mx;
 	struct rc_group *g = NULL;
 	struct rc_err e;
 
 	res.recv = calloc((size_t)W, sizeof(*res.recv));
+	metrics_init(&mx);
+	metrics_label(&mx, "command", "multicast");
+	metrics_label_u64(&mx, "rank", (uint64_t)m->grp.who.rank);
 	if (!res.recv)
 		return fail(ctx, -ENOMEM, "out of memory");
 	if ((rc = open_files(ctx, m)))
@@ -403,6 +449,8 @@ static int run(struct ctx *ctx, struct mc_cli *m)
 		rc = fail(ctx, rc, "rank %d: %s", m->grp.who.rank, e.msg);
 		goto out;
 	}
+	if (metrics)
+		mc_metrics(&mx, m, &res, g);
 	if (m->grp.who.rank != root) {
 		ctx->out.printed = true; /* only the root prints the document */
 		if (!res.self.complete)
@@ -424,6 +472,9 @@ static int run(struct ctx *ctx, struct mc_cli *m)
 	}
 out:
 	rc_group_close(g);
+	if (metrics)
+		rc = metrics_commit(ctx, &mx, m->grp.metrics, rc);
+	metrics_free(&mx);
 	if (m->fd >= 0)
 		close(m->fd);
 	free(res.recv);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* rdmactl register: register memory regions and serve them until a signal. */
 #include <errno.h>
+#include <poll.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <rdmactl/server.h>
 
 #include "cmds.h"
+#include "metrics.h"
 #include "session.h"
 
 #define REGISTER_OPTS(X)                                                                    \
@@ -48,7 +50,10 @@
 	X(RG_PUBLISH, "publish", 0, "URL",                                                    \
 	  "publish each region in etcd under rdmactl/NS/region/NAME, with a lease kept alive: etcd://HOST:PORT/NS") \
 	X(RG_LEASE_TTL, "lease-ttl", 0, "SECONDS",                                            \
-	  "--publish: the lease's TTL; the keys go this long after the server dies (default 10)")
+	  "--publish: the lease's TTL; the keys go this long after the server dies (default 10)") \
+	METRICS_OPT(X, RG)                                                                    \
+	X(RG_METRICS_INTERVAL, "metrics-interval", 0, "SECONDS",                              \
+	  "--metrics: rewrite the file this often while serving, 1 to 86400 (default 15)")
 
 enum { REGISTER_OPTS(OPT_INDEX) REGISTER_NOPTS };
 static const struct cmd_opt register_opts[] = { REGISTER_OPTS(OPT_ENTRY) OPT_END };
@@ -197,6 +202,8 @@ struct register_args {
 	char etcd[RC_HOST_MAX + 8]; /* --publish: the etcd's HOST:PORT, or "" */
 	char ns[64];
 	int lease_ttl;
+	const char *metrics; /* --metrics FILE, or NULL */
+	int metrics_every_s;
 };
 
 /* A duration: N with ms, s (the default) or m after it, 100 ms to a day. */
@@ -324,7 +331,15 @@ static int register_parse(struct ctx *ctx, const struct cmd *c, const struct opt
 	a->allow_unauth_mig = opt_on(v, RG_ALLOW_UNAUTH_MIG);
 	if (a->allow_unauth_mig && a->admin[0])
 		return usage_err(ctx, "register: --allow-unauthenticated-migration is for a server without an admin token");
-	return 0;
+	a->metrics = opt_arg(v, RG_METRICS);
+	a->metrics_every_s = 15;
+	if (opt_on(v, RG_METRICS_INTERVAL) && !a->metrics)
+		return usage_err(ctx, "register: --metrics-interval goes with --metrics FILE");
+	if ((rc = opt_int_at(ctx, c, v, RG_METRICS_INTERVAL, 1, 86400, &a->metrics_every_s)))
+		return rc;
+	if (a->metrics && ctx->session)
+		return usage_err(ctx, "register: --metrics is for a server of its own, not one in the shell");
+	return a->metrics ? metrics_path_check(ctx, a->metrics) : 0;
 }
 
 /* Run, first part: the server and its regions. */
@@ -441,6 +456,87 @@ static void register_print(struct ctx *ctx, struct rc_server *s)
 		print_region(ctx, s, rc_server_region(s, i));
 }
 
+/* --metrics: the server's counters and its regions; up says whether it
+ * still serves (0 in the file written at exit). */
+static void server_metrics(struct metrics *m, const struct rc_server *s, double started, bool up)
+{
+	const struct rc_listener *l = rc_server_listener(s);
+	struct rc_server_stats st;
+	char listen[RC_HOST_MAX + 16];
+
+	rc_server_stats(s, &st);
+	snprintf(listen, sizeof(listen), "%s:%u", l->addr, l->port);
+	metrics_label(m, "listen", listen);
+	metrics_label(m, "device", l->dev_name);
+	metrics_gauge(m, "rdmactl_server_up", "1 while the server serves, 0 once it stopped", up);
+	metrics_gauge(m, "rdmactl_server_start_time_seconds",
+		      "when the server started, in seconds since the Unix epoch", started);
+	metrics_gauge(m, "rdmactl_server_connections", "connections now", st.conns);
+	metrics_counter(m, "rdmactl_server_connections_total", "connections established",
+			(double)st.accepted);
+	metrics_counter(m, "rdmactl_server_rejected_connections_total",
+			"connect requests refused (token, too many connections, accept failed)",
+			(double)st.rejected);
+	metrics_family(m, "rdmactl_server_errors_total", METRIC_COUNTER,
+		       "errors by kind: connection (dropped on a failed completion or keepalive), "
+		       "flush (a periodic write-back of a region)");
+	metrics_sample(m, "", "kind", "connection", (double)st.dropped);
+	metrics_sample(m, "", "kind", "flush", (double)st.flush_failed);
+	metrics_counter(m, "rdmactl_server_requests_total",
+			"control requests answered (region lists, migration steps)", (double)st.requests);
+	metrics_counter(m, "rdmactl_server_immediates_total",
+			"immediate data received (RDMA WRITE_WITH_IMM)", (double)st.imms);
+	metrics_gauge(m, "rdmactl_server_regions", "regions served", rc_server_nregions(s));
+	metrics_family(m, "rdmactl_server_region_size_bytes", METRIC_GAUGE, "each region's size");
+	for (int i = 0; i < rc_server_nregions(s); i++)
+		metrics_sample(m, "", "region", rc_server_region(s, i)->d.name,
+			       (double)rc_server_region(s, i)->d.length);
+}
+
+/* The periodic rewrite: a small local file, never a wait on a peer. A
+ * failure does not stop the server; it is said once, until a write works. */
+static void metrics_tick(struct ctx *ctx, const struct register_args *a, const struct rc_server *s,
+			 double started, bool *failing)
+{
+	struct metrics m;
+	char msg[4400];
+	int rc;
+
+	metrics_init(&m);
+	metrics_label(&m, "command", "register");
+	server_metrics(&m, s, started, true);
+	rc = metrics_write(&m, a->metrics, msg, sizeof(msg));
+	metrics_free(&m);
+	if (rc && !*failing)
+		out_log(&ctx->out, "--metrics: %s (the server goes on)", msg);
+	*failing = rc != 0;
+}
+
+/* Serve until a signal, as rc_server_run; with --metrics, the file is
+ * rewritten from this loop every --metrics-interval. */
+static int register_serve(struct ctx *ctx, const struct register_args *a, struct rc_server *s,
+			  int sfd, double started, struct rc_err *e)
+{
+	bool failing = false;
+	double next = 0;
+
+	if (!a->metrics)
+		return rc_server_run(s, sfd, e);
+	for (;;) {
+		struct pollfd p = { .fd = sfd, .events = POLLIN };
+		int rc;
+
+		if (rc_now() >= next) {
+			metrics_tick(ctx, a, s, started, &failing);
+			next = rc_now() + a->metrics_every_s;
+		}
+		if (poll(&p, 1, 0) > 0)
+			return 0;
+		if ((rc = rc_server_step(s, 200, e)))
+			return rc;
+	}
+}
+
 static int do_register(struct ctx *ctx, int argc, char **argv)
 {
 	const struct cmd *c = &cmd_register;
@@ -452,6 +548,11 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 	struct rc_err e;
 	sigset_t mask;
 	int sfd = -1, rc, rc2;
+	double started = rc_wall(rc_now());
+	struct metrics m;
+
+	metrics_init(&m);
+	metrics_label(&m, "command", "register");
 
 	rc = opts_parse(ctx, c, argc, argv, &v);
 	if (rc)
@@ -505,7 +606,7 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 			rc_server_nregions(s), rc_server_nregions(s) == 1 ? "" : "s",
 			rc_server_listener(s)->addr, rc_server_listener(s)->port,
 			rc_server_listener(s)->dev_name);
-	rc = rc_server_run(s, sfd, &e);
+	rc = register_serve(ctx, a, s, sfd, started, &e);
 	if (rc)
 		rc = fail(ctx, rc, "%s", e.msg);
 	else {
@@ -518,6 +619,8 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 out:
 	/* The lease is revoked first: the keys naming this server go with it. */
 	rc_etcd_close(etcd);
+	if (a->metrics && s)
+		server_metrics(&m, s, started, false);
 	/* Reported even after a failed serve: a region that did not reach its
 	 * file is data lost, whatever stopped the server. */
 	rc2 = rc_server_destroy(s, &e);
@@ -526,6 +629,9 @@ out:
 		if (!rc)
 			rc = rc2;
 	}
+	if (a->metrics)
+		rc = metrics_commit(ctx, &m, a->metrics, rc);
+	metrics_free(&m);
 	if (s && !rc) {
 		out_str(&ctx->out, "event", "stopped\n", "stopped");
 		out_event(&ctx->out);

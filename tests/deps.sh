@@ -3,7 +3,8 @@
 #
 # Install what building rdmactl and running every test tier needs on a
 # Debian 12 machine, and only what is missing: the build tool chain and
-# libraries, the test tools, and the SoftRoCE guest's host packages.
+# libraries, the test tools (prometheus for promtool, which checks the
+# --metrics files), and the SoftRoCE guest's host packages.
 set -euo pipefail
 
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
@@ -11,4 +12,4 @@ exec "$here/vm/deps.sh" \
 	build-essential cmake pkg-config \
 	libibverbs-dev librdmacm-dev libjansson-dev libcurl4-openssl-dev libreadline-dev \
 	jq tmux man-db groff-base mandoc zsh etcd-server etcd-client openmpi-bin socat openssl \
-	clang libclang-rt-14-dev
+	clang libclang-rt-14-dev prometheus

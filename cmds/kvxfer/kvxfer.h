@@ -58,6 +58,7 @@
 	X(KVX_GPU_REG, 0,1,1, "gpu-reg", 0, "PATH", "serve, send with --mem cuda: registration path auto, dmabuf, peermem or bounce (default auto)", COMP_WORDS, "auto|dmabuf|peermem|bounce") \
 	X(KVX_HEARTBEAT_MS, 0,1,1, "heartbeat-ms", 0, "MS", "heartbeat interval (default 200)") \
 	X(KVX_HEARTBEAT_TIMEOUT, 0,1,1, "heartbeat-timeout", 0, "MS", "declare a silent peer dead after MS (default 3000)") \
+	X(KVX_METRICS, 0,1,1, "metrics", 0, "FILE", "serve, send: write the summary's figures to FILE in Prometheus' text format, replaced whole, at the end", COMP_FILE) \
 	X(KVX_CANCEL_REQUEST, 0,1,1, "cancel-request", 0, "I", "test hook: cancel request I (with --cancel-after-layers)", COMP_NONE, NULL, false, true) \
 	X(KVX_CANCEL_AFTER_LAYERS, 0,1,1, "cancel-after-layers", 0, "L", "test hook: cancel once L layers of it were posted (send) or landed (serve)", COMP_NONE, NULL, false, true)
 

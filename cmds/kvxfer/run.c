@@ -16,6 +16,7 @@
 #include "client_cmds.h"
 #include "cmds.h"
 #include "kvxfer.h"
+#include "metrics.h"
 
 struct run_ctx {
 	struct ctx *ctx;
@@ -286,8 +287,37 @@ static int signals(struct ctx *ctx, sigset_t *mask)
 	return fd;
 }
 
-static int finish(struct ctx *ctx, int rc, const struct rc_err *e, const struct kv_summary *sum,
-		  uint32_t asked, bool send, int sfd, sigset_t *mask)
+/* --metrics: the summary's figures. */
+static void kv_metrics(struct metrics *m, const struct kv_summary *s, bool send)
+{
+	char qp[16];
+
+	metrics_family(m, "rdmactl_kvxfer_requests_total", METRIC_COUNTER, "requests finished, by outcome");
+	metrics_sample(m, "", "outcome", "done", s->done);
+	metrics_sample(m, "", "outcome", "cancelled", s->cancelled);
+	metrics_sample(m, "", "outcome", "failed", s->failed);
+	metrics_counter(m, "rdmactl_kvxfer_verified_requests_total",
+			"requests whose every byte was checked and right", s->verified);
+	metrics_counter(m, "rdmactl_kvxfer_bytes_total", "bytes of the requests done",
+			(double)s->bytes);
+	metrics_gauge(m, "rdmactl_kvxfer_duration_seconds",
+		      "from the first request's start to the last one's end", s->seconds);
+	if (!send)
+		return;
+	metrics_gauge(m, "rdmactl_kvxfer_exposed_max_seconds",
+		      "the longest a request's transfer outlasted its compute", s->exposed_max_s);
+	metrics_counter(m, "rdmactl_kvxfer_exposed_seconds_total",
+			"the requests' transfer time not hidden by compute, together", s->exposed_sum_s);
+	metrics_family(m, "rdmactl_kvxfer_qp_bytes_total", METRIC_COUNTER,
+		       "RDMA WRITE payload bytes per data queue pair (all decode ranks)");
+	for (uint32_t k = 0; k < s->nqps; k++) {
+		snprintf(qp, sizeof(qp), "%u", k);
+		metrics_sample(m, "", "qp", qp, (double)s->qp_bytes[k]);
+	}
+}
+
+static int finish_run(struct ctx *ctx, int rc, const struct rc_err *e, const struct kv_summary *sum,
+		      uint32_t asked, bool send, int sfd, sigset_t *mask)
 {
 	if (sfd >= 0) {
 		close(sfd);
@@ -301,6 +331,25 @@ static int finish(struct ctx *ctx, int rc, const struct rc_err *e, const struct 
 	if (send && sum->done + sum->cancelled < asked)
 		return fail(ctx, -EINTR, "stopped after %u of %u requests", sum->done + sum->cancelled, asked);
 	return 0;
+}
+
+static int finish(struct ctx *ctx, const struct opt_vals *v, uint32_t rank, int rc,
+		  const struct rc_err *e, const struct kv_summary *sum, uint32_t asked, bool send,
+		  int sfd, sigset_t *mask)
+{
+	const char *path = opt_arg(v, KVX_METRICS);
+	bool ran = !rc;
+	struct metrics m;
+
+	rc = finish_run(ctx, rc, e, sum, asked, send, sfd, mask);
+	if (!path)
+		return rc;
+	metrics_init(&m);
+	metrics_label(&m, "command", send ? "kvxfer send" : "kvxfer serve");
+	metrics_label_u64(&m, "rank", rank);
+	if (ran)
+		kv_metrics(&m, sum, send);
+	return metrics_commit(ctx, &m, path, rc);
 }
 
 /* --mem and --gpu-reg of serve (the pool) and send (the source pages). */
@@ -362,12 +411,14 @@ int kvxfer_serve(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	o.c.arg = &r;
 	if (ctx->session)
 		return usage_err(ctx, "kvxfer serve: run it from the command line, not in the shell");
+	if (opt_on(v, KVX_METRICS) && (rc = metrics_path_check(ctx, opt_arg(v, KVX_METRICS))))
+		return rc;
 	if ((rc = opt_mem_ready(ctx, opt_arg(v, KVX_MEM), o.mem.kind, o.mem.gpu)))
 		return rc;
 	if ((o.c.stop_fd = signals(ctx, &mask)) < 0)
 		return o.c.stop_fd;
 	rc = kv_recv_run(&o, &sum, &e);
-	return finish(ctx, rc, &e, &sum, o.c.requests, false, o.c.stop_fd, &mask);
+	return finish(ctx, v, o.c.rank, rc, &e, &sum, o.c.requests, false, o.c.stop_fd, &mask);
 }
 
 /* Test hook, kept out of help: RDMACTL_TEST_KV_CORRUPT=REQ sends request
@@ -458,6 +509,8 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	o.c.arg = &r;
 	if (ctx->session)
 		return usage_err(ctx, "kvxfer send: run it from the command line, not in the shell");
+	if (opt_on(v, KVX_METRICS) && (rc = metrics_path_check(ctx, opt_arg(v, KVX_METRICS))))
+		return rc;
 	if ((rc = opt_mem_ready(ctx, opt_arg(v, KVX_MEM), o.mem.kind, o.mem.gpu)))
 		return rc;
 	if ((o.c.stop_fd = signals(ctx, &mask)) < 0)
@@ -466,5 +519,5 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	r.asked = o.c.requests;
 	rc = kv_send_run(&o, &sum, &e);
 	progress_end(&r.prog);
-	return finish(ctx, rc, &e, &sum, o.c.requests, true, o.c.stop_fd, &mask);
+	return finish(ctx, v, o.c.rank, rc, &e, &sum, o.c.requests, true, o.c.stop_fd, &mask);
 }

@@ -58,6 +58,7 @@ struct rc_server {
 		int reg;       /* the region it writes back */
 		size_t off;    /* and how far it got there */
 	} flush;
+	struct rc_server_stats st; /* its counters; conns is filled when asked */
 };
 
 int rc_server_nregions(const struct rc_server *s) { return s->nregions; }
@@ -66,6 +67,12 @@ const struct rc_listener *rc_server_listener(const struct rc_server *s) { return
 const struct rc_gid_info *rc_server_gid(const struct rc_server *s) { return &s->gid; }
 const char *rc_server_token(const struct rc_server *s) { return s->token[0] ? s->token : NULL; }
 int rc_server_nconns(const struct rc_server *s) { return s->nconns; }
+
+void rc_server_stats(const struct rc_server *s, struct rc_server_stats *out)
+{
+	*out = s->st;
+	out->conns = s->nconns;
+}
 
 static void emit(struct rc_server *s, enum rc_server_event_kind kind, const char *peer,
 		 const char *reason)
@@ -252,6 +259,8 @@ static void drop_conn(struct rc_server *s, struct srv_conn *sc, bool peer_gone, 
 		s->conns[i] = s->conns[--s->nconns];
 		break;
 	}
+	if (why)
+		s->st.dropped++;
 	if (peer_gone)
 		sc->c->disconnected = true;
 	if (s->mig) {
@@ -312,12 +321,14 @@ static void on_connect_request(struct rc_server *s, struct rc_cm_event *ev)
 		token_ok(s, &ev->param, &why);
 	if (why) {
 		rc_cm_refuse(ev, why);
+		s->st.rejected++;
 		emit(s, RC_EV_REJECTED, ev->peer, why + strlen("rdmactl: "));
 		return;
 	}
 	sc = calloc(1, sizeof(*sc));
 	if (!sc) {
 		rc_cm_refuse(ev, "rdmactl: out of memory");
+		s->st.rejected++;
 		return;
 	}
 	co.on_qp = prepare_conn;
@@ -327,6 +338,7 @@ static void on_connect_request(struct rc_server *s, struct rc_cm_event *ev)
 			ibv_dereg_mr(sc->mr);
 		free(sc);
 		rc_cm_refuse(ev, "rdmactl: accept failed");
+		s->st.rejected++;
 		emit(s, RC_EV_REJECTED, ev->peer, e.msg);
 		return;
 	}
@@ -347,8 +359,10 @@ static int handle_cm(struct rc_server *s, struct rc_err *err)
 			on_connect_request(s, &ev);
 			break;
 		case RC_CM_ESTABLISHED:
-			if (ev.conn)
+			if (ev.conn) {
+				s->st.accepted++;
 				emit(s, RC_EV_CONNECTED, ev.conn->peer, NULL);
+			}
 			break;
 		case RC_CM_GONE:
 			if (sc)
@@ -385,11 +399,13 @@ static void handle_ctrl(struct rc_server *s, struct srv_conn *sc, struct ibv_wc 
 		struct rc_server_event ev = { .kind = RC_EV_IMM, .peer = sc->c->peer,
 					      .imm = be32toh(wc->imm_data) };
 
+		s->st.imms++;
 		if (s->o.on_event)
 			s->o.on_event(s->o.arg, &ev);
 		post_ctrl_recv(sc, slot);
 		return;
 	}
+	s->st.requests++;
 	out = sc->buf.send[slot];
 	if (rc_ctrl_decode_hdr(sc->buf.recv[slot], wc->byte_len, &h) == 0 &&
 	    h.type == RC_CTRL_LIST_REQ) {
@@ -474,6 +490,7 @@ static bool flush_step(struct rc_server *s)
 			struct rc_server_event ev = { .kind = RC_EV_FLUSH_FAILED, .region = r->d.name,
 						      .reason = e.msg };
 
+			s->st.flush_failed++;
 			if (s->o.on_event)
 				s->o.on_event(s->o.arg, &ev);
 			n = left; /* on to the next region */

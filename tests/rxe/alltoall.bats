@@ -198,9 +198,10 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 
 
 @test "hierarchical: 72 ranks as 9 nodes of 8, past the old limit of 64 ranks, every token checked" {
+	heavy_sibling "hierarchical with 4 ranks as 2 nodes of 2; a group past 64 ranks in multicast.bats' 71 receivers; routing past 64 ranks in test_a2a"
 	need_guest
 	a2a_peers 72
-	A2A_TIMEOUT=90000 a2a_ok 72 --algo hierarchical --ranks-per-node 8 --rendezvous "file:$PEERS" \
+	A2A_TIMEOUT=90000 RDMACTL_TEST_TIMEOUT=150 a2a_ok 72 --algo hierarchical --ranks-per-node 8 --rendezvous "file:$PEERS" \
 		--hidden 64 --tokens 8 --topk 2 --iters 2 --warmup 1
 	# rank 0 holds its node's 7 and its rail's 8 peers, 33 KiB of rings each,
 	# and the barrier's tree is a few levels deep, not 71 messages into rank 0

@@ -126,7 +126,7 @@ blob() {
 	need_guest
 	blob "$BATS_TEST_TMPDIR/w" $((256 << 10))
 	mc_peers 72
-	MC_TIMEOUT=90000 mc_ok 72 "$BLOB_SHA" --algo tree --fanout 4 --file "$BATS_TEST_TMPDIR/w" --chunk 64K --ring 16
+	MC_TIMEOUT=90000 RDMACTL_TEST_TIMEOUT=150 mc_ok 72 "$BLOB_SHA" --algo tree --fanout 4 --file "$BATS_TEST_TMPDIR/w" --chunk 64K --ring 16
 	# the root holds a connection to every receiver (its report), rings of
 	# ring + 8 receives: 16 + 8 + 1 slots of 1 KiB each
 	jq -e '.algo == "tree" and (.receivers | length) == 71 and .depth == 3 and .width == 4

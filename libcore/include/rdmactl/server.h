@@ -85,4 +85,16 @@ RC_EXPORT const struct rc_gid_info *rc_server_gid(const struct rc_server *s);
 RC_EXPORT const char *rc_server_token(const struct rc_server *s);
 RC_EXPORT int rc_server_nconns(const struct rc_server *s);
 
+/* What a server has counted since it was created (register --metrics). */
+struct rc_server_stats {
+	int conns;             /* connections now */
+	uint64_t accepted;     /* connections established */
+	uint64_t rejected;     /* connect requests refused (token, too many, accept failed) */
+	uint64_t dropped;      /* connections dropped on an error (a failed completion, keepalive) */
+	uint64_t requests;     /* control requests answered (LIST, migration steps) */
+	uint64_t imms;         /* immediate data received (RDMA WRITE_WITH_IMM) */
+	uint64_t flush_failed; /* periodic write-backs of a region that failed */
+};
+RC_EXPORT void rc_server_stats(const struct rc_server *s, struct rc_server_stats *out);
+
 #endif
