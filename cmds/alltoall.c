@@ -27,12 +27,12 @@
 	X(A2A_HIDDEN, "hidden", 0, "N", "elements per token (default 7168)") \
 	X(A2A_DTYPE, "dtype", 0, "TYPE", "bf16 or fp8 (fp8 adds a scale per 128 elements; default bf16)", \
 	  COMP_WORDS, "bf16|fp8") \
-	X(A2A_TOKENS, "tokens", 'n', "N", "tokens per rank (default 128)") \
+	X(A2A_TOKENS, "tokens", 0, "N", "tokens per rank (default 128)") \
 	X(A2A_EXPERTS, "experts", 'E', "N", "experts, spread evenly over the ranks (default 8 per rank)") \
 	X(A2A_TOPK, "topk", 'k', "K", "experts per token (default 2)") \
 	X(A2A_SKEW, "skew", 0, "MODEL", "uniform, zipf:S or matrix:FILE.csv (default uniform)") \
 	X(A2A_SEED, "seed", 0, "N", "routing seed (default 1)") \
-	X(A2A_ITERS, "iters", 'i', "N", "timed iterations (default 20)") \
+	X(A2A_ITERS, "iters", 'n', "N", "timed iterations (default 20)") \
 	X(A2A_WARMUP, "warmup", 0, "N", "untimed iterations first (default 2)") \
 	X(A2A_MEM, "mem", 0, "KIND", "token buffers: host, hugepage or cuda[:N] (GPU N in PCI bus order; default host)", \
 	  COMP_WORDS, "host|hugepage|cuda") \

@@ -12,8 +12,8 @@
 #include "client_cmds.h"
 
 #define ATOMIC_OPTS(X)                                                                  \
-	X(AT_FAA, "faa", 'a', "DELTA", "fetch-and-add DELTA (may be negative)")          \
-	X(AT_CAS, "cas", 'c', "EXPECTED,SWAP",                                           \
+	X(AT_FAA, "faa", 0, "DELTA", "fetch-and-add DELTA (may be negative)")          \
+	X(AT_CAS, "cas", 0, "EXPECTED,SWAP",                                           \
 	  "compare-and-swap: store SWAP where the value is EXPECTED")                    \
 	CLIENT_OPTS(X, AT)                                                               \
 	BENCH_OPTS(X, AT)

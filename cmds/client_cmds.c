@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,6 +209,21 @@ void progress_end(struct progress *p)
 {
 	if (p->on && p->last > 0)
 		fprintf(stderr, "\r\033[K");
+}
+
+void progress_say(struct progress *p, bool force, const char *fmt, ...)
+{
+	double now = rc_now();
+	va_list ap;
+
+	if (!p->on || (!force && now - p->last < 0.25))
+		return;
+	p->last = now;
+	fputs("\r\033[K", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fflush(stderr);
 }
 
 int stream_transfer(struct ctx *ctx, struct rc_client *cl, enum rc_op op, uint64_t off,

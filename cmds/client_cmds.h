@@ -110,6 +110,12 @@ struct progress {
 };
 void progress_init(struct progress *p, struct ctx *ctx);
 void progress_end(struct progress *p);
+/* A progress line of its own words (what the command does now), redrawn in
+ * place on stderr at most 4 times a second (any time with force), when
+ * progress_init found stderr a terminal and the output text; progress_end
+ * clears it (before a line of output, too). */
+void progress_say(struct progress *p, bool force, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* --bench / --lat for write, read and atomic: connect, run, print. */
 int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,

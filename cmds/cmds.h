@@ -27,7 +27,7 @@ extern const struct cmd cmd_complete;
 /* The shell's options: its table is in cmds/shellcmds.c, its body in cli/
  * reads them by these indexes. */
 #define SHELL_OPTS(X)                                                                       \
-	X(SH_HISTORY, "history", 'H', "FILE",                                                \
+	X(SH_HISTORY, "history", 0, "FILE",                                                \
 	  "history file (default: $RDMACTL_HISTORY, else ~/.rdmactl_history)", COMP_FILE)
 enum { SHELL_OPTS(OPT_INDEX) SHELL_NOPTS };
 

@@ -369,10 +369,26 @@ static void print(struct ctx *ctx, const struct rc_migrate_result *r, bool live,
 					: "NOT verified: the destination differs from the source");
 }
 
+/* The progress line on a terminal: the copy round and its bytes, or the step. */
+static void mig_progress(void *arg, const char *step, int round, uint64_t done, uint64_t total)
+{
+	char d[32], t[32];
+
+	if (strcmp(step, "copy")) {
+		progress_say(arg, true, "migrate: %s", !strcmp(step, "hash") ? "hashing both sides"
+			     : !strcmp(step, "fence") ? "fencing the source" : "cutover");
+		return;
+	}
+	rc_format_size(done, d, sizeof(d));
+	rc_format_size(total, t, sizeof(t));
+	progress_say(arg, done == 0, "migrate: round %d: %s of %s pulled", round, d, t);
+}
+
 static int do_migrate(struct ctx *ctx, int argc, char **argv)
 {
 	struct mig_plan p = { 0 };
 	struct rc_migrate_result r;
+	struct progress prog;
 	struct rc_err e;
 	int rc = parse(ctx, argc, argv, &p);
 
@@ -380,7 +396,11 @@ static int do_migrate(struct ctx *ctx, int argc, char **argv)
 		free(p.ext);
 		return rc < 0 ? rc : 0;
 	}
+	progress_init(&prog, ctx);
+	p.o.progress = mig_progress;
+	p.o.progress_arg = &prog;
 	rc = p.live ? rc_migrate_live(&p.o, &p.lo, &r, &e) : rc_migrate_blocks(&p.o, &r, &e);
+	progress_end(&prog);
 	free(p.ext);
 	if (rc)
 		return fail(ctx, rc, "%s", e.msg);

@@ -18,6 +18,7 @@
 #include <rdmactl/mcast.h>
 #include <rdmactl/parse.h>
 
+#include "client_cmds.h"
 #include "cmds.h"
 #include "group_cmds.h"
 #include "svg.h"
@@ -26,18 +27,18 @@
 	GROUP_OPTS(X, MC) \
 	X(MC_ROOT, "root", 0, "R", "the rank that sends (default 0)") \
 	X(MC_FILE, "file", 'f', "FILE", "root: the blob to send", COMP_FILE) \
-	X(MC_PATTERN, "pattern", 'p', "PATTERN", "root: send zero, seq or random:SEED instead of a file") \
-	X(MC_SIZE, "size", 's', "SIZE", "root: bytes of the pattern (K, M, G suffixes)") \
-	X(MC_CHUNK, "chunk", 'c', "SIZE", "bytes per write (default 256K)") \
+	X(MC_PATTERN, "pattern", 'P', "PATTERN", "root: send zero, seq or random:SEED instead of a file") \
+	X(MC_SIZE, "size", 'S', "SIZE", "root: bytes of the pattern (K, M, G suffixes)") \
+	X(MC_CHUNK, "chunk", 0, "SIZE", "bytes per write (default 256K)") \
 	X(MC_RING, "ring", 0, "N", "chunks in each receiver's ring of buffers, 1 to 256 (default 16)") \
-	X(MC_OUT, "out", 'o', "FILE", "receivers: write the blob to FILE as it arrives (%r: the rank)", COMP_FILE) \
+	X(MC_OUT, "out", 'O', "FILE", "receivers: write the blob to FILE as it arrives (%r: the rank)", COMP_FILE) \
 	X(MC_MEM, "mem", 'm', "KIND", "receive ring memory: host, hugepage or cuda:N (default host)", \
 	  COMP_WORDS, "host|hugepage|cuda") \
-	X(MC_BLOCK_SIZES, "block-sizes", 'b', "LIST", "the blob's blocks (layers) in order, e.g. 1M,4M,4M: when each became usable") \
+	X(MC_BLOCK_SIZES, "block-sizes", 0, "LIST", "the blob's blocks (layers) in order, e.g. 1M,4M,4M: when each became usable") \
 	X(MC_ALGO, "algo", 'a', "ALGO", "flat (the root writes to every rank), chain (each rank to the " \
 	  "next) or tree (each relay to --fanout children) (default tree); each rank connects to its " \
 	  "parent and its children, and the root to every rank (the reports)", COMP_WORDS, "flat|chain|tree") \
-	X(MC_FANOUT, "fanout", 'k', "K", "tree: children per relay (default 2)") \
+	X(MC_FANOUT, "fanout", 0, "K", "tree: children per relay (default 2)") \
 	X(MC_LINK_BW, "link-bw", 0, "RATE", "link rate for the ideal: 100Gbit, 12.5GB (per s) or bytes/s (default: measured)") \
 	X(MC_SVG, "svg", 0, "FILE", "root: draw each receiver's first and last chunk on one timeline (SVG)", COMP_FILE) \
 	X(MC_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping") \
@@ -64,6 +65,7 @@ struct mc_cli {
 	bool plan;
 	int ranks_per_node;  /* --plan: 0 or ranks per node */
 	int fd;       /* root: the file; receivers: --out */
+	struct progress prog; /* the line on a terminal: bytes sent (root) or received */
 	uint64_t block_ends[RC_MCAST_BLOCKS_MAX];
 };
 
@@ -230,10 +232,32 @@ static int read_blob(void *arg, uint64_t off, void *buf, size_t len, struct rc_e
 	return 0;
 }
 
+/* The root reads each chunk as it sends it: its line counts what was read. */
+static int read_sent(void *arg, uint64_t off, void *buf, size_t len, struct rc_err *err)
+{
+	struct mc_cli *m = arg;
+	char d[32], t[32];
+	int rc = read_blob(arg, off, buf, len, err);
+
+	if (!rc && m->prog.on) {
+		rc_format_size(off + len, d, sizeof(d));
+		rc_format_size(m->run.size, t, sizeof(t));
+		progress_say(&m->prog, false, "multicast: %s of %s sent", d, t);
+	}
+	return rc;
+}
+
 static int write_out(void *arg, uint64_t off, const void *buf, size_t len, struct rc_err *err)
 {
 	struct mc_cli *m = arg;
+	char d[32];
 
+	if (m->prog.on) {
+		rc_format_size(off + len, d, sizeof(d));
+		progress_say(&m->prog, false, "multicast: rank %d: %s received", m->grp.who.rank, d);
+	}
+	if (m->fd < 0)
+		return 0;
 	for (size_t done = 0; done < len;) {
 		ssize_t w = pwrite(m->fd, (const char *)buf + done, len - done, (off_t)(off + done));
 
@@ -264,9 +288,10 @@ static int open_files(struct ctx *ctx, struct mc_cli *m)
 		m->fd = open(m->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (m->fd < 0)
 			return fail(ctx, -errno, "cannot write %s: %s", m->out_path, strerror(errno));
-		m->run.consume = write_out;
 	}
-	m->run.read = read_blob;
+	/* Every receiver consumes: the progress line, and --out when given. */
+	m->run.consume = write_out;
+	m->run.read = read_sent;
 	m->run.arg = m;
 	return 0;
 }
@@ -487,7 +512,9 @@ static int run(struct ctx *ctx, struct mc_cli *m)
 		rc = how.usage ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
 		goto out;
 	}
+	progress_init(&m->prog, ctx);
 	rc = rc_mcast_run(g, &m->run, &res, &e);
+	progress_end(&m->prog);
 	if (rc) {
 		rc = fail(ctx, rc, "rank %d: %s", m->grp.who.rank, e.msg);
 		goto out;

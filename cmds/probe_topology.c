@@ -571,11 +571,13 @@ static int topo_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 }
 
 /* Run: load the topology below root (NULL: /sys), verify when asked. *failed
- * counts the ports that failed the loopback verification. */
+ * counts the ports that failed the loopback verification (-ENODEV: none was
+ * verified). name: how findings name the tree (a tarball, not the folder it
+ * was extracted to), NULL: root. */
 static int topo_run(struct ctx *ctx, const struct topo_args *a, const char *root,
-		    struct rc_topo **t, int *failed)
+		    const char *name, struct rc_topo **t, int *failed)
 {
-	struct rc_topo_opts to = { .root = root, .hugepages = a->hugepages };
+	struct rc_topo_opts to = { .root = root, .hugepages = a->hugepages, .name = name };
 	struct rc_err e;
 	int rc;
 
@@ -602,7 +604,7 @@ static int topo_run(struct ctx *ctx, const struct topo_args *a, const char *root
 static int do_probe_topology(struct ctx *ctx, int argc, char **argv)
 {
 	const struct cmd *c = &cmd_probe_topology;
-	char root[4096], tmpdir[4096] = "";
+	char root[4096], tmpdir[4096] = "", name[8400];
 	struct rc_topo *t = NULL;
 	struct topo_args a;
 	struct opt_vals v;
@@ -621,7 +623,11 @@ static int do_probe_topology(struct ctx *ctx, int argc, char **argv)
 		rc = do_capture(ctx, a.sysfs ? root : NULL, a.capture);
 		goto out;
 	}
-	rc = topo_run(ctx, &a, a.sysfs ? root : NULL, &t, &failed);
+	/* A tarball's tree is named by the tarball and the path inside it:
+	 * the temporary folder it was extracted to is gone when we exit. */
+	if (tmpdir[0])
+		snprintf(name, sizeof(name), "%s:%s", a.sysfs, root + strlen(tmpdir));
+	rc = topo_run(ctx, &a, a.sysfs ? root : NULL, tmpdir[0] ? name : NULL, &t, &failed);
 	if (rc)
 		goto out;
 	if (a.export >= 0) {
@@ -629,7 +635,9 @@ static int do_probe_topology(struct ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	show(ctx, t, a.sysfs ? a.sysfs : "/sys");
-	if (failed)
+	if (failed < 0)
+		rc = fail(ctx, -ENODEV, "no port was verified: --verify found no ACTIVE port to write to (see the findings)");
+	else if (failed)
 		rc = fail(ctx, -EIO, "%d port%s failed the loopback verification (see the findings)",
 			  failed, failed == 1 ? "" : "s");
 out:

@@ -31,7 +31,7 @@
 	X(RG_GPU_REG, "gpu-reg", 0, "PATH",                                                   \
 	  "GPU memory registration: auto (dma-buf, then peer memory, then a host bounce buffer), dmabuf, peermem or bounce", \
 	  COMP_WORDS, "auto|dmabuf|peermem|bounce")                                          \
-	X(RG_ACCESS, "access", 'a', "ACCESS", "what peers may do: ro, rw or atomic (default rw)", \
+	X(RG_ACCESS, "access", 0, "ACCESS", "what peers may do: ro, rw or atomic (default rw)", \
 	  COMP_WORDS, "ro|rw|atomic", .repeat = true)                                         \
 	X(RG_TOKEN, "token", 'T', "TOKEN",                                                    \
 	  "require TOKEN in the connect request (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \

@@ -91,7 +91,7 @@ const struct cmd cmd_regions = {
 	.shell_only = true,
 };
 
-#define UNREGISTER_OPTS(X) X(UN_ALL, "all", 'a', NULL, "stop every server this shell started")
+#define UNREGISTER_OPTS(X) X(UN_ALL, "all", 0, NULL, "stop every server this shell started")
 enum { UNREGISTER_OPTS(OPT_INDEX) UNREGISTER_NOPTS };
 static const struct cmd_opt unregister_opts[] = { UNREGISTER_OPTS(OPT_ENTRY) OPT_END };
 OPTS_BOUND(unregister_opts, UNREGISTER_NOPTS);

@@ -14,7 +14,7 @@
 
 /* Geometry values before defaults: -1 unset. */
 struct gin {
-	const char *layout, *page_layout, *dtype;
+	const char *layout, *page_layout, *dtype, *name;
 	int64_t layers, kv_heads, head_dim, latent_dim, page_tokens, src_pt, dst_pt, src_tp,
 		dst_tp;
 };
@@ -74,12 +74,36 @@ static int model_file(struct ctx *ctx, const char *path, struct gin *in, json_t 
 				in->page_layout = json_string_value(val);
 			else if (!strcmp(key, "dtype"))
 				in->dtype = json_string_value(val);
+			else
+				in->name = json_string_value(val);
 			known = true;
 		}
 		if (!known)
 			return usage_err(ctx, "--model %s: unknown key \"%s\"", path, key);
 	}
 	return 0;
+}
+
+/* The model's name for the report: its "name", else the file's name without
+ * its folder and .json; empty without --model. */
+static void model_name(char *out, size_t len, const char *path, const char *name)
+{
+	const char *base;
+	size_t n;
+
+	out[0] = '\0';
+	if (!path)
+		return;
+	if (name && *name) {
+		snprintf(out, len, "%s", name);
+		return;
+	}
+	base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	n = strlen(base);
+	if (n > 5 && !strcmp(base + n - 5, ".json"))
+		n -= 5;
+	snprintf(out, len, "%.*s", (int)n, base);
 }
 
 static int flag_int(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
@@ -100,9 +124,9 @@ static int flag_int(struct ctx *ctx, const struct cmd *c, const struct opt_vals 
 }
 
 int kvxfer_geom(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
-		struct kv_geom *g)
+		struct kv_geom *g, char *name, size_t namelen)
 {
-	struct gin in = { NULL, NULL, NULL, -1, -1, -1, -1, -1, -1, -1, -1, -1 };
+	struct gin in = { NULL, NULL, NULL, NULL, -1, -1, -1, -1, -1, -1, -1, -1, -1 };
 	static const int ints[] = { KVX_LAYERS, KVX_KV_HEADS, KVX_HEAD_DIM, KVX_LATENT_DIM,
 				    KVX_PAGE_TOKENS, KVX_SRC_PAGE_TOKENS, KVX_DST_PAGE_TOKENS,
 				    KVX_SRC_TP, KVX_DST_TP };
@@ -113,6 +137,8 @@ int kvxfer_geom(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 	int rc = 0;
 
 	memset(g, 0, sizeof(*g));
+	if (name && namelen)
+		name[0] = '\0';
 	if (opt_on(v, KVX_MODEL) && (rc = model_file(ctx, opt_arg(v, KVX_MODEL), &in, &model)))
 		goto out;
 	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
@@ -170,30 +196,43 @@ int kvxfer_geom(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 	g->dst_page_tokens = (uint32_t)(in.dst_pt >= 0 ? in.dst_pt : in.page_tokens >= 0 ? in.page_tokens : 16);
 	if (kv_geom_check(g, &e))
 		rc = usage_err(ctx, "kvxfer: %s", e.msg);
+	if (!rc && name && namelen)
+		model_name(name, namelen, opt_arg(v, KVX_MODEL), in.name);
 out:
 	json_decref(model);
 	return rc;
 }
 
-void kvxfer_put_geom(struct out *o, const struct kv_geom *g)
+void kvxfer_put_geom(struct out *o, const struct kv_geom *g, const char *model)
 {
 	bool mla = g->layout == KV_LAYOUT_MLA;
 
 	out_obj_begin(o, "geometry");
+	if (model && *model)
+		out_str(o, "model", "%s: ", model);
+	else
+		out_null(o, "model");
 	out_str(o, "layout", "%s", kv_layout_name(g->layout));
-	out_u64(o, "layers", ", %llu layers", g->layers);
+	out_u64(o, "layers", NULL, g->layers);
+	out_text(o, ", %u layer%s", g->layers, g->layers == 1 ? "" : "s");
 	if (mla) {
 		out_u64(o, "latent_dim", ", latent of %llu dims", g->head_dim);
 	} else {
-		out_u64(o, "kv_heads", ", %llu KV heads", g->kv_heads);
+		out_u64(o, "kv_heads", NULL, g->kv_heads);
+		out_text(o, ", %u KV head%s", g->kv_heads, g->kv_heads == 1 ? "" : "s");
 		out_u64(o, "head_dim", " x %llu dims", g->head_dim);
 	}
 	out_str(o, "dtype", ", %s", kv_dtype_name(g->dtype));
 	out_str(o, "page_layout", ", %s pages", kv_page_layout_name(g->page_layout));
 	out_u64(o, "src_tp", ", TP %llu", g->src_tp);
 	out_u64(o, "dst_tp", " -> %llu", g->dst_tp);
-	out_u64(o, "src_page_tokens", ", %llu", g->src_page_tokens);
-	out_u64(o, "dst_page_tokens", " -> %llu tokens per page\n", g->dst_page_tokens);
+	out_u64(o, "src_page_tokens", NULL, g->src_page_tokens);
+	out_u64(o, "dst_page_tokens", NULL, g->dst_page_tokens);
+	if (g->src_page_tokens == g->dst_page_tokens)
+		out_text(o, ", %u token%s per page\n", g->src_page_tokens,
+			 g->src_page_tokens == 1 ? "" : "s");
+	else
+		out_text(o, ", %u -> %u tokens per page\n", g->src_page_tokens, g->dst_page_tokens);
 	out_obj_end(o);
 }
 

@@ -17,7 +17,7 @@
  * list. */
 #define KVXFER_OPTS(X) \
 	/* Geometry: every subcommand. */ \
-	X(KVX_MODEL, 1,1,1, "model", 'm', "FILE", "geometry from a JSON model file (flags override it)", COMP_FILE) \
+	X(KVX_MODEL, 1,1,1, "model", 0, "FILE", "geometry from a JSON model file (flags override it)", COMP_FILE) \
 	X(KVX_LAYOUT, 1,1,1, "layout", 0, "LAYOUT", "paged (K and V pages per head) or mla (one latent, replicated)", COMP_WORDS, "paged|mla") \
 	X(KVX_PAGE_LAYOUT, 1,1,1, "page-layout", 0, "ORDER", "inside a page: nhd [token][head][dim] or hnd [head][token][dim] (default nhd)", COMP_WORDS, "nhd|hnd") \
 	X(KVX_LAYERS, 1,1,1, "layers", 'L', "N", "transformer layers") \
@@ -31,7 +31,7 @@
 	X(KVX_SRC_TP, 1,1,1, "src-tp", 0, "N", "tensor-parallel degree of the prefill side (default 1)") \
 	X(KVX_DST_TP, 1,1,1, "dst-tp", 0, "N", "tensor-parallel degree of the decode side (default 1)") \
 	/* plan */ \
-	X(KVX_TOKENS, 1,0,1, "tokens", 'n', "N", "tokens per request (plan, send)") \
+	X(KVX_TOKENS, 1,0,1, "tokens", 0, "N", "tokens per request (plan, send)") \
 	X(KVX_PREFILL_TOKENS_PER_S, 1,0,0, "prefill-tokens-per-s", 0, "RATE", "plan: prefill speed, to size the link that hides the transfer") \
 	X(KVX_LAYER_COMPUTE_US, 1,0,1, "layer-compute-us", 0, "US", "compute time of one layer (plan; send: simulated, 0 = all at once)") \
 	X(KVX_LINK_GBPS, 1,0,0, "link-gbps", 0, "RATE", "plan: link rate per rank (Gbit/s, or 100Gbit, 12.5GB), for the exposed time") \
@@ -40,7 +40,7 @@
 	X(KVX_LAND_PAGES, 0,1,0, "land-pages", 0, "N", "serve: units of the landing area, a page of landed tokens each, per layer half (default: the pool's pages)") \
 	/* serve and send */ \
 	X(KVX_RANK, 0,1,1, "rank", 'r', "R", "this process's TP rank (serve, send; default 0)") \
-	X(KVX_REQUESTS, 0,1,1, "requests", 'N', "N", "requests to move (send) or to finish before exiting (serve)") \
+	X(KVX_REQUESTS, 0,1,1, "requests", 0, "N", "requests to move (send) or to finish before exiting (serve)") \
 	X(KVX_LISTEN, 0,1,0, "listen", 'l', "ADDR:PORT", "serve: address to accept prefill ranks on") \
 	X(KVX_SCATTER, 0,1,0, "scatter", 0, "SEED", "serve: permute the free page list with SEED (non-contiguous pages)") \
 	X(KVX_VERIFY, 0,1,0, "verify", 0, NULL, "serve: check every byte against the deterministic content") \
@@ -68,11 +68,14 @@ enum kvxfer_opt { KVXFER_OPTS(OPT_INDEX) KVX_NOPTS };
 
 
 /* The geometry from --model FILE and the flags (flags win). Reports a usage
- * error and returns -EINVAL when it is incomplete or wrong. */
+ * error and returns -EINVAL when it is incomplete or wrong. name (NULL: not
+ * wanted) gets the model's name: its "name", else the file's; empty
+ * without --model. */
 int kvxfer_geom(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
-		struct kv_geom *g);
-/* The geometry as an object under key (text: one line). */
-void kvxfer_put_geom(struct out *o, const struct kv_geom *g);
+		struct kv_geom *g, char *name, size_t namelen);
+/* The geometry as an object under key (text: one line), led by the model's
+ * name when there is one (model: null otherwise). */
+void kvxfer_put_geom(struct out *o, const struct kv_geom *g, const char *model);
 
 int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v);
 int kvxfer_serve(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v);

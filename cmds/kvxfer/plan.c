@@ -29,6 +29,14 @@ static int opt_double(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	return 0;
 }
 
+/* The plural ending of a count's noun: "1 segment", "2 segments". */
+static const char *pl(uint64_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
+typedef unsigned long long ull;
+
 static void put_segments(struct out *o, const struct kv_seg *s, size_t n)
 {
 	out_arr_begin(o, "segments");
@@ -38,7 +46,8 @@ static void put_segments(struct out *o, const struct kv_seg *s, size_t n)
 		out_u64(o, "src_off", " +%llu", s[i].src_off);
 		out_u64(o, "dst_page", " -> dst page %llu", s[i].dst_page);
 		out_u64(o, "dst_off", " +%llu", s[i].dst_off);
-		out_u64(o, "len", ": %llu bytes\n", s[i].len);
+		out_u64(o, "len", NULL, s[i].len);
+		out_text(o, ": %llu byte%s\n", (ull)s[i].len, pl(s[i].len));
 		out_obj_end(o);
 	}
 	out_arr_end(o);
@@ -50,6 +59,7 @@ static int put_routes(struct ctx *ctx, const struct kv_geom *g, uint32_t tokens,
 	struct kv_route r[KV_MAX_ROUTES];
 	int n = kv_routes(g, r, KV_MAX_ROUTES);
 	struct out *o = &ctx->out;
+	bool mla = g->layout == KV_LAYOUT_MLA;
 	struct rc_err e;
 
 	out_text(o, "routes (source rank -> destination rank):\n");
@@ -64,22 +74,24 @@ static int put_routes(struct ctx *ctx, const struct kv_geom *g, uint32_t tokens,
 		out_obj_begin(o, NULL);
 		out_u64(o, "src", "  %llu", r[i].src);
 		out_u64(o, "dst", " -> %llu:", r[i].dst);
-		if (g->layout == KV_LAYOUT_MLA) {
-			out_text(o, " the latent");
-		} else {
-			out_u64(o, "head", " heads %llu", r[i].head);
-			out_text(o, "-%u", r[i].head + r[i].nheads - 1);
-		}
+		if (!mla)
+			out_u64(o, "head", NULL, r[i].head);
 		out_u64(o, "nheads", NULL, r[i].nheads);
+		if (mla)
+			out_text(o, " the latent");
+		else if (r[i].nheads == 1)
+			out_text(o, " head %u", r[i].head);
+		else
+			out_text(o, " heads %u-%u", r[i].head, r[i].head + r[i].nheads - 1);
 		out_u64(o, "src_head_off", NULL, r[i].src_head_off);
 		out_u64(o, "dst_head_off", NULL, r[i].dst_head_off);
-		if (g->layout != KV_LAYOUT_MLA)
+		if (!mla)
 			out_text(o, " (source slot %u, destination slot %u)", r[i].src_head_off,
 				 r[i].dst_head_off);
 		out_u64(o, "bytes_per_layer_half", ", %llu bytes",
 			kv_route_bytes(g, &r[i], tokens));
-		out_u64(o, "segments_per_layer_half", " in %llu segments per layer", ns);
-		out_text(o, "%s", g->layout == KV_LAYOUT_MLA ? "" : " half (K or V)");
+		out_u64(o, "segments_per_layer_half", NULL, ns);
+		out_text(o, " in %zu segment%s per layer%s", ns, pl(ns), mla ? "" : " half (K or V)");
 		out_bool(o, "land", ", lands: %s\n", kv_land_choose(land, g, &r[i]));
 		if (list)
 			put_segments(o, s, ns);
@@ -90,63 +102,115 @@ static int put_routes(struct ctx *ctx, const struct kv_geom *g, uint32_t tokens,
 	return 0;
 }
 
+static bool rank_same(const struct kv_plan_rank *a, const struct kv_plan_rank *b)
+{
+	return a->bytes == b->bytes && a->segments == b->segments && a->writes == b->writes;
+}
+
+/* Each rank in JSON; in text, a run of ranks with the same figures is one
+ * line ("source ranks 0-7, each: ..."). */
 static void put_ranks(struct out *o, const char *key, const struct kv_plan_rank *r, uint32_t n,
 		      const char *what)
 {
 	out_arr_begin(o, key);
 	for (uint32_t i = 0; i < n; i++) {
 		out_obj_begin(o, NULL);
-		out_text(o, "  %s", what);
-		out_u64(o, "rank", " rank %llu:", i);
-		out_u64(o, "bytes", " %llu bytes", r[i].bytes);
-		out_u64(o, "segments", " in %llu segments per request", r[i].segments);
-		out_u64(o, "writes", ", %llu writes as posted\n", r[i].writes);
+		out_u64(o, "rank", NULL, i);
+		out_u64(o, "bytes", NULL, r[i].bytes);
+		out_u64(o, "segments", NULL, r[i].segments);
+		out_u64(o, "writes", NULL, r[i].writes);
 		out_obj_end(o);
 	}
 	out_arr_end(o);
+	for (uint32_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && rank_same(&r[i], &r[j]); j++)
+			;
+		if (j - i == 1)
+			out_text(o, "  %s rank %u:", what, i);
+		else
+			out_text(o, "  %s ranks %u-%u, each:", what, i, j - 1);
+		out_text(o, " %llu bytes in %llu segment%s, %llu write%s posted\n", (ull)r[i].bytes,
+			 (ull)r[i].segments, pl(r[i].segments), (ull)r[i].writes, pl(r[i].writes));
+	}
+}
+
+/* "N writes of B bytes" for a count of writes moving bytes in all. */
+static void writes_text(struct out *o, const char *lead, uint64_t writes, uint64_t bytes)
+{
+	out_text(o, "%s%llu write%s of %llu bytes", lead, (ull)writes, pl(writes),
+		 (ull)(bytes / writes));
 }
 
 /* What each --pack choice gives: writes per request and their average size,
  * the choice made (route by route for auto), and the notifications each
- * decode rank counts, which packing leaves as they are. */
+ * decode rank counts, which packing leaves as they are. Where routes land,
+ * the pack figures are those of the direct path, and the land line gives
+ * what the senders post. */
 static void put_writes(struct out *o, const struct kv_geom *g, const struct kv_plan *p)
 {
+	uint64_t n0 = p->dst[0].notifications;
+	bool uniform = true;
+
 	out_obj_begin(o, "pack");
-	out_str(o, "asked", "pack (--pack %s", kv_pack_name(p->pack));
-	out_u64(o, "max_sge", ", --max-sge %llu): ", p->max_sge);
+	out_str(o, "asked", NULL, kv_pack_name(p->pack));
+	out_u64(o, "max_sge", NULL, p->max_sge);
+	out_text(o, "pack%s (--pack %s, --max-sge %u): ", p->routes_landed ? " on the direct path" : "",
+		 kv_pack_name(p->pack), p->max_sge);
 	out_obj_begin(o, "never");
-	out_u64(o, "writes", "never %llu writes", p->writes_never);
-	out_u64(o, "avg_bytes", " of %llu bytes", p->wire_bytes / p->writes_never);
+	out_u64(o, "writes", NULL, p->writes_never);
+	out_u64(o, "avg_bytes", NULL, p->wire_bytes / p->writes_never);
+	writes_text(o, "never ", p->writes_never, p->wire_bytes);
 	out_obj_end(o);
 	out_obj_begin(o, "always");
-	out_u64(o, "writes", ", always %llu writes", p->writes_packed);
-	out_u64(o, "avg_bytes", " of %llu bytes", p->wire_bytes / p->writes_packed);
+	out_u64(o, "writes", NULL, p->writes_packed);
+	out_u64(o, "avg_bytes", NULL, p->wire_bytes / p->writes_packed);
+	writes_text(o, ", always ", p->writes_packed, p->wire_bytes);
 	out_obj_end(o);
 	out_obj_begin(o, "chosen");
-	out_u64(o, "writes", "; chosen %llu writes", p->writes);
-	out_u64(o, "avg_bytes", " of %llu bytes", p->wire_bytes / p->writes);
-	out_u64(o, "routes_packed", ", %llu", p->routes_packed);
-	out_u64(o, "routes", " of %llu routes packed\n", p->routes);
+	out_u64(o, "writes", NULL, p->writes);
+	out_u64(o, "avg_bytes", NULL, p->wire_bytes / p->writes);
+	writes_text(o, "; chosen ", p->writes, p->wire_bytes);
+	out_u64(o, "routes_packed", NULL, p->routes_packed);
+	out_u64(o, "routes", NULL, p->routes);
+	out_text(o, ", %u of %u route%s packed\n", p->routes_packed, p->routes, pl(p->routes));
 	out_obj_end(o);
 	out_obj_end(o);
 	/* Landing: which path the routes take, and what the senders post with
 	 * both choices (the per-rank writes above). */
 	out_obj_begin(o, "land");
-	out_str(o, "asked", "land (--land %s): ", kv_pack_name(p->land));
-	out_str(o, "path", "path %s", p->routes_landed ? "landing" : "direct");
-	out_u64(o, "routes_landed", ", %llu", p->routes_landed);
-	out_u64(o, "routes", " of %llu routes land", p->routes);
-	out_u64(o, "writes", "; %llu writes posted", p->writes_posted);
-	out_u64(o, "avg_bytes", " of %llu bytes\n", p->wire_bytes / p->writes_posted);
+	out_str(o, "asked", NULL, kv_pack_name(p->land));
+	out_str(o, "path", NULL, p->routes_landed ? "landing" : "direct");
+	out_u64(o, "routes_landed", NULL, p->routes_landed);
+	out_u64(o, "routes", NULL, p->routes);
+	out_u64(o, "writes", NULL, p->writes_posted);
+	out_u64(o, "avg_bytes", NULL, p->wire_bytes / p->writes_posted);
+	out_text(o, "land (--land %s): %u of %u route%s land%s (path %s); ", kv_pack_name(p->land),
+		 p->routes_landed, p->routes, pl(p->routes), p->routes_landed == 1 ? "s" : "",
+		 p->routes_landed ? "landing" : "direct");
+	writes_text(o, "the senders post ", p->writes_posted, p->wire_bytes);
+	out_text(o, "\n");
 	out_obj_end(o);
 	out_obj_begin(o, "notifications");
-	out_u64(o, "qps", "notifications: one WRITE_WITH_IMM per layer from each of %llu data QPs "
-		"of each source rank, packed or not;", p->qps);
+	out_u64(o, "qps", NULL, p->qps);
+	out_text(o, "notifications: one WRITE_WITH_IMM per layer from each of %u data QP%s of each "
+		 "source rank, packed or not: ", p->qps, pl(p->qps));
 	out_arr_begin(o, "per_request");
-	for (uint32_t d = 0; d < g->dst_tp; d++)
-		out_u64(o, NULL, " %llu", p->dst[d].notifications);
+	for (uint32_t d = 0; d < g->dst_tp; d++) {
+		out_u64(o, NULL, NULL, p->dst[d].notifications);
+		uniform &= p->dst[d].notifications == n0;
+	}
 	out_arr_end(o);
-	out_text(o, " per request on each decode rank\n");
+	if (g->dst_tp == 1)
+		out_text(o, "%llu per request on the decode rank\n", (ull)n0);
+	else if (uniform)
+		out_text(o, "%llu per request on each of the %u decode ranks\n", (ull)n0, g->dst_tp);
+	else
+		for (uint32_t d = 0; d < g->dst_tp; d++) {
+			if (!d)
+				out_text(o, "per request on decode ranks 0-%u: ", g->dst_tp - 1);
+			out_text(o, "%s%llu", d ? ", " : "", (ull)p->dst[d].notifications);
+			out_text(o, "%s", d + 1 == g->dst_tp ? "\n" : "");
+		}
 	out_obj_end(o);
 }
 
@@ -158,11 +222,11 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	uint64_t tokens = 0, pool = 0;
 	struct kv_plan *p;
 	struct rc_err e;
-	char sz[32];
+	char sz[32], model[128];
 	double link = 0;
 	int rc, qps = 1, sge = KV_GATHER_MAX;
 
-	if ((rc = kvxfer_geom(ctx, c, v, &g)))
+	if ((rc = kvxfer_geom(ctx, c, v, &g, model, sizeof(model))))
 		return rc;
 	if (!opt_on(v, KVX_TOKENS))
 		return usage_err(ctx, "kvxfer plan: give --tokens N, the tokens of one request");
@@ -204,8 +268,9 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 		rc = rc == -EINVAL ? usage_err(ctx, "kvxfer plan: %s", e.msg) : fail(ctx, rc, "%s", e.msg);
 		goto out;
 	}
-	kvxfer_put_geom(o, &g);
-	out_u64(o, "tokens", "request of %llu tokens: ", in.tokens);
+	kvxfer_put_geom(o, &g, model);
+	out_u64(o, "tokens", NULL, in.tokens);
+	out_text(o, "request of %u token%s: ", in.tokens, pl(in.tokens));
 	out_u64(o, "bytes_per_request", "%llu bytes", p->bytes_per_request);
 	rc_format_size(p->bytes_per_request, sz, sizeof(sz));
 	out_text(o, " (%s)", sz);
@@ -214,16 +279,19 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	out_u64(o, "bytes_per_token_layer", " (%llu per layer)\n", p->bytes_per_token_layer);
 	out_obj_begin(o, "pages");
 	out_obj_begin(o, "src");
-	out_u64(o, "per_request", "pages per rank and request: source %llu", p->src_pages);
-	out_u64(o, "page_bytes", " of %llu bytes", p->src_page_bytes);
+	out_u64(o, "per_request", NULL, p->src_pages);
+	out_u64(o, "page_bytes", NULL, p->src_page_bytes);
 	out_u64(o, "page_tokens", NULL, g.src_page_tokens);
 	out_obj_end(o);
 	out_obj_begin(o, "dst");
-	out_u64(o, "per_request", ", destination %llu", p->dst_pages);
-	out_u64(o, "page_bytes", " of %llu bytes (per layer half)\n", p->dst_page_bytes);
+	out_u64(o, "per_request", NULL, p->dst_pages);
+	out_u64(o, "page_bytes", NULL, p->dst_page_bytes);
 	out_u64(o, "page_tokens", NULL, g.dst_page_tokens);
 	out_obj_end(o);
 	out_obj_end(o);
+	out_text(o, "pages per rank and request: %u source page%s of %llu bytes, %u destination page%s of %llu bytes (per layer half)\n",
+		 p->src_pages, pl(p->src_pages), (ull)p->src_page_bytes, p->dst_pages, pl(p->dst_pages),
+		 (ull)p->dst_page_bytes);
 	if ((rc = put_routes(ctx, &g, in.tokens, in.land, opt_on(v, KVX_SEGMENTS))))
 		goto out;
 	out_text(o, "per rank and request:\n");
@@ -231,15 +299,22 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	put_ranks(o, "dst_ranks", p->dst, g.dst_tp, "destination");
 	out_obj_begin(o, "segments");
 	out_u64(o, "total", "segments: %llu per request", p->segments);
-	out_u64(o, "min_bytes", ", %llu", p->seg_min);
-	out_u64(o, "max_bytes", " to %llu bytes", p->seg_max);
-	out_u64(o, "avg_bytes", " (%llu on average)\n", p->wire_bytes / p->segments);
+	out_u64(o, "min_bytes", NULL, p->seg_min);
+	out_u64(o, "max_bytes", NULL, p->seg_max);
+	out_u64(o, "avg_bytes", NULL, p->wire_bytes / p->segments);
+	if (p->seg_min == p->seg_max)
+		out_text(o, ", each of %llu bytes\n", (ull)p->seg_min);
+	else
+		out_text(o, ", of %llu to %llu bytes (%llu on average)\n", (ull)p->seg_min,
+			 (ull)p->seg_max, (ull)(p->wire_bytes / p->segments));
 	out_obj_end(o);
 	put_writes(o, &g, p);
 	if (p->prefill_s > 0) {
 		out_obj_begin(o, "prefill");
-		out_f64(o, "prefill_s", "prefill: %.6g s", p->prefill_s);
-		out_f64(o, "layer_us", ", %.6g us per layer", p->layer_s * 1e6);
+		/* One time unit in the text, ms; the JSON keys keep theirs. */
+		out_f64(o, "prefill_s", NULL, p->prefill_s);
+		out_f64(o, "layer_us", NULL, p->layer_s * 1e6);
+		out_text(o, "prefill: %.4g ms, %.4g ms per layer", p->prefill_s * 1e3, p->layer_s * 1e3);
 		out_f64(o, "need_per_link_gbit_per_s",
 			"; to hide the transfer the busiest source link needs %.4g Gb/s",
 			p->need_gbps_per_link);
@@ -254,16 +329,20 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 		out_obj_begin(o, "link");
 		out_f64(o, "gbit_per_s", "at %.4g Gb/s", in.link_gbps);
 		out_f64(o, "gbyte_per_s", " (%.4g GB/s) per link: exposed transfer", in.link_gbps / 8);
-		out_f64(o, "exposed_stream_us", " %.6g us streamed layer by layer", p->exposed_stream_s * 1e6);
-		out_f64(o, "exposed_bulk_us", ", %.6g us sent after the last layer\n", p->exposed_bulk_s * 1e6);
+		out_f64(o, "exposed_stream_us", NULL, p->exposed_stream_s * 1e6);
+		out_f64(o, "exposed_bulk_us", NULL, p->exposed_bulk_s * 1e6);
+		out_text(o, " %.4g ms streamed layer by layer, %.4g ms sent after the last layer\n",
+			 p->exposed_stream_s * 1e3, p->exposed_bulk_s * 1e3);
 		out_obj_end(o);
 	} else {
 		out_null(o, "link");
 	}
 	if (opt_on(v, KVX_POOL_PAGES)) {
 		out_obj_begin(o, "pool");
-		out_u64(o, "pages", "pool: %llu pages", pool);
-		out_u64(o, "requests_fit", " hold %llu such requests\n", pool / p->dst_pages);
+		out_u64(o, "pages", NULL, pool);
+		out_u64(o, "requests_fit", NULL, pool / p->dst_pages);
+		out_text(o, "pool: %llu page%s hold%s %llu such request%s\n", (ull)pool, pl(pool),
+			 pool == 1 ? "s" : "", (ull)(pool / p->dst_pages), pl(pool / p->dst_pages));
 		out_obj_end(o);
 	} else {
 		out_null(o, "pool");

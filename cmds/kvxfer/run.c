@@ -13,6 +13,7 @@
 #include <rdmactl/kv.h>
 #include <rdmactl/parse.h>
 
+#include "client_cmds.h"
 #include "cmds.h"
 #include "kvxfer.h"
 #include "metrics.h"
@@ -20,6 +21,10 @@
 struct run_ctx {
 	struct ctx *ctx;
 	bool send;
+	/* send: the progress line on a terminal, and what it counts */
+	struct progress prog;
+	uint32_t asked, ended;
+	uint64_t bytes;
 };
 
 static void put_timeline(struct out *o, const char *key, const char *label, const double *us,
@@ -105,11 +110,30 @@ static void put_report(struct run_ctx *run, const struct kv_event *ev)
 	put_timeline(o, "landed_us", "layers landed", r->landed_us, r->layers);
 }
 
+/* send on a terminal: requests ended of those asked, bytes done, the rate;
+ * redrawn after each event, whose line came first. */
+static void send_progress(struct run_ctx *run, const struct kv_event *ev)
+{
+	double el = rc_now() - run->prog.start;
+	char b[32];
+
+	if (ev->kind == KV_EV_DONE || ev->kind == KV_EV_CANCELLED || ev->kind == KV_EV_FAILED) {
+		run->ended++;
+		run->bytes += ev->kind == KV_EV_DONE ? ev->rep->bytes : 0;
+	}
+	rc_format_size(run->bytes, b, sizeof(b));
+	progress_say(&run->prog, true, "kvxfer send: %u/%u request%s ended, %s moved, %.3f GB/s",
+		     run->ended, run->asked, run->asked == 1 ? "" : "s", b,
+		     el > 0 ? (double)run->bytes / 1e9 / el : 0.0);
+}
+
 static void on_event(void *arg, const struct kv_event *ev)
 {
 	struct run_ctx *run = arg;
 	struct out *o = &run->ctx->out;
 
+	if (run->send)
+		progress_end(&run->prog); /* the event's line starts clean */
 	switch (ev->kind) {
 	case KV_EV_READY:
 		out_str(o, "event", NULL, run->send ? "ready" : "listening");
@@ -155,6 +179,8 @@ static void on_event(void *arg, const struct kv_event *ev)
 		put_report(run, ev);
 	}
 	out_event(o);
+	if (run->send)
+		send_progress(run, ev);
 }
 
 static void put_summary(struct ctx *ctx, const struct kv_summary *s, uint32_t asked, bool send)
@@ -217,7 +243,7 @@ static int common(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v
 	co->hb_timeout_ms = 3000;
 	co->cancel_req = -1;
 	co->stop_fd = -1;
-	if ((rc = kvxfer_geom(ctx, c, v, &co->g)) ||
+	if ((rc = kvxfer_geom(ctx, c, v, &co->g, NULL, 0)) ||
 	    (rc = opt_int_at(ctx, c, v, KVX_RANK, 0, KV_MAX_TP - 1, &rank)) ||
 	    (rc = opt_int_at(ctx, c, v, KVX_HEARTBEAT_MS, 10, 60000, &co->hb_ms)) ||
 	    (rc = opt_int_at(ctx, c, v, KVX_HEARTBEAT_TIMEOUT, 50, 3600000, &co->hb_timeout_ms)) ||
@@ -489,6 +515,9 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 		return rc;
 	if ((o.c.stop_fd = signals(ctx, &mask)) < 0)
 		return o.c.stop_fd;
+	progress_init(&r.prog, ctx);
+	r.asked = o.c.requests;
 	rc = kv_send_run(&o, &sum, &e);
+	progress_end(&r.prog);
 	return finish(ctx, v, o.c.rank, rc, &e, &sum, o.c.requests, true, o.c.stop_fd, &mask);
 }

@@ -116,15 +116,27 @@ static int open_pair(const struct rc_migrate_opts *o, struct rc_client **a, stru
  * extents and PULL_MAX_BYTES bytes. */
 /* first: the destination (re)connects to the source; last: it closes that
  * connection after; rkey: read with it (0: the one the source lists). */
+/* The caller's progress hook, when it has one (round 0: nothing to tell). */
+static void tell(const struct rc_migrate_opts *o, const char *step, int round, uint64_t done,
+		 uint64_t total)
+{
+	if (o->progress && (round > 0 || strcmp(step, "copy")))
+		o->progress(o->progress_arg, step, round, done, total);
+}
+
 static int pull_some(struct rc_client *b, const struct rc_migrate_opts *o, const char *region,
 		     const struct rc_extent *ext, size_t n, bool first, bool last, uint32_t rkey,
-		     uint64_t *bytes, struct rc_err *err)
+		     int round, uint64_t *bytes, struct rc_err *err)
 {
 	struct rc_pull_req req = { .rkey = rkey };
 	unsigned char buf[RC_CTRL_MSG_MAX];
 	size_t i = 0;
+	uint64_t total = 0;
 
 	*bytes = 0;
+	for (size_t j = 0; j < n; j++)
+		total += ext[j].len;
+	tell(o, "copy", round, 0, total);
 	snprintf(req.host, sizeof(req.host), "%s", o->src.host);
 	snprintf(req.port, sizeof(req.port), "%s", o->src.port);
 	snprintf(req.src_region, sizeof(req.src_region), "%s", region);
@@ -147,6 +159,7 @@ static int pull_some(struct rc_client *b, const struct rc_migrate_opts *o, const
 		if (rc)
 			return rc;
 		*bytes += resp.bytes;
+		tell(o, "copy", round, *bytes, total);
 		i += k;
 	} while (i < n);
 	return 0;
@@ -206,13 +219,14 @@ int rc_migrate_blocks(const struct rc_migrate_opts *o, struct rc_migrate_result 
 		ext = &whole;
 		n = 1;
 	}
-	rc = pull_some(b, o, r->region, ext, n, true, true, 0, &r->bytes_per_round[0], err);
+	rc = pull_some(b, o, r->region, ext, n, true, true, 0, 1, &r->bytes_per_round[0], err);
 	if (rc)
 		goto out;
 	r->rounds = 1;
 	r->blocks_per_round[0] = n;
 	r->bytes = r->bytes_per_round[0];
 	/* Hashing tens of MiB takes the servers' CPUs a while under emulation. */
+	tell(o, "hash", 0, 0, 0);
 	rc = hash_all(a, "source", false, r->region, ext, n, a->region.length, wait * 4, r->sha_src, err);
 	if (!rc)
 		rc = hash_all(b, "destination", true, r->region, ext, n, a->region.length, wait * 4, r->sha_dst, err);
@@ -434,7 +448,7 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 	move = (uint32_t)resp.bytes;
 	tracking = true;
 	whole = (struct rc_extent){ .src = 0, .dst = 0, .len = r->length };
-	rc = pull_some(b, o, r->region, &whole, 1, true, false, 0, &bytes, err);
+	rc = pull_some(b, o, r->region, &whole, 1, true, false, 0, 1, &bytes, err);
 	if (rc)
 		goto out;
 	round_done(r, bytes, (r->length + RC_MIG_BLOCK - 1) / RC_MIG_BLOCK);
@@ -445,7 +459,7 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 			goto out;
 		if (pend.bytes <= lo->dirty_bytes || r->rounds >= max_rounds - 1)
 			break;
-		rc = pull_some(b, o, r->region, pend.x, pend.n, false, false, 0, &bytes, err);
+		rc = pull_some(b, o, r->region, pend.x, pend.n, false, false, 0, r->rounds + 1, &bytes, err);
 		if (rc)
 			goto out;
 		round_done(r, bytes, blocks_of(&pend));
@@ -455,6 +469,7 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 	/* 3. Fence: writes at the source now fail; what slipped in is listed. */
 	if (lo->before_fence)
 		lo->before_fence(lo->arg);
+	tell(o, "fence", 0, 0, 0);
 	tf = rc_now();
 	rc = step(a, RC_MIG_FENCE, move, r->region, NULL, &resp, wait, err);
 	if (rc)
@@ -467,12 +482,15 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 	 * ask when nothing was written since the last round). */
 	bytes = 0;
 	if (pend.n)
-		rc = pull_some(b, o, r->region, pend.x, pend.n, false, false, rkey, &bytes, err);
+		rc = pull_some(b, o, r->region, pend.x, pend.n, false, false, rkey, r->rounds + 1, &bytes,
+			       err);
 	if (rc)
 		goto out;
 	round_done(r, bytes, blocks_of(&pend));
 	/* 5. Before the destination serves: each side's digest of the whole
 	 * region (the source's is frozen by the fence). */
+	if (lo->verify)
+		tell(o, "hash", 0, 0, 0);
 	if (lo->verify) {
 		struct hash_job j = { .cl = b, .region = r->region, .whole = whole,
 				      .wait_ms = wait * 4, .digest = r->sha_dst };
@@ -505,6 +523,7 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 	 * names the source, which sends every client on. */
 	snprintf(dst, sizeof(dst), "%s%s%s:%s", strchr(o->dst.host, ':') ? "[" : "", o->dst.host,
 		 strchr(o->dst.host, ':') ? "]" : "", o->dst.port);
+	tell(o, "cutover", 0, 0, 0);
 	rc = step(a, RC_MIG_CUTOVER, move, r->region, dst, &resp, wait, err);
 	if (rc)
 		goto out;
@@ -514,7 +533,7 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 	r->blackout_ms = (rc_now() - tf) * 1000;
 	/* The destination closes its connection to the source (not part of the
 	 * blackout: both already serve as they will). */
-	pull_some(b, o, r->region, &whole, 0, false, true, 0, &bytes, &(struct rc_err){ 0 });
+	pull_some(b, o, r->region, &whole, 0, false, true, 0, 0, &bytes, &(struct rc_err){ 0 });
 	if (rc) {
 		char why[sizeof(err->msg)];
 

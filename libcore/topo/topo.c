@@ -185,28 +185,28 @@ int rc_topo_load(const struct rc_topo_opts *opts, struct rc_topo **out, struct r
 	if (!t)
 		return rc_err_set(err, ENOMEM, "out of memory for the topology");
 	t->live = !opts->root;
-	tp_copy(t->root, sizeof(t->root), root);
+	tp_copy(t->root, sizeof(t->root), opts->name ? opts->name : root);
 	char *real = realpath(root, NULL);
 
 	if (!real) {
-		rc = rc_err_set(err, errno, "cannot read the sysfs tree %s: %s", root, strerror(errno));
+		rc = rc_err_set(err, errno, "cannot read the sysfs tree %s: %s", t->root, strerror(errno));
 		goto fail;
 	}
 	if (strlen(real) >= sizeof(t->real_root)) {
 		free(real);
-		rc = rc_err_set(err, ENAMETOOLONG, "the sysfs tree %s has too long a path", root);
+		rc = rc_err_set(err, ENAMETOOLONG, "the sysfs tree %s has too long a path", t->root);
 		goto fail;
 	}
 	tp_copy(t->real_root, sizeof(t->real_root), real);
 	free(real);
 	if (stat(t->real_root, &st) || !S_ISDIR(st.st_mode)) {
-		rc = rc_err_set(err, ENOTDIR, "the sysfs tree %s is not a directory", root);
+		rc = rc_err_set(err, ENOTDIR, "the sysfs tree %s is not a directory", t->root);
 		goto fail;
 	}
 	if (!t->live && !tp_is_dir(t, "class/infiniband") && !tp_is_dir(t, "bus/pci/devices")) {
 		rc = rc_err_set(err, ENOENT,
 				"%s is not a sysfs tree: it has neither class/infiniband nor bus/pci/devices (make one with --capture)",
-				root);
+				t->root);
 		goto fail;
 	}
 	tp_load_facts(t);

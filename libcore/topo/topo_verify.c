@@ -285,13 +285,14 @@ int rc_topo_verify_port(const char *dev, int port, int gid_index, uint64_t bytes
 
 int rc_topo_verify(struct rc_topo *t, const char *only, uint64_t bytes, int timeout_ms)
 {
-	int failed = 0;
+	int failed = 0, tried = 0, devs = 0;
 
 	for (int d = 0; d < t->ndevs; d++) {
 		struct rc_topo_dev *dev = &t->devs[d];
 
 		if (only && strcmp(only, dev->name))
 			continue;
+		devs++;
 		for (int p = 0; p < dev->nports; p++) {
 			struct rc_topo_port *port = &dev->ports[p];
 			bool ib = !strcmp(port->link_layer, "InfiniBand");
@@ -299,6 +300,7 @@ int rc_topo_verify(struct rc_topo *t, const char *only, uint64_t bytes, int time
 
 			if (strcmp(port->state, "ACTIVE"))
 				continue;
+			tried++;
 			if (!rc_topo_verify_port(dev->name, port->num, ib ? -1 : port->rec_gid, bytes,
 						 timeout_ms, &port->verify, &e))
 				continue;
@@ -310,5 +312,19 @@ int rc_topo_verify(struct rc_topo *t, const char *only, uint64_t bytes, int time
 				       e.msg);
 		}
 	}
-	return failed;
+	if (tried)
+		return failed;
+	/* Nothing was written, so nothing was proven: a verify that passes
+	 * with no port would tell a health check all is well. */
+	if (!devs)
+		tp_add_finding(t, RC_SEV_ERROR, "verify",
+			       "load the NIC's RDMA driver, or for SoftRoCE: rdma link add rxe0 type rxe netdev IF",
+			       "no port was verified: no RDMA device%s%s", only ? " named " : "",
+			       only ? only : "");
+	else
+		tp_add_finding(t, RC_SEV_ERROR, "verify",
+			       "bring a link up (ip link set IF up; check the cable or the switch port) and see the port states with ibv_devinfo",
+			       "no port was verified: no ACTIVE port on %s%s", only ? only : "the ",
+			       only ? "" : (devs == 1 ? "device" : "devices"));
+	return -ENODEV;
 }

@@ -49,7 +49,7 @@ bash_complete() {
 @test "__complete: a command's options, values, files" {
 	run "$RDMACTL" __complete register --mem h
 	assert_output "$(printf 'host\nhugepage')"
-	run "$RDMACTL" __complete register --access=rw --name kv -a ""
+	run "$RDMACTL" __complete register --mem=host --name kv --access ""
 	assert_output "$(printf 'ro\nrw\natomic')"
 	run "$RDMACTL" __complete write --pattern ""
 	assert_output "$(printf 'zero\nseq\nrandom:1')"

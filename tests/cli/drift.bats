@@ -120,7 +120,7 @@ page_section_opts() {
 		assert_success
 		assert_output ""
 		if command -v man >/dev/null; then
-			run bash -c "MANWIDTH=80 man -l '$f' 2>&1 >/dev/null"
+			run bash -c "MANWIDTH=80 man --warnings -l '$f' 2>&1 >/dev/null"
 			assert_output ""
 		fi
 	done
@@ -166,4 +166,53 @@ page_section_opts() {
 	printf '.BR a ", " b", c\n' >"$BATS_TEST_TMPDIR/bad.8"
 	bad=$(awk '/^\.(B|I|R)(R|B|I)? / { l = $0; gsub(/\\"/, "", l); if (gsub(/"/, "", l) % 2) print FILENAME }' "$BATS_TEST_TMPDIR/bad.8")
 	[[ -n $bad ]] || fail "the quote check passed an unclosed quote"
+}
+
+# "-X --long" for each short form a page gives in its OPTIONS (or, $2 =
+# global, GLOBAL OPTIONS, or SHORT OPTIONS) section, sorted.
+page_shorts() {
+	local sect=OPTIONS
+	[[ ${2:-} == global ]] && sect='GLOBAL OPTIONS'
+	[[ ${2:-} == table ]] && sect='SHORT OPTIONS'
+	awk -v s="$sect" '/^\.SH/ { t = $0; sub(/^\.SH "?/, "", t); sub(/"?$/, "", t); on = (t == s); next } on' "$MAN/$1" |
+		sed -nE 's/^\\fB\\-([A-Za-z])\\fR, \\fB\\-\\-([a-z0-9]+(\\-[a-z0-9]+)*)\\fR.*/-\1 --\2/p
+			s/^\.BR \\-([A-Za-z]) ", " \\-\\-([a-z0-9]+(\\-[a-z0-9]+)*)$/-\1 --\2/p' |
+		sed 's/\\-/-/g' | sort -u
+}
+
+@test "man pages give each option's short form as the binary has it, and rdmactl(8) tables them all" {
+	local c p want got errors=()
+	for c in $(jq -r '.commands[] | select((.hidden or .shell_only) | not) | .name' "$TABLE"); do
+		p=rdmactl-$c.8
+		[[ -f $MAN/$p ]] || continue
+		want=$(jq -r --arg c "$c" '.commands[] | select(.name == $c) | .options[]
+			| select(.short and (.hidden | not)) | "-\(.short) --\(.name)"' "$TABLE" | sort -u)
+		got=$(page_shorts "$p")
+		[[ $want == "$got" ]] || errors+=("$p: the binary has '${want//$'\n'/, }', the page '${got//$'\n'/, }'")
+	done
+	want=$(jq -r '.global_options[] | select(.short) | "-\(.short) --\(.name)"' "$TABLE" | sort -u)
+	[[ $want == "$(page_shorts rdmactl.8 global)" ]] || errors+=("rdmactl.8 GLOBAL OPTIONS: want '$want'")
+	want=$(jq -r '.commands[] | .options[] | select(.short and (.hidden | not)) | "-\(.short) --\(.name)"' "$TABLE" | sort -u)
+	got=$(page_shorts rdmactl.8 table)
+	[[ $want == "$got" ]] || errors+=("rdmactl.8 SHORT OPTIONS: the binary has '${want//$'\n'/, }', the table '${got//$'\n'/, }'")
+	(( ${#errors[@]} == 0 )) || fail "$(printf '%s\n' "${errors[@]}")"
+	# The comparison can fail: a page with an old short form.
+	sed 's/^\\fB\\-P\\fR, \\fB\\-\\-pattern/\\fB\\-p\\fR, \\fB\\-\\-pattern/' "$MAN/rdmactl-multicast.8" >"$BATS_TEST_TMPDIR/m.8"
+	MAN=$BATS_TEST_TMPDIR page_shorts m.8 | grep -qx -- '-p --pattern' || fail "page_shorts missed an old short form"
+}
+
+@test "every man page passes mandoc -T lint, style warnings included" {
+	command -v mandoc >/dev/null || skip "mandoc is not installed (tests/deps.sh installs it: apt-get install mandoc)"
+	run mandoc -T lint -W style "$MAN"/*.8
+	assert_success
+	assert_output ""
+	# The lint can fail: a page with an unknown macro and a line too long.
+	{
+		head -5 "$MAN/rdmactl-write.8"
+		printf '.XY unknown macro\n%s\n' "$(printf 'word %.0s' {1..20})"
+	} >"$BATS_TEST_TMPDIR/bad.8"
+	run mandoc -T lint -W style "$BATS_TEST_TMPDIR/bad.8"
+	assert_failure
+	assert_output --partial "unknown macro"
+	assert_output --partial "longer than 80 bytes"
 }

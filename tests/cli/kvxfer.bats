@@ -32,7 +32,10 @@ LLAMA=(--layers 32 --kv-heads 8 --head-dim 128 --dtype bf16)
 @test "the model file gives the same figures as the flags, and flags override it" {
 	a=$(plan --model "$MODELS/llama-3-8b.json" --tokens 77 | jq -c 'del(.schema_version)')
 	b=$(plan "${LLAMA[@]}" --page-tokens 16 --tokens 77 | jq -c 'del(.schema_version)')
-	[ "$a" = "$b" ]
+	# The same figures; only the model's name tells them apart.
+	assert_equal "$(jq -r .geometry.model <<<"$a")" Llama-3-8B
+	assert_equal "$(jq -r .geometry.model <<<"$b")" null
+	assert_equal "$(jq -c 'del(.geometry.model)' <<<"$a")" "$(jq -c 'del(.geometry.model)' <<<"$b")"
 	[ "$(plan --model "$MODELS/llama-3-8b.json" --layers 2 --tokens 1 | jq -r .bytes_per_token)" -eq 8192 ]
 }
 
@@ -250,4 +253,56 @@ LLAMA=(--layers 32 --kv-heads 8 --head-dim 128 --dtype bf16)
 	run timeout 20 "$RDMACTL" kvxfer serve --listen 127.0.0.1:7500 "${LLAMA[@]}" --pool-pages 1000000000
 	[ "$status" -eq 1 ]
 	[ "$output" = "rdmactl: cannot allocate 2097152000000000 bytes: Cannot allocate memory" ]
+}
+
+@test "plan's text reads in one pass: the model named, nouns agreeing, ranges, same figures said once, one time unit" {
+	run "$RDMACTL" kvxfer plan --model "$MODELS/llama-3-8b.json" --tokens 256 --src-tp 8 --dst-tp 8 \
+		--prefill-tokens-per-s 16000 --link-gbps 100Gbit --pool-pages 100
+	assert_success
+	assert_line --index 0 "Llama-3-8B: paged, 32 layers, 8 KV heads x 128 dims, bf16, nhd pages, TP 8 -> 8, 16 tokens per page"
+	assert_line "pages per rank and request: 16 source pages of 4096 bytes, 16 destination pages of 4096 bytes (per layer half)"
+	assert_line "  3 -> 3: head 3 (source slot 0, destination slot 0), 65536 bytes in 16 segments per layer half (K or V), lands: no"
+	assert_line "  source ranks 0-7, each: 4194304 bytes in 1024 segments, 1024 writes posted"
+	assert_line "segments: 8192 per request, each of 4096 bytes"
+	assert_line --partial "of each source rank, packed or not: 32 per request on each of the 8 decode ranks"
+	assert_line --partial "prefill: 16 ms, 0.5 ms per layer;"
+	assert_line --partial "exposed transfer 0.01049 ms streamed layer by layer, 0.3355 ms sent after the last layer"
+	assert_line "pool: 100 pages hold 6 such requests"
+	# None of the old shapes is left: "0-0" ranges, a count repeated per
+	# rank, "1 segments", seconds next to microseconds.
+	refute_output --regexp 'heads ([0-9]+)-\1[^0-9]|32 32|: 1 [a-z]+s |[0-9] s,| us[ ,]|source [0-9]+ of'
+	# The check can fail: the same regexp finds each in the old text.
+	for old in "  0 -> 0: heads 0-0 (source" "packed or not; 32 32 32 per request" "in 1 segments per layer" \
+		"prefill: 0.016 s, 500 us per layer" "pages per rank and request: source 16 of 4096 bytes"; do
+		grep -qE 'heads ([0-9]+)-\1[^0-9]|32 32|: 1 [a-z]+s |[0-9] s,| us[ ,]|source [0-9]+ of|in 1 [a-z]+s ' <<<"$old" ||
+			fail "the regexp misses '$old'"
+	done
+	# One of everything: singulars, a model named by its file, a range of heads.
+	printf '{"layout": "paged", "layers": 1, "kv_heads": 4, "head_dim": 8, "page_tokens": 1}\n' >"$BATS_TEST_TMPDIR/tiny.json"
+	run "$RDMACTL" kvxfer plan --model "$BATS_TEST_TMPDIR/tiny.json" --tokens 1 --dst-tp 2 --pool-pages 1 --layer-compute-us 3
+	assert_success
+	assert_line --index 0 "tiny: paged, 1 layer, 4 KV heads x 8 dims, bf16, nhd pages, TP 1 -> 2, 1 token per page"
+	assert_line --partial "request of 1 token: "
+	assert_line "pages per rank and request: 1 source page of 64 bytes, 1 destination page of 32 bytes (per layer half)"
+	assert_line "  0 -> 1: heads 2-3 (source slot 2, destination slot 0), 32 bytes in 1 segment per layer half (K or V), lands: no"
+	assert_line --partial "from each of 1 data QP of each source rank"
+	assert_line --partial "prefill: 0.003 ms, 0.003 ms per layer;"
+	assert_line "pool: 1 page holds 1 such request"
+	run plan --model "$BATS_TEST_TMPDIR/tiny.json" --tokens 1
+	assert_equal "$(jq -r .geometry.model <<<"$output")" tiny
+}
+
+@test "plan's text where routes land: the pack line is the direct path's, the land line what is posted" {
+	local L=(--layers 4 --kv-heads 8 --head-dim 16 --src-page-tokens 4 --dst-page-tokens 8 --src-tp 4 --dst-tp 2
+		--tokens 37 --qps 2)
+	run "$RDMACTL" kvxfer plan "${L[@]}" --land auto
+	assert_success
+	assert_line "pack on the direct path (--pack auto, --max-sge 32): never 1184 writes of 64 bytes, always 1184 writes of 64 bytes; chosen 1184 writes of 64 bytes, 0 of 4 routes packed"
+	assert_line "land (--land auto): 4 of 4 routes land (path landing); the senders post 32 writes of 2368 bytes"
+	# What the text says is posted is what the JSON (and the senders) count.
+	run plan "${L[@]}" --land auto
+	assert_equal "$(jq -c '[.land.writes, ([.src_ranks[].writes] | add)] | unique' <<<"$output")" "[32]"
+	run "$RDMACTL" kvxfer plan "${L[@]}" --land never
+	assert_line "pack (--pack auto, --max-sge 32): never 1184 writes of 64 bytes, always 1184 writes of 64 bytes; chosen 1184 writes of 64 bytes, 0 of 4 routes packed"
+	assert_line "land (--land never): 0 of 4 routes land (path direct); the senders post 1184 writes of 64 bytes"
 }

@@ -346,6 +346,57 @@ with_nvml() {
 	assert_bad_tree /etc/hostname 'neither a directory nor a .tar.gz'
 }
 
+@test "a capture tarball is named in findings and errors by itself and the path inside it, never by the folder it was extracted to" {
+	local tmp=$BATS_TEST_TMPDIR/tmp tree=$BATS_TEST_TMPDIR/nodev
+	mkdir -p "$tmp"
+	# A tree with no RDMA device: the no_devices finding names where it looked.
+	cp -a -- "$FX/shared-nic" "$tree"
+	rm -rf -- "$tree/class/infiniband"
+	tar -czf "$BATS_TEST_TMPDIR/top.tgz" -C "$BATS_TEST_TMPDIR" nodev
+	tar -czf "$BATS_TEST_TMPDIR/flat.tar.gz" -C "$tree" .
+	TMPDIR=$tmp run timeout 30 "$RDMACTL" -j probe-topology --sysfs "$BATS_TEST_TMPDIR/top.tgz"
+	assert_success
+	refute_output --partial "$tmp"
+	jq -e --arg w "no RDMA devices found under $BATS_TEST_TMPDIR/top.tgz:/nodev/class/infiniband" \
+		'any(.findings[]; .check == "no_devices" and .message == $w)' <<<"$output"
+	TMPDIR=$tmp run timeout 30 "$RDMACTL" probe-topology --sysfs "$BATS_TEST_TMPDIR/flat.tar.gz"
+	assert_success
+	refute_output --partial "$tmp"
+	assert_output --partial "no RDMA devices found under $BATS_TEST_TMPDIR/flat.tar.gz:/class/infiniband"
+	# An error of the tree names the tarball too.
+	rm -rf -- "$tree"
+	cp -a -- "$FX/shared-nic" "$tree"
+	rm -rf -- "$tree/class/infiniband/mlx5_0/ports"
+	tar -czf "$BATS_TEST_TMPDIR/bad.tgz" -C "$tree" .
+	TMPDIR=$tmp run timeout 30 "$RDMACTL" probe-topology --sysfs "$BATS_TEST_TMPDIR/bad.tgz"
+	assert_failure 1
+	refute_output --partial "$tmp"
+	assert_output --partial "($BATS_TEST_TMPDIR/bad.tgz:/class/infiniband/mlx5_0/ports)"
+	# The check sees a path when one is there: the tree as a folder in $tmp.
+	mv -- "$tree" "$tmp/"
+	run timeout 30 "$RDMACTL" probe-topology --sysfs "$tmp/nodev"
+	assert_failure 1
+	assert_output --partial "$tmp/nodev/class/infiniband/mlx5_0/ports"
+}
+
+@test "--verify with no port to verify exits 1, and a finding says no port was verified" {
+	[[ -z $(ls -A /sys/class/infiniband 2>/dev/null) ]] ||
+		skip "this host has RDMA devices (tests/rxe/probe-topology.bats verifies them)"
+	run timeout 30 "$RDMACTL" -j probe-topology --verify
+	assert_failure 1
+	jq -e '.error.code == "ENODEV"
+		and any(.findings[]; .check == "verify" and .severity == "error"
+			and .message == "no port was verified: no RDMA device")' <<<"$output"
+	run timeout 30 "$RDMACTL" probe-topology --verify
+	assert_failure 1
+	assert_line --regexp "^  error +verify: no port was verified: no RDMA device\$"
+	assert_line --partial "rdmactl: no port was verified"
+	# Without --verify nothing was promised: the same host exits 0.
+	run timeout 30 "$RDMACTL" -j probe-topology
+	assert_success
+	jq -e 'all(.findings[]; .check != "verify")' <<<"$output"
+}
+
 @test "usage errors exit 2" {
 	run "$RDMACTL" probe-topology --sysfs "$FX/shared-nic" --verify
 	assert_failure 2

@@ -284,7 +284,7 @@ rdmactl_json() {
 	done
 	# a wrapped help text goes on at its column, nothing lost
 	run "$RDMACTL" kvxfer --help
-	assert_line "  -m, --model FILE               geometry from a JSON model file (flags override"
+	assert_line "      --model FILE               geometry from a JSON model file (flags override"
 	assert_line "                                 it)"
 }
 
@@ -310,4 +310,55 @@ rdmactl_json() {
 	run "$RDMACTL" kvxfer plan --model "$d/m.json" --tokens 1
 	assert_failure 2
 	refute_output --partial "line -1"
+}
+
+# short_clashes TABLE: each short letter that names two long options, or a
+# global option, or -h, one line each ("-s: multicast --size, write
+# --msg-size"); nothing when every letter means one thing.
+short_clashes() {
+	jq -r '([.global_options[] | select(.short) | .short] + ["h"]) as $g
+		| [.commands[] | .name as $c | .options[] | select(.short) | {s: .short, l: .name, c: $c}]
+		| (.[] | select(.s as $s | $g | index($s)) | "-\(.s): \(.c) --\(.l) is a global option"),
+		  (group_by(.s)[] | select((map(.l) | unique | length) > 1)
+			| "-\(.[0].s): " + (map("\(.c) --\(.l)") | unique | join(", ")))' "$1"
+}
+
+@test "a short option means one thing in every command, and is no global option" {
+	local table=$BATS_TEST_TMPDIR/table.json sub
+	"$RDMACTL" -j help >"$BATS_TEST_TMPDIR/help.json"
+	# kvxfer's sub-commands, from their own --help, next to the commands.
+	{
+		cat "$BATS_TEST_TMPDIR/help.json"
+		for sub in plan serve send; do "$RDMACTL" -j kvxfer "$sub" --help; done
+	} | jq -s '.[0] + {commands: (.[0].commands + [.[1:][] | .command])}' >"$table"
+	[ "$(jq '[.commands[] | .options[] | select(.short)] | length' "$table")" -ge 20 ] ||
+		fail "the table lists too few short options"
+	jq -e 'any(.commands[]; .name == "kvxfer plan")' "$table" >/dev/null || fail "kvxfer plan is not in the table"
+	run short_clashes "$table"
+	assert_output ""
+	# The check can fail: multicast with its old -p and -s.
+	jq '(.commands[] | select(.name == "multicast") | .options[] | select(.name == "pattern")).short = "p"
+	    | (.commands[] | select(.name == "multicast") | .options[] | select(.name == "size")).short = "s"' \
+		"$table" >"$BATS_TEST_TMPDIR/bad.json"
+	run short_clashes "$BATS_TEST_TMPDIR/bad.json"
+	assert_line "-p: multicast --pattern is a global option"
+	assert_line "-s: atomic --msg-size, multicast --size, read --msg-size, write --msg-size"
+}
+
+@test "the moved short options parse as their long names, the old ones are refused" {
+	run "$RDMACTL" multicast -r 0 -w 2 -P bogus
+	assert_failure 2
+	assert_output --partial "--pattern 'bogus'"
+	run "$RDMACTL" multicast -r 0 -w 2 -S 1Q
+	assert_failure 2
+	assert_output --partial "--size '1Q'"
+	run "$RDMACTL" multicast -r 0 -w 2 -p zero
+	assert_failure 2
+	assert_output --partial "'-p' is a global option"
+	run "$RDMACTL" alltoall -r 0 -w 2 -n 0
+	assert_failure 2
+	assert_output --partial "--iters '0'"
+	run "$RDMACTL" alltoall -r 0 -w 2 -i 3
+	assert_failure 2
+	assert_output --partial "unknown option '-i'"
 }

@@ -173,3 +173,97 @@ example() {
 		and (.per_replica | length) == 3 and all(.per_replica[]; .ok and .first_layer_ms <= .all_ms)
 		and .first_layer_ready_ms <= .all_ready_ms and .ideal_seconds > 0' <<<"$output"
 }
+
+# The README's example session: the lines of its first code block after
+# "## An example session".
+readme_session() {
+	awk '/^## An example session/ { on = 1; next }
+	     on && /^```/ { if (++n == 2) exit; next }
+	     on && n == 1' "$REPO_ROOT/README.md"
+}
+
+# shows WANT OUTPUT: OUTPUT holds a line of WANT's shape: as many words, each
+# the same, but that a word holding a digit (a number, an address, a key, a
+# device name) may be any word. For a JSON line: a document with the same
+# keys, and the same words and booleans. (No forks: the guest is slow at them.)
+shows() {
+	local line i ok
+	local -a ww gw
+	if [[ $1 == '{'* ]]; then
+		local keep='[to_entries[] | select((.value | type) == "boolean"
+			or ((.value | type) == "string" and (.value | test("[0-9]") | not)))] | from_entries'
+		jq -e --argjson w "$1" "select((keys == (\$w | keys)) and ($keep) == (\$w | $keep))" \
+			<<<"$2" >/dev/null 2>&1
+		return
+	fi
+	read -ra ww <<<"$1"
+	while IFS= read -r line; do
+		read -ra gw <<<"$line"
+		((${#gw[@]} == ${#ww[@]})) || continue
+		ok=1
+		for i in "${!ww[@]}"; do
+			[[ ${ww[i]} == *[0-9]* || ${ww[i]} == "${gw[i]}" ]] || { ok=0; break; }
+		done
+		((ok)) && return 0
+	done <<<"$2"
+	return 1
+}
+
+@test "the README's example session runs as shown, against a real register server, printing what the README shows" {
+	heavy_sibling "roundtrip: the README's main job, on a small region"
+	local t=$BATS_TEST_TMPDIR line cmd out want i n
+	local -a lines cmds=() wants=() w
+	cd "$t"
+	head -c 8M /dev/urandom >layer0.bin
+	mapfile -t lines < <(readme_session)
+	for line in "${lines[@]}"; do
+		if [[ $line == '$ '* ]]; then
+			cmds+=("${line#'$ '}")
+			wants+=("")
+		elif [[ -n $line ]]; then
+			((${#cmds[@]})) || fail "the session shows output before any command: $line"
+			wants[-1]+=$line$'\n'
+		fi
+	done
+	((${#cmds[@]} >= 7)) || fail "the README's session has ${#cmds[@]} commands: its block was not found"
+	for i in "${!cmds[@]}"; do
+		# The README's address and port, here: this guest's, a fresh port.
+		cmd=${cmds[i]//198.18.0.1:7471/$ADDR:$PORT}
+		read -ra w <<<"$cmd"
+		[[ ${w[0]} == rdmactl ]] || fail "not an rdmactl command: ${cmds[i]}"
+		w[0]=$RDMACTL
+		if [[ ${w[-1]} == '&' ]]; then
+			unset 'w[-1]'
+			"${w[@]}" >"$t/bg.out" 2>"$t/bg.err" 3>&- &
+			SERVER_PID=$!
+			for ((n = 0; n < 300; n++)); do
+				grep -q '^region ' "$t/bg.out" && grep -q 'serving' "$t/bg.err" && break
+				kill -0 "$SERVER_PID" || fail "'${cmds[i]}' exited: $(cat "$t/bg.err")"
+				sleep 0.1
+			done
+			out=$(cat "$t/bg.out" "$t/bg.err")
+		else
+			run timeout 120 "${w[@]}"
+			((status == 0)) || fail "'${cmds[i]}' exited $status: $output"
+			out=$output
+		fi
+		while IFS= read -r want; do
+			[[ -n $want ]] || continue
+			shows "$want" "$out" || fail "'${cmds[i]}' printed
+$out
+where the README shows
+$want"
+		done <<<"${wants[i]}"
+	done
+	# What was written came back.
+	cmp layer0.bin back.bin
+	# The checks can fail: another word, a missing JSON key.
+	out=$(printf '%s\n' 'wrote to 198.18.0.1:7500/kv at offset 1048576 via rxe0: 8388608 bytes in 0.2 s, 0.04 GB/s (0.3 Gb/s)')
+	shows 'wrote to 198.18.0.1:7471/kv at offset 1048576 via rxe0: 8388608 bytes in 0.121 s, 0.069 GB/s (0.555 Gb/s)' "$out"
+	run shows 'written to 198.18.0.1:7471/kv at offset 1048576 via rxe0: 8388608 bytes in 0.121 s, 0.069 GB/s (0.555 Gb/s)' "$out"
+	assert_failure
+	run shows '{"schema_version":2,"operation":"cas","swapped":true,"new":7}' '{"schema_version":2,"operation":"cas","swapped":true}'
+	assert_failure
+	run shows '{"schema_version":2,"operation":"cas","swapped":true}' '{"schema_version":2,"operation":"faa","swapped":true}'
+	assert_failure
+}

@@ -896,3 +896,28 @@ FAKE_CUDA=$BUILD_DIR/tests/unit/libfakecuda.so
 	assert_output --partial "(peermem)"
 	assert_output --partial "peer memory: ibv_reg_mr"
 }
+
+@test "send on a terminal: a progress line on stderr of the requests ended, none on stdout or with -j" {
+	local mode j
+	serve d0 "${G[@]}" --pool-pages 64 --verify
+	for mode in text json; do
+		j=
+		[[ $mode != json ]] || j=-j
+		# script(1) gives rdmactl a terminal; stdout goes to a file.
+		run timeout 120 script -qefc "'$RDMACTL' $j kvxfer send ${G[*]} --connect $ADDR:$PORT_d0 --tokens 16 --requests 3 >'$KV_OUT/send.$mode.out'" \
+			"$KV_OUT/send.$mode.tty" </dev/null
+		assert_success
+	done
+	grep -qE $'\r\033\\[Kkvxfer send: 3/3 requests ended, [0-9.]+[KMG]?i?B moved, [0-9.]+ GB/s' "$KV_OUT/send.text.tty" ||
+		{ cat -A "$KV_OUT/send.text.tty"; fail "no progress line on the terminal"; }
+	# Each event's line starts clean: the line is cleared before it.
+	run grep -c 'kvxfer send: ' "$KV_OUT/send.text.out"
+	assert_output 0
+	run grep -c '^request [0-9]*: done' "$KV_OUT/send.text.out"
+	assert_output 3
+	run grep -c 'kvxfer send: ' "$KV_OUT/send.json.tty"
+	assert_output 0
+	# -j: one JSON document a line, nothing else.
+	run jq -s 'map(select(.event == "done")) | length' "$KV_OUT/send.json.out"
+	assert_output 3
+}

@@ -619,3 +619,28 @@ expected() {
 	cat "$t/hash.out"
 	grep -q "status=0 answers=16" "$t/hash.out"
 }
+
+@test "live, on a terminal: a progress line on stderr (rounds, hashing, fence, cutover), none on stdout or with -j" {
+	local t=$BATS_TEST_TMPDIR
+	serve A "$A" --name kv --size 1M
+	serve B "$B" --name kv --size 1M
+	head -c 1M /dev/urandom >"$t/a"
+	rdmactl write "$A/kv" --file "$t/a" >/dev/null
+	# script(1) gives rdmactl a terminal; stdout goes to a file.
+	run timeout 120 script -qefc "'$RDMACTL' migrate --admin-token-file '$ADMIN' '$A/kv' '$B/kv' >'$t/text.out'" "$t/text.tty" </dev/null
+	assert_success
+	for want in 'migrate: round 1: [0-9.]+[KMG]?i?B of 1MiB pulled' 'migrate: hashing both sides' \
+		'migrate: fencing the source' 'migrate: cutover'; do
+		grep -qE $'\r\033\\[K'"$want" "$t/text.tty" || { cat -A "$t/text.tty"; fail "no '$want' on the terminal"; }
+	done
+	run grep -c -e 'migrate: ' -e $'\r' "$t/text.out"
+	assert_output 0
+	grep -q '^verified: the destination holds the same bytes' "$t/text.out"
+	# On to C with -j: the document alone, no progress on the terminal.
+	serve C "$RDMACTL_VM_ADDR_A:$((PORT + 1))" --name kv --size 1M
+	run timeout 120 script -qefc "'$RDMACTL' -j migrate --admin-token-file '$ADMIN' '$B/kv' '$RDMACTL_VM_ADDR_A:$((PORT + 1))/kv' >'$t/json.out'" "$t/json.tty" </dev/null
+	assert_success
+	run grep -c 'migrate: ' "$t/json.tty"
+	assert_output 0
+	jq -e '.mode == "live" and .verified' "$t/json.out"
+}

@@ -354,3 +354,38 @@ blob() {
 	assert_output --partial "rank 2 ($ADDR:"
 	assert_output --partial "not authorised (a wrong group token)"
 }
+
+# tty_run LOG COMMAND: COMMAND (a shell line) under script(1), so that its
+# stderr (and stdout, unless redirected) is a terminal; what that terminal
+# showed in LOG. In the background: its pid appended to PIDS.
+tty_run() {
+	script -qefc "$2" "$1" >/dev/null 2>&1 </dev/null &
+	PIDS+=($!)
+}
+
+@test "on a terminal: the root and a receiver show a progress line on stderr, never on stdout or in the -j document" {
+	local t=$BATS_TEST_TMPDIR mode
+	for mode in text json; do
+		local j=
+		[[ $mode == json ]] && j=-j
+		mc_peers 2
+		PIDS=()
+		tty_run "$t/root.$mode.tty" "'$RDMACTL' $j -t 30000 multicast --rank 0 --world 2 --rendezvous file:$PEERS --pattern seq --size 2M >'$t/root.$mode.out'"
+		tty_run "$t/recv.$mode.tty" "'$RDMACTL' $j -t 30000 multicast --rank 1 --world 2 --rendezvous file:$PEERS --out '$t/out.$mode' >'$t/recv.$mode.out'"
+		mc_wait
+		[[ ${RCS[*]} == "0 0" ]] || { cat "$t"/*."$mode".*; fail "$mode: exits ${RCS[*]}"; }
+	done
+	# Text on a terminal: the lines, each redrawn in place; stdout (a file) has none.
+	grep -qE $'\r\033\\[Kmulticast: [0-9.]+[KMG]?i?B of 2MiB sent' "$t/root.text.tty" ||
+		{ cat -A "$t/root.text.tty"; fail "no progress line on the root's terminal"; }
+	grep -qE $'\r\033\\[Kmulticast: rank 1: [0-9.]+[KMG]?i?B received' "$t/recv.text.tty" ||
+		{ cat -A "$t/recv.text.tty"; fail "no progress line on the receiver's terminal"; }
+	run grep -c -e 'sent' -e $'\r' "$t/root.text.out"
+	assert_output 0
+	grep -q '^# multicast: algo tree' "$t/root.text.out"
+	# -j: no progress anywhere, and the document is one JSON document.
+	run grep -c 'multicast: ' "$t/root.json.tty" "$t/recv.json.tty"
+	assert_output "$(printf '%s\n' "$t/root.json.tty:0" "$t/recv.json.tty:0")"
+	jq -e '.ok_count == 1' "$t/root.json.out"
+	cmp "$t/out.text" "$t/out.json"
+}

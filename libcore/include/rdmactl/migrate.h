@@ -40,6 +40,12 @@ struct rc_migrate_opts {
 	 * move stands (the source sends its clients on) and the error says so. */
 	const char *etcd;
 	const char *etcd_ns;
+	/* Told how the move goes (NULL: not told), on the caller's thread: step
+	 * "copy" with its round (from 1) and the bytes pulled of the round's
+	 * bytes, after each answer of the destination; "hash", "fence" and
+	 * "cutover" (round and bytes 0) as each begins. */
+	void (*progress)(void *arg, const char *step, int round, uint64_t done, uint64_t total);
+	void *progress_arg;
 };
 
 struct rc_migrate_result {

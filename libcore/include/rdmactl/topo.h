@@ -202,6 +202,10 @@ struct rc_topo {
 struct rc_topo_opts {
 	const char *root;  /* NULL or "/sys": the running host (live) */
 	bool hugepages;    /* doctor: hugepages are required */
+	/* How messages and findings name the tree, NULL: root itself. A capture
+	 * tarball extracted to a temporary folder is named by the tarball, so no
+	 * temporary path reaches an operator: "cap.tar.gz:/PATH-INSIDE". */
+	const char *name;
 };
 
 /* Read the devices, GPUs, facts; compute the matrix, the rail plan and the
@@ -214,7 +218,8 @@ RC_EXPORT void rc_topo_free(struct rc_topo *t);
 /* Loopback RDMA WRITE of `bytes` on every ACTIVE port (of device `only`
  * when not NULL; live only): fills
  * each port's verify and adds a finding per failure. Returns the number of
- * ports that failed. */
+ * ports that failed, or -ENODEV (and a finding that says so) when there was
+ * no ACTIVE port to verify: nothing proven is not a pass. */
 RC_EXPORT int rc_topo_verify(struct rc_topo *t, const char *only, uint64_t bytes, int timeout_ms);
 /* One port: two QPs of the device connected to each other. */
 RC_EXPORT int rc_topo_verify_port(const char *dev, int port, int gid_index, uint64_t bytes,
