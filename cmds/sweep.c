@@ -23,7 +23,7 @@
 #define SWEEP_OPTS(X) \
 	GROUP_OPTS(X, SW) \
 	X(SW_MSG_SIZE, "msg-size", 's', "SIZE", "bytes per RDMA WRITE of the bandwidth test (default 64K)") \
-	X(SW_DURATION, "duration", 'D', "SECONDS", "bandwidth test per pair and direction (default 1)") \
+	X(SW_DURATION, "duration", 0, "SECONDS", "bandwidth test per pair and direction (default 1)") \
 	X(SW_ITERS, "iters", 'n', "N", "writes per pair and direction, instead of --duration") \
 	X(SW_LAT_ITERS, "lat-iters", 0, "N", "8-byte WRITEs and READs timed per pair and direction (default 200)") \
 	X(SW_PAIRS, "pairs", 0, "FILE", "measure only the pairs of FILE, one \"A B\" a line", COMP_FILE) \

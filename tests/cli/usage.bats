@@ -342,7 +342,7 @@ short_clashes() {
 		"$table" >"$BATS_TEST_TMPDIR/bad.json"
 	run short_clashes "$BATS_TEST_TMPDIR/bad.json"
 	assert_line "-p: multicast --pattern is a global option"
-	assert_line "-s: atomic --msg-size, multicast --size, read --msg-size, write --msg-size"
+	assert_line "-s: atomic --msg-size, multicast --size, read --msg-size, sweep --msg-size, write --msg-size"
 }
 
 @test "the moved short options parse as their long names, the old ones are refused" {
