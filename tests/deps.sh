@@ -11,4 +11,5 @@ exec "$here/vm/deps.sh" \
 	build-essential cmake pkg-config \
 	libibverbs-dev librdmacm-dev libjansson-dev libcurl4-openssl-dev libreadline-dev \
 	jq tmux man-db groff-base zsh etcd-server etcd-client openmpi-bin socat openssl \
-	clang libclang-rt-14-dev
+	clang libclang-rt-14-dev \
+	nodejs node-ajv
