@@ -1,6 +1,3 @@
-# One folder for the -j documents of every file (tests/lib/assert.bash): the
-# last file, zz-json-schemas.bats, checks them all against schemas/.
-export RDMACTL_TEST_JSON_DOCS=${RDMACTL_TEST_JSON_DOCS:-$tmp/json-docs}
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
