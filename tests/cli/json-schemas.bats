@@ -148,6 +148,10 @@ check() {
 	assert_failure 1
 	assert_output --partial "not valid: $RDMACTL -j kvxfer plan --layers 4"
 	assert_output --partial "schema $ROOT/schemas/kvxfer-plan.schema.json: at /: should have required property 'bytes_per_token'"
+	# a folder that cannot be written changes nothing of the command's own
+	RDMACTL_TEST_JSON_LOG=/proc/none run "$RDMACTL" -j version
+	assert_success
+	assert_output --regexp '^\{"schema_version":2,"version":"[0-9.]+"\}$'
 }
 
 @test "each command of the table has a schema; each schema is draft-07, named by its \$id" {
