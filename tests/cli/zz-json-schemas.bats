@@ -33,6 +33,6 @@ setup() {
 	schema_check --min 150 --log "$(json_docs)"
 	assert_success
 	for s in error help version batch kvxfer-plan probe-topology regions; do
-		assert_output --regexp "[(,] $s [0-9]+"
+		assert_output --regexp "[:,] $s [0-9]+"
 	done
 }

@@ -32,6 +32,6 @@ load '../lib/schemas'
 	schema_check --min 300 --log "$(json_docs)"
 	assert_success
 	for s in register write read atomic kvxfer-serve kvxfer-send alltoall multicast migrate; do
-		assert_output --regexp "[(,] $s [0-9]+"
+		assert_output --regexp "[:,] $s [0-9]+"
 	done
 }
