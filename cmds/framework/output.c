@@ -370,22 +370,28 @@ static void mkdirs(const char *dir)
 
 static void test_log(const struct out *o, json_t *doc)
 {
+	static json_t *argv; /* read once: a server prints many events */
 	const char *dir = getenv("RDMACTL_TEST_JSON_LOG");
+	int fd, saved = errno;
 	char path[4096];
 	json_t *rec;
 	char *line;
-	int fd;
 
 	if (!dir || !dir[0])
 		return;
-	rec = json_pack("{s:s?, s:o, s:O}", "command", o->cmd, "argv", own_argv(), "document", doc);
+	if (!argv)
+		argv = own_argv();
+	rec = json_pack("{s:s?, s:O, s:O}", "command", o->cmd, "argv", argv, "document", doc);
 	line = rec ? json_dumps(rec, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
 	json_decref(rec);
 	if (!line)
-		return;
-	mkdirs(dir);
+		return; /* out of memory: nothing recorded */
 	snprintf(path, sizeof(path), "%s/rdmactl.%ld.jsonl", dir, (long)getpid());
 	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+	if (fd < 0 && errno == ENOENT) { /* the first record: the folder, once */
+		mkdirs(dir);
+		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+	}
 	if (fd >= 0) {
 		size_t len = strlen(line);
 		ssize_t w;
@@ -396,6 +402,7 @@ static void test_log(const struct out *o, json_t *doc)
 		close(fd);
 	}
 	free(line);
+	errno = saved; /* the command's own errno, as it was */
 }
 
 void out_print_json(struct out *o, json_t *doc, bool compact)
