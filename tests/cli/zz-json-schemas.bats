@@ -11,27 +11,32 @@
 load helpers
 load '../lib/schemas'
 
+# One checker run for the file (schema_check_tier, tests/lib/schemas.bash).
+setup_file() {
+	schema_check_tier
+}
+
 setup() {
 	need_ajv
 }
 
 @test "every -j document the tier printed matches its command's schema" {
-	local docs
-	docs=$(json_docs)
-	if ! compgen -G "$docs/*/*.jsonl" >/dev/null; then
-		skip "no -j document recorded in $docs: run this file after the tier's others (bats tests/cli)"
+	schema_tier_result
+	if ((SCHEMA_FILES == 0)); then
+		skip "no -j document recorded in $(json_docs): run this file after the tier's others (bats tests/cli)"
 	fi
-	schema_check --log "$docs"
-	assert_success
+	refute_output --partial "not valid"
+	assert_equal "$status" 0
 	assert_output --regexp '^schema-check: [0-9]+ documents valid'
 }
 
 @test "the whole tier was recorded: hundreds of documents, of each kind the cli tests print" {
-	local n s
-	n=$(json_docs_files)
-	((n >= 15)) || skip "documents from $n test files only: the whole tier did not run"
-	schema_check --min 150 --log "$(json_docs)"
-	assert_success
+	local s n
+	schema_tier_result
+	((SCHEMA_FILES >= 15)) || skip "documents from $SCHEMA_FILES test files only: the whole tier did not run"
+	assert_equal "$status" 0
+	n=$(schema_tier_count)
+	((n >= 150)) || fail "only $n documents recorded by $SCHEMA_FILES test files (fewer than 150)"
 	for s in error help version batch kvxfer-plan probe-topology regions; do
 		assert_output --regexp "[:,] $s [0-9]+"
 	done

@@ -143,7 +143,8 @@ function check(cmd, doc, where = '') {
 		}
 		if (!bad.length)
 			bad.push({ schema: path.join(schemaDir, f), where: where || '/', why: ajv.errorsText(v.errors) });
-		return bad;
+		// a schema reached twice (through allOf and $ref) says it twice
+		return bad.filter((b, i) => bad.findIndex((c) => c.where === b.where && c.why === b.why) === i);
 	}
 	if (f === 'batch.schema.json') {
 		doc.forEach((entry, i) => {
