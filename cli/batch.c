@@ -184,6 +184,7 @@ int batch_run(struct ctx *ctx, const char *path, bool force)
 		fclose(fp);
 	if (b.results) {
 		ctx->out.capture = false;
+		ctx->out.cmd = "batch";
 		out_print_json(&ctx->out, b.results, false);
 		json_decref(b.results);
 	}

@@ -76,5 +76,6 @@ int cmd_dispatch(struct ctx *ctx, int argc, char **argv)
 	}
 	if (c->shell_only && !ctx->session)
 		return usage_err(ctx, "'%s' works only inside 'rdmactl shell'", c->name);
+	ctx->out.cmd = c->name;
 	return c->run(ctx, argc, argv);
 }

@@ -3,10 +3,13 @@
 #include "output.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static json_t *new_root(void)
 {
@@ -57,6 +60,7 @@ void out_free(struct out *o)
 
 void out_reset(struct out *o)
 {
+	o->cmd = NULL;
 	o->streamed = false;
 	new_doc(o);
 }
@@ -326,6 +330,81 @@ void out_log(struct out *o, const char *fmt, ...)
 	fflush(o->err_fp);
 }
 
+/* RDMACTL_TEST_JSON_LOG=DIR, for the tests only (tests/lib/assert.bash sets
+ * it): each document printed is also appended to DIR/rdmactl.PID.jsonl as
+ * one line {"command": the command's path or null, "argv": [...], "document":
+ * the document}, in one write, for tests/lib/schema-check.js to validate
+ * against schemas/. Whatever fails here is ignored: stdout is the output. */
+static json_t *own_argv(void)
+{
+	char buf[8192];
+	json_t *a = json_array();
+	ssize_t n = -1;
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	if (n > 0)
+		buf[n] = '\0';
+	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1)
+		json_array_append_new(a, json_text(buf + i));
+	return a;
+}
+
+static void mkdirs(const char *dir)
+{
+	char p[4096];
+
+	if (snprintf(p, sizeof(p), "%s", dir) >= (int)sizeof(p))
+		return;
+	for (char *s = p + 1; *s; s++)
+		if (*s == '/') {
+			*s = '\0';
+			mkdir(p, 0777);
+			*s = '/';
+		}
+	mkdir(p, 0777);
+}
+
+static void test_log(const struct out *o, json_t *doc)
+{
+	static json_t *argv; /* read once: a server prints many events */
+	const char *dir = getenv("RDMACTL_TEST_JSON_LOG");
+	int fd, saved = errno;
+	char path[4096];
+	json_t *rec;
+	char *line;
+
+	if (!dir || !dir[0])
+		return;
+	if (!argv)
+		argv = own_argv();
+	rec = json_pack("{s:s?, s:O, s:O}", "command", o->cmd, "argv", argv, "document", doc);
+	line = rec ? json_dumps(rec, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	json_decref(rec);
+	if (!line)
+		return; /* out of memory: nothing recorded */
+	snprintf(path, sizeof(path), "%s/rdmactl.%ld.jsonl", dir, (long)getpid());
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+	if (fd < 0 && errno == ENOENT) { /* the first record: the folder, once */
+		mkdirs(dir);
+		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+	}
+	if (fd >= 0) {
+		size_t len = strlen(line);
+		ssize_t w;
+
+		line[len] = '\n'; /* over the NUL: one write, one line */
+		w = write(fd, line, len + 1);
+		(void)w;
+		close(fd);
+	}
+	free(line);
+	errno = saved; /* the command's own errno, as it was */
+}
+
 void out_print_json(struct out *o, json_t *doc, bool compact)
 {
 	size_t flags = !compact && o->mode == OUT_JSON_PRETTY ? JSON_INDENT(2) : JSON_COMPACT;
@@ -333,6 +412,7 @@ void out_print_json(struct out *o, json_t *doc, bool compact)
 	json_dumpf(doc, o->fp, flags | JSON_ENCODE_ANY);
 	fputc('\n', o->fp);
 	fflush(o->fp);
+	test_log(o, doc);
 }
 
 static void print_doc(struct out *o, bool compact)

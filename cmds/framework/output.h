@@ -35,6 +35,8 @@ struct out {
 	const char *err_prefix; /* text mode: put before each error ("FILE:LINE") */
 	bool capture;     /* batch mode: keep the document instead of printing */
 	json_t *captured; /* the kept document when capture is set */
+	const char *cmd;  /* the command whose document this is ("kvxfer plan"), for
+			  * RDMACTL_TEST_JSON_LOG (output.c); NULL before one is found */
 };
 
 void out_init(struct out *o, enum out_mode mode, FILE *fp, FILE *err_fp);

@@ -199,6 +199,7 @@ static int run_sub(struct ctx *ctx, const struct kvxfer_sub *sub, int argc, char
 	if (sv.npos)
 		return usage_err(ctx, "%s: unexpected argument '%s'", sub->cmd->name, sv.pos[0]);
 	to_kvxfer(sub, &sv, &v);
+	ctx->out.cmd = sub->cmd->name;
 	return sub->run(ctx, &cmd_kvxfer, &v);
 }
 
@@ -226,6 +227,7 @@ static int do_kvxfer(struct ctx *ctx, int argc, char **argv)
 	for (int i = 0; i < KVX_NOPTS; i++)
 		if (opt_on(&v, i) && !takes(sub, i))
 			return not_here(ctx, sub, i);
+	ctx->out.cmd = sub->cmd->name;
 	return sub->run(ctx, c, &v);
 }
 

@@ -81,6 +81,16 @@ C
 	[[ -f $STAGE/share/zsh/vendor-completions/_rdmactl ]] || fail "no zsh completion"
 }
 
+@test "the JSON schemas, each one that the sources hold" {
+	local f n=0
+	for f in "$ROOT"/schemas/*.schema.json; do
+		cmp -s "$f" "$STAGE/share/rdmactl/schemas/${f##*/}" || fail "no share/rdmactl/schemas/${f##*/} as in the sources"
+		n=$((n + 1))
+	done
+	((n > 15)) || fail "only $n schemas in $ROOT/schemas"
+	[[ -f $STAGE/share/rdmactl/schemas/README.md ]] || fail "no share/rdmactl/schemas/README.md"
+}
+
 @test "a relocated tree: the program and pkg-config follow the copy, not the prefix" {
 	command -v pkg-config >/dev/null || skip "pkg-config is not installed"
 	cp -a "$STAGE" "$BATS_TEST_TMPDIR/moved"

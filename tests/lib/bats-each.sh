@@ -54,6 +54,9 @@ done
 ((${#files[@]})) || { echo "bats-each.sh: no .bats files in $*" >&2; exit 2; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bats-each.XXXXXX") || exit 1
+# One folder for the -j documents of every file (tests/lib/assert.bash): the
+# tier's last file, zz-json-schemas.bats, checks them all against schemas/.
+export RDMACTL_TEST_JSON_DOCS=${RDMACTL_TEST_JSON_DOCS:-$tmp/json-docs}
 pid=
 # shellcheck disable=SC2317 # from the trap
 cleanup() {
