@@ -164,6 +164,7 @@ teardown() {
 }
 
 @test "one slowed node: its links across the veth slowed, the node is named, exit 1" {
+	heavy_sibling ""one slowed link" (the same measurement and verdict path; test_sweep judges a slow node)"
 	# everything rank 1 (.3) sends over the veth: its pairs with ranks 2 and
 	# 3; its pair with rank 0 stays on rxe_a
 	slow_from "$EXTRA_A"
@@ -185,6 +186,7 @@ teardown() {
 }
 
 @test "a rank that never joins is named, with the reason, and the others exit 1" {
+	heavy_sibling "alltoall's "a rank that never joins" (the same group join)"
 	SWEEP_SKIP=3 SWEEP_TIMEOUT=4000 sweep_start 4
 	sweep_wait
 	all_exit 1
@@ -194,6 +196,7 @@ teardown() {
 }
 
 @test "--pairs: only the pairs asked for are measured, the rest null" {
+	heavy_sibling ""healthy: 4 ranks over the veth pair" (the same rounds; test_sweep parses --pairs files)"
 	printf '0 2\n3 1 # either order\n' >"$BATS_TEST_TMPDIR/pairs"
 	sweep_start 4 --pairs "$BATS_TEST_TMPDIR/pairs"
 	sweep_wait
