@@ -189,17 +189,53 @@ void progress_init(struct progress *p, struct ctx *ctx)
 	p->on = !out_is_json(&ctx->out) && isatty(STDERR_FILENO);
 }
 
+/* The unit of the binary prefix that fits v, and its size. */
+static const char *size_unit(uint64_t v, double *div)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	int u = 0;
+
+	*div = 1;
+	while (u < 4 && v >= 1024 * (uint64_t)*div) {
+		*div *= 1024;
+		u++;
+	}
+	return units[u];
+}
+
+static void size_fmt(char *buf, size_t n, double v)
+{
+	snprintf(buf, n, v > 0 && v < 10 && v != (double)(uint64_t)v ? "%.1f" : "%.0f", v);
+}
+
+void progress_sizes(char *buf, size_t n, uint64_t done, uint64_t total)
+{
+	double div;
+	const char *unit = size_unit(total > done ? total : done, &div);
+	char d[32], t[32];
+
+	size_fmt(d, sizeof(d), (double)done / div);
+	size_fmt(t, sizeof(t), (double)total / div);
+	if (total)
+		snprintf(buf, n, "%s/%s %s", d, t, unit);
+	else /* not known (a pipe) */
+		snprintf(buf, n, "%s %s", d, unit);
+}
+
 void progress_line(void *arg, uint64_t done, uint64_t total)
 {
 	struct progress *p = arg;
-	double now = rc_now(), el = now - p->start, rate;
+	double now = rc_now(), el = now - p->start, rate, div;
+	const char *unit;
+	char sizes[96];
 
 	if (!p->on || now - p->last < 0.25)
 		return;
 	p->last = now;
 	rate = el > 0 ? (double)done / el : 0;
-	fprintf(stderr, "\r%llu/%llu MiB  %.1f MiB/s  ", (unsigned long long)(done >> 20),
-		(unsigned long long)(total >> 20), rate / (1 << 20));
+	unit = size_unit((uint64_t)rate, &div);
+	progress_sizes(sizes, sizeof(sizes), done, total);
+	fprintf(stderr, "\r%s  %.1f %s/s  ", sizes, rate / div, unit);
 	if (rate > 0 && total > done)
 		fprintf(stderr, "%.0f s left   ", (double)(total - done) / rate);
 	fflush(stderr);

@@ -100,6 +100,10 @@ void report_transfer(struct ctx *ctx, const struct rc_stream_result *r);
 #define STREAM_SQ_DEPTH (RC_CLIENT_DEPTH + 4)
 int stream_transfer(struct ctx *ctx, struct rc_client *cl, enum rc_op op, uint64_t off,
 		    uint64_t len, struct rc_client_io *io, struct rc_stream_result *res);
+/* "DONE/TOTAL UNIT" in the binary unit that fits TOTAL (B, KiB, MiB, GiB,
+ * TiB), one decimal below 10 of it: "0.5/4 KiB", not "0/0 MiB"; "DONE UNIT"
+ * when TOTAL is 0 (not known). */
+void progress_sizes(char *buf, size_t n, uint64_t done, uint64_t total);
 /* A progress line on stderr when it is a terminal and output is text. */
 void progress_line(void *arg, uint64_t done, uint64_t total);
 struct progress {

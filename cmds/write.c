@@ -109,6 +109,10 @@ static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_va
 	a->from_stdin = !src->pattern && !a->file;
 	if (a->from_stdin && ctx->session)
 		return usage_err(ctx, "write: in the shell, give --file FILE or --pattern PATTERN");
+	/* a terminal on stdin: say where the data is awaited, or it looks hung */
+	if (a->from_stdin && isatty(STDIN_FILENO))
+		out_log(&ctx->out, "write: the data comes from the terminal (stdin): type it and end with "
+			"Ctrl-D, or give --file FILE, --pattern PATTERN or a pipe");
 	if (a->file) {
 		struct stat st;
 

@@ -362,3 +362,18 @@ short_clashes() {
 	assert_failure 2
 	assert_output --partial "unknown option '-i'"
 }
+
+@test "write reading stdin from a terminal says where the data is awaited; from a pipe it says nothing" {
+	command -v script >/dev/null || skip "script(1) (bsdutils) is not installed"
+	# script(1) gives the command a terminal on stdin; the missing device ends it
+	run timeout 30 script -qec "'$RDMACTL' write 198.18.0.1:7471/kv" /dev/null
+	assert_failure 1
+	assert_output --partial "write: the data comes from the terminal (stdin): type it and end with Ctrl-D"
+	run timeout 30 "$RDMACTL" write 198.18.0.1:7471/kv </dev/null
+	assert_failure 1
+	refute_output --partial "comes from the terminal"
+	# --file or --pattern: nothing is read from the terminal, nothing said
+	run timeout 30 script -qec "'$RDMACTL' write 198.18.0.1:7471/kv --pattern zero --size 4K" /dev/null
+	assert_failure 1
+	refute_output --partial "comes from the terminal"
+}
