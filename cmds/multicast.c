@@ -522,12 +522,15 @@ static int run(struct ctx *ctx, struct mc_cli *m)
 	if (metrics)
 		mc_metrics(&mx, m, &res, g);
 	if (m->grp.who.rank != root) {
-		ctx->out.printed = true; /* only the root prints the document */
+		/* only the root prints the document; a receiver that failed prints
+		 * its error (with -j, an error document) */
 		if (!res.self.complete)
 			rc = fail(ctx, -EIO, "rank %d: %s", m->grp.who.rank, res.self.why);
 		else if (!res.self.ok)
 			rc = fail(ctx, -EIO, "rank %d: the blob is wrong: %s", m->grp.who.rank,
 				  res.self.why);
+		else
+			ctx->out.printed = true;
 		goto out;
 	}
 	report(ctx, m, &res, g);
