@@ -110,7 +110,7 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 }
 
 @test "--svg: rank 0 draws the bytes per peer, one cell a block, and it renders" {
-	heavy_sibling "multicast's "--svg: the root draws one bar a receiver" (the same SVG writer) and "flat: 2 ranks""
+	heavy_sibling "multicast's '--svg: the root draws one bar a receiver' (the same SVG writer) and 'flat: 2 ranks'"
 	need_guest
 	a2a_peers 3
 	printf '0,5,0\n7,1,0\n0,0,9\n' >"$BATS_TEST_TMPDIR/m.csv"

@@ -43,7 +43,7 @@ setup() {
 }
 
 @test "alltoall of 2 ranks: a file per rank (%r), the size the report says, no token wrong" {
-	heavy_sibling ""write --bench and --lat" (the same metrics writer) and alltoall's "flat: 2 ranks""
+	heavy_sibling "'write --bench and --lat' (the same metrics writer) and alltoall's 'flat: 2 ranks'"
 	group_peers 20000 2
 	local i p=()
 	for i in 0 1; do
@@ -104,7 +104,7 @@ setup() {
 }
 
 @test "multicast of 2 ranks: the root's file says what each receiver got, the receiver's its own" {
-	heavy_sibling ""write --bench and --lat" (the same metrics writer) and the multicast tree tests"
+	heavy_sibling "'write --bench and --lat' (the same metrics writer) and the multicast tree tests"
 	group_peers 23000 2
 	local i p=()
 	for i in 0 1; do

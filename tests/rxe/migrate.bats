@@ -621,7 +621,7 @@ expected() {
 }
 
 @test "live, on a terminal: a progress line on stderr (rounds, hashing, fence, cutover), none on stdout or with -j" {
-	heavy_sibling "kvxfer's "send on a terminal" (the same progress line) and the other live migrate tests"
+	heavy_sibling "kvxfer's 'send on a terminal' (the same progress line) and the other live migrate tests"
 	local t=$BATS_TEST_TMPDIR
 	serve A "$A" --name kv --size 1M
 	serve B "$B" --name kv --size 1M

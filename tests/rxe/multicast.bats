@@ -367,7 +367,7 @@ tty_run() {
 }
 
 @test "on a terminal: the root and a receiver show a progress line on stderr, never on stdout or in the -j document" {
-	heavy_sibling "kvxfer's "send on a terminal" (the same progress line) and the multicast tree tests"
+	heavy_sibling "kvxfer's 'send on a terminal' (the same progress line) and the multicast tree tests"
 	local t=$BATS_TEST_TMPDIR mode
 	for mode in text json; do
 		local j=

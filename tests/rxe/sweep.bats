@@ -28,7 +28,9 @@ setup() {
 	need_two_nics
 	ip addr add "$EXTRA_A/24" dev va 2>/dev/null || true
 	ip addr add "$EXTRA_B/24" dev vb 2>/dev/null || true
-	ADDRS=("$RDMACTL_VM_ADDR_A" "$EXTRA_A" "$RDMACTL_VM_ADDR_B" "$EXTRA_B")
+	# ranks 4 and 5 (the healthy test) share the first addresses, on other ports
+	ADDRS=("$RDMACTL_VM_ADDR_A" "$EXTRA_A" "$RDMACTL_VM_ADDR_B" "$EXTRA_B" "$RDMACTL_VM_ADDR_A"
+		"$RDMACTL_VM_ADDR_B")
 	# the new addresses' GIDs appear on the rxe ports
 	local i
 	for i in $(seq 50); do
@@ -112,33 +114,34 @@ teardown() {
 	common_teardown
 }
 
-@test "healthy: 4 ranks over the veth pair, every pair measured both ways, exit 0, the heatmap renders" {
-	sweep_start 4 --svg "$BATS_TEST_TMPDIR/sweep.svg" --metrics "$BATS_TEST_TMPDIR/sweep.prom"
+@test "healthy: 6 ranks over the veth pair, every pair measured both ways, exit 0, the heatmap renders" {
+	sweep_start 6 --svg "$BATS_TEST_TMPDIR/sweep.svg" --metrics "$BATS_TEST_TMPDIR/sweep.prom"
 	sweep_wait
 	all_exit 0
-	jq -e '.healthy == true and .ranks == 4 and .rounds == 3 and .directions_measured == 12
+	jq -e '.healthy == true and .ranks == 6 and .rounds == 5 and .directions_measured == 30
 		and (.outliers | length) == 0 and (.bad_nodes | length) == 0' <<<"$DOC" ||
 		{ sweep_dump; fail "rank 0's verdict is not healthy"; }
-	# matrices complete: 4 x 4, null on the diagonal only, figures elsewhere
+	# matrices complete: 6 x 6, null on the diagonal only, figures elsewhere
 	jq -e '.matrices | [.write_gbit_per_s, .write_lat_p50_us, .read_lat_p50_us, .read_lat_p99_us]
-		| all(length == 4 and all(length == 4)
+		| all(length == 6 and all(length == 6)
 		  and ([to_entries[] | .key as $i | .value | to_entries[]
 			| (.key == $i) == (.value == null)] | all))' <<<"$DOC" ||
 		{ sweep_dump; fail "a matrix is not complete"; }
 	jq -e '[.matrices.write_gbit_per_s[][] | select(. != null)] | all(. > 0)' <<<"$DOC"
 	# the counters that moved: an object a cell, the diagonal's empty
-	jq -e '.matrices.counters | length == 4 and all(length == 4 and all(type == "object"))
-		and ([.[0][0], .[1][1], .[2][2], .[3][3]] | all(. == {}))' <<<"$DOC"
+	jq -e '.matrices.counters | length == 6 and all(length == 6 and all(type == "object"))
+		and ([range(6) as $i | .[$i][$i]] | all(. == {}))' <<<"$DOC"
 	jq -e '[.nodes[].device] == [env.RDMACTL_VM_DEV_A, env.RDMACTL_VM_DEV_A,
-		env.RDMACTL_VM_DEV_B, env.RDMACTL_VM_DEV_B] and .nodes[1].host == "198.18.1.3"' <<<"$DOC"
+		env.RDMACTL_VM_DEV_B, env.RDMACTL_VM_DEV_B, env.RDMACTL_VM_DEV_A, env.RDMACTL_VM_DEV_B]
+		and .nodes[1].host == "198.18.1.3"' <<<"$DOC"
 	# the other ranks print nothing
 	[ ! -s "$BATS_TEST_TMPDIR/rank.1.out" ] || fail "rank 1 printed on stdout"
 	# --metrics: rank 0's verdict and each direction's bandwidth
 	metrics_check "$BATS_TEST_TMPDIR/sweep.prom"
 	grep -qE '^rdmactl_sweep_healthy\{.*\} 1$' "$BATS_TEST_TMPDIR/sweep.prom"
-	[ "$(grep -c '^rdmactl_sweep_write_bytes_per_second{' "$BATS_TEST_TMPDIR/sweep.prom")" = 12 ]
+	[ "$(grep -c '^rdmactl_sweep_write_bytes_per_second{' "$BATS_TEST_TMPDIR/sweep.prom")" = 30 ]
 	# one cell per direction, none marked; rendered to a PNG
-	[ "$(grep -c '<rect[^>]*><title>[0-9] -&gt; [0-9]' "$BATS_TEST_TMPDIR/sweep.svg")" = 12 ]
+	[ "$(grep -c '<rect[^>]*><title>[0-9] -&gt; [0-9]' "$BATS_TEST_TMPDIR/sweep.svg")" = 30 ]
 	[ "$(grep -c 'stroke-width="4.0"' "$BATS_TEST_TMPDIR/sweep.svg")" = 0 ]
 	command -v rsvg-convert >/dev/null || skip "rsvg-convert (librsvg2-bin) is not installed"
 	rsvg-convert -o "$BATS_TEST_TMPDIR/sweep.png" "$BATS_TEST_TMPDIR/sweep.svg"
@@ -164,7 +167,7 @@ teardown() {
 }
 
 @test "one slowed node: its links across the veth slowed, the node is named, exit 1" {
-	heavy_sibling ""one slowed link" (the same measurement and verdict path; test_sweep judges a slow node)"
+	heavy_sibling "'one slowed link' (the same measurement and verdict path; test_sweep judges a slow node)"
 	# everything rank 1 (.3) sends over the veth: its pairs with ranks 2 and
 	# 3; its pair with rank 0 stays on rxe_a
 	slow_from "$EXTRA_A"
@@ -186,7 +189,7 @@ teardown() {
 }
 
 @test "a rank that never joins is named, with the reason, and the others exit 1" {
-	heavy_sibling "alltoall's "a rank that never joins" (the same group join)"
+	heavy_sibling "alltoall's 'a rank that never joins' (the same group join)"
 	SWEEP_SKIP=3 SWEEP_TIMEOUT=4000 sweep_start 4
 	sweep_wait
 	all_exit 1
@@ -196,7 +199,7 @@ teardown() {
 }
 
 @test "--pairs: only the pairs asked for are measured, the rest null" {
-	heavy_sibling ""healthy: 4 ranks over the veth pair" (the same rounds; test_sweep parses --pairs files)"
+	heavy_sibling "'healthy: 6 ranks over the veth pair' (the same rounds; test_sweep parses --pairs files)"
 	printf '0 2\n3 1 # either order\n' >"$BATS_TEST_TMPDIR/pairs"
 	sweep_start 4 --pairs "$BATS_TEST_TMPDIR/pairs"
 	sweep_wait
