@@ -397,10 +397,29 @@ out:
 
 /* --metrics on rank 0: the verdict, the fleet, each direction's bandwidth
  * and median latencies. */
-static void sweep_metrics(struct metrics *m, const struct judged *j)
+static double cell_bw_bytes(const struct rc_sweep_cell *c) { return c->bw_gbit * 1e9 / 8; }
+static double cell_wlat_s(const struct rc_sweep_cell *c) { return c->wlat_p50_us / 1e6; }
+
+/* One gauge family with a sample for each direction measured (FROM->TO). */
+static void direction_family(struct metrics *m, const struct judged *j, const char *name,
+			     const char *help, double (*value)(const struct rc_sweep_cell *))
 {
 	char dir[32];
 
+	metrics_family(m, name, METRIC_GAUGE, help);
+	for (int a = 0; a < j->W; a++)
+		for (int b = 0; b < j->W; b++) {
+			const struct rc_sweep_cell *c = cell(j, a, b);
+
+			if (a == b || c->status)
+				continue;
+			snprintf(dir, sizeof(dir), "%d->%d", a, b);
+			metrics_sample(m, "", "direction", dir, value(c));
+		}
+}
+
+static void sweep_metrics(struct metrics *m, const struct judged *j)
+{
 	metrics_gauge(m, "rdmactl_sweep_ranks", "ranks in the group", j->W);
 	metrics_gauge(m, "rdmactl_sweep_rounds", "rounds of the schedule", j->res->rounds);
 	metrics_gauge(m, "rdmactl_sweep_duration_seconds", "the whole sweep", j->res->seconds);
@@ -412,28 +431,11 @@ static void sweep_metrics(struct metrics *m, const struct judged *j)
 	if (j->v.measured)
 		metrics_gauge(m, "rdmactl_sweep_write_median_bytes_per_second",
 			      "the fleet's median RDMA WRITE bandwidth", j->v.bw_median * 1e9 / 8);
-	metrics_family(m, "rdmactl_sweep_write_bytes_per_second", METRIC_GAUGE,
-		       "RDMA WRITE bandwidth of each direction measured (FROM->TO)");
-	for (int a = 0; a < j->W; a++)
-		for (int b = 0; b < j->W; b++) {
-			const struct rc_sweep_cell *c = cell(j, a, b);
-
-			if (a == b || c->status)
-				continue;
-			snprintf(dir, sizeof(dir), "%d->%d", a, b);
-			metrics_sample(m, "", "direction", dir, c->bw_gbit * 1e9 / 8);
-		}
-	metrics_family(m, "rdmactl_sweep_write_latency_p50_seconds", METRIC_GAUGE,
-		       "median 8-byte RDMA WRITE latency of each direction measured (FROM->TO)");
-	for (int a = 0; a < j->W; a++)
-		for (int b = 0; b < j->W; b++) {
-			const struct rc_sweep_cell *c = cell(j, a, b);
-
-			if (a == b || c->status)
-				continue;
-			snprintf(dir, sizeof(dir), "%d->%d", a, b);
-			metrics_sample(m, "", "direction", dir, c->wlat_p50_us / 1e6);
-		}
+	direction_family(m, j, "rdmactl_sweep_write_bytes_per_second",
+			 "RDMA WRITE bandwidth of each direction measured (FROM->TO)", cell_bw_bytes);
+	direction_family(m, j, "rdmactl_sweep_write_latency_p50_seconds",
+			 "median 8-byte RDMA WRITE latency of each direction measured (FROM->TO)",
+			 cell_wlat_s);
 }
 
 static void put_head(struct out *o, const struct sweep_report *r, const struct judged *j)
