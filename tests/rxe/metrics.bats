@@ -16,6 +16,24 @@ setup() {
 	M=$BATS_TEST_TMPDIR
 }
 
+# two_ranks COMMAND PORT ARGS...: ranks 0 and 1 of COMMAND (alltoall or
+# multicast) through a peers file, -j, their output in $M/rank.I.out and
+# .err; fails naming a rank that exits non-zero.
+two_ranks() {
+	local cmd=$1 port=$2 i p=()
+	shift 2
+	group_peers "$port" 2
+	for i in 0 1; do
+		rdmactl -j -t 20000 "$cmd" --rank "$i" --world 2 --rendezvous "file:$PEERS" "$@" \
+			>"$M/rank.$i.out" 2>"$M/rank.$i.err" &
+		p+=($!)
+		started "$!"
+	done
+	for i in 0 1; do
+		wait "${p[i]}" || fail "rank $i exited $?: $(cat "$M/rank.$i.err")"
+	done
+}
+
 @test "write --bench and --lat: promtool accepts the file, bytes are what was written" {
 	start_server 1 --listen "$ADDR:$PORT" --name m --size 4M
 	run rdmactl -j write --bench --msg-size 1M --iters 8 --metrics "$M/bw.prom" "$ADDR:$PORT/m"
@@ -44,18 +62,8 @@ setup() {
 
 @test "alltoall of 2 ranks: a file per rank (%r), the size the report says, no token wrong" {
 	heavy_sibling "'write --bench and --lat' (the same metrics writer) and alltoall's 'flat: 2 ranks'"
-	group_peers 20000 2
-	local i p=()
-	for i in 0 1; do
-		rdmactl -j -t 20000 alltoall --rank "$i" --world 2 --rendezvous "file:$PEERS" \
-			--hidden 256 --tokens 16 --iters 3 --warmup 1 --metrics "$M/a2a.%r.prom" \
-			>"$M/rank.$i.out" 2>"$M/rank.$i.err" &
-		p+=($!)
-		started "$!"
-	done
-	for i in 0 1; do
-		wait "${p[i]}" || fail "rank $i exited $?: $(cat "$M/rank.$i.err")"
-	done
+	local i
+	two_ranks alltoall 20000 --hidden 256 --tokens 16 --iters 3 --warmup 1 --metrics "$M/a2a.%r.prom"
 	for i in 0 1; do
 		metrics_check "$M/a2a.$i.prom"
 		assert_equal "$(metrics_value "$M/a2a.$i.prom" rdmactl_alltoall_wrong_tokens_total "rank=\"$i\"")" 0
@@ -105,18 +113,7 @@ setup() {
 
 @test "multicast of 2 ranks: the root's file says what each receiver got, the receiver's its own" {
 	heavy_sibling "'write --bench and --lat' (the same metrics writer) and the multicast tree tests"
-	group_peers 23000 2
-	local i p=()
-	for i in 0 1; do
-		rdmactl -j -t 20000 multicast --rank "$i" --world 2 --rendezvous "file:$PEERS" \
-			--pattern seq --size 2M --out "$M/out.%r" --metrics "$M/mc.%r.prom" \
-			>"$M/rank.$i.out" 2>"$M/rank.$i.err" &
-		p+=($!)
-		started "$!"
-	done
-	for i in 0 1; do
-		wait "${p[i]}" || fail "rank $i exited $?: $(cat "$M/rank.$i.err")"
-	done
+	two_ranks multicast 23000 --pattern seq --size 2M --out "$M/out.%r" --metrics "$M/mc.%r.prom"
 	metrics_check "$M/mc.0.prom"
 	metrics_check "$M/mc.1.prom"
 	assert_equal "$(metrics_value "$M/mc.0.prom" rdmactl_multicast_size_bytes)" 2097152
