@@ -5,6 +5,7 @@
  * as the gateway wants bytes fields; 64-bit numbers come back as strings.
  * One request at a time per call, each bounded by the handle's timeout.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -18,7 +19,23 @@
 #include <jansson.h>
 #include <rdmactl/etcd.h>
 
+/* libcurl, opened when an etcd client is (rc_etcd_open), not when the
+ * process starts: its dependencies (TLS, HTTP/2, LDAP, Kerberos, ...) are
+ * some forty shared libraries, and loading them cost every rdmactl process
+ * about 160 ms on the SoftRoCE test guest, etcd or not. */
+struct curl_api {
+	CURL *(*easy_init)(void);
+	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+	CURLcode (*easy_perform)(CURL *);
+	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+	void (*easy_cleanup)(CURL *);
+	const char *(*easy_strerror)(CURLcode);
+	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+	void (*slist_free_all)(struct curl_slist *);
+};
+
 struct rc_etcd {
+	struct curl_api cu;
 	char server[RC_HOST_MAX + 8];
 	int timeout_ms;
 	int ttl;
@@ -146,24 +163,24 @@ static struct curl_slist *curl_request(const struct rc_etcd *e, CURL *h, const c
 	struct curl_slist *hdr;
 
 	snprintf(url, sizeof(url), "%s://%s/v3/%s", e->tls ? "https" : "http", e->server, path);
-	hdr = curl_slist_append(NULL, "Content-Type: application/json");
+	hdr = e->cu.slist_append(NULL, "Content-Type: application/json");
 	if (token && *token) {
 		snprintf(auth, sizeof(auth), "Authorization: %s", token);
-		hdr = curl_slist_append(hdr, auth);
+		hdr = e->cu.slist_append(hdr, auth);
 	}
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, text);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(e->timeout_ms < 5000 ? e->timeout_ms : 5000));
-	curl_easy_setopt(h, CURLOPT_PROXY, "");
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, e->tls ? "https" : "http");
+	e->cu.easy_setopt(h, CURLOPT_URL, url);
+	e->cu.easy_setopt(h, CURLOPT_POSTFIELDS, text);
+	e->cu.easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	e->cu.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	e->cu.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(e->timeout_ms < 5000 ? e->timeout_ms : 5000));
+	e->cu.easy_setopt(h, CURLOPT_PROXY, "");
+	e->cu.easy_setopt(h, CURLOPT_PROTOCOLS_STR, e->tls ? "https" : "http");
 	if (e->tls) {
 		if (e->ca[0])
-			curl_easy_setopt(h, CURLOPT_CAINFO, e->ca);
+			e->cu.easy_setopt(h, CURLOPT_CAINFO, e->ca);
 		if (e->cert[0]) {
-			curl_easy_setopt(h, CURLOPT_SSLCERT, e->cert);
-			curl_easy_setopt(h, CURLOPT_SSLKEY, e->key);
+			e->cu.easy_setopt(h, CURLOPT_SSLCERT, e->cert);
+			e->cu.easy_setopt(h, CURLOPT_SSLKEY, e->key);
 		}
 	}
 	return hdr;
@@ -174,7 +191,7 @@ static int post_once(const struct rc_etcd *e, const char *path, const char *text
 		     const char *token, json_t **reply, long *status, struct rc_err *err)
 {
 	struct body b = { 0 };
-	CURL *h = curl_easy_init();
+	CURL *h = e->cu.easy_init();
 	struct curl_slist *hdr = NULL;
 	CURLcode cc;
 	int rc = 0;
@@ -184,10 +201,10 @@ static int post_once(const struct rc_etcd *e, const char *path, const char *text
 	if (!h)
 		return rc_err_set(err, ENOMEM, "out of memory");
 	hdr = curl_request(e, h, path, text, token);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(e->timeout_ms < 10000 ? e->timeout_ms : 10000));
-	cc = curl_easy_perform(h);
+	e->cu.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+	e->cu.easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	e->cu.easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(e->timeout_ms < 10000 ? e->timeout_ms : 10000));
+	cc = e->cu.easy_perform(h);
 	if (b.over) {
 		rc = rc_err_set(err, EMSGSIZE,
 				"etcd at %s sent more than %d KiB for %s: refused (the cap on an answer)",
@@ -197,10 +214,10 @@ static int post_once(const struct rc_etcd *e, const char *path, const char *text
 	if (cc != CURLE_OK) {
 		rc = rc_err_set(err, cc == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : ECONNREFUSED,
 				"cannot reach etcd at %s%s: %s", e->server,
-				e->tls ? " over TLS" : "", curl_easy_strerror(cc));
+				e->tls ? " over TLS" : "", e->cu.easy_strerror(cc));
 		goto out;
 	}
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+	e->cu.easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
 	*reply = b.data ? json_loads(b.data, 0, NULL) : NULL;
 	if (*status != 200 || !*reply) {
 		json_t *m = *reply ? json_object_get(*reply, "message") : NULL;
@@ -226,8 +243,8 @@ static int post_once(const struct rc_etcd *e, const char *path, const char *text
 		*reply = NULL;
 	}
 out:
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
+	e->cu.slist_free_all(hdr);
+	e->cu.easy_cleanup(h);
 	free(b.data);
 	return rc;
 }
@@ -310,10 +327,45 @@ static int post(struct rc_etcd *e, const char *path, json_t *req, json_t **reply
 	return rc;
 }
 
+/* The libcurl to open: libcurl.so.4, or the library $RDMACTL_CURL_LIB names. */
+static const char *curl_lib(void)
+{
+	const char *lib = getenv("RDMACTL_CURL_LIB");
+
+	return lib && *lib ? lib : "libcurl.so.4";
+}
+
+/* libcurl's global set-up, once per process: it is not thread-safe. */
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init(void)
 {
-	curl_global_init(CURL_GLOBAL_DEFAULT);
+	void *h = dlopen(curl_lib(), RTLD_NOW | RTLD_LOCAL);
+	CURLcode (*global_init)(long) = NULL;
+
+	if (h && (*(void **)&global_init = dlsym(h, "curl_global_init")))
+		global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/* libcurl's calls into a->, the library opened for good (never closed: it
+ * registers its TLS library's handlers for the life of the process). */
+static int curl_load(struct curl_api *a, struct rc_err *err)
+{
+	void *h = dlopen(curl_lib(), RTLD_NOW | RTLD_LOCAL);
+
+	if (!h)
+		return rc_err_set(err, ENOPKG,
+				  "etcd needs libcurl, which cannot be loaded: %s (Debian's package: libcurl4)",
+				  dlerror());
+#define SYM(f, n) (*(void **)&a->f = dlsym(h, n))
+	if (!SYM(easy_init, "curl_easy_init") || !SYM(easy_setopt, "curl_easy_setopt") ||
+	    !SYM(easy_perform, "curl_easy_perform") || !SYM(easy_getinfo, "curl_easy_getinfo") ||
+	    !SYM(easy_cleanup, "curl_easy_cleanup") || !SYM(easy_strerror, "curl_easy_strerror") ||
+	    !SYM(slist_append, "curl_slist_append") || !SYM(slist_free_all, "curl_slist_free_all") ||
+	    !dlsym(h, "curl_global_init"))
+		return rc_err_set(err, ENOPKG, "%s is not a libcurl: it lacks a needed call", curl_lib());
+#undef SYM
+	pthread_once(&curl_once, curl_init);
+	return 0;
 }
 
 int rc_etcd_url_parse(const char *url, char *server, size_t slen, char *path, size_t plen,
@@ -425,12 +477,11 @@ int rc_etcd_open(const char *server, int timeout_ms, struct rc_etcd **out, struc
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return rc_err_set(err, ENOMEM, "out of memory");
-	if ((rc = config_env(e, err))) {
+	if ((rc = config_env(e, err)) || (rc = curl_load(&e->cu, err))) {
 		memset(e, 0, sizeof(*e));
 		free(e);
 		return rc;
 	}
-	pthread_once(&curl_once, curl_init);
 	snprintf(e->server, sizeof(e->server), "%s", server);
 	e->timeout_ms = timeout_ms > 0 ? timeout_ms : 10000;
 	pthread_mutex_init(&e->mu, NULL);
@@ -875,16 +926,16 @@ int rc_etcd_watch(struct rc_etcd *e, const char *prefix, int64_t from_rev, int t
 			b64_json(end), "start_revision", (json_int_t)from_rev);
 	text = req ? json_dumps(req, JSON_COMPACT) : NULL;
 	json_decref(req);
-	if (!text || !(h = curl_easy_init())) {
+	if (!text || !(h = e->cu.easy_init())) {
 		free(text);
 		return rc_err_set(err, ENOMEM, "out of memory");
 	}
 	hdr = curl_request(e, h, "watch", text, token);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_watch);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &w);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(timeout_ms > 0 ? timeout_ms : 1));
-	cc = curl_easy_perform(h);
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	e->cu.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_watch);
+	e->cu.easy_setopt(h, CURLOPT_WRITEDATA, &w);
+	e->cu.easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(timeout_ms > 0 ? timeout_ms : 1));
+	cc = e->cu.easy_perform(h);
+	e->cu.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	if (w.rc == 1)
 		rc = 0;
 	else if (w.rc)
@@ -893,12 +944,12 @@ int rc_etcd_watch(struct rc_etcd *e, const char *prefix, int64_t from_rev, int t
 		rc = -ETIMEDOUT; /* the caller names what it waited for */
 	else if (cc != CURLE_OK)
 		rc = rc_err_set(err, ECONNREFUSED, "cannot watch %s at etcd %s: %s", prefix, e->server,
-				curl_easy_strerror(cc));
+				e->cu.easy_strerror(cc));
 	else
 		rc = rc_err_set(err, EPROTO, "etcd at %s ended the watch of %s (HTTP %ld)", e->server,
 				prefix, status);
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
+	e->cu.slist_free_all(hdr);
+	e->cu.easy_cleanup(h);
 	free(text);
 	free(w.line);
 	return rc;

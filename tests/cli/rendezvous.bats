@@ -137,3 +137,19 @@ ranges() {
 	# each rank: a range before its claim, the claim's transaction, one range after
 	(( after - before <= 4 * 4 )) || fail "$((after - before)) reads of etcd for 4 ranks"
 }
+
+@test "libcurl is opened only to speak to etcd: no rdmactl object links it; a missing or wrong one is named" {
+	run readelf -d "$RDMACTL" "$RDMACTL_BUILD_DIR/libcore/librdmacore.so"
+	assert_success
+	assert_output --partial librdmacore.so
+	refute_output --partial libcurl
+	run env RDMACTL_CURL_LIB=/nonexistent/libcurl.so.4 timeout 30 "$RDMACTL" alltoall -r 0 -w 2 \
+		-R "etcd://$ETCD_EP/job8" --listen 198.18.0.1
+	assert_failure 1
+	assert_output --partial "etcd needs libcurl, which cannot be loaded: /nonexistent/libcurl.so.4"
+	assert_output --partial "libcurl4"
+	run env RDMACTL_CURL_LIB=libc.so.6 timeout 30 "$RDMACTL" alltoall -r 0 -w 2 \
+		-R "etcd://$ETCD_EP/job8" --listen 198.18.0.1
+	assert_failure 1
+	assert_output --partial "libc.so.6 is not a libcurl"
+}
