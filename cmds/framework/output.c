@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,7 +167,7 @@ void out_i64(struct out *o, const char *key, const char *fmt, int64_t val)
 void out_f64(struct out *o, const char *key, const char *fmt, double val)
 {
 	if (out_is_json(o))
-		add(o, key, json_real(val));
+		add(o, key, isfinite(val) ? json_real(val) : json_null()); /* JSON has no NaN: null, never a missing key */
 	else if (fmt)
 		fprintf(o->fp, fmt, val);
 }

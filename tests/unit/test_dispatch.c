@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The dispatcher, option parsing and the output layer, without a device. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -148,6 +149,15 @@ int main(void)
 		out_arr_end(&ctx.out);
 		ctx_close(&ctx, &o, &e);
 		CHECK_STR(o.buf, "{\"schema_version\":2,\"bytes\":42,\"lat\":{\"p50\":1.5},\"list\":[\"x\"]}\n");
+		free(o.buf);
+		free(e.buf);
+
+		/* JSON has no NaN or infinity: the key stays, with null */
+		ctx_open(&ctx, &o, &e, OUT_JSON);
+		out_f64(&ctx.out, "ratio", NULL, NAN);
+		out_f64(&ctx.out, "rate", NULL, INFINITY);
+		ctx_close(&ctx, &o, &e);
+		CHECK_STR(o.buf, "{\"schema_version\":2,\"ratio\":null,\"rate\":null}\n");
 		free(o.buf);
 		free(e.buf);
 	}
