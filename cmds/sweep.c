@@ -166,7 +166,7 @@ static int run(struct ctx *ctx, struct sweep_cli *a)
 	struct rc_group_join join = { .rank = me, .world = W, .rendezvous = a->grp.rendezvous,
 				      .listen = a->grp.listen, .token = a->grp.token,
 				      .dev_name = ctx->dev_name, .timeout_ms = ctx->timeout_ms,
-				      .busy_poll = a->busy_poll, .plan = plan };
+				      .busy_poll = a->busy_poll, .partial = true, .plan = plan };
 	struct rc_group_join_out how;
 	struct rc_sweep_result res = { 0 };
 	struct sweep_prog prog = { .me = me };

@@ -251,6 +251,35 @@ static int sweep_setup(struct sweep *s, struct rc_err *err)
 	return rc_group_exchange(s->g, &mine, sizeof(mine), s->theirs, err);
 }
 
+/* The cell of a pair that could not connect: not measured, with the class
+ * of the reason and this rank's message. */
+static void unconnected(struct sweep *s, int peer)
+{
+	struct rc_sweep_cell *c = &s->row[peer];
+	const char *why;
+
+	c->link = (int32_t)rc_group_link(s->g, peer, &why);
+	c->status = -ENOTCONN;
+	snprintf(c->why, sizeof(c->why), "%s", why);
+}
+
+/* Rank 0 gathers the results over its own connections: a pair of rank 0
+ * that could not connect leaves its peer's results no way there. Both of
+ * its ranks say so, at once; the others learn it from rc_group_abort. */
+static int reach_root(struct sweep *s, struct rc_err *err)
+{
+	for (int j = s->me ? 0 : 1; j < (s->me ? 1 : s->world); j++) {
+		const char *why;
+		enum rc_link k = rc_group_link(s->g, j, &why);
+
+		if (k != RC_LINK_UP)
+			return rc_err_set(err, ENOTCONN,
+					  "the pair of rank 0 and rank %d could not connect (%s: %.300s), so rank %d's results cannot reach rank 0",
+					  s->me ? s->me : j, rc_link_name(k), why, s->me ? s->me : j);
+	}
+	return 0;
+}
+
 static int sweep_rounds(struct sweep *s, struct rc_err *err)
 {
 	int rc;
@@ -262,6 +291,11 @@ static int sweep_rounds(struct sweep *s, struct rc_err *err)
 		if (peer >= 0 && s->o->want &&
 		    !s->o->want[(size_t)s->me * (size_t)s->world + (size_t)peer]) {
 			s->row[peer].status = RC_SWEEP_SKIPPED;
+			peer = -1;
+		}
+		/* a pair that could not connect: the same, with its reason */
+		if (peer >= 0 && rc_group_link(s->g, peer, NULL) != RC_LINK_UP) {
+			unconnected(s, peer);
 			peer = -1;
 		}
 
@@ -283,7 +317,7 @@ int rc_sweep_run(struct rc_group *g, const struct rc_sweep_opts *o, struct rc_sw
 		 struct rc_err *err)
 {
 	struct sweep s = { .g = g, .o = o, .me = rc_group_rank(g), .world = rc_group_world(g) };
-	struct rc_conn *any;
+	struct rc_conn *any = NULL;
 	double t0 = rc_now();
 	int rc;
 
@@ -292,7 +326,9 @@ int rc_sweep_run(struct rc_group *g, const struct rc_sweep_opts *o, struct rc_sw
 	if (!s.rounds || !o->msg_size || o->msg_size > (1ULL << 30) || o->depth < 1 ||
 	    o->lat_iters < 1 || (o->duration_s <= 0 && !o->iters))
 		return rc_err_set(err, EINVAL, "a sweep needs 2 ranks or more, a message size up to 1 GiB, a depth, latency iterations and a duration or a count");
-	any = rc_group_conn(g, s.me ? 0 : 1);
+	for (int j = 0; j < s.world && !any; j++)
+		if (j != s.me && rc_group_link(g, j, NULL) == RC_LINK_UP)
+			any = rc_group_conn(g, j);
 	s.timeout_ms = any && any->timeout_ms > 0 ? any->timeout_ms : 10000;
 	res->world = s.world;
 	res->rounds = s.rounds;
@@ -302,7 +338,8 @@ int rc_sweep_run(struct rc_group *g, const struct rc_sweep_opts *o, struct rc_sw
 		rc = rc_err_set(err, ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((rc = sweep_setup(&s, err)) || (rc = sweep_rounds(&s, err)) ||
+	if ((rc = reach_root(&s, err)) || (rc = sweep_setup(&s, err)) ||
+	    (rc = sweep_rounds(&s, err)) ||
 	    (rc = rc_group_barrier(g, err)))
 		goto out;
 	memcpy(&res->m[(size_t)s.me * (size_t)s.world], s.row, (size_t)s.world * sizeof(*s.row));
