@@ -145,6 +145,16 @@ int group_cqs(int nconns);
 int group_connect_rounds(int connects);
 
 int group_post_recvs(struct rc_group *g, int j, struct rc_err *err);
+/* Control messages (group_io.c): a round of them of len bytes at most (its
+ * number, its deadline); one to peer j, when its send slot is free; the
+ * next from j, of len bytes, checked; until every one sent was acknowledged
+ * (skip_dead: but those to a peer that died). */
+int group_msg_round(struct rc_group *g, size_t len, double *deadline, struct rc_err *err);
+int group_send_msg(struct rc_group *g, int j, const void *data, size_t len, double deadline,
+		   struct rc_err *err);
+int group_take_msg(struct rc_group *g, int j, void *out, size_t len, double deadline,
+		   struct rc_err *err);
+int group_sends_acked(struct rc_group *g, double deadline, bool skip_dead, struct rc_err *err);
 /* Reap completions and CM events for up to timeout_ms. 0 or -errno. */
 int group_progress(struct rc_group *g, int timeout_ms, struct rc_err *err);
 /* partial: the ranks agree on the pairs that could not connect, which

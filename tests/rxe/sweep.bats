@@ -106,6 +106,18 @@ slow_from() {
 	SLOWED=1
 }
 
+# Drop everything that leaves va from SRC to DST: their connect request is
+# never answered (the first call puts the qdisc in place).
+drop_pair() {
+	if [ -z "${DROPPING:-}" ]; then
+		tc qdisc add dev va root handle 1: prio
+		tc qdisc add dev va parent 1:3 handle 30: netem loss 100%
+		DROPPING=1
+		SLOWED=1
+	fi
+	tc filter add dev va parent 1: protocol ip u32 match ip src "$1/32" match ip dst "$2/32" flowid 1:3
+}
+
 teardown() {
 	started "${PIDS[@]}"
 	[ -z "${SLOWED:-}" ] || tc qdisc del dev va root 2>/dev/null || true
@@ -215,11 +227,7 @@ teardown() {
 @test "a pair that cannot connect: that pair is named with its reason, the others are measured, every rank exits 1" {
 	# everything from rank 1 (.3) to rank 3 (.4) is dropped: their connect
 	# request is never answered; the group leaves the pair out
-	tc qdisc add dev va root handle 1: prio
-	tc qdisc add dev va parent 1:3 handle 30: netem loss 100%
-	tc filter add dev va parent 1: protocol ip u32 match ip src "$EXTRA_A/32" \
-		match ip dst "$EXTRA_B/32" flowid 1:3
-	SLOWED=1
+	drop_pair "$EXTRA_A" "$EXTRA_B"
 	SWEEP_TIMEOUT=4000 sweep_start 4
 	sweep_wait
 	all_exit 1
@@ -247,4 +255,22 @@ teardown() {
 	grep -q "^pair failed: rank 1 (198.18.1.3 $RDMACTL_VM_DEV_A:1 on .*) - rank 3 (198.18.1.4 $RDMACTL_VM_DEV_B:1 on .*): timeout: " <<<"$DOC" ||
 		{ sweep_dump; fail "the text does not name the pair"; }
 	grep -q "^verdict: NOT healthy: 1 of 6 pairs could not connect" <<<"$DOC"
+}
+
+@test "two pairs that cannot connect, one of rank 0's: both named, the rest measured and relayed to rank 0" {
+	heavy_sibling "'a pair that cannot connect' (the same partial group; test_group_links classes the reasons)"
+	# rank 0 (.1) to rank 2 (.2), rank 1 (.3) to rank 3 (.4): what is left
+	# is the ring 0-1-2-3-0, so rank 2's results reach rank 0 through rank 1
+	drop_pair "$RDMACTL_VM_ADDR_A" "$RDMACTL_VM_ADDR_B"
+	drop_pair "$EXTRA_A" "$EXTRA_B"
+	SWEEP_TIMEOUT=4000 sweep_start 4
+	sweep_wait
+	all_exit 1
+	run jq -c '[.failed_pairs[] | [.ranks[].rank, .reason]]' <<<"$DOC"
+	assert_output '[[0,2,"timeout"],[1,3,"timeout"]]'
+	jq -e '.healthy == false and .directions_measured == 8
+		and .matrices.write_gbit_per_s[0][2] == null and .matrices.write_gbit_per_s[2][0] == null
+		and .matrices.write_gbit_per_s[2][1] > 0 and .matrices.write_gbit_per_s[2][3] > 0
+		and .nodes[2].device == env.RDMACTL_VM_DEV_B' <<<"$DOC" ||
+		{ sweep_dump; fail "rank 2's results did not reach rank 0"; }
 }

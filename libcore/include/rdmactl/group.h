@@ -227,6 +227,13 @@ RC_EXPORT int rc_group_barrier(struct rc_group *g, struct rc_err *err);
  * and return once it was delivered. */
 RC_EXPORT int rc_group_gather(struct rc_group *g, int root, const void *mine, size_t len,
 			      void *theirs, bool *got, struct rc_err *err);
+/* Gather len bytes (any length: in pieces) from every rank into theirs[rank *
+ * len] on rank 0, up the barrier's tree: only the tree's
+ * connections are used, so a partial group whose failed pairs include rank
+ * 0's still gathers. Every rank calls it; a rank that does not answer fails
+ * it within the timeout. */
+RC_EXPORT int rc_group_gather_tree(struct rc_group *g, const void *mine, size_t len, void *theirs,
+				   struct rc_err *err);
 /* root sends len bytes of buf to every rank connected to it (with
  * keep_going: every live one); the others receive them into buf. */
 RC_EXPORT int rc_group_bcast(struct rc_group *g, int root, void *buf, size_t len,
