@@ -122,7 +122,8 @@ static int agree(struct rc_group *g, uint8_t *cut, struct cut_msg *theirs, struc
 		bool differ = false;
 
 		if (pack(cut, W, &mine))
-			return rc_err_set(err, E2BIG, "more than %zu pairs failed to connect: too many to go around",
+			return rc_err_set(err, E2BIG,
+					  "more than %zu pairs failed to connect: too many to go around",
 					  CUT_MAX);
 		if ((rc = rc_group_exchange(g, &mine, sizeof(mine), theirs, err)))
 			return rc;
@@ -130,18 +131,20 @@ static int agree(struct rc_group *g, uint8_t *cut, struct cut_msg *theirs, struc
 			int j = g->conn_rank[k];
 
 			if ((rc = merge(cut, W, &theirs[j])) < 0)
-				return rc_err_set(err, EPROTO, "rank %d sent a bad list of failed pairs", j);
+				return rc_err_set(err, EPROTO, "rank %d sent a bad list of failed pairs",
+						  j);
 			differ = differ || rc > 0 || theirs[j].n != mine.n;
 		}
 		if (differ && round == AGREE_ROUNDS - 1)
 			return rc_err_set(err, EPROTO,
-					  "the ranks did not agree on the pairs that failed to connect within %d rounds",
-					  AGREE_ROUNDS);
+					  "the ranks did not agree on the pairs that failed to connect "
+					  "within %d rounds", AGREE_ROUNDS);
 	}
 	return 0;
 }
 
-/* The ranks the tree does not reach, and this rank's own reason for one. */
+/* The ranks the tree does not reach, and this rank's own reason for one
+ * of them (or, when it is one, for a pair of its own). */
 static int cut_off(struct rc_group *g, struct rc_err *err)
 {
 	int W = g->o.world, own = -1;
@@ -150,11 +153,11 @@ static int cut_off(struct rc_group *g, struct rc_err *err)
 
 	if (!have)
 		return rc_err_set(err, ENOMEM, "out of memory");
-	for (int j = 0; j < W; j++) {
+	for (int j = 0; j < W; j++)
 		have[j] = g->parent[j] != -2;
-		if (!have[j] && own < 0 && g->peers[j].link)
+	for (int j = 0; j < W && own < 0; j++)
+		if (g->peers[j].link && (!have[j] || !have[g->o.rank]))
 			own = j;
-	}
 	ranks_missing(have, W, missing, sizeof(missing));
 	free(have);
 	if (own >= 0)
@@ -162,8 +165,8 @@ static int cut_off(struct rc_group *g, struct rc_err *err)
 				  "rank %s cannot be reached over the pairs that connected (%s: %.300s)",
 				  missing, rc_link_name((enum rc_link)g->peers[own].link),
 				  g->peers[own].why);
-	return rc_err_set(err, EHOSTUNREACH, "rank %s cannot be reached over the pairs that connected",
-			  missing);
+	return rc_err_set(err, EHOSTUNREACH,
+			  "rank %s cannot be reached over the pairs that connected", missing);
 }
 
 int group_agree_links(struct rc_group *g, struct rc_err *err)
