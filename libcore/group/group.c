@@ -396,7 +396,10 @@ int rc_group_connect(struct rc_group *g, const struct rc_endpoint *all, const ui
 {
 	int W = g->o.world, me = g->o.rank, rc = 0;
 	double t0 = rc_now(), deadline = t0 + g->o.timeout_ms / 1000.0;
-	struct accept_arg a = { g, all, deadline };
+	/* partial: the accepting side waits a quarter of the timeout longer, so
+	 * that a connect its peer saw established just before the deadline is
+	 * not taken for a failed pair on this side alone */
+	struct accept_arg a = { g, all, deadline + (g->o.partial ? g->o.timeout_ms / 4000.0 : 0) };
 	pthread_t th;
 
 	for (int i = 0; i < W; i++)
