@@ -166,12 +166,13 @@ static int run(struct ctx *ctx, struct sweep_cli *a)
 	struct rc_group_join join = { .rank = me, .world = W, .rendezvous = a->grp.rendezvous,
 				      .listen = a->grp.listen, .token = a->grp.token,
 				      .dev_name = ctx->dev_name, .timeout_ms = ctx->timeout_ms,
-				      .busy_poll = a->busy_poll, .plan = plan };
+				      .busy_poll = a->busy_poll, .partial = true, .plan = plan };
 	struct rc_group_join_out how;
 	struct rc_sweep_result res = { 0 };
 	struct sweep_prog prog = { .me = me };
 	struct rc_group *g = NULL;
 	uint8_t healthy = 1;
+	uint64_t *verdict = calloc((size_t)W, sizeof(*verdict));
 	struct rc_err e;
 	bool metrics = group_metrics_on(&a->grp, 0);
 	struct metrics m;
@@ -179,6 +180,10 @@ static int run(struct ctx *ctx, struct sweep_cli *a)
 	metrics_init(&m);
 	metrics_label(&m, "command", "sweep");
 	metrics_label_u64(&m, "rank", (uint64_t)me);
+	if (!verdict) {
+		rc = fail(ctx, -ENOMEM, "out of memory");
+		goto out;
+	}
 	if ((rc = rc_group_join(&join, &g, &how, &e))) {
 		rc = how.usage ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
 		goto out;
@@ -201,9 +206,12 @@ static int run(struct ctx *ctx, struct sweep_cli *a)
 
 		rc = sweep_report(ctx, &r, &healthy);
 	}
-	/* every rank exits with the verdict, so that a launcher sees it */
-	if (!rc && (rc = rc_group_bcast(g, 0, &healthy, sizeof(healthy), &e)))
+	/* every rank exits with the verdict, so that a launcher sees it (over
+	 * the tree: rank 0 may have a pair that could not connect) */
+	if (!rc && (rc = rc_group_allgather_u64(g, me == 0 ? healthy : 0, verdict, &e)))
 		rc = fail(ctx, rc, "rank %d: %s", me, e.msg);
+	if (!rc)
+		healthy = verdict[0] != 0;
 	if (!rc && me != 0)
 		ctx->out.printed = true; /* only rank 0 prints the document */
 	if (metrics)
@@ -212,6 +220,7 @@ static int run(struct ctx *ctx, struct sweep_cli *a)
 		ctx->exit_code = EXIT_FAIL;
 out:
 	rc_sweep_result_free(&res);
+	free(verdict);
 	rc_group_close(g);
 	if (metrics)
 		rc = metrics_commit(ctx, &m, a->grp.metrics, rc);

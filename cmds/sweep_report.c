@@ -180,6 +180,48 @@ static void put_outlier(struct out *o, const struct judged *j, int a, int b)
 	out_obj_end(o);
 }
 
+/* A rank of a failed pair, as the failures name it. */
+static void put_pair_rank(struct out *o, const struct judged *j, int i)
+{
+	const struct rc_sweep_node *n = &j->res->nodes[i];
+
+	out_obj_begin(o, NULL);
+	out_i64(o, "rank", NULL, i);
+	out_str(o, "host", NULL, n->host);
+	out_str(o, "device", NULL, n->dev);
+	out_obj_end(o);
+}
+
+/* The pairs that could not connect, each once, with the reason of the
+ * rank that connected (the lower; the higher only waited for it). */
+static void put_failed_pairs(struct out *o, const struct judged *j)
+{
+	char na[400], nb[400];
+
+	out_arr_begin(o, "failed_pairs");
+	for (int a = 0; a < j->W; a++)
+		for (int b = a + 1; b < j->W; b++) {
+			const struct rc_sweep_cell *c = cell(j, a, b), *back = cell(j, b, a);
+
+			if (c->status != -ENOTCONN && back->status != -ENOTCONN)
+				continue;
+			if (c->status != -ENOTCONN || !c->link)
+				c = back;
+			rank_name(j, a, na, sizeof(na));
+			rank_name(j, b, nb, sizeof(nb));
+			out_obj_begin(o, NULL);
+			out_text(o, "pair failed: %s - %s: ", na, nb);
+			out_arr_begin(o, "ranks");
+			put_pair_rank(o, j, a);
+			put_pair_rank(o, j, b);
+			out_arr_end(o);
+			out_str(o, "reason", "%s: ", rc_link_name((enum rc_link)c->link));
+			out_str(o, "error", "%s\n", c->why);
+			out_obj_end(o);
+		}
+	out_arr_end(o);
+}
+
 static bool node_named(const struct judged *j, int a, int b)
 {
 	return j->v.node_bad[a] || j->v.node_bad[b];
@@ -285,11 +327,15 @@ static void put_verdict(struct out *o, const struct judged *j)
 	int W = j->W;
 	char name[400];
 	int *order = j->order, n = 0;
-	int asked = 0;
+	int asked = 0, unconnected = 0;
 
 	for (int i = 0; i < W; i++)
 		asked += j->v.node_pairs[i];
 	asked /= 2;
+	for (int a = 0; a < W; a++)
+		for (int b = a + 1; b < W; b++)
+			unconnected += cell(j, a, b)->status == -ENOTCONN ||
+				       cell(j, b, a)->status == -ENOTCONN;
 
 	out_bool(o, "healthy", NULL, j->v.healthy);
 	out_i64(o, "directions_measured", NULL, j->v.measured);
@@ -297,6 +343,10 @@ static void put_verdict(struct out *o, const struct judged *j)
 	if (j->v.healthy)
 		out_text(o, "verdict: healthy: %d directions of %d pairs measured, no outlier\n",
 			 j->v.measured, asked);
+	else if (unconnected)
+		out_text(o, "verdict: NOT healthy: %d of %d pairs could not connect; %d outlier directions in %d pairs, %d node%s named\n",
+			 unconnected, asked, j->v.outliers, j->v.bad_pairs, j->v.bad_nodes,
+			 j->v.bad_nodes == 1 ? "" : "s");
 	else
 		out_text(o, "verdict: NOT healthy: %d outlier directions in %d of %d pairs, %d node%s named\n",
 			 j->v.outliers, j->v.bad_pairs, asked, j->v.bad_nodes,
@@ -314,6 +364,7 @@ static void put_verdict(struct out *o, const struct judged *j)
 		out_obj_end(o);
 	}
 	out_arr_end(o);
+	put_failed_pairs(o, j);
 	out_arr_begin(o, "outliers");
 	for (int a = 0; a < W; a++)
 		for (int b = 0; b < W; b++)

@@ -79,6 +79,7 @@ fi
 jq '{ok: .healthy, ranks, rounds, rank_source,
 	median_gbit_per_s: .fleet.write_median_gbit_per_s,
 	bad_nodes: [.bad_nodes[] as $b | .nodes[$b.rank] | "rank \(.rank) (\(.host) \(.device))"],
+	failed_pairs: [.failed_pairs[] | "\([.ranks[].rank] | map(tostring) | join(" - ")): \(.reason)"],
 	outliers: [.outliers[] | "\(.from) -> \(.to): \(.reasons | join(", "))"],
 	check_next, svg}' "$work/doc"
 jq -r '"sweep-mpirun: \(if .healthy then "healthy" else "NOT healthy" end), \(.directions_measured) directions measured, median \(.fleet.write_median_gbit_per_s) Gbit/s, \(.outliers | length) outliers"' \

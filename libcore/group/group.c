@@ -190,6 +190,8 @@ static void *accept_main(void *arg)
 			else
 				snprintf(missing, sizeof(missing), "(out of memory)");
 			free(have);
+			if (g->o.partial)
+				return NULL; /* rc_group_connect names them */
 			g->accept_rc = rc_err_set(&g->accept_err, ETIMEDOUT,
 						  "rank %s never connected to rank %d within %d ms",
 						  missing, g->o.rank, g->o.timeout_ms);
@@ -261,11 +263,14 @@ static int connect_one(struct rc_group *g, int j, const struct rc_endpoint *ep, 
 			pthread_mutex_unlock(&g->mu);
 			return group_post_recvs(g, j, err);
 		}
-		if (rc == -EINVAL)
+		if (rc == -EINVAL) {
+			g->peers[j].link = rc_link_classify(EINVAL, last.msg);
 			return rc_err_set(err, EINVAL, "rank %d (%s:%s): %s", j, ep->host, ep->port,
 					  last.msg);
+		}
 		usleep(RETRY_MS * 1000);
 	}
+	g->peers[j].link = last.msg[0] ? rc_link_classify(last.code, last.msg) : RC_LINK_TIMEOUT;
 	return rc_err_set(err, ETIMEDOUT, "rank %d (%s:%s) never answered within %d ms: %s", j,
 			  ep->host, ep->port, g->o.timeout_ms,
 			  last.msg[0] ? last.msg : "no try finished");
@@ -332,6 +337,12 @@ static void *connect_main(void *arg)
 		if (j >= W)
 			return NULL;
 		rc = connect_one(g, j, &a->all[j], a->deadline, &e);
+		if (rc && g->o.partial) {
+			pthread_mutex_lock(&g->mu);
+			snprintf(g->peers[j].why, sizeof(g->peers[j].why), "%s", e.msg);
+			pthread_mutex_unlock(&g->mu);
+			continue;
+		}
 		if (rc) {
 			pthread_mutex_lock(&g->mu);
 			if (!a->rc) {
@@ -363,12 +374,32 @@ static int connect_above(struct rc_group *g, const struct rc_endpoint *all, doub
 	return 0;
 }
 
+/* partial: a planned peer not connected by the deadline gets its reason
+ * (the connecting side has it already), and is left out. */
+static bool link_up(struct rc_group *g, int j)
+{
+	struct gpeer *p = &g->peers[j];
+
+	if (p->c && p->c->established && !p->link)
+		return true;
+	if (!p->link) {
+		p->link = RC_LINK_TIMEOUT;
+		snprintf(p->why, sizeof(p->why), "rank %d never connected to rank %d within %d ms", j,
+			 g->o.rank, g->o.timeout_ms);
+	}
+	p->dead = true;
+	return false;
+}
+
 int rc_group_connect(struct rc_group *g, const struct rc_endpoint *all, const uint8_t *need,
 		     struct rc_err *err)
 {
 	int W = g->o.world, me = g->o.rank, rc = 0;
 	double t0 = rc_now(), deadline = t0 + g->o.timeout_ms / 1000.0;
-	struct accept_arg a = { g, all, deadline };
+	/* partial: the accepting side waits a quarter of the timeout longer, so
+	 * that a connect its peer saw established just before the deadline is
+	 * not taken for a failed pair on this side alone */
+	struct accept_arg a = { g, all, deadline + (g->o.partial ? g->o.timeout_ms / 4000.0 : 0) };
 	pthread_t th;
 
 	for (int i = 0; i < W; i++)
@@ -400,11 +431,13 @@ int rc_group_connect(struct rc_group *g, const struct rc_endpoint *all, const ui
 	for (int j = 0; j < W; j++) {
 		if (j == me || !need[me * W + j])
 			continue;
+		if (g->o.partial && !link_up(g, j))
+			continue;
 		g->conns[g->nconns] = g->peers[j].c;
 		g->conn_rank[g->nconns++] = j;
 	}
 	g->connect_s = rc_now() - t0;
-	return 0;
+	return g->o.partial ? group_agree_links(g, err) : 0;
 }
 
 int rc_group_close(struct rc_group *g)

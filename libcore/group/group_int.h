@@ -57,6 +57,7 @@ struct gpeer {
 	bool dead;            /* disconnected: its CQ is drained before failing */
 	bool failed;          /* keep_going: an error completion failed this peer only */
 	char why[RC_GROUP_MSG_MAX];  /* ... and the completion error */
+	int link;             /* partial: enum rc_link, why the connect failed (why says how) */
 	uint64_t writes_done; /* one-sided writes to it completed (the last piece of each) */
 	uint32_t max_msg;     /* the largest piece a write to it is posted in (0: not asked yet) */
 	uint64_t imm[IMM_CHANNELS];
@@ -144,8 +145,23 @@ int group_cqs(int nconns);
 int group_connect_rounds(int connects);
 
 int group_post_recvs(struct rc_group *g, int j, struct rc_err *err);
+/* Control messages (group_io.c): a round of them of len bytes at most (its
+ * number, its deadline); one to peer j, when its send slot is free; the
+ * next from j, of len bytes, checked; until every one sent was acknowledged
+ * (skip_dead: but those to a peer that died). */
+int group_msg_round(struct rc_group *g, size_t len, double *deadline, struct rc_err *err);
+int group_send_msg(struct rc_group *g, int j, const void *data, size_t len, double deadline,
+		   struct rc_err *err);
+int group_take_msg(struct rc_group *g, int j, void *out, size_t len, double deadline,
+		   struct rc_err *err);
+int group_sends_acked(struct rc_group *g, double deadline, bool skip_dead, struct rc_err *err);
 /* Reap completions and CM events for up to timeout_ms. 0 or -errno. */
 int group_progress(struct rc_group *g, int timeout_ms, struct rc_err *err);
+/* partial: the ranks agree on the pairs that could not connect, which
+ * leave the plan, and the tree is built again around them; -EHOSTUNREACH
+ * naming the ranks that the pairs left cut off (group_links.c). */
+int group_agree_links(struct rc_group *g, struct rc_err *err);
+
 /* The closing handshake of a group that ended well (group_io.c). */
 void group_fin(struct rc_group *g, int timeout_ms);
 

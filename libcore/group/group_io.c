@@ -383,8 +383,8 @@ int rc_group_flush(struct rc_group *g, struct rc_err *err)
 	return 0;
 }
 
-static int send_msg(struct rc_group *g, int j, const void *data, size_t len, double deadline,
-		    struct rc_err *err)
+int group_send_msg(struct rc_group *g, int j, const void *data, size_t len, double deadline,
+		   struct rc_err *err)
 {
 	struct gpeer *p = &g->peers[j];
 	struct gmsg *m = send_slot(g, j);
@@ -445,8 +445,8 @@ static int pop_msg(struct rc_group *g, int j, void *out, size_t len, struct rc_e
 	return 1;
 }
 
-static int take_msg(struct rc_group *g, int j, void *out, size_t len, double deadline,
-		    struct rc_err *err)
+int group_take_msg(struct rc_group *g, int j, void *out, size_t len, double deadline,
+		   struct rc_err *err)
 {
 	struct gpeer *p = &g->peers[j];
 	int got;
@@ -471,7 +471,7 @@ static int take_msg(struct rc_group *g, int j, void *out, size_t len, double dea
 
 /* A round of control messages of len bytes: checked, numbered, and given
  * the group's timeout. */
-static int msg_round(struct rc_group *g, size_t len, double *deadline, struct rc_err *err)
+int group_msg_round(struct rc_group *g, size_t len, double *deadline, struct rc_err *err)
 {
 	*deadline = rc_now() + g->o.timeout_ms / 1000.0;
 	if (len > RC_GROUP_MSG_MAX)
@@ -483,7 +483,7 @@ static int msg_round(struct rc_group *g, size_t len, double *deadline, struct rc
 
 /* Every message this rank sent was acknowledged (skip_dead: but those to a
  * peer that died), by the deadline. */
-static int sends_acked(struct rc_group *g, double deadline, bool skip_dead, struct rc_err *err)
+int group_sends_acked(struct rc_group *g, double deadline, bool skip_dead, struct rc_err *err)
 {
 	int rc;
 
@@ -509,20 +509,20 @@ int rc_group_exchange(struct rc_group *g, const void *mine, size_t len, void *th
 	double deadline;
 	int rc;
 
-	if ((rc = msg_round(g, len, &deadline, err)))
+	if ((rc = group_msg_round(g, len, &deadline, err)))
 		return rc;
 	for (int k = 0; k < g->nconns; k++)
-		if ((rc = send_msg(g, g->conn_rank[k], mine, len, deadline, err)))
+		if ((rc = group_send_msg(g, g->conn_rank[k], mine, len, deadline, err)))
 			return rc;
 	for (int k = 0; k < g->nconns; k++) {
 		int j = g->conn_rank[k];
 
-		if ((rc = take_msg(g, j, (char *)theirs + (size_t)j * len, len, deadline, err)))
+		if ((rc = group_take_msg(g, j, (char *)theirs + (size_t)j * len, len, deadline, err)))
 			return rc;
 	}
 	/* Our messages landed before we go on: a peer may leave right after
 	 * this exchange, and a message still in its send queue would be lost. */
-	return sends_acked(g, deadline, false, err);
+	return group_sends_acked(g, deadline, false, err);
 }
 
 /*
@@ -562,7 +562,7 @@ static int send_vals(struct rc_group *g, int j, const uint64_t *vals, size_t n, 
 		     struct rc_err *err)
 {
 	for (size_t c = 0; c < nchunks(n); c++) {
-		int rc = send_msg(g, j, vals + c * CHUNK_VALS, chunk_len(n, c), deadline, err);
+		int rc = group_send_msg(g, j, vals + c * CHUNK_VALS, chunk_len(n, c), deadline, err);
 
 		if (rc)
 			return rc;
@@ -634,21 +634,21 @@ static int tree_round(struct rc_group *g, uint64_t *vals, size_t n, struct rc_er
 		rc = rc_err_set(err, EPROTO, "the connection plan leaves ranks unreachable");
 		goto out;
 	}
-	if ((rc = msg_round(g, chunk_len(n, 0), &deadline, err)))
+	if ((rc = group_msg_round(g, chunk_len(n, 0), &deadline, err)))
 		goto out;
 	nk = tree_kids(g, kids);
 	rc = take_kids(g, kids, nk, got, vals, n, deadline, err);
 	if (!rc && up >= 0)
 		rc = send_vals(g, up, vals, n, deadline, err);
 	for (size_t c = 0; !rc && up >= 0 && c < nchunks(n); c++)
-		rc = take_msg(g, up, vals + c * CHUNK_VALS, chunk_len(n, c), deadline, err);
+		rc = group_take_msg(g, up, vals + c * CHUNK_VALS, chunk_len(n, c), deadline, err);
 	/* down: chunk by chunk to every child, so they move on together */
 	for (size_t c = 0; !rc && c < nchunks(n); c++)
 		for (int k = 0; !rc && k < nk; k++)
-			rc = send_msg(g, kids[k], vals + c * CHUNK_VALS, chunk_len(n, c), deadline, err);
+			rc = group_send_msg(g, kids[k], vals + c * CHUNK_VALS, chunk_len(n, c), deadline, err);
 	/* landed before we go on: a peer may leave right after */
 	if (!rc)
-		rc = sends_acked(g, deadline, false, err);
+		rc = group_sends_acked(g, deadline, false, err);
 out:
 	free(kids);
 	free(got);
@@ -753,7 +753,7 @@ int rc_group_gather(struct rc_group *g, int root, const void *mine, size_t len, 
 	double deadline;
 	int rc;
 
-	if ((rc = msg_round(g, len, &deadline, err)))
+	if ((rc = group_msg_round(g, len, &deadline, err)))
 		return rc;
 	if (g->o.rank != root) {
 		struct gpeer *p = &g->peers[root];
@@ -762,7 +762,7 @@ int rc_group_gather(struct rc_group *g, int root, const void *mine, size_t len, 
 			return rc_err_set(err, EINVAL, "no connection to rank %d", root);
 		if (p->dead)
 			return peer_gone(g, root, "a report to it was due", err);
-		if ((rc = send_msg(g, root, mine, len, deadline, err)))
+		if ((rc = group_send_msg(g, root, mine, len, deadline, err)))
 			return rc;
 		while (p->send_busy && !p->dead) {
 			rc = wait_slice(g, deadline, err);
@@ -786,7 +786,7 @@ int rc_group_gather(struct rc_group *g, int root, const void *mine, size_t len, 
 		 * a short grace past the common deadline. */
 		double until = deadline > rc_now() + 0.5 ? deadline : rc_now() + 0.5;
 
-		rc = take_msg(g, j, (char *)theirs + (size_t)j * len, len, until, &e);
+		rc = group_take_msg(g, j, (char *)theirs + (size_t)j * len, len, until, &e);
 		if (rc == -ECONNABORTED)
 			return rc_err_set(err, ECONNABORTED, "%s", e.msg);
 		got[j] = rc == 0;
@@ -801,21 +801,21 @@ int rc_group_bcast(struct rc_group *g, int root, void *buf, size_t len, struct r
 	double deadline;
 	int rc;
 
-	if ((rc = msg_round(g, len, &deadline, err)))
+	if ((rc = group_msg_round(g, len, &deadline, err)))
 		return rc;
 	if (g->o.rank != root) {
 		if (!g->peers[root].c)
 			return rc_err_set(err, EINVAL, "no connection to rank %d", root);
-		return take_msg(g, root, buf, len, deadline, err);
+		return group_take_msg(g, root, buf, len, deadline, err);
 	}
 	for (int k = 0; k < g->nconns; k++) {
 		int j = g->conn_rank[k];
 
 		if (g->peers[j].dead && g->o.keep_going)
 			continue;
-		if ((rc = send_msg(g, j, buf, len, deadline, err)) &&
+		if ((rc = group_send_msg(g, j, buf, len, deadline, err)) &&
 		    !(g->o.keep_going && g->peers[j].dead))
 			return rc;
 	}
-	return sends_acked(g, deadline, g->o.keep_going, err);
+	return group_sends_acked(g, deadline, g->o.keep_going, err);
 }

@@ -51,7 +51,8 @@ int rc_group_join(const struct rc_group_join *j, struct rc_group **gout,
 	int W = j->world, me = j->rank, rc;
 	struct rc_group_opts go = { .rank = me, .world = W, .dev_name = j->dev_name,
 				    .timeout_ms = j->timeout_ms, .busy_poll = j->busy_poll,
-				    .keep_going = j->keep_going, .recv_depth = j->recv_depth,
+				    .keep_going = j->keep_going, .partial = j->partial,
+				    .recv_depth = j->recv_depth,
 				    .token = j->token };
 	struct rc_endpoint self, *all = NULL;
 	uint8_t *need = NULL;

@@ -7,7 +7,8 @@
  * WRITEs of msg_size into its peer's buffer (depth outstanding, for a
  * duration or a count), then times 8-byte WRITEs and READs one at a time.
  * Each rank reads its port's counters around each phase. The rows are
- * gathered to rank 0 in pieces that fit the group's control messages.
+ * gathered to rank 0 up the group's tree, which goes around the pairs
+ * that could not connect (they are not measured; their cells say why).
  */
 #include <errno.h>
 #include <math.h>
@@ -175,59 +176,23 @@ static int phase(struct sweep *s, int peer, bool active, struct rc_err *err)
 	return 0;
 }
 
-/* Gather the rows to rank 0, in pieces of at most one control message. */
+/* Gather the rows to rank 0 up the group's tree, which goes around the
+ * pairs that could not connect (rank 0's too). */
 static int gather_rows(struct sweep *s, struct rc_sweep_cell *m, struct rc_err *err)
 {
-	size_t row = (size_t)s->world * sizeof(struct rc_sweep_cell), piece = RC_GROUP_MSG_MAX;
-	char *mine = (char *)s->row, *theirs = NULL;
-	bool *got = calloc((size_t)s->world, sizeof(bool));
-	int rc = 0;
-
-	if (s->me == 0)
-		theirs = malloc((size_t)s->world * piece);
-	if (!got || (s->me == 0 && !theirs)) {
-		rc = rc_err_set(err, ENOMEM, "out of memory");
-		goto out;
-	}
-	for (size_t off = 0; off < row && !rc; off += piece) {
-		size_t len = row - off < piece ? row - off : piece;
-
-		rc = rc_group_gather(s->g, 0, mine + off, len, theirs, got, err);
-		for (int j = 0; !rc && s->me == 0 && j < s->world; j++) {
-			if (!got[j])
-				rc = rc_err_set(err, EIO, "rank %d's results did not come: %.200s", j,
-						theirs + (size_t)j * len);
-			else
-				memcpy((char *)&m[(size_t)j * (size_t)s->world] + off,
-				       theirs + (size_t)j * len, len);
-		}
-	}
-out:
-	free(got);
-	free(theirs);
-	return rc;
+	return rc_group_gather_tree(s->g, s->row, (size_t)s->world * sizeof(*s->row), m, err);
 }
 
 static int gather_nodes(struct sweep *s, struct rc_sweep_node *nodes, struct rc_err *err)
 {
 	const struct rc_endpoint *ep = rc_group_self(s->g);
 	struct rc_sweep_node me = { .port = rc_group_port(s->g) };
-	bool *got = calloc((size_t)s->world, sizeof(bool));
-	int rc;
 
-	if (!got)
-		return rc_err_set(err, ENOMEM, "out of memory");
 	snprintf(me.host, sizeof(me.host), "%s", ep->host);
 	snprintf(me.hostname, sizeof(me.hostname), "%s", ep->hostname);
 	snprintf(me.dev, sizeof(me.dev), "%s", rc_group_dev(s->g));
 	me.rate_gbit = rc_sweep_link_rate(s->o->sysfs, me.dev, me.port);
-	rc = rc_group_gather(s->g, 0, &me, sizeof(me), nodes, got, err);
-	for (int j = 0; !rc && s->me == 0 && j < s->world; j++)
-		if (!got[j])
-			rc = rc_err_set(err, EIO, "rank %d did not say who it is: %.200s", j,
-					(char *)&nodes[j]);
-	free(got);
-	return rc;
+	return rc_group_gather_tree(s->g, &me, sizeof(me), nodes, err);
 }
 
 static int sweep_setup(struct sweep *s, struct rc_err *err)
@@ -251,6 +216,18 @@ static int sweep_setup(struct sweep *s, struct rc_err *err)
 	return rc_group_exchange(s->g, &mine, sizeof(mine), s->theirs, err);
 }
 
+/* The cell of a pair that could not connect: not measured, with the class
+ * of the reason and this rank's message. */
+static void unconnected(struct sweep *s, int peer)
+{
+	struct rc_sweep_cell *c = &s->row[peer];
+	const char *why;
+
+	c->link = (int32_t)rc_group_link(s->g, peer, &why);
+	c->status = -ENOTCONN;
+	snprintf(c->why, sizeof(c->why), "%s", why);
+}
+
 static int sweep_rounds(struct sweep *s, struct rc_err *err)
 {
 	int rc;
@@ -262,6 +239,11 @@ static int sweep_rounds(struct sweep *s, struct rc_err *err)
 		if (peer >= 0 && s->o->want &&
 		    !s->o->want[(size_t)s->me * (size_t)s->world + (size_t)peer]) {
 			s->row[peer].status = RC_SWEEP_SKIPPED;
+			peer = -1;
+		}
+		/* a pair that could not connect: the same, with its reason */
+		if (peer >= 0 && rc_group_link(s->g, peer, NULL) != RC_LINK_UP) {
+			unconnected(s, peer);
 			peer = -1;
 		}
 
@@ -283,7 +265,7 @@ int rc_sweep_run(struct rc_group *g, const struct rc_sweep_opts *o, struct rc_sw
 		 struct rc_err *err)
 {
 	struct sweep s = { .g = g, .o = o, .me = rc_group_rank(g), .world = rc_group_world(g) };
-	struct rc_conn *any;
+	struct rc_conn *any = NULL;
 	double t0 = rc_now();
 	int rc;
 
@@ -292,7 +274,9 @@ int rc_sweep_run(struct rc_group *g, const struct rc_sweep_opts *o, struct rc_sw
 	if (!s.rounds || !o->msg_size || o->msg_size > (1ULL << 30) || o->depth < 1 ||
 	    o->lat_iters < 1 || (o->duration_s <= 0 && !o->iters))
 		return rc_err_set(err, EINVAL, "a sweep needs 2 ranks or more, a message size up to 1 GiB, a depth, latency iterations and a duration or a count");
-	any = rc_group_conn(g, s.me ? 0 : 1);
+	for (int j = 0; j < s.world && !any; j++)
+		if (j != s.me && rc_group_link(g, j, NULL) == RC_LINK_UP)
+			any = rc_group_conn(g, j);
 	s.timeout_ms = any && any->timeout_ms > 0 ? any->timeout_ms : 10000;
 	res->world = s.world;
 	res->rounds = s.rounds;

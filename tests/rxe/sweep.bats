@@ -106,6 +106,18 @@ slow_from() {
 	SLOWED=1
 }
 
+# Drop everything that leaves va from SRC to DST: their connect request is
+# never answered (the first call puts the qdisc in place).
+drop_pair() {
+	if [ -z "${DROPPING:-}" ]; then
+		tc qdisc add dev va root handle 1: prio
+		tc qdisc add dev va parent 1:3 handle 30: netem loss 100%
+		DROPPING=1
+		SLOWED=1
+	fi
+	tc filter add dev va parent 1: protocol ip u32 match ip src "$1/32" match ip dst "$2/32" flowid 1:3
+}
+
 teardown() {
 	started "${PIDS[@]}"
 	[ -z "${SLOWED:-}" ] || tc qdisc del dev va root 2>/dev/null || true
@@ -119,7 +131,8 @@ teardown() {
 	sweep_wait
 	all_exit 0
 	jq -e '.healthy == true and .ranks == 6 and .rounds == 5 and .directions_measured == 30
-		and (.outliers | length) == 0 and (.bad_nodes | length) == 0' <<<"$DOC" ||
+		and (.outliers | length) == 0 and (.bad_nodes | length) == 0
+		and .failed_pairs == []' <<<"$DOC" ||
 		{ sweep_dump; fail "rank 0's verdict is not healthy"; }
 	# matrices complete: 6 x 6, null on the diagonal only, figures elsewhere
 	jq -e '.matrices | [.write_gbit_per_s, .write_lat_p50_us, .read_lat_p50_us, .read_lat_p99_us]
@@ -211,19 +224,52 @@ teardown() {
 		{ sweep_dump; fail "not the pairs asked for"; }
 }
 
-@test "a pair that cannot connect: both of its ranks name the other, with the reason; every rank exits 1" {
+@test "a pair that cannot connect: that pair is named with its reason, the others are measured, every rank exits 1" {
 	# everything from rank 1 (.3) to rank 3 (.4) is dropped: their connect
-	# never completes (the group connects every pair before the first round)
-	tc qdisc add dev va root handle 1: prio
-	tc qdisc add dev va parent 1:3 handle 30: netem loss 100%
-	tc filter add dev va parent 1: protocol ip u32 match ip src "$EXTRA_A/32" \
-		match ip dst "$EXTRA_B/32" flowid 1:3
-	SLOWED=1
+	# request is never answered; the group leaves the pair out
+	drop_pair "$EXTRA_A" "$EXTRA_B"
 	SWEEP_TIMEOUT=4000 sweep_start 4
 	sweep_wait
 	all_exit 1
-	jq -e '.error.message | test("rank 3 .*never answered")' "$BATS_TEST_TMPDIR/rank.1.out" ||
-		{ sweep_dump; fail "rank 1 does not name rank 3"; }
-	jq -e '.error.message | test("rank 1 never connected to rank 3")' "$BATS_TEST_TMPDIR/rank.3.out" ||
-		{ sweep_dump; fail "rank 3 does not name rank 1"; }
+	jq -e '.healthy == false and (.failed_pairs | length) == 1' <<<"$DOC" ||
+		{ sweep_dump; fail "not one failed pair"; }
+	run jq -c '.failed_pairs[0] | [.ranks[].rank, .reason]' <<<"$DOC"
+	assert_output '[1,3,"timeout"]'
+	jq -e '.failed_pairs[0].ranks[0].host == "198.18.1.3" and .failed_pairs[0].ranks[1].host == "198.18.1.4"
+		and .failed_pairs[0].ranks[0].device == env.RDMACTL_VM_DEV_A
+		and .failed_pairs[0].ranks[1].device == env.RDMACTL_VM_DEV_B
+		and (.failed_pairs[0].error | test("198.18.1.4"))' <<<"$DOC"
+	# the other five pairs are measured both ways; the failed one is null
+	jq -e '.directions_measured == 10 and .matrices.write_gbit_per_s[1][3] == null
+		and .matrices.write_gbit_per_s[3][1] == null
+		and ([.matrices.write_gbit_per_s | to_entries[] | .key as $i | .value | to_entries[]
+		      | select(.key != $i and ([$i, .key] | sort) != [1, 3]) | .value > 0] | all)' <<<"$DOC" ||
+		{ sweep_dump; fail "the other pairs are not measured"; }
+	# only that pair is an outlier
+	run jq -c '[.outliers[] | [.from, .to] | sort] | unique' <<<"$DOC"
+	assert_output "[[1,3]]"
+	# the text says which pair failed and why
+	SWEEP_TEXT=1 SWEEP_TIMEOUT=4000 sweep_start 4
+	sweep_wait
+	all_exit 1
+	grep -q "^pair failed: rank 1 (198.18.1.3 $RDMACTL_VM_DEV_A:1 on .*) - rank 3 (198.18.1.4 $RDMACTL_VM_DEV_B:1 on .*): timeout: " <<<"$DOC" ||
+		{ sweep_dump; fail "the text does not name the pair"; }
+	grep -q "^verdict: NOT healthy: 1 of 6 pairs could not connect" <<<"$DOC"
+}
+
+@test "two pairs that cannot connect, one of rank 0's: both named, the rest measured and relayed to rank 0" {
+	# rank 0 (.1) to rank 2 (.2), rank 1 (.3) to rank 3 (.4): what is left
+	# is the ring 0-1-2-3-0, so rank 2's results reach rank 0 through rank 1
+	drop_pair "$RDMACTL_VM_ADDR_A" "$RDMACTL_VM_ADDR_B"
+	drop_pair "$EXTRA_A" "$EXTRA_B"
+	SWEEP_TIMEOUT=4000 sweep_start 4
+	sweep_wait
+	all_exit 1
+	run jq -c '[.failed_pairs[] | [.ranks[].rank, .reason]]' <<<"$DOC"
+	assert_output '[[0,2,"timeout"],[1,3,"timeout"]]'
+	jq -e '.healthy == false and .directions_measured == 8
+		and .matrices.write_gbit_per_s[0][2] == null and .matrices.write_gbit_per_s[2][0] == null
+		and .matrices.write_gbit_per_s[2][1] > 0 and .matrices.write_gbit_per_s[2][3] > 0
+		and .nodes[2].device == env.RDMACTL_VM_DEV_B' <<<"$DOC" ||
+		{ sweep_dump; fail "rank 2's results did not reach rank 0"; }
 }

@@ -75,6 +75,10 @@ struct rc_group_opts {
 	int recv_depth;         /* receives kept posted per connection (default 32) */
 	bool busy_poll;
 	bool keep_going;        /* a failed connection fails its peer only (multicast) */
+	/* a pair that cannot connect is left out (rc_group_link says why): the
+	 * ranks agree on the pairs left out and the barrier's tree goes around
+	 * them (sweep); a rank they cut off fails the connect */
+	bool partial;
 	/* Every connect request proves this token (without sending it), checked
 	 * before a queue pair exists; NULL: none, and a peer that has one is
 	 * refused. 1 to RC_TOKEN_MAX printable characters (copied). */
@@ -102,6 +106,7 @@ struct rc_group_join {
 	int timeout_ms;
 	bool busy_poll;
 	bool keep_going;
+	bool partial;            /* rc_group_opts.partial */
 	int recv_depth;          /* receives kept posted per connection (0: 32) */
 	const char *token;       /* the group's token (rc_group_opts), or NULL */
 	/* Fill need from every rank's endpoint (their hosts name the nodes);
@@ -162,6 +167,25 @@ RC_EXPORT const char *rc_group_dev(const struct rc_group *g);
 RC_EXPORT const struct rc_endpoint *rc_group_self(const struct rc_group *g);
 RC_EXPORT int rc_group_port(const struct rc_group *g);
 
+/* Why a planned connection could not be made (partial groups). */
+enum rc_link {
+	RC_LINK_UP = 0,   /* connected, or not planned */
+	RC_LINK_ROUTE,    /* no route, address or route resolution failed, or a route
+			   * through another device than dev_name */
+	RC_LINK_GID,      /* no usable GID for the address (no RDMA device behind it) */
+	RC_LINK_TIMEOUT,  /* no answer within the timeout */
+	RC_LINK_REFUSED,  /* rejected by the peer (a wrong token, nothing listening) */
+	RC_LINK_OTHER,
+};
+/* "up", "route", "gid", "timeout", "refused", "other". */
+RC_EXPORT const char *rc_link_name(enum rc_link k);
+/* The class of a failed connect from its error (code: positive errno, msg:
+ * the message of rc_connect or of the group's connect). */
+RC_EXPORT enum rc_link rc_link_classify(int code, const char *msg);
+/* Why this rank's connection to peer could not be made, and *why (may be
+ * NULL) the message; RC_LINK_UP when it was (or was not planned). */
+RC_EXPORT enum rc_link rc_group_link(const struct rc_group *g, int peer, const char **why);
+
 /* One-sided write with immediate data: imm = channel << 24 | (seq & 0xffffff).
  * The peer's counter of that channel goes up by one when it lands. Waits for
  * room in the send queue (within the timeout). */
@@ -203,6 +227,13 @@ RC_EXPORT int rc_group_barrier(struct rc_group *g, struct rc_err *err);
  * and return once it was delivered. */
 RC_EXPORT int rc_group_gather(struct rc_group *g, int root, const void *mine, size_t len,
 			      void *theirs, bool *got, struct rc_err *err);
+/* Gather len bytes (any length: in pieces) from every rank into theirs[rank *
+ * len] on rank 0, up the barrier's tree: only the tree's
+ * connections are used, so a partial group whose failed pairs include rank
+ * 0's still gathers. Every rank calls it; a rank that does not answer fails
+ * it within the timeout. */
+RC_EXPORT int rc_group_gather_tree(struct rc_group *g, const void *mine, size_t len, void *theirs,
+				   struct rc_err *err);
 /* root sends len bytes of buf to every rank connected to it (with
  * keep_going: every live one); the others receive them into buf. */
 RC_EXPORT int rc_group_bcast(struct rc_group *g, int root, void *buf, size_t len,

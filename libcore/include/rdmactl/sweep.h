@@ -42,7 +42,8 @@ struct rc_sweep_ctr {
 
 /* One direction, i -> j, as rank i measured it. */
 struct rc_sweep_cell {
-	int32_t status;          /* 0 measured; -errno: the pair failed (why says how);
+	int32_t status;          /* 0 measured; -errno: the pair failed (why says how;
+				  * -ENOTCONN: it could not connect, link says why);
 				  * RC_SWEEP_SKIPPED: not asked for (--pairs) */
 	int32_t nctr;
 	double bw_gbit;          /* RDMA WRITE bandwidth, Gbit/s */
@@ -53,7 +54,9 @@ struct rc_sweep_cell {
 	/* error and retransmission counters of rank i's port that moved while
 	 * it tested with j (both directions) */
 	struct rc_sweep_ctr ctr[RC_SWEEP_CTR_MAX];
-	char why[96];            /* status != 0 */
+	int32_t link;            /* enum rc_link: why the pair could not connect (status
+				  * -ENOTCONN); RC_LINK_UP otherwise */
+	char why[192];           /* status != 0 */
 };
 
 /* Why a direction is an outlier (bits of rc_sweep_verdict.why). */
@@ -141,8 +144,10 @@ struct rc_sweep_result {
 	struct rc_sweep_node *nodes;    /* world: on root */
 };
 
-/* Run the sweep over g (connected to every peer); the matrix and the
- * nodes are gathered to rank 0. Release with rc_sweep_result_free. */
+/* Run the sweep over g (connected to every peer, or partial: a pair that
+ * could not connect is not measured, its cells say why, status -ENOTCONN;
+ * one of rank 0 fails the sweep, naming it); the matrix and the nodes are
+ * gathered to rank 0. Release with rc_sweep_result_free. */
 RC_EXPORT int rc_sweep_run(struct rc_group *g, const struct rc_sweep_opts *o,
 			   struct rc_sweep_result *res, struct rc_err *err);
 RC_EXPORT void rc_sweep_result_free(struct rc_sweep_result *res);
