@@ -827,6 +827,9 @@ static int pull(struct srv_mig *st, const struct srv_mig_host *h, const void *co
 	}
 	if (!dst->mr)
 		return rc_err_set(err, EINVAL, "region '%s' is not registered here", r->dst_region);
+	if ((r->flags & RC_PULL_DIGEST) && dst->mem.kind == RC_MEM_CUDA)
+		return rc_err_set(err, ENOTSUP, "region '%s' is GPU memory here: its blocks cannot be digested as they land (move it with --no-verify)",
+				  r->dst_region);
 	rc = check_extents(r->ext, r->n, UINT64_MAX, dst->d.length, dst->d.length, err);
 	if (rc)
 		return rc;
