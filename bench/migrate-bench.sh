@@ -11,8 +11,9 @@
 # high: two writers, each one `rdmactl -b` batch of 16 writes of 1 MiB
 #       (--pattern) after another.
 # Each rate runs twice: with --no-verify (the blackout is the fence, the
-# final copy and the cutover) and verified (both sides' sha256 of the whole
-# region inside the blackout). Writers address the source only and follow
+# final copy and the cutover) and verified (B digests each block as it
+# lands, A its frozen copy after the cutover: the blackout adds only the
+# copy aside of the final copy's blocks; rdmactl-migrate(8), Verification). Writers address the source only and follow
 # the region to the destination; a writer's failure is counted and reported.
 # Prints one JSON line per run and a table on stderr. rxe under TCG moves
 # tens of MB/s: compare figures with each other, not with hardware.

@@ -20,7 +20,7 @@
 	X(MIG_WHOLE, "whole", 0, NULL, "move the whole region as one block, no fence")     \
 	X(MIG_MAX_ROUNDS, "max-rounds", 0, "N", "live: copy rounds at most, the final one included (default 8)") \
 	X(MIG_DIRTY, "dirty", 0, "SIZE", "live: fence once at most SIZE is left to copy (default 256K)") \
-	X(MIG_NO_VERIFY, "no-verify", 0, NULL, "live: skip the sha256 of both sides before the cutover") \
+	X(MIG_NO_VERIFY, "no-verify", 0, NULL, "live: skip the check of the blocks after the cutover") \
 	X(MIG_KEEP_SOURCE, "keep-source", 0, NULL, "live: the source keeps its (fenced) copy after the cutover") \
 	X(MIG_TOKEN, "token", 'T', "TOKEN", "token both servers require (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
 	X(MIG_TOKEN_FILE, "token-file", 0, "FILE", "the token, from the first line of FILE (mode 600)", COMP_FILE) \
@@ -54,6 +54,25 @@ struct mig_plan {
 static void pause_before_fence(void *arg)
 {
 	test_hook_wait(arg, "paused");
+}
+
+/*
+ * A test's hook, kept out of the help: RDMACTL_TEST_LOSE_DIRTY=OFFSET, a
+ * broken record of written blocks: a live move never copies the block at
+ * OFFSET again after its first round, so that the verification is seen to
+ * catch a missed write (tests/rxe/migrate.bats).
+ */
+static int lose_dirty_hook(struct ctx *ctx, struct rc_migrate_live *lo)
+{
+	const char *at = getenv("RDMACTL_TEST_LOSE_DIRTY");
+	uint64_t off;
+
+	if (!at || !*at)
+		return 0;
+	if (rc_parse_u64(at, &off) || off == UINT64_MAX)
+		return usage_err(ctx, "RDMACTL_TEST_LOSE_DIRTY='%s' is not a byte offset", at);
+	lo->lose_block = off / RC_MIG_BLOCK * RC_MIG_BLOCK + 1;
+	return 0;
 }
 
 static int add_block(struct ctx *ctx, struct mig_plan *p, uint64_t off, uint64_t len,
@@ -302,6 +321,8 @@ static int parse(struct ctx *ctx, int argc, char **argv, struct mig_plan *p)
 		p->lo.before_fence = pause_before_fence;
 		p->lo.arg = (void *)getenv("RDMACTL_TEST_PAUSE_BEFORE_FENCE");
 	}
+	if ((rc = lose_dirty_hook(ctx, &p->lo)))
+		return rc;
 	p->o.dev_name = ctx->dev_name;
 	p->o.timeout_ms = ctx->timeout_ms;
 	if (opt_on(&v, MIG_BLOCKS)) {
@@ -312,6 +333,28 @@ static int parse(struct ctx *ctx, int argc, char **argv, struct mig_plan *p)
 		p->o.n = p->n;
 	}
 	return 0;
+}
+
+/* Live: the blocks that differ, each side's sha256 of each. */
+static void print_bad(struct out *o, const struct rc_migrate_result *r)
+{
+	char src[2 * RC_SHA256_LEN + 1], dst[2 * RC_SHA256_LEN + 1];
+
+	out_arr_begin(o, "mismatched_blocks");
+	for (int i = 0; i < r->nbad; i++) {
+		rc_sha256_hex(r->bad[i].sha_src, src);
+		rc_sha256_hex(r->bad[i].sha_dst, dst);
+		out_obj_begin(o, NULL);
+		out_u64(o, "offset", "block at %llu", (unsigned long long)r->bad[i].offset);
+		out_u64(o, "length", " (%llu bytes) differs:", (unsigned long long)r->bad[i].length);
+		out_str(o, "sha256_src", " source %s", src);
+		out_str(o, "sha256_dst", ", destination %s\n", dst);
+		out_obj_end(o);
+	}
+	out_arr_end(o);
+	out_bool(o, "mismatched_blocks_truncated", NULL, r->bad_more);
+	if (r->bad_more)
+		out_text(o, "(the first %d blocks that differ; there are more)\n", RC_MIGRATE_MAX_BAD);
 }
 
 static void print(struct ctx *ctx, const struct rc_migrate_result *r, bool live, bool verify)
@@ -359,14 +402,22 @@ static void print(struct ctx *ctx, const struct rc_migrate_result *r, bool live,
 		out_null(o, "sha256_src");
 		out_null(o, "sha256_dst");
 		out_null(o, "verified");
+		out_null(o, "mismatched_blocks");
+		out_null(o, "mismatched_blocks_truncated");
 		out_text(o, "not verified (--no-verify)\n");
 		return;
 	}
-	out_str(o, "sha256_src", "sha256 source      %s\n", src);
-	out_str(o, "sha256_dst", "sha256 destination %s\n", dst);
+	out_str(o, "sha256_src", live ? "sha256 of blocks, source      %s\n" : "sha256 source      %s\n", src);
+	out_str(o, "sha256_dst", live ? "sha256 of blocks, destination %s\n" : "sha256 destination %s\n", dst);
 	out_bool(o, "verified", NULL, r->verified);
 	out_text(o, "%s\n", r->verified ? "verified: the destination holds the same bytes"
 					: "NOT verified: the destination differs from the source");
+	if (!live) {
+		out_null(o, "mismatched_blocks");
+		out_null(o, "mismatched_blocks_truncated");
+		return;
+	}
+	print_bad(o, r);
 }
 
 /* The progress line on a terminal: the copy round and its bytes, or the step. */
@@ -405,6 +456,11 @@ static int do_migrate(struct ctx *ctx, int argc, char **argv)
 	if (rc)
 		return fail(ctx, rc, "%s", e.msg);
 	print(ctx, &r, p.live, !p.live || p.lo.verify);
+	if (p.live && p.lo.verify && !r.verified)
+		return fail(ctx, -EIO, "region '%s' moved, but %d%s block%s differ%s between the source and the destination (the first at %llu): the source keeps its copy",
+			    r.region, r.nbad, r.bad_more ? " or more" : "", r.nbad == 1 ? "" : "s",
+			    r.nbad == 1 && !r.bad_more ? "s" : "",
+			    r.nbad ? (unsigned long long)r.bad[0].offset : 0ull);
 	if ((!p.live || p.lo.verify) && !r.verified)
 		return fail(ctx, -EIO, "region '%s': the sha256 of the moved blocks differs between the source and the destination",
 			    r.region);

@@ -34,6 +34,7 @@
 #include <rdmactl/client.h>
 #include <rdmactl/sha256.h>
 
+#include "blksum.h"
 #include "srv_mig.h"
 
 #define PULL_TIMEOUT_MS 5000
@@ -59,6 +60,10 @@ struct mig_region {
 	uint64_t nblocks;
 	uint8_t *dirty;            /* one byte a block: simple, and regions are few */
 	int busy;                  /* PULL and HASH requests queued or running on it */
+	/* Digests per block, for a verification outside the blackout (the
+	 * worker's only): of what was pulled into it here (a destination),
+	 * and of its frozen copy (a source, fenced or cut over). */
+	struct blk_sums pulled, frozen;
 	char moved_to[RC_MIG_MSG_LEN];
 };
 
@@ -87,8 +92,10 @@ struct job {
 	uint64_t local;
 	uint32_t lkey;
 	uint64_t dst_len;
+	unsigned char *mbuf;       /* the destination's memory (NULL: not host memory) */
 	/* HASH */
 	const unsigned char *buf;
+	uint32_t move;             /* RC_HASH_BLOCKS at the source: the move frozen */
 	/* The answer */
 	struct rc_mig_resp resp;
 };
@@ -165,6 +172,42 @@ static void serve_again(struct mig_region *m)
 
 /* ---- the worker ---- */
 
+/* What landed, digested per block. The final copy (read through the
+ * fence's rkey) runs inside the blackout: its blocks are copied aside and
+ * digested when the verification asks, after the cutover. */
+static void pulled_sums(struct blk_sums *s, const struct job *j)
+{
+	for (uint32_t i = 0; i < j->n; i++) {
+		const struct rc_extent *x = &j->ext[i];
+
+		if (!(j->flags & RC_PULL_RKEY) || blk_sums_stash(s, j->mbuf, x->dst, x->len))
+			blk_sums_update(s, j->mbuf, x->dst, x->len);
+	}
+}
+
+/* RC_HASH_BLOCKS: the digest of one range of blocks, from the sums of what
+ * was pulled here (RC_HASH_DST) or of the frozen copy. */
+static int blocks_run(struct srv_mig *st, struct job *j, struct rc_err *err)
+{
+	struct mig_region *m = &st->reg[j->region];
+	const struct rc_extent *x = &j->ext[0];
+
+	if (j->flags & RC_HASH_DST) {
+		if (!m->pulled.sum)
+			return rc_err_set(err, ENOENT, "nothing was pulled into this region here");
+		blk_sums_settle(&m->pulled);
+		blk_sums_digest(&m->pulled, x->dst, x->len, j->resp.digest);
+	} else {
+		if ((!m->frozen.sum || m->frozen.tag != j->move) &&
+		    blk_sums_reset(&m->frozen, j->dst_len, j->move))
+			return rc_err_set(err, ENOMEM, "out of memory");
+		blk_sums_fill(&m->frozen, j->buf, x->src, x->len);
+		blk_sums_digest(&m->frozen, x->src, x->len, j->resp.digest);
+	}
+	j->resp.bytes = x->len;
+	return 0;
+}
+
 static int pull_run(struct srv_mig *st, struct job *j, struct rc_err *err)
 {
 	int rc;
@@ -190,6 +233,13 @@ static int pull_run(struct srv_mig *st, struct job *j, struct rc_err *err)
 	}
 	if (!st->src)
 		return rc_err_set(err, ENOTCONN, "a pull must start with RC_MIG_FIRST");
+	if (j->flags & RC_MIG_FIRST) {
+		struct blk_sums *s = &st->reg[j->region].pulled;
+
+		blk_sums_free(s);
+		if ((j->flags & RC_PULL_DIGEST) && blk_sums_reset(s, j->dst_len, 1))
+			return rc_err_set(err, ENOMEM, "out of memory");
+	}
 	for (uint32_t i = 0; i < j->n; i++)
 		if (j->ext[i].src > st->src->region.length ||
 		    j->ext[i].len > st->src->region.length - j->ext[i].src)
@@ -204,6 +254,8 @@ static int pull_run(struct srv_mig *st, struct job *j, struct rc_err *err)
 	};
 
 	rc = rc_copy_run(&c, &j->resp.bytes, err);
+	if (!rc && j->mbuf && (j->flags & RC_PULL_DIGEST))
+		pulled_sums(&st->reg[j->region].pulled, j);
 	if (rc || (j->flags & RC_MIG_LAST)) {
 		rc_client_close(st->src);
 		st->src = NULL;
@@ -236,6 +288,8 @@ static void job_run(struct srv_mig *st, struct job *j)
 
 	if (j->type == RC_CTRL_PULL_REQ)
 		rc = pull_run(st, j, &e);
+	else if (j->flags & RC_HASH_BLOCKS)
+		rc = blocks_run(st, j, &e);
 	else
 		hash_run(st, j);
 	j->resp.status = rc;
@@ -376,6 +430,8 @@ void srv_mig_free(struct srv_mig *st)
 	for (int i = 0; i < RC_MAX_REGIONS; i++) {
 		unready(&st->reg[i]);
 		free(st->reg[i].dirty);
+		blk_sums_free(&st->reg[i].pulled);
+		blk_sums_free(&st->reg[i].frozen);
 	}
 	pthread_mutex_destroy(&st->mu);
 	pthread_cond_destroy(&st->cv);
@@ -717,6 +773,7 @@ static int step(struct srv_mig *st, const struct srv_mig_host *h, const void *co
 		m->owner = NULL;
 		free(m->dirty);
 		m->dirty = NULL;
+		blk_sums_free(&m->frozen); /* no request runs on it (busy) */
 		return 0;
 	default:
 		return rc_err_set(err, EINVAL, "unknown migration step %u", c->step);
@@ -770,6 +827,9 @@ static int pull(struct srv_mig *st, const struct srv_mig_host *h, const void *co
 	}
 	if (!dst->mr)
 		return rc_err_set(err, EINVAL, "region '%s' is not registered here", r->dst_region);
+	if ((r->flags & RC_PULL_DIGEST) && dst->mem.kind == RC_MEM_CUDA)
+		return rc_err_set(err, ENOTSUP, "region '%s' is GPU memory here: its blocks cannot be digested as they land (move it with --no-verify)",
+				  r->dst_region);
 	rc = check_extents(r->ext, r->n, UINT64_MAX, dst->d.length, dst->d.length, err);
 	if (rc)
 		return rc;
@@ -782,6 +842,28 @@ static int pull(struct srv_mig *st, const struct srv_mig_host *h, const void *co
 	j->local = dst->d.addr;
 	j->lkey = dst->mr->lkey;
 	j->dst_len = dst->d.length;
+	j->mbuf = dst->mem.kind == RC_MEM_CUDA ? NULL : dst->mem.buf;
+	return 0;
+}
+
+/* RC_HASH_BLOCKS: one range of whole blocks in one request; at the source
+ * only of a frozen copy (fenced, or cut over and kept), at the destination
+ * only of a region not being moved away. */
+static int blocks_check(const struct mig_region *m, const struct rc_region *reg,
+			const struct rc_hash_req *r, struct rc_err *err)
+{
+	bool at_dst = r->flags & RC_HASH_DST;
+
+	if (!(r->flags & RC_HASH_BLOCKS))
+		return 0;
+	if ((r->flags & (RC_MIG_FIRST | RC_MIG_LAST)) != (RC_MIG_FIRST | RC_MIG_LAST) || r->n != 1 ||
+	    !blk_sums_aligned(reg->d.length, at_dst ? r->ext[0].dst : r->ext[0].src, r->ext[0].len))
+		return rc_err_set(err, EINVAL, "a digest of blocks is one request of one range of whole %u-byte blocks",
+				  RC_MIG_BLOCK);
+	if (at_dst ? moving(m) || gone(m) : m->state != MS_FENCED && m->state != MS_CUT_OVER)
+		return rc_err_set(err, EINVAL, "region '%s' is %s: no digest of its blocks %s",
+				  r->region, state_name[m->state],
+				  at_dst ? "as pulled here" : "(its copy is not frozen)");
 	return 0;
 }
 
@@ -796,7 +878,9 @@ static int hash(struct srv_mig *st, const struct srv_mig_host *h, const void *co
 		return rc_err_set(err, ENOENT, "no region named '%s' is served here", r->region);
 	m = &st->reg[ri];
 	reg = &h->regions[ri];
-	if (gone(m))
+	if ((rc = blocks_check(m, reg, r, err)))
+		return rc;
+	if (gone(m) && !(r->flags & RC_HASH_BLOCKS))
 		return rc_err_set(err, ENOENT, "region '%s' is %s here (moved to %s)", r->region,
 				  state_name[m->state], m->moved_to);
 	if (reg->mem.kind == RC_MEM_CUDA)
@@ -819,6 +903,8 @@ static int hash(struct srv_mig *st, const struct srv_mig_host *h, const void *co
 	}
 	j->region = ri;
 	j->buf = reg->mem.buf;
+	j->move = m->move;
+	j->dst_len = reg->d.length;
 	return 0;
 }
 

@@ -42,6 +42,15 @@ setup() {
 	assert_output --partial "--format"
 }
 
+@test "the test hook RDMACTL_TEST_LOSE_DIRTY: a malformed offset is a usage error; a good one gets as far as connecting" {
+	run env RDMACTL_TEST_LOSE_DIRTY=lots "$RDMACTL" migrate "$S" "$D"
+	assert_failure 2
+	assert_output --partial "RDMACTL_TEST_LOSE_DIRTY='lots' is not a byte offset"
+	run env RDMACTL_TEST_LOSE_DIRTY=196608 "$RDMACTL" -t 500 migrate "$S" "$D"
+	assert_failure 1
+	assert_output --partial "the source 198.18.1.1:7471"
+}
+
 @test "migrate refuses a bad target, a renamed region and the same server twice" {
 	run "$RDMACTL" migrate "nohost:port:x" "$D" --whole
 	assert_failure 2

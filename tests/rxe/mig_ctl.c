@@ -7,8 +7,10 @@
  *   mig_ctl HOST:PORT/REGION TOKEN - <SCRIPT
  *
  * TOKEN: what goes in the connect request ("-": none). STEP: track, take,
- * fence, unfence, cutover (ARG: the new home), drop, where, or hash (ARG:
- * how many times the whole region, in one request, default 1). hashes K: K
+ * fence, unfence, cutover (ARG: the new home), drop, where, hash (ARG:
+ * how many times the whole region, in one request, default 1), or blocks
+ * (ARG: OFFSET, the digest of the 64 KiB block there, RC_HASH_BLOCKS, of
+ * the source's frozen copy; printed as digest=HEX). hashes K: K
  * requests of the whole region (FIRST to LAST), all posted before any
  * answer is read; $MIG_CTL_DONE is created once the last answer is in. ARG for the
  * other steps: the move id, "@" for the one TRACK answered on this
@@ -30,6 +32,7 @@
 #include <rdmactl/client.h>
 #include <rdmactl/ctrl.h>
 #include <rdmactl/parse.h>
+#include <rdmactl/sha256.h>
 
 static const char *steps[] = { "", "track", "take", "fence", "unfence", "cutover", "drop", "where" };
 static uint32_t move; /* what TRACK answered last */
@@ -52,6 +55,14 @@ static int one(struct rc_client *cl, const char *step, const char *arg)
 		snprintf(h.region, sizeof(h.region), "%s", cl->region.name);
 		for (h.n = 0; h.n < (uint32_t)k; h.n++)
 			ext[h.n] = (struct rc_extent){ .src = 0, .dst = 0, .len = cl->region.length };
+		len = rc_ctrl_encode_hash(req, sizeof(req), 7, &h);
+	} else if (!strcmp(step, "blocks")) {
+		struct rc_hash_req h = { .ext = ext, .n = 1,
+					 .flags = RC_MIG_FIRST | RC_MIG_LAST | RC_HASH_BLOCKS };
+		uint64_t off = arg ? strtoull(arg, NULL, 10) : 0;
+
+		snprintf(h.region, sizeof(h.region), "%s", cl->region.name);
+		ext[0] = (struct rc_extent){ .src = off, .dst = off, .len = RC_MIG_BLOCK };
 		len = rc_ctrl_encode_hash(req, sizeof(req), 7, &h);
 	} else {
 		struct rc_mig_cmd c = { 0 };
@@ -86,6 +97,13 @@ static int one(struct rc_client *cl, const char *step, const char *arg)
 	if (rc_ctrl_decode_mig_resp(resp, (size_t)n, &r)) {
 		printf("a malformed answer\n");
 		return 1;
+	}
+	if (!strcmp(step, "blocks")) {
+		char hex[2 * RC_SHA256_LEN + 1];
+
+		rc_sha256_hex(r.digest, hex);
+		printf("status=%d digest=%s msg=%s\n", r.status, hex, r.msg);
+		return r.status ? 1 : 0;
 	}
 	printf("status=%d bytes=%llu msg=%s\n", r.status, (unsigned long long)r.bytes, r.msg);
 	fflush(stdout);

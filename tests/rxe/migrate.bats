@@ -590,6 +590,44 @@ expected() {
 	cmp "$t/w" "$t/b"
 }
 
+@test "live: a broken record of written blocks (test hook) misses a write at A: the move names the block, exits 1, and A keeps its copy" {
+	local t=$BATS_TEST_TMPDIR mig i rc=0
+	serve A "$A" --name kv --size 1M
+	serve B "$B" --name kv --size 1M
+	head -c 1M /dev/urandom >"$t/a"
+	rdmactl write "$A/kv" --file "$t/a" >/dev/null
+	# Every block copied, then a pause before the fence; the hook drops
+	# block 3 (offset 196608) from every list of written blocks.
+	RDMACTL_TEST_PAUSE_BEFORE_FENCE=$t/fence RDMACTL_TEST_LOSE_DIRTY=196608 "$RDMACTL" -j migrate \
+		--admin-token-file "$ADMIN" "$A/kv" "$B/kv" >"$t/mig.out" 2>"$t/mig.err" 3>&- &
+	mig=$!
+	WRITERS+=("$mig")
+	for ((i = 0; i < 600; i++)); do [ -e "$t/fence.paused" ] && break; sleep 0.1; done
+	[ -e "$t/fence.paused" ] || false
+	# A write into block 3 after it was copied: A records it, the hook loses it.
+	head -c 4096 /dev/urandom >"$t/w"
+	rdmactl write "$A/kv" --offset 200704 --file "$t/w" >/dev/null
+	touch "$t/fence"
+	wait "$mig" || rc=$?
+	cat "$t/mig.out" "$t/mig.err"
+	[ "$rc" -eq 1 ]
+	# What A holds in block 3 (the write in it) and what B got (without).
+	{ head -c 200704 "$t/a" | tail -c 4096; cat "$t/w"; tail -c +204801 "$t/a" | head -c 57344; } >"$t/blk-a"
+	tail -c +196609 "$t/a" | head -c 65536 >"$t/blk-b"
+	jq -e --arg s "$(sha256sum <"$t/blk-a" | cut -d' ' -f1)" --arg d "$(sha256sum <"$t/blk-b" | cut -d' ' -f1)" \
+		'.verified == false and .mode == "live" and .sha256_src != .sha256_dst
+		and .mismatched_blocks == [{offset: 196608, length: 65536, sha256_src: $s, sha256_dst: $d}]
+		and .mismatched_blocks_truncated == false and (.error.message | test("the source keeps its copy"))
+		and (.blackout_ms | type) == "number"' "$t/mig.out"
+	# B holds the block without the write (the region did move there) ...
+	rdmactl read "$B/kv" --offset 200704 --size 4096 --out "$t/b" >/dev/null
+	cmp "$t/b" <(tail -c +200705 "$t/a" | head -c 4096)
+	# ... and A kept its copy, the write in it: its digest of block 3 now.
+	run "$MIG_CTL" "$A/kv" "$(cat "$ADMIN")" blocks 196608
+	assert_success
+	assert_output --partial "status=0 digest=$(sha256sum <"$t/blk-a" | cut -d' ' -f1) msg="
+}
+
 @test "hashes of a large region do not stall the server: a read during them answers as fast as an idle one" {
 	local t=$BATS_TEST_TMPDIR adm h i t0 idle=0 dur during
 	serve A "$A" --name big --size 8M --name small --size 4K

@@ -65,6 +65,12 @@ RC_EXPORT int rc_ctrl_decode_list(const void *buf, size_t len, struct rc_region_
 #define RC_MIG_FIRST 1u
 #define RC_MIG_LAST 2u
 #define RC_HASH_DST 4u /* hash each extent at dst rather than src */
+/* Not the bytes: the digest of one range of whole RC_MIG_BLOCK blocks, from
+ * each block's sha256 (the sha256 of those in order, or the block's own when
+ * it is one). At the source (fenced or cut over, its copy frozen) of its
+ * memory; with RC_HASH_DST of the blocks as the destination pulled them
+ * (rdmactl-migrate(8), VERIFICATION). One request, FIRST and LAST. */
+#define RC_HASH_BLOCKS 16u
 #define RC_MIG_TOKEN_LEN 64
 #define RC_MIG_MSG_LEN 256
 
@@ -82,6 +88,9 @@ struct rc_pull_req {
 	struct rc_extent *ext;        /* n extents: src, dst, len */
 };
 #define RC_PULL_RKEY 8u /* read with rkey, not the one the source listed */
+/* Digest each block as it lands, for RC_HASH_BLOCKS | RC_HASH_DST (on the
+ * FIRST request: start a new list; a pull without it on FIRST keeps none). */
+#define RC_PULL_DIGEST 32u
 #define RC_PULL_FIXED_LEN (16 + RC_HOST_MAX + 8 + 2 * RC_NAME_MAX + RC_MIG_TOKEN_LEN)
 #define RC_PULL_MAX_EXT ((RC_CTRL_MSG_MAX - RC_CTRL_HDR_LEN - RC_PULL_FIXED_LEN) / 24)
 

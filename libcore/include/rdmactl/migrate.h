@@ -48,6 +48,8 @@ struct rc_migrate_opts {
 	void *progress_arg;
 };
 
+#define RC_MIGRATE_MAX_BAD 16
+
 struct rc_migrate_result {
 	char region[RC_NAME_MAX];
 	uint64_t length;               /* the region's */
@@ -63,6 +65,15 @@ struct rc_migrate_result {
 	unsigned char sha_src[RC_SHA256_LEN];
 	unsigned char sha_dst[RC_SHA256_LEN];
 	bool verified;                 /* the two digests are equal */
+	/* Live, verified: the blocks whose digests differ (nbad of them, the
+	 * first RC_MIGRATE_MAX_BAD named), each side's sha256 of the block. */
+	int nbad;
+	bool bad_more;                 /* the search stopped at RC_MIGRATE_MAX_BAD */
+	struct rc_migrate_bad {
+		uint64_t offset, length;
+		unsigned char sha_src[RC_SHA256_LEN];
+		unsigned char sha_dst[RC_SHA256_LEN];
+	} bad[RC_MIGRATE_MAX_BAD];
 	char etcd_key[RC_ETCD_KEY_MAX]; /* the key updated at the cutover, or "" */
 	int64_t etcd_revision;         /* its mod revision before the cutover */
 };
@@ -82,8 +93,11 @@ RC_EXPORT int rc_migrate_blocks(const struct rc_migrate_opts *o, struct rc_migra
  * known not to have happened), the destination pulls the rest, the source
  * answers its clients with the new home (the cutover) and, unless
  * keep_source, releases its copy. Before the cutover any failure calls the
- * move off: the source serves the region again. verify: compare both sides'
- * sha256 of the whole region before the cutover (inside the blackout). */
+ * move off: the source serves the region again. verify: the destination
+ * digests each block as it lands (the final copy's after the cutover), the
+ * source its frozen copy after the cutover; the two lists are compared, the
+ * blocks that differ named (r->verified false, r->bad, the source keeps its
+ * copy: no DROP), outside the blackout. */
 struct rc_migrate_live {
 	int max_rounds;                /* copy rounds, the final one included (default 8) */
 	uint64_t dirty_bytes;          /* fence once at most this much is left to copy */
@@ -92,6 +106,10 @@ struct rc_migrate_live {
 	/* A test's hook: called right before the fence (NULL: none). */
 	void (*before_fence)(void *arg);
 	void *arg;
+	/* A test's hook, a broken record of written blocks: the block at
+	 * lose_block - 1 (a byte offset) is never copied again after the first
+	 * round (0: none). */
+	uint64_t lose_block;
 };
 
 RC_EXPORT int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_live *lo,
