@@ -7,9 +7,11 @@
 # (a third build, -DRDMACTL_CUDA=OFF, only builds rdmactl for one cli test)
 #   cli   bats on the binary, no device         (both builds)
 #   rxe   bats inside the SoftRoCE guest: real rdma_rxe, two devices, each
-#         file on its own and bounded in time (tests/lib/bats-each.sh) (all
-#         of it once more on the sanitizer build, where a report fails, less
-#         the heavy siblings that tests/expected-skips names)
+#         file on its own and bounded in time (tests/lib/bats-each.sh);
+#         once more on the sanitizer build, where a report fails, the tests
+#         that together reach every line of rdmactl the tier reaches (the
+#         others carry the bats tag plain-only: tests/lib/sanitizer-cover.sh
+#         measured it), less the heavy siblings tests/expected-skips names
 #   fuzz  libFuzzer targets (clang, ASan, UBSan) over the network decoders
 #         and the parsers, 20 s each
 # After the builds and the unit tier, the two rxe tiers run one after the
@@ -139,7 +141,7 @@ if ((rxe)); then
 		to_log rxe-asan "$logdir/rxe-asan.tap" tests/vm/run.sh --two-nics --timeout 2700 -- \
 			env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 			tests/rxe/sanitized.sh env RDMACTL_BUILD_DIR="$repo/build-asan" RDMACTL="$repo/build-asan/cli/rdmactl" \
-			BATS_TEST_TIMEOUT=240 tests/lib/bats-each.sh --file-timeout 1200 --timing -- tests/rxe
+			BATS_TEST_TIMEOUT=240 tests/lib/bats-each.sh --file-timeout 1200 --timing --filter-tags '!plain-only' -- tests/rxe
 	fi
 fi
 
@@ -160,7 +162,7 @@ show_tier() {
 	fi
 }
 show_tier rxe "$logdir/rxe.tap" "rxe tests in the SoftRoCE guest (two devices)"
-show_tier rxe-asan "$logdir/rxe-asan.tap" "every rxe file on the sanitizer build, in the guest (a sanitizer report fails it)"
+show_tier rxe-asan "$logdir/rxe-asan.tap" "the rxe tests of every line on the sanitizer build, in the guest (a sanitizer report fails it)"
 show_tier unit-asan "$logdir/unit-asan.log" "unit tests on the sanitizer build"
 show_tier cli "$logdir/cli.tap" "cli tests"
 show_tier cli-asan "$logdir/cli-asan.tap" "cli tests on the sanitizer build"

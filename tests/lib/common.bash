@@ -10,6 +10,12 @@ export RDMACTL
 source "$REPO_ROOT/tests/lib/assert.bash"
 source "$REPO_ROOT/tests/lib/teardown.bash"
 
+# tests/lib/sanitizer-cover.sh: each test's processes write their coverage
+# (gcov) under a folder of the test's own; common_teardown names it.
+if [[ -n "${RDMACTL_COVERAGE_DIR:-}" ]]; then
+	export GCOV_PREFIX="$RDMACTL_COVERAGE_DIR/${BATS_TEST_FILENAME##*/}/$BATS_TEST_NAME"
+fi
+
 # Run rdmactl with a bound on time: no test may hang.
 rdmactl() {
 	timeout --kill-after=5 "${RDMACTL_TEST_TIMEOUT:-60}" "$RDMACTL" "$@"

@@ -46,5 +46,6 @@ common_teardown() {
 	stop_started
 	if declare -F stop_server >/dev/null; then stop_server TERM; fi
 	if declare -F stop_etcd >/dev/null; then stop_etcd; fi
+	if [[ -n "${GCOV_PREFIX:-}" ]]; then mkdir -p "$GCOV_PREFIX" && printf '%s\n' "$BATS_TEST_DESCRIPTION" >"$GCOV_PREFIX/name"; fi
 	if declare -F sanitizer_reports >/dev/null; then sanitizer_reports; fi
 }

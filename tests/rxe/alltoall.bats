@@ -70,6 +70,7 @@ teardown() {
 
 SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 
+# bats test_tags=plain-only
 @test "flat: 2 ranks, uniform, every token checked" {
 	need_guest
 	a2a_peers 2
@@ -78,6 +79,7 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 	[ "$(jq -r .rank_source <<<"$DOC")" = flags ]
 }
 
+# bats test_tags=plain-only
 @test "flat: 4 ranks, zipf skew, fp8" {
 	need_guest
 	a2a_peers 4
@@ -125,6 +127,7 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 	[ -s "$BATS_TEST_TMPDIR/a2a.png" ]
 }
 
+# bats test_tags=plain-only
 @test "flat and ring: a block larger than the port's largest message goes in pieces, every token checked" {
 	need_guest
 	local max
@@ -145,6 +148,7 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 		--skew "matrix:$BATS_TEST_TMPDIR/m.csv" --iters 2 --warmup 0
 }
 
+# bats test_tags=plain-only
 @test "ring: 2 and 4 ranks, uniform and zipf" {
 	need_guest
 	a2a_peers 2
@@ -167,6 +171,7 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 		--skew "matrix:$BATS_TEST_TMPDIR/m.csv" --iters 3
 }
 
+# bats test_tags=plain-only
 @test "hierarchical: 4 ranks as 2 nodes of 2, uniform and zipf" {
 	need_guest
 	a2a_peers 4
@@ -243,7 +248,7 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 
 
 @test "hierarchical: 72 ranks as 9 nodes of 8, past the old limit of 64 ranks, every token checked" {
-	heavy_sibling "hierarchical with 4 ranks as 2 nodes of 2; a group past 64 ranks in multicast.bats' 71 receivers; routing past 64 ranks in test_a2a"
+	heavy_sibling "hierarchical with 4 ranks as 2 nodes of 2; groups to 4096 ranks in test_group_tree and test_group_plan; routing past 64 ranks in test_a2a"
 	need_guest
 	a2a_peers 72
 	A2A_TIMEOUT=90000 RDMACTL_TEST_TIMEOUT=150 a2a_ok 72 --algo hierarchical --ranks-per-node 8 --rendezvous "file:$PEERS" \
@@ -281,6 +286,7 @@ a2a_one_wrong() {
 		{ a2a_dump; fail "rank 0's document does not count 1 wrong token"; }
 }
 
+# bats test_tags=plain-only
 @test "one token wrong in dispatch: wrong 1, every rank exits 1 (flat, ring, hierarchical)" {
 	need_guest
 	a2a_peers 2
@@ -327,6 +333,7 @@ a2a_one_wrong() {
 	assert_output --partial "RDMACTL_TEST_A2A_CORRUPT=both:1:0: not dispatch|combine:RANK:TOKEN"
 }
 
+# bats test_tags=plain-only
 @test "a rank that never joins: the others fail within the timeout, naming it" {
 	need_guest
 	a2a_peers 3
@@ -576,6 +583,7 @@ group_listening() {
 	assert_success
 }
 
+# bats test_tags=plain-only
 @test "group token: a rank without the token is refused by one that has it, and says why" {
 	need_guest
 	a2a_peers 2

@@ -9,6 +9,7 @@ setup() {
 	PORT=$(next_port)
 }
 
+# bats test_tags=plain-only
 @test "8 MiB of random data round-trips through write and read" {
 	start_server 1 --listen "$ADDR:$PORT" --name kv --size 8M
 	head -c 8M /dev/urandom >"$BATS_TEST_TMPDIR/in"
@@ -22,6 +23,7 @@ setup() {
 	[ "$(sha256sum <"$BATS_TEST_TMPDIR/in")" = "$(sha256sum <"$BATS_TEST_TMPDIR/out")" ]
 }
 
+# bats test_tags=plain-only
 @test "a host region says it is registered as host memory; --mem cuda:0 with no GPU fails plainly" {
 	start_server 1 --listen "$ADDR:$PORT" --name h --size 64K
 	d=$(descriptor h)
@@ -60,6 +62,7 @@ setup() {
 	cmp "$t/part" <(tail -c +303001 "$t/want" | head -c 5000)
 }
 
+# bats test_tags=plain-only
 @test "the descriptor names region, addr, rkey, length, access, device, gid, listen and token" {
 	start_server 2 --listen "$ADDR:$PORT" --token s3cret --name a --size 64K --access ro \
 		--name b --size 1M --access atomic
@@ -77,6 +80,7 @@ setup() {
 	[ "$(grep -c '"event":"region"' "$SERVER_OUT")" -eq 2 ]
 }
 
+# bats test_tags=plain-only
 @test "a file-backed region keeps its content across SIGTERM and a restart" {
 	local t=$BATS_TEST_TMPDIR f=$BATS_TEST_TMPDIR/region.bin
 	head -c 2M /dev/urandom >"$t/in"

@@ -96,6 +96,7 @@ example() {
 	kill -0 "$SERVER_PID"
 }
 
+# bats test_tags=plain-only
 @test "orchestrate: a server's life cycle, every write checked, a clean stop" {
 	example orchestrate --listen "$ADDR:$PORT"
 	assert_success
@@ -135,6 +136,7 @@ example() {
 	jq -e --arg dev "${RDMACTL_VM_DEV:-rxe0}" '[.ports[] | select(.verify != null) | .device] == [$dev]' <<<"$output"
 }
 
+# bats test_tags=plain-only
 @test "roundtrip: the README's main job, on a small region" {
 	RDMACTL_DEMO_SIZE=1M RDMACTL_DEMO_PORT=$PORT run --separate-stderr timeout 120 "$EX/roundtrip.sh" "$ADDR"
 	assert_success

@@ -32,6 +32,7 @@ mount_ext4() {
 	[ "$(stat -f -c %T "$MNT")" = ext2/ext3 ]
 }
 
+# bats test_tags=plain-only
 @test "ext4: a region is served from its file's content and written back on SIGTERM" {
 	mount_ext4 64M
 	f=$MNT/region.bin
@@ -50,6 +51,7 @@ mount_ext4() {
 	cmp "$BATS_TEST_TMPDIR/expect" "$f"
 }
 
+# bats test_tags=plain-only
 @test "ext4: a region that grows its file gets the blocks up front, and the data lands" {
 	mount_ext4 64M
 	f=$MNT/grown.bin

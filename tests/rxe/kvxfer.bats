@@ -152,6 +152,7 @@ status() {
 	done
 }
 
+# bats test_tags=plain-only
 @test "1:1: three requests stream layer by layer and land verified" {
 	serve d0 "${G[@]}" --pool-pages 64 --verify --requests 3
 	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --requests 3 --layer-compute-us 3000
@@ -167,6 +168,7 @@ status() {
 		and (.s0 | ev("summary")[0].done == 3) and (.d0 | ev("summary")[0].verified == 3)' s0 d0
 }
 
+# bats test_tags=plain-only
 @test "--mem hugepage: the pool and the source pages in hugepages, verified; none reserved, both refuse clearly" {
 	# The pool: 4 layers x K+V x 64 pages x 4 KiB = 2 MiB, one hugepage;
 	# the source pages of 10 tokens fit another.
@@ -221,6 +223,7 @@ status() {
 		and ((.s1 | ev("done") | median(.landed_us[0])) > (.s0 | ev("done") | median(.landed_us[0])))' s0 s1 d0 d1
 }
 
+# bats test_tags=plain-only
 @test "TP 4 -> 2: four prefill ranks feed two decode ranks, each into its head slice" {
 	for d in 0 1; do
 		serve_bg "d$d" "${G[@]}" --src-tp 4 --dst-tp 2 --rank "$d" --pool-pages 32 --verify --requests 2
@@ -238,6 +241,7 @@ status() {
 		and (.d1 | ev("done") | all(.sources == [2,3]))' s0 s1 s2 s3 d0 d1
 }
 
+# bats test_tags=plain-only
 @test "TP 2 -> 4: each prefill rank splits its heads over two decode ranks" {
 	for d in 0 1 2 3; do
 		serve_bg "d$d" "${G[@]}" --src-tp 2 --dst-tp 4 --rank "$d" --pool-pages 32 --verify --requests 2
@@ -361,6 +365,7 @@ status() {
 	check 'all(.[]; verified(4))' snhd shnd dnhd dhnd
 }
 
+# bats test_tags=plain-only
 @test "nhd TP 2 -> 1 landing with every destination page full: 32 tokens in four 8-token pages, unpacked, verified" {
 	# The other landing tests leave their last destination page partial; an
 	# unpack that took a full last page for an empty one passes them.
@@ -400,6 +405,7 @@ status() {
 		and ([.d1, .s1] | all(ev("summary")[0] | .done == 1 and .verified == 0 and .failed == 0))' s0 d0 s1 d1
 }
 
+# bats test_tags=plain-only
 @test "a layer's writes spread over four QPs; the decode rank counts every notification" {
 	# --scatter: pages adjacent on both sides would merge into fewer writes than QPs.
 	serve d0 "${G[@]}" --pool-pages 64 --verify --requests 2 --scatter 7
@@ -430,6 +436,7 @@ status() {
 		and (.s0 | ev("summary")[0] | [.done, .cancelled, .failed] == [2,1,0])' s0 d0
 }
 
+# bats test_tags=plain-only
 @test "without --verify, a cancelled request's pages go to the request waiting for them" {
 	# The pool holds one request (10 tokens = 3 pages of 4) and two are in
 	# flight: request 1 waits for the pages of request 0, which its cancel
@@ -607,6 +614,7 @@ no_leak() {
 		and (.d0 | ev("connected") | length == 1)' s0 d0
 }
 
+# bats test_tags=plain-only
 @test "hostile: 16 connects that never send HELLO hold no pending slot: a sender with the token is served" {
 	serve d0 "${G[@]}" --pool-pages 16 --verify --requests 1 --token s3cret
 	local i n
@@ -632,6 +640,7 @@ no_leak() {
 			and all(test("not authorised: no token")))' s0 d0
 }
 
+# bats test_tags=plain-only
 @test "hostile: a data QP that guesses the sender's secret wrong by one bit is refused; the right secret joins" {
 	serve d0 "${G[@]}" --pool-pages 16 --requests 1 --token s3cret
 	hostile wrong-secret "$ADDR" "$PORT_d0" -T s3cret
@@ -699,6 +708,7 @@ no_leak() {
 		and (.d0 | ev("refused") | map(.reason) | any(test("of an earlier protocol .*speaks protocol 5")))' s0 d0
 }
 
+# bats test_tags=plain-only
 @test "hostile: a REQ sent again and again does not hold the request: it still times out" {
 	serve d0 "${G[@]}" --pool-pages 16 --token s3cret
 	hostile dup-req "$ADDR" "$PORT_d0" -T s3cret -s 40
@@ -825,6 +835,7 @@ TWO_NICS_CHECK='
 	check '.planalways[0].pack.always.writes < .planalways[0].pack.never.writes' planalways
 }
 
+# bats test_tags=plain-only
 @test "two NICs, TP 4 -> 2, nhd pages: --pack always (copied into staging) and never land verified across the veth pair" {
 	need_two_nics
 	two_nics_pack nhd 1
@@ -842,6 +853,7 @@ TWO_NICS_CHECK='
 # CPU access would crash.
 FAKE_CUDA=$BUILD_DIR/tests/unit/libfakecuda.so
 
+# bats test_tags=plain-only
 @test "send --mem cuda with no GPU driver fails at once, naming the cause, before connecting" {
 	jq -e '.features.gpu_memory' <<<"$("$RDMACTL" -j help)" >/dev/null ||
 		skip "this rdmactl was built without CUDA (tests/cli/gpu-mem.bats covers that build)"

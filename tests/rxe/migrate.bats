@@ -129,6 +129,7 @@ a_untouched() {
 	a_untouched
 }
 
+# bats test_tags=plain-only
 @test "B killed in the middle of a pull: migrate fails naming B, A keeps serving, no write lost" {
 	local t=$BATS_TEST_TMPDIR i mig
 	serve A "$A" --name kv --size 32M
@@ -311,6 +312,7 @@ expected() {
 	cmp "$t/want" "$t/a.after"
 }
 
+# bats test_tags=plain-only
 @test "live --no-verify --keep-source: no digests, A keeps its copy, a read or a write addressed to A goes to B" {
 	local t=$BATS_TEST_TMPDIR
 	serve A "$A" --name kv --size 4M

@@ -89,6 +89,7 @@ blob() {
 	BLOB_SHA=$(sha256sum <"$1" | cut -d' ' -f1)
 }
 
+# bats test_tags=plain-only
 @test "flat: a root and 7 receivers, 4 MiB, every digest the root's" {
 	need_guest
 	blob "$BATS_TEST_TMPDIR/w" $((4 << 20))
@@ -106,6 +107,7 @@ blob() {
 	jq -e '.algo == "chain" and .depth == 7 and .width == 1' <<<"$DOC"
 }
 
+# bats test_tags=plain-only
 @test "tree: a root and 7 receivers, binary and fanout 3, with blocks" {
 	need_guest
 	blob "$BATS_TEST_TMPDIR/w" $((4 << 20))
@@ -123,6 +125,7 @@ blob() {
 
 
 @test "tree: a root and 71 receivers, past the old limit of 64 ranks, every digest the root's" {
+	heavy_sibling "the tree tests of 8 ranks; groups to 4096 ranks in test_group_tree and test_group_plan; it adds one line to what the rest reaches (tests/lib/sanitizer-cover.sh), for 70 s"
 	need_guest
 	blob "$BATS_TEST_TMPDIR/w" $((256 << 10))
 	mc_peers 72
@@ -201,6 +204,7 @@ blob() {
 	jq -e '.chunks == 0 and .size_bytes == 0' <<<"$DOC"
 }
 
+# bats test_tags=plain-only
 @test "a blob 12 times the receivers' ring streams through it, from a pattern" {
 	need_guest
 	local sha i
@@ -274,6 +278,7 @@ blob() {
 	[ "$(sha256sum <"$BATS_TEST_TMPDIR/out.1")" = "$(sha256sum <"$BATS_TEST_TMPDIR/out.3")" ]
 }
 
+# bats test_tags=plain-only
 @test "a receiver whose copy is wrong exits 1, and the root says its digest differs" {
 	need_guest
 	local i

@@ -52,6 +52,7 @@ teardown() {
 	common_teardown
 }
 
+# bats test_tags=plain-only
 @test "2% packet loss both ways: 4 MiB written and read back are exact" {
 	need_two_nics
 	local n
@@ -226,6 +227,7 @@ teardown() {
 
 # Last in this file, after the one above: it also drops every packet the
 # client side sends for a while.
+# bats test_tags=plain-only
 @test "register: 64 vanished peers in a row do not exhaust it (default --max-conns 64)" {
 	need_two_nics
 	local pid i d t0

@@ -21,6 +21,7 @@ setup() {
 	need_ajv
 }
 
+# bats test_tags=plain-only
 @test "every -j document the tier printed in the guest matches its command's schema" {
 	schema_tier_result
 	if ((SCHEMA_FILES == 0)); then
@@ -31,6 +32,7 @@ setup() {
 	assert_output --regexp '^schema-check: [0-9]+ documents valid'
 }
 
+# bats test_tags=plain-only
 @test "the whole tier was recorded: the documents of every command that moves data" {
 	local s n
 	schema_tier_result
