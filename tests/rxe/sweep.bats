@@ -166,6 +166,7 @@ teardown() {
 	slow_from "$EXTRA_A" "$EXTRA_B"
 	sweep_start 4 --svg "$BATS_TEST_TMPDIR/sweep.svg"
 	sweep_wait
+	echo "$DOC" # bats --show-output-of-passing-tests shows the verdict
 	all_exit 1
 	jq -e '.healthy == false and (.bad_nodes | length) == 0' <<<"$DOC" ||
 		{ sweep_dump; fail "not the verdict of one slow link"; }
@@ -195,6 +196,7 @@ teardown() {
 	# the text names it with its address and device, the verdict last
 	SWEEP_TEXT=1 sweep_start 4
 	sweep_wait
+	echo "$DOC" # bats --show-output-of-passing-tests shows the text
 	all_exit 1
 	grep -q "^node: rank 1 (198.18.1.3 $RDMACTL_VM_DEV_A:1 on " <<<"$DOC" || { sweep_dump; fail "the text does not name rank 1"; }
 	grep -q "^verdict: NOT healthy: " <<<"$DOC"
