@@ -14,9 +14,9 @@
 #         measured it), less the heavy siblings tests/expected-skips names
 #   fuzz  libFuzzer targets (clang, ASan, UBSan) over the network decoders
 #         and the parsers, 20 s each
-# After the builds and the unit tier, the two rxe tiers run side by side,
-# each in its own guest (the sanitizer one niced), and beside them, niced,
-# the sanitizer unit tier, both cli tiers and fuzz; each tier's output is shown once all are done, and the whole
+# After the builds and the unit tier, the two rxe tiers run one after the
+# other, and beside them, niced, the sanitizer unit tier, both cli tiers
+# and fuzz; each tier's output is shown once all are done, and the whole
 # ends with one line
 # "rdmactl tests: N passed, N failed, N skipped".
 #
@@ -123,33 +123,27 @@ log "in the background: ${host_tiers[*]} (their output follows the guest tiers')
 host_pid=$!
 
 if ((rxe)); then
-	# Two guests side by side, two vCPUs each, the tiers above beside them:
-	# the plain tier's guest leaves about half of its vCPUs' time idle
-	# (its tests wait on peers, timers and timeouts), and the sanitizer
-	# tier, a subset (tests/lib/sanitizer-cover.sh), fills it, niced so
-	# that the longer plain tier keeps its pace. One guest after the other
-	# took the suite to 36 minutes. (Two one-vCPU guests, with the whole
-	# tier on both builds, made migrate's and kvxfer's timing checks fail
-	# now and then: a destination that did not answer in 40 s, a heartbeat
-	# missed for 400 ms; the first is a heavy sibling on the sanitizer
-	# tier now, the second opt-in.)
+	# One guest after the other, two vCPUs each, the tiers above beside
+	# them: 2479 s for the suite. Two one-vCPU guests side by side (run.sh
+	# --cpus 1) made migrate's and kvxfer's timing checks fail now and
+	# then (a destination that did not answer in 40 s, a heartbeat missed
+	# for 400 ms); two two-vCPU guests side by side, the sanitizer one
+	# niced, were no faster: the two cores are the limit, not the guests.
 	# Each file runs on its own, bounded (tests/lib/bats-each.sh): a hang
 	# costs that file, counted as a failure that names it, and the tier goes
 	# on with the next file. The bound, 900 s (1200 s on the sanitizer
 	# build), leaves room to the longest file (kvxfer.bats, 30 tests), and a
 	# hang plus the rest of the tier still fits in the guest's 2700 s.
-	log "rxe tests in the SoftRoCE guest (two devices), and beside it on the sanitizer build"
+	log "rxe tests in the SoftRoCE guest (two devices), then on the sanitizer build"
 	to_log rxe "$logdir/rxe.tap" tests/vm/run.sh --two-nics --timeout 2700 -- \
 		env RDMACTL_BUILD_DIR="$repo/build" RDMACTL="$repo/build/cli/rdmactl" BATS_TEST_TIMEOUT=180 \
-		tests/lib/bats-each.sh --file-timeout 900 --timing -- tests/rxe &
-	rxe_pid=$!
+		tests/lib/bats-each.sh --file-timeout 900 --timing -- tests/rxe
 	if ((sanitize)); then
-		to_log rxe-asan "$logdir/rxe-asan.tap" nice -n 5 tests/vm/run.sh --two-nics --timeout 2700 -- \
+		to_log rxe-asan "$logdir/rxe-asan.tap" tests/vm/run.sh --two-nics --timeout 2700 -- \
 			env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 			tests/rxe/sanitized.sh env RDMACTL_BUILD_DIR="$repo/build-asan" RDMACTL="$repo/build-asan/cli/rdmactl" \
 			BATS_TEST_TIMEOUT=240 tests/lib/bats-each.sh --file-timeout 1200 --timing --filter-tags '!plain-only' -- tests/rxe
 	fi
-	wait "$rxe_pid"
 fi
 
 wait "$host_pid"
