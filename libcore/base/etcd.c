@@ -327,44 +327,37 @@ static int post(struct rc_etcd *e, const char *path, json_t *req, json_t **reply
 	return rc;
 }
 
-/* The libcurl to open: libcurl.so.4, or the library $RDMACTL_CURL_LIB names. */
-static const char *curl_lib(void)
-{
-	const char *lib = getenv("RDMACTL_CURL_LIB");
-
-	return lib && *lib ? lib : "libcurl.so.4";
-}
-
-/* libcurl's global set-up, once per process: it is not thread-safe. */
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init(void)
-{
-	void *h = dlopen(curl_lib(), RTLD_NOW | RTLD_LOCAL);
-	CURLcode (*global_init)(long) = NULL;
-
-	if (h && (*(void **)&global_init = dlsym(h, "curl_global_init")))
-		global_init(CURL_GLOBAL_DEFAULT);
-}
-
 /* libcurl's calls into a->, the library opened for good (never closed: it
- * registers its TLS library's handlers for the life of the process). */
+ * registers its TLS library's handlers for the life of the process), and
+ * its global set-up run once per process (it is not thread-safe). The
+ * library is libcurl.so.4, or the one $RDMACTL_CURL_LIB names. */
+static pthread_mutex_t curl_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool curl_ready;
+
 static int curl_load(struct curl_api *a, struct rc_err *err)
 {
-	void *h = dlopen(curl_lib(), RTLD_NOW | RTLD_LOCAL);
+	const char *lib = getenv("RDMACTL_CURL_LIB");
+	CURLcode (*global_init)(long);
+	void *h;
 
-	if (!h)
+	if (!lib || !*lib)
+		lib = "libcurl.so.4";
+	if (!(h = dlopen(lib, RTLD_NOW | RTLD_LOCAL)))
 		return rc_err_set(err, ENOPKG,
 				  "etcd needs libcurl, which cannot be loaded: %s (Debian's package: libcurl4)",
 				  dlerror());
-#define SYM(f, n) (*(void **)&a->f = dlsym(h, n))
-	if (!SYM(easy_init, "curl_easy_init") || !SYM(easy_setopt, "curl_easy_setopt") ||
-	    !SYM(easy_perform, "curl_easy_perform") || !SYM(easy_getinfo, "curl_easy_getinfo") ||
-	    !SYM(easy_cleanup, "curl_easy_cleanup") || !SYM(easy_strerror, "curl_easy_strerror") ||
-	    !SYM(slist_append, "curl_slist_append") || !SYM(slist_free_all, "curl_slist_free_all") ||
-	    !dlsym(h, "curl_global_init"))
-		return rc_err_set(err, ENOPKG, "%s is not a libcurl: it lacks a needed call", curl_lib());
+#define SYM(f, n) (*(void **)&(f) = dlsym(h, n))
+	if (!SYM(a->easy_init, "curl_easy_init") || !SYM(a->easy_setopt, "curl_easy_setopt") ||
+	    !SYM(a->easy_perform, "curl_easy_perform") || !SYM(a->easy_getinfo, "curl_easy_getinfo") ||
+	    !SYM(a->easy_cleanup, "curl_easy_cleanup") || !SYM(a->easy_strerror, "curl_easy_strerror") ||
+	    !SYM(a->slist_append, "curl_slist_append") || !SYM(a->slist_free_all, "curl_slist_free_all") ||
+	    !SYM(global_init, "curl_global_init"))
+		return rc_err_set(err, ENOPKG, "%s is not a libcurl: it lacks a needed call", lib);
 #undef SYM
-	pthread_once(&curl_once, curl_init);
+	pthread_mutex_lock(&curl_mu);
+	if (!curl_ready)
+		curl_ready = global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+	pthread_mutex_unlock(&curl_mu);
 	return 0;
 }
 
