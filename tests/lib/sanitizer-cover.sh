@@ -101,19 +101,24 @@ done
 
 # Greedy weighted set cover, in awk: every line reached by a candidate must
 # be reached by a picked test.
-awk -F '\t' -v work="$work" '
+awk -F '\t' '
+	# new(i): the wanted lines test i reaches that no picked test does
+	function new(i,   k, c) {
+		c = 0
+		for (k = 1; k <= nl[i]; k++)
+			if ((L[i, k] in want) && !(L[i, k] in got)) c++
+		return c
+	}
 	FNR == NR { file[FNR] = $1; name[FNR] = $2; ms[FNR] = $3 < 100 ? 100 : $3; heavy[FNR] = $4; n = FNR; next }
+	{
+		i = FILENAME
+		sub(/.*\//, "", i)
+		L[i, ++nl[i]] = $0
+		if (heavy[i]) heavyline[$0] = 1
+		else want[$0] = 1
+		all[$0] = 1
+	}
 	END {
-		for (i = 1; i <= n; i++) {
-			f = work "/lines/" i
-			while ((getline l < f) > 0) {
-				has[i, l] = 1
-				if (!heavy[i]) { want[l] = 1; cnt[i]++ }
-				else heavyline[l] = 1
-				all[l] = 1
-			}
-			close(f)
-		}
 		for (l in all) total++
 		for (l in want) need++
 		left = need
@@ -121,20 +126,16 @@ awk -F '\t' -v work="$work" '
 			best = 0; bestv = 0
 			for (i = 1; i <= n; i++) {
 				if (heavy[i] || picked[i]) continue
-				c = 0
-				f = work "/lines/" i
-				while ((getline l < f) > 0) if ((l in want) && !(l in got)) c++
-				close(f)
+				c = new(i)
 				if (c > 0 && c / ms[i] > bestv) { bestv = c / ms[i]; best = i }
 			}
 			if (!best) break
 			picked[best] = 1
-			f = work "/lines/" best
-			new = 0
-			while ((getline l < f) > 0) if ((l in want) && !(l in got)) { got[l] = 1; left--; new++ }
-			close(f)
+			c = new(best)
+			for (k = 1; k <= nl[best]; k++) got[L[best, k]] = 1
+			left -= c
 			sum += ms[best]
-			printf "%d\t%d\t%.1f\t%s\t%s\n", new, need - left, sum / 1000, file[best], name[best] > (work "/picked.tsv")
+			printf "%d\t%d\t%.1f\t%s\t%s\n", c, need - left, sum / 1000, file[best], name[best] > (work "/picked.tsv")
 		}
 		for (l in heavyline) if (!(l in want)) only_heavy++
 		for (i = 1; i <= n; i++) {
@@ -144,7 +145,8 @@ awk -F '\t' -v work="$work" '
 		}
 		printf "lines reached by the rxe tier: %d (%d only by heavy siblings)\n", total, only_heavy
 		printf "tests: %d, %.0f s; picked for the sanitizer tier: %d, %.0f s, reaching all %d lines the candidates reach\n", n, alltime / 1000, pn, pt / 1000, need
-	}' "$work/tests.tsv"
+	}' work="$work" "$work/tests.tsv" "$work"/lines/*
+
 echo "left out of the sanitizer tier ($work/left-out.tsv):"
 cut -f2,3 "$work/left-out.tsv" | sed 's/\t/ | /'
 
