@@ -44,7 +44,7 @@ with_tls() {
 	assert_success
 	assert_output --partial "0 198.18.0.1:7000"
 	# the resolve goes through; the region's server is not there (no RDMA here)
-	run with_tls timeout 30 "$RDMACTL" -v -t 500 read "etcd://$ETCD_EP/ns1/kv" --out /dev/null
+	run with_tls timeout 30 "$RDMACTL" -v -t 5000 read "etcd://$ETCD_EP/ns1/kv" --out /dev/null
 	assert_failure 1
 	assert_output --partial "etcd rdmactl/ns1/region/kv names 198.18.1.1:7471"
 	# the password from the environment works as well
@@ -55,7 +55,7 @@ with_tls() {
 
 @test "a wrong password, a wrong CA, no client certificate or plain HTTP is refused, named" {
 	printf 'wrong\n' >"$BATS_TEST_TMPDIR/password"
-	run with_tls timeout 30 "$RDMACTL" -t 2000 read "etcd://$ETCD_EP/ns1/kv" --out /dev/null
+	run with_tls timeout 30 "$RDMACTL" -t 5000 read "etcd://$ETCD_EP/ns1/kv" --out /dev/null
 	assert_failure 1
 	assert_output --partial "etcd at $ETCD_EP refused user root (HTTP 400): "
 	assert_output --partial "authentication failed"
@@ -65,30 +65,30 @@ with_tls() {
 	printf 's3cret\n' >"$BATS_TEST_TMPDIR/password"
 	# a CA that did not sign the server's certificate
 	RDMACTL_ETCD_CA=$ETCD_CERTS/other-ca.pem \
-		run with_tls timeout 30 "$RDMACTL" -t 2000 read "etcd://$ETCD_EP/ns1/kv" --out /dev/null
+		run with_tls timeout 30 "$RDMACTL" -t 5000 read "etcd://$ETCD_EP/ns1/kv" --out /dev/null
 	assert_failure 1
 	assert_output --partial "cannot reach etcd at $ETCD_EP over TLS"
 	# no client certificate: the server's handshake refuses it
 	RDMACTL_ETCD_CERT='' RDMACTL_ETCD_KEY='' \
-		run with_tls timeout 30 "$RDMACTL" -t 2000 read "etcd://$ETCD_EP/ns1/kv" --out /dev/null
+		run with_tls timeout 30 "$RDMACTL" -t 5000 read "etcd://$ETCD_EP/ns1/kv" --out /dev/null
 	assert_failure 1
 	assert_output --partial "cannot reach etcd at $ETCD_EP over TLS"
 	# nothing set: plain HTTP to a TLS port
-	run timeout 30 "$RDMACTL" -t 2000 read "etcd://$ETCD_EP/ns1/kv" --out /dev/null
+	run timeout 30 "$RDMACTL" -t 5000 read "etcd://$ETCD_EP/ns1/kv" --out /dev/null
 	assert_failure 1
 	assert_output --partial "etcd at $ETCD_EP"
 	# no credentials at all over TLS: etcd refuses the read
 	RDMACTL_ETCD_USER='' RDMACTL_ETCD_PASSWORD_FILE='' \
-		run with_tls timeout 30 "$RDMACTL" -t 2000 read "etcd://$ETCD_EP/ns1/kv" --out /dev/null
+		run with_tls timeout 30 "$RDMACTL" -t 5000 read "etcd://$ETCD_EP/ns1/kv" --out /dev/null
 	assert_failure 1
 	refute_output --partial "names 198.18.1.1:7471"
 	# a user without a password, a certificate without its key
 	RDMACTL_ETCD_PASSWORD_FILE='' \
-		run with_tls timeout 30 "$RDMACTL" -t 2000 read "etcd://$ETCD_EP/ns1/kv" --out /dev/null
+		run with_tls timeout 30 "$RDMACTL" -t 5000 read "etcd://$ETCD_EP/ns1/kv" --out /dev/null
 	assert_failure 1
 	assert_output --partial "RDMACTL_ETCD_USER root needs a password"
 	RDMACTL_ETCD_KEY='' \
-		run with_tls timeout 30 "$RDMACTL" -t 2000 read "etcd://$ETCD_EP/ns1/kv" --out /dev/null
+		run with_tls timeout 30 "$RDMACTL" -t 5000 read "etcd://$ETCD_EP/ns1/kv" --out /dev/null
 	assert_failure 1
 	assert_output --partial "RDMACTL_ETCD_CERT and RDMACTL_ETCD_KEY go together"
 }

@@ -66,14 +66,14 @@ put() {
 	# The record names a server that is not there: the client goes there
 	# (and fails connecting, there is no RDMA device here).
 	put rdmactl/ns1/region/kv '{"access":"rw","host":"198.18.1.1","length":1048576,"port":"7471","region":"kv"}'
-	run timeout 30 "$RDMACTL" -v -t 500 read "etcd://$ETCD_EP/ns1/kv" --out /dev/null
+	run timeout 30 "$RDMACTL" -v -t 5000 read "etcd://$ETCD_EP/ns1/kv" --out /dev/null
 	assert_failure 1
 	assert_output --partial "etcd rdmactl/ns1/region/kv names 198.18.1.1:7471"
-	run timeout 30 "$RDMACTL" -t 500 read "etcd://$ETCD_EP/ns1/other" --out /dev/null
+	run timeout 30 "$RDMACTL" -t 5000 read "etcd://$ETCD_EP/ns1/other" --out /dev/null
 	assert_failure 1
 	assert_output --partial "no region 'other' is published in etcd at $ETCD_EP (no key rdmactl/ns1/region/other"
 	put rdmactl/ns1/region/junk 'not a record'
-	run timeout 30 "$RDMACTL" -t 500 write "etcd://$ETCD_EP/ns1/junk" --file /dev/null
+	run timeout 30 "$RDMACTL" -t 5000 write "etcd://$ETCD_EP/ns1/junk" --file /dev/null
 	assert_failure 1
 	assert_output --partial "key rdmactl/ns1/region/junk holds no region record of rdmactl's"
 }
@@ -82,15 +82,15 @@ put() {
 	need_etcd
 	start_etcd
 	put rdmactl/ns2/region/kv '{"access":"rw","host":"198.18.1.1","length":1048576,"port":"7471","region":"kv"}'
-	run timeout 30 "$RDMACTL" -t 500 migrate "etcd://$ETCD_EP/ns2/kv" 198.18.1.2:7471/kv
+	run timeout 30 "$RDMACTL" -t 5000 migrate "etcd://$ETCD_EP/ns2/kv" 198.18.1.2:7471/kv
 	assert_failure 1
 	assert_output --partial "the destination 198.18.1.2:7471 holds no lease in etcd at $ETCD_EP (no key rdmactl/ns2/server/198.18.1.2:7471): start it with register --publish etcd://$ETCD_EP/ns2"
 	# With the destination's key there, it gets as far as connecting.
 	put rdmactl/ns2/server/198.18.1.2:7471 '{"host":"198.18.1.2","port":"7471","regions":1}'
-	run timeout 30 "$RDMACTL" -t 500 migrate "etcd://$ETCD_EP/ns2/kv" 198.18.1.2:7471/kv
+	run timeout 30 "$RDMACTL" -t 5000 migrate "etcd://$ETCD_EP/ns2/kv" 198.18.1.2:7471/kv
 	assert_failure 1
 	assert_output --partial "the source 198.18.1.1:7471"
 	# The key is untouched by a move that never started.
-	run timeout 30 "$RDMACTL" -v -t 500 read "etcd://$ETCD_EP/ns2/kv" --out /dev/null
+	run timeout 30 "$RDMACTL" -v -t 5000 read "etcd://$ETCD_EP/ns2/kv" --out /dev/null
 	assert_output --partial "names 198.18.1.1:7471"
 }
