@@ -171,12 +171,8 @@ static int setup(struct a2a *a, struct rc_err *err)
 	a->stage = a->drecv[1] + rb;
 	if ((rc = rc_mem_register(&a->m, rc_group_pd(a->g),
 				  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &a->mr, err))) {
-		char why[sizeof(err->msg)];
-
 		a->mr = NULL;
-		snprintf(why, sizeof(why), "%s", err->msg);
-		return rc_err_set(err, -rc, "cannot register %zu bytes of token buffers: %.400s",
-				  a->mem_len, why);
+		return rc_err_wrap(err, -rc, "cannot register %zu bytes of token buffers", a->mem_len);
 	}
 	/* Peers and the work requests get the registered addresses: the
 	 * buffers themselves, the GPU's, or the bounce buffer. */
@@ -268,7 +264,10 @@ int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct rc_a2a_re
 {
 	struct a2a a = { .g = g, .o = o, .m = { .fd = -1, .dmabuf_fd = -1 } };
 	int rc, total = o->warmup + o->iters;
+	struct rc_err own = { 0 };
 
+	if (!err) /* the run tells the group why it stops (rc_group_abort) */
+		err = &own;
 	a.W = rc_group_world(g);
 	a.me = rc_group_rank(g);
 	a.tb = rc_a2a_token_bytes(o->hidden, o->dtype);

@@ -461,8 +461,8 @@ int rc_group_close(struct rc_group *g)
 		free(g->peers[j].box);
 		free(g->peers[j].held);
 	}
-	if (g->mr && ibv_dereg_mr(g->mr) && !rc)
-		rc = -errno;
+	if (g->mr && (r = ibv_dereg_mr(g->mr)) && !rc) /* its error, not errno */
+		rc = -abs(r);
 	if (g->l && (r = rc_listener_close(g->l)) && !rc)
 		rc = r;
 	if (g->rdv && (r = rc_rdv_close(g->rdv)) && !rc)

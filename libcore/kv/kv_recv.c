@@ -465,11 +465,8 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 		return rc;
 	if ((rc = rc_mem_register(&r->pool, r->l->pd, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
 				  &r->mr, err))) {
-		char why[sizeof(err->msg)];
-
-		snprintf(why, sizeof(why), "%s", err->msg);
-		return rc_err_set(err, -rc, "cannot register a pool of %llu bytes on %s: %s",
-				  (unsigned long long)len, r->l->dev_name, why);
+		return rc_err_wrap(err, -rc, "cannot register a pool of %llu bytes on %s",
+				   (unsigned long long)len, r->l->dev_name);
 	}
 	return 0;
 }

@@ -531,8 +531,11 @@ out:
 int kv_send_run(const struct kv_send_opts *o, struct kv_summary *sum, struct rc_err *err)
 {
 	struct kv_sender *s = calloc(1, sizeof(*s));
+	struct rc_err own = { 0 };
 	int rc;
 
+	if (!err) /* setup returns a callee's code through it */
+		err = &own;
 	memset(sum, 0, sizeof(*sum));
 	if (!s)
 		return rc_err_set(err, ENOMEM, "out of memory");

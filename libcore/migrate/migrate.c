@@ -23,7 +23,6 @@ static int open_side(const char *side, const struct rc_target *t, const struct r
 {
 	struct rc_client_opts co = { .token = o->admin_token ? o->admin_token : o->token,
 				     .nconns = 1 };
-	char why[sizeof(err->msg)];
 	int rc;
 
 	co.conn.timeout_ms = o->timeout_ms;
@@ -31,8 +30,7 @@ static int open_side(const char *side, const struct rc_target *t, const struct r
 	rc = rc_client_open(t, &co, cl, err);
 	if (!rc)
 		return 0;
-	snprintf(why, sizeof(why), "%s", err->msg);
-	return rc_err_set(err, -rc, "the %s %s:%s: %s", side, t->host, t->port, why);
+	return rc_err_wrap(err, -rc, "the %s %s:%s", side, t->host, t->port);
 }
 
 /* One request, one answer; a failure the server reports is the error. */
@@ -40,16 +38,13 @@ static int ask(struct rc_client *cl, const char *side, const void *req, int len,
 	       struct rc_mig_resp *resp, struct rc_err *err)
 {
 	unsigned char buf[RC_CTRL_MSG_MAX];
-	char why[sizeof(err->msg)];
 	int n;
 
 	if (len < 0)
 		return rc_err_set(err, -len, "cannot encode a request: %s", strerror(-len));
 	n = rc_client_ctrl(cl, req, (size_t)len, buf, sizeof(buf), wait_ms, err);
-	if (n < 0) {
-		snprintf(why, sizeof(why), "%s", err->msg);
-		return rc_err_set(err, -n, "the %s: %s", side, why);
-	}
+	if (n < 0)
+		return rc_err_wrap(err, -n, "the %s", side);
 	if (rc_ctrl_decode_mig_resp(buf, (size_t)n, resp))
 		return rc_err_set(err, EPROTO,
 				  "the %s %s answered no migration request (is it an rdmactl with migrate?)",
@@ -326,7 +321,7 @@ static bool same_server(const char *host, const char *port, const struct rc_targ
 static int etcd_prepare(const struct rc_migrate_opts *o, const char *region, struct etcd_move *m,
 			struct rc_migrate_result *r, struct rc_err *err)
 {
-	char skey[RC_ETCD_KEY_MAX], why[sizeof(err->msg)];
+	char skey[RC_ETCD_KEY_MAX];
 	struct rc_etcd_region rec;
 	struct rc_etcd_kv srv;
 	int rc;
@@ -352,10 +347,8 @@ static int etcd_prepare(const struct rc_migrate_opts *o, const char *region, str
 	if (rc == -ENOENT)
 		return rc_err_set(err, ENOENT, "the destination %s:%s holds no lease in etcd at %s (no key %s): start it with register --publish etcd://%s/%s",
 				  o->dst.host, o->dst.port, o->etcd, skey, o->etcd, o->etcd_ns);
-	if (rc) {
-		snprintf(why, sizeof(why), "%s", err->msg);
-		return rc_err_set(err, -rc, "reading the destination's key: %s", why);
-	}
+	if (rc)
+		return rc_err_wrap(err, -rc, "reading the destination's key");
 	snprintf(m->lease, sizeof(m->lease), "%s", srv.lease);
 	snprintf(rec.host, sizeof(rec.host), "%s", o->dst.host);
 	snprintf(rec.port, sizeof(rec.port), "%s", o->dst.port);
@@ -369,14 +362,9 @@ static int etcd_prepare(const struct rc_migrate_opts *o, const char *region, str
 /* At the cutover: one transaction, only if nobody changed the key since. */
 static int etcd_cutover(struct etcd_move *m, struct rc_err *err)
 {
-	char why[sizeof(err->msg)];
 	int rc = rc_etcd_swap(m->e, m->key, m->old.mod_revision, m->next, m->lease, NULL, err);
 
-	if (rc) {
-		snprintf(why, sizeof(why), "%s", err->msg);
-		return rc_err_set(err, -rc, "etcd at %s: %s", rc_etcd_server(m->e), why);
-	}
-	return 0;
+	return rc ? rc_err_wrap(err, -rc, "etcd at %s", rc_etcd_server(m->e)) : 0;
 }
 
 static void round_done(struct rc_migrate_result *r, uint64_t bytes, uint64_t blocks)
@@ -587,11 +575,8 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 	 * blackout: both already serve as they will). */
 	pull_some(b, o, r->region, &whole, 0, false, true, 0, 0, 0, &bytes, &(struct rc_err){ 0 });
 	if (rc) {
-		char why[sizeof(err->msg)];
-
-		snprintf(why, sizeof(why), "%s", err->msg);
-		rc_err_set(err, -rc, "region '%s' moved to %s, but %s: the key still names the source, which sends its clients on (it keeps its fenced copy)",
-			   r->region, dst, why);
+		rc_err_wrap(err, -rc, "region '%s' moved to %s, but the key still names the source, which sends its clients on (it keeps its fenced copy)",
+			    r->region, dst);
 		goto out;
 	}
 	/* 6. Verification, outside the blackout: the source's frozen copy
@@ -603,11 +588,8 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 		tell(o, "hash", 0, 0, 0);
 		rc = verify_live(&v, err);
 		if (rc) {
-			char why[sizeof(err->msg)];
-
-			snprintf(why, sizeof(why), "%s", err->msg);
-			rc_err_set(err, -rc, "region '%s' moved to %s, but it could not be verified: %s (the source keeps its copy)",
-				   r->region, dst, why);
+			rc_err_wrap(err, -rc, "region '%s' moved to %s, but it could not be verified (the source keeps its copy)",
+				    r->region, dst);
 			goto out;
 		}
 		if (!r->verified) {
@@ -622,15 +604,13 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 out:
 	if (rc && tracking && !cut) {
 		/* Called off: the source serves the region again, nothing lost. */
-		char why[sizeof(err->msg)];
 		struct rc_err e2;
 
-		snprintf(why, sizeof(why), "%s", err->msg);
 		if (step(a, RC_MIG_UNFENCE, move, r->region, NULL, &resp, wait, &e2))
-			rc_err_set(err, -rc, "%s; aborted, and the source could not be told (%s): it lifts the fence itself once this command's connection is gone",
-				   why, e2.msg);
+			rc_err_append(err, -rc, "aborted, and the source could not be told (%s): it lifts the fence itself once this command's connection is gone",
+				      e2.msg);
 		else
-			rc_err_set(err, -rc, "%s; aborted: the source serves the region again", why);
+			rc_err_append(err, -rc, "aborted: the source serves the region again");
 	}
 	free(pend.x);
 	if (em.e)

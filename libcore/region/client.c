@@ -486,13 +486,8 @@ int rc_client_atomic(struct rc_client *cl, enum rc_op op, uint64_t off, uint64_t
 		if (follow(cl, &e2))
 			break;
 	}
-	if (rc && !revoked(rc) && rc != -ENOMEM) {
-		char why[sizeof(err->msg)];
-
-		snprintf(why, sizeof(why), "%s", err ? err->msg : "");
-		rc = rc_err_set(err, -rc, "%s; the atomic's outcome is unknown (it may have been applied): not retried",
-				why);
-	}
+	if (rc && !revoked(rc) && rc != -ENOMEM)
+		rc = rc_err_append(err, -rc, "the atomic's outcome is unknown (it may have been applied): not retried");
 	return rc;
 }
 

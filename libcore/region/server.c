@@ -655,9 +655,9 @@ int rc_server_destroy(struct rc_server *s, struct rc_err *err)
 		struct rc_region *reg = &s->regions[i];
 		struct rc_err e = { 0 };
 
-		if (reg->mr && ibv_dereg_mr(reg->mr) && !rc)
-			rc = rc_err_set(&other, errno, "cannot deregister region '%s': %s",
-					reg->d.name, strerror(errno));
+		if (reg->mr && (r = ibv_dereg_mr(reg->mr)) && !rc) /* its error, not errno */
+			rc = rc_err_set(&other, r, "cannot deregister region '%s': %s",
+					reg->d.name, strerror(abs(r)));
 		r = rc_mem_sync(&reg->mem, &e);
 		if (r && !synced)
 			synced = rc_err_set(err, -r, "region '%s': %s", reg->d.name, e.msg);

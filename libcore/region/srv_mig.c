@@ -223,13 +223,8 @@ static int pull_run(struct srv_mig *st, struct job *j, struct rc_err *err)
 		o.conn.timeout_ms = PULL_TIMEOUT_MS;
 		o.conn.sq_depth = 32;
 		rc = rc_client_open(&j->src, &o, &st->src, err);
-		if (rc) {
-			char why[sizeof(err->msg)];
-
-			snprintf(why, sizeof(why), "%s", err->msg);
-			return rc_err_set(err, -rc, "cannot reach the source %s:%s: %s", j->src.host,
-					  j->src.port, why);
-		}
+		if (rc)
+			return rc_err_wrap(err, -rc, "cannot reach the source %s:%s", j->src.host, j->src.port);
 	}
 	if (!st->src)
 		return rc_err_set(err, ENOTCONN, "a pull must start with RC_MIG_FIRST");
@@ -524,9 +519,9 @@ static int reregister(const struct srv_mig_host *h, struct rc_region *r, enum rc
 
 	if (rc)
 		return rc;
-	if (r->mr && ibv_dereg_mr(r->mr)) {
-		rc = rc_err_set(err, errno, "cannot deregister region '%s': %s", r->d.name,
-				strerror(errno));
+	if (r->mr && (rc = ibv_dereg_mr(r->mr))) { /* its error, not errno */
+		rc = rc_err_set(err, rc, "cannot deregister region '%s': %s", r->d.name,
+				strerror(abs(rc)));
 		ibv_dereg_mr(mr);
 		return rc;
 	}
@@ -560,9 +555,11 @@ static int revive(const struct srv_mig_host *h, struct mig_region *m, struct rc_
 /* The fence: serve through the read-only registration ro, revoke the other. */
 static int fence_revoke(struct rc_region *r, struct ibv_mr *ro, struct rc_err *err)
 {
-	if (r->mr && ibv_dereg_mr(r->mr))
-		return rc_err_set(err, errno, "cannot deregister region '%s': %s", r->d.name,
-				  strerror(errno));
+	int rc;
+
+	if (r->mr && (rc = ibv_dereg_mr(r->mr))) /* its error, not errno */
+		return rc_err_set(err, rc, "cannot deregister region '%s': %s", r->d.name,
+				  strerror(abs(rc)));
 	r->mr = ro;
 	r->d.rkey = ro->rkey;
 	return 0;

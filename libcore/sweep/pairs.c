@@ -83,12 +83,8 @@ int rc_sweep_pairs_load(const char *path, int world, uint8_t *want, struct rc_er
 		rc = rc_err_set(err, EINVAL, "%s: holds a NUL byte", path);
 	else
 		rc = rc_sweep_pairs_parse(text, world, want, err);
-	if (rc == -EINVAL && err && strncmp(err->msg, path, strlen(path))) {
-		char msg[sizeof(err->msg)];
-
-		snprintf(msg, sizeof(msg), "%s", err->msg);
-		rc_err_set(err, EINVAL, "%s: %s", path, msg);
-	}
+	if (rc == -EINVAL && err && strncmp(err->msg, path, strlen(path)))
+		rc_err_wrap(err, EINVAL, "%s", path);
 	free(text);
 	return rc;
 }

@@ -380,7 +380,7 @@ fail:
 
 int rc_conn_close(struct rc_conn *c)
 {
-	int rc = 0;
+	int rc = 0, r;
 
 	if (!c)
 		return 0;
@@ -390,12 +390,13 @@ int rc_conn_close(struct rc_conn *c)
 		rdma_destroy_qp(c->id);
 		c->qp = NULL;
 	}
-	if (c->cq && ibv_destroy_cq(c->cq) && !rc)
-		rc = -errno;
-	if (c->cch && ibv_destroy_comp_channel(c->cch) && !rc)
-		rc = -errno;
-	if (c->own_pd && c->pd && ibv_dealloc_pd(c->pd) && !rc)
-		rc = -errno;
+	/* The ibv_ calls return their error (errno is not theirs); rdma_cm's set errno. */
+	if (c->cq && (r = ibv_destroy_cq(c->cq)) && !rc)
+		rc = -abs(r);
+	if (c->cch && (r = ibv_destroy_comp_channel(c->cch)) && !rc)
+		rc = -abs(r);
+	if (c->own_pd && c->pd && (r = ibv_dealloc_pd(c->pd)) && !rc)
+		rc = -abs(r);
 	if (c->id && rdma_destroy_id(c->id) && !rc)
 		rc = -errno;
 	if (c->ech)
@@ -499,8 +500,8 @@ int rc_listener_close(struct rc_listener *l)
 
 	if (!l)
 		return 0;
-	if (l->pd && ibv_dealloc_pd(l->pd))
-		rc = -errno;
+	if (l->pd && (rc = ibv_dealloc_pd(l->pd))) /* its error, not errno */
+		rc = -abs(rc);
 	if (l->id && rdma_destroy_id(l->id) && !rc)
 		rc = -errno;
 	if (l->ech)

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+/* rc_err_set, rc_err_wrap and rc_err_append: codes, NULL, context, cuts. */
+#include <errno.h>
+#include <string.h>
+
+#include <rdmactl/err.h>
+
+#include "check.h"
+
+int main(void)
+{
+	struct rc_err e = { 0 };
+	char big[700];
+
+	/* an errno of either sign; 0 (no errno set) is an error, never success */
+	CHECK(rc_err_set(&e, ENOENT, "no %s", "key") == -ENOENT);
+	CHECK(e.code == ENOENT);
+	CHECK_STR(e.msg, "no key");
+	CHECK(rc_err_set(&e, -EPROTO, "x") == -EPROTO && e.code == EPROTO);
+	CHECK(rc_err_set(&e, 0, "a call failed") == -EIO);
+	CHECK(e.code == EIO);
+	CHECK(rc_err_set(NULL, 0, "x") == -EIO);
+	CHECK(rc_err_set(NULL, ETIMEDOUT, "x") == -ETIMEDOUT);
+
+	/* wrap: context first, the callee's message after it */
+	rc_err_set(&e, ECONNREFUSED, "connection refused");
+	CHECK(rc_err_wrap(&e, -ECONNREFUSED, "the source %s:%s", "a", "7471") == -ECONNREFUSED);
+	CHECK_STR(e.msg, "the source a:7471: connection refused");
+	/* code 0 keeps the callee's; another replaces it */
+	CHECK(rc_err_wrap(&e, 0, "migrate") == -ECONNREFUSED);
+	CHECK_STR(e.msg, "migrate: the source a:7471: connection refused");
+	CHECK(rc_err_wrap(&e, EINVAL, "f") == -EINVAL && e.code == EINVAL);
+	/* nothing to wrap: the context alone, EIO when no code anywhere */
+	e = (struct rc_err){ 0 };
+	CHECK(rc_err_wrap(&e, 0, "context") == -EIO);
+	CHECK_STR(e.msg, "context");
+	CHECK(rc_err_wrap(NULL, 0, "x") == -EIO);
+	CHECK(rc_err_wrap(NULL, ENOMEM, "x") == -ENOMEM);
+	/* a long message is cut to fit, the context kept whole */
+	memset(big, 'w', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	rc_err_set(&e, EIO, "%s", big);
+	rc_err_wrap(&e, 0, "ctx");
+	CHECK(strlen(e.msg) == sizeof(e.msg) - 1);
+	CHECK(!strncmp(e.msg, "ctx: www", 8));
+	/* a context that fills the message leaves no room: still terminated */
+	rc_err_set(&e, EIO, "why");
+	rc_err_wrap(&e, 0, "%s", big);
+	CHECK(strlen(e.msg) == sizeof(e.msg) - 1 && e.msg[0] == 'w');
+
+	/* append: the callee's message, then "; MORE" */
+	rc_err_set(&e, ETIMEDOUT, "no answer");
+	CHECK(rc_err_append(&e, 0, "aborted: %s", "the source serves again") == -ETIMEDOUT);
+	CHECK_STR(e.msg, "no answer; aborted: the source serves again");
+	e = (struct rc_err){ 0 };
+	CHECK(rc_err_append(&e, 0, "alone") == -EIO);
+	CHECK_STR(e.msg, "alone");
+	CHECK(rc_err_append(NULL, EBUSY, "x") == -EBUSY);
+	rc_err_set(&e, EIO, "%s", big);
+	rc_err_append(&e, 0, "more");
+	CHECK(strlen(e.msg) == sizeof(e.msg) - 1);
+	CHECK_DONE();
+}
