@@ -56,8 +56,9 @@ setup() {
 	libdir=$(pkg-config --variable=libdir rdmacore)
 	[[ $(realpath "$libdir") == "$(realpath "$STAGE/$LIBDIR")" ]] || fail "libdir $libdir is not the staged $STAGE/$LIBDIR"
 	cat >"$BATS_TEST_TMPDIR/t.c" <<'C'
-#include <rdmactl/parse.h>
-int main(void) { uint64_t n; return rc_parse_size("4K", &n) || n != 4096; }
+#include <stdio.h>
+#include <rdmactl/rdmactl.h>
+int main(void) { uint64_t n; puts(rc_version()); return rc_parse_size("4K", &n) || n != 4096; }
 C
 	# A library built with the sanitizers needs their runtime first in the
 	# program that loads it: the program is built with them too.
@@ -70,6 +71,8 @@ C
 	assert_success
 	run "$BATS_TEST_TMPDIR/t"
 	assert_success
+	# the umbrella header holds the whole API; rc_version() is the package's
+	assert_output "$(pkg-config --modversion rdmacore)"
 }
 
 @test "man pages and completions" {

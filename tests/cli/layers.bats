@@ -55,14 +55,18 @@ layer_includes() {
 @test "libcore's layers depend one way: base <- verbs <- region, kv, topo, group <- a2a, mcast; topo, group <- sweep; region <- migrate" {
 	local layer h allowed bad=
 	# Which layer owns each public header.
-	declare -A owner=([err]=base [parse]=base [export]=base [sha256]=base [etcd]=base [dev]=verbs [mem]=verbs
+	declare -A owner=([err]=base [parse]=base [export]=base [sha256]=base [etcd]=base [version]=base [dev]=verbs [mem]=verbs
 		[conn]=verbs [ops]=verbs [ctrl]=region [server]=region [client]=region
-		[kv]=kv [topo]=topo [group]=group [a2a]=a2a [mcast]=mcast [migrate]=migrate [sweep]=sweep)
+		[kv]=kv [topo]=topo [group]=group [a2a]=a2a [mcast]=mcast [migrate]=migrate [sweep]=sweep
+		[rdmactl]=umbrella)
 	declare -A may=([base]="base" [verbs]="base verbs" [region]="base verbs region"
 		[kv]="base verbs kv ctrl" [topo]="base verbs topo" [group]="base verbs group"
 		[a2a]="base verbs group a2a" [mcast]="base verbs group mcast"
 		[migrate]="base verbs region migrate"
-		[sweep]="base verbs topo group sweep")
+		[sweep]="base verbs topo group sweep"
+		[umbrella]="base verbs region kv topo group a2a mcast migrate sweep")
+	# rdmactl/rdmactl.h, the umbrella, includes every public header; no
+	# layer includes it.
 	# kv frames its control messages with the region protocol's header:
 	# rdmactl/ctrl.h alone, not the region server or client.
 	for layer in base verbs region kv topo group a2a mcast migrate sweep; do

@@ -10,9 +10,13 @@
 #    folder of the test's own (RDMACTL_COVERAGE_DIR: tests/lib/common.bash).
 #    The folders come back as build-cov/cover/, with each test's time.
 #    (--reuse DIR: analyse an earlier run's folder instead.)
+#    The unit and cli tests run on the host with the same build: the lines
+#    they reach are checked by their sanitizer tiers (unit-asan, cli-asan),
+#    so the rxe tests need not reach them again (build-cov/cover/host.lines).
 # 2. Reads, per test, the lines of libcore/, cmds/ and cli/ it ran (gcov's
 #    JSON, with jq), and picks tests greedily, the most new lines per second
-#    first, until the picked ones reach every line any test reached. Tests
+#    first, until the picked ones reach every line any test reached and no
+#    sanitized host tier does. Tests
 #    that call heavy_sibling are not candidates (the sanitizer tier skips
 #    them anyway); a line only they reach is listed.
 # 3. Prints the tests it left out, one "FILE | NAME" line each, and the
@@ -41,6 +45,13 @@ while (($#)); do
 	*) usage ;;
 	esac
 done
+# lines_of: gcov's JSON on stdin, "FILE:LINE" out for each line of
+# libcore/, cmds/ and cli/ that ran, once each.
+lines_of() {
+	jq -r '.files[] | select((.file | test("^(/[^ ]*/)?(libcore|cmds|cli)/")) and (.file | test("/tests/") | not)) |
+		.file as $f | .lines[] | select(.count > 0) | "\($f | sub("^.*/(?<p>(libcore|cmds|cli)/)"; "\(.p)")):\(.line_number)"' |
+		sort -u
+}
 if [[ -n "$reuse" ]]; then
 	out=$(cd -- "$reuse" && pwd) || exit 1
 else
@@ -68,7 +79,15 @@ else
 	tar -C "$out/.." -xf "$job/cover.tar"
 	cp "$job/rxe.tap" "$out/rxe.tap"
 	rm -rf -- "$job"
+	# The host tiers on the same build; their .gcda land beside the .gcno.
+	(cd "$cov" && ctest >"$out/host-unit.log" 2>&1)
+	RDMACTL_BUILD_DIR="$cov" RDMACTL="$cov/cli/rdmactl" RDMACTL_NOCUDA="$cov/cli/rdmactl" \
+		bats --tap tests/cli >"$out/host-cli.tap" 2>&1
+	find "$cov" -path "$out" -prune -o -name '*.gcda' -print0 |
+		(cd "$out" && xargs -0 -r gcov --json-format --stdout 2>/dev/null) | lines_of >"$out/host.lines"
 fi
+[[ -s "$out/host.lines" ]] ||
+	echo "sanitizer-cover.sh: no host.lines in $out: every line the rxe tests reach is wanted" >&2
 
 # Per test: "FILE<TAB>NAME<TAB>SECONDS<TAB>HEAVY" in tests.tsv, and the lines
 # it ran, "FILE:LINE" one a line, in lines/N.
@@ -92,16 +111,15 @@ for d in "$out"/*.bats/*/; do
 	# gcov wants each .gcda beside its .gcno: copy the notes in
 	(cd "$cov" && find . -path ./cover -prune -o -name '*.gcno' -exec cp --parents -t "$d$cov" {} + 2>/dev/null)
 	find "$d" -name '*.gcda' -print0 | (cd "$work" && xargs -0 -r gcov --json-format --stdout 2>/dev/null) |
-		jq -r '.files[] | select((.file | test("^(/[^ ]*/)?(libcore|cmds|cli)/")) and (.file | test("/tests/") | not)) |
-			.file as $f | .lines[] | select(.count > 0) | "\($f | sub("^.*/(?<p>(libcore|cmds|cli)/)"; "\(.p)")):\(.line_number)"' |
-		sort -u >"$work/lines/$n"
+		lines_of >"$work/lines/$n"
 	find "$d" -name '*.gcno' -delete # the copies: some 90 MiB a test
 done
 ((n)) || { echo "sanitizer-cover.sh: no test's coverage under $out" >&2; exit 1; }
 
 # Greedy weighted set cover, in awk: every line reached by a candidate must
 # be reached by a picked test.
-awk -F '\t' '
+awk -F '\t' -v host="$out/host.lines" '
+	BEGIN { while ((getline l <host) > 0) onhost[l] = 1 }
 	# new(i): the wanted lines test i reaches that no picked test does
 	function new(i,   k, c) {
 		c = 0
@@ -114,7 +132,8 @@ awk -F '\t' '
 		i = FILENAME
 		sub(/.*\//, "", i)
 		L[i, ++nl[i]] = $0
-		if (heavy[i]) heavyline[$0] = 1
+		if ($0 in onhost) hostline[$0] = 1
+		else if (heavy[i]) heavyline[$0] = 1
 		else want[$0] = 1
 		all[$0] = 1
 	}
@@ -138,12 +157,13 @@ awk -F '\t' '
 			printf "%d\t%d\t%.1f\t%s\t%s\n", c, need - left, sum / 1000, file[best], name[best] > (work "/picked.tsv")
 		}
 		for (l in heavyline) if (!(l in want)) only_heavy++
+		for (l in hostline) on_host++
 		for (i = 1; i <= n; i++) {
 			alltime += ms[i]
 			if (picked[i]) { pt += ms[i]; pn++ }
 			else if (!heavy[i]) print "plain-only\t" file[i] "\t" name[i] > (work "/left-out.tsv")
 		}
-		printf "lines reached by the rxe tier: %d (%d only by heavy siblings)\n", total, only_heavy
+		printf "lines reached by the rxe tier: %d (%d also by the sanitized unit and cli tiers, %d only by heavy siblings)\n", total, on_host, only_heavy
 		printf "tests: %d, %.0f s; picked for the sanitizer tier: %d, %.0f s, reaching all %d lines the candidates reach\n", n, alltime / 1000, pn, pt / 1000, need
 	}' work="$work" "$work/tests.tsv" "$work"/lines/*
 
