@@ -150,8 +150,11 @@ void out_str(struct out *o, const char *key, const char *fmt, const char *val)
 
 void out_u64(struct out *o, const char *key, const char *fmt, uint64_t val)
 {
+	/* JSON integers here are signed 64-bit (jansson): a value past
+	 * INT64_MAX is a number of the right size, exact to 17 digits, never
+	 * a negative one (atomic's *_hex fields carry every bit). */
 	if (out_is_json(o))
-		add(o, key, json_integer((json_int_t)val));
+		add(o, key, val <= INT64_MAX ? json_integer((json_int_t)val) : json_real((double)val));
 	else if (fmt)
 		fprintf(o->fp, fmt, val);
 }

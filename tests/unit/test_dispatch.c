@@ -160,6 +160,17 @@ int main(void)
 		CHECK_STR(o.buf, "{\"schema_version\":2,\"ratio\":null,\"rate\":null}\n");
 		free(o.buf);
 		free(e.buf);
+
+		/* an unsigned value past INT64_MAX keeps its size, never turns negative */
+		ctx_open(&ctx, &o, &e, OUT_JSON);
+		out_u64(&ctx.out, "max", NULL, (uint64_t)INT64_MAX);
+		out_u64(&ctx.out, "old", NULL, UINT64_MAX);
+		out_u64(&ctx.out, "top", NULL, 1ULL << 63);
+		ctx_close(&ctx, &o, &e);
+		CHECK_STR(o.buf, "{\"schema_version\":2,\"max\":9223372036854775807,"
+				 "\"old\":1.8446744073709552e19,\"top\":9.2233720368547758e18}\n");
+		free(o.buf);
+		free(e.buf);
 	}
 
 	/* A peer's string with control bytes and invalid UTF-8: shown escaped
