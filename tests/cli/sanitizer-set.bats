@@ -3,13 +3,15 @@
 # The sanitizer tier's share of the rxe tests: those tagged plain-only
 # (tests/lib/sanitizer-cover.sh measured that the others reach every line
 # they reach) run on the plain tier only. Here: every tag stands where bats
-# reads it, no heavy sibling carries one (those skip there anyway), and the
-# tier's filter leaves out exactly the tagged tests.
+# reads it, no heavy sibling carries one (those skip there anyway), nor a
+# test marked "# sanitizer tier: always", and the tier's filter leaves out
+# exactly the tagged tests.
 
 load helpers
 
 # tag_check FILE...: print each plain-only tag that is not on the line just
-# above an @test, and each tagged test that calls heavy_sibling.
+# above an @test, and each tagged test that calls heavy_sibling or is
+# marked for the sanitizer tier always.
 tag_check() {
 	run awk '
 		FNR == 1 { tagged = 0 }
@@ -17,10 +19,11 @@ tag_check() {
 		/^# bats test_tags=plain-only$/ { tagged = 1; next }
 		/^@test / { intag = tagged; name = $0; tagged = 0; next }
 		/^}/ { intag = 0 }
-		intag && /heavy_sibling/ { print FILENAME ": " name ": a heavy sibling tagged plain-only"; intag = 0 }' "$@"
+		intag && /heavy_sibling/ { print FILENAME ": " name ": a heavy sibling tagged plain-only"; intag = 0 }
+		intag && /^[[:space:]]*# sanitizer tier: always/ { print FILENAME ": " name ": marked always, tagged plain-only"; intag = 0 }' "$@"
 }
 
-@test "every plain-only tag of the rxe tests stands above an @test, and no heavy sibling carries one" {
+@test "every plain-only tag of the rxe tests stands above an @test, and no heavy sibling or always-marked test carries one" {
 	local n
 	n=$(cat "$ROOT"/tests/rxe/*.bats | grep -c '^# bats test_tags=plain-only$' || true)
 	((n > 0)) || fail "no rxe test is tagged plain-only"
@@ -29,13 +32,15 @@ tag_check() {
 	assert_output ""
 }
 
-@test "the tag check finds a tag astray and a tagged heavy sibling" {
+@test "the tag check finds a tag astray, a tagged heavy sibling and a tagged always-marked test" {
 	local f=$BATS_TEST_TMPDIR/t.bats
 	printf '%s\n' '# bats test_tags=plain-only' '' '@test "a" {' '	true' '}' \
-		'# bats test_tags=plain-only' '@test "b" {' '	heavy_sibling "a"' '}' >"$f"
+		'# bats test_tags=plain-only' '@test "b" {' '	heavy_sibling "a"' '}' \
+		'# bats test_tags=plain-only' '@test "c" {' '	# sanitizer tier: always (why)' '}' >"$f"
 	tag_check "$f"
 	assert_output --partial "$f:1: a plain-only tag not above an @test"
 	assert_output --partial "$f: @test \"b\" {: a heavy sibling tagged plain-only"
+	assert_output --partial "$f: @test \"c\" {: marked always, tagged plain-only"
 }
 
 @test "the sanitizer tier runs the rxe tests less exactly the tagged ones" {

@@ -18,7 +18,11 @@
 #    first, until the picked ones reach every line any test reached and no
 #    sanitized host tier does. Tests
 #    that call heavy_sibling are not candidates (the sanitizer tier skips
-#    them anyway); a line only they reach is listed.
+#    them anyway); a line only they reach is listed. A test whose body says
+#    "# sanitizer tier: always (WHY)" is picked first, whatever its lines:
+#    a hostile or state-machine sequence (a region moved back, forged
+#    migration steps) is where a memory error hides on lines other tests
+#    also reach.
 # 3. Prints the tests it left out, one "FILE | NAME" line each, and the
 #    figures: lines reached, tests and seconds, all and picked. With
 #    --apply, rewrites the plain-only tags of tests/rxe/*.bats to match.
@@ -101,13 +105,14 @@ for d in "$out"/*.bats/*/; do
 	name=$(cat "$d/name")
 	ms=$(grep -F " $name in " "$out/rxe.tap" | grep -E '^ok ' | sed -E 's/.* in ([0-9]+)ms$/\1/' | head -n1)
 	[[ -n "$ms" ]] || continue # failed or not run: not a candidate
-	heavy=0
-	awk -v n="$name" '
+	# "HEAVY ALWAYS": 0 or 1 each
+	flags=$(awk -v n="$name" '
 		/^@test / { t = $0; sub(/^@test "/, "", t); sub(/" \{$/, "", t); inside = (t == n); next }
-		inside && /heavy_sibling/ { found = 1 }
-		END { exit !found }' "tests/rxe/$file" && heavy=1
+		inside && /heavy_sibling/ { heavy = 1 }
+		inside && /^[[:space:]]*# sanitizer tier: always/ { always = 1 }
+		END { print heavy + 0, always + 0 }' "tests/rxe/$file")
 	n=$((n + 1))
-	printf '%s\t%s\t%s\t%s\n' "$file" "$name" "$ms" "$heavy" >>"$work/tests.tsv"
+	printf '%s\t%s\t%s\t%s\t%s\n' "$file" "$name" "$ms" "${flags% *}" "${flags#* }" >>"$work/tests.tsv"
 	# gcov wants each .gcda beside its .gcno: copy the notes in
 	(cd "$cov" && find . -path ./cover -prune -o -name '*.gcno' -exec cp --parents -t "$d$cov" {} + 2>/dev/null)
 	find "$d" -name '*.gcda' -print0 | (cd "$work" && xargs -0 -r gcov --json-format --stdout 2>/dev/null) |
@@ -127,7 +132,7 @@ awk -F '\t' -v host="$out/host.lines" '
 			if ((L[i, k] in want) && !(L[i, k] in got)) c++
 		return c
 	}
-	FNR == NR { file[FNR] = $1; name[FNR] = $2; ms[FNR] = $3 < 100 ? 100 : $3; heavy[FNR] = $4; n = FNR; next }
+	FNR == NR { file[FNR] = $1; name[FNR] = $2; ms[FNR] = $3 < 100 ? 100 : $3; heavy[FNR] = $4; always[FNR] = $5; n = FNR; next }
 	{
 		i = FILENAME
 		sub(/.*\//, "", i)
@@ -141,6 +146,15 @@ awk -F '\t' -v host="$out/host.lines" '
 		for (l in all) total++
 		for (l in want) need++
 		left = need
+		for (i = 1; i <= n; i++) {
+			if (!always[i] || heavy[i]) continue
+			picked[i] = 1
+			c = new(i)
+			for (k = 1; k <= nl[i]; k++) got[L[i, k]] = 1
+			left -= c
+			sum += ms[i]
+			printf "%d\t%d\t%.1f\t%s\t%s (always)\n", c, need - left, sum / 1000, file[i], name[i] > (work "/picked.tsv")
+		}
 		while (left > 0) {
 			best = 0; bestv = 0
 			for (i = 1; i <= n; i++) {

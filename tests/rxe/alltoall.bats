@@ -97,6 +97,7 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 		--skew zipf:1.2
 }
 
+# bats test_tags=plain-only
 @test "flat: a skew matrix, with empty blocks, and --all-ranks" {
 	need_guest
 	a2a_peers 3
@@ -148,7 +149,6 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 		--skew "matrix:$BATS_TEST_TMPDIR/m.csv" --iters 2 --warmup 0
 }
 
-# bats test_tags=plain-only
 @test "ring: 2 and 4 ranks, uniform and zipf" {
 	need_guest
 	a2a_peers 2
@@ -160,6 +160,7 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 	a2a_ok 4 --algo ring --rendezvous "file:$PEERS" "${SMALL[@]}" --skew zipf:1.5 --dtype fp8
 }
 
+# bats test_tags=plain-only
 @test "ring: 8 ranks, zipf, and a matrix with empty blocks" {
 	need_guest
 	a2a_peers 8
@@ -310,6 +311,7 @@ a2a_one_wrong() {
 		"${SMALL[@]}"
 }
 
+# bats test_tags=plain-only
 @test "--no-check: a wrong token goes unseen, and the document says it was not checked" {
 	need_guest
 	a2a_peers 2
@@ -333,7 +335,6 @@ a2a_one_wrong() {
 	assert_output --partial "RDMACTL_TEST_A2A_CORRUPT=both:1:0: not dispatch|combine:RANK:TOKEN"
 }
 
-# bats test_tags=plain-only
 @test "a rank that never joins: the others fail within the timeout, naming it" {
 	need_guest
 	a2a_peers 3
@@ -463,6 +464,7 @@ need_fake_cuda() {
 	[ -f "$FAKE_CUDA" ] || fail "no fake CUDA driver at $FAKE_CUDA"
 }
 
+# bats test_tags=plain-only
 @test "--mem cuda with no GPU driver: every rank fails at once, naming the cause, before the group" {
 	need_guest
 	jq -e '.features.gpu_memory' <<<"$(rdmactl -j help)" >/dev/null ||
@@ -530,6 +532,7 @@ group_listening() {
 }
 
 @test "group token: an impostor claiming rank 0 without the token is refused, and the real rank 0 joins" {
+	# sanitizer tier: always (a peer without the token against the group's join)
 	need_guest
 	a2a_peers 2
 	local port1 tok=$BATS_TEST_TMPDIR/tok

@@ -143,6 +143,7 @@ example() {
 	jq -e '.verified and .write.bytes == 1048576 and .read.bytes == 1048576' <<<"$output"
 }
 
+# bats test_tags=plain-only
 @test "moe-dispatch: a skewed dispatch launched by mpirun, its report read as JSON" {
 	command -v mpirun >/dev/null || skip "needs Open MPI's mpirun (openmpi-bin)"
 	example moe-dispatch --ranks 4 --addr "$ADDR" --skew zipf:1.5 --hidden 256 --tokens 32 \
@@ -167,6 +168,7 @@ example() {
 	grep -q "<svg" "$BATS_TEST_TMPDIR/s.svg"
 }
 
+# bats test_tags=plain-only
 @test "push-weights: a made-up model to 3 replicas, every copy equal, read as JSON" {
 	need_guest
 	example push-weights --replicas 3 --layers 4 --layer-size 128K --chunk 32K --addr "$ADDR"

@@ -421,6 +421,7 @@ status() {
 			and (.qp_writes | length == 4 and all(. >= 4 * 2)))' s0 d0
 }
 
+# bats test_tags=plain-only
 @test "cancel from the prefill side: cancelled on both sides, pages reused, next request verified" {
 	# The pool holds exactly one request (10 tokens = 3 pages of 4): the
 	# third request can only run in the pages the cancelled one gave back.
@@ -436,7 +437,6 @@ status() {
 		and (.s0 | ev("summary")[0] | [.done, .cancelled, .failed] == [2,1,0])' s0 d0
 }
 
-# bats test_tags=plain-only
 @test "without --verify, a cancelled request's pages go to the request waiting for them" {
 	# The pool holds one request (10 tokens = 3 pages of 4) and two are in
 	# flight: request 1 waits for the pages of request 0, which its cancel

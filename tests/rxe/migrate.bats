@@ -49,6 +49,7 @@ etcd_value() {
 		-d "{\"key\":\"$(printf %s "$1" | base64 -w0)\"}" | jq -r '.kvs[0].value // empty | @base64d'
 }
 
+# bats test_tags=plain-only
 @test "a text block list moves from A to B: B holds those bytes, both sha256 agree" {
 	local t=$BATS_TEST_TMPDIR
 	serve A "$A" --name kv --size 8M
@@ -103,6 +104,7 @@ a_untouched() {
 }
 
 @test "bad input: size or access mismatch, unknown region, B unreachable, blocks past the end: clear errors, A untouched" {
+	# sanitizer tier: always (hostile arguments and an unreachable peer mid-move)
 	local t=$BATS_TEST_TMPDIR
 	serve A "$A" --name kv --size 1M --name cnt --size 64K --access atomic
 	serve B "$B" --name kv --size 2M --name cnt --size 64K --access rw --name other --size 1M
@@ -279,6 +281,7 @@ expected() {
 }
 
 @test "live: B killed during the move: migrate aborts, A lifts the fence and keeps serving, no write lost" {
+	# sanitizer tier: always (an abort mid-move frees what the move held)
 	local t=$BATS_TEST_TMPDIR wpid i rc=0
 	serve A "$A" --name kv --size 32M
 	serve B "$B" --name kv --size 32M
@@ -346,6 +349,7 @@ expected() {
 	kill -0 "$A_PID"
 }
 
+# bats test_tags=plain-only
 @test "live through etcd: both publish, the move points the region's key at B, a client resolving through etcd reads B's data with A gone" {
 	local t=$BATS_TEST_TMPDIR key=rdmactl/mig/region/kv i
 	load '../lib/etcd'
@@ -381,6 +385,7 @@ expected() {
 	cmp "$t/a" "$t/b"
 }
 
+# bats test_tags=plain-only
 @test "live: the shell's kept connection to A follows the region to B" {
 	local t=$BATS_TEST_TMPDIR sh i
 	serve A "$A" --name kv --size 4M
@@ -427,6 +432,7 @@ expected() {
 }
 
 @test "a region moved back: A to B live, B to A live, away again, then C to A --whole; every server survives and serves" {
+	# sanitizer tier: always (the server crash when a region moved back: its state machine under ASan)
 	local t=$BATS_TEST_TMPDIR C=$RDMACTL_VM_ADDR_B:$((PORT + 1))
 	serve A "$A" --name kv --size 1M
 	serve B "$B" --name kv --size 1M
@@ -468,6 +474,7 @@ expected() {
 }
 
 @test "migration steps need the admin token: a data client's forged TRACK, CUTOVER, DROP and HASH are refused; one move owns the region" {
+	# sanitizer tier: always (forged control messages against a live server)
 	local t=$BATS_TEST_TMPDIR adm move owner i step
 	serve A "$A" --token data-s3cret --name kv --size 1M
 	adm=$(cat "$ADMIN")
@@ -521,6 +528,7 @@ expected() {
 }
 
 @test "after a move, no step re-points the old source: CUTOVER and DROP refused once the move is done" {
+	# sanitizer tier: always (steps out of order against a moved region's state)
 	local t=$BATS_TEST_TMPDIR adm
 	serve A "$A" --name kv --size 1M
 	serve B "$B" --name kv --size 1M
@@ -539,6 +547,7 @@ expected() {
 }
 
 @test "a server without an admin token refuses migration steps, unless started with --allow-unauthenticated-migration" {
+	# sanitizer tier: always (unauthenticated control messages against a server)
 	serve A "$A" --name kv --size 1M
 	SERVER_PID=
 	start_server 1 --listen "$B" --name kv --size 1M
@@ -560,6 +569,7 @@ expected() {
 	assert_success
 }
 
+# bats test_tags=plain-only
 @test "a write in flight at the fence (announced and landed, its done held past the fence) is copied to B" {
 	local t=$BATS_TEST_TMPDIR mig wr i
 	serve A "$A" --name kv --size 1M
@@ -592,6 +602,7 @@ expected() {
 	cmp "$t/w" "$t/b"
 }
 
+# bats test_tags=plain-only
 @test "live: a broken record of written blocks (test hook) misses a write at A: the move names the block, exits 1, and A keeps its copy" {
 	local t=$BATS_TEST_TMPDIR mig i rc=0
 	serve A "$A" --name kv --size 1M
@@ -630,6 +641,7 @@ expected() {
 	assert_output --partial "status=0 digest=$(sha256sum <"$t/blk-a" | cut -d' ' -f1) msg="
 }
 
+# bats test_tags=plain-only
 @test "hashes of a large region do not stall the server: a read during them answers as fast as an idle one" {
 	local t=$BATS_TEST_TMPDIR adm h i t0 idle=0 dur during nh
 	serve A "$A" --name big --size 8M --name small --size 4K

@@ -226,6 +226,7 @@ teardown() {
 		{ sweep_dump; fail "not the pairs asked for"; }
 }
 
+# bats test_tags=plain-only
 @test "a pair that cannot connect: that pair is named with its reason, the others are measured, every rank exits 1" {
 	# everything from rank 1 (.3) to rank 3 (.4) is dropped: their connect
 	# request is never answered; the group leaves the pair out
