@@ -637,144 +637,213 @@ static int owned(const struct mig_region *m, const struct rc_mig_cmd *c, unsigne
 
 #define IN(s) (1u << (s))
 
+/* What each step's handler acts on: the region the command names, its
+ * migration state, and the connection that sent it. */
+struct step_ctx {
+	struct srv_mig *st;
+	const struct srv_mig_host *h;
+	const void *conn;
+	const struct rc_mig_cmd *c;
+	struct rc_mig_resp *resp;
+	int ri;
+	struct mig_region *m;
+	struct rc_region *r;
+};
+
+/* A client's notice: about to write [off, off+len). */
+static int on_intent(const struct step_ctx *x, struct rc_err *err)
+{
+	struct srv_mig *st = x->st;
+
+	if (x->r->d.access == RC_ACCESS_RO)
+		return 0; /* nothing to record */
+	if (st->nopen < MAX_OPEN)
+		st->open[st->nopen++] = (struct open_write){ x->conn, x->ri, x->c->off, x->c->len };
+	else
+		mark(x->m, x->c->off, x->c->len); /* no room: count it written now */
+	return 0;
+}
+
+/* A client's notice: that write has completed. */
+static int on_done(const struct step_ctx *x, struct rc_err *err)
+{
+	struct srv_mig *st = x->st;
+
+	for (int i = 0; i < st->nopen; i++) {
+		struct open_write *o = &st->open[i];
+
+		if (o->conn == x->conn && o->region == x->ri && o->off == x->c->off &&
+		    o->len == x->c->len) {
+			*o = st->open[--st->nopen];
+			break;
+		}
+	}
+	mark(x->m, x->c->off, x->c->len);
+	return 0;
+}
+
+/* A client's question: where is the region? */
+static int on_where(const struct step_ctx *x, struct rc_err *err)
+{
+	if (gone(x->m))
+		snprintf(x->resp->msg, sizeof(x->resp->msg), "%s", x->m->moved_to);
+	else if (x->m->state == MS_FENCED)
+		return rc_err_set(err, EAGAIN, "region '%s' is being moved: ask again", x->c->region);
+	return 0;
+}
+
+/* Start recording the region's written blocks: a new move, owned by this
+ * connection. */
+static int on_track(const struct step_ctx *x, struct rc_err *err)
+{
+	struct mig_region *m = x->m;
+	struct rc_region *r = x->r;
+	const char *name = x->c->region;
+	int rc;
+
+	if (m->state != MS_SERVING)
+		return rc_err_set(err, EBUSY, "region '%s' is %s%s%s: another move is refused", name,
+				  state_name[m->state], gone(m) ? " to " : "", gone(m) ? m->moved_to : "");
+	if (x->st->pull_owner && x->st->pull_region == x->ri)
+		return rc_err_set(err, EBUSY, "region '%s' is being pulled into here: it cannot be moved away now",
+				  name);
+	if (r->mem.kind == RC_MEM_CUDA)
+		return rc_err_set(err, ENOTSUP, "region '%s' is GPU memory: it cannot be moved live", name);
+	if (!r->mr)
+		return rc_err_set(err, EINVAL, "region '%s' is not registered here", name);
+	free(m->dirty);
+	m->nblocks = (r->d.length + RC_MIG_BLOCK - 1) / RC_MIG_BLOCK;
+	m->dirty = calloc(m->nblocks ? m->nblocks : 1, 1);
+	if (!m->dirty)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	/* The read-only registration is made now, so that the fence, in the
+	 * blackout, only has to revoke the old one. */
+	if (!m->ro) {
+		rc = rc_mem_register(&r->mem, x->h->pd, rc_access_ibv(RC_ACCESS_RO), &m->ro, err);
+		if (rc) {
+			free(m->dirty);
+			m->dirty = NULL;
+			return rc;
+		}
+	}
+	m->state = MS_TRACKING;
+	m->move = new_move_id();
+	m->owner = x->conn;
+	x->resp->bytes = m->move;
+	return 0;
+}
+
+/* Reads go on; writes and atomics now fail with a remote access error, so
+ * their clients know they did not happen. */
+static int on_fence(const struct step_ctx *x, struct rc_err *err)
+{
+	struct mig_region *m = x->m;
+	struct rc_region *r = x->r;
+	int rc;
+
+	if ((rc = owned(m, x->c, IN(MS_TRACKING), err)))
+		return rc;
+	rc = m->ro ? fence_revoke(r, m->ro, err) : reregister(x->h, r, RC_ACCESS_RO, err);
+	if (rc)
+		return rc;
+	m->ro = NULL;
+	m->state = MS_FENCED;
+	/* Every notice that came in before the revocation is in a queue: the
+	 * other connections' (this one's own came before its FENCE). */
+	if (x->h->drain_all)
+		x->h->drain_all(x->h->arg, x->conn);
+	/* A write announced and not done yet may have landed before the
+	 * revocation: it counts as written. */
+	for (int i = 0; i < x->st->nopen; i++)
+		if (x->st->open[i].region == x->ri)
+			mark(m, x->st->open[i].off, x->st->open[i].len);
+	x->resp->bytes = r->d.rkey;
+	return 0;
+}
+
+/* Abort: serve the region again, stop recording. */
+static int on_unfence(const struct step_ctx *x, struct rc_err *err)
+{
+	int rc;
+
+	if ((rc = owned(x->m, x->c, IN(MS_TRACKING) | IN(MS_FENCED), err)))
+		return rc;
+	if (x->m->state == MS_FENCED && (rc = reregister(x->h, x->r, x->r->d.access, err)))
+		return rc;
+	serve_again(x->m);
+	return 0;
+}
+
+/* The region lives at c->arg now. From now on every access fails here,
+ * reads too (a kept copy is frozen, stale as soon as the new home takes a
+ * write): the client asks WHERE and follows. */
+static int on_cutover(const struct step_ctx *x, struct rc_err *err)
+{
+	int rc;
+
+	if ((rc = owned(x->m, x->c, IN(MS_FENCED), err)))
+		return rc;
+	if (!x->c->arg[0])
+		return rc_err_set(err, EINVAL, "a cutover names the region's new home");
+	unregister(x->r);
+	x->m->state = MS_CUT_OVER;
+	snprintf(x->m->moved_to, sizeof(x->m->moved_to), "%s", x->c->arg);
+	return 0;
+}
+
+/* The destination confirmed: the region's memory goes. */
+static int on_drop(const struct step_ctx *x, struct rc_err *err)
+{
+	struct mig_region *m = x->m;
+	int rc;
+
+	if ((rc = owned(m, x->c, IN(MS_CUT_OVER), err)))
+		return rc;
+	if (m->busy)
+		return rc_err_set(err, EBUSY, "region '%s' has requests running: drop it later",
+				  x->c->region);
+	unregister(x->r);
+	if (x->r->mem.kind != RC_MEM_FILE)
+		rc_mem_free(&x->r->mem);
+	m->state = MS_DROPPED;
+	m->move = 0;
+	m->owner = NULL;
+	free(m->dirty);
+	m->dirty = NULL;
+	blk_sums_free(&m->frozen); /* no request runs on it (busy) */
+	return 0;
+}
+
+/* The steps a connection may send: a client's notices and question are
+ * for everyone who may connect; the rest need the admin token. */
+static const struct {
+	int (*fn)(const struct step_ctx *x, struct rc_err *err);
+	bool admin;
+} steps[] = {
+	[RC_MIG_INTENT] = { on_intent, false }, [RC_MIG_DONE] = { on_done, false },
+	[RC_MIG_WHERE] = { on_where, false },   [RC_MIG_TRACK] = { on_track, true },
+	[RC_MIG_FENCE] = { on_fence, true },    [RC_MIG_UNFENCE] = { on_unfence, true },
+	[RC_MIG_CUTOVER] = { on_cutover, true }, [RC_MIG_DROP] = { on_drop, true },
+};
+
 static int step(struct srv_mig *st, const struct srv_mig_host *h, const void *conn, bool admin,
 		const struct rc_mig_cmd *c, struct rc_mig_resp *resp, struct rc_err *err)
 {
-	int ri = region_index(h, c->region), rc;
-	struct mig_region *m;
-	struct rc_region *r;
+	struct step_ctx x = { .st = st, .h = h, .conn = conn, .c = c, .resp = resp };
+	bool known = c->step < sizeof(steps) / sizeof(steps[0]) && steps[c->step].fn;
 
-	if (ri < 0)
+	x.ri = region_index(h, c->region);
+	if (x.ri < 0)
 		return rc_err_set(err, ENOENT, "no region named '%s' is served here", c->region);
-	m = &st->reg[ri];
-	r = &h->regions[ri];
-	/* A client's notices and question: for everyone who may connect. */
-	switch (c->step) {
-	case RC_MIG_INTENT:
-		if (r->d.access == RC_ACCESS_RO)
-			return 0; /* nothing to record */
-		if (st->nopen < MAX_OPEN)
-			st->open[st->nopen++] = (struct open_write){ conn, ri, c->off, c->len };
-		else
-			mark(m, c->off, c->len); /* no room: count it written now */
-		return 0;
-	case RC_MIG_DONE:
-		for (int i = 0; i < st->nopen; i++) {
-			struct open_write *o = &st->open[i];
-
-			if (o->conn == conn && o->region == ri && o->off == c->off && o->len == c->len) {
-				*o = st->open[--st->nopen];
-				break;
-			}
-		}
-		mark(m, c->off, c->len);
-		return 0;
-	case RC_MIG_WHERE:
-		if (gone(m))
-			snprintf(resp->msg, sizeof(resp->msg), "%s", m->moved_to);
-		else if (m->state == MS_FENCED)
-			return rc_err_set(err, EAGAIN, "region '%s' is being moved: ask again", c->region);
-		return 0;
-	default:
-		break;
-	}
-	if (!admin)
+	x.m = &st->reg[x.ri];
+	x.r = &h->regions[x.ri];
+	if ((!known || steps[c->step].admin) && !admin)
 		return rc_err_set(err, EPERM,
 				  "migration steps need the server's admin token (migrate --admin-token-file): %s refused",
 				  step_name(c->step));
-	switch (c->step) {
-	case RC_MIG_TRACK:
-		if (m->state != MS_SERVING)
-			return rc_err_set(err, EBUSY, "region '%s' is %s%s%s: another move is refused",
-					  c->region, state_name[m->state], gone(m) ? " to " : "",
-					  gone(m) ? m->moved_to : "");
-		if (st->pull_owner && st->pull_region == ri)
-			return rc_err_set(err, EBUSY, "region '%s' is being pulled into here: it cannot be moved away now",
-					  c->region);
-		if (r->mem.kind == RC_MEM_CUDA)
-			return rc_err_set(err, ENOTSUP, "region '%s' is GPU memory: it cannot be moved live",
-					  c->region);
-		if (!r->mr)
-			return rc_err_set(err, EINVAL, "region '%s' is not registered here", c->region);
-		free(m->dirty);
-		m->nblocks = (r->d.length + RC_MIG_BLOCK - 1) / RC_MIG_BLOCK;
-		m->dirty = calloc(m->nblocks ? m->nblocks : 1, 1);
-		if (!m->dirty)
-			return rc_err_set(err, ENOMEM, "out of memory");
-		/* The read-only registration is made now, so that the fence, in
-		 * the blackout, only has to revoke the old one. */
-		if (!m->ro) {
-			rc = rc_mem_register(&r->mem, h->pd, rc_access_ibv(RC_ACCESS_RO), &m->ro, err);
-			if (rc) {
-				free(m->dirty);
-				m->dirty = NULL;
-				return rc;
-			}
-		}
-		m->state = MS_TRACKING;
-		m->move = new_move_id();
-		m->owner = conn;
-		resp->bytes = m->move;
-		return 0;
-	case RC_MIG_FENCE:
-		if ((rc = owned(m, c, IN(MS_TRACKING), err)))
-			return rc;
-		/* Reads go on; writes and atomics now fail with a remote access
-		 * error, so their clients know they did not happen. */
-		rc = m->ro ? fence_revoke(r, m->ro, err) : reregister(h, r, RC_ACCESS_RO, err);
-		if (rc)
-			return rc;
-		m->ro = NULL;
-		m->state = MS_FENCED;
-		/* Every notice that came in before the revocation is in a queue:
-		 * the other connections' (this one's own came before its FENCE). */
-		if (h->drain_all)
-			h->drain_all(h->arg, conn);
-		/* A write announced and not done yet may have landed before the
-		 * revocation: it counts as written. */
-		for (int i = 0; i < st->nopen; i++)
-			if (st->open[i].region == ri)
-				mark(m, st->open[i].off, st->open[i].len);
-		resp->bytes = r->d.rkey;
-		return 0;
-	case RC_MIG_UNFENCE:
-		if ((rc = owned(m, c, IN(MS_TRACKING) | IN(MS_FENCED), err)))
-			return rc;
-		if (m->state == MS_FENCED && (rc = reregister(h, r, r->d.access, err)))
-			return rc;
-		serve_again(m);
-		return 0;
-	case RC_MIG_CUTOVER:
-		if ((rc = owned(m, c, IN(MS_FENCED), err)))
-			return rc;
-		if (!c->arg[0])
-			return rc_err_set(err, EINVAL, "a cutover names the region's new home");
-		/* From now on every access fails here, reads too (a kept copy is
-		 * frozen, stale as soon as the new home takes a write): the
-		 * client asks WHERE and follows. */
-		unregister(r);
-		m->state = MS_CUT_OVER;
-		snprintf(m->moved_to, sizeof(m->moved_to), "%s", c->arg);
-		return 0;
-	case RC_MIG_DROP:
-		if ((rc = owned(m, c, IN(MS_CUT_OVER), err)))
-			return rc;
-		if (m->busy)
-			return rc_err_set(err, EBUSY, "region '%s' has requests running: drop it later",
-					  c->region);
-		unregister(r);
-		if (r->mem.kind != RC_MEM_FILE)
-			rc_mem_free(&r->mem);
-		m->state = MS_DROPPED;
-		m->move = 0;
-		m->owner = NULL;
-		free(m->dirty);
-		m->dirty = NULL;
-		blk_sums_free(&m->frozen); /* no request runs on it (busy) */
-		return 0;
-	default:
+	if (!known)
 		return rc_err_set(err, EINVAL, "unknown migration step %u", c->step);
-	}
+	return steps[c->step].fn(&x, err);
 }
 
 /* Queue a checked job for the worker. */
