@@ -214,63 +214,58 @@ static void put_writes(struct out *o, const struct kv_geom *g, const struct kv_p
 	out_obj_end(o);
 }
 
-int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
+/* The options of `kvxfer plan` beyond the geometry, checked, into *in
+ * (and the pool's pages into *pool). */
+static int plan_args(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		     const struct kv_geom *g, struct kv_plan_in *in, uint64_t *pool)
 {
-	struct kv_plan_in in = { 0 };
-	struct out *o = &ctx->out;
-	struct kv_geom g;
-	uint64_t tokens = 0, pool = 0;
-	struct kv_plan *p;
-	struct rc_err e;
-	char sz[32], model[128];
+	uint64_t tokens = 0;
 	double link = 0;
 	int rc, qps = 1, sge = KV_GATHER_MAX;
 
-	if ((rc = kvxfer_geom(ctx, c, v, &g, model, sizeof(model))))
-		return rc;
 	if (!opt_on(v, KVX_TOKENS))
 		return usage_err(ctx, "kvxfer plan: give --tokens N, the tokens of one request");
 	if ((rc = opt_u64_at(ctx, c, v, KVX_TOKENS, &tokens)) ||
-	    (rc = opt_u64_at(ctx, c, v, KVX_POOL_PAGES, &pool)) ||
-	    (rc = opt_double(ctx, c, v, KVX_PREFILL_TOKENS_PER_S, &in.prefill_tokens_per_s)) ||
-	    (rc = opt_double(ctx, c, v, KVX_LAYER_COMPUTE_US, &in.layer_compute_us)) ||
+	    (rc = opt_u64_at(ctx, c, v, KVX_POOL_PAGES, pool)) ||
+	    (rc = opt_double(ctx, c, v, KVX_PREFILL_TOKENS_PER_S, &in->prefill_tokens_per_s)) ||
+	    (rc = opt_double(ctx, c, v, KVX_LAYER_COMPUTE_US, &in->layer_compute_us)) ||
 	    (rc = opt_rate_at(ctx, c, v, KVX_LINK_GBPS, 1e9 / 8, &link)))
 		return rc;
-	in.link_gbps = link * 8 / 1e9;
+	in->link_gbps = link * 8 / 1e9;
 	if (tokens < 1 || tokens > UINT32_MAX)
 		return usage_err(ctx, "invalid --tokens %llu: expected 1 to %u",
 				 (unsigned long long)tokens, UINT32_MAX);
 	if (opt_on(v, KVX_PREFILL_TOKENS_PER_S) && opt_on(v, KVX_LAYER_COMPUTE_US))
 		return usage_err(ctx, "kvxfer plan: give --prefill-tokens-per-s or --layer-compute-us, not both");
-	in.tokens = (uint32_t)tokens;
+	in->tokens = (uint32_t)tokens;
 	if ((rc = opt_int_at(ctx, c, v, KVX_QPS, 1, KV_MAX_QPS, &qps)))
 		return rc;
-	in.qps = (uint32_t)qps;
+	in->qps = (uint32_t)qps;
 	if ((rc = opt_int_at(ctx, c, v, KVX_MAX_SGE, 1, KV_GATHER_MAX, &sge)))
 		return rc;
-	in.max_sge = (uint32_t)sge;
-	if (opt_on(v, KVX_PACK) && kv_pack_parse(opt_arg(v, KVX_PACK), &in.pack))
+	in->max_sge = (uint32_t)sge;
+	if (opt_on(v, KVX_PACK) && kv_pack_parse(opt_arg(v, KVX_PACK), &in->pack))
 		return usage_err(ctx, "invalid --pack '%s': expected auto, always or never",
 				 opt_arg(v, KVX_PACK));
-	if (opt_on(v, KVX_LAND) && kv_pack_parse(opt_arg(v, KVX_LAND), &in.land))
+	if (opt_on(v, KVX_LAND) && kv_pack_parse(opt_arg(v, KVX_LAND), &in->land))
 		return usage_err(ctx, "invalid --land '%s': expected auto, always or never",
 				 opt_arg(v, KVX_LAND));
-	if (opt_on(v, KVX_POOL_PAGES) && pool < kv_pages_for(&g, true, in.tokens))
+	if (opt_on(v, KVX_POOL_PAGES) && *pool < kv_pages_for(g, true, in->tokens))
 		return usage_err(ctx, "kvxfer plan: pool too small: a request of %u tokens needs %u pages "
 				 "of %u tokens per decode rank, --pool-pages is %llu",
-				 in.tokens, kv_pages_for(&g, true, in.tokens), g.dst_page_tokens,
-				 (unsigned long long)pool);
-	p = malloc(sizeof(*p));
-	if (!p)
-		return fail(ctx, -ENOMEM, "out of memory");
-	rc = kv_plan(&g, &in, p, &e);
-	if (rc) {
-		rc = rc == -EINVAL ? usage_err(ctx, "kvxfer plan: %s", e.msg) : fail(ctx, rc, "%s", e.msg);
-		goto out;
-	}
-	kvxfer_put_geom(o, &g, model);
-	out_u64(o, "tokens", NULL, in.tokens);
-	out_text(o, "request of %u token%s: ", in.tokens, pl(in.tokens));
+				 in->tokens, kv_pages_for(g, true, in->tokens), g->dst_page_tokens,
+				 (unsigned long long)*pool);
+	return 0;
+}
+
+/* A request's bytes, and the pages it takes on each side. */
+static void put_sizes(struct out *o, const struct kv_geom *g, const struct kv_plan_in *in,
+		      const struct kv_plan *p)
+{
+	char sz[32];
+
+	out_u64(o, "tokens", NULL, in->tokens);
+	out_text(o, "request of %u token%s: ", in->tokens, pl(in->tokens));
 	out_u64(o, "bytes_per_request", "%llu bytes", p->bytes_per_request);
 	rc_format_size(p->bytes_per_request, sz, sizeof(sz));
 	out_text(o, " (%s)", sz);
@@ -281,22 +276,21 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	out_obj_begin(o, "src");
 	out_u64(o, "per_request", NULL, p->src_pages);
 	out_u64(o, "page_bytes", NULL, p->src_page_bytes);
-	out_u64(o, "page_tokens", NULL, g.src_page_tokens);
+	out_u64(o, "page_tokens", NULL, g->src_page_tokens);
 	out_obj_end(o);
 	out_obj_begin(o, "dst");
 	out_u64(o, "per_request", NULL, p->dst_pages);
 	out_u64(o, "page_bytes", NULL, p->dst_page_bytes);
-	out_u64(o, "page_tokens", NULL, g.dst_page_tokens);
+	out_u64(o, "page_tokens", NULL, g->dst_page_tokens);
 	out_obj_end(o);
 	out_obj_end(o);
 	out_text(o, "pages per rank and request: %u source page%s of %llu bytes, %u destination page%s of %llu bytes (per layer half)\n",
 		 p->src_pages, pl(p->src_pages), (ull)p->src_page_bytes, p->dst_pages, pl(p->dst_pages),
 		 (ull)p->dst_page_bytes);
-	if ((rc = put_routes(ctx, &g, in.tokens, in.land, opt_on(v, KVX_SEGMENTS))))
-		goto out;
-	out_text(o, "per rank and request:\n");
-	put_ranks(o, "src_ranks", p->src, g.src_tp, "source");
-	put_ranks(o, "dst_ranks", p->dst, g.dst_tp, "destination");
+}
+
+static void put_seg_sizes(struct out *o, const struct kv_plan *p)
+{
 	out_obj_begin(o, "segments");
 	out_u64(o, "total", "segments: %llu per request", p->segments);
 	out_u64(o, "min_bytes", NULL, p->seg_min);
@@ -308,7 +302,14 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 		out_text(o, ", of %llu to %llu bytes (%llu on average)\n", (ull)p->seg_min,
 			 (ull)p->seg_max, (ull)(p->wire_bytes / p->segments));
 	out_obj_end(o);
-	put_writes(o, &g, p);
+}
+
+/* What the transfer must keep up with (the prefill's pace), what a link
+ * leaves exposed, and how many requests the pool holds: each null when
+ * not asked. */
+static void put_timing(struct out *o, const struct kv_plan_in *in, const struct kv_plan *p,
+		       bool has_pool, uint64_t pool)
+{
 	if (p->prefill_s > 0) {
 		out_obj_begin(o, "prefill");
 		/* One time unit in the text, ms; the JSON keys keep theirs. */
@@ -325,10 +326,10 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	} else {
 		out_null(o, "prefill");
 	}
-	if (in.link_gbps > 0) {
+	if (in->link_gbps > 0) {
 		out_obj_begin(o, "link");
-		out_f64(o, "gbit_per_s", "at %.4g Gb/s", in.link_gbps);
-		out_f64(o, "gbyte_per_s", " (%.4g GB/s) per link: exposed transfer", in.link_gbps / 8);
+		out_f64(o, "gbit_per_s", "at %.4g Gb/s", in->link_gbps);
+		out_f64(o, "gbyte_per_s", " (%.4g GB/s) per link: exposed transfer", in->link_gbps / 8);
 		out_f64(o, "exposed_stream_us", NULL, p->exposed_stream_s * 1e6);
 		out_f64(o, "exposed_bulk_us", NULL, p->exposed_bulk_s * 1e6);
 		out_text(o, " %.4g ms streamed layer by layer, %.4g ms sent after the last layer\n",
@@ -337,7 +338,7 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	} else {
 		out_null(o, "link");
 	}
-	if (opt_on(v, KVX_POOL_PAGES)) {
+	if (has_pool) {
 		out_obj_begin(o, "pool");
 		out_u64(o, "pages", NULL, pool);
 		out_u64(o, "requests_fit", NULL, pool / p->dst_pages);
@@ -347,6 +348,40 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	} else {
 		out_null(o, "pool");
 	}
+}
+
+int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
+{
+	struct kv_plan_in in = { 0 };
+	struct out *o = &ctx->out;
+	struct kv_geom g;
+	uint64_t pool = 0;
+	struct kv_plan *p;
+	struct rc_err e;
+	char model[128];
+	int rc;
+
+	if ((rc = kvxfer_geom(ctx, c, v, &g, model, sizeof(model))) ||
+	    (rc = plan_args(ctx, c, v, &g, &in, &pool)))
+		return rc;
+	p = malloc(sizeof(*p));
+	if (!p)
+		return fail(ctx, -ENOMEM, "out of memory");
+	rc = kv_plan(&g, &in, p, &e);
+	if (rc) {
+		rc = rc == -EINVAL ? usage_err(ctx, "kvxfer plan: %s", e.msg) : fail(ctx, rc, "%s", e.msg);
+		goto out;
+	}
+	kvxfer_put_geom(o, &g, model);
+	put_sizes(o, &g, &in, p);
+	if ((rc = put_routes(ctx, &g, in.tokens, in.land, opt_on(v, KVX_SEGMENTS))))
+		goto out;
+	out_text(o, "per rank and request:\n");
+	put_ranks(o, "src_ranks", p->src, g.src_tp, "source");
+	put_ranks(o, "dst_ranks", p->dst, g.dst_tp, "destination");
+	put_seg_sizes(o, p);
+	put_writes(o, &g, p);
+	put_timing(o, &in, p, opt_on(v, KVX_POOL_PAGES), pool);
 out:
 	free(p);
 	return rc;
