@@ -133,10 +133,11 @@ host_pid=$!
 if ((rxe)); then
 	# One guest after the other, two vCPUs each, the tiers above beside
 	# them: 2094 s for the suite (1326 s plain, 695 s sanitized). Two
-	# one-vCPU guests side by side (run.sh --cpus 1) made migrate's and kvxfer's timing checks fail now and
-	# then (a destination that did not answer in 40 s, a heartbeat missed
-	# for 400 ms); two two-vCPU guests side by side, the sanitizer one
-	# niced, were no faster: the two cores are the limit, not the guests.
+	# one-vCPU guests side by side (run.sh --cpus 1) made migrate's and
+	# kvxfer's timing checks fail now and then (a destination that did
+	# not answer in 40 s, a heartbeat missed for 400 ms); two two-vCPU
+	# guests side by side, the sanitizer one niced, were no faster: the
+	# two cores are the limit, not the guests.
 	# Each file runs on its own, bounded (tests/lib/bats-each.sh): a hang
 	# costs that file, counted as a failure that names it, and the tier goes
 	# on with the next file. The bound, 900 s (1200 s on the sanitizer
