@@ -14,7 +14,7 @@ int etcd_exchange(struct rc_etcd_rdv *e, const struct rc_endpoint *self, struct 
 		  struct rc_err *err);
 int etcd_close(struct rc_etcd_rdv *e);
 
-/* "ADDR:PORT HOSTNAME WORLD" and back. */
+/* rdv_text.c: "ADDR:PORT HOSTNAME WORLD" and back. */
 void endpoint_format(const struct rc_endpoint *ep, int world, char *buf, size_t len);
 int endpoint_scan(const char *s, struct rc_endpoint *ep, int *world);
 
