@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * KV-cache geometry: which heads each TP rank holds, who sends what to
- * whom, the coalesced segments of a layer, the plan's figures and the
- * deterministic content both sides agree on. Pure arithmetic: no device.
+ * whom, the coalesced segments of a layer and the deterministic content
+ * both sides agree on (the plan's figures: kv_plan.c). Pure arithmetic:
+ * no device.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -284,112 +285,6 @@ int kv_segments(const struct kv_geom *g, const struct kv_route *r, uint32_t toke
 	}
 	*out = l.v;
 	*n = l.n;
-	return 0;
-}
-
-int kv_plan(const struct kv_geom *g, const struct kv_plan_in *in, struct kv_plan *p,
-	    struct rc_err *err)
-{
-	struct kv_route r[KV_MAX_ROUTES];
-	uint64_t per_layer_half = 0, busiest = 0;
-	uint32_t gather = kv_gather_cap(in->max_sge);
-	int nr, rc;
-
-	memset(p, 0, sizeof(*p));
-	if ((rc = kv_geom_check(g, err)))
-		return rc;
-	if (in->tokens < 1)
-		return rc_err_set(err, EINVAL, "--tokens must be at least 1");
-	nr = kv_routes(g, r, KV_MAX_ROUTES);
-	if (nr < 0)
-		return rc_err_set(err, ENOSPC, "too many routes");
-	p->bytes_per_token = kv_bytes_per_token(g);
-	p->bytes_per_token_layer = p->bytes_per_token / g->layers;
-	p->bytes_per_request = p->bytes_per_token * in->tokens;
-	p->src_page_bytes = kv_page_bytes(g, false);
-	p->dst_page_bytes = kv_page_bytes(g, true);
-	p->src_pages = kv_pages_for(g, false, in->tokens);
-	p->dst_pages = kv_pages_for(g, true, in->tokens);
-	p->seg_min = UINT64_MAX;
-	p->pack = in->pack;
-	p->land = in->land;
-	p->qps = in->qps ? in->qps : 1;
-	p->max_sge = gather;
-	for (int i = 0; i < nr; i++) {
-		uint64_t per = (uint64_t)g->layers * kv_halves(g), wn, wp, posted;
-		bool packed, land = kv_land_choose(in->land, g, &r[i]);
-		struct kv_seg *s;
-		size_t ns;
-
-		if ((rc = kv_segments(g, &r[i], in->tokens, &s, &ns, err)))
-			return rc;
-		for (size_t j = 0; j < ns; j++) {
-			if (s[j].len < p->seg_min)
-				p->seg_min = s[j].len;
-			if (s[j].len > p->seg_max)
-				p->seg_max = s[j].len;
-		}
-		wn = kv_seg_writes(s, ns, false);
-		if (land) {
-			uint64_t lwn, lwp;
-
-			kv_land_segments(g, &r[i], s, ns);
-			lwn = kv_post_writes(s, ns, false, p->src_page_bytes);
-			kv_segments_dst_order(s, ns);
-			lwp = kv_gather_writes(s, ns, gather, p->src_page_bytes);
-			posted = kv_pack_choose(in->pack, kv_route_bytes(g, &r[i], in->tokens), lwn, lwp) ==
-					 KV_PACK_ALWAYS ? lwp : lwn;
-			free(s);
-			if ((rc = kv_segments(g, &r[i], in->tokens, &s, &ns, err)))
-				return rc;
-		}
-		kv_segments_dst_order(s, ns);
-		wp = kv_gather_writes(s, ns, gather, 0);
-		free(s);
-		packed = kv_pack_choose(in->pack, kv_route_bytes(g, &r[i], in->tokens), wn, wp) ==
-			 KV_PACK_ALWAYS;
-		if (!land)
-			posted = packed ? wp : wn;
-		p->routes_landed += land;
-		p->writes_posted += posted * per;
-		p->routes++;
-		p->routes_packed += packed;
-		p->writes_never += wn * per;
-		p->writes_packed += wp * per;
-		p->writes += (packed ? wp : wn) * per;
-		p->src[r[i].src].writes += posted * per;
-		p->dst[r[i].dst].writes += posted * per;
-		p->dst[r[i].dst].notifications += (uint64_t)g->layers * p->qps;
-		per_layer_half += kv_route_bytes(g, &r[i], in->tokens);
-		p->src[r[i].src].bytes += kv_route_bytes(g, &r[i], in->tokens) * per;
-		p->dst[r[i].dst].bytes += kv_route_bytes(g, &r[i], in->tokens) * per;
-		p->src[r[i].src].segments += ns * per;
-		p->dst[r[i].dst].segments += ns * per;
-		p->segments += ns * per;
-	}
-	p->wire_bytes = per_layer_half * g->layers * kv_halves(g);
-	for (uint32_t s = 0; s < g->src_tp; s++)
-		if (p->src[s].bytes > busiest)
-			busiest = p->src[s].bytes;
-	if (in->layer_compute_us > 0) {
-		p->layer_s = in->layer_compute_us * 1e-6;
-		p->prefill_s = p->layer_s * g->layers;
-	} else if (in->prefill_tokens_per_s > 0) {
-		p->prefill_s = in->tokens / in->prefill_tokens_per_s;
-		p->layer_s = p->prefill_s / g->layers;
-	}
-	if (p->prefill_s > 0) {
-		p->need_gbps_per_link = (double)busiest * 8 / 1e9 / p->prefill_s;
-		p->need_gbps_total = (double)p->wire_bytes * 8 / 1e9 / p->prefill_s;
-	}
-	if (in->link_gbps > 0) {
-		double x = (double)busiest / g->layers * 8 / (in->link_gbps * 1e9);
-
-		p->exposed_bulk_s = x * g->layers;
-		p->exposed_stream_s = p->layer_s > 0
-			? x + (g->layers - 1) * (x > p->layer_s ? x - p->layer_s : 0)
-			: p->exposed_bulk_s;
-	}
 	return 0;
 }
 
