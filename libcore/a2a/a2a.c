@@ -10,47 +10,6 @@
 
 #include "a2a_int.h"
 
-uint64_t a2a_recv_off(const struct a2a *a, int dst, int src)
-{
-	uint64_t off = 0;
-
-	for (int s = 0; s < src; s++)
-		off += a->o->counts[s * a->W + dst];
-	return off;
-}
-
-uint64_t a2a_send_off(const struct a2a *a, int src, int dst)
-{
-	uint64_t off = 0;
-
-	for (int d = 0; d < dst; d++)
-		off += a->o->counts[src * a->W + d];
-	return off;
-}
-
-static bool gpu(const struct a2a *a)
-{
-	return a->m.kind == RC_MEM_CUDA;
-}
-
-int a2a_copy_in(struct a2a *a, uint8_t *to, const void *from, size_t len, struct rc_err *err)
-{
-	if (!gpu(a)) {
-		memcpy(to, from, len);
-		return 0;
-	}
-	return rc_mem_write(&a->m, (size_t)(to - a->mem), from, len, err);
-}
-
-int a2a_copy_out(struct a2a *a, void *to, const uint8_t *from, size_t len, struct rc_err *err)
-{
-	if (!gpu(a)) {
-		memcpy(to, from, len);
-		return 0;
-	}
-	return rc_mem_read(&a->m, (size_t)(from - a->mem), to, len, err);
-}
-
 /* Tokens of staging on every rank (only < 0) or on rank only, into st[W]:
  * ring, the blocks it forwards (every rank's at once); hierarchical, what
  * the rails bring; flat, none. 0 or -ENOMEM. */
@@ -154,7 +113,7 @@ static int setup(struct a2a *a, struct rc_err *err)
 	if ((rc = rc_mem_alloc_spec(&a->m, &spec, true, err)))
 		return rc;
 	a->mem = a->m.buf;
-	if (gpu(a)) {
+	if (a2a_gpu(a)) {
 		/* The CPU fills and checks a host copy; the GPU's starts zeroed too. */
 		if (!(a->mem = rc_mem_host_copy(a->mem_len, "token buffers", err)))
 			return -err->code;
@@ -190,7 +149,7 @@ static void teardown(struct a2a *a)
 {
 	if (a->mr)
 		ibv_dereg_mr(a->mr);
-	if (gpu(a))
+	if (a2a_gpu(a))
 		rc_mem_host_copy_free(a->mem, a->mem_len);
 	rc_mem_free(&a->m);
 	free(a->soff);
@@ -226,7 +185,7 @@ static int prepare(struct a2a *a, uint32_t iter, struct rc_err *err)
 					  (unsigned long long)a->o->corrupt.token);
 		(ph == PH_DISPATCH ? a->dsend : a->csend)[a->o->corrupt.token * a->tb] ^= 0x5a;
 	}
-	if (!gpu(a))
+	if (!a2a_gpu(a))
 		return 0;
 	return (rc = a2a_copy_in(a, a->dsend, a->dsend, sb, err)) ? rc
 		: a2a_copy_in(a, a->csend, a->csend, rb, err);
@@ -238,7 +197,7 @@ static int check(struct a2a *a, uint32_t iter, struct rc_a2a_result *res, struct
 
 	/* GPU memory: the receive buffers back into the host copy first
 	 * (hierarchical receives into host shared memory). */
-	if (gpu(a) && a->o->algo != RC_A2A_HIER &&
+	if (a2a_gpu(a) && a->o->algo != RC_A2A_HIER &&
 	    ((rc = a2a_copy_out(a, a->drecv[p], a->drecv[p], (size_t)a->roff[a->W] * a->tb, err)) ||
 	     (rc = a2a_copy_out(a, a->crecv[p], a->crecv[p], (size_t)a->soff[a->W] * a->tb, err))))
 		return rc;

@@ -44,11 +44,19 @@ struct a2a {
 	uint64_t *wait_target;   /* W: ... and the counts it waits for */
 };
 
+/* The token buffers are GPU memory. */
+static inline bool a2a_gpu(const struct a2a *a)
+{
+	return a->m.kind == RC_MEM_CUDA;
+}
+
 /* What the NIC is given for p, a pointer into the CPU's view (mem). */
 static inline void *a2a_wire(const struct a2a *a, const void *p)
 {
 	return (void *)((uintptr_t)p + a->wire_delta);
 }
+
+/* a2a_buf.c: the token buffers, their copies and offsets. */
 /* len bytes of host memory from into the token buffers at to (the CPU's
  * view): a copy, or for GPU memory a copy to the GPU (rc_mem_write). */
 int a2a_copy_in(struct a2a *a, uint8_t *to, const void *from, size_t len, struct rc_err *err);
