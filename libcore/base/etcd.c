@@ -19,40 +19,7 @@
 #include <jansson.h>
 #include <rdmactl/etcd.h>
 
-/* libcurl, opened when an etcd client is (rc_etcd_open), not when the
- * process starts: its dependencies (TLS, HTTP/2, LDAP, Kerberos, ...) are
- * some forty shared libraries, and loading them cost every rdmactl process
- * about 160 ms on the SoftRoCE test guest, etcd or not. */
-struct curl_api {
-	CURL *(*easy_init)(void);
-	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
-	CURLcode (*easy_perform)(CURL *);
-	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
-	void (*easy_cleanup)(CURL *);
-	const char *(*easy_strerror)(CURLcode);
-	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
-	void (*slist_free_all)(struct curl_slist *);
-};
-
-struct rc_etcd {
-	struct curl_api cu;
-	char server[RC_HOST_MAX + 8];
-	int timeout_ms;
-	int ttl;
-	char lease[32];
-	bool keepalive_on;
-	bool stop;
-	pthread_t keepalive;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	/* from the environment (rc_etcd_open): TLS, and etcd's own users */
-	bool tls;
-	char ca[4096], cert[4096], key[4096];
-	char user[128];
-	char password[1024];
-	pthread_mutex_t tok_mu;   /* the token, shared with the keepalive thread */
-	char token[512];
-};
+#include "etcd_int.h"
 
 static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
@@ -116,7 +83,7 @@ int rc_etcd_b64_decode(const char *s, char *buf, size_t len)
 	return 0;
 }
 
-static json_t *b64_json(const char *s)
+json_t *etcd_b64_json(const char *s)
 {
 	char *enc = b64_encode(s, strlen(s));
 	json_t *j = enc ? json_string(enc) : NULL;
@@ -156,8 +123,8 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
 
 /* The curl handle of one request to /v3/PATH: URL, body, headers (the
  * token when given), TLS and the bounds every request has. */
-static struct curl_slist *curl_request(const struct rc_etcd *e, CURL *h, const char *path,
-				       const char *text, const char *token)
+struct curl_slist *etcd_curl_request(const struct rc_etcd *e, CURL *h, const char *path,
+				     const char *text, const char *token)
 {
 	char url[RC_HOST_MAX + 64], auth[sizeof(e->token) + 32];
 	struct curl_slist *hdr;
@@ -200,7 +167,7 @@ static int post_once(const struct rc_etcd *e, const char *path, const char *text
 	*status = 0;
 	if (!h)
 		return rc_err_set(err, ENOMEM, "out of memory");
-	hdr = curl_request(e, h, path, text, token);
+	hdr = etcd_curl_request(e, h, path, text, token);
 	e->cu.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
 	e->cu.easy_setopt(h, CURLOPT_WRITEDATA, &b);
 	e->cu.easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(e->timeout_ms < 10000 ? e->timeout_ms : 10000));
@@ -250,7 +217,7 @@ out:
 }
 
 /* etcd's user and password for a token (auth/authenticate), into e->token. */
-static int authenticate(struct rc_etcd *e, struct rc_err *err)
+int etcd_authenticate(struct rc_etcd *e, struct rc_err *err)
 {
 	json_t *req = json_pack("{s:s,s:s}", "name", e->user, "password", e->password), *reply, *t;
 	char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
@@ -289,8 +256,8 @@ static int authenticate(struct rc_etcd *e, struct rc_err *err)
 
 /* POST a JSON body (stolen) to /v3/PATH; *reply is the parsed answer. With
  * a user, a token first, and a new one when etcd says it expired. */
-static int post(struct rc_etcd *e, const char *path, json_t *req, json_t **reply,
-		struct rc_err *err)
+int etcd_post(struct rc_etcd *e, const char *path, json_t *req, json_t **reply,
+	      struct rc_err *err)
 {
 	char *text = req ? json_dumps(req, JSON_COMPACT) : NULL, token[sizeof(e->token)];
 	struct rc_err why = { 0 };
@@ -307,7 +274,7 @@ static int post(struct rc_etcd *e, const char *path, json_t *req, json_t **reply
 			snprintf(token, sizeof(token), "%s", e->token);
 			pthread_mutex_unlock(&e->tok_mu);
 			if (!token[0] || attempt) {
-				if ((rc = authenticate(e, &why)))
+				if ((rc = etcd_authenticate(e, &why)))
 					break;
 				pthread_mutex_lock(&e->tok_mu);
 				snprintf(token, sizeof(token), "%s", e->token);
@@ -511,7 +478,7 @@ static void *keepalive_main(void *arg)
 		pthread_mutex_unlock(&e->mu);
 		/* A failed keepalive is tried again at the next tick; were the lease
 		 * to expire, its keys go away, which is what the readers watch. */
-		if (!post(e, "lease/keepalive", json_pack("{s:s}", "ID", e->lease), &reply, NULL))
+		if (!etcd_post(e, "lease/keepalive", json_pack("{s:s}", "ID", e->lease), &reply, NULL))
 			json_decref(reply);
 		pthread_mutex_lock(&e->mu);
 	}
@@ -527,7 +494,7 @@ int rc_etcd_lease(struct rc_etcd *e, int ttl_s, struct rc_err *err)
 	if (e->lease[0])
 		return rc_err_set(err, EEXIST, "this etcd handle holds a lease already");
 	e->ttl = ttl_s > 0 ? ttl_s : 10;
-	rc = post(e, "lease/grant", json_pack("{s:i}", "TTL", e->ttl), &reply, err);
+	rc = etcd_post(e, "lease/grant", json_pack("{s:i}", "TTL", e->ttl), &reply, err);
 	if (rc)
 		return rc;
 	id = json_object_get(reply, "ID");
@@ -557,459 +524,11 @@ void rc_etcd_close(struct rc_etcd *e)
 		pthread_join(e->keepalive, NULL);
 	}
 	/* Revoking the lease drops its keys at once. */
-	if (e->lease[0] && !post(e, "lease/revoke", json_pack("{s:s}", "ID", e->lease), &reply, NULL))
+	if (e->lease[0] && !etcd_post(e, "lease/revoke", json_pack("{s:s}", "ID", e->lease), &reply, NULL))
 		json_decref(reply);
 	pthread_mutex_destroy(&e->mu);
 	pthread_cond_destroy(&e->cv);
 	pthread_mutex_destroy(&e->tok_mu);
 	memset(e, 0, sizeof(*e)); /* the password and the token */
 	free(e);
-}
-
-static int64_t num(const json_t *j)
-{
-	if (json_is_integer(j))
-		return (int64_t)json_integer_value(j);
-	return json_is_string(j) ? strtoll(json_string_value(j), NULL, 10) : 0;
-}
-
-/* One entry of a range answer's kvs into kv; -EPROTO if malformed. */
-static int kv_from(const json_t *j, struct rc_etcd_kv *kv)
-{
-	const json_t *v = json_object_get(j, "value"), *l = json_object_get(j, "lease");
-
-	memset(kv, 0, sizeof(*kv));
-	/* An empty value comes without its field. */
-	if (v && (!json_is_string(v) || rc_etcd_b64_decode(json_string_value(v), kv->value, sizeof(kv->value))))
-		return -EPROTO;
-	kv->mod_revision = num(json_object_get(j, "mod_revision"));
-	kv->create_revision = num(json_object_get(j, "create_revision"));
-	snprintf(kv->lease, sizeof(kv->lease), "%lld", (long long)num(l));
-	return 0;
-}
-
-int rc_etcd_get(struct rc_etcd *e, const char *key, struct rc_etcd_kv *kv, struct rc_err *err)
-{
-	json_t *reply = NULL, *first;
-	int rc = post(e, "kv/range", json_pack("{s:o}", "key", b64_json(key)), &reply, err);
-
-	if (rc)
-		return rc;
-	first = json_array_get(json_object_get(reply, "kvs"), 0);
-	if (!first)
-		rc = rc_err_set(err, ENOENT, "etcd at %s holds no key %s", e->server, key);
-	else if (kv_from(first, kv))
-		rc = rc_err_set(err, EPROTO, "etcd at %s sent a malformed value for %s", e->server, key);
-	json_decref(reply);
-	return rc;
-}
-
-static json_t *put_op(const char *key, const char *value, const char *lease)
-{
-	json_t *p = json_pack("{s:o,s:o}", "key", b64_json(key), "value", b64_json(value));
-
-	if (p && lease && *lease && strcmp(lease, "0"))
-		json_object_set_new(p, "lease", json_string(lease));
-	return p;
-}
-
-int rc_etcd_put(struct rc_etcd *e, const char *key, const char *value, const char *lease,
-		struct rc_err *err)
-{
-	json_t *reply = NULL;
-	int rc = post(e, "kv/put", put_op(key, value, lease), &reply, err);
-
-	json_decref(reply);
-	return rc;
-}
-
-/* A transaction: if key's TARGET (create or mod revision) equals rev, put;
- * else read the key. 1 when the put was done, 0 when not (*now filled). */
-static int txn(struct rc_etcd *e, const char *key, const char *target, int64_t rev,
-	       const char *value, const char *lease, struct rc_etcd_kv *now, struct rc_err *err)
-{
-	char revs[24];
-	json_t *reply = NULL, *first;
-	int rc;
-
-	snprintf(revs, sizeof(revs), "%lld", (long long)rev);
-	json_t *cmp = json_pack("{s:o,s:s,s:s}", "key", b64_json(key), "result", "EQUAL", "target",
-				target);
-
-	json_object_set_new(cmp, !strcmp(target, "CREATE") ? "create_revision" : "mod_revision",
-			    json_string(revs));
-	rc = post(e, "kv/txn",
-		  json_pack("{s:[o],s:[{s:o}],s:[{s:{s:o}}]}", "compare", cmp, "success",
-			    "request_put", put_op(key, value, lease), "failure", "request_range",
-			    "key", b64_json(key)),
-		  &reply, err);
-	if (rc)
-		return rc;
-	if (json_is_true(json_object_get(reply, "succeeded"))) {
-		json_decref(reply);
-		return 1;
-	}
-	first = json_object_get(json_array_get(json_object_get(reply, "responses"), 0),
-				"response_range");
-	first = json_array_get(json_object_get(first, "kvs"), 0);
-	if (now) {
-		memset(now, 0, sizeof(*now));
-		if (first)
-			kv_from(first, now);
-	}
-	json_decref(reply);
-	return 0;
-}
-
-int rc_etcd_create(struct rc_etcd *e, const char *key, const char *value, const char *lease,
-		   struct rc_etcd_kv *held, struct rc_err *err)
-{
-	struct rc_etcd_kv now;
-	int rc = txn(e, key, "CREATE", 0, value, lease, &now, err);
-
-	if (rc < 0)
-		return rc;
-	if (held)
-		*held = now;
-	return rc ? 0 : rc_err_set(err, EEXIST, "key %s is held already (by '%s')", key, now.value);
-}
-
-int rc_etcd_swap(struct rc_etcd *e, const char *key, int64_t mod_revision, const char *value,
-		 const char *lease, struct rc_etcd_kv *now, struct rc_err *err)
-{
-	struct rc_etcd_kv cur;
-	int rc = txn(e, key, "MOD", mod_revision, value, lease, &cur, err);
-
-	if (rc < 0)
-		return rc;
-	if (now)
-		*now = cur;
-	if (rc)
-		return 0;
-	return rc_err_set(err, ESTALE, "key %s changed since revision %lld (%s)", key,
-			  (long long)mod_revision,
-			  cur.mod_revision ? cur.value : "it is gone");
-}
-
-/* The kvs of a range answer, each under prefix (n bytes) handed to each. */
-static int range_walk(const char *server, const char *prefix, const json_t *reply,
-		      rc_etcd_each_fn each, void *arg, struct rc_err *err)
-{
-	size_t i, n = strlen(prefix);
-	json_t *kv;
-	int rc = 0;
-
-	json_array_foreach(json_object_get(reply, "kvs"), i, kv) {
-		char key[RC_ETCD_KEY_MAX];
-		struct rc_etcd_kv v;
-
-		if (!json_is_string(json_object_get(kv, "key")) ||
-		    rc_etcd_b64_decode(json_string_value(json_object_get(kv, "key")), key, sizeof(key)) ||
-		    kv_from(kv, &v))
-			continue;
-		/* only what was asked: a key outside the prefix is not read */
-		if (strncmp(key, prefix, n)) {
-			rc = rc_err_set(err, EPROTO, "etcd at %s answered a range of %s with key '%.64s'",
-					server, prefix, key);
-			break;
-		}
-		rc = each(arg, key, v.value);
-		if (rc)
-			break;
-	}
-	return rc;
-}
-
-int rc_etcd_range_parse(const char *text, size_t len, const char *prefix, rc_etcd_each_fn each,
-			void *arg, struct rc_err *err)
-{
-	json_t *reply = json_loadb(text, len, 0, NULL);
-	int rc;
-
-	if (!reply)
-		return rc_err_set(err, EPROTO, "a range answer that is not JSON");
-	rc = range_walk("(given)", prefix, reply, each, arg, err);
-	json_decref(reply);
-	return rc;
-}
-
-int rc_etcd_range(struct rc_etcd *e, const char *prefix, rc_etcd_each_fn each, void *arg,
-		  struct rc_err *err)
-{
-	return rc_etcd_range_rev(e, prefix, each, arg, NULL, err);
-}
-
-int rc_etcd_range_rev(struct rc_etcd *e, const char *prefix, rc_etcd_each_fn each, void *arg,
-		      int64_t *rev, struct rc_err *err)
-{
-	char end[RC_ETCD_KEY_MAX];
-	json_t *reply = NULL;
-	size_t n = strlen(prefix);
-	int rc;
-
-	if (!n || n >= sizeof(end) || (unsigned char)prefix[n - 1] == 0xff)
-		return rc_err_set(err, EINVAL, "a bad key prefix '%s'", prefix);
-	memcpy(end, prefix, n + 1);
-	end[n - 1]++; /* the prefix's range end: last byte plus one */
-	rc = post(e, "kv/range",
-		  json_pack("{s:o,s:o}", "key", b64_json(prefix), "range_end", b64_json(end)), &reply,
-		  err);
-	if (rc)
-		return rc;
-	if (rev)
-		*rev = num(json_object_get(json_object_get(reply, "header"), "revision"));
-	rc = range_walk(e->server, prefix, reply, each, arg, err);
-	json_decref(reply);
-	return rc;
-}
-
-/*
- * A watch on a prefix through the gateway's /v3/watch: one HTTP answer that
- * streams a JSON message a line, as events come. Each PUT under the prefix
- * goes to each(); done() is asked after every message, and true ends the
- * watch. A DELETE is no join and is passed over.
- */
-struct watch {
-	const struct rc_etcd *e;
-	const char *prefix;
-	rc_etcd_each_fn each;
-	bool (*done)(void *arg);
-	void *arg;
-	char *line;        /* the message coming in, up to its newline */
-	size_t len, cap;
-	int rc;            /* what stopped it: 1 done, or -errno */
-	struct rc_err *err;
-};
-
-static int watch_events(struct watch *w, const json_t *events)
-{
-	size_t i, n = strlen(w->prefix);
-	json_t *ev;
-
-	json_array_foreach(events, i, ev) {
-		const json_t *kv = json_object_get(ev, "kv"), *type = json_object_get(ev, "type");
-		char key[RC_ETCD_KEY_MAX];
-		struct rc_etcd_kv v;
-		int rc;
-
-		if (json_is_string(type) && strcmp(json_string_value(type), "PUT"))
-			continue;
-		if (!json_is_string(json_object_get(kv, "key")) ||
-		    rc_etcd_b64_decode(json_string_value(json_object_get(kv, "key")), key, sizeof(key)) ||
-		    kv_from(kv, &v))
-			continue;
-		if (strncmp(key, w->prefix, n))
-			return rc_err_set(w->err, EPROTO, "etcd at %s answered a watch of %s with key '%.64s'",
-					  w->e->server, w->prefix, key);
-		if ((rc = w->each(w->arg, key, v.value)))
-			return rc;
-	}
-	return 0;
-}
-
-static int watch_message(struct watch *w, const char *text, size_t len)
-{
-	json_t *m = json_loadb(text, len, 0, NULL), *res = json_object_get(m, "result"), *why;
-	int rc = 0;
-
-	if (!m)
-		return rc_err_set(w->err, EPROTO, "etcd at %s sent a watch message that is not JSON",
-				  w->e->server);
-	if (!json_is_object(res)) {
-		why = json_object_get(json_object_get(m, "error"), "message");
-		rc = rc_err_set(w->err, EPROTO, "etcd at %s ended the watch of %s%s%.200s", w->e->server,
-				w->prefix, json_is_string(why) ? ": " : "",
-				json_is_string(why) ? json_string_value(why) : "");
-	} else if (json_is_true(json_object_get(res, "canceled"))) {
-		why = json_object_get(res, "cancel_reason");
-		rc = rc_err_set(w->err, EPROTO, "etcd at %s canceled the watch of %s%s%.200s",
-				w->e->server, w->prefix, json_is_string(why) ? ": " : "",
-				json_is_string(why) ? json_string_value(why) : "");
-	} else {
-		rc = watch_events(w, json_object_get(res, "events"));
-	}
-	json_decref(m);
-	return rc;
-}
-
-static size_t on_watch(char *p, size_t size, size_t n, void *arg)
-{
-	struct watch *w = arg;
-	size_t add = size * n;
-
-	for (size_t i = 0; i < add; i++) {
-		if (p[i] != '\n') {
-			if (w->len >= RC_ETCD_REPLY_MAX) {
-				w->rc = rc_err_set(w->err, EMSGSIZE,
-						   "etcd at %s sent a watch message of more than %d KiB: refused",
-						   w->e->server, RC_ETCD_REPLY_MAX >> 10);
-				return 0;
-			}
-			if (w->len == w->cap) {
-				size_t cap = w->cap ? 2 * w->cap : 4096;
-				char *l = realloc(w->line, cap);
-
-				if (!l) {
-					w->rc = rc_err_set(w->err, ENOMEM, "out of memory");
-					return 0;
-				}
-				w->line = l;
-				w->cap = cap;
-			}
-			w->line[w->len++] = p[i];
-			continue;
-		}
-		if (w->len && (w->rc = watch_message(w, w->line, w->len)))
-			return 0;
-		w->len = 0;
-		if (w->done(w->arg)) {
-			w->rc = 1;
-			return 0; /* ends the transfer: the watch did its job */
-		}
-	}
-	return add;
-}
-
-static bool never_done(void *arg)
-{
-	(void)arg;
-	return false;
-}
-
-int rc_etcd_watch_parse(const char *text, size_t len, const char *prefix, rc_etcd_each_fn each,
-			void *arg, struct rc_err *err)
-{
-	static const struct rc_etcd given = { .server = "(given)" };
-	struct watch w = { .e = &given, .prefix = prefix, .each = each, .done = never_done,
-			   .arg = arg, .err = err };
-
-	on_watch((char *)(uintptr_t)text, 1, len, &w);
-	free(w.line);
-	return w.rc < 0 ? w.rc : 0;
-}
-
-int rc_etcd_watch(struct rc_etcd *e, const char *prefix, int64_t from_rev, int timeout_ms,
-		  rc_etcd_each_fn each, bool (*done)(void *arg), void *arg, struct rc_err *err)
-{
-	struct watch w = { .e = e, .prefix = prefix, .each = each, .done = done, .arg = arg, .err = err };
-	char end[RC_ETCD_KEY_MAX], token[sizeof(e->token)] = "", *text = NULL;
-	size_t n = strlen(prefix);
-	struct curl_slist *hdr = NULL;
-	json_t *req;
-	CURL *h;
-	CURLcode cc;
-	long status = 0;
-	int rc;
-
-	if (!n || n >= sizeof(end) || (unsigned char)prefix[n - 1] == 0xff)
-		return rc_err_set(err, EINVAL, "a bad key prefix '%s'", prefix);
-	memcpy(end, prefix, n + 1);
-	end[n - 1]++;
-	if (e->user[0]) {
-		pthread_mutex_lock(&e->tok_mu);
-		snprintf(token, sizeof(token), "%s", e->token);
-		pthread_mutex_unlock(&e->tok_mu);
-		if (!token[0] && (rc = authenticate(e, err)))
-			return rc;
-		pthread_mutex_lock(&e->tok_mu);
-		snprintf(token, sizeof(token), "%s", e->token);
-		pthread_mutex_unlock(&e->tok_mu);
-	}
-	req = json_pack("{s:{s:o,s:o,s:I}}", "create_request", "key", b64_json(prefix), "range_end",
-			b64_json(end), "start_revision", (json_int_t)from_rev);
-	text = req ? json_dumps(req, JSON_COMPACT) : NULL;
-	json_decref(req);
-	if (!text || !(h = e->cu.easy_init())) {
-		free(text);
-		return rc_err_set(err, ENOMEM, "out of memory");
-	}
-	hdr = curl_request(e, h, "watch", text, token);
-	e->cu.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_watch);
-	e->cu.easy_setopt(h, CURLOPT_WRITEDATA, &w);
-	e->cu.easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(timeout_ms > 0 ? timeout_ms : 1));
-	cc = e->cu.easy_perform(h);
-	e->cu.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	if (w.rc == 1)
-		rc = 0;
-	else if (w.rc)
-		rc = w.rc;
-	else if (cc == CURLE_OPERATION_TIMEDOUT)
-		rc = -ETIMEDOUT; /* the caller names what it waited for */
-	else if (cc != CURLE_OK)
-		rc = rc_err_set(err, ECONNREFUSED, "cannot watch %s at etcd %s: %s", prefix, e->server,
-				e->cu.easy_strerror(cc));
-	else
-		rc = rc_err_set(err, EPROTO, "etcd at %s ended the watch of %s (HTTP %ld)", e->server,
-				prefix, status);
-	e->cu.slist_free_all(hdr);
-	e->cu.easy_cleanup(h);
-	free(text);
-	free(w.line);
-	return rc;
-}
-
-bool rc_etcd_ns_valid(const char *ns)
-{
-	size_t n = ns ? strlen(ns) : 0;
-
-	if (n == 0 || n > 63)
-		return false;
-	for (const char *p = ns; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-		      *p == '-' || *p == '_' || *p == '.'))
-			return false;
-	return true;
-}
-
-void rc_etcd_region_key(const char *ns, const char *region, char *buf, size_t len)
-{
-	snprintf(buf, len, "rdmactl/%s/region/%s", ns, region);
-}
-
-void rc_etcd_server_key(const char *ns, const char *host, const char *port, char *buf, size_t len)
-{
-	snprintf(buf, len, "rdmactl/%s/server/%s%s%s:%s", ns, strchr(host, ':') ? "[" : "", host,
-		 strchr(host, ':') ? "]" : "", port);
-}
-
-int rc_etcd_region_format(const struct rc_etcd_region *r, char *buf, size_t len)
-{
-	json_t *j = json_pack("{s:s,s:s,s:s,s:I,s:s}", "host", r->host, "port", r->port, "region",
-			      r->region, "length", (json_int_t)r->length, "access", r->access);
-	char *s = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-	int rc = s && strlen(s) < len ? 0 : -ENOSPC;
-
-	if (!rc)
-		memcpy(buf, s, strlen(s) + 1);
-	free(s);
-	json_decref(j);
-	return rc;
-}
-
-static int copy_str(const json_t *o, const char *k, char *buf, size_t len)
-{
-	const json_t *v = json_object_get(o, k);
-
-	if (!json_is_string(v) || !json_string_length(v) || json_string_length(v) >= len)
-		return -EINVAL;
-	memcpy(buf, json_string_value(v), json_string_length(v) + 1);
-	return 0;
-}
-
-int rc_etcd_region_parse(const char *value, struct rc_etcd_region *r)
-{
-	json_t *j = json_loads(value, 0, NULL), *l = json_object_get(j, "length");
-	int rc = -EINVAL;
-
-	memset(r, 0, sizeof(*r));
-	if (json_is_object(j) && !copy_str(j, "host", r->host, sizeof(r->host)) &&
-	    !copy_str(j, "port", r->port, sizeof(r->port)) &&
-	    !copy_str(j, "region", r->region, sizeof(r->region)) &&
-	    json_is_integer(l) && json_integer_value(l) >= 0) {
-		r->length = (uint64_t)json_integer_value(l);
-		copy_str(j, "access", r->access, sizeof(r->access));
-		rc = 0;
-	}
-	json_decref(j);
-	return rc;
 }

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: MIT
+/* What rdmactl keeps in etcd: the namespace's keys of a region and of a
+ * server, and a region's record (JSON) written and read back. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <rdmactl/etcd.h>
+
+bool rc_etcd_ns_valid(const char *ns)
+{
+	size_t n = ns ? strlen(ns) : 0;
+
+	if (n == 0 || n > 63)
+		return false;
+	for (const char *p = ns; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		      *p == '-' || *p == '_' || *p == '.'))
+			return false;
+	return true;
+}
+
+void rc_etcd_region_key(const char *ns, const char *region, char *buf, size_t len)
+{
+	snprintf(buf, len, "rdmactl/%s/region/%s", ns, region);
+}
+
+void rc_etcd_server_key(const char *ns, const char *host, const char *port, char *buf, size_t len)
+{
+	snprintf(buf, len, "rdmactl/%s/server/%s%s%s:%s", ns, strchr(host, ':') ? "[" : "", host,
+		 strchr(host, ':') ? "]" : "", port);
+}
+
+int rc_etcd_region_format(const struct rc_etcd_region *r, char *buf, size_t len)
+{
+	json_t *j = json_pack("{s:s,s:s,s:s,s:I,s:s}", "host", r->host, "port", r->port, "region",
+			      r->region, "length", (json_int_t)r->length, "access", r->access);
+	char *s = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	int rc = s && strlen(s) < len ? 0 : -ENOSPC;
+
+	if (!rc)
+		memcpy(buf, s, strlen(s) + 1);
+	free(s);
+	json_decref(j);
+	return rc;
+}
+
+static int copy_str(const json_t *o, const char *k, char *buf, size_t len)
+{
+	const json_t *v = json_object_get(o, k);
+
+	if (!json_is_string(v) || !json_string_length(v) || json_string_length(v) >= len)
+		return -EINVAL;
+	memcpy(buf, json_string_value(v), json_string_length(v) + 1);
+	return 0;
+}
+
+int rc_etcd_region_parse(const char *value, struct rc_etcd_region *r)
+{
+	json_t *j = json_loads(value, 0, NULL), *l = json_object_get(j, "length");
+	int rc = -EINVAL;
+
+	memset(r, 0, sizeof(*r));
+	if (json_is_object(j) && !copy_str(j, "host", r->host, sizeof(r->host)) &&
+	    !copy_str(j, "port", r->port, sizeof(r->port)) &&
+	    !copy_str(j, "region", r->region, sizeof(r->region)) &&
+	    json_is_integer(l) && json_integer_value(l) >= 0) {
+		r->length = (uint64_t)json_integer_value(l);
+		copy_str(j, "access", r->access, sizeof(r->access));
+		rc = 0;
+	}
+	json_decref(j);
+	return rc;
+}
