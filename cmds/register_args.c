@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: MIT
+/* rdmactl register: its options, parsed and checked before any device. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmactl/etcd.h>
+
+#include "register.h"
+#include "session.h"
+
+/* Each --name starts a region; the options after it describe it. Options
+ * before the first --name describe the first region. */
+static int collect_regions(struct ctx *ctx, const struct opt_vals *v, struct region_spec *r,
+			   int *n)
+{
+	const struct cmd *c = &cmd_register;
+	int cur = 0;
+
+	memset(r, 0, sizeof(*r) * MAX_SPECS);
+	for (int i = 0; i < v->nmulti; i++) {
+		int idx = v->multi_idx[i];
+		const char **slot;
+
+		if (idx == RG_NAME && r[cur].name) {
+			if (++cur >= MAX_SPECS)
+				return usage_err(ctx, "register: at most %d regions", MAX_SPECS);
+		}
+		slot = idx == RG_NAME   ? &r[cur].name
+		       : idx == RG_SIZE ? &r[cur].size
+		       : idx == RG_FILE ? &r[cur].file
+		       : idx == RG_MEM  ? &r[cur].mem
+					: &r[cur].access;
+		if (*slot)
+			return usage_err(ctx, "register: --%s given twice for one region (start the next one with --name)",
+					 c->opts[idx].name);
+		*slot = v->multi[i];
+	}
+	*n = cur + 1;
+	return 0;
+}
+
+static int split_listen(struct ctx *ctx, const char *s, char *host, size_t hl, char *port, size_t pl)
+{
+	struct rc_target t;
+	char tmp[RC_HOST_MAX + 16];
+
+	/* Reuse the target grammar: HOST[:PORT] or [IPV6][:PORT]. */
+	snprintf(tmp, sizeof(tmp), "%s", s);
+	if (rc_parse_target(tmp, &t) || t.region[0])
+		return usage_err(ctx, "invalid --listen '%s': expected ADDR[:PORT] or [IPV6][:PORT]", s);
+	snprintf(host, hl, "%s", t.host);
+	snprintf(port, pl, "%s", t.port);
+	return 0;
+}
+
+/* A duration: N with ms, s (the default) or m after it, 100 ms to a day. */
+static int parse_interval_ms(const char *s, int *ms)
+{
+	unsigned long long n, unit = 1000;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	n = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	if (!strcmp(end, "ms"))
+		unit = 1;
+	else if (!strcmp(end, "m"))
+		unit = 60000;
+	else if (*end && strcmp(end, "s"))
+		return -EINVAL;
+	if (n > 86400000ULL / unit || n * unit < 100)
+		return -ERANGE;
+	*ms = (int)(n * unit);
+	return 0;
+}
+
+/* One --name group's memory, access and size, checked; "default" when it
+ * has no name. */
+static int check_region(struct ctx *ctx, struct region_spec *r)
+{
+	enum rc_mem_kind kind = r->file ? RC_MEM_FILE : RC_MEM_HOST;
+	enum rc_access access = RC_ACCESS_RW;
+	uint64_t size = 0;
+
+	if (r->mem && rc_mem_parse(r->mem, &kind, &r->gpu))
+		return usage_err(ctx, "invalid --mem '%s': expected host, hugepage, file, cuda or cuda:N", r->mem);
+	if (kind == RC_MEM_CUDA && !rc_mem_gpu_built())
+		return fail(ctx, -ENOTSUP,
+			    "--mem %s: this rdmactl was built without CUDA (the CUDA toolkit was not found, or -DRDMACTL_CUDA=OFF): GPU memory is not available",
+			    r->mem);
+	if (r->access && rc_access_parse(r->access, &access))
+		return usage_err(ctx, "invalid --access '%s': expected ro, rw or atomic", r->access);
+	if (r->size && (rc_parse_size(r->size, &size) || size == 0))
+		return usage_err(ctx, "invalid --size '%s': expected a size such as 4096, 4K, 1M or 1G", r->size);
+	if (kind == RC_MEM_FILE && !r->file)
+		return usage_err(ctx, "register: --mem file needs --file FILE");
+	if (r->file && kind != RC_MEM_FILE)
+		return usage_err(ctx, "register: --file goes with --mem file, not --mem %s", r->mem);
+	if (!r->file && !r->size)
+		return usage_err(ctx, "register: region %s needs --size or --file",
+				 r->name ? r->name : "default");
+	if (r->name && !rc_region_name_valid(r->name))
+		return usage_err(ctx, "invalid --name '%s': 1 to %d of A-Z a-z 0-9 _ . -", r->name,
+				 RC_NAME_MAX - 1);
+	if (!r->name)
+		r->name = "default";
+	r->kind = kind;
+	r->acc = access;
+	r->bytes = size;
+	return 0;
+}
+
+/* --listen, --max-conns, --keepalive-ms, --flush-every and the regions. */
+static int parse_serving(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+			 struct register_args *a)
+{
+	int rc;
+
+	if (!opt_on(v, RG_LISTEN))
+		return usage_err(ctx, "register: --listen ADDR[:PORT] is required");
+	if ((rc = split_listen(ctx, opt_arg(v, RG_LISTEN), a->host, sizeof(a->host), a->port,
+			       sizeof(a->port))))
+		return rc;
+	if ((rc = opt_int_at(ctx, c, v, RG_MAX_CONNS, 1, 256, &a->max_conns)))
+		return rc;
+	if (opt_on(v, RG_KEEPALIVE_MS)) {
+		if ((rc = opt_int_at(ctx, c, v, RG_KEEPALIVE_MS, 0, 3600000, &a->keepalive_ms)))
+			return rc;
+		if (!a->keepalive_ms)
+			a->keepalive_ms = -1; /* off */
+	}
+	if (opt_on(v, RG_FLUSH_EVERY) &&
+	    parse_interval_ms(opt_arg(v, RG_FLUSH_EVERY), &a->flush_every_ms))
+		return usage_err(ctx, "invalid --flush-every '%s': expected 100ms to 24h, such as 500ms, 30s or 5m",
+				 opt_arg(v, RG_FLUSH_EVERY));
+	if ((rc = collect_regions(ctx, v, a->specs, &a->nspecs)))
+		return rc;
+	if (opt_on(v, RG_GPU_REG) && rc_mem_reg_parse(opt_arg(v, RG_GPU_REG), &a->gpu_reg))
+		return usage_err(ctx, "invalid --gpu-reg '%s': expected auto, dmabuf, peermem or bounce",
+				 opt_arg(v, RG_GPU_REG));
+	if (a->gpu_reg == RC_REG_HOST)
+		return usage_err(ctx, "invalid --gpu-reg 'host': expected auto, dmabuf, peermem or bounce");
+	for (int i = 0; i < a->nspecs; i++)
+		if ((rc = check_region(ctx, &a->specs[i])))
+			return rc;
+	if (a->flush_every_ms) {
+		bool any = false;
+
+		for (int i = 0; i < a->nspecs; i++)
+			any |= a->specs[i].kind == RC_MEM_FILE && a->specs[i].acc != RC_ACCESS_RO;
+		if (!any)
+			return usage_err(ctx, "register: --flush-every writes file-backed regions back, "
+					 "and no writable region has --file");
+	}
+	return 0;
+}
+
+/* --publish and --lease-ttl: the server's key in etcd. */
+static int parse_publish(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+			 struct register_args *a)
+{
+	struct rc_err e;
+	int rc;
+
+	if (opt_on(v, RG_LEASE_TTL) && !opt_on(v, RG_PUBLISH))
+		return usage_err(ctx, "register: --lease-ttl goes with --publish");
+	if ((rc = opt_int_at(ctx, c, v, RG_LEASE_TTL, 2, 3600, &a->lease_ttl)))
+		return rc;
+	if (!opt_on(v, RG_PUBLISH))
+		return 0;
+	if (rc_etcd_url_parse(opt_arg(v, RG_PUBLISH), a->etcd, sizeof(a->etcd), a->ns, sizeof(a->ns),
+			      &e) || !rc_etcd_ns_valid(a->ns))
+		return usage_err(ctx, "invalid --publish '%s': expected etcd://HOST:PORT/NS (NS: letters, digits, '-', '_', '.')",
+				 opt_arg(v, RG_PUBLISH));
+	if (ctx->session)
+		return usage_err(ctx, "register: --publish is for a server of its own, not one in the shell");
+	if (!strcmp(a->host, "0.0.0.0") || !strcmp(a->host, "::"))
+		return usage_err(ctx, "register: --publish needs --listen with the address clients reach, not %s",
+				 a->host);
+	return 0;
+}
+
+/* The token, the admin token and --allow-unauthenticated-migration. */
+static int parse_secrets(struct ctx *ctx, const struct opt_vals *v, struct register_args *a)
+{
+	int rc;
+
+	if ((rc = opt_token(ctx, v, RG_TOKEN, RG_TOKEN_FILE, a->token_buf, &a->token)))
+		return rc;
+	if ((rc = opt_admin_token_at(ctx, v, RG_ADMIN_TOKEN_FILE, a->admin)))
+		return rc;
+	if (a->admin[0] && a->token && !strcmp(a->admin, a->token))
+		return usage_err(ctx, "register: the admin token must differ from --token (it grants more)");
+	a->allow_unauth_mig = opt_on(v, RG_ALLOW_UNAUTH_MIG);
+	if (a->allow_unauth_mig && a->admin[0])
+		return usage_err(ctx, "register: --allow-unauthenticated-migration is for a server without an admin token");
+	return 0;
+}
+
+/* --metrics FILE and --metrics-interval. */
+static int parse_metrics(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+			 struct register_args *a)
+{
+	int rc;
+
+	a->metrics = opt_arg(v, RG_METRICS);
+	a->metrics_every_s = 15;
+	if (opt_on(v, RG_METRICS_INTERVAL) && !a->metrics)
+		return usage_err(ctx, "register: --metrics-interval goes with --metrics FILE");
+	if ((rc = opt_int_at(ctx, c, v, RG_METRICS_INTERVAL, 1, 86400, &a->metrics_every_s)))
+		return rc;
+	if (a->metrics && ctx->session)
+		return usage_err(ctx, "register: --metrics is for a server of its own, not one in the shell");
+	return a->metrics ? metrics_path_check(ctx, a->metrics) : 0;
+}
+
+/* Parse: every region is checked before any device is touched. */
+int register_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		   struct register_args *a)
+{
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	a->gpu_reg = RC_REG_AUTO;
+	if (v->npos)
+		return usage_err(ctx, "register: unexpected argument '%s'", v->pos[0]);
+	if ((rc = parse_serving(ctx, c, v, a)) || (rc = parse_publish(ctx, c, v, a)) ||
+	    (rc = parse_secrets(ctx, v, a)))
+		return rc;
+	return parse_metrics(ctx, c, v, a);
+}
