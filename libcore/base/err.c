@@ -23,16 +23,22 @@ int rc_err_set(struct rc_err *e, int code, const char *fmt, ...)
 	return -code;
 }
 
+/* The code an added context gives the error: code (either sign), else the
+ * callee's, else EIO. */
+static int context_code(const struct rc_err *e, int code)
+{
+	if (code < 0)
+		code = -code;
+	return code ? code : e && e->code > 0 ? e->code : EIO;
+}
+
 int rc_err_wrap(struct rc_err *e, int code, const char *fmt, ...)
 {
 	char why[sizeof(e->msg)];
 	size_t n;
 	va_list ap;
 
-	if (code < 0)
-		code = -code;
-	if (!code)
-		code = e && e->code > 0 ? e->code : EIO;
+	code = context_code(e, code);
 	if (!e)
 		return -code;
 	memcpy(why, e->msg, sizeof(why));
@@ -59,10 +65,7 @@ int rc_err_append(struct rc_err *e, int code, const char *fmt, ...)
 	size_t n;
 	va_list ap;
 
-	if (code < 0)
-		code = -code;
-	if (!code)
-		code = e && e->code > 0 ? e->code : EIO;
+	code = context_code(e, code);
 	if (!e)
 		return -code;
 	e->msg[sizeof(e->msg) - 1] = '\0';

@@ -132,6 +132,15 @@ awk -F '\t' -v host="$out/host.lines" '
 			if ((L[i, k] in want) && !(L[i, k] in got)) c++
 		return c
 	}
+	# pick(i, why): test i joins the picked ones; a line of picked.tsv says it
+	function pick(i, why,   k, c) {
+		picked[i] = 1
+		c = new(i)
+		for (k = 1; k <= nl[i]; k++) got[L[i, k]] = 1
+		left -= c
+		sum += ms[i]
+		printf "%d\t%d\t%.1f\t%s\t%s%s\n", c, need - left, sum / 1000, file[i], name[i], why > (work "/picked.tsv")
+	}
 	FNR == NR { file[FNR] = $1; name[FNR] = $2; ms[FNR] = $3 < 100 ? 100 : $3; heavy[FNR] = $4; always[FNR] = $5; n = FNR; next }
 	{
 		i = FILENAME
@@ -146,15 +155,9 @@ awk -F '\t' -v host="$out/host.lines" '
 		for (l in all) total++
 		for (l in want) need++
 		left = need
-		for (i = 1; i <= n; i++) {
-			if (!always[i] || heavy[i]) continue
-			picked[i] = 1
-			c = new(i)
-			for (k = 1; k <= nl[i]; k++) got[L[i, k]] = 1
-			left -= c
-			sum += ms[i]
-			printf "%d\t%d\t%.1f\t%s\t%s (always)\n", c, need - left, sum / 1000, file[i], name[i] > (work "/picked.tsv")
-		}
+		for (i = 1; i <= n; i++)
+			if (always[i] && !heavy[i])
+				pick(i, " (always)")
 		while (left > 0) {
 			best = 0; bestv = 0
 			for (i = 1; i <= n; i++) {
@@ -163,12 +166,7 @@ awk -F '\t' -v host="$out/host.lines" '
 				if (c > 0 && c / ms[i] > bestv) { bestv = c / ms[i]; best = i }
 			}
 			if (!best) break
-			picked[best] = 1
-			c = new(best)
-			for (k = 1; k <= nl[best]; k++) got[L[best, k]] = 1
-			left -= c
-			sum += ms[best]
-			printf "%d\t%d\t%.1f\t%s\t%s\n", c, need - left, sum / 1000, file[best], name[best] > (work "/picked.tsv")
+			pick(best, "")
 		}
 		for (l in heavyline) if (!(l in want)) only_heavy++
 		for (l in hostline) on_host++
