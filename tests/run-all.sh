@@ -132,7 +132,7 @@ host_pid=$!
 
 if ((rxe)); then
 	# One guest after the other, two vCPUs each, the tiers above beside
-	# them: 2094 s for the suite (1326 s plain, 695 s sanitized). Two
+	# them: 1819 s for the suite (1139 s plain, 618 s sanitized). Two
 	# one-vCPU guests side by side (run.sh --cpus 1) made migrate's and
 	# kvxfer's timing checks fail now and then (a destination that did
 	# not answer in 40 s, a heartbeat missed for 400 ms); two two-vCPU
