@@ -6,14 +6,20 @@
 
 #include <rdmactl/err.h>
 
+/* An error's code: code (either sign), else the callee's in e (NULL: none),
+ * else EIO; never 0, which would read as success. */
+static int err_code(const struct rc_err *e, int code)
+{
+	if (code < 0)
+		code = -code;
+	return code ? code : e && e->code > 0 ? e->code : EIO;
+}
+
 int rc_err_set(struct rc_err *e, int code, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (code < 0)
-		code = -code;
-	if (!code)
-		code = EIO;
+	code = err_code(NULL, code);
 	if (e) {
 		e->code = code;
 		va_start(ap, fmt);
@@ -23,22 +29,13 @@ int rc_err_set(struct rc_err *e, int code, const char *fmt, ...)
 	return -code;
 }
 
-/* The code an added context gives the error: code (either sign), else the
- * callee's, else EIO. */
-static int context_code(const struct rc_err *e, int code)
-{
-	if (code < 0)
-		code = -code;
-	return code ? code : e && e->code > 0 ? e->code : EIO;
-}
-
 int rc_err_wrap(struct rc_err *e, int code, const char *fmt, ...)
 {
 	char why[sizeof(e->msg)];
 	size_t n;
 	va_list ap;
 
-	code = context_code(e, code);
+	code = err_code(e, code);
 	if (!e)
 		return -code;
 	memcpy(why, e->msg, sizeof(why));
@@ -65,7 +62,7 @@ int rc_err_append(struct rc_err *e, int code, const char *fmt, ...)
 	size_t n;
 	va_list ap;
 
-	code = context_code(e, code);
+	code = err_code(e, code);
 	if (!e)
 		return -code;
 	e->msg[sizeof(e->msg) - 1] = '\0';
