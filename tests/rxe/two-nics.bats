@@ -107,16 +107,23 @@ teardown() {
 	[ "$(jq -r .old <<<"$output")" -eq 8 ]
 }
 
-@test "20% packet loss both ways: alltoall across the veth pair ends well on both ranks, run after run" {
+@test "10% packet loss both ways: alltoall across the veth pair ends well on both ranks, run after run" {
 	heavy_sibling "every alltoall and multicast test closes its group through the same handshake"
 	need_two_nics
 	local run i rc base n
 	base=$(next_port)
-	lossy 20%
+	lossy 10%
 	# A lost acknowledgment of a group's last message is retransmitted; the
 	# peer must still be there to answer it (the closing handshake). Without
-	# that handshake a rank failed with "retry counter exceeded" within a few
-	# runs at this rate.
+	# that handshake a rank fails with "retry counter exceeded" whenever the
+	# last packet or its acknowledgment is lost: about one rank-run in five
+	# here, so 4 runs of 2 ranks catch it 4 times in 5.
+	# The rate is 10%, not 20%: RC gives a packet 8 tries (retry_cnt 7, the
+	# most the verbs allow), and a try fails when the packet or its
+	# acknowledgment is lost. At 20% both ways that is 0.36^8 = 2.8e-4 per
+	# packet, and a run of a few hundred packets then fails about once in
+	# six CI runs with no fault of the tool (CI saw it); at 10% it is
+	# 0.19^8 = 1.7e-6.
 	for ((run = 0; run < 4; run++)); do
 		PEERS=$BATS_TEST_TMPDIR/peers.$run
 		printf '0 %s:%d\n1 %s:%d\n' "$RDMACTL_VM_ADDR_A" $((base + 2 * run)) \
