@@ -17,10 +17,10 @@ static const uint32_t K[64] = {
 	0xc67178f2,
 };
 
-static uint32_t ror(uint32_t x, int n)
-{
-	return (x >> n) | (x << (32 - n));
-}
+/* A macro, not a function: the sanitizer build (-O1) inlines no small
+ * function, and its shift checks ran on every call; with a constant N the
+ * compiler checks the shift once, and emits one rotate. */
+#define ror(x, n) ((uint32_t)((x) >> (n)) | (uint32_t)((x) << (32 - (n))))
 
 static void compress(uint32_t h[8], const unsigned char *p)
 {
