@@ -7,6 +7,7 @@
  * pointer, through nvidia-peermem), or a pinned host bounce buffer (the
  * NIC reaches a host copy; no GPUDirect at all).
  */
+#include <endian.h>
 #include <errno.h>
 #include <stdio.h>
 #include <fcntl.h>
@@ -456,7 +457,7 @@ int rc_mem_free(struct rc_mem *m)
 }
 
 /* xorshift64*: fast, repeatable, and seekable per 8-byte word. */
-static uint64_t mix(uint64_t seed, uint64_t word)
+static inline uint64_t mix(uint64_t seed, uint64_t word)
 {
 	uint64_t x = seed ^ (word * 0x9E3779B97F4A7C15ULL);
 
@@ -483,18 +484,28 @@ int rc_pattern_fill(const char *p, uint64_t offset, void *buf, size_t len)
 	if (!strcmp(p, "zero")) {
 		memset(buf, 0, len);
 	} else if (!strcmp(p, "seq")) {
-		for (size_t i = 0; i < len; i++)
-			b[i] = (unsigned char)(offset + i);
+		/* byte i is (offset + i) mod 256: one period, copied */
+		unsigned char period[256];
+
+		for (size_t i = 0; i < sizeof(period); i++)
+			period[i] = (unsigned char)(offset + i);
+		for (size_t i = 0; i < len; i += sizeof(period))
+			memcpy(b + i, period, len - i < sizeof(period) ? len - i : sizeof(period));
 	} else if (!strncmp(p, "random:", 7) && !rc_parse_u64(p + 7, &seed)) {
-		uint64_t w = mix(seed, offset / 8);
+		/* byte i is byte (offset + i) % 8 of word (offset + i) / 8, little
+		 * endian: the head and tail byte by byte, whole words between */
+		uint64_t pos = offset;
+		size_t i = 0;
 
-		for (size_t i = 0; i < len; i++) {
-			uint64_t pos = offset + i;
+		for (; i < len && pos % 8; i++, pos++)
+			b[i] = (unsigned char)(mix(seed, pos / 8) >> (8 * (pos % 8)));
+		for (; len - i >= 8; i += 8, pos += 8) {
+			uint64_t w = htole64(mix(seed, pos / 8));
 
-			if (pos % 8 == 0)
-				w = mix(seed, pos / 8);
-			b[i] = (unsigned char)(w >> (8 * (pos % 8)));
+			memcpy(b + i, &w, 8);
 		}
+		for (; i < len; i++, pos++)
+			b[i] = (unsigned char)(mix(seed, pos / 8) >> (8 * (pos % 8)));
 	} else {
 		return -EINVAL;
 	}
