@@ -14,9 +14,9 @@
 
 struct batch {
 	struct ctx *ctx;
-	const char *name;   /* the file as errors name it */
-	char where[4200];   /* "FILE:LINE", the error prefix */
-	json_t *results;    /* -j: the array printed at the end */
+	const char *name; /* the file as errors name it */
+	char where[4200]; /* "FILE:LINE", the error prefix */
+	json_t *results;  /* -j: the array printed at the end */
 	int failed;
 };
 

@@ -45,8 +45,7 @@ static int bad_global(struct cli_opts *co, const char *tok, int letter)
 	return -EINVAL;
 }
 
-static int parse_globals(
-struct ctx *ctx, int argc, char **argv, struct cli_opts *co)
+static int parse_globals(struct ctx *ctx, int argc, char **argv, struct cli_opts *co)
 {
 	struct option lopts[OPT_MAX + 2];
 	char shorts[OPT_MAX * 2 + 4] = "+:h";
@@ -58,8 +57,8 @@ struct ctx *ctx, int argc, char **argv, struct cli_opts *co)
 	for (n = 0; rdmactl_global_opts[n].name; n++) {
 		const struct cmd_opt *o = &rdmactl_global_opts[n];
 
-		lopts[n] = (struct option){ o->name, o->arg ? required_argument : no_argument,
-					    NULL, o->short_name ? o->short_name : 256 + n };
+		lopts[n] = (struct option){ o->name, o->arg ? required_argument : no_argument, NULL,
+					    o->short_name ? o->short_name : 256 + n };
 		if (!o->short_name)
 			continue;
 		shorts[s++] = o->short_name;
@@ -139,7 +138,8 @@ static bool stdout_failed(void)
 	if (fflush(stdout) != EOF && !earlier)
 		return false;
 	if (!earlier && errno)
-		fprintf(stderr, "rdmactl: cannot write the output to standard output: %s\n", strerror(errno));
+		fprintf(stderr, "rdmactl: cannot write the output to standard output: %s\n",
+			strerror(errno));
 	else
 		fprintf(stderr, "rdmactl: cannot write the output to standard output\n");
 	return true;
@@ -163,8 +163,10 @@ static void raise_fd_limit(void)
 int main(int argc, char **argv)
 {
 	struct cli_opts co = { .mode = OUT_TEXT };
-	struct ctx ctx = { .prog = "rdmactl", .gid_index = -1, .timeout_ms = 10000,
-			    .shell = shell_run };
+	struct ctx ctx = { .prog = "rdmactl",
+			   .gid_index = -1,
+			   .timeout_ms = 10000,
+			   .shell = shell_run };
 	int first, rc;
 
 	/* A peer that goes away must not kill us through a broken pipe on
@@ -182,7 +184,8 @@ int main(int argc, char **argv)
 	if (co.force && !co.batch) {
 		rc = usage_err(&ctx, "--force goes with --batch FILE");
 	} else if (co.batch && first < argc) {
-		rc = usage_err(&ctx, "--batch: the commands come from the file, not the command line ('%s')",
+		rc = usage_err(&ctx,
+			       "--batch: the commands come from the file, not the command line ('%s')",
 			       argv[first]);
 	} else if (co.batch) {
 		ctx.shell = NULL; /* a batch has no terminal of its own */

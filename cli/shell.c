@@ -33,9 +33,9 @@ struct shell {
 	const char *prompt;
 	char *cands[CANDS_MAX];
 	int ncands, next;
-	bool files;         /* complete a path instead */
-	bool tty;           /* stdin is a terminal: readline, a prompt, a banner */
-	int exit_code;      /* exit N: the shell's own status (-1: none given) */
+	bool files;    /* complete a path instead */
+	bool tty;      /* stdin is a terminal: readline, a prompt, a banner */
+	int exit_code; /* exit N: the shell's own status (-1: none given) */
 };
 
 /*
@@ -332,8 +332,10 @@ static void loop(struct shell *sh)
 
 int shell_run(struct ctx *ctx, int argc, char **argv)
 {
-	struct shell sh = { .ctx = ctx, .prompt = PROMPT, .tty = isatty(STDIN_FILENO),
-			     .exit_code = -1 };
+	struct shell sh = { .ctx = ctx,
+			    .prompt = PROMPT,
+			    .tty = isatty(STDIN_FILENO),
+			    .exit_code = -1 };
 	struct sigaction sa = { .sa_handler = on_signal }, old_int, old_term, old_hup;
 	struct opt_vals v;
 	struct rc_err e;

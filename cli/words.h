@@ -6,7 +6,7 @@
 struct words {
 	char **argv; /* NULL-terminated */
 	int argc;
-	char *buf;   /* the words' bytes */
+	char *buf; /* the words' bytes */
 };
 
 /* The line ends in a backslash: the caller appends the next line. */

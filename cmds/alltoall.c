@@ -20,27 +20,34 @@
 
 #define ALLTOALL_OPTS(X) \
 	GROUP_OPTS(X, A2A) \
-	X(A2A_ALGO, "algo", 'a', "ALGO", "flat (every rank connects to every other), ring (to its two " \
+	X(A2A_ALGO, "algo", 'a', "ALGO", \
+	  "flat (every rank connects to every other), ring (to its two " \
 	  "neighbours) or hierarchical (to the ranks of its node, and over the rail to the rank of the " \
-	  "same local index on every other node) (default flat)", COMP_WORDS, "flat|ring|hierarchical") \
-	X(A2A_RANKS_PER_NODE, "ranks-per-node", 0, "N", "hierarchical: ranks per node (default: by host name; --plan: figures per node too)") \
+	  "same local index on every other node) (default flat)", \
+	  COMP_WORDS, "flat|ring|hierarchical") \
+	X(A2A_RANKS_PER_NODE, "ranks-per-node", 0, "N", \
+	  "hierarchical: ranks per node (default: by host name; --plan: figures per node too)") \
 	X(A2A_HIDDEN, "hidden", 0, "N", "elements per token (default 7168)") \
-	X(A2A_DTYPE, "dtype", 0, "TYPE", "bf16 or fp8 (fp8 adds a scale per 128 elements; default bf16)", \
-	  COMP_WORDS, "bf16|fp8") \
+	X(A2A_DTYPE, "dtype", 0, "TYPE", \
+	  "bf16 or fp8 (fp8 adds a scale per 128 elements; default bf16)", COMP_WORDS, "bf16|fp8") \
 	X(A2A_TOKENS, "tokens", 0, "N", "tokens per rank (default 128)") \
-	X(A2A_EXPERTS, "experts", 'E', "N", "experts, spread evenly over the ranks (default 8 per rank)") \
+	X(A2A_EXPERTS, "experts", 'E', "N", \
+	  "experts, spread evenly over the ranks (default 8 per rank)") \
 	X(A2A_TOPK, "topk", 'k', "K", "experts per token (default 2)") \
 	X(A2A_SKEW, "skew", 0, "MODEL", "uniform, zipf:S or matrix:FILE.csv (default uniform)") \
 	X(A2A_SEED, "seed", 0, "N", "routing seed (default 1)") \
 	X(A2A_ITERS, "iters", 'n', "N", "timed iterations (default 20)") \
 	X(A2A_WARMUP, "warmup", 0, "N", "untimed iterations first (default 2)") \
-	X(A2A_MEM, "mem", 0, "KIND", "token buffers: host, hugepage or cuda[:N] (GPU N in PCI bus order; default host)", \
+	X(A2A_MEM, "mem", 0, "KIND", \
+	  "token buffers: host, hugepage or cuda[:N] (GPU N in PCI bus order; default host)", \
 	  COMP_WORDS, "host|hugepage|cuda") \
 	X(A2A_NO_CHECK, "no-check", 0, NULL, "do not check the received tokens") \
 	X(A2A_ALL_RANKS, "all-ranks", 0, NULL, "every rank prints its figures, not only rank 0") \
-	X(A2A_SVG, "svg", 0, "FILE", "rank 0 draws the dispatch bytes per peer as an SVG heatmap", COMP_FILE) \
+	X(A2A_SVG, "svg", 0, "FILE", "rank 0 draws the dispatch bytes per peer as an SVG heatmap", \
+	  COMP_FILE) \
 	X(A2A_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping") \
-	X(A2A_PLAN, "plan", 0, NULL, "size the job and exit, no device, rendezvous or rank needed: " \
+	X(A2A_PLAN, "plan", 0, NULL, \
+	  "size the job and exit, no device, rendezvous or rank needed: " \
 	  "per rank the QPs, CQs, message rings, registered bytes and connect rounds that --algo's " \
 	  "connections give, the job's totals and barrier tree depth (needs --world; hierarchical " \
 	  "--ranks-per-node; --rank details that rank)")
@@ -90,8 +97,9 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 	    (rc = opt_u64_at(ctx, c, v, A2A_SEED, &seed)))
 		return rc;
 	if (a->plan && algo == RC_A2A_HIER && !rpn)
-		return usage_err(ctx, "alltoall --plan --algo hierarchical needs --ranks-per-node N (a run "
-				      "takes it from the host names)");
+		return usage_err(ctx,
+				 "alltoall --plan --algo hierarchical needs --ranks-per-node N (a run "
+				 "takes it from the host names)");
 	if (a->grp.who.world < 2)
 		return usage_err(ctx, "alltoall needs at least 2 ranks (the world size is %d)",
 				 a->grp.who.world);
@@ -122,7 +130,8 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 	a->busy_poll = opt_on(v, A2A_BUSY_POLL);
 	a->svg = opt_arg(v, A2A_SVG);
 	if (!a->grp.rendezvous && !a->plan)
-		return usage_err(ctx, "alltoall needs --rendezvous etcd://HOST:PORT/JOB or file:PATH");
+		return usage_err(ctx,
+				 "alltoall needs --rendezvous etcd://HOST:PORT/JOB or file:PATH");
 	a->counts = calloc((size_t)a->grp.who.world * (size_t)a->grp.who.world, sizeof(uint64_t));
 	if (!a->counts)
 		return fail(ctx, -ENOMEM, "out of memory");
@@ -149,13 +158,17 @@ static int nodes_by_host(struct a2a_cli *a, const struct rc_endpoint *all, struc
 	int W = a->grp.who.world, L = 0;
 
 	if (!all[0].hostname[0])
-		return rc_err_set(err, EINVAL, "--algo hierarchical: the rendezvous names no hosts; give --ranks-per-node");
+		return rc_err_set(
+			err, EINVAL,
+			"--algo hierarchical: the rendezvous names no hosts; give --ranks-per-node");
 	while (L < W && !strcmp(all[L].hostname, all[0].hostname))
 		L++;
 	for (int i = 0; i < W; i++)
 		for (int j = 0; j < W; j++)
 			if ((i / L == j / L) != !strcmp(all[i].hostname, all[j].hostname) || W % L)
-				return rc_err_set(err, EINVAL, "--algo hierarchical: the ranks of each host are not an equal block of consecutive ranks; give --ranks-per-node");
+				return rc_err_set(
+					err, EINVAL,
+					"--algo hierarchical: the ranks of each host are not an equal block of consecutive ranks; give --ranks-per-node");
 	a->run.ranks_per_node = L;
 	return 0;
 }
@@ -170,7 +183,8 @@ static int plan(void *arg, const struct rc_endpoint *all, int W, uint8_t *need, 
 	    (rc = nodes_by_host(a, all, err)))
 		return rc;
 	if (a->run.algo == RC_A2A_HIER && W % a->run.ranks_per_node)
-		return rc_err_set(err, EINVAL, "--ranks-per-node %d does not divide the world size %d",
+		return rc_err_set(err, EINVAL,
+				  "--ranks-per-node %d does not divide the world size %d",
 				  a->run.ranks_per_node, W);
 	rc_a2a_need(a->run.algo, W, a->run.ranks_per_node, need);
 	return 0;
@@ -222,8 +236,8 @@ static void report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a
 	out_str(o, "rendezvous", NULL, rdv_kind);
 	out_str(o, "device", NULL, dev);
 	out_text(o, "# %12s %10s %11s %11s %7s %10s %10s %12s %12s %9s\n", "size(B)", "time(us)",
-		 "algbw(GB/s)", "busbw(GB/s)", "wrong", "p50(us)", "p99(us)", "peer_mean(B)", "peer_max(B)",
-		 "imbalance");
+		 "algbw(GB/s)", "busbw(GB/s)", "wrong", "p50(us)", "p99(us)", "peer_mean(B)",
+		 "peer_max(B)", "imbalance");
 	out_text(o, "  ");
 	out_u64(o, "size_bytes", "%12llu ", (uint64_t)st.size);
 	out_f64(o, "time_us", "%10.1f ", t * 1e6);
@@ -271,9 +285,13 @@ static int draw(const struct a2a_cli *a)
 	rc_a2a_stats(a->counts, W, 0, tb, &st);
 	snprintf(title, sizeof(title), "rdmactl alltoall: dispatch MB per peer (%s, imbalance %.2f)",
 		 rc_a2a_algo_name(a->run.algo), st.imbalance);
-	struct svg_heatmap h = { .n = W, .title = title, .unit = "MB (10^6 bytes)",
-				 .row_axis = "from (rank)", .col_axis = "to (rank)",
-				 .labels = (const char *const *)labels, .value = val };
+	struct svg_heatmap h = { .n = W,
+				 .title = title,
+				 .unit = "MB (10^6 bytes)",
+				 .row_axis = "from (rank)",
+				 .col_axis = "to (rank)",
+				 .labels = (const char *const *)labels,
+				 .value = val };
 
 	rc = svg_heatmap_write(a->svg, &h);
 out:
@@ -319,8 +337,8 @@ static void a2a_metrics(struct metrics *m, const struct a2a_cli *a, const struct
 		      "max over mean of the dispatch bytes a rank receives", st.imbalance);
 	metrics_counter(m, "rdmactl_alltoall_checked_tokens_total", "tokens checked on this rank",
 			(double)r->checked);
-	metrics_counter(m, "rdmactl_alltoall_wrong_tokens_total", "tokens that arrived wrong, all ranks",
-			(double)wrong);
+	metrics_counter(m, "rdmactl_alltoall_wrong_tokens_total",
+			"tokens that arrived wrong, all ranks", (double)wrong);
 	group_metrics(m, g);
 }
 
@@ -340,11 +358,16 @@ static void progress(void *arg, int done, int total)
 static int run(struct ctx *ctx, struct a2a_cli *a)
 {
 	int W = a->grp.who.world, rc;
-	struct rc_group_join join = { .rank = a->grp.who.rank, .world = W,
-				      .rendezvous = a->grp.rendezvous, .listen = a->grp.listen,
+	struct rc_group_join join = { .rank = a->grp.who.rank,
+				      .world = W,
+				      .rendezvous = a->grp.rendezvous,
+				      .listen = a->grp.listen,
 				      .token = a->grp.token,
-				      .dev_name = ctx->dev_name, .timeout_ms = ctx->timeout_ms,
-				      .busy_poll = a->busy_poll, .plan = plan, .plan_arg = a };
+				      .dev_name = ctx->dev_name,
+				      .timeout_ms = ctx->timeout_ms,
+				      .busy_poll = a->busy_poll,
+				      .plan = plan,
+				      .plan_arg = a };
 	struct rc_group_join_out how;
 	double *lat = calloc((size_t)a->run.iters, sizeof(double));
 	struct rc_a2a_result res = { .lat_us = lat };
@@ -386,7 +409,8 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 	if (speak)
 		report(ctx, a, &res, total_wrong, g);
 	else if (!total_wrong)
-		ctx->out.printed = true; /* only rank 0 prints the document; every rank its failure */
+		ctx->out.printed =
+			true; /* only rank 0 prints the document; every rank its failure */
 	if (metrics)
 		a2a_metrics(&m, a, &res, total_wrong, g);
 	if (a->svg && a->grp.who.rank == 0 && (rc = draw(a)))
@@ -413,8 +437,11 @@ static int plan_print(struct ctx *ctx, struct a2a_cli *a)
 	uint8_t *need = malloc((size_t)W * (size_t)W);
 	uint64_t *bytes = calloc((size_t)W, sizeof(uint64_t));
 	struct out *o = &ctx->out;
-	struct group_plan_in in = { .need = need, .world = W, .buf_bytes = bytes,
-				    .buf_what = "token buffer", .ranks_per_node = a->run.ranks_per_node,
+	struct group_plan_in in = { .need = need,
+				    .world = W,
+				    .buf_bytes = bytes,
+				    .buf_what = "token buffer",
+				    .ranks_per_node = a->run.ranks_per_node,
 				    .rank = a->grp.who.rank };
 	struct rc_err e;
 
@@ -461,8 +488,10 @@ static int test_hook(struct ctx *ctx, struct a2a_cli *a)
 	if (sscanf(s, "%15[a-z]:%d:%llu%c", phase, &rank, &tok, &rest) != 3 ||
 	    (strcmp(phase, "dispatch") && strcmp(phase, "combine")) || rank < 0 ||
 	    rank >= a->grp.who.world)
-		return usage_err(ctx, "RDMACTL_TEST_A2A_CORRUPT=%s: not dispatch|combine:RANK:TOKEN with RANK below %d",
-				 s, a->grp.who.world);
+		return usage_err(
+			ctx,
+			"RDMACTL_TEST_A2A_CORRUPT=%s: not dispatch|combine:RANK:TOKEN with RANK below %d",
+			s, a->grp.who.world);
 	a->run.corrupt.on = true;
 	a->run.corrupt.phase = strcmp(phase, "dispatch") ? 1 : 0;
 	a->run.corrupt.rank = rank;

@@ -11,11 +11,11 @@
 #include "cmds.h"
 #include "client_cmds.h"
 
-#define ATOMIC_OPTS(X)                                                                  \
-	X(AT_FAA, "faa", 0, "DELTA", "fetch-and-add DELTA (may be negative)")          \
-	X(AT_CAS, "cas", 0, "EXPECTED,SWAP",                                           \
-	  "compare-and-swap: store SWAP where the value is EXPECTED")                    \
-	CLIENT_OPTS(X, AT)                                                               \
+#define ATOMIC_OPTS(X) \
+	X(AT_FAA, "faa", 0, "DELTA", "fetch-and-add DELTA (may be negative)") \
+	X(AT_CAS, "cas", 0, "EXPECTED,SWAP", \
+	  "compare-and-swap: store SWAP where the value is EXPECTED") \
+	CLIENT_OPTS(X, AT) \
 	BENCH_OPTS(X, AT)
 
 enum { ATOMIC_OPTS(OPT_INDEX) ATOMIC_NOPTS };
@@ -66,7 +66,8 @@ static int atomic_parse(struct ctx *ctx, const struct cmd *c, const struct opt_v
 
 	memset(a, 0, sizeof(*a));
 	if (opt_on(v, AT_FAA) == opt_on(v, AT_CAS))
-		return usage_err(ctx, "atomic: give exactly one of --faa DELTA or --cas EXPECTED,SWAP");
+		return usage_err(ctx,
+				 "atomic: give exactly one of --faa DELTA or --cas EXPECTED,SWAP");
 	a->is_cas = opt_on(v, AT_CAS);
 	if (a->is_cas && parse_cas(opt_arg(v, AT_CAS), &a->expected, &a->swap))
 		return usage_err(ctx, "invalid --cas '%s': expected two integers, EXPECTED,SWAP",

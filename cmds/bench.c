@@ -27,8 +27,8 @@ static double pct(const double *sorted, uint64_t n, double p)
 	return sorted[i ? i - 1 : 0];
 }
 
-static void print_latency(struct ctx *ctx, const char *key, const char *title,
-			  const double *sorted, uint64_t n, double scale)
+static void print_latency(struct ctx *ctx, const char *key, const char *title, const double *sorted,
+			  uint64_t n, double scale)
 {
 	double sum = 0;
 
@@ -48,11 +48,16 @@ static void print_latency(struct ctx *ctx, const char *key, const char *title,
 static const char *op_key(enum rc_op op)
 {
 	switch (op) {
-	case RC_OP_WRITE: return "write";
-	case RC_OP_READ: return "read";
-	case RC_OP_FAA: return "faa";
-	case RC_OP_CAS: return "cas";
-	default: return "?";
+	case RC_OP_WRITE:
+		return "write";
+	case RC_OP_READ:
+		return "read";
+	case RC_OP_FAA:
+		return "faa";
+	case RC_OP_CAS:
+		return "cas";
+	default:
+		return "?";
 	}
 }
 
@@ -65,7 +70,10 @@ int bench_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 	*a = (struct bench_args){ .on = opt_on(v, first + BO_BENCH) || opt_on(v, first + BO_LAT),
 				  .lat = opt_on(v, first + BO_LAT),
 				  .busy_poll = opt_on(v, first + BO_BUSY_POLL),
-				  .msg = atomic ? 8 : 65536, .iters = 1000, .qps = 1, .post_list = 1,
+				  .msg = atomic ? 8 : 65536,
+				  .iters = 1000,
+				  .qps = 1,
+				  .post_list = 1,
 				  .signal_every = 16 };
 	a->depth = a->lat ? 1 : 128;
 	a->metrics = opt_arg(v, first + BO_METRICS);
@@ -87,7 +95,8 @@ int bench_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 	if (!a->iters || a->iters > (1ULL << 32))
 		return usage_err(ctx, "%s: --iters must be 1 to 2^32", c->name);
 	if (a->lat && (a->depth != 1 || a->qps != 1))
-		return usage_err(ctx, "%s: --lat measures one operation in flight: no --depth or --qps",
+		return usage_err(ctx,
+				 "%s: --lat measures one operation in flight: no --depth or --qps",
 				 c->name);
 	if (a->lat)
 		a->signal_every = 1;
@@ -130,8 +139,10 @@ static void bench_metrics(struct metrics *m, const struct bench_args *b, enum rc
 			  const struct rc_client *cl, const struct rc_stream_result *res,
 			  const double *lat_us)
 {
-	static const struct { const char *q; double p; } qs[] = {
-		{ "0", 0 }, { "0.5", 50 }, { "0.99", 99 }, { "0.999", 99.9 }, { "1", 100 } };
+	static const struct {
+		const char *q;
+		double p;
+	} qs[] = { { "0", 0 }, { "0.5", 50 }, { "0.99", 99 }, { "0.999", 99.9 }, { "1", 100 } };
 	double sum = 0;
 
 	metrics_label(m, "operation", op_key(op));
@@ -139,12 +150,14 @@ static void bench_metrics(struct metrics *m, const struct bench_args *b, enum rc
 	metrics_label(m, "device", rc_client_device(cl));
 	metrics_label(m, "peer", rc_client_peer(cl));
 	metrics_label(m, "region", cl->region.name);
-	metrics_counter(m, "rdmactl_bench_bytes_total", "bytes the benchmark moved", (double)res->bytes);
+	metrics_counter(m, "rdmactl_bench_bytes_total", "bytes the benchmark moved",
+			(double)res->bytes);
 	metrics_counter(m, "rdmactl_bench_operations_total", "work requests completed",
 			(double)res->ops);
 	metrics_gauge(m, "rdmactl_bench_duration_seconds", "how long the timed run took",
 		      res->seconds);
-	metrics_gauge(m, "rdmactl_bench_throughput_bytes_per_second", "bytes per second over the run",
+	metrics_gauge(m, "rdmactl_bench_throughput_bytes_per_second",
+		      "bytes per second over the run",
 		      res->seconds > 0 ? (double)res->bytes / res->seconds : 0);
 	metrics_gauge(m, "rdmactl_bench_message_size_bytes", "bytes per work request",
 		      (double)b->msg);
@@ -196,10 +209,18 @@ int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		goto out;
 	}
 	struct rc_client_bench cb = {
-		.op = op, .off = ca->off, .msg = (size_t)b->msg, .iters = b->iters,
-		.depth = b->depth, .qps = b->qps, .post_list = b->post_list,
-		.signal_every = b->signal_every, .compare_add = compare_add, .swap = swap,
-		.timeout_ms = ctx->timeout_ms, .lat_us = lat_us,
+		.op = op,
+		.off = ca->off,
+		.msg = (size_t)b->msg,
+		.iters = b->iters,
+		.depth = b->depth,
+		.qps = b->qps,
+		.post_list = b->post_list,
+		.signal_every = b->signal_every,
+		.compare_add = compare_add,
+		.swap = swap,
+		.timeout_ms = ctx->timeout_ms,
+		.lat_us = lat_us,
 	};
 
 	rc = rc_client_bench(cl, &cb, &res, &e);

@@ -23,8 +23,10 @@ int etcd_name_parse(struct ctx *ctx, const char *cmd, const char *s, struct etcd
 	*slash = '\0';
 	memcpy(n->ns, path, (size_t)(slash - path) + 1);
 	if (!rc_etcd_ns_valid(n->ns) || !rc_region_name_valid(slash + 1))
-		return usage_err(ctx, "%s: invalid target '%s': expected etcd://HOST:PORT/NS/REGION (NS: letters, digits, '-', '_', '.')",
-				 cmd, s);
+		return usage_err(
+			ctx,
+			"%s: invalid target '%s': expected etcd://HOST:PORT/NS/REGION (NS: letters, digits, '-', '_', '.')",
+			cmd, s);
 	snprintf(n->region, sizeof(n->region), "%s", slash + 1);
 	rc_etcd_region_key(n->ns, n->region, n->key, sizeof(n->key));
 	return 0;
@@ -44,7 +46,8 @@ int etcd_name_resolve(struct ctx *ctx, const struct etcd_name *n, struct rc_targ
 		rc_etcd_close(e);
 	}
 	if (rc == -ENOENT)
-		return fail(ctx, rc, "no region '%s' is published in etcd at %s (no key %s: is its server running with --publish etcd://%s/%s?)",
+		return fail(ctx, rc,
+			    "no region '%s' is published in etcd at %s (no key %s: is its server running with --publish etcd://%s/%s?)",
 			    n->region, n->server, n->key, n->server, n->ns);
 	if (rc)
 		return fail(ctx, rc, "%s", err.msg);
@@ -66,8 +69,10 @@ int client_target(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v
 	struct rc_target tmp;
 
 	if (v->npos != 1)
-		return usage_err(ctx, "%s: give exactly one target, HOST:PORT/REGION (see 'rdmactl %s --help')",
-				 c->name, c->name);
+		return usage_err(
+			ctx,
+			"%s: give exactly one target, HOST:PORT/REGION (see 'rdmactl %s --help')",
+			c->name, c->name);
 	if (!strncmp(v->pos[0], "etcd://", 7)) {
 		struct etcd_name n;
 		int rc = etcd_name_parse(ctx, c->name, v->pos[0], &n);
@@ -75,8 +80,10 @@ int client_target(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v
 		return rc || !t ? rc : etcd_name_resolve(ctx, &n, t, NULL);
 	}
 	if (rc_parse_target(v->pos[0], t ? t : &tmp))
-		return usage_err(ctx, "%s: invalid target '%s': expected HOST:PORT/REGION, HOST/REGION, [IPV6]:PORT/REGION or etcd://HOST:PORT/NS/REGION",
-				 c->name, v->pos[0]);
+		return usage_err(
+			ctx,
+			"%s: invalid target '%s': expected HOST:PORT/REGION, HOST/REGION, [IPV6]:PORT/REGION or etcd://HOST:PORT/NS/REGION",
+			c->name, v->pos[0]);
 	return 0;
 }
 
@@ -85,14 +92,14 @@ int client_target(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v
 static void client_key(char *key, size_t len, const struct rc_target *t,
 		       const struct rc_client_opts *o)
 {
-	snprintf(key, len, "%s|%s|%s|%s|%s|%d|%d|%d|%d", t->host, t->port,
-		 o->token ? o->token : "", o->conn.bind_addr ? o->conn.bind_addr : "",
+	snprintf(key, len, "%s|%s|%s|%s|%s|%d|%d|%d|%d", t->host, t->port, o->token ? o->token : "",
+		 o->conn.bind_addr ? o->conn.bind_addr : "",
 		 o->conn.dev_name ? o->conn.dev_name : "", o->nconns, o->conn.busy_poll,
 		 o->conn.sq_depth, o->conn.timeout_ms);
 }
 
-int client_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
-		      int first, struct client_args *a)
+int client_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,
+		      struct client_args *a)
 {
 	int rc;
 

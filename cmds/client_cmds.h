@@ -16,21 +16,25 @@
  * each block whole, so its options stay in this order and the shared parsers
  * below find them from the first one's index (CO_* and BO_* are the offsets
  * inside a block, made from the same lists). */
-#define CLIENT_OPTS(X, P)                                                                  \
-	X(P##_TOKEN, "token", 'T', "TOKEN", "token the server requires (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
-	X(P##_TOKEN_FILE, "token-file", 0, "FILE", "read the token from the first line of FILE (mode 600)", COMP_FILE) \
-	X(P##_BIND, "bind", 'B', "ADDR", "local address to connect from (it picks the device)")    \
+#define CLIENT_OPTS(X, P) \
+	X(P##_TOKEN, "token", 'T', "TOKEN", \
+	  "token the server requires (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
+	X(P##_TOKEN_FILE, "token-file", 0, "FILE", \
+	  "read the token from the first line of FILE (mode 600)", COMP_FILE) \
+	X(P##_BIND, "bind", 'B', "ADDR", "local address to connect from (it picks the device)") \
 	X(P##_OFFSET, "offset", 'o', "SIZE", "offset in the region (default 0)")
 
-#define BENCH_OPTS(X, P)                                                                     \
-	X(P##_BENCH, "bench", 0, NULL, "benchmark: bandwidth and message rate")                \
-	X(P##_LAT, "lat", 0, NULL, "benchmark: latency percentiles, one operation in flight")  \
-	X(P##_MSG_SIZE, "msg-size", 's', "SIZE", "benchmark message size (default 64K; 8 for atomics)") \
-	X(P##_ITERS, "iters", 'n', "N", "benchmark work requests (default 1000)")              \
+#define BENCH_OPTS(X, P) \
+	X(P##_BENCH, "bench", 0, NULL, "benchmark: bandwidth and message rate") \
+	X(P##_LAT, "lat", 0, NULL, "benchmark: latency percentiles, one operation in flight") \
+	X(P##_MSG_SIZE, "msg-size", 's', "SIZE", \
+	  "benchmark message size (default 64K; 8 for atomics)") \
+	X(P##_ITERS, "iters", 'n', "N", "benchmark work requests (default 1000)") \
 	X(P##_DEPTH, "depth", 0, "N", "work requests outstanding per queue pair (default 128)") \
-	X(P##_QPS, "qps", 0, "N", "queue pairs (default 1)")                                   \
-	X(P##_POST_LIST, "post-list", 0, "N", "work requests chained per post (default 1)")    \
-	X(P##_SIGNAL_EVERY, "signal-every", 0, "N", "one signalled completion per N work requests (default 16)") \
+	X(P##_QPS, "qps", 0, "N", "queue pairs (default 1)") \
+	X(P##_POST_LIST, "post-list", 0, "N", "work requests chained per post (default 1)") \
+	X(P##_SIGNAL_EVERY, "signal-every", 0, "N", \
+	  "one signalled completion per N work requests (default 16)") \
 	X(P##_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queue instead of sleeping") \
 	METRICS_OPT(X, P)
 
@@ -47,12 +51,12 @@ struct client_args {
 };
 /* Parse the CLIENT_OPTS block whose first option (TOKEN) is at index first.
  * 0 or -EINVAL after a usage error. */
-int client_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
-		      int first, struct client_args *a);
+int client_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,
+		      struct client_args *a);
 
 /* The benchmark options, parsed and checked (--bench / --lat). */
 struct bench_args {
-	bool on;        /* --bench or --lat given */
+	bool on; /* --bench or --lat given */
 	bool lat;
 	bool busy_poll;
 	uint64_t msg;
@@ -72,7 +76,8 @@ int bench_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
  * shell, a connection kept from an earlier command with the same options is
  * reused. Release it with client_close(), passing the command's result. */
 int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
-		const struct client_args *a, int nconns, bool busy_poll, int sq_depth, struct rc_client **out);
+		const struct client_args *a, int nconns, bool busy_poll, int sq_depth,
+		struct rc_client **out);
 /* Close, or in the shell keep for the next command when rc is 0. */
 void client_close(struct ctx *ctx, struct rc_client *cl, int rc);
 /* The positional TARGET, exactly one: HOST:PORT/REGION, or

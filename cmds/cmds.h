@@ -26,11 +26,10 @@ extern const struct cmd cmd_complete;
 
 /* The shell's options: its table is in cmds/shellcmds.c, its body in cli/
  * reads them by these indexes. */
-#define SHELL_OPTS(X)                                                                       \
-	X(SH_HISTORY, "history", 0, "FILE",                                                \
+#define SHELL_OPTS(X) \
+	X(SH_HISTORY, "history", 0, "FILE", \
 	  "history file (default: $RDMACTL_HISTORY, else ~/.rdmactl_history)", COMP_FILE)
 enum { SHELL_OPTS(OPT_INDEX) SHELL_NOPTS };
-
 
 /* Print one server event as register does (arg: the struct ctx). */
 void register_on_event(void *arg, const struct rc_server_event *ev);

@@ -59,7 +59,8 @@ int group_plan_args(struct ctx *ctx, const struct cmd *c, const struct opt_vals 
 	if (world < 0)
 		return usage_err(ctx, "%s --plan needs --world N, the ranks of the job", what);
 	if (world < 2)
-		return usage_err(ctx, "%s needs at least 2 ranks (the world size is %d)", what, world);
+		return usage_err(ctx, "%s needs at least 2 ranks (the world size is %d)", what,
+				 world);
 	if (world > RC_GROUP_MAX)
 		return usage_err(ctx, "--world %d: a group holds at most %d ranks", world,
 				 RC_GROUP_MAX);
@@ -70,8 +71,8 @@ int group_plan_args(struct ctx *ctx, const struct cmd *c, const struct opt_vals 
 	return 0;
 }
 
-int group_plan_rpn(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
-		   int world, int *rpn)
+int group_plan_rpn(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, int world,
+		   int *rpn)
 {
 	int rc = opt_int_at(ctx, c, v, i, 1, RC_GROUP_MAX, rpn);
 
@@ -86,7 +87,8 @@ int group_rendezvous_ready(struct ctx *ctx, const char *what, const struct group
 	int rc;
 
 	if (!a->rendezvous)
-		return usage_err(ctx, "%s needs --rendezvous etcd://HOST:PORT/JOB or file:PATH", what);
+		return usage_err(ctx, "%s needs --rendezvous etcd://HOST:PORT/JOB or file:PATH",
+				 what);
 	if (a->metrics[0] && (rc = metrics_path_check(ctx, a->metrics)))
 		return rc;
 	if (!strncmp(a->rendezvous, "file:", 5))

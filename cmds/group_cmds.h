@@ -12,16 +12,22 @@
 /* The group options, as an X-macro list like CLIENT_OPTS (client_cmds.h):
  * GROUP_OPTS(X, A2A) makes A2A_RANK ... A2A_LISTEN. A command lists the
  * block whole, so group_args_parse finds it from the first one's index. */
-#define GROUP_OPTS(X, P)                                                                          \
-	X(P##_RANK, "rank", 'r', "R", "this rank (default: from the launcher's environment)")     \
-	X(P##_WORLD, "world", 'w', "N", "ranks in the group (default: from the launcher)")        \
-	X(P##_LOCAL_RANK, "local-rank", 0, "L", "rank inside the node (default: from the launcher)") \
-	X(P##_RENDEZVOUS, "rendezvous", 'R', "URL", "etcd://HOST:PORT/JOB or file:PATH (peers file)", \
-	  COMP_FILE)                                                                              \
-	X(P##_LISTEN, "listen", 'l', "ADDR[:PORT]", "address to accept peers on (default: the peers file's)") \
-	X(P##_TOKEN, "token", 'T', "TOKEN", "the group's token, proven in every connect request (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
-	X(P##_TOKEN_FILE, "token-file", 0, "FILE", "the group's token, from the first line of FILE (mode 600)", COMP_FILE) \
-	X(P##_METRICS, "metrics", 0, "FILE", "write the figures to FILE in Prometheus' text format, replaced whole (%r: the rank; without it only the reporting rank writes)", COMP_FILE)
+#define GROUP_OPTS(X, P) \
+	X(P##_RANK, "rank", 'r', "R", "this rank (default: from the launcher's environment)") \
+	X(P##_WORLD, "world", 'w', "N", "ranks in the group (default: from the launcher)") \
+	X(P##_LOCAL_RANK, "local-rank", 0, "L", \
+	  "rank inside the node (default: from the launcher)") \
+	X(P##_RENDEZVOUS, "rendezvous", 'R', "URL", \
+	  "etcd://HOST:PORT/JOB or file:PATH (peers file)", COMP_FILE) \
+	X(P##_LISTEN, "listen", 'l', "ADDR[:PORT]", \
+	  "address to accept peers on (default: the peers file's)") \
+	X(P##_TOKEN, "token", 'T', "TOKEN", \
+	  "the group's token, proven in every connect request (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
+	X(P##_TOKEN_FILE, "token-file", 0, "FILE", \
+	  "the group's token, from the first line of FILE (mode 600)", COMP_FILE) \
+	X(P##_METRICS, "metrics", 0, "FILE", \
+	  "write the figures to FILE in Prometheus' text format, replaced whole (%r: the rank; without it only the reporting rank writes)", \
+	  COMP_FILE)
 
 enum { GROUP_OPTS(OPT_INDEX, GO) GO_COUNT };
 
@@ -33,8 +39,8 @@ struct group_args {
 	const char *listen;
 	const char *token;                /* NULL: none */
 	char token_buf[RC_TOKEN_MAX + 1]; /* what --token-file held */
-	char metrics[4096];                 /* --metrics, %r replaced by the rank ("": none) */
-	bool metrics_per_rank;             /* it held %r: every rank writes its own */
+	char metrics[4096];               /* --metrics, %r replaced by the rank ("": none) */
+	bool metrics_per_rank;            /* it held %r: every rank writes its own */
 };
 /* Parse the GROUP_OPTS block whose first option (RANK) is at index first.
  * 0 or -EINVAL after a usage error. */
@@ -64,8 +70,8 @@ int group_plan_args(struct ctx *ctx, const struct cmd *c, const struct opt_vals 
 		    const char *what, struct group_args *a);
 /* --ranks-per-node N for a plan of world ranks: 0 when absent; a usage error
  * when it does not divide the world. */
-int group_plan_rpn(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
-		   int world, int *rpn);
+int group_plan_rpn(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, int world,
+		   int *rpn);
 
 /* A job to size: the connection plan (need, world x world), the receives
  * per connection (0: the group's default), the bytes each rank registers

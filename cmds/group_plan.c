@@ -104,7 +104,8 @@ static int put_nodes(struct out *o, const struct group_plan_in *in, const uint64
 		     uint64_t *sorted)
 {
 	int L = in->ranks_per_node, N = in->world / L;
-	uint64_t *qps = calloc((size_t)N, sizeof(uint64_t)), *reg = calloc((size_t)N, sizeof(uint64_t));
+	uint64_t *qps = calloc((size_t)N, sizeof(uint64_t)),
+		 *reg = calloc((size_t)N, sizeof(uint64_t));
 
 	if (!qps || !reg) {
 		free(qps);

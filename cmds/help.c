@@ -103,7 +103,8 @@ void help_print(struct ctx *ctx, const struct cmd *c)
 		return;
 	}
 	if (ctx->session) {
-		fprintf(fp, "Type a command with its options and arguments, as after 'rdmactl'.\n\n");
+		fprintf(fp,
+			"Type a command with its options and arguments, as after 'rdmactl'.\n\n");
 		cmds_list(fp, true);
 		fprintf(fp, "  %-16s %s\n", "exit, quit", "leave the shell (or Ctrl-D)");
 		fprintf(fp, "\nRun 'help COMMAND' for a command's options; see rdmactl-shell(8).\n");

@@ -14,17 +14,29 @@
 #include "client_cmds.h"
 #include "cmds.h"
 
-#define MIGRATE_OPTS(X)                                                                      \
-	X(MIG_BLOCKS, "blocks", 0, "FILE", "the blocks to move, from FILE or - (stdin): lines of OFFSET LENGTH [DST_OFFSET], or JSON", COMP_FILE) \
-	X(MIG_FORMAT, "format", 0, "FORMAT", "the block list's format: auto, text or json (default auto)", COMP_WORDS, "auto|text|json") \
-	X(MIG_WHOLE, "whole", 0, NULL, "move the whole region as one block, no fence")     \
-	X(MIG_MAX_ROUNDS, "max-rounds", 0, "N", "live: copy rounds at most, the final one included (default 8)") \
-	X(MIG_DIRTY, "dirty", 0, "SIZE", "live: fence once at most SIZE is left to copy (default 256K)") \
-	X(MIG_NO_VERIFY, "no-verify", 0, NULL, "live: skip the check of the blocks after the cutover") \
-	X(MIG_KEEP_SOURCE, "keep-source", 0, NULL, "live: the source keeps its (fenced) copy after the cutover") \
-	X(MIG_TOKEN, "token", 'T', "TOKEN", "token both servers require (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
-	X(MIG_TOKEN_FILE, "token-file", 0, "FILE", "the token, from the first line of FILE (mode 600)", COMP_FILE) \
-	X(MIG_ADMIN_TOKEN_FILE, "admin-token-file", 0, "FILE", "both servers' admin token (register --admin-token-file), from FILE (default: $RDMACTL_ADMIN_TOKEN)", COMP_FILE)
+#define MIGRATE_OPTS(X) \
+	X(MIG_BLOCKS, "blocks", 0, "FILE", \
+	  "the blocks to move, from FILE or - (stdin): lines of OFFSET LENGTH [DST_OFFSET], or JSON", \
+	  COMP_FILE) \
+	X(MIG_FORMAT, "format", 0, "FORMAT", \
+	  "the block list's format: auto, text or json (default auto)", COMP_WORDS, \
+	  "auto|text|json") \
+	X(MIG_WHOLE, "whole", 0, NULL, "move the whole region as one block, no fence") \
+	X(MIG_MAX_ROUNDS, "max-rounds", 0, "N", \
+	  "live: copy rounds at most, the final one included (default 8)") \
+	X(MIG_DIRTY, "dirty", 0, "SIZE", \
+	  "live: fence once at most SIZE is left to copy (default 256K)") \
+	X(MIG_NO_VERIFY, "no-verify", 0, NULL, \
+	  "live: skip the check of the blocks after the cutover") \
+	X(MIG_KEEP_SOURCE, "keep-source", 0, NULL, \
+	  "live: the source keeps its (fenced) copy after the cutover") \
+	X(MIG_TOKEN, "token", 'T', "TOKEN", \
+	  "token both servers require (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
+	X(MIG_TOKEN_FILE, "token-file", 0, "FILE", \
+	  "the token, from the first line of FILE (mode 600)", COMP_FILE) \
+	X(MIG_ADMIN_TOKEN_FILE, "admin-token-file", 0, "FILE", \
+	  "both servers' admin token (register --admin-token-file), from FILE (default: $RDMACTL_ADMIN_TOKEN)", \
+	  COMP_FILE)
 
 enum { MIGRATE_OPTS(OPT_INDEX) MIGRATE_NOPTS };
 static const struct cmd_opt migrate_opts[] = { MIGRATE_OPTS(OPT_ENTRY) OPT_END };
@@ -39,10 +51,10 @@ struct mig_plan {
 	struct rc_migrate_live lo;
 	struct rc_extent *ext;
 	size_t n, cap;
-	const char *from;      /* where the blocks came from, for messages */
-	struct etcd_name en;   /* a source named through etcd */
+	const char *from;                 /* where the blocks came from, for messages */
+	struct etcd_name en;              /* a source named through etcd */
 	char token_buf[RC_TOKEN_MAX + 1]; /* what --token-file held */
-	char admin[RC_TOKEN_MAX + 1]; /* what --admin-token-file held */
+	char admin[RC_TOKEN_MAX + 1];     /* what --admin-token-file held */
 };
 
 /*
@@ -75,8 +87,8 @@ static int lose_dirty_hook(struct ctx *ctx, struct rc_migrate_live *lo)
 	return 0;
 }
 
-static int add_block(struct ctx *ctx, struct mig_plan *p, uint64_t off, uint64_t len,
-		     uint64_t dst, const char *where)
+static int add_block(struct ctx *ctx, struct mig_plan *p, uint64_t off, uint64_t len, uint64_t dst,
+		     const char *where)
 {
 	if (p->n == MAX_BLOCKS)
 		return usage_err(ctx, "migrate: %s: more than %u blocks", where, MAX_BLOCKS);
@@ -115,21 +127,25 @@ static int parse_json(struct ctx *ctx, struct mig_plan *p, const char *text)
 	int rc = 0;
 
 	if (!root)
-		return usage_err(ctx, "migrate: %s: not JSON (line %d: %s)", p->from, je.line, je.text);
+		return usage_err(ctx, "migrate: %s: not JSON (line %d: %s)", p->from, je.line,
+				 je.text);
 	list = json_is_object(root) ? json_object_get(root, "blocks") : root;
 	if (!json_is_array(list)) {
 		json_decref(root);
-		return usage_err(ctx, "migrate: %s: expected an array of blocks, or {\"blocks\": [...]}",
+		return usage_err(ctx,
+				 "migrate: %s: expected an array of blocks, or {\"blocks\": [...]}",
 				 p->from);
 	}
-	json_array_foreach(list, i, b) {
+	json_array_foreach(list, i, b)
+	{
 		const json_t *off, *len, *dst;
 		uint64_t o = 0, l = 0, d = 0;
 		char where[64];
 
 		snprintf(where, sizeof(where), "%s: block %zu", p->from, i + 1);
 		if (json_is_array(b)) {
-			off = json_array_get(b, 0), len = json_array_get(b, 1), dst = json_array_get(b, 2);
+			off = json_array_get(b, 0), len = json_array_get(b, 1),
+			dst = json_array_get(b, 2);
 			if (json_array_size(b) < 2 || json_array_size(b) > 3)
 				off = NULL;
 		} else {
@@ -138,8 +154,10 @@ static int parse_json(struct ctx *ctx, struct mig_plan *p, const char *text)
 		}
 		if (!off || !len || json_size(off, &o) || json_size(len, &l) ||
 		    (dst && json_size(dst, &d))) {
-			rc = usage_err(ctx, "migrate: %s: expected {\"offset\": N, \"length\": N[, \"dst_offset\": N]} or [OFFSET, LENGTH[, DST_OFFSET]]",
-				       where);
+			rc = usage_err(
+				ctx,
+				"migrate: %s: expected {\"offset\": N, \"length\": N[, \"dst_offset\": N]} or [OFFSET, LENGTH[, DST_OFFSET]]",
+				where);
 			break;
 		}
 		rc = add_block(ctx, p, o, l, dst ? d : o, where);
@@ -176,10 +194,12 @@ static int parse_text(struct ctx *ctx, struct mig_plan *p, char *text)
 			continue;
 		snprintf(where, sizeof(where), "%s: line %d", p->from, line);
 		if (nf < 2 || nf > 3)
-			return usage_err(ctx, "migrate: %s: expected OFFSET LENGTH [DST_OFFSET]", where);
+			return usage_err(ctx, "migrate: %s: expected OFFSET LENGTH [DST_OFFSET]",
+					 where);
 		for (int i = 0; i < nf; i++)
 			if (rc_parse_size(f[i], &v[i]))
-				return usage_err(ctx, "migrate: %s: '%s' is not a size (4096, 64K, 1M...)",
+				return usage_err(ctx,
+						 "migrate: %s: '%s' is not a size (4096, 64K, 1M...)",
 						 where, f[i]);
 		rc = add_block(ctx, p, v[0], v[1], nf == 3 ? v[2] : v[0], where);
 		if (rc)
@@ -238,7 +258,8 @@ static int read_blocks(struct ctx *ctx, struct mig_plan *p, const char *path, co
 		return rc;
 	text = slurp(path, &len);
 	if (!text)
-		return fail(ctx, -errno, "cannot read the block list '%s': %s", path, strerror(errno));
+		return fail(ctx, -errno, "cannot read the block list '%s': %s", path,
+			    strerror(errno));
 	p->from = strcmp(path, "-") ? path : "stdin";
 	if (strlen(text) != len) {
 		free(text);
@@ -267,17 +288,23 @@ static int parse(struct ctx *ctx, int argc, char **argv, struct mig_plan *p)
 	if (rc)
 		return rc < 0 ? rc : 1;
 	if (v.npos != 2)
-		return usage_err(ctx, "migrate: give the source and the destination, HOST:PORT/REGION HOST:PORT/REGION");
+		return usage_err(
+			ctx,
+			"migrate: give the source and the destination, HOST:PORT/REGION HOST:PORT/REGION");
 	/* A source named through etcd: its key says where it is now, and the
 	 * cutover points it at the destination. */
 	if (!strncmp(v.pos[0], "etcd://", 7)) {
 		if (opt_on(&v, MIG_WHOLE) || opt_on(&v, MIG_BLOCKS))
-			return usage_err(ctx, "migrate: a source named through etcd is for a live move (its key changes at the cutover), not --blocks or --whole");
+			return usage_err(
+				ctx,
+				"migrate: a source named through etcd is for a live move (its key changes at the cutover), not --blocks or --whole");
 		if ((rc = etcd_name_parse(ctx, c->name, v.pos[0], &p->en)))
 			return rc;
 		if (rc_parse_target(v.pos[1], &p->o.dst))
-			return usage_err(ctx, "migrate: invalid destination '%s': expected HOST:PORT/REGION, HOST/REGION or [IPV6]:PORT/REGION",
-					 v.pos[1]);
+			return usage_err(
+				ctx,
+				"migrate: invalid destination '%s': expected HOST:PORT/REGION, HOST/REGION or [IPV6]:PORT/REGION",
+				v.pos[1]);
 		if ((rc = etcd_name_resolve(ctx, &p->en, &p->o.src, NULL)))
 			return rc;
 		p->o.etcd = p->en.server;
@@ -285,8 +312,10 @@ static int parse(struct ctx *ctx, int argc, char **argv, struct mig_plan *p)
 	}
 	for (int i = p->o.etcd ? 1 : 0; i < 2; i++)
 		if (rc_parse_target(v.pos[i], i ? &p->o.dst : &p->o.src))
-			return usage_err(ctx, "migrate: invalid %s '%s': expected HOST:PORT/REGION, HOST/REGION or [IPV6]:PORT/REGION",
-					 i ? "destination" : "source", v.pos[i]);
+			return usage_err(
+				ctx,
+				"migrate: invalid %s '%s': expected HOST:PORT/REGION, HOST/REGION or [IPV6]:PORT/REGION",
+				i ? "destination" : "source", v.pos[i]);
 	if (p->o.src.region[0] && p->o.dst.region[0] && strcmp(p->o.src.region, p->o.dst.region))
 		return usage_err(ctx, "migrate: the region keeps its name: '%s' cannot become '%s'",
 				 p->o.src.region, p->o.dst.region);
@@ -297,9 +326,12 @@ static int parse(struct ctx *ctx, int argc, char **argv, struct mig_plan *p)
 	p->live = !opt_on(&v, MIG_WHOLE) && !opt_on(&v, MIG_BLOCKS);
 	for (int i = MIG_MAX_ROUNDS; i <= MIG_KEEP_SOURCE; i++)
 		if (!p->live && opt_on(&v, i))
-			return usage_err(ctx, "migrate: --%s is for a live move (without --blocks or --whole)",
-					 migrate_opts[i].name);
-	p->lo = (struct rc_migrate_live){ .max_rounds = 8, .dirty_bytes = 256 << 10,
+			return usage_err(
+				ctx,
+				"migrate: --%s is for a live move (without --blocks or --whole)",
+				migrate_opts[i].name);
+	p->lo = (struct rc_migrate_live){ .max_rounds = 8,
+					  .dirty_bytes = 256 << 10,
 					  .verify = !opt_on(&v, MIG_NO_VERIFY),
 					  .keep_source = opt_on(&v, MIG_KEEP_SOURCE) };
 	if ((rc = opt_int_at(ctx, c, &v, MIG_MAX_ROUNDS, 2, RC_MIGRATE_MAX_ROUNDS - 1,
@@ -354,7 +386,8 @@ static void print_bad(struct out *o, const struct rc_migrate_result *r)
 	out_arr_end(o);
 	out_bool(o, "mismatched_blocks_truncated", NULL, r->bad_more);
 	if (r->bad_more)
-		out_text(o, "(the first %d blocks that differ; there are more)\n", RC_MIGRATE_MAX_BAD);
+		out_text(o, "(the first %d blocks that differ; there are more)\n",
+			 RC_MIGRATE_MAX_BAD);
 }
 
 static void print(struct ctx *ctx, const struct rc_migrate_result *r, bool live, bool verify)
@@ -407,11 +440,14 @@ static void print(struct ctx *ctx, const struct rc_migrate_result *r, bool live,
 		out_text(o, "not verified (--no-verify)\n");
 		return;
 	}
-	out_str(o, "sha256_src", live ? "sha256 of blocks, source      %s\n" : "sha256 source      %s\n", src);
-	out_str(o, "sha256_dst", live ? "sha256 of blocks, destination %s\n" : "sha256 destination %s\n", dst);
+	out_str(o, "sha256_src",
+		live ? "sha256 of blocks, source      %s\n" : "sha256 source      %s\n", src);
+	out_str(o, "sha256_dst",
+		live ? "sha256 of blocks, destination %s\n" : "sha256 destination %s\n", dst);
 	out_bool(o, "verified", NULL, r->verified);
-	out_text(o, "%s\n", r->verified ? "verified: the destination holds the same bytes"
-					: "NOT verified: the destination differs from the source");
+	out_text(o, "%s\n",
+		 r->verified ? "verified: the destination holds the same bytes"
+			     : "NOT verified: the destination differs from the source");
 	if (!live) {
 		out_null(o, "mismatched_blocks");
 		out_null(o, "mismatched_blocks_truncated");
@@ -426,8 +462,10 @@ static void mig_progress(void *arg, const char *step, int round, uint64_t done, 
 	char d[32], t[32];
 
 	if (strcmp(step, "copy")) {
-		progress_say(arg, true, "migrate: %s", !strcmp(step, "hash") ? "hashing both sides"
-			     : !strcmp(step, "fence") ? "fencing the source" : "cutover");
+		progress_say(arg, true, "migrate: %s",
+			     !strcmp(step, "hash")    ? "hashing both sides"
+			     : !strcmp(step, "fence") ? "fencing the source"
+						      : "cutover");
 		return;
 	}
 	rc_format_size(done, d, sizeof(d));
@@ -457,12 +495,14 @@ static int do_migrate(struct ctx *ctx, int argc, char **argv)
 		return fail(ctx, rc, "%s", e.msg);
 	print(ctx, &r, p.live, !p.live || p.lo.verify);
 	if (p.live && p.lo.verify && !r.verified)
-		return fail(ctx, -EIO, "region '%s' moved, but %d%s block%s differ%s between the source and the destination (the first at %llu): the source keeps its copy",
+		return fail(ctx, -EIO,
+			    "region '%s' moved, but %d%s block%s differ%s between the source and the destination (the first at %llu): the source keeps its copy",
 			    r.region, r.nbad, r.bad_more ? " or more" : "", r.nbad == 1 ? "" : "s",
 			    r.nbad == 1 && !r.bad_more ? "s" : "",
 			    r.nbad ? (unsigned long long)r.bad[0].offset : 0ull);
 	if ((!p.live || p.lo.verify) && !r.verified)
-		return fail(ctx, -EIO, "region '%s': the sha256 of the moved blocks differs between the source and the destination",
+		return fail(ctx, -EIO,
+			    "region '%s': the sha256 of the moved blocks differs between the source and the destination",
 			    r.region);
 	return 0;
 }

@@ -27,23 +27,34 @@
 	GROUP_OPTS(X, MC) \
 	X(MC_ROOT, "root", 0, "R", "the rank that sends (default 0)") \
 	X(MC_FILE, "file", 'f', "FILE", "root: the blob to send", COMP_FILE) \
-	X(MC_PATTERN, "pattern", 'P', "PATTERN", "root: send zero, seq or random:SEED instead of a file") \
+	X(MC_PATTERN, "pattern", 'P', "PATTERN", \
+	  "root: send zero, seq or random:SEED instead of a file") \
 	X(MC_SIZE, "size", 'S', "SIZE", "root: bytes of the pattern (K, M, G suffixes)") \
 	X(MC_CHUNK, "chunk", 0, "SIZE", "bytes per write (default 256K)") \
-	X(MC_RING, "ring", 0, "N", "chunks in each receiver's ring of buffers, 1 to 256 (default 16)") \
-	X(MC_OUT, "out", 'O', "FILE", "receivers: write the blob to FILE as it arrives (%r: the rank)", COMP_FILE) \
-	X(MC_MEM, "mem", 'm', "KIND", "receive ring memory: host, hugepage or cuda:N (default host)", \
-	  COMP_WORDS, "host|hugepage|cuda") \
-	X(MC_BLOCK_SIZES, "block-sizes", 0, "LIST", "the blob's blocks (layers) in order, e.g. 1M,4M,4M: when each became usable") \
-	X(MC_ALGO, "algo", 'a', "ALGO", "flat (the root writes to every rank), chain (each rank to the " \
+	X(MC_RING, "ring", 0, "N", \
+	  "chunks in each receiver's ring of buffers, 1 to 256 (default 16)") \
+	X(MC_OUT, "out", 'O', "FILE", \
+	  "receivers: write the blob to FILE as it arrives (%r: the rank)", COMP_FILE) \
+	X(MC_MEM, "mem", 'm', "KIND", \
+	  "receive ring memory: host, hugepage or cuda:N (default host)", COMP_WORDS, \
+	  "host|hugepage|cuda") \
+	X(MC_BLOCK_SIZES, "block-sizes", 0, "LIST", \
+	  "the blob's blocks (layers) in order, e.g. 1M,4M,4M: when each became usable") \
+	X(MC_ALGO, "algo", 'a', "ALGO", \
+	  "flat (the root writes to every rank), chain (each rank to the " \
 	  "next) or tree (each relay to --fanout children) (default tree); each rank connects to its " \
-	  "parent and its children, and the root to every rank (the reports)", COMP_WORDS, "flat|chain|tree") \
+	  "parent and its children, and the root to every rank (the reports)", \
+	  COMP_WORDS, "flat|chain|tree") \
 	X(MC_FANOUT, "fanout", 0, "K", "tree: children per relay (default 2)") \
-	X(MC_LINK_BW, "link-bw", 0, "RATE", "link rate for the ideal: 100Gbit, 12.5GB (per s) or bytes/s (default: measured)") \
-	X(MC_SVG, "svg", 0, "FILE", "root: draw each receiver's first and last chunk on one timeline (SVG)", COMP_FILE) \
+	X(MC_LINK_BW, "link-bw", 0, "RATE", \
+	  "link rate for the ideal: 100Gbit, 12.5GB (per s) or bytes/s (default: measured)") \
+	X(MC_SVG, "svg", 0, "FILE", \
+	  "root: draw each receiver's first and last chunk on one timeline (SVG)", COMP_FILE) \
 	X(MC_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping") \
-	X(MC_RANKS_PER_NODE, "ranks-per-node", 0, "N", "--plan: ranks per node, for figures per node") \
-	X(MC_PLAN, "plan", 0, NULL, "size the job and exit, no device, rendezvous or rank needed: " \
+	X(MC_RANKS_PER_NODE, "ranks-per-node", 0, "N", \
+	  "--plan: ranks per node, for figures per node") \
+	X(MC_PLAN, "plan", 0, NULL, \
+	  "size the job and exit, no device, rendezvous or rank needed: " \
 	  "per rank the QPs, CQs, message rings, registered bytes and connect rounds that --algo's " \
 	  "connections give, the job's totals and barrier tree depth (needs --world; --rank details " \
 	  "that rank)")
@@ -63,8 +74,8 @@ struct mc_cli {
 	char out_path[4096];
 	bool busy_poll;
 	bool plan;
-	int ranks_per_node;  /* --plan: 0 or ranks per node */
-	int fd;       /* root: the file; receivers: --out */
+	int ranks_per_node;   /* --plan: 0 or ranks per node */
+	int fd;               /* root: the file; receivers: --out */
 	struct progress prog; /* the line on a terminal: bytes sent (root) or received */
 	uint64_t block_ends[RC_MCAST_BLOCKS_MAX];
 };
@@ -84,7 +95,8 @@ static int block_list(struct ctx *ctx, struct mc_cli *m, const char *s)
 		if (rc_parse_size(t, &b) || !b)
 			return usage_err(ctx, "--block-sizes: '%s' is not a size above 0", t);
 		if (n == RC_MCAST_BLOCKS_MAX)
-			return usage_err(ctx, "--block-sizes: at most %d blocks", RC_MCAST_BLOCKS_MAX);
+			return usage_err(ctx, "--block-sizes: at most %d blocks",
+					 RC_MCAST_BLOCKS_MAX);
 		end += b;
 		m->block_ends[n++] = end;
 	}
@@ -104,7 +116,8 @@ static int out_path(struct ctx *ctx, struct mc_cli *m, const char *tmpl)
 		int w;
 
 		if (p[0] == '%' && p[1] == 'r') {
-			w = snprintf(m->out_path + o, sizeof(m->out_path) - o, "%d", m->grp.who.rank);
+			w = snprintf(m->out_path + o, sizeof(m->out_path) - o, "%d",
+				     m->grp.who.rank);
 			p++;
 		} else {
 			w = snprintf(m->out_path + o, sizeof(m->out_path) - o, "%c", *p);
@@ -134,8 +147,7 @@ static int test_hook(struct ctx *ctx, struct mc_cli *m)
 static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 {
 	const struct cmd *c = &cmd_multicast;
-	int root = 0, algo = RC_MCAST_TREE, fanout = 2,
-	    ring = 16, rc;
+	int root = 0, algo = RC_MCAST_TREE, fanout = 2, ring = 16, rc;
 	uint64_t size = 0, chunk = 256 << 10;
 	double bw = 0;
 	const char *mem = opt_arg(v, MC_MEM), *blocks = opt_arg(v, MC_BLOCK_SIZES);
@@ -144,7 +156,8 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 	if ((rc = m->plan ? group_plan_args(ctx, c, v, MC_RANK, "multicast", &m->grp)
 			  : group_args_parse(ctx, c, v, MC_RANK, &m->grp)) ||
 	    (rc = m->plan ? group_plan_rpn(ctx, c, v, MC_RANKS_PER_NODE, m->grp.who.world,
-					   &m->ranks_per_node) : 0) ||
+					   &m->ranks_per_node)
+			  : 0) ||
 	    (rc = opt_int_at(ctx, c, v, MC_ROOT, 0, 1 << 20, &root)) ||
 	    (rc = opt_word_at(ctx, c, v, MC_ALGO, algo_words, &algo)) ||
 	    (rc = opt_int_at(ctx, c, v, MC_FANOUT, 1, RC_GROUP_MAX, &fanout)) ||
@@ -154,8 +167,10 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 	    (rc = opt_rate_at(ctx, c, v, MC_LINK_BW, 1, &bw)))
 		return rc;
 	if (m->grp.who.world < 2)
-		return usage_err(ctx, "multicast needs a root and at least one receiver (the world size is %d)",
-				 m->grp.who.world);
+		return usage_err(
+			ctx,
+			"multicast needs a root and at least one receiver (the world size is %d)",
+			m->grp.who.world);
 	if (root >= m->grp.who.world)
 		return usage_err(ctx, "--root %d is not a rank of the group (ranks 0 to %d)", root,
 				 m->grp.who.world - 1);
@@ -172,9 +187,11 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 		return usage_err(ctx, "--ranks-per-node applies to --plan only");
 	if (m->grp.who.rank == root && !m->plan) {
 		if (!m->file == !m->pattern)
-			return usage_err(ctx, "the root sends --file FILE or --pattern P --size SIZE");
+			return usage_err(ctx,
+					 "the root sends --file FILE or --pattern P --size SIZE");
 		if (m->file && opt_on(v, MC_SIZE))
-			return usage_err(ctx, "--size goes with --pattern; a --file sends all of itself");
+			return usage_err(ctx,
+					 "--size goes with --pattern; a --file sends all of itself");
 		if (m->pattern && !rc_pattern_valid(m->pattern))
 			return usage_err(ctx, "--pattern '%s': expected zero, seq or random:SEED",
 					 m->pattern);
@@ -195,7 +212,8 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 	m->busy_poll = opt_on(v, MC_BUSY_POLL);
 	m->svg = opt_arg(v, MC_SVG);
 	if (!m->grp.rendezvous && !m->plan)
-		return usage_err(ctx, "multicast needs --rendezvous etcd://HOST:PORT/JOB or file:PATH");
+		return usage_err(ctx,
+				 "multicast needs --rendezvous etcd://HOST:PORT/JOB or file:PATH");
 	m->run.shape.algo = (enum rc_mcast_algo)algo;
 	m->run.shape.world = m->grp.who.world;
 	m->run.shape.root = root;
@@ -217,15 +235,17 @@ static int read_blob(void *arg, uint64_t off, void *buf, size_t len, struct rc_e
 	struct mc_cli *m = arg;
 
 	if (m->pattern)
-		return rc_pattern_fill(m->pattern, off, buf, len) ? rc_err_set(err, EINVAL, "bad pattern") : 0;
+		return rc_pattern_fill(m->pattern, off, buf, len)
+			       ? rc_err_set(err, EINVAL, "bad pattern")
+			       : 0;
 	for (size_t done = 0; done < len;) {
 		ssize_t r = pread(m->fd, (char *)buf + done, len - done, (off_t)(off + done));
 
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
-			return rc_err_set(err, r ? errno : EIO, "cannot read %s at %llu: %s", m->file,
-					  (unsigned long long)(off + done),
+			return rc_err_set(err, r ? errno : EIO, "cannot read %s at %llu: %s",
+					  m->file, (unsigned long long)(off + done),
 					  r ? strerror(errno) : "the file shrank while it was sent");
 		done += (size_t)r;
 	}
@@ -264,7 +284,8 @@ static int write_out(void *arg, uint64_t off, const void *buf, size_t len, struc
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0)
-			return rc_err_set(err, errno, "cannot write %s: %s", m->out_path, strerror(errno));
+			return rc_err_set(err, errno, "cannot write %s: %s", m->out_path,
+					  strerror(errno));
 		done += (size_t)w;
 	}
 	return 0;
@@ -287,7 +308,8 @@ static int open_files(struct ctx *ctx, struct mc_cli *m)
 	} else if (m->grp.who.rank != m->run.shape.root && m->out_path[0]) {
 		m->fd = open(m->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (m->fd < 0)
-			return fail(ctx, -errno, "cannot write %s: %s", m->out_path, strerror(errno));
+			return fail(ctx, -errno, "cannot write %s: %s", m->out_path,
+				    strerror(errno));
 	}
 	/* Every receiver consumes: the progress line, and --out when given. */
 	m->run.consume = write_out;
@@ -329,8 +351,8 @@ static void report(struct ctx *ctx, const struct mc_cli *m, const struct rc_mcas
 	out_u64(o, "depth", ", depth %llu", (uint64_t)r->depth);
 	out_u64(o, "width", ", width %llu\n", (uint64_t)r->width);
 	put_sha(o, "sha256", "# root sha256 %s\n", r->sha256);
-	out_text(o, "# %5s %12s %12s %14s %3s  %s\n", "rank", "first(ms)", "last(ms)", "bytes", "ok",
-		 "sha256");
+	out_text(o, "# %5s %12s %12s %14s %3s  %s\n", "rank", "first(ms)", "last(ms)", "bytes",
+		 "ok", "sha256");
 	out_arr_begin(o, "receivers");
 	for (int j = 0; j < W; j++) {
 		const struct rc_mcast_recv *x = &r->recv[j];
@@ -417,9 +439,15 @@ static int draw(const struct mc_cli *m, const struct rc_mcast_result *r)
 	}
 	snprintf(title, sizeof(title), "rdmactl multicast: %s, %llu bytes to %d receivers",
 		 rc_mcast_algo_name(m->run.shape.algo), (unsigned long long)r->size, W - 1);
-	struct svg_timeline t = { .n = n, .title = title, .unit = "ms",
-				  .labels = (const char *const *)labels, .start = start, .end = end,
-				  .bad = bad, .marks = marks, .nmarks = nmarks };
+	struct svg_timeline t = { .n = n,
+				  .title = title,
+				  .unit = "ms",
+				  .labels = (const char *const *)labels,
+				  .start = start,
+				  .end = end,
+				  .bad = bad,
+				  .marks = marks,
+				  .nmarks = nmarks };
 
 	rc = svg_timeline_write(m->svg, &t);
 out:
@@ -446,21 +474,21 @@ static void mc_metrics(struct metrics *m, const struct mc_cli *mc, const struct 
 	metrics_label_u64(m, "root", (uint64_t)root);
 	metrics_gauge(m, "rdmactl_multicast_ranks", "ranks in the group", W);
 	if (mc->grp.who.rank != root) {
-		metrics_counter(m, "rdmactl_multicast_received_bytes_total", "bytes this rank received",
-				(double)r->self.bytes);
-		metrics_gauge(m, "rdmactl_multicast_ok", "1 when this rank holds the whole blob, checked",
-			      r->self.ok);
+		metrics_counter(m, "rdmactl_multicast_received_bytes_total",
+				"bytes this rank received", (double)r->self.bytes);
+		metrics_gauge(m, "rdmactl_multicast_ok",
+			      "1 when this rank holds the whole blob, checked", r->self.ok);
 		group_metrics(m, g);
 		return;
 	}
 	metrics_gauge(m, "rdmactl_multicast_size_bytes", "bytes of the blob", (double)r->size);
 	metrics_gauge(m, "rdmactl_multicast_chunk_bytes", "bytes per write", (double)mc->run.chunk);
-	metrics_gauge(m, "rdmactl_multicast_duration_seconds", "until the last receiver's last chunk",
-		      r->seconds);
+	metrics_gauge(m, "rdmactl_multicast_duration_seconds",
+		      "until the last receiver's last chunk", r->seconds);
 	metrics_gauge(m, "rdmactl_multicast_ideal_seconds", "the ideal time at the link's rate",
 		      r->ideal_s);
-	metrics_gauge(m, "rdmactl_multicast_link_bytes_per_second", "the link rate, given or measured",
-		      r->link_bw);
+	metrics_gauge(m, "rdmactl_multicast_link_bytes_per_second",
+		      "the link rate, given or measured", r->link_bw);
 	metrics_gauge(m, "rdmactl_multicast_receivers", "ranks that receive", W - 1);
 	metrics_gauge(m, "rdmactl_multicast_receivers_ok", "receivers that got the whole blob",
 		      r->ok_count);
@@ -486,13 +514,18 @@ static int plan(void *arg, const struct rc_endpoint *all, int W, uint8_t *need, 
 static int run(struct ctx *ctx, struct mc_cli *m)
 {
 	int W = m->grp.who.world, root = m->run.shape.root, rc;
-	struct rc_group_join join = { .rank = m->grp.who.rank, .world = W,
-				      .rendezvous = m->grp.rendezvous, .listen = m->grp.listen,
+	struct rc_group_join join = { .rank = m->grp.who.rank,
+				      .world = W,
+				      .rendezvous = m->grp.rendezvous,
+				      .listen = m->grp.listen,
 				      .token = m->grp.token,
-				      .dev_name = ctx->dev_name, .timeout_ms = ctx->timeout_ms,
-				      .busy_poll = m->busy_poll, .keep_going = true,
+				      .dev_name = ctx->dev_name,
+				      .timeout_ms = ctx->timeout_ms,
+				      .busy_poll = m->busy_poll,
+				      .keep_going = true,
 				      .recv_depth = rc_mcast_recv_depth(m->run.ring),
-				      .plan = plan, .plan_arg = &m->run.shape };
+				      .plan = plan,
+				      .plan_arg = &m->run.shape };
 	struct rc_mcast_result res = { 0 };
 	struct rc_group_join_out how;
 	bool metrics = group_metrics_on(&m->grp, root);
@@ -544,7 +577,8 @@ static int run(struct ctx *ctx, struct mc_cli *m)
 
 		for (int j = 0; j < W && o < sizeof(who) - 8; j++)
 			if (j != root && !res.recv[j].ok)
-				o += (size_t)snprintf(who + o, sizeof(who) - o, "%s%d", o ? ", " : "", j);
+				o += (size_t)snprintf(who + o, sizeof(who) - o, "%s%d",
+						      o ? ", " : "", j);
 		rc = fail(ctx, -EIO, "rank %s did not get the whole blob", who);
 	}
 out:
@@ -568,9 +602,12 @@ static int plan_print(struct ctx *ctx, struct mc_cli *m)
 	uint8_t *need = malloc((size_t)W * (size_t)W);
 	uint64_t *bytes = calloc((size_t)W, sizeof(uint64_t));
 	struct out *o = &ctx->out;
-	struct group_plan_in in = { .need = need, .world = W,
-				    .recv_depth = rc_mcast_recv_depth(m->run.ring), .buf_bytes = bytes,
-				    .buf_what = "receive ring", .ranks_per_node = m->ranks_per_node,
+	struct group_plan_in in = { .need = need,
+				    .world = W,
+				    .recv_depth = rc_mcast_recv_depth(m->run.ring),
+				    .buf_bytes = bytes,
+				    .buf_what = "receive ring",
+				    .ranks_per_node = m->ranks_per_node,
 				    .rank = m->grp.who.rank };
 
 	if (!need || !bytes) {

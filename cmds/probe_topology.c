@@ -15,18 +15,21 @@
 #include "cmds.h"
 #include "topo_export.h"
 
-#define TOPO_OPTS(X)                                                                        \
-	X(TP_SYSFS, "sysfs", 0, "DIR|FILE.tar.gz",                                           \
-	  "read a captured tree instead of /sys (no verbs, no live facts)", COMP_FILE)      \
-	X(TP_CAPTURE, "capture", 0, "DIR|FILE.tar.gz",                                       \
+#define TOPO_OPTS(X) \
+	X(TP_SYSFS, "sysfs", 0, "DIR|FILE.tar.gz", \
+	  "read a captured tree instead of /sys (no verbs, no live facts)", COMP_FILE) \
+	X(TP_CAPTURE, "capture", 0, "DIR|FILE.tar.gz", \
 	  "copy what the probe reads (this host, or the --sysfs tree) into DIR or a tarball, then stop", \
-	  COMP_FILE)                                                                         \
-	X(TP_VERIFY, "verify", 0, NULL, "loopback RDMA WRITE on each ACTIVE port to prove it carries traffic") \
-	X(TP_VERIFY_SIZE, "verify-size", 0, "SIZE", "bytes each --verify writes (default 8M, at most 1G)") \
-	X(TP_HUGEPAGES, "hugepages", 0, NULL, "doctor: hugepages are required (report none reserved or free)") \
-	X(TP_EXPORT, "export", 0, "nccl|ucx|mooncake",                                       \
-	  "print the rail plan as NCCL, UCX or Mooncake settings instead of the report", COMP_WORDS, \
-	  "nccl|ucx|mooncake") \
+	  COMP_FILE) \
+	X(TP_VERIFY, "verify", 0, NULL, \
+	  "loopback RDMA WRITE on each ACTIVE port to prove it carries traffic") \
+	X(TP_VERIFY_SIZE, "verify-size", 0, "SIZE", \
+	  "bytes each --verify writes (default 8M, at most 1G)") \
+	X(TP_HUGEPAGES, "hugepages", 0, NULL, \
+	  "doctor: hugepages are required (report none reserved or free)") \
+	X(TP_EXPORT, "export", 0, "nccl|ucx|mooncake", \
+	  "print the rail plan as NCCL, UCX or Mooncake settings instead of the report", \
+	  COMP_WORDS, "nccl|ucx|mooncake") \
 	X(TP_GPU, "gpu", 0, "N", "with --export: only GPU N (NVML's number), as KEY=VALUE lines")
 
 enum { TOPO_OPTS(OPT_INDEX) TOPO_NOPTS };
@@ -205,7 +208,8 @@ static void put_numbering(struct out *o, const struct rc_topo *t)
 			same &= t->nic_pci_order[k++] == i;
 	out_obj_begin(o, "numbering");
 	out_str(o, "gpus", NULL, "pci_bus_id");
-	out_text(o, "\nNumbering: GPUs in PCI bus order (as nvidia-smi, and CUDA with CUDA_DEVICE_ORDER=PCI_BUS_ID);\n");
+	out_text(o,
+		 "\nNumbering: GPUs in PCI bus order (as nvidia-smi, and CUDA with CUDA_DEVICE_ORDER=PCI_BUS_ID);\n");
 	out_str(o, "nics", NULL, "name");
 	out_text(o, "  NICs by name (mlx5 names follow probe order)");
 	out_text(o, same ? ", which here is also PCI bus order\n" : "; in PCI bus order:");
@@ -232,7 +236,8 @@ static void put_gpus(struct out *o, const struct rc_topo *t)
 		put_str(o, "name", "  %s", gpu->name);
 		put_str(o, "uuid", "  %s", gpu->uuid);
 		put_int(o, "nvml_index", "  (NVML %lld)", gpu->nvml_index);
-		out_i64(o, "nvswitch_links", gpu->nvswitch_links ? "  %lld NVLinks to NVSwitches" : NULL,
+		out_i64(o, "nvswitch_links",
+			gpu->nvswitch_links ? "  %lld NVLinks to NVSwitches" : NULL,
 			gpu->nvswitch_links);
 		out_text(o, "\n");
 		put_pci(o, &gpu->pci);
@@ -272,9 +277,10 @@ static void put_matrix(struct out *o, const struct rc_topo *t)
 	}
 	out_arr_end(o);
 	if (t->ngpus && t->ndevs)
-		out_text(o, "Legend: PIX at most one PCIe switch, PXB several bridges, PHB through the host bridge,\n"
-			    "        NODE between host bridges of one NUMA node, SYS across NUMA nodes,\n"
-			    "        N/A no PCI parent (rxe, siw)\n");
+		out_text(o,
+			 "Legend: PIX at most one PCIe switch, PXB several bridges, PHB through the host bridge,\n"
+			 "        NODE between host bridges of one NUMA node, SYS across NUMA nodes,\n"
+			 "        N/A no PCI parent (rxe, siw)\n");
 }
 
 /* nvidia-smi topo -m's word for a GPU pair: NV# where NVLinks join them. */
@@ -319,9 +325,10 @@ static void put_gpu_matrix(struct out *o, const struct rc_topo *t)
 	}
 	out_arr_end(o);
 	if (t->ngpus > 1)
-		out_text(o, "Legend: X itself, NV# joined by # NVLinks (direct or through NVSwitches),\n"
-			    "        then the PCIe class as above%s\n",
-			    t->nvml ? "" : "; no NVML here, so no NVLink counts");
+		out_text(o,
+			 "Legend: X itself, NV# joined by # NVLinks (direct or through NVSwitches),\n"
+			 "        then the PCIe class as above%s\n",
+			 t->nvml ? "" : "; no NVML here, so no NVLink counts");
 }
 
 static void put_gpudirect(struct out *o, const struct rc_topo *t)
@@ -356,7 +363,8 @@ static void put_gpudirect(struct out *o, const struct rc_topo *t)
 static void put_rails(struct out *o, const struct rc_topo *t)
 {
 	if (t->ngpus)
-		out_text(o, "\nRail plan (least total path cost, then the least NIC load; NICs with an active port first)\n");
+		out_text(o,
+			 "\nRail plan (least total path cost, then the least NIC load; NICs with an active port first)\n");
 	out_arr_begin(o, "rail_plan");
 	for (int g = 0; g < t->ngpus; g++) {
 		const struct rc_topo_rail *r = &t->rails[g];
@@ -382,11 +390,14 @@ static void put_rails(struct out *o, const struct rc_topo *t)
 			out_i64(o, NULL, "GPU%lld", h);
 		}
 		out_arr_end(o);
-		out_bool(o, "shared_by_design", r->shared_by_design ? " (by design: more GPUs than NICs)" : NULL,
+		out_bool(o, "shared_by_design",
+			 r->shared_by_design ? " (by design: more GPUs than NICs)" : NULL,
 			 r->shared_by_design);
-		out_bool(o, "cross_socket", r->cross_socket ? "  cross-socket" : NULL, r->cross_socket);
+		out_bool(o, "cross_socket", r->cross_socket ? "  cross-socket" : NULL,
+			 r->cross_socket);
 		put_str(o, "best_nic", NULL, r->best_dev >= 0 ? t->devs[r->best_dev].name : NULL);
-		put_str(o, "best_path", NULL, r->best_dev >= 0 ? rc_topo_path_name(r->best_path) : NULL);
+		put_str(o, "best_path", NULL,
+			r->best_dev >= 0 ? rc_topo_path_name(r->best_path) : NULL);
 		if (r->best_dev >= 0 && r->best_path < r->path)
 			out_text(o, "  (its closest alone: %s %s)", t->devs[r->best_dev].name,
 				 rc_topo_path_name(r->best_path));
@@ -532,8 +543,8 @@ struct topo_args {
 	bool verify;
 	bool hugepages;
 	uint64_t vsize;
-	int export;  /* enum topo_export, -1 none */
-	int gpu;     /* --gpu N, -1 all */
+	int export; /* enum topo_export, -1 none */
+	int gpu;    /* --gpu N, -1 all */
 };
 
 static int topo_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
@@ -541,9 +552,13 @@ static int topo_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 {
 	int rc;
 
-	*a = (struct topo_args){ .sysfs = opt_arg(v, TP_SYSFS), .capture = opt_arg(v, TP_CAPTURE),
-				 .verify = opt_on(v, TP_VERIFY), .hugepages = opt_on(v, TP_HUGEPAGES),
-				 .vsize = 8u << 20, .export = -1, .gpu = -1 };
+	*a = (struct topo_args){ .sysfs = opt_arg(v, TP_SYSFS),
+				 .capture = opt_arg(v, TP_CAPTURE),
+				 .verify = opt_on(v, TP_VERIFY),
+				 .hugepages = opt_on(v, TP_HUGEPAGES),
+				 .vsize = 8u << 20,
+				 .export = -1,
+				 .gpu = -1 };
 	if (v->npos)
 		return usage_err(ctx, "probe-topology: unexpected argument '%s'", v->pos[0]);
 	if ((rc = opt_size_at(ctx, c, v, TP_VERIFY_SIZE, &a->vsize)))
@@ -555,9 +570,12 @@ static int topo_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	if (a->sysfs && !*a->sysfs)
 		return usage_err(ctx, "probe-topology: --sysfs needs a directory or a .tar.gz");
 	if (a->capture && (a->verify || a->hugepages))
-		return usage_err(ctx, "probe-topology: --capture only copies: it goes without --verify and --hugepages");
+		return usage_err(
+			ctx,
+			"probe-topology: --capture only copies: it goes without --verify and --hugepages");
 	if (a->sysfs && a->verify)
-		return usage_err(ctx, "probe-topology: --verify needs the live host, not a --sysfs tree");
+		return usage_err(ctx,
+				 "probe-topology: --verify needs the live host, not a --sysfs tree");
 	if (opt_on(v, TP_EXPORT) && (a->export = topo_export_kind(opt_arg(v, TP_EXPORT))) < 0)
 		return usage_err(ctx, "invalid --export '%s': expected nccl, ucx or mooncake",
 				 opt_arg(v, TP_EXPORT));
@@ -566,7 +584,9 @@ static int topo_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	if (opt_on(v, TP_GPU) && a->export < 0)
 		return usage_err(ctx, "probe-topology: --gpu goes with --export");
 	if (a->export >= 0 && (a->capture || a->verify))
-		return usage_err(ctx, "probe-topology: --export prints the plan only: it goes without --capture and --verify");
+		return usage_err(
+			ctx,
+			"probe-topology: --export prints the plan only: it goes without --capture and --verify");
 	return 0;
 }
 
@@ -574,8 +594,8 @@ static int topo_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
  * counts the ports that failed the loopback verification (-ENODEV: none was
  * verified). name: how findings name the tree (a tarball, not the folder it
  * was extracted to), NULL: root. */
-static int topo_run(struct ctx *ctx, const struct topo_args *a, const char *root,
-		    const char *name, struct rc_topo **t, int *failed)
+static int topo_run(struct ctx *ctx, const struct topo_args *a, const char *root, const char *name,
+		    struct rc_topo **t, int *failed)
 {
 	struct rc_topo_opts to = { .root = root, .hugepages = a->hugepages, .name = name };
 	struct rc_err e;
@@ -636,7 +656,8 @@ static int do_probe_topology(struct ctx *ctx, int argc, char **argv)
 	}
 	show(ctx, t, a.sysfs ? a.sysfs : "/sys");
 	if (failed < 0)
-		rc = fail(ctx, -ENODEV, "no port was verified: --verify found no ACTIVE port to write to (see the findings)");
+		rc = fail(ctx, -ENODEV,
+			  "no port was verified: --verify found no ACTIVE port to write to (see the findings)");
 	else if (failed)
 		rc = fail(ctx, -EIO, "%d port%s failed the loopback verification (see the findings)",
 			  failed, failed == 1 ? "" : "s");

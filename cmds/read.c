@@ -12,10 +12,10 @@
 #include "cmds.h"
 #include "client_cmds.h"
 
-#define READ_OPTS(X)                                                                   \
+#define READ_OPTS(X) \
 	X(RD_SIZE, "size", 'S', "SIZE", "bytes to read (default: to the end of the region)") \
 	X(RD_OUT, "out", 'O', "FILE", "write the bytes to FILE (default: stdout)", COMP_FILE) \
-	CLIENT_OPTS(X, RD)                                                              \
+	CLIENT_OPTS(X, RD) \
 	BENCH_OPTS(X, RD)
 
 enum { READ_OPTS(OPT_INDEX) READ_NOPTS };
@@ -89,7 +89,9 @@ static int read_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	if (!a->out_path && out_is_json(&ctx->out))
 		return usage_err(ctx, "read: with -j the JSON report takes stdout: give --out FILE");
 	if (!a->out_path && isatty(STDOUT_FILENO))
-		return usage_err(ctx, "read: refusing to write binary data to a terminal: give --out FILE or redirect stdout");
+		return usage_err(
+			ctx,
+			"read: refusing to write binary data to a terminal: give --out FILE or redirect stdout");
 	if (a->out_path && (rc = out_path_usable(ctx, a->out_path)))
 		return rc;
 	return client_target(ctx, c, v, NULL);

@@ -27,7 +27,8 @@ void register_on_event(void *arg, const struct rc_server_event *ev)
 
 	if (ev->kind == RC_EV_FLUSH_FAILED) {
 		if (!out_is_json(&ctx->out)) {
-			fprintf(ctx->out.fp, "region %s: flush failed: %s\n", ev->region, ev->reason);
+			fprintf(ctx->out.fp, "region %s: flush failed: %s\n", ev->region,
+				ev->reason);
 			fflush(ctx->out.fp);
 			return;
 		}
@@ -91,8 +92,8 @@ static void print_region(struct ctx *ctx, struct rc_server *s, const struct rc_r
 }
 
 /* Run, first part: the server and its regions. */
-static int register_start(struct ctx *ctx, const struct register_args *a,
-			  struct rc_server_opts *so, struct rc_server **s)
+static int register_start(struct ctx *ctx, const struct register_args *a, struct rc_server_opts *so,
+			  struct rc_server **s)
 {
 	struct rc_err e;
 	int rc;
@@ -112,7 +113,9 @@ static int register_start(struct ctx *ctx, const struct register_args *a,
 		return fail(ctx, rc, "%s", e.msg);
 	for (int i = 0; i < a->nspecs; i++) {
 		const struct region_spec *r = &a->specs[i];
-		struct rc_mem_spec ms = { .kind = r->kind, .len = (size_t)r->bytes, .path = r->file,
+		struct rc_mem_spec ms = { .kind = r->kind,
+					  .len = (size_t)r->bytes,
+					  .path = r->file,
 					  .gpu = r->gpu,
 					  .reg = r->kind == RC_MEM_CUDA ? a->gpu_reg : RC_REG_AUTO };
 
@@ -162,7 +165,8 @@ static int register_publish(struct ctx *ctx, const struct register_args *a, stru
 		snprintf(d.access, sizeof(d.access), "%s", rc_access_name(r->d.access));
 		rc_etcd_region_key(a->ns, r->d.name, key, sizeof(key));
 		if (rc_etcd_region_format(&d, val, sizeof(val))) {
-			rc = rc_err_set(&err, ENOSPC, "region %s: its etcd record is too long", r->d.name);
+			rc = rc_err_set(&err, ENOSPC, "region %s: its etcd record is too long",
+					r->d.name);
 			break;
 		}
 		rc = rc_etcd_create(e, key, val, rc_etcd_lease_id(e), &held, &err);
@@ -190,7 +194,8 @@ static int register_publish(struct ctx *ctx, const struct register_args *a, stru
 	}
 	out_str(&ctx->out, "event", NULL, "lease");
 	out_str(&ctx->out, "lease", "etcd lease %s", rc_etcd_lease_id(e));
-	out_u64(&ctx->out, "ttl", " (ttl %llu s", (unsigned long long)(a->lease_ttl ? a->lease_ttl : 10));
+	out_u64(&ctx->out, "ttl", " (ttl %llu s",
+		(unsigned long long)(a->lease_ttl ? a->lease_ttl : 10));
 	out_str(&ctx->out, "etcd", ") at %s\n", a->etcd);
 	out_event(&ctx->out);
 	*out = e;
@@ -231,7 +236,8 @@ static void server_metrics(struct metrics *m, const struct rc_server *s, double 
 	metrics_sample(m, "", "kind", "connection", (double)st.dropped);
 	metrics_sample(m, "", "kind", "flush", (double)st.flush_failed);
 	metrics_counter(m, "rdmactl_server_requests_total",
-			"control requests answered (region lists, migration steps)", (double)st.requests);
+			"control requests answered (region lists, migration steps)",
+			(double)st.requests);
 	metrics_counter(m, "rdmactl_server_immediates_total",
 			"immediate data received (RDMA WRITE_WITH_IMM)", (double)st.imms);
 	metrics_gauge(m, "rdmactl_server_regions", "regions served", rc_server_nregions(s));
@@ -288,7 +294,9 @@ static int register_serve(struct ctx *ctx, const struct register_args *a, struct
 static int do_register(struct ctx *ctx, int argc, char **argv)
 {
 	const struct cmd *c = &cmd_register;
-	struct rc_server_opts so = { .gid_index = ctx->gid_index, .on_event = register_on_event, .arg = ctx };
+	struct rc_server_opts so = { .gid_index = ctx->gid_index,
+				     .on_event = register_on_event,
+				     .arg = ctx };
 	struct register_args *a;
 	struct rc_server *s = NULL;
 	struct rc_etcd *etcd = NULL;
@@ -343,7 +351,8 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 			goto out;
 		}
 		if (!out_is_json(&ctx->out))
-			out_log(&ctx->out, "serving in the background on %s:%u: 'regions' lists, 'unregister' stops",
+			out_log(&ctx->out,
+				"serving in the background on %s:%u: 'regions' lists, 'unregister' stops",
 				session_served(ctx->session, session_nserved(ctx->session) - 1)->addr,
 				session_served(ctx->session, session_nserved(ctx->session) - 1)->port);
 		free(a);

@@ -13,50 +13,50 @@
 #include "cmds.h"
 #include "metrics.h"
 
-#define REGISTER_OPTS(X)                                                                    \
-	X(RG_LISTEN, "listen", 'l', "ADDR[:PORT]",                                           \
-	  "address (and port, default " RC_DEFAULT_PORT ") to serve on")                     \
+#define REGISTER_OPTS(X) \
+	X(RG_LISTEN, "listen", 'l', "ADDR[:PORT]", \
+	  "address (and port, default " RC_DEFAULT_PORT ") to serve on") \
 	X(RG_NAME, "name", 'N', "NAME", "name of the region; each --name starts another region", \
-	  .repeat = true)                                                                     \
-	X(RG_SIZE, "size", 'S', "SIZE", "region size (4K, 1M, 1G...)", .repeat = true)       \
-	X(RG_FILE, "file", 'f', "FILE", "back the region with FILE (written back on exit)",  \
-	  COMP_FILE, .repeat = true)                                                          \
-	X(RG_MEM, "mem", 'm', "KIND",                                                          \
-	  "memory: host, hugepage, file or cuda[:N] (GPU N in PCI bus order; default host)",  \
-	  COMP_WORDS, "host|hugepage|file|cuda|cuda:0", .repeat = true)                       \
-	X(RG_GPU_REG, "gpu-reg", 0, "PATH",                                                   \
+	  .repeat = true) \
+	X(RG_SIZE, "size", 'S', "SIZE", "region size (4K, 1M, 1G...)", .repeat = true) \
+	X(RG_FILE, "file", 'f', "FILE", "back the region with FILE (written back on exit)", \
+	  COMP_FILE, .repeat = true) \
+	X(RG_MEM, "mem", 'm', "KIND", \
+	  "memory: host, hugepage, file or cuda[:N] (GPU N in PCI bus order; default host)", \
+	  COMP_WORDS, "host|hugepage|file|cuda|cuda:0", .repeat = true) \
+	X(RG_GPU_REG, "gpu-reg", 0, "PATH", \
 	  "GPU memory registration: auto (dma-buf, then peer memory, then a host bounce buffer), dmabuf, peermem or bounce", \
-	  COMP_WORDS, "auto|dmabuf|peermem|bounce")                                          \
+	  COMP_WORDS, "auto|dmabuf|peermem|bounce") \
 	X(RG_ACCESS, "access", 0, "ACCESS", "what peers may do: ro, rw or atomic (default rw)", \
-	  COMP_WORDS, "ro|rw|atomic", .repeat = true)                                         \
-	X(RG_TOKEN, "token", 'T', "TOKEN",                                                    \
+	  COMP_WORDS, "ro|rw|atomic", .repeat = true) \
+	X(RG_TOKEN, "token", 'T', "TOKEN", \
 	  "require TOKEN in the connect request (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
-	X(RG_TOKEN_FILE, "token-file", 0, "FILE",                                             \
-	  "require the token on the first line of FILE (mode 600)", COMP_FILE)                   \
-	X(RG_ADMIN_TOKEN_FILE, "admin-token-file", 0, "FILE",                                 \
+	X(RG_TOKEN_FILE, "token-file", 0, "FILE", \
+	  "require the token on the first line of FILE (mode 600)", COMP_FILE) \
+	X(RG_ADMIN_TOKEN_FILE, "admin-token-file", 0, "FILE", \
 	  "the admin token, for migration steps (migrate --admin-token-file), from FILE (default: $RDMACTL_ADMIN_TOKEN)", \
-	  COMP_FILE)                                                                          \
-	X(RG_ALLOW_UNAUTH_MIG, "allow-unauthenticated-migration", 0, NULL,                    \
-	  "without an admin token: let any connected client run migration steps")           \
-	X(RG_MAX_CONNS, "max-conns", 0, "N", "connections served at once (default 64)")          \
-	X(RG_KEEPALIVE_MS, "keepalive-ms", 0, "MS",                                           \
+	  COMP_FILE) \
+	X(RG_ALLOW_UNAUTH_MIG, "allow-unauthenticated-migration", 0, NULL, \
+	  "without an admin token: let any connected client run migration steps") \
+	X(RG_MAX_CONNS, "max-conns", 0, "N", "connections served at once (default 64)") \
+	X(RG_KEEPALIVE_MS, "keepalive-ms", 0, "MS", \
 	  "probe each connection every MS, drop one whose host vanished (default 5000, 0: off)") \
-	X(RG_FLUSH_EVERY, "flush-every", 0, "TIME",                                           \
+	X(RG_FLUSH_EVERY, "flush-every", 0, "TIME", \
 	  "also write file-backed regions back to their files every TIME (500ms, 30s, 5m; default: only on exit)") \
-	X(RG_PUBLISH, "publish", 0, "URL",                                                    \
+	X(RG_PUBLISH, "publish", 0, "URL", \
 	  "publish each region in etcd under rdmactl/NS/region/NAME, with a lease kept alive: etcd://HOST:PORT/NS") \
-	X(RG_LEASE_TTL, "lease-ttl", 0, "SECONDS",                                            \
+	X(RG_LEASE_TTL, "lease-ttl", 0, "SECONDS", \
 	  "--publish: the lease's TTL; the keys go this long after the server dies (default 10)") \
-	METRICS_OPT(X, RG)                                                                    \
-	X(RG_METRICS_INTERVAL, "metrics-interval", 0, "SECONDS",                              \
+	METRICS_OPT(X, RG) \
+	X(RG_METRICS_INTERVAL, "metrics-interval", 0, "SECONDS", \
 	  "--metrics: rewrite the file this often while serving, 1 to 86400 (default 15)")
 
 enum { REGISTER_OPTS(OPT_INDEX) REGISTER_NOPTS };
 
 struct region_spec {
 	const char *name, *size, *file, *mem, *access; /* as given */
-	enum rc_mem_kind kind;                        /* as checked */
-	int gpu;                                      /* cuda:N */
+	enum rc_mem_kind kind;                         /* as checked */
+	int gpu;                                       /* cuda:N */
 	enum rc_access acc;
 	uint64_t bytes;
 };
@@ -68,14 +68,14 @@ struct register_args {
 	char host[RC_HOST_MAX];
 	char port[8];
 	int max_conns;
-	int keepalive_ms; /* 0: the default, -1: off */
+	int keepalive_ms;   /* 0: the default, -1: off */
 	int flush_every_ms; /* 0: only on exit */
 	struct region_spec specs[MAX_SPECS];
 	int nspecs;
 	enum rc_mem_reg gpu_reg;
 	const char *token;
 	char token_buf[RC_TOKEN_MAX + 1]; /* what --token-file held */
-	char admin[RC_TOKEN_MAX + 1]; /* "": none */
+	char admin[RC_TOKEN_MAX + 1];     /* "": none */
 	bool allow_unauth_mig;
 	char etcd[RC_HOST_MAX + 8]; /* --publish: the etcd's HOST:PORT, or "" */
 	char ns[64];
@@ -83,7 +83,6 @@ struct register_args {
 	const char *metrics; /* --metrics FILE, or NULL */
 	int metrics_every_s;
 };
-
 
 /* Parse: every region is checked before any device is touched. */
 int register_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,

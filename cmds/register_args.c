@@ -12,8 +12,7 @@
 
 /* Each --name starts a region; the options after it describe it. Options
  * before the first --name describe the first region. */
-static int collect_regions(struct ctx *ctx, const struct opt_vals *v, struct region_spec *r,
-			   int *n)
+static int collect_regions(struct ctx *ctx, const struct opt_vals *v, struct region_spec *r, int *n)
 {
 	const struct cmd *c = &cmd_register;
 	int cur = 0;
@@ -33,8 +32,10 @@ static int collect_regions(struct ctx *ctx, const struct opt_vals *v, struct reg
 		       : idx == RG_MEM  ? &r[cur].mem
 					: &r[cur].access;
 		if (*slot)
-			return usage_err(ctx, "register: --%s given twice for one region (start the next one with --name)",
-					 c->opts[idx].name);
+			return usage_err(
+				ctx,
+				"register: --%s given twice for one region (start the next one with --name)",
+				c->opts[idx].name);
 		*slot = v->multi[i];
 	}
 	*n = cur + 1;
@@ -49,7 +50,8 @@ static int split_listen(struct ctx *ctx, const char *s, char *host, size_t hl, c
 	/* Reuse the target grammar: HOST[:PORT] or [IPV6][:PORT]. */
 	snprintf(tmp, sizeof(tmp), "%s", s);
 	if (rc_parse_target(tmp, &t) || t.region[0])
-		return usage_err(ctx, "invalid --listen '%s': expected ADDR[:PORT] or [IPV6][:PORT]", s);
+		return usage_err(ctx,
+				 "invalid --listen '%s': expected ADDR[:PORT] or [IPV6][:PORT]", s);
 	snprintf(host, hl, "%s", t.host);
 	snprintf(port, pl, "%s", t.port);
 	return 0;
@@ -88,7 +90,9 @@ static int check_region(struct ctx *ctx, struct region_spec *r)
 	uint64_t size = 0;
 
 	if (r->mem && rc_mem_parse(r->mem, &kind, &r->gpu))
-		return usage_err(ctx, "invalid --mem '%s': expected host, hugepage, file, cuda or cuda:N", r->mem);
+		return usage_err(ctx,
+				 "invalid --mem '%s': expected host, hugepage, file, cuda or cuda:N",
+				 r->mem);
 	if (kind == RC_MEM_CUDA && !rc_mem_gpu_built())
 		return fail(ctx, -ENOTSUP,
 			    "--mem %s: this rdmactl was built without CUDA (the CUDA toolkit was not found, or -DRDMACTL_CUDA=OFF): GPU memory is not available",
@@ -96,7 +100,9 @@ static int check_region(struct ctx *ctx, struct region_spec *r)
 	if (r->access && rc_access_parse(r->access, &access))
 		return usage_err(ctx, "invalid --access '%s': expected ro, rw or atomic", r->access);
 	if (r->size && (rc_parse_size(r->size, &size) || size == 0))
-		return usage_err(ctx, "invalid --size '%s': expected a size such as 4096, 4K, 1M or 1G", r->size);
+		return usage_err(ctx,
+				 "invalid --size '%s': expected a size such as 4096, 4K, 1M or 1G",
+				 r->size);
 	if (kind == RC_MEM_FILE && !r->file)
 		return usage_err(ctx, "register: --mem file needs --file FILE");
 	if (r->file && kind != RC_MEM_FILE)
@@ -136,15 +142,19 @@ static int parse_serving(struct ctx *ctx, const struct cmd *c, const struct opt_
 	}
 	if (opt_on(v, RG_FLUSH_EVERY) &&
 	    parse_interval_ms(opt_arg(v, RG_FLUSH_EVERY), &a->flush_every_ms))
-		return usage_err(ctx, "invalid --flush-every '%s': expected 100ms to 24h, such as 500ms, 30s or 5m",
-				 opt_arg(v, RG_FLUSH_EVERY));
+		return usage_err(
+			ctx,
+			"invalid --flush-every '%s': expected 100ms to 24h, such as 500ms, 30s or 5m",
+			opt_arg(v, RG_FLUSH_EVERY));
 	if ((rc = collect_regions(ctx, v, a->specs, &a->nspecs)))
 		return rc;
 	if (opt_on(v, RG_GPU_REG) && rc_mem_reg_parse(opt_arg(v, RG_GPU_REG), &a->gpu_reg))
-		return usage_err(ctx, "invalid --gpu-reg '%s': expected auto, dmabuf, peermem or bounce",
+		return usage_err(ctx,
+				 "invalid --gpu-reg '%s': expected auto, dmabuf, peermem or bounce",
 				 opt_arg(v, RG_GPU_REG));
 	if (a->gpu_reg == RC_REG_HOST)
-		return usage_err(ctx, "invalid --gpu-reg 'host': expected auto, dmabuf, peermem or bounce");
+		return usage_err(ctx,
+				 "invalid --gpu-reg 'host': expected auto, dmabuf, peermem or bounce");
 	for (int i = 0; i < a->nspecs; i++)
 		if ((rc = check_region(ctx, &a->specs[i])))
 			return rc;
@@ -154,7 +164,8 @@ static int parse_serving(struct ctx *ctx, const struct cmd *c, const struct opt_
 		for (int i = 0; i < a->nspecs; i++)
 			any |= a->specs[i].kind == RC_MEM_FILE && a->specs[i].acc != RC_ACCESS_RO;
 		if (!any)
-			return usage_err(ctx, "register: --flush-every writes file-backed regions back, "
+			return usage_err(ctx,
+					 "register: --flush-every writes file-backed regions back, "
 					 "and no writable region has --file");
 	}
 	return 0;
@@ -173,15 +184,21 @@ static int parse_publish(struct ctx *ctx, const struct cmd *c, const struct opt_
 		return rc;
 	if (!opt_on(v, RG_PUBLISH))
 		return 0;
-	if (rc_etcd_url_parse(opt_arg(v, RG_PUBLISH), a->etcd, sizeof(a->etcd), a->ns, sizeof(a->ns),
-			      &e) || !rc_etcd_ns_valid(a->ns))
-		return usage_err(ctx, "invalid --publish '%s': expected etcd://HOST:PORT/NS (NS: letters, digits, '-', '_', '.')",
-				 opt_arg(v, RG_PUBLISH));
+	if (rc_etcd_url_parse(opt_arg(v, RG_PUBLISH), a->etcd, sizeof(a->etcd), a->ns,
+			      sizeof(a->ns), &e) ||
+	    !rc_etcd_ns_valid(a->ns))
+		return usage_err(
+			ctx,
+			"invalid --publish '%s': expected etcd://HOST:PORT/NS (NS: letters, digits, '-', '_', '.')",
+			opt_arg(v, RG_PUBLISH));
 	if (ctx->session)
-		return usage_err(ctx, "register: --publish is for a server of its own, not one in the shell");
+		return usage_err(
+			ctx, "register: --publish is for a server of its own, not one in the shell");
 	if (!strcmp(a->host, "0.0.0.0") || !strcmp(a->host, "::"))
-		return usage_err(ctx, "register: --publish needs --listen with the address clients reach, not %s",
-				 a->host);
+		return usage_err(
+			ctx,
+			"register: --publish needs --listen with the address clients reach, not %s",
+			a->host);
 	return 0;
 }
 
@@ -195,10 +212,13 @@ static int parse_secrets(struct ctx *ctx, const struct opt_vals *v, struct regis
 	if ((rc = opt_admin_token_at(ctx, v, RG_ADMIN_TOKEN_FILE, a->admin)))
 		return rc;
 	if (a->admin[0] && a->token && !strcmp(a->admin, a->token))
-		return usage_err(ctx, "register: the admin token must differ from --token (it grants more)");
+		return usage_err(
+			ctx, "register: the admin token must differ from --token (it grants more)");
 	a->allow_unauth_mig = opt_on(v, RG_ALLOW_UNAUTH_MIG);
 	if (a->allow_unauth_mig && a->admin[0])
-		return usage_err(ctx, "register: --allow-unauthenticated-migration is for a server without an admin token");
+		return usage_err(
+			ctx,
+			"register: --allow-unauthenticated-migration is for a server without an admin token");
 	return 0;
 }
 
@@ -215,7 +235,8 @@ static int parse_metrics(struct ctx *ctx, const struct cmd *c, const struct opt_
 	if ((rc = opt_int_at(ctx, c, v, RG_METRICS_INTERVAL, 1, 86400, &a->metrics_every_s)))
 		return rc;
 	if (a->metrics && ctx->session)
-		return usage_err(ctx, "register: --metrics is for a server of its own, not one in the shell");
+		return usage_err(
+			ctx, "register: --metrics is for a server of its own, not one in the shell");
 	return a->metrics ? metrics_path_check(ctx, a->metrics) : 0;
 }
 

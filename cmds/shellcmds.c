@@ -58,8 +58,8 @@ static int do_regions(struct ctx *ctx, int argc, char **argv)
 			const struct rc_region_desc *d = &sv->regions[j];
 
 			if (!n++)
-				out_text(o, "%-16s %-24s %12s %-6s %-8s %-10s %s\n", "NAME", "LISTEN",
-					 "LENGTH", "ACCESS", "MEM", "RKEY", "ADDR");
+				out_text(o, "%-16s %-24s %12s %-6s %-8s %-10s %s\n", "NAME",
+					 "LISTEN", "LENGTH", "ACCESS", "MEM", "RKEY", "ADDR");
 			out_obj_begin(o, NULL);
 			out_str(o, "name", "%-16s ", d->name);
 			out_text(o, "%-24s ", where);
@@ -126,7 +126,8 @@ static int unregister_parse(struct ctx *ctx, const struct opt_vals *v, bool *all
 		while (i < session_nserved(ss) && !serves(session_served(ss, i), v->pos[k]))
 			i++;
 		if (i == session_nserved(ss))
-			return fail(ctx, -ENOENT, "no region named '%s' is served here (see 'regions')",
+			return fail(ctx, -ENOENT,
+				    "no region named '%s' is served here (see 'regions')",
 				    v->pos[k]);
 	}
 	return 0;

@@ -14,11 +14,21 @@ void svg_escaped(FILE *f, const char *s)
 {
 	for (; s && *s; s++) {
 		switch (*s) {
-		case '&': fputs("&amp;", f); break;
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '"': fputs("&quot;", f); break;
-		case '\'': fputs("&apos;", f); break;
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
+		case '\'':
+			fputs("&apos;", f);
+			break;
 		default:
 			/* control characters are not allowed in XML 1.0 */
 			fputc((unsigned char)*s < 0x20 ? ' ' : *s, f);
@@ -28,9 +38,10 @@ void svg_escaped(FILE *f, const char *s)
 
 void svg_begin(FILE *f, int width, int height, const char *title)
 {
-	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		   "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-		   "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n<title>",
+	fprintf(f,
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+		"viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n<title>",
 		width, height, width, height);
 	svg_escaped(f, title);
 	fputs("</title>\n", f);
@@ -40,8 +51,9 @@ void svg_begin(FILE *f, int width, int height, const char *title)
 void svg_rect(FILE *f, double x, double y, double w, double h, const char *fill, const char *stroke,
 	      double stroke_width, const char *title)
 {
-	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" stroke=\"%s\" "
-		   "stroke-width=\"%.1f\"",
+	fprintf(f,
+		"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" stroke=\"%s\" "
+		"stroke-width=\"%.1f\"",
 		x, y, w, h, fill, stroke, stroke_width);
 	if (!title) {
 		fputs("/>\n", f);
@@ -55,8 +67,8 @@ void svg_rect(FILE *f, double x, double y, double w, double h, const char *fill,
 void svg_text(FILE *f, double x, double y, const char *anchor, int size, const char *fill,
 	      const char *text)
 {
-	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-size=\"%d\" fill=\"%s\">", x,
-		y, anchor, size, fill);
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-size=\"%d\" fill=\"%s\">",
+		x, y, anchor, size, fill);
 	svg_escaped(f, text);
 	fputs("</text>\n", f);
 }
@@ -105,10 +117,15 @@ static void cells(FILE *f, const struct svg_heatmap *h, double lo, double hi)
 				continue;
 			}
 			colour(h->high_good ? t : 1 - t, fill, sizeof(fill));
-			svg_rect(f, x, y, CELL, CELL, fill, mark ? "#000000" : "#ffffff", mark ? 4 : 1,
-				 h->tip ? h->tip[k] : NULL);
-			snprintf(num, sizeof(num), v >= 100 ? "%.0f" : v >= 10 ? "%.1f" : "%.2f", v);
-			svg_text(f, x + CELL / 2.0, y + CELL / 2.0 + 4, "middle", 11, "#000000", num);
+			svg_rect(f, x, y, CELL, CELL, fill, mark ? "#000000" : "#ffffff",
+				 mark ? 4 : 1, h->tip ? h->tip[k] : NULL);
+			snprintf(num, sizeof(num),
+				 v >= 100  ? "%.0f"
+				 : v >= 10 ? "%.1f"
+					   : "%.2f",
+				 v);
+			svg_text(f, x + CELL / 2.0, y + CELL / 2.0 + 4, "middle", 11, "#000000",
+				 num);
 			if (mark)
 				svg_text(f, x + CELL - 7, y + 13, "middle", 12, "#000000", "\u2716");
 		}
@@ -128,8 +145,8 @@ int svg_heatmap_write(const char *path, const struct svg_heatmap *h)
 	bounds(h, &lo, &hi);
 	svg_begin(f, w, ht, h->title);
 	svg_text(f, 10, 24, "start", 16, "#000000", h->title);
-	snprintf(line, sizeof(line), "rows: %s, columns: %s; %s%s", h->row_axis, h->col_axis, h->unit,
-		 h->mark ? "; framed and crossed: outliers" : "");
+	snprintf(line, sizeof(line), "rows: %s, columns: %s; %s%s", h->row_axis, h->col_axis,
+		 h->unit, h->mark ? "; framed and crossed: outliers" : "");
 	svg_text(f, 10, 44, "start", 11, "#333333", line);
 	for (int i = 0; i < h->n; i++) {
 		svg_text(f, LABEL_W - 6, TOP + i * CELL + CELL / 2.0 + 4, "end", 11, "#000000",
@@ -179,8 +196,9 @@ int svg_timeline_write(const char *path, const struct svg_timeline *t)
 	for (int k = 0; k <= 4; k++) {
 		double x = LABEL_W + PLOT_W * k / 4.0;
 
-		fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#cccccc\"/>\n", x,
-			TOP - 4, x, TOP + t->n * ROW);
+		fprintf(f,
+			"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#cccccc\"/>\n",
+			x, TOP - 4, x, TOP + t->n * ROW);
 		snprintf(line, sizeof(line), "%.3g", hi * k / 4);
 		svg_text(f, x, TOP + t->n * ROW + 16, "middle", 10, "#333333", line);
 	}
@@ -189,18 +207,21 @@ int svg_timeline_write(const char *path, const struct svg_timeline *t)
 
 		svg_text(f, LABEL_W - 6, y + ROW / 2.0 + 4, "end", 11, "#000000", t->labels[i]);
 		if (isnan(t->start[i]) || isnan(t->end[i])) {
-			svg_text(f, LABEL_W + 4, y + ROW / 2.0 + 4, "start", 11, "#d73027", "no report");
+			svg_text(f, LABEL_W + 4, y + ROW / 2.0 + 4, "start", 11, "#d73027",
+				 "no report");
 			continue;
 		}
-		snprintf(line, sizeof(line), "%s: %.3f to %.3f %s", t->labels[i], t->start[i], t->end[i],
-			 t->unit);
+		snprintf(line, sizeof(line), "%s: %.3f to %.3f %s", t->labels[i], t->start[i],
+			 t->end[i], t->unit);
 		svg_rect(f, LABEL_W + t->start[i] * scale, y + 4,
-			 (t->end[i] - t->start[i]) * scale > 1 ? (t->end[i] - t->start[i]) * scale : 1,
+			 (t->end[i] - t->start[i]) * scale > 1 ? (t->end[i] - t->start[i]) * scale
+							       : 1,
 			 ROW - 8, t->bad && t->bad[i] ? "#d73027" : "#4575b4", "none", 0, line);
 		for (int k = 0; t->marks && t->nmarks && k < t->nmarks[i]; k++)
-			fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000000\"/>\n",
-				LABEL_W + t->marks[i][k] * scale, y + 2, LABEL_W + t->marks[i][k] * scale,
-				y + ROW - 2);
+			fprintf(f,
+				"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000000\"/>\n",
+				LABEL_W + t->marks[i][k] * scale, y + 2,
+				LABEL_W + t->marks[i][k] * scale, y + ROW - 2);
 	}
 	svg_end(f);
 	if (fclose(f))

@@ -29,13 +29,13 @@ void svg_end(FILE *f);
 struct svg_heatmap {
 	int n;
 	const char *title;
-	const char *unit;             /* "Gbit/s" */
-	const char *row_axis;         /* "from" */
-	const char *col_axis;         /* "to" */
-	const char *const *labels;    /* n of them */
+	const char *unit;          /* "Gbit/s" */
+	const char *row_axis;      /* "from" */
+	const char *col_axis;      /* "to" */
+	const char *const *labels; /* n of them */
 	const double *value;
-	const bool *mark;             /* or NULL */
-	const char *const *tip;       /* or NULL */
+	const bool *mark;       /* or NULL */
+	const char *const *tip; /* or NULL */
 	bool high_good;
 };
 /* Write the heatmap as a whole document to path; 0 or -errno. */
@@ -47,7 +47,7 @@ int svg_heatmap_write(const char *path, const struct svg_heatmap *h);
 struct svg_timeline {
 	int n;
 	const char *title;
-	const char *unit;             /* "ms" */
+	const char *unit; /* "ms" */
 	const char *const *labels;
 	const double *start;
 	const double *end;

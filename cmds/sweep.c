@@ -22,17 +22,26 @@
 
 #define SWEEP_OPTS(X) \
 	GROUP_OPTS(X, SW) \
-	X(SW_MSG_SIZE, "msg-size", 's', "SIZE", "bytes per RDMA WRITE of the bandwidth test (default 64K)") \
-	X(SW_DURATION, "duration", 0, "SECONDS", "bandwidth test per pair and direction (default 1)") \
+	X(SW_MSG_SIZE, "msg-size", 's', "SIZE", \
+	  "bytes per RDMA WRITE of the bandwidth test (default 64K)") \
+	X(SW_DURATION, "duration", 0, "SECONDS", \
+	  "bandwidth test per pair and direction (default 1)") \
 	X(SW_ITERS, "iters", 'n', "N", "writes per pair and direction, instead of --duration") \
-	X(SW_LAT_ITERS, "lat-iters", 0, "N", "8-byte WRITEs and READs timed per pair and direction (default 200)") \
-	X(SW_PAIRS, "pairs", 0, "FILE", "measure only the pairs of FILE, one \"A B\" a line", COMP_FILE) \
+	X(SW_LAT_ITERS, "lat-iters", 0, "N", \
+	  "8-byte WRITEs and READs timed per pair and direction (default 200)") \
+	X(SW_PAIRS, "pairs", 0, "FILE", "measure only the pairs of FILE, one \"A B\" a line", \
+	  COMP_FILE) \
 	X(SW_DEPTH, "depth", 0, "N", "writes outstanding in the bandwidth test (default 16)") \
-	X(SW_MIN_FRACTION, "min-fraction", 0, "F", "a direction below F (0 to 1) of the slower port's link rate is an outlier") \
-	X(SW_MAX_LAT_US, "max-lat-us", 0, "U", "a median WRITE or READ latency above U microseconds is an outlier") \
-	X(SW_SLOW_RATIO, "slow-ratio", 0, "F", "slow: below F of the fleet's median (and 3 MADs), or of the pair's other direction (default 0.5; 0: not judged)") \
-	X(SW_LAT_RATIO, "lat-ratio", 0, "X", "high latency: above X times the fleet's median (and 3 MADs; default 3)") \
-	X(SW_SVG, "svg", 0, "FILE", "rank 0 draws the bandwidth matrix as an SVG heatmap", COMP_FILE) \
+	X(SW_MIN_FRACTION, "min-fraction", 0, "F", \
+	  "a direction below F (0 to 1) of the slower port's link rate is an outlier") \
+	X(SW_MAX_LAT_US, "max-lat-us", 0, "U", \
+	  "a median WRITE or READ latency above U microseconds is an outlier") \
+	X(SW_SLOW_RATIO, "slow-ratio", 0, "F", \
+	  "slow: below F of the fleet's median (and 3 MADs), or of the pair's other direction (default 0.5; 0: not judged)") \
+	X(SW_LAT_RATIO, "lat-ratio", 0, "X", \
+	  "high latency: above X times the fleet's median (and 3 MADs; default 3)") \
+	X(SW_SVG, "svg", 0, "FILE", "rank 0 draws the bandwidth matrix as an SVG heatmap", \
+	  COMP_FILE) \
 	X(SW_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping")
 
 enum { SWEEP_OPTS(OPT_INDEX) SW_NOPTS };
@@ -142,10 +151,11 @@ static void progress(void *arg, int round, int rounds, int peer, const char *wha
 	if (!sp->p.on)
 		return;
 	if (peer >= 0)
-		fprintf(stderr, "\r\033[Kround %d of %d: rank %d with rank %d: %s", round + 1, rounds,
-			sp->me, peer, what);
+		fprintf(stderr, "\r\033[Kround %d of %d: rank %d with rank %d: %s", round + 1,
+			rounds, sp->me, peer, what);
 	else
-		fprintf(stderr, "\r\033[Kround %d of %d: rank %d %s", round + 1, rounds, sp->me, what);
+		fprintf(stderr, "\r\033[Kround %d of %d: rank %d %s", round + 1, rounds, sp->me,
+			what);
 }
 
 /* Every rank connects to every other. */
@@ -163,10 +173,16 @@ static int plan(void *arg, const struct rc_endpoint *all, int W, uint8_t *need, 
 static int run(struct ctx *ctx, struct sweep_cli *a)
 {
 	int W = a->grp.who.world, me = a->grp.who.rank, rc;
-	struct rc_group_join join = { .rank = me, .world = W, .rendezvous = a->grp.rendezvous,
-				      .listen = a->grp.listen, .token = a->grp.token,
-				      .dev_name = ctx->dev_name, .timeout_ms = ctx->timeout_ms,
-				      .busy_poll = a->busy_poll, .partial = true, .plan = plan };
+	struct rc_group_join join = { .rank = me,
+				      .world = W,
+				      .rendezvous = a->grp.rendezvous,
+				      .listen = a->grp.listen,
+				      .token = a->grp.token,
+				      .dev_name = ctx->dev_name,
+				      .timeout_ms = ctx->timeout_ms,
+				      .busy_poll = a->busy_poll,
+				      .partial = true,
+				      .plan = plan };
 	struct rc_group_join_out how;
 	struct rc_sweep_result res = { 0 };
 	struct sweep_prog prog = { .me = me };
@@ -200,8 +216,12 @@ static int run(struct ctx *ctx, struct sweep_cli *a)
 		goto out;
 	}
 	if (me == 0) {
-		struct sweep_report r = { .a_grp = &a->grp, .run = &a->run, .lim = &a->lim,
-					  .res = &res, .g = g, .svg = a->svg,
+		struct sweep_report r = { .a_grp = &a->grp,
+					  .run = &a->run,
+					  .lim = &a->lim,
+					  .res = &res,
+					  .g = g,
+					  .svg = a->svg,
 					  .metrics = metrics ? &m : NULL };
 
 		rc = sweep_report(ctx, &r, &healthy);

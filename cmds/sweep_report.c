@@ -25,7 +25,7 @@ struct judged {
 	const struct rc_sweep_result *res;
 	struct rc_sweep_verdict v;
 	double *rate;
-	int *order;                     /* W * W: the outliers, the worst first */
+	int *order; /* W * W: the outliers, the worst first */
 };
 
 static const struct rc_sweep_cell *cell(const struct judged *j, int a, int b)
@@ -236,19 +236,24 @@ static void advice(struct out *o, const struct judged *j)
 		all |= j->v.why[k];
 	out_arr_begin(o, "check_next");
 	if (j->v.bad_nodes)
-		out_str(o, NULL, "  - the named node: its NIC and cable (ethtool -S, rdma statistic, the port counters), its PCIe link (lspci -vv LnkSta), its NUMA placement (rdmactl probe-topology)\n",
+		out_str(o, NULL,
+			"  - the named node: its NIC and cable (ethtool -S, rdma statistic, the port counters), its PCIe link (lspci -vv LnkSta), its NUMA placement (rdmactl probe-topology)\n",
 			"node");
 	if (all & (RC_SWEEP_SLOW | RC_SWEEP_BELOW_LINE))
-		out_str(o, NULL, "  - a slow pair: the cables and switch ports between the two (their error counters), then rdmactl write --bench between them alone\n",
+		out_str(o, NULL,
+			"  - a slow pair: the cables and switch ports between the two (their error counters), then rdmactl write --bench between them alone\n",
 			"slow_pair");
 	if (all & RC_SWEEP_ASYM)
-		out_str(o, NULL, "  - an asymmetric pair: the sender of the slower direction (pause frames, transmit errors, its PCIe link)\n",
+		out_str(o, NULL,
+			"  - an asymmetric pair: the sender of the slower direction (pause frames, transmit errors, its PCIe link)\n",
 			"asymmetric");
 	if (all & (RC_SWEEP_LAT | RC_SWEEP_LAT_MAX))
-		out_str(o, NULL, "  - high latency: congestion or PFC pauses on the path, a longer route, interrupt moderation\n",
+		out_str(o, NULL,
+			"  - high latency: congestion or PFC pauses on the path, a longer route, interrupt moderation\n",
 			"latency");
 	if (all & RC_SWEEP_FAILED)
-		out_str(o, NULL, "  - a failed pair: the route and GID between them (rdmactl probe-topology on both hosts, ip route)\n",
+		out_str(o, NULL,
+			"  - a failed pair: the route and GID between them (rdmactl probe-topology on both hosts, ip route)\n",
 			"failed");
 	out_arr_end(o);
 }
@@ -344,11 +349,13 @@ static void put_verdict(struct out *o, const struct judged *j)
 		out_text(o, "verdict: healthy: %d directions of %d pairs measured, no outlier\n",
 			 j->v.measured, asked);
 	else if (unconnected)
-		out_text(o, "verdict: NOT healthy: %d of %d pairs could not connect; %d outlier directions in %d pairs, %d node%s named\n",
+		out_text(o,
+			 "verdict: NOT healthy: %d of %d pairs could not connect; %d outlier directions in %d pairs, %d node%s named\n",
 			 unconnected, asked, j->v.outliers, j->v.bad_pairs, j->v.bad_nodes,
 			 j->v.bad_nodes == 1 ? "" : "s");
 	else
-		out_text(o, "verdict: NOT healthy: %d outlier directions in %d of %d pairs, %d node%s named\n",
+		out_text(o,
+			 "verdict: NOT healthy: %d outlier directions in %d of %d pairs, %d node%s named\n",
 			 j->v.outliers, j->v.bad_pairs, asked, j->v.bad_nodes,
 			 j->v.bad_nodes == 1 ? "" : "s");
 	out_arr_begin(o, "bad_nodes");
@@ -397,7 +404,8 @@ static int draw(const struct judged *j, const char *path)
 	int W = j->W, rc = -ENOMEM;
 	double *val = calloc((size_t)W * (size_t)W, sizeof(double));
 	bool *mark = calloc((size_t)W * (size_t)W, sizeof(bool));
-	char **labels = calloc((size_t)W, sizeof(char *)), **tips = calloc((size_t)W * W, sizeof(char *));
+	char **labels = calloc((size_t)W, sizeof(char *)),
+	     **tips = calloc((size_t)W * W, sizeof(char *));
 
 	if (!val || !mark || !labels || !tips)
 		goto out;
@@ -423,15 +431,22 @@ static int draw(const struct judged *j, const char *path)
 			else if (c->status)
 				snprintf(tips[a * W + b], 256, "%d -> %d failed: %s", a, b, c->why);
 			else
-				snprintf(tips[a * W + b], 256, "%d -> %d: %.3f Gbit/s, WRITE %.1f us, READ %.1f us%s%s",
+				snprintf(tips[a * W + b], 256,
+					 "%d -> %d: %.3f Gbit/s, WRITE %.1f us, READ %.1f us%s%s",
 					 a, b, c->bw_gbit, c->wlat_p50_us, c->rlat_p50_us,
 					 words[0] ? "; outlier: " : "", words);
 		}
 	}
-	struct svg_heatmap h = { .n = W, .title = "rdmactl sweep: RDMA WRITE bandwidth",
-				 .unit = "Gbit/s", .row_axis = "from (rank)", .col_axis = "to (rank)",
-				 .labels = (const char *const *)labels, .value = val, .mark = mark,
-				 .tip = (const char *const *)tips, .high_good = true };
+	struct svg_heatmap h = { .n = W,
+				 .title = "rdmactl sweep: RDMA WRITE bandwidth",
+				 .unit = "Gbit/s",
+				 .row_axis = "from (rank)",
+				 .col_axis = "to (rank)",
+				 .labels = (const char *const *)labels,
+				 .value = val,
+				 .mark = mark,
+				 .tip = (const char *const *)tips,
+				 .high_good = true };
 
 	rc = svg_heatmap_write(path, &h);
 out:
@@ -448,8 +463,14 @@ out:
 
 /* --metrics on rank 0: the verdict, the fleet, each direction's bandwidth
  * and median latencies. */
-static double cell_bw_bytes(const struct rc_sweep_cell *c) { return c->bw_gbit * 1e9 / 8; }
-static double cell_wlat_s(const struct rc_sweep_cell *c) { return c->wlat_p50_us / 1e6; }
+static double cell_bw_bytes(const struct rc_sweep_cell *c)
+{
+	return c->bw_gbit * 1e9 / 8;
+}
+static double cell_wlat_s(const struct rc_sweep_cell *c)
+{
+	return c->wlat_p50_us / 1e6;
+}
 
 /* One gauge family with a sample for each direction measured (FROM->TO). */
 static void direction_family(struct metrics *m, const struct judged *j, const char *name,
@@ -483,7 +504,8 @@ static void sweep_metrics(struct metrics *m, const struct judged *j)
 		metrics_gauge(m, "rdmactl_sweep_write_median_bytes_per_second",
 			      "the fleet's median RDMA WRITE bandwidth", j->v.bw_median * 1e9 / 8);
 	direction_family(m, j, "rdmactl_sweep_write_bytes_per_second",
-			 "RDMA WRITE bandwidth of each direction measured (FROM->TO)", cell_bw_bytes);
+			 "RDMA WRITE bandwidth of each direction measured (FROM->TO)",
+			 cell_bw_bytes);
 	direction_family(m, j, "rdmactl_sweep_write_latency_p50_seconds",
 			 "median 8-byte RDMA WRITE latency of each direction measured (FROM->TO)",
 			 cell_wlat_s);

@@ -18,7 +18,7 @@ struct sweep_report {
 	const struct rc_sweep_limits *lim;
 	const struct rc_sweep_result *res;
 	const struct rc_group *g;
-	const char *svg;   /* the heatmap's file, or NULL */
+	const char *svg;         /* the heatmap's file, or NULL */
 	struct metrics *metrics; /* --metrics on rank 0, or NULL */
 };
 

@@ -27,7 +27,8 @@
 
 int topo_export_kind(const char *name)
 {
-	static const char *const kinds[] = { [TOPO_EXPORT_NCCL] = "nccl", [TOPO_EXPORT_UCX] = "ucx",
+	static const char *const kinds[] = { [TOPO_EXPORT_NCCL] = "nccl",
+					     [TOPO_EXPORT_UCX] = "ucx",
 					     [TOPO_EXPORT_MOONCAKE] = "mooncake" };
 
 	for (int k = TOPO_EXPORT_NCCL; k <= TOPO_EXPORT_MOONCAKE; k++)
@@ -117,9 +118,11 @@ static void put_env(struct out *o, const struct rc_topo *t, enum topo_export kin
 
 	out_str(o, "variable", NULL, var);
 	if (fragment) {
-		out_text(o, "# %s for each GPU's process from the rail plan (rdmactl probe-topology --export %s)\n",
+		out_text(o,
+			 "# %s for each GPU's process from the rail plan (rdmactl probe-topology --export %s)\n",
 			 var, kind == TOPO_EXPORT_NCCL ? "nccl" : "ucx");
-		out_text(o, "# GPU numbers are NVML's (PCI bus order): run with CUDA_DEVICE_ORDER=PCI_BUS_ID\n");
+		out_text(o,
+			 "# GPU numbers are NVML's (PCI bus order): run with CUDA_DEVICE_ORDER=PCI_BUS_ID\n");
 		out_text(o, "case \"${RDMACTL_GPU:-${LOCAL_RANK:-}}\" in\n");
 	}
 	out_arr_begin(o, "gpus");
@@ -133,8 +136,8 @@ static void put_env(struct out *o, const struct rc_topo *t, enum topo_export kin
 		if (only >= 0 && g != only)
 			continue;
 		if (r->dev < 0) { /* --gpu refused it already */
-			out_text(o, "# GPU %d (%s): no NIC with a PCI path, left out\n", gpu_number(t, g),
-				 t->gpus[g].pci.addr);
+			out_text(o, "# GPU %d (%s): no NIC with a PCI path, left out\n",
+				 gpu_number(t, g), t->gpus[g].pci.addr);
 			continue;
 		}
 		d = &t->devs[r->dev];
@@ -158,7 +161,8 @@ static void put_env(struct out *o, const struct rc_topo *t, enum topo_export kin
 	}
 	out_arr_end(o);
 	if (fragment)
-		out_text(o, "*) echo \"rail plan: set RDMACTL_GPU or LOCAL_RANK to this process's GPU\" >&2 ;;\nesac\n");
+		out_text(o,
+			 "*) echo \"rail plan: set RDMACTL_GPU or LOCAL_RANK to this process's GPU\" >&2 ;;\nesac\n");
 }
 
 int topo_export(struct ctx *ctx, const struct rc_topo *t, enum topo_export kind, int gpu)
@@ -167,19 +171,26 @@ int topo_export(struct ctx *ctx, const struct rc_topo *t, enum topo_export kind,
 	int only = -1;
 
 	if (!t->ngpus)
-		return fail(ctx, -ENODEV, "probe-topology --export: no GPU found, and the rail plan binds GPUs to NICs");
+		return fail(
+			ctx, -ENODEV,
+			"probe-topology --export: no GPU found, and the rail plan binds GPUs to NICs");
 	if (gpu >= 0) {
 		for (int g = 0; g < t->ngpus; g++)
 			if (gpu_number(t, g) == gpu)
 				only = g;
 		if (only < 0)
-			return fail(ctx, -ENODEV, "probe-topology --export: no GPU %d (%d GPU%s found, numbered by NVML)",
+			return fail(ctx, -ENODEV,
+				    "probe-topology --export: no GPU %d (%d GPU%s found, numbered by NVML)",
 				    gpu, t->ngpus, t->ngpus == 1 ? "" : "s");
 		if (t->rails[only].dev < 0)
-			return fail(ctx, -ENODEV, "probe-topology --export: GPU %d (%s) has no NIC with a PCI path",
+			return fail(ctx, -ENODEV,
+				    "probe-topology --export: GPU %d (%s) has no NIC with a PCI path",
 				    gpu, t->gpus[only].pci.addr);
 	}
-	out_str(o, "export", NULL, kind == TOPO_EXPORT_NCCL ? "nccl" : kind == TOPO_EXPORT_UCX ? "ucx" : "mooncake");
+	out_str(o, "export", NULL,
+		kind == TOPO_EXPORT_NCCL  ? "nccl"
+		: kind == TOPO_EXPORT_UCX ? "ucx"
+					  : "mooncake");
 	if (kind == TOPO_EXPORT_MOONCAKE)
 		put_mooncake(o, t, only);
 	else

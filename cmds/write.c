@@ -13,13 +13,13 @@
 #include "cmds.h"
 #include "client_cmds.h"
 
-#define WRITE_OPTS(X)                                                                       \
+#define WRITE_OPTS(X) \
 	X(WR_FILE, "file", 'f', "FILE", "write the contents of FILE (default: stdin)", COMP_FILE) \
-	X(WR_PATTERN, "pattern", 'P', "PATTERN",                                             \
+	X(WR_PATTERN, "pattern", 'P', "PATTERN", \
 	  "write a generated pattern: zero, seq or random:SEED", COMP_WORDS, "zero|seq|random:1") \
-	X(WR_SIZE, "size", 'S', "SIZE", "bytes to write (default: the file's size)")         \
+	X(WR_SIZE, "size", 'S', "SIZE", "bytes to write (default: the file's size)") \
 	X(WR_IMM, "imm", 'i', "VALUE", "then send VALUE as immediate data (RDMA WRITE_WITH_IMM)") \
-	CLIENT_OPTS(X, WR)                                                                   \
+	CLIENT_OPTS(X, WR) \
 	BENCH_OPTS(X, WR)
 
 enum { WRITE_OPTS(OPT_INDEX) WRITE_NOPTS };
@@ -111,7 +111,8 @@ static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_va
 		return usage_err(ctx, "write: in the shell, give --file FILE or --pattern PATTERN");
 	/* a terminal on stdin: say where the data is awaited, or it looks hung */
 	if (a->from_stdin && isatty(STDIN_FILENO))
-		out_log(&ctx->out, "write: the data comes from the terminal (stdin): type it and end with "
+		out_log(&ctx->out,
+			"write: the data comes from the terminal (stdin): type it and end with "
 			"Ctrl-D, or give --file FILE, --pattern PATTERN or a pipe");
 	if (a->file) {
 		struct stat st;
@@ -125,7 +126,8 @@ static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_va
 			if (!a->have_size)
 				a->size = (uint64_t)st.st_size;
 			else if (a->size > (uint64_t)st.st_size)
-				return usage_err(ctx, "write: --size %llu is larger than '%s' (%lld bytes)",
+				return usage_err(ctx,
+						 "write: --size %llu is larger than '%s' (%lld bytes)",
 						 (unsigned long long)a->size, a->file,
 						 (long long)st.st_size);
 			a->have_size = true;
@@ -135,8 +137,8 @@ static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_va
 }
 
 /* Run: the transfer, then the immediate. */
-static int write_run(struct ctx *ctx, struct write_args *a, struct src *src,
-		     struct rc_client *cl, struct rc_stream_result *res)
+static int write_run(struct ctx *ctx, struct write_args *a, struct src *src, struct rc_client *cl,
+		     struct rc_stream_result *res)
 {
 	uint64_t off = a->cl.off;
 	struct rc_err e;
@@ -165,8 +167,8 @@ static int write_run(struct ctx *ctx, struct write_args *a, struct src *src,
 			return fail(ctx, -EFBIG,
 				    "the input is longer than the %llu bytes left in region '%s' from offset %llu; "
 				    "the first %llu bytes were written",
-				    (unsigned long long)a->size, cl->region.name, (unsigned long long)off,
-				    (unsigned long long)res->bytes);
+				    (unsigned long long)a->size, cl->region.name,
+				    (unsigned long long)off, (unsigned long long)res->bytes);
 	}
 	if (a->has_imm) {
 		rc = rc_client_write_imm(cl, off, a->imm, ctx->timeout_ms, &e);

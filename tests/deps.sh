@@ -12,5 +12,5 @@ exec "$here/vm/deps.sh" \
 	build-essential cmake pkg-config \
 	libibverbs-dev librdmacm-dev libjansson-dev libcurl4-openssl-dev libreadline-dev \
 	jq tmux man-db groff-base mandoc zsh etcd-server etcd-client openmpi-bin socat openssl librsvg2-bin \
-	clang libclang-rt-14-dev prometheus \
+	clang libclang-rt-14-dev clang-format prometheus \
 	nodejs node-ajv

@@ -21,35 +21,38 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
 /* How a shell may complete an option's argument. */
 enum comp_kind {
-	COMP_NONE,   /* free text */
-	COMP_FILE,   /* a path */
-	COMP_DIR,    /* a directory */
-	COMP_WORDS,  /* one of the '|'-separated words in opt.values */
-	COMP_DEVICE, /* an RDMA device name */
-	COMP_TARGET, /* HOST:PORT/REGION, completed from the shell's known peers */
-	COMP_REGION, /* a region served by this shell */
+	COMP_NONE,    /* free text */
+	COMP_FILE,    /* a path */
+	COMP_DIR,     /* a directory */
+	COMP_WORDS,   /* one of the '|'-separated words in opt.values */
+	COMP_DEVICE,  /* an RDMA device name */
+	COMP_TARGET,  /* HOST:PORT/REGION, completed from the shell's known peers */
+	COMP_REGION,  /* a region served by this shell */
 	COMP_COMMAND, /* a command name */
 };
 
 struct cmd_opt {
-	const char *name;     /* long name, without "--" */
-	char short_name;      /* 0 when none */
-	const char *arg;      /* metavariable, NULL for a flag */
+	const char *name; /* long name, without "--" */
+	char short_name;  /* 0 when none */
+	const char *arg;  /* metavariable, NULL for a flag */
 	const char *help;
 	enum comp_kind comp;
-	const char *values;   /* for COMP_WORDS: "host|hugepage|file" */
-	bool repeat;          /* may be given more than once */
-	bool hidden;          /* a test hook: parsed, never offered (help, completion) */
+	const char *values; /* for COMP_WORDS: "host|hugepage|file" */
+	bool repeat;        /* may be given more than once */
+	bool hidden;        /* a test hook: parsed, never offered (help, completion) */
 };
 
-#define OPT_END { 0 }
+#define OPT_END \
+	{ \
+		0 \
+	}
 /* The most options one table may hold: opts_parse builds its getopt tables on
  * the stack for this many. */
 #define OPT_MAX 48
 /* After every option table: a table that does not fit opts_parse is a build
  * error, not a stack overrun (OPT_END is the entry past the last). */
-#define OPTS_FIT(table)                                                             \
-	_Static_assert(sizeof(table) / sizeof((table)[0]) <= OPT_MAX + 1,                 \
+#define OPTS_FIT(table) \
+	_Static_assert(sizeof(table) / sizeof((table)[0]) <= OPT_MAX + 1, \
 		       #table " holds more options than opts_parse takes (OPT_MAX)")
 #define POS_MAX 16
 #define REPEAT_MAX 32
@@ -73,12 +76,12 @@ struct rc_session; /* the interactive shell's state, NULL elsewhere */
 struct ctx {
 	struct out out;
 	const char *prog;
-	const char *dev_name;  /* -d: RDMA device */
-	int gid_index;         /* -g: GID index override, -1 for automatic */
-	int timeout_ms;        /* -t: connect and completion timeout */
+	const char *dev_name; /* -d: RDMA device */
+	int gid_index;        /* -g: GID index override, -1 for automatic */
+	int timeout_ms;       /* -t: connect and completion timeout */
 	int verbose;
-	bool usage_error;      /* set by usage errors: exit code 2 */
-	int exit_code;         /* when not 0, the status to exit with (the shell's exit N) */
+	bool usage_error; /* set by usage errors: exit code 2 */
+	int exit_code;    /* when not 0, the status to exit with (the shell's exit N) */
 	struct rc_session *session;
 	/* The interactive shell lives in cli/, above cmds/: the program installs
 	 * its entry point here, so the table entry "shell" reaches it without an
@@ -89,16 +92,16 @@ struct ctx {
 
 struct cmd {
 	const char *name;
-	const char *const *aliases;  /* NULL-terminated or NULL */
+	const char *const *aliases; /* NULL-terminated or NULL */
 	int (*run)(struct ctx *ctx, int argc, char **argv);
 	const struct cmd_opt *opts;
-	const char *args;     /* positional synopsis, e.g. "TARGET" */
+	const char *args;         /* positional synopsis, e.g. "TARGET" */
 	enum comp_kind args_comp; /* how to complete the positional arguments;
 				   * COMP_WORDS offers the words of args ("a|b") */
 	const char *summary;
 	bool hidden;
-	bool long_running;    /* serves until a signal: prints events */
-	bool shell_only;      /* exists inside `rdmactl shell` only */
+	bool long_running; /* serves until a signal: prints events */
+	bool shell_only;   /* exists inside `rdmactl shell` only */
 	/* Nested sub-commands, NULL-terminated, as iproute2 and bpftool nest
 	 * theirs: when the first word after the command names one, that one
 	 * runs with the rest of the words and parses them with its own table
@@ -138,8 +141,7 @@ const char *comp_kind_name(enum comp_kind k);
 
 /* Parse argv against c->opts. "-h/--help" prints usage and returns 1.
  * Returns 0, 1 (help shown) or -EINVAL after a usage error. */
-int opts_parse(struct ctx *ctx, const struct cmd *c, int argc, char **argv,
-	       struct opt_vals *v);
+int opts_parse(struct ctx *ctx, const struct cmd *c, int argc, char **argv, struct opt_vals *v);
 /* The index of the option called name in c->opts, -1 if it has none. */
 int opt_index(const struct cmd *c, const char *name);
 /* Options in a table, OPT_END not counted. */
@@ -153,9 +155,9 @@ int opts_count(const struct cmd_opt *opts);
  * quietly read as absent). */
 #define OPT_INDEX(id, ...) id,
 #define OPT_ENTRY(id, ...) [id] = { __VA_ARGS__ },
-#define OPTS_BOUND(table, count)                                                    \
-	OPTS_FIT(table);                                                             \
-	_Static_assert(sizeof(table) / sizeof((table)[0]) == (count) + 1,           \
+#define OPTS_BOUND(table, count) \
+	OPTS_FIT(table); \
+	_Static_assert(sizeof(table) / sizeof((table)[0]) == (count) + 1, \
 		       #table " does not match its enum of indexes")
 
 /* By index: the (last) argument of option i, NULL when absent; given or not. */
@@ -172,8 +174,7 @@ static inline bool opt_on(const struct opt_vals *v, int i)
  * option. An integer is checked against [min, max]. */
 int opt_size_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
 		uint64_t *out);
-int opt_u64_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
-	       uint64_t *out);
+int opt_u64_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, uint64_t *out);
 int opt_int_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, int min,
 	       int max, int *out);
 /* By index: a rate in bytes/s (opt_rate_at in opts.c: "100Gbit", "12.5GB"; a
@@ -200,8 +201,7 @@ int opt_secret_file(struct ctx *ctx, const char *opt, const char *path, char *bu
 /* By index: an --admin-token-file FILE option (its one line), else
  * $RDMACTL_ADMIN_TOKEN, into out ("" when neither is set). Returns 0 or
  * what usage_err returned (a file that cannot be read or holds no token). */
-int opt_admin_token_at(struct ctx *ctx, const struct opt_vals *v, int i,
-		       char out[RC_TOKEN_MAX + 1]);
+int opt_admin_token_at(struct ctx *ctx, const struct opt_vals *v, int i, char out[RC_TOKEN_MAX + 1]);
 
 /* --mem ARG (NULL: host): host, hugepage, cuda or cuda:N. A build without
  * CUDA refuses cuda plainly, and so does a caller that cannot use GPU memory

@@ -47,8 +47,8 @@ void cmds_list(FILE *fp, bool shell)
 const char *comp_kind_name(enum comp_kind k)
 {
 	static const char *const names[] = {
-		[COMP_NONE] = "none",	  [COMP_FILE] = "file",	    [COMP_DIR] = "dir",
-		[COMP_WORDS] = "words",	  [COMP_DEVICE] = "device", [COMP_TARGET] = "target",
+		[COMP_NONE] = "none",     [COMP_FILE] = "file",       [COMP_DIR] = "dir",
+		[COMP_WORDS] = "words",   [COMP_DEVICE] = "device",   [COMP_TARGET] = "target",
 		[COMP_REGION] = "region", [COMP_COMMAND] = "command",
 	};
 
@@ -67,11 +67,13 @@ int cmd_dispatch(struct ctx *ctx, int argc, char **argv)
 		size_t n = 0;
 
 		for (int i = 0; rdmactl_cmds[i] && n < 128; i++)
-			if (!rdmactl_cmds[i]->hidden && (ctx->session || !rdmactl_cmds[i]->shell_only))
+			if (!rdmactl_cmds[i]->hidden &&
+			    (ctx->session || !rdmactl_cmds[i]->shell_only))
 				names[n++] = rdmactl_cmds[i]->name;
 		near = word_suggest(argv[0], names, n);
 		if (near)
-			return usage_err(ctx, "unknown command '%s' (did you mean '%s'?)", argv[0], near);
+			return usage_err(ctx, "unknown command '%s' (did you mean '%s'?)", argv[0],
+					 near);
 		return usage_err(ctx, "unknown command '%s' (see 'rdmactl help')", argv[0]);
 	}
 	if (c->shell_only && !ctx->session)

@@ -72,8 +72,10 @@ static void puts_(struct metrics *m, const char *s)
 static void escape_into(char *out, size_t cap, size_t *o, const char *s, bool quote)
 {
 	for (; *s && *o + 3 < cap; s++) {
-		const char *e = *s == '\\' ? "\\\\" : *s == '\n' ? "\\n"
-			      : quote && *s == '"' ? "\\\"" : NULL;
+		const char *e = *s == '\\'           ? "\\\\"
+				: *s == '\n'         ? "\\n"
+				: quote && *s == '"' ? "\\\""
+						     : NULL;
 
 		if (e) {
 			memcpy(out + *o, e, 2);
@@ -104,8 +106,7 @@ static bool ends_with(const char *s, const char *tail)
 }
 
 /* "name=\"value\"" appended to a label list (sep: whether one is before). */
-static bool label_into(struct metrics *m, char *out, size_t cap, const char *name,
-		       const char *value)
+static bool label_into(struct metrics *m, char *out, size_t cap, const char *name, const char *value)
 {
 	size_t o = strlen(out);
 
@@ -150,7 +151,8 @@ void metrics_family(struct metrics *m, const char *name, enum metric_type t, con
 		return;
 	}
 	if ((t == METRIC_COUNTER) != ends_with(name, "_total")) {
-		bad(m, -EINVAL, "metric '%s': a counter's name ends in _total, no other's does", name);
+		bad(m, -EINVAL, "metric '%s': a counter's name ends in _total, no other's does",
+		    name);
 		return;
 	}
 	snprintf(m->family, sizeof(m->family), "%s", name);
@@ -199,8 +201,8 @@ void metrics_sample(struct metrics *m, const char *suffix, const char *lname, co
 		bad(m, -EINVAL, "a sample outside a family");
 		return;
 	}
-	if (*suffix && (m->type != METRIC_SUMMARY ||
-			(strcmp(suffix, "_sum") && strcmp(suffix, "_count")))) {
+	if (*suffix &&
+	    (m->type != METRIC_SUMMARY || (strcmp(suffix, "_sum") && strcmp(suffix, "_count")))) {
 		bad(m, -EINVAL, "metric '%s': suffix '%s' is a summary's _sum or _count only",
 		    m->family, suffix);
 		return;

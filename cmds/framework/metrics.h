@@ -16,8 +16,8 @@
 #include "cmd.h"
 
 /* The option, as an X-macro entry like the blocks of client_cmds.h. */
-#define METRICS_OPT(X, P)                                                                    \
-	X(P##_METRICS, "metrics", 0, "FILE",                                                  \
+#define METRICS_OPT(X, P) \
+	X(P##_METRICS, "metrics", 0, "FILE", \
 	  "write the figures to FILE in Prometheus' text format (node_exporter's textfile collector), replaced whole", \
 	  COMP_FILE)
 
@@ -26,10 +26,10 @@ enum metric_type { METRIC_GAUGE, METRIC_COUNTER, METRIC_SUMMARY };
 struct metrics {
 	char *buf;
 	size_t len, cap;
-	int err;             /* the first error: -ENOMEM, or -EINVAL for a bad name */
-	char why[160];       /* what it was */
-	char labels[1024];   /* every sample's labels, escaped: a="x",b="y" */
-	char family[128];    /* the family whose samples follow ("": none) */
+	int err;           /* the first error: -ENOMEM, or -EINVAL for a bad name */
+	char why[160];     /* what it was */
+	char labels[1024]; /* every sample's labels, escaped: a="x",b="y" */
+	char family[128];  /* the family whose samples follow ("": none) */
 	enum metric_type type;
 };
 

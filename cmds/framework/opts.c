@@ -241,13 +241,14 @@ static int unknown_opt(struct ctx *ctx, const struct cmd *c, const char *tok)
 	for (const struct cmd_opt *g = rdmactl_global_opts; g->name; g++)
 		if ((is_long && !strcmp(g->name, name)) ||
 		    (!is_long && g->short_name && name[0] == g->short_name && !name[1]))
-			return usage_err(ctx,
-					 "%s: '%s' is a global option: it goes before the command ('rdmactl %s %s ...')",
-					 c->name, tok, tok, c->name);
+			return usage_err(
+				ctx,
+				"%s: '%s' is a global option: it goes before the command ('rdmactl %s %s ...')",
+				c->name, tok, tok, c->name);
 	near = is_long ? opt_suggest(c->opts, name) : NULL;
 	if (near)
-		return usage_err(ctx, "%s: unknown option '%s' (did you mean '--%s'?)", c->name, tok,
-				 near);
+		return usage_err(ctx, "%s: unknown option '%s' (did you mean '--%s'?)", c->name,
+				 tok, near);
 	return usage_err(ctx, "%s: unknown option '%s' (see 'rdmactl %s --help')", c->name, tok,
 			 c->name);
 }
@@ -275,8 +276,8 @@ int opts_parse(struct ctx *ctx, const struct cmd *c, int argc, char **argv, stru
 	for (; c->opts && c->opts[n].name; n++) {
 		const struct cmd_opt *o = &c->opts[n];
 
-		lopts[n] = (struct option){ o->name, o->arg ? required_argument : no_argument,
-					    NULL, 256 + n };
+		lopts[n] = (struct option){ o->name, o->arg ? required_argument : no_argument, NULL,
+					    256 + n };
 		if (o->short_name) {
 			shorts[s++] = o->short_name;
 			if (o->arg)
@@ -338,21 +339,20 @@ int opts_parse(struct ctx *ctx, const struct cmd *c, int argc, char **argv, stru
 	return 0;
 }
 
-int opt_size_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
-		uint64_t *out)
+int opt_size_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, uint64_t *out)
 {
 	const char *s = opt_arg(v, i);
 
 	if (!s)
 		return 0;
 	if (rc_parse_size(s, out))
-		return usage_err(ctx, "invalid --%s '%s': expected a size such as 4096, 4K, 1M or 1G",
+		return usage_err(ctx,
+				 "invalid --%s '%s': expected a size such as 4096, 4K, 1M or 1G",
 				 c->opts[i].name, s);
 	return 0;
 }
 
-int opt_u64_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
-	       uint64_t *out)
+int opt_u64_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, uint64_t *out)
 {
 	const char *s = opt_arg(v, i);
 
@@ -408,7 +408,8 @@ int opt_mem(struct ctx *ctx, const char *arg, bool cuda_ok, const char *why_not_
 	if (!arg)
 		return 0;
 	if (rc_mem_parse(arg, kind, gpu) || *kind == RC_MEM_FILE)
-		return usage_err(ctx, "invalid --mem '%s': expected host, hugepage, cuda or cuda:N", arg);
+		return usage_err(ctx, "invalid --mem '%s': expected host, hugepage, cuda or cuda:N",
+				 arg);
 	if (*kind == RC_MEM_CUDA && !rc_mem_gpu_built())
 		return fail(ctx, -ENOTSUP,
 			    "--mem %s: this rdmactl was built without CUDA (the CUDA toolkit was not found, or -DRDMACTL_CUDA=OFF): GPU memory is not available",
@@ -450,8 +451,10 @@ int opt_secret_file(struct ctx *ctx, const char *opt, const char *path, char *bu
 	 * pipe (--token-file <(...)) or a device is taken as it is. */
 	if (S_ISREG(st.st_mode) && (st.st_mode & (S_IRGRP | S_IWGRP | S_IROTH | S_IWOTH))) {
 		close(fd);
-		return usage_err(ctx, "--%s %s: group or others may read or write it (mode %04o): make it private (chmod 600 %s)",
-				 opt, path, (unsigned)(st.st_mode & 07777), path);
+		return usage_err(
+			ctx,
+			"--%s %s: group or others may read or write it (mode %04o): make it private (chmod 600 %s)",
+			opt, path, (unsigned)(st.st_mode & 07777), path);
 	}
 	if (S_ISDIR(st.st_mode)) {
 		close(fd);
@@ -507,8 +510,10 @@ int opt_token(struct ctx *ctx, const struct opt_vals *v, int i_token, int i_file
 		if ((rc = opt_secret_file(ctx, "token-file", path, buf, RC_TOKEN_MAX + 1)))
 			return rc;
 		if (!rc_token_valid(buf))
-			return usage_err(ctx, "--token-file %s: a token is 1 to %d printable characters without spaces",
-					 path, RC_TOKEN_MAX);
+			return usage_err(
+				ctx,
+				"--token-file %s: a token is 1 to %d printable characters without spaces",
+				path, RC_TOKEN_MAX);
 		*out = buf;
 		return 0;
 	}
@@ -519,14 +524,13 @@ int opt_token(struct ctx *ctx, const struct opt_vals *v, int i_token, int i_file
 			t = NULL;
 	}
 	if (t && !rc_token_valid(t))
-		return usage_err(ctx, "invalid %s: 1 to %d printable characters without spaces", from,
-				 RC_TOKEN_MAX);
+		return usage_err(ctx, "invalid %s: 1 to %d printable characters without spaces",
+				 from, RC_TOKEN_MAX);
 	*out = t;
 	return 0;
 }
 
-int opt_admin_token_at(struct ctx *ctx, const struct opt_vals *v, int i,
-		       char out[RC_TOKEN_MAX + 1])
+int opt_admin_token_at(struct ctx *ctx, const struct opt_vals *v, int i, char out[RC_TOKEN_MAX + 1])
 {
 	const char *path = i >= 0 ? opt_arg(v, i) : NULL, *env;
 	int rc;
@@ -538,15 +542,19 @@ int opt_admin_token_at(struct ctx *ctx, const struct opt_vals *v, int i,
 		if (rc_token_valid(out))
 			return 0;
 		out[0] = 0;
-		return usage_err(ctx, "--admin-token-file %s: the file holds no token (one line of 1 to %d printable characters without spaces)",
-				 path, RC_TOKEN_MAX);
+		return usage_err(
+			ctx,
+			"--admin-token-file %s: the file holds no token (one line of 1 to %d printable characters without spaces)",
+			path, RC_TOKEN_MAX);
 	}
 	env = getenv("RDMACTL_ADMIN_TOKEN");
 	if (!env || !*env)
 		return 0;
 	if (!rc_token_valid(env))
-		return usage_err(ctx, "invalid $RDMACTL_ADMIN_TOKEN: 1 to %d printable characters without spaces",
-				 RC_TOKEN_MAX);
+		return usage_err(
+			ctx,
+			"invalid $RDMACTL_ADMIN_TOKEN: 1 to %d printable characters without spaces",
+			RC_TOKEN_MAX);
 	snprintf(out, RC_TOKEN_MAX + 1, "%s", env);
 	return 0;
 }
@@ -558,11 +566,16 @@ int opt_admin_token_at(struct ctx *ctx, const struct opt_vals *v, int i,
 int opt_rate_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
 		double bare_unit, double *out)
 {
-	static const struct { const char *u; double mult; } units[] = {
-		{ "bit", 1.0 / 8 }, { "kbit", 1e3 / 8 }, { "Kbit", 1e3 / 8 }, { "Mbit", 1e6 / 8 },
-		{ "Gbit", 1e9 / 8 }, { "Tbit", 1e12 / 8 }, { "kb", 1e3 / 8 }, { "Kb", 1e3 / 8 },
-		{ "Mb", 1e6 / 8 }, { "Gb", 1e9 / 8 }, { "Tb", 1e12 / 8 }, { "B", 1 }, { "kB", 1e3 },
-		{ "KB", 1e3 }, { "MB", 1e6 }, { "GB", 1e9 }, { "TB", 1e12 }, { "KiB", 1024.0 },
+	static const struct {
+		const char *u;
+		double mult;
+	} units[] = {
+		{ "bit", 1.0 / 8 },   { "kbit", 1e3 / 8 },     { "Kbit", 1e3 / 8 },
+		{ "Mbit", 1e6 / 8 },  { "Gbit", 1e9 / 8 },     { "Tbit", 1e12 / 8 },
+		{ "kb", 1e3 / 8 },    { "Kb", 1e3 / 8 },       { "Mb", 1e6 / 8 },
+		{ "Gb", 1e9 / 8 },    { "Tb", 1e12 / 8 },      { "B", 1 },
+		{ "kB", 1e3 },        { "KB", 1e3 },           { "MB", 1e6 },
+		{ "GB", 1e9 },        { "TB", 1e12 },          { "KiB", 1024.0 },
 		{ "MiB", 1048576.0 }, { "GiB", 1073741824.0 }, { "TiB", 1099511627776.0 },
 	};
 	const char *s = opt_arg(v, i);
@@ -596,12 +609,16 @@ int opt_rate_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, 
 			return 0;
 		}
 	if (n == 1 && strchr("kKMGT", unit[0]))
-		return usage_err(ctx, "invalid --%s '%s': bits or bytes? say %.*s%sbit (bits per second) or "
-				 "%.*s%sB (bytes per second)", c->opts[i].name, s, (int)(end - s), s,
-				 unit, (int)(end - s), s, unit);
+		return usage_err(ctx,
+				 "invalid --%s '%s': bits or bytes? say %.*s%sbit (bits per second) or "
+				 "%.*s%sB (bytes per second)",
+				 c->opts[i].name, s, (int)(end - s), s, unit, (int)(end - s), s,
+				 unit);
 bad:
-	return usage_err(ctx, "invalid --%s '%s': expected a rate such as 100Gbit (Gbit/s), "
-			 "12.5GB (GB/s) or a bare number", c->opts[i].name, s);
+	return usage_err(ctx,
+			 "invalid --%s '%s': expected a rate such as 100Gbit (Gbit/s), "
+			 "12.5GB (GB/s) or a bare number",
+			 c->opts[i].name, s);
 }
 
 void test_hook_wait(const char *path, const char *mark)

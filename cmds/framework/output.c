@@ -154,7 +154,8 @@ void out_u64(struct out *o, const char *key, const char *fmt, uint64_t val)
 	 * INT64_MAX is a number of the right size, exact to 17 digits, never
 	 * a negative one (atomic's *_hex fields carry every bit). */
 	if (out_is_json(o))
-		add(o, key, val <= INT64_MAX ? json_integer((json_int_t)val) : json_real((double)val));
+		add(o, key,
+		    val <= INT64_MAX ? json_integer((json_int_t)val) : json_real((double)val));
 	else if (fmt)
 		fprintf(o->fp, fmt, val);
 }
@@ -170,7 +171,9 @@ void out_i64(struct out *o, const char *key, const char *fmt, int64_t val)
 void out_f64(struct out *o, const char *key, const char *fmt, double val)
 {
 	if (out_is_json(o))
-		add(o, key, isfinite(val) ? json_real(val) : json_null()); /* JSON has no NaN: null, never a missing key */
+		add(o, key,
+		    isfinite(val) ? json_real(val)
+				  : json_null()); /* JSON has no NaN: null, never a missing key */
 	else if (fmt)
 		fprintf(o->fp, fmt, val);
 }
@@ -204,7 +207,8 @@ void out_mem(struct out *o, const char *lead, enum rc_mem_kind kind, int gpu, en
 		out_null(o, "gpu");
 	out_str(o, "registration", cuda ? " via %s" : NULL, rc_mem_reg_name(reg));
 	if (cuda && reg == RC_REG_BOUNCE)
-		out_text(o, " (a host bounce buffer: peers reach a host copy, not GPU memory; no GPUDirect)");
+		out_text(o,
+			 " (a host bounce buffer: peers reach a host copy, not GPU memory; no GPUDirect)");
 	if (cuda && notes && notes[0])
 		out_str(o, "registration_notes", " [tried first: %s]", notes);
 	else

@@ -23,19 +23,19 @@ enum out_mode { OUT_TEXT, OUT_JSON, OUT_JSON_PRETTY };
 
 struct out {
 	enum out_mode mode;
-	FILE *fp;      /* document and text output (stdout) */
-	FILE *err_fp;  /* errors and logs in text mode (stderr) */
-	json_t *root;  /* the document; NULL in text mode */
+	FILE *fp;     /* document and text output (stdout) */
+	FILE *err_fp; /* errors and logs in text mode (stderr) */
+	json_t *root; /* the document; NULL in text mode */
 	json_t *stack[OUT_MAX_DEPTH];
 	const char *keys[OUT_MAX_DEPTH];
 	int depth;
 	bool has_error;
-	bool printed;     /* out_finish() already printed the document */
-	bool streamed;    /* out_event() printed this command's documents */
+	bool printed;           /* out_finish() already printed the document */
+	bool streamed;          /* out_event() printed this command's documents */
 	const char *err_prefix; /* text mode: put before each error ("FILE:LINE") */
-	bool capture;     /* batch mode: keep the document instead of printing */
-	json_t *captured; /* the kept document when capture is set */
-	const char *cmd;  /* the command whose document this is ("kvxfer plan"), for
+	bool capture;           /* batch mode: keep the document instead of printing */
+	json_t *captured;       /* the kept document when capture is set */
+	const char *cmd;        /* the command whose document this is ("kvxfer plan"), for
 			  * RDMACTL_TEST_JSON_LOG (output.c); NULL before one is found */
 };
 

@@ -226,7 +226,8 @@ int session_stop(struct rc_session *ss, int i, struct rc_err *err)
 	}
 	close(sv->stop_fd);
 	free(sv);
-	memmove(&ss->served[i], &ss->served[i + 1], sizeof(ss->served[0]) * (size_t)(ss->nserved - i - 1));
+	memmove(&ss->served[i], &ss->served[i + 1],
+		sizeof(ss->served[0]) * (size_t)(ss->nserved - i - 1));
 	ss->nserved--;
 	return rc;
 }
@@ -297,14 +298,17 @@ void session_drain(struct rc_session *ss, struct ctx *ctx)
 			fresh = true;
 		}
 		if (dropped)
-			out_log(&ctx->out, "%u server events were dropped (too many at once)", dropped);
+			out_log(&ctx->out, "%u server events were dropped (too many at once)",
+				dropped);
 		if (!got)
 			break;
 		if (ss->print_event)
 			ss->print_event(ctx, &(struct rc_server_event){
-				.kind = q.kind, .peer = q.has_peer ? q.peer : NULL,
-				.region = q.has_region ? q.region : NULL,
-				.reason = q.has_reason ? q.reason : NULL, .imm = q.imm });
+						     .kind = q.kind,
+						     .peer = q.has_peer ? q.peer : NULL,
+						     .region = q.has_region ? q.region : NULL,
+						     .reason = q.has_reason ? q.reason : NULL,
+						     .imm = q.imm });
 	}
 	reap(ss, ctx);
 }

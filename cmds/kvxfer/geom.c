@@ -15,8 +15,7 @@
 /* Geometry values before defaults: -1 unset. */
 struct gin {
 	const char *layout, *page_layout, *dtype, *name;
-	int64_t layers, kv_heads, head_dim, latent_dim, page_tokens, src_pt, dst_pt, src_tp,
-		dst_tp;
+	int64_t layers, kv_heads, head_dim, latent_dim, page_tokens, src_pt, dst_pt, src_tp, dst_tp;
 };
 
 static const struct {
@@ -51,7 +50,8 @@ static int model_file(struct ctx *ctx, const char *path, struct gin *in, json_t 
 	*keep = root;
 	if (!json_is_object(root))
 		return usage_err(ctx, "--model %s: expected a JSON object", path);
-	json_object_foreach(root, key, val) {
+	json_object_foreach(root, key, val)
+	{
 		bool known = false;
 
 		for (size_t i = 0; i < sizeof(model_ints) / sizeof(model_ints[0]); i++) {
@@ -59,15 +59,17 @@ static int model_file(struct ctx *ctx, const char *path, struct gin *in, json_t 
 				continue;
 			if (!json_is_integer(val) || json_integer_value(val) < 0 ||
 			    json_integer_value(val) > UINT32_MAX)
-				return usage_err(ctx, "--model %s: \"%s\" must be a non-negative integer",
+				return usage_err(ctx,
+						 "--model %s: \"%s\" must be a non-negative integer",
 						 path, key);
 			*(int64_t *)((char *)in + model_ints[i].off) = json_integer_value(val);
 			known = true;
 		}
-		if (!strcmp(key, "layout") || !strcmp(key, "page_layout") || !strcmp(key, "dtype") ||
-		    !strcmp(key, "name")) {
+		if (!strcmp(key, "layout") || !strcmp(key, "page_layout") ||
+		    !strcmp(key, "dtype") || !strcmp(key, "name")) {
 			if (!json_is_string(val))
-				return usage_err(ctx, "--model %s: \"%s\" must be a string", path, key);
+				return usage_err(ctx, "--model %s: \"%s\" must be a string", path,
+						 key);
 			if (!strcmp(key, "layout"))
 				in->layout = json_string_value(val);
 			else if (!strcmp(key, "page_layout"))
@@ -123,15 +125,16 @@ static int flag_int(struct ctx *ctx, const struct cmd *c, const struct opt_vals 
 	return 0;
 }
 
-int kvxfer_geom(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
-		struct kv_geom *g, char *name, size_t namelen)
+int kvxfer_geom(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, struct kv_geom *g,
+		char *name, size_t namelen)
 {
 	struct gin in = { NULL, NULL, NULL, NULL, -1, -1, -1, -1, -1, -1, -1, -1, -1 };
-	static const int ints[] = { KVX_LAYERS, KVX_KV_HEADS, KVX_HEAD_DIM, KVX_LATENT_DIM,
-				    KVX_PAGE_TOKENS, KVX_SRC_PAGE_TOKENS, KVX_DST_PAGE_TOKENS,
-				    KVX_SRC_TP, KVX_DST_TP };
-	int64_t *slots[] = { &in.layers, &in.kv_heads, &in.head_dim, &in.latent_dim,
-			     &in.page_tokens, &in.src_pt, &in.dst_pt, &in.src_tp, &in.dst_tp };
+	static const int ints[] = { KVX_LAYERS,          KVX_KV_HEADS,    KVX_HEAD_DIM,
+				    KVX_LATENT_DIM,      KVX_PAGE_TOKENS, KVX_SRC_PAGE_TOKENS,
+				    KVX_DST_PAGE_TOKENS, KVX_SRC_TP,      KVX_DST_TP };
+	int64_t *slots[] = { &in.layers,     &in.kv_heads,    &in.head_dim,
+			     &in.latent_dim, &in.page_tokens, &in.src_pt,
+			     &in.dst_pt,     &in.src_tp,      &in.dst_tp };
 	json_t *model = NULL;
 	struct rc_err e;
 	int rc = 0;
@@ -168,7 +171,9 @@ int kvxfer_geom(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 	}
 	if (g->layout == KV_LAYOUT_MLA) {
 		if (in.kv_heads >= 0 || in.head_dim >= 0) {
-			rc = usage_err(ctx, "kvxfer: the mla layout has no heads: give --latent-dim, not --kv-heads or --head-dim");
+			rc = usage_err(
+				ctx,
+				"kvxfer: the mla layout has no heads: give --latent-dim, not --kv-heads or --head-dim");
 			goto out;
 		}
 		if (in.latent_dim < 0) {
@@ -183,7 +188,9 @@ int kvxfer_geom(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 			goto out;
 		}
 		if (in.kv_heads < 0 || in.head_dim < 0) {
-			rc = usage_err(ctx, "kvxfer: the paged layout needs --kv-heads and --head-dim (or --model FILE)");
+			rc = usage_err(
+				ctx,
+				"kvxfer: the paged layout needs --kv-heads and --head-dim (or --model FILE)");
 			goto out;
 		}
 	}
@@ -192,8 +199,12 @@ int kvxfer_geom(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 	g->head_dim = (uint32_t)in.head_dim;
 	g->src_tp = in.src_tp < 0 ? 1 : (uint32_t)in.src_tp;
 	g->dst_tp = in.dst_tp < 0 ? 1 : (uint32_t)in.dst_tp;
-	g->src_page_tokens = (uint32_t)(in.src_pt >= 0 ? in.src_pt : in.page_tokens >= 0 ? in.page_tokens : 16);
-	g->dst_page_tokens = (uint32_t)(in.dst_pt >= 0 ? in.dst_pt : in.page_tokens >= 0 ? in.page_tokens : 16);
+	g->src_page_tokens = (uint32_t)(in.src_pt >= 0        ? in.src_pt
+					: in.page_tokens >= 0 ? in.page_tokens
+							      : 16);
+	g->dst_page_tokens = (uint32_t)(in.dst_pt >= 0        ? in.dst_pt
+					: in.page_tokens >= 0 ? in.page_tokens
+							      : 16);
 	if (kv_geom_check(g, &e))
 		rc = usage_err(ctx, "kvxfer: %s", e.msg);
 	if (!rc && name && namelen)
@@ -235,4 +246,3 @@ void kvxfer_put_geom(struct out *o, const struct kv_geom *g, const char *model)
 		out_text(o, ", %u -> %u tokens per page\n", g->src_page_tokens, g->dst_page_tokens);
 	out_obj_end(o);
 }
-

@@ -28,15 +28,15 @@ OPTS_BOUND(kvxfer_opts, KVX_NOPTS);
  * (SUB_MAP), so the handlers read every sub-command's options by KVX_*. */
 #define KVX_IF_1(...) __VA_ARGS__
 #define KVX_IF_0(...)
-#define PLAN_INDEX(id, plan, serve, send, ...) KVX_IF_##plan(PLAN_##id,)
-#define PLAN_ENTRY(id, plan, serve, send, ...) KVX_IF_##plan([PLAN_##id] = { __VA_ARGS__ },)
-#define PLAN_MAP(id, plan, serve, send, ...) KVX_IF_##plan(id,)
-#define SERVE_INDEX(id, plan, serve, send, ...) KVX_IF_##serve(SERVE_##id,)
-#define SERVE_ENTRY(id, plan, serve, send, ...) KVX_IF_##serve([SERVE_##id] = { __VA_ARGS__ },)
-#define SERVE_MAP(id, plan, serve, send, ...) KVX_IF_##serve(id,)
-#define SEND_INDEX(id, plan, serve, send, ...) KVX_IF_##send(SEND_##id,)
-#define SEND_ENTRY(id, plan, serve, send, ...) KVX_IF_##send([SEND_##id] = { __VA_ARGS__ },)
-#define SEND_MAP(id, plan, serve, send, ...) KVX_IF_##send(id,)
+#define PLAN_INDEX(id, plan, serve, send, ...) KVX_IF_##plan(PLAN_##id, )
+#define PLAN_ENTRY(id, plan, serve, send, ...) KVX_IF_##plan([PLAN_##id] = { __VA_ARGS__ }, )
+#define PLAN_MAP(id, plan, serve, send, ...) KVX_IF_##plan(id, )
+#define SERVE_INDEX(id, plan, serve, send, ...) KVX_IF_##serve(SERVE_##id, )
+#define SERVE_ENTRY(id, plan, serve, send, ...) KVX_IF_##serve([SERVE_##id] = { __VA_ARGS__ }, )
+#define SERVE_MAP(id, plan, serve, send, ...) KVX_IF_##serve(id, )
+#define SEND_INDEX(id, plan, serve, send, ...) KVX_IF_##send(SEND_##id, )
+#define SEND_ENTRY(id, plan, serve, send, ...) KVX_IF_##send([SEND_##id] = { __VA_ARGS__ }, )
+#define SEND_MAP(id, plan, serve, send, ...) KVX_IF_##send(id, )
 
 enum { KVXFER_OPTS(PLAN_INDEX) PLAN_NOPTS };
 enum { KVXFER_OPTS(SERVE_INDEX) SERVE_NOPTS };
@@ -71,15 +71,24 @@ static int do_send(struct ctx *ctx, int argc, char **argv);
 
 /* The sub-command table: each a command of its own (name, options, summary). */
 static const struct cmd cmd_kvxfer_plan = {
-	.name = "kvxfer plan", .run = do_plan, .opts = plan_opts,
-	.summary = "the arithmetic of a transfer: sizes, segments, the link that hides it (no device)",
+	.name = "kvxfer plan",
+	.run = do_plan,
+	.opts = plan_opts,
+	.summary =
+		"the arithmetic of a transfer: sizes, segments, the link that hides it (no device)",
 };
 static const struct cmd cmd_kvxfer_serve = {
-	.name = "kvxfer serve", .run = do_serve, .opts = serve_opts, .long_running = true,
+	.name = "kvxfer serve",
+	.run = do_serve,
+	.opts = serve_opts,
+	.long_running = true,
 	.summary = "a decode rank: accept prefill ranks and receive their pages",
 };
 static const struct cmd cmd_kvxfer_send = {
-	.name = "kvxfer send", .run = do_send, .opts = send_opts, .long_running = true,
+	.name = "kvxfer send",
+	.run = do_send,
+	.opts = send_opts,
+	.long_running = true,
 	.summary = "a prefill rank: stream requests' pages to the decode ranks, layer by layer",
 };
 static const struct cmd *const kvxfer_subs[] = { &cmd_kvxfer_plan, &cmd_kvxfer_serve,
@@ -109,8 +118,10 @@ static const struct kvxfer_sub *find_sub(const char *word)
 {
 	const struct cmd *c = cmd_sub_find(&cmd_kvxfer, word);
 
-	return c == &cmd_kvxfer_plan ? &sub_plan : c == &cmd_kvxfer_serve ? &sub_serve
-		 : c == &cmd_kvxfer_send ? &sub_send : NULL;
+	return c == &cmd_kvxfer_plan    ? &sub_plan
+	       : c == &cmd_kvxfer_serve ? &sub_serve
+	       : c == &cmd_kvxfer_send  ? &sub_send
+					: NULL;
 }
 
 static bool takes(const struct kvxfer_sub *sub, int kvx)
@@ -169,8 +180,7 @@ static int only_its_opts(struct ctx *ctx, const struct kvxfer_sub *sub, int argc
 }
 
 /* The sub-command's values at kvxfer's indexes. */
-static void to_kvxfer(const struct kvxfer_sub *sub, const struct opt_vals *sv,
-		      struct opt_vals *v)
+static void to_kvxfer(const struct kvxfer_sub *sub, const struct opt_vals *sv, struct opt_vals *v)
 {
 	memset(v, 0, sizeof(*v));
 	for (int i = 0; i < sub->nopts; i++) {
@@ -217,12 +227,15 @@ static int do_kvxfer(struct ctx *ctx, int argc, char **argv)
 	if (rc)
 		return rc < 0 ? rc : 0;
 	if (v.npos < 1)
-		return usage_err(ctx, "kvxfer: give a subcommand: plan, serve or send (see 'rdmactl kvxfer --help')");
+		return usage_err(
+			ctx,
+			"kvxfer: give a subcommand: plan, serve or send (see 'rdmactl kvxfer --help')");
 	if (v.npos > 1)
 		return usage_err(ctx, "kvxfer %s: unexpected argument '%s'", v.pos[0], v.pos[1]);
 	sub = find_sub(v.pos[0]);
 	if (!sub)
-		return usage_err(ctx, "kvxfer: unknown subcommand '%s': expected plan, serve or send",
+		return usage_err(ctx,
+				 "kvxfer: unknown subcommand '%s': expected plan, serve or send",
 				 v.pos[0]);
 	for (int i = 0; i < KVX_NOPTS; i++)
 		if (opt_on(&v, i) && !takes(sub, i))

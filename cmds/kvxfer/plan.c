@@ -88,10 +88,10 @@ static int put_routes(struct ctx *ctx, const struct kv_geom *g, uint32_t tokens,
 		if (!mla)
 			out_text(o, " (source slot %u, destination slot %u)", r[i].src_head_off,
 				 r[i].dst_head_off);
-		out_u64(o, "bytes_per_layer_half", ", %llu bytes",
-			kv_route_bytes(g, &r[i], tokens));
+		out_u64(o, "bytes_per_layer_half", ", %llu bytes", kv_route_bytes(g, &r[i], tokens));
 		out_u64(o, "segments_per_layer_half", NULL, ns);
-		out_text(o, " in %zu segment%s per layer%s", ns, pl(ns), mla ? "" : " half (K or V)");
+		out_text(o, " in %zu segment%s per layer%s", ns, pl(ns),
+			 mla ? "" : " half (K or V)");
 		out_bool(o, "land", ", lands: %s\n", kv_land_choose(land, g, &r[i]));
 		if (list)
 			put_segments(o, s, ns);
@@ -154,8 +154,8 @@ static void put_writes(struct out *o, const struct kv_geom *g, const struct kv_p
 	out_obj_begin(o, "pack");
 	out_str(o, "asked", NULL, kv_pack_name(p->pack));
 	out_u64(o, "max_sge", NULL, p->max_sge);
-	out_text(o, "pack%s (--pack %s, --max-sge %u): ", p->routes_landed ? " on the direct path" : "",
-		 kv_pack_name(p->pack), p->max_sge);
+	out_text(o, "pack%s (--pack %s, --max-sge %u): ",
+		 p->routes_landed ? " on the direct path" : "", kv_pack_name(p->pack), p->max_sge);
 	out_obj_begin(o, "never");
 	out_u64(o, "writes", NULL, p->writes_never);
 	out_u64(o, "avg_bytes", NULL, p->wire_bytes / p->writes_never);
@@ -192,8 +192,10 @@ static void put_writes(struct out *o, const struct kv_geom *g, const struct kv_p
 	out_obj_end(o);
 	out_obj_begin(o, "notifications");
 	out_u64(o, "qps", NULL, p->qps);
-	out_text(o, "notifications: one WRITE_WITH_IMM per layer from each of %u data QP%s of each "
-		 "source rank, packed or not: ", p->qps, pl(p->qps));
+	out_text(o,
+		 "notifications: one WRITE_WITH_IMM per layer from each of %u data QP%s of each "
+		 "source rank, packed or not: ",
+		 p->qps, pl(p->qps));
 	out_arr_begin(o, "per_request");
 	for (uint32_t d = 0; d < g->dst_tp; d++) {
 		out_u64(o, NULL, NULL, p->dst[d].notifications);
@@ -236,7 +238,9 @@ static int plan_args(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 		return usage_err(ctx, "invalid --tokens %llu: expected 1 to %u",
 				 (unsigned long long)tokens, UINT32_MAX);
 	if (opt_on(v, KVX_PREFILL_TOKENS_PER_S) && opt_on(v, KVX_LAYER_COMPUTE_US))
-		return usage_err(ctx, "kvxfer plan: give --prefill-tokens-per-s or --layer-compute-us, not both");
+		return usage_err(
+			ctx,
+			"kvxfer plan: give --prefill-tokens-per-s or --layer-compute-us, not both");
 	in->tokens = (uint32_t)tokens;
 	if ((rc = opt_int_at(ctx, c, v, KVX_QPS, 1, KV_MAX_QPS, &qps)))
 		return rc;
@@ -251,7 +255,8 @@ static int plan_args(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 		return usage_err(ctx, "invalid --land '%s': expected auto, always or never",
 				 opt_arg(v, KVX_LAND));
 	if (opt_on(v, KVX_POOL_PAGES) && *pool < kv_pages_for(g, true, in->tokens))
-		return usage_err(ctx, "kvxfer plan: pool too small: a request of %u tokens needs %u pages "
+		return usage_err(ctx,
+				 "kvxfer plan: pool too small: a request of %u tokens needs %u pages "
 				 "of %u tokens per decode rank, --pool-pages is %llu",
 				 in->tokens, kv_pages_for(g, true, in->tokens), g->dst_page_tokens,
 				 (unsigned long long)*pool);
@@ -284,9 +289,10 @@ static void put_sizes(struct out *o, const struct kv_geom *g, const struct kv_pl
 	out_u64(o, "page_tokens", NULL, g->dst_page_tokens);
 	out_obj_end(o);
 	out_obj_end(o);
-	out_text(o, "pages per rank and request: %u source page%s of %llu bytes, %u destination page%s of %llu bytes (per layer half)\n",
-		 p->src_pages, pl(p->src_pages), (ull)p->src_page_bytes, p->dst_pages, pl(p->dst_pages),
-		 (ull)p->dst_page_bytes);
+	out_text(o,
+		 "pages per rank and request: %u source page%s of %llu bytes, %u destination page%s of %llu bytes (per layer half)\n",
+		 p->src_pages, pl(p->src_pages), (ull)p->src_page_bytes, p->dst_pages,
+		 pl(p->dst_pages), (ull)p->dst_page_bytes);
 }
 
 static void put_seg_sizes(struct out *o, const struct kv_plan *p)
@@ -315,13 +321,15 @@ static void put_timing(struct out *o, const struct kv_plan_in *in, const struct 
 		/* One time unit in the text, ms; the JSON keys keep theirs. */
 		out_f64(o, "prefill_s", NULL, p->prefill_s);
 		out_f64(o, "layer_us", NULL, p->layer_s * 1e6);
-		out_text(o, "prefill: %.4g ms, %.4g ms per layer", p->prefill_s * 1e3, p->layer_s * 1e3);
+		out_text(o, "prefill: %.4g ms, %.4g ms per layer", p->prefill_s * 1e3,
+			 p->layer_s * 1e3);
 		out_f64(o, "need_per_link_gbit_per_s",
 			"; to hide the transfer the busiest source link needs %.4g Gb/s",
 			p->need_gbps_per_link);
 		out_f64(o, "need_per_link_gbyte_per_s", " (%.4g GB/s)", p->need_gbps_per_link / 8);
 		out_f64(o, "need_total_gbit_per_s", ", %.4g Gb/s", p->need_gbps_total);
-		out_f64(o, "need_total_gbyte_per_s", " (%.4g GB/s) in all\n", p->need_gbps_total / 8);
+		out_f64(o, "need_total_gbyte_per_s", " (%.4g GB/s) in all\n",
+			p->need_gbps_total / 8);
 		out_obj_end(o);
 	} else {
 		out_null(o, "prefill");
@@ -329,7 +337,8 @@ static void put_timing(struct out *o, const struct kv_plan_in *in, const struct 
 	if (in->link_gbps > 0) {
 		out_obj_begin(o, "link");
 		out_f64(o, "gbit_per_s", "at %.4g Gb/s", in->link_gbps);
-		out_f64(o, "gbyte_per_s", " (%.4g GB/s) per link: exposed transfer", in->link_gbps / 8);
+		out_f64(o, "gbyte_per_s", " (%.4g GB/s) per link: exposed transfer",
+			in->link_gbps / 8);
 		out_f64(o, "exposed_stream_us", NULL, p->exposed_stream_s * 1e6);
 		out_f64(o, "exposed_bulk_us", NULL, p->exposed_bulk_s * 1e6);
 		out_text(o, " %.4g ms streamed layer by layer, %.4g ms sent after the last layer\n",
@@ -369,7 +378,8 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 		return fail(ctx, -ENOMEM, "out of memory");
 	rc = kv_plan(&g, &in, p, &e);
 	if (rc) {
-		rc = rc == -EINVAL ? usage_err(ctx, "kvxfer plan: %s", e.msg) : fail(ctx, rc, "%s", e.msg);
+		rc = rc == -EINVAL ? usage_err(ctx, "kvxfer plan: %s", e.msg)
+				   : fail(ctx, rc, "%s", e.msg);
 		goto out;
 	}
 	kvxfer_put_geom(o, &g, model);

@@ -51,8 +51,8 @@ static void put_timeline(struct out *o, const char *key, const char *label, cons
 
 static void put_report(struct run_ctx *run, const struct kv_event *ev)
 {
-	static const char *const names[] = { [KV_EV_DONE] = "done", [KV_EV_CANCELLED] = "cancelled",
-					     [KV_EV_FAILED] = "failed" };
+	static const char *const names
+		[] = { [KV_EV_DONE] = "done", [KV_EV_CANCELLED] = "cancelled", [KV_EV_FAILED] = "failed" };
 	const struct kv_report *r = ev->rep;
 	struct out *o = &run->ctx->out;
 	double gbyte = r->seconds > 0 ? (double)r->bytes / 1e9 / r->seconds : 0;
@@ -76,13 +76,15 @@ static void put_report(struct run_ctx *run, const struct kv_event *ev)
 			out_null(o, "exposed_us");
 	}
 	if (r->unpack_s >= 0)
-		out_f64(o, "unpack_us", run->send ? " (%.0f us of it the decode ranks' unpack)"
-						   : ", in the pool %.0f us after the last layer landed",
+		out_f64(o, "unpack_us",
+			run->send ? " (%.0f us of it the decode ranks' unpack)"
+				  : ", in the pool %.0f us after the last layer landed",
 			r->unpack_s * 1e6);
 	else
 		out_null(o, "unpack_us");
 	if (!run->send && r->complete_s >= 0)
-		out_f64(o, "complete_us", " (complete %.0f us after its start)", r->complete_s * 1e6);
+		out_f64(o, "complete_us", " (complete %.0f us after its start)",
+			r->complete_s * 1e6);
 	else if (!run->send)
 		out_null(o, "complete_us");
 	/* JSON: when it started here, as Unix time: one run's ranks line up. */
@@ -99,7 +101,10 @@ static void put_report(struct run_ctx *run, const struct kv_event *ev)
 	}
 	out_bool(o, "checked", NULL, r->checked);
 	out_bool(o, "verified", NULL, r->verified);
-	out_text(o, ", %s", r->verified ? "verified" : r->checked ? "NOT verified (content wrong)" : "not checked");
+	out_text(o, ", %s",
+		 r->verified  ? "verified"
+		 : r->checked ? "NOT verified (content wrong)"
+			      : "not checked");
 	if (r->reason)
 		out_str(o, "reason", ": %s", r->reason);
 	else
@@ -137,8 +142,10 @@ static void on_event(void *arg, const struct kv_event *ev)
 	switch (ev->kind) {
 	case KV_EV_READY:
 		out_str(o, "event", NULL, run->send ? "ready" : "listening");
-		out_u64(o, "rank", run->send ? "source rank %llu: connected and welcomed"
-					    : "decode rank %llu listening", ev->rank);
+		out_u64(o, "rank",
+			run->send ? "source rank %llu: connected and welcomed"
+				  : "decode rank %llu listening",
+			ev->rank);
 		if (!run->send) {
 			out_str(o, "address", " on %s", ev->peer);
 			out_u64(o, "port", ":%llu", ev->port);
@@ -147,7 +154,8 @@ static void on_event(void *arg, const struct kv_event *ev)
 			out_u64(o, "land_bytes", ", landing area %llu bytes", ev->land_bytes);
 		}
 		if (ev->mem)
-			out_mem(o, ", ", ev->mem->kind, ev->mem->gpu, ev->mem->reg, ev->mem->reg_notes);
+			out_mem(o, ", ", ev->mem->kind, ev->mem->gpu, ev->mem->reg,
+				ev->mem->reg_notes);
 		out_text(o, "\n");
 		break;
 	case KV_EV_PEER_REFUSED:
@@ -201,7 +209,8 @@ static void put_summary(struct ctx *ctx, const struct kv_summary *s, uint32_t as
 	out_f64(o, "gbyte_per_s", " (%.3f GB/s", gbyte);
 	out_f64(o, "gbit_per_s", ", %.3f Gb/s)", gbyte * 8);
 	if (send && s->done) {
-		out_f64(o, "exposed_avg_us", "; exposed %.0f us on average", s->exposed_sum_s / s->done * 1e6);
+		out_f64(o, "exposed_avg_us", "; exposed %.0f us on average",
+			s->exposed_sum_s / s->done * 1e6);
 		out_f64(o, "exposed_max_us", ", %.0f at most", s->exposed_max_s * 1e6);
 	}
 	if (send) {
@@ -256,8 +265,10 @@ static int common(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v
 	co->rank = (uint32_t)rank;
 	co->requests = (uint32_t)u;
 	if (co->hb_timeout_ms <= co->hb_ms)
-		return usage_err(ctx, "--heartbeat-timeout (%d ms) must be longer than --heartbeat-ms (%d ms)",
-				 co->hb_timeout_ms, co->hb_ms);
+		return usage_err(
+			ctx,
+			"--heartbeat-timeout (%d ms) must be longer than --heartbeat-ms (%d ms)",
+			co->hb_timeout_ms, co->hb_ms);
 	if (opt_on(v, KVX_CANCEL_REQUEST) != opt_on(v, KVX_CANCEL_AFTER_LAYERS))
 		return usage_err(ctx, "--cancel-request and --cancel-after-layers go together");
 	if (opt_on(v, KVX_CANCEL_REQUEST)) {
@@ -292,7 +303,8 @@ static void kv_metrics(struct metrics *m, const struct kv_summary *s, bool send)
 {
 	char qp[16];
 
-	metrics_family(m, "rdmactl_kvxfer_requests_total", METRIC_COUNTER, "requests finished, by outcome");
+	metrics_family(m, "rdmactl_kvxfer_requests_total", METRIC_COUNTER,
+		       "requests finished, by outcome");
 	metrics_sample(m, "", "outcome", "done", s->done);
 	metrics_sample(m, "", "outcome", "cancelled", s->cancelled);
 	metrics_sample(m, "", "outcome", "failed", s->failed);
@@ -307,7 +319,8 @@ static void kv_metrics(struct metrics *m, const struct kv_summary *s, bool send)
 	metrics_gauge(m, "rdmactl_kvxfer_exposed_max_seconds",
 		      "the longest a request's transfer outlasted its compute", s->exposed_max_s);
 	metrics_counter(m, "rdmactl_kvxfer_exposed_seconds_total",
-			"the requests' transfer time not hidden by compute, together", s->exposed_sum_s);
+			"the requests' transfer time not hidden by compute, together",
+			s->exposed_sum_s);
 	metrics_family(m, "rdmactl_kvxfer_qp_bytes_total", METRIC_COUNTER,
 		       "RDMA WRITE payload bytes per data queue pair (all decode ranks)");
 	for (uint32_t k = 0; k < s->nqps; k++) {
@@ -327,9 +340,11 @@ static int finish_run(struct ctx *ctx, int rc, const struct rc_err *e, const str
 		return fail(ctx, rc, "%s", e->msg);
 	put_summary(ctx, sum, asked, send);
 	if (sum->failed)
-		return fail(ctx, -EIO, "%u request%s failed", sum->failed, sum->failed == 1 ? "" : "s");
+		return fail(ctx, -EIO, "%u request%s failed", sum->failed,
+			    sum->failed == 1 ? "" : "s");
 	if (send && sum->done + sum->cancelled < asked)
-		return fail(ctx, -EINTR, "stopped after %u of %u requests", sum->done + sum->cancelled, asked);
+		return fail(ctx, -EINTR, "stopped after %u of %u requests",
+			    sum->done + sum->cancelled, asked);
 	return 0;
 }
 
@@ -353,13 +368,15 @@ static int finish(struct ctx *ctx, const struct opt_vals *v, uint32_t rank, int 
 }
 
 /* --mem and --gpu-reg of serve (the pool) and send (the source pages). */
-static int mem_opts(struct ctx *ctx, const struct opt_vals *v, const char *sub, struct rc_mem_spec *m)
+static int mem_opts(struct ctx *ctx, const struct opt_vals *v, const char *sub,
+		    struct rc_mem_spec *m)
 {
 	int rc;
 
 	if (opt_on(v, KVX_GPU_REG) &&
 	    (rc_mem_reg_parse(opt_arg(v, KVX_GPU_REG), &m->reg) || m->reg == RC_REG_HOST))
-		return usage_err(ctx, "invalid --gpu-reg '%s': expected auto, dmabuf, peermem or bounce",
+		return usage_err(ctx,
+				 "invalid --gpu-reg '%s': expected auto, dmabuf, peermem or bounce",
 				 opt_arg(v, KVX_GPU_REG));
 	if ((rc = opt_mem(ctx, opt_arg(v, KVX_MEM), true, NULL, &m->kind, &m->gpu)))
 		return rc;
@@ -382,21 +399,26 @@ int kvxfer_serve(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	if ((rc = common(ctx, c, v, &o.c)))
 		return rc;
 	if (!opt_on(v, KVX_LISTEN) || !opt_on(v, KVX_POOL_PAGES))
-		return usage_err(ctx, "kvxfer serve: --listen ADDR:PORT and --pool-pages N are required");
+		return usage_err(ctx,
+				 "kvxfer serve: --listen ADDR:PORT and --pool-pages N are required");
 	if (rc_parse_target(opt_arg(v, KVX_LISTEN), &t) || t.region[0])
-		return usage_err(ctx, "invalid --listen '%s': expected ADDR:PORT", opt_arg(v, KVX_LISTEN));
-	if ((rc = opt_u64_at(ctx, c, v, KVX_POOL_PAGES, &pool)) || (rc = opt_u64_at(ctx, c, v, KVX_SCATTER, &o.scatter_seed)) ||
+		return usage_err(ctx, "invalid --listen '%s': expected ADDR:PORT",
+				 opt_arg(v, KVX_LISTEN));
+	if ((rc = opt_u64_at(ctx, c, v, KVX_POOL_PAGES, &pool)) ||
+	    (rc = opt_u64_at(ctx, c, v, KVX_SCATTER, &o.scatter_seed)) ||
 	    (rc = opt_u64_at(ctx, c, v, KVX_LAND_PAGES, &land)))
 		return rc;
 	if (pool < 1 || pool > UINT32_MAX)
-		return usage_err(ctx, "invalid --pool-pages %llu: expected at least 1", (unsigned long long)pool);
+		return usage_err(ctx, "invalid --pool-pages %llu: expected at least 1",
+				 (unsigned long long)pool);
 	if (opt_on(v, KVX_LAND_PAGES) && (land < 1 || land > pool))
-		return usage_err(ctx, "invalid --land-pages %llu: expected 1 to the pool's %llu pages",
+		return usage_err(ctx,
+				 "invalid --land-pages %llu: expected 1 to the pool's %llu pages",
 				 (unsigned long long)land, (unsigned long long)pool);
 	o.land_pages = (uint32_t)land;
 	if (o.c.rank >= o.c.g.dst_tp)
-		return usage_err(ctx, "kvxfer serve: --rank %u, but --dst-tp %u has ranks 0 to %u", o.c.rank,
-				 o.c.g.dst_tp, o.c.g.dst_tp - 1);
+		return usage_err(ctx, "kvxfer serve: --rank %u, but --dst-tp %u has ranks 0 to %u",
+				 o.c.rank, o.c.g.dst_tp, o.c.g.dst_tp - 1);
 	o.addr = t.host;
 	o.port = t.port;
 	o.pool_pages = (uint32_t)pool;
@@ -405,12 +427,14 @@ int kvxfer_serve(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	if ((rc = mem_opts(ctx, v, "serve", &o.mem)))
 		return rc;
 	if (o.mem.kind == RC_MEM_CUDA && o.verify)
-		return usage_err(ctx, "kvxfer serve: --verify reads the pool with the CPU, not with --mem %s",
-				 opt_arg(v, KVX_MEM));
+		return usage_err(
+			ctx, "kvxfer serve: --verify reads the pool with the CPU, not with --mem %s",
+			opt_arg(v, KVX_MEM));
 	o.c.on_event = on_event;
 	o.c.arg = &r;
 	if (ctx->session)
-		return usage_err(ctx, "kvxfer serve: run it from the command line, not in the shell");
+		return usage_err(ctx,
+				 "kvxfer serve: run it from the command line, not in the shell");
 	if (opt_on(v, KVX_METRICS) && (rc = metrics_path_check(ctx, opt_arg(v, KVX_METRICS))))
 		return rc;
 	if ((rc = opt_mem_ready(ctx, opt_arg(v, KVX_MEM), o.mem.kind, o.mem.gpu)))
@@ -456,12 +480,15 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	if (!opt_on(v, KVX_REQUESTS))
 		o.c.requests = 1;
 	if (!opt_on(v, KVX_CONNECT) || !opt_on(v, KVX_TOKENS))
-		return usage_err(ctx, "kvxfer send: --connect ADDR:PORT (each decode rank) and --tokens N are required");
+		return usage_err(
+			ctx,
+			"kvxfer send: --connect ADDR:PORT (each decode rank) and --tokens N are required");
 	for (int i = 0; i < v->nmulti; i++) {
 		struct rc_target t;
 
 		if (rc_parse_target(v->multi[i], &t) || t.region[0])
-			return usage_err(ctx, "invalid --connect '%s': expected ADDR:PORT", v->multi[i]);
+			return usage_err(ctx, "invalid --connect '%s': expected ADDR:PORT",
+					 v->multi[i]);
 		snprintf(targets[o.ntargets].host, sizeof(targets[0].host), "%s", t.host);
 		snprintf(targets[o.ntargets].port, sizeof(targets[0].port), "%s", t.port);
 		o.ntargets++;
@@ -473,10 +500,11 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	o.nqps = (uint32_t)nqps;
 	o.inflight = (uint32_t)inflight;
 	if (tokens < 1 || tokens > UINT32_MAX)
-		return usage_err(ctx, "invalid --tokens %llu: expected at least 1", (unsigned long long)tokens);
+		return usage_err(ctx, "invalid --tokens %llu: expected at least 1",
+				 (unsigned long long)tokens);
 	if (o.c.rank >= o.c.g.src_tp)
-		return usage_err(ctx, "kvxfer send: --rank %u, but --src-tp %u has ranks 0 to %u", o.c.rank,
-				 o.c.g.src_tp, o.c.g.src_tp - 1);
+		return usage_err(ctx, "kvxfer send: --rank %u, but --src-tp %u has ranks 0 to %u",
+				 o.c.rank, o.c.g.src_tp, o.c.g.src_tp - 1);
 	if (kv_pages_for(&o.c.g, true, (uint32_t)tokens) > KV_MAX_REQ_PAGES)
 		return usage_err(ctx, "kvxfer send: %llu tokens take more than %d destination pages",
 				 (unsigned long long)tokens, KV_MAX_REQ_PAGES);
@@ -486,7 +514,9 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 		o.layer_compute_us = strtod(lc, &end);
 		if (end == lc || *end || !isfinite(o.layer_compute_us) || o.layer_compute_us < 0 ||
 		    o.layer_compute_us > 1e7)
-			return usage_err(ctx, "invalid --layer-compute-us '%s': expected 0 to 10000000", lc);
+			return usage_err(ctx,
+					 "invalid --layer-compute-us '%s': expected 0 to 10000000",
+					 lc);
 	}
 	o.tokens = (uint32_t)tokens;
 	o.bind_addr = opt_arg(v, KVX_BIND);

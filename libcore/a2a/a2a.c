@@ -106,7 +106,8 @@ static int setup(struct a2a *a, struct rc_err *err)
 	a->mem_len = tokens_len(a, stoks, rtoks, stage[me]);
 	free(stage);
 	if (spec.kind != RC_MEM_HOST && spec.kind != RC_MEM_HUGEPAGE && spec.kind != RC_MEM_CUDA)
-		return rc_err_set(err, EINVAL, "the token buffers are host, hugepage or GPU memory, not %s",
+		return rc_err_set(err, EINVAL,
+				  "the token buffers are host, hugepage or GPU memory, not %s",
 				  rc_mem_kind_name(spec.kind));
 	spec.len = a->mem_len;
 	spec.path = NULL;
@@ -131,7 +132,8 @@ static int setup(struct a2a *a, struct rc_err *err)
 	if ((rc = rc_mem_register(&a->m, rc_group_pd(a->g),
 				  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &a->mr, err))) {
 		a->mr = NULL;
-		return rc_err_wrap(err, -rc, "cannot register %zu bytes of token buffers", a->mem_len);
+		return rc_err_wrap(err, -rc, "cannot register %zu bytes of token buffers",
+				   a->mem_len);
 	}
 	/* Peers and the work requests get the registered addresses: the
 	 * buffers themselves, the GPU's, or the bounce buffer. */
@@ -168,27 +170,30 @@ static int prepare(struct a2a *a, uint32_t iter, struct rc_err *err)
 
 	for (int j = 0; j < a->W; j++) {
 		for (uint64_t t = a->soff[j]; t < a->soff[j + 1]; t++)
-			rc_a2a_token_fill(a->dsend + t * a->tb, a->tb, a->me, j, t - a->soff[j], iter,
-					  PH_DISPATCH);
+			rc_a2a_token_fill(a->dsend + t * a->tb, a->tb, a->me, j, t - a->soff[j],
+					  iter, PH_DISPATCH);
 		/* combine: the tokens that came from j go back to j */
 		for (uint64_t t = a->roff[j]; t < a->roff[j + 1]; t++)
-			rc_a2a_token_fill(a->csend + t * a->tb, a->tb, a->me, j, t - a->roff[j], iter,
-					  PH_COMBINE);
+			rc_a2a_token_fill(a->csend + t * a->tb, a->tb, a->me, j, t - a->roff[j],
+					  iter, PH_COMBINE);
 	}
 	if (a->o->corrupt.on && a->o->corrupt.rank == a->me && iter == 0) {
 		int ph = a->o->corrupt.phase;
 		uint64_t n = ph == PH_DISPATCH ? a->soff[a->W] : a->roff[a->W];
 
 		if (a->o->corrupt.token >= n)
-			return rc_err_set(err, EINVAL, "test hook: rank %d sends %llu tokens in %s, not token %llu",
-					  a->me, (unsigned long long)n, ph == PH_DISPATCH ? "dispatch" : "combine",
+			return rc_err_set(err, EINVAL,
+					  "test hook: rank %d sends %llu tokens in %s, not token %llu",
+					  a->me, (unsigned long long)n,
+					  ph == PH_DISPATCH ? "dispatch" : "combine",
 					  (unsigned long long)a->o->corrupt.token);
 		(ph == PH_DISPATCH ? a->dsend : a->csend)[a->o->corrupt.token * a->tb] ^= 0x5a;
 	}
 	if (!a2a_gpu(a))
 		return 0;
-	return (rc = a2a_copy_in(a, a->dsend, a->dsend, sb, err)) ? rc
-		: a2a_copy_in(a, a->csend, a->csend, rb, err);
+	return (rc = a2a_copy_in(a, a->dsend, a->dsend, sb, err))
+		       ? rc
+		       : a2a_copy_in(a, a->csend, a->csend, rb, err);
 }
 
 static int check(struct a2a *a, uint32_t iter, struct rc_a2a_result *res, struct rc_err *err)

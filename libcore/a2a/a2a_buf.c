@@ -42,4 +42,3 @@ int a2a_copy_out(struct a2a *a, void *to, const uint8_t *from, size_t len, struc
 	}
 	return rc_mem_read(&a->m, (size_t)(from - a->mem), to, len, err);
 }
-

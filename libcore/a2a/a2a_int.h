@@ -12,7 +12,7 @@ enum { CH_DISPATCH = 0, CH_COMBINE = 1 };
 struct a2a_remote {
 	uint64_t drecv[2];
 	uint64_t crecv[2];
-	uint64_t stage;      /* ring: staging of forwarded blocks */
+	uint64_t stage; /* ring: staging of forwarded blocks */
 	uint32_t rkey;
 	uint32_t pad;
 };
@@ -22,26 +22,26 @@ struct a2a {
 	const struct rc_a2a_opts *o;
 	int W;
 	int me;
-	size_t tb;               /* token bytes */
+	size_t tb; /* token bytes */
 	/* token offsets: dispatch send/combine receive by destination, dispatch
 	 * receive/combine send by source */
-	uint64_t *soff;          /* W + 1 */
-	uint64_t *roff;          /* W + 1 */
-	struct rc_mem m;          /* the token buffers */
-	uint8_t *mem;             /* the CPU's view: m.buf, or for GPU memory its host copy */
-	uint64_t wire_delta;      /* added to a pointer into mem: the address the NIC uses */
+	uint64_t *soff;      /* W + 1 */
+	uint64_t *roff;      /* W + 1 */
+	struct rc_mem m;     /* the token buffers */
+	uint8_t *mem;        /* the CPU's view: m.buf, or for GPU memory its host copy */
+	uint64_t wire_delta; /* added to a pointer into mem: the address the NIC uses */
 	size_t mem_len;
 	struct ibv_mr *mr;
 	uint8_t *dsend, *drecv[2], *csend, *crecv[2];
 	uint8_t *stage;
-	int L;                   /* hierarchical: ranks per node */
-	uint8_t *shm;            /* the node's shared segment */
+	int L;        /* hierarchical: ranks per node */
+	uint8_t *shm; /* the node's shared segment */
 	size_t shm_len;
-	size_t *shm_off;         /* per local rank: drecv0, drecv1, crecv0, crecv1 */
+	size_t *shm_off;           /* per local rank: drecv0, drecv1, crecv0, crecv1 */
 	struct a2a_remote *remote; /* W */
-	uint8_t *scratch;        /* one token */
-	int *wait_peers;         /* W: the peers a phase waits for ... */
-	uint64_t *wait_target;   /* W: ... and the counts it waits for */
+	uint8_t *scratch;          /* one token */
+	int *wait_peers;           /* W: the peers a phase waits for ... */
+	uint64_t *wait_target;     /* W: ... and the counts it waits for */
 };
 
 /* The token buffers are GPU memory. */

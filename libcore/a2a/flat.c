@@ -21,13 +21,14 @@ static int phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 	for (int k = 1; k < W; k++) {
 		int j = (me + k) % W;
 		uint64_t roff = ph == PH_DISPATCH ? a2a_recv_off(a, j, me) : a2a_send_off(a, j, me);
-		uint64_t raddr = (ph == PH_DISPATCH ? a->remote[j].drecv[p] : a->remote[j].crecv[p]) +
-				 roff * a->tb;
+		uint64_t raddr =
+			(ph == PH_DISPATCH ? a->remote[j].drecv[p] : a->remote[j].crecv[p]) +
+			roff * a->tb;
 
 		rc = rc_group_write_imm(a->g, j, a2a_wire(a, src + off[j] * a->tb),
 					(off[j + 1] - off[j]) * a->tb, a->mr->lkey, raddr,
-					a->remote[j].rkey, ph == PH_DISPATCH ? CH_DISPATCH : CH_COMBINE,
-					iter, err);
+					a->remote[j].rkey,
+					ph == PH_DISPATCH ? CH_DISPATCH : CH_COMBINE, iter, err);
 		if (rc)
 			return rc;
 		peers[n] = j;

@@ -140,8 +140,8 @@ int a2a_hier_setup(struct a2a *a, struct rc_err *err)
 	if (!rc && l != 0) {
 		fd = shm_open(name, O_RDWR, 0600);
 		if (fd < 0)
-			rc = rc_err_set(err, errno, "cannot open the node's shared memory %s: %s", name,
-					strerror(errno));
+			rc = rc_err_set(err, errno, "cannot open the node's shared memory %s: %s",
+					name, strerror(errno));
 	}
 	if (!rc) {
 		a->shm = mmap(NULL, a->shm_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -234,11 +234,12 @@ static int hier_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 	for (unsigned spin = 0;
 	     atomic_load_explicit(counter(a, l, ph), memory_order_acquire) < want; spin++) {
 		if ((spin & 255) == 255 && rc_now() > deadline)
-			return rc_err_set(err, ETIMEDOUT,
-					  "%s: %llu of %llu blocks landed in shared memory within %d ms (a rank of node %d stopped?)",
-					  ph == PH_DISPATCH ? "dispatch" : "combine",
-					  (unsigned long long)(atomic_load(counter(a, l, ph)) - want + W),
-					  (unsigned long long)W, a->o->timeout_ms, n);
+			return rc_err_set(
+				err, ETIMEDOUT,
+				"%s: %llu of %llu blocks landed in shared memory within %d ms (a rank of node %d stopped?)",
+				ph == PH_DISPATCH ? "dispatch" : "combine",
+				(unsigned long long)(atomic_load(counter(a, l, ph)) - want + W),
+				(unsigned long long)W, a->o->timeout_ms, n);
 		if (spin > 1000)
 			usleep(20);
 		else

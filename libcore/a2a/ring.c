@@ -108,22 +108,25 @@ static int ring_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 				src = a->stage + (stage_off(a, me, ph, p, s - 1) + in) * tb;
 			in += n;
 			if (k == s) /* the successor's own: its receive buffer */
-				raddr = ph == PH_DISPATCH
-						? a->remote[succ].drecv[p] + a2a_recv_off(a, succ, o) * tb
-						: a->remote[succ].crecv[p] + a2a_send_off(a, succ, o) * tb;
+				raddr = ph == PH_DISPATCH ? a->remote[succ].drecv[p] +
+								    a2a_recv_off(a, succ, o) * tb
+							  : a->remote[succ].crecv[p] +
+								    a2a_send_off(a, succ, o) * tb;
 			else {
-				raddr = a->remote[succ].stage + (stage_off(a, succ, ph, p, s) + out) * tb;
+				raddr = a->remote[succ].stage +
+					(stage_off(a, succ, ph, p, s) + out) * tb;
 				out += n;
 			}
 			if (!n)
 				continue;
-			rc = rc_group_write_imm(a->g, succ, a2a_wire(a, src), n * tb, a->mr->lkey, raddr,
-						a->remote[succ].rkey, -1, 0, err);
+			rc = rc_group_write_imm(a->g, succ, a2a_wire(a, src), n * tb, a->mr->lkey,
+						raddr, a->remote[succ].rkey, -1, 0, err);
 			if (rc)
 				return rc;
 		}
-		rc = rc_group_write_imm(a->g, succ, a2a_wire(a, a->mem), 0, a->mr->lkey, a->remote[succ].drecv[p],
-					a->remote[succ].rkey, ch, iter, err);
+		rc = rc_group_write_imm(a->g, succ, a2a_wire(a, a->mem), 0, a->mr->lkey,
+					a->remote[succ].drecv[p], a->remote[succ].rkey, ch, iter,
+					err);
 		if (rc)
 			return rc;
 	}

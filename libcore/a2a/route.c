@@ -40,7 +40,8 @@ int rc_a2a_skew_parse(const char *s, struct rc_a2a_route *r, struct rc_err *err)
 	if (!strncmp(s, "zipf:", 5)) {
 		r->zipf_s = strtod(s + 5, &end);
 		if (end == s + 5 || *end || !(r->zipf_s > 0) || r->zipf_s > 10)
-			return rc_err_set(err, EINVAL, "--skew %s: S must be a number in (0, 10]", s);
+			return rc_err_set(err, EINVAL, "--skew %s: S must be a number in (0, 10]",
+					  s);
 		r->skew = RC_A2A_ZIPF;
 		return 0;
 	}
@@ -60,7 +61,8 @@ int rc_a2a_matrix_load(const char *path, int world, uint64_t *counts, struct rc_
 	int row = 0, lineno = 0, rc = 0;
 
 	if (!fp)
-		return rc_err_set(err, EINVAL, "cannot read the matrix %s: %s", path, strerror(errno));
+		return rc_err_set(err, EINVAL, "cannot read the matrix %s: %s", path,
+				  strerror(errno));
 	while (fgets(line, sizeof(line), fp)) {
 		char *p = line;
 		int col = 0;
@@ -70,8 +72,9 @@ int rc_a2a_matrix_load(const char *path, int world, uint64_t *counts, struct rc_
 		if (!p[strspn(p, " \t")])
 			continue;
 		if (row >= world) {
-			rc = rc_err_set(err, EINVAL, "%s:%d: more than %d rows (one per source rank)",
-					path, lineno, world);
+			rc = rc_err_set(err, EINVAL,
+					"%s:%d: more than %d rows (one per source rank)", path,
+					lineno, world);
 			break;
 		}
 		for (;;) {
@@ -83,23 +86,24 @@ int rc_a2a_matrix_load(const char *path, int world, uint64_t *counts, struct rc_
 			errno = 0;
 			v = strtoll(p, &end, 10);
 			if (end != p && errno == ERANGE) {
-				rc = rc_err_set(err, EINVAL, "%s:%d: column %d: the count is out of range", path,
+				rc = rc_err_set(err, EINVAL,
+						"%s:%d: column %d: the count is out of range", path,
 						lineno, col + 1);
 				goto out;
 			}
 			if (end == p) {
-				rc = rc_err_set(err, EINVAL, "%s:%d: column %d is not a token count", path,
-						lineno, col + 1);
+				rc = rc_err_set(err, EINVAL, "%s:%d: column %d is not a token count",
+						path, lineno, col + 1);
 				goto out;
 			}
 			if (v < 0) {
-				rc = rc_err_set(err, EINVAL, "%s:%d: column %d: negative count %lld", path,
-						lineno, col + 1, v);
+				rc = rc_err_set(err, EINVAL, "%s:%d: column %d: negative count %lld",
+						path, lineno, col + 1, v);
 				goto out;
 			}
 			if (col >= world) {
-				rc = rc_err_set(err, EINVAL, "%s:%d: more than %d columns", path, lineno,
-						world);
+				rc = rc_err_set(err, EINVAL, "%s:%d: more than %d columns", path,
+						lineno, world);
 				goto out;
 			}
 			counts[row * world + col++] = (uint64_t)v;
@@ -109,15 +113,15 @@ int rc_a2a_matrix_load(const char *path, int world, uint64_t *counts, struct rc_
 			if (!*p)
 				break;
 			if (*p != ',') {
-				rc = rc_err_set(err, EINVAL, "%s:%d: expected ',' after column %d", path,
-						lineno, col);
+				rc = rc_err_set(err, EINVAL, "%s:%d: expected ',' after column %d",
+						path, lineno, col);
 				goto out;
 			}
 			p++;
 		}
 		if (col != world) {
-			rc = rc_err_set(err, EINVAL, "%s:%d: %d columns, the world size is %d", path,
-					lineno, col, world);
+			rc = rc_err_set(err, EINVAL, "%s:%d: %d columns, the world size is %d",
+					path, lineno, col, world);
 			goto out;
 		}
 		row++;
@@ -156,15 +160,17 @@ int rc_a2a_counts_fit(const uint64_t *counts, int W, size_t tb, struct rc_err *e
 			if (sum <= cap)
 				continue;
 			if (sum == UINT64_MAX)
-				snprintf(n, sizeof(n), "more than %llu", (unsigned long long)UINT64_MAX - 1);
+				snprintf(n, sizeof(n), "more than %llu",
+					 (unsigned long long)UINT64_MAX - 1);
 			else
 				snprintf(n, sizeof(n), "%llu", (unsigned long long)sum);
-			return rc_err_set(err, EINVAL,
-					  "%s %d (the tokens rank %d %s): %s tokens of %zu bytes, over the %llu GiB one rank may %s in a phase",
-					  pass == 0 ? "row" : "column", i + 1, i,
-					  pass == 0 ? "sends" : "receives", n, tb,
-					  (unsigned long long)(RC_A2A_RANK_BYTES_MAX >> 30),
-					  pass == 0 ? "send" : "receive");
+			return rc_err_set(
+				err, EINVAL,
+				"%s %d (the tokens rank %d %s): %s tokens of %zu bytes, over the %llu GiB one rank may %s in a phase",
+				pass == 0 ? "row" : "column", i + 1, i,
+				pass == 0 ? "sends" : "receives", n, tb,
+				(unsigned long long)(RC_A2A_RANK_BYTES_MAX >> 30),
+				pass == 0 ? "send" : "receive");
 		}
 	return 0;
 }

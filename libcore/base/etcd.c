@@ -95,7 +95,7 @@ json_t *etcd_b64_json(const char *s)
 struct body {
 	char *data;
 	size_t len;
-	bool over;        /* more than RC_ETCD_REPLY_MAX came: refused */
+	bool over; /* more than RC_ETCD_REPLY_MAX came: refused */
 };
 
 static size_t on_data(char *p, size_t size, size_t n, void *arg)
@@ -120,7 +120,6 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
 	return add;
 }
 
-
 /* The curl handle of one request to /v3/PATH: URL, body, headers (the
  * token when given), TLS and the bounds every request has. */
 struct curl_slist *etcd_curl_request(const struct rc_etcd *e, CURL *h, const char *path,
@@ -139,7 +138,8 @@ struct curl_slist *etcd_curl_request(const struct rc_etcd *e, CURL *h, const cha
 	e->cu.easy_setopt(h, CURLOPT_POSTFIELDS, text);
 	e->cu.easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
 	e->cu.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	e->cu.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(e->timeout_ms < 5000 ? e->timeout_ms : 5000));
+	e->cu.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+			  (long)(e->timeout_ms < 5000 ? e->timeout_ms : 5000));
 	e->cu.easy_setopt(h, CURLOPT_PROXY, "");
 	e->cu.easy_setopt(h, CURLOPT_PROTOCOLS_STR, e->tls ? "https" : "http");
 	if (e->tls) {
@@ -154,8 +154,8 @@ struct curl_slist *etcd_curl_request(const struct rc_etcd *e, CURL *h, const cha
 }
 /* POST text to /v3/PATH once, with the token if one is given; *reply is the
  * parsed answer, *status the HTTP status (0 when none came). */
-static int post_once(const struct rc_etcd *e, const char *path, const char *text,
-		     const char *token, json_t **reply, long *status, struct rc_err *err)
+static int post_once(const struct rc_etcd *e, const char *path, const char *text, const char *token,
+		     json_t **reply, long *status, struct rc_err *err)
 {
 	struct body b = { 0 };
 	CURL *h = e->cu.easy_init();
@@ -170,12 +170,14 @@ static int post_once(const struct rc_etcd *e, const char *path, const char *text
 	hdr = etcd_curl_request(e, h, path, text, token);
 	e->cu.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
 	e->cu.easy_setopt(h, CURLOPT_WRITEDATA, &b);
-	e->cu.easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(e->timeout_ms < 10000 ? e->timeout_ms : 10000));
+	e->cu.easy_setopt(h, CURLOPT_TIMEOUT_MS,
+			  (long)(e->timeout_ms < 10000 ? e->timeout_ms : 10000));
 	cc = e->cu.easy_perform(h);
 	if (b.over) {
-		rc = rc_err_set(err, EMSGSIZE,
-				"etcd at %s sent more than %d KiB for %s: refused (the cap on an answer)",
-				e->server, RC_ETCD_REPLY_MAX >> 10, path);
+		rc = rc_err_set(
+			err, EMSGSIZE,
+			"etcd at %s sent more than %d KiB for %s: refused (the cap on an answer)",
+			e->server, RC_ETCD_REPLY_MAX >> 10, path);
 		goto out;
 	}
 	if (cc != CURLE_OK) {
@@ -198,13 +200,14 @@ static int post_once(const struct rc_etcd *e, const char *path, const char *text
 		if (!*reply && b.data) {
 			size_t k = 0;
 
-			for (const char *q = b.data; *q && *q != '\n' && k + 1 < sizeof(text_said); q++)
+			for (const char *q = b.data; *q && *q != '\n' && k + 1 < sizeof(text_said);
+			     q++)
 				text_said[k++] = *q >= 0x20 && *q < 0x7f ? *q : '?';
 			text_said[k] = '\0';
 		}
 		rc = rc_err_set(err, *status == 401 ? EACCES : EPROTO,
-				"etcd at %s answered %s with HTTP %ld%s%s", e->server, path, *status,
-				json_is_string(m) || text_said[0] ? ": " : "",
+				"etcd at %s answered %s with HTTP %ld%s%s", e->server, path,
+				*status, json_is_string(m) || text_said[0] ? ": " : "",
 				json_is_string(m) ? json_string_value(m) : text_said);
 		json_decref(*reply);
 		*reply = NULL;
@@ -235,8 +238,8 @@ int etcd_authenticate(struct rc_etcd *e, struct rc_err *err)
 		const char *said = strstr(why.msg, " with HTTP ");
 
 		said = said ? strstr(said, ": ") : NULL;
-		return rc_err_set(err, EACCES, "etcd at %s refused user %s (HTTP %ld)%.400s", e->server,
-				  e->user, status, said ? said : "");
+		return rc_err_set(err, EACCES, "etcd at %s refused user %s (HTTP %ld)%.400s",
+				  e->server, e->user, status, said ? said : "");
 	}
 	if (rc)
 		return rc_err_set(err, why.code, "%s", why.msg);
@@ -256,8 +259,7 @@ int etcd_authenticate(struct rc_etcd *e, struct rc_err *err)
 
 /* POST a JSON body (stolen) to /v3/PATH; *reply is the parsed answer. With
  * a user, a token first, and a new one when etcd says it expired. */
-int etcd_post(struct rc_etcd *e, const char *path, json_t *req, json_t **reply,
-	      struct rc_err *err)
+int etcd_post(struct rc_etcd *e, const char *path, json_t *req, json_t **reply, struct rc_err *err)
 {
 	char *text = req ? json_dumps(req, JSON_COMPACT) : NULL, token[sizeof(e->token)];
 	struct rc_err why = { 0 };
@@ -285,7 +287,8 @@ int etcd_post(struct rc_etcd *e, const char *path, json_t *req, json_t **reply,
 		}
 		rc = post_once(e, path, text, token, reply, &status, &why);
 		/* an expired token (etcd's simple tokens last minutes): once more */
-		if (!(rc && e->user[0] && !attempt && (status == 401 || strstr(why.msg, "auth token"))))
+		if (!(rc && e->user[0] && !attempt &&
+		      (status == 401 || strstr(why.msg, "auth token"))))
 			break;
 	}
 	free(text);
@@ -310,15 +313,18 @@ static int curl_load(struct curl_api *a, struct rc_err *err)
 	if (!lib || !*lib)
 		lib = "libcurl.so.4";
 	if (!(h = dlopen(lib, RTLD_NOW | RTLD_LOCAL)))
-		return rc_err_set(err, ENOPKG,
-				  "etcd needs libcurl, which cannot be loaded: %s (Debian's package: libcurl4)",
-				  dlerror());
+		return rc_err_set(
+			err, ENOPKG,
+			"etcd needs libcurl, which cannot be loaded: %s (Debian's package: libcurl4)",
+			dlerror());
 #define SYM(f, n) (*(void **)&(f) = dlsym(h, n))
 	if (!SYM(a->easy_init, "curl_easy_init") || !SYM(a->easy_setopt, "curl_easy_setopt") ||
-	    !SYM(a->easy_perform, "curl_easy_perform") || !SYM(a->easy_getinfo, "curl_easy_getinfo") ||
-	    !SYM(a->easy_cleanup, "curl_easy_cleanup") || !SYM(a->easy_strerror, "curl_easy_strerror") ||
-	    !SYM(a->slist_append, "curl_slist_append") || !SYM(a->slist_free_all, "curl_slist_free_all") ||
-	    !SYM(global_init, "curl_global_init"))
+	    !SYM(a->easy_perform, "curl_easy_perform") ||
+	    !SYM(a->easy_getinfo, "curl_easy_getinfo") ||
+	    !SYM(a->easy_cleanup, "curl_easy_cleanup") ||
+	    !SYM(a->easy_strerror, "curl_easy_strerror") ||
+	    !SYM(a->slist_append, "curl_slist_append") ||
+	    !SYM(a->slist_free_all, "curl_slist_free_all") || !SYM(global_init, "curl_global_init"))
 		return rc_err_set(err, ENOPKG, "%s is not a libcurl: it lacks a needed call", lib);
 #undef SYM
 	pthread_mutex_lock(&curl_mu);
@@ -376,7 +382,8 @@ static int env_file(const char *var, char *buf, size_t len, struct rc_err *err)
  * RDMACTL_ETCD_PASSWORD. */
 static int password_env(struct rc_etcd *e, struct rc_err *err)
 {
-	const char *path = getenv("RDMACTL_ETCD_PASSWORD_FILE"), *v = getenv("RDMACTL_ETCD_PASSWORD");
+	const char *path = getenv("RDMACTL_ETCD_PASSWORD_FILE"),
+		   *v = getenv("RDMACTL_ETCD_PASSWORD");
 	FILE *fp;
 	size_t n;
 
@@ -387,7 +394,8 @@ static int password_env(struct rc_etcd *e, struct rc_err *err)
 		return 0;
 	}
 	if (!(fp = fopen(path, "r")))
-		return rc_err_set(err, errno, "RDMACTL_ETCD_PASSWORD_FILE=%s: %s", path, strerror(errno));
+		return rc_err_set(err, errno, "RDMACTL_ETCD_PASSWORD_FILE=%s: %s", path,
+				  strerror(errno));
 	n = fread(e->password, 1, sizeof(e->password) - 1, fp);
 	fclose(fp);
 	e->password[n] = '\0';
@@ -419,9 +427,10 @@ static int config_env(struct rc_etcd *e, struct rc_err *err)
 		return rc_err_set(err, EINVAL, "RDMACTL_ETCD_USER is too long");
 	snprintf(e->user, sizeof(e->user), "%s", user ? user : "");
 	if (e->user[0] && !e->password[0])
-		return rc_err_set(err, EINVAL,
-				  "RDMACTL_ETCD_USER %s needs a password: RDMACTL_ETCD_PASSWORD_FILE or RDMACTL_ETCD_PASSWORD",
-				  e->user);
+		return rc_err_set(
+			err, EINVAL,
+			"RDMACTL_ETCD_USER %s needs a password: RDMACTL_ETCD_PASSWORD_FILE or RDMACTL_ETCD_PASSWORD",
+			e->user);
 	if (!e->user[0] && e->password[0])
 		return rc_err_set(err, EINVAL, "an etcd password without RDMACTL_ETCD_USER");
 	return 0;
@@ -478,7 +487,8 @@ static void *keepalive_main(void *arg)
 		pthread_mutex_unlock(&e->mu);
 		/* A failed keepalive is tried again at the next tick; were the lease
 		 * to expire, its keys go away, which is what the readers watch. */
-		if (!etcd_post(e, "lease/keepalive", json_pack("{s:s}", "ID", e->lease), &reply, NULL))
+		if (!etcd_post(e, "lease/keepalive", json_pack("{s:s}", "ID", e->lease), &reply,
+			       NULL))
 			json_decref(reply);
 		pthread_mutex_lock(&e->mu);
 	}
@@ -524,7 +534,8 @@ void rc_etcd_close(struct rc_etcd *e)
 		pthread_join(e->keepalive, NULL);
 	}
 	/* Revoking the lease drops its keys at once. */
-	if (e->lease[0] && !etcd_post(e, "lease/revoke", json_pack("{s:s}", "ID", e->lease), &reply, NULL))
+	if (e->lease[0] &&
+	    !etcd_post(e, "lease/revoke", json_pack("{s:s}", "ID", e->lease), &reply, NULL))
 		json_decref(reply);
 	pthread_mutex_destroy(&e->mu);
 	pthread_cond_destroy(&e->cv);

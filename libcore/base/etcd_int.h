@@ -46,7 +46,7 @@ struct rc_etcd {
 	char ca[4096], cert[4096], key[4096];
 	char user[128];
 	char password[1024];
-	pthread_mutex_t tok_mu;   /* the token, shared with the keepalive thread */
+	pthread_mutex_t tok_mu; /* the token, shared with the keepalive thread */
 	char token[512];
 };
 
@@ -61,8 +61,7 @@ struct curl_slist *etcd_curl_request(const struct rc_etcd *e, CURL *h, const cha
 int etcd_authenticate(struct rc_etcd *e, struct rc_err *err);
 /* POST req (taken) to /v3/PATH and parse the answer into *reply; the
  * token is renewed once if etcd says it expired. */
-int etcd_post(struct rc_etcd *e, const char *path, json_t *req, json_t **reply,
-	      struct rc_err *err);
+int etcd_post(struct rc_etcd *e, const char *path, json_t *req, json_t **reply, struct rc_err *err);
 /* A key-value of a range or a watch event, decoded. */
 int etcd_kv_from(const json_t *j, struct rc_etcd_kv *kv);
 

@@ -23,7 +23,8 @@ int etcd_kv_from(const json_t *j, struct rc_etcd_kv *kv)
 
 	memset(kv, 0, sizeof(*kv));
 	/* An empty value comes without its field. */
-	if (v && (!json_is_string(v) || rc_etcd_b64_decode(json_string_value(v), kv->value, sizeof(kv->value))))
+	if (v && (!json_is_string(v) ||
+		  rc_etcd_b64_decode(json_string_value(v), kv->value, sizeof(kv->value))))
 		return -EPROTO;
 	kv->mod_revision = num(json_object_get(j, "mod_revision"));
 	kv->create_revision = num(json_object_get(j, "create_revision"));
@@ -34,7 +35,8 @@ int etcd_kv_from(const json_t *j, struct rc_etcd_kv *kv)
 int rc_etcd_get(struct rc_etcd *e, const char *key, struct rc_etcd_kv *kv, struct rc_err *err)
 {
 	json_t *reply = NULL, *first;
-	int rc = etcd_post(e, "kv/range", json_pack("{s:o}", "key", etcd_b64_json(key)), &reply, err);
+	int rc = etcd_post(e, "kv/range", json_pack("{s:o}", "key", etcd_b64_json(key)), &reply,
+			   err);
 
 	if (rc)
 		return rc;
@@ -42,7 +44,8 @@ int rc_etcd_get(struct rc_etcd *e, const char *key, struct rc_etcd_kv *kv, struc
 	if (!first)
 		rc = rc_err_set(err, ENOENT, "etcd at %s holds no key %s", e->server, key);
 	else if (etcd_kv_from(first, kv))
-		rc = rc_err_set(err, EPROTO, "etcd at %s sent a malformed value for %s", e->server, key);
+		rc = rc_err_set(err, EPROTO, "etcd at %s sent a malformed value for %s", e->server,
+				key);
 	json_decref(reply);
 	return rc;
 }
@@ -76,16 +79,16 @@ static int txn(struct rc_etcd *e, const char *key, const char *target, int64_t r
 	int rc;
 
 	snprintf(revs, sizeof(revs), "%lld", (long long)rev);
-	json_t *cmp = json_pack("{s:o,s:s,s:s}", "key", etcd_b64_json(key), "result", "EQUAL", "target",
-				target);
+	json_t *cmp = json_pack("{s:o,s:s,s:s}", "key", etcd_b64_json(key), "result", "EQUAL",
+				"target", target);
 
 	json_object_set_new(cmp, !strcmp(target, "CREATE") ? "create_revision" : "mod_revision",
 			    json_string(revs));
 	rc = etcd_post(e, "kv/txn",
-		  json_pack("{s:[o],s:[{s:o}],s:[{s:{s:o}}]}", "compare", cmp, "success",
-			    "request_put", put_op(key, value, lease), "failure", "request_range",
-			    "key", etcd_b64_json(key)),
-		  &reply, err);
+		       json_pack("{s:[o],s:[{s:o}],s:[{s:{s:o}}]}", "compare", cmp, "success",
+				 "request_put", put_op(key, value, lease), "failure",
+				 "request_range", "key", etcd_b64_json(key)),
+		       &reply, err);
 	if (rc)
 		return rc;
 	if (json_is_true(json_object_get(reply, "succeeded"))) {
@@ -130,8 +133,7 @@ int rc_etcd_swap(struct rc_etcd *e, const char *key, int64_t mod_revision, const
 	if (rc)
 		return 0;
 	return rc_err_set(err, ESTALE, "key %s changed since revision %lld (%s)", key,
-			  (long long)mod_revision,
-			  cur.mod_revision ? cur.value : "it is gone");
+			  (long long)mod_revision, cur.mod_revision ? cur.value : "it is gone");
 }
 
 /* The kvs of a range answer, each under prefix (n bytes) handed to each. */
@@ -142,17 +144,20 @@ static int range_walk(const char *server, const char *prefix, const json_t *repl
 	json_t *kv;
 	int rc = 0;
 
-	json_array_foreach(json_object_get(reply, "kvs"), i, kv) {
+	json_array_foreach(json_object_get(reply, "kvs"), i, kv)
+	{
 		char key[RC_ETCD_KEY_MAX];
 		struct rc_etcd_kv v;
 
 		if (!json_is_string(json_object_get(kv, "key")) ||
-		    rc_etcd_b64_decode(json_string_value(json_object_get(kv, "key")), key, sizeof(key)) ||
+		    rc_etcd_b64_decode(json_string_value(json_object_get(kv, "key")), key,
+				       sizeof(key)) ||
 		    etcd_kv_from(kv, &v))
 			continue;
 		/* only what was asked: a key outside the prefix is not read */
 		if (strncmp(key, prefix, n)) {
-			rc = rc_err_set(err, EPROTO, "etcd at %s answered a range of %s with key '%.64s'",
+			rc = rc_err_set(err, EPROTO,
+					"etcd at %s answered a range of %s with key '%.64s'",
 					server, prefix, key);
 			break;
 		}
@@ -195,8 +200,9 @@ int rc_etcd_range_rev(struct rc_etcd *e, const char *prefix, rc_etcd_each_fn eac
 	memcpy(end, prefix, n + 1);
 	end[n - 1]++; /* the prefix's range end: last byte plus one */
 	rc = etcd_post(e, "kv/range",
-		  json_pack("{s:o,s:o}", "key", etcd_b64_json(prefix), "range_end", etcd_b64_json(end)), &reply,
-		  err);
+		       json_pack("{s:o,s:o}", "key", etcd_b64_json(prefix), "range_end",
+				 etcd_b64_json(end)),
+		       &reply, err);
 	if (rc)
 		return rc;
 	if (rev)
@@ -205,4 +211,3 @@ int rc_etcd_range_rev(struct rc_etcd *e, const char *prefix, rc_etcd_each_fn eac
 	json_decref(reply);
 	return rc;
 }
-

@@ -17,8 +17,8 @@ bool rc_etcd_ns_valid(const char *ns)
 	if (n == 0 || n > 63)
 		return false;
 	for (const char *p = ns; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-		      *p == '-' || *p == '_' || *p == '.'))
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.'))
 			return false;
 	return true;
 }
@@ -66,8 +66,8 @@ int rc_etcd_region_parse(const char *value, struct rc_etcd_region *r)
 	memset(r, 0, sizeof(*r));
 	if (json_is_object(j) && !copy_str(j, "host", r->host, sizeof(r->host)) &&
 	    !copy_str(j, "port", r->port, sizeof(r->port)) &&
-	    !copy_str(j, "region", r->region, sizeof(r->region)) &&
-	    json_is_integer(l) && json_integer_value(l) >= 0) {
+	    !copy_str(j, "region", r->region, sizeof(r->region)) && json_is_integer(l) &&
+	    json_integer_value(l) >= 0) {
 		r->length = (uint64_t)json_integer_value(l);
 		copy_str(j, "access", r->access, sizeof(r->access));
 		rc = 0;

@@ -20,9 +20,9 @@ struct watch {
 	rc_etcd_each_fn each;
 	bool (*done)(void *arg);
 	void *arg;
-	char *line;        /* the message coming in, up to its newline */
+	char *line; /* the message coming in, up to its newline */
 	size_t len, cap;
-	int rc;            /* what stopped it: 1 done, or -errno */
+	int rc; /* what stopped it: 1 done, or -errno */
 	struct rc_err *err;
 };
 
@@ -31,7 +31,8 @@ static int watch_events(struct watch *w, const json_t *events)
 	size_t i, n = strlen(w->prefix);
 	json_t *ev;
 
-	json_array_foreach(events, i, ev) {
+	json_array_foreach(events, i, ev)
+	{
 		const json_t *kv = json_object_get(ev, "kv"), *type = json_object_get(ev, "type");
 		char key[RC_ETCD_KEY_MAX];
 		struct rc_etcd_kv v;
@@ -40,11 +41,13 @@ static int watch_events(struct watch *w, const json_t *events)
 		if (json_is_string(type) && strcmp(json_string_value(type), "PUT"))
 			continue;
 		if (!json_is_string(json_object_get(kv, "key")) ||
-		    rc_etcd_b64_decode(json_string_value(json_object_get(kv, "key")), key, sizeof(key)) ||
+		    rc_etcd_b64_decode(json_string_value(json_object_get(kv, "key")), key,
+				       sizeof(key)) ||
 		    etcd_kv_from(kv, &v))
 			continue;
 		if (strncmp(key, w->prefix, n))
-			return rc_err_set(w->err, EPROTO, "etcd at %s answered a watch of %s with key '%.64s'",
+			return rc_err_set(w->err, EPROTO,
+					  "etcd at %s answered a watch of %s with key '%.64s'",
 					  w->e->server, w->prefix, key);
 		if ((rc = w->each(w->arg, key, v.value)))
 			return rc;
@@ -58,12 +61,12 @@ static int watch_message(struct watch *w, const char *text, size_t len)
 	int rc = 0;
 
 	if (!m)
-		return rc_err_set(w->err, EPROTO, "etcd at %s sent a watch message that is not JSON",
-				  w->e->server);
+		return rc_err_set(w->err, EPROTO,
+				  "etcd at %s sent a watch message that is not JSON", w->e->server);
 	if (!json_is_object(res)) {
 		why = json_object_get(json_object_get(m, "error"), "message");
-		rc = rc_err_set(w->err, EPROTO, "etcd at %s ended the watch of %s%s%.200s", w->e->server,
-				w->prefix, json_is_string(why) ? ": " : "",
+		rc = rc_err_set(w->err, EPROTO, "etcd at %s ended the watch of %s%s%.200s",
+				w->e->server, w->prefix, json_is_string(why) ? ": " : "",
 				json_is_string(why) ? json_string_value(why) : "");
 	} else if (json_is_true(json_object_get(res, "canceled"))) {
 		why = json_object_get(res, "cancel_reason");
@@ -85,9 +88,10 @@ static size_t on_watch(char *p, size_t size, size_t n, void *arg)
 	for (size_t i = 0; i < add; i++) {
 		if (p[i] != '\n') {
 			if (w->len >= RC_ETCD_REPLY_MAX) {
-				w->rc = rc_err_set(w->err, EMSGSIZE,
-						   "etcd at %s sent a watch message of more than %d KiB: refused",
-						   w->e->server, RC_ETCD_REPLY_MAX >> 10);
+				w->rc = rc_err_set(
+					w->err, EMSGSIZE,
+					"etcd at %s sent a watch message of more than %d KiB: refused",
+					w->e->server, RC_ETCD_REPLY_MAX >> 10);
 				return 0;
 			}
 			if (w->len == w->cap) {
@@ -125,8 +129,12 @@ int rc_etcd_watch_parse(const char *text, size_t len, const char *prefix, rc_etc
 			void *arg, struct rc_err *err)
 {
 	static const struct rc_etcd given = { .server = "(given)" };
-	struct watch w = { .e = &given, .prefix = prefix, .each = each, .done = never_done,
-			   .arg = arg, .err = err };
+	struct watch w = { .e = &given,
+			   .prefix = prefix,
+			   .each = each,
+			   .done = never_done,
+			   .arg = arg,
+			   .err = err };
 
 	on_watch((char *)(uintptr_t)text, 1, len, &w);
 	free(w.line);
@@ -136,7 +144,12 @@ int rc_etcd_watch_parse(const char *text, size_t len, const char *prefix, rc_etc
 int rc_etcd_watch(struct rc_etcd *e, const char *prefix, int64_t from_rev, int timeout_ms,
 		  rc_etcd_each_fn each, bool (*done)(void *arg), void *arg, struct rc_err *err)
 {
-	struct watch w = { .e = e, .prefix = prefix, .each = each, .done = done, .arg = arg, .err = err };
+	struct watch w = { .e = e,
+			   .prefix = prefix,
+			   .each = each,
+			   .done = done,
+			   .arg = arg,
+			   .err = err };
 	char end[RC_ETCD_KEY_MAX], token[sizeof(e->token)] = "", *text = NULL;
 	size_t n = strlen(prefix);
 	struct curl_slist *hdr = NULL;
@@ -160,8 +173,8 @@ int rc_etcd_watch(struct rc_etcd *e, const char *prefix, int64_t from_rev, int t
 		snprintf(token, sizeof(token), "%s", e->token);
 		pthread_mutex_unlock(&e->tok_mu);
 	}
-	req = json_pack("{s:{s:o,s:o,s:I}}", "create_request", "key", etcd_b64_json(prefix), "range_end",
-			etcd_b64_json(end), "start_revision", (json_int_t)from_rev);
+	req = json_pack("{s:{s:o,s:o,s:I}}", "create_request", "key", etcd_b64_json(prefix),
+			"range_end", etcd_b64_json(end), "start_revision", (json_int_t)from_rev);
 	text = req ? json_dumps(req, JSON_COMPACT) : NULL;
 	json_decref(req);
 	if (!text || !(h = e->cu.easy_init())) {
@@ -181,15 +194,14 @@ int rc_etcd_watch(struct rc_etcd *e, const char *prefix, int64_t from_rev, int t
 	else if (cc == CURLE_OPERATION_TIMEDOUT)
 		rc = -ETIMEDOUT; /* the caller names what it waited for */
 	else if (cc != CURLE_OK)
-		rc = rc_err_set(err, ECONNREFUSED, "cannot watch %s at etcd %s: %s", prefix, e->server,
-				e->cu.easy_strerror(cc));
+		rc = rc_err_set(err, ECONNREFUSED, "cannot watch %s at etcd %s: %s", prefix,
+				e->server, e->cu.easy_strerror(cc));
 	else
-		rc = rc_err_set(err, EPROTO, "etcd at %s ended the watch of %s (HTTP %ld)", e->server,
-				prefix, status);
+		rc = rc_err_set(err, EPROTO, "etcd at %s ended the watch of %s (HTTP %ld)",
+				e->server, prefix, status);
 	e->cu.slist_free_all(hdr);
 	e->cu.easy_cleanup(h);
 	free(text);
 	free(w.line);
 	return rc;
 }
-

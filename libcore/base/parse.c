@@ -78,11 +78,20 @@ int rc_parse_size(const char *s, uint64_t *out)
 	}
 	if (*p) {
 		switch (toupper((unsigned char)*p)) {
-		case 'K': mult = 1ULL << 10; break;
-		case 'M': mult = 1ULL << 20; break;
-		case 'G': mult = 1ULL << 30; break;
-		case 'T': mult = 1ULL << 40; break;
-		default: return -EINVAL;
+		case 'K':
+			mult = 1ULL << 10;
+			break;
+		case 'M':
+			mult = 1ULL << 20;
+			break;
+		case 'G':
+			mult = 1ULL << 30;
+			break;
+		case 'T':
+			mult = 1ULL << 40;
+			break;
+		default:
+			return -EINVAL;
 		}
 		p++;
 		if (!strcmp(p, "iB") || !strcmp(p, "B") || !strcmp(p, "b"))

@@ -63,7 +63,8 @@ int rc_group_listen(const struct rc_group_opts *o, struct rc_endpoint *ep, struc
 	g->o = *o;
 	g->o.token = NULL;
 	if (o->token && !rc_token_valid(o->token)) {
-		rc = rc_err_set(err, EINVAL, "a group token is 1 to %d printable characters without spaces",
+		rc = rc_err_set(err, EINVAL,
+				"a group token is 1 to %d printable characters without spaces",
 				RC_TOKEN_MAX);
 		free(g);
 		return rc;
@@ -224,7 +225,9 @@ static void *accept_main(void *arg)
 static int connect_one(struct rc_group *g, int j, const struct rc_endpoint *ep, double deadline,
 		       struct rc_err *err)
 {
-	struct ghello h = { .magic = GROUP_MAGIC, .rank = (uint32_t)g->o.rank, .world = (uint32_t)g->o.world };
+	struct ghello h = { .magic = GROUP_MAGIC,
+			    .rank = (uint32_t)g->o.rank,
+			    .world = (uint32_t)g->o.world };
 	struct rc_conn_opts co = { 0 };
 	struct rc_err last = { 0 };
 
@@ -232,7 +235,8 @@ static int connect_one(struct rc_group *g, int j, const struct rc_endpoint *ep, 
 		int rc = rc_random_bytes(h.nonce, sizeof(h.nonce));
 
 		if (rc)
-			return rc_err_set(err, -rc, "no random bytes for the group's connect request: %s",
+			return rc_err_set(err, -rc,
+					  "no random bytes for the group's connect request: %s",
 					  strerror(-rc));
 		group_proof(g->token, &h, (uint32_t)j, h.proof);
 	}
@@ -252,7 +256,7 @@ static int connect_one(struct rc_group *g, int j, const struct rc_endpoint *ep, 
 		if (left <= 0)
 			break;
 		co.timeout_ms = (int)(left * 1000) < g->o.timeout_ms ? (int)(left * 1000) + 1
-								      : g->o.timeout_ms;
+								     : g->o.timeout_ms;
 		rc = rc_connect(ep->host, ep->port, &co, &c, &last);
 		if (!rc) {
 			c->timeout_ms = g->o.timeout_ms;
@@ -314,8 +318,8 @@ struct connect_arg {
 	struct rc_group *g;
 	const struct rc_endpoint *all;
 	double deadline;
-	int next;             /* the next peer to try (under g->mu) */
-	int rc;               /* the first failure */
+	int next; /* the next peer to try (under g->mu) */
+	int rc;   /* the first failure */
 	struct rc_err err;
 };
 
@@ -384,8 +388,8 @@ static bool link_up(struct rc_group *g, int j)
 		return true;
 	if (!p->link) {
 		p->link = RC_LINK_TIMEOUT;
-		snprintf(p->why, sizeof(p->why), "rank %d never connected to rank %d within %d ms", j,
-			 g->o.rank, g->o.timeout_ms);
+		snprintf(p->why, sizeof(p->why), "rank %d never connected to rank %d within %d ms",
+			 j, g->o.rank, g->o.timeout_ms);
 	}
 	p->dead = true;
 	return false;
@@ -405,7 +409,8 @@ int rc_group_connect(struct rc_group *g, const struct rc_endpoint *all, const ui
 	for (int i = 0; i < W; i++)
 		for (int j = 0; j < W; j++)
 			if (need[i * W + j] != need[j * W + i])
-				return rc_err_set(err, EINVAL, "the connection plan is not symmetric");
+				return rc_err_set(err, EINVAL,
+						  "the connection plan is not symmetric");
 	memcpy(g->need, need, (size_t)W * (size_t)W);
 	if ((rc = group_rings(g, err)))
 		return rc;
@@ -505,9 +510,12 @@ int rc_group_port(const struct rc_group *g)
 
 void rc_group_stats(const struct rc_group *g, struct rc_group_stats *out)
 {
-	*out = (struct rc_group_stats){ .rendezvous_s = g->rdv_s, .connect_s = g->connect_s,
-					.first_barrier_s = g->barrier_s, .qps = g->nconns,
-					.cqs = group_cqs(g->nconns), .ring_bytes = g->mr ? g->area_len : 0,
+	*out = (struct rc_group_stats){ .rendezvous_s = g->rdv_s,
+					.connect_s = g->connect_s,
+					.first_barrier_s = g->barrier_s,
+					.qps = g->nconns,
+					.cqs = group_cqs(g->nconns),
+					.ring_bytes = g->mr ? g->area_len : 0,
 					.tree_depth = g->depth };
 }
 

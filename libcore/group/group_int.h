@@ -53,50 +53,53 @@ const char *group_hello_check(const void *pd, size_t len, int me, int world, con
 
 struct gpeer {
 	struct rc_conn *c;
-	bool accepted;        /* the connection came to our listener */
-	bool dead;            /* disconnected: its CQ is drained before failing */
-	bool failed;          /* keep_going: an error completion failed this peer only */
-	char why[RC_GROUP_MSG_MAX];  /* ... and the completion error */
+	bool accepted;              /* the connection came to our listener */
+	bool dead;                  /* disconnected: its CQ is drained before failing */
+	bool failed;                /* keep_going: an error completion failed this peer only */
+	char why[RC_GROUP_MSG_MAX]; /* ... and the completion error */
 	int link;             /* partial: enum rc_link, why the connect failed (why says how) */
 	uint64_t writes_done; /* one-sided writes to it completed (the last piece of each) */
 	uint32_t max_msg;     /* the largest piece a write to it is posted in (0: not asked yet) */
 	uint64_t imm[IMM_CHANNELS];
-	int sends_out;        /* signalled work requests not completed */
-	bool send_busy;       /* the send slot is in flight */
-	bool fin;             /* its FIN came: nothing it sent us is unacknowledged */
-	struct gmsg *box;     /* received messages not yet taken, a ring */
+	int sends_out;    /* signalled work requests not completed */
+	bool send_busy;   /* the send slot is in flight */
+	bool fin;         /* its FIN came: nothing it sent us is unacknowledged */
+	struct gmsg *box; /* received messages not yet taken, a ring */
 	int box_head;
 	int box_n;
-	int *held;            /* receive slots whose message waits for room in box, a ring */
+	int *held; /* receive slots whose message waits for room in box, a ring */
 	int held_head;
 	int held_n;
-	int slot;             /* its receive ring and send slot in area; -1: not connected */
-	struct { struct rc_group *g; int rank; } qp_arg;
+	int slot; /* its receive ring and send slot in area; -1: not connected */
+	struct {
+		struct rc_group *g;
+		int rank;
+	} qp_arg;
 };
 
 struct rc_group {
 	struct rc_group_opts o;
 	struct rc_listener *l;
 	struct rc_endpoint self;
-	struct gpeer *peers;  /* world of them */
+	struct gpeer *peers;    /* world of them */
 	struct rc_conn **conns; /* connected peers, for polling (world at most) */
 	int *conn_rank;
 	int nconns;
-	uint8_t *need;        /* world x world */
-	int nslots;           /* peers this rank connects with: their rings in area */
-	uint8_t *area;        /* receive rings of the connected peers, then their send slots */
+	uint8_t *need; /* world x world */
+	int nslots;    /* peers this rank connects with: their rings in area */
+	uint8_t *area; /* receive rings of the connected peers, then their send slots */
 	size_t area_len;
-	int *parent;          /* the barrier's tree (group_tree): each rank's parent */
-	int depth;            /* its depth; -1: the plan leaves ranks unreachable */
-	double rdv_s;         /* rc_group_join: the rendezvous exchange took */
-	double connect_s;     /* rc_group_connect took */
-	double barrier_s;     /* the first barrier took; < 0: none yet */
+	int *parent;      /* the barrier's tree (group_tree): each rank's parent */
+	int depth;        /* its depth; -1: the plan leaves ranks unreachable */
+	double rdv_s;     /* rc_group_join: the rendezvous exchange took */
+	double connect_s; /* rc_group_connect took */
+	double barrier_s; /* the first barrier took; < 0: none yet */
 	struct ibv_mr *mr;
-	struct rc_rdv *rdv;   /* rc_group_join's: closed with the group */
+	struct rc_rdv *rdv;           /* rc_group_join's: closed with the group */
 	char token[RC_TOKEN_MAX + 1]; /* "": none (rc_group_opts.token) */
-	uint32_t seq;         /* control exchanges so far */
-	bool aborted;         /* a peer gave up: every wait fails with its reason */
-	bool gave_up;         /* rc_group_abort was called: no FIN at close */
+	uint32_t seq;                 /* control exchanges so far */
+	bool aborted;                 /* a peer gave up: every wait fails with its reason */
+	bool gave_up;                 /* rc_group_abort was called: no FIN at close */
 	char abort_msg[RC_GROUP_MSG_MAX + 32];
 	/* while connecting: the accepting thread */
 	pthread_mutex_t mu;
@@ -112,13 +115,15 @@ struct rc_group {
  * with this rank's connections, not with the world. */
 static inline struct gmsg *recv_slot(const struct rc_group *g, int j, int s)
 {
-	return (struct gmsg *)(g->area + ((size_t)g->peers[j].slot * (size_t)g->o.recv_depth +
-					  (size_t)s) * GMSG_SLOT);
+	return (struct gmsg *)(g->area +
+			       ((size_t)g->peers[j].slot * (size_t)g->o.recv_depth + (size_t)s) *
+				       GMSG_SLOT);
 }
 static inline struct gmsg *send_slot(const struct rc_group *g, int j)
 {
 	return (struct gmsg *)(g->area + ((size_t)g->nslots * (size_t)g->o.recv_depth +
-					  (size_t)g->peers[j].slot) * GMSG_SLOT);
+					  (size_t)g->peers[j].slot) *
+						 GMSG_SLOT);
 }
 
 /* A spanning tree of the connection graph need (W x W, symmetric) from

@@ -64,12 +64,12 @@ int rc_group_msg_check(const void *buf, size_t byte_len, struct rc_err *err)
 	size_t hdr = offsetof(struct gmsg, data);
 
 	if (byte_len < hdr || byte_len > sizeof(*m))
-		return rc_err_set(err, EPROTO, "a control message of %zu bytes (%zu to %zu expected)",
-				  byte_len, hdr, sizeof(*m));
-	if (m->len != byte_len - hdr)
 		return rc_err_set(err, EPROTO,
-				  "a control message says %u bytes but %zu came", m->len,
-				  byte_len - hdr);
+				  "a control message of %zu bytes (%zu to %zu expected)", byte_len,
+				  hdr, sizeof(*m));
+	if (m->len != byte_len - hdr)
+		return rc_err_set(err, EPROTO, "a control message says %u bytes but %zu came",
+				  m->len, byte_len - hdr);
 	return 0;
 }
 
@@ -83,8 +83,8 @@ static int on_recv(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc
 		unsigned ch = imm >> 24;
 
 		if (ch >= IMM_CHANNELS)
-			return rc_err_set(err, EPROTO, "rank %d sent immediate data 0x%x on no channel",
-					  j, imm);
+			return rc_err_set(err, EPROTO,
+					  "rank %d sent immediate data 0x%x on no channel", j, imm);
 		p->imm[ch]++;
 	} else {
 		const struct gmsg *m = recv_slot(g, j, s);
@@ -100,8 +100,10 @@ static int on_recv(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc
 		}
 		if (m->magic == ABORT_MAGIC) {
 			if (!g->aborted)
-				snprintf(g->abort_msg, sizeof(g->abort_msg), "rank %d gave up: %.*s", j,
-					 (int)(m->len < RC_GROUP_MSG_MAX ? m->len : RC_GROUP_MSG_MAX),
+				snprintf(g->abort_msg, sizeof(g->abort_msg),
+					 "rank %d gave up: %.*s", j,
+					 (int)(m->len < RC_GROUP_MSG_MAX ? m->len
+									 : RC_GROUP_MSG_MAX),
 					 (const char *)m->data);
 			g->aborted = true;
 			return rc_post_recv(p->c, recv_slot(g, j, s), GMSG_SLOT, g->mr->lkey,
@@ -131,8 +133,7 @@ int group_progress(struct rc_group *g, int timeout_ms, struct rc_err *err)
 	/* keep_going reaps one completion at a time: an error completion then
 	 * loses no successful one of the same poll, and fails its peer only. */
 	which = -1;
-	n = rc_poll_any(g->conns, g->nconns, wc, g->o.keep_going ? 1 : 32, timeout_ms, &which,
-			err);
+	n = rc_poll_any(g->conns, g->nconns, wc, g->o.keep_going ? 1 : 32, timeout_ms, &which, err);
 	if (n == -ETIMEDOUT)
 		n = 0;
 	/* which is set for an error completion only (-EIO, or -EACCES for a
@@ -142,7 +143,8 @@ int group_progress(struct rc_group *g, int timeout_ms, struct rc_err *err)
 		struct gpeer *p = &g->peers[g->conn_rank[which]];
 
 		if (!p->failed)
-			snprintf(p->why, sizeof(p->why), "%s", err ? err->msg : "a completion failed");
+			snprintf(p->why, sizeof(p->why), "%s",
+				 err ? err->msg : "a completion failed");
 		p->failed = p->dead = true;
 		p->sends_out = 0;
 		p->send_busy = false;
@@ -191,8 +193,7 @@ static int peer_gone(struct rc_group *g, int j, const char *what, struct rc_err 
 	if (g->peers[j].failed)
 		return rc_err_set(err, ECONNRESET, "%s failed while %s: %s", g->peers[j].c->peer,
 				  what, g->peers[j].why);
-	return rc_err_set(err, ECONNRESET, "%s left the group while %s", g->peers[j].c->peer,
-			  what);
+	return rc_err_set(err, ECONNRESET, "%s left the group while %s", g->peers[j].c->peer, what);
 }
 
 int rc_group_poll(struct rc_group *g, int timeout_ms, struct rc_err *err)
@@ -237,8 +238,9 @@ static int sq_room(struct write_pieces *w)
 	while (p->sends_out >= g->o.sq_depth - 2) {
 		rc = wait_slice(g, w->deadline, w->err);
 		if (rc == -ETIMEDOUT)
-			return rc_err_set(w->err, ETIMEDOUT, "writes to %s did not complete within %d ms",
-					  p->c->peer, g->o.timeout_ms);
+			return rc_err_set(w->err, ETIMEDOUT,
+					  "writes to %s did not complete within %d ms", p->c->peer,
+					  g->o.timeout_ms);
 		if (rc)
 			return rc;
 	}
@@ -255,8 +257,8 @@ static int write_piece(void *arg, uint64_t off, uint32_t len, bool last)
 
 	if ((rc = sq_room(w)))
 		return rc;
-	rc = rc_post_rdma(p->c, imm ? RC_OP_WRITE_IMM : RC_OP_WRITE, w->laddr ? w->laddr + off : NULL,
-			  len, w->lkey, w->raddr + off, w->rkey,
+	rc = rc_post_rdma(p->c, imm ? RC_OP_WRITE_IMM : RC_OP_WRITE,
+			  w->laddr ? w->laddr + off : NULL, len, w->lkey, w->raddr + off, w->rkey,
 			  (uint32_t)w->channel << 24 | (w->seq & 0xffffff),
 			  (uint64_t)w->j | (last ? 0 : PIECE_NOT_LAST), true, w->err);
 	if (!rc)
@@ -265,13 +267,19 @@ static int write_piece(void *arg, uint64_t off, uint32_t len, bool last)
 }
 
 int rc_group_write_imm(struct rc_group *g, int j, void *laddr, uint64_t len, uint32_t lkey,
-		       uint64_t raddr, uint32_t rkey, int channel, uint32_t seq,
-		       struct rc_err *err)
+		       uint64_t raddr, uint32_t rkey, int channel, uint32_t seq, struct rc_err *err)
 {
 	struct gpeer *p = &g->peers[j];
-	struct write_pieces w = { .g = g, .j = j, .laddr = laddr, .lkey = lkey, .raddr = raddr,
-				  .rkey = rkey, .channel = channel, .seq = seq,
-				  .deadline = rc_now() + g->o.timeout_ms / 1000.0, .err = err };
+	struct write_pieces w = { .g = g,
+				  .j = j,
+				  .laddr = laddr,
+				  .lkey = lkey,
+				  .raddr = raddr,
+				  .rkey = rkey,
+				  .channel = channel,
+				  .seq = seq,
+				  .deadline = rc_now() + g->o.timeout_ms / 1000.0,
+				  .err = err };
 
 	if (!p->c || channel < -1 || channel >= IMM_CHANNELS)
 		return rc_err_set(err, EINVAL, "no connection to rank %d", j);
@@ -287,7 +295,9 @@ int rc_group_write_imm(struct rc_group *g, int j, void *laddr, uint64_t len, uin
 int rc_group_read(struct rc_group *g, int j, void *laddr, uint32_t len, uint32_t lkey,
 		  uint64_t raddr, uint32_t rkey, struct rc_err *err)
 {
-	struct write_pieces w = { .g = g, .j = j, .deadline = rc_now() + g->o.timeout_ms / 1000.0,
+	struct write_pieces w = { .g = g,
+				  .j = j,
+				  .deadline = rc_now() + g->o.timeout_ms / 1000.0,
 				  .err = err };
 	struct gpeer *p;
 	int rc;
@@ -299,7 +309,8 @@ int rc_group_read(struct rc_group *g, int j, void *laddr, uint32_t len, uint32_t
 		return peer_gone(g, j, "reading from it", err);
 	if ((rc = sq_room(&w)))
 		return rc;
-	rc = rc_post_rdma(p->c, RC_OP_READ, laddr, len, lkey, raddr, rkey, 0, (uint64_t)j, true, err);
+	rc = rc_post_rdma(p->c, RC_OP_READ, laddr, len, lkey, raddr, rkey, 0, (uint64_t)j, true,
+			  err);
 	if (!rc)
 		p->sends_out++;
 	return rc;
@@ -610,7 +621,8 @@ static int take_kids(struct rc_group *g, const int *kids, int nk, size_t *got, u
 			struct gpeer *p = &g->peers[kids[k]];
 
 			/* gone: what it sent before leaving may still sit in the queue */
-			if (got[k] < want && !p->box_n && p->dead && (rc = group_progress(g, 0, err)))
+			if (got[k] < want && !p->box_n && p->dead &&
+			    (rc = group_progress(g, 0, err)))
 				return rc;
 			if (got[k] < want && !p->box_n && p->dead)
 				return peer_gone(g, kids[k], "a message from it was awaited", err);
@@ -645,7 +657,8 @@ static int tree_round(struct rc_group *g, uint64_t *vals, size_t n, struct rc_er
 	/* down: chunk by chunk to every child, so they move on together */
 	for (size_t c = 0; !rc && c < nchunks(n); c++)
 		for (int k = 0; !rc && k < nk; k++)
-			rc = group_send_msg(g, kids[k], vals + c * CHUNK_VALS, chunk_len(n, c), deadline, err);
+			rc = group_send_msg(g, kids[k], vals + c * CHUNK_VALS, chunk_len(n, c),
+					    deadline, err);
 	/* landed before we go on: a peer may leave right after */
 	if (!rc)
 		rc = group_sends_acked(g, deadline, false, err);
@@ -696,8 +709,8 @@ static void post_to_all(struct rc_group *g, uint32_t magic, const char *data, si
 		m->from = (uint32_t)g->o.rank;
 		m->len = (uint32_t)len;
 		memcpy(m->data, data, len);
-		if (rc_post_send(p->c, m, (uint32_t)(offsetof(struct gmsg, data) + len), g->mr->lkey,
-				 (uint64_t)g->conn_rank[k], NULL) == 0) {
+		if (rc_post_send(p->c, m, (uint32_t)(offsetof(struct gmsg, data) + len),
+				 g->mr->lkey, (uint64_t)g->conn_rank[k], NULL) == 0) {
 			p->send_busy = true;
 			p->sends_out++;
 		}

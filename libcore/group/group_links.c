@@ -31,12 +31,18 @@ _Static_assert(sizeof(struct cut_msg) <= RC_GROUP_MSG_MAX, "failed pairs fit a c
 const char *rc_link_name(enum rc_link k)
 {
 	switch (k) {
-	case RC_LINK_UP: return "up";
-	case RC_LINK_ROUTE: return "route";
-	case RC_LINK_GID: return "gid";
-	case RC_LINK_TIMEOUT: return "timeout";
-	case RC_LINK_REFUSED: return "refused";
-	default: return "other";
+	case RC_LINK_UP:
+		return "up";
+	case RC_LINK_ROUTE:
+		return "route";
+	case RC_LINK_GID:
+		return "gid";
+	case RC_LINK_TIMEOUT:
+		return "timeout";
+	case RC_LINK_REFUSED:
+		return "refused";
+	default:
+		return "other";
 	}
 }
 
@@ -122,23 +128,25 @@ static int agree(struct rc_group *g, uint8_t *cut, struct cut_msg *theirs, struc
 		bool differ = false;
 
 		if (pack(cut, W, &mine))
-			return rc_err_set(err, E2BIG,
-					  "more than %zu pairs failed to connect: too many to go around",
-					  CUT_MAX);
+			return rc_err_set(
+				err, E2BIG,
+				"more than %zu pairs failed to connect: too many to go around",
+				CUT_MAX);
 		if ((rc = rc_group_exchange(g, &mine, sizeof(mine), theirs, err)))
 			return rc;
 		for (int k = 0; k < g->nconns; k++) {
 			int j = g->conn_rank[k];
 
 			if ((rc = merge(cut, W, &theirs[j])) < 0)
-				return rc_err_set(err, EPROTO, "rank %d sent a bad list of failed pairs",
-						  j);
+				return rc_err_set(err, EPROTO,
+						  "rank %d sent a bad list of failed pairs", j);
 			differ = differ || rc > 0 || theirs[j].n != mine.n;
 		}
 		if (differ && round == AGREE_ROUNDS - 1)
 			return rc_err_set(err, EPROTO,
 					  "the ranks did not agree on the pairs that failed to connect "
-					  "within %d rounds", AGREE_ROUNDS);
+					  "within %d rounds",
+					  AGREE_ROUNDS);
 	}
 	return 0;
 }
@@ -161,10 +169,10 @@ static int cut_off(struct rc_group *g, struct rc_err *err)
 	ranks_missing(have, W, missing, sizeof(missing));
 	free(have);
 	if (own >= 0)
-		return rc_err_set(err, EHOSTUNREACH,
-				  "rank %s cannot be reached over the pairs that connected (%s: %.300s)",
-				  missing, rc_link_name((enum rc_link)g->peers[own].link),
-				  g->peers[own].why);
+		return rc_err_set(
+			err, EHOSTUNREACH,
+			"rank %s cannot be reached over the pairs that connected (%s: %.300s)",
+			missing, rc_link_name((enum rc_link)g->peers[own].link), g->peers[own].why);
 	return rc_err_set(err, EHOSTUNREACH,
 			  "rank %s cannot be reached over the pairs that connected", missing);
 }

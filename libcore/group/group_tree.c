@@ -69,7 +69,8 @@ int group_tree(const uint8_t *need, int W, int root, int fanout, int *parent)
 			int u = t.q[qh++];
 
 			for (int v = 0; v < W && t.kids[u] < fanout; v++)
-				if (v != u && parent[v] == -2 && need[(size_t)u * (size_t)W + (size_t)v])
+				if (v != u && parent[v] == -2 &&
+				    need[(size_t)u * (size_t)W + (size_t)v])
 					adopt(&t, u, v);
 		}
 		if (t.reached == W)

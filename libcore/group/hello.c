@@ -16,8 +16,7 @@
 
 #include "group_int.h"
 
-void group_proof(const char *token, const struct ghello *h, uint32_t to,
-		 uint8_t proof[GHELLO_PROOF])
+void group_proof(const char *token, const struct ghello *h, uint32_t to, uint8_t proof[GHELLO_PROOF])
 {
 	unsigned char msg[16 + GHELLO_NONCE];
 	uint32_t w[4] = { htole32(h->magic), htole32(h->rank), htole32(h->world), htole32(to) };
@@ -52,8 +51,7 @@ const char *group_hello_check(const void *pd, size_t len, int me, int world, con
 	}
 	if (h->world != (uint32_t)world)
 		return "rdmactl: another world size";
-	if (h->rank >= (uint32_t)me || !need ||
-	    !need[h->rank * (uint32_t)world + (uint32_t)me])
+	if (h->rank >= (uint32_t)me || !need || !need[h->rank * (uint32_t)world + (uint32_t)me])
 		return "rdmactl: this rank does not expect that one";
 	if (taken && taken[h->rank])
 		return "rdmactl: that rank is connected already";

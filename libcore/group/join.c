@@ -49,9 +49,13 @@ int rc_group_join(const struct rc_group_join *j, struct rc_group **gout,
 		  struct rc_group_join_out *out, struct rc_err *err)
 {
 	int W = j->world, me = j->rank, rc;
-	struct rc_group_opts go = { .rank = me, .world = W, .dev_name = j->dev_name,
-				    .timeout_ms = j->timeout_ms, .busy_poll = j->busy_poll,
-				    .keep_going = j->keep_going, .partial = j->partial,
+	struct rc_group_opts go = { .rank = me,
+				    .world = W,
+				    .dev_name = j->dev_name,
+				    .timeout_ms = j->timeout_ms,
+				    .busy_poll = j->busy_poll,
+				    .keep_going = j->keep_going,
+				    .partial = j->partial,
 				    .recv_depth = j->recv_depth,
 				    .token = j->token };
 	struct rc_endpoint self, *all = NULL;

@@ -58,8 +58,8 @@ static void add_source(struct rc_rank_info *o, const char *name)
 	snprintf(o->source + len, sizeof(o->source) - len, "%s%s", len ? "+" : "", name);
 }
 
-int rc_rank_resolve(int rank, int world, int local_rank, char *const *env,
-		    struct rc_rank_info *o, struct rc_err *err)
+int rc_rank_resolve(int rank, int world, int local_rank, char *const *env, struct rc_rank_info *o,
+		    struct rc_err *err)
 {
 	const struct launcher *l = NULL;
 	int rc;

@@ -31,8 +31,7 @@ static int file_load(struct rc_rdv *r, const char *path, struct rc_err *err)
 		goto out;
 	}
 	if (!fp) {
-		rc = rc_err_set(err, EINVAL, "cannot read peers file %s: %s",
-				path, strerror(errno));
+		rc = rc_err_set(err, EINVAL, "cannot read peers file %s: %s", path, strerror(errno));
 		goto out;
 	}
 	while (fgets(line, sizeof(line), fp)) {
@@ -47,23 +46,25 @@ static int file_load(struct rc_rdv *r, const char *path, struct rc_err *err)
 			continue;
 		rank = strtol(p, &end, 10);
 		if (end == p || (*end != ' ' && *end != '\t') || rank < 0) {
-			rc = rc_err_set(err, EINVAL, "%s:%d: expected 'RANK ADDR:PORT [HOSTNAME]'", path,
-					lineno);
+			rc = rc_err_set(err, EINVAL, "%s:%d: expected 'RANK ADDR:PORT [HOSTNAME]'",
+					path, lineno);
 			goto out;
 		}
 		if (rank >= r->world) {
-			rc = rc_err_set(err, EINVAL, "%s:%d: rank %ld is not below the world size %d",
-					path, lineno, rank, r->world);
+			rc = rc_err_set(err, EINVAL,
+					"%s:%d: rank %ld is not below the world size %d", path,
+					lineno, rank, r->world);
 			goto out;
 		}
 		if (have[rank]) {
-			rc = rc_err_set(err, EINVAL, "%s:%d: rank %ld is listed twice (also on line %d)",
-					path, lineno, rank, line_of[rank]);
+			rc = rc_err_set(err, EINVAL,
+					"%s:%d: rank %ld is listed twice (also on line %d)", path,
+					lineno, rank, line_of[rank]);
 			goto out;
 		}
 		if (endpoint_scan(end, &r->file_eps[rank], NULL)) {
-			rc = rc_err_set(err, EINVAL, "%s:%d: '%s' is not ADDR:PORT [HOSTNAME]", path,
-					lineno, end + strspn(end, " \t"));
+			rc = rc_err_set(err, EINVAL, "%s:%d: '%s' is not ADDR:PORT [HOSTNAME]",
+					path, lineno, end + strspn(end, " \t"));
 			goto out;
 		}
 		have[rank] = true;
@@ -71,8 +72,8 @@ static int file_load(struct rc_rdv *r, const char *path, struct rc_err *err)
 	}
 	ranks_missing(have, r->world, missing, sizeof(missing));
 	if (missing[0])
-		rc = rc_err_set(err, EINVAL, "%s lists no address for rank %s (world size %d)", path,
-				missing, r->world);
+		rc = rc_err_set(err, EINVAL, "%s lists no address for rank %s (world size %d)",
+				path, missing, r->world);
 out:
 	if (fp)
 		fclose(fp);
@@ -112,7 +113,8 @@ int rc_rdv_open(const char *url, int rank, int world, int timeout_ms, struct rc_
 int rc_rdv_self(struct rc_rdv *r, struct rc_endpoint *ep, struct rc_err *err)
 {
 	if (r->kind != RDV_FILE)
-		return rc_err_set(err, ENOENT, "the rendezvous holds no address for rank %d", r->rank);
+		return rc_err_set(err, ENOENT, "the rendezvous holds no address for rank %d",
+				  r->rank);
 	*ep = r->file_eps[r->rank];
 	return 0;
 }

@@ -40,15 +40,18 @@ int etcd_open(const char *url, int rank, int world, int timeout_ms, struct rc_et
 
 	if (!slash || (size_t)(slash - hp) >= sizeof(server) || !slash[1] ||
 	    strlen(slash + 1) >= sizeof(e->job))
-		return rc_err_set(err, EINVAL, "rendezvous '%s': expected etcd://HOST:PORT/JOB", url);
+		return rc_err_set(err, EINVAL, "rendezvous '%s': expected etcd://HOST:PORT/JOB",
+				  url);
 	memcpy(server, hp, (size_t)(slash - hp));
 	server[slash - hp] = '\0';
 	if (rc_endpoint_parse(server, &ep))
-		return rc_err_set(err, EINVAL, "rendezvous '%s': '%s' is not HOST:PORT", url, server);
+		return rc_err_set(err, EINVAL, "rendezvous '%s': '%s' is not HOST:PORT", url,
+				  server);
 	if (!rc_etcd_ns_valid(slash + 1))
-		return rc_err_set(err, EINVAL,
-				  "rendezvous '%s': the job name takes letters, digits, '-', '_' and '.'",
-				  url);
+		return rc_err_set(
+			err, EINVAL,
+			"rendezvous '%s': the job name takes letters, digits, '-', '_' and '.'",
+			url);
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return rc_err_set(err, ENOMEM, "out of memory");
@@ -91,7 +94,7 @@ struct ranks {
 	struct rc_endpoint *all;
 	bool *have;
 	int seen;
-	bool bad;          /* a rank's key says something wrong (err says what) */
+	bool bad; /* a rank's key says something wrong (err says what) */
 	struct rc_err *err;
 };
 
@@ -112,8 +115,8 @@ static int one_rank(void *arg, const char *key, const char *val)
 	if (world != r->e->world) {
 		r->bad = true;
 		return rc_err_set(r->err, EINVAL,
-				  "rank %d of job %s runs with world size %d, this rank with %d", rank,
-				  r->e->job, world, r->e->world);
+				  "rank %d of job %s runs with world size %d, this rank with %d",
+				  rank, r->e->job, world, r->e->world);
 	}
 	if (rank >= r->e->world || r->have[rank])
 		return 0;
@@ -166,8 +169,9 @@ static int wait_ranks(struct rc_etcd_rdv *e, const struct rc_endpoint *self, str
 			usleep(POLL_MS * 1000);
 			continue;
 		}
-		rc = rc_etcd_watch(e->kv, e->prefix, rev + 1, (int)((deadline - rc_now()) * 1000) + 1,
-				   one_rank, all_seen, r, &we);
+		rc = rc_etcd_watch(e->kv, e->prefix, rev + 1,
+				   (int)((deadline - rc_now()) * 1000) + 1, one_rank, all_seen, r,
+				   &we);
 		if (!rc || rc == -ETIMEDOUT || r->bad)
 			return rc;
 		watch = false;

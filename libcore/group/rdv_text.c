@@ -64,4 +64,3 @@ int endpoint_scan(const char *s, struct rc_endpoint *ep, int *world)
 		*world = n >= 3 ? w : -1;
 	return 0;
 }
-

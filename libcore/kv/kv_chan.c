@@ -90,9 +90,12 @@ int kv_chan_wc(struct kv_chan *ch, const struct ibv_wc *wc, struct kv_msg *m, ui
 	 * immediate consumes a receive too, but leaves its buffer as it was. */
 	if (rc_wrid_op(wc->wr_id) == RC_OP_RECV && wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM)
 		return rc_err_set(err, EPROTO,
-				  "%s sent an RDMA WRITE with immediate on the control QP", ch->c->peer);
-	if (rc_wrid_op(wc->wr_id) != RC_OP_RECV || wc->opcode != IBV_WC_RECV || slot >= KV_CHAN_RECVS)
-		return rc_err_set(err, EPROTO, "unexpected completion (opcode %d) from %s on the control QP",
+				  "%s sent an RDMA WRITE with immediate on the control QP",
+				  ch->c->peer);
+	if (rc_wrid_op(wc->wr_id) != RC_OP_RECV || wc->opcode != IBV_WC_RECV ||
+	    slot >= KV_CHAN_RECVS)
+		return rc_err_set(err, EPROTO,
+				  "unexpected completion (opcode %d) from %s on the control QP",
 				  (int)wc->opcode, ch->c->peer);
 	rc = kv_msg_decode(recv_buf(ch, slot), wc->byte_len, m, pages, KV_MAX_REQ_PAGES);
 	if (rc)

@@ -25,9 +25,18 @@ static int word_parse(const char *s, const char *const *names, int n)
 	return -EINVAL;
 }
 
-const char *kv_dtype_name(enum kv_dtype d) { return dtype_names[d]; }
-const char *kv_layout_name(enum kv_layout l) { return layout_names[l]; }
-const char *kv_page_layout_name(enum kv_page_layout l) { return page_layout_names[l]; }
+const char *kv_dtype_name(enum kv_dtype d)
+{
+	return dtype_names[d];
+}
+const char *kv_layout_name(enum kv_layout l)
+{
+	return layout_names[l];
+}
+const char *kv_page_layout_name(enum kv_page_layout l)
+{
+	return page_layout_names[l];
+}
 
 int kv_dtype_parse(const char *s, enum kv_dtype *d)
 {
@@ -103,21 +112,24 @@ int kv_geom_check(const struct kv_geom *g, struct rc_err *err)
 		return rc_err_set(err, EINVAL, "--kv-heads %u: expected 1 to %d", g->kv_heads,
 				  KV_MAX_HEADS);
 	if (g->layout == KV_LAYOUT_MLA && g->kv_heads != 1)
-		return rc_err_set(err, EINVAL, "the MLA layout has no KV heads (one latent per token)");
+		return rc_err_set(err, EINVAL,
+				  "the MLA layout has no KV heads (one latent per token)");
 	if (g->head_dim < 1 || g->head_dim > KV_MAX_DIM)
 		return rc_err_set(err, EINVAL, "--%s %u: expected 1 to %d",
-				  g->layout == KV_LAYOUT_MLA ? "latent-dim" : "head-dim", g->head_dim,
-				  KV_MAX_DIM);
+				  g->layout == KV_LAYOUT_MLA ? "latent-dim" : "head-dim",
+				  g->head_dim, KV_MAX_DIM);
 	if ((rc = check_tp(g, g->src_tp, "src", err)) || (rc = check_tp(g, g->dst_tp, "dst", err)))
 		return rc;
 	if (g->src_page_tokens < 1 || g->src_page_tokens > KV_MAX_PAGE_TOKENS)
-		return rc_err_set(err, EINVAL, "--src-page-tokens %u: expected 1 to %d tokens per page",
+		return rc_err_set(err, EINVAL,
+				  "--src-page-tokens %u: expected 1 to %d tokens per page",
 				  g->src_page_tokens, KV_MAX_PAGE_TOKENS);
 	if (g->dst_page_tokens < 1 || g->dst_page_tokens > KV_MAX_PAGE_TOKENS)
-		return rc_err_set(err, EINVAL, "--dst-page-tokens %u: expected 1 to %d tokens per page",
+		return rc_err_set(err, EINVAL,
+				  "--dst-page-tokens %u: expected 1 to %d tokens per page",
 				  g->dst_page_tokens, KV_MAX_PAGE_TOKENS);
 	page = kv_page_bytes(g, false) > kv_page_bytes(g, true) ? kv_page_bytes(g, false)
-								 : kv_page_bytes(g, true);
+								: kv_page_bytes(g, true);
 	if (page > UINT32_MAX)
 		return rc_err_set(err, EINVAL, "a page of %llu bytes is too large (at most 4 GiB)",
 				  (unsigned long long)page);
@@ -142,8 +154,7 @@ uint64_t kv_page_bytes(const struct kv_geom *g, bool dst)
 	struct kv_heads h;
 
 	kv_rank_heads(g, dst ? g->dst_tp : g->src_tp, 0, &h);
-	return (uint64_t)(dst ? g->dst_page_tokens : g->src_page_tokens) * h.count *
-	       kv_row_bytes(g);
+	return (uint64_t)(dst ? g->dst_page_tokens : g->src_page_tokens) * h.count * kv_row_bytes(g);
 }
 
 uint64_t kv_bytes_per_token(const struct kv_geom *g)
@@ -189,7 +200,10 @@ int kv_routes(const struct kv_geom *g, struct kv_route *r, int max)
 			if (n >= max)
 				return -ENOSPC;
 			kv_rank_heads(g, g->src_tp, s, &sh);
-			r[n++] = (struct kv_route){ .src = s, .dst = d, .head = h, .nheads = 1,
+			r[n++] = (struct kv_route){ .src = s,
+						    .dst = d,
+						    .head = h,
+						    .nheads = 1,
 						    .src_head_off = h - sh.first,
 						    .dst_head_off = h - dh.first };
 		}
@@ -272,9 +286,11 @@ int kv_segments(const struct kv_geom *g, const struct kv_route *r, uint32_t toke
 				uint32_t t = t0 + (hnd ? b : a), i = hnd ? a : b;
 
 				rc = seg_add(&l, sp,
-					     (uint32_t)elem_off(g, spt, sh.count, t % spt, r->src_head_off + i),
+					     (uint32_t)elem_off(g, spt, sh.count, t % spt,
+								r->src_head_off + i),
 					     t / dpt,
-					     (uint32_t)elem_off(g, dpt, dh.count, t % dpt, r->dst_head_off + i),
+					     (uint32_t)elem_off(g, dpt, dh.count, t % dpt,
+								r->dst_head_off + i),
 					     row);
 			}
 		}
@@ -296,8 +312,7 @@ static uint64_t mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-static uint64_t row_seed(uint32_t req, uint32_t layer, uint32_t half, uint32_t token,
-			 uint32_t head)
+static uint64_t row_seed(uint32_t req, uint32_t layer, uint32_t half, uint32_t token, uint32_t head)
 {
 	return mix64(((uint64_t)req << 32 | (uint64_t)layer << 1 | half) ^
 		     mix64((uint64_t)token << 32 | head));
@@ -346,7 +361,8 @@ static int walk(const struct kv_geom *g, bool dst, uint32_t rank, uint32_t req, 
 							  "found 0x%x, expected 0x%x",
 							  req, layer,
 							  g->layout == KV_LAYOUT_MLA ? "latent"
-							  : half ? "V" : "K",
+							  : half                     ? "V"
+										     : "K",
 							  t, h.first + i, d, got, v);
 			}
 		}
@@ -360,8 +376,8 @@ void kv_fill(const struct kv_geom *g, bool dst, uint32_t rank, uint32_t req, uin
 	walk(g, dst, rank, req, layer, half, 0, tokens, pages, false, NULL);
 }
 
-int kv_check(const struct kv_geom *g, uint32_t rank, uint32_t req, uint32_t layer,
-	     uint32_t half, uint32_t tokens, char *const *pages, struct rc_err *err)
+int kv_check(const struct kv_geom *g, uint32_t rank, uint32_t req, uint32_t layer, uint32_t half,
+	     uint32_t tokens, char *const *pages, struct rc_err *err)
 {
 	return walk(g, true, rank, req, layer, half, 0, tokens, pages, true, err);
 }
@@ -378,11 +394,13 @@ int kv_walk_slice(const struct kv_walk *w, struct kv_cursor *c, double budget_s,
 	if (!pp)
 		return rc_err_set(err, ENOMEM, "out of memory");
 	while (c->layer < g->layers) {
-		uint32_t t1 = c->token + SLICE_TOKENS < w->tokens ? c->token + SLICE_TOKENS : w->tokens;
+		uint32_t t1 =
+			c->token + SLICE_TOKENS < w->tokens ? c->token + SLICE_TOKENS : w->tokens;
 
 		for (uint32_t i = 0; i < w->npages; i++)
 			pp[i] = w->page(w->arg, c->layer, c->half, i);
-		rc = walk(g, w->dst, w->rank, w->req, c->layer, c->half, c->token, t1, pp, w->check, err);
+		rc = walk(g, w->dst, w->rank, w->req, c->layer, c->half, c->token, t1, pp, w->check,
+			  err);
 		if (rc)
 			break;
 		c->token = t1;
@@ -402,7 +420,10 @@ int kv_walk_slice(const struct kv_walk *w, struct kv_cursor *c, double budget_s,
 
 static const char *const pack_names[] = { "auto", "always", "never" };
 
-const char *kv_pack_name(enum kv_pack p) { return pack_names[p]; }
+const char *kv_pack_name(enum kv_pack p)
+{
+	return pack_names[p];
+}
 
 int kv_pack_parse(const char *s, enum kv_pack *p)
 {
@@ -444,11 +465,14 @@ static uint64_t writes_of(const struct kv_seg *s, size_t n, bool packed, uint64_
 
 	for (size_t i = 0; i < n; i++) {
 		const struct kv_seg *p = i ? &s[i - 1] : NULL;
-		bool src_next = src_page_bytes
-					? p && p->src_page * src_page_bytes + p->src_off + p->len ==
-						     s[i].src_page * src_page_bytes + s[i].src_off
-					: p && p->src_page == s[i].src_page && p->src_off + p->len == s[i].src_off;
-		bool dst_next = p && p->dst_page == s[i].dst_page && p->dst_off + p->len == s[i].dst_off &&
+		bool src_next =
+			src_page_bytes
+				? p && p->src_page * src_page_bytes + p->src_off + p->len ==
+						  s[i].src_page * src_page_bytes + s[i].src_off
+				: p && p->src_page == s[i].src_page &&
+					  p->src_off + p->len == s[i].src_off;
+		bool dst_next = p && p->dst_page == s[i].dst_page &&
+				p->dst_off + p->len == s[i].dst_off &&
 				len + s[i].len <= KV_WRITE_MAX;
 		bool joins = dst_next && (src_next || (packed && (!max_sge || pieces < max_sge)));
 
@@ -469,7 +493,8 @@ uint64_t kv_post_writes(const struct kv_seg *s, size_t n, bool packed, uint64_t 
 	return writes_of(s, n, packed, src_page_bytes, 0);
 }
 
-uint64_t kv_gather_writes(const struct kv_seg *s, size_t n, uint32_t max_sge, uint64_t src_page_bytes)
+uint64_t kv_gather_writes(const struct kv_seg *s, size_t n, uint32_t max_sge,
+			  uint64_t src_page_bytes)
 {
 	return writes_of(s, n, true, src_page_bytes, max_sge > 1 ? max_sge : 0);
 }
@@ -479,7 +504,8 @@ enum kv_pack kv_pack_choose(enum kv_pack want, uint64_t bytes, uint64_t writes_n
 {
 	if (want != KV_PACK_AUTO)
 		return want;
-	if (!writes_never || bytes / writes_never >= KV_PACK_SMALL || writes_packed * 2 > writes_never)
+	if (!writes_never || bytes / writes_never >= KV_PACK_SMALL ||
+	    writes_packed * 2 > writes_never)
 		return KV_PACK_NEVER;
 	return KV_PACK_ALWAYS;
 }

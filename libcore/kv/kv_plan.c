@@ -97,9 +97,9 @@ static void plan_timing(const struct kv_geom *g, const struct kv_plan_in *in, st
 		double x = (double)busiest / g->layers * 8 / (in->link_gbps * 1e9);
 
 		p->exposed_bulk_s = x * g->layers;
-		p->exposed_stream_s = p->layer_s > 0
-			? x + (g->layers - 1) * (x > p->layer_s ? x - p->layer_s : 0)
-			: p->exposed_bulk_s;
+		p->exposed_stream_s =
+			p->layer_s > 0 ? x + (g->layers - 1) * (x > p->layer_s ? x - p->layer_s : 0)
+				       : p->exposed_bulk_s;
 	}
 }
 

@@ -185,12 +185,10 @@ int kv_pd_decode(const void *buf, size_t len, struct kv_hello_pd *p)
 	p->session = r32(&r);
 	rraw(&r, p->secret, KV_PD_SECRET);
 	rraw(&r, p->proof, KV_PD_PROOF);
-	if (r.bad || p->rank >= KV_MAX_TP || p->nqps < 1 || p->nqps > KV_MAX_QPS ||
-	    p->qp > p->nqps)
+	if (r.bad || p->rank >= KV_MAX_TP || p->nqps < 1 || p->nqps > KV_MAX_QPS || p->qp > p->nqps)
 		return -EBADMSG;
 	return 0;
 }
-
 
 static void rtoken(struct rbuf *r, char *out)
 {
@@ -376,8 +374,8 @@ int kv_msg_decode(const void *buf, size_t len, struct kv_msg *m, uint32_t *pages
 
 const char *kv_msg_name(uint16_t type)
 {
-	static const char *const names[] = { "HELLO", "WELCOME", "REQ",	 "ALLOC",
-					     "DONE",  "CANCEL",	 "HB",	 "ERROR" };
+	static const char *const names[] = { "HELLO", "WELCOME", "REQ", "ALLOC",
+					     "DONE",  "CANCEL",  "HB",  "ERROR" };
 
 	return type >= KV_MSG_HELLO && type <= KV_MSG_ERROR ? names[type - KV_MSG_HELLO] : "?";
 }

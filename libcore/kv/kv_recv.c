@@ -47,7 +47,7 @@ static void on_msg(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *
 		q->quiesced |= 1ULL << p->rank;
 		q->last = rc_now();
 		kvr_cancel_req(r, q, m->u.cancel.code ? KV_EV_FAILED : KV_EV_CANCELLED,
-			   m->u.cancel.code, m->u.cancel.text);
+			       m->u.cancel.code, m->u.cancel.text);
 		kvr_maybe_finish(r, q);
 		return;
 	default:
@@ -76,8 +76,10 @@ static int prep_data(struct rc_conn *c, void *arg)
 
 static void refuse_request(struct kv_receiver *r, struct rc_cm_event *ev, int rank, const char *why)
 {
-	struct kv_event e = { .kind = KV_EV_PEER_REFUSED, .rank = rank < 0 ? UINT32_MAX : (uint32_t)rank,
-			      .peer = ev->peer, .reason = why };
+	struct kv_event e = { .kind = KV_EV_PEER_REFUSED,
+			      .rank = rank < 0 ? UINT32_MAX : (uint32_t)rank,
+			      .peer = ev->peer,
+			      .reason = why };
 
 	/* The peer reads one word (or whether it lacks the token); the
 	 * operator's log says why. */
@@ -113,8 +115,10 @@ static void on_connect_request(struct kv_receiver *r, struct rc_cm_event *ev)
 	int bad = kv_pd_decode(ev->param.private_data, ev->param.private_data_len, &pd);
 
 	if (bad == -EPROTO) {
-		refuse_request(r, ev, -1, "a kvxfer source of an earlier protocol ( 2, 3 or 4, an older "
-			       "rdmactl): this decode rank speaks protocol 5; run the same version on both sides");
+		refuse_request(
+			r, ev, -1,
+			"a kvxfer source of an earlier protocol ( 2, 3 or 4, an older "
+			"rdmactl): this decode rank speaks protocol 5; run the same version on both sides");
 		return;
 	}
 	if (bad) {
@@ -126,7 +130,8 @@ static void on_connect_request(struct kv_receiver *r, struct rc_cm_event *ev)
 	if (!kv_pd_authentic(&pd, r->token)) {
 		static const uint8_t none[KV_PD_PROOF];
 
-		snprintf(why, sizeof(why), "not authorised: %s token in the connect request of %s QP %u",
+		snprintf(why, sizeof(why),
+			 "not authorised: %s token in the connect request of %s QP %u",
 			 rc_bytes_equal(pd.proof, none, KV_PD_PROOF) ? "no" : "a wrong",
 			 pd.qp ? "data" : "control", pd.qp);
 		refuse_request(r, ev, (int)pd.rank, why);
@@ -135,7 +140,8 @@ static void on_connect_request(struct kv_receiver *r, struct rc_cm_event *ev)
 	if (r->nconns >= MAX_CONNS)
 		snprintf(why, sizeof(why), "too many connections (%d)", MAX_CONNS);
 	else if (pd.qp == 0 && count_pending(r) >= PENDING_MAX)
-		snprintf(why, sizeof(why), "%d connections wait for their HELLO already", PENDING_MAX);
+		snprintf(why, sizeof(why), "%d connections wait for their HELLO already",
+			 PENDING_MAX);
 	for (int i = 0; !why[0] && pd.qp && i < PEERS; i++) {
 		struct rpeer *c = &r->peers[i];
 
@@ -145,17 +151,22 @@ static void on_connect_request(struct kv_receiver *r, struct rc_cm_event *ev)
 			p = c;
 	}
 	if (!why[0] && pd.qp && !p)
-		snprintf(why, sizeof(why), "data QP %u of source rank %u before a valid HELLO", pd.qp,
-			 pd.rank);
+		snprintf(why, sizeof(why), "data QP %u of source rank %u before a valid HELLO",
+			 pd.qp, pd.rank);
 	if (!why[0] && pd.qp && (p->nqps != pd.nqps || p->q[pd.qp]))
-		snprintf(why, sizeof(why), "data QP %u of source rank %u: connected already or not "
-			 "one of its %u", pd.qp, pd.rank, p->nqps);
+		snprintf(why, sizeof(why),
+			 "data QP %u of source rank %u: connected already or not "
+			 "one of its %u",
+			 pd.qp, pd.rank, p->nqps);
 	for (int i = 0; !why[0] && !p && i < PEERS; i++) {
 		if (r->peers[i].used)
 			continue;
 		p = &r->peers[i];
-		*p = (struct rpeer){ .used = true, .rank = pd.rank, .nqps = pd.nqps,
-				     .session = pd.session, .t_conn = rc_now() };
+		*p = (struct rpeer){ .used = true,
+				     .rank = pd.rank,
+				     .nqps = pd.nqps,
+				     .session = pd.session,
+				     .t_conn = rc_now() };
 		memcpy(p->secret, pd.secret, KV_PD_SECRET);
 		p->last_rx = p->last_hb = p->t_conn;
 		snprintf(p->peer, sizeof(p->peer), "%s", ev->peer);
@@ -202,7 +213,8 @@ static int handle_cm(struct kv_receiver *r, struct rc_err *err)
 			continue;
 		}
 		if (ev.kind == RC_CM_DEVICE_GONE)
-			return rc_err_set(err, ENODEV, "the RDMA device %s was removed", r->l->dev_name);
+			return rc_err_set(err, ENODEV, "the RDMA device %s was removed",
+					  r->l->dev_name);
 		if (ev.kind == RC_CM_GONE && conn) {
 			if (!conn->p->dead)
 				snprintf(conn->p->why, sizeof(conn->p->why), "%s (%s)",
@@ -245,7 +257,8 @@ static void handle_cqs(struct kv_receiver *r)
 					   rc_post_recv(conn->c, NULL, 0, 0, 0, NULL) == 0) {
 					kvr_on_imm(r, p, conn->qp, be32toh(wc[j].imm_data));
 				} else {
-					snprintf(p->why, sizeof(p->why), "unexpected completion on a data QP");
+					snprintf(p->why, sizeof(p->why),
+						 "unexpected completion on a data QP");
 					p->dead = true;
 				}
 			}
@@ -274,7 +287,9 @@ static void reap(struct kv_receiver *r)
 	for (int i = 0; i < PEERS; i++) {
 		struct rpeer *p = &r->peers[i];
 		struct kv_event ev = { .kind = p->hello ? KV_EV_PEER_DOWN : KV_EV_PEER_REFUSED,
-				       .rank = p->rank, .peer = p->peer, .reason = p->why };
+				       .rank = p->rank,
+				       .peer = p->peer,
+				       .reason = p->why };
 		char why[KV_REASON_MAX];
 
 		if (!p->used || !p->dead)
@@ -301,7 +316,8 @@ static void reap(struct kv_receiver *r)
 		if (r->by_rank[p->rank] == p)
 			r->by_rank[p->rank] = NULL;
 		kvr_emit(r, &ev);
-		snprintf(why, sizeof(why), "source rank %u (%.64s) is gone: %.150s", p->rank, p->peer, p->why);
+		snprintf(why, sizeof(why), "source rank %u (%.64s) is gone: %.150s", p->rank,
+			 p->peer, p->why);
 		/* One that never passed HELLO held no rank: the requests are not its. */
 		for (int k = 0; p->hello && k < KV_MAX_SLOTS; k++) {
 			struct rreq *q = &r->reqs[k];
@@ -328,7 +344,8 @@ static void timers(struct kv_receiver *r)
 
 		if (!p->used || p->dead)
 			continue;
-		last = p->q[0] && p->q[0]->ch.last_rx > p->last_rx ? p->q[0]->ch.last_rx : p->last_rx;
+		last = p->q[0] && p->q[0]->ch.last_rx > p->last_rx ? p->q[0]->ch.last_rx
+								   : p->last_rx;
 		if (p->refused && now > p->close_by) {
 			p->dead = true; /* its ERROR did not go out in time: close anyway */
 		} else if (p->refused) {
@@ -336,10 +353,12 @@ static void timers(struct kv_receiver *r)
 		} else if (!p->hello && now - p->t_conn > quiet) {
 			/* From the connection, not from its last message: nothing but a
 			 * valid HELLO lets a peer stay. */
-			snprintf(p->why, sizeof(p->why), "no HELLO within %d ms", r->o->c.timeout_ms);
+			snprintf(p->why, sizeof(p->why), "no HELLO within %d ms",
+				 r->o->c.timeout_ms);
 			p->dead = true;
 		} else if (p->hello && now - last > dead) {
-			snprintf(p->why, sizeof(p->why), "no heartbeat for %d ms", r->o->c.hb_timeout_ms);
+			snprintf(p->why, sizeof(p->why), "no heartbeat for %d ms",
+				 r->o->c.hb_timeout_ms);
 			p->dead = true;
 		}
 	}
@@ -350,9 +369,10 @@ static void timers(struct kv_receiver *r)
 		if (!q->used || now - q->last <= quiet)
 			continue;
 		if (!q->cancelling) {
-			snprintf(why, sizeof(why), "request %u: nothing from its sources for %d ms "
-				 "(%u of %u layers landed)", q->id, r->o->c.timeout_ms, q->layers_landed,
-				 r->g->layers);
+			snprintf(why, sizeof(why),
+				 "request %u: nothing from its sources for %d ms "
+				 "(%u of %u layers landed)",
+				 q->id, r->o->c.timeout_ms, q->layers_landed, r->g->layers);
 			q->last = now;
 			kvr_cancel_req(r, q, KV_EV_FAILED, ETIMEDOUT, why);
 			continue;
@@ -391,14 +411,16 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 	if ((rc = kv_geom_check(r->g, err)))
 		return rc;
 	if (o->c.token && !rc_token_valid(o->c.token))
-		return rc_err_set(err, EINVAL, "a token is 1 to %d printable characters without spaces",
+		return rc_err_set(err, EINVAL,
+				  "a token is 1 to %d printable characters without spaces",
 				  RC_TOKEN_MAX);
 	if (o->c.token)
 		memcpy(r->token, o->c.token, strlen(o->c.token));
 	if (o->c.rank >= r->g->dst_tp)
 		return rc_err_set(err, EINVAL, "--rank %u: the decode side has ranks 0 to %u",
 				  o->c.rank, r->g->dst_tp - 1);
-	if (o->mem.kind != RC_MEM_HOST && o->mem.kind != RC_MEM_HUGEPAGE && o->mem.kind != RC_MEM_CUDA)
+	if (o->mem.kind != RC_MEM_HOST && o->mem.kind != RC_MEM_HUGEPAGE &&
+	    o->mem.kind != RC_MEM_CUDA)
 		return rc_err_set(err, EINVAL, "the pool is host, hugepage or GPU memory");
 	if (o->mem.kind == RC_MEM_CUDA && o->verify)
 		return rc_err_set(err, ENOTSUP,
@@ -406,8 +428,10 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 	if (o->pool_pages < 1)
 		return rc_err_set(err, EINVAL, "the pool needs at least one page");
 	if (o->land_pages > o->pool_pages)
-		return rc_err_set(err, EINVAL, "--land-pages %u: at most the pool's %u pages (a landing run "
-				  "is as long as its request's pages)", o->land_pages, o->pool_pages);
+		return rc_err_set(err, EINVAL,
+				  "--land-pages %u: at most the pool's %u pages (a landing run "
+				  "is as long as its request's pages)",
+				  o->land_pages, o->pool_pages);
 	n = kv_routes(r->g, routes, KV_MAX_ROUTES);
 	r->contrib = kv_route_sources(routes, n, o->c.rank);
 	for (int i = 0; i < n; i++) {
@@ -419,13 +443,13 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 	}
 	r->page_bytes = kv_page_bytes(r->g, true);
 	/* layers * halves fits 32 bits; times pages and page bytes may wrap. */
-	if (__builtin_mul_overflow((uint64_t)r->g->layers * kv_halves(r->g), (uint64_t)o->pool_pages,
-				   &len) ||
+	if (__builtin_mul_overflow((uint64_t)r->g->layers * kv_halves(r->g),
+				   (uint64_t)o->pool_pages, &len) ||
 	    __builtin_mul_overflow(len, r->page_bytes, &len) || len > SIZE_MAX)
 		return rc_err_set(err, EOVERFLOW,
 				  "a pool of %u pages of %llu bytes for %u layers is more memory than "
-				  "the address space holds", o->pool_pages,
-				  (unsigned long long)r->page_bytes, r->g->layers);
+				  "the address space holds",
+				  o->pool_pages, (unsigned long long)r->page_bytes, r->g->layers);
 	/* The landing area: --land-pages units (the pool's pages by default) of
 	 * what the routes that may land fill of a page, per layer half. */
 	r->land_unit = land ? kv_land_unit(r->g, o->c.rank) : 0;
@@ -433,8 +457,10 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 	if (land && (__builtin_mul_overflow((uint64_t)r->g->layers * kv_halves(r->g) * r->land_units,
 					    r->land_unit, &len2) ||
 		     __builtin_add_overflow(len, len2, &len2) || len2 > SIZE_MAX))
-		return rc_err_set(err, EOVERFLOW, "a pool of %llu bytes and its landing area: more "
-				  "memory than the address space holds", (unsigned long long)len);
+		return rc_err_set(err, EOVERFLOW,
+				  "a pool of %llu bytes and its landing area: more "
+				  "memory than the address space holds",
+				  (unsigned long long)len);
 	r->land_off = land ? len : 0;
 	/* The pool first: a size the machine cannot hold fails here, at once. */
 	spec = o->mem;
@@ -463,8 +489,8 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 	r->nfree = o->pool_pages;
 	if ((rc = rc_listen(o->addr, o->port, o->c.dev_name, &r->l, err)))
 		return rc;
-	if ((rc = rc_mem_register(&r->pool, r->l->pd, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
-				  &r->mr, err))) {
+	if ((rc = rc_mem_register(&r->pool, r->l->pd,
+				  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &r->mr, err))) {
 		return rc_err_wrap(err, -rc, "cannot register a pool of %llu bytes on %s",
 				   (unsigned long long)len, r->l->dev_name);
 	}
@@ -510,8 +536,12 @@ int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_
 	r->pool.dmabuf_fd = -1;
 	rc = setup(r, err);
 	if (!rc) {
-		struct kv_event ev = { .kind = KV_EV_READY, .rank = o->c.rank, .peer = r->l->addr,
-				       .port = r->l->port, .dev = r->l->dev_name, .mem = &r->pool,
+		struct kv_event ev = { .kind = KV_EV_READY,
+				       .rank = o->c.rank,
+				       .peer = r->l->addr,
+				       .port = r->l->port,
+				       .dev = r->l->dev_name,
+				       .mem = &r->pool,
 				       .pool_bytes = r->land_off ? r->land_off : r->pool.len,
 				       .land_bytes = r->land_off ? r->pool.len - r->land_off : 0 };
 

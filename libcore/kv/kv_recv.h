@@ -25,14 +25,14 @@ struct rconn {
 
 struct rpeer {
 	bool used, hello, dead, reaped;
-	bool refused;         /* ERROR sent: closed once it is out, or at close_by */
+	bool refused; /* ERROR sent: closed once it is out, or at close_by */
 	double t_conn, close_by;
 	uint32_t rank, nqps, session;
-	uint8_t secret[KV_PD_SECRET]; /* its data QPs show the same */
+	uint8_t secret[KV_PD_SECRET];    /* its data QPs show the same */
 	struct rconn *q[KV_MAX_QPS + 1]; /* 0: control */
 	char peer[RC_HOST_MAX + 8];
 	char why[KV_REASON_MAX];
-	bool land;            /* its route lands (WELCOME gave the landing area) */
+	bool land; /* its route lands (WELCOME gave the landing area) */
 	double last_rx, last_hb;
 };
 
@@ -41,10 +41,10 @@ struct rreq {
 	enum kv_ev_kind final;
 	char reason[KV_REASON_MAX];
 	uint32_t id, tokens, slot, npages, layers_landed;
-	uint32_t *pages;     /* NULL until allocated */
-	uint64_t asked;      /* source ranks that sent REQ */
-	uint64_t alloced;    /* ... and received the page addresses */
-	uint64_t quiesced;   /* ... and confirmed they stopped, or are gone */
+	uint32_t *pages;       /* NULL until allocated */
+	uint64_t asked;        /* source ranks that sent REQ */
+	uint64_t alloced;      /* ... and received the page addresses */
+	uint64_t quiesced;     /* ... and confirmed they stopped, or are gone */
 	struct kv_tally tally; /* notifications per layer, source rank and data QP */
 	bool verifying;        /* every layer landed; --verify walks it (vc) */
 	struct kv_cursor vc;
@@ -53,8 +53,8 @@ struct rreq {
 	 * into the pool, and where the unpacking of the next one stands. */
 	uint64_t land;
 	uint32_t unpacked, u_half, u_src, u_page;
-	uint32_t land_at;     /* its run in the landing area (units), with pages */
-	double complete;     /* every layer in the pool (unpacked), before --verify; 0: not yet */
+	uint32_t land_at; /* its run in the landing area (units), with pages */
+	double complete;  /* every layer in the pool (unpacked), before --verify; 0: not yet */
 };
 
 struct tomb {
@@ -72,15 +72,15 @@ struct kv_receiver {
 	struct rc_mem pool;
 	struct ibv_mr *mr;
 	uint64_t page_bytes;
-	uint32_t *freel, nfree, fhead; /* FIFO ring of free page ids */
+	uint32_t *freel, nfree, fhead;   /* FIFO ring of free page ids */
 	uint32_t *dirtyl, ndirty, dhead; /* --verify: released, to poison before reuse */
-	uint64_t contrib;              /* source ranks feeding this rank */
+	uint64_t contrib;                /* source ranks feeding this rank */
 	struct kv_route from[KV_MAX_TP]; /* the route of each of them */
-	uint64_t land_off;             /* the landing area, after the pool; 0: none */
-	uint64_t land_unit;            /* bytes of one of its units (kv_land_unit) */
-	uint32_t land_units;           /* its units per layer half (--land-pages) */
-	uint8_t *land_used;            /* per unit: in a request's run */
-	struct rpeer peers[PEERS];   /* a rank is held only once its HELLO passed */
+	uint64_t land_off;               /* the landing area, after the pool; 0: none */
+	uint64_t land_unit;              /* bytes of one of its units (kv_land_unit) */
+	uint32_t land_units;             /* its units per layer half (--land-pages) */
+	uint8_t *land_used;              /* per unit: in a request's run */
+	struct rpeer peers[PEERS];       /* a rank is held only once its HELLO passed */
 	struct rpeer *by_rank[KV_MAX_TP];
 	struct rconn *conns[MAX_CONNS];
 	int nconns;

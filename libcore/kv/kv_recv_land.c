@@ -58,10 +58,11 @@ bool kvr_unpack_step(struct kv_receiver *r)
 			rt = &r->from[q->u_src];
 			kv_land_unpack(r->g, rt,
 				       (char *)r->pool.buf + r->land_off +
-					       kv_land_block(r->g, rt, q->tokens, r->land_units, q->land_at, l,
-							     q->u_half),
+					       kv_land_block(r->g, rt, q->tokens, r->land_units,
+							     q->land_at, l, q->u_half),
 				       pool, q->u_page,
-				       q->tokens - q->u_page * pt < pt ? q->tokens - q->u_page * pt : pt);
+				       q->tokens - q->u_page * pt < pt ? q->tokens - q->u_page * pt
+								       : pt);
 			q->u_page++;
 		}
 		q->last = rc_now(); /* busy here, not silent there */

@@ -27,7 +27,8 @@ enum { KV_POISON = 0xa5 };
 char *kvr_page_addr(struct kv_receiver *r, uint32_t layer, uint32_t half, uint32_t page)
 {
 	return (char *)r->pool.buf +
-	       (((uint64_t)layer * kv_halves(r->g) + half) * r->o->pool_pages + page) * r->page_bytes;
+	       (((uint64_t)layer * kv_halves(r->g) + half) * r->o->pool_pages + page) *
+		       r->page_bytes;
 }
 
 int kvr_send_msg(struct kv_receiver *r, struct rpeer *p, struct kv_msg *m)
@@ -44,7 +45,8 @@ int kvr_send_msg(struct kv_receiver *r, struct rpeer *p, struct kv_msg *m)
 	return 0;
 }
 
-static void send_cancel(struct kv_receiver *r, struct rpeer *p, uint32_t id, int code, const char *why)
+static void send_cancel(struct kv_receiver *r, struct rpeer *p, uint32_t id, int code,
+			const char *why)
 {
 	struct kv_msg m = { .type = KV_MSG_CANCEL, .req = id };
 
@@ -73,7 +75,8 @@ static void page_free(struct kv_receiver *r, uint32_t page)
  * (poison_step), so they wait in a ring of their own meanwhile. */
 void kvr_req_release(struct kv_receiver *r, struct rreq *q)
 {
-	for (uint32_t i = 0; q->pages && r->land_off && q->land_at != KV_LAND_NONE && i < q->npages; i++)
+	for (uint32_t i = 0; q->pages && r->land_off && q->land_at != KV_LAND_NONE && i < q->npages;
+	     i++)
 		r->land_used[q->land_at + i] = 0;
 	for (uint32_t i = 0; q->pages && i < q->npages; i++) {
 		if (r->o->verify)
@@ -107,17 +110,22 @@ static void report(struct kv_receiver *r, struct rreq *q, enum kv_ev_kind kind, 
 		   bool verified)
 {
 	struct kv_heads h;
-	struct kv_report rep = { .req = q->id, .tokens = q->tokens, .layers = r->g->layers,
-				 .exposed_s = -1, .landed_us = q->landed,
-				 .layers_landed = q->layers_landed, .sources = q->asked,
-				 .checked = checked, .verified = verified,
+	struct kv_report rep = { .req = q->id,
+				 .tokens = q->tokens,
+				 .layers = r->g->layers,
+				 .exposed_s = -1,
+				 .landed_us = q->landed,
+				 .layers_landed = q->layers_landed,
+				 .sources = q->asked,
+				 .checked = checked,
+				 .verified = verified,
 				 .reason = kind == KV_EV_DONE ? NULL : q->reason };
 	struct kv_event ev = { .kind = kind, .rank = r->o->c.rank, .rep = &rep };
 	double now = rc_now();
 
 	kv_rank_heads(r->g, r->g->dst_tp, r->o->c.rank, &h);
-	rep.bytes = (uint64_t)q->tokens * h.count * kv_row_bytes(r->g) * kv_halves(r->g) *
-		    r->g->layers;
+	rep.bytes =
+		(uint64_t)q->tokens * h.count * kv_row_bytes(r->g) * kv_halves(r->g) * r->g->layers;
 	rep.seconds = now - q->t0;
 	rep.unpack_s = unpack_time(r, q);
 	rep.complete_s = q->complete > 0 ? q->complete - q->t0 : -1;
@@ -152,7 +160,7 @@ void kvr_maybe_finish(struct kv_receiver *r, struct rreq *q)
 }
 
 void kvr_cancel_req(struct kv_receiver *r, struct rreq *q, enum kv_ev_kind final, int code,
-		       const char *why)
+		    const char *why)
 {
 	if (q->cancelling)
 		return;
@@ -244,8 +252,7 @@ void kvr_on_req(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
 		if (!t->used || t->id != m->req)
 			continue;
 		/* A rank that already saw this id end starts a new request. */
-		if (t->quiesced >> p->rank & 1 ||
-		    rc_now() - t->t > r->o->c.timeout_ms / 1000.0) {
+		if (t->quiesced >> p->rank & 1 || rc_now() - t->t > r->o->c.timeout_ms / 1000.0) {
 			t->used = false;
 			continue;
 		}
@@ -262,8 +269,9 @@ void kvr_on_req(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
 		    m->u.request.tokens == 0) {
 			snprintf(why, sizeof(why),
 				 slot < 0 ? "decode rank %u holds %d requests already"
-				 : m->u.request.tokens == 0 ? "decode rank %u: a request of no tokens"
-				 : "decode rank %u: pool too small: the request needs %u pages, the pool has %u",
+				 : m->u.request.tokens == 0
+					 ? "decode rank %u: a request of no tokens"
+					 : "decode rank %u: pool too small: the request needs %u pages, the pool has %u",
 				 r->o->c.rank, slot < 0 ? KV_MAX_SLOTS : need, r->o->pool_pages);
 			send_cancel(r, p, m->req, ENOSPC, why);
 			return;
@@ -299,14 +307,17 @@ void kvr_on_req(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
 		return;
 	}
 	if (q->tokens != m->u.request.tokens) {
-		snprintf(why, sizeof(why), "source ranks disagree on the tokens of request %u: %u and %u",
-			 q->id, q->tokens, m->u.request.tokens);
+		snprintf(why, sizeof(why),
+			 "source ranks disagree on the tokens of request %u: %u and %u", q->id,
+			 q->tokens, m->u.request.tokens);
 		kvr_cancel_req(r, q, KV_EV_FAILED, EPROTO, why);
 		return;
 	}
 	if (p->land && q->npages > r->land_units) {
-		snprintf(why, sizeof(why), "decode rank %u: landing area too small: request %u needs %u "
-			 "pages, --land-pages is %u", r->o->c.rank, q->id, q->npages, r->land_units);
+		snprintf(why, sizeof(why),
+			 "decode rank %u: landing area too small: request %u needs %u "
+			 "pages, --land-pages is %u",
+			 r->o->c.rank, q->id, q->npages, r->land_units);
 		kvr_cancel_req(r, q, KV_EV_FAILED, ENOSPC, why);
 		return;
 	}
@@ -380,9 +391,15 @@ bool kvr_verify_step(struct kv_receiver *r)
 	for (int k = 0; k < KV_MAX_SLOTS; k++) {
 		struct rreq *q = &r->reqs[k];
 		struct vpage vp = { r, q };
-		struct kv_walk w = { .g = r->g, .dst = true, .check = true, .rank = r->o->c.rank,
-				     .req = q->id, .tokens = q->tokens, .npages = q->npages,
-				     .page = verify_page, .arg = &vp };
+		struct kv_walk w = { .g = r->g,
+				     .dst = true,
+				     .check = true,
+				     .rank = r->o->c.rank,
+				     .req = q->id,
+				     .tokens = q->tokens,
+				     .npages = q->npages,
+				     .page = verify_page,
+				     .arg = &vp };
 		struct rc_err e = { 0 };
 		int rc;
 
@@ -416,14 +433,18 @@ void kvr_on_imm(struct kv_receiver *r, struct rpeer *p, uint32_t qp, uint32_t im
 	if (!q->used || kv_imm_gen(imm) != r->gen[slot] || q->cancelling)
 		return; /* a late notification of a request that is over */
 	res = s == p->rank && q->alloced >> s & 1 ? kv_tally_note(&q->tally, s, qp, layer)
-						   : KV_TALLY_BAD;
+						  : KV_TALLY_BAD;
 	if (res < 0) {
 		if (res == KV_TALLY_DUP)
-			snprintf(why, sizeof(why), "source rank %u notified layer %u of request %u twice "
-				 "on data QP %u", p->rank, layer, q->id, qp);
+			snprintf(why, sizeof(why),
+				 "source rank %u notified layer %u of request %u twice "
+				 "on data QP %u",
+				 p->rank, layer, q->id, qp);
 		else
-			snprintf(why, sizeof(why), "source rank %u sent a notification that does not fit "
-				 "(layer %u, request %u, data QP %u, rank %u)", p->rank, layer, q->id, qp, s);
+			snprintf(why, sizeof(why),
+				 "source rank %u sent a notification that does not fit "
+				 "(layer %u, request %u, data QP %u, rank %u)",
+				 p->rank, layer, q->id, qp, s);
 		kvr_cancel_req(r, q, KV_EV_FAILED, EPROTO, why);
 		return;
 	}
@@ -455,10 +476,13 @@ void kvr_all_landed(struct kv_receiver *r, struct rreq *q)
 
 static int geom_diff(const struct kv_geom *a, const struct kv_geom *b, char *why, size_t len)
 {
-#define DIFF(f, name)                                                                       \
-	if (a->f != b->f)                                                                   \
-		return snprintf(why, len, "geometry mismatch: decode rank has " name " %u, the " \
-			 "source rank %u", (unsigned)a->f, (unsigned)b->f), -1
+#define DIFF(f, name) \
+	if (a->f != b->f) \
+	return snprintf(why, len, \
+			"geometry mismatch: decode rank has " name " %u, the " \
+			"source rank %u", \
+			(unsigned)a->f, (unsigned)b->f), \
+	       -1
 	DIFF(layout, "layout");
 	DIFF(page_layout, "page layout");
 	DIFF(dtype, "dtype");
@@ -488,9 +512,10 @@ static void refuse_hello(struct kv_receiver *r, struct rpeer *p, int code, const
 
 	a.u.cancel.code = code;
 	snprintf(a.u.cancel.text, sizeof(a.u.cancel.text), "%s",
-		 code == EACCES ? "HELLO refused: not authorised (a missing or wrong token)"
-				: "HELLO refused: it does not match this decode rank (geometry, rank or "
-				  "QPs); the decode rank's log names the difference");
+		 code == EACCES
+			 ? "HELLO refused: not authorised (a missing or wrong token)"
+			 : "HELLO refused: it does not match this decode rank (geometry, rank or "
+			   "QPs); the decode rank's log names the difference");
 	snprintf(p->why, sizeof(p->why), "HELLO refused: %s", cause);
 	kvr_send_msg(r, p, &a);
 	p->refused = true;
@@ -513,18 +538,23 @@ void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m
 	if (geom_diff(r->g, &m->u.hello.g, why, sizeof(why)) == 0) {
 		if (m->u.hello.rank != p->rank || m->u.hello.nqps != p->nqps ||
 		    m->u.hello.session != p->session)
-			snprintf(why, sizeof(why), "HELLO does not match its connect request (rank %u, "
-				 "%u data QPs)", p->rank, p->nqps);
+			snprintf(why, sizeof(why),
+				 "HELLO does not match its connect request (rank %u, "
+				 "%u data QPs)",
+				 p->rank, p->nqps);
 		else if (p->rank >= r->g->src_tp || !(r->contrib >> p->rank & 1))
 			snprintf(why, sizeof(why), "source rank %u does not feed decode rank %u",
 				 p->rank, r->o->c.rank);
 		else if (holder && holder != p && !holder->dead)
-			snprintf(why, sizeof(why), "source rank %u is connected already (from %.64s)",
-				 p->rank, holder->peer);
+			snprintf(why, sizeof(why),
+				 "source rank %u is connected already (from %.64s)", p->rank,
+				 holder->peer);
 		else if (m->u.hello.land == KV_PACK_ALWAYS && !r->land_off &&
 			 kv_land_applies(r->g, &r->from[p->rank]))
-			snprintf(why, sizeof(why), "source rank %u lands its route (--land always), and "
-				 "this decode rank has no landing area (its pool is GPU memory)", p->rank);
+			snprintf(why, sizeof(why),
+				 "source rank %u lands its route (--land always), and "
+				 "this decode rank has no landing area (its pool is GPU memory)",
+				 p->rank);
 	}
 	if (why[0]) {
 		refuse_hello(r, p, EINVAL, why);
@@ -536,11 +566,14 @@ void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m
 	a.u.welcome.base = r->pool.mr_addr; /* GPU memory: the device pointer or the bounce buffer */
 	a.u.welcome.page_bytes = r->page_bytes;
 	/* Without a landing area (GPU memory), auto writes into the pool. */
-	p->land = r->land_off && kv_land_choose((enum kv_pack)m->u.hello.land, r->g, &r->from[p->rank]);
+	p->land = r->land_off &&
+		  kv_land_choose((enum kv_pack)m->u.hello.land, r->g, &r->from[p->rank]);
 	a.u.welcome.land = p->land ? r->pool.mr_addr + r->land_off : 0;
 	a.u.welcome.land_units = r->land_units;
 	if (kvr_send_msg(r, p, &a) == 0) {
-		struct kv_event ev = { .kind = KV_EV_PEER_UP, .rank = p->rank, .peer = p->peer,
+		struct kv_event ev = { .kind = KV_EV_PEER_UP,
+				       .rank = p->rank,
+				       .peer = p->peer,
 				       .qps = p->nqps };
 
 		p->hello = true;

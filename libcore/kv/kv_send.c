@@ -23,9 +23,12 @@ static int connect_dst(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 	const struct kv_send_opts *o = s->o;
 	struct kv_hello_pd pd = { .rank = o->c.rank, .nqps = o->nqps, .session = s->session };
 	unsigned char pdb[KV_PD_LEN];
-	struct rc_conn_opts co = { .sq_depth = KV_CHAN_SENDS + 2, .rq_depth = KV_CHAN_RECVS,
-				   .timeout_ms = o->c.timeout_ms, .private_data = pdb,
-				   .private_len = KV_PD_LEN, .bind_addr = o->bind_addr,
+	struct rc_conn_opts co = { .sq_depth = KV_CHAN_SENDS + 2,
+				   .rq_depth = KV_CHAN_RECVS,
+				   .timeout_ms = o->c.timeout_ms,
+				   .private_data = pdb,
+				   .private_len = KV_PD_LEN,
+				   .bind_addr = o->bind_addr,
 				   .dev_name = o->c.dev_name };
 	struct rc_err e;
 	int rc;
@@ -44,8 +47,10 @@ static int connect_data(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 	const struct kv_send_opts *o = s->o;
 	struct kv_hello_pd pd = { .rank = o->c.rank, .nqps = o->nqps, .session = s->session };
 	unsigned char pdb[KV_PD_LEN];
-	struct rc_conn_opts co = { .timeout_ms = o->c.timeout_ms, .private_data = pdb,
-				   .private_len = KV_PD_LEN, .bind_addr = o->bind_addr,
+	struct rc_conn_opts co = { .timeout_ms = o->c.timeout_ms,
+				   .private_data = pdb,
+				   .private_len = KV_PD_LEN,
+				   .bind_addr = o->bind_addr,
 				   .dev_name = o->c.dev_name };
 	struct rc_err e;
 	int rc;
@@ -60,8 +65,8 @@ static int connect_data(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 		kv_pd_prove(&pd, o->c.token);
 		kv_pd_encode(&pd, pdb, sizeof(pdb));
 		if ((rc = rc_connect(d->t->host, d->t->port, &co, &d->qp[k].c, &e)))
-			return rc_err_set(err, -rc, "decode rank at %s, data QP %u: %.400s", d->name,
-					  k + 1, e.msg);
+			return rc_err_set(err, -rc, "decode rank at %s, data QP %u: %.400s",
+					  d->name, k + 1, e.msg);
 		d->qp[k].sq = (struct rc_sq){ .depth = SQ_DEPTH, .signal_every = SIGNAL_EVERY };
 		if ((uint32_t)d->qp[k].c->send_sge < s->gather)
 			s->gather = (uint32_t)d->qp[k].c->send_sge;
@@ -89,7 +94,8 @@ static int handshake(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 		int left = (int)((deadline - rc_now()) * 1000), n;
 
 		if (left <= 0)
-			return rc_err_set(err, ETIMEDOUT, "decode rank at %s did not answer HELLO within %d ms",
+			return rc_err_set(err, ETIMEDOUT,
+					  "decode rank at %s did not answer HELLO within %d ms",
 					  d->name, s->o->c.timeout_ms);
 		n = rc_poll(d->ctrl, wc, 4, left, err);
 		if (n == -ETIMEDOUT)
@@ -109,10 +115,11 @@ static int handshake(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 				continue;
 			if (m.type == KV_MSG_ERROR)
 				return rc_err_set(err, m.u.cancel.code ? m.u.cancel.code : EINVAL,
-						  "decode rank at %s refused this source rank: %s", d->name,
-						  m.u.cancel.text);
+						  "decode rank at %s refused this source rank: %s",
+						  d->name, m.u.cancel.text);
 			if (m.type != KV_MSG_WELCOME)
-				return rc_err_set(err, EPROTO, "decode rank at %s answered HELLO with %s",
+				return rc_err_set(err, EPROTO,
+						  "decode rank at %s answered HELLO with %s",
 						  d->name, kv_msg_name(m.type));
 			d->rank = m.u.welcome.rank;
 			d->pool_pages = m.u.welcome.pool_pages;
@@ -140,14 +147,17 @@ static int route_segs(struct kv_sender *s, const struct kv_route *r, bool land,
 	int rc;
 
 	if (land && kv_route_bytes(s->g, r, s->o->tokens) > UINT32_MAX)
-		return rc_err_set(err, EOVERFLOW, "route %u -> %u moves %llu bytes a layer half: too many "
-				  "to land (at most 4 GiB); use --land never", r->src, r->dst,
+		return rc_err_set(err, EOVERFLOW,
+				  "route %u -> %u moves %llu bytes a layer half: too many "
+				  "to land (at most 4 GiB); use --land never",
+				  r->src, r->dst,
 				  (unsigned long long)kv_route_bytes(s->g, r, s->o->tokens));
 	if ((rc = kv_segments(s->g, r, s->o->tokens, segs, n, err)))
 		return rc;
 	if (land)
 		kv_land_segments(s->g, r, *segs, *n);
-	wn = land ? kv_post_writes(*segs, *n, false, s->src_page_bytes) : kv_seg_writes(*segs, *n, false);
+	wn = land ? kv_post_writes(*segs, *n, false, s->src_page_bytes)
+		  : kv_seg_writes(*segs, *n, false);
 	kv_segments_dst_order(*segs, *n);
 	wp = kv_gather_writes(*segs, *n, s->gather, land ? s->src_page_bytes : 0);
 	/* A device that takes no gather list where no staging was sized for a
@@ -214,19 +224,25 @@ static int map_routes(struct kv_sender *s, struct rc_err *err)
 			if (s->d[i].rank == r[k].dst)
 				d = &s->d[i];
 		if (!d)
-			return rc_err_set(err, EINVAL,
-					  "source rank %u feeds decode rank %u: give its address with --connect",
-					  s->o->c.rank, r[k].dst);
+			return rc_err_set(
+				err, EINVAL,
+				"source rank %u feeds decode rank %u: give its address with --connect",
+				s->o->c.rank, r[k].dst);
 		d->route = r[k];
 		/* The decode rank decided, from the same rule: WELCOME gave the area. */
 		d->land = d->land_base != 0;
 		if (d->land && !kv_land_applies(s->g, &r[k]))
-			return rc_err_set(err, EPROTO, "decode rank %u offers a landing area for a route "
-					  "that cannot land", d->rank);
+			return rc_err_set(err, EPROTO,
+					  "decode rank %u offers a landing area for a route "
+					  "that cannot land",
+					  d->rank);
 		if (d->land && d->land_units < s->dst_pages)
-			return rc_err_set(err, ENOSPC, "decode rank %u's landing area holds %u pages, a request "
-					  "of %u tokens needs %u: serve with a larger --land-pages, or send with "
-					  "--land never", d->rank, d->land_units, s->o->tokens, s->dst_pages);
+			return rc_err_set(
+				err, ENOSPC,
+				"decode rank %u's landing area holds %u pages, a request "
+				"of %u tokens needs %u: serve with a larger --land-pages, or send with "
+				"--land never",
+				d->rank, d->land_units, s->o->tokens, s->dst_pages);
 		if ((rc = route_segs(s, &r[k], d->land, &d->segs, &d->nsegs, &d->pack, err)))
 			return rc;
 		s->sum->routes++;
@@ -241,7 +257,8 @@ static int map_routes(struct kv_sender *s, struct rc_err *err)
 	}
 	if (stage > s->stage_slot_bytes)
 		return rc_err_set(err, EPROTO, "staging: %llu bytes planned, %llu mapped",
-				  (unsigned long long)s->stage_slot_bytes, (unsigned long long)stage);
+				  (unsigned long long)s->stage_slot_bytes,
+				  (unsigned long long)stage);
 	for (int i = 0; i < s->nd; i++)
 		for (int j = 0; j < i; j++)
 			if (s->d[i].rank == s->d[j].rank)
@@ -260,8 +277,10 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 
 	if ((rc = kv_geom_check(s->g, err)))
 		return rc;
-	if (o->mem.kind != RC_MEM_HOST && o->mem.kind != RC_MEM_HUGEPAGE && o->mem.kind != RC_MEM_CUDA)
-		return rc_err_set(err, EINVAL, "the source pages are host, hugepage or GPU memory, not %s",
+	if (o->mem.kind != RC_MEM_HOST && o->mem.kind != RC_MEM_HUGEPAGE &&
+	    o->mem.kind != RC_MEM_CUDA)
+		return rc_err_set(err, EINVAL,
+				  "the source pages are host, hugepage or GPU memory, not %s",
 				  rc_mem_kind_name(o->mem.kind));
 	if (o->c.rank >= s->g->src_tp)
 		return rc_err_set(err, EINVAL, "--rank %u: the prefill side has ranks 0 to %u",
@@ -272,7 +291,8 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 	s->src_pages = kv_pages_for(s->g, false, o->tokens);
 	s->dst_pages = kv_pages_for(s->g, true, o->tokens);
 	if (s->dst_pages > KV_MAX_REQ_PAGES)
-		return rc_err_set(err, EINVAL, "a request of %u tokens takes %u destination pages; at most %d",
+		return rc_err_set(err, EINVAL,
+				  "a request of %u tokens takes %u destination pages; at most %d",
 				  o->tokens, s->dst_pages, KV_MAX_REQ_PAGES);
 	s->src_page_bytes = kv_page_bytes(s->g, false);
 	s->gather = kv_gather_cap(o->max_sge);
@@ -322,9 +342,11 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 			return rc;
 		/* Pinning a large pool takes a while: before HELLO, since the decode
 		 * rank counts heartbeats from WELCOME on. */
-		if ((rc = rc_mem_register(&s->mem, d->ctrl->pd, IBV_ACCESS_LOCAL_WRITE, &d->mr, &e))) {
+		if ((rc = rc_mem_register(&s->mem, d->ctrl->pd, IBV_ACCESS_LOCAL_WRITE, &d->mr,
+					  &e))) {
 			d->mr = NULL;
-			return rc_err_set(err, -rc, "cannot register %zu bytes of source pages: %.400s",
+			return rc_err_set(err, -rc,
+					  "cannot register %zu bytes of source pages: %.400s",
 					  s->pool_len, e.msg);
 		}
 		/* What the NIC reads: the pool itself, the GPU's, or its bounce buffer. */
@@ -337,8 +359,10 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 		return rc;
 	s->sum->gather_sge = s->gather;
 	for (int i = 0; i < s->nd; i++) {
-		struct kv_event ev = { .kind = KV_EV_PEER_UP, .rank = s->d[i].rank,
-				       .peer = s->d[i].name, .qps = o->nqps,
+		struct kv_event ev = { .kind = KV_EV_PEER_UP,
+				       .rank = s->d[i].rank,
+				       .peer = s->d[i].name,
+				       .qps = o->nqps,
 				       .dev = s->d[i].ctrl->dev_name };
 
 		kvs_emit(s, &ev);
@@ -399,7 +423,8 @@ static void drain_ctrl(struct kv_sender *s, struct sdst *d)
 		for (int j = 0; j < n; j++) {
 			int k = wc[j].status == IBV_WC_SUCCESS
 					? kv_chan_wc(&d->ch, &wc[j], &m, s->pages_tmp, &e)
-					: was ? 0 : rc_wc_error(d->ctrl, &wc[j], &e);
+				: was ? 0
+				      : rc_wc_error(d->ctrl, &wc[j], &e);
 
 			if (k == 1 && (!was || m.type == KV_MSG_DONE || m.type == KV_MSG_CANCEL))
 				kvs_on_msg(s, d, &m);
@@ -425,13 +450,16 @@ static void dst_step(struct kv_sender *s, struct sdst *d, double now)
 
 		while (!d->dead && (n = rc_cq_take(qp->c, wc, 32)) != 0) {
 			for (int j = 0; n > 0 && j < n && !d->dead; j++) {
-				if (wc[j].status == IBV_WC_SUCCESS && wc[j].opcode == IBV_WC_RDMA_WRITE) {
+				if (wc[j].status == IBV_WC_SUCCESS &&
+				    wc[j].opcode == IBV_WC_RDMA_WRITE) {
 					kvs_on_data_wc(s, d, qp, &wc[j]);
 					continue;
 				}
 				if (wc[j].status == IBV_WC_SUCCESS) {
-					snprintf(d->why, sizeof(d->why), "unexpected completion (opcode %d) on "
-						 "data QP %u", (int)wc[j].opcode, k + 1);
+					snprintf(d->why, sizeof(d->why),
+						 "unexpected completion (opcode %d) on "
+						 "data QP %u",
+						 (int)wc[j].opcode, k + 1);
 					d->dead = true;
 					continue;
 				}
@@ -479,7 +507,9 @@ static int run(struct kv_sender *s, struct rc_err *err)
 			if (!d->dead)
 				continue;
 			close_dst(d); /* no write of ours can land any more */
-			struct kv_event ev = { .kind = KV_EV_PEER_DOWN, .rank = d->rank, .peer = d->name,
+			struct kv_event ev = { .kind = KV_EV_PEER_DOWN,
+					       .rank = d->rank,
+					       .peer = d->name,
 					       .reason = d->why };
 			kvs_emit(s, &ev);
 			kvs_dst_gone(s, d);
@@ -507,8 +537,10 @@ static int run(struct kv_sender *s, struct rc_err *err)
 			pfd[n++] = (struct pollfd){ .fd = d->ctrl->ech->fd, .events = POLLIN };
 			pfd[n++] = (struct pollfd){ .fd = d->ctrl->cch->fd, .events = POLLIN };
 			for (uint32_t k = 0; k < o->nqps; k++) {
-				pfd[n++] = (struct pollfd){ .fd = d->qp[k].c->ech->fd, .events = POLLIN };
-				pfd[n++] = (struct pollfd){ .fd = d->qp[k].c->cch->fd, .events = POLLIN };
+				pfd[n++] = (struct pollfd){ .fd = d->qp[k].c->ech->fd,
+							    .events = POLLIN };
+				pfd[n++] = (struct pollfd){ .fd = d->qp[k].c->cch->fd,
+							    .events = POLLIN };
 			}
 		}
 		wait = busy ? 0 : (int)(kvs_next_wake(s) * 1000) + 1;
@@ -520,7 +552,8 @@ static int run(struct kv_sender *s, struct rc_err *err)
 			s->stopping = true;
 			for (uint32_t i = 0; i < o->inflight; i++)
 				if (s->reqs[i].used)
-					kvs_cancel(s, &s->reqs[i], KV_EV_CANCELLED, 0, "stopped by a signal");
+					kvs_cancel(s, &s->reqs[i], KV_EV_CANCELLED, 0,
+						   "stopped by a signal");
 		}
 	}
 out:

@@ -22,8 +22,8 @@ struct wr_ent {
 
 struct sqp {
 	struct rc_conn *c;
-	struct rc_sq sq;         /* posted, done, last signalled: rc_sq_next decides */
-	uint64_t bytes;          /* RDMA WRITE payload posted */
+	struct rc_sq sq; /* posted, done, last signalled: rc_sq_next decides */
+	uint64_t bytes;  /* RDMA WRITE payload posted */
 	struct wr_ent *q;
 	size_t qhead, qlen, qcap;
 };
@@ -34,41 +34,41 @@ struct sdst {
 	struct rc_conn *ctrl;
 	struct kv_chan ch;
 	struct sqp qp[KV_MAX_QPS];
-	struct ibv_mr *mr;       /* the source pool, on this connection's PD */
+	struct ibv_mr *mr; /* the source pool, on this connection's PD */
 	bool welcomed, dead, closed;
 	char why[KV_REASON_MAX];
 	uint32_t rank, pool_pages, rkey;
 	uint64_t base, page_bytes;
 	struct kv_route route;
-	struct kv_seg *segs;     /* destination order when packed */
+	struct kv_seg *segs; /* destination order when packed */
 	size_t nsegs;
-	bool pack;               /* copy into the staging slot, one write per destination run */
-	bool land;               /* write into the landing area (land_base), unpacked there */
+	bool pack; /* copy into the staging slot, one write per destination run */
+	bool land; /* write into the landing area (land_base), unpacked there */
 	uint64_t land_base;
-	uint32_t land_units;      /* the landing area's units per layer half */
-	uint64_t stage_off;      /* this route's part of a staging slot */
+	uint32_t land_units; /* the landing area's units per layer half */
+	uint64_t stage_off;  /* this route's part of a staging slot */
 	double last_hb;
 };
 
 struct sreq {
 	bool used, cancelling;
-	bool filling;                /* admitted, its content not all written yet (fc) */
+	bool filling; /* admitted, its content not all written yet (fc) */
 	struct kv_cursor fc;
 	enum kv_ev_kind final;
 	int code;
 	char reason[KV_REASON_MAX];
 	uint32_t id, slot, layers_posted, layers_landed;
-	uint32_t pieces_posted;      /* of the last layer, when it goes in pieces */
+	uint32_t pieces_posted; /* of the last layer, when it goes in pieces */
 	double t0, admitted, first_post, last;
-	double *ready, *landed;      /* absolute times per layer; landed < 0: not yet */
-	uint32_t *pending;           /* per layer: notifications not yet completed */
+	double *ready, *landed; /* absolute times per layer; landed < 0: not yet */
+	uint32_t *pending;      /* per layer: notifications not yet completed */
 	bool alloc[KV_MAX_PEERS], done_rx[KV_MAX_PEERS];
 	uint32_t rslot[KV_MAX_PEERS], rgen[KV_MAX_PEERS];
-	uint32_t land_at[KV_MAX_PEERS];  /* landing routes: the request's run there (units) */
+	uint32_t land_at[KV_MAX_PEERS]; /* landing routes: the request's run there (units) */
 	uint32_t *pages[KV_MAX_PEERS];
-	uint64_t copied;             /* GPU memory: bytes of the slot copied to the GPU */
-	uint32_t done_flags;         /* AND of the DONE flags */
-	double unpack_s;             /* the longest unpack the decode ranks' DONE reported */
+	uint64_t copied;     /* GPU memory: bytes of the slot copied to the GPU */
+	uint32_t done_flags; /* AND of the DONE flags */
+	double unpack_s;     /* the longest unpack the decode ranks' DONE reported */
 	int done_status;
 	char done_why[KV_REASON_MAX];
 	uint64_t mark[KV_MAX_PEERS][KV_MAX_QPS]; /* quiescing: wait for done >= mark */
@@ -79,10 +79,10 @@ struct kv_sender {
 	const struct kv_geom *g;
 	struct sdst *d;
 	int nd;
-	struct rc_mem mem;        /* the source pages and staging */
-	char *pool;               /* the CPU's view: mem.buf, or for GPU memory its host copy */
+	struct rc_mem mem; /* the source pages and staging */
+	char *pool;        /* the CPU's view: mem.buf, or for GPU memory its host copy */
 	size_t pool_len;
-	uint64_t wire_delta;      /* added to a pool address: what the NIC is given (GPU: mr_addr) */
+	uint64_t wire_delta; /* added to a pool address: what the NIC is given (GPU: mr_addr) */
 	uint64_t slot_bytes, src_page_bytes;
 	uint64_t stage_base, stage_slot_bytes; /* staging ring after the slots, one per slot */
 	/* Pieces a packed write gathers: --max-sge, then capped by the data
@@ -92,7 +92,7 @@ struct kv_sender {
 	bool copy_ok;
 	uint32_t src_pages, dst_pages, session;
 	uint8_t secret[KV_PD_SECRET]; /* binds the data QPs to this sender (getrandom) */
-	struct sreq *reqs;           /* inflight of them, one per source slot */
+	struct sreq *reqs;            /* inflight of them, one per source slot */
 	uint32_t next_id, active, finished;
 	double compute_free, first;
 	bool stopping, broken;
@@ -110,7 +110,8 @@ void kvs_progress(struct kv_sender *s);
 int kvs_post_queued(struct kv_sender *s, struct sdst *d);
 void kvs_on_msg(struct kv_sender *s, struct sdst *d, const struct kv_msg *m);
 void kvs_on_data_wc(struct kv_sender *s, struct sdst *d, struct sqp *q, const struct ibv_wc *wc);
-void kvs_cancel(struct kv_sender *s, struct sreq *q, enum kv_ev_kind final, int code, const char *why);
+void kvs_cancel(struct kv_sender *s, struct sreq *q, enum kv_ev_kind final, int code,
+		const char *why);
 void kvs_dst_gone(struct kv_sender *s, struct sdst *d);
 double kvs_next_wake(struct kv_sender *s);
 

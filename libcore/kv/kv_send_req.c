@@ -48,10 +48,12 @@ void kvs_heartbeats(struct kv_sender *s)
 	}
 }
 
-static char *src_addr(struct kv_sender *s, uint32_t slot, uint32_t layer, uint32_t half, uint32_t page)
+static char *src_addr(struct kv_sender *s, uint32_t slot, uint32_t layer, uint32_t half,
+		      uint32_t page)
 {
 	return s->pool + slot * s->slot_bytes +
-	       (((uint64_t)layer * kv_halves(s->g) + half) * s->src_pages + page) * s->src_page_bytes;
+	       (((uint64_t)layer * kv_halves(s->g) + half) * s->src_pages + page) *
+		       s->src_page_bytes;
 }
 
 /* Where a packed route's layer half is staged: the request slot's part of
@@ -180,8 +182,13 @@ bool kvs_fill_step(struct kv_sender *s)
 {
 	struct sreq *q = NULL;
 	struct fpage fp = { s, 0 };
-	struct kv_walk w = { .g = s->g, .dst = false, .check = false, .rank = s->o->c.rank,
-			     .tokens = s->o->tokens, .npages = s->src_pages, .page = fill_page,
+	struct kv_walk w = { .g = s->g,
+			     .dst = false,
+			     .check = false,
+			     .rank = s->o->c.rank,
+			     .tokens = s->o->tokens,
+			     .npages = s->src_pages,
+			     .page = fill_page,
 			     .arg = &fp };
 	double end = rc_now() + FILL_SLICE_S;
 	struct rc_err e;
@@ -254,7 +261,8 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 		       uint32_t u0, uint32_t u1, uint32_t m, struct rc_err *err)
 {
 	uint32_t units = s->o->nqps * m, halves = kv_halves(s->g);
-	size_t total = d->nsegs * halves, first = total * u0 / units, end = total * u1 / units, n = 0;
+	size_t total = d->nsegs * halves, first = total * u0 / units, end = total * u1 / units,
+	       n = 0;
 	struct wr_ent *v = malloc((end - first + 1) * sizeof(*v));
 	char *staged_lo = NULL, *staged_hi = NULL; /* what packing wrote */
 	int rc = 0;
@@ -264,9 +272,10 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 	for (uint32_t h = 0; h < halves; h++) {
 		char *stage = stage_addr(s, q->slot, d, l, h);
 		/* Landing: the route's block of this layer half in the request's run. */
-		uint64_t block = d->land ? d->land_base + kv_land_block(s->g, &d->route, s->o->tokens,
-									 d->land_units, q->land_at[di], l, h)
-					 : 0;
+		uint64_t block =
+			d->land ? d->land_base + kv_land_block(s->g, &d->route, s->o->tokens,
+							       d->land_units, q->land_at[di], l, h)
+				: 0;
 
 		for (size_t i = 0; i < d->nsegs; i++) {
 			const struct kv_seg *g = &d->segs[i];
@@ -276,10 +285,14 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 				stage += d->pack ? g->len : 0;
 				continue;
 			}
-			uint64_t la = (uintptr_t)src_addr(s, q->slot, l, h, g->src_page) + g->src_off;
+			uint64_t la =
+				(uintptr_t)src_addr(s, q->slot, l, h, g->src_page) + g->src_off;
 			uint64_t ra = d->land ? block + g->dst_off
-					      : d->base + (((uint64_t)l * halves + h) * d->pool_pages +
-							   q->pages[di][g->dst_page]) * d->page_bytes + g->dst_off;
+					      : d->base +
+							(((uint64_t)l * halves + h) * d->pool_pages +
+							 q->pages[di][g->dst_page]) *
+								d->page_bytes +
+							g->dst_off;
 			struct wr_ent *last = n ? &v[n - 1] : NULL;
 
 			/* Packed by gather: the segments, in destination order,
@@ -294,17 +307,20 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 						continue;
 					}
 					if (last->sg && last->sg[last->nsg - 1].addr +
-								last->sg[last->nsg - 1].len == la) {
+									last->sg[last->nsg - 1].len ==
+								la) {
 						last->sg[last->nsg - 1].len += g->len;
 						last->len += g->len;
 						continue;
 					}
 					if (!last->sg) {
-						if (!(last->sg = malloc(s->gather * sizeof(*last->sg)))) {
+						if (!(last->sg = malloc(s->gather *
+									sizeof(*last->sg)))) {
 							rc = -ENOMEM;
 							goto out;
 						}
-						last->sg[0] = (struct rc_sg){ last->laddr, last->len };
+						last->sg[0] =
+							(struct rc_sg){ last->laddr, last->len };
 						last->nsg = 1;
 					}
 					if (last->nsg < s->gather) {
@@ -313,8 +329,11 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 						continue;
 					}
 				}
-				v[n++] = (struct wr_ent){ .laddr = la, .raddr = ra, .len = g->len,
-							  .slot = (uint16_t)q->slot, .layer = (uint16_t)l };
+				v[n++] = (struct wr_ent){ .laddr = la,
+							  .raddr = ra,
+							  .len = g->len,
+							  .slot = (uint16_t)q->slot,
+							  .layer = (uint16_t)l };
 				continue;
 			}
 			/* Packed by copy: the segments, in destination order, copied
@@ -331,13 +350,16 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 				s->sum->packed_bytes += g->len;
 			}
 			/* Pages that happen to be adjacent on both sides merge. */
-			if (last && last->laddr + last->len == la && last->raddr + last->len == ra &&
-			    last->len + g->len <= KV_WRITE_MAX) {
+			if (last && last->laddr + last->len == la &&
+			    last->raddr + last->len == ra && last->len + g->len <= KV_WRITE_MAX) {
 				last->len += g->len;
 				continue;
 			}
-			v[n++] = (struct wr_ent){ .laddr = la, .raddr = ra, .len = g->len,
-						  .slot = (uint16_t)q->slot, .layer = (uint16_t)l };
+			v[n++] = (struct wr_ent){ .laddr = la,
+						  .raddr = ra,
+						  .len = g->len,
+						  .slot = (uint16_t)q->slot,
+						  .layer = (uint16_t)l };
 		}
 	}
 	/* GPU memory: what was packed goes to the GPU before any write reads it. */
@@ -351,8 +373,10 @@ static int queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int 
 	for (uint32_t u = u0; !rc && u < u1; u++) {
 		size_t a = n * (u - u0) / (u1 - u0), b = n * (u + 1 - u0) / (u1 - u0);
 		struct sqp *qp = &d->qp[u / m];
-		struct wr_ent imm = { .laddr = (uintptr_t)s->pool, .raddr = d->base,
-				      .slot = (uint16_t)q->slot, .layer = (uint16_t)l };
+		struct wr_ent imm = { .laddr = (uintptr_t)s->pool,
+				      .raddr = d->base,
+				      .slot = (uint16_t)q->slot,
+				      .layer = (uint16_t)l };
 
 		for (size_t i = a; !rc && i + 1 < b; i++)
 			if (!(rc = push(qp, &v[i])))
@@ -407,18 +431,23 @@ static double next_due(const struct kv_sender *s, const struct sreq *q)
 
 /* The work request of one queued write: the stream's signalling rule, plus
  * every notification and every forced one (force) signalled. */
-static void next_wr(const struct kv_sender *s, struct sqp *qp, struct wr_ent *w,
-		    uint32_t lkey, uint32_t rkey, bool force, struct rc_wr *wr)
+static void next_wr(const struct kv_sender *s, struct sqp *qp, struct wr_ent *w, uint32_t lkey,
+		    uint32_t rkey, bool force, struct rc_wr *wr)
 {
 	uint64_t seq = qp->sq.posted;
 
 	qp->bytes += w->len;
 	/* Queued writes name the CPU's view of the pool; the NIC gets its own. */
 	*wr = (struct rc_wr){ .op = w->has_imm ? RC_OP_WRITE_IMM : RC_OP_WRITE,
-			      .laddr = w->laddr + s->wire_delta, .len = w->len, .lkey = lkey, .raddr = w->raddr,
-			      .rkey = rkey, .imm = w->imm,
+			      .laddr = w->laddr + s->wire_delta,
+			      .len = w->len,
+			      .lkey = lkey,
+			      .raddr = w->raddr,
+			      .rkey = rkey,
+			      .imm = w->imm,
 			      .user = kv_wrid((uint32_t)seq, w->slot, w->layer, w->has_imm),
-			      .sg = w->sg, .nsg = w->sg ? w->nsg : 0 };
+			      .sg = w->sg,
+			      .nsg = w->sg ? w->nsg : 0 };
 	for (uint32_t i = 0; w->sg && s->wire_delta && i < w->nsg; i++)
 		w->sg[i].addr += s->wire_delta;
 	wr->signaled = rc_sq_next(&qp->sq, force || w->has_imm);
@@ -469,9 +498,14 @@ static bool all_alloc(struct kv_sender *s, struct sreq *q)
 static void finish(struct kv_sender *s, struct sreq *q, enum kv_ev_kind kind, const char *why)
 {
 	uint32_t L = s->g->layers;
-	double last = 0, *ready_us = malloc(L * sizeof(double)), *landed_us = malloc(L * sizeof(double));
-	struct kv_report rep = { .req = q->id, .tokens = s->o->tokens, .layers = L,
-				 .layers_landed = q->layers_landed, .exposed_s = -1, .unpack_s = -1,
+	double last = 0, *ready_us = malloc(L * sizeof(double)),
+	       *landed_us = malloc(L * sizeof(double));
+	struct kv_report rep = { .req = q->id,
+				 .tokens = s->o->tokens,
+				 .layers = L,
+				 .layers_landed = q->layers_landed,
+				 .exposed_s = -1,
+				 .unpack_s = -1,
 				 .complete_s = -1,
 				 .checked = kind == KV_EV_DONE && q->done_flags & KV_DONE_CHECKED,
 				 .verified = kind == KV_EV_DONE && q->done_flags & KV_DONE_VERIFIED,
@@ -479,7 +513,8 @@ static void finish(struct kv_sender *s, struct sreq *q, enum kv_ev_kind kind, co
 	struct kv_event ev = { .kind = kind, .rank = s->o->c.rank, .rep = &rep };
 
 	for (int i = 0; i < s->nd; i++)
-		rep.bytes += kv_route_bytes(s->g, &s->d[i].route, s->o->tokens) * kv_halves(s->g) * L;
+		rep.bytes +=
+			kv_route_bytes(s->g, &s->d[i].route, s->o->tokens) * kv_halves(s->g) * L;
 	for (uint32_t l = 0; ready_us && landed_us && l < L; l++) {
 		ready_us[l] = (q->ready[l] - q->t0) * 1e6;
 		landed_us[l] = q->landed[l] < 0 ? -1 : (q->landed[l] - q->t0) * 1e6;
@@ -526,7 +561,8 @@ static void finish(struct kv_sender *s, struct sreq *q, enum kv_ev_kind kind, co
 }
 
 /* Stop a request: drop its queued writes, then wait for the posted ones. */
-void kvs_cancel(struct kv_sender *s, struct sreq *q, enum kv_ev_kind final, int code, const char *why)
+void kvs_cancel(struct kv_sender *s, struct sreq *q, enum kv_ev_kind final, int code,
+		const char *why)
 {
 	if (q->cancelling)
 		return;
@@ -557,7 +593,8 @@ void kvs_cancel(struct kv_sender *s, struct sreq *q, enum kv_ev_kind final, int 
 			/* Unsignalled writes at the tail: one signalled write of no
 			 * bytes after them tells when they are done. */
 			if (!d->dead && qp->sq.signaled < qp->sq.posted) {
-				struct wr_ent w = { .laddr = (uintptr_t)s->pool, .raddr = d->base,
+				struct wr_ent w = { .laddr = (uintptr_t)s->pool,
+						    .raddr = d->base,
 						    .slot = (uint16_t)q->slot };
 				struct rc_chain ch;
 				struct rc_wr wr;
@@ -566,7 +603,8 @@ void kvs_cancel(struct kv_sender *s, struct sreq *q, enum kv_ev_kind final, int 
 				next_wr(s, qp, &w, d->mr->lkey, d->rkey, true, &wr);
 				rc_chain_add(&ch, &wr);
 				if (rc_chain_post(qp->c, &ch, NULL) < 0) {
-					snprintf(d->why, sizeof(d->why), "cannot post to %.64s", d->name);
+					snprintf(d->why, sizeof(d->why), "cannot post to %.64s",
+						 d->name);
 					d->dead = true;
 				}
 			}
@@ -588,7 +626,8 @@ void kvs_dst_gone(struct kv_sender *s, struct sdst *d)
 {
 	char why[KV_REASON_MAX];
 
-	snprintf(why, sizeof(why), "decode rank %u (%.64s) is gone: %.150s", d->rank, d->name, d->why);
+	snprintf(why, sizeof(why), "decode rank %u (%.64s) is gone: %.150s", d->rank, d->name,
+		 d->why);
 	s->broken = true;
 	for (uint32_t i = 0; i < s->o->inflight; i++) {
 		struct sreq *q = &s->reqs[i];
@@ -646,8 +685,9 @@ static void progress_one(struct kv_sender *s, struct sreq *q, double now)
 		for (int i = 0; now - q->admitted > quiet && i < s->nd; i++) {
 			if (q->alloc[i])
 				continue;
-			snprintf(why, sizeof(why), "no pages from decode rank %u (%.64s) within %d ms",
-				 s->d[i].rank, s->d[i].name, c->timeout_ms);
+			snprintf(why, sizeof(why),
+				 "no pages from decode rank %u (%.64s) within %d ms", s->d[i].rank,
+				 s->d[i].name, c->timeout_ms);
 			kvs_cancel(s, q, KV_EV_FAILED, ETIMEDOUT, why);
 			return;
 		}
@@ -660,8 +700,9 @@ static void progress_one(struct kv_sender *s, struct sreq *q, double now)
 		uint32_t u0 = pieces ? j % nq * m + j / nq : 0, u1 = pieces ? u0 + 1 : nq;
 
 		if (!j && c->cancel_req == (int64_t)q->id && q->layers_posted >= c->cancel_after) {
-			snprintf(why, sizeof(why), "cancelled by source rank %u after %u layers (test hook)",
-				 c->rank, q->layers_posted);
+			snprintf(why, sizeof(why),
+				 "cancelled by source rank %u after %u layers (test hook)", c->rank,
+				 q->layers_posted);
 			kvs_cancel(s, q, KV_EV_CANCELLED, 0, why);
 			return;
 		}
@@ -686,7 +727,8 @@ static void progress_one(struct kv_sender *s, struct sreq *q, double now)
 		if (q->done_rx[i])
 			continue;
 		if (now - q->last > quiet) {
-			snprintf(why, sizeof(why), "decode rank %u (%.64s) did not confirm request %u within %d ms",
+			snprintf(why, sizeof(why),
+				 "decode rank %u (%.64s) did not confirm request %u within %d ms",
 				 s->d[i].rank, s->d[i].name, q->id, c->timeout_ms);
 			kvs_cancel(s, q, KV_EV_FAILED, ETIMEDOUT, why);
 		}
@@ -715,7 +757,8 @@ double kvs_next_wake(struct kv_sender *s)
 
 		if (q->used && q->filling && !q->cancelling)
 			return 0;
-		if (!q->used || q->cancelling || !all_alloc(s, q) || q->layers_posted >= s->g->layers)
+		if (!q->used || q->cancelling || !all_alloc(s, q) ||
+		    q->layers_posted >= s->g->layers)
 			continue;
 		t = next_due(s, q) - now;
 		if (t < wake)
@@ -760,8 +803,10 @@ void kvs_on_msg(struct kv_sender *s, struct sdst *d, const struct kv_msg *m)
 			goto bad_alloc;
 		if (d->land && (m->u.alloc.land == KV_LAND_NONE || m->u.alloc.land > d->land_units ||
 				m->u.alloc.npages > d->land_units - m->u.alloc.land)) {
-			snprintf(why, sizeof(why), "decode rank %u gave request %u no landing run of %u "
-				 "units within %u", d->rank, q->id, s->dst_pages, d->land_units);
+			snprintf(why, sizeof(why),
+				 "decode rank %u gave request %u no landing run of %u "
+				 "units within %u",
+				 d->rank, q->id, s->dst_pages, d->land_units);
 			kvs_cancel(s, q, KV_EV_FAILED, EPROTO, why);
 			return;
 		}
@@ -777,9 +822,11 @@ void kvs_on_msg(struct kv_sender *s, struct sdst *d, const struct kv_msg *m)
 		q->alloc[di] = true;
 		q->last = rc_now();
 		return;
-	bad_alloc:
-		snprintf(why, sizeof(why), "decode rank %u sent %u pages for request %u, not %u within "
-			 "its pool of %u", d->rank, m->u.alloc.npages, q->id, s->dst_pages, d->pool_pages);
+bad_alloc:
+		snprintf(why, sizeof(why),
+			 "decode rank %u sent %u pages for request %u, not %u within "
+			 "its pool of %u",
+			 d->rank, m->u.alloc.npages, q->id, s->dst_pages, d->pool_pages);
 		kvs_cancel(s, q, KV_EV_FAILED, EPROTO, why);
 		return;
 	case KV_MSG_DONE:
@@ -803,13 +850,14 @@ void kvs_on_msg(struct kv_sender *s, struct sdst *d, const struct kv_msg *m)
 		} else {
 			struct kv_msg a = { .type = KV_MSG_CANCEL, .req = m->req };
 
-			snprintf(a.u.cancel.text, sizeof(a.u.cancel.text), "request %u is over here", m->req);
+			snprintf(a.u.cancel.text, sizeof(a.u.cancel.text),
+				 "request %u is over here", m->req);
 			kvs_send(s, d, &a);
 		}
 		return;
 	default:
-		snprintf(d->why, sizeof(d->why), "unexpected %s message%s%.200s", kv_msg_name(m->type),
-			 m->type == KV_MSG_ERROR ? ": " : "",
+		snprintf(d->why, sizeof(d->why), "unexpected %s message%s%.200s",
+			 kv_msg_name(m->type), m->type == KV_MSG_ERROR ? ": " : "",
 			 m->type == KV_MSG_ERROR ? m->u.cancel.text : "");
 		d->dead = true;
 	}

@@ -26,7 +26,7 @@
 #define CH_DATA 0
 #define CH_CREDIT 1
 #define CH_STOP 2
-#define HELLO_MAGIC 0x6d636173u  /* "mcas" */
+#define HELLO_MAGIC 0x6d636173u /* "mcas" */
 #define POLL_MS 50
 #define CALIBRATE_MAX (8u << 20)
 
@@ -47,7 +47,7 @@ struct kid {
 	int rank;
 	uint64_t addr;
 	uint32_t rkey;
-	uint64_t base;   /* writes to it before chunk 0 (calibration) */
+	uint64_t base; /* writes to it before chunk 0 (calibration) */
 	uint32_t sent;
 	bool lost;
 };
@@ -57,15 +57,15 @@ struct mc {
 	const struct rc_mcast_opts *o;
 	struct rc_mcast_result *res;
 	int me, parent, nkids;
-	struct kid *kids;      /* world of room */
+	struct kid *kids; /* world of room */
 	uint64_t paddr;
 	uint32_t prkey;
 	struct rc_mem mem;
 	bool mem_on;
 	struct ibv_mr *mr;
-	uint64_t ring_addr;  /* the ring as the NIC addresses it */
-	uint8_t *stage;      /* a host copy of a chunk when the ring is GPU memory */
-	uint8_t *flip;       /* the test hook's copy of the chunk it corrupts */
+	uint64_t ring_addr; /* the ring as the NIC addresses it */
+	uint8_t *stage;     /* a host copy of a chunk when the ring is GPU memory */
+	uint8_t *flip;      /* the test hook's copy of the chunk it corrupts */
 	uint64_t size;
 	uint32_t chunk, n;
 	int R;
@@ -73,7 +73,7 @@ struct mc {
 	struct rc_sha256 sha;
 	double t0, last_progress;
 	int blocks_done;
-	bool stopped;        /* this rank gave up: what is left is telling the children */
+	bool stopped; /* this rank gave up: what is left is telling the children */
 };
 
 static uint32_t chunk_len(const struct mc *m, uint32_t k)
@@ -139,9 +139,16 @@ static int say_hello(struct mc *m, struct rc_err *err)
 {
 	const struct rc_mcast_opts *o = m->o;
 	int W = o->shape.world, root = o->shape.root, rc;
-	struct hello mine = { HELLO_MAGIC, (uint32_t)o->shape.algo, (uint32_t)o->shape.fanout,
-			      (uint32_t)root, o->chunk, (uint32_t)o->ring, o->size, m->ring_addr,
-			      m->mr->rkey, 0 };
+	struct hello mine = { HELLO_MAGIC,
+			      (uint32_t)o->shape.algo,
+			      (uint32_t)o->shape.fanout,
+			      (uint32_t)root,
+			      o->chunk,
+			      (uint32_t)o->ring,
+			      o->size,
+			      m->ring_addr,
+			      m->mr->rkey,
+			      0 };
 	struct hello *all = calloc((size_t)W, sizeof(*all)), *r;
 
 	if (!all)
@@ -150,7 +157,7 @@ static int say_hello(struct mc *m, struct rc_err *err)
 		goto out;
 	r = &all[root];
 	if (m->me != root) {
-		const char *what = r->algo != mine.algo     ? "--algo"
+		const char *what = r->algo != mine.algo       ? "--algo"
 				   : r->fanout != mine.fanout ? "--fanout"
 				   : r->root != mine.root     ? "--root"
 				   : r->chunk != mine.chunk   ? "--chunk"
@@ -158,11 +165,13 @@ static int say_hello(struct mc *m, struct rc_err *err)
 							      : NULL;
 
 		if (r->magic != HELLO_MAGIC) {
-			rc = rc_err_set(err, EPROTO, "rank %d: the root said no multicast hello", m->me);
+			rc = rc_err_set(err, EPROTO, "rank %d: the root said no multicast hello",
+					m->me);
 			goto out;
 		}
 		if (what) {
-			rc = rc_err_set(err, EINVAL, "rank %d: %s differs from the root's", m->me, what);
+			rc = rc_err_set(err, EINVAL, "rank %d: %s differs from the root's", m->me,
+					what);
 			goto out;
 		}
 		m->size = r->size;
@@ -197,17 +206,17 @@ static int calibrate(struct mc *m, struct rc_err *err)
 		pieces = 32;
 	t = rc_now();
 	for (uint32_t i = 0; i < pieces; i++)
-		if ((rc = rc_group_write_imm(m->g, k->rank, slot_host(m, i), m->chunk,
-					     m->mr->lkey, k->addr + (uint64_t)i * m->chunk, k->rkey, -1,
-					     0, err)))
+		if ((rc = rc_group_write_imm(m->g, k->rank, slot_host(m, i), m->chunk, m->mr->lkey,
+					     k->addr + (uint64_t)i * m->chunk, k->rkey, -1, 0, err)))
 			return rc;
 	k->base = pieces;
 	while (rc_group_writes_done(m->g, k->rank) < pieces) {
 		if (!rc_group_peer_alive(m->g, k->rank))
 			return rc_group_peer_error(m->g, k->rank, "the link was measured", err);
 		if (rc_now() - t > m->o->timeout_ms / 1000.0)
-			return rc_err_set(err, ETIMEDOUT, "measuring the link to rank %d took over %d ms",
-					  k->rank, m->o->timeout_ms);
+			return rc_err_set(err, ETIMEDOUT,
+					  "measuring the link to rank %d took over %d ms", k->rank,
+					  m->o->timeout_ms);
 		if ((rc = rc_group_poll(m->g, POLL_MS, err)))
 			return rc;
 	}
@@ -245,9 +254,9 @@ static int forward(struct mc *m, bool *moved, struct rc_err *err)
 		while (!k->lost && k->sent < m->have &&
 		       k->sent < (uint64_t)m->R + rc_group_imm_count(m->g, k->rank, CH_CREDIT)) {
 			uint32_t c = k->sent;
-			int rc = rc_group_write_imm(m->g, k->rank, slot_nic(m, c),
-						    chunk_len(m, c), m->mr->lkey,
-						    k->addr + slot_off(m, c), k->rkey, CH_DATA, c, err);
+			int rc = rc_group_write_imm(m->g, k->rank, slot_nic(m, c), chunk_len(m, c),
+						    m->mr->lkey, k->addr + slot_off(m, c), k->rkey,
+						    CH_DATA, c, err);
 
 			if (rc && !rc_group_peer_alive(m->g, k->rank)) {
 				k->lost = true;
@@ -271,8 +280,8 @@ static void blocks_usable(struct mc *m)
 	if (bytes > m->size)
 		bytes = m->size;
 	/* a block past the end of the blob is usable when the blob is */
-	while (m->blocks_done < s->nblocks &&
-	       (m->o->block_ends[m->blocks_done] <= bytes || (bytes == m->size && m->consumed == m->n)))
+	while (m->blocks_done < s->nblocks && (m->o->block_ends[m->blocks_done] <= bytes ||
+					       (bytes == m->size && m->consumed == m->n)))
 		s->block_ms[m->blocks_done++] = ms_since(m);
 }
 
@@ -297,7 +306,8 @@ static int consume(struct mc *m, bool *moved, struct rc_err *err)
 			p = m->flip;
 		}
 		rc_sha256_update(&m->sha, p, len);
-		if (m->o->consume && (rc = m->o->consume(m->o->arg, (uint64_t)c * m->chunk, p, len, err)))
+		if (m->o->consume &&
+		    (rc = m->o->consume(m->o->arg, (uint64_t)c * m->chunk, p, len, err)))
 			return rc;
 		if (c == 0)
 			m->res->self.first_ms = ms_since(m);
@@ -319,8 +329,8 @@ static int credit(struct mc *m, bool *moved, struct rc_err *err)
 		for (int i = 0; i < m->nkids; i++)
 			if (!kid_done_with(m, &m->kids[i], c))
 				return 0;
-		rc = rc_group_write_imm(m->g, m->parent, NULL, 0, 0, m->paddr, m->prkey, CH_CREDIT, c,
-					err);
+		rc = rc_group_write_imm(m->g, m->parent, NULL, 0, 0, m->paddr, m->prkey, CH_CREDIT,
+					c, err);
 		if (rc)
 			return rc;
 		m->credited++;
@@ -385,7 +395,8 @@ static void stop_kids(struct mc *m)
 
 		for (int i = 0; i < m->nkids; i++)
 			if (!m->kids[i].lost && rc_group_peer_alive(m->g, m->kids[i].rank) &&
-			    rc_group_writes_done(m->g, m->kids[i].rank) < m->kids[i].base + m->kids[i].sent + 1)
+			    rc_group_writes_done(m->g, m->kids[i].rank) <
+				    m->kids[i].base + m->kids[i].sent + 1)
 				quiet = false;
 		if (quiet)
 			break;
@@ -402,7 +413,8 @@ static int upstream_trouble(struct mc *m, struct rc_err *err)
 	if (!rc_group_peer_alive(m->g, m->parent) && m->have < m->n) {
 		char what[96];
 
-		snprintf(what, sizeof(what), "chunk %u of %u was awaited from it", m->have + 1, m->n);
+		snprintf(what, sizeof(what), "chunk %u of %u was awaited from it", m->have + 1,
+			 m->n);
 		return rc_group_peer_error(m->g, m->parent, what, err);
 	}
 	return 0;
@@ -425,8 +437,8 @@ static int data_phase(struct mc *m, struct rc_err *err)
 			uint64_t landed = rc_group_imm_count(m->g, m->parent, CH_DATA);
 
 			if (landed > m->n)
-				return rc_err_set(err, EPROTO, "rank %d sent %llu chunks of %u", m->parent,
-						  (unsigned long long)landed, m->n);
+				return rc_err_set(err, EPROTO, "rank %d sent %llu chunks of %u",
+						  m->parent, (unsigned long long)landed, m->n);
 			m->have = (uint32_t)landed;
 		}
 		if (!rc)
@@ -448,10 +460,11 @@ static int data_phase(struct mc *m, struct rc_err *err)
 		if (rc_now() - m->last_progress > m->o->timeout_ms / 1000.0) {
 			for (int i = 0; i < m->nkids; i++)
 				if (!m->kids[i].lost && m->kids[i].sent < m->have)
-					return rc_err_set(err, ETIMEDOUT,
-							  "rank %d freed no ring slot for %d ms (chunk %u of %u)",
-							  m->kids[i].rank, m->o->timeout_ms,
-							  m->kids[i].sent + 1, m->n);
+					return rc_err_set(
+						err, ETIMEDOUT,
+						"rank %d freed no ring slot for %d ms (chunk %u of %u)",
+						m->kids[i].rank, m->o->timeout_ms,
+						m->kids[i].sent + 1, m->n);
 			if (!root)
 				return rc_err_set(err, ETIMEDOUT,
 						  "no chunk from rank %d for %d ms (chunk %u of %u)",
@@ -548,8 +561,8 @@ int rc_mcast_run(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_mc
 	}
 	if (res->link_bw > 0)
 		res->ideal_s = res->width * (double)m.size / res->link_bw +
-			       (res->depth > 1 ? res->depth - 1 : 0) * (double)res->width * m.chunk /
-				       res->link_bw;
+			       (res->depth > 1 ? res->depth - 1 : 0) * (double)res->width *
+				       m.chunk / res->link_bw;
 	rc = mcast_reports(g, o, res, m.size, err);
 out:
 	release(&m);

@@ -59,7 +59,9 @@ static void take_report(const struct wire_report *w, struct rc_mcast_recv *r)
 {
 	r->reported = true;
 	r->complete = w->complete;
-	r->nblocks = w->nblocks < 0 ? 0 : w->nblocks > RC_MCAST_BLOCKS_MAX ? RC_MCAST_BLOCKS_MAX : w->nblocks;
+	r->nblocks = w->nblocks < 0                     ? 0
+		     : w->nblocks > RC_MCAST_BLOCKS_MAX ? RC_MCAST_BLOCKS_MAX
+							: w->nblocks;
 	r->children_lost = w->lost;
 	r->bytes = w->bytes;
 	r->first_ms = w->first_ms;
@@ -99,8 +101,8 @@ static int judge_own(struct rc_group *g, int root, struct rc_mcast_recv *s)
 	}
 	if (d.magic != DIGEST_MAGIC) {
 		if (!s->why[0])
-			snprintf(s->why, sizeof(s->why), "rank %d sent something else than its digest",
-				 root);
+			snprintf(s->why, sizeof(s->why),
+				 "rank %d sent something else than its digest", root);
 		return 0;
 	}
 	s->ok = s->complete && s->bytes == d.size && !memcmp(s->sha256, d.sha, 32);
@@ -112,8 +114,8 @@ static int judge_own(struct rc_group *g, int root, struct rc_mcast_recv *s)
 		snprintf(s->why, sizeof(s->why), "%llu bytes came, the root sent %llu",
 			 (unsigned long long)s->bytes, (unsigned long long)d.size);
 	else
-		snprintf(s->why, sizeof(s->why), "its SHA-256 %.16s... differs from the root's %.16s...",
-			 mine, theirs);
+		snprintf(s->why, sizeof(s->why),
+			 "its SHA-256 %.16s... differs from the root's %.16s...", mine, theirs);
 	return 0;
 }
 
@@ -150,7 +152,8 @@ int mcast_reports(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_m
 			continue;
 		}
 		if (all[j].magic != REPORT_MAGIC) {
-			snprintf(r->why, sizeof(r->why), "no report: rank %d sent something else", j);
+			snprintf(r->why, sizeof(r->why), "no report: rank %d sent something else",
+				 j);
 			continue;
 		}
 		take_report(&all[j], r);
@@ -158,7 +161,7 @@ int mcast_reports(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_m
 		if (r->complete && !r->ok && !r->why[0])
 			snprintf(r->why, sizeof(r->why), "%s",
 				 r->bytes != size ? "a different size than the root's"
-						     : "its SHA-256 differs from the root's");
+						  : "its SHA-256 differs from the root's");
 		if (r->ok) {
 			res->ok_count++;
 			if (r->last_ms / 1000.0 > res->seconds)

@@ -61,7 +61,8 @@ static int take(struct rc_client *a, const char *region, uint32_t move, int wait
 
 			if (!rc_ctrl_decode_mig_resp(resp, (size_t)len, &r) && r.status < 0)
 				return rc_err_set(err, -r.status, "the source: %s", r.msg);
-			return rc_err_set(err, EPROTO, "the source sent a malformed list of written blocks");
+			return rc_err_set(err, EPROTO,
+					  "the source sent a malformed list of written blocks");
 		}
 		if (ext_add(l, x, d.n, err))
 			return -ENOMEM;
@@ -100,21 +101,27 @@ static int etcd_prepare(const struct rc_migrate_opts *o, const char *region, str
 	rc_etcd_region_key(o->etcd_ns, region, m->key, sizeof(m->key));
 	rc = rc_etcd_get(m->e, m->key, &m->old, err);
 	if (rc == -ENOENT)
-		return rc_err_set(err, ENOENT, "etcd at %s holds no key %s: region '%s' is not published there",
+		return rc_err_set(err, ENOENT,
+				  "etcd at %s holds no key %s: region '%s' is not published there",
 				  o->etcd, m->key, region);
 	if (rc)
 		return rc;
 	if (rc_etcd_region_parse(m->old.value, &rec))
-		return rc_err_set(err, EPROTO, "etcd at %s: key %s holds no region record of rdmactl's",
-				  o->etcd, m->key);
+		return rc_err_set(err, EPROTO,
+				  "etcd at %s: key %s holds no region record of rdmactl's", o->etcd,
+				  m->key);
 	if (!same_server(rec.host, rec.port, &o->src))
-		return rc_err_set(err, EINVAL, "etcd at %s names %s:%s as the home of region '%s', not the source %s:%s",
-				  o->etcd, rec.host, rec.port, region, o->src.host, o->src.port);
+		return rc_err_set(
+			err, EINVAL,
+			"etcd at %s names %s:%s as the home of region '%s', not the source %s:%s",
+			o->etcd, rec.host, rec.port, region, o->src.host, o->src.port);
 	rc_etcd_server_key(o->etcd_ns, o->dst.host, o->dst.port, skey, sizeof(skey));
 	rc = rc_etcd_get(m->e, skey, &srv, err);
 	if (rc == -ENOENT)
-		return rc_err_set(err, ENOENT, "the destination %s:%s holds no lease in etcd at %s (no key %s): start it with register --publish etcd://%s/%s",
-				  o->dst.host, o->dst.port, o->etcd, skey, o->etcd, o->etcd_ns);
+		return rc_err_set(
+			err, ENOENT,
+			"the destination %s:%s holds no lease in etcd at %s (no key %s): start it with register --publish etcd://%s/%s",
+			o->dst.host, o->dst.port, o->etcd, skey, o->etcd, o->etcd_ns);
 	if (rc)
 		return rc_err_wrap(err, -rc, "reading the destination's key");
 	snprintf(m->lease, sizeof(m->lease), "%s", srv.lease);
@@ -159,13 +166,16 @@ static int lose(struct ext_list *l, uint64_t at, struct rc_err *err)
 
 	for (size_t i = 0; i < l->n && !rc; i++) {
 		struct rc_extent x = l->x[i], tail;
-		uint64_t end = x.src + x.len, cut = at + RC_MIG_BLOCK < end ? at + RC_MIG_BLOCK : end;
+		uint64_t end = x.src + x.len,
+			 cut = at + RC_MIG_BLOCK < end ? at + RC_MIG_BLOCK : end;
 
 		if (at < x.src || at >= end) {
 			rc = ext_add(&k, &x, 1, err);
 			continue;
 		}
-		tail = (struct rc_extent){ .src = cut, .dst = x.dst + (cut - x.src), .len = end - cut };
+		tail = (struct rc_extent){ .src = cut,
+					   .dst = x.dst + (cut - x.src),
+					   .len = end - cut };
 		x.len = at - x.src;
 		if (x.len)
 			rc = ext_add(&k, &x, 1, err);
@@ -193,8 +203,8 @@ static int blocks_digest(const struct verify *v, bool at_dst, uint64_t b0, uint6
 
 	x.len = (end < v->r->length ? end : v->r->length) - off;
 	return mig_hash_all(at_dst ? v->b : v->a, at_dst ? "destination" : "source",
-			RC_HASH_BLOCKS | (at_dst ? RC_HASH_DST : 0), v->r->region, &x, 1, x.len,
-			v->wait_ms, d, err);
+			    RC_HASH_BLOCKS | (at_dst ? RC_HASH_DST : 0), v->r->region, &x, 1, x.len,
+			    v->wait_ms, d, err);
 }
 
 /* Name the blocks of [b0, b1) whose digests differ (ds, dd: the range's),
@@ -217,13 +227,15 @@ static int bisect(const struct verify *v, uint64_t b0, uint64_t b1, const unsign
 		struct rc_migrate_bad *x = &r->bad[r->nbad++];
 
 		x->offset = b0 * RC_MIG_BLOCK;
-		x->length = r->length - x->offset < RC_MIG_BLOCK ? r->length - x->offset : RC_MIG_BLOCK;
+		x->length =
+			r->length - x->offset < RC_MIG_BLOCK ? r->length - x->offset : RC_MIG_BLOCK;
 		memcpy(x->sha_src, ds, RC_SHA256_LEN);
 		memcpy(x->sha_dst, dd, RC_SHA256_LEN);
 		return 0;
 	}
 	if ((rc = blocks_digest(v, false, b0, mid, hs, err)) ||
-	    (rc = blocks_digest(v, true, b0, mid, hd, err)) || (rc = bisect(v, b0, mid, hs, hd, err)) ||
+	    (rc = blocks_digest(v, true, b0, mid, hd, err)) ||
+	    (rc = bisect(v, b0, mid, hs, hd, err)) ||
 	    (rc = blocks_digest(v, false, mid, b1, hs, err)) ||
 	    (rc = blocks_digest(v, true, mid, b1, hd, err)))
 		return rc;
@@ -252,8 +264,8 @@ struct live {
 	const struct rc_migrate_opts *o;
 	const struct rc_migrate_live *lo;
 	struct rc_migrate_result *r;
-	struct rc_client *a, *b;   /* the source, the destination */
-	struct ext_list pend;      /* blocks written since the last round */
+	struct rc_client *a, *b; /* the source, the destination */
+	struct ext_list pend;    /* blocks written since the last round */
 	struct etcd_move em;
 	struct rc_extent whole;
 	char dst[RC_HOST_MAX + 16]; /* the destination, as clients are sent there */
@@ -298,8 +310,8 @@ static int live_first_round(struct live *m, struct rc_err *err)
 	m->tracking = true;
 	m->whole = (struct rc_extent){ .src = 0, .dst = 0, .len = m->r->length };
 	m->digest = m->lo->verify ? RC_PULL_DIGEST : 0;
-	rc = mig_pull_some(m->b, m->o, m->r->region, &m->whole, 1, true, false, 0, m->digest, 1, &bytes,
-		       err);
+	rc = mig_pull_some(m->b, m->o, m->r->region, &m->whole, 1, true, false, 0, m->digest, 1,
+			   &bytes, err);
 	if (!rc)
 		round_done(m->r, bytes, (m->r->length + RC_MIG_BLOCK - 1) / RC_MIG_BLOCK);
 	return rc;
@@ -317,8 +329,8 @@ static int live_precopy(struct live *m, struct rc_err *err)
 			return rc;
 		if (m->pend.bytes <= m->lo->dirty_bytes || r->rounds >= m->max_rounds - 1)
 			return 0;
-		rc = mig_pull_some(m->b, m->o, r->region, m->pend.x, m->pend.n, false, false, 0, m->digest,
-			       r->rounds + 1, &bytes, err);
+		rc = mig_pull_some(m->b, m->o, r->region, m->pend.x, m->pend.n, false, false, 0,
+				   m->digest, r->rounds + 1, &bytes, err);
 		if (rc)
 			return rc;
 		round_done(r, bytes, blocks_of(&m->pend));
@@ -346,8 +358,8 @@ static int live_fence_and_copy(struct live *m, struct rc_err *err)
 	if ((rc = live_take(m, err)))
 		return rc;
 	if (m->pend.n &&
-	    (rc = mig_pull_some(m->b, m->o, m->r->region, m->pend.x, m->pend.n, false, false, m->rkey,
-			    m->digest, m->r->rounds + 1, &bytes, err)))
+	    (rc = mig_pull_some(m->b, m->o, m->r->region, m->pend.x, m->pend.n, false, false,
+				m->rkey, m->digest, m->r->rounds + 1, &bytes, err)))
 		return rc;
 	round_done(m->r, bytes, blocks_of(&m->pend));
 	return 0;
@@ -376,10 +388,12 @@ static int live_cutover(struct live *m, struct rc_err *err)
 	/* The destination closes its connection to the source (not part of the
 	 * blackout: both already serve as they will). */
 	mig_pull_some(m->b, o, m->r->region, &m->whole, 0, false, true, 0, 0, 0, &bytes,
-		  &(struct rc_err){ 0 });
+		      &(struct rc_err){ 0 });
 	if (rc)
-		return rc_err_wrap(err, -rc, "region '%s' moved to %s, but the key still names the source, which sends its clients on (it keeps its fenced copy)",
-				   m->r->region, m->dst);
+		return rc_err_wrap(
+			err, -rc,
+			"region '%s' moved to %s, but the key still names the source, which sends its clients on (it keeps its fenced copy)",
+			m->r->region, m->dst);
 	return 0;
 }
 
@@ -397,14 +411,18 @@ static int live_verify_and_drop(struct live *m, struct rc_err *err)
 
 		mig_tell(m->o, "hash", 0, 0, 0);
 		if ((rc = verify_live(&v, err)))
-			return rc_err_wrap(err, -rc, "region '%s' moved to %s, but it could not be verified (the source keeps its copy)",
-					   m->r->region, m->dst);
+			return rc_err_wrap(
+				err, -rc,
+				"region '%s' moved to %s, but it could not be verified (the source keeps its copy)",
+				m->r->region, m->dst);
 		if (!m->r->verified) {
 			m->r->seconds = rc_now() - m->t0;
 			return 0;
 		}
 	}
-	rc = m->lo->keep_source ? 0 : mig_step(m->a, RC_MIG_DROP, m->move, m->r->region, NULL, &resp, m->wait, err);
+	rc = m->lo->keep_source
+		     ? 0
+		     : mig_step(m->a, RC_MIG_DROP, m->move, m->r->region, NULL, &resp, m->wait, err);
 	m->r->seconds = rc_now() - m->t0;
 	return rc;
 }
@@ -419,8 +437,10 @@ static int live_end(struct live *m, int rc, struct rc_err *err)
 		struct rc_err e2;
 
 		if (mig_step(m->a, RC_MIG_UNFENCE, m->move, m->r->region, NULL, &resp, m->wait, &e2))
-			rc_err_append(err, -rc, "aborted, and the source could not be told (%s): it lifts the fence itself once this command's connection is gone",
-				      e2.msg);
+			rc_err_append(
+				err, -rc,
+				"aborted, and the source could not be told (%s): it lifts the fence itself once this command's connection is gone",
+				e2.msg);
 		else
 			rc_err_append(err, -rc, "aborted: the source serves the region again");
 	}
@@ -441,7 +461,9 @@ int rc_migrate_live(const struct rc_migrate_opts *o, const struct rc_migrate_liv
 	memset(r, 0, sizeof(*r));
 	r->blackout_ms = -1;
 	m.wait = o->timeout_ms > 0 ? o->timeout_ms : 5000;
-	m.max_rounds = lo->max_rounds > 1 && lo->max_rounds <= RC_MIGRATE_MAX_ROUNDS - 1 ? lo->max_rounds : 8;
+	m.max_rounds = lo->max_rounds > 1 && lo->max_rounds <= RC_MIGRATE_MAX_ROUNDS - 1
+			       ? lo->max_rounds
+			       : 8;
 	if (o->etcd && !o->src.region[0])
 		return rc_err_set(err, EINVAL, "a region published in etcd is moved by its name");
 	if (!(rc = live_open(&m, err)) && !(rc = live_first_round(&m, err)) &&

@@ -47,9 +47,10 @@ static int ask(struct rc_client *cl, const char *side, const void *req, int len,
 	if (n < 0)
 		return rc_err_wrap(err, -n, "the %s", side);
 	if (rc_ctrl_decode_mig_resp(buf, (size_t)n, resp))
-		return rc_err_set(err, EPROTO,
-				  "the %s %s answered no migration request (is it an rdmactl with migrate?)",
-				  side, rc_client_peer(cl));
+		return rc_err_set(
+			err, EPROTO,
+			"the %s %s answered no migration request (is it an rdmactl with migrate?)",
+			side, rc_client_peer(cl));
 	if (resp->status < 0)
 		return rc_err_set(err, -resp->status, "the %s %s: %s", side, rc_client_peer(cl),
 				  resp->msg);
@@ -62,28 +63,31 @@ static int check_pair(const struct rc_client *a, const struct rc_client *b,
 	const struct rc_region_desc *ra = &a->region, *rb = &b->region;
 
 	if (strcmp(ra->name, rb->name))
-		return rc_err_set(err, EINVAL,
-				  "the region is '%s' on the source and '%s' on the destination: a migration keeps its name",
-				  ra->name, rb->name);
+		return rc_err_set(
+			err, EINVAL,
+			"the region is '%s' on the source and '%s' on the destination: a migration keeps its name",
+			ra->name, rb->name);
 	if (ra->length != rb->length)
-		return rc_err_set(err, EINVAL,
-				  "region '%s' is %llu bytes on the source and %llu on the destination: the sizes must match",
-				  ra->name, (unsigned long long)ra->length,
-				  (unsigned long long)rb->length);
+		return rc_err_set(
+			err, EINVAL,
+			"region '%s' is %llu bytes on the source and %llu on the destination: the sizes must match",
+			ra->name, (unsigned long long)ra->length, (unsigned long long)rb->length);
 	if (ra->access != rb->access)
-		return rc_err_set(err, EINVAL,
-				  "region '%s' has access %s on the source and %s on the destination: the access must match",
-				  ra->name, rc_access_name(ra->access), rc_access_name(rb->access));
+		return rc_err_set(
+			err, EINVAL,
+			"region '%s' has access %s on the source and %s on the destination: the access must match",
+			ra->name, rc_access_name(ra->access), rc_access_name(rb->access));
 	for (size_t i = 0; i < o->n; i++) {
 		const struct rc_extent *x = &o->ext[i];
 
 		if (x->len == 0 || x->src > ra->length || x->len > ra->length - x->src ||
 		    x->dst > rb->length || x->len > rb->length - x->dst)
-			return rc_err_set(err, ERANGE,
-					  "block %zu (offset %llu, length %llu, to %llu) is %s region '%s' (%llu bytes)",
-					  i + 1, (unsigned long long)x->src, (unsigned long long)x->len,
-					  (unsigned long long)x->dst, x->len ? "past the end of" : "empty in",
-					  ra->name, (unsigned long long)ra->length);
+			return rc_err_set(
+				err, ERANGE,
+				"block %zu (offset %llu, length %llu, to %llu) is %s region '%s' (%llu bytes)",
+				i + 1, (unsigned long long)x->src, (unsigned long long)x->len,
+				(unsigned long long)x->dst, x->len ? "past the end of" : "empty in",
+				ra->name, (unsigned long long)ra->length);
 	}
 	return 0;
 }
@@ -139,10 +143,12 @@ int mig_pull_some(struct rc_client *b, const struct rc_migrate_opts *o, const ch
 		size_t k = 0;
 		int rc;
 
-		while (i + k < n && k < RC_PULL_MAX_EXT && (k == 0 || sum + ext[i + k].len <= PULL_MAX_BYTES))
+		while (i + k < n && k < RC_PULL_MAX_EXT &&
+		       (k == 0 || sum + ext[i + k].len <= PULL_MAX_BYTES))
 			sum += ext[i + k++].len;
-		req.flags = (i == 0 && first ? RC_MIG_FIRST : 0) | (i + k == n && last ? RC_MIG_LAST : 0) |
-			    (rkey ? RC_PULL_RKEY : 0) | digest;
+		req.flags = (i == 0 && first ? RC_MIG_FIRST : 0) |
+			    (i + k == n && last ? RC_MIG_LAST : 0) | (rkey ? RC_PULL_RKEY : 0) |
+			    digest;
 		req.n = (uint32_t)k;
 		req.ext = (struct rc_extent *)&ext[i];
 		rc = ask(b, "destination", buf, rc_ctrl_encode_pull(buf, sizeof(buf), 1, &req),
@@ -209,7 +215,8 @@ int rc_migrate_blocks(const struct rc_migrate_opts *o, struct rc_migrate_result 
 		ext = &whole;
 		n = 1;
 	}
-	rc = mig_pull_some(b, o, r->region, ext, n, true, true, 0, 0, 1, &r->bytes_per_round[0], err);
+	rc = mig_pull_some(b, o, r->region, ext, n, true, true, 0, 0, 1, &r->bytes_per_round[0],
+			   err);
 	if (rc)
 		goto out;
 	r->rounds = 1;
@@ -217,10 +224,11 @@ int rc_migrate_blocks(const struct rc_migrate_opts *o, struct rc_migrate_result 
 	r->bytes = r->bytes_per_round[0];
 	/* Hashing tens of MiB takes the servers' CPUs a while under emulation. */
 	mig_tell(o, "hash", 0, 0, 0);
-	rc = mig_hash_all(a, "source", 0, r->region, ext, n, a->region.length, wait * 4, r->sha_src, err);
+	rc = mig_hash_all(a, "source", 0, r->region, ext, n, a->region.length, wait * 4, r->sha_src,
+			  err);
 	if (!rc)
-		rc = mig_hash_all(b, "destination", RC_HASH_DST, r->region, ext, n, a->region.length, wait * 4,
-			      r->sha_dst, err);
+		rc = mig_hash_all(b, "destination", RC_HASH_DST, r->region, ext, n,
+				  a->region.length, wait * 4, r->sha_dst, err);
 	if (rc)
 		goto out;
 	r->verified = !memcmp(r->sha_src, r->sha_dst, RC_SHA256_LEN);
@@ -243,4 +251,3 @@ int mig_step(struct rc_client *a, enum rc_mig_step s, uint32_t move, const char 
 	return ask(a, "source", buf, rc_ctrl_encode_mig_cmd(buf, sizeof(buf), 3, &c), wait_ms, resp,
 		   err);
 }
-

@@ -17,12 +17,12 @@
 struct blk_stash;
 
 struct blk_sums {
-	uint64_t len;                         /* the region's bytes */
+	uint64_t len; /* the region's bytes */
 	uint64_t nblocks;
-	unsigned char (*sum)[RC_SHA256_LEN];  /* zero: never digested */
-	uint8_t *have;                        /* sum[b] is set */
-	uint32_t tag;                         /* whose sums these are (a move), 0: none */
-	struct blk_stash *head, *tail;        /* copied aside, to digest later, in order */
+	unsigned char (*sum)[RC_SHA256_LEN]; /* zero: never digested */
+	uint8_t *have;                       /* sum[b] is set */
+	uint32_t tag;                        /* whose sums these are (a move), 0: none */
+	struct blk_stash *head, *tail;       /* copied aside, to digest later, in order */
 	uint64_t nstash;
 };
 

@@ -38,9 +38,10 @@ static int fetch_regions(struct rc_client *cl, struct rc_conn *c, struct rc_err 
 	while (!got_resp || !sent) {
 		n = rc_poll(c, wc, 4, -1, err);
 		if (n == -ETIMEDOUT) {
-			rc = rc_err_set(err, ETIMEDOUT,
-					"%s did not send its region table within %d ms (is it an rdmactl server?)",
-					c->peer, c->timeout_ms);
+			rc = rc_err_set(
+				err, ETIMEDOUT,
+				"%s did not send its region table within %d ms (is it an rdmactl server?)",
+				c->peer, c->timeout_ms);
 			goto out;
 		}
 		if (n < 0) {
@@ -55,9 +56,10 @@ static int fetch_regions(struct rc_client *cl, struct rc_conn *c, struct rc_err 
 			/* Only a SEND fills the buffer: an RDMA WRITE with immediate
 			 * consumes the receive and leaves it as it was. */
 			if (rc_wrid_op(wc[i].wr_id) != RC_OP_RECV || wc[i].opcode != IBV_WC_RECV) {
-				rc = rc_err_set(err, EPROTO, "%s answered the region table request with "
-						"an unexpected completion (opcode %d)", c->peer,
-						(int)wc[i].opcode);
+				rc = rc_err_set(err, EPROTO,
+						"%s answered the region table request with "
+						"an unexpected completion (opcode %d)",
+						c->peer, (int)wc[i].opcode);
 				goto out;
 			}
 			int got = rc_ctrl_decode_list(b->resp, wc[i].byte_len, cl->all,
@@ -84,7 +86,8 @@ int rc_client_select(struct rc_client *cl, const struct rc_target *t, struct rc_
 {
 	if (!t->region[0]) {
 		if (cl->nregions != 1)
-			return rc_err_set(err, EINVAL, "%s serves %d regions: name one as %s:%s/REGION",
+			return rc_err_set(err, EINVAL,
+					  "%s serves %d regions: name one as %s:%s/REGION",
 					  cl->conns[0]->peer, cl->nregions, t->host, t->port);
 		cl->region = cl->all[0];
 		return 0;
@@ -169,8 +172,8 @@ int rc_client_close(struct rc_client *cl)
 	return rc;
 }
 
-int rc_client_check(const struct rc_client *cl, uint64_t off, uint64_t len, bool write,
-		    bool atomic, struct rc_err *err)
+int rc_client_check(const struct rc_client *cl, uint64_t off, uint64_t len, bool write, bool atomic,
+		    struct rc_err *err)
 {
 	const struct rc_region_desc *r = &cl->region;
 
@@ -180,9 +183,10 @@ int rc_client_check(const struct rc_client *cl, uint64_t off, uint64_t len, bool
 				  (unsigned long long)off, (unsigned long long)len, r->name,
 				  (unsigned long long)r->length);
 	if (atomic && r->access != RC_ACCESS_ATOMIC)
-		return rc_err_set(err, EACCES,
-				  "region '%s' does not allow atomics (access %s; serve it with --access atomic)",
-				  r->name, rc_access_name(r->access));
+		return rc_err_set(
+			err, EACCES,
+			"region '%s' does not allow atomics (access %s; serve it with --access atomic)",
+			r->name, rc_access_name(r->access));
 	if (write && r->access == RC_ACCESS_RO)
 		return rc_err_set(err, EACCES, "region '%s' is read-only", r->name);
 	return 0;
@@ -247,8 +251,8 @@ static int staging_get(struct rc_client *cl, struct staging *st, size_t len, con
  * unsignalled ahead of the operation on the same QP (so it is in the
  * server's queue before the operation lands); DONE goes signalled once it
  * completed, and is waited for. */
-static int announce(struct rc_client *cl, struct staging *st, enum rc_mig_step step,
-		    uint64_t off, uint64_t len, int timeout_ms, struct rc_err *err)
+static int announce(struct rc_client *cl, struct staging *st, enum rc_mig_step step, uint64_t off,
+		    uint64_t len, int timeout_ms, struct rc_err *err)
 {
 	struct rc_conn *c = cl->conns[0];
 	unsigned char *msg = (unsigned char *)st->buf + st->len - NOTICE_ROOM +
@@ -261,8 +265,10 @@ static int announce(struct rc_client *cl, struct staging *st, enum rc_mig_step s
 	n = rc_ctrl_encode_mig_cmd(msg, NOTICE_ROOM / 2, 0, &cmd);
 	if (n < 0)
 		return rc_err_set(err, -n, "cannot encode a migration notice");
-	rc_chain_add(&ch, &(struct rc_wr){ .op = RC_OP_SEND, .laddr = (uintptr_t)msg,
-					   .len = (uint32_t)n, .lkey = st->mr->lkey,
+	rc_chain_add(&ch, &(struct rc_wr){ .op = RC_OP_SEND,
+					   .laddr = (uintptr_t)msg,
+					   .len = (uint32_t)n,
+					   .lkey = st->mr->lkey,
 					   .signaled = step == RC_MIG_DONE });
 	rc = rc_chain_post(c, &ch, err);
 	if (rc < 0 || step != RC_MIG_DONE)
@@ -286,7 +292,8 @@ static int client_stream(struct rc_client *cl, enum rc_op op, uint64_t off, uint
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	rc = staging_get(cl, &st, (size_t)RC_CLIENT_CHUNK * RC_CLIENT_DEPTH, "a staging buffer", err);
+	rc = staging_get(cl, &st, (size_t)RC_CLIENT_CHUNK * RC_CLIENT_DEPTH, "a staging buffer",
+			 err);
 	if (rc)
 		return rc;
 	if (op == RC_OP_WRITE) {
@@ -297,11 +304,24 @@ static int client_stream(struct rc_client *cl, enum rc_op op, uint64_t off, uint
 		}
 	}
 	struct rc_stream s = {
-		.op = op, .conns = cl->conns, .nconns = 1, .buf = st.buf, .lkey = st.mr->lkey,
-		.chunk = RC_CLIENT_CHUNK, .depth = RC_CLIENT_DEPTH, .batch = 4, .signal_every = 1,
-		.raddr = cl->region.addr + off, .rkey = cl->region.rkey, .total = len,
-		.fill = io->fill, .drain = io->drain, .arg = io->arg, .progress = io->progress,
-		.progress_arg = io->progress_arg, .timeout_ms = io->timeout_ms,
+		.op = op,
+		.conns = cl->conns,
+		.nconns = 1,
+		.buf = st.buf,
+		.lkey = st.mr->lkey,
+		.chunk = RC_CLIENT_CHUNK,
+		.depth = RC_CLIENT_DEPTH,
+		.batch = 4,
+		.signal_every = 1,
+		.raddr = cl->region.addr + off,
+		.rkey = cl->region.rkey,
+		.total = len,
+		.fill = io->fill,
+		.drain = io->drain,
+		.arg = io->arg,
+		.progress = io->progress,
+		.progress_arg = io->progress_arg,
+		.timeout_ms = io->timeout_ms,
 	};
 
 	rc = rc_stream_run(&s, res, err);
@@ -374,7 +394,8 @@ static int follow(struct rc_client *cl, struct rc_err *err)
 		rc = rc_client_open(&t, &cl->opts, &n, err);
 		if (rc)
 			return rc;
-		while ((rc = where(n, region, to, sizeof(to), err)) == -EAGAIN && rc_now() < deadline)
+		while ((rc = where(n, region, to, sizeof(to), err)) == -EAGAIN &&
+		       rc_now() < deadline)
 			nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
 		if (!rc && !to[0]) {
 			/* Here: the table just fetched has the region's rkey now. */
@@ -487,7 +508,9 @@ int rc_client_atomic(struct rc_client *cl, enum rc_op op, uint64_t off, uint64_t
 			break;
 	}
 	if (rc && !revoked(rc) && rc != -ENOMEM)
-		rc = rc_err_append(err, -rc, "the atomic's outcome is unknown (it may have been applied): not retried");
+		rc = rc_err_append(
+			err, -rc,
+			"the atomic's outcome is unknown (it may have been applied): not retried");
 	return rc;
 }
 
@@ -506,12 +529,24 @@ int rc_client_bench(struct rc_client *cl, const struct rc_client_bench *b,
 		return rc;
 	memset(st.buf, 0xa5, st.len);
 	struct rc_stream s = {
-		.op = b->op, .conns = cl->conns, .nconns = b->qps, .buf = st.buf,
-		.lkey = st.mr->lkey, .chunk = b->msg, .depth = b->depth, .batch = b->post_list,
-		.signal_every = b->signal_every, .raddr = cl->region.addr + b->off,
-		.rkey = cl->region.rkey, .total = b->msg, .iters = b->iters,
-		.compare_add = b->compare_add, .swap = b->swap, .timeout_ms = b->timeout_ms,
-		.lat_us = b->lat_us, .one_buffer = true,
+		.op = b->op,
+		.conns = cl->conns,
+		.nconns = b->qps,
+		.buf = st.buf,
+		.lkey = st.mr->lkey,
+		.chunk = b->msg,
+		.depth = b->depth,
+		.batch = b->post_list,
+		.signal_every = b->signal_every,
+		.raddr = cl->region.addr + b->off,
+		.rkey = cl->region.rkey,
+		.total = b->msg,
+		.iters = b->iters,
+		.compare_add = b->compare_add,
+		.swap = b->swap,
+		.timeout_ms = b->timeout_ms,
+		.lat_us = b->lat_us,
+		.one_buffer = true,
 	};
 
 	rc = rc_stream_run(&s, res, err);
@@ -528,7 +563,7 @@ int rc_client_ctrl(struct rc_client *cl, const void *req, size_t len, void *resp
 	struct {
 		unsigned char req[RC_CTRL_MSG_MAX];
 		unsigned char resp[RC_CTRL_MSG_MAX];
-	} *b;
+	} * b;
 	struct ibv_mr *mr;
 	struct ibv_wc wc[2];
 	bool sent = false;
@@ -559,7 +594,8 @@ int rc_client_ctrl(struct rc_client *cl, const void *req, size_t len, void *resp
 		int n = rc_poll(c, wc, 2, CTRL_SLICE_MS, err);
 
 		if (n == -ETIMEDOUT && !rc_client_alive(cl))
-			rc = rc_err_set(err, ECONNRESET, "%s disconnected before it answered", c->peer);
+			rc = rc_err_set(err, ECONNRESET, "%s disconnected before it answered",
+					c->peer);
 		else if (n == -ETIMEDOUT && rc_now() > deadline)
 			rc = rc_err_set(err, ETIMEDOUT, "%s did not answer within %d ms", c->peer,
 					timeout_ms);

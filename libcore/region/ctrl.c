@@ -78,8 +78,7 @@ int rc_ctrl_decode_hdr(const void *buf, size_t len, struct rc_ctrl_hdr *h)
 	return 0;
 }
 
-int rc_ctrl_encode_list(void *buf, size_t cap, uint32_t seq, const struct rc_region_desc *r,
-			int n)
+int rc_ctrl_encode_list(void *buf, size_t cap, uint32_t seq, const struct rc_region_desc *r, int n)
 {
 	size_t need = RC_CTRL_HDR_LEN + 4 + (size_t)n * RC_REGION_WIRE_LEN;
 	unsigned char *p = buf;
@@ -239,8 +238,7 @@ static int decode_ext_msg(const void *buf, size_t len, uint16_t type, struct rc_
 	const unsigned char *p = (const unsigned char *)buf + RC_CTRL_HDR_LEN;
 	struct rc_ctrl_hdr h;
 
-	if (rc_ctrl_decode_hdr(buf, len, &h) || h.type != type ||
-	    h.len < RC_HASH_FIXED_LEN)
+	if (rc_ctrl_decode_hdr(buf, len, &h) || h.type != type || h.len < RC_HASH_FIXED_LEN)
 		return -EBADMSG;
 	r->flags = get32(p);
 	r->n = get32(p + 4);

@@ -20,7 +20,7 @@
 
 #define SRV_RECVS 16
 #define SRV_MAX_CONNS 256
-#define SRV_KEEPALIVE_MS 5000 /* default probe interval */
+#define SRV_KEEPALIVE_MS 5000      /* default probe interval */
 #define SRV_FLUSH_SLICE (8u << 20) /* bytes written back per step */
 
 struct srv_conn {
@@ -28,8 +28,8 @@ struct srv_conn {
 	struct ibv_mr *mr;
 	double probe_at;   /* next keepalive probe */
 	double probe_sent; /* the one in flight */
-	bool probing;   /* one in flight */
-	bool admin;     /* it presented the admin token: migration steps */
+	bool probing;      /* one in flight */
+	bool admin;        /* it presented the admin token: migration steps */
 	struct {
 		unsigned char recv[SRV_RECVS][RC_CTRL_MSG_MAX];
 		/* The reply to the request in recv[i]: its own buffer, and recv[i]
@@ -50,23 +50,41 @@ struct rc_server {
 	struct srv_conn *conns[SRV_MAX_CONNS];
 	int nconns;
 	int max_conns;
-	bool draining; /* a fence's drain_all is under way */
+	bool draining;       /* a fence's drain_all is under way */
 	struct srv_mig *mig; /* a migration's pull connection and hash */
 	struct {
-		double at;     /* the next pass starts then */
-		bool on;       /* a pass is under way */
-		int reg;       /* the region it writes back */
-		size_t off;    /* and how far it got there */
+		double at;  /* the next pass starts then */
+		bool on;    /* a pass is under way */
+		int reg;    /* the region it writes back */
+		size_t off; /* and how far it got there */
 	} flush;
 	struct rc_server_stats st; /* its counters; conns is filled when asked */
 };
 
-int rc_server_nregions(const struct rc_server *s) { return s->nregions; }
-const struct rc_region *rc_server_region(const struct rc_server *s, int i) { return &s->regions[i]; }
-const struct rc_listener *rc_server_listener(const struct rc_server *s) { return s->l; }
-const struct rc_gid_info *rc_server_gid(const struct rc_server *s) { return &s->gid; }
-const char *rc_server_token(const struct rc_server *s) { return s->token[0] ? s->token : NULL; }
-int rc_server_nconns(const struct rc_server *s) { return s->nconns; }
+int rc_server_nregions(const struct rc_server *s)
+{
+	return s->nregions;
+}
+const struct rc_region *rc_server_region(const struct rc_server *s, int i)
+{
+	return &s->regions[i];
+}
+const struct rc_listener *rc_server_listener(const struct rc_server *s)
+{
+	return s->l;
+}
+const struct rc_gid_info *rc_server_gid(const struct rc_server *s)
+{
+	return &s->gid;
+}
+const char *rc_server_token(const struct rc_server *s)
+{
+	return s->token[0] ? s->token : NULL;
+}
+int rc_server_nconns(const struct rc_server *s)
+{
+	return s->nconns;
+}
 
 void rc_server_stats(const struct rc_server *s, struct rc_server_stats *out)
 {
@@ -132,17 +150,16 @@ int rc_server_create(const struct rc_server_opts *o, struct rc_server **out, str
 	return 0;
 }
 
-int rc_server_add_region(struct rc_server *s, const char *name, enum rc_mem_kind kind,
-			 size_t len, const char *path, enum rc_access access, struct rc_err *err)
+int rc_server_add_region(struct rc_server *s, const char *name, enum rc_mem_kind kind, size_t len,
+			 const char *path, enum rc_access access, struct rc_err *err)
 {
 	struct rc_mem_spec spec = { .kind = kind, .len = len, .path = path };
 
 	return rc_server_add_region_spec(s, name, &spec, access, err);
 }
 
-int rc_server_add_region_spec(struct rc_server *s, const char *name,
-			      const struct rc_mem_spec *spec, enum rc_access access,
-			      struct rc_err *err)
+int rc_server_add_region_spec(struct rc_server *s, const char *name, const struct rc_mem_spec *spec,
+			      enum rc_access access, struct rc_err *err)
 {
 	enum rc_mem_kind kind = spec->kind;
 	const char *path = spec->path;
@@ -156,7 +173,8 @@ int rc_server_add_region_spec(struct rc_server *s, const char *name,
 				  RC_NAME_MAX - 1);
 	for (int i = 0; i < s->nregions; i++)
 		if (!strcmp(s->regions[i].d.name, name))
-			return rc_err_set(err, EEXIST, "a region named '%s' is already served", name);
+			return rc_err_set(err, EEXIST, "a region named '%s' is already served",
+					  name);
 	if (s->nregions >= RC_MAX_REGIONS)
 		return rc_err_set(err, ENOSPC, "at most %d regions per server", RC_MAX_REGIONS);
 	r = &s->regions[s->nregions];
@@ -241,10 +259,14 @@ static bool conn_live(const struct rc_server *s, const struct srv_conn *sc)
 
 static struct srv_mig_host mig_host(struct rc_server *s)
 {
-	return (struct srv_mig_host){ .regions = s->regions, .nregions = s->nregions,
-				      .pd = s->l->pd, .bind_addr = s->l->addr,
-				      .dev_name = s->l->dev_name, .drain_all = drain_all,
-				      .reply = mig_reply, .arg = s };
+	return (struct srv_mig_host){ .regions = s->regions,
+				      .nregions = s->nregions,
+				      .pd = s->l->pd,
+				      .bind_addr = s->l->addr,
+				      .dev_name = s->l->dev_name,
+				      .drain_all = drain_all,
+				      .reply = mig_reply,
+				      .arg = s };
 }
 
 static void drop_conn(struct rc_server *s, struct srv_conn *sc, bool peer_gone, bool tell,
@@ -283,8 +305,7 @@ static bool admin_ok(const struct rc_server *s, const struct rdma_conn_param *p)
 	return s->admin[0] && len && pd[0] && rc_token_equal(s->admin, pd, len);
 }
 
-static bool token_ok(const struct rc_server *s, const struct rdma_conn_param *p,
-		     const char **why)
+static bool token_ok(const struct rc_server *s, const struct rdma_conn_param *p, const char **why)
 {
 	const unsigned char *pd = p->private_data;
 	size_t len = pd ? p->private_data_len : 0;
@@ -308,7 +329,9 @@ static bool token_ok(const struct rc_server *s, const struct rdma_conn_param *p,
 
 static void on_connect_request(struct rc_server *s, struct rc_cm_event *ev)
 {
-	struct rc_conn_opts co = { .sq_depth = SRV_RECVS + 1, .rq_depth = SRV_RECVS, .timeout_ms = 5000 };
+	struct rc_conn_opts co = { .sq_depth = SRV_RECVS + 1,
+				   .rq_depth = SRV_RECVS,
+				   .timeout_ms = 5000 };
 	struct srv_conn *sc;
 	const char *why = NULL;
 	struct rc_err e;
@@ -378,7 +401,6 @@ static int handle_cm(struct rc_server *s, struct rc_err *err)
 	return 0;
 }
 
-
 static void handle_ctrl(struct rc_server *s, struct srv_conn *sc, struct ibv_wc *wc)
 {
 	int slot = (int)(wc->wr_id & RC_WRID_MASK);
@@ -396,7 +418,8 @@ static void handle_ctrl(struct rc_server *s, struct srv_conn *sc, struct ibv_wc 
 	if (rc_wrid_op(wc->wr_id) != RC_OP_RECV)
 		return;
 	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-		struct rc_server_event ev = { .kind = RC_EV_IMM, .peer = sc->c->peer,
+		struct rc_server_event ev = { .kind = RC_EV_IMM,
+					      .peer = sc->c->peer,
 					      .imm = be32toh(wc->imm_data) };
 
 		s->st.imms++;
@@ -478,7 +501,8 @@ static bool flush_step(struct rc_server *s)
 	}
 	while (s->flush.reg < s->nregions) {
 		struct rc_region *r = &s->regions[s->flush.reg];
-		size_t left = r->mem.len - s->flush.off, n = left < SRV_FLUSH_SLICE ? left : SRV_FLUSH_SLICE;
+		size_t left = r->mem.len - s->flush.off,
+		       n = left < SRV_FLUSH_SLICE ? left : SRV_FLUSH_SLICE;
 		struct rc_err e = { 0 };
 
 		if (r->mem.kind != RC_MEM_FILE || !r->mem.writable || !left) {
@@ -487,7 +511,8 @@ static bool flush_step(struct rc_server *s)
 			continue;
 		}
 		if (rc_mem_sync_range(&r->mem, s->flush.off, n, &e)) {
-			struct rc_server_event ev = { .kind = RC_EV_FLUSH_FAILED, .region = r->d.name,
+			struct rc_server_event ev = { .kind = RC_EV_FLUSH_FAILED,
+						      .region = r->d.name,
 						      .reason = e.msg };
 
 			s->st.flush_failed++;
@@ -532,8 +557,10 @@ static void keepalive(struct rc_server *s)
 		 * timeout waits for ever): a probe unanswered for three intervals
 		 * is the answer. */
 		if (sc->probing && now - sc->probe_sent > 3 * every / 1000.0) {
-			snprintf(why, sizeof(why), "keepalive: no answer from the peer in %d ms "
-				 "(its host is gone or unreachable)", 3 * every);
+			snprintf(why, sizeof(why),
+				 "keepalive: no answer from the peer in %d ms "
+				 "(its host is gone or unreachable)",
+				 3 * every);
 			drop_conn(s, sc, false, true, why);
 			continue;
 		}
@@ -613,7 +640,8 @@ int rc_server_step(struct rc_server *s, int timeout_ms, struct rc_err *err)
 	pfd[n + 1] = (struct pollfd){ .fd = mfd, .events = POLLIN };
 	r = poll(pfd, (nfds_t)n + (mfd >= 0 ? 2 : 1), timeout_ms);
 	if (r < 0)
-		return errno == EINTR ? 0 : rc_err_set(err, errno, "poll failed: %s", strerror(errno));
+		return errno == EINTR ? 0
+				      : rc_err_set(err, errno, "poll failed: %s", strerror(errno));
 	/* Completions first: a connection may be dropped by a CM event below. */
 	handle_cqs(s, pfd, n);
 	if (mfd >= 0 && (pfd[n + 1].revents & POLLIN)) {
@@ -656,8 +684,8 @@ int rc_server_destroy(struct rc_server *s, struct rc_err *err)
 		struct rc_err e = { 0 };
 
 		if (reg->mr && (r = ibv_dereg_mr(reg->mr)) && !rc) /* its error, not errno */
-			rc = rc_err_set(&other, r, "cannot deregister region '%s': %s",
-					reg->d.name, strerror(abs(r)));
+			rc = rc_err_set(&other, r, "cannot deregister region '%s': %s", reg->d.name,
+					strerror(abs(r)));
 		r = rc_mem_sync(&reg->mem, &e);
 		if (r && !synced)
 			synced = rc_err_set(err, -r, "region '%s': %s", reg->d.name, e.msg);

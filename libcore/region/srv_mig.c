@@ -54,12 +54,12 @@ static const char *state_name[] = { "served here", "being moved (tracking its wr
 /* A region's migration: what was written since the last TAKE. */
 struct mig_region {
 	enum mig_state state;
-	uint32_t move;             /* the move that owns it (tracking to cut over), else 0 */
-	const void *owner;         /* that move's connection */
-	struct ibv_mr *ro;         /* registered at TRACK, read-only: the fence's */
+	uint32_t move;     /* the move that owns it (tracking to cut over), else 0 */
+	const void *owner; /* that move's connection */
+	struct ibv_mr *ro; /* registered at TRACK, read-only: the fence's */
 	uint64_t nblocks;
-	uint8_t *dirty;            /* one byte a block: simple, and regions are few */
-	int busy;                  /* PULL and HASH requests queued or running on it */
+	uint8_t *dirty; /* one byte a block: simple, and regions are few */
+	int busy;       /* PULL and HASH requests queued or running on it */
 	/* Digests per block, for a verification outside the blackout (the
 	 * worker's only): of what was pulled into it here (a destination),
 	 * and of its frozen copy (a source, fenced or cut over). */
@@ -77,10 +77,10 @@ struct open_write {
 /* A PULL or HASH for the worker: everything it needs, taken on the event
  * loop when the request was checked. */
 struct job {
-	const void *conn;          /* NULL: its connection is gone, no answer */
+	const void *conn; /* NULL: its connection is gone, no answer */
 	int slot;
 	uint32_t seq;
-	uint32_t type;             /* RC_CTRL_PULL_REQ or RC_CTRL_HASH_REQ */
+	uint32_t type; /* RC_CTRL_PULL_REQ or RC_CTRL_HASH_REQ */
 	int region;
 	uint32_t flags;
 	uint32_t n;
@@ -92,10 +92,10 @@ struct job {
 	uint64_t local;
 	uint32_t lkey;
 	uint64_t dst_len;
-	unsigned char *mbuf;       /* the destination's memory (NULL: not host memory) */
+	unsigned char *mbuf; /* the destination's memory (NULL: not host memory) */
 	/* HASH */
 	const unsigned char *buf;
-	uint32_t move;             /* RC_HASH_BLOCKS at the source: the move frozen */
+	uint32_t move; /* RC_HASH_BLOCKS at the source: the move frozen */
 	/* The answer */
 	struct rc_mig_resp resp;
 };
@@ -110,7 +110,7 @@ struct srv_mig {
 	struct rc_client *src;
 	const void *pull_owner;
 	int pull_region;
-	bool src_close;            /* its owner went while a job ran: close it after */
+	bool src_close; /* its owner went while a job ran: close it after */
 	struct rc_sha256 sha;
 	uint64_t hashed;
 	const void *hash_owner;
@@ -153,7 +153,8 @@ static void mark(struct mig_region *m, uint64_t off, uint64_t len)
 {
 	if (!moving(m) || !m->dirty || !len)
 		return;
-	for (uint64_t b = off / RC_MIG_BLOCK; b <= (off + len - 1) / RC_MIG_BLOCK && b < m->nblocks; b++)
+	for (uint64_t b = off / RC_MIG_BLOCK; b <= (off + len - 1) / RC_MIG_BLOCK && b < m->nblocks;
+	     b++)
 		m->dirty[b] = 1;
 }
 
@@ -224,7 +225,8 @@ static int pull_run(struct srv_mig *st, struct job *j, struct rc_err *err)
 		o.conn.sq_depth = 32;
 		rc = rc_client_open(&j->src, &o, &st->src, err);
 		if (rc)
-			return rc_err_wrap(err, -rc, "cannot reach the source %s:%s", j->src.host, j->src.port);
+			return rc_err_wrap(err, -rc, "cannot reach the source %s:%s", j->src.host,
+					   j->src.port);
 	}
 	if (!st->src)
 		return rc_err_set(err, ENOTCONN, "a pull must start with RC_MIG_FIRST");
@@ -238,14 +240,20 @@ static int pull_run(struct srv_mig *st, struct job *j, struct rc_err *err)
 	for (uint32_t i = 0; i < j->n; i++)
 		if (j->ext[i].src > st->src->region.length ||
 		    j->ext[i].len > st->src->region.length - j->ext[i].src)
-			return rc_err_set(err, ERANGE, "extent %llu+%llu is past the end of the source's region",
+			return rc_err_set(err, ERANGE,
+					  "extent %llu+%llu is past the end of the source's region",
 					  (unsigned long long)j->ext[i].src,
 					  (unsigned long long)j->ext[i].len);
 	struct rc_copy c = {
-		.op = RC_OP_READ, .conn = st->src->conns[0], .local = j->local, .lkey = j->lkey,
+		.op = RC_OP_READ,
+		.conn = st->src->conns[0],
+		.local = j->local,
+		.lkey = j->lkey,
 		.remote = st->src->region.addr,
 		.rkey = (j->flags & RC_PULL_RKEY) ? j->rkey : st->src->region.rkey,
-		.ext = j->ext, .n = j->n, .timeout_ms = PULL_TIMEOUT_MS,
+		.ext = j->ext,
+		.n = j->n,
+		.timeout_ms = PULL_TIMEOUT_MS,
 	};
 
 	rc = rc_copy_run(&c, &j->resp.bytes, err);
@@ -489,8 +497,8 @@ static int region_index(const struct srv_mig_host *h, const char *name)
 	return -1;
 }
 
-static int check_extents(const struct rc_extent *x, uint32_t n, uint64_t src_len,
-			 uint64_t dst_len, uint64_t cap, struct rc_err *err)
+static int check_extents(const struct rc_extent *x, uint32_t n, uint64_t src_len, uint64_t dst_len,
+			 uint64_t cap, struct rc_err *err)
 {
 	uint64_t sum = 0;
 
@@ -503,9 +511,10 @@ static int check_extents(const struct rc_extent *x, uint32_t n, uint64_t src_len
 					  (unsigned long long)x[i].dst);
 		sum += x[i].len;
 		if (sum > cap)
-			return rc_err_set(err, E2BIG,
-					  "a request covers at most %llu bytes (the region's size): split it",
-					  (unsigned long long)cap);
+			return rc_err_set(
+				err, E2BIG,
+				"a request covers at most %llu bytes (the region's size): split it",
+				(unsigned long long)cap);
 	}
 	return 0;
 }
@@ -598,7 +607,8 @@ static int take(struct mig_region *m, void *out, size_t cap, uint32_t seq)
 			break;
 		for (e = b; e < m->nblocks && m->dirty[e]; e++)
 			m->dirty[e] = 0;
-		x[r.n++] = (struct rc_extent){ .src = b * RC_MIG_BLOCK, .dst = b * RC_MIG_BLOCK,
+		x[r.n++] = (struct rc_extent){ .src = b * RC_MIG_BLOCK,
+					       .dst = b * RC_MIG_BLOCK,
 					       .len = (e - b) * RC_MIG_BLOCK };
 		b = e;
 	}
@@ -610,8 +620,8 @@ static int take(struct mig_region *m, void *out, size_t cap, uint32_t seq)
 
 static const char *step_name(uint32_t s)
 {
-	static const char *n[] = { "?", "TRACK", "TAKE", "FENCE", "UNFENCE", "CUTOVER",
-				   "DROP", "WHERE", "INTENT", "DONE" };
+	static const char *n[] = { "?",       "TRACK", "TAKE",  "FENCE",  "UNFENCE",
+				   "CUTOVER", "DROP",  "WHERE", "INTENT", "DONE" };
 
 	return s < sizeof(n) / sizeof(n[0]) ? n[s] : "?";
 }
@@ -630,8 +640,10 @@ static int owned(const struct mig_region *m, const struct rc_mig_cmd *c, unsigne
 				  state_name[m->state], step_name(c->step));
 	}
 	if (!m->move || c->move != m->move)
-		return rc_err_set(err, EPERM, "region '%s' is being moved by another migration (not move %u): %s refused",
-				  c->region, c->move, step_name(c->step));
+		return rc_err_set(
+			err, EPERM,
+			"region '%s' is being moved by another migration (not move %u): %s refused",
+			c->region, c->move, step_name(c->step));
 	return 0;
 }
 
@@ -688,7 +700,8 @@ static int on_where(const struct step_ctx *x, struct rc_err *err)
 	if (gone(x->m))
 		snprintf(x->resp->msg, sizeof(x->resp->msg), "%s", x->m->moved_to);
 	else if (x->m->state == MS_FENCED)
-		return rc_err_set(err, EAGAIN, "region '%s' is being moved: ask again", x->c->region);
+		return rc_err_set(err, EAGAIN, "region '%s' is being moved: ask again",
+				  x->c->region);
 	return 0;
 }
 
@@ -702,13 +715,16 @@ static int on_track(const struct step_ctx *x, struct rc_err *err)
 	int rc;
 
 	if (m->state != MS_SERVING)
-		return rc_err_set(err, EBUSY, "region '%s' is %s%s%s: another move is refused", name,
-				  state_name[m->state], gone(m) ? " to " : "", gone(m) ? m->moved_to : "");
+		return rc_err_set(err, EBUSY, "region '%s' is %s%s%s: another move is refused",
+				  name, state_name[m->state], gone(m) ? " to " : "",
+				  gone(m) ? m->moved_to : "");
 	if (x->st->pull_owner && x->st->pull_region == x->ri)
-		return rc_err_set(err, EBUSY, "region '%s' is being pulled into here: it cannot be moved away now",
+		return rc_err_set(err, EBUSY,
+				  "region '%s' is being pulled into here: it cannot be moved away now",
 				  name);
 	if (r->mem.kind == RC_MEM_CUDA)
-		return rc_err_set(err, ENOTSUP, "region '%s' is GPU memory: it cannot be moved live", name);
+		return rc_err_set(err, ENOTSUP,
+				  "region '%s' is GPU memory: it cannot be moved live", name);
 	if (!r->mr)
 		return rc_err_set(err, EINVAL, "region '%s' is not registered here", name);
 	free(m->dirty);
@@ -820,9 +836,9 @@ static const struct {
 	int (*fn)(const struct step_ctx *x, struct rc_err *err);
 	bool admin;
 } steps[] = {
-	[RC_MIG_INTENT] = { on_intent, false }, [RC_MIG_DONE] = { on_done, false },
-	[RC_MIG_WHERE] = { on_where, false },   [RC_MIG_TRACK] = { on_track, true },
-	[RC_MIG_FENCE] = { on_fence, true },    [RC_MIG_UNFENCE] = { on_unfence, true },
+	[RC_MIG_INTENT] = { on_intent, false },  [RC_MIG_DONE] = { on_done, false },
+	[RC_MIG_WHERE] = { on_where, false },    [RC_MIG_TRACK] = { on_track, true },
+	[RC_MIG_FENCE] = { on_fence, true },     [RC_MIG_UNFENCE] = { on_unfence, true },
 	[RC_MIG_CUTOVER] = { on_cutover, true }, [RC_MIG_DROP] = { on_drop, true },
 };
 
@@ -838,9 +854,10 @@ static int step(struct srv_mig *st, const struct srv_mig_host *h, const void *co
 	x.m = &st->reg[x.ri];
 	x.r = &h->regions[x.ri];
 	if ((!known || steps[c->step].admin) && !admin)
-		return rc_err_set(err, EPERM,
-				  "migration steps need the server's admin token (migrate --admin-token-file): %s refused",
-				  step_name(c->step));
+		return rc_err_set(
+			err, EPERM,
+			"migration steps need the server's admin token (migrate --admin-token-file): %s refused",
+			step_name(c->step));
 	if (!known)
 		return rc_err_set(err, EINVAL, "unknown migration step %u", c->step);
 	return steps[c->step].fn(&x, err);
@@ -851,7 +868,8 @@ static int job_queue(struct srv_mig *st, struct job *j, struct rc_err *err)
 {
 	if (st->njobs == MAX_JOBS) {
 		free(j);
-		return rc_err_set(err, EBUSY, "%d migration requests wait here already: ask again later",
+		return rc_err_set(err, EBUSY,
+				  "%d migration requests wait here already: ask again later",
 				  MAX_JOBS);
 	}
 	st->jobs[(st->head + st->njobs) % MAX_JOBS] = j;
@@ -876,13 +894,15 @@ static int pull(struct srv_mig *st, const struct srv_mig_host *h, const void *co
 	if (dst->d.access == RC_ACCESS_RO)
 		return rc_err_set(err, EACCES, "region '%s' is read-only here", r->dst_region);
 	if (moving(m))
-		return rc_err_set(err, EBUSY, "region '%s' is %s: it cannot take a pull", r->dst_region,
-				  state_name[m->state]);
+		return rc_err_set(err, EBUSY, "region '%s' is %s: it cannot take a pull",
+				  r->dst_region, state_name[m->state]);
 	if (r->flags & RC_MIG_FIRST) {
 		if (st->pull_owner && st->pull_owner != conn)
-			return rc_err_set(err, EBUSY, "another migration pulls into this server now");
+			return rc_err_set(err, EBUSY,
+					  "another migration pulls into this server now");
 		if (gone(m) && m->busy)
-			return rc_err_set(err, EBUSY, "region '%s' has requests running", r->dst_region);
+			return rc_err_set(err, EBUSY, "region '%s' has requests running",
+					  r->dst_region);
 		/* A move back: the region is served here again, and filled. */
 		if (gone(m) && (rc = revive(h, m, dst, err)))
 			return rc;
@@ -894,8 +914,10 @@ static int pull(struct srv_mig *st, const struct srv_mig_host *h, const void *co
 	if (!dst->mr)
 		return rc_err_set(err, EINVAL, "region '%s' is not registered here", r->dst_region);
 	if ((r->flags & RC_PULL_DIGEST) && dst->mem.kind == RC_MEM_CUDA)
-		return rc_err_set(err, ENOTSUP, "region '%s' is GPU memory here: its blocks cannot be digested as they land (move it with --no-verify)",
-				  r->dst_region);
+		return rc_err_set(
+			err, ENOTSUP,
+			"region '%s' is GPU memory here: its blocks cannot be digested as they land (move it with --no-verify)",
+			r->dst_region);
 	rc = check_extents(r->ext, r->n, UINT64_MAX, dst->d.length, dst->d.length, err);
 	if (rc)
 		return rc;
@@ -924,8 +946,10 @@ static int blocks_check(const struct mig_region *m, const struct rc_region *reg,
 		return 0;
 	if ((r->flags & (RC_MIG_FIRST | RC_MIG_LAST)) != (RC_MIG_FIRST | RC_MIG_LAST) || r->n != 1 ||
 	    !blk_sums_aligned(reg->d.length, at_dst ? r->ext[0].dst : r->ext[0].src, r->ext[0].len))
-		return rc_err_set(err, EINVAL, "a digest of blocks is one request of one range of whole %u-byte blocks",
-				  RC_MIG_BLOCK);
+		return rc_err_set(
+			err, EINVAL,
+			"a digest of blocks is one request of one range of whole %u-byte blocks",
+			RC_MIG_BLOCK);
 	if (at_dst ? moving(m) || gone(m) : m->state != MS_FENCED && m->state != MS_CUT_OVER)
 		return rc_err_set(err, EINVAL, "region '%s' is %s: no digest of its blocks %s",
 				  r->region, state_name[m->state],
@@ -974,8 +998,8 @@ static int hash(struct srv_mig *st, const struct srv_mig_host *h, const void *co
 	return 0;
 }
 
-int srv_mig_handle(struct srv_mig **stp, const struct srv_mig_host *h, const void *conn,
-		   bool admin, int slot, const void *msg, size_t len, void *out, size_t cap)
+int srv_mig_handle(struct srv_mig **stp, const struct srv_mig_host *h, const void *conn, bool admin,
+		   int slot, const void *msg, size_t len, void *out, size_t cap)
 {
 	struct rc_mig_resp resp = { 0 };
 	struct rc_ctrl_hdr hdr;
@@ -1002,8 +1026,10 @@ int srv_mig_handle(struct srv_mig **stp, const struct srv_mig_host *h, const voi
 		if (!j) {
 			rc = rc_err_set(&e, ENOMEM, "out of memory");
 		} else if (!admin) {
-			rc = rc_err_set(&e, EPERM, "%s needs the server's admin token (migrate --admin-token-file)",
-					hdr.type == RC_CTRL_PULL_REQ ? "a pull" : "a hash");
+			rc = rc_err_set(
+				&e, EPERM,
+				"%s needs the server's admin token (migrate --admin-token-file)",
+				hdr.type == RC_CTRL_PULL_REQ ? "a pull" : "a hash");
 		} else if (hdr.type == RC_CTRL_PULL_REQ) {
 			struct rc_pull_req r = { .ext = j->ext };
 
@@ -1042,9 +1068,12 @@ int srv_mig_handle(struct srv_mig **stp, const struct srv_mig_host *h, const voi
 			int ri = region_index(h, c.region);
 
 			if (ri < 0)
-				rc = rc_err_set(&e, ENOENT, "no region named '%s' is served here", c.region);
+				rc = rc_err_set(&e, ENOENT, "no region named '%s' is served here",
+						c.region);
 			else if (!admin)
-				rc = rc_err_set(&e, EPERM, "migration steps need the server's admin token (migrate --admin-token-file): TAKE refused");
+				rc = rc_err_set(
+					&e, EPERM,
+					"migration steps need the server's admin token (migrate --admin-token-file): TAKE refused");
 			else if (!(rc = owned(&st->reg[ri], &c, IN(MS_TRACKING) | IN(MS_FENCED), &e)))
 				return take(&st->reg[ri], out, cap, hdr.seq);
 		} else {

@@ -17,8 +17,8 @@ struct srv_mig;
 struct srv_mig_host {
 	struct rc_region *regions;
 	int nregions;
-	struct ibv_pd *pd;         /* the listener's: the regions are registered on it */
-	const char *bind_addr;     /* connect to the source from here (NULL: any) */
+	struct ibv_pd *pd;     /* the listener's: the regions are registered on it */
+	const char *bind_addr; /* connect to the source from here (NULL: any) */
 	const char *dev_name;
 	/* Reap the completions of every connection but skip, now (the notices
 	 * that came in before a fence must be counted by it). It never frees
@@ -39,8 +39,8 @@ struct srv_mig_host {
  * is none to send (a client's notice, or a message of another kind), or
  * SRV_MIG_LATER (the slot is busy until h->reply). *st is the server's
  * migration state, created on first use. */
-int srv_mig_handle(struct srv_mig **st, const struct srv_mig_host *h, const void *conn,
-		   bool admin, int slot, const void *msg, size_t len, void *out, size_t cap);
+int srv_mig_handle(struct srv_mig **st, const struct srv_mig_host *h, const void *conn, bool admin,
+		   int slot, const void *msg, size_t len, void *out, size_t cap);
 /* A file descriptor that is readable when the worker finished a request
  * (then call srv_mig_poll), or -1. */
 int srv_mig_fd(const struct srv_mig *st);

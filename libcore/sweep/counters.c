@@ -14,9 +14,9 @@
 
 #include "sweep_int.h"
 
-static const char *const interesting[] = { "err", "retr", "retry", "seq", "dup", "discard",
-					   "drop", "timeout", "nak", "rnr", "downed",
-					   "recovery", "cnp", "ecn", NULL };
+static const char *const interesting[] = { "err",     "retr",     "retry",   "seq", "dup",
+					   "discard", "drop",     "timeout", "nak", "rnr",
+					   "downed",  "recovery", "cnp",     "ecn", NULL };
 
 static bool wanted(const char *name)
 {
@@ -52,8 +52,7 @@ static void read_dir(const char *base, const char *sub, struct ctr_snap *s)
 	while ((d = readdir(dp)) && s->n < CTR_SNAP_MAX) {
 		uint64_t v;
 
-		if (d->d_name[0] == '.' || !wanted(d->d_name) ||
-		    strlen(d->d_name) > 27)
+		if (d->d_name[0] == '.' || !wanted(d->d_name) || strlen(d->d_name) > 27)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
 		if (!read_u64(path, &v))
@@ -120,8 +119,8 @@ double rc_sweep_link_rate(const char *sysfs, const char *dev, int port)
 	double gbps = 0;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/class/infiniband/%.64s/ports/%d/rate", sysfs ? sysfs : "/sys",
-		 dev, port);
+	snprintf(path, sizeof(path), "%s/class/infiniband/%.64s/ports/%d/rate",
+		 sysfs ? sysfs : "/sys", dev, port);
 	if (!(f = fopen(path, "r")))
 		return 0;
 	if (fgets(line, sizeof(line), f)) {

@@ -51,13 +51,20 @@ double rc_sweep_mad(const double *v, int n, double med)
 const char *rc_sweep_why_name(unsigned bit)
 {
 	switch (bit) {
-	case RC_SWEEP_FAILED: return "failed";
-	case RC_SWEEP_SLOW: return "slow";
-	case RC_SWEEP_BELOW_LINE: return "below_line_rate";
-	case RC_SWEEP_LAT: return "latency";
-	case RC_SWEEP_LAT_MAX: return "latency_max";
-	case RC_SWEEP_ASYM: return "asymmetric";
-	default: return "?";
+	case RC_SWEEP_FAILED:
+		return "failed";
+	case RC_SWEEP_SLOW:
+		return "slow";
+	case RC_SWEEP_BELOW_LINE:
+		return "below_line_rate";
+	case RC_SWEEP_LAT:
+		return "latency";
+	case RC_SWEEP_LAT_MAX:
+		return "latency_max";
+	case RC_SWEEP_ASYM:
+		return "asymmetric";
+	default:
+		return "?";
 	}
 }
 
@@ -74,8 +81,8 @@ void rc_sweep_limits_default(struct rc_sweep_limits *l)
 }
 
 /* Median and MAD of one field over the measured directions. */
-static void spread(int world, const struct rc_sweep_cell *m, size_t off, double *vals,
-		   double *med, double *mad)
+static void spread(int world, const struct rc_sweep_cell *m, size_t off, double *vals, double *med,
+		   double *mad)
 {
 	int n = 0;
 
@@ -93,8 +100,8 @@ static void spread(int world, const struct rc_sweep_cell *m, size_t off, double 
 	*mad = rc_sweep_mad(vals, n, *med);
 }
 
-static unsigned judge_cell(const struct rc_sweep_cell *c, double rate, const struct rc_sweep_limits *l,
-			   const struct rc_sweep_verdict *v)
+static unsigned judge_cell(const struct rc_sweep_cell *c, double rate,
+			   const struct rc_sweep_limits *l, const struct rc_sweep_verdict *v)
 {
 	unsigned why = 0;
 

@@ -46,10 +46,11 @@ int rc_sweep_pairs_parse(const char *text, int world, uint8_t *want, struct rc_e
 		if (n != 2)
 			return rc_err_set(err, EINVAL, "line %d: expected two ranks, \"A B\"", line);
 		if (rank_word(a, world, &i) || rank_word(b, world, &j))
-			return rc_err_set(err, EINVAL, "line %d: \"%s %s\": ranks are 0 to %d", line, a,
-					  b, world - 1);
+			return rc_err_set(err, EINVAL, "line %d: \"%s %s\": ranks are 0 to %d",
+					  line, a, b, world - 1);
 		if (i == j)
-			return rc_err_set(err, EINVAL, "line %d: rank %d paired with itself", line, i);
+			return rc_err_set(err, EINVAL, "line %d: rank %d paired with itself", line,
+					  i);
 		pairs += !want[(size_t)i * N + (size_t)j];
 		want[(size_t)i * N + (size_t)j] = want[(size_t)j * N + (size_t)i] = 1;
 	}

@@ -65,9 +65,10 @@ static int wait_done(struct sweep *s, int peer, uint64_t target, struct rc_err *
 			seen = now_done;
 			deadline = rc_now() + s->timeout_ms / 1000.0;
 		} else if (rc_now() > deadline) {
-			return rc_err_set(err, ETIMEDOUT,
-					  "rank %d: %llu operations to rank %d did not complete within %d ms",
-					  s->me, (unsigned long long)(target - seen), peer, s->timeout_ms);
+			return rc_err_set(
+				err, ETIMEDOUT,
+				"rank %d: %llu operations to rank %d did not complete within %d ms",
+				s->me, (unsigned long long)(target - seen), peer, s->timeout_ms);
 		}
 	}
 	return 0;
@@ -86,7 +87,8 @@ static int measure_bw(struct sweep *s, int peer, struct rc_sweep_cell *c, struct
 
 		if (more && posted - done < (uint64_t)o->depth) {
 			rc = rc_group_write_imm(s->g, peer, s->mem.buf, o->msg_size, s->mr->lkey,
-						s->theirs[peer].addr, s->theirs[peer].rkey, -1, 0, err);
+						s->theirs[peer].addr, s->theirs[peer].rkey, -1, 0,
+						err);
 			if (rc)
 				return rc;
 			posted++;
@@ -125,7 +127,8 @@ static int measure_lat(struct sweep *s, int peer, bool read, double *p50, double
 		rc = read ? rc_group_read(s->g, peer, s->mem.buf, LAT_BYTES, s->mr->lkey,
 					  s->theirs[peer].addr, s->theirs[peer].rkey, err)
 			  : rc_group_write_imm(s->g, peer, s->mem.buf, LAT_BYTES, s->mr->lkey,
-					       s->theirs[peer].addr, s->theirs[peer].rkey, -1, 0, err);
+					       s->theirs[peer].addr, s->theirs[peer].rkey, -1, 0,
+					       err);
 		if (rc || (rc = wait_done(s, peer, base + 1, err)))
 			return rc;
 		if (k >= 0)
@@ -273,7 +276,9 @@ int rc_sweep_run(struct rc_group *g, const struct rc_sweep_opts *o, struct rc_sw
 	s.rounds = rc_sweep_rounds(s.world);
 	if (!s.rounds || !o->msg_size || o->msg_size > (1ULL << 30) || o->depth < 1 ||
 	    o->lat_iters < 1 || (o->duration_s <= 0 && !o->iters))
-		return rc_err_set(err, EINVAL, "a sweep needs 2 ranks or more, a message size up to 1 GiB, a depth, latency iterations and a duration or a count");
+		return rc_err_set(
+			err, EINVAL,
+			"a sweep needs 2 ranks or more, a message size up to 1 GiB, a depth, latency iterations and a duration or a count");
 	for (int j = 0; j < s.world && !any; j++)
 		if (j != s.me && rc_group_link(g, j, NULL) == RC_LINK_UP)
 			any = rc_group_conn(g, j);

@@ -19,7 +19,7 @@ struct ctr_snap {
 void ctr_read(const char *sysfs, const char *dev, int port, struct ctr_snap *s);
 /* The counters that moved from a to b, the largest moves first, at most
  * max of them, added to what out already holds (n of them); the new n. */
-int ctr_moved(const struct ctr_snap *a, const struct ctr_snap *b, struct rc_sweep_ctr *out,
-	      int n, int max);
+int ctr_moved(const struct ctr_snap *a, const struct ctr_snap *b, struct rc_sweep_ctr *out, int n,
+	      int max);
 
 #endif

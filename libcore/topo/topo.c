@@ -163,8 +163,8 @@ void tp_load_facts(struct rc_topo *t)
 	load_numa(t);
 	load_huge(t);
 	f->nvidia_loaded = tp_is_dir(t, "module/nvidia");
-	f->peermem_loaded = tp_is_dir(t, "module/nvidia_peermem") ||
-			    tp_is_dir(t, "module/nv_peer_mem");
+	f->peermem_loaded =
+		tp_is_dir(t, "module/nvidia_peermem") || tp_is_dir(t, "module/nv_peer_mem");
 	if (t->live)
 		live_facts(f);
 	else
@@ -189,7 +189,8 @@ int rc_topo_load(const struct rc_topo_opts *opts, struct rc_topo **out, struct r
 	char *real = realpath(root, NULL);
 
 	if (!real) {
-		rc = rc_err_set(err, errno, "cannot read the sysfs tree %s: %s", t->root, strerror(errno));
+		rc = rc_err_set(err, errno, "cannot read the sysfs tree %s: %s", t->root,
+				strerror(errno));
 		goto fail;
 	}
 	if (strlen(real) >= sizeof(t->real_root)) {
@@ -204,9 +205,10 @@ int rc_topo_load(const struct rc_topo_opts *opts, struct rc_topo **out, struct r
 		goto fail;
 	}
 	if (!t->live && !tp_is_dir(t, "class/infiniband") && !tp_is_dir(t, "bus/pci/devices")) {
-		rc = rc_err_set(err, ENOENT,
-				"%s is not a sysfs tree: it has neither class/infiniband nor bus/pci/devices (make one with --capture)",
-				t->root);
+		rc = rc_err_set(
+			err, ENOENT,
+			"%s is not a sysfs tree: it has neither class/infiniband nor bus/pci/devices (make one with --capture)",
+			t->root);
 		goto fail;
 	}
 	tp_load_facts(t);

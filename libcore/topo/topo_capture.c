@@ -37,24 +37,39 @@ struct cap {
 };
 
 static const char *const pci_files[] = {
-	"vendor", "device", "class", "subsystem_vendor", "subsystem_device", "revision",
-	"numa_node", "local_cpulist", "current_link_speed", "current_link_width",
-	"max_link_speed", "max_link_width", NULL,
+	"vendor",
+	"device",
+	"class",
+	"subsystem_vendor",
+	"subsystem_device",
+	"revision",
+	"numa_node",
+	"local_cpulist",
+	"current_link_speed",
+	"current_link_width",
+	"max_link_speed",
+	"max_link_width",
+	NULL,
 };
 static const char *const ibdev_files[] = {
-	"node_guid", "sys_image_guid", "fw_ver", "node_type", "node_desc", "hca_type",
-	"board_id", "parent", NULL,
+	"node_guid", "sys_image_guid", "fw_ver", "node_type", "node_desc",
+	"hca_type",  "board_id",       "parent", NULL,
 };
 static const char *const port_files[] = {
-	"state", "phys_state", "link_layer", "rate", "lid", "sm_lid", "lid_mask_count",
-	"cap_mask", NULL,
+	"state",  "phys_state",     "link_layer", "rate", "lid",
+	"sm_lid", "lid_mask_count", "cap_mask",   NULL,
 };
 static const char *const net_files[] = {
 	"mtu", "operstate", "address", "dev_port", "type", "ifindex", NULL,
 };
 static const char *const modules[] = {
-	"nvidia", "nvidia_peermem", "nv_peer_mem", "nvidia_uvm", "ib_core", "ib_uverbs",
-	"rdma_ucm", "mlx5_core", "mlx5_ib", "rdma_rxe", "siw", "efa", "irdma", NULL,
+	"nvidia",      "nvidia_peermem",
+	"nv_peer_mem", "nvidia_uvm",
+	"ib_core",     "ib_uverbs",
+	"rdma_ucm",    "mlx5_core",
+	"mlx5_ib",     "rdma_rxe",
+	"siw",         "efa",
+	"irdma",       NULL,
 };
 
 static int mkdirs(char *path)
@@ -267,7 +282,8 @@ static int cap_ibdev(struct cap *c, const struct rc_topo_dev *d)
 				return rc;
 		cap_netdev(c, port->netdev);
 		if (port->active_mtu > 0)
-			fprintf(c->facts, "active_mtu %s %d %d\n", d->name, port->num, port->active_mtu);
+			fprintf(c->facts, "active_mtu %s %d %d\n", d->name, port->num,
+				port->active_mtu);
 		for (int a = 0; a < port->naddrs; a++)
 			fprintf(c->facts, "ifaddr %s %s\n", port->netdev, port->addrs[a]);
 	}
@@ -312,8 +328,8 @@ static int cap_host(struct cap *c)
 		for (int i = 0; i < n.n && !rc; i++) {
 			if (!tp_fmt(rel, sizeof(rel), "kernel/mm/hugepages/%s/nr_hugepages", n.v[i]))
 				rc = cap_file(c, rel);
-			if (!rc && !tp_fmt(rel, sizeof(rel), "kernel/mm/hugepages/%s/free_hugepages",
-					   n.v[i]))
+			if (!rc && !tp_fmt(rel, sizeof(rel),
+					   "kernel/mm/hugepages/%s/free_hugepages", n.v[i]))
 				rc = cap_file(c, rel);
 		}
 		tp_names_free(&n);
@@ -371,7 +387,8 @@ static int capture_into(const char *src, const char *dir, int *nfiles, struct rc
 	}
 werr:
 	if (rc)
-		rc = rc_err_set(err, -rc, "cannot write the capture into %s: %s", dir, strerror(-rc));
+		rc = rc_err_set(err, -rc, "cannot write the capture into %s: %s", dir,
+				strerror(-rc));
 	if (fclose(c.facts) && !rc)
 		rc = rc_err_set(err, EIO, "cannot write %s", path);
 	*nfiles = c.nfiles + 1;
@@ -418,7 +435,8 @@ static int run_tar(char *const argv[], struct rc_err *err)
 		if (n <= 0)
 			break;
 		if (got + 1 < sizeof(msg)) {
-			size_t k = (size_t)n < sizeof(msg) - 1 - got ? (size_t)n : sizeof(msg) - 1 - got;
+			size_t k = (size_t)n < sizeof(msg) - 1 - got ? (size_t)n
+								     : sizeof(msg) - 1 - got;
 
 			memcpy(msg + got, buf, k);
 			got += k;
@@ -462,7 +480,8 @@ int rc_topo_capture(const char *src, const char *dest, int *nfiles, struct rc_er
 	*nfiles = 0;
 	if (!is_tarball(dest)) {
 		if (!stat(dest, &st) && (!S_ISDIR(st.st_mode) || rmdir(dest)))
-			return rc_err_set(err, EEXIST, "%s exists and is not an empty directory: not overwriting it",
+			return rc_err_set(err, EEXIST,
+					  "%s exists and is not an empty directory: not overwriting it",
 					  dest);
 		if (mkdir(dest, 0755))
 			return rc_err_set(err, errno, "cannot create %s: %s", dest, strerror(errno));
@@ -512,17 +531,27 @@ int rc_topo_open_tree(const char *arg, char *root, size_t rootlen, char *tmpdir,
 {
 	struct stat st;
 	struct rc_err e;
-	char *argv[] = { "tar", "-xzf", (char *)arg, "-C", tmpdir, "--no-same-owner",
-			 "--no-same-permissions", NULL };
+	char *argv[] = { "tar",
+			 "-xzf",
+			 (char *)arg,
+			 "-C",
+			 tmpdir,
+			 "--no-same-owner",
+			 "--no-same-permissions",
+			 NULL };
 	int rc;
 
 	tmpdir[0] = '\0';
 	if (stat(arg, &st))
-		return rc_err_set(err, errno, "cannot read the sysfs tree %s: %s", arg, strerror(errno));
+		return rc_err_set(err, errno, "cannot read the sysfs tree %s: %s", arg,
+				  strerror(errno));
 	if (S_ISDIR(st.st_mode))
-		return tp_fmt(root, rootlen, "%s", arg) ? rc_err_set(err, ENAMETOOLONG, "path too long") : 0;
+		return tp_fmt(root, rootlen, "%s", arg)
+			       ? rc_err_set(err, ENAMETOOLONG, "path too long")
+			       : 0;
 	if (!S_ISREG(st.st_mode) || !is_tarball(arg))
-		return rc_err_set(err, EINVAL, "%s is neither a directory nor a .tar.gz/.tgz capture", arg);
+		return rc_err_set(err, EINVAL,
+				  "%s is neither a directory nor a .tar.gz/.tgz capture", arg);
 	if ((rc = make_tmpdir(tmpdir, tmplen, err)))
 		return rc;
 	argv[4] = tmpdir;

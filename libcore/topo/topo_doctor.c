@@ -14,20 +14,23 @@
 static void check_memlock(struct rc_topo *t)
 {
 	const struct rc_topo_facts *f = &t->facts;
-	const char *fix = "raise it: 'ulimit -l unlimited' in the shell, '* - memlock unlimited' in "
-			  "/etc/security/limits.conf, LimitMEMLOCK=infinity for systemd services, "
-			  "--ulimit memlock=-1 for containers";
+	const char *fix =
+		"raise it: 'ulimit -l unlimited' in the shell, '* - memlock unlimited' in "
+		"/etc/security/limits.conf, LimitMEMLOCK=infinity for systemd services, "
+		"--ulimit memlock=-1 for containers";
 
 	if (!f->memlock_known || f->memlock_unlimited || f->memlock >= MEMLOCK_MIN)
 		return;
 	if (f->cap_ipc_lock == 1)
-		tp_add_finding(t, RC_SEV_INFO, "memlock", fix,
-			       "the locked-memory limit (RLIMIT_MEMLOCK) is %llu KiB; this process has CAP_IPC_LOCK and may register past it, unprivileged users may not",
-			       (unsigned long long)(f->memlock >> 10));
+		tp_add_finding(
+			t, RC_SEV_INFO, "memlock", fix,
+			"the locked-memory limit (RLIMIT_MEMLOCK) is %llu KiB; this process has CAP_IPC_LOCK and may register past it, unprivileged users may not",
+			(unsigned long long)(f->memlock >> 10));
 	else
-		tp_add_finding(t, RC_SEV_WARNING, "memlock", fix,
-			       "the locked-memory limit (RLIMIT_MEMLOCK) is %llu KiB: registering more memory than that fails (ibv_reg_mr: Cannot allocate memory)",
-			       (unsigned long long)(f->memlock >> 10));
+		tp_add_finding(
+			t, RC_SEV_WARNING, "memlock", fix,
+			"the locked-memory limit (RLIMIT_MEMLOCK) is %llu KiB: registering more memory than that fails (ibv_reg_mr: Cannot allocate memory)",
+			(unsigned long long)(f->memlock >> 10));
 }
 
 static void check_port(struct rc_topo *t, const struct rc_topo_dev *d, const struct rc_topo_port *p)
@@ -38,10 +41,11 @@ static void check_port(struct rc_topo *t, const struct rc_topo_dev *d, const str
 
 	if (strcmp(p->state, "ACTIVE")) {
 		if (ib && !strcmp(p->state, "INIT") && !strcmp(p->phys_state, "LinkUp"))
-			tp_add_finding(t, RC_SEV_WARNING, "port_down",
-				       "start a subnet manager (opensm, or the switch's SM) on the fabric",
-				       "%s port %d is INIT with the link up: no subnet manager has configured it",
-				       d->name, p->num);
+			tp_add_finding(
+				t, RC_SEV_WARNING, "port_down",
+				"start a subnet manager (opensm, or the switch's SM) on the fabric",
+				"%s port %d is INIT with the link up: no subnet manager has configured it",
+				d->name, p->num);
 		else {
 			snprintf(fix, sizeof(fix),
 				 "check the cable and the switch port%s%s%s; 'rdma link show %s/%d' shows the state",
@@ -66,9 +70,10 @@ static void check_port(struct rc_topo *t, const struct rc_topo_dev *d, const str
 		snprintf(fix, sizeof(fix),
 			 "give %s an IP address (RoCE GIDs follow the netdev's addresses); for mlx5 check that RoCE is enabled (devlink dev param show ... enable_roce)",
 			 p->netdev[0] ? p->netdev : "the port's netdev");
-		tp_add_finding(t, RC_SEV_WARNING, "roce_v2_gid", fix,
-			       "%s port %d is Ethernet but has no RoCE v2 GID: RoCE v2 traffic (and rdma_cm) cannot use it",
-			       d->name, p->num);
+		tp_add_finding(
+			t, RC_SEV_WARNING, "roce_v2_gid", fix,
+			"%s port %d is Ethernet but has no RoCE v2 GID: RoCE v2 traffic (and rdma_cm) cannot use it",
+			d->name, p->num);
 	} else if (!v2_routable) {
 		tp_add_finding(t, RC_SEV_INFO, "roce_v2_gid",
 			       "assign an IPv4 or global IPv6 address to the netdev",
@@ -89,12 +94,13 @@ static void check_port(struct rc_topo *t, const struct rc_topo_dev *d, const str
 				snprintf(fix, sizeof(fix),
 					 "check the MTU of %s and of the switch port; the RoCE MTU follows the netdev's",
 					 p->netdev);
-			tp_add_finding(t, RC_SEV_WARNING, "mtu", fix,
-				       "%s port %d: active MTU %d is below what %s (MTU %d) allows (%d)",
-				       d->name, p->num, p->active_mtu, p->netdev, p->netdev_mtu, want);
+			tp_add_finding(
+				t, RC_SEV_WARNING, "mtu", fix,
+				"%s port %d: active MTU %d is below what %s (MTU %d) allows (%d)",
+				d->name, p->num, p->active_mtu, p->netdev, p->netdev_mtu, want);
 		} else if (want < 4096 && p->netdev_mtu < 4200) {
-			snprintf(fix, sizeof(fix), "use jumbo frames end to end: ip link set %s mtu 9000",
-				 p->netdev);
+			snprintf(fix, sizeof(fix),
+				 "use jumbo frames end to end: ip link set %s mtu 9000", p->netdev);
 			tp_add_finding(t, RC_SEV_INFO, "mtu", fix,
 				       "%s port %d: the RDMA MTU is %d, held down by %s's MTU %d",
 				       d->name, p->num, p->active_mtu, p->netdev, p->netdev_mtu);
@@ -116,16 +122,17 @@ static void check_link(struct rc_topo *t, const char *what, const struct rc_topo
 	bool slow = !gpu && gts(p->cur_speed) > 0 && gts(p->cur_speed) < gts(p->max_speed);
 
 	if (narrow || slow)
-		tp_add_finding(t, RC_SEV_WARNING, "pcie_link",
-			       "reseat the card or move it to a full slot; check the BIOS link settings and 'lspci -vv' (LnkSta)",
-			       "%s (%s) PCIe link runs at %s x%d, below its %s x%d", what, p->addr,
-			       p->cur_speed[0] ? p->cur_speed : "?", p->cur_width,
-			       p->max_speed[0] ? p->max_speed : "?", p->max_width);
+		tp_add_finding(
+			t, RC_SEV_WARNING, "pcie_link",
+			"reseat the card or move it to a full slot; check the BIOS link settings and 'lspci -vv' (LnkSta)",
+			"%s (%s) PCIe link runs at %s x%d, below its %s x%d", what, p->addr,
+			p->cur_speed[0] ? p->cur_speed : "?", p->cur_width,
+			p->max_speed[0] ? p->max_speed : "?", p->max_width);
 	if (p->numa_node < 0 && t->nnuma > 1)
-		tp_add_finding(t, RC_SEV_INFO, "numa",
-			       "enable NUMA reporting (ACPI SRAT/_PXM) in the BIOS",
-			       "%s (%s) reports no NUMA node on a host with %d nodes: placement is guesswork",
-			       what, p->addr, t->nnuma);
+		tp_add_finding(
+			t, RC_SEV_INFO, "numa", "enable NUMA reporting (ACPI SRAT/_PXM) in the BIOS",
+			"%s (%s) reports no NUMA node on a host with %d nodes: placement is guesswork",
+			what, p->addr, t->nnuma);
 }
 
 static void check_gpudirect(struct rc_topo *t)
@@ -140,10 +147,11 @@ static void check_gpudirect(struct rc_topo *t)
 		return;
 	if (tp_dmabuf_host(t, &why))
 		return; /* dma-buf works without nvidia-peermem */
-	tp_add_finding(t, RC_SEV_WARNING, "gpudirect",
-		       "modprobe nvidia-peermem, or use the NVIDIA open kernel modules (driver 515 or later) on kernel 5.12 or later for dma-buf",
-		       "GPUDirect RDMA is not available: nvidia-peermem is not loaded and there is no dma-buf path: %s",
-		       why);
+	tp_add_finding(
+		t, RC_SEV_WARNING, "gpudirect",
+		"modprobe nvidia-peermem, or use the NVIDIA open kernel modules (driver 515 or later) on kernel 5.12 or later for dma-buf",
+		"GPUDirect RDMA is not available: nvidia-peermem is not loaded and there is no dma-buf path: %s",
+		why);
 }
 
 static void check_hugepages(struct rc_topo *t)
@@ -152,9 +160,10 @@ static void check_hugepages(struct rc_topo *t)
 	long total = 0, free_pages = 0;
 
 	if (!f->nhuge) {
-		tp_add_finding(t, RC_SEV_WARNING, "hugepages",
-			       "build the kernel with CONFIG_HUGETLBFS, or run without --hugepages",
-			       "hugepages were asked for but the kernel offers none (no kernel/mm/hugepages)");
+		tp_add_finding(
+			t, RC_SEV_WARNING, "hugepages",
+			"build the kernel with CONFIG_HUGETLBFS, or run without --hugepages",
+			"hugepages were asked for but the kernel offers none (no kernel/mm/hugepages)");
 		return;
 	}
 	for (int i = 0; i < f->nhuge; i++) {
@@ -162,9 +171,10 @@ static void check_hugepages(struct rc_topo *t)
 		free_pages += f->huge[i].free > 0 ? f->huge[i].free : 0;
 	}
 	if (!total)
-		tp_add_finding(t, RC_SEV_WARNING, "hugepages",
-			       "reserve some: echo 1024 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages (or hugepages= on the kernel command line)",
-			       "no hugepages are reserved");
+		tp_add_finding(
+			t, RC_SEV_WARNING, "hugepages",
+			"reserve some: echo 1024 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages (or hugepages= on the kernel command line)",
+			"no hugepages are reserved");
 	else if (!free_pages)
 		tp_add_finding(t, RC_SEV_WARNING, "hugepages",
 			       "reserve more, or stop what holds them (grep -i huge /proc/meminfo)",
@@ -194,9 +204,10 @@ static void check_gpu_order(struct rc_topo *t)
 			 t->gpus[g].pci.addr, t->gpus[g].nvml_index);
 	}
 	if (n)
-		tp_add_finding(t, RC_SEV_WARNING, "gpu_order",
-			       "name GPUs by UUID (CUDA_VISIBLE_DEVICES=GPU-...) or set CUDA_DEVICE_ORDER=PCI_BUS_ID; compare with nvidia-smi -L",
-			       "NVML numbers the GPUs differently from PCI bus order: %s", list);
+		tp_add_finding(
+			t, RC_SEV_WARNING, "gpu_order",
+			"name GPUs by UUID (CUDA_VISIBLE_DEVICES=GPU-...) or set CUDA_DEVICE_ORDER=PCI_BUS_ID; compare with nvidia-smi -L",
+			"NVML numbers the GPUs differently from PCI bus order: %s", list);
 }
 
 static void check_rails(struct rc_topo *t)
@@ -216,15 +227,17 @@ static void check_rails(struct rc_topo *t)
 			n++;
 		}
 		if (n > 1 && t->rails[first_gpu_on(t, d)].shared_by_design)
-			tp_add_finding(t, RC_SEV_WARNING, "rail_shared",
-				       "add NICs (one per GPU), or run one rank per NIC",
-				       "%s serves %d GPUs (%s) by design: there are more GPUs than NICs with an active port, so each gets a share of its bandwidth",
-				       t->devs[d].name, n, gpus);
+			tp_add_finding(
+				t, RC_SEV_WARNING, "rail_shared",
+				"add NICs (one per GPU), or run one rank per NIC",
+				"%s serves %d GPUs (%s) by design: there are more GPUs than NICs with an active port, so each gets a share of its bandwidth",
+				t->devs[d].name, n, gpus);
 		else if (n > 1)
-			tp_add_finding(t, RC_SEV_WARNING, "rail_shared",
-				       "give each GPU its own NIC on its switch, or run one rank per NIC",
-				       "%s serves %d GPUs (%s): each gets a share of its bandwidth (every other NIC is farther away)",
-				       t->devs[d].name, n, gpus);
+			tp_add_finding(
+				t, RC_SEV_WARNING, "rail_shared",
+				"give each GPU its own NIC on its switch, or run one rank per NIC",
+				"%s serves %d GPUs (%s): each gets a share of its bandwidth (every other NIC is farther away)",
+				t->devs[d].name, n, gpus);
 	}
 	for (int g = 0; g < t->ngpus; g++) {
 		const struct rc_topo_rail *r = &t->rails[g];
@@ -234,10 +247,11 @@ static void check_rails(struct rc_topo *t)
 		snprintf(fix, sizeof(fix),
 			 "add a NIC on GPU%d's NUMA node, or pin the job's CPU threads next to %s and expect lower bandwidth",
 			 g, t->devs[r->dev].name);
-		tp_add_finding(t, RC_SEV_WARNING, "rail_cross_socket", fix,
-			       "GPU%d (%s, NUMA %d) has no NIC on its socket: its closest is %s (NUMA %d, %s)",
-			       g, t->gpus[g].pci.addr, t->gpus[g].pci.numa_node, t->devs[r->dev].name,
-			       t->devs[r->dev].pci.numa_node, rc_topo_path_name(r->path));
+		tp_add_finding(
+			t, RC_SEV_WARNING, "rail_cross_socket", fix,
+			"GPU%d (%s, NUMA %d) has no NIC on its socket: its closest is %s (NUMA %d, %s)",
+			g, t->gpus[g].pci.addr, t->gpus[g].pci.numa_node, t->devs[r->dev].name,
+			t->devs[r->dev].pci.numa_node, rc_topo_path_name(r->path));
 	}
 }
 
@@ -259,9 +273,10 @@ void tp_doctor(struct rc_topo *t, const struct rc_topo_opts *o)
 	char fix[320];
 
 	if (!t->ndevs)
-		tp_add_finding(t, RC_SEV_WARNING, "no_devices",
-			       "load the NIC's RDMA driver (mlx5_ib, efa, irdma...); to test without hardware: rdma link add rxe0 type rxe netdev IF",
-			       "no RDMA devices found under %s/class/infiniband", t->root);
+		tp_add_finding(
+			t, RC_SEV_WARNING, "no_devices",
+			"load the NIC's RDMA driver (mlx5_ib, efa, irdma...); to test without hardware: rdma link add rxe0 type rxe netdev IF",
+			"no RDMA devices found under %s/class/infiniband", t->root);
 	if (t->devs_left_out)
 		tp_add_finding(t, RC_SEV_INFO, "device", "",
 			       "%d more RDMA devices are not shown (at most %d)", t->devs_left_out,
@@ -274,9 +289,10 @@ void tp_doctor(struct rc_topo *t, const struct rc_topo_opts *o)
 			snprintf(fix, sizeof(fix),
 				 "install rdma-core's userspace provider for %s (package rdma-core or libibverbs-providers)",
 				 dev->provider);
-			tp_add_finding(t, RC_SEV_WARNING, "provider", fix,
-				       "libibverbs does not list %s: no userspace provider claims it, so verbs programs cannot use it",
-				       dev->name);
+			tp_add_finding(
+				t, RC_SEV_WARNING, "provider", fix,
+				"libibverbs does not list %s: no userspace provider claims it, so verbs programs cannot use it",
+				dev->name);
 		}
 		for (int p = 0; p < dev->nports; p++)
 			check_port(t, dev, &dev->ports[p]);

@@ -27,8 +27,9 @@ bool tp_dmabuf_host(const struct rc_topo *t, const char **why)
 	if (!f->nvidia_loaded && !f->nvidia_version[0])
 		*why = "the NVIDIA driver is not loaded";
 	else if (!strstr(f->nvidia_version, "Open Kernel Module"))
-		*why = f->nvidia_version[0] ? "the NVIDIA kernel module is the proprietary flavor; dma-buf needs the open kernel modules"
-					    : "the NVIDIA driver's flavor is unknown: no /proc/driver/nvidia/version";
+		*why = f->nvidia_version[0]
+			       ? "the NVIDIA kernel module is the proprietary flavor; dma-buf needs the open kernel modules"
+			       : "the NVIDIA driver's flavor is unknown: no /proc/driver/nvidia/version";
 	else if (!kernel_at_least(f->kernel, 5, 12))
 		*why = "the kernel is older than 5.12";
 	else
@@ -59,8 +60,8 @@ void rc_topo_gpudirect(const struct rc_topo *t, int gpu, int dev, struct rc_topo
 	if (!d->has_pci)
 		why = "the device has no PCI function (software RDMA)";
 	else if (!nic_takes_dmabuf(d))
-		snprintf(o->dmabuf_why, sizeof(o->dmabuf_why), "the %s driver does not import dma-bufs",
-			 d->provider);
+		snprintf(o->dmabuf_why, sizeof(o->dmabuf_why),
+			 "the %s driver does not import dma-bufs", d->provider);
 	else
 		o->dmabuf = tp_dmabuf_host(t, &why);
 	if (!o->dmabuf && !o->dmabuf_why[0])

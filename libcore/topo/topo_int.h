@@ -45,8 +45,8 @@ void tp_copy(char *dst, size_t len, const char *src);
 int tp_facts_each(const struct rc_topo *t, const char *key,
 		  void (*fn)(void *arg, const char *key, const char *val), void *arg);
 
-void tp_add_finding(struct rc_topo *t, enum rc_topo_sev sev, const char *check,
-		    const char *fix, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void tp_add_finding(struct rc_topo *t, enum rc_topo_sev sev, const char *check, const char *fix,
+		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /* The parts, in the order rc_topo_load calls them. */
 int tp_load_pci(const struct rc_topo *t, const char *rel, struct rc_topo_pci *p);

@@ -16,7 +16,7 @@
 
 #include "topo_int.h"
 
-typedef int nvml_ret;  /* nvmlReturn_t: 0 is NVML_SUCCESS */
+typedef int nvml_ret;   /* nvmlReturn_t: 0 is NVML_SUCCESS */
 typedef void *nvml_dev; /* nvmlDevice_t */
 
 #define NVML_NOT_SUPPORTED 3
@@ -82,7 +82,7 @@ static void load_links(struct rc_topo *t, const struct nvml_api *a, nvml_dev dev
 
 void tp_load_nvml(struct rc_topo *t)
 {
-	int (*direct)[RC_TOPO_MAX_GPUS];
+	int(*direct)[RC_TOPO_MAX_GPUS];
 	const char *lib = getenv("RDMACTL_NVML_LIB");
 	struct nvml_api a;
 	void *h;
@@ -136,7 +136,8 @@ void tp_load_nvml(struct rc_topo *t)
 
 			if (g == k)
 				continue;
-			t->nvlinks[g][k] = direct[g][k] + (sw_g && sw_k ? (sw_g < sw_k ? sw_g : sw_k) : 0);
+			t->nvlinks[g][k] =
+				direct[g][k] + (sw_g && sw_k ? (sw_g < sw_k ? sw_g : sw_k) : 0);
 		}
 	free(direct);
 	a.shutdown();

@@ -24,12 +24,18 @@
 const char *rc_topo_path_name(enum rc_topo_path p)
 {
 	switch (p) {
-	case RC_PATH_PIX: return "PIX";
-	case RC_PATH_PXB: return "PXB";
-	case RC_PATH_PHB: return "PHB";
-	case RC_PATH_NODE: return "NODE";
-	case RC_PATH_SYS: return "SYS";
-	case RC_PATH_NA: return "N/A";
+	case RC_PATH_PIX:
+		return "PIX";
+	case RC_PATH_PXB:
+		return "PXB";
+	case RC_PATH_PHB:
+		return "PHB";
+	case RC_PATH_NODE:
+		return "NODE";
+	case RC_PATH_SYS:
+		return "SYS";
+	case RC_PATH_NA:
+		return "N/A";
 	}
 	return "N/A";
 }
@@ -37,7 +43,7 @@ const char *rc_topo_path_name(enum rc_topo_path p)
 #define CHAIN_MAX 32
 
 struct chain {
-	char rc[32];             /* the first host bridge: pci0000:80 */
+	char rc[32]; /* the first host bridge: pci0000:80 */
 	int n;
 	char bdf[CHAIN_MAX][16];
 };
@@ -57,7 +63,8 @@ static void chain_parse(const char *path, struct chain *c)
 		/* A host bridge starts the chain. A nested one (Intel VMD's
 		 * pci10000:e0 below 0000:00:0e.0) starts it again: its domain is
 		 * a root complex of its own, which keeps the class conservative. */
-		if (len > 3 && len < sizeof(c->rc) && !strncmp(s, "pci", 3) && !rc_pci_addr_valid(s, len)) {
+		if (len > 3 && len < sizeof(c->rc) && !strncmp(s, "pci", 3) &&
+		    !rc_pci_addr_valid(s, len)) {
 			snprintf(c->rc, sizeof(c->rc), "%.*s", (int)len, s);
 			c->n = 0;
 		} else if (c->rc[0] && rc_pci_addr_valid(s, len) && c->n < CHAIN_MAX) {
@@ -68,8 +75,8 @@ static void chain_parse(const char *path, struct chain *c)
 	}
 }
 
-enum rc_topo_path rc_topo_classify(const char *path_a, int numa_a, const char *path_b,
-				   int numa_b, int nnuma)
+enum rc_topo_path rc_topo_classify(const char *path_a, int numa_a, const char *path_b, int numa_b,
+				   int nnuma)
 {
 	struct chain a, b;
 	int k = 0, da, db;
@@ -115,8 +122,8 @@ static int read_num(const struct rc_topo *t, const char *dir, const char *file)
 	char rel[RC_TOPO_PATH_MAX + 64];
 	long v;
 
-	if (tp_fmt(rel, sizeof(rel), "%s/%s", dir, file) || tp_read_int(t, rel, &v) ||
-	    v < -1 || v > 65535)
+	if (tp_fmt(rel, sizeof(rel), "%s/%s", dir, file) || tp_read_int(t, rel, &v) || v < -1 ||
+	    v > 65535)
 		return -1;
 	return (int)v;
 }
@@ -287,14 +294,16 @@ void tp_compute_paths(struct rc_topo *t)
 		const struct rc_topo_pci *gp = &t->gpus[g].pci;
 
 		for (int d = 0; d < t->ndevs; d++)
-			t->matrix[g][d] = t->devs[d].has_pci
-				? rc_topo_classify(gp->path, numa_of(gp), t->devs[d].pci.path,
-						   numa_of(&t->devs[d].pci), t->nnuma)
-				: RC_PATH_NA;
+			t->matrix[g][d] =
+				t->devs[d].has_pci
+					? rc_topo_classify(gp->path, numa_of(gp),
+							   t->devs[d].pci.path,
+							   numa_of(&t->devs[d].pci), t->nnuma)
+					: RC_PATH_NA;
 		for (int h = 0; h < t->ngpus; h++)
-			t->gpu_matrix[g][h] = rc_topo_classify(gp->path, numa_of(gp),
-							       t->gpus[h].pci.path,
-							       numa_of(&t->gpus[h].pci), t->nnuma);
+			t->gpu_matrix[g][h] =
+				rc_topo_classify(gp->path, numa_of(gp), t->gpus[h].pci.path,
+						 numa_of(&t->gpus[h].pci), t->nnuma);
 	}
 	t->nnic_pci = 0;
 	for (int d = 0; d < t->ndevs; d++)

@@ -53,7 +53,8 @@ static long long hungarian(int n, int m, const long long *a, int *row_col)
 
 				if (used[j])
 					continue;
-				cur = a[(size_t)(i0 - 1) * (size_t)m + (size_t)(j - 1)] - u[i0] - v[j];
+				cur = a[(size_t)(i0 - 1) * (size_t)m + (size_t)(j - 1)] - u[i0] -
+				      v[j];
 				if (cur < minv[j]) {
 					minv[j] = cur;
 					way[j] = j0;
@@ -112,7 +113,8 @@ static long long solve_capped(int nrows, const int *rows, int nnics, const int *
 			int c = cost[rows[i] * nnics + n];
 
 			for (int k = 0; k < cap; k++)
-				a[(size_t)i * (size_t)m + (size_t)(n * cap + k)] = c < 0 ? UNUSABLE : c;
+				a[(size_t)i * (size_t)m + (size_t)(n * cap + k)] =
+					c < 0 ? UNUSABLE : c;
 		}
 	total = hungarian(nrows, m, a, row_col);
 	for (int i = 0; total >= 0 && i < nrows; i++)

@@ -24,10 +24,11 @@
 static const struct {
 	const char *driver, *provider;
 } provider_map[] = {
-	{ "mlx5_core", "mlx5" }, { "mlx4_core", "mlx4" }, { "ib_mthca", "mthca" },
-	{ "bnxt_en", "bnxt_re" }, { "ice", "irdma" }, { "i40e", "irdma" },
-	{ "idpf", "irdma" }, { "qede", "qedr" }, { "qed", "qedr" }, { "ib_qib", "qib" },
-	{ "hns3", "hns" }, { "be2net", "ocrdma" }, { "mana", "mana" },
+	{ "mlx5_core", "mlx5" },  { "mlx4_core", "mlx4" }, { "ib_mthca", "mthca" },
+	{ "bnxt_en", "bnxt_re" }, { "ice", "irdma" },      { "i40e", "irdma" },
+	{ "idpf", "irdma" },      { "qede", "qedr" },      { "qed", "qedr" },
+	{ "ib_qib", "qib" },      { "hns3", "hns" },       { "be2net", "ocrdma" },
+	{ "mana", "mana" },
 };
 
 static void set_provider(struct rc_topo_dev *d)
@@ -184,8 +185,8 @@ static int load_gids(const struct rc_topo *t, const char *pdir, struct rc_topo_p
 
 /* The IPoIB (or Ethernet) netdev of a PCI device's port: its dev_port is
  * the port number minus one. */
-static void netdev_of_pci(const struct rc_topo *t, const struct rc_topo_dev *d, int port,
-			  char *out, size_t len)
+static void netdev_of_pci(const struct rc_topo *t, const struct rc_topo_dev *d, int port, char *out,
+			  size_t len)
 {
 	char rel[RC_TOPO_PATH_MAX + 64];
 	struct tp_names n;
@@ -282,7 +283,7 @@ static void mtu_fact(void *arg, const char *key, const char *val)
 }
 
 struct load_ctx {
-	struct ifaddrs *ifa;     /* live */
+	struct ifaddrs *ifa;      /* live */
 	struct ibv_device **list; /* live */
 	int nlist;
 };
@@ -302,7 +303,8 @@ static int load_port(struct rc_topo *t, struct load_ctx *lc, struct rc_topo_dev 
 	p->verify.gid_index = -1;
 	if (tp_fmt(pdir, sizeof(pdir), "class/infiniband/%s/ports/%s", d->name, pname))
 		return rc_err_set(err, ENAMETOOLONG, "%s: port path too long", d->name);
-	if (tp_fmt(rel, sizeof(rel), "%s/state", pdir) || tp_read(t, rel, p->state, sizeof(p->state)))
+	if (tp_fmt(rel, sizeof(rel), "%s/state", pdir) ||
+	    tp_read(t, rel, p->state, sizeof(p->state)))
 		return rc_err_set(err, ENOENT, "%s port %s has no readable state file (%s/%s)",
 				  d->name, pname, t->root, rel);
 	after_colon(p->state);
@@ -382,8 +384,7 @@ static void live_verbs(struct load_ctx *lc, struct rc_topo_dev *d)
 	ibv_close_device(ctx);
 }
 
-static int load_dev(struct rc_topo *t, struct load_ctx *lc, const char *name,
-		    struct rc_err *err)
+static int load_dev(struct rc_topo *t, struct load_ctx *lc, const char *name, struct rc_err *err)
 {
 	struct rc_topo_dev *d = &t->devs[t->ndevs];
 	char base[RC_TOPO_PATH_MAX], rel[RC_TOPO_PATH_MAX];
@@ -396,13 +397,13 @@ static int load_dev(struct rc_topo *t, struct load_ctx *lc, const char *name,
 	if (tp_fmt(base, sizeof(base), "class/infiniband/%s", name))
 		return rc_err_set(err, ENAMETOOLONG, "device name too long: %s", name);
 	if (!tp_is_dir(t, base))
-		return rc_err_set(err, ENOENT, "%s/%s is not a directory (a dangling link?)", t->root,
-				  base);
-#define READ(file, field)                                                         \
-	do {                                                                      \
-		if (tp_fmt(rel, sizeof(rel), "%s/" file, base) ||                 \
-		    tp_read(t, rel, d->field, sizeof(d->field)))                  \
-			d->field[0] = '\0';                                       \
+		return rc_err_set(err, ENOENT, "%s/%s is not a directory (a dangling link?)",
+				  t->root, base);
+#define READ(file, field) \
+	do { \
+		if (tp_fmt(rel, sizeof(rel), "%s/" file, base) || \
+		    tp_read(t, rel, d->field, sizeof(d->field))) \
+			d->field[0] = '\0'; \
 	} while (0)
 	READ("node_guid", node_guid);
 	READ("fw_ver", fw_ver);
@@ -417,7 +418,8 @@ static int load_dev(struct rc_topo *t, struct load_ctx *lc, const char *name,
 		tp_copy(d->driver, sizeof(d->driver), d->pci.driver);
 	set_provider(d);
 	if (tp_fmt(rel, sizeof(rel), "%s/ports", base) || tp_list(t, rel, &ports))
-		return rc_err_set(err, ENOENT, "%s has no ports directory (%s/%s/ports): not a complete RDMA device",
+		return rc_err_set(err, ENOENT,
+				  "%s has no ports directory (%s/%s/ports): not a complete RDMA device",
 				  name, t->root, base);
 	for (int i = 0; i < ports.n && !rc; i++) {
 		/* Port 0 is a switch's management port; hosts number from 1. */
@@ -429,7 +431,8 @@ static int load_dev(struct rc_topo *t, struct load_ctx *lc, const char *name,
 	}
 	tp_names_free(&ports);
 	if (!rc && !d->nports)
-		rc = rc_err_set(err, ENOENT, "%s has no ports under %s/%s/ports", name, t->root, base);
+		rc = rc_err_set(err, ENOENT, "%s has no ports under %s/%s/ports", name, t->root,
+				base);
 	if (!rc && t->live)
 		live_verbs(lc, d);
 	if (rc) {

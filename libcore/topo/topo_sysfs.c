@@ -293,9 +293,12 @@ void tp_add_finding(struct rc_topo *t, enum rc_topo_sev sev, const char *check, 
 const char *rc_topo_sev_name(enum rc_topo_sev s)
 {
 	switch (s) {
-	case RC_SEV_INFO: return "info";
-	case RC_SEV_WARNING: return "warning";
-	case RC_SEV_ERROR: return "error";
+	case RC_SEV_INFO:
+		return "info";
+	case RC_SEV_WARNING:
+		return "warning";
+	case RC_SEV_ERROR:
+		return "error";
 	}
 	return "unknown";
 }

@@ -73,7 +73,8 @@ static int connect_qp(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t port,
 	a.port_num = port;
 	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
 	/* ibv_modify_qp and ibv_query_port return the error; errno is not theirs. */
-	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	rc = ibv_modify_qp(qp, &a,
+			   IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 	if (rc)
 		return rc_err_set(err, rc, "QP to INIT: %s", strerror(rc));
 	memset(&a, 0, sizeof(a));
@@ -91,7 +92,8 @@ static int connect_qp(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t port,
 	} else {
 		a.ah_attr.dlid = pa->lid;
 	}
-	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+	rc = ibv_modify_qp(qp, &a,
+			   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 				   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
 	if (rc)
 		return rc_err_set(err, rc, "QP to RTR (%s): %s",
@@ -102,8 +104,9 @@ static int connect_qp(struct ibv_qp *qp, uint32_t remote_qpn, uint8_t port,
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 1;
-	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	rc = ibv_modify_qp(qp, &a,
+			   IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				   IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 	if (rc)
 		return rc_err_set(err, rc, "QP to RTS: %s", strerror(rc));
 	return 0;
@@ -150,8 +153,7 @@ static int loop_open(struct loop *l, const char *dev, uint8_t port, int gid_inde
 	if (!(l->cch = ibv_create_comp_channel(l->ctx)))
 		return rc_err_set(err, errno, "cannot create a completion channel: %s",
 				  strerror(errno));
-	if ((rc = fcntl(l->cch->fd, F_GETFL)) < 0 ||
-	    fcntl(l->cch->fd, F_SETFL, rc | O_NONBLOCK) < 0)
+	if ((rc = fcntl(l->cch->fd, F_GETFL)) < 0 || fcntl(l->cch->fd, F_SETFL, rc | O_NONBLOCK) < 0)
 		return rc_err_set(err, errno, "cannot make the completion channel non-blocking: %s",
 				  strerror(errno));
 	if (!(l->cq = ibv_create_cq(l->ctx, VERIFY_DEPTH * 2, NULL, l->cch, 0)))
@@ -192,8 +194,8 @@ static int check(const struct loop *l, uint64_t len, struct rc_err *err)
 			return rc_err_set(err, EIO,
 					  "the written data does not match what was sent: byte %llu "
 					  "(chunk %llu) is 0x%02x, not 0x%02x",
-					  (unsigned long long)k, (unsigned long long)(k / VERIFY_CHUNK),
-					  d[k], s[k]);
+					  (unsigned long long)k,
+					  (unsigned long long)(k / VERIFY_CHUNK), d[k], s[k]);
 		if (k >= len && (d[k] ^ s[k]) != 0xff)
 			return rc_err_set(err, EIO, "byte %llu was written, past the %llu sent",
 					  (unsigned long long)k, (unsigned long long)len);
@@ -201,13 +203,15 @@ static int check(const struct loop *l, uint64_t len, struct rc_err *err)
 	return 0;
 }
 
-static int loop_run(struct loop *l, uint64_t bytes, int timeout_ms, double *secs,
-		    struct rc_err *err)
+static int loop_run(struct loop *l, uint64_t bytes, int timeout_ms, double *secs, struct rc_err *err)
 {
 	uint64_t posted = 0, done = 0, nwr = (bytes + VERIFY_CHUNK - 1) / VERIFY_CHUNK;
 	/* The two QPs share the one CQ: the data path waits on it as on any
 	 * connection's (verbs/cq.c), with the same meaning of the timeout. */
-	struct rc_conn c = { .qp = l->qp[0], .cq = l->cq, .cch = l->cch, .timeout_ms = timeout_ms,
+	struct rc_conn c = { .qp = l->qp[0],
+			     .cq = l->cq,
+			     .cch = l->cch,
+			     .timeout_ms = timeout_ms,
 			     .peer = "the loopback QP" };
 	double start = rc_now();
 	int inflight = 0;
@@ -221,11 +225,15 @@ static int loop_run(struct loop *l, uint64_t bytes, int timeout_ms, double *secs
 		while (inflight < VERIFY_DEPTH && posted < nwr) {
 			uint32_t off = (uint32_t)((posted * VERIFY_CHUNK) % VERIFY_BUF);
 			uint64_t left = bytes - posted * VERIFY_CHUNK;
-			struct rc_wr w = { .op = RC_OP_WRITE, .laddr = (uintptr_t)l->buf[0] + off,
-					   .len = left < VERIFY_CHUNK ? (uint32_t)left : VERIFY_CHUNK,
+			struct rc_wr w = { .op = RC_OP_WRITE,
+					   .laddr = (uintptr_t)l->buf[0] + off,
+					   .len = left < VERIFY_CHUNK ? (uint32_t)left
+								      : VERIFY_CHUNK,
 					   .lkey = l->mr[0]->lkey,
 					   .raddr = (uintptr_t)l->buf[1] + off,
-					   .rkey = l->mr[1]->rkey, .user = posted, .signaled = true };
+					   .rkey = l->mr[1]->rkey,
+					   .user = posted,
+					   .signaled = true };
 
 			rc_chain_add(&ch, &w);
 			posted++;
@@ -255,8 +263,8 @@ static int loop_run(struct loop *l, uint64_t bytes, int timeout_ms, double *secs
 	return check(l, bytes < VERIFY_BUF ? bytes : VERIFY_BUF, err);
 }
 
-int rc_topo_verify_port(const char *dev, int port, int gid_index, uint64_t bytes,
-			int timeout_ms, struct rc_topo_verify *res, struct rc_err *err)
+int rc_topo_verify_port(const char *dev, int port, int gid_index, uint64_t bytes, int timeout_ms,
+			struct rc_topo_verify *res, struct rc_err *err)
 {
 	struct loop l = { 0 };
 	double secs = 0;
@@ -301,15 +309,16 @@ int rc_topo_verify(struct rc_topo *t, const char *only, uint64_t bytes, int time
 			if (strcmp(port->state, "ACTIVE"))
 				continue;
 			tried++;
-			if (!rc_topo_verify_port(dev->name, port->num, ib ? -1 : port->rec_gid, bytes,
-						 timeout_ms, &port->verify, &e))
+			if (!rc_topo_verify_port(dev->name, port->num, ib ? -1 : port->rec_gid,
+						 bytes, timeout_ms, &port->verify, &e))
 				continue;
 			tp_copy(port->verify.error, sizeof(port->verify.error), e.msg);
 			failed++;
-			tp_add_finding(t, RC_SEV_ERROR, "verify",
-				       "check the port with ibv_devinfo -v and dmesg; on RoCE, the netdev's address and MTU",
-				       "%s port %d carried no loopback traffic: %s", dev->name, port->num,
-				       e.msg);
+			tp_add_finding(
+				t, RC_SEV_ERROR, "verify",
+				"check the port with ibv_devinfo -v and dmesg; on RoCE, the netdev's address and MTU",
+				"%s port %d carried no loopback traffic: %s", dev->name, port->num,
+				e.msg);
 		}
 	}
 	if (tried)
@@ -317,14 +326,16 @@ int rc_topo_verify(struct rc_topo *t, const char *only, uint64_t bytes, int time
 	/* Nothing was written, so nothing was proven: a verify that passes
 	 * with no port would tell a health check all is well. */
 	if (!devs)
-		tp_add_finding(t, RC_SEV_ERROR, "verify",
-			       "load the NIC's RDMA driver, or for SoftRoCE: rdma link add rxe0 type rxe netdev IF",
-			       "no port was verified: no RDMA device%s%s", only ? " named " : "",
-			       only ? only : "");
+		tp_add_finding(
+			t, RC_SEV_ERROR, "verify",
+			"load the NIC's RDMA driver, or for SoftRoCE: rdma link add rxe0 type rxe netdev IF",
+			"no port was verified: no RDMA device%s%s", only ? " named " : "",
+			only ? only : "");
 	else
-		tp_add_finding(t, RC_SEV_ERROR, "verify",
-			       "bring a link up (ip link set IF up; check the cable or the switch port) and see the port states with ibv_devinfo",
-			       "no port was verified: no ACTIVE port on %s%s", only ? only : "the ",
-			       only ? "" : (devs == 1 ? "device" : "devices"));
+		tp_add_finding(
+			t, RC_SEV_ERROR, "verify",
+			"bring a link up (ip link set IF up; check the cable or the switch port) and see the port states with ibv_devinfo",
+			"no port was verified: no ACTIVE port on %s%s", only ? only : "the ",
+			only ? "" : (devs == 1 ? "device" : "devices"));
 	return -ENODEV;
 }

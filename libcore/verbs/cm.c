@@ -13,14 +13,19 @@
 static enum rc_cm_kind classify(enum rdma_cm_event_type t)
 {
 	switch (t) {
-	case RDMA_CM_EVENT_CONNECT_REQUEST: return RC_CM_REQUEST;
-	case RDMA_CM_EVENT_ESTABLISHED: return RC_CM_ESTABLISHED;
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+		return RC_CM_REQUEST;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		return RC_CM_ESTABLISHED;
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
-	case RDMA_CM_EVENT_REJECTED: return RC_CM_GONE;
-	case RDMA_CM_EVENT_DEVICE_REMOVAL: return RC_CM_DEVICE_GONE;
-	default: return RC_CM_OTHER;
+	case RDMA_CM_EVENT_REJECTED:
+		return RC_CM_GONE;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		return RC_CM_DEVICE_GONE;
+	default:
+		return RC_CM_OTHER;
 	}
 }
 

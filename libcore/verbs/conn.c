@@ -43,9 +43,10 @@ static int cm_unavailable(struct rc_err *err)
 {
 	int e = errno;
 
-	return rc_err_set(err, e,
-			  "cannot open the RDMA CM (%s): no RDMA device here, or rdma_ucm is not loaded: 'modprobe rdma_ucm'; for SoftRoCE over an Ethernet interface IF, 'rdma link add rxe0 type rxe netdev IF'; 'rdmactl probe-topology' shows what this host has",
-			  strerror(e));
+	return rc_err_set(
+		err, e,
+		"cannot open the RDMA CM (%s): no RDMA device here, or rdma_ucm is not loaded: 'modprobe rdma_ucm'; for SoftRoCE over an Ethernet interface IF, 'rdma link add rxe0 type rxe netdev IF'; 'rdmactl probe-topology' shows what this host has",
+		strerror(e));
 }
 
 static int set_nonblock(int fd)
@@ -181,8 +182,9 @@ static int resolve_addr(struct rc_conn *c, struct sockaddr *src, struct sockaddr
 			enum rdma_cm_event_type got = ev->event;
 
 			rdma_ack_cm_event(ev);
-			return rc_err_set(err, EPROTO, "resolving %s: unexpected event %s (status %d)",
-					  c->peer, rdma_event_str(got), status);
+			return rc_err_set(err, EPROTO,
+					  "resolving %s: unexpected event %s (status %d)", c->peer,
+					  rdma_event_str(got), status);
 		}
 		if (rc == 0) {
 			int status = ev->status;
@@ -190,9 +192,10 @@ static int resolve_addr(struct rc_conn *c, struct sockaddr *src, struct sockaddr
 			rdma_ack_cm_event(ev);
 			/* No route or no RDMA device for it: trying again will not help. */
 			if (status != -ETIMEDOUT && status != -ENODATA)
-				return rc_err_set(err, EHOSTUNREACH,
-						  "cannot resolve %s to a local RDMA device (status %d: %s)",
-						  c->peer, status, strerror(-status));
+				return rc_err_set(
+					err, EHOSTUNREACH,
+					"cannot resolve %s to a local RDMA device (status %d: %s)",
+					c->peer, status, strerror(-status));
 		} else if (rc != -EAGAIN) {
 			return rc_err_set(err, -rc, "resolving %s: %s", c->peer, strerror(-rc));
 		}
@@ -216,7 +219,8 @@ static int make_qp(struct rc_conn *c, struct rdma_cm_id *id, const struct rc_con
 	} else {
 		c->pd = ibv_alloc_pd(id->verbs);
 		if (!c->pd)
-			return rc_err_set(err, errno, "cannot allocate a protection domain on %s: %s",
+			return rc_err_set(err, errno,
+					  "cannot allocate a protection domain on %s: %s",
 					  c->dev_name, strerror(errno));
 		c->own_pd = true;
 	}
@@ -417,8 +421,8 @@ static struct ibv_context *find_cm_device(const char *name)
 	return found;
 }
 
-int rc_listen(const char *addr, const char *port, const char *dev_name,
-	      struct rc_listener **out, struct rc_err *err)
+int rc_listen(const char *addr, const char *port, const char *dev_name, struct rc_listener **out,
+	      struct rc_err *err)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai = NULL;
 	struct rc_listener *l = calloc(1, sizeof(*l));
@@ -428,8 +432,8 @@ int rc_listen(const char *addr, const char *port, const char *dev_name,
 		return rc_err_set(err, ENOMEM, "out of memory");
 	rc = getaddrinfo(addr, port, &hints, &ai);
 	if (rc) {
-		rc = rc_err_set(err, EINVAL, "cannot resolve listen address '%s:%s': %s", addr, port,
-				gai_strerror(rc));
+		rc = rc_err_set(err, EINVAL, "cannot resolve listen address '%s:%s': %s", addr,
+				port, gai_strerror(rc));
 		goto fail;
 	}
 	l->ech = rdma_create_event_channel();
@@ -443,9 +447,10 @@ int rc_listen(const char *addr, const char *port, const char *dev_name,
 		goto fail;
 	}
 	if (rdma_bind_addr(l->id, ai->ai_addr)) {
-		rc = rc_err_set(err, errno,
-				"cannot listen on %s:%s: %s (is the address on an RDMA device, and the port free?)",
-				addr, port, strerror(errno));
+		rc = rc_err_set(
+			err, errno,
+			"cannot listen on %s:%s: %s (is the address on an RDMA device, and the port free?)",
+			addr, port, strerror(errno));
 		goto fail;
 	}
 	if (rdma_listen(l->id, 64)) {

@@ -26,7 +26,8 @@ int rc_copy_run(const struct rc_copy *c, uint64_t *bytes, struct rc_err *err)
 
 	*bytes = 0;
 	if (c->op != RC_OP_READ && c->op != RC_OP_WRITE)
-		return rc_err_set(err, EINVAL, "a copy is a READ or a WRITE, not %s", rc_op_name(c->op));
+		return rc_err_set(err, EINVAL, "a copy is a READ or a WRITE, not %s",
+				  rc_op_name(c->op));
 	if (depth > c->conn->sq_depth)
 		depth = c->conn->sq_depth;
 	if (depth > COPY_MAX_DEPTH)
@@ -39,9 +40,14 @@ int rc_copy_run(const struct rc_copy *c, uint64_t *bytes, struct rc_err *err)
 			uint64_t len = x->len - at < piece ? x->len - at : piece;
 			uint64_t lo = (c->op == RC_OP_READ ? x->dst : x->src) + at;
 			uint64_t ro = (c->op == RC_OP_READ ? x->src : x->dst) + at;
-			struct rc_wr w = { .op = c->op, .laddr = c->local + lo, .len = (uint32_t)len,
-					   .lkey = c->lkey, .raddr = c->remote + ro, .rkey = c->rkey,
-					   .user = posted, .signaled = true };
+			struct rc_wr w = { .op = c->op,
+					   .laddr = c->local + lo,
+					   .len = (uint32_t)len,
+					   .lkey = c->lkey,
+					   .raddr = c->remote + ro,
+					   .rkey = c->rkey,
+					   .user = posted,
+					   .signaled = true };
 
 			if (len) {
 				rc_chain_add(&ch, &w);

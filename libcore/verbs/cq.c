@@ -83,11 +83,11 @@ int rc_cq_take(struct rc_conn *c, struct ibv_wc *wc, int max)
 	return n < 0 ? -EIO : n;
 }
 
-static int poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int max,
-		    int timeout_ms, int *which, struct pollfd *pfd, struct rc_err *err);
+static int poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int max, int timeout_ms,
+		    int *which, struct pollfd *pfd, struct rc_err *err);
 
-int rc_poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int max,
-		int timeout_ms, int *which, struct rc_err *err)
+int rc_poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int max, int timeout_ms,
+		int *which, struct rc_err *err)
 {
 	struct pollfd few[64], *pfd = few;
 	int rc;
@@ -103,8 +103,8 @@ int rc_poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int max,
 }
 
 /* rc_poll_any with room for n descriptors at pfd. */
-static int poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int max,
-		    int timeout_ms, int *which, struct pollfd *pfd, struct rc_err *err)
+static int poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int max, int timeout_ms,
+		    int *which, struct pollfd *pfd, struct rc_err *err)
 {
 	double deadline = 0;
 	unsigned spins = 0;
@@ -129,8 +129,8 @@ static int poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int 
 			}
 			got = ibv_poll_cq(c->cq, max, wc);
 			if (got < 0)
-				return rc_err_set(err, EIO, "cannot poll the completion queue of %s",
-						  c->peer);
+				return rc_err_set(err, EIO,
+						  "cannot poll the completion queue of %s", c->peer);
 			if (got == 0)
 				continue;
 			for (int j = 0; j < got; j++)

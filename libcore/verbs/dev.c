@@ -22,8 +22,9 @@ int rc_dev_open(const char *name, struct ibv_context **out, struct rc_err *err)
 		if (strcmp(ibv_get_device_name(list[i]), name))
 			continue;
 		*out = ibv_open_device(list[i]);
-		rc = *out ? 0 : rc_err_set(err, errno, "cannot open RDMA device '%s': %s", name,
-					    strerror(errno));
+		rc = *out ? 0
+			  : rc_err_set(err, errno, "cannot open RDMA device '%s': %s", name,
+				       strerror(errno));
 		break;
 	}
 	ibv_free_device_list(list);
@@ -36,10 +37,14 @@ int rc_dev_open(const char *name, struct ibv_context **out, struct rc_err *err)
 const char *rc_gid_type_name(int type)
 {
 	switch (type) {
-	case IBV_GID_TYPE_IB: return "IB";
-	case IBV_GID_TYPE_ROCE_V1: return "RoCE v1";
-	case IBV_GID_TYPE_ROCE_V2: return "RoCE v2";
-	default: return "unknown";
+	case IBV_GID_TYPE_IB:
+		return "IB";
+	case IBV_GID_TYPE_ROCE_V1:
+		return "RoCE v1";
+	case IBV_GID_TYPE_ROCE_V2:
+		return "RoCE v2";
+	default:
+		return "unknown";
 	}
 }
 
@@ -83,7 +88,9 @@ int rc_gid_choose(bool ib_link, const struct ibv_gid_entry *e, int n)
 	int best = -1, best_rank = -1;
 
 	for (int i = 0; i < n; i++) {
-		int r = gid_is_zero(&e[i].gid) ? -1 : rc_gid_rank(ib_link, (int)e[i].gid_type, e[i].gid.raw);
+		int r = gid_is_zero(&e[i].gid)
+				? -1
+				: rc_gid_rank(ib_link, (int)e[i].gid_type, e[i].gid.raw);
 
 		if (r >= 0 && (best < 0 || r < best_rank)) {
 			best = i;
@@ -106,8 +113,8 @@ int rc_gid_pick(struct ibv_context *ctx, uint8_t port, int override, struct rc_g
 		return rc_err_set(err, rc, "cannot query port %u of %s: %s", port,
 				  ibv_get_device_name(ctx->device), strerror(rc));
 	if (override >= 0) {
-		if (override >= pa.gid_tbl_len || ibv_query_gid_ex(ctx, port, (uint32_t)override, &e, 0) ||
-		    gid_is_zero(&e.gid))
+		if (override >= pa.gid_tbl_len ||
+		    ibv_query_gid_ex(ctx, port, (uint32_t) override, &e, 0) || gid_is_zero(&e.gid))
 			return rc_err_set(err, ENOENT, "GID index %d is not valid on %s port %u",
 					  override, ibv_get_device_name(ctx->device), port);
 		fill_info(out, &e);

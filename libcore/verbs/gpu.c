@@ -31,7 +31,8 @@ struct cu_api {
 	CUresult (*ctx_set_current)(CUcontext);
 	CUresult (*mem_alloc)(CUdeviceptr *, size_t);
 	CUresult (*mem_free)(CUdeviceptr);
-	CUresult (*get_handle)(void *, CUdeviceptr, size_t, CUmemRangeHandleType, unsigned long long);
+	CUresult (*get_handle)(void *, CUdeviceptr, size_t, CUmemRangeHandleType,
+			       unsigned long long);
 	CUresult (*htod)(CUdeviceptr, const void *, size_t);
 	CUresult (*dtoh)(void *, CUdeviceptr, size_t);
 	CUresult (*err_string)(CUresult, const char **);
@@ -46,9 +47,10 @@ static int cu_load(struct cu_api *a, struct rc_err *err)
 	void *h = dlopen(lib && *lib ? lib : "libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
 
 	if (!h)
-		return rc_err_set(err, ENODEV,
-				  "GPU memory needs the NVIDIA driver, which this host lacks (no usable GPU): %s",
-				  dlerror());
+		return rc_err_set(
+			err, ENODEV,
+			"GPU memory needs the NVIDIA driver, which this host lacks (no usable GPU): %s",
+			dlerror());
 #define SYM(f, n) (*(void **)&a->f = dlsym(h, n))
 	if (!SYM(init, "cuInit") || !SYM(device_get, "cuDeviceGet") ||
 	    !SYM(device_count, "cuDeviceGetCount") || !SYM(bus_id, "cuDeviceGetPCIBusId") ||
@@ -86,7 +88,8 @@ static int pick_device(const struct cu_api *a, int n, CUdevice *dev, struct rc_e
 	if (n < 0 || n >= count)
 		return rc_err_set(err, ENODEV, "no GPU %d: CUDA sees %d GPU%s%s", n, count,
 				  count == 1 ? "" : "s",
-				  count ? " (numbered from 0 in PCI bus order)" : " (is CUDA_VISIBLE_DEVICES empty?)");
+				  count ? " (numbered from 0 in PCI bus order)"
+					: " (is CUDA_VISIBLE_DEVICES empty?)");
 	for (int i = 0; i < count; i++) {
 		CUdevice d;
 
@@ -100,8 +103,9 @@ static int pick_device(const struct cu_api *a, int n, CUdevice *dev, struct rc_e
 		for (int k = 0; k < count; k++)
 			below += rc_pci_addr_cmp(ids[k], ids[i]) < 0;
 		if (below == n)
-			return a->device_get(dev, i) == CUDA_SUCCESS ? 0
-				: rc_err_set(err, ENODEV, "no CUDA device %d", i);
+			return a->device_get(dev, i) == CUDA_SUCCESS
+				       ? 0
+				       : rc_err_set(err, ENODEV, "no CUDA device %d", i);
 	}
 	return rc_err_set(err, ENODEV, "no GPU %d among %d", n, count);
 }

@@ -64,11 +64,10 @@ int rc_access_ibv(enum rc_access a)
 	case RC_ACCESS_RO:
 		return IBV_ACCESS_REMOTE_READ;
 	case RC_ACCESS_RW:
-		return IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
-		       IBV_ACCESS_LOCAL_WRITE;
+		return IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
 	case RC_ACCESS_ATOMIC:
-		return IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
-		       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+		return IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE |
+		       IBV_ACCESS_REMOTE_ATOMIC;
 	}
 	return 0;
 }
@@ -87,8 +86,9 @@ static int file_io(int fd, void *buf, size_t off, size_t len, bool write_back)
 	buf = (char *)buf + off;
 
 	while (done < len) {
-		ssize_t n = write_back ? pwrite(fd, (char *)buf + done, len - done, (off_t)(off + done))
-				       : pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
+		ssize_t n =
+			write_back ? pwrite(fd, (char *)buf + done, len - done, (off_t)(off + done))
+				   : pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -140,16 +140,18 @@ static int map_file(struct rc_mem *m, size_t len, const char *path, bool writabl
 		if (e) {
 			close(fd);
 			if (e == ENOSPC)
-				return rc_err_set(err, e, "no space to grow '%s' to %zu bytes: "
-						  "its file system is full", path, len);
+				return rc_err_set(err, e,
+						  "no space to grow '%s' to %zu bytes: "
+						  "its file system is full",
+						  path, len);
 			return rc_err_set(err, e, "cannot grow '%s' to %zu bytes: %s", path, len,
 					  strerror(e));
 		}
 	}
 	m->map_len = round_up(len, (size_t)sysconf(_SC_PAGESIZE));
 	if (writable)
-		m->buf = mmap(NULL, m->map_len, PROT_READ | PROT_WRITE,
-			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		m->buf = mmap(NULL, m->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			      -1, 0);
 	else
 		m->buf = mmap(NULL, m->map_len, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (m->buf == MAP_FAILED) {
@@ -280,7 +282,9 @@ static int reg_gpu(struct rc_mem *m, struct ibv_pd *pd, int access, struct ibv_m
 		if (m->reg == RC_REG_DMABUF)
 			mr = ibv_reg_dmabuf_mr(pd, 0, m->len, m->dev_ptr, m->dmabuf_fd, access);
 		else
-			mr = ibv_reg_mr(pd, m->reg == RC_REG_BOUNCE ? m->bounce : (void *)(uintptr_t)m->dev_ptr,
+			mr = ibv_reg_mr(pd,
+					m->reg == RC_REG_BOUNCE ? m->bounce
+								: (void *)(uintptr_t)m->dev_ptr,
 					m->len, access);
 		if (!mr)
 			return rc_err_set(err, errno, "cannot register GPU %d memory again (%s): %s",
@@ -291,8 +295,10 @@ static int reg_gpu(struct rc_mem *m, struct ibv_pd *pd, int access, struct ibv_m
 	if (any || m->want == RC_REG_DMABUF) {
 		if (m->dmabuf_fd < 0) {
 			if (!m->reg_notes[0])
-				snprintf(m->reg_notes, sizeof(m->reg_notes), "dma-buf: not exported");
-		} else if ((mr = ibv_reg_dmabuf_mr(pd, 0, m->len, m->dev_ptr, m->dmabuf_fd, access))) {
+				snprintf(m->reg_notes, sizeof(m->reg_notes),
+					 "dma-buf: not exported");
+		} else if ((mr = ibv_reg_dmabuf_mr(pd, 0, m->len, m->dev_ptr, m->dmabuf_fd,
+						   access))) {
 			m->reg = RC_REG_DMABUF;
 			m->mr_addr = m->dev_ptr;
 		} else {
@@ -313,8 +319,8 @@ static int reg_gpu(struct rc_mem *m, struct ibv_pd *pd, int access, struct ibv_m
 		}
 	}
 	if (!mr && (any || m->want == RC_REG_BOUNCE)) {
-		void *b = mmap(NULL, m->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			       -1, 0);
+		void *b = mmap(NULL, m->map_len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		struct rc_err ce;
 
 		if (b == MAP_FAILED) {
@@ -378,12 +384,14 @@ int rc_mem_sync_range(struct rc_mem *m, size_t off, size_t len, struct rc_err *e
 	if (m->kind != RC_MEM_FILE || !m->buf || !m->writable)
 		return 0;
 	if (off > m->len || len > m->len - off)
-		return rc_err_set(err, EINVAL, "cannot write back %zu bytes at %zu of a %zu-byte region",
-				  len, off, m->len);
+		return rc_err_set(err, EINVAL,
+				  "cannot write back %zu bytes at %zu of a %zu-byte region", len,
+				  off, m->len);
 	int e = file_io(m->fd, m->buf, off, len, true);
 
 	if (e)
-		return rc_err_set(err, -e, "cannot write the region back to its file: %s", strerror(-e));
+		return rc_err_set(err, -e, "cannot write the region back to its file: %s",
+				  strerror(-e));
 	if (off + len < m->len)
 		return 0;
 	if (fsync(m->fd) < 0)
@@ -395,8 +403,8 @@ int rc_mem_sync_range(struct rc_mem *m, size_t off, size_t len, struct rc_err *e
 int rc_mem_read(struct rc_mem *m, size_t off, void *host, size_t len, struct rc_err *err)
 {
 	if (off > m->len || len > m->len - off)
-		return rc_err_set(err, EINVAL, "cannot read %zu bytes at %zu of a %zu-byte region", len,
-				  off, m->len);
+		return rc_err_set(err, EINVAL, "cannot read %zu bytes at %zu of a %zu-byte region",
+				  len, off, m->len);
 	if (m->kind == RC_MEM_CUDA && !m->bounce)
 		return rc_gpu_copy(m, off, host, len, false, err);
 	memcpy(host, (const char *)(m->kind == RC_MEM_CUDA ? m->bounce : m->buf) + off, len);
@@ -423,8 +431,8 @@ void rc_mem_host_copy_free(void *copy, size_t len)
 int rc_mem_write(struct rc_mem *m, size_t off, const void *host, size_t len, struct rc_err *err)
 {
 	if (off > m->len || len > m->len - off)
-		return rc_err_set(err, EINVAL, "cannot write %zu bytes at %zu of a %zu-byte region", len,
-				  off, m->len);
+		return rc_err_set(err, EINVAL, "cannot write %zu bytes at %zu of a %zu-byte region",
+				  len, off, m->len);
 	if (m->kind == RC_MEM_CUDA && !m->bounce)
 		return rc_gpu_copy(m, off, (void *)(uintptr_t)host, len, true, err);
 	memcpy((char *)(m->kind == RC_MEM_CUDA ? m->bounce : m->buf) + off, host, len);

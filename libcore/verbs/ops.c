@@ -11,22 +11,22 @@
 
 struct slot {
 	uint64_t off;
-	uint64_t k;   /* the piece's number */
+	uint64_t k; /* the piece's number */
 	size_t len;
 	double t;
 };
 
 struct qstate {
-	struct rc_sq sq;    /* posted, done and which to signal */
-	uint64_t next_k;   /* its next piece: pieces go round-robin, k % nconns */
-	bool more;         /* pieces left for this queue */
+	struct rc_sq sq; /* posted, done and which to signal */
+	uint64_t next_k; /* its next piece: pieces go round-robin, k % nconns */
+	bool more;       /* pieces left for this queue */
 	struct slot *slots;
 };
 
 struct engine {
 	const struct rc_stream *s;
 	struct qstate *q;
-	uint64_t span;       /* bench: bytes cycled over */
+	uint64_t span; /* bench: bytes cycled over */
 	int sig_every;
 	int depth;
 	uint64_t bytes;
@@ -91,8 +91,13 @@ static int post_chain(struct engine *e, int qi, struct rc_err *err)
 	while (q->more && q->sq.posted - q->sq.done < (uint64_t)e->depth && ch.n < s->batch) {
 		struct slot *sl = &q->slots[q->sq.posted % (uint64_t)e->depth];
 		uint64_t seq = q->sq.posted;
-		struct rc_wr w = { .op = s->op, .lkey = s->lkey, .rkey = s->rkey, .imm = s->imm,
-				   .compare_add = s->compare_add, .swap = s->swap, .user = seq };
+		struct rc_wr w = { .op = s->op,
+				   .lkey = s->lkey,
+				   .rkey = s->rkey,
+				   .imm = s->imm,
+				   .compare_add = s->compare_add,
+				   .swap = s->swap,
+				   .user = seq };
 		bool last;
 
 		rc = make_piece(e, qi, sl, err);
@@ -104,8 +109,8 @@ static int post_chain(struct engine *e, int qi, struct rc_err *err)
 		}
 		/* Each queue signals its own last work request, or the
 		 * unsignalled tail of a queue would never complete. */
-		last = !q->more || (s->iters ? q->next_k >= s->iters
-					    : q->next_k * s->chunk >= s->total);
+		last = !q->more ||
+		       (s->iters ? q->next_k >= s->iters : q->next_k * s->chunk >= s->total);
 		if (last)
 			q->more = false;
 		w.laddr = (uintptr_t)slot_buf(e, qi, seq);
@@ -171,14 +176,16 @@ int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struc
 	if (s->nconns < 1 || s->nconns > 64 || s->depth < 1 || !s->chunk)
 		return rc_err_set(err, EINVAL, "invalid transfer parameters");
 	if (s->chunk > (1u << 30))
-		return rc_err_set(err, EINVAL, "a work request of %zu bytes is over 1 GiB", s->chunk);
+		return rc_err_set(err, EINVAL, "a work request of %zu bytes is over 1 GiB",
+				  s->chunk);
 	if ((s->drain || s->fill) && s->nconns != 1)
 		return rc_err_set(err, EINVAL, "a streamed transfer needs exactly one connection");
 	e.depth = s->depth;
 	for (int i = 0; i < s->nconns; i++)
 		if (e.depth > s->conns[i]->sq_depth)
 			e.depth = s->conns[i]->sq_depth;
-	e.sig_every = (s->fill || s->drain || s->lat_us || s->signal_every < 1) ? 1 : s->signal_every;
+	e.sig_every =
+		(s->fill || s->drain || s->lat_us || s->signal_every < 1) ? 1 : s->signal_every;
 	if (e.sig_every > e.depth)
 		e.sig_every = e.depth;
 	if (s->batch < 1 || s->batch > MAX_BATCH)
@@ -219,13 +226,15 @@ int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struc
 		}
 		if (!outstanding && !more)
 			break;
-		n = rc_poll_any(s->conns, s->nconns, wc, POLL_BATCH, s->timeout_ms > 0 ? s->timeout_ms : -1,
-				&which, err);
+		n = rc_poll_any(s->conns, s->nconns, wc, POLL_BATCH,
+				s->timeout_ms > 0 ? s->timeout_ms : -1, &which, err);
 		if (n == -ETIMEDOUT) {
-			rc = rc_err_set(err, ETIMEDOUT,
-					"no completion from %s within %d ms (%llu %s operations outstanding)",
-					s->conns[0]->peer, s->timeout_ms > 0 ? s->timeout_ms : s->conns[0]->timeout_ms,
-					(unsigned long long)outstanding, rc_op_name(s->op));
+			rc = rc_err_set(
+				err, ETIMEDOUT,
+				"no completion from %s within %d ms (%llu %s operations outstanding)",
+				s->conns[0]->peer,
+				s->timeout_ms > 0 ? s->timeout_ms : s->conns[0]->timeout_ms,
+				(unsigned long long)outstanding, rc_op_name(s->op));
 			goto out;
 		}
 		if (n < 0) {
@@ -238,7 +247,8 @@ int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struc
 				goto out;
 		}
 		if (s->progress)
-			s->progress(s->progress_arg, e.bytes, s->iters ? s->iters * s->chunk : s->total);
+			s->progress(s->progress_arg, e.bytes,
+				    s->iters ? s->iters * s->chunk : s->total);
 	}
 	res->seconds = rc_now() - t0;
 out:

@@ -14,26 +14,40 @@
 const char *rc_op_name(enum rc_op op)
 {
 	switch (op) {
-	case RC_OP_WRITE: return "RDMA WRITE";
-	case RC_OP_WRITE_IMM: return "RDMA WRITE_WITH_IMM";
-	case RC_OP_READ: return "RDMA READ";
-	case RC_OP_FAA: return "ATOMIC FETCH_ADD";
-	case RC_OP_CAS: return "ATOMIC CMP_SWAP";
-	case RC_OP_SEND: return "SEND";
-	case RC_OP_RECV: return "RECV";
-	default: return "operation";
+	case RC_OP_WRITE:
+		return "RDMA WRITE";
+	case RC_OP_WRITE_IMM:
+		return "RDMA WRITE_WITH_IMM";
+	case RC_OP_READ:
+		return "RDMA READ";
+	case RC_OP_FAA:
+		return "ATOMIC FETCH_ADD";
+	case RC_OP_CAS:
+		return "ATOMIC CMP_SWAP";
+	case RC_OP_SEND:
+		return "SEND";
+	case RC_OP_RECV:
+		return "RECV";
+	default:
+		return "operation";
 	}
 }
 
 static enum ibv_wr_opcode wr_opcode(enum rc_op op)
 {
 	switch (op) {
-	case RC_OP_WRITE_IMM: return IBV_WR_RDMA_WRITE_WITH_IMM;
-	case RC_OP_READ: return IBV_WR_RDMA_READ;
-	case RC_OP_FAA: return IBV_WR_ATOMIC_FETCH_AND_ADD;
-	case RC_OP_CAS: return IBV_WR_ATOMIC_CMP_AND_SWP;
-	case RC_OP_SEND: return IBV_WR_SEND;
-	default: return IBV_WR_RDMA_WRITE;
+	case RC_OP_WRITE_IMM:
+		return IBV_WR_RDMA_WRITE_WITH_IMM;
+	case RC_OP_READ:
+		return IBV_WR_RDMA_READ;
+	case RC_OP_FAA:
+		return IBV_WR_ATOMIC_FETCH_AND_ADD;
+	case RC_OP_CAS:
+		return IBV_WR_ATOMIC_CMP_AND_SWP;
+	case RC_OP_SEND:
+		return IBV_WR_SEND;
+	default:
+		return IBV_WR_RDMA_WRITE;
 	}
 }
 
@@ -76,7 +90,8 @@ bool rc_chain_add(struct rc_chain *ch, const struct rc_wr *d)
 		struct ibv_sge *g = &ch->gather[ch->ng];
 
 		for (uint32_t i = 0; i < d->nsg; i++)
-			g[i] = (struct ibv_sge){ .addr = d->sg[i].addr, .length = d->sg[i].len,
+			g[i] = (struct ibv_sge){ .addr = d->sg[i].addr,
+						 .length = d->sg[i].len,
 						 .lkey = d->lkey };
 		ch->wr[ch->n].sg_list = g;
 		ch->wr[ch->n].num_sge = (int)d->nsg;
@@ -141,8 +156,14 @@ int rc_post_rdma(struct rc_conn *c, enum rc_op op, void *laddr, uint32_t len, ui
 		 struct rc_err *err)
 {
 	struct rc_wr d = { .op = op == RC_OP_READ || op == RC_OP_WRITE_IMM ? op : RC_OP_WRITE,
-			   .laddr = (uintptr_t)laddr, .len = len, .lkey = lkey, .raddr = raddr,
-			   .rkey = rkey, .imm = imm, .user = user, .signaled = signaled };
+			   .laddr = (uintptr_t)laddr,
+			   .len = len,
+			   .lkey = lkey,
+			   .raddr = raddr,
+			   .rkey = rkey,
+			   .imm = imm,
+			   .user = user,
+			   .signaled = signaled };
 
 	return post_one(c, &d, err);
 }
@@ -152,18 +173,28 @@ int rc_post_atomic(struct rc_conn *c, enum rc_op op, uint64_t *result, uint32_t 
 		   uint64_t user, struct rc_err *err)
 {
 	struct rc_wr d = { .op = op == RC_OP_CAS ? RC_OP_CAS : RC_OP_FAA,
-			   .laddr = (uintptr_t)result, .len = 8, .lkey = lkey, .raddr = raddr,
-			   .rkey = rkey, .compare_add = compare_add, .swap = swap, .user = user,
+			   .laddr = (uintptr_t)result,
+			   .len = 8,
+			   .lkey = lkey,
+			   .raddr = raddr,
+			   .rkey = rkey,
+			   .compare_add = compare_add,
+			   .swap = swap,
+			   .user = user,
 			   .signaled = true };
 
 	return post_one(c, &d, err);
 }
 
-int rc_post_send(struct rc_conn *c, const void *buf, uint32_t len, uint32_t lkey,
-		 uint64_t user, struct rc_err *err)
+int rc_post_send(struct rc_conn *c, const void *buf, uint32_t len, uint32_t lkey, uint64_t user,
+		 struct rc_err *err)
 {
-	struct rc_wr d = { .op = RC_OP_SEND, .laddr = (uintptr_t)buf, .len = len, .lkey = lkey,
-			   .user = user, .signaled = true };
+	struct rc_wr d = { .op = RC_OP_SEND,
+			   .laddr = (uintptr_t)buf,
+			   .len = len,
+			   .lkey = lkey,
+			   .user = user,
+			   .signaled = true };
 
 	return post_one(c, &d, err);
 }
@@ -179,8 +210,8 @@ int rc_post_recv(struct rc_conn *c, void *buf, uint32_t len, uint32_t lkey, uint
 	wr.sg_list = &sge;
 	wr.num_sge = buf ? 1 : 0; /* no buffer: a receive for an immediate only */
 	rc = ibv_post_recv(c->qp, &wr, &bad);
-	return rc ? rc_err_set(err, rc, "cannot post %s to %s: %s", rc_op_name(RC_OP_RECV),
-			       c->peer, strerror(rc))
+	return rc ? rc_err_set(err, rc, "cannot post %s to %s: %s", rc_op_name(RC_OP_RECV), c->peer,
+			       strerror(rc))
 		  : 0;
 }
 
@@ -207,7 +238,8 @@ uint32_t rc_conn_max_msg(const struct rc_conn *c)
 	struct ibv_port_attr pa;
 	uint32_t cap = 1u << 30;
 
-	if (!c || !c->verbs || ibv_query_port(c->verbs, c->port_num ? c->port_num : 1, &pa) || !pa.max_msg_sz)
+	if (!c || !c->verbs || ibv_query_port(c->verbs, c->port_num ? c->port_num : 1, &pa) ||
+	    !pa.max_msg_sz)
 		return cap;
 	return pa.max_msg_sz < cap ? pa.max_msg_sz : cap;
 }

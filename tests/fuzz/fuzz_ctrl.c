@@ -26,9 +26,11 @@ static void migration(const uint8_t *data, size_t size)
 
 	if (rc_ctrl_decode_pull(data, size, &p, RC_PULL_MAX_EXT) == 0) {
 		FUZZ_CHECK(p.n <= RC_PULL_MAX_EXT);
-		FUZZ_CHECK(memchr(p.host, '\0', sizeof(p.host)) && memchr(p.token, '\0', sizeof(p.token)));
+		FUZZ_CHECK(memchr(p.host, '\0', sizeof(p.host)) &&
+			   memchr(p.token, '\0', sizeof(p.token)));
 		len = rc_ctrl_encode_pull(out, sizeof(out), 1, &p);
-		FUZZ_CHECK(len > 0 && rc_ctrl_decode_pull(out, (size_t)len, &p2, RC_PULL_MAX_EXT) == 0);
+		FUZZ_CHECK(len > 0 &&
+			   rc_ctrl_decode_pull(out, (size_t)len, &p2, RC_PULL_MAX_EXT) == 0);
 		FUZZ_CHECK(p2.n == p.n && p2.rkey == p.rkey && !strcmp(p2.host, p.host));
 		FUZZ_CHECK(!memcmp(x, y, sizeof(x[0]) * p.n));
 	}
@@ -36,7 +38,8 @@ static void migration(const uint8_t *data, size_t size)
 	    rc_ctrl_decode_dirty(data, size, &h, RC_HASH_MAX_EXT) == 0) {
 		FUZZ_CHECK(h.n <= RC_HASH_MAX_EXT && memchr(h.region, '\0', sizeof(h.region)));
 		len = rc_ctrl_encode_hash(out, sizeof(out), 1, &h);
-		FUZZ_CHECK(len > 0 && rc_ctrl_decode_hash(out, (size_t)len, &h2, RC_HASH_MAX_EXT) == 0);
+		FUZZ_CHECK(len > 0 &&
+			   rc_ctrl_decode_hash(out, (size_t)len, &h2, RC_HASH_MAX_EXT) == 0);
 		FUZZ_CHECK(h2.n == h.n && h2.flags == h.flags && !memcmp(x, y, sizeof(x[0]) * h.n));
 	}
 	if (rc_ctrl_decode_mig_cmd(data, size, &c) == 0) {

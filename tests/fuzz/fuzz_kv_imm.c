@@ -53,7 +53,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			continue;
 		}
 		res = kv_tally_note(&t, rank, qp, layer);
-		in = rank < src_tp && layer < layers && qp <= KV_MAX_QPS && want[rank] >> (qp - 1) & 1;
+		in = rank < src_tp && layer < layers && qp <= KV_MAX_QPS &&
+		     want[rank] >> (qp - 1) & 1;
 		if (!in) {
 			FUZZ_CHECK(res == KV_TALLY_BAD);
 			continue;

@@ -57,9 +57,9 @@ struct fconn {
 static struct {
 	struct fconn *conns[MAX_CONNS]; /* accepted, in order, NULL once closed */
 	int nconns;
-	struct rc_cm_event ev[16];      /* CM events waiting for the listener */
+	struct rc_cm_event ev[16]; /* CM events waiting for the listener */
 	int nev;
-	uint32_t move;                  /* what the last TRACK answered */
+	uint32_t move; /* what the last TRACK answered */
 	uint32_t key;
 	int efd;
 } H;
@@ -195,7 +195,7 @@ int rc_gid_pick(struct ibv_context *ctx, uint8_t port, int override, struct rc_g
 {
 	(void)ctx;
 	(void)port;
-	(void)override;
+	(void) override;
 	(void)err;
 	memset(out, 0, sizeof(*out));
 	return 0;
@@ -295,7 +295,7 @@ int rc_post_send(struct rc_conn *c, const void *buf, uint32_t len, uint32_t lkey
 	(void)lkey;
 	(void)err;
 	if (len > sizeof(copy))
-		abort(); /* a reply is never larger than a control message */
+		abort();        /* a reply is never larger than a control message */
 	memcpy(copy, buf, len); /* ASan: what the server sends is its memory still */
 	/* A TRACK's answer (its seq: the step): the move id later steps carry. */
 	if (!rc_ctrl_decode_mig_resp(copy, len, &r) && !rc_ctrl_decode_hdr(copy, len, &h) &&
@@ -305,7 +305,8 @@ int rc_post_send(struct rc_conn *c, const void *buf, uint32_t len, uint32_t lkey
 		fprintf(stderr, "reply on %s: %d %llu %s\n", c->peer, r.status,
 			(unsigned long long)r.bytes, r.msg);
 	/* It went: the slot is the server's again. */
-	push_wc(f, &(struct ibv_wc){ .wr_id = rc_wrid(RC_OP_SEND, user), .status = IBV_WC_SUCCESS,
+	push_wc(f, &(struct ibv_wc){ .wr_id = rc_wrid(RC_OP_SEND, user),
+				     .status = IBV_WC_SUCCESS,
 				     .opcode = IBV_WC_SEND });
 	return 0;
 }
@@ -475,7 +476,8 @@ static void deliver(struct fconn *f, struct in *in)
 		uint8_t n = byte(in) % 9, fl = byte(in);
 
 		for (int i = 0; i < n; i++)
-			ext[i] = (struct rc_extent){ .src = byte(in) * 4096ull, .dst = byte(in) * 4096ull,
+			ext[i] = (struct rc_extent){ .src = byte(in) * 4096ull,
+						     .dst = byte(in) * 4096ull,
 						     .len = byte(in) * 4096ull };
 		if (what % 6 == 1) {
 			struct rc_pull_req r = { .n = n, .ext = ext, .flags = fl & 15, .rkey = 7 };
@@ -517,8 +519,10 @@ static void deliver(struct fconn *f, struct in *in)
 	if ((uint32_t)len > f->recv[slot].len)
 		len = (int)f->recv[slot].len;
 	memcpy(f->recv[slot].buf, msg, (size_t)len);
-	push_wc(f, &(struct ibv_wc){ .wr_id = f->recv[slot].wr_id, .status = IBV_WC_SUCCESS,
-				     .opcode = IBV_WC_RECV, .byte_len = (uint32_t)len });
+	push_wc(f, &(struct ibv_wc){ .wr_id = f->recv[slot].wr_id,
+				     .status = IBV_WC_SUCCESS,
+				     .opcode = IBV_WC_RECV,
+				     .byte_len = (uint32_t)len });
 	f->recv[slot] = f->recv[--f->nrecv];
 }
 
@@ -537,8 +541,11 @@ static void gone(struct fconn *f)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct rc_server_opts o = { .addr = "127.0.0.1", .port = "7471", .gid_index = 0,
-				    .token = TOKEN, .keepalive_ms = -1 };
+	struct rc_server_opts o = { .addr = "127.0.0.1",
+				    .port = "7471",
+				    .gid_index = 0,
+				    .token = TOKEN,
+				    .keepalive_ms = -1 };
 	struct in in = { data, size };
 	struct rc_server *s;
 	struct rc_err e;

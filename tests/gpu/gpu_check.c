@@ -62,7 +62,8 @@ static int do_alloc(int gpu, size_t size)
 	rc = alloc_gpu(&m, gpu, size, RC_REG_AUTO);
 	if (rc)
 		goto out;
-	printf("allocated %zu bytes on GPU %d at 0x%llx\n", size, gpu, (unsigned long long)m.dev_ptr);
+	printf("allocated %zu bytes on GPU %d at 0x%llx\n", size, gpu,
+	       (unsigned long long)m.dev_ptr);
 	if (m.dmabuf_fd >= 0)
 		printf("dma-buf export: yes (fd %d)\n", m.dmabuf_fd);
 	else
@@ -126,15 +127,17 @@ static int do_reg(const char *dev_name, const char *path, int gpu)
 	rc = alloc_gpu(&m, gpu, 4 << 20, want);
 	if (rc)
 		goto out;
-	rc = rc_mem_register(&m, pd, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				     IBV_ACCESS_REMOTE_READ, &mr, &e);
+	rc = rc_mem_register(&m, pd,
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				     IBV_ACCESS_REMOTE_READ,
+			     &mr, &e);
 	if (rc) {
 		printf("FAIL: %s\n", e.msg);
 		rc = 1;
 	} else {
-		printf("PASS: GPU %d memory registered on %s via %s (rkey 0x%x)%s%s\n", gpu, dev_name,
-		       rc_mem_reg_name(m.reg), mr->rkey, m.reg_notes[0] ? "; tried first: " : "",
-		       m.reg_notes);
+		printf("PASS: GPU %d memory registered on %s via %s (rkey 0x%x)%s%s\n", gpu,
+		       dev_name, rc_mem_reg_name(m.reg), mr->rkey,
+		       m.reg_notes[0] ? "; tried first: " : "", m.reg_notes);
 		ibv_dereg_mr(mr);
 	}
 	rc_mem_free(&m);

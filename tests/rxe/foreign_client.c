@@ -66,11 +66,14 @@ static void release(struct peer *p)
 static int one(const struct job *j, struct peer *p)
 {
 	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *res, *src = NULL;
-	struct ibv_qp_init_attr attr = { .cap = { .max_send_wr = 4, .max_recv_wr = 1,
-						  .max_send_sge = 1, .max_recv_sge = 1 },
-					 .sq_sig_all = 1 };
-	struct rdma_conn_param cp = { .initiator_depth = 1, .responder_resources = 1,
-				      .retry_count = 7, .rnr_retry_count = 7 };
+	struct ibv_qp_init_attr attr = {
+		.cap = { .max_send_wr = 4, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
+		.sq_sig_all = 1
+	};
+	struct rdma_conn_param cp = { .initiator_depth = 1,
+				      .responder_resources = 1,
+				      .retry_count = 7,
+				      .rnr_retry_count = 7 };
 	struct ibv_wc wc;
 	int rc;
 
@@ -137,13 +140,17 @@ int main(int argc, char **argv)
 	int n = 1, rc = 0, done = 0;
 
 	if (argc < 8 || argc > 9) {
-		fprintf(stderr, "usage: foreign_client write|read HOST PORT ADDR RKEY OFFSET LENGTH [TOKEN]\n");
+		fprintf(stderr,
+			"usage: foreign_client write|read HOST PORT ADDR RKEY OFFSET LENGTH [TOKEN]\n");
 		return 2;
 	}
-	j = (struct job){ .wr = !strcmp(argv[1], "write"), .host = argv[2], .port = argv[3],
+	j = (struct job){ .wr = !strcmp(argv[1], "write"),
+			  .host = argv[2],
+			  .port = argv[3],
 			  .raddr = strtoull(argv[4], NULL, 0),
 			  .rkey = (uint32_t)strtoul(argv[5], NULL, 0),
-			  .off = strtoull(argv[6], NULL, 0), .len = strtoull(argv[7], NULL, 0),
+			  .off = strtoull(argv[6], NULL, 0),
+			  .len = strtoull(argv[7], NULL, 0),
 			  .token = argc == 9 ? argv[8] : NULL };
 	if (getenv("FOREIGN_CLIENT_CONNS"))
 		n = atoi(getenv("FOREIGN_CLIENT_CONNS"));

@@ -105,14 +105,19 @@ static int fail(const char *what)
 static int open_qp(struct qp *q, uint32_t qpi, uint32_t nqps)
 {
 	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *res;
-	struct ibv_qp_init_attr attr = { .cap = { .max_send_wr = 16, .max_recv_wr = NRECV,
-						  .max_send_sge = 1, .max_recv_sge = 1 },
+	struct ibv_qp_init_attr attr = { .cap = { .max_send_wr = 16,
+						  .max_recv_wr = NRECV,
+						  .max_send_sge = 1,
+						  .max_recv_sge = 1 },
 					 .sq_sig_all = 1 };
 	struct kv_hello_pd pd = { .rank = 0, .qp = qpi, .nqps = nqps, .session = session };
 	unsigned char pdb[KV_PD_LEN];
-	struct rdma_conn_param cp = { .initiator_depth = 1, .responder_resources = 1,
-				      .retry_count = 7, .rnr_retry_count = 7,
-				      .private_data = pdb, .private_data_len = KV_PD_LEN };
+	struct rdma_conn_param cp = { .initiator_depth = 1,
+				      .responder_resources = 1,
+				      .retry_count = 7,
+				      .rnr_retry_count = 7,
+				      .private_data = pdb,
+				      .private_data_len = KV_PD_LEN };
 	int rc;
 
 	memset(q, 0, sizeof(*q));
@@ -214,7 +219,8 @@ static void print_msg(const struct kv_msg *m)
 		printf("alloc req=%u pages=%u\n", m->req, m->u.alloc.npages);
 		break;
 	case KV_MSG_CANCEL:
-		printf("cancel req=%u code=%d text=%s\n", m->req, m->u.cancel.code, m->u.cancel.text);
+		printf("cancel req=%u code=%d text=%s\n", m->req, m->u.cancel.code,
+		       m->u.cancel.text);
 		break;
 	case KV_MSG_DONE:
 		printf("done req=%u status=%d\n", m->req, m->u.done.status);
@@ -253,10 +259,10 @@ static int set_field(struct kv_msg *m, const char *fv)
 	if (!eq)
 		return -1;
 	v = (uint32_t)strtoul(eq + 1, NULL, 0);
-#define F(name, lv)                                      \
+#define F(name, lv) \
 	if (!strncmp(fv, name "=", strlen(name) + 1)) { \
-		lv = v;                                  \
-		return 0;                                \
+		lv = v; \
+		return 0; \
 	}
 	F("layers", g->layers);
 	F("kv_heads", g->kv_heads);
@@ -280,10 +286,16 @@ static struct kv_msg hello_msg(uint32_t nqps)
 
 	m.u.hello.nqps = nqps;
 	m.u.hello.session = session;
-	m.u.hello.g = (struct kv_geom){ .layout = KV_LAYOUT_PAGED, .page_layout = KV_PAGE_NHD,
-					.dtype = KV_DT_BF16, .layers = 4, .kv_heads = 8,
-					.head_dim = 16, .src_tp = 1, .dst_tp = 1,
-					.src_page_tokens = 4, .dst_page_tokens = 4 };
+	m.u.hello.g = (struct kv_geom){ .layout = KV_LAYOUT_PAGED,
+					.page_layout = KV_PAGE_NHD,
+					.dtype = KV_DT_BF16,
+					.layers = 4,
+					.kv_heads = 8,
+					.head_dim = 16,
+					.src_tp = 1,
+					.dst_tp = 1,
+					.src_page_tokens = 4,
+					.dst_page_tokens = 4 };
 	memcpy(m.u.hello.token, token, sizeof(token));
 	return m;
 }
@@ -302,7 +314,8 @@ static int handshake(struct qp *c, struct kv_msg *hello, struct kv_msg *w)
 		int n = recv_msg(c, w, pages, 100);
 
 		if (n < 0) {
-			fprintf(stderr, "kv_hostile: the connection failed after HELLO, before an answer (%.0f ms)\n",
+			fprintf(stderr,
+				"kv_hostile: the connection failed after HELLO, before an answer (%.0f ms)\n",
 				now_ms() - (end - 10000));
 			return -1;
 		}
@@ -319,7 +332,8 @@ static int handshake(struct qp *c, struct kv_msg *hello, struct kv_msg *w)
 static int write_imm(struct qp *q, uint64_t raddr, uint32_t rkey, uint32_t imm)
 {
 	struct ibv_send_wr wr = { .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
-				  .send_flags = IBV_SEND_SIGNALED, .imm_data = htobe32(imm),
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .imm_data = htobe32(imm),
 				  .wr.rdma = { .remote_addr = raddr, .rkey = rkey } },
 			   *bad;
 
@@ -344,7 +358,8 @@ static void until_end(struct qp *c, double ms, int resend_every_ms, struct kv_ms
 		if (n == 1 && m.type != KV_MSG_HB && m.type != KV_MSG_ALLOC) {
 			print_msg(&m);
 			if (m.type == KV_MSG_CANCEL || m.type == KV_MSG_DONE) {
-				printf("ended after %.0f ms, %d duplicate REQs\n", now_ms() - t0, dups);
+				printf("ended after %.0f ms, %d duplicate REQs\n", now_ms() - t0,
+				       dups);
 				return;
 			}
 		}

@@ -40,8 +40,7 @@ static int nfirst = -1;
 
 /* One reply: a LIST_RESP whose table equals the first reply's, and whose
  * sequence number is one of this round's not seen yet. */
-static int check_reply(const unsigned char *msg, uint32_t len, uint32_t base, int count,
-		       bool *seen)
+static int check_reply(const unsigned char *msg, uint32_t len, uint32_t base, int count, bool *seen)
 {
 	struct rc_region_desc d[RC_MAX_REGIONS];
 	struct rc_ctrl_hdr h;
@@ -95,7 +94,8 @@ static int round_trip(struct rc_conn *c, struct bufs *b, uint32_t lkey, uint32_t
 			return -1;
 		}
 	for (int i = 0; i < count; i++) {
-		rc_ctrl_encode_hdr(b->req[i], RC_CTRL_HDR_LEN, RC_CTRL_LIST_REQ, 0, base + (uint32_t)i);
+		rc_ctrl_encode_hdr(b->req[i], RC_CTRL_HDR_LEN, RC_CTRL_LIST_REQ, 0,
+				   base + (uint32_t)i);
 		if (rc_post_send(c, b->req[i], RC_CTRL_HDR_LEN, lkey, (uint64_t)i, &e)) {
 			printf("%s\n", e.msg);
 			return -1;

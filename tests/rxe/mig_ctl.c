@@ -54,10 +54,12 @@ static int one(struct rc_client *cl, const char *step, const char *arg)
 			return 2;
 		snprintf(h.region, sizeof(h.region), "%s", cl->region.name);
 		for (h.n = 0; h.n < (uint32_t)k; h.n++)
-			ext[h.n] = (struct rc_extent){ .src = 0, .dst = 0, .len = cl->region.length };
+			ext[h.n] =
+				(struct rc_extent){ .src = 0, .dst = 0, .len = cl->region.length };
 		len = rc_ctrl_encode_hash(req, sizeof(req), 7, &h);
 	} else if (!strcmp(step, "blocks")) {
-		struct rc_hash_req h = { .ext = ext, .n = 1,
+		struct rc_hash_req h = { .ext = ext,
+					 .n = 1,
 					 .flags = RC_MIG_FIRST | RC_MIG_LAST | RC_HASH_BLOCKS };
 		uint64_t off = arg ? strtoull(arg, NULL, 10) : 0;
 
@@ -138,8 +140,10 @@ static int hashes(struct rc_client *cl, int k)
 		if (rc_post_recv(c, b->resp[i], RC_CTRL_MSG_MAX, mr->lkey, (uint64_t)i, &e))
 			return 1;
 	for (int i = 0; i < k; i++) {
-		struct rc_hash_req h = { .ext = &x, .n = 1,
-					 .flags = (i == 0 ? RC_MIG_FIRST : 0) | (i == k - 1 ? RC_MIG_LAST : 0) };
+		struct rc_hash_req h = { .ext = &x,
+					 .n = 1,
+					 .flags = (i == 0 ? RC_MIG_FIRST : 0) |
+						  (i == k - 1 ? RC_MIG_LAST : 0) };
 		int len;
 
 		snprintf(h.region, sizeof(h.region), "%s", cl->region.name);
@@ -160,10 +164,11 @@ static int hashes(struct rc_client *cl, int k)
 			if (rc_wrid_op(wc[i].wr_id) != RC_OP_RECV)
 				continue;
 			got++;
-			if (rc_ctrl_decode_mig_resp(b->resp[wc[i].wr_id & RC_WRID_MASK], wc[i].byte_len, &r) ||
+			if (rc_ctrl_decode_mig_resp(b->resp[wc[i].wr_id & RC_WRID_MASK],
+						    wc[i].byte_len, &r) ||
 			    r.status) {
-				printf("hash %d: status=%d msg=%s\n", (int)(wc[i].wr_id & RC_WRID_MASK),
-				       r.status, r.msg);
+				printf("hash %d: status=%d msg=%s\n",
+				       (int)(wc[i].wr_id & RC_WRID_MASK), r.status, r.msg);
 				bad++;
 			}
 		}

@@ -26,8 +26,15 @@ typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
 typedef void *CUcontext;
 
-enum { OK = 0, ERR_INVALID_VALUE = 1, ERR_OUT_OF_MEMORY = 2, ERR_NOT_INITIALIZED = 3,
-       ERR_NO_DEVICE = 100, ERR_INVALID_DEVICE = 101, ERR_NOT_SUPPORTED = 801 };
+enum {
+	OK = 0,
+	ERR_INVALID_VALUE = 1,
+	ERR_OUT_OF_MEMORY = 2,
+	ERR_NOT_INITIALIZED = 3,
+	ERR_NO_DEVICE = 100,
+	ERR_INVALID_DEVICE = 101,
+	ERR_NOT_SUPPORTED = 801
+};
 
 /* The driver's entry points, as rdmactl calls them. */
 CUresult cuInit(unsigned flags);
@@ -74,7 +81,8 @@ static int find(CUdeviceptr d, size_t len)
 	for (int i = 0; i < MAX_ALLOCS; i++) {
 		uintptr_t b = (uintptr_t)allocs[i].p;
 
-		if (allocs[i].p && d >= b && d - b <= allocs[i].len && len <= allocs[i].len - (d - b))
+		if (allocs[i].p && d >= b && d - b <= allocs[i].len &&
+		    len <= allocs[i].len - (d - b))
 			return i;
 	}
 	return -1;
@@ -202,13 +210,27 @@ CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr d, size_t len, 
 CUresult cuGetErrorString(CUresult r, const char **s)
 {
 	switch (r) {
-	case OK: *s = "no error (fake driver)"; break;
-	case ERR_INVALID_VALUE: *s = "invalid argument (fake driver)"; break;
-	case ERR_OUT_OF_MEMORY: *s = "out of memory (fake driver)"; break;
-	case ERR_NOT_INITIALIZED: *s = "initialization error (fake driver)"; break;
-	case ERR_INVALID_DEVICE: *s = "invalid device ordinal (fake driver)"; break;
-	case ERR_NOT_SUPPORTED: *s = "operation not supported (fake driver)"; break;
-	default: *s = "unknown error (fake driver)"; break;
+	case OK:
+		*s = "no error (fake driver)";
+		break;
+	case ERR_INVALID_VALUE:
+		*s = "invalid argument (fake driver)";
+		break;
+	case ERR_OUT_OF_MEMORY:
+		*s = "out of memory (fake driver)";
+		break;
+	case ERR_NOT_INITIALIZED:
+		*s = "initialization error (fake driver)";
+		break;
+	case ERR_INVALID_DEVICE:
+		*s = "invalid device ordinal (fake driver)";
+		break;
+	case ERR_NOT_SUPPORTED:
+		*s = "operation not supported (fake driver)";
+		break;
+	default:
+		*s = "unknown error (fake driver)";
+		break;
 	}
 	return OK;
 }

@@ -15,8 +15,14 @@
 #define MAX_GPUS 64
 #define MAX_LINKS 18
 
-enum { OK = 0, ERR_INVALID = 2, ERR_NOT_SUPPORTED = 3, ERR_NOT_FOUND = 6, ERR_UNINIT = 1,
-       ERR_LIB = 12 };
+enum {
+	OK = 0,
+	ERR_INVALID = 2,
+	ERR_NOT_SUPPORTED = 3,
+	ERR_NOT_FOUND = 6,
+	ERR_UNINIT = 1,
+	ERR_LIB = 12
+};
 
 struct pci_info { /* nvmlPciInfo_t */
 	char bus_id_legacy[16];
@@ -95,7 +101,8 @@ int nvmlInit_v2(void)
 			snprintf(g->name, sizeof(g->name), "%s", line + off);
 			g->index = n;
 			ngpus++;
-		} else if (sscanf(line, "link %31s %u %31s %15s", a, &n, b, kind) == 4 && n < MAX_LINKS) {
+		} else if (sscanf(line, "link %31s %u %31s %15s", a, &n, b, kind) == 4 &&
+			   n < MAX_LINKS) {
 			struct fgpu *g = find(a);
 
 			if (!g)

@@ -12,19 +12,24 @@ int main(void)
 {
 	static struct rc_extent in[RC_PULL_MAX_EXT + 1], out[RC_PULL_MAX_EXT + 1];
 	unsigned char buf[RC_CTRL_MSG_MAX];
-	struct rc_pull_req p = { .flags = RC_MIG_FIRST, .host = "198.18.0.1", .port = "7471",
-				 .src_region = "kv", .dst_region = "kv", .token = "s3cret",
+	struct rc_pull_req p = { .flags = RC_MIG_FIRST,
+				 .host = "198.18.0.1",
+				 .port = "7471",
+				 .src_region = "kv",
+				 .dst_region = "kv",
+				 .token = "s3cret",
 				 .ext = in };
 	struct rc_pull_req q = { .ext = out };
 	struct rc_hash_req h = { .flags = RC_MIG_LAST | RC_HASH_DST, .region = "kv", .ext = in };
 	struct rc_hash_req g = { .ext = out };
-	struct rc_mig_resp r = { .status = -ENOENT, .bytes = 1234, .msg = "no region named 'x'" },
-			   s;
+	struct rc_mig_resp r = { .status = -ENOENT, .bytes = 1234, .msg = "no region named 'x'" }, s;
 	int len;
 
 	CHECK(RC_PULL_MAX_EXT >= 100 && RC_HASH_MAX_EXT >= RC_PULL_MAX_EXT);
 	for (unsigned i = 0; i <= RC_PULL_MAX_EXT; i++)
-		in[i] = (struct rc_extent){ .src = i * 4096ull, .dst = (i + 7) * 4096ull, .len = 4096 + i };
+		in[i] = (struct rc_extent){ .src = i * 4096ull,
+					    .dst = (i + 7) * 4096ull,
+					    .len = 4096 + i };
 	p.n = RC_PULL_MAX_EXT + 1;
 	CHECK(rc_ctrl_encode_pull(buf, sizeof(buf), 1, &p) == -ENOSPC);
 	p.n = RC_PULL_MAX_EXT;
@@ -65,8 +70,12 @@ int main(void)
 	buf[RC_CTRL_HDR_LEN + 3] = 0;
 	CHECK(rc_ctrl_decode_mig_resp(buf, (size_t)len, &s) == -EBADMSG);
 	/* The live migration's steps and notices. */
-	struct rc_mig_cmd c = { .step = RC_MIG_CUTOVER, .region = "kv", .off = 65536, .len = 8,
-				.arg = "198.18.1.2:7471" }, d;
+	struct rc_mig_cmd c = { .step = RC_MIG_CUTOVER,
+				.region = "kv",
+				.off = 65536,
+				.len = 8,
+				.arg = "198.18.1.2:7471" },
+			  d;
 
 	len = rc_ctrl_encode_mig_cmd(buf, sizeof(buf), 4, &c);
 	CHECK(len > 0);

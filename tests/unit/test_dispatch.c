@@ -72,7 +72,8 @@ int main(void)
 	CHECK(rc == -EINVAL && usage);
 	CHECK(doc && json_integer_value(json_object_get(doc, "schema_version")) == 2);
 	CHECK(json_is_string(json_object_get(json_object_get(doc, "error"), "message")));
-	CHECK_STR(json_string_value(json_object_get(json_object_get(doc, "error"), "code")), "EINVAL");
+	CHECK_STR(json_string_value(json_object_get(json_object_get(doc, "error"), "code")),
+		  "EINVAL");
 	json_decref(doc);
 
 	doc = run_json(version, 1, &rc, &usage);
@@ -107,8 +108,8 @@ int main(void)
 		struct cap o, e;
 		struct ctx ctx;
 		struct opt_vals v;
-		char *reg[] = { "register", "--name", "a", "--size", "1M", "--name", "b",
-				"--size", "2M", "--listen", "x" };
+		char *reg[] = { "register", "--name", "a",  "--size",   "1M", "--name",
+				"b",        "--size", "2M", "--listen", "x" };
 		char *twice[] = { "write", "--size", "1", "--size", "2", "h:1/r" };
 
 		ctx_open(&ctx, &o, &e, OUT_TEXT);
@@ -148,7 +149,8 @@ int main(void)
 		out_str(&ctx.out, NULL, NULL, "x");
 		out_arr_end(&ctx.out);
 		ctx_close(&ctx, &o, &e);
-		CHECK_STR(o.buf, "{\"schema_version\":2,\"bytes\":42,\"lat\":{\"p50\":1.5},\"list\":[\"x\"]}\n");
+		CHECK_STR(o.buf,
+			  "{\"schema_version\":2,\"bytes\":42,\"lat\":{\"p50\":1.5},\"list\":[\"x\"]}\n");
 		free(o.buf);
 		free(e.buf);
 

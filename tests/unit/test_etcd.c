@@ -24,10 +24,14 @@ static void watch_stream(void)
 {
 	static const char pfx[] = "rdmactl/job/rank/";
 	/* rdmactl/job/rank/00001 = "198.18.0.1:7001 2 h", rdmactl/other = "x" */
-	static const char put[] = "{\"result\":{\"events\":[{\"kv\":{\"key\":\"cmRtYWN0bC9qb2IvcmFuay8wMDAwMQ==\",\"value\":\"MTk4LjE4LjAuMTo3MDAxIDIgaA==\"}}]}}\n";
-	static const char del[] = "{\"result\":{\"events\":[{\"type\":\"DELETE\",\"kv\":{\"key\":\"cmRtYWN0bC9qb2IvcmFuay8wMDAwMQ==\"}}]}}\n";
-	static const char out_of[] = "{\"result\":{\"events\":[{\"kv\":{\"key\":\"cmRtYWN0bC9vdGhlcg==\",\"value\":\"eA==\"}}]}}\n";
-	static const char cancel[] = "{\"result\":{\"canceled\":true,\"cancel_reason\":\"compacted\"}}\n";
+	static const char put[] =
+		"{\"result\":{\"events\":[{\"kv\":{\"key\":\"cmRtYWN0bC9qb2IvcmFuay8wMDAwMQ==\",\"value\":\"MTk4LjE4LjAuMTo3MDAxIDIgaA==\"}}]}}\n";
+	static const char del[] =
+		"{\"result\":{\"events\":[{\"type\":\"DELETE\",\"kv\":{\"key\":\"cmRtYWN0bC9qb2IvcmFuay8wMDAwMQ==\"}}]}}\n";
+	static const char out_of[] =
+		"{\"result\":{\"events\":[{\"kv\":{\"key\":\"cmRtYWN0bC9vdGhlcg==\",\"value\":\"eA==\"}}]}}\n";
+	static const char cancel[] =
+		"{\"result\":{\"canceled\":true,\"cancel_reason\":\"compacted\"}}\n";
 	char got[256] = "", text[1024];
 	struct rc_err err;
 
@@ -42,7 +46,8 @@ static void watch_stream(void)
 	CHECK(rc_etcd_watch_parse(cancel, strlen(cancel), pfx, collect, got, &err) == -EPROTO);
 	CHECK(strstr(err.msg, "canceled the watch of rdmactl/job/rank/: compacted") != NULL);
 	CHECK(rc_etcd_watch_parse("not json\n", 9, pfx, collect, got, &err) == -EPROTO);
-	CHECK(rc_etcd_watch_parse("{\"error\":{\"message\":\"auth\"}}\n", 29, pfx, collect, got, &err) == -EPROTO);
+	CHECK(rc_etcd_watch_parse("{\"error\":{\"message\":\"auth\"}}\n", 29, pfx, collect, got,
+				  &err) == -EPROTO);
 	CHECK(strstr(err.msg, "ended the watch of rdmactl/job/rank/: auth") != NULL);
 	CHECK_STR(got, "");
 }
@@ -50,8 +55,12 @@ static void watch_stream(void)
 int main(void)
 {
 	char server[RC_HOST_MAX + 8], path[256], buf[RC_ETCD_VAL_MAX];
-	struct rc_etcd_region r = { .host = "198.18.0.1", .port = "7471", .region = "kv",
-				    .length = 33554432, .access = "rw" }, back;
+	struct rc_etcd_region r = { .host = "198.18.0.1",
+				    .port = "7471",
+				    .region = "kv",
+				    .length = 33554432,
+				    .access = "rw" },
+			      back;
 	struct rc_etcd_kv kv;
 	struct rc_etcd *e;
 	struct rc_err err;
@@ -73,11 +82,11 @@ int main(void)
 	CHECK_STR(buf, "ab");
 	CHECK(rc_etcd_b64_decode("YQ==YWI=", buf, sizeof(buf)) == -EINVAL); /* data after padding */
 	CHECK(rc_etcd_b64_decode("YQ=x", buf, sizeof(buf)) == -EINVAL);
-	CHECK(rc_etcd_b64_decode("YQ", buf, sizeof(buf)) == -EINVAL);       /* unpadded */
-	CHECK(rc_etcd_b64_decode("YWI==", buf, sizeof(buf)) == -EINVAL);    /* one = too many */
+	CHECK(rc_etcd_b64_decode("YQ", buf, sizeof(buf)) == -EINVAL);    /* unpadded */
+	CHECK(rc_etcd_b64_decode("YWI==", buf, sizeof(buf)) == -EINVAL); /* one = too many */
 	CHECK(rc_etcd_b64_decode("YWJj===", buf, sizeof(buf)) == -EINVAL);
 	CHECK(rc_etcd_b64_decode("Y===", buf, sizeof(buf)) == -EINVAL);
-	CHECK(rc_etcd_b64_decode("YR==", buf, sizeof(buf)) == -EINVAL);     /* bits left over */
+	CHECK(rc_etcd_b64_decode("YR==", buf, sizeof(buf)) == -EINVAL); /* bits left over */
 	CHECK(rc_etcd_b64_decode("====", buf, sizeof(buf)) == -EINVAL);
 	CHECK(rc_etcd_url_parse("etcd://10.0.0.5:2379/ns/kv", server, sizeof(server), path,
 				sizeof(path), &err) == 0);
@@ -109,7 +118,8 @@ int main(void)
 	CHECK_STR(buf, "rdmactl/ns/server/[fe80::1]:7471");
 
 	CHECK(rc_etcd_region_format(&r, buf, sizeof(buf)) == 0);
-	CHECK_STR(buf, "{\"access\":\"rw\",\"host\":\"198.18.0.1\",\"length\":33554432,\"port\":\"7471\",\"region\":\"kv\"}");
+	CHECK_STR(buf,
+		  "{\"access\":\"rw\",\"host\":\"198.18.0.1\",\"length\":33554432,\"port\":\"7471\",\"region\":\"kv\"}");
 	CHECK(rc_etcd_region_parse(buf, &back) == 0);
 	CHECK(!memcmp(&r, &back, sizeof(r)));
 	CHECK(rc_etcd_region_format(&r, buf, 20) == -ENOSPC);

@@ -41,7 +41,8 @@ static int check_port(const char *tree, const struct rc_topo_dev *d, const struc
 	best = rc_gid_choose(ib_link, e, p->ngids);
 	chosen = best < 0 ? -1 : (int)e[best].gid_index;
 	if (chosen != p->rec_gid)
-		fprintf(stderr, "%s: %s port %d: register picks GID %d, probe-topology recommends %d\n",
+		fprintf(stderr,
+			"%s: %s port %d: register picks GID %d, probe-topology recommends %d\n",
 			tree, d->name, p->num, chosen, p->rec_gid);
 	CHECK(chosen == p->rec_gid);
 	return chosen >= 0;
@@ -70,7 +71,8 @@ int main(int argc, char **argv)
 		}
 		for (int d = 0; d < topo->ndevs; d++)
 			for (int p = 0; p < topo->devs[d].nports; p++) {
-				int r = check_port(trees[t], &topo->devs[d], &topo->devs[d].ports[p]);
+				int r = check_port(trees[t], &topo->devs[d],
+						   &topo->devs[d].ports[p]);
 
 				ports++;
 				chosen += r == 1;
@@ -85,8 +87,10 @@ int main(int argc, char **argv)
 	static const unsigned char ll[16] = { 0xfe, 0x80, [15] = 1 };
 	static const unsigned char gl[16] = { 0x20, 0x01, [15] = 1 };
 
-	CHECK(rc_gid_rank(false, IBV_GID_TYPE_ROCE_V2, v4) < rc_gid_rank(false, IBV_GID_TYPE_ROCE_V2, gl));
-	CHECK(rc_gid_rank(false, IBV_GID_TYPE_ROCE_V2, gl) < rc_gid_rank(false, IBV_GID_TYPE_ROCE_V2, ll));
+	CHECK(rc_gid_rank(false, IBV_GID_TYPE_ROCE_V2, v4) <
+	      rc_gid_rank(false, IBV_GID_TYPE_ROCE_V2, gl));
+	CHECK(rc_gid_rank(false, IBV_GID_TYPE_ROCE_V2, gl) <
+	      rc_gid_rank(false, IBV_GID_TYPE_ROCE_V2, ll));
 	CHECK(rc_gid_rank(false, IBV_GID_TYPE_ROCE_V1, v4) < 0);
 	CHECK(rc_gid_rank(true, IBV_GID_TYPE_IB, ll) == 0);
 	CHECK_DONE();

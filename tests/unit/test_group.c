@@ -15,8 +15,12 @@ static void launchers(void)
 	struct rc_rank_info r;
 	struct rc_err e;
 	char *slurm[] = { "SLURM_PROCID=3", "SLURM_NTASKS=8", "SLURM_LOCALID=1", NULL };
-	char *ompi[] = { "SLURM_PROCID=0", "SLURM_NTASKS=1", "OMPI_COMM_WORLD_RANK=5",
-			 "OMPI_COMM_WORLD_SIZE=6", "OMPI_COMM_WORLD_LOCAL_RANK=2", NULL };
+	char *ompi[] = { "SLURM_PROCID=0",
+			 "SLURM_NTASKS=1",
+			 "OMPI_COMM_WORLD_RANK=5",
+			 "OMPI_COMM_WORLD_SIZE=6",
+			 "OMPI_COMM_WORLD_LOCAL_RANK=2",
+			 NULL };
 	char *pmix[] = { "PMIX_RANK=2", NULL };
 	char *torch[] = { "RANK=1", "WORLD_SIZE=4", "LOCAL_RANK=1", NULL };
 	char *bad[] = { "SLURM_PROCID=x1", "SLURM_NTASKS=4", NULL };

@@ -17,20 +17,24 @@ struct example {
 
 static const struct example examples[] = {
 	/* refused: a reject with the peer's reason, nobody listening */
-	{ ECONNREFUSED, "connection to 198.18.1.4:26403 rejected: rdmactl: not authorised (a wrong group token)",
+	{ ECONNREFUSED,
+	  "connection to 198.18.1.4:26403 rejected: rdmactl: not authorised (a wrong group token)",
 	  RC_LINK_REFUSED },
 	{ ECONNREFUSED, "connection to 198.18.1.4:26403 refused: nothing listens on that port",
 	  RC_LINK_REFUSED },
-	{ ETIMEDOUT, "rank 3 (198.18.1.4:26403) never answered within 4000 ms: connection to 198.18.1.4:26403 rejected (reason 28)",
+	{ ETIMEDOUT,
+	  "rank 3 (198.18.1.4:26403) never answered within 4000 ms: connection to 198.18.1.4:26403 rejected (reason 28)",
 	  RC_LINK_REFUSED },
 	/* gid: no RDMA device (no GID) behind the address */
-	{ EHOSTUNREACH, "cannot resolve 198.18.1.9:1 to a local RDMA device (status -19: No such device)",
+	{ EHOSTUNREACH,
+	  "cannot resolve 198.18.1.9:1 to a local RDMA device (status -19: No such device)",
 	  RC_LINK_GID },
 	{ EADDRNOTAVAIL, "no usable GID for 198.18.1.3 on rxe0 port 1", RC_LINK_GID },
 	/* route: resolution, no route, another device */
 	{ EHOSTUNREACH, "no route to 198.18.1.4:26403 (status -113)", RC_LINK_ROUTE },
 	{ ETIMEDOUT, "resolving 198.18.9.9:26403: no answer within 4000 ms", RC_LINK_ROUTE },
-	{ EINVAL, "198.18.1.4:26403 is reached through device rxe_b, not rxe_a (bind a local address of rxe_a)",
+	{ EINVAL,
+	  "198.18.1.4:26403 is reached through device rxe_b, not rxe_a (bind a local address of rxe_a)",
 	  RC_LINK_ROUTE },
 	{ EHOSTUNREACH, "198.18.1.4:26403 is unreachable (status -113)", RC_LINK_ROUTE },
 	/* timeout: no answer to the connect request */

@@ -221,7 +221,8 @@ static void a2a_wide(void)
 {
 	enum { W = 4096 };
 	struct rc_a2a_route r = { .world = W, .tokens = 16, .experts = 8 * W, .topk = 2, .seed = 1 };
-	uint64_t *c = malloc((size_t)W * W * sizeof(uint64_t)), *bytes = malloc(W * sizeof(uint64_t));
+	uint64_t *c = malloc((size_t)W * W * sizeof(uint64_t)),
+		 *bytes = malloc(W * sizeof(uint64_t));
 	struct rc_a2a_opts o = { .algo = RC_A2A_RING, .hidden = 128, .counts = c };
 	struct rc_err e;
 

@@ -14,9 +14,15 @@
 static struct kv_geom llama(uint32_t src_tp, uint32_t dst_tp)
 {
 	/* Llama-3-8B: 32 layers, 8 KV heads of 128 dims, bf16. */
-	return (struct kv_geom){ .layout = KV_LAYOUT_PAGED, .dtype = KV_DT_BF16, .layers = 32,
-				 .kv_heads = 8, .head_dim = 128, .src_tp = src_tp,
-				 .dst_tp = dst_tp, .src_page_tokens = 16, .dst_page_tokens = 16 };
+	return (struct kv_geom){ .layout = KV_LAYOUT_PAGED,
+				 .dtype = KV_DT_BF16,
+				 .layers = 32,
+				 .kv_heads = 8,
+				 .head_dim = 128,
+				 .src_tp = src_tp,
+				 .dst_tp = dst_tp,
+				 .src_page_tokens = 16,
+				 .dst_page_tokens = 16 };
 }
 
 static void real_models(void)
@@ -37,9 +43,15 @@ static void real_models(void)
 	CHECK_EQ_U64(p.src_pages, 63); /* 1000 / 16 = 62.5 */
 
 	/* DeepSeek-V3 MLA: 61 layers, one latent of 512 + 64 rope dims, bf16. */
-	struct kv_geom m = { .layout = KV_LAYOUT_MLA, .dtype = KV_DT_BF16, .layers = 61,
-			     .kv_heads = 1, .head_dim = 512 + 64, .src_tp = 8, .dst_tp = 4,
-			     .src_page_tokens = 64, .dst_page_tokens = 64 };
+	struct kv_geom m = { .layout = KV_LAYOUT_MLA,
+			     .dtype = KV_DT_BF16,
+			     .layers = 61,
+			     .kv_heads = 1,
+			     .head_dim = 512 + 64,
+			     .src_tp = 8,
+			     .dst_tp = 4,
+			     .src_page_tokens = 64,
+			     .dst_page_tokens = 64 };
 
 	CHECK(kv_geom_check(&m, &e) == 0);
 	CHECK_EQ_U64(kv_bytes_per_token(&m), 61 * 576 * 2);
@@ -61,7 +73,7 @@ static void real_models(void)
 	CHECK(p.exposed_bulk_s > 0.0214 && p.exposed_bulk_s < 0.0215);
 }
 
-#define ROUTE(r, s, d, h, n, so, dof)                                                   \
+#define ROUTE(r, s, d, h, n, so, dof) \
 	CHECK((r).src == (s) && (r).dst == (d) && (r).head == (h) && (r).nheads == (n) && \
 	      (r).src_head_off == (so) && (r).dst_head_off == (dof))
 
@@ -123,9 +135,15 @@ static void tp_maps(void)
 	ROUTE(r[7], 15, 1, 7, 1, 0, 3);
 
 	/* MLA: every destination rank takes the latent from one source rank. */
-	struct kv_geom m = { .layout = KV_LAYOUT_MLA, .dtype = KV_DT_BF16, .layers = 2,
-			     .kv_heads = 1, .head_dim = 576, .src_tp = 2, .dst_tp = 4,
-			     .src_page_tokens = 64, .dst_page_tokens = 64 };
+	struct kv_geom m = { .layout = KV_LAYOUT_MLA,
+			     .dtype = KV_DT_BF16,
+			     .layers = 2,
+			     .kv_heads = 1,
+			     .head_dim = 576,
+			     .src_tp = 2,
+			     .dst_tp = 4,
+			     .src_page_tokens = 64,
+			     .dst_page_tokens = 64 };
 	n = kv_routes(&m, r, KV_MAX_ROUTES);
 	CHECK(n == 4);
 	ROUTE(r[0], 0, 0, 0, 1, 0, 0);
@@ -265,23 +283,33 @@ static int simulate(const struct kv_geom *g, uint32_t tokens)
  * 5 tokens. Destination rank 1 holds global heads 2 and 3. */
 static void hand_offsets(void)
 {
-	struct kv_geom g = { .layout = KV_LAYOUT_PAGED, .dtype = KV_DT_BF16, .layers = 1,
-			     .kv_heads = 4, .head_dim = 2, .src_tp = 1, .dst_tp = 2,
-			     .src_page_tokens = 4, .dst_page_tokens = 3 };
+	struct kv_geom g = { .layout = KV_LAYOUT_PAGED,
+			     .dtype = KV_DT_BF16,
+			     .layers = 1,
+			     .kv_heads = 4,
+			     .head_dim = 2,
+			     .src_tp = 1,
+			     .dst_tp = 2,
+			     .src_page_tokens = 4,
+			     .dst_page_tokens = 3 };
 	/* {src_page, src_off, dst_page, dst_off, len} of the route 0 -> 1.
 	 * NHD (token, head, dim): a token's two heads are 8 adjacent bytes at
 	 * source offset (t%4*4 + 2)*4 and destination offset (t%3*2)*4.
 	 * HND (head, token, dim): a head's tokens run on, up to a page end. */
-	static const struct kv_seg nhd[] = { { 0, 8, 0, 0, 8 },   { 0, 24, 0, 8, 8 },
-					     { 0, 40, 0, 16, 8 }, { 0, 56, 1, 0, 8 },
+	static const struct kv_seg nhd[] = { { 0, 8, 0, 0, 8 },
+					     { 0, 24, 0, 8, 8 },
+					     { 0, 40, 0, 16, 8 },
+					     { 0, 56, 1, 0, 8 },
 					     { 1, 8, 1, 8, 8 } };
-	static const struct kv_seg hnd[] = { { 0, 32, 0, 0, 12 }, { 0, 44, 1, 0, 4 },
+	static const struct kv_seg hnd[] = { { 0, 32, 0, 0, 12 },  { 0, 44, 1, 0, 4 },
 					     { 0, 48, 0, 12, 12 }, { 0, 60, 1, 12, 4 },
-					     { 1, 32, 1, 4, 4 },  { 1, 48, 1, 16, 4 } };
+					     { 1, 32, 1, 4, 4 },   { 1, 48, 1, 16, 4 } };
 	/* Destination rank 1, {token, global head, dim, NHD offset, HND offset},
 	 * page = token / 3: NHD (t%3*2 + h-2)*4 + d*2, HND ((h-2)*3 + t%3)*4 + d*2. */
-	static const uint32_t at[][5] = { { 0, 2, 0, 0, 0 },   { 2, 2, 0, 16, 8 },
-					  { 4, 3, 1, 14, 18 }, { 1, 2, 1, 10, 6 },
+	static const uint32_t at[][5] = { { 0, 2, 0, 0, 0 },
+					  { 2, 2, 0, 16, 8 },
+					  { 4, 3, 1, 14, 18 },
+					  { 1, 2, 1, 10, 6 },
 					  { 3, 2, 1, 2, 2 } };
 	struct kv_route r[KV_MAX_ROUTES], *r1 = NULL;
 	int n;
@@ -296,7 +324,8 @@ static void hand_offsets(void)
 	CHECK_EQ_U64(kv_page_bytes(&g, true), 3 * 2 * 4);
 	for (int pl = 0; pl < 2; pl++) {
 		const struct kv_seg *want = pl ? hnd : nhd;
-		size_t nwant = pl ? sizeof(hnd) / sizeof(hnd[0]) : sizeof(nhd) / sizeof(nhd[0]), ns = 0;
+		size_t nwant = pl ? sizeof(hnd) / sizeof(hnd[0]) : sizeof(nhd) / sizeof(nhd[0]),
+		       ns = 0;
 		unsigned char pages[2][24];
 		char *pp[2] = { (char *)pages[0], (char *)pages[1] };
 		struct kv_seg *s = NULL;
@@ -327,8 +356,11 @@ static void hand_offsets(void)
  * by hand; the auto choice at its edges; the 64 KiB cap on a merged write. */
 static void packing(void)
 {
-	struct kv_seg nhd[] = { { 0, 8, 0, 0, 8 },   { 0, 24, 0, 8, 8 }, { 0, 40, 0, 16, 8 },
-				{ 0, 56, 1, 0, 8 },  { 1, 8, 1, 8, 8 } };
+	struct kv_seg nhd[] = { { 0, 8, 0, 0, 8 },
+				{ 0, 24, 0, 8, 8 },
+				{ 0, 40, 0, 16, 8 },
+				{ 0, 56, 1, 0, 8 },
+				{ 1, 8, 1, 8, 8 } };
 	struct kv_seg hnd[] = { { 0, 32, 0, 0, 12 }, { 0, 44, 1, 0, 4 }, { 0, 48, 0, 12, 12 },
 				{ 0, 60, 1, 12, 4 }, { 1, 32, 1, 4, 4 }, { 1, 48, 1, 16, 4 } };
 	struct kv_seg big[] = { { 0, 0, 0, 0, 40000 }, { 1, 0, 0, 40000, 40000 } };
@@ -360,7 +392,9 @@ static void packing(void)
 	{
 		/* Segments that follow one another in the source make one piece;
 		 * with src_page_bytes 16, source pages 0 and 1 follow too. */
-		struct kv_seg run[] = { { 0, 0, 0, 0, 8 }, { 0, 8, 0, 8, 8 }, { 0, 32, 0, 16, 8 },
+		struct kv_seg run[] = { { 0, 0, 0, 0, 8 },
+					{ 0, 8, 0, 8, 8 },
+					{ 0, 32, 0, 16, 8 },
 					{ 0, 48, 0, 24, 8 } };
 		struct kv_seg pages[] = { { 0, 8, 0, 0, 8 }, { 1, 0, 0, 8, 8 }, { 1, 12, 0, 16, 4 } };
 
@@ -387,8 +421,8 @@ static void packing(void)
 static void transfer(void)
 {
 	struct kv_geom g;
-	static const uint32_t tps[][2] = { { 1, 1 }, { 4, 2 }, { 2, 4 }, { 8, 1 }, { 4, 16 },
-					  { 16, 2 }, { 16, 16 } };
+	static const uint32_t tps[][2] = { { 1, 1 },  { 4, 2 },  { 2, 4 },  { 8, 1 },
+					   { 4, 16 }, { 16, 2 }, { 16, 16 } };
 
 	for (int pl = 0; pl < 2; pl++) {
 		for (size_t i = 0; i < sizeof(tps) / sizeof(tps[0]); i++) {
@@ -400,9 +434,15 @@ static void transfer(void)
 			CHECK(simulate(&g, 23) == 0);
 		}
 	}
-	g = (struct kv_geom){ .layout = KV_LAYOUT_MLA, .dtype = KV_DT_FP8, .layers = 4,
-			      .kv_heads = 1, .head_dim = 24, .src_tp = 2, .dst_tp = 3,
-			      .src_page_tokens = 8, .dst_page_tokens = 4 };
+	g = (struct kv_geom){ .layout = KV_LAYOUT_MLA,
+			      .dtype = KV_DT_FP8,
+			      .layers = 4,
+			      .kv_heads = 1,
+			      .head_dim = 24,
+			      .src_tp = 2,
+			      .dst_tp = 3,
+			      .src_page_tokens = 8,
+			      .dst_page_tokens = 4 };
 	CHECK(simulate(&g, 17) == 0);
 	/* Content depends on every coordinate. */
 	CHECK(kv_content(1, 2, 0, 4, 5, 6) != kv_content(1, 2, 1, 4, 5, 6));

@@ -14,9 +14,15 @@
 
 static struct kv_geom nhd(uint32_t src_tp, uint32_t dst_tp, uint32_t spt, uint32_t dpt)
 {
-	return (struct kv_geom){ .layout = KV_LAYOUT_PAGED, .page_layout = KV_PAGE_NHD,
-				 .dtype = KV_DT_BF16, .layers = 4, .kv_heads = 8, .head_dim = 16,
-				 .src_tp = src_tp, .dst_tp = dst_tp, .src_page_tokens = spt,
+	return (struct kv_geom){ .layout = KV_LAYOUT_PAGED,
+				 .page_layout = KV_PAGE_NHD,
+				 .dtype = KV_DT_BF16,
+				 .layers = 4,
+				 .kv_heads = 8,
+				 .head_dim = 16,
+				 .src_tp = src_tp,
+				 .dst_tp = dst_tp,
+				 .src_page_tokens = spt,
 				 .dst_page_tokens = dpt };
 }
 
@@ -105,7 +111,8 @@ void kvr_all_landed(struct kv_receiver *r, struct rreq *q)
 static int move(const struct kv_geom *g, uint32_t tokens, int unpack_routes, uint64_t *writes)
 {
 	struct kv_route r[KV_MAX_ROUTES];
-	uint32_t sp = kv_pages_for(g, false, tokens), dp = kv_pages_for(g, true, tokens), units = dp + 1;
+	uint32_t sp = kv_pages_for(g, false, tokens), dp = kv_pages_for(g, true, tokens),
+		 units = dp + 1;
 	uint64_t sb = kv_page_bytes(g, false), db = kv_page_bytes(g, true);
 	uint64_t lb = (uint64_t)g->layers * kv_halves(g) * units * db; /* per decode rank, at most */
 	int n = kv_routes(g, r, KV_MAX_ROUTES), bad = 0, done[KV_MAX_TP] = { 0 };
@@ -135,7 +142,8 @@ static int move(const struct kv_geom *g, uint32_t tokens, int unpack_routes, uin
 	for (uint32_t i = 0; i < dp; i++)
 		ids[i] = dp - 1 - i;
 	for (int k = 0; k < n; k++) {
-		char *block = land + r[k].dst * lb + kv_land_block(g, &r[k], tokens, units, 1, LAYER, HALF);
+		char *block = land + r[k].dst * lb +
+			      kv_land_block(g, &r[k], tokens, units, 1, LAYER, HALF);
 		struct kv_seg *s;
 		size_t ns;
 
@@ -146,12 +154,15 @@ static int move(const struct kv_geom *g, uint32_t tokens, int unpack_routes, uin
 		*writes += kv_post_writes(s, ns, false, sb);
 		for (size_t j = 0; j < ns; j++) {
 			/* Inside the route's block, and the block inside the run. */
-			CHECK(s[j].dst_page == 0 && s[j].dst_off + s[j].len <= kv_route_bytes(g, &r[k], tokens));
-			memcpy(block + s[j].dst_off, src[r[k].src * sp + s[j].src_page] + s[j].src_off,
-			       s[j].len);
+			CHECK(s[j].dst_page == 0 &&
+			      s[j].dst_off + s[j].len <= kv_route_bytes(g, &r[k], tokens));
+			memcpy(block + s[j].dst_off,
+			       src[r[k].src * sp + s[j].src_page] + s[j].src_off, s[j].len);
 		}
-		CHECK(kv_land_block(g, &r[k], tokens, units, 1, LAYER, HALF) + kv_route_bytes(g, &r[k], tokens) <=
-		      (((uint64_t)LAYER * kv_halves(g) + HALF) * units + 1 + dp) * kv_land_unit(g, r[k].dst));
+		CHECK(kv_land_block(g, &r[k], tokens, units, 1, LAYER, HALF) +
+			      kv_route_bytes(g, &r[k], tokens) <=
+		      (((uint64_t)LAYER * kv_halves(g) + HALF) * units + 1 + dp) *
+			      kv_land_unit(g, r[k].dst));
 		free(s);
 		/* The decode rank's receiver: the route from its source rank,
 		 * which lands unless unpack_routes of this rank's do already. */
@@ -183,7 +194,8 @@ static int move(const struct kv_geom *g, uint32_t tokens, int unpack_routes, uin
 		for (int i = 0; i < 100000 && kvr_unpack_step(x); i++)
 			;
 		/* no route lands: the step leaves the request alone */
-		CHECK(q->land ? q->unpacked == LAYER + 1 && pool.all_landed == 1 : pool.all_landed == 0);
+		CHECK(q->land ? q->unpacked == LAYER + 1 && pool.all_landed == 1
+			      : pool.all_landed == 0);
 		if (kv_check(g, d, 7, LAYER, HALF, tokens, &dst[d * dp], &e))
 			bad++;
 	}
@@ -248,7 +260,8 @@ static void protocol(void)
 	struct kv_msg in = { .type = KV_MSG_HELLO }, out;
 	struct kv_hello_pd pd = { .rank = 1, .qp = 0, .nqps = 1, .session = 7 };
 	unsigned char buf[KV_MSG_MAX], pdb[KV_PD_LEN];
-	uint32_t v2 = htole32(KV_PD_MAGIC_V2), v3 = htole32(KV_PD_MAGIC_V3), v4 = htole32(KV_PD_MAGIC_V4);
+	uint32_t v2 = htole32(KV_PD_MAGIC_V2), v3 = htole32(KV_PD_MAGIC_V3),
+		 v4 = htole32(KV_PD_MAGIC_V4);
 	uint32_t pages[KV_MAX_REQ_PAGES], got[KV_MAX_REQ_PAGES];
 	int len;
 

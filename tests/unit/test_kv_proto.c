@@ -28,9 +28,16 @@ static int round_trip(const struct kv_msg *in, struct kv_msg *out)
 
 static void messages(void)
 {
-	struct kv_geom g = { .layout = KV_LAYOUT_MLA, .page_layout = KV_PAGE_HND,
-			     .dtype = KV_DT_FP8, .layers = 61, .kv_heads = 1, .head_dim = 576,
-			     .src_tp = 8, .dst_tp = 4, .src_page_tokens = 64, .dst_page_tokens = 32 };
+	struct kv_geom g = { .layout = KV_LAYOUT_MLA,
+			     .page_layout = KV_PAGE_HND,
+			     .dtype = KV_DT_FP8,
+			     .layers = 61,
+			     .kv_heads = 1,
+			     .head_dim = 576,
+			     .src_tp = 8,
+			     .dst_tp = 4,
+			     .src_page_tokens = 64,
+			     .dst_page_tokens = 32 };
 	struct kv_msg in = { .type = KV_MSG_HELLO, .seq = 9 }, out;
 	uint32_t mine[3] = { 7, 0, 4095 };
 	int len;

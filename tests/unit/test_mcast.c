@@ -7,7 +7,8 @@
 
 static void test_shape(void)
 {
-	struct rc_mcast_shape flat = { RC_MCAST_FLAT, 8, 0, 0 }, chain = { RC_MCAST_CHAIN, 8, 3, 0 },
+	struct rc_mcast_shape flat = { RC_MCAST_FLAT, 8, 0, 0 },
+			      chain = { RC_MCAST_CHAIN, 8, 3, 0 },
 			      tree = { RC_MCAST_TREE, 8, 0, 2 }, one = { RC_MCAST_TREE, 2, 1, 2 };
 	uint8_t need[64];
 	int kids[8];

@@ -158,7 +158,8 @@ int main(void)
 		for (int i = 0; i < 300; i++)
 			in[i] = (unsigned char)(i * 13 + 5);
 		CHECK(rc_mem_gpu_check(1, NULL) == 0);
-		CHECK(rc_mem_gpu_check(2, &e) == -ENODEV && strstr(e.msg, "no GPU 2: CUDA sees 2 GPUs"));
+		CHECK(rc_mem_gpu_check(2, &e) == -ENODEV &&
+		      strstr(e.msg, "no GPU 2: CUDA sees 2 GPUs"));
 		CHECK(rc_mem_alloc_spec(&m, &spec, true, NULL) == 0);
 		CHECK(m.kind == RC_MEM_CUDA && m.dev_ptr && m.dmabuf_fd == -1 &&
 		      strstr(m.reg_notes, "dma-buf: the export was refused"));
@@ -175,7 +176,8 @@ int main(void)
 	} else if (!rc_mem_gpu_built()) {
 		struct rc_err e;
 
-		CHECK(rc_mem_gpu_check(0, &e) == -ENOTSUP && strstr(e.msg, "built with the CUDA toolkit"));
+		CHECK(rc_mem_gpu_check(0, &e) == -ENOTSUP &&
+		      strstr(e.msg, "built with the CUDA toolkit"));
 	}
 	CHECK_DONE();
 }

@@ -33,25 +33,26 @@ static void test_text(void)
 	metrics_sample(&m, "", "kind", "small", 2.5e-7);
 	t = metrics_text(&m);
 	CHECK(t != NULL);
-	CHECK_STR(t ? t : "",
-		  "# HELP rdmactl_transfer_bytes_total bytes moved\\\\ in\\nall\n"
-		  "# TYPE rdmactl_transfer_bytes_total counter\n"
-		  "rdmactl_transfer_bytes_total{command=\"write\",peer=\"a\\\"b\\\\c\\nd\"} 1048576\n"
-		  "# HELP rdmactl_latency_seconds latency\n"
-		  "# TYPE rdmactl_latency_seconds summary\n"
-		  "rdmactl_latency_seconds{command=\"write\",peer=\"a\\\"b\\\\c\\nd\",quantile=\"0.5\"} 0.25\n"
-		  "rdmactl_latency_seconds_sum{command=\"write\",peer=\"a\\\"b\\\\c\\nd\"} 1.5\n"
-		  "rdmactl_latency_seconds_count{command=\"write\",peer=\"a\\\"b\\\\c\\nd\"} 3\n"
-		  "# HELP rdmactl_odd_values not a number, infinities\n"
-		  "# TYPE rdmactl_odd_values gauge\n"
-		  "rdmactl_odd_values{command=\"write\",peer=\"a\\\"b\\\\c\\nd\"} 0.1\n"
-		  "rdmactl_odd_values{command=\"write\",peer=\"a\\\"b\\\\c\\nd\",kind=\"nan\"} NaN\n"
-		  "rdmactl_odd_values{command=\"write\",peer=\"a\\\"b\\\\c\\nd\",kind=\"inf\"} +Inf\n"
-		  "rdmactl_odd_values{command=\"write\",peer=\"a\\\"b\\\\c\\nd\",kind=\"-inf\"} -Inf\n"
-		  "rdmactl_odd_values{command=\"write\",peer=\"a\\\"b\\\\c\\nd\",kind=\"whole\"} 50\n"
-		  "rdmactl_odd_values{command=\"write\",peer=\"a\\\"b\\\\c\\nd\",kind=\"large\"} 123456789012345680\n"
-		  "rdmactl_odd_values{command=\"write\",peer=\"a\\\"b\\\\c\\nd\",kind=\"small\"} 2.5e-07\n"
-		  "# EOF\n");
+	CHECK_STR(
+		t ? t : "",
+		"# HELP rdmactl_transfer_bytes_total bytes moved\\\\ in\\nall\n"
+		"# TYPE rdmactl_transfer_bytes_total counter\n"
+		"rdmactl_transfer_bytes_total{command=\"write\",peer=\"a\\\"b\\\\c\\nd\"} 1048576\n"
+		"# HELP rdmactl_latency_seconds latency\n"
+		"# TYPE rdmactl_latency_seconds summary\n"
+		"rdmactl_latency_seconds{command=\"write\",peer=\"a\\\"b\\\\c\\nd\",quantile=\"0.5\"} 0.25\n"
+		"rdmactl_latency_seconds_sum{command=\"write\",peer=\"a\\\"b\\\\c\\nd\"} 1.5\n"
+		"rdmactl_latency_seconds_count{command=\"write\",peer=\"a\\\"b\\\\c\\nd\"} 3\n"
+		"# HELP rdmactl_odd_values not a number, infinities\n"
+		"# TYPE rdmactl_odd_values gauge\n"
+		"rdmactl_odd_values{command=\"write\",peer=\"a\\\"b\\\\c\\nd\"} 0.1\n"
+		"rdmactl_odd_values{command=\"write\",peer=\"a\\\"b\\\\c\\nd\",kind=\"nan\"} NaN\n"
+		"rdmactl_odd_values{command=\"write\",peer=\"a\\\"b\\\\c\\nd\",kind=\"inf\"} +Inf\n"
+		"rdmactl_odd_values{command=\"write\",peer=\"a\\\"b\\\\c\\nd\",kind=\"-inf\"} -Inf\n"
+		"rdmactl_odd_values{command=\"write\",peer=\"a\\\"b\\\\c\\nd\",kind=\"whole\"} 50\n"
+		"rdmactl_odd_values{command=\"write\",peer=\"a\\\"b\\\\c\\nd\",kind=\"large\"} 123456789012345680\n"
+		"rdmactl_odd_values{command=\"write\",peer=\"a\\\"b\\\\c\\nd\",kind=\"small\"} 2.5e-07\n"
+		"# EOF\n");
 	/* Asked twice, the EOF line is there once, and last. */
 	t = metrics_text(&m);
 	CHECK(t && strstr(t, "# EOF\n") == t + strlen(t) - 6);
@@ -90,8 +91,8 @@ static void test_names(void)
 {
 	struct metrics m;
 
-	refused("rdmactl_bytes", METRIC_COUNTER, NULL);       /* a counter without _total */
-	refused("rdmactl_bytes_total", METRIC_GAUGE, NULL);   /* a gauge with it */
+	refused("rdmactl_bytes", METRIC_COUNTER, NULL);        /* a counter without _total */
+	refused("rdmactl_bytes_total", METRIC_GAUGE, NULL);    /* a gauge with it */
 	refused("transfer_bytes_total", METRIC_COUNTER, NULL); /* not rdmactl_ */
 	refused("rdmactl_bad-name", METRIC_GAUGE, NULL);
 	refused("rdmactl_x", METRIC_GAUGE, "9lives");
@@ -139,7 +140,8 @@ static void test_write(void)
 	buf[n] = '\0';
 	if (fp)
 		fclose(fp);
-	CHECK_STR(buf, "# HELP rdmactl_ranks ranks\n# TYPE rdmactl_ranks gauge\nrdmactl_ranks 2\n# EOF\n");
+	CHECK_STR(buf,
+		  "# HELP rdmactl_ranks ranks\n# TYPE rdmactl_ranks gauge\nrdmactl_ranks 2\n# EOF\n");
 
 	/* A bad name writes nothing: the old file stays whole. */
 	metrics_init(&m);

@@ -12,8 +12,8 @@ static void sizes(uint64_t done, uint64_t total, const char *want)
 
 	progress_sizes(buf, sizeof(buf), done, total);
 	if (strcmp(buf, want))
-		fprintf(stderr, "progress_sizes(%llu, %llu) = '%s', not '%s'\n", (unsigned long long)done,
-			(unsigned long long)total, buf, want);
+		fprintf(stderr, "progress_sizes(%llu, %llu) = '%s', not '%s'\n",
+			(unsigned long long)done, (unsigned long long)total, buf, want);
 	CHECK(strcmp(buf, want) == 0);
 }
 

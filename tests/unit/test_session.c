@@ -9,12 +9,12 @@
 #include "cmds.h"
 #include "session.h"
 
-#define CHECK(cond)                                                          \
-	do {                                                                 \
-		if (!(cond)) {                                               \
+#define CHECK(cond) \
+	do { \
+		if (!(cond)) { \
 			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond); \
-			exit(1);                                             \
-		}                                                            \
+			exit(1); \
+		} \
 	} while (0)
 
 struct pusher {
@@ -29,11 +29,14 @@ static void *push(void *arg)
 
 	for (int i = 0; i < p->n; i++) {
 		snprintf(peer, sizeof(peer), "10.0.0.%d:%d", i, 4000 + i);
-		p->so.on_event(p->so.arg, &(struct rc_server_event){
-			.kind = i % 2 ? RC_EV_DISCONNECTED : RC_EV_CONNECTED, .peer = peer });
+		p->so.on_event(p->so.arg,
+			       &(struct rc_server_event){ .kind = i % 2 ? RC_EV_DISCONNECTED
+									: RC_EV_CONNECTED,
+							  .peer = peer });
 	}
-	p->so.on_event(p->so.arg, &(struct rc_server_event){
-		.kind = RC_EV_REJECTED, .peer = "10.0.0.9:1", .reason = "wrong token" });
+	p->so.on_event(p->so.arg, &(struct rc_server_event){ .kind = RC_EV_REJECTED,
+							     .peer = "10.0.0.9:1",
+							     .reason = "wrong token" });
 	return NULL;
 }
 
@@ -74,8 +77,8 @@ static void *race(void *arg)
 	pthread_barrier_wait(r->go);
 	for (int i = 0; i < PER_PUSHER; i++) {
 		snprintf(peer, sizeof(peer), "10.%d.0.0:%d", r->id, i);
-		r->so.on_event(r->so.arg, &(struct rc_server_event){ .kind = RC_EV_CONNECTED,
-								    .peer = peer });
+		r->so.on_event(r->so.arg,
+			       &(struct rc_server_event){ .kind = RC_EV_CONNECTED, .peer = peer });
 	}
 	return NULL;
 }
@@ -98,7 +101,8 @@ static void tally(const char *text, const char *errs, int *next, long *printed, 
 		int n = 0;
 
 		CHECK(sscanf(l, "rdmactl: %u server events were dropped (too many at once)\n%n", &d,
-			     &n) == 1 && n > 0);
+			     &n) == 1 &&
+		      n > 0);
 		*dropped += d;
 		l += n;
 	}
@@ -182,9 +186,10 @@ int main(void)
 	pthread_create(&t, NULL, push, &p);
 	pthread_join(t, NULL);
 	text = drain(ss, OUT_JSON, &errs);
-	CHECK(!strcmp(text, "{\"schema_version\":2,\"event\":\"connected\",\"peer\":\"10.0.0.0:4000\"}\n"
-			    "{\"schema_version\":2,\"event\":\"rejected\",\"peer\":\"10.0.0.9:1\","
-			    "\"reason\":\"wrong token\"}\n"));
+	CHECK(!strcmp(text,
+		      "{\"schema_version\":2,\"event\":\"connected\",\"peer\":\"10.0.0.0:4000\"}\n"
+		      "{\"schema_version\":2,\"event\":\"rejected\",\"peer\":\"10.0.0.9:1\","
+		      "\"reason\":\"wrong token\"}\n"));
 	free(text);
 	free(errs);
 

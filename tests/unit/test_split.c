@@ -12,12 +12,12 @@
 
 struct seen {
 	int n;
-	uint64_t next;     /* where the next piece must start */
+	uint64_t next; /* where the next piece must start */
 	uint64_t total;
 	uint32_t max_len;
 	int lasts;
 	bool last_was_last; /* the last flag came on the final piece */
-	int stop_at;       /* return -EIO at this piece (-1: never) */
+	int stop_at;        /* return -EIO at this piece (-1: never) */
 };
 
 static int piece(void *arg, uint64_t off, uint32_t len, bool last)

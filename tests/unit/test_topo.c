@@ -8,12 +8,12 @@
 #include <rdmactl/parse.h>
 #include <rdmactl/topo.h>
 
-#define CHECK(cond)                                                                    \
-	do {                                                                           \
-		if (!(cond)) {                                                         \
+#define CHECK(cond) \
+	do { \
+		if (!(cond)) { \
 			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			return 1;                                                      \
-		}                                                                      \
+			return 1; \
+		} \
 	} while (0)
 
 #define SW0 "devices/pci0000:00/0000:00:01.0/0000:01:00.0"
@@ -22,11 +22,11 @@
 static int test_classify(void)
 {
 	/* One switch: GPU and NIC on two downstream ports. */
-	CHECK(rc_topo_classify(SW0 "/0000:02:00.0/0000:03:00.0", 0, SW0 "/0000:02:01.0/0000:04:00.0",
-			       0, 2) == RC_PATH_PIX);
+	CHECK(rc_topo_classify(SW0 "/0000:02:00.0/0000:03:00.0", 0,
+			       SW0 "/0000:02:01.0/0000:04:00.0", 0, 2) == RC_PATH_PIX);
 	/* Two functions of one device, or two devices below one port. */
-	CHECK(rc_topo_classify(SW0 "/0000:02:00.0/0000:03:00.0", 0, SW0 "/0000:02:00.0/0000:03:00.1",
-			       0, 2) == RC_PATH_PIX);
+	CHECK(rc_topo_classify(SW0 "/0000:02:00.0/0000:03:00.0", 0,
+			       SW0 "/0000:02:00.0/0000:03:00.1", 0, 2) == RC_PATH_PIX);
 	/* Sibling leaf switches below one top switch. */
 	CHECK(rc_topo_classify(TOP1 "/0000:82:00.0/0000:83:00.0/0000:84:00.0/0000:85:00.0", 1,
 			       TOP1 "/0000:82:01.0/0000:87:00.0/0000:88:01.0/0000:8a:00.0", 1,
@@ -40,17 +40,19 @@ static int test_classify(void)
 			       "devices/pci0000:00/0000:00:03.0/0000:09:00.0", 0, 2) == RC_PATH_PHB);
 	/* Two host bridges of one NUMA node, then of two. */
 	CHECK(rc_topo_classify(SW0 "/0000:02:00.0/0000:03:00.0", 0,
-			       "devices/pci0000:40/0000:40:01.0/0000:41:00.0", 0, 2) == RC_PATH_NODE);
+			       "devices/pci0000:40/0000:40:01.0/0000:41:00.0", 0,
+			       2) == RC_PATH_NODE);
 	CHECK(rc_topo_classify(SW0 "/0000:02:00.0/0000:03:00.0", 0,
 			       "devices/pci0000:80/0000:80:01.0/0000:81:00.0", 1, 2) == RC_PATH_SYS);
 	/* An unknown NUMA node: NODE on a one-node host, SYS where it matters. */
 	CHECK(rc_topo_classify("devices/pci0000:00/0000:00:01.0/0000:01:00.0", -1,
-			       "devices/pci0000:40/0000:40:01.0/0000:41:00.0", 0, 1) == RC_PATH_NODE);
+			       "devices/pci0000:40/0000:40:01.0/0000:41:00.0", 0,
+			       1) == RC_PATH_NODE);
 	CHECK(rc_topo_classify("devices/pci0000:00/0000:00:01.0/0000:01:00.0", -1,
 			       "devices/pci0000:40/0000:40:01.0/0000:41:00.0", 0, 2) == RC_PATH_SYS);
 	/* Symmetric. */
-	CHECK(rc_topo_classify(SW0 "/0000:02:01.0/0000:04:00.0", 0, SW0 "/0000:02:00.0/0000:03:00.0",
-			       0, 2) == RC_PATH_PIX);
+	CHECK(rc_topo_classify(SW0 "/0000:02:01.0/0000:04:00.0", 0,
+			       SW0 "/0000:02:00.0/0000:03:00.0", 0, 2) == RC_PATH_PIX);
 	/* Absolute /sys paths work the same. */
 	CHECK(rc_topo_classify("/sys/" SW0 "/0000:02:00.0/0000:03:00.0", 0,
 			       "/sys/" SW0 "/0000:02:01.0/0000:04:00.0", 0, 2) == RC_PATH_PIX);
@@ -59,13 +61,13 @@ static int test_classify(void)
 	CHECK(rc_topo_classify(NULL, 0, SW0, 0, 1) == RC_PATH_NA);
 	CHECK(rc_topo_classify("", 0, "", 0, 1) == RC_PATH_NA);
 	/* Behind Intel VMD: a domain of its own. */
-	CHECK(rc_topo_classify("devices/pci0000:00/0000:00:0e.0/pci10000:e0/10000:e0:1d.0/10000:e1:00.0",
-			       0,
-			       "devices/pci0000:00/0000:00:0e.0/pci10000:e0/10000:e0:1d.0/10000:e1:00.1",
-			       0, 1) == RC_PATH_PIX);
-	CHECK(rc_topo_classify("devices/pci0000:00/0000:00:0e.0/pci10000:e0/10000:e0:1d.0/10000:e1:00.0",
-			       0, "devices/pci0000:00/0000:00:01.0/0000:01:00.0", 0,
-			       1) == RC_PATH_NODE);
+	CHECK(rc_topo_classify(
+		      "devices/pci0000:00/0000:00:0e.0/pci10000:e0/10000:e0:1d.0/10000:e1:00.0", 0,
+		      "devices/pci0000:00/0000:00:0e.0/pci10000:e0/10000:e0:1d.0/10000:e1:00.1", 0,
+		      1) == RC_PATH_PIX);
+	CHECK(rc_topo_classify(
+		      "devices/pci0000:00/0000:00:0e.0/pci10000:e0/10000:e0:1d.0/10000:e1:00.0", 0,
+		      "devices/pci0000:00/0000:00:01.0/0000:01:00.0", 0, 1) == RC_PATH_NODE);
 	/* Malformed components are no bridges. */
 	CHECK(rc_topo_classify("devices/pci0000:00/zz:00:01.0/0000:01:00.0", 0,
 			       "devices/pci0000:00/0000:00:01.0/0000:01:00.1", 0, 1) == RC_PATH_PHB);
@@ -125,11 +127,11 @@ static int test_pick_gid(void)
 	set_gid(&gids[3], 5, "RoCE v2", 0x20, 0x01, 0);
 	set_gid(&gids[4], 7, "RoCE v2", 0, 0, 1);
 	p.ngids = 5;
-	CHECK(rc_topo_pick_gid(&p) == 7);  /* RoCE v2 with an IPv4 address */
+	CHECK(rc_topo_pick_gid(&p) == 7); /* RoCE v2 with an IPv4 address */
 	p.ngids = 4;
-	CHECK(rc_topo_pick_gid(&p) == 5);  /* then a global RoCE v2 */
+	CHECK(rc_topo_pick_gid(&p) == 5); /* then a global RoCE v2 */
 	p.ngids = 3;
-	CHECK(rc_topo_pick_gid(&p) == 1);  /* then a link-local one */
+	CHECK(rc_topo_pick_gid(&p) == 1); /* then a link-local one */
 	p.ngids = 1;
 	CHECK(rc_topo_pick_gid(&p) == -1); /* never RoCE v1 */
 	p.ngids = 0;
@@ -204,7 +206,8 @@ static void exhaustive(int ng, int nn, const int *cost, long *best_sum, int *bes
 		if (bad)
 			continue;
 		s = plan_score(ng, nn, cost, a, &ml);
-		if (s >= 0 && (*best_sum < 0 || s < *best_sum || (s == *best_sum && ml < *best_load))) {
+		if (s >= 0 &&
+		    (*best_sum < 0 || s < *best_sum || (s == *best_sum && ml < *best_load))) {
 			*best_sum = s;
 			*best_load = ml;
 		}
@@ -218,20 +221,16 @@ static int test_assign(void)
 	/* Greedy in GPU order (closest NIC, ties to the least loaded, then the
 	 * first) puts GPU0 and GPU1 on NIC0 and leaves NIC2 idle. Optimal, by
 	 * hand: GPU0 -> NIC1, GPU1 -> NIC0, GPU2 -> NIC2, sum 0, one each. */
-	static const int c1[] = { 0, 0, 2,
-				  0, 2, 2,
-				  2, 0, 0 };
+	static const int c1[] = { 0, 0, 2, 0, 2, 2, 2, 0, 0 };
 	CHECK(!rc_topo_assign(3, 3, c1, a));
 	CHECK(a[0] == 1 && a[1] == 0 && a[2] == 2);
 	/* Two GPUs equally close to two NICs, the second GPU only to NIC0:
 	 * greedy gives both NIC0; optimal GPU0 -> NIC1. */
-	static const int c2[] = { 0, 0,
-				  0, 3 };
+	static const int c2[] = { 0, 0, 0, 3 };
 	CHECK(!rc_topo_assign(2, 2, c2, a));
 	CHECK(a[0] == 1 && a[1] == 0);
 	/* The sum comes first: sharing a PIX NIC beats a SYS one of its own. */
-	static const int c3[] = { 0, 4,
-				  0, 4 };
+	static const int c3[] = { 0, 4, 0, 4 };
 	CHECK(!rc_topo_assign(2, 2, c3, a));
 	CHECK(a[0] == 0 && a[1] == 0);
 	/* More GPUs than NICs, all equal: the load is spread 2 and 1. */
@@ -239,8 +238,7 @@ static int test_assign(void)
 	CHECK(!rc_topo_assign(3, 2, c4, a));
 	CHECK(plan_score(3, 2, c4, a, &ml) == 0 && ml == 2);
 	/* A GPU that can use no NIC gets none; the others are still placed. */
-	static const int c5[] = { -1, -1,
-				   1, 0 };
+	static const int c5[] = { -1, -1, 1, 0 };
 	CHECK(!rc_topo_assign(2, 2, c5, a));
 	CHECK(a[0] == -1 && a[1] == 1);
 	CHECK(!rc_topo_assign(0, 2, NULL, NULL));
@@ -262,7 +260,8 @@ static int test_assign(void)
 		got = plan_score(ng, nn, cost, a, &ml);
 		if (want >= 0) {
 			if (got != want || ml != want_load)
-				fprintf(stderr, "round %d: %d GPUs x %d NICs: sum %ld load %d, best %ld load %d\n",
+				fprintf(stderr,
+					"round %d: %d GPUs x %d NICs: sum %ld load %d, best %ld load %d\n",
 					round, ng, nn, got, ml, want, want_load);
 			CHECK(got == want && ml == want_load);
 		}

@@ -14,12 +14,12 @@
 
 #include <rdmactl/topo.h>
 
-#define CHECK(cond)                                                                    \
-	do {                                                                           \
-		if (!(cond)) {                                                         \
+#define CHECK(cond) \
+	do { \
+		if (!(cond)) { \
 			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			goto fail;                                                     \
-		}                                                                      \
+			goto fail; \
+		} \
 	} while (0)
 
 static char fixtures[4096];
@@ -113,7 +113,8 @@ static int test_shared_nic(void)
 	m1 = dev_index(t, "mlx5_1");
 	CHECK(rxe == 2 && m1 == 1);
 	CHECK(!strcmp(t->devs[rxe].provider, "rxe") && !t->devs[rxe].has_pci);
-	CHECK(!strcmp(t->devs[rxe].parent_netdev, "d0") && !strcmp(t->devs[rxe].ports[0].netdev, "d0"));
+	CHECK(!strcmp(t->devs[rxe].parent_netdev, "d0") &&
+	      !strcmp(t->devs[rxe].ports[0].netdev, "d0"));
 	CHECK(t->devs[rxe].ports[0].rec_gid == 3 && t->devs[rxe].ports[0].netdev_mtu == 9000);
 	for (int g = 0; g < 3; g++)
 		CHECK(t->matrix[g][rxe] == RC_PATH_NA);
@@ -159,7 +160,8 @@ static bool fake_nvml(const char *cfg)
 		return true;
 	}
 	if (!lib || !*lib) {
-		fprintf(stderr, "RDMACTL_NVML_LIB is not set: run under ctest, or point it at libfakenvml.so\n");
+		fprintf(stderr,
+			"RDMACTL_NVML_LIB is not set: run under ctest, or point it at libfakenvml.so\n");
 		return false;
 	}
 	snprintf(path, sizeof(path), "%s/%s", fixtures, cfg);
@@ -406,7 +408,8 @@ static int test_capture_roundtrip(const char *name)
 		CHECK(!strcmp(a->devs[d].pci.path, b->devs[d].pci.path));
 		CHECK(!strcmp(a->devs[d].provider, b->devs[d].provider));
 		for (int p = 0; p < a->devs[d].nports; p++) {
-			const struct rc_topo_port *pa = &a->devs[d].ports[p], *pb = &b->devs[d].ports[p];
+			const struct rc_topo_port *pa = &a->devs[d].ports[p],
+						  *pb = &b->devs[d].ports[p];
 
 			CHECK(pa->ngids == pb->ngids && pa->rec_gid == pb->rec_gid);
 			CHECK(pa->active_mtu == pb->active_mtu && pa->naddrs == pb->naddrs);
@@ -430,7 +433,8 @@ int main(int argc, char **argv)
 	int failed = 0;
 
 	if (!dir || !*dir) {
-		fprintf(stderr, "test_topo_fixtures: set RDMACTL_FIXTURES (tests/fixtures/make-sysfs.sh OUTDIR)\n");
+		fprintf(stderr,
+			"test_topo_fixtures: set RDMACTL_FIXTURES (tests/fixtures/make-sysfs.sh OUTDIR)\n");
 		return 1;
 	}
 	snprintf(fixtures, sizeof(fixtures), "%s", dir);

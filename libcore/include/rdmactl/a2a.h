@@ -28,8 +28,8 @@ RC_EXPORT size_t rc_a2a_token_bytes(uint32_t hidden, enum rc_a2a_dtype dt);
 
 struct rc_a2a_route {
 	int world;
-	uint32_t tokens;    /* per rank */
-	uint32_t experts;   /* spread over the ranks in equal contiguous blocks */
+	uint32_t tokens;  /* per rank */
+	uint32_t experts; /* spread over the ranks in equal contiguous blocks */
 	uint32_t topk;
 	enum rc_a2a_skew skew;
 	double zipf_s;      /* expert popularity ~ 1 / (e + 1)^s */
@@ -43,8 +43,7 @@ RC_EXPORT int rc_a2a_skew_parse(const char *s, struct rc_a2a_route *r, struct rc
  * once to each rank holding at least one of its top-k experts. -EINVAL for
  * inconsistent parameters or a bad matrix file. */
 RC_EXPORT int rc_a2a_counts(const struct rc_a2a_route *r, uint64_t *counts, struct rc_err *err);
-RC_EXPORT int rc_a2a_matrix_load(const char *path, int world, uint64_t *counts,
-				 struct rc_err *err);
+RC_EXPORT int rc_a2a_matrix_load(const char *path, int world, uint64_t *counts, struct rc_err *err);
 /* The most bytes one rank sends or receives in one phase (1 TiB): every
  * buffer size below it is computed without overflow. */
 #define RC_A2A_RANK_BYTES_MAX (1ULL << 40)
@@ -56,12 +55,12 @@ RC_EXPORT int rc_a2a_counts_fit(const uint64_t *counts, int world, size_t token_
 
 /* Figures of one iteration from the counts. */
 struct rc_a2a_stats {
-	double size;           /* mean bytes a rank sends per iteration (dispatch + combine) */
-	uint64_t peer_mean;    /* mean bytes from one rank to another, dispatch */
+	double size;        /* mean bytes a rank sends per iteration (dispatch + combine) */
+	uint64_t peer_mean; /* mean bytes from one rank to another, dispatch */
 	uint64_t peer_max;
-	double imbalance;      /* max / mean of the dispatch bytes a rank receives */
-	uint64_t my_send;      /* this rank's dispatch bytes to others */
-	uint64_t my_recv;      /* ... from others */
+	double imbalance; /* max / mean of the dispatch bytes a rank receives */
+	uint64_t my_send; /* this rank's dispatch bytes to others */
+	uint64_t my_recv; /* ... from others */
 };
 RC_EXPORT void rc_a2a_stats(const uint64_t *counts, int world, int rank, size_t token_bytes,
 			    struct rc_a2a_stats *st);
@@ -74,10 +73,10 @@ struct rc_a2a_opts {
 	enum rc_a2a_algo algo;
 	uint32_t hidden;
 	enum rc_a2a_dtype dtype;
-	const uint64_t *counts;   /* world x world */
-	int ranks_per_node;       /* hierarchical */
-	const char *job;          /* hierarchical: names the shared memory */
-	int timeout_ms;           /* waits on shared memory (the group has its own) */
+	const uint64_t *counts; /* world x world */
+	int ranks_per_node;     /* hierarchical */
+	const char *job;        /* hierarchical: names the shared memory */
+	int timeout_ms;         /* waits on shared memory (the group has its own) */
 	int iters;
 	int warmup;
 	/* Token buffers: host (default), hugepage or GPU memory (.len and .path
@@ -105,17 +104,17 @@ struct rc_a2a_opts {
 };
 
 struct rc_a2a_result {
-	double *lat_us;       /* caller's array of iters entries */
-	uint64_t wrong;       /* tokens that differed, all iterations, this rank */
-	uint64_t checked;     /* tokens checked */
+	double *lat_us;   /* caller's array of iters entries */
+	uint64_t wrong;   /* tokens that differed, all iterations, this rank */
+	uint64_t checked; /* tokens checked */
 	uint64_t checked_bytes;
-	double seconds;       /* timed iterations together */
-	enum rc_mem_reg reg;  /* how the token buffers were registered (GPU: the path that ran) */
-	char reg_notes[384];  /* GPU: the paths tried before it, and why they failed */
+	double seconds;      /* timed iterations together */
+	enum rc_mem_reg reg; /* how the token buffers were registered (GPU: the path that ran) */
+	char reg_notes[384]; /* GPU: the paths tried before it, and why they failed */
 };
 
-RC_EXPORT int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o,
-			 struct rc_a2a_result *res, struct rc_err *err);
+RC_EXPORT int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct rc_a2a_result *res,
+			 struct rc_err *err);
 
 /* Sizing before a run (--plan): the bytes rc_a2a_run registers for token
  * buffers on each rank of world, into bytes[world] (its send and receive

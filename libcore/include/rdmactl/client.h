@@ -13,7 +13,7 @@
 struct rc_client_opts {
 	struct rc_conn_opts conn;
 	const char *token;
-	int nconns;          /* QPs to open (default 1) */
+	int nconns; /* QPs to open (default 1) */
 	/* A test's hook: called after a write or atomic completed, before its
 	 * DONE notice goes (NULL: none). */
 	void (*before_done)(void *arg);
@@ -35,13 +35,13 @@ struct rc_client {
 	char token[RC_TOKEN_MAX + 1];
 	char bind[RC_HOST_MAX];
 	char dev[64];
-	int moves;           /* how often it followed its region */
+	int moves; /* how often it followed its region */
 };
 
 /* Connect (nconns QPs), fetch the region table and select t->region (or the
  * server's only region when t->region is empty). */
 RC_EXPORT int rc_client_open(const struct rc_target *t, const struct rc_client_opts *opts,
-		   struct rc_client **out, struct rc_err *err);
+			     struct rc_client **out, struct rc_err *err);
 RC_EXPORT int rc_client_close(struct rc_client *cl);
 /* Select the region t names among those the server listed (its only one when
  * t->region is empty): lets one connection serve several regions in turn. */
@@ -51,7 +51,7 @@ RC_EXPORT int rc_client_select(struct rc_client *cl, const struct rc_target *t, 
 RC_EXPORT bool rc_client_alive(const struct rc_client *cl);
 /* Check that [off, off + len) lies in the region and the access allows op. */
 RC_EXPORT int rc_client_check(const struct rc_client *cl, uint64_t off, uint64_t len, bool write,
-		    bool atomic, struct rc_err *err);
+			      bool atomic, struct rc_err *err);
 
 /* Where a client is connected: "addr:port" of its server, the local device. */
 RC_EXPORT const char *rc_client_peer(const struct rc_client *cl);
@@ -97,36 +97,39 @@ struct rc_client_io {
  * io->rewind can restart its input, a read when nothing was delivered yet,
  * an atomic always. An atomic that failed in any other way has an unknown
  * outcome and is never retried. */
-RC_EXPORT int rc_client_write(struct rc_client *cl, uint64_t off, uint64_t len, const struct rc_client_io *io,
-		    struct rc_stream_result *res, struct rc_err *err);
-RC_EXPORT int rc_client_read(struct rc_client *cl, uint64_t off, uint64_t len, const struct rc_client_io *io,
-		   struct rc_stream_result *res, struct rc_err *err);
+RC_EXPORT int rc_client_write(struct rc_client *cl, uint64_t off, uint64_t len,
+			      const struct rc_client_io *io, struct rc_stream_result *res,
+			      struct rc_err *err);
+RC_EXPORT int rc_client_read(struct rc_client *cl, uint64_t off, uint64_t len,
+			     const struct rc_client_io *io, struct rc_stream_result *res,
+			     struct rc_err *err);
 /* An RDMA WRITE_WITH_IMM of no bytes at off: the immediate alone. */
 RC_EXPORT int rc_client_write_imm(struct rc_client *cl, uint64_t off, uint32_t imm, int timeout_ms,
-			struct rc_err *err);
+				  struct rc_err *err);
 /* FAA (compare_add is the delta) or CAS on the 8 bytes at off; *old gets
  * what they held before. */
-RC_EXPORT int rc_client_atomic(struct rc_client *cl, enum rc_op op, uint64_t off, uint64_t compare_add,
-		     uint64_t swap, int timeout_ms, uint64_t *old, struct rc_err *err);
+RC_EXPORT int rc_client_atomic(struct rc_client *cl, enum rc_op op, uint64_t off,
+			       uint64_t compare_add, uint64_t swap, int timeout_ms, uint64_t *old,
+			       struct rc_err *err);
 
 /* A benchmark as perftest runs one: iters work requests of msg bytes from
  * one local buffer to the same remote span, over qps connections. */
 struct rc_client_bench {
-	enum rc_op op;            /* WRITE, READ, FAA or CAS */
+	enum rc_op op; /* WRITE, READ, FAA or CAS */
 	uint64_t off;
 	size_t msg;
 	uint64_t iters;
 	int depth;
-	int qps;                  /* at most the client's connections */
+	int qps; /* at most the client's connections */
 	int post_list;
 	int signal_every;
 	uint64_t compare_add;
 	uint64_t swap;
 	int timeout_ms;
-	double *lat_us;           /* iters latencies (needs signal_every 1), or NULL */
+	double *lat_us; /* iters latencies (needs signal_every 1), or NULL */
 };
 
 RC_EXPORT int rc_client_bench(struct rc_client *cl, const struct rc_client_bench *b,
-		    struct rc_stream_result *res, struct rc_err *err);
+			      struct rc_stream_result *res, struct rc_err *err);
 
 #endif

@@ -16,17 +16,17 @@
 struct rc_conn;
 
 struct rc_conn_opts {
-	int sq_depth;           /* send queue depth (default 128) */
-	int rq_depth;           /* receive queue depth (default 16) */
-	int send_sge;           /* gather entries a send work request may carry
+	int sq_depth;   /* send queue depth (default 128) */
+	int rq_depth;   /* receive queue depth (default 16) */
+	int send_sge;   /* gather entries a send work request may carry
 				 * (default 1); capped at what the device allows */
-	int timeout_ms;         /* connect, accept and completion timeout */
-	bool busy_poll;         /* spin on the CQ instead of sleeping on its channel */
+	int timeout_ms; /* connect, accept and completion timeout */
+	bool busy_poll; /* spin on the CQ instead of sleeping on its channel */
 	const void *private_data;
-	uint8_t private_len;    /* at most 56: what an RC connect request carries */
-	const char *bind_addr;  /* client: source address, which picks the device */
-	const char *dev_name;   /* client: refuse a route through another device */
-	struct ibv_pd *pd;      /* share this PD instead of allocating one */
+	uint8_t private_len;   /* at most 56: what an RC connect request carries */
+	const char *bind_addr; /* client: source address, which picks the device */
+	const char *dev_name;  /* client: refuse a route through another device */
+	struct ibv_pd *pd;     /* share this PD instead of allocating one */
 	/* Accepting side: called once the QP exists, before the accept goes out
 	 * (to post receives that the peer may use at once). */
 	int (*on_qp)(struct rc_conn *c, void *arg);
@@ -44,10 +44,10 @@ struct rc_conn {
 	struct ibv_qp *qp;
 	int sq_depth;
 	int rq_depth;
-	int send_sge;        /* what the QP takes: rc_conn_opts.send_sge, capped */
+	int send_sge; /* what the QP takes: rc_conn_opts.send_sge, capped */
 	int timeout_ms;
 	bool busy_poll;
-	bool armed;          /* CQ notification requested and not yet consumed */
+	bool armed; /* CQ notification requested and not yet consumed */
 	/* rc_poll_any: an error completion that came after successful ones in
 	 * the same poll; those were returned first, this one is next */
 	bool has_late_err;
@@ -57,12 +57,12 @@ struct rc_conn {
 	char peer[RC_HOST_MAX + 8];
 	char dev_name[64];
 	uint8_t port_num;
-	void *user;          /* owner's data */
+	void *user; /* owner's data */
 };
 
 /* Connect to host:port; *out is established on success. */
 RC_EXPORT int rc_connect(const char *host, const char *port, const struct rc_conn_opts *opts,
-	       struct rc_conn **out, struct rc_err *err);
+			 struct rc_conn **out, struct rc_err *err);
 /* Next CM event of a connection made by rc_connect (disconnects, errors)
  * within timeout_ms (0: do not wait). -EAGAIN when none came; -EINVAL for an
  * accepted connection, whose events come to its listener. */
@@ -87,36 +87,37 @@ struct rc_listener {
 
 /* Listen on addr:port (addr may be a wildcard only when dev_name is given). */
 RC_EXPORT int rc_listen(const char *addr, const char *port, const char *dev_name,
-	      struct rc_listener **out, struct rc_err *err);
+			struct rc_listener **out, struct rc_err *err);
 RC_EXPORT int rc_listener_close(struct rc_listener *l);
 /* Next event on the listener's channel within timeout_ms (-1: wait forever,
  * 0: do not wait). -EAGAIN when none came. */
 RC_EXPORT int rc_listener_event(struct rc_listener *l, int timeout_ms, struct rdma_cm_event **ev);
 /* Build the QP for a connect request and accept it. */
-RC_EXPORT int rc_accept(struct rc_listener *l, struct rdma_cm_id *child, const struct rdma_conn_param *req,
-	      const struct rc_conn_opts *opts, struct rc_conn **out, struct rc_err *err);
+RC_EXPORT int rc_accept(struct rc_listener *l, struct rdma_cm_id *child,
+			const struct rdma_conn_param *req, const struct rc_conn_opts *opts,
+			struct rc_conn **out, struct rc_err *err);
 /* Refuse a connect request, with a reason the peer can read. */
 RC_EXPORT void rc_reject(struct rdma_cm_id *child, const char *reason);
 /* A listener's CM event, taken, acknowledged and sorted. */
 enum rc_cm_kind {
-	RC_CM_REQUEST,      /* a connect request: rc_cm_accept or rc_cm_refuse it */
-	RC_CM_ESTABLISHED,  /* an accepted connection is up (conn->established set) */
-	RC_CM_GONE,         /* a connection ended or failed (conn->disconnected set) */
-	RC_CM_DEVICE_GONE,  /* the device was removed: the listener is dead */
-	RC_CM_OTHER,        /* nothing to do */
+	RC_CM_REQUEST,     /* a connect request: rc_cm_accept or rc_cm_refuse it */
+	RC_CM_ESTABLISHED, /* an accepted connection is up (conn->established set) */
+	RC_CM_GONE,        /* a connection ended or failed (conn->disconnected set) */
+	RC_CM_DEVICE_GONE, /* the device was removed: the listener is dead */
+	RC_CM_OTHER,       /* nothing to do */
 };
 
 struct rc_cm_event {
 	enum rc_cm_kind kind;
-	enum rdma_cm_event_type type;     /* rdma_event_str names it */
-	struct rc_conn *conn;             /* ESTABLISHED, GONE: the accepted connection (or NULL) */
-	bool was_established;             /* GONE: it had been up */
+	enum rdma_cm_event_type type; /* rdma_event_str names it */
+	struct rc_conn *conn;         /* ESTABLISHED, GONE: the accepted connection (or NULL) */
+	bool was_established;         /* GONE: it had been up */
 	/* REQUEST only: */
 	struct rdma_cm_id *child;
-	struct rdma_conn_param param;     /* private_data points into the copy below */
+	struct rdma_conn_param param; /* private_data points into the copy below */
 	unsigned char private_data[256];
 	char peer[RC_HOST_MAX + 8];
-	bool other_device;                /* it came in on another device than the listener's */
+	bool other_device; /* it came in on another device than the listener's */
 };
 
 /* The next event within timeout_ms (as rc_listener_event): 0 with *ev filled,
@@ -124,8 +125,8 @@ struct rc_cm_event {
 RC_EXPORT int rc_listener_next(struct rc_listener *l, int timeout_ms, struct rc_cm_event *ev);
 /* Accept a REQUEST: build its QP as o says (on_qp runs before the accept). On
  * failure the request is still the caller's to refuse. */
-RC_EXPORT int rc_cm_accept(struct rc_listener *l, struct rc_cm_event *ev, const struct rc_conn_opts *o,
-		 struct rc_conn **out, struct rc_err *err);
+RC_EXPORT int rc_cm_accept(struct rc_listener *l, struct rc_cm_event *ev,
+			   const struct rc_conn_opts *o, struct rc_conn **out, struct rc_err *err);
 /* Refuse a REQUEST with a reason the peer can read, and free its id. */
 RC_EXPORT void rc_cm_refuse(struct rc_cm_event *ev, const char *why);
 /* Format an id's peer as "addr:port". */

@@ -28,7 +28,7 @@ enum rc_ctrl_type {
 	RC_CTRL_PULL_REQ = 3,  /* migration: pull extents from a peer (struct rc_pull_req) */
 	RC_CTRL_HASH_REQ = 4,  /* migration: sha256 of extents (struct rc_hash_req) */
 	RC_CTRL_MIG_RESP = 5,  /* the answer to either, or to a MIG_CMD (struct rc_mig_resp) */
-	RC_CTRL_MIG_CMD = 6,   /* live migration: a step, or a client's notice (struct rc_mig_cmd) */
+	RC_CTRL_MIG_CMD = 6, /* live migration: a step, or a client's notice (struct rc_mig_cmd) */
 	RC_CTRL_DIRTY_LIST = 7, /* the answer to RC_MIG_TAKE (struct rc_hash_req layout) */
 };
 
@@ -36,7 +36,7 @@ struct rc_ctrl_hdr {
 	uint32_t magic;
 	uint16_t version;
 	uint16_t type;
-	uint32_t len;  /* payload bytes after the header */
+	uint32_t len; /* payload bytes after the header */
 	uint32_t seq;
 };
 
@@ -54,8 +54,8 @@ struct rc_region_desc {
 RC_EXPORT int rc_ctrl_encode_hdr(void *buf, size_t cap, uint16_t type, uint32_t len, uint32_t seq);
 RC_EXPORT int rc_ctrl_decode_hdr(const void *buf, size_t len, struct rc_ctrl_hdr *h);
 /* Encode a LIST_RESP message (header included). Returns its length or -ENOSPC. */
-RC_EXPORT int rc_ctrl_encode_list(void *buf, size_t cap, uint32_t seq, const struct rc_region_desc *r,
-			int n);
+RC_EXPORT int rc_ctrl_encode_list(void *buf, size_t cap, uint32_t seq,
+				  const struct rc_region_desc *r, int n);
 /* Decode a whole LIST_RESP message. Returns the region count or -EBADMSG. */
 RC_EXPORT int rc_ctrl_decode_list(const void *buf, size_t len, struct rc_region_desc *r, int max);
 
@@ -85,7 +85,7 @@ struct rc_pull_req {
 	char token[RC_MIG_TOKEN_LEN]; /* "" when none */
 	uint32_t rkey;                /* with RC_PULL_RKEY: the source's rkey now */
 	uint32_t n;
-	struct rc_extent *ext;        /* n extents: src, dst, len */
+	struct rc_extent *ext; /* n extents: src, dst, len */
 };
 #define RC_PULL_RKEY 8u /* read with rkey, not the one the source listed */
 /* Digest each block as it lands, for RC_HASH_BLOCKS | RC_HASH_DST (on the
@@ -106,31 +106,31 @@ struct rc_hash_req {
 #define RC_HASH_MAX_EXT ((RC_CTRL_MSG_MAX - RC_CTRL_HDR_LEN - RC_HASH_FIXED_LEN) / 24)
 
 struct rc_mig_resp {
-	int32_t status;               /* 0 or -errno */
-	uint64_t bytes;               /* pulled, or hashed */
-	unsigned char digest[32];     /* a HASH_REQ with RC_MIG_LAST: the sha256 */
-	char msg[RC_MIG_MSG_LEN];     /* why, when status < 0 */
+	int32_t status;           /* 0 or -errno */
+	uint64_t bytes;           /* pulled, or hashed */
+	unsigned char digest[32]; /* a HASH_REQ with RC_MIG_LAST: the sha256 */
+	char msg[RC_MIG_MSG_LEN]; /* why, when status < 0 */
 };
 
 /* Live migration steps (orchestrator to the source) and a client's notices
  * (client to its server, no answer). See rdmactl-migrate(8). */
 enum rc_mig_step {
-	RC_MIG_TRACK = 1,   /* start recording the region's written blocks */
-	RC_MIG_TAKE,        /* the blocks written since the last TAKE (a DIRTY_LIST) */
-	RC_MIG_FENCE,       /* revoke remote writes; the answer's bytes: the read-only rkey */
-	RC_MIG_UNFENCE,     /* abort: serve the region again, stop recording */
-	RC_MIG_CUTOVER,     /* the region now lives at arg, "HOST:PORT" */
-	RC_MIG_DROP,        /* the destination confirmed: release the region's memory */
-	RC_MIG_WHERE,       /* client: where is the region? 0 and arg: moved there;
+	RC_MIG_TRACK = 1, /* start recording the region's written blocks */
+	RC_MIG_TAKE,      /* the blocks written since the last TAKE (a DIRTY_LIST) */
+	RC_MIG_FENCE,     /* revoke remote writes; the answer's bytes: the read-only rkey */
+	RC_MIG_UNFENCE,   /* abort: serve the region again, stop recording */
+	RC_MIG_CUTOVER,   /* the region now lives at arg, "HOST:PORT" */
+	RC_MIG_DROP,      /* the destination confirmed: release the region's memory */
+	RC_MIG_WHERE,     /* client: where is the region? 0 and arg: moved there;
 			     * 0 and "": here; -EAGAIN: fenced, ask again */
-	RC_MIG_INTENT,      /* client notice: about to write or run atomics on [off, off+len) */
-	RC_MIG_DONE,        /* client notice: that write or atomic has completed */
+	RC_MIG_INTENT,    /* client notice: about to write or run atomics on [off, off+len) */
+	RC_MIG_DONE,      /* client notice: that write or atomic has completed */
 };
 #define RC_MIG_BLOCK (64u << 10) /* the granularity of recorded writes */
 
 struct rc_mig_cmd {
-	uint32_t step;                /* enum rc_mig_step */
-	uint32_t move;                /* the move id TRACK answered: every later step carries it */
+	uint32_t step; /* enum rc_mig_step */
+	uint32_t move; /* the move id TRACK answered: every later step carries it */
 	char region[RC_NAME_MAX];
 	uint64_t off;
 	uint64_t len;
@@ -146,7 +146,8 @@ RC_EXPORT int rc_ctrl_decode_hash(const void *buf, size_t len, struct rc_hash_re
 RC_EXPORT int rc_ctrl_encode_mig_resp(void *buf, size_t cap, uint32_t seq,
 				      const struct rc_mig_resp *r);
 RC_EXPORT int rc_ctrl_decode_mig_resp(const void *buf, size_t len, struct rc_mig_resp *r);
-RC_EXPORT int rc_ctrl_encode_mig_cmd(void *buf, size_t cap, uint32_t seq, const struct rc_mig_cmd *c);
+RC_EXPORT int rc_ctrl_encode_mig_cmd(void *buf, size_t cap, uint32_t seq,
+				     const struct rc_mig_cmd *c);
 RC_EXPORT int rc_ctrl_decode_mig_cmd(const void *buf, size_t len, struct rc_mig_cmd *c);
 /* A DIRTY_LIST: r->flags RC_MIG_LAST when nothing more is recorded. */
 RC_EXPORT int rc_ctrl_encode_dirty(void *buf, size_t cap, uint32_t seq, const struct rc_hash_req *r);

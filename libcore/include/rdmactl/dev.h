@@ -13,9 +13,9 @@
 
 struct rc_gid_info {
 	int index;
-	int type;                 /* IBV_GID_TYPE_IB, _ROCE_V1, _ROCE_V2 */
+	int type; /* IBV_GID_TYPE_IB, _ROCE_V1, _ROCE_V2 */
 	union ibv_gid gid;
-	char str[48];             /* textual IPv6 form */
+	char str[48]; /* textual IPv6 form */
 };
 
 /* Open a device by name (ibv_get_device_list). */
@@ -31,11 +31,11 @@ RC_EXPORT int rc_gid_rank(bool ib_link, int type, const unsigned char raw[16]);
 RC_EXPORT int rc_gid_choose(bool ib_link, const struct ibv_gid_entry *e, int n);
 /* Pick the GID to use on a port: the override when >= 0, else the best by
  * rc_gid_rank. */
-RC_EXPORT int rc_gid_pick(struct ibv_context *ctx, uint8_t port, int override, struct rc_gid_info *out,
-		struct rc_err *err);
+RC_EXPORT int rc_gid_pick(struct ibv_context *ctx, uint8_t port, int override,
+			  struct rc_gid_info *out, struct rc_err *err);
 /* The GID entry of a port whose address equals addr (IPv4 or IPv6). */
 RC_EXPORT int rc_gid_find_addr(struct ibv_context *ctx, uint8_t port, const struct sockaddr *addr,
-		     struct rc_gid_info *out);
+			       struct rc_gid_info *out);
 RC_EXPORT const char *rc_gid_type_name(int type);
 RC_EXPORT void rc_gid_format(const union ibv_gid *gid, char *buf, size_t len);
 

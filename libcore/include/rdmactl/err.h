@@ -9,7 +9,7 @@
 #include <rdmactl/export.h>
 
 struct rc_err {
-	int code;       /* positive errno */
+	int code; /* positive errno */
 	char msg[512];
 };
 

@@ -36,13 +36,13 @@ struct rc_etcd_kv {
 	char value[RC_ETCD_VAL_MAX];
 	int64_t mod_revision;
 	int64_t create_revision;
-	char lease[32];                /* "" or "0" when the key has none */
+	char lease[32]; /* "" or "0" when the key has none */
 };
 
 /* "etcd://HOST:PORT/PATH": server gets HOST:PORT, path what follows the
  * slash (not empty). -EINVAL, and a message naming what is wrong. */
-RC_EXPORT int rc_etcd_url_parse(const char *url, char *server, size_t slen, char *path,
-				size_t plen, struct rc_err *err);
+RC_EXPORT int rc_etcd_url_parse(const char *url, char *server, size_t slen, char *path, size_t plen,
+				struct rc_err *err);
 /* A handle on the etcd at server (HOST:PORT); nothing is sent yet.
  * timeout_ms bounds each request (0: 10 s). How etcd is reached comes from
  * the environment, read here: TLS with RDMACTL_ETCD_CA, RDMACTL_ETCD_CERT
@@ -66,8 +66,8 @@ RC_EXPORT const char *rc_etcd_lease_id(const struct rc_etcd *e);
 RC_EXPORT int rc_etcd_get(struct rc_etcd *e, const char *key, struct rc_etcd_kv *kv,
 			  struct rc_err *err);
 /* lease: attach the key to it (NULL or "": no lease). */
-RC_EXPORT int rc_etcd_put(struct rc_etcd *e, const char *key, const char *value,
-			  const char *lease, struct rc_err *err);
+RC_EXPORT int rc_etcd_put(struct rc_etcd *e, const char *key, const char *value, const char *lease,
+			  struct rc_err *err);
 /* Put only if the key does not exist (one transaction); -EEXIST with the
  * holder's key in *held (may be NULL) otherwise. */
 RC_EXPORT int rc_etcd_create(struct rc_etcd *e, const char *key, const char *value,
@@ -81,8 +81,8 @@ RC_EXPORT int rc_etcd_swap(struct rc_etcd *e, const char *key, int64_t mod_revis
 /* Call each(arg, key, value) for every key under prefix, in key order; a
  * non-zero return from each stops and is returned. */
 typedef int (*rc_etcd_each_fn)(void *arg, const char *key, const char *value);
-RC_EXPORT int rc_etcd_range(struct rc_etcd *e, const char *prefix, rc_etcd_each_fn each,
-			    void *arg, struct rc_err *err);
+RC_EXPORT int rc_etcd_range(struct rc_etcd *e, const char *prefix, rc_etcd_each_fn each, void *arg,
+			    struct rc_err *err);
 /* rc_etcd_range, and *rev the store's revision the answer was read at (a
  * watch from rev + 1 misses nothing). */
 RC_EXPORT int rc_etcd_range_rev(struct rc_etcd *e, const char *prefix, rc_etcd_each_fn each,

@@ -23,8 +23,8 @@
 struct rc_rank_info {
 	int rank;
 	int world;
-	int local_rank;    /* -1 when neither a flag nor the launcher gave it */
-	char source[48];   /* "flags", "slurm", "openmpi", "pmix", "torchrun", or a mix */
+	int local_rank;  /* -1 when neither a flag nor the launcher gave it */
+	char source[48]; /* "flags", "slurm", "openmpi", "pmix", "torchrun", or a mix */
 };
 
 /* Rank, world size and local rank: each from its flag when >= 0, else from
@@ -38,7 +38,7 @@ RC_EXPORT int rc_rank_resolve(int rank, int world, int local_rank, char *const *
 struct rc_endpoint {
 	char host[RC_HOST_MAX];
 	char port[8];
-	char hostname[64];  /* the host's name, for grouping ranks by node */
+	char hostname[64]; /* the host's name, for grouping ranks by node */
 };
 
 /* Parse "ADDR:PORT" or "[V6]:PORT". */
@@ -47,8 +47,8 @@ RC_EXPORT int rc_endpoint_parse(const char *s, struct rc_endpoint *ep);
 /* A rendezvous: "file:PATH" (one "RANK ADDR:PORT [HOSTNAME]" a line, '#'
  * comments) or "etcd://HOST:PORT/JOB" (etcd's v3 JSON gateway). */
 struct rc_rdv;
-RC_EXPORT int rc_rdv_open(const char *url, int rank, int world, int timeout_ms,
-			  struct rc_rdv **out, struct rc_err *err);
+RC_EXPORT int rc_rdv_open(const char *url, int rank, int world, int timeout_ms, struct rc_rdv **out,
+			  struct rc_err *err);
 /* The endpoint the rendezvous already holds for this rank (a peers file);
  * -ENOENT when it holds none (etcd: the rank publishes its own). */
 RC_EXPORT int rc_rdv_self(struct rc_rdv *r, struct rc_endpoint *ep, struct rc_err *err);
@@ -69,12 +69,12 @@ struct rc_group;
 struct rc_group_opts {
 	int rank;
 	int world;
-	const char *dev_name;   /* refuse routes through another device */
-	int timeout_ms;         /* connect, barrier and wait timeout */
-	int sq_depth;           /* per connection (default 128) */
-	int recv_depth;         /* receives kept posted per connection (default 32) */
+	const char *dev_name; /* refuse routes through another device */
+	int timeout_ms;       /* connect, barrier and wait timeout */
+	int sq_depth;         /* per connection (default 128) */
+	int recv_depth;       /* receives kept posted per connection (default 32) */
 	bool busy_poll;
-	bool keep_going;        /* a failed connection fails its peer only (multicast) */
+	bool keep_going; /* a failed connection fails its peer only (multicast) */
 	/* a pair that cannot connect is left out (rc_group_link says why): the
 	 * ranks agree on the pairs left out and the barrier's tree goes around
 	 * them (sweep); a rank they cut off fails the connect */
@@ -100,15 +100,15 @@ RC_EXPORT int rc_group_close(struct rc_group *g);
 struct rc_group_join {
 	int rank;
 	int world;
-	const char *rendezvous;  /* "etcd://HOST:PORT/JOB" or "file:PATH" */
-	const char *listen;      /* "ADDR[:PORT]", or NULL: the peers file's */
+	const char *rendezvous; /* "etcd://HOST:PORT/JOB" or "file:PATH" */
+	const char *listen;     /* "ADDR[:PORT]", or NULL: the peers file's */
 	const char *dev_name;
 	int timeout_ms;
 	bool busy_poll;
 	bool keep_going;
-	bool partial;            /* rc_group_opts.partial */
-	int recv_depth;          /* receives kept posted per connection (0: 32) */
-	const char *token;       /* the group's token (rc_group_opts), or NULL */
+	bool partial;      /* rc_group_opts.partial */
+	int recv_depth;    /* receives kept posted per connection (0: 32) */
+	const char *token; /* the group's token (rc_group_opts), or NULL */
 	/* Fill need from every rank's endpoint (their hosts name the nodes);
 	 * 0, or -errno with err set (-EINVAL: the caller's input is wrong). */
 	int (*plan)(void *arg, const struct rc_endpoint *all, int world, uint8_t *need,
@@ -116,7 +116,7 @@ struct rc_group_join {
 	void *plan_arg;
 };
 struct rc_group_join_out {
-	bool usage;  /* the failure lies in the caller's input (rendezvous, listen, plan) */
+	bool usage; /* the failure lies in the caller's input (rendezvous, listen, plan) */
 };
 /* The group owns the rendezvous until rc_group_close (an etcd lease lives
  * that long). Failures after listening name this rank ("rank R: ..."). */
@@ -169,12 +169,12 @@ RC_EXPORT int rc_group_port(const struct rc_group *g);
 
 /* Why a planned connection could not be made (partial groups). */
 enum rc_link {
-	RC_LINK_UP = 0,   /* connected, or not planned */
-	RC_LINK_ROUTE,    /* no route, address or route resolution failed, or a route
+	RC_LINK_UP = 0,  /* connected, or not planned */
+	RC_LINK_ROUTE,   /* no route, address or route resolution failed, or a route
 			   * through another device than dev_name */
-	RC_LINK_GID,      /* no usable GID for the address (no RDMA device behind it) */
-	RC_LINK_TIMEOUT,  /* no answer within the timeout */
-	RC_LINK_REFUSED,  /* rejected by the peer (a wrong token, nothing listening) */
+	RC_LINK_GID,     /* no usable GID for the address (no RDMA device behind it) */
+	RC_LINK_TIMEOUT, /* no answer within the timeout */
+	RC_LINK_REFUSED, /* rejected by the peer (a wrong token, nothing listening) */
 	RC_LINK_OTHER,
 };
 /* "up", "route", "gid", "timeout", "refused", "other". */

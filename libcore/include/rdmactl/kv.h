@@ -44,8 +44,8 @@ struct kv_geom {
 	enum kv_page_layout page_layout;
 	enum kv_dtype dtype;
 	uint32_t layers;
-	uint32_t kv_heads;        /* paged: KV heads of the model; MLA: 1 */
-	uint32_t head_dim;        /* paged: dims per head; MLA: the latent dims */
+	uint32_t kv_heads; /* paged: KV heads of the model; MLA: 1 */
+	uint32_t head_dim; /* paged: dims per head; MLA: the latent dims */
 	uint32_t src_tp, dst_tp;
 	uint32_t src_page_tokens, dst_page_tokens;
 };
@@ -69,7 +69,8 @@ struct kv_heads {
 };
 /* The heads rank holds at TP degree tp: kv_heads/tp of them, or, where
  * tp > kv_heads, a replica of head rank*kv_heads/tp. MLA: the latent. */
-RC_EXPORT void kv_rank_heads(const struct kv_geom *g, uint32_t tp, uint32_t rank, struct kv_heads *h);
+RC_EXPORT void kv_rank_heads(const struct kv_geom *g, uint32_t tp, uint32_t rank,
+			     struct kv_heads *h);
 /* Bytes of one page on the source (dst false) or destination side. */
 RC_EXPORT uint64_t kv_page_bytes(const struct kv_geom *g, bool dst);
 /* Bytes of one token's head row: head_dim * dtype size. */
@@ -82,8 +83,8 @@ RC_EXPORT uint32_t kv_pages_for(const struct kv_geom *g, bool dst, uint32_t toke
 /* Who sends which heads to whom. */
 struct kv_route {
 	uint32_t src, dst;
-	uint32_t head, nheads;          /* global heads [head, head + nheads) */
-	uint32_t src_head_off;          /* their index among the source rank's heads */
+	uint32_t head, nheads; /* global heads [head, head + nheads) */
+	uint32_t src_head_off; /* their index among the source rank's heads */
 	uint32_t dst_head_off;
 };
 /* All routes, sorted by destination then source. Returns their count. */
@@ -102,7 +103,7 @@ struct kv_seg {
 /* The coalesced segments of one route for a request of tokens (malloc'd
  * into *out). Runs never cross a page on either side. */
 RC_EXPORT int kv_segments(const struct kv_geom *g, const struct kv_route *r, uint32_t tokens,
-		struct kv_seg **out, size_t *n, struct rc_err *err);
+			  struct kv_seg **out, size_t *n, struct rc_err *err);
 /* Packing a route (--pack): its segments copied on the prefill side into a
  * staging buffer in destination order, so that one write covers each run
  * that is contiguous on the destination side, however the source scatters
@@ -189,28 +190,29 @@ RC_EXPORT void kv_land_unpack(const struct kv_geom *g, const struct kv_route *r,
 			      char *pool, uint32_t page, uint32_t tokens);
 
 /* Bytes a route moves per layer half for tokens. */
-RC_EXPORT uint64_t kv_route_bytes(const struct kv_geom *g, const struct kv_route *r, uint32_t tokens);
+RC_EXPORT uint64_t kv_route_bytes(const struct kv_geom *g, const struct kv_route *r,
+				  uint32_t tokens);
 
 /* The plan's figures for one request. */
 struct kv_plan_rank {
-	uint64_t bytes;        /* moved per request (sent by a source, received by a destination) */
-	uint64_t segments;     /* work requests before runtime coalescing */
-	uint64_t writes;       /* work requests with the --pack and --land choices, notifications apart */
+	uint64_t bytes;    /* moved per request (sent by a source, received by a destination) */
+	uint64_t segments; /* work requests before runtime coalescing */
+	uint64_t writes; /* work requests with the --pack and --land choices, notifications apart */
 	uint64_t notifications; /* destination: WRITE_WITH_IMM it counts per request */
 };
 struct kv_plan {
-	uint64_t bytes_per_token;        /* the whole model */
-	uint64_t bytes_per_token_layer;  /* one layer, K+V, all heads */
-	uint64_t bytes_per_request;      /* the whole model, tokens tokens */
-	uint64_t wire_bytes;             /* all routes (replicas counted) */
-	uint64_t segments;               /* all routes, all layers and halves */
-	uint64_t seg_min, seg_max;       /* segment bytes */
+	uint64_t bytes_per_token;       /* the whole model */
+	uint64_t bytes_per_token_layer; /* one layer, K+V, all heads */
+	uint64_t bytes_per_request;     /* the whole model, tokens tokens */
+	uint64_t wire_bytes;            /* all routes (replicas counted) */
+	uint64_t segments;              /* all routes, all layers and halves */
+	uint64_t seg_min, seg_max;      /* segment bytes */
 	/* Writes per request (all routes, layers and halves) unpacked, packed,
 	 * and with the choice --pack made route by route. */
 	uint64_t writes_never, writes_packed, writes;
 	uint32_t routes, routes_packed;
-	enum kv_pack pack;               /* what was asked */
-	uint32_t max_sge;                /* pieces a packed write gathers (1: a copy) */
+	enum kv_pack pack; /* what was asked */
+	uint32_t max_sge;  /* pieces a packed write gathers (1: a copy) */
 	/* Landing (--land): routes landed, and the writes per request the
 	 * --pack and --land choices give together, as the senders post them. */
 	enum kv_pack land;
@@ -218,11 +220,11 @@ struct kv_plan {
 	uint64_t writes_posted;
 	uint32_t qps;
 	uint64_t src_page_bytes, dst_page_bytes;
-	uint32_t src_pages, dst_pages;   /* per request, per rank */
+	uint32_t src_pages, dst_pages; /* per request, per rank */
 	struct kv_plan_rank src[KV_MAX_TP], dst[KV_MAX_TP];
 	/* Hiding the transfer under prefill: time of one layer's compute, and
 	 * the link bandwidth the busiest source rank needs to keep up. */
-	double layer_s;                  /* 0 when neither rate was given */
+	double layer_s; /* 0 when neither rate was given */
 	double prefill_s;
 	double need_gbps_per_link;
 	double need_gbps_total;
@@ -233,29 +235,29 @@ struct kv_plan {
 };
 struct kv_plan_in {
 	uint32_t tokens;
-	double prefill_tokens_per_s;     /* 0: not given */
-	double layer_compute_us;         /* 0: not given */
-	double link_gbps;                /* 0: not given */
+	double prefill_tokens_per_s; /* 0: not given */
+	double layer_compute_us;     /* 0: not given */
+	double link_gbps;            /* 0: not given */
 	enum kv_pack pack;
-	uint32_t max_sge;                /* as kv_send_opts.max_sge (0: KV_GATHER_MAX) */
-	enum kv_pack land;               /* --land (auto when zeroed) */
-	uint32_t qps;                    /* data QPs per source and destination (0: 1) */
+	uint32_t max_sge;  /* as kv_send_opts.max_sge (0: KV_GATHER_MAX) */
+	enum kv_pack land; /* --land (auto when zeroed) */
+	uint32_t qps;      /* data QPs per source and destination (0: 1) */
 };
 RC_EXPORT int kv_plan(const struct kv_geom *g, const struct kv_plan_in *in, struct kv_plan *p,
-	    struct rc_err *err);
+		      struct rc_err *err);
 
 /* Deterministic content: element dim of head (global index) for token of
  * layer half of request req. Both sides compute it: the source to fill,
  * the destination to verify. */
-RC_EXPORT uint32_t kv_content(uint32_t req, uint32_t layer, uint32_t half, uint32_t token, uint32_t head,
-		    uint32_t dim);
+RC_EXPORT uint32_t kv_content(uint32_t req, uint32_t layer, uint32_t half, uint32_t token,
+			      uint32_t head, uint32_t dim);
 /* Fill (or check) one layer half of one rank's pages for tokens. pages[i]
  * is the address of logical page i. Check returns 0 or -EBADMSG with err
  * naming the first wrong element. */
-RC_EXPORT void kv_fill(const struct kv_geom *g, bool dst, uint32_t rank, uint32_t req, uint32_t layer,
-	     uint32_t half, uint32_t tokens, char *const *pages);
+RC_EXPORT void kv_fill(const struct kv_geom *g, bool dst, uint32_t rank, uint32_t req,
+		       uint32_t layer, uint32_t half, uint32_t tokens, char *const *pages);
 RC_EXPORT int kv_check(const struct kv_geom *g, uint32_t rank, uint32_t req, uint32_t layer,
-	     uint32_t half, uint32_t tokens, char *const *pages, struct rc_err *err);
+		       uint32_t half, uint32_t tokens, char *const *pages, struct rc_err *err);
 
 /*
  * Wire protocol (kv_proto.c). Each source rank opens, to each destination
@@ -297,10 +299,10 @@ RC_EXPORT int kv_check(const struct kv_geom *g, uint32_t rank, uint32_t req, uin
 #define KV_REASON_MAX 256
 
 struct kv_hello_pd {
-	uint32_t rank;     /* source rank */
-	uint32_t qp;       /* 0: control, 1..nqps: data */
-	uint32_t nqps;     /* data QPs per destination */
-	uint32_t session;  /* random per sender process (HELLO repeats it) */
+	uint32_t rank;                /* source rank */
+	uint32_t qp;                  /* 0: control, 1..nqps: data */
+	uint32_t nqps;                /* data QPs per destination */
+	uint32_t session;             /* random per sender process (HELLO repeats it) */
 	uint8_t secret[KV_PD_SECRET]; /* random per sender process: binds its data QPs */
 	uint8_t proof[KV_PD_PROOF];   /* kv_pd_prove; zeros without a token */
 };
@@ -322,10 +324,22 @@ static inline uint32_t kv_imm(uint32_t gen, uint32_t slot, uint32_t layer, uint3
 {
 	return (gen & 0xff) << 24 | (slot & 0xff) << 16 | (layer & 0x3ff) << 6 | (rank & 0x3f);
 }
-static inline uint32_t kv_imm_gen(uint32_t imm) { return imm >> 24; }
-static inline uint32_t kv_imm_slot(uint32_t imm) { return imm >> 16 & 0xff; }
-static inline uint32_t kv_imm_layer(uint32_t imm) { return imm >> 6 & 0x3ff; }
-static inline uint32_t kv_imm_rank(uint32_t imm) { return imm & 0x3f; }
+static inline uint32_t kv_imm_gen(uint32_t imm)
+{
+	return imm >> 24;
+}
+static inline uint32_t kv_imm_slot(uint32_t imm)
+{
+	return imm >> 16 & 0xff;
+}
+static inline uint32_t kv_imm_layer(uint32_t imm)
+{
+	return imm >> 6 & 0x3ff;
+}
+static inline uint32_t kv_imm_rank(uint32_t imm)
+{
+	return imm & 0x3f;
+}
 
 /* The wr_id of a data write, below the operation that rc_wrid puts on top:
  * the send queue's sequence number (bits 0-31), the source request slot
@@ -336,10 +350,22 @@ static inline uint64_t kv_wrid(uint32_t seq, uint32_t slot, uint32_t layer, bool
 	return (uint64_t)seq | (uint64_t)(slot & 0xff) << 32 | (uint64_t)(layer & 0x3ff) << 40 |
 	       (uint64_t)notify << 50;
 }
-static inline uint32_t kv_wrid_seq(uint64_t v) { return (uint32_t)v; }
-static inline uint32_t kv_wrid_slot(uint64_t v) { return (uint32_t)(v >> 32 & 0xff); }
-static inline uint32_t kv_wrid_layer(uint64_t v) { return (uint32_t)(v >> 40 & 0x3ff); }
-static inline bool kv_wrid_notify(uint64_t v) { return v >> 50 & 1; }
+static inline uint32_t kv_wrid_seq(uint64_t v)
+{
+	return (uint32_t)v;
+}
+static inline uint32_t kv_wrid_slot(uint64_t v)
+{
+	return (uint32_t)(v >> 32 & 0xff);
+}
+static inline uint32_t kv_wrid_layer(uint64_t v)
+{
+	return (uint32_t)(v >> 40 & 0x3ff);
+}
+static inline bool kv_wrid_notify(uint64_t v)
+{
+	return v >> 50 & 1;
+}
 
 enum kv_msg_type {
 	KV_MSG_HELLO = 0x20,   /* s->d: rank, QPs, session, geometry */
@@ -358,45 +384,46 @@ enum kv_msg_type {
 struct kv_msg {
 	uint16_t type;
 	uint32_t seq;
-	uint32_t req;                  /* REQ ALLOC DONE CANCEL */
+	uint32_t req; /* REQ ALLOC DONE CANCEL */
 	union {
 		struct {
 			uint32_t rank, nqps, session;
 			struct kv_geom g;
 			char token[RC_TOKEN_MAX + 1]; /* "": none */
-			uint32_t land;        /* enum kv_pack: the source rank's --land */
+			uint32_t land;                /* enum kv_pack: the source rank's --land */
 		} hello;
 		struct {
 			uint32_t rank, pool_pages, rkey;
 			uint64_t base, page_bytes;
-			uint64_t land;        /* the landing area, 0: this route does not land */
-			uint32_t land_units;  /* its units per layer half */
+			uint64_t land;       /* the landing area, 0: this route does not land */
+			uint32_t land_units; /* its units per layer half */
 		} welcome;
 		struct {
 			uint32_t tokens;
 		} request;
 		struct {
 			uint32_t slot, gen, npages;
-			uint32_t land;        /* the landing run's first unit, KV_LAND_NONE: none */
-			uint32_t *pages;      /* caller's array (KV_MAX_REQ_PAGES) */
+			uint32_t land;   /* the landing run's first unit, KV_LAND_NONE: none */
+			uint32_t *pages; /* caller's array (KV_MAX_REQ_PAGES) */
 		} alloc;
 		struct {
-			uint32_t flags;       /* KV_DONE_* */
-			int32_t status;       /* 0, or a positive errno (EBADMSG: content) */
+			uint32_t flags; /* KV_DONE_* */
+			int32_t status; /* 0, or a positive errno (EBADMSG: content) */
 			uint64_t bytes;
-			uint32_t unpack_us;   /* the last layer landed -> the request in the pool (unpacked) */
+			uint32_t unpack_us; /* the last layer landed -> the request in the pool (unpacked) */
 		} done;
 		struct {
-			int32_t code;         /* 0 cancelled, else a positive errno: failed */
+			int32_t code; /* 0 cancelled, else a positive errno: failed */
 			char text[KV_REASON_MAX];
-		} cancel;                     /* CANCEL and ERROR */
+		} cancel; /* CANCEL and ERROR */
 	} u;
 };
 /* Encode into buf; returns the length, or -ENOSPC / -EINVAL. */
 RC_EXPORT int kv_msg_encode(const struct kv_msg *m, void *buf, size_t cap);
 /* Decode a whole message; ALLOC pages go to pages (at most max). Returns 0
  * or -EBADMSG. */
-RC_EXPORT int kv_msg_decode(const void *buf, size_t len, struct kv_msg *m, uint32_t *pages, size_t max);
+RC_EXPORT int kv_msg_decode(const void *buf, size_t len, struct kv_msg *m, uint32_t *pages,
+			    size_t max);
 RC_EXPORT const char *kv_msg_name(uint16_t type);
 
 /*
@@ -408,16 +435,16 @@ RC_EXPORT const char *kv_msg_name(uint16_t type);
  */
 struct kv_tally {
 	uint32_t layers, src_tp;
-	uint64_t sources;            /* source ranks that feed this rank (bits) */
-	uint16_t want[KV_MAX_TP];    /* per source rank: its data QPs (bits), 0 until it joined */
-	uint16_t *got;               /* [layer][source rank]: data QPs that delivered (bits) */
-	uint32_t landed;             /* layers complete */
+	uint64_t sources;         /* source ranks that feed this rank (bits) */
+	uint16_t want[KV_MAX_TP]; /* per source rank: its data QPs (bits), 0 until it joined */
+	uint16_t *got;            /* [layer][source rank]: data QPs that delivered (bits) */
+	uint32_t landed;          /* layers complete */
 };
 enum kv_tally_res {
-	KV_TALLY_COUNTED = 0,  /* counted, the layer still waits */
-	KV_TALLY_LANDED = 1,   /* this one completed its layer */
-	KV_TALLY_BAD = -1,     /* rank, QP or layer out of range, or a rank that did not join */
-	KV_TALLY_DUP = -2,     /* that QP delivered that layer already */
+	KV_TALLY_COUNTED = 0, /* counted, the layer still waits */
+	KV_TALLY_LANDED = 1,  /* this one completed its layer */
+	KV_TALLY_BAD = -1,    /* rank, QP or layer out of range, or a rank that did not join */
+	KV_TALLY_DUP = -2,    /* that QP delivered that layer already */
 };
 /* 0 or -EINVAL (sizes), -ENOMEM. */
 RC_EXPORT int kv_tally_init(struct kv_tally *t, uint32_t layers, uint32_t src_tp, uint64_t sources);
@@ -433,10 +460,10 @@ RC_EXPORT int kv_tally_note(struct kv_tally *t, uint32_t rank, uint32_t qp, uint
  * print: what happens reaches the caller as events.
  */
 enum kv_ev_kind {
-	KV_EV_READY,      /* serve: listening; send: every decode rank welcomed us */
+	KV_EV_READY, /* serve: listening; send: every decode rank welcomed us */
 	KV_EV_PEER_UP,
 	KV_EV_PEER_DOWN,
-	KV_EV_DONE,       /* a request: every byte landed (verified when asked) */
+	KV_EV_DONE, /* a request: every byte landed (verified when asked) */
 	KV_EV_CANCELLED,
 	KV_EV_FAILED,
 	KV_EV_PEER_REFUSED, /* serve: a peer refused before or at HELLO; reason: the cause */
@@ -444,8 +471,8 @@ enum kv_ev_kind {
 
 struct kv_report {
 	uint32_t req, tokens, layers;
-	uint64_t bytes;           /* this rank's share */
-	double seconds;           /* first byte posted/announced -> last layer landed */
+	uint64_t bytes; /* this rank's share */
+	double seconds; /* first byte posted/announced -> last layer landed */
 	/* send: last layer ready -> the decode ranks complete (every byte landed,
 	 * then unpack_s); serve: -1 */
 	double exposed_s;
@@ -459,24 +486,24 @@ struct kv_report {
 	/* send: the request's first write posted; serve: its REQ received; as
 	 * Unix time (rc_wall), so that one run's ranks line up; 0: unknown */
 	double started_at;
-	const double *ready_us;   /* send: per layer, from the request's compute start */
-	const double *landed_us;  /* per layer, from the request's start; -1: not landed */
+	const double *ready_us;  /* send: per layer, from the request's compute start */
+	const double *landed_us; /* per layer, from the request's start; -1: not landed */
 	uint32_t layers_landed;
-	uint64_t sources;         /* serve: source ranks that fed it (bits) */
+	uint64_t sources; /* serve: source ranks that fed it (bits) */
 	bool verified, checked;
-	const char *reason;       /* CANCELLED, FAILED */
+	const char *reason; /* CANCELLED, FAILED */
 };
 
 struct kv_event {
 	enum kv_ev_kind kind;
-	uint32_t rank;            /* READY: ours; PEER_*: the peer's */
-	const char *peer;         /* PEER_*: its address; READY: the listen address */
-	uint16_t port;            /* READY (serve) */
-	const char *dev;          /* READY (serve), PEER_UP (send): the RDMA device */
-	uint64_t pool_bytes;      /* READY (serve): the pool's bytes */
-	uint64_t land_bytes;      /* READY (serve): the landing area's bytes (0: none) */
-	uint32_t qps;             /* PEER_UP: its data QPs */
-	const char *reason;       /* PEER_DOWN */
+	uint32_t rank;       /* READY: ours; PEER_*: the peer's */
+	const char *peer;    /* PEER_*: its address; READY: the listen address */
+	uint16_t port;       /* READY (serve) */
+	const char *dev;     /* READY (serve), PEER_UP (send): the RDMA device */
+	uint64_t pool_bytes; /* READY (serve): the pool's bytes */
+	uint64_t land_bytes; /* READY (serve): the landing area's bytes (0: none) */
+	uint32_t qps;        /* PEER_UP: its data QPs */
+	const char *reason;  /* PEER_DOWN */
 	const struct kv_report *rep;
 	/* READY: the pool (serve) or the source pages (send): kind, GPU and the
 	 * registration path that ran (reg, reg_notes). */
@@ -485,8 +512,8 @@ struct kv_event {
 
 struct kv_summary {
 	uint32_t done, cancelled, failed, verified;
-	uint64_t bytes;           /* of the requests done */
-	double seconds;           /* first request's start -> last one's end */
+	uint64_t bytes; /* of the requests done */
+	double seconds; /* first request's start -> last one's end */
 	double exposed_sum_s, exposed_max_s;
 	/* send: what was posted on each data QP index (all decode ranks together):
 	 * RDMA WRITE payload bytes and work requests. */
@@ -498,20 +525,20 @@ struct kv_summary {
 	uint32_t routes, routes_packed;
 	uint64_t packed_bytes, gathered_bytes;
 	uint32_t gather_sge;
-	uint32_t routes_landed;   /* send: routes written into a landing area */
+	uint32_t routes_landed; /* send: routes written into a landing area */
 };
 
 struct kv_common_opts {
 	struct kv_geom g;
 	uint32_t rank;
-	uint32_t requests;        /* send: to move; serve: to finish, 0 = until stopped */
+	uint32_t requests; /* send: to move; serve: to finish, 0 = until stopped */
 	const char *dev_name;
-	const char *token;        /* serve: required in HELLO; send: shown in it (NULL: none) */
-	int timeout_ms;           /* handshake, allocation, a request's silence */
+	const char *token; /* serve: required in HELLO; send: shown in it (NULL: none) */
+	int timeout_ms;    /* handshake, allocation, a request's silence */
 	int hb_ms, hb_timeout_ms;
-	int64_t cancel_req;       /* test hook, -1: none */
+	int64_t cancel_req; /* test hook, -1: none */
 	uint32_t cancel_after;
-	int stop_fd;              /* readable: stop (-1: none) */
+	int stop_fd; /* readable: stop (-1: none) */
 	void (*on_event)(void *arg, const struct kv_event *ev);
 	void *arg;
 };
@@ -550,7 +577,7 @@ struct kv_send_opts {
 	 * at what the device takes); 0 means KV_GATHER_MAX, 1 packs by copying
 	 * into staging, as a device that takes no gather list does. */
 	uint32_t max_sge;
-	enum kv_pack land;        /* --land: auto, always or never (the decode rank follows it) */
+	enum kv_pack land; /* --land: auto, always or never (the decode rank follows it) */
 	/* The source pages and staging: host (default), hugepage or GPU memory
 	 * (.len and .path unused). The CPU fills and packs them: with GPU memory
 	 * in a host copy of the same size, each filled part then copied to the

@@ -24,7 +24,7 @@
 enum rc_mcast_algo { RC_MCAST_FLAT, RC_MCAST_CHAIN, RC_MCAST_TREE };
 RC_EXPORT const char *rc_mcast_algo_name(enum rc_mcast_algo a);
 
-#define RC_MCAST_BLOCKS_MAX 100  /* blocks whose usable times a receiver reports */
+#define RC_MCAST_BLOCKS_MAX 100 /* blocks whose usable times a receiver reports */
 #define RC_MCAST_WHY_MAX 440
 
 /* The relay tree. Ranks are placed from the root on (position p of rank r
@@ -34,7 +34,7 @@ struct rc_mcast_shape {
 	enum rc_mcast_algo algo;
 	int world;
 	int root;
-	int fanout;   /* tree only */
+	int fanout; /* tree only */
 };
 /* -1 for the root. */
 RC_EXPORT int rc_mcast_parent(const struct rc_mcast_shape *s, int rank);
@@ -56,10 +56,10 @@ RC_EXPORT int rc_mcast_recv_depth(int ring);
 
 struct rc_mcast_opts {
 	struct rc_mcast_shape shape;
-	uint64_t size;            /* the root's: bytes of the blob (receivers learn it) */
-	uint32_t chunk;           /* bytes per write */
-	int ring;                 /* chunks in each receive ring */
-	struct rc_mem_spec mem;   /* receivers' ring memory (len is set here) */
+	uint64_t size;          /* the root's: bytes of the blob (receivers learn it) */
+	uint32_t chunk;         /* bytes per write */
+	int ring;               /* chunks in each receive ring */
+	struct rc_mem_spec mem; /* receivers' ring memory (len is set here) */
 	/* Root: the blob's bytes at off (len of them); 0 or -errno. */
 	int (*read)(void *arg, uint64_t off, void *buf, size_t len, struct rc_err *err);
 	/* Receivers: each chunk in order once it landed (e.g. into --out). */
@@ -67,8 +67,8 @@ struct rc_mcast_opts {
 	void *arg;
 	const uint64_t *block_ends; /* cumulative ends of the blocks, ascending */
 	int nblocks;
-	double link_bw;           /* bytes/s for the ideal; 0: the root measures it */
-	int timeout_ms;           /* the longest any wait sees no progress */
+	double link_bw; /* bytes/s for the ideal; 0: the root measures it */
+	int timeout_ms; /* the longest any wait sees no progress */
 	/* A test hook (rdmactl's hidden RDMACTL_TEST_CORRUPT_BYTE): a receiver
 	 * flips the byte at corrupt_at in its own copy (hashed and consumed),
 	 * not in what it forwards. */
@@ -79,34 +79,34 @@ struct rc_mcast_opts {
 /* What one receiver reports (the root's array: one per rank). */
 struct rc_mcast_recv {
 	int rank;
-	bool reported;            /* its report reached the root */
-	bool ok;                  /* whole blob, and its SHA-256 equals the root's (the
+	bool reported; /* its report reached the root */
+	bool ok;       /* whole blob, and its SHA-256 equals the root's (the
 	                           * root's verdict; in self, the receiver's own once
 	                           * the root's digest came) */
-	bool complete;            /* it says it got every chunk */
+	bool complete; /* it says it got every chunk */
 	uint64_t bytes;
-	double first_ms;          /* since the start barrier, on its own clock */
+	double first_ms; /* since the start barrier, on its own clock */
 	double last_ms;
 	uint8_t sha256[32];
 	int nblocks;
 	double block_ms[RC_MCAST_BLOCKS_MAX];
-	int children_lost;        /* children it had to drop */
-	char device[32];          /* the RDMA device it received on */
+	int children_lost;          /* children it had to drop */
+	char device[32];            /* the RDMA device it received on */
 	char why[RC_MCAST_WHY_MAX]; /* what went wrong, when not ok */
 };
 
 struct rc_mcast_result {
 	uint64_t size;
 	uint32_t chunks;
-	uint8_t sha256[32];       /* the root's: of what it sent */
-	double link_bw;           /* bytes/s, given or measured */
+	uint8_t sha256[32]; /* the root's: of what it sent */
+	double link_bw;     /* bytes/s, given or measured */
 	int depth;
 	int width;
-	double ideal_s;           /* width * size / bw + (depth - 1) * width * chunk / bw */
-	double seconds;           /* the last receiver's last chunk */
-	int ok_count;             /* receivers with the whole blob */
-	struct rc_mcast_recv *recv;  /* caller's array of world entries (root fills it) */
-	struct rc_mcast_recv self;   /* this rank's own (receivers) */
+	double ideal_s;             /* width * size / bw + (depth - 1) * width * chunk / bw */
+	double seconds;             /* the last receiver's last chunk */
+	int ok_count;               /* receivers with the whole blob */
+	struct rc_mcast_recv *recv; /* caller's array of world entries (root fills it) */
+	struct rc_mcast_recv self;  /* this rank's own (receivers) */
 };
 
 /* Run the multicast on a joined group whose plan was rc_mcast_need and

@@ -18,9 +18,9 @@ enum rc_mem_kind { RC_MEM_HOST, RC_MEM_HUGEPAGE, RC_MEM_FILE, RC_MEM_CUDA };
 /* How a region is registered with the NIC. GPU memory tries, in order,
  * dma-buf, peer memory, then a host bounce buffer, unless one is asked for. */
 enum rc_mem_reg {
-	RC_REG_AUTO,    /* a request: the first that works */
-	RC_REG_HOST,    /* host memory: ibv_reg_mr */
-	RC_REG_DMABUF,  /* GPU: ibv_reg_dmabuf_mr of the exported dma-buf (no nvidia-peermem needed) */
+	RC_REG_AUTO,   /* a request: the first that works */
+	RC_REG_HOST,   /* host memory: ibv_reg_mr */
+	RC_REG_DMABUF, /* GPU: ibv_reg_dmabuf_mr of the exported dma-buf (no nvidia-peermem needed) */
 	RC_REG_PEERMEM, /* GPU: ibv_reg_mr of the device pointer (needs nvidia-peermem) */
 	RC_REG_BOUNCE,  /* GPU: a pinned host copy; peers reach host memory, not the GPU's:
 			 * filled from the GPU when registered, copied back by rc_mem_sync */
@@ -32,18 +32,18 @@ enum rc_access { RC_ACCESS_RO, RC_ACCESS_RW, RC_ACCESS_ATOMIC };
 struct rc_mem {
 	enum rc_mem_kind kind;
 	void *buf;
-	size_t len;      /* usable length */
-	size_t map_len;  /* what was mapped (rounded to the page size) */
-	int fd;          /* file-backed: the open file, else -1 */
+	size_t len;     /* usable length */
+	size_t map_len; /* what was mapped (rounded to the page size) */
+	int fd;         /* file-backed: the open file, else -1 */
 	bool writable;
-	uint64_t dev_ptr; /* GPU memory: the device pointer */
-	int dmabuf_fd;    /* GPU memory: exported dma-buf, else -1 */
-	int gpu;          /* GPU memory: the GPU, numbered in PCI bus order */
-	enum rc_mem_reg want;  /* asked for (RC_REG_AUTO: in order) */
-	enum rc_mem_reg reg;   /* what rc_mem_register used */
-	uint64_t mr_addr;      /* the address peers use: dev_ptr, or the bounce buffer */
-	void *bounce;          /* RC_REG_BOUNCE: the host copy */
-	char reg_notes[384];   /* GPU: each path tried before the one that ran, and why it failed */
+	uint64_t dev_ptr;     /* GPU memory: the device pointer */
+	int dmabuf_fd;        /* GPU memory: exported dma-buf, else -1 */
+	int gpu;              /* GPU memory: the GPU, numbered in PCI bus order */
+	enum rc_mem_reg want; /* asked for (RC_REG_AUTO: in order) */
+	enum rc_mem_reg reg;  /* what rc_mem_register used */
+	uint64_t mr_addr;     /* the address peers use: dev_ptr, or the bounce buffer */
+	void *bounce;         /* RC_REG_BOUNCE: the host copy */
+	char reg_notes[384];  /* GPU: each path tried before the one that ran, and why it failed */
 };
 
 /* A region to allocate: kind, size, file, and for GPU memory which GPU and
@@ -61,7 +61,7 @@ struct rc_mem_spec {
  * blocks allocated). A writable region is memory loaded from the file and
  * written back by rc_mem_sync; a read-only one maps the file privately. */
 RC_EXPORT int rc_mem_alloc(struct rc_mem *m, enum rc_mem_kind kind, size_t len, const char *path,
-		 bool writable, struct rc_err *err);
+			   bool writable, struct rc_err *err);
 /* rc_mem_alloc with a spec: the GPU and registration path of GPU memory. */
 RC_EXPORT int rc_mem_alloc_spec(struct rc_mem *m, const struct rc_mem_spec *spec, bool writable,
 				struct rc_err *err);
@@ -92,8 +92,7 @@ RC_EXPORT int rc_mem_sync(struct rc_mem *m, struct rc_err *err);
 RC_EXPORT int rc_mem_sync_range(struct rc_mem *m, size_t off, size_t len, struct rc_err *err);
 /* Copy len bytes at off out of the region into host memory: what peers wrote
  * there (GPU memory: from the GPU, or from its bounce buffer). */
-RC_EXPORT int rc_mem_read(struct rc_mem *m, size_t off, void *host, size_t len,
-			  struct rc_err *err);
+RC_EXPORT int rc_mem_read(struct rc_mem *m, size_t off, void *host, size_t len, struct rc_err *err);
 /* Copy len bytes of host memory into the region at off: what peers will
  * read there (GPU memory: to the GPU, waiting until the bytes are there;
  * registered through a bounce buffer: into the bounce buffer, which is what

@@ -21,16 +21,16 @@
 #define RC_MIGRATE_MAX_ROUNDS 64
 
 struct rc_migrate_opts {
-	struct rc_target src;          /* the region's server now (A) */
-	struct rc_target dst;          /* where it goes (B): same name, size, access */
-	const char *token;             /* both servers' (B passes it on to A), or NULL */
+	struct rc_target src; /* the region's server now (A) */
+	struct rc_target dst; /* where it goes (B): same name, size, access */
+	const char *token;    /* both servers' (B passes it on to A), or NULL */
 	/* Both servers' admin token (register --admin-token-file): presented
 	 * instead of token when connecting to them, for the migration steps. */
 	const char *admin_token;
-	const char *dev_name;          /* connect through this device only, or NULL */
-	int timeout_ms;                /* connecting, and each answer but a pull's */
-	const struct rc_extent *ext;   /* the blocks: src offset, dst offset, length */
-	size_t n;                      /* 0: the whole region, one extent */
+	const char *dev_name;        /* connect through this device only, or NULL */
+	int timeout_ms;              /* connecting, and each answer but a pull's */
+	const struct rc_extent *ext; /* the blocks: src offset, dst offset, length */
+	size_t n;                    /* 0: the whole region, one extent */
 	/* Live: the etcd (HOST:PORT) where `register --publish` put the region
 	 * under rdmactl/etcd_ns/region/REGION, or NULL. Its record must name
 	 * the source and the destination must publish there too (its lease),
@@ -52,30 +52,30 @@ struct rc_migrate_opts {
 
 struct rc_migrate_result {
 	char region[RC_NAME_MAX];
-	uint64_t length;               /* the region's */
+	uint64_t length; /* the region's */
 	enum rc_access access;
 	char src_peer[RC_HOST_MAX + 8];
 	char dst_peer[RC_HOST_MAX + 8];
 	int rounds;
 	uint64_t bytes_per_round[RC_MIGRATE_MAX_ROUNDS];
 	uint64_t blocks_per_round[RC_MIGRATE_MAX_ROUNDS];
-	double blackout_ms;            /* fence to the destination serving; < 0: no fence */
-	double seconds;                /* the whole move, checks included */
-	uint64_t bytes;                /* all rounds */
+	double blackout_ms; /* fence to the destination serving; < 0: no fence */
+	double seconds;     /* the whole move, checks included */
+	uint64_t bytes;     /* all rounds */
 	unsigned char sha_src[RC_SHA256_LEN];
 	unsigned char sha_dst[RC_SHA256_LEN];
-	bool verified;                 /* the two digests are equal */
+	bool verified; /* the two digests are equal */
 	/* Live, verified: the blocks whose digests differ (nbad of them, the
 	 * first RC_MIGRATE_MAX_BAD named), each side's sha256 of the block. */
 	int nbad;
-	bool bad_more;                 /* the search stopped at RC_MIGRATE_MAX_BAD */
+	bool bad_more; /* the search stopped at RC_MIGRATE_MAX_BAD */
 	struct rc_migrate_bad {
 		uint64_t offset, length;
 		unsigned char sha_src[RC_SHA256_LEN];
 		unsigned char sha_dst[RC_SHA256_LEN];
 	} bad[RC_MIGRATE_MAX_BAD];
 	char etcd_key[RC_ETCD_KEY_MAX]; /* the key updated at the cutover, or "" */
-	int64_t etcd_revision;         /* its mod revision before the cutover */
+	int64_t etcd_revision;          /* its mod revision before the cutover */
 };
 
 /* Check both ends (the region on each, same size and access, every extent
@@ -99,8 +99,8 @@ RC_EXPORT int rc_migrate_blocks(const struct rc_migrate_opts *o, struct rc_migra
  * blocks that differ named (r->verified false, r->bad, the source keeps its
  * copy: no DROP), outside the blackout. */
 struct rc_migrate_live {
-	int max_rounds;                /* copy rounds, the final one included (default 8) */
-	uint64_t dirty_bytes;          /* fence once at most this much is left to copy */
+	int max_rounds;       /* copy rounds, the final one included (default 8) */
+	uint64_t dirty_bytes; /* fence once at most this much is left to copy */
 	bool verify;
 	bool keep_source;
 	/* A test's hook: called right before the fence (NULL: none). */

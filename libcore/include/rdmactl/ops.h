@@ -50,7 +50,7 @@ struct rc_sg {
 };
 
 struct rc_wr {
-	enum rc_op op;            /* WRITE, WRITE_IMM, READ, FAA, CAS or SEND */
+	enum rc_op op; /* WRITE, WRITE_IMM, READ, FAA, CAS or SEND */
 	uint64_t laddr;
 	uint32_t len;
 	uint32_t lkey;
@@ -61,7 +61,7 @@ struct rc_wr {
 	uint64_t swap;
 	uint64_t user;
 	bool signaled;
-	const struct rc_sg *sg;   /* gather list, or NULL: laddr and len */
+	const struct rc_sg *sg; /* gather list, or NULL: laddr and len */
 	uint32_t nsg;
 };
 
@@ -91,7 +91,8 @@ RC_EXPORT bool rc_chain_add(struct rc_chain *ch, const struct rc_wr *d);
  * or -errno, err naming the operation and the peer. */
 RC_EXPORT int rc_chain_post(struct rc_conn *c, struct rc_chain *ch, struct rc_err *err);
 /* The same on a QP made without rdma_cm (peer: how errors name the other end). */
-RC_EXPORT int rc_chain_post_qp(struct ibv_qp *qp, const char *peer, struct rc_chain *ch, struct rc_err *err);
+RC_EXPORT int rc_chain_post_qp(struct ibv_qp *qp, const char *peer, struct rc_chain *ch,
+			       struct rc_err *err);
 
 /* A QP's send-queue accounting, for selective signalling: work requests
  * posted, completed (advanced by the owner from its signalled completions),
@@ -100,8 +101,8 @@ struct rc_sq {
 	uint64_t posted;
 	uint64_t done;
 	uint64_t signaled;
-	int depth;                /* the queue's depth (0: unbounded) */
-	int signal_every;         /* one signalled per this many (0: only forced ones) */
+	int depth;        /* the queue's depth (0: unbounded) */
+	int signal_every; /* one signalled per this many (0: only forced ones) */
 };
 
 /* Count the next work request posted and say whether it is signalled: one in
@@ -109,16 +110,16 @@ struct rc_sq {
 RC_EXPORT bool rc_sq_next(struct rc_sq *q, bool last);
 
 /* Single work requests (built and posted as above). */
-RC_EXPORT int rc_post_rdma(struct rc_conn *c, enum rc_op op, void *laddr, uint32_t len, uint32_t lkey,
-		 uint64_t raddr, uint32_t rkey, uint32_t imm, uint64_t user, bool signaled,
-		 struct rc_err *err);
+RC_EXPORT int rc_post_rdma(struct rc_conn *c, enum rc_op op, void *laddr, uint32_t len,
+			   uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t imm,
+			   uint64_t user, bool signaled, struct rc_err *err);
 RC_EXPORT int rc_post_atomic(struct rc_conn *c, enum rc_op op, uint64_t *result, uint32_t lkey,
-		   uint64_t raddr, uint32_t rkey, uint64_t compare_add, uint64_t swap,
-		   uint64_t user, struct rc_err *err);
+			     uint64_t raddr, uint32_t rkey, uint64_t compare_add, uint64_t swap,
+			     uint64_t user, struct rc_err *err);
 RC_EXPORT int rc_post_send(struct rc_conn *c, const void *buf, uint32_t len, uint32_t lkey,
-		 uint64_t user, struct rc_err *err);
+			   uint64_t user, struct rc_err *err);
 RC_EXPORT int rc_post_recv(struct rc_conn *c, void *buf, uint32_t len, uint32_t lkey, uint64_t user,
-		 struct rc_err *err);
+			   struct rc_err *err);
 
 /* A write of len bytes as work requests of at most max bytes each (a
  * message larger than the port's max_msg_sz fails, and a 4 GiB one does not
@@ -153,42 +154,43 @@ RC_EXPORT void rc_cq_ack(struct rc_conn *c);
  * Successful completions polled together with an error one are returned
  * first; the error comes from the next call. */
 RC_EXPORT int rc_poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int max,
-		int timeout_ms, int *which, struct rc_err *err);
-RC_EXPORT int rc_poll(struct rc_conn *c, struct ibv_wc *wc, int max, int timeout_ms, struct rc_err *err);
+			  int timeout_ms, int *which, struct rc_err *err);
+RC_EXPORT int rc_poll(struct rc_conn *c, struct ibv_wc *wc, int max, int timeout_ms,
+		      struct rc_err *err);
 RC_EXPORT int rc_wc_error(const struct rc_conn *c, const struct ibv_wc *wc, struct rc_err *err);
 
 /* A pipelined transfer. Pieces of `chunk` bytes go round-robin over the
  * connections, each keeping up to `depth` work requests outstanding, posted
  * in chains of up to `batch`, one in `signal_every` signalled. */
 struct rc_stream {
-	enum rc_op op;            /* WRITE, WRITE_IMM, READ, FAA or CAS */
+	enum rc_op op; /* WRITE, WRITE_IMM, READ, FAA or CAS */
 	struct rc_conn *const *conns;
 	int nconns;
-	void *buf;                /* staging: nconns * depth slots of chunk bytes */
+	void *buf; /* staging: nconns * depth slots of chunk bytes */
 	uint32_t lkey;
-	size_t chunk;             /* bytes per work request (8 for atomics) */
+	size_t chunk; /* bytes per work request (8 for atomics) */
 	int depth;
 	int batch;
 	int signal_every;
-	uint64_t raddr;           /* remote start */
+	uint64_t raddr; /* remote start */
 	uint32_t rkey;
-	uint64_t total;           /* bytes to move (a cap when fill may end early) */
-	uint64_t iters;           /* when non-zero: this many work requests of chunk
+	uint64_t total; /* bytes to move (a cap when fill may end early) */
+	uint64_t iters; /* when non-zero: this many work requests of chunk
 				   * bytes, cycling over [raddr, raddr + total) */
 	uint32_t imm;
-	uint64_t compare_add;     /* atomics */
+	uint64_t compare_add; /* atomics */
 	uint64_t swap;
 	/* Writes: fill the slot before posting; return bytes (< len only at the
 	 * end of the input) or -errno. NULL: send the slot as it is. */
 	ssize_t (*fill)(void *arg, uint64_t off, void *buf, size_t len);
 	/* Reads: consume a completed slot, in offset order (one connection). */
 	int (*drain)(void *arg, uint64_t off, const void *buf, size_t len);
-	void *arg;                /* for fill and drain */
+	void *arg; /* for fill and drain */
 	void (*progress)(void *arg, uint64_t done, uint64_t total);
 	void *progress_arg;
 	int timeout_ms;
-	double *lat_us;           /* per-work-request latency; needs signal_every 1 */
-	bool one_buffer;          /* benchmarks: every work request uses the first slot */
+	double *lat_us;  /* per-work-request latency; needs signal_every 1 */
+	bool one_buffer; /* benchmarks: every work request uses the first slot */
 };
 
 struct rc_stream_result {
@@ -197,30 +199,31 @@ struct rc_stream_result {
 	double seconds;
 };
 
-RC_EXPORT int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struct rc_err *err);
+RC_EXPORT int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res,
+			    struct rc_err *err);
 
 /* A list of extents copied between one local and one remote region: READ
  * pulls remote src into local dst, WRITE pushes local src to remote dst.
  * Each extent goes in pieces of at most `piece` bytes, `depth` of them
  * outstanding, posted in chains; every piece signalled. */
 struct rc_extent {
-	uint64_t src;             /* offset in the source region */
-	uint64_t dst;             /* offset in the destination region */
+	uint64_t src; /* offset in the source region */
+	uint64_t dst; /* offset in the destination region */
 	uint64_t len;
 };
 
 struct rc_copy {
-	enum rc_op op;            /* READ or WRITE */
+	enum rc_op op; /* READ or WRITE */
 	struct rc_conn *conn;
-	uint64_t local;           /* the local region: address and key */
+	uint64_t local; /* the local region: address and key */
 	uint32_t lkey;
-	uint64_t remote;          /* the remote region */
+	uint64_t remote; /* the remote region */
 	uint32_t rkey;
 	const struct rc_extent *ext;
 	size_t n;
-	uint32_t piece;           /* default 1 MiB */
-	int depth;                /* default 16, at most the send queue */
-	int timeout_ms;           /* per completion, as rc_poll */
+	uint32_t piece; /* default 1 MiB */
+	int depth;      /* default 16, at most the send queue */
+	int timeout_ms; /* per completion, as rc_poll */
 };
 
 /* Bytes moved in *bytes (also on failure: what completed). */

@@ -10,9 +10,9 @@
 #include <stdint.h>
 
 #define RC_DEFAULT_PORT "7471"
-#define RC_NAME_MAX 32   /* region name, including the NUL */
+#define RC_NAME_MAX 32 /* region name, including the NUL */
 #define RC_HOST_MAX 256
-#define RC_TOKEN_MAX 56  /* what fits in an rdma_cm connect request */
+#define RC_TOKEN_MAX 56 /* what fits in an rdma_cm connect request */
 
 /* "4096", "4K", "1M", "1G", "1T", "64KiB" (binary multiples). Returns 0 or
  * -EINVAL (malformed) / -ERANGE (overflow). */

@@ -34,7 +34,7 @@ struct rc_server_event {
 	const char *peer;   /* NULL for FLUSH_FAILED */
 	const char *region; /* FLUSH_FAILED: the region's name, else NULL */
 	const char *reason; /* REJECTED, FLUSH_FAILED; DISCONNECTED: the error that dropped it (or NULL) */
-	uint32_t imm;       /* IMM: immediate data of an RDMA WRITE_WITH_IMM */
+	uint32_t imm; /* IMM: immediate data of an RDMA WRITE_WITH_IMM */
 };
 
 struct rc_server;
@@ -43,25 +43,25 @@ struct rc_server_opts {
 	const char *addr;
 	const char *port;
 	const char *dev_name;
-	const char *token;   /* NULL: no token */
+	const char *token; /* NULL: no token */
 	/* The credential of migration steps (TRACK to DROP, PULL, HASH): a
 	 * connection that presents it instead of token may run them. NULL:
 	 * they are refused, unless allow_unauth_migration. */
 	const char *admin_token;
 	bool allow_unauth_migration; /* without admin_token: anyone connected may */
-	int gid_index;       /* -1: automatic */
-	int max_conns;       /* default 64 */
-	int keepalive_ms;    /* probe each connection this often: 0 default (5000), < 0 off */
-	int flush_every_ms;  /* write file-backed regions back to their files this often: 0 off */
+	int gid_index;               /* -1: automatic */
+	int max_conns;               /* default 64 */
+	int keepalive_ms;   /* probe each connection this often: 0 default (5000), < 0 off */
+	int flush_every_ms; /* write file-backed regions back to their files this often: 0 off */
 	void (*on_event)(void *arg, const struct rc_server_event *ev);
 	void *arg;
 };
 
 RC_EXPORT int rc_server_create(const struct rc_server_opts *opts, struct rc_server **out,
-		     struct rc_err *err);
+			       struct rc_err *err);
 RC_EXPORT int rc_server_add_region(struct rc_server *s, const char *name, enum rc_mem_kind kind,
-			 size_t len, const char *path, enum rc_access access,
-			 struct rc_err *err);
+				   size_t len, const char *path, enum rc_access access,
+				   struct rc_err *err);
 /* The same for memory a spec describes: GPU memory on GPU spec->gpu, by
  * the registration path spec->reg (RC_REG_AUTO: dma-buf, then peer memory,
  * then a host bounce buffer); the region's mem.reg says which ran. */
@@ -87,12 +87,12 @@ RC_EXPORT int rc_server_nconns(const struct rc_server *s);
 
 /* What a server has counted since it was created (register --metrics). */
 struct rc_server_stats {
-	int conns;             /* connections now */
-	uint64_t accepted;     /* connections established */
-	uint64_t rejected;     /* connect requests refused (token, too many, accept failed) */
-	uint64_t dropped;      /* connections dropped on an error (a failed completion, keepalive) */
-	uint64_t requests;     /* control requests answered (LIST, migration steps) */
-	uint64_t imms;         /* immediate data received (RDMA WRITE_WITH_IMM) */
+	int conns;         /* connections now */
+	uint64_t accepted; /* connections established */
+	uint64_t rejected; /* connect requests refused (token, too many, accept failed) */
+	uint64_t dropped;  /* connections dropped on an error (a failed completion, keepalive) */
+	uint64_t requests; /* control requests answered (LIST, migration steps) */
+	uint64_t imms;     /* immediate data received (RDMA WRITE_WITH_IMM) */
 	uint64_t flush_failed; /* periodic write-backs of a region that failed */
 };
 RC_EXPORT void rc_server_stats(const struct rc_server *s, struct rc_server_stats *out);

@@ -32,31 +32,31 @@ RC_EXPORT double rc_sweep_median(const double *v, int n);
 /* The median absolute deviation from med (NAN for none). */
 RC_EXPORT double rc_sweep_mad(const double *v, int n, double med);
 
-#define RC_SWEEP_SKIPPED 1    /* rc_sweep_cell.status of a pair not asked for */
-#define RC_SWEEP_CTR_MAX 4   /* counters kept per cell: the ones that moved most */
+#define RC_SWEEP_SKIPPED 1 /* rc_sweep_cell.status of a pair not asked for */
+#define RC_SWEEP_CTR_MAX 4 /* counters kept per cell: the ones that moved most */
 
 struct rc_sweep_ctr {
-	char name[40];           /* "counters/port_rcv_errors", "hw_counters/rcvd_seq_err" */
+	char name[40]; /* "counters/port_rcv_errors", "hw_counters/rcvd_seq_err" */
 	uint64_t delta;
 };
 
 /* One direction, i -> j, as rank i measured it. */
 struct rc_sweep_cell {
-	int32_t status;          /* 0 measured; -errno: the pair failed (why says how;
+	int32_t status; /* 0 measured; -errno: the pair failed (why says how;
 				  * -ENOTCONN: it could not connect, link says why);
 				  * RC_SWEEP_SKIPPED: not asked for (--pairs) */
 	int32_t nctr;
-	double bw_gbit;          /* RDMA WRITE bandwidth, Gbit/s */
+	double bw_gbit; /* RDMA WRITE bandwidth, Gbit/s */
 	uint64_t bytes;
 	double seconds;
-	double wlat_p50_us, wlat_p99_us;  /* 8-byte WRITE, post to completion */
-	double rlat_p50_us, rlat_p99_us;  /* 8-byte READ */
+	double wlat_p50_us, wlat_p99_us; /* 8-byte WRITE, post to completion */
+	double rlat_p50_us, rlat_p99_us; /* 8-byte READ */
 	/* error and retransmission counters of rank i's port that moved while
 	 * it tested with j (both directions) */
 	struct rc_sweep_ctr ctr[RC_SWEEP_CTR_MAX];
-	int32_t link;            /* enum rc_link: why the pair could not connect (status
+	int32_t link;  /* enum rc_link: why the pair could not connect (status
 				  * -ENOTCONN); RC_LINK_UP otherwise */
-	char why[192];           /* status != 0 */
+	char why[192]; /* status != 0 */
 };
 
 /* Why a direction is an outlier (bits of rc_sweep_verdict.why). */
@@ -72,13 +72,13 @@ enum {
 RC_EXPORT const char *rc_sweep_why_name(unsigned bit);
 
 struct rc_sweep_limits {
-	double min_fraction;  /* of the slower port's link rate; 0: not judged */
-	double max_lat_us;    /* p50 WRITE or READ latency; 0: not judged */
-	double mad_k;         /* robust deviations (1.4826 MAD) from the median (default 3) */
-	double slow_ratio;    /* and below this fraction of the median bandwidth (default 0.5;
+	double min_fraction; /* of the slower port's link rate; 0: not judged */
+	double max_lat_us;   /* p50 WRITE or READ latency; 0: not judged */
+	double mad_k;        /* robust deviations (1.4826 MAD) from the median (default 3) */
+	double slow_ratio;   /* and below this fraction of the median bandwidth (default 0.5;
 			       * < 0: bandwidth not judged against the fleet) */
-	double lat_ratio;     /* and above this multiple of the median latency (default 3) */
-	double asym_ratio;    /* one direction below this fraction of the other (default 0.5;
+	double lat_ratio;    /* and above this multiple of the median latency (default 3) */
+	double asym_ratio;   /* one direction below this fraction of the other (default 0.5;
 			       * < 0: not judged) */
 };
 /* Fill the defaults of the fields left 0 (min_fraction, max_lat_us stay
@@ -86,18 +86,18 @@ struct rc_sweep_limits {
 RC_EXPORT void rc_sweep_limits_default(struct rc_sweep_limits *l);
 
 struct rc_sweep_verdict {
-	double bw_median, bw_mad;       /* over every measured direction, Gbit/s */
-	double wlat_median, wlat_mad;   /* p50 WRITE latency, us */
+	double bw_median, bw_mad;     /* over every measured direction, Gbit/s */
+	double wlat_median, wlat_mad; /* p50 WRITE latency, us */
 	double rlat_median, rlat_mad;
-	double bw_floor;                /* below it: slow (NAN: not judged) */
+	double bw_floor; /* below it: slow (NAN: not judged) */
 	double wlat_ceiling, rlat_ceiling;
-	unsigned *why;                  /* caller's world * world: why[i * world + j] */
-	bool *node_bad;                 /* caller's world: most of its pairs are outliers */
-	int *node_outliers;             /* caller's world: its pairs with an outlier direction */
-	int *node_pairs;                /* caller's world: its pairs asked for (NULL: not wanted) */
-	int measured;                   /* directions measured */
-	int outliers;                   /* directions with a reason */
-	int bad_pairs;                  /* unordered pairs with an outlier direction */
+	unsigned *why;      /* caller's world * world: why[i * world + j] */
+	bool *node_bad;     /* caller's world: most of its pairs are outliers */
+	int *node_outliers; /* caller's world: its pairs with an outlier direction */
+	int *node_pairs;    /* caller's world: its pairs asked for (NULL: not wanted) */
+	int measured;       /* directions measured */
+	int outliers;       /* directions with a reason */
+	int bad_pairs;      /* unordered pairs with an outlier direction */
 	int bad_nodes;
 	bool healthy;
 };
@@ -113,19 +113,19 @@ RC_EXPORT int rc_sweep_judge(int world, const struct rc_sweep_cell *m, const dou
 
 /* A rank as the report names it. */
 struct rc_sweep_node {
-	char host[RC_HOST_MAX];  /* the address it listened on */
+	char host[RC_HOST_MAX]; /* the address it listened on */
 	char hostname[64];
 	char dev[64];
 	int port;
-	double rate_gbit;        /* its port's link rate; 0 unknown */
+	double rate_gbit; /* its port's link rate; 0 unknown */
 };
 
 struct rc_sweep_opts {
-	uint64_t msg_size;       /* bytes per WRITE of the bandwidth test */
-	double duration_s;       /* > 0: the bandwidth test lasts this long */
-	uint64_t iters;          /* else: this many writes */
-	int depth;               /* writes outstanding (default 16) */
-	int lat_iters;           /* 8-byte WRITE and READ round trips (default 200) */
+	uint64_t msg_size; /* bytes per WRITE of the bandwidth test */
+	double duration_s; /* > 0: the bandwidth test lasts this long */
+	uint64_t iters;    /* else: this many writes */
+	int depth;         /* writes outstanding (default 16) */
+	int lat_iters;     /* 8-byte WRITE and READ round trips (default 200) */
 	/* rank, round and peer in progress, what ("write", "latency"): called
 	 * by every rank, at each step */
 	void (*progress)(void *arg, int round, int rounds, int peer, const char *what);
@@ -140,8 +140,8 @@ struct rc_sweep_result {
 	int world;
 	int rounds;
 	double seconds;
-	struct rc_sweep_cell *m;        /* world * world: whole on root, own row elsewhere */
-	struct rc_sweep_node *nodes;    /* world: on root */
+	struct rc_sweep_cell *m;     /* world * world: whole on root, own row elsewhere */
+	struct rc_sweep_node *nodes; /* world: on root */
 };
 
 /* Run the sweep over g (connected to every peer, or partial: a pair that

@@ -22,11 +22,11 @@
 
 #define RC_TOPO_MAX_DEVS 64
 #define RC_TOPO_MAX_PORTS 8
-#define RC_TOPO_MAX_GIDS 4096   /* per port; rxe has 1024 */
-#define RC_TOPO_MAX_ADDRS 16    /* IP addresses per netdev */
+#define RC_TOPO_MAX_GIDS 4096 /* per port; rxe has 1024 */
+#define RC_TOPO_MAX_ADDRS 16  /* IP addresses per netdev */
 #define RC_TOPO_MAX_GPUS 64
 #define RC_TOPO_MAX_NUMA 64
-#define RC_TOPO_MAX_HUGE 8      /* hugepage sizes */
+#define RC_TOPO_MAX_HUGE 8 /* hugepage sizes */
 #define RC_TOPO_MAX_FINDINGS 128
 #define RC_TOPO_PATH_MAX 1024
 #define RC_TOPO_NAME_MAX 64
@@ -59,18 +59,18 @@ struct rc_topo_pci {
 
 struct rc_topo_gid {
 	int index;
-	char type[12];     /* "IB", "RoCE v1", "RoCE v2" or "" */
-	char gid[48];      /* textual IPv6 */
-	char netdev[32];   /* "" when none */
+	char type[12];   /* "IB", "RoCE v1", "RoCE v2" or "" */
+	char gid[48];    /* textual IPv6 */
+	char netdev[32]; /* "" when none */
 	unsigned char raw[16];
 };
 
 struct rc_topo_verify {
 	bool done;
 	bool ok;
-	int gid_index;     /* -1 on InfiniBand (LID routed) */
-	uint64_t bytes;    /* checked byte for byte after the writes */
-	uint64_t written;  /* RDMA WRITE payload moved (the rate's) */
+	int gid_index;    /* -1 on InfiniBand (LID routed) */
+	uint64_t bytes;   /* checked byte for byte after the writes */
+	uint64_t written; /* RDMA WRITE payload moved (the rate's) */
 	double seconds;
 	double gbit_per_s;
 	char error[256];
@@ -78,48 +78,48 @@ struct rc_topo_verify {
 
 struct rc_topo_port {
 	int num;
-	char state[24];        /* ACTIVE, DOWN, INIT, ARMED... */
-	char phys_state[24];   /* LinkUp, Disabled, Polling... */
-	char link_layer[16];   /* InfiniBand, Ethernet */
-	char rate[64];         /* the rate file: "400 Gb/sec (4X NDR)" */
-	double rate_gbps;      /* 0 unknown */
-	char width[8];         /* 4X */
-	char speed[16];        /* NDR */
-	int active_mtu;        /* bytes; 0 unknown (not in sysfs) */
-	int lid, sm_lid;       /* -1 unknown */
+	char state[24];      /* ACTIVE, DOWN, INIT, ARMED... */
+	char phys_state[24]; /* LinkUp, Disabled, Polling... */
+	char link_layer[16]; /* InfiniBand, Ethernet */
+	char rate[64];       /* the rate file: "400 Gb/sec (4X NDR)" */
+	double rate_gbps;    /* 0 unknown */
+	char width[8];       /* 4X */
+	char speed[16];      /* NDR */
+	int active_mtu;      /* bytes; 0 unknown (not in sysfs) */
+	int lid, sm_lid;     /* -1 unknown */
 	char netdev[32];
 	int netdev_mtu;        /* -1 unknown */
 	char netdev_state[16]; /* operstate */
 	int naddrs;
 	char addrs[RC_TOPO_MAX_ADDRS][64]; /* "198.18.0.1/24" */
-	bool addrs_known;      /* live, or the capture listed them */
-	int ngids;             /* valid (non-zero) entries */
+	bool addrs_known;                  /* live, or the capture listed them */
+	int ngids;                         /* valid (non-zero) entries */
 	struct rc_topo_gid *gids;
-	int rec_gid;           /* recommended GID index, -1 none */
+	int rec_gid; /* recommended GID index, -1 none */
 	struct rc_topo_verify verify;
 };
 
 struct rc_topo_dev {
 	char name[RC_TOPO_NAME_MAX];
-	char provider[32];     /* mlx5, efa, rxe, siw... */
+	char provider[32];             /* mlx5, efa, rxe, siw... */
 	char driver[RC_TOPO_NAME_MAX]; /* kernel driver of the PCI function */
-	char node_type[16];    /* CA, RNIC, switch */
+	char node_type[16];            /* CA, RNIC, switch */
 	char node_guid[24];
 	char fw_ver[64];
-	char parent_netdev[32];/* rxe: the netdev it sits on */
+	char parent_netdev[32]; /* rxe: the netdev it sits on */
 	bool has_pci;
 	struct rc_topo_pci pci;
-	int verbs;             /* live: 1 listed by libibverbs, 0 not; -1 unknown */
+	int verbs; /* live: 1 listed by libibverbs, 0 not; -1 unknown */
 	int nports;
 	struct rc_topo_port ports[RC_TOPO_MAX_PORTS];
 };
 
 struct rc_topo_gpu {
 	struct rc_topo_pci pci;
-	char name[96];         /* NVML or the capture; "" unknown */
+	char name[96]; /* NVML or the capture; "" unknown */
 	char uuid[96];
-	int nvml_index;        /* NVML's index (nvidia-smi's); -1 unknown */
-	int nvswitch_links;    /* active NVLinks to NVSwitches; 0 none */
+	int nvml_index;     /* NVML's index (nvidia-smi's); -1 unknown */
+	int nvswitch_links; /* active NVLinks to NVSwitches; 0 none */
 };
 
 struct rc_topo_numa {
@@ -134,10 +134,10 @@ struct rc_topo_huge {
 
 /* One GPU's rail: its best NIC. */
 struct rc_topo_rail {
-	int gpu;               /* index into gpus */
-	int dev;               /* index into devs, -1 when no NIC has a PCI path */
+	int gpu; /* index into gpus */
+	int dev; /* index into devs, -1 when no NIC has a PCI path */
 	enum rc_topo_path path;
-	int shared;            /* GPUs on this NIC, this one included */
+	int shared; /* GPUs on this NIC, this one included */
 	bool cross_socket;
 	bool shared_by_design; /* more GPUs than usable NICs: someone must share */
 	int best_dev;          /* the GPU's closest usable NIC on its own, -1 none */
@@ -158,23 +158,23 @@ struct rc_topo_finding {
 struct rc_topo_facts {
 	char hostname[128];
 	char kernel[128];
-	char nvidia_version[256];  /* /proc/driver/nvidia/version, first line */
-	int memlock_known;         /* 1 when memlock is set */
+	char nvidia_version[256]; /* /proc/driver/nvidia/version, first line */
+	int memlock_known;        /* 1 when memlock is set */
 	bool memlock_unlimited;
-	uint64_t memlock;          /* soft limit, bytes */
-	int cap_ipc_lock;          /* 1 yes, 0 no, -1 unknown */
+	uint64_t memlock; /* soft limit, bytes */
+	int cap_ipc_lock; /* 1 yes, 0 no, -1 unknown */
 	bool nvidia_loaded, peermem_loaded;
 	int nhuge;
 	struct rc_topo_huge huge[RC_TOPO_MAX_HUGE];
 };
 
 struct rc_topo {
-	char root[RC_TOPO_PATH_MAX];       /* as given */
-	char real_root[RC_TOPO_PATH_MAX];  /* resolved: reads stay below it */
+	char root[RC_TOPO_PATH_MAX];      /* as given */
+	char real_root[RC_TOPO_PATH_MAX]; /* resolved: reads stay below it */
 	bool live;
 	int ndevs;
 	struct rc_topo_dev devs[RC_TOPO_MAX_DEVS];
-	int devs_left_out;                 /* beyond RC_TOPO_MAX_DEVS */
+	int devs_left_out; /* beyond RC_TOPO_MAX_DEVS */
 	int ngpus;
 	struct rc_topo_gpu gpus[RC_TOPO_MAX_GPUS];
 	int nnuma;
@@ -187,8 +187,8 @@ struct rc_topo {
 	 * the fewer of the two GPUs' switch links), 0 none (nvidia-smi's NV#) */
 	enum rc_topo_path gpu_matrix[RC_TOPO_MAX_GPUS][RC_TOPO_MAX_GPUS];
 	int nvlinks[RC_TOPO_MAX_GPUS][RC_TOPO_MAX_GPUS];
-	bool nvml;                         /* NVML answered for the GPUs */
-	int nvswitches;                    /* NVSwitch bridges on PCI (class 0x0680) */
+	bool nvml;      /* NVML answered for the GPUs */
+	int nvswitches; /* NVSwitch bridges on PCI (class 0x0680) */
 	/* The NICs in PCI bus order (indices into devs; those with PCI only):
 	 * devs themselves stay in name order, as rdma and ibv_devices list them. */
 	int nnic_pci;
@@ -200,8 +200,8 @@ struct rc_topo {
 };
 
 struct rc_topo_opts {
-	const char *root;  /* NULL or "/sys": the running host (live) */
-	bool hugepages;    /* doctor: hugepages are required */
+	const char *root; /* NULL or "/sys": the running host (live) */
+	bool hugepages;   /* doctor: hugepages are required */
 	/* How messages and findings name the tree, NULL: root itself. A capture
 	 * tarball extracted to a temporary folder is named by the tarball, so no
 	 * temporary path reaches an operator: "cap.tar.gz:/PATH-INSIDE". */
@@ -212,7 +212,8 @@ struct rc_topo_opts {
  * doctor findings. *out is freed with rc_topo_free(). A tree that is not a
  * sysfs tree, or a captured device missing its ports, fails with err set;
  * on the live host an odd device becomes a finding instead. */
-RC_EXPORT int rc_topo_load(const struct rc_topo_opts *opts, struct rc_topo **out, struct rc_err *err);
+RC_EXPORT int rc_topo_load(const struct rc_topo_opts *opts, struct rc_topo **out,
+			   struct rc_err *err);
 RC_EXPORT void rc_topo_free(struct rc_topo *t);
 
 /* Loopback RDMA WRITE of `bytes` on every ACTIVE port (of device `only`
@@ -223,7 +224,7 @@ RC_EXPORT void rc_topo_free(struct rc_topo *t);
 RC_EXPORT int rc_topo_verify(struct rc_topo *t, const char *only, uint64_t bytes, int timeout_ms);
 /* One port: two QPs of the device connected to each other. */
 RC_EXPORT int rc_topo_verify_port(const char *dev, int port, int gid_index, uint64_t bytes,
-			int timeout_ms, struct rc_topo_verify *res, struct rc_err *err);
+				  int timeout_ms, struct rc_topo_verify *res, struct rc_err *err);
 
 /* Copy what rc_topo_load reads into dest: a directory, or a .tar.gz / .tgz
  * (built with tar). The source is this host (src NULL) or a tree to
@@ -232,18 +233,18 @@ RC_EXPORT int rc_topo_capture(const char *src, const char *dest, int *nfiles, st
 /* Make a --sysfs argument readable: a directory is used as it is; a
  * .tar.gz/.tgz is extracted into a new temporary directory, whose path is
  * put in tmpdir (to remove with rc_topo_rmtree). root gets the tree to read. */
-RC_EXPORT int rc_topo_open_tree(const char *arg, char *root, size_t rootlen, char *tmpdir, size_t tmplen,
-		      struct rc_err *err);
+RC_EXPORT int rc_topo_open_tree(const char *arg, char *root, size_t rootlen, char *tmpdir,
+				size_t tmplen, struct rc_err *err);
 RC_EXPORT int rc_topo_rmtree(const char *dir);
 
 /* Path class between two resolved PCI paths (relative or absolute sysfs
  * paths such as devices/pci0000:00/0000:00:01.0/0000:01:00.0). nnuma is
  * the host's NUMA node count (to read an unknown node, -1). */
 RC_EXPORT enum rc_topo_path rc_topo_classify(const char *path_a, int numa_a, const char *path_b,
-				   int numa_b, int nnuma);
+					     int numa_b, int nnuma);
 /* Parse "400 Gb/sec (4X NDR)". Returns 0 or -EINVAL. */
 RC_EXPORT int rc_topo_parse_rate(const char *s, double *gbps, char *width, size_t wlen, char *speed,
-		       size_t slen);
+				 size_t slen);
 /* The recommended GID of a port: on Ethernet RoCE v2 with an IPv4-mapped
  * address, then another RoCE v2 (global before link-local); on InfiniBand
  * the first IB GID. -1 when none. */
@@ -258,11 +259,11 @@ RC_EXPORT int rc_topo_assign(int ngpus, int nnics, const int *cost, int *assign)
 
 /* GPUDirect RDMA between a GPU and a NIC, from the host's facts. */
 struct rc_topo_gpudirect {
-	bool dmabuf;         /* the kernel, the NVIDIA module and the NIC's driver allow dma-buf */
-	bool peermem;        /* nvidia-peermem (or nv_peer_mem) is loaded */
-	bool ready;          /* one of the two */
+	bool dmabuf;  /* the kernel, the NVIDIA module and the NIC's driver allow dma-buf */
+	bool peermem; /* nvidia-peermem (or nv_peer_mem) is loaded */
+	bool ready;   /* one of the two */
 	enum rc_topo_path path;
-	char dmabuf_why[160];/* why not, when !dmabuf */
+	char dmabuf_why[160]; /* why not, when !dmabuf */
 	char advice[240];
 };
 RC_EXPORT void rc_topo_gpudirect(const struct rc_topo *t, int gpu, int dev,
