@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* SHA-256 (FIPS 180-4), for verifying moved bytes without another library. */
+/* SHA-256 (FIPS 180-4), for verifying moved bytes without another library;
+ * with the CPU's SHA extensions where it has them (x86-64 SHA-NI). */
 #ifndef RDMACTL_SHA256_H
 #define RDMACTL_SHA256_H
 
