@@ -597,7 +597,7 @@ group_listening() {
 		>"$BATS_TEST_TMPDIR/rank.1.out" 2>"$BATS_TEST_TMPDIR/rank.1.err" &
 	PIDS+=($!)
 	group_listening "$port1"
-	run rdmactl -t 3000 alltoall -r 0 -w 2 -R "file:$PEERS" "${SMALL[@]}"
+	run rdmactl -t 10000 alltoall -r 0 -w 2 -R "file:$PEERS" "${SMALL[@]}"
 	assert_failure 1
 	assert_output --partial "not authorised (this group needs a token)"
 	a2a_wait
