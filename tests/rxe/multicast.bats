@@ -331,6 +331,33 @@ blob() {
 		{ mc_dump; fail "the root's error"; }
 }
 
+@test "a receiver given another --chunk: the group stops at the hello, the root names that rank and the option" {
+	need_guest
+	local i chunk
+	blob "$BATS_TEST_TMPDIR/w" $((512 << 10))
+	mc_peers 3
+	PIDS=()
+	for i in 0 1 2; do
+		chunk=128K
+		[[ $i != 2 ]] || chunk=64K
+		rdmactl -j -t 20000 multicast --rank "$i" --world 3 --rendezvous "file:$PEERS" \
+			--out "$BATS_TEST_TMPDIR/out.%r" --algo flat --file "$BATS_TEST_TMPDIR/w" \
+			--chunk "$chunk" >"$BATS_TEST_TMPDIR/rank.$i.out" 2>"$BATS_TEST_TMPDIR/rank.$i.err" &
+		PIDS+=($!)
+	done
+	mc_wait
+	[ "${RCS[*]}" = "1 1 1" ] || { mc_dump; fail "exit codes ${RCS[*]}, not 1 1 1"; }
+	# the root names rank 2 and the option; rank 2 says its own differs;
+	# rank 1 (connected to the root alone) ends with the group
+	jq -e '.error.message | test("^rank 0: rank 2.s --chunk differs from the root.s$")' \
+		"$BATS_TEST_TMPDIR/rank.0.out" >/dev/null || { mc_dump; fail "the root does not name rank 2's --chunk"; }
+	jq -e '.error.message | test("^rank 2: --chunk differs from the root.s$")' \
+		"$BATS_TEST_TMPDIR/rank.2.out" >/dev/null || { mc_dump; fail "rank 2 does not say its --chunk differs"; }
+	# no rank got as far as a write into a ring of another size
+	run cat "$BATS_TEST_TMPDIR"/rank.*
+	refute_output --partial "RDMA WRITE"
+}
+
 @test "group token: a chain of 3 whose ranks share the token (file, environment) delivers; a rank with a longer one is refused" {
 	need_guest
 	blob "$BATS_TEST_TMPDIR/w" $((256 << 10))
