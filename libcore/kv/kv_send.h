@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Inside kvxfer send: the state that kv_send.c (connections, the loop),
- * kv_send_fill.c (a request's source slot), kv_send_req.c (requests,
- * cancelling) and kv_send_post.c (the writes, queued and posted) share. */
+ * kv_send_route.c (the routes' segments), kv_send_fill.c (a request's
+ * source slot), kv_send_req.c (requests, cancelling) and kv_send_post.c
+ * (the writes, queued and posted) share. */
 #ifndef RDMACTL_KV_SEND_H
 #define RDMACTL_KV_SEND_H
 
@@ -100,6 +101,11 @@ struct kv_sender {
 	struct kv_summary *sum;
 	uint32_t pages_tmp[KV_MAX_REQ_PAGES];
 };
+
+/* kv_send_route.c: the staging slot's size, before the handshakes, and
+ * which segments go to which connected decode rank, after them. */
+int kvs_stage_size(struct kv_sender *s, struct rc_err *err);
+int kvs_map_routes(struct kv_sender *s, struct rc_err *err);
 
 /* kv_send_fill.c */
 int kvs_admit(struct kv_sender *s, struct rc_err *err);
