@@ -253,15 +253,11 @@ static bool sources_connected(struct kv_receiver *r)
 	return false;
 }
 
-static int setup(struct kv_receiver *r, struct rc_err *err)
+/* Setup, step 1: the options against the geometry. */
+static int check_opts(struct kv_receiver *r, struct rc_err *err)
 {
 	const struct kv_recv_opts *o = r->o;
-	struct kv_route routes[KV_MAX_ROUTES];
-	uint64_t len, x = o->scatter_seed ? o->scatter_seed : 1;
-	uint64_t len2 = 0;
-	bool land = false;
-	struct rc_mem_spec spec;
-	int n, rc;
+	int rc;
 
 	if ((rc = kv_geom_check(r->g, err)))
 		return rc;
@@ -287,7 +283,18 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 				  "--land-pages %u: at most the pool's %u pages (a landing run "
 				  "is as long as its request's pages)",
 				  o->land_pages, o->pool_pages);
-	n = kv_routes(r->g, routes, KV_MAX_ROUTES);
+	return 0;
+}
+
+/* Setup, step 2: the routes that feed this rank, and the bytes of the pool
+ * (*len) and of the pool with its landing area (*total, 0 without one). */
+static int size_pool(struct kv_receiver *r, uint64_t *len, uint64_t *total, struct rc_err *err)
+{
+	const struct kv_recv_opts *o = r->o;
+	struct kv_route routes[KV_MAX_ROUTES];
+	int n = kv_routes(r->g, routes, KV_MAX_ROUTES);
+	bool land = false;
+
 	r->contrib = kv_route_sources(routes, n, o->c.rank);
 	for (int i = 0; i < n; i++) {
 		if (routes[i].dst != o->c.rank)
@@ -299,8 +306,8 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 	r->page_bytes = kv_page_bytes(r->g, true);
 	/* layers * halves fits 32 bits; times pages and page bytes may wrap. */
 	if (__builtin_mul_overflow((uint64_t)r->g->layers * kv_halves(r->g),
-				   (uint64_t)o->pool_pages, &len) ||
-	    __builtin_mul_overflow(len, r->page_bytes, &len) || len > SIZE_MAX)
+				   (uint64_t)o->pool_pages, len) ||
+	    __builtin_mul_overflow(*len, r->page_bytes, len) || *len > SIZE_MAX)
 		return rc_err_set(err, EOVERFLOW,
 				  "a pool of %u pages of %llu bytes for %u layers is more memory than "
 				  "the address space holds",
@@ -310,19 +317,23 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 	r->land_unit = land ? kv_land_unit(r->g, o->c.rank) : 0;
 	r->land_units = o->land_pages ? o->land_pages : o->pool_pages;
 	if (land && (__builtin_mul_overflow((uint64_t)r->g->layers * kv_halves(r->g) * r->land_units,
-					    r->land_unit, &len2) ||
-		     __builtin_add_overflow(len, len2, &len2) || len2 > SIZE_MAX))
+					    r->land_unit, total) ||
+		     __builtin_add_overflow(*len, *total, total) || *total > SIZE_MAX))
 		return rc_err_set(err, EOVERFLOW,
 				  "a pool of %llu bytes and its landing area: more "
 				  "memory than the address space holds",
-				  (unsigned long long)len);
-	r->land_off = land ? len : 0;
-	/* The pool first: a size the machine cannot hold fails here, at once. */
-	spec = o->mem;
-	spec.len = (size_t)(land ? len2 : len);
-	spec.path = NULL;
-	if ((rc = rc_mem_alloc_spec(&r->pool, &spec, true, err)))
-		return rc;
+				  (unsigned long long)*len);
+	r->land_off = land ? *len : 0;
+	return 0;
+}
+
+/* Setup, step 3: the free list of pages, shuffled with --scatter, and the
+ * lists beside it. */
+static int free_list(struct kv_receiver *r, struct rc_err *err)
+{
+	const struct kv_recv_opts *o = r->o;
+	uint64_t x = o->scatter_seed ? o->scatter_seed : 1;
+
 	r->freel = malloc(o->pool_pages * sizeof(uint32_t));
 	r->dirtyl = malloc(o->pool_pages * sizeof(uint32_t));
 	r->land_used = calloc(r->land_units, 1);
@@ -342,6 +353,25 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 		r->freel[j] = t;
 	}
 	r->nfree = o->pool_pages;
+	return 0;
+}
+
+static int setup(struct kv_receiver *r, struct rc_err *err)
+{
+	const struct kv_recv_opts *o = r->o;
+	uint64_t len, total = 0;
+	struct rc_mem_spec spec;
+	int rc;
+
+	if ((rc = check_opts(r, err)) || (rc = size_pool(r, &len, &total, err)))
+		return rc;
+	/* The pool first: a size the machine cannot hold fails here, at once. */
+	spec = o->mem;
+	spec.len = (size_t)(total ? total : len);
+	spec.path = NULL;
+	if ((rc = rc_mem_alloc_spec(&r->pool, &spec, true, err)) || (rc = free_list(r, err)))
+		return rc;
+	/* Step 4: the listener, and the pool registered on its PD. */
 	if ((rc = rc_listen(o->addr, o->port, o->c.dev_name, &r->l, err)))
 		return rc;
 	if ((rc = rc_mem_register(&r->pool, r->l->pd,

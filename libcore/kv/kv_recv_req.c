@@ -240,57 +240,72 @@ static void allocate_waiting(struct kv_receiver *r)
 	}
 }
 
-void kvr_on_req(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
+/* A REQ of an id that ended here lately (its tomb): true when p is told it
+ * is over; a rank that already saw it end starts a new request. */
+static bool req_over(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
 {
-	uint32_t need = kv_pages_for(r->g, true, m->u.request.tokens);
-	struct rreq *q = kvr_req_find(r, m->req);
-	char why[KV_REASON_MAX];
-
-	for (int i = 0; !q && i < TOMBS; i++) {
+	for (int i = 0; i < TOMBS; i++) {
 		struct tomb *t = &r->tombs[i];
 
 		if (!t->used || t->id != m->req)
 			continue;
-		/* A rank that already saw this id end starts a new request. */
 		if (t->quiesced >> p->rank & 1 || rc_now() - t->t > r->o->c.timeout_ms / 1000.0) {
 			t->used = false;
 			continue;
 		}
 		send_cancel(r, p, m->req, ECANCELED, "the request was already cancelled or failed");
-		return;
+		return true;
 	}
-	if (!q) {
-		int slot = -1;
+	return false;
+}
 
-		for (int i = 0; i < KV_MAX_SLOTS && slot < 0; i++)
-			if (!r->reqs[i].used)
-				slot = i;
-		if (slot < 0 || need > r->o->pool_pages || need > KV_MAX_REQ_PAGES ||
-		    m->u.request.tokens == 0) {
-			snprintf(why, sizeof(why),
-				 slot < 0 ? "decode rank %u holds %d requests already"
-				 : m->u.request.tokens == 0
-					 ? "decode rank %u: a request of no tokens"
-					 : "decode rank %u: pool too small: the request needs %u pages, the pool has %u",
-				 r->o->c.rank, slot < 0 ? KV_MAX_SLOTS : need, r->o->pool_pages);
-			send_cancel(r, p, m->req, ENOSPC, why);
-			return;
-		}
-		q = &r->reqs[slot];
-		q->used = true;
-		q->slot = (uint32_t)slot;
-		q->id = m->req;
-		q->tokens = m->u.request.tokens;
-		q->npages = need;
-		q->t0 = rc_now();
-		q->landed = malloc(r->g->layers * sizeof(double));
-		if (kv_tally_init(&q->tally, r->g->layers, r->g->src_tp, r->contrib) || !q->landed) {
-			kvr_cancel_req(r, q, KV_EV_FAILED, ENOMEM, "out of memory");
-			return;
-		}
-		for (uint32_t l = 0; l < r->g->layers; l++)
-			q->landed[l] = -1;
+/* The first REQ of a request: a slot for it, or p told why not; NULL then,
+ * or when it failed at once. */
+static struct rreq *req_new(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
+{
+	uint32_t need = kv_pages_for(r->g, true, m->u.request.tokens);
+	char why[KV_REASON_MAX];
+	struct rreq *q;
+	int slot = -1;
+
+	for (int i = 0; i < KV_MAX_SLOTS && slot < 0; i++)
+		if (!r->reqs[i].used)
+			slot = i;
+	if (slot < 0 || need > r->o->pool_pages || need > KV_MAX_REQ_PAGES ||
+	    m->u.request.tokens == 0) {
+		snprintf(why, sizeof(why),
+			 slot < 0 ? "decode rank %u holds %d requests already"
+			 : m->u.request.tokens == 0
+				 ? "decode rank %u: a request of no tokens"
+				 : "decode rank %u: pool too small: the request needs %u pages, the pool has %u",
+			 r->o->c.rank, slot < 0 ? KV_MAX_SLOTS : need, r->o->pool_pages);
+		send_cancel(r, p, m->req, ENOSPC, why);
+		return NULL;
 	}
+	q = &r->reqs[slot];
+	q->used = true;
+	q->slot = (uint32_t)slot;
+	q->id = m->req;
+	q->tokens = m->u.request.tokens;
+	q->npages = need;
+	q->t0 = rc_now();
+	q->landed = malloc(r->g->layers * sizeof(double));
+	if (kv_tally_init(&q->tally, r->g->layers, r->g->src_tp, r->contrib) || !q->landed) {
+		kvr_cancel_req(r, q, KV_EV_FAILED, ENOMEM, "out of memory");
+		return NULL;
+	}
+	for (uint32_t l = 0; l < r->g->layers; l++)
+		q->landed[l] = -1;
+	return q;
+}
+
+void kvr_on_req(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
+{
+	struct rreq *q = kvr_req_find(r, m->req);
+	char why[KV_REASON_MAX];
+
+	if (!q && (req_over(r, p, m) || !(q = req_new(r, p, m))))
+		return;
 	/* A REQ again refreshes nothing: a request held that way still times out. */
 	if (q->asked >> p->rank & 1)
 		return;
