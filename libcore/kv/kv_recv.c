@@ -56,151 +56,6 @@ static void on_msg(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *
 	}
 }
 
-static int prep_ctrl(struct rc_conn *c, void *arg)
-{
-	struct rconn *conn = arg;
-
-	conn->c = c;
-	return kv_chan_init(&conn->ch, c, NULL);
-}
-
-static int prep_data(struct rc_conn *c, void *arg)
-{
-	int rc = 0;
-
-	((struct rconn *)arg)->c = c;
-	for (int i = 0; !rc && i < DATA_RECVS; i++)
-		rc = rc_post_recv(c, NULL, 0, 0, 0, NULL);
-	return rc;
-}
-
-static void refuse_request(struct kv_receiver *r, struct rc_cm_event *ev, int rank, const char *why)
-{
-	struct kv_event e = { .kind = KV_EV_PEER_REFUSED,
-			      .rank = rank < 0 ? UINT32_MAX : (uint32_t)rank,
-			      .peer = ev->peer,
-			      .reason = why };
-
-	/* The peer reads one word (or whether it lacks the token); the
-	 * operator's log says why. */
-	rc_cm_refuse(ev, !strncmp(why, "not authorised", 14)
-				 ? "rdmactl: not authorised (a missing or wrong token)"
-				 : "rdmactl: refused");
-	kvr_emit(r, &e);
-}
-
-static int count_pending(struct kv_receiver *r)
-{
-	int n = 0;
-
-	for (int i = 0; i < PEERS; i++)
-		n += r->peers[i].used && !r->peers[i].hello;
-	return n;
-}
-
-/*
- * A control QP (qp 0) makes a peer that holds nothing until its HELLO
- * passes: not its rank, not a data QP, not the pool's address. Data QPs
- * join a peer whose HELLO passed, by rank, session and secret. With a token,
- * every request proves it before anything else is looked at.
- */
-static void on_connect_request(struct kv_receiver *r, struct rc_cm_event *ev)
-{
-	struct rc_conn_opts co = { .timeout_ms = r->o->c.timeout_ms };
-	struct kv_hello_pd pd;
-	struct rpeer *p = NULL;
-	struct rconn *conn = NULL;
-	char why[KV_REASON_MAX] = "";
-	struct rc_err e;
-	int bad = kv_pd_decode(ev->param.private_data, ev->param.private_data_len, &pd);
-
-	if (bad == -EPROTO) {
-		refuse_request(
-			r, ev, -1,
-			"a kvxfer source of an earlier protocol ( 2, 3 or 4, an older "
-			"rdmactl): this decode rank speaks protocol 5; run the same version on both sides");
-		return;
-	}
-	if (bad) {
-		refuse_request(r, ev, -1, "not a kvxfer source of this version (connect request)");
-		return;
-	}
-	/* The token before anything else: a host without it holds nothing,
-	 * not even a connection waiting for its HELLO. */
-	if (!kv_pd_authentic(&pd, r->token)) {
-		static const uint8_t none[KV_PD_PROOF];
-
-		snprintf(why, sizeof(why),
-			 "not authorised: %s token in the connect request of %s QP %u",
-			 rc_bytes_equal(pd.proof, none, KV_PD_PROOF) ? "no" : "a wrong",
-			 pd.qp ? "data" : "control", pd.qp);
-		refuse_request(r, ev, (int)pd.rank, why);
-		return;
-	}
-	if (r->nconns >= MAX_CONNS)
-		snprintf(why, sizeof(why), "too many connections (%d)", MAX_CONNS);
-	else if (pd.qp == 0 && count_pending(r) >= PENDING_MAX)
-		snprintf(why, sizeof(why), "%d connections wait for their HELLO already",
-			 PENDING_MAX);
-	for (int i = 0; !why[0] && pd.qp && i < PEERS; i++) {
-		struct rpeer *c = &r->peers[i];
-
-		/* Bound by the sender's secret: every byte compared, always. */
-		if (c->used && c->hello && !c->dead && !c->refused && c->rank == pd.rank &&
-		    c->session == pd.session && rc_bytes_equal(c->secret, pd.secret, KV_PD_SECRET))
-			p = c;
-	}
-	if (!why[0] && pd.qp && !p)
-		snprintf(why, sizeof(why), "data QP %u of source rank %u before a valid HELLO",
-			 pd.qp, pd.rank);
-	if (!why[0] && pd.qp && (p->nqps != pd.nqps || p->q[pd.qp]))
-		snprintf(why, sizeof(why),
-			 "data QP %u of source rank %u: connected already or not "
-			 "one of its %u",
-			 pd.qp, pd.rank, p->nqps);
-	for (int i = 0; !why[0] && !p && i < PEERS; i++) {
-		if (r->peers[i].used)
-			continue;
-		p = &r->peers[i];
-		*p = (struct rpeer){ .used = true,
-				     .rank = pd.rank,
-				     .nqps = pd.nqps,
-				     .session = pd.session,
-				     .t_conn = rc_now() };
-		memcpy(p->secret, pd.secret, KV_PD_SECRET);
-		p->last_rx = p->last_hb = p->t_conn;
-		snprintf(p->peer, sizeof(p->peer), "%s", ev->peer);
-	}
-	if (!why[0] && !p)
-		snprintf(why, sizeof(why), "too many peers");
-	if (!why[0] && !(conn = calloc(1, sizeof(*conn))))
-		snprintf(why, sizeof(why), "out of memory");
-	if (!why[0]) {
-		conn->p = p;
-		conn->qp = pd.qp;
-		co.sq_depth = pd.qp ? 2 : KV_CHAN_SENDS + 2;
-		co.rq_depth = pd.qp ? DATA_RECVS : KV_CHAN_RECVS;
-		co.on_qp = pd.qp ? prep_data : prep_ctrl;
-		co.on_qp_arg = conn;
-		if (rc_cm_accept(r->l, ev, &co, &conn->c, &e)) {
-			kv_chan_fini(&conn->ch);
-			snprintf(why, sizeof(why), "accept failed: %.200s", e.msg);
-			if (!pd.qp)
-				memset(p, 0, sizeof(*p));
-		}
-	}
-	if (why[0]) {
-		free(conn);
-		refuse_request(r, ev, (int)pd.rank, why);
-		return;
-	}
-	conn->c->user = conn;
-	p->q[pd.qp] = conn;
-	if (pd.qp)
-		p->last_rx = rc_now(); /* its data QPs connecting: alive */
-	r->conns[r->nconns++] = conn;
-}
-
 static int handle_cm(struct kv_receiver *r, struct rc_err *err)
 {
 	struct rc_cm_event ev;
@@ -209,7 +64,7 @@ static int handle_cm(struct kv_receiver *r, struct rc_err *err)
 		struct rconn *conn = ev.conn ? ev.conn->user : NULL;
 
 		if (ev.kind == RC_CM_REQUEST) {
-			on_connect_request(r, &ev);
+			kvr_on_connect_request(r, &ev);
 			continue;
 		}
 		if (ev.kind == RC_CM_DEVICE_GONE)
@@ -398,15 +253,11 @@ static bool sources_connected(struct kv_receiver *r)
 	return false;
 }
 
-static int setup(struct kv_receiver *r, struct rc_err *err)
+/* Setup, step 1: the options against the geometry. */
+static int check_opts(struct kv_receiver *r, struct rc_err *err)
 {
 	const struct kv_recv_opts *o = r->o;
-	struct kv_route routes[KV_MAX_ROUTES];
-	uint64_t len, x = o->scatter_seed ? o->scatter_seed : 1;
-	uint64_t len2 = 0;
-	bool land = false;
-	struct rc_mem_spec spec;
-	int n, rc;
+	int rc;
 
 	if ((rc = kv_geom_check(r->g, err)))
 		return rc;
@@ -432,7 +283,18 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 				  "--land-pages %u: at most the pool's %u pages (a landing run "
 				  "is as long as its request's pages)",
 				  o->land_pages, o->pool_pages);
-	n = kv_routes(r->g, routes, KV_MAX_ROUTES);
+	return 0;
+}
+
+/* Setup, step 2: the routes that feed this rank, and the bytes of the pool
+ * (*len) and of the pool with its landing area (*total, 0 without one). */
+static int size_pool(struct kv_receiver *r, uint64_t *len, uint64_t *total, struct rc_err *err)
+{
+	const struct kv_recv_opts *o = r->o;
+	struct kv_route routes[KV_MAX_ROUTES];
+	int n = kv_routes(r->g, routes, KV_MAX_ROUTES);
+	bool land = false;
+
 	r->contrib = kv_route_sources(routes, n, o->c.rank);
 	for (int i = 0; i < n; i++) {
 		if (routes[i].dst != o->c.rank)
@@ -444,8 +306,8 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 	r->page_bytes = kv_page_bytes(r->g, true);
 	/* layers * halves fits 32 bits; times pages and page bytes may wrap. */
 	if (__builtin_mul_overflow((uint64_t)r->g->layers * kv_halves(r->g),
-				   (uint64_t)o->pool_pages, &len) ||
-	    __builtin_mul_overflow(len, r->page_bytes, &len) || len > SIZE_MAX)
+				   (uint64_t)o->pool_pages, len) ||
+	    __builtin_mul_overflow(*len, r->page_bytes, len) || *len > SIZE_MAX)
 		return rc_err_set(err, EOVERFLOW,
 				  "a pool of %u pages of %llu bytes for %u layers is more memory than "
 				  "the address space holds",
@@ -455,19 +317,23 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 	r->land_unit = land ? kv_land_unit(r->g, o->c.rank) : 0;
 	r->land_units = o->land_pages ? o->land_pages : o->pool_pages;
 	if (land && (__builtin_mul_overflow((uint64_t)r->g->layers * kv_halves(r->g) * r->land_units,
-					    r->land_unit, &len2) ||
-		     __builtin_add_overflow(len, len2, &len2) || len2 > SIZE_MAX))
+					    r->land_unit, total) ||
+		     __builtin_add_overflow(*len, *total, total) || *total > SIZE_MAX))
 		return rc_err_set(err, EOVERFLOW,
 				  "a pool of %llu bytes and its landing area: more "
 				  "memory than the address space holds",
-				  (unsigned long long)len);
-	r->land_off = land ? len : 0;
-	/* The pool first: a size the machine cannot hold fails here, at once. */
-	spec = o->mem;
-	spec.len = (size_t)(land ? len2 : len);
-	spec.path = NULL;
-	if ((rc = rc_mem_alloc_spec(&r->pool, &spec, true, err)))
-		return rc;
+				  (unsigned long long)*len);
+	r->land_off = land ? *len : 0;
+	return 0;
+}
+
+/* Setup, step 3: the free list of pages, shuffled with --scatter, and the
+ * lists beside it. */
+static int free_list(struct kv_receiver *r, struct rc_err *err)
+{
+	const struct kv_recv_opts *o = r->o;
+	uint64_t x = o->scatter_seed ? o->scatter_seed : 1;
+
 	r->freel = malloc(o->pool_pages * sizeof(uint32_t));
 	r->dirtyl = malloc(o->pool_pages * sizeof(uint32_t));
 	r->land_used = calloc(r->land_units, 1);
@@ -487,6 +353,25 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 		r->freel[j] = t;
 	}
 	r->nfree = o->pool_pages;
+	return 0;
+}
+
+static int setup(struct kv_receiver *r, struct rc_err *err)
+{
+	const struct kv_recv_opts *o = r->o;
+	uint64_t len, total = 0;
+	struct rc_mem_spec spec;
+	int rc;
+
+	if ((rc = check_opts(r, err)) || (rc = size_pool(r, &len, &total, err)))
+		return rc;
+	/* The pool first: a size the machine cannot hold fails here, at once. */
+	spec = o->mem;
+	spec.len = (size_t)(total ? total : len);
+	spec.path = NULL;
+	if ((rc = rc_mem_alloc_spec(&r->pool, &spec, true, err)) || (rc = free_list(r, err)))
+		return rc;
+	/* Step 4: the listener, and the pool registered on its PD. */
 	if ((rc = rc_listen(o->addr, o->port, o->c.dev_name, &r->l, err)))
 		return rc;
 	if ((rc = rc_mem_register(&r->pool, r->l->pd,

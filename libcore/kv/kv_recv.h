@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Inside kvxfer serve: the state that kv_recv.c (connections, the loop)
- * and kv_recv_req.c (requests, pages, counting) share. */
+/* Inside kvxfer serve: the state that kv_recv.c (connections, the loop),
+ * kv_recv_peer.c (connect requests, HELLO, heartbeats), kv_recv_land.c
+ * (unpacking landed layers) and kv_recv_req.c (requests, pages, counting)
+ * share. */
 #ifndef RDMACTL_KV_RECV_H
 #define RDMACTL_KV_RECV_H
 
@@ -93,6 +95,19 @@ struct kv_receiver {
 	double first, last_finish;
 };
 
+/* kv_recv_peer.c */
+/* A connect request: accepted into a peer, or refused with the reason
+ * logged (KV_EV_PEER_REFUSED). */
+void kvr_on_connect_request(struct kv_receiver *r, struct rc_cm_event *ev);
+void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m);
+/* Heartbeats that are due. */
+void kvr_heartbeats(struct kv_receiver *r);
+
+/* kv_recv_land.c: a slice of each pending unpacking of landed layers into
+ * the pool; true when some remain. */
+bool kvr_unpack_step(struct kv_receiver *r);
+
+/* kv_recv_req.c */
 void kvr_emit(struct kv_receiver *r, struct kv_event *ev);
 int kvr_send_msg(struct kv_receiver *r, struct rpeer *p, struct kv_msg *m);
 struct rreq *kvr_req_find(struct kv_receiver *r, uint32_t id);
@@ -102,15 +117,9 @@ void kvr_cancel_req(struct kv_receiver *r, struct rreq *q, enum kv_ev_kind final
 		    const char *why);
 void kvr_on_req(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m);
 void kvr_on_imm(struct kv_receiver *r, struct rpeer *p, uint32_t qp, uint32_t imm);
-void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m);
-/* Heartbeats that are due. */
-void kvr_heartbeats(struct kv_receiver *r);
 /* A slice of each pending verification and of the poisoning of released
  * pages; true when some remain. */
 bool kvr_verify_step(struct kv_receiver *r);
-/* A slice of each pending unpacking of landed layers into the pool
- * (kv_recv_land.c); true when some remain. */
-bool kvr_unpack_step(struct kv_receiver *r);
 /* After the last layer landed, or was unpacked: verify or complete. */
 void kvr_all_landed(struct kv_receiver *r, struct rreq *q);
 char *kvr_page_addr(struct kv_receiver *r, uint32_t layer, uint32_t half, uint32_t page);

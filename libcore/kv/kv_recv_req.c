@@ -240,57 +240,72 @@ static void allocate_waiting(struct kv_receiver *r)
 	}
 }
 
-void kvr_on_req(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
+/* A REQ of an id that ended here lately (its tomb): true when p is told it
+ * is over; a rank that already saw it end starts a new request. */
+static bool req_over(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
 {
-	uint32_t need = kv_pages_for(r->g, true, m->u.request.tokens);
-	struct rreq *q = kvr_req_find(r, m->req);
-	char why[KV_REASON_MAX];
-
-	for (int i = 0; !q && i < TOMBS; i++) {
+	for (int i = 0; i < TOMBS; i++) {
 		struct tomb *t = &r->tombs[i];
 
 		if (!t->used || t->id != m->req)
 			continue;
-		/* A rank that already saw this id end starts a new request. */
 		if (t->quiesced >> p->rank & 1 || rc_now() - t->t > r->o->c.timeout_ms / 1000.0) {
 			t->used = false;
 			continue;
 		}
 		send_cancel(r, p, m->req, ECANCELED, "the request was already cancelled or failed");
-		return;
+		return true;
 	}
-	if (!q) {
-		int slot = -1;
+	return false;
+}
 
-		for (int i = 0; i < KV_MAX_SLOTS && slot < 0; i++)
-			if (!r->reqs[i].used)
-				slot = i;
-		if (slot < 0 || need > r->o->pool_pages || need > KV_MAX_REQ_PAGES ||
-		    m->u.request.tokens == 0) {
-			snprintf(why, sizeof(why),
-				 slot < 0 ? "decode rank %u holds %d requests already"
-				 : m->u.request.tokens == 0
-					 ? "decode rank %u: a request of no tokens"
-					 : "decode rank %u: pool too small: the request needs %u pages, the pool has %u",
-				 r->o->c.rank, slot < 0 ? KV_MAX_SLOTS : need, r->o->pool_pages);
-			send_cancel(r, p, m->req, ENOSPC, why);
-			return;
-		}
-		q = &r->reqs[slot];
-		q->used = true;
-		q->slot = (uint32_t)slot;
-		q->id = m->req;
-		q->tokens = m->u.request.tokens;
-		q->npages = need;
-		q->t0 = rc_now();
-		q->landed = malloc(r->g->layers * sizeof(double));
-		if (kv_tally_init(&q->tally, r->g->layers, r->g->src_tp, r->contrib) || !q->landed) {
-			kvr_cancel_req(r, q, KV_EV_FAILED, ENOMEM, "out of memory");
-			return;
-		}
-		for (uint32_t l = 0; l < r->g->layers; l++)
-			q->landed[l] = -1;
+/* The first REQ of a request: a slot for it, or p told why not; NULL then,
+ * or when it failed at once. */
+static struct rreq *req_new(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
+{
+	uint32_t need = kv_pages_for(r->g, true, m->u.request.tokens);
+	char why[KV_REASON_MAX];
+	struct rreq *q;
+	int slot = -1;
+
+	for (int i = 0; i < KV_MAX_SLOTS && slot < 0; i++)
+		if (!r->reqs[i].used)
+			slot = i;
+	if (slot < 0 || need > r->o->pool_pages || need > KV_MAX_REQ_PAGES ||
+	    m->u.request.tokens == 0) {
+		snprintf(why, sizeof(why),
+			 slot < 0 ? "decode rank %u holds %d requests already"
+			 : m->u.request.tokens == 0
+				 ? "decode rank %u: a request of no tokens"
+				 : "decode rank %u: pool too small: the request needs %u pages, the pool has %u",
+			 r->o->c.rank, slot < 0 ? KV_MAX_SLOTS : need, r->o->pool_pages);
+		send_cancel(r, p, m->req, ENOSPC, why);
+		return NULL;
 	}
+	q = &r->reqs[slot];
+	q->used = true;
+	q->slot = (uint32_t)slot;
+	q->id = m->req;
+	q->tokens = m->u.request.tokens;
+	q->npages = need;
+	q->t0 = rc_now();
+	q->landed = malloc(r->g->layers * sizeof(double));
+	if (kv_tally_init(&q->tally, r->g->layers, r->g->src_tp, r->contrib) || !q->landed) {
+		kvr_cancel_req(r, q, KV_EV_FAILED, ENOMEM, "out of memory");
+		return NULL;
+	}
+	for (uint32_t l = 0; l < r->g->layers; l++)
+		q->landed[l] = -1;
+	return q;
+}
+
+void kvr_on_req(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
+{
+	struct rreq *q = kvr_req_find(r, m->req);
+	char why[KV_REASON_MAX];
+
+	if (!q && (req_over(r, p, m) || !(q = req_new(r, p, m))))
+		return;
 	/* A REQ again refreshes nothing: a request held that way still times out. */
 	if (q->asked >> p->rank & 1)
 		return;
@@ -472,128 +487,4 @@ void kvr_all_landed(struct kv_receiver *r, struct rreq *q)
 		q->verifying = true; /* kvr_verify_step, between polls */
 	else
 		complete(r, q, 0, NULL);
-}
-
-static int geom_diff(const struct kv_geom *a, const struct kv_geom *b, char *why, size_t len)
-{
-#define DIFF(f, name) \
-	if (a->f != b->f) \
-	return snprintf(why, len, \
-			"geometry mismatch: decode rank has " name " %u, the " \
-			"source rank %u", \
-			(unsigned)a->f, (unsigned)b->f), \
-	       -1
-	DIFF(layout, "layout");
-	DIFF(page_layout, "page layout");
-	DIFF(dtype, "dtype");
-	DIFF(layers, "layers");
-	DIFF(kv_heads, "KV heads");
-	DIFF(head_dim, "head/latent dims");
-	DIFF(src_tp, "src TP");
-	DIFF(dst_tp, "dst TP");
-	DIFF(src_page_tokens, "src page tokens");
-	DIFF(dst_page_tokens, "dst page tokens");
-#undef DIFF
-	return 0;
-}
-
-/* Equal tokens, in a time that does not depend on where they differ. */
-static bool token_ok(const char *want, const char *got)
-{
-	return rc_token_equal(want, got, RC_TOKEN_MAX + 1);
-}
-
-/* Refuse a HELLO: the peer reads an ERROR that names no value of this rank
- * (its code tells a token from the rest), the operator's log the cause; the
- * connection closes once the ERROR is out (bounded by close_by). */
-static void refuse_hello(struct kv_receiver *r, struct rpeer *p, int code, const char *cause)
-{
-	struct kv_msg a = { .type = KV_MSG_ERROR };
-
-	a.u.cancel.code = code;
-	snprintf(a.u.cancel.text, sizeof(a.u.cancel.text), "%s",
-		 code == EACCES
-			 ? "HELLO refused: not authorised (a missing or wrong token)"
-			 : "HELLO refused: it does not match this decode rank (geometry, rank or "
-			   "QPs); the decode rank's log names the difference");
-	snprintf(p->why, sizeof(p->why), "HELLO refused: %s", cause);
-	kvr_send_msg(r, p, &a);
-	p->refused = true;
-	p->close_by = rc_now() + 1.0;
-}
-
-void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
-{
-	struct kv_msg a = { .type = KV_MSG_WELCOME };
-	char why[KV_REASON_MAX] = "";
-	struct rpeer *holder = r->by_rank[p->rank];
-
-	/* The connect request proved the token (kv_pd_authentic): a HELLO
-	 * carries none. One that does (an older source's habit) must carry
-	 * the right one, compared whole. */
-	if (m->u.hello.token[0] && !token_ok(r->token, m->u.hello.token)) {
-		refuse_hello(r, p, EACCES, "wrong token in HELLO");
-		return;
-	}
-	if (geom_diff(r->g, &m->u.hello.g, why, sizeof(why)) == 0) {
-		if (m->u.hello.rank != p->rank || m->u.hello.nqps != p->nqps ||
-		    m->u.hello.session != p->session)
-			snprintf(why, sizeof(why),
-				 "HELLO does not match its connect request (rank %u, "
-				 "%u data QPs)",
-				 p->rank, p->nqps);
-		else if (p->rank >= r->g->src_tp || !(r->contrib >> p->rank & 1))
-			snprintf(why, sizeof(why), "source rank %u does not feed decode rank %u",
-				 p->rank, r->o->c.rank);
-		else if (holder && holder != p && !holder->dead)
-			snprintf(why, sizeof(why),
-				 "source rank %u is connected already (from %.64s)", p->rank,
-				 holder->peer);
-		else if (m->u.hello.land == KV_PACK_ALWAYS && !r->land_off &&
-			 kv_land_applies(r->g, &r->from[p->rank]))
-			snprintf(why, sizeof(why),
-				 "source rank %u lands its route (--land always), and "
-				 "this decode rank has no landing area (its pool is GPU memory)",
-				 p->rank);
-	}
-	if (why[0]) {
-		refuse_hello(r, p, EINVAL, why);
-		return;
-	}
-	a.u.welcome.rank = r->o->c.rank;
-	a.u.welcome.pool_pages = r->o->pool_pages;
-	a.u.welcome.rkey = r->mr->rkey;
-	a.u.welcome.base = r->pool.mr_addr; /* GPU memory: the device pointer or the bounce buffer */
-	a.u.welcome.page_bytes = r->page_bytes;
-	/* Without a landing area (GPU memory), auto writes into the pool. */
-	p->land = r->land_off &&
-		  kv_land_choose((enum kv_pack)m->u.hello.land, r->g, &r->from[p->rank]);
-	a.u.welcome.land = p->land ? r->pool.mr_addr + r->land_off : 0;
-	a.u.welcome.land_units = r->land_units;
-	if (kvr_send_msg(r, p, &a) == 0) {
-		struct kv_event ev = { .kind = KV_EV_PEER_UP,
-				       .rank = p->rank,
-				       .peer = p->peer,
-				       .qps = p->nqps };
-
-		p->hello = true;
-		p->last_rx = rc_now();
-		r->by_rank[p->rank] = p;
-		kvr_emit(r, &ev);
-	}
-}
-
-void kvr_heartbeats(struct kv_receiver *r)
-{
-	double now = rc_now();
-
-	for (int i = 0; i < PEERS; i++) {
-		struct rpeer *p = &r->peers[i];
-		struct kv_msg m = { .type = KV_MSG_HB };
-
-		if (!p->used || p->dead || !p->hello || now - p->last_hb < r->o->c.hb_ms / 1000.0)
-			continue;
-		p->last_hb = now;
-		kvr_send_msg(r, p, &m);
-	}
 }

@@ -137,142 +137,11 @@ static int handshake(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 	return 0;
 }
 
-/* A route's segments, with landing offsets when it lands (land), in
- * destination order when --pack (or auto, from the write counts the plan
- * gives) packs it. */
-static int route_segs(struct kv_sender *s, const struct kv_route *r, bool land,
-		      struct kv_seg **segs, size_t *n, bool *pack, struct rc_err *err)
-{
-	uint64_t wn, wp;
-	int rc;
-
-	if (land && kv_route_bytes(s->g, r, s->o->tokens) > UINT32_MAX)
-		return rc_err_set(err, EOVERFLOW,
-				  "route %u -> %u moves %llu bytes a layer half: too many "
-				  "to land (at most 4 GiB); use --land never",
-				  r->src, r->dst,
-				  (unsigned long long)kv_route_bytes(s->g, r, s->o->tokens));
-	if ((rc = kv_segments(s->g, r, s->o->tokens, segs, n, err)))
-		return rc;
-	if (land)
-		kv_land_segments(s->g, r, *segs, *n);
-	wn = land ? kv_post_writes(*segs, *n, false, s->src_page_bytes)
-		  : kv_seg_writes(*segs, *n, false);
-	kv_segments_dst_order(*segs, *n);
-	wp = kv_gather_writes(*segs, *n, s->gather, land ? s->src_page_bytes : 0);
-	/* A device that takes no gather list where no staging was sized for a
-	 * copy (--max-sge was not 1): the route goes unpacked. */
-	*pack = kv_pack_choose(s->o->pack, kv_route_bytes(s->g, r, s->o->tokens), wn, wp) ==
-			KV_PACK_ALWAYS &&
-		(s->gather > 1 || s->copy_ok);
-	if (*pack)
-		return 0;
-	free(*segs); /* source order: where unpacked writes merge */
-	*segs = NULL;
-	if ((rc = kv_segments(s->g, r, s->o->tokens, segs, n, err)))
-		return rc;
-	if (land)
-		kv_land_segments(s->g, r, *segs, *n);
-	return 0;
-}
-
-/* Bytes of one request's staging slot: the packed routes' shares, before
- * the decode ranks said whether a route lands: as much as either way packs. */
-static int stage_size(struct kv_sender *s, struct rc_err *err)
-{
-	struct kv_route r[KV_MAX_ROUTES];
-	int n = kv_routes(s->g, r, KV_MAX_ROUTES), rc;
-
-	s->stage_slot_bytes = 0;
-	if (!s->copy_ok)
-		return 0;
-	for (int k = 0; k < n; k++) {
-		struct kv_seg *segs;
-		size_t ns;
-		bool pack = false, pk;
-
-		if (r[k].src != s->o->c.rank)
-			continue;
-		for (int land = 0; land < 2; land++) {
-			if (land && !kv_land_choose(s->o->land, s->g, &r[k]))
-				continue;
-			if ((rc = route_segs(s, &r[k], land, &segs, &ns, &pk, err)))
-				return rc;
-			free(segs);
-			pack |= pk;
-		}
-		if (pack)
-			s->stage_slot_bytes += kv_route_bytes(s->g, &r[k], s->o->tokens) *
-					       s->g->layers * kv_halves(s->g);
-	}
-	return 0;
-}
-
-/* Which heads go to which connected decode rank, as segments. */
-static int map_routes(struct kv_sender *s, struct rc_err *err)
-{
-	struct kv_route r[KV_MAX_ROUTES];
-	int n = kv_routes(s->g, r, KV_MAX_ROUTES), rc;
-	uint64_t stage = 0;
-
-	for (int k = 0; k < n; k++) {
-		struct sdst *d = NULL;
-
-		if (r[k].src != s->o->c.rank)
-			continue;
-		for (int i = 0; i < s->nd; i++)
-			if (s->d[i].rank == r[k].dst)
-				d = &s->d[i];
-		if (!d)
-			return rc_err_set(
-				err, EINVAL,
-				"source rank %u feeds decode rank %u: give its address with --connect",
-				s->o->c.rank, r[k].dst);
-		d->route = r[k];
-		/* The decode rank decided, from the same rule: WELCOME gave the area. */
-		d->land = d->land_base != 0;
-		if (d->land && !kv_land_applies(s->g, &r[k]))
-			return rc_err_set(err, EPROTO,
-					  "decode rank %u offers a landing area for a route "
-					  "that cannot land",
-					  d->rank);
-		if (d->land && d->land_units < s->dst_pages)
-			return rc_err_set(
-				err, ENOSPC,
-				"decode rank %u's landing area holds %u pages, a request "
-				"of %u tokens needs %u: serve with a larger --land-pages, or send with "
-				"--land never",
-				d->rank, d->land_units, s->o->tokens, s->dst_pages);
-		if ((rc = route_segs(s, &r[k], d->land, &d->segs, &d->nsegs, &d->pack, err)))
-			return rc;
-		s->sum->routes++;
-		s->sum->routes_landed += d->land;
-		if (!d->pack)
-			continue;
-		s->sum->routes_packed++;
-		if (s->gather > 1)
-			continue;
-		d->stage_off = stage;
-		stage += kv_route_bytes(s->g, &r[k], s->o->tokens) * s->g->layers * kv_halves(s->g);
-	}
-	if (stage > s->stage_slot_bytes)
-		return rc_err_set(err, EPROTO, "staging: %llu bytes planned, %llu mapped",
-				  (unsigned long long)s->stage_slot_bytes,
-				  (unsigned long long)stage);
-	for (int i = 0; i < s->nd; i++)
-		for (int j = 0; j < i; j++)
-			if (s->d[i].rank == s->d[j].rank)
-				return rc_err_set(err, EINVAL, "%s and %s are both decode rank %u",
-						  s->d[j].name, s->d[i].name, s->d[i].rank);
-	return 0;
-}
-
-static int setup(struct kv_sender *s, struct rc_err *err)
+/* Setup, step 1: the options against the geometry, and the pages of a
+ * request on either side. */
+static int check_opts(struct kv_sender *s, struct rc_err *err)
 {
 	const struct kv_send_opts *o = s->o;
-	struct rc_mem_spec spec;
-	uint64_t pool, stage;
-	struct rc_err e;
 	int rc;
 
 	if ((rc = kv_geom_check(s->g, err)))
@@ -297,7 +166,19 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 	s->src_page_bytes = kv_page_bytes(s->g, false);
 	s->gather = kv_gather_cap(o->max_sge);
 	s->copy_ok = s->gather < 2;
-	if ((rc = stage_size(s, err)))
+	return 0;
+}
+
+/* Setup, step 2: the source pool (a slot per request in flight, then the
+ * staging ring), the requests and the decode ranks. */
+static int alloc_pool(struct kv_sender *s, struct rc_err *err)
+{
+	const struct kv_send_opts *o = s->o;
+	struct rc_mem_spec spec;
+	uint64_t pool, stage;
+	int rc;
+
+	if ((rc = kvs_stage_size(s, err)))
 		return rc;
 	/* layers * halves * pages fits 64 bits (at most 2^34); the byte counts may not. */
 	if (__builtin_mul_overflow((uint64_t)s->g->layers * kv_halves(s->g) * s->src_pages,
@@ -327,35 +208,54 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 	s->d = calloc((size_t)o->ntargets, sizeof(*s->d));
 	if (!s->reqs || !s->d)
 		return rc_err_set(err, ENOMEM, "out of memory");
+	return 0;
+}
+
+/* Setup, step 3, for each decode rank: the control QP, the pool registered
+ * on its PD, HELLO and WELCOME, then the data QPs. */
+static int open_dst(struct kv_sender *s, struct sdst *d, const struct kv_send_target *t,
+		    struct rc_err *err)
+{
+	struct rc_err e;
+	int rc;
+
+	d->t = t;
+	snprintf(d->name, sizeof(d->name), strchr(d->t->host, ':') ? "[%s]:%s" : "%s:%s",
+		 d->t->host, d->t->port);
+	s->nd++;
+	if ((rc = connect_dst(s, d, err)))
+		return rc;
+	/* Pinning a large pool takes a while: before HELLO, since the decode
+	 * rank counts heartbeats from WELCOME on. */
+	if ((rc = rc_mem_register(&s->mem, d->ctrl->pd, IBV_ACCESS_LOCAL_WRITE, &d->mr, &e))) {
+		d->mr = NULL;
+		return rc_err_set(err, -rc, "cannot register %zu bytes of source pages: %.400s",
+				  s->pool_len, e.msg);
+	}
+	/* What the NIC reads: the pool itself, the GPU's, or its bounce buffer. */
+	s->wire_delta = s->mem.mr_addr - (uint64_t)(uintptr_t)s->pool;
+	if ((rc = handshake(s, d, err)) || (rc = connect_data(s, d, err)))
+		return rc;
+	d->last_hb = rc_now();
+	return 0;
+}
+
+static int setup(struct kv_sender *s, struct rc_err *err)
+{
+	const struct kv_send_opts *o = s->o;
+	int rc;
+
+	if ((rc = check_opts(s, err)) || (rc = alloc_pool(s, err)))
+		return rc;
 	/* Unguessable: a data QP joins this sender by its secret alone. */
 	if ((rc = rc_random_bytes(s->secret, sizeof(s->secret))) ||
 	    (rc = rc_random_bytes(&s->session, sizeof(s->session))))
 		return rc_err_set(err, -rc, "no random bytes for the session: %s", strerror(-rc));
-	for (int i = 0; i < o->ntargets; i++) {
-		struct sdst *d = &s->d[i];
-
-		d->t = &o->targets[i];
-		snprintf(d->name, sizeof(d->name), strchr(d->t->host, ':') ? "[%s]:%s" : "%s:%s",
-			 d->t->host, d->t->port);
-		s->nd++;
-		if ((rc = connect_dst(s, d, err)))
+	for (int i = 0; i < o->ntargets; i++)
+		if ((rc = open_dst(s, &s->d[i], &o->targets[i], err)))
 			return rc;
-		/* Pinning a large pool takes a while: before HELLO, since the decode
-		 * rank counts heartbeats from WELCOME on. */
-		if ((rc = rc_mem_register(&s->mem, d->ctrl->pd, IBV_ACCESS_LOCAL_WRITE, &d->mr,
-					  &e))) {
-			d->mr = NULL;
-			return rc_err_set(err, -rc,
-					  "cannot register %zu bytes of source pages: %.400s",
-					  s->pool_len, e.msg);
-		}
-		/* What the NIC reads: the pool itself, the GPU's, or its bounce buffer. */
-		s->wire_delta = s->mem.mr_addr - (uint64_t)(uintptr_t)s->pool;
-		if ((rc = handshake(s, d, err)) || (rc = connect_data(s, d, err)))
-			return rc;
-		d->last_hb = rc_now();
-	}
-	if ((rc = map_routes(s, err)))
+	/* Step 4: the routes, now that every decode rank said whether it lands. */
+	if ((rc = kvs_map_routes(s, err)))
 		return rc;
 	s->sum->gather_sge = s->gather;
 	for (int i = 0; i < s->nd; i++) {

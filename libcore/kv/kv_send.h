@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Inside kvxfer send: the state that kv_send.c (connections, the loop) and
- * kv_send_req.c (requests, posting, cancelling) share. */
+/* Inside kvxfer send: the state that kv_send.c (connections, the loop),
+ * kv_send_route.c (the routes' segments), kv_send_fill.c (a request's
+ * source slot), kv_send_req.c (requests, cancelling) and kv_send_post.c
+ * (the writes, queued and posted) share. */
 #ifndef RDMACTL_KV_SEND_H
 #define RDMACTL_KV_SEND_H
 
@@ -100,19 +102,43 @@ struct kv_sender {
 	uint32_t pages_tmp[KV_MAX_REQ_PAGES];
 };
 
-void kvs_emit(struct kv_sender *s, struct kv_event *ev);
-void kvs_send(struct kv_sender *s, struct sdst *d, struct kv_msg *m);
-void kvs_heartbeats(struct kv_sender *s);
+/* kv_send_route.c: the staging slot's size, before the handshakes, and
+ * which segments go to which connected decode rank, after them. */
+int kvs_stage_size(struct kv_sender *s, struct rc_err *err);
+int kvs_map_routes(struct kv_sender *s, struct rc_err *err);
+
+/* kv_send_fill.c */
 int kvs_admit(struct kv_sender *s, struct rc_err *err);
 /* A slice of each pending fill; true when some remain. */
 bool kvs_fill_step(struct kv_sender *s);
+
+/* kv_send_req.c */
+void kvs_emit(struct kv_sender *s, struct kv_event *ev);
+void kvs_send(struct kv_sender *s, struct sdst *d, struct kv_msg *m);
+void kvs_heartbeats(struct kv_sender *s);
 void kvs_progress(struct kv_sender *s);
-int kvs_post_queued(struct kv_sender *s, struct sdst *d);
 void kvs_on_msg(struct kv_sender *s, struct sdst *d, const struct kv_msg *m);
 void kvs_on_data_wc(struct kv_sender *s, struct sdst *d, struct sqp *q, const struct ibv_wc *wc);
 void kvs_cancel(struct kv_sender *s, struct sreq *q, enum kv_ev_kind final, int code,
 		const char *why);
 void kvs_dst_gone(struct kv_sender *s, struct sdst *d);
 double kvs_next_wake(struct kv_sender *s);
+
+/* kv_send_post.c */
+/* The CPU's view of page page of a layer half in a source slot. */
+char *kvs_src_addr(struct kv_sender *s, uint32_t slot, uint32_t layer, uint32_t half, uint32_t page);
+/* GPU memory: copy len bytes of the host copy at p to the GPU. */
+int kvs_to_gpu(struct kv_sender *s, const char *p, size_t len, struct rc_err *err);
+/* Queue the writes of one layer to one decode rank: units u0 to u1 - 1 of
+ * its segments (both halves in a row) cut into nqps * m units, QP-major:
+ * unit u goes on data QP u / m, and the last unit of a QP (u % m == m - 1)
+ * ends with its notification. The whole layer: u0 0, u1 nqps, m 1. */
+int kvs_queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int di, uint32_t l,
+		    uint32_t u0, uint32_t u1, uint32_t m, struct rc_err *err);
+int kvs_post_queued(struct kv_sender *s, struct sdst *d);
+/* Cancelling q: drop its queued writes on qp (their notifications with
+ * them) and, where unsignalled writes end the send queue, post a signalled
+ * one of no bytes after them; the count of posted writes that q waits for. */
+uint64_t kvs_unqueue(struct kv_sender *s, struct sdst *d, struct sqp *qp, struct sreq *q);
 
 #endif
