@@ -102,6 +102,86 @@ int rc_poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int max,
 	return rc;
 }
 
+/* The completions of c, got of them at wc: all of them when they succeeded;
+ * else those before the first error (which c keeps for the next call), or
+ * that error when it is the first. */
+static int take_good(struct rc_conn *c, struct ibv_wc *wc, int got, struct rc_err *err)
+{
+	for (int j = 0; j < got; j++)
+		if (wc[j].status != IBV_WC_SUCCESS) {
+			/* what succeeded before it counts first: a peer's last
+			 * message may sit just before the error its leaving
+			 * caused */
+			if (j > 0) {
+				c->late_err = wc[j];
+				c->has_late_err = true;
+				return j;
+			}
+			return rc_wc_error(c, &wc[j], err);
+		}
+	return got;
+}
+
+/* One pass over the CQs, from conns[start] round: what the first that holds
+ * completions (or a kept error) gives, with its index in *which (whose
+ * connection failed, on an error), or 0 when every CQ is empty. */
+static int poll_round(struct rc_conn *const *conns, int n, int start, struct ibv_wc *wc, int max,
+		      int *which, struct rc_err *err)
+{
+	for (int k = 0; k < n; k++) {
+		int i = (start + k) % n;
+		struct rc_conn *c = conns[i];
+		int got;
+
+		if (c->has_late_err) {
+			c->has_late_err = false;
+			if (which)
+				*which = i;
+			return rc_wc_error(c, &c->late_err, err);
+		}
+		got = ibv_poll_cq(c->cq, max, wc);
+		if (got < 0)
+			return rc_err_set(err, EIO, "cannot poll the completion queue of %s",
+					  c->peer);
+		if (got == 0)
+			continue;
+		if (which)
+			*which = i;
+		return take_good(c, wc, got, err);
+	}
+	return 0;
+}
+
+/* Sleep on the completion channels for up to left seconds: 1 when a CQ was
+ * armed just now (poll once more first: a completion may predate the
+ * arming), 0 after the sleep, or -errno. pfd has room for n. */
+static int sleep_on(struct rc_conn *const *conns, int n, struct pollfd *pfd, double left,
+		    struct rc_err *err)
+{
+	bool newly = false;
+	int r;
+
+	for (int i = 0; i < n; i++) {
+		int armed = rc_cq_arm(conns[i]);
+
+		if (armed < 0)
+			return rc_err_set(err, EIO, "cannot arm the completion queue of %s",
+					  conns[i]->peer);
+		newly |= armed > 0;
+	}
+	if (newly)
+		return 1;
+	for (int i = 0; i < n; i++)
+		pfd[i] = (struct pollfd){ .fd = conns[i]->cch->fd, .events = POLLIN };
+	r = poll(pfd, (nfds_t)n, (int)(left * 1000) + 1);
+	if (r < 0 && errno != EINTR)
+		return rc_err_set(err, errno, "poll failed: %s", strerror(errno));
+	for (int i = 0; r > 0 && i < n; i++)
+		if (pfd[i].revents & POLLIN)
+			rc_cq_ack(conns[i]);
+	return 0;
+}
+
 /* rc_poll_any with room for n descriptors at pfd. */
 static int poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int max, int timeout_ms,
 		    int *which, struct pollfd *pfd, struct rc_err *err)
@@ -113,46 +193,11 @@ static int poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int 
 	if (timeout_ms < 0)
 		timeout_ms = conns[0]->timeout_ms;
 	for (;;) {
-		bool newly = false;
-		double now;
+		int got = poll_round(conns, n, start, wc, max, which, err);
+		double now, left;
 
-		for (int k = 0; k < n; k++) {
-			int i = (start + k) % n;
-			struct rc_conn *c = conns[i];
-			int got;
-
-			if (c->has_late_err) {
-				c->has_late_err = false;
-				if (which)
-					*which = i;
-				return rc_wc_error(c, &c->late_err, err);
-			}
-			got = ibv_poll_cq(c->cq, max, wc);
-			if (got < 0)
-				return rc_err_set(err, EIO,
-						  "cannot poll the completion queue of %s", c->peer);
-			if (got == 0)
-				continue;
-			for (int j = 0; j < got; j++)
-				if (wc[j].status != IBV_WC_SUCCESS) {
-					/* what succeeded before it counts first: a
-					 * peer's last message may sit just before the
-					 * error its leaving caused */
-					if (j > 0) {
-						c->late_err = wc[j];
-						c->has_late_err = true;
-						if (which)
-							*which = i;
-						return j;
-					}
-					if (which)
-						*which = i; /* whose connection failed */
-					return rc_wc_error(c, &wc[j], err);
-				}
-			if (which)
-				*which = i;
+		if (got)
 			return got;
-		}
 		start = (start + 1) % n;
 		/* Busy polling reads the clock once in 1024 spins: a clock read costs
 		 * as much as a poll, and the first poll needs none at all. */
@@ -161,31 +206,14 @@ static int poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int 
 		now = rc_now();
 		if (deadline == 0)
 			deadline = now + timeout_ms / 1000.0;
-		double left = deadline - now;
-
+		left = deadline - now;
 		if (left <= 0)
 			return -ETIMEDOUT;
 		if (conns[0]->busy_poll)
 			continue;
-		for (int i = 0; i < n; i++) {
-			int armed = rc_cq_arm(conns[i]);
-
-			if (armed < 0)
-				return rc_err_set(err, EIO, "cannot arm the completion queue of %s",
-						  conns[i]->peer);
-			newly |= armed > 0;
-		}
-		if (newly)
-			continue; /* poll once more: a completion may predate the arming */
-		for (int i = 0; i < n; i++)
-			pfd[i] = (struct pollfd){ .fd = conns[i]->cch->fd, .events = POLLIN };
-		int r = poll(pfd, (nfds_t)n, (int)(left * 1000) + 1);
-
-		if (r < 0 && errno != EINTR)
-			return rc_err_set(err, errno, "poll failed: %s", strerror(errno));
-		for (int i = 0; r > 0 && i < n; i++)
-			if (pfd[i].revents & POLLIN)
-				rc_cq_ack(conns[i]);
+		got = sleep_on(conns, n, pfd, left, err);
+		if (got < 0)
+			return got;
 	}
 }
 

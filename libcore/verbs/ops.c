@@ -165,14 +165,9 @@ static int complete_upto(struct engine *e, int qi, uint64_t seq, struct rc_err *
 	return 0;
 }
 
-int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struct rc_err *err)
+/* The parameters a transfer cannot run with. */
+static int stream_check(const struct rc_stream *s, struct rc_err *err)
 {
-	struct engine e = { .s = s };
-	struct ibv_wc wc[POLL_BATCH];
-	double t0;
-	int rc = 0;
-
-	memset(res, 0, sizeof(*res));
 	if (s->nconns < 1 || s->nconns > 64 || s->depth < 1 || !s->chunk)
 		return rc_err_set(err, EINVAL, "invalid transfer parameters");
 	if (s->chunk > (1u << 30))
@@ -180,82 +175,121 @@ int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struc
 				  s->chunk);
 	if ((s->drain || s->fill) && s->nconns != 1)
 		return rc_err_set(err, EINVAL, "a streamed transfer needs exactly one connection");
-	e.depth = s->depth;
-	for (int i = 0; i < s->nconns; i++)
-		if (e.depth > s->conns[i]->sq_depth)
-			e.depth = s->conns[i]->sq_depth;
-	e.sig_every =
-		(s->fill || s->drain || s->lat_us || s->signal_every < 1) ? 1 : s->signal_every;
-	if (e.sig_every > e.depth)
-		e.sig_every = e.depth;
 	if (s->batch < 1 || s->batch > MAX_BATCH)
 		return rc_err_set(err, EINVAL, "post batch must be 1..%d", MAX_BATCH);
-	e.span = s->iters ? (s->total / s->chunk) * s->chunk : 0;
-	if (s->iters && !e.span)
+	if (s->iters && s->total / s->chunk == 0) /* the span, (total / chunk) * chunk, is 0 */
 		return rc_err_set(err, EINVAL, "the remote span is smaller than one message");
-	if (!s->iters && !s->total)
-		return 0;
-	e.q = calloc((size_t)s->nconns, sizeof(*e.q));
-	if (!e.q)
+	return 0;
+}
+
+/* The engine of s: its depth and signalling, and a queue per connection. */
+static int engine_init(struct engine *e, const struct rc_stream *s, struct rc_err *err)
+{
+	e->s = s;
+	e->depth = s->depth;
+	for (int i = 0; i < s->nconns; i++)
+		if (e->depth > s->conns[i]->sq_depth)
+			e->depth = s->conns[i]->sq_depth;
+	e->sig_every =
+		(s->fill || s->drain || s->lat_us || s->signal_every < 1) ? 1 : s->signal_every;
+	if (e->sig_every > e->depth)
+		e->sig_every = e->depth;
+	e->span = s->iters ? (s->total / s->chunk) * s->chunk : 0;
+	e->q = calloc((size_t)s->nconns, sizeof(*e->q));
+	if (!e->q)
 		return rc_err_set(err, ENOMEM, "out of memory");
 	for (int i = 0; i < s->nconns; i++) {
-		e.q[i].next_k = (uint64_t)i;
-		e.q[i].more = true;
-		e.q[i].sq.depth = e.depth;
-		e.q[i].sq.signal_every = e.sig_every;
-		e.q[i].slots = calloc((size_t)e.depth, sizeof(struct slot));
-		if (!e.q[i].slots) {
-			rc = rc_err_set(err, ENOMEM, "out of memory");
-			goto out;
-		}
+		e->q[i].next_k = (uint64_t)i;
+		e->q[i].more = true;
+		e->q[i].sq.depth = e->depth;
+		e->q[i].sq.signal_every = e->sig_every;
+		e->q[i].slots = calloc((size_t)e->depth, sizeof(struct slot));
+		if (!e->q[i].slots)
+			return rc_err_set(err, ENOMEM, "out of memory");
 	}
-	t0 = rc_now();
-	for (;;) {
-		uint64_t outstanding = 0;
-		bool more = false;
-		int which = 0, n;
+	return 0;
+}
 
-		for (int i = 0; i < s->nconns; i++) {
-			if (e.q[i].more) {
-				rc = post_some(&e, i, err);
-				if (rc)
-					goto out;
-			}
-			more |= e.q[i].more;
-			outstanding += e.q[i].sq.posted - e.q[i].sq.done;
-		}
-		if (!outstanding && !more)
-			break;
-		n = rc_poll_any(s->conns, s->nconns, wc, POLL_BATCH,
-				s->timeout_ms > 0 ? s->timeout_ms : -1, &which, err);
-		if (n == -ETIMEDOUT) {
-			rc = rc_err_set(
-				err, ETIMEDOUT,
-				"no completion from %s within %d ms (%llu %s operations outstanding)",
-				s->conns[0]->peer,
-				s->timeout_ms > 0 ? s->timeout_ms : s->conns[0]->timeout_ms,
-				(unsigned long long)outstanding, rc_op_name(s->op));
-			goto out;
-		}
-		if (n < 0) {
-			rc = n;
-			goto out;
-		}
-		for (int j = 0; j < n; j++) {
-			rc = complete_upto(&e, which, wc[j].wr_id & RC_WRID_MASK, err);
+static void engine_free(struct engine *e)
+{
+	if (!e->q)
+		return;
+	for (int i = 0; i < e->s->nconns; i++)
+		free(e->q[i].slots);
+	free(e->q);
+}
+
+/* Post what every queue has room for; *outstanding: the work requests in
+ * flight then, *more: whether any queue has pieces left to post. */
+static int post_all(struct engine *e, uint64_t *outstanding, bool *more, struct rc_err *err)
+{
+	*outstanding = 0;
+	*more = false;
+	for (int i = 0; i < e->s->nconns; i++) {
+		if (e->q[i].more) {
+			int rc = post_some(e, i, err);
+
 			if (rc)
-				goto out;
+				return rc;
 		}
-		if (s->progress)
-			s->progress(s->progress_arg, e.bytes,
-				    s->iters ? s->iters * s->chunk : s->total);
+		*more |= e->q[i].more;
+		*outstanding += e->q[i].sq.posted - e->q[i].sq.done;
 	}
-	res->seconds = rc_now() - t0;
-out:
+	return 0;
+}
+
+/* Wait for completions (outstanding are in flight) and count them done. */
+static int reap(struct engine *e, uint64_t outstanding, struct rc_err *err)
+{
+	const struct rc_stream *s = e->s;
+	struct ibv_wc wc[POLL_BATCH];
+	int which = 0, n, rc;
+
+	n = rc_poll_any(s->conns, s->nconns, wc, POLL_BATCH, s->timeout_ms > 0 ? s->timeout_ms : -1,
+			&which, err);
+	if (n == -ETIMEDOUT)
+		return rc_err_set(err, ETIMEDOUT,
+				  "no completion from %s within %d ms (%llu %s operations outstanding)",
+				  s->conns[0]->peer,
+				  s->timeout_ms > 0 ? s->timeout_ms : s->conns[0]->timeout_ms,
+				  (unsigned long long)outstanding, rc_op_name(s->op));
+	if (n < 0)
+		return n;
+	for (int j = 0; j < n; j++) {
+		rc = complete_upto(e, which, wc[j].wr_id & RC_WRID_MASK, err);
+		if (rc)
+			return rc;
+	}
+	if (s->progress)
+		s->progress(s->progress_arg, e->bytes, s->iters ? s->iters * s->chunk : s->total);
+	return 0;
+}
+
+int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struct rc_err *err)
+{
+	struct engine e = { .s = s };
+	double t0;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	rc = stream_check(s, err);
+	if (rc || (!s->iters && !s->total))
+		return rc;
+	rc = engine_init(&e, s, err);
+	t0 = rc_now();
+	while (!rc) {
+		uint64_t outstanding;
+		bool more;
+
+		rc = post_all(&e, &outstanding, &more, err);
+		if (rc || (!outstanding && !more))
+			break;
+		rc = reap(&e, outstanding, err);
+	}
+	if (!rc)
+		res->seconds = rc_now() - t0;
 	res->bytes = e.bytes;
 	res->ops = e.ops;
-	for (int i = 0; i < s->nconns; i++)
-		free(e.q[i].slots);
-	free(e.q);
+	engine_free(&e);
 	return rc;
 }
