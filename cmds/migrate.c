@@ -277,6 +277,99 @@ static int read_blocks(struct ctx *ctx, struct mig_plan *p, const char *path, co
 	return rc;
 }
 
+/* The two servers: SOURCE (HOST:PORT/REGION, or a name in etcd) and DEST. */
+static int parse_servers(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+			 struct mig_plan *p)
+{
+	int rc;
+
+	if (v->npos != 2)
+		return usage_err(
+			ctx,
+			"migrate: give the source and the destination, HOST:PORT/REGION HOST:PORT/REGION");
+	/* A source named through etcd: its key says where it is now, and the
+	 * cutover points it at the destination. */
+	if (!strncmp(v->pos[0], "etcd://", 7)) {
+		if (opt_on(v, MIG_WHOLE) || opt_on(v, MIG_BLOCKS))
+			return usage_err(
+				ctx,
+				"migrate: a source named through etcd is for a live move (its key changes at the cutover), not --blocks or --whole");
+		if ((rc = etcd_name_parse(ctx, c->name, v->pos[0], &p->en)))
+			return rc;
+		if (rc_parse_target(v->pos[1], &p->o.dst))
+			return usage_err(
+				ctx,
+				"migrate: invalid destination '%s': expected HOST:PORT/REGION, HOST/REGION or [IPV6]:PORT/REGION",
+				v->pos[1]);
+		if ((rc = etcd_name_resolve(ctx, &p->en, &p->o.src, NULL)))
+			return rc;
+		p->o.etcd = p->en.server;
+		p->o.etcd_ns = p->en.ns;
+	}
+	for (int i = p->o.etcd ? 1 : 0; i < 2; i++)
+		if (rc_parse_target(v->pos[i], i ? &p->o.dst : &p->o.src))
+			return usage_err(
+				ctx,
+				"migrate: invalid %s '%s': expected HOST:PORT/REGION, HOST/REGION or [IPV6]:PORT/REGION",
+				i ? "destination" : "source", v->pos[i]);
+	if (p->o.src.region[0] && p->o.dst.region[0] && strcmp(p->o.src.region, p->o.dst.region))
+		return usage_err(ctx, "migrate: the region keeps its name: '%s' cannot become '%s'",
+				 p->o.src.region, p->o.dst.region);
+	if (!strcmp(p->o.src.host, p->o.dst.host) && !strcmp(p->o.src.port, p->o.dst.port))
+		return usage_err(ctx, "migrate: the source and the destination are the same server");
+	return 0;
+}
+
+/* The mode: live, or --blocks FILE (in *format) or --whole, with the
+ * options that go with each. */
+static int parse_mode(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		      struct mig_plan *p, const char *const *formats, int *format)
+{
+	int rc;
+
+	if (opt_on(v, MIG_WHOLE) && opt_on(v, MIG_BLOCKS))
+		return usage_err(ctx, "migrate: give --blocks FILE (or -) or --whole, not both");
+	p->live = !opt_on(v, MIG_WHOLE) && !opt_on(v, MIG_BLOCKS);
+	for (int i = MIG_MAX_ROUNDS; i <= MIG_KEEP_SOURCE; i++)
+		if (!p->live && opt_on(v, i))
+			return usage_err(
+				ctx,
+				"migrate: --%s is for a live move (without --blocks or --whole)",
+				migrate_opts[i].name);
+	p->lo = (struct rc_migrate_live){ .max_rounds = 8,
+					  .dirty_bytes = 256 << 10,
+					  .verify = !opt_on(v, MIG_NO_VERIFY),
+					  .keep_source = opt_on(v, MIG_KEEP_SOURCE) };
+	if ((rc = opt_int_at(ctx, c, v, MIG_MAX_ROUNDS, 2, RC_MIGRATE_MAX_ROUNDS - 1,
+			     &p->lo.max_rounds)) ||
+	    (rc = opt_size_at(ctx, c, v, MIG_DIRTY, &p->lo.dirty_bytes)))
+		return rc;
+	if ((rc = opt_word_at(ctx, c, v, MIG_FORMAT, formats, format)))
+		return rc;
+	if (opt_on(v, MIG_FORMAT) && !opt_on(v, MIG_BLOCKS))
+		return usage_err(ctx, "migrate: --format goes with --blocks");
+	if (!strcmp(opt_arg(v, MIG_BLOCKS) ? opt_arg(v, MIG_BLOCKS) : "", "-") && ctx->session)
+		return usage_err(ctx, "migrate: in the shell, give --blocks FILE");
+	return 0;
+}
+
+/* The tokens, and the tests' hooks. */
+static int parse_tokens(struct ctx *ctx, const struct opt_vals *v, struct mig_plan *p)
+{
+	int rc;
+
+	if ((rc = opt_token(ctx, v, MIG_TOKEN, MIG_TOKEN_FILE, p->token_buf, &p->o.token)))
+		return rc;
+	if ((rc = opt_admin_token_at(ctx, v, MIG_ADMIN_TOKEN_FILE, p->admin)))
+		return rc;
+	p->o.admin_token = p->admin[0] ? p->admin : NULL;
+	if (getenv("RDMACTL_TEST_PAUSE_BEFORE_FENCE")) {
+		p->lo.before_fence = pause_before_fence;
+		p->lo.arg = (void *)getenv("RDMACTL_TEST_PAUSE_BEFORE_FENCE");
+	}
+	return lose_dirty_hook(ctx, &p->lo);
+}
+
 static int parse(struct ctx *ctx, int argc, char **argv, struct mig_plan *p)
 {
 	static const char *const formats[] = { "auto", "text", "json", NULL };
@@ -287,73 +380,8 @@ static int parse(struct ctx *ctx, int argc, char **argv, struct mig_plan *p)
 	rc = opts_parse(ctx, c, argc, argv, &v);
 	if (rc)
 		return rc < 0 ? rc : 1;
-	if (v.npos != 2)
-		return usage_err(
-			ctx,
-			"migrate: give the source and the destination, HOST:PORT/REGION HOST:PORT/REGION");
-	/* A source named through etcd: its key says where it is now, and the
-	 * cutover points it at the destination. */
-	if (!strncmp(v.pos[0], "etcd://", 7)) {
-		if (opt_on(&v, MIG_WHOLE) || opt_on(&v, MIG_BLOCKS))
-			return usage_err(
-				ctx,
-				"migrate: a source named through etcd is for a live move (its key changes at the cutover), not --blocks or --whole");
-		if ((rc = etcd_name_parse(ctx, c->name, v.pos[0], &p->en)))
-			return rc;
-		if (rc_parse_target(v.pos[1], &p->o.dst))
-			return usage_err(
-				ctx,
-				"migrate: invalid destination '%s': expected HOST:PORT/REGION, HOST/REGION or [IPV6]:PORT/REGION",
-				v.pos[1]);
-		if ((rc = etcd_name_resolve(ctx, &p->en, &p->o.src, NULL)))
-			return rc;
-		p->o.etcd = p->en.server;
-		p->o.etcd_ns = p->en.ns;
-	}
-	for (int i = p->o.etcd ? 1 : 0; i < 2; i++)
-		if (rc_parse_target(v.pos[i], i ? &p->o.dst : &p->o.src))
-			return usage_err(
-				ctx,
-				"migrate: invalid %s '%s': expected HOST:PORT/REGION, HOST/REGION or [IPV6]:PORT/REGION",
-				i ? "destination" : "source", v.pos[i]);
-	if (p->o.src.region[0] && p->o.dst.region[0] && strcmp(p->o.src.region, p->o.dst.region))
-		return usage_err(ctx, "migrate: the region keeps its name: '%s' cannot become '%s'",
-				 p->o.src.region, p->o.dst.region);
-	if (!strcmp(p->o.src.host, p->o.dst.host) && !strcmp(p->o.src.port, p->o.dst.port))
-		return usage_err(ctx, "migrate: the source and the destination are the same server");
-	if (opt_on(&v, MIG_WHOLE) && opt_on(&v, MIG_BLOCKS))
-		return usage_err(ctx, "migrate: give --blocks FILE (or -) or --whole, not both");
-	p->live = !opt_on(&v, MIG_WHOLE) && !opt_on(&v, MIG_BLOCKS);
-	for (int i = MIG_MAX_ROUNDS; i <= MIG_KEEP_SOURCE; i++)
-		if (!p->live && opt_on(&v, i))
-			return usage_err(
-				ctx,
-				"migrate: --%s is for a live move (without --blocks or --whole)",
-				migrate_opts[i].name);
-	p->lo = (struct rc_migrate_live){ .max_rounds = 8,
-					  .dirty_bytes = 256 << 10,
-					  .verify = !opt_on(&v, MIG_NO_VERIFY),
-					  .keep_source = opt_on(&v, MIG_KEEP_SOURCE) };
-	if ((rc = opt_int_at(ctx, c, &v, MIG_MAX_ROUNDS, 2, RC_MIGRATE_MAX_ROUNDS - 1,
-			     &p->lo.max_rounds)) ||
-	    (rc = opt_size_at(ctx, c, &v, MIG_DIRTY, &p->lo.dirty_bytes)))
-		return rc;
-	if ((rc = opt_word_at(ctx, c, &v, MIG_FORMAT, formats, &f)))
-		return rc;
-	if (opt_on(&v, MIG_FORMAT) && !opt_on(&v, MIG_BLOCKS))
-		return usage_err(ctx, "migrate: --format goes with --blocks");
-	if (!strcmp(opt_arg(&v, MIG_BLOCKS) ? opt_arg(&v, MIG_BLOCKS) : "", "-") && ctx->session)
-		return usage_err(ctx, "migrate: in the shell, give --blocks FILE");
-	if ((rc = opt_token(ctx, &v, MIG_TOKEN, MIG_TOKEN_FILE, p->token_buf, &p->o.token)))
-		return rc;
-	if ((rc = opt_admin_token_at(ctx, &v, MIG_ADMIN_TOKEN_FILE, p->admin)))
-		return rc;
-	p->o.admin_token = p->admin[0] ? p->admin : NULL;
-	if (getenv("RDMACTL_TEST_PAUSE_BEFORE_FENCE")) {
-		p->lo.before_fence = pause_before_fence;
-		p->lo.arg = (void *)getenv("RDMACTL_TEST_PAUSE_BEFORE_FENCE");
-	}
-	if ((rc = lose_dirty_hook(ctx, &p->lo)))
+	if ((rc = parse_servers(ctx, c, &v, p)) || (rc = parse_mode(ctx, c, &v, p, formats, &f)) ||
+	    (rc = parse_tokens(ctx, &v, p)))
 		return rc;
 	p->o.dev_name = ctx->dev_name;
 	p->o.timeout_ms = ctx->timeout_ms;

@@ -2,9 +2,9 @@
 /*
  * rdmactl multicast: one root pushes a blob (model weights) to every other
  * rank of a group, flat, as a chain or as a tree of relays. The options are
- * read here (parse); the group (rc_group_join) and the multicast
- * (libcore/mcast) do the work (run); the root prints one report of every
- * receiver (report).
+ * read in multicast_args.c (multicast_parse); the group (rc_group_join) and
+ * the multicast (libcore/mcast) do the work (run); the root prints one
+ * report of every receiver (report).
  */
 #include <errno.h>
 #include <math.h>
@@ -18,217 +18,11 @@
 #include <rdmactl/mcast.h>
 #include <rdmactl/parse.h>
 
-#include "client_cmds.h"
-#include "cmds.h"
-#include "group_cmds.h"
+#include "multicast.h"
 #include "svg.h"
 
-#define MULTICAST_OPTS(X) \
-	GROUP_OPTS(X, MC) \
-	X(MC_ROOT, "root", 0, "R", "the rank that sends (default 0)") \
-	X(MC_FILE, "file", 'f', "FILE", "root: the blob to send", COMP_FILE) \
-	X(MC_PATTERN, "pattern", 'P', "PATTERN", \
-	  "root: send zero, seq or random:SEED instead of a file") \
-	X(MC_SIZE, "size", 'S', "SIZE", "root: bytes of the pattern (K, M, G suffixes)") \
-	X(MC_CHUNK, "chunk", 0, "SIZE", "bytes per write (default 256K)") \
-	X(MC_RING, "ring", 0, "N", \
-	  "chunks in each receiver's ring of buffers, 1 to 256 (default 16)") \
-	X(MC_OUT, "out", 'O', "FILE", \
-	  "receivers: write the blob to FILE as it arrives (%r: the rank)", COMP_FILE) \
-	X(MC_MEM, "mem", 'm', "KIND", \
-	  "receive ring memory: host, hugepage or cuda:N (default host)", COMP_WORDS, \
-	  "host|hugepage|cuda") \
-	X(MC_BLOCK_SIZES, "block-sizes", 0, "LIST", \
-	  "the blob's blocks (layers) in order, e.g. 1M,4M,4M: when each became usable") \
-	X(MC_ALGO, "algo", 'a', "ALGO", \
-	  "flat (the root writes to every rank), chain (each rank to the " \
-	  "next) or tree (each relay to --fanout children) (default tree); each rank connects to its " \
-	  "parent and its children, and the root to every rank (the reports)", \
-	  COMP_WORDS, "flat|chain|tree") \
-	X(MC_FANOUT, "fanout", 0, "K", "tree: children per relay (default 2)") \
-	X(MC_LINK_BW, "link-bw", 0, "RATE", \
-	  "link rate for the ideal: 100Gbit, 12.5GB (per s) or bytes/s (default: measured)") \
-	X(MC_SVG, "svg", 0, "FILE", \
-	  "root: draw each receiver's first and last chunk on one timeline (SVG)", COMP_FILE) \
-	X(MC_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping") \
-	X(MC_RANKS_PER_NODE, "ranks-per-node", 0, "N", \
-	  "--plan: ranks per node, for figures per node") \
-	X(MC_PLAN, "plan", 0, NULL, \
-	  "size the job and exit, no device, rendezvous or rank needed: " \
-	  "per rank the QPs, CQs, message rings, registered bytes and connect rounds that --algo's " \
-	  "connections give, the job's totals and barrier tree depth (needs --world; --rank details " \
-	  "that rank)")
-
-enum { MULTICAST_OPTS(OPT_INDEX) MC_NOPTS };
 static const struct cmd_opt multicast_opts[] = { MULTICAST_OPTS(OPT_ENTRY) OPT_END };
 OPTS_BOUND(multicast_opts, MC_NOPTS);
-
-static const char *const algo_words[] = { "flat", "chain", "tree", NULL };
-
-struct mc_cli {
-	struct group_args grp;
-	const char *svg;
-	struct rc_mcast_opts run;
-	const char *file;
-	const char *pattern;
-	char out_path[4096];
-	bool busy_poll;
-	bool plan;
-	int ranks_per_node;   /* --plan: 0 or ranks per node */
-	int fd;               /* root: the file; receivers: --out */
-	struct progress prog; /* the line on a terminal: bytes sent (root) or received */
-	uint64_t block_ends[RC_MCAST_BLOCKS_MAX];
-};
-
-static int block_list(struct ctx *ctx, struct mc_cli *m, const char *s)
-{
-	char buf[4096], *save = NULL;
-	uint64_t end = 0;
-	int n = 0;
-
-	if (strlen(s) >= sizeof(buf))
-		return usage_err(ctx, "--block-sizes: the list is too long");
-	snprintf(buf, sizeof(buf), "%s", s);
-	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		uint64_t b;
-
-		if (rc_parse_size(t, &b) || !b)
-			return usage_err(ctx, "--block-sizes: '%s' is not a size above 0", t);
-		if (n == RC_MCAST_BLOCKS_MAX)
-			return usage_err(ctx, "--block-sizes: at most %d blocks",
-					 RC_MCAST_BLOCKS_MAX);
-		end += b;
-		m->block_ends[n++] = end;
-	}
-	if (!n)
-		return usage_err(ctx, "--block-sizes: no block");
-	m->run.block_ends = m->block_ends;
-	m->run.nblocks = n;
-	return 0;
-}
-
-/* --out with %r replaced by the rank. */
-static int out_path(struct ctx *ctx, struct mc_cli *m, const char *tmpl)
-{
-	size_t o = 0;
-
-	for (const char *p = tmpl; *p; p++) {
-		int w;
-
-		if (p[0] == '%' && p[1] == 'r') {
-			w = snprintf(m->out_path + o, sizeof(m->out_path) - o, "%d",
-				     m->grp.who.rank);
-			p++;
-		} else {
-			w = snprintf(m->out_path + o, sizeof(m->out_path) - o, "%c", *p);
-		}
-		if (w < 0 || (size_t)w >= sizeof(m->out_path) - o)
-			return usage_err(ctx, "--out: the path is too long");
-		o += (size_t)w;
-	}
-	return 0;
-}
-
-/* A test hook, kept out of the help: RDMACTL_TEST_CORRUPT_BYTE=OFFSET on a
- * receiver flips that byte of its own copy, so that the digest checks are
- * seen to fail (tests/rxe/multicast.bats). */
-static int test_hook(struct ctx *ctx, struct mc_cli *m)
-{
-	const char *at = getenv("RDMACTL_TEST_CORRUPT_BYTE");
-
-	if (!at || !*at || m->grp.who.rank == m->run.shape.root)
-		return 0;
-	if (rc_parse_u64(at, &m->run.corrupt_at))
-		return usage_err(ctx, "RDMACTL_TEST_CORRUPT_BYTE='%s' is not a byte offset", at);
-	m->run.corrupt = true;
-	return 0;
-}
-
-static int parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
-{
-	const struct cmd *c = &cmd_multicast;
-	int root = 0, algo = RC_MCAST_TREE, fanout = 2, ring = 16, rc;
-	uint64_t size = 0, chunk = 256 << 10;
-	double bw = 0;
-	const char *mem = opt_arg(v, MC_MEM), *blocks = opt_arg(v, MC_BLOCK_SIZES);
-
-	m->plan = opt_on(v, MC_PLAN);
-	if ((rc = m->plan ? group_plan_args(ctx, c, v, MC_RANK, "multicast", &m->grp)
-			  : group_args_parse(ctx, c, v, MC_RANK, &m->grp)) ||
-	    (rc = m->plan ? group_plan_rpn(ctx, c, v, MC_RANKS_PER_NODE, m->grp.who.world,
-					   &m->ranks_per_node)
-			  : 0) ||
-	    (rc = opt_int_at(ctx, c, v, MC_ROOT, 0, 1 << 20, &root)) ||
-	    (rc = opt_word_at(ctx, c, v, MC_ALGO, algo_words, &algo)) ||
-	    (rc = opt_int_at(ctx, c, v, MC_FANOUT, 1, RC_GROUP_MAX, &fanout)) ||
-	    (rc = opt_int_at(ctx, c, v, MC_RING, 1, 256, &ring)) ||
-	    (rc = opt_size_at(ctx, c, v, MC_SIZE, &size)) ||
-	    (rc = opt_size_at(ctx, c, v, MC_CHUNK, &chunk)) ||
-	    (rc = opt_rate_at(ctx, c, v, MC_LINK_BW, 1, &bw)))
-		return rc;
-	if (m->grp.who.world < 2)
-		return usage_err(
-			ctx,
-			"multicast needs a root and at least one receiver (the world size is %d)",
-			m->grp.who.world);
-	if (root >= m->grp.who.world)
-		return usage_err(ctx, "--root %d is not a rank of the group (ranks 0 to %d)", root,
-				 m->grp.who.world - 1);
-	if (opt_on(v, MC_FANOUT) && algo != RC_MCAST_TREE)
-		return usage_err(ctx, "--fanout applies to --algo tree only");
-	if (!chunk || chunk > (1u << 30))
-		return usage_err(ctx, "--chunk must be between 1 byte and 1G");
-	if ((uint64_t)ring * chunk > (64ull << 30))
-		return usage_err(ctx, "--ring %d of --chunk %llu is more than 64G of buffers", ring,
-				 (unsigned long long)chunk);
-	m->file = opt_arg(v, MC_FILE);
-	m->pattern = opt_arg(v, MC_PATTERN);
-	if (opt_on(v, MC_RANKS_PER_NODE) && !m->plan)
-		return usage_err(ctx, "--ranks-per-node applies to --plan only");
-	if (m->grp.who.rank == root && !m->plan) {
-		if (!m->file == !m->pattern)
-			return usage_err(ctx,
-					 "the root sends --file FILE or --pattern P --size SIZE");
-		if (m->file && opt_on(v, MC_SIZE))
-			return usage_err(ctx,
-					 "--size goes with --pattern; a --file sends all of itself");
-		if (m->pattern && !rc_pattern_valid(m->pattern))
-			return usage_err(ctx, "--pattern '%s': expected zero, seq or random:SEED",
-					 m->pattern);
-		if (m->pattern && !opt_on(v, MC_SIZE))
-			return usage_err(ctx, "--pattern needs --size SIZE");
-	}
-	m->run.mem.kind = RC_MEM_HOST;
-	if (mem && rc_mem_parse(mem, &m->run.mem.kind, &m->run.mem.gpu))
-		return usage_err(ctx, "--mem '%s': expected host, hugepage or cuda:N", mem);
-	if (m->run.mem.kind == RC_MEM_FILE)
-		return usage_err(ctx, "--mem file is not a ring memory; give --out FILE instead");
-	if (m->run.mem.kind == RC_MEM_CUDA && !rc_mem_gpu_built())
-		return fail(ctx, -ENOTSUP, "--mem %s: this rdmactl was built without CUDA", mem);
-	if (blocks && (rc = block_list(ctx, m, blocks)))
-		return rc;
-	if (opt_arg(v, MC_OUT) && (rc = out_path(ctx, m, opt_arg(v, MC_OUT))))
-		return rc;
-	m->busy_poll = opt_on(v, MC_BUSY_POLL);
-	m->svg = opt_arg(v, MC_SVG);
-	if (!m->grp.rendezvous && !m->plan)
-		return usage_err(ctx,
-				 "multicast needs --rendezvous etcd://HOST:PORT/JOB or file:PATH");
-	m->run.shape.algo = (enum rc_mcast_algo)algo;
-	m->run.shape.world = m->grp.who.world;
-	m->run.shape.root = root;
-	m->run.shape.fanout = fanout;
-	m->run.size = size;
-	m->run.chunk = (uint32_t)chunk;
-	m->run.ring = ring;
-	m->run.link_bw = bw;
-	m->run.timeout_ms = ctx->timeout_ms;
-	if (m->plan)
-		return 0;
-	if ((rc = group_rendezvous_ready(ctx, "multicast", &m->grp)))
-		return rc;
-	return test_hook(ctx, m);
-}
 
 static int read_blob(void *arg, uint64_t off, void *buf, size_t len, struct rc_err *err)
 {
@@ -646,7 +440,7 @@ static int do_multicast(struct ctx *ctx, int argc, char **argv)
 
 	if (rc)
 		return rc < 0 ? rc : 0;
-	rc = parse(ctx, &v, &m);
+	rc = multicast_parse(ctx, &v, &m);
 	if (!rc)
 		rc = m.plan ? plan_print(ctx, &m) : run(ctx, &m);
 	return rc;

@@ -291,73 +291,49 @@ static int register_serve(struct ctx *ctx, const struct register_args *a, struct
 	}
 }
 
-static int do_register(struct ctx *ctx, int argc, char **argv)
+/* Signals arrive through a descriptor, so shutdown is an ordinary step.
+ * In the shell the server goes on in the background instead, its events
+ * queued in the session until the next prompt. */
+static int register_signals(struct ctx *ctx, struct rc_server_opts *so, sigset_t *mask, int *sfd)
 {
-	const struct cmd *c = &cmd_register;
-	struct rc_server_opts so = { .gid_index = ctx->gid_index,
-				     .on_event = register_on_event,
-				     .arg = ctx };
-	struct register_args *a;
-	struct rc_server *s = NULL;
-	struct rc_etcd *etcd = NULL;
-	struct opt_vals v;
-	struct rc_err e;
-	sigset_t mask;
-	int sfd = -1, rc, rc2;
-	double started = rc_wall(rc_now());
-	struct metrics m;
-
-	metrics_init(&m);
-	metrics_label(&m, "command", "register");
-
-	rc = opts_parse(ctx, c, argc, argv, &v);
-	if (rc)
-		return rc < 0 ? rc : 0;
-	a = calloc(1, sizeof(*a));
-	if (!a)
-		return fail(ctx, -ENOMEM, "out of memory");
-	rc = register_parse(ctx, c, &v, a);
-	if (rc) {
-		free(a);
-		return rc;
-	}
-
-	/* Signals arrive through a descriptor, so shutdown is an ordinary step.
-	 * In the shell the server goes on in the background instead, its events
-	 * queued in the session until the next prompt. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
+	sigemptyset(mask);
+	sigaddset(mask, SIGINT);
+	sigaddset(mask, SIGTERM);
+	sigaddset(mask, SIGHUP);
 	if (ctx->session)
-		session_server_opts(ctx->session, &so);
+		session_server_opts(ctx->session, so);
 	else
-		sigprocmask(SIG_BLOCK, &mask, NULL);
-	sfd = ctx->session ? -1 : signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (!ctx->session && sfd < 0) {
-		rc = fail(ctx, -errno, "signalfd: %s", strerror(errno));
-		goto out;
-	}
-	rc = register_start(ctx, a, &so, &s);
+		sigprocmask(SIG_BLOCK, mask, NULL);
+	*sfd = ctx->session ? -1 : signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (!ctx->session && *sfd < 0)
+		return fail(ctx, -errno, "signalfd: %s", strerror(errno));
+	return 0;
+}
+
+/* In the shell: the session serves s in the background from here on. */
+static int register_background(struct ctx *ctx, struct rc_server *s)
+{
+	struct rc_err e;
+	int rc = session_serve(ctx->session, s, &e);
+
 	if (rc)
-		goto out;
-	register_print(ctx, s);
-	if (a->etcd[0] && (rc = register_publish(ctx, a, s, &etcd)))
-		goto out;
-	if (ctx->session) {
-		rc = session_serve(ctx->session, s, &e);
-		if (rc) {
-			rc = fail(ctx, rc, "%s", e.msg);
-			goto out;
-		}
-		if (!out_is_json(&ctx->out))
-			out_log(&ctx->out,
-				"serving in the background on %s:%u: 'regions' lists, 'unregister' stops",
-				session_served(ctx->session, session_nserved(ctx->session) - 1)->addr,
-				session_served(ctx->session, session_nserved(ctx->session) - 1)->port);
-		free(a);
-		return 0;
-	}
+		return fail(ctx, rc, "%s", e.msg);
+	if (!out_is_json(&ctx->out))
+		out_log(&ctx->out,
+			"serving in the background on %s:%u: 'regions' lists, 'unregister' stops",
+			session_served(ctx->session, session_nserved(ctx->session) - 1)->addr,
+			session_served(ctx->session, session_nserved(ctx->session) - 1)->port);
+	return 0;
+}
+
+/* On the command line: serve until a signal, and take that signal. */
+static int register_foreground(struct ctx *ctx, const struct register_args *a, struct rc_server *s,
+			       int sfd, double started)
+{
+	struct signalfd_siginfo si;
+	struct rc_err e;
+	int rc;
+
 	if (!out_is_json(&ctx->out))
 		out_log(&ctx->out, "serving %d region%s on %s:%u (%s); stop with Ctrl-C or SIGTERM",
 			rc_server_nregions(s), rc_server_nregions(s) == 1 ? "" : "s",
@@ -365,16 +341,24 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 			rc_server_listener(s)->dev_name);
 	rc = register_serve(ctx, a, s, sfd, started, &e);
 	if (rc)
-		rc = fail(ctx, rc, "%s", e.msg);
-	else {
-		struct signalfd_siginfo si;
+		return fail(ctx, rc, "%s", e.msg);
+	/* Consume the signal, or unblocking it afterwards would deliver it. */
+	while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		;
+	return 0;
+}
 
-		/* Consume the signal, or unblocking it below would deliver it. */
-		while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-			;
-	}
-out:
-	/* The lease is revoked first: the keys naming this server go with it. */
+/* Stop, after rc (the first failure, or 0): the lease first, the keys naming
+ * this server go with it; then the server, with --metrics' last file. */
+static int register_stop(struct ctx *ctx, const struct register_args *a, struct rc_server *s,
+			 struct rc_etcd *etcd, double started, int rc)
+{
+	struct metrics m;
+	struct rc_err e;
+	int rc2;
+
+	metrics_init(&m);
+	metrics_label(&m, "command", "register");
 	rc_etcd_close(etcd);
 	if (a->metrics && s)
 		server_metrics(&m, s, started, false);
@@ -393,6 +377,50 @@ out:
 		out_str(&ctx->out, "event", "stopped\n", "stopped");
 		out_event(&ctx->out);
 	}
+	return rc;
+}
+
+static int do_register(struct ctx *ctx, int argc, char **argv)
+{
+	const struct cmd *c = &cmd_register;
+	struct rc_server_opts so = { .gid_index = ctx->gid_index,
+				     .on_event = register_on_event,
+				     .arg = ctx };
+	struct register_args *a;
+	struct rc_server *s = NULL;
+	struct rc_etcd *etcd = NULL;
+	struct opt_vals v;
+	sigset_t mask;
+	int sfd = -1, rc;
+	double started = rc_wall(rc_now());
+
+	rc = opts_parse(ctx, c, argc, argv, &v);
+	if (rc)
+		return rc < 0 ? rc : 0;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return fail(ctx, -ENOMEM, "out of memory");
+	rc = register_parse(ctx, c, &v, a);
+	if (rc) {
+		free(a);
+		return rc;
+	}
+	if ((rc = register_signals(ctx, &so, &mask, &sfd)) || (rc = register_start(ctx, a, &so, &s)))
+		goto out;
+	register_print(ctx, s);
+	if (a->etcd[0] && (rc = register_publish(ctx, a, s, &etcd)))
+		goto out;
+	if (ctx->session) {
+		rc = register_background(ctx, s);
+		if (!rc) {
+			free(a);
+			return 0;
+		}
+		goto out;
+	}
+	rc = register_foreground(ctx, a, s, sfd, started);
+out:
+	rc = register_stop(ctx, a, s, etcd, started, rc);
 	if (sfd >= 0)
 		close(sfd);
 	if (!ctx->session)

@@ -177,7 +177,7 @@ int opt_size_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, 
 int opt_u64_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, uint64_t *out);
 int opt_int_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, int min,
 	       int max, int *out);
-/* By index: a rate in bytes/s (opt_rate_at in opts.c: "100Gbit", "12.5GB"; a
+/* By index: a rate in bytes/s (opt_rate_at in opt_values.c: "100Gbit", "12.5GB"; a
  * bare number is in bare_unit bytes/s, a bare "100G" is refused). */
 int opt_rate_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
 		double bare_unit, double *out);

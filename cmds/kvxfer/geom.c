@@ -125,75 +125,86 @@ static int flag_int(struct ctx *ctx, const struct cmd *c, const struct opt_vals 
 	return 0;
 }
 
+/* The values as given: --model FILE's (kept in *model while in points into
+ * it), then the flags over them. */
+static int geom_given(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		      struct gin *in, json_t **model)
+{
+	static const int ints[] = { KVX_LAYERS,          KVX_KV_HEADS,    KVX_HEAD_DIM,
+				    KVX_LATENT_DIM,      KVX_PAGE_TOKENS, KVX_SRC_PAGE_TOKENS,
+				    KVX_DST_PAGE_TOKENS, KVX_SRC_TP,      KVX_DST_TP };
+	int64_t *slots[] = { &in->layers,     &in->kv_heads,    &in->head_dim,
+			     &in->latent_dim, &in->page_tokens, &in->src_pt,
+			     &in->dst_pt,     &in->src_tp,      &in->dst_tp };
+	int rc;
+
+	if (opt_on(v, KVX_MODEL) && (rc = model_file(ctx, opt_arg(v, KVX_MODEL), in, model)))
+		return rc;
+	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
+		if ((rc = flag_int(ctx, c, v, ints[i], slots[i])))
+			return rc;
+	if (opt_on(v, KVX_LAYOUT))
+		in->layout = opt_arg(v, KVX_LAYOUT);
+	if (opt_on(v, KVX_PAGE_LAYOUT))
+		in->page_layout = opt_arg(v, KVX_PAGE_LAYOUT);
+	if (opt_on(v, KVX_DTYPE))
+		in->dtype = opt_arg(v, KVX_DTYPE);
+	return 0;
+}
+
+/* The words: layout, page layout and dtype. */
+static int geom_words(struct ctx *ctx, const struct gin *in, struct kv_geom *g)
+{
+	if (in->layout && kv_layout_parse(in->layout, &g->layout))
+		return usage_err(ctx, "invalid layout '%s': expected paged or mla", in->layout);
+	if (in->page_layout && kv_page_layout_parse(in->page_layout, &g->page_layout))
+		return usage_err(ctx, "invalid page layout '%s': expected nhd or hnd",
+				 in->page_layout);
+	if (in->dtype && kv_dtype_parse(in->dtype, &g->dtype))
+		return usage_err(ctx, "invalid dtype '%s': expected bf16, fp16 or fp8", in->dtype);
+	return 0;
+}
+
+/* The layers, and the heads the layout has: paged, KV heads of head_dim;
+ * mla, one latent of latent_dim (stored as one head). */
+static int geom_heads(struct ctx *ctx, const struct kv_geom *g, struct gin *in)
+{
+	if (in->layers < 0)
+		return usage_err(ctx, "kvxfer: give --layers (or --model FILE)");
+	if (g->layout == KV_LAYOUT_MLA) {
+		if (in->kv_heads >= 0 || in->head_dim >= 0)
+			return usage_err(
+				ctx,
+				"kvxfer: the mla layout has no heads: give --latent-dim, not --kv-heads or --head-dim");
+		if (in->latent_dim < 0)
+			return usage_err(ctx, "kvxfer: the mla layout needs --latent-dim");
+		in->kv_heads = 1;
+		in->head_dim = in->latent_dim;
+		return 0;
+	}
+	if (in->latent_dim >= 0)
+		return usage_err(ctx, "kvxfer: --latent-dim goes with --layout mla");
+	if (in->kv_heads < 0 || in->head_dim < 0)
+		return usage_err(
+			ctx,
+			"kvxfer: the paged layout needs --kv-heads and --head-dim (or --model FILE)");
+	return 0;
+}
+
 int kvxfer_geom(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, struct kv_geom *g,
 		char *name, size_t namelen)
 {
 	struct gin in = { NULL, NULL, NULL, NULL, -1, -1, -1, -1, -1, -1, -1, -1, -1 };
-	static const int ints[] = { KVX_LAYERS,          KVX_KV_HEADS,    KVX_HEAD_DIM,
-				    KVX_LATENT_DIM,      KVX_PAGE_TOKENS, KVX_SRC_PAGE_TOKENS,
-				    KVX_DST_PAGE_TOKENS, KVX_SRC_TP,      KVX_DST_TP };
-	int64_t *slots[] = { &in.layers,     &in.kv_heads,    &in.head_dim,
-			     &in.latent_dim, &in.page_tokens, &in.src_pt,
-			     &in.dst_pt,     &in.src_tp,      &in.dst_tp };
 	json_t *model = NULL;
 	struct rc_err e;
-	int rc = 0;
+	int rc;
 
 	memset(g, 0, sizeof(*g));
 	if (name && namelen)
 		name[0] = '\0';
-	if (opt_on(v, KVX_MODEL) && (rc = model_file(ctx, opt_arg(v, KVX_MODEL), &in, &model)))
+	if ((rc = geom_given(ctx, c, v, &in, &model)) || (rc = geom_words(ctx, &in, g)) ||
+	    (rc = geom_heads(ctx, g, &in)))
 		goto out;
-	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
-		if ((rc = flag_int(ctx, c, v, ints[i], slots[i])))
-			goto out;
-	if (opt_on(v, KVX_LAYOUT))
-		in.layout = opt_arg(v, KVX_LAYOUT);
-	if (opt_on(v, KVX_PAGE_LAYOUT))
-		in.page_layout = opt_arg(v, KVX_PAGE_LAYOUT);
-	if (opt_on(v, KVX_DTYPE))
-		in.dtype = opt_arg(v, KVX_DTYPE);
-	if (in.layout && kv_layout_parse(in.layout, &g->layout)) {
-		rc = usage_err(ctx, "invalid layout '%s': expected paged or mla", in.layout);
-		goto out;
-	}
-	if (in.page_layout && kv_page_layout_parse(in.page_layout, &g->page_layout)) {
-		rc = usage_err(ctx, "invalid page layout '%s': expected nhd or hnd", in.page_layout);
-		goto out;
-	}
-	if (in.dtype && kv_dtype_parse(in.dtype, &g->dtype)) {
-		rc = usage_err(ctx, "invalid dtype '%s': expected bf16, fp16 or fp8", in.dtype);
-		goto out;
-	}
-	if (in.layers < 0) {
-		rc = usage_err(ctx, "kvxfer: give --layers (or --model FILE)");
-		goto out;
-	}
-	if (g->layout == KV_LAYOUT_MLA) {
-		if (in.kv_heads >= 0 || in.head_dim >= 0) {
-			rc = usage_err(
-				ctx,
-				"kvxfer: the mla layout has no heads: give --latent-dim, not --kv-heads or --head-dim");
-			goto out;
-		}
-		if (in.latent_dim < 0) {
-			rc = usage_err(ctx, "kvxfer: the mla layout needs --latent-dim");
-			goto out;
-		}
-		in.kv_heads = 1;
-		in.head_dim = in.latent_dim;
-	} else {
-		if (in.latent_dim >= 0) {
-			rc = usage_err(ctx, "kvxfer: --latent-dim goes with --layout mla");
-			goto out;
-		}
-		if (in.kv_heads < 0 || in.head_dim < 0) {
-			rc = usage_err(
-				ctx,
-				"kvxfer: the paged layout needs --kv-heads and --head-dim (or --model FILE)");
-			goto out;
-		}
-	}
 	g->layers = (uint32_t)in.layers;
 	g->kv_heads = (uint32_t)in.kv_heads;
 	g->head_dim = (uint32_t)in.head_dim;

@@ -463,22 +463,10 @@ static int corrupt_hook(struct ctx *ctx, struct kv_send_opts *o)
 	return 0;
 }
 
-int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
+/* --connect, each decode rank (given as often as there are), and --tokens. */
+static int send_targets(struct ctx *ctx, const struct opt_vals *v, struct kv_send_opts *o,
+			struct kv_send_target *targets)
 {
-	struct kv_send_target targets[REPEAT_MAX];
-	struct kv_send_opts o = { .nqps = 1, .inflight = 1 };
-	struct run_ctx r = { ctx, true };
-	uint64_t tokens = 0;
-	struct kv_summary sum;
-	const char *lc;
-	struct rc_err e;
-	sigset_t mask;
-	int rc, nqps = 1, inflight = 1, sge = KV_GATHER_MAX;
-
-	if ((rc = common(ctx, c, v, &o.c)))
-		return rc;
-	if (!opt_on(v, KVX_REQUESTS))
-		o.c.requests = 1;
 	if (!opt_on(v, KVX_CONNECT) || !opt_on(v, KVX_TOKENS))
 		return usage_err(
 			ctx,
@@ -489,50 +477,90 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 		if (rc_parse_target(v->multi[i], &t) || t.region[0])
 			return usage_err(ctx, "invalid --connect '%s': expected ADDR:PORT",
 					 v->multi[i]);
-		snprintf(targets[o.ntargets].host, sizeof(targets[0].host), "%s", t.host);
-		snprintf(targets[o.ntargets].port, sizeof(targets[0].port), "%s", t.port);
-		o.ntargets++;
+		snprintf(targets[o->ntargets].host, sizeof(targets[0].host), "%s", t.host);
+		snprintf(targets[o->ntargets].port, sizeof(targets[0].port), "%s", t.port);
+		o->ntargets++;
 	}
+	return 0;
+}
+
+/* A request's size and pace: --tokens, --qps, --inflight, --layer-compute-us,
+ * checked against the geometry and this rank. */
+static int send_load(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		     struct kv_send_opts *o)
+{
+	int rc, nqps = 1, inflight = 1;
+	uint64_t tokens = 0;
+	const char *lc;
+
 	if ((rc = opt_u64_at(ctx, c, v, KVX_TOKENS, &tokens)) ||
 	    (rc = opt_int_at(ctx, c, v, KVX_QPS, 1, KV_MAX_QPS, &nqps)) ||
 	    (rc = opt_int_at(ctx, c, v, KVX_INFLIGHT, 1, 64, &inflight)))
 		return rc;
-	o.nqps = (uint32_t)nqps;
-	o.inflight = (uint32_t)inflight;
+	o->nqps = (uint32_t)nqps;
+	o->inflight = (uint32_t)inflight;
 	if (tokens < 1 || tokens > UINT32_MAX)
 		return usage_err(ctx, "invalid --tokens %llu: expected at least 1",
 				 (unsigned long long)tokens);
-	if (o.c.rank >= o.c.g.src_tp)
+	if (o->c.rank >= o->c.g.src_tp)
 		return usage_err(ctx, "kvxfer send: --rank %u, but --src-tp %u has ranks 0 to %u",
-				 o.c.rank, o.c.g.src_tp, o.c.g.src_tp - 1);
-	if (kv_pages_for(&o.c.g, true, (uint32_t)tokens) > KV_MAX_REQ_PAGES)
+				 o->c.rank, o->c.g.src_tp, o->c.g.src_tp - 1);
+	if (kv_pages_for(&o->c.g, true, (uint32_t)tokens) > KV_MAX_REQ_PAGES)
 		return usage_err(ctx, "kvxfer send: %llu tokens take more than %d destination pages",
 				 (unsigned long long)tokens, KV_MAX_REQ_PAGES);
 	if ((lc = opt_arg(v, KVX_LAYER_COMPUTE_US))) {
 		char *end;
 
-		o.layer_compute_us = strtod(lc, &end);
-		if (end == lc || *end || !isfinite(o.layer_compute_us) || o.layer_compute_us < 0 ||
-		    o.layer_compute_us > 1e7)
+		o->layer_compute_us = strtod(lc, &end);
+		if (end == lc || *end || !isfinite(o->layer_compute_us) ||
+		    o->layer_compute_us < 0 || o->layer_compute_us > 1e7)
 			return usage_err(ctx,
 					 "invalid --layer-compute-us '%s': expected 0 to 10000000",
 					 lc);
 	}
-	o.tokens = (uint32_t)tokens;
-	o.bind_addr = opt_arg(v, KVX_BIND);
-	o.no_stream = opt_on(v, KVX_NO_STREAM);
+	o->tokens = (uint32_t)tokens;
+	return 0;
+}
+
+/* How the bytes go: --bind, --no-stream, --max-sge, the source pages'
+ * memory, --pack and --land. */
+static int send_path(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		     struct kv_send_opts *o)
+{
+	int rc, sge = KV_GATHER_MAX;
+
+	o->bind_addr = opt_arg(v, KVX_BIND);
+	o->no_stream = opt_on(v, KVX_NO_STREAM);
 	if ((rc = opt_int_at(ctx, c, v, KVX_MAX_SGE, 1, KV_GATHER_MAX, &sge)))
 		return rc;
-	o.max_sge = (uint32_t)sge;
-	if ((rc = mem_opts(ctx, v, "send", &o.mem)))
+	o->max_sge = (uint32_t)sge;
+	if ((rc = mem_opts(ctx, v, "send", &o->mem)))
 		return rc;
-	if (opt_on(v, KVX_PACK) && kv_pack_parse(opt_arg(v, KVX_PACK), &o.pack))
+	if (opt_on(v, KVX_PACK) && kv_pack_parse(opt_arg(v, KVX_PACK), &o->pack))
 		return usage_err(ctx, "invalid --pack '%s': expected auto, always or never",
 				 opt_arg(v, KVX_PACK));
-	if (opt_on(v, KVX_LAND) && kv_pack_parse(opt_arg(v, KVX_LAND), &o.land))
+	if (opt_on(v, KVX_LAND) && kv_pack_parse(opt_arg(v, KVX_LAND), &o->land))
 		return usage_err(ctx, "invalid --land '%s': expected auto, always or never",
 				 opt_arg(v, KVX_LAND));
-	if ((rc = corrupt_hook(ctx, &o)))
+	return 0;
+}
+
+int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
+{
+	struct kv_send_target targets[REPEAT_MAX];
+	struct kv_send_opts o = { .nqps = 1, .inflight = 1 };
+	struct run_ctx r = { ctx, true };
+	struct kv_summary sum;
+	struct rc_err e;
+	sigset_t mask;
+	int rc;
+
+	if ((rc = common(ctx, c, v, &o.c)))
+		return rc;
+	if (!opt_on(v, KVX_REQUESTS))
+		o.c.requests = 1;
+	if ((rc = send_targets(ctx, v, &o, targets)) || (rc = send_load(ctx, c, v, &o)) ||
+	    (rc = send_path(ctx, c, v, &o)) || (rc = corrupt_hook(ctx, &o)))
 		return rc;
 	o.targets = targets;
 	o.c.on_event = on_event;

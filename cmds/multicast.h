@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/* rdmactl multicast, between its two files: the options and what they ask
+ * (multicast_args.c parses and checks them, multicast.c runs and reports). */
+#ifndef RDMACTL_CMDS_MULTICAST_H
+#define RDMACTL_CMDS_MULTICAST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rdmactl/mcast.h>
+
+#include "client_cmds.h"
+#include "cmds.h"
+#include "group_cmds.h"
+
+#define MULTICAST_OPTS(X) \
+	GROUP_OPTS(X, MC) \
+	X(MC_ROOT, "root", 0, "R", "the rank that sends (default 0)") \
+	X(MC_FILE, "file", 'f', "FILE", "root: the blob to send", COMP_FILE) \
+	X(MC_PATTERN, "pattern", 'P', "PATTERN", \
+	  "root: send zero, seq or random:SEED instead of a file") \
+	X(MC_SIZE, "size", 'S', "SIZE", "root: bytes of the pattern (K, M, G suffixes)") \
+	X(MC_CHUNK, "chunk", 0, "SIZE", "bytes per write (default 256K)") \
+	X(MC_RING, "ring", 0, "N", \
+	  "chunks in each receiver's ring of buffers, 1 to 256 (default 16)") \
+	X(MC_OUT, "out", 'O', "FILE", \
+	  "receivers: write the blob to FILE as it arrives (%r: the rank)", COMP_FILE) \
+	X(MC_MEM, "mem", 'm', "KIND", \
+	  "receive ring memory: host, hugepage or cuda:N (default host)", COMP_WORDS, \
+	  "host|hugepage|cuda") \
+	X(MC_BLOCK_SIZES, "block-sizes", 0, "LIST", \
+	  "the blob's blocks (layers) in order, e.g. 1M,4M,4M: when each became usable") \
+	X(MC_ALGO, "algo", 'a', "ALGO", \
+	  "flat (the root writes to every rank), chain (each rank to the " \
+	  "next) or tree (each relay to --fanout children) (default tree); each rank connects to its " \
+	  "parent and its children, and the root to every rank (the reports)", \
+	  COMP_WORDS, "flat|chain|tree") \
+	X(MC_FANOUT, "fanout", 0, "K", "tree: children per relay (default 2)") \
+	X(MC_LINK_BW, "link-bw", 0, "RATE", \
+	  "link rate for the ideal: 100Gbit, 12.5GB (per s) or bytes/s (default: measured)") \
+	X(MC_SVG, "svg", 0, "FILE", \
+	  "root: draw each receiver's first and last chunk on one timeline (SVG)", COMP_FILE) \
+	X(MC_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping") \
+	X(MC_RANKS_PER_NODE, "ranks-per-node", 0, "N", \
+	  "--plan: ranks per node, for figures per node") \
+	X(MC_PLAN, "plan", 0, NULL, \
+	  "size the job and exit, no device, rendezvous or rank needed: " \
+	  "per rank the QPs, CQs, message rings, registered bytes and connect rounds that --algo's " \
+	  "connections give, the job's totals and barrier tree depth (needs --world; --rank details " \
+	  "that rank)")
+
+enum { MULTICAST_OPTS(OPT_INDEX) MC_NOPTS };
+
+/* What multicast was asked, parsed and checked, and what its run holds. */
+struct mc_cli {
+	struct group_args grp;
+	const char *svg;
+	struct rc_mcast_opts run;
+	const char *file;
+	const char *pattern;
+	char out_path[4096];
+	bool busy_poll;
+	bool plan;
+	int ranks_per_node;   /* --plan: 0 or ranks per node */
+	int fd;               /* root: the file; receivers: --out */
+	struct progress prog; /* the line on a terminal: bytes sent (root) or received */
+	uint64_t block_ends[RC_MCAST_BLOCKS_MAX];
+};
+
+/* Parse: every option checked, the rendezvous too, before any device. */
+int multicast_parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m);
+
+#endif
