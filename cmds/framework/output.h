@@ -69,7 +69,8 @@ void out_arr_end(struct out *o);
 
 /* Record an error. err is a positive errno value (or 0). */
 void out_err(struct out *o, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void out_verr(struct out *o, int err, const char *fmt, va_list ap);
+void out_verr(struct out *o, int err, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
 /* The symbolic name of a positive errno (the JSON error "code"), NULL for a
  * value the C library does not know. */
 const char *out_errno_name(int err);
