@@ -52,19 +52,25 @@ layer_includes() {
 		sed -E 's/.*<rdmactl\/([a-z_]+)\.h>/\1/' | sort -u
 }
 
-@test "libcore's layers depend one way: base <- verbs <- region, kv, topo, group <- a2a, mcast; topo, group <- sweep; region <- migrate" {
-	local layer h allowed bad=
+# layer_tables: owner[HEADER], the layer that owns each public header; may[LAYER],
+# the layers (and headers) whose public headers LAYER may include.
+layer_tables() {
 	# Which layer owns each public header.
-	declare -A owner=([err]=base [parse]=base [export]=base [sha256]=base [etcd]=base [version]=base [dev]=verbs [mem]=verbs
+	declare -gA owner=([err]=base [parse]=base [export]=base [sha256]=base [etcd]=base [version]=base [dev]=verbs [mem]=verbs
 		[conn]=verbs [ops]=verbs [ctrl]=region [server]=region [client]=region
 		[kv]=kv [topo]=topo [group]=group [a2a]=a2a [mcast]=mcast [migrate]=migrate [sweep]=sweep
 		[rdmactl]=umbrella)
-	declare -A may=([base]="base" [verbs]="base verbs" [region]="base verbs region"
+	declare -gA may=([base]="base" [verbs]="base verbs" [region]="base verbs region"
 		[kv]="base verbs kv ctrl" [topo]="base verbs topo" [group]="base verbs group"
 		[a2a]="base verbs group a2a" [mcast]="base verbs group mcast"
 		[migrate]="base verbs region migrate"
 		[sweep]="base verbs topo group sweep"
 		[umbrella]="base verbs region kv topo group a2a mcast migrate sweep")
+}
+
+@test "libcore's layers depend one way: base <- verbs <- region, kv, topo, group <- a2a, mcast; topo, group <- sweep; region <- migrate" {
+	local layer h allowed bad=
+	layer_tables
 	# rdmactl/rdmactl.h, the umbrella, includes every public header; no
 	# layer includes it.
 	# kv frames its control messages with the region protocol's header:
@@ -88,4 +94,61 @@ layer_includes() {
 		done
 	done
 	[ -z "$bad" ] || fail "$bad"
+}
+
+# layer_sees BUILD LAYER: the public headers LAYER compiles against (the
+# links in BUILD/libcore/include-LAYER/rdmactl/, libcore/CMakeLists.txt).
+layer_sees() {
+	local f
+	for f in "$1/libcore/include-$2/rdmactl/"*.h; do
+		[[ -e $f ]] || continue
+		f=${f##*/}
+		echo "${f%.h}"
+	done
+}
+
+@test "the build gives each layer only its own headers and those below: what it sees is what it may include" {
+	local b=${RDMACTL_BUILD_DIR:-$ROOT/build} layer h bad= flags
+	layer_tables
+	for layer in base verbs region kv topo group a2a mcast migrate sweep; do
+		[[ -d $b/libcore/include-$layer/rdmactl ]] || { bad+="no $b/libcore/include-$layer"$'\n'; continue; }
+		# it sees every header of its own
+		for h in "${!owner[@]}"; do
+			[[ ${owner[$h]} != "$layer" || -e $b/libcore/include-$layer/rdmactl/$h.h ]] ||
+				bad+="$layer does not see its own rdmactl/$h.h"$'\n'
+		done
+		for h in $(layer_sees "$b" "$layer"); do
+			[[ " ${may[$layer]} " == *" ${owner[$h]:-none} "* || " ${may[$layer]} " == *" $h "* ]] ||
+				bad+="$layer sees rdmactl/$h.h (${owner[$h]:-owned by no layer})"$'\n'
+		done
+		# and its sources compile against that folder, not the whole API
+		flags=$b/libcore/$layer/CMakeFiles/rdmacore_$layer.dir/flags.make
+		if [[ -f $flags ]]; then
+			grep -qE -- "-I$b/libcore/include-$layer( |$)" "$flags" || bad+="$layer is not compiled against include-$layer"$'\n'
+			! grep -qE -- "-I$ROOT/libcore/include( |$)" "$flags" || bad+="$layer is compiled against the whole include/"$'\n'
+		fi
+	done
+	[ -z "$bad" ] || fail "$bad"
+}
+
+@test "an upward include fails to compile in a layer; a downward one compiles" {
+	local b=${RDMACTL_BUILD_DIR:-$ROOT/build}
+	command -v cc >/dev/null || fail "no C compiler"
+	[[ -d $b/libcore/include-verbs ]] || fail "no $b/libcore/include-verbs: configure first"
+	printf '#include <rdmactl/mem.h>\n#include <rdmactl/err.h>\nint f(void);\n' >"$BATS_TEST_TMPDIR/down.c"
+	printf '#include <rdmactl/group.h>\nint f(void);\n' >"$BATS_TEST_TMPDIR/up.c"
+	run cc -fsyntax-only $(pkg-config --cflags libibverbs 2>/dev/null) -I "$b/libcore/include-verbs" \
+		"$BATS_TEST_TMPDIR/down.c"
+	assert_success
+	run cc -fsyntax-only -I "$b/libcore/include-verbs" "$BATS_TEST_TMPDIR/up.c"
+	assert_failure
+	assert_output --partial "rdmactl/group.h"
+	# kv sees region's protocol header, not its server
+	printf '#include <rdmactl/ctrl.h>\nint f(void);\n' >"$BATS_TEST_TMPDIR/kv_ctrl.c"
+	printf '#include <rdmactl/server.h>\nint f(void);\n' >"$BATS_TEST_TMPDIR/kv_server.c"
+	run cc -fsyntax-only -I "$b/libcore/include-kv" "$BATS_TEST_TMPDIR/kv_ctrl.c"
+	assert_success
+	run cc -fsyntax-only -I "$b/libcore/include-kv" "$BATS_TEST_TMPDIR/kv_server.c"
+	assert_failure
+	assert_output --partial "rdmactl/server.h"
 }
