@@ -162,6 +162,18 @@ int group_take_msg(struct rc_group *g, int j, void *out, size_t len, double dead
 int group_sends_acked(struct rc_group *g, double deadline, bool skip_dead, struct rc_err *err);
 /* Reap completions and CM events for up to timeout_ms. 0 or -errno. */
 int group_progress(struct rc_group *g, int timeout_ms, struct rc_err *err);
+/* One slice of waiting: reap for a while, or -ETIMEDOUT at the deadline. */
+int group_wait_slice(struct rc_group *g, double deadline, struct rc_err *err);
+/* -ECONNRESET: peer j left the group (or failed, and why) while what. */
+int group_peer_gone(struct rc_group *g, int j, const char *what, struct rc_err *err);
+/* The next message in peer j's box, of len bytes, checked, into out: 1, 0
+ * when the box is empty, or -errno (the waits of group_take_msg are the
+ * caller's). */
+int group_pop_msg(struct rc_group *g, int j, void *out, size_t len, struct rc_err *err);
+/* wr_id user bit of a write's piece that is not its last: its completion
+ * frees a send-queue slot but is not a write done (group_onesided.c posts
+ * the pieces, group_progress counts them). */
+#define PIECE_NOT_LAST (1ULL << 40)
 /* partial: the ranks agree on the pairs that could not connect, which
  * leave the plan, and the tree is built again around them; -EHOSTUNREACH
  * naming the ranks that the pairs left cut off (group_links.c). */

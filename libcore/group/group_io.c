@@ -1,25 +1,21 @@
 // SPDX-License-Identifier: MIT
 /*
- * The group at work: completions reaped from every connection in one place
- * (receives become mailbox entries or immediate-data counts), control
- * exchanges, an allgather and a barrier on a tree of the connections, and
- * waits that name the ranks they wait for.
+ * The group's mailbox: completions reaped from every connection in one place
+ * (receives become mailbox entries or immediate-data counts) with the CM
+ * events, the waits that name the peer they wait for, control messages to
+ * one peer and back, and the ABORT and FIN messages of giving up and
+ * closing.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <rdmactl/ops.h>
 
 #include "group_int.h"
-#include "rdv_int.h"
 
 #define SLICE_MS 100
-/* wr_id user bit of a write's piece that is not its last: its completion
- * frees a send-queue slot but is not a write done. */
-#define PIECE_NOT_LAST (1ULL << 40)
 
 static void mark_dead(struct rdma_cm_event *ev)
 {
@@ -179,7 +175,7 @@ int group_progress(struct rc_group *g, int timeout_ms, struct rc_err *err)
 }
 
 /* One slice of waiting: reap, or fail at the deadline. */
-static int wait_slice(struct rc_group *g, double deadline, struct rc_err *err)
+int group_wait_slice(struct rc_group *g, double deadline, struct rc_err *err)
 {
 	double left = deadline - rc_now();
 
@@ -188,7 +184,7 @@ static int wait_slice(struct rc_group *g, double deadline, struct rc_err *err)
 	return group_progress(g, left * 1000 < SLICE_MS ? (int)(left * 1000) + 1 : SLICE_MS, err);
 }
 
-static int peer_gone(struct rc_group *g, int j, const char *what, struct rc_err *err)
+int group_peer_gone(struct rc_group *g, int j, const char *what, struct rc_err *err)
 {
 	if (g->peers[j].failed)
 		return rc_err_set(err, ECONNRESET, "%s failed while %s: %s", g->peers[j].c->peer,
@@ -213,185 +209,7 @@ uint64_t rc_group_writes_done(const struct rc_group *g, int peer)
 
 int rc_group_peer_error(struct rc_group *g, int peer, const char *what, struct rc_err *err)
 {
-	return peer_gone(g, peer, what, err);
-}
-
-struct write_pieces {
-	struct rc_group *g;
-	int j;
-	uint8_t *laddr;
-	uint32_t lkey;
-	uint64_t raddr;
-	uint32_t rkey;
-	int channel;
-	uint32_t seq;
-	double deadline;
-	struct rc_err *err;
-};
-
-static int sq_room(struct write_pieces *w)
-{
-	struct rc_group *g = w->g;
-	struct gpeer *p = &g->peers[w->j];
-	int rc;
-
-	while (p->sends_out >= g->o.sq_depth - 2) {
-		rc = wait_slice(g, w->deadline, w->err);
-		if (rc == -ETIMEDOUT)
-			return rc_err_set(w->err, ETIMEDOUT,
-					  "writes to %s did not complete within %d ms", p->c->peer,
-					  g->o.timeout_ms);
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
-static int write_piece(void *arg, uint64_t off, uint32_t len, bool last)
-{
-	struct write_pieces *w = arg;
-	struct rc_group *g = w->g;
-	struct gpeer *p = &g->peers[w->j];
-	bool imm = last && w->channel >= 0;
-	int rc;
-
-	if ((rc = sq_room(w)))
-		return rc;
-	rc = rc_post_rdma(p->c, imm ? RC_OP_WRITE_IMM : RC_OP_WRITE,
-			  w->laddr ? w->laddr + off : NULL, len, w->lkey, w->raddr + off, w->rkey,
-			  (uint32_t)w->channel << 24 | (w->seq & 0xffffff),
-			  (uint64_t)w->j | (last ? 0 : PIECE_NOT_LAST), true, w->err);
-	if (!rc)
-		p->sends_out++;
-	return rc;
-}
-
-int rc_group_write_imm(struct rc_group *g, int j, void *laddr, uint64_t len, uint32_t lkey,
-		       uint64_t raddr, uint32_t rkey, int channel, uint32_t seq, struct rc_err *err)
-{
-	struct gpeer *p = &g->peers[j];
-	struct write_pieces w = { .g = g,
-				  .j = j,
-				  .laddr = laddr,
-				  .lkey = lkey,
-				  .raddr = raddr,
-				  .rkey = rkey,
-				  .channel = channel,
-				  .seq = seq,
-				  .deadline = rc_now() + g->o.timeout_ms / 1000.0,
-				  .err = err };
-
-	if (!p->c || channel < -1 || channel >= IMM_CHANNELS)
-		return rc_err_set(err, EINVAL, "no connection to rank %d", j);
-	if (p->dead && g->o.keep_going)
-		return peer_gone(g, j, "writing to it", err);
-	if (!p->max_msg)
-		p->max_msg = rc_conn_max_msg(p->c);
-	/* a block larger than the port's largest message goes in pieces;
-	 * only the last carries the immediate data, and RC lands them in order */
-	return rc_split_len(len, p->max_msg, write_piece, &w);
-}
-
-int rc_group_read(struct rc_group *g, int j, void *laddr, uint32_t len, uint32_t lkey,
-		  uint64_t raddr, uint32_t rkey, struct rc_err *err)
-{
-	struct write_pieces w = { .g = g,
-				  .j = j,
-				  .deadline = rc_now() + g->o.timeout_ms / 1000.0,
-				  .err = err };
-	struct gpeer *p;
-	int rc;
-
-	if (j < 0 || j >= g->o.world || !g->peers[j].c)
-		return rc_err_set(err, EINVAL, "no connection to rank %d", j);
-	p = &g->peers[j];
-	if (p->dead && g->o.keep_going)
-		return peer_gone(g, j, "reading from it", err);
-	if ((rc = sq_room(&w)))
-		return rc;
-	rc = rc_post_rdma(p->c, RC_OP_READ, laddr, len, lkey, raddr, rkey, 0, (uint64_t)j, true,
-			  err);
-	if (!rc)
-		p->sends_out++;
-	return rc;
-}
-
-uint64_t rc_group_imm_count(const struct rc_group *g, int peer, int channel)
-{
-	return g->peers[peer].imm[channel];
-}
-
-static int wait_imm(struct rc_group *g, const int *peers, int n, int channel,
-		    const uint64_t *target, bool *have, double deadline, struct rc_err *err)
-{
-	for (;;) {
-		bool all = true;
-		char missing[256];
-		int rc;
-
-		for (int j = 0; j < g->o.world; j++)
-			have[j] = true;
-		for (int k = 0; k < n; k++) {
-			int j = peers[k];
-
-			if (g->peers[j].imm[channel] >= target[k])
-				continue;
-			have[j] = false;
-			all = false;
-		}
-		if (all)
-			return 0;
-		rc = wait_slice(g, deadline, err);
-		if (rc == -ETIMEDOUT) {
-			ranks_missing(have, g->o.world, missing, sizeof(missing));
-			return rc_err_set(err, ETIMEDOUT,
-					  "no data from rank %s within %d ms (is it still running?)",
-					  missing, g->o.timeout_ms);
-		}
-		if (rc)
-			return rc;
-		for (int k = 0; k < n; k++)
-			if (!have[peers[k]] && g->peers[peers[k]].dead &&
-			    (rc = group_progress(g, 0, err)))
-				return rc;
-		for (int k = 0; k < n; k++)
-			if (!have[peers[k]] && g->peers[peers[k]].dead &&
-			    g->peers[peers[k]].imm[channel] < target[k])
-				return peer_gone(g, peers[k], "data from it was awaited", err);
-	}
-}
-
-int rc_group_wait_imm(struct rc_group *g, const int *peers, int n, int channel,
-		      const uint64_t *target, struct rc_err *err)
-{
-	double deadline = rc_now() + g->o.timeout_ms / 1000.0;
-	bool *have = malloc((size_t)g->o.world * sizeof(bool));
-	int rc = have ? wait_imm(g, peers, n, channel, target, have, deadline, err)
-		      : rc_err_set(err, ENOMEM, "out of memory");
-
-	free(have);
-	return rc;
-}
-
-int rc_group_flush(struct rc_group *g, struct rc_err *err)
-{
-	double deadline = rc_now() + g->o.timeout_ms / 1000.0;
-
-	for (int k = 0; k < g->nconns; k++) {
-		struct gpeer *p = &g->peers[g->conn_rank[k]];
-
-		while (p->sends_out > 0) {
-			int rc = wait_slice(g, deadline, err);
-
-			if (rc == -ETIMEDOUT)
-				return rc_err_set(err, ETIMEDOUT,
-						  "writes to %s did not complete within %d ms",
-						  p->c->peer, g->o.timeout_ms);
-			if (rc)
-				return rc;
-		}
-	}
-	return 0;
+	return group_peer_gone(g, peer, what, err);
 }
 
 int group_send_msg(struct rc_group *g, int j, const void *data, size_t len, double deadline,
@@ -402,7 +220,7 @@ int group_send_msg(struct rc_group *g, int j, const void *data, size_t len, doub
 	int rc;
 
 	while (p->send_busy || p->sends_out >= g->o.sq_depth - 2) {
-		rc = wait_slice(g, deadline, err);
+		rc = group_wait_slice(g, deadline, err);
 		if (rc == -ETIMEDOUT)
 			return rc_err_set(err, ETIMEDOUT, "a message to %s did not go within %d ms",
 					  p->c->peer, g->o.timeout_ms);
@@ -426,7 +244,7 @@ int group_send_msg(struct rc_group *g, int j, const void *data, size_t len, doub
 /* The message at the head of peer j's box, checked (kind, round, sender,
  * length) and copied to out: 1, 0 when the box is empty, or -errno. A
  * message held back by a full box moves in. */
-static int pop_msg(struct rc_group *g, int j, void *out, size_t len, struct rc_err *err)
+int group_pop_msg(struct rc_group *g, int j, void *out, size_t len, struct rc_err *err)
 {
 	struct gpeer *p = &g->peers[j];
 	const struct gmsg *m = &p->box[p->box_head];
@@ -462,8 +280,8 @@ int group_take_msg(struct rc_group *g, int j, void *out, size_t len, double dead
 	struct gpeer *p = &g->peers[j];
 	int got;
 
-	while (!(got = pop_msg(g, j, out, len, err))) {
-		int rc = wait_slice(g, deadline, err);
+	while (!(got = group_pop_msg(g, j, out, len, err))) {
+		int rc = group_wait_slice(g, deadline, err);
 
 		if (rc == -ETIMEDOUT)
 			return rc_err_set(err, ETIMEDOUT,
@@ -475,7 +293,7 @@ int group_take_msg(struct rc_group *g, int j, void *out, size_t len, double dead
 		if (!p->box_n && p->dead && (rc = group_progress(g, 0, err)))
 			return rc;
 		if (!p->box_n && p->dead)
-			return peer_gone(g, j, "a message from it was awaited", err);
+			return group_peer_gone(g, j, "a message from it was awaited", err);
 	}
 	return got < 0 ? got : 0;
 }
@@ -502,7 +320,7 @@ int group_sends_acked(struct rc_group *g, double deadline, bool skip_dead, struc
 		struct gpeer *p = &g->peers[g->conn_rank[k]];
 
 		while (p->send_busy && !(p->dead && skip_dead)) {
-			rc = wait_slice(g, deadline, err);
+			rc = group_wait_slice(g, deadline, err);
 			if (rc == -ETIMEDOUT)
 				return rc_err_set(err, ETIMEDOUT,
 						  "a message to %s was not acknowledged within %d ms",
@@ -512,186 +330,6 @@ int group_sends_acked(struct rc_group *g, double deadline, bool skip_dead, struc
 		}
 	}
 	return 0;
-}
-
-int rc_group_exchange(struct rc_group *g, const void *mine, size_t len, void *theirs,
-		      struct rc_err *err)
-{
-	double deadline;
-	int rc;
-
-	if ((rc = group_msg_round(g, len, &deadline, err)))
-		return rc;
-	for (int k = 0; k < g->nconns; k++)
-		if ((rc = group_send_msg(g, g->conn_rank[k], mine, len, deadline, err)))
-			return rc;
-	for (int k = 0; k < g->nconns; k++) {
-		int j = g->conn_rank[k];
-
-		if ((rc = group_take_msg(g, j, (char *)theirs + (size_t)j * len, len, deadline, err)))
-			return rc;
-	}
-	/* Our messages landed before we go on: a peer may leave right after
-	 * this exchange, and a message still in its send queue would be lost. */
-	return group_sends_acked(g, deadline, false, err);
-}
-
-/*
- * The allgather and the barrier run on the group's tree (group_tree): up,
- * each rank adds its children's values (each rank fills its own slot, so
- * the sum of a subtree is its values) and sends the sum to its parent; down,
- * the root's full vector goes back to every rank. As many rounds as the
- * tree is deep, each rank talking to its parent and children only; values
- * travel in chunks of one control message each.
- */
-#define CHUNK_VALS (RC_GROUP_MSG_MAX / sizeof(uint64_t))
-
-static size_t nchunks(size_t n)
-{
-	return n ? (n + CHUNK_VALS - 1) / CHUNK_VALS : 1;
-}
-
-static size_t chunk_len(size_t n, size_t c)
-{
-	size_t left = n - c * CHUNK_VALS;
-
-	return (left < CHUNK_VALS ? left : CHUNK_VALS) * sizeof(uint64_t);
-}
-
-/* This rank's children in the tree, into kids (world of room). */
-static int tree_kids(const struct rc_group *g, int *kids)
-{
-	int nk = 0;
-
-	for (int j = 0; j < g->o.world; j++)
-		if (g->parent[j] == g->o.rank)
-			kids[nk++] = j;
-	return nk;
-}
-
-static int send_vals(struct rc_group *g, int j, const uint64_t *vals, size_t n, double deadline,
-		     struct rc_err *err)
-{
-	for (size_t c = 0; c < nchunks(n); c++) {
-		int rc = group_send_msg(g, j, vals + c * CHUNK_VALS, chunk_len(n, c), deadline, err);
-
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
-/* The chunks of every child, added into vals in whatever order they come:
- * waiting on one child while another's pile up would hold that one back. */
-static int take_kids(struct rc_group *g, const int *kids, int nk, size_t *got, uint64_t *vals,
-		     size_t n, double deadline, struct rc_err *err)
-{
-	uint64_t part[CHUNK_VALS];
-	size_t want = nchunks(n);
-	int left = nk;
-
-	while (left > 0) {
-		bool moved = false;
-		int rc;
-
-		for (int k = 0; k < nk; k++)
-			while (got[k] < want) {
-				size_t c = got[k], len = chunk_len(n, c);
-
-				if ((rc = pop_msg(g, kids[k], part, len, err)) < 0)
-					return rc;
-				if (!rc)
-					break;
-				for (size_t i = 0; i < len / sizeof(uint64_t); i++)
-					vals[c * CHUNK_VALS + i] += part[i];
-				moved = true;
-				left -= ++got[k] == want;
-			}
-		if (moved || !left)
-			continue;
-		rc = wait_slice(g, deadline, err);
-		for (int k = 0; k < nk && rc == -ETIMEDOUT; k++)
-			if (got[k] < want)
-				return rc_err_set(err, ETIMEDOUT,
-						  "no word from %s within %d ms (is it still running?)",
-						  g->peers[kids[k]].c->peer, g->o.timeout_ms);
-		if (rc)
-			return rc;
-		for (int k = 0; k < nk; k++) {
-			struct gpeer *p = &g->peers[kids[k]];
-
-			/* gone: what it sent before leaving may still sit in the queue */
-			if (got[k] < want && !p->box_n && p->dead &&
-			    (rc = group_progress(g, 0, err)))
-				return rc;
-			if (got[k] < want && !p->box_n && p->dead)
-				return peer_gone(g, kids[k], "a message from it was awaited", err);
-		}
-	}
-	return 0;
-}
-
-static int tree_round(struct rc_group *g, uint64_t *vals, size_t n, struct rc_err *err)
-{
-	int *kids = malloc((size_t)g->o.world * sizeof(int)), nk, up = g->parent[g->o.rank];
-	size_t *got = calloc((size_t)g->o.world, sizeof(size_t));
-	double deadline;
-	int rc;
-
-	if (!kids || !got) {
-		rc = rc_err_set(err, ENOMEM, "out of memory");
-		goto out;
-	}
-	if (g->depth < 0) {
-		rc = rc_err_set(err, EPROTO, "the connection plan leaves ranks unreachable");
-		goto out;
-	}
-	if ((rc = group_msg_round(g, chunk_len(n, 0), &deadline, err)))
-		goto out;
-	nk = tree_kids(g, kids);
-	rc = take_kids(g, kids, nk, got, vals, n, deadline, err);
-	if (!rc && up >= 0)
-		rc = send_vals(g, up, vals, n, deadline, err);
-	for (size_t c = 0; !rc && up >= 0 && c < nchunks(n); c++)
-		rc = group_take_msg(g, up, vals + c * CHUNK_VALS, chunk_len(n, c), deadline, err);
-	/* down: chunk by chunk to every child, so they move on together */
-	for (size_t c = 0; !rc && c < nchunks(n); c++)
-		for (int k = 0; !rc && k < nk; k++)
-			rc = group_send_msg(g, kids[k], vals + c * CHUNK_VALS, chunk_len(n, c),
-					    deadline, err);
-	/* landed before we go on: a peer may leave right after */
-	if (!rc)
-		rc = group_sends_acked(g, deadline, false, err);
-out:
-	free(kids);
-	free(got);
-	return rc;
-}
-
-int rc_group_allgather_u64(struct rc_group *g, uint64_t mine, uint64_t *all, struct rc_err *err)
-{
-	uint64_t *vals = calloc((size_t)g->o.world, sizeof(uint64_t));
-	int rc;
-
-	if (!vals)
-		return rc_err_set(err, ENOMEM, "out of memory");
-	vals[g->o.rank] = mine;
-	rc = tree_round(g, vals, (size_t)g->o.world, err);
-	if (!rc)
-		memcpy(all, vals, (size_t)g->o.world * sizeof(*all));
-	free(vals);
-	return rc;
-}
-
-int rc_group_barrier(struct rc_group *g, struct rc_err *err)
-{
-	uint64_t token = 0;
-	double t0 = rc_now();
-	int rc = tree_round(g, &token, 1, err);
-
-	if (!rc && g->barrier_s < 0)
-		g->barrier_s = rc_now() - t0;
-	return rc;
 }
 
 /* Best effort: a message of its own kind to every live peer whose send slot
@@ -758,77 +396,4 @@ void group_fin(struct rc_group *g, int timeout_ms)
 				break;
 	}
 	g->o.keep_going = keep;
-}
-
-int rc_group_gather(struct rc_group *g, int root, const void *mine, size_t len, void *theirs,
-		    bool *got, struct rc_err *err)
-{
-	double deadline;
-	int rc;
-
-	if ((rc = group_msg_round(g, len, &deadline, err)))
-		return rc;
-	if (g->o.rank != root) {
-		struct gpeer *p = &g->peers[root];
-
-		if (!p->c)
-			return rc_err_set(err, EINVAL, "no connection to rank %d", root);
-		if (p->dead)
-			return peer_gone(g, root, "a report to it was due", err);
-		if ((rc = group_send_msg(g, root, mine, len, deadline, err)))
-			return rc;
-		while (p->send_busy && !p->dead) {
-			rc = wait_slice(g, deadline, err);
-			if (rc == -ETIMEDOUT)
-				return rc_err_set(err, ETIMEDOUT,
-						  "a message to %s was not acknowledged within %d ms",
-						  p->c->peer, g->o.timeout_ms);
-			if (rc)
-				return rc;
-		}
-		return p->dead ? peer_gone(g, root, "a report to it was due", err) : 0;
-	}
-	memcpy((char *)theirs + (size_t)root * len, mine, len);
-	for (int j = 0; j < g->o.world; j++)
-		got[j] = j == root;
-	for (int k = 0; k < g->nconns; k++) {
-		int j = g->conn_rank[k];
-		struct rc_err e;
-
-		/* A late rank's report may sit in the queue still: each peer gets
-		 * a short grace past the common deadline. */
-		double until = deadline > rc_now() + 0.5 ? deadline : rc_now() + 0.5;
-
-		rc = group_take_msg(g, j, (char *)theirs + (size_t)j * len, len, until, &e);
-		if (rc == -ECONNABORTED)
-			return rc_err_set(err, ECONNABORTED, "%s", e.msg);
-		got[j] = rc == 0;
-		if (rc)
-			snprintf((char *)theirs + (size_t)j * len, len, "%s", e.msg);
-	}
-	return 0;
-}
-
-int rc_group_bcast(struct rc_group *g, int root, void *buf, size_t len, struct rc_err *err)
-{
-	double deadline;
-	int rc;
-
-	if ((rc = group_msg_round(g, len, &deadline, err)))
-		return rc;
-	if (g->o.rank != root) {
-		if (!g->peers[root].c)
-			return rc_err_set(err, EINVAL, "no connection to rank %d", root);
-		return group_take_msg(g, root, buf, len, deadline, err);
-	}
-	for (int k = 0; k < g->nconns; k++) {
-		int j = g->conn_rank[k];
-
-		if (g->peers[j].dead && g->o.keep_going)
-			continue;
-		if ((rc = group_send_msg(g, j, buf, len, deadline, err)) &&
-		    !(g->o.keep_going && g->peers[j].dead))
-			return rc;
-	}
-	return group_sends_acked(g, deadline, g->o.keep_going, err);
 }

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/* The judged sweep, shared by the report (sweep_report.c) and its other
+ * forms (sweep_export.c). */
+#ifndef RDMACTL_SWEEP_JUDGED_H
+#define RDMACTL_SWEEP_JUDGED_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include <rdmactl/sweep.h>
+
+#include "metrics.h"
+
+#define WHY_BITS 6
+
+struct judged {
+	int W;
+	const struct rc_sweep_result *res;
+	struct rc_sweep_verdict v;
+	double *rate;
+	int *order; /* W * W: the outliers, the worst first */
+};
+
+static inline const struct rc_sweep_cell *cell(const struct judged *j, int a, int b)
+{
+	return &j->res->m[(size_t)a * (size_t)j->W + (size_t)b];
+}
+
+static inline void why_words(unsigned why, char *buf, size_t cap)
+{
+	buf[0] = 0;
+	for (int b = 0; b < WHY_BITS; b++)
+		if (why & (1u << b)) {
+			strncat(buf, buf[0] ? ", " : "", cap - strlen(buf) - 1);
+			strncat(buf, rc_sweep_why_name(1u << b), cap - strlen(buf) - 1);
+		}
+}
+
+/* --svg: the bandwidth matrix as a heatmap, the outliers marked. 0 or
+ * -errno (sweep_export.c). */
+int sweep_heatmap(const struct judged *j, const char *path);
+/* --metrics on rank 0: the verdict, the fleet, each direction's bandwidth
+ * and median latencies (sweep_export.c). */
+void sweep_metrics(struct metrics *m, const struct judged *j);
+
+#endif
