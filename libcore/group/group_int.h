@@ -50,6 +50,11 @@ void group_proof(const char *token, const struct ghello *h, uint32_t to,
  * taken which ranks are connected already (either may be NULL: nobody). */
 const char *group_hello_check(const void *pd, size_t len, int me, int world, const char *token,
 			      const uint8_t *need, const bool *taken, struct ghello *h);
+/* A refusal with one of group_hello_check's reasons that another try cannot
+ * mend (not a member, no token or a wrong one, another world size, a rank the
+ * peer does not expect), found in the connector's message msg. "That rank is
+ * connected already" is not one: the peer may still hold an earlier try. */
+bool group_refusal_final(const char *msg);
 
 struct gpeer {
 	struct rc_conn *c;

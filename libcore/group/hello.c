@@ -57,3 +57,20 @@ const char *group_hello_check(const void *pd, size_t len, int me, int world, con
 		return "rdmactl: that rank is connected already";
 	return NULL;
 }
+
+bool group_refusal_final(const char *msg)
+{
+	/* What group_hello_check says of a request another try cannot mend. */
+	static const char *const final[] = {
+		"rdmactl: not a group member",
+		"rdmactl: not authorised",
+		"rdmactl: this rank has no group token",
+		"rdmactl: another world size",
+		"rdmactl: this rank does not expect that one",
+	};
+
+	for (size_t i = 0; msg && i < sizeof(final) / sizeof(final[0]); i++)
+		if (strstr(msg, final[i]))
+			return true;
+	return false;
+}

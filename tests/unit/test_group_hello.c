@@ -45,6 +45,8 @@ int main(void)
 	x = hello("s3cretX", 0, 2);
 	why = check(&x, sizeof(x), 2, "s3cret", NULL);
 	CHECK(why && strstr(why, "wrong group token"));
+	/* a refusal another try cannot mend: the connector stops at it */
+	CHECK(group_refusal_final(why));
 	x = hello("s3cre", 0, 2);
 	why = check(&x, sizeof(x), 2, "s3cret", NULL);
 	CHECK(why && strstr(why, "wrong group token"));
@@ -87,6 +89,7 @@ int main(void)
 	CHECK(check(&x, sizeof(x), 2, "", NULL) == NULL);
 	why = check(&h, sizeof(h), 2, NULL, NULL);
 	CHECK(why && strstr(why, "no group token"));
+	CHECK(group_refusal_final(why));
 	/* The token first: a peer without it learns nothing of the world size
 	 * nor of which ranks are connected. */
 	x = hello(NULL, 0, 2);
@@ -99,14 +102,24 @@ int main(void)
 	/* With the token: a rank connected already, a rank not below this one. */
 	why = check(&h, sizeof(h), 2, "s3cret", taken);
 	CHECK(why && strstr(why, "connected already"));
+	/* an earlier try the peer still holds: the connector tries again */
+	CHECK(!group_refusal_final(why));
 	x = hello("s3cret", 2, 1);
 	why = check(&x, sizeof(x), 1, "s3cret", NULL);
 	CHECK(why && strstr(why, "does not expect"));
+	CHECK(group_refusal_final(why));
 	/* Not a group member: other magic, short or no private data. */
 	x = h;
 	x.magic = 0;
 	CHECK(check(&x, sizeof(x), 2, "s3cret", NULL) != NULL);
 	CHECK(check(&h, 11, 2, NULL, NULL) != NULL);
 	CHECK(group_hello_check(NULL, 0, 2, W, NULL, NULL, NULL, &x) != NULL);
+	CHECK(group_refusal_final(group_hello_check(NULL, 0, 2, W, NULL, NULL, NULL, &x)));
+	/* as the connector words it; nothing listening is no refusal of ours */
+	CHECK(group_refusal_final(
+		"connection to 10.0.0.2:7000 rejected: rdmactl: another world size"));
+	CHECK(!group_refusal_final(
+		"connection to 10.0.0.2:7000 refused: nothing listens on that port"));
+	CHECK(!group_refusal_final(NULL));
 	CHECK_DONE();
 }
