@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -132,10 +133,29 @@ static void blocks_portable(uint32_t h[8], const unsigned char *p, size_t n)
 		compress(h, p);
 }
 
+#ifdef HAVE_SHANI
+/* Whether this CPU has the extensions, asked once: CPUID traps to the
+ * hypervisor in a virtual machine (22 us a call on the test host), far too
+ * dear for every update. A fact of the CPU, so a race only stores it twice. */
+static bool have_shani(void)
+{
+	static _Atomic int known; /* 0: not asked yet, 1: no, 2: yes */
+	int k = atomic_load_explicit(&known, memory_order_relaxed);
+
+	if (!k) {
+		k = cpu_has_shani() ? 2 : 1;
+		atomic_store_explicit(&known, k, memory_order_relaxed);
+	}
+	return k == 2;
+}
+#endif
+
 static void blocks(uint32_t h[8], const unsigned char *p, size_t n)
 {
+	if (!n)
+		return;
 #ifdef HAVE_SHANI
-	if (cpu_has_shani()) {
+	if (have_shani()) {
 		blocks_shani(h, p, n);
 		return;
 	}
