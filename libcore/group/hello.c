@@ -26,6 +26,15 @@ void group_proof(const char *token, const struct ghello *h, uint32_t to, uint8_t
 	rc_token_proof(token, GHELLO_LABEL, msg, sizeof(msg), proof, GHELLO_PROOF);
 }
 
+/* The reasons of a refusal, the reject's private data (at most 63 bytes). */
+#define WHY_NOT_MEMBER "rdmactl: not a group member"
+#define WHY_NO_TOKEN "rdmactl: not authorised (this group needs a token)"
+#define WHY_HAS_NONE "rdmactl: this rank has no group token, the connecting one has"
+#define WHY_WRONG_TOKEN "rdmactl: not authorised (a wrong group token)"
+#define WHY_WORLD "rdmactl: another world size"
+#define WHY_UNEXPECTED "rdmactl: this rank does not expect that one"
+#define WHY_TAKEN "rdmactl: that rank is connected already"
+
 const char *group_hello_check(const void *pd, size_t len, int me, int world, const char *token,
 			      const uint8_t *need, const bool *taken, struct ghello *h)
 {
@@ -37,37 +46,33 @@ const char *group_hello_check(const void *pd, size_t len, int me, int world, con
 	if (pd && len >= offsetof(struct ghello, nonce))
 		memcpy(h, pd, len < sizeof(*h) ? len : sizeof(*h));
 	if (h->magic != GROUP_MAGIC)
-		return "rdmactl: not a group member";
+		return WHY_NOT_MEMBER;
 	/* A peer of a group without a token sends a short hello or zeros. */
 	if (len < sizeof(*h) || rc_bytes_equal(h->proof, zero, GHELLO_PROOF)) {
 		if (has_token)
-			return "rdmactl: not authorised (this group needs a token)";
+			return WHY_NO_TOKEN;
 	} else {
 		if (!has_token)
-			return "rdmactl: this rank has no group token, the connecting one has";
+			return WHY_HAS_NONE;
 		group_proof(token, h, (uint32_t)me, want);
 		if (!rc_bytes_equal(want, h->proof, GHELLO_PROOF))
-			return "rdmactl: not authorised (a wrong group token)";
+			return WHY_WRONG_TOKEN;
 	}
 	if (h->world != (uint32_t)world)
-		return "rdmactl: another world size";
+		return WHY_WORLD;
 	if (h->rank >= (uint32_t)me || !need || !need[h->rank * (uint32_t)world + (uint32_t)me])
-		return "rdmactl: this rank does not expect that one";
+		return WHY_UNEXPECTED;
 	if (taken && taken[h->rank])
-		return "rdmactl: that rank is connected already";
+		return WHY_TAKEN;
 	return NULL;
 }
 
 bool group_refusal_final(const char *msg)
 {
-	/* What group_hello_check says of a request another try cannot mend. */
-	static const char *const final[] = {
-		"rdmactl: not a group member",
-		"rdmactl: not authorised",
-		"rdmactl: this rank has no group token",
-		"rdmactl: another world size",
-		"rdmactl: this rank does not expect that one",
-	};
+	/* What group_hello_check says of a request another try cannot mend:
+	 * all but WHY_TAKEN. */
+	static const char *const final[] = { WHY_NOT_MEMBER,  WHY_NO_TOKEN, WHY_HAS_NONE,
+					     WHY_WRONG_TOKEN, WHY_WORLD,    WHY_UNEXPECTED };
 
 	for (size_t i = 0; msg && i < sizeof(final) / sizeof(final[0]); i++)
 		if (strstr(msg, final[i]))
