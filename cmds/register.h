@@ -38,7 +38,7 @@
 	  COMP_FILE) \
 	X(RG_ALLOW_UNAUTH_MIG, "allow-unauthenticated-migration", 0, NULL, \
 	  "without an admin token: let any connected client run migration steps") \
-	X(RG_MAX_CONNS, "max-conns", 0, "N", "connections served at once (default 64)") \
+	X(RG_MAX_CONNS, "max-conns", 0, "N", "connections served at once, 1 to 1024 (default 64)") \
 	X(RG_KEEPALIVE_MS, "keepalive-ms", 0, "MS", \
 	  "probe each connection every MS, drop one whose host vanished (default 5000, 0: off)") \
 	X(RG_FLUSH_EVERY, "flush-every", 0, "TIME", \

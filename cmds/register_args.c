@@ -132,7 +132,7 @@ static int parse_serving(struct ctx *ctx, const struct cmd *c, const struct opt_
 	if ((rc = split_listen(ctx, opt_arg(v, RG_LISTEN), a->host, sizeof(a->host), a->port,
 			       sizeof(a->port))))
 		return rc;
-	if ((rc = opt_int_at(ctx, c, v, RG_MAX_CONNS, 1, 256, &a->max_conns)))
+	if ((rc = opt_int_at(ctx, c, v, RG_MAX_CONNS, 1, 1024, &a->max_conns)))
 		return rc;
 	if (opt_on(v, RG_KEEPALIVE_MS)) {
 		if ((rc = opt_int_at(ctx, c, v, RG_KEEPALIVE_MS, 0, 3600000, &a->keepalive_ms)))

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * The region server behind `register`. One thread: the listener's CM event
- * channel and every connection's completion channel are polled together.
+ * channel and the one completion channel every connection shares (with
+ * one shared receive queue, srv_pool.c) are polled together.
  * Data moves one-sided, so the only work here is admitting connections
  * (token check) and answering LIST requests on the control channel; the
  * connections, their requests and their end are srv_conn.c's.
@@ -92,7 +93,10 @@ int rc_server_create(const struct rc_server_opts *o, struct rc_server **out, str
 	}
 	if (rc)
 		rc = rc_gid_pick(s->l->verbs, s->l->port_num, o->gid_index, &s->gid, err);
+	if (!rc)
+		rc = srv_pool_create(s, err);
 	if (rc) {
+		srv_pool_destroy(s);
 		rc_listener_close(s->l);
 		free(s);
 		return rc;
@@ -217,27 +221,26 @@ static bool flush_step(struct rc_server *s)
 
 int rc_server_step(struct rc_server *s, int timeout_ms, struct rc_err *err)
 {
-	struct pollfd pfd[SRV_MAX_CONNS + 2];
-	int n = s->nconns, r, mfd = srv_mig_fd(s->mig);
+	int r, mfd = srv_mig_fd(s->mig);
+	struct pollfd pfd[3] = {
+		{ .fd = s->sh->cch->fd, .events = POLLIN },
+		{ .fd = s->l->ech->fd, .events = POLLIN },
+		{ .fd = mfd, .events = POLLIN },
+	};
 
 	if (flush_step(s))
 		timeout_ms = 0;
 	srv_keepalive(s);
-	for (int i = s->nconns - 1; i >= 0; i--) /* a drop moves the last one here */
-		if (i < s->nconns /* a fence may drop several */ && !s->conns[i]->c->armed)
-			srv_drain_cq(s, s->conns[i]);
-	n = s->nconns;
-	for (int i = 0; i < n; i++)
-		pfd[i] = (struct pollfd){ .fd = s->conns[i]->c->cch->fd, .events = POLLIN };
-	pfd[n] = (struct pollfd){ .fd = s->l->ech->fd, .events = POLLIN };
-	pfd[n + 1] = (struct pollfd){ .fd = mfd, .events = POLLIN };
-	r = poll(pfd, (nfds_t)n + (mfd >= 0 ? 2 : 1), timeout_ms);
+	/* Completions a bounded pass left: the channel will not tell again. */
+	if (srv_poll_cq(s))
+		timeout_ms = 0;
+	r = poll(pfd, mfd >= 0 ? 3 : 2, timeout_ms);
 	if (r < 0)
 		return errno == EINTR ? 0
 				      : rc_err_set(err, errno, "poll failed: %s", strerror(errno));
 	/* Completions first: a connection may be dropped by a CM event below. */
-	srv_handle_cqs(s, pfd, n);
-	if (mfd >= 0 && (pfd[n + 1].revents & POLLIN)) {
+	srv_poll_cq(s);
+	if (mfd >= 0 && (pfd[2].revents & POLLIN)) {
 		struct srv_mig_host mh = srv_mig_host_of(s);
 
 		srv_mig_poll(s->mig, &mh);
@@ -270,6 +273,7 @@ int rc_server_destroy(struct rc_server *s, struct rc_err *err)
 	s->mig = NULL;
 	while (s->nconns)
 		srv_drop_conn(s, s->conns[s->nconns - 1], false, false, NULL);
+	srv_pool_destroy(s);
 	/* A region whose content did not reach its file is data lost: that
 	 * error is the one returned, whatever else failed before or after. */
 	for (int i = 0; i < s->nregions; i++) {

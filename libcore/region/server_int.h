@@ -4,30 +4,68 @@
 #ifndef RDMACTL_SERVER_INT_H
 #define RDMACTL_SERVER_INT_H
 
-#include <poll.h>
 #include <stdbool.h>
 
 #include <rdmactl/server.h>
 
 #include "srv_mig.h"
 
-#define SRV_RECVS 16
-#define SRV_MAX_CONNS 256
+/* Requests of one connection answered at once (its replies in flight); the
+ * next ones wait in its backlog. */
+#define SRV_CREDITS 16
+/* Requests one connection may leave unanswered, in flight and waiting: a
+ * peer past it is dropped, so that no one peer holds the shared buffers. */
+#define SRV_HOLD_MAX 128
+#define SRV_MAX_CONNS 1024
+
+/* One control message's buffers: the request, and its reply. */
+struct srv_buf {
+	unsigned char recv[RC_CTRL_MSG_MAX];
+	unsigned char send[RC_CTRL_MSG_MAX];
+};
+
+enum srv_slot_state {
+	SLOT_POSTED,  /* in the shared receive queue */
+	SLOT_QUEUED,  /* a request received, in its connection's backlog */
+	SLOT_BUSY,    /* being handled, or waiting for the worker's answer */
+	SLOT_SENDING, /* its reply in flight */
+};
+
+struct srv_slot {
+	struct srv_conn *owner; /* QUEUED, BUSY, SENDING: whose request */
+	uint32_t gen;           /* bumped at each post: a reply's completion names it */
+	uint32_t len;           /* the request's bytes */
+	uint32_t imm;           /* an immediate's value */
+	bool has_imm;           /* an RDMA WRITE with immediate, not a request */
+	enum srv_slot_state state;
+};
+
+/*
+ * The control channel's buffers, shared by every connection through one
+ * shared receive queue: a request lands in any free slot, its reply goes
+ * from the same slot's send half, and the slot goes back to the queue once
+ * that reply was sent (so no reply is overwritten in flight).
+ */
+struct srv_pool {
+	struct srv_buf *b;
+	struct srv_slot *slot;
+	struct ibv_mr *mr;
+	int n;
+};
 
 struct srv_conn {
 	struct rc_conn *c;
-	struct ibv_mr *mr;
-	double probe_at;   /* next keepalive probe */
-	double probe_sent; /* the one in flight */
-	bool probing;      /* one in flight */
-	bool admin;        /* it presented the admin token: migration steps */
-	struct {
-		unsigned char recv[SRV_RECVS][RC_CTRL_MSG_MAX];
-		/* The reply to the request in recv[i]: its own buffer, and recv[i]
-		 * is posted again only once that reply has gone, so no reply
-		 * overwrites one still being sent. */
-		unsigned char send[SRV_RECVS][RC_CTRL_MSG_MAX];
-	} buf;
+	double probe_at;        /* next keepalive probe */
+	double probe_sent;      /* the one in flight */
+	bool probing;           /* one in flight */
+	bool admin;             /* it presented the admin token: migration steps */
+	bool handling;          /* one of its requests is being handled: a fence's
+				 * drain leaves the next ones in the backlog */
+	int inflight;           /* its slots BUSY or SENDING */
+	bool doomed;            /* to be dropped once its handling is done */
+	char doom_why[512];     /* the size of struct rc_err's message */
+	int back[SRV_HOLD_MAX]; /* its QUEUED slots, the oldest at bhead */
+	int bhead, nback;
 };
 
 struct rc_server {
@@ -38,7 +76,9 @@ struct rc_server {
 	struct rc_gid_info gid;
 	struct rc_region regions[RC_MAX_REGIONS];
 	int nregions;
-	struct srv_conn *conns[SRV_MAX_CONNS];
+	struct rc_shared *sh; /* one CQ and one receive queue for every connection */
+	struct srv_pool pool;
+	struct srv_conn **conns; /* max_conns of them */
 	int nconns;
 	int max_conns;
 	bool draining;       /* a fence's drain_all is under way */
@@ -52,16 +92,18 @@ struct rc_server {
 	struct rc_server_stats st; /* its counters; conns is filled when asked */
 };
 
+/* The control buffers and the shared CQ for max_conns connections. */
+int srv_pool_create(struct rc_server *s, struct rc_err *err);
+void srv_pool_destroy(struct rc_server *s);
 /* The CM events waiting on the listener: connect requests are admitted or
  * refused, established and gone connections counted and dropped. 0, or
  * -ENODEV when the device went away. */
 int srv_handle_cm(struct rc_server *s, struct rc_err *err);
 /* Probe the connections that are due, drop those that stopped answering. */
 void srv_keepalive(struct rc_server *s);
-/* Take every completion of sc: the CQ is left empty and armed. */
-void srv_drain_cq(struct rc_server *s, struct srv_conn *sc);
-/* The connections whose channels pfd[0..n) found readable, drained. */
-void srv_handle_cqs(struct rc_server *s, struct pollfd *pfd, int n);
+/* The completions of every connection, a bounded number of them: true when
+ * some may be left (call again without sleeping). */
+bool srv_poll_cq(struct rc_server *s);
 /* What srv_mig.c may use of s. */
 struct srv_mig_host srv_mig_host_of(struct rc_server *s);
 /* sc goes: peer_gone, its peer left already; tell, an event says so (why:

@@ -12,7 +12,7 @@
 #include <rdmactl/ops.h>
 #include <rdmactl/parse.h>
 
-#include "server_int.h"
+#include "srv_pool.h"
 
 #define SRV_KEEPALIVE_MS 5000 /* default probe interval */
 
@@ -25,35 +25,10 @@ static void emit(struct rc_server *s, enum rc_server_event_kind kind, const char
 		s->o.on_event(s->o.arg, &ev);
 }
 
-static int post_ctrl_recv(struct srv_conn *sc, int i)
-{
-	return rc_post_recv(sc->c, sc->buf.recv[i], RC_CTRL_MSG_MAX, sc->mr->lkey, (uint64_t)i,
-			    NULL);
-}
-
-static int prepare_conn(struct rc_conn *c, void *arg)
-{
-	struct srv_conn *sc = arg;
-	int rc;
-
-	sc->c = c;
-	sc->mr = ibv_reg_mr(c->pd, &sc->buf, sizeof(sc->buf), IBV_ACCESS_LOCAL_WRITE);
-	if (!sc->mr)
-		return -errno;
-	for (int i = 0; i < SRV_RECVS; i++) {
-		rc = post_ctrl_recv(sc, i);
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
 static void conn_free(struct srv_conn *sc)
 {
 	if (sc->c)
 		rc_conn_close(sc->c);
-	if (sc->mr)
-		ibv_dereg_mr(sc->mr);
 	free(sc);
 }
 
@@ -103,6 +78,9 @@ void srv_drop_conn(struct rc_server *s, struct srv_conn *sc, bool peer_gone, boo
 
 		srv_mig_conn_gone(s->mig, &mh, sc);
 	}
+	/* Its slots go back: nothing is written to them before its QP goes,
+	 * just below, and a request it still sends there finds no owner. */
+	srv_pool_release_conn(s, sc);
 	conn_free(sc);
 	if (tell)
 		emit(s, RC_EV_DISCONNECTED, peer, why);
@@ -140,10 +118,20 @@ static bool token_ok(const struct rc_server *s, const struct rdma_conn_param *p,
 	return true;
 }
 
+/* Its QP exists, in the shared CQ's table: a completion of it finds sc. */
+static int adopt_conn(struct rc_conn *c, void *arg)
+{
+	struct srv_conn *sc = arg;
+
+	sc->c = c;
+	c->user = sc;
+	return 0;
+}
+
 static void on_connect_request(struct rc_server *s, struct rc_cm_event *ev)
 {
-	struct rc_conn_opts co = { .sq_depth = SRV_RECVS + 1,
-				   .rq_depth = SRV_RECVS,
+	struct rc_conn_opts co = { .sq_depth = SRV_CREDITS + 1, /* the replies and a probe */
+				   .shared = s->sh,
 				   .timeout_ms = 5000 };
 	struct srv_conn *sc;
 	const char *why = NULL;
@@ -167,18 +155,15 @@ static void on_connect_request(struct rc_server *s, struct rc_cm_event *ev)
 		s->st.rejected++;
 		return;
 	}
-	co.on_qp = prepare_conn;
+	co.on_qp = adopt_conn;
 	co.on_qp_arg = sc;
 	if (rc_cm_accept(s->l, ev, &co, &sc->c, &e)) {
-		if (sc->mr)
-			ibv_dereg_mr(sc->mr);
 		free(sc);
 		rc_cm_refuse(ev, "rdmactl: accept failed");
 		s->st.rejected++;
 		emit(s, RC_EV_REJECTED, ev->peer, e.msg);
 		return;
 	}
-	sc->c->user = sc;
 	sc->admin = s->admin[0] ? admin_ok(s, &ev->param) : s->o.allow_unauth_migration;
 	s->conns[s->nconns++] = sc;
 }
@@ -214,85 +199,170 @@ int srv_handle_cm(struct rc_server *s, struct rc_err *err)
 	return 0;
 }
 
-static void handle_ctrl(struct rc_server *s, struct srv_conn *sc, struct ibv_wc *wc)
+/* sc is to go for why: now, or once the request of it being handled (a
+ * fence's drain runs inside it) is done, so as not to free what that
+ * handler still uses. */
+static void drop_soon(struct rc_server *s, struct srv_conn *sc, const char *why)
 {
-	int slot = (int)(wc->wr_id & RC_WRID_MASK);
-	unsigned char *out;
+	if (!sc->handling) {
+		srv_drop_conn(s, sc, false, true, why);
+		return;
+	}
+	if (!sc->doomed)
+		snprintf(sc->doom_why, sizeof(sc->doom_why), "%s", why);
+	sc->doomed = true;
+}
+
+/* The request in slot i of sc, handled: its reply goes from the slot's send
+ * half, which then waits for that reply's completion (on_send). */
+static void handle_request(struct rc_server *s, struct srv_conn *sc, int i)
+{
+	struct srv_slot *sl = &s->pool.slot[i];
+	unsigned char *in = s->pool.b[i].recv, *out = s->pool.b[i].send;
 	struct rc_ctrl_hdr h;
 	int len = 0;
 
-	if (slot >= SRV_RECVS)
-		return;
-	/* A reply has gone: its request's slot takes the next request. */
-	if (rc_wrid_op(wc->wr_id) == RC_OP_SEND) {
-		post_ctrl_recv(sc, slot);
-		return;
-	}
-	if (rc_wrid_op(wc->wr_id) != RC_OP_RECV)
-		return;
-	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+	sl->state = SLOT_BUSY;
+	sc->inflight++;
+	if (sl->has_imm) {
 		struct rc_server_event ev = { .kind = RC_EV_IMM,
 					      .peer = sc->c->peer,
-					      .imm = be32toh(wc->imm_data) };
+					      .imm = sl->imm };
 
 		s->st.imms++;
 		if (s->o.on_event)
 			s->o.on_event(s->o.arg, &ev);
-		post_ctrl_recv(sc, slot);
+		srv_slot_release(s, i);
 		return;
 	}
 	s->st.requests++;
-	out = sc->buf.send[slot];
-	if (rc_ctrl_decode_hdr(sc->buf.recv[slot], wc->byte_len, &h) == 0 &&
-	    h.type == RC_CTRL_LIST_REQ) {
+	sc->handling = true;
+	if (rc_ctrl_decode_hdr(in, sl->len, &h) == 0 && h.type == RC_CTRL_LIST_REQ) {
 		struct rc_region_desc d[RC_MAX_REGIONS];
 
-		for (int i = 0; i < s->nregions; i++)
-			d[i] = s->regions[i].d;
+		for (int r = 0; r < s->nregions; r++)
+			d[r] = s->regions[r].d;
 		len = rc_ctrl_encode_list(out, RC_CTRL_MSG_MAX, h.seq, d, s->nregions);
 	} else {
 		struct srv_mig_host mh = srv_mig_host_of(s);
 
-		len = srv_mig_handle(&s->mig, &mh, sc, sc->admin, slot, sc->buf.recv[slot],
-				     wc->byte_len, out, RC_CTRL_MSG_MAX);
-		if (len == SRV_MIG_LATER)
-			return; /* the slot is the request's until mig_reply */
+		len = srv_mig_handle(&s->mig, &mh, sc, sc->admin, i, in, sl->len, out,
+				     RC_CTRL_MSG_MAX);
 	}
-	/* With a reply out, the slot waits for its completion (above). */
-	if (len > 0 &&
-	    rc_post_send(sc->c, out, (uint32_t)len, sc->mr->lkey, (uint64_t)slot, NULL) == 0)
+	sc->handling = false;
+	if (sc->doomed) {
+		char why[sizeof(sc->doom_why)];
+
+		snprintf(why, sizeof(why), "%s", sc->doom_why);
+		srv_drop_conn(s, sc, false, true, why); /* its slots with it */
 		return;
-	post_ctrl_recv(sc, slot);
+	}
+	if (len == SRV_MIG_LATER)
+		return; /* the slot is the request's until mig_reply */
+	if (len > 0 && srv_slot_reply(s, sc, i, (uint32_t)len) == 0)
+		return;
+	srv_slot_release(s, i);
 }
 
-/* Take every completion: the CQ is left empty and armed. An error
- * completion (a LIST reply or a keepalive probe the peer never
- * acknowledged) drops the connection, and says why. */
-void srv_drain_cq(struct rc_server *s, struct srv_conn *sc)
+/* sc's waiting requests, oldest first, while it has credits (and none of
+ * its requests is being handled further up the stack). */
+static void pump(struct rc_server *s, struct srv_conn *sc)
 {
-	struct ibv_wc wc[8];
-	struct rc_err e;
-	int got;
+	while (sc->nback && sc->inflight < SRV_CREDITS && !sc->handling) {
+		int i = sc->back[sc->bhead];
 
-	while ((got = rc_cq_take(sc->c, wc, 8)) > 0) {
-		for (int j = 0; j < got; j++) {
-			if (wc[j].status != IBV_WC_SUCCESS) {
-				rc_wc_error(sc->c, &wc[j], &e);
-				srv_drop_conn(s, sc, false, true, e.msg);
-				return;
-			}
-			if (rc_wrid_op(wc[j].wr_id) == RC_OP_WRITE)
-				sc->probing = false;
-			else
-				handle_ctrl(s, sc, &wc[j]);
-			/* A fence in there drained every connection: this one
-			 * may have been dropped on the way. */
-			if (!conn_live(s, sc))
-				return;
-		}
+		sc->bhead = (sc->bhead + 1) % SRV_HOLD_MAX;
+		sc->nback--;
+		handle_request(s, sc, i);
+		/* A fence in there drained every connection: this one may
+		 * have been dropped on the way. */
+		if (!conn_live(s, sc))
+			return;
 	}
 }
 
+/* A receive completed in slot i: a request (or an immediate) of sc, queued
+ * behind its others; NULL sc, a connection gone already. */
+static void on_recv(struct rc_server *s, struct srv_conn *sc, const struct ibv_wc *wc, int i)
+{
+	struct srv_slot *sl = &s->pool.slot[i];
+	char why[96];
+
+	struct rc_err e;
+
+	if (!sc || wc->status != IBV_WC_SUCCESS) {
+		srv_slot_post(s, i);
+		if (sc) {
+			rc_wc_error(sc->c, wc, &e);
+			drop_soon(s, sc, e.msg);
+		}
+		return;
+	}
+	if (sc->inflight + sc->nback >= SRV_HOLD_MAX) {
+		srv_slot_post(s, i);
+		snprintf(why, sizeof(why),
+			 "more than %d control messages unanswered (it does not read the replies)",
+			 SRV_HOLD_MAX);
+		drop_soon(s, sc, why);
+		return;
+	}
+	sl->owner = sc;
+	sl->state = SLOT_QUEUED;
+	sl->len = wc->byte_len;
+	sl->has_imm = wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM;
+	sl->imm = sl->has_imm ? be32toh(wc->imm_data) : 0;
+	sc->back[(sc->bhead + sc->nback++) % SRV_HOLD_MAX] = i;
+	pump(s, sc);
+}
+
+/* One completion of the shared CQ. An error completion (a reply or a
+ * keepalive probe the peer never acknowledged) drops its connection, and
+ * says why. */
+static void on_wc(struct rc_server *s, const struct ibv_wc *wc)
+{
+	struct rc_conn *c = rc_shared_conn(s->sh, wc->qp_num);
+	struct srv_conn *sc = c ? c->user : NULL;
+	uint64_t v = wc->wr_id & RC_WRID_MASK;
+	enum rc_op op = rc_wrid_op(wc->wr_id);
+	int i = (int)(uint32_t)v;
+	struct rc_err e;
+
+	if (op == RC_OP_RECV && i >= 0 && i < s->pool.n && s->pool.slot[i].state == SLOT_POSTED) {
+		on_recv(s, sc, wc, i);
+		return;
+	}
+	/* A reply went (or failed): its slot takes the next request, unless
+	 * it was posted again since (its connection went). */
+	if (op == RC_OP_SEND && i >= 0 && i < s->pool.n && s->pool.slot[i].gen == v >> 32 &&
+	    s->pool.slot[i].state == SLOT_SENDING)
+		srv_slot_release(s, i);
+	if (!sc)
+		return;
+	if (wc->status != IBV_WC_SUCCESS) {
+		rc_wc_error(sc->c, wc, &e);
+		drop_soon(s, sc, e.msg);
+		return;
+	}
+	if (op == RC_OP_WRITE)
+		sc->probing = false;
+	else if (op == RC_OP_SEND)
+		pump(s, sc);
+}
+
+bool srv_poll_cq(struct rc_server *s)
+{
+	struct ibv_wc wc[16];
+	int got, seen = 0;
+
+	/* Bounded: one busy peer does not keep the loop from the others'
+	 * CM events, the keepalive and the flush. */
+	while (seen < s->pool.n && (got = rc_shared_take(s->sh, wc, 16)) > 0) {
+		for (int j = 0; j < got; j++)
+			on_wc(s, &wc[j]);
+		seen += got;
+	}
+	return !s->sh->armed;
+}
 /*
  * A peer host that vanishes (crash, power-off, partition) sends no
  * disconnect, and its connection would hold a slot for ever. Every
@@ -335,23 +405,19 @@ void srv_keepalive(struct rc_server *s)
 	}
 }
 
-/* A fence's: every connection but skip, the one whose request is being
- * handled (dropping it would free what its handler still writes to). Not
- * again from inside itself (a fence in another connection's queue). */
+/* A fence's: the requests that came in on every connection, handled before
+ * it takes hold; those of the connection whose request is being handled
+ * (it is the fence's) wait in its backlog. Not again from inside itself (a
+ * fence in another connection's queue). */
 static void drain_all(void *arg, const void *skip)
 {
 	struct rc_server *s = arg;
-	struct srv_conn *all[SRV_MAX_CONNS];
-	int n = s->nconns;
 
+	(void)skip; /* its handling flag keeps its requests waiting */
 	if (s->draining)
 		return;
 	s->draining = true;
-	/* A snapshot: draining one may drop others and reorder the table. */
-	memcpy(all, s->conns, (size_t)n * sizeof(all[0]));
-	for (int i = 0; i < n; i++)
-		if (all[i] != skip && conn_live(s, all[i]))
-			srv_drain_cq(s, all[i]);
+	srv_poll_cq(s);
 	s->draining = false;
 }
 
@@ -361,24 +427,13 @@ static void mig_reply(void *arg, const void *conn, int slot, const void *msg, si
 	struct rc_server *s = arg;
 	struct srv_conn *sc = (struct srv_conn *)conn;
 
-	if (!conn_live(s, sc) || slot < 0 || slot >= SRV_RECVS || len > RC_CTRL_MSG_MAX)
+	if (!conn_live(s, sc) || slot < 0 || slot >= s->pool.n || len > RC_CTRL_MSG_MAX ||
+	    s->pool.slot[slot].owner != sc || s->pool.slot[slot].state != SLOT_BUSY)
 		return;
-	memcpy(sc->buf.send[slot], msg, len);
-	if (rc_post_send(sc->c, sc->buf.send[slot], (uint32_t)len, sc->mr->lkey, (uint64_t)slot,
-			 NULL))
-		post_ctrl_recv(sc, slot);
-}
-
-void srv_handle_cqs(struct rc_server *s, struct pollfd *pfd, int n)
-{
-	struct srv_conn *ready[SRV_MAX_CONNS];
-	int k = 0;
-
-	/* Collected first: draining one may drop it and reorder the table. */
-	for (int i = 0; i < n && i < s->nconns; i++)
-		if (pfd[i].revents & POLLIN)
-			ready[k++] = s->conns[i];
-	for (int i = 0; i < k; i++)
-		if (conn_live(s, ready[i])) /* not dropped by an earlier one */
-			srv_drain_cq(s, ready[i]);
+	memcpy(s->pool.b[slot].send, msg, len);
+	if (srv_slot_reply(s, sc, slot, (uint32_t)len))
+		srv_slot_release(s, slot);
+	else
+		return;
+	pump(s, sc);
 }

@@ -224,29 +224,45 @@ static int make_qp(struct rc_conn *c, struct rdma_cm_id *id, const struct rc_con
 					  c->dev_name, strerror(errno));
 		c->own_pd = true;
 	}
-	c->cch = ibv_create_comp_channel(id->verbs);
-	if (!c->cch)
-		return rc_err_set(err, errno, "cannot create a completion channel: %s",
-				  strerror(errno));
-	set_nonblock(c->cch->fd);
-	c->cq = ibv_create_cq(id->verbs, c->sq_depth + c->rq_depth, c, c->cch, 0);
-	if (!c->cq)
-		return rc_err_set(err, errno, "cannot create a completion queue of %d entries: %s",
-				  c->sq_depth + c->rq_depth, strerror(errno));
+	if (o->shared) {
+		if (o->shared->verbs != id->verbs)
+			return rc_err_set(err, EXDEV,
+					  "the shared completion queue is on another device than %s",
+					  c->dev_name);
+		c->shared = o->shared;
+		c->cch = o->shared->cch;
+		c->cq = o->shared->cq;
+		qa.srq = o->shared->srq;
+	} else {
+		c->cch = ibv_create_comp_channel(id->verbs);
+		if (!c->cch)
+			return rc_err_set(err, errno, "cannot create a completion channel: %s",
+					  strerror(errno));
+		set_nonblock(c->cch->fd);
+		c->cq = ibv_create_cq(id->verbs, c->sq_depth + c->rq_depth, c, c->cch, 0);
+		if (!c->cq)
+			return rc_err_set(err, errno,
+					  "cannot create a completion queue of %d entries: %s",
+					  c->sq_depth + c->rq_depth, strerror(errno));
+	}
 	qa.send_cq = c->cq;
 	qa.recv_cq = c->cq;
 	qa.qp_type = IBV_QPT_RC;
 	qa.cap.max_send_wr = (uint32_t)c->sq_depth;
-	qa.cap.max_recv_wr = (uint32_t)c->rq_depth;
+	qa.cap.max_recv_wr = qa.srq ? 0 : (uint32_t)c->rq_depth;
 	if (c->send_sge > 1 && !ibv_query_device(id->verbs, &da) && da.max_sge < c->send_sge)
 		c->send_sge = da.max_sge > 1 ? da.max_sge : 1;
 	qa.cap.max_send_sge = (uint32_t)c->send_sge;
-	qa.cap.max_recv_sge = 1;
+	qa.cap.max_recv_sge = qa.srq ? 0 : 1;
 	qa.sq_sig_all = 0;
 	if (rdma_create_qp(id, c->pd, &qa))
 		return rc_err_set(err, errno, "cannot create an RC queue pair on %s: %s",
 				  c->dev_name, strerror(errno));
 	c->qp = id->qp;
+	if (c->shared && rc_shared_add(c->shared, c))
+		return rc_err_set(err, ENOMEM,
+				  "cannot enter QP %u in the shared completion queue's table",
+				  c->qp->qp_num);
 	return 0;
 }
 
@@ -390,14 +406,16 @@ int rc_conn_close(struct rc_conn *c)
 		return 0;
 	if (c->established && !c->disconnected)
 		rdma_disconnect(c->id);
+	if (c->shared)
+		rc_shared_remove(c->shared, c); /* what it left in the CQ maps to nothing */
 	if (c->qp) {
 		rdma_destroy_qp(c->id);
 		c->qp = NULL;
 	}
 	/* The ibv_ calls return their error (errno is not theirs); rdma_cm's set errno. */
-	if (c->cq && (r = ibv_destroy_cq(c->cq)) && !rc)
+	if (!c->shared && c->cq && (r = ibv_destroy_cq(c->cq)) && !rc)
 		rc = -abs(r);
-	if (c->cch && (r = ibv_destroy_comp_channel(c->cch)) && !rc)
+	if (!c->shared && c->cch && (r = ibv_destroy_comp_channel(c->cch)) && !rc)
 		rc = -abs(r);
 	if (c->own_pd && c->pd && (r = ibv_dealloc_pd(c->pd)) && !rc)
 		rc = -abs(r);

@@ -4,8 +4,9 @@
  * (srv_mig.c), the real code, fed arbitrary sequences of connections,
  * control messages, error completions and disconnects from several clients.
  * The verbs layer under them is replaced by the stubs below: connections
- * are plain memory, a completion queue is a queue this harness fills, and a
- * send is recorded (its bytes read, so that ASan sees a buffer already
+ * are plain memory, the shared completion queue is a queue this harness
+ * fills (a closed connection's completions stay in it, as on a device), the
+ * shared receive queue a list of the buffers posted, and a send is recorded (its bytes read, so that ASan sees a buffer already
  * freed). srv_mig.c is built without its worker thread: a PULL or HASH runs
  * on the loop, and an input replays the same way.
  *
@@ -35,29 +36,31 @@
 #undef ibv_reg_mr
 
 #define MAX_CONNS 8
-#define RECVS 64
-#define WCS 64
+#define SRQ_MAX 1024
+#define WCS 512
 #define TOKEN "data-tok"
 #define ADMIN "admin-tok"
 
-/* A connection: what the server posted and what the harness queued. */
+/* A connection: its QP number names its completions. */
 struct fconn {
 	struct rc_conn c;
-	struct ibv_comp_channel cch;
-	struct {
-		void *buf;
-		uint32_t len;
-		uint64_t wr_id;
-	} recv[RECVS];
-	int nrecv;
-	struct ibv_wc wc[WCS];
-	int head, nwc;
+	uint32_t qpn;
 };
 
 static struct {
 	struct fconn *conns[MAX_CONNS]; /* accepted, in order, NULL once closed */
 	int nconns;
 	struct rc_cm_event ev[16]; /* CM events waiting for the listener */
+	struct {
+		void *buf;
+		uint32_t len;
+		uint64_t wr_id;
+	} srq[SRQ_MAX]; /* the receives posted */
+	int nsrq;
+	struct ibv_wc wc[WCS]; /* the shared CQ */
+	int head, nwc;
+	uint32_t qpn; /* the last one given */
+	struct rc_shared *sh;
 	int nev;
 	uint32_t move; /* what the last TRACK answered */
 	uint32_t key;
@@ -226,8 +229,9 @@ int rc_cm_accept(struct rc_listener *l, struct rc_cm_event *ev, const struct rc_
 	if (!f)
 		return rc_err_set(err, ENOMEM, "out of memory");
 	f->c.pd = l->pd;
-	f->c.cch = &f->cch;
-	f->cch.fd = H.efd;
+	f->c.shared = o->shared;
+	f->c.cch = o->shared->cch;
+	f->qpn = ++H.qpn; /* never one again: a stale completion maps to nothing */
 	f->c.established = true;
 	snprintf(f->c.peer, sizeof(f->c.peer), "%s", ev->peer);
 	rc = o->on_qp ? o->on_qp(&f->c, o->on_qp_arg) : 0;
@@ -262,26 +266,77 @@ int rc_conn_close(struct rc_conn *c)
 	return 0;
 }
 
-int rc_post_recv(struct rc_conn *c, void *buf, uint32_t len, uint32_t lkey, uint64_t user,
-		 struct rc_err *err)
+int rc_shared_create(struct ibv_pd *pd, int cqe, int srq_depth, struct rc_shared **out,
+		     struct rc_err *err)
 {
-	struct fconn *f = (struct fconn *)c;
+	struct rc_shared *sh = calloc(1, sizeof(*sh));
 
-	(void)lkey;
-	if (f->nrecv == RECVS)
-		return rc_err_set(err, ENOMEM, "the receive queue is full");
-	memset(buf, 0, len); /* ASan: the buffer is the server's still */
-	f->recv[f->nrecv].buf = buf;
-	f->recv[f->nrecv].len = len;
-	f->recv[f->nrecv].wr_id = rc_wrid(RC_OP_RECV, user);
-	f->nrecv++;
+	(void)pd;
+	if (!sh || !(sh->cch = calloc(1, sizeof(*sh->cch)))) {
+		free(sh);
+		return rc_err_set(err, ENOMEM, "out of memory");
+	}
+	if (srq_depth > SRQ_MAX)
+		abort(); /* the harness holds fewer */
+	sh->cch->fd = H.efd;
+	sh->cqe = cqe;
+	sh->srq_depth = srq_depth;
+	H.sh = sh;
+	*out = sh;
 	return 0;
+}
+
+int rc_shared_destroy(struct rc_shared *sh)
+{
+	if (sh)
+		free(sh->cch);
+	free(sh);
+	return 0;
+}
+
+int rc_shared_post_recv(struct rc_shared *sh, void *buf, uint32_t len, uint32_t lkey, uint64_t user,
+			struct rc_err *err)
+{
+	(void)lkey;
+	if (H.nsrq >= sh->srq_depth)
+		abort();     /* the server posted more than its queue holds */
+	memset(buf, 0, len); /* ASan: the buffer is the server's still */
+	H.srq[H.nsrq].buf = buf;
+	H.srq[H.nsrq].len = len;
+	H.srq[H.nsrq].wr_id = rc_wrid(RC_OP_RECV, user);
+	H.nsrq++;
+	return 0;
+}
+
+struct rc_conn *rc_shared_conn(const struct rc_shared *sh, uint32_t qpn)
+{
+	(void)sh;
+	for (int i = 0; i < H.nconns; i++)
+		if (H.conns[i] && H.conns[i]->qpn == qpn)
+			return &H.conns[i]->c;
+	return NULL;
+}
+
+/* One at a time: a handler's own drain then finds the rest. */
+int rc_shared_take(struct rc_shared *sh, struct ibv_wc *wc, int max)
+{
+	if (!H.nwc || max < 1) {
+		sh->armed = true;
+		return 0;
+	}
+	sh->armed = false;
+	*wc = H.wc[H.head];
+	H.head = (H.head + 1) % WCS;
+	H.nwc--;
+	return 1;
 }
 
 static void push_wc(struct fconn *f, const struct ibv_wc *wc)
 {
-	if (f->nwc < WCS)
-		f->wc[(f->head + f->nwc++) % WCS] = *wc;
+	if (H.nwc < WCS) {
+		H.wc[(H.head + H.nwc) % WCS] = *wc;
+		H.wc[(H.head + H.nwc++) % WCS].qp_num = f->qpn;
+	}
 }
 
 int rc_post_send(struct rc_conn *c, const void *buf, uint32_t len, uint32_t lkey, uint64_t user,
@@ -327,19 +382,6 @@ int rc_post_rdma(struct rc_conn *c, enum rc_op op, void *laddr, uint32_t len, ui
 	(void)signaled;
 	(void)err;
 	return 0;
-}
-
-int rc_cq_take(struct rc_conn *c, struct ibv_wc *wc, int max)
-{
-	struct fconn *f = (struct fconn *)c;
-
-	/* One at a time: a handler's own drain then finds the rest. */
-	if (!f->nwc || max < 1)
-		return 0;
-	*wc = f->wc[f->head];
-	f->head = (f->head + 1) % WCS;
-	f->nwc--;
-	return 1;
 }
 
 int rc_wc_error(const struct rc_conn *c, const struct ibv_wc *wc, struct rc_err *err)
@@ -455,7 +497,7 @@ static void deliver(struct fconn *f, struct in *in)
 	uint8_t what = byte(in), slot = byte(in);
 	int len = -1;
 
-	if (!f->nrecv)
+	if (!H.nsrq)
 		return;
 	switch (what % 6) {
 	case 0: {
@@ -515,15 +557,15 @@ static void deliver(struct fconn *f, struct in *in)
 	}
 	if (len < 0)
 		return;
-	slot %= f->nrecv;
-	if ((uint32_t)len > f->recv[slot].len)
-		len = (int)f->recv[slot].len;
-	memcpy(f->recv[slot].buf, msg, (size_t)len);
-	push_wc(f, &(struct ibv_wc){ .wr_id = f->recv[slot].wr_id,
+	slot %= H.nsrq;
+	if ((uint32_t)len > H.srq[slot].len)
+		len = (int)H.srq[slot].len;
+	memcpy(H.srq[slot].buf, msg, (size_t)len);
+	push_wc(f, &(struct ibv_wc){ .wr_id = H.srq[slot].wr_id,
 				     .status = IBV_WC_SUCCESS,
 				     .opcode = IBV_WC_RECV,
 				     .byte_len = (uint32_t)len });
-	f->recv[slot] = f->recv[--f->nrecv];
+	H.srq[slot] = H.srq[--H.nsrq];
 }
 
 static void gone(struct fconn *f)

@@ -284,6 +284,61 @@ setup() {
 	assert_success
 }
 
+@test "register: 300 clients at once on one shared CQ, each writes and reads back its own bytes; the 301st is refused" {
+	local d pid fds i
+	start_server 1 --listen "$ADDR:$PORT" --name kv --size 32K --max-conns 300
+	d=$(descriptor kv)
+	# One process holds 300 connections, as 300 client hosts would (each
+	# costs it three descriptors in librdmacm's synchronous mode). Each
+	# writes 64 bytes of its own at 64 * K, and once all have written,
+	# reads them back and compares.
+	ulimit -n 4096
+	FOREIGN_CLIENT_CONNS=300 FOREIGN_CLIENT_OWN=1 FOREIGN_CLIENT_HOLD=600 "$FOREIGN_CLIENT" write \
+		"$ADDR" "$PORT" "$(jq -r .addr <<<"$d")" "$(jq -r .rkey <<<"$d")" 0 64 \
+		>"$BATS_TEST_TMPDIR/clients.out" 2>&1 &
+	pid=$!
+	started "$pid"
+	for ((i = 0; i < 1800; i++)); do
+		grep -q '^verified=' "$BATS_TEST_TMPDIR/clients.out" && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	run cat "$BATS_TEST_TMPDIR/clients.out"
+	assert_output "verified=300"
+	run grep -c '"event":"connected"' "$SERVER_OUT"
+	assert_output 300
+	# No descriptor per connection: one completion channel for all.
+	fds=$(find "/proc/$SERVER_PID/fd" -mindepth 1 | wc -l)
+	echo "# server descriptors with 300 clients: $fds" >&3
+	((fds < 32))
+	# Every slot held: one more is refused.
+	run rdmactl write "$ADDR:$PORT/kv" --pattern zero --size 64
+	assert_failure
+	assert_output --partial "too many connections"
+	kill "$pid"
+	wait "$pid" 2>/dev/null || true
+	wait_events disconnected 300 "$SERVER_OUT" 1200
+	# Their slots are free again, and the bytes are where each wrote them.
+	run rdmactl read "$ADDR:$PORT/kv" --offset $((64 * 299)) --size 12 --out "$BATS_TEST_TMPDIR/last"
+	assert_success
+	run od -An -tx1 "$BATS_TEST_TMPDIR/last"
+	assert_output " 66 6f 72 65 69 67 6e 3a 2b 01 00 00"
+}
+
+@test "register: a client that sends requests and never reads the replies is dropped, naming why; others are served" {
+	start_server 1 --listen "$ADDR:$PORT" --token tok --name a --size 4K
+	# 256 requests at once and one receive posted: the server answers 16
+	# at a time, and the rest wait until the peer holds 128 unanswered.
+	run timeout 120 "$LIST_BURST" "$ADDR" "$PORT" 256 1 tok
+	assert_failure
+	wait_events disconnected 1 "$SERVER_OUT" 300
+	jq -s -e '[.[] | select(.event == "disconnected"
+		and (.reason // "" | test("more than 128 control messages unanswered")))] | length == 1' \
+		"$SERVER_OUT"
+	run rdmactl write "$ADDR:$PORT/a" --token tok --pattern zero --size 4K
+	assert_success
+}
+
 @test "write with --imm delivers the immediate value to the server" {
 	start_server 1 --listen "$ADDR:$PORT" --name kv --size 64K
 	run rdmactl -j write "$ADDR:$PORT/kv" --pattern seq --size 4K --imm 42

@@ -14,6 +14,10 @@
  * FOREIGN_CLIENT_HOLD=SECONDS it stays connected that long afterwards; with
  * FOREIGN_CLIENT_CONNS=N it opens N connections one after the other, each
  * doing the same (many peers held by one process, as many hosts would).
+ * With FOREIGN_CLIENT_OWN=1 as well, connection K writes bytes of its own
+ * ("foreign:" with K and a counter) at OFFSET + K * LENGTH, and once all N
+ * are connected and have written, each reads its own bytes back and
+ * compares: "verified=N" on stdout, or what differed and exit 1.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -26,7 +30,7 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
-#define MAX_CONNS 256
+#define MAX_CONNS 1100
 
 struct peer {
 	struct rdma_cm_id *id;
@@ -41,6 +45,7 @@ struct job {
 	uint32_t rkey;
 	size_t len;
 	bool wr;
+	bool own; /* FOREIGN_CLIENT_OWN: each connection its own bytes */
 };
 
 static int die(const char *what)
@@ -62,8 +67,49 @@ static void release(struct peer *p)
 	*p = (struct peer){ 0 };
 }
 
+/* What connection k writes: "foreign:", then (own bytes) k, then a counter. */
+static void fill(char *buf, size_t len, int k)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = i < 8 ? "foreign:"[i] : (char)(i & 0xff);
+	for (size_t i = 8; k >= 0 && i < 12 && i < len; i++)
+		buf[i] = (char)((unsigned)k >> (8 * (i - 8)));
+}
+
+static uint64_t off_of(const struct job *j, int k)
+{
+	return j->off + (j->own ? (uint64_t)k * j->len : 0);
+}
+
+/* Connection k reads its own bytes back and compares them: 0 when equal. */
+static int readback(const struct job *j, struct peer *p, int k)
+{
+	char *want = malloc(j->len);
+	struct ibv_wc wc;
+	int rc = 1;
+
+	if (!want)
+		return die("malloc");
+	fill(want, j->len, k);
+	memset(p->buf, 0, j->len);
+	if (rdma_post_read(p->id, NULL, p->buf, j->len, p->mr, IBV_SEND_SIGNALED,
+			   j->raddr + off_of(j, k), j->rkey))
+		rc = die("rdma_post_read");
+	else if (rdma_get_send_comp(p->id, &wc) <= 0)
+		rc = die("rdma_get_send_comp");
+	else if (wc.status != IBV_WC_SUCCESS)
+		fprintf(stderr, "foreign_client: connection %d: READ failed: %s\n", k,
+			ibv_wc_status_str(wc.status));
+	else if (memcmp(want, p->buf, j->len))
+		fprintf(stderr, "foreign_client: connection %d read back other bytes\n", k);
+	else
+		rc = 0;
+	free(want);
+	return rc;
+}
+
 /* Connect and move the bytes; on failure p holds what to release. */
-static int one(const struct job *j, struct peer *p)
+static int one(const struct job *j, struct peer *p, int k)
 {
 	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *res, *src = NULL;
 	struct ibv_qp_init_attr attr = {
@@ -106,17 +152,15 @@ static int one(const struct job *j, struct peer *p)
 	p->buf = calloc(1, j->len);
 	if (!p->buf)
 		return die("calloc");
-	if (j->wr) {
-		for (size_t i = 0; i < j->len; i++)
-			p->buf[i] = i < 8 ? "foreign:"[i] : (char)(i & 0xff);
-	}
+	if (j->wr)
+		fill(p->buf, j->len, j->own ? k : -1);
 	p->mr = rdma_reg_write(p->id, p->buf, j->len); /* local write access: the READ lands here */
 	if (!p->mr)
 		return die("rdma_reg_write");
 	if (j->wr ? rdma_post_write(p->id, NULL, p->buf, j->len, p->mr, IBV_SEND_SIGNALED,
-				    j->raddr + j->off, j->rkey)
+				    j->raddr + off_of(j, k), j->rkey)
 		  : rdma_post_read(p->id, NULL, p->buf, j->len, p->mr, IBV_SEND_SIGNALED,
-				   j->raddr + j->off, j->rkey))
+				   j->raddr + off_of(j, k), j->rkey))
 		return die("rdma_post");
 	if (rdma_get_send_comp(p->id, &wc) <= 0)
 		return die("rdma_get_send_comp");
@@ -152,6 +196,7 @@ int main(int argc, char **argv)
 			  .off = strtoull(argv[6], NULL, 0),
 			  .len = strtoull(argv[7], NULL, 0),
 			  .token = argc == 9 ? argv[8] : NULL };
+	j.own = getenv("FOREIGN_CLIENT_OWN") && !strcmp(getenv("FOREIGN_CLIENT_OWN"), "1");
 	if (getenv("FOREIGN_CLIENT_CONNS"))
 		n = atoi(getenv("FOREIGN_CLIENT_CONNS"));
 	if (n < 1 || n > MAX_CONNS) {
@@ -159,8 +204,17 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	while (done < n && !rc) {
-		rc = one(&j, &peers[done]);
+		rc = one(&j, &peers[done], done);
 		done++;
+	}
+	if (!rc && j.own && j.wr) {
+		int good = 0;
+
+		for (int k = 0; k < n; k++)
+			good += readback(&j, &peers[k], k) == 0;
+		printf("verified=%d\n", good);
+		fflush(stdout);
+		rc = good != n;
 	}
 	if (!rc && getenv("FOREIGN_CLIENT_HOLD"))
 		sleep((unsigned)atoi(getenv("FOREIGN_CLIENT_HOLD")));

@@ -14,6 +14,7 @@
 #include <rdmactl/parse.h>
 
 struct rc_conn;
+struct rc_shared;
 
 struct rc_conn_opts {
 	int sq_depth;   /* send queue depth (default 128) */
@@ -27,6 +28,9 @@ struct rc_conn_opts {
 	const char *bind_addr; /* client: source address, which picks the device */
 	const char *dev_name;  /* client: refuse a route through another device */
 	struct ibv_pd *pd;     /* share this PD instead of allocating one */
+	/* Accepting side: use this CQ, its channel and its receive queue (when it
+	 * has one) instead of the connection's own (rc_shared_create). */
+	struct rc_shared *shared;
 	/* Accepting side: called once the QP exists, before the accept goes out
 	 * (to post receives that the peer may use at once). */
 	int (*on_qp)(struct rc_conn *c, void *arg);
@@ -57,7 +61,10 @@ struct rc_conn {
 	char peer[RC_HOST_MAX + 8];
 	char dev_name[64];
 	uint8_t port_num;
-	void *user; /* owner's data */
+	struct rc_shared *shared; /* the CQ it shares, not its own (or NULL) */
+	uint32_t shared_qpn;      /* its QP number in shared's table */
+	bool in_shared;           /* it is in that table */
+	void *user;               /* owner's data */
 };
 
 /* Connect to host:port; *out is established on success. */
@@ -131,5 +138,45 @@ RC_EXPORT int rc_cm_accept(struct rc_listener *l, struct rc_cm_event *ev,
 RC_EXPORT void rc_cm_refuse(struct rc_cm_event *ev, const char *why);
 /* Format an id's peer as "addr:port". */
 RC_EXPORT void rc_peer_name(struct rdma_cm_id *id, char *buf, size_t len);
+
+/*
+ * One completion queue and channel, and optionally one shared receive
+ * queue, for the connections a listener accepts on one device: no file
+ * descriptor and no receive ring per peer (libcore/verbs/shared.c). The
+ * connections that use it are found by the QP number of a completion.
+ */
+struct rc_shared_ent;
+struct rc_shared {
+	struct ibv_context *verbs;
+	struct ibv_comp_channel *cch; /* poll its fd, then rc_shared_take */
+	struct ibv_cq *cq;
+	struct ibv_srq *srq; /* NULL: each connection has its own receive queue */
+	int cqe;
+	int srq_depth;
+	bool armed;
+	struct rc_shared_ent *ent; /* by QP number */
+	size_t n, cap;
+};
+
+/* cqe entries (at most what the device allows: the sum of the send queues
+ * of every connection and the receive queue), srq_depth receives shared
+ * (0: none). */
+int rc_shared_create(struct ibv_pd *pd, int cqe, int srq_depth, struct rc_shared **out,
+		     struct rc_err *err);
+/* Free it, once every connection on it is closed. */
+int rc_shared_destroy(struct rc_shared *sh);
+/* Completions of any connection, as rc_cq_take: never sleeps, leaves an
+ * empty CQ armed. */
+int rc_shared_take(struct rc_shared *sh, struct ibv_wc *wc, int max);
+/* The connection whose QP has that number (wc->qp_num), or NULL: it was
+ * closed, and this completion was left behind. */
+struct rc_conn *rc_shared_conn(const struct rc_shared *sh, uint32_t qpn);
+/* Post a receive to the shared receive queue; user is the wr_id's value. */
+int rc_shared_post_recv(struct rc_shared *sh, void *buf, uint32_t len, uint32_t lkey, uint64_t user,
+			struct rc_err *err);
+/* conn.c's: a connection joins the table once its QP exists, leaves it as
+ * it closes. */
+int rc_shared_add(struct rc_shared *sh, struct rc_conn *c);
+void rc_shared_remove(struct rc_shared *sh, struct rc_conn *c);
 
 #endif

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The region server's control buffers: one pool of request and reply slots
+ * behind one shared receive queue, and one CQ for every connection, so
+ * that a thousand clients cost neither a receive ring nor a file
+ * descriptor each. A slot is posted, received, handled, answered and
+ * posted again (server_int.h); a connection that goes gives its slots back.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmactl/ops.h>
+
+#include "srv_pool.h"
+
+/* Slots beyond one per connection: room for a burst of one peer. */
+#define SRV_POOL_EXTRA (2 * SRV_HOLD_MAX)
+
+int srv_slot_post(struct rc_server *s, int i)
+{
+	struct srv_slot *sl = &s->pool.slot[i];
+
+	sl->owner = NULL;
+	sl->state = SLOT_POSTED;
+	sl->gen = (sl->gen + 1) & SRV_GEN_MASK;
+	return rc_shared_post_recv(s->sh, s->pool.b[i].recv, RC_CTRL_MSG_MAX, s->pool.mr->lkey,
+				   (uint64_t)i, NULL);
+}
+
+int srv_slot_reply(struct rc_server *s, struct srv_conn *sc, int i, uint32_t len)
+{
+	uint64_t v = ((uint64_t)s->pool.slot[i].gen << 32) | (uint32_t)i;
+	int rc = rc_post_send(sc->c, s->pool.b[i].send, len, s->pool.mr->lkey, v, NULL);
+
+	if (!rc)
+		s->pool.slot[i].state = SLOT_SENDING;
+	return rc;
+}
+
+void srv_slot_release(struct rc_server *s, int i)
+{
+	struct srv_slot *sl = &s->pool.slot[i];
+
+	if (sl->owner && (sl->state == SLOT_BUSY || sl->state == SLOT_SENDING))
+		sl->owner->inflight--;
+	srv_slot_post(s, i);
+}
+
+void srv_pool_release_conn(struct rc_server *s, const struct srv_conn *sc)
+{
+	for (int i = 0; i < s->pool.n; i++)
+		if (s->pool.slot[i].state != SLOT_POSTED && s->pool.slot[i].owner == sc) {
+			s->pool.slot[i].owner = NULL; /* the connection is freed already */
+			srv_slot_post(s, i);
+		}
+}
+
+int srv_pool_create(struct rc_server *s, struct rc_err *err)
+{
+	int n = s->max_conns + SRV_POOL_EXTRA, rc;
+	/* Every connection's send queue (its replies and a probe) and the
+	 * receives: what may complete before the CQ is polled. */
+	int cqe = s->max_conns * (SRV_CREDITS + 1) + n;
+
+	s->conns = calloc((size_t)s->max_conns, sizeof(s->conns[0]));
+	s->pool.slot = calloc((size_t)n, sizeof(s->pool.slot[0]));
+	s->pool.b = aligned_alloc(4096, (size_t)n * sizeof(s->pool.b[0]));
+	if (!s->conns || !s->pool.slot || !s->pool.b)
+		return rc_err_set(err, ENOMEM, "out of memory for %d connections", s->max_conns);
+	s->pool.mr = ibv_reg_mr(s->l->pd, s->pool.b, (size_t)n * sizeof(s->pool.b[0]),
+				IBV_ACCESS_LOCAL_WRITE);
+	if (!s->pool.mr)
+		return rc_err_set(err, errno,
+				  "cannot register the control buffers (%zu KiB) on %s: %s",
+				  (size_t)n * sizeof(s->pool.b[0]) >> 10, s->l->dev_name,
+				  strerror(errno));
+	rc = rc_shared_create(s->l->pd, cqe, n, &s->sh, err);
+	if (rc)
+		return rc_err_wrap(err, 0, "--max-conns %d", s->max_conns);
+	s->pool.n = n;
+	for (int i = 0; i < n; i++)
+		if ((rc = srv_slot_post(s, i)))
+			return rc_err_set(err, -rc, "cannot post the control receives: %s",
+					  strerror(-rc));
+	return 0;
+}
+
+void srv_pool_destroy(struct rc_server *s)
+{
+	/* After every connection: none of their QPs uses the queue any more. */
+	rc_shared_destroy(s->sh);
+	if (s->pool.mr)
+		ibv_dereg_mr(s->pool.mr);
+	free(s->pool.b);
+	free(s->pool.slot);
+	free(s->conns);
+	s->sh = NULL;
+	memset(&s->pool, 0, sizeof(s->pool));
+	s->conns = NULL;
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* The region server's control slots (srv_pool.c), for srv_conn.c. */
+#ifndef RDMACTL_SRV_POOL_H
+#define RDMACTL_SRV_POOL_H
+
+#include "server_int.h"
+
+/* A reply's work request carries its slot's generation: a completion left
+ * behind by a connection that went names a slot posted again since. */
+#define SRV_GEN_MASK 0xffffffu
+
+/* Post slot i to the shared receive queue, owned by no one. */
+int srv_slot_post(struct rc_server *s, int i);
+/* Send slot i's reply half (len bytes) on sc: the slot is SENDING. */
+int srv_slot_reply(struct rc_server *s, struct srv_conn *sc, int i, uint32_t len);
+/* Slot i is done with: its owner's count goes down, and it is posted. */
+void srv_slot_release(struct rc_server *s, int i);
+/* Every slot sc held, posted again; sc is gone (its QP destroyed). */
+void srv_pool_release_conn(struct rc_server *s, const struct srv_conn *sc);
+
+#endif
