@@ -200,22 +200,21 @@ static void *accept_main(void *arg)
 		}
 		if (rc_listener_event(g->l, 100, &ev))
 			continue;
-		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		enum rc_cm_kind kind = rc_cm_kind_of(ev->event);
+
+		if (kind == RC_CM_REQUEST) {
 			on_request(g, ev, a->all);
 			continue;
 		}
 		struct rc_conn *c = ev->id->context == g->l ? NULL : ev->id->context;
-		enum rdma_cm_event_type type = ev->event;
 
 		rdma_ack_cm_event(ev);
-		if (type == RDMA_CM_EVENT_ESTABLISHED && c && !c->established) {
+		if (kind == RC_CM_ESTABLISHED && c && !c->established) {
 			c->established = true;
 			pthread_mutex_lock(&g->mu);
 			g->accepted++;
 			pthread_mutex_unlock(&g->mu);
-		} else if (c && (type == RDMA_CM_EVENT_DISCONNECTED ||
-				 type == RDMA_CM_EVENT_CONNECT_ERROR ||
-				 type == RDMA_CM_EVENT_UNREACHABLE)) {
+		} else if (c && (kind == RC_CM_GONE || kind == RC_CM_DEVICE_GONE)) {
 			c->disconnected = true;
 			((struct gpeer *)c->user)->dead = true;
 		}

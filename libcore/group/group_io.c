@@ -20,10 +20,9 @@
 static void mark_dead(struct rdma_cm_event *ev)
 {
 	struct rc_conn *c = ev->id->context;
-	enum rdma_cm_event_type t = ev->event;
+	enum rc_cm_kind kind = rc_cm_kind_of(ev->event);
 
-	if (c && (t == RDMA_CM_EVENT_DISCONNECTED || t == RDMA_CM_EVENT_CONNECT_ERROR ||
-		  t == RDMA_CM_EVENT_UNREACHABLE || t == RDMA_CM_EVENT_TIMEWAIT_EXIT)) {
+	if (c && (kind == RC_CM_GONE || kind == RC_CM_DEVICE_GONE)) {
 		c->disconnected = true;
 		if (c->user)
 			((struct gpeer *)c->user)->dead = true;
@@ -35,7 +34,7 @@ static void cm_events(struct rc_group *g)
 	struct rdma_cm_event *ev;
 
 	while (rc_listener_event(g->l, 0, &ev) == 0) {
-		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		if (rc_cm_kind_of(ev->event) == RC_CM_REQUEST) {
 			rc_reject(ev->id, "rdmactl: the group is complete");
 			rdma_ack_cm_event(ev);
 			continue;

@@ -298,12 +298,15 @@ static void conn_events(struct sdst *d, struct rc_conn *c)
 
 	while (!d->dead && rdma_get_cm_event(c->ech, &ev) == 0) {
 		enum rdma_cm_event_type t = ev->event;
+		enum rc_cm_kind kind = rc_cm_kind_of(t);
 
 		rdma_ack_cm_event(ev);
-		if (t == RDMA_CM_EVENT_DISCONNECTED || t == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+		if (kind == RC_CM_GONE || kind == RC_CM_DEVICE_GONE) {
 			c->disconnected = true;
 			snprintf(d->why, sizeof(d->why), "%s (%s)",
-				 t == RDMA_CM_EVENT_DISCONNECTED ? "disconnected" : "device removed",
+				 kind == RC_CM_DEVICE_GONE         ? "device removed"
+				 : t == RDMA_CM_EVENT_DISCONNECTED ? "disconnected"
+								   : "connection failed",
 				 rdma_event_str(t));
 			d->dead = true;
 		}

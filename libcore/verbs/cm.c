@@ -3,14 +3,16 @@
  * The one way a listening side takes its CM events: each is taken,
  * acknowledged at once and sorted into what the server must do about it
  * (answer a request, count a connection up or gone, stop on a removed
- * device). The region server and kvxfer's receiver both run on it.
+ * device). The region server and kvxfer's receiver both run on it, and
+ * rc_cm_kind_of is the one sorting of every CM event, the connecting
+ * side's (the group layer, kvxfer's sender) included.
  */
 #include <errno.h>
 #include <string.h>
 
 #include <rdmactl/conn.h>
 
-static enum rc_cm_kind classify(enum rdma_cm_event_type t)
+enum rc_cm_kind rc_cm_kind_of(enum rdma_cm_event_type t)
 {
 	switch (t) {
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
@@ -21,6 +23,7 @@ static enum rc_cm_kind classify(enum rdma_cm_event_type t)
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
 		return RC_CM_GONE;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		return RC_CM_DEVICE_GONE;
@@ -38,7 +41,7 @@ int rc_listener_next(struct rc_listener *l, int timeout_ms, struct rc_cm_event *
 		return rc;
 	memset(out, 0, sizeof(*out));
 	out->type = ev->event;
-	out->kind = classify(ev->event);
+	out->kind = rc_cm_kind_of(ev->event);
 	if (out->kind == RC_CM_REQUEST) {
 		const struct rdma_conn_param *p = &ev->param.conn;
 		uint8_t n = p->private_data && p->private_data_len ? p->private_data_len : 0;

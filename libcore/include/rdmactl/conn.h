@@ -114,6 +114,11 @@ enum rc_cm_kind {
 	RC_CM_OTHER,       /* nothing to do */
 };
 
+/* The kind of a CM event of any connection, listening or connecting: GONE
+ * for a disconnect, a failed or refused connect, an unreachable peer or a
+ * time-wait's end; DEVICE_GONE for a removed device. */
+enum rc_cm_kind rc_cm_kind_of(enum rdma_cm_event_type t);
+
 struct rc_cm_event {
 	enum rc_cm_kind kind;
 	enum rdma_cm_event_type type; /* rdma_event_str names it */
