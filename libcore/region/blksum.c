@@ -11,27 +11,24 @@
 #define STASH_MAX 1024 /* blocks aside at most (64 MiB): past it, digest now */
 
 struct blk_stash {
-	struct blk_stash *next;
-	uint64_t block;
 	size_t len;
 	unsigned char data[];
 };
 
-static void stash_drop(struct blk_sums *s)
+static void stash_drop(struct blk_sums *s, uint64_t b)
 {
-	while (s->head) {
-		struct blk_stash *x = s->head;
-
-		s->head = x->next;
-		free(x);
-	}
-	s->tail = NULL;
-	s->nstash = 0;
+	if (!s->aside || !s->aside[b])
+		return;
+	free(s->aside[b]);
+	s->aside[b] = NULL;
+	s->nstash--;
 }
 
 void blk_sums_free(struct blk_sums *s)
 {
-	stash_drop(s);
+	for (uint64_t b = 0; s->aside && b < s->nblocks; b++)
+		free(s->aside[b]);
+	free(s->aside);
 	free(s->sum);
 	free(s->have);
 	memset(s, 0, sizeof(*s));
@@ -44,7 +41,8 @@ int blk_sums_reset(struct blk_sums *s, uint64_t len, uint32_t tag)
 	blk_sums_free(s);
 	s->sum = calloc(n ? n : 1, RC_SHA256_LEN);
 	s->have = calloc(n ? n : 1, 1);
-	if (!s->sum || !s->have) {
+	s->aside = calloc(n ? n : 1, sizeof(*s->aside));
+	if (!s->sum || !s->have || !s->aside) {
 		blk_sums_free(s);
 		return -ENOMEM;
 	}
@@ -89,55 +87,42 @@ void blk_sums_update(struct blk_sums *s, const unsigned char *mem, uint64_t off,
 
 	if (!span(s, off, len, &b0, &b1))
 		return;
-	blk_sums_settle(s); /* an older copy aside must not win over this */
-	for (uint64_t b = b0; b < b1; b++)
+	for (uint64_t b = b0; b < b1; b++) {
+		stash_drop(s, b); /* an older copy aside must not win over this */
 		digest_block(s, b, mem + b * RC_MIG_BLOCK);
+	}
 }
 
-int blk_sums_stash(struct blk_sums *s, const unsigned char *mem, uint64_t off, uint64_t len)
+void blk_sums_stash(struct blk_sums *s, const unsigned char *mem, uint64_t off, uint64_t len)
 {
-	struct blk_stash *first = NULL, **at = &first, *last = NULL;
 	uint64_t b0, b1;
 
 	if (!span(s, off, len, &b0, &b1))
-		return 0;
-	if (s->nstash + (b1 - b0) > STASH_MAX) {
-		blk_sums_update(s, mem, off, len);
-		return 0;
-	}
+		return;
 	for (uint64_t b = b0; b < b1; b++) {
 		size_t n = block_len(s, b);
-		struct blk_stash *x = malloc(sizeof(*x) + n);
+		struct blk_stash *x = s->aside[b];
 
-		if (!x) {
-			while (first) {
-				last = first->next;
-				free(first);
-				first = last;
-			}
-			return -ENOMEM;
+		if (!x && s->nstash < STASH_MAX && (x = malloc(sizeof(*x) + n))) {
+			x->len = n;
+			s->aside[b] = x;
+			s->nstash++;
 		}
-		x->next = NULL;
-		x->block = b;
-		x->len = n;
-		memcpy(x->data, mem + b * RC_MIG_BLOCK, n);
-		*at = last = x;
-		at = &x->next;
+		if (x)
+			memcpy(x->data, mem + b * RC_MIG_BLOCK, n); /* a newer copy over an older */
+		else
+			digest_block(s, b, mem + b * RC_MIG_BLOCK); /* no room: now */
 	}
-	if (s->tail)
-		s->tail->next = first;
-	else
-		s->head = first;
-	s->tail = last;
-	s->nstash += b1 - b0;
-	return 0;
 }
 
 void blk_sums_settle(struct blk_sums *s)
 {
-	for (struct blk_stash *x = s->head; x; x = x->next)
-		digest_block(s, x->block, x->data);
-	stash_drop(s);
+	for (uint64_t b = 0; s->nstash && b < s->nblocks; b++) {
+		if (!s->aside[b])
+			continue;
+		digest_block(s, b, s->aside[b]->data);
+		stash_drop(s, b);
+	}
 }
 
 void blk_sums_fill(struct blk_sums *s, const unsigned char *mem, uint64_t off, uint64_t len)

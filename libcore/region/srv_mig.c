@@ -128,11 +128,15 @@ void srv_mig_conn_gone(struct srv_mig *st, const struct srv_mig_host *h, const v
 		st->hash_owner = NULL;
 	if (st->pull_owner == conn) {
 		st->pull_owner = NULL;
-		if (st->running)
+		if (st->running) {
 			st->src_close = true;
-		else {
+		} else {
 			rc_client_close(st->src);
 			st->src = NULL;
+			/* A move that pulled and never ended: its copies aside go
+			 * (the worker is idle, nothing reads them). */
+			if (st->pull_region >= 0)
+				blk_sums_free(&st->reg[st->pull_region].pulled);
 		}
 	}
 }

@@ -18,17 +18,14 @@
 
 /* ---- the worker ---- */
 
-/* What landed, digested per block. The final copy (read through the
- * fence's rkey) runs inside the blackout: its blocks are copied aside and
- * digested when the verification asks, after the cutover. */
+/* What landed, copied aside per block (over the block's older copy): a
+ * memcpy, so that neither the pre-copy rounds nor the final copy (read
+ * through the fence's rkey, inside the blackout) wait for a digest; the
+ * copies are digested when the verification asks, after the cutover. */
 static void pulled_sums(struct blk_sums *s, const struct job *j)
 {
-	for (uint32_t i = 0; i < j->n; i++) {
-		const struct rc_extent *x = &j->ext[i];
-
-		if (!(j->flags & RC_PULL_RKEY) || blk_sums_stash(s, j->mbuf, x->dst, x->len))
-			blk_sums_update(s, j->mbuf, x->dst, x->len);
-	}
+	for (uint32_t i = 0; i < j->n; i++)
+		blk_sums_stash(s, j->mbuf, j->ext[i].dst, j->ext[i].len);
 }
 
 /* RC_HASH_BLOCKS: the digest of one range of blocks, from the sums of what
@@ -134,12 +131,17 @@ static void job_run(struct srv_mig *st, struct job *j)
 	struct rc_err e = { 0 };
 	int rc = 0;
 
-	if (j->type == RC_CTRL_PULL_REQ)
+	if (j->type == RC_CTRL_PULL_REQ) {
 		rc = pull_run(st, j, &e);
-	else if (j->flags & RC_HASH_BLOCKS)
+		/* A pull of blocks failed: the move is off, the copies aside go
+		 * (the empty one that ends a pull after the cutover leaves them). */
+		if (rc && j->n)
+			blk_sums_free(&st->reg[j->region].pulled);
+	} else if (j->flags & RC_HASH_BLOCKS) {
 		rc = blocks_run(st, j, &e);
-	else
+	} else {
 		hash_run(st, j);
+	}
 	j->resp.status = rc;
 	if (rc)
 		snprintf(j->resp.msg, sizeof(j->resp.msg), "%.*s", RC_MIG_MSG_LEN - 1, e.msg);

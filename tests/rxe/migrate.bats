@@ -315,6 +315,42 @@ expected() {
 	cmp "$t/want" "$t/a.after"
 }
 
+@test "live: the command killed before its fence: A serves again, B lets the move's copies go, and the next move verifies" {
+	# sanitizer tier: always (B frees the blocks it kept aside for the check)
+	local t=$BATS_TEST_TMPDIR mig i rc=1
+	serve A "$A" --name kv --size 1M
+	serve B "$B" --name kv --size 1M
+	head -c 1M /dev/urandom >"$t/a"
+	rdmactl write "$A/kv" --file "$t/a" >/dev/null
+	# Every block pulled (B keeps each aside), then the command dies.
+	RDMACTL_TEST_PAUSE_BEFORE_FENCE=$t/fence "$RDMACTL" -j migrate --admin-token-file "$ADMIN" \
+		"$A/kv" "$B/kv" >"$t/mig.out" 2>&1 3>&- &
+	mig=$!
+	WRITERS+=("$mig")
+	for ((i = 0; i < 600; i++)); do [ -e "$t/fence.paused" ] && break; sleep 0.1; done
+	[ -e "$t/fence.paused" ] || false
+	kill -KILL "$mig"
+	wait "$mig" || true
+	# A takes a write at once (not fenced: the move was called off).
+	head -c 4096 /dev/urandom >"$t/w"
+	rdmactl write "$A/kv" --offset 8192 --file "$t/w" >/dev/null
+	dd if="$t/w" of="$t/a" bs=4096 seek=2 conv=notrunc status=none
+	# The next move, once A has seen the old one's connection go.
+	for ((i = 0; i < 50; i++)); do
+		rc=0
+		rdmactl -j migrate --admin-token-file "$ADMIN" "$A/kv" "$B/kv" >"$t/mig2.out" 2>&1 || rc=$?
+		[ "$rc" -eq 0 ] && break
+		grep -qE "being moved|another migration" "$t/mig2.out" || break
+		sleep 0.2
+	done
+	cat "$t/mig2.out"
+	[ "$rc" -eq 0 ]
+	jq -e '.verified == true and .sha256_src == .sha256_dst and .mismatched_blocks == []' "$t/mig2.out"
+	kill -0 "$B_PID"
+	rdmactl read "$B/kv" --out "$t/b" >/dev/null
+	cmp "$t/a" "$t/b"
+}
+
 # bats test_tags=plain-only
 @test "live --no-verify --keep-source: no digests, A keeps its copy, a read or a write addressed to A goes to B" {
 	local t=$BATS_TEST_TMPDIR

@@ -88,8 +88,9 @@ struct rc_pull_req {
 	struct rc_extent *ext; /* n extents: src, dst, len */
 };
 #define RC_PULL_RKEY 8u /* read with rkey, not the one the source listed */
-/* Digest each block as it lands, for RC_HASH_BLOCKS | RC_HASH_DST (on the
- * FIRST request: start a new list; a pull without it on FIRST keeps none). */
+/* Keep each block as it lands (copied aside, digested when asked), for
+ * RC_HASH_BLOCKS | RC_HASH_DST (on the FIRST request: start a new list; a
+ * pull without it on FIRST keeps none). */
 #define RC_PULL_DIGEST 32u
 #define RC_PULL_FIXED_LEN (16 + RC_HOST_MAX + 8 + 2 * RC_NAME_MAX + RC_MIG_TOKEN_LEN)
 #define RC_PULL_MAX_EXT ((RC_CTRL_MSG_MAX - RC_CTRL_HDR_LEN - RC_PULL_FIXED_LEN) / 24)

@@ -94,8 +94,8 @@ RC_EXPORT int rc_migrate_blocks(const struct rc_migrate_opts *o, struct rc_migra
  * answers its clients with the new home (the cutover) and, unless
  * keep_source, releases its copy. Before the cutover any failure calls the
  * move off: the source serves the region again. verify: the destination
- * digests each block as it lands (the final copy's after the cutover), the
- * source its frozen copy after the cutover; the two lists are compared, the
+ * copies each block aside as it lands and digests the copies after the
+ * cutover, the source its frozen copy; the two lists are compared, the
  * blocks that differ named (r->verified false, r->bad, the source keeps its
  * copy: no DROP), outside the blackout. */
 struct rc_migrate_live {
