@@ -5,6 +5,7 @@
 
 #include <rdmactl/export.h>
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <infiniband/verbs.h>
@@ -161,6 +162,10 @@ struct rc_shared {
 	bool armed;
 	struct rc_shared_ent *ent; /* by QP number */
 	size_t n, cap;
+	pthread_mutex_t mu; /* the table: connections are made on several threads */
+	/* rc_poll_any: completions polled but not yet handed out, in order */
+	struct ibv_wc stash[32];
+	int shead, nstash;
 };
 
 /* cqe entries (at most what the device allows: the sum of the send queues
@@ -175,7 +180,7 @@ int rc_shared_destroy(struct rc_shared *sh);
 int rc_shared_take(struct rc_shared *sh, struct ibv_wc *wc, int max);
 /* The connection whose QP has that number (wc->qp_num), or NULL: it was
  * closed, and this completion was left behind. */
-struct rc_conn *rc_shared_conn(const struct rc_shared *sh, uint32_t qpn);
+struct rc_conn *rc_shared_conn(struct rc_shared *sh, uint32_t qpn);
 /* Post a receive to the shared receive queue; user is the wr_id's value. */
 int rc_shared_post_recv(struct rc_shared *sh, void *buf, uint32_t len, uint32_t lkey, uint64_t user,
 			struct rc_err *err);
