@@ -218,3 +218,17 @@ int rc_shared_post_recv(struct rc_shared *sh, void *buf, uint32_t len, uint32_t 
 	r = ibv_post_srq_recv(sh->srq, &wr, &bad);
 	return r ? rc_err_set(err, abs(r), "cannot post a shared receive: %s", strerror(abs(r))) : 0;
 }
+
+int rc_shared_use(struct rc_shared *sh, struct rc_conn *c, struct ibv_context *verbs,
+		  struct ibv_srq **srq, struct rc_err *err)
+{
+	if (sh->verbs != verbs)
+		return rc_err_set(err, EXDEV,
+				  "the shared completion queue is on another device than %s",
+				  c->dev_name);
+	c->shared = sh;
+	c->cch = sh->cch;
+	c->cq = sh->cq;
+	*srq = sh->srq;
+	return 0;
+}

@@ -184,6 +184,10 @@ struct rc_conn *rc_shared_conn(struct rc_shared *sh, uint32_t qpn);
 /* Post a receive to the shared receive queue; user is the wr_id's value. */
 int rc_shared_post_recv(struct rc_shared *sh, void *buf, uint32_t len, uint32_t lkey, uint64_t user,
 			struct rc_err *err);
+/* conn.c's: c, about to get a QP on verbs, takes sh's CQ, channel and receive
+ * queue (*srq); -EXDEV when sh is on another device. */
+int rc_shared_use(struct rc_shared *sh, struct rc_conn *c, struct ibv_context *verbs,
+		  struct ibv_srq **srq, struct rc_err *err);
 /* conn.c's: a connection joins the table once its QP exists, leaves it as
  * it closes. */
 int rc_shared_add(struct rc_shared *sh, struct rc_conn *c);
