@@ -41,12 +41,13 @@ for n in ${NS:-256 512 1024}; do
 	d=$(jq -c 'select(.event == "region")' "$work/server.out")
 	idle_fds=$(fds "$server")
 	idle_rss=$(rss "$server")
+	rm -f "$work/client.out"
 	t0=$(date +%s.%N)
 	FOREIGN_CLIENT_CONNS=$n FOREIGN_CLIENT_OWN=1 FOREIGN_CLIENT_HOLD=600 "$client" write "$addr" "$port" \
 		"$(jq -r .addr <<<"$d")" "$(jq -r .rkey <<<"$d")" 0 64 >"$work/client.out" 2>&1 &
 	pids+=("$!")
 	for ((i = 0; i < 6000; i++)); do
-		grep -q '^verified=' "$work/client.out" && break
+		grep -qs '^verified=' "$work/client.out" && break
 		kill -0 "${pids[1]}" 2>/dev/null || break
 		sleep 0.1
 	done
