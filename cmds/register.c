@@ -56,8 +56,9 @@ void register_on_event(void *arg, const struct rc_server_event *ev)
 	out_event(&ctx->out);
 }
 
-static void print_region(struct ctx *ctx, struct rc_server *s, const struct rc_region *r)
+static void print_region(struct ctx *ctx, struct register_args *a, struct rc_server *s, int i)
 {
+	const struct rc_region *r = rc_server_region(s, i);
 	const struct rc_listener *l = rc_server_listener(s);
 	const struct rc_gid_info *g = rc_server_gid(s);
 	struct out *o = &ctx->out;
@@ -85,6 +86,7 @@ static void print_region(struct ctx *ctx, struct rc_server *s, const struct rc_r
 	out_str(o, "address", " listen %s", l->addr);
 	out_u64(o, "port", ":%llu", l->port);
 	out_obj_end(o);
+	register_rails_print(ctx, a, s, i);
 	if (rc_server_token(s))
 		out_str(o, "token", " token %s", rc_server_token(s));
 	out_text(o, "\n");
@@ -92,7 +94,7 @@ static void print_region(struct ctx *ctx, struct rc_server *s, const struct rc_r
 }
 
 /* Run, first part: the server and its regions. */
-static int register_start(struct ctx *ctx, const struct register_args *a, struct rc_server_opts *so,
+static int register_start(struct ctx *ctx, struct register_args *a, struct rc_server_opts *so,
 			  struct rc_server **s)
 {
 	struct rc_err e;
@@ -100,7 +102,7 @@ static int register_start(struct ctx *ctx, const struct register_args *a, struct
 
 	so->addr = a->host;
 	so->port = a->port;
-	so->dev_name = ctx->dev_name;
+	so->dev_name = a->nrails < 2 ? ctx->dev_name : a->rail_dev[0][0] ? a->rail_dev[0] : NULL;
 	so->token = a->token;
 	so->admin_token = a->admin[0] ? a->admin : NULL;
 	so->allow_unauth_migration = a->allow_unauth_mig;
@@ -123,13 +125,13 @@ static int register_start(struct ctx *ctx, const struct register_args *a, struct
 		if (rc)
 			return fail(ctx, rc, "region %s: %s", r->name, e.msg);
 	}
-	return 0;
+	return register_rails_start(ctx, a, so, *s);
 }
 
 /* --publish: this server's key, then each region's unless another server
  * holds it (the region's home until a migration moves the key here). One
  * event per region says which. */
-static int register_publish(struct ctx *ctx, const struct register_args *a, struct rc_server *s,
+static int register_publish(struct ctx *ctx, struct register_args *a, struct rc_server *s,
 			    struct rc_etcd **out)
 {
 	const struct rc_listener *l = rc_server_listener(s);
@@ -203,10 +205,10 @@ static int register_publish(struct ctx *ctx, const struct register_args *a, stru
 }
 
 /* Print: one event per region. */
-static void register_print(struct ctx *ctx, struct rc_server *s)
+static void register_print(struct ctx *ctx, struct register_args *a, struct rc_server *s)
 {
 	for (int i = 0; i < rc_server_nregions(s); i++)
-		print_region(ctx, s, rc_server_region(s, i));
+		print_region(ctx, a, s, i);
 }
 
 /* --metrics: the server's counters and its regions; up says whether it
@@ -249,7 +251,7 @@ static void server_metrics(struct metrics *m, const struct rc_server *s, double 
 
 /* The periodic rewrite: a small local file, never a wait on a peer. A
  * failure does not stop the server; it is said once, until a write works. */
-static void metrics_tick(struct ctx *ctx, const struct register_args *a, const struct rc_server *s,
+static void metrics_tick(struct ctx *ctx, struct register_args *a, const struct rc_server *s,
 			 double started, bool *failing)
 {
 	struct metrics m;
@@ -268,25 +270,26 @@ static void metrics_tick(struct ctx *ctx, const struct register_args *a, const s
 
 /* Serve until a signal, as rc_server_run; with --metrics, the file is
  * rewritten from this loop every --metrics-interval. */
-static int register_serve(struct ctx *ctx, const struct register_args *a, struct rc_server *s,
-			  int sfd, double started, struct rc_err *e)
+static int register_serve(struct ctx *ctx, struct register_args *a, struct rc_server *s, int sfd,
+			  double started, struct rc_err *e)
 {
 	bool failing = false;
 	double next = 0;
 
-	if (!a->metrics)
+	if (!a->metrics && a->nrails < 2)
 		return rc_server_run(s, sfd, e);
 	for (;;) {
 		struct pollfd p = { .fd = sfd, .events = POLLIN };
 		int rc;
 
-		if (rc_now() >= next) {
+		if (a->metrics && rc_now() >= next) {
 			metrics_tick(ctx, a, s, started, &failing);
 			next = rc_now() + a->metrics_every_s;
 		}
 		if (poll(&p, 1, 0) > 0)
 			return 0;
-		if ((rc = rc_server_step(s, 200, e)))
+		if ((rc = rc_server_step(s, a->nrails < 2 ? 200 : 20, e)) ||
+		    (rc = register_rails_step(a, e)))
 			return rc;
 	}
 }
@@ -327,7 +330,7 @@ static int register_background(struct ctx *ctx, struct rc_server *s)
 }
 
 /* On the command line: serve until a signal, and take that signal. */
-static int register_foreground(struct ctx *ctx, const struct register_args *a, struct rc_server *s,
+static int register_foreground(struct ctx *ctx, struct register_args *a, struct rc_server *s,
 			       int sfd, double started)
 {
 	struct signalfd_siginfo si;
@@ -350,7 +353,7 @@ static int register_foreground(struct ctx *ctx, const struct register_args *a, s
 
 /* Stop, after rc (the first failure, or 0): the lease first, the keys naming
  * this server go with it; then the server, with --metrics' last file. */
-static int register_stop(struct ctx *ctx, const struct register_args *a, struct rc_server *s,
+static int register_stop(struct ctx *ctx, struct register_args *a, struct rc_server *s,
 			 struct rc_etcd *etcd, double started, int rc)
 {
 	struct metrics m;
@@ -362,6 +365,9 @@ static int register_stop(struct ctx *ctx, const struct register_args *a, struct 
 	rc_etcd_close(etcd);
 	if (a->metrics && s)
 		server_metrics(&m, s, started, false);
+	rc2 = register_rails_stop(ctx, a);
+	if (rc2 && !rc)
+		rc = rc2;
 	/* Reported even after a failed serve: a region that did not reach its
 	 * file is data lost, whatever stopped the server. */
 	rc2 = rc_server_destroy(s, &e);
@@ -407,7 +413,7 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 	}
 	if ((rc = register_signals(ctx, &so, &mask, &sfd)) || (rc = register_start(ctx, a, &so, &s)))
 		goto out;
-	register_print(ctx, s);
+	register_print(ctx, a, s);
 	if (a->etcd[0] && (rc = register_publish(ctx, a, s, &etcd)))
 		goto out;
 	if (ctx->session) {
