@@ -124,6 +124,29 @@ within_half() {
 	cmp "$IN" "$OUT"
 }
 
+@test "every rail failed: the server killed mid-write is an error naming each rail" {
+	serve_rails 24M
+	head -c 24M /dev/urandom >"$IN"
+	local base i
+	base=$(counter_of rxe_c sent_pkts)
+	rdmactl -t 3000 -d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C" write "$RAILS" --file "$IN" \
+		--stripe 256K >"$BATS_TEST_TMPDIR/w.out" 2>"$BATS_TEST_TMPDIR/w.err" 3>&- &
+	local wpid=$! status=0
+	started "$wpid"
+	for ((i = 0; i < 200; i++)); do
+		(($(counter_of rxe_c sent_pkts) > base + 200)) && break
+		sleep 0.05
+	done
+	stop_server KILL
+	wait "$wpid" || status=$?
+	assert_equal "$status" 1
+	run cat "$BATS_TEST_TMPDIR/w.err"
+	assert_output --partial "every rail failed"
+	assert_output --partial "rail 1 ($RDMACTL_VM_DEV_A)"
+	assert_output --partial "rail 2 ($RDMACTL_VM_DEV_C)"
+	assert_output --regexp "after [0-9]+ bytes\)$"
+}
+
 # Last: it downs vc under an active QP (see the top of the file).
 @test "failover: rail 2's link goes down mid-write; the write completes over rail 1, the bytes verified" {
 	local base
