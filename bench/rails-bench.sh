@@ -69,9 +69,9 @@ m1=$(median "${one[@]}") m2=$(median "${two[@]}") b1=$(median "${cpu1[@]}") b2=$
 awk -v m1="$m1" -v m2="$m2" -v b1="$b1" -v b2="$b2" -v n="$(nproc)" 'BEGIN {
 	printf "median: one rail %.4f GB/s (CPUs %d%% busy), two rails %.4f GB/s (CPUs %d%% busy): ratio %.2f\n",
 		m1, b1, m2, b2, (m1 > 0 ? m2 / m1 : 0)
-	if (b1 >= 85)
+	if (b1 >= 75)
 		printf "the guest'"'"'s %d CPUs are the limit: one rail already keeps them %d%% busy (rxe works in the CPU), so a second rail can add at most %d%%\n", n, b1, (b1 > 0 ? (100 - b1) * 100 / b1 : 0)
-	else if (b2 >= 85)
+	else if (b2 >= 75)
 		printf "two rails keep the guest'"'"'s %d CPUs %d%% busy: the CPU, not the rails, bounds the ratio\n", n, b2
 	else
 		printf "the CPUs had room (%d%% and %d%% busy): the rails, not the CPU, set the rates\n", b1, b2

@@ -16,6 +16,8 @@
 #include <rdmactl/client.h>
 #include <rdmactl/dev.h>
 
+#include "client_int.h"
+
 /* The IPv4 address of dev's best GID (port 1), as a bind address. */
 static int dev_ipv4(const char *dev, char *out, size_t cap, struct rc_err *err)
 {
@@ -214,7 +216,8 @@ static bool take(struct xfer *x, int i, uint64_t *chunk)
 }
 
 /* One chunk on rail i: 0, or the rail's failure (cb_rc: the callbacks'). */
-static int move_chunk(struct xfer *x, int i, uint64_t chunk, struct chunk_io *cio, struct rc_err *e)
+static int move_chunk(struct xfer *x, int i, struct staging *st, uint64_t chunk,
+		      struct chunk_io *cio, struct rc_err *e)
 {
 	uint64_t at = chunk * x->stripe, n = x->len - at < x->stripe ? x->len - at : x->stripe;
 	struct rc_client_io io = { .timeout_ms = x->io->timeout_ms, .arg = cio };
@@ -226,14 +229,31 @@ static int move_chunk(struct xfer *x, int i, uint64_t chunk, struct chunk_io *ci
 	cio->cb_rc = 0;
 	if (x->op == RC_OP_WRITE) {
 		io.fill = chunk_fill;
-		rc = rc_client_write(x->r->cl[i], x->off + at, n, &io, &sr, e);
+		rc = client_stream_with(x->r->cl[i], st, RC_OP_WRITE, x->off + at, n, &io, &sr, e);
 	} else {
 		io.drain = chunk_drain;
-		rc = rc_client_read(x->r->cl[i], x->off + at, n, &io, &sr, e);
+		rc = client_stream_with(x->r->cl[i], st, RC_OP_READ, x->off + at, n, &io, &sr, e);
 	}
 	if (!rc && sr.bytes != n && !cio->cb_rc)
 		cio->cb_rc = -ENODATA;
 	return rc;
+}
+
+/* Rail i failed (e says why): it takes no more chunks. Under mu. */
+static void rail_failed(struct xfer *x, int i, const struct rc_err *e)
+{
+	struct rc_rail_result *rr = &x->res->rail[i];
+
+	rr->failed = true;
+	rr->failed_at_s = rc_now() - x->start;
+	snprintf(rr->error, sizeof(rr->error), "%.255s", e->msg);
+	x->alive--;
+	if (x->res->failed_rail < 0) {
+		x->res->failed_rail = i;
+		x->res->failed_at_s = rr->failed_at_s;
+		x->res->bytes_after_failure = x->done; /* subtracted at the end */
+	}
+	pthread_cond_broadcast(&x->cv);
 }
 
 /* After a chunk: count it, or give it back and mark the rail failed (or
@@ -263,16 +283,8 @@ static bool chunk_end(struct xfer *x, int i, uint64_t chunk, int rc, const struc
 	}
 	if (rc) {
 		rr->errors++;
-		rr->failed = true;
-		rr->failed_at_s = rc_now() - x->start;
-		snprintf(rr->error, sizeof(rr->error), "%.255s", e->msg);
 		x->back[x->nback++] = chunk;
-		x->alive--;
-		if (x->res->failed_rail < 0) {
-			x->res->failed_rail = i;
-			x->res->failed_at_s = rr->failed_at_s;
-			x->res->bytes_after_failure = x->done; /* subtracted at the end */
-		}
+		rail_failed(x, i, e);
 		return false;
 	}
 	rr->bytes += n;
@@ -292,21 +304,30 @@ static void *rail_main(void *p)
 {
 	struct rail_arg *a = p;
 	struct xfer *x = a->x;
+	struct staging st;
+	struct rc_err se = { 0 };
 	uint64_t chunk;
 	bool go = true;
 
+	/* one staging buffer for all the rail's chunks */
+	go = !staging_get(x->r->cl[a->i], &st, (size_t)RC_CLIENT_CHUNK * RC_CLIENT_DEPTH,
+			  "a rail's staging buffer", &se);
 	pthread_mutex_lock(&x->mu);
+	if (!go)
+		rail_failed(x, a->i, &se);
 	while (go && take(x, a->i, &chunk)) {
 		struct chunk_io cio;
 		struct rc_err e = { 0 };
 		int rc;
 
 		pthread_mutex_unlock(&x->mu);
-		rc = move_chunk(x, a->i, chunk, &cio, &e);
+		rc = move_chunk(x, a->i, &st, chunk, &cio, &e);
 		pthread_mutex_lock(&x->mu);
 		go = chunk_end(x, a->i, chunk, rc, &cio, &e);
 	}
 	pthread_mutex_unlock(&x->mu);
+	if (st.mr)
+		staging_put(&st);
 	return NULL;
 }
 

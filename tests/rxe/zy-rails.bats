@@ -21,7 +21,8 @@ setup() {
 }
 
 teardown() {
-	[[ -z "${SLOWED:-}" ]] || tc qdisc del dev "$SLOWED" root 2>/dev/null || true
+	local d
+	for d in ${SLOWED:-}; do tc qdisc del dev "$d" root 2>/dev/null || true; done
 	common_teardown
 }
 
@@ -128,6 +129,10 @@ within_half() {
 	serve_rails 24M
 	head -c 24M /dev/urandom >"$IN"
 	local base i
+	# both rails slowed, so that the write is still on when the server dies
+	tc qdisc add dev va root tbf rate 40mbit burst 64kb latency 400ms
+	tc qdisc add dev vc root tbf rate 40mbit burst 64kb latency 400ms
+	SLOWED="va vc"
 	base=$(counter_of rxe_c sent_pkts)
 	rdmactl -t 3000 -d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C" write "$RAILS" --file "$IN" \
 		--stripe 256K >"$BATS_TEST_TMPDIR/w.out" 2>"$BATS_TEST_TMPDIR/w.err" 3>&- &
@@ -150,16 +155,19 @@ within_half() {
 # Last: it downs vc under an active QP (see the top of the file).
 @test "failover: rail 2's link goes down mid-write; the write completes over rail 1, the bytes verified" {
 	local base
-	serve_rails 24M
-	head -c 24M /dev/urandom >"$IN"
+	serve_rails 32M
+	head -c 32M /dev/urandom >"$IN"
+	# rail 2 slowed, so that it is mid-chunk when its link goes down
+	tc qdisc add dev vc root tbf rate 40mbit burst 64kb latency 400ms
+	SLOWED=vc
 	base=$(counter_of rxe_c sent_pkts)
 	rdmactl -j -t 4000 -d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C" write "$RAILS" --file "$IN" \
 		--stripe 256K >"$BATS_TEST_TMPDIR/w.json" 2>"$BATS_TEST_TMPDIR/w.err" 3>&- &
 	local wpid=$! i
 	started "$wpid"
-	# once rail 2 carried about 2 MiB (4 KiB packets): mid-write
+	# once rail 2 carried about 1 MiB (4 KiB packets): mid-write
 	for ((i = 0; i < 200; i++)); do
-		(($(counter_of rxe_c sent_pkts) > base + 500)) && break
+		(($(counter_of rxe_c sent_pkts) > base + 250)) && break
 		sleep 0.05
 	done
 	ip link set vc down
@@ -167,7 +175,7 @@ within_half() {
 	ip link set vc up || true
 	local doc
 	doc=$(cat "$BATS_TEST_TMPDIR/w.json")
-	assert_equal "$(jq -r .bytes <<<"$doc")" 25165824
+	assert_equal "$(jq -r .bytes <<<"$doc")" 33554432
 	assert_equal "$(jq -r .failover.rail <<<"$doc")" 2
 	assert_equal "$(jq -r .failover.device <<<"$doc")" "$RDMACTL_VM_DEV_C"
 	jq -e '.failover.bytes_after > 0 and .failover.at_s > 0 and .rails[1].failed
