@@ -158,7 +158,7 @@ static double gbit(uint64_t bytes, double s)
 }
 
 static void rail_line(struct ctx *ctx, const struct rc_rails *r, const struct rc_rails_result *res,
-		      int i)
+		      enum rc_op op, int i)
 {
 	const struct rc_rail_result *rr = &res->rail[i];
 	struct out *o = &ctx->out;
@@ -172,6 +172,10 @@ static void rail_line(struct ctx *ctx, const struct rc_rails *r, const struct rc
 	out_f64(o, "share", NULL, share);
 	out_text(o, " (%.1f%%)", share * 100);
 	out_u64(o, "chunks", ", %llu chunks", rr->chunks);
+	if (op == RC_OP_WRITE)
+		out_u64(o, "writes", ", %llu writes", rr->ops);
+	else
+		out_u64(o, "reads", ", %llu reads", rr->ops);
 	out_f64(o, "gbit_per_s", ", %.3f Gb/s", gbit(rr->bytes, res->total.seconds));
 	out_u64(o, "errors", ", %llu errors", rr->errors);
 	out_bool(o, "failed", NULL, rr->failed);
@@ -233,7 +237,8 @@ static void findings(struct ctx *ctx, const struct rc_rails *r, const struct rc_
 	out_arr_end(o);
 }
 
-void rails_report(struct ctx *ctx, const struct rc_rails *r, const struct rc_rails_result *res)
+void rails_report(struct ctx *ctx, const struct rc_rails *r, const struct rc_rails_result *res,
+		  enum rc_op op)
 {
 	struct out *o = &ctx->out;
 
@@ -241,7 +246,7 @@ void rails_report(struct ctx *ctx, const struct rc_rails *r, const struct rc_rai
 	out_u64(o, "stripe", NULL, res->stripe);
 	out_arr_begin(o, "rails");
 	for (int i = 0; i < res->n; i++)
-		rail_line(ctx, r, res, i);
+		rail_line(ctx, r, res, op, i);
 	out_arr_end(o);
 	failover_line(ctx, r, res);
 	findings(ctx, r, res);

@@ -26,6 +26,7 @@ int rails_stripe(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 /* "PEER1,PEER2" and "DEV1,DEV2" of the rails. */
 void rails_names(const struct rc_rails *r, char *peers, size_t pcap, char *devs, size_t dcap);
 /* The totals, then each rail, the failover and the findings. */
-void rails_report(struct ctx *ctx, const struct rc_rails *r, const struct rc_rails_result *res);
+void rails_report(struct ctx *ctx, const struct rc_rails *r, const struct rc_rails_result *res,
+		  enum rc_op op);
 
 #endif

@@ -193,7 +193,7 @@ static int read_rails(struct ctx *ctx, const struct cmd *c, const struct opt_val
 		out_u64(&ctx->out, "offset", " at offset %llu", (unsigned long long)off);
 		out_str(&ctx->out, "out", " into %s", a->out_path);
 		out_str(&ctx->out, "device", " via %s: ", devs);
-		rails_report(ctx, r, &res);
+		rails_report(ctx, r, &res, RC_OP_READ);
 	}
 	rc_rails_close(r);
 	return rc;

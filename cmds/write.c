@@ -259,7 +259,7 @@ static int write_rails(struct ctx *ctx, const struct cmd *c, const struct opt_va
 	if (!rc) {
 		rails_names(r, peers, sizeof(peers), devs, sizeof(devs));
 		write_head(ctx, a, peers, r->cl[0]->region.name, devs);
-		rails_report(ctx, r, &res);
+		rails_report(ctx, r, &res, RC_OP_WRITE);
 	}
 	rc_rails_close(r);
 	return rc;

@@ -148,6 +148,7 @@ struct chunk_io {
 	struct xfer *x;
 	uint64_t base; /* the chunk's first byte, from the transfer's start */
 	int cb_rc;
+	uint64_t ops; /* work requests the chunk took */
 };
 
 static ssize_t chunk_fill(void *arg, uint64_t off, void *buf, size_t len)
@@ -234,6 +235,7 @@ static int move_chunk(struct xfer *x, int i, struct staging *st, uint64_t chunk,
 		io.drain = chunk_drain;
 		rc = client_stream_with(x->r->cl[i], st, RC_OP_READ, x->off + at, n, &io, &sr, e);
 	}
+	cio->ops = sr.ops;
 	if (!rc && sr.bytes != n && !cio->cb_rc)
 		cio->cb_rc = -ENODATA;
 	return rc;
@@ -289,6 +291,7 @@ static bool chunk_end(struct xfer *x, int i, uint64_t chunk, int rc, const struc
 	}
 	rr->bytes += n;
 	rr->chunks++;
+	rr->ops += cio->ops;
 	x->done += n;
 	if (x->io->progress)
 		x->io->progress(x->io->progress_arg, x->done, x->len);
@@ -405,7 +408,7 @@ int rc_rails_transfer(struct rc_rails *r, enum rc_op op, uint64_t off, uint64_t 
 	res->total.seconds = rc_now() - x.start;
 	res->total.bytes = x.done;
 	for (int i = 0; i < r->n; i++)
-		res->total.ops += res->rail[i].chunks;
+		res->total.ops += res->rail[i].ops;
 	if (res->failed_rail >= 0)
 		res->bytes_after_failure = x.done - res->bytes_after_failure;
 	pthread_cond_destroy(&x.cv);

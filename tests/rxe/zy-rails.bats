@@ -61,6 +61,8 @@ within_half() {
 	local doc=$output
 	assert_equal "$(jq -r '[.rails[].device] | join(",")' <<<"$doc")" "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C"
 	assert_equal "$(jq -r '[.rails[].bytes] | add' <<<"$doc")" 4194304
+	# 256 KiB chunks of one 256 KiB RDMA WRITE each
+	assert_equal "$(jq -r '[.rails[].writes] | add' <<<"$doc")" 16
 	# both rails carried some: the server saw a client on each
 	jq -e '.rails | all(.bytes > 0 and .errors == 0 and (.failed | not))' <<<"$doc"
 	jq -s -e --arg c "$RDMACTL_VM_ADDR_C" \

@@ -161,6 +161,7 @@ RC_EXPORT int rc_rails_close(struct rc_rails *r);
 struct rc_rail_result {
 	uint64_t bytes;     /* of chunks it completed */
 	uint64_t chunks;    /* chunks it completed */
+	uint64_t ops;       /* their RDMA WRITEs or READs (work requests) */
 	uint64_t errors;    /* chunks that failed on it (then sent again on another) */
 	bool failed;        /* it failed and carried nothing more */
 	double failed_at_s; /* when, from the transfer's start */
