@@ -68,7 +68,7 @@ struct rail_strs {
 int rails_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 	       const struct client_args *a, struct rc_rails **out)
 {
-	static struct rail_strs strs[RC_RAILS_MAX];
+	struct rail_strs strs[RC_RAILS_MAX];
 	struct rc_rail_spec spec[RC_RAILS_MAX];
 	char hosts[RC_HOST_MAX * 2], one[RC_HOST_MAX * 2 + 64];
 	const char *t = v->pos[0], *rest;

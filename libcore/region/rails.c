@@ -64,9 +64,9 @@ static int rail_open(const struct rc_rail_spec *sp, int i, const char *region,
 	}
 	rc = rc_client_open(&t, &ro, out, err);
 	if (rc)
-		rc_err_wrap(err, -rc, "rail %d (%s%s%s to %s)", i + 1, sp->dev ? sp->dev : "",
+		rc_err_wrap(err, -rc, "rail %d (%s%s%s%sto %s)", i + 1, sp->dev ? sp->dev : "",
 			    sp->dev ? " " : "", ro.conn.bind_addr ? ro.conn.bind_addr : "",
-			    sp->host);
+			    ro.conn.bind_addr ? " " : "", sp->host);
 	return rc;
 }
 
