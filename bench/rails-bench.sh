@@ -69,11 +69,15 @@ m1=$(median "${one[@]}") m2=$(median "${two[@]}") b1=$(median "${cpu1[@]}") b2=$
 awk -v m1="$m1" -v m2="$m2" -v b1="$b1" -v b2="$b2" -v n="$(nproc)" 'BEGIN {
 	printf "median: one rail %.4f GB/s (CPUs %d%% busy), two rails %.4f GB/s (CPUs %d%% busy): ratio %.2f\n",
 		m1, b1, m2, b2, (m1 > 0 ? m2 / m1 : 0)
-	if (b1 >= 75)
-		printf "the guest'"'"'s %d CPUs are the limit: one rail already keeps them %d%% busy (rxe works in the CPU), so a second rail can add at most %d%%\n", n, b1, (b1 > 0 ? (100 - b1) * 100 / b1 : 0)
-	else if (b2 >= 75)
-		printf "two rails keep the guest'"'"'s %d CPUs %d%% busy: the CPU, not the rails, bounds the ratio\n", n, b2
+	# what the CPUs allow: one rail costs b1% of them, two cannot have more than 100%
+	ceiling = b1 > 0 ? 100 / b1 : 2
+	if (ceiling > 2)
+		ceiling = 2
+	printf "one rail keeps %.2f of the guest'"'"'s %d CPUs busy: the CPUs allow two rails at most %.2f times one\n",
+		b1 * n / 100, n, ceiling
+	if (b2 >= 75)
+		printf "two rails keep the CPUs %d%% busy: the guest'"'"'s CPU (rxe does its work there), not the rails, bounds the ratio\n", b2
 	else
-		printf "the CPUs had room (%d%% and %d%% busy): the rails, not the CPU, set the rates\n", b1, b2
+		printf "the CPUs had room (%d%% busy with two rails): the rails, not the CPU, set the rates\n", b2
 }'
 echo "($size from a file per write, $stripe chunks for two rails, $rounds alternating rounds; shares% = each rail's part of the bytes)"
