@@ -56,7 +56,7 @@ void register_on_event(void *arg, const struct rc_server_event *ev)
 	out_event(&ctx->out);
 }
 
-static void print_region(struct ctx *ctx, struct register_args *a, struct rc_server *s, int i)
+static void print_region(struct ctx *ctx, const struct register_args *a, struct rc_server *s, int i)
 {
 	const struct rc_region *r = rc_server_region(s, i);
 	const struct rc_listener *l = rc_server_listener(s);
@@ -110,6 +110,8 @@ static int register_start(struct ctx *ctx, struct register_args *a, struct rc_se
 		so->max_conns = a->max_conns;
 	so->keepalive_ms = a->keepalive_ms;
 	so->flush_every_ms = a->flush_every_ms;
+	if (a->nrails > 1) /* servers on threads: one event at a time */
+		so->on_event = register_rails_event;
 	rc = rc_server_create(so, s, &e);
 	if (rc)
 		return fail(ctx, rc, "%s", e.msg);
@@ -131,7 +133,7 @@ static int register_start(struct ctx *ctx, struct register_args *a, struct rc_se
 /* --publish: this server's key, then each region's unless another server
  * holds it (the region's home until a migration moves the key here). One
  * event per region says which. */
-static int register_publish(struct ctx *ctx, struct register_args *a, struct rc_server *s,
+static int register_publish(struct ctx *ctx, const struct register_args *a, struct rc_server *s,
 			    struct rc_etcd **out)
 {
 	const struct rc_listener *l = rc_server_listener(s);
@@ -205,7 +207,7 @@ static int register_publish(struct ctx *ctx, struct register_args *a, struct rc_
 }
 
 /* Print: one event per region. */
-static void register_print(struct ctx *ctx, struct register_args *a, struct rc_server *s)
+static void register_print(struct ctx *ctx, const struct register_args *a, struct rc_server *s)
 {
 	for (int i = 0; i < rc_server_nregions(s); i++)
 		print_region(ctx, a, s, i);
@@ -251,7 +253,7 @@ static void server_metrics(struct metrics *m, const struct rc_server *s, double 
 
 /* The periodic rewrite: a small local file, never a wait on a peer. A
  * failure does not stop the server; it is said once, until a write works. */
-static void metrics_tick(struct ctx *ctx, struct register_args *a, const struct rc_server *s,
+static void metrics_tick(struct ctx *ctx, const struct register_args *a, const struct rc_server *s,
 			 double started, bool *failing)
 {
 	struct metrics m;
@@ -270,26 +272,25 @@ static void metrics_tick(struct ctx *ctx, struct register_args *a, const struct 
 
 /* Serve until a signal, as rc_server_run; with --metrics, the file is
  * rewritten from this loop every --metrics-interval. */
-static int register_serve(struct ctx *ctx, struct register_args *a, struct rc_server *s, int sfd,
-			  double started, struct rc_err *e)
+static int register_serve(struct ctx *ctx, const struct register_args *a, struct rc_server *s,
+			  int sfd, double started, struct rc_err *e)
 {
 	bool failing = false;
 	double next = 0;
 
-	if (!a->metrics && a->nrails < 2)
+	if (!a->metrics)
 		return rc_server_run(s, sfd, e);
 	for (;;) {
 		struct pollfd p = { .fd = sfd, .events = POLLIN };
 		int rc;
 
-		if (a->metrics && rc_now() >= next) {
+		if (rc_now() >= next) {
 			metrics_tick(ctx, a, s, started, &failing);
 			next = rc_now() + a->metrics_every_s;
 		}
 		if (poll(&p, 1, 0) > 0)
 			return 0;
-		if ((rc = rc_server_step(s, a->nrails < 2 ? 200 : 20, e)) ||
-		    (rc = register_rails_step(a, e)))
+		if ((rc = rc_server_step(s, 200, e)))
 			return rc;
 	}
 }
@@ -342,6 +343,8 @@ static int register_foreground(struct ctx *ctx, struct register_args *a, struct 
 			rc_server_nregions(s), rc_server_nregions(s) == 1 ? "" : "s",
 			rc_server_listener(s)->addr, rc_server_listener(s)->port,
 			rc_server_listener(s)->dev_name);
+	if ((rc = register_rails_run(ctx, a)))
+		return rc;
 	rc = register_serve(ctx, a, s, sfd, started, &e);
 	if (rc)
 		return fail(ctx, rc, "%s", e.msg);

@@ -97,11 +97,14 @@ int register_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *
 		   struct register_args *a);
 
 /* Several rails (register_rails.c): the servers after the first, serving
- * its regions; a step of each; their end (before the first's); the rails
- * of region i in its descriptor. */
+ * its regions; each on a thread of its own from register_rails_run to
+ * register_rails_stop (called before the first server's end); the rails of
+ * region i in its descriptor; the event callback of every rail's server,
+ * which lets one event out at a time. */
 int register_rails_start(struct ctx *ctx, struct register_args *a, const struct rc_server_opts *so,
 			 struct rc_server *s);
-int register_rails_step(struct register_args *a, struct rc_err *e);
+int register_rails_run(struct ctx *ctx, struct register_args *a);
+void register_rails_event(void *arg, const struct rc_server_event *ev);
 int register_rails_stop(struct ctx *ctx, struct register_args *a);
 void register_rails_print(struct ctx *ctx, const struct register_args *a, struct rc_server *s,
 			  int i);
