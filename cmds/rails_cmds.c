@@ -177,7 +177,7 @@ static void rail_line(struct ctx *ctx, const struct rc_rails *r, const struct rc
 	else
 		out_u64(o, "reads", ", %llu reads", rr->ops);
 	out_f64(o, "gbit_per_s", ", %.3f Gb/s", gbit(rr->bytes, res->total.seconds));
-	out_u64(o, "errors", ", %llu errors", rr->errors);
+	out_u64(o, "errors", rr->errors == 1 ? ", %llu error" : ", %llu errors", rr->errors);
 	out_bool(o, "failed", NULL, rr->failed);
 	if (rr->failed) {
 		out_f64(o, "failed_at_s", ", FAILED at %.3f s", rr->failed_at_s);
@@ -202,7 +202,9 @@ static void failover_line(struct ctx *ctx, const struct rc_rails *r,
 	out_str(o, "device", " (%s)", rc_client_device(r->cl[f]));
 	out_f64(o, "at_s", " failed at %.3f s", res->failed_at_s);
 	out_u64(o, "bytes_after", "; %llu bytes moved after it", res->bytes_after_failure);
-	out_u64(o, "resent_chunks", ", %llu chunks sent again\n", res->resent);
+	out_u64(o, "resent_chunks",
+		res->resent == 1 ? ", %llu chunk sent again\n" : ", %llu chunks sent again\n",
+		res->resent);
 	out_obj_end(o);
 }
 
