@@ -41,12 +41,27 @@ static void item(const char *list, int i, char *out, size_t cap)
 	snprintf(out, cap, "%.*s", (int)strcspn(p, ","), p);
 }
 
+/* A list without an empty item (NULL: no list). */
+static bool list_ok(const char *s)
+{
+	return !s || (*s && *s != ',' && !strstr(s, ",,") && s[strlen(s) - 1] != ',');
+}
+
 /* The lists: each of one item or of n; n the longest. */
 static int rails_count(struct ctx *ctx, const char *hosts, const char *devs, const char *binds,
 		       int *n)
 {
 	int nh = count_items(hosts), nd = count_items(devs), nb = count_items(binds);
 
+	const char *bad = !list_ok(hosts)   ? hosts
+			  : !list_ok(devs)  ? devs
+			  : !list_ok(binds) ? binds
+					    : NULL;
+
+	if (bad)
+		return usage_err(ctx,
+				 "an empty item in the list '%s' (rails are ADDR1,ADDR2 or DEV1,DEV2)",
+				 bad);
 	*n = nh > nd ? nh : nd;
 	*n = nb > *n ? nb : *n;
 	if (*n > RC_RAILS_MAX)
@@ -75,7 +90,7 @@ int rails_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 	struct rc_client_opts o = { 0 };
 	struct rc_target tg;
 	struct rc_err e;
-	int n, rc;
+	int n = 0, rc;
 
 	if (v->npos != 1)
 		return usage_err(ctx, "%s: give exactly one target, ADDR1,ADDR2:PORT/REGION",

@@ -92,3 +92,18 @@ setup() {
 	run "$RDMACTL" -d rxe_b,rxe_d register --listen 192.0.2.1,192.0.2.2:7472 -N kv -S 1M
 	assert_failure 1
 }
+
+@test "write: an empty item in a list of rails is a usage error" {
+	run "$RDMACTL" -d rxe_a, write 192.0.2.1,192.0.2.2/kv --file "$in"
+	assert_failure 2
+	assert_output --partial "an empty item in the list 'rxe_a,'"
+	run "$RDMACTL" write 192.0.2.1,,192.0.2.2/kv --file "$in"
+	assert_failure 2
+	assert_output --partial "an empty item in the list '192.0.2.1,,192.0.2.2'"
+	run "$RDMACTL" write 192.0.2.1/kv --bind ,192.0.2.9 --file "$in"
+	assert_failure 2
+	assert_output --partial "an empty item"
+	# the same lists without the empty item get past the parser
+	run "$RDMACTL" -d rxe_a write 192.0.2.1,192.0.2.2/kv --file "$in"
+	assert_failure 1
+}
