@@ -128,9 +128,11 @@ example() {
 	assert_success
 	jq -e '.healthy and .verify and .ports_not_ok == [] and .summary.ports_active >= 1
 		and (.ports | all(.state == "ACTIVE" and .verify.ok))' <<<"$output"
-	if [[ -n "${RDMACTL_VM_ADDR_A:-}" ]]; then
-		jq -e '.summary.devices == 3' <<<"$output"
-	fi
+	# rxe0, and rxe_a and rxe_b (--two-nics), and rxe_c and rxe_d (--four-nics)
+	local devs=1
+	[[ -z "${RDMACTL_VM_ADDR_A:-}" ]] || devs=$((devs + 2))
+	[[ -z "${RDMACTL_VM_ADDR_C:-}" ]] || devs=$((devs + 2))
+	jq -e --argjson n "$devs" '.summary.devices == $n' <<<"$output"
 	example health-check -d "${RDMACTL_VM_DEV:-rxe0}" --verify --verify-size 1M
 	assert_success
 	jq -e --arg dev "${RDMACTL_VM_DEV:-rxe0}" '[.ports[] | select(.verify != null) | .device] == [$dev]' <<<"$output"
