@@ -25,14 +25,15 @@ enum { READ_OPTS(OPT_INDEX) READ_NOPTS };
 static const struct cmd_opt read_opts[] = { READ_OPTS(OPT_ENTRY) OPT_END };
 OPTS_BOUND(read_opts, READ_NOPTS);
 
-static int drain(void *arg, uint64_t off, const void *buf, size_t len)
+/* len bytes of buf to fd, at off (pwrite) when at, else where it stands. */
+static int write_full(int fd, const void *buf, size_t len, uint64_t off, bool at)
 {
-	int fd = *(int *)arg;
 	size_t done = 0;
 
-	(void)off;
 	while (done < len) {
-		ssize_t n = write(fd, (const char *)buf + done, len - done);
+		ssize_t n =
+			at ? pwrite(fd, (const char *)buf + done, len - done, (off_t)(off + done))
+			   : write(fd, (const char *)buf + done, len - done);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -43,22 +44,15 @@ static int drain(void *arg, uint64_t off, const void *buf, size_t len)
 	return 0;
 }
 
+static int drain(void *arg, uint64_t off, const void *buf, size_t len)
+{
+	return write_full(*(int *)arg, buf, len, off, false);
+}
+
 /* The same at any offset, from several threads at once (several rails). */
 static int drain_at(void *arg, uint64_t off, const void *buf, size_t len)
 {
-	int fd = *(int *)arg;
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pwrite(fd, (const char *)buf + done, len - done, (off_t)(off + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		done += (size_t)n;
-	}
-	return 0;
+	return write_full(*(int *)arg, buf, len, off, true);
 }
 
 /* What `read` was asked, parsed and checked. */

@@ -35,15 +35,15 @@ struct src {
 	uint64_t base; /* remote offset of the first byte */
 };
 
-static ssize_t fill(void *arg, uint64_t off, void *buf, size_t len)
+/* len bytes from fd into buf, at off (pread) when at, else where it stands:
+ * fewer at the end of the input, or -errno. */
+static ssize_t read_full(int fd, void *buf, size_t len, uint64_t off, bool at)
 {
-	struct src *s = arg;
 	size_t got = 0;
 
-	if (s->pattern)
-		return rc_pattern_fill(s->pattern, s->base + off, buf, len) ? -EINVAL : (ssize_t)len;
 	while (got < len) {
-		ssize_t n = read(s->fd, (char *)buf + got, len - got);
+		ssize_t n = at ? pread(fd, (char *)buf + got, len - got, (off_t)(off + got))
+			       : read(fd, (char *)buf + got, len - got);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -54,6 +54,15 @@ static ssize_t fill(void *arg, uint64_t off, void *buf, size_t len)
 		got += (size_t)n;
 	}
 	return (ssize_t)got;
+}
+
+static ssize_t fill(void *arg, uint64_t off, void *buf, size_t len)
+{
+	struct src *s = arg;
+
+	if (s->pattern)
+		return rc_pattern_fill(s->pattern, s->base + off, buf, len) ? -EINVAL : (ssize_t)len;
+	return read_full(s->fd, buf, len, off, false);
 }
 
 /* A write cut by a migration's fence is retried whole at the region's new
@@ -72,22 +81,8 @@ static int rewind_src(void *arg)
 static ssize_t fill_at(void *arg, uint64_t off, void *buf, size_t len)
 {
 	struct src *s = arg;
-	size_t got = 0;
 
-	if (s->pattern)
-		return fill(arg, off, buf, len);
-	while (got < len) {
-		ssize_t n = pread(s->fd, (char *)buf + got, len - got, (off_t)(off + got));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	return (ssize_t)got;
+	return s->pattern ? fill(arg, off, buf, len) : read_full(s->fd, buf, len, off, true);
 }
 
 /* What `write` was asked, parsed and checked. */
