@@ -7,6 +7,7 @@
 #define RDMACTL_KV_RECV_H
 
 #include <rdmactl/mem.h>
+#include <rdmactl/kv_core.h>
 
 #include "kv_int.h"
 

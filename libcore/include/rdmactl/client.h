@@ -57,12 +57,6 @@ RC_EXPORT int rc_client_check(const struct rc_client *cl, uint64_t off, uint64_t
 RC_EXPORT const char *rc_client_peer(const struct rc_client *cl);
 RC_EXPORT const char *rc_client_device(const struct rc_client *cl);
 
-/* Send one control message (header included) on the first connection and
- * wait for the answer: its length, or -errno. A timeout_ms <= 0 is the
- * connection's own. */
-RC_EXPORT int rc_client_ctrl(struct rc_client *cl, const void *req, size_t len, void *resp,
-			     size_t cap, int timeout_ms, struct rc_err *err);
-
 /* Moving data. Each call owns its staging buffer: allocated and registered
  * for the call, released before it returns, so that callers never touch
  * verbs. Offsets are in the selected region (check them first with

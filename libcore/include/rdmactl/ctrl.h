@@ -51,14 +51,6 @@ struct rc_region_desc {
 
 #define RC_REGION_WIRE_LEN (RC_NAME_MAX + 8 + 8 + 4 + 4)
 
-RC_EXPORT int rc_ctrl_encode_hdr(void *buf, size_t cap, uint16_t type, uint32_t len, uint32_t seq);
-RC_EXPORT int rc_ctrl_decode_hdr(const void *buf, size_t len, struct rc_ctrl_hdr *h);
-/* Encode a LIST_RESP message (header included). Returns its length or -ENOSPC. */
-RC_EXPORT int rc_ctrl_encode_list(void *buf, size_t cap, uint32_t seq,
-				  const struct rc_region_desc *r, int n);
-/* Decode a whole LIST_RESP message. Returns the region count or -EBADMSG. */
-RC_EXPORT int rc_ctrl_decode_list(const void *buf, size_t len, struct rc_region_desc *r, int max);
-
 /* Migration requests (rdmactl migrate, rdmactl-migrate(8)). A long list goes
  * in several requests: RC_MIG_FIRST on the first, RC_MIG_LAST on the last;
  * a server keeps its pull connection and its hash state in between. */
@@ -137,21 +129,5 @@ struct rc_mig_cmd {
 	uint64_t len;
 	char arg[RC_MIG_MSG_LEN];
 };
-
-/* Encoders return the message length, or -ENOSPC past *_MAX_EXT extents;
- * decoders 0 or -EBADMSG, filling r->ext (room for max extents). */
-RC_EXPORT int rc_ctrl_encode_pull(void *buf, size_t cap, uint32_t seq, const struct rc_pull_req *r);
-RC_EXPORT int rc_ctrl_decode_pull(const void *buf, size_t len, struct rc_pull_req *r, uint32_t max);
-RC_EXPORT int rc_ctrl_encode_hash(void *buf, size_t cap, uint32_t seq, const struct rc_hash_req *r);
-RC_EXPORT int rc_ctrl_decode_hash(const void *buf, size_t len, struct rc_hash_req *r, uint32_t max);
-RC_EXPORT int rc_ctrl_encode_mig_resp(void *buf, size_t cap, uint32_t seq,
-				      const struct rc_mig_resp *r);
-RC_EXPORT int rc_ctrl_decode_mig_resp(const void *buf, size_t len, struct rc_mig_resp *r);
-RC_EXPORT int rc_ctrl_encode_mig_cmd(void *buf, size_t cap, uint32_t seq,
-				     const struct rc_mig_cmd *c);
-RC_EXPORT int rc_ctrl_decode_mig_cmd(const void *buf, size_t len, struct rc_mig_cmd *c);
-/* A DIRTY_LIST: r->flags RC_MIG_LAST when nothing more is recorded. */
-RC_EXPORT int rc_ctrl_encode_dirty(void *buf, size_t cap, uint32_t seq, const struct rc_hash_req *r);
-RC_EXPORT int rc_ctrl_decode_dirty(const void *buf, size_t len, struct rc_hash_req *r, uint32_t max);
 
 #endif

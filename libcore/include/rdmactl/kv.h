@@ -52,7 +52,6 @@ struct kv_geom {
 
 RC_EXPORT const char *kv_dtype_name(enum kv_dtype d);
 RC_EXPORT int kv_dtype_parse(const char *s, enum kv_dtype *d);
-RC_EXPORT uint32_t kv_dtype_size(enum kv_dtype d);
 RC_EXPORT const char *kv_layout_name(enum kv_layout l);
 RC_EXPORT int kv_layout_parse(const char *s, enum kv_layout *l);
 RC_EXPORT const char *kv_page_layout_name(enum kv_page_layout l);
@@ -60,23 +59,11 @@ RC_EXPORT int kv_page_layout_parse(const char *s, enum kv_page_layout *l);
 
 /* 0, or -EINVAL with a message naming the offending value. */
 RC_EXPORT int kv_geom_check(const struct kv_geom *g, struct rc_err *err);
-/* 2 (K and V) for paged, 1 for MLA. */
-RC_EXPORT uint32_t kv_halves(const struct kv_geom *g);
 
 struct kv_heads {
 	uint32_t first;
 	uint32_t count;
 };
-/* The heads rank holds at TP degree tp: kv_heads/tp of them, or, where
- * tp > kv_heads, a replica of head rank*kv_heads/tp. MLA: the latent. */
-RC_EXPORT void kv_rank_heads(const struct kv_geom *g, uint32_t tp, uint32_t rank,
-			     struct kv_heads *h);
-/* Bytes of one page on the source (dst false) or destination side. */
-RC_EXPORT uint64_t kv_page_bytes(const struct kv_geom *g, bool dst);
-/* Bytes of one token's head row: head_dim * dtype size. */
-RC_EXPORT uint32_t kv_row_bytes(const struct kv_geom *g);
-/* Bytes one token takes in the whole model (all layers, K+V, all heads once). */
-RC_EXPORT uint64_t kv_bytes_per_token(const struct kv_geom *g);
 /* Pages a request of tokens takes on one side. */
 RC_EXPORT uint32_t kv_pages_for(const struct kv_geom *g, bool dst, uint32_t tokens);
 
@@ -89,8 +76,6 @@ struct kv_route {
 };
 /* All routes, sorted by destination then source. Returns their count. */
 RC_EXPORT int kv_routes(const struct kv_geom *g, struct kv_route *r, int max);
-/* Source ranks feeding dst (a bit set), and how many. */
-RC_EXPORT uint64_t kv_route_sources(const struct kv_route *r, int n, uint32_t dst);
 
 /* One contiguous run of one layer half: from logical source page src_page
  * at src_off to logical destination page dst_page at dst_off. The same list
@@ -114,18 +99,6 @@ RC_EXPORT int kv_segments(const struct kv_geom *g, const struct kv_route *r, uin
 enum kv_pack { KV_PACK_AUTO, KV_PACK_ALWAYS, KV_PACK_NEVER };
 RC_EXPORT const char *kv_pack_name(enum kv_pack p);
 RC_EXPORT int kv_pack_parse(const char *s, enum kv_pack *p);
-/* Sort a route's segments into destination order (page, then offset). */
-RC_EXPORT void kv_segments_dst_order(struct kv_seg *s, size_t n);
-/* Writes of one layer half: segments merged where both sides are contiguous
- * in the order given (unpacked: source order), or, packed, where the
- * destination is (packed: destination order, s sorted by
- * kv_segments_dst_order). Pages count as apart: the allocation decides
- * whether neighbours touch. */
-RC_EXPORT uint64_t kv_seg_writes(const struct kv_seg *s, size_t n, bool packed);
-/* Whether to pack a route of bytes per layer half in writes_never unpacked or
- * writes_packed packed writes: ALWAYS or NEVER (never AUTO). */
-RC_EXPORT enum kv_pack kv_pack_choose(enum kv_pack want, uint64_t bytes, uint64_t writes_never,
-				      uint64_t writes_packed);
 
 /*
  * Landing (--land): where a route fills only part of every destination
@@ -145,33 +118,7 @@ RC_EXPORT enum kv_pack kv_pack_choose(enum kv_pack want, uint64_t bytes, uint64_
  * under KV_PACK_SMALL bytes; always lands every route where landing
  * applies.
  */
-/* Whether the route's pieces are split in destination rows (landing applies). */
-RC_EXPORT bool kv_land_applies(const struct kv_geom *g, const struct kv_route *r);
 RC_EXPORT bool kv_land_choose(enum kv_pack want, const struct kv_geom *g, const struct kv_route *r);
-/* Bytes of one landing unit of decode rank dst: a page of tokens of every
- * route into it where landing applies (0: none applies). */
-RC_EXPORT uint64_t kv_land_unit(const struct kv_geom *g, uint32_t dst);
-/* Offset in the landing area (units per layer half) of the
- * route's block of layer half (layer, half), for a request of tokens whose
- * run starts at unit at. */
-RC_EXPORT uint64_t kv_land_block(const struct kv_geom *g, const struct kv_route *r, uint32_t tokens,
-				 uint32_t units, uint32_t at, uint32_t layer, uint32_t half);
-/* The offset in the route's block of destination page dst_page, offset
- * dst_off inside the route's pieces (kv_land_applies). */
-RC_EXPORT uint32_t kv_land_off(const struct kv_geom *g, const struct kv_route *r, uint32_t dst_page,
-			       uint32_t dst_off);
-/* Rewrite the route's segments' destinations into offsets in its block:
- * dst_page 0, dst_off kv_land_off. The block of a request of tokens must
- * fit 32 bits (kv_route_bytes), as a page does. */
-RC_EXPORT void kv_land_segments(const struct kv_geom *g, const struct kv_route *r, struct kv_seg *s,
-				size_t n);
-/* Writes of one layer half as the sender posts them: segments merged where
- * the destination is contiguous within a page and, unpacked, the source
- * memory too (a request's source pages follow one another, page after
- * page, src_page_bytes apart; 0: pages count as apart, as kv_seg_writes);
- * packed, the staging always is. */
-RC_EXPORT uint64_t kv_post_writes(const struct kv_seg *s, size_t n, bool packed,
-				  uint64_t src_page_bytes);
 /* The same, packed, where a write gathers at most max_sge pieces of the
  * source (segments that follow one another there make one piece) instead
  * of a copy into staging: where the device takes a gather list, packing
@@ -182,12 +129,6 @@ static inline uint32_t kv_gather_cap(uint32_t max_sge)
 {
 	return max_sge && max_sge < KV_GATHER_MAX ? max_sge : KV_GATHER_MAX;
 }
-RC_EXPORT uint64_t kv_gather_writes(const struct kv_seg *s, size_t n, uint32_t max_sge,
-				    uint64_t src_page_bytes);
-/* Copy the route's part of destination page page (its tokens rows) from
- * its block into pool page pool. */
-RC_EXPORT void kv_land_unpack(const struct kv_geom *g, const struct kv_route *r, const char *block,
-			      char *pool, uint32_t page, uint32_t tokens);
 
 /* Bytes a route moves per layer half for tokens. */
 RC_EXPORT uint64_t kv_route_bytes(const struct kv_geom *g, const struct kv_route *r,
@@ -246,19 +187,6 @@ struct kv_plan_in {
 RC_EXPORT int kv_plan(const struct kv_geom *g, const struct kv_plan_in *in, struct kv_plan *p,
 		      struct rc_err *err);
 
-/* Deterministic content: element dim of head (global index) for token of
- * layer half of request req. Both sides compute it: the source to fill,
- * the destination to verify. */
-RC_EXPORT uint32_t kv_content(uint32_t req, uint32_t layer, uint32_t half, uint32_t token,
-			      uint32_t head, uint32_t dim);
-/* Fill (or check) one layer half of one rank's pages for tokens. pages[i]
- * is the address of logical page i. Check returns 0 or -EBADMSG with err
- * naming the first wrong element. */
-RC_EXPORT void kv_fill(const struct kv_geom *g, bool dst, uint32_t rank, uint32_t req,
-		       uint32_t layer, uint32_t half, uint32_t tokens, char *const *pages);
-RC_EXPORT int kv_check(const struct kv_geom *g, uint32_t rank, uint32_t req, uint32_t layer,
-		       uint32_t half, uint32_t tokens, char *const *pages, struct rc_err *err);
-
 /*
  * Wire protocol (kv_proto.c). Each source rank opens, to each destination
  * rank it feeds, one control QP (SEND/RECV of the messages below, framed by
@@ -306,15 +234,6 @@ struct kv_hello_pd {
 	uint8_t secret[KV_PD_SECRET]; /* random per sender process: binds its data QPs */
 	uint8_t proof[KV_PD_PROOF];   /* kv_pd_prove; zeros without a token */
 };
-RC_EXPORT int kv_pd_encode(const struct kv_hello_pd *p, void *buf, size_t cap);
-/* Fill p->proof: the token's HMAC over everything else p says (token NULL
- * or "": zeros). */
-RC_EXPORT void kv_pd_prove(struct kv_hello_pd *p, const char *token);
-/* Whether p proves token, compared in constant time; any p when token is
- * NULL or "" (a decode rank without a token admits anyone). */
-RC_EXPORT bool kv_pd_authentic(const struct kv_hello_pd *p, const char *token);
-/* 0, -EPROTO for a peer of an earlier protocol (KV_PD_MAGIC_V2, _V3, _V4), or -EBADMSG. */
-RC_EXPORT int kv_pd_decode(const void *buf, size_t len, struct kv_hello_pd *p);
 
 /* The immediate value: generation of the request slot (8 bits), the
  * destination's request slot (8), the layer (10), the source rank (6). A
@@ -418,13 +337,6 @@ struct kv_msg {
 		} cancel; /* CANCEL and ERROR */
 	} u;
 };
-/* Encode into buf; returns the length, or -ENOSPC / -EINVAL. */
-RC_EXPORT int kv_msg_encode(const struct kv_msg *m, void *buf, size_t cap);
-/* Decode a whole message; ALLOC pages go to pages (at most max). Returns 0
- * or -EBADMSG. */
-RC_EXPORT int kv_msg_decode(const void *buf, size_t len, struct kv_msg *m, uint32_t *pages,
-			    size_t max);
-RC_EXPORT const char *kv_msg_name(uint16_t type);
 
 /*
  * Counting the notifications of one request on a decode rank: a layer has
@@ -446,13 +358,6 @@ enum kv_tally_res {
 	KV_TALLY_BAD = -1,    /* rank, QP or layer out of range, or a rank that did not join */
 	KV_TALLY_DUP = -2,    /* that QP delivered that layer already */
 };
-/* 0 or -EINVAL (sizes), -ENOMEM. */
-RC_EXPORT int kv_tally_init(struct kv_tally *t, uint32_t layers, uint32_t src_tp, uint64_t sources);
-RC_EXPORT void kv_tally_fini(struct kv_tally *t);
-/* A source rank of sources joins with nqps data QPs (1..KV_MAX_QPS): 0 or -EINVAL. */
-RC_EXPORT int kv_tally_join(struct kv_tally *t, uint32_t rank, uint32_t nqps);
-/* A notification of layer from rank on its data QP qp (1..nqps): enum kv_tally_res. */
-RC_EXPORT int kv_tally_note(struct kv_tally *t, uint32_t rank, uint32_t qp, uint32_t layer);
 
 /*
  * The engines (kv_recv.c, kv_send.c): one thread each, every wait bounded,

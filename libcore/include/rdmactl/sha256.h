@@ -18,13 +18,7 @@ struct rc_sha256 {
 	size_t fill;
 };
 
-RC_EXPORT void rc_sha256_init(struct rc_sha256 *s);
-RC_EXPORT void rc_sha256_update(struct rc_sha256 *s, const void *data, size_t len);
-RC_EXPORT void rc_sha256_final(struct rc_sha256 *s, unsigned char out[RC_SHA256_LEN]);
 /* The digest as 64 lowercase hex digits and a NUL. */
 RC_EXPORT void rc_sha256_hex(const unsigned char d[RC_SHA256_LEN], char hex[2 * RC_SHA256_LEN + 1]);
-/* HMAC-SHA256 (RFC 2104) of msg under key. */
-RC_EXPORT void rc_hmac_sha256(const void *key, size_t klen, const void *msg, size_t mlen,
-			      unsigned char out[RC_SHA256_LEN]);
 
 #endif
