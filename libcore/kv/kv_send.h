@@ -8,6 +8,7 @@
 
 #include "kv_int.h"
 #include <rdmactl/ops_core.h>
+#include <rdmactl/kv_core.h>
 
 #define SQ_DEPTH 256
 #define SIGNAL_EVERY 16 /* one signalled write in this many, per data QP */

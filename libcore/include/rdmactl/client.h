@@ -68,9 +68,11 @@ RC_EXPORT const char *rc_client_device(const struct rc_client *cl);
 #define RC_CLIENT_DEPTH 16
 
 struct rc_client_io {
-	/* write: fill a slot before it is posted, as struct rc_stream's fill */
+	/* write: fill the slot (len bytes at buf, offset off of the write)
+	 * before it is posted; return bytes (< len only at the end of the
+	 * input) or -errno */
 	ssize_t (*fill)(void *arg, uint64_t off, void *buf, size_t len);
-	/* read: consume a landed slot, in offset order, as struct rc_stream's drain */
+	/* read: consume a landed slot, in offset order; 0 or -errno */
 	int (*drain)(void *arg, uint64_t off, const void *buf, size_t len);
 	void *arg;
 	void (*progress)(void *arg, uint64_t done, uint64_t total);
