@@ -8,6 +8,7 @@
 
 #include <rdmactl/mem.h>
 #include <rdmactl/kv_core.h>
+#include <rdmactl/conn_core.h>
 
 #include "kv_int.h"
 

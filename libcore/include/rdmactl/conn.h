@@ -78,45 +78,4 @@ struct rc_listener {
 	uint8_t port_num;
 };
 
-/* A listener's CM event, taken, acknowledged and sorted. */
-enum rc_cm_kind {
-	RC_CM_REQUEST,     /* a connect request: rc_cm_accept or rc_cm_refuse it */
-	RC_CM_ESTABLISHED, /* an accepted connection is up (conn->established set) */
-	RC_CM_GONE,        /* a connection ended or failed (conn->disconnected set) */
-	RC_CM_DEVICE_GONE, /* the device was removed: the listener is dead */
-	RC_CM_OTHER,       /* nothing to do */
-};
-
-struct rc_cm_event {
-	enum rc_cm_kind kind;
-	enum rdma_cm_event_type type; /* rdma_event_str names it */
-	struct rc_conn *conn;         /* ESTABLISHED, GONE: the accepted connection (or NULL) */
-	bool was_established;         /* GONE: it had been up */
-	/* REQUEST only: */
-	struct rdma_cm_id *child;
-	struct rdma_conn_param param; /* private_data points into the copy below */
-	unsigned char private_data[256];
-	char peer[RC_HOST_MAX + 8];
-	bool other_device; /* it came in on another device than the listener's */
-};
-
-/*
- * One completion queue and channel, and optionally one shared receive
- * queue, for the connections a listener accepts on one device: no file
- * descriptor and no receive ring per peer (libcore/verbs/shared.c). The
- * connections that use it are found by the QP number of a completion.
- */
-struct rc_shared_ent;
-struct rc_shared {
-	struct ibv_context *verbs;
-	struct ibv_comp_channel *cch; /* poll its fd, then rc_shared_take */
-	struct ibv_cq *cq;
-	struct ibv_srq *srq; /* NULL: each connection has its own receive queue */
-	int cqe;
-	int srq_depth;
-	bool armed;
-	struct rc_shared_ent *ent; /* by QP number */
-	size_t n, cap;
-};
-
 #endif
