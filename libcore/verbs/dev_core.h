@@ -4,6 +4,8 @@
 #ifndef RDMACTL_DEV_CORE_H
 #define RDMACTL_DEV_CORE_H
 
+#include <sys/socket.h>
+
 #include <rdmactl/dev.h>
 
 /* Open a device by name (ibv_get_device_list). */

@@ -248,3 +248,39 @@ headers_differ() {
 	[ -z "$output" ] || fail "installed headers differ from the public ones (left: public, not installed; right: installed, not public):
 $output"
 }
+
+# alone_fails INCLUDE-DIR HEADER...: each header that does not compile on its
+# own (included first and alone) against INCLUDE-DIR, with its error.
+alone_fails() {
+	local dir=$1 h
+	shift
+	for h in "$@"; do
+		printf '#include <rdmactl/%s>\n' "${h##*/}" >"$BATS_TEST_TMPDIR/alone.c"
+		# shellcheck disable=SC2046
+		cc -fsyntax-only -Wall -Werror $(pkg-config --cflags libibverbs librdmacm 2>/dev/null) \
+			-I "$dir" "$BATS_TEST_TMPDIR/alone.c" >"$BATS_TEST_TMPDIR/alone.err" 2>&1 ||
+			printf '%s: %s\n' "${h##*/}" "$(grep -m1 error "$BATS_TEST_TMPDIR/alone.err")"
+	done
+}
+
+@test "the check finds a header that does not compile on its own" {
+	command -v cc >/dev/null || fail "no C compiler"
+	mkdir -p "$BATS_TEST_TMPDIR/planted/rdmactl"
+	printf 'int rc_f(size_t n);\n' >"$BATS_TEST_TMPDIR/planted/rdmactl/x.h"
+	printf '#include <stddef.h>\nint rc_f(size_t n);\n' >"$BATS_TEST_TMPDIR/planted/rdmactl/y.h"
+	run alone_fails "$BATS_TEST_TMPDIR/planted" "$BATS_TEST_TMPDIR"/planted/rdmactl/{x,y}.h
+	assert_output --partial "x.h:"
+	[ "${#lines[@]}" -eq 1 ]
+}
+
+@test "every header compiles on its own: a public one against the public headers, an internal one against all" {
+	local b=${RDMACTL_BUILD_DIR:-$ROOT/build}
+	command -v cc >/dev/null || fail "no C compiler"
+	[[ -d $b/libcore/include-tests/rdmactl ]] || fail "no $b/libcore/include-tests: configure first"
+	run alone_fails "$ROOT/libcore/include" "$ROOT"/libcore/include/rdmactl/*.h
+	[ -z "$output" ] || fail "$output"
+	mkdir -p "$BATS_TEST_TMPDIR/all/rdmactl"
+	cp "$ROOT"/libcore/include/rdmactl/*.h "$ROOT"/libcore/*/*_core.h "$BATS_TEST_TMPDIR/all/rdmactl/"
+	run alone_fails "$BATS_TEST_TMPDIR/all" "$ROOT"/libcore/*/*_core.h
+	[ -z "$output" ] || fail "$output"
+}

@@ -15,6 +15,7 @@
 #include <rdmactl/export.h>
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <rdmactl/err.h>
