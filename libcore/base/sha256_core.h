@@ -6,6 +6,15 @@
 
 #include <rdmactl/sha256.h>
 
+/* SHA-256 (FIPS 180-4), for verifying moved bytes without another library;
+ * with the CPU's SHA extensions where it has them (x86-64 SHA-NI). */
+struct rc_sha256 {
+	uint32_t h[8];
+	uint64_t bytes;
+	unsigned char block[64];
+	size_t fill;
+};
+
 void rc_sha256_init(struct rc_sha256 *s);
 void rc_sha256_update(struct rc_sha256 *s, const void *data, size_t len);
 void rc_sha256_final(struct rc_sha256 *s, unsigned char out[RC_SHA256_LEN]);
