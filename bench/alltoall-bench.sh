@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: MIT
 #
 # alltoall's busbw for flat, hierarchical and ring at 4 and 8 ranks, uniform
-# and zipf routing, against ib_write_bw on the same device with as many
-# concurrent flows (queue pairs) as flat uses. Run it inside the SoftRoCE
+# and zipf routing, against ib_write_bw on the same device: one process with
+# as many flows (queue pairs) as flat uses, and the fair baseline, as many
+# ib_write_bw pairs as alltoall has ranks, each with a rank's n - 1 flows,
+# started together. Run it inside the SoftRoCE
 # guest:
 #   tests/vm/run.sh -- bench/alltoall-bench.sh
 # or on a host with an RDMA device: bench/alltoall-bench.sh ADDR DEVICE GID_INDEX
@@ -48,9 +50,40 @@ a2a() {
 	cat "$work/r0"
 }
 
-printf '%-6s %-13s %-9s %9s %9s %9s %10s %9s %9s\n' ranks algo skew "busbw" "n*busbw" \
-	"p50(us)" "p99(us)" imbalance "vs_ibw"
-printf '%-6s %-13s %-9s %9s %9s %9s %10s %9s %9s\n' "" "" "" "GB/s" "GB/s" "" "" "" ""
+# fair_ibw N QPS MSG: the fair baseline, N ib_write_bw pairs started
+# together, as alltoall runs N ranks of N - 1 flows each: each client with
+# QPS queue pairs of MSG-byte writes; the sum of their figures, in GB/s.
+fair_ibw() {
+	local n=$1 qps=$2 msg=$3 i sum got srvs=() clis=()
+	for ((i = 0; i < n; i++)); do
+		ib_write_bw -d "$dev" -x "$gid" -F -q "$qps" -s "$msg" -n 200 -p $((19000 + i)) \
+			--report_gbits >"$work/fair.srv.$i" 2>&1 &
+		srvs+=("$!")
+	done
+	pids=("${srvs[@]}")
+	sleep 1
+	for ((i = 0; i < n; i++)); do
+		ib_write_bw -d "$dev" -x "$gid" -F -q "$qps" -s "$msg" -n 200 -p $((19000 + i)) \
+			--report_gbits 127.0.0.1 >"$work/fair.cli.$i" 2>&1 &
+		clis+=("$!")
+	done
+	pids+=("${clis[@]}")
+	for p in "${clis[@]}" "${srvs[@]}"; do wait "$p" || true; done
+	pids=()
+	got=$(awk -v s="$msg" '$1 == s && NF >= 5 { k++ } END { print k + 0 }' "$work"/fair.cli.*)
+	sum=$(awk -v s="$msg" '$1 == s && NF >= 5 { t += $4 } END { printf "%.6f", t / 8 }' \
+		"$work"/fair.cli.*)
+	if ((got != n)); then
+		echo "alltoall-bench: $got of $n ib_write_bw pairs gave a figure:" >&2
+		tail -n 3 "$work"/fair.cli.* >&2
+		exit 1
+	fi
+	echo "$sum"
+}
+
+printf '%-6s %-13s %-9s %9s %9s %9s %10s %9s %9s %9s\n' ranks algo skew "busbw" "n*busbw" \
+	"p50(us)" "p99(us)" imbalance "vs_ibw" "vs_fair"
+printf '%-6s %-13s %-9s %9s %9s %9s %10s %9s %9s %9s\n' "" "" "" "GB/s" "GB/s" "" "" "" "" ""
 for n in ${RANKS:-4 8}; do
 	flows=$((n * (n - 1)))
 	# perftest: as many QPs as flat has flows, messages of flat's mean block
@@ -69,19 +102,25 @@ for n in ${RANKS:-4 8}; do
 	gbits=$(awk -v s="$msg" '$1 == s && NF >= 5 { print $4 }' "$work/ibw.cli" | tail -1)
 	[[ -n $gbits ]] || { echo "alltoall-bench: no ib_write_bw figure:" >&2; cat "$work/ibw.cli" >&2; exit 1; }
 	ibw=$(jq -n "$gbits / 8")
+	fair=$(fair_ibw "$n" $((n - 1)) "$msg")
 	for algo in flat hierarchical ring; do
 		for skew in uniform zipf:1.2; do
 			[[ $algo == flat && $skew == uniform ]] || doc=$(a2a "$n" "$algo" "$skew")
-			jq -r --arg skew "$skew" --argjson ibw "$ibw" \
+			jq -r --arg skew "$skew" --argjson ibw "$ibw" --argjson fair "$fair" \
 				'[.ranks, .algo, $skew, .busbw_gbyte_per_s, .busbw_gbyte_per_s * .ranks, .lat_us.p50,
-				  .lat_us.p99, .imbalance, .busbw_gbyte_per_s * .ranks / $ibw]
-				 | "\(.[0]) \(.[1]) \(.[2]) \(.[3]) \(.[4]) \(.[5]) \(.[6]) \(.[7]) \(.[8])"' \
-				<<<"$doc" | awk '{ printf "%-6s %-13s %-9s %9.4f %9.4f %9.0f %10.0f %9.2f %9.2f\n",
-					$1, $2, $3, $4, $5, $6, $7, $8, $9 }'
+				  .lat_us.p99, .imbalance, .busbw_gbyte_per_s * .ranks / $ibw,
+				  .busbw_gbyte_per_s * .ranks / $fair]
+				 | "\(.[0]) \(.[1]) \(.[2]) \(.[3]) \(.[4]) \(.[5]) \(.[6]) \(.[7]) \(.[8]) \(.[9])"' \
+				<<<"$doc" | awk '{ printf "%-6s %-13s %-9s %9.4f %9.4f %9.0f %10.0f %9.2f %9.2f %9.2f\n",
+					$1, $2, $3, $4, $5, $6, $7, $8, $9, $10 }'
 		done
 	done
-	printf '%-6s %-13s %-9s %9s %9.4f   (%d QPs, %d-byte writes)\n' "$n" ib_write_bw - - "$ibw" \
-		"$flows" "$msg"
+	printf '%-6s %-13s %-9s %9s %9.4f   (one process, %d QPs, %d-byte writes)\n' "$n" ib_write_bw - - \
+		"$ibw" "$flows" "$msg"
+	printf '%-6s %-13s %-9s %9s %9.4f   (%d pairs of %d QPs, %d-byte writes, started together)\n' \
+		"$n" "fair ibw" - - "$fair" "$n" $((n - 1)) "$msg"
 done
 echo "(hidden $hidden bf16, $tokens tokens a rank, top-2 of 8 experts a rank, $iters timed iterations;"
-echo " vs_ibw = n x busbw over ib_write_bw's aggregate on the same device)"
+echo " vs_ibw = n x busbw over one ib_write_bw process's aggregate on the same device;"
+echo " vs_fair = n x busbw over n ib_write_bw pairs of n - 1 QPs each, started together: as"
+echo " many processes and flows as alltoall, each with its share of the bytes)"

@@ -118,7 +118,7 @@ void group_report(struct out *o, const struct rc_group *g)
 		out_null(o, "first_barrier_s");
 	out_i64(o, "tree_depth", " (tree depth %lld)", s.tree_depth);
 	out_i64(o, "qps", "; this rank: %lld QPs", s.qps);
-	out_i64(o, "cqs", ", %lld CQs", s.cqs);
+	out_i64(o, "cqs", s.cqs == 1 ? ", %lld CQ" : ", %lld CQs", s.cqs);
 	out_u64(o, "ring_bytes", ", %llu bytes of message rings", s.ring_bytes);
 	out_u64(o, "max_rss_bytes", ", peak RSS %llu bytes\n", rss);
 	out_obj_end(o);

@@ -87,7 +87,7 @@ static void put_rank(struct out *o, const struct group_plan_in *in, int r)
 	out_obj_begin(o, "rank");
 	out_u64(o, "rank", "# rank %llu:", (uint64_t)r);
 	out_u64(o, "qps", " %llu QPs", (uint64_t)p.qps);
-	out_u64(o, "cqs", ", %llu CQs", (uint64_t)p.cqs);
+	out_u64(o, "cqs", p.cqs == 1 ? ", %llu CQ" : ", %llu CQs", (uint64_t)p.cqs);
 	out_u64(o, "recv_buffers", ", %llu receive buffers", (uint64_t)p.recv_buffers);
 	out_u64(o, "ring_bytes", " (%llu bytes of message rings)", p.ring_bytes);
 	out_u64(o, "buffer_bytes", ", %llu bytes of ", in->buf_bytes[r]);
@@ -169,7 +169,7 @@ int group_plan_print(struct ctx *ctx, const struct group_plan_in *in)
 	out_obj_begin(o, "job");
 	out_u64(o, "qps", "# job: %llu QPs", sum[Q_QPS]);
 	out_u64(o, "connections", " (%llu connections)", sum[Q_QPS] / 2);
-	out_u64(o, "cqs", ", %llu CQs", sum[Q_CQS]);
+	out_u64(o, "cqs", sum[Q_CQS] == 1 ? ", %llu CQ" : ", %llu CQs", sum[Q_CQS]);
 	out_u64(o, "recv_buffers", ", %llu receive buffers", sum[Q_RECVS]);
 	out_u64(o, "ring_bytes", ", %llu bytes of message rings", sum[Q_RING]);
 	out_u64(o, "registered_bytes", ", %llu bytes registered\n", sum[Q_REG]);

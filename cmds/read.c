@@ -11,10 +11,13 @@
 
 #include "cmds.h"
 #include "client_cmds.h"
+#include "rails_cmds.h"
 
 #define READ_OPTS(X) \
 	X(RD_SIZE, "size", 'S', "SIZE", "bytes to read (default: to the end of the region)") \
 	X(RD_OUT, "out", 'O', "FILE", "write the bytes to FILE (default: stdout)", COMP_FILE) \
+	X(RD_STRIPE, "stripe", 0, "SIZE", \
+	  "with several rails: the chunk each rail takes in turn (default 1M)") \
 	CLIENT_OPTS(X, RD) \
 	BENCH_OPTS(X, RD)
 
@@ -40,6 +43,24 @@ static int drain(void *arg, uint64_t off, const void *buf, size_t len)
 	return 0;
 }
 
+/* The same at any offset, from several threads at once (several rails). */
+static int drain_at(void *arg, uint64_t off, const void *buf, size_t len)
+{
+	int fd = *(int *)arg;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pwrite(fd, (const char *)buf + done, len - done, (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
 /* What `read` was asked, parsed and checked. */
 struct read_args {
 	struct client_args cl;
@@ -47,6 +68,8 @@ struct read_args {
 	uint64_t size;
 	bool have_size;
 	const char *out_path; /* NULL: stdout */
+	bool rails;           /* several rails: rails_cmds.c */
+	uint64_t stripe;
 };
 
 /* --out FILE checked before any device is opened: a missing folder or a
@@ -78,6 +101,11 @@ static int read_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	if ((rc = client_args_parse(ctx, c, v, RD_TOKEN, &a->cl)) ||
 	    (rc = bench_args_parse(ctx, c, v, RD_BENCH, RC_OP_READ, &a->bench)))
 		return rc;
+	a->rails = rails_asked(ctx, v, &a->cl);
+	if ((rc = rails_stripe(ctx, c, v, RD_STRIPE, a->rails, &a->stripe)))
+		return rc;
+	if (a->rails && a->bench.on)
+		return usage_err(ctx, "read: --bench and --lat measure one rail: give one device");
 	if (a->bench.on)
 		return 0;
 	if ((rc = opt_size_at(ctx, c, v, RD_SIZE, &a->size)))
@@ -94,7 +122,10 @@ static int read_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 			"read: refusing to write binary data to a terminal: give --out FILE or redirect stdout");
 	if (a->out_path && (rc = out_path_usable(ctx, a->out_path)))
 		return rc;
-	return client_target(ctx, c, v, NULL);
+	if (a->rails && !a->out_path)
+		return usage_err(ctx, "read: with several rails, give --out FILE (the rails land "
+				      "their chunks in any order)");
+	return a->rails ? 0 : client_target(ctx, c, v, NULL);
 }
 
 /* Run: the bytes into *fd (opened here when --out names a file). */
@@ -125,6 +156,47 @@ static int read_run(struct ctx *ctx, struct read_args *a, struct rc_client *cl, 
 	if (*fd != STDOUT_FILENO && fsync(*fd) < 0 && errno != EINVAL)
 		return fail(ctx, -errno, "cannot write '%s': %s", a->out_path, strerror(errno));
 	return 0;
+}
+
+/* Several rails: the region's bytes striped over them, into --out. */
+static int read_rails(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		      struct read_args *a)
+{
+	char peers[RC_RAILS_MAX * (RC_HOST_MAX + 8)], devs[RC_RAILS_MAX * 64];
+	struct rc_rails_result res;
+	struct rc_rails *r = NULL;
+	struct rc_err e;
+	uint64_t off = a->cl.off;
+	int fd = -1, rc = rails_open(ctx, c, v, &a->cl, &r);
+
+	if (rc)
+		return rc;
+	if (!a->have_size)
+		a->size = off < r->cl[0]->region.length ? r->cl[0]->region.length - off : 0;
+	if ((rc = rc_client_check(r->cl[0], off, a->size, false, false, &e)))
+		rc = fail(ctx, rc, "%s", e.msg);
+	if (!rc && (fd = open(a->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+		rc = fail(ctx, -errno, "cannot create '%s': %s", a->out_path, strerror(errno));
+	struct rc_rails_io io = { .drain = drain_at, .arg = &fd };
+
+	if (!rc)
+		rc = rails_transfer(ctx, r, RC_OP_READ, off, a->size, a->stripe, &io, &res);
+	if (!rc && (fsync(fd) < 0 && errno != EINVAL))
+		rc = fail(ctx, -errno, "cannot write '%s': %s", a->out_path, strerror(errno));
+	if (fd >= 0 && close(fd) < 0 && !rc)
+		rc = fail(ctx, -errno, "cannot write '%s': %s", a->out_path, strerror(errno));
+	if (!rc) {
+		rails_names(r, peers, sizeof(peers), devs, sizeof(devs));
+		out_str(&ctx->out, "operation", NULL, "read");
+		out_str(&ctx->out, "peer", "read from %s", peers);
+		out_str(&ctx->out, "region", "/%s", r->cl[0]->region.name);
+		out_u64(&ctx->out, "offset", " at offset %llu", (unsigned long long)off);
+		out_str(&ctx->out, "out", " into %s", a->out_path);
+		out_str(&ctx->out, "device", " via %s: ", devs);
+		rails_report(ctx, r, &res, RC_OP_READ);
+	}
+	rc_rails_close(r);
+	return rc;
 }
 
 static void read_print(struct ctx *ctx, const struct read_args *a, const struct rc_client *cl,
@@ -161,6 +233,8 @@ static int do_read(struct ctx *ctx, int argc, char **argv)
 		return rc;
 	if (a.bench.on)
 		return bench_run(ctx, c, &v, &a.cl, &a.bench, RC_OP_READ, 0, 0);
+	if (a.rails)
+		return read_rails(ctx, c, &v, &a);
 	rc = client_open(ctx, c, &v, &a.cl, 1, false, STREAM_SQ_DEPTH, &cl);
 	if (rc)
 		return rc;

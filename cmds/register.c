@@ -56,8 +56,9 @@ void register_on_event(void *arg, const struct rc_server_event *ev)
 	out_event(&ctx->out);
 }
 
-static void print_region(struct ctx *ctx, struct rc_server *s, const struct rc_region *r)
+static void print_region(struct ctx *ctx, const struct register_args *a, struct rc_server *s, int i)
 {
+	const struct rc_region *r = rc_server_region(s, i);
 	const struct rc_listener *l = rc_server_listener(s);
 	const struct rc_gid_info *g = rc_server_gid(s);
 	struct out *o = &ctx->out;
@@ -85,6 +86,7 @@ static void print_region(struct ctx *ctx, struct rc_server *s, const struct rc_r
 	out_str(o, "address", " listen %s", l->addr);
 	out_u64(o, "port", ":%llu", l->port);
 	out_obj_end(o);
+	register_rails_print(ctx, a, s, i);
 	if (rc_server_token(s))
 		out_str(o, "token", " token %s", rc_server_token(s));
 	out_text(o, "\n");
@@ -92,7 +94,7 @@ static void print_region(struct ctx *ctx, struct rc_server *s, const struct rc_r
 }
 
 /* Run, first part: the server and its regions. */
-static int register_start(struct ctx *ctx, const struct register_args *a, struct rc_server_opts *so,
+static int register_start(struct ctx *ctx, struct register_args *a, struct rc_server_opts *so,
 			  struct rc_server **s)
 {
 	struct rc_err e;
@@ -100,7 +102,7 @@ static int register_start(struct ctx *ctx, const struct register_args *a, struct
 
 	so->addr = a->host;
 	so->port = a->port;
-	so->dev_name = ctx->dev_name;
+	so->dev_name = a->nrails < 2 ? ctx->dev_name : a->rail_dev[0][0] ? a->rail_dev[0] : NULL;
 	so->token = a->token;
 	so->admin_token = a->admin[0] ? a->admin : NULL;
 	so->allow_unauth_migration = a->allow_unauth_mig;
@@ -108,6 +110,8 @@ static int register_start(struct ctx *ctx, const struct register_args *a, struct
 		so->max_conns = a->max_conns;
 	so->keepalive_ms = a->keepalive_ms;
 	so->flush_every_ms = a->flush_every_ms;
+	if (a->nrails > 1) /* servers on threads: one event at a time */
+		so->on_event = register_rails_event;
 	rc = rc_server_create(so, s, &e);
 	if (rc)
 		return fail(ctx, rc, "%s", e.msg);
@@ -123,7 +127,7 @@ static int register_start(struct ctx *ctx, const struct register_args *a, struct
 		if (rc)
 			return fail(ctx, rc, "region %s: %s", r->name, e.msg);
 	}
-	return 0;
+	return register_rails_start(ctx, a, so, *s);
 }
 
 /* --publish: this server's key, then each region's unless another server
@@ -203,10 +207,10 @@ static int register_publish(struct ctx *ctx, const struct register_args *a, stru
 }
 
 /* Print: one event per region. */
-static void register_print(struct ctx *ctx, struct rc_server *s)
+static void register_print(struct ctx *ctx, const struct register_args *a, struct rc_server *s)
 {
 	for (int i = 0; i < rc_server_nregions(s); i++)
-		print_region(ctx, s, rc_server_region(s, i));
+		print_region(ctx, a, s, i);
 }
 
 /* --metrics: the server's counters and its regions; up says whether it
@@ -327,7 +331,7 @@ static int register_background(struct ctx *ctx, struct rc_server *s)
 }
 
 /* On the command line: serve until a signal, and take that signal. */
-static int register_foreground(struct ctx *ctx, const struct register_args *a, struct rc_server *s,
+static int register_foreground(struct ctx *ctx, struct register_args *a, struct rc_server *s,
 			       int sfd, double started)
 {
 	struct signalfd_siginfo si;
@@ -339,6 +343,8 @@ static int register_foreground(struct ctx *ctx, const struct register_args *a, s
 			rc_server_nregions(s), rc_server_nregions(s) == 1 ? "" : "s",
 			rc_server_listener(s)->addr, rc_server_listener(s)->port,
 			rc_server_listener(s)->dev_name);
+	if ((rc = register_rails_run(ctx, a)))
+		return rc;
 	rc = register_serve(ctx, a, s, sfd, started, &e);
 	if (rc)
 		return fail(ctx, rc, "%s", e.msg);
@@ -350,7 +356,7 @@ static int register_foreground(struct ctx *ctx, const struct register_args *a, s
 
 /* Stop, after rc (the first failure, or 0): the lease first, the keys naming
  * this server go with it; then the server, with --metrics' last file. */
-static int register_stop(struct ctx *ctx, const struct register_args *a, struct rc_server *s,
+static int register_stop(struct ctx *ctx, struct register_args *a, struct rc_server *s,
 			 struct rc_etcd *etcd, double started, int rc)
 {
 	struct metrics m;
@@ -362,6 +368,9 @@ static int register_stop(struct ctx *ctx, const struct register_args *a, struct 
 	rc_etcd_close(etcd);
 	if (a->metrics && s)
 		server_metrics(&m, s, started, false);
+	rc2 = register_rails_stop(ctx, a);
+	if (rc2 && !rc)
+		rc = rc2;
 	/* Reported even after a failed serve: a region that did not reach its
 	 * file is data lost, whatever stopped the server. */
 	rc2 = rc_server_destroy(s, &e);
@@ -407,7 +416,7 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 	}
 	if ((rc = register_signals(ctx, &so, &mask, &sfd)) || (rc = register_start(ctx, a, &so, &s)))
 		goto out;
-	register_print(ctx, s);
+	register_print(ctx, a, s);
 	if (a->etcd[0] && (rc = register_publish(ctx, a, s, &etcd)))
 		goto out;
 	if (ctx->session) {

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <rdmactl/client.h>
 #include <rdmactl/mem.h>
 #include <rdmactl/server.h>
 
@@ -82,10 +83,30 @@ struct register_args {
 	int lease_ttl;
 	const char *metrics; /* --metrics FILE, or NULL */
 	int metrics_every_s;
+	/* --listen ADDR1,ADDR2 (-d DEV1,DEV2): one region on several rails, a
+	 * server per rail; [0] is host, port and -d above. */
+	int nrails;
+	char rail_host[RC_RAILS_MAX][RC_HOST_MAX];
+	char rail_port[RC_RAILS_MAX][8];
+	char rail_dev[RC_RAILS_MAX][64];          /* "": as the address routes */
+	struct rc_server *rail_srv[RC_RAILS_MAX]; /* [0]: NULL, the server itself */
 };
 
 /* Parse: every region is checked before any device is touched. */
 int register_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		   struct register_args *a);
+
+/* Several rails (register_rails.c): the servers after the first, serving
+ * its regions; each on a thread of its own from register_rails_run to
+ * register_rails_stop (called before the first server's end); the rails of
+ * region i in its descriptor; the event callback of every rail's server,
+ * which lets one event out at a time. */
+int register_rails_start(struct ctx *ctx, struct register_args *a, const struct rc_server_opts *so,
+			 struct rc_server *s);
+int register_rails_run(struct ctx *ctx, struct register_args *a);
+void register_rails_event(void *arg, const struct rc_server_event *ev);
+int register_rails_stop(struct ctx *ctx, struct register_args *a);
+void register_rails_print(struct ctx *ctx, const struct register_args *a, struct rc_server *s,
+			  int i);
 
 #endif

@@ -57,6 +57,47 @@ static int split_listen(struct ctx *ctx, const char *s, char *host, size_t hl, c
 	return 0;
 }
 
+/* --listen ADDR1[:PORT],ADDR2[:PORT] and -d DEV1,DEV2: one rail each, in
+ * the same order. */
+static int split_rails(struct ctx *ctx, const char *listen, struct register_args *a)
+{
+	const char *devs = ctx->dev_name, *p = listen;
+	int ndevs = 0, rc;
+
+	for (a->nrails = 0; p; a->nrails++) {
+		const char *comma = strchr(p, ',');
+		char one[RC_HOST_MAX + 16];
+
+		if (a->nrails == RC_RAILS_MAX)
+			return usage_err(ctx, "register: at most %d --listen addresses (rails)",
+					 RC_RAILS_MAX);
+		snprintf(one, sizeof(one), "%.*s", comma ? (int)(comma - p) : (int)strlen(p), p);
+		if ((rc = split_listen(ctx, one, a->rail_host[a->nrails], sizeof(a->rail_host[0]),
+				       a->rail_port[a->nrails], sizeof(a->rail_port[0]))))
+			return rc;
+		p = comma ? comma + 1 : NULL;
+	}
+	for (p = devs; p && ndevs < RC_RAILS_MAX; ndevs++) {
+		const char *comma = strchr(p, ',');
+
+		snprintf(a->rail_dev[ndevs], sizeof(a->rail_dev[0]), "%.*s",
+			 comma ? (int)(comma - p) : (int)strlen(p), p);
+		p = comma ? comma + 1 : NULL;
+	}
+	if (devs && (ndevs != a->nrails || p))
+		return usage_err(ctx,
+				 "register: -d names %d device%s and --listen %d address%s: give "
+				 "one device per address (a rail each)",
+				 ndevs, ndevs == 1 ? "" : "s", a->nrails,
+				 a->nrails == 1 ? "" : "es");
+	if (a->nrails > 1 && ctx->session)
+		return usage_err(ctx, "register: several rails are served by a server of its own, "
+				      "not one in the shell");
+	snprintf(a->host, sizeof(a->host), "%s", a->rail_host[0]);
+	snprintf(a->port, sizeof(a->port), "%s", a->rail_port[0]);
+	return 0;
+}
+
 /* A duration: N with ms, s (the default) or m after it, 100 ms to a day. */
 static int parse_interval_ms(const char *s, int *ms)
 {
@@ -129,8 +170,7 @@ static int parse_serving(struct ctx *ctx, const struct cmd *c, const struct opt_
 
 	if (!opt_on(v, RG_LISTEN))
 		return usage_err(ctx, "register: --listen ADDR[:PORT] is required");
-	if ((rc = split_listen(ctx, opt_arg(v, RG_LISTEN), a->host, sizeof(a->host), a->port,
-			       sizeof(a->port))))
+	if ((rc = split_rails(ctx, opt_arg(v, RG_LISTEN), a)))
 		return rc;
 	if ((rc = opt_int_at(ctx, c, v, RG_MAX_CONNS, 1, 1024, &a->max_conns)))
 		return rc;

@@ -12,6 +12,7 @@
 
 #include "cmds.h"
 #include "client_cmds.h"
+#include "rails_cmds.h"
 
 #define WRITE_OPTS(X) \
 	X(WR_FILE, "file", 'f', "FILE", "write the contents of FILE (default: stdin)", COMP_FILE) \
@@ -19,6 +20,8 @@
 	  "write a generated pattern: zero, seq or random:SEED", COMP_WORDS, "zero|seq|random:1") \
 	X(WR_SIZE, "size", 'S', "SIZE", "bytes to write (default: the file's size)") \
 	X(WR_IMM, "imm", 'i', "VALUE", "then send VALUE as immediate data (RDMA WRITE_WITH_IMM)") \
+	X(WR_STRIPE, "stripe", 0, "SIZE", \
+	  "with several rails: the chunk each rail takes in turn (default 1M)") \
 	CLIENT_OPTS(X, WR) \
 	BENCH_OPTS(X, WR)
 
@@ -64,6 +67,29 @@ static int rewind_src(void *arg)
 	return lseek(s->fd, 0, SEEK_SET) == 0 ? 0 : -errno;
 }
 
+/* The same at any offset, from several threads at once (several rails):
+ * a pattern, or a regular file read with pread. */
+static ssize_t fill_at(void *arg, uint64_t off, void *buf, size_t len)
+{
+	struct src *s = arg;
+	size_t got = 0;
+
+	if (s->pattern)
+		return fill(arg, off, buf, len);
+	while (got < len) {
+		ssize_t n = pread(s->fd, (char *)buf + got, len - got, (off_t)(off + got));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
 /* What `write` was asked, parsed and checked. */
 struct write_args {
 	struct client_args cl;
@@ -74,6 +100,8 @@ struct write_args {
 	bool from_stdin;
 	bool has_imm;
 	uint32_t imm;
+	bool rails; /* several rails: rails_cmds.c */
+	uint64_t stripe;
 };
 
 /* Parse: options into a, the source opened into src. */
@@ -87,6 +115,11 @@ static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_va
 	if ((rc = client_args_parse(ctx, c, v, WR_TOKEN, &a->cl)) ||
 	    (rc = bench_args_parse(ctx, c, v, WR_BENCH, RC_OP_WRITE, &a->bench)))
 		return rc;
+	a->rails = rails_asked(ctx, v, &a->cl);
+	if ((rc = rails_stripe(ctx, c, v, WR_STRIPE, a->rails, &a->stripe)))
+		return rc;
+	if (a->rails && a->bench.on)
+		return usage_err(ctx, "write: --bench and --lat measure one rail: give one device");
 	if (a->bench.on)
 		return 0;
 	if ((rc = opt_size_at(ctx, c, v, WR_SIZE, &a->size)) ||
@@ -133,7 +166,10 @@ static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_va
 			a->have_size = true;
 		}
 	}
-	return client_target(ctx, c, v, NULL);
+	if (a->rails && !src->pattern && !a->have_size)
+		return usage_err(ctx, "write: with several rails, give --file FILE (a regular file) "
+				      "or --pattern PATTERN --size SIZE");
+	return a->rails ? 0 : client_target(ctx, c, v, NULL);
 }
 
 /* Run: the transfer, then the immediate. */
@@ -178,17 +214,55 @@ static int write_run(struct ctx *ctx, struct write_args *a, struct src *src, str
 	return 0;
 }
 
+/* What comes before the figures. */
+static void write_head(struct ctx *ctx, const struct write_args *a, const char *peer,
+		       const char *region, const char *device)
+{
+	out_str(&ctx->out, "operation", NULL, "write");
+	out_str(&ctx->out, "peer", "wrote to %s", peer);
+	out_str(&ctx->out, "region", "/%s", region);
+	out_u64(&ctx->out, "offset", " at offset %llu", (unsigned long long)a->cl.off);
+	out_str(&ctx->out, "device", " via %s: ", device);
+	if (a->has_imm)
+		out_u64(&ctx->out, "imm", NULL, a->imm);
+}
+
 static void write_print(struct ctx *ctx, const struct write_args *a, const struct rc_client *cl,
 			const struct rc_stream_result *res)
 {
-	out_str(&ctx->out, "operation", NULL, "write");
-	out_str(&ctx->out, "peer", "wrote to %s", rc_client_peer(cl));
-	out_str(&ctx->out, "region", "/%s", cl->region.name);
-	out_u64(&ctx->out, "offset", " at offset %llu", (unsigned long long)a->cl.off);
-	out_str(&ctx->out, "device", " via %s: ", rc_client_device(cl));
-	if (a->has_imm)
-		out_u64(&ctx->out, "imm", NULL, a->imm);
+	write_head(ctx, a, rc_client_peer(cl), cl->region.name, rc_client_device(cl));
 	report_transfer(ctx, res);
+}
+
+/* Several rails: the region's bytes striped over them. */
+static int write_rails(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		       struct write_args *a, struct src *src)
+{
+	char peers[RC_RAILS_MAX * (RC_HOST_MAX + 8)], devs[RC_RAILS_MAX * 64];
+	struct rc_rails_result res;
+	struct rc_rails *r = NULL;
+	struct rc_err e;
+	int rc = rails_open(ctx, c, v, &a->cl, &r);
+
+	if (rc)
+		return rc;
+	src->base = a->cl.off;
+	if ((rc = rc_client_check(r->cl[0], a->cl.off, a->size, true, false, &e)))
+		rc = fail(ctx, rc, "%s", e.msg);
+	struct rc_rails_io io = { .fill = fill_at, .arg = src };
+
+	if (!rc)
+		rc = rails_transfer(ctx, r, RC_OP_WRITE, a->cl.off, a->size, a->stripe, &io, &res);
+	if (!rc && a->has_imm &&
+	    (rc = rc_client_write_imm(r->cl[0], a->cl.off, a->imm, ctx->timeout_ms, &e)))
+		rc = fail(ctx, rc, "%s", e.msg);
+	if (!rc) {
+		rails_names(r, peers, sizeof(peers), devs, sizeof(devs));
+		write_head(ctx, a, peers, r->cl[0]->region.name, devs);
+		rails_report(ctx, r, &res, RC_OP_WRITE);
+	}
+	rc_rails_close(r);
+	return rc;
 }
 
 static int do_write(struct ctx *ctx, int argc, char **argv)
@@ -209,6 +283,10 @@ static int do_write(struct ctx *ctx, int argc, char **argv)
 		goto out;
 	if (a.bench.on) {
 		rc = bench_run(ctx, c, &v, &a.cl, &a.bench, RC_OP_WRITE, 0, 0);
+		goto out;
+	}
+	if (a.rails) {
+		rc = write_rails(ctx, c, &v, &a, &src);
 		goto out;
 	}
 	rc = client_open(ctx, c, &v, &a.cl, 1, false, STREAM_SQ_DEPTH, &cl);

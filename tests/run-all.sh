@@ -6,7 +6,7 @@
 #   unit  C tests under ctest, no device        (both builds)
 # (a third build, -DRDMACTL_CUDA=OFF, only builds rdmactl for one cli test)
 #   cli   bats on the binary, no device         (both builds)
-#   rxe   bats inside the SoftRoCE guest: real rdma_rxe, two devices, each
+#   rxe   bats inside the SoftRoCE guest: real rdma_rxe, five devices (rxe0, two veth pairs), each
 #         file on its own and bounded in time (tests/lib/bats-each.sh);
 #         once more on the sanitizer build, where a report fails, the tests
 #         that together reach every line of rdmactl the tier reaches (the
@@ -143,12 +143,12 @@ if ((rxe)); then
 	# on with the next file. The bound, 900 s (1200 s on the sanitizer
 	# build), leaves room to the longest file (kvxfer.bats, 30 tests), and a
 	# hang plus the rest of the tier still fits in the guest's 2700 s.
-	log "rxe tests in the SoftRoCE guest (two devices), then on the sanitizer build"
-	to_log rxe "$logdir/rxe.tap" tests/vm/run.sh --two-nics --timeout 2700 -- \
+	log "rxe tests in the SoftRoCE guest (five devices: rxe0 and two veth pairs), then on the sanitizer build"
+	to_log rxe "$logdir/rxe.tap" tests/vm/run.sh --four-nics --timeout 2700 -- \
 		env RDMACTL_BUILD_DIR="$repo/build" RDMACTL="$repo/build/cli/rdmactl" BATS_TEST_TIMEOUT=180 \
 		tests/lib/bats-each.sh --file-timeout 900 --timing -- tests/rxe
 	if ((sanitize)); then
-		to_log rxe-asan "$logdir/rxe-asan.tap" tests/vm/run.sh --two-nics --timeout 2700 -- \
+		to_log rxe-asan "$logdir/rxe-asan.tap" tests/vm/run.sh --four-nics --timeout 2700 -- \
 			env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 			tests/rxe/sanitized.sh env RDMACTL_BUILD_DIR="$repo/build-asan" RDMACTL="$repo/build-asan/cli/rdmactl" \
 			BATS_TEST_TIMEOUT=240 tests/lib/bats-each.sh --file-timeout 1200 --timing --filter-tags '!plain-only' -- tests/rxe
@@ -171,7 +171,7 @@ show_tier() {
 		count_bats "$1" "$2" "$rc"
 	fi
 }
-show_tier rxe "$logdir/rxe.tap" "rxe tests in the SoftRoCE guest (two devices)"
+show_tier rxe "$logdir/rxe.tap" "rxe tests in the SoftRoCE guest (five devices: rxe0 and two veth pairs)"
 show_tier rxe-asan "$logdir/rxe-asan.tap" "the rxe tests of every line on the sanitizer build, in the guest (a sanitizer report fails it)"
 show_tier unit-asan "$logdir/unit-asan.log" "unit tests on the sanitizer build"
 show_tier cli "$logdir/cli.tap" "cli tests"

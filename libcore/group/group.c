@@ -6,6 +6,7 @@
  * the timeout, whose error names them.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,7 @@ static void on_request(struct rc_group *g, struct rdma_cm_event *ev, const struc
 		co.rq_depth = g->o.recv_depth;
 		co.timeout_ms = g->o.timeout_ms;
 		co.busy_poll = g->o.busy_poll;
+		co.shared = g->sh;
 		co.on_qp = on_accepted_qp;
 		co.on_qp_arg = &g->peers[h.rank];
 		if (rc_accept(g->l, child, &req, &co, &c, &e)) {
@@ -251,6 +253,7 @@ static int connect_one(struct rc_group *g, int j, const struct rc_endpoint *ep, 
 	co.bind_addr = g->self.host;
 	co.dev_name = g->o.dev_name;
 	co.pd = g->l->pd;
+	co.shared = g->sh;
 	for (;;) {
 		double left = deadline - rc_now();
 		struct rc_conn *c;
@@ -264,6 +267,12 @@ static int connect_one(struct rc_group *g, int j, const struct rc_endpoint *ep, 
 		if (!rc) {
 			c->timeout_ms = g->o.timeout_ms;
 			c->user = &g->peers[j];
+			/* Its CM events join the group's one channel: no descriptor
+			 * to poll per peer. */
+			if (g->ech && !rdma_migrate_id(c->id, g->ech)) {
+				rdma_destroy_event_channel(c->ech);
+				c->ech = NULL;
+			}
 			pthread_mutex_lock(&g->mu);
 			g->peers[j].c = c;
 			name_peer(g, j, ep);
@@ -289,6 +298,23 @@ static int connect_one(struct rc_group *g, int j, const struct rc_endpoint *ep, 
 	return rc_err_set(err, ETIMEDOUT, "rank %d (%s:%s) never answered within %d ms: %s", j,
 			  ep->host, ep->port, g->o.timeout_ms,
 			  last.msg[0] ? last.msg : "no try finished");
+}
+
+/*
+ * One CQ and one completion channel for every connection of the group
+ * (rc_poll_any finds a completion's connection by its QP number), when the
+ * device's largest CQ holds all their send and receive queues; else each
+ * connection keeps its own, as the device allows.
+ */
+static void group_shared_cq(struct rc_group *g)
+{
+	long cqe = (long)g->nslots * (g->o.sq_depth + g->o.recv_depth);
+	struct ibv_device_attr da;
+
+	if (!g->nslots || ibv_query_device(g->l->verbs, &da) || cqe > da.max_cqe)
+		return;
+	if (rc_shared_create(g->l->pd, (int)cqe, 0, &g->sh, NULL))
+		g->sh = NULL;
 }
 
 /* The message rings of the peers this rank connects with (need, set), in
@@ -425,6 +451,15 @@ int rc_group_connect(struct rc_group *g, const struct rc_endpoint *all, const ui
 	memcpy(g->need, need, (size_t)W * (size_t)W);
 	if ((rc = group_rings(g, err)))
 		return rc;
+	group_shared_cq(g);
+	if ((g->ech = rdma_create_event_channel())) {
+		int fl = fcntl(g->ech->fd, F_GETFL);
+
+		if (fl < 0 || fcntl(g->ech->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+			rdma_destroy_event_channel(g->ech);
+			g->ech = NULL; /* each connection keeps its own */
+		}
+	}
 	g->depth = group_tree(g->need, W, 0, GROUP_TREE_FANOUT, g->parent);
 	if (g->depth == -ENOMEM)
 		return rc_err_set(err, ENOMEM, "out of memory");
@@ -477,6 +512,10 @@ int rc_group_close(struct rc_group *g)
 		free(g->peers[j].box);
 		free(g->peers[j].held);
 	}
+	if (g->sh && (r = rc_shared_destroy(g->sh)) && !rc) /* after its connections */
+		rc = r;
+	if (g->ech)
+		rdma_destroy_event_channel(g->ech);
 	if (g->mr && (r = ibv_dereg_mr(g->mr)) && !rc) /* its error, not errno */
 		rc = -abs(r);
 	if (g->l && (r = rc_listener_close(g->l)) && !rc)
@@ -525,7 +564,7 @@ void rc_group_stats(const struct rc_group *g, struct rc_group_stats *out)
 					.connect_s = g->connect_s,
 					.first_barrier_s = g->barrier_s,
 					.qps = g->nconns,
-					.cqs = group_cqs(g->nconns),
+					.cqs = g->sh ? 1 : g->nconns,
 					.ring_bytes = g->mr ? g->area_len : 0,
 					.tree_depth = g->depth };
 }

@@ -86,6 +86,8 @@ struct gpeer {
 struct rc_group {
 	struct rc_group_opts o;
 	struct rc_listener *l;
+	struct rc_shared *sh;           /* the one CQ of every connection (NULL: one each) */
+	struct rdma_event_channel *ech; /* the CM events of the connections it made */
 	struct rc_endpoint self;
 	struct gpeer *peers;    /* world of them */
 	struct rc_conn **conns; /* connected peers, for polling (world at most) */

@@ -46,6 +46,10 @@ static void cm_events(struct rc_group *g)
 			mark_dead(ev);
 		rdma_ack_cm_event(ev);
 	}
+	while (g->ech && rdma_get_cm_event(g->ech, &ev) == 0) {
+		mark_dead(ev);
+		rdma_ack_cm_event(ev);
+	}
 	for (int k = 0; k < g->nconns; k++) {
 		struct rc_conn *c = g->conns[k];
 

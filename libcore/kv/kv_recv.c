@@ -87,41 +87,68 @@ static int handle_cm(struct kv_receiver *r, struct rc_err *err)
 	return 0;
 }
 
-static void handle_cqs(struct kv_receiver *r)
+/* One completion of conn's QP. */
+static void on_wc(struct kv_receiver *r, struct rconn *conn, const struct ibv_wc *wc)
 {
-	struct ibv_wc wc[32];
+	struct rpeer *p = conn->p;
 	struct kv_msg m;
 	struct rc_err e;
 
+	if (wc->status != IBV_WC_SUCCESS) {
+		rc_wc_error(conn->c, wc, &e);
+		snprintf(p->why, sizeof(p->why), "%.200s", e.msg);
+		p->dead = true;
+	} else if (conn->qp == 0) {
+		int k = kv_chan_wc(&conn->ch, wc, &m, r->pages_tmp, &e);
+
+		if (k == 1)
+			on_msg(r, p, &m);
+		if (k < 0) {
+			snprintf(p->why, sizeof(p->why), "%.200s", e.msg);
+			p->dead = true;
+		}
+	} else if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
+		   rc_post_recv(conn->c, NULL, 0, 0, 0, NULL) == 0) {
+		kvr_on_imm(r, p, conn->qp, be32toh(wc->imm_data));
+	} else {
+		snprintf(p->why, sizeof(p->why), "unexpected completion on a data QP");
+		p->dead = true;
+	}
+}
+
+/* The shared CQ: each completion to its connection, found by QP number;
+ * one of a connection closed already, or of a dead peer's, is dropped (a
+ * dead peer's CQ is read no more). Bounded, as one pass of the loop. */
+static void handle_shared(struct kv_receiver *r)
+{
+	struct ibv_wc wc[32];
+	int n, seen = 0;
+
+	while (r->sh && seen < 1024 && (n = rc_shared_take(r->sh, wc, 32)) > 0) {
+		for (int j = 0; j < n; j++) {
+			struct rc_conn *c = rc_shared_conn(r->sh, wc[j].qp_num);
+			struct rconn *conn = c ? c->user : NULL;
+
+			if (conn && !conn->p->dead)
+				on_wc(r, conn, &wc[j]);
+		}
+		seen += n;
+	}
+}
+
+static void handle_cqs(struct kv_receiver *r)
+{
+	struct ibv_wc wc[32];
+
+	handle_shared(r);
 	for (int i = 0; i < r->nconns; i++) {
 		struct rconn *conn = r->conns[i];
 		struct rpeer *p = conn->p;
 		int n;
 
-		while (!p->dead && (n = rc_cq_take(conn->c, wc, 32)) != 0) {
-			for (int j = 0; n > 0 && j < n && !p->dead; j++) {
-				if (wc[j].status != IBV_WC_SUCCESS) {
-					rc_wc_error(conn->c, &wc[j], &e);
-					snprintf(p->why, sizeof(p->why), "%.200s", e.msg);
-					p->dead = true;
-				} else if (conn->qp == 0) {
-					int k = kv_chan_wc(&conn->ch, &wc[j], &m, r->pages_tmp, &e);
-
-					if (k == 1)
-						on_msg(r, p, &m);
-					if (k < 0) {
-						snprintf(p->why, sizeof(p->why), "%.200s", e.msg);
-						p->dead = true;
-					}
-				} else if (wc[j].opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
-					   rc_post_recv(conn->c, NULL, 0, 0, 0, NULL) == 0) {
-					kvr_on_imm(r, p, conn->qp, be32toh(wc[j].imm_data));
-				} else {
-					snprintf(p->why, sizeof(p->why),
-						 "unexpected completion on a data QP");
-					p->dead = true;
-				}
-			}
+		while (!conn->c->shared && !p->dead && (n = rc_cq_take(conn->c, wc, 32)) != 0) {
+			for (int j = 0; n > 0 && j < n && !p->dead; j++)
+				on_wc(r, conn, &wc[j]);
 			if (n < 0) {
 				snprintf(p->why, sizeof(p->why), "cannot poll the completion queue");
 				p->dead = true;
@@ -170,6 +197,7 @@ static void reap(struct kv_receiver *r)
 				if (r->conns[j] == conn)
 					r->conns[j] = r->conns[--r->nconns];
 			rc_conn_close(conn->c);
+			r->cq_used -= conn->cqe;
 			kv_chan_fini(&conn->ch);
 			free(conn);
 		}
@@ -361,6 +389,24 @@ static int free_list(struct kv_receiver *r, struct rc_err *err)
 	return 0;
 }
 
+/*
+ * One CQ and completion channel for the source ranks' connections, as
+ * large as the device allows (at most 65536 entries): each connection takes
+ * room for its send and receive queues there; one that finds none left,
+ * or a device without the room, gets a CQ of its own.
+ */
+static void shared_cq(struct kv_receiver *r)
+{
+	struct ibv_device_attr da;
+	int cqe;
+
+	if (ibv_query_device(r->l->verbs, &da))
+		return;
+	cqe = da.max_cqe < 65536 ? da.max_cqe : 65536;
+	if (rc_shared_create(r->l->pd, cqe, 0, &r->sh, NULL))
+		r->sh = NULL;
+}
+
 static int setup(struct kv_receiver *r, struct rc_err *err)
 {
 	const struct kv_recv_opts *o = r->o;
@@ -384,6 +430,7 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 		return rc_err_wrap(err, -rc, "cannot register a pool of %llu bytes on %s",
 				   (unsigned long long)len, r->l->dev_name);
 	}
+	shared_cq(r);
 	return 0;
 }
 
@@ -400,6 +447,7 @@ static void teardown(struct kv_receiver *r)
 	for (int k = 0; k < KV_MAX_SLOTS; k++)
 		if (r->reqs[k].used)
 			kvr_req_release(r, &r->reqs[k]);
+	rc_shared_destroy(r->sh); /* after every connection on it */
 	if (r->mr)
 		ibv_dereg_mr(r->mr);
 	rc_listener_close(r->l);
@@ -412,7 +460,7 @@ static void teardown(struct kv_receiver *r)
 int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_err *err)
 {
 	struct kv_receiver *r = calloc(1, sizeof(*r));
-	struct pollfd pfd[MAX_CONNS + 2];
+	struct pollfd pfd[MAX_CONNS + 3];
 	bool busy = false;
 	int rc;
 
@@ -441,6 +489,8 @@ int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_
 	while (!rc && (!o->c.requests || r->finished < o->c.requests || sources_connected(r))) {
 		int n = 0, wait = busy ? 0 : o->c.hb_ms < 100 ? o->c.hb_ms : 100;
 
+		if (r->sh && !r->sh->armed)
+			wait = 0; /* a bounded pass left completions */
 		/* Finished: wait (bounded) for the sources to disconnect. */
 		if (o->c.requests && r->finished >= o->c.requests && rc_now() > r->last_finish + 2)
 			break;
@@ -448,8 +498,11 @@ int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_
 		if (o->c.stop_fd >= 0)
 			pfd[n++] = (struct pollfd){ .fd = o->c.stop_fd, .events = POLLIN };
 		pfd[n++] = (struct pollfd){ .fd = r->l->ech->fd, .events = POLLIN };
+		if (r->sh)
+			pfd[n++] = (struct pollfd){ .fd = r->sh->cch->fd, .events = POLLIN };
 		for (int i = 0; i < r->nconns; i++)
-			if (!r->conns[i]->p->dead) /* its CQ is not read any more */
+			if (!r->conns[i]->c->shared &&
+			    !r->conns[i]->p->dead) /* its CQ is not read any more */
 				pfd[n++] = (struct pollfd){ .fd = r->conns[i]->c->cch->fd,
 							    .events = POLLIN };
 		if (poll(pfd, (nfds_t)n, wait) < 0 && errno != EINTR) {

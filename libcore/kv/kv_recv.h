@@ -25,6 +25,7 @@ struct rconn {
 	struct rpeer *p;
 	uint32_t qp;
 	struct kv_chan ch; /* the control QP only */
+	int cqe;           /* the entries it holds of the shared CQ (0: its own CQ) */
 };
 
 struct rpeer {
@@ -73,6 +74,8 @@ struct kv_receiver {
 	const struct kv_geom *g;
 	char token[RC_TOKEN_MAX + 1]; /* zero-padded; "" none */
 	struct rc_listener *l;
+	struct rc_shared *sh; /* one CQ for the connections it holds room for */
+	int cq_used;          /* its entries held by them */
 	struct rc_mem pool;
 	struct ibv_mr *mr;
 	uint64_t page_bytes;

@@ -159,7 +159,13 @@ static struct rconn *accept_qp(struct kv_receiver *r, struct rc_cm_event *ev,
 	co.rq_depth = pd->qp ? DATA_RECVS : KV_CHAN_RECVS;
 	co.on_qp = pd->qp ? prep_data : prep_ctrl;
 	co.on_qp_arg = conn;
+	if (r->sh && r->cq_used + co.sq_depth + co.rq_depth <= r->sh->cqe) {
+		co.shared = r->sh;
+		conn->cqe = co.sq_depth + co.rq_depth;
+		r->cq_used += conn->cqe;
+	}
 	if (rc_cm_accept(r->l, ev, &co, &conn->c, &e)) {
+		r->cq_used -= conn->cqe;
 		kv_chan_fini(&conn->ch);
 		snprintf(why, KV_REASON_MAX, "accept failed: %.200s", e.msg);
 		if (!pd->qp)

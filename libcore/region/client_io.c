@@ -19,19 +19,14 @@
 #include <rdmactl/ctrl_core.h>
 #include <rdmactl/client_core.h>
 
+#include "client_int.h"
+
 #define NOTICE_ROOM 4096u
 
 static int wait_one(struct rc_conn *c, int timeout_ms, const char *what, struct rc_err *err);
 
-/* A staging buffer, registered on the client's PD (one PD serves every QP). */
-struct staging {
-	void *buf;
-	size_t len;
-	struct ibv_mr *mr;
-};
-
-static int staging_get(struct rc_client *cl, struct staging *st, size_t len, const char *what,
-		       struct rc_err *err)
+int staging_get(struct rc_client *cl, struct staging *st, size_t len, const char *what,
+		struct rc_err *err)
 {
 	memset(st, 0, sizeof(*st));
 	/* A page more at the end: the migration notices (announce()). */
@@ -81,7 +76,7 @@ static int announce(struct rc_client *cl, struct staging *st, enum rc_mig_step s
 	return wait_one(c, timeout_ms, "for the write's notice", err);
 }
 
-static void staging_put(struct staging *st)
+void staging_put(struct staging *st)
 {
 	if (st->mr)
 		ibv_dereg_mr(st->mr);
@@ -89,31 +84,24 @@ static void staging_put(struct staging *st)
 	memset(st, 0, sizeof(*st));
 }
 
-static int client_stream(struct rc_client *cl, enum rc_op op, uint64_t off, uint64_t len,
-			 const struct rc_client_io *io, struct rc_stream_result *res,
-			 struct rc_err *err)
+int client_stream_with(struct rc_client *cl, struct staging *st, enum rc_op op, uint64_t off,
+		       uint64_t len, const struct rc_client_io *io, struct rc_stream_result *res,
+		       struct rc_err *err)
 {
-	struct staging st;
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	rc = staging_get(cl, &st, (size_t)RC_CLIENT_CHUNK * RC_CLIENT_DEPTH, "a staging buffer",
-			 err);
-	if (rc)
-		return rc;
 	if (op == RC_OP_WRITE) {
-		rc = announce(cl, &st, RC_MIG_INTENT, off, len, io->timeout_ms, err);
-		if (rc) {
-			staging_put(&st);
+		rc = announce(cl, st, RC_MIG_INTENT, off, len, io->timeout_ms, err);
+		if (rc)
 			return rc;
-		}
 	}
 	struct rc_stream s = {
 		.op = op,
 		.conns = cl->conns,
 		.nconns = 1,
-		.buf = st.buf,
-		.lkey = st.mr->lkey,
+		.buf = st->buf,
+		.lkey = st->mr->lkey,
 		.chunk = RC_CLIENT_CHUNK,
 		.depth = RC_CLIENT_DEPTH,
 		.batch = 4,
@@ -133,7 +121,23 @@ static int client_stream(struct rc_client *cl, enum rc_op op, uint64_t off, uint
 	if (!rc && op == RC_OP_WRITE && cl->opts.before_done)
 		cl->opts.before_done(cl->opts.before_done_arg);
 	if (!rc && op == RC_OP_WRITE)
-		rc = announce(cl, &st, RC_MIG_DONE, off, len, io->timeout_ms, err);
+		rc = announce(cl, st, RC_MIG_DONE, off, len, io->timeout_ms, err);
+	return rc;
+}
+
+static int client_stream(struct rc_client *cl, enum rc_op op, uint64_t off, uint64_t len,
+			 const struct rc_client_io *io, struct rc_stream_result *res,
+			 struct rc_err *err)
+{
+	struct staging st;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	rc = staging_get(cl, &st, (size_t)RC_CLIENT_CHUNK * RC_CLIENT_DEPTH, "a staging buffer",
+			 err);
+	if (rc)
+		return rc;
+	rc = client_stream_with(cl, &st, op, off, len, io, res, err);
 	staging_put(&st);
 	return rc;
 }

@@ -196,7 +196,7 @@ static bool flush_step(struct rc_server *s)
 		       n = left < SRV_FLUSH_SLICE ? left : SRV_FLUSH_SLICE;
 		struct rc_err e = { 0 };
 
-		if (r->mem.kind != RC_MEM_FILE || !r->mem.writable || !left) {
+		if (r->mem.kind != RC_MEM_FILE || !r->mem.writable || r->shared || !left) {
 			s->flush.reg++;
 			s->flush.off = 0;
 			continue;
@@ -287,6 +287,8 @@ int rc_server_destroy(struct rc_server *s, struct rc_err *err)
 		if (reg->mr && (r = ibv_dereg_mr(reg->mr)) && !rc) /* its error, not errno */
 			rc = rc_err_set(&other, r, "cannot deregister region '%s': %s", reg->d.name,
 					strerror(abs(r)));
+		if (reg->shared) /* another server's memory: it writes back and frees */
+			continue;
 		r = rc_mem_sync(&reg->mem, &e);
 		if (r && !synced)
 			synced = rc_err_set(err, -r, "region '%s': %s", reg->d.name, e.msg);

@@ -218,7 +218,7 @@ static void drop_soon(struct rc_server *s, struct srv_conn *sc, const char *why)
 }
 
 /* The request in slot i of sc, handled: its reply goes from the slot's send
- * half, which then waits for that reply's completion (on_send). */
+ * half, which then waits for that reply's completion (on_wc). */
 static void handle_request(struct rc_server *s, struct srv_conn *sc, int i)
 {
 	struct srv_slot *sl = &s->pool.slot[i];
@@ -290,9 +290,8 @@ static void pump(struct rc_server *s, struct srv_conn *sc)
 static void on_recv(struct rc_server *s, struct srv_conn *sc, const struct ibv_wc *wc, int i)
 {
 	struct srv_slot *sl = &s->pool.slot[i];
-	char why[96];
-
 	struct rc_err e;
+	char why[96];
 
 	if (!sc || wc->status != IBV_WC_SUCCESS) {
 		srv_slot_post(s, i);

@@ -226,14 +226,10 @@ static int make_qp(struct rc_conn *c, struct rdma_cm_id *id, const struct rc_con
 		c->own_pd = true;
 	}
 	if (o->shared) {
-		if (o->shared->verbs != id->verbs)
-			return rc_err_set(err, EXDEV,
-					  "the shared completion queue is on another device than %s",
-					  c->dev_name);
-		c->shared = o->shared;
-		c->cch = o->shared->cch;
-		c->cq = o->shared->cq;
-		qa.srq = o->shared->srq;
+		int rc = rc_shared_use(o->shared, c, id->verbs, &qa.srq, err);
+
+		if (rc)
+			return rc;
 	} else {
 		c->cch = ibv_create_comp_channel(id->verbs);
 		if (!c->cch)

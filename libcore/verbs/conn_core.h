@@ -4,6 +4,8 @@
 #ifndef RDMACTL_CONN_CORE_H
 #define RDMACTL_CONN_CORE_H
 
+#include <pthread.h>
+
 #include <rdmactl/conn.h>
 
 /* A listener's CM event, taken, acknowledged and sorted. */
@@ -45,6 +47,10 @@ struct rc_shared {
 	bool armed;
 	struct rc_shared_ent *ent; /* by QP number */
 	size_t n, cap;
+	pthread_mutex_t mu; /* the table: connections are made on several threads */
+	/* rc_poll_any: completions polled but not yet handed out, in order */
+	struct ibv_wc stash[32];
+	int shead, nstash;
 };
 
 /* Connect to host:port; *out is established on success. */
@@ -103,10 +109,14 @@ int rc_shared_destroy(struct rc_shared *sh);
 int rc_shared_take(struct rc_shared *sh, struct ibv_wc *wc, int max);
 /* The connection whose QP has that number (wc->qp_num), or NULL: it was
  * closed, and this completion was left behind. */
-struct rc_conn *rc_shared_conn(const struct rc_shared *sh, uint32_t qpn);
+struct rc_conn *rc_shared_conn(struct rc_shared *sh, uint32_t qpn);
 /* Post a receive to the shared receive queue; user is the wr_id's value. */
 int rc_shared_post_recv(struct rc_shared *sh, void *buf, uint32_t len, uint32_t lkey, uint64_t user,
 			struct rc_err *err);
+/* conn.c's: c, about to get a QP on verbs, takes sh's CQ, channel and receive
+ * queue (*srq); -EXDEV when sh is on another device. */
+int rc_shared_use(struct rc_shared *sh, struct rc_conn *c, struct ibv_context *verbs,
+		  struct ibv_srq **srq, struct rc_err *err);
 /* conn.c's: a connection joins the table once its QP exists, leaves it as
  * it closes. */
 int rc_shared_add(struct rc_shared *sh, struct rc_conn *c);

@@ -184,10 +184,106 @@ static int sleep_on(struct rc_conn *const *conns, int n, struct pollfd *pfd, dou
 	return 0;
 }
 
+/* Whether every one of conns shares one CQ (rc_conn_opts.shared). */
+static struct rc_shared *one_shared(struct rc_conn *const *conns, int n)
+{
+	struct rc_shared *sh = conns[0]->shared;
+
+	for (int i = 1; sh && i < n; i++)
+		if (conns[i]->shared != sh)
+			return NULL;
+	return sh;
+}
+
+static int index_of(struct rc_conn *const *conns, int n, const struct rc_conn *c)
+{
+	for (int i = 0; c && i < n; i++)
+		if (conns[i] == c)
+			return i;
+	return -1;
+}
+
+/* poll_round for connections on one shared CQ: the completions polled wait
+ * in sh's stash, in order, and a call gives the run at its head that
+ * belongs to one connection (its index in *which): the successful ones,
+ * or its error alone. A completion of a connection not in conns (one that
+ * was closed) is dropped: every caller polls all of its CQ's connections. */
+static int poll_round_shared(struct rc_shared *sh, struct rc_conn *const *conns, int n,
+			     struct ibv_wc *wc, int max, int *which, struct rc_err *err)
+{
+	for (;;) {
+		struct ibv_wc *w;
+		struct rc_conn *c;
+		uint32_t qpn;
+		int i, k = 0;
+
+		if (!sh->nstash) {
+			int got =
+				ibv_poll_cq(sh->cq, (int)(sizeof(sh->stash) / sizeof(sh->stash[0])),
+					    sh->stash);
+
+			if (got < 0)
+				return rc_err_set(err, EIO,
+						  "cannot poll the shared completion queue");
+			if (!got)
+				return 0;
+			sh->shead = 0;
+			sh->nstash = got;
+		}
+		w = &sh->stash[sh->shead];
+		qpn = w->qp_num;
+		c = rc_shared_conn(sh, qpn);
+		i = index_of(conns, n, c);
+		if (i < 0) {
+			sh->shead++;
+			sh->nstash--;
+			continue;
+		}
+		if (which)
+			*which = i;
+		if (w->status != IBV_WC_SUCCESS) {
+			sh->shead++;
+			sh->nstash--;
+			return rc_wc_error(c, w, err);
+		}
+		while (k < max && sh->nstash && sh->stash[sh->shead].qp_num == qpn &&
+		       sh->stash[sh->shead].status == IBV_WC_SUCCESS) {
+			wc[k++] = sh->stash[sh->shead++];
+			sh->nstash--;
+		}
+		return k;
+	}
+}
+
+/* sleep_on for a shared CQ: one channel to arm and wait on. */
+static int sleep_shared(struct rc_shared *sh, double left, struct rc_err *err)
+{
+	struct pollfd p = { .fd = sh->cch->fd, .events = POLLIN };
+	struct ibv_cq *cq;
+	void *cctx;
+	int r;
+
+	if (!sh->armed) {
+		if (ibv_req_notify_cq(sh->cq, 0))
+			return rc_err_set(err, EIO, "cannot arm the shared completion queue");
+		sh->armed = true;
+		return 1;
+	}
+	r = poll(&p, 1, (int)(left * 1000) + 1);
+	if (r < 0 && errno != EINTR)
+		return rc_err_set(err, errno, "poll failed: %s", strerror(errno));
+	if (r > 0 && ibv_get_cq_event(sh->cch, &cq, &cctx) == 0) {
+		ibv_ack_cq_events(cq, 1);
+		sh->armed = false;
+	}
+	return 0;
+}
+
 /* rc_poll_any with room for n descriptors at pfd. */
 static int poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int max, int timeout_ms,
 		    int *which, struct pollfd *pfd, struct rc_err *err)
 {
+	struct rc_shared *sh = one_shared(conns, n);
 	double deadline = 0;
 	unsigned spins = 0;
 	int start = 0;
@@ -195,7 +291,8 @@ static int poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int 
 	if (timeout_ms < 0)
 		timeout_ms = conns[0]->timeout_ms;
 	for (;;) {
-		int got = poll_round(conns, n, start, wc, max, which, err);
+		int got = sh ? poll_round_shared(sh, conns, n, wc, max, which, err)
+			     : poll_round(conns, n, start, wc, max, which, err);
 		double now, left;
 
 		if (got)
@@ -213,7 +310,7 @@ static int poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int 
 			return -ETIMEDOUT;
 		if (conns[0]->busy_poll)
 			continue;
-		got = sleep_on(conns, n, pfd, left, err);
+		got = sh ? sleep_shared(sh, left, err) : sleep_on(conns, n, pfd, left, err);
 		if (got < 0)
 			return got;
 	}

@@ -46,6 +46,7 @@ int rc_shared_create(struct ibv_pd *pd, int cqe, int srq_depth, struct rc_shared
 	sh = calloc(1, sizeof(*sh));
 	if (!sh)
 		return rc_err_set(err, ENOMEM, "out of memory");
+	pthread_mutex_init(&sh->mu, NULL);
 	sh->verbs = verbs;
 	sh->cqe = cqe;
 	sh->cch = ibv_create_comp_channel(verbs);
@@ -100,6 +101,7 @@ int rc_shared_destroy(struct rc_shared *sh)
 		rc = -abs(r);
 	if (sh->cch && (r = ibv_destroy_comp_channel(sh->cch)) && !rc)
 		rc = -abs(r);
+	pthread_mutex_destroy(&sh->mu);
 	free(sh->ent);
 	free(sh);
 	return rc;
@@ -121,7 +123,7 @@ static size_t find(const struct rc_shared *sh, uint32_t qpn)
 	return lo;
 }
 
-int rc_shared_add(struct rc_shared *sh, struct rc_conn *c)
+static int add_locked(struct rc_shared *sh, struct rc_conn *c)
 {
 	uint32_t qpn = c->qp->qp_num;
 	size_t i = find(sh, qpn);
@@ -145,25 +147,42 @@ int rc_shared_add(struct rc_shared *sh, struct rc_conn *c)
 	return 0;
 }
 
+int rc_shared_add(struct rc_shared *sh, struct rc_conn *c)
+{
+	int rc;
+
+	pthread_mutex_lock(&sh->mu);
+	rc = add_locked(sh, c);
+	pthread_mutex_unlock(&sh->mu);
+	return rc;
+}
+
 void rc_shared_remove(struct rc_shared *sh, struct rc_conn *c)
 {
 	size_t i;
 
 	if (!c->in_shared)
 		return;
+	pthread_mutex_lock(&sh->mu);
 	i = find(sh, c->shared_qpn);
 	if (i < sh->n && sh->ent[i].c == c) {
 		memmove(sh->ent + i, sh->ent + i + 1, (sh->n - i - 1) * sizeof(sh->ent[0]));
 		sh->n--;
 	}
+	pthread_mutex_unlock(&sh->mu);
 	c->in_shared = false;
 }
 
-struct rc_conn *rc_shared_conn(const struct rc_shared *sh, uint32_t qpn)
+struct rc_conn *rc_shared_conn(struct rc_shared *sh, uint32_t qpn)
 {
-	size_t i = find(sh, qpn);
+	struct rc_conn *c;
+	size_t i;
 
-	return i < sh->n && sh->ent[i].qpn == qpn ? sh->ent[i].c : NULL;
+	pthread_mutex_lock(&sh->mu);
+	i = find(sh, qpn);
+	c = i < sh->n && sh->ent[i].qpn == qpn ? sh->ent[i].c : NULL;
+	pthread_mutex_unlock(&sh->mu);
+	return c;
 }
 
 int rc_shared_take(struct rc_shared *sh, struct ibv_wc *wc, int max)
@@ -200,4 +219,18 @@ int rc_shared_post_recv(struct rc_shared *sh, void *buf, uint32_t len, uint32_t 
 		return rc_err_set(err, EINVAL, "no shared receive queue to post to");
 	r = ibv_post_srq_recv(sh->srq, &wr, &bad);
 	return r ? rc_err_set(err, abs(r), "cannot post a shared receive: %s", strerror(abs(r))) : 0;
+}
+
+int rc_shared_use(struct rc_shared *sh, struct rc_conn *c, struct ibv_context *verbs,
+		  struct ibv_srq **srq, struct rc_err *err)
+{
+	if (sh->verbs != verbs)
+		return rc_err_set(err, EXDEV,
+				  "the shared completion queue is on another device than %s",
+				  c->dev_name);
+	c->shared = sh;
+	c->cch = sh->cch;
+	c->cq = sh->cq;
+	*srq = sh->srq;
+	return 0;
 }

@@ -314,7 +314,7 @@ int rc_shared_post_recv(struct rc_shared *sh, void *buf, uint32_t len, uint32_t 
 	return 0;
 }
 
-struct rc_conn *rc_shared_conn(const struct rc_shared *sh, uint32_t qpn)
+struct rc_conn *rc_shared_conn(struct rc_shared *sh, uint32_t qpn)
 {
 	(void)sh;
 	for (int i = 0; i < H.nconns; i++)

@@ -5,6 +5,7 @@
 # guest that tests/vm/run.sh boots (the host kernel has no RDMA):
 #   tests/vm/run.sh -- bats tests/rxe/00-testbed.bats
 #   tests/vm/run.sh --two-nics -- bats tests/rxe/00-testbed.bats
+#   tests/vm/run.sh --four-nics -- bats tests/rxe/00-testbed.bats
 # Outside the guest every test skips and says why.
 
 bats_load_library bats-support
@@ -124,4 +125,32 @@ counter() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
 	# The packets really crossed the pair: rxe_a sent, rxe_b received.
 	(($(counter rxe_a sent_pkts) >= sent_a + 500)) || fail "rxe_a sent too few packets"
 	(($(counter rxe_b rcvd_pkts) >= rcvd_b + 500)) || fail "rxe_b received too few packets"
+}
+
+@test "RC traffic between rxe_c and rxe_d (the second veth pair)" {
+	[[ -n "${RDMACTL_VM_ADDR_C:-}" ]] || skip "needs --four-nics"
+	local log=$BATS_TEST_TMPDIR/server.log port=18603 gid_c gid_d
+	assert_equal "$RDMACTL_VM_DEV_C" rxe_c
+	assert_equal "$RDMACTL_VM_DEV_D" rxe_d
+	gid_c=$(roce_v2_gid_index rxe_c "$RDMACTL_VM_ADDR_C")
+	gid_d=$(roce_v2_gid_index rxe_d "$RDMACTL_VM_ADDR_D")
+	assert_equal "$RDMACTL_VM_GID_INDEX_C" "$gid_c"
+	assert_equal "$RDMACTL_VM_GID_INDEX_D" "$gid_d"
+	local sent_c rcvd_d sent_a
+	sent_c=$(counter rxe_c sent_pkts)
+	rcvd_d=$(counter rxe_d rcvd_pkts)
+	sent_a=$(counter rxe_a sent_pkts)
+
+	start_server "$log" ibv_rc_pingpong -d rxe_d -g "$gid_d" -p "$port" -n 500
+	wait_listening "$port"
+	run timeout 120 ibv_rc_pingpong -d rxe_c -g "$gid_c" -p "$port" -n 500 "$RDMACTL_VM_ADDR_D"
+	assert_success
+	assert_line --regexp "^ *local address: .*GID ::ffff:${RDMACTL_VM_ADDR_C//./\\.}\$"
+	assert_line --regexp "^ *remote address: .*GID ::ffff:${RDMACTL_VM_ADDR_D//./\\.}\$"
+	wait_server "$log"
+
+	# The packets crossed the second pair, not the first.
+	(($(counter rxe_c sent_pkts) >= sent_c + 500)) || fail "rxe_c sent too few packets"
+	(($(counter rxe_d rcvd_pkts) >= rcvd_d + 500)) || fail "rxe_d received too few packets"
+	(($(counter rxe_a sent_pkts) < sent_a + 500)) || fail "the first pair carried the traffic"
 }

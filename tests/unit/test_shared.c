@@ -27,6 +27,8 @@ int main(void)
 	struct rc_shared sh = { 0 };
 	int found = 0, gone = 0;
 
+	pthread_mutex_init(&sh.mu, NULL);
+
 	for (int i = 0; i < N; i++) {
 		qps[i].qp_num = qpn_of(i);
 		conns[i].qp = &qps[i];

@@ -18,7 +18,7 @@ export LC_ALL=C
 job=$1
 exec >>"$job/setup.log" 2>&1
 # shellcheck source=/dev/null
-. "$job/vars" # KDIR CWD TWO_NICS
+. "$job/vars" # KDIR CWD TWO_NICS FOUR_NICS
 
 fail() {
 	printf 'guest setup: %s\n' "$*" >"$job/harness-error"
@@ -35,7 +35,7 @@ run mount --bind "$KDIR/root/lib/modules/$kver" "/lib/modules/$kver"
 # crc32_generic: rxe asks for crc32 when its first device is added; loading
 # it here spares an on-demand round trip through the module helper.
 modules=(rdma_rxe rdma_ucm dummy crc32_generic)
-((TWO_NICS)) && modules+=(veth)
+((TWO_NICS || FOUR_NICS)) && modules+=(veth)
 run modprobe -a "${modules[@]}"
 echo rdmactl-vm >/proc/sys/kernel/hostname
 
@@ -79,7 +79,7 @@ roce_v2_gid_index() {
 }
 
 # Addresses from 198.18.0.0/15, the benchmarking range.
-addr=198.18.0.1 addr_a=198.18.1.1 addr_b=198.18.1.2
+addr=198.18.0.1 addr_a=198.18.1.1 addr_b=198.18.1.2 addr_c=198.18.2.1 addr_d=198.18.2.2
 
 # One rxe on a dummy link: every process on that one device. The MTU must
 # come before "type" or rxe stays at a 1024-byte RDMA MTU.
@@ -115,14 +115,36 @@ if ((TWO_NICS)); then
 		'link add rxe_b type rxe netdev vb'
 	)
 fi
+# Four NICs: a second veth pair (vc/vd) on a /24 of its own, an rxe on each
+# end: two rails between two "hosts" (A and C on one side, B and D on the
+# other).
+if ((FOUR_NICS)); then
+	links+=(
+		'link add vc mtu 9000 type veth peer name vd mtu 9000'
+		"addr add $addr_c/24 dev vc"
+		"addr add $addr_d/24 dev vd"
+		'link set vc up'
+		'link set vd up'
+	)
+	rxes+=(
+		'link add rxe_c type rxe netdev vc'
+		'link add rxe_d type rxe netdev vd'
+	)
+fi
 printf '%s\n' "${links[@]}" | ip -batch - || fail "setting up the links failed"
 ((TWO_NICS)) && accept_local_sources va vb
+((FOUR_NICS)) && accept_local_sources vc vd
 # Permanent neighbour entries: rdma_cm resolves each end to the other's MAC
 # at once, instead of racing an ARP exchange across the pair.
 if ((TWO_NICS)); then
 	ip neigh replace "$addr_b" lladdr "$(cat /sys/class/net/vb/address)" dev va nud permanent &&
 		ip neigh replace "$addr_a" lladdr "$(cat /sys/class/net/va/address)" dev vb nud permanent ||
 		fail "cannot set the neighbour entries of the veth pair"
+fi
+if ((FOUR_NICS)); then
+	ip neigh replace "$addr_d" lladdr "$(cat /sys/class/net/vd/address)" dev vc nud permanent &&
+		ip neigh replace "$addr_c" lladdr "$(cat /sys/class/net/vc/address)" dev vd nud permanent ||
+		fail "cannot set the neighbour entries of the second veth pair"
 fi
 printf '%s\n' "${rxes[@]}" | rdma -b - || fail "adding the rxe devices failed"
 
@@ -134,6 +156,14 @@ if ((TWO_NICS)); then
 	vm_env+=(
 		RDMACTL_VM_ADDR_A="$addr_a" RDMACTL_VM_DEV_A=rxe_a RDMACTL_VM_GID_INDEX_A="$gid_a"
 		RDMACTL_VM_ADDR_B="$addr_b" RDMACTL_VM_DEV_B=rxe_b RDMACTL_VM_GID_INDEX_B="$gid_b"
+	)
+fi
+if ((FOUR_NICS)); then
+	roce_v2_gid_index rxe_c "$addr_c" gid_c || fail "rxe_c has no active RoCE v2 GID for $addr_c"
+	roce_v2_gid_index rxe_d "$addr_d" gid_d || fail "rxe_d has no active RoCE v2 GID for $addr_d"
+	vm_env+=(
+		RDMACTL_VM_ADDR_C="$addr_c" RDMACTL_VM_DEV_C=rxe_c RDMACTL_VM_GID_INDEX_C="$gid_c"
+		RDMACTL_VM_ADDR_D="$addr_d" RDMACTL_VM_DEV_D=rxe_d RDMACTL_VM_GID_INDEX_D="$gid_d"
 	)
 fi
 

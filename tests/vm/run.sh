@@ -7,8 +7,9 @@
 # freshly built binaries. The host kernel has no RDMA; this is where the
 # tests that move data over verbs run. See tests/vm/README.md.
 #
-# Usage: tests/vm/run.sh [--two-nics] [--timeout SECONDS] [--mem SIZE] [--cpus N] -- COMMAND [ARGS...]
+# Usage: tests/vm/run.sh [--two-nics|--four-nics] [--timeout SECONDS] [--mem SIZE] [--cpus N] -- COMMAND [ARGS...]
 #   --two-nics       also set up rxe_a/rxe_b on a veth pair (va/vb)
+#   --four-nics      also rxe_c/rxe_d on a second pair (vc/vd): two rails
 #   --timeout S      bound the whole guest run (default 1500)
 #   --mem SIZE       guest memory, qemu syntax (default 2G)
 #   --cpus N         emulated CPUs (default 2; one runs the test suite about
@@ -30,17 +31,19 @@ die() {
 	exit 125
 }
 usage() {
-	printf '%s\n' "usage: tests/vm/run.sh [--two-nics] [--timeout SECONDS] [--mem SIZE] [--cpus N] -- COMMAND [ARGS...]" >&2
+	printf '%s\n' "usage: tests/vm/run.sh [--two-nics|--four-nics] [--timeout SECONDS] [--mem SIZE] [--cpus N] -- COMMAND [ARGS...]" >&2
 	exit 125
 }
 
 two_nics=0
+four_nics=0
 limit=1500
 mem=2G
 cpus=2
 while (($#)); do
 	case "$1" in
 	--two-nics) two_nics=1 ;;
+	--four-nics) two_nics=1 four_nics=1 ;;
 	--timeout) (($# > 1)) || usage; limit=$2; shift ;;
 	--timeout=*) limit=${1#*=} ;;
 	--mem) (($# > 1)) || usage; mem=$2; shift ;;
@@ -118,7 +121,7 @@ trap 'interrupted HUP 129' HUP
 printf '%s\n' "$job" >"$job/path"
 printf '%s\n' "${show[@]}" >"$job/show"
 cp -- "$here/guest.sh" "$job/guest.sh"
-printf 'KDIR=%q\nCWD=%q\nTWO_NICS=%d\n' "$kdir" "$PWD" "$two_nics" >"$job/vars"
+printf 'KDIR=%q\nCWD=%q\nTWO_NICS=%d\nFOUR_NICS=%d\n' "$kdir" "$PWD" "$two_nics" "$four_nics" >"$job/vars"
 {
 	printf 'export PATH=%q\n' "$PATH"
 	# The caller's own RDMACTL_* settings (say, where the build is) go along.

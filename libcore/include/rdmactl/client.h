@@ -128,4 +128,74 @@ struct rc_client_bench {
 RC_EXPORT int rc_client_bench(struct rc_client *cl, const struct rc_client_bench *b,
 			      struct rc_stream_result *res, struct rc_err *err);
 
+/* Several rails: one region reached through several NICs (rdmactl-write(8)),
+ * one client per rail, each on its own device and its own server address,
+ * and a transfer striped over them in chunks. See region/rails.c. */
+#define RC_RAILS_MAX 16
+
+struct rc_rail_spec {
+	const char *host; /* the server's address on this rail */
+	const char *port;
+	const char *bind; /* local address; NULL: the device's IPv4 address */
+	const char *dev;  /* local device; NULL: the one bind routes through */
+};
+
+struct rc_rails {
+	struct rc_client *cl[RC_RAILS_MAX];
+	int n;
+};
+
+/* Open one client per rail (o as rc_client_open takes it, but for the
+ * rail's bind and device) and select region on each (the server's only one
+ * when empty); every rail must see it with the same length and access. */
+RC_EXPORT int rc_rails_open(const struct rc_rail_spec *spec, int n, const char *region,
+			    const struct rc_client_opts *o, struct rc_rails **out,
+			    struct rc_err *err);
+RC_EXPORT int rc_rails_close(struct rc_rails *r);
+
+/* What one rail carried in a transfer. */
+struct rc_rail_result {
+	uint64_t bytes;     /* of chunks it completed */
+	uint64_t chunks;    /* chunks it completed */
+	uint64_t ops;       /* their RDMA WRITEs or READs (work requests) */
+	uint64_t errors;    /* chunks that failed on it (then sent again on another) */
+	bool failed;        /* it failed and carried nothing more */
+	double failed_at_s; /* when, from the transfer's start */
+	char error[256];    /* why */
+};
+
+struct rc_rails_result {
+	struct rc_stream_result total;
+	uint64_t stripe;
+	int n;
+	struct rc_rail_result rail[RC_RAILS_MAX];
+	int failed_rail; /* the first rail that failed, -1: none */
+	double failed_at_s;
+	uint64_t bytes_after_failure; /* completed by the others after it */
+	uint64_t resent;              /* chunks sent again after a rail failed under them */
+};
+
+/* The data, as struct rc_client_io's but for several threads: fill and
+ * drain are called for any chunk, in any order, from one thread per rail
+ * at once (off counts from the transfer's first byte); progress is called
+ * from one at a time. */
+struct rc_rails_io {
+	ssize_t (*fill)(void *arg, uint64_t off, void *buf, size_t len);
+	int (*drain)(void *arg, uint64_t off, const void *buf, size_t len);
+	void *arg;
+	void (*progress)(void *arg, uint64_t done, uint64_t total);
+	void *progress_arg;
+	int timeout_ms;
+};
+
+/* Write or read len bytes at off of the region, in chunks of stripe bytes:
+ * chunk k is rail k % n's, and a rail done with its own takes the last
+ * ones of the rail with the most left. A rail that fails
+ * (its QP in error, a completion timed out) stops and its unfinished chunk
+ * goes to the others; the transfer fails when every rail did, or at once
+ * when fill or drain failed. */
+RC_EXPORT int rc_rails_transfer(struct rc_rails *r, enum rc_op op, uint64_t off, uint64_t len,
+				uint64_t stripe, const struct rc_rails_io *io,
+				struct rc_rails_result *res, struct rc_err *err);
+
 #endif

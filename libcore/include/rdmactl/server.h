@@ -19,6 +19,9 @@ struct rc_region {
 	struct rc_mem mem;
 	struct ibv_mr *mr;
 	char path[4096]; /* file-backed: the file */
+	/* Another server's memory, registered here too (a rail): that server
+	 * writes it back and frees it, this one only deregisters. */
+	bool shared;
 };
 
 enum rc_server_event_kind {
@@ -65,6 +68,11 @@ RC_EXPORT int rc_server_create(const struct rc_server_opts *opts, struct rc_serv
 RC_EXPORT int rc_server_add_region_spec(struct rc_server *s, const char *name,
 					const struct rc_mem_spec *spec, enum rc_access access,
 					struct rc_err *err);
+/* Serve from (a region of another server, on another device) here too: the
+ * same memory, registered on this server's PD, under its name. Release
+ * this server before the one that owns the memory. Host memory only. */
+RC_EXPORT int rc_server_share_region(struct rc_server *s, const struct rc_region *from,
+				     struct rc_err *err);
 /* Handle whatever is pending, waiting at most timeout_ms; returns 0 or -errno
  * on a fatal error. Single-threaded: call it from one thread. */
 RC_EXPORT int rc_server_step(struct rc_server *s, int timeout_ms, struct rc_err *err);

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# write over one rail against two: a region served on rxe_b and rxe_d
+# (register --listen B,D), written from rxe_a alone, then from rxe_a and
+# rxe_c striped in 1 MiB chunks, in alternating rounds; the median rate of
+# each, their ratio, and how busy the guest's CPUs were during each (from
+# /proc/stat): rxe moves every packet in the kernel on those CPUs, so when
+# they are near 100% busy with one rail, the CPU, not the rails, is the
+# limit, and a second rail cannot double the rate. Run it in the guest:
+#   tests/vm/run.sh --four-nics -- bench/rails-bench.sh
+# Environment: SIZE (default 32M), STRIPE (1M), ROUNDS (5).
+set -euo pipefail
+
+here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=bench/lib.bash
+. "$here/lib.bash"
+bench_setup rails-bench
+[[ -n ${RDMACTL_VM_ADDR_C:-} ]] || { echo "rails-bench: needs four rxe devices (tests/vm/run.sh --four-nics)" >&2; exit 1; }
+size=${SIZE:-32M}
+stripe=${STRIPE:-1M}
+rounds=${ROUNDS:-5}
+port=26000
+
+"$rdmactl" -j -d "$RDMACTL_VM_DEV_B,$RDMACTL_VM_DEV_D" register \
+	--listen "$RDMACTL_VM_ADDR_B:$port,$RDMACTL_VM_ADDR_D:$port" --name kv --size "$size" \
+	>"$work/server" 2>&1 &
+pids+=("$!")
+for ((i = 0; i < 100; i++)); do
+	grep -q '"event":"region"' "$work/server" && break
+	sleep 0.1
+done
+grep -q '"event":"region"' "$work/server" || { cat "$work/server" >&2; exit 1; }
+head -c "$(numfmt --from=iec "$size")" /dev/urandom >"$work/in"
+
+# busy: the CPUs' busy share since the last call (cpu line of /proc/stat).
+prev_busy=0 prev_all=0
+busy() {
+	local _ user nice sys idle iow irq soft steal b a
+	read -r _ user nice sys idle iow irq soft steal _ </proc/stat
+	b=$((user + nice + sys + irq + soft + steal))
+	a=$((b + idle + iow))
+	if ((a > prev_all)); then
+		echo $(((b - prev_busy) * 100 / (a - prev_all)))
+	fi
+	prev_busy=$b prev_all=$a
+}
+
+# run NAME ARGS...: one write; "GB/s busy%" on stdout.
+run() {
+	local doc cpu
+	busy >/dev/null
+	doc=$("$rdmactl" -j "$@" --file "$work/in") || { echo "rails-bench: write failed: $*" >&2; exit 1; }
+	cpu=$(busy)
+	jq -r --arg cpu "$cpu" '"\(.gbyte_per_s) \($cpu) \([.rails[]?.share] | map(. * 100 | floor) | join("/"))"' <<<"$doc"
+}
+
+one=() two=() cpu1=() cpu2=()
+printf '%-6s %12s %8s %12s %8s %10s\n' round "one(GB/s)" "cpu%" "two(GB/s)" "cpu%" "shares%"
+for ((r = 1; r <= rounds; r++)); do
+	read -r g1 c1 _ < <(run -d "$RDMACTL_VM_DEV_A" write "$RDMACTL_VM_ADDR_B:$port/kv" --bind "$RDMACTL_VM_ADDR_A")
+	read -r g2 c2 sh < <(run -d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C" write \
+		"$RDMACTL_VM_ADDR_B,$RDMACTL_VM_ADDR_D:$port/kv" --stripe "$stripe")
+	one+=("$g1") two+=("$g2") cpu1+=("$c1") cpu2+=("$c2")
+	printf '%-6s %12.4f %8s %12.4f %8s %10s\n' "$r" "$g1" "$c1" "$g2" "$c2" "$sh"
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+m1=$(median "${one[@]}") m2=$(median "${two[@]}") b1=$(median "${cpu1[@]}") b2=$(median "${cpu2[@]}")
+awk -v m1="$m1" -v m2="$m2" -v b1="$b1" -v b2="$b2" -v n="$(nproc)" 'BEGIN {
+	printf "median: one rail %.4f GB/s (CPUs %d%% busy), two rails %.4f GB/s (CPUs %d%% busy): ratio %.2f\n",
+		m1, b1, m2, b2, (m1 > 0 ? m2 / m1 : 0)
+	# what the CPUs allow: one rail costs b1% of them, two cannot have more than 100%
+	ceiling = b1 > 0 ? 100 / b1 : 2
+	if (ceiling > 2)
+		ceiling = 2
+	printf "one rail keeps %.2f of the guest'"'"'s %d CPUs busy: the CPUs allow two rails at most %.2f times one\n",
+		b1 * n / 100, n, ceiling
+	if (b2 >= 75)
+		printf "two rails keep the CPUs %d%% busy: the guest'"'"'s CPU (rxe does its work there), not the rails, bounds the ratio\n", b2
+	else
+		printf "the CPUs had room (%d%% busy with two rails): the rails, not the CPU, set the rates\n", b2
+}'
+echo "($size from a file per write, $stripe chunks for two rails, $rounds alternating rounds; shares% = each rail's part of the bytes)"

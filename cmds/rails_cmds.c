@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: MIT
+/* write and read over several rails: the lists of addresses, devices and
+ * binds, one rail each; the transfer; the per-rail report, the failover and
+ * the findings. The striping itself is libcore's (region/rails.c). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rails_cmds.h"
+
+/* A rail far below its peers: under this fraction of their mean. */
+#define RAILS_SLOW_FRACTION 0.5
+
+static int count_items(const char *s)
+{
+	int n = 1;
+
+	for (; s && *s; s++)
+		n += *s == ',';
+	return s ? n : 0;
+}
+
+bool rails_asked(const struct ctx *ctx, const struct opt_vals *v, const struct client_args *a)
+{
+	const char *t = v->npos == 1 ? v->pos[0] : "";
+	size_t host_len = strncmp(t, "etcd://", 7) ? strcspn(t, ":/") : 0;
+
+	return memchr(t, ',', host_len) || (ctx->dev_name && strchr(ctx->dev_name, ',')) ||
+	       (a->bind && strchr(a->bind, ','));
+}
+
+/* Item i of a comma list into out (the only one when the list has one). */
+static void item(const char *list, int i, char *out, size_t cap)
+{
+	const char *p = list;
+
+	if (count_items(list) == 1)
+		i = 0;
+	for (; i > 0; i--)
+		p = strchr(p, ',') + 1;
+	snprintf(out, cap, "%.*s", (int)strcspn(p, ","), p);
+}
+
+/* A list without an empty item (NULL: no list). */
+static bool list_ok(const char *s)
+{
+	return !s || (*s && *s != ',' && !strstr(s, ",,") && s[strlen(s) - 1] != ',');
+}
+
+/* The lists: each of one item or of n; n the longest. */
+static int rails_count(struct ctx *ctx, const char *hosts, const char *devs, const char *binds,
+		       int *n)
+{
+	int nh = count_items(hosts), nd = count_items(devs), nb = count_items(binds);
+
+	const char *bad = !list_ok(hosts)   ? hosts
+			  : !list_ok(devs)  ? devs
+			  : !list_ok(binds) ? binds
+					    : NULL;
+
+	if (bad)
+		return usage_err(ctx,
+				 "an empty item in the list '%s' (rails are ADDR1,ADDR2 or DEV1,DEV2)",
+				 bad);
+	*n = nh > nd ? nh : nd;
+	*n = nb > *n ? nb : *n;
+	if (*n > RC_RAILS_MAX)
+		return usage_err(ctx, "at most %d rails, not %d", RC_RAILS_MAX, *n);
+	if ((nh != 1 && nh != *n) || (nd > 1 && nd != *n) || (nb > 1 && nb != *n))
+		return usage_err(ctx,
+				 "the rails do not pair up: %d server address%s, %d device%s (-d), "
+				 "%d bind address%s (--bind); give one of each, or as many as rails",
+				 nh, nh == 1 ? "" : "es", nd, nd == 1 ? "" : "s", nb,
+				 nb == 1 ? "" : "es");
+	return 0;
+}
+
+/* Per rail: host, device and bind strings. */
+struct rail_strs {
+	char host[RC_HOST_MAX], dev[64], bind[RC_HOST_MAX];
+};
+
+int rails_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+	       const struct client_args *a, struct rc_rails **out)
+{
+	struct rail_strs strs[RC_RAILS_MAX];
+	struct rc_rail_spec spec[RC_RAILS_MAX];
+	char hosts[RC_HOST_MAX * 2], one[RC_HOST_MAX * 2 + 64];
+	const char *t = v->pos[0], *rest;
+	struct rc_client_opts o = { 0 };
+	struct rc_target tg;
+	struct rc_err e;
+	int n = 0, rc;
+
+	if (v->npos != 1)
+		return usage_err(ctx, "%s: give exactly one target, ADDR1,ADDR2:PORT/REGION",
+				 c->name);
+	if (ctx->session)
+		return usage_err(ctx, "%s: several rails are for the command line, not the shell",
+				 c->name);
+	if (!strncmp(t, "etcd://", 7) || t[0] == '[')
+		return usage_err(ctx,
+				 "%s: with several rails, give the target as "
+				 "ADDR1,ADDR2:PORT/REGION (IPv4 addresses or names)",
+				 c->name);
+	rest = t + strcspn(t, ":/");
+	snprintf(hosts, sizeof(hosts), "%.*s", (int)(rest - t), t);
+	if ((rc = rails_count(ctx, hosts, ctx->dev_name, a->bind, &n)))
+		return rc;
+	for (int i = 0; i < n; i++) {
+		item(hosts, i, strs[i].host, sizeof(strs[i].host));
+		snprintf(one, sizeof(one), "%s%s", strs[i].host, rest);
+		if (rc_parse_target(one, &tg))
+			return usage_err(ctx,
+					 "%s: invalid target '%s' (rail %d: '%s'): expected "
+					 "ADDR1,ADDR2:PORT/REGION",
+					 c->name, t, i + 1, one);
+		snprintf(strs[i].host, sizeof(strs[i].host), "%s", tg.host);
+		if (ctx->dev_name)
+			item(ctx->dev_name, i, strs[i].dev, sizeof(strs[i].dev));
+		if (a->bind)
+			item(a->bind, i, strs[i].bind, sizeof(strs[i].bind));
+		spec[i] = (struct rc_rail_spec){ .host = strs[i].host,
+						 .port = tg.port,
+						 .dev = strs[i].dev[0] ? strs[i].dev : NULL,
+						 .bind = strs[i].bind[0] ? strs[i].bind : NULL };
+	}
+	o.token = a->token;
+	o.conn.timeout_ms = ctx->timeout_ms;
+	o.conn.sq_depth = STREAM_SQ_DEPTH;
+	o.nconns = 1;
+	rc = rc_rails_open(spec, n, tg.region, &o, out, &e);
+	return rc ? fail(ctx, rc, "%s", e.msg) : 0;
+}
+
+int rails_transfer(struct ctx *ctx, struct rc_rails *r, enum rc_op op, uint64_t off, uint64_t len,
+		   uint64_t stripe, struct rc_rails_io *io, struct rc_rails_result *res)
+{
+	struct progress prog;
+	struct rc_err e;
+	int rc;
+
+	progress_init(&prog, ctx);
+	io->progress = progress_line;
+	io->progress_arg = &prog;
+	io->timeout_ms = ctx->timeout_ms;
+	rc = rc_rails_transfer(r, op, off, len, stripe, io, res, &e);
+	progress_end(&prog);
+	if (rc)
+		rc = fail(ctx, rc, "%s (after %llu bytes)", e.msg,
+			  (unsigned long long)res->total.bytes);
+	return rc;
+}
+
+void rails_names(const struct rc_rails *r, char *peers, size_t pcap, char *devs, size_t dcap)
+{
+	size_t p = 0, d = 0;
+
+	peers[0] = devs[0] = '\0';
+	for (int i = 0; i < r->n; i++) {
+		p += (size_t)snprintf(peers + p, p < pcap ? pcap - p : 0, "%s%s", i ? "," : "",
+				      rc_client_peer(r->cl[i]));
+		d += (size_t)snprintf(devs + d, d < dcap ? dcap - d : 0, "%s%s", i ? "," : "",
+				      rc_client_device(r->cl[i]));
+		if (p >= pcap || d >= dcap)
+			break;
+	}
+}
+
+static double gbit(uint64_t bytes, double s)
+{
+	return s > 0 ? (double)bytes * 8 / 1e9 / s : 0;
+}
+
+static void rail_line(struct ctx *ctx, const struct rc_rails *r, const struct rc_rails_result *res,
+		      enum rc_op op, int i)
+{
+	const struct rc_rail_result *rr = &res->rail[i];
+	struct out *o = &ctx->out;
+	double share = res->total.bytes ? (double)rr->bytes / (double)res->total.bytes : 0;
+
+	out_obj_begin(o, NULL);
+	out_u64(o, "rail", "  rail %llu", (uint64_t)i + 1);
+	out_str(o, "device", " %s", rc_client_device(r->cl[i]));
+	out_str(o, "peer", " -> %s:", rc_client_peer(r->cl[i]));
+	out_u64(o, "bytes", " %llu bytes", rr->bytes);
+	out_f64(o, "share", NULL, share);
+	out_text(o, " (%.1f%%)", share * 100);
+	out_u64(o, "chunks", ", %llu chunks", rr->chunks);
+	if (op == RC_OP_WRITE)
+		out_u64(o, "writes", ", %llu writes", rr->ops);
+	else
+		out_u64(o, "reads", ", %llu reads", rr->ops);
+	out_f64(o, "gbit_per_s", ", %.3f Gb/s", gbit(rr->bytes, res->total.seconds));
+	out_u64(o, "errors", rr->errors == 1 ? ", %llu error" : ", %llu errors", rr->errors);
+	out_bool(o, "failed", NULL, rr->failed);
+	if (rr->failed) {
+		out_f64(o, "failed_at_s", ", FAILED at %.3f s", rr->failed_at_s);
+		out_str(o, "error", ": %s", rr->error);
+	}
+	out_text(o, "\n");
+	out_obj_end(o);
+}
+
+static void failover_line(struct ctx *ctx, const struct rc_rails *r,
+			  const struct rc_rails_result *res)
+{
+	struct out *o = &ctx->out;
+	int f = res->failed_rail;
+
+	if (f < 0) {
+		out_null(o, "failover");
+		return;
+	}
+	out_obj_begin(o, "failover");
+	out_u64(o, "rail", "  failover: rail %llu", (uint64_t)f + 1);
+	out_str(o, "device", " (%s)", rc_client_device(r->cl[f]));
+	out_f64(o, "at_s", " failed at %.3f s", res->failed_at_s);
+	out_u64(o, "bytes_after", "; %llu bytes moved after it", res->bytes_after_failure);
+	out_u64(o, "resent_chunks",
+		res->resent == 1 ? ", %llu chunk sent again\n" : ", %llu chunks sent again\n",
+		res->resent);
+	out_obj_end(o);
+}
+
+/* A rail that carried far less than its peers (those that did not fail). */
+static void findings(struct ctx *ctx, const struct rc_rails *r, const struct rc_rails_result *res)
+{
+	struct out *o = &ctx->out;
+	uint64_t sum = 0;
+	int alive = 0;
+	char msg[256];
+
+	for (int i = 0; i < res->n; i++)
+		if (!res->rail[i].failed) {
+			sum += res->rail[i].bytes;
+			alive++;
+		}
+	out_arr_begin(o, "findings");
+	for (int i = 0; alive > 1 && i < res->n; i++) {
+		const struct rc_rail_result *rr = &res->rail[i];
+		double mean = (double)sum / alive;
+
+		if (rr->failed || (double)rr->bytes >= RAILS_SLOW_FRACTION * mean)
+			continue;
+		snprintf(msg, sizeof(msg),
+			 "rail %d (%s) carried %.1f%% of the bytes, far below its peers (%.1f%% "
+			 "on average): a slow, congested or idle rail",
+			 i + 1, rc_client_device(r->cl[i]),
+			 res->total.bytes ? 100.0 * (double)rr->bytes / (double)res->total.bytes : 0,
+			 res->total.bytes ? 100.0 * mean / (double)res->total.bytes : 0);
+		out_str(o, NULL, "  finding: %s\n", msg);
+	}
+	out_arr_end(o);
+}
+
+void rails_report(struct ctx *ctx, const struct rc_rails *r, const struct rc_rails_result *res,
+		  enum rc_op op)
+{
+	struct out *o = &ctx->out;
+
+	report_transfer(ctx, &res->total);
+	out_u64(o, "stripe", NULL, res->stripe);
+	out_arr_begin(o, "rails");
+	for (int i = 0; i < res->n; i++)
+		rail_line(ctx, r, res, op, i);
+	out_arr_end(o);
+	failover_line(ctx, r, res);
+	findings(ctx, r, res);
+}
+
+int rails_stripe(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, bool rails,
+		 uint64_t *stripe)
+{
+	int rc;
+
+	*stripe = RAILS_STRIPE_DEFAULT;
+	if (!opt_on(v, i))
+		return 0;
+	if (!rails)
+		return usage_err(ctx,
+				 "%s: --stripe goes with several rails (a target ADDR1,ADDR2:PORT/"
+				 "REGION, -d DEV1,DEV2 or --bind ADDR1,ADDR2)",
+				 c->name);
+	if ((rc = opt_size_at(ctx, c, v, i, stripe)))
+		return rc;
+	if (*stripe < 4096 || *stripe > (1ull << 30))
+		return usage_err(ctx, "%s: --stripe %llu: give 4K to 1G", c->name,
+				 (unsigned long long)*stripe);
+	return 0;
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* write and read over several rails (rdmactl-write(8), RAILS): a target of
+ * several addresses, -d DEV1,DEV2 or --bind ADDR1,ADDR2, one rail each. */
+#ifndef RDMACTL_RAILS_CMDS_H
+#define RDMACTL_RAILS_CMDS_H
+
+#include <rdmactl/client.h>
+
+#include "client_cmds.h"
+
+#define RAILS_STRIPE_DEFAULT (1u << 20)
+
+/* Whether the target, -d or --bind name several rails. */
+bool rails_asked(const struct ctx *ctx, const struct opt_vals *v, const struct client_args *a);
+/* Connect every rail and select the region on each. Reports its own
+ * failure. */
+int rails_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+	       const struct client_args *a, struct rc_rails **out);
+/* The transfer, with the progress line and the global timeout. Reports its
+ * own failure. */
+int rails_transfer(struct ctx *ctx, struct rc_rails *r, enum rc_op op, uint64_t off, uint64_t len,
+		   uint64_t stripe, struct rc_rails_io *io, struct rc_rails_result *res);
+/* --stripe (option i): default RAILS_STRIPE_DEFAULT, refused without rails. */
+int rails_stripe(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, bool rails,
+		 uint64_t *stripe);
+/* "PEER1,PEER2" and "DEV1,DEV2" of the rails. */
+void rails_names(const struct rc_rails *r, char *peers, size_t pcap, char *devs, size_t dcap);
+/* The totals, then each rail, the failover and the findings. */
+void rails_report(struct ctx *ctx, const struct rc_rails *r, const struct rc_rails_result *res,
+		  enum rc_op op);
+
+#endif

@@ -1,0 +1,190 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# Several rails: a server on rxe_b and rxe_d (one region, registered on
+# each), a client on rxe_a and rxe_c, striping over the two veth pairs
+# (tests/vm/run.sh --four-nics). The file runs last of the rxe tier but
+# the schema check, and its failover test last in it: it downs vc, and
+# kernel 6.1's rxe wedges a device whose link drops under an active QP.
+
+load helpers
+
+need_four_nics() {
+	need_two_nics
+	[ -n "${RDMACTL_VM_ADDR_C:-}" ] || skip "needs four rxe devices (tests/vm/run.sh --four-nics)"
+}
+
+setup() {
+	need_four_nics
+	IN=$BATS_TEST_TMPDIR/in
+	OUT=$BATS_TEST_TMPDIR/out
+	SLOWED=
+}
+
+teardown() {
+	local d
+	for d in ${SLOWED:-}; do tc qdisc del dev "$d" root 2>/dev/null || true; done
+	common_teardown
+}
+
+# serve_rails SIZE: region kv of SIZE on rxe_b and rxe_d; RAILS, the target.
+serve_rails() {
+	PORT=$(next_port)
+	start_server 1 --listen "$RDMACTL_VM_ADDR_B:$PORT,$RDMACTL_VM_ADDR_D:$PORT" --name kv --size "$1"
+	RAILS="$RDMACTL_VM_ADDR_B,$RDMACTL_VM_ADDR_D:$PORT/kv"
+}
+
+# within_half BYTES TOTAL PERCENT: BYTES is within PERCENT% of TOTAL / 2.
+within_half() {
+	local half=$(($2 / 2))
+	(($1 * 100 >= half * (100 - $3) && $1 * 100 <= half * (100 + $3)))
+}
+
+@test "within_half tells an even split from an uneven one" {
+	within_half 33554432 67108864 10
+	within_half 31000000 67108864 10
+	run within_half 25000000 67108864 10
+	assert_failure
+	run within_half 42000000 67108864 10
+	assert_failure
+}
+
+@test "a region on two rails: the descriptor lists each with its own rkey; 4 MiB striped in and out" {
+	serve_rails 4M
+	run jq -r '[.rails[].device] | join(",")' <<<"$(descriptor kv)"
+	assert_output "$RDMACTL_VM_DEV_B,$RDMACTL_VM_DEV_D"
+	run jq -r '.rails | length == 2 and .[0].rkey == (input | .rkey) and .[1].address == $d' \
+		--arg d "$RDMACTL_VM_ADDR_D" <<<"$(descriptor kv) $(descriptor kv)"
+	assert_output true
+	head -c 4M /dev/urandom >"$IN"
+	run rdmactl -j -d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C" write "$RAILS" --file "$IN" --stripe 256K
+	assert_success
+	local doc=$output
+	assert_equal "$(jq -r '[.rails[].device] | join(",")' <<<"$doc")" "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C"
+	assert_equal "$(jq -r '[.rails[].bytes] | add' <<<"$doc")" 4194304
+	# 256 KiB chunks of one 256 KiB RDMA WRITE each
+	assert_equal "$(jq -r '[.rails[].writes] | add' <<<"$doc")" 16
+	# both rails carried some: the server saw a client on each
+	jq -e '.rails | all(.bytes > 0 and .errors == 0 and (.failed | not))' <<<"$doc"
+	jq -s -e --arg c "$RDMACTL_VM_ADDR_C" \
+		'any(.[]; .event == "connected" and (.peer | startswith($c + ":")))' "$SERVER_OUT"
+	run rdmactl -d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C" read "$RAILS" --out "$OUT" --stripe 256K
+	assert_success
+	assert_line --regexp "^  rail 2 $RDMACTL_VM_DEV_C -> "
+	cmp "$IN" "$OUT"
+	# one rail reads what the two wrote
+	run rdmactl -d "$RDMACTL_VM_DEV_C" read "$RDMACTL_VM_ADDR_D:$PORT/kv" \
+		--bind "$RDMACTL_VM_ADDR_C" --out "$OUT.c"
+	assert_success
+	cmp "$IN" "$OUT.c"
+}
+
+@test "64 MiB written and read over two rails: cmp, each rail within 10% of half" {
+	heavy_sibling "a region on two rails: the descriptor lists each with its own rkey; 4 MiB striped in and out"
+	serve_rails 64M
+	head -c 64M /dev/urandom >"$IN"
+	run rdmactl -j -d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C" write "$RAILS" --file "$IN"
+	assert_success
+	local doc=$output a c
+	assert_equal "$(jq -r .bytes <<<"$doc")" 67108864
+	a=$(jq -r '.rails[0].bytes' <<<"$doc")
+	c=$(jq -r '.rails[1].bytes' <<<"$doc")
+	within_half "$a" 67108864 10 || fail "rail 1 carried $a bytes of 64 MiB"
+	within_half "$c" 67108864 10 || fail "rail 2 carried $c bytes of 64 MiB"
+	run rdmactl -j -d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C" read "$RAILS" --out "$OUT"
+	assert_success
+	doc=$output
+	a=$(jq -r '.rails[0].bytes' <<<"$doc")
+	c=$(jq -r '.rails[1].bytes' <<<"$doc")
+	within_half "$a" 67108864 10 || fail "read: rail 1 carried $a bytes of 64 MiB"
+	within_half "$c" 67108864 10 || fail "read: rail 2 carried $c bytes of 64 MiB"
+	cmp "$IN" "$OUT"
+	# cmp catches one byte changed
+	printf 'x' | dd of="$OUT" bs=1 seek=40000000 conv=notrunc status=none
+	run cmp "$IN" "$OUT"
+	assert_failure
+}
+
+@test "a rail slowed to a crawl carries little, and the report says so" {
+	serve_rails 8M
+	head -c 8M /dev/urandom >"$IN"
+	tc qdisc add dev vc root tbf rate 8mbit burst 32kb latency 400ms
+	SLOWED=vc
+	run rdmactl -j -d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C" write "$RAILS" --file "$IN" --stripe 256K
+	assert_success
+	local doc=$output
+	jq -e '.rails[1].share < 0.25 and .rails[0].share > 0.75' <<<"$doc" ||
+		fail "the slowed rail carried $(jq -c '[.rails[].share]' <<<"$doc")"
+	run jq -r '.findings[]' <<<"$doc"
+	assert_output --regexp "^rail 2 \\($RDMACTL_VM_DEV_C\\) carried .* far below its peers"
+	# the even rail of the first test has no finding
+	tc qdisc del dev vc root
+	SLOWED=
+	run rdmactl -j -d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C" write "$RAILS" --file "$IN" --stripe 256K
+	assert_success
+	assert_equal "$(jq -r '.findings | length' <<<"$output")" 0
+	run rdmactl -d "$RDMACTL_VM_DEV_A" read "$RDMACTL_VM_ADDR_B:$PORT/kv" --bind "$RDMACTL_VM_ADDR_A" --out "$OUT"
+	assert_success
+	cmp "$IN" "$OUT"
+}
+
+@test "every rail failed: the server killed mid-write is an error naming each rail" {
+	serve_rails 24M
+	head -c 24M /dev/urandom >"$IN"
+	local base i
+	# both rails slowed, so that the write is still on when the server dies
+	tc qdisc add dev va root tbf rate 40mbit burst 64kb latency 400ms
+	tc qdisc add dev vc root tbf rate 40mbit burst 64kb latency 400ms
+	SLOWED="va vc"
+	base=$(counter_of rxe_c sent_pkts)
+	rdmactl -t 3000 -d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C" write "$RAILS" --file "$IN" \
+		--stripe 256K >"$BATS_TEST_TMPDIR/w.out" 2>"$BATS_TEST_TMPDIR/w.err" 3>&- &
+	local wpid=$! status=0
+	started "$wpid"
+	for ((i = 0; i < 200; i++)); do
+		(($(counter_of rxe_c sent_pkts) > base + 200)) && break
+		sleep 0.05
+	done
+	stop_server KILL
+	wait "$wpid" || status=$?
+	assert_equal "$status" 1
+	run cat "$BATS_TEST_TMPDIR/w.err"
+	assert_output --partial "every rail failed"
+	assert_output --partial "rail 1 ($RDMACTL_VM_DEV_A)"
+	assert_output --partial "rail 2 ($RDMACTL_VM_DEV_C)"
+	assert_output --regexp "after [0-9]+ bytes\)$"
+}
+
+# Last: it downs vc under an active QP (see the top of the file).
+@test "failover: rail 2's link goes down mid-write; the write completes over rail 1, the bytes verified" {
+	local base
+	serve_rails 32M
+	head -c 32M /dev/urandom >"$IN"
+	# rail 2 slowed, so that it is mid-chunk when its link goes down
+	tc qdisc add dev vc root tbf rate 40mbit burst 64kb latency 400ms
+	SLOWED=vc
+	base=$(counter_of rxe_c sent_pkts)
+	rdmactl -j -t 4000 -d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C" write "$RAILS" --file "$IN" \
+		--stripe 256K >"$BATS_TEST_TMPDIR/w.json" 2>"$BATS_TEST_TMPDIR/w.err" 3>&- &
+	local wpid=$! i
+	started "$wpid"
+	# once rail 2 carried about 1 MiB (4 KiB packets): mid-write
+	for ((i = 0; i < 200; i++)); do
+		(($(counter_of rxe_c sent_pkts) > base + 250)) && break
+		sleep 0.05
+	done
+	ip link set vc down
+	wait "$wpid" || fail "the write failed: $(cat "$BATS_TEST_TMPDIR/w.err")"
+	ip link set vc up || true
+	local doc
+	doc=$(cat "$BATS_TEST_TMPDIR/w.json")
+	assert_equal "$(jq -r .bytes <<<"$doc")" 33554432
+	assert_equal "$(jq -r .failover.rail <<<"$doc")" 2
+	assert_equal "$(jq -r .failover.device <<<"$doc")" "$RDMACTL_VM_DEV_C"
+	jq -e '.failover.bytes_after > 0 and .failover.at_s > 0 and .rails[1].failed
+		and .rails[1].errors >= 1 and (.rails[0].failed | not)' <<<"$doc"
+	run rdmactl -d "$RDMACTL_VM_DEV_A" read "$RDMACTL_VM_ADDR_B:$PORT/kv" --bind "$RDMACTL_VM_ADDR_A" --out "$OUT"
+	assert_success
+	cmp "$IN" "$OUT"
+}
+
+counter_of() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
