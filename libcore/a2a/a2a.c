@@ -7,6 +7,10 @@
 #include <sys/mman.h>
 
 #include <rdmactl/ops.h>
+#include <rdmactl/err_core.h>
+#include <rdmactl/mem_core.h>
+#include <rdmactl/group_core.h>
+#include <rdmactl/a2a_core.h>
 
 #include "a2a_int.h"
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "a2a_int.h"
+#include <rdmactl/mem_core.h>
 
 uint64_t a2a_recv_off(const struct a2a *a, int dst, int src)
 {

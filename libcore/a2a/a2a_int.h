@@ -4,6 +4,7 @@
 #define RDMACTL_A2A_INT_H
 
 #include <rdmactl/a2a.h>
+#include <rdmactl/mem_core.h>
 
 enum { PH_DISPATCH = 0, PH_COMBINE = 1 };
 enum { CH_DISPATCH = 0, CH_COMBINE = 1 };

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "a2a_int.h"
+#include <rdmactl/group_core.h>
 
 static int phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 {

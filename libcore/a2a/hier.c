@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <rdmactl/ops.h>
+#include <rdmactl/group_core.h>
 
 #include "a2a_int.h"
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "a2a_int.h"
+#include <rdmactl/group_core.h>
 
 /* Tokens rank o sends rank d in phase ph. */
 static uint64_t cnt(const struct a2a *a, int ph, int o, int d)

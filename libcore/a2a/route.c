@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <rdmactl/a2a.h>
+#include <rdmactl/a2a_core.h>
 
 const char *rc_a2a_algo_name(enum rc_a2a_algo a)
 {

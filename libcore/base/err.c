@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <rdmactl/err.h>
+#include <rdmactl/err_core.h>
 
 /* An error's code: code (either sign), else the callee's in e (NULL: none),
  * else EIO; never 0, which would read as success. */

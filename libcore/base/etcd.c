@@ -18,6 +18,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 #include <rdmactl/etcd.h>
+#include <rdmactl/etcd_core.h>
 
 #include "etcd_int.h"
 

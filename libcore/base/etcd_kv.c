@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "etcd_int.h"
+#include <rdmactl/etcd_core.h>
 
 static int64_t num(const json_t *j)
 {

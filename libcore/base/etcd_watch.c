@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "etcd_int.h"
+#include <rdmactl/etcd_core.h>
 
 struct watch {
 	const struct rc_etcd *e;

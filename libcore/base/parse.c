@@ -10,6 +10,8 @@
 
 #include <rdmactl/parse.h>
 #include <rdmactl/sha256.h>
+#include <rdmactl/parse_core.h>
+#include <rdmactl/sha256_core.h>
 
 int rc_parse_u64(const char *s, uint64_t *out)
 {

@@ -13,6 +13,10 @@
 #include <unistd.h>
 
 #include <rdmactl/ops.h>
+#include <rdmactl/parse_core.h>
+#include <rdmactl/conn_core.h>
+#include <rdmactl/ops_core.h>
+#include <rdmactl/group_core.h>
 
 #include "group_int.h"
 #include "rdv_int.h"

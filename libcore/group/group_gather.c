@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "group_int.h"
+#include <rdmactl/group_core.h>
 
 /* Whether rank j lies in the subtree of rank u. */
 static bool below(const struct rc_group *g, int j, int u)

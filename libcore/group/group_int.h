@@ -7,6 +7,7 @@
 
 #include <rdmactl/group.h>
 #include <rdmactl/parse.h>
+#include <rdmactl/group_core.h>
 
 #define GROUP_MAGIC 0x72646d67u /* "rdmg" */
 #define ABORT_MAGIC 0x72646d61u /* "rdma": the sender gave up, data says why */

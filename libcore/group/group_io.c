@@ -12,6 +12,9 @@
 #include <string.h>
 
 #include <rdmactl/ops.h>
+#include <rdmactl/conn_core.h>
+#include <rdmactl/ops_core.h>
+#include <rdmactl/group_core.h>
 
 #include "group_int.h"
 

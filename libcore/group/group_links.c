@@ -17,6 +17,7 @@
 
 #include "group_int.h"
 #include "rdv_int.h"
+#include <rdmactl/group_core.h>
 
 #define AGREE_ROUNDS 3 /* two to spread the failed pairs of a mesh, one to check */
 #define CUT_MAX ((RC_GROUP_MSG_MAX - sizeof(uint32_t)) / (2 * sizeof(uint16_t)))

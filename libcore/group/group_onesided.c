@@ -9,6 +9,8 @@
 #include <stdlib.h>
 
 #include <rdmactl/ops.h>
+#include <rdmactl/ops_core.h>
+#include <rdmactl/group_core.h>
 
 #include "group_int.h"
 #include "rdv_int.h"

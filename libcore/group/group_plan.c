@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "group_int.h"
+#include <rdmactl/group_core.h>
 
 int group_recv_depth(int asked)
 {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <rdmactl/ops.h>
+#include <rdmactl/group_core.h>
 
 #include "group_int.h"
 

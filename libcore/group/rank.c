@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <rdmactl/group.h>
+#include <rdmactl/group_core.h>
 
 extern char **environ;
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rdv_int.h"
+#include <rdmactl/group_core.h>
 
 enum rdv_kind { RDV_FILE, RDV_ETCD };
 

@@ -14,6 +14,8 @@
 
 #include <rdmactl/etcd.h>
 #include <rdmactl/ops.h>
+#include <rdmactl/etcd_core.h>
+#include <rdmactl/group_core.h>
 
 #include "rdv_int.h"
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "rdv_int.h"
+#include <rdmactl/group_core.h>
 
 void ranks_missing(const bool *have, int world, char *buf, size_t len)
 {

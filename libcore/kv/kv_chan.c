@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "kv_int.h"
+#include <rdmactl/ops_core.h>
+#include <rdmactl/kv_core.h>
 
 static unsigned char *recv_buf(struct kv_chan *ch, int i)
 {

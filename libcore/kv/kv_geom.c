@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <rdmactl/kv.h>
+#include <rdmactl/kv_core.h>
 
 #include "kv_int.h"
 

@@ -6,6 +6,7 @@
 #include <rdmactl/conn.h>
 #include <rdmactl/kv.h>
 #include <rdmactl/ops.h>
+#include <rdmactl/kv_core.h>
 
 #define KV_CHAN_RECVS 16
 #define KV_CHAN_SENDS 32

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <rdmactl/kv.h>
+#include <rdmactl/kv_core.h>
 
 /* Heads of the route's decode rank: the width of its token rows. */
 static uint32_t dst_heads(const struct kv_geom *g, const struct kv_route *r)

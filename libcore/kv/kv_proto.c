@@ -7,6 +7,9 @@
 #include <rdmactl/ctrl.h>
 #include <rdmactl/kv.h>
 #include <rdmactl/parse.h>
+#include <rdmactl/parse_core.h>
+#include <rdmactl/ctrl_core.h>
+#include <rdmactl/kv_core.h>
 
 struct wbuf {
 	unsigned char *p;

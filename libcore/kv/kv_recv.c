@@ -15,6 +15,11 @@
 #include <string.h>
 
 #include "kv_recv.h"
+#include <rdmactl/err_core.h>
+#include <rdmactl/mem_core.h>
+#include <rdmactl/conn_core.h>
+#include <rdmactl/ops_core.h>
+#include <rdmactl/kv_core.h>
 
 static void on_msg(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
 {

@@ -7,6 +7,8 @@
 #define RDMACTL_KV_RECV_H
 
 #include <rdmactl/mem.h>
+#include <rdmactl/kv_core.h>
+#include <rdmactl/conn_core.h>
 
 #include "kv_int.h"
 

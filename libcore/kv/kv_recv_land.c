@@ -9,6 +9,7 @@
  * is complete, or verified, once its last layer is unpacked.
  */
 #include "kv_recv.h"
+#include <rdmactl/kv_core.h>
 
 /* The next page of q to unpack, or false when layer q->unpacked is done. */
 static bool next_page(struct kv_receiver *r, struct rreq *q)

@@ -11,6 +11,10 @@
 #include <string.h>
 
 #include <rdmactl/parse.h>
+#include <rdmactl/parse_core.h>
+#include <rdmactl/conn_core.h>
+#include <rdmactl/ops_core.h>
+#include <rdmactl/kv_core.h>
 
 #include "kv_recv.h"
 

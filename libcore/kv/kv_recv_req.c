@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <rdmactl/parse.h>
+#include <rdmactl/kv_core.h>
 
 #include "kv_recv.h"
 

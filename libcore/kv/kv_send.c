@@ -17,6 +17,11 @@
 #include <unistd.h>
 
 #include "kv_send.h"
+#include <rdmactl/parse_core.h>
+#include <rdmactl/mem_core.h>
+#include <rdmactl/conn_core.h>
+#include <rdmactl/ops_core.h>
+#include <rdmactl/kv_core.h>
 
 static int connect_dst(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 {

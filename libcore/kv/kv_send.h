@@ -7,6 +7,8 @@
 #define RDMACTL_KV_SEND_H
 
 #include "kv_int.h"
+#include <rdmactl/ops_core.h>
+#include <rdmactl/kv_core.h>
 
 #define SQ_DEPTH 256
 #define SIGNAL_EVERY 16 /* one signalled write in this many, per data QP */

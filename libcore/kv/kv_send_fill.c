@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kv_send.h"
+#include <rdmactl/kv_core.h>
 
 struct fpage {
 	struct kv_sender *s;

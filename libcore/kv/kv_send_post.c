@@ -12,6 +12,9 @@
 #include <string.h>
 
 #include "kv_send.h"
+#include <rdmactl/mem_core.h>
+#include <rdmactl/ops_core.h>
+#include <rdmactl/kv_core.h>
 
 #define CHAIN 32
 

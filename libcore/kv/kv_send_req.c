@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "kv_send.h"
+#include <rdmactl/kv_core.h>
+#include <rdmactl/ops_core.h>
 
 void kvs_emit(struct kv_sender *s, struct kv_event *ev)
 {

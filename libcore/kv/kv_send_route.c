@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "kv_send.h"
+#include <rdmactl/kv_core.h>
 
 /* A route's segments, with landing offsets when it lands (land), in
  * destination order when --pack (or auto, from the write counts the plan

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <rdmactl/kv.h>
+#include <rdmactl/kv_core.h>
 
 int kv_tally_init(struct kv_tally *t, uint32_t layers, uint32_t src_tp, uint64_t sources)
 {

@@ -20,6 +20,10 @@
 
 #include <rdmactl/mcast.h>
 #include <rdmactl/ops.h>
+#include <rdmactl/sha256_core.h>
+#include <rdmactl/mem_core.h>
+#include <rdmactl/group_core.h>
+#include <rdmactl/mcast_core.h>
 
 #include "mcast_int.h"
 

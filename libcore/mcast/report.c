@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "mcast_int.h"
+#include <rdmactl/group_core.h>
 
 #define REPORT_MAGIC 0x6d637270u /* "mcrp" */
 #define DIGEST_MAGIC 0x6d636467u /* "mcdg" */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <rdmactl/mcast.h>
+#include <rdmactl/mcast_core.h>
 
 const char *rc_mcast_algo_name(enum rc_mcast_algo a)
 {

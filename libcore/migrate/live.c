@@ -12,6 +12,10 @@
 #include <string.h>
 
 #include <rdmactl/etcd.h>
+#include <rdmactl/err_core.h>
+#include <rdmactl/etcd_core.h>
+#include <rdmactl/ctrl_core.h>
+#include <rdmactl/client_core.h>
 
 #include "migrate_int.h"
 

@@ -12,6 +12,9 @@
 #include <string.h>
 
 #include "migrate_int.h"
+#include <rdmactl/err_core.h>
+#include <rdmactl/ctrl_core.h>
+#include <rdmactl/client_core.h>
 
 /* The destination answers a pull once its bytes have landed. */
 #define PULL_WAIT_MS 60000

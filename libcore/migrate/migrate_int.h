@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include <rdmactl/migrate.h>
+#include <rdmactl/ctrl_core.h>
 
 /* Both sides connected and checked against each other, and the report's
  * names filled in; on failure what was opened stays in *a and *b for the

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <rdmactl/ctrl.h>
+#include <rdmactl/sha256_core.h>
 
 #include "blksum.h"
 

@@ -9,6 +9,10 @@
 
 #include <rdmactl/client.h>
 #include <rdmactl/ops.h>
+#include <rdmactl/conn_core.h>
+#include <rdmactl/ops_core.h>
+#include <rdmactl/ctrl_core.h>
+#include <rdmactl/client_core.h>
 
 /* Ask the server for its region table over the control channel. */
 static int fetch_regions(struct rc_client *cl, struct rc_conn *c, struct rc_err *err)

@@ -13,6 +13,11 @@
 
 #include <rdmactl/client.h>
 #include <rdmactl/ops.h>
+#include <rdmactl/err_core.h>
+#include <rdmactl/conn_core.h>
+#include <rdmactl/ops_core.h>
+#include <rdmactl/ctrl_core.h>
+#include <rdmactl/client_core.h>
 
 #include "client_int.h"
 

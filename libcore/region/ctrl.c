@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <rdmactl/ctrl.h>
+#include <rdmactl/ctrl_core.h>
 
 static void put16(unsigned char *p, uint16_t v)
 {

@@ -15,6 +15,9 @@
 
 #include <rdmactl/client.h>
 #include <rdmactl/dev.h>
+#include <rdmactl/err_core.h>
+#include <rdmactl/dev_core.h>
+#include <rdmactl/ops_core.h>
 
 #include "client_int.h"
 

@@ -17,6 +17,10 @@
 #include <rdmactl/ops.h>
 #include <rdmactl/parse.h>
 #include <rdmactl/server.h>
+#include <rdmactl/dev_core.h>
+#include <rdmactl/mem_core.h>
+#include <rdmactl/conn_core.h>
+#include <rdmactl/server_core.h>
 
 #include "server_int.h"
 

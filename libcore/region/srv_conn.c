@@ -11,6 +11,10 @@
 
 #include <rdmactl/ops.h>
 #include <rdmactl/parse.h>
+#include <rdmactl/parse_core.h>
+#include <rdmactl/conn_core.h>
+#include <rdmactl/ops_core.h>
+#include <rdmactl/ctrl_core.h>
 
 #include "srv_pool.h"
 

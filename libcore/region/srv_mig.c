@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "srv_mig_int.h"
+#include <rdmactl/ctrl_core.h>
 
 /* 0: no worker thread, every request runs on the loop (the fuzz harness,
  * tests/fuzz/fuzz_region_srv.c, for inputs that replay the same way). */

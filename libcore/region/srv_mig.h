@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include <rdmactl/server.h>
+#include <rdmactl/ctrl_core.h>
 
 struct srv_mig;
 

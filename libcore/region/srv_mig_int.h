@@ -13,6 +13,8 @@
 
 #include <rdmactl/client.h>
 #include <rdmactl/sha256.h>
+#include <rdmactl/ctrl_core.h>
+#include <rdmactl/sha256_core.h>
 
 #include "blksum.h"
 #include "srv_mig.h"

@@ -13,6 +13,10 @@
 #include <unistd.h>
 
 #include "srv_mig_int.h"
+#include <rdmactl/err_core.h>
+#include <rdmactl/sha256_core.h>
+#include <rdmactl/ops_core.h>
+#include <rdmactl/ctrl_core.h>
 
 #define PULL_TIMEOUT_MS 5000
 

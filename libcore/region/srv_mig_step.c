@@ -12,6 +12,8 @@
 #include <sys/random.h>
 
 #include "srv_mig_int.h"
+#include <rdmactl/mem_core.h>
+#include <rdmactl/ctrl_core.h>
 
 const char *const mig_state_name[] = { "served here", "being moved (tracking its writes)",
 				       "being moved (fenced)", "cut over", "dropped" };

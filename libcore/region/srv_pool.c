@@ -11,6 +11,9 @@
 #include <string.h>
 
 #include <rdmactl/ops.h>
+#include <rdmactl/err_core.h>
+#include <rdmactl/conn_core.h>
+#include <rdmactl/ops_core.h>
 
 #include "srv_pool.h"
 

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include <rdmactl/topo.h>
+#include <rdmactl/topo_core.h>
+#include <rdmactl/sweep_core.h>
 
 #include "sweep_int.h"
 

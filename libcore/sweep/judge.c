@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <rdmactl/sweep.h>
+#include <rdmactl/sweep_core.h>
 
 #define MAD_SIGMA 1.4826 /* MAD to a normal distribution's standard deviation */
 

@@ -7,6 +7,8 @@
 
 #include <rdmactl/parse.h>
 #include <rdmactl/sweep.h>
+#include <rdmactl/err_core.h>
+#include <rdmactl/sweep_core.h>
 
 #define PAIRS_FILE_MAX (1 << 20)
 

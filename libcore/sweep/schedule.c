@@ -6,6 +6,7 @@
  * position past the world (odd worlds) sits the round out.
  */
 #include <rdmactl/sweep.h>
+#include <rdmactl/sweep_core.h>
 
 int rc_sweep_rounds(int world)
 {

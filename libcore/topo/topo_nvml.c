@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <rdmactl/parse.h>
+#include <rdmactl/parse_core.h>
 
 #include "topo_int.h"
 

@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include <rdmactl/parse.h>
+#include <rdmactl/parse_core.h>
+#include <rdmactl/topo_core.h>
 
 #include "topo_int.h"
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "topo_int.h"
+#include <rdmactl/topo_core.h>
 
 /* Cost of a NIC a GPU cannot use, above any sum of real costs. */
 #define UNUSABLE (1LL << 40)

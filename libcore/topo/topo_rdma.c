@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include <rdmactl/dev.h>
+#include <rdmactl/dev_core.h>
+#include <rdmactl/topo_core.h>
 
 #include "topo_int.h"
 

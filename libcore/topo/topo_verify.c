@@ -18,6 +18,9 @@
 #include <rdmactl/dev.h>
 #include <rdmactl/mem.h>
 #include <rdmactl/ops.h>
+#include <rdmactl/dev_core.h>
+#include <rdmactl/ops_core.h>
+#include <rdmactl/topo_core.h>
 
 #include "topo_int.h"
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <rdmactl/conn.h>
+#include <rdmactl/conn_core.h>
 
 enum rc_cm_kind rc_cm_kind_of(enum rdma_cm_event_type t)
 {

@@ -11,6 +11,7 @@
 
 #include <rdmactl/conn.h>
 #include <rdmactl/ops.h>
+#include <rdmactl/conn_core.h>
 
 #define DEFAULT_SQ 128
 #define DEFAULT_RQ 16

@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include <rdmactl/ops.h>
+#include <rdmactl/ops_core.h>
+#include <rdmactl/conn_core.h>
 
 int rc_wc_error(const struct rc_conn *c, const struct ibv_wc *wc, struct rc_err *err)
 {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <rdmactl/dev.h>
+#include <rdmactl/dev_core.h>
 
 int rc_dev_open(const char *name, struct ibv_context **out, struct rc_err *err)
 {

@@ -20,6 +20,7 @@
 
 #include <rdmactl/mem.h>
 #include <rdmactl/parse.h>
+#include <rdmactl/mem_core.h>
 
 #include "gpu.h"
 

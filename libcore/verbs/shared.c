@@ -16,6 +16,8 @@
 
 #include <rdmactl/conn.h>
 #include <rdmactl/ops.h>
+#include <rdmactl/conn_core.h>
+#include <rdmactl/ops_core.h>
 
 struct rc_shared_ent {
 	uint32_t qpn;

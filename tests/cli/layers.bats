@@ -48,20 +48,27 @@ $output"
 
 # The public headers a layer's sources and private headers include.
 layer_includes() {
-	grep -rhoE '#[[:space:]]*include[[:space:]]*<rdmactl/[a-z_]+\.h>' "$ROOT/libcore/$1" |
-		sed -E 's/.*<rdmactl\/([a-z_]+)\.h>/\1/' | sort -u
+	grep -rhoE '#[[:space:]]*include[[:space:]]*<rdmactl/[a-z0-9_]+\.h>' "$ROOT/libcore/$1" |
+		sed -E 's/.*<rdmactl\/([a-z0-9_]+)\.h>/\1/' | sort -u
 }
 
-# layer_tables: owner[HEADER], the layer that owns each public header; may[LAYER],
-# the layers (and headers) whose public headers LAYER may include.
+# layer_tables: owner[HEADER], the layer that owns each public header and
+# each internal one (LAYER/NAME_core.h); may[LAYER], the layers (and headers)
+# whose headers LAYER may include.
 layer_tables() {
+	local f
 	# Which layer owns each public header.
 	declare -gA owner=([err]=base [parse]=base [export]=base [sha256]=base [etcd]=base [version]=base [dev]=verbs [mem]=verbs
 		[conn]=verbs [ops]=verbs [ctrl]=region [server]=region [client]=region
 		[kv]=kv [topo]=topo [group]=group [a2a]=a2a [mcast]=mcast [migrate]=migrate [sweep]=sweep
 		[rdmactl]=umbrella)
+	# An internal header belongs to the layer whose folder holds it.
+	for f in "$ROOT"/libcore/*/*_core.h; do
+		f=${f#"$ROOT"/libcore/}
+		owner[$(basename "$f" .h)]=${f%%/*}
+	done
 	declare -gA may=([base]="base" [verbs]="base verbs" [region]="base verbs region"
-		[kv]="base verbs kv ctrl" [topo]="base verbs topo" [group]="base verbs group"
+		[kv]="base verbs kv ctrl ctrl_core" [topo]="base verbs topo" [group]="base verbs group"
 		[a2a]="base verbs group a2a" [mcast]="base verbs group mcast"
 		[migrate]="base verbs region migrate"
 		[sweep]="base verbs topo group sweep"
@@ -74,7 +81,8 @@ layer_tables() {
 	# rdmactl/rdmactl.h, the umbrella, includes every public header; no
 	# layer includes it.
 	# kv frames its control messages with the region protocol's header:
-	# rdmactl/ctrl.h alone, not the region server or client.
+	# rdmactl/ctrl.h (and its inside face, ctrl_core.h) alone, not the
+	# region server or client.
 	for layer in base verbs region kv topo group a2a mcast migrate sweep; do
 		[[ -d $ROOT/libcore/$layer ]] || fail "no libcore/$layer"
 		for h in $(layer_includes "$layer"); do
@@ -88,7 +96,7 @@ layer_tables() {
 	# And the public headers follow the same order.
 	for h in "$ROOT"/libcore/include/rdmactl/*.h; do
 		local me=$(basename "$h" .h) dep
-		for dep in $(grep -oE '<rdmactl/[a-z_]+\.h>' "$h" | sed -E 's/<rdmactl\/([a-z_]+)\.h>/\1/'); do
+		for dep in $(grep -oE '<rdmactl/[a-z0-9_]+\.h>' "$h" | sed -E 's/<rdmactl\/([a-z0-9_]+)\.h>/\1/'); do
 			allowed=" ${may[${owner[$me]}]} "
 			[[ $allowed == *" ${owner[$dep]:-none} "* ]] || bad+="rdmactl/$me.h includes rdmactl/$dep.h"$'\n'
 		done
@@ -151,4 +159,128 @@ layer_sees() {
 	run cc -fsyntax-only -I "$b/libcore/include-kv" "$BATS_TEST_TMPDIR/kv_server.c"
 	assert_failure
 	assert_output --partial "rdmactl/server.h"
+	# The internal headers follow the same order: kv sees ctrl_core.h and
+	# verbs' own, not the region server's inside face.
+	printf '#include <rdmactl/ctrl_core.h>\n#include <rdmactl/ops_core.h>\nint f(void);\n' >"$BATS_TEST_TMPDIR/kv_in.c"
+	printf '#include <rdmactl/server_core.h>\nint f(void);\n' >"$BATS_TEST_TMPDIR/kv_srv_in.c"
+	run cc -fsyntax-only $(pkg-config --cflags libibverbs librdmacm 2>/dev/null) -I "$b/libcore/include-kv" \
+		"$BATS_TEST_TMPDIR/kv_in.c"
+	assert_success
+	run cc -fsyntax-only -I "$b/libcore/include-kv" "$BATS_TEST_TMPDIR/kv_srv_in.c"
+	assert_failure
+	assert_output --partial "rdmactl/server_core.h"
+	printf '#include <rdmactl/group_core.h>\nint f(void);\n' >"$BATS_TEST_TMPDIR/up_in.c"
+	run cc -fsyntax-only -I "$b/libcore/include-verbs" "$BATS_TEST_TMPDIR/up_in.c"
+	assert_failure
+	assert_output --partial "rdmactl/group_core.h"
+	# and the commands, which compile against the public headers only, see none
+	printf '#include <rdmactl/ops_core.h>\nint f(void);\n' >"$BATS_TEST_TMPDIR/cmd_in.c"
+	run cc -fsyntax-only -I "$ROOT/libcore/include" "$BATS_TEST_TMPDIR/cmd_in.c"
+	assert_failure
+	assert_output --partial "rdmactl/ops_core.h"
+}
+
+# internal_decls HEADER...: each function declared without RC_EXPORT (a
+# declaration at the start of a line that is neither exported, nor static
+# inline, nor a typedef).
+internal_decls() {
+	grep -HnE '^[A-Za-z_][^#]*\(' "$@" | grep -vE '^[^:]*:[0-9]+:(RC_EXPORT |static inline |typedef )' || true
+}
+
+@test "the check finds a function declared without RC_EXPORT in a header" {
+	cat >"$BATS_TEST_TMPDIR/x.h" <<'H'
+#define RC_TWICE(x) ((x) * 2)
+RC_EXPORT int rc_outside(int a,
+			 int b);
+int rc_inside(int a);
+static inline int rc_inline(int a) { return a; }
+typedef int (*rc_fn)(int a);
+struct rc_s {
+	int (*cb)(void *arg);
+};
+H
+	run internal_decls "$BATS_TEST_TMPDIR/x.h"
+	[ "${#lines[@]}" -eq 1 ] || fail "found: $output"
+	assert_output --partial "rc_inside"
+}
+
+@test "the public headers declare only what librdmacore exports; the internal headers (LAYER/NAME_core.h) export nothing" {
+	local pub=("$ROOT"/libcore/include/rdmactl/*.h) in=("$ROOT"/libcore/*/*_core.h)
+	((${#pub[@]} > 15)) || fail "only ${#pub[@]} public headers"
+	((${#in[@]} > 10)) || fail "only ${#in[@]} internal headers"
+	run internal_decls "${pub[@]}"
+	[ -z "$output" ] || fail "a public header declares a function without RC_EXPORT (internal: move it to its layer's NAME_core.h):
+$output"
+	run grep -n 'RC_EXPORT' "${in[@]}"
+	[ -z "$output" ] || fail "an internal header exports:
+$output"
+}
+
+# headers_under DIR: the headers below DIR, by their path there, one a line.
+headers_under() {
+	(cd "$1" && find . -name '*.h' | sed 's|^\./||' | sort)
+}
+
+# headers_differ WANT GOT: each header one folder has and the other not.
+headers_differ() {
+	headers_under "$1" >"$BATS_TEST_TMPDIR/want"
+	headers_under "$2" >"$BATS_TEST_TMPDIR/got"
+	comm -3 "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/got"
+}
+
+@test "the check finds an internal header among the installed ones" {
+	mkdir -p "$BATS_TEST_TMPDIR/planted"
+	cp -r "$ROOT/libcore/include/rdmactl" "$BATS_TEST_TMPDIR/planted/"
+	cp "$ROOT/libcore/verbs/ops_core.h" "$BATS_TEST_TMPDIR/planted/rdmactl/"
+	run headers_differ "$ROOT/libcore/include" "$BATS_TEST_TMPDIR/planted"
+	assert_output --partial "rdmactl/ops_core.h"
+	[ "${#lines[@]}" -eq 1 ]
+}
+
+@test "cmake --install puts the public headers under include/ and no internal one" {
+	local b=${RDMACTL_BUILD_DIR:-$ROOT/build}
+	[[ -f $b/CMakeCache.txt ]] || fail "no configured build tree at $b: build first"
+	command -v cmake >/dev/null || skip "cmake is not installed"
+	run cmake --install "$b" --prefix "$BATS_TEST_TMPDIR/stage"
+	assert_success
+	[[ -f $BATS_TEST_TMPDIR/stage/include/rdmactl/rdmactl.h ]] || fail "no include/rdmactl/rdmactl.h installed"
+	run headers_differ "$ROOT/libcore/include" "$BATS_TEST_TMPDIR/stage/include"
+	[ -z "$output" ] || fail "installed headers differ from the public ones (left: public, not installed; right: installed, not public):
+$output"
+}
+
+# alone_fails INCLUDE-DIR HEADER...: each header that does not compile on its
+# own (included first and alone) against INCLUDE-DIR, with its error.
+alone_fails() {
+	local dir=$1 h
+	shift
+	for h in "$@"; do
+		printf '#include <rdmactl/%s>\n' "${h##*/}" >"$BATS_TEST_TMPDIR/alone.c"
+		# shellcheck disable=SC2046
+		cc -fsyntax-only -Wall -Werror $(pkg-config --cflags libibverbs librdmacm 2>/dev/null) \
+			-I "$dir" "$BATS_TEST_TMPDIR/alone.c" >"$BATS_TEST_TMPDIR/alone.err" 2>&1 ||
+			printf '%s: %s\n' "${h##*/}" "$(grep -m1 error "$BATS_TEST_TMPDIR/alone.err")"
+	done
+}
+
+@test "the check finds a header that does not compile on its own" {
+	command -v cc >/dev/null || fail "no C compiler"
+	mkdir -p "$BATS_TEST_TMPDIR/planted/rdmactl"
+	printf 'int rc_f(size_t n);\n' >"$BATS_TEST_TMPDIR/planted/rdmactl/x.h"
+	printf '#include <stddef.h>\nint rc_f(size_t n);\n' >"$BATS_TEST_TMPDIR/planted/rdmactl/y.h"
+	run alone_fails "$BATS_TEST_TMPDIR/planted" "$BATS_TEST_TMPDIR"/planted/rdmactl/{x,y}.h
+	assert_output --partial "x.h:"
+	[ "${#lines[@]}" -eq 1 ]
+}
+
+@test "every header compiles on its own: a public one against the public headers, an internal one against all" {
+	local b=${RDMACTL_BUILD_DIR:-$ROOT/build}
+	command -v cc >/dev/null || fail "no C compiler"
+	[[ -d $b/libcore/include-tests/rdmactl ]] || fail "no $b/libcore/include-tests: configure first"
+	run alone_fails "$ROOT/libcore/include" "$ROOT"/libcore/include/rdmactl/*.h
+	[ -z "$output" ] || fail "$output"
+	mkdir -p "$BATS_TEST_TMPDIR/all/rdmactl"
+	cp "$ROOT"/libcore/include/rdmactl/*.h "$ROOT"/libcore/*/*_core.h "$BATS_TEST_TMPDIR/all/rdmactl/"
+	run alone_fails "$BATS_TEST_TMPDIR/all" "$ROOT"/libcore/*/*_core.h
+	[ -z "$output" ] || fail "$output"
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <rdmactl/ctrl.h>
+#include <rdmactl/ctrl_core.h>
 
 #include "fuzz.h"
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <rdmactl/etcd.h>
+#include <rdmactl/etcd_core.h>
 
 #include "fuzz.h"
 

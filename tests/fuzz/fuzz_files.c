@@ -13,6 +13,8 @@
 
 #include <rdmactl/a2a.h>
 #include <rdmactl/group.h>
+#include <rdmactl/group_core.h>
+#include <rdmactl/a2a_core.h>
 
 #include "fuzz.h"
 

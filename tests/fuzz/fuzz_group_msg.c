@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <rdmactl/group.h>
+#include <rdmactl/group_core.h>
 
 #include "fuzz.h"
 

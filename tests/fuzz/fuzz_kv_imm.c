@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include <rdmactl/kv.h>
+#include <rdmactl/kv_core.h>
 
 #include "fuzz.h"
 

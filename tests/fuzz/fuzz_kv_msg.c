@@ -10,6 +10,7 @@
 #include <rdmactl/ctrl.h>
 #include <rdmactl/err.h>
 #include <rdmactl/kv.h>
+#include <rdmactl/kv_core.h>
 
 #include "fuzz.h"
 

@@ -12,6 +12,8 @@
 #include <rdmactl/kv.h>
 #include <rdmactl/mem.h>
 #include <rdmactl/parse.h>
+#include <rdmactl/mem_core.h>
+#include <rdmactl/kv_core.h>
 
 #include "fuzz.h"
 

@@ -30,6 +30,12 @@
 #include <rdmactl/mem.h>
 #include <rdmactl/ops.h>
 #include <rdmactl/server.h>
+#include <rdmactl/dev_core.h>
+#include <rdmactl/mem_core.h>
+#include <rdmactl/conn_core.h>
+#include <rdmactl/ops_core.h>
+#include <rdmactl/ctrl_core.h>
+#include <rdmactl/server_core.h>
 
 #include "fuzz.h"
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <rdmactl/conn.h>
+#include <rdmactl/conn_core.h>
 
 #include "fuzz.h"
 

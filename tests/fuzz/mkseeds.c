@@ -12,6 +12,8 @@
 
 #include <rdmactl/ctrl.h>
 #include <rdmactl/kv.h>
+#include <rdmactl/ctrl_core.h>
+#include <rdmactl/kv_core.h>
 
 /* The group's connect request, as the group builds it. */
 #include "../../libcore/group/hello.c"

@@ -20,6 +20,7 @@
 #include <infiniband/verbs.h>
 #include <rdmactl/mem.h>
 #include <rdmactl/parse.h>
+#include <rdmactl/mem_core.h>
 
 #define SKIP 77
 

@@ -26,6 +26,8 @@
 
 #include <rdmactl/conn.h>
 #include <rdmactl/parse.h>
+#include <rdmactl/parse_core.h>
+#include <rdmactl/conn_core.h>
 
 #define GROUP_MAGIC 0x72646d67u
 

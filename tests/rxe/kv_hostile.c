@@ -51,6 +51,7 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 #include <rdmactl/kv.h>
+#include <rdmactl/kv_core.h>
 
 #define NRECV 8
 

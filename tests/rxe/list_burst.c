@@ -22,6 +22,9 @@
 #include <rdmactl/ctrl.h>
 #include <rdmactl/ops.h>
 #include <rdmactl/parse.h>
+#include <rdmactl/conn_core.h>
+#include <rdmactl/ops_core.h>
+#include <rdmactl/ctrl_core.h>
 
 #define MAX_COUNT 256
 /* Receives posted ahead: fewer than the requests, so that most replies meet

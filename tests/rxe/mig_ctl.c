@@ -33,6 +33,9 @@
 #include <rdmactl/ctrl.h>
 #include <rdmactl/parse.h>
 #include <rdmactl/sha256.h>
+#include <rdmactl/ops_core.h>
+#include <rdmactl/ctrl_core.h>
+#include <rdmactl/client_core.h>
 
 static const char *steps[] = { "", "track", "take", "fence", "unfence", "cutover", "drop", "where" };
 static uint32_t move; /* what TRACK answered last */

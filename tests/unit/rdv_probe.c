@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <rdmactl/group.h>
+#include <rdmactl/group_core.h>
 
 int main(int argc, char **argv)
 {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <rdmactl/a2a.h>
+#include <rdmactl/a2a_core.h>
 
 #include "check.h"
 

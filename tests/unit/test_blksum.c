@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <rdmactl/ctrl.h>
+#include <rdmactl/sha256_core.h>
 
 #include "blksum.h"
 #include "check.h"

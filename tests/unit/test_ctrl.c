@@ -6,6 +6,7 @@
 
 #include <rdmactl/ctrl.h>
 #include <rdmactl/mem.h>
+#include <rdmactl/ctrl_core.h>
 
 #include "check.h"
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <rdmactl/ctrl.h>
+#include <rdmactl/ctrl_core.h>
 
 #include "check.h"
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <rdmactl/err.h>
+#include <rdmactl/err_core.h>
 
 #include "check.h"
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <rdmactl/etcd.h>
+#include <rdmactl/etcd_core.h>
 
 #include "check.h"
 

@@ -13,6 +13,7 @@
 
 #include <rdmactl/dev.h>
 #include <rdmactl/topo.h>
+#include <rdmactl/dev_core.h>
 
 #include "check.h"
 

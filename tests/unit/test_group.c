@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <rdmactl/group.h>
+#include <rdmactl/group_core.h>
 
 #include "check.h"
 

@@ -6,6 +6,8 @@
 #include <errno.h>
 
 #include <rdmactl/group.h>
+#include <rdmactl/conn_core.h>
+#include <rdmactl/group_core.h>
 
 #include "check.h"
 

@@ -12,6 +12,7 @@
 #include <rdmactl/a2a.h>
 #include <rdmactl/group.h>
 #include <rdmactl/mcast.h>
+#include <rdmactl/mcast_core.h>
 
 #include "check.h"
 

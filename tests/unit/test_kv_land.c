@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <rdmactl/kv.h>
+#include <rdmactl/kv_core.h>
 
 #include "check.h"
 #include "kv_recv.h"

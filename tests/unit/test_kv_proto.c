@@ -7,6 +7,8 @@
 
 #include <rdmactl/ctrl.h>
 #include <rdmactl/kv.h>
+#include <rdmactl/ctrl_core.h>
+#include <rdmactl/kv_core.h>
 
 #include "check.h"
 

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include <rdmactl/kv.h>
+#include <rdmactl/kv_core.h>
 
 #include "check.h"
 

@@ -2,6 +2,7 @@
 /* Multicast without a device: the relay tree of each algorithm (SHA-256
  * has its own test, test_sha256). */
 #include <rdmactl/mcast.h>
+#include <rdmactl/mcast_core.h>
 
 #include "check.h"
 

@@ -9,6 +9,7 @@
 #include <infiniband/verbs.h>
 
 #include <rdmactl/mem.h>
+#include <rdmactl/mem_core.h>
 
 #include "check.h"
 

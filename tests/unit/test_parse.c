@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <rdmactl/parse.h>
+#include <rdmactl/parse_core.h>
 
 #include "check.h"
 

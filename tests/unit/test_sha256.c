@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <rdmactl/sha256.h>
+#include <rdmactl/sha256_core.h>
 
 #include "check.h"
 

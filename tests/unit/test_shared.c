@@ -9,6 +9,7 @@
 
 /* Its static functions too. */
 #include "../../libcore/verbs/shared.c"
+#include <rdmactl/conn_core.h>
 
 #define N 4096
 

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include <rdmactl/ops.h>
+#include <rdmactl/ops_core.h>
 
 #include "check.h"
 

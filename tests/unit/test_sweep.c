@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <rdmactl/sweep.h>
+#include <rdmactl/sweep_core.h>
 
 #include "check.h"
 

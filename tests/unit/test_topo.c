@@ -7,6 +7,8 @@
 
 #include <rdmactl/parse.h>
 #include <rdmactl/topo.h>
+#include <rdmactl/parse_core.h>
+#include <rdmactl/topo_core.h>
 
 #define CHECK(cond) \
 	do { \

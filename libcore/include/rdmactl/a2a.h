@@ -43,7 +43,6 @@ RC_EXPORT int rc_a2a_skew_parse(const char *s, struct rc_a2a_route *r, struct rc
  * once to each rank holding at least one of its top-k experts. -EINVAL for
  * inconsistent parameters or a bad matrix file. */
 RC_EXPORT int rc_a2a_counts(const struct rc_a2a_route *r, uint64_t *counts, struct rc_err *err);
-RC_EXPORT int rc_a2a_matrix_load(const char *path, int world, uint64_t *counts, struct rc_err *err);
 /* The most bytes one rank sends or receives in one phase (1 TiB): every
  * buffer size below it is computed without overflow. */
 #define RC_A2A_RANK_BYTES_MAX (1ULL << 40)
@@ -123,9 +122,5 @@ RC_EXPORT int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct
  * them with. -EINVAL as rc_a2a_run would refuse o, -ENOMEM. */
 RC_EXPORT int rc_a2a_reg_bytes(const struct rc_a2a_opts *o, int world, uint64_t *bytes,
 			       struct rc_err *err);
-
-/* The deterministic content of token idx of the block src sends dst. */
-RC_EXPORT void rc_a2a_token_fill(void *buf, size_t len, int src, int dst, uint64_t idx,
-				 uint32_t iter, int phase);
 
 #endif

@@ -57,12 +57,6 @@ RC_EXPORT int rc_client_check(const struct rc_client *cl, uint64_t off, uint64_t
 RC_EXPORT const char *rc_client_peer(const struct rc_client *cl);
 RC_EXPORT const char *rc_client_device(const struct rc_client *cl);
 
-/* Send one control message (header included) on the first connection and
- * wait for the answer: its length, or -errno. A timeout_ms <= 0 is the
- * connection's own. */
-RC_EXPORT int rc_client_ctrl(struct rc_client *cl, const void *req, size_t len, void *resp,
-			     size_t cap, int timeout_ms, struct rc_err *err);
-
 /* Moving data. Each call owns its staging buffer: allocated and registered
  * for the call, released before it returns, so that callers never touch
  * verbs. Offsets are in the selected region (check them first with
@@ -74,9 +68,11 @@ RC_EXPORT int rc_client_ctrl(struct rc_client *cl, const void *req, size_t len, 
 #define RC_CLIENT_DEPTH 16
 
 struct rc_client_io {
-	/* write: fill a slot before it is posted, as struct rc_stream's fill */
+	/* write: fill the slot (len bytes at buf, offset off of the write)
+	 * before it is posted; return bytes (< len only at the end of the
+	 * input) or -errno */
 	ssize_t (*fill)(void *arg, uint64_t off, void *buf, size_t len);
-	/* read: consume a landed slot, in offset order, as struct rc_stream's drain */
+	/* read: consume a landed slot, in offset order; 0 or -errno */
 	int (*drain)(void *arg, uint64_t off, const void *buf, size_t len);
 	void *arg;
 	void (*progress)(void *arg, uint64_t done, uint64_t total);

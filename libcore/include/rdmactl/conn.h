@@ -5,7 +5,6 @@
 
 #include <rdmactl/export.h>
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <infiniband/verbs.h>
@@ -68,20 +67,6 @@ struct rc_conn {
 	void *user;               /* owner's data */
 };
 
-/* Connect to host:port; *out is established on success. */
-RC_EXPORT int rc_connect(const char *host, const char *port, const struct rc_conn_opts *opts,
-			 struct rc_conn **out, struct rc_err *err);
-/* Next CM event of a connection made by rc_connect (disconnects, errors)
- * within timeout_ms (0: do not wait). -EAGAIN when none came; -EINVAL for an
- * accepted connection, whose events come to its listener. */
-int rc_conn_event(struct rc_conn *c, int timeout_ms, struct rdma_cm_event **ev);
-/* The reason a peer gave in the private data of its reject (len bytes at
- * pd, NULL: none): the printable ASCII up to the first other byte, at most
- * cap - 1 bytes, into out with a NUL. Returns its length (0: none given). */
-RC_EXPORT size_t rc_reject_reason(const void *pd, size_t len, char *out, size_t cap);
-/* Disconnect and free everything; returns the first error, releases all. */
-RC_EXPORT int rc_conn_close(struct rc_conn *c);
-
 struct rc_listener {
 	struct rdma_event_channel *ech;
 	struct rdma_cm_id *id;
@@ -92,105 +77,5 @@ struct rc_listener {
 	char dev_name[64];
 	uint8_t port_num;
 };
-
-/* Listen on addr:port (addr may be a wildcard only when dev_name is given). */
-RC_EXPORT int rc_listen(const char *addr, const char *port, const char *dev_name,
-			struct rc_listener **out, struct rc_err *err);
-RC_EXPORT int rc_listener_close(struct rc_listener *l);
-/* Next event on the listener's channel within timeout_ms (-1: wait forever,
- * 0: do not wait). -EAGAIN when none came. */
-RC_EXPORT int rc_listener_event(struct rc_listener *l, int timeout_ms, struct rdma_cm_event **ev);
-/* Build the QP for a connect request and accept it. */
-RC_EXPORT int rc_accept(struct rc_listener *l, struct rdma_cm_id *child,
-			const struct rdma_conn_param *req, const struct rc_conn_opts *opts,
-			struct rc_conn **out, struct rc_err *err);
-/* Refuse a connect request, with a reason the peer can read. */
-RC_EXPORT void rc_reject(struct rdma_cm_id *child, const char *reason);
-/* A listener's CM event, taken, acknowledged and sorted. */
-enum rc_cm_kind {
-	RC_CM_REQUEST,     /* a connect request: rc_cm_accept or rc_cm_refuse it */
-	RC_CM_ESTABLISHED, /* an accepted connection is up (conn->established set) */
-	RC_CM_GONE,        /* a connection ended or failed (conn->disconnected set) */
-	RC_CM_DEVICE_GONE, /* the device was removed: the listener is dead */
-	RC_CM_OTHER,       /* nothing to do */
-};
-
-/* The kind of a CM event of any connection, listening or connecting: GONE
- * for a disconnect, a failed or refused connect, an unreachable peer or a
- * time-wait's end; DEVICE_GONE for a removed device. */
-enum rc_cm_kind rc_cm_kind_of(enum rdma_cm_event_type t);
-
-struct rc_cm_event {
-	enum rc_cm_kind kind;
-	enum rdma_cm_event_type type; /* rdma_event_str names it */
-	struct rc_conn *conn;         /* ESTABLISHED, GONE: the accepted connection (or NULL) */
-	bool was_established;         /* GONE: it had been up */
-	/* REQUEST only: */
-	struct rdma_cm_id *child;
-	struct rdma_conn_param param; /* private_data points into the copy below */
-	unsigned char private_data[256];
-	char peer[RC_HOST_MAX + 8];
-	bool other_device; /* it came in on another device than the listener's */
-};
-
-/* The next event within timeout_ms (as rc_listener_event): 0 with *ev filled,
- * -EAGAIN when none came. The event is acknowledged already. */
-RC_EXPORT int rc_listener_next(struct rc_listener *l, int timeout_ms, struct rc_cm_event *ev);
-/* Accept a REQUEST: build its QP as o says (on_qp runs before the accept). On
- * failure the request is still the caller's to refuse. */
-RC_EXPORT int rc_cm_accept(struct rc_listener *l, struct rc_cm_event *ev,
-			   const struct rc_conn_opts *o, struct rc_conn **out, struct rc_err *err);
-/* Refuse a REQUEST with a reason the peer can read, and free its id. */
-RC_EXPORT void rc_cm_refuse(struct rc_cm_event *ev, const char *why);
-/* Format an id's peer as "addr:port". */
-RC_EXPORT void rc_peer_name(struct rdma_cm_id *id, char *buf, size_t len);
-
-/*
- * One completion queue and channel, and optionally one shared receive
- * queue, for the connections a listener accepts on one device: no file
- * descriptor and no receive ring per peer (libcore/verbs/shared.c). The
- * connections that use it are found by the QP number of a completion.
- */
-struct rc_shared_ent;
-struct rc_shared {
-	struct ibv_context *verbs;
-	struct ibv_comp_channel *cch; /* poll its fd, then rc_shared_take */
-	struct ibv_cq *cq;
-	struct ibv_srq *srq; /* NULL: each connection has its own receive queue */
-	int cqe;
-	int srq_depth;
-	bool armed;
-	struct rc_shared_ent *ent; /* by QP number */
-	size_t n, cap;
-	pthread_mutex_t mu; /* the table: connections are made on several threads */
-	/* rc_poll_any: completions polled but not yet handed out, in order */
-	struct ibv_wc stash[32];
-	int shead, nstash;
-};
-
-/* cqe entries (at most what the device allows: the sum of the send queues
- * of every connection and the receive queue), srq_depth receives shared
- * (0: none). */
-int rc_shared_create(struct ibv_pd *pd, int cqe, int srq_depth, struct rc_shared **out,
-		     struct rc_err *err);
-/* Free it, once every connection on it is closed. */
-int rc_shared_destroy(struct rc_shared *sh);
-/* Completions of any connection, as rc_cq_take: never sleeps, leaves an
- * empty CQ armed. */
-int rc_shared_take(struct rc_shared *sh, struct ibv_wc *wc, int max);
-/* The connection whose QP has that number (wc->qp_num), or NULL: it was
- * closed, and this completion was left behind. */
-struct rc_conn *rc_shared_conn(struct rc_shared *sh, uint32_t qpn);
-/* Post a receive to the shared receive queue; user is the wr_id's value. */
-int rc_shared_post_recv(struct rc_shared *sh, void *buf, uint32_t len, uint32_t lkey, uint64_t user,
-			struct rc_err *err);
-/* conn.c's: c, about to get a QP on verbs, takes sh's CQ, channel and receive
- * queue (*srq); -EXDEV when sh is on another device. */
-int rc_shared_use(struct rc_shared *sh, struct rc_conn *c, struct ibv_context *verbs,
-		  struct ibv_srq **srq, struct rc_err *err);
-/* conn.c's: a connection joins the table once its QP exists, leaves it as
- * it closes. */
-int rc_shared_add(struct rc_shared *sh, struct rc_conn *c);
-void rc_shared_remove(struct rc_shared *sh, struct rc_conn *c);
 
 #endif

@@ -26,11 +26,6 @@
 
 struct rc_etcd;
 
-/* Base64 as etcd's gateway sends keys and values, decoded into buf
- * (len bytes with its NUL); -EINVAL for a bad character, no room, or a NUL
- * byte inside. */
-RC_EXPORT int rc_etcd_b64_decode(const char *s, char *buf, size_t len);
-
 /* One key as etcd holds it. */
 struct rc_etcd_kv {
 	char value[RC_ETCD_VAL_MAX];
@@ -55,7 +50,6 @@ RC_EXPORT int rc_etcd_open(const char *server, int timeout_ms, struct rc_etcd **
 			   struct rc_err *err);
 /* Stops the keepalive and revokes the lease (its keys go at once). */
 RC_EXPORT void rc_etcd_close(struct rc_etcd *e);
-RC_EXPORT const char *rc_etcd_server(const struct rc_etcd *e);
 
 /* Grant a lease of ttl_s seconds and keep it alive from a thread (every
  * third of the TTL) until rc_etcd_close; its id is rc_etcd_lease_id(). */
@@ -72,38 +66,9 @@ RC_EXPORT int rc_etcd_put(struct rc_etcd *e, const char *key, const char *value,
  * holder's key in *held (may be NULL) otherwise. */
 RC_EXPORT int rc_etcd_create(struct rc_etcd *e, const char *key, const char *value,
 			     const char *lease, struct rc_etcd_kv *held, struct rc_err *err);
-/* Put only if the key's mod revision is still mod_revision (one
- * transaction); -ESTALE with the key as it is now in *now (may be NULL;
- * its value is "" when the key is gone) otherwise. */
-RC_EXPORT int rc_etcd_swap(struct rc_etcd *e, const char *key, int64_t mod_revision,
-			   const char *value, const char *lease, struct rc_etcd_kv *now,
-			   struct rc_err *err);
 /* Call each(arg, key, value) for every key under prefix, in key order; a
  * non-zero return from each stops and is returned. */
 typedef int (*rc_etcd_each_fn)(void *arg, const char *key, const char *value);
-RC_EXPORT int rc_etcd_range(struct rc_etcd *e, const char *prefix, rc_etcd_each_fn each, void *arg,
-			    struct rc_err *err);
-/* rc_etcd_range, and *rev the store's revision the answer was read at (a
- * watch from rev + 1 misses nothing). */
-RC_EXPORT int rc_etcd_range_rev(struct rc_etcd *e, const char *prefix, rc_etcd_each_fn each,
-				void *arg, int64_t *rev, struct rc_err *err);
-/* Watch prefix from revision from_rev on (etcd's watch, streamed by the
- * gateway): each(arg, key, value) for every key put under it, done(arg)
- * asked after each message; returns 0 once done said true, -ETIMEDOUT after
- * timeout_ms (err not set: the caller names what it waited for), each's
- * non-zero return, or an error naming etcd (the watch canceled, as after a
- * compaction, or not served): the caller may fall back to reading ranges. */
-RC_EXPORT int rc_etcd_watch(struct rc_etcd *e, const char *prefix, int64_t from_rev, int timeout_ms,
-			    rc_etcd_each_fn each, bool (*done)(void *arg), void *arg,
-			    struct rc_err *err);
-/* The same decoding over len bytes of a watch's stream given as text (what
- * the gateway sent, lines and all): the fuzz target's way in. */
-RC_EXPORT int rc_etcd_watch_parse(const char *text, size_t len, const char *prefix,
-				  rc_etcd_each_fn each, void *arg, struct rc_err *err);
-/* The same walk over a range answer given as len bytes of JSON text (what
- * the gateway sent): the fuzz target's way in. */
-RC_EXPORT int rc_etcd_range_parse(const char *text, size_t len, const char *prefix,
-				  rc_etcd_each_fn each, void *arg, struct rc_err *err);
 
 /* A served region as `register --publish` puts it in etcd, under
  * rdmactl/NS/region/NAME, as JSON: {"host", "port", "region", "length",

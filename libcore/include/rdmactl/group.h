@@ -41,25 +41,9 @@ struct rc_endpoint {
 	char hostname[64]; /* the host's name, for grouping ranks by node */
 };
 
-/* Parse "ADDR:PORT" or "[V6]:PORT". */
-RC_EXPORT int rc_endpoint_parse(const char *s, struct rc_endpoint *ep);
-
 /* A rendezvous: "file:PATH" (one "RANK ADDR:PORT [HOSTNAME]" a line, '#'
  * comments) or "etcd://HOST:PORT/JOB" (etcd's v3 JSON gateway). */
 struct rc_rdv;
-RC_EXPORT int rc_rdv_open(const char *url, int rank, int world, int timeout_ms, struct rc_rdv **out,
-			  struct rc_err *err);
-/* The endpoint the rendezvous already holds for this rank (a peers file);
- * -ENOENT when it holds none (etcd: the rank publishes its own). */
-RC_EXPORT int rc_rdv_self(struct rc_rdv *r, struct rc_endpoint *ep, struct rc_err *err);
-/* Publish this rank's endpoint (etcd: under a lease kept alive until
- * close; a rank claimed by another process is refused) and wait, within the
- * timeout, for all world endpoints; the error names the ranks missing. */
-RC_EXPORT int rc_rdv_exchange(struct rc_rdv *r, const struct rc_endpoint *self,
-			      struct rc_endpoint *all, struct rc_err *err);
-/* "etcd" or "file". */
-RC_EXPORT const char *rc_rdv_kind(const struct rc_rdv *r);
-RC_EXPORT int rc_rdv_close(struct rc_rdv *r);
 
 /* Control messages carry at most this much. */
 #define RC_GROUP_MSG_MAX 960
@@ -85,13 +69,6 @@ struct rc_group_opts {
 	const char *token;
 };
 
-/* Listen on ep (port "0": any free one); ep is updated with the port. */
-RC_EXPORT int rc_group_listen(const struct rc_group_opts *o, struct rc_endpoint *ep,
-			      struct rc_group **out, struct rc_err *err);
-/* Connect to every peer j with need[rank * world + j] (need must be
- * symmetric; the diagonal is ignored) at all[j], within the timeout. */
-RC_EXPORT int rc_group_connect(struct rc_group *g, const struct rc_endpoint *all,
-			       const uint8_t *need, struct rc_err *err);
 RC_EXPORT int rc_group_close(struct rc_group *g);
 
 /* Joining in one call: open the rendezvous, listen (--listen ADDR[:PORT], or
@@ -157,15 +134,7 @@ RC_EXPORT void rc_group_plan_rank(const uint8_t *need, int world, int rank, int 
  * tree_depth): rounds up, and as many down; -1 when need leaves a rank
  * unreachable, -ENOMEM. */
 RC_EXPORT int rc_group_plan_depth(const uint8_t *need, int world);
-RC_EXPORT int rc_group_rank(const struct rc_group *g);
-RC_EXPORT int rc_group_world(const struct rc_group *g);
-RC_EXPORT struct ibv_pd *rc_group_pd(const struct rc_group *g);
-RC_EXPORT struct rc_conn *rc_group_conn(const struct rc_group *g, int peer);
 RC_EXPORT const char *rc_group_dev(const struct rc_group *g);
-/* This rank's endpoint (the address and port it listens on, its host name)
- * and its device's port. */
-RC_EXPORT const struct rc_endpoint *rc_group_self(const struct rc_group *g);
-RC_EXPORT int rc_group_port(const struct rc_group *g);
 
 /* Why a planned connection could not be made (partial groups). */
 enum rc_link {
@@ -179,85 +148,12 @@ enum rc_link {
 };
 /* "up", "route", "gid", "timeout", "refused", "other". */
 RC_EXPORT const char *rc_link_name(enum rc_link k);
-/* The class of a failed connect from its error (code: positive errno, msg:
- * the message of rc_connect or of the group's connect). */
-RC_EXPORT enum rc_link rc_link_classify(int code, const char *msg);
-/* Why this rank's connection to peer could not be made, and *why (may be
- * NULL) the message; RC_LINK_UP when it was (or was not planned). */
-RC_EXPORT enum rc_link rc_group_link(const struct rc_group *g, int peer, const char **why);
 
-/* One-sided write with immediate data: imm = channel << 24 | (seq & 0xffffff).
- * The peer's counter of that channel goes up by one when it lands. Waits for
- * room in the send queue (within the timeout). */
-/* channel -1: a plain write, no immediate data, no counter. A write larger
- * than the port's largest message (at most 1 GiB) is posted in pieces, the
- * immediate data on the last; it counts as one write done. */
-RC_EXPORT int rc_group_write_imm(struct rc_group *g, int peer, void *laddr, uint64_t len,
-				 uint32_t lkey, uint64_t raddr, uint32_t rkey, int channel,
-				 uint32_t seq, struct rc_err *err);
-/* Wait until the counter of channel reaches target[j] for every peer j in
- * peers (n of them); the timeout error names the ranks that did not. */
-RC_EXPORT int rc_group_wait_imm(struct rc_group *g, const int *peers, int n, int channel,
-				const uint64_t *target, struct rc_err *err);
-RC_EXPORT uint64_t rc_group_imm_count(const struct rc_group *g, int peer, int channel);
-/* One signalled RDMA READ of len bytes from the peer (waits for room in the
- * send queue, within the timeout); its completion counts in
- * rc_group_writes_done like a write's, and rc_group_flush waits for it. */
-RC_EXPORT int rc_group_read(struct rc_group *g, int peer, void *laddr, uint32_t len, uint32_t lkey,
-			    uint64_t raddr, uint32_t rkey, struct rc_err *err);
-/* Wait until every write posted so far completed. */
-RC_EXPORT int rc_group_flush(struct rc_group *g, struct rc_err *err);
-
-/* Send len bytes to each connected peer and receive len bytes from each
- * into theirs[peer * len] (peers without a connection are left alone). */
-RC_EXPORT int rc_group_exchange(struct rc_group *g, const void *mine, size_t len, void *theirs,
-				struct rc_err *err);
 /* Every rank's value, also through ranks without a direct connection: up
  * and down a spanning tree of the connections (at most 8 children a rank
  * where the connections allow), as many rounds as the tree is deep, each
  * rank talking to its parent and children only. */
 RC_EXPORT int rc_group_allgather_u64(struct rc_group *g, uint64_t mine, uint64_t *all,
 				     struct rc_err *err);
-/* Every rank entered: the same tree, up and down, one small message an edge. */
-RC_EXPORT int rc_group_barrier(struct rc_group *g, struct rc_err *err);
-/* Gather len bytes from every rank connected to root into theirs[rank *
- * len] on root (root's own is copied); got[rank] says whose came. A rank
- * that is gone or silent until the timeout is not an error: got[] is false
- * and its slot holds the reason, a string. Other ranks send theirs to root
- * and return once it was delivered. */
-RC_EXPORT int rc_group_gather(struct rc_group *g, int root, const void *mine, size_t len,
-			      void *theirs, bool *got, struct rc_err *err);
-/* Gather len bytes (any length: in pieces) from every rank into theirs[rank *
- * len] on rank 0, up the barrier's tree: only the tree's
- * connections are used, so a partial group whose failed pairs include rank
- * 0's still gathers. Every rank calls it; a rank that does not answer fails
- * it within the timeout. */
-RC_EXPORT int rc_group_gather_tree(struct rc_group *g, const void *mine, size_t len, void *theirs,
-				   struct rc_err *err);
-/* root sends len bytes of buf to every rank connected to it (with
- * keep_going: every live one); the others receive them into buf. */
-RC_EXPORT int rc_group_bcast(struct rc_group *g, int root, void *buf, size_t len,
-			     struct rc_err *err);
-/* A control message as received (byte_len bytes at buf): 0 when its header
- * came whole and the length it states is the length that came; -EPROTO
- * otherwise, and err says which. */
-RC_EXPORT int rc_group_msg_check(const void *buf, size_t byte_len, struct rc_err *err);
-
-/* Driving the group from a caller's own state machine (multicast's relay):
- * reap completions and connection events for up to timeout_ms (0: do not
- * wait), which moves the immediate-data counters and the write counts. */
-RC_EXPORT int rc_group_poll(struct rc_group *g, int timeout_ms, struct rc_err *err);
-/* Connected, and neither disconnected nor failed (keep_going). */
-RC_EXPORT bool rc_group_peer_alive(const struct rc_group *g, int peer);
-/* One-sided writes to peer completed so far (in posting order, RC). */
-RC_EXPORT uint64_t rc_group_writes_done(const struct rc_group *g, int peer);
-/* The error for a peer that is not alive: which rank, while doing what, and
- * the completion error that failed it (keep_going). Returns -ECONNRESET. */
-RC_EXPORT int rc_group_peer_error(struct rc_group *g, int peer, const char *what,
-				  struct rc_err *err);
-/* Tell every connected peer that this rank gives up, and why (best effort,
- * bounded): their waits then fail at once with the reason, which names the
- * rank at fault, instead of timing out on this one. */
-RC_EXPORT void rc_group_abort(struct rc_group *g, const char *why);
 
 #endif

@@ -36,10 +36,6 @@ struct rc_mcast_shape {
 	int root;
 	int fanout; /* tree only */
 };
-/* -1 for the root. */
-RC_EXPORT int rc_mcast_parent(const struct rc_mcast_shape *s, int rank);
-/* The children of rank into kids (world entries at most); their count. */
-RC_EXPORT int rc_mcast_children(const struct rc_mcast_shape *s, int rank, int *kids);
 /* Hops from the root to its farthest receiver (0 for a world of one). */
 RC_EXPORT int rc_mcast_depth(const struct rc_mcast_shape *s);
 /* The most children any rank writes to. */

@@ -62,9 +62,6 @@ struct rc_server_opts {
 
 RC_EXPORT int rc_server_create(const struct rc_server_opts *opts, struct rc_server **out,
 			       struct rc_err *err);
-RC_EXPORT int rc_server_add_region(struct rc_server *s, const char *name, enum rc_mem_kind kind,
-				   size_t len, const char *path, enum rc_access access,
-				   struct rc_err *err);
 /* The same for memory a spec describes: GPU memory on GPU spec->gpu, by
  * the registration path spec->reg (RC_REG_AUTO: dma-buf, then peer memory,
  * then a host bounce buffer); the region's mem.reg says which ran. */
@@ -91,7 +88,6 @@ RC_EXPORT const struct rc_region *rc_server_region(const struct rc_server *s, in
 RC_EXPORT const struct rc_listener *rc_server_listener(const struct rc_server *s);
 RC_EXPORT const struct rc_gid_info *rc_server_gid(const struct rc_server *s);
 RC_EXPORT const char *rc_server_token(const struct rc_server *s);
-RC_EXPORT int rc_server_nconns(const struct rc_server *s);
 
 /* What a server has counted since it was created (register --metrics). */
 struct rc_server_stats {

@@ -19,19 +19,6 @@
 #include <rdmactl/export.h>
 #include <rdmactl/group.h>
 
-/* Rounds for world ranks: world - 1, or world when it is odd (each rank
- * then sits one round out). 0 for fewer than 2 ranks. */
-RC_EXPORT int rc_sweep_rounds(int world);
-/* The peer of rank in round (0 .. rounds - 1): -1 for its bye, or for a
- * rank or round out of range. Over the rounds every unordered pair meets
- * exactly once and no rank meets two peers in one round. */
-RC_EXPORT int rc_sweep_partner(int world, int round, int rank);
-
-/* The median of n values (NAN for none); v is left as it was. */
-RC_EXPORT double rc_sweep_median(const double *v, int n);
-/* The median absolute deviation from med (NAN for none). */
-RC_EXPORT double rc_sweep_mad(const double *v, int n, double med);
-
 #define RC_SWEEP_SKIPPED 1 /* rc_sweep_cell.status of a pair not asked for */
 #define RC_SWEEP_CTR_MAX 4 /* counters kept per cell: the ones that moved most */
 
@@ -152,16 +139,7 @@ RC_EXPORT int rc_sweep_run(struct rc_group *g, const struct rc_sweep_opts *o,
 			   struct rc_sweep_result *res, struct rc_err *err);
 RC_EXPORT void rc_sweep_result_free(struct rc_sweep_result *res);
 
-/* The pairs to measure, from text: one "A B" a line (ranks below world,
- * A != B; either order names the pair), '#' starts a comment. want gets
- * world * world bytes, symmetric. -EINVAL naming the line when it is
- * wrong, or when it names no pair. */
-RC_EXPORT int rc_sweep_pairs_parse(const char *text, int world, uint8_t *want, struct rc_err *err);
 /* The same from a file (at most 1 MiB). */
 RC_EXPORT int rc_sweep_pairs_load(const char *path, int world, uint8_t *want, struct rc_err *err);
-
-/* A port's link rate from sysfs (root/class/infiniband/DEV/ports/PORT/rate),
- * Gbit/s; 0 when unknown. */
-RC_EXPORT double rc_sweep_link_rate(const char *sysfs, const char *dev, int port);
 
 #endif

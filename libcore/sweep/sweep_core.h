@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* The inside face of rdmactl/sweep.h: what the layers above and the tests
+ * use, not installed and not exported (libcore/README.md). */
+#ifndef RDMACTL_SWEEP_CORE_H
+#define RDMACTL_SWEEP_CORE_H
+
+#include <rdmactl/sweep.h>
+
+/* Rounds for world ranks: world - 1, or world when it is odd (each rank
+ * then sits one round out). 0 for fewer than 2 ranks. */
+int rc_sweep_rounds(int world);
+/* The peer of rank in round (0 .. rounds - 1): -1 for its bye, or for a
+ * rank or round out of range. Over the rounds every unordered pair meets
+ * exactly once and no rank meets two peers in one round. */
+int rc_sweep_partner(int world, int round, int rank);
+
+/* The median of n values (NAN for none); v is left as it was. */
+double rc_sweep_median(const double *v, int n);
+/* The median absolute deviation from med (NAN for none). */
+double rc_sweep_mad(const double *v, int n, double med);
+
+/* The pairs to measure, from text: one "A B" a line (ranks below world,
+ * A != B; either order names the pair), '#' starts a comment. want gets
+ * world * world bytes, symmetric. -EINVAL naming the line when it is
+ * wrong, or when it names no pair. */
+int rc_sweep_pairs_parse(const char *text, int world, uint8_t *want, struct rc_err *err);
+
+/* A port's link rate from sysfs (root/class/infiniband/DEV/ports/PORT/rate),
+ * Gbit/s; 0 when unknown. */
+double rc_sweep_link_rate(const char *sysfs, const char *dev, int port);
+
+#endif
