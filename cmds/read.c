@@ -89,6 +89,7 @@ static int out_path_usable(struct ctx *ctx, const char *path)
 static int read_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		      struct read_args *a)
 {
+	struct stat st;
 	int rc;
 
 	memset(a, 0, sizeof(*a));
@@ -119,6 +120,11 @@ static int read_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	if (a->rails && !a->out_path)
 		return usage_err(ctx, "read: with several rails, give --out FILE (the rails land "
 				      "their chunks in any order)");
+	if (a->rails && stat(a->out_path, &st) == 0 && !S_ISREG(st.st_mode))
+		return usage_err(ctx,
+				 "read: with several rails, --out is written at any offset: "
+				 "'%s' is not a regular file",
+				 a->out_path);
 	return a->rails ? 0 : client_target(ctx, c, v, NULL);
 }
 

@@ -147,6 +147,12 @@ static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_va
 
 		if ((rc = input_file(ctx, "write: --file", a->file)))
 			return rc;
+		/* the rails read it at any offset (pread), and a FIFO would block open */
+		if (a->rails && stat(a->file, &st) == 0 && !S_ISREG(st.st_mode))
+			return usage_err(ctx,
+					 "write: with several rails, --file is read at any offset: "
+					 "'%s' is not a regular file",
+					 a->file);
 		src->fd = open(a->file, O_RDONLY | O_CLOEXEC);
 		if (src->fd < 0)
 			return fail(ctx, -errno, "cannot open '%s': %s", a->file, strerror(errno));
@@ -161,9 +167,9 @@ static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_va
 			a->have_size = true;
 		}
 	}
-	if (a->rails && !src->pattern && !a->have_size)
+	if (a->rails && !src->pattern && !a->file)
 		return usage_err(ctx, "write: with several rails, give --file FILE (a regular file) "
-				      "or --pattern PATTERN --size SIZE");
+				      "or --pattern PATTERN --size SIZE, not standard input");
 	return a->rails ? 0 : client_target(ctx, c, v, NULL);
 }
 

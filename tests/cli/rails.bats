@@ -66,6 +66,25 @@ setup() {
 	assert_failure 1
 }
 
+@test "write and read over rails: a pipe is refused as a usage error, not an illegal seek" {
+	# standard input with --size: read in order only
+	run bash -c 'head -c 1M /dev/zero | "$1" -d rxe_a,rxe_c write 192.0.2.1,192.0.2.2/kv --size 1M' _ "$RDMACTL"
+	assert_failure 2
+	assert_output --partial "not standard input"
+	refute_output --partial "Illegal seek"
+	# a FIFO given as --file, and as --out
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	run "$RDMACTL" -d rxe_a,rxe_c write 192.0.2.1,192.0.2.2/kv --file "$BATS_TEST_TMPDIR/fifo" --size 1M
+	assert_failure 2
+	assert_output --partial "'$BATS_TEST_TMPDIR/fifo' is not a regular file"
+	run "$RDMACTL" -d rxe_a,rxe_c read 192.0.2.1,192.0.2.2/kv --out "$BATS_TEST_TMPDIR/fifo"
+	assert_failure 2
+	assert_output --partial "--out is written at any offset: '$BATS_TEST_TMPDIR/fifo' is not a regular file"
+	# a regular file gets past both checks to the missing device
+	run "$RDMACTL" -d rxe_a,rxe_c read 192.0.2.1,192.0.2.2/kv --out "$BATS_TEST_TMPDIR/out"
+	assert_failure 1
+}
+
 @test "write over rails: an etcd or IPv6 target, or --bench, is refused" {
 	run "$RDMACTL" -d rxe_a,rxe_c write etcd://192.0.2.1:2379/ns/kv --file "$in"
 	assert_failure 2
