@@ -289,3 +289,51 @@ int rails_stripe(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 				 (unsigned long long)*stripe);
 	return 0;
 }
+
+static int split_listen(struct ctx *ctx, const char *s, char *host, size_t hl, char *port, size_t pl)
+{
+	struct rc_target t;
+	char tmp[RC_HOST_MAX + 16];
+
+	/* Reuse the target grammar: HOST[:PORT] or [IPV6][:PORT]. */
+	snprintf(tmp, sizeof(tmp), "%s", s);
+	if (rc_parse_target(tmp, &t) || t.region[0])
+		return usage_err(ctx,
+				 "invalid --listen '%s': expected ADDR[:PORT] or [IPV6][:PORT]", s);
+	snprintf(host, hl, "%s", t.host);
+	snprintf(port, pl, "%s", t.port);
+	return 0;
+}
+
+int listen_rails(struct ctx *ctx, const char *who, const char *listen, struct listen_rails *lr)
+{
+	const char *devs = ctx->dev_name, *p = listen;
+	int ndevs = 0, rc;
+
+	for (lr->n = 0; p; lr->n++) {
+		const char *comma = strchr(p, ',');
+		char one[RC_HOST_MAX + 16];
+
+		if (lr->n == RC_RAILS_MAX)
+			return usage_err(ctx, "%s: at most %d --listen addresses (rails)", who,
+					 RC_RAILS_MAX);
+		snprintf(one, sizeof(one), "%.*s", comma ? (int)(comma - p) : (int)strlen(p), p);
+		if ((rc = split_listen(ctx, one, lr->host[lr->n], sizeof(lr->host[0]),
+				       lr->port[lr->n], sizeof(lr->port[0]))))
+			return rc;
+		p = comma ? comma + 1 : NULL;
+	}
+	for (p = devs; p && ndevs < RC_RAILS_MAX; ndevs++) {
+		const char *comma = strchr(p, ',');
+
+		snprintf(lr->dev[ndevs], sizeof(lr->dev[0]), "%.*s",
+			 comma ? (int)(comma - p) : (int)strlen(p), p);
+		p = comma ? comma + 1 : NULL;
+	}
+	if (devs && (ndevs != lr->n || p))
+		return usage_err(ctx,
+				 "%s: -d names %d device%s and --listen %d address%s: give "
+				 "one device per address (a rail each)",
+				 who, ndevs, ndevs == 1 ? "" : "s", lr->n, lr->n == 1 ? "" : "es");
+	return 0;
+}

@@ -29,4 +29,15 @@ void rails_names(const struct rc_rails *r, char *peers, size_t pcap, char *devs,
 void rails_report(struct ctx *ctx, const struct rc_rails *r, const struct rc_rails_result *res,
 		  enum rc_op op);
 
+/* --listen ADDR1[:PORT],ADDR2[:PORT] and -d DEV1,DEV2 of a server (register,
+ * kvxfer serve): one rail each, in the same order; -d may be left out. */
+struct listen_rails {
+	int n;
+	char host[RC_RAILS_MAX][RC_HOST_MAX];
+	char port[RC_RAILS_MAX][8];
+	char dev[RC_RAILS_MAX][64]; /* "": as the address routes */
+};
+/* who: the command, in the messages. */
+int listen_rails(struct ctx *ctx, const char *who, const char *listen, struct listen_rails *lr);
+
 #endif

@@ -102,7 +102,7 @@ static int register_start(struct ctx *ctx, struct register_args *a, struct rc_se
 
 	so->addr = a->host;
 	so->port = a->port;
-	so->dev_name = a->nrails < 2 ? ctx->dev_name : a->rail_dev[0][0] ? a->rail_dev[0] : NULL;
+	so->dev_name = a->lr.n < 2 ? ctx->dev_name : a->lr.dev[0][0] ? a->lr.dev[0] : NULL;
 	so->token = a->token;
 	so->admin_token = a->admin[0] ? a->admin : NULL;
 	so->allow_unauth_migration = a->allow_unauth_mig;
@@ -110,7 +110,7 @@ static int register_start(struct ctx *ctx, struct register_args *a, struct rc_se
 		so->max_conns = a->max_conns;
 	so->keepalive_ms = a->keepalive_ms;
 	so->flush_every_ms = a->flush_every_ms;
-	if (a->nrails > 1) /* servers on threads: one event at a time */
+	if (a->lr.n > 1) /* servers on threads: one event at a time */
 		so->on_event = register_rails_event;
 	rc = rc_server_create(so, s, &e);
 	if (rc)

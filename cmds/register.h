@@ -13,6 +13,7 @@
 
 #include "cmds.h"
 #include "metrics.h"
+#include "rails_cmds.h"
 
 #define REGISTER_OPTS(X) \
 	X(RG_LISTEN, "listen", 'l', "ADDR[:PORT]", \
@@ -85,10 +86,7 @@ struct register_args {
 	int metrics_every_s;
 	/* --listen ADDR1,ADDR2 (-d DEV1,DEV2): one region on several rails, a
 	 * server per rail; [0] is host, port and -d above. */
-	int nrails;
-	char rail_host[RC_RAILS_MAX][RC_HOST_MAX];
-	char rail_port[RC_RAILS_MAX][8];
-	char rail_dev[RC_RAILS_MAX][64];          /* "": as the address routes */
+	struct listen_rails lr;
 	struct rc_server *rail_srv[RC_RAILS_MAX]; /* [0]: NULL, the server itself */
 };
 

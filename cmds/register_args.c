@@ -42,59 +42,19 @@ static int collect_regions(struct ctx *ctx, const struct opt_vals *v, struct reg
 	return 0;
 }
 
-static int split_listen(struct ctx *ctx, const char *s, char *host, size_t hl, char *port, size_t pl)
-{
-	struct rc_target t;
-	char tmp[RC_HOST_MAX + 16];
-
-	/* Reuse the target grammar: HOST[:PORT] or [IPV6][:PORT]. */
-	snprintf(tmp, sizeof(tmp), "%s", s);
-	if (rc_parse_target(tmp, &t) || t.region[0])
-		return usage_err(ctx,
-				 "invalid --listen '%s': expected ADDR[:PORT] or [IPV6][:PORT]", s);
-	snprintf(host, hl, "%s", t.host);
-	snprintf(port, pl, "%s", t.port);
-	return 0;
-}
-
 /* --listen ADDR1[:PORT],ADDR2[:PORT] and -d DEV1,DEV2: one rail each, in
  * the same order. */
 static int split_rails(struct ctx *ctx, const char *listen, struct register_args *a)
 {
-	const char *devs = ctx->dev_name, *p = listen;
-	int ndevs = 0, rc;
+	int rc = listen_rails(ctx, "register", listen, &a->lr);
 
-	for (a->nrails = 0; p; a->nrails++) {
-		const char *comma = strchr(p, ',');
-		char one[RC_HOST_MAX + 16];
-
-		if (a->nrails == RC_RAILS_MAX)
-			return usage_err(ctx, "register: at most %d --listen addresses (rails)",
-					 RC_RAILS_MAX);
-		snprintf(one, sizeof(one), "%.*s", comma ? (int)(comma - p) : (int)strlen(p), p);
-		if ((rc = split_listen(ctx, one, a->rail_host[a->nrails], sizeof(a->rail_host[0]),
-				       a->rail_port[a->nrails], sizeof(a->rail_port[0]))))
-			return rc;
-		p = comma ? comma + 1 : NULL;
-	}
-	for (p = devs; p && ndevs < RC_RAILS_MAX; ndevs++) {
-		const char *comma = strchr(p, ',');
-
-		snprintf(a->rail_dev[ndevs], sizeof(a->rail_dev[0]), "%.*s",
-			 comma ? (int)(comma - p) : (int)strlen(p), p);
-		p = comma ? comma + 1 : NULL;
-	}
-	if (devs && (ndevs != a->nrails || p))
-		return usage_err(ctx,
-				 "register: -d names %d device%s and --listen %d address%s: give "
-				 "one device per address (a rail each)",
-				 ndevs, ndevs == 1 ? "" : "s", a->nrails,
-				 a->nrails == 1 ? "" : "es");
-	if (a->nrails > 1 && ctx->session)
+	if (rc)
+		return rc;
+	if (a->lr.n > 1 && ctx->session)
 		return usage_err(ctx, "register: several rails are served by a server of its own, "
 				      "not one in the shell");
-	snprintf(a->host, sizeof(a->host), "%s", a->rail_host[0]);
-	snprintf(a->port, sizeof(a->port), "%s", a->rail_port[0]);
+	snprintf(a->host, sizeof(a->host), "%s", a->lr.host[0]);
+	snprintf(a->port, sizeof(a->port), "%s", a->lr.port[0]);
 	return 0;
 }
 

@@ -30,12 +30,12 @@ int register_rails_start(struct ctx *ctx, struct register_args *a, const struct 
 	struct rc_err e;
 	int rc;
 
-	for (int i = 1; i < a->nrails; i++) {
+	for (int i = 1; i < a->lr.n; i++) {
 		struct rc_server_opts o = *so;
 
-		o.addr = a->rail_host[i];
-		o.port = a->rail_port[i];
-		o.dev_name = a->rail_dev[i][0] ? a->rail_dev[i] : NULL;
+		o.addr = a->lr.host[i];
+		o.port = a->lr.port[i];
+		o.dev_name = a->lr.dev[i][0] ? a->lr.dev[i] : NULL;
 		o.flush_every_ms = 0; /* the first rail's server writes the files back */
 		rc = rc_server_create(&o, &a->rail_srv[i], &e);
 		if (rc)
@@ -73,12 +73,12 @@ static void *rail_serve(void *p)
 
 int register_rails_run(struct ctx *ctx, struct register_args *a)
 {
-	if (a->nrails < 2)
+	if (a->lr.n < 2)
 		return 0;
 	stop_fd = eventfd(0, EFD_CLOEXEC);
 	if (stop_fd < 0)
 		return fail(ctx, -errno, "eventfd: %s", strerror(errno));
-	for (int i = 1; i < a->nrails; i++) {
+	for (int i = 1; i < a->lr.n; i++) {
 		struct rail_thread *t = &threads[nthreads];
 		int rc;
 
@@ -108,7 +108,7 @@ int register_rails_stop(struct ctx *ctx, struct register_args *a)
 	if (stop_fd >= 0)
 		close(stop_fd);
 	stop_fd = -1;
-	for (int i = a->nrails - 1; i >= 1; i--) {
+	for (int i = a->lr.n - 1; i >= 1; i--) {
 		struct rc_err e;
 		int r = rc_server_destroy(a->rail_srv[i], &e);
 
@@ -140,12 +140,12 @@ void register_rails_print(struct ctx *ctx, const struct register_args *a, struct
 {
 	struct out *o = &ctx->out;
 
-	if (a->nrails < 2)
+	if (a->lr.n < 2)
 		return;
 	out_arr_begin(o, "rails");
 	out_text(o, " rails");
 	rail_entry(o, s, rc_server_region(s, i), true);
-	for (int k = 1; k < a->nrails; k++)
+	for (int k = 1; k < a->lr.n; k++)
 		rail_entry(o, a->rail_srv[k], rc_server_region(a->rail_srv[k], i), false);
 	out_arr_end(o);
 }

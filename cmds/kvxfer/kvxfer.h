@@ -7,6 +7,8 @@
 #include <rdmactl/kv.h>
 
 #include "cmd.h"
+#include "client_cmds.h"
+#include "metrics.h"
 
 /* kvxfer's options, bound to indexes (cmd.h), each once:
  * X(ID, PLAN, SERVE, SEND, "name", short, "ARG", "help"...), where PLAN, SERVE
@@ -60,7 +62,7 @@
 	X(KVX_REQUESTS, 0, 1, 1, "requests", 0, "N", \
 	  "requests to move (send) or to finish before exiting (serve)") \
 	X(KVX_LISTEN, 0, 1, 0, "listen", 'l', "ADDR:PORT", \
-	  "serve: address to accept prefill ranks on") \
+	  "serve: address to accept prefill ranks on; ADDR1:PORT,ADDR2:PORT with -d DEV1,DEV2: a rail each") \
 	X(KVX_SCATTER, 0, 1, 0, "scatter", 0, "SEED", \
 	  "serve: permute the free page list with SEED (non-contiguous pages)") \
 	X(KVX_VERIFY, 0, 1, 0, "verify", 0, NULL, \
@@ -121,5 +123,20 @@ void kvxfer_put_geom(struct out *o, const struct kv_geom *g, const char *model);
 int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v);
 int kvxfer_serve(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v);
 int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v);
+
+/* report.c: what serve and send print. A run's printing state, the
+ * engines' on_event argument. */
+struct run_ctx {
+	struct ctx *ctx;
+	bool send;
+	/* send: the progress line on a terminal, and what it counts */
+	struct progress prog;
+	uint32_t asked, ended;
+	uint64_t bytes;
+};
+void kvxfer_on_event(void *arg, const struct kv_event *ev);
+void kvxfer_put_summary(struct ctx *ctx, const struct kv_summary *s, uint32_t asked, bool send);
+/* --metrics: the summary's figures. */
+void kvxfer_metrics(struct metrics *m, const struct kv_summary *s, bool send);
 
 #endif

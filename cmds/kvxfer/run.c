@@ -17,224 +17,7 @@
 #include "cmds.h"
 #include "kvxfer.h"
 #include "metrics.h"
-
-struct run_ctx {
-	struct ctx *ctx;
-	bool send;
-	/* send: the progress line on a terminal, and what it counts */
-	struct progress prog;
-	uint32_t asked, ended;
-	uint64_t bytes;
-};
-
-static void put_timeline(struct out *o, const char *key, const char *label, const double *us,
-			 uint32_t n)
-{
-	if (!us) {
-		out_null(o, key);
-		return;
-	}
-	out_text(o, "  %s (ms):", label);
-	out_arr_begin(o, key);
-	for (uint32_t i = 0; i < n; i++) {
-		if (us[i] < 0) {
-			out_null(o, NULL);
-			out_text(o, " -");
-		} else {
-			out_f64(o, NULL, NULL, us[i]); /* JSON: microseconds, as the key says */
-			out_text(o, " %.3f", us[i] / 1000.0);
-		}
-	}
-	out_arr_end(o);
-	out_text(o, "\n");
-}
-
-static void put_report(struct run_ctx *run, const struct kv_event *ev)
-{
-	static const char *const names
-		[] = { [KV_EV_DONE] = "done", [KV_EV_CANCELLED] = "cancelled", [KV_EV_FAILED] = "failed" };
-	const struct kv_report *r = ev->rep;
-	struct out *o = &run->ctx->out;
-	double gbyte = r->seconds > 0 ? (double)r->bytes / 1e9 / r->seconds : 0;
-
-	out_str(o, "event", NULL, names[ev->kind]);
-	out_u64(o, "request", "request %llu: ", r->req);
-	out_text(o, "%s", names[ev->kind]);
-	out_u64(o, "rank", NULL, ev->rank);
-	out_u64(o, "tokens", ", %llu tokens", r->tokens);
-	out_u64(o, "layers", NULL, r->layers);
-	out_u64(o, "layers_landed", ", %llu", r->layers_landed);
-	out_text(o, "/%u layers", r->layers);
-	out_u64(o, "bytes", ", %llu bytes", r->bytes);
-	out_f64(o, "seconds", " in %.4f s", r->seconds);
-	out_f64(o, "gbyte_per_s", " (%.3f GB/s", gbyte);
-	out_f64(o, "gbit_per_s", ", %.3f Gb/s)", gbyte * 8);
-	if (run->send) {
-		if (r->exposed_s >= 0)
-			out_f64(o, "exposed_us", ", exposed %.0f us", r->exposed_s * 1e6);
-		else
-			out_null(o, "exposed_us");
-	}
-	if (r->unpack_s >= 0)
-		out_f64(o, "unpack_us",
-			run->send ? " (%.0f us of it the decode ranks' unpack)"
-				  : ", in the pool %.0f us after the last layer landed",
-			r->unpack_s * 1e6);
-	else
-		out_null(o, "unpack_us");
-	if (!run->send && r->complete_s >= 0)
-		out_f64(o, "complete_us", " (complete %.0f us after its start)",
-			r->complete_s * 1e6);
-	else if (!run->send)
-		out_null(o, "complete_us");
-	/* JSON: when it started here, as Unix time: one run's ranks line up. */
-	if (r->started_at > 0)
-		out_f64(o, "started_at", NULL, r->started_at);
-	else
-		out_null(o, "started_at");
-	if (!run->send) {
-		out_arr_begin(o, "sources");
-		for (uint32_t s = 0; s < 64; s++)
-			if (r->sources >> s & 1)
-				out_u64(o, NULL, NULL, s);
-		out_arr_end(o);
-	}
-	out_bool(o, "checked", NULL, r->checked);
-	out_bool(o, "verified", NULL, r->verified);
-	out_text(o, ", %s",
-		 r->verified  ? "verified"
-		 : r->checked ? "NOT verified (content wrong)"
-			      : "not checked");
-	if (r->reason)
-		out_str(o, "reason", ": %s", r->reason);
-	else
-		out_null(o, "reason");
-	out_text(o, "\n");
-	if (run->send)
-		put_timeline(o, "ready_us", "layers ready", r->ready_us, r->layers);
-	put_timeline(o, "landed_us", "layers landed", r->landed_us, r->layers);
-}
-
-/* send on a terminal: requests ended of those asked, bytes done, the rate;
- * redrawn after each event, whose line came first. */
-static void send_progress(struct run_ctx *run, const struct kv_event *ev)
-{
-	double el = rc_now() - run->prog.start;
-	char b[32];
-
-	if (ev->kind == KV_EV_DONE || ev->kind == KV_EV_CANCELLED || ev->kind == KV_EV_FAILED) {
-		run->ended++;
-		run->bytes += ev->kind == KV_EV_DONE ? ev->rep->bytes : 0;
-	}
-	rc_format_size(run->bytes, b, sizeof(b));
-	progress_say(&run->prog, true, "kvxfer send: %u/%u request%s ended, %s moved, %.3f GB/s",
-		     run->ended, run->asked, run->asked == 1 ? "" : "s", b,
-		     el > 0 ? (double)run->bytes / 1e9 / el : 0.0);
-}
-
-static void on_event(void *arg, const struct kv_event *ev)
-{
-	struct run_ctx *run = arg;
-	struct out *o = &run->ctx->out;
-
-	if (run->send)
-		progress_end(&run->prog); /* the event's line starts clean */
-	switch (ev->kind) {
-	case KV_EV_READY:
-		out_str(o, "event", NULL, run->send ? "ready" : "listening");
-		out_u64(o, "rank",
-			run->send ? "source rank %llu: connected and welcomed"
-				  : "decode rank %llu listening",
-			ev->rank);
-		if (!run->send) {
-			out_str(o, "address", " on %s", ev->peer);
-			out_u64(o, "port", ":%llu", ev->port);
-			out_str(o, "device", " (%s)", ev->dev);
-			out_u64(o, "pool_bytes", ", pool %llu bytes", ev->pool_bytes);
-			out_u64(o, "land_bytes", ", landing area %llu bytes", ev->land_bytes);
-		}
-		if (ev->mem)
-			out_mem(o, ", ", ev->mem->kind, ev->mem->gpu, ev->mem->reg,
-				ev->mem->reg_notes);
-		out_text(o, "\n");
-		break;
-	case KV_EV_PEER_REFUSED:
-		out_str(o, "event", NULL, "refused");
-		out_str(o, "peer", "%s", ev->peer);
-		if (ev->rank < KV_MAX_TP)
-			out_u64(o, "peer_rank", " (source rank %llu)", ev->rank);
-		else
-			out_null(o, "peer_rank");
-		out_str(o, "reason", ": refused: %s\n", ev->reason);
-		break;
-	case KV_EV_PEER_UP:
-	case KV_EV_PEER_DOWN:
-		out_str(o, "event", NULL, ev->kind == KV_EV_PEER_UP ? "connected" : "disconnected");
-		out_str(o, "peer", "%s", ev->peer);
-		out_u64(o, "peer_rank", run->send ? " (decode rank %llu)" : " (source rank %llu)",
-			ev->rank);
-		if (ev->kind == KV_EV_PEER_UP) {
-			out_u64(o, "qps", ": connected, %llu data QPs", ev->qps);
-			if (ev->dev)
-				out_str(o, "device", " through %s", ev->dev);
-			out_text(o, "\n");
-		} else {
-			out_text(o, ": gone");
-			out_str(o, "reason", ": %s\n", ev->reason);
-		}
-		break;
-	default:
-		put_report(run, ev);
-	}
-	out_event(o);
-	if (run->send)
-		send_progress(run, ev);
-}
-
-static void put_summary(struct ctx *ctx, const struct kv_summary *s, uint32_t asked, bool send)
-{
-	struct out *o = &ctx->out;
-	uint32_t n = s->done + s->cancelled + s->failed;
-	double gbyte;
-
-	out_str(o, "event", NULL, "summary");
-	out_u64(o, "requests", "summary: %llu requests", n);
-	out_u64(o, "done", ", %llu done", s->done);
-	out_u64(o, "verified", " (%llu verified)", s->verified);
-	out_u64(o, "cancelled", ", %llu cancelled", s->cancelled);
-	out_u64(o, "failed", ", %llu failed", s->failed);
-	out_u64(o, "bytes", "; %llu bytes", s->bytes);
-	out_f64(o, "seconds", " in %.3f s", s->seconds);
-	gbyte = s->seconds > 0 ? (double)s->bytes / 1e9 / s->seconds : 0;
-	out_f64(o, "gbyte_per_s", " (%.3f GB/s", gbyte);
-	out_f64(o, "gbit_per_s", ", %.3f Gb/s)", gbyte * 8);
-	if (send && s->done) {
-		out_f64(o, "exposed_avg_us", "; exposed %.0f us on average",
-			s->exposed_sum_s / s->done * 1e6);
-		out_f64(o, "exposed_max_us", ", %.0f at most", s->exposed_max_s * 1e6);
-	}
-	if (send) {
-		out_text(o, "; per data QP: bytes");
-		out_arr_begin(o, "qp_bytes");
-		for (uint32_t k = 0; k < s->nqps; k++)
-			out_u64(o, NULL, " %llu", s->qp_bytes[k]);
-		out_arr_end(o);
-		out_text(o, ", writes");
-		out_arr_begin(o, "qp_writes");
-		for (uint32_t k = 0; k < s->nqps; k++)
-			out_u64(o, NULL, " %llu", s->qp_wrs[k]);
-		out_arr_end(o);
-		out_u64(o, "routes", "; %llu routes", s->routes);
-		out_u64(o, "routes_packed", ", %llu packed", s->routes_packed);
-		out_u64(o, "packed_bytes", " (%llu bytes copied", s->packed_bytes);
-		out_u64(o, "gathered_bytes", ", %llu gathered", s->gathered_bytes);
-		out_u64(o, "gather_sge", ", up to %llu pieces a write)", s->gather_sge);
-		out_u64(o, "routes_landed", ", %llu landed", s->routes_landed);
-	}
-	out_text(o, "\n");
-	(void)asked;
-	out_event(o);
-}
+#include "rails_cmds.h"
 
 static int common(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		  struct kv_common_opts *co)
@@ -298,37 +81,6 @@ static int signals(struct ctx *ctx, sigset_t *mask)
 	return fd;
 }
 
-/* --metrics: the summary's figures. */
-static void kv_metrics(struct metrics *m, const struct kv_summary *s, bool send)
-{
-	char qp[16];
-
-	metrics_family(m, "rdmactl_kvxfer_requests_total", METRIC_COUNTER,
-		       "requests finished, by outcome");
-	metrics_sample(m, "", "outcome", "done", s->done);
-	metrics_sample(m, "", "outcome", "cancelled", s->cancelled);
-	metrics_sample(m, "", "outcome", "failed", s->failed);
-	metrics_counter(m, "rdmactl_kvxfer_verified_requests_total",
-			"requests whose every byte was checked and right", s->verified);
-	metrics_counter(m, "rdmactl_kvxfer_bytes_total", "bytes of the requests done",
-			(double)s->bytes);
-	metrics_gauge(m, "rdmactl_kvxfer_duration_seconds",
-		      "from the first request's start to the last one's end", s->seconds);
-	if (!send)
-		return;
-	metrics_gauge(m, "rdmactl_kvxfer_exposed_max_seconds",
-		      "the longest a request's transfer outlasted its compute", s->exposed_max_s);
-	metrics_counter(m, "rdmactl_kvxfer_exposed_seconds_total",
-			"the requests' transfer time not hidden by compute, together",
-			s->exposed_sum_s);
-	metrics_family(m, "rdmactl_kvxfer_qp_bytes_total", METRIC_COUNTER,
-		       "RDMA WRITE payload bytes per data queue pair (all decode ranks)");
-	for (uint32_t k = 0; k < s->nqps; k++) {
-		snprintf(qp, sizeof(qp), "%u", k);
-		metrics_sample(m, "", "qp", qp, (double)s->qp_bytes[k]);
-	}
-}
-
 static int finish_run(struct ctx *ctx, int rc, const struct rc_err *e, const struct kv_summary *sum,
 		      uint32_t asked, bool send, int sfd, sigset_t *mask)
 {
@@ -338,7 +90,7 @@ static int finish_run(struct ctx *ctx, int rc, const struct rc_err *e, const str
 	}
 	if (rc)
 		return fail(ctx, rc, "%s", e->msg);
-	put_summary(ctx, sum, asked, send);
+	kvxfer_put_summary(ctx, sum, asked, send);
 	if (sum->failed)
 		return fail(ctx, -EIO, "%u request%s failed", sum->failed,
 			    sum->failed == 1 ? "" : "s");
@@ -363,7 +115,7 @@ static int finish(struct ctx *ctx, const struct opt_vals *v, uint32_t rank, int 
 	metrics_label(&m, "command", send ? "kvxfer send" : "kvxfer serve");
 	metrics_label_u64(&m, "rank", rank);
 	if (ran)
-		kv_metrics(&m, sum, send);
+		kvxfer_metrics(&m, sum, send);
 	return metrics_commit(ctx, &m, path, rc);
 }
 
@@ -385,12 +137,34 @@ static int mem_opts(struct ctx *ctx, const struct opt_vals *v, const char *sub,
 	return 0;
 }
 
+/* --listen, one address or one a rail (with -d DEV1,DEV2). */
+static int serve_listen(struct ctx *ctx, const struct opt_vals *v, struct listen_rails *lr,
+			struct kv_recv_opts *o)
+{
+	int rc = listen_rails(ctx, "kvxfer serve", opt_arg(v, KVX_LISTEN), lr);
+
+	if (rc)
+		return rc;
+	o->addr = lr->host[0];
+	o->port = lr->port[0];
+	if (lr->n < 2)
+		return 0;
+	o->nrails = lr->n;
+	for (int i = 0; i < lr->n; i++) {
+		o->rail_addr[i] = lr->host[i];
+		o->rail_port[i] = lr->port[i];
+		o->rail_dev[i] = lr->dev[i][0] ? lr->dev[i] : NULL;
+	}
+	o->c.dev_name = o->rail_dev[0];
+	return 0;
+}
+
 int kvxfer_serve(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 {
 	struct kv_recv_opts o = { .scatter_seed = 0 };
 	struct run_ctx r = { ctx, false };
 	struct kv_summary sum;
-	struct rc_target t;
+	struct listen_rails lr;
 	uint64_t pool = 0, land = 0;
 	struct rc_err e;
 	sigset_t mask;
@@ -401,9 +175,8 @@ int kvxfer_serve(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	if (!opt_on(v, KVX_LISTEN) || !opt_on(v, KVX_POOL_PAGES))
 		return usage_err(ctx,
 				 "kvxfer serve: --listen ADDR:PORT and --pool-pages N are required");
-	if (rc_parse_target(opt_arg(v, KVX_LISTEN), &t) || t.region[0])
-		return usage_err(ctx, "invalid --listen '%s': expected ADDR:PORT",
-				 opt_arg(v, KVX_LISTEN));
+	if ((rc = serve_listen(ctx, v, &lr, &o)))
+		return rc;
 	if ((rc = opt_u64_at(ctx, c, v, KVX_POOL_PAGES, &pool)) ||
 	    (rc = opt_u64_at(ctx, c, v, KVX_SCATTER, &o.scatter_seed)) ||
 	    (rc = opt_u64_at(ctx, c, v, KVX_LAND_PAGES, &land)))
@@ -419,8 +192,6 @@ int kvxfer_serve(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	if (o.c.rank >= o.c.g.dst_tp)
 		return usage_err(ctx, "kvxfer serve: --rank %u, but --dst-tp %u has ranks 0 to %u",
 				 o.c.rank, o.c.g.dst_tp, o.c.g.dst_tp - 1);
-	o.addr = t.host;
-	o.port = t.port;
 	o.pool_pages = (uint32_t)pool;
 	o.scatter = opt_on(v, KVX_SCATTER);
 	o.verify = opt_on(v, KVX_VERIFY);
@@ -430,7 +201,7 @@ int kvxfer_serve(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 		return usage_err(
 			ctx, "kvxfer serve: --verify reads the pool with the CPU, not with --mem %s",
 			opt_arg(v, KVX_MEM));
-	o.c.on_event = on_event;
+	o.c.on_event = kvxfer_on_event;
 	o.c.arg = &r;
 	if (ctx->session)
 		return usage_err(ctx,
@@ -471,6 +242,12 @@ static int send_targets(struct ctx *ctx, const struct opt_vals *v, struct kv_sen
 		return usage_err(
 			ctx,
 			"kvxfer send: --connect ADDR:PORT (each decode rank) and --tokens N are required");
+	/* a source rank is one GPU's process: one NIC, the rail of its GPU */
+	if (ctx->dev_name && strchr(ctx->dev_name, ','))
+		return usage_err(ctx,
+				 "kvxfer send: -d %s: a source rank sends from one device (its "
+				 "rail); a decode rank serves several (serve --listen ADDR1,ADDR2)",
+				 ctx->dev_name);
 	for (int i = 0; i < v->nmulti; i++) {
 		struct rc_target t;
 
@@ -563,7 +340,7 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	    (rc = send_path(ctx, c, v, &o)) || (rc = corrupt_hook(ctx, &o)))
 		return rc;
 	o.targets = targets;
-	o.c.on_event = on_event;
+	o.c.on_event = kvxfer_on_event;
 	o.c.arg = &r;
 	if (ctx->session)
 		return usage_err(ctx, "kvxfer send: run it from the command line, not in the shell");

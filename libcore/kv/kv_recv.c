@@ -61,20 +61,21 @@ static void on_msg(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *
 	}
 }
 
-static int handle_cm(struct kv_receiver *r, struct rc_err *err)
+static int handle_cm(struct kv_receiver *r, int rail, struct rc_err *err)
 {
+	struct rc_listener *l = r->rails[rail].l;
 	struct rc_cm_event ev;
 
-	while (rc_listener_next(r->l, 0, &ev) == 0) {
+	while (rc_listener_next(l, 0, &ev) == 0) {
 		struct rconn *conn = ev.conn ? ev.conn->user : NULL;
 
 		if (ev.kind == RC_CM_REQUEST) {
-			kvr_on_connect_request(r, &ev);
+			kvr_on_connect_request(r, rail, &ev);
 			continue;
 		}
 		if (ev.kind == RC_CM_DEVICE_GONE)
 			return rc_err_set(err, ENODEV, "the RDMA device %s was removed",
-					  r->l->dev_name);
+					  l->dev_name);
 		if (ev.kind == RC_CM_GONE && conn) {
 			if (!conn->p->dead)
 				snprintf(conn->p->why, sizeof(conn->p->why), "%s (%s)",
@@ -119,14 +120,14 @@ static void on_wc(struct kv_receiver *r, struct rconn *conn, const struct ibv_wc
 /* The shared CQ: each completion to its connection, found by QP number;
  * one of a connection closed already, or of a dead peer's, is dropped (a
  * dead peer's CQ is read no more). Bounded, as one pass of the loop. */
-static void handle_shared(struct kv_receiver *r)
+static void handle_shared(struct kv_receiver *r, struct rc_shared *sh)
 {
 	struct ibv_wc wc[32];
 	int n, seen = 0;
 
-	while (r->sh && seen < 1024 && (n = rc_shared_take(r->sh, wc, 32)) > 0) {
+	while (sh && seen < 1024 && (n = rc_shared_take(sh, wc, 32)) > 0) {
 		for (int j = 0; j < n; j++) {
-			struct rc_conn *c = rc_shared_conn(r->sh, wc[j].qp_num);
+			struct rc_conn *c = rc_shared_conn(sh, wc[j].qp_num);
 			struct rconn *conn = c ? c->user : NULL;
 
 			if (conn && !conn->p->dead)
@@ -140,7 +141,8 @@ static void handle_cqs(struct kv_receiver *r)
 {
 	struct ibv_wc wc[32];
 
-	handle_shared(r);
+	for (int i = 0; i < r->nrails; i++)
+		handle_shared(r, r->rails[i].sh);
 	for (int i = 0; i < r->nconns; i++) {
 		struct rconn *conn = r->conns[i];
 		struct rpeer *p = conn->p;
@@ -197,7 +199,7 @@ static void reap(struct kv_receiver *r)
 				if (r->conns[j] == conn)
 					r->conns[j] = r->conns[--r->nconns];
 			rc_conn_close(conn->c);
-			r->cq_used -= conn->cqe;
+			r->rails[conn->rail].cq_used -= conn->cqe;
 			kv_chan_fini(&conn->ch);
 			free(conn);
 		}
@@ -309,6 +311,10 @@ static int check_opts(struct kv_receiver *r, struct rc_err *err)
 	if (o->mem.kind == RC_MEM_CUDA && o->verify)
 		return rc_err_set(err, ENOTSUP,
 				  "--verify reads the pool with the CPU: not with GPU memory");
+	if (o->mem.kind == RC_MEM_CUDA && o->nrails > 1)
+		return rc_err_set(err, ENOTSUP, "a pool in GPU memory is served on one rail only");
+	if (o->nrails > RC_RAILS_MAX)
+		return rc_err_set(err, EINVAL, "at most %d rails", RC_RAILS_MAX);
 	if (o->pool_pages < 1)
 		return rc_err_set(err, EINVAL, "the pool needs at least one page");
 	if (o->land_pages > o->pool_pages)
@@ -390,21 +396,44 @@ static int free_list(struct kv_receiver *r, struct rc_err *err)
 }
 
 /*
- * One CQ and completion channel for the source ranks' connections, as
- * large as the device allows (at most 65536 entries): each connection takes
- * room for its send and receive queues there; one that finds none left,
- * or a device without the room, gets a CQ of its own.
+ * One CQ and completion channel per rail for the source ranks' connections
+ * on it, as large as the device allows (at most 65536 entries): each
+ * connection takes room for its send and receive queues there; one that
+ * finds none left, or a device without the room, gets a CQ of its own.
  */
-static void shared_cq(struct kv_receiver *r)
+static void shared_cq(struct kv_rrail *rl)
 {
 	struct ibv_device_attr da;
 	int cqe;
 
-	if (ibv_query_device(r->l->verbs, &da))
+	if (ibv_query_device(rl->l->verbs, &da))
 		return;
 	cqe = da.max_cqe < 65536 ? da.max_cqe : 65536;
-	if (rc_shared_create(r->l->pd, cqe, 0, &r->sh, NULL))
-		r->sh = NULL;
+	if (rc_shared_create(rl->l->pd, cqe, 0, &rl->sh, NULL))
+		rl->sh = NULL;
+}
+
+/* Setup, step 4: rail i's listener, the pool registered on its PD (len:
+ * the pool's bytes, for the message) and its CQ; its line of the summary. */
+static int listen_rail(struct kv_receiver *r, int i, uint64_t len, struct rc_err *err)
+{
+	const struct kv_recv_opts *o = r->o;
+	struct kv_rrail *rl = &r->rails[i];
+	struct kv_rail_sum *s = &r->sum->rails[i];
+	const char *addr = i ? o->rail_addr[i] : o->addr, *port = i ? o->rail_port[i] : o->port;
+	int rc = rc_listen(addr, port, i ? o->rail_dev[i] : o->c.dev_name, &rl->l, err);
+
+	if (rc)
+		return r->nrails > 1 ? rc_err_wrap(err, -rc, "rail %d (%s)", i + 1, addr) : rc;
+	if ((rc = rc_mem_register(&r->pool, rl->l->pd,
+				  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &rl->mr, err)))
+		return rc_err_wrap(err, -rc, "cannot register a pool of %llu bytes on %s",
+				   (unsigned long long)len, rl->l->dev_name);
+	shared_cq(rl);
+	snprintf(s->dev, sizeof(s->dev), "%s", rl->l->dev_name);
+	snprintf(s->addr, sizeof(s->addr), "%s", rl->l->addr);
+	s->port = rl->l->port;
+	return 0;
 }
 
 static int setup(struct kv_receiver *r, struct rc_err *err)
@@ -422,15 +451,11 @@ static int setup(struct kv_receiver *r, struct rc_err *err)
 	spec.path = NULL;
 	if ((rc = rc_mem_alloc_spec(&r->pool, &spec, true, err)) || (rc = free_list(r, err)))
 		return rc;
-	/* Step 4: the listener, and the pool registered on its PD. */
-	if ((rc = rc_listen(o->addr, o->port, o->c.dev_name, &r->l, err)))
-		return rc;
-	if ((rc = rc_mem_register(&r->pool, r->l->pd,
-				  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &r->mr, err))) {
-		return rc_err_wrap(err, -rc, "cannot register a pool of %llu bytes on %s",
-				   (unsigned long long)len, r->l->dev_name);
-	}
-	shared_cq(r);
+	r->nrails = o->nrails > 1 ? o->nrails : 1;
+	r->sum->nrails = o->nrails > 1 ? (uint32_t)o->nrails : 0;
+	for (int i = 0; i < r->nrails; i++)
+		if ((rc = listen_rail(r, i, len, err)))
+			return rc;
 	return 0;
 }
 
@@ -447,20 +472,70 @@ static void teardown(struct kv_receiver *r)
 	for (int k = 0; k < KV_MAX_SLOTS; k++)
 		if (r->reqs[k].used)
 			kvr_req_release(r, &r->reqs[k]);
-	rc_shared_destroy(r->sh); /* after every connection on it */
-	if (r->mr)
-		ibv_dereg_mr(r->mr);
-	rc_listener_close(r->l);
+	for (int i = 0; i < RC_RAILS_MAX; i++) {
+		struct kv_rrail *rl = &r->rails[i];
+
+		rc_shared_destroy(rl->sh); /* after every connection on it */
+		if (rl->mr)
+			ibv_dereg_mr(rl->mr);
+		rc_listener_close(rl->l);
+	}
 	rc_mem_free(&r->pool);
 	free(r->freel);
 	free(r->dirtyl);
 	free(r->land_used);
 }
 
+/* The READY event: one per rail it listens on. */
+static void announce(struct kv_receiver *r)
+{
+	for (int i = 0; i < r->nrails; i++) {
+		const struct rc_listener *l = r->rails[i].l;
+		struct kv_event ev = { .kind = KV_EV_READY,
+				       .rank = r->o->c.rank,
+				       .peer = l->addr,
+				       .port = l->port,
+				       .dev = l->dev_name,
+				       .rail = i,
+				       .nrails = r->nrails,
+				       .mem = &r->pool,
+				       .pool_bytes = r->land_off ? r->land_off : r->pool.len,
+				       .land_bytes = r->land_off ? r->pool.len - r->land_off : 0 };
+
+		kvr_emit(r, &ev);
+	}
+}
+
+/* What the loop waits on: the stop fd, each rail's CM channel and shared
+ * CQ, the CQs of connections that have their own. How long: 0 when a
+ * shared CQ was left with completions by a bounded pass. */
+static int poll_fds(struct kv_receiver *r, struct pollfd *pfd, int *wait)
+{
+	int n = 0;
+
+	if (r->o->c.stop_fd >= 0)
+		pfd[n++] = (struct pollfd){ .fd = r->o->c.stop_fd, .events = POLLIN };
+	for (int i = 0; i < r->nrails; i++) {
+		struct kv_rrail *rl = &r->rails[i];
+
+		pfd[n++] = (struct pollfd){ .fd = rl->l->ech->fd, .events = POLLIN };
+		if (rl->sh)
+			pfd[n++] = (struct pollfd){ .fd = rl->sh->cch->fd, .events = POLLIN };
+		if (rl->sh && !rl->sh->armed)
+			*wait = 0;
+	}
+	for (int i = 0; i < r->nconns; i++)
+		if (!r->conns[i]->c->shared &&
+		    !r->conns[i]->p->dead) /* its CQ is not read any more */
+			pfd[n++] =
+				(struct pollfd){ .fd = r->conns[i]->c->cch->fd, .events = POLLIN };
+	return n;
+}
+
 int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_err *err)
 {
 	struct kv_receiver *r = calloc(1, sizeof(*r));
-	struct pollfd pfd[MAX_CONNS + 3];
+	struct pollfd pfd[MAX_CONNS + 2 * RC_RAILS_MAX + 1];
 	bool busy = false;
 	int rc;
 
@@ -473,45 +548,25 @@ int kv_recv_run(const struct kv_recv_opts *o, struct kv_summary *sum, struct rc_
 	r->pool.fd = -1;
 	r->pool.dmabuf_fd = -1;
 	rc = setup(r, err);
-	if (!rc) {
-		struct kv_event ev = { .kind = KV_EV_READY,
-				       .rank = o->c.rank,
-				       .peer = r->l->addr,
-				       .port = r->l->port,
-				       .dev = r->l->dev_name,
-				       .mem = &r->pool,
-				       .pool_bytes = r->land_off ? r->land_off : r->pool.len,
-				       .land_bytes = r->land_off ? r->pool.len - r->land_off : 0 };
-
-		kvr_emit(r, &ev);
-	}
+	if (!rc)
+		announce(r);
 	r->first = rc_now();
 	while (!rc && (!o->c.requests || r->finished < o->c.requests || sources_connected(r))) {
-		int n = 0, wait = busy ? 0 : o->c.hb_ms < 100 ? o->c.hb_ms : 100;
+		int n, wait = busy ? 0 : o->c.hb_ms < 100 ? o->c.hb_ms : 100;
 
-		if (r->sh && !r->sh->armed)
-			wait = 0; /* a bounded pass left completions */
 		/* Finished: wait (bounded) for the sources to disconnect. */
 		if (o->c.requests && r->finished >= o->c.requests && rc_now() > r->last_finish + 2)
 			break;
-
-		if (o->c.stop_fd >= 0)
-			pfd[n++] = (struct pollfd){ .fd = o->c.stop_fd, .events = POLLIN };
-		pfd[n++] = (struct pollfd){ .fd = r->l->ech->fd, .events = POLLIN };
-		if (r->sh)
-			pfd[n++] = (struct pollfd){ .fd = r->sh->cch->fd, .events = POLLIN };
-		for (int i = 0; i < r->nconns; i++)
-			if (!r->conns[i]->c->shared &&
-			    !r->conns[i]->p->dead) /* its CQ is not read any more */
-				pfd[n++] = (struct pollfd){ .fd = r->conns[i]->c->cch->fd,
-							    .events = POLLIN };
+		n = poll_fds(r, pfd, &wait);
 		if (poll(pfd, (nfds_t)n, wait) < 0 && errno != EINTR) {
 			rc = rc_err_set(err, errno, "poll failed: %s", strerror(errno));
 			break;
 		}
 		if (o->c.stop_fd >= 0 && pfd[0].revents)
 			break;
-		if ((rc = handle_cm(r, err)))
+		for (int i = 0; !rc && i < r->nrails; i++)
+			rc = handle_cm(r, i, err);
+		if (rc)
 			break;
 		handle_cqs(r);
 		timers(r);

@@ -26,10 +26,12 @@ struct rconn {
 	uint32_t qp;
 	struct kv_chan ch; /* the control QP only */
 	int cqe;           /* the entries it holds of the shared CQ (0: its own CQ) */
+	int rail;
 };
 
 struct rpeer {
 	bool used, hello, dead, reaped;
+	int rail;     /* where its control QP came in; its data QPs come in there too */
 	bool refused; /* ERROR sent: closed once it is out, or at close_by */
 	double t_conn, close_by;
 	uint32_t rank, nqps, session;
@@ -73,11 +75,17 @@ struct kv_receiver {
 	const struct kv_recv_opts *o;
 	const struct kv_geom *g;
 	char token[RC_TOKEN_MAX + 1]; /* zero-padded; "" none */
-	struct rc_listener *l;
-	struct rc_shared *sh; /* one CQ for the connections it holds room for */
-	int cq_used;          /* its entries held by them */
+	/* A rail each device it listens on (--listen ADDR1,ADDR2): its
+	 * listener, the pool registered on its PD, and one CQ for the
+	 * connections it holds room for (cq_used: its entries they hold). */
+	struct kv_rrail {
+		struct rc_listener *l;
+		struct rc_shared *sh;
+		int cq_used;
+		struct ibv_mr *mr;
+	} rails[RC_RAILS_MAX];
+	int nrails;
 	struct rc_mem pool;
-	struct ibv_mr *mr;
 	uint64_t page_bytes;
 	uint32_t *freel, nfree, fhead;   /* FIFO ring of free page ids */
 	uint32_t *dirtyl, ndirty, dhead; /* --verify: released, to poison before reuse */
@@ -103,7 +111,7 @@ struct kv_receiver {
 /* kv_recv_peer.c */
 /* A connect request: accepted into a peer, or refused with the reason
  * logged (KV_EV_PEER_REFUSED). */
-void kvr_on_connect_request(struct kv_receiver *r, struct rc_cm_event *ev);
+void kvr_on_connect_request(struct kv_receiver *r, int rail, struct rc_cm_event *ev);
 void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m);
 /* Heartbeats that are due. */
 void kvr_heartbeats(struct kv_receiver *r);

@@ -95,7 +95,7 @@ static bool request_authentic(struct kv_receiver *r, struct rc_cm_event *ev, str
 
 /* The peer an authentic connect request joins (a data QP, by rank, session
  * and secret) or makes (a control QP); NULL with why saying why not. */
-static struct rpeer *request_peer(struct kv_receiver *r, const struct rc_cm_event *ev,
+static struct rpeer *request_peer(struct kv_receiver *r, int rail, const struct rc_cm_event *ev,
 				  const struct kv_hello_pd *pd, char why[KV_REASON_MAX])
 {
 	struct rpeer *p = NULL;
@@ -121,6 +121,12 @@ static struct rpeer *request_peer(struct kv_receiver *r, const struct rc_cm_even
 			 "data QP %u of source rank %u: connected already or not "
 			 "one of its %u",
 			 pd->qp, pd->rank, p->nqps);
+	/* its control QP's rail holds the rkey its WELCOME gave */
+	if (!why[0] && pd->qp && p->rail != rail)
+		snprintf(why, KV_REASON_MAX,
+			 "data QP %u of source rank %u on rail %d (%s), its control QP on rail %d (%s)",
+			 pd->qp, pd->rank, rail + 1, r->rails[rail].l->dev_name, p->rail + 1,
+			 r->rails[p->rail].l->dev_name);
 	for (int i = 0; !why[0] && !p && i < PEERS; i++) {
 		if (r->peers[i].used)
 			continue;
@@ -129,6 +135,7 @@ static struct rpeer *request_peer(struct kv_receiver *r, const struct rc_cm_even
 				     .rank = pd->rank,
 				     .nqps = pd->nqps,
 				     .session = pd->session,
+				     .rail = rail,
 				     .t_conn = rc_now() };
 		memcpy(p->secret, pd->secret, KV_PD_SECRET);
 		p->last_rx = p->last_hb = p->t_conn;
@@ -141,7 +148,7 @@ static struct rpeer *request_peer(struct kv_receiver *r, const struct rc_cm_even
 
 /* Accept the request's QP for p; NULL with why saying why not (a control
  * QP's peer is given up then). */
-static struct rconn *accept_qp(struct kv_receiver *r, struct rc_cm_event *ev,
+static struct rconn *accept_qp(struct kv_receiver *r, struct kv_rrail *rl, struct rc_cm_event *ev,
 			       const struct kv_hello_pd *pd, struct rpeer *p,
 			       char why[KV_REASON_MAX])
 {
@@ -159,13 +166,14 @@ static struct rconn *accept_qp(struct kv_receiver *r, struct rc_cm_event *ev,
 	co.rq_depth = pd->qp ? DATA_RECVS : KV_CHAN_RECVS;
 	co.on_qp = pd->qp ? prep_data : prep_ctrl;
 	co.on_qp_arg = conn;
-	if (r->sh && r->cq_used + co.sq_depth + co.rq_depth <= r->sh->cqe) {
-		co.shared = r->sh;
+	if (rl->sh && rl->cq_used + co.sq_depth + co.rq_depth <= rl->sh->cqe) {
+		co.shared = rl->sh;
 		conn->cqe = co.sq_depth + co.rq_depth;
-		r->cq_used += conn->cqe;
+		rl->cq_used += conn->cqe;
 	}
-	if (rc_cm_accept(r->l, ev, &co, &conn->c, &e)) {
-		r->cq_used -= conn->cqe;
+	conn->rail = (int)(rl - r->rails);
+	if (rc_cm_accept(rl->l, ev, &co, &conn->c, &e)) {
+		rl->cq_used -= conn->cqe;
 		kv_chan_fini(&conn->ch);
 		snprintf(why, KV_REASON_MAX, "accept failed: %.200s", e.msg);
 		if (!pd->qp)
@@ -182,7 +190,7 @@ static struct rconn *accept_qp(struct kv_receiver *r, struct rc_cm_event *ev,
  * join a peer whose HELLO passed, by rank, session and secret. With a token,
  * every request proves it before anything else is looked at.
  */
-void kvr_on_connect_request(struct kv_receiver *r, struct rc_cm_event *ev)
+void kvr_on_connect_request(struct kv_receiver *r, int rail, struct rc_cm_event *ev)
 {
 	struct kv_hello_pd pd;
 	struct rpeer *p;
@@ -191,8 +199,8 @@ void kvr_on_connect_request(struct kv_receiver *r, struct rc_cm_event *ev)
 
 	if (!request_authentic(r, ev, &pd))
 		return;
-	if ((p = request_peer(r, ev, &pd, why)))
-		conn = accept_qp(r, ev, &pd, p, why);
+	if ((p = request_peer(r, rail, ev, &pd, why)))
+		conn = accept_qp(r, &r->rails[rail], ev, &pd, p, why);
 	if (!conn) {
 		refuse_request(r, ev, (int)pd.rank, why);
 		return;
@@ -292,7 +300,7 @@ void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m
 	}
 	a.u.welcome.rank = r->o->c.rank;
 	a.u.welcome.pool_pages = r->o->pool_pages;
-	a.u.welcome.rkey = r->mr->rkey;
+	a.u.welcome.rkey = r->rails[p->rail].mr->rkey;
 	a.u.welcome.base = r->pool.mr_addr; /* GPU memory: the device pointer or the bounce buffer */
 	a.u.welcome.page_bytes = r->page_bytes;
 	/* Without a landing area (GPU memory), auto writes into the pool. */
@@ -304,11 +312,15 @@ void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m
 		struct kv_event ev = { .kind = KV_EV_PEER_UP,
 				       .rank = p->rank,
 				       .peer = p->peer,
+				       .dev = r->nrails > 1 ? r->rails[p->rail].l->dev_name : NULL,
+				       .rail = p->rail,
+				       .nrails = r->nrails,
 				       .qps = p->nqps };
 
 		p->hello = true;
 		p->last_rx = rc_now();
 		r->by_rank[p->rank] = p;
+		r->sum->rails[p->rail].sources++;
 		kvr_emit(r, &ev);
 	}
 }

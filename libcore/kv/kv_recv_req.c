@@ -135,6 +135,11 @@ static void report(struct kv_receiver *r, struct rreq *q, enum kv_ev_kind kind, 
 	if (kind == KV_EV_DONE) {
 		r->sum->done++;
 		r->sum->bytes += rep.bytes;
+		for (uint32_t s = 0; r->sum->nrails && s < r->g->src_tp && s < KV_MAX_TP; s++)
+			if (q->asked >> s & 1 && r->by_rank[s])
+				r->sum->rails[r->by_rank[s]->rail].bytes +=
+					kv_route_bytes(r->g, &r->from[s], q->tokens) *
+					kv_halves(r->g) * r->g->layers;
 		r->sum->verified += verified;
 	} else {
 		r->sum->cancelled += kind == KV_EV_CANCELLED;

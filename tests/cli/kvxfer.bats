@@ -234,6 +234,23 @@ LLAMA=(--layers 32 --kv-heads 8 --head-dim 128 --dtype bf16)
 	assert_output "$(printf 'plan\nserve\nsend')"
 }
 
+@test "rails: serve takes an address a rail (and -d a device each), send one device" {
+	run "$RDMACTL" -d rxe_b kvxfer serve "${LLAMA[@]}" --listen 192.0.2.1:7500,192.0.2.2:7500 --pool-pages 4
+	assert_failure 2
+	assert_output --partial "kvxfer serve: -d names 1 device and --listen 2 addresses: give one device per address"
+	run "$RDMACTL" kvxfer serve "${LLAMA[@]}" --listen 192.0.2.1:7500,:7500 --pool-pages 4
+	assert_failure 2
+	assert_output --partial "invalid --listen ':7500'"
+	run "$RDMACTL" -d rxe_a,rxe_c kvxfer send "${LLAMA[@]}" --tokens 4 --connect 192.0.2.1:7500
+	assert_failure 2
+	assert_output --partial "kvxfer send: -d rxe_a,rxe_c: a source rank sends from one device"
+	# well formed: past the parser, to the missing device (exit 1)
+	run timeout 20 "$RDMACTL" -d rxe_b,rxe_d kvxfer serve "${LLAMA[@]}" \
+		--listen 192.0.2.1:7500,192.0.2.2:7500 --pool-pages 4
+	assert_failure 1
+	assert_output --partial "rail 1 (192.0.2.1)"
+}
+
 @test "send to nothing fails with exit 1 and names the decode rank" {
 	run timeout 30 "$RDMACTL" -t 2000 kvxfer send "${LLAMA[@]}" --tokens 4 --connect 127.0.0.1:1
 	assert_failure 1

@@ -17,6 +17,11 @@ need_two_nics() {
 	[ -n "${RDMACTL_VM_ADDR_A:-}" ] || skip "needs two rxe devices (tests/vm/run.sh --two-nics)"
 }
 
+need_four_nics() {
+	need_two_nics
+	[ -n "${RDMACTL_VM_ADDR_C:-}" ] || skip "needs four rxe devices (tests/vm/run.sh --four-nics)"
+}
+
 # heavy_sibling: skip on the sanitizer tier (tests/rxe/sanitized.sh) a test
 # whose code path a lighter test of the same file already runs there; the
 # plain rxe tier runs it. Keeps the whole suite near its 30-minute goal.

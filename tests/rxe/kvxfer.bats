@@ -39,7 +39,8 @@ teardown() {
 }
 
 # serve NAME ARGS...: a decode rank on a fresh port, in the background, then
-# wait_listening. Sets PORT_<NAME>. $KV_T, when set, is rdmactl's -t (ms).
+# wait_listening. Sets PORT_<NAME>. $KV_T, when set, is rdmactl's -t (ms);
+# $KV_RAIL2, when set, a second address to listen on (a second rail).
 serve() {
 	serve_bg "$@" && wait_listening "$1"
 }
@@ -50,7 +51,7 @@ serve_bg() {
 	PORT_SEQ=$(( ${PORT_SEQ:-0} + 1 ))
 	port=$(( 18000 + BATS_TEST_NUMBER * 20 + PORT_SEQ ))
 	printf -v "PORT_$name" '%s' "$port"
-	"$RDMACTL" -j ${KV_T:+-t "$KV_T"} kvxfer serve --listen "$ADDR:$port" "$@" >"$KV_OUT/$name.out" 2>"$KV_OUT/$name.err" &
+	"$RDMACTL" -j ${KV_T:+-t "$KV_T"} kvxfer serve --listen "$ADDR:$port${KV_RAIL2:+,$KV_RAIL2:$port}" "$@" >"$KV_OUT/$name.out" 2>"$KV_OUT/$name.err" &
 	KV_PID[$name]=$!
 }
 
@@ -843,6 +844,47 @@ TWO_NICS_CHECK='
 	check '.planalways[0].pack.always.writes == .planalways[0].pack.never.writes' planalways
 }
 
+# rails_tp2 TO FROM: TP 2 -> 1, the decode rank serving on rxe_b and rxe_d
+# (two rails), source rank 0 from rxe_a to rxe_b, source rank 1 from the
+# address FROM to the address TO (rxe_c to rxe_d: a rail of its own; rxe_a
+# to rxe_b: rank 0's). Three requests, each verified.
+rails_tp2() {
+	T=(--layers 4 --kv-heads 8 --head-dim 16 --page-tokens 4 --src-tp 2 --dst-tp 1)
+	ADDR=$RDMACTL_VM_ADDR_B KV_RAIL2=$RDMACTL_VM_ADDR_D serve d0 "${T[@]}" --pool-pages 32 \
+		--verify --requests 3
+	send s0 "${T[@]}" --rank 0 --connect "$RDMACTL_VM_ADDR_B:$PORT_d0" --bind "$RDMACTL_VM_ADDR_A" \
+		--tokens 10 --requests 3
+	send s1 "${T[@]}" --rank 1 --connect "$1:$PORT_d0" --bind "$2" \
+		--tokens 10 --requests 3
+	reap s0 s1 d0
+	status 0 s0 s1 d0
+}
+
+@test "kvxfer TP 2 -> 1 over two rails: each source rank on its own, every request verified, each rail half the bytes" {
+	need_four_nics
+	rails_tp2 "$RDMACTL_VM_ADDR_D" "$RDMACTL_VM_ADDR_C"
+	# The decode rank listens on both rails, welcomes rank 0 on rxe_b and
+	# rank 1 on rxe_d, and each rail carried exactly its source's route.
+	check "def B: \"$RDMACTL_VM_DEV_B\"; def D: \"$RDMACTL_VM_DEV_D\";
+		([.s0, .s1, .d0] | all(verified(3)))
+		and (.s0 | ev(\"connected\")[0].device == \"$RDMACTL_VM_DEV_A\")
+		and (.s1 | ev(\"connected\")[0].device == \"$RDMACTL_VM_DEV_C\")
+		and (.d0 | ev(\"listening\") | map([.rail, .device]) == [[1, B], [2, D]])
+		and (.d0 | ev(\"connected\") | map([.peer_rank, .device]) | sort == [[0, B], [1, D]])
+		and (.d0 | ev(\"summary\")[0] | .bytes as \$t | \$t > 0 and (.rails | map([.device, .sources, .bytes, .share])
+			== [[B, 1, (\$t / 2), 0.5], [D, 1, (\$t / 2), 0.5]]))" s0 s1 d0
+}
+
+@test "kvxfer over two rails, both source ranks on rail 1: rail 2 shows no source and no bytes" {
+	need_four_nics
+	# The per-rail figures come from where the sources really came in: the
+	# same run with rank 1 sent to rxe_b's address instead.
+	rails_tp2 "$RDMACTL_VM_ADDR_B" "$RDMACTL_VM_ADDR_A"
+	check "def B: \"$RDMACTL_VM_DEV_B\"; def D: \"$RDMACTL_VM_DEV_D\";
+		(.d0 | verified(3))
+		and (.d0 | ev(\"connected\") | map(.device) == [B, B])
+		and (.d0 | ev(\"summary\")[0] | .rails | map([.device, .sources, .share]) == [[B, 2, 1], [D, 0, 0]])" d0
+}
 # The fake CUDA driver (tests/unit/fake_cuda.c): "GPU memory" that is host
 # memory, so that send's GPU memory path (the fill through a host copy, the
 # packed staging copied over, the registered addresses in the writes) runs

@@ -8,11 +8,6 @@
 
 load helpers
 
-need_four_nics() {
-	need_two_nics
-	[ -n "${RDMACTL_VM_ADDR_C:-}" ] || skip "needs four rxe devices (tests/vm/run.sh --four-nics)"
-}
-
 setup() {
 	need_four_nics
 	IN=$BATS_TEST_TMPDIR/in

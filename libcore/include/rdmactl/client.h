@@ -130,8 +130,8 @@ RC_EXPORT int rc_client_bench(struct rc_client *cl, const struct rc_client_bench
 
 /* Several rails: one region reached through several NICs (rdmactl-write(8)),
  * one client per rail, each on its own device and its own server address,
- * and a transfer striped over them in chunks. See region/rails.c. */
-#define RC_RAILS_MAX 16
+ * and a transfer striped over them in chunks. See region/rails.c.
+ * RC_RAILS_MAX: parse.h. */
 
 struct rc_rail_spec {
 	const char *host; /* the server's address on this rail */

@@ -238,6 +238,8 @@ struct kv_event {
 	uint64_t land_bytes; /* READY (serve): the landing area's bytes (0: none) */
 	uint32_t qps;        /* PEER_UP: its data QPs */
 	const char *reason;  /* PEER_DOWN */
+	int rail;   /* READY (serve): the rail it listens on; PEER_UP (serve): it came in on */
+	int nrails; /* serve: how many rails it listens on */
 	const struct kv_report *rep;
 	/* READY: the pool (serve) or the source pages (send): kind, GPU and the
 	 * registration path that ran (reg, reg_notes). */
@@ -260,6 +262,16 @@ struct kv_summary {
 	uint64_t packed_bytes, gathered_bytes;
 	uint32_t gather_sge;
 	uint32_t routes_landed; /* send: routes written into a landing area */
+	/* serve with several rails: each rail's device and address, the source
+	 * ranks that came in on it (welcomed), and the bytes of the requests done
+	 * that their routes moved over it. */
+	uint32_t nrails;
+	struct kv_rail_sum {
+		char dev[64], addr[RC_HOST_MAX];
+		uint16_t port;
+		uint32_t sources;
+		uint64_t bytes;
+	} rails[RC_RAILS_MAX];
 };
 
 struct kv_common_opts {
@@ -279,7 +291,13 @@ struct kv_common_opts {
 
 struct kv_recv_opts {
 	struct kv_common_opts c;
-	const char *addr, *port;
+	const char *addr, *port; /* rail 0: with c.dev_name */
+	/* Several rails (NICs): rails 1 to nrails - 1 listen on rail_addr[i]:rail_port[i]
+	 * from rail_dev[i] (NULL: the device of that address); the pool is
+	 * registered once on each rail's device, and a source rank's QPs all
+	 * come in on one rail. nrails 0 or 1: rail 0 alone. */
+	int nrails;
+	const char *rail_addr[RC_RAILS_MAX], *rail_port[RC_RAILS_MAX], *rail_dev[RC_RAILS_MAX];
 	uint32_t pool_pages;
 	bool scatter;
 	/* Units of the landing area per layer half (0: pool_pages); a request

@@ -12,6 +12,9 @@
 #define RC_DEFAULT_PORT "7471"
 #define RC_NAME_MAX 32 /* region name, including the NUL */
 #define RC_HOST_MAX 256
+/* The most rails (NICs) one process uses for one job: write, read, register,
+ * kvxfer serve. */
+#define RC_RAILS_MAX 16
 #define RC_TOKEN_MAX 56 /* what fits in an rdma_cm connect request */
 
 /* "4096", "4K", "1M", "1G", "1T", "64KiB" (binary multiples). Returns 0 or
