@@ -27,59 +27,6 @@
 
 #include "mcast_int.h"
 
-#define CH_DATA 0
-#define CH_CREDIT 1
-#define CH_STOP 2
-#define HELLO_MAGIC 0x6d636173u /* "mcas" */
-#define POLL_MS 50
-#define CALIBRATE_MAX (8u << 20)
-
-struct hello {
-	uint32_t magic;
-	uint32_t algo;
-	uint32_t fanout;
-	uint32_t root;
-	uint32_t chunk;
-	uint32_t ring;
-	uint64_t size;
-	uint64_t addr;
-	uint32_t rkey;
-	uint32_t pad;
-};
-
-struct kid {
-	int rank;
-	uint64_t addr;
-	uint32_t rkey;
-	uint64_t base; /* writes to it before chunk 0 (calibration) */
-	uint32_t sent;
-	bool lost;
-};
-
-struct mc {
-	struct rc_group *g;
-	const struct rc_mcast_opts *o;
-	struct rc_mcast_result *res;
-	int me, parent, nkids;
-	struct kid *kids; /* world of room */
-	uint64_t paddr;
-	uint32_t prkey;
-	struct rc_mem mem;
-	bool mem_on;
-	struct ibv_mr *mr;
-	uint64_t ring_addr; /* the ring as the NIC addresses it */
-	uint8_t *stage;     /* a host copy of a chunk when the ring is GPU memory */
-	uint8_t *flip;      /* the test hook's copy of the chunk it corrupts */
-	uint64_t size;
-	uint32_t chunk, n;
-	int R;
-	uint32_t have, consumed, credited;
-	struct rc_sha256 sha;
-	double t0, last_progress;
-	int blocks_done;
-	bool stopped; /* this rank gave up: what is left is telling the children */
-};
-
 static uint32_t chunk_len(const struct mc *m, uint32_t k)
 {
 	uint64_t off = (uint64_t)k * m->chunk;
@@ -136,86 +83,6 @@ static int setup_ring(struct mc *m, struct rc_err *err)
 	if (m->mem.kind == RC_MEM_CUDA && !(m->stage = malloc(m->chunk)))
 		return rc_err_set(err, ENOMEM, "out of memory");
 	return 0;
-}
-
-/* The first option a rank's hello disagrees with the root's on, or NULL. */
-static const char *hello_differs(const struct hello *root, const struct hello *h)
-{
-	return h->algo != root->algo       ? "--algo"
-	       : h->fanout != root->fanout ? "--fanout"
-	       : h->root != root->root     ? "--root"
-	       : h->chunk != root->chunk   ? "--chunk"
-	       : h->ring != root->ring     ? "--ring"
-					   : NULL;
-}
-
-/* This rank's hello (mine: the exchange leaves all[me] alone) and those of
- * the ranks it has a connection to, against the root's: the first that is no
- * hello, or that was given other options, fails this rank, naming that one
- * (the caller puts this rank's number first). */
-static int hellos_agree(const struct mc *m, struct hello *all, const struct hello *mine,
-			struct rc_err *err)
-{
-	int root = m->o->shape.root;
-
-	all[m->me] = *mine;
-	if (all[root].magic != HELLO_MAGIC)
-		return rc_err_set(err, EPROTO, "the root said no multicast hello");
-	for (int i = 0; i < m->o->shape.world; i++) {
-		const char *what;
-
-		if (i != m->me && !rc_group_conn(m->g, i))
-			continue; /* no connection, no hello */
-		if (all[i].magic != HELLO_MAGIC)
-			return rc_err_set(err, EPROTO, "rank %d said no multicast hello", i);
-		if (!(what = hello_differs(&all[root], &all[i])))
-			continue;
-		if (i == m->me)
-			return rc_err_set(err, EINVAL, "%s differs from the root's", what);
-		return rc_err_set(err, EINVAL, "rank %d's %s differs from the root's", i, what);
-	}
-	return 0;
-}
-
-/* Everyone's ring and the root's blob size, over every connection. */
-static int say_hello(struct mc *m, struct rc_err *err)
-{
-	const struct rc_mcast_opts *o = m->o;
-	int W = o->shape.world, root = o->shape.root, rc;
-	struct hello mine = { HELLO_MAGIC,
-			      (uint32_t)o->shape.algo,
-			      (uint32_t)o->shape.fanout,
-			      (uint32_t)root,
-			      o->chunk,
-			      (uint32_t)o->ring,
-			      o->size,
-			      m->ring_addr,
-			      m->mr->rkey,
-			      0 };
-	struct hello *all = calloc((size_t)W, sizeof(*all)), *r;
-
-	if (!all)
-		return rc_err_set(err, ENOMEM, "out of memory");
-	if ((rc = rc_group_exchange(m->g, &mine, sizeof(mine), all, err)))
-		goto out;
-	r = &all[root];
-	/* Each rank checks the hellos it got, so that the root (connected to
-	 * every rank) stops the group here, naming the rank that differs, before
-	 * a write lands in a ring of another size. */
-	if ((rc = hellos_agree(m, all, &mine, err)))
-		goto out;
-	if (m->me != root) {
-		m->size = r->size;
-		m->paddr = all[m->parent].addr;
-		m->prkey = all[m->parent].rkey;
-	}
-	for (int i = 0; i < m->nkids; i++) {
-		m->kids[i].addr = all[m->kids[i].rank].addr;
-		m->kids[i].rkey = all[m->kids[i].rank].rkey;
-	}
-out:
-	free(all);
-	return rc;
 }
 
 /* The root times a burst of plain writes to its first child: the link's
@@ -550,7 +417,7 @@ int rc_mcast_run(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_mc
 	m.R = o->ring;
 	m.size = o->size;
 	rc_sha256_init(&m.sha);
-	if ((rc = setup_ring(&m, err)) || (rc = say_hello(&m, err)))
+	if ((rc = setup_ring(&m, err)) || (rc = mcast_say_hello(&m, err)))
 		goto out;
 	m.n = (uint32_t)((m.size + m.chunk - 1) / m.chunk);
 	if ((uint64_t)m.n * m.chunk < m.size || m.size > (uint64_t)UINT32_MAX * m.chunk) {

@@ -1,9 +1,71 @@
 /* SPDX-License-Identifier: MIT */
-/* Inside the mcast layer: what mcast.c calls in report.c. */
+/* Inside the mcast layer: one rank's multicast state (mcast.c), its hello
+ * (hello.c) and the reports (report.c). */
 #ifndef RDMACTL_MCAST_INT_H
 #define RDMACTL_MCAST_INT_H
 
 #include <rdmactl/mcast.h>
+#include <rdmactl/sha256_core.h>
+#include <rdmactl/mem_core.h>
+#include <rdmactl/group_core.h>
+
+#define CH_DATA 0
+#define CH_CREDIT 1
+#define CH_STOP 2
+#define HELLO_MAGIC 0x6d636173u /* "mcas" */
+#define POLL_MS 50
+#define CALIBRATE_MAX (8u << 20)
+
+struct hello {
+	uint32_t magic;
+	uint32_t algo;
+	uint32_t fanout;
+	uint32_t root;
+	uint32_t chunk;
+	uint32_t ring;
+	uint64_t size;
+	uint64_t addr;
+	uint32_t rkey;
+	uint32_t pad;
+};
+
+struct kid {
+	int rank;
+	uint64_t addr;
+	uint32_t rkey;
+	uint64_t base; /* writes to it before chunk 0 (calibration) */
+	uint32_t sent;
+	bool lost;
+};
+
+struct mc {
+	struct rc_group *g;
+	const struct rc_mcast_opts *o;
+	struct rc_mcast_result *res;
+	int me, parent, nkids;
+	struct kid *kids; /* world of room */
+	uint64_t paddr;
+	uint32_t prkey;
+	struct rc_mem mem;
+	bool mem_on;
+	struct ibv_mr *mr;
+	uint64_t ring_addr; /* the ring as the NIC addresses it */
+	uint8_t *stage;     /* a host copy of a chunk when the ring is GPU memory */
+	uint8_t *flip;      /* the test hook's copy of the chunk it corrupts */
+	uint64_t size;
+	uint32_t chunk, n;
+	int R;
+	uint32_t have, consumed, credited;
+	struct rc_sha256 sha;
+	double t0, last_progress;
+	int blocks_done;
+	bool stopped; /* this rank gave up: what is left is telling the children */
+};
+
+/* hello.c: everyone's ring and the root's blob size, over every
+ * connection, each rank checking that the hellos it got agree with the
+ * root's options. */
+int mcast_say_hello(struct mc *m, struct rc_err *err);
 
 /* Gather every receiver's res->self at the root; the root fills res->recv,
  * ok_count and seconds, judging each against its own size and digest. */

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+/* The multicast's hello: every rank's ring address and key and the root's
+ * blob size go to every rank it is connected to, and each checks that the
+ * hellos it got were given the root's options, naming the first that was
+ * not, before a write lands in a ring of another size. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "mcast_int.h"
+
+/* The first option a rank's hello disagrees with the root's on, or NULL. */
+static const char *hello_differs(const struct hello *root, const struct hello *h)
+{
+	return h->algo != root->algo       ? "--algo"
+	       : h->fanout != root->fanout ? "--fanout"
+	       : h->root != root->root     ? "--root"
+	       : h->chunk != root->chunk   ? "--chunk"
+	       : h->ring != root->ring     ? "--ring"
+					   : NULL;
+}
+
+/* This rank's hello (mine: the exchange leaves all[me] alone) and those of
+ * the ranks it has a connection to, against the root's: the first that is no
+ * hello, or that was given other options, fails this rank, naming that one
+ * (the caller puts this rank's number first). */
+static int hellos_agree(const struct mc *m, struct hello *all, const struct hello *mine,
+			struct rc_err *err)
+{
+	int root = m->o->shape.root;
+
+	all[m->me] = *mine;
+	if (all[root].magic != HELLO_MAGIC)
+		return rc_err_set(err, EPROTO, "the root said no multicast hello");
+	for (int i = 0; i < m->o->shape.world; i++) {
+		const char *what;
+
+		if (i != m->me && !rc_group_conn(m->g, i))
+			continue; /* no connection, no hello */
+		if (all[i].magic != HELLO_MAGIC)
+			return rc_err_set(err, EPROTO, "rank %d said no multicast hello", i);
+		if (!(what = hello_differs(&all[root], &all[i])))
+			continue;
+		if (i == m->me)
+			return rc_err_set(err, EINVAL, "%s differs from the root's", what);
+		return rc_err_set(err, EINVAL, "rank %d's %s differs from the root's", i, what);
+	}
+	return 0;
+}
+
+/* Everyone's ring and the root's blob size, over every connection. */
+int mcast_say_hello(struct mc *m, struct rc_err *err)
+{
+	const struct rc_mcast_opts *o = m->o;
+	int W = o->shape.world, root = o->shape.root, rc;
+	struct hello mine = { HELLO_MAGIC,
+			      (uint32_t)o->shape.algo,
+			      (uint32_t)o->shape.fanout,
+			      (uint32_t)root,
+			      o->chunk,
+			      (uint32_t)o->ring,
+			      o->size,
+			      m->ring_addr,
+			      m->mr->rkey,
+			      0 };
+	struct hello *all = calloc((size_t)W, sizeof(*all)), *r;
+
+	if (!all)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	if ((rc = rc_group_exchange(m->g, &mine, sizeof(mine), all, err)))
+		goto out;
+	r = &all[root];
+	/* Each rank checks the hellos it got, so that the root (connected to
+	 * every rank) stops the group here, naming the rank that differs, before
+	 * a write lands in a ring of another size. */
+	if ((rc = hellos_agree(m, all, &mine, err)))
+		goto out;
+	if (m->me != root) {
+		m->size = r->size;
+		m->paddr = all[m->parent].addr;
+		m->prkey = all[m->parent].rkey;
+	}
+	for (int i = 0; i < m->nkids; i++) {
+		m->kids[i].addr = all[m->kids[i].rank].addr;
+		m->kids[i].rkey = all[m->kids[i].rank].rkey;
+	}
+out:
+	free(all);
+	return rc;
+}
