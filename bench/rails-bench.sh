@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# write over one rail against two: a region served on rxe_b and rxe_d
+# write over one rail against two, then kvxfer: a region served on rxe_b and rxe_d
 # (register --listen B,D), written from rxe_a alone, then from rxe_a and
 # rxe_c striped in 1 MiB chunks, in alternating rounds; the median rate of
 # each, their ratio, and how busy the guest's CPUs were during each (from
@@ -9,7 +9,8 @@
 # they are near 100% busy with one rail, the CPU, not the rails, is the
 # limit, and a second rail cannot double the rate. Run it in the guest:
 #   tests/vm/run.sh --four-nics -- bench/rails-bench.sh
-# Environment: SIZE (default 32M), STRIPE (1M), ROUNDS (5).
+# Then kvxfer (the end of this file says how). Environment: SIZE (default
+# 32M), STRIPE (1M), ROUNDS (5); KV_TOKENS (512), KV_REQUESTS (4).
 set -euo pipefail
 
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
@@ -65,8 +66,10 @@ for ((r = 1; r <= rounds; r++)); do
 	printf '%-6s %12.4f %8s %12.4f %8s %10s\n' "$r" "$g1" "$c1" "$g2" "$c2" "$sh"
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-m1=$(median "${one[@]}") m2=$(median "${two[@]}") b1=$(median "${cpu1[@]}") b2=$(median "${cpu2[@]}")
-awk -v m1="$m1" -v m2="$m2" -v b1="$b1" -v b2="$b2" -v n="$(nproc)" 'BEGIN {
+# verdict ONE TWO BUSY1 BUSY2: the medians, their ratio, and whether the
+# guest's CPUs or the rails set the limit.
+verdict() {
+	awk -v m1="$1" -v m2="$2" -v b1="$3" -v b2="$4" -v n="$(nproc)" 'BEGIN {
 	printf "median: one rail %.4f GB/s (CPUs %d%% busy), two rails %.4f GB/s (CPUs %d%% busy): ratio %.2f\n",
 		m1, b1, m2, b2, (m1 > 0 ? m2 / m1 : 0)
 	# what the CPUs allow: one rail costs b1% of them, two cannot have more than 100%
@@ -80,4 +83,56 @@ awk -v m1="$m1" -v m2="$m2" -v b1="$b1" -v b2="$b2" -v n="$(nproc)" 'BEGIN {
 	else
 		printf "the CPUs had room (%d%% busy with two rails): the rails, not the CPU, set the rates\n", b2
 }'
+}
+verdict "$(median "${one[@]}")" "$(median "${two[@]}")" "$(median "${cpu1[@]}")" "$(median "${cpu2[@]}")"
 echo "($size from a file per write, $stripe chunks for two rails, $rounds alternating rounds; shares% = each rail's part of the bytes)"
+
+# kvxfer over one rail against two: TP 2 -> 1, the decode rank serving on
+# rxe_b and rxe_d; one rail: both source ranks from rxe_a to rxe_b; two
+# rails: rank 0 from rxe_a to rxe_b, rank 1 from rxe_c to rxe_d. The rate
+# is the decode rank's (bytes of the requests done over the time from the
+# first one's start to the last one's end), no compute between layers.
+KVG=(--layers 8 --kv-heads 8 --head-dim 128 --page-tokens 16 --src-tp 2 --dst-tp 1)
+kv_tokens=${KV_TOKENS:-512}
+kv_requests=${KV_REQUESTS:-4}
+kv_port=26100
+# kv_run RANK1_TO RANK1_FROM: one run; "GB/s busy% shares%" on stdout.
+kv_run() {
+	local s0 s1 d0 cpu
+	kv_port=$((kv_port + 1))
+	busy >/dev/null
+	"$rdmactl" -j kvxfer serve "${KVG[@]}" --listen "$RDMACTL_VM_ADDR_B:$kv_port,$RDMACTL_VM_ADDR_D:$kv_port" \
+		--pool-pages $((kv_tokens / 16 * 2 + 8)) --requests "$kv_requests" >"$work/d0" 2>&1 &
+	d0=$!
+	for ((i = 0; i < 100; i++)); do
+		(($(grep -c '"event":"listening"' "$work/d0") == 2)) && break
+		sleep 0.1
+	done
+	"$rdmactl" -j kvxfer send "${KVG[@]}" --rank 0 --connect "$RDMACTL_VM_ADDR_B:$kv_port" \
+		--bind "$RDMACTL_VM_ADDR_A" --tokens "$kv_tokens" --requests "$kv_requests" \
+		--layer-compute-us 0 >"$work/s0" 2>&1 &
+	s0=$!
+	"$rdmactl" -j kvxfer send "${KVG[@]}" --rank 1 --connect "$1:$kv_port" --bind "$2" \
+		--tokens "$kv_tokens" --requests "$kv_requests" --layer-compute-us 0 >"$work/s1" 2>&1 &
+	s1=$!
+	if ! wait "$s0" || ! wait "$s1" || ! wait "$d0"; then
+		echo "rails-bench: kvxfer failed:" >&2
+		cat "$work/d0" "$work/s0" "$work/s1" >&2
+		exit 1
+	fi
+	cpu=$(busy)
+	jq -r --arg cpu "$cpu" 'select(.event == "summary") |
+		"\(.gbyte_per_s) \($cpu) \([.rails[].share] | map(. * 100 | floor) | join("/"))"' "$work/d0"
+}
+
+one=() two=() cpu1=() cpu2=()
+echo
+printf '%-6s %12s %8s %12s %8s %10s\n' kvxfer "one(GB/s)" "cpu%" "two(GB/s)" "cpu%" "shares%"
+for ((r = 1; r <= rounds; r++)); do
+	read -r g1 c1 _ < <(kv_run "$RDMACTL_VM_ADDR_B" "$RDMACTL_VM_ADDR_A")
+	read -r g2 c2 sh < <(kv_run "$RDMACTL_VM_ADDR_D" "$RDMACTL_VM_ADDR_C")
+	one+=("$g1") two+=("$g2") cpu1+=("$c1") cpu2+=("$c2")
+	printf '%-6s %12.4f %8s %12.4f %8s %10s\n' "$r" "$g1" "$c1" "$g2" "$c2" "$sh"
+done
+verdict "$(median "${one[@]}")" "$(median "${two[@]}")" "$(median "${cpu1[@]}")" "$(median "${cpu2[@]}")"
+echo "(kvxfer TP 2 -> 1: $kv_requests requests of $kv_tokens tokens, 8 layers x 8 KV heads x 128 dims, bf16; one rail: both source ranks to rxe_b; shares% = each rail's part on the decode rank)"

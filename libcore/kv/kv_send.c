@@ -46,6 +46,23 @@ static int connect_dst(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 	return kv_chan_init(&d->ch, d->ctrl, err);
 }
 
+/*
+ * One CQ and completion channel for the data QPs of every decode rank (room
+ * for each one's send queue and its one receive), made with the first
+ * decode rank's, on its device (a source rank sends from one). Without
+ * the room, or when it cannot be made, each data QP keeps its own.
+ */
+static void shared_cq(struct kv_sender *s, struct sdst *d)
+{
+	struct ibv_device_attr da;
+	long cqe = (long)s->nd * s->o->nqps * (SQ_DEPTH + 5);
+
+	if (s->sh || ibv_query_device(d->ctrl->verbs, &da) || cqe > da.max_cqe)
+		return;
+	if (rc_shared_create(d->ctrl->pd, (int)cqe, 0, &s->sh, NULL))
+		s->sh = NULL;
+}
+
 /* The data QPs: the decode rank takes them only after WELCOME. */
 static int connect_data(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 {
@@ -64,6 +81,8 @@ static int connect_data(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 	co.rq_depth = 1;
 	co.send_sge = (int)s->gather;
 	co.pd = d->ctrl->pd;
+	shared_cq(s, d);
+	co.shared = s->sh;
 	for (uint32_t k = 0; k < o->nqps; k++) {
 		pd.qp = k + 1;
 		memcpy(pd.secret, s->secret, sizeof(pd.secret));
@@ -72,6 +91,9 @@ static int connect_data(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 		if ((rc = rc_connect(d->t->host, d->t->port, &co, &d->qp[k].c, &e)))
 			return rc_err_set(err, -rc, "decode rank at %s, data QP %u: %.400s",
 					  d->name, k + 1, e.msg);
+		d->qp[k].c->user = &d->qp[k];
+		d->qp[k].d = d;
+		d->qp[k].k = k;
 		d->qp[k].sq = (struct rc_sq){ .depth = SQ_DEPTH, .signal_every = SIGNAL_EVERY };
 		if ((uint32_t)d->qp[k].c->send_sge < s->gather)
 			s->gather = (uint32_t)d->qp[k].c->send_sge;
@@ -344,10 +366,48 @@ static void drain_ctrl(struct kv_sender *s, struct sdst *d)
 	}
 }
 
+/* One completion of a data QP of d's: a write done, or its death. */
+static void data_wc(struct kv_sender *s, struct sdst *d, struct sqp *qp, const struct ibv_wc *wc)
+{
+	struct rc_err e;
+
+	if (wc->status == IBV_WC_SUCCESS && wc->opcode == IBV_WC_RDMA_WRITE) {
+		kvs_on_data_wc(s, d, qp, wc);
+		return;
+	}
+	if (wc->status == IBV_WC_SUCCESS)
+		snprintf(d->why, sizeof(d->why), "unexpected completion (opcode %d) on data QP %u",
+			 (int)wc->opcode, qp->k + 1);
+	else {
+		rc_wc_error(qp->c, wc, &e);
+		snprintf(d->why, sizeof(d->why), "%.200s", e.msg);
+	}
+	d->dead = true;
+}
+
+/* The shared CQ: each completion to its data QP, found by QP number; one
+ * of a QP closed already, or of a dead decode rank's, is dropped. Bounded,
+ * as one pass of the loop. */
+static void drain_shared(struct kv_sender *s)
+{
+	struct ibv_wc wc[32];
+	int n, seen = 0;
+
+	while (s->sh && seen < 1024 && (n = rc_shared_take(s->sh, wc, 32)) > 0) {
+		for (int j = 0; j < n; j++) {
+			struct rc_conn *c = rc_shared_conn(s->sh, wc[j].qp_num);
+			struct sqp *qp = c ? c->user : NULL;
+
+			if (qp && !qp->d->dead)
+				data_wc(s, qp->d, qp, &wc[j]);
+		}
+		seen += n;
+	}
+}
+
 static void dst_step(struct kv_sender *s, struct sdst *d, double now)
 {
 	struct ibv_wc wc[32];
-	struct rc_err e;
 	int n;
 
 	/* Completions before CM events: a message that came in before a
@@ -356,25 +416,9 @@ static void dst_step(struct kv_sender *s, struct sdst *d, double now)
 	for (uint32_t k = 0; k < s->o->nqps; k++) {
 		struct sqp *qp = &d->qp[k];
 
-		while (!d->dead && (n = rc_cq_take(qp->c, wc, 32)) != 0) {
-			for (int j = 0; n > 0 && j < n && !d->dead; j++) {
-				if (wc[j].status == IBV_WC_SUCCESS &&
-				    wc[j].opcode == IBV_WC_RDMA_WRITE) {
-					kvs_on_data_wc(s, d, qp, &wc[j]);
-					continue;
-				}
-				if (wc[j].status == IBV_WC_SUCCESS) {
-					snprintf(d->why, sizeof(d->why),
-						 "unexpected completion (opcode %d) on "
-						 "data QP %u",
-						 (int)wc[j].opcode, k + 1);
-					d->dead = true;
-					continue;
-				}
-				rc_wc_error(qp->c, &wc[j], &e);
-				snprintf(d->why, sizeof(d->why), "%.200s", e.msg);
-				d->dead = true;
-			}
+		while (!qp->c->shared && !d->dead && (n = rc_cq_take(qp->c, wc, 32)) != 0) {
+			for (int j = 0; n > 0 && j < n && !d->dead; j++)
+				data_wc(s, d, qp, &wc[j]);
 			if (n < 0)
 				d->dead = true;
 		}
@@ -395,7 +439,7 @@ static void dst_step(struct kv_sender *s, struct sdst *d, double now)
 static int run(struct kv_sender *s, struct rc_err *err)
 {
 	const struct kv_send_opts *o = s->o;
-	struct pollfd *pfd = calloc((size_t)s->nd * (o->nqps + 1) * 2 + 1, sizeof(*pfd));
+	struct pollfd *pfd = calloc((size_t)s->nd * (o->nqps + 1) * 2 + 2, sizeof(*pfd));
 	int rc = 0;
 
 	if (!pfd)
@@ -406,6 +450,7 @@ static int run(struct kv_sender *s, struct rc_err *err)
 		bool busy;
 
 		/* Drain and arm every CQ before sleeping on them. */
+		drain_shared(s);
 		for (int i = 0; i < s->nd; i++) {
 			struct sdst *d = &s->d[i];
 
@@ -447,11 +492,14 @@ static int run(struct kv_sender *s, struct rc_err *err)
 			for (uint32_t k = 0; k < o->nqps; k++) {
 				pfd[n++] = (struct pollfd){ .fd = d->qp[k].c->ech->fd,
 							    .events = POLLIN };
-				pfd[n++] = (struct pollfd){ .fd = d->qp[k].c->cch->fd,
-							    .events = POLLIN };
+				if (!d->qp[k].c->shared)
+					pfd[n++] = (struct pollfd){ .fd = d->qp[k].c->cch->fd,
+								    .events = POLLIN };
 			}
 		}
-		wait = busy ? 0 : (int)(kvs_next_wake(s) * 1000) + 1;
+		if (s->sh)
+			pfd[n++] = (struct pollfd){ .fd = s->sh->cch->fd, .events = POLLIN };
+		wait = busy || (s->sh && !s->sh->armed) ? 0 : (int)(kvs_next_wake(s) * 1000) + 1;
 		if (poll(pfd, (nfds_t)n, wait) < 0 && errno != EINTR) {
 			rc = rc_err_set(err, errno, "poll failed: %s", strerror(errno));
 			goto out;
@@ -503,6 +551,7 @@ int kv_send_run(const struct kv_send_opts *o, struct kv_summary *sum, struct rc_
 		for (int k = 0; k < KV_MAX_QPS; k++)
 			free(s->d[i].qp[k].q);
 	}
+	rc_shared_destroy(s->sh); /* after every data QP on it */
 	for (uint32_t i = 0; s->reqs && i < o->inflight; i++) {
 		for (int k = 0; k < s->nd; k++)
 			free(s->reqs[i].pages[k]);

@@ -24,8 +24,12 @@ struct wr_ent {
 	struct rc_sg *sg;
 };
 
+struct sdst;
+
 struct sqp {
 	struct rc_conn *c;
+	struct sdst *d; /* whose it is, and which (k: data QP k + 1) */
+	uint32_t k;
 	struct rc_sq sq; /* posted, done, last signalled: rc_sq_next decides */
 	uint64_t bytes;  /* RDMA WRITE payload posted */
 	struct wr_ent *q;
@@ -100,6 +104,9 @@ struct kv_sender {
 	uint32_t next_id, active, finished;
 	double compute_free, first;
 	bool stopping, broken;
+	/* One CQ for every data QP (all decode ranks), made with the first
+	 * one; NULL: each has its own (a device without the room). */
+	struct rc_shared *sh;
 	struct kv_summary *sum;
 	uint32_t pages_tmp[KV_MAX_REQ_PAGES];
 };
