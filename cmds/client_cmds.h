@@ -21,8 +21,10 @@
 	  "token the server requires (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
 	X(P##_TOKEN_FILE, "token-file", 0, "FILE", \
 	  "read the token from the first line of FILE (mode 600)", COMP_FILE) \
-	X(P##_BIND, "bind", 'B', "ADDR", "local address to connect from (it picks the device)") \
-	X(P##_OFFSET, "offset", 'o', "SIZE", "offset in the region (default 0)")
+	X(P##_BIND, "bind", 'B', "ADDR", "local address to connect from (it picks the device)", \
+	  OPT_STR(struct client_args, bind, NULL)) \
+	X(P##_OFFSET, "offset", 'o', "SIZE", "offset in the region", \
+	  OPT_SIZE(struct client_args, off, "0"))
 
 #define BENCH_OPTS(X, P) \
 	X(P##_BENCH, "bench", 0, NULL, "benchmark: bandwidth and message rate") \
