@@ -23,41 +23,45 @@
 	X(A2A_ALGO, "algo", 'a', "ALGO", \
 	  "flat (every rank connects to every other), ring (to its two " \
 	  "neighbours) or hierarchical (to the ranks of its node, and over the rail to the rank of the " \
-	  "same local index on every other node) (default flat)", \
-	  COMP_WORDS, "flat|ring|hierarchical") \
+	  "same local index on every other node)", \
+	  COMP_WORDS, "flat|ring|hierarchical", OPT_WORD(struct a2a_cli, algo, "flat")) \
 	X(A2A_RANKS_PER_NODE, "ranks-per-node", 0, "N", \
 	  "hierarchical: ranks per node (default: by host name; --plan: figures per node too)") \
-	X(A2A_HIDDEN, "hidden", 0, "N", "elements per token (default 7168)") \
-	X(A2A_DTYPE, "dtype", 0, "TYPE", \
-	  "bf16 or fp8 (fp8 adds a scale per 128 elements; default bf16)", COMP_WORDS, "bf16|fp8") \
-	X(A2A_TOKENS, "tokens", 0, "N", "tokens per rank (default 128)") \
+	X(A2A_HIDDEN, "hidden", 0, "N", "elements per token", \
+	  OPT_U32(struct a2a_cli, run.hidden, 1, 1 << 24, "7168")) \
+	X(A2A_DTYPE, "dtype", 0, "TYPE", "bf16 or fp8 (fp8 adds a scale per 128 elements)", \
+	  COMP_WORDS, "bf16|fp8", OPT_WORD(struct a2a_cli, dtype, "bf16")) \
+	X(A2A_TOKENS, "tokens", 0, "N", "tokens per rank", \
+	  OPT_U32(struct a2a_cli, route.tokens, 1, 1 << 24, "128")) \
 	X(A2A_EXPERTS, "experts", 'E', "N", \
-	  "experts, spread evenly over the ranks (default 8 per rank)") \
-	X(A2A_TOPK, "topk", 'k', "K", "experts per token (default 2)") \
-	X(A2A_SKEW, "skew", 0, "MODEL", "uniform, zipf:S or matrix:FILE.csv (default uniform)") \
-	X(A2A_SEED, "seed", 0, "N", "routing seed (default 1)") \
-	X(A2A_ITERS, "iters", 'n', "N", "timed iterations (default 20)") \
-	X(A2A_WARMUP, "warmup", 0, "N", "untimed iterations first (default 2)") \
+	  "experts, spread evenly over the ranks (default 8 per rank)", \
+	  OPT_U32(struct a2a_cli, route.experts, 1, 1 << 24, NULL)) \
+	X(A2A_TOPK, "topk", 'k', "K", "experts per token", \
+	  OPT_U32(struct a2a_cli, route.topk, 1, 1 << 24, "2")) \
+	X(A2A_SKEW, "skew", 0, "MODEL", "uniform, zipf:S or matrix:FILE.csv (default uniform)", \
+	  OPT_STR(struct a2a_cli, skew, NULL)) \
+	X(A2A_SEED, "seed", 0, "N", "routing seed", OPT_U64(struct a2a_cli, route.seed, "1")) \
+	X(A2A_ITERS, "iters", 'n', "N", "timed iterations", \
+	  OPT_INT(struct a2a_cli, run.iters, 1, 1 << 24, "20")) \
+	X(A2A_WARMUP, "warmup", 0, "N", "untimed iterations first", \
+	  OPT_INT(struct a2a_cli, run.warmup, 0, 1 << 20, "2")) \
 	X(A2A_MEM, "mem", 0, "KIND", \
 	  "token buffers: host, hugepage or cuda[:N] (GPU N in PCI bus order; default host)", \
 	  COMP_WORDS, "host|hugepage|cuda") \
-	X(A2A_NO_CHECK, "no-check", 0, NULL, "do not check the received tokens") \
-	X(A2A_ALL_RANKS, "all-ranks", 0, NULL, "every rank prints its figures, not only rank 0") \
+	X(A2A_NO_CHECK, "no-check", 0, NULL, "do not check the received tokens", \
+	  OPT_FLAG(struct a2a_cli, no_check)) \
+	X(A2A_ALL_RANKS, "all-ranks", 0, NULL, "every rank prints its figures, not only rank 0", \
+	  OPT_FLAG(struct a2a_cli, all_ranks)) \
 	X(A2A_SVG, "svg", 0, "FILE", "rank 0 draws the dispatch bytes per peer as an SVG heatmap", \
-	  COMP_FILE) \
-	X(A2A_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping") \
+	  COMP_FILE, OPT_STR(struct a2a_cli, svg, NULL)) \
+	X(A2A_BUSY_POLL, "busy-poll", 0, NULL, \
+	  "spin on the completion queues instead of sleeping", OPT_FLAG(struct a2a_cli, busy_poll)) \
 	X(A2A_PLAN, "plan", 0, NULL, \
 	  "size the job and exit, no device, rendezvous or rank needed: " \
 	  "per rank the QPs, CQs, message rings, registered bytes and connect rounds that --algo's " \
 	  "connections give, the job's totals and barrier tree depth (needs --world; hierarchical " \
-	  "--ranks-per-node; --rank details that rank)")
-
-enum { ALLTOALL_OPTS(OPT_INDEX) A2A_NOPTS };
-static const struct cmd_opt alltoall_opts[] = { ALLTOALL_OPTS(OPT_ENTRY) OPT_END };
-OPTS_BOUND(alltoall_opts, A2A_NOPTS);
-
-static const char *const algo_words[] = { "flat", "ring", "hierarchical", NULL };
-static const char *const dtype_words[] = { "bf16", "fp8", NULL };
+	  "--ranks-per-node; --rank details that rank)", \
+	  OPT_FLAG(struct a2a_cli, plan))
 
 struct a2a_cli {
 	struct group_args grp;
@@ -67,68 +71,53 @@ struct a2a_cli {
 	bool all_ranks;
 	bool busy_poll;
 	bool plan;
+	int algo, dtype;  /* --algo, --dtype: their words' index */
+	const char *skew; /* --skew MODEL, or NULL */
+	bool no_check;
 	uint64_t *counts;
 };
 
-static int opt_pos(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
-		   uint32_t *out)
-{
-	int val = (int)*out, rc = opt_int_at(ctx, c, v, i, 1, 1 << 24, &val);
-
-	*out = (uint32_t)val;
-	return rc;
-}
+enum { ALLTOALL_OPTS(OPT_INDEX) A2A_NOPTS };
+static const struct cmd_opt alltoall_opts[] = { ALLTOALL_OPTS(OPT_ENTRY) OPT_END };
+OPTS_BOUND(alltoall_opts, A2A_NOPTS);
 
 static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 {
 	const struct cmd *c = &cmd_alltoall;
-	int algo = 0, dtype = 0, rpn = 0, rc;
-	uint64_t seed = 1;
-	const char *skew = opt_arg(v, A2A_SKEW);
+	int rpn = 0, rc;
 	struct rc_err e;
 
-	a->plan = opt_on(v, A2A_PLAN);
+	opts_fill(ctx, c, v, A2A_PLAN, A2A_PLAN + 1, a);
 	if ((rc = a->plan ? group_plan_args(ctx, c, v, A2A_RANK, "alltoall", &a->grp)
 			  : group_args_parse(ctx, c, v, A2A_RANK, &a->grp)) ||
-	    (rc = opt_word_at(ctx, c, v, A2A_ALGO, algo_words, &algo)) ||
-	    (rc = opt_word_at(ctx, c, v, A2A_DTYPE, dtype_words, &dtype)) ||
+	    (rc = opts_fill(ctx, c, v, A2A_ALGO, A2A_ALGO + 1, a)) ||
+	    (rc = opts_fill(ctx, c, v, A2A_DTYPE, A2A_DTYPE + 1, a)) ||
 	    (rc = a->plan ? group_plan_rpn(ctx, c, v, A2A_RANKS_PER_NODE, a->grp.who.world, &rpn)
 			  : opt_int_at(ctx, c, v, A2A_RANKS_PER_NODE, 1, RC_GROUP_MAX, &rpn)) ||
-	    (rc = opt_u64_at(ctx, c, v, A2A_SEED, &seed)))
+	    (rc = opts_fill(ctx, c, v, A2A_SEED, A2A_SEED + 1, a)))
 		return rc;
-	if (a->plan && algo == RC_A2A_HIER && !rpn)
+	if (a->plan && a->algo == RC_A2A_HIER && !rpn)
 		return usage_err(ctx,
 				 "alltoall --plan --algo hierarchical needs --ranks-per-node N (a run "
 				 "takes it from the host names)");
 	if (a->grp.who.world < 2)
 		return usage_err(ctx, "alltoall needs at least 2 ranks (the world size is %d)",
 				 a->grp.who.world);
-	a->run.algo = (enum rc_a2a_algo)algo;
-	a->run.dtype = (enum rc_a2a_dtype)dtype;
+	a->run.algo = (enum rc_a2a_algo)a->algo;
+	a->run.dtype = (enum rc_a2a_dtype)a->dtype;
 	a->run.ranks_per_node = rpn;
-	a->run.hidden = 7168;
-	a->run.iters = 20;
-	a->run.warmup = 2;
 	a->route.world = a->grp.who.world;
-	a->route.tokens = 128;
 	a->route.experts = 8 * (uint32_t)a->grp.who.world;
-	a->route.topk = 2;
-	a->route.seed = seed;
-	if ((rc = opt_pos(ctx, c, v, A2A_HIDDEN, &a->run.hidden)) ||
-	    (rc = opt_pos(ctx, c, v, A2A_TOKENS, &a->route.tokens)) ||
-	    (rc = opt_pos(ctx, c, v, A2A_EXPERTS, &a->route.experts)) ||
-	    (rc = opt_pos(ctx, c, v, A2A_TOPK, &a->route.topk)) ||
-	    (rc = opt_int_at(ctx, c, v, A2A_ITERS, 1, 1 << 24, &a->run.iters)) ||
-	    (rc = opt_int_at(ctx, c, v, A2A_WARMUP, 0, 1 << 20, &a->run.warmup)))
+	if ((rc = opts_fill(ctx, c, v, A2A_HIDDEN, A2A_HIDDEN + 1, a)) ||
+	    (rc = opts_fill(ctx, c, v, A2A_TOKENS, A2A_SKEW + 1, a)) ||
+	    (rc = opts_fill(ctx, c, v, A2A_ITERS, A2A_WARMUP + 1, a)))
 		return rc;
-	if (skew && rc_a2a_skew_parse(skew, &a->route, &e))
+	if (a->skew && rc_a2a_skew_parse(a->skew, &a->route, &e))
 		return usage_err(ctx, "%s", e.msg);
-	a->run.check = !opt_on(v, A2A_NO_CHECK);
+	opts_fill(ctx, c, v, A2A_NO_CHECK, A2A_BUSY_POLL + 1, a);
+	a->run.check = !a->no_check;
 	if ((rc = opt_mem(ctx, opt_arg(v, A2A_MEM), true, NULL, &a->run.mem.kind, &a->run.mem.gpu)))
 		return rc;
-	a->all_ranks = opt_on(v, A2A_ALL_RANKS);
-	a->busy_poll = opt_on(v, A2A_BUSY_POLL);
-	a->svg = opt_arg(v, A2A_SVG);
 	if (!a->grp.rendezvous && !a->plan)
 		return usage_err(ctx,
 				 "alltoall needs --rendezvous etcd://HOST:PORT/JOB or file:PATH");
@@ -139,8 +128,9 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 		return usage_err(ctx, "%s", e.msg);
 	if (rc_a2a_counts_fit(a->counts, a->grp.who.world,
 			      rc_a2a_token_bytes(a->run.hidden, a->run.dtype), &e))
-		return a->route.skew == RC_A2A_MATRIX ? usage_err(ctx, "--skew %s: %s", skew, e.msg)
-						      : usage_err(ctx, "%s", e.msg);
+		return a->route.skew == RC_A2A_MATRIX
+			       ? usage_err(ctx, "--skew %s: %s", a->skew, e.msg)
+			       : usage_err(ctx, "%s", e.msg);
 	a->run.counts = a->counts;
 	if (a->plan)
 		return 0;

@@ -12,11 +12,22 @@
 #include "client_cmds.h"
 
 #define ATOMIC_OPTS(X) \
-	X(AT_FAA, "faa", 0, "DELTA", "fetch-and-add DELTA (may be negative)") \
+	X(AT_FAA, "faa", 0, "DELTA", "fetch-and-add DELTA (may be negative)", \
+	  OPT_STR(struct atomic_args, faa, NULL)) \
 	X(AT_CAS, "cas", 0, "EXPECTED,SWAP", \
-	  "compare-and-swap: store SWAP where the value is EXPECTED") \
+	  "compare-and-swap: store SWAP where the value is EXPECTED", \
+	  OPT_STR(struct atomic_args, cas, NULL)) \
 	CLIENT_OPTS(X, AT) \
 	BENCH_OPTS(X, AT)
+
+/* What `atomic` was asked, parsed and checked. */
+struct atomic_args {
+	struct client_args cl;
+	struct bench_args bench;
+	const char *faa, *cas; /* as given */
+	bool is_cas;
+	uint64_t add, expected, swap;
+};
 
 enum { ATOMIC_OPTS(OPT_INDEX) ATOMIC_NOPTS };
 static const struct cmd_opt atomic_opts[] = { ATOMIC_OPTS(OPT_ENTRY) OPT_END };
@@ -50,14 +61,6 @@ static void put_u64(struct ctx *ctx, const char *key, const char *fmt, uint64_t 
 	out_str(&ctx->out, hkey, NULL, hex);
 }
 
-/* What `atomic` was asked, parsed and checked. */
-struct atomic_args {
-	struct client_args cl;
-	struct bench_args bench;
-	bool is_cas;
-	uint64_t add, expected, swap;
-};
-
 static int atomic_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 			struct atomic_args *a)
 {
@@ -65,17 +68,18 @@ static int atomic_parse(struct ctx *ctx, const struct cmd *c, const struct opt_v
 	int rc;
 
 	memset(a, 0, sizeof(*a));
-	if (opt_on(v, AT_FAA) == opt_on(v, AT_CAS))
+	opts_fill(ctx, c, v, AT_FAA, AT_CAS + 1, a);
+	if (!a->faa == !a->cas)
 		return usage_err(ctx,
 				 "atomic: give exactly one of --faa DELTA or --cas EXPECTED,SWAP");
-	a->is_cas = opt_on(v, AT_CAS);
-	if (a->is_cas && parse_cas(opt_arg(v, AT_CAS), &a->expected, &a->swap))
+	a->is_cas = a->cas != NULL;
+	if (a->is_cas && parse_cas(a->cas, &a->expected, &a->swap))
 		return usage_err(ctx, "invalid --cas '%s': expected two integers, EXPECTED,SWAP",
-				 opt_arg(v, AT_CAS));
+				 a->cas);
 	if (!a->is_cas) {
-		if (rc_parse_i64(opt_arg(v, AT_FAA), &delta))
+		if (rc_parse_i64(a->faa, &delta))
 			return usage_err(ctx, "invalid --faa '%s': expected a 64-bit integer",
-					 opt_arg(v, AT_FAA));
+					 a->faa);
 		a->add = (uint64_t)delta;
 	}
 	if ((rc = client_args_parse(ctx, c, v, AT_TOKEN, &a->cl)))

@@ -67,26 +67,17 @@ int bench_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 	bool atomic = op == RC_OP_FAA || op == RC_OP_CAS;
 	int rc;
 
-	*a = (struct bench_args){ .on = opt_on(v, first + BO_BENCH) || opt_on(v, first + BO_LAT),
-				  .lat = opt_on(v, first + BO_LAT),
-				  .busy_poll = opt_on(v, first + BO_BUSY_POLL),
-				  .msg = atomic ? 8 : 65536,
-				  .iters = 1000,
-				  .qps = 1,
-				  .post_list = 1,
-				  .signal_every = 16 };
+	*a = (struct bench_args){ .msg = atomic ? 8 : 65536 };
+	opts_fill(ctx, c, v, first + BO_LAT, first + BO_LAT + 1, a);
+	a->on = a->lat || opt_on(v, first + BO_BENCH);
 	a->depth = a->lat ? 1 : 128;
 	a->metrics = opt_arg(v, first + BO_METRICS);
 	if (!a->on && a->metrics)
 		return usage_err(ctx, "%s: --metrics goes with --bench or --lat", c->name);
 	if (!a->on)
 		return 0;
-	if ((rc = opt_size_at(ctx, c, v, first + BO_MSG_SIZE, &a->msg)) ||
-	    (rc = opt_u64_at(ctx, c, v, first + BO_ITERS, &a->iters)) ||
-	    (rc = opt_int_at(ctx, c, v, first + BO_DEPTH, 1, 8192, &a->depth)) ||
-	    (rc = opt_int_at(ctx, c, v, first + BO_QPS, 1, 64, &a->qps)) ||
-	    (rc = opt_int_at(ctx, c, v, first + BO_POST_LIST, 1, 64, &a->post_list)) ||
-	    (rc = opt_int_at(ctx, c, v, first + BO_SIGNAL_EVERY, 1, 8192, &a->signal_every)))
+	/* The numbers are read only for a benchmark (as its defaults are). */
+	if ((rc = opts_fill(ctx, c, v, first + BO_MSG_SIZE, first + BO_BUSY_POLL + 1, a)))
 		return rc;
 	if (atomic && a->msg != 8)
 		return usage_err(ctx, "%s: atomics move 8 bytes: --msg-size must be 8", c->name);

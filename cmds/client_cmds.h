@@ -21,21 +21,29 @@
 	  "token the server requires (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
 	X(P##_TOKEN_FILE, "token-file", 0, "FILE", \
 	  "read the token from the first line of FILE (mode 600)", COMP_FILE) \
-	X(P##_BIND, "bind", 'B', "ADDR", "local address to connect from (it picks the device)") \
-	X(P##_OFFSET, "offset", 'o', "SIZE", "offset in the region (default 0)")
+	X(P##_BIND, "bind", 'B', "ADDR", "local address to connect from (it picks the device)", \
+	  OPT_STR(struct client_args, bind, NULL)) \
+	X(P##_OFFSET, "offset", 'o', "SIZE", "offset in the region", \
+	  OPT_SIZE(struct client_args, off, "0"))
 
 #define BENCH_OPTS(X, P) \
 	X(P##_BENCH, "bench", 0, NULL, "benchmark: bandwidth and message rate") \
-	X(P##_LAT, "lat", 0, NULL, "benchmark: latency percentiles, one operation in flight") \
+	X(P##_LAT, "lat", 0, NULL, "benchmark: latency percentiles, one operation in flight", \
+	  OPT_FLAG(struct bench_args, lat)) \
 	X(P##_MSG_SIZE, "msg-size", 's', "SIZE", \
-	  "benchmark message size (default 64K; 8 for atomics)") \
-	X(P##_ITERS, "iters", 'n', "N", "benchmark work requests (default 1000)") \
-	X(P##_DEPTH, "depth", 0, "N", "work requests outstanding per queue pair (default 128)") \
-	X(P##_QPS, "qps", 0, "N", "queue pairs (default 1)") \
-	X(P##_POST_LIST, "post-list", 0, "N", "work requests chained per post (default 1)") \
-	X(P##_SIGNAL_EVERY, "signal-every", 0, "N", \
-	  "one signalled completion per N work requests (default 16)") \
-	X(P##_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queue instead of sleeping") \
+	  "benchmark message size (default 64K; 8 for atomics)", \
+	  OPT_SIZE(struct bench_args, msg, NULL)) \
+	X(P##_ITERS, "iters", 'n', "N", "benchmark work requests", \
+	  OPT_U64(struct bench_args, iters, "1000")) \
+	X(P##_DEPTH, "depth", 0, "N", "work requests outstanding per queue pair (default 128)", \
+	  OPT_INT(struct bench_args, depth, 1, 8192, NULL)) \
+	X(P##_QPS, "qps", 0, "N", "queue pairs", OPT_INT(struct bench_args, qps, 1, 64, "1")) \
+	X(P##_POST_LIST, "post-list", 0, "N", "work requests chained per post", \
+	  OPT_INT(struct bench_args, post_list, 1, 64, "1")) \
+	X(P##_SIGNAL_EVERY, "signal-every", 0, "N", "one signalled completion per N work requests", \
+	  OPT_INT(struct bench_args, signal_every, 1, 8192, "16")) \
+	X(P##_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queue instead of sleeping", \
+	  OPT_FLAG(struct bench_args, busy_poll)) \
 	METRICS_OPT(X, P)
 
 enum { CLIENT_OPTS(OPT_INDEX, CO) CO_COUNT };

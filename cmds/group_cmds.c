@@ -32,17 +32,15 @@ static int metrics_rank_path(struct ctx *ctx, const char *tmpl, struct group_arg
 int group_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,
 		     struct group_args *a)
 {
-	int rank = -1, world = -1, local = -1, rc;
 	struct rc_err e;
+	int rc;
 
-	if ((rc = opt_int_at(ctx, c, v, first + GO_RANK, 0, RC_GROUP_MAX, &rank)) ||
-	    (rc = opt_int_at(ctx, c, v, first + GO_WORLD, 0, 1 << 20, &world)) ||
-	    (rc = opt_int_at(ctx, c, v, first + GO_LOCAL_RANK, 0, RC_GROUP_MAX, &local)))
+	a->rank = a->world = a->local_rank = -1;
+	/* --rendezvous and --listen are taken as given: they cannot fail here */
+	if ((rc = opts_fill(ctx, c, v, first + GO_RANK, first + GO_LISTEN + 1, a)))
 		return rc;
-	if (rc_rank_resolve(rank, world, local, NULL, &a->who, &e))
+	if (rc_rank_resolve(a->rank, a->world, a->local_rank, NULL, &a->who, &e))
 		return usage_err(ctx, "%s", e.msg);
-	a->rendezvous = opt_arg(v, first + GO_RENDEZVOUS);
-	a->listen = opt_arg(v, first + GO_LISTEN);
 	if ((rc = metrics_rank_path(ctx, opt_arg(v, first + GO_METRICS), a)))
 		return rc;
 	return opt_token(ctx, v, first + GO_TOKEN, first + GO_TOKEN_FILE, a->token_buf, &a->token);

@@ -13,14 +13,19 @@
  * GROUP_OPTS(X, A2A) makes A2A_RANK ... A2A_LISTEN. A command lists the
  * block whole, so group_args_parse finds it from the first one's index. */
 #define GROUP_OPTS(X, P) \
-	X(P##_RANK, "rank", 'r', "R", "this rank (default: from the launcher's environment)") \
-	X(P##_WORLD, "world", 'w', "N", "ranks in the group (default: from the launcher)") \
+	X(P##_RANK, "rank", 'r', "R", "this rank (default: from the launcher's environment)", \
+	  OPT_INT(struct group_args, rank, 0, RC_GROUP_MAX, NULL)) \
+	X(P##_WORLD, "world", 'w', "N", "ranks in the group (default: from the launcher)", \
+	  OPT_INT(struct group_args, world, 0, 1 << 20, NULL)) \
 	X(P##_LOCAL_RANK, "local-rank", 0, "L", \
-	  "rank inside the node (default: from the launcher)") \
+	  "rank inside the node (default: from the launcher)", \
+	  OPT_INT(struct group_args, local_rank, 0, RC_GROUP_MAX, NULL)) \
 	X(P##_RENDEZVOUS, "rendezvous", 'R', "URL", \
-	  "etcd://HOST:PORT/JOB or file:PATH (peers file)", COMP_FILE) \
+	  "etcd://HOST:PORT/JOB or file:PATH (peers file)", COMP_FILE, \
+	  OPT_STR(struct group_args, rendezvous, NULL)) \
 	X(P##_LISTEN, "listen", 'l', "ADDR[:PORT]", \
-	  "address to accept peers on (default: the peers file's)") \
+	  "address to accept peers on (default: the peers file's)", \
+	  OPT_STR(struct group_args, listen, NULL)) \
 	X(P##_TOKEN, "token", 'T', "TOKEN", \
 	  "the group's token, proven in every connect request (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
 	X(P##_TOKEN_FILE, "token-file", 0, "FILE", \
@@ -34,6 +39,7 @@ enum { GROUP_OPTS(OPT_INDEX, GO) GO_COUNT };
 /* The group options, parsed: the rank resolved from the flags or the
  * launcher's environment; rendezvous and listen as given (NULL if not). */
 struct group_args {
+	int rank, world, local_rank; /* as given, -1: from the launcher */
 	struct rc_rank_info who;
 	const char *rendezvous;
 	const char *listen;

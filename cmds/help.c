@@ -20,6 +20,7 @@ static json_t *opt_json(const struct cmd_opt *o)
 {
 	json_t *j = json_object(), *values = json_null();
 	char sh[2] = { o->short_name, '\0' };
+	char help[512];
 
 	if (o->comp == COMP_WORDS && o->values) {
 		const char *p = o->values;
@@ -35,7 +36,7 @@ static json_t *opt_json(const struct cmd_opt *o)
 	json_object_set_new(j, "name", json_string(o->name));
 	json_object_set_new(j, "short", o->short_name ? json_string(sh) : json_null());
 	json_object_set_new(j, "arg", str_or_null(o->arg));
-	json_object_set_new(j, "help", json_string(o->help));
+	json_object_set_new(j, "help", json_string(opt_help(o, help, sizeof(help))));
 	json_object_set_new(j, "complete", json_string(comp_kind_name(o->comp)));
 	json_object_set_new(j, "values", values);
 	json_object_set_new(j, "repeat", json_boolean(o->repeat));

@@ -17,19 +17,22 @@
 #define MIGRATE_OPTS(X) \
 	X(MIG_BLOCKS, "blocks", 0, "FILE", \
 	  "the blocks to move, from FILE or - (stdin): lines of OFFSET LENGTH [DST_OFFSET], or JSON", \
-	  COMP_FILE) \
-	X(MIG_FORMAT, "format", 0, "FORMAT", \
-	  "the block list's format: auto, text or json (default auto)", COMP_WORDS, \
-	  "auto|text|json") \
-	X(MIG_WHOLE, "whole", 0, NULL, "move the whole region as one block, no fence") \
+	  COMP_FILE, OPT_STR(struct mig_plan, blocks, NULL)) \
+	X(MIG_FORMAT, "format", 0, "FORMAT", "the block list's format: auto, text or json", \
+	  COMP_WORDS, "auto|text|json", OPT_WORD(struct mig_plan, format, "auto")) \
+	X(MIG_WHOLE, "whole", 0, NULL, "move the whole region as one block, no fence", \
+	  OPT_FLAG(struct mig_plan, whole)) \
 	X(MIG_MAX_ROUNDS, "max-rounds", 0, "N", \
-	  "live: copy rounds at most, the final one included (default 8)") \
-	X(MIG_DIRTY, "dirty", 0, "SIZE", \
-	  "live: fence once at most SIZE is left to copy (default 256K)") \
+	  "live: copy rounds at most, the final one included", \
+	  OPT_INT(struct mig_plan, lo.max_rounds, 2, RC_MIGRATE_MAX_ROUNDS - 1, "8")) \
+	X(MIG_DIRTY, "dirty", 0, "SIZE", "live: fence once at most SIZE is left to copy", \
+	  OPT_SIZE(struct mig_plan, lo.dirty_bytes, "256K")) \
 	X(MIG_NO_VERIFY, "no-verify", 0, NULL, \
-	  "live: skip the check of the blocks after the cutover") \
+	  "live: skip the check of the blocks after the cutover", \
+	  OPT_FLAG(struct mig_plan, no_verify)) \
 	X(MIG_KEEP_SOURCE, "keep-source", 0, NULL, \
-	  "live: the source keeps its (fenced) copy after the cutover") \
+	  "live: the source keeps its (fenced) copy after the cutover", \
+	  OPT_FLAG(struct mig_plan, lo.keep_source)) \
 	X(MIG_TOKEN, "token", 'T', "TOKEN", \
 	  "token both servers require (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
 	X(MIG_TOKEN_FILE, "token-file", 0, "FILE", \
@@ -38,12 +41,6 @@
 	  "both servers' admin token (register --admin-token-file), from FILE (default: $RDMACTL_ADMIN_TOKEN)", \
 	  COMP_FILE)
 
-enum { MIGRATE_OPTS(OPT_INDEX) MIGRATE_NOPTS };
-static const struct cmd_opt migrate_opts[] = { MIGRATE_OPTS(OPT_ENTRY) OPT_END };
-OPTS_BOUND(migrate_opts, MIGRATE_NOPTS);
-
-#define MAX_BLOCKS (1u << 20)
-
 /* The command's plan, from the command line and the block list. */
 struct mig_plan {
 	struct rc_migrate_opts o;
@@ -51,11 +48,20 @@ struct mig_plan {
 	struct rc_migrate_live lo;
 	struct rc_extent *ext;
 	size_t n, cap;
+	const char *blocks; /* --blocks FILE or -, or NULL */
+	int format;         /* --format: auto, text, json */
+	bool whole, no_verify;
 	const char *from;                 /* where the blocks came from, for messages */
 	struct etcd_name en;              /* a source named through etcd */
 	char token_buf[RC_TOKEN_MAX + 1]; /* what --token-file held */
 	char admin[RC_TOKEN_MAX + 1];     /* what --admin-token-file held */
 };
+
+enum { MIGRATE_OPTS(OPT_INDEX) MIGRATE_NOPTS };
+static const struct cmd_opt migrate_opts[] = { MIGRATE_OPTS(OPT_ENTRY) OPT_END };
+OPTS_BOUND(migrate_opts, MIGRATE_NOPTS);
+
+#define MAX_BLOCKS (1u << 20)
 
 /*
  * A test's hook, kept out of the help: with RDMACTL_TEST_PAUSE_BEFORE_FENCE
@@ -290,7 +296,7 @@ static int parse_servers(struct ctx *ctx, const struct cmd *c, const struct opt_
 	/* A source named through etcd: its key says where it is now, and the
 	 * cutover points it at the destination. */
 	if (!strncmp(v->pos[0], "etcd://", 7)) {
-		if (opt_on(v, MIG_WHOLE) || opt_on(v, MIG_BLOCKS))
+		if (p->whole || p->blocks)
 			return usage_err(
 				ctx,
 				"migrate: a source named through etcd is for a live move (its key changes at the cutover), not --blocks or --whole");
@@ -323,32 +329,27 @@ static int parse_servers(struct ctx *ctx, const struct cmd *c, const struct opt_
 /* The mode: live, or --blocks FILE (in *format) or --whole, with the
  * options that go with each. */
 static int parse_mode(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
-		      struct mig_plan *p, const char *const *formats, int *format)
+		      struct mig_plan *p)
 {
 	int rc;
 
-	if (opt_on(v, MIG_WHOLE) && opt_on(v, MIG_BLOCKS))
+	if (p->whole && p->blocks)
 		return usage_err(ctx, "migrate: give --blocks FILE (or -) or --whole, not both");
-	p->live = !opt_on(v, MIG_WHOLE) && !opt_on(v, MIG_BLOCKS);
+	p->live = !p->whole && !p->blocks;
 	for (int i = MIG_MAX_ROUNDS; i <= MIG_KEEP_SOURCE; i++)
 		if (!p->live && opt_on(v, i))
 			return usage_err(
 				ctx,
 				"migrate: --%s is for a live move (without --blocks or --whole)",
 				migrate_opts[i].name);
-	p->lo = (struct rc_migrate_live){ .max_rounds = 8,
-					  .dirty_bytes = 256 << 10,
-					  .verify = !opt_on(v, MIG_NO_VERIFY),
-					  .keep_source = opt_on(v, MIG_KEEP_SOURCE) };
-	if ((rc = opt_int_at(ctx, c, v, MIG_MAX_ROUNDS, 2, RC_MIGRATE_MAX_ROUNDS - 1,
-			     &p->lo.max_rounds)) ||
-	    (rc = opt_size_at(ctx, c, v, MIG_DIRTY, &p->lo.dirty_bytes)))
+	if ((rc = opts_fill(ctx, c, v, MIG_MAX_ROUNDS, MIG_KEEP_SOURCE + 1, p)))
 		return rc;
-	if ((rc = opt_word_at(ctx, c, v, MIG_FORMAT, formats, format)))
+	p->lo.verify = !p->no_verify;
+	if ((rc = opts_fill(ctx, c, v, MIG_FORMAT, MIG_FORMAT + 1, p)))
 		return rc;
-	if (opt_on(v, MIG_FORMAT) && !opt_on(v, MIG_BLOCKS))
+	if (opt_on(v, MIG_FORMAT) && !p->blocks)
 		return usage_err(ctx, "migrate: --format goes with --blocks");
-	if (!strcmp(opt_arg(v, MIG_BLOCKS) ? opt_arg(v, MIG_BLOCKS) : "", "-") && ctx->session)
+	if (p->blocks && !strcmp(p->blocks, "-") && ctx->session)
 		return usage_err(ctx, "migrate: in the shell, give --blocks FILE");
 	return 0;
 }
@@ -375,18 +376,21 @@ static int parse(struct ctx *ctx, int argc, char **argv, struct mig_plan *p)
 	static const char *const formats[] = { "auto", "text", "json", NULL };
 	const struct cmd *c = &cmd_migrate;
 	struct opt_vals v;
-	int rc, f = 0;
+	int rc;
 
 	rc = opts_parse(ctx, c, argc, argv, &v);
 	if (rc)
 		return rc < 0 ? rc : 1;
-	if ((rc = parse_servers(ctx, c, &v, p)) || (rc = parse_mode(ctx, c, &v, p, formats, &f)) ||
+	/* --blocks and --whole, strings and flags that cannot fail, decide the mode */
+	opts_fill(ctx, c, &v, MIG_BLOCKS, MIG_BLOCKS + 1, p);
+	opts_fill(ctx, c, &v, MIG_WHOLE, MIG_WHOLE + 1, p);
+	if ((rc = parse_servers(ctx, c, &v, p)) || (rc = parse_mode(ctx, c, &v, p)) ||
 	    (rc = parse_tokens(ctx, &v, p)))
 		return rc;
 	p->o.dev_name = ctx->dev_name;
 	p->o.timeout_ms = ctx->timeout_ms;
-	if (opt_on(&v, MIG_BLOCKS)) {
-		rc = read_blocks(ctx, p, opt_arg(&v, MIG_BLOCKS), formats[f]);
+	if (p->blocks) {
+		rc = read_blocks(ctx, p, p->blocks, formats[p->format]);
 		if (rc)
 			return rc;
 		p->o.ext = p->ext;

@@ -15,41 +15,59 @@
 
 #define MULTICAST_OPTS(X) \
 	GROUP_OPTS(X, MC) \
-	X(MC_ROOT, "root", 0, "R", "the rank that sends (default 0)") \
-	X(MC_FILE, "file", 'f', "FILE", "root: the blob to send", COMP_FILE) \
+	X(MC_ROOT, "root", 0, "R", "the rank that sends", \
+	  OPT_INT(struct mc_cli, num.root, 0, 1 << 20, "0")) \
+	X(MC_FILE, "file", 'f', "FILE", "root: the blob to send", COMP_FILE, \
+	  OPT_STR(struct mc_cli, file, NULL)) \
 	X(MC_PATTERN, "pattern", 'P', "PATTERN", \
-	  "root: send zero, seq or random:SEED instead of a file") \
-	X(MC_SIZE, "size", 'S', "SIZE", "root: bytes of the pattern (K, M, G suffixes)") \
-	X(MC_CHUNK, "chunk", 0, "SIZE", "bytes per write (default 256K)") \
-	X(MC_RING, "ring", 0, "N", \
-	  "chunks in each receiver's ring of buffers, 1 to 256 (default 16)") \
+	  "root: send zero, seq or random:SEED instead of a file", \
+	  OPT_STR(struct mc_cli, pattern, NULL)) \
+	X(MC_SIZE, "size", 'S', "SIZE", "root: bytes of the pattern (K, M, G suffixes)", \
+	  OPT_SIZE(struct mc_cli, num.size, NULL)) \
+	X(MC_CHUNK, "chunk", 0, "SIZE", "bytes per write", \
+	  OPT_SIZE(struct mc_cli, num.chunk, "256K")) \
+	X(MC_RING, "ring", 0, "N", "chunks in each receiver's ring of buffers, 1 to 256", \
+	  OPT_INT(struct mc_cli, num.ring, 1, 256, "16")) \
 	X(MC_OUT, "out", 'O', "FILE", \
-	  "receivers: write the blob to FILE as it arrives (%r: the rank)", COMP_FILE) \
+	  "receivers: write the blob to FILE as it arrives (%r: the rank)", COMP_FILE, \
+	  OPT_STR(struct mc_cli, out, NULL)) \
 	X(MC_MEM, "mem", 'm', "KIND", \
 	  "receive ring memory: host, hugepage or cuda:N (default host)", COMP_WORDS, \
 	  "host|hugepage|cuda") \
 	X(MC_BLOCK_SIZES, "block-sizes", 0, "LIST", \
-	  "the blob's blocks (layers) in order, e.g. 1M,4M,4M: when each became usable") \
+	  "the blob's blocks (layers) in order, e.g. 1M,4M,4M: when each became usable", \
+	  OPT_STR(struct mc_cli, blocks, NULL)) \
 	X(MC_ALGO, "algo", 'a', "ALGO", \
 	  "flat (the root writes to every rank), chain (each rank to the " \
-	  "next) or tree (each relay to --fanout children) (default tree); each rank connects to its " \
+	  "next) or tree (each relay to --fanout children); each rank connects to its " \
 	  "parent and its children, and the root to every rank (the reports)", \
-	  COMP_WORDS, "flat|chain|tree") \
-	X(MC_FANOUT, "fanout", 0, "K", "tree: children per relay (default 2)") \
+	  COMP_WORDS, "flat|chain|tree", OPT_WORD(struct mc_cli, num.algo, "tree")) \
+	X(MC_FANOUT, "fanout", 0, "K", "tree: children per relay", \
+	  OPT_INT(struct mc_cli, num.fanout, 1, RC_GROUP_MAX, "2")) \
 	X(MC_LINK_BW, "link-bw", 0, "RATE", \
 	  "link rate for the ideal: 100Gbit, 12.5GB (per s) or bytes/s (default: measured)") \
 	X(MC_SVG, "svg", 0, "FILE", \
-	  "root: draw each receiver's first and last chunk on one timeline (SVG)", COMP_FILE) \
-	X(MC_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping") \
+	  "root: draw each receiver's first and last chunk on one timeline (SVG)", COMP_FILE, \
+	  OPT_STR(struct mc_cli, svg, NULL)) \
+	X(MC_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping", \
+	  OPT_FLAG(struct mc_cli, busy_poll)) \
 	X(MC_RANKS_PER_NODE, "ranks-per-node", 0, "N", \
 	  "--plan: ranks per node, for figures per node") \
 	X(MC_PLAN, "plan", 0, NULL, \
 	  "size the job and exit, no device, rendezvous or rank needed: " \
 	  "per rank the QPs, CQs, message rings, registered bytes and connect rounds that --algo's " \
 	  "connections give, the job's totals and barrier tree depth (needs --world; --rank details " \
-	  "that rank)")
+	  "that rank)", \
+	  OPT_FLAG(struct mc_cli, plan))
 
 enum { MULTICAST_OPTS(OPT_INDEX) MC_NOPTS };
+
+/* The shape and the sizes, as given (the defaults when not). */
+struct mc_nums {
+	int root, algo, fanout, ring;
+	uint64_t size, chunk;
+	double bw;
+};
 
 /* What multicast was asked, parsed and checked, and what its run holds. */
 struct mc_cli {
@@ -58,6 +76,9 @@ struct mc_cli {
 	struct rc_mcast_opts run;
 	const char *file;
 	const char *pattern;
+	const char *out;    /* --out as given (%r not replaced) */
+	const char *blocks; /* --block-sizes LIST, or NULL */
+	struct mc_nums num;
 	char out_path[4096];
 	bool busy_poll;
 	bool plan;

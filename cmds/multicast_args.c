@@ -9,15 +9,6 @@
 
 #include "multicast.h"
 
-static const char *const algo_words[] = { "flat", "chain", "tree", NULL };
-
-/* The shape and the sizes, as given (the defaults when not). */
-struct mc_nums {
-	int root, algo, fanout, ring;
-	uint64_t size, chunk;
-	double bw;
-};
-
 static int block_list(struct ctx *ctx, struct mc_cli *m, const char *s)
 {
 	char buf[4096], *save = NULL;
@@ -84,7 +75,7 @@ static int test_hook(struct ctx *ctx, struct mc_cli *m)
 
 /* The group (or, with --plan, the job to size) and the numbers. */
 static int read_values(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
-		       struct mc_cli *m, struct mc_nums *n)
+		       struct mc_cli *m)
 {
 	int rc;
 
@@ -93,13 +84,11 @@ static int read_values(struct ctx *ctx, const struct cmd *c, const struct opt_va
 	    (rc = m->plan ? group_plan_rpn(ctx, c, v, MC_RANKS_PER_NODE, m->grp.who.world,
 					   &m->ranks_per_node)
 			  : 0) ||
-	    (rc = opt_int_at(ctx, c, v, MC_ROOT, 0, 1 << 20, &n->root)) ||
-	    (rc = opt_word_at(ctx, c, v, MC_ALGO, algo_words, &n->algo)) ||
-	    (rc = opt_int_at(ctx, c, v, MC_FANOUT, 1, RC_GROUP_MAX, &n->fanout)) ||
-	    (rc = opt_int_at(ctx, c, v, MC_RING, 1, 256, &n->ring)) ||
-	    (rc = opt_size_at(ctx, c, v, MC_SIZE, &n->size)) ||
-	    (rc = opt_size_at(ctx, c, v, MC_CHUNK, &n->chunk)) ||
-	    (rc = opt_rate_at(ctx, c, v, MC_LINK_BW, 1, &n->bw)))
+	    (rc = opts_fill(ctx, c, v, MC_ROOT, MC_ROOT + 1, m)) ||
+	    (rc = opts_fill(ctx, c, v, MC_ALGO, MC_FANOUT + 1, m)) ||
+	    (rc = opts_fill(ctx, c, v, MC_RING, MC_RING + 1, m)) ||
+	    (rc = opts_fill(ctx, c, v, MC_SIZE, MC_CHUNK + 1, m)) ||
+	    (rc = opt_rate_at(ctx, c, v, MC_LINK_BW, 1, &m->num.bw)))
 		return rc;
 	return 0;
 }
@@ -128,10 +117,10 @@ static int check_shape(struct ctx *ctx, const struct opt_vals *v, const struct m
 }
 
 /* What the root sends: --file, or --pattern with --size. */
-static int check_blob(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m, int root)
+static int check_blob(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		      struct mc_cli *m, int root)
 {
-	m->file = opt_arg(v, MC_FILE);
-	m->pattern = opt_arg(v, MC_PATTERN);
+	opts_fill(ctx, c, v, MC_FILE, MC_PATTERN + 1, m);
 	if (opt_on(v, MC_RANKS_PER_NODE) && !m->plan)
 		return usage_err(ctx, "--ranks-per-node applies to --plan only");
 	if (m->grp.who.rank != root || m->plan)
@@ -164,31 +153,30 @@ static int check_mem(struct ctx *ctx, struct mc_cli *m, const char *mem)
 int multicast_parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 {
 	const struct cmd *c = &cmd_multicast;
-	struct mc_nums n = { .algo = RC_MCAST_TREE, .fanout = 2, .ring = 16, .chunk = 256 << 10 };
-	const char *blocks = opt_arg(v, MC_BLOCK_SIZES);
+	const struct mc_nums *n = &m->num;
 	int rc;
 
-	m->plan = opt_on(v, MC_PLAN);
-	if ((rc = read_values(ctx, c, v, m, &n)) || (rc = check_shape(ctx, v, m, &n)) ||
-	    (rc = check_blob(ctx, v, m, n.root)) || (rc = check_mem(ctx, m, opt_arg(v, MC_MEM))))
+	opts_fill(ctx, c, v, MC_PLAN, MC_PLAN + 1, m);
+	if ((rc = read_values(ctx, c, v, m)) || (rc = check_shape(ctx, v, m, n)) ||
+	    (rc = check_blob(ctx, c, v, m, n->root)) || (rc = check_mem(ctx, m, opt_arg(v, MC_MEM))))
 		return rc;
-	if (blocks && (rc = block_list(ctx, m, blocks)))
+	opts_fill(ctx, c, v, MC_OUT, MC_BLOCK_SIZES + 1, m);
+	opts_fill(ctx, c, v, MC_SVG, MC_BUSY_POLL + 1, m);
+	if (m->blocks && (rc = block_list(ctx, m, m->blocks)))
 		return rc;
-	if (opt_arg(v, MC_OUT) && (rc = out_path(ctx, m, opt_arg(v, MC_OUT))))
+	if (m->out && (rc = out_path(ctx, m, m->out)))
 		return rc;
-	m->busy_poll = opt_on(v, MC_BUSY_POLL);
-	m->svg = opt_arg(v, MC_SVG);
 	if (!m->grp.rendezvous && !m->plan)
 		return usage_err(ctx,
 				 "multicast needs --rendezvous etcd://HOST:PORT/JOB or file:PATH");
-	m->run.shape.algo = (enum rc_mcast_algo)n.algo;
+	m->run.shape.algo = (enum rc_mcast_algo)n->algo;
 	m->run.shape.world = m->grp.who.world;
-	m->run.shape.root = n.root;
-	m->run.shape.fanout = n.fanout;
-	m->run.size = n.size;
-	m->run.chunk = (uint32_t)n.chunk;
-	m->run.ring = n.ring;
-	m->run.link_bw = n.bw;
+	m->run.shape.root = n->root;
+	m->run.shape.fanout = n->fanout;
+	m->run.size = n->size;
+	m->run.chunk = (uint32_t)n->chunk;
+	m->run.ring = n->ring;
+	m->run.link_bw = n->bw;
 	m->run.timeout_ms = ctx->timeout_ms;
 	if (m->plan)
 		return 0;

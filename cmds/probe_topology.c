@@ -17,20 +17,35 @@
 
 #define TOPO_OPTS(X) \
 	X(TP_SYSFS, "sysfs", 0, "DIR|FILE.tar.gz", \
-	  "read a captured tree instead of /sys (no verbs, no live facts)", COMP_FILE) \
+	  "read a captured tree instead of /sys (no verbs, no live facts)", COMP_FILE, \
+	  OPT_STR(struct topo_args, sysfs, NULL)) \
 	X(TP_CAPTURE, "capture", 0, "DIR|FILE.tar.gz", \
 	  "copy what the probe reads (this host, or the --sysfs tree) into DIR or a tarball, then stop", \
-	  COMP_FILE) \
+	  COMP_FILE, OPT_STR(struct topo_args, capture, NULL)) \
 	X(TP_VERIFY, "verify", 0, NULL, \
-	  "loopback RDMA WRITE on each ACTIVE port to prove it carries traffic") \
-	X(TP_VERIFY_SIZE, "verify-size", 0, "SIZE", \
-	  "bytes each --verify writes (default 8M, at most 1G)") \
+	  "loopback RDMA WRITE on each ACTIVE port to prove it carries traffic", \
+	  OPT_FLAG(struct topo_args, verify)) \
+	X(TP_VERIFY_SIZE, "verify-size", 0, "SIZE", "bytes each --verify writes, at most 1G", \
+	  OPT_SIZE(struct topo_args, vsize, "8M")) \
 	X(TP_HUGEPAGES, "hugepages", 0, NULL, \
-	  "doctor: hugepages are required (report none reserved or free)") \
+	  "doctor: hugepages are required (report none reserved or free)", \
+	  OPT_FLAG(struct topo_args, hugepages)) \
 	X(TP_EXPORT, "export", 0, "nccl|ucx|mooncake", \
 	  "print the rail plan as NCCL, UCX or Mooncake settings instead of the report", \
 	  COMP_WORDS, "nccl|ucx|mooncake") \
-	X(TP_GPU, "gpu", 0, "N", "with --export: only GPU N (NVML's number), as KEY=VALUE lines")
+	X(TP_GPU, "gpu", 0, "N", "with --export: only GPU N (NVML's number), as KEY=VALUE lines", \
+	  OPT_INT(struct topo_args, gpu, 0, 4095, NULL))
+
+/* What `probe-topology` was asked, parsed and checked. */
+struct topo_args {
+	const char *sysfs;
+	const char *capture;
+	bool verify;
+	bool hugepages;
+	uint64_t vsize;
+	int export; /* enum topo_export, -1 none */
+	int gpu;    /* --gpu N, -1 all */
+};
 
 enum { TOPO_OPTS(OPT_INDEX) TOPO_NOPTS };
 static const struct cmd_opt topo_opts[] = { TOPO_OPTS(OPT_ENTRY) OPT_END };
@@ -49,32 +64,15 @@ static int do_capture(struct ctx *ctx, const char *src, const char *dest)
 	return 0;
 }
 
-/* What `probe-topology` was asked, parsed and checked. */
-struct topo_args {
-	const char *sysfs;
-	const char *capture;
-	bool verify;
-	bool hugepages;
-	uint64_t vsize;
-	int export; /* enum topo_export, -1 none */
-	int gpu;    /* --gpu N, -1 all */
-};
-
 static int topo_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		      struct topo_args *a)
 {
 	int rc;
 
-	*a = (struct topo_args){ .sysfs = opt_arg(v, TP_SYSFS),
-				 .capture = opt_arg(v, TP_CAPTURE),
-				 .verify = opt_on(v, TP_VERIFY),
-				 .hugepages = opt_on(v, TP_HUGEPAGES),
-				 .vsize = 8u << 20,
-				 .export = -1,
-				 .gpu = -1 };
+	*a = (struct topo_args){ .export = -1, .gpu = -1 };
 	if (v->npos)
 		return usage_err(ctx, "probe-topology: unexpected argument '%s'", v->pos[0]);
-	if ((rc = opt_size_at(ctx, c, v, TP_VERIFY_SIZE, &a->vsize)))
+	if ((rc = opts_fill(ctx, c, v, TP_SYSFS, TP_HUGEPAGES + 1, a)))
 		return rc;
 	if (a->vsize == 0 || a->vsize > (1ULL << 30))
 		return usage_err(ctx, "invalid --verify-size: expected 1 byte to 1G");
@@ -92,7 +90,7 @@ static int topo_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	if (opt_on(v, TP_EXPORT) && (a->export = topo_export_kind(opt_arg(v, TP_EXPORT))) < 0)
 		return usage_err(ctx, "invalid --export '%s': expected nccl, ucx or mooncake",
 				 opt_arg(v, TP_EXPORT));
-	if ((rc = opt_int_at(ctx, c, v, TP_GPU, 0, 4095, &a->gpu)))
+	if ((rc = opts_fill(ctx, c, v, TP_GPU, TP_GPU + 1, a)))
 		return rc;
 	if (opt_on(v, TP_GPU) && a->export < 0)
 		return usage_err(ctx, "probe-topology: --gpu goes with --export");

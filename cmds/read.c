@@ -14,12 +14,25 @@
 #include "rails_cmds.h"
 
 #define READ_OPTS(X) \
-	X(RD_SIZE, "size", 'S', "SIZE", "bytes to read (default: to the end of the region)") \
-	X(RD_OUT, "out", 'O', "FILE", "write the bytes to FILE (default: stdout)", COMP_FILE) \
+	X(RD_SIZE, "size", 'S', "SIZE", "bytes to read (default: to the end of the region)", \
+	  OPT_SIZE(struct read_args, size, NULL)) \
+	X(RD_OUT, "out", 'O', "FILE", "write the bytes to FILE (default: stdout)", COMP_FILE, \
+	  OPT_STR(struct read_args, out_path, NULL)) \
 	X(RD_STRIPE, "stripe", 0, "SIZE", \
 	  "with several rails: the chunk each rail takes in turn (default 1M)") \
 	CLIENT_OPTS(X, RD) \
 	BENCH_OPTS(X, RD)
+
+/* What `read` was asked, parsed and checked. */
+struct read_args {
+	struct client_args cl;
+	struct bench_args bench;
+	uint64_t size;
+	bool have_size;
+	const char *out_path; /* NULL: stdout */
+	bool rails;           /* several rails: rails_cmds.c */
+	uint64_t stripe;
+};
 
 enum { READ_OPTS(OPT_INDEX) READ_NOPTS };
 static const struct cmd_opt read_opts[] = { READ_OPTS(OPT_ENTRY) OPT_END };
@@ -54,17 +67,6 @@ static int drain_at(void *arg, uint64_t off, const void *buf, size_t len)
 {
 	return write_full(*(int *)arg, buf, len, off, true);
 }
-
-/* What `read` was asked, parsed and checked. */
-struct read_args {
-	struct client_args cl;
-	struct bench_args bench;
-	uint64_t size;
-	bool have_size;
-	const char *out_path; /* NULL: stdout */
-	bool rails;           /* several rails: rails_cmds.c */
-	uint64_t stripe;
-};
 
 /* --out FILE checked before any device is opened: a missing folder or a
  * folder given as the file fails here, not after the connection. */
@@ -103,10 +105,9 @@ static int read_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 		return usage_err(ctx, "read: --bench and --lat measure one rail: give one device");
 	if (a->bench.on)
 		return 0;
-	if ((rc = opt_size_at(ctx, c, v, RD_SIZE, &a->size)))
+	if ((rc = opts_fill(ctx, c, v, RD_SIZE, RD_OUT + 1, a)))
 		return rc;
 	a->have_size = opt_on(v, RD_SIZE);
-	a->out_path = opt_arg(v, RD_OUT);
 	if (a->out_path && !strcmp(a->out_path, "-"))
 		a->out_path = NULL;
 	if (!a->out_path && out_is_json(&ctx->out))

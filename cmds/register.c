@@ -145,7 +145,7 @@ static int register_publish(struct ctx *ctx, const struct register_args *a, stru
 	snprintf(port, sizeof(port), "%u", l->port);
 	rc = rc_etcd_open(a->etcd, ctx->timeout_ms, &e, &err);
 	if (!rc)
-		rc = rc_etcd_lease(e, a->lease_ttl ? a->lease_ttl : 10, &err);
+		rc = rc_etcd_lease(e, a->lease_ttl, &err);
 	if (!rc) {
 		json_t *j = json_pack("{s:s,s:s,s:i}", "host", a->host, "port", port, "regions",
 				      rc_server_nregions(s));
@@ -198,8 +198,7 @@ static int register_publish(struct ctx *ctx, const struct register_args *a, stru
 	}
 	out_str(&ctx->out, "event", NULL, "lease");
 	out_str(&ctx->out, "lease", "etcd lease %s", rc_etcd_lease_id(e));
-	out_u64(&ctx->out, "ttl", " (ttl %llu s",
-		(unsigned long long)(a->lease_ttl ? a->lease_ttl : 10));
+	out_u64(&ctx->out, "ttl", " (ttl %llu s", (unsigned long long)a->lease_ttl);
 	out_str(&ctx->out, "etcd", ") at %s\n", a->etcd);
 	out_event(&ctx->out);
 	*out = e;

@@ -17,7 +17,8 @@
 
 #define REGISTER_OPTS(X) \
 	X(RG_LISTEN, "listen", 'l', "ADDR[:PORT]", \
-	  "address (and port, default " RC_DEFAULT_PORT ") to serve on") \
+	  "address (and port, default " RC_DEFAULT_PORT ") to serve on", \
+	  OPT_STR(struct register_args, listen, NULL)) \
 	X(RG_NAME, "name", 'N', "NAME", "name of the region; each --name starts another region", \
 	  .repeat = true) \
 	X(RG_SIZE, "size", 'S', "SIZE", "region size (4K, 1M, 1G...)", .repeat = true) \
@@ -39,19 +40,25 @@
 	  "the admin token, for migration steps (migrate --admin-token-file), from FILE (default: $RDMACTL_ADMIN_TOKEN)", \
 	  COMP_FILE) \
 	X(RG_ALLOW_UNAUTH_MIG, "allow-unauthenticated-migration", 0, NULL, \
-	  "without an admin token: let any connected client run migration steps") \
-	X(RG_MAX_CONNS, "max-conns", 0, "N", "connections served at once, 1 to 1024 (default 64)") \
+	  "without an admin token: let any connected client run migration steps", \
+	  OPT_FLAG(struct register_args, allow_unauth_mig)) \
+	X(RG_MAX_CONNS, "max-conns", 0, "N", "connections served at once, 1 to 1024", \
+	  OPT_INT(struct register_args, max_conns, 1, 1024, "64")) \
 	X(RG_KEEPALIVE_MS, "keepalive-ms", 0, "MS", \
-	  "probe each connection every MS, drop one whose host vanished (default 5000, 0: off)") \
+	  "probe each connection every MS (0: off), drop one whose host vanished", \
+	  OPT_INT(struct register_args, keepalive_ms, 0, 3600000, "5000")) \
 	X(RG_FLUSH_EVERY, "flush-every", 0, "TIME", \
 	  "also write file-backed regions back to their files every TIME (500ms, 30s, 5m; default: only on exit)") \
 	X(RG_PUBLISH, "publish", 0, "URL", \
-	  "publish each region in etcd under rdmactl/NS/region/NAME, with a lease kept alive: etcd://HOST:PORT/NS") \
+	  "publish each region in etcd under rdmactl/NS/region/NAME, with a lease kept alive: etcd://HOST:PORT/NS", \
+	  OPT_STR(struct register_args, publish, NULL)) \
 	X(RG_LEASE_TTL, "lease-ttl", 0, "SECONDS", \
-	  "--publish: the lease's TTL; the keys go this long after the server dies (default 10)") \
+	  "--publish: the lease's TTL; the keys go this long after the server dies", \
+	  OPT_INT(struct register_args, lease_ttl, 2, 3600, "10")) \
 	METRICS_OPT(X, RG) \
 	X(RG_METRICS_INTERVAL, "metrics-interval", 0, "SECONDS", \
-	  "--metrics: rewrite the file this often while serving, 1 to 86400 (default 15)")
+	  "--metrics: rewrite the file this often while serving, 1 to 86400", \
+	  OPT_INT(struct register_args, metrics_every_s, 1, 86400, "15"))
 
 enum { REGISTER_OPTS(OPT_INDEX) REGISTER_NOPTS };
 
@@ -67,10 +74,12 @@ struct region_spec {
 
 /* What `register` was asked, parsed and checked. */
 struct register_args {
+	const char *listen;  /* --listen as given */
+	const char *publish; /* --publish URL, or NULL */
 	char host[RC_HOST_MAX];
 	char port[8];
 	int max_conns;
-	int keepalive_ms;   /* 0: the default, -1: off */
+	int keepalive_ms;   /* -1: off */
 	int flush_every_ms; /* 0: only on exit */
 	struct region_spec specs[MAX_SPECS];
 	int nspecs;

@@ -128,18 +128,15 @@ static int parse_serving(struct ctx *ctx, const struct cmd *c, const struct opt_
 {
 	int rc;
 
-	if (!opt_on(v, RG_LISTEN))
+	opts_fill(ctx, c, v, RG_LISTEN, RG_LISTEN + 1, a);
+	if (!a->listen)
 		return usage_err(ctx, "register: --listen ADDR[:PORT] is required");
-	if ((rc = split_rails(ctx, opt_arg(v, RG_LISTEN), a)))
+	if ((rc = split_rails(ctx, a->listen, a)))
 		return rc;
-	if ((rc = opt_int_at(ctx, c, v, RG_MAX_CONNS, 1, 1024, &a->max_conns)))
+	if ((rc = opts_fill(ctx, c, v, RG_MAX_CONNS, RG_KEEPALIVE_MS + 1, a)))
 		return rc;
-	if (opt_on(v, RG_KEEPALIVE_MS)) {
-		if ((rc = opt_int_at(ctx, c, v, RG_KEEPALIVE_MS, 0, 3600000, &a->keepalive_ms)))
-			return rc;
-		if (!a->keepalive_ms)
-			a->keepalive_ms = -1; /* off */
-	}
+	if (!a->keepalive_ms)
+		a->keepalive_ms = -1; /* off */
 	if (opt_on(v, RG_FLUSH_EVERY) &&
 	    parse_interval_ms(opt_arg(v, RG_FLUSH_EVERY), &a->flush_every_ms))
 		return usage_err(
@@ -178,19 +175,19 @@ static int parse_publish(struct ctx *ctx, const struct cmd *c, const struct opt_
 	struct rc_err e;
 	int rc;
 
-	if (opt_on(v, RG_LEASE_TTL) && !opt_on(v, RG_PUBLISH))
+	opts_fill(ctx, c, v, RG_PUBLISH, RG_PUBLISH + 1, a);
+	if (opt_on(v, RG_LEASE_TTL) && !a->publish)
 		return usage_err(ctx, "register: --lease-ttl goes with --publish");
-	if ((rc = opt_int_at(ctx, c, v, RG_LEASE_TTL, 2, 3600, &a->lease_ttl)))
+	if ((rc = opts_fill(ctx, c, v, RG_LEASE_TTL, RG_LEASE_TTL + 1, a)))
 		return rc;
-	if (!opt_on(v, RG_PUBLISH))
+	if (!a->publish)
 		return 0;
-	if (rc_etcd_url_parse(opt_arg(v, RG_PUBLISH), a->etcd, sizeof(a->etcd), a->ns,
-			      sizeof(a->ns), &e) ||
+	if (rc_etcd_url_parse(a->publish, a->etcd, sizeof(a->etcd), a->ns, sizeof(a->ns), &e) ||
 	    !rc_etcd_ns_valid(a->ns))
 		return usage_err(
 			ctx,
 			"invalid --publish '%s': expected etcd://HOST:PORT/NS (NS: letters, digits, '-', '_', '.')",
-			opt_arg(v, RG_PUBLISH));
+			a->publish);
 	if (ctx->session)
 		return usage_err(
 			ctx, "register: --publish is for a server of its own, not one in the shell");
@@ -203,7 +200,8 @@ static int parse_publish(struct ctx *ctx, const struct cmd *c, const struct opt_
 }
 
 /* The token, the admin token and --allow-unauthenticated-migration. */
-static int parse_secrets(struct ctx *ctx, const struct opt_vals *v, struct register_args *a)
+static int parse_secrets(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+			 struct register_args *a)
 {
 	int rc;
 
@@ -214,7 +212,7 @@ static int parse_secrets(struct ctx *ctx, const struct opt_vals *v, struct regis
 	if (a->admin[0] && a->token && !strcmp(a->admin, a->token))
 		return usage_err(
 			ctx, "register: the admin token must differ from --token (it grants more)");
-	a->allow_unauth_mig = opt_on(v, RG_ALLOW_UNAUTH_MIG);
+	opts_fill(ctx, c, v, RG_ALLOW_UNAUTH_MIG, RG_ALLOW_UNAUTH_MIG + 1, a);
 	if (a->allow_unauth_mig && a->admin[0])
 		return usage_err(
 			ctx,
@@ -229,10 +227,9 @@ static int parse_metrics(struct ctx *ctx, const struct cmd *c, const struct opt_
 	int rc;
 
 	a->metrics = opt_arg(v, RG_METRICS);
-	a->metrics_every_s = 15;
 	if (opt_on(v, RG_METRICS_INTERVAL) && !a->metrics)
 		return usage_err(ctx, "register: --metrics-interval goes with --metrics FILE");
-	if ((rc = opt_int_at(ctx, c, v, RG_METRICS_INTERVAL, 1, 86400, &a->metrics_every_s)))
+	if ((rc = opts_fill(ctx, c, v, RG_METRICS_INTERVAL, RG_METRICS_INTERVAL + 1, a)))
 		return rc;
 	if (a->metrics && ctx->session)
 		return usage_err(
@@ -251,7 +248,7 @@ int register_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *
 	if (v->npos)
 		return usage_err(ctx, "register: unexpected argument '%s'", v->pos[0]);
 	if ((rc = parse_serving(ctx, c, v, a)) || (rc = parse_publish(ctx, c, v, a)) ||
-	    (rc = parse_secrets(ctx, v, a)))
+	    (rc = parse_secrets(ctx, c, v, a)))
 		return rc;
 	return parse_metrics(ctx, c, v, a);
 }

@@ -22,16 +22,19 @@
 
 #define SWEEP_OPTS(X) \
 	GROUP_OPTS(X, SW) \
-	X(SW_MSG_SIZE, "msg-size", 's', "SIZE", \
-	  "bytes per RDMA WRITE of the bandwidth test (default 64K)") \
+	X(SW_MSG_SIZE, "msg-size", 's', "SIZE", "bytes per RDMA WRITE of the bandwidth test", \
+	  OPT_SIZE(struct sweep_cli, run.msg_size, "64K")) \
 	X(SW_DURATION, "duration", 0, "SECONDS", \
 	  "bandwidth test per pair and direction (default 1)") \
-	X(SW_ITERS, "iters", 'n', "N", "writes per pair and direction, instead of --duration") \
+	X(SW_ITERS, "iters", 'n', "N", "writes per pair and direction, instead of --duration", \
+	  OPT_U64(struct sweep_cli, iters, NULL)) \
 	X(SW_LAT_ITERS, "lat-iters", 0, "N", \
-	  "8-byte WRITEs and READs timed per pair and direction (default 200)") \
+	  "8-byte WRITEs and READs timed per pair and direction", \
+	  OPT_INT(struct sweep_cli, run.lat_iters, 1, 1 << 20, "200")) \
 	X(SW_PAIRS, "pairs", 0, "FILE", "measure only the pairs of FILE, one \"A B\" a line", \
-	  COMP_FILE) \
-	X(SW_DEPTH, "depth", 0, "N", "writes outstanding in the bandwidth test (default 16)") \
+	  COMP_FILE, OPT_STR(struct sweep_cli, pairs, NULL)) \
+	X(SW_DEPTH, "depth", 0, "N", "writes outstanding in the bandwidth test", \
+	  OPT_INT(struct sweep_cli, run.depth, 1, 100, "16")) \
 	X(SW_MIN_FRACTION, "min-fraction", 0, "F", \
 	  "a direction below F (0 to 1) of the slower port's link rate is an outlier") \
 	X(SW_MAX_LAT_US, "max-lat-us", 0, "U", \
@@ -41,12 +44,9 @@
 	X(SW_LAT_RATIO, "lat-ratio", 0, "X", \
 	  "high latency: above X times the fleet's median (and 3 MADs; default 3)") \
 	X(SW_SVG, "svg", 0, "FILE", "rank 0 draws the bandwidth matrix as an SVG heatmap", \
-	  COMP_FILE) \
-	X(SW_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping")
-
-enum { SWEEP_OPTS(OPT_INDEX) SW_NOPTS };
-static const struct cmd_opt sweep_opts[] = { SWEEP_OPTS(OPT_ENTRY) OPT_END };
-OPTS_BOUND(sweep_opts, SW_NOPTS);
+	  COMP_FILE, OPT_STR(struct sweep_cli, svg, NULL)) \
+	X(SW_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping", \
+	  OPT_FLAG(struct sweep_cli, busy_poll))
 
 struct sweep_cli {
 	struct group_args grp;
@@ -54,8 +54,14 @@ struct sweep_cli {
 	struct rc_sweep_limits lim;
 	const char *svg;
 	bool busy_poll;
+	uint64_t iters;    /* --iters as given */
+	const char *pairs; /* --pairs FILE, or NULL */
 	uint8_t *want;
 };
+
+enum { SWEEP_OPTS(OPT_INDEX) SW_NOPTS };
+static const struct cmd_opt sweep_opts[] = { SWEEP_OPTS(OPT_ENTRY) OPT_END };
+OPTS_BOUND(sweep_opts, SW_NOPTS);
 
 /* A decimal from lo to hi (exclusive of lo when open). */
 static int opt_real(struct ctx *ctx, const struct opt_vals *v, int i, double lo, double hi,
@@ -79,19 +85,13 @@ static int opt_real(struct ctx *ctx, const struct opt_vals *v, int i, double lo,
 static int parse(struct ctx *ctx, const struct opt_vals *v, struct sweep_cli *a)
 {
 	const struct cmd *c = &cmd_sweep;
-	uint64_t iters = 0;
 	int rc;
 
-	a->run.msg_size = 65536;
 	a->run.duration_s = 1;
-	a->run.depth = 16;
-	a->run.lat_iters = 200;
 	if ((rc = group_args_parse(ctx, c, v, SW_RANK, &a->grp)) ||
-	    (rc = opt_size_at(ctx, c, v, SW_MSG_SIZE, &a->run.msg_size)) ||
+	    (rc = opts_fill(ctx, c, v, SW_MSG_SIZE, SW_MSG_SIZE + 1, a)) ||
 	    (rc = opt_real(ctx, v, SW_DURATION, 0, 3600, true, &a->run.duration_s)) ||
-	    (rc = opt_u64_at(ctx, c, v, SW_ITERS, &iters)) ||
-	    (rc = opt_int_at(ctx, c, v, SW_LAT_ITERS, 1, 1 << 20, &a->run.lat_iters)) ||
-	    (rc = opt_int_at(ctx, c, v, SW_DEPTH, 1, 100, &a->run.depth)) ||
+	    (rc = opts_fill(ctx, c, v, SW_ITERS, SW_DEPTH + 1, a)) ||
 	    (rc = opt_real(ctx, v, SW_MIN_FRACTION, 0, 1, true, &a->lim.min_fraction)) ||
 	    (rc = opt_real(ctx, v, SW_MAX_LAT_US, 0, 1e9, true, &a->lim.max_lat_us)) ||
 	    (rc = opt_real(ctx, v, SW_SLOW_RATIO, 0, 1, false, &a->lim.slow_ratio)) ||
@@ -103,10 +103,10 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct sweep_cli *a)
 	if (opt_arg(v, SW_ITERS) && opt_arg(v, SW_DURATION))
 		return usage_err(ctx, "--iters and --duration exclude each other");
 	if (opt_arg(v, SW_ITERS)) {
-		if (!iters || iters > (1ULL << 40))
+		if (!a->iters || a->iters > (1ULL << 40))
 			return usage_err(ctx, "invalid --iters %llu: expected 1 or more",
-					 (unsigned long long)iters);
-		a->run.iters = iters;
+					 (unsigned long long)a->iters);
+		a->run.iters = a->iters;
 		a->run.duration_s = 0;
 	}
 	/* the ranks that wait meanwhile wait in a barrier, within the timeout */
@@ -116,13 +116,13 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct sweep_cli *a)
 	if (a->grp.who.world < 2)
 		return usage_err(ctx, "sweep needs at least 2 ranks (the world size is %d)",
 				 a->grp.who.world);
-	if (opt_arg(v, SW_PAIRS)) {
+	if (a->pairs) {
 		struct rc_err e;
 		size_t W = (size_t)a->grp.who.world;
 
 		if (!(a->want = malloc(W * W)))
 			return fail(ctx, -ENOMEM, "out of memory");
-		rc = rc_sweep_pairs_load(opt_arg(v, SW_PAIRS), a->grp.who.world, a->want, &e);
+		rc = rc_sweep_pairs_load(a->pairs, a->grp.who.world, a->want, &e);
 		if (rc)
 			return rc == -EINVAL ? usage_err(ctx, "--pairs %s", e.msg)
 					     : fail(ctx, rc, "--pairs %s", e.msg);
@@ -132,8 +132,8 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct sweep_cli *a)
 		a->lim.slow_ratio = -1; /* bandwidth not judged against the fleet */
 	if (opt_arg(v, SW_SLOW_RATIO))
 		a->lim.asym_ratio = a->lim.slow_ratio;
-	a->svg = opt_arg(v, SW_SVG);
-	a->busy_poll = opt_on(v, SW_BUSY_POLL);
+	if ((rc = opts_fill(ctx, c, v, SW_SVG, SW_BUSY_POLL + 1, a)))
+		return rc;
 	rc_sweep_limits_default(&a->lim);
 	return group_rendezvous_ready(ctx, "sweep", &a->grp);
 }

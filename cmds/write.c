@@ -15,15 +15,33 @@
 #include "rails_cmds.h"
 
 #define WRITE_OPTS(X) \
-	X(WR_FILE, "file", 'f', "FILE", "write the contents of FILE (default: stdin)", COMP_FILE) \
+	X(WR_FILE, "file", 'f', "FILE", "write the contents of FILE (default: stdin)", COMP_FILE, \
+	  OPT_STR(struct write_args, file, NULL)) \
 	X(WR_PATTERN, "pattern", 'P', "PATTERN", \
-	  "write a generated pattern: zero, seq or random:SEED", COMP_WORDS, "zero|seq|random:1") \
-	X(WR_SIZE, "size", 'S', "SIZE", "bytes to write (default: the file's size)") \
+	  "write a generated pattern: zero, seq or random:SEED", COMP_WORDS, "zero|seq|random:1", \
+	  OPT_STR(struct write_args, pattern, NULL)) \
+	X(WR_SIZE, "size", 'S', "SIZE", "bytes to write (default: the file's size)", \
+	  OPT_SIZE(struct write_args, size, NULL)) \
 	X(WR_IMM, "imm", 'i', "VALUE", "then send VALUE as immediate data (RDMA WRITE_WITH_IMM)") \
 	X(WR_STRIPE, "stripe", 0, "SIZE", \
 	  "with several rails: the chunk each rail takes in turn (default 1M)") \
 	CLIENT_OPTS(X, WR) \
 	BENCH_OPTS(X, WR)
+
+/* What `write` was asked, parsed and checked. */
+struct write_args {
+	struct client_args cl;
+	struct bench_args bench;
+	const char *file;
+	const char *pattern;
+	uint64_t size;
+	bool have_size;
+	bool from_stdin;
+	bool has_imm;
+	uint32_t imm;
+	bool rails; /* several rails: rails_cmds.c */
+	uint64_t stripe;
+};
 
 enum { WRITE_OPTS(OPT_INDEX) WRITE_NOPTS };
 static const struct cmd_opt write_opts[] = { WRITE_OPTS(OPT_ENTRY) OPT_END };
@@ -85,20 +103,6 @@ static ssize_t fill_at(void *arg, uint64_t off, void *buf, size_t len)
 	return s->pattern ? fill(arg, off, buf, len) : read_full(s->fd, buf, len, off, true);
 }
 
-/* What `write` was asked, parsed and checked. */
-struct write_args {
-	struct client_args cl;
-	struct bench_args bench;
-	const char *file;
-	uint64_t size;
-	bool have_size;
-	bool from_stdin;
-	bool has_imm;
-	uint32_t imm;
-	bool rails; /* several rails: rails_cmds.c */
-	uint64_t stripe;
-};
-
 /* Parse: options into a, the source opened into src. */
 static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		       struct write_args *a, struct src *src)
@@ -117,7 +121,7 @@ static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_va
 		return usage_err(ctx, "write: --bench and --lat measure one rail: give one device");
 	if (a->bench.on)
 		return 0;
-	if ((rc = opt_size_at(ctx, c, v, WR_SIZE, &a->size)) ||
+	if ((rc = opts_fill(ctx, c, v, WR_FILE, WR_SIZE + 1, a)) ||
 	    (rc = opt_u64_at(ctx, c, v, WR_IMM, &imm)))
 		return rc;
 	if (imm > UINT32_MAX)
@@ -125,8 +129,7 @@ static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_va
 	a->imm = (uint32_t)imm;
 	a->has_imm = opt_on(v, WR_IMM);
 	a->have_size = opt_on(v, WR_SIZE);
-	a->file = opt_arg(v, WR_FILE);
-	src->pattern = opt_arg(v, WR_PATTERN);
+	src->pattern = a->pattern;
 	if (src->pattern && a->file)
 		return usage_err(ctx, "write: give --file or --pattern, not both");
 	if (src->pattern && !rc_pattern_valid(src->pattern))

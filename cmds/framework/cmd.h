@@ -8,6 +8,7 @@
 #ifndef RDMACTL_CMD_H
 #define RDMACTL_CMD_H
 
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -31,6 +32,18 @@ enum comp_kind {
 	COMP_COMMAND, /* a command name */
 };
 
+/* What a typed option row holds (OPT_NONE: read through the accessors). */
+enum opt_type {
+	OPT_NONE,
+	OPT_T_FLAG, /* bool: given or not */
+	OPT_T_STR,  /* const char *: the argument as given */
+	OPT_T_SIZE, /* uint64_t: 4096, 4K, 1M, 1G */
+	OPT_T_U64,  /* uint64_t: a non-negative integer */
+	OPT_T_U32,  /* uint32_t in [min, max] */
+	OPT_T_INT,  /* int in [min, max] */
+	OPT_T_WORD, /* int: the index of the argument among the words of values */
+};
+
 struct cmd_opt {
 	const char *name; /* long name, without "--" */
 	char short_name;  /* 0 when none */
@@ -40,6 +53,13 @@ struct cmd_opt {
 	const char *values; /* for COMP_WORDS: "host|hugepage|file" */
 	bool repeat;        /* may be given more than once */
 	bool hidden;        /* a test hook: parsed, never offered (help, completion) */
+	/* A typed row (OPT_FLAG, OPT_SIZE... below): opts_fill stores its value
+	 * at off in the command's argument struct, checked against [min, max],
+	 * def (the text help shows as "(default X)") when it is absent. */
+	enum opt_type type;
+	size_t off;
+	int64_t min, max;
+	const char *def;
 };
 
 #define OPT_END \
@@ -159,6 +179,34 @@ int opts_count(const struct cmd_opt *opts);
 	OPTS_FIT(table); \
 	_Static_assert(sizeof(table) / sizeof((table)[0]) == (count) + 1, \
 		       #table " does not match its enum of indexes")
+
+/* Typed rows: the last arguments of an X(...) row, after the help (and any
+ * comp, values), name the field of the command's argument struct S that
+ * opts_fill fills. The field's type is checked at build time (_Generic has
+ * no match otherwise). D is the default as help shows it, NULL for none
+ * (the field then keeps what the command set). */
+#define OPT_FIELD(S, f, T) (offsetof(S, f) + 0 * sizeof(_Generic(((S *)0)->f, T : 1)))
+#define OPT_FLAG(S, f) .type = OPT_T_FLAG, .off = OPT_FIELD(S, f, bool)
+#define OPT_STR(S, f, D) .type = OPT_T_STR, .off = OPT_FIELD(S, f, const char *), .def = (D)
+#define OPT_SIZE(S, f, D) .type = OPT_T_SIZE, .off = OPT_FIELD(S, f, uint64_t), .def = (D)
+#define OPT_U64(S, f, D) .type = OPT_T_U64, .off = OPT_FIELD(S, f, uint64_t), .def = (D)
+#define OPT_U32(S, f, LO, HI, D) \
+	.type = OPT_T_U32, .off = OPT_FIELD(S, f, uint32_t), .min = (LO), .max = (HI), .def = (D)
+#define OPT_INT(S, f, LO, HI, D) \
+	.type = OPT_T_INT, .off = OPT_FIELD(S, f, int), .min = (LO), .max = (HI), .def = (D)
+/* The row's comp is COMP_WORDS and its values "a|b|c": the field is the index. */
+#define OPT_WORD(S, f, D) .type = OPT_T_WORD, .off = OPT_FIELD(S, f, int), .def = (D)
+
+/* Fill args from the typed rows first..last-1 of c->opts (in that order):
+ * each given value parsed, each absent one with a default set to it. The
+ * first bad value is a usage error naming the option, the accessors' words.
+ * Returns 0 or -EINVAL. Rows without a type are left to the accessors. */
+int opts_fill(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first, int last,
+	      void *args);
+/* The whole table. */
+#define opts_fill_all(ctx, c, v, args) opts_fill(ctx, c, v, 0, opts_count((c)->opts), args)
+/* o's help as shown: with " (default D)" when the row has one. */
+const char *opt_help(const struct cmd_opt *o, char *buf, size_t cap);
 
 /* By index: the (last) argument of option i, NULL when absent; given or not. */
 static inline const char *opt_arg(const struct opt_vals *v, int i)

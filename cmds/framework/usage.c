@@ -70,6 +70,7 @@ void opts_print(const struct cmd_opt *opts, FILE *fp)
 	for (int i = 0; opts[i].name; i++) {
 		const struct cmd_opt *o = &opts[i];
 		char left[64];
+		char help[512];
 
 		if (o->hidden)
 			continue;
@@ -79,7 +80,7 @@ void opts_print(const struct cmd_opt *opts, FILE *fp)
 		else
 			snprintf(left, sizeof(left), "    --%s%s%s", o->name, o->arg ? " " : "",
 				 o->arg ? o->arg : "");
-		help_line(fp, 2, left, 33, o->help);
+		help_line(fp, 2, left, 33, opt_help(o, help, sizeof(help)));
 	}
 	help_line(fp, 2, "-h, --help", 33, "show this help");
 }
