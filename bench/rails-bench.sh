@@ -81,7 +81,7 @@ verdict() {
 	if (b2 >= 75)
 		printf "two rails keep the CPUs %d%% busy: the guest'"'"'s CPU (rxe does its work there), not the rails, bounds the ratio\n", b2
 	else
-		printf "the CPUs had room (%d%% busy with two rails): the rails, not the CPU, set the rates\n", b2
+		printf "the CPUs had room (%d%% busy with two rails): not the CPUs together but one busy thread (one is %d%% of them) or the rails set the rates\n", b2, 100 / n
 }'
 }
 verdict "$(median "${one[@]}")" "$(median "${two[@]}")" "$(median "${cpu1[@]}")" "$(median "${cpu2[@]}")"
