@@ -5,7 +5,7 @@
  * fabric, or a broken source, would try against `rdmactl kvxfer serve`,
  * and prints what came back, one line per finding, for the tests to read.
  *
- *   kv_hostile MODE HOST PORT [-T TOKEN] [-f FIELD=VALUE]... [-s SECONDS]
+ *   kv_hostile MODE HOST PORT [-T TOKEN] [-f FIELD=VALUE]... [-s SECONDS] [-R HOST]
  *
  * -T TOKEN proves TOKEN in every connect request (kvxfer protocol 5) and
  * shows it in HELLO too.
@@ -31,6 +31,9 @@
  *               notifications both on data QP 1: print what ends it
  *   v2          connect as a source of kvxfer protocol 2 (an older rdmactl,
  *               its connect data marked "KVX2"): print the rejection
+ *   other-rail  HELLO, then data QP 1 to the decode rank's other rail (-R
+ *               HOST, an address it also listens on: print its rejection),
+ *               then data QP 1 to the control QP's own address
  *
  * Lines: "welcome base=0x... rkey=0x...", "error code=N text=...",
  * "closed after MS ms", "open after MS ms", "rejected: ...", "alloc req=N",
@@ -63,7 +66,8 @@ struct qp {
 };
 
 static const char *host, *port;
-static bool old_proto; /* v2: the previous protocol's connect data */
+static const char *rail2; /* -R: the decode rank's other rail */
+static bool old_proto;    /* v2: the previous protocol's connect data */
 
 /* Every QP opened, closed at exit, so that a sanitizer build reports only
  * what the decode rank leaks. */
@@ -376,6 +380,30 @@ static void until_end(struct qp *c, double ms, int resend_every_ms, struct kv_ms
 	printf("not ended after %.0f ms, %d duplicate REQs\n", now_ms() - t0, dups);
 }
 
+/* Welcomed on one rail; data QP 1 to the other (-R), then to this one. */
+static int other_rail(struct qp *d)
+{
+	const char *mine = host;
+	int rc;
+
+	if (!rail2) {
+		fprintf(stderr, "kv_hostile: other-rail needs -R HOST\n");
+		return 2;
+	}
+	host = rail2;
+	rc = open_qp(&d[0], 1, 1);
+	host = mine;
+	if (rc < 0)
+		return 1;
+	if (rc == 0)
+		printf("data QP 1 accepted on the other rail\n");
+	if ((rc = open_qp(&d[1], 1, 1)) < 0)
+		return 1;
+	if (rc == 0)
+		printf("data QP 1 accepted on the control QP's rail\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct kv_msg hello, w, m, req = { .type = KV_MSG_REQ, .req = 0, .u.request.tokens = 10 };
@@ -387,13 +415,15 @@ int main(int argc, char **argv)
 	const char *mode;
 
 	atexit(close_all);
-	while ((opt = getopt(argc, argv, "T:f:s:")) != -1) {
+	while ((opt = getopt(argc, argv, "T:f:s:R:")) != -1) {
 		if (opt == 'T')
 			snprintf(token, sizeof(token), "%s", optarg);
 		else if (opt == 'f' && nf < 16)
 			fields[nf++] = optarg;
 		else if (opt == 's')
 			secs = atof(optarg);
+		else if (opt == 'R')
+			rail2 = optarg;
 		else
 			goto usage;
 	}
@@ -455,6 +485,8 @@ int main(int argc, char **argv)
 			printf("data QP 1 accepted with the secret\n");
 		return 0;
 	}
+	if (!strcmp(mode, "other-rail"))
+		return other_rail(d);
 	if (!strcmp(mode, "ctrl-imm")) {
 		if (write_imm(&c, w.u.welcome.base, w.u.welcome.rkey, kv_imm(0, 0, 0, 0)))
 			return 1;
@@ -496,7 +528,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 usage:
-	fprintf(stderr, "usage: kv_hostile hello|hb-first|squat|data-first|dup-req|ctrl-imm|one-qp "
-			"HOST PORT [-T TOKEN] [-f FIELD=VALUE]... [-s SECONDS]\n");
+	fprintf(stderr,
+		"usage: kv_hostile hello|hb-first|squat|data-first|dup-req|ctrl-imm|one-qp "
+		"wrong-secret|v2|other-rail HOST PORT [-T TOKEN] [-f FIELD=VALUE]... [-s SECONDS] [-R HOST]\n");
 	return 2;
 }

@@ -653,6 +653,21 @@ no_leak() {
 	check '.d0 | ev("refused") | map(.reason) | any(test("data QP 1 of source rank 0 before a valid HELLO"))' d0
 }
 
+@test "hostile: a data QP on the decode rank's other rail than its control QP is refused, naming both rails; on its own rail it joins" {
+	need_four_nics
+	# sanitizer tier: always (a refusal on a state check of the rails)
+	ADDR=$RDMACTL_VM_ADDR_B KV_RAIL2=$RDMACTL_VM_ADDR_D serve d0 "${G[@]}" --pool-pages 16 \
+		--requests 1 --token s3cret
+	hostile other-rail "$RDMACTL_VM_ADDR_B" "$PORT_d0" -T s3cret -R "$RDMACTL_VM_ADDR_D"
+	assert_output --partial "welcome"
+	assert_output --partial "rejected: data QP 1"
+	refute_output --partial "accepted on the other rail"
+	assert_output --partial "data QP 1 accepted on the control QP's rail"
+	kill -TERM "${KV_PID[d0]}"
+	reap d0
+	check ".d0 | ev(\"refused\") | map(.reason) | any(. == \"data QP 1 of source rank 0 on rail 2 ($RDMACTL_VM_DEV_D), its control QP on rail 1 ($RDMACTL_VM_DEV_B)\")" d0
+}
+
 @test "hostile: a wrong HELLO, field by field, is told nothing of the decode rank's geometry" {
 	local f n=0
 	serve d0 "${G[@]}" --pool-pages 16 --verify --requests 1 --token s3cret
