@@ -117,24 +117,15 @@ static void on_wc(struct kv_receiver *r, struct rconn *conn, const struct ibv_wc
 	}
 }
 
-/* The shared CQ: each completion to its connection, found by QP number;
- * one of a connection closed already, or of a dead peer's, is dropped (a
- * dead peer's CQ is read no more). Bounded, as one pass of the loop. */
-static void handle_shared(struct kv_receiver *r, struct rc_shared *sh)
+/* A completion of a rail's shared CQ (rc_shared_drain, 1024 a pass) to its
+ * connection, found by QP number; one of a connection closed already, or of
+ * a dead peer's, is dropped (a dead peer's CQ is read no more). */
+static void shared_wc(void *arg, struct rc_conn *c, const struct ibv_wc *wc)
 {
-	struct ibv_wc wc[32];
-	int n, seen = 0;
+	struct rconn *conn = c ? c->user : NULL;
 
-	while (sh && seen < 1024 && (n = rc_shared_take(sh, wc, 32)) > 0) {
-		for (int j = 0; j < n; j++) {
-			struct rc_conn *c = rc_shared_conn(sh, wc[j].qp_num);
-			struct rconn *conn = c ? c->user : NULL;
-
-			if (conn && !conn->p->dead)
-				on_wc(r, conn, &wc[j]);
-		}
-		seen += n;
-	}
+	if (conn && !conn->p->dead)
+		on_wc(arg, conn, wc);
 }
 
 static void handle_cqs(struct kv_receiver *r)
@@ -142,7 +133,7 @@ static void handle_cqs(struct kv_receiver *r)
 	struct ibv_wc wc[32];
 
 	for (int i = 0; i < r->nrails; i++)
-		handle_shared(r, r->rails[i].sh);
+		rc_shared_drain(r->rails[i].sh, 1024, shared_wc, r);
 	for (int i = 0; i < r->nconns; i++) {
 		struct rconn *conn = r->conns[i];
 		struct rpeer *p = conn->p;

@@ -385,24 +385,15 @@ static void data_wc(struct kv_sender *s, struct sdst *d, struct sqp *qp, const s
 	d->dead = true;
 }
 
-/* The shared CQ: each completion to its data QP, found by QP number; one
- * of a QP closed already, or of a dead decode rank's, is dropped. Bounded,
- * as one pass of the loop. */
-static void drain_shared(struct kv_sender *s)
+/* A completion of the shared CQ (rc_shared_drain, 1024 a pass) to its data
+ * QP, found by QP number; one of a QP closed already, or of a dead decode
+ * rank's, is dropped. */
+static void shared_wc(void *arg, struct rc_conn *c, const struct ibv_wc *wc)
 {
-	struct ibv_wc wc[32];
-	int n, seen = 0;
+	struct sqp *qp = c ? c->user : NULL;
 
-	while (s->sh && seen < 1024 && (n = rc_shared_take(s->sh, wc, 32)) > 0) {
-		for (int j = 0; j < n; j++) {
-			struct rc_conn *c = rc_shared_conn(s->sh, wc[j].qp_num);
-			struct sqp *qp = c ? c->user : NULL;
-
-			if (qp && !qp->d->dead)
-				data_wc(s, qp->d, qp, &wc[j]);
-		}
-		seen += n;
-	}
+	if (qp && !qp->d->dead)
+		data_wc(arg, qp->d, qp, wc);
 }
 
 static void dst_step(struct kv_sender *s, struct sdst *d, double now)
@@ -450,7 +441,7 @@ static int run(struct kv_sender *s, struct rc_err *err)
 		bool busy;
 
 		/* Drain and arm every CQ before sleeping on them. */
-		drain_shared(s);
+		rc_shared_drain(s->sh, 1024, shared_wc, s);
 		for (int i = 0; i < s->nd; i++) {
 			struct sdst *d = &s->d[i];
 

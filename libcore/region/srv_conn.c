@@ -321,9 +321,9 @@ static void on_recv(struct rc_server *s, struct srv_conn *sc, const struct ibv_w
 /* One completion of the shared CQ. An error completion (a reply or a
  * keepalive probe the peer never acknowledged) drops its connection, and
  * says why. */
-static void on_wc(struct rc_server *s, const struct ibv_wc *wc)
+static void on_wc(void *arg, struct rc_conn *c, const struct ibv_wc *wc)
 {
-	struct rc_conn *c = rc_shared_conn(s->sh, wc->qp_num);
+	struct rc_server *s = arg;
 	struct srv_conn *sc = c ? c->user : NULL;
 	uint64_t v = wc->wr_id & RC_WRID_MASK;
 	enum rc_op op = rc_wrid_op(wc->wr_id);
@@ -354,16 +354,9 @@ static void on_wc(struct rc_server *s, const struct ibv_wc *wc)
 
 bool srv_poll_cq(struct rc_server *s)
 {
-	struct ibv_wc wc[16];
-	int got, seen = 0;
-
 	/* Bounded: one busy peer does not keep the loop from the others'
 	 * CM events, the keepalive and the flush. */
-	while (seen < s->pool.n && (got = rc_shared_take(s->sh, wc, 16)) > 0) {
-		for (int j = 0; j < got; j++)
-			on_wc(s, &wc[j]);
-		seen += got;
-	}
+	rc_shared_drain(s->sh, s->pool.n, on_wc, s);
 	return !s->sh->armed;
 }
 /*

@@ -113,6 +113,13 @@ struct rc_conn *rc_shared_conn(struct rc_shared *sh, uint32_t qpn);
 /* Post a receive to the shared receive queue; user is the wr_id's value. */
 int rc_shared_post_recv(struct rc_shared *sh, void *buf, uint32_t len, uint32_t lkey, uint64_t user,
 			struct rc_err *err);
+/* What rc_shared_drain hands each completion to, with the connection its QP
+ * number maps to: NULL when none (closed since; its slot may still be owed). */
+typedef void rc_shared_fn(void *arg, struct rc_conn *c, const struct ibv_wc *wc);
+/* Take completions until none are left or budget were taken (one busy peer
+ * does not hold the caller's loop), each handed to fn in order. Returns how
+ * many were taken, or -EIO. sh NULL: none. */
+int rc_shared_drain(struct rc_shared *sh, int budget, rc_shared_fn *fn, void *arg);
 /* conn.c's: c, about to get a QP on verbs, takes sh's CQ, channel and receive
  * queue (*srq); -EXDEV when sh is on another device. */
 int rc_shared_use(struct rc_shared *sh, struct rc_conn *c, struct ibv_context *verbs,
