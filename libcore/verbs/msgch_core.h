@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One message channel (msgch.c): small messages by SEND and RECV over one or
+ * many connections, in one registered area carved into slots of a fixed size
+ * (all the receive slots, connection by connection, then all the send slots).
+ * Connection k owns receive slots [k * recvs, (k + 1) * recvs) and send slots
+ * [k * sends, (k + 1) * sends) of their kinds. A work request carries its
+ * slot and, for a receive, the generation of that posting in its wr_id
+ * (below the RC_OP_* of ops_core.h), so that a completion names the slot it
+ * filled and a stale or doubled one is refused. Sends go round each
+ * connection's send slots in order; one more than it has outstanding is
+ * refused (ENOBUFS, naming the peer). kvxfer's control QP (one connection)
+ * and the group's rings (one connection per peer) are its users.
+ */
+#ifndef RDMACTL_MSGCH_CORE_H
+#define RDMACTL_MSGCH_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdmactl/conn.h>
+#include <rdmactl/err.h>
+
+/* wr_id user bits: the slot below, the receive's generation above it. */
+#define RC_MSGCH_SLOT_BITS 32
+#define RC_MSGCH_GEN_MASK 0xffffffu
+static inline uint64_t rc_msgch_user(uint32_t slot, uint32_t gen)
+{
+	return (uint64_t)(gen & RC_MSGCH_GEN_MASK) << RC_MSGCH_SLOT_BITS | slot;
+}
+static inline uint32_t rc_msgch_user_slot(uint64_t user)
+{
+	return (uint32_t)user;
+}
+static inline uint32_t rc_msgch_user_gen(uint64_t user)
+{
+	return (uint32_t)(user >> RC_MSGCH_SLOT_BITS) & RC_MSGCH_GEN_MASK;
+}
+
+struct rc_msgch_opts {
+	int nconns;       /* connections (slot ranges); 0: an empty channel */
+	int recvs, sends; /* slots per connection, at least 1 each */
+	uint32_t slot;    /* bytes per slot */
+	uint32_t min_len; /* a received message's length accepted: min_len to */
+	uint32_t max_len; /* max_len (0: the slot) bytes */
+	const char *what; /* the channel, in errors: "... on WHAT" (NULL: nothing) */
+};
+
+struct rc_msgch_conn {
+	struct rc_conn *c;   /* NULL: not started */
+	uint64_t sent, done; /* sends posted, and completed */
+};
+
+struct rc_msgch {
+	struct rc_msgch_opts o;
+	unsigned char *mem;
+	size_t len;
+	struct ibv_mr *mr;          /* NULL until rc_msgch_reg */
+	struct rc_msgch_conn *conn; /* nconns */
+	uint32_t *gen;              /* per receive slot: the generation of its posting */
+	bool *posted;               /* per receive slot: posted and not reaped yet */
+};
+
+/* What a completion was (rc_msgch_wc). */
+enum rc_msgch_kind {
+	RC_MSGCH_SENT, /* a send of the connection's completed: its slot is free */
+	RC_MSGCH_MSG,  /* a message: data and len, in its receive slot */
+	RC_MSGCH_IMM,  /* an RDMA WRITE with immediate consumed the receive slot */
+};
+struct rc_msgch_rx {
+	uint32_t slot; /* the receive slot (rc_msgch_repost it when done) */
+	void *data;    /* MSG: the bytes received */
+	uint32_t len;
+};
+
+/* Bytes of the area of a channel so made. */
+size_t rc_msgch_len(const struct rc_msgch_opts *o);
+/* Lay the channel out and allocate its area (page aligned, zeroed); no
+ * device is touched. 0 or -errno (EINVAL for a layout that does not fit). */
+int rc_msgch_init(struct rc_msgch *ch, const struct rc_msgch_opts *o, struct rc_err *err);
+/* Register the area with pd (nothing to do for an empty channel). -errno
+ * with err saying so. */
+int rc_msgch_reg(struct rc_msgch *ch, struct ibv_pd *pd, struct rc_err *err);
+/* Deregister and free; again is harmless. The connections are the caller's. */
+void rc_msgch_fini(struct rc_msgch *ch);
+
+/* Connection k is c: post all its receive slots. */
+int rc_msgch_start(struct rc_msgch *ch, int k, struct rc_conn *c, struct rc_err *err);
+/* Post receive slot s again (a new generation), its message consumed. */
+int rc_msgch_repost(struct rc_msgch *ch, uint32_t s, struct rc_err *err);
+void *rc_msgch_recv_buf(const struct rc_msgch *ch, uint32_t s);
+/* Connection k's sends that may go now (slots not outstanding). */
+int rc_msgch_send_room(const struct rc_msgch *ch, int k);
+/* The send slot connection k's next send goes from: fill it, then
+ * rc_msgch_send. */
+void *rc_msgch_send_buf(const struct rc_msgch *ch, int k);
+/* -ENOBUFS naming the peer when every send slot of k is outstanding, else 0. */
+int rc_msgch_send_check(const struct rc_msgch *ch, int k, struct rc_err *err);
+/* Send len bytes of rc_msgch_send_buf(ch, k) on connection k (signalled). */
+int rc_msgch_send(struct rc_msgch *ch, int k, uint32_t len, struct rc_err *err);
+/* Connection k failed: its outstanding sends will not complete. */
+void rc_msgch_sends_lost(struct rc_msgch *ch, int k);
+
+/* A successful completion of connection k's QP, checked: the operation
+ * (SEND or RECV in its wr_id, with the matching opcode), the slot (in k's
+ * range; for a receive, posted with this generation; for a send, the oldest
+ * outstanding), and a message's length (min_len to max_len). Returns its
+ * enum rc_msgch_kind, rx filled for MSG and IMM (the receive slot is then
+ * the caller's until rc_msgch_repost), -EPROTO for the wrong completion or
+ * -EBADMSG for a wrong length, err naming the peer. */
+int rc_msgch_wc(struct rc_msgch *ch, int k, const struct ibv_wc *wc, struct rc_msgch_rx *rx,
+		struct rc_err *err);
+
+#endif
