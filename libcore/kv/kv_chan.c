@@ -1,47 +1,41 @@
 // SPDX-License-Identifier: MIT
 /* The kvxfer control channel: SEND/RECV of small messages on the control
- * QP, and CQ reaping that never sleeps (the engines sleep in poll()). */
+ * QP, through the one message channel of verbs/ (msgch_core.h, one
+ * connection of KV_CHAN_RECVS receive and KV_CHAN_SENDS send slots of
+ * KV_MSG_MAX bytes), and CQ reaping that never sleeps (the engines sleep in
+ * poll()). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kv_int.h"
+#include <rdmactl/ctrl_core.h>
 #include <rdmactl/ops_core.h>
 #include <rdmactl/kv_core.h>
 
-static unsigned char *recv_buf(struct kv_chan *ch, int i)
-{
-	return ch->mem + (size_t)i * KV_MSG_MAX;
-}
-
-static unsigned char *send_buf(struct kv_chan *ch, uint64_t n)
-{
-	return ch->mem + (size_t)(KV_CHAN_RECVS + n % KV_CHAN_SENDS) * KV_MSG_MAX;
-}
-
 int kv_chan_init(struct kv_chan *ch, struct rc_conn *c, struct rc_err *err)
 {
-	size_t len = (size_t)(KV_CHAN_RECVS + KV_CHAN_SENDS) * KV_MSG_MAX;
+	struct rc_msgch_opts o = { .nconns = 1,
+				   .recvs = KV_CHAN_RECVS,
+				   .sends = KV_CHAN_SENDS,
+				   .slot = KV_MSG_MAX,
+				   .min_len = RC_CTRL_HDR_LEN,
+				   .what = "the control QP" };
 	int rc;
 
 	memset(ch, 0, sizeof(*ch));
 	ch->c = c;
-	ch->mem = aligned_alloc(4096, len);
-	if (!ch->mem)
-		return rc_err_set(err, ENOMEM, "out of memory");
-	ch->mr = ibv_reg_mr(c->pd, ch->mem, len, IBV_ACCESS_LOCAL_WRITE);
-	if (!ch->mr) {
-		rc = rc_err_set(err, errno, "cannot register control buffers for %s: %s", c->peer,
-				strerror(errno));
+	if ((rc = rc_msgch_init(&ch->mc, &o, err)))
+		return rc;
+	if ((rc = rc_msgch_reg(&ch->mc, c->pd, NULL))) {
+		rc = rc_err_set(err, -rc, "cannot register control buffers for %s: %s", c->peer,
+				strerror(-rc));
 		kv_chan_fini(ch);
 		return rc;
 	}
-	for (int i = 0; i < KV_CHAN_RECVS; i++) {
-		rc = rc_post_recv(c, recv_buf(ch, i), KV_MSG_MAX, ch->mr->lkey, (uint64_t)i, err);
-		if (rc) {
-			kv_chan_fini(ch);
-			return rc;
-		}
+	if ((rc = rc_msgch_start(&ch->mc, 0, c, err))) {
+		kv_chan_fini(ch);
+		return rc;
 	}
 	ch->last_rx = ch->last_tx = rc_now();
 	return 0;
@@ -49,11 +43,12 @@ int kv_chan_init(struct kv_chan *ch, struct rc_conn *c, struct rc_err *err)
 
 void kv_chan_fini(struct kv_chan *ch)
 {
-	if (ch->mr)
-		ibv_dereg_mr(ch->mr);
-	free(ch->mem);
-	ch->mr = NULL;
-	ch->mem = NULL;
+	rc_msgch_fini(&ch->mc);
+}
+
+bool kv_chan_idle(const struct kv_chan *ch)
+{
+	return !ch->mc.conn || rc_msgch_send_room(&ch->mc, 0) == KV_CHAN_SENDS;
 }
 
 int kv_chan_send(struct kv_chan *ch, struct kv_msg *m, struct rc_err *err)
@@ -61,20 +56,16 @@ int kv_chan_send(struct kv_chan *ch, struct kv_msg *m, struct rc_err *err)
 	unsigned char *b;
 	int len, rc;
 
-	if (ch->sent - ch->send_done >= KV_CHAN_SENDS)
-		return rc_err_set(err, ENOBUFS,
-				  "%s does not take its control messages (%d unacknowledged)",
-				  ch->c->peer, KV_CHAN_SENDS);
-	b = send_buf(ch, ch->sent);
+	if ((rc = rc_msgch_send_check(&ch->mc, 0, err)))
+		return rc;
+	b = rc_msgch_send_buf(&ch->mc, 0);
 	m->seq = ++ch->seq;
 	len = kv_msg_encode(m, b, KV_MSG_MAX);
 	if (len < 0)
 		return rc_err_set(err, -len, "cannot encode a %s message: %s", kv_msg_name(m->type),
 				  strerror(-len));
-	rc = rc_post_send(ch->c, b, (uint32_t)len, ch->mr->lkey, ch->sent, err);
-	if (rc)
+	if ((rc = rc_msgch_send(&ch->mc, 0, (uint32_t)len, err)))
 		return rc;
-	ch->sent++;
 	ch->last_tx = rc_now();
 	return 0;
 }
@@ -82,28 +73,24 @@ int kv_chan_send(struct kv_chan *ch, struct kv_msg *m, struct rc_err *err)
 int kv_chan_wc(struct kv_chan *ch, const struct ibv_wc *wc, struct kv_msg *m, uint32_t *pages,
 	       struct rc_err *err)
 {
-	int slot = (int)(wc->wr_id & RC_WRID_MASK), rc;
+	struct rc_msgch_rx rx;
+	int k = rc_msgch_wc(&ch->mc, 0, wc, &rx, err), rc;
 
-	if (rc_wrid_op(wc->wr_id) == RC_OP_SEND && wc->opcode == IBV_WC_SEND) {
-		ch->send_done++;
+	if (k == RC_MSGCH_SENT)
 		return 0;
-	}
 	/* A receive completes as IBV_WC_RECV for a SEND only: an RDMA WRITE with
 	 * immediate consumes a receive too, but leaves its buffer as it was. */
-	if (rc_wrid_op(wc->wr_id) == RC_OP_RECV && wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM)
+	if (k == RC_MSGCH_IMM)
 		return rc_err_set(err, EPROTO,
 				  "%s sent an RDMA WRITE with immediate on the control QP",
 				  ch->c->peer);
-	if (rc_wrid_op(wc->wr_id) != RC_OP_RECV || wc->opcode != IBV_WC_RECV ||
-	    slot >= KV_CHAN_RECVS)
-		return rc_err_set(err, EPROTO,
-				  "unexpected completion (opcode %d) from %s on the control QP",
-				  (int)wc->opcode, ch->c->peer);
-	rc = kv_msg_decode(recv_buf(ch, slot), wc->byte_len, m, pages, KV_MAX_REQ_PAGES);
-	if (rc)
+	if (k == -EBADMSG ||
+	    (k == RC_MSGCH_MSG && kv_msg_decode(rx.data, rx.len, m, pages, KV_MAX_REQ_PAGES) != 0))
 		return rc_err_set(err, EBADMSG, "%s sent a malformed control message (%u bytes)",
 				  ch->c->peer, wc->byte_len);
+	if (k < 0)
+		return k;
 	ch->last_rx = rc_now();
-	rc = rc_post_recv(ch->c, recv_buf(ch, slot), KV_MSG_MAX, ch->mr->lkey, (uint64_t)slot, err);
+	rc = rc_msgch_repost(&ch->mc, rx.slot, err);
 	return rc ? rc : 1;
 }

@@ -7,22 +7,24 @@
 #include <rdmactl/kv.h>
 #include <rdmactl/ops.h>
 #include <rdmactl/kv_core.h>
+#include <rdmactl/msgch_core.h>
 
 #define KV_CHAN_RECVS 16
 #define KV_CHAN_SENDS 32
 
-/* The control QP's buffers: receives always posted, a ring of sends. */
+/* The control QP's buffers (one connection of the verbs message channel):
+ * receives always posted, a ring of sends. */
 struct kv_chan {
 	struct rc_conn *c;
-	struct ibv_mr *mr;
-	unsigned char *mem;
-	uint64_t sent, send_done;
+	struct rc_msgch mc;
 	uint32_t seq;
 	double last_rx, last_tx;
 };
 
 int kv_chan_init(struct kv_chan *ch, struct rc_conn *c, struct rc_err *err);
 void kv_chan_fini(struct kv_chan *ch);
+/* No send of the channel outstanding (nor any channel yet). */
+bool kv_chan_idle(const struct kv_chan *ch);
 int kv_chan_send(struct kv_chan *ch, struct kv_msg *m, struct rc_err *err);
 /* One successful completion of the channel's QP: 1 with *m filled for a
  * message (the receive is posted again), 0 for a send, -errno for a

@@ -148,7 +148,7 @@ static void handle_cqs(struct kv_receiver *r)
 			}
 		}
 		/* A refused peer goes once its ERROR is out. */
-		if (p->refused && conn->qp == 0 && conn->ch.send_done == conn->ch.sent)
+		if (p->refused && conn->qp == 0 && kv_chan_idle(&conn->ch))
 			p->dead = true;
 	}
 }
