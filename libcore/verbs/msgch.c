@@ -68,10 +68,11 @@ int rc_msgch_reg(struct rc_msgch *ch, struct ibv_pd *pd, struct rc_err *err)
 	return 0;
 }
 
-void rc_msgch_fini(struct rc_msgch *ch)
+int rc_msgch_fini(struct rc_msgch *ch)
 {
-	if (ch->mr)
-		ibv_dereg_mr(ch->mr);
+	/* ibv_dereg_mr returns its error; it does not set errno */
+	int rc = ch->mr ? -abs(ibv_dereg_mr(ch->mr)) : 0;
+
 	free(ch->mem);
 	free(ch->conn);
 	free(ch->gen);
@@ -82,6 +83,7 @@ void rc_msgch_fini(struct rc_msgch *ch)
 	ch->gen = NULL;
 	ch->posted = NULL;
 	ch->len = 0;
+	return rc;
 }
 
 void *rc_msgch_recv_buf(const struct rc_msgch *ch, uint32_t s)
@@ -125,6 +127,10 @@ int rc_msgch_start(struct rc_msgch *ch, int k, struct rc_conn *c, struct rc_err 
 		return rc_err_set(err, EINVAL, "no connection %d in a message channel of %d", k,
 				  ch->o.nconns);
 	ch->conn[k] = (struct rc_msgch_conn){ .c = c };
+	/* a new QP (an accept tried again): nothing is posted on it yet, and the
+	 * old one's completions are of the generations before */
+	for (int i = 0; i < ch->o.recvs; i++)
+		ch->posted[k * ch->o.recvs + i] = false;
 	for (int i = 0; i < ch->o.recvs; i++) {
 		int rc = rc_msgch_repost(ch, (uint32_t)(k * ch->o.recvs + i), err);
 

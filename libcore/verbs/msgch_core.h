@@ -82,10 +82,12 @@ int rc_msgch_init(struct rc_msgch *ch, const struct rc_msgch_opts *o, struct rc_
 /* Register the area with pd (nothing to do for an empty channel). -errno
  * with err saying so. */
 int rc_msgch_reg(struct rc_msgch *ch, struct ibv_pd *pd, struct rc_err *err);
-/* Deregister and free; again is harmless. The connections are the caller's. */
-void rc_msgch_fini(struct rc_msgch *ch);
+/* Deregister and free; again is harmless. The connections are the caller's.
+ * 0, or the deregistration's -errno. */
+int rc_msgch_fini(struct rc_msgch *ch);
 
-/* Connection k is c: post all its receive slots. */
+/* Connection k is c: post all its receive slots (again, for a new QP of k:
+ * its sends start afresh, and the old QP's completions are refused). */
 int rc_msgch_start(struct rc_msgch *ch, int k, struct rc_conn *c, struct rc_err *err);
 /* Post receive slot s again (a new generation), its message consumed. */
 int rc_msgch_repost(struct rc_msgch *ch, uint32_t s, struct rc_err *err);
@@ -107,8 +109,9 @@ void rc_msgch_sends_lost(struct rc_msgch *ch, int k);
  * range; for a receive, posted with this generation; for a send, the oldest
  * outstanding), and a message's length (min_len to max_len). Returns its
  * enum rc_msgch_kind, rx filled for MSG and IMM (the receive slot is then
- * the caller's until rc_msgch_repost), -EPROTO for the wrong completion or
- * -EBADMSG for a wrong length, err naming the peer. */
+ * the caller's until rc_msgch_repost; rx may be NULL where only sends are
+ * reaped), -EPROTO for the wrong completion or -EBADMSG for a wrong length,
+ * err naming the peer. */
 int rc_msgch_wc(struct rc_msgch *ch, int k, const struct ibv_wc *wc, struct rc_msgch_rx *rx,
 		struct rc_err *err);
 

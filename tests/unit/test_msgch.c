@@ -211,6 +211,14 @@ int main(void)
 	fail_next = ENOMEM;
 	CHECK(rc_msgch_repost(&ch, 7, &e) == -ENOMEM);
 	CHECK(rc_msgch_wc(&ch, 1, wc_of(recv_id(7, 3), IBV_WC_RECV, 20), &rx, &e) == -EPROTO);
+	/* Connection 1 again, on a new QP (an accept tried again): all four posted
+	 * afresh, slot 7 too, and the old QP's completions refused. */
+	nrec = 0;
+	CHECK(rc_msgch_start(&ch, 1, &conns[0], &e) == 0);
+	CHECK_EQ_U64(nrec, 4);
+	CHECK_EQ_U64(rec[3].wr_id, recv_id(7, 4));
+	CHECK(rc_msgch_wc(&ch, 1, wc_of(recv_id(5, 3), IBV_WC_RECV, 20), &rx, &e) == -EPROTO);
+	CHECK(rc_msgch_wc(&ch, 1, wc_of(recv_id(5, 4), IBV_WC_RECV, 20), &rx, &e) == RC_MSGCH_MSG);
 
 	/* Sends of connection 2: slots 4 and 5 of the send slots, after all 12
 	 * receive slots; a third outstanding is refused, naming the peer. */
