@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,14 +38,7 @@ static void name_peer(struct rc_group *g, int j, const struct rc_endpoint *ep)
 
 int group_post_recvs(struct rc_group *g, int j, struct rc_err *err)
 {
-	for (int s = 0; s < g->o.recv_depth; s++) {
-		int rc = rc_post_recv(g->peers[j].c, recv_slot(g, j, s), GMSG_SLOT, g->mr->lkey,
-				      (uint64_t)j << 16 | (uint64_t)s, err);
-
-		if (rc)
-			return rc;
-	}
-	return 0;
+	return rc_msgch_start(&g->ch, g->peers[j].slot, g->peers[j].c, err);
 }
 
 static int on_accepted_qp(struct rc_conn *c, void *arg)
@@ -317,34 +311,33 @@ static void group_shared_cq(struct rc_group *g)
 		g->sh = NULL;
 }
 
-/* The message rings of the peers this rank connects with (need, set), in
- * one registered area: recv_depth receive slots and one send slot each. */
+/* The message rings of the peers this rank connects with (need, set): one
+ * connection each of the message channel (verbs/msgch_core.h), in one
+ * registered area: recv_depth receive slots and one send slot each. */
 static int group_rings(struct rc_group *g, struct rc_err *err)
 {
 	int W = g->o.world, me = g->o.rank;
+	struct rc_msgch_opts o = { .recvs = g->o.recv_depth,
+				   .sends = 1,
+				   .slot = GMSG_SLOT,
+				   .min_len = offsetof(struct gmsg, data),
+				   .max_len = sizeof(struct gmsg) };
+	int rc;
 
-	if (g->area)
+	if (g->ch.o.slot)
 		return rc_err_set(err, EINVAL, "the group is connected already");
 	for (int j = 0; j < W; j++)
 		if (j != me && g->need[(size_t)me * (size_t)W + (size_t)j]) {
 			g->peers[j].slot = g->nslots++;
 			g->peers[j].box = calloc((size_t)g->o.recv_depth, sizeof(struct gmsg));
-			g->peers[j].held = calloc((size_t)g->o.recv_depth, sizeof(int));
+			g->peers[j].held = calloc((size_t)g->o.recv_depth, sizeof(uint32_t));
 			if (!g->peers[j].box || !g->peers[j].held)
 				return rc_err_set(err, ENOMEM, "out of memory");
 		}
-	g->area_len = group_ring_len(g->nslots, g->o.recv_depth);
-	g->area = aligned_alloc(4096, g->area_len ? (g->area_len + 4095) & ~(size_t)4095 : 4096);
-	if (!g->area)
-		return rc_err_set(err, ENOMEM, "out of memory");
-	memset(g->area, 0, g->area_len);
-	if (!g->nslots)
-		return 0;
-	g->mr = ibv_reg_mr(g->l->pd, g->area, g->area_len, IBV_ACCESS_LOCAL_WRITE);
-	if (!g->mr)
-		return rc_err_set(err, errno, "cannot register %zu bytes of message buffers: %s",
-				  g->area_len, strerror(errno));
-	return 0;
+	o.nconns = g->nslots;
+	if ((rc = rc_msgch_init(&g->ch, &o, err)))
+		return rc;
+	return rc_msgch_reg(&g->ch, g->l->pd, err);
 }
 
 /* The connects to the peers above this rank, GROUP_CONNECT_AT_ONCE of them in flight
@@ -516,13 +509,12 @@ int rc_group_close(struct rc_group *g)
 		rc = r;
 	if (g->ech)
 		rdma_destroy_event_channel(g->ech);
-	if (g->mr && (r = ibv_dereg_mr(g->mr)) && !rc) /* its error, not errno */
-		rc = -abs(r);
+	if ((r = rc_msgch_fini(&g->ch)) && !rc)
+		rc = r;
 	if (g->l && (r = rc_listener_close(g->l)) && !rc)
 		rc = r;
 	if (g->rdv && (r = rc_rdv_close(g->rdv)) && !rc)
 		rc = r;
-	free(g->area);
 	free(g->need);
 	free(g->peers);
 	free(g->conns);
@@ -565,7 +557,7 @@ void rc_group_stats(const struct rc_group *g, struct rc_group_stats *out)
 					.first_barrier_s = g->barrier_s,
 					.qps = g->nconns,
 					.cqs = g->sh ? 1 : g->nconns,
-					.ring_bytes = g->mr ? g->area_len : 0,
+					.ring_bytes = g->ch.mr ? g->ch.len : 0,
 					.tree_depth = g->depth };
 }
 

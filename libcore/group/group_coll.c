@@ -212,7 +212,7 @@ int rc_group_gather(struct rc_group *g, int root, const void *mine, size_t len, 
 			return group_peer_gone(g, root, "a report to it was due", err);
 		if ((rc = group_send_msg(g, root, mine, len, deadline, err)))
 			return rc;
-		while (p->send_busy && !p->dead) {
+		while (send_busy(g, p) && !p->dead) {
 			rc = group_wait_slice(g, deadline, err);
 			if (rc == -ETIMEDOUT)
 				return rc_err_set(err, ETIMEDOUT,

@@ -8,6 +8,7 @@
 #include <rdmactl/group.h>
 #include <rdmactl/parse.h>
 #include <rdmactl/group_core.h>
+#include <rdmactl/msgch_core.h>
 
 #define GROUP_MAGIC 0x72646d67u /* "rdmg" */
 #define ABORT_MAGIC 0x72646d61u /* "rdma": the sender gave up, data says why */
@@ -68,15 +69,14 @@ struct gpeer {
 	uint32_t max_msg;     /* the largest piece a write to it is posted in (0: not asked yet) */
 	uint64_t imm[IMM_CHANNELS];
 	int sends_out;    /* signalled work requests not completed */
-	bool send_busy;   /* the send slot is in flight */
 	bool fin;         /* its FIN came: nothing it sent us is unacknowledged */
 	struct gmsg *box; /* received messages not yet taken, a ring */
 	int box_head;
 	int box_n;
-	int *held; /* receive slots whose message waits for room in box, a ring */
+	uint32_t *held; /* receive slots whose message waits for room in box, a ring */
 	int held_head;
 	int held_n;
-	int slot; /* its receive ring and send slot in area; -1: not connected */
+	int slot; /* its connection in the message channel (ch); -1: not connected */
 	struct {
 		struct rc_group *g;
 		int rank;
@@ -94,15 +94,15 @@ struct rc_group {
 	int *conn_rank;
 	int nconns;
 	uint8_t *need; /* world x world */
-	int nslots;    /* peers this rank connects with: their rings in area */
-	uint8_t *area; /* receive rings of the connected peers, then their send slots */
-	size_t area_len;
-	int *parent;      /* the barrier's tree (group_tree): each rank's parent */
-	int depth;        /* its depth; -1: the plan leaves ranks unreachable */
-	double rdv_s;     /* rc_group_join: the rendezvous exchange took */
-	double connect_s; /* rc_group_connect took */
-	double barrier_s; /* the first barrier took; < 0: none yet */
-	struct ibv_mr *mr;
+	int nslots;    /* peers this rank connects with: their connections in ch */
+	/* the message channel (verbs/msgch_core.h): recv_depth receive slots
+	 * and one send slot of GMSG_SLOT bytes for each of those peers */
+	struct rc_msgch ch;
+	int *parent;                  /* the barrier's tree (group_tree): each rank's parent */
+	int depth;                    /* its depth; -1: the plan leaves ranks unreachable */
+	double rdv_s;                 /* rc_group_join: the rendezvous exchange took */
+	double connect_s;             /* rc_group_connect took */
+	double barrier_s;             /* the first barrier took; < 0: none yet */
 	struct rc_rdv *rdv;           /* rc_group_join's: closed with the group */
 	char token[RC_TOKEN_MAX + 1]; /* "": none (rc_group_opts.token) */
 	uint32_t seq;                 /* control exchanges so far */
@@ -118,20 +118,12 @@ struct rc_group {
 	struct rc_err accept_err;
 };
 
-/* Receive slot s of peer j, and the send slot of peer j: only the peers this
- * rank connects with have them (gpeer.slot), so the registered area grows
- * with this rank's connections, not with the world. */
-static inline struct gmsg *recv_slot(const struct rc_group *g, int j, int s)
+/* Whether the send slot of peer p is in flight (only the peers this rank
+ * connects with have one: gpeer.slot, so the registered area grows with this
+ * rank's connections, not with the world). */
+static inline bool send_busy(const struct rc_group *g, const struct gpeer *p)
 {
-	return (struct gmsg *)(g->area +
-			       ((size_t)g->peers[j].slot * (size_t)g->o.recv_depth + (size_t)s) *
-				       GMSG_SLOT);
-}
-static inline struct gmsg *send_slot(const struct rc_group *g, int j)
-{
-	return (struct gmsg *)(g->area + ((size_t)g->nslots * (size_t)g->o.recv_depth +
-					  (size_t)g->peers[j].slot) *
-						 GMSG_SLOT);
+	return p->slot >= 0 && g->ch.conn && rc_msgch_send_room(&g->ch, p->slot) <= 0;
 }
 
 /* A spanning tree of the connection graph need (W x W, symmetric) from

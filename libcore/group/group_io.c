@@ -78,9 +78,17 @@ int rc_group_msg_check(const void *buf, size_t byte_len, struct rc_err *err)
 static int on_recv(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc_err *err)
 {
 	struct gpeer *p = &g->peers[j];
-	int s = (int)(wc->wr_id & 0xffff);
+	struct rc_msgch_rx rx;
+	struct rc_err e;
+	int k = rc_msgch_wc(&g->ch, p->slot, wc, &rx, &e);
 
-	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+	/* the length that came (rc_msgch_wc checks it against the slot), not
+	 * the previous message's stale bytes */
+	if (k == -EBADMSG)
+		return rc_err_set(err, EPROTO, "rank %d: %s", j, e.msg);
+	if (k < 0)
+		return rc_err_set(err, -k, "%s", e.msg);
+	if (k == RC_MSGCH_IMM) {
 		uint32_t imm = ntohl(wc->imm_data);
 		unsigned ch = imm >> 24;
 
@@ -89,16 +97,13 @@ static int on_recv(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc
 					  "rank %d sent immediate data 0x%x on no channel", j, imm);
 		p->imm[ch]++;
 	} else {
-		const struct gmsg *m = recv_slot(g, j, s);
-		struct rc_err e;
+		const struct gmsg *m = rx.data;
 
-		/* the length that came, not the previous message's stale bytes */
-		if (rc_group_msg_check(m, wc->byte_len, &e))
+		if (rc_group_msg_check(m, rx.len, &e))
 			return rc_err_set(err, EPROTO, "rank %d: %s", j, e.msg);
 		if (m->magic == FIN_MAGIC) {
 			p->fin = true;
-			return rc_post_recv(p->c, recv_slot(g, j, s), GMSG_SLOT, g->mr->lkey,
-					    wc->wr_id, err);
+			return rc_msgch_repost(&g->ch, rx.slot, err);
 		}
 		if (m->magic == ABORT_MAGIC) {
 			if (!g->aborted)
@@ -108,21 +113,20 @@ static int on_recv(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc
 									 : RC_GROUP_MSG_MAX),
 					 (const char *)m->data);
 			g->aborted = true;
-			return rc_post_recv(p->c, recv_slot(g, j, s), GMSG_SLOT, g->mr->lkey,
-					    wc->wr_id, err);
+			return rc_msgch_repost(&g->ch, rx.slot, err);
 		}
 		if (p->box_n >= g->o.recv_depth) {
 			/* a full box: the message waits in its receive slot, and
 			 * the slot is posted again only once the box has room, so
 			 * a sender ahead of this rank is held back by the link
 			 * (receiver not ready) instead of failing the group */
-			p->held[(p->held_head + p->held_n++) % g->o.recv_depth] = s;
+			p->held[(p->held_head + p->held_n++) % g->o.recv_depth] = rx.slot;
 			return 0;
 		}
 		p->box[(p->box_head + p->box_n) % g->o.recv_depth] = *m;
 		p->box_n++;
 	}
-	return rc_post_recv(p->c, recv_slot(g, j, s), GMSG_SLOT, g->mr->lkey, wc->wr_id, err);
+	return rc_msgch_repost(&g->ch, rx.slot, err);
 }
 
 int group_progress(struct rc_group *g, int timeout_ms, struct rc_err *err)
@@ -149,7 +153,7 @@ int group_progress(struct rc_group *g, int timeout_ms, struct rc_err *err)
 				 err ? err->msg : "a completion failed");
 		p->failed = p->dead = true;
 		p->sends_out = 0;
-		p->send_busy = false;
+		rc_msgch_sends_lost(&g->ch, p->slot);
 		return 0;
 	}
 	if (n < 0)
@@ -166,9 +170,12 @@ int group_progress(struct rc_group *g, int timeout_ms, struct rc_err *err)
 			break;
 		default:
 			p->sends_out--;
-			if (rc_wrid_op(wc[i].wr_id) == RC_OP_SEND)
-				p->send_busy = false;
-			else if (!(wc[i].wr_id & PIECE_NOT_LAST))
+			/* a failed peer's sends were let go already */
+			if (rc_wrid_op(wc[i].wr_id) == RC_OP_SEND) {
+				if (!p->failed &&
+				    (rc = rc_msgch_wc(&g->ch, p->slot, &wc[i], NULL, err)) < 0)
+					return rc;
+			} else if (!(wc[i].wr_id & PIECE_NOT_LAST))
 				p->writes_done++;
 			break;
 		}
@@ -222,10 +229,10 @@ int group_send_msg(struct rc_group *g, int j, const void *data, size_t len, doub
 		   struct rc_err *err)
 {
 	struct gpeer *p = &g->peers[j];
-	struct gmsg *m = send_slot(g, j);
+	struct gmsg *m;
 	int rc;
 
-	while (p->send_busy || p->sends_out >= g->o.sq_depth - 2) {
+	while (send_busy(g, p) || p->sends_out >= g->o.sq_depth - 2) {
 		rc = group_wait_slice(g, deadline, err);
 		if (rc == -ETIMEDOUT)
 			return rc_err_set(err, ETIMEDOUT, "a message to %s did not go within %d ms",
@@ -233,16 +240,15 @@ int group_send_msg(struct rc_group *g, int j, const void *data, size_t len, doub
 		if (rc)
 			return rc;
 	}
+	m = rc_msgch_send_buf(&g->ch, p->slot);
 	m->magic = GROUP_MAGIC;
 	m->seq = g->seq;
 	m->from = (uint32_t)g->o.rank;
 	m->len = (uint32_t)len;
 	memcpy(m->data, data, len);
-	rc = rc_post_send(p->c, m, (uint32_t)(offsetof(struct gmsg, data) + len), g->mr->lkey,
-			  (uint64_t)j, err);
+	rc = rc_msgch_send(&g->ch, p->slot, (uint32_t)(offsetof(struct gmsg, data) + len), err);
 	if (rc)
 		return rc;
-	p->send_busy = true;
 	p->sends_out++;
 	return 0;
 }
@@ -265,15 +271,15 @@ int group_pop_msg(struct rc_group *g, int j, void *out, size_t len, struct rc_er
 	p->box_head = (p->box_head + 1) % g->o.recv_depth;
 	p->box_n--;
 	if (p->held_n) {
-		int s = p->held[p->held_head];
+		uint32_t s = p->held[p->held_head];
 		int rc;
 
 		p->held_head = (p->held_head + 1) % g->o.recv_depth;
 		p->held_n--;
-		p->box[(p->box_head + p->box_n) % g->o.recv_depth] = *recv_slot(g, j, s);
+		p->box[(p->box_head + p->box_n) % g->o.recv_depth] =
+			*(const struct gmsg *)rc_msgch_recv_buf(&g->ch, s);
 		p->box_n++;
-		rc = rc_post_recv(p->c, recv_slot(g, j, s), GMSG_SLOT, g->mr->lkey,
-				  (uint64_t)j << 16 | (uint64_t)s, err);
+		rc = rc_msgch_repost(&g->ch, s, err);
 		if (rc)
 			return rc;
 	}
@@ -325,7 +331,7 @@ int group_sends_acked(struct rc_group *g, double deadline, bool skip_dead, struc
 	for (int k = 0; k < g->nconns; k++) {
 		struct gpeer *p = &g->peers[g->conn_rank[k]];
 
-		while (p->send_busy && !(p->dead && skip_dead)) {
+		while (send_busy(g, p) && !(p->dead && skip_dead)) {
 			rc = group_wait_slice(g, deadline, err);
 			if (rc == -ETIMEDOUT)
 				return rc_err_set(err, ETIMEDOUT,
@@ -344,20 +350,19 @@ static void post_to_all(struct rc_group *g, uint32_t magic, const char *data, si
 {
 	for (int k = 0; k < g->nconns; k++) {
 		struct gpeer *p = &g->peers[g->conn_rank[k]];
-		struct gmsg *m = send_slot(g, g->conn_rank[k]);
+		struct gmsg *m;
 
-		if (p->dead || p->send_busy || p->sends_out >= g->o.sq_depth - 2)
+		if (p->dead || send_busy(g, p) || p->sends_out >= g->o.sq_depth - 2)
 			continue;
+		m = rc_msgch_send_buf(&g->ch, p->slot);
 		m->magic = magic;
 		m->seq = g->seq;
 		m->from = (uint32_t)g->o.rank;
 		m->len = (uint32_t)len;
 		memcpy(m->data, data, len);
-		if (rc_post_send(p->c, m, (uint32_t)(offsetof(struct gmsg, data) + len),
-				 g->mr->lkey, (uint64_t)g->conn_rank[k], NULL) == 0) {
-			p->send_busy = true;
+		if (rc_msgch_send(&g->ch, p->slot, (uint32_t)(offsetof(struct gmsg, data) + len),
+				  NULL) == 0)
 			p->sends_out++;
-		}
 	}
 }
 
@@ -370,7 +375,7 @@ void rc_group_abort(struct rc_group *g, const char *why)
 	post_to_all(g, ABORT_MAGIC, why, len > RC_GROUP_MSG_MAX ? RC_GROUP_MSG_MAX : len);
 	/* Let the messages leave before the connections close. */
 	for (int k = 0; k < g->nconns; k++)
-		while (g->peers[g->conn_rank[k]].send_busy && rc_now() < deadline)
+		while (send_busy(g, &g->peers[g->conn_rank[k]]) && rc_now() < deadline)
 			if (group_progress(g, 50, NULL) == -EIO)
 				break; /* a failed connection completes nothing more */
 }
@@ -397,7 +402,7 @@ void group_fin(struct rc_group *g, int timeout_ms)
 	for (int k = 0; k < g->nconns; k++) {
 		struct gpeer *p = &g->peers[g->conn_rank[k]];
 
-		while (!p->dead && (!p->fin || p->send_busy) && rc_now() < deadline)
+		while (!p->dead && (!p->fin || send_busy(g, p)) && rc_now() < deadline)
 			if (group_progress(g, 50, NULL) && g->aborted)
 				break;
 	}

@@ -19,8 +19,14 @@ int group_recv_depth(int asked)
 
 size_t group_ring_len(int nslots, int recv_depth)
 {
-	/* recv_depth receive slots and one send slot a peer */
-	return ((size_t)nslots * (size_t)recv_depth + (size_t)nslots) * GMSG_SLOT;
+	/* recv_depth receive slots and one send slot a peer, as group_rings
+	 * lays them out in the message channel */
+	struct rc_msgch_opts o = { .nconns = nslots,
+				   .recvs = recv_depth,
+				   .sends = 1,
+				   .slot = GMSG_SLOT };
+
+	return rc_msgch_len(&o);
 }
 
 int group_cqs(int nconns)
