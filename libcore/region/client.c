@@ -13,31 +13,46 @@
 #include <rdmactl/ops_core.h>
 #include <rdmactl/ctrl_core.h>
 #include <rdmactl/client_core.h>
+#include <rdmactl/msgch_core.h>
+
+/* A request and its answer on c's control QP go through the verbs message
+ * channel: one connection of one receive and one send slot of
+ * RC_CTRL_MSG_MAX bytes, made for the exchange, its receive posted before
+ * the request goes; an answer shorter than min_len is refused. */
+static int ctrl_open(struct rc_msgch *ch, struct rc_conn *c, uint32_t min_len, struct rc_err *err)
+{
+	struct rc_msgch_opts o = { .nconns = 1,
+				   .recvs = 1,
+				   .sends = 1,
+				   .slot = RC_CTRL_MSG_MAX,
+				   .min_len = min_len,
+				   .what = "the control QP" };
+	int rc;
+
+	if ((rc = rc_msgch_init(ch, &o, err)))
+		return rc;
+	if ((rc = rc_msgch_reg(ch, c->pd, NULL)))
+		rc = rc_err_set(err, -rc, "cannot register a control buffer: %s", strerror(-rc));
+	else
+		rc = rc_msgch_start(ch, 0, c, err);
+	if (rc)
+		rc_msgch_fini(ch);
+	return rc;
+}
 
 /* Ask the server for its region table over the control channel. */
 static int fetch_regions(struct rc_client *cl, struct rc_conn *c, struct rc_err *err)
 {
-	struct {
-		unsigned char req[RC_CTRL_HDR_LEN];
-		unsigned char resp[RC_CTRL_MSG_MAX];
-	} *b = calloc(1, sizeof(*b));
-	struct ibv_mr *mr = NULL;
+	struct rc_msgch ch;
+	struct rc_msgch_rx rx = { 0 };
 	struct ibv_wc wc[4];
 	bool got_resp = false, sent = false;
 	int rc, n;
 
-	if (!b)
-		return rc_err_set(err, ENOMEM, "out of memory");
-	mr = ibv_reg_mr(c->pd, b, sizeof(*b), IBV_ACCESS_LOCAL_WRITE);
-	if (!mr) {
-		rc = rc_err_set(err, errno, "cannot register a control buffer: %s", strerror(errno));
-		goto out;
-	}
-	rc = rc_post_recv(c, b->resp, sizeof(b->resp), mr->lkey, 0, err);
-	if (rc)
-		goto out;
-	rc_ctrl_encode_hdr(b->req, sizeof(b->req), RC_CTRL_LIST_REQ, 0, 1);
-	rc = rc_post_send(c, b->req, sizeof(b->req), mr->lkey, 0, err);
+	if ((rc = ctrl_open(&ch, c, RC_CTRL_HDR_LEN, err)))
+		return rc;
+	rc_ctrl_encode_hdr(rc_msgch_send_buf(&ch, 0), RC_CTRL_HDR_LEN, RC_CTRL_LIST_REQ, 0, 1);
+	rc = rc_msgch_send(&ch, 0, RC_CTRL_HDR_LEN, err);
 	if (rc)
 		goto out;
 	while (!got_resp || !sent) {
@@ -54,21 +69,24 @@ static int fetch_regions(struct rc_client *cl, struct rc_conn *c, struct rc_err 
 			goto out;
 		}
 		for (int i = 0; i < n; i++) {
-			if (rc_wrid_op(wc[i].wr_id) == RC_OP_SEND && wc[i].opcode == IBV_WC_SEND) {
+			int k = rc_msgch_wc(&ch, 0, &wc[i], &rx, NULL);
+
+			if (k == RC_MSGCH_SENT) {
 				sent = true;
 				continue;
 			}
 			/* Only a SEND fills the buffer: an RDMA WRITE with immediate
 			 * consumes the receive and leaves it as it was. */
-			if (rc_wrid_op(wc[i].wr_id) != RC_OP_RECV || wc[i].opcode != IBV_WC_RECV) {
+			if (k != RC_MSGCH_MSG && k != -EBADMSG) {
 				rc = rc_err_set(err, EPROTO,
 						"%s answered the region table request with "
 						"an unexpected completion (opcode %d)",
 						c->peer, (int)wc[i].opcode);
 				goto out;
 			}
-			int got = rc_ctrl_decode_list(b->resp, wc[i].byte_len, cl->all,
-						      RC_MAX_REGIONS);
+			int got = k == -EBADMSG ? -1
+						: rc_ctrl_decode_list(rx.data, rx.len, cl->all,
+								      RC_MAX_REGIONS);
 
 			if (got < 0) {
 				rc = rc_err_set(err, EBADMSG, "%s sent a malformed region table",
@@ -81,9 +99,7 @@ static int fetch_regions(struct rc_client *cl, struct rc_conn *c, struct rc_err 
 	}
 	rc = 0;
 out:
-	if (mr)
-		ibv_dereg_mr(mr);
-	free(b);
+	rc_msgch_fini(&ch);
 	return rc;
 }
 
@@ -225,11 +241,8 @@ int rc_client_ctrl(struct rc_client *cl, const void *req, size_t len, void *resp
 		   int timeout_ms, struct rc_err *err)
 {
 	struct rc_conn *c = cl->conns[0];
-	struct {
-		unsigned char req[RC_CTRL_MSG_MAX];
-		unsigned char resp[RC_CTRL_MSG_MAX];
-	} * b;
-	struct ibv_mr *mr;
+	struct rc_msgch ch;
+	struct rc_msgch_rx rx = { 0 };
 	struct ibv_wc wc[2];
 	bool sent = false;
 	double deadline;
@@ -238,18 +251,10 @@ int rc_client_ctrl(struct rc_client *cl, const void *req, size_t len, void *resp
 	if (len > RC_CTRL_MSG_MAX)
 		return rc_err_set(err, EMSGSIZE, "a control message holds at most %d bytes",
 				  RC_CTRL_MSG_MAX);
-	b = calloc(1, sizeof(*b));
-	if (!b)
-		return rc_err_set(err, ENOMEM, "out of memory");
-	mr = ibv_reg_mr(c->pd, b, sizeof(*b), IBV_ACCESS_LOCAL_WRITE);
-	if (!mr) {
-		rc = rc_err_set(err, errno, "cannot register a control buffer: %s", strerror(errno));
-		goto out;
-	}
-	memcpy(b->req, req, len);
-	rc = rc_post_recv(c, b->resp, sizeof(b->resp), mr->lkey, 0, err);
-	if (!rc)
-		rc = rc_post_send(c, b->req, (uint32_t)len, mr->lkey, 0, err);
+	if ((rc = ctrl_open(&ch, c, 0, err)))
+		return rc;
+	memcpy(rc_msgch_send_buf(&ch, 0), req, len);
+	rc = rc_msgch_send(&ch, 0, (uint32_t)len, err);
 	/* Wait in short slices, so that a peer that went away is noticed (its
 	 * disconnect comes as a CM event, not as a completion). */
 	if (timeout_ms <= 0)
@@ -266,22 +271,27 @@ int rc_client_ctrl(struct rc_client *cl, const void *req, size_t len, void *resp
 					timeout_ms);
 		else if (n < 0 && n != -ETIMEDOUT)
 			rc = n;
-		for (int i = 0; i < n; i++) {
-			if (rc_wrid_op(wc[i].wr_id) == RC_OP_SEND)
+		for (int i = 0; !rc && i < n; i++) {
+			int k = rc_msgch_wc(&ch, 0, &wc[i], &rx, err);
+
+			if (k == RC_MSGCH_SENT)
 				sent = true;
-			else
-				got = (int)wc[i].byte_len;
+			else if (k == RC_MSGCH_MSG)
+				got = (int)rx.len;
+			else /* an RDMA WRITE with immediate fills no answer */
+				rc = k < 0 ? k
+					   : rc_err_set(err, EPROTO,
+							"unexpected completion (opcode %d) from %s "
+							"on the control QP",
+							(int)wc[i].opcode, c->peer);
 		}
 	}
 	if (!rc) {
 		if ((size_t)got > cap)
 			got = (int)cap;
-		memcpy(resp, b->resp, (size_t)got);
+		memcpy(resp, rx.data, (size_t)got);
 		rc = got;
 	}
-out:
-	if (mr)
-		ibv_dereg_mr(mr);
-	free(b);
+	rc_msgch_fini(&ch);
 	return rc;
 }
