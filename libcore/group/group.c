@@ -6,7 +6,6 @@
  * the timeout, whose error names them.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,10 +268,7 @@ static int connect_one(struct rc_group *g, int j, const struct rc_endpoint *ep, 
 			c->user = &g->peers[j];
 			/* Its CM events join the group's one channel: no descriptor
 			 * to poll per peer. */
-			if (g->ech && !rdma_migrate_id(c->id, g->ech)) {
-				rdma_destroy_event_channel(c->ech);
-				c->ech = NULL;
-			}
+			rc_conn_share_events(c, g->ech);
 			pthread_mutex_lock(&g->mu);
 			g->peers[j].c = c;
 			name_peer(g, j, ep);
@@ -452,14 +448,7 @@ int rc_group_connect(struct rc_group *g, const struct rc_endpoint *all, const ui
 	if ((rc = group_rings(g, err)))
 		return rc;
 	group_shared_cq(g);
-	if ((g->ech = rdma_create_event_channel())) {
-		int fl = fcntl(g->ech->fd, F_GETFL);
-
-		if (fl < 0 || fcntl(g->ech->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-			rdma_destroy_event_channel(g->ech);
-			g->ech = NULL; /* each connection keeps its own */
-		}
-	}
+	g->ech = rc_cm_channel(); /* NULL: each connection keeps its own */
 	g->depth = group_tree(g->need, W, 0, GROUP_TREE_FANOUT, g->parent);
 	if (g->depth == -ENOMEM)
 		return rc_err_set(err, ENOMEM, "out of memory");

@@ -8,6 +8,7 @@
  * side's (the group layer, kvxfer's sender) included.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 
 #include <rdmactl/conn.h>
@@ -86,4 +87,25 @@ void rc_cm_refuse(struct rc_cm_event *ev, const char *why)
 	rc_reject(ev->child, why);
 	rdma_destroy_id(ev->child);
 	ev->child = NULL;
+}
+
+struct rdma_event_channel *rc_cm_channel(void)
+{
+	struct rdma_event_channel *ech = rdma_create_event_channel();
+	int fl = ech ? fcntl(ech->fd, F_GETFL) : -1;
+
+	if (ech && (fl < 0 || fcntl(ech->fd, F_SETFL, fl | O_NONBLOCK) < 0)) {
+		rdma_destroy_event_channel(ech);
+		ech = NULL;
+	}
+	return ech;
+}
+
+bool rc_conn_share_events(struct rc_conn *c, struct rdma_event_channel *ech)
+{
+	if (!ech || !c->ech || rdma_migrate_id(c->id, ech))
+		return false;
+	rdma_destroy_event_channel(c->ech);
+	c->ech = NULL;
+	return true;
 }

@@ -60,6 +60,13 @@ int rc_connect(const char *host, const char *port, const struct rc_conn_opts *op
  * within timeout_ms (0: do not wait). -EAGAIN when none came; -EINVAL for an
  * accepted connection, whose events come to its listener. */
 int rc_conn_event(struct rc_conn *c, int timeout_ms, struct rdma_cm_event **ev);
+/* One non-blocking CM event channel for the events of many connections
+ * (rc_conn_share_events), or NULL: each keeps its own. */
+struct rdma_event_channel *rc_cm_channel(void);
+/* A connection made by rc_connect sends its CM events to ech from now on
+ * (ev->id->context is c) and its own channel goes; false when it keeps its
+ * own (ech NULL, or the move failed). Close c before ech. */
+bool rc_conn_share_events(struct rc_conn *c, struct rdma_event_channel *ech);
 /* The reason a peer gave in the private data of its reject (len bytes at
  * pd, NULL: none): the printable ASCII up to the first other byte, at most
  * cap - 1 bytes, into out with a NUL. Returns its length (0: none given). */
