@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rdmactl/ops.h>
@@ -132,7 +133,8 @@ static void on_request(struct rc_group *g, struct rdma_cm_event *ev, const struc
 	pthread_mutex_unlock(&g->mu);
 	/* The private data lives in the event: checked before the ack. */
 	why = taken ? group_hello_check(req.private_data, req.private_data_len, g->o.rank,
-					g->o.world, g->token, g->need, taken, &h)
+					g->o.world, g->token, g->need, taken, (uint64_t)time(NULL),
+					&g->seen, &h)
 		    : "rdmactl: out of memory";
 	free(taken);
 	req.private_data = NULL;
@@ -235,15 +237,6 @@ static int connect_one(struct rc_group *g, int j, const struct rc_endpoint *ep, 
 	struct rc_conn_opts co = { 0 };
 	struct rc_err last = { 0 };
 
-	if (g->token[0]) {
-		int rc = rc_random_bytes(h.nonce, sizeof(h.nonce));
-
-		if (rc)
-			return rc_err_set(err, -rc,
-					  "no random bytes for the group's connect request: %s",
-					  strerror(-rc));
-		group_proof(g->token, &h, (uint32_t)j, h.proof);
-	}
 	co.sq_depth = g->o.sq_depth;
 	co.rq_depth = g->o.recv_depth;
 	co.busy_poll = g->o.busy_poll;
@@ -262,6 +255,15 @@ static int connect_one(struct rc_group *g, int j, const struct rc_endpoint *ep, 
 			break;
 		co.timeout_ms = (int)(left * 1000) < g->o.timeout_ms ? (int)(left * 1000) + 1
 								     : g->o.timeout_ms;
+		/* A fresh nonce each try: the peer refuses one it saw. */
+		if (g->token[0]) {
+			rc = group_nonce(h.nonce, (uint64_t)time(NULL));
+			if (rc)
+				return rc_err_set(err, -rc,
+						  "no random bytes for the group's connect request: %s",
+						  strerror(-rc));
+			group_proof(g->token, &h, (uint32_t)j, h.proof);
+		}
 		rc = rc_connect(ep->host, ep->port, &co, &c, &last);
 		if (!rc) {
 			c->timeout_ms = g->o.timeout_ms;
@@ -513,6 +515,7 @@ int rc_group_close(struct rc_group *g)
 		rc = r;
 	free(g->area);
 	free(g->need);
+	group_seen_free(&g->seen);
 	free(g->peers);
 	free(g->conns);
 	free(g->conn_rank);
