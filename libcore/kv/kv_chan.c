@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kv_int.h"
+#include <rdmactl/conn_core.h>
 #include <rdmactl/ops_core.h>
 #include <rdmactl/kv_core.h>
 
