@@ -214,6 +214,38 @@ static void dst_step(struct kv_sender *s, struct sdst *d, double now)
 	}
 }
 
+static void add_fd(struct pollfd *pfd, int *n, int fd)
+{
+	pfd[(*n)++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+}
+
+/* What the loop sleeps on, after pfd[0..n): the one shared CQ and CM
+ * channel, and the channels of the connections that kept their own.
+ * Returns the new count. */
+static int wait_fds(struct kv_sender *s, struct pollfd *pfd, int n)
+{
+	for (int i = 0; i < s->nd; i++) {
+		struct sdst *d = &s->d[i];
+
+		if (d->closed)
+			continue;
+		if (d->ctrl->ech)
+			add_fd(pfd, &n, d->ctrl->ech->fd);
+		add_fd(pfd, &n, d->ctrl->cch->fd);
+		for (uint32_t k = 0; k < s->o->nqps; k++) {
+			if (d->qp[k].c->ech)
+				add_fd(pfd, &n, d->qp[k].c->ech->fd);
+			if (!d->qp[k].c->shared)
+				add_fd(pfd, &n, d->qp[k].c->cch->fd);
+		}
+	}
+	if (s->sh)
+		add_fd(pfd, &n, s->sh->cch->fd);
+	if (s->ech)
+		add_fd(pfd, &n, s->ech->fd);
+	return n;
+}
+
 static int run(struct kv_sender *s, struct rc_err *err)
 {
 	const struct kv_send_opts *o = s->o;
@@ -261,28 +293,7 @@ static int run(struct kv_sender *s, struct rc_err *err)
 			stop_at = n;
 			pfd[n++] = (struct pollfd){ .fd = o->c.stop_fd, .events = POLLIN };
 		}
-		for (int i = 0; i < s->nd; i++) {
-			struct sdst *d = &s->d[i];
-
-			if (d->closed)
-				continue;
-			if (d->ctrl->ech)
-				pfd[n++] =
-					(struct pollfd){ .fd = d->ctrl->ech->fd, .events = POLLIN };
-			pfd[n++] = (struct pollfd){ .fd = d->ctrl->cch->fd, .events = POLLIN };
-			for (uint32_t k = 0; k < o->nqps; k++) {
-				if (d->qp[k].c->ech)
-					pfd[n++] = (struct pollfd){ .fd = d->qp[k].c->ech->fd,
-								    .events = POLLIN };
-				if (!d->qp[k].c->shared)
-					pfd[n++] = (struct pollfd){ .fd = d->qp[k].c->cch->fd,
-								    .events = POLLIN };
-			}
-		}
-		if (s->sh)
-			pfd[n++] = (struct pollfd){ .fd = s->sh->cch->fd, .events = POLLIN };
-		if (s->ech)
-			pfd[n++] = (struct pollfd){ .fd = s->ech->fd, .events = POLLIN };
+		n = wait_fds(s, pfd, n);
 		wait = busy || (s->sh && !s->sh->armed) ? 0 : (int)(kvs_next_wake(s) * 1000) + 1;
 		if (poll(pfd, (nfds_t)n, wait) < 0 && errno != EINTR) {
 			rc = rc_err_set(err, errno, "poll failed: %s", strerror(errno));

@@ -5,7 +5,10 @@
  * (answer a request, count a connection up or gone, stop on a removed
  * device). The region server and kvxfer's receiver both run on it, and
  * rc_cm_kind_of is the one sorting of every CM event, the connecting
- * side's (the group layer, kvxfer's sender) included.
+ * side's (the group layer, kvxfer's sender) included. The connecting side
+ * moves the CM events of its many connections to one channel
+ * (rc_cm_channel, rc_conn_share_events). And what a listener shows: its
+ * address, port and device.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -108,4 +111,24 @@ bool rc_conn_share_events(struct rc_conn *c, struct rdma_event_channel *ech)
 	rdma_destroy_event_channel(c->ech);
 	c->ech = NULL;
 	return true;
+}
+
+const char *rc_listener_addr(const struct rc_listener *l)
+{
+	return l->addr;
+}
+
+uint16_t rc_listener_port(const struct rc_listener *l)
+{
+	return l->port;
+}
+
+const char *rc_listener_device(const struct rc_listener *l)
+{
+	return l->dev_name;
+}
+
+uint8_t rc_listener_port_num(const struct rc_listener *l)
+{
+	return l->port_num;
 }

@@ -540,26 +540,6 @@ int rc_listener_event(struct rc_listener *l, int timeout_ms, struct rdma_cm_even
 	return get_event(l->ech, timeout_ms, ev);
 }
 
-const char *rc_listener_addr(const struct rc_listener *l)
-{
-	return l->addr;
-}
-
-uint16_t rc_listener_port(const struct rc_listener *l)
-{
-	return l->port;
-}
-
-const char *rc_listener_device(const struct rc_listener *l)
-{
-	return l->dev_name;
-}
-
-uint8_t rc_listener_port_num(const struct rc_listener *l)
-{
-	return l->port_num;
-}
-
 void rc_reject(struct rdma_cm_id *child, const char *reason)
 {
 	size_t n = strlen(reason) + 1;
