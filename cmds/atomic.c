@@ -113,7 +113,7 @@ static void atomic_print(struct ctx *ctx, const struct atomic_args *a, const str
 {
 	out_str(&ctx->out, "operation", NULL, a->is_cas ? "cas" : "faa");
 	out_str(&ctx->out, "peer", NULL, rc_client_peer(cl));
-	out_str(&ctx->out, "region", NULL, cl->region.name);
+	out_str(&ctx->out, "region", NULL, rc_client_region(cl)->name);
 	out_u64(&ctx->out, "offset", NULL, a->cl.off);
 	put_u64(ctx, "old", "old %" PRIu64, old);
 	if (a->is_cas) {

@@ -101,7 +101,7 @@ static void bench_print(struct ctx *ctx, const struct bench_args *b, enum rc_op 
 	out_str(&ctx->out, "operation", "%s", op_key(op));
 	out_str(&ctx->out, "mode", " %s benchmark", b->lat ? "latency" : "bandwidth");
 	out_str(&ctx->out, "peer", " against %s", rc_client_peer(cl));
-	out_str(&ctx->out, "region", "/%s\n", cl->region.name);
+	out_str(&ctx->out, "region", "/%s\n", rc_client_region(cl)->name);
 	out_str(&ctx->out, "device", "  device %s", rc_client_device(cl));
 	out_u64(&ctx->out, "msg_size", ", %llu-byte messages", (unsigned long long)b->msg);
 	out_u64(&ctx->out, "iters", ", %llu work requests", (unsigned long long)b->iters);
@@ -140,7 +140,7 @@ static void bench_metrics(struct metrics *m, const struct bench_args *b, enum rc
 	metrics_label(m, "mode", b->lat ? "latency" : "bandwidth");
 	metrics_label(m, "device", rc_client_device(cl));
 	metrics_label(m, "peer", rc_client_peer(cl));
-	metrics_label(m, "region", cl->region.name);
+	metrics_label(m, "region", rc_client_region(cl)->name);
 	metrics_counter(m, "rdmactl_bench_bytes_total", "bytes the benchmark moved",
 			(double)res->bytes);
 	metrics_counter(m, "rdmactl_bench_operations_total", "work requests completed",

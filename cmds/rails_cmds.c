@@ -157,11 +157,11 @@ void rails_names(const struct rc_rails *r, char *peers, size_t pcap, char *devs,
 	size_t p = 0, d = 0;
 
 	peers[0] = devs[0] = '\0';
-	for (int i = 0; i < r->n; i++) {
+	for (int i = 0; i < rc_rails_count(r); i++) {
 		p += (size_t)snprintf(peers + p, p < pcap ? pcap - p : 0, "%s%s", i ? "," : "",
-				      rc_client_peer(r->cl[i]));
+				      rc_client_peer(rc_rails_client(r, i)));
 		d += (size_t)snprintf(devs + d, d < dcap ? dcap - d : 0, "%s%s", i ? "," : "",
-				      rc_client_device(r->cl[i]));
+				      rc_client_device(rc_rails_client(r, i)));
 		if (p >= pcap || d >= dcap)
 			break;
 	}
@@ -181,8 +181,8 @@ static void rail_line(struct ctx *ctx, const struct rc_rails *r, const struct rc
 
 	out_obj_begin(o, NULL);
 	out_u64(o, "rail", "  rail %llu", (uint64_t)i + 1);
-	out_str(o, "device", " %s", rc_client_device(r->cl[i]));
-	out_str(o, "peer", " -> %s:", rc_client_peer(r->cl[i]));
+	out_str(o, "device", " %s", rc_client_device(rc_rails_client(r, i)));
+	out_str(o, "peer", " -> %s:", rc_client_peer(rc_rails_client(r, i)));
 	out_u64(o, "bytes", " %llu bytes", rr->bytes);
 	out_f64(o, "share", NULL, share);
 	out_text(o, " (%.1f%%)", share * 100);
@@ -214,7 +214,7 @@ static void failover_line(struct ctx *ctx, const struct rc_rails *r,
 	}
 	out_obj_begin(o, "failover");
 	out_u64(o, "rail", "  failover: rail %llu", (uint64_t)f + 1);
-	out_str(o, "device", " (%s)", rc_client_device(r->cl[f]));
+	out_str(o, "device", " (%s)", rc_client_device(rc_rails_client(r, f)));
 	out_f64(o, "at_s", " failed at %.3f s", res->failed_at_s);
 	out_u64(o, "bytes_after", "; %llu bytes moved after it", res->bytes_after_failure);
 	out_u64(o, "resent_chunks",
@@ -246,7 +246,7 @@ static void findings(struct ctx *ctx, const struct rc_rails *r, const struct rc_
 		snprintf(msg, sizeof(msg),
 			 "rail %d (%s) carried %.1f%% of the bytes, far below its peers (%.1f%% "
 			 "on average): a slow, congested or idle rail",
-			 i + 1, rc_client_device(r->cl[i]),
+			 i + 1, rc_client_device(rc_rails_client(r, i)),
 			 res->total.bytes ? 100.0 * (double)rr->bytes / (double)res->total.bytes : 0,
 			 res->total.bytes ? 100.0 * mean / (double)res->total.bytes : 0);
 		out_str(o, NULL, "  finding: %s\n", msg);

@@ -134,11 +134,12 @@ static int read_run(struct ctx *ctx, struct read_args *a, struct rc_client *cl, 
 		    struct rc_stream_result *res)
 {
 	uint64_t off = a->cl.off;
+	uint64_t length = rc_client_region(cl)->length;
 	struct rc_err e;
 	int rc;
 
 	if (!a->have_size)
-		a->size = off < cl->region.length ? cl->region.length - off : 0;
+		a->size = off < length ? length - off : 0;
 	if ((rc = rc_client_check(cl, off, a->size, false, false, &e)))
 		return fail(ctx, rc, "%s", e.msg);
 	if (a->out_path) {
@@ -172,9 +173,12 @@ static int read_rails(struct ctx *ctx, const struct cmd *c, const struct opt_val
 
 	if (rc)
 		return rc;
+	struct rc_client *first = rc_rails_client(r, 0);
+	uint64_t length = rc_client_region(first)->length;
+
 	if (!a->have_size)
-		a->size = off < r->cl[0]->region.length ? r->cl[0]->region.length - off : 0;
-	if ((rc = rc_client_check(r->cl[0], off, a->size, false, false, &e)))
+		a->size = off < length ? length - off : 0;
+	if ((rc = rc_client_check(first, off, a->size, false, false, &e)))
 		rc = fail(ctx, rc, "%s", e.msg);
 	if (!rc && (fd = open(a->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
 		rc = fail(ctx, -errno, "cannot create '%s': %s", a->out_path, strerror(errno));
@@ -190,7 +194,7 @@ static int read_rails(struct ctx *ctx, const struct cmd *c, const struct opt_val
 		rails_names(r, peers, sizeof(peers), devs, sizeof(devs));
 		out_str(&ctx->out, "operation", NULL, "read");
 		out_str(&ctx->out, "peer", "read from %s", peers);
-		out_str(&ctx->out, "region", "/%s", r->cl[0]->region.name);
+		out_str(&ctx->out, "region", "/%s", rc_client_region(first)->name);
 		out_u64(&ctx->out, "offset", " at offset %llu", (unsigned long long)off);
 		out_str(&ctx->out, "out", " into %s", a->out_path);
 		out_str(&ctx->out, "device", " via %s: ", devs);
@@ -206,15 +210,15 @@ static void read_print(struct ctx *ctx, const struct read_args *a, const struct 
 	if (a->out_path) {
 		out_str(&ctx->out, "operation", NULL, "read");
 		out_str(&ctx->out, "peer", "read from %s", rc_client_peer(cl));
-		out_str(&ctx->out, "region", "/%s", cl->region.name);
+		out_str(&ctx->out, "region", "/%s", rc_client_region(cl)->name);
 		out_u64(&ctx->out, "offset", " at offset %llu", (unsigned long long)a->cl.off);
 		out_str(&ctx->out, "out", " into %s", a->out_path);
 		out_str(&ctx->out, "device", " via %s: ", rc_client_device(cl));
 		report_transfer(ctx, res);
 	} else if (ctx->verbose) {
 		out_log(&ctx->out, "read %llu bytes from %s/%s in %.3f s",
-			(unsigned long long)res->bytes, rc_client_peer(cl), cl->region.name,
-			res->seconds);
+			(unsigned long long)res->bytes, rc_client_peer(cl),
+			rc_client_region(cl)->name, res->seconds);
 	}
 }
 

@@ -77,14 +77,14 @@ static void print_region(struct ctx *ctx, const struct register_args *a, struct 
 	out_mem(o, " ", r->mem.kind, r->mem.gpu, r->mem.reg, r->mem.reg_notes);
 	if (r->path[0])
 		out_str(o, "file", " file %s", r->path);
-	out_str(o, "device", " device %s", l->dev_name);
-	out_u64(o, "port", NULL, l->port_num);
+	out_str(o, "device", " device %s", rc_listener_device(l));
+	out_u64(o, "port", NULL, rc_listener_port_num(l));
 	out_str(o, "gid", " gid %s", g->str);
 	out_i64(o, "gid_index", " (index %lld", g->index);
 	out_str(o, "gid_type", ", %s)", rc_gid_type_name(g->type));
 	out_obj_begin(o, "listen");
-	out_str(o, "address", " listen %s", l->addr);
-	out_u64(o, "port", ":%llu", l->port);
+	out_str(o, "address", " listen %s", rc_listener_addr(l));
+	out_u64(o, "port", ":%llu", rc_listener_port(l));
 	out_obj_end(o);
 	register_rails_print(ctx, a, s, i);
 	if (rc_server_token(s))
@@ -142,7 +142,7 @@ static int register_publish(struct ctx *ctx, const struct register_args *a, stru
 	struct rc_err err;
 	int rc;
 
-	snprintf(port, sizeof(port), "%u", l->port);
+	snprintf(port, sizeof(port), "%u", rc_listener_port(l));
 	rc = rc_etcd_open(a->etcd, ctx->timeout_ms, &e, &err);
 	if (!rc)
 		rc = rc_etcd_lease(e, a->lease_ttl, &err);
@@ -221,9 +221,9 @@ static void server_metrics(struct metrics *m, const struct rc_server *s, double 
 	char listen[RC_HOST_MAX + 16];
 
 	rc_server_stats(s, &st);
-	snprintf(listen, sizeof(listen), "%s:%u", l->addr, l->port);
+	snprintf(listen, sizeof(listen), "%s:%u", rc_listener_addr(l), rc_listener_port(l));
 	metrics_label(m, "listen", listen);
-	metrics_label(m, "device", l->dev_name);
+	metrics_label(m, "device", rc_listener_device(l));
 	metrics_gauge(m, "rdmactl_server_up", "1 while the server serves, 0 once it stopped", up);
 	metrics_gauge(m, "rdmactl_server_start_time_seconds",
 		      "when the server started, in seconds since the Unix epoch", started);
@@ -333,6 +333,7 @@ static int register_background(struct ctx *ctx, struct rc_server *s)
 static int register_foreground(struct ctx *ctx, struct register_args *a, struct rc_server *s,
 			       int sfd, double started)
 {
+	const struct rc_listener *l = rc_server_listener(s);
 	struct signalfd_siginfo si;
 	struct rc_err e;
 	int rc;
@@ -340,8 +341,7 @@ static int register_foreground(struct ctx *ctx, struct register_args *a, struct 
 	if (!out_is_json(&ctx->out))
 		out_log(&ctx->out, "serving %d region%s on %s:%u (%s); stop with Ctrl-C or SIGTERM",
 			rc_server_nregions(s), rc_server_nregions(s) == 1 ? "" : "s",
-			rc_server_listener(s)->addr, rc_server_listener(s)->port,
-			rc_server_listener(s)->dev_name);
+			rc_listener_addr(l), rc_listener_port(l), rc_listener_device(l));
 	if ((rc = register_rails_run(ctx, a)))
 		return rc;
 	rc = register_serve(ctx, a, s, sfd, started, &e);

@@ -44,7 +44,8 @@ int register_rails_start(struct ctx *ctx, struct register_args *a, const struct 
 			rc = rc_server_share_region(a->rail_srv[i], rc_server_region(s, r), &e);
 			if (rc)
 				return fail(ctx, rc, "rail %d (%s): %s", i + 1,
-					    rc_server_listener(a->rail_srv[i])->dev_name, e.msg);
+					    rc_listener_device(rc_server_listener(a->rail_srv[i])),
+					    e.msg);
 		}
 	}
 	return 0;
@@ -127,9 +128,9 @@ static void rail_entry(struct out *o, struct rc_server *s, const struct rc_regio
 
 	snprintf(rkey, sizeof(rkey), "0x%x", r->d.rkey);
 	out_obj_begin(o, NULL);
-	out_str(o, "device", first ? " %s" : ", %s", l->dev_name);
-	out_str(o, "address", " %s", l->addr);
-	out_u64(o, "port", ":%llu", l->port);
+	out_str(o, "device", first ? " %s" : ", %s", rc_listener_device(l));
+	out_str(o, "address", " %s", rc_listener_addr(l));
+	out_u64(o, "port", ":%llu", rc_listener_port(l));
 	out_str(o, "gid", NULL, rc_server_gid(s)->str);
 	out_u64(o, "rkey", NULL, r->d.rkey);
 	out_str(o, "rkey_hex", " rkey %s", rkey);

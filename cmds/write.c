@@ -181,11 +181,12 @@ static int write_run(struct ctx *ctx, struct write_args *a, struct src *src, str
 		     struct rc_stream_result *res)
 {
 	uint64_t off = a->cl.off;
+	uint64_t length = rc_client_region(cl)->length;
 	struct rc_err e;
 	int rc;
 
 	if (!a->have_size)
-		a->size = off < cl->region.length ? cl->region.length - off : 0;
+		a->size = off < length ? length - off : 0;
 	if ((rc = rc_client_check(cl, off, a->size, true, false, &e)))
 		return fail(ctx, rc, "%s", e.msg);
 	src->base = off;
@@ -207,7 +208,7 @@ static int write_run(struct ctx *ctx, struct write_args *a, struct src *src, str
 			return fail(ctx, -EFBIG,
 				    "the input is longer than the %llu bytes left in region '%s' from offset %llu; "
 				    "the first %llu bytes were written",
-				    (unsigned long long)a->size, cl->region.name,
+				    (unsigned long long)a->size, rc_client_region(cl)->name,
 				    (unsigned long long)off, (unsigned long long)res->bytes);
 	}
 	if (a->has_imm) {
@@ -234,7 +235,7 @@ static void write_head(struct ctx *ctx, const struct write_args *a, const char *
 static void write_print(struct ctx *ctx, const struct write_args *a, const struct rc_client *cl,
 			const struct rc_stream_result *res)
 {
-	write_head(ctx, a, rc_client_peer(cl), cl->region.name, rc_client_device(cl));
+	write_head(ctx, a, rc_client_peer(cl), rc_client_region(cl)->name, rc_client_device(cl));
 	report_transfer(ctx, res);
 }
 
@@ -250,19 +251,21 @@ static int write_rails(struct ctx *ctx, const struct cmd *c, const struct opt_va
 
 	if (rc)
 		return rc;
+	struct rc_client *first = rc_rails_client(r, 0);
+
 	src->base = a->cl.off;
-	if ((rc = rc_client_check(r->cl[0], a->cl.off, a->size, true, false, &e)))
+	if ((rc = rc_client_check(first, a->cl.off, a->size, true, false, &e)))
 		rc = fail(ctx, rc, "%s", e.msg);
 	struct rc_rails_io io = { .fill = fill_at, .arg = src };
 
 	if (!rc)
 		rc = rails_transfer(ctx, r, RC_OP_WRITE, a->cl.off, a->size, a->stripe, &io, &res);
 	if (!rc && a->has_imm &&
-	    (rc = rc_client_write_imm(r->cl[0], a->cl.off, a->imm, ctx->timeout_ms, &e)))
+	    (rc = rc_client_write_imm(first, a->cl.off, a->imm, ctx->timeout_ms, &e)))
 		rc = fail(ctx, rc, "%s", e.msg);
 	if (!rc) {
 		rails_names(r, peers, sizeof(peers), devs, sizeof(devs));
-		write_head(ctx, a, peers, r->cl[0]->region.name, devs);
+		write_head(ctx, a, peers, rc_client_region(first)->name, devs);
 		rails_report(ctx, r, &res, RC_OP_WRITE);
 	}
 	rc_rails_close(r);

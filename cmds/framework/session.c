@@ -146,9 +146,9 @@ static void snapshot(struct session_served *info, const struct rc_server *s)
 {
 	const struct rc_listener *l = rc_server_listener(s);
 
-	snprintf(info->addr, sizeof(info->addr), "%s", l->addr);
-	snprintf(info->device, sizeof(info->device), "%s", l->dev_name);
-	info->port = l->port;
+	snprintf(info->addr, sizeof(info->addr), "%s", rc_listener_addr(l));
+	snprintf(info->device, sizeof(info->device), "%s", rc_listener_device(l));
+	info->port = rc_listener_port(l);
 	info->token = rc_server_token(s) != NULL;
 	info->nregions = rc_server_nregions(s);
 	for (int i = 0; i < info->nregions; i++) {
@@ -405,8 +405,10 @@ void session_names(const struct rc_session *ss, enum comp_kind kind,
 		return;
 	for (int i = 0; i < CLIENTS_MAX; i++) {
 		const struct kept *k = &ss->kept[i];
+		int n = 0;
+		const struct rc_region_desc *all = k->cl ? rc_client_regions(k->cl, &n) : NULL;
 
-		for (int j = 0; k->cl && j < k->cl->nregions; j++)
-			emit_target(k->t.host, k->t.port, k->cl->all[j].name, emit, arg);
+		for (int j = 0; j < n; j++)
+			emit_target(k->t.host, k->t.port, all[j].name, emit, arg);
 	}
 }

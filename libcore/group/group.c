@@ -6,11 +6,11 @@
  * the timeout, whose error names them.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rdmactl/ops.h>
@@ -127,7 +127,8 @@ static void on_request(struct rc_group *g, struct rdma_cm_event *ev, const struc
 	pthread_mutex_unlock(&g->mu);
 	/* The private data lives in the event: checked before the ack. */
 	why = taken ? group_hello_check(req.private_data, req.private_data_len, g->o.rank,
-					g->o.world, g->token, g->need, taken, &h)
+					g->o.world, g->token, g->need, taken, (uint64_t)time(NULL),
+					&g->seen, &h)
 		    : "rdmactl: out of memory";
 	free(taken);
 	req.private_data = NULL;
@@ -230,15 +231,6 @@ static int connect_one(struct rc_group *g, int j, const struct rc_endpoint *ep, 
 	struct rc_conn_opts co = { 0 };
 	struct rc_err last = { 0 };
 
-	if (g->token[0]) {
-		int rc = rc_random_bytes(h.nonce, sizeof(h.nonce));
-
-		if (rc)
-			return rc_err_set(err, -rc,
-					  "no random bytes for the group's connect request: %s",
-					  strerror(-rc));
-		group_proof(g->token, &h, (uint32_t)j, h.proof);
-	}
 	co.sq_depth = g->o.sq_depth;
 	co.rq_depth = g->o.recv_depth;
 	co.busy_poll = g->o.busy_poll;
@@ -257,16 +249,22 @@ static int connect_one(struct rc_group *g, int j, const struct rc_endpoint *ep, 
 			break;
 		co.timeout_ms = (int)(left * 1000) < g->o.timeout_ms ? (int)(left * 1000) + 1
 								     : g->o.timeout_ms;
+		/* A fresh nonce each try: the peer refuses one it saw. */
+		if (g->token[0]) {
+			rc = group_nonce(h.nonce, (uint64_t)time(NULL));
+			if (rc)
+				return rc_err_set(err, -rc,
+						  "no random bytes for the group's connect request: %s",
+						  strerror(-rc));
+			group_proof(g->token, &h, (uint32_t)j, h.proof);
+		}
 		rc = rc_connect(ep->host, ep->port, &co, &c, &last);
 		if (!rc) {
 			c->timeout_ms = g->o.timeout_ms;
 			c->user = &g->peers[j];
 			/* Its CM events join the group's one channel: no descriptor
 			 * to poll per peer. */
-			if (g->ech && !rdma_migrate_id(c->id, g->ech)) {
-				rdma_destroy_event_channel(c->ech);
-				c->ech = NULL;
-			}
+			rc_conn_share_events(c, g->ech);
 			pthread_mutex_lock(&g->mu);
 			g->peers[j].c = c;
 			name_peer(g, j, ep);
@@ -445,14 +443,7 @@ int rc_group_connect(struct rc_group *g, const struct rc_endpoint *all, const ui
 	if ((rc = group_rings(g, err)))
 		return rc;
 	group_shared_cq(g);
-	if ((g->ech = rdma_create_event_channel())) {
-		int fl = fcntl(g->ech->fd, F_GETFL);
-
-		if (fl < 0 || fcntl(g->ech->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-			rdma_destroy_event_channel(g->ech);
-			g->ech = NULL; /* each connection keeps its own */
-		}
-	}
+	g->ech = rc_cm_channel(); /* NULL: each connection keeps its own */
 	g->depth = group_tree(g->need, W, 0, GROUP_TREE_FANOUT, g->parent);
 	if (g->depth == -ENOMEM)
 		return rc_err_set(err, ENOMEM, "out of memory");
@@ -516,6 +507,7 @@ int rc_group_close(struct rc_group *g)
 	if (g->rdv && (r = rc_rdv_close(g->rdv)) && !rc)
 		rc = r;
 	free(g->need);
+	group_seen_free(&g->seen);
 	free(g->peers);
 	free(g->conns);
 	free(g->conn_rank);

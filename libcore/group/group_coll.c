@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <rdmactl/ops.h>
+#include <rdmactl/conn_core.h>
 #include <rdmactl/group_core.h>
 
 #include "group_int.h"

@@ -27,8 +27,13 @@ struct gmsg {
 
 /* What a connecting rank says in its connect request: who it is and, in a
  * group with a token, a proof that it holds the token (group_proof) over a
- * fresh nonce and the ranks at both ends; all zeros without a token. It
- * fits the 56 bytes an RC connect request carries. */
+ * nonce and the ranks at both ends; all zeros without a token. It fits the
+ * 56 bytes an RC connect request carries. The nonce is fresh for every try
+ * (group_nonce): the wall clock's seconds, then random bytes, so a rank
+ * refuses a request made more than GHELLO_WINDOW_S from its own clock, and
+ * one whose nonce it saw before (struct gseen): a request copied off the
+ * wire admits no one, in this job or a later one with the same token. */
+#define GHELLO_WINDOW_S 300
 #define GHELLO_NONCE 16
 #define GHELLO_PROOF 24
 #define GHELLO_LABEL "rdmactl group join v1"
@@ -45,13 +50,26 @@ _Static_assert(sizeof(struct ghello) <= 56, "a group hello fits a connect reques
  * token (NULL or "": all zeros). */
 void group_proof(const char *token, const struct ghello *h, uint32_t to,
 		 uint8_t proof[GHELLO_PROOF]);
+/* The nonces of the requests whose proof held, sorted; seen before is a
+ * replay. */
+struct gseen {
+	uint8_t (*n)[GHELLO_NONCE];
+	size_t len, cap;
+};
+void group_seen_free(struct gseen *s);
+/* A fresh nonce made at now (seconds since the epoch); 0 or -errno. */
+int group_nonce(uint8_t nonce[GHELLO_NONCE], uint64_t now);
 /* Whether a connect request of len bytes at pd may join the group of rank
  * me, world, token: NULL with *h filled, or the reason to refuse it, prefixed
  * "rdmactl: " (the reject's private data). The token comes first: a peer
  * without it learns nothing of the group. need says whom me expects, and
- * taken which ranks are connected already (either may be NULL: nobody). */
+ * taken which ranks are connected already (either may be NULL: nobody).
+ * With a token, a proof made further than GHELLO_WINDOW_S from now is
+ * stale, and one whose nonce seen holds is a replay; a proof that holds
+ * joins seen (NULL: no memory, no replay check). */
 const char *group_hello_check(const void *pd, size_t len, int me, int world, const char *token,
-			      const uint8_t *need, const bool *taken, struct ghello *h);
+			      const uint8_t *need, const bool *taken, uint64_t now,
+			      struct gseen *seen, struct ghello *h);
 /* A refusal with one of group_hello_check's reasons that another try cannot
  * mend (not a member, no token or a wrong one, another world size, a rank the
  * peer does not expect), found in the connector's message msg. "That rank is
@@ -88,6 +106,7 @@ struct rc_group {
 	struct rc_listener *l;
 	struct rc_shared *sh;           /* the one CQ of every connection (NULL: one each) */
 	struct rdma_event_channel *ech; /* the CM events of the connections it made */
+	struct gseen seen;              /* the connect requests' nonces (accept thread) */
 	struct rc_endpoint self;
 	struct gpeer *peers;    /* world of them */
 	struct rc_conn **conns; /* connected peers, for polling (world at most) */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include <rdmactl/ops.h>
+#include <rdmactl/conn_core.h>
 #include <rdmactl/ops_core.h>
 #include <rdmactl/group_core.h>
 

@@ -2,14 +2,18 @@
 /*
  * The group's connect request: who connects, and, in a group with a token,
  * the proof that it holds the token. The token itself never travels: the
- * request carries a fresh nonce and the HMAC-SHA256 under the token of the
- * nonce and both ranks, so a proof made for one rank does not admit its
- * sender to another, and an extended or shortened token proves nothing.
+ * request carries a nonce fresh for each try (the time, then random bytes)
+ * and the HMAC-SHA256 under the token of the nonce and both ranks, so a
+ * proof made for one rank does not admit its sender to another, and an
+ * extended or shortened token proves nothing. A request made more than
+ * GHELLO_WINDOW_S from the rank's clock, or whose nonce the rank saw
+ * before, is refused: one copied off the wire admits no one.
  * Checked before a queue pair exists; nothing of the group (its ring
  * addresses, its keys) leaves a rank before the check passed.
  */
 #include <endian.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rdmactl/parse.h>
@@ -35,12 +39,86 @@ void group_proof(const char *token, const struct ghello *h, uint32_t to, uint8_t
 #define WHY_WORLD "rdmactl: another world size"
 #define WHY_UNEXPECTED "rdmactl: this rank does not expect that one"
 #define WHY_TAKEN "rdmactl: that rank is connected already"
+#define WHY_STALE "rdmactl: a stale connect request (clocks apart?)"
+#define WHY_REPLAY "rdmactl: a replayed connect request"
+#define WHY_NOMEM "rdmactl: out of memory"
+
+int group_nonce(uint8_t nonce[GHELLO_NONCE], uint64_t now)
+{
+	uint32_t t = htole32((uint32_t)now);
+
+	memcpy(nonce, &t, sizeof(t));
+	return rc_random_bytes(nonce + sizeof(t), GHELLO_NONCE - sizeof(t));
+}
+
+void group_seen_free(struct gseen *s)
+{
+	free(s->n);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Where nonce is in s, or goes: *found says which. */
+static size_t seen_find(const struct gseen *s, const uint8_t *nonce, bool *found)
+{
+	size_t lo = 0, hi = s->len;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = memcmp(s->n[mid], nonce, GHELLO_NONCE);
+
+		if (!c) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = false;
+	return lo;
+}
+
+/* A proof that held, made within the window and never seen: its nonce
+ * joins seen. NULL, or why not. */
+static const char *fresh(const struct ghello *h, uint64_t now, struct gseen *seen)
+{
+	uint32_t t;
+	int64_t age;
+	bool found;
+	size_t at;
+
+	memcpy(&t, h->nonce, sizeof(t));
+	age = (int64_t)now - (int64_t)le32toh(t);
+	if (age > GHELLO_WINDOW_S || age < -GHELLO_WINDOW_S)
+		return WHY_STALE;
+	if (!seen)
+		return NULL;
+	at = seen_find(seen, h->nonce, &found);
+	if (found)
+		return WHY_REPLAY;
+	if (seen->len == seen->cap) {
+		size_t cap = seen->cap ? 2 * seen->cap : 64;
+		void *n = realloc(seen->n, cap * GHELLO_NONCE);
+
+		if (!n)
+			return WHY_NOMEM;
+		seen->n = n;
+		seen->cap = cap;
+	}
+	memmove(seen->n[at + 1], seen->n[at], (seen->len - at) * GHELLO_NONCE);
+	memcpy(seen->n[at], h->nonce, GHELLO_NONCE);
+	seen->len++;
+	return NULL;
+}
 
 const char *group_hello_check(const void *pd, size_t len, int me, int world, const char *token,
-			      const uint8_t *need, const bool *taken, struct ghello *h)
+			      const uint8_t *need, const bool *taken, uint64_t now,
+			      struct gseen *seen, struct ghello *h)
 {
 	static const uint8_t zero[GHELLO_PROOF];
 	uint8_t want[GHELLO_PROOF];
+	const char *why;
 	bool has_token = token && *token;
 
 	memset(h, 0, sizeof(*h));
@@ -58,6 +136,8 @@ const char *group_hello_check(const void *pd, size_t len, int me, int world, con
 		group_proof(token, h, (uint32_t)me, want);
 		if (!rc_bytes_equal(want, h->proof, GHELLO_PROOF))
 			return WHY_WRONG_TOKEN;
+		if ((why = fresh(h, now, seen)))
+			return why;
 	}
 	if (h->world != (uint32_t)world)
 		return WHY_WORLD;
@@ -73,7 +153,8 @@ bool group_refusal_final(const char *msg)
 	/* What group_hello_check says of a request another try cannot mend:
 	 * all but WHY_TAKEN. */
 	static const char *const final[] = { WHY_NOT_MEMBER,  WHY_NO_TOKEN, WHY_HAS_NONE,
-					     WHY_WRONG_TOKEN, WHY_WORLD,    WHY_UNEXPECTED };
+					     WHY_WRONG_TOKEN, WHY_WORLD,    WHY_UNEXPECTED,
+					     WHY_STALE,       WHY_REPLAY };
 
 	for (size_t i = 0; msg && i < sizeof(final) / sizeof(final[0]); i++)
 		if (strstr(msg, final[i]))

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kv_int.h"
+#include <rdmactl/conn_core.h>
 #include <rdmactl/ctrl_core.h>
 #include <rdmactl/ops_core.h>
 #include <rdmactl/kv_core.h>

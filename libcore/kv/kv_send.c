@@ -2,9 +2,9 @@
 /*
  * kvxfer send: one prefill (source) rank. It connects a control QP and
  * --qps data QPs to each decode rank it feeds, shows them its geometry
- * (HELLO; a decode rank answers with its pool, or refuses), then runs
- * requests: --inflight at once, their layers "computed" one after the
- * other and posted as each becomes ready (kv_send_req.c). Heartbeats go
+ * (HELLO; a decode rank answers with its pool, or refuses: kv_send_peer.c),
+ * then runs requests: --inflight at once, their layers "computed" one
+ * after the other and posted as each becomes ready (kv_send_req.c). Heartbeats go
  * both ways; a decode rank that falls silent, disconnects or fails a write
  * fails every request in flight, and no new one starts.
  */
@@ -22,147 +22,6 @@
 #include <rdmactl/conn_core.h>
 #include <rdmactl/ops_core.h>
 #include <rdmactl/kv_core.h>
-
-static int connect_dst(struct kv_sender *s, struct sdst *d, struct rc_err *err)
-{
-	const struct kv_send_opts *o = s->o;
-	struct kv_hello_pd pd = { .rank = o->c.rank, .nqps = o->nqps, .session = s->session };
-	unsigned char pdb[KV_PD_LEN];
-	struct rc_conn_opts co = { .sq_depth = KV_CHAN_SENDS + 2,
-				   .rq_depth = KV_CHAN_RECVS,
-				   .timeout_ms = o->c.timeout_ms,
-				   .private_data = pdb,
-				   .private_len = KV_PD_LEN,
-				   .bind_addr = o->bind_addr,
-				   .dev_name = o->c.dev_name };
-	struct rc_err e;
-	int rc;
-
-	memcpy(pd.secret, s->secret, sizeof(pd.secret));
-	kv_pd_prove(&pd, o->c.token);
-	kv_pd_encode(&pd, pdb, sizeof(pdb));
-	if ((rc = rc_connect(d->t->host, d->t->port, &co, &d->ctrl, &e)))
-		return rc_err_set(err, -rc, "decode rank at %s: %.400s", d->name, e.msg);
-	return kv_chan_init(&d->ch, d->ctrl, err);
-}
-
-/*
- * One CQ and completion channel for the data QPs of every decode rank (room
- * for each one's send queue and its one receive), made with the first
- * decode rank's, on its device (a source rank sends from one). Without
- * the room, or when it cannot be made, each data QP keeps its own.
- */
-static void shared_cq(struct kv_sender *s, struct sdst *d)
-{
-	struct ibv_device_attr da;
-	long cqe = (long)s->nd * s->o->nqps * (SQ_DEPTH + 5);
-
-	if (s->sh || ibv_query_device(d->ctrl->verbs, &da) || cqe > da.max_cqe)
-		return;
-	if (rc_shared_create(d->ctrl->pd, (int)cqe, 0, &s->sh, NULL))
-		s->sh = NULL;
-}
-
-/* The data QPs: the decode rank takes them only after WELCOME. */
-static int connect_data(struct kv_sender *s, struct sdst *d, struct rc_err *err)
-{
-	const struct kv_send_opts *o = s->o;
-	struct kv_hello_pd pd = { .rank = o->c.rank, .nqps = o->nqps, .session = s->session };
-	unsigned char pdb[KV_PD_LEN];
-	struct rc_conn_opts co = { .timeout_ms = o->c.timeout_ms,
-				   .private_data = pdb,
-				   .private_len = KV_PD_LEN,
-				   .bind_addr = o->bind_addr,
-				   .dev_name = o->c.dev_name };
-	struct rc_err e;
-	int rc;
-
-	co.sq_depth = SQ_DEPTH + 4;
-	co.rq_depth = 1;
-	co.send_sge = (int)s->gather;
-	co.pd = d->ctrl->pd;
-	shared_cq(s, d);
-	co.shared = s->sh;
-	for (uint32_t k = 0; k < o->nqps; k++) {
-		pd.qp = k + 1;
-		memcpy(pd.secret, s->secret, sizeof(pd.secret));
-		kv_pd_prove(&pd, o->c.token);
-		kv_pd_encode(&pd, pdb, sizeof(pdb));
-		if ((rc = rc_connect(d->t->host, d->t->port, &co, &d->qp[k].c, &e)))
-			return rc_err_set(err, -rc, "decode rank at %s, data QP %u: %.400s",
-					  d->name, k + 1, e.msg);
-		d->qp[k].c->user = &d->qp[k];
-		d->qp[k].d = d;
-		d->qp[k].k = k;
-		d->qp[k].sq = (struct rc_sq){ .depth = SQ_DEPTH, .signal_every = SIGNAL_EVERY };
-		if ((uint32_t)d->qp[k].c->send_sge < s->gather)
-			s->gather = (uint32_t)d->qp[k].c->send_sge;
-	}
-	return 0;
-}
-
-/* HELLO, and wait for WELCOME (or ERROR), bounded. */
-static int handshake(struct kv_sender *s, struct sdst *d, struct rc_err *err)
-{
-	struct kv_msg m = { .type = KV_MSG_HELLO };
-	double deadline = rc_now() + s->o->c.timeout_ms / 1000.0;
-	struct ibv_wc wc[4];
-	int rc;
-
-	m.u.hello.rank = s->o->c.rank;
-	m.u.hello.nqps = s->o->nqps;
-	m.u.hello.session = s->session;
-	m.u.hello.g = *s->g;
-	m.u.hello.land = s->o->land;
-	/* The token was proven in the connect request: it does not travel. */
-	if ((rc = kv_chan_send(&d->ch, &m, err)))
-		return rc;
-	while (!d->welcomed) {
-		int left = (int)((deadline - rc_now()) * 1000), n;
-
-		if (left <= 0)
-			return rc_err_set(err, ETIMEDOUT,
-					  "decode rank at %s did not answer HELLO within %d ms",
-					  d->name, s->o->c.timeout_ms);
-		n = rc_poll(d->ctrl, wc, 4, left, err);
-		if (n == -ETIMEDOUT)
-			continue;
-		if (n < 0)
-			return n;
-		for (int i = 0; i < n; i++) {
-			rc = kv_chan_wc(&d->ch, &wc[i], &m, s->pages_tmp, err);
-			if (rc < 0)
-				return rc;
-			/* A heartbeat follows WELCOME by hb_ms: a slow poll reaps both. */
-			if (rc == 0 || (m.type == KV_MSG_HB && d->welcomed))
-				continue;
-			/* The decode rank's heartbeats start with WELCOME: one may come in
-			 * the same batch, right behind it. */
-			if (m.type == KV_MSG_HB && d->welcomed)
-				continue;
-			if (m.type == KV_MSG_ERROR)
-				return rc_err_set(err, m.u.cancel.code ? m.u.cancel.code : EINVAL,
-						  "decode rank at %s refused this source rank: %s",
-						  d->name, m.u.cancel.text);
-			if (m.type != KV_MSG_WELCOME)
-				return rc_err_set(err, EPROTO,
-						  "decode rank at %s answered HELLO with %s",
-						  d->name, kv_msg_name(m.type));
-			d->rank = m.u.welcome.rank;
-			d->pool_pages = m.u.welcome.pool_pages;
-			d->rkey = m.u.welcome.rkey;
-			d->base = m.u.welcome.base;
-			d->page_bytes = m.u.welcome.page_bytes;
-			d->land_base = m.u.welcome.land;
-			d->land_units = m.u.welcome.land_units;
-			d->welcomed = true;
-		}
-	}
-	if (d->rank >= s->g->dst_tp || d->page_bytes != kv_page_bytes(s->g, true))
-		return rc_err_set(err, EPROTO, "decode rank at %s says rank %u, pages of %llu bytes",
-				  d->name, d->rank, (unsigned long long)d->page_bytes);
-	return 0;
-}
 
 /* Setup, step 1: the options against the geometry, and the pages of a
  * request on either side. */
@@ -238,35 +97,6 @@ static int alloc_pool(struct kv_sender *s, struct rc_err *err)
 	return 0;
 }
 
-/* Setup, step 3, for each decode rank: the control QP, the pool registered
- * on its PD, HELLO and WELCOME, then the data QPs. */
-static int open_dst(struct kv_sender *s, struct sdst *d, const struct kv_send_target *t,
-		    struct rc_err *err)
-{
-	struct rc_err e;
-	int rc;
-
-	d->t = t;
-	snprintf(d->name, sizeof(d->name), strchr(d->t->host, ':') ? "[%s]:%s" : "%s:%s",
-		 d->t->host, d->t->port);
-	s->nd++;
-	if ((rc = connect_dst(s, d, err)))
-		return rc;
-	/* Pinning a large pool takes a while: before HELLO, since the decode
-	 * rank counts heartbeats from WELCOME on. */
-	if ((rc = rc_mem_register(&s->mem, d->ctrl->pd, IBV_ACCESS_LOCAL_WRITE, &d->mr, &e))) {
-		d->mr = NULL;
-		return rc_err_set(err, -rc, "cannot register %zu bytes of source pages: %.400s",
-				  s->pool_len, e.msg);
-	}
-	/* What the NIC reads: the pool itself, the GPU's, or its bounce buffer. */
-	s->wire_delta = s->mem.mr_addr - (uint64_t)(uintptr_t)s->pool;
-	if ((rc = handshake(s, d, err)) || (rc = connect_data(s, d, err)))
-		return rc;
-	d->last_hb = rc_now();
-	return 0;
-}
-
 static int setup(struct kv_sender *s, struct rc_err *err)
 {
 	const struct kv_send_opts *o = s->o;
@@ -279,7 +109,7 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 	    (rc = rc_random_bytes(&s->session, sizeof(s->session))))
 		return rc_err_set(err, -rc, "no random bytes for the session: %s", strerror(-rc));
 	for (int i = 0; i < o->ntargets; i++)
-		if ((rc = open_dst(s, &s->d[i], &o->targets[i], err)))
+		if ((rc = kvs_open_dst(s, &s->d[i], &o->targets[i], err)))
 			return rc;
 	/* Step 4: the routes, now that every decode rank said whether it lands. */
 	if ((rc = kvs_map_routes(s, err)))
@@ -295,49 +125,6 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 		kvs_emit(s, &ev);
 	}
 	return 0;
-}
-
-static void close_dst(struct sdst *d)
-{
-	if (d->closed)
-		return;
-	d->closed = true;
-	for (int k = 0; k < KV_MAX_QPS; k++) {
-		if (d->qp[k].c)
-			rc_conn_close(d->qp[k].c);
-		d->qp[k].c = NULL;
-		for (size_t j = 0; j < d->qp[k].qlen; j++)
-			free(d->qp[k].q[d->qp[k].qhead + j].sg);
-		d->qp[k].qlen = 0;
-	}
-	if (d->mr)
-		ibv_dereg_mr(d->mr);
-	d->mr = NULL;
-	kv_chan_fini(&d->ch);
-	if (d->ctrl)
-		rc_conn_close(d->ctrl);
-	d->ctrl = NULL;
-}
-
-static void conn_events(struct sdst *d, struct rc_conn *c)
-{
-	struct rdma_cm_event *ev;
-
-	while (!d->dead && rdma_get_cm_event(c->ech, &ev) == 0) {
-		enum rdma_cm_event_type t = ev->event;
-		enum rc_cm_kind kind = rc_cm_kind_of(t);
-
-		rdma_ack_cm_event(ev);
-		if (kind == RC_CM_GONE || kind == RC_CM_DEVICE_GONE) {
-			c->disconnected = true;
-			snprintf(d->why, sizeof(d->why), "%s (%s)",
-				 kind == RC_CM_DEVICE_GONE         ? "device removed"
-				 : t == RDMA_CM_EVENT_DISCONNECTED ? "disconnected"
-								   : "connection failed",
-				 rdma_event_str(t));
-			d->dead = true;
-		}
-	}
 }
 
 /* Messages on the control QP; after a death, the ones that came before it. */
@@ -414,9 +201,9 @@ static void dst_step(struct kv_sender *s, struct sdst *d, double now)
 				d->dead = true;
 		}
 	}
-	conn_events(d, d->ctrl);
+	kvs_conn_events(d, d->ctrl);
 	for (uint32_t k = 0; k < s->o->nqps; k++)
-		conn_events(d, d->qp[k].c);
+		kvs_conn_events(d, d->qp[k].c);
 	if (d->dead) {
 		drain_ctrl(s, d); /* what it said before it went still counts */
 		return;
@@ -427,10 +214,42 @@ static void dst_step(struct kv_sender *s, struct sdst *d, double now)
 	}
 }
 
+static void add_fd(struct pollfd *pfd, int *n, int fd)
+{
+	pfd[(*n)++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+}
+
+/* What the loop sleeps on, after pfd[0..n): the one shared CQ and CM
+ * channel, and the channels of the connections that kept their own.
+ * Returns the new count. */
+static int wait_fds(struct kv_sender *s, struct pollfd *pfd, int n)
+{
+	for (int i = 0; i < s->nd; i++) {
+		struct sdst *d = &s->d[i];
+
+		if (d->closed)
+			continue;
+		if (d->ctrl->ech)
+			add_fd(pfd, &n, d->ctrl->ech->fd);
+		add_fd(pfd, &n, d->ctrl->cch->fd);
+		for (uint32_t k = 0; k < s->o->nqps; k++) {
+			if (d->qp[k].c->ech)
+				add_fd(pfd, &n, d->qp[k].c->ech->fd);
+			if (!d->qp[k].c->shared)
+				add_fd(pfd, &n, d->qp[k].c->cch->fd);
+		}
+	}
+	if (s->sh)
+		add_fd(pfd, &n, s->sh->cch->fd);
+	if (s->ech)
+		add_fd(pfd, &n, s->ech->fd);
+	return n;
+}
+
 static int run(struct kv_sender *s, struct rc_err *err)
 {
 	const struct kv_send_opts *o = s->o;
-	struct pollfd *pfd = calloc((size_t)s->nd * (o->nqps + 1) * 2 + 2, sizeof(*pfd));
+	struct pollfd *pfd = calloc((size_t)s->nd * (o->nqps + 1) * 2 + 3, sizeof(*pfd));
 	int rc = 0;
 
 	if (!pfd)
@@ -442,6 +261,7 @@ static int run(struct kv_sender *s, struct rc_err *err)
 
 		/* Drain and arm every CQ before sleeping on them. */
 		rc_shared_drain(s->sh, 1024, shared_wc, s);
+		kvs_cm_events(s);
 		for (int i = 0; i < s->nd; i++) {
 			struct sdst *d = &s->d[i];
 
@@ -450,7 +270,7 @@ static int run(struct kv_sender *s, struct rc_err *err)
 			dst_step(s, d, rc_now());
 			if (!d->dead)
 				continue;
-			close_dst(d); /* no write of ours can land any more */
+			kvs_close_dst(d); /* no write of ours can land any more */
 			struct kv_event ev = { .kind = KV_EV_PEER_DOWN,
 					       .rank = d->rank,
 					       .peer = d->name,
@@ -473,23 +293,7 @@ static int run(struct kv_sender *s, struct rc_err *err)
 			stop_at = n;
 			pfd[n++] = (struct pollfd){ .fd = o->c.stop_fd, .events = POLLIN };
 		}
-		for (int i = 0; i < s->nd; i++) {
-			struct sdst *d = &s->d[i];
-
-			if (d->closed)
-				continue;
-			pfd[n++] = (struct pollfd){ .fd = d->ctrl->ech->fd, .events = POLLIN };
-			pfd[n++] = (struct pollfd){ .fd = d->ctrl->cch->fd, .events = POLLIN };
-			for (uint32_t k = 0; k < o->nqps; k++) {
-				pfd[n++] = (struct pollfd){ .fd = d->qp[k].c->ech->fd,
-							    .events = POLLIN };
-				if (!d->qp[k].c->shared)
-					pfd[n++] = (struct pollfd){ .fd = d->qp[k].c->cch->fd,
-								    .events = POLLIN };
-			}
-		}
-		if (s->sh)
-			pfd[n++] = (struct pollfd){ .fd = s->sh->cch->fd, .events = POLLIN };
+		n = wait_fds(s, pfd, n);
 		wait = busy || (s->sh && !s->sh->armed) ? 0 : (int)(kvs_next_wake(s) * 1000) + 1;
 		if (poll(pfd, (nfds_t)n, wait) < 0 && errno != EINTR) {
 			rc = rc_err_set(err, errno, "poll failed: %s", strerror(errno));
@@ -524,6 +328,7 @@ int kv_send_run(const struct kv_send_opts *o, struct kv_summary *sum, struct rc_
 	s->sum = sum;
 	s->mem.fd = -1;
 	s->mem.dmabuf_fd = -1;
+	s->ech = rc_cm_channel(); /* NULL: each connection keeps its own */
 	rc = setup(s, err);
 	if (!rc) {
 		struct kv_event ev = { .kind = KV_EV_READY, .rank = o->c.rank, .mem = &s->mem };
@@ -537,12 +342,14 @@ int kv_send_run(const struct kv_send_opts *o, struct kv_summary *sum, struct rc_
 			sum->qp_bytes[k] += s->d[i].qp[k].bytes;
 			sum->qp_wrs[k] += s->d[i].qp[k].sq.posted;
 		}
-		close_dst(&s->d[i]);
+		kvs_close_dst(&s->d[i]);
 		free(s->d[i].segs);
 		for (int k = 0; k < KV_MAX_QPS; k++)
 			free(s->d[i].qp[k].q);
 	}
 	rc_shared_destroy(s->sh); /* after every data QP on it */
+	if (s->ech)
+		rdma_destroy_event_channel(s->ech); /* and every connection */
 	for (uint32_t i = 0; s->reqs && i < o->inflight; i++) {
 		for (int k = 0; k < s->nd; k++)
 			free(s->reqs[i].pages[k]);

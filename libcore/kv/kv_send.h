@@ -107,9 +107,20 @@ struct kv_sender {
 	/* One CQ for every data QP (all decode ranks), made with the first
 	 * one; NULL: each has its own (a device without the room). */
 	struct rc_shared *sh;
+	/* The CM events of every connection (NULL: each keeps its own). */
+	struct rdma_event_channel *ech;
 	struct kv_summary *sum;
 	uint32_t pages_tmp[KV_MAX_REQ_PAGES];
 };
+
+/* kv_send_peer.c: a decode rank's connections, HELLO and WELCOME (setup,
+ * step 3), their CM events (on the sender's one channel, or a connection's
+ * own when it kept it) and their end. */
+int kvs_open_dst(struct kv_sender *s, struct sdst *d, const struct kv_send_target *t,
+		 struct rc_err *err);
+void kvs_close_dst(struct sdst *d);
+void kvs_cm_events(struct kv_sender *s);
+void kvs_conn_events(struct sdst *d, struct rc_conn *c);
 
 /* kv_send_route.c: the staging slot's size, before the handshakes, and
  * which segments go to which connected decode rank, after them. */

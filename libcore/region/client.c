@@ -235,6 +235,17 @@ const char *rc_client_device(const struct rc_client *cl)
 	return cl->conns[0]->dev_name;
 }
 
+const struct rc_region_desc *rc_client_region(const struct rc_client *cl)
+{
+	return &cl->region;
+}
+
+const struct rc_region_desc *rc_client_regions(const struct rc_client *cl, int *n)
+{
+	*n = cl->nregions;
+	return cl->all;
+}
+
 #define CTRL_SLICE_MS 100
 
 int rc_client_ctrl(struct rc_client *cl, const void *req, size_t len, void *resp, size_t cap,

@@ -4,7 +4,7 @@
 #ifndef RDMACTL_CLIENT_INT_H
 #define RDMACTL_CLIENT_INT_H
 
-#include <rdmactl/client.h>
+#include <rdmactl/client_core.h>
 
 /* A staging buffer, registered on the client's PD (one PD serves every QP). */
 struct staging {

@@ -124,6 +124,16 @@ int rc_rails_close(struct rc_rails *r)
 	return rc;
 }
 
+int rc_rails_count(const struct rc_rails *r)
+{
+	return r->n;
+}
+
+struct rc_client *rc_rails_client(const struct rc_rails *r, int i)
+{
+	return r->cl[i];
+}
+
 /* A transfer's shared state: the chunks not yet taken, those given back by
  * a rail that failed, what is done; under mu. */
 struct xfer {

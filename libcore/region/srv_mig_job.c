@@ -17,6 +17,7 @@
 #include <rdmactl/sha256_core.h>
 #include <rdmactl/ops_core.h>
 #include <rdmactl/ctrl_core.h>
+#include <rdmactl/client_core.h>
 
 #define PULL_TIMEOUT_MS 5000
 

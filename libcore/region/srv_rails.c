@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <rdmactl/server.h>
+#include <rdmactl/conn_core.h>
 #include <rdmactl/mem_core.h>
 
 #include "server_int.h"

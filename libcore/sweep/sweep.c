@@ -18,6 +18,7 @@
 
 #include <rdmactl/mem.h>
 #include <rdmactl/ops.h>
+#include <rdmactl/conn_core.h>
 #include <rdmactl/mem_core.h>
 #include <rdmactl/group_core.h>
 #include <rdmactl/sweep_core.h>

@@ -19,6 +19,7 @@
 #include <rdmactl/mem.h>
 #include <rdmactl/ops.h>
 #include <rdmactl/dev_core.h>
+#include <rdmactl/conn_core.h>
 #include <rdmactl/ops_core.h>
 #include <rdmactl/topo_core.h>
 

@@ -5,9 +5,13 @@
  * (answer a request, count a connection up or gone, stop on a removed
  * device). The region server and kvxfer's receiver both run on it, and
  * rc_cm_kind_of is the one sorting of every CM event, the connecting
- * side's (the group layer, kvxfer's sender) included.
+ * side's (the group layer, kvxfer's sender) included. The connecting side
+ * moves the CM events of its many connections to one channel
+ * (rc_cm_channel, rc_conn_share_events). And what a listener shows: its
+ * address, port and device.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 
 #include <rdmactl/conn.h>
@@ -86,4 +90,45 @@ void rc_cm_refuse(struct rc_cm_event *ev, const char *why)
 	rc_reject(ev->child, why);
 	rdma_destroy_id(ev->child);
 	ev->child = NULL;
+}
+
+struct rdma_event_channel *rc_cm_channel(void)
+{
+	struct rdma_event_channel *ech = rdma_create_event_channel();
+	int fl = ech ? fcntl(ech->fd, F_GETFL) : -1;
+
+	if (ech && (fl < 0 || fcntl(ech->fd, F_SETFL, fl | O_NONBLOCK) < 0)) {
+		rdma_destroy_event_channel(ech);
+		ech = NULL;
+	}
+	return ech;
+}
+
+bool rc_conn_share_events(struct rc_conn *c, struct rdma_event_channel *ech)
+{
+	if (!ech || !c->ech || rdma_migrate_id(c->id, ech))
+		return false;
+	rdma_destroy_event_channel(c->ech);
+	c->ech = NULL;
+	return true;
+}
+
+const char *rc_listener_addr(const struct rc_listener *l)
+{
+	return l->addr;
+}
+
+uint16_t rc_listener_port(const struct rc_listener *l)
+{
+	return l->port;
+}
+
+const char *rc_listener_device(const struct rc_listener *l)
+{
+	return l->dev_name;
+}
+
+uint8_t rc_listener_port_num(const struct rc_listener *l)
+{
+	return l->port_num;
 }

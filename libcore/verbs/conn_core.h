@@ -8,6 +8,48 @@
 
 #include <rdmactl/conn.h>
 
+/* The handles rdmactl/conn.h declares opaque. */
+struct rc_conn {
+	struct rdma_event_channel *ech; /* own channel (client); NULL for accepted ones */
+	struct rdma_cm_id *id;
+	struct ibv_context *verbs;
+	struct ibv_pd *pd;
+	bool own_pd;
+	struct ibv_comp_channel *cch;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	int sq_depth;
+	int rq_depth;
+	int send_sge; /* what the QP takes: rc_conn_opts.send_sge, capped */
+	int timeout_ms;
+	bool busy_poll;
+	bool armed; /* CQ notification requested and not yet consumed */
+	/* rc_poll_any: an error completion that came after successful ones in
+	 * the same poll; those were returned first, this one is next */
+	bool has_late_err;
+	struct ibv_wc late_err;
+	bool established;
+	bool disconnected;
+	char peer[RC_HOST_MAX + 8];
+	char dev_name[64];
+	uint8_t port_num;
+	struct rc_shared *shared; /* the CQ it shares, not its own (or NULL) */
+	uint32_t shared_qpn;      /* its QP number in shared's table */
+	bool in_shared;           /* it is in that table */
+	void *user;               /* owner's data */
+};
+
+struct rc_listener {
+	struct rdma_event_channel *ech;
+	struct rdma_cm_id *id;
+	struct ibv_context *verbs;
+	struct ibv_pd *pd;
+	char addr[RC_HOST_MAX];
+	uint16_t port;
+	char dev_name[64];
+	uint8_t port_num;
+};
+
 /* A listener's CM event, taken, acknowledged and sorted. */
 enum rc_cm_kind {
 	RC_CM_REQUEST,     /* a connect request: rc_cm_accept or rc_cm_refuse it */
@@ -60,6 +102,13 @@ int rc_connect(const char *host, const char *port, const struct rc_conn_opts *op
  * within timeout_ms (0: do not wait). -EAGAIN when none came; -EINVAL for an
  * accepted connection, whose events come to its listener. */
 int rc_conn_event(struct rc_conn *c, int timeout_ms, struct rdma_cm_event **ev);
+/* One non-blocking CM event channel for the events of many connections
+ * (rc_conn_share_events), or NULL: each keeps its own. */
+struct rdma_event_channel *rc_cm_channel(void);
+/* A connection made by rc_connect sends its CM events to ech from now on
+ * (ev->id->context is c) and its own channel goes; false when it keeps its
+ * own (ech NULL, or the move failed). Close c before ech. */
+bool rc_conn_share_events(struct rc_conn *c, struct rdma_event_channel *ech);
 /* The reason a peer gave in the private data of its reject (len bytes at
  * pd, NULL: none): the printable ASCII up to the first other byte, at most
  * cap - 1 bytes, into out with a NUL. Returns its length (0: none given). */

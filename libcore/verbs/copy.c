@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <rdmactl/ops.h>
+#include <rdmactl/conn_core.h>
 #include <rdmactl/ops_core.h>
 
 #define COPY_PIECE (1u << 20)

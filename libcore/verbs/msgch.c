@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <rdmactl/ops.h>
+#include <rdmactl/conn_core.h>
 #include <rdmactl/ops_core.h>
 #include <rdmactl/msgch_core.h>
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <rdmactl/ops.h>
+#include <rdmactl/conn_core.h>
 #include <rdmactl/ops_core.h>
 
 #define MAX_BATCH RC_CHAIN_MAX

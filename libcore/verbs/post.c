@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <rdmactl/ops.h>
+#include <rdmactl/conn_core.h>
 #include <rdmactl/ops_core.h>
 
 const char *rc_op_name(enum rc_op op)

@@ -75,6 +75,43 @@ C
 	assert_output "$(pkg-config --modversion rdmacore)"
 }
 
+@test "the handles are opaque: a program reads them through their calls and cannot look inside" {
+	command -v pkg-config >/dev/null || skip "pkg-config is not installed"
+	export PKG_CONFIG_PATH="$STAGE/$LIBDIR/pkgconfig"
+	flags=$(pkg-config --cflags --libs rdmacore)
+	# Linked, not run: every accessor the commands use is there to call.
+	cat >"$BATS_TEST_TMPDIR/use.c" <<'C'
+#include <stdio.h>
+#include <rdmactl/rdmactl.h>
+int main(int argc, char **argv)
+{
+	const struct rc_listener *l = NULL;
+	struct rc_client *cl = NULL;
+	struct rc_rails *r = NULL;
+	int n = 0;
+	(void)argv;
+	if (argc > 99) {
+		printf("%s %u %s %u\n", rc_listener_addr(l), rc_listener_port(l),
+		       rc_listener_device(l), rc_listener_port_num(l));
+		printf("%s %s\n", rc_client_region(cl)->name, rc_client_regions(cl, &n)->name);
+		printf("%d %s\n", rc_rails_count(r), rc_client_peer(rc_rails_client(r, 0)));
+	}
+	return n;
+}
+C
+	# shellcheck disable=SC2086
+	run cc -Wall -Werror -o "$BATS_TEST_TMPDIR/use" "$BATS_TEST_TMPDIR/use.c" $flags
+	assert_success
+	local t
+	for t in rc_conn rc_listener rc_client rc_rails; do
+		printf '#include <rdmactl/rdmactl.h>\nint main(void) { return (int)sizeof(struct %s); }\n' "$t" >"$BATS_TEST_TMPDIR/$t.c"
+		# shellcheck disable=SC2086
+		run cc -c -o "$BATS_TEST_TMPDIR/$t.o" "$BATS_TEST_TMPDIR/$t.c" $flags
+		assert_failure
+		assert_output --partial "struct $t"
+	done
+}
+
 @test "man pages and completions" {
 	for f in "$ROOT"/man/*.8; do
 		[[ -f $STAGE/share/man/man8/${f##*/} ]] || fail "no share/man/man8/${f##*/}"

@@ -35,6 +35,7 @@
 #include <rdmactl/conn_core.h>
 #include <rdmactl/ops_core.h>
 #include <rdmactl/ctrl_core.h>
+#include <rdmactl/client_core.h>
 #include <rdmactl/server_core.h>
 
 #include "fuzz.h"

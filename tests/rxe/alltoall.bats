@@ -575,6 +575,15 @@ group_listening() {
 	run "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 3 1 s3cret
 	assert_failure 1
 	assert_output --partial "another world size"
+	# The same request again, copied off the wire: a replay, refused as one.
+	GROUP_IMPOSTOR_TWICE=1 run "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 3 1 s3cret
+	assert_failure 1
+	assert_line --index 0 --partial "another world size"
+	assert_line --index 1 --partial "a replayed connect request"
+	# A request made 400 s ago (beyond the 300 s window): stale.
+	GROUP_IMPOSTOR_AGE=400 run "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 3 1 s3cret
+	assert_failure 1
+	assert_output --partial "a stale connect request"
 	# The real rank 0, its token from a file: the group completes.
 	rdmactl -j -t 20000 alltoall -r 0 -w 2 -R "file:$PEERS" "${SMALL[@]}" --token-file "$tok" \
 		>"$BATS_TEST_TMPDIR/rank.0.out" 2>"$BATS_TEST_TMPDIR/rank.0.err" &

@@ -8,20 +8,25 @@
  *
  * The request says "rank RANK of WORLD"; with TOKEN it carries a proof of
  * TOKEN made for rank TO (the wire layout of libcore/group/group_int.h: the
- * group magic, rank, world, a 16-byte nonce, 24 bytes of HMAC-SHA256 under
- * the token of "rdmactl group join v1", NUL, magic, rank, world, TO and the
- * nonce, each number 32 bits little-endian). Without TOKEN the proof is
- * zeros; GROUP_IMPOSTOR_SHORT=1 sends only the first 12 bytes (an rdmactl
- * without group tokens). Once accepted it stays connected for
- * GROUP_IMPOSTOR_HOLD seconds (default 0).
+ * group magic, rank, world, a 16-byte nonce (the wall clock's seconds, then
+ * random bytes), 24 bytes of HMAC-SHA256 under the token of "rdmactl group
+ * join v1", NUL, magic, rank, world, TO and the nonce, each number 32 bits
+ * little-endian). Without TOKEN the proof is zeros; GROUP_IMPOSTOR_SHORT=1
+ * sends only the first 12 bytes (an rdmactl without group tokens).
+ * GROUP_IMPOSTOR_AGE=S dates the nonce S seconds back; GROUP_IMPOSTOR_TWICE=1
+ * sends the same request again once the first was answered (a replay).
+ * Once accepted it stays connected for GROUP_IMPOSTOR_HOLD seconds
+ * (default 0).
  *
- * Prints "accepted" (exit 0) or "refused: REASON" (exit 1); 2: usage.
+ * Prints "accepted" (exit 0) or "refused: REASON" (exit 1) for each
+ * request, the status the last one's; 2: usage.
  */
 #include <endian.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rdmactl/conn.h>
@@ -43,7 +48,8 @@ int main(int argc, char **argv)
 	struct rc_conn_opts co = { .timeout_ms = 5000 };
 	struct rc_conn *c = NULL;
 	struct rc_err e;
-	uint32_t to;
+	uint32_t to, t;
+	int tries = getenv("GROUP_IMPOSTOR_TWICE") ? 2 : 1;
 
 	if (argc < 6 || argc > 7) {
 		fprintf(stderr, "usage: group_impostor HOST PORT RANK WORLD TO [TOKEN]\n");
@@ -53,7 +59,9 @@ int main(int argc, char **argv)
 	h.rank = htole32((uint32_t)atoi(argv[3]));
 	h.world = htole32((uint32_t)atoi(argv[4]));
 	to = (uint32_t)atoi(argv[5]);
-	if (rc_random_bytes(h.nonce, sizeof(h.nonce)))
+	t = htole32((uint32_t)(time(NULL) - atoi(getenv("GROUP_IMPOSTOR_AGE") ?: "0")));
+	memcpy(h.nonce, &t, sizeof(t));
+	if (rc_random_bytes(h.nonce + sizeof(t), sizeof(h.nonce) - sizeof(t)))
 		return 1;
 	if (argc == 7) {
 		unsigned char msg[16 + sizeof(h.nonce)];
@@ -66,14 +74,19 @@ int main(int argc, char **argv)
 	}
 	co.private_data = &h;
 	co.private_len = getenv("GROUP_IMPOSTOR_SHORT") ? 12 : sizeof(h);
-	if (rc_connect(argv[1], argv[2], &co, &c, &e)) {
-		printf("refused: %s\n", e.msg);
-		return 1;
+	for (int i = 0; i < tries; i++) {
+		if (rc_connect(argv[1], argv[2], &co, &c, &e)) {
+			printf("refused: %s\n", e.msg);
+			fflush(stdout);
+			if (i + 1 == tries)
+				return 1;
+			continue;
+		}
+		printf("accepted\n");
+		fflush(stdout);
+		if (getenv("GROUP_IMPOSTOR_HOLD"))
+			sleep((unsigned)atoi(getenv("GROUP_IMPOSTOR_HOLD")));
+		rc_conn_close(c);
 	}
-	printf("accepted\n");
-	fflush(stdout);
-	if (getenv("GROUP_IMPOSTOR_HOLD"))
-		sleep((unsigned)atoi(getenv("GROUP_IMPOSTOR_HOLD")));
-	rc_conn_close(c);
 	return 0;
 }

@@ -243,6 +243,24 @@ status() {
 }
 
 # bats test_tags=plain-only
+@test "a prefill rank's ten connections to two decode ranks share one CM event channel: one rdma_cm descriptor, not ten" {
+	for d in 0 1; do
+		serve_bg "d$d" "${G[@]}" --src-tp 1 --dst-tp 2 --rank "$d" --pool-pages 32 --requests 30
+	done
+	wait_listening d0 d1
+	send s0 "${G[@]}" --src-tp 1 --dst-tp 2 --connect "$ADDR:$PORT_d0" --connect "$ADDR:$PORT_d1" \
+		--tokens 8 --requests 30 --qps 4 --layer-compute-us 20000
+	wait_events s0 connected 2
+	# Each rdma_cm event channel is one open /dev/infiniband/rdma_cm;
+	# 2 x (1 control + 4 data) connections each with its own would be 10.
+	cm=$(find "/proc/${KV_PID[s0]}/fd" -mindepth 1 -lname '*rdma_cm' 2>/dev/null | wc -l)
+	reap s0 d0 d1
+	status 0 s0 d0 d1
+	echo "# rdma_cm descriptors of the prefill rank with 10 connections: $cm" >&3
+	[ "$cm" -eq 1 ]
+}
+
+# bats test_tags=plain-only
 @test "TP 2 -> 4: each prefill rank splits its heads over two decode ranks" {
 	for d in 0 1 2 3; do
 		serve_bg "d$d" "${G[@]}" --src-tp 2 --dst-tp 4 --rank "$d" --pool-pages 32 --verify --requests 2

@@ -3,7 +3,8 @@
  * joins only with a proof of the group's token made for the rank it
  * connects to; an extended or shortened token, a proof for another rank, a
  * replayed proof with another rank or world, and a missing proof are refused,
- * and the token is checked before anything else is said. */
+ * and the token is checked before anything else is said; a proof made too
+ * far from the rank's clock, or one whose nonce the rank saw, is refused. */
 #include <string.h>
 
 #include "../../libcore/group/hello.c"
@@ -11,13 +12,17 @@
 #include "check.h"
 
 #define W 3
+#define NOW 1796000000u /* the rank's clock in these checks */
 
 static struct ghello hello(const char *token, uint32_t rank, uint32_t to)
 {
 	struct ghello h = { .magic = GROUP_MAGIC, .rank = rank, .world = W };
 
+	uint32_t t = htole32(NOW);
+
 	memset(h.nonce, 0x5a, sizeof(h.nonce));
-	h.nonce[0] = (uint8_t)rank;
+	memcpy(h.nonce, &t, sizeof(t));
+	h.nonce[4] = (uint8_t)rank;
 	if (token)
 		group_proof(token, &h, to, h.proof);
 	return h;
@@ -30,7 +35,7 @@ static const char *check(const struct ghello *h, size_t len, int me, const char 
 	struct ghello out;
 
 	memset(need, 1, sizeof(need));
-	return group_hello_check(h, len, me, W, token, need, taken, &out);
+	return group_hello_check(h, len, me, W, token, need, taken, NOW, NULL, &out);
 }
 
 int main(void)
@@ -113,8 +118,64 @@ int main(void)
 	x.magic = 0;
 	CHECK(check(&x, sizeof(x), 2, "s3cret", NULL) != NULL);
 	CHECK(check(&h, 11, 2, NULL, NULL) != NULL);
-	CHECK(group_hello_check(NULL, 0, 2, W, NULL, NULL, NULL, &x) != NULL);
-	CHECK(group_refusal_final(group_hello_check(NULL, 0, 2, W, NULL, NULL, NULL, &x)));
+	CHECK(group_hello_check(NULL, 0, 2, W, NULL, NULL, NULL, NOW, NULL, &x) != NULL);
+	CHECK(group_refusal_final(group_hello_check(NULL, 0, 2, W, NULL, NULL, NULL, NOW, NULL, &x)));
+	/* The time in the nonce: within GHELLO_WINDOW_S of the rank's clock
+	 * either way, and the proof covers it. */
+	x = h;
+	for (int d = -1; d <= 1; d += 2) {
+		uint32_t t = htole32(NOW + (uint32_t)(d * (GHELLO_WINDOW_S - 1)));
+
+		memcpy(x.nonce, &t, sizeof(t));
+		group_proof("s3cret", &x, 2, x.proof);
+		CHECK(check(&x, sizeof(x), 2, "s3cret", NULL) == NULL);
+		t = htole32(NOW + (uint32_t)(d * (GHELLO_WINDOW_S + 1)));
+		memcpy(x.nonce, &t, sizeof(t));
+		group_proof("s3cret", &x, 2, x.proof);
+		why = check(&x, sizeof(x), 2, "s3cret", NULL);
+		CHECK(why && strstr(why, "stale"));
+		CHECK(group_refusal_final(why));
+	}
+	/* A request seen before is a replay, even one refused the first time
+	 * (its rank was connected then); a fresh nonce joins. */
+	{
+		struct gseen seen = { 0 };
+		struct ghello y, o;
+		uint8_t need[W * W];
+		bool none[W] = { 0 };
+		int ok = 0, replays = 0;
+
+		memset(need, 1, sizeof(need));
+		CHECK(group_hello_check(&h, sizeof(h), 2, W, "s3cret", need, none, NOW, &seen,
+					&x) == NULL);
+		why = group_hello_check(&h, sizeof(h), 2, W, "s3cret", need, none, NOW, &seen, &x);
+		CHECK(why && strstr(why, "replayed"));
+		CHECK(group_refusal_final(why));
+		y = h;
+		y.nonce[5] ^= 1; /* rank 0 again, a new try: taken[0] */
+		group_proof("s3cret", &y, 2, y.proof);
+		why = group_hello_check(&y, sizeof(y), 2, W, "s3cret", need, taken, NOW, &seen, &o);
+		CHECK(why && strstr(why, "connected already"));
+		why = group_hello_check(&y, sizeof(y), 2, W, "s3cret", need, none, NOW, &seen, &o);
+		CHECK(why && strstr(why, "replayed"));
+		/* 500 nonces in no order: each joins once, and is a replay after. */
+		for (int round = 0; round < 2; round++)
+			for (uint32_t i = 0; i < 500; i++) {
+				uint32_t k = (i * 7919u) % 500u;
+
+				y = hello(NULL, 0, 2);
+				memcpy(y.nonce + 8, &k, sizeof(k));
+				group_proof("s3cret", &y, 2, y.proof);
+				why = group_hello_check(&y, sizeof(y), 2, W, "s3cret", need, none,
+							NOW, &seen, &o);
+				ok += !why;
+				replays += why && strstr(why, "replayed");
+			}
+		CHECK(ok == 500);
+		CHECK(replays == 500);
+		CHECK(seen.len == 502);
+		group_seen_free(&seen);
+	}
 	/* as the connector words it; nothing listening is no refusal of ours */
 	CHECK(group_refusal_final(
 		"connection to 10.0.0.2:7000 rejected: rdmactl: another world size"));

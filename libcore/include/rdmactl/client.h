@@ -10,6 +10,12 @@
 #include <rdmactl/ops.h>
 #include <rdmactl/parse.h>
 
+/* A client of one server: its connections and the region it selected
+ * (opaque: read it through the rc_client_* calls below). */
+struct rc_client;
+/* Several clients of one region, one per rail (opaque: rc_rails_*). */
+struct rc_rails;
+
 struct rc_client_opts {
 	struct rc_conn_opts conn;
 	const char *token;
@@ -18,24 +24,6 @@ struct rc_client_opts {
 	 * DONE notice goes (NULL: none). */
 	void (*before_done)(void *arg);
 	void *before_done_arg;
-};
-
-struct rc_client {
-	struct rc_conn *conns[64];
-	int nconns;
-	struct rc_region_desc region;
-	struct rc_region_desc all[RC_MAX_REGIONS];
-	int nregions;
-	/* How it was opened, to follow a region that moves (rdmactl-migrate(8)):
-	 * the server now (the region's new home once followed), the options,
-	 * and copies of the strings they point to. */
-	char host[RC_HOST_MAX];
-	char port[8];
-	struct rc_client_opts opts;
-	char token[RC_TOKEN_MAX + 1];
-	char bind[RC_HOST_MAX];
-	char dev[64];
-	int moves; /* how often it followed its region */
 };
 
 /* Connect (nconns QPs), fetch the region table and select t->region (or the
@@ -56,6 +44,10 @@ RC_EXPORT int rc_client_check(const struct rc_client *cl, uint64_t off, uint64_t
 /* Where a client is connected: "addr:port" of its server, the local device. */
 RC_EXPORT const char *rc_client_peer(const struct rc_client *cl);
 RC_EXPORT const char *rc_client_device(const struct rc_client *cl);
+/* The region selected (by rc_client_open or rc_client_select). */
+RC_EXPORT const struct rc_region_desc *rc_client_region(const struct rc_client *cl);
+/* Every region the server listed: *n of them. */
+RC_EXPORT const struct rc_region_desc *rc_client_regions(const struct rc_client *cl, int *n);
 
 /* Moving data. Each call owns its staging buffer: allocated and registered
  * for the call, released before it returns, so that callers never touch
@@ -140,11 +132,6 @@ struct rc_rail_spec {
 	const char *dev;  /* local device; NULL: the one bind routes through */
 };
 
-struct rc_rails {
-	struct rc_client *cl[RC_RAILS_MAX];
-	int n;
-};
-
 /* Open one client per rail (o as rc_client_open takes it, but for the
  * rail's bind and device) and select region on each (the server's only one
  * when empty); every rail must see it with the same length and access. */
@@ -152,6 +139,10 @@ RC_EXPORT int rc_rails_open(const struct rc_rail_spec *spec, int n, const char *
 			    const struct rc_client_opts *o, struct rc_rails **out,
 			    struct rc_err *err);
 RC_EXPORT int rc_rails_close(struct rc_rails *r);
+/* How many rails r has. */
+RC_EXPORT int rc_rails_count(const struct rc_rails *r);
+/* Rail i's client (0 <= i < rc_rails_count): its peer, device and region. */
+RC_EXPORT struct rc_client *rc_rails_client(const struct rc_rails *r, int i);
 
 /* What one rail carried in a transfer. */
 struct rc_rail_result {

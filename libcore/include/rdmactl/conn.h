@@ -13,7 +13,11 @@
 #include <rdmactl/err.h>
 #include <rdmactl/parse.h>
 
+/* Opaque handles: a connection (rc_conn_opts.on_qp hands one over) and a
+ * listener (rdmactl/server.h's rc_server_listener; the rc_listener_* calls
+ * below read it). */
 struct rc_conn;
+struct rc_listener;
 struct rc_shared;
 
 struct rc_conn_opts {
@@ -37,45 +41,13 @@ struct rc_conn_opts {
 	void *on_qp_arg;
 };
 
-struct rc_conn {
-	struct rdma_event_channel *ech; /* own channel (client); NULL for accepted ones */
-	struct rdma_cm_id *id;
-	struct ibv_context *verbs;
-	struct ibv_pd *pd;
-	bool own_pd;
-	struct ibv_comp_channel *cch;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	int sq_depth;
-	int rq_depth;
-	int send_sge; /* what the QP takes: rc_conn_opts.send_sge, capped */
-	int timeout_ms;
-	bool busy_poll;
-	bool armed; /* CQ notification requested and not yet consumed */
-	/* rc_poll_any: an error completion that came after successful ones in
-	 * the same poll; those were returned first, this one is next */
-	bool has_late_err;
-	struct ibv_wc late_err;
-	bool established;
-	bool disconnected;
-	char peer[RC_HOST_MAX + 8];
-	char dev_name[64];
-	uint8_t port_num;
-	struct rc_shared *shared; /* the CQ it shares, not its own (or NULL) */
-	uint32_t shared_qpn;      /* its QP number in shared's table */
-	bool in_shared;           /* it is in that table */
-	void *user;               /* owner's data */
-};
-
-struct rc_listener {
-	struct rdma_event_channel *ech;
-	struct rdma_cm_id *id;
-	struct ibv_context *verbs;
-	struct ibv_pd *pd;
-	char addr[RC_HOST_MAX];
-	uint16_t port;
-	char dev_name[64];
-	uint8_t port_num;
-};
+/* The local address a listener is bound to. */
+RC_EXPORT const char *rc_listener_addr(const struct rc_listener *l);
+/* The rdma_cm port it is bound to. */
+RC_EXPORT uint16_t rc_listener_port(const struct rc_listener *l);
+/* The RDMA device it listens on ("rxe0", "mlx5_0"). */
+RC_EXPORT const char *rc_listener_device(const struct rc_listener *l);
+/* That device's port number (1 on a one-port device). */
+RC_EXPORT uint8_t rc_listener_port_num(const struct rc_listener *l);
 
 #endif

@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kvxfer send: its decode ranks' connections. Each gets a control QP, the
+ * source pool registered on its PD, HELLO answered by WELCOME (or ERROR),
+ * then --qps data QPs on the sender's one shared CQ; every connection's CM
+ * events come to the sender's one channel, and one gone is its decode rank
+ * dead, with the reason.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kv_send.h"
+#include <rdmactl/parse_core.h>
+#include <rdmactl/mem_core.h>
+#include <rdmactl/conn_core.h>
+#include <rdmactl/ops_core.h>
+#include <rdmactl/kv_core.h>
+
+static int connect_dst(struct kv_sender *s, struct sdst *d, struct rc_err *err)
+{
+	const struct kv_send_opts *o = s->o;
+	struct kv_hello_pd pd = { .rank = o->c.rank, .nqps = o->nqps, .session = s->session };
+	unsigned char pdb[KV_PD_LEN];
+	struct rc_conn_opts co = { .sq_depth = KV_CHAN_SENDS + 2,
+				   .rq_depth = KV_CHAN_RECVS,
+				   .timeout_ms = o->c.timeout_ms,
+				   .private_data = pdb,
+				   .private_len = KV_PD_LEN,
+				   .bind_addr = o->bind_addr,
+				   .dev_name = o->c.dev_name };
+	struct rc_err e;
+	int rc;
+
+	memcpy(pd.secret, s->secret, sizeof(pd.secret));
+	kv_pd_prove(&pd, o->c.token);
+	kv_pd_encode(&pd, pdb, sizeof(pdb));
+	if ((rc = rc_connect(d->t->host, d->t->port, &co, &d->ctrl, &e)))
+		return rc_err_set(err, -rc, "decode rank at %s: %.400s", d->name, e.msg);
+	rc_conn_share_events(d->ctrl, s->ech);
+	return kv_chan_init(&d->ch, d->ctrl, err);
+}
+
+/*
+ * One CQ and completion channel for the data QPs of every decode rank (room
+ * for each one's send queue and its one receive), made with the first
+ * decode rank's, on its device (a source rank sends from one). Without
+ * the room, or when it cannot be made, each data QP keeps its own.
+ */
+static void shared_cq(struct kv_sender *s, struct sdst *d)
+{
+	struct ibv_device_attr da;
+	long cqe = (long)s->nd * s->o->nqps * (SQ_DEPTH + 5);
+
+	if (s->sh || ibv_query_device(d->ctrl->verbs, &da) || cqe > da.max_cqe)
+		return;
+	if (rc_shared_create(d->ctrl->pd, (int)cqe, 0, &s->sh, NULL))
+		s->sh = NULL;
+}
+
+/* The data QPs: the decode rank takes them only after WELCOME. */
+static int connect_data(struct kv_sender *s, struct sdst *d, struct rc_err *err)
+{
+	const struct kv_send_opts *o = s->o;
+	struct kv_hello_pd pd = { .rank = o->c.rank, .nqps = o->nqps, .session = s->session };
+	unsigned char pdb[KV_PD_LEN];
+	struct rc_conn_opts co = { .timeout_ms = o->c.timeout_ms,
+				   .private_data = pdb,
+				   .private_len = KV_PD_LEN,
+				   .bind_addr = o->bind_addr,
+				   .dev_name = o->c.dev_name };
+	struct rc_err e;
+	int rc;
+
+	co.sq_depth = SQ_DEPTH + 4;
+	co.rq_depth = 1;
+	co.send_sge = (int)s->gather;
+	co.pd = d->ctrl->pd;
+	shared_cq(s, d);
+	co.shared = s->sh;
+	for (uint32_t k = 0; k < o->nqps; k++) {
+		pd.qp = k + 1;
+		memcpy(pd.secret, s->secret, sizeof(pd.secret));
+		kv_pd_prove(&pd, o->c.token);
+		kv_pd_encode(&pd, pdb, sizeof(pdb));
+		if ((rc = rc_connect(d->t->host, d->t->port, &co, &d->qp[k].c, &e)))
+			return rc_err_set(err, -rc, "decode rank at %s, data QP %u: %.400s",
+					  d->name, k + 1, e.msg);
+		d->qp[k].c->user = &d->qp[k];
+		rc_conn_share_events(d->qp[k].c, s->ech);
+		d->qp[k].d = d;
+		d->qp[k].k = k;
+		d->qp[k].sq = (struct rc_sq){ .depth = SQ_DEPTH, .signal_every = SIGNAL_EVERY };
+		if ((uint32_t)d->qp[k].c->send_sge < s->gather)
+			s->gather = (uint32_t)d->qp[k].c->send_sge;
+	}
+	return 0;
+}
+
+/* HELLO, and wait for WELCOME (or ERROR), bounded. */
+static int handshake(struct kv_sender *s, struct sdst *d, struct rc_err *err)
+{
+	struct kv_msg m = { .type = KV_MSG_HELLO };
+	double deadline = rc_now() + s->o->c.timeout_ms / 1000.0;
+	struct ibv_wc wc[4];
+	int rc;
+
+	m.u.hello.rank = s->o->c.rank;
+	m.u.hello.nqps = s->o->nqps;
+	m.u.hello.session = s->session;
+	m.u.hello.g = *s->g;
+	m.u.hello.land = s->o->land;
+	/* The token was proven in the connect request: it does not travel. */
+	if ((rc = kv_chan_send(&d->ch, &m, err)))
+		return rc;
+	while (!d->welcomed) {
+		int left = (int)((deadline - rc_now()) * 1000), n;
+
+		if (left <= 0)
+			return rc_err_set(err, ETIMEDOUT,
+					  "decode rank at %s did not answer HELLO within %d ms",
+					  d->name, s->o->c.timeout_ms);
+		n = rc_poll(d->ctrl, wc, 4, left, err);
+		if (n == -ETIMEDOUT)
+			continue;
+		if (n < 0)
+			return n;
+		for (int i = 0; i < n; i++) {
+			rc = kv_chan_wc(&d->ch, &wc[i], &m, s->pages_tmp, err);
+			if (rc < 0)
+				return rc;
+			/* A heartbeat follows WELCOME by hb_ms: a slow poll reaps both. */
+			if (rc == 0 || (m.type == KV_MSG_HB && d->welcomed))
+				continue;
+			/* The decode rank's heartbeats start with WELCOME: one may come in
+			 * the same batch, right behind it. */
+			if (m.type == KV_MSG_HB && d->welcomed)
+				continue;
+			if (m.type == KV_MSG_ERROR)
+				return rc_err_set(err, m.u.cancel.code ? m.u.cancel.code : EINVAL,
+						  "decode rank at %s refused this source rank: %s",
+						  d->name, m.u.cancel.text);
+			if (m.type != KV_MSG_WELCOME)
+				return rc_err_set(err, EPROTO,
+						  "decode rank at %s answered HELLO with %s",
+						  d->name, kv_msg_name(m.type));
+			d->rank = m.u.welcome.rank;
+			d->pool_pages = m.u.welcome.pool_pages;
+			d->rkey = m.u.welcome.rkey;
+			d->base = m.u.welcome.base;
+			d->page_bytes = m.u.welcome.page_bytes;
+			d->land_base = m.u.welcome.land;
+			d->land_units = m.u.welcome.land_units;
+			d->welcomed = true;
+		}
+	}
+	if (d->rank >= s->g->dst_tp || d->page_bytes != kv_page_bytes(s->g, true))
+		return rc_err_set(err, EPROTO, "decode rank at %s says rank %u, pages of %llu bytes",
+				  d->name, d->rank, (unsigned long long)d->page_bytes);
+	return 0;
+}
+
+/* Setup, step 3, for each decode rank: the control QP, the pool registered
+ * on its PD, HELLO and WELCOME, then the data QPs. */
+int kvs_open_dst(struct kv_sender *s, struct sdst *d, const struct kv_send_target *t,
+		 struct rc_err *err)
+{
+	struct rc_err e;
+	int rc;
+
+	d->t = t;
+	snprintf(d->name, sizeof(d->name), strchr(d->t->host, ':') ? "[%s]:%s" : "%s:%s",
+		 d->t->host, d->t->port);
+	s->nd++;
+	if ((rc = connect_dst(s, d, err)))
+		return rc;
+	/* Pinning a large pool takes a while: before HELLO, since the decode
+	 * rank counts heartbeats from WELCOME on. */
+	if ((rc = rc_mem_register(&s->mem, d->ctrl->pd, IBV_ACCESS_LOCAL_WRITE, &d->mr, &e))) {
+		d->mr = NULL;
+		return rc_err_set(err, -rc, "cannot register %zu bytes of source pages: %.400s",
+				  s->pool_len, e.msg);
+	}
+	/* What the NIC reads: the pool itself, the GPU's, or its bounce buffer. */
+	s->wire_delta = s->mem.mr_addr - (uint64_t)(uintptr_t)s->pool;
+	if ((rc = handshake(s, d, err)) || (rc = connect_data(s, d, err)))
+		return rc;
+	d->last_hb = rc_now();
+	return 0;
+}
+
+void kvs_close_dst(struct sdst *d)
+{
+	if (d->closed)
+		return;
+	d->closed = true;
+	for (int k = 0; k < KV_MAX_QPS; k++) {
+		if (d->qp[k].c)
+			rc_conn_close(d->qp[k].c);
+		d->qp[k].c = NULL;
+		for (size_t j = 0; j < d->qp[k].qlen; j++)
+			free(d->qp[k].q[d->qp[k].qhead + j].sg);
+		d->qp[k].qlen = 0;
+	}
+	if (d->mr)
+		ibv_dereg_mr(d->mr);
+	d->mr = NULL;
+	kv_chan_fini(&d->ch);
+	if (d->ctrl)
+		rc_conn_close(d->ctrl);
+	d->ctrl = NULL;
+}
+
+/* A CM event of c, one of d's connections: gone is d dead, with why. */
+static void cm_gone(struct sdst *d, struct rc_conn *c, enum rdma_cm_event_type t)
+{
+	enum rc_cm_kind kind = rc_cm_kind_of(t);
+
+	if (kind == RC_CM_GONE || kind == RC_CM_DEVICE_GONE) {
+		c->disconnected = true;
+		snprintf(d->why, sizeof(d->why), "%s (%s)",
+			 kind == RC_CM_DEVICE_GONE         ? "device removed"
+			 : t == RDMA_CM_EVENT_DISCONNECTED ? "disconnected"
+							   : "connection failed",
+			 rdma_event_str(t));
+		d->dead = true;
+	}
+}
+
+/* The events of a connection that kept its own channel. */
+void kvs_conn_events(struct sdst *d, struct rc_conn *c)
+{
+	struct rdma_cm_event *ev;
+
+	while (!d->dead && c->ech && rdma_get_cm_event(c->ech, &ev) == 0) {
+		enum rdma_cm_event_type t = ev->event;
+
+		rdma_ack_cm_event(ev);
+		cm_gone(d, c, t);
+	}
+}
+
+/* The decode rank a connection of ours belongs to (NULL: none now). */
+static struct sdst *dst_of(struct kv_sender *s, const struct rc_conn *c)
+{
+	for (int i = 0; c && i < s->nd; i++) {
+		struct sdst *d = &s->d[i];
+
+		if (d->ctrl == c)
+			return d;
+		for (uint32_t k = 0; k < s->o->nqps; k++)
+			if (d->qp[k].c == c)
+				return d;
+	}
+	return NULL;
+}
+
+/* The CM events of every connection, on the sender's one channel: a
+ * decode rank whose connection went is dead, with the reason. */
+void kvs_cm_events(struct kv_sender *s)
+{
+	struct rdma_cm_event *ev;
+
+	while (s->ech && rdma_get_cm_event(s->ech, &ev) == 0) {
+		struct rc_conn *c = ev->id->context;
+		struct sdst *d = dst_of(s, c);
+		enum rdma_cm_event_type t = ev->event;
+
+		rdma_ack_cm_event(ev);
+		if (d && !d->dead)
+			cm_gone(d, c, t);
+	}
+}
