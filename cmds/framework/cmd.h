@@ -254,9 +254,6 @@ int opt_int_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, i
  * number is in bare_unit bytes/s, a bare "100G" is refused). 0 or -EINVAL
  * after a usage error naming the option. */
 int opt_rate_parse(struct ctx *ctx, const char *name, const char *s, double bare_unit, double *out);
-/* By index: the same for option i (absent: 0, *out untouched). */
-int opt_rate_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
-		double bare_unit, double *out);
 /* A duration for --o->name s into *ms: N, Nms, Ns or Nm (seconds when bare),
  * from o->min to o->max ms. 0 or -EINVAL after a usage error that names
  * the bounds ("expected 100ms to 24h, such as 500ms, 30s or 5m"). */

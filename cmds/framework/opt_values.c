@@ -175,11 +175,3 @@ bad:
 			 "12.5GB (GB/s) or a bare number",
 			 name, s);
 }
-
-int opt_rate_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
-		double bare_unit, double *out)
-{
-	const char *s = opt_arg(v, i);
-
-	return s ? opt_rate_parse(ctx, c->opts[i].name, s, bare_unit, out) : 0;
-}
