@@ -141,7 +141,8 @@ struct kvxfer_args {
 	X(KVX_CONNECT, 0, 0, 1, "connect", 'c', "ADDR:PORT", \
 	  "send: a decode rank (repeat for each)", .repeat = true, \
 	  OPT_STR(struct kvxfer_args, connect, NULL)) \
-	X(KVX_BIND, 0, 0, 1, "bind", 'B', "ADDR", "send: local address to connect from", \
+	X(KVX_BIND, 0, 0, 1, "bind", 'B', "ADDR", \
+	  "send: local address to connect from (ADDR1,ADDR2: one a rail)", \
 	  OPT_STR(struct kvxfer_args, bind, NULL)) \
 	X(KVX_TOKEN, 0, 1, 1, "token", 'T', "TOKEN", \
 	  "serve: require TOKEN in every connect request; send: prove it (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \

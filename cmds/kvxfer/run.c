@@ -243,12 +243,6 @@ static int send_targets(struct ctx *ctx, const struct opt_vals *v, struct kvxfer
 		return usage_err(
 			ctx,
 			"kvxfer send: --connect ADDR:PORT (each decode rank) and --tokens N are required");
-	/* a source rank is one GPU's process: one NIC, the rail of its GPU */
-	if (ctx->dev_name && strchr(ctx->dev_name, ','))
-		return usage_err(ctx,
-				 "kvxfer send: -d %s: a source rank sends from one device (its "
-				 "rail); a decode rank serves several (serve --listen ADDR1,ADDR2)",
-				 ctx->dev_name);
 	for (int i = 0; i < v->nmulti; i++) {
 		struct rc_target t;
 
@@ -259,6 +253,30 @@ static int send_targets(struct ctx *ctx, const struct opt_vals *v, struct kvxfer
 		snprintf(targets[o->ntargets].port, sizeof(targets[0].port), "%s", t.port);
 		o->ntargets++;
 	}
+	return 0;
+}
+
+/* -d DEV1,DEV2 and --bind ADDR1,ADDR2: several rails of this source rank,
+ * decode rank i over rail i modulo them (fr holds the strings). */
+static int send_rails(struct ctx *ctx, struct kv_send_opts *o, struct from_rails *fr)
+{
+	int rc = from_rails(ctx, "kvxfer send", ctx->dev_name, o->bind_addr, fr);
+
+	if (rc || fr->n < 2)
+		return rc;
+	if (o->ntargets < fr->n)
+		return usage_err(ctx,
+				 "kvxfer send: %d rails (-d, --bind) but %d decode rank%s "
+				 "(--connect): each rail needs one (decode rank i goes over rail i "
+				 "modulo the rails)",
+				 fr->n, o->ntargets, o->ntargets == 1 ? "" : "s");
+	o->nrails = fr->n;
+	for (int i = 0; i < fr->n; i++) {
+		o->rail_dev[i] = fr->dev[i][0] ? fr->dev[i] : NULL;
+		o->rail_bind[i] = fr->bind[i][0] ? fr->bind[i] : NULL;
+	}
+	o->c.dev_name = o->rail_dev[0];
+	o->bind_addr = o->rail_bind[0];
 	return 0;
 }
 
@@ -328,6 +346,7 @@ int kvxfer_send(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a
 	struct kv_send_target targets[REPEAT_MAX];
 	struct kv_send_opts o = { .nqps = 1, .inflight = 1 };
 	struct run_ctx r = { ctx, true };
+	struct from_rails fr;
 	struct kv_summary sum;
 	struct rc_err e;
 	sigset_t mask;
@@ -338,7 +357,8 @@ int kvxfer_send(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a
 	if (!a->requests_given)
 		o.c.requests = 1;
 	if ((rc = send_targets(ctx, v, a, &o, targets)) || (rc = send_load(ctx, v, a, &o)) ||
-	    (rc = send_path(ctx, v, a, &o)) || (rc = corrupt_hook(ctx, &o)))
+	    (rc = send_path(ctx, v, a, &o)) || (rc = send_rails(ctx, &o, &fr)) ||
+	    (rc = corrupt_hook(ctx, &o)))
 		return rc;
 	o.targets = targets;
 	o.c.on_event = kvxfer_on_event;
