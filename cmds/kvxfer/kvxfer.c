@@ -71,17 +71,12 @@ int kvxfer_fill(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a
 
 /* The sub-command with kvxfer's values v: its arguments start zeroed, with
  * what was given marked; each value is parsed where the sub-command checks
- * it. Two defaults are set here, not in their rows: their help names them
- * inside its own parentheses ("...; default 1)"), which a row's appended
- * "(default D)" would change: --qps and --max-sge (which the device may
- * lower). --rank's, 0, is the zeroed field. */
+ * it, its default from its row (--rank's, 0, is the zeroed field). */
 static int run_with(struct ctx *ctx, const struct kvxfer_sub *sub, const struct opt_vals *v)
 {
 	struct kvxfer_args a;
 
 	memset(&a, 0, sizeof(a));
-	a.qps = 1;
-	a.max_sge = KV_GATHER_MAX;
 	opts_given(&cmd_kvxfer, v, &a);
 	ctx->out.cmd = sub->cmd->name;
 	return sub->run(ctx, v, &a);

@@ -149,14 +149,14 @@ struct kvxfer_args {
 	X(KVX_TOKEN_FILE, 0, 1, 1, "token-file", 0, "FILE", \
 	  "the token, from the first line of FILE (mode 600)", COMP_FILE) \
 	X(KVX_QPS, 1, 0, 1, "qps", 0, "N", \
-	  "data queue pairs per decode rank (send; plan: the notifications; default 1)", \
-	  OPT_INT(struct kvxfer_args, qps, 1, KV_MAX_QPS, NULL)) \
+	  "data queue pairs per decode rank (send; plan: the notifications)", \
+	  OPT_INT(struct kvxfer_args, qps, 1, KV_MAX_QPS, "1")) \
 	X(KVX_PACK, 1, 0, 1, "pack", 0, "WHEN", \
 	  "copy small segments into one write per destination run: auto, always or never", \
 	  COMP_WORDS, "auto|always|never", OPT_STR(struct kvxfer_args, pack, "auto")) \
 	X(KVX_MAX_SGE, 1, 0, 1, "max-sge", 0, "N", \
-	  "pieces of the source pages a packed write gathers, 1 to 32; 1 packs by copying into staging (default 32, or fewer where the device takes fewer)", \
-	  OPT_INT(struct kvxfer_args, max_sge, 1, KV_GATHER_MAX, NULL)) \
+	  "pieces of the source pages a packed write gathers, 1 to 32 (fewer where the device takes fewer); 1 packs by copying into staging", \
+	  OPT_INT(struct kvxfer_args, max_sge, 1, KV_GATHER_MAX, "32")) \
 	X(KVX_LAND, 1, 0, 1, "land", 0, "WHEN", \
 	  "write scattered destination pieces contiguous into the decode rank's landing area, unpacked there: auto, always or never", \
 	  COMP_WORDS, "auto|always|never", OPT_STR(struct kvxfer_args, land, "auto")) \
