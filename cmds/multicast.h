@@ -45,7 +45,8 @@
 	X(MC_FANOUT, "fanout", 0, "K", "tree: children per relay", \
 	  OPT_INT(struct mc_cli, num.fanout, 1, RC_GROUP_MAX, "2")) \
 	X(MC_LINK_BW, "link-bw", 0, "RATE", \
-	  "link rate for the ideal: 100Gbit, 12.5GB (per s) or bytes/s (default: measured)") \
+	  "link rate for the ideal: 100Gbit, 12.5GB (per s) or bytes/s (default: measured)", \
+	  OPT_RATE(struct mc_cli, num.bw, 1, NULL)) \
 	X(MC_SVG, "svg", 0, "FILE", \
 	  "root: draw each receiver's first and last chunk on one timeline (SVG)", COMP_FILE, \
 	  OPT_STR(struct mc_cli, svg, NULL)) \

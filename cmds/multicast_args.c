@@ -88,7 +88,7 @@ static int read_values(struct ctx *ctx, const struct cmd *c, const struct opt_va
 	    (rc = opts_fill(ctx, c, v, MC_ALGO, MC_FANOUT + 1, m)) ||
 	    (rc = opts_fill(ctx, c, v, MC_RING, MC_RING + 1, m)) ||
 	    (rc = opts_fill(ctx, c, v, MC_SIZE, MC_CHUNK + 1, m)) ||
-	    (rc = opt_rate_at(ctx, c, v, MC_LINK_BW, 1, &m->num.bw)))
+	    (rc = opts_fill(ctx, c, v, MC_LINK_BW, MC_LINK_BW + 1, m)))
 		return rc;
 	return 0;
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* write and read over several rails: the lists of addresses, devices and
  * binds, one rail each; the transfer; the per-rail report, the failover and
- * the findings. The striping itself is libcore's (region/rails.c). */
+ * the findings. The striping itself is libcore's (region/rails.c). The
+ * lists of a server's rails (--listen) and of kvxfer send's (-d, --bind). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -72,6 +73,35 @@ static int rails_count(struct ctx *ctx, const char *hosts, const char *devs, con
 				 "%d bind address%s (--bind); give one of each, or as many as rails",
 				 nh, nh == 1 ? "" : "es", nd, nd == 1 ? "" : "s", nb,
 				 nb == 1 ? "" : "es");
+	return 0;
+}
+
+int from_rails(struct ctx *ctx, const char *who, const char *devs, const char *binds,
+	       struct from_rails *fr)
+{
+	int nd = count_items(devs), nb = count_items(binds);
+
+	memset(fr, 0, sizeof(*fr));
+	if (!list_ok(devs) || !list_ok(binds))
+		return usage_err(ctx,
+				 "%s: an empty item in the list '%s' (rails are DEV1,DEV2 or "
+				 "ADDR1,ADDR2)",
+				 who, !list_ok(devs) ? devs : binds);
+	fr->n = nd > nb ? nd : nb;
+	fr->n = fr->n ? fr->n : 1;
+	if (fr->n > RC_RAILS_MAX)
+		return usage_err(ctx, "%s: at most %d rails, not %d", who, RC_RAILS_MAX, fr->n);
+	if (nd > 1 && nb > 1 && nd != nb)
+		return usage_err(ctx,
+				 "%s: the rails do not pair up: %d devices (-d) and %d bind "
+				 "addresses (--bind); give as many of each as rails",
+				 who, nd, nb);
+	for (int i = 0; i < fr->n; i++) {
+		if (devs)
+			item(devs, i, fr->dev[i], sizeof(fr->dev[i]));
+		if (binds)
+			item(binds, i, fr->bind[i], sizeof(fr->bind[i]));
+	}
 	return 0;
 }
 

@@ -40,4 +40,15 @@ struct listen_rails {
 /* who: the command, in the messages. */
 int listen_rails(struct ctx *ctx, const char *who, const char *listen, struct listen_rails *lr);
 
+/* -d DEV1,DEV2 and --bind ADDR1,ADDR2 of a side that sends from several
+ * rails to peers named otherwise (kvxfer send): one rail each, in the same
+ * order; either may be left out, or be one for all. n 1: one rail. */
+struct from_rails {
+	int n;
+	char dev[RC_RAILS_MAX][64];           /* "": the device of its address */
+	char bind[RC_RAILS_MAX][RC_HOST_MAX]; /* "": as the peer's address routes */
+};
+int from_rails(struct ctx *ctx, const char *who, const char *devs, const char *binds,
+	       struct from_rails *fr);
+
 #endif

@@ -48,7 +48,8 @@
 	  "probe each connection every MS (0: off), drop one whose host vanished", \
 	  OPT_INT(struct register_args, keepalive_ms, 0, 3600000, "5000")) \
 	X(RG_FLUSH_EVERY, "flush-every", 0, "TIME", \
-	  "also write file-backed regions back to their files every TIME (500ms, 30s, 5m; default: only on exit)") \
+	  "also write file-backed regions back to their files every TIME (500ms, 30s, 5m; default: only on exit)", \
+	  OPT_DUR(struct register_args, flush_every_ms, 100, 86400000, NULL)) \
 	X(RG_PUBLISH, "publish", 0, "URL", \
 	  "publish each region in etcd under rdmactl/NS/region/NAME, with a lease kept alive: etcd://HOST:PORT/NS", \
 	  OPT_STR(struct register_args, publish, NULL)) \

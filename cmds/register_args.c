@@ -58,30 +58,6 @@ static int split_rails(struct ctx *ctx, const char *listen, struct register_args
 	return 0;
 }
 
-/* A duration: N with ms, s (the default) or m after it, 100 ms to a day. */
-static int parse_interval_ms(const char *s, int *ms)
-{
-	unsigned long long n, unit = 1000;
-	char *end;
-
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	n = strtoull(s, &end, 10);
-	if (errno)
-		return -EINVAL;
-	if (!strcmp(end, "ms"))
-		unit = 1;
-	else if (!strcmp(end, "m"))
-		unit = 60000;
-	else if (*end && strcmp(end, "s"))
-		return -EINVAL;
-	if (n > 86400000ULL / unit || n * unit < 100)
-		return -ERANGE;
-	*ms = (int)(n * unit);
-	return 0;
-}
-
 /* One --name group's memory, access and size, checked; "default" when it
  * has no name. */
 static int check_region(struct ctx *ctx, struct region_spec *r)
@@ -133,16 +109,10 @@ static int parse_serving(struct ctx *ctx, const struct cmd *c, const struct opt_
 		return usage_err(ctx, "register: --listen ADDR[:PORT] is required");
 	if ((rc = split_rails(ctx, a->listen, a)))
 		return rc;
-	if ((rc = opts_fill(ctx, c, v, RG_MAX_CONNS, RG_KEEPALIVE_MS + 1, a)))
+	if ((rc = opts_fill(ctx, c, v, RG_MAX_CONNS, RG_FLUSH_EVERY + 1, a)))
 		return rc;
 	if (!a->keepalive_ms)
 		a->keepalive_ms = -1; /* off */
-	if (opt_on(v, RG_FLUSH_EVERY) &&
-	    parse_interval_ms(opt_arg(v, RG_FLUSH_EVERY), &a->flush_every_ms))
-		return usage_err(
-			ctx,
-			"invalid --flush-every '%s': expected 100ms to 24h, such as 500ms, 30s or 5m",
-			opt_arg(v, RG_FLUSH_EVERY));
 	if ((rc = collect_regions(ctx, v, a->specs, &a->nspecs)))
 		return rc;
 	if (opt_on(v, RG_GPU_REG) && rc_mem_reg_parse(opt_arg(v, RG_GPU_REG), &a->gpu_reg))

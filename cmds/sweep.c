@@ -24,10 +24,11 @@
 	GROUP_OPTS(X, SW) \
 	X(SW_MSG_SIZE, "msg-size", 's', "SIZE", "bytes per RDMA WRITE of the bandwidth test", \
 	  OPT_SIZE(struct sweep_cli, run.msg_size, "64K")) \
-	X(SW_DURATION, "duration", 0, "SECONDS", \
-	  "bandwidth test per pair and direction (default 1)") \
+	X(SW_DURATION, "duration", 0, "SECONDS", "bandwidth test per pair and direction", \
+	  OPT_DOUBLE_ABOVE(struct sweep_cli, run.duration_s, 0, 3600, "1"), \
+	  OPT_GIVEN(struct sweep_cli, duration_given)) \
 	X(SW_ITERS, "iters", 'n', "N", "writes per pair and direction, instead of --duration", \
-	  OPT_U64(struct sweep_cli, iters, NULL)) \
+	  OPT_U64(struct sweep_cli, iters, NULL), OPT_GIVEN(struct sweep_cli, iters_given)) \
 	X(SW_LAT_ITERS, "lat-iters", 0, "N", \
 	  "8-byte WRITEs and READs timed per pair and direction", \
 	  OPT_INT(struct sweep_cli, run.lat_iters, 1, 1 << 20, "200")) \
@@ -36,13 +37,18 @@
 	X(SW_DEPTH, "depth", 0, "N", "writes outstanding in the bandwidth test", \
 	  OPT_INT(struct sweep_cli, run.depth, 1, 100, "16")) \
 	X(SW_MIN_FRACTION, "min-fraction", 0, "F", \
-	  "a direction below F (0 to 1) of the slower port's link rate is an outlier") \
+	  "a direction below F (0 to 1) of the slower port's link rate is an outlier", \
+	  OPT_DOUBLE_ABOVE(struct sweep_cli, lim.min_fraction, 0, 1, NULL)) \
 	X(SW_MAX_LAT_US, "max-lat-us", 0, "U", \
-	  "a median WRITE or READ latency above U microseconds is an outlier") \
+	  "a median WRITE or READ latency above U microseconds is an outlier", \
+	  OPT_DOUBLE_ABOVE(struct sweep_cli, lim.max_lat_us, 0, 1e9, NULL)) \
 	X(SW_SLOW_RATIO, "slow-ratio", 0, "F", \
-	  "slow: below F of the fleet's median (and 3 MADs), or of the pair's other direction (default 0.5; 0: not judged)") \
+	  "slow: below F of the fleet's median (and 3 MADs), or of the pair's other direction (default 0.5; 0: not judged)", \
+	  OPT_DOUBLE(struct sweep_cli, lim.slow_ratio, 0, 1, NULL), \
+	  OPT_GIVEN(struct sweep_cli, slow_ratio_given)) \
 	X(SW_LAT_RATIO, "lat-ratio", 0, "X", \
-	  "high latency: above X times the fleet's median (and 3 MADs; default 3)") \
+	  "high latency: above X times the fleet's median (and 3 MADs; default 3)", \
+	  OPT_DOUBLE_ABOVE(struct sweep_cli, lim.lat_ratio, 1, 1e6, NULL)) \
 	X(SW_SVG, "svg", 0, "FILE", "rank 0 draws the bandwidth matrix as an SVG heatmap", \
 	  COMP_FILE, OPT_STR(struct sweep_cli, svg, NULL)) \
 	X(SW_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping", \
@@ -54,8 +60,9 @@ struct sweep_cli {
 	struct rc_sweep_limits lim;
 	const char *svg;
 	bool busy_poll;
-	uint64_t iters;    /* --iters as given */
-	const char *pairs; /* --pairs FILE, or NULL */
+	uint64_t iters;                                              /* --iters as given */
+	const char *iters_given, *duration_given, *slow_ratio_given; /* as given, or NULL */
+	const char *pairs;                                           /* --pairs FILE, or NULL */
 	uint8_t *want;
 };
 
@@ -63,46 +70,20 @@ enum { SWEEP_OPTS(OPT_INDEX) SW_NOPTS };
 static const struct cmd_opt sweep_opts[] = { SWEEP_OPTS(OPT_ENTRY) OPT_END };
 OPTS_BOUND(sweep_opts, SW_NOPTS);
 
-/* A decimal from lo to hi (exclusive of lo when open). */
-static int opt_real(struct ctx *ctx, const struct opt_vals *v, int i, double lo, double hi,
-		    bool open, double *out)
-{
-	const char *s = opt_arg(v, i);
-	char *end;
-	double x;
-
-	if (!s)
-		return 0;
-	errno = 0;
-	x = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(x) || x < lo || (open && x == lo) || x > hi)
-		return usage_err(ctx, "invalid --%s '%s': expected a number %s %g to %g",
-				 sweep_opts[i].name, s, open ? "above" : "from", lo, hi);
-	*out = x;
-	return 0;
-}
-
 static int parse(struct ctx *ctx, const struct opt_vals *v, struct sweep_cli *a)
 {
 	const struct cmd *c = &cmd_sweep;
 	int rc;
 
-	a->run.duration_s = 1;
 	if ((rc = group_args_parse(ctx, c, v, SW_RANK, &a->grp)) ||
-	    (rc = opts_fill(ctx, c, v, SW_MSG_SIZE, SW_MSG_SIZE + 1, a)) ||
-	    (rc = opt_real(ctx, v, SW_DURATION, 0, 3600, true, &a->run.duration_s)) ||
-	    (rc = opts_fill(ctx, c, v, SW_ITERS, SW_DEPTH + 1, a)) ||
-	    (rc = opt_real(ctx, v, SW_MIN_FRACTION, 0, 1, true, &a->lim.min_fraction)) ||
-	    (rc = opt_real(ctx, v, SW_MAX_LAT_US, 0, 1e9, true, &a->lim.max_lat_us)) ||
-	    (rc = opt_real(ctx, v, SW_SLOW_RATIO, 0, 1, false, &a->lim.slow_ratio)) ||
-	    (rc = opt_real(ctx, v, SW_LAT_RATIO, 1, 1e6, true, &a->lim.lat_ratio)))
+	    (rc = opts_fill(ctx, c, v, SW_MSG_SIZE, SW_LAT_RATIO + 1, a)))
 		return rc;
 	if (a->run.msg_size < 1 || a->run.msg_size > (1ULL << 30))
 		return usage_err(ctx, "invalid --msg-size %llu: expected 1 byte to 1G",
 				 (unsigned long long)a->run.msg_size);
-	if (opt_arg(v, SW_ITERS) && opt_arg(v, SW_DURATION))
+	if (a->iters_given && a->duration_given)
 		return usage_err(ctx, "--iters and --duration exclude each other");
-	if (opt_arg(v, SW_ITERS)) {
+	if (a->iters_given) {
 		if (!a->iters || a->iters > (1ULL << 40))
 			return usage_err(ctx, "invalid --iters %llu: expected 1 or more",
 					 (unsigned long long)a->iters);
@@ -128,9 +109,9 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct sweep_cli *a)
 					     : fail(ctx, rc, "--pairs %s", e.msg);
 		a->run.want = a->want;
 	}
-	if (opt_arg(v, SW_SLOW_RATIO) && a->lim.slow_ratio == 0)
+	if (a->slow_ratio_given && a->lim.slow_ratio == 0)
 		a->lim.slow_ratio = -1; /* bandwidth not judged against the fleet */
-	if (opt_arg(v, SW_SLOW_RATIO))
+	if (a->slow_ratio_given)
 		a->lim.asym_ratio = a->lim.slow_ratio;
 	if ((rc = opts_fill(ctx, c, v, SW_SVG, SW_BUSY_POLL + 1, a)))
 		return rc;

@@ -35,13 +35,16 @@ enum comp_kind {
 /* What a typed option row holds (OPT_NONE: read through the accessors). */
 enum opt_type {
 	OPT_NONE,
-	OPT_T_FLAG, /* bool: given or not */
-	OPT_T_STR,  /* const char *: the argument as given */
-	OPT_T_SIZE, /* uint64_t: 4096, 4K, 1M, 1G */
-	OPT_T_U64,  /* uint64_t: a non-negative integer */
-	OPT_T_U32,  /* uint32_t in [min, max] */
-	OPT_T_INT,  /* int in [min, max] */
-	OPT_T_WORD, /* int: the index of the argument among the words of values */
+	OPT_T_FLAG,   /* bool: given or not */
+	OPT_T_STR,    /* const char *: the argument as given */
+	OPT_T_SIZE,   /* uint64_t: 4096, 4K, 1M, 1G */
+	OPT_T_U64,    /* uint64_t: a non-negative integer */
+	OPT_T_U32,    /* uint32_t in [min, max] */
+	OPT_T_INT,    /* int in [min, max] */
+	OPT_T_WORD,   /* int: the index of the argument among the words of values */
+	OPT_T_DOUBLE, /* double in [dlo, dhi] (above dlo when open) */
+	OPT_T_RATE,   /* double: bytes/s from "100Gbit", "12.5GB"; a bare number in unit bytes/s */
+	OPT_T_DUR,    /* int: milliseconds from N, Nms, Ns or Nm (s when bare), in [min, max] */
 };
 
 struct cmd_opt {
@@ -60,6 +63,10 @@ struct cmd_opt {
 	size_t off;
 	int64_t min, max;
 	const char *def;
+	double dlo, dhi, unit; /* OPT_T_DOUBLE: the bounds; OPT_T_RATE: a bare number's unit */
+	bool open;             /* OPT_T_DOUBLE: dlo itself refused */
+	/* OPT_GIVEN: the argument as given (NULL: absent) at given_off - 1. */
+	size_t given_off;
 };
 
 #define OPT_END \
@@ -196,6 +203,21 @@ int opts_count(const struct cmd_opt *opts);
 	.type = OPT_T_INT, .off = OPT_FIELD(S, f, int), .min = (LO), .max = (HI), .def = (D)
 /* The row's comp is COMP_WORDS and its values "a|b|c": the field is the index. */
 #define OPT_WORD(S, f, D) .type = OPT_T_WORD, .off = OPT_FIELD(S, f, int), .def = (D)
+/* A decimal from LO to HI; OPT_DOUBLE_ABOVE refuses LO itself. HI may be
+ * INFINITY (any finite number from LO). */
+#define OPT_DOUBLE(S, f, LO, HI, D) \
+	.type = OPT_T_DOUBLE, .off = OPT_FIELD(S, f, double), .dlo = (LO), .dhi = (HI), .def = (D)
+#define OPT_DOUBLE_ABOVE(S, f, LO, HI, D) OPT_DOUBLE(S, f, LO, HI, D), .open = true
+/* A rate into bytes/s (opt_rate_parse); a bare number is in UNIT bytes/s. */
+#define OPT_RATE(S, f, UNIT, D) \
+	.type = OPT_T_RATE, .off = OPT_FIELD(S, f, double), .unit = (UNIT), .def = (D)
+/* A duration into milliseconds, from LO to HI ms (opt_dur_parse). */
+#define OPT_DUR(S, f, LO, HI, D) \
+	.type = OPT_T_DUR, .off = OPT_FIELD(S, f, int), .min = (LO), .max = (HI), .def = (D)
+/* After a typed row's type: the field g of S gets the argument as given,
+ * NULL when the option is absent (a default tells nothing of that), for
+ * "given" checks and for messages that quote it. */
+#define OPT_GIVEN(S, g) .given_off = OPT_FIELD(S, g, const char *) + 1
 
 /* Fill args from the typed rows first..last-1 of c->opts (in that order):
  * each given value parsed, each absent one with a default set to it. The
@@ -205,6 +227,9 @@ int opts_fill(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, in
 	      void *args);
 /* The whole table. */
 #define opts_fill_all(ctx, c, v, args) opts_fill(ctx, c, v, 0, opts_count((c)->opts), args)
+/* Every OPT_GIVEN field of c's rows set from v, no value parsed: for a
+ * command that checks what was given before it parses the values. */
+void opts_given(const struct cmd *c, const struct opt_vals *v, void *args);
 /* o's help as shown: with " (default D)" when the row has one. */
 const char *opt_help(const struct cmd_opt *o, char *buf, size_t cap);
 
@@ -225,10 +250,17 @@ int opt_size_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, 
 int opt_u64_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, uint64_t *out);
 int opt_int_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, int min,
 	       int max, int *out);
-/* By index: a rate in bytes/s (opt_rate_at in opt_values.c: "100Gbit", "12.5GB"; a
- * bare number is in bare_unit bytes/s, a bare "100G" is refused). */
-int opt_rate_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
-		double bare_unit, double *out);
+/* A rate in bytes/s for --name s (opt_values.c: "100Gbit", "12.5GB"; a bare
+ * number is in bare_unit bytes/s, a bare "100G" is refused). 0 or -EINVAL
+ * after a usage error naming the option. */
+int opt_rate_parse(struct ctx *ctx, const char *name, const char *s, double bare_unit, double *out);
+/* A duration for --o->name s into *ms: N, Nms, Ns or Nm (seconds when bare),
+ * from o->min to o->max ms. 0 or -EINVAL after a usage error that names
+ * the bounds ("expected 100ms to 24h, such as 500ms, 30s or 5m"). */
+int opt_dur_parse(struct ctx *ctx, const struct cmd_opt *o, const char *s, int *ms);
+/* A decimal for the OPT_DOUBLE row o: 0, or -EINVAL (no message) when s is
+ * not a number in its bounds. */
+int opt_double_parse(const struct cmd_opt *o, const char *s, double *out);
 /* By index: where option i's word stands in words (NULL-terminated). */
 int opt_word_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
 		const char *const *words, int *out);

@@ -3,6 +3,8 @@
  * the command's argument struct; opt_help adds the default to the help. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,11 +33,84 @@ static int word_index(const char *words, const char *s, char *list, size_t cap)
 	return -1;
 }
 
+/* A bound of a duration as its message shows it: 100ms, 30s, 5m, 24h. */
+static void dur_text(int64_t ms, char *buf, size_t cap)
+{
+	if (ms && ms % 3600000 == 0)
+		snprintf(buf, cap, "%" PRId64 "h", ms / 3600000);
+	else if (ms && ms % 60000 == 0)
+		snprintf(buf, cap, "%" PRId64 "m", ms / 60000);
+	else if (ms && ms % 1000 == 0)
+		snprintf(buf, cap, "%" PRId64 "s", ms / 1000);
+	else
+		snprintf(buf, cap, "%" PRId64 "ms", ms);
+}
+
+int opt_dur_parse(struct ctx *ctx, const struct cmd_opt *o, const char *s, int *ms)
+{
+	unsigned long long n, unit = 1000;
+	char lo[32], hi[32];
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		goto bad;
+	errno = 0;
+	n = strtoull(s, &end, 10);
+	if (errno)
+		goto bad;
+	if (!strcmp(end, "ms"))
+		unit = 1;
+	else if (!strcmp(end, "m"))
+		unit = 60000;
+	else if (*end && strcmp(end, "s"))
+		goto bad;
+	if (n > (unsigned long long)o->max / unit || n * unit < (unsigned long long)o->min)
+		goto bad;
+	*ms = (int)(n * unit);
+	return 0;
+bad:
+	dur_text(o->min, lo, sizeof(lo));
+	dur_text(o->max, hi, sizeof(hi));
+	return usage_err(ctx, "invalid --%s '%s': expected %s to %s, such as 500ms, 30s or 5m",
+			 o->name, s, lo, hi);
+}
+
+int opt_double_parse(const struct cmd_opt *o, const char *s, double *out)
+{
+	char *end;
+	double x;
+
+	errno = 0;
+	x = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(x) || x < o->dlo || (o->open && x == o->dlo) ||
+	    x > o->dhi)
+		return -EINVAL;
+	*out = x;
+	return 0;
+}
+
+/* A decimal in the row's bounds, or a usage error that names them. */
+static int double_parse(struct ctx *ctx, const struct cmd_opt *o, const char *s, double *out)
+{
+	if (!opt_double_parse(o, s, out))
+		return 0;
+	if (isinf(o->dhi) && o->dlo == 0 && !o->open)
+		return usage_err(ctx, "invalid --%s '%s': expected a non-negative number", o->name,
+				 s);
+	if (isinf(o->dhi))
+		return usage_err(ctx, "invalid --%s '%s': expected a number %s %g", o->name, s,
+				 o->open ? "above" : "from", o->dlo);
+	return usage_err(ctx, "invalid --%s '%s': expected a number %s %g to %g", o->name, s,
+			 o->open ? "above" : "from", o->dlo, o->dhi);
+}
+
 static int fill_one(struct ctx *ctx, const struct cmd_opt *o, const char *s, char *field)
 {
 	char list[256];
 	uint64_t u;
 	int k;
+	double d;
+	int ms;
 
 	switch (o->type) {
 	case OPT_T_STR:
@@ -79,6 +154,21 @@ static int fill_one(struct ctx *ctx, const struct cmd_opt *o, const char *s, cha
 					 list);
 		memcpy(field, &k, sizeof(k));
 		return 0;
+	case OPT_T_DOUBLE:
+		if (double_parse(ctx, o, s, &d))
+			return -EINVAL;
+		memcpy(field, &d, sizeof(d));
+		return 0;
+	case OPT_T_RATE:
+		if (opt_rate_parse(ctx, o->name, s, o->unit, &d))
+			return -EINVAL;
+		memcpy(field, &d, sizeof(d));
+		return 0;
+	case OPT_T_DUR:
+		if (opt_dur_parse(ctx, o, s, &ms))
+			return -EINVAL;
+		memcpy(field, &ms, sizeof(ms));
+		return 0;
 	default:
 		return 0;
 	}
@@ -95,6 +185,11 @@ int opts_fill(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, in
 
 		if (o->type == OPT_NONE)
 			continue;
+		if (o->given_off) {
+			const char *given = opt_arg(v, i);
+
+			memcpy((char *)args + o->given_off - 1, &given, sizeof(given));
+		}
 		if (o->type == OPT_T_FLAG) {
 			bool on = opt_on(v, i);
 
@@ -113,4 +208,14 @@ const char *opt_help(const struct cmd_opt *o, char *buf, size_t cap)
 		return o->help;
 	snprintf(buf, cap, "%s (default %s)", o->help, o->def);
 	return buf;
+}
+
+void opts_given(const struct cmd *c, const struct opt_vals *v, void *args)
+{
+	for (int i = 0; c->opts[i].name; i++) {
+		const char *given = opt_arg(v, i);
+
+		if (c->opts[i].given_off)
+			memcpy((char *)args + c->opts[i].given_off - 1, &given, sizeof(given));
+	}
 }

@@ -123,8 +123,7 @@ int opt_mem_ready(struct ctx *ctx, const char *arg, enum rc_mem_kind kind, int g
  * ("100Gbit", "100Gb", "100Gbit/s") and bytes ("12.5GB", "12.5GB/s"),
  * binary ones for bytes only ("1GiB"). A bare number is in bare_unit bytes/s;
  * a bare prefix ("100G") is refused: bits or bytes, a factor of 8. */
-int opt_rate_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
-		double bare_unit, double *out)
+int opt_rate_parse(struct ctx *ctx, const char *name, const char *s, double bare_unit, double *out)
 {
 	static const struct {
 		const char *u;
@@ -138,14 +137,11 @@ int opt_rate_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, 
 		{ "GB", 1e9 },        { "TB", 1e12 },          { "KiB", 1024.0 },
 		{ "MiB", 1048576.0 }, { "GiB", 1073741824.0 }, { "TiB", 1099511627776.0 },
 	};
-	const char *s = opt_arg(v, i);
 	char unit[16];
 	char *end;
 	size_t n;
 	double d;
 
-	if (!s)
-		return 0;
 	errno = 0;
 	d = strtod(s, &end);
 	if (errno || end == s || !isfinite(d) || d < 0 || !isdigit((unsigned char)*s))
@@ -172,11 +168,10 @@ int opt_rate_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, 
 		return usage_err(ctx,
 				 "invalid --%s '%s': bits or bytes? say %.*s%sbit (bits per second) or "
 				 "%.*s%sB (bytes per second)",
-				 c->opts[i].name, s, (int)(end - s), s, unit, (int)(end - s), s,
-				 unit);
+				 name, s, (int)(end - s), s, unit, (int)(end - s), s, unit);
 bad:
 	return usage_err(ctx,
 			 "invalid --%s '%s': expected a rate such as 100Gbit (Gbit/s), "
 			 "12.5GB (GB/s) or a bare number",
-			 c->opts[i].name, s);
+			 name, s);
 }

@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <rdmactl/parse.h>
 
+#include "cmds.h"
 #include "kvxfer.h"
 
 /* Geometry values before defaults: -1 unset. */
@@ -108,47 +109,45 @@ static void model_name(char *out, size_t len, const char *path, const char *name
 	snprintf(out, len, "%.*s", (int)n, base);
 }
 
-static int flag_int(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
-		    int64_t *out)
-{
-	uint64_t u;
-	int rc;
-
-	if (!opt_on(v, i))
-		return 0;
-	if ((rc = opt_u64_at(ctx, c, v, i, &u)))
-		return rc;
-	if (u > UINT32_MAX)
-		return usage_err(ctx, "invalid --%s %llu: too large", c->opts[i].name,
-				 (unsigned long long)u);
-	*out = (int64_t)u;
-	return 0;
-}
-
-/* The values as given: --model FILE's (kept in *model while in points into
- * it), then the flags over them. */
-static int geom_given(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
-		      struct gin *in, json_t **model)
-{
-	static const int ints[] = { KVX_LAYERS,          KVX_KV_HEADS,    KVX_HEAD_DIM,
+/* The option of each of the geometry's integers (enum kvx_geo). */
+static const int geo_opt[KVG_N] = { KVX_LAYERS,          KVX_KV_HEADS,    KVX_HEAD_DIM,
 				    KVX_LATENT_DIM,      KVX_PAGE_TOKENS, KVX_SRC_PAGE_TOKENS,
 				    KVX_DST_PAGE_TOKENS, KVX_SRC_TP,      KVX_DST_TP };
-	int64_t *slots[] = { &in->layers,     &in->kv_heads,    &in->head_dim,
-			     &in->latent_dim, &in->page_tokens, &in->src_pt,
-			     &in->dst_pt,     &in->src_tp,      &in->dst_tp };
+
+/* The values as given: --model FILE's (kept in *model while in points into
+ * it), then the flags over them; where neither gave one, the row's default. */
+static int geom_given(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a,
+		      struct gin *in, json_t **model)
+{
+	int64_t *slots[KVG_N] = { &in->layers,     &in->kv_heads,    &in->head_dim,
+				  &in->latent_dim, &in->page_tokens, &in->src_pt,
+				  &in->dst_pt,     &in->src_tp,      &in->dst_tp };
 	int rc;
 
-	if (opt_on(v, KVX_MODEL) && (rc = model_file(ctx, opt_arg(v, KVX_MODEL), in, model)))
+	if ((rc = kvxfer_fill(ctx, v, a, KVX_MODEL, KVX_MODEL)))
 		return rc;
-	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
-		if ((rc = flag_int(ctx, c, v, ints[i], slots[i])))
+	if (a->model && (rc = model_file(ctx, a->model, in, model)))
+		return rc;
+	for (int k = 0; k < KVG_N; k++) {
+		const struct cmd_opt *o = &cmd_kvxfer.opts[geo_opt[k]];
+
+		if ((rc = kvxfer_fill(ctx, v, a, geo_opt[k], geo_opt[k])))
 			return rc;
-	if (opt_on(v, KVX_LAYOUT))
-		in->layout = opt_arg(v, KVX_LAYOUT);
-	if (opt_on(v, KVX_PAGE_LAYOUT))
-		in->page_layout = opt_arg(v, KVX_PAGE_LAYOUT);
-	if (opt_on(v, KVX_DTYPE))
-		in->dtype = opt_arg(v, KVX_DTYPE);
+		if (a->geo_given[k] && a->geo[k] > UINT32_MAX)
+			return usage_err(ctx, "invalid --%s %llu: too large", o->name,
+					 (unsigned long long)a->geo[k]);
+		if (a->geo_given[k] || (*slots[k] < 0 && o->def))
+			*slots[k] = (int64_t)a->geo[k];
+	}
+	if ((rc = kvxfer_fill(ctx, v, a, KVX_LAYOUT, KVX_PAGE_LAYOUT)) ||
+	    (rc = kvxfer_fill(ctx, v, a, KVX_DTYPE, KVX_DTYPE)))
+		return rc;
+	if (a->layout)
+		in->layout = a->layout;
+	if (a->page_layout_given || !in->page_layout)
+		in->page_layout = a->page_layout;
+	if (a->dtype_given || !in->dtype)
+		in->dtype = a->dtype;
 	return 0;
 }
 
@@ -191,7 +190,7 @@ static int geom_heads(struct ctx *ctx, const struct kv_geom *g, struct gin *in)
 	return 0;
 }
 
-int kvxfer_geom(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, struct kv_geom *g,
+int kvxfer_geom(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a, struct kv_geom *g,
 		char *name, size_t namelen)
 {
 	struct gin in = { NULL, NULL, NULL, NULL, -1, -1, -1, -1, -1, -1, -1, -1, -1 };
@@ -202,24 +201,20 @@ int kvxfer_geom(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, 
 	memset(g, 0, sizeof(*g));
 	if (name && namelen)
 		name[0] = '\0';
-	if ((rc = geom_given(ctx, c, v, &in, &model)) || (rc = geom_words(ctx, &in, g)) ||
+	if ((rc = geom_given(ctx, v, a, &in, &model)) || (rc = geom_words(ctx, &in, g)) ||
 	    (rc = geom_heads(ctx, g, &in)))
 		goto out;
 	g->layers = (uint32_t)in.layers;
 	g->kv_heads = (uint32_t)in.kv_heads;
 	g->head_dim = (uint32_t)in.head_dim;
-	g->src_tp = in.src_tp < 0 ? 1 : (uint32_t)in.src_tp;
-	g->dst_tp = in.dst_tp < 0 ? 1 : (uint32_t)in.dst_tp;
-	g->src_page_tokens = (uint32_t)(in.src_pt >= 0        ? in.src_pt
-					: in.page_tokens >= 0 ? in.page_tokens
-							      : 16);
-	g->dst_page_tokens = (uint32_t)(in.dst_pt >= 0        ? in.dst_pt
-					: in.page_tokens >= 0 ? in.page_tokens
-							      : 16);
+	g->src_tp = (uint32_t)in.src_tp;
+	g->dst_tp = (uint32_t)in.dst_tp;
+	g->src_page_tokens = (uint32_t)(in.src_pt >= 0 ? in.src_pt : in.page_tokens);
+	g->dst_page_tokens = (uint32_t)(in.dst_pt >= 0 ? in.dst_pt : in.page_tokens);
 	if (kv_geom_check(g, &e))
 		rc = usage_err(ctx, "kvxfer: %s", e.msg);
 	if (!rc && name && namelen)
-		model_name(name, namelen, opt_arg(v, KVX_MODEL), in.name);
+		model_name(name, namelen, a->model, in.name);
 out:
 	json_decref(model);
 	return rc;

@@ -60,8 +60,27 @@ struct kvxfer_sub {
 	const struct cmd *cmd;
 	const int *map;
 	int nopts;
-	int (*run)(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v);
+	int (*run)(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a);
 };
+
+int kvxfer_fill(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a, int first,
+		int last)
+{
+	return opts_fill(ctx, &cmd_kvxfer, v, first, last + 1, a);
+}
+
+/* The sub-command with kvxfer's values v: its arguments start zeroed, with
+ * what was given marked; each value is parsed where the sub-command checks
+ * it, its default from its row (--rank's, 0, is the zeroed field). */
+static int run_with(struct ctx *ctx, const struct kvxfer_sub *sub, const struct opt_vals *v)
+{
+	struct kvxfer_args a;
+
+	memset(&a, 0, sizeof(a));
+	opts_given(&cmd_kvxfer, v, &a);
+	ctx->out.cmd = sub->cmd->name;
+	return sub->run(ctx, v, &a);
+}
 
 static int run_sub(struct ctx *ctx, const struct kvxfer_sub *sub, int argc, char **argv);
 
@@ -209,8 +228,7 @@ static int run_sub(struct ctx *ctx, const struct kvxfer_sub *sub, int argc, char
 	if (sv.npos)
 		return usage_err(ctx, "%s: unexpected argument '%s'", sub->cmd->name, sv.pos[0]);
 	to_kvxfer(sub, &sv, &v);
-	ctx->out.cmd = sub->cmd->name;
-	return sub->run(ctx, &cmd_kvxfer, &v);
+	return run_with(ctx, sub, &v);
 }
 
 static int do_kvxfer(struct ctx *ctx, int argc, char **argv)
@@ -240,8 +258,7 @@ static int do_kvxfer(struct ctx *ctx, int argc, char **argv)
 	for (int i = 0; i < KVX_NOPTS; i++)
 		if (opt_on(&v, i) && !takes(sub, i))
 			return not_here(ctx, sub, i);
-	ctx->out.cmd = sub->cmd->name;
-	return sub->run(ctx, c, &v);
+	return run_with(ctx, sub, &v);
 }
 
 const struct cmd cmd_kvxfer = {

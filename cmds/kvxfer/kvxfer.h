@@ -6,6 +6,8 @@
 
 #include <rdmactl/kv.h>
 
+#include <math.h>
+
 #include "cmd.h"
 #include "client_cmds.h"
 #include "metrics.h"
@@ -17,94 +19,174 @@
  * kvxfer's own table holds them all (help, man page, completion); each
  * sub-command's table (kvxfer.c) holds only its own, made from the same
  * list. */
+/* The geometry's integers, in the order of their options. */
+enum kvx_geo {
+	KVG_LAYERS,
+	KVG_KV_HEADS,
+	KVG_HEAD_DIM,
+	KVG_LATENT_DIM,
+	KVG_PAGE_TOKENS,
+	KVG_SRC_PT,
+	KVG_DST_PT,
+	KVG_SRC_TP,
+	KVG_DST_TP,
+	KVG_N
+};
+
+/* What kvxfer was asked: its typed rows' values (opts_fill), each filled
+ * where the sub-command reads it, so the first bad one is reported in the
+ * order the checks run. A *_given field holds the argument as given, NULL
+ * when the option is absent. */
+struct kvxfer_args {
+	/* The geometry as given (kvxfer_geom merges it with --model's). */
+	const char *model, *layout, *page_layout, *dtype;
+	const char *page_layout_given, *dtype_given;
+	uint64_t geo[KVG_N];
+	const char *geo_given[KVG_N];
+	/* plan, serve, send */
+	uint64_t tokens, pool_pages, land_pages, requests, scatter, cancel_request;
+	const char *tokens_given, *pool_pages_given, *land_pages_given, *requests_given;
+	const char *scatter_given, *cancel_request_given, *cancel_after_given;
+	double prefill_tokens_per_s, layer_compute_us, link; /* link: bytes/s */
+	const char *prefill_given, *layer_compute_given;
+	bool segments, verify, no_stream;
+	int rank, qps, max_sge, inflight, hb_ms, hb_timeout_ms, cancel_after;
+	const char *listen, *connect, *bind, *pack, *land, *mem, *gpu_reg, *metrics;
+};
+
 #define KVXFER_OPTS(X) \
 	/* Geometry: every subcommand. */ \
 	X(KVX_MODEL, 1, 1, 1, "model", 0, "FILE", \
-	  "geometry from a JSON model file (flags override it)", COMP_FILE) \
+	  "geometry from a JSON model file (flags override it)", COMP_FILE, \
+	  OPT_STR(struct kvxfer_args, model, NULL)) \
 	X(KVX_LAYOUT, 1, 1, 1, "layout", 0, "LAYOUT", \
 	  "paged (K and V pages per head) or mla (one latent, replicated)", COMP_WORDS, \
-	  "paged|mla") \
+	  "paged|mla", OPT_STR(struct kvxfer_args, layout, NULL)) \
 	X(KVX_PAGE_LAYOUT, 1, 1, 1, "page-layout", 0, "ORDER", \
-	  "inside a page: nhd [token][head][dim] or hnd [head][token][dim] (default nhd)", \
-	  COMP_WORDS, "nhd|hnd") \
-	X(KVX_LAYERS, 1, 1, 1, "layers", 'L', "N", "transformer layers") \
-	X(KVX_KV_HEADS, 1, 1, 1, "kv-heads", 'H', "N", "KV heads of the model (paged)") \
-	X(KVX_HEAD_DIM, 1, 1, 1, "head-dim", 'D', "N", "dims per head (paged)") \
+	  "inside a page: nhd [token][head][dim] or hnd [head][token][dim]", COMP_WORDS, \
+	  "nhd|hnd", OPT_STR(struct kvxfer_args, page_layout, "nhd"), \
+	  OPT_GIVEN(struct kvxfer_args, page_layout_given)) \
+	X(KVX_LAYERS, 1, 1, 1, "layers", 'L', "N", "transformer layers", \
+	  OPT_U64(struct kvxfer_args, geo[KVG_LAYERS], NULL), \
+	  OPT_GIVEN(struct kvxfer_args, geo_given[KVG_LAYERS])) \
+	X(KVX_KV_HEADS, 1, 1, 1, "kv-heads", 'H', "N", "KV heads of the model (paged)", \
+	  OPT_U64(struct kvxfer_args, geo[KVG_KV_HEADS], NULL), \
+	  OPT_GIVEN(struct kvxfer_args, geo_given[KVG_KV_HEADS])) \
+	X(KVX_HEAD_DIM, 1, 1, 1, "head-dim", 'D', "N", "dims per head (paged)", \
+	  OPT_U64(struct kvxfer_args, geo[KVG_HEAD_DIM], NULL), \
+	  OPT_GIVEN(struct kvxfer_args, geo_given[KVG_HEAD_DIM])) \
 	X(KVX_LATENT_DIM, 1, 1, 1, "latent-dim", 0, "N", \
-	  "dims of the latent vector, rope included (mla)") \
-	X(KVX_DTYPE, 1, 1, 1, "dtype", 0, "TYPE", \
-	  "element type: bf16, fp16 or fp8 (default bf16)", COMP_WORDS, "bf16|fp16|fp8") \
-	X(KVX_PAGE_TOKENS, 1, 1, 1, "page-tokens", 0, "N", \
-	  "tokens per page on both sides (default 16)") \
+	  "dims of the latent vector, rope included (mla)", \
+	  OPT_U64(struct kvxfer_args, geo[KVG_LATENT_DIM], NULL), \
+	  OPT_GIVEN(struct kvxfer_args, geo_given[KVG_LATENT_DIM])) \
+	X(KVX_DTYPE, 1, 1, 1, "dtype", 0, "TYPE", "element type: bf16, fp16 or fp8", COMP_WORDS, \
+	  "bf16|fp16|fp8", OPT_STR(struct kvxfer_args, dtype, "bf16"), \
+	  OPT_GIVEN(struct kvxfer_args, dtype_given)) \
+	X(KVX_PAGE_TOKENS, 1, 1, 1, "page-tokens", 0, "N", "tokens per page on both sides", \
+	  OPT_U64(struct kvxfer_args, geo[KVG_PAGE_TOKENS], "16"), \
+	  OPT_GIVEN(struct kvxfer_args, geo_given[KVG_PAGE_TOKENS])) \
 	X(KVX_SRC_PAGE_TOKENS, 1, 1, 1, "src-page-tokens", 0, "N", \
-	  "tokens per page on the prefill side") \
+	  "tokens per page on the prefill side", \
+	  OPT_U64(struct kvxfer_args, geo[KVG_SRC_PT], NULL), \
+	  OPT_GIVEN(struct kvxfer_args, geo_given[KVG_SRC_PT])) \
 	X(KVX_DST_PAGE_TOKENS, 1, 1, 1, "dst-page-tokens", 0, "N", \
-	  "tokens per page on the decode side") \
-	X(KVX_SRC_TP, 1, 1, 1, "src-tp", 0, "N", \
-	  "tensor-parallel degree of the prefill side (default 1)") \
-	X(KVX_DST_TP, 1, 1, 1, "dst-tp", 0, "N", \
-	  "tensor-parallel degree of the decode side (default 1)") \
+	  "tokens per page on the decode side", OPT_U64(struct kvxfer_args, geo[KVG_DST_PT], NULL), \
+	  OPT_GIVEN(struct kvxfer_args, geo_given[KVG_DST_PT])) \
+	X(KVX_SRC_TP, 1, 1, 1, "src-tp", 0, "N", "tensor-parallel degree of the prefill side", \
+	  OPT_U64(struct kvxfer_args, geo[KVG_SRC_TP], "1"), \
+	  OPT_GIVEN(struct kvxfer_args, geo_given[KVG_SRC_TP])) \
+	X(KVX_DST_TP, 1, 1, 1, "dst-tp", 0, "N", "tensor-parallel degree of the decode side", \
+	  OPT_U64(struct kvxfer_args, geo[KVG_DST_TP], "1"), \
+	  OPT_GIVEN(struct kvxfer_args, geo_given[KVG_DST_TP])) \
 	/* plan */ \
-	X(KVX_TOKENS, 1, 0, 1, "tokens", 0, "N", "tokens per request (plan, send)") \
+	X(KVX_TOKENS, 1, 0, 1, "tokens", 0, "N", "tokens per request (plan, send)", \
+	  OPT_U64(struct kvxfer_args, tokens, NULL), OPT_GIVEN(struct kvxfer_args, tokens_given)) \
 	X(KVX_PREFILL_TOKENS_PER_S, 1, 0, 0, "prefill-tokens-per-s", 0, "RATE", \
-	  "plan: prefill speed, to size the link that hides the transfer") \
+	  "plan: prefill speed, to size the link that hides the transfer", \
+	  OPT_DOUBLE(struct kvxfer_args, prefill_tokens_per_s, 0, INFINITY, NULL), \
+	  OPT_GIVEN(struct kvxfer_args, prefill_given)) \
 	X(KVX_LAYER_COMPUTE_US, 1, 0, 1, "layer-compute-us", 0, "US", \
-	  "compute time of one layer (plan; send: simulated, 0 = all at once)") \
+	  "compute time of one layer (plan; send: simulated, 0 = all at once)", \
+	  OPT_DOUBLE(struct kvxfer_args, layer_compute_us, 0, INFINITY, NULL), \
+	  OPT_GIVEN(struct kvxfer_args, layer_compute_given)) \
 	X(KVX_LINK_GBPS, 1, 0, 0, "link-gbps", 0, "RATE", \
-	  "plan: link rate per rank (Gbit/s, or 100Gbit, 12.5GB), for the exposed time") \
-	X(KVX_SEGMENTS, 1, 0, 0, "segments", 0, NULL, "plan: list every segment of one layer half") \
+	  "plan: link rate per rank (Gbit/s, or 100Gbit, 12.5GB), for the exposed time", \
+	  OPT_RATE(struct kvxfer_args, link, 1e9 / 8, NULL)) \
+	X(KVX_SEGMENTS, 1, 0, 0, "segments", 0, NULL, \
+	  "plan: list every segment of one layer half", OPT_FLAG(struct kvxfer_args, segments)) \
 	X(KVX_POOL_PAGES, 1, 1, 0, "pool-pages", 0, "N", \
-	  "pages in the decode rank's pool (serve; plan: check a request fits)") \
+	  "pages in the decode rank's pool (serve; plan: check a request fits)", \
+	  OPT_U64(struct kvxfer_args, pool_pages, NULL), \
+	  OPT_GIVEN(struct kvxfer_args, pool_pages_given)) \
 	X(KVX_LAND_PAGES, 0, 1, 0, "land-pages", 0, "N", \
-	  "serve: units of the landing area, a page of landed tokens each, per layer half (default: the pool's pages)") \
+	  "serve: units of the landing area, a page of landed tokens each, per layer half (default: the pool's pages)", \
+	  OPT_U64(struct kvxfer_args, land_pages, NULL), \
+	  OPT_GIVEN(struct kvxfer_args, land_pages_given)) \
 	/* serve and send */ \
-	X(KVX_RANK, 0, 1, 1, "rank", 'r', "R", "this process's TP rank (serve, send; default 0)") \
+	X(KVX_RANK, 0, 1, 1, "rank", 'r', "R", "this process's TP rank (serve, send; default 0)", \
+	  OPT_INT(struct kvxfer_args, rank, 0, KV_MAX_TP - 1, NULL)) \
 	X(KVX_REQUESTS, 0, 1, 1, "requests", 0, "N", \
-	  "requests to move (send) or to finish before exiting (serve)") \
+	  "requests to move (send) or to finish before exiting (serve)", \
+	  OPT_U64(struct kvxfer_args, requests, NULL), \
+	  OPT_GIVEN(struct kvxfer_args, requests_given)) \
 	X(KVX_LISTEN, 0, 1, 0, "listen", 'l', "ADDR:PORT", \
-	  "serve: address to accept prefill ranks on; ADDR1:PORT,ADDR2:PORT with -d DEV1,DEV2: a rail each") \
+	  "serve: address to accept prefill ranks on; ADDR1:PORT,ADDR2:PORT with -d DEV1,DEV2: a rail each", \
+	  OPT_STR(struct kvxfer_args, listen, NULL)) \
 	X(KVX_SCATTER, 0, 1, 0, "scatter", 0, "SEED", \
-	  "serve: permute the free page list with SEED (non-contiguous pages)") \
+	  "serve: permute the free page list with SEED (non-contiguous pages)", \
+	  OPT_U64(struct kvxfer_args, scatter, NULL), OPT_GIVEN(struct kvxfer_args, scatter_given)) \
 	X(KVX_VERIFY, 0, 1, 0, "verify", 0, NULL, \
-	  "serve: check every byte against the deterministic content") \
+	  "serve: check every byte against the deterministic content", \
+	  OPT_FLAG(struct kvxfer_args, verify)) \
 	X(KVX_CONNECT, 0, 0, 1, "connect", 'c', "ADDR:PORT", \
-	  "send: a decode rank (repeat for each)", .repeat = true) \
-	X(KVX_BIND, 0, 0, 1, "bind", 'B', "ADDR", "send: local address to connect from") \
+	  "send: a decode rank (repeat for each)", .repeat = true, \
+	  OPT_STR(struct kvxfer_args, connect, NULL)) \
+	X(KVX_BIND, 0, 0, 1, "bind", 'B', "ADDR", \
+	  "send: local address to connect from (ADDR1,ADDR2: one a rail)", \
+	  OPT_STR(struct kvxfer_args, bind, NULL)) \
 	X(KVX_TOKEN, 0, 1, 1, "token", 'T', "TOKEN", \
 	  "serve: require TOKEN in every connect request; send: prove it (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
 	X(KVX_TOKEN_FILE, 0, 1, 1, "token-file", 0, "FILE", \
 	  "the token, from the first line of FILE (mode 600)", COMP_FILE) \
 	X(KVX_QPS, 1, 0, 1, "qps", 0, "N", \
-	  "data queue pairs per decode rank (send; plan: the notifications; default 1)") \
+	  "data queue pairs per decode rank (send; plan: the notifications)", \
+	  OPT_INT(struct kvxfer_args, qps, 1, KV_MAX_QPS, "1")) \
 	X(KVX_PACK, 1, 0, 1, "pack", 0, "WHEN", \
-	  "copy small segments into one write per destination run: auto, always or never (default auto)", \
-	  COMP_WORDS, "auto|always|never") \
+	  "copy small segments into one write per destination run: auto, always or never", \
+	  COMP_WORDS, "auto|always|never", OPT_STR(struct kvxfer_args, pack, "auto")) \
 	X(KVX_MAX_SGE, 1, 0, 1, "max-sge", 0, "N", \
-	  "pieces of the source pages a packed write gathers, 1 to 32; 1 packs by copying into staging (default 32, or fewer where the device takes fewer)") \
+	  "pieces of the source pages a packed write gathers, 1 to 32 (fewer where the device takes fewer); 1 packs by copying into staging", \
+	  OPT_INT(struct kvxfer_args, max_sge, 1, KV_GATHER_MAX, "32")) \
 	X(KVX_LAND, 1, 0, 1, "land", 0, "WHEN", \
-	  "write scattered destination pieces contiguous into the decode rank's landing area, unpacked there: auto, always or never (default auto)", \
-	  COMP_WORDS, "auto|always|never") \
-	X(KVX_INFLIGHT, 0, 0, 1, "inflight", 0, "K", \
-	  "send: requests in flight at once (default 1)") \
+	  "write scattered destination pieces contiguous into the decode rank's landing area, unpacked there: auto, always or never", \
+	  COMP_WORDS, "auto|always|never", OPT_STR(struct kvxfer_args, land, "auto")) \
+	X(KVX_INFLIGHT, 0, 0, 1, "inflight", 0, "K", "send: requests in flight at once", \
+	  OPT_INT(struct kvxfer_args, inflight, 1, 64, "1")) \
 	X(KVX_NO_STREAM, 0, 0, 1, "no-stream", 0, NULL, \
-	  "send: post no layer before the last one is ready") \
+	  "send: post no layer before the last one is ready", \
+	  OPT_FLAG(struct kvxfer_args, no_stream)) \
 	X(KVX_MEM, 0, 1, 1, "mem", 0, "KIND", \
 	  "serve's pool and send's source pages: host, hugepage or cuda[:N] (GPU N in PCI bus order; default host)", \
-	  COMP_WORDS, "host|hugepage|cuda") \
+	  COMP_WORDS, "host|hugepage|cuda", OPT_STR(struct kvxfer_args, mem, NULL)) \
 	X(KVX_GPU_REG, 0, 1, 1, "gpu-reg", 0, "PATH", \
 	  "serve, send with --mem cuda: registration path auto, dmabuf, peermem or bounce (default auto)", \
-	  COMP_WORDS, "auto|dmabuf|peermem|bounce") \
-	X(KVX_HEARTBEAT_MS, 0, 1, 1, "heartbeat-ms", 0, "MS", "heartbeat interval (default 200)") \
+	  COMP_WORDS, "auto|dmabuf|peermem|bounce", OPT_STR(struct kvxfer_args, gpu_reg, NULL)) \
+	X(KVX_HEARTBEAT_MS, 0, 1, 1, "heartbeat-ms", 0, "MS", "heartbeat interval", \
+	  OPT_INT(struct kvxfer_args, hb_ms, 10, 60000, "200")) \
 	X(KVX_HEARTBEAT_TIMEOUT, 0, 1, 1, "heartbeat-timeout", 0, "MS", \
-	  "declare a silent peer dead after MS (default 3000)") \
+	  "declare a silent peer dead after MS", \
+	  OPT_INT(struct kvxfer_args, hb_timeout_ms, 50, 3600000, "3000")) \
 	X(KVX_METRICS, 0, 1, 1, "metrics", 0, "FILE", \
 	  "serve, send: write the summary's figures to FILE in Prometheus' text format, replaced whole, at the end", \
-	  COMP_FILE) \
+	  COMP_FILE, OPT_STR(struct kvxfer_args, metrics, NULL)) \
 	X(KVX_CANCEL_REQUEST, 0, 1, 1, "cancel-request", 0, "I", \
-	  "test hook: cancel request I (with --cancel-after-layers)", COMP_NONE, NULL, false, true) \
+	  "test hook: cancel request I (with --cancel-after-layers)", COMP_NONE, NULL, false, \
+	  true, OPT_U64(struct kvxfer_args, cancel_request, NULL), \
+	  OPT_GIVEN(struct kvxfer_args, cancel_request_given)) \
 	X(KVX_CANCEL_AFTER_LAYERS, 0, 1, 1, "cancel-after-layers", 0, "L", \
 	  "test hook: cancel once L layers of it were posted (send) or landed (serve)", COMP_NONE, \
-	  NULL, false, true)
+	  NULL, false, true, OPT_INT(struct kvxfer_args, cancel_after, 0, KV_MAX_LAYERS, NULL), \
+	  OPT_GIVEN(struct kvxfer_args, cancel_after_given))
 
 enum kvxfer_opt { KVXFER_OPTS(OPT_INDEX) KVX_NOPTS };
 /* kvxfer's table entry for option ID (the sub-command columns dropped). */
@@ -114,15 +196,22 @@ enum kvxfer_opt { KVXFER_OPTS(OPT_INDEX) KVX_NOPTS };
  * error and returns -EINVAL when it is incomplete or wrong. name (NULL: not
  * wanted) gets the model's name: its "name", else the file's; empty
  * without --model. */
-int kvxfer_geom(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, struct kv_geom *g,
+int kvxfer_geom(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a, struct kv_geom *g,
 		char *name, size_t namelen);
 /* The geometry as an object under key (text: one line), led by the model's
  * name when there is one (model: null otherwise). */
 void kvxfer_put_geom(struct out *o, const struct kv_geom *g, const char *model);
 
-int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v);
-int kvxfer_serve(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v);
-int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v);
+/* Fill a's rows first to last (KVX_*, both included) from v, at kvxfer's
+ * indexes: opts_fill over kvxfer's table. */
+int kvxfer_fill(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a, int first,
+		int last);
+
+/* The sub-commands: v holds the options at kvxfer's indexes, a (zeroed) is
+ * filled as they read it. */
+int kvxfer_plan(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a);
+int kvxfer_serve(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a);
+int kvxfer_send(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a);
 
 /* report.c: what serve and send print. A run's printing state, the
  * engines' on_event argument. */

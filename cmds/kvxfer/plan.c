@@ -11,24 +11,6 @@
 #include "cmds.h"
 #include "kvxfer.h"
 
-static int opt_double(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
-		      double *out)
-{
-	const char *s = opt_arg(v, i);
-	char *end;
-	double d;
-
-	if (!s)
-		return 0;
-	errno = 0;
-	d = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(d) || d < 0)
-		return usage_err(ctx, "invalid --%s '%s': expected a non-negative number",
-				 c->opts[i].name, s);
-	*out = d;
-	return 0;
-}
-
 /* The plural ending of a count's noun: "1 segment", "2 segments". */
 static const char *pl(uint64_t n)
 {
@@ -216,50 +198,46 @@ static void put_writes(struct out *o, const struct kv_geom *g, const struct kv_p
 	out_obj_end(o);
 }
 
-/* The options of `kvxfer plan` beyond the geometry, checked, into *in
- * (and the pool's pages into *pool). */
-static int plan_args(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
-		     const struct kv_geom *g, struct kv_plan_in *in, uint64_t *pool)
+/* The options of `kvxfer plan` beyond the geometry, checked, into *in. */
+static int plan_args(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a,
+		     const struct kv_geom *g, struct kv_plan_in *in)
 {
-	uint64_t tokens = 0;
-	double link = 0;
-	int rc, qps = 1, sge = KV_GATHER_MAX;
+	int rc;
 
-	if (!opt_on(v, KVX_TOKENS))
-		return usage_err(ctx, "kvxfer plan: give --tokens N, the tokens of one request");
-	if ((rc = opt_u64_at(ctx, c, v, KVX_TOKENS, &tokens)) ||
-	    (rc = opt_u64_at(ctx, c, v, KVX_POOL_PAGES, pool)) ||
-	    (rc = opt_double(ctx, c, v, KVX_PREFILL_TOKENS_PER_S, &in->prefill_tokens_per_s)) ||
-	    (rc = opt_double(ctx, c, v, KVX_LAYER_COMPUTE_US, &in->layer_compute_us)) ||
-	    (rc = opt_rate_at(ctx, c, v, KVX_LINK_GBPS, 1e9 / 8, &link)))
+	if ((rc = kvxfer_fill(ctx, v, a, KVX_TOKENS, KVX_TOKENS)))
 		return rc;
-	in->link_gbps = link * 8 / 1e9;
-	if (tokens < 1 || tokens > UINT32_MAX)
+	if (!a->tokens_given)
+		return usage_err(ctx, "kvxfer plan: give --tokens N, the tokens of one request");
+	if ((rc = kvxfer_fill(ctx, v, a, KVX_POOL_PAGES, KVX_POOL_PAGES)) ||
+	    (rc = kvxfer_fill(ctx, v, a, KVX_PREFILL_TOKENS_PER_S, KVX_LINK_GBPS)))
+		return rc;
+	in->prefill_tokens_per_s = a->prefill_tokens_per_s;
+	in->layer_compute_us = a->layer_compute_us;
+	in->link_gbps = a->link * 8 / 1e9;
+	if (a->tokens < 1 || a->tokens > UINT32_MAX)
 		return usage_err(ctx, "invalid --tokens %llu: expected 1 to %u",
-				 (unsigned long long)tokens, UINT32_MAX);
-	if (opt_on(v, KVX_PREFILL_TOKENS_PER_S) && opt_on(v, KVX_LAYER_COMPUTE_US))
+				 (unsigned long long)a->tokens, UINT32_MAX);
+	if (a->prefill_given && a->layer_compute_given)
 		return usage_err(
 			ctx,
 			"kvxfer plan: give --prefill-tokens-per-s or --layer-compute-us, not both");
-	in->tokens = (uint32_t)tokens;
-	if ((rc = opt_int_at(ctx, c, v, KVX_QPS, 1, KV_MAX_QPS, &qps)))
+	in->tokens = (uint32_t)a->tokens;
+	if ((rc = kvxfer_fill(ctx, v, a, KVX_QPS, KVX_LAND)))
 		return rc;
-	in->qps = (uint32_t)qps;
-	if ((rc = opt_int_at(ctx, c, v, KVX_MAX_SGE, 1, KV_GATHER_MAX, &sge)))
-		return rc;
-	in->max_sge = (uint32_t)sge;
-	if (opt_on(v, KVX_PACK) && kv_pack_parse(opt_arg(v, KVX_PACK), &in->pack))
+	in->qps = (uint32_t)a->qps;
+	in->max_sge = (uint32_t)a->max_sge;
+	if (kv_pack_parse(a->pack, &in->pack))
 		return usage_err(ctx, "invalid --pack '%s': expected auto, always or never",
-				 opt_arg(v, KVX_PACK));
-	if (opt_on(v, KVX_LAND) && kv_pack_parse(opt_arg(v, KVX_LAND), &in->land))
+				 a->pack);
+	if (kv_pack_parse(a->land, &in->land))
 		return usage_err(ctx, "invalid --land '%s': expected auto, always or never",
-				 opt_arg(v, KVX_LAND));
-	if (opt_on(v, KVX_POOL_PAGES) && *pool < kv_pages_for(g, true, in->tokens))
+				 a->land);
+	if (a->pool_pages_given && a->pool_pages < kv_pages_for(g, true, in->tokens))
 		return usage_err(ctx,
 				 "kvxfer plan: pool too small: a request of %u tokens needs %u pages "
 				 "of %u tokens per decode rank, --pool-pages is %llu",
 				 in->tokens, kv_pages_for(g, true, in->tokens), g->dst_page_tokens,
-				 (unsigned long long)*pool);
+				 (unsigned long long)a->pool_pages);
 	return 0;
 }
 
@@ -359,19 +337,19 @@ static void put_timing(struct out *o, const struct kv_plan_in *in, const struct 
 	}
 }
 
-int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
+int kvxfer_plan(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a)
 {
 	struct kv_plan_in in = { 0 };
 	struct out *o = &ctx->out;
 	struct kv_geom g;
-	uint64_t pool = 0;
 	struct kv_plan *p;
 	struct rc_err e;
 	char model[128];
 	int rc;
 
-	if ((rc = kvxfer_geom(ctx, c, v, &g, model, sizeof(model))) ||
-	    (rc = plan_args(ctx, c, v, &g, &in, &pool)))
+	if ((rc = kvxfer_geom(ctx, v, a, &g, model, sizeof(model))) ||
+	    (rc = plan_args(ctx, v, a, &g, &in)) ||
+	    (rc = kvxfer_fill(ctx, v, a, KVX_SEGMENTS, KVX_SEGMENTS)))
 		return rc;
 	p = malloc(sizeof(*p));
 	if (!p)
@@ -384,14 +362,14 @@ int kvxfer_plan(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	}
 	kvxfer_put_geom(o, &g, model);
 	put_sizes(o, &g, &in, p);
-	if ((rc = put_routes(ctx, &g, in.tokens, in.land, opt_on(v, KVX_SEGMENTS))))
+	if ((rc = put_routes(ctx, &g, in.tokens, in.land, a->segments)))
 		goto out;
 	out_text(o, "per rank and request:\n");
 	put_ranks(o, "src_ranks", p->src, g.src_tp, "source");
 	put_ranks(o, "dst_ranks", p->dst, g.dst_tp, "destination");
 	put_seg_sizes(o, p);
 	put_writes(o, &g, p);
-	put_timing(o, &in, p, opt_on(v, KVX_POOL_PAGES), pool);
+	put_timing(o, &in, p, a->pool_pages_given, a->pool_pages);
 out:
 	free(p);
 	return rc;

@@ -178,11 +178,16 @@ void kvxfer_on_event(void *arg, const struct kv_event *ev)
 		send_progress(run, ev);
 }
 
-/* serve on several rails: each rail's source ranks and bytes, and its share. */
-static void put_rails(struct out *o, const struct kv_summary *s)
+/* Several rails: each rail's peers (serve: source ranks welcomed on it;
+ * send: decode ranks sent to over it) and bytes, and its share of them. */
+static void put_rails(struct out *o, const struct kv_summary *s, bool send)
 {
+	uint64_t total = 0;
+
 	if (s->nrails < 2)
 		return;
+	for (uint32_t i = 0; i < s->nrails; i++)
+		total += s->rails[i].bytes;
 	out_text(o, "; per rail:");
 	out_arr_begin(o, "rails");
 	for (uint32_t i = 0; i < s->nrails; i++) {
@@ -191,12 +196,17 @@ static void put_rails(struct out *o, const struct kv_summary *s)
 		out_obj_begin(o, NULL);
 		out_u64(o, "rail", i ? ", rail %llu" : " rail %llu", i + 1);
 		out_str(o, "device", " %s", r->dev);
-		out_str(o, "address", " (%s", r->addr);
-		out_u64(o, "port", ":%llu)", r->port);
-		out_u64(o, "sources", " %llu source ranks", r->sources);
+		if (send) {
+			out_str(o, "address", r->addr[0] ? " (from %s)" : "", r->addr);
+			out_u64(o, "decode_ranks", " %llu decode ranks", r->sources);
+		} else {
+			out_str(o, "address", " (%s", r->addr);
+			out_u64(o, "port", ":%llu)", r->port);
+			out_u64(o, "sources", " %llu source ranks", r->sources);
+		}
 		out_u64(o, "bytes", ", %llu bytes", r->bytes);
 		out_f64(o, "share", " (%.2f of the total)",
-			s->bytes ? (double)r->bytes / (double)s->bytes : 0.0);
+			total ? (double)r->bytes / (double)total : 0.0);
 		out_obj_end(o);
 	}
 	out_arr_end(o);
@@ -242,7 +252,7 @@ void kvxfer_put_summary(struct ctx *ctx, const struct kv_summary *s, uint32_t as
 		out_u64(o, "gather_sge", ", up to %llu pieces a write)", s->gather_sge);
 		out_u64(o, "routes_landed", ", %llu landed", s->routes_landed);
 	}
-	put_rails(o, s);
+	put_rails(o, s, send);
 	out_text(o, "\n");
 	(void)asked;
 	out_event(o);
@@ -265,7 +275,8 @@ void kvxfer_metrics(struct metrics *m, const struct kv_summary *s, bool send)
 		      "from the first request's start to the last one's end", s->seconds);
 	if (s->nrails > 1) {
 		metrics_family(m, "rdmactl_kvxfer_rail_bytes_total", METRIC_COUNTER,
-			       "bytes of the requests done that came in on each rail (device)");
+			       send ? "RDMA WRITE payload bytes sent over each rail (device)"
+				    : "bytes of the requests done that came in on each rail (device)");
 		for (uint32_t i = 0; i < s->nrails; i++)
 			metrics_sample(m, "", "device", s->rails[i].dev, (double)s->rails[i].bytes);
 	}

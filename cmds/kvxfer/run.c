@@ -19,48 +19,42 @@
 #include "metrics.h"
 #include "rails_cmds.h"
 
-static int common(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+static int common(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a,
 		  struct kv_common_opts *co)
 {
 	/* What --token-file held: it lasts the run, which is one at a time. */
 	static char token_buf[RC_TOKEN_MAX + 1];
-	int rank = 0, after = 0;
-	uint64_t u = 0;
 	int rc;
 
-	co->rank = 0;
 	co->dev_name = ctx->dev_name;
 	co->timeout_ms = ctx->timeout_ms;
-	co->hb_ms = 200;
-	co->hb_timeout_ms = 3000;
 	co->cancel_req = -1;
 	co->stop_fd = -1;
-	if ((rc = kvxfer_geom(ctx, c, v, &co->g, NULL, 0)) ||
-	    (rc = opt_int_at(ctx, c, v, KVX_RANK, 0, KV_MAX_TP - 1, &rank)) ||
-	    (rc = opt_int_at(ctx, c, v, KVX_HEARTBEAT_MS, 10, 60000, &co->hb_ms)) ||
-	    (rc = opt_int_at(ctx, c, v, KVX_HEARTBEAT_TIMEOUT, 50, 3600000, &co->hb_timeout_ms)) ||
-	    (rc = opt_u64_at(ctx, c, v, KVX_REQUESTS, &u)))
+	if ((rc = kvxfer_geom(ctx, v, a, &co->g, NULL, 0)) ||
+	    (rc = kvxfer_fill(ctx, v, a, KVX_RANK, KVX_RANK)) ||
+	    (rc = kvxfer_fill(ctx, v, a, KVX_HEARTBEAT_MS, KVX_HEARTBEAT_TIMEOUT)) ||
+	    (rc = kvxfer_fill(ctx, v, a, KVX_REQUESTS, KVX_REQUESTS)))
 		return rc;
-	if (u > UINT32_MAX)
-		return usage_err(ctx, "invalid --requests %llu", (unsigned long long)u);
+	if (a->requests > UINT32_MAX)
+		return usage_err(ctx, "invalid --requests %llu", (unsigned long long)a->requests);
 	if ((rc = opt_token(ctx, v, KVX_TOKEN, KVX_TOKEN_FILE, token_buf, &co->token)))
 		return rc;
-	co->rank = (uint32_t)rank;
-	co->requests = (uint32_t)u;
+	co->rank = (uint32_t)a->rank;
+	co->requests = (uint32_t)a->requests;
+	co->hb_ms = a->hb_ms;
+	co->hb_timeout_ms = a->hb_timeout_ms;
 	if (co->hb_timeout_ms <= co->hb_ms)
 		return usage_err(
 			ctx,
 			"--heartbeat-timeout (%d ms) must be longer than --heartbeat-ms (%d ms)",
 			co->hb_timeout_ms, co->hb_ms);
-	if (opt_on(v, KVX_CANCEL_REQUEST) != opt_on(v, KVX_CANCEL_AFTER_LAYERS))
+	if (!a->cancel_request_given != !a->cancel_after_given)
 		return usage_err(ctx, "--cancel-request and --cancel-after-layers go together");
-	if (opt_on(v, KVX_CANCEL_REQUEST)) {
-		if ((rc = opt_u64_at(ctx, c, v, KVX_CANCEL_REQUEST, &u)))
+	if (a->cancel_request_given) {
+		if ((rc = kvxfer_fill(ctx, v, a, KVX_CANCEL_REQUEST, KVX_CANCEL_AFTER_LAYERS)))
 			return rc;
-		co->cancel_req = (int64_t)u;
-		if ((rc = opt_int_at(ctx, c, v, KVX_CANCEL_AFTER_LAYERS, 0, KV_MAX_LAYERS, &after)))
-			return rc;
-		co->cancel_after = (uint32_t)after;
+		co->cancel_req = (int64_t)a->cancel_request;
+		co->cancel_after = (uint32_t)a->cancel_after;
 	}
 	return 0;
 }
@@ -100,11 +94,11 @@ static int finish_run(struct ctx *ctx, int rc, const struct rc_err *e, const str
 	return 0;
 }
 
-static int finish(struct ctx *ctx, const struct opt_vals *v, uint32_t rank, int rc,
+static int finish(struct ctx *ctx, const struct kvxfer_args *a, uint32_t rank, int rc,
 		  const struct rc_err *e, const struct kv_summary *sum, uint32_t asked, bool send,
 		  int sfd, sigset_t *mask)
 {
-	const char *path = opt_arg(v, KVX_METRICS);
+	const char *path = a->metrics;
 	bool ran = !rc;
 	struct metrics m;
 
@@ -120,28 +114,29 @@ static int finish(struct ctx *ctx, const struct opt_vals *v, uint32_t rank, int 
 }
 
 /* --mem and --gpu-reg of serve (the pool) and send (the source pages). */
-static int mem_opts(struct ctx *ctx, const struct opt_vals *v, const char *sub,
-		    struct rc_mem_spec *m)
+static int mem_opts(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a,
+		    const char *sub, struct rc_mem_spec *m)
 {
 	int rc;
 
-	if (opt_on(v, KVX_GPU_REG) &&
-	    (rc_mem_reg_parse(opt_arg(v, KVX_GPU_REG), &m->reg) || m->reg == RC_REG_HOST))
+	if ((rc = kvxfer_fill(ctx, v, a, KVX_MEM, KVX_GPU_REG)))
+		return rc;
+	if (a->gpu_reg && (rc_mem_reg_parse(a->gpu_reg, &m->reg) || m->reg == RC_REG_HOST))
 		return usage_err(ctx,
 				 "invalid --gpu-reg '%s': expected auto, dmabuf, peermem or bounce",
-				 opt_arg(v, KVX_GPU_REG));
-	if ((rc = opt_mem(ctx, opt_arg(v, KVX_MEM), true, NULL, &m->kind, &m->gpu)))
+				 a->gpu_reg);
+	if ((rc = opt_mem(ctx, a->mem, true, NULL, &m->kind, &m->gpu)))
 		return rc;
-	if (opt_on(v, KVX_GPU_REG) && m->kind != RC_MEM_CUDA)
+	if (a->gpu_reg && m->kind != RC_MEM_CUDA)
 		return usage_err(ctx, "kvxfer %s: --gpu-reg is for --mem cuda[:N]", sub);
 	return 0;
 }
 
 /* --listen, one address or one a rail (with -d DEV1,DEV2). */
-static int serve_listen(struct ctx *ctx, const struct opt_vals *v, struct listen_rails *lr,
+static int serve_listen(struct ctx *ctx, const char *listen, struct listen_rails *lr,
 			struct kv_recv_opts *o)
 {
-	int rc = listen_rails(ctx, "kvxfer serve", opt_arg(v, KVX_LISTEN), lr);
+	int rc = listen_rails(ctx, "kvxfer serve", listen, lr);
 
 	if (rc)
 		return rc;
@@ -159,61 +154,63 @@ static int serve_listen(struct ctx *ctx, const struct opt_vals *v, struct listen
 	return 0;
 }
 
-int kvxfer_serve(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
+int kvxfer_serve(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a)
 {
 	struct kv_recv_opts o = { .scatter_seed = 0 };
 	struct run_ctx r = { ctx, false };
 	struct kv_summary sum;
 	struct listen_rails lr;
-	uint64_t pool = 0, land = 0;
 	struct rc_err e;
 	sigset_t mask;
 	int rc;
 
-	if ((rc = common(ctx, c, v, &o.c)))
+	if ((rc = common(ctx, v, a, &o.c)) || (rc = kvxfer_fill(ctx, v, a, KVX_LISTEN, KVX_LISTEN)))
 		return rc;
-	if (!opt_on(v, KVX_LISTEN) || !opt_on(v, KVX_POOL_PAGES))
+	if (!a->listen || !a->pool_pages_given)
 		return usage_err(ctx,
 				 "kvxfer serve: --listen ADDR:PORT and --pool-pages N are required");
-	if ((rc = serve_listen(ctx, v, &lr, &o)))
+	if ((rc = serve_listen(ctx, a->listen, &lr, &o)))
 		return rc;
-	if ((rc = opt_u64_at(ctx, c, v, KVX_POOL_PAGES, &pool)) ||
-	    (rc = opt_u64_at(ctx, c, v, KVX_SCATTER, &o.scatter_seed)) ||
-	    (rc = opt_u64_at(ctx, c, v, KVX_LAND_PAGES, &land)))
+	if ((rc = kvxfer_fill(ctx, v, a, KVX_POOL_PAGES, KVX_POOL_PAGES)) ||
+	    (rc = kvxfer_fill(ctx, v, a, KVX_SCATTER, KVX_VERIFY)) ||
+	    (rc = kvxfer_fill(ctx, v, a, KVX_LAND_PAGES, KVX_LAND_PAGES)))
 		return rc;
-	if (pool < 1 || pool > UINT32_MAX)
+	if (a->pool_pages < 1 || a->pool_pages > UINT32_MAX)
 		return usage_err(ctx, "invalid --pool-pages %llu: expected at least 1",
-				 (unsigned long long)pool);
-	if (opt_on(v, KVX_LAND_PAGES) && (land < 1 || land > pool))
+				 (unsigned long long)a->pool_pages);
+	if (a->land_pages_given && (a->land_pages < 1 || a->land_pages > a->pool_pages))
 		return usage_err(ctx,
 				 "invalid --land-pages %llu: expected 1 to the pool's %llu pages",
-				 (unsigned long long)land, (unsigned long long)pool);
-	o.land_pages = (uint32_t)land;
+				 (unsigned long long)a->land_pages,
+				 (unsigned long long)a->pool_pages);
+	o.land_pages = (uint32_t)a->land_pages;
 	if (o.c.rank >= o.c.g.dst_tp)
 		return usage_err(ctx, "kvxfer serve: --rank %u, but --dst-tp %u has ranks 0 to %u",
 				 o.c.rank, o.c.g.dst_tp, o.c.g.dst_tp - 1);
-	o.pool_pages = (uint32_t)pool;
-	o.scatter = opt_on(v, KVX_SCATTER);
-	o.verify = opt_on(v, KVX_VERIFY);
-	if ((rc = mem_opts(ctx, v, "serve", &o.mem)))
+	o.pool_pages = (uint32_t)a->pool_pages;
+	o.scatter_seed = a->scatter;
+	o.scatter = a->scatter_given;
+	o.verify = a->verify;
+	if ((rc = mem_opts(ctx, v, a, "serve", &o.mem)))
 		return rc;
 	if (o.mem.kind == RC_MEM_CUDA && o.verify)
 		return usage_err(
 			ctx, "kvxfer serve: --verify reads the pool with the CPU, not with --mem %s",
-			opt_arg(v, KVX_MEM));
+			a->mem);
 	o.c.on_event = kvxfer_on_event;
 	o.c.arg = &r;
 	if (ctx->session)
 		return usage_err(ctx,
 				 "kvxfer serve: run it from the command line, not in the shell");
-	if (opt_on(v, KVX_METRICS) && (rc = metrics_path_check(ctx, opt_arg(v, KVX_METRICS))))
+	if ((rc = kvxfer_fill(ctx, v, a, KVX_METRICS, KVX_METRICS)) ||
+	    (a->metrics && (rc = metrics_path_check(ctx, a->metrics))))
 		return rc;
-	if ((rc = opt_mem_ready(ctx, opt_arg(v, KVX_MEM), o.mem.kind, o.mem.gpu)))
+	if ((rc = opt_mem_ready(ctx, a->mem, o.mem.kind, o.mem.gpu)))
 		return rc;
 	if ((o.c.stop_fd = signals(ctx, &mask)) < 0)
 		return o.c.stop_fd;
 	rc = kv_recv_run(&o, &sum, &e);
-	return finish(ctx, v, o.c.rank, rc, &e, &sum, o.c.requests, false, o.c.stop_fd, &mask);
+	return finish(ctx, a, o.c.rank, rc, &e, &sum, o.c.requests, false, o.c.stop_fd, &mask);
 }
 
 /* Test hook, kept out of help: RDMACTL_TEST_KV_CORRUPT=REQ sends request
@@ -235,19 +232,17 @@ static int corrupt_hook(struct ctx *ctx, struct kv_send_opts *o)
 }
 
 /* --connect, each decode rank (given as often as there are), and --tokens. */
-static int send_targets(struct ctx *ctx, const struct opt_vals *v, struct kv_send_opts *o,
-			struct kv_send_target *targets)
+static int send_targets(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a,
+			struct kv_send_opts *o, struct kv_send_target *targets)
 {
-	if (!opt_on(v, KVX_CONNECT) || !opt_on(v, KVX_TOKENS))
+	int rc = kvxfer_fill(ctx, v, a, KVX_CONNECT, KVX_CONNECT);
+
+	if (rc)
+		return rc;
+	if (!a->connect || !a->tokens_given)
 		return usage_err(
 			ctx,
 			"kvxfer send: --connect ADDR:PORT (each decode rank) and --tokens N are required");
-	/* a source rank is one GPU's process: one NIC, the rail of its GPU */
-	if (ctx->dev_name && strchr(ctx->dev_name, ','))
-		return usage_err(ctx,
-				 "kvxfer send: -d %s: a source rank sends from one device (its "
-				 "rail); a decode rank serves several (serve --listen ADDR1,ADDR2)",
-				 ctx->dev_name);
 	for (int i = 0; i < v->nmulti; i++) {
 		struct rc_target t;
 
@@ -261,92 +256,119 @@ static int send_targets(struct ctx *ctx, const struct opt_vals *v, struct kv_sen
 	return 0;
 }
 
+/* -d DEV1,DEV2 and --bind ADDR1,ADDR2: several rails of this source rank,
+ * decode rank i over rail i modulo them (fr holds the strings). */
+static int send_rails(struct ctx *ctx, struct kv_send_opts *o, struct from_rails *fr)
+{
+	int rc = from_rails(ctx, "kvxfer send", ctx->dev_name, o->bind_addr, fr);
+
+	if (rc || fr->n < 2)
+		return rc;
+	if (o->ntargets < fr->n)
+		return usage_err(ctx,
+				 "kvxfer send: %d rails (-d, --bind) but %d decode rank%s "
+				 "(--connect): each rail needs one (decode rank i goes over rail i "
+				 "modulo the rails)",
+				 fr->n, o->ntargets, o->ntargets == 1 ? "" : "s");
+	o->nrails = fr->n;
+	for (int i = 0; i < fr->n; i++) {
+		o->rail_dev[i] = fr->dev[i][0] ? fr->dev[i] : NULL;
+		o->rail_bind[i] = fr->bind[i][0] ? fr->bind[i] : NULL;
+	}
+	o->c.dev_name = o->rail_dev[0];
+	o->bind_addr = o->rail_bind[0];
+	return 0;
+}
+
 /* A request's size and pace: --tokens, --qps, --inflight, --layer-compute-us,
  * checked against the geometry and this rank. */
-static int send_load(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+static int send_load(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a,
 		     struct kv_send_opts *o)
 {
-	int rc, nqps = 1, inflight = 1;
-	uint64_t tokens = 0;
-	const char *lc;
+	int rc;
 
-	if ((rc = opt_u64_at(ctx, c, v, KVX_TOKENS, &tokens)) ||
-	    (rc = opt_int_at(ctx, c, v, KVX_QPS, 1, KV_MAX_QPS, &nqps)) ||
-	    (rc = opt_int_at(ctx, c, v, KVX_INFLIGHT, 1, 64, &inflight)))
+	if ((rc = kvxfer_fill(ctx, v, a, KVX_TOKENS, KVX_TOKENS)) ||
+	    (rc = kvxfer_fill(ctx, v, a, KVX_QPS, KVX_QPS)) ||
+	    (rc = kvxfer_fill(ctx, v, a, KVX_INFLIGHT, KVX_INFLIGHT)))
 		return rc;
-	o->nqps = (uint32_t)nqps;
-	o->inflight = (uint32_t)inflight;
-	if (tokens < 1 || tokens > UINT32_MAX)
+	o->nqps = (uint32_t)a->qps;
+	o->inflight = (uint32_t)a->inflight;
+	if (a->tokens < 1 || a->tokens > UINT32_MAX)
 		return usage_err(ctx, "invalid --tokens %llu: expected at least 1",
-				 (unsigned long long)tokens);
+				 (unsigned long long)a->tokens);
 	if (o->c.rank >= o->c.g.src_tp)
 		return usage_err(ctx, "kvxfer send: --rank %u, but --src-tp %u has ranks 0 to %u",
 				 o->c.rank, o->c.g.src_tp, o->c.g.src_tp - 1);
-	if (kv_pages_for(&o->c.g, true, (uint32_t)tokens) > KV_MAX_REQ_PAGES)
+	if (kv_pages_for(&o->c.g, true, (uint32_t)a->tokens) > KV_MAX_REQ_PAGES)
 		return usage_err(ctx, "kvxfer send: %llu tokens take more than %d destination pages",
-				 (unsigned long long)tokens, KV_MAX_REQ_PAGES);
-	if ((lc = opt_arg(v, KVX_LAYER_COMPUTE_US))) {
-		char *end;
-
-		o->layer_compute_us = strtod(lc, &end);
-		if (end == lc || *end || !isfinite(o->layer_compute_us) ||
-		    o->layer_compute_us < 0 || o->layer_compute_us > 1e7)
-			return usage_err(ctx,
-					 "invalid --layer-compute-us '%s': expected 0 to 10000000",
-					 lc);
-	}
-	o->tokens = (uint32_t)tokens;
+				 (unsigned long long)a->tokens, KV_MAX_REQ_PAGES);
+	/* The row's number (plan takes any pace); a simulated layer's is at
+	 * most 10 s, and send names that bound for any bad value. */
+	if (a->layer_compute_given &&
+	    (opt_double_parse(&cmd_kvxfer.opts[KVX_LAYER_COMPUTE_US], a->layer_compute_given,
+			      &o->layer_compute_us) ||
+	     o->layer_compute_us > 1e7))
+		return usage_err(ctx, "invalid --layer-compute-us '%s': expected 0 to 10000000",
+				 a->layer_compute_given);
+	o->tokens = (uint32_t)a->tokens;
 	return 0;
 }
 
 /* How the bytes go: --bind, --no-stream, --max-sge, the source pages'
  * memory, --pack and --land. */
-static int send_path(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+static int send_path(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a,
 		     struct kv_send_opts *o)
 {
-	int rc, sge = KV_GATHER_MAX;
+	int rc;
 
-	o->bind_addr = opt_arg(v, KVX_BIND);
-	o->no_stream = opt_on(v, KVX_NO_STREAM);
-	if ((rc = opt_int_at(ctx, c, v, KVX_MAX_SGE, 1, KV_GATHER_MAX, &sge)))
+	if ((rc = kvxfer_fill(ctx, v, a, KVX_BIND, KVX_BIND)) ||
+	    (rc = kvxfer_fill(ctx, v, a, KVX_NO_STREAM, KVX_NO_STREAM)) ||
+	    (rc = kvxfer_fill(ctx, v, a, KVX_MAX_SGE, KVX_MAX_SGE)))
 		return rc;
-	o->max_sge = (uint32_t)sge;
-	if ((rc = mem_opts(ctx, v, "send", &o->mem)))
+	o->bind_addr = a->bind;
+	o->no_stream = a->no_stream;
+	o->max_sge = (uint32_t)a->max_sge;
+	if ((rc = mem_opts(ctx, v, a, "send", &o->mem)) ||
+	    (rc = kvxfer_fill(ctx, v, a, KVX_PACK, KVX_PACK)) ||
+	    (rc = kvxfer_fill(ctx, v, a, KVX_LAND, KVX_LAND)))
 		return rc;
-	if (opt_on(v, KVX_PACK) && kv_pack_parse(opt_arg(v, KVX_PACK), &o->pack))
+	if (kv_pack_parse(a->pack, &o->pack))
 		return usage_err(ctx, "invalid --pack '%s': expected auto, always or never",
-				 opt_arg(v, KVX_PACK));
-	if (opt_on(v, KVX_LAND) && kv_pack_parse(opt_arg(v, KVX_LAND), &o->land))
+				 a->pack);
+	if (kv_pack_parse(a->land, &o->land))
 		return usage_err(ctx, "invalid --land '%s': expected auto, always or never",
-				 opt_arg(v, KVX_LAND));
+				 a->land);
 	return 0;
 }
 
-int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
+int kvxfer_send(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a)
 {
 	struct kv_send_target targets[REPEAT_MAX];
 	struct kv_send_opts o = { .nqps = 1, .inflight = 1 };
 	struct run_ctx r = { ctx, true };
+	struct from_rails fr;
 	struct kv_summary sum;
 	struct rc_err e;
 	sigset_t mask;
 	int rc;
 
-	if ((rc = common(ctx, c, v, &o.c)))
+	if ((rc = common(ctx, v, a, &o.c)))
 		return rc;
-	if (!opt_on(v, KVX_REQUESTS))
+	if (!a->requests_given)
 		o.c.requests = 1;
-	if ((rc = send_targets(ctx, v, &o, targets)) || (rc = send_load(ctx, c, v, &o)) ||
-	    (rc = send_path(ctx, c, v, &o)) || (rc = corrupt_hook(ctx, &o)))
+	if ((rc = send_targets(ctx, v, a, &o, targets)) || (rc = send_load(ctx, v, a, &o)) ||
+	    (rc = send_path(ctx, v, a, &o)) || (rc = send_rails(ctx, &o, &fr)) ||
+	    (rc = corrupt_hook(ctx, &o)))
 		return rc;
 	o.targets = targets;
 	o.c.on_event = kvxfer_on_event;
 	o.c.arg = &r;
 	if (ctx->session)
 		return usage_err(ctx, "kvxfer send: run it from the command line, not in the shell");
-	if (opt_on(v, KVX_METRICS) && (rc = metrics_path_check(ctx, opt_arg(v, KVX_METRICS))))
+	if ((rc = kvxfer_fill(ctx, v, a, KVX_METRICS, KVX_METRICS)) ||
+	    (a->metrics && (rc = metrics_path_check(ctx, a->metrics))))
 		return rc;
-	if ((rc = opt_mem_ready(ctx, opt_arg(v, KVX_MEM), o.mem.kind, o.mem.gpu)))
+	if ((rc = opt_mem_ready(ctx, a->mem, o.mem.kind, o.mem.gpu)))
 		return rc;
 	if ((o.c.stop_fd = signals(ctx, &mask)) < 0)
 		return o.c.stop_fd;
@@ -354,5 +376,5 @@ int kvxfer_send(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v)
 	r.asked = o.c.requests;
 	rc = kv_send_run(&o, &sum, &e);
 	progress_end(&r.prog);
-	return finish(ctx, v, o.c.rank, rc, &e, &sum, o.c.requests, true, o.c.stop_fd, &mask);
+	return finish(ctx, a, o.c.rank, rc, &e, &sum, o.c.requests, true, o.c.stop_fd, &mask);
 }

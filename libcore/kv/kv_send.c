@@ -214,6 +214,15 @@ static void dst_step(struct kv_sender *s, struct sdst *d, double now)
 	}
 }
 
+/* Every shared CQ is empty and armed: the loop may sleep on them. */
+static bool shared_armed(const struct kv_sender *s)
+{
+	for (int r = 0; r < RC_RAILS_MAX; r++)
+		if (s->sh[r] && !s->sh[r]->armed)
+			return false;
+	return true;
+}
+
 static void add_fd(struct pollfd *pfd, int *n, int fd)
 {
 	pfd[(*n)++] = (struct pollfd){ .fd = fd, .events = POLLIN };
@@ -239,8 +248,9 @@ static int wait_fds(struct kv_sender *s, struct pollfd *pfd, int n)
 				add_fd(pfd, &n, d->qp[k].c->cch->fd);
 		}
 	}
-	if (s->sh)
-		add_fd(pfd, &n, s->sh->cch->fd);
+	for (int r = 0; r < RC_RAILS_MAX; r++)
+		if (s->sh[r])
+			add_fd(pfd, &n, s->sh[r]->cch->fd);
 	if (s->ech)
 		add_fd(pfd, &n, s->ech->fd);
 	return n;
@@ -249,7 +259,8 @@ static int wait_fds(struct kv_sender *s, struct pollfd *pfd, int n)
 static int run(struct kv_sender *s, struct rc_err *err)
 {
 	const struct kv_send_opts *o = s->o;
-	struct pollfd *pfd = calloc((size_t)s->nd * (o->nqps + 1) * 2 + 3, sizeof(*pfd));
+	struct pollfd *pfd =
+		calloc((size_t)s->nd * (o->nqps + 1) * 2 + 2 + RC_RAILS_MAX, sizeof(*pfd));
 	int rc = 0;
 
 	if (!pfd)
@@ -260,7 +271,8 @@ static int run(struct kv_sender *s, struct rc_err *err)
 		bool busy;
 
 		/* Drain and arm every CQ before sleeping on them. */
-		rc_shared_drain(s->sh, 1024, shared_wc, s);
+		for (int r = 0; r < RC_RAILS_MAX; r++)
+			rc_shared_drain(s->sh[r], 1024, shared_wc, s);
 		kvs_cm_events(s);
 		for (int i = 0; i < s->nd; i++) {
 			struct sdst *d = &s->d[i];
@@ -294,7 +306,7 @@ static int run(struct kv_sender *s, struct rc_err *err)
 			pfd[n++] = (struct pollfd){ .fd = o->c.stop_fd, .events = POLLIN };
 		}
 		n = wait_fds(s, pfd, n);
-		wait = busy || (s->sh && !s->sh->armed) ? 0 : (int)(kvs_next_wake(s) * 1000) + 1;
+		wait = busy || !shared_armed(s) ? 0 : (int)(kvs_next_wake(s) * 1000) + 1;
 		if (poll(pfd, (nfds_t)n, wait) < 0 && errno != EINTR) {
 			rc = rc_err_set(err, errno, "poll failed: %s", strerror(errno));
 			goto out;
@@ -337,17 +349,22 @@ int kv_send_run(const struct kv_send_opts *o, struct kv_summary *sum, struct rc_
 		rc = run(s, err);
 	}
 	sum->nqps = o->nqps;
+	sum->nrails = o->nrails > 1 ? (uint32_t)o->nrails : 0;
 	for (int i = 0; i < s->nd; i++) {
+		struct kv_rail_sum *rs = &sum->rails[s->d[i].rail];
+
 		for (uint32_t k = 0; k < o->nqps; k++) {
 			sum->qp_bytes[k] += s->d[i].qp[k].bytes;
 			sum->qp_wrs[k] += s->d[i].qp[k].sq.posted;
+			rs->bytes += sum->nrails ? s->d[i].qp[k].bytes : 0;
 		}
 		kvs_close_dst(&s->d[i]);
 		free(s->d[i].segs);
 		for (int k = 0; k < KV_MAX_QPS; k++)
 			free(s->d[i].qp[k].q);
 	}
-	rc_shared_destroy(s->sh); /* after every data QP on it */
+	for (int r = 0; r < RC_RAILS_MAX; r++)
+		rc_shared_destroy(s->sh[r]); /* after every data QP on it */
 	if (s->ech)
 		rdma_destroy_event_channel(s->ech); /* and every connection */
 	for (uint32_t i = 0; s->reqs && i < o->inflight; i++) {

@@ -38,6 +38,7 @@ struct sqp {
 
 struct sdst {
 	const struct kv_send_target *t;
+	int rail; /* the rail of ours it goes over (kv_send_opts.nrails) */
 	char name[300];
 	struct rc_conn *ctrl;
 	struct kv_chan ch;
@@ -104,9 +105,9 @@ struct kv_sender {
 	uint32_t next_id, active, finished;
 	double compute_free, first;
 	bool stopping, broken;
-	/* One CQ for every data QP (all decode ranks), made with the first
-	 * one; NULL: each has its own (a device without the room). */
-	struct rc_shared *sh;
+	/* One CQ a rail for the data QPs of every decode rank on it, made with
+	 * the first; NULL: each has its own (a device without the room). */
+	struct rc_shared *sh[RC_RAILS_MAX];
 	/* The CM events of every connection (NULL: each keeps its own). */
 	struct rdma_event_channel *ech;
 	struct kv_summary *sum;

@@ -18,6 +18,17 @@
 #include <rdmactl/ops_core.h>
 #include <rdmactl/kv_core.h>
 
+/* The device and local address d's connections leave from: its rail's. */
+static const char *dst_dev(const struct kv_sender *s, const struct sdst *d)
+{
+	return s->o->nrails > 1 ? s->o->rail_dev[d->rail] : s->o->c.dev_name;
+}
+
+static const char *dst_bind(const struct kv_sender *s, const struct sdst *d)
+{
+	return s->o->nrails > 1 ? s->o->rail_bind[d->rail] : s->o->bind_addr;
+}
+
 static int connect_dst(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 {
 	const struct kv_send_opts *o = s->o;
@@ -28,8 +39,8 @@ static int connect_dst(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 				   .timeout_ms = o->c.timeout_ms,
 				   .private_data = pdb,
 				   .private_len = KV_PD_LEN,
-				   .bind_addr = o->bind_addr,
-				   .dev_name = o->c.dev_name };
+				   .bind_addr = dst_bind(s, d),
+				   .dev_name = dst_dev(s, d) };
 	struct rc_err e;
 	int rc;
 
@@ -43,20 +54,24 @@ static int connect_dst(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 }
 
 /*
- * One CQ and completion channel for the data QPs of every decode rank (room
- * for each one's send queue and its one receive), made with the first
- * decode rank's, on its device (a source rank sends from one). Without
- * the room, or when it cannot be made, each data QP keeps its own.
+ * One CQ and completion channel a rail for the data QPs of every decode
+ * rank on it (room for each one's send queue and its one receive), made
+ * with the first decode rank's, on the rail's device. Without the room, or
+ * when it cannot be made, each data QP keeps its own.
  */
 static void shared_cq(struct kv_sender *s, struct sdst *d)
 {
 	struct ibv_device_attr da;
-	long cqe = (long)s->nd * s->o->nqps * (SQ_DEPTH + 5);
+	int on = 0;
+	long cqe;
 
-	if (s->sh || ibv_query_device(d->ctrl->verbs, &da) || cqe > da.max_cqe)
+	for (int i = 0; i < s->o->ntargets; i++)
+		on += s->o->nrails > 1 ? i % s->o->nrails == d->rail : 1;
+	cqe = (long)on * s->o->nqps * (SQ_DEPTH + 5);
+	if (s->sh[d->rail] || ibv_query_device(d->ctrl->verbs, &da) || cqe > da.max_cqe)
 		return;
-	if (rc_shared_create(d->ctrl->pd, (int)cqe, 0, &s->sh, NULL))
-		s->sh = NULL;
+	if (rc_shared_create(d->ctrl->pd, (int)cqe, 0, &s->sh[d->rail], NULL))
+		s->sh[d->rail] = NULL;
 }
 
 /* The data QPs: the decode rank takes them only after WELCOME. */
@@ -68,8 +83,8 @@ static int connect_data(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 	struct rc_conn_opts co = { .timeout_ms = o->c.timeout_ms,
 				   .private_data = pdb,
 				   .private_len = KV_PD_LEN,
-				   .bind_addr = o->bind_addr,
-				   .dev_name = o->c.dev_name };
+				   .bind_addr = dst_bind(s, d),
+				   .dev_name = dst_dev(s, d) };
 	struct rc_err e;
 	int rc;
 
@@ -78,7 +93,7 @@ static int connect_data(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 	co.send_sge = (int)s->gather;
 	co.pd = d->ctrl->pd;
 	shared_cq(s, d);
-	co.shared = s->sh;
+	co.shared = s->sh[d->rail];
 	for (uint32_t k = 0; k < o->nqps; k++) {
 		pd.qp = k + 1;
 		memcpy(pd.secret, s->secret, sizeof(pd.secret));
@@ -170,11 +185,19 @@ int kvs_open_dst(struct kv_sender *s, struct sdst *d, const struct kv_send_targe
 	int rc;
 
 	d->t = t;
+	d->rail = s->o->nrails > 1 ? (int)(d - s->d) % s->o->nrails : 0;
 	snprintf(d->name, sizeof(d->name), strchr(d->t->host, ':') ? "[%s]:%s" : "%s:%s",
 		 d->t->host, d->t->port);
 	s->nd++;
 	if ((rc = connect_dst(s, d, err)))
 		return rc;
+	if (s->o->nrails > 1) { /* the rail's figures: its device, address, decode ranks */
+		struct kv_rail_sum *rs = &s->sum->rails[d->rail];
+
+		snprintf(rs->dev, sizeof(rs->dev), "%s", d->ctrl->dev_name);
+		snprintf(rs->addr, sizeof(rs->addr), "%s", dst_bind(s, d) ? dst_bind(s, d) : "");
+		rs->sources++;
+	}
 	/* Pinning a large pool takes a while: before HELLO, since the decode
 	 * rank counts heartbeats from WELCOME on. */
 	if ((rc = rc_mem_register(&s->mem, d->ctrl->pd, IBV_ACCESS_LOCAL_WRITE, &d->mr, &e))) {

@@ -234,7 +234,7 @@ LLAMA=(--layers 32 --kv-heads 8 --head-dim 128 --dtype bf16)
 	assert_output "$(printf 'plan\nserve\nsend')"
 }
 
-@test "rails: serve takes an address a rail (and -d a device each), send one device" {
+@test "rails: serve takes an address a rail (and -d a device each), send a device or bind address a rail and a decode rank for each" {
 	run "$RDMACTL" -d rxe_b kvxfer serve "${LLAMA[@]}" --listen 192.0.2.1:7500,192.0.2.2:7500 --pool-pages 4
 	assert_failure 2
 	assert_output --partial "kvxfer serve: -d names 1 device and --listen 2 addresses: give one device per address"
@@ -243,7 +243,15 @@ LLAMA=(--layers 32 --kv-heads 8 --head-dim 128 --dtype bf16)
 	assert_output --partial "invalid --listen ':7500'"
 	run "$RDMACTL" -d rxe_a,rxe_c kvxfer send "${LLAMA[@]}" --tokens 4 --connect 192.0.2.1:7500
 	assert_failure 2
-	assert_output --partial "kvxfer send: -d rxe_a,rxe_c: a source rank sends from one device"
+	assert_output --partial "kvxfer send: 2 rails (-d, --bind) but 1 decode rank (--connect): each rail needs one"
+	run "$RDMACTL" -d rxe_a,rxe_c kvxfer send "${LLAMA[@]}" --tokens 4 --connect 192.0.2.1:7500 \
+		--connect 192.0.2.2:7500 --bind 192.0.2.3,192.0.2.4,192.0.2.5
+	assert_failure 2
+	assert_output --partial "kvxfer send: the rails do not pair up: 2 devices (-d) and 3 bind addresses"
+	run "$RDMACTL" kvxfer send "${LLAMA[@]}" --tokens 4 --connect 192.0.2.1:7500 \
+		--connect 192.0.2.2:7500 --bind 192.0.2.3,,192.0.2.4
+	assert_failure 2
+	assert_output --partial "kvxfer send: an empty item in the list '192.0.2.3,,192.0.2.4'"
 	# well formed: past the parser, to the missing device (exit 1)
 	run timeout 20 "$RDMACTL" -d rxe_b,rxe_d kvxfer serve "${LLAMA[@]}" \
 		--listen 192.0.2.1:7500,192.0.2.2:7500 --pool-pages 4

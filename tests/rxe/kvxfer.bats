@@ -918,6 +918,27 @@ rails_tp2() {
 		and (.d0 | ev(\"connected\") | map(.device) == [B, B])
 		and (.d0 | ev(\"summary\")[0] | .rails | map([.device, .sources, .share]) == [[B, 2, 1], [D, 0, 0]])" d0
 }
+# bats test_tags=plain-only
+@test "kvxfer send over two rails: one source rank feeds decode rank 0 over rail 1 and decode rank 1 over rail 2, verified, each rail half the bytes" {
+	need_four_nics
+	T=(--layers 4 --kv-heads 8 --head-dim 16 --page-tokens 4 --src-tp 1 --dst-tp 2)
+	ADDR=$RDMACTL_VM_ADDR_B serve_bg d0 "${T[@]}" --rank 0 --pool-pages 32 --verify --requests 3
+	ADDR=$RDMACTL_VM_ADDR_D serve_bg d1 "${T[@]}" --rank 1 --pool-pages 32 --verify --requests 3
+	wait_listening d0 d1
+	send s0 "${T[@]}" --connect "$RDMACTL_VM_ADDR_B:$PORT_d0" --connect "$RDMACTL_VM_ADDR_D:$PORT_d1" \
+		--bind "$RDMACTL_VM_ADDR_A,$RDMACTL_VM_ADDR_C" --tokens 10 --requests 3 --qps 2
+	reap s0 d0 d1
+	status 0 s0 d0 d1
+	# Each decode rank came over its rail's device, and each rail carried
+	# exactly its decode rank's writes (TP 1 -> 2: half the heads each).
+	check "def A: \"$RDMACTL_VM_DEV_A\"; def C: \"$RDMACTL_VM_DEV_C\";
+		([.s0, .d0, .d1] | all(verified(3)))
+		and (.s0 | ev(\"connected\") | map(.device) == [A, C])
+		and (.s0 | ev(\"summary\")[0] | (.qp_bytes | add) as \$t | \$t > 0
+			and (.rails | map([.rail, .device, .address, .decode_ranks, .bytes, .share])
+			== [[1, A, \"$RDMACTL_VM_ADDR_A\", 1, (\$t / 2), 0.5], [2, C, \"$RDMACTL_VM_ADDR_C\", 1, (\$t / 2), 0.5]]))" s0 d0 d1
+}
+
 # The fake CUDA driver (tests/unit/fake_cuda.c): "GPU memory" that is host
 # memory, so that send's GPU memory path (the fill through a host copy, the
 # packed staging copied over, the registered addresses in the writes) runs

@@ -269,7 +269,7 @@ struct kv_summary {
 	struct kv_rail_sum {
 		char dev[64], addr[RC_HOST_MAX];
 		uint16_t port;
-		uint32_t sources;
+		uint32_t sources; /* serve: source ranks welcomed; send: decode ranks */
 		uint64_t bytes;
 	} rails[RC_RAILS_MAX];
 };
@@ -321,6 +321,14 @@ struct kv_send_opts {
 	const struct kv_send_target *targets;
 	int ntargets;
 	const char *bind_addr;
+	/* Several rails (NICs) of this source rank: nrails > 1 sends to decode
+	 * rank targets[i] over rail i % nrails, its connections from
+	 * rail_dev[r] (NULL: the device of rail_bind[r]) bound to rail_bind[r]
+	 * (NULL: none); one shared CQ a rail, and the summary's rails say
+	 * each rail's decode ranks and bytes. nrails 0 or 1: c.dev_name and
+	 * bind_addr. */
+	int nrails;
+	const char *rail_dev[RC_RAILS_MAX], *rail_bind[RC_RAILS_MAX];
 	uint32_t nqps, tokens, inflight;
 	double layer_compute_us;
 	bool no_stream;
