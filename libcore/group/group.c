@@ -110,6 +110,20 @@ fail:
 }
 
 /* A connect request: from a rank below us that we need, once. */
+/* Rank j's earlier try, accepted here but never established (its connector
+ * timed out, or went): closed, so that its new request takes the rank. */
+static void drop_half_open(struct rc_group *g, int j)
+{
+	struct rc_conn *old;
+
+	pthread_mutex_lock(&g->mu);
+	old = g->peers[j].c;
+	g->peers[j].c = NULL;
+	g->peers[j].dead = false;
+	pthread_mutex_unlock(&g->mu);
+	rc_conn_close(old);
+}
+
 static void on_request(struct rc_group *g, struct rdma_cm_event *ev, const struct rc_endpoint *all)
 {
 	struct rdma_cm_id *child = ev->id;
@@ -121,9 +135,11 @@ static void on_request(struct rc_group *g, struct rdma_cm_event *ev, const struc
 	const char *why = NULL;
 	struct rc_err e;
 
+	/* A connection accepted here that never came up is no hold on its rank:
+	 * a new request from that rank means its connector gave that try up. */
 	pthread_mutex_lock(&g->mu);
 	for (int j = 0; taken && j < g->o.world; j++)
-		taken[j] = g->peers[j].c != NULL;
+		taken[j] = g->peers[j].c && (!g->peers[j].accepted || g->peers[j].c->established);
 	pthread_mutex_unlock(&g->mu);
 	/* The private data lives in the event: checked before the ack. */
 	why = taken ? group_hello_check(req.private_data, req.private_data_len, g->o.rank,
@@ -134,6 +150,8 @@ static void on_request(struct rc_group *g, struct rdma_cm_event *ev, const struc
 	req.private_data = NULL;
 	req.private_data_len = 0;
 	rdma_ack_cm_event(ev);
+	if (!why)
+		drop_half_open(g, (int)h.rank);
 	if (!why) {
 		co.sq_depth = g->o.sq_depth;
 		co.rq_depth = g->o.recv_depth;

@@ -596,6 +596,43 @@ group_listening() {
 }
 
 # bats test_tags=plain-only
+@test "group connect: a try of rank 0 that rank 1 accepted and that never came up does not hold the rank: the real rank 0 joins" {
+	need_guest
+	a2a_peers 2
+	local port1 imp tok=$BATS_TEST_TMPDIR/tok i
+	port1=$(awk '$1 == 1 { sub(/.*:/, "", $2); print $2 }' "$PEERS")
+	printf 's3cret\n' >"$tok"
+	chmod 600 "$tok"
+	PIDS=()
+	RDMACTL_TOKEN=s3cret rdmactl -j -t 15000 alltoall -r 1 -w 2 -R "file:$PEERS" "${SMALL[@]}" \
+		>"$BATS_TEST_TMPDIR/rank.1.out" 2>"$BATS_TEST_TMPDIR/rank.1.err" &
+	PIDS+=($!)
+	group_listening "$port1"
+	# Rank 0's request, proven, with no queue pair behind it and no answer
+	# to rank 1's accept: as a connector that timed out leaves it.
+	GROUP_IMPOSTOR_HALF=1 GROUP_IMPOSTOR_HOLD=30 "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 2 1 s3cret \
+		>"$BATS_TEST_TMPDIR/imp.out" 2>&1 &
+	imp=$!
+	started "$imp"
+	for ((i = 0; i < 100; i++)); do
+		grep -q . "$BATS_TEST_TMPDIR/imp.out" && break
+		sleep 0.1
+	done
+	run cat "$BATS_TEST_TMPDIR/imp.out"
+	assert_output "half open"
+	# The real rank 0: its request takes the rank, and the group completes
+	# well before its timeout.
+	rdmactl -j -t 15000 alltoall -r 0 -w 2 -R "file:$PEERS" "${SMALL[@]}" --token-file "$tok" \
+		>"$BATS_TEST_TMPDIR/rank.0.out" 2>"$BATS_TEST_TMPDIR/rank.0.err" &
+	PIDS+=($!)
+	a2a_wait
+	[ "${RCS[0]}" = 0 ] || { a2a_dump; fail "rank 1 exited ${RCS[0]}"; }
+	[ "${RCS[1]}" = 0 ] || { a2a_dump; fail "rank 0 exited ${RCS[1]}"; }
+	run jq -e '.ranks == 2 and .wrong == 0 and .checked == true' "$BATS_TEST_TMPDIR/rank.0.out"
+	assert_success
+}
+
+# bats test_tags=plain-only
 @test "group token: a rank without the token is refused by one that has it, and says why" {
 	need_guest
 	a2a_peers 2

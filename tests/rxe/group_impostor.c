@@ -15,6 +15,10 @@
  * sends only the first 12 bytes (an rdmactl without group tokens).
  * GROUP_IMPOSTOR_AGE=S dates the nonce S seconds back; GROUP_IMPOSTOR_TWICE=1
  * sends the same request again once the first was answered (a replay).
+ * GROUP_IMPOSTOR_HALF=1 sends the request without a queue pair and never
+ * answers the rank's accept (no RTU): a connection the rank accepted that
+ * never comes up, held for GROUP_IMPOSTOR_HOLD seconds; it prints
+ * "half open" once the rank answered.
  * Once accepted it stays connected for GROUP_IMPOSTOR_HOLD seconds
  * (default 0).
  *
@@ -22,6 +26,8 @@
  * request, the status the last one's; 2: usage.
  */
 #include <endian.h>
+#include <netdb.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +47,55 @@ struct hello {
 	uint8_t nonce[16];
 	uint8_t proof[24];
 };
+
+/* The next CM event within 10 s: its type, or -1. */
+static int next_event(struct rdma_event_channel *ech)
+{
+	struct pollfd p = { .fd = ech->fd, .events = POLLIN };
+	struct rdma_cm_event *ev;
+	int t;
+
+	if (poll(&p, 1, 10000) != 1 || rdma_get_cm_event(ech, &ev))
+		return -1;
+	t = (int)ev->event;
+	rdma_ack_cm_event(ev);
+	return t;
+}
+
+static int half_open(const char *host, const char *port, const struct hello *h)
+{
+	struct rdma_event_channel *ech = rdma_create_event_channel();
+	struct rdma_conn_param p = { .private_data = h,
+				     .private_data_len = sizeof(*h),
+				     .responder_resources = 1,
+				     .initiator_depth = 1,
+				     .retry_count = 7,
+				     .rnr_retry_count = 7,
+				     .qp_num = 0x1234 };
+	struct rdma_cm_id *id = NULL;
+	struct addrinfo *ai = NULL;
+	int t = -1;
+
+	if (ech && !rdma_create_id(ech, &id, NULL, RDMA_PS_TCP) &&
+	    !getaddrinfo(host, port, NULL, &ai) && !rdma_resolve_addr(id, NULL, ai->ai_addr, 2000) &&
+	    next_event(ech) == RDMA_CM_EVENT_ADDR_RESOLVED && !rdma_resolve_route(id, 2000) &&
+	    next_event(ech) == RDMA_CM_EVENT_ROUTE_RESOLVED && !rdma_connect(id, &p))
+		t = next_event(ech);
+	if (ai)
+		freeaddrinfo(ai);
+	if (t != RDMA_CM_EVENT_CONNECT_RESPONSE)
+		printf("refused: %s\n", t < 0 ? "no answer" : rdma_event_str(t));
+	else
+		printf("half open\n");
+	fflush(stdout);
+	if (t == RDMA_CM_EVENT_CONNECT_RESPONSE && getenv("GROUP_IMPOSTOR_HOLD"))
+		sleep((unsigned)atoi(getenv("GROUP_IMPOSTOR_HOLD")));
+	if (id)
+		rdma_destroy_id(id);
+	if (ech)
+		rdma_destroy_event_channel(ech);
+	return t == RDMA_CM_EVENT_CONNECT_RESPONSE ? 0 : 1;
+}
 
 int main(int argc, char **argv)
 {
@@ -72,6 +127,8 @@ int main(int argc, char **argv)
 		rc_token_proof(argv[6], "rdmactl group join v1", msg, sizeof(msg), h.proof,
 			       sizeof(h.proof));
 	}
+	if (getenv("GROUP_IMPOSTOR_HALF"))
+		return half_open(argv[1], argv[2], &h);
 	co.private_data = &h;
 	co.private_len = getenv("GROUP_IMPOSTOR_SHORT") ? 12 : sizeof(h);
 	for (int i = 0; i < tries; i++) {
