@@ -595,8 +595,8 @@ group_listening() {
 	assert_success
 }
 
-# bats test_tags=plain-only
 @test "group connect: a try of rank 0 that rank 1 accepted and that never came up does not hold the rank: the real rank 0 joins" {
+	# sanitizer tier: always (a connection closed and replaced in the accept path)
 	need_guest
 	a2a_peers 2
 	local port1 imp tok=$BATS_TEST_TMPDIR/tok i
