@@ -29,10 +29,23 @@ static const char *dst_bind(const struct kv_sender *s, const struct sdst *d)
 	return s->o->nrails > 1 ? s->o->rail_bind[d->rail] : s->o->bind_addr;
 }
 
+/* The private data of connect request qp (0: the control QP): who we are,
+ * and the proof of the token over it. */
+static void hello_pd(const struct kv_sender *s, uint32_t qp, unsigned char pdb[KV_PD_LEN])
+{
+	struct kv_hello_pd pd = { .rank = s->o->c.rank,
+				  .nqps = s->o->nqps,
+				  .session = s->session,
+				  .qp = qp };
+
+	memcpy(pd.secret, s->secret, sizeof(pd.secret));
+	kv_pd_prove(&pd, s->o->c.token);
+	kv_pd_encode(&pd, pdb, KV_PD_LEN);
+}
+
 static int connect_dst(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 {
 	const struct kv_send_opts *o = s->o;
-	struct kv_hello_pd pd = { .rank = o->c.rank, .nqps = o->nqps, .session = s->session };
 	unsigned char pdb[KV_PD_LEN];
 	struct rc_conn_opts co = { .sq_depth = KV_CHAN_SENDS + 2,
 				   .rq_depth = KV_CHAN_RECVS,
@@ -44,9 +57,7 @@ static int connect_dst(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 	struct rc_err e;
 	int rc;
 
-	memcpy(pd.secret, s->secret, sizeof(pd.secret));
-	kv_pd_prove(&pd, o->c.token);
-	kv_pd_encode(&pd, pdb, sizeof(pdb));
+	hello_pd(s, 0, pdb);
 	if ((rc = rc_connect(d->t->host, d->t->port, &co, &d->ctrl, &e)))
 		return rc_err_set(err, -rc, "decode rank at %s: %.400s", d->name, e.msg);
 	rc_conn_share_events(d->ctrl, s->ech);
@@ -78,7 +89,6 @@ static void shared_cq(struct kv_sender *s, struct sdst *d)
 static int connect_data(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 {
 	const struct kv_send_opts *o = s->o;
-	struct kv_hello_pd pd = { .rank = o->c.rank, .nqps = o->nqps, .session = s->session };
 	unsigned char pdb[KV_PD_LEN];
 	struct rc_conn_opts co = { .timeout_ms = o->c.timeout_ms,
 				   .private_data = pdb,
@@ -95,10 +105,7 @@ static int connect_data(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 	shared_cq(s, d);
 	co.shared = s->sh[d->rail];
 	for (uint32_t k = 0; k < o->nqps; k++) {
-		pd.qp = k + 1;
-		memcpy(pd.secret, s->secret, sizeof(pd.secret));
-		kv_pd_prove(&pd, o->c.token);
-		kv_pd_encode(&pd, pdb, sizeof(pdb));
+		hello_pd(s, k + 1, pdb);
 		if ((rc = rc_connect(d->t->host, d->t->port, &co, &d->qp[k].c, &e)))
 			return rc_err_set(err, -rc, "decode rank at %s, data QP %u: %.400s",
 					  d->name, k + 1, e.msg);

@@ -11,7 +11,6 @@
  * address, port and device.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
 
 #include <rdmactl/conn.h>
@@ -95,9 +94,8 @@ void rc_cm_refuse(struct rc_cm_event *ev, const char *why)
 struct rdma_event_channel *rc_cm_channel(void)
 {
 	struct rdma_event_channel *ech = rdma_create_event_channel();
-	int fl = ech ? fcntl(ech->fd, F_GETFL) : -1;
 
-	if (ech && (fl < 0 || fcntl(ech->fd, F_SETFL, fl | O_NONBLOCK) < 0)) {
+	if (ech && rc_set_nonblock(ech->fd)) {
 		rdma_destroy_event_channel(ech);
 		ech = NULL;
 	}

@@ -50,7 +50,7 @@ static int cm_unavailable(struct rc_err *err)
 		strerror(e));
 }
 
-static int set_nonblock(int fd)
+int rc_set_nonblock(int fd)
 {
 	int fl = fcntl(fd, F_GETFL);
 
@@ -235,7 +235,7 @@ static int make_qp(struct rc_conn *c, struct rdma_cm_id *id, const struct rc_con
 		if (!c->cch)
 			return rc_err_set(err, errno, "cannot create a completion channel: %s",
 					  strerror(errno));
-		set_nonblock(c->cch->fd);
+		rc_set_nonblock(c->cch->fd);
 		c->cq = ibv_create_cq(id->verbs, c->sq_depth + c->rq_depth, c, c->cch, 0);
 		if (!c->cq)
 			return rc_err_set(err, errno,
@@ -346,7 +346,7 @@ int rc_connect(const char *host, const char *port, const struct rc_conn_opts *o,
 		rc = cm_unavailable(err);
 		goto fail;
 	}
-	set_nonblock(c->ech->fd);
+	rc_set_nonblock(c->ech->fd);
 	rc = resolve_addr(c, src ? src->ai_addr : NULL, dst->ai_addr, err);
 	if (rc)
 		goto fail;
@@ -456,7 +456,7 @@ int rc_listen(const char *addr, const char *port, const char *dev_name, struct r
 		rc = cm_unavailable(err);
 		goto fail;
 	}
-	set_nonblock(l->ech->fd);
+	rc_set_nonblock(l->ech->fd);
 	if (rdma_create_id(l->ech, &l->id, l, RDMA_PS_TCP)) {
 		rc = rc_err_set(err, errno, "cannot create an RDMA CM id: %s", strerror(errno));
 		goto fail;

@@ -102,6 +102,8 @@ int rc_connect(const char *host, const char *port, const struct rc_conn_opts *op
  * within timeout_ms (0: do not wait). -EAGAIN when none came; -EINVAL for an
  * accepted connection, whose events come to its listener. */
 int rc_conn_event(struct rc_conn *c, int timeout_ms, struct rdma_cm_event **ev);
+/* fd non-blocking: 0 or -errno. */
+int rc_set_nonblock(int fd);
 /* One non-blocking CM event channel for the events of many connections
  * (rc_conn_share_events), or NULL: each keeps its own. */
 struct rdma_event_channel *rc_cm_channel(void);

@@ -25,19 +25,31 @@ static struct {
 static int nrec;
 static int fail_next; /* the next post fails with this */
 
+/* A work request, recorded (the first MAXREC). */
+static void record(uint64_t wr_id, const struct ibv_sge *sg, int num_sge, bool send)
+{
+	if (nrec < MAXREC)
+		rec[nrec++] = (typeof(rec[0])){ wr_id, sg[0].addr, sg[0].length, num_sge, send };
+}
+
+/* The error fail_next asked for, once. */
+static int take_fail(void)
+{
+	int rc = fail_next;
+
+	fail_next = 0;
+	return rc;
+}
+
 static int fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	(void)qp;
 	if (fail_next) {
-		int rc = fail_next;
-
-		fail_next = 0;
 		*bad = wr;
-		return rc;
+		return take_fail();
 	}
-	for (; wr && nrec < MAXREC; wr = wr->next, nrec++)
-		rec[nrec] = (typeof(rec[0])){ wr->wr_id, wr->sg_list[0].addr, wr->sg_list[0].length,
-					      wr->num_sge, false };
+	for (; wr; wr = wr->next)
+		record(wr->wr_id, wr->sg_list, wr->num_sge, false);
 	return 0;
 }
 
@@ -45,15 +57,11 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 {
 	(void)qp;
 	if (fail_next) {
-		int rc = fail_next;
-
-		fail_next = 0;
 		*bad = wr;
-		return rc;
+		return take_fail();
 	}
-	for (; wr && nrec < MAXREC; wr = wr->next, nrec++)
-		rec[nrec] = (typeof(rec[0])){ wr->wr_id, wr->sg_list[0].addr, wr->sg_list[0].length,
-					      wr->num_sge, true };
+	for (; wr; wr = wr->next)
+		record(wr->wr_id, wr->sg_list, wr->num_sge, true);
 	return 0;
 }
 
