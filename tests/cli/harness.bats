@@ -59,7 +59,11 @@ EOF
 }
 
 # Four files: one passes (and skips), one leaves a process behind so that
-# bats never ends, one fails, one does not parse.
+# bats never ends, one fails, one does not parse. The hanging file is cut
+# off after HANG_LIMIT seconds: long enough for bats to start and report its
+# two tests first on a loaded CI machine (the cli tier runs beside the
+# guests; at 3 s it once was cut off before them).
+HANG_LIMIT=8
 four_files() {
 	fixture 1-pass.bats <<'EOF'
 TEST "p1" { true; }
@@ -84,7 +88,7 @@ EOF
 @test "bats-each: a file that hangs is cut off and fails, naming it; the files after it run" {
 	four_files
 	SECONDS=0
-	run "$EACH" --file-timeout 3 --timing -- "$BATS_TEST_TMPDIR/t"
+	run "$EACH" --file-timeout "$HANG_LIMIT" --timing -- "$BATS_TEST_TMPDIR/t"
 	assert_failure 1
 	((SECONDS < 30)) || fail "took $SECONDS s"
 	local t=$BATS_TEST_TMPDIR/t
@@ -93,7 +97,7 @@ EOF
 	assert_line --regexp '^ok 2 p2 in [0-9]+ms # skip not here$'
 	assert_line --regexp '^ok 3 h1 in '
 	assert_line --regexp '^ok 4 h2 leaves a process holding fd 3 in '
-	assert_line "not ok 5 $t/2-hang.bats: cut off after 3 s (--file-timeout): a test or a process it left behind hung; the tests after the last result above (if any) did not run"
+	assert_line "not ok 5 $t/2-hang.bats: cut off after $HANG_LIMIT s (--file-timeout): a test or a process it left behind hung; the tests after the last result above (if any) did not run"
 	assert_line --regexp '^ok 6 f1 in '
 	assert_line --regexp '^not ok 7 f2 in '
 	assert_line --regexp '^not ok 8 '
@@ -105,7 +109,7 @@ EOF
 
 @test "bats-each: run-all's totals count the cut-off file as one failure, naming the file" {
 	four_files
-	run "$EACH" --file-timeout 3 --timing -- "$BATS_TEST_TMPDIR/t"
+	run "$EACH" --file-timeout "$HANG_LIMIT" --timing -- "$BATS_TEST_TMPDIR/t"
 	echo "$output" >"$BATS_TEST_TMPDIR/tier.tap"
 	local repo=$ROOT
 	echo 'rxe | p2 | a fixture' >"$BATS_TEST_TMPDIR/skips"
@@ -118,7 +122,7 @@ EOF
 	[ "$failed" -eq 3 ]
 	[ "$skipped" -eq 1 ]
 	[ "${#failed_tests[@]}" -eq 3 ]
-	[[ ${failed_tests[0]} == "rxe: 2-hang.bats: 5 $BATS_TEST_TMPDIR/t/2-hang.bats: cut off after 3 s"* ]]
+	[[ ${failed_tests[0]} == "rxe: 2-hang.bats: 5 $BATS_TEST_TMPDIR/t/2-hang.bats: cut off after $HANG_LIMIT s"* ]]
 	[[ ${failed_tests[1]} == "rxe: 3-fail.bats: 7 f2 in "* ]]
 	[[ ${failed_tests[2]} == "rxe: 4-broken.bats: 8 "* ]]
 	[ "${failures[*]}" = rxe ]
