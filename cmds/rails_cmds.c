@@ -9,8 +9,12 @@
 
 #include "rails_cmds.h"
 
-/* A rail far below its peers: under this fraction of their mean. */
+/* A rail far below its peers: a rate while busy under this fraction of
+ * their mean, that cost it at least RAILS_JITTER_S against their rate
+ * (less is a stall of the host's scheduler or a resent packet, which can
+ * make any rail of a short transfer look slow). */
 #define RAILS_SLOW_FRACTION 0.5
+#define RAILS_JITTER_S 0.1
 
 static int count_items(const char *s)
 {
@@ -202,6 +206,13 @@ static double gbit(uint64_t bytes, double s)
 	return s > 0 ? (double)bytes * 8 / 1e9 / s : 0;
 }
 
+/* A rail's rate while it was busy: its bytes over the time it spent moving
+ * its chunks (0: it moved none). */
+static double busy_gbit(const struct rc_rail_result *rr)
+{
+	return rr->busy_s > 0 ? gbit(rr->bytes, rr->busy_s) : 0;
+}
+
 static void rail_line(struct ctx *ctx, const struct rc_rails *r, const struct rc_rails_result *res,
 		      enum rc_op op, int i)
 {
@@ -222,6 +233,8 @@ static void rail_line(struct ctx *ctx, const struct rc_rails *r, const struct rc
 	else
 		out_u64(o, "reads", ", %llu reads", rr->ops);
 	out_f64(o, "gbit_per_s", ", %.3f Gb/s", gbit(rr->bytes, res->total.seconds));
+	out_f64(o, "busy_s", " (busy %.3f s", rr->busy_s);
+	out_f64(o, "busy_gbit_per_s", ", %.3f Gb/s while busy)", busy_gbit(rr));
 	out_u64(o, "errors", rr->errors == 1 ? ", %llu error" : ", %llu errors", rr->errors);
 	out_bool(o, "failed", NULL, rr->failed);
 	if (rr->failed) {
@@ -253,34 +266,61 @@ static void failover_line(struct ctx *ctx, const struct rc_rails *r,
 	out_obj_end(o);
 }
 
-/* A rail that carried far less than its peers (those that did not fail). */
+/* The mean busy rate of rail i's peers: the rails other than i that did not
+ * fail and moved a chunk; 0: it has none. */
+static double peers_gbit(const struct rc_rails_result *res, int i)
+{
+	double sum = 0;
+	int k = 0;
+
+	for (int j = 0; j < res->n; j++)
+		if (j != i && !res->rail[j].failed && res->rail[j].chunks) {
+			sum += busy_gbit(&res->rail[j]);
+			k++;
+		}
+	return k ? sum / k : 0;
+}
+
+/* A rail far below its peers. It is judged by its rate while busy, not by
+ * its share: a rail that only started later than the others carries less
+ * at the same rate and is not slow; and by the time that rate cost it, so
+ * that a short transfer's jitter is not one. A rail that moved nothing
+ * while there were chunks enough for two rounds of every rail is idle. */
+bool rails_finding(const struct rc_rails_result *res, int i, const char *dev, char *msg, size_t cap)
+{
+	uint64_t nchunks = res->stripe ? (res->total.bytes + res->stripe - 1) / res->stripe : 0;
+	const struct rc_rail_result *rr = &res->rail[i];
+	double peers = peers_gbit(res, i), rate = busy_gbit(rr);
+
+	if (rr->failed || peers <= 0)
+		return false;
+	if (!rr->chunks && nchunks >= 2 * (uint64_t)res->n)
+		snprintf(msg, cap,
+			 "rail %d (%s) carried nothing while its peers moved %llu chunks: an idle "
+			 "rail",
+			 i + 1, dev, (unsigned long long)nchunks);
+	else if (rr->chunks && rate < RAILS_SLOW_FRACTION * peers &&
+		 rr->busy_s - (double)rr->bytes * 8 / 1e9 / peers >= RAILS_JITTER_S)
+		snprintf(msg, cap,
+			 "rail %d (%s) carried %.1f%% of the bytes at %.3f Gb/s while busy, far "
+			 "below its peers (%.3f Gb/s on average): a slow or congested rail",
+			 i + 1, dev,
+			 res->total.bytes ? 100.0 * (double)rr->bytes / (double)res->total.bytes : 0,
+			 rate, peers);
+	else
+		return false;
+	return true;
+}
+
 static void findings(struct ctx *ctx, const struct rc_rails *r, const struct rc_rails_result *res)
 {
 	struct out *o = &ctx->out;
-	uint64_t sum = 0;
-	int alive = 0;
-	char msg[256];
+	char msg[320];
 
-	for (int i = 0; i < res->n; i++)
-		if (!res->rail[i].failed) {
-			sum += res->rail[i].bytes;
-			alive++;
-		}
 	out_arr_begin(o, "findings");
-	for (int i = 0; alive > 1 && i < res->n; i++) {
-		const struct rc_rail_result *rr = &res->rail[i];
-		double mean = (double)sum / alive;
-
-		if (rr->failed || (double)rr->bytes >= RAILS_SLOW_FRACTION * mean)
-			continue;
-		snprintf(msg, sizeof(msg),
-			 "rail %d (%s) carried %.1f%% of the bytes, far below its peers (%.1f%% "
-			 "on average): a slow, congested or idle rail",
-			 i + 1, rc_client_device(rc_rails_client(r, i)),
-			 res->total.bytes ? 100.0 * (double)rr->bytes / (double)res->total.bytes : 0,
-			 res->total.bytes ? 100.0 * mean / (double)res->total.bytes : 0);
-		out_str(o, NULL, "  finding: %s\n", msg);
-	}
+	for (int i = 0; i < res->n; i++)
+		if (rails_finding(res, i, rc_client_device(rc_rails_client(r, i)), msg, sizeof(msg)))
+			out_str(o, NULL, "  finding: %s\n", msg);
 	out_arr_end(o);
 }
 

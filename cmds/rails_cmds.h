@@ -25,6 +25,9 @@ int rails_stripe(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		 uint64_t *stripe);
 /* "PEER1,PEER2" and "DEV1,DEV2" of the rails. */
 void rails_names(const struct rc_rails *r, char *peers, size_t pcap, char *devs, size_t dcap);
+/* Rail i's finding, into msg: a rate while busy far below its peers', or
+ * nothing moved while every rail had chunks; false: none. dev: its device. */
+bool rails_finding(const struct rc_rails_result *res, int i, const char *dev, char *msg, size_t cap);
 /* The totals, then each rail, the failover and the findings. */
 void rails_report(struct ctx *ctx, const struct rc_rails *r, const struct rc_rails_result *res,
 		  enum rc_op op);

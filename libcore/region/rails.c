@@ -336,9 +336,14 @@ static void *rail_main(void *p)
 		struct rc_err e = { 0 };
 		int rc;
 
+		double t0;
+
 		pthread_mutex_unlock(&x->mu);
+		t0 = rc_now();
 		rc = move_chunk(x, a->i, &st, chunk, &cio, &e);
+		t0 = rc_now() - t0;
 		pthread_mutex_lock(&x->mu);
+		x->res->rail[a->i].busy_s += t0;
 		go = chunk_end(x, a->i, chunk, rc, &cio, &e);
 	}
 	pthread_mutex_unlock(&x->mu);

@@ -102,7 +102,9 @@ within_half() {
 @test "a rail slowed to a crawl carries little, and the report says so" {
 	serve_rails 8M
 	head -c 8M /dev/urandom >"$IN"
-	tc qdisc add dev vc root tbf rate 8mbit burst 32kb latency 400ms
+	# 4 Mb/s: a chunk takes the slowed rail half a second, far over the
+	# 0.1 s that a finding needs (rdmactl-write(8)); the queue holds one
+	tc qdisc add dev vc root tbf rate 4mbit burst 32kb latency 800ms
 	SLOWED=vc
 	run rdmactl -j -d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C" write "$RAILS" --file "$IN" --stripe 256K
 	assert_success

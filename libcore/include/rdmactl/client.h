@@ -150,6 +150,7 @@ struct rc_rail_result {
 	uint64_t chunks;    /* chunks it completed */
 	uint64_t ops;       /* their RDMA WRITEs or READs (work requests) */
 	uint64_t errors;    /* chunks that failed on it (then sent again on another) */
+	double busy_s;      /* time it spent moving chunks (its rate: bytes / busy_s) */
 	bool failed;        /* it failed and carried nothing more */
 	double failed_at_s; /* when, from the transfer's start */
 	char error[256];    /* why */
