@@ -124,10 +124,8 @@ static void drop_half_open(struct rc_group *g, int j)
 	rc_conn_close(old);
 }
 
-static void on_request(struct rc_group *g, struct rdma_cm_event *ev, const struct rc_endpoint *all)
+static void on_request(struct rc_group *g, struct rc_cm_event *ev, const struct rc_endpoint *all)
 {
-	struct rdma_cm_id *child = ev->id;
-	struct rdma_conn_param req = ev->param.conn;
 	bool *taken = calloc((size_t)g->o.world, sizeof(bool));
 	struct ghello h;
 	struct rc_conn_opts co = { 0 };
@@ -141,15 +139,11 @@ static void on_request(struct rc_group *g, struct rdma_cm_event *ev, const struc
 	for (int j = 0; taken && j < g->o.world; j++)
 		taken[j] = g->peers[j].c && (!g->peers[j].accepted || g->peers[j].c->established);
 	pthread_mutex_unlock(&g->mu);
-	/* The private data lives in the event: checked before the ack. */
-	why = taken ? group_hello_check(req.private_data, req.private_data_len, g->o.rank,
-					g->o.world, g->token, g->need, taken, (uint64_t)time(NULL),
-					&g->seen, &h)
+	why = taken ? group_hello_check(ev->param.private_data, ev->param.private_data_len,
+					g->o.rank, g->o.world, g->token, g->need, taken,
+					(uint64_t)time(NULL), &g->seen, &h)
 		    : "rdmactl: out of memory";
 	free(taken);
-	req.private_data = NULL;
-	req.private_data_len = 0;
-	rdma_ack_cm_event(ev);
 	if (!why)
 		drop_half_open(g, (int)h.rank);
 	if (!why) {
@@ -160,14 +154,13 @@ static void on_request(struct rc_group *g, struct rdma_cm_event *ev, const struc
 		co.shared = g->sh;
 		co.on_qp = on_accepted_qp;
 		co.on_qp_arg = &g->peers[h.rank];
-		if (rc_accept(g->l, child, &req, &co, &c, &e)) {
+		if (rc_cm_accept(g->l, ev, &co, &c, &e)) {
 			g->peers[h.rank].c = NULL;
 			why = "rdmactl: accept failed";
 		}
 	}
 	if (why) {
-		rc_reject(child, why);
-		rdma_destroy_id(child);
+		rc_cm_refuse(ev, why);
 		return;
 	}
 	pthread_mutex_lock(&g->mu);
@@ -190,7 +183,7 @@ static void *accept_main(void *arg)
 	struct rc_group *g = a->g;
 
 	for (;;) {
-		struct rdma_cm_event *ev;
+		struct rc_cm_event ev;
 		int done;
 
 		pthread_mutex_lock(&g->mu);
@@ -217,25 +210,16 @@ static void *accept_main(void *arg)
 						  missing, g->o.rank, g->o.timeout_ms);
 			return NULL;
 		}
-		if (rc_listener_event(g->l, 100, &ev))
+		if (rc_listener_next(g->l, 100, &ev))
 			continue;
-		enum rc_cm_kind kind = rc_cm_kind_of(ev->event);
-
-		if (kind == RC_CM_REQUEST) {
-			on_request(g, ev, a->all);
-			continue;
-		}
-		struct rc_conn *c = ev->id->context == g->l ? NULL : ev->id->context;
-
-		rdma_ack_cm_event(ev);
-		if (kind == RC_CM_ESTABLISHED && c && !c->established) {
-			c->established = true;
+		if (ev.kind == RC_CM_REQUEST) {
+			on_request(g, &ev, a->all);
+		} else if (ev.kind == RC_CM_ESTABLISHED && ev.conn && !ev.was_established) {
 			pthread_mutex_lock(&g->mu);
 			g->accepted++;
 			pthread_mutex_unlock(&g->mu);
-		} else if (c && (kind == RC_CM_GONE || kind == RC_CM_DEVICE_GONE)) {
-			c->disconnected = true;
-			((struct gpeer *)c->user)->dead = true;
+		} else if (ev.conn && (ev.kind == RC_CM_GONE || ev.kind == RC_CM_DEVICE_GONE)) {
+			((struct gpeer *)ev.conn->user)->dead = true;
 		}
 	}
 }

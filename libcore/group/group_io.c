@@ -20,44 +20,28 @@
 
 #define SLICE_MS 100
 
-static void mark_dead(struct rdma_cm_event *ev)
+/* A connection of the group that went: its peer is dead. */
+static void mark_dead(const struct rc_cm_event *ev)
 {
-	struct rc_conn *c = ev->id->context;
-	enum rc_cm_kind kind = rc_cm_kind_of(ev->event);
-
-	if (c && (kind == RC_CM_GONE || kind == RC_CM_DEVICE_GONE)) {
-		c->disconnected = true;
-		if (c->user)
-			((struct gpeer *)c->user)->dead = true;
-	}
+	if (ev->conn && ev->conn->user && (ev->kind == RC_CM_GONE || ev->kind == RC_CM_DEVICE_GONE))
+		((struct gpeer *)ev->conn->user)->dead = true;
 }
 
 static void cm_events(struct rc_group *g)
 {
-	struct rdma_cm_event *ev;
+	struct rc_cm_event ev;
 
-	while (rc_listener_event(g->l, 0, &ev) == 0) {
-		if (rc_cm_kind_of(ev->event) == RC_CM_REQUEST) {
-			rc_reject(ev->id, "rdmactl: the group is complete");
-			rdma_ack_cm_event(ev);
-			continue;
-		}
-		if (ev->id->context != g->l)
-			mark_dead(ev);
-		rdma_ack_cm_event(ev);
+	while (rc_listener_next(g->l, 0, &ev) == 0) {
+		if (ev.kind == RC_CM_REQUEST)
+			rc_cm_refuse(&ev, "rdmactl: the group is complete");
+		else
+			mark_dead(&ev);
 	}
-	while (g->ech && rdma_get_cm_event(g->ech, &ev) == 0) {
-		mark_dead(ev);
-		rdma_ack_cm_event(ev);
-	}
-	for (int k = 0; k < g->nconns; k++) {
-		struct rc_conn *c = g->conns[k];
-
-		while (c->ech && rc_conn_event(c, 0, &ev) == 0) {
-			mark_dead(ev);
-			rdma_ack_cm_event(ev);
-		}
-	}
+	while (rc_cm_poll(g->ech, &ev) == 0)
+		mark_dead(&ev);
+	for (int k = 0; k < g->nconns; k++)
+		while (rc_cm_poll(g->conns[k]->ech, &ev) == 0)
+			mark_dead(&ev);
 }
 
 int rc_group_msg_check(const void *buf, size_t byte_len, struct rc_err *err)

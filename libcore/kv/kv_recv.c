@@ -78,10 +78,7 @@ static int handle_cm(struct kv_receiver *r, int rail, struct rc_err *err)
 					  l->dev_name);
 		if (ev.kind == RC_CM_GONE && conn) {
 			if (!conn->p->dead)
-				snprintf(conn->p->why, sizeof(conn->p->why), "%s (%s)",
-					 ev.type == RDMA_CM_EVENT_DISCONNECTED ? "disconnected"
-									       : "connection failed",
-					 rdma_event_str(ev.type));
+				snprintf(conn->p->why, sizeof(conn->p->why), "%s", ev.why);
 			conn->p->dead = true;
 		}
 	}

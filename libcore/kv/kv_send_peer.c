@@ -242,18 +242,11 @@ void kvs_close_dst(struct sdst *d)
 	d->ctrl = NULL;
 }
 
-/* A CM event of c, one of d's connections: gone is d dead, with why. */
-static void cm_gone(struct sdst *d, struct rc_conn *c, enum rdma_cm_event_type t)
+/* A CM event of one of d's connections: gone is d dead, with why. */
+static void cm_gone(struct sdst *d, const struct rc_cm_event *ev)
 {
-	enum rc_cm_kind kind = rc_cm_kind_of(t);
-
-	if (kind == RC_CM_GONE || kind == RC_CM_DEVICE_GONE) {
-		c->disconnected = true;
-		snprintf(d->why, sizeof(d->why), "%s (%s)",
-			 kind == RC_CM_DEVICE_GONE         ? "device removed"
-			 : t == RDMA_CM_EVENT_DISCONNECTED ? "disconnected"
-							   : "connection failed",
-			 rdma_event_str(t));
+	if (ev->kind == RC_CM_GONE || ev->kind == RC_CM_DEVICE_GONE) {
+		snprintf(d->why, sizeof(d->why), "%s", ev->why);
 		d->dead = true;
 	}
 }
@@ -261,14 +254,10 @@ static void cm_gone(struct sdst *d, struct rc_conn *c, enum rdma_cm_event_type t
 /* The events of a connection that kept its own channel. */
 void kvs_conn_events(struct sdst *d, struct rc_conn *c)
 {
-	struct rdma_cm_event *ev;
+	struct rc_cm_event ev;
 
-	while (!d->dead && c->ech && rdma_get_cm_event(c->ech, &ev) == 0) {
-		enum rdma_cm_event_type t = ev->event;
-
-		rdma_ack_cm_event(ev);
-		cm_gone(d, c, t);
-	}
+	while (!d->dead && rc_cm_poll(c->ech, &ev) == 0)
+		cm_gone(d, &ev);
 }
 
 /* The decode rank a connection of ours belongs to (NULL: none now). */
@@ -290,15 +279,12 @@ static struct sdst *dst_of(struct kv_sender *s, const struct rc_conn *c)
  * decode rank whose connection went is dead, with the reason. */
 void kvs_cm_events(struct kv_sender *s)
 {
-	struct rdma_cm_event *ev;
+	struct rc_cm_event ev;
 
-	while (s->ech && rdma_get_cm_event(s->ech, &ev) == 0) {
-		struct rc_conn *c = ev->id->context;
-		struct sdst *d = dst_of(s, c);
-		enum rdma_cm_event_type t = ev->event;
+	while (rc_cm_poll(s->ech, &ev) == 0) {
+		struct sdst *d = dst_of(s, ev.conn);
 
-		rdma_ack_cm_event(ev);
 		if (d && !d->dead)
-			cm_gone(d, c, t);
+			cm_gone(d, &ev);
 	}
 }

@@ -3,14 +3,17 @@
  * The one way a listening side takes its CM events: each is taken,
  * acknowledged at once and sorted into what the server must do about it
  * (answer a request, count a connection up or gone, stop on a removed
- * device). The region server and kvxfer's receiver both run on it, and
- * rc_cm_kind_of is the one sorting of every CM event, the connecting
- * side's (the group layer, kvxfer's sender) included. The connecting side
+ * device), and the one place where an event changes a connection's state
+ * and says why it went (rc_cm_sort). The region server, kvxfer's receiver
+ * and the group's accepting side take their listener's events so
+ * (rc_listener_next); the connecting side (the group, kvxfer's sender)
+ * takes those of its channels so (rc_cm_poll). The connecting side
  * moves the CM events of its many connections to one channel
  * (rc_cm_channel, rc_conn_share_events). And what a listener shows: its
  * address, port and device.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <rdmactl/conn.h>
@@ -36,17 +39,12 @@ enum rc_cm_kind rc_cm_kind_of(enum rdma_cm_event_type t)
 	}
 }
 
-int rc_listener_next(struct rc_listener *l, int timeout_ms, struct rc_cm_event *out)
+void rc_cm_sort(const struct rdma_cm_event *ev, const struct rc_listener *l, struct rc_cm_event *out)
 {
-	struct rdma_cm_event *ev;
-	int rc = rc_listener_event(l, timeout_ms, &ev);
-
-	if (rc)
-		return rc;
 	memset(out, 0, sizeof(*out));
 	out->type = ev->event;
 	out->kind = rc_cm_kind_of(ev->event);
-	if (out->kind == RC_CM_REQUEST) {
+	if (out->kind == RC_CM_REQUEST && l) {
 		const struct rdma_conn_param *p = &ev->param.conn;
 		uint8_t n = p->private_data && p->private_data_len ? p->private_data_len : 0;
 
@@ -60,16 +58,52 @@ int rc_listener_next(struct rc_listener *l, int timeout_ms, struct rc_cm_event *
 		out->child = ev->id;
 		out->other_device = ev->id->verbs != l->verbs;
 		rc_peer_name(ev->id, out->peer, sizeof(out->peer));
-	} else if (ev->id->context != l) {
+	} else if (out->kind == RC_CM_REQUEST) {
+		out->kind = RC_CM_OTHER; /* no listener: nothing asked it */
+	} else if (ev->id->context != (const void *)l) {
 		out->conn = ev->id->context;
 	}
+	if (out->conn)
+		out->was_established = out->conn->established;
 	if (out->conn && out->kind == RC_CM_ESTABLISHED)
 		out->conn->established = true;
-	if (out->conn && out->kind == RC_CM_GONE) {
-		out->was_established = out->conn->established;
-		out->conn->disconnected = true;
+	if (out->kind == RC_CM_GONE || out->kind == RC_CM_DEVICE_GONE) {
+		if (out->conn)
+			out->conn->disconnected = true;
+		snprintf(out->why, sizeof(out->why), "%s (%s)",
+			 out->kind == RC_CM_DEVICE_GONE            ? "device removed"
+			 : ev->event == RDMA_CM_EVENT_DISCONNECTED ? "disconnected"
+								   : "connection failed",
+			 rdma_event_str(ev->event));
 	}
+}
+
+static void take_event(struct rdma_cm_event *ev, const struct rc_listener *l,
+		       struct rc_cm_event *out)
+{
+	rc_cm_sort(ev, l, out);
 	rdma_ack_cm_event(ev);
+}
+
+int rc_listener_next(struct rc_listener *l, int timeout_ms, struct rc_cm_event *out)
+{
+	struct rdma_cm_event *ev;
+	int rc = rc_listener_event(l, timeout_ms, &ev);
+
+	if (!rc)
+		take_event(ev, l, out);
+	return rc;
+}
+
+int rc_cm_poll(struct rdma_event_channel *ech, struct rc_cm_event *out)
+{
+	struct rdma_cm_event *ev;
+
+	if (!ech)
+		return -EINVAL;
+	if (rdma_get_cm_event(ech, &ev))
+		return errno ? -errno : -EAGAIN;
+	take_event(ev, NULL, out);
 	return 0;
 }
 

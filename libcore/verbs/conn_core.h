@@ -50,7 +50,7 @@ struct rc_listener {
 	uint8_t port_num;
 };
 
-/* A listener's CM event, taken, acknowledged and sorted. */
+/* A CM event, taken, acknowledged and sorted (rc_listener_next, rc_cm_poll). */
 enum rc_cm_kind {
 	RC_CM_REQUEST,     /* a connect request: rc_cm_accept or rc_cm_refuse it */
 	RC_CM_ESTABLISHED, /* an accepted connection is up (conn->established set) */
@@ -63,7 +63,8 @@ struct rc_cm_event {
 	enum rc_cm_kind kind;
 	enum rdma_cm_event_type type; /* rdma_event_str names it */
 	struct rc_conn *conn;         /* ESTABLISHED, GONE: the accepted connection (or NULL) */
-	bool was_established;         /* GONE: it had been up */
+	bool was_established;         /* conn was up before this event */
+	char why[96];                 /* GONE, DEVICE_GONE: "disconnected (EVENT)" and the like */
 	/* REQUEST only: */
 	struct rdma_cm_id *child;
 	struct rdma_conn_param param; /* private_data points into the copy below */
@@ -139,6 +140,16 @@ enum rc_cm_kind rc_cm_kind_of(enum rdma_cm_event_type t);
 /* The next event within timeout_ms (as rc_listener_event): 0 with *ev filled,
  * -EAGAIN when none came. The event is acknowledged already. */
 int rc_listener_next(struct rc_listener *l, int timeout_ms, struct rc_cm_event *ev);
+/* Sort ev into out, without acknowledging it; l: the listener whose channel
+ * it came on (NULL: a connecting side's). The one place where a CM event
+ * changes a connection's state (established, disconnected) and where a gone
+ * one gets its why; rc_listener_next and rc_cm_poll take events so. */
+void rc_cm_sort(const struct rdma_cm_event *ev, const struct rc_listener *l,
+		struct rc_cm_event *out);
+/* The next event of a connecting side's channel (rc_cm_channel's, or a
+ * connection's own), if one is there: never waits. 0 with *ev filled (conn:
+ * the connection it names; a request is OTHER here), -EAGAIN when none. */
+int rc_cm_poll(struct rdma_event_channel *ech, struct rc_cm_event *ev);
 /* Accept a REQUEST: build its QP as o says (on_qp runs before the accept). On
  * failure the request is still the caller's to refuse. */
 int rc_cm_accept(struct rc_listener *l, struct rc_cm_event *ev, const struct rc_conn_opts *o,
