@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include <rdmactl/server.h>
+#include <rdmactl/msgch_core.h>
 
 #include "srv_mig.h"
 
@@ -18,12 +19,6 @@
 #define SRV_HOLD_MAX 128
 #define SRV_MAX_CONNS 1024
 
-/* One control message's buffers: the request, and its reply. */
-struct srv_buf {
-	unsigned char recv[RC_CTRL_MSG_MAX];
-	unsigned char send[RC_CTRL_MSG_MAX];
-};
-
 enum srv_slot_state {
 	SLOT_POSTED,  /* in the shared receive queue */
 	SLOT_QUEUED,  /* a request received, in its connection's backlog */
@@ -33,7 +28,6 @@ enum srv_slot_state {
 
 struct srv_slot {
 	struct srv_conn *owner; /* QUEUED, BUSY, SENDING: whose request */
-	uint32_t gen;           /* bumped at each post: a reply's completion names it */
 	uint32_t len;           /* the request's bytes */
 	uint32_t imm;           /* an immediate's value */
 	bool has_imm;           /* an RDMA WRITE with immediate, not a request */
@@ -41,15 +35,16 @@ struct srv_slot {
 };
 
 /*
- * The control channel's buffers, shared by every connection through one
- * shared receive queue: a request lands in any free slot, its reply goes
- * from the same slot's send half, and the slot goes back to the queue once
- * that reply was sent (so no reply is overwritten in flight).
+ * The control channel: the verbs message channel's pool form (a pair of a
+ * request and its reply per slot, verbs/msgch_core.h), shared by every
+ * connection through one shared receive queue: a request lands in any free
+ * slot, its reply goes from the same slot's reply half, and the slot goes
+ * back to the queue once that reply was sent (so no reply is overwritten in
+ * flight). Who holds a slot, and how far its request got, is kept here.
  */
 struct srv_pool {
-	struct srv_buf *b;
+	struct rc_msgch ch;
 	struct srv_slot *slot;
-	struct ibv_mr *mr;
 	int n;
 };
 

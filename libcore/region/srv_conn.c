@@ -222,7 +222,8 @@ static void drop_soon(struct rc_server *s, struct srv_conn *sc, const char *why)
 static void handle_request(struct rc_server *s, struct srv_conn *sc, int i)
 {
 	struct srv_slot *sl = &s->pool.slot[i];
-	unsigned char *in = s->pool.b[i].recv, *out = s->pool.b[i].send;
+	unsigned char *in = rc_msgch_recv_buf(&s->pool.ch, (uint32_t)i),
+		      *out = rc_msgch_reply_buf(&s->pool.ch, (uint32_t)i);
 	struct rc_ctrl_hdr h;
 	int len = 0;
 
@@ -318,27 +319,32 @@ static void on_recv(struct rc_server *s, struct srv_conn *sc, const struct ibv_w
 	pump(s, sc);
 }
 
-/* One completion of the shared CQ. An error completion (a reply or a
- * keepalive probe the peer never acknowledged) drops its connection, and
- * says why. */
+/* One completion of the shared CQ, checked by the message channel (which
+ * pair, of which posting). An error completion (a reply or a keepalive
+ * probe the peer never acknowledged) drops its connection, and says why. */
 static void on_wc(void *arg, struct rc_conn *c, const struct ibv_wc *wc)
 {
 	struct rc_server *s = arg;
 	struct srv_conn *sc = c ? c->user : NULL;
-	uint64_t v = wc->wr_id & RC_WRID_MASK;
 	enum rc_op op = rc_wrid_op(wc->wr_id);
-	int i = (int)(uint32_t)v;
+	struct rc_msgch_rx rx;
 	struct rc_err e;
+	int kind = rc_msgch_pool_wc(&s->pool.ch, wc, &rx, &e);
 
-	if (op == RC_OP_RECV && i >= 0 && i < s->pool.n && s->pool.slot[i].state == SLOT_POSTED) {
-		on_recv(s, sc, wc, i);
+	if (kind == RC_MSGCH_MSG || kind == RC_MSGCH_IMM) {
+		on_recv(s, sc, wc, (int)rx.slot);
+		return;
+	}
+	if (kind == -EBADMSG) {
+		srv_slot_post(s, (int)rx.slot);
+		if (sc)
+			drop_soon(s, sc, e.msg);
 		return;
 	}
 	/* A reply went (or failed): its slot takes the next request, unless
-	 * it was posted again since (its connection went). */
-	if (op == RC_OP_SEND && i >= 0 && i < s->pool.n && s->pool.slot[i].gen == v >> 32 &&
-	    s->pool.slot[i].state == SLOT_SENDING)
-		srv_slot_release(s, i);
+	 * it was posted again since (-ESTALE: its connection went). */
+	if (kind == RC_MSGCH_SENT && s->pool.slot[rx.slot].state == SLOT_SENDING)
+		srv_slot_release(s, (int)rx.slot);
 	if (!sc)
 		return;
 	if (wc->status != IBV_WC_SUCCESS) {
@@ -426,7 +432,7 @@ static void mig_reply(void *arg, const void *conn, int slot, const void *msg, si
 	if (!conn_live(s, sc) || slot < 0 || slot >= s->pool.n || len > RC_CTRL_MSG_MAX ||
 	    s->pool.slot[slot].owner != sc || s->pool.slot[slot].state != SLOT_BUSY)
 		return;
-	memcpy(s->pool.b[slot].send, msg, len);
+	memcpy(rc_msgch_reply_buf(&s->pool.ch, (uint32_t)slot), msg, len);
 	if (srv_slot_reply(s, sc, slot, (uint32_t)len))
 		srv_slot_release(s, slot);
 	else

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * The region server's control buffers: one pool of request and reply slots
- * behind one shared receive queue, and one CQ for every connection, so
- * that a thousand clients cost neither a receive ring nor a file
- * descriptor each. A slot is posted, received, handled, answered and
+ * The region server's control buffers: the message channel's pool of
+ * request and reply pairs (verbs/msgch.c) behind one shared receive queue,
+ * and one CQ for every connection, so that a thousand clients cost neither
+ * a receive ring nor a file descriptor each. A slot is posted, received, handled, answered and
  * posted again (server_int.h); a connection that goes gives its slots back.
  */
 #include <errno.h>
@@ -14,6 +14,7 @@
 #include <rdmactl/err_core.h>
 #include <rdmactl/conn_core.h>
 #include <rdmactl/ops_core.h>
+#include <rdmactl/msgch_core.h>
 
 #include "srv_pool.h"
 
@@ -26,15 +27,12 @@ int srv_slot_post(struct rc_server *s, int i)
 
 	sl->owner = NULL;
 	sl->state = SLOT_POSTED;
-	sl->gen = (sl->gen + 1) & SRV_GEN_MASK;
-	return rc_shared_post_recv(s->sh, s->pool.b[i].recv, RC_CTRL_MSG_MAX, s->pool.mr->lkey,
-				   (uint64_t)i, NULL);
+	return rc_msgch_pool_post(&s->pool.ch, s->sh, (uint32_t)i, NULL);
 }
 
 int srv_slot_reply(struct rc_server *s, struct srv_conn *sc, int i, uint32_t len)
 {
-	uint64_t v = ((uint64_t)s->pool.slot[i].gen << 32) | (uint32_t)i;
-	int rc = rc_post_send(sc->c, s->pool.b[i].send, len, s->pool.mr->lkey, v, NULL);
+	int rc = rc_msgch_pool_reply(&s->pool.ch, sc->c, (uint32_t)i, len, NULL);
 
 	if (!rc)
 		s->pool.slot[i].state = SLOT_SENDING;
@@ -66,18 +64,18 @@ int srv_pool_create(struct rc_server *s, struct rc_err *err)
 	 * receives: what may complete before the CQ is polled. */
 	int cqe = s->max_conns * (SRV_CREDITS + 1) + n;
 
+	struct rc_msgch_opts mo = { .pool = n,
+				    .slot = RC_CTRL_MSG_MAX,
+				    .what = "the control channel" };
+
 	s->conns = calloc((size_t)s->max_conns, sizeof(s->conns[0]));
 	s->pool.slot = calloc((size_t)n, sizeof(s->pool.slot[0]));
-	s->pool.b = aligned_alloc(4096, (size_t)n * sizeof(s->pool.b[0]));
-	if (!s->conns || !s->pool.slot || !s->pool.b)
+	if (!s->conns || !s->pool.slot)
 		return rc_err_set(err, ENOMEM, "out of memory for %d connections", s->max_conns);
-	s->pool.mr = ibv_reg_mr(s->l->pd, s->pool.b, (size_t)n * sizeof(s->pool.b[0]),
-				IBV_ACCESS_LOCAL_WRITE);
-	if (!s->pool.mr)
-		return rc_err_set(err, errno,
-				  "cannot register the control buffers (%zu KiB) on %s: %s",
-				  (size_t)n * sizeof(s->pool.b[0]) >> 10, s->l->dev_name,
-				  strerror(errno));
+	if ((rc = rc_msgch_init(&s->pool.ch, &mo, err)) ||
+	    (rc = rc_msgch_reg(&s->pool.ch, s->l->pd, err)))
+		return rc_err_wrap(err, 0, "the control buffers of --max-conns %d on %s",
+				   s->max_conns, s->l->dev_name);
 	rc = rc_shared_create(s->l->pd, cqe, n, &s->sh, err);
 	if (rc)
 		return rc_err_wrap(err, 0, "--max-conns %d", s->max_conns);
@@ -93,9 +91,7 @@ void srv_pool_destroy(struct rc_server *s)
 {
 	/* After every connection: none of their QPs uses the queue any more. */
 	rc_shared_destroy(s->sh);
-	if (s->pool.mr)
-		ibv_dereg_mr(s->pool.mr);
-	free(s->pool.b);
+	rc_msgch_fini(&s->pool.ch);
 	free(s->pool.slot);
 	free(s->conns);
 	s->sh = NULL;

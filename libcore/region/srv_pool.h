@@ -5,10 +5,6 @@
 
 #include "server_int.h"
 
-/* A reply's work request carries its slot's generation: a completion left
- * behind by a connection that went names a slot posted again since. */
-#define SRV_GEN_MASK 0xffffffu
-
 /* Post slot i to the shared receive queue, owned by no one. */
 int srv_slot_post(struct rc_server *s, int i);
 /* Send slot i's reply half (len bytes) on sc: the slot is SENDING. */

@@ -7,6 +7,7 @@
  * slot, length) before its bytes are handed over.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,16 +16,35 @@
 #include <rdmactl/ops_core.h>
 #include <rdmactl/msgch_core.h>
 
+/* Receive slots: a pool's pairs, or every connection's. */
 static uint64_t nrecv(const struct rc_msgch_opts *o)
 {
-	return (uint64_t)o->nconns * (uint64_t)o->recvs;
+	if (o->pool > 0)
+		return (uint64_t)o->pool;
+	return o->nconns > 0 ? (uint64_t)o->nconns * (uint64_t)o->recvs : 0;
+}
+
+/* Send slots: a pool's reply halves, or every connection's. */
+static uint64_t nsend(const struct rc_msgch_opts *o)
+{
+	if (o->pool > 0)
+		return (uint64_t)o->pool;
+	return o->nconns > 0 ? (uint64_t)o->nconns * (uint64_t)o->sends : 0;
 }
 
 size_t rc_msgch_len(const struct rc_msgch_opts *o)
 {
-	if (o->nconns <= 0)
-		return 0;
-	return (size_t)o->nconns * ((size_t)o->recvs + (size_t)o->sends) * (size_t)o->slot;
+	return (size_t)(nrecv(o) + nsend(o)) * (size_t)o->slot;
+}
+
+static bool layout_ok(const struct rc_msgch_opts *o, uint32_t max_len)
+{
+	if (!o->slot || o->min_len > max_len || max_len > o->slot || o->pool < 0 || o->nconns < 0)
+		return false;
+	if (o->pool)
+		return !o->nconns && o->pool <= INT32_MAX / 2;
+	return o->recvs >= 1 && o->sends >= 1 &&
+	       (uint64_t)o->nconns * ((uint64_t)o->recvs + (uint64_t)o->sends) <= UINT32_MAX;
 }
 
 int rc_msgch_init(struct rc_msgch *ch, const struct rc_msgch_opts *o, struct rc_err *err)
@@ -35,21 +55,21 @@ int rc_msgch_init(struct rc_msgch *ch, const struct rc_msgch_opts *o, struct rc_
 	ch->o = *o;
 	if (!ch->o.max_len)
 		ch->o.max_len = o->slot;
-	if (o->nconns < 0 || o->recvs < 1 || o->sends < 1 || !o->slot ||
-	    ch->o.min_len > ch->o.max_len || ch->o.max_len > o->slot ||
-	    (uint64_t)o->nconns * ((uint64_t)o->recvs + (uint64_t)o->sends) > UINT32_MAX)
+	if (!layout_ok(o, ch->o.max_len))
 		return rc_err_set(err, EINVAL,
 				  "a message channel of %d connections, %d receive and %d send "
-				  "slots of %u bytes (messages of %u to %u) does not fit",
-				  o->nconns, o->recvs, o->sends, o->slot, o->min_len, ch->o.max_len);
-	if (!o->nconns)
+				  "slots, or %d pairs, of %u bytes (messages of %u to %u) does not "
+				  "fit",
+				  o->nconns, o->recvs, o->sends, o->pool, o->slot, o->min_len,
+				  ch->o.max_len);
+	if (!nrecv(o))
 		return 0;
 	len = rc_msgch_len(o);
 	ch->mem = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
-	ch->conn = calloc((size_t)o->nconns, sizeof(*ch->conn));
+	ch->conn = o->nconns ? calloc((size_t)o->nconns, sizeof(*ch->conn)) : NULL;
 	ch->gen = calloc(nrecv(o), sizeof(*ch->gen));
 	ch->posted = calloc(nrecv(o), sizeof(*ch->posted));
-	if (!ch->mem || !ch->conn || !ch->gen || !ch->posted) {
+	if (!ch->mem || (o->nconns && !ch->conn) || !ch->gen || !ch->posted) {
 		rc_msgch_fini(ch);
 		return rc_err_set(err, ENOMEM, "out of memory");
 	}
@@ -225,6 +245,79 @@ int rc_msgch_wc(struct rc_msgch *ch, int k, const struct ibv_wc *wc, struct rc_m
 	 * as it was: no message to check. */
 	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM)
 		return RC_MSGCH_IMM;
+	if (wc->byte_len < ch->o.min_len || wc->byte_len > ch->o.max_len)
+		return rc_err_set(err, EBADMSG, "a control message of %u bytes (%u to %u expected)",
+				  wc->byte_len, ch->o.min_len, ch->o.max_len);
+	return RC_MSGCH_MSG;
+}
+
+/* Pool channels (the server's form). */
+
+void *rc_msgch_reply_buf(const struct rc_msgch *ch, uint32_t s)
+{
+	return ch->mem + ((size_t)nrecv(&ch->o) + s) * ch->o.slot;
+}
+
+int rc_msgch_pool_post(struct rc_msgch *ch, struct rc_shared *sh, uint32_t s, struct rc_err *err)
+{
+	int rc;
+
+	if (!ch->o.pool || s >= nrecv(&ch->o) || ch->posted[s])
+		return rc_err_set(err, EINVAL, "pair %u cannot be posted again", s);
+	ch->gen[s] = (ch->gen[s] + 1) & RC_MSGCH_GEN_MASK;
+	rc = rc_shared_post_recv(sh, rc_msgch_recv_buf(ch, s), ch->o.slot,
+				 ch->mr ? ch->mr->lkey : 0, rc_msgch_user(s, ch->gen[s]), err);
+	if (!rc)
+		ch->posted[s] = true;
+	return rc;
+}
+
+int rc_msgch_pool_reply(struct rc_msgch *ch, struct rc_conn *c, uint32_t s, uint32_t len,
+			struct rc_err *err)
+{
+	if (!ch->o.pool || s >= nrecv(&ch->o) || ch->posted[s])
+		return rc_err_set(err, EINVAL, "pair %u holds no request to answer", s);
+	if (len > ch->o.slot)
+		return rc_err_set(err, EMSGSIZE, "a reply of %u bytes to %s (at most %u)", len,
+				  c->peer, ch->o.slot);
+	return rc_post_send(c, rc_msgch_reply_buf(ch, s), len, ch->mr ? ch->mr->lkey : 0,
+			    rc_msgch_user(s, ch->gen[s]), err);
+}
+
+int rc_msgch_pool_wc(struct rc_msgch *ch, const struct ibv_wc *wc, struct rc_msgch_rx *rx,
+		     struct rc_err *err)
+{
+	enum rc_op op = rc_wrid_op(wc->wr_id);
+	uint64_t user = wc->wr_id & RC_WRID_MASK;
+	uint32_t s = rc_msgch_user_slot(user), gen = rc_msgch_user_gen(user);
+	bool ours = ch->o.pool && s < nrecv(&ch->o);
+
+	if (op == RC_OP_SEND && ours) {
+		rx->slot = s;
+		/* posted again since: the reply of a connection that went */
+		if (ch->posted[s] || gen != ch->gen[s])
+			return rc_err_set(err, ESTALE,
+					  "the completion of a reply from pair %u, "
+					  "posted again since",
+					  s);
+		return RC_MSGCH_SENT;
+	}
+	if (op != RC_OP_RECV || !ours || !ch->posted[s] || gen != ch->gen[s])
+		return rc_err_set(err, EPROTO,
+				  "a completion (opcode %d) for pair %u (generation %u) that is "
+				  "not posted",
+				  (int)wc->opcode, s, gen);
+	ch->posted[s] = false;
+	rx->slot = s;
+	rx->data = rc_msgch_recv_buf(ch, s);
+	rx->len = wc->byte_len;
+	if (wc->status != IBV_WC_SUCCESS)
+		return RC_MSGCH_MSG; /* the caller reads the status */
+	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM)
+		return RC_MSGCH_IMM;
+	if (wc->opcode != IBV_WC_RECV)
+		return rc_err_set(err, EPROTO, "unexpected completion (opcode %d) for pair %u",
+				  (int)wc->opcode, s);
 	if (wc->byte_len < ch->o.min_len || wc->byte_len > ch->o.max_len)
 		return rc_err_set(err, EBADMSG, "a control message of %u bytes (%u to %u expected)",
 				  wc->byte_len, ch->o.min_len, ch->o.max_len);

@@ -9,8 +9,18 @@
  * (below the RC_OP_* of ops_core.h), so that a completion names the slot it
  * filled and a stale or doubled one is refused. Sends go round each
  * connection's send slots in order; one more than it has outstanding is
- * refused (ENOBUFS, naming the peer). kvxfer's control QP (one connection)
- * and the group's rings (one connection per peer) are its users.
+ * refused (ENOBUFS, naming the peer). kvxfer's control QP (one connection),
+ * the group's rings (one connection per peer) and the region client use it
+ * so.
+ *
+ * A pool channel (opts.pool) is the server's form: slot pairs (a receive
+ * and its reply) shared by every connection through one shared receive
+ * queue, so that a thousand peers cost neither a ring nor a descriptor
+ * each. A request lands in any posted pair; its reply goes from the same
+ * pair's other half, and its completion names the pair and the generation
+ * of the request it answers, so that a reply of a connection gone, whose
+ * pair was posted again since, is told apart (-ESTALE). The region server
+ * is its user; who holds a pair meanwhile is the server's to keep.
  */
 #ifndef RDMACTL_MSGCH_CORE_H
 #define RDMACTL_MSGCH_CORE_H
@@ -45,6 +55,7 @@ struct rc_msgch_opts {
 	uint32_t min_len; /* a received message's length accepted: min_len to */
 	uint32_t max_len; /* max_len (0: the slot) bytes */
 	const char *what; /* the channel, in errors: "... on WHAT" (NULL: nothing) */
+	int pool;         /* a pool channel of this many pairs (nconns, recvs, sends 0) */
 };
 
 struct rc_msgch_conn {
@@ -52,13 +63,14 @@ struct rc_msgch_conn {
 	uint64_t sent, done; /* sends posted, and completed */
 };
 
+struct rc_shared;
 struct rc_msgch {
 	struct rc_msgch_opts o;
 	unsigned char *mem;
 	size_t len;
 	struct ibv_mr *mr;          /* NULL until rc_msgch_reg */
 	struct rc_msgch_conn *conn; /* nconns */
-	uint32_t *gen;              /* per receive slot: the generation of its posting */
+	uint32_t *gen;              /* per receive slot (pair): the generation of its posting */
 	bool *posted;               /* per receive slot: posted and not reaped yet */
 };
 
@@ -103,6 +115,24 @@ int rc_msgch_send_check(const struct rc_msgch *ch, int k, struct rc_err *err);
 int rc_msgch_send(struct rc_msgch *ch, int k, uint32_t len, struct rc_err *err);
 /* Connection k failed: its outstanding sends will not complete. */
 void rc_msgch_sends_lost(struct rc_msgch *ch, int k);
+
+/* Pool channels. Post pair s's receive to sh's shared receive queue (a new
+ * generation). */
+int rc_msgch_pool_post(struct rc_msgch *ch, struct rc_shared *sh, uint32_t s, struct rc_err *err);
+/* Pair s's reply half: fill it, then rc_msgch_pool_reply. */
+void *rc_msgch_reply_buf(const struct rc_msgch *ch, uint32_t s);
+/* Send len bytes of pair s's reply half on c (signalled), for the request
+ * pair s holds (received, not posted again). */
+int rc_msgch_pool_reply(struct rc_msgch *ch, struct rc_conn *c, uint32_t s, uint32_t len,
+			struct rc_err *err);
+/* A completion of a pool channel, whatever its status (the caller reads
+ * wc->status), checked: a receive of a pair posted with this generation
+ * (MSG, its length min_len to max_len when it succeeded, else -EBADMSG; or
+ * IMM), the pair then the caller's; or a reply of a pair not posted again
+ * since (SENT), else -ESTALE. rx->slot names the pair in each of these
+ * cases; -EPROTO for anything else (no pair of ours), err saying why. */
+int rc_msgch_pool_wc(struct rc_msgch *ch, const struct ibv_wc *wc, struct rc_msgch_rx *rx,
+		     struct rc_err *err);
 
 /* A successful completion of connection k's QP, checked: the operation
  * (SEND or RECV in its wr_id, with the matching opcode), the slot (in k's

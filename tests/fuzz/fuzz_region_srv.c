@@ -346,6 +346,20 @@ static void push_wc(struct fconn *f, const struct ibv_wc *wc)
 	}
 }
 
+/* The message channel's per-connection receives: the server has none (its
+ * pool posts to the shared receive queue). */
+int rc_post_recv(struct rc_conn *c, void *buf, uint32_t len, uint32_t lkey, uint64_t user,
+		 struct rc_err *err)
+{
+	(void)c;
+	(void)buf;
+	(void)len;
+	(void)lkey;
+	(void)user;
+	(void)err;
+	abort();
+}
+
 int rc_post_send(struct rc_conn *c, const void *buf, uint32_t len, uint32_t lkey, uint64_t user,
 		 struct rc_err *err)
 {

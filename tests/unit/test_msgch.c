@@ -3,7 +3,7 @@
  * device: the QPs are fakes whose post calls record the work requests. The
  * slot arithmetic, the wr_id round trip, and each refusal (wrong operation,
  * slot, generation, length, a send too many), each with the right answer
- * beside it. */
+ * beside it; then the same for the pool form of the region server. */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -85,6 +85,94 @@ static const struct ibv_wc *wc_of(uint64_t wr_id, enum ibv_wc_opcode op, uint32_
 static uint64_t recv_id(uint32_t slot, uint32_t gen)
 {
 	return rc_wrid(RC_OP_RECV, rc_msgch_user(slot, gen));
+}
+
+static int fake_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	(void)srq;
+	return fake_post_recv(NULL, wr, bad);
+}
+
+/* The pool form (the region server's): pairs posted to a shared receive
+ * queue, a request in any, its reply from the same pair, a stale reply told
+ * apart; each refusal beside its accepted case. */
+static void pool_checks(void)
+{
+	struct rc_msgch_opts o = { .pool = 4, .slot = 64, .what = "the control channel" };
+	struct ibv_srq srq = { .context = &ctx };
+	struct rc_shared sh = { .srq = &srq, .srq_depth = 4 };
+	struct rc_msgch ch;
+	struct rc_msgch_rx rx;
+	struct rc_err e;
+	struct ibv_wc wc;
+	uint64_t id2;
+
+	ctx.ops.post_srq_recv = fake_post_srq_recv;
+	nrec = 0;
+	/* layouts: a pool has no connections of its own */
+	CHECK_EQ_U64(rc_msgch_len(&o), 2 * 4 * 64);
+	{
+		struct rc_msgch_opts bad = o;
+
+		bad.nconns = 1;
+		bad.recvs = bad.sends = 1;
+		CHECK(rc_msgch_init(&ch, &bad, &e) == -EINVAL);
+		bad = o;
+		bad.pool = -1;
+		CHECK(rc_msgch_init(&ch, &bad, &e) == -EINVAL);
+	}
+	CHECK(rc_msgch_init(&ch, &o, &e) == 0);
+	for (uint32_t s = 0; s < 4; s++)
+		CHECK(rc_msgch_pool_post(&ch, &sh, s, &e) == 0);
+	CHECK_EQ_U64(nrec, 4);
+	CHECK(rc_msgch_pool_post(&ch, &sh, 2, &e) == -EINVAL); /* posted already */
+	CHECK(rc_msgch_pool_post(&ch, &sh, 4, &e) == -EINVAL); /* no such pair */
+	CHECK(rec[2].addr == (uintptr_t)rc_msgch_recv_buf(&ch, 2) && rec[2].len == 64);
+	CHECK(rc_msgch_reply_buf(&ch, 2) == ch.mem + (4 + 2) * 64);
+	id2 = rec[2].wr_id;
+	CHECK(id2 == recv_id(2, 1));
+	/* no reply from a pair that holds no request */
+	CHECK(rc_msgch_pool_reply(&ch, &conns[0], 2, 8, &e) == -EINVAL);
+	/* a request in pair 2, from any connection */
+	CHECK(rc_msgch_pool_wc(&ch, wc_of(id2, IBV_WC_RECV, 40), &rx, &e) == RC_MSGCH_MSG);
+	CHECK(rx.slot == 2 && rx.len == 40 && rx.data == rc_msgch_recv_buf(&ch, 2));
+	/* the same completion again, or of another generation: refused */
+	CHECK(rc_msgch_pool_wc(&ch, wc_of(id2, IBV_WC_RECV, 40), &rx, &e) == -EPROTO);
+	CHECK(rc_msgch_pool_wc(&ch, wc_of(recv_id(1, 2), IBV_WC_RECV, 8), &rx, &e) == -EPROTO);
+	CHECK(rc_msgch_pool_wc(&ch, wc_of(recv_id(9, 1), IBV_WC_RECV, 8), &rx, &e) == -EPROTO);
+	/* its reply, from the pair's other half, named by the request's posting */
+	CHECK(rc_msgch_pool_reply(&ch, &conns[0], 2, 65, &e) == -EMSGSIZE);
+	CHECK(rc_msgch_pool_reply(&ch, &conns[0], 2, 8, &e) == 0);
+	CHECK(rec[nrec - 1].send && rec[nrec - 1].addr == (uintptr_t)rc_msgch_reply_buf(&ch, 2));
+	CHECK(rec[nrec - 1].wr_id == rc_wrid(RC_OP_SEND, rc_msgch_user(2, 1)));
+	CHECK(rc_msgch_pool_wc(&ch, wc_of(rec[nrec - 1].wr_id, IBV_WC_SEND, 0), &rx, &e) ==
+	      RC_MSGCH_SENT);
+	CHECK(rx.slot == 2);
+	/* the pair posted again before that reply completed (its connection
+	 * went): the reply's completion is stale */
+	CHECK(rc_msgch_pool_post(&ch, &sh, 2, &e) == 0);
+	CHECK(rc_msgch_pool_wc(&ch, wc_of(rc_wrid(RC_OP_SEND, rc_msgch_user(2, 1)), IBV_WC_SEND, 0),
+			       &rx, &e) == -ESTALE);
+	/* and after that posting took a request, still stale */
+	CHECK(rc_msgch_pool_wc(&ch, wc_of(recv_id(2, 2), IBV_WC_RECV, 8), &rx, &e) == RC_MSGCH_MSG);
+	CHECK(rc_msgch_pool_wc(&ch, wc_of(rc_wrid(RC_OP_SEND, rc_msgch_user(2, 1)), IBV_WC_SEND, 0),
+			       &rx, &e) == -ESTALE);
+	/* a length outside min_len..max_len: the pair is named, then refused */
+	ch.o.min_len = 8;
+	CHECK(rc_msgch_pool_wc(&ch, wc_of(recv_id(0, 1), IBV_WC_RECV, 4), &rx, &e) == -EBADMSG);
+	CHECK(rx.slot == 0);
+	/* an immediate consumes a pair, no message to check */
+	CHECK(rc_msgch_pool_wc(&ch, wc_of(recv_id(1, 1), IBV_WC_RECV_RDMA_WITH_IMM, 0), &rx, &e) ==
+	      RC_MSGCH_IMM);
+	/* an error completion names its pair; the status is the caller's */
+	wc = *wc_of(recv_id(3, 1), IBV_WC_RECV, 0);
+	wc.status = IBV_WC_WR_FLUSH_ERR;
+	wc.opcode = (enum ibv_wc_opcode)0xff; /* not valid with an error */
+	CHECK(rc_msgch_pool_wc(&ch, &wc, &rx, &e) == RC_MSGCH_MSG && rx.slot == 3);
+	/* anything else is no pair of ours */
+	CHECK(rc_msgch_pool_wc(&ch, wc_of(rc_wrid(RC_OP_WRITE, 1), IBV_WC_RDMA_WRITE, 0), &rx,
+			       &e) == -EPROTO);
+	rc_msgch_fini(&ch);
 }
 
 int main(void)
@@ -279,5 +367,6 @@ int main(void)
 	rc_msgch_fini(&ch);
 	rc_msgch_fini(&ch); /* twice: harmless */
 	CHECK(ch.mem == NULL);
+	pool_checks();
 	CHECK_DONE();
 }
