@@ -72,7 +72,7 @@ int rc_group_listen(const struct rc_group_opts *o, struct rc_endpoint *ep, struc
 		memcpy(g->token, o->token, strlen(o->token));
 	g->o.recv_depth = group_recv_depth(g->o.recv_depth);
 	if (g->o.sq_depth <= 0)
-		g->o.sq_depth = 128;
+		g->o.sq_depth = GROUP_SQ_DEPTH;
 	if (g->o.timeout_ms <= 0)
 		g->o.timeout_ms = 10000;
 	g->barrier_s = -1;
@@ -110,6 +110,12 @@ fail:
 }
 
 /* A connect request: from a rank below us that we need, once. */
+/* The CQ peer j's connection shares (NULL: one of its own). */
+static struct rc_shared *peer_cq(const struct rc_group *g, int j)
+{
+	return g->nsh && g->peers[j].slot >= 0 ? g->sh[g->peers[j].slot % g->nsh] : NULL;
+}
+
 /* Rank j's earlier try, accepted here but never established (its connector
  * timed out, or went): closed, so that its new request takes the rank. */
 static void drop_half_open(struct rc_group *g, int j)
@@ -151,7 +157,7 @@ static void on_request(struct rc_group *g, struct rc_cm_event *ev, const struct 
 		co.rq_depth = g->o.recv_depth;
 		co.timeout_ms = g->o.timeout_ms;
 		co.busy_poll = g->o.busy_poll;
-		co.shared = g->sh;
+		co.shared = peer_cq(g, (int)h.rank);
 		co.on_qp = on_accepted_qp;
 		co.on_qp_arg = &g->peers[h.rank];
 		if (rc_cm_accept(g->l, ev, &co, &c, &e)) {
@@ -241,7 +247,7 @@ static int connect_one(struct rc_group *g, int j, const struct rc_endpoint *ep, 
 	co.bind_addr = g->self.host;
 	co.dev_name = g->o.dev_name;
 	co.pd = g->l->pd;
-	co.shared = g->sh;
+	co.shared = peer_cq(g, j);
 	for (;;) {
 		double left = deadline - rc_now();
 		struct rc_conn *c;
@@ -296,19 +302,39 @@ static int connect_one(struct rc_group *g, int j, const struct rc_endpoint *ep, 
 
 /*
  * One CQ and one completion channel for every connection of the group
- * (rc_poll_any finds a completion's connection by its QP number), when the
- * device's largest CQ holds all their send and receive queues; else each
- * connection keeps its own, as the device allows.
+ * (rc_poll_any finds a completion's connection by its QP number), or a few
+ * when the device's largest CQ cannot hold all their send and receive
+ * queues (connection slot k on CQ k % nsh); more than GROUP_CQ_MAX, and
+ * each connection keeps its own. RDMACTL_TEST_MAX_CQE, when smaller than
+ * the device's, stands in for it (the tests' way to a few CQs).
  */
 static void group_shared_cq(struct rc_group *g)
 {
-	long cqe = (long)g->nslots * (g->o.sq_depth + g->o.recv_depth);
+	long per_conn = (long)g->o.sq_depth + g->o.recv_depth, max_cqe, test;
+	const char *t = getenv("RDMACTL_TEST_MAX_CQE");
 	struct ibv_device_attr da;
+	int n;
 
-	if (!g->nslots || ibv_query_device(g->l->verbs, &da) || cqe > da.max_cqe)
+	if (!g->nslots || ibv_query_device(g->l->verbs, &da))
 		return;
-	if (rc_shared_create(g->l->pd, (int)cqe, 0, &g->sh, NULL))
-		g->sh = NULL;
+	max_cqe = da.max_cqe;
+	if (t && (test = strtol(t, NULL, 10)) > 0 && test < max_cqe)
+		max_cqe = test;
+	n = group_cqs(g->nslots, per_conn, max_cqe);
+	if (n > GROUP_CQ_MAX)
+		return;
+	for (int i = 0; i < n; i++) {
+		/* slots i, i + n, ...: the CQ's share of the connections */
+		int conns = (g->nslots - i + n - 1) / n;
+
+		if (rc_shared_create(g->l->pd, (int)(conns * per_conn), 0, &g->sh[i], NULL)) {
+			while (i-- > 0)
+				rc_shared_destroy(g->sh[i]);
+			memset(g->sh, 0, sizeof(g->sh));
+			return;
+		}
+	}
+	g->nsh = n;
 }
 
 /* The message rings of the peers this rank connects with (need, set): one
@@ -498,8 +524,9 @@ int rc_group_close(struct rc_group *g)
 		free(g->peers[j].box);
 		free(g->peers[j].held);
 	}
-	if (g->sh && (r = rc_shared_destroy(g->sh)) && !rc) /* after its connections */
-		rc = r;
+	for (int i = 0; i < g->nsh; i++) /* after its connections */
+		if ((r = rc_shared_destroy(g->sh[i])) && !rc)
+			rc = r;
 	if (g->ech)
 		rdma_destroy_event_channel(g->ech);
 	if ((r = rc_msgch_fini(&g->ch)) && !rc)
@@ -550,7 +577,7 @@ void rc_group_stats(const struct rc_group *g, struct rc_group_stats *out)
 					.connect_s = g->connect_s,
 					.first_barrier_s = g->barrier_s,
 					.qps = g->nconns,
-					.cqs = g->sh ? 1 : g->nconns,
+					.cqs = g->nsh ? g->nsh : g->nconns,
 					.ring_bytes = g->ch.mr ? g->ch.len : 0,
 					.tree_depth = g->depth };
 }

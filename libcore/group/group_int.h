@@ -9,6 +9,13 @@
 #include <rdmactl/parse.h>
 #include <rdmactl/group_core.h>
 #include <rdmactl/msgch_core.h>
+#include <rdmactl/ops_core.h>
+
+/* CQs shared by a group's connections at most (as many as the device's
+ * largest CQ makes needed); a group that needs more gets one each. */
+#define GROUP_CQ_MAX RC_SHARED_SET_MAX
+/* The largest CQ --plan sizes for: ConnectX's (rxe's holds 32767). */
+#define GROUP_PLAN_MAX_CQE 4194303L
 
 #define GROUP_MAGIC 0x72646d67u /* "rdmg" */
 #define ABORT_MAGIC 0x72646d61u /* "rdma": the sender gave up, data says why */
@@ -104,9 +111,10 @@ struct gpeer {
 struct rc_group {
 	struct rc_group_opts o;
 	struct rc_listener *l;
-	struct rc_shared *sh;           /* the one CQ of every connection (NULL: one each) */
-	struct rdma_event_channel *ech; /* the CM events of the connections it made */
-	struct gseen seen;              /* the connect requests' nonces (accept thread) */
+	struct rc_shared *sh[GROUP_CQ_MAX]; /* the CQs every connection shares, slot % nsh */
+	int nsh;                            /* 0: each connection has its own */
+	struct rdma_event_channel *ech;     /* the CM events of the connections it made */
+	struct gseen seen;                  /* the connect requests' nonces (accept thread) */
 	struct rc_endpoint self;
 	struct gpeer *peers;    /* world of them */
 	struct rc_conn **conns; /* connected peers, for polling (world at most) */
@@ -157,14 +165,18 @@ int group_tree(const uint8_t *need, int W, int root, int fanout, int *parent);
 /* The group's sizes, one function each, for the running group and for
  * rc_group_plan_rank alike (group_plan.c). */
 #define GROUP_RECV_DEPTH 32      /* receives kept posted per connection, unless asked */
+#define GROUP_SQ_DEPTH 128       /* sends per connection, unless asked */
 #define GROUP_CONNECT_AT_ONCE 16 /* connects in flight at once, the calling thread's too */
 #define GROUP_TREE_FANOUT 8      /* children per rank in the barrier's tree */
 int group_recv_depth(int asked);
 /* Bytes of the message rings of nslots peers: recv_depth receive slots and
  * one send slot each. */
 size_t group_ring_len(int nslots, int recv_depth);
-/* Completion queues the connections of nconns peers use. */
-int group_cqs(int nconns);
+/* Completion queues the connections of nconns peers use, each taking
+ * per_conn entries (its send and receive queues) on a device whose largest
+ * CQ holds max_cqe: as few shared ones as hold them, GROUP_CQ_MAX at most;
+ * more, one per connection. */
+int group_cqs(int nconns, long per_conn, long max_cqe);
 /* Rounds of GROUP_CONNECT_AT_ONCE connects for this many peers. */
 int group_connect_rounds(int connects);
 

@@ -29,11 +29,17 @@ size_t group_ring_len(int nslots, int recv_depth)
 	return rc_msgch_len(&o);
 }
 
-int group_cqs(int nconns)
+int group_cqs(int nconns, long per_conn, long max_cqe)
 {
-	/* one shared by every connection, its sends and receives together (a
-	 * device whose largest CQ cannot hold them all: one per connection) */
-	return nconns ? 1 : 0;
+	long per_cq = per_conn > 0 ? max_cqe / per_conn : 0; /* connections a CQ holds */
+	long n;
+
+	if (nconns <= 0)
+		return 0;
+	if (per_cq < 1)
+		return nconns;
+	n = (nconns + per_cq - 1) / per_cq;
+	return n <= GROUP_CQ_MAX ? (int)n : nconns;
 }
 
 int group_connect_rounds(int connects)
@@ -52,7 +58,7 @@ void rc_group_plan_rank(const uint8_t *need, int world, int rank, int recv_depth
 			j < rank ? below++ : above++;
 	*out = (struct rc_group_plan){
 		.qps = below + above,
-		.cqs = group_cqs(below + above),
+		.cqs = group_cqs(below + above, GROUP_SQ_DEPTH + depth, GROUP_PLAN_MAX_CQE),
 		.recv_buffers = (below + above) * depth,
 		.ring_bytes = group_ring_len(below + above, depth),
 		.connects = above,

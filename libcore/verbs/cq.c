@@ -184,15 +184,29 @@ static int sleep_on(struct rc_conn *const *conns, int n, struct pollfd *pfd, dou
 	return 0;
 }
 
-/* Whether every one of conns shares one CQ (rc_conn_opts.shared). */
-static struct rc_shared *one_shared(struct rc_conn *const *conns, int n)
+/* The shared CQs of conns when every one of them is on one
+ * (rc_conn_opts.shared) and they are RC_SHARED_SET_MAX at most: their
+ * number, in out; else 0 (each connection is polled on its own CQ). */
+static int shared_set(struct rc_conn *const *conns, int n, struct rc_shared **out)
 {
-	struct rc_shared *sh = conns[0]->shared;
+	int k = 0;
 
-	for (int i = 1; sh && i < n; i++)
-		if (conns[i]->shared != sh)
-			return NULL;
-	return sh;
+	for (int i = 0; i < n; i++) {
+		struct rc_shared *sh = conns[i]->shared;
+		int j = k - 1;
+
+		if (!sh)
+			return 0;
+		/* most neighbours share one: the last one found first */
+		while (j >= 0 && out[j] != sh)
+			j--;
+		if (j < 0) {
+			if (k == RC_SHARED_SET_MAX)
+				return 0;
+			out[k++] = sh;
+		}
+	}
+	return k;
 }
 
 static int index_of(struct rc_conn *const *conns, int n, const struct rc_conn *c)
@@ -255,26 +269,49 @@ static int poll_round_shared(struct rc_shared *sh, struct rc_conn *const *conns,
 	}
 }
 
-/* sleep_on for a shared CQ: one channel to arm and wait on. */
-static int sleep_shared(struct rc_shared *sh, double left, struct rc_err *err)
+/* sleep_on for shared CQs: a channel each to arm and wait on. */
+static int sleep_shared(struct rc_shared *const *sh, int k, double left, struct rc_err *err)
 {
-	struct pollfd p = { .fd = sh->cch->fd, .events = POLLIN };
-	struct ibv_cq *cq;
-	void *cctx;
+	struct pollfd p[RC_SHARED_SET_MAX];
+	bool newly = false;
 	int r;
 
-	if (!sh->armed) {
-		if (ibv_req_notify_cq(sh->cq, 0))
-			return rc_err_set(err, EIO, "cannot arm the shared completion queue");
-		sh->armed = true;
+	for (int i = 0; i < k; i++)
+		if (!sh[i]->armed) {
+			if (ibv_req_notify_cq(sh[i]->cq, 0))
+				return rc_err_set(err, EIO,
+						  "cannot arm the shared completion queue");
+			sh[i]->armed = newly = true;
+		}
+	if (newly)
 		return 1;
-	}
-	r = poll(&p, 1, (int)(left * 1000) + 1);
+	for (int i = 0; i < k; i++)
+		p[i] = (struct pollfd){ .fd = sh[i]->cch->fd, .events = POLLIN };
+	r = poll(p, (nfds_t)k, (int)(left * 1000) + 1);
 	if (r < 0 && errno != EINTR)
 		return rc_err_set(err, errno, "poll failed: %s", strerror(errno));
-	if (r > 0 && ibv_get_cq_event(sh->cch, &cq, &cctx) == 0) {
-		ibv_ack_cq_events(cq, 1);
-		sh->armed = false;
+	for (int i = 0; r > 0 && i < k; i++) {
+		struct ibv_cq *cq;
+		void *cctx;
+
+		if ((p[i].revents & POLLIN) && ibv_get_cq_event(sh[i]->cch, &cq, &cctx) == 0) {
+			ibv_ack_cq_events(cq, 1);
+			sh[i]->armed = false;
+		}
+	}
+	return 0;
+}
+
+/* poll_round_shared over each of k shared CQs, from the start'th. */
+static int poll_round_set(struct rc_shared *const *sh, int k, int start,
+			  struct rc_conn *const *conns, int n, struct ibv_wc *wc, int max,
+			  int *which, struct rc_err *err)
+{
+	for (int i = 0; i < k; i++) {
+		int got = poll_round_shared(sh[(start + i) % k], conns, n, wc, max, which, err);
+
+		if (got)
+			return got;
 	}
 	return 0;
 }
@@ -283,7 +320,8 @@ static int sleep_shared(struct rc_shared *sh, double left, struct rc_err *err)
 static int poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int max, int timeout_ms,
 		    int *which, struct pollfd *pfd, struct rc_err *err)
 {
-	struct rc_shared *sh = one_shared(conns, n);
+	struct rc_shared *sh[RC_SHARED_SET_MAX];
+	int k = shared_set(conns, n, sh);
 	double deadline = 0;
 	unsigned spins = 0;
 	int start = 0;
@@ -291,13 +329,13 @@ static int poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int 
 	if (timeout_ms < 0)
 		timeout_ms = conns[0]->timeout_ms;
 	for (;;) {
-		int got = sh ? poll_round_shared(sh, conns, n, wc, max, which, err)
-			     : poll_round(conns, n, start, wc, max, which, err);
+		int got = k ? poll_round_set(sh, k, start, conns, n, wc, max, which, err)
+			    : poll_round(conns, n, start, wc, max, which, err);
 		double now, left;
 
 		if (got)
 			return got;
-		start = (start + 1) % n;
+		start = (start + 1) % (k ? k : n);
 		/* Busy polling reads the clock once in 1024 spins: a clock read costs
 		 * as much as a poll, and the first poll needs none at all. */
 		if (conns[0]->busy_poll && (++spins & 1023))
@@ -310,7 +348,7 @@ static int poll_any(struct rc_conn *const *conns, int n, struct ibv_wc *wc, int 
 			return -ETIMEDOUT;
 		if (conns[0]->busy_poll)
 			continue;
-		got = sh ? sleep_shared(sh, left, err) : sleep_on(conns, n, pfd, left, err);
+		got = k ? sleep_shared(sh, k, left, err) : sleep_on(conns, n, pfd, left, err);
 		if (got < 0)
 			return got;
 	}

@@ -178,9 +178,13 @@ int rc_cq_arm(struct rc_conn *c);
 /* Consume the completion channel's event, if any (after poll() said so). */
 void rc_cq_ack(struct rc_conn *c);
 
+/* Connections on at most this many shared CQs are polled and slept on by
+ * their CQs (rc_poll_any); more, or any with a CQ of its own, one by one. */
+#define RC_SHARED_SET_MAX 16
+
 /* Reap up to max completions from any of conns, waiting at most timeout_ms
  * (busy polling or sleeping on the completion channels, as each connection
- * is set). Returns the count (> 0) with *which the connection's index,
+ * is set; on the shared CQs' channels when conns are on a few). Returns the count (> 0) with *which the connection's index,
  * -ETIMEDOUT, or -EIO for an error completion (err names the operation, the
  * peer and ibv_wc_status_str; *which is then the failed connection's index).
  * Successful completions polled together with an error one are returned

@@ -215,6 +215,23 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 	jq -e '.group.qps == 2 and .group.ring_bytes == 2 * 33 * 1024' "$BATS_TEST_TMPDIR/rank.3.out"
 }
 
+@test "a device whose largest CQ cannot hold every connection's queues: a few shared CQs, not one each; every token right" {
+	need_guest
+	local i
+	a2a_peers 5
+	# 4 connections of 128 sends and 32 receives each; a largest CQ of 330
+	# entries holds two of them: 2 CQs (a CQ per connection would be 4)
+	export RDMACTL_TEST_MAX_CQE=330
+	a2a_start 5 --algo flat --rendezvous "file:$PEERS" "${SMALL[@]}" --all-ranks
+	a2a_wait
+	unset RDMACTL_TEST_MAX_CQE
+	for ((i = 0; i < 5; i++)); do
+		[ "${RCS[i]}" = 0 ] || { a2a_dump; fail "rank $i exited ${RCS[i]}"; }
+		assert_equal "$(jq -c '{qps: .group.qps, cqs: .group.cqs, wrong}' "$BATS_TEST_TMPDIR/rank.$i.out")" \
+			'{"qps":4,"cqs":2,"wrong":0}'
+	done
+}
+
 @test "hierarchical: two nodes of 4, one on each rxe of the veth pair, same data as flat" {
 	need_two_nics
 	heavy_sibling "hierarchical with 4 ranks as 2 nodes of 2, and the GPU memory test's hierarchical run"

@@ -14,6 +14,7 @@
 #include <rdmactl/mcast.h>
 #include <rdmactl/mcast_core.h>
 
+#include "../../libcore/group/group_int.h"
 #include "check.h"
 
 #define W_MAX 4096
@@ -75,6 +76,22 @@ static bool mcast_peer(int W, int r, int j, const void *arg)
 	(void)W;
 	return r == s->root || j == s->root || rc_mcast_parent(s, r) == j ||
 	       rc_mcast_parent(s, j) == r;
+}
+
+/* CQs for a rank's connections: one shared while the device's largest CQ
+ * holds their queues, a few when it does not, one each beyond GROUP_CQ_MAX. */
+static void cq_counts(void)
+{
+	CHECK_EQ_U64(group_cqs(0, 160, 32767), 0);
+	CHECK_EQ_U64(group_cqs(3, 160, 32767), 1);
+	CHECK_EQ_U64(group_cqs(204, 160, 32767), 1);   /* 204 * 160 = 32640 */
+	CHECK_EQ_U64(group_cqs(205, 160, 32767), 2);   /* one more does not fit */
+	CHECK_EQ_U64(group_cqs(1023, 160, 32767), 6);  /* rxe, EP1024 flat: 6, not 1023 */
+	CHECK_EQ_U64(group_cqs(3264, 160, 32767), 16); /* the most that share */
+	CHECK_EQ_U64(group_cqs(3265, 160, 32767), 3265);
+	CHECK_EQ_U64(group_cqs(4095, 160, GROUP_PLAN_MAX_CQE), 1);
+	CHECK_EQ_U64(group_cqs(5, 200, 100), 5); /* not even one connection fits */
+	CHECK_EQ_U64(group_cqs(3, 4, 2), 3);
 }
 
 static void a2a_plans(int W)
@@ -244,6 +261,7 @@ static void a2a_wide(void)
 
 int main(void)
 {
+	cq_counts();
 	a2a_plans(64);
 	a2a_plans(4096);
 	mcast_plans(64);
