@@ -77,6 +77,16 @@ within_half() {
 	heavy_sibling "a region on two rails: the descriptor lists each with its own rkey; 4 MiB striped in and out"
 	serve_rails 64M
 	head -c 64M /dev/urandom >"$IN"
+	# Both rails shaped to one rate, under what the guest's CPUs move on a
+	# rail: equal rails even on a loaded host (unshaped, the rail whose rxe
+	# work got less CPU once carried 24 MiB, its peer's stealing the rest,
+	# as it should). Both ways: the write's data leaves va and vc, the
+	# read's vb and vd.
+	local d
+	for d in va vb vc vd; do
+		tc qdisc add dev "$d" root tbf rate 200mbit burst 64kb latency 400ms
+	done
+	SLOWED="va vb vc vd"
 	run rdmactl -j -d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C" write "$RAILS" --file "$IN"
 	assert_success
 	local doc=$output a c
