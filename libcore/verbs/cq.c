@@ -276,6 +276,8 @@ static int sleep_shared(struct rc_shared *const *sh, int k, double left, struct 
 	bool newly = false;
 	int r;
 
+	if (k < 1 || k > RC_SHARED_SET_MAX)
+		return rc_err_set(err, EINVAL, "cannot wait on %d shared completion queues", k);
 	for (int i = 0; i < k; i++)
 		if (!sh[i]->armed) {
 			if (ibv_req_notify_cq(sh[i]->cq, 0))
