@@ -301,16 +301,17 @@ static int connect_one(struct rc_group *g, int j, const struct rc_endpoint *ep, 
 }
 
 /*
- * One CQ and one completion channel for every connection of the group
- * (rc_poll_any finds a completion's connection by its QP number), or a few
- * when the device's largest CQ cannot hold all their send and receive
- * queues (connection slot k on CQ k % nsh); more than GROUP_CQ_MAX, and
- * each connection keeps its own. RDMACTL_TEST_MAX_CQE, when smaller than
- * the device's, stands in for it (the tests' way to a few CQs).
+ * One CQ, one completion channel and one shared receive queue for every
+ * connection of the group (rc_poll_any finds a completion's connection by
+ * its QP number), or a few when the device's largest CQ cannot hold all
+ * their send queues and receives (connection slot k on CQ k % nsh); more
+ * than GROUP_CQ_MAX, and each connection keeps its own CQ and receive ring.
+ * RDMACTL_TEST_MAX_CQE, when smaller than the device's, stands in for it
+ * (the tests' way to a few CQs).
  */
 static void group_shared_cq(struct rc_group *g)
 {
-	long per_conn = (long)g->o.sq_depth + g->o.recv_depth, max_cqe, test;
+	long max_cqe, test;
 	const char *t = getenv("RDMACTL_TEST_MAX_CQE");
 	struct ibv_device_attr da;
 	int n;
@@ -320,14 +321,15 @@ static void group_shared_cq(struct rc_group *g)
 	max_cqe = da.max_cqe;
 	if (t && (test = strtol(t, NULL, 10)) > 0 && test < max_cqe)
 		max_cqe = test;
-	n = group_cqs(g->nslots, per_conn, max_cqe);
+	n = group_shared_cqs(g->nslots, g->o.sq_depth, g->o.recv_depth, max_cqe);
 	if (n > GROUP_CQ_MAX)
 		return;
 	for (int i = 0; i < n; i++) {
 		/* slots i, i + n, ...: the CQ's share of the connections */
 		int conns = (g->nslots - i + n - 1) / n;
+		int srq = group_srq_depth(conns, g->o.recv_depth);
 
-		if (rc_shared_create(g->l->pd, (int)(conns * per_conn), 0, &g->sh[i], NULL)) {
+		if (rc_shared_create(g->l->pd, conns * g->o.sq_depth + srq, srq, &g->sh[i], NULL)) {
 			while (i-- > 0)
 				rc_shared_destroy(g->sh[i]);
 			memset(g->sh, 0, sizeof(g->sh));
@@ -337,14 +339,16 @@ static void group_shared_cq(struct rc_group *g)
 	g->nsh = n;
 }
 
-/* The message rings of the peers this rank connects with (need, set): one
- * connection each of the message channel (verbs/msgch_core.h), in one
- * registered area: recv_depth receive slots and one send slot each. */
+/* The message channel of the peers this rank connects with (need, set):
+ * one connection each of the verbs message channel (verbs/msgch_core.h), in
+ * one registered area, with one send slot each; on shared CQs, the receive
+ * slots shared through their receive queues (group_srq_depth each), else
+ * recv_depth receive slots each. A peer's messages not yet taken wait in
+ * its box, which grows as it needs to, to GROUP_BOX_MAX. */
 static int group_rings(struct rc_group *g, struct rc_err *err)
 {
 	int W = g->o.world, me = g->o.rank;
-	struct rc_msgch_opts o = { .recvs = g->o.recv_depth,
-				   .sends = 1,
+	struct rc_msgch_opts o = { .sends = 1,
 				   .slot = GMSG_SLOT,
 				   .min_len = offsetof(struct gmsg, data),
 				   .max_len = sizeof(struct gmsg) };
@@ -353,17 +357,17 @@ static int group_rings(struct rc_group *g, struct rc_err *err)
 	if (g->ch.o.slot)
 		return rc_err_set(err, EINVAL, "the group is connected already");
 	for (int j = 0; j < W; j++)
-		if (j != me && g->need[(size_t)me * (size_t)W + (size_t)j]) {
+		if (j != me && g->need[(size_t)me * (size_t)W + (size_t)j])
 			g->peers[j].slot = g->nslots++;
-			g->peers[j].box = calloc((size_t)g->o.recv_depth, sizeof(struct gmsg));
-			g->peers[j].held = calloc((size_t)g->o.recv_depth, sizeof(uint32_t));
-			if (!g->peers[j].box || !g->peers[j].held)
-				return rc_err_set(err, ENOMEM, "out of memory");
-		}
+	group_shared_cq(g);
 	o.nconns = g->nslots;
-	if ((rc = rc_msgch_init(&g->ch, &o, err)))
+	if (g->nsh)
+		o.shared_recvs = group_shared_recvs(g->nslots, g->nsh, g->o.recv_depth);
+	else
+		o.recvs = g->o.recv_depth;
+	if ((rc = rc_msgch_init(&g->ch, &o, err)) || (rc = rc_msgch_reg(&g->ch, g->l->pd, err)))
 		return rc;
-	return rc_msgch_reg(&g->ch, g->l->pd, err);
+	return g->nsh ? rc_msgch_share(&g->ch, g->sh, g->nsh, err) : 0;
 }
 
 /* The connects to the peers above this rank, GROUP_CONNECT_AT_ONCE of them in flight
@@ -470,7 +474,6 @@ int rc_group_connect(struct rc_group *g, const struct rc_endpoint *all, const ui
 	memcpy(g->need, need, (size_t)W * (size_t)W);
 	if ((rc = group_rings(g, err)))
 		return rc;
-	group_shared_cq(g);
 	g->ech = rc_cm_channel(); /* NULL: each connection keeps its own */
 	g->depth = group_tree(g->need, W, 0, GROUP_TREE_FANOUT, g->parent);
 	if (g->depth == -ENOMEM)
@@ -522,7 +525,6 @@ int rc_group_close(struct rc_group *g)
 		if (g->peers[j].c && (r = rc_conn_close(g->peers[j].c)) && !rc)
 			rc = r;
 		free(g->peers[j].box);
-		free(g->peers[j].held);
 	}
 	for (int i = 0; i < g->nsh; i++) /* after its connections */
 		if ((r = rc_shared_destroy(g->sh[i])) && !rc)

@@ -95,12 +95,10 @@ struct gpeer {
 	uint64_t imm[IMM_CHANNELS];
 	int sends_out;    /* signalled work requests not completed */
 	bool fin;         /* its FIN came: nothing it sent us is unacknowledged */
-	struct gmsg *box; /* received messages not yet taken, a ring */
+	struct gmsg *box; /* received messages not yet taken, a ring that grows */
 	int box_head;
 	int box_n;
-	uint32_t *held; /* receive slots whose message waits for room in box, a ring */
-	int held_head;
-	int held_n;
+	int box_cap;
 	int slot; /* its connection in the message channel (ch); -1: not connected */
 	struct {
 		struct rc_group *g;
@@ -164,14 +162,30 @@ int group_tree(const uint8_t *need, int W, int root, int fanout, int *parent);
 
 /* The group's sizes, one function each, for the running group and for
  * rc_group_plan_rank alike (group_plan.c). */
-#define GROUP_RECV_DEPTH 32      /* receives kept posted per connection, unless asked */
-#define GROUP_SQ_DEPTH 128       /* sends per connection, unless asked */
+#define GROUP_RECV_DEPTH 32 /* receives kept posted per connection, unless asked */
+#define GROUP_SQ_DEPTH 128  /* sends per connection, unless asked */
+/* Receives a shared receive queue keeps posted for each of its connections
+ * beyond the receive depth: a connection has one message in flight (one
+ * send slot), and one more lands while the first is being copied out. */
+#define GROUP_SRQ_PER_CONN 2
+/* Messages of one peer received and not yet taken: a peer further ahead
+ * than that is out of step, not merely early. */
+#define GROUP_BOX_MAX 4096
 #define GROUP_CONNECT_AT_ONCE 16 /* connects in flight at once, the calling thread's too */
 #define GROUP_TREE_FANOUT 8      /* children per rank in the barrier's tree */
 int group_recv_depth(int asked);
-/* Bytes of the message rings of nslots peers: recv_depth receive slots and
- * one send slot each. */
-size_t group_ring_len(int nslots, int recv_depth);
+/* Bytes of the message channel of nslots peers on nsh shared CQs: a shared
+ * receive queue's slots each (group_srq_depth) and one send slot a peer; nsh
+ * 0, recv_depth receive slots and one send slot a peer. */
+size_t group_ring_len(int nslots, int nsh, int recv_depth);
+/* The receives of a shared receive queue of conns connections. */
+int group_srq_depth(int conns, int recv_depth);
+/* Those of the nsh shared receive queues of nslots connections together. */
+int group_shared_recvs(int nslots, int nsh, int recv_depth);
+/* The shared CQs (and their receive queues) of nslots connections with
+ * sq_depth sends each, on a device whose largest CQ holds max_cqe (more
+ * than GROUP_CQ_MAX: a CQ and a receive ring per connection instead). */
+int group_shared_cqs(int nslots, int sq_depth, int recv_depth, long max_cqe);
 /* Completion queues the connections of nconns peers use, each taking
  * per_conn entries (its send and receive queues) on a device whose largest
  * CQ holds max_cqe: as few shared ones as hold them, GROUP_CQ_MAX at most;

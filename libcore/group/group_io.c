@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rdmactl/ops.h>
@@ -59,12 +60,40 @@ int rc_group_msg_check(const void *buf, size_t byte_len, struct rc_err *err)
 	return 0;
 }
 
+/* Message m of peer j into its box, which grows (doubling) to GROUP_BOX_MAX:
+ * a peer further ahead than that is out of step. */
+static int box_push(struct gpeer *p, int j, const struct gmsg *m, struct rc_err *err)
+{
+	if (p->box_n == p->box_cap) {
+		int cap = p->box_cap ? 2 * p->box_cap : 4;
+		struct gmsg *b;
+
+		if (p->box_cap >= GROUP_BOX_MAX)
+			return rc_err_set(err, EPROTO,
+					  "rank %d is out of step: %d of its control messages wait "
+					  "unread here",
+					  j, p->box_n);
+		if (!(b = malloc((size_t)cap * sizeof(*b))))
+			return rc_err_set(err, ENOMEM, "out of memory");
+		/* the ring unrolled, from its head */
+		for (int i = 0; i < p->box_n; i++)
+			b[i] = p->box[(p->box_head + i) % p->box_cap];
+		free(p->box);
+		p->box = b;
+		p->box_cap = cap;
+		p->box_head = 0;
+	}
+	p->box[(p->box_head + p->box_n) % p->box_cap] = *m;
+	p->box_n++;
+	return 0;
+}
+
 static int on_recv(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc_err *err)
 {
 	struct gpeer *p = &g->peers[j];
 	struct rc_msgch_rx rx;
 	struct rc_err e;
-	int k = rc_msgch_wc(&g->ch, p->slot, wc, &rx, &e);
+	int k = rc_msgch_wc(&g->ch, p->slot, wc, &rx, &e), rc;
 
 	/* the length that came (rc_msgch_wc checks it against the slot), not
 	 * the previous message's stale bytes */
@@ -99,16 +128,10 @@ static int on_recv(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc
 			g->aborted = true;
 			return rc_msgch_repost(&g->ch, rx.slot, err);
 		}
-		if (p->box_n >= g->o.recv_depth) {
-			/* a full box: the message waits in its receive slot, and
-			 * the slot is posted again only once the box has room, so
-			 * a sender ahead of this rank is held back by the link
-			 * (receiver not ready) instead of failing the group */
-			p->held[(p->held_head + p->held_n++) % g->o.recv_depth] = rx.slot;
-			return 0;
-		}
-		p->box[(p->box_head + p->box_n) % g->o.recv_depth] = *m;
-		p->box_n++;
+		/* copied out: its receive slot goes back at once, for any
+		 * peer's next message (a shared slot) */
+		if ((rc = box_push(p, j, m, err)))
+			return rc;
 	}
 	return rc_msgch_repost(&g->ch, rx.slot, err);
 }
@@ -238,35 +261,22 @@ int group_send_msg(struct rc_group *g, int j, const void *data, size_t len, doub
 }
 
 /* The message at the head of peer j's box, checked (kind, round, sender,
- * length) and copied to out: 1, 0 when the box is empty, or -errno. A
- * message held back by a full box moves in. */
+ * length) and copied to out: 1, 0 when the box is empty, or -errno. */
 int group_pop_msg(struct rc_group *g, int j, void *out, size_t len, struct rc_err *err)
 {
 	struct gpeer *p = &g->peers[j];
-	const struct gmsg *m = &p->box[p->box_head];
+	const struct gmsg *m;
 
 	if (!p->box_n)
 		return 0;
+	m = &p->box[p->box_head];
 	if (m->magic != GROUP_MAGIC || m->seq != g->seq || m->len != len || m->from != (uint32_t)j)
 		return rc_err_set(err, EPROTO,
 				  "%s is out of step (message %u of %u bytes, expected %u of %zu)",
 				  p->c->peer, m->seq, m->len, g->seq, len);
 	memcpy(out, m->data, len);
-	p->box_head = (p->box_head + 1) % g->o.recv_depth;
+	p->box_head = (p->box_head + 1) % p->box_cap;
 	p->box_n--;
-	if (p->held_n) {
-		uint32_t s = p->held[p->held_head];
-		int rc;
-
-		p->held_head = (p->held_head + 1) % g->o.recv_depth;
-		p->held_n--;
-		p->box[(p->box_head + p->box_n) % g->o.recv_depth] =
-			*(const struct gmsg *)rc_msgch_recv_buf(&g->ch, s);
-		p->box_n++;
-		rc = rc_msgch_repost(&g->ch, s, err);
-		if (rc)
-			return rc;
-	}
 	return 1;
 }
 

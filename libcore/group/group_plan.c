@@ -17,16 +17,42 @@ int group_recv_depth(int asked)
 	return asked > 0 ? asked : GROUP_RECV_DEPTH;
 }
 
-size_t group_ring_len(int nslots, int recv_depth)
+int group_srq_depth(int conns, int recv_depth)
 {
-	/* recv_depth receive slots and one send slot a peer, as group_rings
-	 * lays them out in the message channel */
+	return recv_depth + GROUP_SRQ_PER_CONN * conns;
+}
+
+/* Connection slots i, i + nsh, ...: shared CQ i's. */
+static int conns_on(int nslots, int nsh, int i)
+{
+	return (nslots - i + nsh - 1) / nsh;
+}
+
+int group_shared_recvs(int nslots, int nsh, int recv_depth)
+{
+	int n = 0;
+
+	for (int i = 0; i < nsh; i++)
+		n += group_srq_depth(conns_on(nslots, nsh, i), recv_depth);
+	return n;
+}
+
+size_t group_ring_len(int nslots, int nsh, int recv_depth)
+{
+	/* as group_rings lays them out in the message channel */
 	struct rc_msgch_opts o = { .nconns = nslots,
-				   .recvs = recv_depth,
 				   .sends = 1,
-				   .slot = GMSG_SLOT };
+				   .slot = GMSG_SLOT,
+				   .shared_recvs = group_shared_recvs(nslots, nsh, recv_depth),
+				   .recvs = nsh > 0 ? 0 : recv_depth };
 
 	return rc_msgch_len(&o);
+}
+
+int group_shared_cqs(int nslots, int sq_depth, int recv_depth, long max_cqe)
+{
+	/* a CQ holds its connections' send queues and its receive queue */
+	return group_cqs(nslots, (long)sq_depth + GROUP_SRQ_PER_CONN, max_cqe - recv_depth);
 }
 
 int group_cqs(int nconns, long per_conn, long max_cqe)
@@ -51,16 +77,20 @@ void rc_group_plan_rank(const uint8_t *need, int world, int rank, int recv_depth
 			struct rc_group_plan *out)
 {
 	const uint8_t *row = need + (size_t)rank * (size_t)world;
-	int depth = group_recv_depth(recv_depth), below = 0, above = 0;
+	int depth = group_recv_depth(recv_depth), below = 0, above = 0, nsh;
 
 	for (int j = 0; j < world; j++)
 		if (j != rank && row[j])
 			j < rank ? below++ : above++;
+	nsh = group_shared_cqs(below + above, GROUP_SQ_DEPTH, depth, GROUP_PLAN_MAX_CQE);
+	if (nsh > GROUP_CQ_MAX)
+		nsh = 0; /* a CQ and a receive ring each */
 	*out = (struct rc_group_plan){
 		.qps = below + above,
-		.cqs = group_cqs(below + above, GROUP_SQ_DEPTH + depth, GROUP_PLAN_MAX_CQE),
-		.recv_buffers = (below + above) * depth,
-		.ring_bytes = group_ring_len(below + above, depth),
+		.cqs = nsh ? nsh : below + above,
+		.recv_buffers = nsh ? group_shared_recvs(below + above, nsh, depth)
+				    : (below + above) * depth,
+		.ring_bytes = group_ring_len(below + above, nsh, depth),
 		.connects = above,
 		.accepts = below,
 		.connects_at_once = GROUP_CONNECT_AT_ONCE,

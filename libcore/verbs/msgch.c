@@ -21,6 +21,8 @@ static uint64_t nrecv(const struct rc_msgch_opts *o)
 {
 	if (o->pool > 0)
 		return (uint64_t)o->pool;
+	if (o->nconns > 0 && o->shared_recvs > 0)
+		return (uint64_t)o->shared_recvs;
 	return o->nconns > 0 ? (uint64_t)o->nconns * (uint64_t)o->recvs : 0;
 }
 
@@ -42,7 +44,11 @@ static bool layout_ok(const struct rc_msgch_opts *o, uint32_t max_len)
 	if (!o->slot || o->min_len > max_len || max_len > o->slot || o->pool < 0 || o->nconns < 0)
 		return false;
 	if (o->pool)
-		return !o->nconns && o->pool <= INT32_MAX / 2;
+		return !o->nconns && !o->shared_recvs && o->pool <= INT32_MAX / 2;
+	if (o->shared_recvs)
+		return o->shared_recvs > 0 && !o->recvs && o->sends >= 1 &&
+		       (uint64_t)o->shared_recvs + (uint64_t)o->nconns * (uint64_t)o->sends <=
+			       UINT32_MAX;
 	return o->recvs >= 1 && o->sends >= 1 &&
 	       (uint64_t)o->nconns * ((uint64_t)o->recvs + (uint64_t)o->sends) <= UINT32_MAX;
 }
@@ -129,14 +135,19 @@ static const char *peer(const struct rc_msgch *ch, int k)
 
 int rc_msgch_repost(struct rc_msgch *ch, uint32_t s, struct rc_err *err)
 {
-	int k = (int)(s / (uint32_t)ch->o.recvs);
+	int k = ch->o.shared_recvs ? 0 : (int)(s / (uint32_t)ch->o.recvs);
+	uint32_t lkey = ch->mr ? ch->mr->lkey : 0;
 	int rc;
 
-	if (s >= nrecv(&ch->o) || ch->posted[s] || !ch->conn[k].c)
+	if (s >= nrecv(&ch->o) || ch->posted[s] || (ch->o.shared_recvs ? !ch->nsrq : !ch->conn[k].c))
 		return rc_err_set(err, EINVAL, "receive slot %u cannot be posted again", s);
 	ch->gen[s] = (ch->gen[s] + 1) & RC_MSGCH_GEN_MASK;
-	rc = rc_post_recv(ch->conn[k].c, rc_msgch_recv_buf(ch, s), ch->o.slot,
-			  ch->mr ? ch->mr->lkey : 0, rc_msgch_user(s, ch->gen[s]), err);
+	if (ch->o.shared_recvs)
+		rc = rc_shared_post_recv(ch->srq[s % (uint32_t)ch->nsrq], rc_msgch_recv_buf(ch, s),
+					 ch->o.slot, lkey, rc_msgch_user(s, ch->gen[s]), err);
+	else
+		rc = rc_post_recv(ch->conn[k].c, rc_msgch_recv_buf(ch, s), ch->o.slot, lkey,
+				  rc_msgch_user(s, ch->gen[s]), err);
 	if (!rc)
 		ch->posted[s] = true;
 	return rc;
@@ -148,12 +159,33 @@ int rc_msgch_start(struct rc_msgch *ch, int k, struct rc_conn *c, struct rc_err 
 		return rc_err_set(err, EINVAL, "no connection %d in a message channel of %d", k,
 				  ch->o.nconns);
 	ch->conn[k] = (struct rc_msgch_conn){ .c = c };
+	if (ch->o.shared_recvs)
+		return 0; /* its messages land in the shared slots */
 	/* a new QP (an accept tried again): nothing is posted on it yet, and the
 	 * old one's completions are of the generations before */
 	for (int i = 0; i < ch->o.recvs; i++)
 		ch->posted[k * ch->o.recvs + i] = false;
 	for (int i = 0; i < ch->o.recvs; i++) {
 		int rc = rc_msgch_repost(ch, (uint32_t)(k * ch->o.recvs + i), err);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int rc_msgch_share(struct rc_msgch *ch, struct rc_shared *const *sh, int n, struct rc_err *err)
+{
+	if (!ch->o.shared_recvs || ch->nsrq || n < 1 || n > RC_SHARED_SET_MAX)
+		return rc_err_set(err, EINVAL,
+				  "%d shared receive queues for a message channel of "
+				  "%d shared receive slots",
+				  n, ch->o.shared_recvs);
+	for (int i = 0; i < n; i++)
+		ch->srq[i] = sh[i];
+	ch->nsrq = n;
+	for (uint32_t s = 0; s < nrecv(&ch->o); s++) {
+		int rc = rc_msgch_repost(ch, s, err);
 
 		if (rc)
 			return rc;
@@ -231,8 +263,8 @@ int rc_msgch_wc(struct rc_msgch *ch, int k, const struct ibv_wc *wc, struct rc_m
 	if (op != RC_OP_RECV ||
 	    (wc->opcode != IBV_WC_RECV && wc->opcode != IBV_WC_RECV_RDMA_WITH_IMM))
 		return unexpected(ch, k, wc, err);
-	if (s / (uint32_t)ch->o.recvs != (uint32_t)k || s >= nrecv(&ch->o) || !ch->posted[s] ||
-	    gen != ch->gen[s])
+	if ((!ch->o.shared_recvs && s / (uint32_t)ch->o.recvs != (uint32_t)k) ||
+	    s >= nrecv(&ch->o) || !ch->posted[s] || gen != ch->gen[s])
 		return rc_err_set(err, EPROTO,
 				  "a receive completion from %s for slot %u (generation %u) that "
 				  "is not posted",

@@ -11,7 +11,10 @@
  * connection's send slots in order; one more than it has outstanding is
  * refused (ENOBUFS, naming the peer). kvxfer's control QP (one connection),
  * the group's rings (one connection per peer) and the region client use it
- * so.
+ * so. With shared_recvs, the receive slots are not any connection's: they
+ * are posted to shared receive queues (rc_msgch_share) and a message from
+ * any connection lands in any of them, so that receive memory does not grow
+ * with peers times depth (the group's form, on its shared CQs).
  *
  * A pool channel (opts.pool) is the server's form: slot pairs (a receive
  * and its reply) shared by every connection through one shared receive
@@ -31,6 +34,7 @@
 
 #include <rdmactl/conn.h>
 #include <rdmactl/err.h>
+#include <rdmactl/ops_core.h>
 
 /* wr_id user bits: the slot below, the receive's generation above it. */
 #define RC_MSGCH_SLOT_BITS 32
@@ -56,6 +60,8 @@ struct rc_msgch_opts {
 	uint32_t max_len; /* max_len (0: the slot) bytes */
 	const char *what; /* the channel, in errors: "... on WHAT" (NULL: nothing) */
 	int pool;         /* a pool channel of this many pairs (nconns, recvs, sends 0) */
+	int shared_recvs; /* receive slots shared by every connection through the
+			   * shared receive queues of rc_msgch_share (recvs 0) */
 };
 
 struct rc_msgch_conn {
@@ -72,6 +78,9 @@ struct rc_msgch {
 	struct rc_msgch_conn *conn; /* nconns */
 	uint32_t *gen;              /* per receive slot (pair): the generation of its posting */
 	bool *posted;               /* per receive slot: posted and not reaped yet */
+	/* shared_recvs: the queues receive slot s is posted to, s % nsrq */
+	struct rc_shared *srq[RC_SHARED_SET_MAX];
+	int nsrq;
 };
 
 /* What a completion was (rc_msgch_wc). */
@@ -98,6 +107,9 @@ int rc_msgch_reg(struct rc_msgch *ch, struct ibv_pd *pd, struct rc_err *err);
  * 0, or the deregistration's -errno. */
 int rc_msgch_fini(struct rc_msgch *ch);
 
+/* A channel of shared_recvs: its receive slots go to sh's n shared receive
+ * queues (slot s to sh[s % n]), every one posted now. */
+int rc_msgch_share(struct rc_msgch *ch, struct rc_shared *const *sh, int n, struct rc_err *err);
 /* Connection k is c: post all its receive slots (again, for a new QP of k:
  * its sends start afresh, and the old QP's completions are refused). */
 int rc_msgch_start(struct rc_msgch *ch, int k, struct rc_conn *c, struct rc_err *err);

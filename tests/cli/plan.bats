@@ -25,13 +25,14 @@ bad_keys() {
 	plan alltoall --plan -w 8
 	assert_success
 	assert_output --partial "# alltoall plan: algo flat, 8 ranks; 128 tokens a rank of 14336 bytes, top-2 of 64 experts"
-	# every other rank: 7 QPs on one CQ, 7 x 32 receives of 1 KiB, a send slot each
+	# every other rank: 7 QPs on one CQ and its shared receive queue of
+	# 32 + 2 x 7 receives of 1 KiB, a send slot each
 	assert_line --regexp '^  QPs +7 +7 +7 +0$'
 	assert_line --regexp '^  CQs +1 +1 +1 +0$'
-	assert_line --regexp '^  receive buffers +224 +224 +224 +0$'
-	assert_line --regexp '^  message ring bytes +236544 +236544 +236544 +0$'
+	assert_line --regexp '^  receive buffers +46 +46 +46 +0$'
+	assert_line --regexp '^  message ring bytes +54272 +54272 +54272 +0$'
 	assert_line --regexp '^  connect rounds +0 +1 +1 +0$'
-	assert_output --partial "# job: 56 QPs (28 connections), 8 CQs, 1792 receive buffers, 1892352 bytes of message rings"
+	assert_output --partial "# job: 56 QPs (28 connections), 8 CQs, 368 receive buffers, 434176 bytes of message rings"
 	assert_output --partial "# set-up: 16 connects at a time, rounds of them on the busiest rank: 1; barrier and allgather: a tree of depth 1"
 	refute_output --partial "# per node"
 	refute_output --partial "# rank"
@@ -44,12 +45,12 @@ bad_keys() {
 	# flat: every pair; rank 0 connects to 4095 ranks, 16 at a time
 	jq -e '.schema_version == 2 and .plan == true and .algo == "flat" and .ranks == 4096
 		and .ranks_per_node == null and .per_rank.qps == {"min": 4095, "median": 4095, "max": 4095, "max_rank": 0}
-		and .per_rank.cqs == {"min": 1, "median": 1, "max": 1, "max_rank": 0} and .per_rank.recv_buffers.max == 4095 * 32
-		and .per_rank.ring_bytes.max == 4095 * 33 * 1024
+		and .per_rank.cqs == {"min": 1, "median": 1, "max": 1, "max_rank": 0} and .per_rank.recv_buffers.max == 32 + 2 * 4095
+		and .per_rank.ring_bytes.max == (32 + 3 * 4095) * 1024
 		and .per_rank.connect_rounds == {"min": 0, "median": 128, "max": 256, "max_rank": 0}
 		and .per_rank.registered_bytes.min > .per_rank.buffer_bytes.min
 		and .job.qps == 4096 * 4095 and .job.connections == 4096 * 4095 / 2
-		and .job.ring_bytes == 4096 * 4095 * 33 * 1024 and .job.registered_bytes > .job.ring_bytes
+		and .job.ring_bytes == 4096 * (32 + 3 * 4095) * 1024 and .job.registered_bytes > .job.ring_bytes
 		and .job.connects_at_once == 16 and .job.connect_rounds == 256 and .job.tree_depth == 4' <<<"$output"
 	# ring: two neighbours each; the barrier's tree follows the ring
 	plan -j alltoall --plan -w 4096 -a ring
@@ -73,12 +74,12 @@ bad_keys() {
 	# tokens of 512 bytes: send, receive and two of each more for the parities
 	# and the combine, 3 x (sent + received) x 512 + 64; rank 1 sends 8, gets 6
 	jq -e '.per_rank.buffer_bytes == {"min": 18496, "median": 21568, "max": 27712, "max_rank": 2}
-		and .rank == {"rank": 1, "qps": 2, "cqs": 1, "recv_buffers": 64, "ring_bytes": 67584,
-			"buffer_bytes": 21568, "registered_bytes": 89152, "connects": 1,
+		and .rank == {"rank": 1, "qps": 2, "cqs": 1, "recv_buffers": 36, "ring_bytes": 38912,
+			"buffer_bytes": 21568, "registered_bytes": 60480, "connects": 1,
 			"connect_rounds": 1, "accepts": 1}' <<<"$output"
 	plan alltoall --plan -w 3 --hidden 256 --skew "matrix:$m" --rank 1
 	assert_success
-	assert_output --partial "# rank 1: 2 QPs, 1 CQ, 64 receive buffers (67584 bytes of message rings), 21568 bytes of token buffer, 89152 bytes registered; connects to 1 (rounds: 1), accepts 1"
+	assert_output --partial "# rank 1: 2 QPs, 1 CQ, 36 receive buffers (38912 bytes of message rings), 21568 bytes of token buffer, 60480 bytes registered; connects to 1 (rounds: 1), accepts 1"
 	# a launch line with --plan added: the rendezvous is not read
 	plan alltoall --plan -w 3 -r 2 -R "file:$BATS_TEST_TMPDIR/none" --listen 198.18.0.1
 	assert_success
@@ -90,14 +91,15 @@ bad_keys() {
 	assert_success
 	assert_equal "$(bad_keys "$output")" ""
 	# binary tree: a leaf holds its parent and the root (2); the root all 4095;
-	# 4 + 8 receives a connection
+	# a shared receive queue of 4 + 8 receives and two a connection, and a
+	# send slot a connection
 	jq -e '.schema_version == 2 and .plan == true and .algo == "tree" and .fanout == 2 and .root == 0
 		and .ring_chunks == 4 and .chunk_bytes == 1048576 and .depth == 12 and .width == 2
 		and .per_rank.qps == {"min": 2, "median": 2, "max": 4095, "max_rank": 0}
-		and .per_rank.recv_buffers.max == 4095 * 12 and .per_rank.ring_bytes.min == 2 * 13 * 1024
+		and .per_rank.recv_buffers.max == 12 + 2 * 4095 and .per_rank.ring_bytes.min == (12 + 3 * 2) * 1024
 		and .per_rank.buffer_bytes == {"min": 4194304, "median": 4194304, "max": 4194304, "max_rank": 0}
 		and .rank.qps == 4095 and .rank.connects == 4095 and .rank.connect_rounds == 256
-		and .rank.registered_bytes == 4095 * 13 * 1024 + 4194304
+		and .rank.registered_bytes == (12 + 3 * 4095) * 1024 + 4194304
 		and .job.connections == 4095 + 4095 - 2' <<<"$output"
 	# a chain rooted at 3: the root and its two neighbours in the chain
 	plan -j multicast --plan -w 64 --algo chain --root 3 --ranks-per-node 8

@@ -211,8 +211,9 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 				tree_depth: .job.tree_depth, wrong: 0}')
 		[ "$plan" != "$got" ] || fail "a flat plan matched a hierarchical run: $plan"
 	done
-	# node-local plus rail: 2 connections of 32 receives and a send slot each
-	jq -e '.group.qps == 2 and .group.ring_bytes == 2 * 33 * 1024' "$BATS_TEST_TMPDIR/rank.3.out"
+	# node-local plus rail: 2 connections, a shared receive queue of 32
+	# receives and two a connection, a send slot a connection
+	jq -e '.group.qps == 2 and .group.ring_bytes == (32 + 3 * 2) * 1024' "$BATS_TEST_TMPDIR/rank.3.out"
 }
 
 @test "a device whose largest CQ cannot hold every connection's queues: a few shared CQs, not one each; every token right" {
@@ -271,10 +272,10 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 	a2a_peers 72
 	A2A_TIMEOUT=90000 RDMACTL_TEST_TIMEOUT=150 a2a_ok 72 --algo hierarchical --ranks-per-node 8 --rendezvous "file:$PEERS" \
 		--hidden 64 --tokens 8 --topk 2 --iters 2 --warmup 1
-	# rank 0 holds its node's 7 and its rail's 8 peers, 33 KiB of rings each,
-	# and the barrier's tree is a few levels deep, not 71 messages into rank 0
+	# rank 0 holds its node's 7 and its rail's 8 peers, a shared receive
+	# queue of 32 + 2 x 15 slots of 1 KiB and a send slot each, and the barrier's tree is a few levels deep, not 71 messages into rank 0
 	jq -e '.ranks == 72 and .algo == "hierarchical" and .group.qps == 15 and .group.cqs == 1
-		and .group.ring_bytes == 15 * 33 * 1024 and .group.tree_depth >= 2 and .group.tree_depth <= 4
+		and .group.ring_bytes == (32 + 3 * 15) * 1024 and .group.tree_depth >= 2 and .group.tree_depth <= 4
 		and .group.connect_s > 0 and .group.rendezvous_s >= 0 and .group.first_barrier_s > 0
 		and .group.max_rss_bytes > 1048576' <<<"$DOC"
 }

@@ -130,10 +130,11 @@ blob() {
 	blob "$BATS_TEST_TMPDIR/w" $((256 << 10))
 	mc_peers 72
 	MC_TIMEOUT=90000 RDMACTL_TEST_TIMEOUT=150 mc_ok 72 "$BLOB_SHA" --algo tree --fanout 4 --file "$BATS_TEST_TMPDIR/w" --chunk 64K --ring 16
-	# the root holds a connection to every receiver (its report), rings of
-	# ring + 8 receives: 16 + 8 + 1 slots of 1 KiB each
+	# the root holds a connection to every receiver (its report), one shared
+	# receive queue of ring + 8 receives and two a connection, and a send
+	# slot a connection: slots of 1 KiB each
 	jq -e '.algo == "tree" and (.receivers | length) == 71 and .depth == 3 and .width == 4
-		and .group.qps == 71 and .group.ring_bytes == 71 * 25 * 1024 and .group.tree_depth <= 3' <<<"$DOC"
+		and .group.qps == 71 and .group.ring_bytes == (16 + 8 + 3 * 71) * 1024 and .group.tree_depth <= 3' <<<"$DOC"
 }
 @test "--plan gives the root the QPs, CQs, ring bytes and tree depth a tree of 4 reports" {
 	need_guest
@@ -150,8 +151,9 @@ blob() {
 		jq -c '{qps: .rank.qps, cqs: .rank.cqs, ring_bytes: .rank.ring_bytes,
 			tree_depth: .job.tree_depth}')
 	assert_equal "$plan" "$got"
-	# every rank: 3 connections of 4 + 8 receives and a send slot
-	assert_equal "$got" '{"qps":3,"cqs":1,"ring_bytes":39936,"tree_depth":1}'
+	# every rank: 3 connections, a shared receive queue of 4 + 8 receives and
+	# two a connection, a send slot a connection: (12 + 3 x 3) KiB
+	assert_equal "$got" '{"qps":3,"cqs":1,"ring_bytes":21504,"tree_depth":1}'
 	# a plan with rings of another depth is seen to differ
 	plan=$(rdmactl -j multicast --plan --rank 0 --world 4 --algo tree --ring 16 --chunk 64K |
 		jq -c '{qps: .rank.qps, cqs: .rank.cqs, ring_bytes: .rank.ring_bytes,

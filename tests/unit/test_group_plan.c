@@ -82,6 +82,16 @@ static bool mcast_peer(int W, int r, int j, const void *arg)
  * holds their queues, a few when it does not, one each beyond GROUP_CQ_MAX. */
 static void cq_counts(void)
 {
+	/* shared receive queues: the depth each, two receives a connection */
+	CHECK_EQ_U64(group_srq_depth(10, 32), 52);
+	CHECK_EQ_U64(group_shared_recvs(10, 1, 32), 52);
+	CHECK_EQ_U64(group_shared_recvs(10, 3, 32), 3 * 32 + 20); /* 4, 3 and 3 connections */
+	CHECK_EQ_U64(group_ring_len(10, 3, 32), (3 * 32 + 20 + 10) * SLOT);
+	CHECK_EQ_U64(group_ring_len(10, 0, 32), 10 * 33 * SLOT); /* a ring each */
+	/* a CQ holds its connections' sends, two receives each, and the depth */
+	CHECK_EQ_U64(group_shared_cqs(4, 128, 32, 330), 2);
+	CHECK_EQ_U64(group_shared_cqs(4, 128, 32, 32 + 4 * 130), 1);
+	CHECK_EQ_U64(group_shared_cqs(4, 128, 32, 32 + 4 * 130 - 1), 2);
 	CHECK_EQ_U64(group_cqs(0, 160, 32767), 0);
 	CHECK_EQ_U64(group_cqs(3, 160, 32767), 1);
 	CHECK_EQ_U64(group_cqs(204, 160, 32767), 1);   /* 204 * 160 = 32640 */
@@ -109,9 +119,11 @@ static void a2a_plans(int W)
 	CHECK_EQ_U64(p.accepts, 0);
 	CHECK_EQ_U64(p.connects_at_once, 16);
 	CHECK_EQ_U64(p.connect_rounds, (W - 1 + 15) / 16);
-	/* 32 receives a peer by default, and a send slot */
-	CHECK_EQ_U64(p.recv_buffers, 32 * (W - 1));
-	CHECK_EQ_U64(p.ring_bytes, (uint64_t)33 * SLOT * (W - 1));
+	/* one shared receive queue: the receive depth (32 by default) and two
+	 * receives a peer; a send slot a peer (a receive ring each was 32 a
+	 * peer: 131040 receives and 132 MiB at 4096) */
+	CHECK_EQ_U64(p.recv_buffers, 32 + 2 * (W - 1));
+	CHECK_EQ_U64(p.ring_bytes, (uint64_t)(32 + 3 * (W - 1)) * SLOT);
 	rc_group_plan_rank(need, W, W - 1, 0, &p);
 	CHECK(p.connects == 0 && p.accepts == W - 1 && p.connect_rounds == 0);
 	CHECK_EQ_U64(rc_group_plan_depth(need, W), W == 4096 ? 4 : 2);
@@ -122,7 +134,7 @@ static void a2a_plans(int W)
 	for (int r = 0; r < W; r += W / 8) {
 		rc_group_plan_rank(need, W, r, 0, &p);
 		CHECK_EQ_U64(p.qps, 2);
-		CHECK_EQ_U64(p.ring_bytes, 2 * 33 * SLOT);
+		CHECK_EQ_U64(p.ring_bytes, (32 + 2 * 3) * SLOT);
 	}
 	CHECK_EQ_U64(rc_group_plan_depth(need, W), W / 2);
 
@@ -155,8 +167,8 @@ static void mcast_plans(int W)
 		/* the root reaches every rank (the reports) */
 		rc_group_plan_rank(need, W, s->root, depth, &p);
 		CHECK_EQ_U64(p.qps, W - 1);
-		CHECK_EQ_U64(p.recv_buffers, (uint64_t)24 * (W - 1));
-		CHECK_EQ_U64(p.ring_bytes, (uint64_t)25 * SLOT * (W - 1));
+		CHECK_EQ_U64(p.recv_buffers, (uint64_t)24 + 2 * (W - 1));
+		CHECK_EQ_U64(p.ring_bytes, (uint64_t)(24 + 3 * (W - 1)) * SLOT);
 		/* a relay: its parent, its children, and the root when that is
 		 * neither */
 		for (int r = 0; r < W; r += 97) {

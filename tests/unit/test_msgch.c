@@ -175,6 +175,70 @@ static void pool_checks(void)
 	rc_msgch_fini(&ch);
 }
 
+static int srq_posts[2];
+
+static int fake_post_srq_count(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	srq_posts[(uintptr_t)srq->srq_context]++;
+	return fake_post_recv(NULL, wr, bad);
+}
+
+/* shared_recvs (the group's form): sends per connection, the receive slots
+ * shared through two shared receive queues, a message from any connection
+ * in any of them; each refusal beside its accepted case. */
+static void shared_checks(void)
+{
+	struct rc_msgch_opts o = { .nconns = 3,
+				   .sends = 1,
+				   .shared_recvs = 5,
+				   .slot = 64,
+				   .min_len = 8 };
+	struct ibv_srq srq[2] = { { .context = &ctx, .srq_context = (void *)0 },
+				  { .context = &ctx, .srq_context = (void *)1 } };
+	struct rc_shared sh[2] = { { .srq = &srq[0] }, { .srq = &srq[1] } };
+	struct rc_shared *shp[2] = { &sh[0], &sh[1] };
+	struct rc_msgch ch;
+	struct rc_msgch_rx rx;
+	struct rc_err e;
+
+	ctx.ops.post_srq_recv = fake_post_srq_count;
+	nrec = 0;
+	CHECK_EQ_U64(rc_msgch_len(&o), (5 + 3) * 64);
+	{
+		struct rc_msgch_opts bad = o;
+
+		bad.recvs = 2; /* shared or a ring each, not both */
+		CHECK(rc_msgch_init(&ch, &bad, &e) == -EINVAL);
+	}
+	CHECK(rc_msgch_init(&ch, &o, &e) == 0);
+	/* nothing to post before the queues are known */
+	CHECK(rc_msgch_repost(&ch, 0, &e) == -EINVAL);
+	CHECK(rc_msgch_share(&ch, shp, 0, &e) == -EINVAL);
+	CHECK(rc_msgch_share(&ch, shp, 2, &e) == 0);
+	CHECK(srq_posts[0] == 3 && srq_posts[1] == 2);     /* slots 0, 2, 4 and 1, 3 */
+	CHECK(rc_msgch_share(&ch, shp, 2, &e) == -EINVAL); /* once */
+	/* a connection posts nothing of its own */
+	CHECK(rc_msgch_start(&ch, 1, &conns[1], &e) == 0);
+	CHECK_EQ_U64(nrec, 5);
+	/* slot 3's message from connection 1, or from 2: either is fine */
+	CHECK(rc_msgch_wc(&ch, 1, wc_of(recv_id(3, 1), IBV_WC_RECV, 16), &rx, &e) == RC_MSGCH_MSG);
+	CHECK(rx.slot == 3 && rx.data == rc_msgch_recv_buf(&ch, 3));
+	CHECK(rc_msgch_wc(&ch, 2, wc_of(recv_id(4, 1), IBV_WC_RECV, 16), &rx, &e) == RC_MSGCH_MSG);
+	/* taken already, another generation, beyond the slots, too short */
+	CHECK(rc_msgch_wc(&ch, 2, wc_of(recv_id(3, 1), IBV_WC_RECV, 16), &rx, &e) == -EPROTO);
+	CHECK(rc_msgch_wc(&ch, 0, wc_of(recv_id(0, 2), IBV_WC_RECV, 16), &rx, &e) == -EPROTO);
+	CHECK(rc_msgch_wc(&ch, 0, wc_of(recv_id(5, 1), IBV_WC_RECV, 16), &rx, &e) == -EPROTO);
+	CHECK(rc_msgch_wc(&ch, 0, wc_of(recv_id(0, 1), IBV_WC_RECV, 4), &rx, &e) == -EBADMSG);
+	/* slot 3 back to its queue (3 % 2), a new generation */
+	CHECK(rc_msgch_repost(&ch, 3, &e) == 0);
+	CHECK(srq_posts[1] == 3);
+	CHECK(rec[nrec - 1].wr_id == recv_id(3, 2));
+	CHECK(rc_msgch_repost(&ch, 3, &e) == -EINVAL); /* posted already */
+	/* the send slots follow the shared receive slots */
+	CHECK(rc_msgch_send_buf(&ch, 2) == ch.mem + (5 + 2) * 64);
+	rc_msgch_fini(&ch);
+}
+
 int main(void)
 {
 	struct rc_msgch_opts o = { .nconns = 3,
@@ -368,5 +432,6 @@ int main(void)
 	rc_msgch_fini(&ch); /* twice: harmless */
 	CHECK(ch.mem == NULL);
 	pool_checks();
+	shared_checks();
 	CHECK_DONE();
 }
