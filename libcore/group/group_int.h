@@ -174,6 +174,10 @@ int group_tree(const uint8_t *need, int W, int root, int fanout, int *parent);
 #define GROUP_CONNECT_AT_ONCE 16 /* connects in flight at once, the calling thread's too */
 #define GROUP_TREE_FANOUT 8      /* children per rank in the barrier's tree */
 int group_recv_depth(int asked);
+/* Message m of peer j into its box, which grows (doubling from 4) to
+ * GROUP_BOX_MAX: 0, or -EPROTO for a peer further ahead than that (out of
+ * step), -ENOMEM. */
+int group_box_push(struct gpeer *p, int j, const struct gmsg *m, struct rc_err *err);
 /* Bytes of the message channel of nslots peers on nsh shared CQs: a shared
  * receive queue's slots each (group_srq_depth) and one send slot a peer; nsh
  * 0, recv_depth receive slots and one send slot a peer. */

@@ -60,9 +60,7 @@ int rc_group_msg_check(const void *buf, size_t byte_len, struct rc_err *err)
 	return 0;
 }
 
-/* Message m of peer j into its box, which grows (doubling) to GROUP_BOX_MAX:
- * a peer further ahead than that is out of step. */
-static int box_push(struct gpeer *p, int j, const struct gmsg *m, struct rc_err *err)
+int group_box_push(struct gpeer *p, int j, const struct gmsg *m, struct rc_err *err)
 {
 	if (p->box_n == p->box_cap) {
 		int cap = p->box_cap ? 2 * p->box_cap : 4;
@@ -130,7 +128,7 @@ static int on_recv(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc
 		}
 		/* copied out: its receive slot goes back at once, for any
 		 * peer's next message (a shared slot) */
-		if ((rc = box_push(p, j, m, err)))
+		if ((rc = group_box_push(p, j, m, err)))
 			return rc;
 	}
 	return rc_msgch_repost(&g->ch, rx.slot, err);

@@ -104,6 +104,45 @@ static void cq_counts(void)
 	CHECK_EQ_U64(group_cqs(3, 4, 2), 3);
 }
 
+/* A peer's box: messages kept in order while it grows, past its wrap, and a
+ * peer GROUP_BOX_MAX messages ahead refused as out of step. */
+static void box_checks(void)
+{
+	struct gpeer p = { 0 };
+	struct gmsg m = { 0 };
+	struct rc_err e;
+	uint32_t next = 0;
+
+	for (uint32_t i = 0; i < 6; i++) {
+		m.seq = i;
+		CHECK(group_box_push(&p, 3, &m, &e) == 0);
+	}
+	CHECK(p.box_n == 6 && p.box_cap == 8);
+	/* take 5, so that the ring wraps before it grows again */
+	for (int i = 0; i < 5; i++) {
+		CHECK_EQ_U64(p.box[p.box_head].seq, next++);
+		p.box_head = (p.box_head + 1) % p.box_cap;
+		p.box_n--;
+	}
+	for (uint32_t i = 6; i < 20; i++) {
+		m.seq = i;
+		CHECK(group_box_push(&p, 3, &m, &e) == 0);
+	}
+	CHECK(p.box_n == 15 && p.box_cap == 16);
+	while (p.box_n) {
+		CHECK_EQ_U64(p.box[p.box_head].seq, next++);
+		p.box_head = (p.box_head + 1) % p.box_cap;
+		p.box_n--;
+	}
+	CHECK_EQ_U64(next, 20);
+	/* GROUP_BOX_MAX waiting is the most; one more is out of step */
+	for (int i = 0; i < GROUP_BOX_MAX; i++)
+		CHECK(group_box_push(&p, 3, &m, &e) == 0);
+	CHECK(group_box_push(&p, 3, &m, &e) == -EPROTO);
+	CHECK(strstr(e.msg, "rank 3 is out of step: 4096 of its control messages") != NULL);
+	free(p.box);
+}
+
 static void a2a_plans(int W)
 {
 	int L = 8;
@@ -274,6 +313,7 @@ static void a2a_wide(void)
 int main(void)
 {
 	cq_counts();
+	box_checks();
 	a2a_plans(64);
 	a2a_plans(4096);
 	mcast_plans(64);
