@@ -19,7 +19,10 @@
 #include <rdmactl/conn.h>
 #include <rdmactl/conn_core.h>
 
-enum rc_cm_kind rc_cm_kind_of(enum rdma_cm_event_type t)
+/* The kind of a CM event of any connection, listening or connecting: GONE
+ * for a disconnect, a failed or refused connect, an unreachable peer or a
+ * time-wait's end; DEVICE_GONE for a removed device. */
+static enum rc_cm_kind kind_of(enum rdma_cm_event_type t)
 {
 	switch (t) {
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
@@ -43,7 +46,7 @@ void rc_cm_sort(const struct rdma_cm_event *ev, const struct rc_listener *l, str
 {
 	memset(out, 0, sizeof(*out));
 	out->type = ev->event;
-	out->kind = rc_cm_kind_of(ev->event);
+	out->kind = kind_of(ev->event);
 	if (out->kind == RC_CM_REQUEST && l) {
 		const struct rdma_conn_param *p = &ev->param.conn;
 		uint8_t n = p->private_data && p->private_data_len ? p->private_data_len : 0;

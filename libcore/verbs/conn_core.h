@@ -132,11 +132,6 @@ int rc_accept(struct rc_listener *l, struct rdma_cm_id *child, const struct rdma
 /* Refuse a connect request, with a reason the peer can read. */
 void rc_reject(struct rdma_cm_id *child, const char *reason);
 
-/* The kind of a CM event of any connection, listening or connecting: GONE
- * for a disconnect, a failed or refused connect, an unreachable peer or a
- * time-wait's end; DEVICE_GONE for a removed device. */
-enum rc_cm_kind rc_cm_kind_of(enum rdma_cm_event_type t);
-
 /* The next event within timeout_ms (as rc_listener_event): 0 with *ev filled,
  * -EAGAIN when none came. The event is acknowledged already. */
 int rc_listener_next(struct rc_listener *l, int timeout_ms, struct rc_cm_event *ev);

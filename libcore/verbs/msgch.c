@@ -133,24 +133,33 @@ static const char *peer(const struct rc_msgch *ch, int k)
 	return ch->conn[k].c ? ch->conn[k].c->peer : "a peer not connected";
 }
 
-int rc_msgch_repost(struct rc_msgch *ch, uint32_t s, struct rc_err *err)
+/* Post receive slot s, a new generation, to c's receive queue or (c NULL)
+ * to sh's shared one. */
+static int post_slot(struct rc_msgch *ch, uint32_t s, struct rc_conn *c, struct rc_shared *sh,
+		     struct rc_err *err)
 {
-	int k = ch->o.shared_recvs ? 0 : (int)(s / (uint32_t)ch->o.recvs);
 	uint32_t lkey = ch->mr ? ch->mr->lkey : 0;
 	int rc;
 
-	if (s >= nrecv(&ch->o) || ch->posted[s] || (ch->o.shared_recvs ? !ch->nsrq : !ch->conn[k].c))
-		return rc_err_set(err, EINVAL, "receive slot %u cannot be posted again", s);
 	ch->gen[s] = (ch->gen[s] + 1) & RC_MSGCH_GEN_MASK;
-	if (ch->o.shared_recvs)
-		rc = rc_shared_post_recv(ch->srq[s % (uint32_t)ch->nsrq], rc_msgch_recv_buf(ch, s),
-					 ch->o.slot, lkey, rc_msgch_user(s, ch->gen[s]), err);
-	else
-		rc = rc_post_recv(ch->conn[k].c, rc_msgch_recv_buf(ch, s), ch->o.slot, lkey,
-				  rc_msgch_user(s, ch->gen[s]), err);
+	rc = c ? rc_post_recv(c, rc_msgch_recv_buf(ch, s), ch->o.slot, lkey,
+			      rc_msgch_user(s, ch->gen[s]), err)
+	       : rc_shared_post_recv(sh, rc_msgch_recv_buf(ch, s), ch->o.slot, lkey,
+				     rc_msgch_user(s, ch->gen[s]), err);
 	if (!rc)
 		ch->posted[s] = true;
 	return rc;
+}
+
+int rc_msgch_repost(struct rc_msgch *ch, uint32_t s, struct rc_err *err)
+{
+	int k = ch->o.shared_recvs ? 0 : (int)(s / (uint32_t)ch->o.recvs);
+
+	if (s >= nrecv(&ch->o) || ch->posted[s] || (ch->o.shared_recvs ? !ch->nsrq : !ch->conn[k].c))
+		return rc_err_set(err, EINVAL, "receive slot %u cannot be posted again", s);
+	if (ch->o.shared_recvs)
+		return post_slot(ch, s, NULL, ch->srq[s % (uint32_t)ch->nsrq], err);
+	return post_slot(ch, s, ch->conn[k].c, NULL, err);
 }
 
 int rc_msgch_start(struct rc_msgch *ch, int k, struct rc_conn *c, struct rc_err *err)
@@ -292,16 +301,9 @@ void *rc_msgch_reply_buf(const struct rc_msgch *ch, uint32_t s)
 
 int rc_msgch_pool_post(struct rc_msgch *ch, struct rc_shared *sh, uint32_t s, struct rc_err *err)
 {
-	int rc;
-
 	if (!ch->o.pool || s >= nrecv(&ch->o) || ch->posted[s])
 		return rc_err_set(err, EINVAL, "pair %u cannot be posted again", s);
-	ch->gen[s] = (ch->gen[s] + 1) & RC_MSGCH_GEN_MASK;
-	rc = rc_shared_post_recv(sh, rc_msgch_recv_buf(ch, s), ch->o.slot,
-				 ch->mr ? ch->mr->lkey : 0, rc_msgch_user(s, ch->gen[s]), err);
-	if (!rc)
-		ch->posted[s] = true;
-	return rc;
+	return post_slot(ch, s, NULL, sh, err);
 }
 
 int rc_msgch_pool_reply(struct rc_msgch *ch, struct rc_conn *c, uint32_t s, uint32_t len,
