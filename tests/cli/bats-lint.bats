@@ -5,6 +5,7 @@
 # and a good one.
 
 load helpers
+# bats file_tags=source-only
 
 LINT=$ROOT/tests/lib/bats-lint.awk
 

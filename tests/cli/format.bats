@@ -5,6 +5,7 @@
 #   git ls-files '*.c' '*.h' | xargs clang-format -i
 
 load helpers
+# bats file_tags=source-only
 
 setup() {
 	command -v clang-format >/dev/null ||

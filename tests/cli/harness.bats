@@ -7,6 +7,7 @@
 # (tests/lib/tap-count.bash).
 
 load helpers
+# bats file_tags=source-only
 
 EACH=$ROOT/tests/lib/bats-each.sh
 

@@ -55,3 +55,28 @@ tag_check() {
 	some=$(bats --count --filter-tags '!plain-only' "$ROOT"/tests/rxe/*.bats)
 	[ "$some" -eq $((all - tagged)) ]
 }
+
+# binary_runs FILE...: each line of a file that runs the binary under test
+# ($RDMACTL or $RDMACTL_NOCUDA, or the require_binary helper)
+binary_runs() {
+	run grep -nE '\$\{?RDMACTL(_NOCUDA)?\b|require_binary' "$@"
+}
+
+@test "the sanitizer cli tier leaves out only the files tagged source-only, and none of them runs the binary" {
+	local f=$BATS_TEST_TMPDIR/t.bats tagged=() g
+	run grep -c -- "--filter-tags '!source-only' tests/cli" "$ROOT/tests/run-all.sh"
+	assert_output 1
+	for g in "$ROOT"/tests/cli/*.bats; do
+		grep -q '^# bats file_tags=source-only$' "$g" && tagged+=("$g")
+	done
+	((${#tagged[@]} > 0)) || fail "no cli file is tagged source-only"
+	binary_runs "${tagged[@]}"
+	assert_output ""
+	# the check sees a tagged file that runs the binary
+	printf '%s\n' '# bats file_tags=source-only' '@test "a" {' '	run "$RDMACTL" --version' '}' >"$f"
+	binary_runs "$f"
+	assert_output --partial 'run "$RDMACTL" --version'
+	# and bats leaves a tagged file's tests out under the filter
+	run bats --count --filter-tags '!source-only' "$f"
+	assert_output 0
+}

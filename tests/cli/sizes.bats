@@ -4,6 +4,7 @@
 # no file over 600 lines in libcore/, cmds/ and cli/ (tests/lib/sizes.awk).
 
 load helpers
+# bats file_tags=source-only
 
 @test "no function over 80 lines and no file over 600 lines outside the tests" {
 	local files

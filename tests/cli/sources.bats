@@ -6,6 +6,7 @@
 # the install.
 
 load helpers
+# bats file_tags=source-only
 
 # unlisted ROOT: "PATH" for each file under ROOT that its CMakeLists.txt
 # does not name (libcore's layers, cmds/, cli/, tests/unit/test_*.c, man/,

@@ -70,7 +70,7 @@ else
 	# The guest's root is the host's, read-only with a tmpfs on top: the
 	# coverage is gathered in the guest's /tmp and comes back through the
 	# job folder, the one the guest can write to.
-	RDMACTL_VM_KEEP=1 tests/vm/run.sh --two-nics --timeout 3600 -- \
+	RDMACTL_VM_KEEP=1 tests/vm/run.sh --four-nics --timeout 3600 -- \
 		env RDMACTL_COVERAGE_DIR=/tmp/cover RDMACTL_BUILD_DIR="$cov" RDMACTL="$cov/cli/rdmactl" \
 		BATS_TEST_TIMEOUT=300 bash -c '
 		tests/lib/bats-each.sh --file-timeout 1200 --timing -- tests/rxe | tee /tmp/rxe.tap
