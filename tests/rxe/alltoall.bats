@@ -149,6 +149,7 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 		--skew "matrix:$BATS_TEST_TMPDIR/m.csv" --iters 2 --warmup 0
 }
 
+# bats test_tags=plain-only
 @test "ring: 2 and 4 ranks, uniform and zipf" {
 	need_guest
 	a2a_peers 2
@@ -160,7 +161,6 @@ SMALL=(--hidden 512 --tokens 48 --topk 2 --iters 5 --warmup 1)
 	a2a_ok 4 --algo ring --rendezvous "file:$PEERS" "${SMALL[@]}" --skew zipf:1.5 --dtype fp8
 }
 
-# bats test_tags=plain-only
 @test "ring: 8 ranks, zipf, and a matrix with empty blocks" {
 	need_guest
 	a2a_peers 8
@@ -305,7 +305,6 @@ a2a_one_wrong() {
 		{ a2a_dump; fail "rank 0's document does not count 1 wrong token"; }
 }
 
-# bats test_tags=plain-only
 @test "one token wrong in dispatch: wrong 1, every rank exits 1 (flat, ring, hierarchical)" {
 	need_guest
 	a2a_peers 2
@@ -318,6 +317,7 @@ a2a_one_wrong() {
 		"${SMALL[@]}"
 }
 
+# bats test_tags=plain-only
 @test "one token wrong in combine: wrong 1, every rank exits 1 (flat, ring, hierarchical)" {
 	need_guest
 	a2a_peers 2
@@ -428,6 +428,7 @@ a2a_one_wrong() {
 		"$BATS_TEST_TMPDIR/rank.0.out"
 }
 
+# bats test_tags=plain-only
 @test "etcd rendezvous: a second process claiming a running rank is refused" {
 	need_guest
 	load '../lib/etcd'

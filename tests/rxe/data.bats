@@ -269,6 +269,7 @@ setup() {
 	done
 }
 
+# bats test_tags=plain-only
 @test "many LIST requests back to back on one connection: every reply intact" {
 	start_server 3 --listen "$ADDR:$PORT" --token tok --name a --size 4K --name b --size 8K \
 		--name c --size 16K
@@ -284,6 +285,7 @@ setup() {
 	assert_success
 }
 
+# bats test_tags=plain-only
 @test "register: 300 clients at once on one shared CQ, each writes and reads back its own bytes; the 301st is refused" {
 	local d pid fds i
 	start_server 1 --listen "$ADDR:$PORT" --name kv --size 32K --max-conns 300
@@ -385,6 +387,7 @@ setup() {
 	[ "$(jq -r .old <<<"$output")" -eq 300 ]
 }
 
+# bats test_tags=plain-only
 @test "hugepage regions: a clear error without hugepages, served once there are some" {
 	echo 0 >/proc/sys/vm/nr_hugepages
 	run "$RDMACTL" register --listen "$ADDR:$PORT" --name hp --size 4M --mem hugepage

@@ -72,7 +72,6 @@ mount_ext4() {
 	[[ "$output" == *"no space to grow '$MNT/big.bin' to 67108864 bytes: its file system is full"* ]]
 }
 
-# bats test_tags=plain-only
 @test "ext4: a write-back that fails at exit is an error and a non-zero exit, not lost" {
 	mount_ext4 64M
 	f=$MNT/region.bin

@@ -169,7 +169,6 @@ status() {
 		and (.s0 | ev("summary")[0].done == 3) and (.d0 | ev("summary")[0].verified == 3)' s0 d0
 }
 
-# bats test_tags=plain-only
 @test "--mem hugepage: the pool and the source pages in hugepages, verified; none reserved, both refuse clearly" {
 	# The pool: 4 layers x K+V x 64 pages x 4 KiB = 2 MiB, one hugepage;
 	# the source pages of 10 tokens fit another.
@@ -367,6 +366,7 @@ status() {
 		and ([.s2, .s3] | all(ev("summary")[0].routes_landed == 0))' s0 s1 s2 s3 d0 d1
 }
 
+# bats test_tags=plain-only
 @test "scattered destination pages and unequal page sizes (nhd and hnd) land verified" {
 	for layout in nhd hnd; do
 		serve_bg "d$layout" --layers 3 --kv-heads 4 --head-dim 8 --src-page-tokens 4 \
@@ -908,6 +908,7 @@ rails_tp2() {
 			== [[B, 1, (\$t / 2), 0.5], [D, 1, (\$t / 2), 0.5]]))" s0 s1 d0
 }
 
+# bats test_tags=plain-only
 @test "kvxfer over two rails, both source ranks on rail 1: rail 2 shows no source and no bytes" {
 	need_four_nics
 	# The per-rail figures come from where the sources really came in: the
@@ -918,7 +919,6 @@ rails_tp2() {
 		and (.d0 | ev(\"connected\") | map(.device) == [B, B])
 		and (.d0 | ev(\"summary\")[0] | .rails | map([.device, .sources, .share]) == [[B, 2, 1], [D, 0, 0]])" d0
 }
-# bats test_tags=plain-only
 @test "kvxfer send over two rails: one source rank feeds decode rank 0 over rail 1 and decode rank 1 over rail 2, verified, each rail half the bytes" {
 	need_four_nics
 	T=(--layers 4 --kv-heads 8 --head-dim 16 --page-tokens 4 --src-tp 1 --dst-tp 2)

@@ -49,7 +49,6 @@ etcd_value() {
 		-d "{\"key\":\"$(printf %s "$1" | base64 -w0)\"}" | jq -r '.kvs[0].value // empty | @base64d'
 }
 
-# bats test_tags=plain-only
 @test "a text block list moves from A to B: B holds those bytes, both sha256 agree" {
 	local t=$BATS_TEST_TMPDIR
 	serve A "$A" --name kv --size 8M
@@ -385,7 +384,6 @@ expected() {
 	kill -0 "$A_PID"
 }
 
-# bats test_tags=plain-only
 @test "live through etcd: both publish, the move points the region's key at B, a client resolving through etcd reads B's data with A gone" {
 	local t=$BATS_TEST_TMPDIR key=rdmactl/mig/region/kv i
 	load '../lib/etcd'
@@ -421,7 +419,6 @@ expected() {
 	cmp "$t/a" "$t/b"
 }
 
-# bats test_tags=plain-only
 @test "live: the shell's kept connection to A follows the region to B" {
 	local t=$BATS_TEST_TMPDIR sh i
 	serve A "$A" --name kv --size 4M
@@ -605,7 +602,6 @@ expected() {
 	assert_success
 }
 
-# bats test_tags=plain-only
 @test "a write in flight at the fence (announced and landed, its done held past the fence) is copied to B" {
 	local t=$BATS_TEST_TMPDIR mig wr i
 	serve A "$A" --name kv --size 1M
@@ -638,7 +634,6 @@ expected() {
 	cmp "$t/w" "$t/b"
 }
 
-# bats test_tags=plain-only
 @test "live: a broken record of written blocks (test hook) misses a write at A: the move names the block, exits 1, and A keeps its copy" {
 	local t=$BATS_TEST_TMPDIR mig i rc=0
 	serve A "$A" --name kv --size 1M
@@ -677,7 +672,6 @@ expected() {
 	assert_output --partial "status=0 digest=$(sha256sum <"$t/blk-a" | cut -d' ' -f1) msg="
 }
 
-# bats test_tags=plain-only
 @test "hashes of a large region do not stall the server: a read during them answers as fast as an idle one" {
 	local t=$BATS_TEST_TMPDIR adm h i t0 idle=0 dur during
 	serve A "$A" --name big --size 8M --name small --size 4K

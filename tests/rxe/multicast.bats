@@ -255,6 +255,7 @@ blob() {
 	[ "${RCS[1]}" = 0 ] && [ "${RCS[2]}" = 0 ]
 }
 
+# bats test_tags=plain-only
 @test "a receiver killed under flat: the others finish whole, the text report names it" {
 	need_guest
 	local i

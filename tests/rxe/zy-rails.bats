@@ -34,6 +34,7 @@ within_half() {
 	(($1 * 100 >= half * (100 - $3) && $1 * 100 <= half * (100 + $3)))
 }
 
+# bats test_tags=plain-only
 @test "within_half tells an even split from an uneven one" {
 	within_half 33554432 67108864 10
 	within_half 31000000 67108864 10
