@@ -109,53 +109,118 @@ int from_rails(struct ctx *ctx, const char *who, const char *devs, const char *b
 	return 0;
 }
 
-/* Per rail: host, device and bind strings. */
+/* Per rail: host, port, device and bind strings. */
 struct rail_strs {
-	char host[RC_HOST_MAX], dev[64], bind[RC_HOST_MAX];
+	char host[RC_HOST_MAX], port[8], dev[64], bind[RC_HOST_MAX];
 };
+
+/* An etcd target: the region's record, its rails' addresses as a list in
+ * hosts (its one address when it is served on one rail). */
+static int etcd_rails(struct ctx *ctx, const struct cmd *c, const char *t,
+		      struct rc_etcd_region *rec, char *hosts, size_t cap)
+{
+	struct etcd_name n;
+	struct rc_etcd_kv kv;
+	struct rc_target tg;
+	size_t used = 0;
+	int rc;
+
+	if ((rc = etcd_name_parse(ctx, c->name, t, &n)) ||
+	    (rc = etcd_name_resolve(ctx, &n, &tg, &kv)))
+		return rc;
+	if (rc_etcd_region_parse(kv.value, rec)) /* etcd_name_resolve read it once already */
+		return fail(ctx, -EPROTO, "etcd at %s: key %s holds no region record of rdmactl's",
+			    n.server, n.key);
+	if (!rec->nrails)
+		return snprintf(hosts, cap, "%s", rec->host) < (int)cap
+			       ? 0
+			       : fail(ctx, -ENAMETOOLONG, "etcd at %s: key %s: a host too long",
+				      n.server, n.key);
+	for (int i = 0; i < rec->nrails; i++) {
+		int w = snprintf(hosts + used, cap - used, "%s%s", i ? "," : "", rec->rails[i].host);
+
+		if (w < 0 || (size_t)w >= cap - used)
+			return fail(ctx, -ENAMETOOLONG,
+				    "etcd at %s: key %s: its rails' addresses are too long",
+				    n.server, n.key);
+		used += (size_t)w;
+	}
+	return 0;
+}
+
+/* Rail i's server address and port: from the target ADDR1,ADDR2:PORT/REGION
+ * (rest: ":PORT/REGION"), or from the etcd record (rest NULL). */
+static int rail_server(struct ctx *ctx, const struct cmd *c, const char *t, const char *hosts,
+		       const char *rest, const struct rc_etcd_region *rec, int i,
+		       struct rail_strs *s, char *region, size_t rcap)
+{
+	char one[RC_HOST_MAX * 2 + 64];
+	struct rc_target tg;
+
+	item(hosts, i, s->host, sizeof(s->host));
+	if (!rest) {
+		snprintf(s->port, sizeof(s->port), "%s",
+			 rec->nrails ? rec->rails[i].port : rec->port);
+		snprintf(region, rcap, "%s", rec->region);
+		return 0;
+	}
+	snprintf(one, sizeof(one), "%s%s", s->host, rest);
+	if (rc_parse_target(one, &tg))
+		return usage_err(ctx,
+				 "%s: invalid target '%s' (rail %d: '%s'): expected "
+				 "ADDR1,ADDR2:PORT/REGION or etcd://HOST:PORT/NS/REGION",
+				 c->name, t, i + 1, one);
+	snprintf(s->host, sizeof(s->host), "%s", tg.host);
+	snprintf(s->port, sizeof(s->port), "%s", tg.port);
+	snprintf(region, rcap, "%s", tg.region);
+	return 0;
+}
 
 int rails_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 	       const struct client_args *a, struct rc_rails **out)
 {
 	struct rail_strs strs[RC_RAILS_MAX];
 	struct rc_rail_spec spec[RC_RAILS_MAX];
-	char hosts[RC_HOST_MAX * 2], one[RC_HOST_MAX * 2 + 64];
-	const char *t = v->pos[0], *rest;
+	char hosts[RC_HOST_MAX * 2], region[RC_NAME_MAX] = "";
+	const char *t = v->pos[0], *rest = NULL;
 	struct rc_client_opts o = { 0 };
-	struct rc_target tg;
+	struct rc_etcd_region rec = { 0 };
 	struct rc_err e;
 	int n = 0, rc;
 
 	if (v->npos != 1)
-		return usage_err(ctx, "%s: give exactly one target, ADDR1,ADDR2:PORT/REGION",
+		return usage_err(ctx,
+				 "%s: give exactly one target, ADDR1,ADDR2:PORT/REGION or "
+				 "etcd://HOST:PORT/NS/REGION",
 				 c->name);
 	if (ctx->session)
 		return usage_err(ctx, "%s: several rails are for the command line, not the shell",
 				 c->name);
-	if (!strncmp(t, "etcd://", 7) || t[0] == '[')
+	if (t[0] == '[')
 		return usage_err(ctx,
 				 "%s: with several rails, give the target as "
-				 "ADDR1,ADDR2:PORT/REGION (IPv4 addresses or names)",
+				 "ADDR1,ADDR2:PORT/REGION (IPv4 addresses or names) or "
+				 "etcd://HOST:PORT/NS/REGION",
 				 c->name);
-	rest = t + strcspn(t, ":/");
-	snprintf(hosts, sizeof(hosts), "%.*s", (int)(rest - t), t);
+	if (!strncmp(t, "etcd://", 7)) {
+		if ((rc = etcd_rails(ctx, c, t, &rec, hosts, sizeof(hosts))))
+			return rc;
+	} else {
+		rest = t + strcspn(t, ":/");
+		snprintf(hosts, sizeof(hosts), "%.*s", (int)(rest - t), t);
+	}
 	if ((rc = rails_count(ctx, hosts, ctx->dev_name, a->bind, &n)))
 		return rc;
 	for (int i = 0; i < n; i++) {
-		item(hosts, i, strs[i].host, sizeof(strs[i].host));
-		snprintf(one, sizeof(one), "%s%s", strs[i].host, rest);
-		if (rc_parse_target(one, &tg))
-			return usage_err(ctx,
-					 "%s: invalid target '%s' (rail %d: '%s'): expected "
-					 "ADDR1,ADDR2:PORT/REGION",
-					 c->name, t, i + 1, one);
-		snprintf(strs[i].host, sizeof(strs[i].host), "%s", tg.host);
+		rc = rail_server(ctx, c, t, hosts, rest, &rec, i, &strs[i], region, sizeof(region));
+		if (rc)
+			return rc;
 		if (ctx->dev_name)
 			item(ctx->dev_name, i, strs[i].dev, sizeof(strs[i].dev));
 		if (a->bind)
 			item(a->bind, i, strs[i].bind, sizeof(strs[i].bind));
 		spec[i] = (struct rc_rail_spec){ .host = strs[i].host,
-						 .port = tg.port,
+						 .port = strs[i].port,
 						 .dev = strs[i].dev[0] ? strs[i].dev : NULL,
 						 .bind = strs[i].bind[0] ? strs[i].bind : NULL };
 	}
@@ -163,7 +228,7 @@ int rails_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 	o.conn.timeout_ms = ctx->timeout_ms;
 	o.conn.sq_depth = STREAM_SQ_DEPTH;
 	o.nconns = 1;
-	rc = rc_rails_open(spec, n, tg.region, &o, out, &e);
+	rc = rc_rails_open(spec, n, region, &o, out, &e);
 	return rc ? fail(ctx, rc, "%s", e.msg) : 0;
 }
 

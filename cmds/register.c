@@ -133,6 +133,23 @@ static int register_start(struct ctx *ctx, struct register_args *a, struct rc_se
 /* --publish: this server's key, then each region's unless another server
  * holds it (the region's home until a migration moves the key here). One
  * event per region says which. */
+/* A region served on several rails: each rail's address in its record. */
+static void publish_rails(const struct register_args *a, struct rc_etcd_region *d)
+{
+	if (a->lr.n < 2)
+		return;
+	d->nrails = a->lr.n;
+	d->rails[0] = (struct rc_etcd_rail){ 0 };
+	snprintf(d->rails[0].host, sizeof(d->rails[0].host), "%s", d->host);
+	snprintf(d->rails[0].port, sizeof(d->rails[0].port), "%s", d->port);
+	for (int k = 1; k < a->lr.n; k++) {
+		const struct rc_listener *l = rc_server_listener(a->rail_srv[k]);
+
+		snprintf(d->rails[k].host, sizeof(d->rails[k].host), "%s", a->lr.host[k]);
+		snprintf(d->rails[k].port, sizeof(d->rails[k].port), "%u", rc_listener_port(l));
+	}
+}
+
 static int register_publish(struct ctx *ctx, const struct register_args *a, struct rc_server *s,
 			    struct rc_etcd **out)
 {
@@ -167,6 +184,7 @@ static int register_publish(struct ctx *ctx, const struct register_args *a, stru
 		snprintf(d.port, sizeof(d.port), "%s", port);
 		snprintf(d.region, sizeof(d.region), "%s", r->d.name);
 		snprintf(d.access, sizeof(d.access), "%s", rc_access_name(r->d.access));
+		publish_rails(a, &d);
 		rc_etcd_region_key(a->ns, r->d.name, key, sizeof(key));
 		if (rc_etcd_region_format(&d, val, sizeof(val))) {
 			rc = rc_err_set(&err, ENOSPC, "region %s: its etcd record is too long",

@@ -34,12 +34,33 @@ void rc_etcd_server_key(const char *ns, const char *host, const char *port, char
 		 strchr(host, ':') ? "]" : "", port);
 }
 
+/* The "rails" array of r, or NULL (out of memory). */
+static json_t *rails_json(const struct rc_etcd_region *r)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; a && i < r->nrails; i++)
+		if (json_array_append_new(a, json_pack("{s:s,s:s}", "host", r->rails[i].host,
+						       "port", r->rails[i].port))) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
 int rc_etcd_region_format(const struct rc_etcd_region *r, char *buf, size_t len)
 {
 	json_t *j = json_pack("{s:s,s:s,s:s,s:I,s:s}", "host", r->host, "port", r->port, "region",
 			      r->region, "length", (json_int_t)r->length, "access", r->access);
-	char *s = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-	int rc = s && strlen(s) < len ? 0 : -ENOSPC;
+	char *s;
+	int rc;
+
+	if (j && r->nrails && json_object_set_new(j, "rails", rails_json(r))) {
+		json_decref(j);
+		j = NULL;
+	}
+	s = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	rc = s && strlen(s) < len ? 0 : -ENOSPC;
 
 	if (!rc)
 		memcpy(buf, s, strlen(s) + 1);
@@ -58,6 +79,29 @@ static int copy_str(const json_t *o, const char *k, char *buf, size_t len)
 	return 0;
 }
 
+/* The optional "rails" of record j into r: absent, or 2 to RC_RAILS_MAX
+ * objects with a host and a port each. */
+static int rails_parse(const json_t *j, struct rc_etcd_region *r)
+{
+	const json_t *a = json_object_get(j, "rails");
+	size_t n = json_array_size(a);
+
+	if (!a)
+		return 0;
+	if (!json_is_array(a) || n < 2 || n > RC_RAILS_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		const json_t *o = json_array_get(a, i);
+
+		if (!json_is_object(o) ||
+		    copy_str(o, "host", r->rails[i].host, sizeof(r->rails[i].host)) ||
+		    copy_str(o, "port", r->rails[i].port, sizeof(r->rails[i].port)))
+			return -EINVAL;
+	}
+	r->nrails = (int)n;
+	return 0;
+}
+
 int rc_etcd_region_parse(const char *value, struct rc_etcd_region *r)
 {
 	json_t *j = json_loads(value, 0, NULL), *l = json_object_get(j, "length");
@@ -67,11 +111,13 @@ int rc_etcd_region_parse(const char *value, struct rc_etcd_region *r)
 	if (json_is_object(j) && !copy_str(j, "host", r->host, sizeof(r->host)) &&
 	    !copy_str(j, "port", r->port, sizeof(r->port)) &&
 	    !copy_str(j, "region", r->region, sizeof(r->region)) && json_is_integer(l) &&
-	    json_integer_value(l) >= 0) {
+	    json_integer_value(l) >= 0 && !rails_parse(j, r)) {
 		r->length = (uint64_t)json_integer_value(l);
 		copy_str(j, "access", r->access, sizeof(r->access));
 		rc = 0;
 	}
+	if (rc)
+		memset(r, 0, sizeof(*r));
 	json_decref(j);
 	return rc;
 }

@@ -131,6 +131,7 @@ static int etcd_prepare(const struct rc_migrate_opts *o, const char *region, str
 	snprintf(m->lease, sizeof(m->lease), "%s", srv.lease);
 	snprintf(rec.host, sizeof(rec.host), "%s", o->dst.host);
 	snprintf(rec.port, sizeof(rec.port), "%s", o->dst.port);
+	rec.nrails = 0; /* the source's rails go with it: the record names the destination alone */
 	if (rc_etcd_region_format(&rec, m->next, sizeof(m->next)))
 		return rc_err_set(err, ENOSPC, "region '%s': its etcd record is too long", region);
 	snprintf(r->etcd_key, sizeof(r->etcd_key), "%s", m->key);

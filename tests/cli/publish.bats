@@ -78,6 +78,28 @@ put() {
 	assert_output --partial "key rdmactl/ns1/region/junk holds no region record of rdmactl's"
 }
 
+@test "a region published on two rails: a client with a device a rail takes each rail's address from the record" {
+	local f=$BATS_TEST_TMPDIR/in
+	need_etcd
+	start_etcd
+	head -c 1M /dev/zero >"$f"
+	put rdmactl/ns3/region/kv '{"access":"rw","host":"198.18.1.2","length":1048576,"port":"7471","rails":[{"host":"198.18.1.2","port":"7471"},{"host":"198.18.2.2","port":"7472"}],"region":"kv"}'
+	# three devices for two rails: the record's two addresses do not pair up with them
+	run timeout 30 "$RDMACTL" -t 5000 -d rxe_a,rxe_c,rxe_e write "etcd://$ETCD_EP/ns3/kv" --file "$f"
+	assert_failure 2
+	assert_output --partial "the rails do not pair up: 2 server addresses, 3 devices (-d)"
+	# two: past the pairing, to opening rail 1 (this host has no RDMA device)
+	run timeout 30 "$RDMACTL" -t 5000 -d rxe_a,rxe_c write "etcd://$ETCD_EP/ns3/kv" --file "$f"
+	assert_failure 1
+	refute_output --partial "do not pair up"
+	assert_output --partial "rail 1: "
+	# a list of one rail is no record of rdmactl's
+	put rdmactl/ns3/region/one '{"access":"rw","host":"198.18.1.2","length":1048576,"port":"7471","rails":[{"host":"198.18.1.2","port":"7471"}],"region":"one"}'
+	run timeout 30 "$RDMACTL" -t 5000 -d rxe_a,rxe_c write "etcd://$ETCD_EP/ns3/one" --file "$f"
+	assert_failure 1
+	assert_output --partial "key rdmactl/ns3/region/one holds no region record of rdmactl's"
+}
+
 @test "migrate from an etcd name: the destination must hold a lease there, checked before any connection" {
 	need_etcd
 	start_etcd

@@ -3,7 +3,7 @@
  * What an etcd endpoint sends back, decoded: base64 keys and values, a
  * range answer's JSON and a watch's stream of messages (every key handed on
  * must be under the prefix, a string within RC_ETCD_KEY_MAX), and a
- * published region record. The first
+ * published region record (with its rails, if any). The first
  * byte picks the decoder, the rest is the input.
  */
 #include <string.h>
@@ -54,9 +54,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rc_etcd_watch_parse((const char *)data + 1, size - 1, prefix, each, &n, &e);
 		break;
 	default:
-		if (rc_etcd_region_parse(s, &r) == 0)
+		if (rc_etcd_region_parse(s, &r) == 0) {
 			FUZZ_CHECK(r.host[0] && r.port[0] && r.region[0] &&
 				   memchr(r.access, '\0', sizeof(r.access)));
+			/* no rails, or 2 to RC_RAILS_MAX, each with a host and a port */
+			FUZZ_CHECK(r.nrails == 0 || (r.nrails >= 2 && r.nrails <= RC_RAILS_MAX));
+			for (int i = 0; i < r.nrails; i++)
+				FUZZ_CHECK(r.rails[i].host[0] && r.rails[i].port[0]);
+		}
 		break;
 	}
 	free(s);

@@ -21,10 +21,13 @@ teardown() {
 	common_teardown
 }
 
-# serve_rails SIZE: region kv of SIZE on rxe_b and rxe_d; RAILS, the target.
+# serve_rails SIZE [ARGS...]: region kv of SIZE on rxe_b and rxe_d, with
+# register's ARGS; RAILS, the target.
 serve_rails() {
+	local size=$1
+	shift
 	PORT=$(next_port)
-	start_server 1 --listen "$RDMACTL_VM_ADDR_B:$PORT,$RDMACTL_VM_ADDR_D:$PORT" --name kv --size "$1"
+	start_server 1 --listen "$RDMACTL_VM_ADDR_B:$PORT,$RDMACTL_VM_ADDR_D:$PORT" --name kv --size "$size" "$@"
 	RAILS="$RDMACTL_VM_ADDR_B,$RDMACTL_VM_ADDR_D:$PORT/kv"
 }
 
@@ -72,6 +75,35 @@ within_half() {
 		--bind "$RDMACTL_VM_ADDR_C" --out "$OUT.c"
 	assert_success
 	cmp "$IN" "$OUT.c"
+}
+
+@test "a region on two rails published in etcd: its record lists both, and a client resolving through etcd stripes over them" {
+	load '../lib/etcd'
+	need_etcd
+	start_etcd
+	serve_rails 4M --publish "etcd://$ETCD_EP/rails"
+	local rec
+	rec=$(curl -s --noproxy '*' -m 5 -X POST "http://$ETCD_EP/v3/kv/range" \
+		-d "{\"key\":\"$(printf %s rdmactl/rails/region/kv | base64 -w0)\"}" | jq -r '.kvs[0].value // empty | @base64d')
+	run jq -r '[.rails[] | .host + ":" + .port] | join(",")' <<<"$rec"
+	assert_output "$RDMACTL_VM_ADDR_B:$PORT,$RDMACTL_VM_ADDR_D:$PORT"
+	head -c 4M /dev/urandom >"$IN"
+	run rdmactl -j -d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C" write "etcd://$ETCD_EP/rails/kv" --file "$IN" --stripe 256K
+	assert_success
+	jq -e '(.rails | length) == 2 and (.rails | all(.bytes > 0 and .errors == 0))' <<<"$output"
+	run rdmactl -j -d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C" read "etcd://$ETCD_EP/rails/kv" --out "$OUT" --stripe 256K
+	assert_success
+	jq -e '.rails | map(.peer) | (.[0] | startswith($b + ":")) and (.[1] | startswith($d + ":"))' \
+		--arg b "$RDMACTL_VM_ADDR_B" --arg d "$RDMACTL_VM_ADDR_D" <<<"$output"
+	cmp "$IN" "$OUT"
+	# the check sees a wrong copy
+	printf 'x' | dd of="$OUT" bs=1 seek=4000000 conv=notrunc status=none
+	run cmp "$IN" "$OUT"
+	assert_failure
+	# three devices for a region on two rails do not pair up
+	run rdmactl -d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C,$RDMACTL_VM_DEV_A" read "etcd://$ETCD_EP/rails/kv" --out "$OUT"
+	assert_failure 2
+	assert_output --partial "the rails do not pair up: 2 server addresses, 3 devices (-d)"
 }
 
 @test "64 MiB written and read over two rails: cmp, each rail within 10% of half" {

@@ -126,6 +126,32 @@ int main(void)
 	CHECK(rc_etcd_region_format(&r, buf, 20) == -ENOSPC);
 	CHECK(rc_etcd_region_parse("{\"host\":\"h\",\"port\":\"1\"}", &back) == -EINVAL);
 	CHECK(rc_etcd_region_parse("not json", &back) == -EINVAL);
+	CHECK(back.host[0] == '\0' && back.nrails == 0);
+
+	/* Several rails: listed in the record, read back; a list of one, of a
+	 * non-object or without a port is no record. */
+	r.nrails = 2;
+	r.rails[0] = (struct rc_etcd_rail){ .host = "198.18.0.1", .port = "7471" };
+	r.rails[1] = (struct rc_etcd_rail){ .host = "198.18.2.1", .port = "7472" };
+	CHECK(rc_etcd_region_format(&r, buf, sizeof(buf)) == 0);
+	CHECK(strstr(buf, "\"rails\":[{\"host\":\"198.18.0.1\",\"port\":\"7471\"},"
+			  "{\"host\":\"198.18.2.1\",\"port\":\"7472\"}]") != NULL);
+	CHECK(rc_etcd_region_parse(buf, &back) == 0);
+	CHECK(!memcmp(&r, &back, sizeof(r)));
+	CHECK(rc_etcd_region_parse("{\"host\":\"h\",\"port\":\"1\",\"region\":\"kv\",\"length\":1,"
+				   "\"rails\":[{\"host\":\"h\",\"port\":\"1\"}]}",
+				   &back) == -EINVAL);
+	CHECK(back.nrails == 0);
+	CHECK(rc_etcd_region_parse("{\"host\":\"h\",\"port\":\"1\",\"region\":\"kv\",\"length\":1,"
+				   "\"rails\":[{\"host\":\"h\",\"port\":\"1\"},7]}",
+				   &back) == -EINVAL);
+	CHECK(rc_etcd_region_parse("{\"host\":\"h\",\"port\":\"1\",\"region\":\"kv\",\"length\":1,"
+				   "\"rails\":[{\"host\":\"h\",\"port\":\"1\"},{\"host\":\"g\"}]}",
+				   &back) == -EINVAL);
+	CHECK(rc_etcd_region_parse("{\"host\":\"h\",\"port\":\"1\",\"region\":\"kv\",\"length\":1,"
+				   "\"rails\":{}}",
+				   &back) == -EINVAL);
+	r.nrails = 0;
 
 	/* Nothing listens on port 1: the error names the etcd, within the timeout. */
 	CHECK(rc_etcd_open("127.0.0.1:1", 1000, &e, &err) == 0);

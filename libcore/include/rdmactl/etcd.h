@@ -72,13 +72,22 @@ typedef int (*rc_etcd_each_fn)(void *arg, const char *key, const char *value);
 
 /* A served region as `register --publish` puts it in etcd, under
  * rdmactl/NS/region/NAME, as JSON: {"host", "port", "region", "length",
- * "access"}. Its server's own key is rdmactl/NS/server/HOST:PORT. */
+ * "access"}, and for a region served on several rails (NICs) "rails":
+ * [{"host", "port"}, ...], the first rail's being host and port. Its
+ * server's own key is rdmactl/NS/server/HOST:PORT. */
+struct rc_etcd_rail {
+	char host[RC_HOST_MAX];
+	char port[8];
+};
+
 struct rc_etcd_region {
 	char host[RC_HOST_MAX];
 	char port[8];
 	char region[RC_NAME_MAX];
 	uint64_t length;
 	char access[8];
+	int nrails; /* 0: one rail (host, port); else 2 to RC_RAILS_MAX */
+	struct rc_etcd_rail rails[RC_RAILS_MAX];
 };
 
 /* A namespace is 1 to 63 of letters, digits, '-', '_' and '.'. */
