@@ -15,11 +15,10 @@
 #   fuzz  libFuzzer targets (clang, ASan, UBSan) over the network decoders
 #         and the parsers, 20 s each
 # Once the plain build is done, the two rxe tiers run one after the other
-# in the background; beside them, niced, the other builds and the unit
-# tiers, and fuzz under SCHED_IDLE; after them the two cli tiers side by
-# side (the sanitizer one less the files tagged source-only, which read
-# the tree, not the binary); each tier's output is shown once all are
-# done, and the whole ends with one line
+# in the background; beside them, niced, the other builds, the unit tiers,
+# both cli tiers (the sanitizer one less the files tagged source-only,
+# which read the tree, not the binary) and fuzz; each tier's output is
+# shown once all are done, and the whole ends with one line
 # "rdmactl tests: N passed, N failed, N skipped".
 #
 # Usage: tests/run-all.sh [--no-sanitize] [--no-rxe] [--no-fuzz]
@@ -109,8 +108,8 @@ mkdir -p "$logdir"
 # builds and the unit tier run beside the guest's boot and first files,
 # niced (in ci8 the guest started at 115 s, 78 s after the plain build).
 # A build that fails stops the guest and the run.
-# One guest after the other, two vCPUs each (in ci9, with every host tier
-# beside them: 1306 s plain, 531 s sanitized). Two one-vCPU
+# One guest after the other, two vCPUs each, the host tiers below beside
+# them: 1819 s for the suite (1139 s plain, 618 s sanitized). Two one-vCPU
 # guests side by side (run.sh --cpus 1) made migrate's and kvxfer's timing
 # checks fail now and then (a destination that did not answer in 40 s, a
 # heartbeat missed for 400 ms); two two-vCPU guests side by side, the
@@ -162,43 +161,38 @@ log "unit tests"
 run_ctest unit build
 
 # From here on each tier runs into its own log, shown and counted once all
-# are done. Beside the guest tiers run only the sanitized unit tier and
-# fuzz: a fuzzer is all computation, and under SCHED_IDLE it takes only
-# the CPU the guest leaves (the rxe files that ran beside fuzz in ci9 took
-# 0.9 to 1.2 times as long as alone). The cli tiers fork and exec all the
-# time, and that slows the emulated guest whatever their priority: data.bats
-# took 54 s alone, 101 s beside the cli tier niced and 89 s beside it under
-# SCHED_IDLE (ci9: the rxe files beside the cli tiers took 1.5 to 2.1 times
-# as long as alone). So they run after the guest tiers, the two side by
-# side, one core each.
-log "in the background: $( ((sanitize)) && echo "unit-asan ")$( ((fuzz)) && echo fuzz) (their output follows the guest tiers')"
+# are done: the tiers that need no guest one after the other, niced, in the
+# background beside the guest tiers, which leave much of the two cores idle.
+host_tiers=(cli)
+((sanitize)) && host_tiers=(unit-asan cli cli-asan)
+((fuzz)) && host_tiers+=(fuzz)
+log "in the background: ${host_tiers[*]} (their output follows the guest tiers')"
 (
+	renice -n 10 -p "$BASHPID" >/dev/null # the guests' timing checks come first
 	if ((sanitize)); then
-		to_log unit-asan "$logdir/unit-asan.log" nice -n 10 bash -c 'cd build-asan && ctest --output-on-failure'
+		to_log unit-asan "$logdir/unit-asan.log" bash -c 'cd build-asan && ctest --output-on-failure'
+	fi
+	to_log cli "$logdir/cli.tap" env RDMACTL_BUILD_DIR="$repo/build" RDMACTL="$repo/build/cli/rdmactl" \
+		RDMACTL_NOCUDA="$repo/build-nocuda/cli/rdmactl" bats --tap --timing tests/cli
+	if ((sanitize)); then
+		to_log cli-asan "$logdir/cli-asan.tap" env RDMACTL_BUILD_DIR="$repo/build-asan" \
+			RDMACTL="$repo/build-asan/cli/rdmactl" RDMACTL_NOCUDA="$repo/build-nocuda/cli/rdmactl" \
+			ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+			bats --tap --timing --filter-tags '!source-only' tests/cli
 	fi
 	if ((fuzz)); then
-		# 20 s a target, under SCHED_IDLE. They check no timing.
+		# 20 s a target, under SCHED_IDLE: a fuzzer burns all the CPU it
+		# gets, and the host tiers beside the guest slow it down even niced
+		# (alltoall's 72 ranks: 55 s beside the cli tier, 29 s alone); idle,
+		# the fuzzers take only what the guest leaves. They check no timing;
+		# the cli tiers, which do, stay niced only.
 		to_log fuzz "$logdir/fuzz.tap" chrt --idle 0 tests/fuzz/run.sh 20
 	fi
 ) </dev/null &
 host_pid=$!
-if [[ -n "$guest_pid" ]]; then
-	wait "$guest_pid"
-	log "the guest tiers are done"
-fi
 
-log "the cli tiers$( ((sanitize)) && echo ", plain and sanitized side by side")"
-to_log cli "$logdir/cli.tap" env RDMACTL_BUILD_DIR="$repo/build" RDMACTL="$repo/build/cli/rdmactl" \
-	RDMACTL_NOCUDA="$repo/build-nocuda/cli/rdmactl" bats --tap --timing tests/cli </dev/null &
-cli_pid=$!
-if ((sanitize)); then
-	to_log cli-asan "$logdir/cli-asan.tap" env RDMACTL_BUILD_DIR="$repo/build-asan" \
-		RDMACTL="$repo/build-asan/cli/rdmactl" RDMACTL_NOCUDA="$repo/build-nocuda/cli/rdmactl" \
-		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		bats --tap --timing --filter-tags '!source-only' tests/cli </dev/null
-fi
-wait "$cli_pid"
 wait "$host_pid"
+[[ -z "$guest_pid" ]] || wait "$guest_pid"
 # show_tier NAME LOG TITLE: show and count a tier that ran into its log
 # (nothing when it was not asked for; a failure when it started
 # and left no exit status).
