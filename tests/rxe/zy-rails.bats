@@ -82,6 +82,8 @@ within_half() {
 	need_etcd
 	start_etcd
 	serve_rails 4M --publish "etcd://$ETCD_EP/rails"
+	# the key is put after the descriptors are printed; the lease event follows it
+	wait_events lease 1 "$SERVER_OUT"
 	local rec
 	rec=$(curl -s --noproxy '*' -m 5 -X POST "http://$ETCD_EP/v3/kv/range" \
 		-d "{\"key\":\"$(printf %s rdmactl/rails/region/kv | base64 -w0)\"}" | jq -r '.kvs[0].value // empty | @base64d')
