@@ -33,16 +33,16 @@ int etcd_name_parse(struct ctx *ctx, const char *cmd, const char *s, struct etcd
 }
 
 int etcd_name_resolve(struct ctx *ctx, const struct etcd_name *n, struct rc_target *t,
-		      struct rc_etcd_kv *kv)
+		      struct rc_etcd_region *rec)
 {
-	struct rc_etcd_region r;
+	struct rc_etcd_region own, *r = rec ? rec : &own;
 	struct rc_etcd_kv got;
 	struct rc_etcd *e;
 	struct rc_err err;
 	int rc = rc_etcd_open(n->server, ctx->timeout_ms, &e, &err);
 
 	if (!rc) {
-		rc = rc_etcd_get(e, n->key, kv ? kv : &got, &err);
+		rc = rc_etcd_get(e, n->key, &got, &err);
 		rc_etcd_close(e);
 	}
 	if (rc == -ENOENT)
@@ -51,13 +51,13 @@ int etcd_name_resolve(struct ctx *ctx, const struct etcd_name *n, struct rc_targ
 			    n->region, n->server, n->key, n->server, n->ns);
 	if (rc)
 		return fail(ctx, rc, "%s", err.msg);
-	if (rc_etcd_region_parse((kv ? kv : &got)->value, &r) || strcmp(r.region, n->region))
+	if (rc_etcd_region_parse(got.value, r) || strcmp(r->region, n->region))
 		return fail(ctx, -EPROTO, "etcd at %s: key %s holds no region record of rdmactl's",
 			    n->server, n->key);
 	memset(t, 0, sizeof(*t));
-	snprintf(t->host, sizeof(t->host), "%s", r.host);
-	snprintf(t->port, sizeof(t->port), "%s", r.port);
-	snprintf(t->region, sizeof(t->region), "%s", r.region);
+	snprintf(t->host, sizeof(t->host), "%s", r->host);
+	snprintf(t->port, sizeof(t->port), "%s", r->port);
+	snprintf(t->region, sizeof(t->region), "%s", r->region);
 	if (ctx->verbose)
 		out_log(&ctx->out, "etcd %s names %s:%s", n->key, t->host, t->port);
 	return 0;

@@ -101,10 +101,10 @@ struct etcd_name {
 	char key[RC_ETCD_KEY_MAX];
 };
 int etcd_name_parse(struct ctx *ctx, const char *cmd, const char *s, struct etcd_name *n);
-/* Read the region's record: its server into *t (and the key as read into
- * *kv, may be NULL). Reports its own failure. */
+/* Read the region's record: its server into *t (and the whole record, its
+ * rails too, into *rec, may be NULL). Reports its own failure. */
 int etcd_name_resolve(struct ctx *ctx, const struct etcd_name *n, struct rc_target *t,
-		      struct rc_etcd_kv *kv);
+		      struct rc_etcd_region *rec);
 /* Report a transfer's figures. */
 void report_transfer(struct ctx *ctx, const struct rc_stream_result *r);
 /* Write (io->fill) or read (io->drain) len bytes at off of the selected

@@ -52,11 +52,12 @@ static bool list_ok(const char *s)
 	return !s || (*s && *s != ',' && !strstr(s, ",,") && s[strlen(s) - 1] != ',');
 }
 
-/* The lists: each of one item or of n; n the longest. */
-static int rails_count(struct ctx *ctx, const char *hosts, const char *devs, const char *binds,
-		       int *n)
+/* The lists: each of one item or of n; n the longest. The server's side is
+ * the list hosts, or (hosts NULL) nh rails of an etcd record. */
+static int rails_count(struct ctx *ctx, const char *hosts, int nh, const char *devs,
+		       const char *binds, int *n)
 {
-	int nh = count_items(hosts), nd = count_items(devs), nb = count_items(binds);
+	int nd = count_items(devs), nb = count_items(binds);
 
 	const char *bad = !list_ok(hosts)   ? hosts
 			  : !list_ok(devs)  ? devs
@@ -67,6 +68,8 @@ static int rails_count(struct ctx *ctx, const char *hosts, const char *devs, con
 		return usage_err(ctx,
 				 "an empty item in the list '%s' (rails are ADDR1,ADDR2 or DEV1,DEV2)",
 				 bad);
+	if (hosts)
+		nh = count_items(hosts);
 	*n = nh > nd ? nh : nd;
 	*n = nb > *n ? nb : *n;
 	if (*n > RC_RAILS_MAX)
@@ -114,42 +117,8 @@ struct rail_strs {
 	char host[RC_HOST_MAX], port[8], dev[64], bind[RC_HOST_MAX];
 };
 
-/* An etcd target: the region's record, its rails' addresses as a list in
- * hosts (its one address when it is served on one rail). */
-static int etcd_rails(struct ctx *ctx, const struct cmd *c, const char *t,
-		      struct rc_etcd_region *rec, char *hosts, size_t cap)
-{
-	struct etcd_name n;
-	struct rc_etcd_kv kv;
-	struct rc_target tg;
-	size_t used = 0;
-	int rc;
-
-	if ((rc = etcd_name_parse(ctx, c->name, t, &n)) ||
-	    (rc = etcd_name_resolve(ctx, &n, &tg, &kv)))
-		return rc;
-	if (rc_etcd_region_parse(kv.value, rec)) /* etcd_name_resolve read it once already */
-		return fail(ctx, -EPROTO, "etcd at %s: key %s holds no region record of rdmactl's",
-			    n.server, n.key);
-	if (!rec->nrails)
-		return snprintf(hosts, cap, "%s", rec->host) < (int)cap
-			       ? 0
-			       : fail(ctx, -ENAMETOOLONG, "etcd at %s: key %s: a host too long",
-				      n.server, n.key);
-	for (int i = 0; i < rec->nrails; i++) {
-		int w = snprintf(hosts + used, cap - used, "%s%s", i ? "," : "", rec->rails[i].host);
-
-		if (w < 0 || (size_t)w >= cap - used)
-			return fail(ctx, -ENAMETOOLONG,
-				    "etcd at %s: key %s: its rails' addresses are too long",
-				    n.server, n.key);
-		used += (size_t)w;
-	}
-	return 0;
-}
-
 /* Rail i's server address and port: from the target ADDR1,ADDR2:PORT/REGION
- * (rest: ":PORT/REGION"), or from the etcd record (rest NULL). */
+ * (hosts, and rest ":PORT/REGION"), or from the etcd record (hosts NULL). */
 static int rail_server(struct ctx *ctx, const struct cmd *c, const char *t, const char *hosts,
 		       const char *rest, const struct rc_etcd_region *rec, int i,
 		       struct rail_strs *s, char *region, size_t rcap)
@@ -157,13 +126,15 @@ static int rail_server(struct ctx *ctx, const struct cmd *c, const char *t, cons
 	char one[RC_HOST_MAX * 2 + 64];
 	struct rc_target tg;
 
-	item(hosts, i, s->host, sizeof(s->host));
-	if (!rest) {
-		snprintf(s->port, sizeof(s->port), "%s",
-			 rec->nrails ? rec->rails[i].port : rec->port);
+	if (!hosts) {
+		const struct rc_etcd_rail *r = &rec->rails[i];
+
+		snprintf(s->host, sizeof(s->host), "%s", rec->nrails ? r->host : rec->host);
+		snprintf(s->port, sizeof(s->port), "%s", rec->nrails ? r->port : rec->port);
 		snprintf(region, rcap, "%s", rec->region);
 		return 0;
 	}
+	item(hosts, i, s->host, sizeof(s->host));
 	snprintf(one, sizeof(one), "%s%s", s->host, rest);
 	if (rc_parse_target(one, &tg))
 		return usage_err(ctx,
@@ -181,8 +152,8 @@ int rails_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 {
 	struct rail_strs strs[RC_RAILS_MAX];
 	struct rc_rail_spec spec[RC_RAILS_MAX];
-	char hosts[RC_HOST_MAX * 2], region[RC_NAME_MAX] = "";
-	const char *t = v->pos[0], *rest = NULL;
+	char buf[RC_HOST_MAX * 2], region[RC_NAME_MAX] = "";
+	const char *t = v->pos[0], *hosts = NULL, *rest = NULL;
 	struct rc_client_opts o = { 0 };
 	struct rc_etcd_region rec = { 0 };
 	struct rc_err e;
@@ -203,15 +174,22 @@ int rails_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 				 "etcd://HOST:PORT/NS/REGION",
 				 c->name);
 	if (!strncmp(t, "etcd://", 7)) {
-		if ((rc = etcd_rails(ctx, c, t, &rec, hosts, sizeof(hosts))))
+		struct etcd_name en;
+		struct rc_target tg;
+
+		if ((rc = etcd_name_parse(ctx, c->name, t, &en)) ||
+		    (rc = etcd_name_resolve(ctx, &en, &tg, &rec)))
 			return rc;
 	} else {
 		rest = t + strcspn(t, ":/");
-		snprintf(hosts, sizeof(hosts), "%.*s", (int)(rest - t), t);
+		snprintf(buf, sizeof(buf), "%.*s", (int)(rest - t), t);
+		hosts = buf;
 	}
-	if ((rc = rails_count(ctx, hosts, ctx->dev_name, a->bind, &n)))
+	rc = rails_count(ctx, hosts, rec.nrails ? rec.nrails : 1, ctx->dev_name, a->bind, &n);
+	if (rc)
 		return rc;
 	for (int i = 0; i < n; i++) {
+		strs[i] = (struct rail_strs){ 0 }; /* a device or bind not given reads "" */
 		rc = rail_server(ctx, c, t, hosts, rest, &rec, i, &strs[i], region, sizeof(region));
 		if (rc)
 			return rc;

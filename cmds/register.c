@@ -130,16 +130,13 @@ static int register_start(struct ctx *ctx, struct register_args *a, struct rc_se
 	return register_rails_start(ctx, a, so, *s);
 }
 
-/* --publish: this server's key, then each region's unless another server
- * holds it (the region's home until a migration moves the key here). One
- * event per region says which. */
-/* A region served on several rails: each rail's address in its record. */
+/* A region served on several rails: each rail's address in its record (d's
+ * host and port are the first rail's). */
 static void publish_rails(const struct register_args *a, struct rc_etcd_region *d)
 {
 	if (a->lr.n < 2)
 		return;
 	d->nrails = a->lr.n;
-	d->rails[0] = (struct rc_etcd_rail){ 0 };
 	snprintf(d->rails[0].host, sizeof(d->rails[0].host), "%s", d->host);
 	snprintf(d->rails[0].port, sizeof(d->rails[0].port), "%s", d->port);
 	for (int k = 1; k < a->lr.n; k++) {
@@ -150,6 +147,9 @@ static void publish_rails(const struct register_args *a, struct rc_etcd_region *
 	}
 }
 
+/* --publish: this server's key, then each region's unless another server
+ * holds it (the region's home until a migration moves the key here). One
+ * event per region says which. */
 static int register_publish(struct ctx *ctx, const struct register_args *a, struct rc_server *s,
 			    struct rc_etcd **out)
 {
