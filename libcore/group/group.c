@@ -117,7 +117,7 @@ static struct rc_shared *peer_cq(const struct rc_group *g, int j)
 }
 
 /* Rank j's earlier try, accepted here but never established (its connector
- * timed out, or went): closed, so that its new request takes the rank. */
+ * timed out, or went): closed, so that its later request takes the rank. */
 static void drop_half_open(struct rc_group *g, int j)
 {
 	struct rc_conn *old;
@@ -140,7 +140,8 @@ static void on_request(struct rc_group *g, struct rc_cm_event *ev, const struct 
 	struct rc_err e;
 
 	/* A connection accepted here that never came up is no hold on its rank:
-	 * a new request from that rank means its connector gave that try up. */
+	 * a later try of that rank means its connector gave that one up (and an
+	 * earlier try, come late, is refused: group_hello_order). */
 	pthread_mutex_lock(&g->mu);
 	for (int j = 0; taken && j < g->o.world; j++)
 		taken[j] = g->peers[j].c && (!g->peers[j].accepted || g->peers[j].c->established);
@@ -150,6 +151,13 @@ static void on_request(struct rc_group *g, struct rc_cm_event *ev, const struct 
 					(uint64_t)time(NULL), &g->seen, &h)
 		    : "rdmactl: out of memory";
 	free(taken);
+	if (!why) {
+		const struct gpeer *p = &g->peers[h.rank];
+
+		pthread_mutex_lock(&g->mu);
+		why = group_hello_order(&h, p->c && p->accepted ? p->attempt : 0);
+		pthread_mutex_unlock(&g->mu);
+	}
 	if (!why)
 		drop_half_open(g, (int)h.rank);
 	if (!why) {
@@ -172,6 +180,7 @@ static void on_request(struct rc_group *g, struct rc_cm_event *ev, const struct 
 	pthread_mutex_lock(&g->mu);
 	g->peers[h.rank].c = c;
 	g->peers[h.rank].accepted = true;
+	g->peers[h.rank].attempt = h.attempt;
 	c->user = &g->peers[h.rank];
 	name_peer(g, (int)h.rank, &all[h.rank]);
 	pthread_mutex_unlock(&g->mu);
@@ -257,6 +266,7 @@ static int connect_one(struct rc_group *g, int j, const struct rc_endpoint *ep, 
 			break;
 		co.timeout_ms = (int)(left * 1000) < g->o.timeout_ms ? (int)(left * 1000) + 1
 								     : g->o.timeout_ms;
+		h.attempt++;
 		/* A fresh nonce each try: the peer refuses one it saw. */
 		if (g->token[0]) {
 			rc = group_nonce(h.nonce, (uint64_t)time(NULL));

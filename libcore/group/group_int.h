@@ -43,17 +43,21 @@ struct gmsg {
 #define GHELLO_WINDOW_S 300
 #define GHELLO_NONCE 16
 #define GHELLO_PROOF 24
-#define GHELLO_LABEL "rdmactl group join v1"
+#define GHELLO_LABEL "rdmactl group join v2"
 struct ghello {
 	uint32_t magic;
 	uint32_t rank;
 	uint32_t world;
 	uint8_t nonce[GHELLO_NONCE];
 	uint8_t proof[GHELLO_PROOF];
+	/* the connector's try, 1 up (0: a hello without it): a request of an
+	 * earlier try than the one a rank holds half open came late, and is no
+	 * new try */
+	uint32_t attempt;
 };
 _Static_assert(sizeof(struct ghello) <= 56, "a group hello fits a connect request");
 
-/* The proof of h (its magic, rank, world and nonce) for the rank to, under
+/* The proof of h (its magic, rank, world, try and nonce) for the rank to, under
  * token (NULL or "": all zeros). */
 void group_proof(const char *token, const struct ghello *h, uint32_t to,
 		 uint8_t proof[GHELLO_PROOF]);
@@ -82,6 +86,13 @@ const char *group_hello_check(const void *pd, size_t len, int me, int world, con
  * peer does not expect), found in the connector's message msg. "That rank is
  * connected already" is not one: the peer may still hold an earlier try. */
 bool group_refusal_final(const char *msg);
+/* A request h, checked, from a rank whose try held (accepted, not yet
+ * established) is held (0: none): NULL when h is a later try, which takes
+ * the rank's place, else the reason to refuse it. A connect request can come
+ * after a later one of the same rank (the connection manager resends it, or
+ * queues it behind others): taking it would close the try its connector
+ * holds established and wait for one whose connector is gone. */
+const char *group_hello_order(const struct ghello *h, uint32_t held);
 
 struct gpeer {
 	struct rc_conn *c;
@@ -99,7 +110,8 @@ struct gpeer {
 	int box_head;
 	int box_n;
 	int box_cap;
-	int slot; /* its connection in the message channel (ch); -1: not connected */
+	int slot;         /* its connection in the message channel (ch); -1: not connected */
+	uint32_t attempt; /* accepted: the connector's try (struct ghello) */
 	struct {
 		struct rc_group *g;
 		int rank;

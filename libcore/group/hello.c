@@ -23,8 +23,9 @@
 
 void group_proof(const char *token, const struct ghello *h, uint32_t to, uint8_t proof[GHELLO_PROOF])
 {
-	unsigned char msg[16 + GHELLO_NONCE];
-	uint32_t w[4] = { htole32(h->magic), htole32(h->rank), htole32(h->world), htole32(to) };
+	uint32_t w[5] = { htole32(h->magic), htole32(h->rank), htole32(h->world), htole32(to),
+			  htole32(h->attempt) };
+	unsigned char msg[sizeof(w) + GHELLO_NONCE];
 
 	memcpy(msg, w, sizeof(w));
 	memcpy(msg + sizeof(w), h->nonce, GHELLO_NONCE);
@@ -42,6 +43,7 @@ void group_proof(const char *token, const struct ghello *h, uint32_t to, uint8_t
 #define WHY_STALE "rdmactl: a stale connect request (clocks apart?)"
 #define WHY_REPLAY "rdmactl: a replayed connect request"
 #define WHY_NOMEM "rdmactl: out of memory"
+#define WHY_OLDER "rdmactl: a later try of that rank is held"
 
 int group_nonce(uint8_t nonce[GHELLO_NONCE], uint64_t now)
 {
@@ -148,10 +150,16 @@ const char *group_hello_check(const void *pd, size_t len, int me, int world, con
 	return NULL;
 }
 
+const char *group_hello_order(const struct ghello *h, uint32_t held)
+{
+	return held && h->attempt <= held ? WHY_OLDER : NULL;
+}
+
 bool group_refusal_final(const char *msg)
 {
 	/* What group_hello_check says of a request another try cannot mend:
-	 * all but WHY_TAKEN. */
+	 * all but WHY_TAKEN (and WHY_OLDER, which only a try already given up
+	 * gets). */
 	static const char *const final[] = { WHY_NOT_MEMBER,  WHY_NO_TOKEN, WHY_HAS_NONE,
 					     WHY_WRONG_TOKEN, WHY_WORLD,    WHY_UNEXPECTED,
 					     WHY_STALE,       WHY_REPLAY };

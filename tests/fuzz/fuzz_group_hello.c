@@ -45,6 +45,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!why) {
 		FUZZ_CHECK(h.magic == GROUP_MAGIC && h.world == WORLD && h.rank < (uint32_t)me);
 		FUZZ_CHECK(need[h.rank * WORLD + (uint32_t)me] && !taken[h.rank]);
+		/* its rank's place goes to a later try only */
+		FUZZ_CHECK(!group_hello_order(&h, 0));
+		FUZZ_CHECK(!h.attempt || group_hello_order(&h, h.attempt));
+		FUZZ_CHECK(h.attempt < 2 || !group_hello_order(&h, h.attempt - 1));
 		if (token) {
 			uint8_t want[GHELLO_PROOF];
 

@@ -134,7 +134,7 @@ static int imm_seeds(const char *dir)
 static int group_seeds(const char *dir)
 {
 	unsigned char b[1 + sizeof(struct ghello)];
-	struct ghello h = { .magic = GROUP_MAGIC, .rank = 2, .world = 8 };
+	struct ghello h = { .magic = GROUP_MAGIC, .rank = 2, .world = 8, .attempt = 1 };
 	int err = 0;
 
 	for (int i = 0; i < GHELLO_NONCE; i++)

@@ -76,6 +76,10 @@ int main(void)
 	x.world = 4;
 	why = check(&x, sizeof(x), 2, "s3cret", NULL);
 	CHECK(why && strstr(why, "wrong group token"));
+	x = h;
+	x.attempt = 7;
+	why = check(&x, sizeof(x), 2, "s3cret", NULL);
+	CHECK(why && strstr(why, "wrong group token"));
 	/* One flipped bit of the proof, its first byte and its last. */
 	x = h;
 	x.proof[0] ^= 1;
@@ -176,6 +180,21 @@ int main(void)
 		CHECK(seen.len == 502);
 		group_seen_free(&seen);
 	}
+	/* The tries of one rank: a later try takes the place of the one held
+	 * half open; an earlier or the same one, come late, is refused (not for
+	 * good: only a connector that gave that try up gets it); without a try
+	 * held, or from a hello without tries (0), no order. */
+	x = h;
+	x.attempt = 3;
+	CHECK(group_hello_order(&x, 0) == NULL);
+	CHECK(group_hello_order(&x, 2) == NULL);
+	why = group_hello_order(&x, 3);
+	CHECK(why && strstr(why, "later try"));
+	CHECK(!group_refusal_final(why));
+	why = group_hello_order(&x, 9);
+	CHECK(why && strstr(why, "later try"));
+	x.attempt = 0;
+	CHECK(group_hello_order(&x, 0) == NULL);
 	/* as the connector words it; nothing listening is no refusal of ours */
 	CHECK(group_refusal_final(
 		"connection to 10.0.0.2:7000 rejected: rdmactl: another world size"));
