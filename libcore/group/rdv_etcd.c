@@ -20,6 +20,7 @@
 #include "rdv_int.h"
 
 #define POLL_MS 200
+#define WATCH_TRIES 4 /* watches that ended, before reading every POLL_MS */
 
 struct rc_etcd_rdv {
 	struct rc_etcd *kv;
@@ -85,6 +86,9 @@ static int claim(struct rc_etcd_rdv *e, const struct rc_endpoint *self, struct r
 	rc = rc_etcd_create(e->kv, key, val, rc_etcd_lease_id(e->kv), &held, err);
 	if (rc != -EEXIST)
 		return rc;
+	/* an earlier try of ours that etcd took but whose answer timed out */
+	if (!strcmp(held.value, val) && !strcmp(held.lease, rc_etcd_lease_id(e->kv)))
+		return 0;
 	return rc_err_set(err, EEXIST,
 			  "rank %d of job %s is claimed already by %s (two processes with one rank? "
 			  "a dead one's claim goes with its lease within %d s)",
@@ -135,15 +139,43 @@ static bool all_seen(void *arg)
 	return r->seen == r->e->world;
 }
 
+/* A pause before asking a busy or restarting etcd again, that grows with
+ * the tries and differs from rank to rank; false when the deadline came. */
+static bool pause_for_etcd(const struct rc_etcd_rdv *e, int *tries, double deadline)
+{
+	unsigned ms = POLL_MS << (*tries < 4 ? *tries : 4);
+	double left = deadline - rc_now();
+
+	if (left <= 0)
+		return false;
+	ms += ((unsigned)e->rank * 2654435761u + (unsigned)*tries * 40503u) % ms;
+	if (ms > left * 1000)
+		ms = (unsigned)(left * 1000) + 1;
+	(*tries)++;
+	usleep(ms * 1000);
+	return true;
+}
+
+/* A request etcd did not answer in time, or a connection it did not take
+ * (a busy etcd, thousands of ranks at once, or one restarting): made again
+ * until the deadline. */
+static bool etcd_busy(const struct rc_etcd_rdv *e, int rc, int *tries, double deadline)
+{
+	return (rc == -ETIMEDOUT || rc == -ECONNREFUSED) && pause_for_etcd(e, tries, deadline);
+}
+
 /* Wait for every rank's key: read the prefix, then watch it from the
  * revision read (the gateway streams each new key as it is put), so a
  * rank learns a late one at once and etcd answers one range per rank, not
- * one every POLL_MS. A watch etcd cancels or does not serve falls back to
- * reading the range every POLL_MS. */
+ * one every POLL_MS. A watch that ends is made again, from a new read;
+ * one etcd keeps ending or does not serve falls back to reading the range
+ * every POLL_MS. A request etcd was too busy to answer is made again
+ * (etcd_busy). */
 static int wait_ranks(struct rc_etcd_rdv *e, const struct rc_endpoint *self, struct ranks *r,
 		      double deadline)
 {
 	bool watch = true, claimed = false;
+	int tries = 0, ends = 0;
 
 	for (;;) {
 		int64_t rev = 0;
@@ -152,17 +184,18 @@ static int wait_ranks(struct rc_etcd_rdv *e, const struct rc_endpoint *self, str
 
 		memset(r->have, 0, (size_t)e->world * sizeof(bool));
 		r->seen = 0;
-		if ((rc = rc_etcd_range_rev(e->kv, e->prefix, one_rank, r, &rev, r->err)))
-			return rc;
+		rc = rc_etcd_range_rev(e->kv, e->prefix, one_rank, r, &rev, r->err);
 		/* the others are read first: a rank that disagrees (another world
 		 * size) is told before it is seen, and the one already waiting
 		 * learns it from the watch */
-		if (!claimed) {
-			if ((rc = claim(e, self, r->err)))
-				return rc;
+		if (!rc && !claimed && !(rc = claim(e, self, r->err))) {
 			claimed = true;
-			continue;
+			continue; /* read again, this rank's key too */
 		}
+		if (rc && !r->bad && etcd_busy(e, rc, &tries, deadline))
+			continue;
+		if (rc) /* etcd's own timeout is not the ranks': r->err names it */
+			return rc == -ETIMEDOUT ? -ETIME : rc;
 		if (all_seen(r))
 			return 0;
 		if (rc_now() >= deadline)
@@ -176,7 +209,9 @@ static int wait_ranks(struct rc_etcd_rdv *e, const struct rc_endpoint *self, str
 				   &we);
 		if (!rc || rc == -ETIMEDOUT || r->bad)
 			return rc;
-		watch = false;
+		/* etcd went away or ended the stream: read and watch again, a few
+		 * times, then read the range every POLL_MS */
+		watch = ++ends <= WATCH_TRIES && pause_for_etcd(e, &tries, deadline);
 	}
 }
 
@@ -193,6 +228,10 @@ int etcd_exchange(struct rc_etcd_rdv *e, const struct rc_endpoint *self, struct 
 		return rc_err_set(err, ENOMEM, "out of memory");
 	r.have = have;
 	rc = wait_ranks(e, self, &r, deadline);
+	if (rc == -ETIME) {
+		rc = -ETIMEDOUT;
+		goto out;
+	}
 	if (rc != -ETIMEDOUT)
 		goto out;
 	ranks_missing(have, e->world, missing, sizeof(missing));

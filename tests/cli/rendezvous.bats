@@ -112,6 +112,19 @@ await_keys() {
 	assert_output --partial "cannot reach etcd at $ETCD_EP"
 }
 
+@test "an etcd that goes away while a rank waits, and comes back: the ranks meet" {
+	probe 0 2 0 job9 30000
+	await_keys job9 1
+	stop_etcd
+	sleep 1 # the waiting rank's watch ends; its reads find no etcd
+	restart_etcd
+	run timeout 30 "$PROBE" "etcd://$ETCD_EP/job9" 1 2 198.18.0.1:7001 20000 1000
+	assert_success
+	assert_line --index 0 --partial "0 198.18.0.1:7000"
+	wait "$P0" || fail "rank 0 failed: $(cat "$BATS_TEST_TMPDIR/p0.err")"
+	grep -q '^1 198.18.0.1:7001 ' "$BATS_TEST_TMPDIR/p0.out" || fail "rank 0 never learnt rank 1"
+}
+
 # etcd's count of key reads (ranges, the reads inside transactions too)
 ranges() {
 	curl -s --noproxy '*' -m 5 "http://$ETCD_EP/metrics" | awk '$1 == "etcd_mvcc_range_total" { print $2 }'

@@ -20,6 +20,12 @@ start_etcd() {
 			--initial-advertise-peer-urls "http://127.0.0.1:$peer" \
 			--initial-cluster "t=http://127.0.0.1:$peer" >"$dir.log" 2>&1 3>&- &
 		ETCD_PID=$!
+		ETCD_ARGS=(--name t --data-dir "$dir" --log-level error
+			--listen-client-urls "http://127.0.0.1:$client"
+			--advertise-client-urls "http://127.0.0.1:$client"
+			--listen-peer-urls "http://127.0.0.1:$peer"
+			--initial-advertise-peer-urls "http://127.0.0.1:$peer"
+			--initial-cluster "t=http://127.0.0.1:$peer")
 		for ((i = 0; i < 100; i++)); do
 			if curl -s --noproxy '*' -m 1 "http://127.0.0.1:$client/health" 2>/dev/null |
 				grep -q '"health":"true"'; then
@@ -33,6 +39,22 @@ start_etcd() {
 	done
 	echo "etcd did not come up; its log:" >&2
 	cat "$dir.log" >&2
+	return 1
+}
+
+# restart_etcd: the same etcd again, on its ports and data (its keys and
+# leases kept), once it answers; at most 20 s.
+restart_etcd() {
+	local i
+	stop_etcd
+	etcd "${ETCD_ARGS[@]}" >>"$BATS_TEST_TMPDIR/etcd.restart.log" 2>&1 3>&- &
+	ETCD_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		curl -s --noproxy '*' -m 1 "http://$ETCD_EP/health" 2>/dev/null |
+			grep -q '"health":"true"' && return 0
+		sleep 0.2
+	done
+	cat "$BATS_TEST_TMPDIR/etcd.restart.log" >&2
 	return 1
 }
 
@@ -98,6 +120,12 @@ start_etcd_tls_auth() {
 			--initial-advertise-peer-urls "http://127.0.0.1:$peer" \
 			--initial-cluster "t=http://127.0.0.1:$peer" >"$dir.log" 2>&1 &
 		ETCD_PID=$!
+		ETCD_ARGS=(--name t --data-dir "$dir" --log-level error
+			--listen-client-urls "http://127.0.0.1:$client"
+			--advertise-client-urls "http://127.0.0.1:$client"
+			--listen-peer-urls "http://127.0.0.1:$peer"
+			--initial-advertise-peer-urls "http://127.0.0.1:$peer"
+			--initial-cluster "t=http://127.0.0.1:$peer")
 		for ((i = 0; i < 100; i++)); do
 			if curl -s --noproxy '*' -m 1 --cacert "$c/ca.pem" --cert "$c/client.pem" \
 				--key "$c/client.key" "https://127.0.0.1:$client/health" 2>/dev/null |
