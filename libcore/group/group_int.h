@@ -210,6 +210,9 @@ int group_cqs(int nconns, long per_conn, long max_cqe);
 /* Rounds of GROUP_CONNECT_AT_ONCE connects for this many peers. */
 int group_connect_rounds(int connects);
 
+/* The message channel of the peers this rank connects with (g->need) and
+ * the CQs they share (group_chan.c). */
+int group_rings(struct rc_group *g, struct rc_err *err);
 int group_post_recvs(struct rc_group *g, int j, struct rc_err *err);
 /* Control messages (group_io.c): a round of them of len bytes at most (its
  * number, its deadline); one to peer j, when its send slot is free; the
