@@ -206,7 +206,12 @@ static int post_once(const struct rc_etcd *e, const char *path, const char *text
 				text_said[k++] = *q >= 0x20 && *q < 0x7f ? *q : '?';
 			text_said[k] = '\0';
 		}
-		rc = rc_err_set(err, *status == 401 ? EACCES : EPROTO,
+		/* 503 (etcd's "request timed out", "leader changed") and 429
+		 * (too many requests) say: busy, ask again */
+		rc = rc_err_set(err,
+				*status == 401                     ? EACCES
+				: *status == 503 || *status == 429 ? EAGAIN
+								   : EPROTO,
 				"etcd at %s answered %s with HTTP %ld%s%s", e->server, path,
 				*status, json_is_string(m) || text_said[0] ? ": " : "",
 				json_is_string(m) ? json_string_value(m) : text_said);

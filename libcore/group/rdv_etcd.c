@@ -32,6 +32,36 @@ struct rc_etcd_rdv {
 	int ttl;
 };
 
+/* A pause before asking a busy or restarting etcd again, that grows with
+ * the tries and differs from rank to rank; false when the deadline came. */
+static bool pause_for_etcd(const struct rc_etcd_rdv *e, int *tries, double deadline)
+{
+	unsigned ms = POLL_MS << (*tries < 4 ? *tries : 4);
+	double left = deadline - rc_now();
+
+	if (left <= 0)
+		return false;
+	ms += ((unsigned)e->rank * 2654435761u + (unsigned)*tries * 40503u) % ms;
+	if (ms > left * 1000)
+		ms = (unsigned)(left * 1000) + 1;
+	(*tries)++;
+	usleep(ms * 1000);
+	return true;
+}
+
+/* The rank's lease: a busy etcd's timeout or refusal (HTTP 503, 429) is
+ * asked again until the timeout; no etcd at all is said at once. */
+static int grant(struct rc_etcd_rdv *e, struct rc_err *err)
+{
+	double deadline = rc_now() + e->timeout_ms / 1000.0;
+	int tries = 0, rc;
+
+	while ((rc = rc_etcd_lease(e->kv, e->ttl, err)) == -ETIMEDOUT || rc == -EAGAIN)
+		if (!pause_for_etcd(e, &tries, deadline))
+			break;
+	return rc;
+}
+
 int etcd_open(const char *url, int rank, int world, int timeout_ms, struct rc_etcd_rdv **out,
 	      struct rc_err *err)
 {
@@ -66,7 +96,7 @@ int etcd_open(const char *url, int rank, int world, int timeout_ms, struct rc_et
 	e->ttl = e->timeout_ms / 1000 < 3 ? 3 : e->timeout_ms / 1000;
 	rc = rc_etcd_open(server, e->timeout_ms, &e->kv, err);
 	if (!rc)
-		rc = rc_etcd_lease(e->kv, e->ttl, err);
+		rc = grant(e, err);
 	if (rc) {
 		etcd_close(e);
 		return rc;
@@ -139,35 +169,19 @@ static bool all_seen(void *arg)
 	return r->seen == r->e->world;
 }
 
-/* A pause before asking a busy or restarting etcd again, that grows with
- * the tries and differs from rank to rank; false when the deadline came. */
-static bool pause_for_etcd(const struct rc_etcd_rdv *e, int *tries, double deadline)
-{
-	unsigned ms = POLL_MS << (*tries < 4 ? *tries : 4);
-	double left = deadline - rc_now();
-
-	if (left <= 0)
-		return false;
-	ms += ((unsigned)e->rank * 2654435761u + (unsigned)*tries * 40503u) % ms;
-	if (ms > left * 1000)
-		ms = (unsigned)(left * 1000) + 1;
-	(*tries)++;
-	usleep(ms * 1000);
-	return true;
-}
-
 /* A request etcd did not answer in time, or a connection it did not take
  * (a busy etcd, thousands of ranks at once, or one restarting): made again
  * until the deadline. */
 static bool etcd_busy(const struct rc_etcd_rdv *e, int rc, int *tries, double deadline)
 {
-	return (rc == -ETIMEDOUT || rc == -ECONNREFUSED) && pause_for_etcd(e, tries, deadline);
+	return (rc == -ETIMEDOUT || rc == -ECONNREFUSED || rc == -EAGAIN) &&
+	       pause_for_etcd(e, tries, deadline);
 }
 
 /* Wait for every rank's key: read the prefix, then watch it from the
  * revision read (the gateway streams each new key as it is put), so a
  * rank learns a late one at once and etcd answers one range per rank, not
- * one every POLL_MS. A watch that ends is made again, from a new read;
+ * one every POLL_MS. A watch that ends is made again, after a new read;
  * one etcd keeps ending or does not serve falls back to reading the range
  * every POLL_MS. A request etcd was too busy to answer is made again
  * (etcd_busy). */
@@ -176,14 +190,15 @@ static int wait_ranks(struct rc_etcd_rdv *e, const struct rc_endpoint *self, str
 {
 	bool watch = true, claimed = false;
 	int tries = 0, ends = 0;
+	int64_t from = 0; /* the first watch's revision: a watch made again replays from it */
 
 	for (;;) {
 		int64_t rev = 0;
 		struct rc_err we;
 		int rc;
 
-		memset(r->have, 0, (size_t)e->world * sizeof(bool));
-		r->seen = 0;
+		/* a rank seen stays seen: one that met everyone may leave (its
+		 * key goes) before this rank reads again */
 		rc = rc_etcd_range_rev(e->kv, e->prefix, one_rank, r, &rev, r->err);
 		/* the others are read first: a rank that disagrees (another world
 		 * size) is told before it is seen, and the one already waiting
@@ -204,13 +219,16 @@ static int wait_ranks(struct rc_etcd_rdv *e, const struct rc_endpoint *self, str
 			usleep(POLL_MS * 1000);
 			continue;
 		}
-		rc = rc_etcd_watch(e->kv, e->prefix, rev + 1,
-				   (int)((deadline - rc_now()) * 1000) + 1, one_rank, all_seen, r,
-				   &we);
+		if (!from)
+			from = rev + 1;
+		rc = rc_etcd_watch(e->kv, e->prefix, from, (int)((deadline - rc_now()) * 1000) + 1,
+				   one_rank, all_seen, r, &we);
 		if (!rc || rc == -ETIMEDOUT || r->bad)
 			return rc;
 		/* etcd went away or ended the stream: read and watch again, a few
-		 * times, then read the range every POLL_MS */
+		 * times, then read the range every POLL_MS; the watch again from
+		 * the first one's revision, so that a rank that came and went
+		 * meanwhile is seen */
 		watch = ++ends <= WATCH_TRIES && pause_for_etcd(e, &tries, deadline);
 	}
 }

@@ -118,7 +118,7 @@ await_keys() {
 	stop_etcd
 	sleep 1 # the waiting rank's watch ends; its reads find no etcd
 	restart_etcd
-	run timeout 30 "$PROBE" "etcd://$ETCD_EP/job9" 1 2 198.18.0.1:7001 20000 1000
+	run timeout 30 "$PROBE" "etcd://$ETCD_EP/job9" 1 2 198.18.0.1:7001 20000
 	assert_success
 	assert_line --index 0 --partial "0 198.18.0.1:7000"
 	wait "$P0" || fail "rank 0 failed: $(cat "$BATS_TEST_TMPDIR/p0.err")"
