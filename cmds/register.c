@@ -102,7 +102,7 @@ static int register_start(struct ctx *ctx, struct register_args *a, struct rc_se
 
 	so->addr = a->host;
 	so->port = a->port;
-	so->dev_name = a->lr.n < 2 ? ctx->dev_name : a->lr.dev[0][0] ? a->lr.dev[0] : NULL;
+	so->dev_name = a->lr.dev[0][0] ? a->lr.dev[0] : NULL;
 	so->token = a->token;
 	so->admin_token = a->admin[0] ? a->admin : NULL;
 	so->allow_unauth_migration = a->allow_unauth_mig;

@@ -192,10 +192,10 @@ static void fmt_value(char *s, size_t cap, double v)
 	}
 }
 
-void metrics_sample(struct metrics *m, const char *suffix, const char *lname, const char *lvalue,
-		    double v)
+static void sample_labels(struct metrics *m, const char *suffix, const char *const *lnames,
+			  const char *const *lvalues, int n, double v)
 {
-	char labels[sizeof(m->labels) + 256], val[40];
+	char labels[sizeof(m->labels) + 512], val[40];
 
 	if (!m->family[0]) {
 		bad(m, -EINVAL, "a sample outside a family");
@@ -208,8 +208,9 @@ void metrics_sample(struct metrics *m, const char *suffix, const char *lname, co
 		return;
 	}
 	snprintf(labels, sizeof(labels), "%s", m->labels);
-	if (lname && !label_into(m, labels, sizeof(labels), lname, lvalue))
-		return;
+	for (int i = 0; i < n; i++)
+		if (!label_into(m, labels, sizeof(labels), lnames[i], lvalues[i]))
+			return;
 	fmt_value(val, sizeof(val), v);
 	puts_(m, m->family);
 	puts_(m, suffix);
@@ -221,6 +222,18 @@ void metrics_sample(struct metrics *m, const char *suffix, const char *lname, co
 	puts_(m, " ");
 	puts_(m, val);
 	puts_(m, "\n");
+}
+
+void metrics_sample(struct metrics *m, const char *suffix, const char *lname, const char *lvalue,
+		    double v)
+{
+	sample_labels(m, suffix, &lname, &lvalue, lname ? 1 : 0, v);
+}
+
+void metrics_sample_labels(struct metrics *m, const char *const *lnames, const char *const *lvalues,
+			   int n, double v)
+{
+	sample_labels(m, "", lnames, lvalues, n, v);
 }
 
 void metrics_gauge(struct metrics *m, const char *name, const char *help, double v)
