@@ -119,6 +119,10 @@ int register_rails_start(struct ctx *ctx, struct register_args *a, const struct 
 int register_rails_run(struct ctx *ctx, struct register_args *a);
 void register_rails_event(void *arg, const struct rc_server_event *ev);
 int register_rails_stop(struct ctx *ctx, struct register_args *a);
+/* --metrics: each rail's connections, refusals, errors, requests and the
+ * writes announced through it, labelled rail and device. */
+void register_rails_metrics(struct metrics *m, const struct register_args *a,
+			    const struct rc_server *s);
 void register_rails_print(struct ctx *ctx, const struct register_args *a, struct rc_server *s,
 			  int i);
 
