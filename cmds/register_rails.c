@@ -202,6 +202,7 @@ void register_rails_metrics(struct metrics *m, const struct register_args *a,
 	static const char *const names[] = { "rail", "device" };
 	struct rc_server_stats st[RC_RAILS_MAX];
 	int n = a->lr.n > 1 ? a->lr.n : 1;
+	char labels[sizeof(m->labels)];
 
 	for (int i = 0; i < n; i++) {
 		const struct rc_server *r = i ? a->rail_srv[i] : s;
@@ -210,6 +211,10 @@ void register_rails_metrics(struct metrics *m, const struct register_args *a,
 		if (r)
 			rc_server_stats(r, &st[i]);
 	}
+	/* The server's listen and device labels name the first rail: not these. */
+	memcpy(labels, m->labels, sizeof(labels));
+	m->labels[0] = '\0';
+	metrics_label(m, "command", "register");
 	for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
 		metrics_family(m, fam[f].name, fam[f].type, fam[f].help);
 		for (int i = 0; i < n; i++) {
@@ -225,4 +230,5 @@ void register_rails_metrics(struct metrics *m, const struct register_args *a,
 					      rail_stat(&st[i], (enum rail_stat)f));
 		}
 	}
+	memcpy(m->labels, labels, sizeof(labels));
 }

@@ -105,6 +105,28 @@ static bool ends_with(const char *s, const char *tail)
 	return n >= t && !strcmp(s + n - t, tail);
 }
 
+/* Whether the label list already names name (a sample may not have it twice). */
+static bool has_label(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p = list;
+
+	/* name="value",name="value": the values escaped, a quote in one is \" */
+	while (*p) {
+		if (!strncmp(p, name, n) && p[n] == '=')
+			return true;
+		p = strchr(p, '"');
+		if (!p)
+			return false;
+		for (p++; *p && *p != '"'; p++)
+			if (*p == '\\' && p[1])
+				p++;
+		p += *p == '"';
+		p += *p == ',';
+	}
+	return false;
+}
+
 /* "name=\"value\"" appended to a label list (sep: whether one is before). */
 static bool label_into(struct metrics *m, char *out, size_t cap, const char *name, const char *value)
 {
@@ -112,6 +134,10 @@ static bool label_into(struct metrics *m, char *out, size_t cap, const char *nam
 
 	if (!name_ok(name, false) || !strncmp(name, "__", 2)) {
 		bad(m, -EINVAL, "invalid label name '%s'", name);
+		return false;
+	}
+	if (has_label(out, name)) {
+		bad(m, -EINVAL, "label '%s' given twice", name);
 		return false;
 	}
 	/* The value may double in escaping; it must fit whole. */
