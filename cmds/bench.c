@@ -72,10 +72,11 @@ int bench_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 	a->on = a->lat || opt_on(v, first + BO_BENCH);
 	a->depth = a->lat ? 1 : 128;
 	a->metrics = opt_arg(v, first + BO_METRICS);
-	if (!a->on && a->metrics)
+	/* write and read also write a transfer's figures, per rail */
+	if (!a->on && a->metrics && atomic)
 		return usage_err(ctx, "%s: --metrics goes with --bench or --lat", c->name);
 	if (!a->on)
-		return 0;
+		return a->metrics ? metrics_path_check(ctx, a->metrics) : 0;
 	/* The numbers are read only for a benchmark (as its defaults are). */
 	if ((rc = opts_fill(ctx, c, v, first + BO_MSG_SIZE, first + BO_BUSY_POLL + 1, a)))
 		return rc;

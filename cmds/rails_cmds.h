@@ -32,6 +32,20 @@ bool rails_finding(const struct rc_rails_result *res, int i, const char *dev, ch
 void rails_report(struct ctx *ctx, const struct rc_rails *r, const struct rc_rails_result *res,
 		  enum rc_op op);
 
+/* --metrics of a transfer (write, read): its rails, bytes and time, and per
+ * rail (labels rail and device, devs[i] rail i's) its bytes, work requests,
+ * chunks, errors, busy time and whether it failed. One rail: res->n 1. */
+void rails_metrics(struct metrics *m, enum rc_op op, const struct rc_rails_result *res,
+		   const char *const *devs);
+/* --metrics FILE (path; NULL: none) of a transfer over the rails r (NULL: it
+ * never opened), or over one client cl (NULL: none), written whole with the
+ * outcome rc; returns rc, or the write's failure (metrics_commit). One rail
+ * is one chunk of the whole transfer. */
+int rails_metrics_commit(struct ctx *ctx, const char *path, enum rc_op op, const struct rc_rails *r,
+			 const struct rc_rails_result *res, int rc);
+int stream_metrics_commit(struct ctx *ctx, const char *path, enum rc_op op,
+			  const struct rc_client *cl, const struct rc_stream_result *res, int rc);
+
 /* --listen ADDR1[:PORT],ADDR2[:PORT] and -d DEV1,DEV2 of a server (register,
  * kvxfer serve): one rail each, in the same order; -d may be left out. */
 struct listen_rails {
@@ -53,5 +67,22 @@ struct from_rails {
 };
 int from_rails(struct ctx *ctx, const char *who, const char *devs, const char *binds,
 	       struct from_rails *fr);
+
+/* --rails PLAN (register, write, read; rdmactl-write(8), RAILS): the devices
+ * the rail plan of probe-topology gives this process. PLAN: auto (the GPU of
+ * RDMACTL_GPU, else of LOCAL_RANK, where the host has GPUs; else this
+ * process's NUMA node), gpu:N or numa:N. Refused beside -d (usage error);
+ * says the plan on stderr. */
+struct rails_auto {
+	int n;
+	char dev[RC_RAILS_MAX][64];
+	char addr[RC_RAILS_MAX][RC_HOST_MAX]; /* its first IPv4 address, "": none */
+	char devs[RC_RAILS_MAX * 65];         /* "DEV1,DEV2", as -d takes them */
+};
+int rails_auto(struct ctx *ctx, const char *who, const char *plan, struct rails_auto *ra);
+/* A client's (write, read): refused beside --bind; the plan's devices become
+ * ctx->dev_name (ra's), as -d DEV1,DEV2: the caller puts the old one back. */
+int rails_auto_client(struct ctx *ctx, const struct cmd *c, const char *plan, const char *bind,
+		      struct rails_auto *ra);
 
 #endif

@@ -20,6 +20,9 @@
 	  OPT_STR(struct read_args, out_path, NULL)) \
 	X(RD_STRIPE, "stripe", 0, "SIZE", \
 	  "with several rails: the chunk each rail takes in turn (default 1M)") \
+	X(RD_RAILS, "rails", 0, "PLAN", \
+	  "the rails of probe-topology's rail plan: auto (this process's GPU, else its NUMA node), gpu:N or numa:N", \
+	  COMP_WORDS, "auto|gpu:0|numa:0") \
 	CLIENT_OPTS(X, RD) \
 	BENCH_OPTS(X, RD)
 
@@ -32,6 +35,7 @@ struct read_args {
 	const char *out_path; /* NULL: stdout */
 	bool rails;           /* several rails: rails_cmds.c */
 	uint64_t stripe;
+	struct rails_auto ra; /* --rails PLAN */
 };
 
 enum { READ_OPTS(OPT_INDEX) READ_NOPTS };
@@ -97,6 +101,9 @@ static int read_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	memset(a, 0, sizeof(*a));
 	if ((rc = client_args_parse(ctx, c, v, RD_TOKEN, &a->cl)) ||
 	    (rc = bench_args_parse(ctx, c, v, RD_BENCH, RC_OP_READ, &a->bench)))
+		return rc;
+	if (opt_on(v, RD_RAILS) &&
+	    (rc = rails_auto_client(ctx, c, opt_arg(v, RD_RAILS), a->cl.bind, &a->ra)))
 		return rc;
 	a->rails = rails_asked(ctx, v, &a->cl);
 	if ((rc = rails_stripe(ctx, c, v, RD_STRIPE, a->rails, &a->stripe)))
@@ -165,14 +172,14 @@ static int read_rails(struct ctx *ctx, const struct cmd *c, const struct opt_val
 		      struct read_args *a)
 {
 	char peers[RC_RAILS_MAX * (RC_HOST_MAX + 8)], devs[RC_RAILS_MAX * 64];
-	struct rc_rails_result res;
+	struct rc_rails_result res = { .n = 0 };
 	struct rc_rails *r = NULL;
 	struct rc_err e;
 	uint64_t off = a->cl.off;
 	int fd = -1, rc = rails_open(ctx, c, v, &a->cl, &r);
 
 	if (rc)
-		return rc;
+		return rails_metrics_commit(ctx, a->bench.metrics, RC_OP_READ, NULL, &res, rc);
 	struct rc_client *first = rc_rails_client(r, 0);
 	uint64_t length = rc_client_region(first)->length;
 
@@ -200,6 +207,7 @@ static int read_rails(struct ctx *ctx, const struct cmd *c, const struct opt_val
 		out_str(&ctx->out, "device", " via %s: ", devs);
 		rails_report(ctx, r, &res, RC_OP_READ);
 	}
+	rc = rails_metrics_commit(ctx, a->bench.metrics, RC_OP_READ, r, &res, rc);
 	rc_rails_close(r);
 	return rc;
 }
@@ -222,10 +230,10 @@ static void read_print(struct ctx *ctx, const struct read_args *a, const struct 
 	}
 }
 
-static int do_read(struct ctx *ctx, int argc, char **argv)
+static int read_main(struct ctx *ctx, int argc, char **argv)
 {
 	const struct cmd *c = &cmd_read;
-	struct rc_stream_result res;
+	struct rc_stream_result res = { 0 };
 	struct rc_client *cl = NULL;
 	struct read_args a;
 	struct opt_vals v;
@@ -241,14 +249,24 @@ static int do_read(struct ctx *ctx, int argc, char **argv)
 	if (a.rails)
 		return read_rails(ctx, c, &v, &a);
 	rc = client_open(ctx, c, &v, &a.cl, 1, false, STREAM_SQ_DEPTH, &cl);
-	if (rc)
-		return rc;
-	rc = read_run(ctx, &a, cl, &fd, &res);
+	if (!rc)
+		rc = read_run(ctx, &a, cl, &fd, &res);
 	if (!rc)
 		read_print(ctx, &a, cl, &res);
-	client_close(ctx, cl, rc);
 	if (fd != STDOUT_FILENO && close(fd) < 0 && !rc)
 		rc = fail(ctx, -errno, "cannot write '%s': %s", a.out_path, strerror(errno));
+	rc = stream_metrics_commit(ctx, a.bench.metrics, RC_OP_READ, cl, &res, rc);
+	client_close(ctx, cl, rc);
+	return rc;
+}
+
+/* --rails puts the plan's devices in ctx->dev_name for this command only. */
+static int do_read(struct ctx *ctx, int argc, char **argv)
+{
+	const char *dev = ctx->dev_name;
+	int rc = read_main(ctx, argc, argv);
+
+	ctx->dev_name = dev;
 	return rc;
 }
 

@@ -102,7 +102,7 @@ static int register_start(struct ctx *ctx, struct register_args *a, struct rc_se
 
 	so->addr = a->host;
 	so->port = a->port;
-	so->dev_name = a->lr.n < 2 ? ctx->dev_name : a->lr.dev[0][0] ? a->lr.dev[0] : NULL;
+	so->dev_name = a->lr.dev[0][0] ? a->lr.dev[0] : NULL;
 	so->token = a->token;
 	so->admin_token = a->admin[0] ? a->admin : NULL;
 	so->allow_unauth_migration = a->allow_unauth_mig;
@@ -232,7 +232,8 @@ static void register_print(struct ctx *ctx, const struct register_args *a, struc
 
 /* --metrics: the server's counters and its regions; up says whether it
  * still serves (0 in the file written at exit). */
-static void server_metrics(struct metrics *m, const struct rc_server *s, double started, bool up)
+static void server_metrics(struct metrics *m, const struct register_args *a,
+			   const struct rc_server *s, double started, bool up)
 {
 	const struct rc_listener *l = rc_server_listener(s);
 	struct rc_server_stats st;
@@ -266,6 +267,7 @@ static void server_metrics(struct metrics *m, const struct rc_server *s, double 
 	for (int i = 0; i < rc_server_nregions(s); i++)
 		metrics_sample(m, "", "region", rc_server_region(s, i)->d.name,
 			       (double)rc_server_region(s, i)->d.length);
+	register_rails_metrics(m, a, s);
 }
 
 /* The periodic rewrite: a small local file, never a wait on a peer. A
@@ -279,7 +281,7 @@ static void metrics_tick(struct ctx *ctx, const struct register_args *a, const s
 
 	metrics_init(&m);
 	metrics_label(&m, "command", "register");
-	server_metrics(&m, s, started, true);
+	server_metrics(&m, a, s, started, true);
 	rc = metrics_write(&m, a->metrics, msg, sizeof(msg));
 	metrics_free(&m);
 	if (rc && !*failing)
@@ -384,7 +386,7 @@ static int register_stop(struct ctx *ctx, struct register_args *a, struct rc_ser
 	metrics_label(&m, "command", "register");
 	rc_etcd_close(etcd);
 	if (a->metrics && s)
-		server_metrics(&m, s, started, false);
+		server_metrics(&m, a, s, started, false);
 	rc2 = register_rails_stop(ctx, a);
 	if (rc2 && !rc)
 		rc = rc2;

@@ -19,6 +19,9 @@
 	X(RG_LISTEN, "listen", 'l', "ADDR[:PORT]", \
 	  "address (and port, default " RC_DEFAULT_PORT ") to serve on", \
 	  OPT_STR(struct register_args, listen, NULL)) \
+	X(RG_RAILS, "rails", 0, "PLAN", \
+	  "serve on the rails of probe-topology's rail plan, each on its device's address at --listen's port: auto (this process's GPU, else its NUMA node), gpu:N or numa:N", \
+	  COMP_WORDS, "auto|gpu:0|numa:0") \
 	X(RG_NAME, "name", 'N', "NAME", "name of the region; each --name starts another region", \
 	  .repeat = true) \
 	X(RG_SIZE, "size", 'S', "SIZE", "region size (4K, 1M, 1G...)", .repeat = true) \
@@ -97,7 +100,9 @@ struct register_args {
 	/* --listen ADDR1,ADDR2 (-d DEV1,DEV2): one region on several rails, a
 	 * server per rail; [0] is host, port and -d above. */
 	struct listen_rails lr;
-	struct rc_server *rail_srv[RC_RAILS_MAX]; /* [0]: NULL, the server itself */
+	struct rails_auto ra;                               /* --rails PLAN */
+	char auto_listen[RC_RAILS_MAX * (RC_HOST_MAX + 8)]; /* its --listen */
+	struct rc_server *rail_srv[RC_RAILS_MAX];           /* [0]: NULL, the server itself */
 };
 
 /* Parse: every region is checked before any device is touched. */
@@ -114,6 +119,10 @@ int register_rails_start(struct ctx *ctx, struct register_args *a, const struct 
 int register_rails_run(struct ctx *ctx, struct register_args *a);
 void register_rails_event(void *arg, const struct rc_server_event *ev);
 int register_rails_stop(struct ctx *ctx, struct register_args *a);
+/* --metrics: each rail's connections, refusals, errors, requests and the
+ * writes announced through it, labelled rail and device. */
+void register_rails_metrics(struct metrics *m, const struct register_args *a,
+			    const struct rc_server *s);
 void register_rails_print(struct ctx *ctx, const struct register_args *a, struct rc_server *s,
 			  int i);
 

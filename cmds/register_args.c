@@ -58,6 +58,45 @@ static int split_rails(struct ctx *ctx, const char *listen, struct register_args
 	return 0;
 }
 
+/* --rails PLAN: each rail on its device's address, at the port of --listen
+ * 0.0.0.0:PORT (or [::]:PORT; none: the default port). */
+static int auto_listen(struct ctx *ctx, const char *plan, struct register_args *a)
+{
+	char port[8] = RC_DEFAULT_PORT, tmp[RC_HOST_MAX + 16];
+	struct rc_target t;
+	size_t o = 0;
+	int rc;
+
+	if (a->listen) {
+		snprintf(tmp, sizeof(tmp), "%s", a->listen);
+		if (rc_parse_target(tmp, &t) || t.region[0] ||
+		    (strcmp(t.host, "0.0.0.0") && strcmp(t.host, "::")))
+			return usage_err(ctx,
+					 "register: --rails %s serves each rail on its device's "
+					 "address: give the port as --listen 0.0.0.0:PORT, or leave "
+					 "--listen out (port %s)",
+					 plan, RC_DEFAULT_PORT);
+		snprintf(port, sizeof(port), "%s", t.port);
+	}
+	if ((rc = rails_auto(ctx, "register", plan, &a->ra)))
+		return rc;
+	for (int i = 0; i < a->ra.n; i++) {
+		if (!a->ra.addr[i][0])
+			return fail(ctx, -EADDRNOTAVAIL,
+				    "register: --rails %s: %s has no IPv4 address to listen on: give "
+				    "--listen ADDR1,ADDR2 -d DEV1,DEV2",
+				    plan, a->ra.dev[i]);
+		o += (size_t)snprintf(a->auto_listen + o, sizeof(a->auto_listen) - o, "%s%s:%s",
+				      i ? "," : "", a->ra.addr[i], port);
+	}
+	a->listen = a->auto_listen;
+	out_log(&ctx->out, "register: --rails %s: listening on %s", plan, a->listen);
+	ctx->dev_name = a->ra.devs; /* as -d DEV1,DEV2, for the parse only */
+	rc = split_rails(ctx, a->listen, a);
+	ctx->dev_name = NULL;
+	return rc;
+}
+
 /* One --name group's memory, access and size, checked; "default" when it
  * has no name. */
 static int check_region(struct ctx *ctx, struct region_spec *r)
@@ -105,9 +144,13 @@ static int parse_serving(struct ctx *ctx, const struct cmd *c, const struct opt_
 	int rc;
 
 	opts_fill(ctx, c, v, RG_LISTEN, RG_LISTEN + 1, a);
-	if (!a->listen)
+	if (opt_on(v, RG_RAILS))
+		rc = auto_listen(ctx, opt_arg(v, RG_RAILS), a);
+	else if (!a->listen)
 		return usage_err(ctx, "register: --listen ADDR[:PORT] is required");
-	if ((rc = split_rails(ctx, a->listen, a)))
+	else
+		rc = split_rails(ctx, a->listen, a);
+	if (rc)
 		return rc;
 	if ((rc = opts_fill(ctx, c, v, RG_MAX_CONNS, RG_FLUSH_EVERY + 1, a)))
 		return rc;

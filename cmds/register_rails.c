@@ -150,3 +150,85 @@ void register_rails_print(struct ctx *ctx, const struct register_args *a, struct
 		rail_entry(o, a->rail_srv[k], rc_server_region(a->rail_srv[k], i), false);
 	out_arr_end(o);
 }
+
+/* --metrics: rail i's server's counters, per family a sample each rail
+ * labelled rail and device (one rail too: a single server is rail 1). */
+enum rail_stat { RS_CONNS, RS_ACCEPTED, RS_REJECTED, RS_ERRORS, RS_REQUESTS, RS_BYTES, RS_WRITES };
+
+static double rail_stat(const struct rc_server_stats *st, enum rail_stat k)
+{
+	switch (k) {
+	case RS_CONNS:
+		return st->conns;
+	case RS_ACCEPTED:
+		return (double)st->accepted;
+	case RS_REJECTED:
+		return (double)st->rejected;
+	case RS_ERRORS:
+		return (double)st->dropped;
+	case RS_REQUESTS:
+		return (double)st->requests;
+	case RS_BYTES:
+		return (double)st->written_bytes;
+	default:
+		return (double)st->writes;
+	}
+}
+
+void register_rails_metrics(struct metrics *m, const struct register_args *a,
+			    const struct rc_server *s)
+{
+	static const struct {
+		const char *name, *help;
+		enum metric_type type;
+	} fam[] = {
+		{ "rdmactl_server_rail_connections", "connections now on each rail", METRIC_GAUGE },
+		{ "rdmactl_server_rail_connections_total", "connections established on each rail",
+		  METRIC_COUNTER },
+		{ "rdmactl_server_rail_rejected_connections_total",
+		  "connect requests each rail refused", METRIC_COUNTER },
+		{ "rdmactl_server_rail_errors_total",
+		  "connections each rail dropped on an error (a failed completion, keepalive)",
+		  METRIC_COUNTER },
+		{ "rdmactl_server_rail_requests_total", "control requests each rail answered",
+		  METRIC_COUNTER },
+		{ "rdmactl_server_rail_written_bytes_total",
+		  "bytes rdmactl's clients announced written through each rail (RDMA WRITE; "
+		  "READs and foreign clients' writes are not seen by a server)",
+		  METRIC_COUNTER },
+		{ "rdmactl_server_rail_writes_total",
+		  "writes rdmactl's clients announced done through each rail", METRIC_COUNTER },
+	};
+	static const char *const names[] = { "rail", "device" };
+	struct rc_server_stats st[RC_RAILS_MAX];
+	int n = a->lr.n > 1 ? a->lr.n : 1;
+	char labels[sizeof(m->labels)];
+
+	for (int i = 0; i < n; i++) {
+		const struct rc_server *r = i ? a->rail_srv[i] : s;
+
+		st[i] = (struct rc_server_stats){ 0 };
+		if (r)
+			rc_server_stats(r, &st[i]);
+	}
+	/* The server's listen and device labels name the first rail: not these. */
+	memcpy(labels, m->labels, sizeof(labels));
+	m->labels[0] = '\0';
+	metrics_label(m, "command", "register");
+	for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+		metrics_family(m, fam[f].name, fam[f].type, fam[f].help);
+		for (int i = 0; i < n; i++) {
+			const struct rc_server *r = i ? a->rail_srv[i] : s;
+			char rail[12];
+			const char *values[] = { rail, r ? rc_listener_device(rc_server_listener(r))
+							 : "" };
+
+			if (!r)
+				continue;
+			snprintf(rail, sizeof(rail), "%d", i + 1);
+			metrics_sample_labels(m, names, values, 2,
+					      rail_stat(&st[i], (enum rail_stat)f));
+		}
+	}
+	memcpy(m->labels, labels, sizeof(labels));
+}

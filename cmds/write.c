@@ -25,6 +25,9 @@
 	X(WR_IMM, "imm", 'i', "VALUE", "then send VALUE as immediate data (RDMA WRITE_WITH_IMM)") \
 	X(WR_STRIPE, "stripe", 0, "SIZE", \
 	  "with several rails: the chunk each rail takes in turn (default 1M)") \
+	X(WR_RAILS, "rails", 0, "PLAN", \
+	  "the rails of probe-topology's rail plan: auto (this process's GPU, else its NUMA node), gpu:N or numa:N", \
+	  COMP_WORDS, "auto|gpu:0|numa:0") \
 	CLIENT_OPTS(X, WR) \
 	BENCH_OPTS(X, WR)
 
@@ -41,6 +44,7 @@ struct write_args {
 	uint32_t imm;
 	bool rails; /* several rails: rails_cmds.c */
 	uint64_t stripe;
+	struct rails_auto ra; /* --rails PLAN */
 };
 
 enum { WRITE_OPTS(OPT_INDEX) WRITE_NOPTS };
@@ -113,6 +117,9 @@ static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_va
 	memset(a, 0, sizeof(*a));
 	if ((rc = client_args_parse(ctx, c, v, WR_TOKEN, &a->cl)) ||
 	    (rc = bench_args_parse(ctx, c, v, WR_BENCH, RC_OP_WRITE, &a->bench)))
+		return rc;
+	if (opt_on(v, WR_RAILS) &&
+	    (rc = rails_auto_client(ctx, c, opt_arg(v, WR_RAILS), a->cl.bind, &a->ra)))
 		return rc;
 	a->rails = rails_asked(ctx, v, &a->cl);
 	if ((rc = rails_stripe(ctx, c, v, WR_STRIPE, a->rails, &a->stripe)))
@@ -244,13 +251,13 @@ static int write_rails(struct ctx *ctx, const struct cmd *c, const struct opt_va
 		       struct write_args *a, struct src *src)
 {
 	char peers[RC_RAILS_MAX * (RC_HOST_MAX + 8)], devs[RC_RAILS_MAX * 64];
-	struct rc_rails_result res;
+	struct rc_rails_result res = { .n = 0 };
 	struct rc_rails *r = NULL;
 	struct rc_err e;
 	int rc = rails_open(ctx, c, v, &a->cl, &r);
 
 	if (rc)
-		return rc;
+		return rails_metrics_commit(ctx, a->bench.metrics, RC_OP_WRITE, NULL, &res, rc);
 	struct rc_client *first = rc_rails_client(r, 0);
 
 	src->base = a->cl.off;
@@ -268,15 +275,16 @@ static int write_rails(struct ctx *ctx, const struct cmd *c, const struct opt_va
 		write_head(ctx, a, peers, rc_client_region(first)->name, devs);
 		rails_report(ctx, r, &res, RC_OP_WRITE);
 	}
+	rc = rails_metrics_commit(ctx, a->bench.metrics, RC_OP_WRITE, r, &res, rc);
 	rc_rails_close(r);
 	return rc;
 }
 
-static int do_write(struct ctx *ctx, int argc, char **argv)
+static int write_main(struct ctx *ctx, int argc, char **argv)
 {
 	const struct cmd *c = &cmd_write;
 	struct src src = { .fd = STDIN_FILENO };
-	struct rc_stream_result res;
+	struct rc_stream_result res = { 0 };
 	struct rc_client *cl = NULL;
 	struct write_args a;
 	struct opt_vals v;
@@ -297,15 +305,25 @@ static int do_write(struct ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	rc = client_open(ctx, c, &v, &a.cl, 1, false, STREAM_SQ_DEPTH, &cl);
-	if (rc)
-		goto out;
-	rc = write_run(ctx, &a, &src, cl, &res);
+	if (!rc)
+		rc = write_run(ctx, &a, &src, cl, &res);
 	if (!rc)
 		write_print(ctx, &a, cl, &res);
+	rc = stream_metrics_commit(ctx, a.bench.metrics, RC_OP_WRITE, cl, &res, rc);
 out:
 	client_close(ctx, cl, rc);
 	if (src.fd > STDIN_FILENO)
 		close(src.fd);
+	return rc;
+}
+
+/* --rails puts the plan's devices in ctx->dev_name for this command only. */
+static int do_write(struct ctx *ctx, int argc, char **argv)
+{
+	const char *dev = ctx->dev_name;
+	int rc = write_main(ctx, argc, argv);
+
+	ctx->dev_name = dev;
 	return rc;
 }
 

@@ -105,6 +105,28 @@ static bool ends_with(const char *s, const char *tail)
 	return n >= t && !strcmp(s + n - t, tail);
 }
 
+/* Whether the label list already names name (a sample may not have it twice). */
+static bool has_label(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p = list;
+
+	/* name="value",name="value": the values escaped, a quote in one is \" */
+	while (*p) {
+		if (!strncmp(p, name, n) && p[n] == '=')
+			return true;
+		p = strchr(p, '"');
+		if (!p)
+			return false;
+		for (p++; *p && *p != '"'; p++)
+			if (*p == '\\' && p[1])
+				p++;
+		p += *p == '"';
+		p += *p == ',';
+	}
+	return false;
+}
+
 /* "name=\"value\"" appended to a label list (sep: whether one is before). */
 static bool label_into(struct metrics *m, char *out, size_t cap, const char *name, const char *value)
 {
@@ -112,6 +134,10 @@ static bool label_into(struct metrics *m, char *out, size_t cap, const char *nam
 
 	if (!name_ok(name, false) || !strncmp(name, "__", 2)) {
 		bad(m, -EINVAL, "invalid label name '%s'", name);
+		return false;
+	}
+	if (has_label(out, name)) {
+		bad(m, -EINVAL, "label '%s' given twice", name);
 		return false;
 	}
 	/* The value may double in escaping; it must fit whole. */
@@ -192,10 +218,10 @@ static void fmt_value(char *s, size_t cap, double v)
 	}
 }
 
-void metrics_sample(struct metrics *m, const char *suffix, const char *lname, const char *lvalue,
-		    double v)
+static void sample_labels(struct metrics *m, const char *suffix, const char *const *lnames,
+			  const char *const *lvalues, int n, double v)
 {
-	char labels[sizeof(m->labels) + 256], val[40];
+	char labels[sizeof(m->labels) + 512], val[40];
 
 	if (!m->family[0]) {
 		bad(m, -EINVAL, "a sample outside a family");
@@ -208,8 +234,9 @@ void metrics_sample(struct metrics *m, const char *suffix, const char *lname, co
 		return;
 	}
 	snprintf(labels, sizeof(labels), "%s", m->labels);
-	if (lname && !label_into(m, labels, sizeof(labels), lname, lvalue))
-		return;
+	for (int i = 0; i < n; i++)
+		if (!label_into(m, labels, sizeof(labels), lnames[i], lvalues[i]))
+			return;
 	fmt_value(val, sizeof(val), v);
 	puts_(m, m->family);
 	puts_(m, suffix);
@@ -221,6 +248,18 @@ void metrics_sample(struct metrics *m, const char *suffix, const char *lname, co
 	puts_(m, " ");
 	puts_(m, val);
 	puts_(m, "\n");
+}
+
+void metrics_sample(struct metrics *m, const char *suffix, const char *lname, const char *lvalue,
+		    double v)
+{
+	sample_labels(m, suffix, &lname, &lvalue, lname ? 1 : 0, v);
+}
+
+void metrics_sample_labels(struct metrics *m, const char *const *lnames, const char *const *lvalues,
+			   int n, double v)
+{
+	sample_labels(m, "", lnames, lvalues, n, v);
 }
 
 void metrics_gauge(struct metrics *m, const char *name, const char *help, double v)

@@ -45,6 +45,9 @@ void metrics_family(struct metrics *m, const char *name, enum metric_type t, con
  * one label of its own (lname NULL: none; a summary's quantile). */
 void metrics_sample(struct metrics *m, const char *suffix, const char *lname, const char *lvalue,
 		    double v);
+/* One sample with n labels of its own (a rail's "rail" and "device"). */
+void metrics_sample_labels(struct metrics *m, const char *const *lnames, const char *const *lvalues,
+			   int n, double v);
 /* A family of one sample. */
 void metrics_gauge(struct metrics *m, const char *name, const char *help, double v);
 void metrics_counter(struct metrics *m, const char *name, const char *help, double v);

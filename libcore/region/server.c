@@ -53,8 +53,19 @@ int rc_server_nconns(const struct rc_server *s)
 
 void rc_server_stats(const struct rc_server *s, struct rc_server_stats *out)
 {
-	*out = s->st;
-	out->conns = s->nconns;
+	const struct rc_server_stats *st = &s->st;
+
+	*out = (struct rc_server_stats){
+		.conns = __atomic_load_n(&st->conns, __ATOMIC_RELAXED),
+		.accepted = __atomic_load_n(&st->accepted, __ATOMIC_RELAXED),
+		.rejected = __atomic_load_n(&st->rejected, __ATOMIC_RELAXED),
+		.dropped = __atomic_load_n(&st->dropped, __ATOMIC_RELAXED),
+		.requests = __atomic_load_n(&st->requests, __ATOMIC_RELAXED),
+		.imms = __atomic_load_n(&st->imms, __ATOMIC_RELAXED),
+		.flush_failed = __atomic_load_n(&st->flush_failed, __ATOMIC_RELAXED),
+		.written_bytes = __atomic_load_n(&st->written_bytes, __ATOMIC_RELAXED),
+		.writes = __atomic_load_n(&st->writes, __ATOMIC_RELAXED),
+	};
 }
 
 int rc_server_create(const struct rc_server_opts *o, struct rc_server **out, struct rc_err *err)
@@ -206,7 +217,7 @@ static bool flush_step(struct rc_server *s)
 						      .region = r->d.name,
 						      .reason = e.msg };
 
-			s->st.flush_failed++;
+			SRV_COUNT(s, flush_failed, 1);
 			if (s->o.on_event)
 				s->o.on_event(s->o.arg, &ev);
 			n = left; /* on to the next region */

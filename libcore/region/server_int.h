@@ -84,8 +84,12 @@ struct rc_server {
 		int reg;    /* the region it writes back */
 		size_t off; /* and how far it got there */
 	} flush;
-	struct rc_server_stats st; /* its counters; conns is filled when asked */
+	/* Its counters, conns too: the server's thread counts (SRV_COUNT), another
+	 * may read them at any time (rc_server_stats, a register on several rails). */
+	struct rc_server_stats st;
 };
+
+#define SRV_COUNT(s, field, n) __atomic_fetch_add(&(s)->st.field, (n), __ATOMIC_RELAXED)
 
 /* The control buffers and the shared CQ for max_conns connections. */
 int srv_pool_create(struct rc_server *s, struct rc_err *err);

@@ -49,6 +49,15 @@ static bool conn_live(const struct rc_server *s, const struct srv_conn *sc)
 	return false;
 }
 
+/* A write announced done: its bytes, counted. */
+static void written(void *arg, uint64_t len)
+{
+	struct rc_server *s = arg;
+
+	SRV_COUNT(s, written_bytes, len);
+	SRV_COUNT(s, writes, 1);
+}
+
 struct srv_mig_host srv_mig_host_of(struct rc_server *s)
 {
 	return (struct srv_mig_host){ .regions = s->regions,
@@ -58,6 +67,7 @@ struct srv_mig_host srv_mig_host_of(struct rc_server *s)
 				      .dev_name = s->l->dev_name,
 				      .drain_all = drain_all,
 				      .reply = mig_reply,
+				      .written = written,
 				      .arg = s };
 }
 
@@ -71,10 +81,11 @@ void srv_drop_conn(struct rc_server *s, struct srv_conn *sc, bool peer_gone, boo
 		if (s->conns[i] != sc)
 			continue;
 		s->conns[i] = s->conns[--s->nconns];
+		__atomic_store_n(&s->st.conns, s->nconns, __ATOMIC_RELAXED);
 		break;
 	}
 	if (why)
-		s->st.dropped++;
+		SRV_COUNT(s, dropped, 1);
 	if (peer_gone)
 		sc->c->disconnected = true;
 	if (s->mig) {
@@ -149,14 +160,14 @@ static void on_connect_request(struct rc_server *s, struct rc_cm_event *ev)
 		token_ok(s, &ev->param, &why);
 	if (why) {
 		rc_cm_refuse(ev, why);
-		s->st.rejected++;
+		SRV_COUNT(s, rejected, 1);
 		emit(s, RC_EV_REJECTED, ev->peer, why + strlen("rdmactl: "));
 		return;
 	}
 	sc = calloc(1, sizeof(*sc));
 	if (!sc) {
 		rc_cm_refuse(ev, "rdmactl: out of memory");
-		s->st.rejected++;
+		SRV_COUNT(s, rejected, 1);
 		return;
 	}
 	co.on_qp = adopt_conn;
@@ -164,12 +175,13 @@ static void on_connect_request(struct rc_server *s, struct rc_cm_event *ev)
 	if (rc_cm_accept(s->l, ev, &co, &sc->c, &e)) {
 		free(sc);
 		rc_cm_refuse(ev, "rdmactl: accept failed");
-		s->st.rejected++;
+		SRV_COUNT(s, rejected, 1);
 		emit(s, RC_EV_REJECTED, ev->peer, e.msg);
 		return;
 	}
 	sc->admin = s->admin[0] ? admin_ok(s, &ev->param) : s->o.allow_unauth_migration;
 	s->conns[s->nconns++] = sc;
+	__atomic_store_n(&s->st.conns, s->nconns, __ATOMIC_RELAXED);
 }
 
 int srv_handle_cm(struct rc_server *s, struct rc_err *err)
@@ -185,7 +197,7 @@ int srv_handle_cm(struct rc_server *s, struct rc_err *err)
 			break;
 		case RC_CM_ESTABLISHED:
 			if (ev.conn) {
-				s->st.accepted++;
+				SRV_COUNT(s, accepted, 1);
 				emit(s, RC_EV_CONNECTED, ev.conn->peer, NULL);
 			}
 			break;
@@ -234,13 +246,13 @@ static void handle_request(struct rc_server *s, struct srv_conn *sc, int i)
 					      .peer = sc->c->peer,
 					      .imm = sl->imm };
 
-		s->st.imms++;
+		SRV_COUNT(s, imms, 1);
 		if (s->o.on_event)
 			s->o.on_event(s->o.arg, &ev);
 		srv_slot_release(s, i);
 		return;
 	}
-	s->st.requests++;
+	SRV_COUNT(s, requests, 1);
 	sc->handling = true;
 	if (rc_ctrl_decode_hdr(in, sl->len, &h) == 0 && h.type == RC_CTRL_LIST_REQ) {
 		struct rc_region_desc d[RC_MAX_REGIONS];

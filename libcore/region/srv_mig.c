@@ -180,6 +180,8 @@ static int handle_cmd(struct srv_mig *st, const struct srv_mig_host *h, const vo
 			return mig_take(&st->reg[ri], out, cap, seq);
 	} else {
 		rc = mig_run_step(st, h, conn, admin, &c, &resp, &e);
+		if (c.step == RC_MIG_DONE && !rc && h->written)
+			h->written(h->arg, c.len);
 		if (c.step == RC_MIG_INTENT || c.step == RC_MIG_DONE)
 			return 0; /* notices get no answer */
 	}

@@ -21,6 +21,8 @@ struct srv_mig_host {
 	struct ibv_pd *pd;     /* the listener's: the regions are registered on it */
 	const char *bind_addr; /* connect to the source from here (NULL: any) */
 	const char *dev_name;
+	/* A write announced done (a notice, RC_MIG_DONE), counted here. */
+	void (*written)(void *arg, uint64_t len);
 	/* Reap the completions of every connection but skip, now (the notices
 	 * that came in before a fence must be counted by it). It never frees
 	 * skip, the connection whose request is being handled. */

@@ -12,8 +12,11 @@
  * cap at all, so a binary search finds the smallest cap that still reaches
  * the unconstrained least sum.
  */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -235,4 +238,130 @@ void tp_plan_rails(struct rc_topo *t)
 		dn = numa_of(&t->devs[r->dev].pci);
 		r->cross_socket = r->path == RC_PATH_SYS || (gn >= 0 && dn >= 0 && gn != dn);
 	}
+}
+
+/* --rails auto: a process's rails, read off the plan (rdmactl(8), RAILS). */
+
+static bool nic_up(const struct rc_topo_dev *d)
+{
+	for (int p = 0; p < d->nports; p++)
+		if (!strcmp(d->ports[p].state, "ACTIVE"))
+			return true;
+	return false;
+}
+
+/* Whether something on node `node` is on node want: the same node, any
+ * node wanted, or a node not known on a host of one node. */
+static bool on_node(const struct rc_topo *t, int node, int want)
+{
+	return want < 0 || node == want || (node < 0 && t->nnuma <= 1);
+}
+
+static void add_dev(int *devs, int cap, int *n, int d)
+{
+	for (int i = 0; i < *n && i < cap; i++)
+		if (devs[i] == d)
+			return;
+	if (*n < cap)
+		devs[*n] = d;
+	(*n)++;
+}
+
+static int gpu_rail(const struct rc_topo *t, int gpu, int *devs, int cap, int *n, struct rc_err *err)
+{
+	int g = -1;
+
+	for (int i = 0; i < t->ngpus; i++)
+		if ((t->gpus[i].nvml_index >= 0 ? t->gpus[i].nvml_index : i) == gpu)
+			g = i;
+	if (g < 0)
+		return rc_err_set(err, ENODEV,
+				  "no GPU %d here (%d GPU%s, numbered in PCI bus order as "
+				  "probe-topology numbers them)",
+				  gpu, t->ngpus, t->ngpus == 1 ? "" : "s");
+	if (t->rails[g].dev < 0)
+		return rc_err_set(err, ENODEV,
+				  "GPU %d (%s) has no NIC with a PCI path: the rail plan gives it "
+				  "none (rdmactl probe-topology shows the paths)",
+				  gpu, t->gpus[g].pci.addr);
+	add_dev(devs, cap, n, t->rails[g].dev);
+	return 0;
+}
+
+int rc_topo_rails_of(const struct rc_topo *t, int gpu, int numa, int *devs, int cap, int *n,
+		     struct rc_err *err)
+{
+	*n = 0;
+	if (!t->ndevs)
+		return rc_err_set(err, ENODEV,
+				  "no RDMA device under %s/class/infiniband: load the NIC's RDMA "
+				  "driver (mlx5_ib, efa, irdma...); to test without hardware: rdma "
+				  "link add rxe0 type rxe netdev IF",
+				  t->root);
+	if (gpu >= 0)
+		return gpu_rail(t, gpu, devs, cap, n, err);
+	for (int g = 0; g < t->ngpus; g++)
+		if (t->rails[g].dev >= 0 && on_node(t, t->gpus[g].pci.numa_node, numa))
+			add_dev(devs, cap, n, t->rails[g].dev);
+	if (*n)
+		return 0;
+	/* A node without GPUs (or a host without): its NICs that are up. */
+	for (int d = 0; d < t->ndevs; d++)
+		if (nic_up(&t->devs[d]) &&
+		    on_node(t, t->devs[d].has_pci ? t->devs[d].pci.numa_node : -1, numa))
+			add_dev(devs, cap, n, d);
+	if (*n)
+		return 0;
+	if (numa < 0)
+		return rc_err_set(err, ENODEV,
+				  "none of the %d RDMA device%s has an active port: bring a link "
+				  "up (rdmactl probe-topology shows each port's state)",
+				  t->ndevs, t->ndevs == 1 ? "" : "s");
+	return rc_err_set(err, ENODEV,
+			  "no RDMA device with an active port on NUMA node %d: give the node's "
+			  "devices with -d DEV1,DEV2, or run the process on a node that has some "
+			  "(rdmactl probe-topology shows each NIC's node)",
+			  numa);
+}
+
+/* Whether the cpulist "0-3,8,10-11" holds cpu. */
+static bool cpulist_has(const char *s, int cpu)
+{
+	while (*s) {
+		char *end;
+		long lo = strtol(s, &end, 10), hi = lo;
+
+		if (end == s)
+			return false;
+		if (*end == '-')
+			hi = strtol(end + 1, &end, 10);
+		if (cpu >= lo && cpu <= hi)
+			return true;
+		s = *end == ',' ? end + 1 : end;
+		if (*end && *end != ',')
+			return false;
+	}
+	return false;
+}
+
+int rc_topo_my_node(const struct rc_topo *t)
+{
+	cpu_set_t set;
+	int node = -1;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return -1;
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		int here = -1;
+
+		if (!CPU_ISSET(cpu, &set))
+			continue;
+		for (int i = 0; i < t->nnuma && here < 0; i++)
+			if (cpulist_has(t->numa[i].cpulist, cpu))
+				here = t->numa[i].node;
+		if (here < 0 || (node >= 0 && here != node))
+			return -1;
+		node = here;
+	}
+	return node;
 }

@@ -23,6 +23,8 @@ commands=(
 	"write --bench 192.0.2.1/r"
 	"read --lat 192.0.2.1/r"
 	"atomic --bench --faa 1 192.0.2.1/r"
+	"write --pattern zero --size 4K 192.0.2.1/r"
+	"read --out /dev/null 192.0.2.1/r"
 	"register -N r -S 4K --listen 192.0.2.1"
 	"kvxfer serve --listen 192.0.2.1:7500 --layers 1 --kv-heads 1 --head-dim 8 --pool-pages 4"
 	"kvxfer send --connect 192.0.2.1:7500 --layers 1 --kv-heads 1 --head-dim 8 --tokens 4"
@@ -56,9 +58,6 @@ commands=(
 }
 
 @test "--metrics: usage errors (exit 2)" {
-	run "$RDMACTL" write --metrics "$d/m.prom" --pattern zero --size 4K 192.0.2.1/r
-	assert_failure 2
-	assert_output --partial "write: --metrics goes with --bench or --lat"
 	run "$RDMACTL" atomic --faa 1 --metrics "$d/m.prom" 192.0.2.1/r
 	assert_failure 2
 	assert_output --partial "atomic: --metrics goes with --bench or --lat"
@@ -114,4 +113,18 @@ rdmactl_x_bytes_total{peer="a\"b\\c\nd"} 5
 	run metrics_check "$d/quote.prom"
 	assert_failure
 	assert_output --partial "promtool refuses"
+}
+
+@test "--metrics of a transfer (write, read without --bench): taken, and a run that never connected writes no rail" {
+	require_promtool
+	run "$RDMACTL" write --pattern zero --size 4K --metrics "$d/w.prom" 192.0.2.1/r
+	assert_failure 1
+	metrics_check "$d/w.prom"
+	assert_equal "$(metrics_value "$d/w.prom" rdmactl_success 'command="write"')" 0
+	# nothing moved on any rail: no rail series, not a rail of 0 bytes
+	assert_equal "$(metrics_value "$d/w.prom" rdmactl_transfer_rail_bytes_total)" ""
+	run "$RDMACTL" -d rxe_a,rxe_c read --out "$d/out" --metrics "$d/r.prom" 192.0.2.1,192.0.2.2/r
+	assert_failure 1
+	metrics_check "$d/r.prom"
+	assert_equal "$(metrics_value "$d/r.prom" rdmactl_success 'command="read"')" 0
 }

@@ -144,6 +144,68 @@ within_half() {
 	assert_failure
 }
 
+@test "--metrics per rail: a striped write and read, and the server on two rails, each rail's figures labelled" {
+	load '../lib/metrics'
+	require_promtool
+	local m=$BATS_TEST_TMPDIR i sum
+	serve_rails 4M --metrics "$m/srv.prom" --metrics-interval 1
+	head -c 4M /dev/urandom >"$IN"
+	run rdmactl -d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C" write "$RAILS" --file "$IN" --stripe 256K --metrics "$m/w.prom"
+	assert_success
+	run rdmactl -d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C" read "$RAILS" --out "$OUT" --stripe 256K --metrics "$m/r.prom"
+	assert_success
+	cmp "$IN" "$OUT"
+	for i in w r; do
+		metrics_check "$m/$i.prom"
+		assert_equal "$(metrics_value "$m/$i.prom" rdmactl_transfer_rails)" 2
+		assert_equal "$(metrics_value "$m/$i.prom" rdmactl_transfer_bytes_total)" 4194304
+		# each rail carried some, under its own device, and the rails add up
+		[[ $(metrics_value "$m/$i.prom" rdmactl_transfer_rail_bytes_total "rail=\"1\",device=\"$RDMACTL_VM_DEV_A\"") -gt 0 ]]
+		[[ $(metrics_value "$m/$i.prom" rdmactl_transfer_rail_bytes_total "rail=\"2\",device=\"$RDMACTL_VM_DEV_C\"") -gt 0 ]]
+		sum=$(awk '/^rdmactl_transfer_rail_bytes_total\{/ { s += $NF } END { print s }' "$m/$i.prom")
+		assert_equal "$sum" 4194304
+		assert_equal "$(metrics_value "$m/$i.prom" rdmactl_transfer_rail_errors_total 'rail="2"')" 0
+		# no third rail
+		assert_equal "$(metrics_value "$m/$i.prom" rdmactl_transfer_rail_bytes_total 'rail="3"')" ""
+	done
+	[[ $(metrics_value "$m/r.prom" rdmactl_transfer_rail_operations_total 'operation="read",rail="1"') -gt 0 ]]
+	# the server's file: the writes announced through each rail add up to the 4 MiB
+	for i in $(seq 1 50); do
+		sum=$(awk '/^rdmactl_server_rail_written_bytes_total\{/ { s += $NF } END { print s + 0 }' "$m/srv.prom" 2>/dev/null)
+		if [[ $sum == 4194304 ]]; then break; fi
+		sleep 0.2
+	done
+	metrics_check "$m/srv.prom"
+	assert_equal "$sum" 4194304
+	[[ $(metrics_value "$m/srv.prom" rdmactl_server_rail_written_bytes_total "rail=\"1\",device=\"$RDMACTL_VM_DEV_B\"") -gt 0 ]]
+	[[ $(metrics_value "$m/srv.prom" rdmactl_server_rail_written_bytes_total "rail=\"2\",device=\"$RDMACTL_VM_DEV_D\"") -gt 0 ]]
+	[[ $(metrics_value "$m/srv.prom" rdmactl_server_rail_connections_total 'rail="2"') -ge 2 ]]
+	assert_equal "$(metrics_value "$m/srv.prom" rdmactl_server_rail_errors_total 'rail="1"')" 0
+}
+
+@test "--rails auto: the client's rails from the rail plan of the guest's tree, less all but two devices" {
+	local tree=$BATS_TEST_TMPDIR/tree n d
+	rdmactl probe-topology --capture "$tree" >/dev/null
+	# the guest's own plan: its node's rxe devices with an active port, all of them
+	n=$(RDMACTL_SYSFS=$tree rdmactl write --rails auto --pattern zero --size 4K 192.0.2.1/kv 2>&1 |
+		sed -n 's/.*(\([0-9]*\) rails\{0,1\})$/\1/p')
+	[[ $n -ge 4 ]] || skip "the guest's rail plan has $n rails, not its rxe devices (four and more)"
+	# every device but the client's two left out of the tree: a plan of rxe_a and rxe_c
+	for d in "$tree"/class/infiniband/*; do
+		case ${d##*/} in "$RDMACTL_VM_DEV_A" | "$RDMACTL_VM_DEV_C") ;; *) rm -rf -- "$d" ;; esac
+	done
+	serve_rails 4M
+	head -c 4M /dev/urandom >"$IN"
+	run --separate-stderr env RDMACTL_SYSFS="$tree" "$RDMACTL" -j write "$RAILS" --rails auto --file "$IN" --stripe 256K
+	assert_success
+	[[ $stderr == *"(this process's CPUs): $RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C (2 rails)"* ]] || fail "no plan of two rails: $stderr"
+	assert_equal "$(jq -r '[.rails[].device] | join(",")' <<<"$output")" "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C"
+	jq -e '.rails | all(.bytes > 0)' <<<"$output"
+	run rdmactl -d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C" read "$RAILS" --out "$OUT"
+	assert_success
+	cmp "$IN" "$OUT"
+}
+
 @test "a rail slowed to a crawl carries little, and the report says so" {
 	serve_rails 8M
 	head -c 8M /dev/urandom >"$IN"

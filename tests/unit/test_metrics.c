@@ -108,6 +108,22 @@ static void test_names(void)
 	metrics_sample(&m, "", NULL, NULL, 1);
 	CHECK(m.err == -EINVAL);
 	metrics_free(&m);
+	/* A label a sample has already (a rail's device beside the command's) is
+	 * refused, not written twice; one whose name is only inside a value is not. */
+	metrics_init(&m);
+	metrics_label(&m, "device", "rxe_b");
+	metrics_family(&m, "rdmactl_x_bytes_total", METRIC_COUNTER, "x");
+	metrics_sample_labels(&m, (const char *const[]){ "rail", "device" },
+			      (const char *const[]){ "1", "rxe_d" }, 2, 1);
+	CHECK(m.err == -EINVAL);
+	metrics_free(&m);
+	metrics_init(&m);
+	metrics_label(&m, "peer", "a\",device=\"b");
+	metrics_family(&m, "rdmactl_x_bytes_total", METRIC_COUNTER, "x");
+	metrics_sample_labels(&m, (const char *const[]){ "rail", "device" },
+			      (const char *const[]){ "1", "rxe_d" }, 2, 1);
+	CHECK(m.err == 0);
+	metrics_free(&m);
 	/* And the right ones pass. */
 	metrics_init(&m);
 	metrics_label(&m, "rank", "0");

@@ -98,6 +98,11 @@ struct rc_server_stats {
 	uint64_t requests; /* control requests answered (LIST, migration steps) */
 	uint64_t imms;     /* immediate data received (RDMA WRITE_WITH_IMM) */
 	uint64_t flush_failed; /* periodic write-backs of a region that failed */
+	/* Writes that rdmactl's clients announced done (a WRITE's notices, which a
+	 * live migration tracks): their bytes and how many. A server sees no other
+	 * one-sided traffic: READs, and a foreign client's writes, are not in them. */
+	uint64_t written_bytes;
+	uint64_t writes;
 };
 RC_EXPORT void rc_server_stats(const struct rc_server *s, struct rc_server_stats *out);
 

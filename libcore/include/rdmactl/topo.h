@@ -247,4 +247,18 @@ struct rc_topo_gpudirect {
 RC_EXPORT void rc_topo_gpudirect(const struct rc_topo *t, int gpu, int dev,
 				 struct rc_topo_gpudirect *out);
 
+/* The rails of one process (--rails auto): the rail plan's NIC of GPU gpu
+ * (NVML's number, else PCI bus order, as probe-topology numbers them), or,
+ * gpu < 0, those of NUMA node numa: the plan's NICs of the node's GPUs, or,
+ * on a node without GPUs, its NICs with an active port (numa < 0: every
+ * node's). A NIC or GPU whose node is not known counts on a host of one
+ * node. devs gets up to cap indices into t->devs, in the plan's order; *n
+ * how many there are (more than cap: the first cap were given). Returns 0,
+ * or -ENODEV with err naming what is missing and its fix. */
+RC_EXPORT int rc_topo_rails_of(const struct rc_topo *t, int gpu, int numa, int *devs, int cap,
+			       int *n, struct rc_err *err);
+/* The NUMA node whose CPUs hold every CPU this process may run on, or -1
+ * (not known, or several nodes). */
+RC_EXPORT int rc_topo_my_node(const struct rc_topo *t);
+
 #endif

@@ -1,0 +1,140 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# --rails auto|gpu:N|numa:N (register, write, read): the devices of
+# probe-topology's rail plan, read from the fixture trees of
+# tests/fixtures/make-sysfs.sh through RDMACTL_SYSFS. The plan is said on
+# stderr before any device is opened; this host has none, so each run ends
+# at the device (exit 1) after it. The data path: tests/rxe/zy-rails.bats.
+
+load helpers
+
+setup_file() {
+	export FX=$BATS_FILE_TMPDIR/fixtures
+	bash "$BATS_TEST_DIRNAME/../fixtures/make-sysfs.sh" "$FX"
+}
+
+setup() {
+	require_binary
+	unset RDMACTL_GPU LOCAL_RANK CUDA_VISIBLE_DEVICES RDMACTL_SYSFS RDMACTL_TOKEN
+	out=$BATS_TEST_TMPDIR/out
+}
+
+# plan FIXTURE [ENV=VALUE...] -- ARGS...: rdmactl ARGS on the fixture's tree.
+plan() {
+	local tree=$FX/$1
+	shift
+	local envs=()
+	while [[ $1 != -- ]]; do
+		envs+=("$1")
+		shift
+	done
+	shift
+	run env RDMACTL_SYSFS="$tree" "${envs[@]}" "$RDMACTL" "$@"
+}
+
+@test "--rails numa:N: the plan's NICs of the node's GPUs, never the management NIC; several rails" {
+	plan two-socket-8gpu -- write --rails numa:1 --pattern zero --size 4K 192.0.2.1/kv
+	assert_failure 1
+	assert_output --partial "write: --rails numa:1: the rail plan of NUMA node 1: mlx5_4,mlx5_5,mlx5_6,mlx5_7 (4 rails)"
+	# four rails to one server address: the striped path, which names its rail
+	assert_output --partial "rail 1"
+	plan two-socket-8gpu -- read --rails numa:0 --out "$out" 192.0.2.1/kv
+	assert_failure 1
+	assert_output --partial "the rail plan of NUMA node 0: mlx5_0,mlx5_1,mlx5_2,mlx5_3 (4 rails)"
+	# mlx5_8 sits on node 0 too, but the plan gives it no GPU
+	refute_output --partial mlx5_8
+}
+
+@test "--rails auto: the GPU of RDMACTL_GPU, else LOCAL_RANK through CUDA_VISIBLE_DEVICES: one rail, no stripes" {
+	plan two-socket-8gpu RDMACTL_GPU=3 -- read --rails auto --out "$out" 192.0.2.1/kv
+	assert_failure 1
+	assert_output --partial "read: --rails auto: the rail plan of GPU 3 (RDMACTL_GPU): mlx5_3 (1 rail)"
+	# one rail is the one-client path: no rail named in its error
+	refute_output --partial "rail 1"
+	plan two-socket-8gpu LOCAL_RANK=1 CUDA_VISIBLE_DEVICES=6,7 -- write --rails auto --pattern zero --size 4K 192.0.2.1/kv
+	assert_failure 1
+	assert_output --partial "GPU 7 (LOCAL_RANK 1 through CUDA_VISIBLE_DEVICES): mlx5_7 (1 rail)"
+	plan two-socket-8gpu LOCAL_RANK=5 -- write --rails auto --pattern zero --size 4K 192.0.2.1/kv
+	assert_failure 1
+	assert_output --partial "GPU 5 (LOCAL_RANK 5): mlx5_5 (1 rail)"
+	# RDMACTL_GPU before LOCAL_RANK
+	plan two-socket-8gpu RDMACTL_GPU=2 LOCAL_RANK=5 -- write --rails auto --pattern zero --size 4K 192.0.2.1/kv
+	assert_output --partial "GPU 2 (RDMACTL_GPU): mlx5_2 (1 rail)"
+	# three GPUs share one NIC in shared-nic: each of them gets that NIC
+	plan shared-nic -- write --rails gpu:1 --pattern zero --size 4K 192.0.2.1/kv
+	assert_failure 1
+	assert_output --partial "the rail plan of GPU 1: mlx5_0 (1 rail)"
+}
+
+@test "--rails auto without a GPU: the node whose CPUs this process runs on" {
+	local tree=$BATS_TEST_TMPDIR/swapped cpus
+	cpus=$(taskset -pc $$ | sed 's/.*: //')
+	# this process on node 0's CPUs, then the same tree with node 1 holding them
+	cp -a "$FX/two-socket-8gpu" "$tree"
+	echo "$cpus" >"$tree/devices/system/node/node0/cpulist"
+	echo 100000-100001 >"$tree/devices/system/node/node1/cpulist"
+	run env RDMACTL_SYSFS="$tree" "$RDMACTL" write --rails auto --pattern zero --size 4K 192.0.2.1/kv
+	assert_failure 1
+	assert_output --partial "the rail plan of NUMA node 0 (this process's CPUs): mlx5_0,mlx5_1,mlx5_2,mlx5_3 (4 rails)"
+	echo 100000-100001 >"$tree/devices/system/node/node0/cpulist"
+	echo "$cpus" >"$tree/devices/system/node/node1/cpulist"
+	run env RDMACTL_SYSFS="$tree" "$RDMACTL" write --rails auto --pattern zero --size 4K 192.0.2.1/kv
+	assert_failure 1
+	assert_output --partial "the rail plan of NUMA node 1 (this process's CPUs): mlx5_4,mlx5_5,mlx5_6,mlx5_7 (4 rails)"
+	# CPUs on both nodes: every node's plan
+	echo "${cpus%%[,-]*}" >"$tree/devices/system/node/node0/cpulist"
+	echo "${cpus#*[,-]}" >"$tree/devices/system/node/node1/cpulist"
+	run env RDMACTL_SYSFS="$tree" "$RDMACTL" write --rails auto --pattern zero --size 4K 192.0.2.1/kv
+	assert_failure 1
+	assert_output --partial "the rail plan of every NUMA node"
+	assert_output --partial "(8 rails)"
+}
+
+@test "register --rails: each rail listens on its device's address at --listen's port" {
+	plan two-socket-8gpu -- register --rails numa:1 -S 4K --listen 0.0.0.0:7600
+	assert_failure 1
+	assert_output --partial "register: --rails numa:1: listening on 10.1.4.1:7600,10.1.5.1:7600,10.1.6.1:7600,10.1.7.1:7600"
+	plan two-socket-8gpu RDMACTL_GPU=0 -- register --rails auto -S 4K
+	assert_failure 1
+	assert_output --partial "listening on 10.1.0.1:7471"
+	refute_output --partial "10.1.1.1"
+	# a concrete --listen address is the plan's to pick
+	plan two-socket-8gpu -- register --rails auto -S 4K --listen 192.0.2.1
+	assert_failure 2
+	assert_output --partial "give the port as --listen 0.0.0.0:PORT"
+}
+
+@test "--rails: with -d or --bind, or a plan that is no plan, is a usage error before the tree is read" {
+	plan two-socket-8gpu -- -d mlx5_0 write --rails auto --pattern zero --size 4K 192.0.2.1/kv
+	assert_failure 2
+	assert_output --partial "write: --rails auto picks the devices: give it or -d, not both"
+	plan two-socket-8gpu -- write --rails auto --bind 10.1.0.1 --pattern zero --size 4K 192.0.2.1/kv
+	assert_failure 2
+	assert_output --partial "give it or --bind, not both"
+	plan two-socket-8gpu -- -d mlx5_0 register --rails auto -S 4K
+	assert_failure 2
+	assert_output --partial "register: --rails auto picks the devices"
+	plan two-socket-8gpu -- read --rails gpu:x --out "$out" 192.0.2.1/kv
+	assert_failure 2
+	assert_output --partial "read: invalid --rails 'gpu:x': expected auto, gpu:N or numa:N"
+	refute_output --partial "rail plan"
+	plan two-socket-8gpu RDMACTL_GPU=first -- write --rails auto --pattern zero --size 4K 192.0.2.1/kv
+	assert_failure 2
+	assert_output --partial "RDMACTL_GPU='first' is no GPU number"
+}
+
+@test "--rails: no RDMA device, no such GPU, or a node without NICs fails naming the fix" {
+	local empty=$BATS_TEST_TMPDIR/nodev
+	cp -a "$FX/shared-nic" "$empty"
+	rm -rf "${empty:?}"/class/infiniband/*
+	run env RDMACTL_SYSFS="$empty" "$RDMACTL" register --rails auto -S 4K
+	assert_failure 1
+	assert_output --partial "no RDMA device under $empty/class/infiniband: load the NIC's RDMA driver"
+	assert_output --partial "rdma link add rxe0 type rxe netdev IF"
+	plan two-socket-8gpu -- write --rails gpu:9 --pattern zero --size 4K 192.0.2.1/kv
+	assert_failure 1
+	assert_output --partial "no GPU 9 here (8 GPUs"
+	plan two-socket-8gpu -- write --rails numa:5 --pattern zero --size 4K 192.0.2.1/kv
+	assert_failure 1
+	assert_output --partial "no RDMA device with an active port on NUMA node 5"
+}
