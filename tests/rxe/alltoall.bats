@@ -628,9 +628,10 @@ group_listening() {
 	PIDS+=($!)
 	group_listening "$port1"
 	# Rank 0's request, proven, with no queue pair behind it and no answer
-	# to rank 1's accept: as a connector that timed out leaves it.
-	GROUP_IMPOSTOR_HALF=1 GROUP_IMPOSTOR_HOLD=30 "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 2 1 s3cret \
-		>"$BATS_TEST_TMPDIR/imp.out" 2>&1 &
+	# to rank 1's accept: as a connector that timed out leaves it (its
+	# third try).
+	GROUP_IMPOSTOR_TRY=3 GROUP_IMPOSTOR_HALF=1 GROUP_IMPOSTOR_HOLD=30 "$GROUP_IMPOSTOR" "$ADDR" \
+		"$port1" 0 2 1 s3cret >"$BATS_TEST_TMPDIR/imp.out" 2>&1 &
 	imp=$!
 	started "$imp"
 	for ((i = 0; i < 100; i++)); do
@@ -639,6 +640,11 @@ group_listening() {
 	done
 	run cat "$BATS_TEST_TMPDIR/imp.out"
 	assert_output "half open"
+	# A request of rank 0's second try, come late: refused, the third held
+	# (taken, it would close a try its connector holds up).
+	GROUP_IMPOSTOR_TRY=2 run "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 2 1 s3cret
+	assert_failure 1
+	assert_output --partial "a later try of that rank is held"
 	# The real rank 0: its request takes the rank, and the group completes
 	# well before its timeout.
 	rdmactl -j -t 15000 alltoall -r 0 -w 2 -R "file:$PEERS" "${SMALL[@]}" --token-file "$tok" \

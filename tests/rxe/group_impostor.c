@@ -10,8 +10,9 @@
  * TOKEN made for rank TO (the wire layout of libcore/group/group_int.h: the
  * group magic, rank, world, a 16-byte nonce (the wall clock's seconds, then
  * random bytes), 24 bytes of HMAC-SHA256 under the token of "rdmactl group
- * join v1", NUL, magic, rank, world, TO and the nonce, each number 32 bits
- * little-endian). Without TOKEN the proof is zeros; GROUP_IMPOSTOR_SHORT=1
+ * join v2", NUL, magic, rank, world, TO, the try and the nonce, then the
+ * try, each number 32 bits little-endian). The try is GROUP_IMPOSTOR_TRY
+ * (default 1). Without TOKEN the proof is zeros; GROUP_IMPOSTOR_SHORT=1
  * sends only the first 12 bytes (an rdmactl without group tokens).
  * GROUP_IMPOSTOR_AGE=S dates the nonce S seconds back; GROUP_IMPOSTOR_TWICE=1
  * sends the same request again once the first was answered (a replay).
@@ -46,6 +47,7 @@ struct hello {
 	uint32_t magic, rank, world;
 	uint8_t nonce[16];
 	uint8_t proof[24];
+	uint32_t attempt;
 };
 
 /* The next CM event within 10 s: its type, or -1. */
@@ -118,13 +120,14 @@ int main(int argc, char **argv)
 	memcpy(h.nonce, &t, sizeof(t));
 	if (rc_random_bytes(h.nonce + sizeof(t), sizeof(h.nonce) - sizeof(t)))
 		return 1;
+	h.attempt = htole32((uint32_t)atoi(getenv("GROUP_IMPOSTOR_TRY") ?: "1"));
 	if (argc == 7) {
-		unsigned char msg[16 + sizeof(h.nonce)];
-		uint32_t w[4] = { h.magic, h.rank, h.world, htole32(to) };
+		uint32_t w[5] = { h.magic, h.rank, h.world, htole32(to), h.attempt };
+		unsigned char msg[sizeof(w) + sizeof(h.nonce)];
 
 		memcpy(msg, w, sizeof(w));
 		memcpy(msg + sizeof(w), h.nonce, sizeof(h.nonce));
-		rc_token_proof(argv[6], "rdmactl group join v1", msg, sizeof(msg), h.proof,
+		rc_token_proof(argv[6], "rdmactl group join v2", msg, sizeof(msg), h.proof,
 			       sizeof(h.proof));
 	}
 	if (getenv("GROUP_IMPOSTOR_HALF"))
