@@ -183,6 +183,7 @@ within_half() {
 	assert_equal "$(metrics_value "$m/srv.prom" rdmactl_server_rail_errors_total 'rail="1"')" 0
 }
 
+# bats test_tags=plain-only
 @test "--rails auto: the client's rails from the rail plan of the guest's tree, less all but two devices" {
 	local tree=$BATS_TEST_TMPDIR/tree n d
 	rdmactl probe-topology --capture "$tree" >/dev/null
