@@ -13,19 +13,14 @@ start_etcd() {
 		client=$((30000 + RANDOM % 15000))
 		peer=$((client + 15000))
 		dir=$BATS_TEST_TMPDIR/etcd.$try
-		etcd --name t --data-dir "$dir" --log-level error \
-			--listen-client-urls "http://127.0.0.1:$client" \
-			--advertise-client-urls "http://127.0.0.1:$client" \
-			--listen-peer-urls "http://127.0.0.1:$peer" \
-			--initial-advertise-peer-urls "http://127.0.0.1:$peer" \
-			--initial-cluster "t=http://127.0.0.1:$peer" >"$dir.log" 2>&1 3>&- &
-		ETCD_PID=$!
 		ETCD_ARGS=(--name t --data-dir "$dir" --log-level error
 			--listen-client-urls "http://127.0.0.1:$client"
 			--advertise-client-urls "http://127.0.0.1:$client"
 			--listen-peer-urls "http://127.0.0.1:$peer"
 			--initial-advertise-peer-urls "http://127.0.0.1:$peer"
 			--initial-cluster "t=http://127.0.0.1:$peer")
+		etcd "${ETCD_ARGS[@]}" >"$dir.log" 2>&1 3>&- &
+		ETCD_PID=$!
 		for ((i = 0; i < 100; i++)); do
 			if curl -s --noproxy '*' -m 1 "http://127.0.0.1:$client/health" 2>/dev/null |
 				grep -q '"health":"true"'; then
@@ -42,8 +37,8 @@ start_etcd() {
 	return 1
 }
 
-# restart_etcd: the same etcd again, on its ports and data (its keys and
-# leases kept), once it answers; at most 20 s.
+# restart_etcd: the same etcd of start_etcd again, on its ports and data
+# (its keys and leases kept), once it answers; at most 20 s.
 restart_etcd() {
 	local i
 	stop_etcd
@@ -120,12 +115,6 @@ start_etcd_tls_auth() {
 			--initial-advertise-peer-urls "http://127.0.0.1:$peer" \
 			--initial-cluster "t=http://127.0.0.1:$peer" >"$dir.log" 2>&1 &
 		ETCD_PID=$!
-		ETCD_ARGS=(--name t --data-dir "$dir" --log-level error
-			--listen-client-urls "http://127.0.0.1:$client"
-			--advertise-client-urls "http://127.0.0.1:$client"
-			--listen-peer-urls "http://127.0.0.1:$peer"
-			--initial-advertise-peer-urls "http://127.0.0.1:$peer"
-			--initial-cluster "t=http://127.0.0.1:$peer")
 		for ((i = 0; i < 100; i++)); do
 			if curl -s --noproxy '*' -m 1 --cacert "$c/ca.pem" --cert "$c/client.pem" \
 				--key "$c/client.key" "https://127.0.0.1:$client/health" 2>/dev/null |
