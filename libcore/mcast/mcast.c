@@ -263,10 +263,13 @@ static int credit(struct mc *m, bool *moved, struct rc_err *err)
 	return 0;
 }
 
-/* The root fills a ring slot once every live child took what was in it. */
+/* The root fills a ring slot once every live child took what was in it:
+ * one chunk a pass, so that forward() posts it before the next is read and
+ * hashed (filling the whole ring first kept the link idle for a ring's worth
+ * of reading and hashing at the start). */
 static int fill(struct mc *m, bool *moved, struct rc_err *err)
 {
-	while (m->have < m->n) {
+	if (m->have < m->n) {
 		uint32_t c = m->have, len = chunk_len(m, c);
 		void *p = slot_host(m, c);
 		int rc;
