@@ -47,6 +47,10 @@
 	X(MC_LINK_BW, "link-bw", 0, "RATE", \
 	  "link rate for the ideal: 100Gbit, 12.5GB (per s) or bytes/s (default: measured)", \
 	  OPT_RATE(struct mc_cli, num.bw, 1, NULL)) \
+	X(MC_DIGEST, "digest", 0, "ALGO", \
+	  "what each rank hashes its copy with, for the root to check it whole: xxh64 " \
+	  "(fast; an integrity check) or sha256 (as sha256sum prints it)", \
+	  COMP_WORDS, "xxh64|sha256", OPT_WORD(struct mc_cli, num.digest, "xxh64")) \
 	X(MC_SVG, "svg", 0, "FILE", \
 	  "root: draw each receiver's first and last chunk on one timeline (SVG)", COMP_FILE, \
 	  OPT_STR(struct mc_cli, svg, NULL)) \
@@ -66,6 +70,7 @@ enum { MULTICAST_OPTS(OPT_INDEX) MC_NOPTS };
 /* The shape and the sizes, as given (the defaults when not). */
 struct mc_nums {
 	int root, algo, fanout, ring;
+	int digest; /* --digest: the word's index, 0 xxh64, 1 sha256 */
 	uint64_t size, chunk;
 	double bw;
 };

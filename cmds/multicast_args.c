@@ -88,7 +88,7 @@ static int read_values(struct ctx *ctx, const struct cmd *c, const struct opt_va
 	    (rc = opts_fill(ctx, c, v, MC_ALGO, MC_FANOUT + 1, m)) ||
 	    (rc = opts_fill(ctx, c, v, MC_RING, MC_RING + 1, m)) ||
 	    (rc = opts_fill(ctx, c, v, MC_SIZE, MC_CHUNK + 1, m)) ||
-	    (rc = opts_fill(ctx, c, v, MC_LINK_BW, MC_LINK_BW + 1, m)))
+	    (rc = opts_fill(ctx, c, v, MC_LINK_BW, MC_DIGEST + 1, m)))
 		return rc;
 	return 0;
 }
@@ -177,6 +177,7 @@ int multicast_parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 	m->run.chunk = (uint32_t)n->chunk;
 	m->run.ring = n->ring;
 	m->run.link_bw = n->bw;
+	m->run.digest = n->digest ? RC_MCAST_DIGEST_SHA256 : RC_MCAST_DIGEST_XXH64;
 	m->run.timeout_ms = ctx->timeout_ms;
 	if (m->plan)
 		return 0;

@@ -77,6 +77,11 @@ else
 	blocks=$(printf "$layer_size%.0s," $(seq "$layers")); blocks=${blocks%,}
 fi
 want=$(sha256sum <"$weights" | cut -d' ' -f1)
+# The root's digest (XXH64, multicast's default) of the weights, as xxhsum
+# gives it where xxhash is installed; without it, the replicas checked byte
+# for byte below and every receiver's digest equal to the root's say as much.
+root_want=
+if command -v xxhsum >/dev/null; then root_want=$(xxhsum -H1 <"$weights" | cut -d' ' -f1); fi
 
 world=$((replicas + 1))
 for ((r = 0; r < world; r++)); do
@@ -110,7 +115,7 @@ done
 ((${#bad[@]} == 0)) || summary_fail "replica ${bad[*]}: the file differs from the weights"
 
 # When could each replica start? Its first layer usable, and all of them.
-jq --arg want "$want" '{ok: (.ok_count == .receivers_count and .sha256 == $want),
+jq --arg want "$root_want" '{ok: (.ok_count == .receivers_count and ($want == "" or .digest_value == $want)),
 	algo, replicas: .receivers_count, bytes: .size_bytes, seconds, ideal_seconds, ratio,
 	first_layer_ready_ms: ([.receivers[] | .blocks_usable_ms[0] // .first_chunk_ms] | max),
 	all_ready_ms: ([.receivers[].last_chunk_ms] | max),

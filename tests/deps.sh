@@ -13,4 +13,4 @@ exec "$here/vm/deps.sh" \
 	libibverbs-dev librdmacm-dev libjansson-dev libcurl4-openssl-dev libreadline-dev \
 	jq tmux man-db groff-base mandoc zsh etcd-server etcd-client openmpi-bin socat openssl librsvg2-bin \
 	clang libclang-rt-14-dev clang-format prometheus \
-	nodejs node-ajv
+	nodejs node-ajv xxhash

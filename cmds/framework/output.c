@@ -66,6 +66,12 @@ void out_reset(struct out *o)
 	new_doc(o);
 }
 
+void out_schema_version(struct out *o, int version)
+{
+	if (o->root)
+		json_object_set_new(o->root, "schema_version", json_integer(version));
+}
+
 static void add(struct out *o, const char *key, json_t *val)
 {
 	json_t *cur = o->stack[o->depth];

@@ -43,6 +43,10 @@ void out_init(struct out *o, enum out_mode mode, FILE *fp, FILE *err_fp);
 void out_reset(struct out *o);
 void out_free(struct out *o);
 bool out_is_json(const struct out *o);
+/* This document's schema_version, when its command changed a key since
+ * RDMACTL_SCHEMA_VERSION (multicast's report is 3: its sha256 keys are null
+ * unless --digest sha256); every other document carries that one. */
+void out_schema_version(struct out *o, int version);
 
 /* Values: the text format receives the value as its only argument. A NULL
  * format prints nothing in text mode. */

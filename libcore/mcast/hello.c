@@ -16,6 +16,7 @@ static const char *hello_differs(const struct hello *root, const struct hello *h
 	       : h->root != root->root     ? "--root"
 	       : h->chunk != root->chunk   ? "--chunk"
 	       : h->ring != root->ring     ? "--ring"
+	       : h->digest != root->digest ? "--digest"
 					   : NULL;
 }
 
@@ -61,7 +62,7 @@ int mcast_say_hello(struct mc *m, struct rc_err *err)
 			      o->size,
 			      m->ring_addr,
 			      m->mr->rkey,
-			      0 };
+			      (uint32_t)o->digest };
 	struct hello *all = calloc((size_t)W, sizeof(*all)), *r;
 
 	if (!all)

@@ -3,11 +3,11 @@
  * The multicast itself. Every rank runs one state machine over the group:
  * chunks that landed (the parent's immediate-data counter on channel DATA)
  * are forwarded to each child as soon as the child has a free ring slot
- * (its credits on channel CREDIT), hashed and handed to the consumer; a
- * ring slot goes back to the parent once the chunk in it was consumed and
- * every live child's write of it completed. Nothing here posts or polls on
- * its own: writes go through rc_group_write_imm, completions through
- * rc_group_poll (the verbs data path below them).
+ * (its credits on channel CREDIT), hashed (XXH64, or SHA-256) and handed
+ * to the consumer; a ring slot goes back to the parent once the chunk in it
+ * was consumed and every live child's write of it completed. Nothing here
+ * posts or polls on its own: writes go through rc_group_write_imm,
+ * completions through rc_group_poll (the verbs data path below them).
  *
  * A relay that dies fails its subtree: the children see their parent gone,
  * stop, and tell their own children (channel STOP); everyone reports to the
@@ -54,6 +54,32 @@ static uint8_t *slot_host(const struct mc *m, uint32_t c)
 static double ms_since(const struct mc *m)
 {
 	return (rc_now() - m->t0) * 1000.0;
+}
+
+/* The digest of the bytes this rank filled (the root) or consumed, in order. */
+static void digest_init(struct mc *m)
+{
+	if (m->o->digest == RC_MCAST_DIGEST_XXH64)
+		rc_xxh64_init(&m->dg.xxh, 0);
+	else
+		rc_sha256_init(&m->dg.sha);
+}
+
+static void digest_update(struct mc *m, const void *p, size_t len)
+{
+	if (m->o->digest == RC_MCAST_DIGEST_XXH64)
+		rc_xxh64_update(&m->dg.xxh, p, len);
+	else
+		rc_sha256_update(&m->dg.sha, p, len);
+}
+
+static void digest_final(struct mc *m, uint8_t out[RC_MCAST_DIGEST_MAX])
+{
+	memset(out, 0, RC_MCAST_DIGEST_MAX);
+	if (m->o->digest == RC_MCAST_DIGEST_XXH64)
+		rc_xxh64_final(&m->dg.xxh, out);
+	else
+		rc_sha256_final(&m->dg.sha, out);
 }
 
 static void why(struct mc *m, const char *msg)
@@ -203,7 +229,7 @@ static int consume(struct mc *m, bool *moved, struct rc_err *err)
 			m->flip[m->o->corrupt_at - (uint64_t)c * m->chunk] ^= 0xff;
 			p = m->flip;
 		}
-		rc_sha256_update(&m->sha, p, len);
+		digest_update(m, p, len);
 		if (m->o->consume &&
 		    (rc = m->o->consume(m->o->arg, (uint64_t)c * m->chunk, p, len, err)))
 			return rc;
@@ -237,10 +263,13 @@ static int credit(struct mc *m, bool *moved, struct rc_err *err)
 	return 0;
 }
 
-/* The root fills a ring slot once every live child took what was in it. */
+/* The root fills a ring slot once every live child took what was in it:
+ * one chunk a pass, so that forward() posts it before the next is read and
+ * hashed (filling the whole ring first kept the link idle for a ring's worth
+ * of reading and hashing at the start). */
 static int fill(struct mc *m, bool *moved, struct rc_err *err)
 {
-	while (m->have < m->n) {
+	if (m->have < m->n) {
 		uint32_t c = m->have, len = chunk_len(m, c);
 		void *p = slot_host(m, c);
 		int rc;
@@ -251,7 +280,7 @@ static int fill(struct mc *m, bool *moved, struct rc_err *err)
 					return 0;
 		if ((rc = m->o->read(m->o->arg, (uint64_t)c * m->chunk, p, len, err)))
 			return rc;
-		rc_sha256_update(&m->sha, p, len);
+		digest_update(m, p, len);
 		m->have++;
 		*moved = true;
 	}
@@ -395,7 +424,7 @@ int rc_mcast_run(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_mc
 
 	if (o->shape.world != rc_group_world(g) || o->shape.root < 0 ||
 	    o->shape.root >= o->shape.world || !o->chunk || o->ring < 1 ||
-	    o->nblocks > RC_MCAST_BLOCKS_MAX || o->nblocks < 0)
+	    o->nblocks > RC_MCAST_BLOCKS_MAX || o->nblocks < 0 || rc_mcast_digest_len(o->digest) < 0)
 		return rc_err_set(err, EINVAL, "bad multicast parameters");
 	memset(s, 0, sizeof(*s));
 	m.me = rc_group_rank(g);
@@ -416,7 +445,7 @@ int rc_mcast_run(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_mc
 	m.chunk = o->chunk;
 	m.R = o->ring;
 	m.size = o->size;
-	rc_sha256_init(&m.sha);
+	digest_init(&m);
 	if ((rc = setup_ring(&m, err)) || (rc = mcast_say_hello(&m, err)))
 		goto out;
 	m.n = (uint32_t)((m.size + m.chunk - 1) / m.chunk);
@@ -452,9 +481,9 @@ int rc_mcast_run(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_mc
 	s->last_ms = ms_since(&m);
 	if (!m.n)
 		s->first_ms = s->last_ms;
-	rc_sha256_final(&m.sha, m.parent < 0 ? res->sha256 : s->sha256);
+	digest_final(&m, m.parent < 0 ? res->digest : s->digest);
 	if (m.parent < 0) {
-		memcpy(s->sha256, res->sha256, 32);
+		memcpy(s->digest, res->digest, sizeof(s->digest));
 		s->bytes = m.size;
 	}
 	if (res->link_bw > 0)

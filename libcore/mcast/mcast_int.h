@@ -6,6 +6,7 @@
 
 #include <rdmactl/mcast.h>
 #include <rdmactl/sha256_core.h>
+#include <rdmactl/xxh64_core.h>
 #include <rdmactl/mem_core.h>
 #include <rdmactl/group_core.h>
 
@@ -26,7 +27,7 @@ struct hello {
 	uint64_t size;
 	uint64_t addr;
 	uint32_t rkey;
-	uint32_t pad;
+	uint32_t digest; /* enum rc_mcast_digest (an rdmactl before XXH64 sent 0) */
 };
 
 struct kid {
@@ -56,7 +57,10 @@ struct mc {
 	uint32_t chunk, n;
 	int R;
 	uint32_t have, consumed, credited;
-	struct rc_sha256 sha;
+	union {
+		struct rc_sha256 sha;
+		struct rc_xxh64 xxh;
+	} dg; /* the digest of what this rank filled or consumed, as o->digest */
 	double t0, last_progress;
 	int blocks_done;
 	bool stopped; /* this rank gave up: what is left is telling the children */

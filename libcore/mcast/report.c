@@ -2,7 +2,8 @@
 /*
  * Multicast reports: each receiver's figures travel to the root in one
  * control message over its direct connection (past any relay that died),
- * and the root judges each: whole, and hashed as the root hashed.
+ * and the root judges each: whole, and hashed as the root hashed (its
+ * digest, XXH64 or SHA-256).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,7 +24,7 @@ struct wire_report {
 	uint64_t bytes;
 	double first_ms;
 	double last_ms;
-	uint8_t sha[32];
+	uint8_t digest[RC_MCAST_DIGEST_MAX]; /* its digest, as the root's options say */
 	float block_ms[RC_MCAST_BLOCKS_MAX];
 	char device[32];
 	char why[RC_MCAST_WHY_MAX];
@@ -36,8 +37,46 @@ struct wire_digest {
 	uint32_t magic;
 	uint32_t pad;
 	uint64_t size;
-	uint8_t sha[32];
+	uint8_t digest[RC_MCAST_DIGEST_MAX];
 };
+
+/* The digest as the messages name it. */
+static const char *digest_title(enum rc_mcast_digest d)
+{
+	return d == RC_MCAST_DIGEST_XXH64 ? "XXH64" : "SHA-256";
+}
+
+const char *rc_mcast_digest_name(enum rc_mcast_digest d)
+{
+	switch (d) {
+	case RC_MCAST_DIGEST_SHA256:
+		return "sha256";
+	case RC_MCAST_DIGEST_XXH64:
+		return "xxh64";
+	}
+	return "?";
+}
+
+int rc_mcast_digest_len(enum rc_mcast_digest d)
+{
+	switch (d) {
+	case RC_MCAST_DIGEST_SHA256:
+		return RC_SHA256_LEN;
+	case RC_MCAST_DIGEST_XXH64:
+		return RC_XXH64_LEN;
+	}
+	return -1;
+}
+
+void rc_mcast_digest_hex(enum rc_mcast_digest d, const uint8_t *digest,
+			 char hex[2 * RC_MCAST_DIGEST_MAX + 1])
+{
+	int n = rc_mcast_digest_len(d);
+
+	hex[0] = 0;
+	for (int i = 0; i < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+}
 
 static void put_report(struct rc_group *g, const struct rc_mcast_recv *s, struct wire_report *w)
 {
@@ -49,7 +88,7 @@ static void put_report(struct rc_group *g, const struct rc_mcast_recv *s, struct
 	w->bytes = s->bytes;
 	w->first_ms = s->first_ms;
 	w->last_ms = s->last_ms;
-	memcpy(w->sha, s->sha256, 32);
+	memcpy(w->digest, s->digest, sizeof(w->digest));
 	for (int b = 0; b < s->nblocks; b++)
 		w->block_ms[b] = (float)s->block_ms[b];
 	snprintf(w->why, sizeof(w->why), "%s", s->why);
@@ -67,7 +106,7 @@ static void take_report(const struct wire_report *w, struct rc_mcast_recv *r)
 	r->bytes = w->bytes;
 	r->first_ms = w->first_ms;
 	r->last_ms = w->last_ms;
-	memcpy(r->sha256, w->sha, 32);
+	memcpy(r->digest, w->digest, sizeof(r->digest));
 	for (int b = 0; b < r->nblocks; b++)
 		r->block_ms[b] = w->block_ms[b];
 	snprintf(r->why, sizeof(r->why), "%.*s", RC_MCAST_WHY_MAX - 1, w->why);
@@ -81,17 +120,17 @@ static int send_digest(struct rc_group *g, int root, const struct rc_mcast_resul
 {
 	struct wire_digest d = { .magic = DIGEST_MAGIC, .size = size };
 
-	memcpy(d.sha, res->sha256, 32);
+	memcpy(d.digest, res->digest, sizeof(d.digest));
 	return rc_group_bcast(g, root, &d, sizeof(d), err);
 }
 
 /* A receiver: its own copy against the root's digest. A digest that does
  * not come leaves the copy unverified: not ok either. */
-static int judge_own(struct rc_group *g, int root, struct rc_mcast_recv *s)
+static int judge_own(struct rc_group *g, int root, enum rc_mcast_digest dg, struct rc_mcast_recv *s)
 {
 	struct wire_digest d;
 	struct rc_err e;
-	char mine[65], theirs[65];
+	char mine[2 * RC_MCAST_DIGEST_MAX + 1], theirs[2 * RC_MCAST_DIGEST_MAX + 1];
 
 	s->ok = false;
 	if (rc_group_bcast(g, root, &d, sizeof(d), &e)) {
@@ -106,17 +145,17 @@ static int judge_own(struct rc_group *g, int root, struct rc_mcast_recv *s)
 				 "rank %d sent something else than its digest", root);
 		return 0;
 	}
-	s->ok = s->complete && s->bytes == d.size && !memcmp(s->sha256, d.sha, 32);
+	s->ok = s->complete && s->bytes == d.size && !memcmp(s->digest, d.digest, sizeof(d.digest));
 	if (s->ok || !s->complete || s->why[0])
 		return 0;
-	rc_sha256_hex(s->sha256, mine);
-	rc_sha256_hex(d.sha, theirs);
+	rc_mcast_digest_hex(dg, s->digest, mine);
+	rc_mcast_digest_hex(dg, d.digest, theirs);
 	if (s->bytes != d.size)
 		snprintf(s->why, sizeof(s->why), "%llu bytes came, the root sent %llu",
 			 (unsigned long long)s->bytes, (unsigned long long)d.size);
 	else
-		snprintf(s->why, sizeof(s->why),
-			 "its SHA-256 %.16s... differs from the root's %.16s...", mine, theirs);
+		snprintf(s->why, sizeof(s->why), "its %s %.16s... differs from the root's %.16s...",
+			 digest_title(dg), mine, theirs);
 	return 0;
 }
 
@@ -136,7 +175,7 @@ int mcast_reports(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_m
 	if (rc || me != root) {
 		free(all);
 		free(got);
-		return rc ? rc : judge_own(g, root, &res->self);
+		return rc ? rc : judge_own(g, root, o->digest, &res->self);
 	}
 	res->ok_count = 0;
 	res->seconds = 0;
@@ -158,11 +197,13 @@ int mcast_reports(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_m
 			continue;
 		}
 		take_report(&all[j], r);
-		r->ok = r->complete && r->bytes == size && !memcmp(r->sha256, res->sha256, 32);
-		if (r->complete && !r->ok && !r->why[0])
-			snprintf(r->why, sizeof(r->why), "%s",
-				 r->bytes != size ? "a different size than the root's"
-						  : "its SHA-256 differs from the root's");
+		r->ok = r->complete && r->bytes == size &&
+			!memcmp(r->digest, res->digest, sizeof(r->digest));
+		if (r->complete && !r->ok && !r->why[0] && r->bytes != size)
+			snprintf(r->why, sizeof(r->why), "a different size than the root's");
+		else if (r->complete && !r->ok && !r->why[0])
+			snprintf(r->why, sizeof(r->why), "its %s differs from the root's",
+				 digest_title(o->digest));
 		if (r->ok) {
 			res->ok_count++;
 			if (r->last_ms / 1000.0 > res->seconds)

@@ -99,6 +99,36 @@ check() {
 	assert_success
 }
 
+@test "multicast, schema_version 3: digest_value as --digest says, sha256 null unless sha256; its error document carries 3" {
+	local doc sha
+	sha=$(printf '%064d' 7)
+	doc='{"schema_version":3,"algo":"flat","root":0,"ranks":2,"rank_source":"flags","rendezvous":"file",
+		"device":"rxe0","size_bytes":0,"chunk_bytes":1,"chunks":0,"ring_chunks":1,"mem":"host","depth":1,
+		"width":1,"digest":"xxh64","digest_value":"ef46db3751d8e999","sha256":null,
+		"receivers":[{"rank":1,"first_chunk_ms":1,"last_chunk_ms":1,"bytes":0,"ok":true,
+		"digest_value":"ef46db3751d8e999","sha256":null,"children_lost":0,"device":"rxe0","error":null}],
+		"ok_count":1,"receivers_count":1,"seconds":0.1,"link_gbyte_per_s":1,"link_gbit_per_s":8,
+		"ideal_seconds":0.1,"ratio":1,"group":{"rendezvous_s":0,"connect_s":0,"first_barrier_s":0,
+		"tree_depth":1,"qps":1,"cqs":1,"ring_bytes":1,"max_rss_bytes":1}}'
+	check multicast "$doc"
+	assert_success
+	check multicast "$(jq -c --arg s "$sha" '.digest = "sha256" | .digest_value = $s | .sha256 = $s
+		| .receivers[0].digest_value = $s | .receivers[0].sha256 = $s' <<<"$doc")"
+	assert_success
+	# a SHA-256 under xxh64, a 16-digit value under sha256, version 2: each fails
+	check multicast "$(jq -c --arg s "$sha" '.sha256 = $s' <<<"$doc")"
+	assert_failure 1
+	assert_output --partial "at /sha256: should be null"
+	check multicast "$(jq -c '.digest = "sha256"' <<<"$doc")"
+	assert_failure 1
+	assert_output --partial "at /digest_value: should match pattern"
+	check multicast "$(jq -c '.schema_version = 2' <<<"$doc")"
+	assert_failure 1
+	assert_output --partial "at /schema_version: should be equal to constant (3)"
+	check multicast "$(jq -c '.ok_count = 0 | .error = {message: "rank 1 did not get the whole blob"}' <<<"$doc")"
+	assert_success
+}
+
 @test "event streams: one document a line, each event's keys by its name, the command's events only" {
 	local region='{"schema_version":2,"event":"region","name":"kv","addr":94000,"addr_hex":"0x16f30","rkey":7,"rkey_hex":"0x7","length":4096,"access":"rw","mem":"host","gpu":null,"registration":"host","registration_notes":null,"device":"rxe0","port":1,"gid":"::ffff:198.18.0.1","gid_index":1,"gid_type":"RoCE v2","listen":{"address":"198.18.0.1","port":7471}}'
 	check register "$region"$'\n''{"schema_version":2,"event":"connected","peer":"198.18.0.1:5000"}'$'\n''{"schema_version":2,"event":"stopped"}'

@@ -41,6 +41,15 @@ mc() {
 	assert_failure 2
 }
 
+@test "--digest takes xxh64 or sha256 (completed from the binary), nothing else" {
+	mc -r 0 -w 3 -R "file:$PEERS" --digest md5 --pattern seq --size 1M
+	assert_failure 2
+	assert_output --partial "invalid --digest 'md5': expected one of xxh64, sha256"
+	run "$RDMACTL" __complete multicast --digest ''
+	assert_success
+	assert_output "$(printf 'xxh64\nsha256')"
+}
+
 @test "an unreadable or missing file is a runtime failure that names it" {
 	mc -r 0 -w 3 -R "file:$PEERS" --file "$BATS_TEST_TMPDIR/none"
 	assert_failure 1

@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: MIT
 # rdmactl multicast on real SoftRoCE: a root and 7 receivers, each
-# algorithm, every receiver's SHA-256 (and its --out file) equal to the
-# root's; odd sizes; a relay killed in the middle.
+# algorithm, every receiver's digest (XXH64, or SHA-256 with --digest
+# sha256) equal to the root's and to the blob's, its --out file the blob;
+# odd sizes; a relay killed in the middle; a wrong copy caught.
 
 bats_require_minimum_version 1.5.0
 load helpers
@@ -53,28 +54,42 @@ mc_dump() {
 	done
 }
 
-# mc_ok N SHA ARGS...: every rank succeeds; the root's document lists N-1
-# receivers, all ok with SHA (the expected digest), and every --out file
-# hashes to it too.
+# xxh64_of FILE: its XXH64 as xxhsum -H1 prints it (Debian's xxhash).
+xxh64_of() {
+	command -v xxhsum >/dev/null || fail "no xxhsum: tests/deps.sh installs xxhash"
+	xxhsum -H1 <"$1" | cut -d' ' -f1
+}
+
+# mc_ok N SHA ARGS...: every rank succeeds; every --out file hashes to SHA
+# (the blob's SHA-256); the root's document lists N-1 receivers, all ok
+# with the root's digest, which is the blob's: with --digest sha256 SHA
+# (also under sha256), else (xxh64, the default) what xxhsum gives the blob.
 mc_ok() {
-	local n=$1 sha=$2 i
+	local n=$1 sha=$2 i want digest=xxh64
 	shift 2
+	[[ " $* " != *" --digest sha256 "* ]] || digest=sha256
 	mc_start "$n" "$@"
 	mc_wait
 	for ((i = 0; i < n; i++)); do
 		[ "${RCS[i]}" = 0 ] || { mc_dump; fail "rank $i exited ${RCS[i]}"; }
 	done
-	DOC=$(cat "$BATS_TEST_TMPDIR/rank.0.out")
-	jq -e --argjson n "$n" --arg sha "$sha" '.schema_version == 2 and .sha256 == $sha
-		and (.receivers | length) == $n - 1 and .ok_count == $n - 1
-		and all(.receivers[]; .ok and .sha256 == $sha and .first_chunk_ms <= .last_chunk_ms)
-		and .seconds >= 0 and .ideal_seconds >= 0' <<<"$DOC" >/dev/null ||
-		{ mc_dump; fail "the root's document is not right"; }
 	for ((i = 1; i < n; i++)); do
 		[ "$(sha256sum <"$BATS_TEST_TMPDIR/out.$i" | cut -d' ' -f1)" = "$sha" ] ||
 			fail "rank $i's --out file differs from the root's blob"
 		[ ! -s "$BATS_TEST_TMPDIR/rank.$i.out" ] || fail "rank $i printed on stdout"
 	done
+	# out.1 is the blob (its SHA-256 is the blob's)
+	want=$sha
+	[[ $digest == sha256 ]] || want=$(xxh64_of "$BATS_TEST_TMPDIR/out.1")
+	DOC=$(cat "$BATS_TEST_TMPDIR/rank.0.out")
+	jq -e --argjson n "$n" --arg d "$digest" --arg want "$want" --arg sha "$sha" '
+		(if $d == "sha256" then $sha else null end) as $sha256
+		| .schema_version == 3 and .digest == $d and .digest_value == $want and .sha256 == $sha256
+		and (.receivers | length) == $n - 1 and .ok_count == $n - 1
+		and all(.receivers[]; .ok and .digest_value == $want and .sha256 == $sha256
+			and .first_chunk_ms <= .last_chunk_ms)
+		and .seconds >= 0 and .ideal_seconds >= 0' <<<"$DOC" >/dev/null ||
+		{ mc_dump; fail "the root's document is not right"; }
 }
 
 # The ranks still running (a failed test), etcd, the sanitizer reports.
@@ -96,6 +111,30 @@ blob() {
 	mc_peers 8
 	mc_ok 8 "$BLOB_SHA" --algo flat --file "$BATS_TEST_TMPDIR/w" --chunk 256K
 	jq -e '.algo == "flat" and .depth == 1 and .width == 7 and .chunks == 16' <<<"$DOC"
+}
+
+@test "the digest: xxh64 by default, as xxhsum gives the blob; --digest sha256 as sha256sum does, in the text and the document" {
+	need_guest
+	local x
+	blob "$BATS_TEST_TMPDIR/w" $((2 << 20))
+	x=$(xxh64_of "$BATS_TEST_TMPDIR/w")
+	[[ $x =~ ^[0-9a-f]{16}$ ]] || fail "xxhsum gave '$x'"
+	mc_peers 4
+	MC_JSON= mc_start 4 --algo tree --file "$BATS_TEST_TMPDIR/w" --chunk 256K
+	mc_wait
+	[ "${RCS[*]}" = "0 0 0 0" ] || { mc_dump; fail "exit codes ${RCS[*]}"; }
+	grep -qx "# root xxh64 $x" "$BATS_TEST_TMPDIR/rank.0.out" || { mc_dump; fail "the text's root digest"; }
+	[ "$(grep -cE "^ +[1-3] .* yes  $x  " "$BATS_TEST_TMPDIR/rank.0.out")" = 3 ] ||
+		{ mc_dump; fail "the text's receivers"; }
+	mc_peers 4
+	mc_ok 4 "$BLOB_SHA" --algo tree --digest sha256 --file "$BATS_TEST_TMPDIR/w" --chunk 256K
+	jq -e --arg sha "$BLOB_SHA" '.digest == "sha256" and .sha256 == $sha and .digest_value == $sha
+		and all(.receivers[]; .sha256 == $sha)' <<<"$DOC"
+	mc_peers 4
+	MC_JSON= mc_start 4 --algo tree --digest sha256 --file "$BATS_TEST_TMPDIR/w" --chunk 256K
+	mc_wait
+	[ "${RCS[*]}" = "0 0 0 0" ] || { mc_dump; fail "exit codes ${RCS[*]}"; }
+	grep -qx "# root sha256 $BLOB_SHA" "$BATS_TEST_TMPDIR/rank.0.out" || { mc_dump; fail "the text's SHA-256"; }
 }
 
 @test "chain: a root and 7 receivers, 4 MiB, every digest the root's" {
@@ -214,13 +253,13 @@ blob() {
 	mc_start 4 --algo tree --pattern random:7 --size 3M --chunk 64K --ring 4
 	mc_wait
 	for i in 0 1 2 3; do [ "${RCS[i]}" = 0 ] || { mc_dump; fail "rank $i exited ${RCS[i]}"; }; done
-	sha=$(jq -r .sha256 "$BATS_TEST_TMPDIR/rank.0.out")
-	jq -e '.ring_chunks == 4 and .chunks == 48 and .ok_count == 3' "$BATS_TEST_TMPDIR/rank.0.out"
+	sha=$(jq -r .digest_value "$BATS_TEST_TMPDIR/rank.0.out")
+	jq -e '.ring_chunks == 4 and .chunks == 48 and .ok_count == 3 and .digest == "xxh64"' "$BATS_TEST_TMPDIR/rank.0.out"
 	for i in 1 2 3; do
 		[ "$(stat -c %s "$BATS_TEST_TMPDIR/out.$i")" = $((3 << 20)) ]
-		[ "$(sha256sum <"$BATS_TEST_TMPDIR/out.$i" | cut -d' ' -f1)" = "$sha" ]
+		[ "$(xxh64_of "$BATS_TEST_TMPDIR/out.$i")" = "$sha" ]
 	done
-	[ "$(jq -r '.receivers[0].sha256' "$BATS_TEST_TMPDIR/rank.0.out")" = "$sha" ]
+	[ "$(jq -r '.receivers[0].digest_value' "$BATS_TEST_TMPDIR/rank.0.out")" = "$sha" ]
 }
 
 @test "a relay killed in the middle of a chain: its downstream ends with an error, the root names them, exits 1" {
@@ -284,54 +323,69 @@ blob() {
 # bats test_tags=plain-only
 @test "a receiver whose copy is wrong exits 1, and the root says its digest differs" {
 	need_guest
-	local i
+	local i digest title want
 	blob "$BATS_TEST_TMPDIR/w" $((1 << 20))
-	mc_peers 4
-	# rank 1, a relay of the chain, flips one byte of its own copy (a hidden
-	# test hook); what it forwards stays whole
-	MC_CORRUPT_RANK=1 MC_CORRUPT_AT=300000
-	mc_start 4 --algo chain --file "$BATS_TEST_TMPDIR/w" --chunk 256K
-	mc_wait
-	[ "${RCS[0]}" = 1 ] || { mc_dump; fail "the root exited ${RCS[0]}, not 1"; }
-	[ "${RCS[1]}" = 1 ] || { mc_dump; fail "rank 1 exited ${RCS[1]}, not 1"; }
-	for i in 2 3; do
-		[ "${RCS[i]}" = 0 ] || { mc_dump; fail "rank $i exited ${RCS[i]}"; }
-	done
-	DOC=$(cat "$BATS_TEST_TMPDIR/rank.0.out")
-	jq -e --arg sha "$BLOB_SHA" '.ok_count == 2
-		and (.receivers[] | select(.rank == 1) | (.ok | not) and .sha256 != $sha
-			and (.error | test("its SHA-256 differs from the root.s")))
-		and all(.receivers[] | select(.rank >= 2); .ok and .sha256 == $sha)' <<<"$DOC" >/dev/null ||
-		{ mc_dump; fail "the root's report does not name rank 1's digest"; }
-	jq -e '.error.message | test("rank 1 did not get the whole blob")' <<<"$DOC" >/dev/null ||
-		{ mc_dump; fail "the root's error does not name rank 1"; }
-	# rank 1 says it too, as an error document of its own
-	jq -e '.error.message | test("rank 1: the blob is wrong: its SHA-256 [0-9a-f]*[.][.][.] differs from the root.s")' \
-		"$BATS_TEST_TMPDIR/rank.1.out" >/dev/null || { mc_dump; fail "rank 1 printed no error document"; }
-	# its --out file holds the one flipped byte, the others' are whole
-	[ "$(cmp -l "$BATS_TEST_TMPDIR/w" "$BATS_TEST_TMPDIR/out.1" | wc -l)" = 1 ] ||
-		fail "rank 1's copy is not one byte off"
-	for i in 2 3; do
-		cmp -s "$BATS_TEST_TMPDIR/w" "$BATS_TEST_TMPDIR/out.$i" || fail "rank $i's copy differs"
+	# under each digest: the root's is the blob's (xxhsum's, sha256sum's)
+	for digest in xxh64 sha256; do
+		title=XXH64 want=$(xxh64_of "$BATS_TEST_TMPDIR/w")
+		[[ $digest == xxh64 ]] || title=SHA-256 want=$BLOB_SHA
+		rm -f "$BATS_TEST_TMPDIR"/out.*
+		mc_peers 4
+		# rank 1, a relay of the chain, flips one byte of its own copy (a hidden
+		# test hook); what it forwards stays whole
+		MC_CORRUPT_RANK=1 MC_CORRUPT_AT=300000
+		mc_start 4 --algo chain --file "$BATS_TEST_TMPDIR/w" --chunk 256K --digest "$digest"
+		mc_wait
+		[ "${RCS[0]}" = 1 ] || { mc_dump; fail "$digest: the root exited ${RCS[0]}, not 1"; }
+		[ "${RCS[1]}" = 1 ] || { mc_dump; fail "$digest: rank 1 exited ${RCS[1]}, not 1"; }
+		for i in 2 3; do
+			[ "${RCS[i]}" = 0 ] || { mc_dump; fail "$digest: rank $i exited ${RCS[i]}"; }
+		done
+		DOC=$(cat "$BATS_TEST_TMPDIR/rank.0.out")
+		jq -e --arg d "$digest" --arg t "$title" --arg want "$want" --arg sha "$BLOB_SHA" '
+			(if $d == "sha256" then $sha else null end) as $sha256
+			| .ok_count == 2 and .digest == $d and .digest_value == $want
+			and (.receivers[] | select(.rank == 1) | (.ok | not) and .digest_value != $want
+				and (.error | test("its " + $t + " differs from the root.s")))
+			and all(.receivers[] | select(.rank >= 2); .ok and .digest_value == $want
+				and .sha256 == $sha256)' <<<"$DOC" >/dev/null ||
+			{ mc_dump; fail "$digest: the root's report does not name rank 1's digest"; }
+		jq -e '.error.message | test("rank 1 did not get the whole blob")' <<<"$DOC" >/dev/null ||
+			{ mc_dump; fail "$digest: the root's error does not name rank 1"; }
+		# rank 1 says it too, as an error document of its own
+		jq -e --arg t "$title" '.error.message
+			| test("rank 1: the blob is wrong: its " + $t + " [0-9a-f]*[.][.][.] differs from the root.s")' \
+			"$BATS_TEST_TMPDIR/rank.1.out" >/dev/null || { mc_dump; fail "$digest: rank 1 printed no error document"; }
+		# its --out file holds the one flipped byte, the others' are whole
+		[ "$(cmp -l "$BATS_TEST_TMPDIR/w" "$BATS_TEST_TMPDIR/out.1" | wc -l)" = 1 ] ||
+			fail "$digest: rank 1's copy is not one byte off"
+		for i in 2 3; do
+			cmp -s "$BATS_TEST_TMPDIR/w" "$BATS_TEST_TMPDIR/out.$i" || fail "$digest: rank $i's copy differs"
+		done
 	done
 }
 
 @test "flat, text: the receiver with a wrong copy says its digest differs, the root names it" {
 	need_guest
+	local digest title
 	blob "$BATS_TEST_TMPDIR/w" $((512 << 10))
-	mc_peers 3
-	MC_JSON= MC_CORRUPT_RANK=2 MC_CORRUPT_AT=0
-	mc_start 3 --algo flat --file "$BATS_TEST_TMPDIR/w" --chunk 128K
-	mc_wait
-	[ "${RCS[*]}" = "1 0 1" ] || { mc_dump; fail "exit codes ${RCS[*]}, not 1 0 1"; }
-	grep -q "rank 2: the blob is wrong: its SHA-256 [0-9a-f]*\.\.\. differs from the root's" \
-		"$BATS_TEST_TMPDIR/rank.2.err" || { mc_dump; fail "rank 2 does not say its digest differs"; }
-	grep -q "its SHA-256 differs from the root's" "$BATS_TEST_TMPDIR/rank.0.out" ||
-		{ mc_dump; fail "the root's report does not say rank 2's digest differs"; }
-	grep -q "^# 1 of 2 receivers got the whole blob" "$BATS_TEST_TMPDIR/rank.0.out" ||
-		{ mc_dump; fail "the count"; }
-	grep -q "rank 2 did not get the whole blob" "$BATS_TEST_TMPDIR/rank.0.err" ||
-		{ mc_dump; fail "the root's error"; }
+	for digest in xxh64 sha256; do
+		title=XXH64
+		[[ $digest == xxh64 ]] || title=SHA-256
+		mc_peers 3
+		MC_JSON= MC_CORRUPT_RANK=2 MC_CORRUPT_AT=0
+		mc_start 3 --algo flat --file "$BATS_TEST_TMPDIR/w" --chunk 128K --digest "$digest"
+		mc_wait
+		[ "${RCS[*]}" = "1 0 1" ] || { mc_dump; fail "$digest: exit codes ${RCS[*]}, not 1 0 1"; }
+		grep -q "rank 2: the blob is wrong: its $title [0-9a-f]*\.\.\. differs from the root's" \
+			"$BATS_TEST_TMPDIR/rank.2.err" || { mc_dump; fail "$digest: rank 2 does not say its digest differs"; }
+		grep -q "its $title differs from the root's" "$BATS_TEST_TMPDIR/rank.0.out" ||
+			{ mc_dump; fail "$digest: the root's report does not say rank 2's digest differs"; }
+		grep -q "^# 1 of 2 receivers got the whole blob" "$BATS_TEST_TMPDIR/rank.0.out" ||
+			{ mc_dump; fail "$digest: the count"; }
+		grep -q "rank 2 did not get the whole blob" "$BATS_TEST_TMPDIR/rank.0.err" ||
+			{ mc_dump; fail "$digest: the root's error"; }
+	done
 }
 
 @test "a receiver given another --chunk: the group stops at the hello, the root names that rank and the option" {
@@ -359,6 +413,28 @@ blob() {
 	# no rank got as far as a write into a ring of another size
 	run cat "$BATS_TEST_TMPDIR"/rank.*
 	refute_output --partial "RDMA WRITE"
+}
+
+@test "a receiver given another --digest: the group stops at the hello, the root names that rank and the option" {
+	need_guest
+	local i d
+	blob "$BATS_TEST_TMPDIR/w" $((256 << 10))
+	mc_peers 3
+	PIDS=()
+	for i in 0 1 2; do
+		d=xxh64
+		[[ $i != 2 ]] || d=sha256
+		rdmactl -j -t 20000 multicast --rank "$i" --world 3 --rendezvous "file:$PEERS" \
+			--out "$BATS_TEST_TMPDIR/out.%r" --algo flat --file "$BATS_TEST_TMPDIR/w" \
+			--digest "$d" >"$BATS_TEST_TMPDIR/rank.$i.out" 2>"$BATS_TEST_TMPDIR/rank.$i.err" &
+		PIDS+=($!)
+	done
+	mc_wait
+	[ "${RCS[*]}" = "1 1 1" ] || { mc_dump; fail "exit codes ${RCS[*]}, not 1 1 1"; }
+	jq -e '.error.message | test("^rank 0: rank 2.s --digest differs from the root.s$")' \
+		"$BATS_TEST_TMPDIR/rank.0.out" >/dev/null || { mc_dump; fail "the root does not name rank 2's --digest"; }
+	jq -e '.error.message | test("^rank 2: --digest differs from the root.s$")' \
+		"$BATS_TEST_TMPDIR/rank.2.out" >/dev/null || { mc_dump; fail "rank 2 does not say its --digest differs"; }
 }
 
 @test "group token: a chain of 3 whose ranks share the token (file, environment) delivers; a rank with a longer one is refused" {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* Multicast without a device: the relay tree of each algorithm (SHA-256
- * has its own test, test_sha256). */
+/* Multicast without a device: the relay tree of each algorithm, the digests'
+ * names and hex (the hashes have their own tests, test_sha256, test_xxh64). */
 #include <rdmactl/mcast.h>
 #include <rdmactl/mcast_core.h>
 
@@ -42,8 +42,30 @@ static void test_shape(void)
 	CHECK(!need[3 * 8 + 3]);
 }
 
+/* The digest as the report prints it: 16 hex digits of XXH64, 64 of SHA-256,
+ * most significant byte first; an unknown one has no length. */
+static void test_digest_names(void)
+{
+	uint8_t d[RC_MCAST_DIGEST_MAX];
+	char hex[2 * RC_MCAST_DIGEST_MAX + 1];
+
+	for (int i = 0; i < RC_MCAST_DIGEST_MAX; i++)
+		d[i] = (uint8_t)(0xa0 + i);
+	CHECK_STR(rc_mcast_digest_name(RC_MCAST_DIGEST_XXH64), "xxh64");
+	CHECK_STR(rc_mcast_digest_name(RC_MCAST_DIGEST_SHA256), "sha256");
+	CHECK_EQ_U64(rc_mcast_digest_len(RC_MCAST_DIGEST_XXH64), 8);
+	CHECK_EQ_U64(rc_mcast_digest_len(RC_MCAST_DIGEST_SHA256), 32);
+	CHECK(rc_mcast_digest_len((enum rc_mcast_digest)7) < 0);
+	rc_mcast_digest_hex(RC_MCAST_DIGEST_XXH64, d, hex);
+	CHECK_STR(hex, "a0a1a2a3a4a5a6a7");
+	rc_mcast_digest_hex(RC_MCAST_DIGEST_SHA256, d, hex);
+	CHECK_EQ_U64(strlen(hex), 64);
+	CHECK(!strncmp(hex, "a0a1a2a3a4a5a6a7a8", 18) && !strcmp(hex + 60, "bebf"));
+}
+
 int main(void)
 {
 	test_shape();
+	test_digest_names();
 	CHECK_DONE();
 }

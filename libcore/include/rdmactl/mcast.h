@@ -5,8 +5,8 @@
  * pipelined chunk by chunk. Chunks travel as one-sided writes with immediate
  * data into each receiver's ring of registered buffers; the immediate-data
  * counters say what landed, credits (empty writes with immediate data) give
- * ring slots back. Each receiver hashes what it got (SHA-256) and reports to
- * the root.
+ * ring slots back. Each receiver hashes what it got (XXH64, or SHA-256 on
+ * request: rc_mcast_digest) and reports to the root.
  */
 #ifndef RDMACTL_MCAST_H
 #define RDMACTL_MCAST_H
@@ -23,6 +23,22 @@
 
 enum rc_mcast_algo { RC_MCAST_FLAT, RC_MCAST_CHAIN, RC_MCAST_TREE };
 RC_EXPORT const char *rc_mcast_algo_name(enum rc_mcast_algo a);
+
+/* The digest each rank takes of its copy, for the root to compare: an
+ * integrity check against a copy that went wrong, not against a receiver that
+ * lies (one can report any digest). XXH64 is several times faster than SHA-256,
+ * which held every rank to its hashing rate; SHA-256 gives what sha256sum
+ * prints. The values are the hello's: an rdmactl from before XXH64 says 0. */
+enum rc_mcast_digest { RC_MCAST_DIGEST_SHA256 = 0, RC_MCAST_DIGEST_XXH64 = 1 };
+#define RC_MCAST_DIGEST_MAX 32 /* bytes: the longest digest (SHA-256) */
+/* "sha256" or "xxh64". */
+RC_EXPORT const char *rc_mcast_digest_name(enum rc_mcast_digest d);
+/* Bytes of its digest: 32 or 8. */
+RC_EXPORT int rc_mcast_digest_len(enum rc_mcast_digest d);
+/* The digest as lowercase hex (64 or 16 digits, as sha256sum and xxhsum
+ * print it) and a NUL. */
+RC_EXPORT void rc_mcast_digest_hex(enum rc_mcast_digest d, const uint8_t *digest,
+				   char hex[2 * RC_MCAST_DIGEST_MAX + 1]);
 
 #define RC_MCAST_BLOCKS_MAX 100 /* blocks whose usable times a receiver reports */
 #define RC_MCAST_WHY_MAX 440
@@ -63,8 +79,9 @@ struct rc_mcast_opts {
 	void *arg;
 	const uint64_t *block_ends; /* cumulative ends of the blocks, ascending */
 	int nblocks;
-	double link_bw; /* bytes/s for the ideal; 0: the root measures it */
-	int timeout_ms; /* the longest any wait sees no progress */
+	double link_bw;              /* bytes/s for the ideal; 0: the root measures it */
+	int timeout_ms;              /* the longest any wait sees no progress */
+	enum rc_mcast_digest digest; /* every rank the root's (the hello checks it) */
 	/* A test hook (rdmactl's hidden RDMACTL_TEST_CORRUPT_BYTE): a receiver
 	 * flips the byte at corrupt_at in its own copy (hashed and consumed),
 	 * not in what it forwards. */
@@ -76,14 +93,14 @@ struct rc_mcast_opts {
 struct rc_mcast_recv {
 	int rank;
 	bool reported; /* its report reached the root */
-	bool ok;       /* whole blob, and its SHA-256 equals the root's (the
+	bool ok;       /* whole blob, and its digest equals the root's (the
 	                           * root's verdict; in self, the receiver's own once
 	                           * the root's digest came) */
 	bool complete; /* it says it got every chunk */
 	uint64_t bytes;
 	double first_ms; /* since the start barrier, on its own clock */
 	double last_ms;
-	uint8_t sha256[32];
+	uint8_t digest[RC_MCAST_DIGEST_MAX]; /* of its copy, as opts.digest (zeros past its length) */
 	int nblocks;
 	double block_ms[RC_MCAST_BLOCKS_MAX];
 	int children_lost;          /* children it had to drop */
@@ -94,8 +111,8 @@ struct rc_mcast_recv {
 struct rc_mcast_result {
 	uint64_t size;
 	uint32_t chunks;
-	uint8_t sha256[32]; /* the root's: of what it sent */
-	double link_bw;     /* bytes/s, given or measured */
+	uint8_t digest[RC_MCAST_DIGEST_MAX]; /* the root's: of what it sent */
+	double link_bw;                      /* bytes/s, given or measured */
 	int depth;
 	int width;
 	double ideal_s;             /* width * size / bw + (depth - 1) * width * chunk / bw */
