@@ -24,3 +24,15 @@ bench_cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	rm -rf -- "$work"
 }
+
+# await_region FILE: until a register server's -j output in FILE announced
+# its region (10 s at most); else print FILE and exit 1.
+await_region() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		grep -q '"event":"region"' "$1" && return 0
+		sleep 0.1
+	done
+	cat "$1" >&2
+	exit 1
+}

@@ -87,16 +87,12 @@ echo " on its own clock; ${#addrs[@]} device(s): ${addrs[*]})"
 wport=$((port + 1000))
 waddr=${addrs[${#addrs[@]} - 1]}
 write_once() {
-	local i w
+	local w
 	wport=$((wport + 1))
 	"$rdmactl" -j register --listen "$waddr:$wport" --name mcw --size "$size" >"$work/server" 2>&1 &
 	server=$!
 	pids+=("$server")
-	for ((i = 0; i < 100; i++)); do
-		grep -q '"event":"region"' "$work/server" && break
-		sleep 0.1
-	done
-	grep -q '"event":"region"' "$work/server" || { cat "$work/server" >&2; exit 1; }
+	await_region "$work/server"
 	w=$("$rdmactl" -j -t 60000 write "$waddr:$wport/mcw" --pattern random:1 --size "$size" |
 		jq -e .seconds) || { echo "multicast-bench: the write failed" >&2; exit 1; }
 	kill "$server"

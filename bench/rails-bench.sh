@@ -27,11 +27,7 @@ port=26000
 	--listen "$RDMACTL_VM_ADDR_B:$port,$RDMACTL_VM_ADDR_D:$port" --name kv --size "$size" \
 	>"$work/server" 2>&1 &
 pids+=("$!")
-for ((i = 0; i < 100; i++)); do
-	grep -q '"event":"region"' "$work/server" && break
-	sleep 0.1
-done
-grep -q '"event":"region"' "$work/server" || { cat "$work/server" >&2; exit 1; }
+await_region "$work/server"
 head -c "$(numfmt --from=iec "$size")" /dev/urandom >"$work/in"
 
 # busy: the CPUs' busy share since the last call (cpu line of /proc/stat).
