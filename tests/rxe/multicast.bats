@@ -182,21 +182,18 @@ blob() {
 	mc_peers 4
 	mc_ok 4 "$(head -c 1M /dev/zero | sha256sum | cut -d' ' -f1)" --algo tree --fanout 2 \
 		--pattern zero --size 1M --chunk 64K --ring 4
-	got=$(jq -cS '{qps: .group.qps, cqs: .group.cqs, ring_bytes: .group.ring_bytes,
-		tree_depth: .group.tree_depth}' <<<"$DOC")
+	got=$(jq -r '"qps \(.group.qps) cqs \(.group.cqs) ring_bytes \(.group.ring_bytes) tree_depth \(.group.tree_depth)"' <<<"$DOC")
 	# the root's command line, with --plan added: no device, no rendezvous
 	plan=$(rdmactl -j multicast --plan --rank 0 --world 4 --rendezvous "file:$PEERS" --algo tree \
 		--fanout 2 --pattern zero --size 1M --chunk 64K --ring 4 |
-		jq -cS '{qps: .rank.qps, cqs: .rank.cqs, ring_bytes: .rank.ring_bytes,
-			tree_depth: .job.tree_depth}')
+		jq -r '"qps \(.rank.qps) cqs \(.rank.cqs) ring_bytes \(.rank.ring_bytes) tree_depth \(.job.tree_depth)"')
 	assert_equal "$plan" "$got"
 	# every rank: 3 connections, a shared receive queue of 4 + 8 receives and
 	# two a connection, a send slot a connection: (12 + 3 x 3) KiB
-	assert_equal "$got" '{"cqs":1,"qps":3,"ring_bytes":21504,"tree_depth":1}'
+	assert_equal "$got" 'qps 3 cqs 1 ring_bytes 21504 tree_depth 1'
 	# a plan with rings of another depth is seen to differ
 	plan=$(rdmactl -j multicast --plan --rank 0 --world 4 --algo tree --ring 16 --chunk 64K |
-		jq -cS '{qps: .rank.qps, cqs: .rank.cqs, ring_bytes: .rank.ring_bytes,
-			tree_depth: .job.tree_depth}')
+		jq -r '"qps \(.rank.qps) cqs \(.rank.cqs) ring_bytes \(.rank.ring_bytes) tree_depth \(.job.tree_depth)"')
 	[ "$plan" != "$got" ] || fail "a plan of rings of 16 matched a run with rings of 4: $plan"
 }
 
