@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* --rails auto|gpu:N|numa:N (register, write, read): the devices that the
+/* --rails auto|gpu:N|numa:N (register, write, read, kvxfer): the devices that the
  * rail plan of probe-topology gives this process, used as -d DEV1,DEV2
  * would be. The plan is libcore's (topo/topo_rail.c, rc_topo_rails_of);
  * here only which GPU or node this process is, and the tree to read:
@@ -183,5 +183,44 @@ int rails_auto_client(struct ctx *ctx, const struct cmd *c, const char *plan, co
 	if ((rc = rails_auto(ctx, c->name, plan, ra)))
 		return rc;
 	ctx->dev_name = ra->devs;
+	return 0;
+}
+
+int rails_auto_listen(struct ctx *ctx, const char *who, const char *plan, const char *listen,
+		      const char *port_default, struct rails_auto *ra, char *out, size_t cap)
+{
+	char port[8], tmp[RC_HOST_MAX + 16];
+	struct rc_target t;
+	bool ok = listen || port_default;
+	size_t o = 0;
+	int rc;
+
+	snprintf(port, sizeof(port), "%s", port_default ? port_default : "");
+	if (listen) {
+		snprintf(tmp, sizeof(tmp), "%s", listen);
+		ok = !rc_parse_target(tmp, &t) && !t.region[0] &&
+		     (!strcmp(t.host, "0.0.0.0") || !strcmp(t.host, "::"));
+		snprintf(port, sizeof(port), "%s", ok ? t.port : "");
+	}
+	if (!ok)
+		return usage_err(ctx,
+				 "%s: --rails %s serves each rail on its device's address: give "
+				 "the port as --listen 0.0.0.0:PORT%s%s%s",
+				 who, plan, port_default ? ", or leave --listen out (port " : "",
+				 port_default ? port_default : "", port_default ? ")" : "");
+	if ((rc = rails_auto(ctx, who, plan, ra)))
+		return rc;
+	for (int i = 0; i < ra->n; i++) {
+		if (!ra->addr[i][0])
+			return fail(ctx, -EADDRNOTAVAIL,
+				    "%s: --rails %s: %s has no IPv4 address to listen on: give "
+				    "--listen ADDR1,ADDR2 -d DEV1,DEV2",
+				    who, plan, ra->dev[i]);
+		o += (size_t)snprintf(out + o, cap - o, "%s%s:%s", i ? "," : "", ra->addr[i], port);
+		if (o >= cap)
+			return usage_err(ctx, "%s: --rails %s: too many rails to listen on", who,
+					 plan);
+	}
+	out_log(&ctx->out, "%s: --rails %s: listening on %s", who, plan, out);
 	return 0;
 }

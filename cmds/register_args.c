@@ -59,38 +59,15 @@ static int split_rails(struct ctx *ctx, const char *listen, struct register_args
 }
 
 /* --rails PLAN: each rail on its device's address, at the port of --listen
- * 0.0.0.0:PORT (or [::]:PORT; none: the default port). */
+ * 0.0.0.0:PORT (none: the default port). */
 static int auto_listen(struct ctx *ctx, const char *plan, struct register_args *a)
 {
-	char port[8] = RC_DEFAULT_PORT, tmp[RC_HOST_MAX + 16];
-	struct rc_target t;
-	size_t o = 0;
-	int rc;
+	int rc = rails_auto_listen(ctx, "register", plan, a->listen, RC_DEFAULT_PORT, &a->ra,
+				   a->auto_listen, sizeof(a->auto_listen));
 
-	if (a->listen) {
-		snprintf(tmp, sizeof(tmp), "%s", a->listen);
-		if (rc_parse_target(tmp, &t) || t.region[0] ||
-		    (strcmp(t.host, "0.0.0.0") && strcmp(t.host, "::")))
-			return usage_err(ctx,
-					 "register: --rails %s serves each rail on its device's "
-					 "address: give the port as --listen 0.0.0.0:PORT, or leave "
-					 "--listen out (port %s)",
-					 plan, RC_DEFAULT_PORT);
-		snprintf(port, sizeof(port), "%s", t.port);
-	}
-	if ((rc = rails_auto(ctx, "register", plan, &a->ra)))
+	if (rc)
 		return rc;
-	for (int i = 0; i < a->ra.n; i++) {
-		if (!a->ra.addr[i][0])
-			return fail(ctx, -EADDRNOTAVAIL,
-				    "register: --rails %s: %s has no IPv4 address to listen on: give "
-				    "--listen ADDR1,ADDR2 -d DEV1,DEV2",
-				    plan, a->ra.dev[i]);
-		o += (size_t)snprintf(a->auto_listen + o, sizeof(a->auto_listen) - o, "%s%s:%s",
-				      i ? "," : "", a->ra.addr[i], port);
-	}
 	a->listen = a->auto_listen;
-	out_log(&ctx->out, "register: --rails %s: listening on %s", plan, a->listen);
 	ctx->dev_name = a->ra.devs; /* as -d DEV1,DEV2, for the parse only */
 	rc = split_rails(ctx, a->listen, a);
 	ctx->dev_name = NULL;

@@ -11,6 +11,7 @@
 #include "cmd.h"
 #include "client_cmds.h"
 #include "metrics.h"
+#include "rails_cmds.h"
 
 /* kvxfer's options, bound to indexes (cmd.h), each once:
  * X(ID, PLAN, SERVE, SEND, "name", short, "ARG", "help"...), where PLAN, SERVE
@@ -51,7 +52,10 @@ struct kvxfer_args {
 	const char *prefill_given, *layer_compute_given;
 	bool segments, verify, no_stream;
 	int rank, qps, max_sge, inflight, hb_ms, hb_timeout_ms, cancel_after;
-	const char *listen, *connect, *bind, *pack, *land, *mem, *gpu_reg, *metrics;
+	const char *listen, *rails, *connect, *bind, *pack, *land, *mem, *gpu_reg, *metrics;
+	/* --rails PLAN: the plan's devices (and serve's addresses) */
+	struct rails_auto ra;
+	char rails_listen[RC_RAILS_MAX * (RC_HOST_MAX + 8)];
 };
 
 #define KVXFER_OPTS(X) \
@@ -132,6 +136,9 @@ struct kvxfer_args {
 	X(KVX_LISTEN, 0, 1, 0, "listen", 'l', "ADDR:PORT", \
 	  "serve: address to accept prefill ranks on; ADDR1:PORT,ADDR2:PORT with -d DEV1,DEV2: a rail each", \
 	  OPT_STR(struct kvxfer_args, listen, NULL)) \
+	X(KVX_RAILS, 0, 1, 1, "rails", 0, "PLAN", \
+	  "the devices of probe-topology's rail plan: auto (this process's GPU, else its NUMA node), gpu:N or numa:N; serve: each rail on its device's address at --listen 0.0.0.0:PORT's port", \
+	  COMP_WORDS, "auto|gpu:0|numa:0", OPT_STR(struct kvxfer_args, rails, NULL)) \
 	X(KVX_SCATTER, 0, 1, 0, "scatter", 0, "SEED", \
 	  "serve: permute the free page list with SEED (non-contiguous pages)", \
 	  OPT_U64(struct kvxfer_args, scatter, NULL), OPT_GIVEN(struct kvxfer_args, scatter_given)) \

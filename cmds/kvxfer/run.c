@@ -132,16 +132,29 @@ static int mem_opts(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_arg
 	return 0;
 }
 
-/* --listen, one address or one a rail (with -d DEV1,DEV2). */
-static int serve_listen(struct ctx *ctx, const char *listen, struct listen_rails *lr,
+/* --listen, one address or one a rail (with -d DEV1,DEV2, or --rails PLAN
+ * and --listen 0.0.0.0:PORT). */
+static int serve_listen(struct ctx *ctx, struct kvxfer_args *a, struct listen_rails *lr,
 			struct kv_recv_opts *o)
 {
-	int rc = listen_rails(ctx, "kvxfer serve", listen, lr);
+	const char *listen = a->listen, *devs = ctx->dev_name;
+	int rc;
 
+	if (a->rails && (rc = rails_auto_listen(ctx, "kvxfer serve", a->rails, a->listen, NULL,
+						&a->ra, a->rails_listen, sizeof(a->rails_listen))))
+		return rc;
+	if (a->rails) {
+		listen = a->rails_listen;
+		ctx->dev_name = a->ra.devs; /* as -d DEV1,DEV2, for the parse only */
+	}
+	rc = listen_rails(ctx, "kvxfer serve", listen, lr);
+	ctx->dev_name = devs;
 	if (rc)
 		return rc;
 	o->addr = lr->host[0];
 	o->port = lr->port[0];
+	if (a->rails)
+		o->c.dev_name = a->ra.dev[0];
 	if (lr->n < 2)
 		return 0;
 	o->nrails = lr->n;
@@ -164,12 +177,12 @@ int kvxfer_serve(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *
 	sigset_t mask;
 	int rc;
 
-	if ((rc = common(ctx, v, a, &o.c)) || (rc = kvxfer_fill(ctx, v, a, KVX_LISTEN, KVX_LISTEN)))
+	if ((rc = common(ctx, v, a, &o.c)) || (rc = kvxfer_fill(ctx, v, a, KVX_LISTEN, KVX_RAILS)))
 		return rc;
 	if (!a->listen || !a->pool_pages_given)
 		return usage_err(ctx,
 				 "kvxfer serve: --listen ADDR:PORT and --pool-pages N are required");
-	if ((rc = serve_listen(ctx, a->listen, &lr, &o)))
+	if ((rc = serve_listen(ctx, a, &lr, &o)))
 		return rc;
 	if ((rc = kvxfer_fill(ctx, v, a, KVX_POOL_PAGES, KVX_POOL_PAGES)) ||
 	    (rc = kvxfer_fill(ctx, v, a, KVX_SCATTER, KVX_VERIFY)) ||
@@ -256,17 +269,33 @@ static int send_targets(struct ctx *ctx, const struct opt_vals *v, struct kvxfer
 	return 0;
 }
 
-/* -d DEV1,DEV2 and --bind ADDR1,ADDR2: several rails of this source rank,
- * decode rank i over rail i modulo them (fr holds the strings). */
-static int send_rails(struct ctx *ctx, struct kv_send_opts *o, struct from_rails *fr)
+/* -d DEV1,DEV2 (or --rails PLAN) and --bind ADDR1,ADDR2: several rails of
+ * this source rank, decode rank i over rail i modulo them (fr holds the
+ * strings). */
+static int send_rails(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a,
+		      struct kv_send_opts *o, struct from_rails *fr)
 {
-	int rc = from_rails(ctx, "kvxfer send", ctx->dev_name, o->bind_addr, fr);
+	const char *devs = ctx->dev_name;
+	int rc;
 
-	if (rc || fr->n < 2)
+	if ((rc = kvxfer_fill(ctx, v, a, KVX_RAILS, KVX_RAILS)))
 		return rc;
+	if (a->rails && o->bind_addr)
+		return usage_err(ctx,
+				 "kvxfer send: --rails %s picks the devices: give it or --bind, "
+				 "not both",
+				 a->rails);
+	if (a->rails && (rc = rails_auto(ctx, "kvxfer send", a->rails, &a->ra)))
+		return rc;
+	if (a->rails)
+		devs = o->c.dev_name = a->ra.devs;
+	if ((rc = from_rails(ctx, "kvxfer send", devs, o->bind_addr, fr)))
+		return rc;
+	if (fr->n < 2)
+		return 0;
 	if (o->ntargets < fr->n)
 		return usage_err(ctx,
-				 "kvxfer send: %d rails (-d, --bind) but %d decode rank%s "
+				 "kvxfer send: %d rails (-d, --bind, --rails) but %d decode rank%s "
 				 "(--connect): each rail needs one (decode rank i goes over rail i "
 				 "modulo the rails)",
 				 fr->n, o->ntargets, o->ntargets == 1 ? "" : "s");
@@ -357,7 +386,7 @@ int kvxfer_send(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a
 	if (!a->requests_given)
 		o.c.requests = 1;
 	if ((rc = send_targets(ctx, v, a, &o, targets)) || (rc = send_load(ctx, v, a, &o)) ||
-	    (rc = send_path(ctx, v, a, &o)) || (rc = send_rails(ctx, &o, &fr)) ||
+	    (rc = send_path(ctx, v, a, &o)) || (rc = send_rails(ctx, v, a, &o, &fr)) ||
 	    (rc = corrupt_hook(ctx, &o)))
 		return rc;
 	o.targets = targets;

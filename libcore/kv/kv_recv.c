@@ -299,8 +299,6 @@ static int check_opts(struct kv_receiver *r, struct rc_err *err)
 	if (o->mem.kind == RC_MEM_CUDA && o->verify)
 		return rc_err_set(err, ENOTSUP,
 				  "--verify reads the pool with the CPU: not with GPU memory");
-	if (o->mem.kind == RC_MEM_CUDA && o->nrails > 1)
-		return rc_err_set(err, ENOTSUP, "a pool in GPU memory is served on one rail only");
 	if (o->nrails > RC_RAILS_MAX)
 		return rc_err_set(err, EINVAL, "at most %d rails", RC_RAILS_MAX);
 	if (o->pool_pages < 1)

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 /* A region served on several rails: the same memory, registered once more
  * on the protection domain of another server's device (rdmactl-register(8),
- * --listen ADDR1,ADDR2). */
+ * --listen ADDR1,ADDR2), GPU memory by the path its first registration took. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <rdmactl/server.h>
 #include <rdmactl/conn_core.h>
+#include <rdmactl/err_core.h>
 #include <rdmactl/mem_core.h>
 
 #include "server_int.h"
@@ -15,11 +16,8 @@
 int rc_server_share_region(struct rc_server *s, const struct rc_region *from, struct rc_err *err)
 {
 	struct rc_region *r;
+	int rc;
 
-	if (from->mem.kind == RC_MEM_CUDA)
-		return rc_err_set(err, ENOTSUP,
-				  "region '%s': GPU memory is served on one rail only (for now)",
-				  from->d.name);
 	for (int i = 0; i < s->nregions; i++)
 		if (!strcmp(s->regions[i].d.name, from->d.name))
 			return rc_err_set(err, EEXIST, "a region named '%s' is already served",
@@ -30,14 +28,12 @@ int rc_server_share_region(struct rc_server *s, const struct rc_region *from, st
 	memset(r, 0, sizeof(*r));
 	r->mem = from->mem;
 	r->shared = true;
-	errno = 0;
-	r->mr = ibv_reg_mr(s->l->pd, from->mem.buf, from->mem.len, rc_access_ibv(from->d.access));
-	if (!r->mr) {
-		int e = errno ? errno : EIO;
-
-		return rc_err_set(err, e, "cannot register region '%s' (%zu bytes) on %s: %s",
-				  from->d.name, from->mem.len, s->l->dev_name, strerror(e));
-	}
+	/* GPU memory: the path the first rail took, on this rail's PD (a
+	 * dma-buf's fd, the device pointer, or the one bounce buffer). */
+	rc = rc_mem_register(&r->mem, s->l->pd, rc_access_ibv(from->d.access), &r->mr, err);
+	if (rc)
+		return rc_err_wrap(err, -rc, "cannot register region '%s' (%zu bytes) on %s",
+				   from->d.name, from->mem.len, s->l->dev_name);
 	r->d = from->d;
 	r->d.rkey = r->mr->rkey;
 	snprintf(r->path, sizeof(r->path), "%s", from->path);

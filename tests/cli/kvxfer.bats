@@ -243,7 +243,7 @@ LLAMA=(--layers 32 --kv-heads 8 --head-dim 128 --dtype bf16)
 	assert_output --partial "invalid --listen ':7500'"
 	run "$RDMACTL" -d rxe_a,rxe_c kvxfer send "${LLAMA[@]}" --tokens 4 --connect 192.0.2.1:7500
 	assert_failure 2
-	assert_output --partial "kvxfer send: 2 rails (-d, --bind) but 1 decode rank (--connect): each rail needs one"
+	assert_output --partial "kvxfer send: 2 rails (-d, --bind, --rails) but 1 decode rank (--connect): each rail needs one"
 	run "$RDMACTL" -d rxe_a,rxe_c kvxfer send "${LLAMA[@]}" --tokens 4 --connect 192.0.2.1:7500 \
 		--connect 192.0.2.2:7500 --bind 192.0.2.3,192.0.2.4,192.0.2.5
 	assert_failure 2

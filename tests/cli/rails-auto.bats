@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: MIT
-# --rails auto|gpu:N|numa:N (register, write, read): the devices of
-# probe-topology's rail plan, read from the fixture trees of
+# --rails auto|gpu:N|numa:N (register, write, read, kvxfer serve and send):
+# the devices of probe-topology's rail plan, read from the fixture trees of
 # tests/fixtures/make-sysfs.sh through RDMACTL_SYSFS. The plan is said on
 # stderr before any device is opened; this host has none, so each run ends
 # at the device (exit 1) after it. The data path: tests/rxe/zy-rails.bats.
@@ -137,4 +137,38 @@ plan() {
 	plan two-socket-8gpu -- write --rails numa:5 --pattern zero --size 4K 192.0.2.1/kv
 	assert_failure 1
 	assert_output --partial "no RDMA device with an active port on NUMA node 5"
+}
+
+@test "kvxfer serve and send --rails: serve on each rail's address at --listen's port, send over the plan's devices" {
+	local geom=(--layers 2 --kv-heads 1 --head-dim 8)
+	plan two-socket-8gpu -- kvxfer serve "${geom[@]}" --pool-pages 4 --rails numa:1 --listen 0.0.0.0:7600
+	assert_failure 1
+	assert_output --partial "kvxfer serve: --rails numa:1: the rail plan of NUMA node 1: mlx5_4,mlx5_5,mlx5_6,mlx5_7 (4 rails)"
+	assert_output --partial "kvxfer serve: --rails numa:1: listening on 10.1.4.1:7600,10.1.5.1:7600,10.1.6.1:7600,10.1.7.1:7600"
+	plan two-socket-8gpu RDMACTL_GPU=6 -- kvxfer serve "${geom[@]}" --pool-pages 4 --rails auto --listen 0.0.0.0:7600
+	assert_failure 1
+	assert_output --partial "listening on 10.1.6.1:7600"
+	refute_output --partial "10.1.7.1"
+	# kvxfer serve has no default port, and a concrete address is the plan's to pick
+	plan two-socket-8gpu -- kvxfer serve "${geom[@]}" --pool-pages 4 --rails auto --listen 192.0.2.1:7600
+	assert_failure 2
+	assert_output --partial "kvxfer serve: --rails auto serves each rail on its device's address: give the port as --listen 0.0.0.0:PORT"
+	refute_output --partial "leave --listen out"
+	plan two-socket-8gpu -- -d mlx5_0 kvxfer serve "${geom[@]}" --pool-pages 4 --rails auto --listen 0.0.0.0:7600
+	assert_failure 2
+	assert_output --partial "kvxfer serve: --rails auto picks the devices: give it or -d, not both"
+	# send: decode rank i over rail i modulo the rails, so as many decode ranks as rails
+	plan two-socket-8gpu -- kvxfer send "${geom[@]}" --tokens 4 --rails numa:0 \
+		--connect 192.0.2.1:7600 --connect 192.0.2.2:7600 --connect 192.0.2.3:7600 --connect 192.0.2.4:7600
+	assert_failure 1
+	assert_output --partial "kvxfer send: --rails numa:0: the rail plan of NUMA node 0: mlx5_0,mlx5_1,mlx5_2,mlx5_3 (4 rails)"
+	plan two-socket-8gpu -- kvxfer send "${geom[@]}" --tokens 4 --rails numa:0 --connect 192.0.2.1:7600
+	assert_failure 2
+	assert_output --partial "kvxfer send: 4 rails (-d, --bind, --rails) but 1 decode rank (--connect)"
+	plan two-socket-8gpu -- kvxfer send "${geom[@]}" --tokens 4 --rails auto --bind 10.1.0.1 --connect 192.0.2.1:7600
+	assert_failure 2
+	assert_output --partial "kvxfer send: --rails auto picks the devices: give it or --bind, not both"
+	plan two-socket-8gpu -- kvxfer send "${geom[@]}" --tokens 4 --rails gpu:x --connect 192.0.2.1:7600
+	assert_failure 2
+	assert_output --partial "kvxfer send: invalid --rails 'gpu:x': expected auto, gpu:N or numa:N"
 }

@@ -919,6 +919,27 @@ rails_tp2() {
 		and (.d0 | ev(\"connected\") | map(.device) == [B, B])
 		and (.d0 | ev(\"summary\")[0] | .rails | map([.device, .sources, .share]) == [[B, 2, 1], [D, 0, 0]])" d0
 }
+# bats test_tags=plain-only
+@test "kvxfer serve's pool in GPU memory (fake driver) on two rails: registered on both, each source rank on its own, every request done" {
+	need_four_nics
+	local fake=$BUILD_DIR/tests/unit/libfakecuda.so
+	[ -f "$fake" ] || fail "no fake CUDA driver at $fake"
+	T=(--layers 4 --kv-heads 8 --head-dim 16 --page-tokens 4 --src-tp 2 --dst-tp 1)
+	RDMACTL_CUDA_LIB=$fake ADDR=$RDMACTL_VM_ADDR_B KV_RAIL2=$RDMACTL_VM_ADDR_D serve d0 "${T[@]}" \
+		--pool-pages 32 --requests 3 --mem cuda:0
+	send s0 "${T[@]}" --rank 0 --connect "$RDMACTL_VM_ADDR_B:$PORT_d0" --bind "$RDMACTL_VM_ADDR_A" \
+		--tokens 10 --requests 3
+	send s1 "${T[@]}" --rank 1 --connect "$RDMACTL_VM_ADDR_D:$PORT_d0" --bind "$RDMACTL_VM_ADDR_C" \
+		--tokens 10 --requests 3
+	reap s0 s1 d0
+	status 0 s0 s1 d0
+	check "def B: \"$RDMACTL_VM_DEV_B\"; def D: \"$RDMACTL_VM_DEV_D\";
+		([.s0, .s1, .d0] | all(ev(\"done\") | length == 3))
+		and (.d0 | ev(\"listening\") | map([.rail, .device]) == [[1, B], [2, D]])
+		and (.d0 | ev(\"summary\")[0] | .bytes as \$t | \$t > 0 and (.rails | map([.device, .sources, .bytes])
+			== [[B, 1, (\$t / 2)], [D, 1, (\$t / 2)]]))" s0 s1 d0
+}
+
 @test "kvxfer send over two rails: one source rank feeds decode rank 0 over rail 1 and decode rank 1 over rail 2, verified, each rail half the bytes" {
 	need_four_nics
 	T=(--layers 4 --kv-heads 8 --head-dim 16 --page-tokens 4 --src-tp 1 --dst-tp 2)

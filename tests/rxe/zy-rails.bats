@@ -77,6 +77,33 @@ within_half() {
 	cmp "$IN" "$OUT.c"
 }
 
+@test "GPU memory (fake driver) on two rails: peer memory, then a bounce buffer, registered on both devices; 4 MiB striped in and out" {
+	local reg protect fake=$BUILD_DIR/tests/unit/libfakecuda.so
+	jq -e '.features.gpu_memory' <<<"$(rdmactl -j help)" >/dev/null ||
+		skip "this rdmactl was built without CUDA"
+	[ -f "$fake" ] || fail "no fake CUDA driver at $fake"
+	head -c 4M /dev/urandom >"$IN"
+	# the fake driver's device memory is host memory (tests/unit/fake_cuda.c);
+	# closed to the CPU (PROTECT), peer memory cannot register it: the bounce
+	# buffer, one for both rails
+	for reg in peermem bounce; do
+		protect=0
+		[[ $reg == peermem ]] || protect=1
+		RDMACTL_CUDA_LIB=$fake RDMACTL_FAKE_CUDA_PROTECT=$protect serve_rails 4M --mem cuda:0
+		jq -e --arg r "$reg" '.mem == "cuda" and .registration == $r
+			and (.rails | length == 2 and .[0].rkey != .[1].rkey)' <<<"$(descriptor kv)"
+		run rdmactl -j -d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C" write "$RAILS" --file "$IN" --stripe 256K
+		assert_success
+		jq -e '.rails | length == 2 and all(.bytes > 0 and .errors == 0)' <<<"$output"
+		run rdmactl -d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C" read "$RAILS" --out "$OUT" --stripe 256K
+		assert_success
+		cmp "$IN" "$OUT"
+		rm -f "$OUT"
+		stop_server
+		assert_equal "$reg: $SERVER_RC" "$reg: 0"
+	done
+}
+
 @test "a region on two rails published in etcd: its record lists both, and a client resolving through etcd stripes over them" {
 	load '../lib/etcd'
 	need_etcd
