@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* --rails auto|gpu:N|numa:N (register, write, read, kvxfer): the devices that the
- * rail plan of probe-topology gives this process, used as -d DEV1,DEV2
- * would be. The plan is libcore's (topo/topo_rail.c, rc_topo_rails_of);
- * here only which GPU or node this process is, and the tree to read:
+/* --rails auto|gpu:N|numa:N (register, write, read, kvxfer): the devices
+ * that the rail plan of probe-topology gives this process, used as
+ * -d DEV1,DEV2 would be. The plan is libcore's (topo/topo_rail.c,
+ * rc_topo_rails_of); here only which GPU or node this process is, and the
+ * tree to read:
  * $RDMACTL_SYSFS (a captured tree or tarball, as probe-topology --sysfs
  * reads), else the host's /sys. */
 #include <errno.h>

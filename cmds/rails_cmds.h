@@ -69,10 +69,10 @@ int from_rails(struct ctx *ctx, const char *who, const char *devs, const char *b
 	       struct from_rails *fr);
 
 /* --rails PLAN (register, write, read, kvxfer; rdmactl-write(8), RAILS): the
- * devices the rail plan of probe-topology gives this process. PLAN: auto (the GPU of
- * RDMACTL_GPU, else of LOCAL_RANK, where the host has GPUs; else this
- * process's NUMA node), gpu:N or numa:N. Refused beside -d (usage error);
- * says the plan on stderr. */
+ * devices the rail plan of probe-topology gives this process. PLAN: auto
+ * (the GPU of RDMACTL_GPU, else of LOCAL_RANK, where the host has GPUs;
+ * else this process's NUMA node), gpu:N or numa:N. Refused beside -d
+ * (usage error); says the plan on stderr. */
 struct rails_auto {
 	int n;
 	char dev[RC_RAILS_MAX][64];
@@ -82,13 +82,13 @@ struct rails_auto {
 int rails_auto(struct ctx *ctx, const char *who, const char *plan, struct rails_auto *ra);
 /* A client's (write, read): refused beside --bind; the plan's devices become
  * ctx->dev_name (ra's), as -d DEV1,DEV2: the caller puts the old one back. */
+int rails_auto_client(struct ctx *ctx, const struct cmd *c, const char *plan, const char *bind,
+		      struct rails_auto *ra);
 /* A server's (register, kvxfer serve): --listen LISTEN is 0.0.0.0:PORT or
  * [::]:PORT (NULL: port_default; no default: --listen is required); out
  * gets "ADDR1:PORT,ADDR2:PORT", each rail at its device's first IPv4
  * address, and ra the plan's devices. */
 int rails_auto_listen(struct ctx *ctx, const char *who, const char *plan, const char *listen,
 		      const char *port_default, struct rails_auto *ra, char *out, size_t cap);
-int rails_auto_client(struct ctx *ctx, const struct cmd *c, const char *plan, const char *bind,
-		      struct rails_auto *ra);
 
 #endif

@@ -59,7 +59,7 @@ static int split_rails(struct ctx *ctx, const char *listen, struct register_args
 }
 
 /* --rails PLAN: each rail on its device's address, at the port of --listen
- * 0.0.0.0:PORT (none: the default port). */
+ * 0.0.0.0:PORT (or [::]:PORT; none: the default port). */
 static int auto_listen(struct ctx *ctx, const char *plan, struct register_args *a)
 {
 	int rc = rails_auto_listen(ctx, "register", plan, a->listen, RC_DEFAULT_PORT, &a->ra,
