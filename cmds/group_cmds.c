@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /* The group options alltoall and multicast share (group_cmds.h). */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 
 #include "group_cmds.h"
+#include "rails_cmds.h"
 
 /* --metrics FILE with %r replaced by this rank. */
 static int metrics_rank_path(struct ctx *ctx, const char *tmpl, struct group_args *a)
@@ -29,6 +31,55 @@ static int metrics_rank_path(struct ctx *ctx, const char *tmpl, struct group_arg
 	return 0;
 }
 
+/* Where a rank on the rail of address addr listens: --listen 0.0.0.0[:PORT]
+ * is that address (at PORT); no --listen, that address unless a peers file
+ * gives this rank's; --listen ADDR is ADDR. */
+static int rail_listen(struct ctx *ctx, const struct cmd *c, struct group_args *a, const char *addr)
+{
+	const char *l = a->listen, *port = NULL;
+	bool any = l && (!strcmp(l, "0.0.0.0") || !strncmp(l, "0.0.0.0:", 8));
+
+	if (l && !any)
+		return 0;
+	if (!l && a->rendezvous && !strncmp(a->rendezvous, "file:", 5))
+		return 0;
+	if (!addr[0])
+		return fail(ctx, -EADDRNOTAVAIL,
+			    "%s: --rails %s: %s has no IPv4 address to listen on: give --listen "
+			    "ADDR",
+			    c->name, a->rails, a->rail_dev);
+	port = any && l[7] == ':' ? l + 8 : NULL;
+	snprintf(a->rail_listen, sizeof(a->rail_listen), "%s%s%s", addr, port ? ":" : "",
+		 port ? port : "");
+	a->listen = a->rail_listen;
+	out_log(&ctx->out, "%s: --rails %s: listening on %s (%s)", c->name, a->rails, a->listen,
+		a->rail_dev);
+	return 0;
+}
+
+/* --rails PLAN: one device a rank, the plan's only rail, or of several
+ * rail (local rank mod rails), so that a node's ranks spread over its
+ * NICs; said on stderr. */
+static int group_rail(struct ctx *ctx, const struct cmd *c, struct group_args *a)
+{
+	struct rails_auto ra;
+	int rc = rails_auto(ctx, c->name, a->rails, &ra), i;
+
+	if (rc)
+		return rc;
+	i = ra.n > 1 && a->who.local_rank > 0 ? a->who.local_rank % ra.n : 0;
+	snprintf(a->rail_dev, sizeof(a->rail_dev), "%s", ra.dev[i]);
+	if (ra.n > 1 && a->who.local_rank >= 0)
+		out_log(&ctx->out, "%s: --rails %s: rank %d, local rank %d: rail %d of %d, %s",
+			c->name, a->rails, a->who.rank, a->who.local_rank, i + 1, ra.n, a->rail_dev);
+	else if (ra.n > 1)
+		out_log(&ctx->out,
+			"%s: --rails %s: rank %d, no local rank (--local-rank, or the "
+			"launcher's): rail 1 of %d, %s",
+			c->name, a->rails, a->who.rank, ra.n, a->rail_dev);
+	return rail_listen(ctx, c, a, ra.addr[i]);
+}
+
 int group_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,
 		     struct group_args *a)
 {
@@ -37,13 +88,16 @@ int group_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 
 	a->rank = a->world = a->local_rank = -1;
 	/* --rendezvous and --listen are taken as given: they cannot fail here */
-	if ((rc = opts_fill(ctx, c, v, first + GO_RANK, first + GO_LISTEN + 1, a)))
+	if ((rc = opts_fill(ctx, c, v, first + GO_RANK, first + GO_RAILS + 1, a)))
 		return rc;
 	if (rc_rank_resolve(a->rank, a->world, a->local_rank, NULL, &a->who, &e))
 		return usage_err(ctx, "%s", e.msg);
-	if ((rc = metrics_rank_path(ctx, opt_arg(v, first + GO_METRICS), a)))
+	if ((rc = metrics_rank_path(ctx, opt_arg(v, first + GO_METRICS), a)) ||
+	    (rc = opt_token(ctx, v, first + GO_TOKEN, first + GO_TOKEN_FILE, a->token_buf,
+			    &a->token)))
 		return rc;
-	return opt_token(ctx, v, first + GO_TOKEN, first + GO_TOKEN_FILE, a->token_buf, &a->token);
+	a->rail_dev[0] = '\0';
+	return a->rails ? group_rail(ctx, c, a) : 0;
 }
 
 int group_plan_args(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,

@@ -10,7 +10,7 @@
 #include "metrics.h"
 
 /* The group options, as an X-macro list like CLIENT_OPTS (client_cmds.h):
- * GROUP_OPTS(X, A2A) makes A2A_RANK ... A2A_LISTEN. A command lists the
+ * GROUP_OPTS(X, A2A) makes A2A_RANK ... A2A_METRICS. A command lists the
  * block whole, so group_args_parse finds it from the first one's index. */
 #define GROUP_OPTS(X, P) \
 	X(P##_RANK, "rank", 'r', "R", "this rank (default: from the launcher's environment)", \
@@ -26,6 +26,9 @@
 	X(P##_LISTEN, "listen", 'l', "ADDR[:PORT]", \
 	  "address to accept peers on (default: the peers file's)", \
 	  OPT_STR(struct group_args, listen, NULL)) \
+	X(P##_RAILS, "rails", 0, "PLAN", \
+	  "this rank's device from probe-topology's rail plan: auto (this process's GPU, else its NUMA node), gpu:N or numa:N; of several rails, rail (local rank mod rails); listens on its address unless a peers file or --listen ADDR says otherwise", \
+	  COMP_WORDS, "auto|gpu:0|numa:0", OPT_STR(struct group_args, rails, NULL)) \
 	X(P##_TOKEN, "token", 'T', "TOKEN", \
 	  "the group's token, proven in every connect request (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
 	X(P##_TOKEN_FILE, "token-file", 0, "FILE", \
@@ -43,15 +46,24 @@ struct group_args {
 	struct rc_rank_info who;
 	const char *rendezvous;
 	const char *listen;
-	const char *token;                /* NULL: none */
-	char token_buf[RC_TOKEN_MAX + 1]; /* what --token-file held */
-	char metrics[4096];               /* --metrics, %r replaced by the rank ("": none) */
-	bool metrics_per_rank;            /* it held %r: every rank writes its own */
+	const char *rails;                 /* --rails PLAN, NULL: none */
+	char rail_dev[64];                 /* the device it gave this rank, "": -d's */
+	char rail_listen[RC_HOST_MAX + 8]; /* --listen on that device's address */
+	const char *token;                 /* NULL: none */
+	char token_buf[RC_TOKEN_MAX + 1];  /* what --token-file held */
+	char metrics[4096];                /* --metrics, %r replaced by the rank ("": none) */
+	bool metrics_per_rank;             /* it held %r: every rank writes its own */
 };
-/* Parse the GROUP_OPTS block whose first option (RANK) is at index first.
- * 0 or -EINVAL after a usage error. */
+/* Parse the GROUP_OPTS block whose first option (RANK) is at index first;
+ * with --rails, read the rail plan and pick this rank's device (rail_dev).
+ * 0, -EINVAL after a usage error, or the plan's failure (said). */
 int group_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,
 		     struct group_args *a);
+/* The device the group opens: --rails's pick, else -d's (NULL: any). */
+static inline const char *group_dev(const struct ctx *ctx, const struct group_args *a)
+{
+	return a->rail_dev[0] ? a->rail_dev : ctx->dev_name;
+}
 /* After every usage check: --rendezvous is given, a file: one can be read
  * (what names the command in the message), --metrics can be written. */
 int group_rendezvous_ready(struct ctx *ctx, const char *what, const struct group_args *a);

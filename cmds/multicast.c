@@ -327,7 +327,7 @@ static int run(struct ctx *ctx, struct mc_cli *m)
 				      .rendezvous = m->grp.rendezvous,
 				      .listen = m->grp.listen,
 				      .token = m->grp.token,
-				      .dev_name = ctx->dev_name,
+				      .dev_name = group_dev(ctx, &m->grp),
 				      .timeout_ms = ctx->timeout_ms,
 				      .busy_poll = m->busy_poll,
 				      .keep_going = true,

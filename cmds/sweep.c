@@ -159,7 +159,7 @@ static int run(struct ctx *ctx, struct sweep_cli *a)
 				      .rendezvous = a->grp.rendezvous,
 				      .listen = a->grp.listen,
 				      .token = a->grp.token,
-				      .dev_name = ctx->dev_name,
+				      .dev_name = group_dev(ctx, &a->grp),
 				      .timeout_ms = ctx->timeout_ms,
 				      .busy_poll = a->busy_poll,
 				      .partial = true,

@@ -172,3 +172,36 @@ plan() {
 	assert_failure 2
 	assert_output --partial "kvxfer send: invalid --rails 'gpu:x': expected auto, gpu:N or numa:N"
 }
+
+@test "alltoall, multicast and sweep --rails: one device a rank, rail (local rank mod rails) of a node's plan, listening on its address" {
+	printf '0 10.1.4.1:7000\n1 10.1.5.1:7000\n' >"$BATS_TEST_TMPDIR/peers"
+	# a peers file gives the address; local rank 1 of node 1's four rails: the second
+	plan two-socket-8gpu -- alltoall -r 1 -w 2 --local-rank 1 -R "file:$BATS_TEST_TMPDIR/peers" --rails numa:1
+	assert_failure 1
+	assert_output --partial "alltoall: --rails numa:1: the rail plan of NUMA node 1: mlx5_4,mlx5_5,mlx5_6,mlx5_7 (4 rails)"
+	assert_output --partial "alltoall: --rails numa:1: rank 1, local rank 1: rail 2 of 4, mlx5_5"
+	refute_output --partial "listening on"
+	# local rank 6 wraps to the third rail; etcd wants an address: the rail's
+	plan two-socket-8gpu -- multicast -r 6 -w 8 --local-rank 6 -R etcd://127.0.0.1:9/job --rails numa:1
+	assert_failure 1
+	assert_output --partial "multicast: --rails numa:1: rank 6, local rank 6: rail 3 of 4, mlx5_6"
+	assert_output --partial "multicast: --rails numa:1: listening on 10.1.6.1 (mlx5_6)"
+	# --listen 0.0.0.0:PORT: the rail's address at PORT; no local rank: the first rail
+	plan two-socket-8gpu -- sweep -r 0 -w 2 -R etcd://127.0.0.1:9/job --rails numa:0 --listen 0.0.0.0:9000
+	assert_failure 1
+	assert_output --partial "sweep: --rails numa:0: rank 0, no local rank (--local-rank, or the launcher's): rail 1 of 4, mlx5_0"
+	assert_output --partial "sweep: --rails numa:0: listening on 10.1.0.1:9000 (mlx5_0)"
+	# a GPU's plan is its one rail, whatever the local rank
+	plan two-socket-8gpu RDMACTL_GPU=2 -- alltoall -r 0 -w 2 --local-rank 1 -R etcd://127.0.0.1:9/job --rails auto
+	assert_failure 1
+	assert_output --partial "alltoall: --rails auto: the rail plan of GPU 2 (RDMACTL_GPU): mlx5_2 (1 rail)"
+	assert_output --partial "listening on 10.1.2.1 (mlx5_2)"
+	refute_output --partial "rail 1 of"
+	# --listen ADDR is kept
+	plan two-socket-8gpu RDMACTL_GPU=2 -- alltoall -r 0 -w 2 -R etcd://127.0.0.1:9/job --rails auto --listen 10.9.9.9
+	assert_failure 1
+	refute_output --partial "listening on"
+	plan two-socket-8gpu -- -d mlx5_0 alltoall -r 0 -w 2 -R etcd://127.0.0.1:9/job --rails auto
+	assert_failure 2
+	assert_output --partial "alltoall: --rails auto picks the devices: give it or -d, not both"
+}
