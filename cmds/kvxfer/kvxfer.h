@@ -137,7 +137,7 @@ struct kvxfer_args {
 	  "serve: address to accept prefill ranks on; ADDR1:PORT,ADDR2:PORT with -d DEV1,DEV2: a rail each", \
 	  OPT_STR(struct kvxfer_args, listen, NULL)) \
 	X(KVX_RAILS, 0, 1, 1, "rails", 0, "PLAN", \
-	  "the devices of probe-topology's rail plan: auto (this process's GPU, else its NUMA node), gpu:N or numa:N; serve: each rail on its device's address at --listen 0.0.0.0:PORT's port", \
+	  "the devices of probe-topology's rail plan: auto (this process's GPU, else its NUMA node), gpu:N or numa:N; serve: each rail on its device's address, at the port of the listen address 0.0.0.0:PORT", \
 	  COMP_WORDS, "auto|gpu:0|numa:0", OPT_STR(struct kvxfer_args, rails, NULL)) \
 	X(KVX_SCATTER, 0, 1, 0, "scatter", 0, "SEED", \
 	  "serve: permute the free page list with SEED (non-contiguous pages)", \
