@@ -877,17 +877,21 @@ TWO_NICS_CHECK='
 	check '.planalways[0].pack.always.writes == .planalways[0].pack.never.writes' planalways
 }
 
-# rails_tp2 TO FROM: TP 2 -> 1, the decode rank serving on rxe_b and rxe_d
-# (two rails), source rank 0 from rxe_a to rxe_b, source rank 1 from the
-# address FROM to the address TO (rxe_c to rxe_d: a rail of its own; rxe_a
-# to rxe_b: rank 0's). Three requests, each verified.
+# rails_tp2 TO FROM [SERVE-ARGS...]: TP 2 -> 1, the decode rank serving on
+# rxe_b and rxe_d (two rails) with SERVE-ARGS (default --verify), source
+# rank 0 from rxe_a to rxe_b, source rank 1 from the address FROM to the
+# address TO (rxe_c to rxe_d: a rail of its own; rxe_a to rxe_b: rank 0's).
+# Three requests.
 rails_tp2() {
+	local to=$1 from=$2
+	shift 2
+	(($#)) || set -- --verify
 	T=(--layers 4 --kv-heads 8 --head-dim 16 --page-tokens 4 --src-tp 2 --dst-tp 1)
 	ADDR=$RDMACTL_VM_ADDR_B KV_RAIL2=$RDMACTL_VM_ADDR_D serve d0 "${T[@]}" --pool-pages 32 \
-		--verify --requests 3
+		--requests 3 "$@"
 	send s0 "${T[@]}" --rank 0 --connect "$RDMACTL_VM_ADDR_B:$PORT_d0" --bind "$RDMACTL_VM_ADDR_A" \
 		--tokens 10 --requests 3
-	send s1 "${T[@]}" --rank 1 --connect "$1:$PORT_d0" --bind "$2" \
+	send s1 "${T[@]}" --rank 1 --connect "$to:$PORT_d0" --bind "$from" \
 		--tokens 10 --requests 3
 	reap s0 s1 d0
 	status 0 s0 s1 d0
@@ -924,15 +928,8 @@ rails_tp2() {
 	need_four_nics
 	local fake=$BUILD_DIR/tests/unit/libfakecuda.so
 	[ -f "$fake" ] || fail "no fake CUDA driver at $fake"
-	T=(--layers 4 --kv-heads 8 --head-dim 16 --page-tokens 4 --src-tp 2 --dst-tp 1)
-	RDMACTL_CUDA_LIB=$fake ADDR=$RDMACTL_VM_ADDR_B KV_RAIL2=$RDMACTL_VM_ADDR_D serve d0 "${T[@]}" \
-		--pool-pages 32 --requests 3 --mem cuda:0
-	send s0 "${T[@]}" --rank 0 --connect "$RDMACTL_VM_ADDR_B:$PORT_d0" --bind "$RDMACTL_VM_ADDR_A" \
-		--tokens 10 --requests 3
-	send s1 "${T[@]}" --rank 1 --connect "$RDMACTL_VM_ADDR_D:$PORT_d0" --bind "$RDMACTL_VM_ADDR_C" \
-		--tokens 10 --requests 3
-	reap s0 s1 d0
-	status 0 s0 s1 d0
+	# the pool in "GPU memory", so no --verify (it reads the pool with the CPU)
+	RDMACTL_CUDA_LIB=$fake rails_tp2 "$RDMACTL_VM_ADDR_D" "$RDMACTL_VM_ADDR_C" --mem cuda:0
 	check "def B: \"$RDMACTL_VM_DEV_B\"; def D: \"$RDMACTL_VM_DEV_D\";
 		([.s0, .s1, .d0] | all(ev(\"done\") | length == 3))
 		and (.d0 | ev(\"listening\") | map([.rail, .device]) == [[1, B], [2, D]])
