@@ -7,16 +7,21 @@
  * there), which then scatters them through shared memory. Each rank's
  * receive buffers live in its node's shared segment, with a counter per
  * rank and phase of the blocks that landed (every source, empty or not,
- * counts once per iteration).
+ * counts once per iteration); the block that completes a phase wakes its
+ * rank, asleep on a futex beside the counter.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rdmactl/ops.h>
@@ -26,6 +31,7 @@
 
 #define CNT_STRIDE 8 /* counters a cache line apart */
 #define CNT_BYTES 4096
+#define SLICE_S 0.1 /* a sleep on the node's futex, at most */
 
 static uint64_t cnt(const struct a2a *a, int ph, int o, int d)
 {
@@ -71,6 +77,13 @@ static uint64_t rail_off(const struct a2a *a, int x, int ph, int p, int m)
 static _Atomic uint64_t *counter(const struct a2a *a, int j, int ph)
 {
 	return (_Atomic uint64_t *)a->shm + (j * 2 + ph) * CNT_STRIDE;
+}
+
+/* Beside each counter, the phases it completed: the word a rank sleeps on
+ * (a futex in the shared segment) until its last block landed. */
+static _Atomic uint32_t *done_word(const struct a2a *a, int j, int ph)
+{
+	return (_Atomic uint32_t *)(counter(a, j, ph) + 1);
 }
 
 static uint8_t *final_buf(const struct a2a *a, int j, int ph, int p)
@@ -188,8 +201,46 @@ static int land(struct a2a *a, int ph, int p, int d, int src, const uint8_t *fro
 			  cnt(a, ph, src, d) * a->tb, err);
 	if (rc)
 		return rc;
-	atomic_fetch_add_explicit(counter(a, j, ph), 1, memory_order_release);
+	/* the block that completes d's phase wakes it */
+	if ((atomic_fetch_add(counter(a, j, ph), 1) + 1) % (uint64_t)a->W == 0) {
+		atomic_fetch_add(done_word(a, j, ph), 1);
+		syscall(SYS_futex, done_word(a, j, ph), FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	}
 	return 0;
+}
+
+/* Until every block of this rank's phase landed (want in all): asleep on
+ * the phase's futex, woken by the rank that lands the last block, a slice
+ * at a time to see the deadline. Ranks that spin here would take the CPU
+ * from those still copying, where ranks outnumber cores. */
+static int node_wait(struct a2a *a, int ph, uint64_t want, struct rc_err *err)
+{
+	int l = a->me % a->L;
+	_Atomic uint64_t *c = counter(a, l, ph);
+	_Atomic uint32_t *w = done_word(a, l, ph);
+	double deadline = rc_now() + a->o->timeout_ms / 1000.0;
+
+	for (;;) {
+		uint32_t seen = atomic_load(w);
+		double left = deadline - rc_now();
+		struct timespec ts = { 0 };
+
+		if (atomic_load(c) >= want)
+			return 0;
+		if (left <= 0)
+			return rc_err_set(
+				err, ETIMEDOUT,
+				"%s: %llu of %llu blocks landed in shared memory within %d ms (a rank of node %d stopped?)",
+				ph == PH_DISPATCH ? "dispatch" : "combine",
+				(unsigned long long)(atomic_load(c) - want + (uint64_t)a->W),
+				(unsigned long long)a->W, a->o->timeout_ms, a->me / a->L);
+		ts.tv_nsec = left < SLICE_S ? (long)(left * 1e9) + 1 : (long)(SLICE_S * 1e9);
+		/* woken, changed already, interrupted or timed out: look again;
+		 * a futex refused (seccomp) leaves a yielding poll */
+		if (syscall(SYS_futex, w, FUTEX_WAIT, seen, &ts, NULL, 0) < 0 && errno != EAGAIN &&
+		    errno != EINTR && errno != ETIMEDOUT)
+			sched_yield();
+	}
 }
 
 static int hier_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
@@ -197,7 +248,6 @@ static int hier_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 	int W = a->W, L = a->L, N = W / L, n = a->me / L, l = a->me % L, p = iter & 1;
 	int ch = ph == PH_DISPATCH ? CH_DISPATCH : CH_COMBINE, *rails = a->wait_peers, nr = 0, rc;
 	uint64_t *target = a->wait_target, want = ((uint64_t)iter + 1) * (uint64_t)W;
-	double deadline;
 
 	/* rails first, so that the wire works while memory is copied */
 	for (int k = 1; k < N; k++) {
@@ -231,21 +281,8 @@ static int hier_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 			b += cnt(a, ph, src, n * L + j) * a->tb;
 		}
 	}
-	deadline = rc_now() + a->o->timeout_ms / 1000.0;
-	for (unsigned spin = 0;
-	     atomic_load_explicit(counter(a, l, ph), memory_order_acquire) < want; spin++) {
-		if ((spin & 255) == 255 && rc_now() > deadline)
-			return rc_err_set(
-				err, ETIMEDOUT,
-				"%s: %llu of %llu blocks landed in shared memory within %d ms (a rank of node %d stopped?)",
-				ph == PH_DISPATCH ? "dispatch" : "combine",
-				(unsigned long long)(atomic_load(counter(a, l, ph)) - want + W),
-				(unsigned long long)W, a->o->timeout_ms, n);
-		if (spin > 1000)
-			usleep(20);
-		else
-			sched_yield();
-	}
+	if ((rc = node_wait(a, ph, want, err)))
+		return rc;
 	return 0;
 }
 
