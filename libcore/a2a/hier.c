@@ -214,16 +214,31 @@ static int land(struct a2a *a, int ph, int p, int d, const uint8_t *from, struct
 	return rc;
 }
 
+/* A rank of the node that left (its connection went), or a group told to
+ * stop, ends the wait before its deadline, naming the cause. */
+static int node_alive(struct a2a *a, struct rc_err *err)
+{
+	int n = a->me / a->L, rc = rc_group_poll(a->g, 0, err);
+
+	for (int d = n * a->L; !rc && d < (n + 1) * a->L; d++)
+		if (d != a->me && !rc_group_peer_alive(a->g, d))
+			rc = rc_group_peer_error(a->g, d,
+						 "its blocks were awaited in shared memory", err);
+	return rc;
+}
+
 /* Until every block of this rank's phase landed (want in all): asleep on
  * the phase's futex, woken by the rank that lands the last block, a slice
- * at a time to see the deadline. Ranks that spin here would take the CPU
- * from those still copying, where ranks outnumber cores. */
+ * at a time to see the deadline and the node's ranks. Ranks that spin
+ * here would take the CPU from those still copying, where ranks outnumber
+ * cores. */
 static int node_wait(struct a2a *a, int ph, uint64_t want, struct rc_err *err)
 {
 	int l = a->me % a->L;
 	_Atomic uint64_t *c = counter(a, l, ph);
 	_Atomic uint32_t *w = done_word(a, l, ph);
 	double deadline = rc_now() + a->o->timeout_ms / 1000.0;
+	int rc;
 
 	for (;;) {
 		uint32_t seen = atomic_load(w);
@@ -232,6 +247,8 @@ static int node_wait(struct a2a *a, int ph, uint64_t want, struct rc_err *err)
 
 		if (atomic_load(c) >= want)
 			return 0;
+		if ((rc = node_alive(a, err)))
+			return rc;
 		if (left <= 0)
 			return rc_err_set(
 				err, ETIMEDOUT,
