@@ -15,14 +15,15 @@
 #include "a2a_int.h"
 
 /* Tokens of staging on every rank (only < 0) or on rank only, into st[W]:
- * ring, the blocks it forwards (every rank's at once); hierarchical, what
- * the rails bring; flat, none. 0 or -ENOMEM. */
+ * ring, the blocks it forwards (every rank's at once); flat and hierarchical
+ * (whose rails write straight into the node's shared segment), none. 0 or
+ * -ENOMEM. */
 static int staging(const struct a2a *a, int only, uint64_t *st)
 {
 	if (a->o->algo == RC_A2A_RING)
 		return a2a_stage_tokens_all(a, st);
 	for (int x = only < 0 ? 0 : only; x < (only < 0 ? a->W : only + 1); x++)
-		st[x] = a->o->algo == RC_A2A_HIER ? a2a_rail_tokens(a, x) : 0;
+		st[x] = 0;
 	return 0;
 }
 
@@ -57,6 +58,7 @@ int rc_a2a_reg_bytes(const struct rc_a2a_opts *o, int world, uint64_t *bytes, st
 	if ((rc = run_fits(&a, err)))
 		return rc;
 	uint64_t *rtoks = calloc((size_t)world, sizeof(uint64_t));
+	size_t shm = 0;
 
 	if (!rtoks || (rc = staging(&a, -1, bytes))) {
 		free(rtoks);
@@ -72,6 +74,10 @@ int rc_a2a_reg_bytes(const struct rc_a2a_opts *o, int world, uint64_t *bytes, st
 		for (int j = 0; j < world; j++)
 			stoks += o->counts[(size_t)x * (size_t)world + (size_t)j];
 		bytes[x] = tokens_len(&a, stoks, rtoks[x], bytes[x]);
+		/* hierarchical: and the node's shared segment (laid out once a node) */
+		if (o->algo == RC_A2A_HIER && x % a.L == 0)
+			shm = a2a_hier_shm_bytes(&a, x);
+		bytes[x] += shm;
 	}
 	free(rtoks);
 	return 0;
@@ -82,7 +88,6 @@ static int setup(struct a2a *a, struct rc_err *err)
 	int W = a->W, me = a->me;
 	uint64_t stoks, rtoks, *stage;
 	size_t sb, rb;
-	struct a2a_remote mine = { 0 };
 	struct rc_mem_spec spec = a->o->mem;
 	int rc;
 
@@ -143,12 +148,12 @@ static int setup(struct a2a *a, struct rc_err *err)
 	 * buffers themselves, the GPU's, or the bounce buffer. */
 	a->wire_delta = a->m.mr_addr - (uint64_t)(uintptr_t)a->mem;
 	for (int p = 0; p < 2; p++) {
-		mine.drecv[p] = (uintptr_t)a2a_wire(a, a->drecv[p]);
-		mine.crecv[p] = (uintptr_t)a2a_wire(a, a->crecv[p]);
+		a->mine.drecv[p] = (uintptr_t)a2a_wire(a, a->drecv[p]);
+		a->mine.crecv[p] = (uintptr_t)a2a_wire(a, a->crecv[p]);
 	}
-	mine.stage = (uintptr_t)a2a_wire(a, a->stage);
-	mine.rkey = a->mr->rkey;
-	return rc_group_exchange(a->g, &mine, sizeof(mine), a->remote, err);
+	a->mine.stage = (uintptr_t)a2a_wire(a, a->stage);
+	a->mine.rkey = a->mr->rkey;
+	return 0;
 }
 
 static void teardown(struct a2a *a)
@@ -252,6 +257,9 @@ int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct rc_a2a_re
 	}
 	if (!rc && o->algo == RC_A2A_HIER)
 		rc = a2a_hier_setup(&a, err);
+	/* the peers learn where to write (hierarchical: the shared segment too) */
+	if (!rc)
+		rc = rc_group_exchange(g, &a.mine, sizeof(a.mine), a.remote, err);
 	if (!rc)
 		rc = rc_group_barrier(g, err);
 	for (int i = 0; !rc && i < total; i++) {

@@ -14,8 +14,9 @@ struct a2a_remote {
 	uint64_t drecv[2];
 	uint64_t crecv[2];
 	uint64_t stage; /* ring: staging of forwarded blocks */
+	uint64_t shm;   /* hierarchical: the node's shared segment ... */
 	uint32_t rkey;
-	uint32_t pad;
+	uint32_t shm_rkey; /* ... and its key */
 };
 
 struct a2a {
@@ -38,7 +39,9 @@ struct a2a {
 	int L;        /* hierarchical: ranks per node */
 	uint8_t *shm; /* the node's shared segment */
 	size_t shm_len;
-	size_t *shm_off;           /* per local rank: drecv0, drecv1, crecv0, crecv1 */
+	size_t *shm_off; /* per rank, in its node's segment: drecv0, drecv1, crecv0, crecv1 */
+	struct ibv_mr *shm_mr;
+	struct a2a_remote mine;    /* what the peers are told */
 	struct a2a_remote *remote; /* W */
 	uint8_t *scratch;          /* one token */
 	int *wait_peers;           /* W: the peers a phase waits for ... */
@@ -74,8 +77,9 @@ int a2a_ring_iter(struct a2a *a, uint32_t iter, struct rc_err *err);
 /* Tokens of every rank's ring staging, both phases and parities, into
  * st[W]: 0 or -ENOMEM. */
 int a2a_stage_tokens_all(const struct a2a *a, uint64_t *st);
-/* Hierarchical: rail staging tokens of rank x; the shared segment. */
-uint64_t a2a_rail_tokens(const struct a2a *a, int x);
+/* Hierarchical: bytes of rank x's node's shared segment (each of its
+ * ranks registers it); the segment. */
+size_t a2a_hier_shm_bytes(const struct a2a *a, int x);
 int a2a_hier_setup(struct a2a *a, struct rc_err *err);
 void a2a_hier_teardown(struct a2a *a);
 int a2a_hier_iter(struct a2a *a, uint32_t iter, struct rc_err *err);

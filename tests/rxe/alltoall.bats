@@ -372,37 +372,47 @@ a2a_one_wrong() {
 	done
 }
 
-@test "a rank killed mid-run: every other rank fails within the timeout, naming it" {
-	need_guest
+# a2a_kill_one ARGS...: 4 ranks of ARGS; rank 2 killed mid-run; every other
+# rank fails within the 5 s timeout, naming it.
+a2a_kill_one() {
+	local i p
 	a2a_peers 4
 	PIDS=()
 	for i in 0 1 2 3; do
 		# the victim runs unwrapped, so that the kill reaches rdmactl itself
 		if [ "$i" = 2 ]; then
 			"$RDMACTL" -t 5000 alltoall -r "$i" -w 4 -R "file:$PEERS" --hidden 256 \
-				--tokens 16 --iters 100000 >"$BATS_TEST_TMPDIR/rank.$i.out" \
+				--tokens 16 --iters 100000 "$@" >"$BATS_TEST_TMPDIR/rank.$i.out" \
 				2>"$BATS_TEST_TMPDIR/rank.$i.err" &
 			VICTIM=$!
 		else
 			rdmactl -t 5000 alltoall -r "$i" -w 4 -R "file:$PEERS" --hidden 256 \
-				--tokens 16 --iters 100000 >"$BATS_TEST_TMPDIR/rank.$i.out" \
+				--tokens 16 --iters 100000 "$@" >"$BATS_TEST_TMPDIR/rank.$i.out" \
 				2>"$BATS_TEST_TMPDIR/rank.$i.err" &
 		fi
 		PIDS+=($!)
 	done
 	sleep 8
 	for p in "${PIDS[@]}"; do
-		kill -0 "$p" || { a2a_dump; fail "a rank ended before the kill"; }
+		kill -0 "$p" || { a2a_dump; fail "$*: a rank ended before the kill"; }
 	done
 	kill -KILL "$VICTIM"
 	SECONDS=0
 	a2a_wait
-	(( SECONDS < 25 )) || fail "took $SECONDS s with a 5 s timeout"
+	(( SECONDS < 25 )) || fail "$*: took $SECONDS s with a 5 s timeout"
 	for i in 0 1 3; do
-		[ "${RCS[i]}" = 1 ] || { a2a_dump; fail "rank $i exited ${RCS[i]}"; }
+		[ "${RCS[i]}" = 1 ] || { a2a_dump; fail "$*: rank $i exited ${RCS[i]}"; }
 		grep -q "rank 2\b" "$BATS_TEST_TMPDIR/rank.$i.err" ||
-			{ a2a_dump; fail "rank $i does not name rank 2"; }
+			{ a2a_dump; fail "$*: rank $i does not name rank 2"; }
 	done
+}
+
+# hierarchical: rank 3, rank 2's node, waits in shared memory for its
+# blocks, and hears of rank 2 there
+@test "a rank killed mid-run: every other rank fails within the timeout, naming it (flat, hierarchical)" {
+	need_guest
+	a2a_kill_one --algo flat
+	a2a_kill_one --algo hierarchical --ranks-per-node 2
 }
 
 @test "etcd rendezvous, ranks from torchrun's environment" {

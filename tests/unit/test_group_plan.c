@@ -259,6 +259,7 @@ static void a2a_buffers(void)
 		CHECK(rc_a2a_reg_bytes(&o, W, bytes, &e) == 0);
 		for (int x = 0; x < W; x++) {
 			uint64_t sent = 0, got = 0, stage = 0;
+			size_t shm = 0;
 
 			for (int j = 0; j < W; j++) {
 				sent += c[x * W + j];
@@ -266,13 +267,15 @@ static void a2a_buffers(void)
 			}
 			if (algo == RC_A2A_RING)
 				stage = ring_staging(c, W, x);
-			/* the rails: what the same local rank of each other node
-			 * sends this node, both phases and parities */
-			for (int m = 0; algo == RC_A2A_HIER && m < W / 3; m++)
-				for (int j = 0; m != x / 3 && j < 3; j++)
-					stage += 2 * (c[(m * 3 + x % 3) * W + (x / 3) * 3 + j] +
-						      c[((x / 3) * 3 + j) * W + m * 3 + x % 3]);
-			CHECK_EQ_U64(bytes[x], 3 * (sent + got) * tb + stage * tb + 64);
+			/* hierarchical: no staging (the rails write into the receive
+			 * buffers), but the node's shared segment: its counters
+			 * (4096 bytes) and every rank's receive buffers of both
+			 * phases and parities */
+			for (int d = (x / 3) * 3; algo == RC_A2A_HIER && d < (x / 3 + 1) * 3; d++)
+				for (int j = 0; j < W; j++)
+					shm += 2 * (c[j * W + d] + c[d * W + j]) * tb;
+			CHECK_EQ_U64(bytes[x], 3 * (sent + got) * tb + stage * tb + 64 +
+						       (shm ? 4096 + shm : 0));
 		}
 	}
 	/* as the run refuses them */

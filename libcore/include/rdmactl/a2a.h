@@ -83,8 +83,9 @@ struct rc_a2a_opts {
 	 * of the same size (rc_mem_write before each iteration, rc_mem_read of
 	 * the receive buffers after it), and a rank's block to itself is
 	 * written from that host copy. Hierarchical: the receive buffers are
-	 * the node's host shared memory whatever the kind, and blocks reach it
-	 * from GPU memory through the host (rc_mem_read): staged, not direct. */
+	 * the node's host shared memory whatever the kind: blocks for the own
+	 * node reach it from GPU memory through the host (rc_mem_read), staged,
+	 * not direct; the rails write into it from GPU memory. */
 	struct rc_mem_spec mem;
 	bool check;
 	/* Test hook (rdmactl reads it from RDMACTL_TEST_A2A_CORRUPT; no option):
@@ -117,7 +118,8 @@ RC_EXPORT int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct
 
 /* Sizing before a run (--plan): the bytes rc_a2a_run registers for token
  * buffers on each rank of world, into bytes[world] (its send and receive
- * buffers of both parities, the ring's or the rails' staging), from o's
+ * buffers of both parities, the ring's staging; hierarchical, and the
+ * node's shared segment, which each of its ranks registers), from o's
  * algo, counts, hidden, dtype and ranks_per_node by the code the run sizes
  * them with. -EINVAL as rc_a2a_run would refuse o, -ENOMEM. */
 RC_EXPORT int rc_a2a_reg_bytes(const struct rc_a2a_opts *o, int world, uint64_t *bytes,
