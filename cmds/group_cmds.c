@@ -32,12 +32,13 @@ static int metrics_rank_path(struct ctx *ctx, const char *tmpl, struct group_arg
 }
 
 /* Where a rank on the rail of address addr listens: --listen 0.0.0.0[:PORT]
- * is that address (at PORT); no --listen, that address unless a peers file
+ * (or [::]) is that address (at PORT); no --listen, that address unless a peers file
  * gives this rank's; --listen ADDR is ADDR. */
 static int rail_listen(struct ctx *ctx, const struct cmd *c, struct group_args *a, const char *addr)
 {
-	const char *l = a->listen, *port = NULL;
-	bool any = l && (!strcmp(l, "0.0.0.0") || !strncmp(l, "0.0.0.0:", 8));
+	const char *l = a->listen;
+	char port[8] = "";
+	bool any = l && rails_listen_any(l, port, sizeof(port));
 
 	if (l && !any)
 		return 0;
@@ -48,9 +49,7 @@ static int rail_listen(struct ctx *ctx, const struct cmd *c, struct group_args *
 			    "%s: --rails %s: %s has no IPv4 address to listen on: give --listen "
 			    "ADDR",
 			    c->name, a->rails, a->rail_dev);
-	port = any && l[7] == ':' ? l + 8 : NULL;
-	snprintf(a->rail_listen, sizeof(a->rail_listen), "%s%s%s", addr, port ? ":" : "",
-		 port ? port : "");
+	snprintf(a->rail_listen, sizeof(a->rail_listen), "%s%s%s", addr, port[0] ? ":" : "", port);
 	a->listen = a->rail_listen;
 	out_log(&ctx->out, "%s: --rails %s: listening on %s (%s)", c->name, a->rails, a->listen,
 		a->rail_dev);

@@ -187,23 +187,33 @@ int rails_auto_client(struct ctx *ctx, const struct cmd *c, const char *plan, co
 	return 0;
 }
 
+bool rails_listen_any(const char *listen, char *port, size_t cap)
+{
+	const char *p = NULL;
+
+	if (!strncmp(listen, "0.0.0.0", 7))
+		p = listen + 7;
+	else if (!strncmp(listen, "[::]", 4))
+		p = listen + 4;
+	else if (!strcmp(listen, "::"))
+		p = listen + 2;
+	if (!p || (*p && (*p != ':' || !p[1] || strlen(p + 1) >= cap)))
+		return false;
+	snprintf(port, cap, "%s", *p ? p + 1 : "");
+	return true;
+}
+
 int rails_auto_listen(struct ctx *ctx, const char *who, const char *plan, const char *listen,
 		      const char *port_default, struct rails_auto *ra, char *out, size_t cap)
 {
-	char port[8], tmp[RC_HOST_MAX + 16];
-	struct rc_target t;
-	bool ok = listen || port_default;
+	char port[8] = "";
+	bool ok = !listen || rails_listen_any(listen, port, sizeof(port));
 	size_t o = 0;
 	int rc;
 
-	snprintf(port, sizeof(port), "%s", port_default ? port_default : "");
-	if (listen) {
-		snprintf(tmp, sizeof(tmp), "%s", listen);
-		ok = !rc_parse_target(tmp, &t) && !t.region[0] &&
-		     (!strcmp(t.host, "0.0.0.0") || !strcmp(t.host, "::"));
-		snprintf(port, sizeof(port), "%s", ok ? t.port : "");
-	}
-	if (!ok)
+	if (ok && !port[0] && port_default)
+		snprintf(port, sizeof(port), "%s", port_default);
+	if (!ok || !port[0])
 		return usage_err(ctx,
 				 "%s: --rails %s serves each rail on its device's address: give "
 				 "the port as --listen 0.0.0.0:PORT%s%s%s",

@@ -84,8 +84,11 @@ int rails_auto(struct ctx *ctx, const char *who, const char *plan, struct rails_
  * ctx->dev_name (ra's), as -d DEV1,DEV2: the caller puts the old one back. */
 int rails_auto_client(struct ctx *ctx, const struct cmd *c, const char *plan, const char *bind,
 		      struct rails_auto *ra);
-/* A server's (register, kvxfer serve): --listen LISTEN is 0.0.0.0:PORT or
- * [::]:PORT (NULL: port_default; no default: --listen is required); out
+/* Whether listen names every address (0.0.0.0, [::] or ::), alone or with
+ * :PORT; port gets the port ("" none). */
+bool rails_listen_any(const char *listen, char *port, size_t cap);
+/* A server's (register, kvxfer serve): --listen LISTEN is 0.0.0.0[:PORT] or
+ * [::][:PORT] (no port, or NULL: port_default; none: a usage error); out
  * gets "ADDR1:PORT,ADDR2:PORT", each rail at its device's first IPv4
  * address, and ra the plan's devices. */
 int rails_auto_listen(struct ctx *ctx, const char *who, const char *plan, const char *listen,

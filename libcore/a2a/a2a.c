@@ -22,8 +22,10 @@ static int staging(const struct a2a *a, int only, uint64_t *st)
 {
 	if (a->o->algo == RC_A2A_RING)
 		return a2a_stage_tokens_all(a, st);
-	for (int x = only < 0 ? 0 : only; x < (only < 0 ? a->W : only + 1); x++)
-		st[x] = 0;
+	if (only < 0)
+		memset(st, 0, (size_t)a->W * sizeof(*st));
+	else
+		st[only] = 0;
 	return 0;
 }
 

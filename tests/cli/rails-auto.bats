@@ -191,6 +191,10 @@ plan() {
 	assert_failure 1
 	assert_output --partial "sweep: --rails numa:0: rank 0, no local rank (--local-rank, or the launcher's): rail 1 of 4, mlx5_0"
 	assert_output --partial "sweep: --rails numa:0: listening on 10.1.0.1:9000 (mlx5_0)"
+	# [::]:PORT too, as register and kvxfer serve take it
+	plan two-socket-8gpu -- sweep -r 0 -w 2 -R etcd://127.0.0.1:9/job --rails numa:0 --listen '[::]:9001'
+	assert_failure 1
+	assert_output --partial "sweep: --rails numa:0: listening on 10.1.0.1:9001 (mlx5_0)"
 	# a GPU's plan is its one rail, whatever the local rank
 	plan two-socket-8gpu RDMACTL_GPU=2 -- alltoall -r 0 -w 2 --local-rank 1 -R etcd://127.0.0.1:9/job --rails auto
 	assert_failure 1
