@@ -120,3 +120,28 @@ group_peers() {
 		echo "$i ${addrs[i * ${#addrs[@]} / n]}:$((base + i))" >>"$PEERS"
 	done
 }
+
+# rail_trees: the guest's devices as two hosts' rail plans, for --rails:
+# its sysfs captured once a file (probe-topology --capture, TREE_ALL), and
+# two copies, TREE_AC with only rxe_a and rxe_c (the client's host) and
+# TREE_BD with only rxe_b and rxe_d (the server's); each gives a plan of
+# two rails. Skips where the guest's plan is not its rxe devices.
+rail_trees() {
+	local d n
+	TREE_ALL=$BATS_FILE_TMPDIR/tree TREE_AC=$BATS_FILE_TMPDIR/tree-ac TREE_BD=$BATS_FILE_TMPDIR/tree-bd
+	if [[ ! -d $TREE_BD ]]; then
+		rm -rf -- "$TREE_ALL" "$TREE_AC" "$TREE_BD"
+		"$RDMACTL" probe-topology --capture "$TREE_ALL" >/dev/null
+		cp -a -- "$TREE_ALL" "$TREE_AC"
+		cp -a -- "$TREE_ALL" "$TREE_BD"
+		for d in "$TREE_ALL"/class/infiniband/*; do
+			d=${d##*/}
+			case $d in "$RDMACTL_VM_DEV_A" | "$RDMACTL_VM_DEV_C") ;; *) rm -rf -- "$TREE_AC/class/infiniband/$d" ;; esac
+			case $d in "$RDMACTL_VM_DEV_B" | "$RDMACTL_VM_DEV_D") ;; *) rm -rf -- "$TREE_BD/class/infiniband/$d" ;; esac
+		done
+	fi
+	# the guest's own plan: its node's rxe devices with an active port, all of them
+	n=$(RDMACTL_SYSFS=$TREE_ALL "$RDMACTL" write --rails auto --pattern zero --size 4K 192.0.2.1/kv 2>&1 |
+		sed -n 's/.*(\([0-9]*\) rails\{0,1\})$/\1/p')
+	[[ $n -ge 4 ]] || skip "the guest's rail plan has $n rails, not its rxe devices (four and more)"
+}

@@ -957,6 +957,34 @@ rails_tp2() {
 			== [[1, A, \"$RDMACTL_VM_ADDR_A\", 1, (\$t / 2), 0.5], [2, C, \"$RDMACTL_VM_ADDR_C\", 1, (\$t / 2), 0.5]]))" s0 d0 d1
 }
 
+# bats test_tags=plain-only
+@test "kvxfer --rails auto on both ends, each from its host's plan: the decode ranks serve on rxe_b and rxe_d, the source sends over rxe_a and rxe_c; verified, each rail half the bytes" {
+	need_four_nics
+	rail_trees
+	T=(--layers 4 --kv-heads 8 --head-dim 16 --page-tokens 4 --src-tp 1 --dst-tp 2)
+	# no address: serve listens on each rail of its plan at the port, send
+	# takes its plan's rails (decode rank i over rail i mod 2), no --bind
+	RDMACTL_SYSFS=$TREE_BD ADDR=0.0.0.0 serve_bg d0 "${T[@]}" --rank 0 --pool-pages 32 --verify \
+		--requests 3 --rails auto
+	RDMACTL_SYSFS=$TREE_BD ADDR=0.0.0.0 serve_bg d1 "${T[@]}" --rank 1 --pool-pages 32 --verify \
+		--requests 3 --rails auto
+	wait_listening d0 d1
+	RDMACTL_SYSFS=$TREE_AC send s0 "${T[@]}" --connect "$RDMACTL_VM_ADDR_B:$PORT_d0" \
+		--connect "$RDMACTL_VM_ADDR_D:$PORT_d1" --rails auto --tokens 10 --requests 3 --qps 2
+	reap s0 d0 d1
+	status 0 s0 d0 d1
+	grep -q "kvxfer send: --rails auto: the rail plan of .*: $RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C (2 rails)" \
+		"$KV_OUT/s0.err" || fail "send took no plan of rxe_a and rxe_c: $(cat "$KV_OUT/s0.err")"
+	check "def A: \"$RDMACTL_VM_DEV_A\"; def B: \"$RDMACTL_VM_DEV_B\"; def C: \"$RDMACTL_VM_DEV_C\";
+		def D: \"$RDMACTL_VM_DEV_D\";
+		([.s0, .d0, .d1] | all(verified(3)))
+		and ([.d0, .d1] | all(ev(\"listening\") | map([.rail, .device]) == [[1, B], [2, D]]))
+		and (.d0 | ev(\"connected\") | map(.device) == [B]) and (.d1 | ev(\"connected\") | map(.device) == [D])
+		and (.s0 | ev(\"connected\") | map(.device) == [A, C])
+		and (.s0 | ev(\"summary\")[0] | (.qp_bytes | add) as \$t | \$t > 0
+			and (.rails | map([.device, .decode_ranks, .bytes]) == [[A, 1, (\$t / 2)], [C, 1, (\$t / 2)]]))" s0 d0 d1
+}
+
 # The fake CUDA driver (tests/unit/fake_cuda.c): "GPU memory" that is host
 # memory, so that send's GPU memory path (the fill through a host copy, the
 # packed staging copied over, the registered addresses in the writes) runs

@@ -212,19 +212,11 @@ within_half() {
 
 # bats test_tags=plain-only
 @test "--rails auto: the client's rails from the rail plan of the guest's tree, less all but two devices" {
-	local tree=$BATS_TEST_TMPDIR/tree n d
-	rdmactl probe-topology --capture "$tree" >/dev/null
-	# the guest's own plan: its node's rxe devices with an active port, all of them
-	n=$(RDMACTL_SYSFS=$tree rdmactl write --rails auto --pattern zero --size 4K 192.0.2.1/kv 2>&1 |
-		sed -n 's/.*(\([0-9]*\) rails\{0,1\})$/\1/p')
-	[[ $n -ge 4 ]] || skip "the guest's rail plan has $n rails, not its rxe devices (four and more)"
-	# every device but the client's two left out of the tree: a plan of rxe_a and rxe_c
-	for d in "$tree"/class/infiniband/*; do
-		case ${d##*/} in "$RDMACTL_VM_DEV_A" | "$RDMACTL_VM_DEV_C") ;; *) rm -rf -- "$d" ;; esac
-	done
+	# a plan of rxe_a and rxe_c
+	rail_trees
 	serve_rails 4M
 	head -c 4M /dev/urandom >"$IN"
-	run --separate-stderr env RDMACTL_SYSFS="$tree" "$RDMACTL" -j write "$RAILS" --rails auto --file "$IN" --stripe 256K
+	run --separate-stderr env RDMACTL_SYSFS="$TREE_AC" "$RDMACTL" -j write "$RAILS" --rails auto --file "$IN" --stripe 256K
 	assert_success
 	[[ $stderr == *"(this process's CPUs): $RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C (2 rails)"* ]] || fail "no plan of two rails: $stderr"
 	assert_equal "$(jq -r '[.rails[].device] | join(",")' <<<"$output")" "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C"
@@ -287,6 +279,52 @@ within_half() {
 }
 
 # Last: it downs vc under an active QP (see the top of the file).
+# bats test_tags=plain-only
+@test "alltoall --rails auto, two hosts' plans: each rank on rail (local rank mod 2), publishing its rail's address in etcd; the rails meet rail to rail, no wrong byte" {
+	load '../lib/etcd'
+	need_etcd
+	rail_trees
+	start_etcd
+	local lr r tree dev want out dev0
+	# local rank 0 of each "host" on its first rail (rxe_a, rxe_b), local
+	# rank 1 on its second (rxe_c, rxe_d): no --listen address, no peers
+	# file; each rank's rail gives the address it listens on and publishes
+	for lr in 0 1; do
+		local pids=()
+		for r in 0 1; do
+			tree=$TREE_AC
+			((r == 0)) || tree=$TREE_BD
+			RDMACTL_SYSFS=$tree "$RDMACTL" -j -t 20000 alltoall -r "$r" -w 2 --local-rank "$lr" \
+				-R "etcd://$ETCD_EP/rails$lr" --rails auto --listen "0.0.0.0:$(next_port)" \
+				--hidden 256 --tokens 32 --iters 2 >"$BATS_TEST_TMPDIR/a.$lr.$r.out" \
+				2>"$BATS_TEST_TMPDIR/a.$lr.$r.err" 3>&- &
+			pids+=($!)
+			started "$!"
+		done
+		for r in 0 1; do
+			wait "${pids[r]}" || fail "local rank $lr, rank $r: $(cat "$BATS_TEST_TMPDIR/a.$lr.$r.err")"
+		done
+	done
+	for lr in 0 1; do
+		for r in 0 1; do
+			case $r$lr in
+			00) dev=$RDMACTL_VM_DEV_A want=$RDMACTL_VM_ADDR_A ;;
+			01) dev=$RDMACTL_VM_DEV_C want=$RDMACTL_VM_ADDR_C ;;
+			10) dev=$RDMACTL_VM_DEV_B want=$RDMACTL_VM_ADDR_B ;;
+			11) dev=$RDMACTL_VM_DEV_D want=$RDMACTL_VM_ADDR_D ;;
+			esac
+			out=$(cat "$BATS_TEST_TMPDIR/a.$lr.$r.err")
+			[[ $out == *"rank $r, local rank $lr: rail $((lr + 1)) of 2, $dev"* ]] ||
+				fail "rank $r, local rank $lr: not on $dev: $out"
+			[[ $out == *"listening on $want:"*" ($dev)"* ]] ||
+				fail "rank $r, local rank $lr: not listening on $want: $out"
+			((r)) || dev0=$dev
+		done
+		jq -e --arg d "$dev0" '.wrong == 0 and .ranks == 2 and .rendezvous == "etcd" and .device == $d' \
+			"$BATS_TEST_TMPDIR/a.$lr.0.out"
+	done
+}
+
 @test "failover: rail 2's link goes down mid-write; the write completes over rail 1, the bytes verified" {
 	local base
 	serve_rails 32M
