@@ -291,17 +291,8 @@ static int send_rails(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_a
 		devs = o->c.dev_name = a->ra.devs;
 	if ((rc = from_rails(ctx, "kvxfer send", devs, o->bind_addr, fr)))
 		return rc;
-	/* a plan's rail connects from its device's address, as write's rails
-	 * do: left to the routing table, a decode rank's address may be reached
-	 * through another device of the host (a connect through the rail's
-	 * device then fails) */
-	for (int i = 0; a->rails && i < fr->n && i < a->ra.n; i++)
-		snprintf(fr->bind[i], sizeof(fr->bind[i]), "%s", a->ra.addr[i]);
-	if (fr->n < 2) {
-		if (a->rails && fr->bind[0][0])
-			o->bind_addr = fr->bind[0];
+	if (fr->n < 2)
 		return 0;
-	}
 	if (o->ntargets < fr->n)
 		return usage_err(ctx,
 				 "kvxfer send: %d rails (-d, --bind, --rails) but %d decode rank%s "

@@ -108,6 +108,8 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 	if ((rc = rc_random_bytes(s->secret, sizeof(s->secret))) ||
 	    (rc = rc_random_bytes(&s->session, sizeof(s->session))))
 		return rc_err_set(err, -rc, "no random bytes for the session: %s", strerror(-rc));
+	if ((rc = kvs_rail_binds(s, err)))
+		return rc;
 	for (int i = 0; i < o->ntargets; i++)
 		if ((rc = kvs_open_dst(s, &s->d[i], &o->targets[i], err)))
 			return rc;

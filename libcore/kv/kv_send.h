@@ -108,6 +108,9 @@ struct kv_sender {
 	/* One CQ a rail for the data QPs of every decode rank on it, made with
 	 * the first; NULL: each has its own (a device without the room). */
 	struct rc_shared *sh[RC_RAILS_MAX];
+	/* Several rails: the address each connects from, --bind's, else its
+	 * device's (kvs_rail_binds); "": as the decode rank's address routes. */
+	char rail_bind[RC_RAILS_MAX][RC_HOST_MAX];
 	/* The CM events of every connection (NULL: each keeps its own). */
 	struct rdma_event_channel *ech;
 	struct kv_summary *sum;
@@ -117,6 +120,7 @@ struct kv_sender {
 /* kv_send_peer.c: a decode rank's connections, HELLO and WELCOME (setup,
  * step 3), their CM events (on the sender's one channel, or a connection's
  * own when it kept it) and their end. */
+int kvs_rail_binds(struct kv_sender *s, struct rc_err *err);
 int kvs_open_dst(struct kv_sender *s, struct sdst *d, const struct kv_send_target *t,
 		 struct rc_err *err);
 void kvs_close_dst(struct sdst *d);

@@ -15,6 +15,8 @@
 #include <rdmactl/parse_core.h>
 #include <rdmactl/mem_core.h>
 #include <rdmactl/conn_core.h>
+#include <rdmactl/dev_core.h>
+#include <rdmactl/err_core.h>
 #include <rdmactl/ops_core.h>
 #include <rdmactl/kv_core.h>
 
@@ -26,7 +28,31 @@ static const char *dst_dev(const struct kv_sender *s, const struct sdst *d)
 
 static const char *dst_bind(const struct kv_sender *s, const struct sdst *d)
 {
-	return s->o->nrails > 1 ? s->o->rail_bind[d->rail] : s->o->bind_addr;
+	if (s->o->nrails < 2)
+		return s->o->bind_addr;
+	return s->rail_bind[d->rail][0] ? s->rail_bind[d->rail] : NULL;
+}
+
+/* Each rail of a device connects from that device's address, as a write's
+ * rails do (rc_dev_ipv4): left to the routing table, a decode rank's address
+ * may be reached through another NIC of the host, and the connect through
+ * the rail's device fails. Once, before any connection. */
+int kvs_rail_binds(struct kv_sender *s, struct rc_err *err)
+{
+	const struct kv_send_opts *o = s->o;
+
+	for (int i = 0; i < o->nrails && o->nrails > 1; i++) {
+		int rc = 0;
+
+		if (o->rail_bind[i])
+			snprintf(s->rail_bind[i], sizeof(s->rail_bind[i]), "%s", o->rail_bind[i]);
+		else if (o->rail_dev[i])
+			rc = rc_dev_ipv4(o->rail_dev[i], s->rail_bind[i], sizeof(s->rail_bind[i]),
+					 err);
+		if (rc)
+			return rc_err_wrap(err, -rc, "rail %d", i + 1);
+	}
+	return 0;
 }
 
 /* The private data of connect request qp (0: the control QP): who we are,

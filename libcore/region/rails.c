@@ -21,28 +21,6 @@
 
 #include "client_int.h"
 
-/* The IPv4 address of dev's best GID (port 1), as a bind address. */
-static int dev_ipv4(const char *dev, char *out, size_t cap, struct rc_err *err)
-{
-	static const unsigned char v4mapped[12] = { [10] = 0xff, [11] = 0xff };
-	struct ibv_context *ctx;
-	struct rc_gid_info g;
-	int rc = rc_dev_open(dev, &ctx, err);
-
-	if (rc)
-		return rc;
-	rc = rc_gid_pick(ctx, 1, -1, &g, err);
-	ibv_close_device(ctx);
-	if (rc)
-		return rc;
-	if (memcmp(g.gid.raw, v4mapped, sizeof(v4mapped)))
-		return rc_err_set(err, EADDRNOTAVAIL,
-				  "device %s has no IPv4 address to connect from (GID %s): give --bind",
-				  dev, g.str);
-	inet_ntop(AF_INET, g.gid.raw + 12, out, (socklen_t)cap);
-	return 0;
-}
-
 static int rail_open(const struct rc_rail_spec *sp, int i, const char *region,
 		     const struct rc_client_opts *o, struct rc_client **out, struct rc_err *err)
 {
@@ -60,7 +38,7 @@ static int rail_open(const struct rc_rail_spec *sp, int i, const char *region,
 	ro.conn.dev_name = sp->dev;
 	ro.conn.bind_addr = sp->bind;
 	if (!sp->bind && sp->dev) {
-		rc = dev_ipv4(sp->dev, bind, sizeof(bind), err);
+		rc = rc_dev_ipv4(sp->dev, bind, sizeof(bind), err);
 		if (rc)
 			return rc_err_wrap(err, -rc, "rail %d", i + 1);
 		ro.conn.bind_addr = bind;

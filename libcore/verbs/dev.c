@@ -168,3 +168,24 @@ int rc_gid_find_addr(struct ibv_context *ctx, uint8_t port, const struct sockadd
 	}
 	return found;
 }
+
+int rc_dev_ipv4(const char *dev, char *out, size_t cap, struct rc_err *err)
+{
+	static const unsigned char v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+	struct ibv_context *ctx;
+	struct rc_gid_info g;
+	int rc = rc_dev_open(dev, &ctx, err);
+
+	if (rc)
+		return rc;
+	rc = rc_gid_pick(ctx, 1, -1, &g, err);
+	ibv_close_device(ctx);
+	if (rc)
+		return rc;
+	if (memcmp(g.gid.raw, v4mapped, sizeof(v4mapped)))
+		return rc_err_set(err, EADDRNOTAVAIL,
+				  "device %s has no IPv4 address to connect from (GID %s): give --bind",
+				  dev, g.str);
+	inet_ntop(AF_INET, g.gid.raw + 12, out, (socklen_t)cap);
+	return 0;
+}

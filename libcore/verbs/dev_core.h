@@ -27,6 +27,11 @@ int rc_gid_pick(struct ibv_context *ctx, uint8_t port, int override, struct rc_g
 int rc_gid_find_addr(struct ibv_context *ctx, uint8_t port, const struct sockaddr *addr,
 		     struct rc_gid_info *out);
 
+/* The IPv4 address of dev's best GID (port 1), as the address a rail of
+ * dev connects from (so the routing table cannot send it out of another
+ * NIC of the host); EADDRNOTAVAIL, naming --bind, when it has none. */
+int rc_dev_ipv4(const char *dev, char *out, size_t cap, struct rc_err *err);
+
 void rc_gid_format(const union ibv_gid *gid, char *buf, size_t len);
 
 #endif
