@@ -9,7 +9,7 @@
 # they are near 100% busy with one rail, the CPU, not the rails, is the
 # limit, and a second rail cannot double the rate. Run it in the guest:
 #   tests/vm/run.sh --four-nics -- bench/rails-bench.sh
-# Then kvxfer (the end of this file says how). Environment: SIZE (default
+# Then kvxfer and alltoall (the end of this file says how). Environment: SIZE (default
 # 32M), STRIPE (1M), ROUNDS (5); KV_TOKENS (512), KV_REQUESTS (4).
 set -euo pipefail
 
@@ -132,3 +132,53 @@ for ((r = 1; r <= rounds; r++)); do
 done
 verdict "$(median "${one[@]}")" "$(median "${two[@]}")" "$(median "${cpu1[@]}")" "$(median "${cpu2[@]}")"
 echo "(kvxfer TP 2 -> 1: $kv_requests requests of $kv_tokens tokens, 8 layers x 8 KV heads x 128 dims, bf16; one rail: both source ranks to rxe_b; shares% = each rail's part on the decode rank)"
+
+# alltoall over one rail a rank against two: 2 ranks meeting through etcd,
+# rank 0 on rxe_a (and rxe_c), rank 1 on rxe_b (and rxe_d); with two, each
+# rail carries a slice of every block, a thread each. The rate is rank 0's
+# algbw (its bytes of an iteration over the slowest rail's time).
+# Environment: A2A_HIDDEN (2048), A2A_TOKENS (256), A2A_ITERS (10).
+if ! command -v etcd >/dev/null; then
+	echo "rails-bench: no etcd (Debian's etcd-server): the alltoall rows are left out" >&2
+	exit 0
+fi
+# shellcheck source=tests/lib/etcd.bash
+. "$here/../tests/lib/etcd.bash"
+BATS_TEST_TMPDIR=$work start_etcd
+trap 'stop_etcd; bench_cleanup' EXIT
+a2a_port=26300
+A2A=(alltoall -w 2 --hidden "${A2A_HIDDEN:-2048}" --tokens "${A2A_TOKENS:-256}" --iters "${A2A_ITERS:-10}")
+# a2a_run TWO: one run (TWO 1: two rails a rank); "GB/s busy% shares%".
+a2a_run() {
+	local d0=$RDMACTL_VM_DEV_A l0=$RDMACTL_VM_ADDR_A:$a2a_port d1=$RDMACTL_VM_DEV_B
+	local l1=$RDMACTL_VM_ADDR_B:$a2a_port p0 p1 cpu
+	a2a_port=$((a2a_port + 1))
+	if (($1)); then
+		d0+=,$RDMACTL_VM_DEV_C l0+=,$RDMACTL_VM_ADDR_C:$a2a_port
+		d1+=,$RDMACTL_VM_DEV_D l1+=,$RDMACTL_VM_ADDR_D:$a2a_port
+	fi
+	busy >/dev/null
+	"$rdmactl" -j -d "$d0" "${A2A[@]}" -r 0 -R "etcd://$ETCD_EP/a2a$a2a_port" --listen "$l0" >"$work/a0" 2>&1 &
+	p0=$!
+	"$rdmactl" -j -d "$d1" "${A2A[@]}" -r 1 -R "etcd://$ETCD_EP/a2a$a2a_port" --listen "$l1" >"$work/a1" 2>&1 &
+	p1=$!
+	if ! wait "$p0" || ! wait "$p1"; then
+		echo "rails-bench: alltoall failed:" >&2
+		cat "$work/a0" "$work/a1" >&2
+		exit 1
+	fi
+	cpu=$(busy)
+	jq -r --arg cpu "$cpu" '"\(.algbw_gbyte_per_s) \($cpu) \([.rails[]?.share] | map(. * 100 | floor) | join("/"))"' "$work/a0"
+}
+
+one=() two=() cpu1=() cpu2=()
+echo
+printf '%-6s %12s %8s %12s %8s %10s\n' alltoall "one(GB/s)" "cpu%" "two(GB/s)" "cpu%" "shares%"
+for ((r = 1; r <= rounds; r++)); do
+	read -r g1 c1 _ < <(a2a_run 0)
+	read -r g2 c2 sh < <(a2a_run 1)
+	one+=("$g1") two+=("$g2") cpu1+=("$c1") cpu2+=("$c2")
+	printf '%-6s %12.4f %8s %12.4f %8s %10s\n' "$r" "$g1" "$c1" "$g2" "$c2" "$sh"
+done
+verdict "$(median "${one[@]}")" "$(median "${two[@]}")" "$(median "${cpu1[@]}")" "$(median "${cpu2[@]}")"
+echo "(alltoall, 2 ranks, flat: ${A2A_TOKENS:-256} tokens of ${A2A_HIDDEN:-2048} bf16 a rank, top-2, ${A2A_ITERS:-10} iterations; algbw of rank 0; shares% = each rail's part of its bytes)"

@@ -16,10 +16,13 @@
 #include "cmds.h"
 #include "client_cmds.h"
 #include "group_cmds.h"
-#include "svg.h"
+#include "alltoall.h"
 
 #define ALLTOALL_OPTS(X) \
 	GROUP_OPTS(X, A2A) \
+	X(A2A_RAILS_PER_RANK, "rails-per-rank", 0, "N", \
+	  "--rails: how many of the plan's rails this rank stripes over, 1 to 16 or all (default 1)", \
+	  COMP_WORDS, "1|2|all") \
 	X(A2A_ALGO, "algo", 'a', "ALGO", \
 	  "flat (every rank connects to every other), ring (to its two " \
 	  "neighbours) or hierarchical (to the ranks of its node, and over the rail to the rank of the " \
@@ -63,23 +66,33 @@
 	  "--ranks-per-node; --rank details that rank)", \
 	  OPT_FLAG(struct a2a_cli, plan))
 
-struct a2a_cli {
-	struct group_args grp;
-	const char *svg;
-	struct rc_a2a_route route;
-	struct rc_a2a_opts run;
-	bool all_ranks;
-	bool busy_poll;
-	bool plan;
-	int algo, dtype;  /* --algo, --dtype: their words' index */
-	const char *skew; /* --skew MODEL, or NULL */
-	bool no_check;
-	uint64_t *counts;
-};
-
 enum { ALLTOALL_OPTS(OPT_INDEX) A2A_NOPTS };
 static const struct cmd_opt alltoall_opts[] = { ALLTOALL_OPTS(OPT_ENTRY) OPT_END };
 OPTS_BOUND(alltoall_opts, A2A_NOPTS);
+
+/* --rails-per-rank N|all, before the group options (which pick the
+ * rails). */
+static int rails_per_rank(struct ctx *ctx, const char *s, struct group_args *g)
+{
+	char *end;
+	long n;
+
+	g->rails_max = RC_RAILS_MAX;
+	g->rails_per_rank = 0;
+	if (!s)
+		return 0;
+	if (!strcmp(s, "all")) {
+		g->rails_per_rank = -1;
+		return 0;
+	}
+	errno = 0;
+	n = strtol(s, &end, 10);
+	if (errno || end == s || *end || n < 1 || n > RC_RAILS_MAX)
+		return usage_err(ctx, "--rails-per-rank %s: expected 1 to %d, or all", s,
+				 RC_RAILS_MAX);
+	g->rails_per_rank = (int)n;
+	return 0;
+}
 
 static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 {
@@ -88,6 +101,8 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 	struct rc_err e;
 
 	opts_fill(ctx, c, v, A2A_PLAN, A2A_PLAN + 1, a);
+	if ((rc = rails_per_rank(ctx, opt_arg(v, A2A_RAILS_PER_RANK), &a->grp)))
+		return rc;
 	if ((rc = a->plan ? group_plan_args(ctx, c, v, A2A_RANK, "alltoall", &a->grp)
 			  : group_args_parse(ctx, c, v, A2A_RANK, &a->grp)) ||
 	    (rc = opts_fill(ctx, c, v, A2A_ALGO, A2A_ALGO + 1, a)) ||
@@ -96,6 +111,9 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 			  : opt_int_at(ctx, c, v, A2A_RANKS_PER_NODE, 1, RC_GROUP_MAX, &rpn)) ||
 	    (rc = opts_fill(ctx, c, v, A2A_SEED, A2A_SEED + 1, a)))
 		return rc;
+	if (opt_arg(v, A2A_RAILS_PER_RANK) && !a->grp.rails && !a->plan)
+		return usage_err(ctx, "--rails-per-rank takes the rails of --rails PLAN: give it "
+				      "too (or -d DEV1,DEV2 with --listen ADDR1,ADDR2)");
 	if (a->plan && a->algo == RC_A2A_HIER && !rpn)
 		return usage_err(ctx,
 				 "alltoall --plan --algo hierarchical needs --ranks-per-node N (a run "
@@ -180,158 +198,6 @@ static int plan(void *arg, const struct rc_endpoint *all, int W, uint8_t *need, 
 	return 0;
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-
-	return a < b ? -1 : a > b;
-}
-
-/* The token buffers' memory, and for GPU memory the registration path that
- * ran (register's keys and words) and whether blocks inside a node went
- * through the host. */
-static void put_mem(struct out *o, const struct a2a_cli *a, const struct rc_a2a_result *r)
-{
-	bool gpu = a->run.mem.kind == RC_MEM_CUDA;
-	bool staged = gpu && a->run.algo == RC_A2A_HIER;
-
-	out_mem(o, "# token buffers: ", a->run.mem.kind, a->run.mem.gpu, r->reg, r->reg_notes);
-	out_bool(o, "node_staged", NULL, staged);
-	if (staged)
-		out_text(o, "; inside a node, blocks are staged through host shared memory (receive "
-			    "buffers there, copied out of the GPU by the CPU)");
-	out_text(o, "\n");
-}
-
-static void report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a_result *r,
-		   uint64_t wrong, const struct rc_group *g)
-{
-	struct rc_a2a_stats st;
-	struct out *o = &ctx->out;
-	int W = a->grp.who.world, n = a->run.iters;
-	double *lat = r->lat_us, t = r->seconds / n, algbw, busbw;
-	const char *dev = rc_group_dev(g), *rdv_kind = rc_group_rdv_kind(g);
-
-	rc_a2a_stats(a->counts, W, a->grp.who.rank, rc_a2a_token_bytes(a->run.hidden, a->run.dtype),
-		     &st);
-	qsort(lat, (size_t)n, sizeof(double), cmp_double);
-	algbw = t > 0 ? st.size / t / 1e9 : 0;
-	busbw = algbw * (W - 1) / W;
-	out_text(o, "# alltoall: algo %s, %d ranks (%s), rendezvous %s, device %s\n",
-		 rc_a2a_algo_name(a->run.algo), W, a->grp.who.source, rdv_kind, dev);
-	out_str(o, "algo", NULL, rc_a2a_algo_name(a->run.algo));
-	out_u64(o, "ranks", NULL, (uint64_t)W);
-	out_u64(o, "rank", NULL, (uint64_t)a->grp.who.rank);
-	out_str(o, "rank_source", NULL, a->grp.who.source);
-	out_str(o, "rendezvous", NULL, rdv_kind);
-	out_str(o, "device", NULL, dev);
-	out_text(o, "# %12s %10s %11s %11s %7s %10s %10s %12s %12s %9s\n", "size(B)", "time(us)",
-		 "algbw(GB/s)", "busbw(GB/s)", "wrong", "p50(us)", "p99(us)", "peer_mean(B)",
-		 "peer_max(B)", "imbalance");
-	out_text(o, "  ");
-	out_u64(o, "size_bytes", "%12llu ", (uint64_t)st.size);
-	out_f64(o, "time_us", "%10.1f ", t * 1e6);
-	out_f64(o, "algbw_gbyte_per_s", "%11.3f ", algbw);
-	out_f64(o, "busbw_gbyte_per_s", "%11.3f ", busbw);
-	out_u64(o, "wrong", "%7llu ", wrong);
-	out_obj_begin(o, "lat_us");
-	out_f64(o, "p50", "%10.1f ", lat[(n - 1) / 2]);
-	out_f64(o, "p99", "%10.1f ", lat[(int)((n - 1) * 0.99 + 0.5)]);
-	out_obj_end(o);
-	out_obj_begin(o, "bytes_per_peer");
-	out_u64(o, "mean", "%12llu ", st.peer_mean);
-	out_u64(o, "max", "%12llu ", st.peer_max);
-	out_obj_end(o);
-	out_f64(o, "imbalance", "%9.2f\n", st.imbalance);
-	out_u64(o, "iters", NULL, (uint64_t)n);
-	out_u64(o, "checked_tokens", NULL, r->checked);
-	out_bool(o, "checked", NULL, a->run.check);
-	out_text(o, "# %llu tokens (%llu bytes) checked on this rank, %llu wrong on all ranks\n",
-		 (unsigned long long)r->checked, (unsigned long long)r->checked_bytes,
-		 (unsigned long long)wrong);
-	put_mem(o, a, r);
-	group_report(o, g);
-}
-
-/* The dispatch bytes from each rank to each (the skew at a glance): hot
- * blocks red, the rank's block to itself included. */
-static int draw(const struct a2a_cli *a)
-{
-	int W = a->grp.who.world, rc = -ENOMEM;
-	size_t tb = rc_a2a_token_bytes(a->run.hidden, a->run.dtype), N = (size_t)W;
-	double *val = calloc(N * N, sizeof(double));
-	char **labels = calloc(N, sizeof(char *)), title[160];
-	struct rc_a2a_stats st;
-
-	if (!val || !labels)
-		goto out;
-	for (int i = 0; i < W; i++) {
-		if (!(labels[i] = malloc(24)))
-			goto out;
-		snprintf(labels[i], 24, "rank %d", i);
-	}
-	for (size_t k = 0; k < N * N; k++)
-		val[k] = (double)a->counts[k] * (double)tb / 1e6;
-	rc_a2a_stats(a->counts, W, 0, tb, &st);
-	snprintf(title, sizeof(title), "rdmactl alltoall: dispatch MB per peer (%s, imbalance %.2f)",
-		 rc_a2a_algo_name(a->run.algo), st.imbalance);
-	struct svg_heatmap h = { .n = W,
-				 .title = title,
-				 .unit = "MB (10^6 bytes)",
-				 .row_axis = "from (rank)",
-				 .col_axis = "to (rank)",
-				 .labels = (const char *const *)labels,
-				 .value = val };
-
-	rc = svg_heatmap_write(a->svg, &h);
-out:
-	for (int i = 0; labels && i < W; i++)
-		free(labels[i]);
-	free(labels);
-	free(val);
-	return rc;
-}
-
-/* --metrics: this rank's figures, and the wrong tokens of all ranks. */
-static void a2a_metrics(struct metrics *m, const struct a2a_cli *a, const struct rc_a2a_result *r,
-			uint64_t wrong, const struct rc_group *g)
-{
-	struct rc_a2a_stats st;
-	int W = a->grp.who.world, n = a->run.iters;
-	double *lat = r->lat_us, t = r->seconds / n, algbw;
-
-	rc_a2a_stats(a->counts, W, a->grp.who.rank, rc_a2a_token_bytes(a->run.hidden, a->run.dtype),
-		     &st);
-	qsort(lat, (size_t)n, sizeof(double), cmp_double);
-	algbw = t > 0 ? st.size / t : 0;
-	metrics_label(m, "algo", rc_a2a_algo_name(a->run.algo));
-	metrics_label(m, "device", rc_group_dev(g));
-	metrics_gauge(m, "rdmactl_alltoall_ranks", "ranks in the group", W);
-	metrics_gauge(m, "rdmactl_alltoall_size_bytes",
-		      "mean bytes a rank sends per iteration (dispatch and combine)", st.size);
-	metrics_counter(m, "rdmactl_alltoall_iterations_total", "timed iterations", n);
-	metrics_gauge(m, "rdmactl_alltoall_duration_seconds", "the timed iterations together",
-		      r->seconds);
-	metrics_gauge(m, "rdmactl_alltoall_algbw_bytes_per_second",
-		      "algorithm bandwidth (nccl-tests' algbw)", algbw);
-	metrics_gauge(m, "rdmactl_alltoall_busbw_bytes_per_second",
-		      "bus bandwidth (nccl-tests' busbw: algbw * (ranks - 1) / ranks)",
-		      algbw * (W - 1) / W);
-	metrics_family(m, "rdmactl_alltoall_iteration_seconds", METRIC_SUMMARY,
-		       "one iteration, dispatch and combine");
-	metrics_sample(m, "", "quantile", "0.5", lat[(n - 1) / 2] / 1e6);
-	metrics_sample(m, "", "quantile", "0.99", lat[(int)((n - 1) * 0.99 + 0.5)] / 1e6);
-	metrics_sample(m, "_sum", NULL, NULL, r->seconds);
-	metrics_sample(m, "_count", NULL, NULL, n);
-	metrics_gauge(m, "rdmactl_alltoall_imbalance_ratio",
-		      "max over mean of the dispatch bytes a rank receives", st.imbalance);
-	metrics_counter(m, "rdmactl_alltoall_checked_tokens_total", "tokens checked on this rank",
-			(double)r->checked);
-	metrics_counter(m, "rdmactl_alltoall_wrong_tokens_total",
-			"tokens that arrived wrong, all ranks", (double)wrong);
-	group_metrics(m, g);
-}
-
 static void progress(void *arg, int done, int total)
 {
 	struct progress *p = arg;
@@ -345,24 +211,49 @@ static void progress(void *arg, int done, int total)
 		fputc('\n', stderr);
 }
 
+/* Join the group of every rail of this rank: rail 0's first, where the
+ * ranks agree on how many rails each runs, then the others, each under
+ * its own job name. n: the rails. */
+static int join_rails(struct ctx *ctx, struct a2a_cli *a, int n, struct rc_group **g)
+{
+	for (int i = 0; i < n; i++) {
+		char rdv[512];
+		struct rc_group_join join = { .rank = a->grp.who.rank,
+					      .world = a->grp.who.world,
+					      .rendezvous = group_rail_rendezvous(&a->grp, i, rdv,
+										  sizeof(rdv)),
+					      .listen = group_listen(&a->grp, i),
+					      .token = a->grp.token,
+					      .dev_name = group_dev(ctx, &a->grp, i),
+					      .timeout_ms = ctx->timeout_ms,
+					      .busy_poll = a->busy_poll,
+					      .plan = plan,
+					      .plan_arg = a };
+		struct rc_group_join_out how;
+		struct rc_err e;
+		int rc;
+
+		if ((rc = rc_group_join(&join, &g[i], &how, &e))) {
+			if (n > 1)
+				return how.usage ? usage_err(ctx, "rail %d (%s): %s", i + 1,
+							     join.dev_name, e.msg)
+						 : fail(ctx, rc, "rail %d (%s): %s", i + 1,
+							join.dev_name, e.msg);
+			return how.usage ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
+		}
+		if (i == 0 && (rc = group_rails_agree(ctx, g[0], &a->grp)))
+			return rc;
+	}
+	return 0;
+}
+
 static int run(struct ctx *ctx, struct a2a_cli *a)
 {
-	int W = a->grp.who.world, rc;
-	struct rc_group_join join = { .rank = a->grp.who.rank,
-				      .world = W,
-				      .rendezvous = a->grp.rendezvous,
-				      .listen = a->grp.listen,
-				      .token = a->grp.token,
-				      .dev_name = group_dev(ctx, &a->grp),
-				      .timeout_ms = ctx->timeout_ms,
-				      .busy_poll = a->busy_poll,
-				      .plan = plan,
-				      .plan_arg = a };
-	struct rc_group_join_out how;
-	double *lat = calloc((size_t)a->run.iters, sizeof(double));
-	struct rc_a2a_result res = { .lat_us = lat };
+	int W = a->grp.who.world, n = a->grp.nrails > 1 ? a->grp.nrails : 1, rc;
+	struct rc_a2a_result res[RC_RAILS_MAX] = { { 0 } };
+	double *lat = calloc((size_t)a->run.iters * (size_t)n, sizeof(double));
 	uint64_t *wrong = calloc((size_t)W, sizeof(uint64_t)), total_wrong = 0;
-	struct rc_group *g = NULL;
+	struct rc_group *g[RC_RAILS_MAX] = { 0 };
 	struct progress prog;
 	struct rc_err e;
 	bool speak = a->all_ranks || a->grp.who.rank == 0;
@@ -377,19 +268,21 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 		free(wrong);
 		return fail(ctx, -ENOMEM, "out of memory");
 	}
-	if ((rc = rc_group_join(&join, &g, &how, &e))) {
-		rc = how.usage ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
+	for (int i = 0; i < n; i++)
+		res[i].lat_us = lat + (size_t)i * (size_t)a->run.iters;
+	if ((rc = join_rails(ctx, a, n, g)))
 		goto out;
-	}
 	a->run.job = a->grp.rendezvous;
 	a->run.timeout_ms = ctx->timeout_ms;
 	progress_init(&prog, ctx);
 	prog.on = prog.on && speak;
 	a->run.progress = progress;
 	a->run.progress_arg = &prog;
-	rc = rc_a2a_run(g, &a->run, &res, &e);
+	rc = rc_a2a_run_rails(g, n, &a->run, res, &e);
 	if (!rc)
-		rc = rc_group_allgather_u64(g, res.wrong, wrong, &e);
+		merge_rails(a, n, res, g);
+	if (!rc)
+		rc = rc_group_allgather_u64(g[0], res[0].wrong, wrong, &e);
 	if (rc) {
 		rc = fail(ctx, rc, "rank %d: %s", a->grp.who.rank, e.msg);
 		goto out;
@@ -397,12 +290,12 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 	for (int i = 0; i < W; i++)
 		total_wrong += wrong[i];
 	if (speak)
-		report(ctx, a, &res, total_wrong, g);
+		report(ctx, a, &res[0], total_wrong, g, n);
 	else if (!total_wrong)
 		ctx->out.printed =
 			true; /* only rank 0 prints the document; every rank its failure */
 	if (metrics)
-		a2a_metrics(&m, a, &res, total_wrong, g);
+		a2a_metrics(&m, a, &res[0], total_wrong, g, n);
 	if (a->svg && a->grp.who.rank == 0 && (rc = draw(a)))
 		rc = fail(ctx, rc, "--svg %s: %s", a->svg, strerror(-rc));
 	else if (a->svg && a->grp.who.rank == 0)
@@ -410,7 +303,8 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 	if (total_wrong)
 		rc = fail(ctx, -EIO, "%llu tokens arrived wrong", (unsigned long long)total_wrong);
 out:
-	rc_group_close(g);
+	for (int i = n - 1; i >= 0; i--)
+		rc_group_close(g[i]);
 	if (metrics)
 		rc = metrics_commit(ctx, &m, a->grp.metrics, rc);
 	metrics_free(&m);

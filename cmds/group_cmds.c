@@ -2,6 +2,7 @@
 /* The group options alltoall and multicast share (group_cmds.h). */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
@@ -31,10 +32,13 @@ static int metrics_rank_path(struct ctx *ctx, const char *tmpl, struct group_arg
 	return 0;
 }
 
-/* Where a rank on the rail of address addr listens: --listen 0.0.0.0[:PORT]
- * (or [::]) is that address (at PORT); no --listen, that address unless a peers file
- * gives this rank's; --listen ADDR is ADDR. */
-static int rail_listen(struct ctx *ctx, const struct cmd *c, struct group_args *a, const char *addr)
+/* Where rail i of a rank, on the device whose address is addr, listens:
+ * --listen 0.0.0.0[:PORT] (or [::]) is that address (at PORT); no --listen,
+ * that address unless a peers file gives this rank's; --listen ADDR is
+ * ADDR (one rail only: group_rails_check). what: the option that gave the
+ * device, in the messages. */
+static int rail_listen(struct ctx *ctx, const struct cmd *c, struct group_args *a, int i,
+		       const char *addr, const char *what)
 {
 	const char *l = a->listen;
 	char port[8] = "";
@@ -46,37 +50,159 @@ static int rail_listen(struct ctx *ctx, const struct cmd *c, struct group_args *
 		return 0;
 	if (!addr[0])
 		return fail(ctx, -EADDRNOTAVAIL,
-			    "%s: --rails %s: %s has no IPv4 address to listen on: give --listen "
-			    "ADDR",
-			    c->name, a->rails, a->rail_dev);
-	snprintf(a->rail_listen, sizeof(a->rail_listen), "%s%s%s", addr, port[0] ? ":" : "", port);
-	a->listen = a->rail_listen;
-	out_log(&ctx->out, "%s: --rails %s: listening on %s (%s)", c->name, a->rails, a->listen,
-		a->rail_dev);
+			    "%s: %s: %s has no IPv4 address to listen on: give --listen ADDR",
+			    c->name, what, a->rail_dev[i]);
+	snprintf(a->rail_listen[i], sizeof(a->rail_listen[i]), "%s%s%s", addr, port[0] ? ":" : "",
+		 port);
+	if (a->nrails > 1)
+		out_log(&ctx->out, "%s: %s: rail %d listening on %s (%s)", c->name, what, i + 1,
+			a->rail_listen[i], a->rail_dev[i]);
+	else
+		out_log(&ctx->out, "%s: %s: listening on %s (%s)", c->name, what, a->rail_listen[i],
+			a->rail_dev[i]);
 	return 0;
 }
 
-/* --rails PLAN: one device a rank, the plan's only rail, or of several
- * rail (local rank mod rails), so that a node's ranks spread over its
- * NICs; said on stderr. */
+/* Several rails a rank: each rail's group meets through etcd under its own
+ * job name and listens on its own device's address. */
+static int group_rails_check(struct ctx *ctx, const struct cmd *c, const struct group_args *a,
+			     const char *what)
+{
+	char port[8];
+
+	if (a->nrails <= 1)
+		return 0;
+	if (a->nrails > (a->rails_max > 1 ? a->rails_max : 1))
+		return usage_err(ctx,
+				 "%s: %s gives this rank %d devices: %s runs one device a rank "
+				 "(alltoall stripes over several)",
+				 c->name, what, a->nrails, c->name);
+	if (a->rendezvous && strncmp(a->rendezvous, "etcd://", 7))
+		return usage_err(ctx,
+				 "%s: %s gives this rank %d rails: several rails a rank meet through "
+				 "etcd (--rendezvous etcd://HOST:PORT/JOB), where each rail publishes "
+				 "its own address; a peers file holds one a rank",
+				 c->name, what, a->nrails);
+	if (a->listen && !strchr(a->listen, ',') && !rails_listen_any(a->listen, port, sizeof(port)))
+		return usage_err(ctx,
+				 "%s: %s gives this rank %d rails, each listening on its device's "
+				 "address: give --listen 0.0.0.0[:PORT] or none, not --listen %s",
+				 c->name, what, a->nrails, a->listen);
+	return 0;
+}
+
+/* --rails PLAN: rails_per_rank of the plan's rails (-1: all of them), from
+ * rail (local rank * that) mod rails on, so that a node's ranks spread over
+ * its NICs; said on stderr. */
 static int group_rail(struct ctx *ctx, const struct cmd *c, struct group_args *a)
 {
 	struct rails_auto ra;
-	int rc = rails_auto(ctx, c->name, a->rails, &ra), i;
+	int rc = rails_auto(ctx, c->name, a->rails, &ra), k, first;
+	char what[96], list[RC_RAILS_MAX * 4] = "";
 
 	if (rc)
 		return rc;
-	i = ra.n > 1 && a->who.local_rank > 0 ? a->who.local_rank % ra.n : 0;
-	snprintf(a->rail_dev, sizeof(a->rail_dev), "%s", ra.dev[i]);
-	if (ra.n > 1 && a->who.local_rank >= 0)
-		out_log(&ctx->out, "%s: --rails %s: rank %d, local rank %d: rail %d of %d, %s",
-			c->name, a->rails, a->who.rank, a->who.local_rank, i + 1, ra.n, a->rail_dev);
-	else if (ra.n > 1)
-		out_log(&ctx->out,
-			"%s: --rails %s: rank %d, no local rank (--local-rank, or the "
-			"launcher's): rail 1 of %d, %s",
-			c->name, a->rails, a->who.rank, ra.n, a->rail_dev);
-	return rail_listen(ctx, c, a, ra.addr[i]);
+	k = a->rails_per_rank < 0 ? ra.n : a->rails_per_rank > 0 ? a->rails_per_rank : 1;
+	if (k > ra.n)
+		return usage_err(ctx, "%s: --rails-per-rank %d: the plan %s has %d rail%s", c->name,
+				 k, a->rails, ra.n, ra.n == 1 ? "" : "s");
+	first = a->who.local_rank > 0 ? (int)((long)a->who.local_rank * k % ra.n) : 0;
+	a->nrails = k;
+	for (int j = 0; j < k; j++) {
+		int i = (first + j) % ra.n;
+		size_t o = strlen(list);
+
+		snprintf(a->rail_dev[j], sizeof(a->rail_dev[j]), "%s", ra.dev[i]);
+		snprintf(list + o, sizeof(list) - o, "%s%d", j ? "," : "", i + 1);
+	}
+	if (ra.n > 1) {
+		char devs[RC_RAILS_MAX * 65] = "";
+
+		for (int j = 0; j < k; j++) {
+			size_t o = strlen(devs);
+
+			snprintf(devs + o, sizeof(devs) - o, "%s%s", j ? "," : "", a->rail_dev[j]);
+		}
+		if (a->who.local_rank >= 0)
+			out_log(&ctx->out,
+				"%s: --rails %s: rank %d, local rank %d: rail%s %s of %d, %s",
+				c->name, a->rails, a->who.rank, a->who.local_rank, k > 1 ? "s" : "",
+				list, ra.n, devs);
+		else
+			out_log(&ctx->out,
+				"%s: --rails %s: rank %d, no local rank (--local-rank, or the "
+				"launcher's): rail%s %s of %d, %s",
+				c->name, a->rails, a->who.rank, k > 1 ? "s" : "", list, ra.n, devs);
+	}
+	snprintf(what, sizeof(what), "--rails %s", a->rails);
+	if ((rc = group_rails_check(ctx, c, a, what)))
+		return rc;
+	for (int j = 0; j < k; j++) {
+		int i = (first + j) % ra.n;
+
+		if ((rc = rail_listen(ctx, c, a, j, ra.addr[i], what)))
+			return rc;
+	}
+	return 0;
+}
+
+/* --listen ADDR1[:PORT],ADDR2[:PORT], with -d DEV1,DEV2 or without (each
+ * address picks its device): one rail each, as register takes them. */
+static int group_devs(struct ctx *ctx, const struct cmd *c, struct group_args *a)
+{
+	struct listen_rails lr;
+	int rc;
+
+	if (!a->listen || !strchr(a->listen, ','))
+		return usage_err(ctx,
+				 "%s: -d %s names several devices, a rail each: give --listen "
+				 "ADDR1[:PORT],ADDR2[:PORT], an address of each, or --rails PLAN",
+				 c->name, ctx->dev_name);
+	if ((rc = listen_rails(ctx, c->name, a->listen, &lr)))
+		return rc;
+	a->nrails = lr.n;
+	for (int i = 0; i < lr.n; i++) {
+		snprintf(a->rail_dev[i], sizeof(a->rail_dev[i]), "%s", lr.dev[i]);
+		bool v6 = strchr(lr.host[i], ':') != NULL;
+
+		snprintf(a->rail_listen[i], sizeof(a->rail_listen[i]), "%s%s%s%s%s", v6 ? "[" : "",
+			 lr.host[i], v6 ? "]" : "", lr.port[i][0] ? ":" : "", lr.port[i]);
+	}
+	return group_rails_check(ctx, c, a, "-d");
+}
+
+const char *group_rail_rendezvous(const struct group_args *a, int i, char *buf, size_t cap)
+{
+	if (!i || !a->rendezvous)
+		return a->rendezvous;
+	snprintf(buf, cap, "%s.rail%d", a->rendezvous, i + 1);
+	return buf;
+}
+
+int group_rails_agree(struct ctx *ctx, struct rc_group *g, const struct group_args *a)
+{
+	int W = a->who.world, mine = a->nrails > 1 ? a->nrails : 1;
+	uint64_t *all = calloc((size_t)W, sizeof(uint64_t));
+	struct rc_err e;
+	int rc;
+
+	if (!all)
+		return fail(ctx, -ENOMEM, "out of memory");
+	if ((rc = rc_group_allgather_u64(g, (uint64_t)mine, all, &e))) {
+		free(all);
+		return fail(ctx, rc, "rank %d: %s", a->who.rank, e.msg);
+	}
+	for (int r = 0; r < W; r++)
+		if (all[r] != (uint64_t)mine) {
+			rc = fail(ctx, -EINVAL,
+				  "rank %d runs on %llu rail%s and rank %d on %d: every rank needs as "
+				  "many (--rails-per-rank, -d)",
+				  r, (unsigned long long)all[r], all[r] == 1 ? "" : "s",
+				  a->who.rank, mine);
+			break;
+		}
+	free(all);
+	return rc;
 }
 
 int group_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,
@@ -95,8 +221,14 @@ int group_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 	    (rc = opt_token(ctx, v, first + GO_TOKEN, first + GO_TOKEN_FILE, a->token_buf,
 			    &a->token)))
 		return rc;
-	a->rail_dev[0] = '\0';
-	return a->rails ? group_rail(ctx, c, a) : 0;
+	a->nrails = 0;
+	memset(a->rail_dev, 0, sizeof(a->rail_dev));
+	memset(a->rail_listen, 0, sizeof(a->rail_listen));
+	if (a->rails)
+		return group_rail(ctx, c, a);
+	if ((ctx->dev_name && strchr(ctx->dev_name, ',')) || (a->listen && strchr(a->listen, ',')))
+		return group_devs(ctx, c, a);
+	return 0;
 }
 
 int group_plan_args(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,

@@ -5,6 +5,7 @@
 #define RDMACTL_GROUP_CMDS_H
 
 #include <rdmactl/group.h>
+#include <rdmactl/parse.h>
 
 #include "cmd.h"
 #include "metrics.h"
@@ -46,24 +47,47 @@ struct group_args {
 	struct rc_rank_info who;
 	const char *rendezvous;
 	const char *listen;
-	const char *rails;                 /* --rails PLAN, NULL: none */
-	char rail_dev[64];                 /* the device it gave this rank, "": -d's */
-	char rail_listen[RC_HOST_MAX + 8]; /* --listen on that device's address */
-	const char *token;                 /* NULL: none */
-	char token_buf[RC_TOKEN_MAX + 1];  /* what --token-file held */
-	char metrics[4096];                /* --metrics, %r replaced by the rank ("": none) */
-	bool metrics_per_rank;             /* it held %r: every rank writes its own */
+	const char *rails; /* --rails PLAN, NULL: none */
+	/* Set by the command before group_args_parse: the most rails a rank
+	 * may run on (0 or 1: one), and how many of the plan's --rails gives it
+	 * (0: one, -1: all). */
+	int rails_max;
+	int rails_per_rank;
+	/* The devices this rank runs on (nrails of them; 0: -d's one, or any),
+	 * from --rails or -d DEV1,DEV2, and where each listens. */
+	int nrails;
+	char rail_dev[RC_RAILS_MAX][64];
+	char rail_listen[RC_RAILS_MAX][RC_HOST_MAX + 8];
+	const char *token;                /* NULL: none */
+	char token_buf[RC_TOKEN_MAX + 1]; /* what --token-file held */
+	char metrics[4096];               /* --metrics, %r replaced by the rank ("": none) */
+	bool metrics_per_rank;            /* it held %r: every rank writes its own */
 };
 /* Parse the GROUP_OPTS block whose first option (RANK) is at index first;
  * with --rails, read the rail plan and pick this rank's device (rail_dev).
  * 0, -EINVAL after a usage error, or the plan's failure (said). */
 int group_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,
 		     struct group_args *a);
-/* The device the group opens: --rails's pick, else -d's (NULL: any). */
-static inline const char *group_dev(const struct ctx *ctx, const struct group_args *a)
+/* The device the group of rail i opens: --rails's pick, else -d's (NULL:
+ * any). */
+static inline const char *group_dev(const struct ctx *ctx, const struct group_args *a, int i)
 {
-	return a->rail_dev[0] ? a->rail_dev : ctx->dev_name;
+	return !a->nrails ? ctx->dev_name : a->rail_dev[i][0] ? a->rail_dev[i] : NULL;
 }
+/* Where rail i listens: its device's address (--rails), its --listen
+ * address, else --listen as given (NULL: the peers file's). */
+static inline const char *group_listen(const struct group_args *a, int i)
+{
+	return a->nrails && a->rail_listen[i][0] ? a->rail_listen[i] : a->listen;
+}
+/* Rail i's rendezvous, into buf: the job's own for rail 0, "JOB.railI"
+ * for the others (an etcd rendezvous: every rail publishes its endpoints
+ * apart). */
+const char *group_rail_rendezvous(const struct group_args *a, int i, char *buf, size_t cap);
+/* Before the other rails join, over rail 0's group g: every rank runs on as
+ * many rails as this one; the error names a rank that does not. 0, or a
+ * failure said. */
+int group_rails_agree(struct ctx *ctx, struct rc_group *g, const struct group_args *a);
 /* After every usage check: --rendezvous is given, a file: one can be read
  * (what names the command in the message), --metrics can be written. */
 int group_rendezvous_ready(struct ctx *ctx, const char *what, const struct group_args *a);

@@ -181,12 +181,14 @@ static int prepare(struct a2a *a, uint32_t iter, struct rc_err *err)
 
 	for (int j = 0; j < a->W; j++) {
 		for (uint64_t t = a->soff[j]; t < a->soff[j + 1]; t++)
-			rc_a2a_token_fill(a->dsend + t * a->tb, a->tb, a->me, j, t - a->soff[j],
-					  iter, PH_DISPATCH);
+			rc_a2a_token_fill(a->dsend + t * a->tb, a->tb, a->me, j,
+					  t - a->soff[j] + a2a_token_base(a, a->me, j), iter,
+					  PH_DISPATCH);
 		/* combine: the tokens that came from j go back to j */
 		for (uint64_t t = a->roff[j]; t < a->roff[j + 1]; t++)
-			rc_a2a_token_fill(a->csend + t * a->tb, a->tb, a->me, j, t - a->roff[j],
-					  iter, PH_COMBINE);
+			rc_a2a_token_fill(a->csend + t * a->tb, a->tb, a->me, j,
+					  t - a->roff[j] + a2a_token_base(a, j, a->me), iter,
+					  PH_COMBINE);
 	}
 	if (a->o->corrupt.on && a->o->corrupt.rank == a->me && iter == 0) {
 		int ph = a->o->corrupt.phase;
@@ -219,12 +221,14 @@ static int check(struct a2a *a, uint32_t iter, struct rc_a2a_result *res, struct
 		return rc;
 	for (int j = 0; j < a->W; j++) {
 		for (uint64_t t = a->roff[j]; t < a->roff[j + 1]; t++) {
-			rc_a2a_token_fill(a->scratch, a->tb, j, a->me, t - a->roff[j], iter,
+			rc_a2a_token_fill(a->scratch, a->tb, j, a->me,
+					  t - a->roff[j] + a2a_token_base(a, j, a->me), iter,
 					  PH_DISPATCH);
 			res->wrong += memcmp(a->scratch, a->drecv[p] + t * a->tb, a->tb) != 0;
 		}
 		for (uint64_t t = a->soff[j]; t < a->soff[j + 1]; t++) {
-			rc_a2a_token_fill(a->scratch, a->tb, j, a->me, t - a->soff[j], iter,
+			rc_a2a_token_fill(a->scratch, a->tb, j, a->me,
+					  t - a->soff[j] + a2a_token_base(a, a->me, j), iter,
 					  PH_COMBINE);
 			res->wrong += memcmp(a->scratch, a->crecv[p] + t * a->tb, a->tb) != 0;
 		}
@@ -234,15 +238,61 @@ static int check(struct a2a *a, uint32_t iter, struct rc_a2a_result *res, struct
 	return 0;
 }
 
+void rc_a2a_slice_counts(const uint64_t *counts, int world, int slice, int slices, uint64_t *out)
+{
+	size_t n = (size_t)world * (size_t)world;
+
+	for (size_t k = 0; k < n; k++)
+		out[k] = counts[k] * (uint64_t)(slice + 1) / (uint64_t)slices -
+			 counts[k] * (uint64_t)slice / (uint64_t)slices;
+}
+
+/* o->counts: this slice's; whole: every slice's (NULL: one slice). */
+static int run(struct rc_group *g, const struct rc_a2a_opts *o, const uint64_t *whole,
+	       struct a2a_sync *sync, struct rc_a2a_result *res, struct rc_err *err);
+
 int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct rc_a2a_result *res,
 	       struct rc_err *err)
 {
-	struct a2a a = { .g = g, .o = o, .m = { .fd = -1, .dmabuf_fd = -1 } };
+	return a2a_run_sync(g, o, NULL, res, err);
+}
+
+int a2a_run_sync(struct rc_group *g, const struct rc_a2a_opts *o, struct a2a_sync *sync,
+		 struct rc_a2a_result *res, struct rc_err *err)
+{
+	struct rc_a2a_opts so;
+	uint64_t *sliced;
+	size_t W = (size_t)rc_group_world(g);
+	int rc;
+
+	if (o->slices <= 1)
+		return run(g, o, NULL, sync, res, err);
+	if (o->slice < 0 || o->slice >= o->slices)
+		return rc_err_set(err, EINVAL, "slice %d of %d", o->slice, o->slices);
+	if (!(sliced = malloc(W * W * sizeof(uint64_t))))
+		return rc_err_set(err, ENOMEM, "out of memory");
+	rc_a2a_slice_counts(o->counts, (int)W, o->slice, o->slices, sliced);
+	so = *o;
+	so.counts = sliced;
+	rc = run(g, &so, o->counts, sync, res, err);
+	free(sliced);
+	return rc;
+}
+
+static int run(struct rc_group *g, const struct rc_a2a_opts *o, const uint64_t *whole,
+	       struct a2a_sync *sync, struct rc_a2a_result *res, struct rc_err *err)
+{
+	struct a2a a = { .g = g, .o = o, .sync = sync, .m = { .fd = -1, .dmabuf_fd = -1 } };
 	int rc, total = o->warmup + o->iters;
 	struct rc_err own = { 0 };
 
 	if (!err) /* the run tells the group why it stops (rc_group_abort) */
 		err = &own;
+	if (whole) {
+		a.whole = whole;
+		a.slice = o->slice;
+		a.slices = o->slices;
+	}
 	a.W = rc_group_world(g);
 	a.me = rc_group_rank(g);
 	a.tb = rc_a2a_token_bytes(o->hidden, o->dtype);
@@ -273,6 +323,8 @@ int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct rc_a2a_re
 		if (rc)
 			break;
 		if ((rc = prepare(&a, iter, err)))
+			break;
+		if (a.sync && (rc = a2a_sync_wait(a.sync, err)))
 			break;
 		t0 = rc_now();
 		rc = o->algo == RC_A2A_RING   ? a2a_ring_iter(&a, iter, err)

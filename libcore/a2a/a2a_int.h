@@ -46,7 +46,32 @@ struct a2a {
 	uint8_t *scratch;          /* one token */
 	int *wait_peers;           /* W: the peers a phase waits for ... */
 	uint64_t *wait_target;     /* W: ... and the counts it waits for */
+	/* One slice of several (o->counts is this slice's): every rank's whole
+	 * counts, and which slice, for the tokens' indices in their blocks. */
+	const uint64_t *whole;
+	int slice, slices;
+	struct a2a_sync *sync; /* the rails of this rank start each iteration together */
 };
+
+/* a2a_rails.c: the rails of one rank meet before each iteration's clock
+ * starts, so that one rail's untimed work (filling, checking) never runs
+ * inside another's timed exchange. A rail that fails releases the others:
+ * 0, or -ECANCELED (err says which rail) once one has failed. */
+struct a2a_sync;
+int a2a_sync_wait(struct a2a_sync *s, struct rc_err *err);
+/* This rail failed: the others stop waiting for it. */
+void a2a_sync_fail(struct a2a_sync *s, int rail);
+/* rc_a2a_run with the rails' meeting point (NULL: none). */
+int a2a_run_sync(struct rc_group *g, const struct rc_a2a_opts *o, struct a2a_sync *sync,
+		 struct rc_a2a_result *res, struct rc_err *err);
+
+/* Index in the whole block src sends dst of this slice's first token. */
+static inline uint64_t a2a_token_base(const struct a2a *a, int src, int dst)
+{
+	return a->whole ? a->whole[(size_t)src * (size_t)a->W + (size_t)dst] * (uint64_t)a->slice /
+				  (uint64_t)a->slices
+			: 0;
+}
 
 /* The token buffers are GPU memory. */
 static inline bool a2a_gpu(const struct a2a *a)

@@ -132,8 +132,9 @@ int a2a_hier_setup(struct a2a *a, struct rc_err *err)
 		if (m == n)
 			a->shm_len = len;
 	}
-	snprintf(name, sizeof(name), "/rdmactl-a2a-%016llx-%d-n%d",
-		 (unsigned long long)fnv(a->o->job), a->W, n);
+	/* a rank on several rails: a segment a slice (each rail's own group) */
+	snprintf(name, sizeof(name), "/rdmactl-a2a-%016llx-%d-n%d-s%d",
+		 (unsigned long long)fnv(a->o->job), a->W, n, a->slice);
 	/* The node's first rank makes a fresh segment; the others open it
 	 * after a barrier; then the name goes, so that nothing stays behind. */
 	if (l == 0) {

@@ -209,3 +209,47 @@ plan() {
 	assert_failure 2
 	assert_output --partial "alltoall: --rails auto picks the devices: give it or -d, not both"
 }
+
+@test "alltoall --rails-per-rank: several of the plan's rails a rank, each on its address; its usage errors" {
+	# local rank 1, two rails a rank of node 1's four: the third and fourth
+	plan two-socket-8gpu -- alltoall -r 1 -w 2 --local-rank 1 -R etcd://127.0.0.1:9/job --rails numa:1 \
+		--rails-per-rank 2 --listen 0.0.0.0:9100
+	assert_failure 1
+	assert_output --partial "alltoall: --rails numa:1: rank 1, local rank 1: rails 3,4 of 4, mlx5_6,mlx5_7"
+	assert_output --partial "alltoall: --rails numa:1: rail 1 listening on 10.1.6.1:9100 (mlx5_6)"
+	assert_output --partial "alltoall: --rails numa:1: rail 2 listening on 10.1.7.1:9100 (mlx5_7)"
+	# all: every rail of the plan, from the first
+	plan two-socket-8gpu -- alltoall -r 0 -w 2 --local-rank 0 -R etcd://127.0.0.1:9/job --rails numa:0 \
+		--rails-per-rank all
+	assert_failure 1
+	assert_output --partial "rank 0, local rank 0: rails 1,2,3,4 of 4, mlx5_0,mlx5_1,mlx5_2,mlx5_3"
+	assert_output --partial "rail 4 listening on 10.1.3.1 (mlx5_3)"
+	# more than the plan has
+	plan two-socket-8gpu -- alltoall -r 0 -w 2 -R etcd://127.0.0.1:9/job --rails numa:0 --rails-per-rank 5
+	assert_failure 2
+	assert_output --partial "alltoall: --rails-per-rank 5: the plan numa:0 has 4 rails"
+	# a peers file holds one address a rank
+	printf '0 10.1.0.1:7000\n1 10.1.1.1:7000\n' >"$BATS_TEST_TMPDIR/peers"
+	plan two-socket-8gpu -- alltoall -r 0 -w 2 -R "file:$BATS_TEST_TMPDIR/peers" --rails numa:0 --rails-per-rank 2
+	assert_failure 2
+	assert_output --partial "several rails a rank meet through etcd"
+	# one address for several rails
+	plan two-socket-8gpu -- alltoall -r 0 -w 2 -R etcd://127.0.0.1:9/job --rails numa:0 --rails-per-rank 2 \
+		--listen 10.1.0.1
+	assert_failure 2
+	assert_output --partial "each listening on its device's address: give --listen 0.0.0.0[:PORT] or none, not --listen 10.1.0.1"
+	# without --rails, or a bad count
+	run "$RDMACTL" alltoall -r 0 -w 2 -R etcd://127.0.0.1:9/job --rails-per-rank 2
+	assert_failure 2
+	assert_output --partial "--rails-per-rank takes the rails of --rails PLAN"
+	run "$RDMACTL" alltoall -r 0 -w 2 -R etcd://127.0.0.1:9/job --rails-per-rank 0
+	assert_failure 2
+	assert_output --partial "--rails-per-rank 0: expected 1 to 16, or all"
+	# -d DEV1,DEV2 wants an address a device; multicast runs one device a rank
+	run "$RDMACTL" -d rxe_a,rxe_c alltoall -r 0 -w 2 -R etcd://127.0.0.1:9/job --listen 0.0.0.0
+	assert_failure 2
+	assert_output --partial "alltoall: -d rxe_a,rxe_c names several devices, a rail each: give --listen ADDR1[:PORT],ADDR2[:PORT]"
+	run "$RDMACTL" -d rxe_a,rxe_c multicast -r 0 -w 2 -R etcd://127.0.0.1:9/job --listen 10.0.0.1,10.0.0.2
+	assert_failure 2
+	assert_output --partial "multicast: -d gives this rank 2 devices: multicast runs one device a rank"
+}

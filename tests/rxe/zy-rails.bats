@@ -278,6 +278,111 @@ within_half() {
 	assert_output --regexp "after [0-9]+ bytes\)$"
 }
 
+# a2a_two_rails NAME ARGS...: a 2-rank alltoall over etcd job NAME, rank 0
+# on rxe_a and rxe_c, rank 1 on rxe_b and rxe_d, each rank with its own
+# ("host") rail plan and ARGS, and rank R with its own global options
+# A2A_PRE_R and alltoall options A2A_POST_R (arrays: R 0 or 1); the size
+# A2A_SIZE when set, else --hidden 256 --tokens 64 --iters 3;
+# A2A_STATUS[R], and a.NAME.R.out/.err.
+a2a_two_rails() {
+	local name=$1 r tree pids=() pre post size=(--hidden 256 --tokens 64 --iters 3)
+	[[ -z ${A2A_SIZE+set} ]] || size=("${A2A_SIZE[@]}")
+	shift
+	A2A_STATUS=()
+	for r in 0 1; do
+		tree=$TREE_AC pre=("${A2A_PRE_0[@]}") post=("${A2A_POST_0[@]}")
+		((r == 0)) || tree=$TREE_BD pre=("${A2A_PRE_1[@]}") post=("${A2A_POST_1[@]}")
+		RDMACTL_SYSFS=$tree "$RDMACTL" -j -t 20000 "${pre[@]}" alltoall -r "$r" -w 2 \
+			--local-rank 0 -R "etcd://$ETCD_EP/$name" "${size[@]}" "$@" "${post[@]}" \
+			>"$BATS_TEST_TMPDIR/a.$name.$r.out" \
+			2>"$BATS_TEST_TMPDIR/a.$name.$r.err" 3>&- &
+		pids+=($!)
+		started "$!"
+	done
+	for r in 0 1; do
+		A2A_STATUS[r]=0
+		wait "${pids[r]}" || A2A_STATUS[r]=$?
+	done
+}
+
+# bats test_tags=plain-only
+@test "alltoall on two rails a rank (--rails auto --rails-per-rank all, and -d with --listen): a slice of every block on each rail, each rail carrying half, no wrong token; a corrupted token is caught" {
+	load '../lib/etcd'
+	need_etcd
+	rail_trees
+	start_etcd
+	local port a0 c0 r doc
+	port=$(next_port)
+	a0=$(counter_of rxe_a sent_pkts)
+	c0=$(counter_of rxe_c sent_pkts)
+	A2A_PRE_0=() A2A_PRE_1=() A2A_POST_0=() A2A_POST_1=()
+	a2a_two_rails both --rails auto --rails-per-rank all --listen "0.0.0.0:$port"
+	for r in 0 1; do
+		((A2A_STATUS[r] == 0)) || fail "rank $r: $(cat "$BATS_TEST_TMPDIR/a.both.$r.err")"
+	done
+	run cat "$BATS_TEST_TMPDIR/a.both.0.err"
+	assert_output --partial "rank 0, local rank 0: rails 1,2 of 2, $RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C"
+	assert_output --partial "rail 1 listening on $RDMACTL_VM_ADDR_A:$port ($RDMACTL_VM_DEV_A)"
+	assert_output --partial "rail 2 listening on $RDMACTL_VM_ADDR_C:$port ($RDMACTL_VM_DEV_C)"
+	doc=$(cat "$BATS_TEST_TMPDIR/a.both.0.out")
+	jq -e --arg d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C" \
+		'.wrong == 0 and .checked_tokens > 0 and .device == $d and (.rails | length) == 2' \
+		<<<"$doc" || fail "the document: $doc"
+	jq -e --arg a "$RDMACTL_VM_DEV_A" --arg c "$RDMACTL_VM_DEV_C" \
+		'.rails[0].device == $a and .rails[1].device == $c and .rails[0].bytes > 0 and
+		 ([.rails[].share] | all(. > 0.45 and . < 0.55)) and ([.rails[].finding] | all(. == null))' \
+		<<<"$doc" || fail "the rails: $(jq -c .rails <<<"$doc")"
+	# both devices sent packets: each rail carried its slice itself
+	(($(counter_of rxe_a sent_pkts) > a0 + 10)) || fail "rxe_a sent nothing"
+	(($(counter_of rxe_c sent_pkts) > c0 + 10)) || fail "rxe_c sent nothing"
+	# the same by -d and --listen, and a token of rail 1's slice corrupted:
+	# rank 0 says how many arrived wrong, and both ranks fail
+	port=$(next_port)
+	A2A_PRE_0=(-d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C")
+	A2A_PRE_1=(-d "$RDMACTL_VM_DEV_B,$RDMACTL_VM_DEV_D")
+	A2A_POST_0=(--listen "$RDMACTL_VM_ADDR_A:$port,$RDMACTL_VM_ADDR_C:$port")
+	A2A_POST_1=(--listen "$RDMACTL_VM_ADDR_B:$port,$RDMACTL_VM_ADDR_D:$port")
+	RDMACTL_TEST_A2A_CORRUPT=dispatch:1:0 a2a_two_rails wrong
+	assert_equal "${A2A_STATUS[0]}" 1
+	assert_equal "${A2A_STATUS[1]}" 1
+	doc=$(cat "$BATS_TEST_TMPDIR/a.wrong.0.out")
+	jq -e '.wrong == 1 and .error.message == "1 tokens arrived wrong" and (.rails | length) == 2' \
+		<<<"$doc" || fail "rank 0's document: $doc"
+	run cat "$BATS_TEST_TMPDIR/a.wrong.1.out" "$BATS_TEST_TMPDIR/a.wrong.1.err"
+	assert_output --partial "1 tokens arrived wrong"
+	# ranks on unequal rails: refused on rail 1's group, before the others join
+	port=$(next_port)
+	A2A_PRE_0=() A2A_PRE_1=() A2A_POST_0=(--rails-per-rank all) A2A_POST_1=(--rails-per-rank 1)
+	a2a_two_rails unequal --rails auto --listen "0.0.0.0:$port"
+	assert_equal "${A2A_STATUS[0]}" 1
+	assert_equal "${A2A_STATUS[1]}" 1
+	run cat "$BATS_TEST_TMPDIR/a.unequal.0.out" "$BATS_TEST_TMPDIR/a.unequal.0.err"
+	assert_output --partial "rank 1 runs on 1 rail and rank 0 on 2: every rank needs as many"
+}
+
+# bats test_tags=plain-only
+@test "alltoall on two rails a rank, rail 2 slowed to a crawl: the report names it as far slower than rail 1" {
+	load '../lib/etcd'
+	need_etcd
+	rail_trees
+	start_etcd
+	local doc
+	# 8 Mb/s on rxe_c's link: rail 2's slice of an iteration (about 100 KB
+	# each way at --hidden 1024) takes it a tenth of a second, rail 1 a few
+	# ms; the slowest rail's time is well over the 0.1 s a finding needs
+	tc qdisc add dev vc root tbf rate 8mbit burst 32kb latency 800ms
+	SLOWED=vc
+	A2A_PRE_0=() A2A_PRE_1=() A2A_POST_0=() A2A_POST_1=() A2A_SIZE=(--hidden 1024 --tokens 64 --iters 4)
+	a2a_two_rails slow --rails auto --rails-per-rank all --listen "0.0.0.0:$(next_port)"
+	assert_equal "${A2A_STATUS[0]}" 0
+	assert_equal "${A2A_STATUS[1]}" 0
+	doc=$(cat "$BATS_TEST_TMPDIR/a.slow.0.out")
+	jq -e '.wrong == 0 and .rails[0].finding == null and .rails[1].seconds > 0.1' <<<"$doc" ||
+		fail "the document: $doc"
+	run jq -r '.rails[1].finding' <<<"$doc"
+	assert_output --regexp "^rail 2 \\($RDMACTL_VM_DEV_C\\) ran at 0\\.[0-4][0-9]x the fastest rail's rate$"
+}
+
 # Last: it downs vc under an active QP (see the top of the file).
 # bats test_tags=plain-only
 @test "alltoall --rails auto, two hosts' plans: each rank on rail (local rank mod 2), publishing its rail's address in etcd; the rails meet rail to rail, no wrong byte" {

@@ -210,6 +210,31 @@ static void content(void)
 	CHECK(memcmp(a, b, sizeof(a)) != 0);
 }
 
+/* A rank on several rails: the slices of a block cover it, in order, and
+ * differ by at most one token; a wrong slice sum would fail the check. */
+static void slices(void)
+{
+	uint64_t counts[4] = { 0, 1, 7, 1000001 }, out[4], sum[4] = { 0 };
+
+	for (int r = 1; r <= 3; r++) {
+		memset(sum, 0, sizeof(sum));
+		for (int s = 0; s < r; s++) {
+			rc_a2a_slice_counts(counts, 2, s, r, out);
+			for (int k = 0; k < 4; k++) {
+				sum[k] += out[k];
+				CHECK(out[k] * (uint64_t)r + (uint64_t)r >= counts[k]);
+				CHECK(out[k] * (uint64_t)r <= counts[k] + (uint64_t)r);
+			}
+		}
+		for (int k = 0; k < 4; k++)
+			CHECK_EQ_U64(sum[k], counts[k]);
+	}
+	rc_a2a_slice_counts(counts, 2, 1, 2, out);
+	CHECK_EQ_U64(out[1], 1); /* of one token, the second slice has it */
+	CHECK_EQ_U64(out[2], 4);
+	CHECK_EQ_U64(out[3], 500001);
+}
+
 int main(void)
 {
 	routing();
@@ -219,5 +244,6 @@ int main(void)
 	fits();
 	plans();
 	content();
+	slices();
 	CHECK_DONE();
 }

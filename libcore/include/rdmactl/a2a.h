@@ -101,6 +101,14 @@ struct rc_a2a_opts {
 	} corrupt;
 	void (*progress)(void *arg, int done, int total);
 	void *progress_arg;
+	/* A rank on several rails (rc_a2a_run_rails): this run carries slice
+	 * slice of slices of every block, tokens [n * slice / slices, n * (slice
+	 * + 1) / slices) of a block of n (rc_a2a_slice_counts), with the same
+	 * content as in a run of one slice. slices 0 or 1: the whole blocks.
+	 * The corrupt hook counts tokens in this slice's buffers
+	 * (rc_a2a_run_rails: rail 0's slice alone). */
+	int slice;
+	int slices;
 };
 
 struct rc_a2a_result {
@@ -115,6 +123,23 @@ struct rc_a2a_result {
 
 RC_EXPORT int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct rc_a2a_result *res,
 			 struct rc_err *err);
+
+/* The token counts of slice of slices (counts of world x world, into out):
+ * what one rail carries of each block when a rank stripes over slices
+ * rails. The slices of a block differ by at most one token. */
+RC_EXPORT void rc_a2a_slice_counts(const uint64_t *counts, int world, int slice, int slices,
+				   uint64_t *out);
+/* A rank on n rails: slice i of every block over g[i] (groups joined on
+ * each rail, the same ranks in each), the slices at once, one thread each,
+ * every iteration's clock started once all of them are ready (so one
+ * rail's filling and checking never falls in another's timed exchange);
+ * res[i] gets rail i's figures (res[i].lat_us: the caller's, iters
+ * entries). o's slice and slices are set here; o->progress hears rail 0.
+ * The first rail that fails fails the call, its error prefixed "rail I
+ * (DEV): ", and stops the others at their next iteration. n 1:
+ * rc_a2a_run. */
+RC_EXPORT int rc_a2a_run_rails(struct rc_group *const *g, int n, const struct rc_a2a_opts *o,
+			       struct rc_a2a_result *res, struct rc_err *err);
 
 /* Sizing before a run (--plan): the bytes rc_a2a_run registers for token
  * buffers on each rank of world, into bytes[world] (its send and receive

@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: MIT
+/* rdmactl alltoall's figures: the text and JSON report in nccl-tests'
+ * conventions, the rails', --metrics and the --svg heatmap. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alltoall.h"
+#include "cmds.h"
+#include "svg.h"
+
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/* The token buffers' memory, and for GPU memory the registration path that
+ * ran (register's keys and words) and whether blocks inside a node went
+ * through the host. */
+static void put_mem(struct out *o, const struct a2a_cli *a, const struct rc_a2a_result *r)
+{
+	bool gpu = a->run.mem.kind == RC_MEM_CUDA;
+	bool staged = gpu && a->run.algo == RC_A2A_HIER;
+
+	out_mem(o, "# token buffers: ", a->run.mem.kind, a->run.mem.gpu, r->reg, r->reg_notes);
+	out_bool(o, "node_staged", NULL, staged);
+	if (staged)
+		out_text(o, "; inside a node, blocks are staged through host shared memory (receive "
+			    "buffers there, copied out of the GPU by the CPU)");
+	out_text(o, "\n");
+}
+
+/* The devices of the rails, "DEV1,DEV2" (one: its name). */
+static void rail_devs(struct rc_group *const *g, int nr, char *buf, size_t cap)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < nr && o < cap; i++)
+		o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? "," : "",
+				      rc_group_dev(g[i]) ? rc_group_dev(g[i]) : "?");
+}
+
+/* The slowest rail's time below which no rail is judged slow. */
+#define RAIL_JUDGED_S 0.1
+
+/* Several rails: each one's bytes, time, rate and share of the bytes, and
+ * a finding for a rail far slower than the fastest. */
+static void report_rails(struct out *o, const struct a2a_cli *a, struct rc_group *const *g, int nr)
+{
+	uint64_t total = 0;
+	double best = 0, slowest = 0;
+
+	for (int i = 0; i < nr; i++) {
+		double rate = a->rail[i].seconds > 0 ? a->rail[i].bytes / a->rail[i].seconds : 0;
+
+		total += a->rail[i].bytes;
+		best = rate > best ? rate : best;
+		slowest = a->rail[i].seconds > slowest ? a->rail[i].seconds : slowest;
+	}
+	out_arr_begin(o, "rails");
+	for (int i = 0; i < nr; i++) {
+		const struct a2a_rail *r = &a->rail[i];
+		double rate = r->seconds > 0 ? r->bytes / r->seconds : 0;
+
+		out_obj_begin(o, NULL);
+		out_u64(o, "rail", "# rail %llu: ", (uint64_t)i + 1);
+		out_str(o, "device", "%-10s", rc_group_dev(g[i]) ? rc_group_dev(g[i]) : "?");
+		out_u64(o, "bytes", " bytes %llu", r->bytes);
+		out_f64(o, "share", " share %.2f", total ? (double)r->bytes / (double)total : 0);
+		out_f64(o, "seconds", " in %.3f s", r->seconds);
+		out_f64(o, "gbyte_per_s", " (%.3f GB/s)", rate / 1e9);
+		out_i64(o, "qps", ", %lld QPs", r->qps);
+		/* a run too short to tell a slow rail from noise judges none */
+		if (slowest >= RAIL_JUDGED_S && best > 0 && rate < 0.5 * best) {
+			char msg[160];
+
+			snprintf(msg, sizeof(msg),
+				 "rail %d (%s) ran at %.2fx the fastest rail's rate", i + 1,
+				 rc_group_dev(g[i]), rate / best);
+			out_str(o, "finding", "; finding: %s", msg);
+		} else {
+			out_null(o, "finding");
+		}
+		out_text(o, "\n");
+		out_obj_end(o);
+	}
+	out_arr_end(o);
+}
+
+void report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a_result *r, uint64_t wrong,
+	    struct rc_group *const *gs, int nr)
+{
+	struct rc_a2a_stats st;
+	struct out *o = &ctx->out;
+	int W = a->grp.who.world, n = a->run.iters;
+	double *lat = r->lat_us, t = r->seconds / n, algbw, busbw;
+	const struct rc_group *g = gs[0];
+	const char *rdv_kind = rc_group_rdv_kind(g);
+	char dev[RC_RAILS_MAX * 65];
+
+	rail_devs(gs, nr, dev, sizeof(dev));
+
+	rc_a2a_stats(a->counts, W, a->grp.who.rank, rc_a2a_token_bytes(a->run.hidden, a->run.dtype),
+		     &st);
+	qsort(lat, (size_t)n, sizeof(double), cmp_double);
+	algbw = t > 0 ? st.size / t / 1e9 : 0;
+	busbw = algbw * (W - 1) / W;
+	out_text(o, "# alltoall: algo %s, %d ranks (%s), rendezvous %s, device %s\n",
+		 rc_a2a_algo_name(a->run.algo), W, a->grp.who.source, rdv_kind, dev);
+	out_str(o, "algo", NULL, rc_a2a_algo_name(a->run.algo));
+	out_u64(o, "ranks", NULL, (uint64_t)W);
+	out_u64(o, "rank", NULL, (uint64_t)a->grp.who.rank);
+	out_str(o, "rank_source", NULL, a->grp.who.source);
+	out_str(o, "rendezvous", NULL, rdv_kind);
+	out_str(o, "device", NULL, dev);
+	out_text(o, "# %12s %10s %11s %11s %7s %10s %10s %12s %12s %9s\n", "size(B)", "time(us)",
+		 "algbw(GB/s)", "busbw(GB/s)", "wrong", "p50(us)", "p99(us)", "peer_mean(B)",
+		 "peer_max(B)", "imbalance");
+	out_text(o, "  ");
+	out_u64(o, "size_bytes", "%12llu ", (uint64_t)st.size);
+	out_f64(o, "time_us", "%10.1f ", t * 1e6);
+	out_f64(o, "algbw_gbyte_per_s", "%11.3f ", algbw);
+	out_f64(o, "busbw_gbyte_per_s", "%11.3f ", busbw);
+	out_u64(o, "wrong", "%7llu ", wrong);
+	out_obj_begin(o, "lat_us");
+	out_f64(o, "p50", "%10.1f ", lat[(n - 1) / 2]);
+	out_f64(o, "p99", "%10.1f ", lat[(int)((n - 1) * 0.99 + 0.5)]);
+	out_obj_end(o);
+	out_obj_begin(o, "bytes_per_peer");
+	out_u64(o, "mean", "%12llu ", st.peer_mean);
+	out_u64(o, "max", "%12llu ", st.peer_max);
+	out_obj_end(o);
+	out_f64(o, "imbalance", "%9.2f\n", st.imbalance);
+	out_u64(o, "iters", NULL, (uint64_t)n);
+	out_u64(o, "checked_tokens", NULL, r->checked);
+	out_bool(o, "checked", NULL, a->run.check);
+	out_text(o, "# %llu tokens (%llu bytes) checked on this rank, %llu wrong on all ranks\n",
+		 (unsigned long long)r->checked, (unsigned long long)r->checked_bytes,
+		 (unsigned long long)wrong);
+	put_mem(o, a, r);
+	if (nr > 1)
+		report_rails(o, a, gs, nr);
+	group_report(o, g);
+}
+
+/* The dispatch bytes from each rank to each (the skew at a glance): hot
+ * blocks red, the rank's block to itself included. */
+int draw(const struct a2a_cli *a)
+{
+	int W = a->grp.who.world, rc = -ENOMEM;
+	size_t tb = rc_a2a_token_bytes(a->run.hidden, a->run.dtype), N = (size_t)W;
+	double *val = calloc(N * N, sizeof(double));
+	char **labels = calloc(N, sizeof(char *)), title[160];
+	struct rc_a2a_stats st;
+
+	if (!val || !labels)
+		goto out;
+	for (int i = 0; i < W; i++) {
+		if (!(labels[i] = malloc(24)))
+			goto out;
+		snprintf(labels[i], 24, "rank %d", i);
+	}
+	for (size_t k = 0; k < N * N; k++)
+		val[k] = (double)a->counts[k] * (double)tb / 1e6;
+	rc_a2a_stats(a->counts, W, 0, tb, &st);
+	snprintf(title, sizeof(title), "rdmactl alltoall: dispatch MB per peer (%s, imbalance %.2f)",
+		 rc_a2a_algo_name(a->run.algo), st.imbalance);
+	struct svg_heatmap h = { .n = W,
+				 .title = title,
+				 .unit = "MB (10^6 bytes)",
+				 .row_axis = "from (rank)",
+				 .col_axis = "to (rank)",
+				 .labels = (const char *const *)labels,
+				 .value = val };
+
+	rc = svg_heatmap_write(a->svg, &h);
+out:
+	for (int i = 0; labels && i < W; i++)
+		free(labels[i]);
+	free(labels);
+	free(val);
+	return rc;
+}
+
+/* --metrics: this rank's figures, and the wrong tokens of all ranks. */
+void a2a_metrics(struct metrics *m, const struct a2a_cli *a, const struct rc_a2a_result *r,
+		 uint64_t wrong, struct rc_group *const *gs, int nr)
+{
+	static const char *const names[] = { "rail", "device" };
+	struct rc_a2a_stats st;
+	int W = a->grp.who.world, n = a->run.iters;
+	double *lat = r->lat_us, t = r->seconds / n, algbw;
+	const struct rc_group *g = gs[0];
+	char dev[RC_RAILS_MAX * 65];
+
+	rail_devs(gs, nr, dev, sizeof(dev));
+
+	rc_a2a_stats(a->counts, W, a->grp.who.rank, rc_a2a_token_bytes(a->run.hidden, a->run.dtype),
+		     &st);
+	qsort(lat, (size_t)n, sizeof(double), cmp_double);
+	algbw = t > 0 ? st.size / t : 0;
+	metrics_label(m, "algo", rc_a2a_algo_name(a->run.algo));
+	metrics_label(m, "device", dev);
+	metrics_gauge(m, "rdmactl_alltoall_ranks", "ranks in the group", W);
+	metrics_gauge(m, "rdmactl_alltoall_size_bytes",
+		      "mean bytes a rank sends per iteration (dispatch and combine)", st.size);
+	metrics_counter(m, "rdmactl_alltoall_iterations_total", "timed iterations", n);
+	metrics_gauge(m, "rdmactl_alltoall_duration_seconds", "the timed iterations together",
+		      r->seconds);
+	metrics_gauge(m, "rdmactl_alltoall_algbw_bytes_per_second",
+		      "algorithm bandwidth (nccl-tests' algbw)", algbw);
+	metrics_gauge(m, "rdmactl_alltoall_busbw_bytes_per_second",
+		      "bus bandwidth (nccl-tests' busbw: algbw * (ranks - 1) / ranks)",
+		      algbw * (W - 1) / W);
+	metrics_family(m, "rdmactl_alltoall_iteration_seconds", METRIC_SUMMARY,
+		       "one iteration, dispatch and combine");
+	metrics_sample(m, "", "quantile", "0.5", lat[(n - 1) / 2] / 1e6);
+	metrics_sample(m, "", "quantile", "0.99", lat[(int)((n - 1) * 0.99 + 0.5)] / 1e6);
+	metrics_sample(m, "_sum", NULL, NULL, r->seconds);
+	metrics_sample(m, "_count", NULL, NULL, n);
+	metrics_gauge(m, "rdmactl_alltoall_imbalance_ratio",
+		      "max over mean of the dispatch bytes a rank receives", st.imbalance);
+	metrics_counter(m, "rdmactl_alltoall_checked_tokens_total", "tokens checked on this rank",
+			(double)r->checked);
+	metrics_counter(m, "rdmactl_alltoall_wrong_tokens_total",
+			"tokens that arrived wrong, all ranks", (double)wrong);
+	metrics_gauge(m, "rdmactl_alltoall_rails", "rails this rank stripes over", nr);
+	for (int k = 0; nr > 1 && k < 2; k++) {
+		metrics_family(m,
+			       k ? "rdmactl_alltoall_rail_seconds"
+				 : "rdmactl_alltoall_rail_bytes_total",
+			       k ? METRIC_GAUGE : METRIC_COUNTER,
+			       k ? "the timed iterations of the rail's slice"
+				 : "bytes of the rail's slice this rank sent to other ranks");
+		for (int i = 0; i < nr; i++) {
+			char rail[12];
+			const char *values[] = { rail, rc_group_dev(gs[i]) };
+
+			snprintf(rail, sizeof(rail), "%d", i + 1);
+			metrics_sample_labels(m, names, values, 2,
+					      k ? a->rail[i].seconds : (double)a->rail[i].bytes);
+		}
+	}
+	group_metrics(m, g);
+}
+
+void merge_rails(struct a2a_cli *a, int n, struct rc_a2a_result *res, struct rc_group *const *g)
+{
+	int W = a->grp.who.world;
+	size_t tb = rc_a2a_token_bytes(a->run.hidden, a->run.dtype);
+	uint64_t *sc = malloc((size_t)W * (size_t)W * sizeof(uint64_t));
+
+	for (int i = 0; i < n; i++) {
+		struct rc_a2a_stats st = { 0 };
+		struct rc_group_stats gs;
+
+		if (sc) {
+			rc_a2a_slice_counts(a->counts, W, i, n, sc);
+			rc_a2a_stats(sc, W, a->grp.who.rank, tb, &st);
+		}
+		rc_group_stats(g[i], &gs);
+		a->rail[i] = (struct a2a_rail){ .bytes = (st.my_send + st.my_recv) *
+							 (uint64_t)a->run.iters,
+						.seconds = res[i].seconds,
+						.qps = gs.qps };
+		if (!i)
+			continue;
+		for (int k = 0; k < a->run.iters; k++)
+			if (res[i].lat_us[k] > res[0].lat_us[k])
+				res[0].lat_us[k] = res[i].lat_us[k];
+		if (res[i].seconds > res[0].seconds)
+			res[0].seconds = res[i].seconds;
+		res[0].wrong += res[i].wrong;
+		res[0].checked += res[i].checked;
+		res[0].checked_bytes += res[i].checked_bytes;
+	}
+	free(sc);
+}

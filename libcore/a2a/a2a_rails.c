@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: MIT
+/* A rank on several rails: slice i of every block over the group of rail i,
+ * the rails at once, a thread each (rc_a2a_run_rails), starting each
+ * iteration together. The groups share nothing, so a rail's thread touches
+ * only its own group, buffers and result, and the barrier; the caller's
+ * progress hears rail 0 alone. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmactl/err_core.h>
+#include <rdmactl/group_core.h>
+#include <rdmactl/a2a_core.h>
+
+#include "a2a_int.h"
+
+/* A barrier the rails of a rank meet at before each iteration. Its wait
+ * has no clock of its own: every rail it waits for is itself in a wait
+ * bounded by the group's timeout, and one that fails releases it. */
+struct a2a_sync {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int n;          /* rails */
+	int arrived;    /* at this round */
+	uint64_t round; /* rounds completed */
+	int failed;     /* the first rail that failed, -1: none */
+};
+
+int a2a_sync_wait(struct a2a_sync *s, struct rc_err *err)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&s->mu);
+	if (s->failed < 0 && ++s->arrived == s->n) {
+		s->arrived = 0;
+		s->round++;
+		pthread_cond_broadcast(&s->cv);
+	} else if (s->failed < 0) {
+		uint64_t round = s->round;
+
+		while (s->failed < 0 && s->round == round)
+			pthread_cond_wait(&s->cv, &s->mu);
+	}
+	if (s->failed >= 0)
+		rc = rc_err_set(err, ECANCELED, "rail %d of this rank failed", s->failed + 1);
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+void a2a_sync_fail(struct a2a_sync *s, int rail)
+{
+	pthread_mutex_lock(&s->mu);
+	if (s->failed < 0)
+		s->failed = rail;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+struct rail_run {
+	struct rc_group *g;
+	struct rc_a2a_opts o;
+	struct a2a_sync *sync;
+	struct rc_a2a_result *res;
+	struct rc_err err;
+	int rc;
+};
+
+static void *rail_main(void *arg)
+{
+	struct rail_run *r = arg;
+
+	r->rc = a2a_run_sync(r->g, &r->o, r->sync, r->res, &r->err);
+	if (r->rc)
+		a2a_sync_fail(r->sync, r->o.slice);
+	return NULL;
+}
+
+int rc_a2a_run_rails(struct rc_group *const *g, int n, const struct rc_a2a_opts *o,
+		     struct rc_a2a_result *res, struct rc_err *err)
+{
+	struct a2a_sync sync = { .mu = PTHREAD_MUTEX_INITIALIZER,
+				 .cv = PTHREAD_COND_INITIALIZER,
+				 .n = n,
+				 .failed = -1 };
+	struct rail_run *r;
+	pthread_t *th;
+	bool *started;
+	int rc = 0;
+
+	if (n < 1)
+		return rc_err_set(err, EINVAL, "no rail to run on");
+	if (n == 1)
+		return rc_a2a_run(g[0], o, res, err);
+	r = calloc((size_t)n, sizeof(*r));
+	th = calloc((size_t)n, sizeof(*th));
+	started = calloc((size_t)n, sizeof(*started));
+	if (!r || !th || !started) {
+		free(r);
+		free(th);
+		free(started);
+		return rc_err_set(err, ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < n; i++) {
+		r[i].g = g[i];
+		r[i].sync = &sync;
+		r[i].o = *o;
+		r[i].o.slice = i;
+		r[i].o.slices = n;
+		r[i].res = &res[i];
+		if (i) { /* one line of progress: rail 0's; the test hook: its slice */
+			r[i].o.progress = NULL;
+			r[i].o.progress_arg = NULL;
+			r[i].o.corrupt.on = false;
+		}
+	}
+	/* Rail 0 runs on this thread. A rail whose thread cannot start fails,
+	 * and its peers hear why at once (rc_group_abort). */
+	for (int i = 1; i < n; i++) {
+		int e = pthread_create(&th[i], NULL, rail_main, &r[i]);
+
+		if ((started[i] = !e))
+			continue;
+		r[i].rc = rc_err_set(&r[i].err, e, "cannot start its thread: %s", strerror(e));
+		rc_group_abort(g[i], r[i].err.msg);
+		a2a_sync_fail(&sync, i);
+	}
+	rail_main(&r[0]);
+	for (int i = 1; i < n; i++)
+		if (started[i])
+			pthread_join(th[i], NULL);
+	/* the rail that failed first, not one it released (-ECANCELED) */
+	for (int i = sync.failed >= 0 ? sync.failed : 0; i < n && !rc; i++)
+		if (r[i].rc)
+			rc = rc_err_set(err, -r[i].rc, "rail %d (%s): %s", i + 1,
+					rc_group_dev(g[i]) ? rc_group_dev(g[i]) : "?", r[i].err.msg);
+	for (int i = 0; i < n && !rc; i++)
+		if (r[i].rc)
+			rc = rc_err_set(err, -r[i].rc, "rail %d (%s): %s", i + 1,
+					rc_group_dev(g[i]) ? rc_group_dev(g[i]) : "?", r[i].err.msg);
+	free(r);
+	free(th);
+	free(started);
+	return rc;
+}
