@@ -305,7 +305,6 @@ a2a_two_rails() {
 	done
 }
 
-# bats test_tags=plain-only
 @test "alltoall on two rails a rank (--rails auto --rails-per-rank all, and -d with --listen): a slice of every block on each rail, each rail carrying half, no wrong token; a corrupted token is caught" {
 	load '../lib/etcd'
 	need_etcd
@@ -360,7 +359,6 @@ a2a_two_rails() {
 	assert_output --partial "rank 1 runs on 1 rail and rank 0 on 2: every rank needs as many"
 }
 
-# bats test_tags=plain-only
 @test "alltoall on two rails a rank, rail 2 slowed to a crawl: the report names it as far slower than rail 1" {
 	load '../lib/etcd'
 	need_etcd
