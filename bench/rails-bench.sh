@@ -9,7 +9,7 @@
 # they are near 100% busy with one rail, the CPU, not the rails, is the
 # limit, and a second rail cannot double the rate. Run it in the guest:
 #   tests/vm/run.sh --four-nics -- bench/rails-bench.sh
-# Then kvxfer and alltoall (the end of this file says how). Environment: SIZE (default
+# Then kvxfer, alltoall and multicast (below). Environment: SIZE (default
 # 32M), STRIPE (1M), ROUNDS (5); KV_TOKENS (512), KV_REQUESTS (4).
 set -euo pipefail
 
@@ -182,3 +182,44 @@ for ((r = 1; r <= rounds; r++)); do
 done
 verdict "$(median "${one[@]}")" "$(median "${two[@]}")" "$(median "${cpu1[@]}")" "$(median "${cpu2[@]}")"
 echo "(alltoall, 2 ranks, flat: ${A2A_TOKENS:-256} tokens of ${A2A_HIDDEN:-2048} bf16 a rank, top-2, ${A2A_ITERS:-10} iterations; algbw of rank 0; shares% = each rail's part of its bytes)"
+
+# multicast over one rail a rank against two: the root (rank 0) on rxe_a
+# (and rxe_c) pushes a pattern of MC_SIZE (default 32M) to one receiver on
+# rxe_b (and rxe_d); with two, each rail carries half the blob. The rate is
+# the blob's bytes over the total (the last chunk's landing).
+mc_port=26500
+# mc_run TWO: one run; "GB/s busy% shares%".
+mc_run() {
+	local d0=$RDMACTL_VM_DEV_A l0=$RDMACTL_VM_ADDR_A:$mc_port d1=$RDMACTL_VM_DEV_B
+	local l1=$RDMACTL_VM_ADDR_B:$mc_port p0 p1 cpu
+	mc_port=$((mc_port + 1))
+	if (($1)); then
+		d0+=,$RDMACTL_VM_DEV_C l0+=,$RDMACTL_VM_ADDR_C:$mc_port
+		d1+=,$RDMACTL_VM_DEV_D l1+=,$RDMACTL_VM_ADDR_D:$mc_port
+	fi
+	busy >/dev/null
+	"$rdmactl" -j -d "$d0" multicast -w 2 -r 0 -R "etcd://$ETCD_EP/mc$mc_port" --listen "$l0" \
+		--pattern random:1 --size "${MC_SIZE:-32M}" >"$work/m0" 2>&1 &
+	p0=$!
+	"$rdmactl" -j -d "$d1" multicast -w 2 -r 1 -R "etcd://$ETCD_EP/mc$mc_port" --listen "$l1" >"$work/m1" 2>&1 &
+	p1=$!
+	if ! wait "$p0" || ! wait "$p1"; then
+		echo "rails-bench: multicast failed:" >&2
+		cat "$work/m0" "$work/m1" >&2
+		exit 1
+	fi
+	cpu=$(busy)
+	jq -r --arg cpu "$cpu" '"\(.size_bytes / .seconds / 1e9) \($cpu) \([.rails[]?.share] | map(. * 100 | floor) | join("/"))"' "$work/m0"
+}
+
+one=() two=() cpu1=() cpu2=()
+echo
+printf '%-6s %12s %8s %12s %8s %10s\n' mcast "one(GB/s)" "cpu%" "two(GB/s)" "cpu%" "shares%"
+for ((r = 1; r <= rounds; r++)); do
+	read -r g1 c1 _ < <(mc_run 0)
+	read -r g2 c2 sh < <(mc_run 1)
+	one+=("$g1") two+=("$g2") cpu1+=("$c1") cpu2+=("$c2")
+	printf '%-6s %12.4f %8s %12.4f %8s %10s\n' "$r" "$g1" "$c1" "$g2" "$c2" "$sh"
+done
+verdict "$(median "${one[@]}")" "$(median "${two[@]}")" "$(median "${cpu1[@]}")" "$(median "${cpu2[@]}")"
+echo "(multicast, root to one receiver: ${MC_SIZE:-32M} of a pattern, 256K chunks; the blob over the last chunk's landing; shares% = each rail's part)"

@@ -20,9 +20,7 @@
 
 #define ALLTOALL_OPTS(X) \
 	GROUP_OPTS(X, A2A) \
-	X(A2A_RAILS_PER_RANK, "rails-per-rank", 0, "N", \
-	  "--rails: how many of the plan's rails this rank stripes over, 1 to 16 or all (default 1)", \
-	  COMP_WORDS, "1|2|all") \
+	GROUP_RAILS_OPT(X, A2A) \
 	X(A2A_ALGO, "algo", 'a', "ALGO", \
 	  "flat (every rank connects to every other), ring (to its two " \
 	  "neighbours) or hierarchical (to the ranks of its node, and over the rail to the rank of the " \
@@ -70,30 +68,6 @@ enum { ALLTOALL_OPTS(OPT_INDEX) A2A_NOPTS };
 static const struct cmd_opt alltoall_opts[] = { ALLTOALL_OPTS(OPT_ENTRY) OPT_END };
 OPTS_BOUND(alltoall_opts, A2A_NOPTS);
 
-/* --rails-per-rank N|all, before the group options (which pick the
- * rails). */
-static int rails_per_rank(struct ctx *ctx, const char *s, struct group_args *g)
-{
-	char *end;
-	long n;
-
-	g->rails_max = RC_RAILS_MAX;
-	g->rails_per_rank = 0;
-	if (!s)
-		return 0;
-	if (!strcmp(s, "all")) {
-		g->rails_per_rank = -1;
-		return 0;
-	}
-	errno = 0;
-	n = strtol(s, &end, 10);
-	if (errno || end == s || *end || n < 1 || n > RC_RAILS_MAX)
-		return usage_err(ctx, "--rails-per-rank %s: expected 1 to %d, or all", s,
-				 RC_RAILS_MAX);
-	g->rails_per_rank = (int)n;
-	return 0;
-}
-
 static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 {
 	const struct cmd *c = &cmd_alltoall;
@@ -101,7 +75,7 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 	struct rc_err e;
 
 	opts_fill(ctx, c, v, A2A_PLAN, A2A_PLAN + 1, a);
-	if ((rc = rails_per_rank(ctx, opt_arg(v, A2A_RAILS_PER_RANK), &a->grp)))
+	if ((rc = group_rails_per_rank(ctx, opt_arg(v, A2A_RAILS_PER_RANK), &a->grp)))
 		return rc;
 	if ((rc = a->plan ? group_plan_args(ctx, c, v, A2A_RANK, "alltoall", &a->grp)
 			  : group_args_parse(ctx, c, v, A2A_RANK, &a->grp)) ||
@@ -211,45 +185,16 @@ static void progress(void *arg, int done, int total)
 		fputc('\n', stderr);
 }
 
-/* Join the group of every rail of this rank: rail 0's first, where the
- * ranks agree on how many rails each runs, then the others, each under
- * its own job name. n: the rails. */
-static int join_rails(struct ctx *ctx, struct a2a_cli *a, int n, struct rc_group **g)
-{
-	for (int i = 0; i < n; i++) {
-		char rdv[512];
-		struct rc_group_join join = { .rank = a->grp.who.rank,
-					      .world = a->grp.who.world,
-					      .rendezvous = group_rail_rendezvous(&a->grp, i, rdv,
-										  sizeof(rdv)),
-					      .listen = group_listen(&a->grp, i),
-					      .token = a->grp.token,
-					      .dev_name = group_dev(ctx, &a->grp, i),
-					      .timeout_ms = ctx->timeout_ms,
-					      .busy_poll = a->busy_poll,
-					      .plan = plan,
-					      .plan_arg = a };
-		struct rc_group_join_out how;
-		struct rc_err e;
-		int rc;
-
-		if ((rc = rc_group_join(&join, &g[i], &how, &e))) {
-			if (n > 1)
-				return how.usage ? usage_err(ctx, "rail %d (%s): %s", i + 1,
-							     join.dev_name, e.msg)
-						 : fail(ctx, rc, "rail %d (%s): %s", i + 1,
-							join.dev_name, e.msg);
-			return how.usage ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
-		}
-		if (i == 0 && (rc = group_rails_agree(ctx, g[0], &a->grp)))
-			return rc;
-	}
-	return 0;
-}
-
 static int run(struct ctx *ctx, struct a2a_cli *a)
 {
 	int W = a->grp.who.world, n = a->grp.nrails > 1 ? a->grp.nrails : 1, rc;
+	struct rc_group_join join = { .rank = a->grp.who.rank,
+				      .world = W,
+				      .token = a->grp.token,
+				      .timeout_ms = ctx->timeout_ms,
+				      .busy_poll = a->busy_poll,
+				      .plan = plan,
+				      .plan_arg = a };
 	struct rc_a2a_result res[RC_RAILS_MAX] = { { 0 } };
 	double *lat = calloc((size_t)a->run.iters * (size_t)n, sizeof(double));
 	uint64_t *wrong = calloc((size_t)W, sizeof(uint64_t)), total_wrong = 0;
@@ -270,7 +215,7 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 	}
 	for (int i = 0; i < n; i++)
 		res[i].lat_us = lat + (size_t)i * (size_t)a->run.iters;
-	if ((rc = join_rails(ctx, a, n, g)))
+	if ((rc = group_join_rails(ctx, &a->grp, &join, g)))
 		goto out;
 	a->run.job = a->grp.rendezvous;
 	a->run.timeout_ms = ctx->timeout_ms;
@@ -280,7 +225,7 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 	a->run.progress_arg = &prog;
 	rc = rc_a2a_run_rails(g, n, &a->run, res, &e);
 	if (!rc)
-		merge_rails(a, n, res, g);
+		a2a_merge_rails(a, n, res, g);
 	if (!rc)
 		rc = rc_group_allgather_u64(g[0], res[0].wrong, wrong, &e);
 	if (rc) {
@@ -290,13 +235,13 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 	for (int i = 0; i < W; i++)
 		total_wrong += wrong[i];
 	if (speak)
-		report(ctx, a, &res[0], total_wrong, g, n);
+		a2a_report(ctx, a, &res[0], total_wrong, g, n);
 	else if (!total_wrong)
 		ctx->out.printed =
 			true; /* only rank 0 prints the document; every rank its failure */
 	if (metrics)
 		a2a_metrics(&m, a, &res[0], total_wrong, g, n);
-	if (a->svg && a->grp.who.rank == 0 && (rc = draw(a)))
+	if (a->svg && a->grp.who.rank == 0 && (rc = a2a_draw(a)))
 		rc = fail(ctx, rc, "--svg %s: %s", a->svg, strerror(-rc));
 	else if (a->svg && a->grp.who.rank == 0)
 		out_str(&ctx->out, "svg", speak ? "# heatmap: %s\n" : NULL, a->svg);

@@ -10,17 +10,12 @@
 #include "group_cmds.h"
 #include "metrics.h"
 
-/* Rail i's figures (several rails): the bytes of its slice this rank sent
- * to other ranks over the timed iterations, and its time. */
-struct a2a_rail {
-	uint64_t bytes;
-	double seconds;
-	int qps;
-};
-
 struct a2a_cli {
 	struct group_args grp;
-	struct a2a_rail rail[RC_RAILS_MAX];
+	/* Rail i's figures (several rails): the bytes of its slice this rank
+	 * sent to other ranks over the timed iterations, its time, its QPs. */
+	struct group_rail_fig rail[RC_RAILS_MAX];
+	int rail_qps[RC_RAILS_MAX];
 	const char *svg;
 	struct rc_a2a_route route;
 	struct rc_a2a_opts run;
@@ -36,14 +31,14 @@ struct a2a_cli {
 /* The rails' results into rail 0's (res[0]): per iteration the slowest
  * rail, the time of the slowest, the checks of all; each rail's bytes and
  * time into a->rail. */
-void merge_rails(struct a2a_cli *a, int n, struct rc_a2a_result *res, struct rc_group *const *g);
+void a2a_merge_rails(struct a2a_cli *a, int n, struct rc_a2a_result *res, struct rc_group *const *g);
 /* rank 0's figures (every rank's with --all-ranks), over nr rails. */
-void report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a_result *r, uint64_t wrong,
-	    struct rc_group *const *gs, int nr);
+void a2a_report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a_result *r,
+		uint64_t wrong, struct rc_group *const *gs, int nr);
 /* --metrics: this rank's figures, and the wrong tokens of all ranks. */
 void a2a_metrics(struct metrics *m, const struct a2a_cli *a, const struct rc_a2a_result *r,
 		 uint64_t wrong, struct rc_group *const *gs, int nr);
 /* --svg: the dispatch bytes from each rank to each as a heatmap. */
-int draw(const struct a2a_cli *a);
+int a2a_draw(const struct a2a_cli *a);
 
 #endif

@@ -33,66 +33,20 @@ static void put_mem(struct out *o, const struct a2a_cli *a, const struct rc_a2a_
 	out_text(o, "\n");
 }
 
-/* The devices of the rails, "DEV1,DEV2" (one: its name). */
-static void rail_devs(struct rc_group *const *g, int nr, char *buf, size_t cap)
-{
-	size_t o = 0;
-
-	buf[0] = '\0';
-	for (int i = 0; i < nr && o < cap; i++)
-		o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? "," : "",
-				      rc_group_dev(g[i]) ? rc_group_dev(g[i]) : "?");
-}
-
-/* The slowest rail's time below which no rail is judged slow. */
-#define RAIL_JUDGED_S 0.1
-
-/* Several rails: each one's bytes, time, rate and share of the bytes, and
- * a finding for a rail far slower than the fastest. */
+/* Several rails: each one's figures (group_rail_begin) and QPs. */
 static void report_rails(struct out *o, const struct a2a_cli *a, struct rc_group *const *g, int nr)
 {
-	uint64_t total = 0;
-	double best = 0, slowest = 0;
-
-	for (int i = 0; i < nr; i++) {
-		double rate = a->rail[i].seconds > 0 ? a->rail[i].bytes / a->rail[i].seconds : 0;
-
-		total += a->rail[i].bytes;
-		best = rate > best ? rate : best;
-		slowest = a->rail[i].seconds > slowest ? a->rail[i].seconds : slowest;
-	}
 	out_arr_begin(o, "rails");
 	for (int i = 0; i < nr; i++) {
-		const struct a2a_rail *r = &a->rail[i];
-		double rate = r->seconds > 0 ? r->bytes / r->seconds : 0;
-
-		out_obj_begin(o, NULL);
-		out_u64(o, "rail", "# rail %llu: ", (uint64_t)i + 1);
-		out_str(o, "device", "%-10s", rc_group_dev(g[i]) ? rc_group_dev(g[i]) : "?");
-		out_u64(o, "bytes", " bytes %llu", r->bytes);
-		out_f64(o, "share", " share %.2f", total ? (double)r->bytes / (double)total : 0);
-		out_f64(o, "seconds", " in %.3f s", r->seconds);
-		out_f64(o, "gbyte_per_s", " (%.3f GB/s)", rate / 1e9);
-		out_i64(o, "qps", ", %lld QPs", r->qps);
-		/* a run too short to tell a slow rail from noise judges none */
-		if (slowest >= RAIL_JUDGED_S && best > 0 && rate < 0.5 * best) {
-			char msg[160];
-
-			snprintf(msg, sizeof(msg),
-				 "rail %d (%s) ran at %.2fx the fastest rail's rate", i + 1,
-				 rc_group_dev(g[i]), rate / best);
-			out_str(o, "finding", "; finding: %s", msg);
-		} else {
-			out_null(o, "finding");
-		}
-		out_text(o, "\n");
-		out_obj_end(o);
+		group_rail_begin(o, g, a->rail, nr, i);
+		out_i64(o, "qps", ", %lld QPs", a->rail_qps[i]);
+		group_rail_end(o, g, a->rail, nr, i);
 	}
 	out_arr_end(o);
 }
 
-void report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a_result *r, uint64_t wrong,
-	    struct rc_group *const *gs, int nr)
+void a2a_report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a_result *r,
+		uint64_t wrong, struct rc_group *const *gs, int nr)
 {
 	struct rc_a2a_stats st;
 	struct out *o = &ctx->out;
@@ -102,7 +56,7 @@ void report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a_result
 	const char *rdv_kind = rc_group_rdv_kind(g);
 	char dev[RC_RAILS_MAX * 65];
 
-	rail_devs(gs, nr, dev, sizeof(dev));
+	group_rail_devs(gs, nr, dev, sizeof(dev));
 
 	rc_a2a_stats(a->counts, W, a->grp.who.rank, rc_a2a_token_bytes(a->run.hidden, a->run.dtype),
 		     &st);
@@ -149,7 +103,7 @@ void report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a_result
 
 /* The dispatch bytes from each rank to each (the skew at a glance): hot
  * blocks red, the rank's block to itself included. */
-int draw(const struct a2a_cli *a)
+int a2a_draw(const struct a2a_cli *a)
 {
 	int W = a->grp.who.world, rc = -ENOMEM;
 	size_t tb = rc_a2a_token_bytes(a->run.hidden, a->run.dtype), N = (size_t)W;
@@ -190,14 +144,13 @@ out:
 void a2a_metrics(struct metrics *m, const struct a2a_cli *a, const struct rc_a2a_result *r,
 		 uint64_t wrong, struct rc_group *const *gs, int nr)
 {
-	static const char *const names[] = { "rail", "device" };
 	struct rc_a2a_stats st;
 	int W = a->grp.who.world, n = a->run.iters;
 	double *lat = r->lat_us, t = r->seconds / n, algbw;
 	const struct rc_group *g = gs[0];
 	char dev[RC_RAILS_MAX * 65];
 
-	rail_devs(gs, nr, dev, sizeof(dev));
+	group_rail_devs(gs, nr, dev, sizeof(dev));
 
 	rc_a2a_stats(a->counts, W, a->grp.who.rank, rc_a2a_token_bytes(a->run.hidden, a->run.dtype),
 		     &st);
@@ -229,26 +182,23 @@ void a2a_metrics(struct metrics *m, const struct a2a_cli *a, const struct rc_a2a
 	metrics_counter(m, "rdmactl_alltoall_wrong_tokens_total",
 			"tokens that arrived wrong, all ranks", (double)wrong);
 	metrics_gauge(m, "rdmactl_alltoall_rails", "rails this rank stripes over", nr);
-	for (int k = 0; nr > 1 && k < 2; k++) {
-		metrics_family(m,
-			       k ? "rdmactl_alltoall_rail_seconds"
-				 : "rdmactl_alltoall_rail_bytes_total",
-			       k ? METRIC_GAUGE : METRIC_COUNTER,
-			       k ? "the timed iterations of the rail's slice"
-				 : "bytes of the rail's slice this rank sent to other ranks");
-		for (int i = 0; i < nr; i++) {
-			char rail[12];
-			const char *values[] = { rail, rc_group_dev(gs[i]) };
+	if (nr > 1) {
+		double bytes[RC_RAILS_MAX], secs[RC_RAILS_MAX];
 
-			snprintf(rail, sizeof(rail), "%d", i + 1);
-			metrics_sample_labels(m, names, values, 2,
-					      k ? a->rail[i].seconds : (double)a->rail[i].bytes);
+		for (int i = 0; i < nr; i++) {
+			bytes[i] = (double)a->rail[i].bytes;
+			secs[i] = a->rail[i].seconds;
 		}
+		group_rail_family(m, "rdmactl_alltoall_rail_bytes_total", METRIC_COUNTER,
+				  "bytes of the rail's slice this rank sent to other ranks", gs, nr,
+				  bytes);
+		group_rail_family(m, "rdmactl_alltoall_rail_seconds", METRIC_GAUGE,
+				  "the timed iterations of the rail's slice", gs, nr, secs);
 	}
 	group_metrics(m, g);
 }
 
-void merge_rails(struct a2a_cli *a, int n, struct rc_a2a_result *res, struct rc_group *const *g)
+void a2a_merge_rails(struct a2a_cli *a, int n, struct rc_a2a_result *res, struct rc_group *const *g)
 {
 	int W = a->grp.who.world;
 	size_t tb = rc_a2a_token_bytes(a->run.hidden, a->run.dtype);
@@ -263,10 +213,10 @@ void merge_rails(struct a2a_cli *a, int n, struct rc_a2a_result *res, struct rc_
 			rc_a2a_stats(sc, W, a->grp.who.rank, tb, &st);
 		}
 		rc_group_stats(g[i], &gs);
-		a->rail[i] = (struct a2a_rail){ .bytes = (st.my_send + st.my_recv) *
-							 (uint64_t)a->run.iters,
-						.seconds = res[i].seconds,
-						.qps = gs.qps };
+		a->rail[i] = (struct group_rail_fig){ .bytes = (st.my_send + st.my_recv) *
+							       (uint64_t)a->run.iters,
+						      .seconds = res[i].seconds };
+		a->rail_qps[i] = gs.qps;
 		if (!i)
 			continue;
 		for (int k = 0; k < a->run.iters; k++)

@@ -75,7 +75,7 @@ static int group_rails_check(struct ctx *ctx, const struct cmd *c, const struct 
 	if (a->nrails > (a->rails_max > 1 ? a->rails_max : 1))
 		return usage_err(ctx,
 				 "%s: %s gives this rank %d devices: %s runs one device a rank "
-				 "(alltoall stripes over several)",
+				 "(alltoall and multicast stripe over several)",
 				 c->name, what, a->nrails, c->name);
 	if (a->rendezvous && strncmp(a->rendezvous, "etcd://", 7))
 		return usage_err(ctx,
@@ -179,7 +179,8 @@ const char *group_rail_rendezvous(const struct group_args *a, int i, char *buf, 
 	return buf;
 }
 
-int group_rails_agree(struct ctx *ctx, struct rc_group *g, const struct group_args *a)
+/* Over rail 0's group g: every rank runs on as many rails as this one. */
+static int rails_agree(struct ctx *ctx, struct rc_group *g, const struct group_args *a)
 {
 	int W = a->who.world, mine = a->nrails > 1 ? a->nrails : 1;
 	uint64_t *all = calloc((size_t)W, sizeof(uint64_t));
@@ -203,6 +204,134 @@ int group_rails_agree(struct ctx *ctx, struct rc_group *g, const struct group_ar
 		}
 	free(all);
 	return rc;
+}
+
+int group_rails_per_rank(struct ctx *ctx, const char *s, struct group_args *a)
+{
+	char *end;
+	long n;
+
+	a->rails_max = RC_RAILS_MAX;
+	a->rails_per_rank = 0;
+	if (!s)
+		return 0;
+	if (!strcmp(s, "all")) {
+		a->rails_per_rank = -1;
+		return 0;
+	}
+	errno = 0;
+	n = strtol(s, &end, 10);
+	if (errno || end == s || *end || n < 1 || n > RC_RAILS_MAX)
+		return usage_err(ctx, "--rails-per-rank %s: expected 1 to %d, or all", s,
+				 RC_RAILS_MAX);
+	a->rails_per_rank = (int)n;
+	return 0;
+}
+
+int group_join_rails(struct ctx *ctx, const struct group_args *a, const struct rc_group_join *j,
+		     struct rc_group **g)
+{
+	int n = a->nrails > 1 ? a->nrails : 1;
+
+	for (int i = 0; i < n; i++) {
+		char rdv[512];
+		struct rc_group_join join = *j;
+		struct rc_group_join_out how;
+		struct rc_err e;
+		int rc;
+
+		join.rendezvous = group_rail_rendezvous(a, i, rdv, sizeof(rdv));
+		join.listen = group_listen(a, i);
+		join.dev_name = group_dev(ctx, a, i);
+		if ((rc = rc_group_join(&join, &g[i], &how, &e))) {
+			if (n > 1)
+				return how.usage ? usage_err(ctx, "rail %d (%s): %s", i + 1,
+							     join.dev_name, e.msg)
+						 : fail(ctx, rc, "rail %d (%s): %s", i + 1,
+							join.dev_name, e.msg);
+			return how.usage ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
+		}
+		if (i == 0 && a->rails_max > 1 && (rc = rails_agree(ctx, g[0], a)))
+			return rc;
+	}
+	return 0;
+}
+
+void group_rail_devs(struct rc_group *const *g, int n, char *buf, size_t cap)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < n && o < cap; i++)
+		o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? "," : "",
+				      rc_group_dev(g[i]) ? rc_group_dev(g[i]) : "?");
+}
+
+static const char *rail_dev(struct rc_group *const *g, int i)
+{
+	return rc_group_dev(g[i]) ? rc_group_dev(g[i]) : "?";
+}
+
+static double rail_rate(const struct group_rail_fig *f)
+{
+	return f->seconds > 0 ? (double)f->bytes / f->seconds : 0;
+}
+
+void group_rail_begin(struct out *o, struct rc_group *const *g, const struct group_rail_fig *f,
+		      int n, int i)
+{
+	uint64_t total = 0;
+
+	for (int k = 0; k < n; k++)
+		total += f[k].bytes;
+	out_obj_begin(o, NULL);
+	out_u64(o, "rail", "# rail %llu: ", (uint64_t)i + 1);
+	out_str(o, "device", "%-10s", rail_dev(g, i));
+	out_u64(o, "bytes", " bytes %llu", f[i].bytes);
+	out_f64(o, "share", " share %.2f", total ? (double)f[i].bytes / (double)total : 0);
+	out_f64(o, "seconds", " in %.4f s", f[i].seconds);
+	out_f64(o, "gbyte_per_s", " (%.3f GB/s)", rail_rate(&f[i]) / 1e9);
+}
+
+/* The slowest rail's time below which no rail is judged slow: so short a
+ * run cannot tell a slow rail from noise. */
+#define RAIL_JUDGED_S 0.1
+
+void group_rail_end(struct out *o, struct rc_group *const *g, const struct group_rail_fig *f, int n,
+		    int i)
+{
+	double best = 0, slowest = 0, rate = rail_rate(&f[i]);
+
+	for (int k = 0; k < n; k++) {
+		best = rail_rate(&f[k]) > best ? rail_rate(&f[k]) : best;
+		slowest = f[k].seconds > slowest ? f[k].seconds : slowest;
+	}
+	if (slowest >= RAIL_JUDGED_S && best > 0 && rate < 0.5 * best) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "rail %d (%s) ran at %.2fx the fastest rail's rate",
+			 i + 1, rail_dev(g, i), rate / best);
+		out_str(o, "finding", "; finding: %s", msg);
+	} else {
+		out_null(o, "finding");
+	}
+	out_text(o, "\n");
+	out_obj_end(o);
+}
+
+void group_rail_family(struct metrics *m, const char *name, enum metric_type t, const char *help,
+		       struct rc_group *const *g, int n, const double *val)
+{
+	static const char *const names[] = { "rail", "device" };
+
+	metrics_family(m, name, t, help);
+	for (int i = 0; i < n; i++) {
+		char rail[12];
+		const char *values[] = { rail, rail_dev(g, i) };
+
+		snprintf(rail, sizeof(rail), "%d", i + 1);
+		metrics_sample_labels(m, names, values, 2, val[i]);
+	}
 }
 
 int group_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,

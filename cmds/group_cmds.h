@@ -40,6 +40,13 @@
 
 enum { GROUP_OPTS(OPT_INDEX, GO) GO_COUNT };
 
+/* --rails-per-rank, of the commands that run on several rails a rank
+ * (alltoall, multicast): read by group_rails_per_rank. */
+#define GROUP_RAILS_OPT(X, P) \
+	X(P##_RAILS_PER_RANK, "rails-per-rank", 0, "N", \
+	  "--rails: how many of the plan's rails this rank stripes over, 1 to 16 or all (default 1)", \
+	  COMP_WORDS, "1|2|all")
+
 /* The group options, parsed: the rank resolved from the flags or the
  * launcher's environment; rendezvous and listen as given (NULL if not). */
 struct group_args {
@@ -84,10 +91,41 @@ static inline const char *group_listen(const struct group_args *a, int i)
  * for the others (an etcd rendezvous: every rail publishes its endpoints
  * apart). */
 const char *group_rail_rendezvous(const struct group_args *a, int i, char *buf, size_t cap);
-/* Before the other rails join, over rail 0's group g: every rank runs on as
- * many rails as this one; the error names a rank that does not. 0, or a
- * failure said. */
-int group_rails_agree(struct ctx *ctx, struct rc_group *g, const struct group_args *a);
+/* A rail's figures, as the commands on several rails report them: the
+ * bytes it carried and the seconds it took. */
+struct group_rail_fig {
+	uint64_t bytes;
+	double seconds;
+};
+/* "DEV1,DEV2" of the rails' groups (n of them). */
+void group_rail_devs(struct rc_group *const *g, int n, char *buf, size_t cap);
+/* Rail i of n (f: every rail's): its object's head, after out_arr_begin:
+ * rail, device, bytes, share (of all the rails' bytes), seconds and
+ * gbyte_per_s, in text "# rail I: DEV bytes B share S in T s (R GB/s)".
+ * The command adds its own keys, then group_rail_end. */
+void group_rail_begin(struct out *o, struct rc_group *const *g, const struct group_rail_fig *f,
+		      int n, int i);
+/* Its finding (a rail below half the fastest rail's rate, judged only when
+ * the slowest took 0.1 s or more; else null), the line's end and the
+ * object's. */
+void group_rail_end(struct out *o, struct rc_group *const *g, const struct group_rail_fig *f, int n,
+		    int i);
+/* --metrics: the family name of the rails' val[i], labelled rail and
+ * device. */
+void group_rail_family(struct metrics *m, const char *name, enum metric_type t, const char *help,
+		       struct rc_group *const *g, int n, const double *val);
+/* --rails-per-rank N|all (s; NULL: absent), before group_args_parse (which
+ * picks the rails): a command that runs on several rails a rank. */
+int group_rails_per_rank(struct ctx *ctx, const char *s, struct group_args *a);
+/* Join the group of every rail of this rank into g[] (one, or a->nrails),
+ * each from the template j with its rail's rendezvous, listen address and
+ * device: rail 0's first, over which the ranks of a command that may run
+ * on several (rails_max) agree on how many rails each runs (the error
+ * names a rank that differs), then the others. 0, or a
+ * failure said (a usage error where the input is at fault); the groups
+ * joined are in g[] for the caller to close. */
+int group_join_rails(struct ctx *ctx, const struct group_args *a, const struct rc_group_join *j,
+		     struct rc_group **g);
 /* After every usage check: --rendezvous is given, a file: one can be read
  * (what names the command in the message), --metrics can be written. */
 int group_rendezvous_ready(struct ctx *ctx, const char *what, const struct group_args *a);

@@ -15,6 +15,7 @@
 
 #define MULTICAST_OPTS(X) \
 	GROUP_OPTS(X, MC) \
+	GROUP_RAILS_OPT(X, MC) \
 	X(MC_ROOT, "root", 0, "R", "the rank that sends", \
 	  OPT_INT(struct mc_cli, num.root, 0, 1 << 20, "0")) \
 	X(MC_FILE, "file", 'f', "FILE", "root: the blob to send", COMP_FILE, \
@@ -92,9 +93,32 @@ struct mc_cli {
 	int fd;               /* root: the file; receivers: --out */
 	struct progress prog; /* the line on a terminal: bytes sent (root) or received */
 	uint64_t block_ends[RC_MCAST_BLOCKS_MAX];
+	/* Several rails: each one's result (the root: recv of world entries
+	 * each), merged into the report's by mc_rails_merge. */
+	int nrails;
+	struct rc_mcast_result rail[RC_RAILS_MAX];
 };
 
 /* Parse: every option checked, the rendezvous too, before any device. */
 int multicast_parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m);
+
+/* multicast_report.c: several rails a rank. The rails' results merged into
+ * res (res->recv: world entries): the blob's size, the slowest rail's
+ * time, each receiver whole and ok when every rail's slice was, its bytes
+ * the slices' sum, its first chunk the earliest and last the latest; no
+ * digest of the whole (each rail's is of its slice: mc_rails_report). */
+void mc_rails_merge(struct mc_cli *m, struct rc_mcast_result *res, struct rc_group *const *g);
+/* The root's "rails" array: each rail's device, slice bytes, share, time,
+ * rate, digest of its slice, receivers ok, and a finding for a rail below
+ * half the fastest rail's rate. */
+void mc_rails_report(struct out *o, const struct mc_cli *m, struct rc_group *const *g);
+
+/* multicast_report.c: the root's report of every receiver (and the rails'
+ * on several), the --svg timeline, --metrics. */
+void mc_report(struct ctx *ctx, const struct mc_cli *m, const struct rc_mcast_result *r,
+	       struct rc_group *const *gs);
+int mc_draw(const struct mc_cli *m, const struct rc_mcast_result *r);
+void mc_metrics(struct metrics *m, const struct mc_cli *mc, const struct rc_mcast_result *r,
+		struct rc_group *const *gs);
 
 #endif

@@ -79,6 +79,8 @@ static int read_values(struct ctx *ctx, const struct cmd *c, const struct opt_va
 {
 	int rc;
 
+	if ((rc = group_rails_per_rank(ctx, opt_arg(v, MC_RAILS_PER_RANK), &m->grp)))
+		return rc;
 	if ((rc = m->plan ? group_plan_args(ctx, c, v, MC_RANK, "multicast", &m->grp)
 			  : group_args_parse(ctx, c, v, MC_RANK, &m->grp)) ||
 	    (rc = m->plan ? group_plan_rpn(ctx, c, v, MC_RANKS_PER_NODE, m->grp.who.world,
@@ -164,6 +166,14 @@ int multicast_parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 	opts_fill(ctx, c, v, MC_SVG, MC_BUSY_POLL + 1, m);
 	if (m->blocks && (rc = block_list(ctx, m, m->blocks)))
 		return rc;
+	if (opt_arg(v, MC_RAILS_PER_RANK) && !m->grp.rails && !m->plan)
+		return usage_err(ctx, "--rails-per-rank takes the rails of --rails PLAN: give it "
+				      "too (or -d DEV1,DEV2 with --listen ADDR1,ADDR2)");
+	if (m->blocks && m->grp.nrails > 1)
+		return usage_err(ctx,
+				 "--block-sizes: the times blocks are usable are told on one "
+				 "rail a rank; this rank runs on %d",
+				 m->grp.nrails);
 	if (m->out && (rc = out_path(ctx, m, m->out)))
 		return rc;
 	if (!m->grp.rendezvous && !m->plan)

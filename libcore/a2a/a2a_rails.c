@@ -67,14 +67,24 @@ struct rail_run {
 	int rc;
 };
 
-static void *rail_main(void *arg)
+static void rail_main(void *arg)
 {
 	struct rail_run *r = arg;
 
 	r->rc = a2a_run_sync(r->g, &r->o, r->sync, r->res, &r->err);
 	if (r->rc)
 		a2a_sync_fail(r->sync, r->o.slice);
-	return NULL;
+}
+
+/* A rail whose thread could not start fails, and its peers hear why at
+ * once (rc_group_abort), and so do this rank's other rails. */
+static void rail_nostart(void *arg, int e)
+{
+	struct rail_run *r = arg;
+
+	r->rc = rc_err_set(&r->err, e, "cannot start its thread: %s", strerror(e));
+	rc_group_abort(r->g, r->err.msg);
+	a2a_sync_fail(r->sync, r->o.slice);
 }
 
 int rc_a2a_run_rails(struct rc_group *const *g, int n, const struct rc_a2a_opts *o,
@@ -85,23 +95,14 @@ int rc_a2a_run_rails(struct rc_group *const *g, int n, const struct rc_a2a_opts 
 				 .n = n,
 				 .failed = -1 };
 	struct rail_run *r;
-	pthread_t *th;
-	bool *started;
 	int rc = 0;
 
 	if (n < 1)
 		return rc_err_set(err, EINVAL, "no rail to run on");
 	if (n == 1)
 		return rc_a2a_run(g[0], o, res, err);
-	r = calloc((size_t)n, sizeof(*r));
-	th = calloc((size_t)n, sizeof(*th));
-	started = calloc((size_t)n, sizeof(*started));
-	if (!r || !th || !started) {
-		free(r);
-		free(th);
-		free(started);
+	if (!(r = calloc((size_t)n, sizeof(*r))))
 		return rc_err_set(err, ENOMEM, "out of memory");
-	}
 	for (int i = 0; i < n; i++) {
 		r[i].g = g[i];
 		r[i].sync = &sync;
@@ -115,21 +116,7 @@ int rc_a2a_run_rails(struct rc_group *const *g, int n, const struct rc_a2a_opts 
 			r[i].o.corrupt.on = false;
 		}
 	}
-	/* Rail 0 runs on this thread. A rail whose thread cannot start fails,
-	 * and its peers hear why at once (rc_group_abort). */
-	for (int i = 1; i < n; i++) {
-		int e = pthread_create(&th[i], NULL, rail_main, &r[i]);
-
-		if ((started[i] = !e))
-			continue;
-		r[i].rc = rc_err_set(&r[i].err, e, "cannot start its thread: %s", strerror(e));
-		rc_group_abort(g[i], r[i].err.msg);
-		a2a_sync_fail(&sync, i);
-	}
-	rail_main(&r[0]);
-	for (int i = 1; i < n; i++)
-		if (started[i])
-			pthread_join(th[i], NULL);
+	rc_group_rails_run(n, rail_main, r, sizeof(*r), rail_nostart);
 	/* the rail that failed first, not one it released (-ECANCELED) */
 	for (int i = sync.failed >= 0 ? sync.failed : 0; i < n && !rc; i++)
 		if (r[i].rc)
@@ -140,7 +127,5 @@ int rc_a2a_run_rails(struct rc_group *const *g, int n, const struct rc_a2a_opts 
 			rc = rc_err_set(err, -r[i].rc, "rail %d (%s): %s", i + 1,
 					rc_group_dev(g[i]) ? rc_group_dev(g[i]) : "?", r[i].err.msg);
 	free(r);
-	free(th);
-	free(started);
 	return rc;
 }

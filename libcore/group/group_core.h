@@ -115,4 +115,11 @@ int rc_group_peer_error(struct rc_group *g, int peer, const char *what, struct r
  * rank at fault, instead of timing out on this one. */
 void rc_group_abort(struct rc_group *g, const char *why);
 
+/* A rank on several rails: fn(item i) for the n items of size bytes at
+ * items, at once: item 0 on this thread, the others on a thread each; an
+ * item whose thread cannot start gets nostart(item, errno) instead (NULL:
+ * nothing). Returns when every one has ended. */
+void rc_group_rails_run(int n, void (*fn)(void *item), void *items, size_t size,
+			void (*nostart)(void *item, int err));
+
 #endif

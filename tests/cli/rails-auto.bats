@@ -210,7 +210,7 @@ plan() {
 	assert_output --partial "alltoall: --rails auto picks the devices: give it or -d, not both"
 }
 
-@test "alltoall --rails-per-rank: several of the plan's rails a rank, each on its address; its usage errors" {
+@test "alltoall and multicast --rails-per-rank: several of the plan's rails a rank, each on its address; its usage errors" {
 	# local rank 1, two rails a rank of node 1's four: the third and fourth
 	plan two-socket-8gpu -- alltoall -r 1 -w 2 --local-rank 1 -R etcd://127.0.0.1:9/job --rails numa:1 \
 		--rails-per-rank 2 --listen 0.0.0.0:9100
@@ -249,7 +249,17 @@ plan() {
 	run "$RDMACTL" -d rxe_a,rxe_c alltoall -r 0 -w 2 -R etcd://127.0.0.1:9/job --listen 0.0.0.0
 	assert_failure 2
 	assert_output --partial "alltoall: -d rxe_a,rxe_c names several devices, a rail each: give --listen ADDR1[:PORT],ADDR2[:PORT]"
-	run "$RDMACTL" -d rxe_a,rxe_c multicast -r 0 -w 2 -R etcd://127.0.0.1:9/job --listen 10.0.0.1,10.0.0.2
+	run "$RDMACTL" -d rxe_a,rxe_c sweep -r 0 -w 2 -R etcd://127.0.0.1:9/job --listen 10.0.0.1,10.0.0.2
 	assert_failure 2
-	assert_output --partial "multicast: -d gives this rank 2 devices: multicast runs one device a rank"
+	assert_output --partial "sweep: -d gives this rank 2 devices: sweep runs one device a rank (alltoall and multicast stripe over several)"
+	# multicast takes several rails, but tells block times on one only
+	plan two-socket-8gpu -- multicast -r 1 -w 2 -R etcd://127.0.0.1:9/job --rails numa:0 --rails-per-rank 2 \
+		--block-sizes 1M,1M
+	assert_failure 2
+	assert_output --partial "--block-sizes: the times blocks are usable are told on one rail a rank; this rank runs on 2"
+	plan two-socket-8gpu -- multicast -r 1 -w 2 -R etcd://127.0.0.1:9/job --rails numa:0 --rails-per-rank 2
+	assert_failure 1
+	assert_output --partial "multicast: --rails numa:0: rank 1, no local rank (--local-rank, or the launcher's): rails 1,2 of 4, mlx5_0,mlx5_1"
+	assert_output --partial "multicast: --rails numa:0: rail 2 listening on 10.1.1.1 (mlx5_1)"
+	assert_output --partial "rail 1 (mlx5_0): cannot reach etcd at 127.0.0.1:9"
 }

@@ -359,6 +359,7 @@ a2a_two_rails() {
 	assert_output --partial "rank 1 runs on 1 rail and rank 0 on 2: every rank needs as many"
 }
 
+# bats test_tags=plain-only
 @test "alltoall on two rails a rank, rail 2 slowed to a crawl: the report names it as far slower than rail 1" {
 	load '../lib/etcd'
 	need_etcd
@@ -379,6 +380,80 @@ a2a_two_rails() {
 		fail "the document: $doc"
 	run jq -r '.rails[1].finding' <<<"$doc"
 	assert_output --regexp "^rail 2 \\($RDMACTL_VM_DEV_C\\) ran at 0\\.[0-4][0-9]x the fastest rail's rate$"
+}
+
+# mc_two_rails NAME ARGS...: a 3-rank multicast chain over etcd job NAME,
+# two rails a rank by --rails auto: the root (rank 0) on rxe_a and rxe_c,
+# ranks 1 and 2 on rxe_b and rxe_d (the other "host"), each receiver's copy
+# in out.NAME.R; rank 2 flips the byte at MC_FLIP (when set) of its own
+# copy. MC_STATUS[R], and m.NAME.R.out/.err.
+mc_two_rails() {
+	local name=$1 r tree pids=() flip port
+	shift
+	MC_STATUS=()
+	for r in 0 1 2; do
+		tree=$TREE_BD flip=
+		((r != 0)) || tree=$TREE_AC
+		((r != 2)) || flip=${MC_FLIP:-}
+		# in this shell, not $(...): a port a rank, the counter moved on
+		next_port >"$BATS_TEST_TMPDIR/port"
+		port=$(<"$BATS_TEST_TMPDIR/port")
+		RDMACTL_SYSFS=$tree RDMACTL_TEST_CORRUPT_BYTE=$flip "$RDMACTL" -j -t 20000 multicast \
+			-r "$r" -w 3 --local-rank 0 -R "etcd://$ETCD_EP/$name" --rails auto --rails-per-rank all \
+			--listen "0.0.0.0:$port" --algo chain --chunk 256K \
+			--out "$BATS_TEST_TMPDIR/out.$name.%r" "$@" \
+			>"$BATS_TEST_TMPDIR/m.$name.$r.out" 2>"$BATS_TEST_TMPDIR/m.$name.$r.err" 3>&- &
+		pids+=($!)
+		started "$!"
+	done
+	for r in 0 1 2; do
+		MC_STATUS[r]=0
+		wait "${pids[r]}" || MC_STATUS[r]=$?
+	done
+}
+
+@test "multicast on two rails a rank: a chain of three, each rail a slice of the blob, its digest the slice's; the copies whole; a flipped byte in rail 2's slice is named" {
+	load '../lib/etcd'
+	need_etcd
+	rail_trees
+	start_etcd
+	local r doc h1 h2 a0 c0
+	command -v xxhsum >/dev/null || fail "no xxhsum: tests/deps.sh installs xxhash"
+	head -c 8M /dev/urandom >"$IN"
+	h1=$(head -c 4M "$IN" | xxhsum -H1 | cut -d' ' -f1)
+	h2=$(tail -c 4M "$IN" | xxhsum -H1 | cut -d' ' -f1)
+	a0=$(counter_of rxe_a sent_pkts)
+	c0=$(counter_of rxe_c sent_pkts)
+	mc_two_rails whole --file "$IN"
+	for r in 0 1 2; do
+		((MC_STATUS[r] == 0)) || fail "rank $r: $(cat "$BATS_TEST_TMPDIR"/m.whole.*)"
+	done
+	cmp "$IN" "$BATS_TEST_TMPDIR/out.whole.1"
+	cmp "$IN" "$BATS_TEST_TMPDIR/out.whole.2"
+	doc=$(cat "$BATS_TEST_TMPDIR/m.whole.0.out")
+	jq -e --arg d "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C" '.ok_count == 2 and .size_bytes == 8388608
+		and .device == $d and .digest_value == null and all(.receivers[]; .ok and .bytes == 8388608)' \
+		<<<"$doc" || fail "the document: $doc"
+	jq -e --arg a "$RDMACTL_VM_DEV_A" --arg c "$RDMACTL_VM_DEV_C" --arg h1 "$h1" --arg h2 "$h2" '
+		.rails[0].device == $a and .rails[1].device == $c
+		and .rails[0].bytes == 4194304 and .rails[1].bytes == 4194304
+		and .rails[0].digest_value == $h1 and .rails[1].digest_value == $h2
+		and all(.rails[]; .ok_count == 2)' <<<"$doc" || fail "the rails: $(jq -c .rails <<<"$doc")"
+	(($(counter_of rxe_a sent_pkts) > a0 + 100)) || fail "rxe_a sent nothing"
+	(($(counter_of rxe_c sent_pkts) > c0 + 100)) || fail "rxe_c sent nothing"
+	# rank 2 flips a byte of rail 2's slice: it and the root fail, naming it
+	MC_FLIP=$((6 << 20)) mc_two_rails flip --file "$IN"
+	assert_equal "${MC_STATUS[0]}" 1
+	assert_equal "${MC_STATUS[1]}" 0
+	assert_equal "${MC_STATUS[2]}" 1
+	doc=$(cat "$BATS_TEST_TMPDIR/m.flip.0.out")
+	jq -e '.ok_count == 1 and (.receivers[] | select(.rank == 2) | (.ok | not)
+		and (.error | test("^rail 2: ")))
+		and (.error.message | test("rank 2 did not get the whole blob"))
+		and .rails[0].ok_count == 2 and .rails[1].ok_count == 1' <<<"$doc" ||
+		fail "the root's document: $doc"
+	[ "$(cmp -l "$IN" "$BATS_TEST_TMPDIR/out.flip.2" | wc -l)" = 1 ] || fail "rank 2's copy is not one byte off"
+	cmp "$IN" "$BATS_TEST_TMPDIR/out.flip.1"
 }
 
 # Last: it downs vc under an active QP (see the top of the file).

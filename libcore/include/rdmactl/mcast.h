@@ -133,4 +133,17 @@ struct rc_mcast_result {
 RC_EXPORT int rc_mcast_run(struct rc_group *g, const struct rc_mcast_opts *o,
 			   struct rc_mcast_result *res, struct rc_err *err);
 
+/* A rank on n rails: over g[i] (a group joined on each rail, the same ranks
+ * and shape in each), slice i of the blob, bytes [size * i / n, size * (i +
+ * 1) / n) (the root's size, told to the receivers over g[0] first), the
+ * rails at once, one thread each. Each rail's res[i] is as rc_mcast_run
+ * gives it for its slice (res[i].recv: the caller's, world entries, on the
+ * root): its size, digest of its slice, reports. The callbacks get the
+ * blob's own offsets (o->read and o->consume are called from every rail's
+ * thread, at offsets that never overlap). No blocks (nblocks 0: EINVAL).
+ * The first rail that fails this rank fails the call, its error prefixed
+ * "rail I (DEV): ". n 1: rc_mcast_run. */
+RC_EXPORT int rc_mcast_run_rails(struct rc_group *const *g, int n, const struct rc_mcast_opts *o,
+				 struct rc_mcast_result *res, struct rc_err *err);
+
 #endif
