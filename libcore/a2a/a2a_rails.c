@@ -117,15 +117,10 @@ int rc_a2a_run_rails(struct rc_group *const *g, int n, const struct rc_a2a_opts 
 		}
 	}
 	rc_group_rails_run(n, rail_main, r, sizeof(*r), rail_nostart);
-	/* the rail that failed first, not one it released (-ECANCELED) */
-	for (int i = sync.failed >= 0 ? sync.failed : 0; i < n && !rc; i++)
-		if (r[i].rc)
-			rc = rc_err_set(err, -r[i].rc, "rail %d (%s): %s", i + 1,
-					rc_group_dev(g[i]) ? rc_group_dev(g[i]) : "?", r[i].err.msg);
-	for (int i = 0; i < n && !rc; i++)
-		if (r[i].rc)
-			rc = rc_err_set(err, -r[i].rc, "rail %d (%s): %s", i + 1,
-					rc_group_dev(g[i]) ? rc_group_dev(g[i]) : "?", r[i].err.msg);
+	/* the rail that failed first (a2a_sync_fail), not one it released */
+	if (sync.failed >= 0)
+		rc = rc_group_rail_err(g, sync.failed, r[sync.failed].rc, r[sync.failed].err.msg,
+				       err);
 	free(r);
 	return rc;
 }

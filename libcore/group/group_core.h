@@ -121,5 +121,9 @@ void rc_group_abort(struct rc_group *g, const char *why);
  * nothing). Returns when every one has ended. */
 void rc_group_rails_run(int n, void (*fn)(void *item), void *items, size_t size,
 			void (*nostart)(void *item, int err));
+/* Rail i's failure (code: -errno, msg its message) as the rank's error:
+ * "rail I (DEV): MSG", DEV rail i's device (g[i]'s). Returns code. */
+int rc_group_rail_err(struct rc_group *const *g, int i, int code, const char *msg,
+		      struct rc_err *err);
 
 #endif

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include <rdmactl/err_core.h>
 #include <rdmactl/group_core.h>
 
 struct rail_thread {
@@ -47,4 +48,12 @@ void rc_group_rails_run(int n, void (*fn)(void *item), void *items, size_t size,
 	free(th);
 	free(t);
 	free(started);
+}
+
+int rc_group_rail_err(struct rc_group *const *g, int i, int code, const char *msg,
+		      struct rc_err *err)
+{
+	const char *dev = rc_group_dev(g[i]);
+
+	return rc_err_set(err, -code, "rail %d (%s): %s", i + 1, dev ? dev : "?", msg);
 }

@@ -97,8 +97,7 @@ int rc_mcast_run_rails(struct rc_group *const *g, int n, const struct rc_mcast_o
 	rc_group_rails_run(n, rail_main, r, sizeof(*r), rail_nostart);
 	for (int i = 0; i < n && !rc; i++)
 		if (r[i].rc)
-			rc = rc_err_set(err, -r[i].rc, "rail %d (%s): %s", i + 1,
-					rc_group_dev(g[i]) ? rc_group_dev(g[i]) : "?", r[i].err.msg);
+			rc = rc_group_rail_err(g, i, r[i].rc, r[i].err.msg, err);
 	free(r);
 	return rc;
 }
