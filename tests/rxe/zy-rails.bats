@@ -8,6 +8,8 @@
 
 load helpers
 
+bats_require_minimum_version 1.5.0
+
 setup() {
 	need_four_nics
 	IN=$BATS_TEST_TMPDIR/in
