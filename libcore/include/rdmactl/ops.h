@@ -30,6 +30,9 @@ struct rc_stream_result {
 	uint64_t bytes;
 	uint64_t ops;
 	double seconds;
+	/* With latencies: what a clock read costs (rc_clock_cost), taken off
+	 * each of them. */
+	double clock_us;
 };
 
 /* One extent of a copy between two regions: len bytes from offset src of
@@ -42,6 +45,12 @@ struct rc_extent {
 
 /* Monotonic time in seconds. */
 RC_EXPORT double rc_now(void);
+/* What a clock read costs a sample timed by two of them, in seconds: the
+ * median gap between back-to-back rc_now reads. The end of the first read
+ * and the start of the second fall inside any interval they time: about
+ * 20 ns where the clock is read in user space (the TSC), a microsecond
+ * where each read is a system call (an emulated guest's HPET). */
+RC_EXPORT double rc_clock_cost(void);
 /* A time of rc_now's as Unix time (seconds since the epoch, wall clock):
  * for reports that other processes, or hosts, line up. */
 RC_EXPORT double rc_wall(double mono);
