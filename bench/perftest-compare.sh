@@ -94,11 +94,21 @@ unserve() {
 }
 
 mean() { awk '{ s += $1; n++ } END { if (n) printf "%.2f", s / n; else print "nan" }'; }
+# ratios PT-FILE RC-FILE: each round's rdmactl/perftest ratio (a round's
+# two runs are neighbours in time), as "median least-most" of the rounds.
+ratios() {
+	paste "$1" "$2" | awk '{ print $2 / $1 }' | sort -g |
+		awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+			printf "%.2fx %.2f-%.2f", m, v[1], v[NR] }'
+}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "n/a" }'; }
 
-declare -A ptv rcv ptn rcn
+declare -A ptv rcv ptn rcn rmed
+# RDMACTL_BENCH_KEYS: some rows only, e.g. "read_lat write_lat" (default: all).
+keys=${RDMACTL_BENCH_KEYS:-write_bw_64k write_bw_1m read_bw_64k read_bw_1m atomic_bw write_lat read_lat}
 run_pair() { # KEY PERFTEST-CMD... -- RDMACTL-ARGS...
 	local key=$1 r row v
+	[[ " $keys " == *" $key "* ]] || return 0
 	shift
 	local -a pt=() rc=()
 	while [ "$1" != -- ]; do pt+=("$1"); shift; done
@@ -145,6 +155,7 @@ run_pair() { # KEY PERFTEST-CMD... -- RDMACTL-ARGS...
 	rcv[$key]=$(mean <"$work/$key.rc")
 	ptn[$key]=$(wc -l <"$work/$key.pt")
 	rcn[$key]=$(wc -l <"$work/$key.rc")
+	rmed[$key]=$(ratios "$work/$key.pt" "$work/$key.rc")
 }
 
 echo "rdmactl vs perftest on $dev ($addr), $rounds rounds each, alternating" >&2
@@ -167,14 +178,14 @@ pt_iters=5000
 run_pair write_lat ib_write_lat -s 8 -n 5000 -- write --lat --msg-size 8 --iters 5000
 run_pair read_lat ib_read_lat -s 8 -n 5000 -- read --lat --msg-size 8 --iters 5000
 
-printf '%-16s %14s %14s %8s %8s\n' test perftest rdmactl ratio rounds
-for key in write_bw_64k write_bw_1m read_bw_64k read_bw_1m atomic_bw write_lat read_lat; do
+printf '%-16s %14s %14s %8s %8s  %s\n' test perftest rdmactl ratio rounds "each round's ratio: median least-most"
+for key in $keys; do
 	case "$key" in
 	*lat*) unit=us ;;
 	*) unit=MiB/s ;;
 	esac
-	printf '%-16s %8s %5s %8s %5s %8s %8s\n' "$key" "${ptv[$key]}" "$unit" "${rcv[$key]}" "$unit" \
-		"$(ratio "${rcv[$key]}" "${ptv[$key]}")" "${ptn[$key]}+${rcn[$key]}"
+	printf '%-16s %8s %5s %8s %5s %8s %8s  %s\n' "$key" "${ptv[$key]}" "$unit" "${rcv[$key]}" "$unit" \
+		"$(ratio "${rcv[$key]}" "${ptv[$key]}")" "${ptn[$key]}+${rcn[$key]}" "${rmed[$key]}"
 done
 cat <<'NOTE'
 Bandwidth ratios are rdmactl/perftest (higher is better); latency ratios
@@ -184,5 +195,8 @@ there, ACK back) and write_lat compares half of it (one_way_us); read_lat
 compares full round trips, as ib_read_lat measures them.
 atomic_bw compares MiB/s of 8-byte operations (ib_atomic_bw's BW column).
 rounds: how many perftest + rdmactl rounds each mean covers; a round that
-fails or gives no figure stops the whole run.
+fails or gives no figure stops the whole run. The ratio is of the means;
+the last column gives each round's own ratio (its two runs neighbours in
+time) as the median of the rounds and their least and most: in the guest
+one latency run's p50 varies by a third from the next.
 NOTE
