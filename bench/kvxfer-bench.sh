@@ -184,7 +184,7 @@ ibw_once() {
 	[[ $ibw_rate =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v v="$ibw_rate" 'BEGIN { exit !(v > 0) }'
 }
 
-declare -A sum_rate sum_same sum_16k sum_16kv sum_size flows sum_stream sum_bulk sum_sunpack sum_bunpack
+declare -A each_same sum_rate sum_same sum_16k sum_16kv sum_size flows sum_stream sum_bulk sum_sunpack sum_bunpack
 configs=("hnd 4 2" "nhd 4 2" "nhd 2 4" "hnd 1 1" "nhd 1 1")
 if [ -n "${RDMACTL_BENCH_CONFIGS:-}" ]; then
 	IFS=, read -r -a configs <<<"$RDMACTL_BENCH_CONFIGS"
@@ -221,6 +221,7 @@ for ((round = 1; round <= rounds; round++)); do
 			ibw "$kv_flows" $page "$bytes"
 			sum_rate[$k]=$(jq -n "${sum_rate[$k]:-0} + $kv_rate")
 			sum_same[$k]=$(jq -n "${sum_same[$k]:-0} + $kv_rate / $same")
+			each_same[$k]+=" $(jq -n "$kv_rate / $same")"
 			sum_16k[$k]=$(jq -n "${sum_16k[$k]:-0} + $kv_rate / $ibw_rate")
 			sum_16kv[$k]=$(jq -n "${sum_16kv[$k]:-0} + $kv_vrate / $ibw_rate")
 			sum_size[$k]=$(( ${sum_size[$k]:-0} + kv_size ))
@@ -242,7 +243,14 @@ echo "   $reqs requests in flight, $qps data QPs a route; ratios against ib_writ
 echo "   kvxfer's rate as perftest's average: all bytes over the time from the first write posted to"
 echo "   the last decode rank's completion (unpack included), and (last column) to its last report,"
 echo "   the --verify check after completion included"
-printf '%-26s %7s %10s %7s %12s %10s %12s\n' "" "flows" "bytes/wr" "MiB/s" "x same size" "x 16 KiB" "x 16K+verify"
+# spread WORDS: "median least-most" of the numbers
+spread() {
+	tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 }
+		END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		      printf "%.2f %.2f-%.2f", m, v[1], v[NR] }'
+}
+printf '%-26s %7s %10s %7s %12s %10s %12s  %s\n' "" "flows" "bytes/wr" "MiB/s" "x same size" "x 16 KiB" "x 16K+verify" \
+	"x same size, each round: median least-most"
 for c in "${configs[@]}"; do
 	read -r layout st dt <<<"$c"
 	for pack in $(variants "$layout" "$st" "$dt"); do
@@ -250,10 +258,10 @@ for c in "${configs[@]}"; do
 		label="--pack $pack"
 		[ "$pack" = direct ] && label="--land never"
 		[ "$pack" = copy ] && label="--max-sge 1"
-		printf '%-26s %7s %10s %7.1f %12.2f %10.2f %12.2f\n' "$layout $st->$dt $label" "${flows[$k]}" \
+		printf '%-26s %7s %10s %7.1f %12.2f %10.2f %12.2f  %s\n' "$layout $st->$dt $label" "${flows[$k]}" \
 			$(( ${sum_size[$k]} / rounds )) "$(jq -n "${sum_rate[$k]} / $rounds")" \
 			"$(jq -n "${sum_same[$k]} / $rounds")" "$(jq -n "${sum_16k[$k]} / $rounds")" \
-			"$(jq -n "${sum_16kv[$k]} / $rounds")"
+			"$(jq -n "${sum_16kv[$k]} / $rounds")" "$(spread "${each_same[$k]}")"
 	done
 done
 echo
