@@ -278,6 +278,48 @@ static int simulate(const struct kv_geom *g, uint32_t tokens)
 	return bad;
 }
 
+/* Rows as kv_content gives them, for each element size: bf16 little-endian,
+ * fp8 one byte; 1 KV head of 128 dims, one page of 2 tokens. A byte changed
+ * in the middle of a row is named by its dim, with what was found and what
+ * was expected. */
+static void row_content(void)
+{
+	for (int fp8 = 0; fp8 < 2; fp8++) {
+		struct kv_geom g = { .layout = KV_LAYOUT_PAGED,
+				     .dtype = fp8 ? KV_DT_FP8 : KV_DT_BF16,
+				     .layers = 1,
+				     .kv_heads = 1,
+				     .head_dim = 128,
+				     .src_tp = 1,
+				     .dst_tp = 1,
+				     .src_page_tokens = 2,
+				     .dst_page_tokens = 2 };
+		uint32_t ds = fp8 ? 1 : 2, bad = 0;
+		unsigned char page[2 * 128 * 2];
+		char *pp[1] = { (char *)page };
+		struct rc_err e = { 0 };
+		char want[96];
+
+		memset(page, 0, sizeof(page));
+		kv_fill(&g, true, 0, 5, 0, 1, 2, pp);
+		for (uint32_t t = 0; t < 2; t++)
+			for (uint32_t d = 0; d < 128; d++) {
+				const unsigned char *p = page + (t * 128 + d) * ds;
+				uint32_t v = kv_content(5, 0, 1, t, 0, d) & (fp8 ? 0xff : 0xffff);
+
+				bad += (fp8 ? p[0] : (uint32_t)(p[0] | p[1] << 8)) != v;
+			}
+		CHECK_EQ_U64(bad, 0);
+		CHECK(kv_check(&g, 0, 5, 0, 1, 2, pp, &e) == 0);
+		page[(128 + 77) * ds] ^= 0x01;
+		CHECK(kv_check(&g, 0, 5, 0, 1, 2, pp, &e) == -EBADMSG);
+		snprintf(want, sizeof(want), "token 1 head 0 dim 77: found 0x%x, expected 0x%x",
+			 (kv_content(5, 0, 1, 1, 0, 77) ^ 0x01) & (fp8 ? 0xff : 0xffff),
+			 kv_content(5, 0, 1, 1, 0, 77) & (fp8 ? 0xff : 0xffff));
+		CHECK(strstr(e.msg, want) != NULL);
+	}
+}
+
 /* Where bytes land, worked out by hand (not from the layout code that
  * simulate() shares with the engine): 4 KV heads of 2 bf16 dims (4-byte
  * rows), TP 1 -> 2, source pages of 4 tokens, destination pages of 3,
@@ -458,6 +500,7 @@ int main(void)
 	coalescing();
 	bad_geometry();
 	hand_offsets();
+	row_content();
 	packing();
 	transfer();
 	CHECK_DONE();
