@@ -392,7 +392,9 @@ a2a_kill_one() {
 		fi
 		PIDS+=($!)
 	done
-	sleep 8
+	# mid-run: every rank joined and the exchange under way, then a moment
+	wait_sent "${RDMACTL_VM_DEV:-rxe0}" 3000 30
+	sleep 0.5
 	for p in "${PIDS[@]}"; do
 		kill -0 "$p" || { a2a_dump; fail "$*: a rank ended before the kill"; }
 	done

@@ -121,6 +121,23 @@ group_peers() {
 	done
 }
 
+# counter_of DEV COUNTER: a hardware counter of DEV's port 1 (rxe: sent_pkts,
+# rcvd_pkts, ...).
+counter_of() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
+
+# wait_sent DEV PKTS SECS: until DEV has sent PKTS more packets than when
+# called (data moving: a group's ranks all joined and exchanging), at most
+# SECS seconds; fails naming what it saw.
+wait_sent() {
+	local base i
+	base=$(counter_of "$1" sent_pkts)
+	for ((i = 0; i < $3 * 10; i++)); do
+		(($(counter_of "$1" sent_pkts) >= base + $2)) && return 0
+		sleep 0.1
+	done
+	fail "$1 sent $(($(counter_of "$1" sent_pkts) - base)) packets in $3 s, not $2"
+}
+
 # rail_trees: the guest's devices as two hosts' rail plans, for --rails:
 # its sysfs captured once a file (probe-topology --capture, TREE_ALL), and
 # two copies, TREE_AC with only rxe_a and rxe_c (the client's host) and

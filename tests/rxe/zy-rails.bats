@@ -542,5 +542,3 @@ mc_two_rails() {
 	assert_success
 	cmp "$IN" "$OUT"
 }
-
-counter_of() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
