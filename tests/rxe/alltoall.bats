@@ -447,7 +447,9 @@ a2a_kill_one() {
 	need_etcd
 	start_etcd
 	PIDS=()
-	rdmactl -t 8000 alltoall -r 0 -w 2 -R "etcd://$ETCD_EP/dup" --listen "$ADDR" \
+	# the first claimant waits 4 s for a rank 1 that never comes: the
+	# second one is refused while it waits
+	rdmactl -t 4000 alltoall -r 0 -w 2 -R "etcd://$ETCD_EP/dup" --listen "$ADDR" \
 		>"$BATS_TEST_TMPDIR/rank.0.out" 2>"$BATS_TEST_TMPDIR/rank.0.err" &
 	PIDS+=($!)
 	local end=$((SECONDS + 30))
@@ -676,7 +678,9 @@ group_listening() {
 	PIDS=()
 	local port1
 	port1=$(awk '$1 == 1 { sub(/.*:/, "", $2); print $2 }' "$PEERS")
-	RDMACTL_TOKEN=s3cret rdmactl -t 10000 alltoall -r 1 -w 2 -R "file:$PEERS" "${SMALL[@]}" \
+	# rank 1 gives up on rank 0 after 4 s; rank 0, refused, must not wait
+	# out its own 10 s
+	RDMACTL_TOKEN=s3cret rdmactl -t 4000 alltoall -r 1 -w 2 -R "file:$PEERS" "${SMALL[@]}" \
 		>"$BATS_TEST_TMPDIR/rank.1.out" 2>"$BATS_TEST_TMPDIR/rank.1.err" &
 	PIDS+=($!)
 	group_listening "$port1"
