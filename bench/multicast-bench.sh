@@ -16,7 +16,7 @@
 # time where flat takes about 7x. In one guest every rank shares the same
 # emulated device and two CPUs, so every algorithm moves 7 copies through
 # the same place; read the ratios with that in mind.
-# Environment: SIZE (default 16M), CHUNK (256K), RING (16), RUNS (1),
+# Environment: SIZE (default 16M), CHUNK (auto), RING (16), RUNS (1),
 # DIGESTS ("xxh64 sha256": multicast's --digest for the rows against write;
 # "-" gives none, the binary's default, for an rdmactl without --digest).
 set -euo pipefail
@@ -26,7 +26,7 @@ here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 . "$here/lib.bash"
 bench_setup multicast-bench "$@"
 size=${SIZE:-16M}
-chunk=${CHUNK:-256K}
+chunk=${CHUNK:-auto}
 ring=${RING:-16}
 port=25000
 addrs=("$addr")
@@ -60,13 +60,13 @@ mc() {
 }
 
 row() {
-	jq -r --argjson one "$1" '[.algo, (.ranks - 1), .seconds, .seconds / $one,
+	jq -r --argjson one "$1" '[.algo, (.ranks - 1), .chunk_bytes / 1024, .seconds, .seconds / $one,
 		([.receivers[].first_chunk_ms] | max), .ideal_seconds, .ratio, .link_gbyte_per_s * 1e3]
-		| @tsv' | awk -F'\t' '{ printf "%-6s %9s %9.3f %10.2f %14.1f %9.3f %9.2f %9.1f\n",
-			$1, $2, $3, $4, $5, $6, $7, $8 }'
+		| @tsv' | awk -F'\t' '{ printf "%-6s %9s %8s %9.3f %10.2f %14.1f %9.3f %9.2f %9.1f\n",
+			$1, $2, $3, $4, $5, $6, $7, $8, $9 }'
 }
 
-printf '%-6s %9s %9s %10s %14s %9s %9s %9s\n' algo receivers "time(s)" "vs_one" \
+printf '%-6s %9s %8s %9s %10s %14s %9s %9s %9s\n' algo receivers "chunk(K)" "time(s)" "vs_one" \
 	"last_first(ms)" "ideal(s)" "vs_ideal" "link(MB/s)"
 for ((i = 0; i < ${RUNS:-1}; i++)); do
 	doc=$(mc 2 chain)
@@ -76,7 +76,7 @@ for ((i = 0; i < ${RUNS:-1}; i++)); do
 		mc 8 "$algo" | row "$one"
 	done
 done
-echo "($size from a pattern in chunks of $chunk, rings of $ring chunks, multicast's default digest;"
+echo "($size from a pattern in chunks of $chunk (chunk(K): as the root cut it), rings of $ring chunks, multicast's default digest;"
 echo " vs_one = time over the one-receiver time; last_first = the latest first chunk of any receiver,"
 echo " on its own clock; ${#addrs[@]} device(s): ${addrs[*]})"
 
@@ -101,13 +101,15 @@ write_once() {
 }
 
 echo
-printf '%-7s %12s %10s %10s\n' digest "one(s)" "write(s)" one/write
+printf '%-7s %8s %12s %10s %10s\n' digest "chunk(K)" "one(s)" "write(s)" one/write
 for ((i = 0; i < ${RUNS:-1}; i++)); do
 	for d in ${DIGESTS:-xxh64 sha256}; do
-		one=$(mc 2 chain "$d" | jq .seconds)
+		mc 2 chain "$d" >"$work/one"
+		one=$(jq .seconds "$work/one")
 		write_once >"$work/w"
 		w=$(cat "$work/w")
-		awk -v d="$d" -v o="$one" -v w="$w" 'BEGIN { printf "%-7s %12.3f %10.3f %10.2f\n", d, o, w, o / w }'
+		awk -v d="$d" -v c="$(jq '.chunk_bytes / 1024' "$work/one")" -v o="$one" -v w="$w" \
+			'BEGIN { printf "%-7s %8s %12.3f %10.3f %10.2f\n", d, c, o, w, o / w }'
 	done
 done
 echo "(one = multicast to one receiver, write = rdmactl write of the same $size into a register"

@@ -227,6 +227,7 @@ static int plan_print(struct ctx *ctx, struct mc_cli *m)
 	uint8_t *need = malloc((size_t)W * (size_t)W);
 	uint64_t *bytes = calloc((size_t)W, sizeof(uint64_t));
 	struct out *o = &ctx->out;
+	uint32_t chunk;
 	struct group_plan_in in = { .need = need,
 				    .world = W,
 				    .recv_depth = rc_mcast_recv_depth(m->run.ring),
@@ -240,8 +241,12 @@ static int plan_print(struct ctx *ctx, struct mc_cli *m)
 		goto out;
 	}
 	rc_mcast_need(s, need);
+	/* --chunk auto: the root's pick for --size, else the largest it picks */
+	chunk = m->run.chunk  ? m->run.chunk
+		: m->num.size ? rc_mcast_auto_chunk(s, m->num.size)
+			      : RC_MCAST_CHUNK_MAX;
 	for (int r = 0; r < W; r++)
-		bytes[r] = rc_mcast_ring_bytes(m->run.ring, m->run.chunk);
+		bytes[r] = rc_mcast_ring_bytes(m->run.ring, chunk);
 	out_bool(o, "plan", NULL, true);
 	out_str(o, "algo", "# multicast plan: algo %s", rc_mcast_algo_name(s->algo));
 	if (s->algo == RC_MCAST_TREE)
@@ -253,7 +258,9 @@ static int plan_print(struct ctx *ctx, struct mc_cli *m)
 	else
 		out_null(o, "ranks_per_node");
 	out_u64(o, "ring_chunks", "; rings of %llu chunks", (uint64_t)m->run.ring);
-	out_u64(o, "chunk_bytes", " of %llu bytes", (uint64_t)m->run.chunk);
+	out_u64(o, "chunk_bytes", " of %llu bytes", (uint64_t)chunk);
+	if (!m->run.chunk)
+		out_text(o, m->num.size ? " (--chunk auto)" : " (--chunk auto: at most)");
 	out_u64(o, "depth", ", depth %llu", (uint64_t)rc_mcast_depth(s));
 	out_u64(o, "width", ", width %llu\n", (uint64_t)rc_mcast_width(s));
 	rc = group_plan_print(ctx, &in);

@@ -25,8 +25,10 @@
 	  OPT_STR(struct mc_cli, pattern, NULL)) \
 	X(MC_SIZE, "size", 'S', "SIZE", "root: bytes of the pattern (K, M, G suffixes)", \
 	  OPT_SIZE(struct mc_cli, num.size, NULL)) \
-	X(MC_CHUNK, "chunk", 0, "SIZE", "bytes per write", \
-	  OPT_SIZE(struct mc_cli, num.chunk, "256K")) \
+	X(MC_CHUNK, "chunk", 0, "SIZE", \
+	  "bytes per write, or auto: the root's pick from the blob's size and the tree's depth " \
+	  "(256K to 2M)", \
+	  COMP_WORDS, "auto|256K|1M|2M", OPT_STR(struct mc_cli, chunk, "auto")) \
 	X(MC_RING, "ring", 0, "N", "chunks in each receiver's ring of buffers, 1 to 256", \
 	  OPT_INT(struct mc_cli, num.ring, 1, 256, "16")) \
 	X(MC_OUT, "out", 'O', "FILE", \
@@ -71,8 +73,8 @@ enum { MULTICAST_OPTS(OPT_INDEX) MC_NOPTS };
 /* The shape and the sizes, as given (the defaults when not). */
 struct mc_nums {
 	int root, algo, fanout, ring;
-	int digest; /* --digest: the word's index, 0 xxh64, 1 sha256 */
-	uint64_t size, chunk;
+	int digest;           /* --digest: the word's index, 0 xxh64, 1 sha256 */
+	uint64_t size, chunk; /* chunk 0: auto */
 	double bw;
 };
 
@@ -85,6 +87,7 @@ struct mc_cli {
 	const char *pattern;
 	const char *out;    /* --out as given (%r not replaced) */
 	const char *blocks; /* --block-sizes LIST, or NULL */
+	const char *chunk;  /* --chunk as given: auto or a size (num.chunk; 0 for auto) */
 	struct mc_nums num;
 	char out_path[4096];
 	bool busy_poll;

@@ -92,6 +92,12 @@ static int read_values(struct ctx *ctx, const struct cmd *c, const struct opt_va
 	    (rc = opts_fill(ctx, c, v, MC_SIZE, MC_CHUNK + 1, m)) ||
 	    (rc = opts_fill(ctx, c, v, MC_LINK_BW, MC_DIGEST + 1, m)))
 		return rc;
+	if (!strcmp(m->chunk, "auto"))
+		m->num.chunk = 0;
+	else if (rc_parse_size(m->chunk, &m->num.chunk) || !m->num.chunk ||
+		 m->num.chunk > RC_MCAST_CHUNK_LIMIT)
+		return usage_err(ctx, "--chunk '%s': expected auto or a size from 1 byte to 1G",
+				 m->chunk);
 	return 0;
 }
 
@@ -110,9 +116,7 @@ static int check_shape(struct ctx *ctx, const struct opt_vals *v, const struct m
 				 n->root, m->grp.who.world - 1);
 	if (opt_on(v, MC_FANOUT) && n->algo != RC_MCAST_TREE)
 		return usage_err(ctx, "--fanout applies to --algo tree only");
-	if (!n->chunk || n->chunk > (1u << 30))
-		return usage_err(ctx, "--chunk must be between 1 byte and 1G");
-	if ((uint64_t)n->ring * n->chunk > (64ull << 30))
+	if ((uint64_t)n->ring * n->chunk > RC_MCAST_RING_LIMIT)
 		return usage_err(ctx, "--ring %d of --chunk %llu is more than 64G of buffers",
 				 n->ring, (unsigned long long)n->chunk);
 	return 0;

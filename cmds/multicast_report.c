@@ -114,7 +114,7 @@ void mc_report(struct ctx *ctx, const struct mc_cli *m, const struct rc_mcast_re
 	group_rail_devs(gs, m->nrails, dev, sizeof(dev));
 	out_str(o, "device", ", device %s\n", dev);
 	out_u64(o, "size_bytes", "# %llu bytes", r->size);
-	out_u64(o, "chunk_bytes", " in chunks of %llu", (uint64_t)m->run.chunk);
+	out_u64(o, "chunk_bytes", " in chunks of %llu", (uint64_t)r->chunk);
 	out_u64(o, "chunks", " (%llu)", (uint64_t)r->chunks);
 	out_u64(o, "ring_chunks", ", rings of %llu chunks", (uint64_t)m->run.ring);
 	out_str(o, "mem", ", %s memory", rc_mem_kind_name(m->run.mem.kind));
@@ -223,7 +223,7 @@ void mc_metrics(struct metrics *m, const struct mc_cli *mc, const struct rc_mcas
 		return;
 	}
 	metrics_gauge(m, "rdmactl_multicast_size_bytes", "bytes of the blob", (double)r->size);
-	metrics_gauge(m, "rdmactl_multicast_chunk_bytes", "bytes per write", (double)mc->run.chunk);
+	metrics_gauge(m, "rdmactl_multicast_chunk_bytes", "bytes per write", (double)r->chunk);
 	metrics_gauge(m, "rdmactl_multicast_duration_seconds",
 		      "until the last receiver's last chunk", r->seconds);
 	metrics_gauge(m, "rdmactl_multicast_ideal_seconds", "the ideal time at the link's rate",
@@ -305,6 +305,7 @@ void mc_rails_merge(struct mc_cli *m, struct rc_mcast_result *res, struct rc_gro
 
 		res->size += r->size;
 		res->chunks += r->chunks;
+		res->chunk = r->chunk > res->chunk ? r->chunk : res->chunk;
 		res->link_bw += r->link_bw; /* the rails side by side */
 		res->ideal_s = fmax(res->ideal_s, r->ideal_s);
 		res->seconds = fmax(res->seconds, r->seconds);

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* The multicast's hello: every rank's ring address and key and the root's
- * blob size go to every rank it is connected to, and each checks that the
- * hellos it got were given the root's options, naming the first that was
- * not, before a write lands in a ring of another size. */
+/* The multicast's hello: the root's options, chunk and blob size go to
+ * every rank it is connected to, and each checks that the hellos it got
+ * were given the root's options, naming the first that was not, before a
+ * write lands in a ring of another size; a rank given no --chunk takes the
+ * root's. Then every rank's ring address and key, in a second exchange:
+ * the ring is registered once its chunk is known. */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -11,13 +13,13 @@
 /* The first option a rank's hello disagrees with the root's on, or NULL. */
 static const char *hello_differs(const struct hello *root, const struct hello *h)
 {
-	return h->algo != root->algo       ? "--algo"
-	       : h->fanout != root->fanout ? "--fanout"
-	       : h->root != root->root     ? "--root"
-	       : h->chunk != root->chunk   ? "--chunk"
-	       : h->ring != root->ring     ? "--ring"
-	       : h->digest != root->digest ? "--digest"
-					   : NULL;
+	return h->algo != root->algo                 ? "--algo"
+	       : h->fanout != root->fanout           ? "--fanout"
+	       : h->root != root->root               ? "--root"
+	       : h->chunk && h->chunk != root->chunk ? "--chunk"
+	       : h->ring != root->ring               ? "--ring"
+	       : h->digest != root->digest           ? "--digest"
+						     : NULL;
 }
 
 /* This rank's hello (mine: the exchange leaves all[me] alone) and those of
@@ -30,6 +32,8 @@ static int hellos_agree(const struct mc *m, struct hello *all, const struct hell
 	int root = m->o->shape.root;
 
 	all[m->me] = *mine;
+	if (all[root].magic == HELLO_MAGIC_1)
+		return rc_err_set(err, EPROTO, "the root runs an older rdmactl's multicast");
 	if (all[root].magic != HELLO_MAGIC)
 		return rc_err_set(err, EPROTO, "the root said no multicast hello");
 	for (int i = 0; i < m->o->shape.world; i++) {
@@ -37,6 +41,9 @@ static int hellos_agree(const struct mc *m, struct hello *all, const struct hell
 
 		if (i != m->me && !rc_group_conn(m->g, i))
 			continue; /* no connection, no hello */
+		if (all[i].magic == HELLO_MAGIC_1)
+			return rc_err_set(err, EPROTO, "rank %d runs an older rdmactl's multicast",
+					  i);
 		if (all[i].magic != HELLO_MAGIC)
 			return rc_err_set(err, EPROTO, "rank %d said no multicast hello", i);
 		if (!(what = hello_differs(&all[root], &all[i])))
@@ -48,7 +55,7 @@ static int hellos_agree(const struct mc *m, struct hello *all, const struct hell
 	return 0;
 }
 
-/* Everyone's ring and the root's blob size, over every connection. */
+/* The root's options, chunk and blob size, over every connection. */
 int mcast_say_hello(struct mc *m, struct rc_err *err)
 {
 	const struct rc_mcast_opts *o = m->o;
@@ -57,11 +64,11 @@ int mcast_say_hello(struct mc *m, struct rc_err *err)
 			      (uint32_t)o->shape.algo,
 			      (uint32_t)o->shape.fanout,
 			      (uint32_t)root,
-			      o->chunk,
+			      m->chunk,
 			      (uint32_t)o->ring,
 			      o->size,
-			      m->ring_addr,
-			      m->mr->rkey,
+			      0,
+			      0,
 			      (uint32_t)o->digest };
 	struct hello *all = calloc((size_t)W, sizeof(*all)), *r;
 
@@ -77,12 +84,49 @@ int mcast_say_hello(struct mc *m, struct rc_err *err)
 		goto out;
 	if (m->me != root) {
 		m->size = r->size;
+		m->chunk = r->chunk;
+	}
+	if (!m->chunk || m->chunk > RC_MCAST_CHUNK_LIMIT)
+		rc = rc_err_set(err, EPROTO, "the root's hello gave chunks of %u bytes (1 to %u)",
+				m->chunk, RC_MCAST_CHUNK_LIMIT);
+	else if ((uint64_t)m->R * m->chunk > RC_MCAST_RING_LIMIT)
+		rc = rc_err_set(err, EPROTO,
+				"rings of %d chunks of the root's %u bytes are over 64G", m->R,
+				m->chunk);
+out:
+	free(all);
+	return rc;
+}
+
+/* Everyone's ring, over every connection: the parent's and the children's
+ * are kept. */
+int mcast_say_ring(struct mc *m, struct rc_err *err)
+{
+	struct ring_hello mine = { m->ring_addr, m->mr->rkey, HELLO_MAGIC };
+	struct ring_hello *all = calloc((size_t)m->o->shape.world, sizeof(*all));
+	int rc;
+
+	if (!all)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	if ((rc = rc_group_exchange(m->g, &mine, sizeof(mine), all, err)))
+		goto out;
+	if (m->parent >= 0 && all[m->parent].magic != HELLO_MAGIC) {
+		rc = rc_err_set(err, EPROTO, "rank %d said no ring", m->parent);
+		goto out;
+	}
+	if (m->parent >= 0) {
 		m->paddr = all[m->parent].addr;
 		m->prkey = all[m->parent].rkey;
 	}
 	for (int i = 0; i < m->nkids; i++) {
-		m->kids[i].addr = all[m->kids[i].rank].addr;
-		m->kids[i].rkey = all[m->kids[i].rank].rkey;
+		struct ring_hello *k = &all[m->kids[i].rank];
+
+		if (k->magic != HELLO_MAGIC) {
+			rc = rc_err_set(err, EPROTO, "rank %d said no ring", m->kids[i].rank);
+			goto out;
+		}
+		m->kids[i].addr = k->addr;
+		m->kids[i].rkey = k->rkey;
 	}
 out:
 	free(all);

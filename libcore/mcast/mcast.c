@@ -423,8 +423,8 @@ int rc_mcast_run(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_mc
 	struct rc_err e = { 0 };
 
 	if (o->shape.world != rc_group_world(g) || o->shape.root < 0 ||
-	    o->shape.root >= o->shape.world || !o->chunk || o->ring < 1 ||
-	    o->nblocks > RC_MCAST_BLOCKS_MAX || o->nblocks < 0 || rc_mcast_digest_len(o->digest) < 0)
+	    o->shape.root >= o->shape.world || o->ring < 1 || o->nblocks > RC_MCAST_BLOCKS_MAX ||
+	    o->nblocks < 0 || rc_mcast_digest_len(o->digest) < 0)
 		return rc_err_set(err, EINVAL, "bad multicast parameters");
 	memset(s, 0, sizeof(*s));
 	m.me = rc_group_rank(g);
@@ -442,11 +442,12 @@ int rc_mcast_run(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_mc
 	for (int i = 0; i < m.nkids; i++)
 		m.kids[i].rank = kids[i];
 	free(kids);
-	m.chunk = o->chunk;
-	m.R = o->ring;
-	m.size = o->size;
+	m.R = o->ring, m.size = o->size;
+	/* a receiver given no chunk takes the root's from its hello */
+	m.chunk = o->chunk || m.parent >= 0 ? o->chunk : rc_mcast_auto_chunk(&o->shape, m.size);
 	digest_init(&m);
-	if ((rc = setup_ring(&m, err)) || (rc = mcast_say_hello(&m, err)))
+	if ((rc = mcast_say_hello(&m, err)) || (rc = setup_ring(&m, err)) ||
+	    (rc = mcast_say_ring(&m, err)))
 		goto out;
 	m.n = (uint32_t)((m.size + m.chunk - 1) / m.chunk);
 	if ((uint64_t)m.n * m.chunk < m.size || m.size > (uint64_t)UINT32_MAX * m.chunk) {
@@ -455,6 +456,7 @@ int rc_mcast_run(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_mc
 		goto out;
 	}
 	res->size = m.size;
+	res->chunk = m.chunk;
 	res->chunks = m.n;
 	res->depth = rc_mcast_depth(&o->shape);
 	res->width = rc_mcast_width(&o->shape);

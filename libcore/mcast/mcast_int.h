@@ -13,7 +13,8 @@
 #define CH_DATA 0
 #define CH_CREDIT 1
 #define CH_STOP 2
-#define HELLO_MAGIC 0x6d636173u /* "mcas" */
+#define HELLO_MAGIC 0x6d637332u   /* "mcs2": the ring in a second exchange */
+#define HELLO_MAGIC_1 0x6d636173u /* "mcas": an rdmactl before it */
 #define POLL_MS 50
 #define CALIBRATE_MAX (8u << 20)
 
@@ -25,9 +26,17 @@ struct hello {
 	uint32_t chunk;
 	uint32_t ring;
 	uint64_t size;
-	uint64_t addr;
+	uint64_t addr; /* 0: the ring follows (ring_hello) */
 	uint32_t rkey;
 	uint32_t digest; /* enum rc_mcast_digest (an rdmactl before XXH64 sent 0) */
+};
+
+/* The second exchange: each rank's ring, registered once the root's hello
+ * said the chunk (and so the ring's size). */
+struct ring_hello {
+	uint64_t addr;
+	uint32_t rkey;
+	uint32_t magic;
 };
 
 struct kid {
@@ -66,10 +75,12 @@ struct mc {
 	bool stopped; /* this rank gave up: what is left is telling the children */
 };
 
-/* hello.c: everyone's ring and the root's blob size, over every
- * connection, each rank checking that the hellos it got agree with the
- * root's options. */
+/* hello.c: the root's options, chunk and blob size over every connection,
+ * each rank checking that the hellos it got agree with the root's and
+ * taking the root's chunk when it was given none (m->chunk 0) ... */
 int mcast_say_hello(struct mc *m, struct rc_err *err);
+/* ... then, once this rank's ring is registered, everyone's ring. */
+int mcast_say_ring(struct mc *m, struct rc_err *err);
 
 /* Gather every receiver's res->self at the root; the root fills res->recv,
  * ok_count and seconds, judging each against its own size and digest. */

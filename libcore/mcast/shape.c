@@ -110,3 +110,14 @@ int rc_mcast_recv_depth(int ring)
 	 * and a stop in flight never wait for one */
 	return ring + 8;
 }
+
+uint32_t rc_mcast_auto_chunk(const struct rc_mcast_shape *s, uint64_t size)
+{
+	int depth = rc_mcast_depth(s);
+	uint64_t want = size / (16 + 8 * (uint64_t)(depth > 1 ? depth - 1 : 0));
+	uint32_t c = RC_MCAST_CHUNK_MIN;
+
+	while (c < RC_MCAST_CHUNK_MAX && (uint64_t)c * 2 <= want)
+		c *= 2;
+	return c;
+}

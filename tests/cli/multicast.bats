@@ -36,7 +36,13 @@ mc() {
 	assert_output --partial "--fanout applies to --algo tree only"
 	mc -r 0 -w 3 -R "file:$PEERS" --chunk 0 --pattern seq --size 1M
 	assert_failure 2
-	assert_output --partial "--chunk must be between"
+	assert_output --partial "--chunk '0': expected auto or a size from 1 byte to 1G"
+	mc -r 0 -w 3 -R "file:$PEERS" --chunk 2G --pattern seq --size 1M
+	assert_failure 2
+	assert_output --partial "--chunk '2G': expected auto or a size from 1 byte to 1G"
+	mc -r 0 -w 3 -R "file:$PEERS" --chunk lots --pattern seq --size 1M
+	assert_failure 2
+	assert_output --partial "--chunk 'lots': expected auto or a size"
 	mc -r 0 -w 3 -R "file:$PEERS" --algo star --pattern seq --size 1M
 	assert_failure 2
 }

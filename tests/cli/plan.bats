@@ -106,11 +106,23 @@ bad_keys() {
 	assert_success
 	jq -e '.root == 3 and .depth == 63 and .width == 1 and .per_rank.qps.max == 63
 		and .per_rank.qps.max_rank == 3 and .per_rank.qps.min == 2 and .per_node.nodes == 8' <<<"$output"
-	plan multicast --plan -w 8 --algo flat
+	plan multicast --plan -w 8 --algo flat --chunk 256K
 	assert_success
 	assert_output --partial "# multicast plan: algo flat, root 0, 8 ranks; rings of 16 chunks of 262144 bytes, depth 1, width 7"
 	assert_line --regexp '^  QPs +1 +1 +7 +0$'
 	assert_line --regexp '^  receive ring bytes +4194304 +4194304 +4194304 +0$'
+	# --chunk auto (the default): the root's pick for --size, else the most it picks
+	plan multicast --plan -w 8 --algo flat --size 16M
+	assert_success
+	assert_output --partial "rings of 16 chunks of 1048576 bytes (--chunk auto), depth 1"
+	assert_line --regexp '^  receive ring bytes +16777216 +16777216 +16777216 +0$'
+	plan multicast --plan -w 8 --algo chain --size 16M
+	assert_success
+	assert_output --partial "rings of 16 chunks of 262144 bytes (--chunk auto), depth 7"
+	plan multicast --plan -w 8 --algo flat
+	assert_success
+	assert_output --partial "rings of 16 chunks of 2097152 bytes (--chunk auto: at most), depth 1"
+	assert_line --regexp '^  receive ring bytes +33554432 +33554432 +33554432 +0$'
 }
 
 @test "--plan: bad worlds and nodes are usage errors naming the cause" {

@@ -92,6 +92,24 @@ mc_ok() {
 		{ mc_dump; fail "the root's document is not right"; }
 }
 
+# mc_chunks C0 C1 C2: ranks 0 to 2, flat, sending the file w, rank i given
+# --chunk Ci (- for none); waited for (RCS).
+mc_chunks() {
+	local i c=()
+	mc_peers 3
+	PIDS=()
+	for i in 0 1 2; do
+		c=()
+		[[ $1 == - ]] || c=(--chunk "$1")
+		shift
+		rdmactl -j -t 20000 multicast --rank "$i" --world 3 --rendezvous "file:$PEERS" \
+			--out "$BATS_TEST_TMPDIR/out.%r" --algo flat --file "$BATS_TEST_TMPDIR/w" \
+			"${c[@]}" >"$BATS_TEST_TMPDIR/rank.$i.out" 2>"$BATS_TEST_TMPDIR/rank.$i.err" &
+		PIDS+=($!)
+	done
+	mc_wait
+}
+
 # The ranks still running (a failed test), etcd, the sanitizer reports.
 teardown() {
 	started "${PIDS[@]}"
@@ -391,19 +409,8 @@ blob() {
 
 @test "a receiver given another --chunk: the group stops at the hello, the root names that rank and the option" {
 	need_guest
-	local i chunk
 	blob "$BATS_TEST_TMPDIR/w" $((512 << 10))
-	mc_peers 3
-	PIDS=()
-	for i in 0 1 2; do
-		chunk=128K
-		[[ $i != 2 ]] || chunk=64K
-		rdmactl -j -t 20000 multicast --rank "$i" --world 3 --rendezvous "file:$PEERS" \
-			--out "$BATS_TEST_TMPDIR/out.%r" --algo flat --file "$BATS_TEST_TMPDIR/w" \
-			--chunk "$chunk" >"$BATS_TEST_TMPDIR/rank.$i.out" 2>"$BATS_TEST_TMPDIR/rank.$i.err" &
-		PIDS+=($!)
-	done
-	mc_wait
+	mc_chunks 128K 128K 64K
 	[ "${RCS[*]}" = "1 1 1" ] || { mc_dump; fail "exit codes ${RCS[*]}, not 1 1 1"; }
 	# the root names rank 2 and the option; rank 2 says its own differs;
 	# rank 1 (connected to the root alone) ends with the group
@@ -414,6 +421,20 @@ blob() {
 	# no rank got as far as a write into a ring of another size
 	run cat "$BATS_TEST_TMPDIR"/rank.*
 	refute_output --partial "RDMA WRITE"
+}
+
+@test "--chunk auto: the root cuts 8 MiB into 512K chunks and the receivers take them; a receiver given 256K is named" {
+	need_guest
+	blob "$BATS_TEST_TMPDIR/w" $((8 << 20))
+	mc_peers 3
+	mc_ok 3 "$BLOB_SHA" --algo flat --file "$BATS_TEST_TMPDIR/w"
+	jq -e '.chunk_bytes == 524288 and .chunks == 16' <<<"$DOC" >/dev/null ||
+		{ mc_dump; fail "the root did not pick 512K chunks for 8 MiB"; }
+	# the root picks, so a receiver given its own chunk must give the root's
+	mc_chunks - - 256K
+	[ "${RCS[*]}" = "1 1 1" ] || { mc_dump; fail "exit codes ${RCS[*]}, not 1 1 1"; }
+	jq -e '.error.message | test("^rank 0: rank 2.s --chunk differs from the root.s$")' \
+		"$BATS_TEST_TMPDIR/rank.0.out" >/dev/null || { mc_dump; fail "the root does not name rank 2's --chunk"; }
 }
 
 @test "a receiver given another --digest: the group stops at the hello, the root names that rank and the option" {

@@ -44,6 +44,26 @@ static void test_shape(void)
 
 /* The digest as the report prints it: 16 hex digits of XXH64, 64 of SHA-256,
  * most significant byte first; an unknown one has no length. */
+/* --chunk auto: 16 chunks a blob and 8 more a hop below the first, a power
+ * of two from 256K to 2M. */
+static void test_auto_chunk(void)
+{
+	struct rc_mcast_shape one = { RC_MCAST_TREE, 2, 0, 2 }, flat = { RC_MCAST_FLAT, 8, 0, 0 },
+			      chain = { RC_MCAST_CHAIN, 8, 0, 0 },
+			      tree = { RC_MCAST_TREE, 8, 0, 2 };
+
+	CHECK_EQ_U64(rc_mcast_auto_chunk(&one, 16u << 20), 1u << 20);
+	CHECK_EQ_U64(rc_mcast_auto_chunk(&one, (16u << 20) - 1), 512u << 10);
+	CHECK_EQ_U64(rc_mcast_auto_chunk(&flat, 16u << 20), 1u << 20);
+	/* depth 7: 64 pieces; depth 3: 32 */
+	CHECK_EQ_U64(rc_mcast_auto_chunk(&chain, 16u << 20), 256u << 10);
+	CHECK_EQ_U64(rc_mcast_auto_chunk(&tree, 16u << 20), 512u << 10);
+	/* the bounds: a small or empty blob, a large one */
+	CHECK_EQ_U64(rc_mcast_auto_chunk(&one, 0), RC_MCAST_CHUNK_MIN);
+	CHECK_EQ_U64(rc_mcast_auto_chunk(&one, 1000), RC_MCAST_CHUNK_MIN);
+	CHECK_EQ_U64(rc_mcast_auto_chunk(&chain, 64ull << 30), RC_MCAST_CHUNK_MAX);
+}
+
 static void test_digest_names(void)
 {
 	uint8_t d[RC_MCAST_DIGEST_MAX];
@@ -66,6 +86,7 @@ static void test_digest_names(void)
 int main(void)
 {
 	test_shape();
+	test_auto_chunk();
 	test_digest_names();
 	CHECK_DONE();
 }

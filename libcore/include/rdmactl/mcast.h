@@ -65,11 +65,25 @@ RC_EXPORT uint64_t rc_mcast_ring_bytes(int ring, uint32_t chunk);
 /* The group's receives per connection (rc_group_join's recv_depth) for
  * rings of ring chunks. */
 RC_EXPORT int rc_mcast_recv_depth(int ring);
+/* The chunk the root picks when none was given (opts.chunk 0): a power of
+ * two from RC_MCAST_CHUNK_MIN to RC_MCAST_CHUNK_MAX, the blob cut into 16
+ * chunks and 8 more for each hop below the first, so that the reading and
+ * hashing at either end of the pipeline are a sixteenth of the blob and
+ * filling a deep tree's pipeline costs about an eighth. The ring's depth is
+ * left as given: 16 chunks of the smallest are 4 MiB in flight, more than
+ * any link's bandwidth-delay product. */
+#define RC_MCAST_CHUNK_MIN (256u << 10)
+#define RC_MCAST_CHUNK_MAX (2u << 20)
+/* The largest chunk a rank takes (--chunk's limit; a root's hello past it
+ * is refused). */
+#define RC_MCAST_CHUNK_LIMIT (1u << 30)
+#define RC_MCAST_RING_LIMIT (64ull << 30) /* bytes of one ring, likewise */
+RC_EXPORT uint32_t rc_mcast_auto_chunk(const struct rc_mcast_shape *s, uint64_t size);
 
 struct rc_mcast_opts {
 	struct rc_mcast_shape shape;
 	uint64_t size;          /* the root's: bytes of the blob (receivers learn it) */
-	uint32_t chunk;         /* bytes per write */
+	uint32_t chunk;         /* bytes per write; 0: the root's rc_mcast_auto_chunk */
 	int ring;               /* chunks in each receive ring */
 	struct rc_mem_spec mem; /* receivers' ring memory (len is set here) */
 	/* Root: the blob's bytes at off (len of them); 0 or -errno. */
@@ -110,6 +124,7 @@ struct rc_mcast_recv {
 
 struct rc_mcast_result {
 	uint64_t size;
+	uint32_t chunk; /* bytes per write, as the root gave or picked it */
 	uint32_t chunks;
 	uint8_t digest[RC_MCAST_DIGEST_MAX]; /* the root's: of what it sent */
 	double link_bw;                      /* bytes/s, given or measured */
