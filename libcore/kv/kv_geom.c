@@ -322,9 +322,15 @@ static uint64_t row_seed(uint32_t req, uint32_t layer, uint32_t half, uint32_t t
 #define DIM_STEP 0x9e3779b97f4a7c15ULL
 #define ELEM_MUL 0xd6e8feb86659fd93ULL
 
+/* Element dim of a row: elem_at(seed, dim * DIM_STEP). */
+static inline uint32_t elem_at(uint64_t seed, uint64_t step)
+{
+	return (uint32_t)(((seed ^ step) * ELEM_MUL) >> 32);
+}
+
 static uint32_t elem_of(uint64_t seed, uint32_t dim)
 {
-	return (uint32_t)(((seed ^ (dim * DIM_STEP)) * ELEM_MUL) >> 32);
+	return elem_at(seed, dim * DIM_STEP);
 }
 
 /* A row of n elements of ds bytes (1, or 2 little-endian): elem_of(seed, d)
@@ -337,7 +343,7 @@ static void fill_row(unsigned char *p, uint64_t seed, uint32_t n, uint32_t ds)
 
 	if (ds == 2) {
 		for (uint32_t d = 0; d < n; d++, k += DIM_STEP, p += 2) {
-			uint32_t v = (uint32_t)(((seed ^ k) * ELEM_MUL) >> 32);
+			uint32_t v = elem_at(seed, k);
 
 			p[0] = (unsigned char)v;
 			p[1] = (unsigned char)(v >> 8);
@@ -345,7 +351,7 @@ static void fill_row(unsigned char *p, uint64_t seed, uint32_t n, uint32_t ds)
 		return;
 	}
 	for (uint32_t d = 0; d < n; d++, k += DIM_STEP)
-		p[d] = (unsigned char)(((seed ^ k) * ELEM_MUL) >> 32);
+		p[d] = (unsigned char)elem_at(seed, k);
 }
 
 /* The first element of the row that is not fill_row's, or n. */
@@ -355,13 +361,12 @@ static uint32_t check_row(const unsigned char *p, uint64_t seed, uint32_t n, uin
 
 	if (ds == 2) {
 		for (uint32_t d = 0; d < n; d++, k += DIM_STEP, p += 2)
-			if ((uint16_t)(p[0] | p[1] << 8) !=
-			    (uint16_t)(((seed ^ k) * ELEM_MUL) >> 32))
+			if ((uint16_t)(p[0] | p[1] << 8) != (uint16_t)elem_at(seed, k))
 				return d;
 		return n;
 	}
 	for (uint32_t d = 0; d < n; d++, k += DIM_STEP)
-		if (p[d] != (unsigned char)(((seed ^ k) * ELEM_MUL) >> 32))
+		if (p[d] != (unsigned char)elem_at(seed, k))
 			return d;
 	return n;
 }

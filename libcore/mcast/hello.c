@@ -98,6 +98,17 @@ out:
 	return rc;
 }
 
+/* Rank r's ring from the second exchange, or an error naming it. */
+static int ring_of(const struct ring_hello *all, int r, uint64_t *addr, uint32_t *rkey,
+		   struct rc_err *err)
+{
+	if (all[r].magic != HELLO_MAGIC)
+		return rc_err_set(err, EPROTO, "rank %d said no ring", r);
+	*addr = all[r].addr;
+	*rkey = all[r].rkey;
+	return 0;
+}
+
 /* Everyone's ring, over every connection: the parent's and the children's
  * are kept. */
 int mcast_say_ring(struct mc *m, struct rc_err *err)
@@ -108,27 +119,11 @@ int mcast_say_ring(struct mc *m, struct rc_err *err)
 
 	if (!all)
 		return rc_err_set(err, ENOMEM, "out of memory");
-	if ((rc = rc_group_exchange(m->g, &mine, sizeof(mine), all, err)))
-		goto out;
-	if (m->parent >= 0 && all[m->parent].magic != HELLO_MAGIC) {
-		rc = rc_err_set(err, EPROTO, "rank %d said no ring", m->parent);
-		goto out;
-	}
-	if (m->parent >= 0) {
-		m->paddr = all[m->parent].addr;
-		m->prkey = all[m->parent].rkey;
-	}
-	for (int i = 0; i < m->nkids; i++) {
-		struct ring_hello *k = &all[m->kids[i].rank];
-
-		if (k->magic != HELLO_MAGIC) {
-			rc = rc_err_set(err, EPROTO, "rank %d said no ring", m->kids[i].rank);
-			goto out;
-		}
-		m->kids[i].addr = k->addr;
-		m->kids[i].rkey = k->rkey;
-	}
-out:
+	rc = rc_group_exchange(m->g, &mine, sizeof(mine), all, err);
+	if (!rc && m->parent >= 0)
+		rc = ring_of(all, m->parent, &m->paddr, &m->prkey, err);
+	for (int i = 0; !rc && i < m->nkids; i++)
+		rc = ring_of(all, m->kids[i].rank, &m->kids[i].addr, &m->kids[i].rkey, err);
 	free(all);
 	return rc;
 }

@@ -285,21 +285,16 @@ static int simulate(const struct kv_geom *g, uint32_t tokens)
 static void row_content(void)
 {
 	for (int fp8 = 0; fp8 < 2; fp8++) {
-		struct kv_geom g = { .layout = KV_LAYOUT_PAGED,
-				     .dtype = fp8 ? KV_DT_FP8 : KV_DT_BF16,
-				     .layers = 1,
-				     .kv_heads = 1,
-				     .head_dim = 128,
-				     .src_tp = 1,
-				     .dst_tp = 1,
-				     .src_page_tokens = 2,
-				     .dst_page_tokens = 2 };
+		struct kv_geom g = llama(1, 1);
 		uint32_t ds = fp8 ? 1 : 2, bad = 0;
 		unsigned char page[2 * 128 * 2];
 		char *pp[1] = { (char *)page };
 		struct rc_err e = { 0 };
 		char want[96];
 
+		g.dtype = fp8 ? KV_DT_FP8 : KV_DT_BF16;
+		g.layers = g.kv_heads = 1;
+		g.src_page_tokens = g.dst_page_tokens = 2;
 		memset(page, 0, sizeof(page));
 		kv_fill(&g, true, 0, 5, 0, 1, 2, pp);
 		for (uint32_t t = 0; t < 2; t++)
