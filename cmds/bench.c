@@ -13,6 +13,9 @@
 
 #include "client_cmds.h"
 
+_Static_assert(RC_LAT_CLOCK_AUTO == 0 && RC_LAT_CLOCK_TSC == 1 && RC_LAT_CLOCK_MONOTONIC == 2,
+	       "--lat-clock's words are in enum rc_lat_clock's order");
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -72,13 +75,15 @@ int bench_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 	a->on = a->lat || opt_on(v, first + BO_BENCH);
 	a->depth = a->lat ? 1 : 128;
 	a->metrics = opt_arg(v, first + BO_METRICS);
+	if (!a->lat && opt_on(v, first + BO_LAT_CLOCK))
+		return usage_err(ctx, "%s: --lat-clock goes with --lat", c->name);
 	/* write and read also write a transfer's figures, per rail */
 	if (!a->on && a->metrics && atomic)
 		return usage_err(ctx, "%s: --metrics goes with --bench or --lat", c->name);
 	if (!a->on)
 		return a->metrics ? metrics_path_check(ctx, a->metrics) : 0;
 	/* The numbers are read only for a benchmark (as its defaults are). */
-	if ((rc = opts_fill(ctx, c, v, first + BO_MSG_SIZE, first + BO_BUSY_POLL + 1, a)))
+	if ((rc = opts_fill(ctx, c, v, first + BO_MSG_SIZE, first + BO_LAT_CLOCK + 1, a)))
 		return rc;
 	if (atomic && a->msg != 8)
 		return usage_err(ctx, "%s: atomics move 8 bytes: --msg-size must be 8", c->name);
@@ -115,18 +120,41 @@ static void bench_print(struct ctx *ctx, const struct bench_args *b, enum rc_op 
 	out_f64(&ctx->out, "msgs_per_s", "  %.0f messages/s\n",
 		res->seconds > 0 ? (double)res->ops / res->seconds : 0);
 	if (b->lat) {
-		qsort(lat_us, (size_t)b->iters, sizeof(double), cmp_double);
+		bool tsc = res->lat_clock == RC_LAT_CLOCK_TSC;
+		uint64_t n = b->iters - res->lat_moved;
+
+		qsort(lat_us, (size_t)n, sizeof(double), cmp_double);
+		out_str(&ctx->out, "lat_clock", "  latencies timed by the %s",
+			tsc ? "tsc" : "monotonic");
+		out_f64(&ctx->out, "lat_clock_mhz",
+			tsc ? " (%.1f MHz, checked against CLOCK_MONOTONIC)" : " clock",
+			res->lat_hz / 1e6);
 		out_f64(&ctx->out, "clock_us",
-			"  a clock read costs %.3f us: taken off each latency, as it falls inside\n",
+			"; a reading costs %.3f us: taken off each, as it falls inside\n",
 			res->clock_us);
-		print_latency(ctx, "latency_us", "  latency us (post to completion)", lat_us,
-			      b->iters, 1);
+		out_u64(&ctx->out, "lat_left_out",
+			res->lat_moved
+				? "  %llu left out: the thread changed CPU between the post and the completion, whose counters need not agree\n"
+				: NULL,
+			res->lat_moved);
+		print_latency(ctx, "latency_us", "  latency us (post to completion)", lat_us, n, 1);
 		/* A write completes on the ACK, so half of it estimates the one-way
 		 * latency that ib_write_lat reports (half a ping-pong round trip). */
 		if (op == RC_OP_WRITE)
 			print_latency(ctx, "one_way_us", "  one-way estimate us (half of it)",
-				      lat_us, b->iters, 0.5);
+				      lat_us, n, 0.5);
 	}
+}
+
+/* Move the samples left out (NaN) to the end; returns how many are kept. */
+static uint64_t compact(double *lat_us, uint64_t n)
+{
+	uint64_t kept = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		if (!isnan(lat_us[i]))
+			lat_us[kept++] = lat_us[i];
+	return kept;
 }
 
 /* --metrics: the figures bench_print printed (lat_us sorted by it). */
@@ -138,6 +166,7 @@ static void bench_metrics(struct metrics *m, const struct bench_args *b, enum rc
 		const char *q;
 		double p;
 	} qs[] = { { "0", 0 }, { "0.5", 50 }, { "0.99", 99 }, { "0.999", 99.9 }, { "1", 100 } };
+	uint64_t n = b->iters - res->lat_moved;
 	double sum = 0;
 
 	metrics_label(m, "operation", op_key(op));
@@ -165,11 +194,11 @@ static void bench_metrics(struct metrics *m, const struct bench_args *b, enum rc
 		       "post to completion, one operation in flight (quantile 0: min, 1: max)");
 	for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
 		metrics_sample(m, "", "quantile", qs[i].q,
-			       (qs[i].p ? pct(lat_us, b->iters, qs[i].p) : lat_us[0]) / 1e6);
-	for (uint64_t i = 0; i < b->iters; i++)
+			       (qs[i].p ? pct(lat_us, n, qs[i].p) : lat_us[0]) / 1e6);
+	for (uint64_t i = 0; i < n; i++)
 		sum += lat_us[i];
 	metrics_sample(m, "_sum", NULL, NULL, sum / 1e6);
-	metrics_sample(m, "_count", NULL, NULL, (double)b->iters);
+	metrics_sample(m, "_count", NULL, NULL, (double)n);
 }
 
 int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
@@ -216,11 +245,18 @@ int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		.swap = swap,
 		.timeout_ms = ctx->timeout_ms,
 		.lat_us = lat_us,
+		.lat_clock = (enum rc_lat_clock)b->lat_clock,
 	};
 
 	rc = rc_client_bench(cl, &cb, &res, &e);
 	if (rc) {
 		rc = fail(ctx, rc, "%s (after %llu operations)", e.msg, (unsigned long long)res.ops);
+		goto out;
+	}
+	if (lat_us && compact(lat_us, b->iters) == 0) {
+		rc = fail(ctx, -EAGAIN,
+			  "every latency sample's two readings came from two CPUs, whose "
+			  "time-stamp counters need not agree (--lat-clock monotonic)");
 		goto out;
 	}
 	bench_print(ctx, b, op, cl, &res, lat_us);

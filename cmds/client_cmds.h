@@ -44,6 +44,9 @@
 	  OPT_INT(struct bench_args, signal_every, 1, 8192, "16")) \
 	X(P##_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queue instead of sleeping", \
 	  OPT_FLAG(struct bench_args, busy_poll)) \
+	X(P##_LAT_CLOCK, "lat-clock", 0, "CLOCK", \
+	  "what times --lat: auto (the TSC where its rate checks out), tsc or monotonic", \
+	  COMP_WORDS, "auto|tsc|monotonic", OPT_WORD(struct bench_args, lat_clock, "auto")) \
 	METRICS_OPT(X, P)
 
 enum { CLIENT_OPTS(OPT_INDEX, CO) CO_COUNT };
@@ -73,6 +76,7 @@ struct bench_args {
 	int qps;
 	int post_list;
 	int signal_every;
+	int lat_clock;       /* enum rc_lat_clock: the words' order is its */
 	const char *metrics; /* --metrics FILE, or NULL */
 };
 /* Parse the BENCH_OPTS block whose first option (BENCH) is at index first;

@@ -355,6 +355,7 @@ int rc_client_bench(struct rc_client *cl, const struct rc_client_bench *b,
 		.swap = b->swap,
 		.timeout_ms = b->timeout_ms,
 		.lat_us = b->lat_us,
+		.lat_clock = b->lat_clock,
 		.one_buffer = true,
 	};
 

@@ -16,7 +16,7 @@ struct slot {
 	uint64_t off;
 	uint64_t k; /* the piece's number */
 	size_t len;
-	double t;
+	struct rc_stamp t; /* latencies: before the post */
 };
 
 struct qstate {
@@ -34,7 +34,8 @@ struct engine {
 	int depth;
 	uint64_t bytes;
 	uint64_t ops;
-	double clock; /* latencies: rc_clock_cost, taken off each */
+	uint64_t moved;        /* latencies left out: their ends on two CPUs */
+	struct rc_lat_clk clk; /* latencies: what times them */
 };
 
 static void *slot_buf(const struct engine *e, int qi, uint64_t seq)
@@ -126,7 +127,7 @@ static int post_chain(struct engine *e, int qi, struct rc_err *err)
 	/* A latency runs from just before the post, as perftest's does: one clock
 	 * read for the chain, and building it is not timed. */
 	if (s->lat_us && ch.n) {
-		double t = rc_now();
+		struct rc_stamp t = rc_lat_stamp(&e->clk);
 
 		for (uint64_t k = q->sq.posted - (uint64_t)ch.n; k < q->sq.posted; k++)
 			q->slots[k % (uint64_t)e->depth].t = t;
@@ -149,7 +150,7 @@ static int complete_upto(struct engine *e, int qi, uint64_t seq, struct rc_err *
 {
 	const struct rc_stream *s = e->s;
 	struct qstate *q = &e->q[qi];
-	double t = s->lat_us ? rc_now() : 0;
+	struct rc_stamp t = s->lat_us ? rc_lat_stamp(&e->clk) : (struct rc_stamp){ 0 };
 
 	for (; q->sq.done <= seq; q->sq.done++) {
 		struct slot *sl = &q->slots[q->sq.done % (uint64_t)e->depth];
@@ -162,9 +163,14 @@ static int complete_upto(struct engine *e, int qi, uint64_t seq, struct rc_err *
 						  strerror(-rc));
 		}
 		/* The sample holds the tail of the post's clock read and the head
-		 * of this one: a clock read's cost, no part of the operation. */
-		if (s->lat_us)
-			s->lat_us[sl->k] = fmax(t - sl->t - e->clock, 0) * 1e6;
+		 * of this one: a clock read's cost, no part of the operation
+		 * (rc_lat_span takes it off). */
+		if (s->lat_us) {
+			double d = rc_lat_span(&e->clk, sl->t, t);
+
+			s->lat_us[sl->k] = d * 1e6;
+			e->moved += isnan(d);
+		}
 		e->bytes += sl->len;
 		e->ops++;
 	}
@@ -271,9 +277,28 @@ static int reap(struct engine *e, uint64_t outstanding, struct rc_err *err)
 	return 0;
 }
 
+/* The TSC's rate held over the run, from s0 on: its span within 1% (and
+ * 100 us) of CLOCK_MONOTONIC's, when both ends were read on one CPU. */
+static int lat_held(const struct rc_lat_clk *c, struct rc_stamp s0, double seconds,
+		    struct rc_err *err)
+{
+	double d;
+
+	if (c->kind != RC_LAT_CLOCK_TSC)
+		return 0;
+	d = rc_lat_span(c, s0, rc_lat_stamp(c));
+	if (isnan(d) || fabs(d - seconds) <= 0.01 * seconds + 100e-6)
+		return 0;
+	return rc_err_set(err, ERANGE,
+			  "the time-stamp counter timed the run at %.6f s, CLOCK_MONOTONIC at "
+			  "%.6f s: its rate is not steady here (--lat-clock monotonic)",
+			  d, seconds);
+}
+
 int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struct rc_err *err)
 {
 	struct engine e = { .s = s };
+	struct rc_stamp s0;
 	double t0;
 	int rc;
 
@@ -282,9 +307,10 @@ int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struc
 	if (rc || (!s->iters && !s->total))
 		return rc;
 	rc = engine_init(&e, s, err);
-	if (s->lat_us)
-		e.clock = rc_clock_cost();
+	if (!rc && s->lat_us)
+		rc = rc_lat_clk_init(&e.clk, s->lat_clock, err);
 	t0 = rc_now();
+	s0 = rc_lat_stamp(&e.clk);
 	while (!rc) {
 		uint64_t outstanding;
 		bool more;
@@ -296,9 +322,14 @@ int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struc
 	}
 	if (!rc)
 		res->seconds = rc_now() - t0;
+	if (!rc && s->lat_us)
+		rc = lat_held(&e.clk, s0, res->seconds, err);
 	res->bytes = e.bytes;
 	res->ops = e.ops;
-	res->clock_us = e.clock * 1e6;
+	res->clock_us = e.clk.cost * 1e6;
+	res->lat_clock = e.clk.kind;
+	res->lat_hz = e.clk.hz;
+	res->lat_moved = e.moved;
 	engine_free(&e);
 	return rc;
 }

@@ -103,8 +103,9 @@ struct rc_stream {
 	void (*progress)(void *arg, uint64_t done, uint64_t total);
 	void *progress_arg;
 	int timeout_ms;
-	double *lat_us;  /* per-work-request latency; needs signal_every 1 */
-	bool one_buffer; /* benchmarks: every work request uses the first slot */
+	double *lat_us;              /* per-work-request latency; needs signal_every 1 */
+	enum rc_lat_clock lat_clock; /* what times lat_us */
+	bool one_buffer;             /* benchmarks: every work request uses the first slot */
 };
 
 /* A list of extents copied between one local and one remote region: READ
@@ -198,5 +199,29 @@ int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struc
 
 /* Bytes moved in *bytes (also on failure: what completed). */
 int rc_copy_run(const struct rc_copy *c, uint64_t *bytes, struct rc_err *err);
+
+/* A latency clock (rc_lat_clk_init) and its readings: ticks and, for the
+ * TSC, the CPU read on (RC_STAMP_NOCPU: it changed during the read). */
+struct rc_lat_clk {
+	enum rc_lat_clock kind; /* TSC or MONOTONIC */
+	double hz;
+	double cost; /* seconds: the median gap between back-to-back stamps */
+	bool rdtscp; /* the TSC and the CPU in one instruction */
+};
+
+#define RC_STAMP_NOCPU UINT32_MAX
+
+struct rc_stamp {
+	uint64_t t;
+	uint32_t cpu;
+};
+
+/* Pick the clock `want` names; AUTO takes the TSC when its rate, measured
+ * twice against CLOCK_MONOTONIC, holds steady. -errno only for TSC. */
+int rc_lat_clk_init(struct rc_lat_clk *c, enum rc_lat_clock want, struct rc_err *err);
+struct rc_stamp rc_lat_stamp(const struct rc_lat_clk *c);
+/* Seconds from a to b less a stamp's cost (at least 0); NaN when the two
+ * TSC readings came from different CPUs. */
+double rc_lat_span(const struct rc_lat_clk *c, struct rc_stamp a, struct rc_stamp b);
 
 #endif

@@ -132,6 +132,24 @@ rdmactl_json() {
 	assert_failure 2
 }
 
+@test "--lat-clock takes auto, tsc or monotonic, and only with --lat" {
+	for bad in rdtsc TSC ""; do
+		rdmactl_json read h:1/r --lat --lat-clock "$bad"
+		assert_failure 2
+		jq -e '.error.message | contains("--lat-clock")' <<<"$output"
+	done
+	for cmd in "write h:1/r --bench" "read h:1/r --bench" "atomic h:1/r --faa 1" "atomic h:1/r --faa 1 --bench"; do
+		# shellcheck disable=SC2086 # the command and its options, split
+		rdmactl_json $cmd --lat-clock tsc
+		assert_failure 2
+		jq -e '.error.message | contains("--lat-clock goes with --lat")' <<<"$output"
+	done
+	# Taken: what fails next is the target, not the option.
+	rdmactl_json -t 500 read no-such-host.invalid:1/r --lat --lat-clock monotonic
+	assert_failure 1
+	jq -e '.error.message | contains("lat-clock") | not' <<<"$output"
+}
+
 @test "write refuses conflicting or incomplete input" {
 	rdmactl_json write h:1/r --pattern zero --file /etc/hostname
 	assert_failure 2

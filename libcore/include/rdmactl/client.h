@@ -114,7 +114,9 @@ struct rc_client_bench {
 	uint64_t compare_add;
 	uint64_t swap;
 	int timeout_ms;
-	double *lat_us; /* iters latencies (needs signal_every 1), or NULL */
+	double *lat_us;              /* iters latencies (needs signal_every 1), or NULL;
+			 * NaN for one left out (rc_stream_result's lat_moved) */
+	enum rc_lat_clock lat_clock; /* what times them */
 };
 
 RC_EXPORT int rc_client_bench(struct rc_client *cl, const struct rc_client_bench *b,

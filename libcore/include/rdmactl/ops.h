@@ -25,14 +25,28 @@ enum rc_op {
 	RC_OP_RECV,
 };
 
+/* The clock that times latency samples: the CPU's time-stamp counter, as
+ * perftest reads it (x86-64: no system call, where the kernel's clock may
+ * be one), or clock_gettime(CLOCK_MONOTONIC). */
+enum rc_lat_clock {
+	RC_LAT_CLOCK_AUTO,      /* the TSC where its rate checks out, else MONOTONIC */
+	RC_LAT_CLOCK_TSC,       /* the TSC, or an error saying why not */
+	RC_LAT_CLOCK_MONOTONIC, /* clock_gettime(CLOCK_MONOTONIC) */
+};
+
 /* What a transfer moved: bytes, work requests and the seconds it took. */
 struct rc_stream_result {
 	uint64_t bytes;
 	uint64_t ops;
 	double seconds;
-	/* With latencies: what a clock read costs (rc_clock_cost), taken off
-	 * each of them. */
+	/* With latencies: what a clock read costs (the median gap between
+	 * back-to-back reads), taken off each of them. */
 	double clock_us;
+	enum rc_lat_clock lat_clock; /* the one used: TSC or MONOTONIC (AUTO: none) */
+	double lat_hz;               /* its ticks a second (the TSC's as measured) */
+	/* TSC: samples whose thread changed CPU between the post and the
+	 * completion, whose two counters need not agree: NaN in lat_us. */
+	uint64_t lat_moved;
 };
 
 /* One extent of a copy between two regions: len bytes from offset src of
