@@ -124,18 +124,18 @@ static void bench_print(struct ctx *ctx, const struct bench_args *b, enum rc_op 
 		uint64_t n = b->iters - res->lat_moved;
 
 		qsort(lat_us, (size_t)n, sizeof(double), cmp_double);
-		out_str(&ctx->out, "lat_clock", "  latencies timed by the %s",
-			tsc ? "tsc" : "monotonic");
+		out_str(&ctx->out, "lat_clock", NULL, tsc ? "tsc" : "monotonic");
+		out_text(&ctx->out, "  latencies timed by the %s", tsc ? "TSC" : "monotonic clock");
 		out_f64(&ctx->out, "lat_clock_mhz",
-			tsc ? " (%.1f MHz, checked against CLOCK_MONOTONIC)" : " clock",
+			tsc ? " (%.1f MHz, checked against CLOCK_MONOTONIC)" : NULL,
 			res->lat_hz / 1e6);
 		out_f64(&ctx->out, "clock_us",
 			"; a reading costs %.3f us: taken off each, as it falls inside\n",
 			res->clock_us);
 		out_u64(&ctx->out, "lat_left_out",
-			res->lat_moved
-				? "  %llu left out: the thread changed CPU between the post and the completion, whose counters need not agree\n"
-				: NULL,
+			res->lat_moved ? "  %llu left out: the thread changed CPU between the "
+					 "post and the completion, whose counters need not agree\n"
+				       : NULL,
 			res->lat_moved);
 		print_latency(ctx, "latency_us", "  latency us (post to completion)", lat_us, n, 1);
 		/* A write completes on the ACK, so half of it estimates the one-way
@@ -146,7 +146,7 @@ static void bench_print(struct ctx *ctx, const struct bench_args *b, enum rc_op 
 	}
 }
 
-/* Move the samples left out (NaN) to the end; returns how many are kept. */
+/* Pack the samples kept (not NaN) at the front; returns how many. */
 static uint64_t compact(double *lat_us, uint64_t n)
 {
 	uint64_t kept = 0;
@@ -199,6 +199,9 @@ static void bench_metrics(struct metrics *m, const struct bench_args *b, enum rc
 		sum += lat_us[i];
 	metrics_sample(m, "_sum", NULL, NULL, sum / 1e6);
 	metrics_sample(m, "_count", NULL, NULL, (double)n);
+	metrics_gauge(m, "rdmactl_bench_latency_left_out",
+		      "samples left out of the summary: their two readings on two CPUs",
+		      (double)res->lat_moved);
 }
 
 int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,

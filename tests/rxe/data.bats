@@ -412,7 +412,7 @@ setup() {
 	# auto takes the counter here (x86-64, its rate steady), and says so
 	run rdmactl write "$ADDR:$PORT/kv" --lat --msg-size 8 --iters 50
 	assert_success
-	assert_output --regexp "latencies timed by the tsc \([0-9.]+ MHz, checked against CLOCK_MONOTONIC\); a reading costs [0-9.]+ us"
+	assert_output --regexp "latencies timed by the TSC \([0-9.]+ MHz, checked against CLOCK_MONOTONIC\); a reading costs [0-9.]+ us"
 }
 
 # bats test_tags=plain-only
