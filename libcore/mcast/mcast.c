@@ -264,9 +264,9 @@ static int credit(struct mc *m, bool *moved, struct rc_err *err)
 }
 
 /* The root fills a ring slot once every live child took what was in it:
- * one chunk a pass, so that forward() posts it before the next is read and
- * hashed (filling the whole ring first kept the link idle for a ring's worth
- * of reading and hashing at the start). */
+ * one chunk a pass, so that forward() posts it before the next is read
+ * (filling the whole ring first kept the link idle for a ring's worth of
+ * reading and hashing at the start); hash_filled() hashes it after. */
 static int fill(struct mc *m, bool *moved, struct rc_err *err)
 {
 	if (m->have < m->n) {
@@ -280,11 +280,20 @@ static int fill(struct mc *m, bool *moved, struct rc_err *err)
 					return 0;
 		if ((rc = m->o->read(m->o->arg, (uint64_t)c * m->chunk, p, len, err)))
 			return rc;
-		digest_update(m, p, len);
 		m->have++;
 		*moved = true;
 	}
 	return 0;
+}
+
+/* The root hashes a chunk once forward() posted its writes: the link moves
+ * it while the CPU reads it (both only read the slot), and the first chunk
+ * is on its way without waiting for its hash. The slot is not refilled
+ * first: fill() takes one chunk a pass, and this follows forward() in it. */
+static void hash_filled(struct mc *m)
+{
+	for (; m->hashed < m->have; m->hashed++)
+		digest_update(m, slot_host(m, m->hashed), chunk_len(m, m->hashed));
 }
 
 static bool all_sent(const struct mc *m)
@@ -303,7 +312,7 @@ static bool finished(const struct mc *m)
 	if (m->n && !all_sent(m))
 		return false;
 	if (m->parent < 0)
-		return m->have == m->n;
+		return m->hashed == m->n; /* filled, posted and hashed */
 	return m->consumed == m->n && m->credited >= credits;
 }
 
@@ -370,6 +379,8 @@ static int data_phase(struct mc *m, struct rc_err *err)
 		}
 		if (!rc)
 			rc = forward(m, &moved, err);
+		if (!rc && root)
+			hash_filled(m);
 		if (!rc && !root)
 			rc = consume(m, &moved, err);
 		if (!rc && !root)

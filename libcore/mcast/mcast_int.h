@@ -66,6 +66,7 @@ struct mc {
 	uint32_t chunk, n;
 	int R;
 	uint32_t have, consumed, credited;
+	uint32_t hashed; /* the root: chunks hashed, each once its writes were posted */
 	union {
 		struct rc_sha256 sha;
 		struct rc_xxh64 xxh;
