@@ -19,17 +19,30 @@
 /* A macro for the same reason as sha256.c's ror: a constant shift. */
 #define rol(x, n) ((uint64_t)((x) << (n)) | (uint64_t)((x) >> (64 - (n))))
 
-/* Little-endian loads byte by byte: the compiler makes one load of them. */
-static uint64_t le64(const unsigned char *p)
+/* Little-endian loads: one unaligned load each (memcpy), swapped on a
+ * big-endian host. Byte by byte, gcc 12 at -O2 left le64 a function called
+ * four times a stripe (its inliner sees eight loads the store-merging pass
+ * only later turns into one), a third of the hash's time. */
+static inline uint64_t le64(const unsigned char *p)
 {
-	return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24 |
-	       (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 |
-	       (uint64_t)p[7] << 56;
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	return v;
 }
 
-static uint32_t le32(const unsigned char *p)
+static inline uint32_t le32(const unsigned char *p)
 {
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap32(v);
+#endif
+	return v;
 }
 
 static uint64_t round64(uint64_t acc, uint64_t in)
