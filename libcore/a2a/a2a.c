@@ -50,39 +50,55 @@ static int run_fits(struct a2a *a, struct rc_err *err)
 	return 0;
 }
 
+int a2a_line_sums(struct a2a *a)
+{
+	size_t W = (size_t)a->W;
+
+	if (a->sends)
+		return 0;
+	a->sends = calloc(W, sizeof(uint64_t));
+	a->recvs = calloc(W, sizeof(uint64_t));
+	if (!a->sends || !a->recvs) {
+		free(a->sends);
+		free(a->recvs);
+		a->sends = a->recvs = NULL;
+		return -ENOMEM;
+	}
+	for (size_t x = 0; x < W; x++)
+		for (size_t j = 0; j < W; j++) {
+			uint64_t v = a->o->counts[x * W + j];
+
+			a->sends[x] += v;
+			a->recvs[j] += v;
+		}
+	return 0;
+}
+
 int rc_a2a_reg_bytes(const struct rc_a2a_opts *o, int world, uint64_t *bytes, struct rc_err *err)
 {
 	struct a2a a = { .o = o, .W = world, .tb = rc_a2a_token_bytes(o->hidden, o->dtype) };
+	size_t shm = 0;
 	int rc;
 
 	if (world < 1)
 		return rc_err_set(err, EINVAL, "a world of %d ranks", world);
 	if ((rc = run_fits(&a, err)))
 		return rc;
-	uint64_t *rtoks = calloc((size_t)world, sizeof(uint64_t));
-	size_t shm = 0;
-
-	if (!rtoks || (rc = staging(&a, -1, bytes))) {
-		free(rtoks);
-		return rc_err_set(err, ENOMEM, "out of memory");
+	if (a2a_line_sums(&a) || staging(&a, -1, bytes)) {
+		rc = rc_err_set(err, ENOMEM, "out of memory");
+		goto out;
 	}
-	/* row by row: what a rank receives is its column */
-	for (int x = 0; x < world; x++)
-		for (int j = 0; j < world; j++)
-			rtoks[j] += o->counts[(size_t)x * (size_t)world + (size_t)j];
 	for (int x = 0; x < world; x++) {
-		uint64_t stoks = 0;
-
-		for (int j = 0; j < world; j++)
-			stoks += o->counts[(size_t)x * (size_t)world + (size_t)j];
-		bytes[x] = tokens_len(&a, stoks, rtoks[x], bytes[x]);
+		bytes[x] = tokens_len(&a, a.sends[x], a.recvs[x], bytes[x]);
 		/* hierarchical: and the node's shared segment (laid out once a node) */
 		if (o->algo == RC_A2A_HIER && x % a.L == 0)
 			shm = a2a_hier_shm_bytes(&a, x);
 		bytes[x] += shm;
 	}
-	free(rtoks);
-	return 0;
+out:
+	free(a.sends);
+	free(a.recvs);
+	return rc;
 }
 
 static int setup(struct a2a *a, struct rc_err *err)
@@ -166,6 +182,8 @@ static void teardown(struct a2a *a)
 		rc_mem_host_copy_free(a->mem, a->mem_len);
 	rc_mem_free(&a->m);
 	free(a->soff);
+	free(a->sends);
+	free(a->recvs);
 	free(a->roff);
 	free(a->remote);
 	free(a->wait_peers);

@@ -40,6 +40,9 @@ struct a2a {
 	uint8_t *shm; /* the node's shared segment */
 	size_t shm_len;
 	size_t *shm_off; /* per rank, in its node's segment: drecv0, drecv1, crecv0, crecv1 */
+	/* W each: the tokens every rank sends (its row of counts) and receives
+	 * (its column), a2a_line_sums */
+	uint64_t *sends, *recvs;
 	struct ibv_mr *shm_mr;
 	struct a2a_remote mine;    /* what the peers are told */
 	struct a2a_remote *remote; /* W */
@@ -104,6 +107,10 @@ int a2a_ring_iter(struct a2a *a, uint32_t iter, struct rc_err *err);
 int a2a_stage_tokens_all(const struct a2a *a, uint64_t *st);
 /* Hierarchical: bytes of rank x's node's shared segment (each of its
  * ranks registers it); the segment. */
+/* a->sends and a->recvs, in one pass over counts in memory order (a
+ * column at a time strides W * 8 bytes a step); 0 or -ENOMEM. */
+int a2a_line_sums(struct a2a *a);
+/* Needs a2a_line_sums. */
 size_t a2a_hier_shm_bytes(const struct a2a *a, int x);
 int a2a_hier_setup(struct a2a *a, struct rc_err *err);
 void a2a_hier_teardown(struct a2a *a);

@@ -47,12 +47,8 @@ static size_t shm_layout(const struct a2a *a, int m, size_t *off)
 	size_t at = CNT_BYTES;
 
 	for (int d = m * a->L; d < (m + 1) * a->L; d++) {
-		uint64_t rt = 0, st = 0;
+		uint64_t rt = a->recvs[d], st = a->sends[d];
 
-		for (int s = 0; s < a->W; s++) {
-			rt += a->o->counts[s * a->W + d];
-			st += a->o->counts[d * a->W + s];
-		}
 		if (off) {
 			off[d * 4 + 0] = at;
 			off[d * 4 + 1] = at + rt * a->tb;
@@ -124,7 +120,7 @@ int a2a_hier_setup(struct a2a *a, struct rc_err *err)
 	char name[96];
 
 	a->shm_off = calloc((size_t)a->W * 4, sizeof(size_t));
-	if (!a->shm_off)
+	if (!a->shm_off || a2a_line_sums(a))
 		return rc_err_set(err, ENOMEM, "out of memory");
 	for (int m = 0; m < a->W / L; m++) {
 		size_t len = shm_layout(a, m, a->shm_off);

@@ -32,27 +32,46 @@ static uint64_t stage_size(const struct a2a *a, int x, int ph, int s)
 	return n;
 }
 
-/* Every rank x's staging at once, in W * W steps rather than W * W for each:
- * origin o's blocks beyond step s (a suffix sum of its row, around the ring
- * from o) stay in the staging of rank o + s, for both parities. */
+/* Every rank x's staging at once (stage_size summed over both phases and
+ * the steps 1..W-2, twice: both parities), in one pass over counts in
+ * memory order: origin o's block for d (k = d - o around the ring, k >= 2)
+ * stays in the staging of each rank strictly between them, o + 1 ..
+ * o + k - 1, so it is added over that circular range through a difference
+ * array. Dispatch reads counts[o][d], combine counts[d][o]: each entry is
+ * both, one block a phase. */
 int a2a_stage_tokens_all(const struct a2a *a, uint64_t *st)
 {
 	int W = a->W;
-	uint64_t *beyond = malloc(((size_t)W + 1) * sizeof(uint64_t));
+	uint64_t *diff = calloc((size_t)W + 1, sizeof(uint64_t)), run = 0;
 
-	if (!beyond)
+	if (!diff)
 		return -ENOMEM;
-	memset(st, 0, (size_t)W * sizeof(uint64_t));
-	for (int ph = 0; ph < 2; ph++)
-		for (int o = 0; o < W; o++) {
-			beyond[W] = 0;
-			for (int k = W - 1; k >= 1; k--)
-				beyond[k] = beyond[k + 1] + cnt(a, ph, o, (o + k) % W);
-			/* stage_size(o + s, ph, s) for steps 1..W-2 */
-			for (int s = 1; s < W - 1; s++)
-				st[(o + s) % W] += 2 * beyond[s + 1];
+	for (int i = 0; i < W; i++)
+		for (int j = 0; j < W; j++) {
+			uint64_t v = 2 * a->o->counts[(size_t)i * (size_t)W + (size_t)j];
+
+			if (!v)
+				continue;
+			/* dispatch: o = i, d = j; combine: o = j, d = i */
+			for (int ph = 0; ph < 2; ph++) {
+				int o = ph ? j : i, d = ph ? i : j, k = ((d - o) % W + W) % W;
+				int from = (o + 1) % W, len = k - 1;
+
+				if (len < 1)
+					continue;
+				diff[from] += v;
+				if (from + len <= W) {
+					diff[from + len] -= v;
+				} else {
+					diff[W] -= v;
+					diff[0] += v;
+					diff[from + len - W] -= v;
+				}
+			}
 		}
-	free(beyond);
+	for (int x = 0; x < W; x++)
+		st[x] = run += diff[x];
+	free(diff);
 	return 0;
 }
 
