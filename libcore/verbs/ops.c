@@ -310,7 +310,7 @@ int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struc
 	if (!rc && s->lat_us)
 		rc = rc_lat_clk_init(&e.clk, s->lat_clock, err);
 	t0 = rc_now();
-	s0 = rc_lat_stamp(&e.clk);
+	s0 = s->lat_us ? rc_lat_stamp(&e.clk) : (struct rc_stamp){ 0 };
 	while (!rc) {
 		uint64_t outstanding;
 		bool more;

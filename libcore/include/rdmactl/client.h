@@ -114,8 +114,9 @@ struct rc_client_bench {
 	uint64_t compare_add;
 	uint64_t swap;
 	int timeout_ms;
-	double *lat_us;              /* iters latencies (needs signal_every 1), or NULL;
-			 * NaN for one left out (rc_stream_result's lat_moved) */
+	/* iters latencies (needs signal_every 1), or NULL; NaN for one left
+	 * out (rc_stream_result's lat_moved) */
+	double *lat_us;
 	enum rc_lat_clock lat_clock; /* what times them */
 };
 
