@@ -105,12 +105,11 @@ int a2a_ring_iter(struct a2a *a, uint32_t iter, struct rc_err *err);
 /* Tokens of every rank's ring staging, both phases and parities, into
  * st[W]: 0 or -ENOMEM. */
 int a2a_stage_tokens_all(const struct a2a *a, uint64_t *st);
-/* Hierarchical: bytes of rank x's node's shared segment (each of its
- * ranks registers it); the segment. */
 /* a->sends and a->recvs, in one pass over counts in memory order (a
  * column at a time strides W * 8 bytes a step); 0 or -ENOMEM. */
 int a2a_line_sums(struct a2a *a);
-/* Needs a2a_line_sums. */
+/* Hierarchical: bytes of rank x's node's shared segment (each of its
+ * ranks registers it; needs a2a_line_sums); the segment. */
 size_t a2a_hier_shm_bytes(const struct a2a *a, int x);
 int a2a_hier_setup(struct a2a *a, struct rc_err *err);
 void a2a_hier_teardown(struct a2a *a);
