@@ -19,6 +19,7 @@
 #include <rdmactl/mem.h>
 #include <rdmactl/ops.h>
 #include <rdmactl/conn_core.h>
+#include <rdmactl/ops_core.h>
 #include <rdmactl/mem_core.h>
 #include <rdmactl/group_core.h>
 #include <rdmactl/sweep_core.h>
@@ -42,7 +43,7 @@ struct sweep {
 	struct ibv_mr *mr;
 	struct remote_buf *theirs;
 	double *lat;
-	double clock; /* what a clock reading costs (rc_clock_cost): off each latency */
+	struct rc_lat_clk clk; /* the monotonic latency clock: a reading's cost off each */
 	struct rc_sweep_cell *row;
 	struct ctr_snap before, after;
 };
@@ -130,7 +131,7 @@ static int measure_lat(struct sweep *s, int peer, bool read, double *p50, double
 
 	for (int k = -LAT_WARMUP; k < n; k++) {
 		uint64_t base = rc_group_writes_done(s->g, peer);
-		double t0 = rc_now();
+		struct rc_stamp t0 = rc_lat_stamp(&s->clk);
 
 		rc = read ? rc_group_read(s->g, peer, s->mem.buf, LAT_BYTES, s->mr->lkey,
 					  s->theirs[peer].addr, s->theirs[peer].rkey, err)
@@ -140,7 +141,7 @@ static int measure_lat(struct sweep *s, int peer, bool read, double *p50, double
 		if (rc || (rc = wait_done(s, peer, base + 1, err)))
 			return rc;
 		if (k >= 0)
-			s->lat[k] = fmax(rc_now() - t0 - s->clock, 0) * 1e6;
+			s->lat[k] = rc_lat_span(&s->clk, t0, rc_lat_stamp(&s->clk)) * 1e6;
 	}
 	qsort(s->lat, (size_t)n, sizeof(double), cmp_double);
 	*p50 = s->lat[(n - 1) / 2];
@@ -220,7 +221,7 @@ static int sweep_setup(struct sweep *s, struct rc_err *err)
 	if ((rc = rc_mem_alloc(&s->mem, RC_MEM_HOST, len, NULL, true, err)))
 		return rc;
 	memset(s->mem.buf, 0xa5, len);
-	s->clock = rc_clock_cost();
+	rc_lat_clk_init(&s->clk, RC_LAT_CLOCK_MONOTONIC, NULL);
 	if ((rc = rc_mem_register(&s->mem, rc_group_pd(s->g), rc_access_ibv(RC_ACCESS_RW), &s->mr,
 				  err)))
 		return rc;

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* The one clock of the data path: deadlines, rates and latencies. */
-#include <stdlib.h>
 #include <time.h>
 
 #include <rdmactl/ops.h>
+#include <rdmactl/ops_core.h>
 
 double rc_now(void)
 {
@@ -21,23 +21,11 @@ double rc_wall(double mono)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 - (rc_now() - mono);
 }
 
-static int cmp_gap(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
+/* The monotonic latency clock's own measure (rc_lat_clk_init, lat_clock.c). */
 double rc_clock_cost(void)
 {
-	double gap[63], t = rc_now();
+	struct rc_lat_clk c;
 
-	for (int i = 0; i < 63; i++) {
-		double u = rc_now();
-
-		gap[i] = u - t;
-		t = u;
-	}
-	qsort(gap, 63, sizeof(gap[0]), cmp_gap);
-	return gap[31];
+	rc_lat_clk_init(&c, RC_LAT_CLOCK_MONOTONIC, NULL);
+	return c.cost;
 }
