@@ -27,12 +27,14 @@
  * a layer is complete when every contributing source rank delivered
  * exactly one on each of its data QPs (struct kv_tally).
  */
-/* "KVX5": the token proven in the connect request, data QPs bound by a
- * secret. "KVX4" landed by request runs (HELLO says --land, WELCOME the
- * landing area, ALLOC the request's run in it) and showed the token in
- * HELLO; "KVX3" landed page by page, "KVX2" had no landing: such a peer is
- * refused by name. */
-#define KV_PD_MAGIC 0x3558564bu
+/* "KVX6": --verify's content in 8-byte words (kv_content). "KVX5" proved
+ * the token in the connect request and bound data QPs by a secret, as
+ * "KVX6" does, but made its content an element at a time. "KVX4" landed by
+ * request runs (HELLO says --land, WELCOME the landing area, ALLOC the
+ * request's run in it) and showed the token in HELLO; "KVX3" landed page by
+ * page, "KVX2" had no landing: such a peer is refused by name. */
+#define KV_PD_MAGIC 0x3658564bu
+#define KV_PD_MAGIC_V5 0x3558564bu
 #define KV_PD_MAGIC_V4 0x3458564bu
 #define KV_PD_MAGIC_V3 0x3358564bu
 #define KV_PD_MAGIC_V2 0x3258564bu
@@ -241,11 +243,13 @@ uint64_t kv_gather_writes(const struct kv_seg *s, size_t n, uint32_t max_sge,
 void kv_land_unpack(const struct kv_geom *g, const struct kv_route *r, const char *block,
 		    char *pool, uint32_t page, uint32_t tokens);
 
-/* Deterministic content: element dim of head (global index) for token of
- * layer half of request req. Both sides compute it: the source to fill,
- * the destination to verify. */
+/* Deterministic content: element dim, of elem_bytes bytes (little-endian),
+ * of head (global index) for token of layer half of request req. Both
+ * sides compute it: the source to fill, the destination to verify. A row is
+ * pseudo-random words of 8 bytes, so the content of an element depends on
+ * its size (protocol 6). */
 uint32_t kv_content(uint32_t req, uint32_t layer, uint32_t half, uint32_t token, uint32_t head,
-		    uint32_t dim);
+		    uint32_t dim, uint32_t elem_bytes);
 /* Fill (or check) one layer half of one rank's pages for tokens. pages[i]
  * is the address of logical page i. Check returns 0 or -EBADMSG with err
  * naming the first wrong element. */
@@ -261,7 +265,7 @@ void kv_pd_prove(struct kv_hello_pd *p, const char *token);
 /* Whether p proves token, compared in constant time; any p when token is
  * NULL or "" (a decode rank without a token admits anyone). */
 bool kv_pd_authentic(const struct kv_hello_pd *p, const char *token);
-/* 0, -EPROTO for a peer of an earlier protocol (KV_PD_MAGIC_V2, _V3, _V4), or -EBADMSG. */
+/* 0, -EPROTO for a peer of an earlier protocol (KV_PD_MAGIC_V2 to _V5), or -EBADMSG. */
 int kv_pd_decode(const void *buf, size_t len, struct kv_hello_pd *p);
 
 /* Encode into buf; returns the length, or -ENOSPC / -EINVAL. */

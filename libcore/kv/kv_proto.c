@@ -176,7 +176,8 @@ int kv_pd_decode(const void *buf, size_t len, struct kv_hello_pd *p)
 	if (!buf)
 		return -EBADMSG;
 	magic = r32(&r);
-	if ((magic == KV_PD_MAGIC_V2 || magic == KV_PD_MAGIC_V3 || magic == KV_PD_MAGIC_V4) &&
+	if ((magic == KV_PD_MAGIC_V2 || magic == KV_PD_MAGIC_V3 || magic == KV_PD_MAGIC_V4 ||
+	     magic == KV_PD_MAGIC_V5) &&
 	    !r.bad)
 		return -EPROTO;
 	if (magic != KV_PD_MAGIC)

@@ -70,8 +70,8 @@ static bool request_authentic(struct kv_receiver *r, struct rc_cm_event *ev, str
 	if (bad == -EPROTO) {
 		refuse_request(
 			r, ev, -1,
-			"a kvxfer source of an earlier protocol ( 2, 3 or 4, an older "
-			"rdmactl): this decode rank speaks protocol 5; run the same version on both sides");
+			"a kvxfer source of an earlier protocol (2 to 5, an older rdmactl): "
+			"this decode rank speaks protocol 6; run the same version on both sides");
 		return false;
 	}
 	if (bad) {

@@ -7,7 +7,7 @@
  *
  *   kv_hostile MODE HOST PORT [-T TOKEN] [-f FIELD=VALUE]... [-s SECONDS] [-R HOST]
  *
- * -T TOKEN proves TOKEN in every connect request (kvxfer protocol 5) and
+ * -T TOKEN proves TOKEN in every connect request (as kvxfer has since protocol 5) and
  * shows it in HELLO too.
  *
  * The geometry is that of tests/rxe/kvxfer.bats (paged, nhd, bf16, 4

@@ -739,7 +739,7 @@ no_leak() {
 	reap s0 d0
 	status 0 s0 d0
 	check '(.d0 | verified(1)) and (.s0 | verified(1))
-		and (.d0 | ev("refused") | map(.reason) | any(test("of an earlier protocol .*speaks protocol 5")))' s0 d0
+		and (.d0 | ev("refused") | map(.reason) | any(test("of an earlier protocol .*speaks protocol 6")))' s0 d0
 }
 
 # bats test_tags=plain-only

@@ -279,38 +279,45 @@ static int simulate(const struct kv_geom *g, uint32_t tokens)
 }
 
 /* Rows as kv_content gives them, for each element size: bf16 little-endian,
- * fp8 one byte; 1 KV head of 128 dims, one page of 2 tokens. A byte changed
- * in the middle of a row is named by its dim, with what was found and what
- * was expected. */
+ * fp8 one byte; 1 KV head, one page of 2 tokens; rows of whole 8-byte words
+ * (128 dims) and rows with a tail (13 fp8 dims, 5 bf16 ones). The last byte
+ * of one element changed is named by its dim, with what was found and what
+ * was expected; one in the tail too. */
 static void row_content(void)
 {
-	for (int fp8 = 0; fp8 < 2; fp8++) {
+	static const struct {
+		uint32_t ds, dims, dim;
+	} c[] = { { 2, 128, 77 }, { 1, 128, 77 }, { 1, 13, 12 }, { 2, 5, 4 }, { 2, 5, 0 } };
+
+	for (size_t k = 0; k < sizeof(c) / sizeof(c[0]); k++) {
 		struct kv_geom g = llama(1, 1);
-		uint32_t ds = fp8 ? 1 : 2, bad = 0;
-		unsigned char page[2 * 128 * 2];
+		uint32_t ds = c[k].ds, n = c[k].dims, bad = 0;
+		unsigned char page[2 * 128 * 2 + 1]; /* and one byte past the rows */
 		char *pp[1] = { (char *)page };
 		struct rc_err e = { 0 };
 		char want[96];
 
-		g.dtype = fp8 ? KV_DT_FP8 : KV_DT_BF16;
+		g.dtype = ds == 1 ? KV_DT_FP8 : KV_DT_BF16;
 		g.layers = g.kv_heads = 1;
+		g.head_dim = n;
 		g.src_page_tokens = g.dst_page_tokens = 2;
 		memset(page, 0, sizeof(page));
 		kv_fill(&g, true, 0, 5, 0, 1, 2, pp);
 		for (uint32_t t = 0; t < 2; t++)
-			for (uint32_t d = 0; d < 128; d++) {
-				const unsigned char *p = page + (t * 128 + d) * ds;
-				uint32_t v = kv_content(5, 0, 1, t, 0, d) & (fp8 ? 0xff : 0xffff);
+			for (uint32_t d = 0; d < n; d++) {
+				const unsigned char *p = page + (t * n + d) * ds;
+				uint32_t v = kv_content(5, 0, 1, t, 0, d, ds);
 
-				bad += (fp8 ? p[0] : (uint32_t)(p[0] | p[1] << 8)) != v;
+				bad += (ds == 1 ? p[0] : (uint32_t)(p[0] | p[1] << 8)) != v;
 			}
 		CHECK_EQ_U64(bad, 0);
+		CHECK(page[2 * n * ds] == 0); /* nothing past the rows */
 		CHECK(kv_check(&g, 0, 5, 0, 1, 2, pp, &e) == 0);
-		page[(128 + 77) * ds] ^= 0x01;
+		page[(n + c[k].dim) * ds + ds - 1] ^= 0x01;
 		CHECK(kv_check(&g, 0, 5, 0, 1, 2, pp, &e) == -EBADMSG);
-		snprintf(want, sizeof(want), "token 1 head 0 dim 77: found 0x%x, expected 0x%x",
-			 (kv_content(5, 0, 1, 1, 0, 77) ^ 0x01) & (fp8 ? 0xff : 0xffff),
-			 kv_content(5, 0, 1, 1, 0, 77) & (fp8 ? 0xff : 0xffff));
+		snprintf(want, sizeof(want), "token 1 head 0 dim %u: found 0x%x, expected 0x%x",
+			 c[k].dim, kv_content(5, 0, 1, 1, 0, c[k].dim, ds) ^ 1u << 8 * (ds - 1),
+			 kv_content(5, 0, 1, 1, 0, c[k].dim, ds));
 		CHECK(strstr(e.msg, want) != NULL);
 	}
 }
@@ -382,7 +389,7 @@ static void hand_offsets(void)
 		memset(pages, 0, sizeof(pages));
 		kv_fill(&g, true, 1, 9, 0, 1, 5, pp);
 		for (size_t j = 0; j < sizeof(at) / sizeof(at[0]); j++) {
-			uint32_t v = kv_content(9, 0, 1, at[j][0], at[j][1], at[j][2]) & 0xffff;
+			uint32_t v = kv_content(9, 0, 1, at[j][0], at[j][1], at[j][2], 2);
 			const unsigned char *p = pages[at[j][0] / 3] + at[j][pl ? 4 : 3];
 
 			CHECK_EQ_U64((uint32_t)(p[0] | p[1] << 8), v);
@@ -483,9 +490,9 @@ static void transfer(void)
 			      .dst_page_tokens = 4 };
 	CHECK(simulate(&g, 17) == 0);
 	/* Content depends on every coordinate. */
-	CHECK(kv_content(1, 2, 0, 4, 5, 6) != kv_content(1, 2, 1, 4, 5, 6));
-	CHECK(kv_content(1, 2, 0, 4, 5, 6) != kv_content(2, 2, 0, 4, 5, 6));
-	CHECK(kv_content(1, 2, 0, 4, 5, 6) != kv_content(1, 2, 0, 4, 5, 7));
+	CHECK(kv_content(1, 2, 0, 4, 5, 6, 2) != kv_content(1, 2, 1, 4, 5, 6, 2));
+	CHECK(kv_content(1, 2, 0, 4, 5, 6, 2) != kv_content(2, 2, 0, 4, 5, 6, 2));
+	CHECK(kv_content(1, 2, 0, 4, 5, 6, 2) != kv_content(1, 2, 0, 4, 5, 7, 2));
 }
 
 int main(void)

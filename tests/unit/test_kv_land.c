@@ -254,7 +254,7 @@ static void transfer(void)
 }
 
 /* Protocol 4: HELLO carries --land, WELCOME the landing area, ALLOC the
- * request's landing run; a connect request of protocol 2 or 3 is told
+ * request's landing run; a connect request of protocol 2 to 5 is told
  * apart from garbage. */
 static void protocol(void)
 {
@@ -262,7 +262,7 @@ static void protocol(void)
 	struct kv_hello_pd pd = { .rank = 1, .qp = 0, .nqps = 1, .session = 7 };
 	unsigned char buf[KV_MSG_MAX], pdb[KV_PD_LEN];
 	uint32_t v2 = htole32(KV_PD_MAGIC_V2), v3 = htole32(KV_PD_MAGIC_V3),
-		 v4 = htole32(KV_PD_MAGIC_V4);
+		 v4 = htole32(KV_PD_MAGIC_V4), v5 = htole32(KV_PD_MAGIC_V5);
 	uint32_t pages[KV_MAX_REQ_PAGES], got[KV_MAX_REQ_PAGES];
 	int len;
 
@@ -299,6 +299,8 @@ static void protocol(void)
 	CHECK(out.u.alloc.land == KV_LAND_NONE);
 	CHECK(kv_pd_encode(&pd, pdb, sizeof(pdb)) == KV_PD_LEN);
 	CHECK(kv_pd_decode(pdb, sizeof(pdb), &pd) == 0);
+	memcpy(pdb, &v5, sizeof(v5));
+	CHECK(kv_pd_decode(pdb, sizeof(pdb), &pd) == -EPROTO);
 	memcpy(pdb, &v4, sizeof(v4));
 	CHECK(kv_pd_decode(pdb, sizeof(pdb), &pd) == -EPROTO);
 	memcpy(pdb, &v3, sizeof(v3));
