@@ -16,19 +16,19 @@
 # 1. rate as perftest reckons it: all bytes over the wall time from the
 #    first write posted (any prefill rank) to the last completion in the
 #    pool (any decode rank, complete_us; last column: to their reports,
-#    the --verify check included), all layers ready at once and both
-#    requests in flight (--inflight 2, as a prefill rank serving a stream
-#    of requests keeps them: with one, the next request waits for its
-#    pages from decode ranks busy checking the last one), against
-#    ib_write_bw with as many QPs (flows) and the same average write size
-#    as kvxfer posted (the writes its prefill ranks counted), and against
-#    ib_write_bw with 16 KiB writes and as many QPs;
+#    the --verify check included), all layers ready at once, 4 requests
+#    two at a time (--inflight 2, as a prefill rank serving a stream of
+#    requests keeps them: with one, the next request waits for its pages
+#    from decode ranks busy checking the last one), against ib_write_bw
+#    moving as many bytes with as many QPs (flows) and the same average
+#    write size as kvxfer posted (the writes its prefill ranks counted),
+#    and against ib_write_bw with 16 KiB writes and as many QPs;
 # 2. exposed time (last layer's compute end -> the decode ranks'
 #    completion: last byte landed and, for landed routes, unpacked into
 #    the pool; the prefill ranks' exposed_us), layers 20 ms of compute
 #    apart, streamed (the last layer in pieces over the QPs) and with
 #    --no-stream, in layer-times, and the part of it that was the decode
-#    ranks' unpack (unpack_us).
+#    ranks' unpack (unpack_us), over 2 requests.
 # Each figure is the mean over RDMACTL_BENCH_ROUNDS rounds (default 3); a
 # round runs every configuration once, kvxfer and perftest alternating.
 # Sizes are small (MiB): rxe under TCG moves tens of MB/s; compare ratios,
@@ -45,7 +45,9 @@ rounds=${RDMACTL_BENCH_ROUNDS:-3}
 # RDMACTL_BENCH_CONFIGS: a subset, e.g. "nhd 4 2,hnd 4 2" (default: all).
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "kvxfer-bench: RDMACTL_BENCH_ROUNDS must be a positive count" >&2; exit 1; }
 port=7600
-qps=2 layers=8 reqs=2 compute_us=20000
+# reqs: the requests of a run; the rates' runs move rate_reqs, two in
+# flight, the exposed times' runs 2.
+qps=2 layers=8 reqs=2 rate_reqs=4 compute_us=20000
 
 # serve NAME ARGS...: a decode rank in the background, waiting for it to listen.
 serve() {
@@ -205,17 +207,18 @@ for ((round = 1; round <= rounds; round++)); do
 	echo "kvxfer-bench: round $round of $rounds" >&2
 	for c in "${configs[@]}"; do
 		read -r layout st dt <<<"$c"
+		reqs=$rate_reqs
 		for pack in $(variants "$layout" "$st" "$dt"); do
 			k="$layout $st->$dt $pack"
 			if [ "$pack" = direct ]; then
-				kv "$layout" "$st" "$dt" auto $tokens 0 --inflight $reqs --land never
+				kv "$layout" "$st" "$dt" auto $tokens 0 --inflight 2 --land never
 			elif [ "$pack" = copy ]; then
-				kv "$layout" "$st" "$dt" auto $tokens 0 --inflight $reqs --max-sge 1
+				kv "$layout" "$st" "$dt" auto $tokens 0 --inflight 2 --max-sge 1
 			else
-				kv "$layout" "$st" "$dt" "$pack" $tokens 0 --inflight $reqs
+				kv "$layout" "$st" "$dt" "$pack" $tokens 0 --inflight 2
 			fi
 			bytes=$("$rdmactl" -j kvxfer plan --layers $layers --kv-heads 8 --head-dim 128 --tokens $tokens \
-				| jq '.bytes_per_request')
+				| jq --argjson r "$reqs" '.bytes_per_request * $r')
 			ibw "$kv_flows" "$kv_size" "$bytes"
 			same=$ibw_rate
 			ibw "$kv_flows" $page "$bytes"
@@ -228,6 +231,7 @@ for ((round = 1; round <= rounds; round++)); do
 			flows[$k]=$kv_flows
 		done
 		# Exposed time: 128 tokens, a layer's transfer well under its 20 ms.
+		reqs=2
 		k="$layout $st->$dt"
 		kv "$layout" "$st" "$dt" auto 128 $compute_us
 		sum_stream[$k]=$(jq -n "${sum_stream[$k]:-0} + $kv_exposed / $compute_us")
@@ -239,7 +243,7 @@ for ((round = 1; round <= rounds; round++)); do
 done
 
 echo "== rate: $layers layers, $tokens tokens a request, 16 KiB source pages, all layers ready at once,"
-echo "   $reqs requests in flight, $qps data QPs a route; ratios against ib_write_bw with as many QPs; means of $rounds rounds;"
+echo "   $rate_reqs requests two at a time, $qps data QPs a route; ratios against ib_write_bw with as many QPs; means of $rounds rounds;"
 echo "   kvxfer's rate as perftest's average: all bytes over the time from the first write posted to"
 echo "   the last decode rank's completion (unpack included), and (last column) to its last report,"
 echo "   the --verify check after completion included"
