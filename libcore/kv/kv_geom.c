@@ -350,14 +350,21 @@ static uint32_t elem_of(uint64_t seed, uint32_t i, uint32_t ds)
 }
 
 /* A row of n bytes: the bytes of its words in order, the last word's
- * first n % 8 if n is no multiple of 8. Eight bytes a step: the fill is
- * most of what a request costs the sender's CPU and the check the
- * receiver's with --verify, and an emulated CPU (the SoftRoCE guest) runs
- * a byte at a time twenty times slower. */
+ * first n % 8 if n is no multiple of 8. Eight bytes a step, four steps a
+ * pass: the fill is most of what a request costs the sender's CPU and the
+ * check the receiver's with --verify, and an emulated CPU (the SoftRoCE
+ * guest) runs a byte at a time twenty times slower, a branch a word a
+ * third slower than one every four. */
 static void fill_row(unsigned char *p, uint64_t seed, uint32_t n)
 {
 	uint32_t j = 0;
 
+	for (; j + 32 <= n; j += 32) {
+		uint64_t w[4] = { word_at(seed, j / 8), word_at(seed, j / 8 + 1),
+				  word_at(seed, j / 8 + 2), word_at(seed, j / 8 + 3) };
+
+		memcpy(p + j, w, sizeof(w));
+	}
 	for (; j + 8 <= n; j += 8) {
 		uint64_t w = word_at(seed, j / 8);
 
@@ -372,6 +379,14 @@ static uint32_t check_row(const unsigned char *p, uint64_t seed, uint32_t n)
 {
 	uint32_t j = 0;
 
+	for (; j + 32 <= n; j += 32) {
+		uint64_t g[4];
+
+		memcpy(g, p + j, sizeof(g));
+		if ((g[0] ^ word_at(seed, j / 8)) | (g[1] ^ word_at(seed, j / 8 + 1)) |
+		    (g[2] ^ word_at(seed, j / 8 + 2)) | (g[3] ^ word_at(seed, j / 8 + 3)))
+			break; /* the word loop finds which */
+	}
 	for (; j + 8 <= n; j += 8) {
 		uint64_t w = word_at(seed, j / 8), got;
 

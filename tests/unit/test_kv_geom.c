@@ -279,15 +279,17 @@ static int simulate(const struct kv_geom *g, uint32_t tokens)
 }
 
 /* Rows as kv_content gives them, for each element size: bf16 little-endian,
- * fp8 one byte; 1 KV head, one page of 2 tokens; rows of whole 8-byte words
- * (128 dims) and rows with a tail (13 fp8 dims, 5 bf16 ones). The last byte
- * of one element changed is named by its dim, with what was found and what
- * was expected; one in the tail too. */
+ * fp8 one byte; 1 KV head, one page of 2 tokens; rows of whole 32-byte
+ * passes (128 dims), a pass and a word (20 bf16 dims) and rows with a tail
+ * (13 fp8 dims, 5 bf16 ones). The last byte of one element changed is named
+ * by its dim, with what was found and what was expected: in a pass, in the
+ * word after one, in a word and in the tail. */
 static void row_content(void)
 {
 	static const struct {
 		uint32_t ds, dims, dim;
-	} c[] = { { 2, 128, 77 }, { 1, 128, 77 }, { 1, 13, 12 }, { 2, 5, 4 }, { 2, 5, 0 } };
+	} c[] = { { 2, 128, 77 }, { 1, 128, 77 }, { 2, 20, 17 },
+		  { 1, 13, 12 },  { 2, 5, 4 },    { 2, 5, 0 } };
 
 	for (size_t k = 0; k < sizeof(c) / sizeof(c[0]); k++) {
 		struct kv_geom g = llama(1, 1);
