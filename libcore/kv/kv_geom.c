@@ -352,9 +352,9 @@ static uint32_t elem_of(uint64_t seed, uint32_t i, uint32_t ds)
 /* A row of n bytes: the bytes of its words in order, the last word's
  * first n % 8 if n is no multiple of 8. Eight bytes a step, four steps a
  * pass: the fill is most of what a request costs the sender's CPU and the
- * check the receiver's with --verify, and an emulated CPU (the SoftRoCE
- * guest) runs a byte at a time twenty times slower, a branch a word a
- * third slower than one every four. */
+ * check the receiver's with --verify. An emulated CPU (the SoftRoCE guest)
+ * fills a row a byte at a time twenty times slower than a word at a time,
+ * and a word a pass a third slower than four. */
 static void fill_row(unsigned char *p, uint64_t seed, uint32_t n)
 {
 	uint32_t j = 0;
