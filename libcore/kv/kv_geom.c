@@ -412,6 +412,7 @@ static int walk(const struct kv_geom *g, bool dst, uint32_t rank, uint32_t req, 
 		struct rc_err *err)
 {
 	uint32_t pt = dst ? g->dst_page_tokens : g->src_page_tokens, ds = kv_dtype_size(g->dtype);
+	uint32_t n = g->head_dim * ds; /* bytes a row */
 	struct kv_heads h;
 
 	kv_rank_heads(g, dst ? g->dst_tp : g->src_tp, rank, &h);
@@ -420,16 +421,16 @@ static int walk(const struct kv_geom *g, bool dst, uint32_t rank, uint32_t req, 
 			unsigned char *p = (unsigned char *)pages[t / pt] +
 					   elem_off(g, pt, h.count, t % pt, i);
 			uint64_t seed = row_seed(req, layer, half, t, h.first + i);
-			uint32_t n = g->head_dim * ds, d, v, got;
+			uint32_t bad, d, v, got;
 
 			if (!check) {
 				fill_row(p, seed, n);
 				continue;
 			}
-			d = check_row(p, seed, n);
-			if (d == n)
+			bad = check_row(p, seed, n);
+			if (bad == n)
 				continue;
-			d /= ds;
+			d = bad / ds; /* the element of the first wrong byte */
 			p += (size_t)d * ds;
 			got = ds == 2 ? (uint32_t)(p[0] | p[1] << 8) : p[0];
 			v = elem_of(seed, d, ds);
