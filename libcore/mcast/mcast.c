@@ -46,7 +46,7 @@ static void *slot_nic(const struct mc *m, uint32_t c)
 	return (void *)(uintptr_t)(m->ring_addr + slot_off(m, c));
 }
 
-static uint8_t *slot_host(const struct mc *m, uint32_t c)
+uint8_t *mcast_slot_host(const struct mc *m, uint32_t c)
 {
 	return (uint8_t *)m->mem.buf + slot_off(m, c);
 }
@@ -65,7 +65,7 @@ static void digest_init(struct mc *m)
 		rc_sha256_init(&m->dg.sha);
 }
 
-static void digest_update(struct mc *m, const void *p, size_t len)
+void mcast_digest_update(struct mc *m, const void *p, size_t len)
 {
 	if (m->o->digest == RC_MCAST_DIGEST_XXH64)
 		rc_xxh64_update(&m->dg.xxh, p, len);
@@ -130,8 +130,9 @@ static int calibrate(struct mc *m, struct rc_err *err)
 		pieces = 32;
 	t = rc_now();
 	for (uint32_t i = 0; i < pieces; i++)
-		if ((rc = rc_group_write_imm(m->g, k->rank, slot_host(m, i), m->chunk, m->mr->lkey,
-					     k->addr + (uint64_t)i * m->chunk, k->rkey, -1, 0, err)))
+		if ((rc = rc_group_write_imm(m->g, k->rank, mcast_slot_host(m, i), m->chunk,
+					     m->mr->lkey, k->addr + (uint64_t)i * m->chunk, k->rkey,
+					     -1, 0, err)))
 			return rc;
 	k->base = pieces;
 	while (rc_group_writes_done(m->g, k->rank) < pieces) {
@@ -214,7 +215,7 @@ static int consume(struct mc *m, bool *moved, struct rc_err *err)
 {
 	while (m->consumed < m->have) {
 		uint32_t c = m->consumed, len = chunk_len(m, c);
-		const void *p = slot_host(m, c);
+		const void *p = mcast_slot_host(m, c);
 		int rc;
 
 		if (m->stage) {
@@ -229,7 +230,7 @@ static int consume(struct mc *m, bool *moved, struct rc_err *err)
 			m->flip[m->o->corrupt_at - (uint64_t)c * m->chunk] ^= 0xff;
 			p = m->flip;
 		}
-		digest_update(m, p, len);
+		mcast_digest_update(m, p, len);
 		if (m->o->consume &&
 		    (rc = m->o->consume(m->o->arg, (uint64_t)c * m->chunk, p, len, err)))
 			return rc;
@@ -261,44 +262,6 @@ static int credit(struct mc *m, bool *moved, struct rc_err *err)
 		*moved = true;
 	}
 	return 0;
-}
-
-/* The root fills a ring slot once every live child took what was in it:
- * one chunk a pass, so that forward() posts it before the next is read
- * (filling the whole ring first kept the link idle for a ring's worth of
- * reading and hashing at the start); hash_filled() hashes it after.
- * On rxe the overlap is lost: a user QP's send path runs inside the
- * posting call, so in the SoftRoCE guest posting a 1M chunk returned 8-13
- * ms later, and the chunk's reading and hashing (about 1 ms) followed it
- * in the same thread, a tenth of the time to one receiver. A thread that
- * reads and hashes ahead of the posts would give it back there. */
-static int fill(struct mc *m, bool *moved, struct rc_err *err)
-{
-	if (m->have < m->n) {
-		uint32_t c = m->have, len = chunk_len(m, c);
-		void *p = slot_host(m, c);
-		int rc;
-
-		if (c >= (uint32_t)m->R)
-			for (int i = 0; i < m->nkids; i++)
-				if (!kid_done_with(m, &m->kids[i], c - (uint32_t)m->R))
-					return 0;
-		if ((rc = m->o->read(m->o->arg, (uint64_t)c * m->chunk, p, len, err)))
-			return rc;
-		m->have++;
-		*moved = true;
-	}
-	return 0;
-}
-
-/* The root hashes a chunk once forward() posted its writes: the link moves
- * it while the CPU reads it (both only read the slot), and the first chunk
- * is on its way without waiting for its hash. The slot is not refilled
- * first: fill() takes one chunk a pass, and this follows forward() in it. */
-static void hash_filled(struct mc *m)
-{
-	for (; m->hashed < m->have; m->hashed++)
-		digest_update(m, slot_host(m, m->hashed), chunk_len(m, m->hashed));
 }
 
 static bool all_sent(const struct mc *m)
@@ -361,6 +324,40 @@ static int upstream_trouble(struct mc *m, struct rc_err *err)
 	return 0;
 }
 
+/* Why nothing moved for the timeout: a child that holds its ring, the
+ * root's reading, or the parent that sent nothing. */
+static int stalled(struct mc *m, struct rc_err *err)
+{
+	for (int i = 0; i < m->nkids; i++)
+		if (!m->kids[i].lost && m->kids[i].sent < m->have)
+			return rc_err_set(err, ETIMEDOUT,
+					  "rank %d freed no ring slot for %d ms (chunk %u of %u)",
+					  m->kids[i].rank, m->o->timeout_ms, m->kids[i].sent + 1,
+					  m->n);
+	if (m->parent >= 0)
+		return rc_err_set(err, ETIMEDOUT, "no chunk from rank %d for %d ms (chunk %u of %u)",
+				  m->parent, m->o->timeout_ms, m->have + 1, m->n);
+	if (mcast_feed_busy(m))
+		return rc_err_set(err, ETIMEDOUT, "reading chunk %u of %u took over %d ms",
+				  m->have + 1, m->n, m->o->timeout_ms);
+	return rc_err_set(err, ETIMEDOUT, "no progress for %d ms", m->o->timeout_ms);
+}
+
+/* Nothing moved: the root whose feeder is at work reaps what completed and
+ * waits on the feeder a moment; else wait for completions. */
+static int idle(struct mc *m, struct rc_err *err)
+{
+	int rc;
+
+	if (m->parent < 0 && mcast_feed_busy(m)) {
+		if ((rc = rc_group_poll(m->g, 0, err)))
+			return rc;
+		mcast_feed_wait(m, 1);
+		return 0;
+	}
+	return rc_group_poll(m->g, POLL_MS, err);
+}
+
 static int data_phase(struct mc *m, struct rc_err *err)
 {
 	bool root = m->parent < 0;
@@ -368,12 +365,14 @@ static int data_phase(struct mc *m, struct rc_err *err)
 
 	m->last_progress = rc_now();
 	blocks_usable(m);
+	if (root && m->n && (rc = mcast_feed_start(m, err)))
+		return rc;
 	for (;;) {
 		bool moved = false;
 
 		drop_dead_kids(m);
 		if (root) {
-			rc = fill(m, &moved, err);
+			rc = mcast_feed_sync(m, &moved, err);
 		} else {
 			uint64_t landed = rc_group_imm_count(m->g, m->parent, CH_DATA);
 
@@ -384,8 +383,6 @@ static int data_phase(struct mc *m, struct rc_err *err)
 		}
 		if (!rc)
 			rc = forward(m, &moved, err);
-		if (!rc && root)
-			hash_filled(m);
 		if (!rc && !root)
 			rc = consume(m, &moved, err);
 		if (!rc && !root)
@@ -400,27 +397,16 @@ static int data_phase(struct mc *m, struct rc_err *err)
 			m->last_progress = rc_now();
 			continue;
 		}
-		if (rc_now() - m->last_progress > m->o->timeout_ms / 1000.0) {
-			for (int i = 0; i < m->nkids; i++)
-				if (!m->kids[i].lost && m->kids[i].sent < m->have)
-					return rc_err_set(
-						err, ETIMEDOUT,
-						"rank %d freed no ring slot for %d ms (chunk %u of %u)",
-						m->kids[i].rank, m->o->timeout_ms,
-						m->kids[i].sent + 1, m->n);
-			if (!root)
-				return rc_err_set(err, ETIMEDOUT,
-						  "no chunk from rank %d for %d ms (chunk %u of %u)",
-						  m->parent, m->o->timeout_ms, m->have + 1, m->n);
-			return rc_err_set(err, ETIMEDOUT, "no progress for %d ms", m->o->timeout_ms);
-		}
-		if ((rc = rc_group_poll(m->g, POLL_MS, err)))
+		if (rc_now() - m->last_progress > m->o->timeout_ms / 1000.0)
+			return stalled(m, err);
+		if ((rc = idle(m, err)))
 			return rc;
 	}
 }
 
 static void release(struct mc *m)
 {
+	mcast_feed_stop(m);
 	free(m->kids);
 	if (m->mr)
 		ibv_dereg_mr(m->mr);
@@ -483,6 +469,7 @@ int rc_mcast_run(struct rc_group *g, const struct rc_mcast_opts *o, struct rc_mc
 		goto out;
 	m.t0 = rc_now();
 	rc = data_phase(&m, &e);
+	mcast_feed_stop(&m); /* the digest is whole (or no longer wanted) */
 	if (rc) {
 		why(&m, e.msg);
 		stop_kids(&m);

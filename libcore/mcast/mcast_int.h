@@ -10,6 +10,8 @@
 #include <rdmactl/mem_core.h>
 #include <rdmactl/group_core.h>
 
+#include <pthread.h>
+
 #define CH_DATA 0
 #define CH_CREDIT 1
 #define CH_STOP 2
@@ -48,6 +50,19 @@ struct kid {
 	bool lost;
 };
 
+/* The root's feeder (feed.c): reads and hashes the blob into the ring. */
+struct feed {
+	pthread_t t;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool on, stop;
+	uint32_t limit;  /* chunks it may fill: their slots are free */
+	uint32_t filled; /* chunks read into the ring, in order */
+	uint32_t hashed; /* of those, hashed */
+	int rc;          /* a failed read: rc and err */
+	struct rc_err err;
+};
+
 struct mc {
 	struct rc_group *g;
 	const struct rc_mcast_opts *o;
@@ -66,7 +81,8 @@ struct mc {
 	uint32_t chunk, n;
 	int R;
 	uint32_t have, consumed, credited;
-	uint32_t hashed; /* the root: chunks hashed, each once its writes were posted */
+	uint32_t hashed; /* the root: chunks its feeder hashed */
+	struct feed feed;
 	union {
 		struct rc_sha256 sha;
 		struct rc_xxh64 xxh;
@@ -75,6 +91,20 @@ struct mc {
 	int blocks_done;
 	bool stopped; /* this rank gave up: what is left is telling the children */
 };
+
+/* mcast.c: chunk c's ring slot as the host reads it; the digest. */
+uint8_t *mcast_slot_host(const struct mc *m, uint32_t c);
+void mcast_digest_update(struct mc *m, const void *p, size_t len);
+
+/* feed.c: the root's feeder started, stopped (it may have failed: stop
+ * joins it either way), asked how far it got (have and hashed; its read's
+ * error, if any; *moved when either grew) with the slots now free given
+ * it, whether it is at work, and a wait of up to ms for it. */
+int mcast_feed_start(struct mc *m, struct rc_err *err);
+void mcast_feed_stop(struct mc *m);
+int mcast_feed_sync(struct mc *m, bool *moved, struct rc_err *err);
+bool mcast_feed_busy(struct mc *m);
+void mcast_feed_wait(struct mc *m, int ms);
 
 /* hello.c: the root's options, chunk and blob size over every connection,
  * each rank checking that the hellos it got agree with the root's and

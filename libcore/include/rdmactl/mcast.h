@@ -86,7 +86,8 @@ struct rc_mcast_opts {
 	uint32_t chunk;         /* bytes per write; 0: the root's rc_mcast_auto_chunk */
 	int ring;               /* chunks in each receive ring */
 	struct rc_mem_spec mem; /* receivers' ring memory (len is set here) */
-	/* Root: the blob's bytes at off (len of them); 0 or -errno. */
+	/* Root: the blob's bytes at off (len of them); 0 or -errno. Called in
+	 * order, from a reader thread of the run's own (one a rail). */
 	int (*read)(void *arg, uint64_t off, void *buf, size_t len, struct rc_err *err);
 	/* Receivers: each chunk in order once it landed (e.g. into --out). */
 	int (*consume)(void *arg, uint64_t off, const void *buf, size_t len, struct rc_err *err);
