@@ -41,6 +41,9 @@ static void *feed_main(void *arg)
 		rc = m->o->read(m->o->arg, off, p, len, &e);
 		pthread_mutex_lock(&f->mu);
 		if (rc) {
+			if (!e.msg[0])
+				rc_err_set(&e, rc, "reading the blob at %llu failed: %s",
+					   (unsigned long long)off, strerror(rc < 0 ? -rc : rc));
 			f->rc = rc;
 			f->err = e;
 			pthread_cond_broadcast(&f->cv);
@@ -123,9 +126,12 @@ static uint32_t fill_limit(const struct mc *m)
 int mcast_feed_sync(struct mc *m, bool *moved, struct rc_err *err)
 {
 	struct feed *f = &m->feed;
-	uint32_t limit = fill_limit(m);
+	uint32_t limit;
 	int rc = 0;
 
+	if (!f->on)
+		return 0; /* an empty blob: nothing to read */
+	limit = fill_limit(m);
 	pthread_mutex_lock(&f->mu);
 	if (limit > f->limit) {
 		f->limit = limit;
@@ -146,6 +152,8 @@ bool mcast_feed_busy(struct mc *m)
 	struct feed *f = &m->feed;
 	bool busy;
 
+	if (!f->on)
+		return false;
 	pthread_mutex_lock(&f->mu);
 	busy = !f->rc && (f->hashed < f->filled || (f->filled < f->limit && f->filled < m->n));
 	pthread_mutex_unlock(&f->mu);
@@ -157,6 +165,8 @@ void mcast_feed_wait(struct mc *m, int ms)
 	struct feed *f = &m->feed;
 	struct timespec ts;
 
+	if (!f->on)
+		return;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ts.tv_nsec += (long)ms * 1000000L;
 	ts.tv_sec += ts.tv_nsec / 1000000000L;

@@ -18,6 +18,7 @@
 struct src {
 	uint64_t next;    /* the offset the next read must ask for */
 	uint64_t fail_at; /* a read at this offset fails (UINT64_MAX: none) */
+	bool silent;      /* ... without a message */
 	int reads;
 };
 
@@ -29,6 +30,8 @@ static int src_read(void *arg, uint64_t off, void *buf, size_t len, struct rc_er
 	if (off != s->next)
 		return rc_err_set(err, EINVAL, "read at %llu, %llu expected",
 				  (unsigned long long)off, (unsigned long long)s->next);
+	if (off == s->fail_at && s->silent)
+		return -EIO;
 	if (off == s->fail_at)
 		return rc_err_set(err, EIO, "cannot read the blob at %llu", (unsigned long long)off);
 	s->next = off + len;
@@ -154,10 +157,30 @@ static void test_read_fails(void)
 	free(m.mem.buf);
 }
 
+/* A read that fails without saying why is named by the feeder. */
+static void test_read_fails_silently(void)
+{
+	struct rc_mcast_opts o;
+	struct src s;
+	struct mc m;
+	struct rc_err err = { 0 };
+
+	setup(&m, &o, &s, 8 * CHUNK, 8);
+	s.fail_at = 2 * CHUNK;
+	s.silent = true;
+	CHECK_EQ_U64(mcast_feed_start(&m, &err), 0);
+	CHECK(drain(&m, &err) == -EIO);
+	CHECK_STR(err.msg, "reading the blob at 8192 failed: Input/output error");
+	CHECK_EQ_U64(err.code, EIO);
+	mcast_feed_stop(&m);
+	free(m.mem.buf);
+}
+
 int main(void)
 {
 	test_whole_blob();
 	test_waits_for_slots();
 	test_read_fails();
+	test_read_fails_silently();
 	CHECK_DONE();
 }
