@@ -136,9 +136,10 @@ static void test_waits_for_slots(void)
 	free(m.mem.buf);
 }
 
-/* A read that fails: the multicast's thread gets its error, with what was
- * read before it, and the feeder stops reading. */
-static void test_read_fails(void)
+/* A read of chunk at that fails (silent: without a message): the
+ * multicast's thread gets its error (the feeder names a silent one), with
+ * what was read before it, and the feeder stops reading. */
+static void read_fails(uint32_t at, bool silent, const char *msg)
 {
 	struct rc_mcast_opts o;
 	struct src s;
@@ -146,33 +147,16 @@ static void test_read_fails(void)
 	struct rc_err err = { 0 };
 
 	setup(&m, &o, &s, 8 * CHUNK, 8);
-	s.fail_at = 5 * CHUNK;
+	s.fail_at = (uint64_t)at * CHUNK;
+	s.silent = silent;
 	CHECK_EQ_U64(mcast_feed_start(&m, &err), 0);
 	CHECK(drain(&m, &err) == -EIO);
-	CHECK_STR(err.msg, "cannot read the blob at 20480");
-	CHECK_EQ_U64(m.have, 5);
+	CHECK_STR(err.msg, msg);
+	CHECK_EQ_U64(err.code, EIO);
+	CHECK_EQ_U64(m.have, at);
 	CHECK(mcast_feed_busy(&m) == false);
 	mcast_feed_stop(&m);
-	CHECK_EQ_U64(s.reads, 6);
-	free(m.mem.buf);
-}
-
-/* A read that fails without saying why is named by the feeder. */
-static void test_read_fails_silently(void)
-{
-	struct rc_mcast_opts o;
-	struct src s;
-	struct mc m;
-	struct rc_err err = { 0 };
-
-	setup(&m, &o, &s, 8 * CHUNK, 8);
-	s.fail_at = 2 * CHUNK;
-	s.silent = true;
-	CHECK_EQ_U64(mcast_feed_start(&m, &err), 0);
-	CHECK(drain(&m, &err) == -EIO);
-	CHECK_STR(err.msg, "reading the blob at 8192 failed: Input/output error");
-	CHECK_EQ_U64(err.code, EIO);
-	mcast_feed_stop(&m);
+	CHECK_EQ_U64(s.reads, at + 1);
 	free(m.mem.buf);
 }
 
@@ -180,7 +164,7 @@ int main(void)
 {
 	test_whole_blob();
 	test_waits_for_slots();
-	test_read_fails();
-	test_read_fails_silently();
+	read_fails(5, false, "cannot read the blob at 20480");
+	read_fails(2, true, "reading the blob at 8192 failed: Input/output error");
 	CHECK_DONE();
 }
