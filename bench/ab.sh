@@ -48,15 +48,12 @@ done
 # side NAME BENCH [ARGS...]: one run of the benchmark with that side's
 # build and variables.
 side() {
-	local name=$1 rc=0
+	local name=$1 bin=$before rc=0
+	local -a vars=("${benv[@]}")
 	shift
-	if [[ $name == before ]]; then
-		echo "=== before (pass $pass of $passes): $before"
-		env "${benv[@]}" RDMACTL="$before" bash "$@" || rc=$?
-	else
-		echo "=== after (pass $pass of $passes): $after"
-		env "${aenv[@]}" RDMACTL="$after" bash "$@" || rc=$?
-	fi
+	[[ $name == before ]] || { bin=$after; vars=("${aenv[@]}"); }
+	echo "=== $name (pass $pass of $passes): $bin"
+	env "${vars[@]}" RDMACTL="$bin" bash "$@" || rc=$?
 	((rc == 0)) || { echo "ab.sh: the $name run of pass $pass failed (exit $rc)" >&2; exit "$rc"; }
 }
 

@@ -28,7 +28,7 @@ static void *feed_main(void *arg)
 	pthread_mutex_lock(&f->mu);
 	for (uint32_t c = 0; c < m->n; c++) {
 		uint64_t off = (uint64_t)c * m->chunk;
-		uint32_t len = (uint32_t)(m->size - off < m->chunk ? m->size - off : m->chunk);
+		uint32_t len = mcast_chunk_len(m, c);
 		uint8_t *p = mcast_slot_host(m, c);
 		struct rc_err e = { 0 };
 		int rc;
@@ -103,35 +103,13 @@ void mcast_feed_stop(struct mc *m)
 	f->on = false;
 }
 
-/* The chunks the feeder may fill: a ring's worth past the fewest any live
- * child's writes completed (a lost child holds no slot). */
-static uint32_t fill_limit(const struct mc *m)
-{
-	uint64_t least = m->n;
-
-	for (int i = 0; i < m->nkids; i++) {
-		const struct kid *k = &m->kids[i];
-		uint64_t done;
-
-		if (k->lost)
-			continue;
-		done = rc_group_writes_done(m->g, k->rank) - k->base;
-		if (done < least)
-			least = done;
-	}
-	least += (uint64_t)m->R;
-	return least < m->n ? (uint32_t)least : m->n;
-}
-
-int mcast_feed_sync(struct mc *m, bool *moved, struct rc_err *err)
+int mcast_feed_sync(struct mc *m, uint32_t limit, bool *moved, struct rc_err *err)
 {
 	struct feed *f = &m->feed;
-	uint32_t limit;
 	int rc = 0;
 
 	if (!f->on)
 		return 0; /* an empty blob: nothing to read */
-	limit = fill_limit(m);
 	pthread_mutex_lock(&f->mu);
 	if (limit > f->limit) {
 		f->limit = limit;

@@ -27,7 +27,7 @@
 
 #include "mcast_int.h"
 
-static uint32_t chunk_len(const struct mc *m, uint32_t k)
+uint32_t mcast_chunk_len(const struct mc *m, uint32_t k)
 {
 	uint64_t off = (uint64_t)k * m->chunk;
 
@@ -155,6 +155,23 @@ static bool kid_done_with(const struct mc *m, const struct kid *k, uint32_t chun
 	return k->lost || rc_group_writes_done(m->g, k->rank) >= k->base + chunk + 1;
 }
 
+/* The chunks the root's feeder may fill: a ring's worth past the fewest
+ * any live child is done with (kid_done_with; a lost child holds no slot). */
+static uint32_t fill_limit(const struct mc *m)
+{
+	uint64_t least = m->n;
+
+	for (int i = 0; i < m->nkids; i++) {
+		const struct kid *k = &m->kids[i];
+		uint64_t done = rc_group_writes_done(m->g, k->rank) - k->base;
+
+		if (!k->lost && done < least)
+			least = done;
+	}
+	least += (uint64_t)m->R;
+	return least < m->n ? (uint32_t)least : m->n;
+}
+
 /* A child that is gone is dropped; one that had everything and left is
  * not a loss. */
 static void drop_dead_kids(struct mc *m)
@@ -179,9 +196,10 @@ static int forward(struct mc *m, bool *moved, struct rc_err *err)
 		while (!k->lost && k->sent < m->have &&
 		       k->sent < (uint64_t)m->R + rc_group_imm_count(m->g, k->rank, CH_CREDIT)) {
 			uint32_t c = k->sent;
-			int rc = rc_group_write_imm(m->g, k->rank, slot_nic(m, c), chunk_len(m, c),
-						    m->mr->lkey, k->addr + slot_off(m, c), k->rkey,
-						    CH_DATA, c, err);
+			int rc = rc_group_write_imm(m->g, k->rank, slot_nic(m, c),
+						    mcast_chunk_len(m, c), m->mr->lkey,
+						    k->addr + slot_off(m, c), k->rkey, CH_DATA, c,
+						    err);
 
 			if (rc && !rc_group_peer_alive(m->g, k->rank)) {
 				k->lost = true;
@@ -214,7 +232,7 @@ static void blocks_usable(struct mc *m)
 static int consume(struct mc *m, bool *moved, struct rc_err *err)
 {
 	while (m->consumed < m->have) {
-		uint32_t c = m->consumed, len = chunk_len(m, c);
+		uint32_t c = m->consumed, len = mcast_chunk_len(m, c);
 		const void *p = mcast_slot_host(m, c);
 		int rc;
 
@@ -372,7 +390,7 @@ static int data_phase(struct mc *m, struct rc_err *err)
 
 		drop_dead_kids(m);
 		if (root) {
-			rc = mcast_feed_sync(m, &moved, err);
+			rc = mcast_feed_sync(m, fill_limit(m), &moved, err);
 		} else {
 			uint64_t landed = rc_group_imm_count(m->g, m->parent, CH_DATA);
 

@@ -92,17 +92,20 @@ struct mc {
 	bool stopped; /* this rank gave up: what is left is telling the children */
 };
 
-/* mcast.c: chunk c's ring slot as the host reads it; the digest. */
+/* mcast.c: chunk c's bytes and its ring slot as the host reads it; the
+ * digest. */
+uint32_t mcast_chunk_len(const struct mc *m, uint32_t c);
 uint8_t *mcast_slot_host(const struct mc *m, uint32_t c);
 void mcast_digest_update(struct mc *m, const void *p, size_t len);
 
 /* feed.c: the root's feeder started, stopped (it may have failed: stop
- * joins it either way), asked how far it got (have and hashed; its read's
- * error, if any; *moved when either grew) with the slots now free given
- * it, whether it is at work, and a wait of up to ms for it. */
+ * joins it either way), told it may fill chunks below limit (their slots
+ * free) and asked how far it got (have and hashed; its read's error, if
+ * any; *moved when either grew), whether it is at work, and a wait of up
+ * to ms for it. */
 int mcast_feed_start(struct mc *m, struct rc_err *err);
 void mcast_feed_stop(struct mc *m);
-int mcast_feed_sync(struct mc *m, bool *moved, struct rc_err *err);
+int mcast_feed_sync(struct mc *m, uint32_t limit, bool *moved, struct rc_err *err);
 bool mcast_feed_busy(struct mc *m);
 void mcast_feed_wait(struct mc *m, int ms);
 

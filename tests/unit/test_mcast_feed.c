@@ -63,7 +63,7 @@ static int drain(struct mc *m, struct rc_err *err)
 {
 	for (int i = 0; i < 100000; i++) {
 		bool moved = false;
-		int rc = mcast_feed_sync(m, &moved, err);
+		int rc = mcast_feed_sync(m, m->n, &moved, err);
 
 		if (rc || m->hashed == m->n)
 			return rc;
