@@ -78,23 +78,6 @@ static int get_event(struct rdma_event_channel *ech, int timeout_ms, struct rdma
 	}
 }
 
-size_t rc_reject_reason(const void *pd, size_t len, char *out, size_t cap)
-{
-	const unsigned char *p = pd;
-	size_t n = 0;
-
-	if (!cap)
-		return 0;
-	/* Printable ASCII up to the first byte that is not (the zeros the CM
-	 * pads with end it too). */
-	while (p && n < len && n < cap - 1 && p[n] >= 0x20 && p[n] <= 0x7e) {
-		out[n] = (char)p[n];
-		n++;
-	}
-	out[n] = '\0';
-	return n;
-}
-
 static int expect_event(struct rc_conn *c, enum rdma_cm_event_type want, const char *what,
 			struct rc_err *err)
 {
@@ -107,6 +90,9 @@ static int expect_event(struct rc_conn *c, enum rdma_cm_event_type want, const c
 	if (rc)
 		return rc_err_set(err, -rc, "%s %s: %s", what, c->peer, strerror(-rc));
 	if (ev->event == want) {
+		if (want == RDMA_CM_EVENT_ESTABLISHED)
+			rc_conn_keep_accept(c, ev->param.conn.private_data,
+					    ev->param.conn.private_data_len);
 		rdma_ack_cm_event(ev);
 		return 0;
 	}
@@ -573,6 +559,9 @@ int rc_accept(struct rc_listener *l, struct rdma_cm_id *child, const struct rdma
 		}
 	}
 	conn_params(child->verbs, &cp);
+	cp.private_data = o->private_data;
+	cp.private_data_len =
+		o->private_len < RC_ACCEPT_DATA_MAX ? o->private_len : RC_ACCEPT_DATA_MAX;
 	if (req) {
 		if (req->initiator_depth < cp.responder_resources)
 			cp.responder_resources = req->initiator_depth;
