@@ -686,6 +686,86 @@ no_leak() {
 		and ($r[2] == "data QP 1 of source rank 0: connected already or not one of its 1")' d0
 }
 
+# The bytes of one honest exchange (tests/rxe/kv_replay.c), recorded by a
+# decode rank that holds the token, as a sniffer on the path would see them.
+KV_REPLAY=${KV_REPLAY:-$BUILD_DIR/tests/rxe/kv_replay}
+
+# record_exchange FILE: an honest sender with the token s3cret meets the
+# recorder on a fresh port, which keeps its connect request and HELLO.
+record_exchange() {
+	local port i
+	PORT_SEQ=$((${PORT_SEQ:-0} + 1))
+	port=$((18000 + BATS_TEST_NUMBER * 20 + PORT_SEQ))
+	KV_REPLAY_TOKEN=s3cret "$KV_REPLAY" record "$ADDR" "$port" "$1" >"$KV_OUT/rec.out" 2>&1 &
+	KV_PID[rec]=$!
+	for ((i = 0; i < 300; i++)); do
+		grep -q listening "$KV_OUT/rec.out" && break
+		sleep 0.1
+	done
+	# The recorder hangs up after the HELLO: this sender fails, as it should.
+	"$RDMACTL" -t 5000 kvxfer send "${G[@]}" --connect "$ADDR:$port" --tokens 10 --token s3cret \
+		>"$KV_OUT/honest0.out" 2>&1 || true
+	reap rec
+	grep -E "recorded connect=[0-9]+ hello=[0-9]+" "$KV_OUT/rec.out"
+}
+
+@test "hostile: an honest sender's connect request and HELLO, replayed to a restarted decode rank with the same token 17 times, get no WELCOME and write nothing; the real source is served" {
+	# sanitizer tier: always (a replayed HELLO refused before anything is held)
+	local i
+	record_exchange "$KV_OUT/rec"
+	serve d0 "${G[@]}" --pool-pages 16 --verify --requests 1 --token s3cret
+	run "$KV_REPLAY" replay "$ADDR" "$PORT_d0" "$KV_OUT/rec" 5
+	echo "$output" >&2
+	assert_success
+	assert_output --partial "error code=129 text=HELLO refused: not authorised (a missing or wrong token)"
+	assert_output --partial "closed after"
+	refute_output --partial "welcome"
+	refute_output --partial "wrote"
+	# 16 more at once: each refused, none holds the rank or a pending slot.
+	for ((i = 0; i < 16; i++)); do
+		"$KV_REPLAY" replay "$ADDR" "$PORT_d0" "$KV_OUT/rec" 20 >"$KV_OUT/replay.$i.out" 2>&1 &
+		KV_PID[replay$i]=$!
+	done
+	for ((i = 0; i < 16; i++)); do
+		reap "replay$i"
+	done
+	run cat "$KV_OUT"/replay.*.out
+	refute_output --partial "welcome"
+	refute_output --partial "wrote"
+	[ "$(grep -c "error code=129 text=HELLO refused: not authorised" <<<"$output")" -eq 16 ] ||
+		fail "not 16 refused: $output"
+	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --token s3cret
+	reap s0 d0
+	status 0 s0 d0
+	check '(.d0 | verified(1)) and (.s0 | verified(1))
+		and (.d0 | ev("connected") | length == 1)
+		and (.d0 | ev("refused") | map(.reason) | length == 17
+			and all(. == "HELLO refused: not authorised: a wrong proof of the token in HELLO"))' s0 d0
+}
+
+@test "a decode rank without the token, or with another, is refused by the sender before its HELLO (EKEYREJECTED); one with the token serves" {
+	local p
+	serve d0 "${G[@]}" --pool-pages 16
+	serve d1 "${G[@]}" --pool-pages 16 --token 0ther
+	for p in "$PORT_d0" "$PORT_d1"; do
+		run "$RDMACTL" -j kvxfer send "${G[@]}" --connect "$ADDR:$p" --tokens 10 --token s3cret
+		echo "$output" >&2
+		assert_failure
+		jq -e -s 'map(select(.error)) | length == 1 and .[0].error.code == "EKEYREJECTED"
+			and (.[0].error.message | test("decode rank at .* did not prove the token: not authorised \\(a missing or wrong token on its side\\); nothing was sent to it"))' <<<"$output"
+	done
+	serve d2 "${G[@]}" --pool-pages 16 --verify --requests 1 --token s3cret
+	send s0 "${G[@]}" --connect "$ADDR:$PORT_d2" --tokens 10 --token s3cret
+	reap s0 d2
+	kill -TERM "${KV_PID[d0]}" "${KV_PID[d1]}"
+	reap d0 d1
+	status 0 s0 d2
+	# No HELLO reached the other two: nothing connected, no HELLO refused.
+	check '(.d2 | verified(1)) and (.s0 | verified(1))
+		and ([.d0, .d1] | all(ev("connected") | length == 0))
+		and ([.d0, .d1] | all(ev("refused") | all(.reason | test("HELLO") | not)))' s0 d0 d1 d2
+}
+
 @test "hostile: a data QP on the decode rank's other rail than its control QP is refused, naming both rails; on its own rail it joins" {
 	need_four_nics
 	# sanitizer tier: always (a refusal on a state check of the rails)
