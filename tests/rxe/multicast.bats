@@ -225,6 +225,12 @@ blob() {
 	# 3 receivers: 3 bars (a tooltip each), blue (whole), 2 ticks each, 5 grid lines
 	[ "$(grep -c '<rect[^>]*fill="#4575b4"[^>]*><title>rank ' "$BATS_TEST_TMPDIR/mc.svg")" = 3 ]
 	[ "$(grep -c '<line[^>]*stroke="#000000"' "$BATS_TEST_TMPDIR/mc.svg")" = 6 ]
+	# the title in a reader's units, the axis in round steps with their unit
+	grep -q '<title>rdmactl multicast: chain, 1 MiB to 3 receivers</title>' "$BATS_TEST_TMPDIR/mc.svg"
+	grep -Eq '>0 m?s</text>' "$BATS_TEST_TMPDIR/mc.svg"
+	run grep -Eo '>[0-9.]+ m?s</text>' "$BATS_TEST_TMPDIR/mc.svg"
+	((${#lines[@]} >= 3)) || fail "ticks: $output"
+	refute_output --regexp 'e\+|[0-9]\.[0-9]{3}'
 	command -v rsvg-convert >/dev/null || skip "rsvg-convert (librsvg2-bin) is not installed"
 	rsvg-convert -o "$BATS_TEST_TMPDIR/mc.png" "$BATS_TEST_TMPDIR/mc.svg"
 	[ -s "$BATS_TEST_TMPDIR/mc.png" ]
