@@ -185,6 +185,31 @@ static void progress(void *arg, int done, int total)
 		fputc('\n', stderr);
 }
 
+/* What every rank must be given alike: the tokens each sends each (the
+ * routing: --skew's counts compared, so that two paths to one matrix
+ * agree), their size, the iterations and the algorithm. */
+static void settings(const struct a2a_cli *a, struct group_settings *gs)
+{
+	size_t W = (size_t)a->grp.who.world;
+	struct rc_group_setting *s;
+
+	group_setting(gs, "--algo", "%s", rc_a2a_algo_name(a->run.algo));
+	s = group_setting(gs, "--ranks-per-node", "%.0d", a->run.ranks_per_node);
+	s->any_if_empty = true; /* not given: by host name */
+	group_setting(gs, "--hidden", "%u", a->run.hidden);
+	group_setting(gs, "--dtype", "%s", a->run.dtype == RC_A2A_FP8 ? "fp8" : "bf16");
+	group_setting(gs, "--tokens", "%u", a->route.tokens);
+	group_setting(gs, "--experts", "%u", a->route.experts);
+	group_setting(gs, "--topk", "%u", a->route.topk);
+	if (a->route.skew != RC_A2A_MATRIX)
+		group_setting(gs, "--seed", "%llu", (unsigned long long)a->route.seed);
+	s = group_setting(gs, "--skew", "%s", a->skew ? a->skew : "uniform");
+	s->data = a->counts;
+	s->len = W * W * sizeof(*a->counts);
+	group_setting(gs, "--iters", "%d", a->run.iters);
+	group_setting(gs, "--warmup", "%d", a->run.warmup);
+}
+
 static int run(struct ctx *ctx, struct a2a_cli *a)
 {
 	int W = a->grp.who.world, n = a->grp.nrails > 1 ? a->grp.nrails : 1, rc;
@@ -199,6 +224,7 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 	double *lat = calloc((size_t)a->run.iters * (size_t)n, sizeof(double));
 	uint64_t *wrong = calloc((size_t)W, sizeof(uint64_t)), total_wrong = 0;
 	struct rc_group *g[RC_RAILS_MAX] = { 0 };
+	struct group_settings gs = { .n = 0 };
 	struct progress prog;
 	struct rc_err e;
 	bool speak = a->all_ranks || a->grp.who.rank == 0;
@@ -215,7 +241,8 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 	}
 	for (int i = 0; i < n; i++)
 		res[i].lat_us = lat + (size_t)i * (size_t)a->run.iters;
-	if ((rc = group_join_rails(ctx, &a->grp, &join, g)))
+	settings(a, &gs);
+	if ((rc = group_join_rails(ctx, &a->grp, &join, &gs, g)))
 		goto out;
 	a->run.job = a->grp.rendezvous;
 	a->run.timeout_ms = ctx->timeout_ms;

@@ -49,6 +49,8 @@ int sweep_heatmap(const struct judged *j, const char *path)
 					 words[0] ? "; outlier: " : "", words);
 		}
 	}
+	/* green at the fleet's median, red where a direction is judged slow */
+	double med = j->v.bw_median, floor_ratio = j->v.bw_floor / med;
 	struct svg_heatmap h = { .n = W,
 				 .title = "rdmactl sweep: RDMA WRITE bandwidth",
 				 .unit = "Gbit/s",
@@ -58,7 +60,10 @@ int sweep_heatmap(const struct judged *j, const char *path)
 				 .value = val,
 				 .mark = mark,
 				 .tip = (const char *const *)tips,
-				 .high_good = true };
+				 .high_good = true,
+				 .ref = med > 0 ? med : 0,
+				 .bad_ratio = floor_ratio > 0 && floor_ratio < 1 ? floor_ratio : 0.5,
+				 .ref_what = "the fleet's median" };
 
 	rc = svg_heatmap_write(path, &h);
 out:
