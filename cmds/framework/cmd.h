@@ -56,6 +56,10 @@ struct cmd_opt {
 	const char *values; /* for COMP_WORDS: "host|hugepage|file" */
 	bool repeat;        /* may be given more than once */
 	bool hidden;        /* a test hook: parsed, never offered (help, completion) */
+	/* A global option that may also stand after the command (rdmactl(8),
+	 * GLOBAL OPTIONS): -j -p -d -g -t -v. -V, -b and --force choose what runs
+	 * and come before it. */
+	bool anywhere;
 	/* A typed row (OPT_FLAG, OPT_SIZE... below): opts_fill stores its value
 	 * at off in the command's argument struct, checked against [min, max],
 	 * def (the text help shows as "(default X)") when it is absent. */
@@ -150,7 +154,11 @@ const char *opt_abbrev(char **argv, const struct option *o);
 /* Of the n words, the one closest to word, when word looks like a typo of
  * it (a few edits, or the start of it), else NULL: the "did you mean". */
 const char *word_suggest(const char *word, const char *const *words, size_t n);
-/* Run argv[0] as a command; prints errors through ctx->out. */
+/* The usage error for a command name that is none, with the closest name
+ * when it looks like a typo. Returns -EINVAL. */
+int cmd_unknown(struct ctx *ctx, const char *name);
+/* Run argv[0] as a command; prints errors through ctx->out. Global options
+ * given after the command (opts_parse) hold for that command alone. */
 int cmd_dispatch(struct ctx *ctx, int argc, char **argv);
 void cmd_usage(const struct cmd *c, FILE *fp);
 /* One help line: left (at indent), then text from column col, wrapped to
@@ -161,6 +169,11 @@ void help_line(FILE *fp, int indent, const char *left, int col, const char *text
 void help_print(struct ctx *ctx, const struct cmd *c);
 void opts_print(const struct cmd_opt *opts, FILE *fp);
 extern const struct cmd_opt rdmactl_global_opts[];
+/* The global option g (one whose row is anywhere) with its argument arg, set
+ * in ctx: the one place that takes their values, before the command
+ * (cli/main.c) and after it (opts_parse). 0, or -EINVAL with *bad saying
+ * why. */
+int global_take(struct ctx *ctx, const struct cmd_opt *g, const char *arg, const char **bad);
 /* The commands one may run: shell-only ones too when shell is set. */
 void cmds_list(FILE *fp, bool shell);
 /* "file", "words"...: how -j help names a completion kind. */

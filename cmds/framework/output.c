@@ -49,6 +49,21 @@ static void new_doc(struct out *o)
 	}
 }
 
+void out_set_mode(struct out *o, enum out_mode mode)
+{
+	bool was_json = out_is_json(o);
+
+	o->mode = mode;
+	if (was_json == out_is_json(o))
+		return;
+	if (o->root)
+		json_decref(o->root);
+	o->root = was_json ? NULL : new_root();
+	o->stack[0] = o->root;
+	o->keys[0] = NULL;
+	o->depth = 0;
+}
+
 void out_free(struct out *o)
 {
 	if (o->root)

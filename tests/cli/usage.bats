@@ -26,6 +26,24 @@ rdmactl_json() {
 	assert_output --partial "Usage: rdmactl write"
 }
 
+@test "help wirte suggests as wirte does; --help COMMAND is that command's help" {
+	run "$RDMACTL" help wirte
+	assert_failure 2
+	assert_output "rdmactl: unknown command 'wirte' (did you mean 'write'?)"
+	run "$RDMACTL" wirte
+	assert_failure 2
+	assert_output "rdmactl: unknown command 'wirte' (did you mean 'write'?)"
+	run "$RDMACTL" --help write
+	assert_success
+	assert_line --index 0 "Usage: rdmactl write [OPTIONS] TARGET"
+	run "$RDMACTL" -h kvxfer plan
+	assert_success
+	assert_line --index 0 "Usage: rdmactl kvxfer plan [OPTIONS]"
+	run "$RDMACTL" --help wirte
+	assert_failure 2
+	assert_output --partial "did you mean 'write'?"
+}
+
 @test "an unknown command is never a success, in text or JSON" {
 	run "$RDMACTL" frobnicate
 	assert_failure 2
@@ -85,12 +103,15 @@ rdmactl_json() {
 	run "$RDMACTL" --bogus version
 	assert_failure 2
 	assert_output --partial "unknown global option '--bogus'"
-	run "$RDMACTL" probe-topology -j
+	run "$RDMACTL" probe-topology -V
 	assert_failure 2
-	assert_output "rdmactl: probe-topology: '-j' is a global option: it goes before the command ('rdmactl -j probe-topology ...')"
-	run "$RDMACTL" probe-topology --json
+	assert_output "rdmactl: probe-topology: '-V' is a global option that goes before the command (only -j, -p, -d, -g, -t and -v may follow it; see rdmactl(8), GLOBAL OPTIONS)"
+	run "$RDMACTL" write --batch f 198.18.0.1/kv
 	assert_failure 2
-	assert_output --partial "'--json' is a global option: it goes before the command"
+	assert_output --partial "'--batch' is a global option that goes before the command"
+	run "$RDMACTL" write 198.18.0.1/kv --force
+	assert_failure 2
+	assert_output --partial "'--force' is a global option that goes before the command"
 	run "$RDMACTL" --timeout
 	assert_failure 2
 	assert_output "rdmactl: global option '--timeout' needs an argument (see 'rdmactl --help')"
@@ -226,6 +247,46 @@ rdmactl_json() {
 	run "$RDMACTL" -p version
 	assert_success
 	jq -e '.version' <<<"$output"
+}
+
+@test "-j -p -d -g -t -v may follow the command, as they may precede it" {
+	local d=$BATS_TEST_TMPDIR
+	# each one after the command does what it does before it
+	run "$RDMACTL" version -j
+	assert_success
+	assert_output "$("$RDMACTL" -j version)"
+	run "$RDMACTL" version --pretty
+	assert_success
+	assert_output "$("$RDMACTL" -p version)"
+	run "$RDMACTL" probe-topology -d nodev
+	assert_failure 1
+	assert_output --partial "'nodev'"
+	run "$RDMACTL" write 198.18.0.1/kv --pattern zero --size 4K -t 0
+	assert_failure 2
+	assert_output "rdmactl: write: invalid --timeout: expected milliseconds, 1..3600000"
+	run "$RDMACTL" write 198.18.0.1/kv --pattern zero --size 4K -g 300
+	assert_failure 2
+	assert_output "rdmactl: write: invalid --gid-index: expected 0..255"
+	# perftest's order and the README's register row parse (no usage error)
+	run "$RDMACTL" write -d rxe_a 198.18.0.1/kv --pattern zero --size 4K
+	refute_output --partial "global option"
+	[[ $status != 2 ]] || fail "write -d DEV TARGET is a usage error: $output"
+	run "$RDMACTL" register --listen 198.18.0.1:7471,198.18.1.1:7471 -d rxe_a,rxe_c --size 4K
+	refute_output --partial "global option"
+	[[ $status != 2 ]] || fail "register --listen A1,A2 -d DEV1,DEV2 is a usage error: $output"
+	# an error after -j is a JSON document
+	run "$RDMACTL" write 198.18.0.1/kv -j --bogus
+	assert_failure 2
+	[[ $(jq -r .error.message <<<"$output") == "write: unknown option '--bogus' (see 'rdmactl write --help')" ]] ||
+		fail "not the error document: $output"
+	# in a batch, one given after a command holds for that line only
+	printf 'probe-topology -d nodev\nprobe-topology\nversion -j\nversion\n' >"$d/b"
+	run "$RDMACTL" --force -b "$d/b"
+	assert_failure 1
+	assert_line --partial "$d/b:1: no RDMA device named 'nodev'"
+	assert_line '{"schema_version":2,"version":"'"$("$RDMACTL" -j version | jq -r .version)"'"}'
+	assert_line "rdmactl $("$RDMACTL" -j version | jq -r .version)"
+	[[ $(grep -c "no RDMA device named" <<<"$output") == 1 ]] || fail "-d held past its line: $output"
 }
 
 @test "without RDMA, commands that need it fail with a clear error, not a crash" {
@@ -370,9 +431,11 @@ short_clashes() {
 	run "$RDMACTL" multicast -r 0 -w 2 -S 1Q
 	assert_failure 2
 	assert_output --partial "--size '1Q'"
+	# -p is --pretty, wherever it stands: never the pattern
 	run "$RDMACTL" multicast -r 0 -w 2 -p zero
 	assert_failure 2
-	assert_output --partial "'-p' is a global option"
+	assert_line '  "schema_version": 2,'
+	refute_output --partial "--pattern 'zero'"
 	run "$RDMACTL" alltoall -r 0 -w 2 -n 0
 	assert_failure 2
 	assert_output --partial "--iters '0'"
