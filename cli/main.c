@@ -206,5 +206,8 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	if (!rc && ctx.exit_code)
 		return ctx.exit_code;
+	/* The one place an authentication refusal becomes its own status. */
+	if (rc && ctx.out.err_code == EKEYREJECTED)
+		return EXIT_AUTH;
 	return rc ? EXIT_FAIL : EXIT_OK;
 }

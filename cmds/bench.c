@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * --bench and --lat for write, read and atomic: the figures that perftest's
- * ib_write_bw, ib_read_bw, ib_atomic_bw and ib_write_lat print, measured the
+ * ib_write_bw, ib_read_bw and ib_atomic_bw print (and latencies, post to
+ * completion, beside ib_*_lat's round trips), measured the
  * same way (fixed message size, a fixed number of work requests, one local
  * buffer per queue pair, the same remote buffer), so both can stand side by
  * side.
@@ -33,10 +34,13 @@ static double pct(const double *sorted, uint64_t n, double p)
 static void print_latency(struct ctx *ctx, const char *key, const char *title, const double *sorted,
 			  uint64_t n, double scale)
 {
-	double sum = 0;
+	double sum = 0, sq = 0, avg;
 
 	for (uint64_t i = 0; i < n; i++)
 		sum += sorted[i];
+	avg = sum / (double)n;
+	for (uint64_t i = 0; i < n; i++)
+		sq += (sorted[i] - avg) * (sorted[i] - avg);
 	out_text(&ctx->out, "%s:", title);
 	out_obj_begin(&ctx->out, key);
 	out_f64(&ctx->out, "min", " min %.2f", sorted[0] * scale);
@@ -44,7 +48,9 @@ static void print_latency(struct ctx *ctx, const char *key, const char *title, c
 	out_f64(&ctx->out, "avg", ", avg %.2f", sum / (double)n * scale);
 	out_f64(&ctx->out, "p99", ", p99 %.2f", pct(sorted, n, 99) * scale);
 	out_f64(&ctx->out, "p999", ", p99.9 %.2f", pct(sorted, n, 99.9) * scale);
-	out_f64(&ctx->out, "max", ", max %.2f\n", sorted[n - 1] * scale);
+	out_f64(&ctx->out, "max", ", max %.2f", sorted[n - 1] * scale);
+	/* perftest's t_stdev: the population's */
+	out_f64(&ctx->out, "stdev", ", stdev %.2f\n", sqrt(sq / (double)n) * scale);
 	out_obj_end(&ctx->out);
 }
 
@@ -75,6 +81,10 @@ int bench_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 	a->on = a->lat || opt_on(v, first + BO_BENCH);
 	a->depth = a->lat ? 1 : 128;
 	a->metrics = opt_arg(v, first + BO_METRICS);
+	/* Two runs, not one: perftest has ib_write_bw and ib_write_lat. */
+	if (a->lat && opt_on(v, first + BO_BENCH))
+		return usage_err(ctx, "%s: --bench and --lat are two different runs: give one",
+				 c->name);
 	if (!a->lat && opt_on(v, first + BO_LAT_CLOCK))
 		return usage_err(ctx, "%s: --lat-clock goes with --lat", c->name);
 	/* write and read also write a transfer's figures, per rail */
@@ -100,6 +110,24 @@ int bench_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 	return a->metrics ? metrics_path_check(ctx, a->metrics) : 0;
 }
 
+/* The run's totals and rates: GB/s, Gb/s and Mpps (perftest's million
+ * messages a second) for a bandwidth run; for a latency run, one operation in
+ * flight, the rate says nothing of the link and text leaves it out. */
+static void bench_rates(struct ctx *ctx, const struct bench_args *b,
+			const struct rc_stream_result *res)
+{
+	double gbyte = res->seconds > 0 ? (double)res->bytes / 1e9 / res->seconds : 0;
+	double msgs = res->seconds > 0 ? (double)res->ops / res->seconds : 0;
+
+	out_u64(&ctx->out, "bytes", "%llu bytes", (unsigned long long)res->bytes);
+	out_u64(&ctx->out, "operations", " in %llu operations", (unsigned long long)res->ops);
+	out_f64(&ctx->out, "seconds", b->lat ? " in %.3f s\n" : " in %.3f s", res->seconds);
+	out_f64(&ctx->out, "gbyte_per_s", b->lat ? NULL : ": %.3f GB/s", gbyte);
+	out_f64(&ctx->out, "gbit_per_s", b->lat ? NULL : " (%.3f Gb/s)", gbyte * 8);
+	out_f64(&ctx->out, "msgs_per_s", NULL, msgs);
+	out_f64(&ctx->out, "mpps", b->lat ? NULL : ", %.3f Mpps\n", msgs / 1e6);
+}
+
 static void bench_print(struct ctx *ctx, const struct bench_args *b, enum rc_op op,
 			const struct rc_client *cl, const struct rc_stream_result *res,
 			double *lat_us)
@@ -116,9 +144,7 @@ static void bench_print(struct ctx *ctx, const struct bench_args *b, enum rc_op 
 	out_i64(&ctx->out, "post_list", ", post list %lld", b->post_list);
 	out_i64(&ctx->out, "signal_every", ", signal every %lld\n", b->signal_every);
 	out_text(&ctx->out, "  ");
-	report_transfer(ctx, res);
-	out_f64(&ctx->out, "msgs_per_s", "  %.0f messages/s\n",
-		res->seconds > 0 ? (double)res->ops / res->seconds : 0);
+	bench_rates(ctx, b, res);
 	if (b->lat) {
 		bool tsc = res->lat_clock == RC_LAT_CLOCK_TSC;
 		uint64_t n = b->iters - res->lat_moved;
@@ -138,8 +164,9 @@ static void bench_print(struct ctx *ctx, const struct bench_args *b, enum rc_op 
 				       : NULL,
 			res->lat_moved);
 		print_latency(ctx, "latency_us", "  latency us (post to completion)", lat_us, n, 1);
-		/* A write completes on the ACK, so half of it estimates the one-way
-		 * latency that ib_write_lat reports (half a ping-pong round trip). */
+		/* A write completes on the ACK, so half of it estimates one way.
+		 * Not ib_write_lat's figure: that is half a ping-pong round trip
+		 * between two programs (rdmactl-write(8)). */
 		if (op == RC_OP_WRITE)
 			print_latency(ctx, "one_way_us", "  one-way estimate us (half of it)",
 				      lat_us, n, 0.5);

@@ -41,6 +41,7 @@ static void new_doc(struct out *o)
 	o->root = NULL;
 	o->depth = 0;
 	o->has_error = false;
+	o->err_code = 0;
 	o->printed = false;
 	if (out_is_json(o)) {
 		o->root = new_root();
@@ -306,6 +307,7 @@ void out_verr(struct out *o, int err, const char *fmt, va_list ap)
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	o->has_error = true;
+	o->err_code = err;
 	if (!out_is_json(o)) {
 		fprintf(o->err_fp, "rdmactl: %s%s%s\n", o->err_prefix ? o->err_prefix : "",
 			o->err_prefix ? ": " : "", printable(msg, shown, sizeof(shown)));

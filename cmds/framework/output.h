@@ -30,6 +30,7 @@ struct out {
 	const char *keys[OUT_MAX_DEPTH];
 	int depth;
 	bool has_error;
+	int err_code;           /* errno of the last error recorded (0: none, or none given) */
 	bool printed;           /* out_finish() already printed the document */
 	bool streamed;          /* out_event() printed this command's documents */
 	const char *err_prefix; /* text mode: put before each error ("FILE:LINE") */

@@ -121,6 +121,38 @@ int rc_cm_accept(struct rc_listener *l, struct rc_cm_event *ev, const struct rc_
 	return rc_accept(l, ev->child, &req, o, out, err);
 }
 
+size_t rc_reject_reason(const void *pd, size_t len, char *out, size_t cap)
+{
+	const unsigned char *p = pd;
+	size_t n = 0;
+
+	if (!cap)
+		return 0;
+	/* Printable ASCII up to the first byte that is not (the zeros the CM
+	 * pads with end it too). */
+	while (p && n < len && n < cap - 1 && p[n] >= 0x20 && p[n] <= 0x7e) {
+		out[n] = (char)p[n];
+		n++;
+	}
+	out[n] = '\0';
+	return n;
+}
+
+int rc_reject_errno(const char *reason)
+{
+	if (reason && !strncmp(reason, "rdmactl: ", 9) &&
+	    (strstr(reason, "not authorised") || strstr(reason, "token")))
+		return EKEYREJECTED;
+	return ECONNREFUSED;
+}
+
+void rc_reject(struct rdma_cm_id *child, const char *reason)
+{
+	size_t n = strlen(reason) + 1;
+
+	rdma_reject(child, reason, (uint8_t)(n > 148 ? 148 : n));
+}
+
 void rc_cm_refuse(struct rc_cm_event *ev, const char *why)
 {
 	rc_reject(ev->child, why);

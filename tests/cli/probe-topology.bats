@@ -521,7 +521,45 @@ with_nvml() {
 	local gpus
 	gpus=$(timeout 60 "$RDMACTL" -j probe-topology | jq '.summary.gpus')
 	[[ $gpus == 0 ]] || skip "this host has $gpus GPUs (the no-GPU case needs a host without)"
+	# no GPU: --gpu N names that; without it the plan is by NUMA node, and
+	# a host without RDMA devices either is told what to load
+	run timeout 60 "$RDMACTL" probe-topology --export nccl --gpu 0
+	assert_failure 1
+	assert_output --partial "probe-topology --export --gpu 0: this host has no GPU"
+	local devs
+	devs=$(timeout 60 "$RDMACTL" -j probe-topology | jq '.devices | length')
+	[[ $devs == 0 ]] || skip "this host has RDMA devices (covered by tests/rxe/probe-topology.bats)"
 	run timeout 60 "$RDMACTL" probe-topology --export nccl
 	assert_failure 1
-	assert_output --partial "no GPU found"
+	assert_output --partial "no RDMA device under /sys/class/infiniband"
+	refute_output --partial "binds GPUs"
+}
+
+@test "--export on a host without GPUs (CPU-only, SoftRoCE): the rail plan by NUMA node, rxe included" {
+	run timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/cpu-only" --export ucx
+	assert_success
+	assert_line "0) export UCX_NET_DEVICES='mlx5_0:1' ;; # NUMA node 0"
+	assert_line "1) export UCX_NET_DEVICES='mlx5_1:1' ;; # NUMA node 1"
+	assert_line "*) export UCX_NET_DEVICES='mlx5_0:1,mlx5_1:1,rxe0:1' ;; # any other node: every NIC that is up"
+	# the fragment, sourced, sets each node's value
+	local frag=$BATS_TEST_TMPDIR/ucx.sh
+	printf '%s\n' "$output" >"$frag"
+	run env RDMACTL_NUMA=1 sh -c '. "$1"; echo "$UCX_NET_DEVICES"' _ "$frag"
+	assert_output mlx5_1:1
+	run env -u RDMACTL_NUMA sh -c '. "$1"; echo "$UCX_NET_DEVICES"' _ "$frag"
+	assert_output mlx5_0:1,mlx5_1:1,rxe0:1
+	run timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/softroce" --export nccl
+	assert_success
+	assert_line "0) export NCCL_IB_HCA='=rxe0:1,rxe1:1' ;; # NUMA node 0"
+	run timeout 30 "$RDMACTL" -j probe-topology --sysfs "$FX/cpu-only" --export nccl
+	assert_success
+	jq -e '.gpus == [] and .numa_nodes == [{"node": 0, "nics": ["mlx5_0"], "value": "=mlx5_0:1"},
+		{"node": 1, "nics": ["mlx5_1"], "value": "=mlx5_1:1"}]
+		and .any_node == "=mlx5_0:1,mlx5_1:1,rxe0:1"' <<<"$output"
+	run timeout 30 "$RDMACTL" -j probe-topology --sysfs "$FX/cpu-only" --export mooncake
+	assert_success
+	jq -e '.matrix == {"cpu:0": [["mlx5_0"], ["mlx5_1", "rxe0"]], "cpu:1": [["mlx5_1"], ["mlx5_0", "rxe0"]]}' <<<"$output"
+	run timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/softroce" --export ucx --gpu 0
+	assert_failure 1
+	assert_output --partial "this host has no GPU"
 }

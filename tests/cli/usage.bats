@@ -171,6 +171,23 @@ rdmactl_json() {
 	jq -e '.error.message | contains("lat-clock") | not' <<<"$output"
 }
 
+@test "--bench with --lat is refused; a write or read of --size 0 too, as register's" {
+	local c
+	for c in write read "atomic --faa 1"; do
+		run "$RDMACTL" $c 198.18.0.1/kv --bench --lat
+		assert_failure 2
+		assert_output "rdmactl: ${c%% *}: --bench and --lat are two different runs: give one"
+	done
+	run "$RDMACTL" write 198.18.0.1/kv --pattern zero --size 0
+	assert_failure 2
+	assert_output "rdmactl: write: invalid --size '0': a write moves at least 1 byte"
+	run "$RDMACTL" read 198.18.0.1/kv --size 0 --out "$BATS_TEST_TMPDIR/x"
+	assert_failure 2
+	assert_output "rdmactl: read: invalid --size '0': a read moves at least 1 byte"
+	run "$RDMACTL" register --listen 198.18.0.1 --size 0
+	assert_failure 2
+}
+
 @test "write refuses conflicting or incomplete input" {
 	rdmactl_json write h:1/r --pattern zero --file /etc/hostname
 	assert_failure 2
@@ -389,6 +406,71 @@ rdmactl_json() {
 	run "$RDMACTL" kvxfer plan --model "$d/m.json" --tokens 1
 	assert_failure 2
 	refute_output --partial "line -1"
+}
+
+@test "errors name their cause: local inputs before the RDMA CM, a size too large, TARGET explained" {
+	local d=$BATS_TEST_TMPDIR peers=$BATS_TEST_TMPDIR/peers
+	printf '0 198.18.0.1:20000\n1 198.18.0.1:20001\n' >"$peers"
+	run "$RDMACTL" register --file "$d/no/x" --size 4K --listen 198.18.0.1:7471
+	assert_failure 1
+	assert_output "rdmactl: register: --file '$d/no/x': no such directory '$d/no'"
+	RDMACTL_CUDA_LIB=$d/none.so run "$RDMACTL" register --mem cuda:7 --size 4K --listen 198.18.0.1:7471
+	assert_failure 1
+	assert_output --partial "rdmactl: --mem cuda:7: "
+	refute_output --partial "RDMA CM"
+	RDMACTL_CUDA_LIB=$d/none.so run "$RDMACTL" multicast -r 1 -w 2 -R "file:$peers" --mem cuda:0
+	assert_failure 1
+	assert_output --partial "rdmactl: --mem cuda:0: "
+	refute_output --partial "RDMA CM"
+	run "$RDMACTL" alltoall -r 0 -w 2 -R "file:$peers" --svg "$d/no/x.svg"
+	assert_failure 1
+	assert_output "rdmactl: --svg '$d/no/x.svg': no such directory '$d/no'"
+	run "$RDMACTL" write --size 99999999999T --pattern zero 198.18.0.1/kv
+	assert_failure 2
+	assert_output "rdmactl: invalid --size '99999999999T': too large (a size is below 16 EiB)"
+	run "$RDMACTL" register --size 99999999999T --listen 198.18.0.1
+	assert_failure 2
+	assert_output --partial "too large"
+	run "$RDMACTL" write --size 12Q --pattern zero 198.18.0.1/kv
+	assert_output --partial "expected a size such as"
+	local c
+	for c in write read atomic; do
+		run "$RDMACTL" "$c" --help
+		assert_line "Arguments:"
+		assert_output --partial "TARGET                         the region: HOST:PORT/REGION,"
+	done
+}
+
+# One rule (rdmactl(8), EXIT STATUS): a file named by an option that cannot
+# be read or used as it is fails, 1, naming the option; one read whose
+# contents are malformed is a usage error, 2.
+@test "one exit-code rule for input files: unreadable or unusable 1, malformed 2" {
+	local d=$BATS_TEST_TMPDIR peers=$BATS_TEST_TMPDIR/peers want msg args
+	printf '0 198.18.0.1:20000\n1 198.18.0.1:20001\n' >"$peers"
+	printf 's3cret\n' >"$d/open"
+	chmod 644 "$d/open"
+	printf '1,2\n' >"$d/bad.csv"
+	printf 'zero one\n' >"$d/badpeers"
+	while IFS='|' read -r want msg args; do
+		read -ra words <<<"$args"
+		run "$RDMACTL" "${words[@]}"
+		[[ $status == "$want" ]] || fail "rdmactl $args: exit $status, not $want: $output"
+		[[ $output == *"$msg"* ]] || fail "rdmactl $args: not '$msg': $output"
+	done <<EOF
+1|--skew matrix '/nonexistent.csv': No such file or directory|alltoall -r 0 -w 2 -R file:$peers --skew matrix:/nonexistent.csv
+1|--rendezvous '/nonexistent': No such file or directory|alltoall -r 0 -w 2 -R file:/nonexistent
+1|--rendezvous '/nonexistent': No such file or directory|sweep -r 0 -w 2 -R file:/nonexistent
+1|--pairs /nonexistent: No such file or directory|sweep -r 0 -w 2 -R file:$peers --pairs /nonexistent
+1|--file '/nonexistent': No such file or directory|write --file /nonexistent 198.18.0.1/kv
+1|/nonexistent: No such file or directory|multicast -r 0 -w 2 -R file:$peers --file /nonexistent
+1|--token-file /nonexistent: cannot read it|write --pattern zero --size 4K --token-file /nonexistent 198.18.0.1/kv
+1|--token-file $d/open: group or others may read or write it (mode 0644)|write --pattern zero --size 4K --token-file $d/open 198.18.0.1/kv
+1|--batch '/nonexistent': No such file or directory|-b /nonexistent
+1|--model '/nonexistent': No such file or directory|kvxfer plan --model /nonexistent --tokens 4
+2|$d/bad.csv: 1 rows, the world size is 2|alltoall -r 0 -w 2 -R file:$peers --skew matrix:$d/bad.csv
+2|$d/badpeers:1: expected 'RANK ADDR:PORT [HOSTNAME]'|alltoall -r 0 -w 2 -R file:$d/badpeers
+2|--pairs $d/bad.csv: line 1: expected two ranks|sweep -r 0 -w 2 -R file:$peers --pairs $d/bad.csv
+EOF
 }
 
 # short_clashes TABLE: each short letter that names two long options, or a

@@ -182,3 +182,23 @@ devinfo_field() {
 	[[ -n "$gid" ]] || fail "register printed no region: $(cat "$out.err")"
 	assert_equal "$gid" "$(port_of "$j" | jq -r .recommended_gid_index)"
 }
+
+@test "--export ucx, nccl and mooncake work on the SoftRoCE guest (no GPU): the rail plan by NUMA node, rxe in it" {
+	local devs
+	devs=$(rdma -j link show | jq -r '[.[] | select(.state == "ACTIVE") | "\(.ifname):\(.port)"] | join(",")')
+	[[ $devs == *"$DEV:1"* ]] || fail "rdma link shows no active $DEV: $devs"
+	run timeout 60 "$RDMACTL" probe-topology --export ucx
+	assert_success
+	assert_line "*) export UCX_NET_DEVICES='$devs' ;; # any other node: every NIC that is up"
+	# sourced, as a job's wrapper would, on the guest's one node
+	run sh -c "$output"'
+		echo "$UCX_NET_DEVICES"'
+	assert_output "$devs"
+	run timeout 60 "$RDMACTL" -j probe-topology --export nccl
+	assert_success
+	jq -e --arg v "=$devs" '.gpus == [] and .any_node == $v and (.numa_nodes | all(.value == $v))' <<<"$output"
+	run timeout 60 "$RDMACTL" -j probe-topology --export mooncake
+	assert_success
+	jq -e --arg d "$DEV" '.matrix | to_entries | length >= 1 and all(.key | test("^cpu:[0-9]+$"))
+		and all(.value[0] | index($d))' <<<"$output"
+}
