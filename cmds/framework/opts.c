@@ -223,6 +223,9 @@ static int take_global(struct ctx *ctx, const struct cmd *c, int ch)
 {
 	const char *bad = NULL;
 
+	for (int i = 0; ch < 256 && c->opts && c->opts[i].name; i++)
+		if (c->opts[i].short_name == ch)
+			return 0; /* c's own letter (add_globals left it to c) */
 	for (int g = 0; ch < 256 && rdmactl_global_opts[g].name; g++)
 		if (rdmactl_global_opts[g].anywhere && rdmactl_global_opts[g].short_name == ch)
 			ch = 512 + g;
