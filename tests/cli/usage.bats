@@ -186,6 +186,19 @@ rdmactl_json() {
 	assert_output "rdmactl: read: invalid --size '0': a read moves at least 1 byte"
 	run "$RDMACTL" register --listen 198.18.0.1 --size 0
 	assert_failure 2
+	# a size sweep: MIN:MAX, with --bench
+	run "$RDMACTL" write 198.18.0.1/kv --bench --msg-size 8M:8
+	assert_failure 2
+	assert_output "rdmactl: write: invalid --msg-size '8M:8': MIN:MAX with 1 <= MIN <= MAX"
+	run "$RDMACTL" read 198.18.0.1/kv --lat --msg-size 8:8M
+	assert_failure 2
+	assert_output "rdmactl: read: --msg-size MIN:MAX goes with --bench, not --lat"
+	run "$RDMACTL" write 198.18.0.1/kv --bench --msg-size 8:2G
+	assert_failure 2
+	assert_output "rdmactl: write: --msg-size must be 1 byte to 1 GiB"
+	run "$RDMACTL" write 198.18.0.1/kv --bench --msg-size 8:x
+	assert_failure 2
+	assert_output --partial "invalid --msg-size 'x'"
 }
 
 @test "write refuses conflicting or incomplete input" {

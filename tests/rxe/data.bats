@@ -414,7 +414,7 @@ setup() {
 	[ "$(jq -r .old <<<"$output")" -eq 300 ]
 }
 
-@test "--bench and --lat read as perftest's: operations, Mpps; a latency run prints no rate, and a stdev" {
+@test "--bench and --lat read as perftest's: operations, Mpps, a size sweep; a latency run prints no rate, and a stdev" {
 	start_server 1 --listen "$ADDR:$PORT" --name kv --size 1M
 	run rdmactl write "$ADDR:$PORT/kv" --bench --msg-size 4K --iters 100
 	assert_success
@@ -432,6 +432,18 @@ setup() {
 	run rdmactl -j read "$ADDR:$PORT/kv" --lat --msg-size 8 --iters 100
 	assert_success
 	jq -e '.latency_us | .stdev >= 0 and .stdev <= .max - .min' <<<"$output"
+	# a size sweep, as ib_write_bw -a: a row per size, doubling
+	run rdmactl write "$ADDR:$PORT/kv" --bench --msg-size 8:64K --iters 50
+	assert_success
+	assert_line --regexp '^ +8 +50 +[0-9.]+ +[0-9.]+ +[0-9.]+$'
+	assert_line --regexp '^ +65536 +50 +[0-9.]+ +[0-9.]+ +[0-9.]+$'
+	[[ $(grep -cE '^ +[0-9]+ +50 ' <<<"$output") == 14 ]] || fail "not 14 rows: $output"
+	run rdmactl -j read "$ADDR:$PORT/kv" --bench --msg-size 8:64K --iters 50
+	assert_success
+	jq -e '[.sizes[].msg_size] == [range(3; 17) | pow(2; .)]
+		and all(.sizes[]; .operations == 50 and .bytes == .msg_size * 50 and .gbyte_per_s > 0)
+		and .msg_size == 8 and .msg_size_max == 65536
+		and .bytes == (.sizes | map(.bytes) | add) and .operations == 700' <<<"$output"
 }
 
 @test "--lat-clock: the time-stamp counter and the monotonic clock time the same reads alike" {

@@ -45,6 +45,10 @@ devinfo_field() {
 	assert_equal "$(port_of "$j" | jq -r .netdev)" "$(jq -r '.[0].netdev' <<<"$link")"
 	[[ "$(jq -r '.[0].physical_state' <<<"$link")" == LINK_UP ]]
 	assert_equal "$(port_of "$j" | jq -r .phys_state)" LinkUp
+	# rdma's and ibv_devinfo's spellings: LINK_UP, and fw_ver 0.0.0 where sysfs has none
+	assert_equal "$(port_of "$j" | jq -r .physical_state)" "$(jq -r '.[0].physical_state' <<<"$link")"
+	assert_equal "$(jq -r --arg d "$DEV" '.devices[] | select(.name == $d) | .fw_ver' <<<"$j")" \
+		"$(ibv_devinfo -d "$DEV" | sed -n 's/^[[:space:]]*fw_ver:[[:space:]]*//p')"
 	port_of "$j" | jq -e '.port == 1 and .link_layer == "Ethernet" and .lid == null and .netdev_mtu == 9000'
 	jq -e '.source.kind == "live" and .summary.devices >= 1' <<<"$j"
 }
