@@ -52,7 +52,19 @@ int output_file(struct ctx *ctx, const char *what, const char *path)
 
 int opt_size_parse(struct ctx *ctx, const char *name, const char *s, uint64_t *out)
 {
-	int rc = rc_parse_size(s, out);
+	size_t n = strlen(s);
+	int rc;
+
+	/* 4MB reads as 4*10^6 in a rate (--link-bw 12.5GB): a size says its
+	 * binary prefix plainly (4M, 4MiB), so the two never mix (rdmactl(8),
+	 * UNITS). */
+	if (n >= 2 && (s[n - 1] == 'B' || s[n - 1] == 'b') && strchr("kKmMgGtT", s[n - 2]) &&
+	    isdigit((unsigned char)s[0]))
+		return usage_err(ctx,
+				 "invalid --%s '%s': a size is binary: say %.*s or %.*siB (%s and "
+				 "such are a rate's decimal units)",
+				 name, s, (int)(n - 1), s, (int)(n - 1), s, s + n - 2);
+	rc = rc_parse_size(s, out);
 
 	if (rc == -ERANGE)
 		return usage_err(ctx, "invalid --%s '%s': too large (a size is below 16 EiB)", name,

@@ -446,6 +446,13 @@ rdmactl_json() {
 	assert_output --partial "too large"
 	run "$RDMACTL" write --size 12Q --pattern zero 198.18.0.1/kv
 	assert_output --partial "expected a size such as"
+	# sizes are binary, rates decimal: 4MB, which a rate reads as 4*10^6, is no size
+	run "$RDMACTL" write --size 4MB --pattern zero 198.18.0.1/kv
+	assert_failure 2
+	assert_output "rdmactl: invalid --size '4MB': a size is binary: say 4M or 4MiB (MB and such are a rate's decimal units)"
+	run "$RDMACTL" write --bench --msg-size 64kb 198.18.0.1/kv
+	assert_failure 2
+	assert_output --partial "invalid --msg-size '64kb': a size is binary"
 	local c
 	for c in write read atomic; do
 		run "$RDMACTL" "$c" --help
