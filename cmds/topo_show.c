@@ -102,9 +102,9 @@ static void put_verify(struct out *o, const struct rc_topo_verify *v)
 	out_text(o, "\n");
 }
 
-/* rdma(8)'s spelling of sysfs's physical state, as rdma link and
- * ibv_devinfo print it: "LinkUp" -> "LINK_UP", "Phy Test" -> "PHY_TEST". */
-static void rdma_state(const char *s, char *out, size_t cap)
+/* rdma(8)'s spelling of sysfs's physical state, as rdma link and ibv
+ * devinfo print it: "LinkUp" -> "LINK_UP", "Phy Test" -> "PHY_TEST". */
+static void upper_state(const char *s, char *out, size_t cap)
 {
 	size_t n = 0;
 
@@ -129,7 +129,7 @@ static void put_port(struct out *o, const struct rc_topo_port *p)
 	out_obj_begin(o, NULL);
 	out_i64(o, "port", "  port %lld:", p->num);
 	out_str(o, "state", " %s", p->state);
-	rdma_state(p->phys_state, phys, sizeof(phys));
+	upper_state(p->phys_state, phys, sizeof(phys));
 	put_str(o, "phys_state", NULL, p->phys_state);
 	put_str(o, "physical_state", " (%s)", phys);
 	put_str(o, "link_layer", "  %s", p->link_layer);
@@ -180,7 +180,7 @@ static void put_dev(struct out *o, const struct rc_topo_dev *d)
 	put_str(o, "driver", " (driver %s)", d->driver);
 	put_str(o, "node_type", "  %s", d->node_type);
 	put_str(o, "node_guid", "  guid %s", d->node_guid);
-	/* none in sysfs (rxe): ibv_devinfo's "0.0.0" */
+	/* none in sysfs (rxe): "0.0.0", as ibv devinfo says */
 	put_str(o, "fw_ver", "  fw %s", d->fw_ver[0] ? d->fw_ver : "0.0.0");
 	put_str(o, "parent_netdev", "  on %s", d->parent_netdev);
 	if (d->verbs >= 0)
