@@ -91,6 +91,9 @@ static int expect_event(struct rc_conn *c, enum rdma_cm_event_type want, const c
 	if (rc)
 		return rc_err_set(err, -rc, "%s %s: %s", what, c->peer, strerror(-rc));
 	if (ev->event == want) {
+		if (want == RDMA_CM_EVENT_ESTABLISHED)
+			rc_conn_keep_accept(c, ev->param.conn.private_data,
+					    ev->param.conn.private_data_len);
 		rdma_ack_cm_event(ev);
 		return 0;
 	}
@@ -562,6 +565,9 @@ int rc_accept(struct rc_listener *l, struct rdma_cm_id *child, const struct rdma
 		}
 	}
 	conn_params(child->verbs, &cp);
+	cp.private_data = o->private_data;
+	cp.private_data_len =
+		o->private_len < RC_ACCEPT_DATA_MAX ? o->private_len : RC_ACCEPT_DATA_MAX;
 	if (req) {
 		if (req->initiator_depth < cp.responder_resources)
 			cp.responder_resources = req->initiator_depth;
