@@ -106,7 +106,13 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 		return rc;
 	if (a->skew && rc_a2a_skew_parse(a->skew, &a->route, &e))
 		return usage_err(ctx, "%s", e.msg);
+	/* A matrix file that cannot be read fails (1) as every input file. */
+	if (a->route.skew == RC_A2A_MATRIX &&
+	    (rc = input_file(ctx, "--skew matrix", a->route.matrix)))
+		return rc;
 	opts_fill(ctx, c, v, A2A_NO_CHECK, A2A_BUSY_POLL + 1, a);
+	if (a->svg && a->grp.who.rank == 0 && !a->plan && (rc = output_file(ctx, "--svg", a->svg)))
+		return rc;
 	a->run.check = !a->no_check;
 	if ((rc = opt_mem(ctx, opt_arg(v, A2A_MEM), true, NULL, &a->run.mem.kind, &a->run.mem.gpu)))
 		return rc;

@@ -44,8 +44,8 @@ int sweep_heatmap(const struct judged *j, const char *path)
 				snprintf(tips[a * W + b], 256, "%d -> %d failed: %s", a, b, c->why);
 			else
 				snprintf(tips[a * W + b], 256,
-					 "%d -> %d: %.3f Gbit/s, WRITE %.1f us, READ %.1f us%s%s",
-					 a, b, c->bw_gbit, c->wlat_p50_us, c->rlat_p50_us,
+					 "%d -> %d: %.3f Gb/s, WRITE %.1f us, READ %.1f us%s%s", a,
+					 b, c->bw_gbit, c->wlat_p50_us, c->rlat_p50_us,
 					 words[0] ? "; outlier: " : "", words);
 		}
 	}
@@ -53,7 +53,7 @@ int sweep_heatmap(const struct judged *j, const char *path)
 	double med = j->v.bw_median, floor_ratio = j->v.bw_floor / med;
 	struct svg_heatmap h = { .n = W,
 				 .title = "rdmactl sweep: RDMA WRITE bandwidth",
-				 .unit = "Gbit/s",
+				 .unit = "Gb/s",
 				 .row_axis = "from (rank)",
 				 .col_axis = "to (rank)",
 				 .labels = (const char *const *)labels,

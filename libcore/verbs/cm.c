@@ -121,6 +121,21 @@ int rc_cm_accept(struct rc_listener *l, struct rc_cm_event *ev, const struct rc_
 	return rc_accept(l, ev->child, &req, o, out, err);
 }
 
+int rc_reject_errno(const char *reason)
+{
+	if (reason && !strncmp(reason, "rdmactl: ", 9) &&
+	    (strstr(reason, "not authorised") || strstr(reason, "token")))
+		return EKEYREJECTED;
+	return ECONNREFUSED;
+}
+
+void rc_reject(struct rdma_cm_id *child, const char *reason)
+{
+	size_t n = strlen(reason) + 1;
+
+	rdma_reject(child, reason, (uint8_t)(n > 148 ? 148 : n));
+}
+
 void rc_cm_refuse(struct rc_cm_event *ev, const char *why)
 {
 	rc_reject(ev->child, why);

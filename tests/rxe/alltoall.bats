@@ -742,7 +742,7 @@ group_listening() {
 }
 
 # bats test_tags=plain-only
-@test "group token: a rank without the token is refused by one that has it, and says why" {
+@test "group token: a rank without the token is refused by one that has it, says why, and exits 3" {
 	need_guest
 	a2a_peers 2
 	PIDS=()
@@ -755,7 +755,7 @@ group_listening() {
 	PIDS+=($!)
 	group_listening "$port1"
 	run rdmactl -t 10000 alltoall -r 0 -w 2 -R "file:$PEERS" "${SMALL[@]}"
-	assert_failure 1
+	assert_failure 3
 	assert_output --partial "not authorised (this group needs a token)"
 	# at the refusal, not at its deadline: another try cannot mend it
 	refute_output --partial "never answered"
