@@ -161,6 +161,12 @@ int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		return 0;
 	}
 	rc = rc_client_open(&t, &o, out, &e);
+	if (rc == -EKEYREJECTED && !strncmp(v->pos[0], "etcd://", 7)) {
+		struct etcd_name n; /* a server that did not prove the token */
+
+		if (!etcd_name_parse(ctx, c->name, v->pos[0], &n))
+			return fail(ctx, rc, "%s (named by etcd record %s)", e.msg, n.key);
+	}
 	if (rc)
 		return fail(ctx, rc, "%s", e.msg);
 	if (ctx->session)
