@@ -39,9 +39,10 @@ recorder() {
 	return 1
 }
 
-# recorded DIR: the recorder ended (within 30 s); what it printed.
+# recorded DIR: the recorder ended (within 70 s); what it printed, and
+# whether a request came.
 recorded() {
-	timeout 30 tail --pid="$REC" -f /dev/null || true
+	timeout 70 tail --pid="$REC" -f /dev/null || true
 	cat "$1/rec.out"
 	grep -q '^request: [1-9]' "$1/rec.out"
 }
@@ -138,27 +139,38 @@ forged_record() {
 	need_etcd
 	start_etcd
 	forged_record forged
-	mkdir "$t/w" "$t/m"
-	recorder "$t/w"
+	mkdir "$t/w" "$t/m" "$t/n"
+	# A client with the token refuses the unsigned record before it connects.
+	REPLAY_WAIT=5 recorder "$t/n"
 	run rdmactl write "etcd://$ETCD_EP/forged/kv" --pattern zero --size 4K --token-file "$t/tok"
 	echo "$output"
 	assert_failure
-	assert_output --partial "did not prove the token"
-	assert_output --partial "etcd record rdmactl/forged/region/kv"
+	assert_output --partial "etcd record rdmactl/forged/region/kv carries no MAC"
+	run recorded "$t/n"
+	assert_failure
+	assert_output --partial "request: none"
+	# Without a token there is nothing to check it with, nor to give away:
+	# the listener fails the handshake's proof of none... and gets no token.
+	recorder "$t/w"
+	run rdmactl write "etcd://$ETCD_EP/forged/kv" --pattern zero --size 4K
+	echo "$output"
 	recorded "$t/w"
-	grep -q '^first message: none' "$t/w/rec.out"
 	run grep -c -a -F "$TOK" "$t/w/req.bin"
 	assert_failure 1
-	# migrate, the source through a record naming another listener, the
-	# destination real.
-	# (a port of its own: the one the first listener used is held a while)
+	# migrate with the admin token alone (which cannot check the record):
+	# the source named proves no admin token, so it gets nothing; with
+	# --token-file as well the record is refused before connecting.
+	# (a port of its own: the one the first listener used is held a while;
+	# the destination holds a lease in the namespace, as a move asks)
 	dst=$((PORT + 3))
-	start_server 1 --listen "$ADDR:$dst" --name kv --size 64K --admin-token-file "$t/adm"
 	PORT=$((PORT + 5))
 	forged_record forged2
+	start_server 1 --listen "$ADDR:$dst" --name kv --size 64K --admin-token-file "$t/adm" \
+		--publish "etcd://$ETCD_EP/forged2"
+	wait_events published 1 "$SERVER_OUT"
 	recorder "$t/m"
-	run rdmactl migrate --admin-token-file "$t/adm" --token-file "$t/tok" \
-		"etcd://$ETCD_EP/forged2/kv" "$ADDR:$dst/kv" --dirty 64K
+	run rdmactl migrate --admin-token-file "$t/adm" "etcd://$ETCD_EP/forged2/kv" "$ADDR:$dst/kv" \
+		--dirty 64K
 	echo "$output"
 	assert_failure
 	assert_output --partial "did not prove the admin token"
@@ -167,4 +179,38 @@ forged_record() {
 	grep -q '^first message: none' "$t/m/rec.out"
 	run grep -c -a -e "$ADM" -e "$TOK" "$t/m/req.bin"
 	assert_failure 1
+	run rdmactl migrate --admin-token-file "$t/adm" --token-file "$t/tok" \
+		"etcd://$ETCD_EP/forged2/kv" "$ADDR:$dst/kv" --dirty 64K
+	assert_failure
+	assert_output --partial "etcd record rdmactl/forged2/region/kv carries no MAC"
+}
+
+@test "register --publish signs its record with the token: read through it; copied to another key, unsigned, or checked with another token, it is refused before connecting" {
+	local t=$BATS_TEST_TMPDIR v ep
+	load '../lib/etcd'
+	need_etcd
+	start_etcd
+	ep=http://$ETCD_EP
+	start_server 1 --listen "$ADDR:$PORT" --name kv --size 64K --token-file "$t/tok" \
+		--publish "etcd://$ETCD_EP/real"
+	wait_events published 1 "$SERVER_OUT"
+	run rdmactl read "etcd://$ETCD_EP/real/kv" --size 4K --out /dev/null --token-file "$t/tok"
+	assert_success
+	v=$(etcdctl --endpoints "$ep" get rdmactl/real/region/kv --print-value-only)
+	[[ $v == *'"mac":"'* ]] || false
+	# The token is not in the record.
+	[[ $v != *"$TOK"* ]] || false
+	etcdctl --endpoints "$ep" put rdmactl/copy/region/kv "$v" >/dev/null
+	run rdmactl read "etcd://$ETCD_EP/copy/kv" --size 4K --out /dev/null --token-file "$t/tok"
+	assert_failure
+	assert_output --partial "etcd record rdmactl/copy/region/kv carries a MAC the token does not make"
+	etcdctl --endpoints "$ep" put rdmactl/bare/region/kv "$(jq -c 'del(.mac)' <<<"$v")" >/dev/null
+	run rdmactl read "etcd://$ETCD_EP/bare/kv" --size 4K --out /dev/null --token-file "$t/tok"
+	assert_failure
+	assert_output --partial "etcd record rdmactl/bare/region/kv carries no MAC"
+	printf '%sX\n' "$TOK" >"$t/tokX"
+	chmod 600 "$t/tokX"
+	run rdmactl read "etcd://$ETCD_EP/real/kv" --size 4K --out /dev/null --token-file "$t/tokX"
+	assert_failure
+	assert_output --partial "carries a MAC the token does not make"
 }

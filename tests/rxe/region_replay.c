@@ -13,7 +13,8 @@
  * right), so an honest client sends its proof: the bytes an eavesdropper
  * of that exchange holds. Without, it is a listener that holds no token
  * (one a forged etcd record names): what it got is all a client gave away.
- * Prints "request: N bytes" and "first message: N bytes" (or "none").
+ * Prints "request: N bytes" and "first message: N bytes" (or "none"); it
+ * waits $REPLAY_WAIT seconds for the request (default 60).
  *
  * replay: connect to ADDR:PORT with DIR/req.bin as the request's private
  * data, send DIR/msg.bin, then a LIST request, and wait 5 s for answers.
@@ -114,7 +115,7 @@ static int record(const char *addr, const char *port, const char *dir, const cha
 	struct rc_cm_event ev;
 	struct ibv_wc wc;
 	struct rc_err e;
-	int n = -1;
+	int n = -1, wait_s = getenv("REPLAY_WAIT") ? atoi(getenv("REPLAY_WAIT")) : 60;
 
 	if (rc_listen(addr, port, NULL, &l, &e)) {
 		fprintf(stderr, "region_replay: %s\n", e.msg);
@@ -123,7 +124,7 @@ static int record(const char *addr, const char *port, const char *dir, const cha
 	printf("listening\n");
 	fflush(stdout);
 	do {
-		if (rc_listener_next(l, 60000, &ev)) {
+		if (rc_listener_next(l, wait_s * 1000, &ev)) {
 			printf("request: none\n");
 			rc_listener_close(l);
 			return 1;
