@@ -54,6 +54,12 @@ int etcd_name_resolve(struct ctx *ctx, const struct etcd_name *n, struct rc_targ
 	if (rc_etcd_region_parse(got.value, r) || strcmp(r->region, n->region))
 		return fail(ctx, -EPROTO, "etcd at %s: key %s holds no region record of rdmactl's",
 			    n->server, n->key);
+	if (n->token && !rc_etcd_region_verify(r, n->key, got.lease, n->token))
+		return fail(ctx, -EKEYREJECTED,
+			    "etcd record %s %s: refusing before connecting (a forged record, one "
+			    "copied from another key, or one published with another token)",
+			    n->key,
+			    r->mac[0] ? "carries a MAC the token does not make" : "carries no MAC");
 	memset(t, 0, sizeof(*t));
 	snprintf(t->host, sizeof(t->host), "%s", r->host);
 	snprintf(t->port, sizeof(t->port), "%s", r->port);
@@ -63,8 +69,9 @@ int etcd_name_resolve(struct ctx *ctx, const struct etcd_name *n, struct rc_targ
 	return 0;
 }
 
-int client_target(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
-		  struct rc_target *t)
+/* The target, an etcd record's checked against token (NULL: none). */
+static int target_with(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		       struct rc_target *t, const char *token)
 {
 	struct rc_target tmp;
 
@@ -77,6 +84,7 @@ int client_target(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v
 		struct etcd_name n;
 		int rc = etcd_name_parse(ctx, c->name, v->pos[0], &n);
 
+		n.token = token;
 		return rc || !t ? rc : etcd_name_resolve(ctx, &n, t, NULL);
 	}
 	if (rc_parse_target(v->pos[0], t ? t : &tmp))
@@ -85,6 +93,12 @@ int client_target(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v
 			"%s: invalid target '%s': expected HOST:PORT/REGION, HOST/REGION, [IPV6]:PORT/REGION or etcd://HOST:PORT/NS/REGION",
 			c->name, v->pos[0]);
 	return 0;
+}
+
+int client_target(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		  struct rc_target *t)
+{
+	return target_with(ctx, c, v, t, NULL);
 }
 
 /* Everything a connection was opened with, but the region: a kept
@@ -131,7 +145,7 @@ int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 	struct rc_target t;
 	struct rc_err e;
 	char key[640];
-	int rc = client_target(ctx, c, v, &t);
+	int rc = target_with(ctx, c, v, &t, a->token);
 
 	if (rc)
 		return rc;
@@ -161,6 +175,12 @@ int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		return 0;
 	}
 	rc = rc_client_open(&t, &o, out, &e);
+	if (rc == -EKEYREJECTED && !strncmp(v->pos[0], "etcd://", 7)) {
+		struct etcd_name n; /* a server that did not prove the token */
+
+		if (!etcd_name_parse(ctx, c->name, v->pos[0], &n))
+			return fail(ctx, rc, "%s (named by etcd record %s)", e.msg, n.key);
+	}
 	if (rc)
 		return fail(ctx, rc, "%s", e.msg);
 	if (ctx->session)

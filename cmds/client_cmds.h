@@ -104,6 +104,7 @@ struct etcd_name {
 	char ns[64];
 	char region[RC_NAME_MAX];
 	char key[RC_ETCD_KEY_MAX];
+	const char *token; /* the data token: the record must carry its MAC (NULL: none) */
 };
 int etcd_name_parse(struct ctx *ctx, const char *cmd, const char *s, struct etcd_name *n);
 /* Read the region's record: its server into *t (and the whole record, its

@@ -523,6 +523,8 @@ static int do_migrate(struct ctx *ctx, int argc, char **argv)
 	rc = p.live ? rc_migrate_live(&p.o, &p.lo, &r, &e) : rc_migrate_blocks(&p.o, &r, &e);
 	progress_end(&prog);
 	free(p.ext);
+	if (rc == -EKEYREJECTED && p.o.etcd) /* a server that did not prove the token */
+		return fail(ctx, rc, "%s (the source is etcd record %s)", e.msg, p.en.key);
 	if (rc)
 		return fail(ctx, rc, "%s", e.msg);
 	print(ctx, &r, p.live, !p.live || p.lo.verify);

@@ -177,8 +177,10 @@ int rails_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		struct etcd_name en;
 		struct rc_target tg;
 
-		if ((rc = etcd_name_parse(ctx, c->name, t, &en)) ||
-		    (rc = etcd_name_resolve(ctx, &en, &tg, &rec)))
+		if ((rc = etcd_name_parse(ctx, c->name, t, &en)))
+			return rc;
+		en.token = a->token; /* the record must carry its MAC */
+		if ((rc = etcd_name_resolve(ctx, &en, &tg, &rec)))
 			return rc;
 	} else {
 		rest = t + strcspn(t, ":/");

@@ -186,7 +186,10 @@ static int register_publish(struct ctx *ctx, const struct register_args *a, stru
 		snprintf(d.access, sizeof(d.access), "%s", rc_access_name(r->d.access));
 		publish_rails(a, &d);
 		rc_etcd_region_key(a->ns, r->d.name, key, sizeof(key));
-		if (rc_etcd_region_format(&d, val, sizeof(val))) {
+		/* Signed with the data token: its clients refuse a record without
+		 * the MAC before they connect (rdmactl-register(8), SECURITY). */
+		if (rc_etcd_region_sign(&d, key, rc_etcd_lease_id(e), a->token) ||
+		    rc_etcd_region_format(&d, val, sizeof(val))) {
 			rc = rc_err_set(&err, ENOSPC, "region %s: its etcd record is too long",
 					r->d.name);
 			break;

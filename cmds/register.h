@@ -36,7 +36,7 @@
 	X(RG_ACCESS, "access", 0, "ACCESS", "what peers may do: ro, rw or atomic (default rw)", \
 	  COMP_WORDS, "ro|rw|atomic", .repeat = true) \
 	X(RG_TOKEN, "token", 'T', "TOKEN", \
-	  "require TOKEN in the connect request (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
+	  "require a proof of TOKEN from every client, proving it in turn (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
 	X(RG_TOKEN_FILE, "token-file", 0, "FILE", \
 	  "require the token on the first line of FILE (mode 600)", COMP_FILE) \
 	X(RG_ADMIN_TOKEN_FILE, "admin-token-file", 0, "FILE", \

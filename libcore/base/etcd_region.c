@@ -9,6 +9,10 @@
 
 #include <jansson.h>
 #include <rdmactl/etcd.h>
+#include <rdmactl/parse_core.h>
+#include <rdmactl/sha256_core.h>
+
+#define RECORD_LABEL "rdmactl-etcd-record-v1"
 
 bool rc_etcd_ns_valid(const char *ns)
 {
@@ -55,6 +59,10 @@ int rc_etcd_region_format(const struct rc_etcd_region *r, char *buf, size_t len)
 	char *s;
 	int rc;
 
+	if (j && r->mac[0] && json_object_set_new(j, "mac", json_string(r->mac))) {
+		json_decref(j);
+		j = NULL;
+	}
 	if (j && r->nrails && json_object_set_new(j, "rails", rails_json(r))) {
 		json_decref(j);
 		j = NULL;
@@ -114,10 +122,48 @@ int rc_etcd_region_parse(const char *value, struct rc_etcd_region *r)
 	    json_integer_value(l) >= 0 && !rails_parse(j, r)) {
 		r->length = (uint64_t)json_integer_value(l);
 		copy_str(j, "access", r->access, sizeof(r->access));
+		copy_str(j, "mac", r->mac, sizeof(r->mac));
 		rc = 0;
 	}
 	if (rc)
 		memset(r, 0, sizeof(*r));
 	json_decref(j);
 	return rc;
+}
+
+/* The MAC of r (its own "mac" left out) at key under lease, under token, in
+ * hex. No lease is "0", as etcd says it. */
+static int record_mac(const struct rc_etcd_region *r, const char *key, const char *lease,
+		      const char *token, char hex[65])
+{
+	struct rc_etcd_region bare = *r;
+	char msg[4096];
+	unsigned char mac[RC_SHA256_LEN];
+	int n = snprintf(msg, sizeof(msg), "%s\n%s\n%s\n", RECORD_LABEL, key,
+			 lease && *lease ? lease : "0");
+
+	bare.mac[0] = 0;
+	if (n < 0 || (size_t)n >= sizeof(msg) ||
+	    rc_etcd_region_format(&bare, msg + n, sizeof(msg) - (size_t)n))
+		return -ENOSPC;
+	rc_hmac_sha256(token, strlen(token), msg, strlen(msg), mac);
+	for (int i = 0; i < RC_SHA256_LEN; i++)
+		snprintf(hex + 2 * i, 3, "%02x", mac[i]);
+	return 0;
+}
+
+int rc_etcd_region_sign(struct rc_etcd_region *r, const char *key, const char *lease,
+			const char *token)
+{
+	r->mac[0] = 0;
+	return token && *token ? record_mac(r, key, lease, token, r->mac) : 0;
+}
+
+bool rc_etcd_region_verify(const struct rc_etcd_region *r, const char *key, const char *lease,
+			   const char *token)
+{
+	char want[65];
+
+	return token && *token && strlen(r->mac) == 64 && !record_mac(r, key, lease, token, want) &&
+	       rc_bytes_equal(want, r->mac, 64);
 }

@@ -115,6 +115,14 @@ static int etcd_prepare(const struct rc_migrate_opts *o, const char *region, str
 		return rc_err_set(err, EPROTO,
 				  "etcd at %s: key %s holds no region record of rdmactl's", o->etcd,
 				  m->key);
+	/* A record signed with the data token (register --publish with one):
+	 * checked, and its successor signed, with migrate's. */
+	if ((o->token || rec.mac[0]) && !rc_etcd_region_verify(&rec, m->key, m->old.lease, o->token))
+		return rc_err_set(err, EKEYREJECTED,
+				  "etcd record %s %s: refusing before connecting", m->key,
+				  !o->token    ? "is signed with the data token: give --token-file"
+				  : rec.mac[0] ? "carries a MAC the token does not make"
+					       : "carries no MAC");
 	if (!same_server(rec.host, rec.port, &o->src))
 		return rc_err_set(
 			err, EINVAL,
@@ -133,7 +141,8 @@ static int etcd_prepare(const struct rc_migrate_opts *o, const char *region, str
 	snprintf(rec.host, sizeof(rec.host), "%s", o->dst.host);
 	snprintf(rec.port, sizeof(rec.port), "%s", o->dst.port);
 	rec.nrails = 0; /* the source's rails go with it: the record names the destination alone */
-	if (rc_etcd_region_format(&rec, m->next, sizeof(m->next)))
+	if (rc_etcd_region_sign(&rec, m->key, m->lease, o->token) ||
+	    rc_etcd_region_format(&rec, m->next, sizeof(m->next)))
 		return rc_err_set(err, ENOSPC, "region '%s': its etcd record is too long", region);
 	snprintf(r->etcd_key, sizeof(r->etcd_key), "%s", m->key);
 	r->etcd_revision = m->old.mod_revision;

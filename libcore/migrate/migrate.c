@@ -25,8 +25,9 @@
 static int open_side(const char *side, const struct rc_target *t, const struct rc_migrate_opts *o,
 		     struct rc_client **cl, struct rc_err *err)
 {
-	struct rc_client_opts co = { .token = o->admin_token ? o->admin_token : o->token,
-				     .nconns = 1 };
+	/* The admin role, proving the admin token (never sending it); a server
+	 * without one is connected in the data role (client_auth.c). */
+	struct rc_client_opts co = { .token = o->token, .admin_token = o->admin_token, .nconns = 1 };
 	int rc;
 
 	co.conn.timeout_ms = o->timeout_ms;
@@ -121,6 +122,24 @@ void mig_tell(const struct rc_migrate_opts *o, const char *step, int round, uint
 		o->progress(o->progress_arg, step, round, done, total);
 }
 
+/* The token of a PULL request in buf (len bytes, or -errno) crosses masked
+ * under the session of b's connection (rc_ctrl_seal_pull): a destination
+ * that proved no token would read it in the clear, so it gets none. */
+static int seal_pull(struct rc_client *b, const char *token, void *buf, int len, struct rc_err *err)
+{
+	const struct rc_auth *a;
+	const char *proved = rc_client_session(b, &a);
+
+	if (len < 0 || (!proved && (!token || !*token)))
+		return 0; /* nothing to mask, and nothing to unmask there */
+	if (!proved)
+		return rc_err_set(err, EKEYREJECTED,
+				  "the destination %s proved no token: the data token would cross "
+				  "the wire in the clear (give the servers an admin token)",
+				  rc_client_peer(b));
+	return rc_ctrl_seal_pull(buf, (size_t)len, proved, a) ? -EBADMSG : 0;
+}
+
 /* Pull requests of at most RC_PULL_MAX_EXT extents and PULL_MAX_BYTES bytes. */
 int mig_pull_some(struct rc_client *b, const struct rc_migrate_opts *o, const char *region,
 		  const struct rc_extent *ext, size_t n, bool first, bool last, uint32_t rkey,
@@ -144,7 +163,7 @@ int mig_pull_some(struct rc_client *b, const struct rc_migrate_opts *o, const ch
 		struct rc_mig_resp resp;
 		uint64_t sum = 0;
 		size_t k = 0;
-		int rc;
+		int rc, len;
 
 		while (i + k < n && k < RC_PULL_MAX_EXT &&
 		       (k == 0 || sum + ext[i + k].len <= PULL_MAX_BYTES))
@@ -154,9 +173,9 @@ int mig_pull_some(struct rc_client *b, const struct rc_migrate_opts *o, const ch
 			    digest;
 		req.n = (uint32_t)k;
 		req.ext = (struct rc_extent *)&ext[i];
-		rc = ask(b, "destination", buf, rc_ctrl_encode_pull(buf, sizeof(buf), 1, &req),
-			 PULL_WAIT_MS, &resp, err);
-		if (rc)
+		len = rc_ctrl_encode_pull(buf, sizeof(buf), 1, &req);
+		if ((rc = seal_pull(b, o->token, buf, len, err)) ||
+		    (rc = ask(b, "destination", buf, len, PULL_WAIT_MS, &resp, err)))
 			return rc;
 		*bytes += resp.bytes;
 		mig_tell(o, "copy", round, *bytes, total);

@@ -123,30 +123,48 @@ int rc_client_select(struct rc_client *cl, const struct rc_target *t, struct rc_
 			  t->region);
 }
 
+/* cl keeps copies of o and of the strings it points to: to connect more,
+ * and to follow a region that moves. */
+static void keep_opts(struct rc_client *cl, const struct rc_client_opts *o)
+{
+	cl->opts = *o;
+	cl->opts.conn.pd = NULL;
+	cl->opts.conn.private_data = NULL;
+	cl->opts.conn.private_len = 0;
+	snprintf(cl->token, sizeof(cl->token), "%s", o->token ? o->token : "");
+	snprintf(cl->admin, sizeof(cl->admin), "%s", o->admin_token ? o->admin_token : "");
+	snprintf(cl->bind, sizeof(cl->bind), "%s", o->conn.bind_addr ? o->conn.bind_addr : "");
+	snprintf(cl->dev, sizeof(cl->dev), "%s", o->conn.dev_name ? o->conn.dev_name : "");
+	cl->opts.token = cl->token[0] ? cl->token : NULL;
+	cl->opts.admin_token = cl->admin[0] ? cl->admin : NULL;
+	cl->opts.conn.bind_addr = cl->bind[0] ? cl->bind : NULL;
+	cl->opts.conn.dev_name = cl->dev[0] ? cl->dev : NULL;
+}
+
 int rc_client_open(const struct rc_target *t, const struct rc_client_opts *o,
 		   struct rc_client **out, struct rc_err *err)
 {
-	struct rc_conn_opts co = o->conn;
+	struct rc_conn_opts co;
 	struct rc_client *cl;
 	int n = o->nconns > 0 ? o->nconns : 1, rc;
 
 	if (n > 64)
 		return rc_err_set(err, EINVAL, "at most 64 connections");
-	if (o->token && !rc_token_valid(o->token))
+	if ((o->token && !rc_token_valid(o->token)) ||
+	    (o->admin_token && !rc_token_valid(o->admin_token)))
 		return rc_err_set(err, EINVAL,
 				  "a token is 1 to %d printable characters without spaces",
 				  RC_TOKEN_MAX);
 	cl = calloc(1, sizeof(*cl));
 	if (!cl)
 		return rc_err_set(err, ENOMEM, "out of memory");
-	if (o->token) {
-		co.private_data = o->token;
-		co.private_len = (uint8_t)strlen(o->token);
-	}
+	keep_opts(cl, o);
+	co = cl->opts.conn;
+	co.pd = o->conn.pd;
 	for (int i = 0; i < n; i++) {
 		if (i)
 			co.pd = cl->conns[0]->pd; /* one PD: one local MR serves every QP */
-		rc = rc_connect(t->host, t->port, &co, &cl->conns[i], err);
+		rc = client_connect(cl, t, &co, &cl->conns[i], err);
 		if (rc)
 			goto fail;
 		cl->nconns++;
@@ -159,16 +177,6 @@ int rc_client_open(const struct rc_target *t, const struct rc_client_opts *o,
 		goto fail;
 	snprintf(cl->host, sizeof(cl->host), "%s", t->host);
 	snprintf(cl->port, sizeof(cl->port), "%s", t->port);
-	cl->opts = *o;
-	cl->opts.conn.pd = NULL;
-	cl->opts.conn.private_data = NULL;
-	cl->opts.conn.private_len = 0;
-	snprintf(cl->token, sizeof(cl->token), "%s", o->token ? o->token : "");
-	snprintf(cl->bind, sizeof(cl->bind), "%s", o->conn.bind_addr ? o->conn.bind_addr : "");
-	snprintf(cl->dev, sizeof(cl->dev), "%s", o->conn.dev_name ? o->conn.dev_name : "");
-	cl->opts.token = cl->token[0] ? cl->token : NULL;
-	cl->opts.conn.bind_addr = cl->bind[0] ? cl->bind : NULL;
-	cl->opts.conn.dev_name = cl->dev[0] ? cl->dev : NULL;
 	*out = cl;
 	return 0;
 fail:

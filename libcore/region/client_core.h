@@ -6,6 +6,7 @@
 
 #include <rdmactl/client.h>
 #include <rdmactl/conn_core.h>
+#include <rdmactl/ctrl_core.h>
 
 /* The handles rdmactl/client.h declares opaque. */
 struct rc_client {
@@ -24,6 +25,9 @@ struct rc_client {
 	char bind[RC_HOST_MAX];
 	char dev[64];
 	int moves; /* how often it followed its region */
+	char admin[RC_TOKEN_MAX + 1];
+	uint8_t role;        /* enum rc_ctrl_role its connections proved */
+	struct rc_auth auth; /* its first connection's handshake */
 };
 
 struct rc_rails {
@@ -36,5 +40,22 @@ struct rc_rails {
  * connection's own. */
 int rc_client_ctrl(struct rc_client *cl, const void *req, size_t len, void *resp, size_t cap,
 		   int timeout_ms, struct rc_err *err);
+
+/* One connection to a region server through protocol 2's handshake
+ * (ctrl_core.h): connect with a HELLO for role, check the server's proof
+ * of token (NULL: none to check), prove it in turn. *out is then served;
+ * a's nonces are the session's. -EKEYREJECTED when either side's proof
+ * failed, -ECONNREFUSED with the server's reason when it refused the
+ * request (a server without an admin token: "no admin token here"). */
+int rc_region_connect(const char *host, const char *port, const char *token, enum rc_ctrl_role role,
+		      const struct rc_conn_opts *co, struct rc_conn **out, struct rc_auth *a,
+		      struct rc_err *err);
+/* One more connection of cl to t (client_auth.c): the admin role when
+ * cl->opts.admin_token is set and the server holds one, else the data role. */
+int client_connect(struct rc_client *cl, const struct rc_target *t, const struct rc_conn_opts *co,
+		   struct rc_conn **out, struct rc_err *err);
+/* The token cl's connections proved (NULL: none) and their first one's
+ * handshake, for a secret of the session (rc_auth_session). */
+const char *rc_client_session(const struct rc_client *cl, const struct rc_auth **a);
 
 #endif

@@ -5,6 +5,7 @@
 #define RDMACTL_CTRL_CORE_H
 
 #include <rdmactl/ctrl.h>
+#include <rdmactl/auth_core.h>
 
 #define RC_CTRL_MAGIC 0x434d4452u /* "RDMC" */
 #define RC_CTRL_VERSION 1
@@ -18,6 +19,8 @@ enum rc_ctrl_type {
 	RC_CTRL_MIG_RESP = 5,  /* the answer to either, or to a MIG_CMD (struct rc_mig_resp) */
 	RC_CTRL_MIG_CMD = 6, /* live migration: a step, or a client's notice (struct rc_mig_cmd) */
 	RC_CTRL_DIRTY_LIST = 7, /* the answer to RC_MIG_TAKE (struct rc_hash_req layout) */
+	RC_CTRL_AUTH = 8,       /* protocol 2: the client's proof, its first message */
+	RC_CTRL_AUTH_RESP = 9,  /* the answer: i32 status, 0 when the connection is served */
 };
 
 struct rc_ctrl_hdr {
@@ -105,6 +108,62 @@ struct rc_mig_cmd {
 	uint64_t len;
 	char arg[RC_MIG_MSG_LEN];
 };
+
+/*
+ * Protocol 2's handshake (rdmactl-register(8), SECURITY; base/auth_core.h).
+ * The connect request carries a HELLO: the protocol, the role asked (data,
+ * or admin for migration) and the client's fresh nonce, never a token;
+ * protocol 1 sent the token itself and is refused by name. The accept
+ * carries a CHALLENGE: the server's fresh nonce and its proof of the
+ * role's token; the client checks it before it sends anything. Its first
+ * message is AUTH (its own proof); the server answers AUTH_RESP and
+ * handles nothing of that connection before. Both proofs bind the plane
+ * ("region" or "admin") and the port the server listens on.
+ */
+#define RC_CTRL_PROTO 2            /* the connect request's protocol */
+#define RC_HELLO_MAGIC 0x51434ad7u /* first byte 0xd7: never a printable token */
+#define RC_HELLO_LEN 24
+#define RC_CHALLENGE_LEN 40
+#define RC_HELLO_TOKEN 1u      /* hello flags: the client holds a token for its role */
+#define RC_CHALLENGE_PROVES 1u /* challenge flags: the server proved a token */
+
+enum rc_ctrl_role {
+	RC_ROLE_DATA = 1,  /* reads, writes, atomics, LIST */
+	RC_ROLE_ADMIN = 2, /* migration steps too: proves the admin token */
+};
+
+struct rc_ctrl_hello {
+	uint16_t version;
+	uint8_t role;
+	uint8_t flags;
+	unsigned char cn[RC_AUTH_NONCE];
+};
+
+struct rc_ctrl_challenge {
+	uint8_t flags;
+	unsigned char sn[RC_AUTH_NONCE];
+	unsigned char proof[RC_AUTH_MAC];
+};
+
+/* Encoders return the length or -ENOSPC. decode_hello: 0; -EPROTO for a
+ * hello of another protocol (h->version says which); -EBADMSG for what is
+ * no hello at all (protocol 1's raw token, or bytes). */
+int rc_ctrl_encode_hello(void *buf, size_t cap, const struct rc_ctrl_hello *h);
+int rc_ctrl_decode_hello(const void *buf, size_t len, struct rc_ctrl_hello *h);
+int rc_ctrl_encode_challenge(void *buf, size_t cap, const struct rc_ctrl_challenge *c);
+int rc_ctrl_decode_challenge(const void *buf, size_t len, struct rc_ctrl_challenge *c);
+/* AUTH: the client's proof; AUTH_RESP: 0 (the connection is served). */
+int rc_ctrl_encode_auth(void *buf, size_t cap, uint32_t seq, const unsigned char proof[RC_AUTH_MAC]);
+int rc_ctrl_decode_auth(const void *buf, size_t len, unsigned char proof[RC_AUTH_MAC]);
+int rc_ctrl_encode_auth_resp(void *buf, size_t cap, uint32_t seq, int32_t status);
+int rc_ctrl_decode_auth_resp(const void *buf, size_t len, int32_t *status);
+/* a's plane (the role's) and context (the server's listening port), its
+ * nonces cleared. */
+void rc_ctrl_auth_init(struct rc_auth *a, enum rc_ctrl_role role, uint16_t port);
+/* The token of a PULL request, masked (or unmasked: the same call) in the
+ * encoded message msg with a pad derived from the connection's session
+ * under token; nothing to do without a token. -EBADMSG: no PULL. */
+int rc_ctrl_seal_pull(void *msg, size_t len, const char *token, const struct rc_auth *a);
 
 int rc_ctrl_encode_hdr(void *buf, size_t cap, uint16_t type, uint32_t len, uint32_t seq);
 int rc_ctrl_decode_hdr(const void *buf, size_t len, struct rc_ctrl_hdr *h);

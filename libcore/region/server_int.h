@@ -8,6 +8,7 @@
 
 #include <rdmactl/server.h>
 #include <rdmactl/msgch_core.h>
+#include <rdmactl/ctrl_core.h>
 
 #include "srv_mig.h"
 
@@ -18,6 +19,10 @@
  * peer past it is dropped, so that no one peer holds the shared buffers. */
 #define SRV_HOLD_MAX 128
 #define SRV_MAX_CONNS 1024
+/* Connections accepted and not yet proved (srv_auth.c): at most so many,
+ * each for at most so long. */
+#define SRV_AUTH_PENDING 16
+#define SRV_AUTH_MS 3000
 
 enum srv_slot_state {
 	SLOT_POSTED,  /* in the shared receive queue */
@@ -61,6 +66,12 @@ struct srv_conn {
 	char doom_why[512];     /* the size of struct rc_err's message */
 	int back[SRV_HOLD_MAX]; /* its QUEUED slots, the oldest at bhead */
 	int bhead, nback;
+	/* protocol 2's handshake (srv_auth.c): served once it proved its token */
+	bool authed;
+	uint8_t role;        /* enum rc_ctrl_role it asked for */
+	int access;          /* the QP's remote access, withheld until then (-1: not) */
+	double auth_by;      /* dropped if it has not proved it by then */
+	struct rc_auth auth; /* its nonces, plane and context */
 };
 
 struct rc_server {
@@ -109,5 +120,18 @@ struct srv_mig_host srv_mig_host_of(struct rc_server *s);
  * the reason, which counts it as dropped, or NULL). */
 void srv_drop_conn(struct rc_server *s, struct srv_conn *sc, bool peer_gone, bool tell,
 		   const char *why);
+
+/* Protocol 2's handshake (srv_auth.c). A connect request's HELLO, checked
+ * into sc (its role, nonces, deadline) with the CHALLENGE for the accept in
+ * chal (*chal_len bytes): 0, or -1 with the reason to refuse it in why. */
+int srv_auth_admit(struct rc_server *s, const struct rc_cm_event *ev, struct srv_conn *sc,
+		   unsigned char *chal, size_t *chal_len, char *why, size_t cap);
+/* sc accepted: its remote access withheld until it proves its token. */
+void srv_auth_accepted(struct rc_server *s, struct srv_conn *sc);
+/* The first message of sc, not yet served, in slot i: its AUTH, checked
+ * and answered (0), or -1 with why it goes now. */
+int srv_auth_first(struct rc_server *s, struct srv_conn *sc, int i, char *why, size_t cap);
+/* Whether sc's deadline to prove its token passed (at now). */
+bool srv_auth_late(const struct srv_conn *sc, double now);
 
 #endif

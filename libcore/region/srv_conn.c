@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The region server's connections: admitted by their token (the admin token
- * allows the migration steps), their control channel (LIST, the migration
+ * The region server's connections: admitted by protocol 2's handshake
+ * (srv_auth.c; the admin token allows the migration steps), their control channel (LIST, the migration
  * requests, immediates), a keepalive probe for each, and their end.
  */
 #include <errno.h>
@@ -65,6 +65,7 @@ struct srv_mig_host srv_mig_host_of(struct rc_server *s)
 				      .pd = s->l->pd,
 				      .bind_addr = s->l->addr,
 				      .dev_name = s->l->dev_name,
+				      .admin_token = s->admin[0] ? s->admin : NULL,
 				      .drain_all = drain_all,
 				      .reply = mig_reply,
 				      .written = written,
@@ -101,38 +102,6 @@ void srv_drop_conn(struct rc_server *s, struct srv_conn *sc, bool peer_gone, boo
 		emit(s, RC_EV_DISCONNECTED, peer, why);
 }
 
-/* Whether the connect request carries the admin token (compared in full,
- * in constant time, as the token). */
-static bool admin_ok(const struct rc_server *s, const struct rdma_conn_param *p)
-{
-	const unsigned char *pd = p->private_data;
-	size_t len = pd ? p->private_data_len : 0;
-
-	return s->admin[0] && len && pd[0] && rc_token_equal(s->admin, pd, len);
-}
-
-static bool token_ok(const struct rc_server *s, const struct rdma_conn_param *p, const char **why)
-{
-	const unsigned char *pd = p->private_data;
-	size_t len = pd ? p->private_data_len : 0;
-
-	if (admin_ok(s, p))
-		return true;
-	if (!s->token[0])
-		return true;
-	if (len == 0 || pd[0] == 0) {
-		*why = "rdmactl: a token is required";
-		return false;
-	}
-	/* The CM pads private data with zeros up to its fixed size; the
-	 * comparison takes the same time wherever the tokens differ. */
-	if (!rc_token_equal(s->token, pd, len)) {
-		*why = "rdmactl: invalid token";
-		return false;
-	}
-	return true;
-}
-
 /* Its QP exists, in the shared CQ's table: a completion of it finds sc. */
 static int adopt_conn(struct rc_conn *c, void *arg)
 {
@@ -143,35 +112,39 @@ static int adopt_conn(struct rc_conn *c, void *arg)
 	return 0;
 }
 
+static void refuse(struct rc_server *s, struct rc_cm_event *ev, const char *why)
+{
+	rc_cm_refuse(ev, why);
+	SRV_COUNT(s, rejected, 1);
+	emit(s, RC_EV_REJECTED, ev->peer, why + strlen("rdmactl: "));
+}
+
 static void on_connect_request(struct rc_server *s, struct rc_cm_event *ev)
 {
 	struct rc_conn_opts co = { .sq_depth = SRV_CREDITS + 1, /* the replies and a probe */
 				   .shared = s->sh,
 				   .timeout_ms = 5000 };
+	unsigned char chal[RC_CHALLENGE_LEN];
 	struct srv_conn *sc;
-	const char *why = NULL;
+	char why[160];
+	size_t clen;
 	struct rc_err e;
 
 	if (ev->other_device)
-		why = "rdmactl: request arrived on another device";
-	else if (s->nconns >= s->max_conns)
-		why = "rdmactl: too many connections";
-	else
-		token_ok(s, &ev->param, &why);
-	if (why) {
-		rc_cm_refuse(ev, why);
-		SRV_COUNT(s, rejected, 1);
-		emit(s, RC_EV_REJECTED, ev->peer, why + strlen("rdmactl: "));
-		return;
-	}
+		return refuse(s, ev, "rdmactl: request arrived on another device");
+	if (s->nconns >= s->max_conns)
+		return refuse(s, ev, "rdmactl: too many connections");
 	sc = calloc(1, sizeof(*sc));
-	if (!sc) {
-		rc_cm_refuse(ev, "rdmactl: out of memory");
-		SRV_COUNT(s, rejected, 1);
-		return;
+	if (!sc)
+		return refuse(s, ev, "rdmactl: out of memory");
+	if (srv_auth_admit(s, ev, sc, chal, &clen, why, sizeof(why))) {
+		free(sc);
+		return refuse(s, ev, why);
 	}
 	co.on_qp = adopt_conn;
 	co.on_qp_arg = sc;
+	co.private_data = clen ? chal : NULL;
+	co.private_len = (uint8_t)clen;
 	if (rc_cm_accept(s->l, ev, &co, &sc->c, &e)) {
 		free(sc);
 		rc_cm_refuse(ev, "rdmactl: accept failed");
@@ -179,9 +152,20 @@ static void on_connect_request(struct rc_server *s, struct rc_cm_event *ev)
 		emit(s, RC_EV_REJECTED, ev->peer, e.msg);
 		return;
 	}
-	sc->admin = s->admin[0] ? admin_ok(s, &ev->param) : s->o.allow_unauth_migration;
+	srv_auth_accepted(s, sc);
 	s->conns[s->nconns++] = sc;
 	__atomic_store_n(&s->st.conns, s->nconns, __ATOMIC_RELAXED);
+}
+
+/* sc goes before it proved its token: refused, not disconnected. */
+static void drop_unproved(struct rc_server *s, struct srv_conn *sc, bool peer_gone, const char *why)
+{
+	char peer[sizeof(sc->c->peer)];
+
+	snprintf(peer, sizeof(peer), "%s", sc->c->peer);
+	srv_drop_conn(s, sc, peer_gone, false, NULL);
+	SRV_COUNT(s, rejected, 1);
+	emit(s, RC_EV_REJECTED, peer, why);
 }
 
 int srv_handle_cm(struct rc_server *s, struct rc_err *err)
@@ -198,11 +182,14 @@ int srv_handle_cm(struct rc_server *s, struct rc_err *err)
 		case RC_CM_ESTABLISHED:
 			if (ev.conn) {
 				SRV_COUNT(s, accepted, 1);
-				emit(s, RC_EV_CONNECTED, ev.conn->peer, NULL);
+				if (sc && sc->authed)
+					emit(s, RC_EV_CONNECTED, ev.conn->peer, NULL);
 			}
 			break;
 		case RC_CM_GONE:
-			if (sc)
+			if (sc && !sc->authed)
+				drop_unproved(s, sc, true, "it left before it proved its token");
+			else if (sc)
 				srv_drop_conn(s, sc, true, ev.was_established, NULL);
 			break;
 		case RC_CM_DEVICE_GONE:
@@ -263,6 +250,9 @@ static void handle_request(struct rc_server *s, struct srv_conn *sc, int i)
 	} else {
 		struct srv_mig_host mh = srv_mig_host_of(s);
 
+		/* A PULL's token comes masked under this connection's session. */
+		rc_ctrl_seal_pull(in, sl->len, sc->role == RC_ROLE_ADMIN ? s->admin : s->token,
+				  &sc->auth);
 		len = srv_mig_handle(&s->mig, &mh, sc, sc->admin, i, in, sl->len, out,
 				     RC_CTRL_MSG_MAX);
 	}
@@ -314,6 +304,17 @@ static void on_recv(struct rc_server *s, struct srv_conn *sc, const struct ibv_w
 		}
 		return;
 	}
+	sl->len = wc->byte_len;
+	sl->has_imm = wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM;
+	if (!sc->authed) { /* its first message: AUTH, or it goes */
+		if (srv_auth_first(s, sc, i, why, sizeof(why))) {
+			srv_slot_post(s, i);
+			drop_unproved(s, sc, false, why);
+		} else {
+			emit(s, RC_EV_CONNECTED, sc->c->peer, NULL);
+		}
+		return;
+	}
 	if (sc->inflight + sc->nback >= SRV_HOLD_MAX) {
 		srv_slot_post(s, i);
 		snprintf(why, sizeof(why),
@@ -324,8 +325,6 @@ static void on_recv(struct rc_server *s, struct srv_conn *sc, const struct ibv_w
 	}
 	sl->owner = sc;
 	sl->state = SLOT_QUEUED;
-	sl->len = wc->byte_len;
-	sl->has_imm = wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM;
 	sl->imm = sl->has_imm ? be32toh(wc->imm_data) : 0;
 	sc->back[(sc->bhead + sc->nback++) % SRV_HOLD_MAX] = i;
 	pump(s, sc);
@@ -393,6 +392,10 @@ void srv_keepalive(struct rc_server *s)
 
 	char why[160];
 
+	snprintf(why, sizeof(why), "it did not prove its token within %d ms", SRV_AUTH_MS);
+	for (int i = s->nconns - 1; i >= 0; i--)
+		if (srv_auth_late(s->conns[i], now))
+			drop_unproved(s, s->conns[i], false, why);
 	if (s->o.keepalive_ms < 0)
 		return;
 	for (int i = s->nconns - 1; i >= 0; i--) { /* a drop moves the last one here */

@@ -60,6 +60,7 @@ static struct srv_mig *mig_new(const struct srv_mig_host *h)
 	st->pd = h->pd;
 	st->bind_addr = any ? NULL : h->bind_addr;
 	st->dev_name = h->dev_name;
+	st->admin_token = h->admin_token;
 	st->pull_region = st->hash_region = -1;
 	pthread_mutex_init(&st->mu, NULL);
 	pthread_cond_init(&st->cv, NULL);

@@ -21,6 +21,7 @@ struct srv_mig_host {
 	struct ibv_pd *pd;     /* the listener's: the regions are registered on it */
 	const char *bind_addr; /* connect to the source from here (NULL: any) */
 	const char *dev_name;
+	const char *admin_token; /* its own: a pull proves it to the source (NULL: none) */
 	/* A write announced done (a notice, RC_MIG_DONE), counted here. */
 	void (*written)(void *arg, uint64_t len);
 	/* Reap the completions of every connection but skip, now (the notices

@@ -99,6 +99,7 @@ struct srv_mig {
 	/* The worker */
 	struct ibv_pd *pd;
 	const char *bind_addr, *dev_name;
+	const char *admin_token; /* the server's own, for the pull (NULL: none) */
 	pthread_t th;
 	bool th_up, quit;
 	struct job *todo, *done;

@@ -68,6 +68,7 @@ static int pull_run(struct srv_mig *st, struct job *j, struct rc_err *err)
 		o.conn.pd = st->pd;
 		o.conn.bind_addr = st->bind_addr;
 		o.conn.dev_name = st->dev_name;
+		o.admin_token = st->admin_token; /* proved to the source first */
 		o.conn.timeout_ms = PULL_TIMEOUT_MS;
 		o.conn.sq_depth = 32;
 		rc = rc_client_open(&j->src, &o, &st->src, err);

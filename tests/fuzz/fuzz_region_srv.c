@@ -12,9 +12,12 @@
  *
  * The input is a script of one-byte opcodes with their operands:
  *   connect KIND, message CONN ..., error CONN, gone CONN, step.
- * A message is a migration step (TRACK ... WHERE, INTENT, DONE) on one of
- * the regions with the move id the last TRACK answered (or a wrong one), a
- * PULL, a HASH, a LIST, or raw bytes.
+ * A connect request is protocol 2's HELLO (data or admin, with or without
+ * a token, another version) or protocol 1's (none, the raw token). A message
+ * is AUTH (the proof over the nonces the accept's challenge carried, right
+ * or one bit wrong), a migration step (TRACK ... WHERE, INTENT, DONE) on one
+ * of the regions with the move id the last TRACK answered (or a wrong one),
+ * a PULL, a HASH, a LIST, or raw bytes.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -46,12 +49,16 @@
 #define SRQ_MAX 1024
 #define WCS 512
 #define TOKEN "data-tok"
+#define AUTO_AT 200 /* where a request's event keeps its auto_auth, past its private data */
 #define ADMIN "admin-tok"
 
 /* A connection: its QP number names its completions. */
 struct fconn {
 	struct rc_conn c;
 	uint32_t qpn;
+	struct rc_auth auth; /* its hello's and the accept's nonces */
+	uint8_t role;
+	uint8_t auto_auth; /* its AUTH goes at the next step: 1 right, 2 one bit off */
 };
 
 static struct {
@@ -82,6 +89,26 @@ double rc_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* srv_auth.c withholds a QP's remote access until it proved its token:
+ * the harness's connections have no QP to change. */
+int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+		 struct ibv_qp_init_attr *init)
+{
+	(void)qp;
+	(void)attr;
+	(void)mask;
+	(void)init;
+	return EINVAL;
+}
+
+int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
+{
+	(void)qp;
+	(void)attr;
+	(void)mask;
+	return EINVAL;
 }
 
 int rc_access_ibv(enum rc_access a)
@@ -239,6 +266,19 @@ int rc_cm_accept(struct rc_listener *l, struct rc_cm_event *ev, const struct rc_
 	f->c.shared = o->shared;
 	f->c.cch = o->shared->cch;
 	f->qpn = ++H.qpn; /* never one again: a stale completion maps to nothing */
+	{
+		struct rc_ctrl_hello h;
+		struct rc_ctrl_challenge ch;
+
+		if (!rc_ctrl_decode_hello(ev->param.private_data, ev->param.private_data_len, &h)) {
+			f->role = h.role;
+			rc_ctrl_auth_init(&f->auth, (enum rc_ctrl_role)h.role, l->port);
+			memcpy(f->auth.cn, h.cn, RC_AUTH_NONCE);
+		}
+		if (!rc_ctrl_decode_challenge(o->private_data, o->private_len, &ch))
+			memcpy(f->auth.sn, ch.sn, RC_AUTH_NONCE);
+		f->auto_auth = ev->private_data[AUTO_AT];
+	}
 	f->c.established = true;
 	snprintf(f->c.peer, sizeof(f->c.peer), "%s", ev->peer);
 	rc = o->on_qp ? o->on_qp(&f->c, o->on_qp_arg) : 0;
@@ -494,11 +534,14 @@ static struct fconn *conn_at(uint8_t k)
 	return NULL;
 }
 
+/* KIND: no private data (0), a HELLO that proves its token at the next
+ * step (1: data, 2: admin, 3: admin with a proof one bit off), a HELLO
+ * without a token (4), of another version (5), protocol 1's raw token (6),
+ * a HELLO whose AUTH is the input's to send (7: data, admin with bit 3). */
 static void connect_req(uint8_t kind)
 {
-	static const char *toks[] = { "", TOKEN, ADMIN, ADMIN "X", "admin-to" };
+	struct rc_ctrl_hello h = { .version = RC_CTRL_PROTO, .role = RC_ROLE_DATA };
 	struct rc_cm_event *ev;
-	const char *t = toks[kind % 5];
 
 	if (H.nev == 16)
 		return;
@@ -506,9 +549,45 @@ static void connect_req(uint8_t kind)
 	memset(ev, 0, sizeof(*ev));
 	ev->kind = RC_CM_REQUEST;
 	snprintf(ev->peer, sizeof(ev->peer), "198.18.0.%d:1", H.nev);
-	memcpy(ev->private_data, t, strlen(t));
-	ev->param.private_data = t[0] ? ev->private_data : NULL;
-	ev->param.private_data_len = t[0] ? 56 : 0;
+	ev->param.private_data = ev->private_data;
+	ev->param.private_data_len = 56;
+	switch (kind % 8) {
+	case 0:
+		ev->param.private_data = NULL;
+		return;
+	case 6:
+		memcpy(ev->private_data, TOKEN, strlen(TOKEN));
+		return;
+	case 1:
+	case 2:
+	case 3:
+		ev->private_data[AUTO_AT] = kind % 8 == 3 ? 2 : 1;
+		break;
+	case 5:
+		h.version = (uint16_t)(RC_CTRL_PROTO + 1 + (kind >> 4));
+		break;
+	default:
+		break;
+	}
+	if (kind % 8 == 2 || kind % 8 == 3 || (kind % 8 == 7 && (kind & 8)))
+		h.role = RC_ROLE_ADMIN;
+	h.flags = kind % 8 == 4 ? 0 : RC_HELLO_TOKEN;
+	memset(h.cn, kind, sizeof(h.cn));
+	rc_ctrl_encode_hello(ev->private_data, sizeof(ev->private_data), &h);
+}
+
+/* A message of f lands in shared receive slot (slot % what is posted). */
+static void push_msg(struct fconn *f, const void *msg, int len, uint8_t slot)
+{
+	slot %= H.nsrq;
+	if ((uint32_t)len > H.srq[slot].len)
+		len = (int)H.srq[slot].len;
+	memcpy(H.srq[slot].buf, msg, (size_t)len);
+	push_wc(f, &(struct ibv_wc){ .wr_id = H.srq[slot].wr_id,
+				     .status = IBV_WC_SUCCESS,
+				     .opcode = IBV_WC_RECV,
+				     .byte_len = (uint32_t)len });
+	H.srq[slot] = H.srq[--H.nsrq];
 }
 
 static void deliver(struct fconn *f, struct in *in)
@@ -520,7 +599,16 @@ static void deliver(struct fconn *f, struct in *in)
 
 	if (!H.nsrq)
 		return;
-	switch (what % 6) {
+	switch (what % 7) {
+	case 4: { /* AUTH: the proof the role's token makes, or one bit off */
+		unsigned char proof[RC_AUTH_MAC];
+
+		rc_auth_mac(f->role == RC_ROLE_ADMIN ? ADMIN : TOKEN, &f->auth, RC_AUTH_CLIENT,
+			    proof);
+		proof[0] ^= (unsigned char)((what >> 6) & 1);
+		len = rc_ctrl_encode_auth(msg, sizeof(msg), 5, proof);
+		break;
+	}
 	case 0: {
 		struct rc_mig_cmd c = { .step = 1 + byte(in) % 10 };
 		uint8_t mv = byte(in);
@@ -542,7 +630,7 @@ static void deliver(struct fconn *f, struct in *in)
 			ext[i] = (struct rc_extent){ .src = byte(in) * 4096ull,
 						     .dst = byte(in) * 4096ull,
 						     .len = byte(in) * 4096ull };
-		if (what % 6 == 1) {
+		if (what % 7 == 1) {
 			struct rc_pull_req r = { .n = n, .ext = ext, .flags = fl & 15, .rkey = 7 };
 
 			snprintf(r.host, sizeof(r.host), "%s", fl & 16 ? "x" : "198.18.0.2");
@@ -576,17 +664,26 @@ static void deliver(struct fconn *f, struct in *in)
 		break;
 	}
 	}
-	if (len < 0)
-		return;
-	slot %= H.nsrq;
-	if ((uint32_t)len > H.srq[slot].len)
-		len = (int)H.srq[slot].len;
-	memcpy(H.srq[slot].buf, msg, (size_t)len);
-	push_wc(f, &(struct ibv_wc){ .wr_id = H.srq[slot].wr_id,
-				     .status = IBV_WC_SUCCESS,
-				     .opcode = IBV_WC_RECV,
-				     .byte_len = (uint32_t)len });
-	H.srq[slot] = H.srq[--H.nsrq];
+	if (len >= 0)
+		push_msg(f, msg, len, slot);
+}
+
+/* Each connection's AUTH its request asked for, now. */
+static void auto_auth(void)
+{
+	unsigned char msg[RC_CTRL_HDR_LEN + RC_AUTH_MAC], proof[RC_AUTH_MAC];
+
+	for (int i = 0; i < H.nconns; i++) {
+		struct fconn *f = H.conns[i];
+
+		if (!f || !f->auto_auth || !H.nsrq)
+			continue;
+		rc_auth_mac(f->role == RC_ROLE_ADMIN ? ADMIN : TOKEN, &f->auth, RC_AUTH_CLIENT,
+			    proof);
+		proof[0] ^= (unsigned char)(f->auto_auth == 2);
+		f->auto_auth = 0;
+		push_msg(f, msg, rc_ctrl_encode_auth(msg, sizeof(msg), 5, proof), 0);
+	}
 }
 
 static void gone(struct fconn *f)
@@ -661,6 +758,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		default:
 			if (rc_server_step(s, 0, &e))
 				abort(); /* only a device removed ends a step so */
+			auto_auth();
 			break;
 		}
 	}

@@ -282,10 +282,11 @@ setup() {
 		"$(jq -r .rkey <<<"$d")" 0 16
 	assert_failure 1
 	assert_output --partial "rdma_connect: Connection refused"
-	# Raw bytes that extend the token, and a prefix of it, are turned away too.
+	# Raw bytes that extend the token, and a prefix of it, are turned away too
+	# (protocol 1's request: the raw bytes, refused by name whatever they are).
 	local t
 	for t in tokX to; do
-		run timeout 30 "$FOREIGN_CLIENT" write "$ADDR" "$PORT" "$(jq -r .addr <<<"$d")" \
+		FOREIGN_CLIENT_RAW=1 run timeout 30 "$FOREIGN_CLIENT" write "$ADDR" "$PORT" "$(jq -r .addr <<<"$d")" \
 			"$(jq -r .rkey <<<"$d")" 0 16 "$t"
 		assert_failure 1
 		assert_output --partial "rdma_connect: Connection refused"

@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * A foreign client: plain librdmacm and libibverbs, nothing of rdmactl.
- * It proves the wire contract of `rdmactl register`: connect with rdma_cm
- * (RC, RDMA_PS_TCP, initiator depth and responder resources of 1), the
- * token as private data, then RDMA WRITE (or READ) with addr and rkey from
- * the JSON descriptor.
+ * A foreign client: plain librdmacm and libibverbs for the connection and
+ * the data, rdmactl's encoders and proofs (ctrl_core.h, auth_core.h) only
+ * for the handshake's bytes. It proves the wire contract of `rdmactl
+ * register`: connect with rdma_cm (RC, RDMA_PS_TCP, initiator depth and
+ * responder resources of 1); with a token, protocol 2's handshake (a HELLO
+ * in the connect request, the server's proof in its accept checked, AUTH
+ * sent and answered; no private data without one); then RDMA WRITE (or
+ * READ) with addr and rkey from the JSON descriptor. FOREIGN_CLIENT_RAW=1
+ * sends TOKEN itself as the private data instead, as protocol 1 did;
+ * FOREIGN_CLIENT_SILENT=1 checks the server's proof, then sends nothing and
+ * moves nothing (a peer that never proves its token).
  *
  *   foreign_client write|read HOST PORT ADDR RKEY OFFSET LENGTH [TOKEN]
  *
@@ -29,6 +35,8 @@
 
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
+
+#include <rdmactl/ctrl_core.h>
 
 #define MAX_CONNS 1100
 
@@ -108,6 +116,49 @@ static int readback(const struct job *j, struct peer *p, int k)
 	return rc;
 }
 
+/* Protocol 2, once connected: the server's proof in the accept checked,
+ * then AUTH, and its answer awaited. */
+static int handshake(const struct job *j, struct peer *p, struct rc_auth *a)
+{
+	struct rdma_cm_event *ev = p->id->event; /* ESTABLISHED, kept by rdma_connect */
+	struct rc_ctrl_challenge ch;
+	unsigned char msg[2][64];
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	int32_t status = -1;
+	int rc = 1;
+
+	if (!ev || rc_ctrl_decode_challenge(ev->param.conn.private_data,
+					    ev->param.conn.private_data_len, &ch)) {
+		fprintf(stderr, "foreign_client: the accept carries no challenge\n");
+		return 1;
+	}
+	memcpy(a->sn, ch.sn, RC_AUTH_NONCE);
+	if (!rc_auth_check(j->token, a, RC_AUTH_SERVER, ch.proof)) {
+		fprintf(stderr, "foreign_client: the server did not prove the token\n");
+		return 1;
+	}
+	if (getenv("FOREIGN_CLIENT_SILENT") && !strcmp(getenv("FOREIGN_CLIENT_SILENT"), "1"))
+		return -1;
+	mr = rdma_reg_msgs(p->id, msg, sizeof(msg));
+	if (!mr)
+		return die("rdma_reg_msgs");
+	rc_ctrl_encode_auth(msg[0], sizeof(msg[0]), 1, (unsigned char[RC_AUTH_MAC]){ 0 });
+	rc_auth_mac(j->token, a, RC_AUTH_CLIENT, msg[0] + RC_CTRL_HDR_LEN);
+	if (rdma_post_recv(p->id, NULL, msg[1], sizeof(msg[1]), mr) ||
+	    rdma_post_send(p->id, NULL, msg[0], RC_CTRL_HDR_LEN + RC_AUTH_MAC, mr,
+			   IBV_SEND_SIGNALED))
+		rc = die("rdma_post (AUTH)");
+	else if (rdma_get_send_comp(p->id, &wc) <= 0 || wc.status != IBV_WC_SUCCESS ||
+		 rdma_get_recv_comp(p->id, &wc) <= 0 || wc.status != IBV_WC_SUCCESS ||
+		 rc_ctrl_decode_auth_resp(msg[1], wc.byte_len, &status) || status)
+		fprintf(stderr, "foreign_client: the server refused our proof\n");
+	else
+		rc = 0;
+	rdma_dereg_mr(mr);
+	return rc;
+}
+
 /* Connect and move the bytes; on failure p holds what to release. */
 static int one(const struct job *j, struct peer *p, int k)
 {
@@ -120,12 +171,24 @@ static int one(const struct job *j, struct peer *p, int k)
 				      .responder_resources = 1,
 				      .retry_count = 7,
 				      .rnr_retry_count = 7 };
+	struct rc_ctrl_hello h = { .version = RC_CTRL_PROTO, .role = RC_ROLE_DATA };
+	unsigned char hello[RC_HELLO_LEN];
+	bool raw = getenv("FOREIGN_CLIENT_RAW") && !strcmp(getenv("FOREIGN_CLIENT_RAW"), "1");
+	struct rc_auth a;
 	struct ibv_wc wc;
 	int rc;
 
-	if (j->token) {
+	if (j->token && raw) {
 		cp.private_data = j->token;
 		cp.private_data_len = (uint8_t)strlen(j->token);
+	} else if (j->token) {
+		rc_ctrl_auth_init(&a, RC_ROLE_DATA, (uint16_t)atoi(j->port));
+		if (rc_auth_nonce(a.cn))
+			return die("rc_auth_nonce");
+		memcpy(h.cn, a.cn, RC_AUTH_NONCE);
+		h.flags = RC_HELLO_TOKEN;
+		cp.private_data = hello;
+		cp.private_data_len = (uint8_t)rc_ctrl_encode_hello(hello, sizeof(hello), &h);
 	}
 	if (getenv("FOREIGN_CLIENT_BIND")) {
 		hints.ai_flags = RAI_PASSIVE;
@@ -149,6 +212,8 @@ static int one(const struct job *j, struct peer *p, int k)
 	if (rdma_connect(p->id, &cp))
 		return die("rdma_connect");
 	p->connected = true;
+	if (j->token && !raw && (rc = handshake(j, p, &a)))
+		return rc < 0 ? 0 : 1; /* silent: connected, nothing more */
 	p->buf = calloc(1, j->len);
 	if (!p->buf)
 		return die("calloc");

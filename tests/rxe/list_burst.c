@@ -25,6 +25,7 @@
 #include <rdmactl/conn_core.h>
 #include <rdmactl/ops_core.h>
 #include <rdmactl/ctrl_core.h>
+#include <rdmactl/client_core.h>
 
 #define MAX_COUNT 256
 /* Receives posted ahead: fewer than the requests, so that most replies meet
@@ -151,6 +152,7 @@ int main(int argc, char **argv)
 	struct ibv_mr *mr = NULL;
 	struct bufs *b = NULL;
 	int count, rounds, total = 0, rc = 1;
+	struct rc_auth a;
 	struct rc_err e;
 
 	if (argc < 5 || argc > 6)
@@ -159,13 +161,11 @@ int main(int argc, char **argv)
 	rounds = atoi(argv[4]);
 	if (count < 1 || count > MAX_COUNT || rounds < 1)
 		goto usage;
-	if (argc == 6) {
-		o.private_data = argv[5];
-		o.private_len = (uint8_t)strnlen(argv[5], RC_TOKEN_MAX);
-	}
 	o.sq_depth = count;
 	o.rq_depth = count;
-	if (rc_connect(argv[1], argv[2], &o, &c, &e)) {
+	/* Protocol 2's handshake first: the server answers nothing before. */
+	if (rc_region_connect(argv[1], argv[2], argc == 6 ? argv[5] : NULL, RC_ROLE_DATA, &o, &c,
+			      &a, &e)) {
 		printf("%s\n", e.msg);
 		return 1;
 	}

@@ -6,7 +6,7 @@
  *   mig_ctl HOST:PORT/REGION TOKEN STEP [ARG]
  *   mig_ctl HOST:PORT/REGION TOKEN - <SCRIPT
  *
- * TOKEN: what goes in the connect request ("-": none). STEP: track, take,
+ * TOKEN: the token proved, admin or data ("-": none). STEP: track, take,
  * fence, unfence, cutover (ARG: the new home), drop, where, hash (ARG:
  * how many times the whole region, in one request, default 1), or blocks
  * (ARG: OFFSET, the digest of the 64 KiB block there, RC_HASH_BLOCKS, of
@@ -201,10 +201,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: mig_ctl HOST:PORT/REGION TOKEN STEP [ARG]\n");
 		return 2;
 	}
+	/* TOKEN may be the admin token or the data one: the admin role first
+	 * (a server without an admin token takes it as data), then the data role. */
 	if (strcmp(argv[2], "-"))
-		o.token = argv[2];
+		o.token = o.admin_token = argv[2];
 	o.conn.timeout_ms = 60000;
-	if (rc_client_open(&t, &o, &cl, &e)) {
+	rc = rc_client_open(&t, &o, &cl, &e);
+	if (rc && o.admin_token) {
+		o.admin_token = NULL;
+		rc = rc_client_open(&t, &o, &cl, &e);
+	}
+	if (rc) {
 		printf("connect failed: %s\n", e.msg);
 		return 1;
 	}

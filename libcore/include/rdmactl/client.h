@@ -19,6 +19,10 @@ struct rc_rails;
 struct rc_client_opts {
 	struct rc_conn_opts conn;
 	const char *token;
+	/* Migration's: connect in the admin role, proving this token (the
+	 * server proves it first); a server that holds no admin token is then
+	 * connected in the data role, with token. NULL: the data role. */
+	const char *admin_token;
 	int nconns; /* QPs to open (default 1) */
 	/* A test's hook: called after a write or atomic completed, before its
 	 * DONE notice goes (NULL: none). */

@@ -88,6 +88,9 @@ struct rc_etcd_region {
 	char access[8];
 	int nrails; /* 0: one rail (host, port); else 2 to RC_RAILS_MAX */
 	struct rc_etcd_rail rails[RC_RAILS_MAX];
+	/* "mac": HMAC-SHA256 under the data token of the key, its lease and the
+	 * record without it, in hex ("": none; rdmactl-register(8), SECURITY) */
+	char mac[65];
 };
 
 /* A namespace is 1 to 63 of letters, digits, '-', '_' and '.'. */
@@ -98,5 +101,17 @@ RC_EXPORT void rc_etcd_server_key(const char *ns, const char *host, const char *
 RC_EXPORT int rc_etcd_region_format(const struct rc_etcd_region *r, char *buf, size_t len);
 /* -EINVAL when value is not such a JSON object. */
 RC_EXPORT int rc_etcd_region_parse(const char *value, struct rc_etcd_region *r);
+/* r->mac for the record at key, attached to lease (NULL, "" or "0": none),
+ * under token (the data token its server requires); none without a token.
+ * 0, or -ENOSPC for a record too long. */
+RC_EXPORT int rc_etcd_region_sign(struct rc_etcd_region *r, const char *key, const char *lease,
+				  const char *token);
+/* Whether r, read at key with lease, carries the MAC that token makes
+ * (compared in constant time): a client that holds the token refuses a
+ * record without it, before it connects (a forged record, one copied from
+ * another key, one put back after its lease ended, or one published with
+ * another token). */
+RC_EXPORT bool rc_etcd_region_verify(const struct rc_etcd_region *r, const char *key,
+				     const char *lease, const char *token);
 
 #endif
