@@ -23,7 +23,8 @@
  *   squat       connect the control QP and stay silent for -s seconds
  *   data-first  connect a data QP without any HELLO
  *   wrong-secret  HELLO, then a data QP whose secret differs in one bit
- *               (print its rejection), then one with the right secret
+ *               (print its rejection, and "data QP 1 refused with a wrong
+ *               secret" or "accepted"), then one with the right secret
  *   dup-req     HELLO, one data QP, REQ, then the same REQ every 100 ms and
  *               never a write: print the CANCEL that ends it
  *   ctrl-imm    HELLO, then an RDMA WRITE with immediate on the control QP
@@ -476,8 +477,10 @@ int main(int argc, char **argv)
 		/* Welcomed; a data QP that guesses the secret wrong by one bit,
 		 * then the right one. */
 		secret[KV_PD_SECRET - 1] ^= 1;
-		if (open_qp(&d[0], 1, 1) < 0)
+		if ((rc = open_qp(&d[0], 1, 1)) < 0)
 			return 1;
+		/* its own verdict, apart from the right one's after it */
+		printf("data QP 1 %s with a wrong secret\n", rc ? "refused" : "accepted");
 		secret[KV_PD_SECRET - 1] ^= 1;
 		if ((rc = open_qp(&d[1], 1, 1)) < 0)
 			return 1;

@@ -665,6 +665,9 @@ no_leak() {
 	hostile wrong-secret "$ADDR" "$PORT_d0" -T s3cret
 	assert_output --partial "welcome"
 	assert_output --partial "rejected: data QP 1"
+	# the wrong secret's own refusal, not the right one's for a slot it took
+	assert_line "data QP 1 refused with a wrong secret"
+	refute_output --partial "accepted with a wrong secret"
 	assert_output --partial "data QP 1 accepted with the secret"
 	kill -TERM "${KV_PID[d0]}"
 	reap d0
