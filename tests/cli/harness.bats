@@ -12,7 +12,7 @@ load helpers
 EACH=$ROOT/tests/lib/bats-each.sh
 
 # How long bats takes here and now to run a file of two quick tests
-# (BASE_MS), measured once for the file: the deadlines below are reckoned
+# (BASE_MS, the slowest of three runs), measured once for the file: the deadlines below are reckoned
 # from it, not fixed, so that they hold on a loaded machine (the cli tier
 # runs beside the guests and other builds). HANG_LIMIT: the hanging file's
 # limit, long enough for bats to start and report its two tests first, ten
@@ -24,14 +24,19 @@ setup_file() {
 	local d=$BATS_FILE_TMPDIR/baseline t0
 	mkdir -p "$d"
 	printf '%s\n' '@test "b1" { true; }' '@test "b2" { true; }' >"$d/base.bats"
-	t0=$(date +%s%N)
-	bats --tap "$d/base.bats" >/dev/null 2>&1 || true
-	BASE_MS=$((($(date +%s%N) - t0) / 1000000))
+	BASE_MS=0
+	for _ in 1 2 3; do # the slowest of three: a load comes and goes
+		t0=$(date +%s%N)
+		bats --tap "$d/base.bats" >/dev/null 2>&1 || true
+		t0=$((($(date +%s%N) - t0) / 1000000))
+		((t0 <= BASE_MS)) || BASE_MS=$t0
+	done
 	HANG_LIMIT=$(((10 * BASE_MS + 999) / 1000))
 	((HANG_LIMIT >= 8)) || HANG_LIMIT=8
 	WAIT_LIMIT=$(((4 * BASE_MS + 999) / 1000))
 	((WAIT_LIMIT >= 3)) || WAIT_LIMIT=3
 	export BASE_MS HANG_LIMIT WAIT_LIMIT
+	echo "# bats baseline: $BASE_MS ms; hang limit $HANG_LIMIT s, wait limit $WAIT_LIMIT s" >&3
 }
 
 # fixture NAME: write stdin to $BATS_TEST_TMPDIR/t/NAME, where "TEST" at the

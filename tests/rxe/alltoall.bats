@@ -457,6 +457,7 @@ a2a_kill_one() {
 	assert_failure 1
 	assert_output --partial "rank 1 never joined job dupbase"
 	wait_ms=$((3000 + 3 * base))
+	echo "# a claimant's baseline: $base ms; the first waits $wait_ms ms" >&3
 	PIDS=()
 	# the first claimant waits for a rank 1 that never comes: the second
 	# one is refused while it waits
