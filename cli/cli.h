@@ -7,7 +7,6 @@
 #include "cmd.h"
 
 struct cli_opts {
-	enum out_mode mode;
 	bool version;
 	bool help;
 	bool force;

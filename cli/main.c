@@ -50,7 +50,6 @@ static int parse_globals(struct ctx *ctx, int argc, char **argv, struct cli_opts
 	struct option lopts[OPT_MAX + 2];
 	char shorts[OPT_MAX * 2 + 4] = "+:h";
 	size_t s = strlen(shorts);
-	uint64_t v;
 	int n, ch;
 
 	/* An option without a short name answers with 256 + its index. */
@@ -79,33 +78,18 @@ static int parse_globals(struct ctx *ctx, int argc, char **argv, struct cli_opts
 			co->force = true;
 			continue;
 		}
+		if (ch > 0 && ch < 256 && strchr("jpdgtv", ch)) {
+			const char *bad = NULL;
+
+			for (int g = 0; rdmactl_global_opts[g].name; g++)
+				if (rdmactl_global_opts[g].short_name == ch &&
+				    global_take(ctx, &rdmactl_global_opts[g], optarg, &bad)) {
+					co->bad = bad;
+					return -EINVAL;
+				}
+			continue;
+		}
 		switch (ch) {
-		case 'j':
-			co->mode = co->mode == OUT_JSON_PRETTY ? OUT_JSON_PRETTY : OUT_JSON;
-			break;
-		case 'p':
-			co->mode = OUT_JSON_PRETTY;
-			break;
-		case 'd':
-			ctx->dev_name = optarg;
-			break;
-		case 'g':
-			if (rc_parse_u64(optarg, &v) || v > 255) {
-				co->bad = "invalid --gid-index: expected 0..255";
-				return -EINVAL;
-			}
-			ctx->gid_index = (int)v;
-			break;
-		case 't':
-			if (rc_parse_u64(optarg, &v) || v == 0 || v > 3600000) {
-				co->bad = "invalid --timeout: expected milliseconds, 1..3600000";
-				return -EINVAL;
-			}
-			ctx->timeout_ms = (int)v;
-			break;
-		case 'v':
-			ctx->verbose++;
-			break;
 		case 'V':
 			co->version = true;
 			break;
@@ -162,7 +146,7 @@ static void raise_fd_limit(void)
 
 int main(int argc, char **argv)
 {
-	struct cli_opts co = { .mode = OUT_TEXT };
+	struct cli_opts co = { 0 };
 	struct ctx ctx = { .prog = "rdmactl",
 			   .gid_index = -1,
 			   .timeout_ms = 10000,
@@ -173,8 +157,8 @@ int main(int argc, char **argv)
 	 * stdout; the write error is reported instead. */
 	signal(SIGPIPE, SIG_IGN);
 	raise_fd_limit();
+	out_init(&ctx.out, OUT_TEXT, stdout, stderr);
 	first = parse_globals(&ctx, argc, argv, &co);
-	out_init(&ctx.out, co.mode, stdout, stderr);
 	if (first < 0) {
 		usage_err(&ctx, "%s", co.bad);
 		out_finish(&ctx.out);
@@ -199,6 +183,10 @@ int main(int argc, char **argv)
 		char *vargv[] = { "version", NULL };
 
 		rc = cmd_dispatch(&ctx, 1, vargv);
+	} else if (co.help && first < argc) {
+		/* rdmactl --help write: as 'rdmactl help write'. */
+		argv[first - 1] = "help";
+		rc = cmd_dispatch(&ctx, argc - first + 1, argv + first - 1);
 	} else if (co.help || first >= argc) {
 		char *hargv[] = { "help", NULL };
 
@@ -218,5 +206,8 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	if (!rc && ctx.exit_code)
 		return ctx.exit_code;
+	/* The one place an authentication refusal becomes its own status. */
+	if (rc && ctx.out.err_code == EKEYREJECTED)
+		return EXIT_AUTH;
 	return rc ? EXIT_FAIL : EXIT_OK;
 }

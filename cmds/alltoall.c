@@ -106,7 +106,13 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 		return rc;
 	if (a->skew && rc_a2a_skew_parse(a->skew, &a->route, &e))
 		return usage_err(ctx, "%s", e.msg);
+	/* A matrix file that cannot be read fails (1) as every input file. */
+	if (a->route.skew == RC_A2A_MATRIX &&
+	    (rc = input_file(ctx, "--skew matrix", a->route.matrix)))
+		return rc;
 	opts_fill(ctx, c, v, A2A_NO_CHECK, A2A_BUSY_POLL + 1, a);
+	if (a->svg && a->grp.who.rank == 0 && !a->plan && (rc = output_file(ctx, "--svg", a->svg)))
+		return rc;
 	a->run.check = !a->no_check;
 	if ((rc = opt_mem(ctx, opt_arg(v, A2A_MEM), true, NULL, &a->run.mem.kind, &a->run.mem.gpu)))
 		return rc;
@@ -185,6 +191,31 @@ static void progress(void *arg, int done, int total)
 		fputc('\n', stderr);
 }
 
+/* What every rank must be given alike: the tokens each sends each (the
+ * routing: --skew's counts compared, so that two paths to one matrix
+ * agree), their size, the iterations and the algorithm. */
+static void settings(const struct a2a_cli *a, struct group_settings *gs)
+{
+	size_t W = (size_t)a->grp.who.world;
+	struct rc_group_setting *s;
+
+	group_setting(gs, "--algo", "%s", rc_a2a_algo_name(a->run.algo));
+	s = group_setting(gs, "--ranks-per-node", "%.0d", a->run.ranks_per_node);
+	s->any_if_empty = true; /* not given: by host name */
+	group_setting(gs, "--hidden", "%u", a->run.hidden);
+	group_setting(gs, "--dtype", "%s", a->run.dtype == RC_A2A_FP8 ? "fp8" : "bf16");
+	group_setting(gs, "--tokens", "%u", a->route.tokens);
+	group_setting(gs, "--experts", "%u", a->route.experts);
+	group_setting(gs, "--topk", "%u", a->route.topk);
+	if (a->route.skew != RC_A2A_MATRIX)
+		group_setting(gs, "--seed", "%llu", (unsigned long long)a->route.seed);
+	s = group_setting(gs, "--skew", "%s", a->skew ? a->skew : "uniform");
+	s->data = a->counts;
+	s->len = W * W * sizeof(*a->counts);
+	group_setting(gs, "--iters", "%d", a->run.iters);
+	group_setting(gs, "--warmup", "%d", a->run.warmup);
+}
+
 static int run(struct ctx *ctx, struct a2a_cli *a)
 {
 	int W = a->grp.who.world, n = a->grp.nrails > 1 ? a->grp.nrails : 1, rc;
@@ -199,6 +230,7 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 	double *lat = calloc((size_t)a->run.iters * (size_t)n, sizeof(double));
 	uint64_t *wrong = calloc((size_t)W, sizeof(uint64_t)), total_wrong = 0;
 	struct rc_group *g[RC_RAILS_MAX] = { 0 };
+	struct group_settings gs = { .n = 0 };
 	struct progress prog;
 	struct rc_err e;
 	bool speak = a->all_ranks || a->grp.who.rank == 0;
@@ -215,7 +247,8 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 	}
 	for (int i = 0; i < n; i++)
 		res[i].lat_us = lat + (size_t)i * (size_t)a->run.iters;
-	if ((rc = group_join_rails(ctx, &a->grp, &join, g)))
+	settings(a, &gs);
+	if ((rc = group_join_rails(ctx, &a->grp, &join, &gs, g)))
 		goto out;
 	a->run.job = a->grp.rendezvous;
 	a->run.timeout_ms = ctx->timeout_ms;

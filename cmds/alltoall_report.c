@@ -110,6 +110,7 @@ int a2a_draw(const struct a2a_cli *a)
 	double *val = calloc(N * N, sizeof(double));
 	char **labels = calloc(N, sizeof(char *)), title[160];
 	struct rc_a2a_stats st;
+	double mean = 0;
 
 	if (!val || !labels)
 		goto out;
@@ -121,6 +122,8 @@ int a2a_draw(const struct a2a_cli *a)
 	for (size_t k = 0; k < N * N; k++)
 		val[k] = (double)a->counts[k] * (double)tb / 1e6;
 	rc_a2a_stats(a->counts, W, 0, tb, &st);
+	for (size_t k = 0; k < N * N; k++)
+		mean += val[k] / (double)(N * N);
 	snprintf(title, sizeof(title), "rdmactl alltoall: dispatch MB per peer (%s, imbalance %.2f)",
 		 rc_a2a_algo_name(a->run.algo), st.imbalance);
 	struct svg_heatmap h = { .n = W,
@@ -129,7 +132,11 @@ int a2a_draw(const struct a2a_cli *a)
 				 .row_axis = "from (rank)",
 				 .col_axis = "to (rank)",
 				 .labels = (const char *const *)labels,
-				 .value = val };
+				 .value = val,
+				 /* a hot block red: twice the mean block or more */
+				 .ref = mean,
+				 .bad_ratio = 0.5,
+				 .ref_what = "the mean block" };
 
 	rc = svg_heatmap_write(a->svg, &h);
 out:

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * --bench and --lat for write, read and atomic: the figures that perftest's
- * ib_write_bw, ib_read_bw, ib_atomic_bw and ib_write_lat print, measured the
+ * ib_write_bw, ib_read_bw and ib_atomic_bw print (and latencies, post to
+ * completion, beside ib_*_lat's round trips), measured the
  * same way (fixed message size, a fixed number of work requests, one local
  * buffer per queue pair, the same remote buffer), so both can stand side by
  * side.
@@ -33,10 +34,13 @@ static double pct(const double *sorted, uint64_t n, double p)
 static void print_latency(struct ctx *ctx, const char *key, const char *title, const double *sorted,
 			  uint64_t n, double scale)
 {
-	double sum = 0;
+	double sum = 0, sq = 0, avg;
 
 	for (uint64_t i = 0; i < n; i++)
 		sum += sorted[i];
+	avg = sum / (double)n;
+	for (uint64_t i = 0; i < n; i++)
+		sq += (sorted[i] - avg) * (sorted[i] - avg);
 	out_text(&ctx->out, "%s:", title);
 	out_obj_begin(&ctx->out, key);
 	out_f64(&ctx->out, "min", " min %.2f", sorted[0] * scale);
@@ -44,7 +48,9 @@ static void print_latency(struct ctx *ctx, const char *key, const char *title, c
 	out_f64(&ctx->out, "avg", ", avg %.2f", sum / (double)n * scale);
 	out_f64(&ctx->out, "p99", ", p99 %.2f", pct(sorted, n, 99) * scale);
 	out_f64(&ctx->out, "p999", ", p99.9 %.2f", pct(sorted, n, 99.9) * scale);
-	out_f64(&ctx->out, "max", ", max %.2f\n", sorted[n - 1] * scale);
+	out_f64(&ctx->out, "max", ", max %.2f", sorted[n - 1] * scale);
+	/* perftest's t_stdev: the population's */
+	out_f64(&ctx->out, "stdev", ", stdev %.2f\n", sqrt(sq / (double)n) * scale);
 	out_obj_end(&ctx->out);
 }
 
@@ -64,6 +70,29 @@ static const char *op_key(enum rc_op op)
 	}
 }
 
+/* --msg-size SIZE, or MIN:MAX: a row per size from MIN, doubling, to MAX. */
+static int msg_sizes(struct ctx *ctx, const struct cmd *c, const char *s, struct bench_args *a)
+{
+	const char *colon = s ? strchr(s, ':') : NULL;
+	char min[64];
+
+	if (!s)
+		return 0;
+	if (!colon)
+		return opt_size_parse(ctx, "msg-size", s, &a->msg);
+	snprintf(min, sizeof(min), "%.*s", (int)(colon - s), s);
+	if (opt_size_parse(ctx, "msg-size", min, &a->msg) ||
+	    opt_size_parse(ctx, "msg-size", colon + 1, &a->msg_max))
+		return -EINVAL;
+	if (!a->msg || a->msg_max < a->msg)
+		return usage_err(ctx, "%s: invalid --msg-size '%s': MIN:MAX with 1 <= MIN <= MAX",
+				 c->name, s);
+	if (a->lat)
+		return usage_err(ctx, "%s: --msg-size MIN:MAX goes with --bench, not --lat",
+				 c->name);
+	return 0;
+}
+
 int bench_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,
 		     enum rc_op op, struct bench_args *a)
 {
@@ -75,6 +104,10 @@ int bench_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 	a->on = a->lat || opt_on(v, first + BO_BENCH);
 	a->depth = a->lat ? 1 : 128;
 	a->metrics = opt_arg(v, first + BO_METRICS);
+	/* Two runs, not one: perftest has ib_write_bw and ib_write_lat. */
+	if (a->lat && opt_on(v, first + BO_BENCH))
+		return usage_err(ctx, "%s: --bench and --lat are two different runs: give one",
+				 c->name);
 	if (!a->lat && opt_on(v, first + BO_LAT_CLOCK))
 		return usage_err(ctx, "%s: --lat-clock goes with --lat", c->name);
 	/* write and read also write a transfer's figures, per rail */
@@ -83,12 +116,15 @@ int bench_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 	if (!a->on)
 		return a->metrics ? metrics_path_check(ctx, a->metrics) : 0;
 	/* The numbers are read only for a benchmark (as its defaults are). */
-	if ((rc = opts_fill(ctx, c, v, first + BO_MSG_SIZE, first + BO_LAT_CLOCK + 1, a)))
+	if ((rc = opts_fill(ctx, c, v, first + BO_MSG_SIZE, first + BO_LAT_CLOCK + 1, a)) ||
+	    (rc = msg_sizes(ctx, c, opt_arg(v, first + BO_MSG_SIZE), a)))
 		return rc;
 	if (atomic && a->msg != 8)
 		return usage_err(ctx, "%s: atomics move 8 bytes: --msg-size must be 8", c->name);
-	if (!a->msg || a->msg > (1u << 30))
+	if (!a->msg || a->msg > (1u << 30) || a->msg_max > (1u << 30))
 		return usage_err(ctx, "%s: --msg-size must be 1 byte to 1 GiB", c->name);
+	if (atomic && a->msg_max && a->msg_max != 8)
+		return usage_err(ctx, "%s: atomics move 8 bytes: --msg-size must be 8", c->name);
 	if (!a->iters || a->iters > (1ULL << 32))
 		return usage_err(ctx, "%s: --iters must be 1 to 2^32", c->name);
 	if (a->lat && (a->depth != 1 || a->qps != 1))
@@ -100,25 +136,78 @@ int bench_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 	return a->metrics ? metrics_path_check(ctx, a->metrics) : 0;
 }
 
+/* The run's totals and rates: GB/s, Gb/s and Mpps (perftest's million
+ * messages a second) for a bandwidth run; for a latency run, one operation in
+ * flight, the rate says nothing of the link and text leaves it out. */
+static void bench_rates(struct ctx *ctx, const struct bench_args *b,
+			const struct rc_stream_result *res)
+{
+	double gbyte = res->seconds > 0 ? (double)res->bytes / 1e9 / res->seconds : 0;
+	double msgs = res->seconds > 0 ? (double)res->ops / res->seconds : 0;
+
+	out_u64(&ctx->out, "bytes", "%llu bytes", (unsigned long long)res->bytes);
+	out_u64(&ctx->out, "operations", " in %llu operations", (unsigned long long)res->ops);
+	out_f64(&ctx->out, "seconds", b->lat ? " in %.3f s\n" : " in %.3f s", res->seconds);
+	out_f64(&ctx->out, "gbyte_per_s", b->lat ? NULL : ": %.3f GB/s", gbyte);
+	out_f64(&ctx->out, "gbit_per_s", b->lat ? NULL : " (%.3f Gb/s)", gbyte * 8);
+	out_f64(&ctx->out, "msgs_per_s", NULL, msgs);
+	out_f64(&ctx->out, "mpps", b->lat ? NULL : ", %.3f Mpps\n", msgs / 1e6);
+}
+
+/* One row of a --msg-size MIN:MAX sweep: a size's run. */
+struct size_row {
+	uint64_t msg, bytes, ops;
+	double seconds;
+};
+/* 1 byte to 1 GiB, doubling */
+#define SIZE_ROWS 31
+
+/* The rows as ib_write_bw -a prints its own, after the run's header. */
+static void size_rows_print(struct ctx *ctx, const struct size_row *rows, int n)
+{
+	out_text(&ctx->out, "  %12s %12s %14s %14s %12s\n", "bytes", "operations", "GB/s", "Gb/s",
+		 "Mpps");
+	out_arr_begin(&ctx->out, "sizes");
+	for (int i = 0; i < n; i++) {
+		const struct size_row *r = &rows[i];
+		double s = r->seconds > 0 ? r->seconds : 1;
+
+		out_obj_begin(&ctx->out, NULL);
+		out_u64(&ctx->out, "msg_size", "  %12llu", (unsigned long long)r->msg);
+		out_u64(&ctx->out, "operations", " %12llu", (unsigned long long)r->ops);
+		out_u64(&ctx->out, "bytes", NULL, (unsigned long long)r->bytes);
+		out_f64(&ctx->out, "seconds", NULL, r->seconds);
+		out_f64(&ctx->out, "gbyte_per_s", " %14.3f", (double)r->bytes / 1e9 / s);
+		out_f64(&ctx->out, "gbit_per_s", " %14.3f", (double)r->bytes * 8 / 1e9 / s);
+		out_f64(&ctx->out, "mpps", " %12.3f\n", (double)r->ops / 1e6 / s);
+		out_obj_end(&ctx->out);
+	}
+	out_arr_end(&ctx->out);
+	out_text(&ctx->out, "  all sizes: ");
+}
+
 static void bench_print(struct ctx *ctx, const struct bench_args *b, enum rc_op op,
 			const struct rc_client *cl, const struct rc_stream_result *res,
-			double *lat_us)
+			double *lat_us, const struct size_row *rows, int nrows)
 {
 	out_str(&ctx->out, "operation", "%s", op_key(op));
 	out_str(&ctx->out, "mode", " %s benchmark", b->lat ? "latency" : "bandwidth");
 	out_str(&ctx->out, "peer", " against %s", rc_client_peer(cl));
 	out_str(&ctx->out, "region", "/%s\n", rc_client_region(cl)->name);
 	out_str(&ctx->out, "device", "  device %s", rc_client_device(cl));
-	out_u64(&ctx->out, "msg_size", ", %llu-byte messages", (unsigned long long)b->msg);
+	out_u64(&ctx->out, "msg_size", ", %llu", (unsigned long long)b->msg);
+	if (b->msg_max)
+		out_u64(&ctx->out, "msg_size_max", " to %llu", (unsigned long long)b->msg_max);
+	out_text(&ctx->out, b->msg_max ? "-byte messages, doubling" : "-byte messages");
 	out_u64(&ctx->out, "iters", ", %llu work requests", (unsigned long long)b->iters);
 	out_i64(&ctx->out, "depth", ", depth %lld", b->depth);
 	out_i64(&ctx->out, "qps", ", %lld QP", b->qps);
 	out_i64(&ctx->out, "post_list", ", post list %lld", b->post_list);
 	out_i64(&ctx->out, "signal_every", ", signal every %lld\n", b->signal_every);
 	out_text(&ctx->out, "  ");
-	report_transfer(ctx, res);
-	out_f64(&ctx->out, "msgs_per_s", "  %.0f messages/s\n",
-		res->seconds > 0 ? (double)res->ops / res->seconds : 0);
+	if (nrows)
+		size_rows_print(ctx, rows, nrows);
+	bench_rates(ctx, b, res);
 	if (b->lat) {
 		bool tsc = res->lat_clock == RC_LAT_CLOCK_TSC;
 		uint64_t n = b->iters - res->lat_moved;
@@ -138,8 +227,9 @@ static void bench_print(struct ctx *ctx, const struct bench_args *b, enum rc_op 
 				       : NULL,
 			res->lat_moved);
 		print_latency(ctx, "latency_us", "  latency us (post to completion)", lat_us, n, 1);
-		/* A write completes on the ACK, so half of it estimates the one-way
-		 * latency that ib_write_lat reports (half a ping-pong round trip). */
+		/* A write completes on the ACK, so half of it estimates one way.
+		 * Not ib_write_lat's figure: that is half a ping-pong round trip
+		 * between two programs (rdmactl-write(8)). */
 		if (op == RC_OP_WRITE)
 			print_latency(ctx, "one_way_us", "  one-way estimate us (half of it)",
 				      lat_us, n, 0.5);
@@ -204,14 +294,49 @@ static void bench_metrics(struct metrics *m, const struct bench_args *b, enum rc
 		      (double)res->lat_moved);
 }
 
+/* The benchmark, once, or with --msg-size MIN:MAX at each size from MIN,
+ * doubling, to MAX: the rows, and in res their sum (figures over all). */
+static int bench_sizes(struct ctx *ctx, struct rc_client *cl, struct rc_client_bench *cb,
+		       const struct bench_args *b, struct size_row *rows, int *nrows,
+		       struct rc_stream_result *res)
+{
+	struct rc_stream_result one;
+	struct rc_err e;
+	int rc;
+
+	*nrows = 0;
+	if (!b->msg_max) {
+		rc = rc_client_bench(cl, cb, res, &e);
+		return rc ? fail(ctx, rc, "%s (after %llu operations)", e.msg,
+				 (unsigned long long)res->ops)
+			  : 0;
+	}
+	memset(res, 0, sizeof(*res));
+	for (uint64_t msg = b->msg; msg <= b->msg_max && *nrows < SIZE_ROWS; msg *= 2) {
+		cb->msg = (size_t)msg;
+		memset(&one, 0, sizeof(one));
+		rc = rc_client_bench(cl, cb, &one, &e);
+		if (rc)
+			return fail(ctx, rc, "%s (at --msg-size %llu, after %llu operations)",
+				    e.msg, (unsigned long long)msg, (unsigned long long)one.ops);
+		rows[(*nrows)++] = (struct size_row){ msg, one.bytes, one.ops, one.seconds };
+		res->bytes += one.bytes;
+		res->ops += one.ops;
+		res->seconds += one.seconds;
+	}
+	return 0;
+}
+
 int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 	      const struct client_args *ca, const struct bench_args *b, enum rc_op op,
 	      uint64_t compare_add, uint64_t swap)
 {
 	bool atomic = op == RC_OP_FAA || op == RC_OP_CAS;
+	struct size_row rows[SIZE_ROWS];
 	struct rc_stream_result res;
 	struct rc_client *cl = NULL;
 	double *lat_us = NULL;
+	int nrows = 0;
 	struct metrics m;
 	struct rc_err e;
 	int rc;
@@ -223,7 +348,8 @@ int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 	rc = client_open(ctx, c, v, ca, b->qps, b->lat || b->busy_poll, b->depth, &cl);
 	if (rc)
 		goto out;
-	rc = rc_client_check(cl, ca->off, b->msg, op != RC_OP_READ, atomic, &e);
+	rc = rc_client_check(cl, ca->off, b->msg_max ? b->msg_max : b->msg, op != RC_OP_READ,
+			     atomic, &e);
 	if (rc) {
 		rc = fail(ctx, rc, "%s", e.msg);
 		goto out;
@@ -251,18 +377,15 @@ int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		.lat_clock = (enum rc_lat_clock)b->lat_clock,
 	};
 
-	rc = rc_client_bench(cl, &cb, &res, &e);
-	if (rc) {
-		rc = fail(ctx, rc, "%s (after %llu operations)", e.msg, (unsigned long long)res.ops);
+	if ((rc = bench_sizes(ctx, cl, &cb, b, rows, &nrows, &res)))
 		goto out;
-	}
 	if (lat_us && compact(lat_us, b->iters) == 0) {
 		rc = fail(ctx, -EAGAIN,
 			  "every latency sample's two readings came from two CPUs, whose "
 			  "time-stamp counters need not agree (--lat-clock monotonic)");
 		goto out;
 	}
-	bench_print(ctx, b, op, cl, &res, lat_us);
+	bench_print(ctx, b, op, cl, &res, lat_us, rows, nrows);
 	if (b->metrics)
 		bench_metrics(&m, b, op, cl, &res, lat_us);
 out:

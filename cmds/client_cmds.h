@@ -31,8 +31,8 @@
 	X(P##_LAT, "lat", 0, NULL, "benchmark: latency percentiles, one operation in flight", \
 	  OPT_FLAG(struct bench_args, lat)) \
 	X(P##_MSG_SIZE, "msg-size", 's', "SIZE", \
-	  "benchmark message size (default 64K; 8 for atomics)", \
-	  OPT_SIZE(struct bench_args, msg, NULL)) \
+	  "benchmark message size (default 64K; 8 for atomics); MIN:MAX for a --bench row " \
+	  "per size, doubling (8:8M, as ib_write_bw -a)") \
 	X(P##_ITERS, "iters", 'n', "N", "benchmark work requests", \
 	  OPT_U64(struct bench_args, iters, "1000")) \
 	X(P##_DEPTH, "depth", 0, "N", "work requests outstanding per queue pair (default 128)", \
@@ -71,6 +71,7 @@ struct bench_args {
 	bool lat;
 	bool busy_poll;
 	uint64_t msg;
+	uint64_t msg_max; /* --msg-size MIN:MAX: the last size of the sweep; 0 none */
 	uint64_t iters;
 	int depth;
 	int qps;

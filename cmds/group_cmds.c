@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The group options alltoall and multicast share (group_cmds.h). */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,8 +229,35 @@ int group_rails_per_rank(struct ctx *ctx, const char *s, struct group_args *a)
 	return 0;
 }
 
+struct rc_group_setting *group_setting(struct group_settings *gs, const char *name, const char *fmt,
+				       ...)
+{
+	struct rc_group_setting *s;
+	va_list ap;
+
+	if (gs->n == RC_GROUP_SETTINGS_MAX)
+		abort(); /* a command's list is fixed: more is a bug, found by any run */
+	s = &gs->s[gs->n];
+	va_start(ap, fmt);
+	vsnprintf(gs->text[gs->n], sizeof(gs->text[gs->n]), fmt, ap);
+	va_end(ap);
+	*s = (struct rc_group_setting){ .name = name, .text = gs->text[gs->n] };
+	gs->n++;
+	return s;
+}
+
+int group_agree(struct ctx *ctx, struct rc_group *g, int rank, const struct group_settings *gs)
+{
+	struct rc_err e;
+	int rc = rc_group_agree(g, gs->s, gs->n, &e);
+
+	if (rc == -EINVAL)
+		return usage_err(ctx, "%s", e.msg);
+	return rc ? fail(ctx, rc, "rank %d: %s", rank, e.msg) : 0;
+}
+
 int group_join_rails(struct ctx *ctx, const struct group_args *a, const struct rc_group_join *j,
-		     struct rc_group **g)
+		     const struct group_settings *gs, struct rc_group **g)
 {
 	int n = a->nrails > 1 ? a->nrails : 1;
 
@@ -252,6 +280,8 @@ int group_join_rails(struct ctx *ctx, const struct group_args *a, const struct r
 			return how.usage ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
 		}
 		if (i == 0 && a->rails_max > 1 && (rc = rails_agree(ctx, g[0], a)))
+			return rc;
+		if (i == 0 && gs && (rc = group_agree(ctx, g[0], a->who.rank, gs)))
 			return rc;
 	}
 	return 0;

@@ -117,15 +117,31 @@ void group_rail_family(struct metrics *m, const char *name, enum metric_type t, 
 /* --rails-per-rank N|all (s; NULL: absent), before group_args_parse (which
  * picks the rails): a command that runs on several rails a rank. */
 int group_rails_per_rank(struct ctx *ctx, const char *s, struct group_args *a);
+/* The options every rank of a group must be given alike, as
+ * rc_group_agree compares them: a command adds each with group_setting. */
+struct group_settings {
+	struct rc_group_setting s[RC_GROUP_SETTINGS_MAX];
+	char text[RC_GROUP_SETTINGS_MAX][RC_GROUP_SETTING_TEXT];
+	int n;
+};
+/* Option name with its value as text (printf's fmt), compared as text; the
+ * setting added, for the caller to set data and len (compare bytes
+ * instead) or any_if_empty. */
+struct rc_group_setting *group_setting(struct group_settings *gs, const char *name, const char *fmt,
+				       ...) __attribute__((format(printf, 3, 4)));
+/* Over g (this rank's): every rank was given rank 0's settings; one that was not is a
+ * usage error, the same message on every rank ("rank 1's --hidden (7168)
+ * differs from rank 0's (4096)..."). 0, or the error said. */
+int group_agree(struct ctx *ctx, struct rc_group *g, int rank, const struct group_settings *gs);
 /* Join the group of every rail of this rank into g[] (one, or a->nrails),
  * each from the template j with its rail's rendezvous, listen address and
  * device: rail 0's first, over which the ranks of a command that may run
  * on several (rails_max) agree on how many rails each runs (the error
- * names a rank that differs), then the others. 0, or a
- * failure said (a usage error where the input is at fault); the groups
- * joined are in g[] for the caller to close. */
+ * names a rank that differs) and on the settings gs (NULL: none), then the
+ * others. 0, or a failure said (a usage error where the input is at
+ * fault); the groups joined are in g[] for the caller to close. */
 int group_join_rails(struct ctx *ctx, const struct group_args *a, const struct rc_group_join *j,
-		     struct rc_group **g);
+		     const struct group_settings *gs, struct rc_group **g);
 /* After every usage check: --rendezvous is given, a file: one can be read
  * (what names the command in the message), --metrics can be written. */
 int group_rendezvous_ready(struct ctx *ctx, const char *what, const struct group_args *a);

@@ -116,7 +116,8 @@ void help_print(struct ctx *ctx, const struct cmd *c)
 	cmds_list(fp, false);
 	fprintf(fp, "\nGlobal options:\n");
 	opts_print(rdmactl_global_opts, fp);
-	fprintf(fp, "\nRun 'rdmactl help COMMAND' for a command's options; see rdmactl(8).\n");
+	fprintf(fp, "\n-j, -p, -d, -g, -t and -v may also follow the command.\n"
+		    "Run 'rdmactl help COMMAND' for a command's options; see rdmactl(8).\n");
 }
 
 /* Parse: the command asked about, if any; then print (there is nothing to run). */
@@ -129,7 +130,7 @@ static int do_help(struct ctx *ctx, int argc, char **argv)
 	if (rc)
 		return rc < 0 ? rc : 0;
 	if (v.npos >= 1 && !(c = cmd_find(v.pos[0])))
-		return usage_err(ctx, "unknown command '%s' (see 'rdmactl help')", v.pos[0]);
+		return cmd_unknown(ctx, v.pos[0]);
 	/* help kvxfer plan: a sub-command, as 'kvxfer plan --help' shows it. */
 	for (int i = 1; i < v.npos; i++) {
 		const struct cmd *sub = cmd_sub_find(c, v.pos[i]);

@@ -136,6 +136,29 @@ static int run_rails(struct mc_cli *m, struct rc_group *const *g, struct rc_mcas
 	return rc;
 }
 
+/* What every rank must be given alike: the shape, the rings, the digest
+ * and the blocks whose times the receivers tell (a rank given no --chunk
+ * takes the root's, which the root's hello checks). */
+static void settings(const struct mc_cli *m, struct group_settings *gs)
+{
+	const struct rc_mcast_opts *o = &m->run;
+	struct rc_group_setting *s;
+
+	group_setting(gs, "--root", "%d", o->shape.root);
+	group_setting(gs, "--algo", "%s", rc_mcast_algo_name(o->shape.algo));
+	if (o->shape.algo == RC_MCAST_TREE)
+		group_setting(gs, "--fanout", "%d", o->shape.fanout);
+	s = group_setting(gs, "--chunk", "%s", o->chunk ? m->chunk : "");
+	s->data = o->chunk ? &o->chunk : NULL; /* 128K and 131072 agree */
+	s->len = o->chunk ? sizeof(o->chunk) : 0;
+	s->any_if_empty = true;
+	group_setting(gs, "--ring", "%d", o->ring);
+	group_setting(gs, "--digest", "%s", m->num.digest ? "sha256" : "xxh64");
+	s = group_setting(gs, "--block-sizes", "%s", m->blocks ? m->blocks : "");
+	s->data = m->blocks ? o->block_ends : NULL;
+	s->len = m->blocks ? (size_t)o->nblocks * sizeof(*o->block_ends) : 0;
+}
+
 static int run(struct ctx *ctx, struct mc_cli *m)
 {
 	int W = m->grp.who.world, root = m->run.shape.root, rc;
@@ -152,6 +175,7 @@ static int run(struct ctx *ctx, struct mc_cli *m)
 	bool metrics = group_metrics_on(&m->grp, root);
 	struct metrics mx;
 	struct rc_group *g[RC_RAILS_MAX] = { 0 };
+	struct group_settings gs = { .n = 0 };
 	struct rc_err e;
 
 	m->nrails = m->grp.nrails > 1 ? m->grp.nrails : 1;
@@ -163,7 +187,8 @@ static int run(struct ctx *ctx, struct mc_cli *m)
 		return fail(ctx, -ENOMEM, "out of memory");
 	if ((rc = open_files(ctx, m)))
 		goto out;
-	if ((rc = group_join_rails(ctx, &m->grp, &join, g)))
+	settings(m, &gs);
+	if ((rc = group_join_rails(ctx, &m->grp, &join, &gs, g)))
 		goto out;
 	progress_init(&m->prog, ctx);
 	/* the rails' threads would share the line: none on several */

@@ -153,7 +153,8 @@ static int check_mem(struct ctx *ctx, struct mc_cli *m, const char *mem)
 		return usage_err(ctx, "--mem file is not a ring memory; give --out FILE instead");
 	if (m->run.mem.kind == RC_MEM_CUDA && !rc_mem_gpu_built())
 		return fail(ctx, -ENOTSUP, "--mem %s: this rdmactl was built without CUDA", mem);
-	return 0;
+	/* No driver or no such GPU: said before the group is joined. */
+	return m->plan ? 0 : opt_mem_ready(ctx, mem, m->run.mem.kind, m->run.mem.gpu);
 }
 
 int multicast_parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)

@@ -154,7 +154,7 @@ int mc_draw(const struct mc_cli *m, const struct rc_mcast_result *r)
 	const double **marks = calloc(N, sizeof(double *));
 	int *nmarks = calloc(N, sizeof(int));
 	bool *bad = calloc(N, sizeof(bool));
-	char **labels = calloc(N, sizeof(char *)), title[160];
+	char **labels = calloc(N, sizeof(char *)), title[160], size[32];
 
 	if (!start || !end || !marks || !nmarks || !bad || !labels)
 		goto out;
@@ -174,11 +174,11 @@ int mc_draw(const struct mc_cli *m, const struct rc_mcast_result *r)
 		nmarks[n] = x->reported ? x->nblocks : 0;
 		n++;
 	}
-	snprintf(title, sizeof(title), "rdmactl multicast: %s, %llu bytes to %d receivers",
-		 rc_mcast_algo_name(m->run.shape.algo), (unsigned long long)r->size, W - 1);
+	svg_bytes(size, sizeof(size), r->size);
+	snprintf(title, sizeof(title), "rdmactl multicast: %s, %s to %d receivers",
+		 rc_mcast_algo_name(m->run.shape.algo), size, W - 1);
 	struct svg_timeline t = { .n = n,
 				  .title = title,
-				  .unit = "ms",
 				  .labels = (const char *const *)labels,
 				  .start = start,
 				  .end = end,

@@ -72,26 +72,6 @@ static int drain_at(void *arg, uint64_t off, const void *buf, size_t len)
 	return write_full(*(int *)arg, buf, len, off, true);
 }
 
-/* --out FILE checked before any device is opened: a missing folder or a
- * folder given as the file fails here, not after the connection. */
-static int out_path_usable(struct ctx *ctx, const char *path)
-{
-	char dir[PATH_MAX];
-	const char *slash = strrchr(path, '/');
-	struct stat st;
-
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-		return fail(ctx, -EISDIR, "read: --out '%s' is a directory: name a file", path);
-	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) + (slash == path) : 1,
-		 slash ? path : ".");
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
-		return fail(ctx, -ENOENT, "read: --out '%s': no such directory '%s'", path, dir);
-	if (access(dir, W_OK) < 0)
-		return fail(ctx, -errno, "read: --out '%s': cannot create files in '%s': %s", path,
-			    dir, strerror(errno));
-	return 0;
-}
-
 static int read_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		      struct read_args *a)
 {
@@ -115,6 +95,9 @@ static int read_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	if ((rc = opts_fill(ctx, c, v, RD_SIZE, RD_OUT + 1, a)))
 		return rc;
 	a->have_size = opt_on(v, RD_SIZE);
+	if (a->have_size && !a->size)
+		return usage_err(ctx, "read: invalid --size '%s': a read moves at least 1 byte",
+				 opt_arg(v, RD_SIZE));
 	if (a->out_path && !strcmp(a->out_path, "-"))
 		a->out_path = NULL;
 	if (!a->out_path && out_is_json(&ctx->out))
@@ -123,7 +106,7 @@ static int read_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 		return usage_err(
 			ctx,
 			"read: refusing to write binary data to a terminal: give --out FILE or redirect stdout");
-	if (a->out_path && (rc = out_path_usable(ctx, a->out_path)))
+	if (a->out_path && (rc = output_file(ctx, "read: --out", a->out_path)))
 		return rc;
 	if (a->rails && !a->out_path)
 		return usage_err(ctx, "read: with several rails, give --out FILE (the rails land "

@@ -92,7 +92,9 @@ static int check_region(struct ctx *ctx, struct region_spec *r)
 			    r->mem);
 	if (r->access && rc_access_parse(r->access, &access))
 		return usage_err(ctx, "invalid --access '%s': expected ro, rw or atomic", r->access);
-	if (r->size && (rc_parse_size(r->size, &size) || size == 0))
+	if (r->size && opt_size_parse(ctx, "size", r->size, &size))
+		return -EINVAL;
+	if (r->size && size == 0)
 		return usage_err(ctx,
 				 "invalid --size '%s': expected a size such as 4096, 4K, 1M or 1G",
 				 r->size);
@@ -154,6 +156,15 @@ static int parse_serving(struct ctx *ctx, const struct cmd *c, const struct opt_
 			return usage_err(ctx,
 					 "register: --flush-every writes file-backed regions back, "
 					 "and no writable region has --file");
+	}
+	/* Local causes, after the usage checks and before the RDMA CM: the
+	 * GPU, the folder of a region's file. */
+	for (int i = 0; i < a->nspecs; i++) {
+		const struct region_spec *r = &a->specs[i];
+
+		if ((r->kind == RC_MEM_CUDA && (rc = opt_mem_ready(ctx, r->mem, r->kind, r->gpu))) ||
+		    (r->file && (rc = output_file(ctx, "register: --file", r->file))))
+			return rc;
 	}
 	return 0;
 }

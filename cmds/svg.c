@@ -2,6 +2,7 @@
 /* The SVG writer (svg.h): plain text out, no library. */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "svg.h"
@@ -100,6 +101,20 @@ static void bounds(const struct svg_heatmap *h, double *lo, double *hi)
 		}
 }
 
+/* Where value v stands from 0 (the worst) to 1 (the best): its ratio to
+ * the reference, or its place between the least and the most. */
+static double standing(const struct svg_heatmap *h, double v, double lo, double hi)
+{
+	double r, t;
+
+	if (h->ref > 0) {
+		r = h->high_good ? v / h->ref : v > 0 ? h->ref / v : 1;
+		return h->bad_ratio < 1 ? (r - h->bad_ratio) / (1 - h->bad_ratio) : r >= 1;
+	}
+	t = hi > lo ? (v - lo) / (hi - lo) : 1;
+	return h->high_good ? t : 1 - t;
+}
+
 static void cells(FILE *f, const struct svg_heatmap *h, double lo, double hi)
 {
 	char fill[16], num[32];
@@ -108,7 +123,6 @@ static void cells(FILE *f, const struct svg_heatmap *h, double lo, double hi)
 		for (int j = 0; j < h->n; j++) {
 			int k = i * h->n + j;
 			double v = h->value[k], x = LABEL_W + j * CELL, y = TOP + i * CELL;
-			double t = hi > lo ? (v - lo) / (hi - lo) : 1;
 			bool mark = h->mark && h->mark[k];
 
 			if (isnan(v)) {
@@ -116,7 +130,7 @@ static void cells(FILE *f, const struct svg_heatmap *h, double lo, double hi)
 					 h->tip ? h->tip[k] : NULL);
 				continue;
 			}
-			colour(h->high_good ? t : 1 - t, fill, sizeof(fill));
+			colour(standing(h, v, lo, hi), fill, sizeof(fill));
 			svg_rect(f, x, y, CELL, CELL, fill, mark ? "#000000" : "#ffffff",
 				 mark ? 4 : 1, h->tip ? h->tip[k] : NULL);
 			snprintf(num, sizeof(num),
@@ -129,6 +143,26 @@ static void cells(FILE *f, const struct svg_heatmap *h, double lo, double hi)
 			if (mark)
 				svg_text(f, x + CELL - 7, y + 13, "middle", 12, "#000000", "\u2716");
 		}
+}
+
+/* The line under the cells that says what the colours mean. */
+static void legend(FILE *f, const struct svg_heatmap *h, double lo, double hi)
+{
+	char line[240];
+
+	if (h->ref > 0)
+		snprintf(line, sizeof(line),
+			 "colour: the ratio to %s (%.3g %s): green at 1x%s, red at %.2gx%s",
+			 h->ref_what ? h->ref_what : "the reference", h->ref, h->unit,
+			 h->high_good ? " or more" : " or less",
+			 h->high_good ? h->bad_ratio : 1 / h->bad_ratio,
+			 h->high_good ? " or less" : " or more");
+	else if (hi >= lo)
+		snprintf(line, sizeof(line), "scale: %.3g (red) to %.3g (green) %s",
+			 h->high_good ? lo : hi, h->high_good ? hi : lo, h->unit);
+	else
+		return;
+	svg_text(f, 10, TOP + h->n * CELL + 30, "start", 11, "#333333", line);
 }
 
 int svg_heatmap_write(const char *path, const struct svg_heatmap *h)
@@ -155,15 +189,59 @@ int svg_heatmap_write(const char *path, const struct svg_heatmap *h)
 		svg_text(f, LABEL_W + i * CELL + CELL / 2.0, TOP - 6, "middle", 11, "#000000", line);
 	}
 	cells(f, h, lo, hi);
-	if (hi >= lo) {
-		snprintf(line, sizeof(line), "scale: %.3g (red) to %.3g (green) %s",
-			 h->high_good ? lo : hi, h->high_good ? hi : lo, h->unit);
-		svg_text(f, 10, TOP + h->n * CELL + 30, "start", 11, "#333333", line);
-	}
+	legend(f, h, lo, hi);
 	svg_end(f);
 	if (fclose(f))
 		return -errno;
 	return 0;
+}
+
+void svg_bytes(char *buf, size_t cap, uint64_t bytes)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)bytes;
+	int u = 0;
+
+	while (u < 4 && v >= 1024) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, cap, v == floor(v) ? "%.0f %s" : v < 10 ? "%.2g %s" : "%.0f %s", v, units[u]);
+}
+
+double svg_tick_step(double hi, double *last)
+{
+	static const double mult[] = { 1, 2, 2.5, 5, 10 };
+	double raw = (hi > 0 ? hi : 1) / 5, p = pow(10, floor(log10(raw))), step = 10 * p;
+
+	for (int i = 0; i < 5; i++)
+		if (mult[i] * p >= raw) {
+			step = mult[i] * p;
+			break;
+		}
+	*last = ceil((hi > 0 ? hi : 1) / step - 1e-9) * step;
+	return step;
+}
+
+void svg_tick_label(char *buf, size_t cap, double v, double step, double last)
+{
+	bool s = last >= 1000; /* seconds from a second on */
+	double u = s ? 1000 : 1;
+	char num[32], *p;
+	int d = 0;
+
+	/* as many decimals as the step needs (0.25 two, 0.5 one, 50 none),
+	 * less the zeros that end them: 0, 0.25, 0.5, 0.75, 1 */
+	while (d < 6 && fabs(step / u * pow(10, d) - round(step / u * pow(10, d))) > 1e-6)
+		d++;
+	snprintf(num, sizeof(num), "%.*f", d, v / u);
+	if (strchr(num, '.')) {
+		for (p = num + strlen(num) - 1; *p == '0'; p--)
+			*p = '\0';
+		if (*p == '.')
+			*p = '\0';
+	}
+	snprintf(buf, cap, "%s %s", num, s ? "s" : "ms");
 }
 
 #define ROW 24
@@ -182,7 +260,7 @@ static double timeline_end(const struct svg_timeline *t)
 int svg_timeline_write(const char *path, const struct svg_timeline *t)
 {
 	int w = LABEL_W + PLOT_W + 40, ht = TOP + t->n * ROW + 50;
-	double hi = timeline_end(t), scale = PLOT_W / hi;
+	double last, step = svg_tick_step(timeline_end(t), &last), scale = PLOT_W / last;
 	char line[160];
 	FILE *f = fopen(path, "w");
 
@@ -190,16 +268,16 @@ int svg_timeline_write(const char *path, const struct svg_timeline *t)
 		return -errno;
 	svg_begin(f, w, ht, t->title);
 	svg_text(f, 10, 24, "start", 16, "#000000", t->title);
-	snprintf(line, sizeof(line), "one row a receiver: from its first chunk to its last, in %s%s",
-		 t->unit, t->marks ? "; ticks: blocks usable" : "");
+	snprintf(line, sizeof(line), "one row a receiver: from its first chunk to its last%s",
+		 t->marks ? "; ticks: blocks usable" : "");
 	svg_text(f, 10, 44, "start", 11, "#333333", line);
-	for (int k = 0; k <= 4; k++) {
-		double x = LABEL_W + PLOT_W * k / 4.0;
+	for (int k = 0; k * step <= last + step / 2; k++) {
+		double x = LABEL_W + k * step * scale;
 
 		fprintf(f,
 			"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#cccccc\"/>\n",
 			x, TOP - 4, x, TOP + t->n * ROW);
-		snprintf(line, sizeof(line), "%.3g", hi * k / 4);
+		svg_tick_label(line, sizeof(line), k * step, step, last);
 		svg_text(f, x, TOP + t->n * ROW + 16, "middle", 10, "#333333", line);
 	}
 	for (int i = 0; i < t->n; i++) {
@@ -211,8 +289,8 @@ int svg_timeline_write(const char *path, const struct svg_timeline *t)
 				 "no report");
 			continue;
 		}
-		snprintf(line, sizeof(line), "%s: %.3f to %.3f %s", t->labels[i], t->start[i],
-			 t->end[i], t->unit);
+		snprintf(line, sizeof(line), "%s: %.3f to %.3f ms", t->labels[i], t->start[i],
+			 t->end[i]);
 		svg_rect(f, LABEL_W + t->start[i] * scale, y + 4,
 			 (t->end[i] - t->start[i]) * scale > 1 ? (t->end[i] - t->start[i]) * scale
 							       : 1,

@@ -151,6 +151,24 @@ static int plan(void *arg, const struct rc_endpoint *all, int W, uint8_t *need, 
 	return 0;
 }
 
+/* What every rank must be given alike: what each measures and for how
+ * long (a rank waits in a barrier for its peer's test), the size of the
+ * buffer a peer writes into, and the pairs. */
+static void settings(const struct sweep_cli *a, struct group_settings *gs)
+{
+	size_t W = (size_t)a->grp.who.world;
+	struct rc_group_setting *s;
+
+	group_setting(gs, "--msg-size", "%llu", (unsigned long long)a->run.msg_size);
+	group_setting(gs, "--duration", "%g", a->run.duration_s);
+	group_setting(gs, "--iters", "%llu", (unsigned long long)a->run.iters);
+	group_setting(gs, "--lat-iters", "%d", a->run.lat_iters);
+	group_setting(gs, "--depth", "%d", a->run.depth);
+	s = group_setting(gs, "--pairs", "%s", a->pairs ? a->pairs : "");
+	s->data = a->want ? a->want : NULL;
+	s->len = a->want ? W * W : 0;
+}
+
 static int run(struct ctx *ctx, struct sweep_cli *a)
 {
 	int W = a->grp.who.world, me = a->grp.who.rank, rc;
@@ -170,6 +188,7 @@ static int run(struct ctx *ctx, struct sweep_cli *a)
 	struct rc_group *g = NULL;
 	uint8_t healthy = 1;
 	uint64_t *verdict = calloc((size_t)W, sizeof(*verdict));
+	struct group_settings gs = { .n = 0 };
 	struct rc_err e;
 	bool metrics = group_metrics_on(&a->grp, 0);
 	struct metrics m;
@@ -185,6 +204,9 @@ static int run(struct ctx *ctx, struct sweep_cli *a)
 		rc = how.usage ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
 		goto out;
 	}
+	settings(a, &gs);
+	if ((rc = group_agree(ctx, g, me, &gs)))
+		goto out;
 	progress_init(&prog.p, ctx);
 	prog.p.on = prog.p.on && me == 0;
 	a->run.progress = progress;

@@ -44,21 +44,26 @@ int sweep_heatmap(const struct judged *j, const char *path)
 				snprintf(tips[a * W + b], 256, "%d -> %d failed: %s", a, b, c->why);
 			else
 				snprintf(tips[a * W + b], 256,
-					 "%d -> %d: %.3f Gbit/s, WRITE %.1f us, READ %.1f us%s%s",
-					 a, b, c->bw_gbit, c->wlat_p50_us, c->rlat_p50_us,
+					 "%d -> %d: %.3f Gb/s, WRITE %.1f us, READ %.1f us%s%s", a,
+					 b, c->bw_gbit, c->wlat_p50_us, c->rlat_p50_us,
 					 words[0] ? "; outlier: " : "", words);
 		}
 	}
+	/* green at the fleet's median, red where a direction is judged slow */
+	double med = j->v.bw_median, floor_ratio = j->v.bw_floor / med;
 	struct svg_heatmap h = { .n = W,
 				 .title = "rdmactl sweep: RDMA WRITE bandwidth",
-				 .unit = "Gbit/s",
+				 .unit = "Gb/s",
 				 .row_axis = "from (rank)",
 				 .col_axis = "to (rank)",
 				 .labels = (const char *const *)labels,
 				 .value = val,
 				 .mark = mark,
 				 .tip = (const char *const *)tips,
-				 .high_good = true };
+				 .high_good = true,
+				 .ref = med > 0 ? med : 0,
+				 .bad_ratio = floor_ratio > 0 && floor_ratio < 1 ? floor_ratio : 0.5,
+				 .ref_what = "the fleet's median" };
 
 	rc = svg_heatmap_write(path, &h);
 out:

@@ -138,7 +138,7 @@ static void put_outlier(struct out *o, const struct judged *j, int a, int b)
 	if (c->status) {
 		out_str(o, "error", "failed: %s", c->why);
 	} else {
-		out_f64(o, "write_gbit_per_s", "%.3f Gbit/s", c->bw_gbit);
+		out_f64(o, "write_gbit_per_s", "%.3f Gb/s", c->bw_gbit);
 		out_f64(o, "of_median", " (%.2f of the fleet's median", c->bw_gbit / j->v.bw_median);
 		if (!back->status)
 			out_f64(o, "reverse_gbit_per_s", ", %.3f the other way)", back->bw_gbit);
@@ -251,7 +251,7 @@ static void put_thresholds(struct out *o, const struct judged *j, const struct r
 	put_ratio(o, "slow_ratio", l->slow_ratio);
 	out_f64(o, "lat_ratio", NULL, l->lat_ratio);
 	put_ratio(o, "asym_ratio", l->asym_ratio);
-	out_text(o, "# fleet: WRITE median %.3f Gbit/s (MAD %.3f), ", j->v.bw_median, j->v.bw_mad);
+	out_text(o, "# fleet: WRITE median %.3f Gb/s (MAD %.3f), ", j->v.bw_median, j->v.bw_mad);
 	if (isnan(j->v.bw_floor))
 		out_text(o, "bandwidth not judged against it");
 	else
@@ -398,7 +398,7 @@ static void put_head(struct out *o, const struct sweep_report *r, const struct j
 
 		rank_name(j, i, name, sizeof(name));
 		if (j->rate[i] > 0)
-			out_text(o, "#   %s, link %.0f Gbit/s\n", name, j->rate[i]);
+			out_text(o, "#   %s, link %g Gb/s\n", name, j->rate[i]);
 		else
 			out_text(o, "#   %s, link rate unknown\n", name);
 		put_node(o, j, i);
@@ -434,7 +434,7 @@ int sweep_report(struct ctx *ctx, const struct sweep_report *r, uint8_t *healthy
 	put_head(o, r, &j);
 	put_thresholds(o, &j, r->lim);
 	out_obj_begin(o, "matrices");
-	text_matrix(o, &j, "RDMA WRITE bandwidth (Gbit/s)", offsetof(struct rc_sweep_cell, bw_gbit));
+	text_matrix(o, &j, "RDMA WRITE bandwidth (Gb/s)", offsetof(struct rc_sweep_cell, bw_gbit));
 	text_matrix(o, &j, "8-byte WRITE latency p50 (us)",
 		    offsetof(struct rc_sweep_cell, wlat_p50_us));
 	text_matrix(o, &j, "8-byte READ latency p50 (us)",

@@ -16,12 +16,15 @@ const struct cmd *const rdmactl_cmds[] = {
 };
 
 const struct cmd_opt rdmactl_global_opts[] = {
-	{ "json", 'j', NULL, "JSON output, one document per command" },
-	{ "pretty", 'p', NULL, "pretty-printed JSON output" },
-	{ "device", 'd', "NAME", "RDMA device (default: the one owning the address)", COMP_DEVICE },
-	{ "gid-index", 'g', "N", "GID index override (default: RoCE v2, IPv4 first)" },
-	{ "timeout", 't', "MS", "connect and completion timeout in ms (default 10000)" },
-	{ "verbose", 'v', NULL, "more logs on stderr" },
+	{ "json", 'j', NULL, "JSON output, one document per command", .anywhere = true },
+	{ "pretty", 'p', NULL, "pretty-printed JSON output", .anywhere = true },
+	{ "device", 'd', "NAME", "RDMA device (default: the one owning the address)", COMP_DEVICE,
+	  .anywhere = true },
+	{ "gid-index", 'g', "N", "GID index override (default: RoCE v2, IPv4 first)",
+	  .anywhere = true },
+	{ "timeout", 't', "MS", "connect and completion timeout in ms (default 10000)",
+	  .anywhere = true },
+	{ "verbose", 'v', NULL, "more logs on stderr", .anywhere = true },
 	{ "version", 'V', NULL, "print the version" },
 	{ "batch", 'b', "FILE", "run the commands in FILE, one a line ('-': stdin)", COMP_FILE },
 	{ "force", 0, NULL, "with --batch: go on after a failing command" },

@@ -93,10 +93,74 @@ static json_t *mooncake_matrix(const struct rc_topo *t, int only)
 	return m;
 }
 
-static void put_mooncake(struct out *o, const struct rc_topo *t, int only)
+/* A host without GPUs: the rail plan by NUMA node, as --rails numa:N takes
+ * it (the node's NICs that are up; rxe and other NICs of no known node count
+ * on a host of one node), else every NIC that is up. node -1: any node. The
+ * DEV:PORT list, with the leading '=' for NCCL, into val. */
+static int numa_rail(const struct rc_topo *t, int node, const char *eq, char *val, size_t cap,
+		     int *devs, int *n, struct rc_err *e)
 {
-	json_t *m = mooncake_matrix(t, only);
+	size_t len;
+	bool active;
+	int rc = rc_topo_rails_of(t, -1, node, devs, RC_TOPO_MAX_DEVS, n, e);
 
+	if (rc && node >= 0)
+		rc = rc_topo_rails_of(t, -1, -1, devs, RC_TOPO_MAX_DEVS, n, e);
+	if (rc)
+		return rc;
+	len = (size_t)snprintf(val, cap, "%s", eq);
+	for (int i = 0; i < *n && i < RC_TOPO_MAX_DEVS && len < cap; i++)
+		len += (size_t)snprintf(val + len, cap - len, "%s%s:%d", i ? "," : "",
+					t->devs[devs[i]].name,
+					export_port(&t->devs[devs[i]], &active));
+	return 0;
+}
+
+/* The NUMA nodes a GPU-less export covers: the host's, or one "any" (-1). */
+static int numa_nodes(const struct rc_topo *t, int *nodes)
+{
+	for (int i = 0; i < t->nnuma; i++)
+		nodes[i] = t->numa[i].node;
+	if (!t->nnuma)
+		nodes[0] = -1;
+	return t->nnuma ? t->nnuma : 1;
+}
+
+/* Mooncake's rows of a host without GPUs: "cpu:N" per NUMA node, as its
+ * topology names the nodes: the node's rails first, then the other NICs up. */
+static int mooncake_cpu_rows(const struct rc_topo *t, json_t *m, struct rc_err *e)
+{
+	int nodes[RC_TOPO_MAX_NUMA], devs[RC_TOPO_MAX_DEVS], n, rc;
+	char key[32], val[16];
+
+	for (int i = 0, nn = numa_nodes(t, nodes); i < nn; i++) {
+		json_t *pref = json_array(), *other = json_array(), *row = json_array();
+
+		if ((rc = numa_rail(t, nodes[i], "", val, sizeof(val), devs, &n, e))) {
+			json_decref(pref);
+			json_decref(other);
+			json_decref(row);
+			return rc;
+		}
+		for (int d = 0; d < t->ndevs; d++) {
+			bool mine = false;
+
+			for (int j = 0; j < n && j < RC_TOPO_MAX_DEVS; j++)
+				mine |= devs[j] == d;
+			if (mine || nic_active(&t->devs[d]))
+				json_array_append_new(mine ? pref : other,
+						      json_string(t->devs[d].name));
+		}
+		json_array_append_new(row, pref);
+		json_array_append_new(row, other);
+		snprintf(key, sizeof(key), "cpu:%d", nodes[i] < 0 ? 0 : nodes[i]);
+		json_object_set_new(m, key, row);
+	}
+	return 0;
+}
+
+static void emit_mooncake(struct out *o, json_t *m)
+{
 	if (out_is_json(o)) {
 		out_str(o, "variable", NULL, "MC_CUSTOM_TOPO_JSON");
 		out_json(o, "matrix", m);
@@ -107,6 +171,52 @@ static void put_mooncake(struct out *o, const struct rc_topo *t, int only)
 	out_text(o, "%s\n", s ? s : "{}");
 	free(s);
 	json_decref(m);
+}
+
+static void put_mooncake(struct out *o, const struct rc_topo *t, int only)
+{
+	emit_mooncake(o, mooncake_matrix(t, only));
+}
+
+/* nccl and ucx on a host without GPUs: a value per NUMA node, and one for a
+ * process on any other (every NIC that is up). */
+static int put_env_cpu(struct ctx *ctx, const struct rc_topo *t, enum topo_export kind)
+{
+	const char *var = kind == TOPO_EXPORT_NCCL ? "NCCL_IB_HCA" : "UCX_NET_DEVICES";
+	const char *eq = kind == TOPO_EXPORT_NCCL ? "=" : "";
+	int nodes[RC_TOPO_MAX_NUMA], devs[RC_TOPO_MAX_DEVS], n, rc;
+	struct out *o = &ctx->out;
+	char val[1024];
+	struct rc_err e;
+
+	out_str(o, "variable", NULL, var);
+	out_text(o, "# %s for each NUMA node's processes: no GPU here, so the rail plan by node\n",
+		 var);
+	out_text(o, "# (rdmactl probe-topology --export %s; --rails numa:N takes the same)\n",
+		 kind == TOPO_EXPORT_NCCL ? "nccl" : "ucx");
+	out_text(o, "case \"${RDMACTL_NUMA:-}\" in\n");
+	out_arr_begin(o, "gpus");
+	out_arr_end(o);
+	out_arr_begin(o, "numa_nodes");
+	for (int i = 0, nn = numa_nodes(t, nodes); i < nn && nodes[0] >= 0; i++) {
+		if ((rc = numa_rail(t, nodes[i], eq, val, sizeof(val), devs, &n, &e)))
+			return fail(ctx, rc, "probe-topology --export: %s", e.msg);
+		out_obj_begin(o, NULL);
+		out_i64(o, "node", "%lld) ", nodes[i]);
+		out_arr_begin(o, "nics");
+		for (int j = 0; j < n && j < RC_TOPO_MAX_DEVS; j++)
+			out_str(o, NULL, NULL, t->devs[devs[j]].name);
+		out_arr_end(o);
+		out_str(o, "value", NULL, val);
+		out_text(o, "export %s='%s' ;; # NUMA node %d\n", var, val, nodes[i]);
+		out_obj_end(o);
+	}
+	out_arr_end(o);
+	if ((rc = numa_rail(t, -1, eq, val, sizeof(val), devs, &n, &e)))
+		return fail(ctx, rc, "probe-topology --export: %s", e.msg);
+	out_str(o, "any_node", NULL, val);
+	out_text(o, "*) export %s='%s' ;; # any other node: every NIC that is up\nesac\n", var, val);
+	return 0;
 }
 
 /* nccl and ucx: one value per GPU. */
@@ -170,10 +280,11 @@ int topo_export(struct ctx *ctx, const struct rc_topo *t, enum topo_export kind,
 	struct out *o = &ctx->out;
 	int only = -1;
 
-	if (!t->ngpus)
-		return fail(
-			ctx, -ENODEV,
-			"probe-topology --export: no GPU found, and the rail plan binds GPUs to NICs");
+	if (!t->ngpus && gpu >= 0)
+		return fail(ctx, -ENODEV,
+			    "probe-topology --export --gpu %d: this host has no GPU (without --gpu: "
+			    "the rail plan by NUMA node)",
+			    gpu);
 	if (gpu >= 0) {
 		for (int g = 0; g < t->ngpus; g++)
 			if (gpu_number(t, g) == gpu)
@@ -191,9 +302,22 @@ int topo_export(struct ctx *ctx, const struct rc_topo *t, enum topo_export kind,
 		kind == TOPO_EXPORT_NCCL  ? "nccl"
 		: kind == TOPO_EXPORT_UCX ? "ucx"
 					  : "mooncake");
-	if (kind == TOPO_EXPORT_MOONCAKE)
+	if (!t->ngpus && kind != TOPO_EXPORT_MOONCAKE)
+		return put_env_cpu(ctx, t, kind);
+	if (!t->ngpus) {
+		json_t *m = json_object();
+		struct rc_err e;
+		int rc = mooncake_cpu_rows(t, m, &e);
+
+		if (rc) {
+			json_decref(m);
+			return fail(ctx, rc, "probe-topology --export: %s", e.msg);
+		}
+		emit_mooncake(o, m);
+	} else if (kind == TOPO_EXPORT_MOONCAKE) {
 		put_mooncake(o, t, only);
-	else
+	} else {
 		put_env(o, t, kind, only);
+	}
 	return 0;
 }

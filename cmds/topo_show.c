@@ -5,6 +5,7 @@
  * rail plan and the doctor's findings, every value through the output layer
  * so that text and JSON say the same thing.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -101,14 +102,36 @@ static void put_verify(struct out *o, const struct rc_topo_verify *v)
 	out_text(o, "\n");
 }
 
+/* rdma(8)'s spelling of sysfs's physical state, as rdma link and ibv
+ * devinfo print it: "LinkUp" -> "LINK_UP", "Phy Test" -> "PHY_TEST". */
+static void upper_state(const char *s, char *out, size_t cap)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; s[i] && n + 2 < cap; i++) {
+		if (s[i] == ' ') {
+			out[n++] = '_';
+			continue;
+		}
+		if (i && isupper((unsigned char)s[i]) && islower((unsigned char)s[i - 1]))
+			out[n++] = '_';
+		out[n++] = (char)toupper((unsigned char)s[i]);
+	}
+	out[n] = '\0';
+}
+
 static void put_port(struct out *o, const struct rc_topo_port *p)
 {
+	char phys[64];
+
 	const struct rc_topo_gid *rec = NULL;
 
 	out_obj_begin(o, NULL);
 	out_i64(o, "port", "  port %lld:", p->num);
 	out_str(o, "state", " %s", p->state);
-	put_str(o, "phys_state", " (%s)", p->phys_state);
+	upper_state(p->phys_state, phys, sizeof(phys));
+	put_str(o, "phys_state", NULL, p->phys_state);
+	put_str(o, "physical_state", " (%s)", phys);
 	put_str(o, "link_layer", "  %s", p->link_layer);
 	put_str(o, "rate", "  %s", p->rate);
 	if (p->rate_gbps > 0)
@@ -157,7 +180,8 @@ static void put_dev(struct out *o, const struct rc_topo_dev *d)
 	put_str(o, "driver", " (driver %s)", d->driver);
 	put_str(o, "node_type", "  %s", d->node_type);
 	put_str(o, "node_guid", "  guid %s", d->node_guid);
-	put_str(o, "fw_ver", "  fw %s", d->fw_ver);
+	/* none in sysfs (rxe): "0.0.0", as ibv devinfo says */
+	put_str(o, "fw_ver", "  fw %s", d->fw_ver[0] ? d->fw_ver : "0.0.0");
 	put_str(o, "parent_netdev", "  on %s", d->parent_netdev);
 	if (d->verbs >= 0)
 		out_bool(o, "verbs", d->verbs ? NULL : "  (no verbs provider)", d->verbs);

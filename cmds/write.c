@@ -136,6 +136,10 @@ static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_va
 	a->imm = (uint32_t)imm;
 	a->has_imm = opt_on(v, WR_IMM);
 	a->have_size = opt_on(v, WR_SIZE);
+	/* As register refuses it: a write of nothing is a mistake, not a success. */
+	if (a->have_size && !a->size)
+		return usage_err(ctx, "write: invalid --size '%s': a write moves at least 1 byte",
+				 opt_arg(v, WR_SIZE));
 	src->pattern = a->pattern;
 	if (src->pattern && a->file)
 		return usage_err(ctx, "write: give --file or --pattern, not both");

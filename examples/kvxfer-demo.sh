@@ -7,10 +7,24 @@
 # SoftRoCE guest:
 #   tests/vm/run.sh -- examples/kvxfer-demo.sh
 # Usage: examples/kvxfer-demo.sh [ADDR [PORT]]
-#   ADDR  an address of an RDMA device (default $RDMACTL_VM_ADDR, 198.18.0.1)
-#   PORT  the decode rank's port (default 7500)
+#   ADDR        an address of an RDMA device (default $RDMACTL_VM_ADDR, 198.18.0.1)
+#   PORT        the decode rank's port (default 7500)
+#   -h, --help  this text
 # The binary: $RDMACTL, else build/cli/rdmactl of this checkout, else rdmactl.
+# Exits 0 when every request arrived verified, 1 on a failure, 2 on a
+# usage error.
 set -euo pipefail
+
+for a in "$@"; do
+	case $a in
+	-h | --help)
+		sed -n '/^# Usage/,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'
+		exit 0
+		;;
+	-*) echo "kvxfer-demo: unknown option '$a' (see --help)" >&2; exit 2 ;;
+	esac
+done
+(($# <= 2)) || { echo "kvxfer-demo: ADDR and PORT at most (see --help)" >&2; exit 2; }
 
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 addr=${1:-${RDMACTL_VM_ADDR:-198.18.0.1}}

@@ -79,12 +79,15 @@ jq -e 'type == "object" and has("busbw_gbyte_per_s")' "$work/doc" >/dev/null 2>&
 
 # The mean hides the hot ranks: at imbalance I the busiest rank moves I
 # times the mean, and the exchange ends when it does.
-jq '{ok: (.wrong == 0), algo, ranks, rank_source, skew: $skew, busbw_gbyte_per_s, algbw_gbyte_per_s,
-	lat_us, imbalance, wrong,
+# figures to 3 significant digits (sig3), as a reader takes them in
+jq 'def sig3: if . == 0 or . == null then . else pow(10; 2 - (fabs | log10 | floor)) as $m | . * $m | round / $m end;
+	{ok: (.wrong == 0), algo, ranks, rank_source, skew: $skew,
+	busbw_gbyte_per_s: (.busbw_gbyte_per_s | sig3), algbw_gbyte_per_s: (.algbw_gbyte_per_s | sig3),
+	lat_us: (.lat_us | map_values(sig3)), imbalance: (.imbalance | sig3), wrong,
 	verdict: (if .imbalance > 1.5
 		then "skew-bound: the hottest rank receives \(.imbalance * 100 | round / 100)x the mean"
 		else "balanced: imbalance \(.imbalance * 100 | round / 100)" end)}' \
 	--arg skew "$skew" "$work/doc"
-jq -r '"moe-dispatch: busbw \(.busbw_gbyte_per_s) GB/s, p99 \(.lat_us.p99) us, imbalance \(.imbalance), wrong \(.wrong)"' \
+jq -r 'def sig3: if . == 0 or . == null then . else pow(10; 2 - (fabs | log10 | floor)) as $m | . * $m | round / $m end; "moe-dispatch: busbw \(.busbw_gbyte_per_s | sig3) GB/s, p99 \(.lat_us.p99 | sig3) us, imbalance \(.imbalance | sig3), wrong \(.wrong)"' \
 	"$work/doc" >&2
 jq -e '.wrong == 0' "$work/doc" >/dev/null

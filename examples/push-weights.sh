@@ -115,12 +115,15 @@ done
 ((${#bad[@]} == 0)) || summary_fail "replica ${bad[*]}: the file differs from the weights"
 
 # When could each replica start? Its first layer usable, and all of them.
-jq --arg want "$root_want" '{ok: (.ok_count == .receivers_count and ($want == "" or .digest_value == $want)),
-	algo, replicas: .receivers_count, bytes: .size_bytes, seconds, ideal_seconds, ratio,
-	first_layer_ready_ms: ([.receivers[] | .blocks_usable_ms[0] // .first_chunk_ms] | max),
-	all_ready_ms: ([.receivers[].last_chunk_ms] | max),
+# figures to 3 significant digits (sig3), as a reader takes them in
+jq --arg want "$root_want" 'def sig3: if . == 0 or . == null then . else pow(10; 2 - (fabs | log10 | floor)) as $m | . * $m | round / $m end;
+	{ok: (.ok_count == .receivers_count and ($want == "" or .digest_value == $want)),
+	algo, replicas: .receivers_count, bytes: .size_bytes, seconds: (.seconds | sig3),
+	ideal_seconds: (.ideal_seconds | sig3), ratio: (.ratio | sig3),
+	first_layer_ready_ms: ([.receivers[] | .blocks_usable_ms[0] // .first_chunk_ms] | max | sig3),
+	all_ready_ms: ([.receivers[].last_chunk_ms] | max | sig3),
 	per_replica: [.receivers[] | {rank, device, ok,
-		first_layer_ms: (.blocks_usable_ms[0] // .first_chunk_ms), all_ms: .last_chunk_ms}]}' \
+		first_layer_ms: (.blocks_usable_ms[0] // .first_chunk_ms | sig3), all_ms: (.last_chunk_ms | sig3)}]}' \
 	"$work/doc" >"$work/summary"
 cat "$work/summary"
 jq -r '"push-weights: \(.replicas) replicas whole in \(.seconds) s (ideal \(.ideal_seconds) s, ratio \(.ratio)); the last replica could start after \(.first_layer_ready_ms) ms"' \

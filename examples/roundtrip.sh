@@ -3,14 +3,26 @@
 #
 # The main job, end to end: serve a region with `register`, write a file
 # into it with `write`, read it back with `read`, verify, print JSON.
+# examples/demo.sh runs this inside the guest on a machine without RDMA.
 #
-#   examples/roundtrip.sh [ADDR]
-#
-# ADDR is a local address on an RDMA device; by default the SoftRoCE guest's
-# ($RDMACTL_VM_ADDR) or the first active RoCE port's that probe-topology
-# finds. examples/demo.sh runs this inside the guest on a machine without
-# RDMA.
+# Usage: examples/roundtrip.sh [ADDR]
+#   ADDR        a local address on an RDMA device (default: the SoftRoCE
+#               guest's, $RDMACTL_VM_ADDR, or the first active RoCE port's
+#               that probe-topology finds)
+#   -h, --help  this text
+# $RDMACTL_DEMO_SIZE (default 8M) and $RDMACTL_DEMO_PORT (default 7471) set
+# the region's size and port. Prints one JSON summary on stdout; exits 0
+# when the data came back verified, 1 on a failure, 2 on a usage error.
 set -euo pipefail
+
+case ${1:-} in
+-h | --help)
+	sed -n '/^# Usage/,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'
+	exit 0
+	;;
+-*) echo "roundtrip: unknown option '$1' (see --help)" >&2; exit 2 ;;
+esac
+(($# <= 1)) || { echo "roundtrip: one ADDR at most (see --help)" >&2; exit 2; }
 
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 rdmactl=${RDMACTL:-$here/../build/cli/rdmactl}
@@ -59,8 +71,10 @@ server=
 jq -n --argjson region "$descriptor" --argjson write "$written" --argjson read "$read_back" \
 	--arg in "$sum_in" --arg out "$sum_out" '{
 	region: ($region | {name, addr, rkey, length, access, device, gid, listen}),
-	write: ($write | {bytes, seconds, gbyte_per_s}),
-	read: ($read | {bytes, seconds, gbyte_per_s}),
+	write: ($write | {bytes, seconds: (.seconds * 1e4 | round / 1e4),
+		gbyte_per_s: (.gbyte_per_s * 1e3 | round / 1e3)}),
+	read: ($read | {bytes, seconds: (.seconds * 1e4 | round / 1e4),
+		gbyte_per_s: (.gbyte_per_s * 1e3 | round / 1e3)}),
 	sha256: $in,
 	verified: ($in == $out)
 }' | tee "$work/result.json"

@@ -8,8 +8,9 @@
 #
 # Usage: examples/sweep-mpirun.sh [OPTIONS]
 #   --ranks N       ranks to start (default 4)
-#   --addr ADDR     the RDMA address every rank listens on (default
-#                   $RDMACTL_VM_ADDR, else 198.18.0.1)
+#   --addr ADDR[,ADDR...]  the RDMA address every rank listens on (default
+#                   $RDMACTL_VM_ADDR, else 198.18.0.1); of a list, rank R
+#                   listens on the (R mod N)th (a peers file only)
 #   --etcd H:P      meet through this etcd (default: a peers file)
 #   --duration S    bandwidth test per pair and direction (default 0.3)
 #   --msg-size SIZE bytes per RDMA WRITE (default 16K)
@@ -49,6 +50,9 @@ while (($#)); do
 	esac
 done
 [[ $ranks =~ ^[0-9]+$ ]] && ((ranks >= 2)) || usage_err "--ranks wants a number of at least 2"
+IFS=, read -ra addrs <<<"$addr"
+((${#addrs[@]} >= 1)) || usage_err "--addr wants an address"
+[[ -z $etcd || ${#addrs[@]} == 1 ]] || usage_err "--addr: a list of addresses needs a peers file, not --etcd"
 command -v mpirun >/dev/null || usage_err "needs Open MPI's mpirun (Debian: openmpi-bin)"
 
 # Where the ranks meet: etcd when given, else a peers file of ADDR:PORT.
@@ -56,7 +60,7 @@ if [[ -n $etcd ]]; then
 	rendezvous=etcd://$etcd/sweep-$$
 	listen=(--listen "$addr")
 else
-	for ((r = 0; r < ranks; r++)); do echo "$r $addr:$((24000 + r))"; done >"$work/peers"
+	for ((r = 0; r < ranks; r++)); do echo "$r ${addrs[r % ${#addrs[@]}]}:$((24000 + r))"; done >"$work/peers"
 	rendezvous=file:$work/peers
 	listen=()
 fi
@@ -76,12 +80,14 @@ if ! jq -e 'type == "object" and has("healthy")' "$work/doc" >/dev/null 2>&1; th
 	summary_fail "${msg:-mpirun exited $rc: $(tail -n 3 "$work/err")}"
 fi
 
-jq '{ok: .healthy, ranks, rounds, rank_source,
-	median_gbit_per_s: .fleet.write_median_gbit_per_s,
+# figures to 3 significant digits (sig3), as a reader takes them in
+jq 'def sig3: if . == 0 or . == null then . else pow(10; 2 - (fabs | log10 | floor)) as $m | . * $m | round / $m end;
+	{ok: .healthy, ranks, rounds, rank_source,
+	median_gbit_per_s: (.fleet.write_median_gbit_per_s | sig3),
 	bad_nodes: [.bad_nodes[] as $b | .nodes[$b.rank] | "rank \(.rank) (\(.host) \(.device))"],
 	failed_pairs: [.failed_pairs[] | "\([.ranks[].rank] | map(tostring) | join(" - ")): \(.reason)"],
 	outliers: [.outliers[] | "\(.from) -> \(.to): \(.reasons | join(", "))"],
 	check_next, svg}' "$work/doc"
-jq -r '"sweep-mpirun: \(if .healthy then "healthy" else "NOT healthy" end), \(.directions_measured) directions measured, median \(.fleet.write_median_gbit_per_s) Gbit/s, \(.outliers | length) outliers"' \
+jq -r 'def sig3: if . == 0 or . == null then . else pow(10; 2 - (fabs | log10 | floor)) as $m | . * $m | round / $m end; "sweep-mpirun: \(if .healthy then "healthy" else "NOT healthy" end), \(.directions_measured) directions measured, median \(.fleet.write_median_gbit_per_s | sig3) Gb/s, \(.outliers | length) outliers"' \
 	"$work/doc" >&2
 jq -e '.healthy' "$work/doc" >/dev/null

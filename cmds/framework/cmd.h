@@ -17,8 +17,10 @@
 
 #include "output.h"
 
-/* Exit codes of the program. */
-enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+/* Exit codes of the program: EXIT_AUTH when the command failed because a
+ * peer refused its token or proof, or failed to prove one (libcore's
+ * -EKEYREJECTED), so an orchestrator tells it from a closed port. */
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_AUTH = 3 };
 
 /* How a shell may complete an option's argument. */
 enum comp_kind {
@@ -56,6 +58,10 @@ struct cmd_opt {
 	const char *values; /* for COMP_WORDS: "host|hugepage|file" */
 	bool repeat;        /* may be given more than once */
 	bool hidden;        /* a test hook: parsed, never offered (help, completion) */
+	/* A global option that may also stand after the command (rdmactl(8),
+	 * GLOBAL OPTIONS): -j -p -d -g -t -v. -V, -b and --force choose what runs
+	 * and come before it. */
+	bool anywhere;
 	/* A typed row (OPT_FLAG, OPT_SIZE... below): opts_fill stores its value
 	 * at off in the command's argument struct, checked against [min, max],
 	 * def (the text help shows as "(default X)") when it is absent. */
@@ -150,7 +156,11 @@ const char *opt_abbrev(char **argv, const struct option *o);
 /* Of the n words, the one closest to word, when word looks like a typo of
  * it (a few edits, or the start of it), else NULL: the "did you mean". */
 const char *word_suggest(const char *word, const char *const *words, size_t n);
-/* Run argv[0] as a command; prints errors through ctx->out. */
+/* The usage error for a command name that is none, with the closest name
+ * when it looks like a typo. Returns -EINVAL. */
+int cmd_unknown(struct ctx *ctx, const char *name);
+/* Run argv[0] as a command; prints errors through ctx->out. Global options
+ * given after the command (opts_parse) hold for that command alone. */
 int cmd_dispatch(struct ctx *ctx, int argc, char **argv);
 void cmd_usage(const struct cmd *c, FILE *fp);
 /* One help line: left (at indent), then text from column col, wrapped to
@@ -161,6 +171,11 @@ void help_line(FILE *fp, int indent, const char *left, int col, const char *text
 void help_print(struct ctx *ctx, const struct cmd *c);
 void opts_print(const struct cmd_opt *opts, FILE *fp);
 extern const struct cmd_opt rdmactl_global_opts[];
+/* The global option g (one whose row is anywhere) with its argument arg, set
+ * in ctx: the one place that takes their values, before the command
+ * (cli/main.c) and after it (opts_parse). 0, or -EINVAL with *bad saying
+ * why. */
+int global_take(struct ctx *ctx, const struct cmd_opt *g, const char *arg, const char **bad);
 /* The commands one may run: shell-only ones too when shell is set. */
 void cmds_list(FILE *fp, bool shell);
 /* "file", "words"...: how -j help names a completion kind. */
@@ -245,6 +260,9 @@ static inline bool opt_on(const struct opt_vals *v, int i)
 /* Typed accessors by index: return 0 (value stored, or option absent and
  * *out untouched) or -EINVAL after printing a usage error naming the
  * option. An integer is checked against [min, max]. */
+/* A size for --name s into *out: 0, or -EINVAL after a usage error that says
+ * whether it is malformed or too large. */
+int opt_size_parse(struct ctx *ctx, const char *name, const char *s, uint64_t *out);
 int opt_size_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i,
 		uint64_t *out);
 int opt_u64_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, uint64_t *out);
@@ -274,9 +292,10 @@ int opt_token(struct ctx *ctx, const struct opt_vals *v, int i_token, int i_file
 	      char buf[RC_TOKEN_MAX + 1], const char **out);
 /* A secret from a file, for --OPT PATH: its first line without the line
  * end, into buf (cap bytes with the NUL). Refused, naming the file: one that
- * cannot be read or is a directory (a failure, exit 1, as every input file);
- * a regular file that group or others may read or write (ssh's rule for
- * keys), an empty first line, one that does not fit (usage errors). */
+ * cannot be read, is a directory or is a regular file that group or others
+ * may read or write (ssh's rule for keys) (a failure, exit 1, as every input
+ * file that cannot be used); an empty first line, one that does not fit
+ * (malformed contents: usage errors). */
 int opt_secret_file(struct ctx *ctx, const char *opt, const char *path, char *buf, size_t cap);
 /* By index: an --admin-token-file FILE option (its one line), else
  * $RDMACTL_ADMIN_TOKEN, into out ("" when neither is set). Returns 0 or
@@ -300,6 +319,11 @@ int usage_err(struct ctx *ctx, const char *fmt, ...) __attribute__((format(print
  * checked before any device is opened: a missing, unreadable one or a
  * folder is a failure (exit 1) naming what (an option) and the path. */
 int input_file(struct ctx *ctx, const char *what, const char *path);
+/* A local file the command is to write (created when missing), checked
+ * before any device is opened: a folder, a missing folder to create it in,
+ * or one it cannot create files in is a failure (exit 1) naming what and the
+ * path. */
+int output_file(struct ctx *ctx, const char *what, const char *path);
 /* A test hook's pause (never in user help): creates PATH.MARK to say it
  * got there, then waits, at most 60 s, until PATH exists. */
 void test_hook_wait(const char *path, const char *mark);

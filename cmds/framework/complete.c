@@ -16,6 +16,9 @@
 struct comp {
 	const struct ctx *ctx;
 	const char *cur; /* the partial word */
+	/* What each candidate is put after: "--lat-clock=" for the values of
+	 * "--lat-clock=a", "rxe0," for the devices of "-d rxe0,r". */
+	char prefix[128];
 	bool shell;
 	void (*emit)(void *arg, const char *cand);
 	void *arg;
@@ -24,9 +27,11 @@ struct comp {
 static void offer(void *arg, const char *cand)
 {
 	struct comp *st = arg;
+	char word[256];
 
-	if (!strncmp(cand, st->cur, strlen(st->cur)))
-		st->emit(st->arg, cand);
+	snprintf(word, sizeof(word), "%s%s", st->prefix, cand);
+	if (!strncmp(word, st->cur, strlen(st->cur)))
+		st->emit(st->arg, word);
 }
 
 static void offer_opts(struct comp *st, const struct cmd_opt *opts)
@@ -48,9 +53,8 @@ static void offer_cmds(struct comp *st)
 
 		if (c->hidden || (c->shell_only && !st->shell))
 			continue;
+		/* An alias runs, but is not shown: help lists none either. */
 		offer(st, c->name);
-		for (int j = 0; c->aliases && c->aliases[j]; j++)
-			offer(st, c->aliases[j]);
 	}
 }
 
@@ -94,6 +98,10 @@ static void offer_values(struct comp *st, enum comp_kind kind, const char *value
 		}
 		break;
 	case COMP_DEVICE:
+		/* -d rxe0,r: a list of devices, one a rail */
+		if (strrchr(st->cur, ','))
+			snprintf(st->prefix, sizeof(st->prefix), "%.*s",
+				 (int)(strrchr(st->cur, ',') + 1 - st->cur), st->cur);
 		offer_devices(st);
 		break;
 	case COMP_TARGET:
@@ -141,6 +149,39 @@ static const struct cmd_opt *option_of(const struct cmd_opt *opts, const char *w
 	return NULL;
 }
 
+/* An option of opts, or a global one that may follow the command (after a
+ * command: its table first), named by w; NULL when none. */
+static const struct cmd_opt *option_here(const struct cmd_opt *opts, const char *w, bool *arg_next)
+{
+	const struct cmd_opt *o = option_of(opts, w, arg_next);
+
+	if (!o && opts != rdmactl_global_opts) {
+		o = option_of(rdmactl_global_opts, w, arg_next);
+		if (o && !o->anywhere)
+			o = NULL;
+	}
+	return o;
+}
+
+/* The word being completed is "--name=VALUE": the values of that option,
+ * each after "--name=" (no paths: the scripts complete those from an empty
+ * word). False when it is not such a word. */
+static bool offer_after_eq(struct comp *st, const struct cmd_opt *opts)
+{
+	const char *eq = strchr(st->cur, '=');
+	const struct cmd_opt *o;
+	bool arg_next;
+
+	if (strncmp(st->cur, "--", 2) || !eq)
+		return false;
+	o = option_here(opts, st->cur, &arg_next);
+	if (!o || !o->arg || o->comp == COMP_FILE || o->comp == COMP_DIR)
+		return true;
+	snprintf(st->prefix, sizeof(st->prefix), "%.*s", (int)(eq + 1 - st->cur), st->cur);
+	offer_values(st, o->comp, o->values);
+	return true;
+}
+
 void complete_words(const struct ctx *ctx, char *const *words, int nwords, bool shell,
 		    void (*emit)(void *arg, const char *cand), void *arg)
 {
@@ -165,6 +206,8 @@ void complete_words(const struct ctx *ctx, char *const *words, int nwords, bool 
 		i++;
 	}
 	if (i >= last) {
+		if (!shell && offer_after_eq(&st, rdmactl_global_opts))
+			return;
 		if (!shell && st.cur[0] == '-')
 			offer_opts(&st, rdmactl_global_opts);
 		else
@@ -182,12 +225,17 @@ void complete_words(const struct ctx *ctx, char *const *words, int nwords, bool 
 			positional = true;
 			continue;
 		}
-		o = positional ? NULL : option_of(c->opts, words[i], &arg_next);
+		o = positional ? NULL : option_here(c->opts, words[i], &arg_next);
+		/* bash without bash-completion splits "--opt=" into "--opt" "=" */
+		if (o && arg_next && i + 2 == last && !strcmp(words[i + 1], "="))
+			i++;
 		if (o && arg_next && ++i == last) {
 			offer_values(&st, o->comp, o->values);
 			return;
 		}
 	}
+	if (!positional && offer_after_eq(&st, c->opts))
+		return;
 	if (!positional && st.cur[0] == '-')
 		offer_opts(&st, c->opts);
 	else if (c->args)

@@ -55,29 +55,45 @@ const char *comp_kind_name(enum comp_kind k)
 	return (unsigned)k < sizeof(names) / sizeof(names[0]) && names[k] ? names[k] : "none";
 }
 
+int cmd_unknown(struct ctx *ctx, const char *name)
+{
+	const char *names[128], *near;
+	size_t n = 0;
+
+	for (int i = 0; rdmactl_cmds[i] && n < 128; i++)
+		if (!rdmactl_cmds[i]->hidden && (ctx->session || !rdmactl_cmds[i]->shell_only))
+			names[n++] = rdmactl_cmds[i]->name;
+	near = word_suggest(name, names, n);
+	if (near)
+		return usage_err(ctx, "unknown command '%s' (did you mean '%s'?)", name, near);
+	return usage_err(ctx, "unknown command '%s' (see 'rdmactl help')", name);
+}
+
 int cmd_dispatch(struct ctx *ctx, int argc, char **argv)
 {
+	const char *dev_name = ctx->dev_name;
+	int gid_index = ctx->gid_index, timeout_ms = ctx->timeout_ms, verbose = ctx->verbose;
+	enum out_mode mode = ctx->out.mode;
 	const struct cmd *c;
+	int rc;
 
 	if (argc < 1)
 		return usage_err(ctx, "no command given (see 'rdmactl help')");
 	c = cmd_find(argv[0]);
-	if (!c) {
-		const char *names[128], *near;
-		size_t n = 0;
-
-		for (int i = 0; rdmactl_cmds[i] && n < 128; i++)
-			if (!rdmactl_cmds[i]->hidden &&
-			    (ctx->session || !rdmactl_cmds[i]->shell_only))
-				names[n++] = rdmactl_cmds[i]->name;
-		near = word_suggest(argv[0], names, n);
-		if (near)
-			return usage_err(ctx, "unknown command '%s' (did you mean '%s'?)", argv[0],
-					 near);
-		return usage_err(ctx, "unknown command '%s' (see 'rdmactl help')", argv[0]);
-	}
+	if (!c)
+		return cmd_unknown(ctx, argv[0]);
 	if (c->shell_only && !ctx->session)
 		return usage_err(ctx, "'%s' works only inside 'rdmactl shell'", c->name);
 	ctx->out.cmd = c->name;
-	return c->run(ctx, argc, argv);
+	rc = c->run(ctx, argc, argv);
+	/* Global options given after the command held for it alone: the next
+	 * line of a batch or the shell starts from the ones before it. */
+	if (mode == OUT_TEXT && out_is_json(&ctx->out))
+		out_finish(&ctx->out);
+	out_set_mode(&ctx->out, mode);
+	ctx->dev_name = dev_name;
+	ctx->gid_index = gid_index;
+	ctx->timeout_ms = timeout_ms;
+	ctx->verbose = verbose;
+	return rc;
 }

@@ -117,10 +117,8 @@ static int fill_one(struct ctx *ctx, const struct cmd_opt *o, const char *s, cha
 		memcpy(field, &s, sizeof(s));
 		return 0;
 	case OPT_T_SIZE:
-		if (rc_parse_size(s, &u))
-			return usage_err(
-				ctx, "invalid --%s '%s': expected a size such as 4096, 4K, 1M or 1G",
-				o->name, s);
+		if (opt_size_parse(ctx, o->name, s, &u))
+			return -EINVAL;
 		memcpy(field, &u, sizeof(u));
 		return 0;
 	case OPT_T_U64:

@@ -33,10 +33,11 @@ int opt_secret_file(struct ctx *ctx, const char *opt, const char *path, char *bu
 	 * pipe (--token-file <(...)) or a device is taken as it is. */
 	if (S_ISREG(st.st_mode) && (st.st_mode & (S_IRGRP | S_IWGRP | S_IROTH | S_IWOTH))) {
 		close(fd);
-		return usage_err(
-			ctx,
-			"--%s %s: group or others may read or write it (mode %04o): make it private (chmod 600 %s)",
-			opt, path, (unsigned)(st.st_mode & 07777), path);
+		/* A file that cannot be used as it is, as one that cannot be read:
+		 * a failure (1), rdmactl(8) EXIT STATUS. */
+		return fail(ctx, -EACCES,
+			    "--%s %s: group or others may read or write it (mode %04o): make it private (chmod 600 %s)",
+			    opt, path, (unsigned)(st.st_mode & 07777), path);
 	}
 	if (S_ISDIR(st.st_mode)) {
 		close(fd);

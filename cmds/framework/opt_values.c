@@ -3,7 +3,9 @@
  * check of an input file: each refusal a usage error naming the option. */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -28,17 +30,57 @@ int input_file(struct ctx *ctx, const char *what, const char *path)
 	return 0;
 }
 
+int output_file(struct ctx *ctx, const char *what, const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+
+	if (stat(path, &st) == 0)
+		return S_ISDIR(st.st_mode) ? fail(ctx, -EISDIR,
+						  "%s '%s' is a directory: name a file", what, path)
+					   : 0;
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) + (slash == path) : 1,
+		 slash ? path : ".");
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return fail(ctx, -ENOENT, "%s '%s': no such directory '%s'", what, path, dir);
+	if (access(dir, W_OK) < 0)
+		return fail(ctx, -errno, "%s '%s': cannot create files in '%s': %s", what, path,
+			    dir, strerror(errno));
+	return 0;
+}
+
+int opt_size_parse(struct ctx *ctx, const char *name, const char *s, uint64_t *out)
+{
+	size_t n = strlen(s);
+	int rc;
+
+	/* 4MB reads as 4*10^6 in a rate (--link-bw 12.5GB): a size says its
+	 * binary prefix plainly (4M, 4MiB), so the two never mix (rdmactl(8),
+	 * UNITS). */
+	if (n >= 2 && (s[n - 1] == 'B' || s[n - 1] == 'b') && strchr("kKmMgGtT", s[n - 2]) &&
+	    isdigit((unsigned char)s[0]))
+		return usage_err(ctx,
+				 "invalid --%s '%s': a size is binary: say %.*s or %.*siB (%s and "
+				 "such are a rate's decimal units)",
+				 name, s, (int)(n - 1), s, (int)(n - 1), s, s + n - 2);
+	rc = rc_parse_size(s, out);
+
+	if (rc == -ERANGE)
+		return usage_err(ctx, "invalid --%s '%s': too large (a size is below 16 EiB)", name,
+				 s);
+	if (rc)
+		return usage_err(ctx,
+				 "invalid --%s '%s': expected a size such as 4096, 4K, 1M or 1G",
+				 name, s);
+	return 0;
+}
+
 int opt_size_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, uint64_t *out)
 {
 	const char *s = opt_arg(v, i);
 
-	if (!s)
-		return 0;
-	if (rc_parse_size(s, out))
-		return usage_err(ctx,
-				 "invalid --%s '%s': expected a size such as 4096, 4K, 1M or 1G",
-				 c->opts[i].name, s);
-	return 0;
+	return s ? opt_size_parse(ctx, c->opts[i].name, s, out) : 0;
 }
 
 int opt_u64_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, uint64_t *out)

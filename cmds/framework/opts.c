@@ -39,6 +39,43 @@ int fail(struct ctx *ctx, int rc, const char *fmt, ...)
 	return rc < 0 ? rc : -rc;
 }
 
+int global_take(struct ctx *ctx, const struct cmd_opt *g, const char *arg, const char **bad)
+{
+	uint64_t v;
+
+	switch (g->short_name) {
+	case 'j':
+		if (ctx->out.mode != OUT_JSON_PRETTY)
+			out_set_mode(&ctx->out, OUT_JSON);
+		return 0;
+	case 'p':
+		out_set_mode(&ctx->out, OUT_JSON_PRETTY);
+		return 0;
+	case 'd':
+		ctx->dev_name = arg;
+		return 0;
+	case 'g':
+		if (rc_parse_u64(arg, &v) || v > 255) {
+			*bad = "invalid --gid-index: expected 0..255";
+			return -EINVAL;
+		}
+		ctx->gid_index = (int)v;
+		return 0;
+	case 't':
+		if (rc_parse_u64(arg, &v) || v == 0 || v > 3600000) {
+			*bad = "invalid --timeout: expected milliseconds, 1..3600000";
+			return -EINVAL;
+		}
+		ctx->timeout_ms = (int)v;
+		return 0;
+	case 'v':
+		ctx->verbose++;
+		return 0;
+	}
+	*bad = "a global option that goes before the command";
+	return -EINVAL;
+}
+
 int opt_index(const struct cmd *c, const char *name)
 {
 	for (int i = 0; c->opts && c->opts[i].name; i++)
@@ -131,8 +168,8 @@ const char *opt_abbrev(char **argv, const struct option *o)
 	return tok;
 }
 
-/* An option c does not have: a global one given after the command, or a
- * typo, with the closest name. */
+/* An option c does not have: a global one that goes before the command
+ * (-V, -b, --force), or a typo, with the closest name. */
 static int unknown_opt(struct ctx *ctx, const struct cmd *c, const char *tok)
 {
 	char name[64];
@@ -144,16 +181,59 @@ static int unknown_opt(struct ctx *ctx, const struct cmd *c, const char *tok)
 	for (const struct cmd_opt *g = rdmactl_global_opts; g->name; g++)
 		if ((is_long && !strcmp(g->name, name)) ||
 		    (!is_long && g->short_name && name[0] == g->short_name && !name[1]))
-			return usage_err(
-				ctx,
-				"%s: '%s' is a global option: it goes before the command ('rdmactl %s %s ...')",
-				c->name, tok, tok, c->name);
+			return usage_err(ctx,
+					 "%s: '%s' is a global option that goes before the command "
+					 "(only -j, -p, -d, -g, -t and -v may follow it; see rdmactl(8), "
+					 "GLOBAL OPTIONS)",
+					 c->name, tok);
 	near = is_long ? opt_suggest(c->opts, name) : NULL;
 	if (near)
 		return usage_err(ctx, "%s: unknown option '%s' (did you mean '--%s'?)", c->name,
 				 tok, near);
 	return usage_err(ctx, "%s: unknown option '%s' (see 'rdmactl %s --help')", c->name, tok,
 			 c->name);
+}
+
+/* The global options that may follow the command, after c's own in lopts
+ * and shorts, answering with 512 + their index; none that c's table already
+ * names. Returns the new count of lopts. */
+static int add_globals(const struct cmd *c, struct option *lopts, int n, char *shorts, int *s)
+{
+	for (int g = 0; rdmactl_global_opts[g].name; g++) {
+		const struct cmd_opt *o = &rdmactl_global_opts[g];
+		bool taken = opt_index(c, o->name) >= 0;
+
+		for (int i = 0; c->opts && c->opts[i].name && !taken; i++)
+			taken = c->opts[i].short_name == o->short_name;
+		if (!o->anywhere || taken)
+			continue;
+		lopts[n++] = (struct option){ o->name, o->arg ? required_argument : no_argument,
+					      NULL, 512 + g };
+		shorts[(*s)++] = o->short_name;
+		if (o->arg)
+			shorts[(*s)++] = ':';
+	}
+	return n;
+}
+
+/* getopt's answer ch, when it is a global option (its letter, or 512 + its
+ * index), taken into ctx: 1; 0 for one of c's own; -EINVAL after a usage
+ * error. */
+static int take_global(struct ctx *ctx, const struct cmd *c, int ch)
+{
+	const char *bad = NULL;
+
+	for (int i = 0; ch < 256 && c->opts && c->opts[i].name; i++)
+		if (c->opts[i].short_name == ch)
+			return 0; /* c's own letter (add_globals left it to c) */
+	for (int g = 0; ch < 256 && rdmactl_global_opts[g].name; g++)
+		if (rdmactl_global_opts[g].anywhere && rdmactl_global_opts[g].short_name == ch)
+			ch = 512 + g;
+	if (ch < 512)
+		return 0;
+	if (global_take(ctx, &rdmactl_global_opts[ch - 512], optarg, &bad))
+		return usage_err(ctx, "%s: %s", c->name, bad);
+	return 1;
 }
 
 int opts_count(const struct cmd_opt *opts)
@@ -167,8 +247,8 @@ int opts_count(const struct cmd_opt *opts)
 
 int opts_parse(struct ctx *ctx, const struct cmd *c, int argc, char **argv, struct opt_vals *v)
 {
-	struct option lopts[OPT_MAX + 2];
-	char shorts[OPT_MAX * 2 + 4];
+	struct option lopts[2 * OPT_MAX + 2];
+	char shorts[OPT_MAX * 4 + 4];
 	int n = 0, s = 0, ch;
 
 	memset(v, 0, sizeof(*v));
@@ -187,6 +267,7 @@ int opts_parse(struct ctx *ctx, const struct cmd *c, int argc, char **argv, stru
 				shorts[s++] = ':';
 		}
 	}
+	n = add_globals(c, lopts, n, shorts, &s);
 	lopts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
 	lopts[n] = (struct option){ 0 };
 	shorts[s++] = 'h';
@@ -195,7 +276,7 @@ int opts_parse(struct ctx *ctx, const struct cmd *c, int argc, char **argv, stru
 	optind = 0;
 	opterr = 0;
 	for (int li = -1; (ch = getopt_long(argc, argv, shorts, lopts, &li)) != -1; li = -1) {
-		int idx = -1;
+		int idx = -1, g;
 
 		/* getopt_long takes a unique prefix (--siz for --size): here a
 		 * long option is only ever its whole name. */
@@ -213,6 +294,10 @@ int opts_parse(struct ctx *ctx, const struct cmd *c, int argc, char **argv, stru
 		if (ch == ':')
 			return usage_err(ctx, "%s: option '%s' needs an argument", c->name,
 					 argv[optind - 1]);
+		if ((g = take_global(ctx, c, ch)) < 0)
+			return g;
+		if (g)
+			continue;
 		if (ch >= 256)
 			idx = ch - 256;
 		else

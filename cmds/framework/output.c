@@ -41,12 +41,28 @@ static void new_doc(struct out *o)
 	o->root = NULL;
 	o->depth = 0;
 	o->has_error = false;
+	o->err_code = 0;
 	o->printed = false;
 	if (out_is_json(o)) {
 		o->root = new_root();
 		o->stack[0] = o->root;
 		o->keys[0] = NULL;
 	}
+}
+
+void out_set_mode(struct out *o, enum out_mode mode)
+{
+	bool was_json = out_is_json(o);
+
+	o->mode = mode;
+	if (was_json == out_is_json(o))
+		return;
+	if (o->root)
+		json_decref(o->root);
+	o->root = was_json ? NULL : new_root();
+	o->stack[0] = o->root;
+	o->keys[0] = NULL;
+	o->depth = 0;
 }
 
 void out_free(struct out *o)
@@ -291,6 +307,7 @@ void out_verr(struct out *o, int err, const char *fmt, va_list ap)
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	o->has_error = true;
+	o->err_code = err;
 	if (!out_is_json(o)) {
 		fprintf(o->err_fp, "rdmactl: %s%s%s\n", o->err_prefix ? o->err_prefix : "",
 			o->err_prefix ? ": " : "", printable(msg, shown, sizeof(shown)));

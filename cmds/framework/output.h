@@ -30,6 +30,7 @@ struct out {
 	const char *keys[OUT_MAX_DEPTH];
 	int depth;
 	bool has_error;
+	int err_code;           /* errno of the last error recorded (0: none, or none given) */
 	bool printed;           /* out_finish() already printed the document */
 	bool streamed;          /* out_event() printed this command's documents */
 	const char *err_prefix; /* text mode: put before each error ("FILE:LINE") */
@@ -43,6 +44,10 @@ void out_init(struct out *o, enum out_mode mode, FILE *fp, FILE *err_fp);
 void out_reset(struct out *o);
 void out_free(struct out *o);
 bool out_is_json(const struct out *o);
+/* Switch the output mode (-j or -p given after the command; back again after
+ * it in a batch or the shell). Text to JSON starts the document; JSON to
+ * text drops it (out_finish it first). An error already recorded stays. */
+void out_set_mode(struct out *o, enum out_mode mode);
 /* This document's schema_version, when its command changed a key since
  * RDMACTL_SCHEMA_VERSION (multicast's report is 3: its sha256 keys are null
  * unless --digest sha256); every other document carries that one. */

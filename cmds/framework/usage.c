@@ -59,10 +59,19 @@ void cmd_usage(const struct cmd *c, FILE *fp)
 	fprintf(fp, "Usage: rdmactl %s%s%s%s\n", c->name, c->opts ? " [OPTIONS]" : "",
 		c->args ? " " : "", c->args ? c->args : "");
 	fprintf(fp, "%s\n", c->summary);
-	if (!c->opts || !c->opts[0].name)
-		return;
-	fprintf(fp, "\nOptions:\n");
-	opts_print(c->opts, fp);
+	if (c->opts && c->opts[0].name) {
+		fprintf(fp, "\nOptions:\n");
+		opts_print(c->opts, fp);
+	}
+	/* What a region is called: the argument every client command takes. */
+	if (c->args && strstr(c->args, "TARGET")) {
+		fprintf(fp, "\nArguments:\n");
+		help_line(fp, 2, "TARGET", 33,
+			  "the region: HOST:PORT/REGION, [IPV6]:PORT/REGION or HOST/REGION (port "
+			  "7471); /REGION may be left out when the server serves one region; or "
+			  "etcd://HOST:PORT/NS/REGION for a region register --publish put in "
+			  "etcd. See rdmactl(8), TARGETS.");
+	}
 }
 
 void opts_print(const struct cmd_opt *opts, FILE *fp)

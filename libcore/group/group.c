@@ -297,10 +297,10 @@ static int connect_one(struct rc_group *g, int j, const struct rc_endpoint *ep, 
 		/* The peer read our request and said no for good (the token,
 		 * the world): say it now, not at the deadline, and while the
 		 * peer still listens to say it. */
-		if (rc == -ECONNREFUSED && group_refusal_final(last.msg)) {
+		if ((rc == -ECONNREFUSED || rc == -EKEYREJECTED) && group_refusal_final(last.msg)) {
 			g->peers[j].link = RC_LINK_REFUSED;
-			return rc_err_set(err, ECONNREFUSED, "rank %d (%s:%s): %s", j, ep->host,
-					  ep->port, last.msg);
+			return rc_err_set(err, -rc, "rank %d (%s:%s): %s", j, ep->host, ep->port,
+					  last.msg);
 		}
 		usleep(RETRY_MS * 1000);
 	}

@@ -170,6 +170,11 @@ out:
 	return rc;
 }
 
+int group_tree_sum(struct rc_group *g, uint64_t *vals, size_t n, struct rc_err *err)
+{
+	return tree_round(g, vals, n, err);
+}
+
 int rc_group_allgather_u64(struct rc_group *g, uint64_t mine, uint64_t *all, struct rc_err *err)
 {
 	uint64_t *vals = calloc((size_t)g->o.world, sizeof(uint64_t));

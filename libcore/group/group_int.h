@@ -243,6 +243,10 @@ int group_pop_msg(struct rc_group *g, int j, void *out, size_t len, struct rc_er
  * naming the ranks that the pairs left cut off (group_links.c). */
 int group_agree_links(struct rc_group *g, struct rc_err *err);
 
+/* Every rank's vals[n] added up, on every rank: up the barrier's tree and
+ * down again (group_coll.c; a rank that alone fills a slot sends it to all). */
+int group_tree_sum(struct rc_group *g, uint64_t *vals, size_t n, struct rc_err *err);
+
 /* The closing handshake of a group that ended well (group_io.c). */
 void group_fin(struct rc_group *g, int timeout_ms);
 

@@ -54,7 +54,8 @@ static bool has(const char *msg, const char *word)
 
 enum rc_link rc_link_classify(int code, const char *msg)
 {
-	if (code == ECONNREFUSED || has(msg, "rejected") || has(msg, "refused"))
+	if (code == ECONNREFUSED || code == EKEYREJECTED || has(msg, "rejected") ||
+	    has(msg, "refused"))
 		return RC_LINK_REFUSED;
 	if (code == ENODEV || code == EADDRNOTAVAIL || has(msg, "GID") ||
 	    has(msg, strerror(ENODEV)) || has(msg, strerror(EADDRNOTAVAIL)))

@@ -4,6 +4,7 @@
 #ifndef RDMACTL_KV_CORE_H
 #define RDMACTL_KV_CORE_H
 
+#include <rdmactl/auth_core.h>
 #include <rdmactl/kv.h>
 
 /*
@@ -12,13 +13,17 @@
  * the rc_ctrl header); it shows its geometry in HELLO, and only
  * once WELCOME came back does it connect its --qps data QPs (RDMA WRITE).
  * Each connect request carries struct kv_hello_pd so that the decode side
- * can group the QPs of one sender; a data QP is accepted only for a sender
- * whose HELLO was accepted, and only with that sender's secret (16 bytes
- * from getrandom per sender process). With a token, every connect request
- * proves it (kv_pd_prove: an HMAC under the token of the rest of the
- * request), checked before the QP is accepted: a host without the token
- * holds no connection, not even one waiting for its HELLO, and the token
- * itself does not travel.
+ * can group the QPs of one sender. The token is proven both ways, never
+ * sent (base/auth_core.h, plane "kvxfer"): the control QP's request carries
+ * the sender's fresh nonce cn; the decode rank's accept (struct
+ * kv_accept_pd) its fresh nonce sn and its proof, which the sender checks
+ * before it sends anything; HELLO carries the sender's proof, checked
+ * before the decode rank allocates or shows anything. A data QP is
+ * accepted only for a sender whose HELLO passed, with a proof under the
+ * session's data-QP secret (rc_auth_session, never sent) of its index.
+ * The context in every MAC (kv_auth_start): the source rank, its data
+ * QPs and session, and the decode rank's port, all of which both sides
+ * know before the accept.
  *
  * Per layer, a sender posts the layer's writes spread over its data QPs and
  * ends each QP's share with one RDMA WRITE_WITH_IMM (zero bytes when the QP
@@ -27,22 +32,28 @@
  * a layer is complete when every contributing source rank delivered
  * exactly one on each of its data QPs (struct kv_tally).
  */
-/* "KVX6": --verify's content in 8-byte words (kv_content). "KVX5" proved
- * the token in the connect request and bound data QPs by a secret, as
- * "KVX6" does, but made its content an element at a time. "KVX4" landed by
- * request runs (HELLO says --land, WELCOME the landing area, ALLOC the
- * request's run in it) and showed the token in HELLO; "KVX3" landed page by
- * page, "KVX2" had no landing: such a peer is refused by name. */
-#define KV_PD_MAGIC 0x3658564bu
+/* "KVX7": the token proven by challenge and response, both ways, and
+ * data QPs by a proof of the session. "KVX6" (and "KVX5") proved it with
+ * an HMAC of the request's own fields, which a captured request replays,
+ * and showed the data QPs' secret; "KVX6" made --verify's content in
+ * 8-byte words, "KVX5" an element at a time. "KVX4" landed by request runs
+ * and showed the token in HELLO; "KVX3" landed page by page, "KVX2" had no
+ * landing: such a peer is refused by name. */
+#define KV_PD_MAGIC 0x3758564bu
+#define KV_PD_MAGIC_V6 0x3658564bu
 #define KV_PD_MAGIC_V5 0x3558564bu
 #define KV_PD_MAGIC_V4 0x3458564bu
 #define KV_PD_MAGIC_V3 0x3358564bu
 #define KV_PD_MAGIC_V2 0x3258564bu
-#define KV_LAND_NONE UINT32_MAX /* ALLOC: no landing run */
-#define KV_PD_SECRET 16
-#define KV_PD_PROOF 24
-#define KV_PD_LEN (16 + KV_PD_SECRET + KV_PD_PROOF) /* 56: all a connect request holds */
-#define KV_PD_LABEL "rdmactl kvxfer connect v5"
+#define KV_ACC_MAGIC 0x3741564bu                     /* "KVA7": the decode rank's accept */
+#define KV_LAND_NONE UINT32_MAX                      /* ALLOC: no landing run */
+#define KV_PD_LEN (16 + RC_AUTH_NONCE + RC_AUTH_MAC) /* 48 of the 56 a connect request holds */
+#define KV_ACC_LEN (4 + RC_AUTH_NONCE + RC_AUTH_MAC) /* 36 */
+#define KV_AUTH_PLANE "kvxfer"
+#define KV_DATA_LABEL "rdmactl kvxfer data-qp v7"
+/* Without a token, the data QPs' secret is derived under this public key:
+ * it binds them to the exchange's nonces, not to a token. */
+#define KV_OPEN_KEY "rdmactl kvxfer without a token"
 #define KV_MSG_MAX 8192
 #define KV_REASON_MAX 256
 
@@ -51,8 +62,14 @@ struct kv_hello_pd {
 	uint32_t qp;                  /* 0: control, 1..nqps: data */
 	uint32_t nqps;                /* data QPs per destination */
 	uint32_t session;             /* random per sender process (HELLO repeats it) */
-	uint8_t secret[KV_PD_SECRET]; /* random per sender process: binds its data QPs */
-	uint8_t proof[KV_PD_PROOF];   /* kv_pd_prove; zeros without a token */
+	uint8_t nonce[RC_AUTH_NONCE]; /* control QP: the sender's fresh nonce cn */
+	uint8_t proof[RC_AUTH_MAC];   /* data QP: kv_pd_data_prove of it */
+};
+
+/* The private data of the decode rank's accept of a control QP. */
+struct kv_accept_pd {
+	uint8_t nonce[RC_AUTH_NONCE]; /* its fresh nonce sn */
+	uint8_t proof[RC_AUTH_MAC];   /* rc_auth_mac(token, a, RC_AUTH_SERVER); zeros without one */
 };
 
 /* The immediate value: generation of the request slot (8 bits), the
@@ -107,7 +124,7 @@ static inline bool kv_wrid_notify(uint64_t v)
 }
 
 enum kv_msg_type {
-	KV_MSG_HELLO = 0x20,   /* s->d: rank, QPs, session, geometry */
+	KV_MSG_HELLO = 0x20,   /* s->d: rank, QPs, session, geometry, proof */
 	KV_MSG_WELCOME = 0x21, /* d->s: destination rank, pool address, rkey, layout */
 	KV_MSG_REQ = 0x22,     /* s->d: request id, tokens */
 	KV_MSG_ALLOC = 0x23,   /* d->s: request slot, generation, page ids */
@@ -128,8 +145,8 @@ struct kv_msg {
 		struct {
 			uint32_t rank, nqps, session;
 			struct kv_geom g;
-			char token[RC_TOKEN_MAX + 1]; /* "": none */
-			uint32_t land;                /* enum kv_pack: the source rank's --land */
+			uint8_t proof[RC_AUTH_MAC]; /* rc_auth_mac(token, a, RC_AUTH_CLIENT) */
+			uint32_t land;              /* enum kv_pack: the source rank's --land */
 		} hello;
 		struct {
 			uint32_t rank, pool_pages, rkey;
@@ -259,14 +276,22 @@ int kv_check(const struct kv_geom *g, uint32_t rank, uint32_t req, uint32_t laye
 	     uint32_t tokens, char *const *pages, struct rc_err *err);
 
 int kv_pd_encode(const struct kv_hello_pd *p, void *buf, size_t cap);
-/* Fill p->proof: the token's HMAC over everything else p says (token NULL
- * or "": zeros). */
-void kv_pd_prove(struct kv_hello_pd *p, const char *token);
-/* Whether p proves token, compared in constant time; any p when token is
- * NULL or "" (a decode rank without a token admits anyone). */
-bool kv_pd_authentic(const struct kv_hello_pd *p, const char *token);
-/* 0, -EPROTO for a peer of an earlier protocol (KV_PD_MAGIC_V2 to _V5), or -EBADMSG. */
+/* 0, -EPROTO for a peer of an earlier protocol (KV_PD_MAGIC_V2 to _V6), or -EBADMSG. */
 int kv_pd_decode(const void *buf, size_t len, struct kv_hello_pd *p);
+int kv_acc_encode(const struct kv_accept_pd *a, void *buf, size_t cap);
+/* 0 or -EBADMSG (not a kvxfer accept of this protocol, or cut short). */
+int kv_acc_decode(const void *buf, size_t len, struct kv_accept_pd *a);
+/* The exchange of control QP ctrl to a decode rank listening on port:
+ * plane "kvxfer", the context (rank, nqps, session, port) and cn. */
+void kv_auth_start(struct rc_auth *a, const struct kv_hello_pd *ctrl, uint16_t port);
+/* The session's data-QP secret, once a holds both nonces: rc_auth_session
+ * under token (without one, under a public label: it then binds the data
+ * QPs to the exchange's nonces only). */
+void kv_data_key(const char *token, const struct rc_auth *a, uint8_t key[RC_AUTH_KEY]);
+/* Fill p->proof: the HMAC under key of everything else p says. */
+void kv_pd_data_prove(struct kv_hello_pd *p, const uint8_t key[RC_AUTH_KEY]);
+/* Whether p's proof is that of key, compared in constant time. */
+bool kv_pd_data_proven(const struct kv_hello_pd *p, const uint8_t key[RC_AUTH_KEY]);
 
 /* Encode into buf; returns the length, or -ENOSPC / -EINVAL. */
 int kv_msg_encode(const struct kv_msg *m, void *buf, size_t cap);

@@ -8,6 +8,7 @@
 #include <rdmactl/kv.h>
 #include <rdmactl/parse.h>
 #include <rdmactl/parse_core.h>
+#include <rdmactl/sha256_core.h>
 #include <rdmactl/ctrl_core.h>
 #include <rdmactl/kv_core.h>
 
@@ -60,18 +61,6 @@ static void wraw(struct wbuf *w, const void *s, size_t n)
 static void wstr(struct wbuf *w, const char *s)
 {
 	wbytes(w, s, strnlen(s, KV_REASON_MAX - 1));
-}
-
-/* The token: bytes, not text; printable (rc_token_valid) or none. */
-static void wtoken(struct wbuf *w, const char *s)
-{
-	size_t n = strnlen(s, RC_TOKEN_MAX + 1);
-
-	if (n > RC_TOKEN_MAX) {
-		w->over = true;
-		return;
-	}
-	wbytes(w, s, n);
 }
 
 struct rbuf {
@@ -136,35 +125,9 @@ int kv_pd_encode(const struct kv_hello_pd *p, void *buf, size_t cap)
 	w32(&w, p->rank << 16 | (p->qp & 0xffff));
 	w32(&w, p->nqps);
 	w32(&w, p->session);
-	wraw(&w, p->secret, KV_PD_SECRET);
-	wraw(&w, p->proof, KV_PD_PROOF);
+	wraw(&w, p->nonce, RC_AUTH_NONCE);
+	wraw(&w, p->proof, RC_AUTH_MAC);
 	return w.over ? -ENOSPC : (int)w.len;
-}
-
-/* The proof covers the request up to the proof itself. */
-static void pd_proof(const struct kv_hello_pd *p, const char *token, uint8_t out[KV_PD_PROOF])
-{
-	struct kv_hello_pd q = *p;
-	unsigned char b[KV_PD_LEN];
-
-	memset(q.proof, 0, sizeof(q.proof));
-	kv_pd_encode(&q, b, sizeof(b));
-	rc_token_proof(token, KV_PD_LABEL, b, KV_PD_LEN - KV_PD_PROOF, out, KV_PD_PROOF);
-}
-
-void kv_pd_prove(struct kv_hello_pd *p, const char *token)
-{
-	pd_proof(p, token, p->proof);
-}
-
-bool kv_pd_authentic(const struct kv_hello_pd *p, const char *token)
-{
-	uint8_t want[KV_PD_PROOF];
-
-	if (!token || !*token)
-		return true;
-	pd_proof(p, token, want);
-	return rc_bytes_equal(want, p->proof, KV_PD_PROOF);
 }
 
 int kv_pd_decode(const void *buf, size_t len, struct kv_hello_pd *p)
@@ -177,7 +140,7 @@ int kv_pd_decode(const void *buf, size_t len, struct kv_hello_pd *p)
 		return -EBADMSG;
 	magic = r32(&r);
 	if ((magic == KV_PD_MAGIC_V2 || magic == KV_PD_MAGIC_V3 || magic == KV_PD_MAGIC_V4 ||
-	     magic == KV_PD_MAGIC_V5) &&
+	     magic == KV_PD_MAGIC_V5 || magic == KV_PD_MAGIC_V6) &&
 	    !r.bad)
 		return -EPROTO;
 	if (magic != KV_PD_MAGIC)
@@ -187,27 +150,79 @@ int kv_pd_decode(const void *buf, size_t len, struct kv_hello_pd *p)
 	p->qp = rq & 0xffff;
 	p->nqps = r32(&r);
 	p->session = r32(&r);
-	rraw(&r, p->secret, KV_PD_SECRET);
-	rraw(&r, p->proof, KV_PD_PROOF);
+	rraw(&r, p->nonce, RC_AUTH_NONCE);
+	rraw(&r, p->proof, RC_AUTH_MAC);
 	if (r.bad || p->rank >= KV_MAX_TP || p->nqps < 1 || p->nqps > KV_MAX_QPS || p->qp > p->nqps)
 		return -EBADMSG;
 	return 0;
 }
 
-static void rtoken(struct rbuf *r, char *out)
+int kv_acc_encode(const struct kv_accept_pd *a, void *buf, size_t cap)
 {
-	uint32_t n = r32(r);
+	struct wbuf w = { buf, 0, cap, false };
 
-	memset(out, 0, RC_TOKEN_MAX + 1);
-	if (r->bad || n > RC_TOKEN_MAX || r->off + n > r->len) {
-		r->bad = true;
-		return;
-	}
-	memcpy(out, r->p + r->off, n);
-	r->off += n;
-	for (uint32_t i = 0; i < n; i++)
-		if ((unsigned char)out[i] < 0x21 || (unsigned char)out[i] > 0x7e)
-			r->bad = true;
+	w32(&w, KV_ACC_MAGIC);
+	wraw(&w, a->nonce, RC_AUTH_NONCE);
+	wraw(&w, a->proof, RC_AUTH_MAC);
+	return w.over ? -ENOSPC : (int)w.len;
+}
+
+int kv_acc_decode(const void *buf, size_t len, struct kv_accept_pd *a)
+{
+	struct rbuf r = { buf, len, 0, false };
+
+	memset(a, 0, sizeof(*a));
+	if (!buf || r32(&r) != KV_ACC_MAGIC)
+		return -EBADMSG;
+	rraw(&r, a->nonce, RC_AUTH_NONCE);
+	rraw(&r, a->proof, RC_AUTH_MAC);
+	return r.bad ? -EBADMSG : 0;
+}
+
+/* The context: rank, nqps, session (little-endian, 32 bits each), then the
+ * decode rank's port (16 bits, big-endian, as on the wire). */
+void kv_auth_start(struct rc_auth *a, const struct kv_hello_pd *ctrl, uint16_t port)
+{
+	uint32_t v[3] = { htole32(ctrl->rank), htole32(ctrl->nqps), htole32(ctrl->session) };
+	unsigned char ctx[sizeof(v) + 2];
+
+	memcpy(ctx, v, sizeof(v));
+	ctx[sizeof(v)] = (unsigned char)(port >> 8);
+	ctx[sizeof(v) + 1] = (unsigned char)port;
+	rc_auth_init(a, KV_AUTH_PLANE, ctx, sizeof(ctx));
+	memcpy(a->cn, ctrl->nonce, RC_AUTH_NONCE);
+}
+
+void kv_data_key(const char *token, const struct rc_auth *a, uint8_t key[RC_AUTH_KEY])
+{
+	rc_auth_session(token && *token ? token : KV_OPEN_KEY, a, "data-qp", key);
+}
+
+/* The label, then the request up to the proof itself. */
+static void data_proof(const struct kv_hello_pd *p, const uint8_t key[RC_AUTH_KEY],
+		       uint8_t out[RC_AUTH_MAC])
+{
+	struct kv_hello_pd q = *p;
+	unsigned char b[sizeof(KV_DATA_LABEL) + KV_PD_LEN], mac[RC_SHA256_LEN];
+
+	memset(q.proof, 0, sizeof(q.proof));
+	memcpy(b, KV_DATA_LABEL, sizeof(KV_DATA_LABEL));
+	kv_pd_encode(&q, b + sizeof(KV_DATA_LABEL), KV_PD_LEN);
+	rc_hmac_sha256(key, RC_AUTH_KEY, b, sizeof(b) - RC_AUTH_MAC, mac);
+	memcpy(out, mac, RC_AUTH_MAC);
+}
+
+void kv_pd_data_prove(struct kv_hello_pd *p, const uint8_t key[RC_AUTH_KEY])
+{
+	data_proof(p, key, p->proof);
+}
+
+bool kv_pd_data_proven(const struct kv_hello_pd *p, const uint8_t key[RC_AUTH_KEY])
+{
+	uint8_t want[RC_AUTH_MAC];
+
+	data_proof(p, key, want);
+	return rc_bytes_equal(want, p->proof, RC_AUTH_MAC);
 }
 
 static void put_geom(struct wbuf *w, const struct kv_geom *g)
@@ -251,7 +266,7 @@ int kv_msg_encode(const struct kv_msg *m, void *buf, size_t cap)
 		w32(&w, m->u.hello.nqps);
 		w32(&w, m->u.hello.session);
 		put_geom(&w, &m->u.hello.g);
-		wtoken(&w, m->u.hello.token);
+		wraw(&w, m->u.hello.proof, RC_AUTH_MAC);
 		w32(&w, m->u.hello.land);
 		break;
 	case KV_MSG_WELCOME:
@@ -320,7 +335,7 @@ int kv_msg_decode(const void *buf, size_t len, struct kv_msg *m, uint32_t *pages
 		m->u.hello.nqps = r32(&r);
 		m->u.hello.session = r32(&r);
 		get_geom(&r, &m->u.hello.g);
-		rtoken(&r, m->u.hello.token);
+		rraw(&r, m->u.hello.proof, RC_AUTH_MAC);
 		m->u.hello.land = r32(&r);
 		if (m->u.hello.land > KV_PACK_NEVER)
 			r.bad = true;

@@ -14,9 +14,10 @@
 
 #define DATA_RECVS 256
 #define PENDING_MAX 16 /* control QPs that have not shown a valid HELLO yet */
-#define MAX_CONNS (KV_MAX_PEERS * (KV_MAX_QPS + 1) + PENDING_MAX)
+/* Room for as many more, dropped (evicted, refused) and not reaped yet. */
+#define MAX_CONNS (KV_MAX_PEERS * (KV_MAX_QPS + 1) + 2 * PENDING_MAX)
 #define TOMBS 64
-#define PEERS (KV_MAX_PEERS + PENDING_MAX)
+#define PEERS (KV_MAX_PEERS + 2 * PENDING_MAX)
 
 struct rpeer;
 
@@ -35,7 +36,8 @@ struct rpeer {
 	bool refused; /* ERROR sent: closed once it is out, or at close_by */
 	double t_conn, close_by;
 	uint32_t rank, nqps, session;
-	uint8_t secret[KV_PD_SECRET];    /* its data QPs show the same */
+	struct rc_auth a;                /* its control QP's exchange (kv_auth_start) */
+	uint8_t key[RC_AUTH_KEY];        /* its data QPs prove themselves under it */
 	struct rconn *q[KV_MAX_QPS + 1]; /* 0: control */
 	char peer[RC_HOST_MAX + 8];
 	char why[KV_REASON_MAX];

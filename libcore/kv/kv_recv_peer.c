@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * kvxfer serve, the source ranks as peers: a connect request checked
- * (version, token, limits, the peer a data QP joins) and accepted or
- * refused, its HELLO checked against this rank and answered (WELCOME, or
- * an ERROR that names no value of this rank), and the heartbeats.
+ * (version, limits, the peer a data QP joins and its proof) and accepted
+ * with this rank's challenge or refused, its HELLO's proof of the token
+ * checked, then the HELLO against this rank, and answered (WELCOME, or an
+ * ERROR that names no value of this rank), and the heartbeats.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -51,107 +52,136 @@ static void refuse_request(struct kv_receiver *r, struct rc_cm_event *ev, int ra
 	kvr_emit(r, &e);
 }
 
+/* Control QPs that have not proven the token in a HELLO yet, alive. */
 static int count_pending(struct kv_receiver *r)
 {
 	int n = 0;
 
 	for (int i = 0; i < PEERS; i++)
-		n += r->peers[i].used && !r->peers[i].hello;
+		n += r->peers[i].used && !r->peers[i].hello && !r->peers[i].dead &&
+		     !r->peers[i].refused;
 	return n;
 }
 
-/* A connect request's private data, decoded, and its token proven; false
- * when the request was refused. */
-static bool request_authentic(struct kv_receiver *r, struct rc_cm_event *ev, struct kv_hello_pd *pd)
+/* With PENDING_MAX control QPs waiting for their HELLO, the oldest goes:
+ * connects that never prove the token cannot keep a source out, whose
+ * HELLO follows its connect within a round trip. */
+static void evict_pending(struct kv_receiver *r)
 {
-	char why[KV_REASON_MAX] = "";
+	struct rpeer *old = NULL;
+
+	if (count_pending(r) < PENDING_MAX)
+		return;
+	for (int i = 0; i < PEERS; i++) {
+		struct rpeer *p = &r->peers[i];
+
+		if (p->used && !p->hello && !p->dead && !p->refused &&
+		    (!old || p->t_conn < old->t_conn))
+			old = p;
+	}
+	snprintf(old->why, sizeof(old->why),
+		 "no HELLO yet: dropped for a newer connection (%d wait at most)", PENDING_MAX);
+	old->dead = true;
+}
+
+/* A connect request's private data, decoded; false when the request was
+ * refused. */
+static bool request_decoded(struct kv_receiver *r, struct rc_cm_event *ev, struct kv_hello_pd *pd)
+{
 	int bad = kv_pd_decode(ev->param.private_data, ev->param.private_data_len, pd);
 
 	if (bad == -EPROTO) {
 		refuse_request(
 			r, ev, -1,
-			"a kvxfer source of an earlier protocol (2 to 5, an older rdmactl): "
-			"this decode rank speaks protocol 6; run the same version on both sides");
+			"a kvxfer source of an earlier protocol (2 to 6, an older rdmactl): "
+			"this decode rank speaks protocol 7; run the same version on both sides");
 		return false;
 	}
 	if (bad) {
 		refuse_request(r, ev, -1, "not a kvxfer source of this version (connect request)");
 		return false;
 	}
-	/* The token before anything else: a host without it holds nothing,
-	 * not even a connection waiting for its HELLO. */
-	if (!kv_pd_authentic(pd, r->token)) {
-		static const uint8_t none[KV_PD_PROOF];
-
-		snprintf(why, sizeof(why),
-			 "not authorised: %s token in the connect request of %s QP %u",
-			 rc_bytes_equal(pd->proof, none, KV_PD_PROOF) ? "no" : "a wrong",
-			 pd->qp ? "data" : "control", pd->qp);
-		refuse_request(r, ev, (int)pd->rank, why);
-		return false;
-	}
 	return true;
 }
 
-/* The peer an authentic connect request joins (a data QP, by rank, session
- * and secret) or makes (a control QP); NULL with why saying why not. */
-static struct rpeer *request_peer(struct kv_receiver *r, int rail, const struct rc_cm_event *ev,
-				  const struct kv_hello_pd *pd, char why[KV_REASON_MAX])
+/* The source whose HELLO passed that a data QP joins, by rank and session,
+ * its proof of the session checked first (whatever else holds); NULL with
+ * why saying why not. Each of its data QPs joins once. */
+static struct rpeer *data_peer(struct kv_receiver *r, int rail, const struct kv_hello_pd *pd,
+			       char why[KV_REASON_MAX])
 {
 	struct rpeer *p = NULL;
 
-	if (r->nconns >= MAX_CONNS)
-		snprintf(why, KV_REASON_MAX, "too many connections (%d)", MAX_CONNS);
-	else if (pd->qp == 0 && count_pending(r) >= PENDING_MAX)
-		snprintf(why, KV_REASON_MAX, "%d connections wait for their HELLO already",
-			 PENDING_MAX);
-	for (int i = 0; !why[0] && pd->qp && i < PEERS; i++) {
+	for (int i = 0; i < PEERS; i++) {
 		struct rpeer *c = &r->peers[i];
 
-		/* Bound by the sender's secret: every byte compared, always. */
 		if (c->used && c->hello && !c->dead && !c->refused && c->rank == pd->rank &&
-		    c->session == pd->session && rc_bytes_equal(c->secret, pd->secret, KV_PD_SECRET))
+		    c->session == pd->session)
 			p = c;
 	}
-	if (!why[0] && pd->qp && !p)
+	if (!p)
 		snprintf(why, KV_REASON_MAX, "data QP %u of source rank %u before a valid HELLO",
 			 pd->qp, pd->rank);
-	if (!why[0] && pd->qp && (p->nqps != pd->nqps || p->q[pd->qp]))
+	else if (!kv_pd_data_proven(pd, p->key))
 		snprintf(why, KV_REASON_MAX,
-			 "data QP %u of source rank %u: connected already or not "
-			 "one of its %u",
+			 "not authorised: data QP %u of source rank %u without its session's proof",
+			 pd->qp, pd->rank);
+	else if (p->nqps != pd->nqps || p->q[pd->qp])
+		snprintf(why, KV_REASON_MAX,
+			 "data QP %u of source rank %u: connected already or not one of its %u",
 			 pd->qp, pd->rank, p->nqps);
 	/* its control QP's rail holds the rkey its WELCOME gave */
-	if (!why[0] && pd->qp && p->rail != rail)
+	else if (p->rail != rail)
 		snprintf(why, KV_REASON_MAX,
 			 "data QP %u of source rank %u on rail %d (%s), its control QP on rail %d (%s)",
 			 pd->qp, pd->rank, rail + 1, r->rails[rail].l->dev_name, p->rail + 1,
 			 r->rails[p->rail].l->dev_name);
-	for (int i = 0; !why[0] && !p && i < PEERS; i++) {
-		if (r->peers[i].used)
-			continue;
-		p = &r->peers[i];
-		*p = (struct rpeer){ .used = true,
-				     .rank = pd->rank,
-				     .nqps = pd->nqps,
-				     .session = pd->session,
-				     .rail = rail,
-				     .t_conn = rc_now() };
-		memcpy(p->secret, pd->secret, KV_PD_SECRET);
-		p->last_rx = p->last_hb = p->t_conn;
-		snprintf(p->peer, sizeof(p->peer), "%s", ev->peer);
-	}
-	if (!why[0] && !p)
-		snprintf(why, KV_REASON_MAX, "too many peers");
 	return why[0] ? NULL : p;
+}
+
+/* The peer a control QP makes, its exchange begun: this rank's nonce and
+ * proof go in the accept (*acc); NULL with why saying why not. */
+static struct rpeer *control_peer(struct kv_receiver *r, int rail, const struct rc_cm_event *ev,
+				  const struct kv_hello_pd *pd, struct kv_accept_pd *acc,
+				  char why[KV_REASON_MAX])
+{
+	struct rpeer *p = NULL;
+
+	evict_pending(r);
+	for (int i = 0; !p && i < PEERS; i++)
+		if (!r->peers[i].used)
+			p = &r->peers[i];
+	if (!p) {
+		snprintf(why, KV_REASON_MAX, "too many peers");
+		return NULL;
+	}
+	*p = (struct rpeer){ .used = true,
+			     .rank = pd->rank,
+			     .nqps = pd->nqps,
+			     .session = pd->session,
+			     .rail = rail,
+			     .t_conn = rc_now() };
+	p->last_rx = p->last_hb = p->t_conn;
+	snprintf(p->peer, sizeof(p->peer), "%s", ev->peer);
+	kv_auth_start(&p->a, pd, r->rails[rail].l->port);
+	if (rc_auth_nonce(p->a.sn)) {
+		memset(p, 0, sizeof(*p));
+		snprintf(why, KV_REASON_MAX, "no random bytes for a nonce");
+		return NULL;
+	}
+	memcpy(acc->nonce, p->a.sn, RC_AUTH_NONCE);
+	rc_auth_mac(r->token, &p->a, RC_AUTH_SERVER, acc->proof);
+	kv_data_key(r->token, &p->a, p->key);
+	return p;
 }
 
 /* Accept the request's QP for p; NULL with why saying why not (a control
  * QP's peer is given up then). */
 static struct rconn *accept_qp(struct kv_receiver *r, struct kv_rrail *rl, struct rc_cm_event *ev,
 			       const struct kv_hello_pd *pd, struct rpeer *p,
-			       char why[KV_REASON_MAX])
+			       const struct kv_accept_pd *acc, char why[KV_REASON_MAX])
 {
+	unsigned char accb[KV_ACC_LEN];
 	struct rc_conn_opts co = { .timeout_ms = r->o->c.timeout_ms };
 	struct rconn *conn = calloc(1, sizeof(*conn));
 	struct rc_err e;
@@ -166,6 +196,10 @@ static struct rconn *accept_qp(struct kv_receiver *r, struct kv_rrail *rl, struc
 	co.rq_depth = pd->qp ? DATA_RECVS : KV_CHAN_RECVS;
 	co.on_qp = pd->qp ? prep_data : prep_ctrl;
 	co.on_qp_arg = conn;
+	if (!pd->qp) { /* the challenge and this rank's proof */
+		co.private_data = accb;
+		co.private_len = kv_acc_encode(acc, accb, sizeof(accb));
+	}
 	if (rl->sh && rl->cq_used + co.sq_depth + co.rq_depth <= rl->sh->cqe) {
 		co.shared = rl->sh;
 		conn->cqe = co.sq_depth + co.rq_depth;
@@ -186,21 +220,26 @@ static struct rconn *accept_qp(struct kv_receiver *r, struct kv_rrail *rl, struc
 
 /*
  * A control QP (qp 0) makes a peer that holds nothing until its HELLO
- * passes: not its rank, not a data QP, not the pool's address. Data QPs
- * join a peer whose HELLO passed, by rank, session and secret. With a token,
- * every request proves it before anything else is looked at.
+ * proves the token: not its rank, not a data QP, not the pool's address.
+ * Its accept carries this rank's challenge and proof. Data QPs join a peer
+ * whose HELLO passed, by rank and session, with the proof of the session.
  */
 void kvr_on_connect_request(struct kv_receiver *r, int rail, struct rc_cm_event *ev)
 {
 	struct kv_hello_pd pd;
-	struct rpeer *p;
+	struct kv_accept_pd acc = { 0 };
+	struct rpeer *p = NULL;
 	struct rconn *conn = NULL;
 	char why[KV_REASON_MAX] = "";
 
-	if (!request_authentic(r, ev, &pd))
+	if (!request_decoded(r, ev, &pd))
 		return;
-	if ((p = request_peer(r, rail, ev, &pd, why)))
-		conn = accept_qp(r, &r->rails[rail], ev, &pd, p, why);
+	if (r->nconns >= MAX_CONNS)
+		snprintf(why, KV_REASON_MAX, "too many connections (%d)", MAX_CONNS);
+	else
+		p = pd.qp ? data_peer(r, rail, &pd, why) : control_peer(r, rail, ev, &pd, &acc, why);
+	if (p)
+		conn = accept_qp(r, &r->rails[rail], ev, &pd, p, &acc, why);
 	if (!conn) {
 		refuse_request(r, ev, (int)pd.rank, why);
 		return;
@@ -235,12 +274,6 @@ static int geom_diff(const struct kv_geom *a, const struct kv_geom *b, char *why
 	return 0;
 }
 
-/* Equal tokens, in a time that does not depend on where they differ. */
-static bool token_ok(const char *want, const char *got)
-{
-	return rc_token_equal(want, got, RC_TOKEN_MAX + 1);
-}
-
 /* Refuse a HELLO: the peer reads an ERROR that names no value of this rank
  * (its code tells a token from the rest), the operator's log the cause; the
  * connection closes once the ERROR is out (bounded by close_by). */
@@ -250,7 +283,7 @@ static void refuse_hello(struct kv_receiver *r, struct rpeer *p, int code, const
 
 	a.u.cancel.code = code;
 	snprintf(a.u.cancel.text, sizeof(a.u.cancel.text), "%s",
-		 code == EACCES
+		 code == EKEYREJECTED
 			 ? "HELLO refused: not authorised (a missing or wrong token)"
 			 : "HELLO refused: it does not match this decode rank (geometry, rank or "
 			   "QPs); the decode rank's log names the difference");
@@ -266,11 +299,15 @@ void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m
 	char why[KV_REASON_MAX] = "";
 	struct rpeer *holder = r->by_rank[p->rank];
 
-	/* The connect request proved the token (kv_pd_authentic): a HELLO
-	 * carries none. One that does (an older source's habit) must carry
-	 * the right one, compared whole. */
-	if (m->u.hello.token[0] && !token_ok(r->token, m->u.hello.token)) {
-		refuse_hello(r, p, EACCES, "wrong token in HELLO");
+	/* The answer to this connection's challenge, before anything else is
+	 * looked at: a HELLO recorded from another connection answers
+	 * another challenge. */
+	if (!rc_auth_check(r->token, &p->a, RC_AUTH_CLIENT, m->u.hello.proof)) {
+		static const uint8_t none[RC_AUTH_MAC];
+
+		snprintf(why, sizeof(why), "not authorised: %s proof of the token in HELLO",
+			 rc_bytes_equal(m->u.hello.proof, none, RC_AUTH_MAC) ? "no" : "a wrong");
+		refuse_hello(r, p, EKEYREJECTED, why);
 		return;
 	}
 	if (geom_diff(r->g, &m->u.hello.g, why, sizeof(why)) == 0) {

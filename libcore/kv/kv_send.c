@@ -104,9 +104,9 @@ static int setup(struct kv_sender *s, struct rc_err *err)
 
 	if ((rc = check_opts(s, err)) || (rc = alloc_pool(s, err)))
 		return rc;
-	/* Unguessable: a data QP joins this sender by its secret alone. */
-	if ((rc = rc_random_bytes(s->secret, sizeof(s->secret))) ||
-	    (rc = rc_random_bytes(&s->session, sizeof(s->session))))
+	/* Names this sender's QPs to a decode rank; its data QPs prove
+	 * themselves under each exchange's secret (kv_send_peer.c). */
+	if ((rc = rc_random_bytes(&s->session, sizeof(s->session))))
 		return rc_err_set(err, -rc, "no random bytes for the session: %s", strerror(-rc));
 	if ((rc = kvs_rail_binds(s, err)))
 		return rc;

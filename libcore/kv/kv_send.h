@@ -42,6 +42,8 @@ struct sdst {
 	char name[300];
 	struct rc_conn *ctrl;
 	struct kv_chan ch;
+	struct rc_auth a;         /* the exchange of its control QP */
+	uint8_t key[RC_AUTH_KEY]; /* the session's data-QP secret (kv_data_key) */
 	struct sqp qp[KV_MAX_QPS];
 	struct ibv_mr *mr; /* the source pool, on this connection's PD */
 	bool welcomed, dead, closed;
@@ -100,8 +102,7 @@ struct kv_sender {
 	uint32_t gather;
 	bool copy_ok;
 	uint32_t src_pages, dst_pages, session;
-	uint8_t secret[KV_PD_SECRET]; /* binds the data QPs to this sender (getrandom) */
-	struct sreq *reqs;            /* inflight of them, one per source slot */
+	struct sreq *reqs; /* inflight of them, one per source slot */
 	uint32_t next_id, active, finished;
 	double compute_free, first;
 	bool stopping, broken;

@@ -6,6 +6,7 @@
  * events come to the sender's one channel, and one gone is its decode rank
  * dead, with the reason.
  */
+#include <endian.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,24 +56,56 @@ int kvs_rail_binds(struct kv_sender *s, struct rc_err *err)
 	return 0;
 }
 
-/* The private data of connect request qp (0: the control QP): who we are,
- * and the proof of the token over it. */
-static void hello_pd(const struct kv_sender *s, uint32_t qp, unsigned char pdb[KV_PD_LEN])
+/* The private data of connect request qp of d (0: the control QP, with
+ * the nonce of d's exchange; a data QP, with its proof under the session's
+ * data-QP secret). */
+static void hello_pd(const struct kv_sender *s, const struct sdst *d, uint32_t qp,
+		     unsigned char pdb[KV_PD_LEN], struct kv_hello_pd *pd)
 {
-	struct kv_hello_pd pd = { .rank = s->o->c.rank,
-				  .nqps = s->o->nqps,
-				  .session = s->session,
-				  .qp = qp };
+	*pd = (struct kv_hello_pd){ .rank = s->o->c.rank,
+				    .nqps = s->o->nqps,
+				    .session = s->session,
+				    .qp = qp };
+	if (qp)
+		kv_pd_data_prove(pd, d->key);
+	else
+		memcpy(pd->nonce, d->a.cn, RC_AUTH_NONCE);
+	kv_pd_encode(pd, pdb, KV_PD_LEN);
+}
 
-	memcpy(pd.secret, s->secret, sizeof(pd.secret));
-	kv_pd_prove(&pd, s->o->c.token);
-	kv_pd_encode(&pd, pdb, KV_PD_LEN);
+/* The decode rank's accept of the control QP: its nonce and its proof of
+ * the token, checked before anything is sent to it (a decode rank without
+ * the token learns nothing of this source, not even its geometry). */
+static int check_accept(struct sdst *d, const char *token, struct rc_err *err)
+{
+	bool have = token && *token;
+	struct kv_accept_pd acc;
+	const unsigned char *b;
+	size_t len;
+
+	b = rc_conn_accept_data(d->ctrl, &len);
+	if (kv_acc_decode(b, len, &acc))
+		return rc_err_set(err, have ? EKEYREJECTED : EPROTO,
+				  "decode rank at %s answered without the challenge of kvxfer "
+				  "protocol 7%s",
+				  d->name,
+				  have ? ": it did not prove the token"
+				       : " (an older rdmactl?): run the same version on both sides");
+	memcpy(d->a.sn, acc.nonce, RC_AUTH_NONCE);
+	if (!rc_auth_check(token, &d->a, RC_AUTH_SERVER, acc.proof))
+		return rc_err_set(err, EKEYREJECTED,
+				  "decode rank at %s did not prove the token: not authorised (a "
+				  "missing or wrong token on its side); nothing was sent to it",
+				  d->name);
+	kv_data_key(token, &d->a, d->key);
+	return 0;
 }
 
 static int connect_dst(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 {
 	const struct kv_send_opts *o = s->o;
 	unsigned char pdb[KV_PD_LEN];
+	struct kv_hello_pd pd;
 	struct rc_conn_opts co = { .sq_depth = KV_CHAN_SENDS + 2,
 				   .rq_depth = KV_CHAN_RECVS,
 				   .timeout_ms = o->c.timeout_ms,
@@ -83,10 +116,16 @@ static int connect_dst(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 	struct rc_err e;
 	int rc;
 
-	hello_pd(s, 0, pdb);
+	if ((rc = rc_auth_nonce(d->a.cn)))
+		return rc_err_set(err, -rc, "no random bytes for a nonce: %s", strerror(-rc));
+	hello_pd(s, d, 0, pdb, &pd);
 	if ((rc = rc_connect(d->t->host, d->t->port, &co, &d->ctrl, &e)))
 		return rc_err_set(err, -rc, "decode rank at %s: %.400s", d->name, e.msg);
 	rc_conn_share_events(d->ctrl, s->ech);
+	/* The port in the context is the one this connection reached. */
+	kv_auth_start(&d->a, &pd, be16toh(rdma_get_dst_port(d->ctrl->id)));
+	if ((rc = check_accept(d, o->c.token, err)))
+		return rc;
 	return kv_chan_init(&d->ch, d->ctrl, err);
 }
 
@@ -116,6 +155,7 @@ static int connect_data(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 {
 	const struct kv_send_opts *o = s->o;
 	unsigned char pdb[KV_PD_LEN];
+	struct kv_hello_pd pd;
 	struct rc_conn_opts co = { .timeout_ms = o->c.timeout_ms,
 				   .private_data = pdb,
 				   .private_len = KV_PD_LEN,
@@ -131,7 +171,7 @@ static int connect_data(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 	shared_cq(s, d);
 	co.shared = s->sh[d->rail];
 	for (uint32_t k = 0; k < o->nqps; k++) {
-		hello_pd(s, k + 1, pdb);
+		hello_pd(s, d, k + 1, pdb, &pd);
 		if ((rc = rc_connect(d->t->host, d->t->port, &co, &d->qp[k].c, &e)))
 			return rc_err_set(err, -rc, "decode rank at %s, data QP %u: %.400s",
 					  d->name, k + 1, e.msg);
@@ -159,7 +199,8 @@ static int handshake(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 	m.u.hello.session = s->session;
 	m.u.hello.g = *s->g;
 	m.u.hello.land = s->o->land;
-	/* The token was proven in the connect request: it does not travel. */
+	/* The answer to the decode rank's challenge: the token does not travel. */
+	rc_auth_mac(s->o->c.token, &d->a, RC_AUTH_CLIENT, m.u.hello.proof);
 	if ((rc = kv_chan_send(&d->ch, &m, err)))
 		return rc;
 	while (!d->welcomed) {

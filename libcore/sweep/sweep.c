@@ -3,7 +3,10 @@
  * The sweep over a group: in each round of the circle schedule every rank
  * meets one peer; first the lower rank of each pair measures towards the
  * higher, then the other way, the group's barrier between the phases, so
- * that no port carries two tests at once. The measuring rank streams RDMA
+ * that no port carries two tests at once; where ranks share a port (one
+ * device for several ranks), the pairs of a phase that would meet on it
+ * take turns (rc_sweep_turns), or each would measure the other's traffic
+ * and one device's healthy pairs would be judged against each other. The measuring rank streams RDMA
  * WRITEs of msg_size into its peer's buffer (depth outstanding, for a
  * duration or a count), then times 8-byte WRITEs and READs one at a time.
  * Each rank reads its port's counters around each phase. The rows are
@@ -15,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rdmactl/mem.h>
 #include <rdmactl/ops.h>
@@ -23,6 +27,7 @@
 #include <rdmactl/mem_core.h>
 #include <rdmactl/group_core.h>
 #include <rdmactl/sweep_core.h>
+#include <rdmactl/xxh64_core.h>
 
 #include "sweep_int.h"
 
@@ -46,6 +51,9 @@ struct sweep {
 	struct rc_lat_clk clk; /* the monotonic latency clock: a reading's cost off each */
 	struct rc_sweep_cell *row;
 	struct ctr_snap before, after;
+	int *port; /* each rank's port, as rc_sweep_port_ids numbers them */
+	int nports;
+	int *turn; /* this round's turns (rc_sweep_turns) */
 };
 
 static void say(struct sweep *s, int peer, const char *what)
@@ -207,6 +215,43 @@ static int gather_nodes(struct sweep *s, struct rc_sweep_node *nodes, struct rc_
 	return rc_group_gather_tree(s->g, &me, sizeof(me), nodes, err);
 }
 
+/* This rank's port, the same number on every rank of one kernel that opens
+ * the same device and port: the kernel's boot id (else the host's name),
+ * the device, the port. */
+static uint64_t port_key(struct sweep *s)
+{
+	char id[128] = "", what[256];
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	struct rc_xxh64 h;
+
+	if (!f || !fgets(id, sizeof(id), f))
+		gethostname(id, sizeof(id) - 1);
+	if (f)
+		fclose(f);
+	snprintf(what, sizeof(what), "%s/%s/%d", id, rc_group_dev(s->g), rc_group_port(s->g));
+	rc_xxh64_init(&h, 0);
+	rc_xxh64_update(&h, what, strlen(what));
+	return rc_xxh64_value(&h);
+}
+
+/* Which ranks share a port, so that their pairs take turns. */
+static int ports(struct sweep *s, struct rc_err *err)
+{
+	uint64_t *keys = calloc((size_t)s->world, sizeof(*keys));
+	int rc;
+
+	s->port = calloc((size_t)s->world, sizeof(*s->port));
+	s->turn = calloc((size_t)s->world, sizeof(*s->turn));
+	if (!keys || !s->port || !s->turn) {
+		free(keys);
+		return rc_err_set(err, ENOMEM, "out of memory");
+	}
+	if (!(rc = rc_group_allgather_u64(s->g, port_key(s), keys, err)))
+		s->nports = rc_sweep_port_ids(s->world, keys, s->port);
+	free(keys);
+	return rc;
+}
+
 static int sweep_setup(struct sweep *s, struct rc_err *err)
 {
 	struct remote_buf mine;
@@ -226,7 +271,9 @@ static int sweep_setup(struct sweep *s, struct rc_err *err)
 				  err)))
 		return rc;
 	mine = (struct remote_buf){ .addr = s->mem.mr_addr, .rkey = s->mr->rkey };
-	return rc_group_exchange(s->g, &mine, sizeof(mine), s->theirs, err);
+	if ((rc = rc_group_exchange(s->g, &mine, sizeof(mine), s->theirs, err)))
+		return rc;
+	return ports(s, err);
 }
 
 /* The cell of a pair that could not connect: not measured, with the class
@@ -247,6 +294,10 @@ static int sweep_rounds(struct sweep *s, struct rc_err *err)
 
 	for (s->round = 0; s->round < s->rounds; s->round++) {
 		int peer = rc_sweep_partner(s->world, s->round, s->me);
+		int turns = rc_sweep_turns(s->world, s->round, s->port, s->nports, s->turn);
+
+		if (turns < 0)
+			return rc_err_set(err, -turns, "out of memory");
 
 		/* a pair not asked for: marked, and its ranks sit the round out */
 		if (peer >= 0 && s->o->want &&
@@ -260,16 +311,21 @@ static int sweep_rounds(struct sweep *s, struct rc_err *err)
 			peer = -1;
 		}
 
-		for (int ph = 0; ph < 2; ph++) {
-			bool active = peer >= 0 && (ph == 0) == (s->me < peer);
+		/* in each phase the pairs that share a port take turns */
+		for (int ph = 0; ph < 2; ph++)
+			for (int t = 0; t < turns; t++) {
+				bool mine = peer >= 0 && s->turn[s->me] == t;
+				bool active = mine && (ph == 0) == (s->me < peer);
 
-			if (peer < 0)
-				say(s, -1, "sits this round out");
-			else if (!active)
-				say(s, peer, "answering");
-			if ((rc = phase(s, peer, active, err)))
-				return rc;
-		}
+				if (peer < 0 && t == 0)
+					say(s, -1, "sits this round out");
+				else if (mine && !active)
+					say(s, peer, "answering");
+				else if (peer >= 0 && !mine && t == 0)
+					say(s, peer, "waits its turn on a shared port");
+				if ((rc = phase(s, mine ? peer : -1, active, err)))
+					return rc;
+			}
 	}
 	return 0;
 }
@@ -318,6 +374,8 @@ out:
 	free(s.theirs);
 	free(s.lat);
 	free(s.row);
+	free(s.port);
+	free(s.turn);
 	if (rc)
 		rc_sweep_result_free(res);
 	return rc;

@@ -14,6 +14,18 @@ int rc_sweep_rounds(int world);
  * exactly once and no rank meets two peers in one round. */
 int rc_sweep_partner(int world, int round, int rank);
 
+/* Ranks that share a port (one NIC for several ranks, or every rank on one
+ * device) share its time: two pairs of a round on one port would measure
+ * each other. port[r] (0 .. nports - 1) names rank r's port; each pair of
+ * round gets the first turn in which neither of its ports is busy yet,
+ * into turn[] (both ranks; -1 for a rank that sits out). Returns the turns
+ * the round takes, 1 when no two of its pairs share a port, or -ENOMEM. */
+int rc_sweep_turns(int world, int round, const int *port, int nports, int *turn);
+/* Each rank's port from its key (world of them, equal for one port), as
+ * numbers from 0 in the order the ranks first name them, into port[];
+ * returns how many ports. */
+int rc_sweep_port_ids(int world, const uint64_t *key, int *port);
+
 /* The median of n values (NAN for none); v is left as it was. */
 double rc_sweep_median(const double *v, int n);
 /* The median absolute deviation from med (NAN for none). */

@@ -12,6 +12,7 @@
 #include <rdmactl/conn.h>
 #include <rdmactl/ops.h>
 #include <rdmactl/conn_core.h>
+#include <rdmactl/dev_core.h>
 
 #define DEFAULT_SQ 128
 #define DEFAULT_RQ 16
@@ -78,23 +79,6 @@ static int get_event(struct rdma_event_channel *ech, int timeout_ms, struct rdma
 	}
 }
 
-size_t rc_reject_reason(const void *pd, size_t len, char *out, size_t cap)
-{
-	const unsigned char *p = pd;
-	size_t n = 0;
-
-	if (!cap)
-		return 0;
-	/* Printable ASCII up to the first byte that is not (the zeros the CM
-	 * pads with end it too). */
-	while (p && n < len && n < cap - 1 && p[n] >= 0x20 && p[n] <= 0x7e) {
-		out[n] = (char)p[n];
-		n++;
-	}
-	out[n] = '\0';
-	return n;
-}
-
 static int expect_event(struct rc_conn *c, enum rdma_cm_event_type want, const char *what,
 			struct rc_err *err)
 {
@@ -107,6 +91,9 @@ static int expect_event(struct rc_conn *c, enum rdma_cm_event_type want, const c
 	if (rc)
 		return rc_err_set(err, -rc, "%s %s: %s", what, c->peer, strerror(-rc));
 	if (ev->event == want) {
+		if (want == RDMA_CM_EVENT_ESTABLISHED)
+			rc_conn_keep_accept(c, ev->param.conn.private_data,
+					    ev->param.conn.private_data_len);
 		rdma_ack_cm_event(ev);
 		return 0;
 	}
@@ -128,8 +115,8 @@ static int expect_event(struct rc_conn *c, enum rdma_cm_event_type want, const c
 		return rc_err_set(err, EHOSTUNREACH, "no route to %s (status %d)", c->peer, status);
 	case RDMA_CM_EVENT_REJECTED:
 		if (reason[0])
-			return rc_err_set(err, ECONNREFUSED, "connection to %s rejected: %s",
-					  c->peer, reason);
+			return rc_err_set(err, rc_reject_errno(reason),
+					  "connection to %s rejected: %s", c->peer, reason);
 		/* An IB CM reject with reason 8 (invalid service ID): nobody listens. */
 		if (status == 8)
 			return rc_err_set(err, ECONNREFUSED,
@@ -310,6 +297,21 @@ static void short_rnr_timer(struct ibv_qp *qp)
 	(void)ibv_modify_qp(qp, &a, IBV_QP_MIN_RNR_TIMER);
 }
 
+/* -d DEV and the device the route to the peer went through: none called DEV
+ * at all (rc_dev_exists says so), or another one. */
+static int route_dev_check(struct rc_conn *c, const char *dev, struct rc_err *err)
+{
+	const char *via = ibv_get_device_name(c->id->verbs->device);
+
+	if (!strcmp(dev, via))
+		return 0;
+	if (rc_dev_exists(dev, err))
+		return -ENODEV;
+	return rc_err_set(err, EINVAL,
+			  "%s is reached through device %s, not %s (bind a local address of %s)",
+			  c->peer, via, dev, dev);
+}
+
 int rc_connect(const char *host, const char *port, const struct rc_conn_opts *o,
 	       struct rc_conn **out, struct rc_err *err)
 {
@@ -350,13 +352,8 @@ int rc_connect(const char *host, const char *port, const struct rc_conn_opts *o,
 	rc = resolve_addr(c, src ? src->ai_addr : NULL, dst->ai_addr, err);
 	if (rc)
 		goto fail;
-	if (o->dev_name && strcmp(o->dev_name, ibv_get_device_name(c->id->verbs->device))) {
-		rc = rc_err_set(err, EINVAL,
-				"%s is reached through device %s, not %s (bind a local address of %s)",
-				c->peer, ibv_get_device_name(c->id->verbs->device), o->dev_name,
-				o->dev_name);
+	if (o->dev_name && (rc = route_dev_check(c, o->dev_name, err)))
 		goto fail;
-	}
 	rdma_set_option(c->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack, sizeof(ack));
 	if (rdma_resolve_route(c->id, c->timeout_ms)) {
 		rc = rc_err_set(err, errno, "cannot resolve a route to %s: %s", c->peer,
@@ -478,7 +475,9 @@ int rc_listen(const char *addr, const char *port, const char *dev_name, struct r
 		struct ibv_context *d = find_cm_device(dev_name);
 
 		if (!d) {
-			rc = rc_err_set(err, ENODEV, "no RDMA device named '%s'", dev_name);
+			rc = rc_dev_exists(dev_name, err);
+			rc = rc ? rc
+				: rc_err_set(err, ENODEV, "no RDMA device named '%s'", dev_name);
 			goto fail;
 		}
 		if (l->verbs && l->verbs != d) {
@@ -540,13 +539,6 @@ int rc_listener_event(struct rc_listener *l, int timeout_ms, struct rdma_cm_even
 	return get_event(l->ech, timeout_ms, ev);
 }
 
-void rc_reject(struct rdma_cm_id *child, const char *reason)
-{
-	size_t n = strlen(reason) + 1;
-
-	rdma_reject(child, reason, (uint8_t)(n > 148 ? 148 : n));
-}
-
 int rc_accept(struct rc_listener *l, struct rdma_cm_id *child, const struct rdma_conn_param *req,
 	      const struct rc_conn_opts *o, struct rc_conn **out, struct rc_err *err)
 {
@@ -573,6 +565,9 @@ int rc_accept(struct rc_listener *l, struct rdma_cm_id *child, const struct rdma
 		}
 	}
 	conn_params(child->verbs, &cp);
+	cp.private_data = o->private_data;
+	cp.private_data_len =
+		o->private_len < RC_ACCEPT_DATA_MAX ? o->private_len : RC_ACCEPT_DATA_MAX;
 	if (req) {
 		if (req->initiator_depth < cp.responder_resources)
 			cp.responder_resources = req->initiator_depth;

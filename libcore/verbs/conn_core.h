@@ -9,6 +9,8 @@
 #include <rdmactl/conn.h>
 
 /* The handles rdmactl/conn.h declares opaque. */
+#define RC_ACCEPT_DATA_MAX 196 /* what an RC accept (IB CM REP) carries */
+
 struct rc_conn {
 	struct rdma_event_channel *ech; /* own channel (client); NULL for accepted ones */
 	struct rdma_cm_id *id;
@@ -36,7 +38,11 @@ struct rc_conn {
 	struct rc_shared *shared; /* the CQ it shares, not its own (or NULL) */
 	uint32_t shared_qpn;      /* its QP number in shared's table */
 	bool in_shared;           /* it is in that table */
-	void *user;               /* owner's data */
+	/* connecting side: the private data of the peer's accept (the challenge of
+	 * the control planes' handshake, base/auth_core.h), kept at ESTABLISHED */
+	unsigned char accept_data[RC_ACCEPT_DATA_MAX];
+	uint8_t accept_len;
+	void *user; /* owner's data */
 };
 
 struct rc_listener {
@@ -116,6 +122,13 @@ bool rc_conn_share_events(struct rc_conn *c, struct rdma_event_channel *ech);
  * pd, NULL: none): the printable ASCII up to the first other byte, at most
  * cap - 1 bytes, into out with a NUL. Returns its length (0: none given). */
 size_t rc_reject_reason(const void *pd, size_t len, char *out, size_t cap);
+/* The errno a connect refused for reason (rc_reject_reason's) comes back
+ * with: EKEYREJECTED for an authentication refusal, a reason of rdmactl's
+ * that says "not authorised" or names the token ("rdmactl: invalid token",
+ * "rdmactl: a token is required", the groups' and kvxfer's); ECONNREFUSED
+ * for any other. The one place the two are told apart: a side that refuses
+ * for the token says so in those words. */
+int rc_reject_errno(const char *reason);
 /* Disconnect and free everything; returns the first error, releases all. */
 int rc_conn_close(struct rc_conn *c);
 
@@ -126,7 +139,14 @@ int rc_listener_close(struct rc_listener *l);
 /* Next event on the listener's channel within timeout_ms (-1: wait forever,
  * 0: do not wait). -EAGAIN when none came. */
 int rc_listener_event(struct rc_listener *l, int timeout_ms, struct rdma_cm_event **ev);
-/* Build the QP for a connect request and accept it. */
+/* The private data of the accept that established c (connecting side), and
+ * its length; a sorted ESTABLISHED event for a connection made on a shared
+ * channel keeps it through rc_conn_keep_accept. */
+const unsigned char *rc_conn_accept_data(const struct rc_conn *c, size_t *len);
+void rc_conn_keep_accept(struct rc_conn *c, const void *data, size_t len);
+
+/* Build the QP for a connect request and accept it. o->private_data, when set, goes in
+ * the accept (at most RC_ACCEPT_DATA_MAX bytes). */
 int rc_accept(struct rc_listener *l, struct rdma_cm_id *child, const struct rdma_conn_param *req,
 	      const struct rc_conn_opts *opts, struct rc_conn **out, struct rc_err *err);
 /* Refuse a connect request, with a reason the peer can read. */

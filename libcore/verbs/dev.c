@@ -35,6 +35,34 @@ int rc_dev_open(const char *name, struct ibv_context **out, struct rc_err *err)
 	return rc;
 }
 
+int rc_dev_exists(const char *name, struct rc_err *err)
+{
+	char names[256] = "";
+	struct ibv_device **list;
+	size_t len = 0;
+	int n = 0;
+
+	list = ibv_get_device_list(&n);
+	if (!list)
+		return 0; /* nothing to tell: whoever opens it says why */
+	for (int i = 0; i < n; i++) {
+		const char *d = ibv_get_device_name(list[i]);
+
+		if (!strcmp(d, name)) {
+			ibv_free_device_list(list);
+			return 0;
+		}
+		if (len < sizeof(names))
+			len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s",
+						len ? ", " : "", d);
+	}
+	ibv_free_device_list(list);
+	if (!n)
+		return rc_err_set(err, ENODEV, "no such device %s (this host has no RDMA device)",
+				  name);
+	return rc_err_set(err, ENODEV, "no such device %s (the devices here: %s)", name, names);
+}
+
 const char *rc_gid_type_name(int type)
 {
 	switch (type) {

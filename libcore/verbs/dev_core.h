@@ -10,6 +10,9 @@
 
 /* Open a device by name (ibv_get_device_list). */
 int rc_dev_open(const char *name, struct ibv_context **out, struct rc_err *err);
+/* 0 when an RDMA device called name exists (or the list cannot be read);
+ * else -ENODEV, err saying "no such device NAME" and the devices there are. */
+int rc_dev_exists(const char *name, struct rc_err *err);
 /* The one GID ranking of the library: the GID that register, the clients and
  * kvxfer use and the one probe-topology recommends both come from it. On an
  * InfiniBand port, its IB GID (type IBV_GID_TYPE_IB, or -1 when unknown). On

@@ -23,18 +23,25 @@ bash_complete() {
 		printf "%s\n" "${COMPREPLY[@]}"' _ "$ROOT" "$@"
 }
 
-@test "__complete: commands and aliases, never hidden or shell-only ones" {
+@test "__complete: commands, never aliases, hidden or shell-only ones" {
 	run "$RDMACTL" __complete ""
 	assert_success
 	assert_line register
-	assert_line serve
 	assert_line write
+	# help lists no alias, so completion offers none (they still run)
+	refute_line serve
+	refute_line topo
 	assert_line shell
 	refute_line __complete
 	refute_line regions
 	refute_line unregister
 	run "$RDMACTL" __complete wr
 	assert_output write
+	run "$RDMACTL" __complete to
+	assert_success
+	assert_output ""
+	run "$RDMACTL" serve --help
+	assert_success
 }
 
 @test "__complete: global options, then the command after them" {
@@ -44,6 +51,25 @@ bash_complete() {
 	assert_output version
 	run "$RDMACTL" __complete -b ""
 	assert_output __files
+}
+
+@test "__complete: after --opt= (one word, or bash's split --opt = ), and a device list after its comma" {
+	run "$RDMACTL" __complete write --lat-clock=
+	assert_output "$(printf -- '--lat-clock=auto\n--lat-clock=tsc\n--lat-clock=monotonic')"
+	run "$RDMACTL" __complete write --lat-clock=m
+	assert_output --lat-clock=monotonic
+	run "$RDMACTL" __complete write --lat-clock = t
+	assert_output tsc
+	run "$RDMACTL" __complete -j --batch=x
+	assert_output ""
+	bash "$ROOT/tests/fixtures/make-sysfs.sh" "$BATS_TEST_TMPDIR/fx" >/dev/null
+	run env RDMACTL_SYSFS="$BATS_TEST_TMPDIR/fx/shared-nic" "$RDMACTL" __complete write -d rxe0,m
+	assert_equal "$(sort <<<"$output")" "$(printf 'rxe0,mlx5_0\nrxe0,mlx5_1')"
+	run env RDMACTL_SYSFS="$BATS_TEST_TMPDIR/fx/shared-nic" "$RDMACTL" __complete --device=rx
+	assert_output --device=rxe0
+	# -d after the command completes as before it
+	run env RDMACTL_SYSFS="$BATS_TEST_TMPDIR/fx/shared-nic" "$RDMACTL" __complete write 198.18.0.1/kv -d rx
+	assert_output rxe0
 }
 
 @test "__complete: a command's options, values, files" {

@@ -155,3 +155,53 @@ copy_fixture() {
 	run --separate-stderr timeout 10 "$EX/orchestrate.sh" --timeout 0
 	assert_failure 2
 }
+
+# A folder of stand-ins, $BIN, for every program an example could start
+# (each notes its name and arguments in $STARTED and fails), to put first
+# on PATH and in $RDMACTL.
+stand_ins() {
+	local d=$BATS_TEST_TMPDIR/bin p
+	mkdir -p "$d"
+	BIN=$d
+	STARTED=$BATS_TEST_TMPDIR/started
+	: >"$STARTED"
+	for p in rdmactl apt-get apt dpkg sudo cmake make cc gcc qemu-system-x86_64 mpirun \
+		curl wget etcd rdma ip modprobe ibv_devinfo tc; do
+		printf '#!/bin/sh\necho "%s $*" >>"%s"\nexit 1\n' "$p" "$STARTED" >"$d/$p"
+		chmod +x "$d/$p"
+	done
+}
+
+@test "every example: --help prints its usage and exits 0, having started nothing" {
+	local f bin n=0 left
+	stand_ins
+	bin=$BIN
+	for f in "$EX"/*.sh; do
+		mkdir -p "$BATS_TEST_TMPDIR/tmp.${f##*/}"
+		run --separate-stderr env PATH="$bin:$PATH" RDMACTL="$bin/rdmactl" \
+			TMPDIR="$BATS_TEST_TMPDIR/tmp.${f##*/}" timeout 10 "$f" --help
+		((status == 0)) || fail "${f##*/} --help exited $status: $stderr"
+		[[ $output == *"examples/${f##*/}"* ]] || fail "${f##*/} --help does not show its usage: $output"
+		[[ -z $stderr ]] || fail "${f##*/} --help said on stderr: $stderr"
+		[[ ! -s $STARTED ]] || fail "${f##*/} --help started: $(cat "$STARTED")"
+		left=$(ls -A "$BATS_TEST_TMPDIR/tmp.${f##*/}")
+		[[ -z $left ]] || fail "${f##*/} --help left files behind: $left"
+		n=$((n + 1))
+	done
+	((n >= 10)) || fail "only $n examples"
+	# the stand-ins do note what starts them: the check can fail
+	run env PATH="$bin:$PATH" RDMACTL="$bin/rdmactl" timeout 10 "$EX/roundtrip.sh" 192.0.2.1
+	assert_failure
+	grep -q '^rdmactl -j register --listen 192.0.2.1:' "$STARTED"
+	# -h too, and an unknown option is a usage error, still starting nothing
+	: >"$STARTED"
+	for f in demo roundtrip kvxfer-demo; do
+		run env PATH="$bin:$PATH" RDMACTL="$bin/rdmactl" timeout 10 "$EX/$f.sh" -h
+		assert_success
+		assert_output --partial "Usage: examples/$f.sh"
+		run --separate-stderr env PATH="$bin:$PATH" RDMACTL="$bin/rdmactl" timeout 10 "$EX/$f.sh" --bogus
+		assert_failure 2
+		[[ $stderr == *"unknown option '--bogus'"* ]] || fail "$f.sh --bogus: $stderr"
+	done
+	[[ ! -s $STARTED ]] || fail "started: $(cat "$STARTED")"
+}

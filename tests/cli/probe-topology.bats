@@ -88,7 +88,7 @@ assert_bad_tree() { # DIR MESSAGE
 		and .pci.local_cpulist == "0-55,112-167"
 		and .pci.link == {current_speed: "32.0 GT/s PCIe", current_width: 16,
 				  max_speed: "32.0 GT/s PCIe", max_width: 16}' <<<"$j"
-	jq -e '.devices[0].ports[0] | .port == 1 and .state == "ACTIVE" and .phys_state == "LinkUp"
+	jq -e '.devices[0].ports[0] | .port == 1 and .state == "ACTIVE" and .phys_state == "LinkUp" and .physical_state == "LINK_UP"
 		and .link_layer == "InfiniBand" and .rate_gbit_per_s == 400 and .width == "4X"
 		and .speed == "NDR" and .active_mtu == 4096 and .lid == 1 and .sm_lid == 1
 		and .netdev == "ibp04s0" and .addresses == ["10.1.0.1/16"]
@@ -164,7 +164,7 @@ assert_bad_tree() { # DIR MESSAGE
 	jq -e '.devices[0].pci | keys == ["address", "class", "device", "driver", "link", "local_cpulist",
 		"numa_node", "path", "vendor"]' <<<"$j"
 	jq -e '.devices[0].ports[0] | keys == ["active_mtu", "addresses", "gids", "lid", "link_layer",
-		"netdev", "netdev_mtu", "netdev_state", "phys_state", "port", "rate", "rate_gbit_per_s",
+		"netdev", "netdev_mtu", "netdev_state", "phys_state", "physical_state", "port", "rate", "rate_gbit_per_s",
 		"recommended_gid", "recommended_gid_index", "sm_lid", "speed", "state", "verify", "width"]' <<<"$j"
 	jq -e '.gpus[0] | keys == ["index", "name", "nvml_index", "nvswitch_links", "pci", "uuid"]' <<<"$j"
 	jq -e '.matrix[0] | keys == ["gpu", "gpu_pci", "nic", "nic_pci", "path"]' <<<"$j"
@@ -259,7 +259,7 @@ with_nvml() {
 	run timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/two-socket-8gpu"
 	assert_success
 	assert_line --regexp '^mlx5_0  provider mlx5 \(driver mlx5_core\)'
-	assert_line --regexp '^  port 1: ACTIVE \(LinkUp\)  InfiniBand  400 Gb/sec \(4X NDR\)  mtu 4096  lid 1'
+	assert_line --regexp '^  port 1: ACTIVE \(LINK_UP\)  InfiniBand  400 Gb/sec \(4X NDR\)  mtu 4096  lid 1'
 	assert_line --regexp '^    gid   3  RoCE v2  ::ffff:192\.168\.10\.5  \(eno1\)  <- recommended$'
 	assert_line 'GPU x NIC paths'
 	assert_line --regexp '^ +mlx5_0 +mlx5_1 +mlx5_2 +mlx5_3 +mlx5_4 +mlx5_5 +mlx5_6 +mlx5_7 +mlx5_8 *$'
@@ -521,7 +521,45 @@ with_nvml() {
 	local gpus
 	gpus=$(timeout 60 "$RDMACTL" -j probe-topology | jq '.summary.gpus')
 	[[ $gpus == 0 ]] || skip "this host has $gpus GPUs (the no-GPU case needs a host without)"
+	# no GPU: --gpu N names that; without it the plan is by NUMA node, and
+	# a host without RDMA devices either is told what to load
+	run timeout 60 "$RDMACTL" probe-topology --export nccl --gpu 0
+	assert_failure 1
+	assert_output --partial "probe-topology --export --gpu 0: this host has no GPU"
+	local devs
+	devs=$(timeout 60 "$RDMACTL" -j probe-topology | jq '.devices | length')
+	[[ $devs == 0 ]] || skip "this host has RDMA devices (covered by tests/rxe/probe-topology.bats)"
 	run timeout 60 "$RDMACTL" probe-topology --export nccl
 	assert_failure 1
-	assert_output --partial "no GPU found"
+	assert_output --partial "no RDMA device under /sys/class/infiniband"
+	refute_output --partial "binds GPUs"
+}
+
+@test "--export on a host without GPUs (CPU-only, SoftRoCE): the rail plan by NUMA node, rxe included" {
+	run timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/cpu-only" --export ucx
+	assert_success
+	assert_line "0) export UCX_NET_DEVICES='mlx5_0:1' ;; # NUMA node 0"
+	assert_line "1) export UCX_NET_DEVICES='mlx5_1:1' ;; # NUMA node 1"
+	assert_line "*) export UCX_NET_DEVICES='mlx5_0:1,mlx5_1:1,rxe0:1' ;; # any other node: every NIC that is up"
+	# the fragment, sourced, sets each node's value
+	local frag=$BATS_TEST_TMPDIR/ucx.sh
+	printf '%s\n' "$output" >"$frag"
+	run env RDMACTL_NUMA=1 sh -c '. "$1"; echo "$UCX_NET_DEVICES"' _ "$frag"
+	assert_output mlx5_1:1
+	run env -u RDMACTL_NUMA sh -c '. "$1"; echo "$UCX_NET_DEVICES"' _ "$frag"
+	assert_output mlx5_0:1,mlx5_1:1,rxe0:1
+	run timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/softroce" --export nccl
+	assert_success
+	assert_line "0) export NCCL_IB_HCA='=rxe0:1,rxe1:1' ;; # NUMA node 0"
+	run timeout 30 "$RDMACTL" -j probe-topology --sysfs "$FX/cpu-only" --export nccl
+	assert_success
+	jq -e '.gpus == [] and .numa_nodes == [{"node": 0, "nics": ["mlx5_0"], "value": "=mlx5_0:1"},
+		{"node": 1, "nics": ["mlx5_1"], "value": "=mlx5_1:1"}]
+		and .any_node == "=mlx5_0:1,mlx5_1:1,rxe0:1"' <<<"$output"
+	run timeout 30 "$RDMACTL" -j probe-topology --sysfs "$FX/cpu-only" --export mooncake
+	assert_success
+	jq -e '.matrix == {"cpu:0": [["mlx5_0"], ["mlx5_1", "rxe0"]], "cpu:1": [["mlx5_1"], ["mlx5_0", "rxe0"]]}' <<<"$output"
+	run timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/softroce" --export ucx --gpu 0
+	assert_failure 1
+	assert_output --partial "this host has no GPU"
 }

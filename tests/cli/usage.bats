@@ -26,6 +26,24 @@ rdmactl_json() {
 	assert_output --partial "Usage: rdmactl write"
 }
 
+@test "help wirte suggests as wirte does; --help COMMAND is that command's help" {
+	run "$RDMACTL" help wirte
+	assert_failure 2
+	assert_output "rdmactl: unknown command 'wirte' (did you mean 'write'?)"
+	run "$RDMACTL" wirte
+	assert_failure 2
+	assert_output "rdmactl: unknown command 'wirte' (did you mean 'write'?)"
+	run "$RDMACTL" --help write
+	assert_success
+	assert_line --index 0 "Usage: rdmactl write [OPTIONS] TARGET"
+	run "$RDMACTL" -h kvxfer plan
+	assert_success
+	assert_line --index 0 "Usage: rdmactl kvxfer plan [OPTIONS]"
+	run "$RDMACTL" --help wirte
+	assert_failure 2
+	assert_output --partial "did you mean 'write'?"
+}
+
 @test "an unknown command is never a success, in text or JSON" {
 	run "$RDMACTL" frobnicate
 	assert_failure 2
@@ -85,12 +103,15 @@ rdmactl_json() {
 	run "$RDMACTL" --bogus version
 	assert_failure 2
 	assert_output --partial "unknown global option '--bogus'"
-	run "$RDMACTL" probe-topology -j
+	run "$RDMACTL" probe-topology -V
 	assert_failure 2
-	assert_output "rdmactl: probe-topology: '-j' is a global option: it goes before the command ('rdmactl -j probe-topology ...')"
-	run "$RDMACTL" probe-topology --json
+	assert_output "rdmactl: probe-topology: '-V' is a global option that goes before the command (only -j, -p, -d, -g, -t and -v may follow it; see rdmactl(8), GLOBAL OPTIONS)"
+	run "$RDMACTL" write --batch f 198.18.0.1/kv
 	assert_failure 2
-	assert_output --partial "'--json' is a global option: it goes before the command"
+	assert_output --partial "'--batch' is a global option that goes before the command"
+	run "$RDMACTL" write 198.18.0.1/kv --force
+	assert_failure 2
+	assert_output --partial "'--force' is a global option that goes before the command"
 	run "$RDMACTL" --timeout
 	assert_failure 2
 	assert_output "rdmactl: global option '--timeout' needs an argument (see 'rdmactl --help')"
@@ -148,6 +169,36 @@ rdmactl_json() {
 	rdmactl_json -t 500 read no-such-host.invalid:1/r --lat --lat-clock monotonic
 	assert_failure 1
 	jq -e '.error.message | contains("lat-clock") | not' <<<"$output"
+}
+
+@test "--bench with --lat is refused; a write or read of --size 0 too, as register's" {
+	local c
+	for c in write read "atomic --faa 1"; do
+		run "$RDMACTL" $c 198.18.0.1/kv --bench --lat
+		assert_failure 2
+		assert_output "rdmactl: ${c%% *}: --bench and --lat are two different runs: give one"
+	done
+	run "$RDMACTL" write 198.18.0.1/kv --pattern zero --size 0
+	assert_failure 2
+	assert_output "rdmactl: write: invalid --size '0': a write moves at least 1 byte"
+	run "$RDMACTL" read 198.18.0.1/kv --size 0 --out "$BATS_TEST_TMPDIR/x"
+	assert_failure 2
+	assert_output "rdmactl: read: invalid --size '0': a read moves at least 1 byte"
+	run "$RDMACTL" register --listen 198.18.0.1 --size 0
+	assert_failure 2
+	# a size sweep: MIN:MAX, with --bench
+	run "$RDMACTL" write 198.18.0.1/kv --bench --msg-size 8M:8
+	assert_failure 2
+	assert_output "rdmactl: write: invalid --msg-size '8M:8': MIN:MAX with 1 <= MIN <= MAX"
+	run "$RDMACTL" read 198.18.0.1/kv --lat --msg-size 8:8M
+	assert_failure 2
+	assert_output "rdmactl: read: --msg-size MIN:MAX goes with --bench, not --lat"
+	run "$RDMACTL" write 198.18.0.1/kv --bench --msg-size 8:2G
+	assert_failure 2
+	assert_output "rdmactl: write: --msg-size must be 1 byte to 1 GiB"
+	run "$RDMACTL" write 198.18.0.1/kv --bench --msg-size 8:x
+	assert_failure 2
+	assert_output --partial "invalid --msg-size 'x'"
 }
 
 @test "write refuses conflicting or incomplete input" {
@@ -226,6 +277,46 @@ rdmactl_json() {
 	run "$RDMACTL" -p version
 	assert_success
 	jq -e '.version' <<<"$output"
+}
+
+@test "-j -p -d -g -t -v may follow the command, as they may precede it" {
+	local d=$BATS_TEST_TMPDIR
+	# each one after the command does what it does before it
+	run "$RDMACTL" version -j
+	assert_success
+	assert_output "$("$RDMACTL" -j version)"
+	run "$RDMACTL" version --pretty
+	assert_success
+	assert_output "$("$RDMACTL" -p version)"
+	run "$RDMACTL" probe-topology -d nodev
+	assert_failure 1
+	assert_output --partial "'nodev'"
+	run "$RDMACTL" write 198.18.0.1/kv --pattern zero --size 4K -t 0
+	assert_failure 2
+	assert_output "rdmactl: write: invalid --timeout: expected milliseconds, 1..3600000"
+	run "$RDMACTL" write 198.18.0.1/kv --pattern zero --size 4K -g 300
+	assert_failure 2
+	assert_output "rdmactl: write: invalid --gid-index: expected 0..255"
+	# perftest's order and the README's register row parse (no usage error)
+	run "$RDMACTL" write -d rxe_a 198.18.0.1/kv --pattern zero --size 4K
+	refute_output --partial "global option"
+	[[ $status != 2 ]] || fail "write -d DEV TARGET is a usage error: $output"
+	run "$RDMACTL" register --listen 198.18.0.1:7471,198.18.1.1:7471 -d rxe_a,rxe_c --size 4K
+	refute_output --partial "global option"
+	[[ $status != 2 ]] || fail "register --listen A1,A2 -d DEV1,DEV2 is a usage error: $output"
+	# an error after -j is a JSON document
+	run "$RDMACTL" write 198.18.0.1/kv -j --bogus
+	assert_failure 2
+	[[ $(jq -r .error.message <<<"$output") == "write: unknown option '--bogus' (see 'rdmactl write --help')" ]] ||
+		fail "not the error document: $output"
+	# in a batch, one given after a command holds for that line only
+	printf 'probe-topology -d nodev\nprobe-topology\nversion -j\nversion\n' >"$d/b"
+	run "$RDMACTL" --force -b "$d/b"
+	assert_failure 1
+	assert_line --partial "$d/b:1: no RDMA device named 'nodev'"
+	assert_line '{"schema_version":2,"version":"'"$("$RDMACTL" -j version | jq -r .version)"'"}'
+	assert_line "rdmactl $("$RDMACTL" -j version | jq -r .version)"
+	[[ $(grep -c "no RDMA device named" <<<"$output") == 1 ]] || fail "-d held past its line: $output"
 }
 
 @test "without RDMA, commands that need it fail with a clear error, not a crash" {
@@ -330,6 +421,78 @@ rdmactl_json() {
 	refute_output --partial "line -1"
 }
 
+@test "errors name their cause: local inputs before the RDMA CM, a size too large, TARGET explained" {
+	local d=$BATS_TEST_TMPDIR peers=$BATS_TEST_TMPDIR/peers
+	printf '0 198.18.0.1:20000\n1 198.18.0.1:20001\n' >"$peers"
+	run "$RDMACTL" register --file "$d/no/x" --size 4K --listen 198.18.0.1:7471
+	assert_failure 1
+	assert_output "rdmactl: register: --file '$d/no/x': no such directory '$d/no'"
+	RDMACTL_CUDA_LIB=$d/none.so run "$RDMACTL" register --mem cuda:7 --size 4K --listen 198.18.0.1:7471
+	assert_failure 1
+	assert_output --partial "rdmactl: --mem cuda:7: "
+	refute_output --partial "RDMA CM"
+	RDMACTL_CUDA_LIB=$d/none.so run "$RDMACTL" multicast -r 1 -w 2 -R "file:$peers" --mem cuda:0
+	assert_failure 1
+	assert_output --partial "rdmactl: --mem cuda:0: "
+	refute_output --partial "RDMA CM"
+	run "$RDMACTL" alltoall -r 0 -w 2 -R "file:$peers" --svg "$d/no/x.svg"
+	assert_failure 1
+	assert_output "rdmactl: --svg '$d/no/x.svg': no such directory '$d/no'"
+	run "$RDMACTL" write --size 99999999999T --pattern zero 198.18.0.1/kv
+	assert_failure 2
+	assert_output "rdmactl: invalid --size '99999999999T': too large (a size is below 16 EiB)"
+	run "$RDMACTL" register --size 99999999999T --listen 198.18.0.1
+	assert_failure 2
+	assert_output --partial "too large"
+	run "$RDMACTL" write --size 12Q --pattern zero 198.18.0.1/kv
+	assert_output --partial "expected a size such as"
+	# sizes are binary, rates decimal: 4MB, which a rate reads as 4*10^6, is no size
+	run "$RDMACTL" write --size 4MB --pattern zero 198.18.0.1/kv
+	assert_failure 2
+	assert_output "rdmactl: invalid --size '4MB': a size is binary: say 4M or 4MiB (MB and such are a rate's decimal units)"
+	run "$RDMACTL" write --bench --msg-size 64kb 198.18.0.1/kv
+	assert_failure 2
+	assert_output --partial "invalid --msg-size '64kb': a size is binary"
+	local c
+	for c in write read atomic; do
+		run "$RDMACTL" "$c" --help
+		assert_line "Arguments:"
+		assert_output --partial "TARGET                         the region: HOST:PORT/REGION,"
+	done
+}
+
+# One rule (rdmactl(8), EXIT STATUS): a file named by an option that cannot
+# be read or used as it is fails, 1, naming the option; one read whose
+# contents are malformed is a usage error, 2.
+@test "one exit-code rule for input files: unreadable or unusable 1, malformed 2" {
+	local d=$BATS_TEST_TMPDIR peers=$BATS_TEST_TMPDIR/peers want msg args
+	printf '0 198.18.0.1:20000\n1 198.18.0.1:20001\n' >"$peers"
+	printf 's3cret\n' >"$d/open"
+	chmod 644 "$d/open"
+	printf '1,2\n' >"$d/bad.csv"
+	printf 'zero one\n' >"$d/badpeers"
+	while IFS='|' read -r want msg args; do
+		read -ra words <<<"$args"
+		run "$RDMACTL" "${words[@]}"
+		[[ $status == "$want" ]] || fail "rdmactl $args: exit $status, not $want: $output"
+		[[ $output == *"$msg"* ]] || fail "rdmactl $args: not '$msg': $output"
+	done <<EOF
+1|--skew matrix '/nonexistent.csv': No such file or directory|alltoall -r 0 -w 2 -R file:$peers --skew matrix:/nonexistent.csv
+1|--rendezvous '/nonexistent': No such file or directory|alltoall -r 0 -w 2 -R file:/nonexistent
+1|--rendezvous '/nonexistent': No such file or directory|sweep -r 0 -w 2 -R file:/nonexistent
+1|--pairs /nonexistent: No such file or directory|sweep -r 0 -w 2 -R file:$peers --pairs /nonexistent
+1|--file '/nonexistent': No such file or directory|write --file /nonexistent 198.18.0.1/kv
+1|/nonexistent: No such file or directory|multicast -r 0 -w 2 -R file:$peers --file /nonexistent
+1|--token-file /nonexistent: cannot read it|write --pattern zero --size 4K --token-file /nonexistent 198.18.0.1/kv
+1|--token-file $d/open: group or others may read or write it (mode 0644)|write --pattern zero --size 4K --token-file $d/open 198.18.0.1/kv
+1|--batch '/nonexistent': No such file or directory|-b /nonexistent
+1|--model '/nonexistent': No such file or directory|kvxfer plan --model /nonexistent --tokens 4
+2|$d/bad.csv: 1 rows, the world size is 2|alltoall -r 0 -w 2 -R file:$peers --skew matrix:$d/bad.csv
+2|$d/badpeers:1: expected 'RANK ADDR:PORT [HOSTNAME]'|alltoall -r 0 -w 2 -R file:$d/badpeers
+2|--pairs $d/bad.csv: line 1: expected two ranks|sweep -r 0 -w 2 -R file:$peers --pairs $d/bad.csv
+EOF
+}
+
 # short_clashes TABLE: each short letter that names two long options, or a
 # global option, or -h, one line each ("-s: multicast --size, write
 # --msg-size"); nothing when every letter means one thing.
@@ -370,9 +533,11 @@ short_clashes() {
 	run "$RDMACTL" multicast -r 0 -w 2 -S 1Q
 	assert_failure 2
 	assert_output --partial "--size '1Q'"
+	# -p is --pretty, wherever it stands: never the pattern
 	run "$RDMACTL" multicast -r 0 -w 2 -p zero
 	assert_failure 2
-	assert_output --partial "'-p' is a global option"
+	assert_line '  "schema_version": 2,'
+	refute_output --partial "--pattern 'zero'"
 	run "$RDMACTL" alltoall -r 0 -w 2 -n 0
 	assert_failure 2
 	assert_output --partial "--iters '0'"

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * kvxfer's wire: the private data of a connect request (struct kv_hello_pd)
- * and the control messages both sides exchange. What decodes must encode to
- * a message that decodes to the same thing; a HELLO's geometry goes through
+ * and of the decode rank's accept (struct kv_accept_pd), and the control
+ * messages both sides exchange. What decodes must encode to a message that
+ * decodes to the same thing; a data QP's proof made under a key passes
+ * under that key and fails under another; a HELLO's geometry goes through
  * the same check and plan the decode rank runs on it.
  */
 #include <string.h>
@@ -60,11 +62,29 @@ static void plan_geometry(const struct kv_geom *g)
 	(void)kv_plan(g, &in, &p, &err);
 }
 
+/* The exchange a decoded request starts: its data-QP proof under the
+ * session's key passes, under another key (another nonce) it does not. */
+static void exchange(const struct kv_hello_pd *pd)
+{
+	struct kv_hello_pd q = *pd;
+	struct rc_auth a;
+	uint8_t key[RC_AUTH_KEY], other[RC_AUTH_KEY];
+
+	kv_auth_start(&a, pd, 7472);
+	kv_data_key("s3cret", &a, key);
+	a.sn[0] ^= 1;
+	kv_data_key("s3cret", &a, other);
+	kv_pd_data_prove(&q, key);
+	FUZZ_CHECK(kv_pd_data_proven(&q, key));
+	FUZZ_CHECK(!kv_pd_data_proven(&q, other));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static uint32_t pages[KV_MAX_REQ_PAGES], pages2[KV_MAX_REQ_PAGES];
 	static unsigned char out[KV_MSG_MAX];
 	struct kv_hello_pd pd, pd2;
+	struct kv_accept_pd acc, acc2;
 	struct kv_msg m, m2;
 	int len;
 
@@ -74,6 +94,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(len == KV_PD_LEN);
 		FUZZ_CHECK(kv_pd_decode(out, (size_t)len, &pd2) == 0);
 		FUZZ_CHECK(memcmp(&pd, &pd2, sizeof(pd)) == 0);
+		exchange(&pd);
+	}
+	if (kv_acc_decode(data, size, &acc) == 0) {
+		len = kv_acc_encode(&acc, out, sizeof(out));
+		FUZZ_CHECK(len == KV_ACC_LEN);
+		FUZZ_CHECK(kv_acc_decode(out, (size_t)len, &acc2) == 0);
+		FUZZ_CHECK(memcmp(&acc, &acc2, sizeof(acc)) == 0);
 	}
 
 	if (kv_msg_decode(data, size, &m, pages, KV_MAX_REQ_PAGES) != 0)

@@ -60,6 +60,7 @@ static int kv_seeds(const char *dir)
 {
 	static uint32_t pages[8] = { 3, 1, 4, 1, 5, 9, 2, 6 };
 	struct kv_hello_pd pd = { .rank = 1, .qp = 2, .nqps = 4, .session = 0xabcdef };
+	struct kv_accept_pd acc;
 	struct kv_msg m[] = {
 		{ .type = KV_MSG_HELLO,
 		  .seq = 1,
@@ -67,7 +68,7 @@ static int kv_seeds(const char *dir)
 			       4,
 			       0xabcdef,
 			       { KV_LAYOUT_PAGED, KV_PAGE_NHD, KV_DT_BF16, 32, 8, 128, 4, 2, 16, 16 },
-			       "t0ken!" } },
+			       { 0x70, 0x72, 0x6f, 0x6f, 0x66, 0x21 } } },
 		{ .type = KV_MSG_WELCOME,
 		  .seq = 2,
 		  .u.welcome = { 0, 1024, 0x1234, 0x7f0000000000ull, 16384 } },
@@ -89,6 +90,14 @@ static int kv_seeds(const char *dir)
 	int err = 0;
 
 	err |= put(dir, "kv_msg", "hello-pd", buf, kv_pd_encode(&pd, buf, sizeof(buf)));
+	/* A control QP's request with its nonce, the accept with the challenge
+	 * and proof. */
+	memset(pd.nonce, 0x5a, sizeof(pd.nonce));
+	pd.qp = 0;
+	err |= put(dir, "kv_msg", "hello-pd-ctrl", buf, kv_pd_encode(&pd, buf, sizeof(buf)));
+	memset(acc.nonce, 0xa5, sizeof(acc.nonce));
+	memset(acc.proof, 0x3c, sizeof(acc.proof));
+	err |= put(dir, "kv_msg", "accept", buf, kv_acc_encode(&acc, buf, sizeof(buf)));
 	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
 		snprintf(name, sizeof(name), "%s", kv_msg_name(m[i].type));
 		err |= put(dir, "kv_msg", name, buf, kv_msg_encode(&m[i], buf, sizeof(buf)));

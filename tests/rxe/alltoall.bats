@@ -329,6 +329,76 @@ a2a_one_wrong() {
 		"${SMALL[@]}"
 }
 
+# a2a_differ N WHO COMMON... -- OTHERS... -- MINE...: ranks 0..N-1 with
+# COMMON, those of WHO ("1", or a list "1 3") with MINE after it, the others
+# with OTHERS; every rank must stop with a usage error (2) saying $DIFFER,
+# before any token moves.
+a2a_differ() {
+	local n=$1 who=" $2 " i common=() others=() mine=()
+	shift 2
+	while [[ $1 != -- ]]; do common+=("$1"); shift; done
+	shift
+	while [[ $1 != -- ]]; do others+=("$1"); shift; done
+	shift
+	mine=("$@")
+	PIDS=()
+	for ((i = 0; i < n; i++)); do
+		local extra=("${others[@]}")
+		[[ $who != *" $i "* ]] || extra=("${mine[@]}")
+		rdmactl -j -t 20000 alltoall --rank "$i" --world "$n" "${common[@]}" "${extra[@]}" \
+			>"$BATS_TEST_TMPDIR/rank.$i.out" 2>"$BATS_TEST_TMPDIR/rank.$i.err" &
+		PIDS+=($!)
+	done
+	a2a_wait
+	for ((i = 0; i < n; i++)); do
+		[ "${RCS[i]}" = 2 ] || { a2a_dump; fail "rank $i exited ${RCS[i]}, not 2"; }
+		jq -e --arg m "$DIFFER" '.error.message == $m and .error.code == "EINVAL"' \
+			"$BATS_TEST_TMPDIR/rank.$i.out" >/dev/null ||
+			{ a2a_dump; fail "rank $i does not say: $DIFFER"; }
+	done
+	run cat "$BATS_TEST_TMPDIR"/rank.*
+	refute_output --partial "arrived wrong"
+}
+
+@test "ranks given other options: every rank stops at the start with a usage error naming the rank, the option and both values" {
+	need_guest
+	local i m few=(--hidden 512 --tokens 48 --topk 2 --warmup 1)
+	cd "$BATS_TEST_TMPDIR"
+	# the README's old example: rank 0 given --hidden and --tokens, the
+	# others not (each then counted every token of the others wrong)
+	a2a_peers 4
+	DIFFER="rank 1's --hidden (7168) differs from rank 0's (4096); 2 more ranks differ from rank 0: every rank needs the same"
+	a2a_differ 4 0 --rendezvous "file:$PEERS" --skew zipf:1.2 --iters 2 --warmup 0 \
+		-- -- --hidden 4096 --tokens 256
+	# ring: rank 0 talks to its neighbours only; rank 2's word goes round the tree
+	a2a_peers 4
+	DIFFER="rank 2's --skew (zipf:1.5) differs from rank 0's (uniform): every rank needs the same"
+	a2a_differ 4 2 --algo ring --rendezvous "file:$PEERS" "${SMALL[@]}" -- -- --skew zipf:1.5
+	a2a_peers 3
+	DIFFER="rank 2's --iters (6) differs from rank 0's (5): every rank needs the same"
+	a2a_differ 3 2 --rendezvous "file:$PEERS" "${few[@]}" -- --iters 5 -- --iters 6
+	# one matrix under two names is one routing: they agree
+	printf '0,5,1\n2,0,3\n4,1,0\n' >m.csv
+	cp m.csv same.csv
+	a2a_peers 3
+	PIDS=()
+	for i in 0 1 2; do
+		m=m.csv
+		[[ $i != 2 ]] || m=same.csv
+		rdmactl -j -t 20000 alltoall --rank "$i" --world 3 --rendezvous "file:$PEERS" \
+			"${SMALL[@]}" --skew "matrix:$m" >"rank.$i.out" 2>"rank.$i.err" &
+		PIDS+=($!)
+	done
+	a2a_wait
+	[ "${RCS[*]}" = "0 0 0" ] || { a2a_dump; fail "one matrix under two names: ${RCS[*]}"; }
+	# ... and another matrix does not
+	printf '0,5,1\n2,0,3\n4,2,0\n' >other.csv
+	a2a_peers 3
+	DIFFER="rank 1's --skew (matrix:other.csv) differs from rank 0's (matrix:m.csv): every rank needs the same"
+	a2a_differ 3 1 --rendezvous "file:$PEERS" "${SMALL[@]}" -- --skew matrix:m.csv \
+		-- --skew matrix:other.csv
+}
+
 # bats test_tags=plain-only
 @test "--no-check: a wrong token goes unseen, and the document says it was not checked" {
 	need_guest
@@ -686,7 +756,7 @@ group_listening() {
 }
 
 # bats test_tags=plain-only
-@test "group token: a rank without the token is refused by one that has it, and says why" {
+@test "group token: a rank without the token is refused by one that has it, says why, and exits 3" {
 	need_guest
 	a2a_peers 2
 	PIDS=()
@@ -699,7 +769,7 @@ group_listening() {
 	PIDS+=($!)
 	group_listening "$port1"
 	run rdmactl -t 10000 alltoall -r 0 -w 2 -R "file:$PEERS" "${SMALL[@]}"
-	assert_failure 1
+	assert_failure 3
 	assert_output --partial "not authorised (this group needs a token)"
 	# at the refusal, not at its deadline: another try cannot mend it
 	refute_output --partial "never answered"

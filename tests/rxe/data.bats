@@ -161,34 +161,57 @@ setup() {
 	assert_output --partial "does not allow atomics"
 }
 
-@test "a wrong or missing token is rejected, the right one accepted" {
+@test "a wrong or missing token is rejected (exit 3, EKEYREJECTED), the right one accepted" {
 	# The server takes its token from a private file.
 	printf 's3cret\n' >"$BATS_TEST_TMPDIR/tok"
 	chmod 600 "$BATS_TEST_TMPDIR/tok"
 	start_server 1 --listen "$ADDR:$PORT" --name kv --size 64K --token-file "$BATS_TEST_TMPDIR/tok"
 	run rdmactl write "$ADDR:$PORT/kv" --pattern zero --size 4K --token wrong
-	assert_failure 1
+	assert_failure 3
 	assert_output --partial "invalid token"
 	run rdmactl write "$ADDR:$PORT/kv" --pattern zero --size 4K
-	assert_failure 1
+	assert_failure 3
 	assert_output --partial "token is required"
 	run rdmactl write "$ADDR:$PORT/kv" --pattern zero --size 4K --token s3cretX
-	assert_failure 1
+	assert_failure 3
 	assert_output --partial "invalid token"
 	run rdmactl write "$ADDR:$PORT/kv" --pattern zero --size 4K --token s3cre
-	assert_failure 1
+	assert_failure 3
 	assert_output --partial "invalid token"
+	# An orchestrator tells the refusal from a closed port by status and code.
+	run rdmactl -j write "$ADDR:$PORT/kv" --pattern zero --size 4K --token wrong
+	assert_failure 3
+	[[ $(jq -r .error.code <<<"$output") == EKEYREJECTED ]] || fail "not EKEYREJECTED: $output"
+	jq -e '.error.message | test("rejected: rdmactl: invalid token")' <<<"$output" >/dev/null ||
+		fail "the message does not name the refusal: $output"
+	run rdmactl write "$ADDR:$((PORT + 1))/kv" --pattern zero --size 4K --token wrong
+	assert_failure 1
+	assert_output --partial "nothing listens on that port"
+	run rdmactl -j write "$ADDR:$((PORT + 1))/kv" --pattern zero --size 4K
+	assert_failure 1
+	[[ $(jq -r .error.code <<<"$output") == ECONNREFUSED ]] || fail "not ECONNREFUSED: $output"
 	# The client's token from a file too.
 	printf 's3cretX\n' >"$BATS_TEST_TMPDIR/tokX"
 	chmod 600 "$BATS_TEST_TMPDIR/tokX"
 	run rdmactl read "$ADDR:$PORT/kv" --size 4K --out /dev/null --token-file "$BATS_TEST_TMPDIR/tokX"
-	assert_failure 1
+	assert_failure 3
 	assert_output --partial "invalid token"
 	run rdmactl read "$ADDR:$PORT/kv" --size 4K --out /dev/null --token-file "$BATS_TEST_TMPDIR/tok"
 	assert_success
 	RDMACTL_TOKEN=s3cret run rdmactl write "$ADDR:$PORT/kv" --pattern zero --size 4K
 	assert_success
 	grep -q '"event":"rejected"' "$SERVER_OUT"
+}
+
+@test "-d names a device: one that does not exist is 'no such device', listing those there are" {
+	start_server 1 --listen "$ADDR:$PORT" --name kv --size 64K
+	run rdmactl write -d nodev "$ADDR:$PORT/kv" --pattern zero --size 4K
+	assert_failure 1
+	assert_output --partial "no such device nodev (the devices here: "
+	refute_output --partial "reached through"
+	run rdmactl register --listen "0.0.0.0:$((PORT + 1))" -d nodev --size 4K
+	assert_failure 1
+	assert_output --partial "no such device nodev (the devices here: "
 }
 
 @test "out-of-bounds, unknown regions and absent servers are clear errors" {
@@ -412,6 +435,38 @@ setup() {
 	assert_success
 	run rdmactl -j atomic "$ADDR:$PORT/kv" --offset 512K --faa 0
 	[ "$(jq -r .old <<<"$output")" -eq 300 ]
+}
+
+@test "--bench and --lat read as perftest's: operations, Mpps, a size sweep; a latency run prints no rate, and a stdev" {
+	start_server 1 --listen "$ADDR:$PORT" --name kv --size 1M
+	run rdmactl write "$ADDR:$PORT/kv" --bench --msg-size 4K --iters 100
+	assert_success
+	assert_line --regexp '^  409600 bytes in 100 operations in [0-9.]+ s: [0-9.]+ GB/s \([0-9.]+ Gb/s\), [0-9.]+ Mpps$'
+	refute_output --partial "messages/s"
+	run rdmactl write "$ADDR:$PORT/kv" --lat --msg-size 8 --iters 100
+	assert_success
+	assert_line --regexp '^  800 bytes in 100 operations in [0-9.]+ s$'
+	refute_output --partial "GB/s"
+	refute_output --partial "Mpps"
+	assert_line --regexp '^  latency us \(post to completion\): min [0-9.]+, p50 .*, max [0-9.]+, stdev [0-9.]+$'
+	run rdmactl -j write "$ADDR:$PORT/kv" --bench --msg-size 4K --iters 100
+	assert_success
+	jq -e '.operations == 100 and .mpps > 0 and (.mpps - .msgs_per_s / 1e6 | fabs) < 1e-9' <<<"$output"
+	run rdmactl -j read "$ADDR:$PORT/kv" --lat --msg-size 8 --iters 100
+	assert_success
+	jq -e '.latency_us | .stdev >= 0 and .stdev <= .max - .min' <<<"$output"
+	# a size sweep, as ib_write_bw -a: a row per size, doubling
+	run rdmactl write "$ADDR:$PORT/kv" --bench --msg-size 8:64K --iters 50
+	assert_success
+	assert_line --regexp '^ +8 +50 +[0-9.]+ +[0-9.]+ +[0-9.]+$'
+	assert_line --regexp '^ +65536 +50 +[0-9.]+ +[0-9.]+ +[0-9.]+$'
+	[[ $(grep -cE '^ +[0-9]+ +50 ' <<<"$output") == 14 ]] || fail "not 14 rows: $output"
+	run rdmactl -j read "$ADDR:$PORT/kv" --bench --msg-size 8:64K --iters 50
+	assert_success
+	jq -e '[.sizes[].msg_size] == [range(3; 17) | pow(2; .)]
+		and all(.sizes[]; .operations == 50 and .bytes == .msg_size * 50 and .gbyte_per_s > 0)
+		and .msg_size == 8 and .msg_size_max == 65536
+		and .bytes == (.sizes | map(.bytes) | add) and .operations == 700' <<<"$output"
 }
 
 @test "--lat-clock: the time-stamp counter and the monotonic clock time the same reads alike" {

@@ -17,6 +17,14 @@ setup() {
 	PORT=$(next_port)
 }
 
+# What a test put on the veth pair (SLOWED: a qdisc on va; EXTRA: addresses).
+teardown() {
+	[ -z "${SLOWED:-}" ] || tc qdisc del dev va root 2>/dev/null || true
+	[ -z "${EXTRA:-}" ] || ip addr del 198.18.1.3/24 dev va 2>/dev/null || true
+	[ -z "${EXTRA:-}" ] || ip addr del 198.18.1.4/24 dev vb 2>/dev/null || true
+	common_teardown
+}
+
 # example NAME ARGS...: run examples/NAME.sh, bounded; its JSON summary in
 # $output, its progress in $stderr (shown when the test fails).
 example() {
@@ -153,6 +161,10 @@ example() {
 	assert_success
 	jq -e '.ok == true and .ranks == 4 and .rank_source == "openmpi" and .wrong == 0
 		and .imbalance > 1.5 and (.verdict | startswith("skew-bound"))' <<<"$output"
+	# figures as a reader takes them in: 3 significant digits, not 0.022193036164892006
+	local n3='(0\.0*[1-9][0-9]{0,2}|[1-9][0-9]{0,2}(\.[0-9]{1,2}|0*))'
+	grep -Eq "^moe-dispatch: busbw $n3 GB/s, p99 $n3 us, imbalance $n3," <<<"$stderr" ||
+		fail "the figures are not rounded: $stderr"
 	example moe-dispatch --ranks 2 --addr "$ADDR" --skew uniform --algo ring --hidden 256 \
 		--tokens 32 --iters 3
 	assert_success
@@ -168,6 +180,31 @@ example() {
 	jq -e '.ok == true and .ranks == 3 and .rounds == 3 and .rank_source == "openmpi"
 		and .median_gbit_per_s > 0 and .outliers == [] and .bad_nodes == []' <<<"$output"
 	grep -q "<svg" "$BATS_TEST_TMPDIR/s.svg"
+}
+
+@test "sweep-mpirun: a link slowed for real is named, the example says NOT healthy" {
+	command -v mpirun >/dev/null || skip "needs Open MPI's mpirun (openmpi-bin)"
+	need_two_nics
+	local xa=198.18.1.3 xb=198.18.1.4 i
+	EXTRA=1
+	ip addr add "$xa/24" dev va
+	ip addr add "$xb/24" dev vb
+	for i in $(seq 50); do
+		grep -qs "0000:0000:0000:0000:0000:ffff:c612:0103" /sys/class/infiniband/"$RDMACTL_VM_DEV_A"/ports/1/gids/* &&
+			grep -qs "0000:0000:0000:0000:0000:ffff:c612:0104" /sys/class/infiniband/"$RDMACTL_VM_DEV_B"/ports/1/gids/* &&
+			break
+		sleep 0.1
+	done
+	# rank 1 (.3) to rank 3 (.4): 20 ms more each way than every other pair
+	SLOWED=1
+	tc qdisc add dev va root handle 1: prio
+	tc qdisc add dev va parent 1:3 handle 30: netem delay 20ms limit 5000
+	tc filter add dev va parent 1: protocol ip u32 match ip src "$xa/32" match ip dst "$xb/32" flowid 1:3
+	example sweep-mpirun --ranks 4 --addr "$RDMACTL_VM_ADDR_A,$xa,$RDMACTL_VM_ADDR_B,$xb"
+	assert_failure 1
+	jq -e '.ok == false and (.outliers | any(test("^(1 -> 3|3 -> 1): .*latency")))' <<<"$output" ||
+		fail "the slowed pair 1 - 3 is not named: $output"
+	[[ $stderr == *"sweep-mpirun: NOT healthy"* ]] || fail "the verdict line: $stderr"
 }
 
 # bats test_tags=plain-only
@@ -272,4 +309,80 @@ $want"
 	assert_failure
 	run shows '{"schema_version":2,"operation":"cas","swapped":true}' '{"schema_version":2,"operation":"faa","swapped":true}'
 	assert_failure
+}
+
+# readme_commands TEXT: the commands ("$ " lines) of the README's first code
+# block after the line that holds TEXT.
+readme_commands() {
+	awk -v t="$1" 'index($0, t) && !on { on = 1; next }
+	     on && /^```/ { if (++n == 2) exit; next }
+	     on && n == 1 && /^\$ / { print substr($0, 3) }' "$REPO_ROOT/README.md"
+}
+
+# readme_run TEXT...: run the commands of each block as the README's reader
+# would, in this test's folder, one shell, rdmactl on PATH: what ends in &
+# in the background (a register server: waited for until it serves, then
+# stopped with SIGTERM at the end, which it must survive to exit 0), every
+# command and every background one must exit 0. $output: what they said.
+readme_run() {
+	local t script=$BATS_TEST_TMPDIR/readme.sh line n=0
+	printf 'set -e\ncd %q\npids=() servers=()\n' "$BATS_TEST_TMPDIR" >"$script"
+	for t in "$@"; do
+		local got=0
+		while IFS= read -r line; do
+			got=1
+			n=$((n + 1))
+			printf 'printf "%%s\\n" %q >&2\n' "\$ $line" >>"$script"
+			if [[ $line == *"rdmactl "*"register "*"&" || $line == *"kvxfer serve "*"&" ]]; then
+				# a server: the next command once it listens, as the reader
+				# who reads its first lines before typing on
+				printf '%s\n' "${line%&} >srv.$n.out 2>&1 &" \
+					"for i in \$(seq 300); do grep -q 'serving\\|listening' srv.$n.out && break; kill -0 \$! || { cat srv.$n.out >&2; exit 1; }; sleep 0.1; done" >>"$script"
+				if [[ $line == *"register "* ]]; then
+					printf '%s\n' 'servers+=($!)' >>"$script"
+				else
+					printf '%s\n' 'pids+=($!)' >>"$script"
+				fi
+			elif [[ $line == *"& done" ]]; then
+				printf '%s\n' "${line%done}pids+=(\$!); done" >>"$script"
+			elif [[ $line == *"&" ]]; then
+				printf '%s\n' "$line" 'pids+=($!)' >>"$script"
+			else
+				printf '%s\n' "$line" >>"$script"
+			fi
+		done < <(readme_commands "$t")
+		((got)) || fail "the README has no commands after '$t'"
+	done
+	cat >>"$script" <<'END'
+rc=0
+for p in "${pids[@]}"; do wait "$p" || { echo "a command in the background exited $?" >&2; rc=1; }; done
+for p in "${servers[@]}"; do kill -TERM "$p"; wait "$p" || { echo "a server exited $? on SIGTERM" >&2; rc=1; }; done
+cat srv.*.out 2>/dev/null
+exit $rc
+END
+	ln -sfn "$REPO_ROOT/examples" "$BATS_TEST_TMPDIR/examples"
+	PATH=$(dirname -- "$RDMACTL"):$PATH run timeout --kill-after=10 400 bash "$script"
+}
+
+@test "the README's examples of kvxfer, alltoall, multicast and tokens run as written, with a 2 GiB guest's memory" {
+	local r docs
+	[[ ${ADDR:-} == 198.18.0.1 ]] || skip "the README's address is 198.18.0.1; this guest's is ${ADDR:-none}"
+	readme_run "A KV-cache transfer from two prefill ranks"
+	((status == 0)) || fail "kvxfer: $output"
+	[[ $output == *'"verified"'* || $output == *verified* ]] || fail "kvxfer verified nothing: $output"
+	readme_run "An MoE dispatch and combine between four ranks" "What a job of 4096 ranks" \
+		"Weights pushed from rank 0"
+	((status == 0)) || fail "alltoall, multicast: $output"
+	docs=$(grep '^{' <<<"$output")
+	jq -es '[.[] | select(.wrong == 0 and .ranks == 4)] | length == 1' <<<"$docs" >/dev/null ||
+		fail "no alltoall report of 4 ranks with every token right: $output"
+	jq -es '[.[] | select(.ok_count == 3 and (.receivers | all(.blocks_usable_ms | length == 3)))]
+		| length == 1' <<<"$docs" >/dev/null || fail "no multicast report with the blocks usable: $output"
+	for r in 1 2 3; do
+		cmp "$BATS_TEST_TMPDIR/model.bin" "/tmp/w.$r" || fail "replica $r differs"
+	done
+	rm -f /tmp/w.1 /tmp/w.2 /tmp/w.3
+	readme_run "Every command that takes a token"
+	((status == 0)) || fail "tokens: $output"
+	[ "$(stat -c %s "$BATS_TEST_TMPDIR/out.bin")" = 4096 ]
 }

@@ -7,8 +7,8 @@
  *
  *   kv_hostile MODE HOST PORT [-T TOKEN] [-f FIELD=VALUE]... [-s SECONDS] [-R HOST]
  *
- * -T TOKEN proves TOKEN in every connect request (as kvxfer has since protocol 5) and
- * shows it in HELLO too.
+ * -T TOKEN answers the decode rank's challenge with TOKEN (protocol 7: the
+ * proof in HELLO, the data QPs' proofs under the session's secret).
  *
  * The geometry is that of tests/rxe/kvxfer.bats (paged, nhd, bf16, 4
  * layers, 8 heads x 16 dims, 4 tokens a page, TP 1 -> 1), source rank 0;
@@ -22,9 +22,9 @@
  *   hb-first    heartbeats instead of HELLO, every 100 ms, for -s seconds
  *   squat       connect the control QP and stay silent for -s seconds
  *   data-first  connect a data QP without any HELLO
- *   wrong-secret  HELLO, then a data QP whose secret differs in one bit
- *               (print its rejection, and "data QP 1 refused with a wrong
- *               secret" or "accepted"), then one with the right secret
+ *   wrong-proof HELLO, then data QP 1 proven under a secret one bit off
+ *               (print its rejection), then with the right one, then the
+ *               wrong one again and the right one again (both rejected)
  *   dup-req     HELLO, one data QP, REQ, then the same REQ every 100 ms and
  *               never a write: print the CANCEL that ends it
  *   ctrl-imm    HELLO, then an RDMA WRITE with immediate on the control QP
@@ -72,7 +72,7 @@ static bool old_proto;    /* v2: the previous protocol's connect data */
 
 /* Every QP opened, closed at exit, so that a sanitizer build reports only
  * what the decode rank leaks. */
-static struct qp *opened[4];
+static struct qp *opened[6];
 static int nopened;
 
 static void close_all(void)
@@ -90,7 +90,8 @@ static void close_all(void)
 }
 static char token[RC_TOKEN_MAX + 1];
 static uint32_t session;
-static uint8_t secret[KV_PD_SECRET];
+static struct rc_auth auth;           /* the control QP's exchange */
+static uint8_t data_key[RC_AUTH_KEY]; /* the session's data-QP secret */
 
 static double now_ms(void)
 {
@@ -104,6 +105,18 @@ static int fail(const char *what)
 {
 	fprintf(stderr, "kv_hostile: %s: %s\n", what, strerror(errno));
 	return -1;
+}
+
+/* The accept of control QP q: the session's nonces, the data QPs' secret. */
+static void challenged(struct qp *q, const struct kv_hello_pd *pd)
+{
+	struct kv_accept_pd acc;
+
+	kv_auth_start(&auth, pd, (uint16_t)atoi(port));
+	if (q->id->event && !kv_acc_decode(q->id->event->param.conn.private_data,
+					   q->id->event->param.conn.private_data_len, &acc))
+		memcpy(auth.sn, acc.nonce, RC_AUTH_NONCE);
+	kv_data_key(token, &auth, data_key);
 }
 
 /* Connect one QP with the kvxfer connect data; 1 when the decode rank
@@ -129,8 +142,10 @@ static int open_qp(struct qp *q, uint32_t qpi, uint32_t nqps)
 	memset(q, 0, sizeof(*q));
 	if (nopened < (int)(sizeof(opened) / sizeof(opened[0])))
 		opened[nopened++] = q;
-	memcpy(pd.secret, secret, sizeof(secret));
-	kv_pd_prove(&pd, token);
+	if (qpi)
+		kv_pd_data_prove(&pd, data_key);
+	else
+		memcpy(pd.nonce, auth.cn, RC_AUTH_NONCE);
 	kv_pd_encode(&pd, pdb, sizeof(pdb));
 	if (old_proto) {
 		uint32_t v2 = htole32(KV_PD_MAGIC_V2);
@@ -154,6 +169,8 @@ static int open_qp(struct qp *q, uint32_t qpi, uint32_t nqps)
 		printf("rejected: data QP %u: %s\n", qpi, strerror(errno));
 		return 1;
 	}
+	if (!qpi) /* the decode rank's challenge: its nonce; its proof goes unchecked */
+		challenged(q, &pd);
 	/* The CM events (a disconnect) are read without blocking. */
 	fcntl(q->id->channel->fd, F_SETFL, fcntl(q->id->channel->fd, F_GETFL) | O_NONBLOCK);
 	return 0;
@@ -302,7 +319,6 @@ static struct kv_msg hello_msg(uint32_t nqps)
 					.dst_tp = 1,
 					.src_page_tokens = 4,
 					.dst_page_tokens = 4 };
-	memcpy(m.u.hello.token, token, sizeof(token));
 	return m;
 }
 
@@ -381,6 +397,30 @@ static void until_end(struct qp *c, double ms, int resend_every_ms, struct kv_ms
 	printf("not ended after %.0f ms, %d duplicate REQs\n", now_ms() - t0, dups);
 }
 
+/* Welcomed: data QP 1 proven under a secret one bit off, then the right
+ * one, then each again (the slot taken: the wrong one refused all the same). */
+static int wrong_proof(struct qp *d)
+{
+	static struct qp more[2];
+	struct qp *q[4] = { &d[0], &d[1], &more[0], &more[1] };
+	int rc;
+
+	for (int i = 0; i < 4; i++) {
+		bool wrong = i % 2 == 0;
+
+		data_key[RC_AUTH_KEY - 1] ^= wrong;
+		rc = open_qp(q[i], 1, 1);
+		data_key[RC_AUTH_KEY - 1] ^= wrong;
+		if (rc < 0)
+			return 1;
+		if (rc == 0)
+			printf("data QP 1 accepted %s\n",
+			       wrong ? "with a wrong proof" : "with the proof");
+		fflush(stdout);
+	}
+	return 0;
+}
+
 /* Welcomed on one rail; data QP 1 to the other (-R), then to this one. */
 static int other_rail(struct qp *d)
 {
@@ -434,8 +474,8 @@ int main(int argc, char **argv)
 	host = argv[optind + 1];
 	port = argv[optind + 2];
 	session = (uint32_t)getpid() * 2654435761u;
-	for (size_t i = 0; i < sizeof(secret); i++)
-		secret[i] = (uint8_t)(session >> (i % 4 * 8)) ^ (uint8_t)i;
+	if (rc_auth_nonce(auth.cn))
+		return 1;
 	hello = hello_msg(!strcmp(mode, "one-qp") ? 2 : 1);
 	for (int i = 0; i < nf; i++)
 		if (set_field(&hello, fields[i]))
@@ -466,6 +506,7 @@ int main(int argc, char **argv)
 		printf("%s after %.0f ms\n", now_ms() < end ? "closed" : "open", now_ms() - t0);
 		return 0;
 	}
+	rc_auth_mac(token, &auth, RC_AUTH_CLIENT, hello.u.hello.proof);
 	rc = handshake(&c, &hello, &w);
 	if (rc < 0)
 		return 1;
@@ -473,21 +514,8 @@ int main(int argc, char **argv)
 		wait_closed(&c, t0, 3000);
 		return 0;
 	}
-	if (!strcmp(mode, "wrong-secret")) {
-		/* Welcomed; a data QP that guesses the secret wrong by one bit,
-		 * then the right one. */
-		secret[KV_PD_SECRET - 1] ^= 1;
-		if ((rc = open_qp(&d[0], 1, 1)) < 0)
-			return 1;
-		/* its own verdict, apart from the right one's after it */
-		printf("data QP 1 %s with a wrong secret\n", rc ? "refused" : "accepted");
-		secret[KV_PD_SECRET - 1] ^= 1;
-		if ((rc = open_qp(&d[1], 1, 1)) < 0)
-			return 1;
-		if (rc == 0)
-			printf("data QP 1 accepted with the secret\n");
-		return 0;
-	}
+	if (!strcmp(mode, "wrong-proof"))
+		return wrong_proof(d);
 	if (!strcmp(mode, "other-rail"))
 		return other_rail(d);
 	if (!strcmp(mode, "ctrl-imm")) {
@@ -533,6 +561,6 @@ int main(int argc, char **argv)
 usage:
 	fprintf(stderr,
 		"usage: kv_hostile hello|hb-first|squat|data-first|dup-req|ctrl-imm|one-qp "
-		"wrong-secret|v2|other-rail HOST PORT [-T TOKEN] [-f FIELD=VALUE]... [-s SECONDS] [-R HOST]\n");
+		"wrong-proof|v2|other-rail HOST PORT [-T TOKEN] [-f FIELD=VALUE]... [-s SECONDS] [-R HOST]\n");
 	return 2;
 }

@@ -606,72 +606,164 @@ no_leak() {
 	refute_output --partial "decode rank has"
 }
 
-@test "hostile: no token, a wrong one, one that extends the right one and a prefix of it are refused at connect, no rkey; the real source gets its rank" {
+@test "hostile: no token, a wrong one, one that extends the right one and a prefix of it are refused at HELLO, no rkey; a sender with a wrong token refuses the decode rank; the real source gets its rank" {
 	serve d0 "${G[@]}" --pool-pages 16 --verify --requests 1 --token s3cret
 	local t
 	for t in "" s3cre7 s3cretX s3cre; do
 		hostile hello "$ADDR" "$PORT_d0" ${t:+-T "$t"}
-		# Refused before the QP exists: no HELLO, no answer to one.
-		assert_output --partial "rejected: data QP 0"
-		refute_output --partial "error code="
+		# The proof in HELLO fails: the one sentence, then the connection closes.
+		assert_output --partial "error code=129 text=HELLO refused: not authorised (a missing or wrong token)"
+		assert_output --partial "closed after"
 		no_leak
 	done
-	run rdmactl kvxfer send "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --token wrong
-	assert_failure 1
-	assert_output --partial "not authorised (a missing or wrong token)"
-	run rdmactl kvxfer send "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --token s3cretX
-	assert_failure 1
-	assert_output --partial "not authorised (a missing or wrong token)"
+	# A sender with another token finds the decode rank's proof wrong and
+	# sends it nothing.
+	for t in wrong s3cretX; do
+		run rdmactl -j kvxfer send "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --token "$t"
+		assert_failure
+		assert_output --partial "not authorised (a missing or wrong token on its side)"
+		jq -e -s 'map(select(.error)) | length == 1 and .[0].error.code == "EKEYREJECTED"' <<<"$output"
+	done
 	# The token from the environment, as register takes it.
 	RDMACTL_TOKEN=s3cret send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10
 	reap s0 d0
 	status 0 s0 d0
 	check '(.d0 | verified(1)) and (.s0 | verified(1))
 		and (.d0 | ev("refused") | map(.reason) as $r | length == 6
-			and ($r[0] | test("not authorised: no token in the connect request of control QP 0"))
-			and ($r[1:] | all(test("not authorised: a wrong token in the connect request"))))
+			and ($r[0] == "HELLO refused: not authorised: no proof of the token in HELLO")
+			and ($r[1:4] | all(. == "HELLO refused: not authorised: a wrong proof of the token in HELLO"))
+			and ($r[4:] | all(test("HELLO") | not)))
 		and (.d0 | ev("connected") | length == 1)' s0 d0
 }
 
 # bats test_tags=plain-only
-@test "hostile: 16 connects that never send HELLO hold no pending slot: a sender with the token is served" {
+@test "hostile: 16 connects that never send HELLO: a sender with the token is served while they wait, the oldest dropped for it" {
 	serve d0 "${G[@]}" --pool-pages 16 --verify --requests 1 --token s3cret
 	local i n
 	for ((i = 0; i < 16; i++)); do
 		"$KV_HOSTILE" squat "$ADDR" "$PORT_d0" -s 60 >"$KV_OUT/squat.$i.out" 2>&1 &
 		KV_PID[squat$i]=$!
 	done
-	# Every one connected or was refused.
+	# Every one connected: without a challenge answered, nothing tells them apart yet.
 	for ((n = 0; n < 300; n++)); do
 		if [ "$(grep -lE "connected|rejected" "$KV_OUT"/squat.*.out | wc -l)" -eq 16 ]; then break; fi
 		sleep 0.1
 	done
 	run cat "$KV_OUT"/squat.*.out
-	refute_output --partial "connected"
-	[ "$(grep -c "rejected: data QP 0" <<<"$output")" -eq 16 ] || fail "not 16 refused: $output"
+	[ "$(grep -c "^connected" <<<"$output")" -eq 16 ] || fail "not 16 connected: $output"
 	printf 's3cret\n' >"$KV_OUT/tok"
 	chmod 600 "$KV_OUT/tok"
+	# With 16 waiting, a decode rank that did not drop one would refuse
+	# this sender at once ("16 connections wait for their HELLO already").
 	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --token-file "$KV_OUT/tok"
 	reap s0 d0
+	for ((i = 0; i < 16; i++)); do
+		reap "squat$i"
+	done
+	run cat "$KV_OUT"/squat.*.out
+	[ "$(grep -c "closed after" <<<"$output")" -eq 16 ] || fail "not 16 closed: $output"
 	status 0 s0 d0
-	check '(.d0 | verified(1)) and (.s0 | verified(1))
+	check '(.d0 | verified(1)) and (.s0 | verified(1)) and (.d0 | ev("connected") | length == 1)
 		and (.d0 | ev("refused") | map(.reason) | length == 16
-			and all(test("not authorised: no token")))' s0 d0
+			and any(. == "no HELLO yet: dropped for a newer connection (16 wait at most)"))' s0 d0
 }
 
 # bats test_tags=plain-only
-@test "hostile: a data QP that guesses the sender's secret wrong by one bit is refused; the right secret joins" {
+@test "hostile: a data QP proven under a secret one bit off is refused for its proof, before and after the right one joined; each index joins once" {
 	serve d0 "${G[@]}" --pool-pages 16 --requests 1 --token s3cret
-	hostile wrong-secret "$ADDR" "$PORT_d0" -T s3cret
+	hostile wrong-proof "$ADDR" "$PORT_d0" -T s3cret
 	assert_output --partial "welcome"
-	assert_output --partial "rejected: data QP 1"
-	# the wrong secret's own refusal, not the right one's for a slot it took
-	assert_line "data QP 1 refused with a wrong secret"
-	refute_output --partial "accepted with a wrong secret"
-	assert_output --partial "data QP 1 accepted with the secret"
+	refute_output --partial "accepted with a wrong proof"
+	assert_output --partial "data QP 1 accepted with the proof"
+	[ "$(grep -c "rejected: data QP 1" <<<"$output")" -eq 3 ] || fail "not 3 rejected: $output"
 	kill -TERM "${KV_PID[d0]}"
 	reap d0
-	check '.d0 | ev("refused") | map(.reason) | any(test("data QP 1 of source rank 0 before a valid HELLO"))' d0
+	# The wrong proof's own reason, whether the slot was free or taken; the
+	# right proof a second time: connected already.
+	check '.d0 | ev("refused") | map(.reason) as $r | length == 3
+		and ($r[0] == "not authorised: data QP 1 of source rank 0 without its session'"'"'s proof")
+		and ($r[1] == $r[0])
+		and ($r[2] == "data QP 1 of source rank 0: connected already or not one of its 1")' d0
+}
+
+# The bytes of one honest exchange (tests/rxe/kv_replay.c), recorded by a
+# decode rank that holds the token, as a sniffer on the path would see them.
+KV_REPLAY=${KV_REPLAY:-$BUILD_DIR/tests/rxe/kv_replay}
+
+# record_exchange FILE: an honest sender with the token s3cret meets the
+# recorder on a fresh port, which keeps its connect request and HELLO.
+record_exchange() {
+	local port i
+	PORT_SEQ=$((${PORT_SEQ:-0} + 1))
+	port=$((18000 + BATS_TEST_NUMBER * 20 + PORT_SEQ))
+	KV_REPLAY_TOKEN=s3cret "$KV_REPLAY" record "$ADDR" "$port" "$1" >"$KV_OUT/rec.out" 2>&1 &
+	KV_PID[rec]=$!
+	for ((i = 0; i < 300; i++)); do
+		grep -q listening "$KV_OUT/rec.out" && break
+		sleep 0.1
+	done
+	# The recorder hangs up after the HELLO: this sender fails, as it should.
+	"$RDMACTL" -t 5000 kvxfer send "${G[@]}" --connect "$ADDR:$port" --tokens 10 --token s3cret \
+		>"$KV_OUT/honest0.out" 2>&1 || true
+	reap rec
+	grep -E "recorded connect=[0-9]+ hello=[0-9]+" "$KV_OUT/rec.out"
+}
+
+@test "hostile: an honest sender's connect request and HELLO, replayed to a restarted decode rank with the same token 17 times, get no WELCOME and write nothing; the real source is served" {
+	# sanitizer tier: always (a replayed HELLO refused before anything is held)
+	local i
+	record_exchange "$KV_OUT/rec"
+	serve d0 "${G[@]}" --pool-pages 16 --verify --requests 1 --token s3cret
+	run "$KV_REPLAY" replay "$ADDR" "$PORT_d0" "$KV_OUT/rec" 5
+	echo "$output" >&2
+	assert_success
+	assert_output --partial "error code=129 text=HELLO refused: not authorised (a missing or wrong token)"
+	assert_output --partial "closed after"
+	refute_output --partial "welcome"
+	refute_output --partial "wrote"
+	# 16 more at once: each refused, none holds the rank or a pending slot.
+	for ((i = 0; i < 16; i++)); do
+		"$KV_REPLAY" replay "$ADDR" "$PORT_d0" "$KV_OUT/rec" 20 >"$KV_OUT/replay.$i.out" 2>&1 &
+		KV_PID[replay$i]=$!
+	done
+	for ((i = 0; i < 16; i++)); do
+		reap "replay$i"
+	done
+	run cat "$KV_OUT"/replay.*.out
+	refute_output --partial "welcome"
+	refute_output --partial "wrote"
+	[ "$(grep -c "error code=129 text=HELLO refused: not authorised" <<<"$output")" -eq 16 ] ||
+		fail "not 16 refused: $output"
+	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --token s3cret
+	reap s0 d0
+	status 0 s0 d0
+	check '(.d0 | verified(1)) and (.s0 | verified(1))
+		and (.d0 | ev("connected") | length == 1)
+		and (.d0 | ev("refused") | map(.reason) | length == 17
+			and all(. == "HELLO refused: not authorised: a wrong proof of the token in HELLO"))' s0 d0
+}
+
+@test "a decode rank without the token, or with another, is refused by the sender before its HELLO (EKEYREJECTED); one with the token serves" {
+	local p
+	serve d0 "${G[@]}" --pool-pages 16
+	serve d1 "${G[@]}" --pool-pages 16 --token 0ther
+	for p in "$PORT_d0" "$PORT_d1"; do
+		run "$RDMACTL" -j kvxfer send "${G[@]}" --connect "$ADDR:$p" --tokens 10 --token s3cret
+		echo "$output" >&2
+		assert_failure
+		jq -e -s 'map(select(.error)) | length == 1 and .[0].error.code == "EKEYREJECTED"
+			and (.[0].error.message | test("decode rank at .* did not prove the token: not authorised \\(a missing or wrong token on its side\\); nothing was sent to it"))' <<<"$output"
+	done
+	serve d2 "${G[@]}" --pool-pages 16 --verify --requests 1 --token s3cret
+	send s0 "${G[@]}" --connect "$ADDR:$PORT_d2" --tokens 10 --token s3cret
+	reap s0 d2
+	kill -TERM "${KV_PID[d0]}" "${KV_PID[d1]}"
+	reap d0 d1
+	status 0 s0 d2
+	# No HELLO reached the other two: nothing connected, no HELLO refused.
+	check '(.d2 | verified(1)) and (.s0 | verified(1))
+		and ([.d0, .d1] | all(ev("connected") | length == 0))
+		and ([.d0, .d1] | all(ev("refused") | all(.reason | test("HELLO") | not)))' s0 d0 d1 d2
 }
 
 @test "hostile: a data QP on the decode rank's other rail than its control QP is refused, naming both rails; on its own rail it joins" {
@@ -742,7 +834,7 @@ no_leak() {
 	reap s0 d0
 	status 0 s0 d0
 	check '(.d0 | verified(1)) and (.s0 | verified(1))
-		and (.d0 | ev("refused") | map(.reason) | any(test("of an earlier protocol .*speaks protocol 6")))' s0 d0
+		and (.d0 | ev("refused") | map(.reason) | any(test("of an earlier protocol .*speaks protocol 7")))' s0 d0
 }
 
 # bats test_tags=plain-only

@@ -225,6 +225,12 @@ blob() {
 	# 3 receivers: 3 bars (a tooltip each), blue (whole), 2 ticks each, 5 grid lines
 	[ "$(grep -c '<rect[^>]*fill="#4575b4"[^>]*><title>rank ' "$BATS_TEST_TMPDIR/mc.svg")" = 3 ]
 	[ "$(grep -c '<line[^>]*stroke="#000000"' "$BATS_TEST_TMPDIR/mc.svg")" = 6 ]
+	# the title in a reader's units, the axis in round steps with their unit
+	grep -q '<title>rdmactl multicast: chain, 1 MiB to 3 receivers</title>' "$BATS_TEST_TMPDIR/mc.svg"
+	grep -Eq '>0 m?s</text>' "$BATS_TEST_TMPDIR/mc.svg"
+	run grep -Eo '>[0-9.]+ m?s</text>' "$BATS_TEST_TMPDIR/mc.svg"
+	((${#lines[@]} >= 3)) || fail "ticks: $output"
+	refute_output --regexp 'e\+|[0-9]\.[0-9]{3}'
 	command -v rsvg-convert >/dev/null || skip "rsvg-convert (librsvg2-bin) is not installed"
 	rsvg-convert -o "$BATS_TEST_TMPDIR/mc.png" "$BATS_TEST_TMPDIR/mc.svg"
 	[ -s "$BATS_TEST_TMPDIR/mc.png" ]
@@ -407,20 +413,25 @@ blob() {
 	done
 }
 
-@test "a receiver given another --chunk: the group stops at the hello, the root names that rank and the option" {
+# mc_differ MESSAGE: every rank stopped with a usage error (2) saying
+# MESSAGE, before a write landed in a ring.
+mc_differ() {
+	local i
+	[ "${RCS[*]}" = "2 2 2" ] || { mc_dump; fail "exit codes ${RCS[*]}, not 2 2 2"; }
+	for i in 0 1 2; do
+		jq -e --arg m "$1" '.error.message == $m and .error.code == "EINVAL"' \
+			"$BATS_TEST_TMPDIR/rank.$i.out" >/dev/null || { mc_dump; fail "rank $i does not say: $1"; }
+	done
+	run cat "$BATS_TEST_TMPDIR"/rank.*
+	refute_output --partial "RDMA WRITE"
+}
+
+@test "a receiver given another --chunk: the group stops at the start, every rank names that rank, the option and both values" {
 	need_guest
 	blob "$BATS_TEST_TMPDIR/w" $((512 << 10))
 	mc_chunks 128K 128K 64K
-	[ "${RCS[*]}" = "1 1 1" ] || { mc_dump; fail "exit codes ${RCS[*]}, not 1 1 1"; }
-	# the root names rank 2 and the option; rank 2 says its own differs;
-	# rank 1 (connected to the root alone) ends with the group
-	jq -e '.error.message | test("^rank 0: rank 2.s --chunk differs from the root.s$")' \
-		"$BATS_TEST_TMPDIR/rank.0.out" >/dev/null || { mc_dump; fail "the root does not name rank 2's --chunk"; }
-	jq -e '.error.message | test("^rank 2: --chunk differs from the root.s$")' \
-		"$BATS_TEST_TMPDIR/rank.2.out" >/dev/null || { mc_dump; fail "rank 2 does not say its --chunk differs"; }
-	# no rank got as far as a write into a ring of another size
-	run cat "$BATS_TEST_TMPDIR"/rank.*
-	refute_output --partial "RDMA WRITE"
+	# rank 1 (connected to the root alone) says it too: the group's tree
+	mc_differ "rank 2's --chunk (64K) differs from rank 0's (128K): every rank needs the same"
 }
 
 @test "--chunk auto: the root cuts 8 MiB into 512K chunks and the receivers take them; a receiver given 256K is named" {
@@ -437,7 +448,7 @@ blob() {
 		"$BATS_TEST_TMPDIR/rank.0.out" >/dev/null || { mc_dump; fail "the root does not name rank 2's --chunk"; }
 }
 
-@test "a receiver given another --digest: the group stops at the hello, the root names that rank and the option" {
+@test "a receiver given another --digest: the group stops at the start, every rank names that rank, the option and both values" {
 	need_guest
 	local i d
 	blob "$BATS_TEST_TMPDIR/w" $((256 << 10))
@@ -452,11 +463,25 @@ blob() {
 		PIDS+=($!)
 	done
 	mc_wait
-	[ "${RCS[*]}" = "1 1 1" ] || { mc_dump; fail "exit codes ${RCS[*]}, not 1 1 1"; }
-	jq -e '.error.message | test("^rank 0: rank 2.s --digest differs from the root.s$")' \
-		"$BATS_TEST_TMPDIR/rank.0.out" >/dev/null || { mc_dump; fail "the root does not name rank 2's --digest"; }
-	jq -e '.error.message | test("^rank 2: --digest differs from the root.s$")' \
-		"$BATS_TEST_TMPDIR/rank.2.out" >/dev/null || { mc_dump; fail "rank 2 does not say its --digest differs"; }
+	mc_differ "rank 2's --digest (sha256) differs from rank 0's (xxh64): every rank needs the same"
+}
+
+@test "--block-sizes given to the root only: every rank stops at the start, naming the option" {
+	need_guest
+	local i b
+	blob "$BATS_TEST_TMPDIR/w" $((256 << 10))
+	mc_peers 3
+	PIDS=()
+	for i in 0 1 2; do
+		b=()
+		[[ $i != 0 ]] || b=(--block-sizes 128K,128K)
+		rdmactl -j -t 20000 multicast --rank "$i" --world 3 --rendezvous "file:$PEERS" \
+			--out "$BATS_TEST_TMPDIR/out.%r" --algo flat --file "$BATS_TEST_TMPDIR/w" "${b[@]}" \
+			>"$BATS_TEST_TMPDIR/rank.$i.out" 2>"$BATS_TEST_TMPDIR/rank.$i.err" &
+		PIDS+=($!)
+	done
+	mc_wait
+	mc_differ "rank 1's --block-sizes (none) differs from rank 0's (128K,128K); 1 more rank differs from rank 0: every rank needs the same"
 }
 
 @test "group token: a chain of 3 whose ranks share the token (file, environment) delivers; a rank with a longer one is refused" {

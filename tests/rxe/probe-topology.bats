@@ -45,6 +45,10 @@ devinfo_field() {
 	assert_equal "$(port_of "$j" | jq -r .netdev)" "$(jq -r '.[0].netdev' <<<"$link")"
 	[[ "$(jq -r '.[0].physical_state' <<<"$link")" == LINK_UP ]]
 	assert_equal "$(port_of "$j" | jq -r .phys_state)" LinkUp
+	# rdma's and ibv_devinfo's spellings: LINK_UP, and fw_ver 0.0.0 where sysfs has none
+	assert_equal "$(port_of "$j" | jq -r .physical_state)" "$(jq -r '.[0].physical_state' <<<"$link")"
+	assert_equal "$(jq -r --arg d "$DEV" '.devices[] | select(.name == $d) | .fw_ver' <<<"$j")" \
+		"$(ibv_devinfo -d "$DEV" | sed -n 's/^[[:space:]]*fw_ver:[[:space:]]*//p')"
 	port_of "$j" | jq -e '.port == 1 and .link_layer == "Ethernet" and .lid == null and .netdev_mtu == 9000'
 	jq -e '.source.kind == "live" and .summary.devices >= 1' <<<"$j"
 }
@@ -181,4 +185,24 @@ devinfo_field() {
 	wait "$pid" || true
 	[[ -n "$gid" ]] || fail "register printed no region: $(cat "$out.err")"
 	assert_equal "$gid" "$(port_of "$j" | jq -r .recommended_gid_index)"
+}
+
+@test "--export ucx, nccl and mooncake work on the SoftRoCE guest (no GPU): the rail plan by NUMA node, rxe in it" {
+	local devs
+	devs=$(rdma -j link show | jq -r '[.[] | select(.state == "ACTIVE") | "\(.ifname):\(.port)"] | join(",")')
+	[[ $devs == *"$DEV:1"* ]] || fail "rdma link shows no active $DEV: $devs"
+	run timeout 60 "$RDMACTL" probe-topology --export ucx
+	assert_success
+	assert_line "*) export UCX_NET_DEVICES='$devs' ;; # any other node: every NIC that is up"
+	# sourced, as a job's wrapper would, on the guest's one node
+	run sh -c "$output"'
+		echo "$UCX_NET_DEVICES"'
+	assert_output "$devs"
+	run timeout 60 "$RDMACTL" -j probe-topology --export nccl
+	assert_success
+	jq -e --arg v "=$devs" '.gpus == [] and .any_node == $v and (.numa_nodes | all(.value == $v))' <<<"$output"
+	run timeout 60 "$RDMACTL" -j probe-topology --export mooncake
+	assert_success
+	jq -e --arg d "$DEV" '.matrix | to_entries | length >= 1 and all(.key | test("^cpu:[0-9]+$"))
+		and all(.value[0] | index($d))' <<<"$output"
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* kvxfer control messages and the immediate value: round trips, the exact
  * layout of a few fields, and refusal of anything malformed. */
+#include <endian.h>
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
@@ -52,15 +53,12 @@ static void messages(void)
 	CHECK(out.type == KV_MSG_HELLO && out.seq == 9);
 	CHECK(out.u.hello.rank == 3 && out.u.hello.nqps == 4 && out.u.hello.session == 0xdeadbeef);
 	CHECK(!memcmp(&out.u.hello.g, &g, sizeof(g)));
-	CHECK(out.u.hello.token[0] == 0);
-	/* The token travels whole; a byte outside the printable range is refused. */
-	strcpy(in.u.hello.token, "s3cr3t!");
-	round_trip(&in, &out);
-	CHECK_STR(out.u.hello.token, "s3cr3t!");
-	in.u.hello.token[2] = '\n';
-	CHECK(kv_msg_decode(buf, (size_t)kv_msg_encode(&in, buf, sizeof(buf)), &out, pages,
-			    KV_MAX_REQ_PAGES) == -EBADMSG);
-	memset(in.u.hello.token, 0, sizeof(in.u.hello.token));
+	/* The proof travels whole, any bytes: no token does. */
+	for (int i = 0; i < RC_AUTH_MAC; i++)
+		in.u.hello.proof[i] = (uint8_t)(i * 53 + 0x0a);
+	len = round_trip(&in, &out);
+	CHECK(!memcmp(out.u.hello.proof, in.u.hello.proof, RC_AUTH_MAC));
+	CHECK(len == RC_CTRL_HDR_LEN + 12 + 32 + RC_AUTH_MAC + 4);
 
 	in = (struct kv_msg){ .type = KV_MSG_WELCOME };
 	in.u.welcome.rank = 1;
@@ -136,45 +134,96 @@ static void messages(void)
 	CHECK(kv_msg_encode(&in, buf, 20) == -ENOSPC);
 }
 
-/* The token proven in the connect request: the secret and proof travel
- * whole; a longer token, a prefix, another field or another secret does not
- * prove it. */
-static void pd_proof(void)
+/* The challenge and response of protocol 7: what each side derives from
+ * the exchange, and what changes it. */
+static void exchange(void)
 {
-	struct kv_hello_pd p = { .rank = 1, .qp = 0, .nqps = 2, .session = 7 }, q, x;
-	unsigned char pd[KV_PD_LEN];
+	struct kv_hello_pd c = { .rank = 1, .qp = 0, .nqps = 2, .session = 7 }, q;
+	struct kv_accept_pd acc = { 0 }, acc2;
+	struct rc_auth a, b;
+	unsigned char pd[KV_PD_LEN], ab[KV_ACC_LEN], mac[RC_AUTH_MAC], mac2[RC_AUTH_MAC];
+	uint8_t key[RC_AUTH_KEY], key2[RC_AUTH_KEY];
 
-	for (int i = 0; i < KV_PD_SECRET; i++)
-		p.secret[i] = (uint8_t)(i * 37 + 1);
-	CHECK(KV_PD_LEN == 56);
-	CHECK(kv_pd_authentic(&p, NULL) && kv_pd_authentic(&p, ""));
-	CHECK(!kv_pd_authentic(&p, "s3cret")); /* zeros prove nothing */
-	kv_pd_prove(&p, "s3cret");
+	for (int i = 0; i < RC_AUTH_NONCE; i++) {
+		c.nonce[i] = (uint8_t)(i * 37 + 1);
+		acc.nonce[i] = (uint8_t)(i * 11 + 5);
+	}
+	CHECK(KV_PD_LEN == 48 && KV_ACC_LEN == 36);
+	CHECK(kv_pd_encode(&c, pd, sizeof(pd)) == KV_PD_LEN);
+	CHECK(kv_pd_decode(pd, sizeof(pd), &q) == 0 && !memcmp(&q, &c, sizeof(q)));
+	/* Both sides' context: the request's fields and the decode rank's port. */
+	kv_auth_start(&a, &q, 7472);
+	CHECK_STR(a.plane, "kvxfer");
+	CHECK(a.ctxlen == 14 && a.ctx[0] == 1 && a.ctx[4] == 2 && a.ctx[8] == 7);
+	CHECK(a.ctx[12] == 7472 >> 8 && a.ctx[13] == (7472 & 0xff));
+	CHECK(!memcmp(a.cn, c.nonce, RC_AUTH_NONCE));
+	/* The accept: magic, nonce, proof; cut short or another magic refused. */
+	memcpy(a.sn, acc.nonce, RC_AUTH_NONCE);
+	rc_auth_mac("s3cret", &a, RC_AUTH_SERVER, acc.proof);
+	CHECK(kv_acc_encode(&acc, ab, sizeof(ab)) == KV_ACC_LEN);
+	CHECK(kv_acc_encode(&acc, ab, sizeof(ab) - 1) == -ENOSPC);
+	CHECK(kv_acc_decode(ab, sizeof(ab), &acc2) == 0 && !memcmp(&acc, &acc2, sizeof(acc)));
+	CHECK(kv_acc_decode(ab, sizeof(ab) - 1, &acc2) == -EBADMSG);
+	CHECK(kv_acc_decode(NULL, 0, &acc2) == -EBADMSG);
+	ab[0] ^= 1;
+	CHECK(kv_acc_decode(ab, sizeof(ab), &acc2) == -EBADMSG);
+	/* Another port, rank or session: another proof. */
+	rc_auth_mac("s3cret", &a, RC_AUTH_CLIENT, mac);
+	kv_auth_start(&b, &q, 7473);
+	memcpy(b.sn, a.sn, RC_AUTH_NONCE);
+	rc_auth_mac("s3cret", &b, RC_AUTH_CLIENT, mac2);
+	CHECK(memcmp(mac, mac2, RC_AUTH_MAC) != 0);
+	q.session ^= 1;
+	kv_auth_start(&b, &q, 7472);
+	memcpy(b.sn, a.sn, RC_AUTH_NONCE);
+	rc_auth_mac("s3cret", &b, RC_AUTH_CLIENT, mac2);
+	CHECK(memcmp(mac, mac2, RC_AUTH_MAC) != 0);
+	/* The data QPs' secret: another token, nonce or none gives another. */
+	kv_data_key("s3cret", &a, key);
+	b = a;
+	b.sn[0] ^= 1;
+	kv_data_key("s3cret", &b, key2);
+	CHECK(memcmp(key, key2, RC_AUTH_KEY) != 0);
+	kv_data_key("s3cretX", &a, key2);
+	CHECK(memcmp(key, key2, RC_AUTH_KEY) != 0);
+	kv_data_key(NULL, &a, key2);
+	CHECK(memcmp(key, key2, RC_AUTH_KEY) != 0);
+	memset(key, 0, sizeof(key));
+	CHECK(memcmp(key, key2, RC_AUTH_KEY) != 0); /* without a token, still the nonces' */
+}
+
+/* A data QP's proof of its session: the index, rank, session and QPs are
+ * in it; a key or proof one bit off is refused. */
+static void data_proof(void)
+{
+	struct kv_hello_pd p = { .rank = 1, .qp = 1, .nqps = 2, .session = 7 }, q, x;
+	unsigned char pd[KV_PD_LEN];
+	uint8_t key[RC_AUTH_KEY];
+
+	for (int i = 0; i < RC_AUTH_KEY; i++)
+		key[i] = (uint8_t)(i * 29 + 3);
+	CHECK(!kv_pd_data_proven(&p, key)); /* zeros prove nothing */
+	kv_pd_data_prove(&p, key);
 	CHECK(kv_pd_encode(&p, pd, sizeof(pd)) == KV_PD_LEN);
 	CHECK(kv_pd_decode(pd, sizeof(pd), &q) == 0);
-	CHECK(!memcmp(q.secret, p.secret, KV_PD_SECRET) && !memcmp(q.proof, p.proof, KV_PD_PROOF));
-	CHECK(kv_pd_authentic(&q, "s3cret"));
-	CHECK(!kv_pd_authentic(&q, "s3cretX"));
-	CHECK(!kv_pd_authentic(&q, "s3cre"));
-	CHECK(!kv_pd_authentic(&q, "S3cret"));
+	CHECK(kv_pd_data_proven(&q, key));
 	x = q;
-	x.qp = 1;
-	CHECK(!kv_pd_authentic(&x, "s3cret"));
-	x = q;
-	x.secret[KV_PD_SECRET - 1] ^= 1;
-	CHECK(!kv_pd_authentic(&x, "s3cret"));
+	x.qp = 2; /* the proof of QP 1 does not admit QP 2 */
+	CHECK(!kv_pd_data_proven(&x, key));
 	x = q;
 	x.session ^= 1;
-	CHECK(!kv_pd_authentic(&x, "s3cret"));
+	CHECK(!kv_pd_data_proven(&x, key));
 	x = q;
-	x.proof[KV_PD_PROOF - 1] ^= 0x80;
-	CHECK(!kv_pd_authentic(&x, "s3cret"));
-	/* Proven with the longer token or the prefix: refused by the real one. */
-	x = p;
-	kv_pd_prove(&x, "s3cretX");
-	CHECK(!kv_pd_authentic(&x, "s3cret"));
-	kv_pd_prove(&x, "s3cre");
-	CHECK(!kv_pd_authentic(&x, "s3cret"));
+	x.rank = 0;
+	CHECK(!kv_pd_data_proven(&x, key));
+	x = q;
+	x.nqps = 1;
+	CHECK(!kv_pd_data_proven(&x, key));
+	x = q;
+	x.proof[RC_AUTH_MAC - 1] ^= 0x80;
+	CHECK(!kv_pd_data_proven(&x, key));
+	key[RC_AUTH_KEY - 1] ^= 1;
+	CHECK(!kv_pd_data_proven(&q, key));
 	/* A request cut short: the proof is missing, not zero-filled into a pass. */
 	CHECK(kv_pd_decode(pd, KV_PD_LEN - 1, &q) == -EBADMSG);
 }
@@ -198,16 +247,22 @@ static void imm_and_pd(void)
 	CHECK(q.rank == 5 && q.qp == 2 && q.nqps == 4 && q.session == 99);
 	/* rdma_cm pads private data with zeros: a longer buffer is fine. */
 	unsigned char padded[56] = { 0 };
+	uint32_t v6 = htole32(KV_PD_MAGIC_V6);
+
 	memcpy(padded, pd, sizeof(pd));
 	CHECK(kv_pd_decode(padded, sizeof(padded), &q) == 0);
 	CHECK(kv_pd_decode(pd, 8, &q) == -EBADMSG);
 	CHECK(kv_pd_decode(NULL, 0, &q) == -EBADMSG);
 	pd[0] ^= 1;
 	CHECK(kv_pd_decode(pd, sizeof(pd), &q) == -EBADMSG);
+	/* Protocol 6 (a replayable proof) is refused by name. */
+	memcpy(padded, &v6, sizeof(v6));
+	CHECK(kv_pd_decode(padded, sizeof(padded), &q) == -EPROTO);
 	p.qp = 5; /* beyond nqps */
 	kv_pd_encode(&p, pd, sizeof(pd));
 	CHECK(kv_pd_decode(pd, sizeof(pd), &q) == -EBADMSG);
-	pd_proof();
+	exchange();
+	data_proof();
 }
 
 int main(void)

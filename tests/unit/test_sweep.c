@@ -80,6 +80,61 @@ static void schedules(void)
 	CHECK(rc_sweep_partner(4, 0, 4) == -1);
 }
 
+/* Problems with the turns of every round of world W whose ranks have the
+ * ports port[]: a pair without a turn or with two, two pairs of one turn on
+ * one port, more turns than first fit gives (none counted past the last). */
+static int turn_problems(int W, const int *port, int nports, int want_max)
+{
+	int turn[64], bad = 0, most = 0;
+
+	for (int r = 0; r < rc_sweep_rounds(W); r++) {
+		int turns = rc_sweep_turns(W, r, port, nports, turn);
+
+		most = turns > most ? turns : most;
+		for (int i = 0; i < W; i++) {
+			int p = rc_sweep_partner(W, r, i);
+
+			bad += (p < 0) != (turn[i] < 0) || (p >= 0 && turn[p] != turn[i]);
+			bad += turn[i] >= turns;
+			for (int j = 0; j < W; j++) {
+				int q = rc_sweep_partner(W, r, j);
+
+				/* another pair, in the same turn, on one of i's ports */
+				if (p >= 0 && q >= 0 && j != i && j != p && turn[j] == turn[i] &&
+				    (port[j] == port[i] || port[j] == port[p] ||
+				     port[q] == port[i] || port[q] == port[p]))
+					bad++;
+			}
+		}
+	}
+	return bad + (most != want_max);
+}
+
+static void turns(void)
+{
+	int own[8], one[8], two[8], hosts[8], key_port[8], turn[8];
+	uint64_t keys[8] = { 7, 9, 7, 7, 9, 3, 3, 9 };
+
+	for (int i = 0; i < 8; i++) {
+		own[i] = i;       /* a port a rank: every pair at once */
+		one[i] = 0;       /* one device: one pair at a time */
+		two[i] = i % 2;   /* two ranks' ports alternate */
+		hosts[i] = i / 4; /* two hosts of one NIC each, 4 ranks each */
+	}
+	CHECK(turn_problems(8, own, 8, 1) == 0);
+	CHECK(turn_problems(8, one, 1, 4) == 0);
+	CHECK(turn_problems(7, one, 1, 3) == 0);
+	CHECK(turn_problems(2, one, 1, 1) == 0);
+	CHECK(turn_problems(8, two, 2, 4) == 0);
+	CHECK(turn_problems(8, hosts, 2, 4) == 0);
+	/* the wrong answer: a shared port judged as if it were a port a rank */
+	CHECK(turn_problems(8, one, 1, 1) > 0);
+	CHECK(rc_sweep_turns(8, 0, own, 8, turn) == 1 && turn[0] == turn[7]);
+	CHECK(rc_sweep_port_ids(8, keys, key_port) == 3);
+	CHECK(key_port[0] == 0 && key_port[1] == 1 && key_port[2] == 0 && key_port[5] == 2 &&
+	      key_port[7] == 1);
+}
+
 static void pairs(void)
 {
 	uint8_t want[4 * 4];
@@ -319,6 +374,7 @@ static void world_of_three(void)
 int main(void)
 {
 	schedules();
+	turns();
 	pairs();
 	stats();
 	judgements();
