@@ -79,3 +79,12 @@ fake_etcd() {
 	assert_failure
 	assert_output --partial "etcd at $FAKE_EP answered a range of rdmactl/job/rank/ with key 'rdm'"
 }
+
+@test "a range answer with a key one byte off the prefix is an error, not read as a rank" {
+	# rdmactl/job/rank_00001 shares all of rdmactl/job/rank/ but its last
+	# byte: read as a key of the prefix, it would be rank 1 of world 2
+	fake_etcd "echo '{\"ID\":\"7\",\"succeeded\":true,\"kvs\":[{\"key\":\"cmRtYWN0bC9qb2IvcmFua18wMDAwMQ==\",\"value\":\"MTk4LjE4LjAuMTo3MDAxIDIgaA==\"}]}'"
+	run timeout 30 "$PROBE" "etcd://$FAKE_EP/job" 0 2 198.18.0.1:7000 3000 0
+	assert_failure
+	assert_output --partial "etcd at $FAKE_EP answered a range of rdmactl/job/rank/ with key 'rdmactl/job/rank_00001'"
+}

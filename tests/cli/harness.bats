@@ -11,6 +11,34 @@ load helpers
 
 EACH=$ROOT/tests/lib/bats-each.sh
 
+# How long bats takes here and now to run a file of two quick tests
+# (BASE_MS, the slowest of three runs), measured once for the file: the deadlines below are reckoned
+# from it, not fixed, so that they hold on a loaded machine (the cli tier
+# runs beside the guests and other builds). HANG_LIMIT: the hanging file's
+# limit, long enough for bats to start and report its two tests first, ten
+# times the baseline, at least 8 s (at 3 s a loaded CI machine once cut it
+# off before them; at a fixed 8 s, a load of 5 to 8 on two cores did).
+# WAIT_LIMIT: how long the hang test waits for bats, four times the
+# baseline, at least 3 s.
+setup_file() {
+	local d=$BATS_FILE_TMPDIR/baseline t0
+	mkdir -p "$d"
+	printf '%s\n' '@test "b1" { true; }' '@test "b2" { true; }' >"$d/base.bats"
+	BASE_MS=0
+	for _ in 1 2 3; do # the slowest of three: a load comes and goes
+		t0=$(date +%s%N)
+		bats --tap "$d/base.bats" >/dev/null 2>&1 || true
+		t0=$((($(date +%s%N) - t0) / 1000000))
+		((t0 <= BASE_MS)) || BASE_MS=$t0
+	done
+	HANG_LIMIT=$(((10 * BASE_MS + 999) / 1000))
+	((HANG_LIMIT >= 8)) || HANG_LIMIT=8
+	WAIT_LIMIT=$(((4 * BASE_MS + 999) / 1000))
+	((WAIT_LIMIT >= 3)) || WAIT_LIMIT=3
+	export BASE_MS HANG_LIMIT WAIT_LIMIT
+	echo "# bats baseline: $BASE_MS ms; hang limit $HANG_LIMIT s, wait limit $WAIT_LIMIT s" >&3
+}
+
 # fixture NAME: write stdin to $BATS_TEST_TMPDIR/t/NAME, where "TEST" at the
 # start of a line becomes "@test" (bats would take it for its own here)
 fixture() {
@@ -48,23 +76,21 @@ EOF
 	PASS_TO_STARTED=1 run timeout 60 bats --tap "$BATS_TEST_TMPDIR/t/leak.bats"
 	assert_failure 1
 	assert_line "not ok 1 starts a process, then an assertion fails"
-	((SECONDS < 30)) || fail "bats took $SECONDS s"
+	# teardown's SIGTERM, not the sleep's 300 s
+	((SECONDS < 22 + HANG_LIMIT)) || fail "bats took $SECONDS s (a baseline of $BASE_MS ms)"
 	! alive "$(cat "$BATS_TEST_TMPDIR/leak.pid")" || fail "the test's sleep still runs"
 }
 
 @test "the same test without started: bats waits for the process (the hang that teardown prevents)" {
 	leaker
-	PASS_TO_STARTED=0 run timeout 3 bats --tap "$BATS_TEST_TMPDIR/t/leak.bats"
+	PASS_TO_STARTED=0 run timeout "$WAIT_LIMIT" bats --tap "$BATS_TEST_TMPDIR/t/leak.bats"
 	assert_failure 124
 	assert_line "not ok 1 starts a process, then an assertion fails"
 }
 
 # Four files: one passes (and skips), one leaves a process behind so that
 # bats never ends, one fails, one does not parse. The hanging file is cut
-# off after HANG_LIMIT seconds: long enough for bats to start and report its
-# two tests first on a loaded CI machine (the cli tier runs beside the
-# guests; at 3 s it once was cut off before them).
-HANG_LIMIT=8
+# off after HANG_LIMIT seconds.
 four_files() {
 	fixture 1-pass.bats <<'EOF'
 TEST "p1" { true; }
@@ -91,7 +117,8 @@ EOF
 	SECONDS=0
 	run "$EACH" --file-timeout "$HANG_LIMIT" --timing -- "$BATS_TEST_TMPDIR/t"
 	assert_failure 1
-	((SECONDS < 30)) || fail "took $SECONDS s"
+	# the hanging file's limit and three short files: 30 s at the least
+	((SECONDS < 2 * HANG_LIMIT + 14)) || fail "took $SECONDS s (a baseline of $BASE_MS ms)"
 	local t=$BATS_TEST_TMPDIR/t
 	assert_line --index 0 "# file: $t/1-pass.bats"
 	assert_line --regexp '^ok 1 p1 in [0-9]+ms$'

@@ -18,7 +18,44 @@ setup() {
 teardown() {
 	local p
 	for p in ${PROBES:-}; do kill -KILL "$p" 2>/dev/null || true; done
+	stop_proxy
 	common_teardown # etcd
+}
+
+# start_proxy [PORT]: a TCP relay on 127.0.0.1:PORT (a free one if not
+# given) to etcd, which logs what passes (socat -v) to proxy.log; sets
+# PROXY_EP and PROXY_PID. stop_proxy ends it and every connection it relays.
+start_proxy() {
+	local port=${1:-} i try
+	for try in 1 2 3 4 5; do
+		[ -n "${1:-}" ] || port=$((30000 + RANDOM % 15000))
+		socat -v "TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr,fork" "TCP:$ETCD_EP" \
+			2>>"$BATS_TEST_TMPDIR/proxy.log" 3>&- &
+		PROXY_PID=$!
+		for ((i = 0; i < 100; i++)); do
+			if (exec 4<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+				PROXY_EP=127.0.0.1:$port
+				return 0
+			fi
+			kill -0 "$PROXY_PID" 2>/dev/null || break
+			sleep 0.1
+		done
+		stop_proxy
+	done
+	fail "socat did not listen on $port"
+}
+
+stop_proxy() {
+	local kids
+	[ -n "${PROXY_PID:-}" ] || return 0
+	# stopped, it forks no more relays while they are ended
+	kill -STOP "$PROXY_PID" 2>/dev/null || true
+	kids=$(pgrep -P "$PROXY_PID") || true
+	# shellcheck disable=SC2086 # one PID a word
+	[ -z "$kids" ] || kill -KILL $kids 2>/dev/null || true
+	kill -KILL "$PROXY_PID" 2>/dev/null || true
+	wait "$PROXY_PID" 2>/dev/null || true
+	PROXY_PID=
 }
 
 # probe RANK WORLD [HOLD_MS] [JOB] [TIMEOUT_MS]: in the background (bounded
@@ -121,6 +158,37 @@ await_keys() {
 	run timeout 30 "$PROBE" "etcd://$ETCD_EP/job9" 1 2 198.18.0.1:7001 20000
 	assert_success
 	assert_line --index 0 --partial "0 198.18.0.1:7000"
+	wait "$P0" || fail "rank 0 failed: $(cat "$BATS_TEST_TMPDIR/p0.err")"
+	grep -q '^1 198.18.0.1:7001 ' "$BATS_TEST_TMPDIR/p0.out" || fail "rank 0 never learnt rank 1"
+}
+
+@test "a rank that joins and leaves while a waiting rank's watch is down is seen: the watch made again replays from the first one's revision" {
+	command -v socat >/dev/null || skip "needs socat (tests/deps.sh)"
+	local port i
+	# rank 0 reaches etcd through a relay that the test cuts
+	start_proxy
+	port=${PROXY_EP##*:}
+	"$PROBE" "etcd://$PROXY_EP/job10" 0 2 198.18.0.1:7000 60000 0 \
+		>"$BATS_TEST_TMPDIR/p0.out" 2>"$BATS_TEST_TMPDIR/p0.err" &
+	P0=$!
+	PROBES="${PROBES:-} $P0"
+	# its watch is up (what the relay passed says so), then the relay goes
+	for ((i = 0; i < 300; i++)); do
+		grep -q "POST /v3/watch" "$BATS_TEST_TMPDIR/proxy.log" && break
+		kill -0 "$P0" || fail "rank 0 ended: $(cat "$BATS_TEST_TMPDIR/p0.err")"
+		sleep 0.1
+	done
+	grep -q "POST /v3/watch" "$BATS_TEST_TMPDIR/proxy.log" || fail "rank 0 never watched"
+	stop_proxy
+	# rank 1, straight to etcd, meets rank 0's key and leaves (its key goes)
+	run timeout 60 "$PROBE" "etcd://$ETCD_EP/job10" 1 2 198.18.0.1:7001 20000 0
+	assert_success
+	assert_line --index 0 --partial "0 198.18.0.1:7000"
+	[ -z "$(etcd_keys job10 | grep rank/00001)" ] || fail "rank 1's key is still there"
+	kill -0 "$P0" || fail "rank 0 ended while the relay was down: $(cat "$BATS_TEST_TMPDIR/p0.err")"
+	# the relay back: rank 0 reads a range without rank 1, and learns of it
+	# from the watch made again
+	start_proxy "$port"
 	wait "$P0" || fail "rank 0 failed: $(cat "$BATS_TEST_TMPDIR/p0.err")"
 	grep -q '^1 198.18.0.1:7001 ' "$BATS_TEST_TMPDIR/p0.out" || fail "rank 0 never learnt rank 1"
 }

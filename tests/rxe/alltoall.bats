@@ -516,22 +516,36 @@ a2a_kill_one() {
 	load '../lib/etcd'
 	need_etcd
 	start_etcd
+	local t0 base wait_ms i
+	# How long a claimant takes here and now to start, claim and give up
+	# on a 1 s wait (BASE): the first claimant's wait is reckoned from it,
+	# so that it still waits when the second one claims, however busy the
+	# machine (a fixed 4 s once ran out first under a load of 5 to 8).
+	t0=$(date +%s%N)
+	run rdmactl -t 1000 alltoall -r 0 -w 2 -R "etcd://$ETCD_EP/dupbase" --listen "$ADDR"
+	base=$((($(date +%s%N) - t0) / 1000000))
+	assert_failure 1
+	assert_output --partial "rank 1 never joined job dupbase"
+	wait_ms=$((3000 + 3 * base))
+	echo "# a claimant's baseline: $base ms; the first waits $wait_ms ms" >&3
 	PIDS=()
-	# the first claimant waits 4 s for a rank 1 that never comes: the
-	# second one is refused while it waits
-	rdmactl -t 4000 alltoall -r 0 -w 2 -R "etcd://$ETCD_EP/dup" --listen "$ADDR" \
+	# the first claimant waits for a rank 1 that never comes: the second
+	# one is refused while it waits
+	rdmactl -t "$wait_ms" alltoall -r 0 -w 2 -R "etcd://$ETCD_EP/dup" --listen "$ADDR" \
 		>"$BATS_TEST_TMPDIR/rank.0.out" 2>"$BATS_TEST_TMPDIR/rank.0.err" &
 	PIDS+=($!)
-	local end=$((SECONDS + 30))
-	for ((i = 0; i < 100 && SECONDS < end; i++)); do
+	# the second starts once the first is seen holding the rank
+	for ((i = 0; i < 600; i++)); do
 		[ -n "$(etcd_keys dup)" ] && break
+		kill -0 "${PIDS[0]}" 2>/dev/null || break
 		sleep 0.1
 	done
-	run rdmactl -t 8000 alltoall -r 0 -w 2 -R "etcd://$ETCD_EP/dup" --listen "$ADDR"
+	[ "$(etcd_keys dup)" = rdmactl/dup/rank/00000 ] || { a2a_dump; fail "the first claimant never held rank 0"; }
+	run rdmactl -t 30000 alltoall -r 0 -w 2 -R "etcd://$ETCD_EP/dup" --listen "$ADDR"
 	assert_failure 1
 	assert_output --partial "rank 0 of job dup is claimed already by $ADDR:"
 	a2a_wait
-	[ "${RCS[0]}" = 1 ]
+	[ "${RCS[0]}" = 1 ] || { a2a_dump; fail "the first claimant exited ${RCS[0]} (a wait of $wait_ms ms)"; }
 	grep -q "rank 1 never joined job dup" "$BATS_TEST_TMPDIR/rank.0.err"
 	stop_etcd
 }

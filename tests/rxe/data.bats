@@ -351,6 +351,29 @@ setup() {
 	assert_output " 66 6f 72 65 69 67 6e 3a 2b 01 00 00"
 }
 
+# bats test_tags=plain-only
+@test "register --max-conns 1024, the documented most: taken as given, not the default 64 (65 clients served at once)" {
+	local d pid i
+	start_server 1 --listen "$ADDR:$PORT" --name kv --size 8K --max-conns 1024
+	d=$(descriptor kv)
+	ulimit -n 4096
+	# one more than the default holds, each writing and reading back its own 64 bytes
+	FOREIGN_CLIENT_CONNS=65 FOREIGN_CLIENT_OWN=1 FOREIGN_CLIENT_HOLD=600 "$FOREIGN_CLIENT" write \
+		"$ADDR" "$PORT" "$(jq -r .addr <<<"$d")" "$(jq -r .rkey <<<"$d")" 0 64 \
+		>"$BATS_TEST_TMPDIR/clients.out" 2>&1 &
+	pid=$!
+	started "$pid"
+	for ((i = 0; i < 1200; i++)); do
+		grep -q '^verified=' "$BATS_TEST_TMPDIR/clients.out" && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	run cat "$BATS_TEST_TMPDIR/clients.out"
+	assert_output "verified=65"
+	run grep -c '"event":"connected"' "$SERVER_OUT"
+	assert_output 65
+}
+
 @test "register: a client that sends requests and never reads the replies is dropped, naming why; others are served" {
 	start_server 1 --listen "$ADDR:$PORT" --token tok --name a --size 4K
 	# 256 requests at once and one receive posted: the server answers 16

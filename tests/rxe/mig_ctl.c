@@ -3,11 +3,12 @@
  * Migration control messages to `rdmactl register`, as any connected
  * client could send them (tests/rxe/migrate.bats): forged steps, hashes.
  *
- *   mig_ctl HOST:PORT/REGION TOKEN STEP [ARG]
+ *   mig_ctl HOST:PORT/REGION TOKEN STEP [ARG [ARG2]]
  *   mig_ctl HOST:PORT/REGION TOKEN - <SCRIPT
  *
  * TOKEN: the token proved, admin or data ("-": none). STEP: track, take,
- * fence, unfence, cutover (ARG: the new home), drop, where, hash (ARG:
+ * fence, unfence, cutover (ARG: the new home, then the move id, 0 when
+ * left out), drop, where, hash (ARG:
  * how many times the whole region, in one request, default 1), or blocks
  * (ARG: OFFSET, the digest of the 64 KiB block there, RC_HASH_BLOCKS, of
  * the source's frozen copy; printed as digest=HEX). hashes K: K
@@ -40,7 +41,7 @@
 static const char *steps[] = { "", "track", "take", "fence", "unfence", "cutover", "drop", "where" };
 static uint32_t move; /* what TRACK answered last */
 
-static int one(struct rc_client *cl, const char *step, const char *arg)
+static int one(struct rc_client *cl, const char *step, const char *arg, const char *arg2)
 {
 	unsigned char req[RC_CTRL_MSG_MAX], resp[RC_CTRL_MSG_MAX];
 	struct rc_extent ext[RC_HASH_MAX_EXT];
@@ -78,9 +79,11 @@ static int one(struct rc_client *cl, const char *step, const char *arg)
 		if (!c.step)
 			return 2;
 		snprintf(c.region, sizeof(c.region), "%s", cl->region.name);
-		if (c.step == RC_MIG_CUTOVER)
+		if (c.step == RC_MIG_CUTOVER) {
 			snprintf(c.arg, sizeof(c.arg), "%s", arg ? arg : "");
-		else if (arg)
+			arg = arg2; /* the move id */
+		}
+		if (arg)
 			c.move = !strcmp(arg, "@") ? move : (uint32_t)strtoul(arg, NULL, 10);
 		len = rc_ctrl_encode_mig_cmd(req, sizeof(req), 7, &c);
 	}
@@ -227,12 +230,13 @@ int main(int argc, char **argv)
 		return rc;
 	}
 	if (strcmp(argv[3], "-")) {
-		rc = one(cl, argv[3], argc > 4 ? argv[4] : NULL);
+		rc = one(cl, argv[3], argc > 4 ? argv[4] : NULL, argc > 5 ? argv[5] : NULL);
 		rc_client_close(cl);
 		return rc;
 	}
 	while (fgets(line, sizeof(line), stdin)) {
-		char *step = strtok(line, " \t\n"), *arg = strtok(NULL, " \t\n");
+		char *step = strtok(line, " \t\n"), *arg = strtok(NULL, " \t\n"),
+		     *arg2 = strtok(NULL, " \t\n");
 
 		if (!step)
 			continue;
@@ -245,7 +249,7 @@ int main(int argc, char **argv)
 				nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
 			continue;
 		}
-		rc = one(cl, step, arg);
+		rc = one(cl, step, arg, arg2);
 	}
 	rc_client_close(cl);
 	return rc;

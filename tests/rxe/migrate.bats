@@ -560,6 +560,23 @@ expected() {
 	kill -0 "$A_PID"
 }
 
+@test "the move's owner, with its move id: CUTOVER while only tracking is refused; after FENCE the same CUTOVER is taken" {
+	# sanitizer tier: always (a step out of order, from the move's owner)
+	local t=$BATS_TEST_TMPDIR
+	serve A "$A" --name kv --size 1M
+	# One connection, the move's: its id ("@") in each step.
+	printf '%s\n' track "cutover 192.0.2.1:7471 @" "fence @" "cutover 192.0.2.1:7471 @" where \
+		>"$t/steps"
+	run --separate-stderr "$MIG_CTL" "$A/kv" "$(cat "$ADMIN")" - <"$t/steps"
+	assert_success
+	assert_line --index 0 --regexp '^status=0 bytes=[1-9][0-9]* '
+	# writes still land at a region only tracked: no cutover yet
+	assert_line --index 1 --regexp "^status=-?[1-9][0-9]* .*msg=region 'kv' is being moved \(tracking its writes\): CUTOVER refused$"
+	assert_line --index 2 --regexp '^status=0 '
+	assert_line --index 3 --regexp '^status=0 '
+	assert_line --index 4 --partial "msg=192.0.2.1:7471"
+}
+
 @test "after a move, no step re-points the old source: CUTOVER and DROP refused once the move is done" {
 	# sanitizer tier: always (steps out of order against a moved region's state)
 	local t=$BATS_TEST_TMPDIR adm

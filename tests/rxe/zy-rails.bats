@@ -79,6 +79,32 @@ within_half() {
 	cmp "$IN" "$OUT.c"
 }
 
+# stripes LABEL TARGET DEVS: 600 KiB ($IN) written over the rails of DEVS
+# to TARGET in 128 KiB stripes and read back: five chunks, the last 88 KiB,
+# an odd count that the rails do not share evenly.
+stripes() {
+	run rdmactl -j -d "$3" write "$2" --file "$IN" --stripe 128K
+	assert_success
+	assert_equal "$(jq -r '[.rails[].bytes] | add' <<<"$output")" 614400
+	assert_equal "$(jq -r '[.rails[].chunks] | add' <<<"$output")" 5
+	jq -e '.rails | all(.errors == 0 and (.failed | not))' <<<"$output"
+	run rdmactl -d "$3" read "$2" --size 600K --out "$OUT.$1" --stripe 128K
+	assert_success
+	cmp "$IN" "$OUT.$1"
+}
+
+# bats test_tags=plain-only
+@test "600 KiB in 128 KiB stripes, a last chunk short and an odd count, over two rails and over three: in and out whole" {
+	head -c 600K /dev/urandom >"$IN"
+	PORT=$(next_port)
+	# a third rail: the first pair the other way round (rxe_b to rxe_a)
+	start_server 1 --listen "$RDMACTL_VM_ADDR_B:$PORT,$RDMACTL_VM_ADDR_D:$PORT,$RDMACTL_VM_ADDR_A:$PORT" \
+		--name kv --size 1M
+	stripes two "$RDMACTL_VM_ADDR_B,$RDMACTL_VM_ADDR_D:$PORT/kv" "$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C"
+	stripes three "$RDMACTL_VM_ADDR_B,$RDMACTL_VM_ADDR_D,$RDMACTL_VM_ADDR_A:$PORT/kv" \
+		"$RDMACTL_VM_DEV_A,$RDMACTL_VM_DEV_C,$RDMACTL_VM_DEV_B"
+}
+
 @test "GPU memory (fake driver) on two rails: peer memory, then a bounce buffer, registered on both devices; 4 MiB striped in and out" {
 	local reg protect fake=$BUILD_DIR/tests/unit/libfakecuda.so
 	jq -e '.features.gpu_memory' <<<"$(rdmactl -j help)" >/dev/null ||

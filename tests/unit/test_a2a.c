@@ -177,6 +177,16 @@ static void fits(void)
 	CHECK(rc_a2a_counts_fit(c, 3, 2, &e) == -EINVAL);
 	CHECK(strstr(e.msg, "row 1 (the tokens rank 0 sends): more than") != NULL);
 	CHECK(rc_a2a_counts_fit(c, 3, 0, &e) == -EINVAL);
+	/* a row whose plain sum wraps to under the cap (UINT64_MAX + 2 is 1):
+	 * every row and column of this matrix would, so the row is named */
+	c[0] = UINT64_MAX;
+	c[1] = 2;
+	c[2] = 2;
+	c[3] = UINT64_MAX;
+	CHECK(rc_a2a_counts_fit(c, 2, 2, &e) == -EINVAL);
+	CHECK(strstr(e.msg,
+		     "row 1 (the tokens rank 0 sends): more than 18446744073709551614 tokens") !=
+	      NULL);
 }
 
 static void plans(void)

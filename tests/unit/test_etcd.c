@@ -92,6 +92,30 @@ static void record_macs(void)
 	CHECK(rc_etcd_region_verify(&r, key, "0", "t") && rc_etcd_region_verify(&r, key, NULL, "t"));
 }
 
+/* A range's answer: keys under the prefix handed on; one that shares all
+ * but the prefix's last byte (rdmactl/job/rank_00001 against the prefix
+ * rdmactl/job/rank/, which would read as rank 1) is refused, not read. */
+static void range_answer(void)
+{
+	static const char pfx[] = "rdmactl/job/rank/";
+	/* rdmactl/job/rank/00000 = "198.18.0.1:7000 2 h" */
+	static const char in[] =
+		"{\"kvs\":[{\"key\":\"cmRtYWN0bC9qb2IvcmFuay8wMDAwMA==\",\"value\":\"MTk4LjE4LjAuMTo3MDAwIDIgaA==\"}]}";
+	/* rdmactl/job/rank_00001 = "198.18.0.1:7000 2 h" */
+	static const char near[] =
+		"{\"kvs\":[{\"key\":\"cmRtYWN0bC9qb2IvcmFua18wMDAwMQ==\",\"value\":\"MTk4LjE4LjAuMTo3MDAwIDIgaA==\"}]}";
+	char got[256] = "";
+	struct rc_err err;
+
+	CHECK(rc_etcd_range_parse(in, strlen(in), pfx, collect, got, &err) == 0);
+	CHECK_STR(got, "rdmactl/job/rank/00000=198.18.0.1:7000 2 h\n");
+	got[0] = '\0';
+	CHECK(rc_etcd_range_parse(near, strlen(near), pfx, collect, got, &err) == -EPROTO);
+	CHECK(strstr(err.msg, "answered a range of rdmactl/job/rank/ with key "
+			      "'rdmactl/job/rank_00001'") != NULL);
+	CHECK_STR(got, "");
+}
+
 int main(void)
 {
 	char server[RC_HOST_MAX + 8], path[256], buf[RC_ETCD_VAL_MAX];
@@ -107,6 +131,7 @@ int main(void)
 
 	watch_stream();
 	record_macs();
+	range_answer();
 	/* base64 as the gateway sends it: strict, bounded, no NUL inside */
 	CHECK(rc_etcd_b64_decode("cmRtYWN0bA==", buf, sizeof(buf)) == 0);
 	CHECK_STR(buf, "rdmactl");

@@ -336,6 +336,41 @@ static void judgements(void)
 	CHECK(!strcmp(rc_sweep_why_name(RC_SWEEP_ASYM), "asymmetric"));
 }
 
+/* A world of three: each node has two pairs. One slow link (0-1) is half
+ * of node 0's and node 1's pairs, not most: the pair is named, no node.
+ * Both of node 0's links slow (below the link rate's bound, as the median
+ * of six directions would be slow itself): node 0 named, 1 and 2 not. */
+static void world_of_three(void)
+{
+	struct rc_sweep_cell m[3 * 3] = { 0 };
+	struct rc_sweep_limits l = { .min_fraction = 0.45 };
+	double rate[3] = { 200, 200, 200 };
+	unsigned why[3 * 3];
+	bool bad[3];
+	int outl[3], np[3];
+	struct rc_sweep_verdict v = { .why = why,
+				      .node_bad = bad,
+				      .node_outliers = outl,
+				      .node_pairs = np };
+
+	for (int k = 0; k < 9; k++)
+		m[k] = (struct rc_sweep_cell){ .bw_gbit = 100 + k % 3,
+					       .wlat_p50_us = 5,
+					       .rlat_p50_us = 6,
+					       .wlat_p99_us = 10,
+					       .rlat_p99_us = 12 };
+	m[0 * 3 + 1].bw_gbit = m[1 * 3 + 0].bw_gbit = 20;
+	CHECK(rc_sweep_judge(3, m, rate, &l, &v) == 0);
+	CHECK(v.bad_pairs == 1 && v.outliers == 2 && !v.healthy);
+	CHECK(np[0] == 2 && outl[0] == 1 && outl[1] == 1 && outl[2] == 0);
+	CHECK(v.bad_nodes == 0 && !bad[0] && !bad[1] && !bad[2]);
+	/* the wrong answer: both of node 0's pairs slow name node 0 */
+	m[0 * 3 + 2].bw_gbit = m[2 * 3 + 0].bw_gbit = 20;
+	CHECK(rc_sweep_judge(3, m, rate, &l, &v) == 0);
+	CHECK(v.bad_pairs == 2 && outl[0] == 2);
+	CHECK(v.bad_nodes == 1 && bad[0] && !bad[1] && !bad[2]);
+}
+
 int main(void)
 {
 	schedules();
@@ -343,5 +378,6 @@ int main(void)
 	pairs();
 	stats();
 	judgements();
+	world_of_three();
 	CHECK_DONE();
 }
