@@ -26,8 +26,9 @@ static void name_nodes(const struct judge *j, const int *ranks, int nr, char *bu
 			snprintf(buf + at, len - at, ", and %d more", nr - k);
 			return;
 		}
-		w = snprintf(buf + at, len - at, "%srank %d (%s%s%s)", k ? ", " : "", ranks[k],
-			     n->hostname[0] ? n->hostname : n->host, n->dev[0] ? " " : "", n->dev);
+		w = snprintf(buf + at, len - at, "%srank %d (%s%s%s%s%s)", k ? ", " : "", ranks[k],
+			     n->hostname, n->host[0] ? " " : "", n->host, n->dev[0] ? " " : "",
+			     n->dev);
 		if (w < 0)
 			return;
 		at += (size_t)w;
