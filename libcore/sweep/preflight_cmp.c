@@ -210,10 +210,11 @@ static void differing(struct judge *j, const struct rule *r, const char (*vals)[
 		pf_add(j,
 		       &(struct say){ r->sev, "differs", r->setting, vals[i], vals[ref], r->why,
 				      fix },
-		       ranks, nr, "%s is %s where %s of %d nodes have %s%s",
-		       rc_pf_setting_name(r->setting), vals[i],
-		       count * 2 > j->n ? "most" : "the reference rank and", j->n, vals[ref],
-		       count * 2 > j->n ? "" : " (no majority)");
+		       ranks, nr, "%s is %s where %d of %d nodes have %s%s",
+		       rc_pf_setting_name(r->setting), vals[i], count, j->n, vals[ref],
+		       count * 2 > j->n
+			       ? ""
+			       : " (no majority: the lowest rank's value is the reference)");
 	}
 }
 
