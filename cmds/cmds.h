@@ -16,6 +16,7 @@ extern const struct cmd cmd_kvxfer;
 extern const struct cmd cmd_alltoall;
 extern const struct cmd cmd_multicast;
 extern const struct cmd cmd_sweep;
+extern const struct cmd cmd_preflight;
 extern const struct cmd cmd_migrate;
 extern const struct cmd cmd_shell;
 extern const struct cmd cmd_regions;

@@ -9,10 +9,10 @@
 #include "cmds.h"
 
 const struct cmd *const rdmactl_cmds[] = {
-	&cmd_register, &cmd_write,    &cmd_read,       &cmd_atomic, &cmd_probe_topology,
-	&cmd_kvxfer,   &cmd_alltoall, &cmd_multicast,  &cmd_sweep,  &cmd_migrate,
-	&cmd_shell,    &cmd_regions,  &cmd_unregister, &cmd_help,   &cmd_version,
-	&cmd_complete, NULL,
+	&cmd_register, &cmd_write,    &cmd_read,      &cmd_atomic,     &cmd_probe_topology,
+	&cmd_kvxfer,   &cmd_alltoall, &cmd_multicast, &cmd_sweep,      &cmd_preflight,
+	&cmd_migrate,  &cmd_shell,    &cmd_regions,   &cmd_unregister, &cmd_help,
+	&cmd_version,  &cmd_complete, NULL,
 };
 
 const struct cmd_opt rdmactl_global_opts[] = {

@@ -214,6 +214,7 @@ int rc_topo_load(const struct rc_topo_opts *opts, struct rc_topo **out, struct r
 	tp_load_facts(t);
 	if ((rc = tp_load_devs(t, err)) || (rc = tp_load_gpus(t, err)))
 		goto fail;
+	tp_load_host(t);
 	tp_load_nvml(t); /* live, or where $RDMACTL_NVML_LIB names one */
 	tp_compute_paths(t);
 	tp_doctor(t, opts);

@@ -62,6 +62,7 @@ static const char *const port_files[] = {
 static const char *const net_files[] = {
 	"mtu", "operstate", "address", "dev_port", "type", "ifindex", NULL,
 };
+static const char *const cm_files[] = { "default_roce_mode", "default_roce_tos", NULL };
 static const char *const modules[] = {
 	"nvidia",      "nvidia_peermem",
 	"nv_peer_mem", "nvidia_uvm",
@@ -281,6 +282,10 @@ static int cap_ibdev(struct cap *c, const struct rc_topo_dev *d)
 			    (rc = cap_numbered(c, rel)))
 				return rc;
 		cap_netdev(c, port->netdev);
+		if (!tp_fmt(rel, sizeof(rel), "kernel/config/rdma_cm/%s/ports/%d", d->name,
+			    port->num) &&
+		    (rc = cap_files(c, rel, cm_files)))
+			return rc;
 		if (port->active_mtu > 0)
 			fprintf(c->facts, "active_mtu %s %d %d\n", d->name, port->num,
 				port->active_mtu);
@@ -315,6 +320,10 @@ static int cap_host(struct cap *c)
 		fprintf(c->facts, "cap_ipc_lock %d\n", f->cap_ipc_lock);
 	if (f->nvidia_version[0])
 		fprintf(c->facts, "nvidia_version %s\n", f->nvidia_version);
+	if (f->rdma_core[0])
+		fprintf(c->facts, "rdma_core %s\n", f->rdma_core);
+	if (f->rdma_ucm >= 0) /* built in, it has no module/ folder */
+		fprintf(c->facts, "rdma_ucm %d\n", f->rdma_ucm);
 	if (!tp_list(c->t, "devices/system/node", &n)) {
 		cap_file(c, "devices/system/node/online");
 		cap_file(c, "devices/system/node/possible");

@@ -55,6 +55,8 @@ int tp_load_gpus(struct rc_topo *t, struct rc_err *err);
 void tp_load_nvml(struct rc_topo *t);
 void tp_load_facts(struct rc_topo *t);
 void tp_compute_paths(struct rc_topo *t);
+/* After the devices: rdma_cm's configfs defaults, rdma_ucm, rdma-core (topo_host.c). */
+void tp_load_host(struct rc_topo *t);
 /* The rail plan (topo_rail.c): rails[] from matrix[] and the ports. */
 void tp_plan_rails(struct rc_topo *t);
 /* dma-buf for GPU memory on this host (kernel, NVIDIA module); why not. */

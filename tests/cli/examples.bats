@@ -44,7 +44,7 @@ copy_fixture() {
 		n=$((n + 1))
 	done
 	((n >= 3))
-	for f in health-check kv-migrate orchestrate moe-dispatch push-weights sweep-mpirun; do
+	for f in health-check kv-migrate orchestrate moe-dispatch push-weights sweep-mpirun preflight-slurm; do
 		grep -q "^# For " "$EX/$f.sh" || fail "$f.sh: the header does not say whom it serves"
 		run "$EX/$f.sh" --help
 		assert_success

@@ -61,6 +61,7 @@ layer_tables() {
 	declare -gA owner=([err]=base [parse]=base [export]=base [sha256]=base [etcd]=base [version]=base [dev]=verbs [mem]=verbs
 		[conn]=verbs [ops]=verbs [ctrl]=region [server]=region [client]=region
 		[kv]=kv [topo]=topo [group]=group [a2a]=a2a [mcast]=mcast [migrate]=migrate [sweep]=sweep
+		[preflight]=sweep
 		[rdmactl]=umbrella)
 	# An internal header belongs to the layer whose folder holds it.
 	for f in "$ROOT"/libcore/*/*_core.h; do

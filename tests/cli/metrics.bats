@@ -30,6 +30,7 @@ commands=(
 	"kvxfer send --connect 192.0.2.1:7500 --layers 1 --kv-heads 1 --head-dim 8 --tokens 4"
 	"alltoall -r 0 -w 2 -R file:/dev/null"
 	"multicast -r 0 -w 2 -R file:/dev/null --pattern zero --size 4K"
+	"preflight -r 0 -w 2 -R file:/dev/null"
 )
 
 @test "--metrics: a file in a folder that does not exist fails (exit 1) before any device" {

@@ -27,6 +27,7 @@
 #include <rdmactl/server.h>
 #include <rdmactl/sha256.h>
 #include <rdmactl/sweep.h>
+#include <rdmactl/preflight.h>
 #include <rdmactl/topo.h>
 #include <rdmactl/version.h>
 

@@ -97,6 +97,11 @@ struct rc_topo_port {
 	int ngids;                         /* valid (non-zero) entries */
 	struct rc_topo_gid *gids;
 	int rec_gid; /* recommended GID index, -1 none */
+	/* rdma_cm's defaults for the port (configfs kernel/config/rdma_cm/DEV/
+	 * ports/N, present once someone made the device's folder there):
+	 * "RoCE v2", "IB/RoCE v1" ("" not set: the kernel's, RoCE v2), ToS -1 */
+	char roce_mode[16];
+	int roce_tos;
 	struct rc_topo_verify verify;
 };
 
@@ -167,6 +172,8 @@ struct rc_topo_facts {
 	bool nvidia_loaded, peermem_loaded;
 	int nhuge;
 	struct rc_topo_huge huge[RC_TOPO_MAX_HUGE];
+	int rdma_ucm;       /* user-space rdma_cm's module: 1 loaded, 0 not, -1 unknown */
+	char rdma_core[32]; /* rdma-core's release ("44.0"), "" unknown */
 };
 
 struct rc_topo {

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rdmactl preflight: before a job, every node's settings side by side.
+ * Each rank reads its host's topology (the loader probe-topology uses; a
+ * --sysfs tree instead of /sys), makes its record of the rail it runs on,
+ * and the group (ranks met as sweep's and alltoall's are) gathers the
+ * records to rank 0, which compares them (libcore's rc_pf_compare) and,
+ * unless --no-probe, measures each rank against its neighbour with the
+ * sweep's code. Every rank exits with the verdict: 0 clean, 1 findings.
+ * With one rank (--world 1) there is no group: the node's own checks only.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmactl/group.h>
+#include <rdmactl/preflight.h>
+#include <rdmactl/topo.h>
+
+#include "cmds.h"
+#include "group_cmds.h"
+#include "preflight.h"
+
+#define PREFLIGHT_OPTS(X) \
+	GROUP_OPTS(X, PF) \
+	X(PF_SYSFS, "sysfs", 0, "DIR|FILE.tar.gz", \
+	  "read this rank's facts from a captured tree instead of /sys", COMP_FILE, \
+	  OPT_STR(struct pf_cli, sysfs, NULL)) \
+	X(PF_BUFFER, "buffer", 0, "SIZE", \
+	  "memory a rank will register: a locked-memory limit below it is a finding", \
+	  OPT_SIZE(struct pf_cli, buffer, "64M")) \
+	X(PF_DURATION, "duration", 0, "SECONDS", \
+	  "the probe's bandwidth burst per neighbour and direction", \
+	  OPT_DOUBLE_ABOVE(struct pf_cli, probe.duration_s, 0, 60, "0.25")) \
+	X(PF_MIN_PERCENT, "min-percent", 0, "P", \
+	  "a probed direction below P percent of its expected figure is a finding (0: none)", \
+	  OPT_DOUBLE(struct pf_cli, min_percent, 0, 100, "0")) \
+	X(PF_NO_PROBE, "no-probe", 0, NULL, "compare the settings only, measure nothing", \
+	  OPT_FLAG(struct pf_cli, no_probe)) \
+	X(PF_SVG, "svg", 0, "FILE", "rank 0 draws the node x setting grid, differences marked", \
+	  COMP_FILE, OPT_STR(struct pf_cli, svg, NULL))
+
+struct pf_cli {
+	struct group_args grp;
+	const char *sysfs, *svg;
+	uint64_t buffer;
+	double min_percent;
+	bool no_probe;
+	struct rc_pf_probe_opts probe;
+};
+
+enum { PREFLIGHT_OPTS(OPT_INDEX) PF_NOPTS };
+static const struct cmd_opt preflight_opts[] = { PREFLIGHT_OPTS(OPT_ENTRY) OPT_END };
+OPTS_BOUND(preflight_opts, PF_NOPTS);
+
+static int parse(struct ctx *ctx, const struct opt_vals *v, struct pf_cli *a)
+{
+	const struct cmd *c = &cmd_preflight;
+	int rc;
+
+	if (v->npos)
+		return usage_err(ctx, "preflight: unexpected argument '%s'", v->pos[0]);
+	if ((rc = group_args_parse(ctx, c, v, PF_RANK, &a->grp)) ||
+	    (rc = opts_fill(ctx, c, v, PF_SYSFS, PF_NOPTS, a)))
+		return rc;
+	if (a->sysfs && !*a->sysfs)
+		return usage_err(ctx, "preflight: --sysfs needs a directory or a .tar.gz");
+	if (!a->buffer)
+		return usage_err(ctx, "invalid --buffer 0: expected 1 byte or more");
+	if (a->grp.who.world < 1)
+		return usage_err(ctx, "preflight needs a world of 1 rank or more");
+	/* the waiting ranks wait in a barrier, within the timeout */
+	if (!a->no_probe && a->probe.duration_s * 1000 * 2 > ctx->timeout_ms)
+		return usage_err(ctx, "--duration %g s needs a timeout (-t) of at least %.0f ms",
+				 a->probe.duration_s, a->probe.duration_s * 2000);
+	if (a->grp.who.world == 1)
+		return a->grp.metrics[0] ? metrics_path_check(ctx, a->grp.metrics) : 0;
+	return group_rendezvous_ready(ctx, "preflight", &a->grp);
+}
+
+/* This rank's record: its topology, its rail (the group's device, else
+ * -d's, else the first with an ACTIVE port). A topology that cannot be
+ * read is said in the record, for rank 0 to report. */
+static void my_record(struct ctx *ctx, const struct pf_cli *a, const char *dev, struct rc_pf_node *n)
+{
+	char root[4096], tmpdir[4096] = "";
+	struct rc_topo_opts to = { .name = a->sysfs };
+	struct rc_topo *t = NULL;
+	struct rc_err e;
+	int rc = 0;
+
+	memset(n, 0, sizeof(*n));
+	if (a->sysfs &&
+	    !(rc = rc_topo_open_tree(a->sysfs, root, sizeof(root), tmpdir, sizeof(tmpdir), &e)))
+		to.root = root;
+	if (!rc)
+		rc = rc_topo_load(&to, &t, &e);
+	if (!rc)
+		rc = rc_pf_node_fill(t, dev ? dev : ctx->dev_name, 0, ctx->gid_index,
+				     RDMACTL_VERSION, n, &e);
+	if (rc)
+		snprintf(n->error, sizeof(n->error), "%.159s", e.msg);
+	if (rc && !n->loaded)
+		n->gid_index = n->netdev_mtu = n->roce_tos = -1;
+	rc_topo_free(t);
+	if (tmpdir[0])
+		rc_topo_rmtree(tmpdir);
+}
+
+/* A ring: each rank with the next (the probe's pairs, and the tree the
+ * records go up). */
+static int plan(void *arg, const struct rc_endpoint *all, int W, uint8_t *need, struct rc_err *err)
+{
+	(void)arg;
+	(void)all;
+	(void)err;
+	for (int i = 0; i < W; i++) {
+		int j = (i + 1) % W;
+
+		if (i != j)
+			need[(size_t)i * (size_t)W + (size_t)j] =
+				need[(size_t)j * (size_t)W + (size_t)i] = 1;
+	}
+	return 0;
+}
+
+/* Several ranks: the group, the records to rank 0, the probe. */
+static int run_group(struct ctx *ctx, struct pf_cli *a, struct rc_group **g, struct rc_pf_node *all,
+		     struct rc_sweep_result *res)
+{
+	struct rc_group_join join = { .rank = a->grp.who.rank,
+				      .world = a->grp.who.world,
+				      .rendezvous = a->grp.rendezvous,
+				      .listen = group_listen(&a->grp, 0),
+				      .token = a->grp.token,
+				      .dev_name = group_dev(ctx, &a->grp, 0),
+				      .timeout_ms = ctx->timeout_ms,
+				      .partial = true,
+				      .plan = plan };
+	struct rc_group_join_out how;
+	struct rc_pf_node mine;
+	struct rc_err e;
+	int rc;
+
+	if ((rc = rc_group_join(&join, g, &how, &e)))
+		return how.usage ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
+	my_record(ctx, a, rc_group_dev(*g), &mine);
+	if ((rc = rc_pf_gather(*g, &mine, all, &e)))
+		return fail(ctx, rc, "rank %d: %s", a->grp.who.rank, e.msg);
+	if (a->no_probe)
+		return 0;
+	a->probe.sysfs = NULL; /* the counters are the live device's */
+	if ((rc = rc_pf_probe(*g, &a->probe, res, &e)))
+		return fail(ctx, rc, "rank %d: %s", a->grp.who.rank, e.msg);
+	return 0;
+}
+
+static int run(struct ctx *ctx, struct pf_cli *a)
+{
+	int W = a->grp.who.world, me = a->grp.who.rank, rc = 0;
+	struct rc_pf_node *all = calloc((size_t)W, sizeof(*all));
+	struct rc_sweep_result res = { 0 };
+	struct rc_group *g = NULL;
+	bool metrics = group_metrics_on(&a->grp, 0), clean = true;
+	uint64_t *verdict = calloc((size_t)W, sizeof(*verdict));
+	struct metrics m;
+	struct rc_err e;
+
+	metrics_init(&m);
+	metrics_label(&m, "command", "preflight");
+	metrics_label_u64(&m, "rank", (uint64_t)me);
+	if (!all || !verdict) {
+		rc = fail(ctx, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if (W == 1)
+		my_record(ctx, a, NULL, &all[0]);
+	else if ((rc = run_group(ctx, a, &g, all, &res)))
+		goto out;
+	if (me == 0) {
+		struct pf_report r = { .world = W,
+				       .rank_source = a->grp.who.source,
+				       .rendezvous = g ? rc_group_rdv_kind(g) : NULL,
+				       .nodes = all,
+				       .probe = res.m ? &res : NULL,
+				       .probe_duration_s = a->probe.duration_s,
+				       .min_percent = a->min_percent,
+				       .buffer = a->buffer,
+				       .svg = a->svg,
+				       .metrics = metrics ? &m : NULL };
+
+		rc = pf_report(ctx, &r, &clean);
+	}
+	/* every rank exits with the verdict, so that a launcher sees it */
+	if (g && !rc && (rc = rc_group_allgather_u64(g, me == 0 ? clean : 0, verdict, &e)))
+		rc = fail(ctx, rc, "rank %d: %s", me, e.msg);
+	if (g && !rc)
+		clean = verdict[0] != 0;
+	if (!rc && me != 0)
+		ctx->out.printed = true; /* only rank 0 prints the document */
+	if (metrics && g)
+		group_metrics(&m, g);
+	if (!rc && !clean)
+		ctx->exit_code = EXIT_FAIL;
+out:
+	rc_sweep_result_free(&res);
+	rc_group_close(g);
+	free(all);
+	free(verdict);
+	if (metrics)
+		rc = metrics_commit(ctx, &m, a->grp.metrics, rc);
+	metrics_free(&m);
+	return rc;
+}
+
+static int do_preflight(struct ctx *ctx, int argc, char **argv)
+{
+	struct pf_cli a = { 0 };
+	struct opt_vals v;
+	int rc = opts_parse(ctx, &cmd_preflight, argc, argv, &v);
+
+	if (rc)
+		return rc < 0 ? rc : 0;
+	if (!(rc = parse(ctx, &v, &a)))
+		rc = run(ctx, &a);
+	return rc;
+}
+
+const struct cmd cmd_preflight = {
+	.name = "preflight",
+	.run = do_preflight,
+	.opts = preflight_opts,
+	.summary = "before a job: every node's RDMA settings compared, with fixes; rails probed",
+};

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/* preflight: between its run (preflight.c) and its report (preflight_report.c). */
+#ifndef RDMACTL_PREFLIGHT_CMD_H
+#define RDMACTL_PREFLIGHT_CMD_H
+
+#include <rdmactl/preflight.h>
+
+#include "cmd.h"
+#include "metrics.h"
+
+#define PF_FINDINGS_MAX 256
+
+/* What rank 0 reports. */
+struct pf_report {
+	int world;
+	const char *rank_source; /* "flags", "slurm"... */
+	const char *rendezvous;  /* "etcd", "file", or NULL: one node, no group */
+	const struct rc_pf_node *nodes;
+	const struct rc_sweep_result *probe; /* NULL: not run */
+	double probe_duration_s;
+	double min_percent; /* a probed direction below it is a finding (0: not judged) */
+	uint64_t buffer;
+	const char *svg;
+	struct metrics *metrics; /* NULL: no --metrics */
+};
+
+/* Compare, print (findings first, errors first), draw --svg and fill the
+ * metrics. *clean: no error or warning. 0, or what fail returned. */
+int pf_report(struct ctx *ctx, const struct pf_report *r, bool *clean);
+
+#endif

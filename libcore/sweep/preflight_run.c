@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: MIT
+/*
+ * preflight over a group: every rank's record gathered to rank 0 up the
+ * group's tree (bounded there before anything reads it), and the short
+ * probe between neighbours, which is the sweep's own measurement asked for
+ * the pairs of the ring only (rank i with i + 1).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmactl/group_core.h>
+#include <rdmactl/preflight.h>
+#include <rdmactl/sweep_core.h>
+
+int rc_pf_gather(struct rc_group *g, struct rc_pf_node *mine, struct rc_pf_node *all,
+		 struct rc_err *err)
+{
+	const struct rc_endpoint *ep = rc_group_self(g);
+	int W = rc_group_world(g), rc;
+
+	mine->rank = rc_group_rank(g);
+	snprintf(mine->host, sizeof(mine->host), "%s", ep->host);
+	if (ep->hostname[0]) /* the peers file's name for the node, as sweep's */
+		snprintf(mine->hostname, sizeof(mine->hostname), "%s", ep->hostname);
+	if ((rc = rc_group_gather_tree(g, mine, sizeof(*mine), all, err)))
+		return rc;
+	if (mine->rank)
+		return 0;
+	for (int i = 0; i < W; i++) {
+		rc_pf_node_bound(&all[i]);
+		all[i].rank = i; /* where it landed, whatever it said */
+	}
+	return 0;
+}
+
+int rc_pf_probe(struct rc_group *g, const struct rc_pf_probe_opts *o, struct rc_sweep_result *res,
+		struct rc_err *err)
+{
+	int W = rc_group_world(g), rc;
+	uint8_t *want = calloc((size_t)W * (size_t)W, 1);
+	struct rc_sweep_opts so = { .msg_size = o->msg_size ? o->msg_size : 65536,
+				    .duration_s = o->duration_s > 0 ? o->duration_s : 0.25,
+				    .depth = 16,
+				    .lat_iters = o->lat_iters > 0 ? o->lat_iters : 50,
+				    .sysfs = o->sysfs,
+				    .progress = o->progress,
+				    .progress_arg = o->progress_arg };
+
+	if (!want)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	for (int i = 0; i < W; i++) {
+		int j = (i + 1) % W;
+
+		if (i != j)
+			want[(size_t)i * (size_t)W + (size_t)j] =
+				want[(size_t)j * (size_t)W + (size_t)i] = 1;
+	}
+	so.want = want;
+	rc = rc_sweep_run(g, &so, res, err);
+	free(want);
+	return rc;
+}
