@@ -124,8 +124,7 @@ static void on_request(struct rc_group *g, struct rc_cm_event *ev)
 	free(proven);
 	if (!why) {
 		pthread_mutex_lock(&g->mu);
-		full = group_cands(g, (int)h.rank) >= GHELLO_CANDIDATES ||
-		       g->ncand >= GROUP_CAND_MAX(g);
+		full = !group_cand_room(g, (int)h.rank);
 		pthread_mutex_unlock(&g->mu);
 		why = full ? WHY_BUSY : group_cand_accept(g, ev, &h, peer_cq(g, (int)h.rank));
 	}

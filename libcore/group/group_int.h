@@ -44,7 +44,8 @@ struct gmsg {
  * (PROOF_MAGIC); the accepting rank checks it before the connection joins
  * the group: until then the connection is a candidate (struct gcand), which
  * holds no rank's place (several may claim one rank; the first proven takes
- * it) and is dropped after GHELLO_PROVE_MS. Inside every MAC: both nonces,
+ * it; once GHELLO_CANDIDATES claim it, the oldest that was given
+ * GHELLO_PROVE_MS makes room, not the newcomer). Inside every MAC: both nonces,
  * the job (struct gjob: the rendezvous' job and both ranks' endpoints), both
  * ranks, the world size and the two queue pair numbers, so that a request,
  * an answer or a proof copied off the wire is worth nothing on any other
@@ -55,7 +56,7 @@ struct gmsg {
 #define GHELLO_MAGIC 0x72646d33u /* "rdm3": a connect request of protocol 3 */
 #define GHELLO_TOKEN 1u          /* ghello.flags: the connecting rank holds a token */
 #define PROOF_MAGIC 0x72646d70u  /* "rdmp": the connecting rank's proof, its first message */
-#define GHELLO_PROVE_MS 3000     /* an accepted candidate's time to prove */
+#define GHELLO_PROVE_MS 5000     /* an accepted candidate's time to prove */
 #define GHELLO_CANDIDATES 4      /* unproven connections held for one rank at once */
 struct ghello {
 	uint32_t magic;
@@ -132,6 +133,10 @@ struct gcand {
 /* Under g->mu: the live candidates for rank, and the candidate of c. */
 int group_cands(const struct rc_group *g, int rank);
 struct gcand *group_cand_of(const struct rc_group *g, const struct rc_conn *c);
+/* Under g->mu: whether a request for rank may be a candidate; when the
+ * rank's GHELLO_CANDIDATES places are full, the oldest that was given
+ * GHELLO_PROVE_MS and did not prove itself goes. */
+bool group_cand_room(struct rc_group *g, int rank);
 /* The accepting thread: accept ev, a request checked (h), as a candidate on
  * CQ cq: NULL, or why not (ev is still the caller's to refuse). */
 const char *group_cand_accept(struct rc_group *g, struct rc_cm_event *ev, const struct ghello *h,

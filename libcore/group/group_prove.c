@@ -7,7 +7,9 @@
  * one rank (up to GHELLO_CANDIDATES): the first proven takes the rank's
  * place and the others go, so a connection that never proves (a copy of
  * another's request, a peer without the token, a try its connector gave up)
- * holds no one's place, and goes after GHELLO_PROVE_MS. Until it proved, a
+ * holds no one's place: when GHELLO_CANDIDATES claim one rank, the oldest
+ * that was given GHELLO_PROVE_MS goes to make room (a timer on each would
+ * drop honest ones on a loaded host). Until it proved, a
  * candidate's queue pair allows no remote access, and nothing of the group
  * is sent to it.
  *
@@ -202,6 +204,28 @@ static void cand_drop(struct rc_group *g, struct gcand *k, const char *why)
 	}
 }
 
+bool group_cand_room(struct rc_group *g, int rank)
+{
+	struct gcand *oldest = NULL;
+	double now = rc_now();
+
+	if (g->ncand >= GROUP_CAND_MAX(g))
+		return false;
+	if (group_cands(g, rank) < GHELLO_CANDIDATES)
+		return true;
+	/* the rank's places are full: the oldest, unproven past its time, goes */
+	for (int i = 0; i < g->ncand; i++) {
+		struct gcand *k = g->cand[i];
+
+		if (k->rank == rank && !k->dropped && (!oldest || k->since < oldest->since))
+			oldest = k;
+	}
+	if (!oldest || now - oldest->since < GHELLO_PROVE_MS / 1000.0)
+		return false;
+	cand_drop(g, oldest, "did not prove the group token in time");
+	return true;
+}
+
 /* Candidate k proved itself: it takes its rank's place, and the others of
  * that rank go. */
 static int cand_promote(struct rc_group *g, struct gcand *k, struct rc_err *err)
@@ -285,21 +309,17 @@ static int reap_list(struct rc_group *g, struct rc_conn **conns, int *owner)
 	return n;
 }
 
-/* Candidates gone, dropped a while ago, or not proven in time: out of the
+/* Candidates gone (dropped), or dropped a while ago: out of the
  * table, into out (closed by the caller, outside the lock). */
-static int cand_expire(struct rc_group *g, double t0, struct rc_conn **out)
+static int cand_expire(struct rc_group *g, struct rc_conn **out)
 {
 	double now = rc_now();
 	int n = 0;
 
 	for (int i = 0; i < g->ncand; i++) {
 		struct gcand *k = g->cand[i];
-		double from = k->since > t0 ? k->since : t0;
-
-		if (!k->dropped && (k->gone || now - from > GHELLO_PROVE_MS / 1000.0))
-			cand_drop(g, k,
-				  k->gone ? "left before it proved the group token"
-					  : "did not prove the group token in time");
+		if (!k->dropped && k->gone)
+			cand_drop(g, k, "left before it proved the group token");
 		else if (k->dropped && now - k->since > DROP_DRAIN_S) {
 			out[n++] = k->c;
 			cand_remove(g, k);
@@ -350,14 +370,14 @@ static int peer_failed(struct rc_group *g, int j, int rc, struct rc_err *err)
 
 /* One pass: expire, reap, under the lock; close outside it. 1 when
  * something was reaped, 0 when nothing, or -errno. */
-static int prove_pass(struct rc_group *g, double t0, struct rc_conn **conns, int *owner,
+static int prove_pass(struct rc_group *g, struct rc_conn **conns, int *owner,
 		      struct rc_conn **closing, struct rc_err *err)
 {
 	struct ibv_wc wc[32];
 	int n, got = 0, which = -1, nclose, rc = 0;
 
 	pthread_mutex_lock(&g->mu);
-	nclose = cand_expire(g, t0, closing);
+	nclose = cand_expire(g, closing);
 	n = reap_list(g, conns, owner);
 	if (n)
 		got = rc_poll_any(conns, n, wc, 32, 0, &which, err);
@@ -387,7 +407,6 @@ int group_prove(struct rc_group *g, double deadline, struct rc_err *err)
 	size_t cap = (size_t)g->o.world + (size_t)GROUP_CAND_MAX(g);
 	struct rc_conn **conns = calloc(2 * cap, sizeof(*conns));
 	int *owner = calloc(cap, sizeof(*owner)), rc = 0;
-	double t0 = rc_now();
 
 	if (!conns || !owner) {
 		free(conns);
@@ -402,7 +421,7 @@ int group_prove(struct rc_group *g, double deadline, struct rc_err *err)
 		pthread_mutex_unlock(&g->mu);
 		if (done || rc_now() > deadline)
 			break;
-		rc = prove_pass(g, t0, conns, owner, conns + cap, err);
+		rc = prove_pass(g, conns, owner, conns + cap, err);
 		if (rc < 0)
 			break;
 		if (!rc)
