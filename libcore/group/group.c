@@ -25,7 +25,7 @@
 #define RETRY_MS 200
 #define CONNECT_WIDTH (GROUP_CONNECT_AT_ONCE - 1) /* threads besides the calling one */
 
-static void name_peer(struct rc_group *g, int j, const struct rc_endpoint *ep)
+void group_name_peer(struct rc_group *g, int j, const struct rc_endpoint *ep)
 {
 	struct rc_conn *c = g->peers[j].c;
 
@@ -39,15 +39,6 @@ static void name_peer(struct rc_group *g, int j, const struct rc_endpoint *ep)
 int group_post_recvs(struct rc_group *g, int j, struct rc_err *err)
 {
 	return rc_msgch_start(&g->ch, g->peers[j].slot, g->peers[j].c, err);
-}
-
-static int on_accepted_qp(struct rc_conn *c, void *arg)
-{
-	struct gpeer *p = arg;
-	struct rc_group *g = p->qp_arg.g;
-
-	p->c = c;
-	return group_post_recvs(g, p->qp_arg.rank, NULL);
 }
 
 int rc_group_listen(const struct rc_group_opts *o, struct rc_endpoint *ep, struct rc_group **out,
@@ -97,11 +88,8 @@ int rc_group_listen(const struct rc_group_opts *o, struct rc_endpoint *ep, struc
 		rc = rc_err_set(err, ENOMEM, "out of memory");
 		goto fail;
 	}
-	for (int j = 0; j < o->world; j++) {
+	for (int j = 0; j < o->world; j++)
 		g->peers[j].slot = -1;
-		g->peers[j].qp_arg.g = g;
-		g->peers[j].qp_arg.rank = j;
-	}
 	*out = g;
 	return 0;
 fail:
@@ -109,88 +97,87 @@ fail:
 	return rc;
 }
 
-/* A connect request: from a rank below us that we need, once. */
 /* The CQ peer j's connection shares (NULL: one of its own). */
 static struct rc_shared *peer_cq(const struct rc_group *g, int j)
 {
 	return g->nsh && g->peers[j].slot >= 0 ? g->sh[g->peers[j].slot % g->nsh] : NULL;
 }
 
-/* Rank j's earlier try, accepted here but never established (its connector
- * timed out, or went): closed, so that its later request takes the rank. */
-static void drop_half_open(struct rc_group *g, int j)
+#define WHY_BUSY "rdmactl: that rank has tries unproven; try again"
+
+/* A connect request: from a rank below us that we expect and that has not
+ * proved itself yet, a candidate for its place (group_prove.c). */
+static void on_request(struct rc_group *g, struct rc_cm_event *ev)
 {
-	struct rc_conn *old;
+	bool *proven = calloc((size_t)g->o.world, sizeof(bool));
+	struct ghello h;
+	const char *why = NULL;
+	bool full = false;
 
 	pthread_mutex_lock(&g->mu);
-	old = g->peers[j].c;
-	g->peers[j].c = NULL;
-	g->peers[j].dead = false;
+	for (int j = 0; proven && j < g->o.rank; j++)
+		proven[j] = g->peers[j].c != NULL;
 	pthread_mutex_unlock(&g->mu);
-	rc_conn_close(old);
+	why = proven ? group_hello_check(ev->param.private_data, ev->param.private_data_len,
+					 g->o.rank, g->o.world, g->token, g->need, proven, &h)
+		     : "rdmactl: out of memory";
+	free(proven);
+	if (!why) {
+		pthread_mutex_lock(&g->mu);
+		full = !group_cand_room(g, (int)h.rank);
+		pthread_mutex_unlock(&g->mu);
+		why = full ? WHY_BUSY : group_cand_accept(g, ev, &h, peer_cq(g, (int)h.rank));
+	}
+	if (why)
+		rc_cm_refuse(ev, why);
 }
 
-static void on_request(struct rc_group *g, struct rc_cm_event *ev, const struct rc_endpoint *all)
+/* A CM event of an accepted connection: a candidate's, or a peer's. */
+static void on_conn_event(struct rc_group *g, const struct rc_cm_event *ev)
 {
-	bool *taken = calloc((size_t)g->o.world, sizeof(bool));
-	struct ghello h;
-	struct rc_conn_opts co = { 0 };
-	struct rc_conn *c = NULL;
-	const char *why = NULL;
-	struct rc_err e;
+	struct gcand *k;
+	bool gone = ev->kind == RC_CM_GONE || ev->kind == RC_CM_DEVICE_GONE;
 
-	/* A connection accepted here that never came up is no hold on its rank:
-	 * a later try of that rank means its connector gave that one up (and an
-	 * earlier try, come late, is refused: group_hello_order). */
 	pthread_mutex_lock(&g->mu);
-	for (int j = 0; taken && j < g->o.world; j++)
-		taken[j] = g->peers[j].c && (!g->peers[j].accepted || g->peers[j].c->established);
-	pthread_mutex_unlock(&g->mu);
-	why = taken ? group_hello_check(ev->param.private_data, ev->param.private_data_len,
-					g->o.rank, g->o.world, g->token, g->need, taken,
-					(uint64_t)time(NULL), &g->seen, &h)
-		    : "rdmactl: out of memory";
-	free(taken);
-	if (!why) {
-		const struct gpeer *p = &g->peers[h.rank];
-
-		pthread_mutex_lock(&g->mu);
-		why = group_hello_order(&h, p->c && p->accepted ? p->attempt : 0);
-		pthread_mutex_unlock(&g->mu);
+	if ((k = group_cand_of(g, ev->conn))) {
+		k->up |= ev->kind == RC_CM_ESTABLISHED;
+		k->gone |= gone;
+	} else {
+		for (int j = 0; gone && j < g->o.world; j++)
+			if (g->peers[j].c && g->peers[j].c == ev->conn)
+				g->peers[j].dead = true;
 	}
-	if (!why)
-		drop_half_open(g, (int)h.rank);
-	if (!why) {
-		co.sq_depth = g->o.sq_depth;
-		co.rq_depth = g->o.recv_depth;
-		co.timeout_ms = g->o.timeout_ms;
-		co.busy_poll = g->o.busy_poll;
-		co.shared = peer_cq(g, (int)h.rank);
-		co.on_qp = on_accepted_qp;
-		co.on_qp_arg = &g->peers[h.rank];
-		if (rc_cm_accept(g->l, ev, &co, &c, &e)) {
-			g->peers[h.rank].c = NULL;
-			why = "rdmactl: accept failed";
-		}
-	}
-	if (why) {
-		rc_cm_refuse(ev, why);
-		return;
-	}
-	pthread_mutex_lock(&g->mu);
-	g->peers[h.rank].c = c;
-	g->peers[h.rank].accepted = true;
-	g->peers[h.rank].attempt = h.attempt;
-	c->user = &g->peers[h.rank];
-	name_peer(g, (int)h.rank, &all[h.rank]);
 	pthread_mutex_unlock(&g->mu);
 }
 
 struct accept_arg {
 	struct rc_group *g;
-	const struct rc_endpoint *all;
 	double deadline;
 };
+
+/* The accepting thread's end at the deadline: the ranks that never proved
+ * themselves named (and why the last unproven connection went). */
+static void accept_timeout(struct rc_group *g)
+{
+	char missing[256];
+	bool *have = calloc((size_t)g->o.world, sizeof(bool));
+
+	pthread_mutex_lock(&g->mu);
+	for (int j = 0; have && j < g->o.world; j++)
+		have[j] = j >= g->o.rank || !g->need[j * g->o.world + g->o.rank] || g->peers[j].c;
+	if (have)
+		ranks_missing(have, g->o.world, missing, sizeof(missing));
+	else
+		snprintf(missing, sizeof(missing), "(out of memory)");
+	free(have);
+	if (!g->o.partial)
+		g->accept_rc =
+			rc_err_set(&g->accept_err, ETIMEDOUT,
+				   "rank %s never connected to rank %d within %d ms%s%.*s%s",
+				   missing, g->o.rank, g->o.timeout_ms, g->unproven[0] ? " (" : "",
+				   400, g->unproven, g->unproven[0] ? ")" : "");
+	pthread_mutex_unlock(&g->mu);
+}
 
 static void *accept_main(void *arg)
 {
@@ -204,47 +191,72 @@ static void *accept_main(void *arg)
 		pthread_mutex_lock(&g->mu);
 		done = g->accepted >= g->expect_accepts || g->stop_accept;
 		pthread_mutex_unlock(&g->mu);
-		if (done)
-			return NULL;
-		if (rc_now() > a->deadline) {
-			char missing[256];
-			bool *have = calloc((size_t)g->o.world, sizeof(bool));
-
-			for (int j = 0; have && j < g->o.world; j++)
-				have[j] = j >= g->o.rank || !g->need[j * g->o.world + g->o.rank] ||
-					  (g->peers[j].c && g->peers[j].c->established);
-			if (have)
-				ranks_missing(have, g->o.world, missing, sizeof(missing));
-			else
-				snprintf(missing, sizeof(missing), "(out of memory)");
-			free(have);
-			if (g->o.partial)
-				return NULL; /* rc_group_connect names them */
-			g->accept_rc = rc_err_set(&g->accept_err, ETIMEDOUT,
-						  "rank %s never connected to rank %d within %d ms",
-						  missing, g->o.rank, g->o.timeout_ms);
-			return NULL;
+		if (!done && rc_now() > a->deadline) {
+			accept_timeout(g); /* partial: rc_group_connect names them */
+			done = 1;
 		}
+		if (done)
+			break;
 		if (rc_listener_next(g->l, 100, &ev))
 			continue;
-		if (ev.kind == RC_CM_REQUEST) {
-			on_request(g, &ev, a->all);
-		} else if (ev.kind == RC_CM_ESTABLISHED && ev.conn && !ev.was_established) {
-			pthread_mutex_lock(&g->mu);
-			g->accepted++;
-			pthread_mutex_unlock(&g->mu);
-		} else if (ev.conn && (ev.kind == RC_CM_GONE || ev.kind == RC_CM_DEVICE_GONE)) {
-			((struct gpeer *)ev.conn->user)->dead = true;
-		}
+		if (ev.kind == RC_CM_REQUEST)
+			on_request(g, &ev);
+		else if (ev.conn)
+			on_conn_event(g, &ev);
 	}
+	pthread_mutex_lock(&g->mu);
+	g->accept_done = true;
+	pthread_mutex_unlock(&g->mu);
+	return NULL;
+}
+
+/* The connecting side's check of rank j's answer on c (our request's nonce
+ * in h), then its own proof as the connection's first message. 0, or
+ * -EKEYREJECTED naming the rank. */
+static int prove_to(struct rc_group *g, int j, const struct rc_endpoint *ep, struct rc_conn *c,
+		    const struct ghello *h, struct rc_err *err)
+{
+	struct gjob job = { g->job, g->all };
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	const unsigned char *ad;
+	struct rc_auth a;
+	const char *why;
+	struct gmsg *m;
+	size_t adl;
+	int rc;
+
+	if (ibv_query_qp(c->qp, &qa, IBV_QP_DEST_QPN, &qi))
+		return rc_err_set(err, EIO,
+				  "rank %d (%s:%s): cannot read the connection's queue pair", j,
+				  ep->host, ep->port);
+	group_auth(&a, &job, (uint32_t)g->o.rank, (uint32_t)j, (uint32_t)g->o.world, c->qp->qp_num,
+		   qa.dest_qp_num);
+	memcpy(a.cn, h->cn, RC_AUTH_NONCE);
+	ad = rc_conn_accept_data(c, &adl);
+	if ((why = group_accept_check(ad, adl, g->token, &a))) {
+		g->peers[j].link = RC_LINK_REFUSED;
+		return rc_err_set(err, EKEYREJECTED, "rank %d (%s:%s) %s", j, ep->host, ep->port,
+				  why);
+	}
+	if ((rc = group_post_recvs(g, j, err)))
+		return rc;
+	m = rc_msgch_send_buf(&g->ch, g->peers[j].slot);
+	group_proof_msg(m, (uint32_t)g->o.rank, g->token, &a);
+	if ((rc = rc_msgch_send(&g->ch, g->peers[j].slot,
+				(uint32_t)(offsetof(struct gmsg, data) + m->len), err)))
+		return rc;
+	g->peers[j].sends_out++;
+	return 0;
 }
 
 static int connect_one(struct rc_group *g, int j, const struct rc_endpoint *ep, double deadline,
 		       struct rc_err *err)
 {
-	struct ghello h = { .magic = GROUP_MAGIC,
-			    .rank = (uint32_t)g->o.rank,
-			    .world = (uint32_t)g->o.world };
+	struct ghello h = { .magic = htole32(GHELLO_MAGIC),
+			    .rank = htole32((uint32_t)g->o.rank),
+			    .world = htole32((uint32_t)g->o.world),
+			    .flags = htole32(g->token[0] ? GHELLO_TOKEN : 0) };
 	struct rc_conn_opts co = { 0 };
 	struct rc_err last = { 0 };
 
@@ -266,28 +278,30 @@ static int connect_one(struct rc_group *g, int j, const struct rc_endpoint *ep, 
 			break;
 		co.timeout_ms = (int)(left * 1000) < g->o.timeout_ms ? (int)(left * 1000) + 1
 								     : g->o.timeout_ms;
-		h.attempt++;
-		/* A fresh nonce each try: the peer refuses one it saw. */
-		if (g->token[0]) {
-			rc = group_nonce(h.nonce, (uint64_t)time(NULL));
-			if (rc)
-				return rc_err_set(err, -rc,
-						  "no random bytes for the group's connect request: %s",
-						  strerror(-rc));
-			group_proof(g->token, &h, (uint32_t)j, h.proof);
-		}
+		/* A fresh nonce each try: the peer's answer is bound to it. */
+		if ((rc = rc_auth_nonce(h.cn)))
+			return rc_err_set(err, -rc,
+					  "no random bytes for the group's connect request: %s",
+					  strerror(-rc));
 		rc = rc_connect(ep->host, ep->port, &co, &c, &last);
 		if (!rc) {
 			c->timeout_ms = g->o.timeout_ms;
 			c->user = &g->peers[j];
+			pthread_mutex_lock(&g->mu);
+			g->peers[j].c = c;
+			group_name_peer(g, j, ep);
+			pthread_mutex_unlock(&g->mu);
+			if ((rc = prove_to(g, j, ep, c, &h, err))) {
+				pthread_mutex_lock(&g->mu);
+				g->peers[j].c = NULL;
+				pthread_mutex_unlock(&g->mu);
+				rc_conn_close(c);
+				return rc;
+			}
 			/* Its CM events join the group's one channel: no descriptor
 			 * to poll per peer. */
 			rc_conn_share_events(c, g->ech);
-			pthread_mutex_lock(&g->mu);
-			g->peers[j].c = c;
-			name_peer(g, j, ep);
-			pthread_mutex_unlock(&g->mu);
-			return group_post_recvs(g, j, err);
+			return 0;
 		}
 		if (rc == -EINVAL) {
 			g->peers[j].link = rc_link_classify(EINVAL, last.msg);
@@ -403,7 +417,7 @@ int rc_group_connect(struct rc_group *g, const struct rc_endpoint *all, const ui
 	/* partial: the accepting side waits a quarter of the timeout longer, so
 	 * that a connect its peer saw established just before the deadline is
 	 * not taken for a failed pair on this side alone */
-	struct accept_arg a = { g, all, deadline + (g->o.partial ? g->o.timeout_ms / 4000.0 : 0) };
+	struct accept_arg a = { g, deadline + (g->o.partial ? g->o.timeout_ms / 4000.0 : 0) };
 	pthread_t th;
 
 	for (int i = 0; i < W; i++)
@@ -421,15 +435,22 @@ int rc_group_connect(struct rc_group *g, const struct rc_endpoint *all, const ui
 	g->expect_accepts = 0;
 	for (int j = 0; j < me; j++)
 		g->expect_accepts += need[j * W + me] ? 1 : 0;
+	g->all = all;
 	if (pthread_create(&th, NULL, accept_main, &a))
 		return rc_err_set(err, errno, "cannot start the accepting thread");
 	rc = connect_above(g, all, deadline, err);
-	if (rc) {
-		pthread_mutex_lock(&g->mu);
-		g->stop_accept = true;
-		pthread_mutex_unlock(&g->mu);
-	}
+	/* our connects done: the proofs of those that connected to us */
+	if (!rc)
+		rc = group_prove(g, a.deadline, err);
+	pthread_mutex_lock(&g->mu);
+	g->stop_accept = true;
+	pthread_mutex_unlock(&g->mu);
 	pthread_join(th, NULL);
+	group_cands_close(g);
+	g->all = NULL;
+	/* the proofs' deadline, met before the accepting thread's own */
+	if (!rc && !g->accept_rc && g->accepted < g->expect_accepts)
+		accept_timeout(g);
 	if (!rc && g->accept_rc)
 		rc = rc_err_set(err, g->accept_err.code, "%s", g->accept_err.msg);
 	if (rc)
@@ -478,7 +499,7 @@ int rc_group_close(struct rc_group *g)
 	if (g->rdv && (r = rc_rdv_close(g->rdv)) && !rc)
 		rc = r;
 	free(g->need);
-	group_seen_free(&g->seen);
+	group_cands_close(g);
 	free(g->peers);
 	free(g->conns);
 	free(g->conn_rank);

@@ -10,6 +10,8 @@
 #include <rdmactl/group_core.h>
 #include <rdmactl/msgch_core.h>
 #include <rdmactl/ops_core.h>
+#include <rdmactl/auth_core.h>
+#include <rdmactl/conn_core.h>
 
 /* CQs shared by a group's connections at most (as many as the device's
  * largest CQ makes needed); a group that needs more gets one each. */
@@ -32,67 +34,123 @@ struct gmsg {
 };
 #define GMSG_SLOT 1024
 
-/* What a connecting rank says in its connect request: who it is and, in a
- * group with a token, a proof that it holds the token (group_proof) over a
- * nonce and the ranks at both ends; all zeros without a token. It fits the
- * 56 bytes an RC connect request carries. The nonce is fresh for every try
- * (group_nonce): the wall clock's seconds, then random bytes, so a rank
- * refuses a request made more than GHELLO_WINDOW_S from its own clock, and
- * one whose nonce it saw before (struct gseen): a request copied off the
- * wire admits no one, in this job or a later one with the same token. */
-#define GHELLO_WINDOW_S 300
-#define GHELLO_NONCE 16
-#define GHELLO_PROOF 24
-#define GHELLO_LABEL "rdmactl group join v2"
+/*
+ * Joining under a token: mutual challenge-response (base/auth_core.h) on
+ * each connection, plane "group". The connecting rank's request (struct
+ * ghello) says who it is and carries a fresh nonce cn, and no proof; the
+ * accepting rank answers in its accept (struct gaccept) with its own fresh
+ * nonce sn and its proof; the connecting rank checks that proof before it
+ * uses the connection, then sends its own proof as its first message
+ * (PROOF_MAGIC); the accepting rank checks it before the connection joins
+ * the group: until then the connection is a candidate (struct gcand), which
+ * holds no rank's place (several may claim one rank; the first proven takes
+ * it; once GHELLO_CANDIDATES claim it, the oldest that was given
+ * GHELLO_PROVE_MS makes room, not the newcomer). Inside every MAC: both nonces,
+ * the job (struct gjob: the rendezvous' job and both ranks' endpoints), both
+ * ranks, the world size and the two queue pair numbers, so that a request,
+ * an answer or a proof copied off the wire is worth nothing on any other
+ * connection, in this job or a later one. No replay memory is needed.
+ * Protocol 3; a request of protocol 2 (which began with GROUP_MAGIC and
+ * carried a replayable proof) is refused by name.
+ */
+#define GHELLO_MAGIC 0x72646d33u /* "rdm3": a connect request of protocol 3 */
+#define GHELLO_TOKEN 1u          /* ghello.flags: the connecting rank holds a token */
+#define PROOF_MAGIC 0x72646d70u  /* "rdmp": the connecting rank's proof, its first message */
+#define GHELLO_PROVE_MS 5000     /* an accepted candidate's time to prove */
+#define GHELLO_CANDIDATES 4      /* unproven connections held for one rank at once */
 struct ghello {
 	uint32_t magic;
 	uint32_t rank;
 	uint32_t world;
-	uint8_t nonce[GHELLO_NONCE];
-	uint8_t proof[GHELLO_PROOF];
-	/* the connector's try, 1 up (0: a hello without it): a request of an
-	 * earlier try than the one a rank holds half open came late, and is no
-	 * new try */
-	uint32_t attempt;
+	uint32_t flags;
+	uint8_t cn[RC_AUTH_NONCE];
 };
 _Static_assert(sizeof(struct ghello) <= 56, "a group hello fits a connect request");
-
-/* The proof of h (its magic, rank, world, try and nonce) for the rank to, under
- * token (NULL or "": all zeros). */
-void group_proof(const char *token, const struct ghello *h, uint32_t to,
-		 uint8_t proof[GHELLO_PROOF]);
-/* The nonces of the requests whose proof held, sorted; seen before is a
- * replay. */
-struct gseen {
-	uint8_t (*n)[GHELLO_NONCE];
-	size_t len, cap;
+struct gaccept {
+	uint32_t magic; /* GHELLO_MAGIC */
+	uint8_t sn[RC_AUTH_NONCE];
+	uint8_t proof[RC_AUTH_MAC];
 };
-void group_seen_free(struct gseen *s);
-/* A fresh nonce made at now (seconds since the epoch); 0 or -errno. */
-int group_nonce(uint8_t nonce[GHELLO_NONCE], uint64_t now);
-/* Whether a connect request of len bytes at pd may join the group of rank
- * me, world, token: NULL with *h filled, or the reason to refuse it, prefixed
- * "rdmactl: " (the reject's private data). The token comes first: a peer
- * without it learns nothing of the group. need says whom me expects, and
- * taken which ranks are connected already (either may be NULL: nobody).
- * With a token, a proof made further than GHELLO_WINDOW_S from now is
- * stale, and one whose nonce seen holds is a replay; a proof that holds
- * joins seen (NULL: no memory, no replay check). */
+_Static_assert(sizeof(struct gaccept) <= RC_ACCEPT_DATA_MAX, "a group answer fits an accept");
+
+/* What binds a connection's proofs to one job (group_auth): the digest of
+ * the rendezvous' job and the two ranks' endpoints as the rendezvous gave
+ * them. */
+struct gjob {
+	const char *job; /* "etcd/JOB", "file" (rc_group_join), or "" */
+	const struct rc_endpoint *all;
+};
+/* The exchange of connecting rank from with accepting rank to in a world,
+ * on queue pairs qp_from and qp_to: a's plane and context, nonces cleared. */
+void group_auth(struct rc_auth *a, const struct gjob *job, uint32_t from, uint32_t to,
+		uint32_t world, uint32_t qp_from, uint32_t qp_to);
+/* Whether a connect request of len bytes at pd may become a candidate for
+ * the group of rank me, world, token: NULL with *h filled, or the reason to
+ * refuse it, prefixed "rdmactl: " (the reject's private data). need says
+ * whom me expects, and proven which ranks are in the group already (either
+ * may be NULL: nobody). */
 const char *group_hello_check(const void *pd, size_t len, int me, int world, const char *token,
-			      const uint8_t *need, const bool *taken, uint64_t now,
-			      struct gseen *seen, struct ghello *h);
+			      const uint8_t *need, const bool *proven, struct ghello *h);
 /* A refusal with one of group_hello_check's reasons that another try cannot
- * mend (not a member, no token or a wrong one, another world size, a rank the
- * peer does not expect), found in the connector's message msg. "That rank is
- * connected already" is not one: the peer may still hold an earlier try. */
+ * mend (not a member, an older protocol, no token or one the rank has not,
+ * another world size, a rank the peer does not expect), found in the
+ * connector's message msg. */
 bool group_refusal_final(const char *msg);
-/* A request h, checked, from a rank whose try held (accepted, not yet
- * established) is held (0: none): NULL when h is a later try, which takes
- * the rank's place, else the reason to refuse it. A connect request can come
- * after a later one of the same rank (the connection manager resends it, or
- * queues it behind others): taking it would close the try its connector
- * holds established and wait for one whose connector is gone. */
-const char *group_hello_order(const struct ghello *h, uint32_t held);
+/* The accepting rank's answer over a (both nonces set) under token. */
+void group_accept_fill(struct gaccept *ga, const char *token, const struct rc_auth *a);
+/* The connecting rank's check of an answer of len bytes at data over a (cn
+ * set; sn taken from the answer) under token: NULL, or what the peer failed
+ * to prove ("did not prove the group token", ...). */
+const char *group_accept_check(const void *data, size_t len, const char *token, struct rc_auth *a);
+/* The connecting rank's first message, its proof over a: a control message
+ * of its own kind from rank from. */
+void group_proof_msg(struct gmsg *m, uint32_t from, const char *token, const struct rc_auth *a);
+/* The accepting rank's check of a first message of len bytes at m from a
+ * candidate for rank from: NULL, or why it is refused. */
+const char *group_proof_check(const void *m, size_t len, uint32_t from, const char *token,
+			      const struct rc_auth *a);
+
+/* A connection accepted for a rank and not yet proven (group_prove.c). */
+struct gcand {
+	struct rc_group *g;
+	struct rc_conn *c;
+	int rank;
+	bool up;          /* established */
+	bool gone;        /* disconnected, or failed */
+	bool dropped;     /* refused: disconnected, its completions reaped a while */
+	bool holder;      /* no shared receive queue: the rank's receive ring is posted to it */
+	double since;     /* accepted (dropped) at */
+	uint32_t qp_from; /* the connecting side's queue pair */
+	unsigned access;  /* its queue pair's remote access, once proven */
+	bool closed;      /* its queue pair allows no remote access (until proven) */
+	uint8_t cn[RC_AUTH_NONCE];
+	struct rc_auth a;
+	struct gaccept ga; /* the accept's private data */
+};
+/* Candidates held at once, dropped ones included: GHELLO_CANDIDATES for
+ * each rank of the world, and as many again. */
+#define GROUP_CAND_MAX(g) (2 * GHELLO_CANDIDATES * (g)->o.world)
+/* Under g->mu: the live candidates for rank, and the candidate of c. */
+int group_cands(const struct rc_group *g, int rank);
+struct gcand *group_cand_of(const struct rc_group *g, const struct rc_conn *c);
+/* Under g->mu: whether a request for rank may be a candidate; when the
+ * rank's GHELLO_CANDIDATES places are full, the oldest that was given
+ * GHELLO_PROVE_MS and did not prove itself goes. */
+bool group_cand_room(struct rc_group *g, int rank);
+/* The accepting thread: accept ev, a request checked (h), as a candidate on
+ * CQ cq: NULL, or why not (ev is still the caller's to refuse). */
+const char *group_cand_accept(struct rc_group *g, struct rc_cm_event *ev, const struct ghello *h,
+			      struct rc_shared *cq);
+/* The calling thread, its connects done: reap every connection, take the
+ * candidates' proofs, until every rank below that it expects proved itself,
+ * the accepting thread gave up, or the deadline. 0 or -errno. */
+int group_prove(struct rc_group *g, double deadline, struct rc_err *err);
+/* Close the candidates left (the accepting thread stopped). */
+void group_cands_close(struct rc_group *g);
+/* Completion wc of peer j, as the group takes it (group_io.c). */
+int group_on_wc(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc_err *err);
+/* Peer j's connection's name in errors: "rank J (HOST:PORT)" (group.c). */
+void group_name_peer(struct rc_group *g, int j, const struct rc_endpoint *ep);
 
 struct gpeer {
 	struct rc_conn *c;
@@ -110,12 +168,7 @@ struct gpeer {
 	int box_head;
 	int box_n;
 	int box_cap;
-	int slot;         /* its connection in the message channel (ch); -1: not connected */
-	uint32_t attempt; /* accepted: the connector's try (struct ghello) */
-	struct {
-		struct rc_group *g;
-		int rank;
-	} qp_arg;
+	int slot; /* its connection in the message channel (ch); -1: not connected */
 };
 
 struct rc_group {
@@ -124,7 +177,11 @@ struct rc_group {
 	struct rc_shared *sh[GROUP_CQ_MAX]; /* the CQs every connection shares, slot % nsh */
 	int nsh;                            /* 0: each connection has its own */
 	struct rdma_event_channel *ech;     /* the CM events of the connections it made */
-	struct gseen seen;                  /* the connect requests' nonces (accept thread) */
+	struct gcand **cand;                /* unproven accepted connections (under mu) */
+	int ncand, cand_cap;
+	const struct rc_endpoint *all;   /* rc_group_connect's: every rank's endpoint */
+	char job[160];                   /* struct gjob's job (rc_group_join) */
+	char unproven[RC_GROUP_MSG_MAX]; /* why the last candidate was dropped */
 	struct rc_endpoint self;
 	struct gpeer *peers;    /* world of them */
 	struct rc_conn **conns; /* connected peers, for polling (world at most) */
@@ -151,6 +208,7 @@ struct rc_group {
 	int expect_accepts;
 	int accepted;
 	bool stop_accept;
+	bool accept_done; /* the accepting thread returned */
 	int accept_rc;
 	struct rc_err accept_err;
 };

@@ -134,6 +134,27 @@ static int on_recv(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc
 	return rc_msgch_repost(&g->ch, rx.slot, err);
 }
 
+int group_on_wc(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc_err *err)
+{
+	struct gpeer *p = &g->peers[j];
+	int rc;
+
+	switch (wc->opcode) {
+	case IBV_WC_RECV:
+	case IBV_WC_RECV_RDMA_WITH_IMM:
+		return on_recv(g, j, wc, err);
+	default:
+		p->sends_out--;
+		/* a failed peer's sends were let go already */
+		if (rc_wrid_op(wc->wr_id) == RC_OP_SEND) {
+			if (!p->failed && (rc = rc_msgch_wc(&g->ch, p->slot, wc, NULL, err)) < 0)
+				return rc;
+		} else if (!(wc->wr_id & PIECE_NOT_LAST))
+			p->writes_done++;
+		return 0;
+	}
+}
+
 int group_progress(struct rc_group *g, int timeout_ms, struct rc_err *err)
 {
 	struct ibv_wc wc[32];
@@ -163,28 +184,9 @@ int group_progress(struct rc_group *g, int timeout_ms, struct rc_err *err)
 	}
 	if (n < 0)
 		return n;
-	for (int i = 0; i < n; i++) {
-		int j = g->conn_rank[which];
-		struct gpeer *p = &g->peers[j];
-
-		switch (wc[i].opcode) {
-		case IBV_WC_RECV:
-		case IBV_WC_RECV_RDMA_WITH_IMM:
-			if ((rc = on_recv(g, j, &wc[i], err)))
-				return rc;
-			break;
-		default:
-			p->sends_out--;
-			/* a failed peer's sends were let go already */
-			if (rc_wrid_op(wc[i].wr_id) == RC_OP_SEND) {
-				if (!p->failed &&
-				    (rc = rc_msgch_wc(&g->ch, p->slot, &wc[i], NULL, err)) < 0)
-					return rc;
-			} else if (!(wc[i].wr_id & PIECE_NOT_LAST))
-				p->writes_done++;
-			break;
-		}
-	}
+	for (int i = 0; i < n; i++)
+		if ((rc = group_on_wc(g, g->conn_rank[which], &wc[i], err)))
+			return rc;
 	if (n == 0)
 		cm_events(g);
 	if (g->aborted)

@@ -1,15 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * The group's connect request: who connects, and, in a group with a token,
- * the proof that it holds the token. The token itself never travels: the
- * request carries a nonce fresh for each try (the time, then random bytes)
- * and the HMAC-SHA256 under the token of the nonce and both ranks, so a
- * proof made for one rank does not admit its sender to another, and an
- * extended or shortened token proves nothing. A request made more than
- * GHELLO_WINDOW_S from the rank's clock, or whose nonce the rank saw
- * before, is refused: one copied off the wire admits no one.
- * Checked before a queue pair exists; nothing of the group (its ring
- * addresses, its keys) leaves a rank before the check passed.
+ * The group's connect plane under a token (group_int.h): the connect
+ * request, the accepting rank's answer and the connecting rank's proof, each
+ * checked here, with no device touched. The token never travels; a proof is
+ * a MAC over both sides' fresh nonces, the job, both ranks, the world and
+ * both queue pairs (base/auth_core.h), so no copy of one proves anything on
+ * another connection. A request is checked before a queue pair exists, and
+ * nothing of the group (its messages, its rings, a rank's place) reaches a
+ * connection before its proof held.
  */
 #include <endian.h>
 #include <stddef.h>
@@ -18,154 +16,140 @@
 
 #include <rdmactl/parse.h>
 #include <rdmactl/parse_core.h>
+#include <rdmactl/sha256_core.h>
 
 #include "group_int.h"
 
-void group_proof(const char *token, const struct ghello *h, uint32_t to, uint8_t proof[GHELLO_PROOF])
-{
-	uint32_t w[5] = { htole32(h->magic), htole32(h->rank), htole32(h->world), htole32(to),
-			  htole32(h->attempt) };
-	unsigned char msg[sizeof(w) + GHELLO_NONCE];
-
-	memcpy(msg, w, sizeof(w));
-	memcpy(msg + sizeof(w), h->nonce, GHELLO_NONCE);
-	rc_token_proof(token, GHELLO_LABEL, msg, sizeof(msg), proof, GHELLO_PROOF);
-}
+#define GROUP_PLANE "group"
 
 /* The reasons of a refusal, the reject's private data (at most 63 bytes). */
 #define WHY_NOT_MEMBER "rdmactl: not a group member"
+#define WHY_OLD "rdmactl: an older rdmactl (group connect protocol 2)"
 #define WHY_NO_TOKEN "rdmactl: not authorised (this group needs a token)"
 #define WHY_HAS_NONE "rdmactl: this rank has no group token, the connecting one has"
-#define WHY_WRONG_TOKEN "rdmactl: not authorised (a wrong group token)"
 #define WHY_WORLD "rdmactl: another world size"
 #define WHY_UNEXPECTED "rdmactl: this rank does not expect that one"
 #define WHY_TAKEN "rdmactl: that rank is connected already"
-#define WHY_STALE "rdmactl: a stale connect request (clocks apart?)"
-#define WHY_REPLAY "rdmactl: a replayed connect request"
-#define WHY_NOMEM "rdmactl: out of memory"
-#define WHY_OLDER "rdmactl: a later try of that rank is held"
 
-int group_nonce(uint8_t nonce[GHELLO_NONCE], uint64_t now)
+static void put_str(struct rc_sha256 *s, const char *str)
 {
-	uint32_t t = htole32((uint32_t)now);
-
-	memcpy(nonce, &t, sizeof(t));
-	return rc_random_bytes(nonce + sizeof(t), GHELLO_NONCE - sizeof(t));
+	rc_sha256_update(s, str, strlen(str) + 1);
 }
 
-void group_seen_free(struct gseen *s)
+void group_auth(struct rc_auth *a, const struct gjob *job, uint32_t from, uint32_t to,
+		uint32_t world, uint32_t qp_from, uint32_t qp_to)
 {
-	free(s->n);
-	memset(s, 0, sizeof(*s));
-}
+	unsigned char ctx[RC_SHA256_LEN + 5 * sizeof(uint32_t)];
+	uint32_t w[5] = { htole32(from), htole32(to), htole32(world), htole32(qp_from),
+			  htole32(qp_to) };
+	struct rc_sha256 s;
 
-/* Where nonce is in s, or goes: *found says which. */
-static size_t seen_find(const struct gseen *s, const uint8_t *nonce, bool *found)
-{
-	size_t lo = 0, hi = s->len;
+	rc_sha256_init(&s);
+	put_str(&s, job && job->job ? job->job : "");
+	for (int i = 0; job && job->all && i < 2; i++) {
+		const struct rc_endpoint *ep = &job->all[i ? to : from];
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = memcmp(s->n[mid], nonce, GHELLO_NONCE);
-
-		if (!c) {
-			*found = true;
-			return mid;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
+		put_str(&s, ep->host);
+		put_str(&s, ep->port);
 	}
-	*found = false;
-	return lo;
-}
-
-/* A proof that held, made within the window and never seen: its nonce
- * joins seen. NULL, or why not. */
-static const char *fresh(const struct ghello *h, uint64_t now, struct gseen *seen)
-{
-	uint32_t t;
-	int64_t age;
-	bool found;
-	size_t at;
-
-	memcpy(&t, h->nonce, sizeof(t));
-	age = (int64_t)now - (int64_t)le32toh(t);
-	if (age > GHELLO_WINDOW_S || age < -GHELLO_WINDOW_S)
-		return WHY_STALE;
-	if (!seen)
-		return NULL;
-	at = seen_find(seen, h->nonce, &found);
-	if (found)
-		return WHY_REPLAY;
-	if (seen->len == seen->cap) {
-		size_t cap = seen->cap ? 2 * seen->cap : 64;
-		void *n = realloc(seen->n, cap * GHELLO_NONCE);
-
-		if (!n)
-			return WHY_NOMEM;
-		seen->n = n;
-		seen->cap = cap;
-	}
-	memmove(seen->n[at + 1], seen->n[at], (seen->len - at) * GHELLO_NONCE);
-	memcpy(seen->n[at], h->nonce, GHELLO_NONCE);
-	seen->len++;
-	return NULL;
+	rc_sha256_final(&s, ctx);
+	memcpy(ctx + RC_SHA256_LEN, w, sizeof(w));
+	rc_auth_init(a, GROUP_PLANE, ctx, sizeof(ctx));
 }
 
 const char *group_hello_check(const void *pd, size_t len, int me, int world, const char *token,
-			      const uint8_t *need, const bool *taken, uint64_t now,
-			      struct gseen *seen, struct ghello *h)
+			      const uint8_t *need, const bool *proven, struct ghello *h)
 {
-	static const uint8_t zero[GHELLO_PROOF];
-	uint8_t want[GHELLO_PROOF];
-	const char *why;
 	bool has_token = token && *token;
 
 	memset(h, 0, sizeof(*h));
-	if (pd && len >= offsetof(struct ghello, nonce))
+	if (pd && len >= sizeof(h->magic))
 		memcpy(h, pd, len < sizeof(*h) ? len : sizeof(*h));
-	if (h->magic != GROUP_MAGIC)
+	h->magic = le32toh(h->magic);
+	h->rank = le32toh(h->rank);
+	h->world = le32toh(h->world);
+	h->flags = le32toh(h->flags);
+	if (h->magic == GROUP_MAGIC)
+		return WHY_OLD;
+	if (h->magic != GHELLO_MAGIC || len < sizeof(*h))
 		return WHY_NOT_MEMBER;
-	/* A peer of a group without a token sends a short hello or zeros. */
-	if (len < sizeof(*h) || rc_bytes_equal(h->proof, zero, GHELLO_PROOF)) {
-		if (has_token)
-			return WHY_NO_TOKEN;
-	} else {
-		if (!has_token)
-			return WHY_HAS_NONE;
-		group_proof(token, h, (uint32_t)me, want);
-		if (!rc_bytes_equal(want, h->proof, GHELLO_PROOF))
-			return WHY_WRONG_TOKEN;
-		if ((why = fresh(h, now, seen)))
-			return why;
-	}
+	/* The token first: a peer without it learns nothing of the group. */
+	if (has_token && !(h->flags & GHELLO_TOKEN))
+		return WHY_NO_TOKEN;
+	if (!has_token && (h->flags & GHELLO_TOKEN))
+		return WHY_HAS_NONE;
 	if (h->world != (uint32_t)world)
 		return WHY_WORLD;
 	if (h->rank >= (uint32_t)me || !need || !need[h->rank * (uint32_t)world + (uint32_t)me])
 		return WHY_UNEXPECTED;
-	if (taken && taken[h->rank])
+	if (proven && proven[h->rank])
 		return WHY_TAKEN;
 	return NULL;
-}
-
-const char *group_hello_order(const struct ghello *h, uint32_t held)
-{
-	return held && h->attempt <= held ? WHY_OLDER : NULL;
 }
 
 bool group_refusal_final(const char *msg)
 {
 	/* What group_hello_check says of a request another try cannot mend:
-	 * all but WHY_TAKEN (and WHY_OLDER, which only a try already given up
-	 * gets). */
-	static const char *const final[] = { WHY_NOT_MEMBER,  WHY_NO_TOKEN, WHY_HAS_NONE,
-					     WHY_WRONG_TOKEN, WHY_WORLD,    WHY_UNEXPECTED,
-					     WHY_STALE,       WHY_REPLAY };
+	 * all but WHY_TAKEN. */
+	static const char *const final[] = { WHY_NOT_MEMBER, WHY_OLD,   WHY_NO_TOKEN,
+					     WHY_HAS_NONE,   WHY_WORLD, WHY_UNEXPECTED };
 
 	for (size_t i = 0; msg && i < sizeof(final) / sizeof(final[0]); i++)
 		if (strstr(msg, final[i]))
 			return true;
 	return false;
+}
+
+void group_accept_fill(struct gaccept *ga, const char *token, const struct rc_auth *a)
+{
+	ga->magic = htole32(GHELLO_MAGIC);
+	memcpy(ga->sn, a->sn, RC_AUTH_NONCE);
+	rc_auth_mac(token, a, RC_AUTH_SERVER, ga->proof);
+}
+
+const char *group_accept_check(const void *data, size_t len, const char *token, struct rc_auth *a)
+{
+	static const unsigned char zero[RC_AUTH_MAC];
+	struct gaccept ga;
+
+	if (!data || len < sizeof(ga))
+		return "sent no proof of the group token (an older rdmactl?)";
+	memcpy(&ga, data, sizeof(ga));
+	if (le32toh(ga.magic) != GHELLO_MAGIC)
+		return "sent no proof of the group token (an older rdmactl?)";
+	memcpy(a->sn, ga.sn, RC_AUTH_NONCE);
+	if (!token || !*token)
+		return rc_bytes_equal(ga.proof, zero, RC_AUTH_MAC)
+			       ? NULL
+			       : "wants a group token, and this rank has none";
+	if (rc_bytes_equal(ga.proof, zero, RC_AUTH_MAC))
+		return "did not prove the group token (it has none)";
+	if (!rc_auth_check(token, a, RC_AUTH_SERVER, ga.proof))
+		return "did not prove the group token (a wrong token?)";
+	return NULL;
+}
+
+void group_proof_msg(struct gmsg *m, uint32_t from, const char *token, const struct rc_auth *a)
+{
+	m->magic = PROOF_MAGIC;
+	m->seq = 0;
+	m->from = from;
+	m->len = RC_AUTH_MAC;
+	rc_auth_mac(token, a, RC_AUTH_CLIENT, m->data);
+}
+
+const char *group_proof_check(const void *msg, size_t len, uint32_t from, const char *token,
+			      const struct rc_auth *a)
+{
+	size_t hdr = offsetof(struct gmsg, data);
+	struct gmsg m;
+
+	if (!msg || len != hdr + RC_AUTH_MAC)
+		return "its first message is no proof of the group token";
+	memcpy(&m, msg, len);
+	if (m.magic != PROOF_MAGIC || m.len != RC_AUTH_MAC || m.seq != 0 || m.from != from)
+		return "its first message is no proof of the group token";
+	if (!rc_auth_check(token, a, RC_AUTH_CLIENT, m.data))
+		return "did not prove the group token";
+	return NULL;
 }

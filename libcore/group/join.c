@@ -39,6 +39,20 @@ static int listen_endpoint(const struct rc_group_join *j, struct rc_rdv *rdv,
 	return 0;
 }
 
+/* What binds the group's proofs to this job (struct gjob): an etcd
+ * rendezvous' job name, which every rank of the job names and a later job
+ * need not; with a peers file, the ranks' endpoints alone (the nonces of
+ * each connection tell two jobs on the same addresses apart). */
+static void job_of(const char *rendezvous, char *out, size_t len)
+{
+	const char *slash;
+
+	if (!strncmp(rendezvous, "etcd://", 7) && (slash = strchr(rendezvous + 7, '/')))
+		snprintf(out, len, "etcd/%s", slash + 1);
+	else
+		snprintf(out, len, "file");
+}
+
 static int join_fail(struct rc_group_join_out *out, bool usage, int rc)
 {
 	if (out)
@@ -93,6 +107,7 @@ int rc_group_join(const struct rc_group_join *j, struct rc_group **gout,
 		goto fail;
 	}
 	g->rdv_s = rc_now() - t0;
+	job_of(j->rendezvous, g->job, sizeof(g->job));
 	if (j->plan && (rc = j->plan(j->plan_arg, all, W, need, err))) {
 		join_fail(out, rc == -EINVAL, rc);
 		goto fail;

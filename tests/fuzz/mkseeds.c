@@ -137,25 +137,51 @@ static int imm_seeds(const char *dir)
 	return err;
 }
 
-/* Group connect requests (fuzz_group_hello): a byte that picks the rank
- * checking it (rank 5 of 8; bit 3: its group has the token s3cret), then
- * the request: proven for rank 5, without a proof, an older 12-byte one. */
+/* The group's connect plane (fuzz_group_hello): a byte that picks the rank
+ * checking (rank 5 of 8; bit 3: its group has the token s3cret; bit 6: an
+ * answer and a first message follow, else a request), then the bytes:
+ * requests of protocol 3 with and without the token, one of protocol 2;
+ * rank 5's answer to rank 6 and rank 6's proof, as fuzz_group_hello makes
+ * the exchange, with the token and without. */
 static int group_seeds(const char *dir)
 {
-	unsigned char b[1 + sizeof(struct ghello)];
-	struct ghello h = { .magic = GROUP_MAGIC, .rank = 2, .world = 8, .attempt = 1 };
+	static const struct rc_endpoint eps[8];
+	struct ghello h = { .magic = GHELLO_MAGIC, .rank = 2, .world = 8, .flags = GHELLO_TOKEN };
+	uint32_t v2[3] = { GROUP_MAGIC, 2, 8 };
+	unsigned char b[1 + sizeof(struct gaccept) + sizeof(struct gmsg)];
+	size_t plen = offsetof(struct gmsg, data) + RC_AUTH_MAC;
+	struct gjob job = { "file", eps };
+	struct gaccept ga;
+	struct rc_auth a;
+	struct gmsg m;
 	int err = 0;
 
-	for (int i = 0; i < GHELLO_NONCE; i++)
-		h.nonce[i] = (uint8_t)(i * 13 + 7);
-	group_proof("s3cret", &h, 5, h.proof);
+	for (int i = 0; i < RC_AUTH_NONCE; i++)
+		h.cn[i] = (uint8_t)(i * 13 + 7);
 	b[0] = 5 | 8;
 	memcpy(b + 1, &h, sizeof(h));
-	err |= put(dir, "group_hello", "proven", b, (int)sizeof(b));
-	memset(b + 1 + offsetof(struct ghello, proof), 0, GHELLO_PROOF);
-	err |= put(dir, "group_hello", "no-proof", b, (int)sizeof(b));
+	err |= put(dir, "group_hello", "request-token", b, (int)(1 + sizeof(h)));
+	h.flags = 0;
 	b[0] = 5;
-	err |= put(dir, "group_hello", "short", b, 13);
+	memcpy(b + 1, &h, sizeof(h));
+	err |= put(dir, "group_hello", "request-no-token", b, (int)(1 + sizeof(h)));
+	b[0] = 5 | 8;
+	memcpy(b + 1, v2, sizeof(v2));
+	err |= put(dir, "group_hello", "request-v2", b, (int)(1 + sizeof(v2)));
+	for (int t = 0; t < 2; t++) {
+		const char *token = t ? "s3cret" : NULL;
+
+		group_auth(&a, &job, 6, 5, 8, 0x11, 0x22);
+		memset(a.cn, 0x5a, RC_AUTH_NONCE);
+		memset(a.sn, 0xa5, RC_AUTH_NONCE);
+		group_accept_fill(&ga, token, &a);
+		group_proof_msg(&m, 6, token, &a);
+		b[0] = (unsigned char)(5 | 0x40 | (t ? 8 : 0));
+		memcpy(b + 1, &ga, sizeof(ga));
+		memcpy(b + 1 + sizeof(ga), &m, plen);
+		err |= put(dir, "group_hello", t ? "answer-proof" : "answer-proof-no-token", b,
+			   (int)(1 + sizeof(ga) + plen));
+	}
 	return err;
 }
 

@@ -657,7 +657,7 @@ group_listening() {
 	printf 's3cret\n' >"$tok"
 	chmod 600 "$tok"
 	PIDS=()
-	RDMACTL_TOKEN=s3cret rdmactl -j -t 20000 alltoall -r 1 -w 2 -R "file:$PEERS" "${SMALL[@]}" \
+	RDMACTL_TOKEN=s3cret rdmactl -j -t 30000 alltoall -r 1 -w 2 -R "file:$PEERS" "${SMALL[@]}" \
 		>"$BATS_TEST_TMPDIR/rank.1.out" 2>"$BATS_TEST_TMPDIR/rank.1.err" &
 	PIDS+=($!)
 	# Rank 1 accepts rank 0: claim rank 0 without the token until rank 1
@@ -665,70 +665,100 @@ group_listening() {
 	local end=$((SECONDS + 15))
 	while ((SECONDS < end)); do
 		run "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 2 1
-		[[ $output == *"rank 1"* || $output == accepted ]] && break
 		if [[ $output == *"not authorised"* || $output == accepted ]]; then break; fi
 		sleep 0.1
 	done
 	assert_failure 1
 	assert_output --partial "refused: "
 	assert_output --partial "not authorised (this group needs a token)"
-	# The 12-byte request of an rdmactl without group tokens.
+	# The 12-byte request of protocol 2 (an older rdmactl): refused by name.
 	GROUP_IMPOSTOR_SHORT=1 run "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 2 1
 	assert_failure 1
-	assert_output --partial "not authorised (this group needs a token)"
-	# Tokens that extend the right one or are a prefix of it.
+	assert_output --partial "an older rdmactl (group connect protocol 2)"
+	export GROUP_IMPOSTOR_PEERS=$PEERS
+	# Tokens that extend the right one or are a prefix of it: rank 1's
+	# answer proves nothing under them ...
 	run "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 2 1 s3cretX
 	assert_failure 1
-	assert_output --partial "not authorised (a wrong group token)"
+	assert_output "refused: rank 1 ($ADDR:$port1) did not prove the group token (a wrong token?)"
 	run "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 2 1 s3cre
 	assert_failure 1
-	assert_output --partial "not authorised (a wrong group token)"
-	# The right token, its proof made for another rank (a replay elsewhere).
+	assert_output "refused: rank 1 ($ADDR:$port1) did not prove the group token (a wrong token?)"
+	# ... and their proofs, sent all the same, are dropped by rank 1.
+	GROUP_IMPOSTOR_NOCHECK=1 run "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 2 1 s3cretX
+	assert_failure 1
+	assert_output dropped
+	GROUP_IMPOSTOR_NOCHECK=1 run "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 2 1 s3cre
+	assert_failure 1
+	assert_output dropped
+	# The right token, the exchange reckoned for another rank, or another
+	# job: no proof either way.
 	run "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 2 0 s3cret
 	assert_failure 1
-	assert_output --partial "not authorised (a wrong group token)"
-	# The right token and a proof for rank 1 pass the check (the impostor
-	# builds them right): what refuses this one is its world size.
+	assert_output --partial "did not prove the group token"
+	GROUP_IMPOSTOR_NOCHECK=1 run "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 2 0 s3cret
+	assert_failure 1
+	assert_output dropped
+	GROUP_IMPOSTOR_JOB=etcd/another-job GROUP_IMPOSTOR_NOCHECK=1 run "$GROUP_IMPOSTOR" "$ADDR" \
+		"$port1" 0 2 1 s3cret
+	assert_failure 1
+	assert_output dropped
+	# What refuses this one is its world size, at the request.
 	run "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 3 1 s3cret
 	assert_failure 1
 	assert_output --partial "another world size"
-	# The same request again, copied off the wire: a replay, refused as one.
-	GROUP_IMPOSTOR_TWICE=1 run "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 3 1 s3cret
-	assert_failure 1
-	assert_line --index 0 --partial "another world size"
-	assert_line --index 1 --partial "a replayed connect request"
-	# A request made 400 s ago (beyond the 300 s window): stale.
-	GROUP_IMPOSTOR_AGE=400 run "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 3 1 s3cret
-	assert_failure 1
-	assert_output --partial "a stale connect request"
 	# The real rank 0, its token from a file: the group completes.
 	rdmactl -j -t 20000 alltoall -r 0 -w 2 -R "file:$PEERS" "${SMALL[@]}" --token-file "$tok" \
 		>"$BATS_TEST_TMPDIR/rank.0.out" 2>"$BATS_TEST_TMPDIR/rank.0.err" &
 	PIDS+=($!)
 	a2a_wait
-	[ "${RCS[0]}" = 0 ] || { a2a_dump; fail "rank 0 exited ${RCS[0]}"; }
-	[ "${RCS[1]}" = 0 ] || { a2a_dump; fail "rank 1 exited ${RCS[1]}"; }
+	[ "${RCS[0]}" = 0 ] || { a2a_dump; fail "rank 1 exited ${RCS[0]}"; }
+	[ "${RCS[1]}" = 0 ] || { a2a_dump; fail "rank 0 exited ${RCS[1]}"; }
 	run jq -e '.ranks == 2 and .wrong == 0 and .checked == true' "$BATS_TEST_TMPDIR/rank.0.out"
 	assert_success
 }
 
-@test "group connect: a try of rank 0 that rank 1 accepted and that never came up does not hold the rank: the real rank 0 joins" {
-	# sanitizer tier: always (a connection closed and replaced in the accept path)
+@test "group token: the bytes of a connection's request and proof, sent again on another connection of the same job, are refused" {
+	# sanitizer tier: always (a candidate dropped beside one that proves)
+	need_guest
+	a2a_peers 2
+	local port1
+	port1=$(awk '$1 == 1 { sub(/.*:/, "", $2); print $2 }' "$PEERS")
+	PIDS=()
+	RDMACTL_TOKEN=s3cret rdmactl -j -t 10000 alltoall -r 1 -w 2 -R "file:$PEERS" "${SMALL[@]}" \
+		>"$BATS_TEST_TMPDIR/rank.1.out" 2>"$BATS_TEST_TMPDIR/rank.1.err" &
+	PIDS+=($!)
+	group_listening "$port1"
+	# The second connection carries the first one's request and proof,
+	# byte for byte: dropped. The first one's own proof holds (the right
+	# answer): that connection is rank 0 then.
+	GROUP_IMPOSTOR_REPLAY=1 GROUP_IMPOSTOR_PEERS=$PEERS GROUP_IMPOSTOR_HOLD=2 \
+		run "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 2 1 s3cret
+	assert_success
+	assert_line --index 0 "replay: dropped"
+	assert_line --index 1 accepted
+	# rank 0 (the impostor) left: rank 1 fails, naming it
+	a2a_wait
+	[ "${RCS[0]}" != 0 ] || { a2a_dump; fail "rank 1 exited 0 without its rank 0"; }
+}
+
+@test "group connect: connections claiming rank 0 that never prove (one never came up, three came up silent) hold no place: the real rank 0 joins" {
+	# sanitizer tier: always (candidates closed beside the one that proves)
 	need_guest
 	a2a_peers 2
 	local port1 imp tok=$BATS_TEST_TMPDIR/tok i
+	local silent=()
 	port1=$(awk '$1 == 1 { sub(/.*:/, "", $2); print $2 }' "$PEERS")
 	printf 's3cret\n' >"$tok"
 	chmod 600 "$tok"
 	PIDS=()
-	RDMACTL_TOKEN=s3cret rdmactl -j -t 15000 alltoall -r 1 -w 2 -R "file:$PEERS" "${SMALL[@]}" \
+	RDMACTL_TOKEN=s3cret rdmactl -j -t 20000 alltoall -r 1 -w 2 -R "file:$PEERS" "${SMALL[@]}" \
 		>"$BATS_TEST_TMPDIR/rank.1.out" 2>"$BATS_TEST_TMPDIR/rank.1.err" &
 	PIDS+=($!)
 	group_listening "$port1"
-	# Rank 0's request, proven, with no queue pair behind it and no answer
-	# to rank 1's accept: as a connector that timed out leaves it (its
-	# third try).
-	GROUP_IMPOSTOR_TRY=3 GROUP_IMPOSTOR_HALF=1 GROUP_IMPOSTOR_HOLD=30 "$GROUP_IMPOSTOR" "$ADDR" \
+	# Rank 0's request with no queue pair behind it and no answer to rank
+	# 1's accept, as a connector that timed out leaves it.
+	GROUP_IMPOSTOR_HALF=1 GROUP_IMPOSTOR_HOLD=30 "$GROUP_IMPOSTOR" "$ADDR" \
 		"$port1" 0 2 1 s3cret >"$BATS_TEST_TMPDIR/imp.out" 2>&1 &
 	imp=$!
 	started "$imp"
@@ -738,21 +768,38 @@ group_listening() {
 	done
 	run cat "$BATS_TEST_TMPDIR/imp.out"
 	assert_output "half open"
-	# A request of rank 0's second try, come late: refused, the third held
-	# (taken, it would close a try its connector holds up).
-	GROUP_IMPOSTOR_TRY=2 run "$GROUP_IMPOSTOR" "$ADDR" "$port1" 0 2 1 s3cret
+	# Three that came up and never send their proof, held 30 s: rank 0's
+	# four places are taken, and a fifth claim, while they are young, is
+	# told to try again (not for good).
+	for i in 0 1 2; do
+		GROUP_IMPOSTOR_NOPROOF=1 GROUP_IMPOSTOR_HOLD=30 GROUP_IMPOSTOR_PEERS=$PEERS "$GROUP_IMPOSTOR" \
+			"$ADDR" "$port1" 0 2 1 s3cret >"$BATS_TEST_TMPDIR/silent.$i.out" 2>&1 &
+		silent+=($!)
+		started "${silent[i]}"
+		sleep 0.2
+	done
+	sleep 0.5
+	GROUP_IMPOSTOR_NOPROOF=1 GROUP_IMPOSTOR_HOLD=1 GROUP_IMPOSTOR_PEERS=$PEERS run "$GROUP_IMPOSTOR" \
+		"$ADDR" "$port1" 0 2 1 s3cret
 	assert_failure 1
-	assert_output --partial "a later try of that rank is held"
-	# The real rank 0: its request takes the rank, and the group completes
-	# well before its timeout.
+	assert_output --partial "that rank has tries unproven; try again"
+	# Past their 5 s the oldest makes room: the real rank 0 is accepted, it
+	# takes the rank, the group completes, and the silent ones are dropped.
+	sleep 5
 	rdmactl -j -t 15000 alltoall -r 0 -w 2 -R "file:$PEERS" "${SMALL[@]}" --token-file "$tok" \
 		>"$BATS_TEST_TMPDIR/rank.0.out" 2>"$BATS_TEST_TMPDIR/rank.0.err" &
 	PIDS+=($!)
 	a2a_wait
 	[ "${RCS[0]}" = 0 ] || { a2a_dump; fail "rank 1 exited ${RCS[0]}"; }
 	[ "${RCS[1]}" = 0 ] || { a2a_dump; fail "rank 0 exited ${RCS[1]}"; }
-	run jq -e '.ranks == 2 and .wrong == 0 and .checked == true' "$BATS_TEST_TMPDIR/rank.0.out"
+	run jq -e '.ranks == 2 and .wrong == 0 and .checked == true and .group.connect_s < 5' \
+		"$BATS_TEST_TMPDIR/rank.0.out"
 	assert_success
+	for i in 0 1 2; do
+		wait "${silent[i]}" || true
+		run cat "$BATS_TEST_TMPDIR/silent.$i.out"
+		assert_output dropped
+	done
 }
 
 # bats test_tags=plain-only
@@ -777,4 +824,41 @@ group_listening() {
 	[ "${RCS[0]}" = 1 ] || { a2a_dump; fail "rank 1 exited ${RCS[0]}"; }
 	run cat "$BATS_TEST_TMPDIR/rank.1.err"
 	assert_output --partial "rank 0 never connected to rank 1"
+}
+
+# bats test_tags=plain-only
+@test "group token: a rank without the token, or with another, is refused as the accepting side and as the connecting side, each naming the other" {
+	need_guest
+	local t0 t1 want
+	# rank 1 (accepting) has none: rank 0 is told so at its request
+	a2a_peers 2
+	PIDS=()
+	rdmactl -t 4000 alltoall -r 1 -w 2 -R "file:$PEERS" "${SMALL[@]}" \
+		>"$BATS_TEST_TMPDIR/rank.1.out" 2>"$BATS_TEST_TMPDIR/rank.1.err" &
+	PIDS+=($!)
+	run env RDMACTL_TOKEN=s3cret "$RDMACTL" -t 10000 alltoall -r 0 -w 2 -R "file:$PEERS" "${SMALL[@]}"
+	[ "$status" != 0 ] || fail "rank 0 joined a rank without the token"
+	assert_output --partial "this rank has no group token, the connecting one has"
+	a2a_wait
+	# another token on either side: the connecting rank refuses the
+	# accepting rank's proof (it never sends its own), and the accepting
+	# rank names the connection that never proved
+	for want in accepting connecting; do
+		t0=s3cret t1=s3cretX
+		[[ $want == accepting ]] || { t0=s3cretX t1=s3cret; }
+		a2a_peers 2
+		PIDS=()
+		RDMACTL_TOKEN=$t1 rdmactl -t 4000 alltoall -r 1 -w 2 -R "file:$PEERS" "${SMALL[@]}" \
+			>"$BATS_TEST_TMPDIR/rank.1.out" 2>"$BATS_TEST_TMPDIR/rank.1.err" &
+		PIDS+=($!)
+		run env RDMACTL_TOKEN=$t0 "$RDMACTL" -t 10000 alltoall -r 0 -w 2 -R "file:$PEERS" "${SMALL[@]}"
+		[ "$status" != 0 ] || fail "$want: rank 0 joined a rank with another token"
+		assert_output --regexp "rank 1 \\($ADDR:[0-9]+\\) did not prove the group token"
+		refute_output --partial "never answered"
+		a2a_wait
+		[ "${RCS[0]}" != 0 ] || { a2a_dump; fail "$want: rank 1 exited 0"; }
+		run cat "$BATS_TEST_TMPDIR/rank.1.err"
+		assert_output --partial "rank 0 never connected to rank 1"
+		assert_output --partial "claiming rank 0"
+	done
 }

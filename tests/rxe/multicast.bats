@@ -513,7 +513,62 @@ mc_differ() {
 	done
 	run cat "$BATS_TEST_TMPDIR/rank.0.err" "$BATS_TEST_TMPDIR/rank.1.err"
 	assert_output --partial "rank 2 ($ADDR:"
-	assert_output --partial "not authorised (a wrong group token)"
+	assert_output --partial "did not prove the group token"
+}
+
+GROUP_REPLAY=${GROUP_REPLAY:-$BUILD_DIR/tests/rxe/libgroup_replay.so}
+
+# bats test_tags=plain-only
+@test "group token: a hello recorded in one job and replayed in a later one by a process without the token is refused; the receiver takes no forged blob, and the real root then delivers" {
+	# plain-only: the preload library and the sanitizer runtime each want to come first
+	need_guest
+	local rec=$BATS_TEST_TMPDIR/hello.bin forged=$BATS_TEST_TMPDIR/forged fsha
+	[ -f "$GROUP_REPLAY" ] || fail "no $GROUP_REPLAY (tests/rxe/CMakeLists.txt builds it)"
+	blob "$BATS_TEST_TMPDIR/w" $((256 << 10))
+	head -c $((256 << 10)) /dev/zero >"$forged"
+	fsha=$(sha256sum <"$forged" | cut -d' ' -f1)
+	# A first job: the root's connect request, as it went to rank 1, recorded.
+	mc_peers 2
+	PIDS=()
+	RDMACTL_TOKEN=s3cret rdmactl -j -t 20000 multicast --rank 1 --world 2 --rendezvous "file:$PEERS" \
+		--out "$BATS_TEST_TMPDIR/out.%r" >"$BATS_TEST_TMPDIR/rank.1.out" 2>"$BATS_TEST_TMPDIR/rank.1.err" &
+	PIDS+=($!)
+	RDMACTL_TOKEN=s3cret GROUP_REPLAY_RECORD=$rec LD_PRELOAD=$GROUP_REPLAY rdmactl -j -t 20000 multicast \
+		--rank 0 --world 2 --rendezvous "file:$PEERS" --file "$BATS_TEST_TMPDIR/w" \
+		>"$BATS_TEST_TMPDIR/rank.0.out" 2>"$BATS_TEST_TMPDIR/rank.0.err" &
+	PIDS+=($!)
+	mc_wait
+	[ "${RCS[*]}" = "0 0" ] || { mc_dump; fail "the first job's exits: ${RCS[*]}"; }
+	[ "$(sha256sum <"$BATS_TEST_TMPDIR/out.1" | cut -d' ' -f1)" = "$BLOB_SHA" ] || fail "the first job's blob"
+	[ -s "$rec" ] || fail "no connect request recorded"
+	rm -f "$BATS_TEST_TMPDIR/out.1"
+	# A later job: rank 1 with the token; a root without it sends the
+	# recorded bytes and a forged blob. Refused: the receiver never takes
+	# the forgery, and the real root, come after it, still delivers.
+	mc_peers 2
+	PIDS=()
+	RDMACTL_TOKEN=s3cret rdmactl -j -t 12000 multicast --rank 1 --world 2 --rendezvous "file:$PEERS" \
+		--out "$BATS_TEST_TMPDIR/out.%r" >"$BATS_TEST_TMPDIR/rank.1.out" 2>"$BATS_TEST_TMPDIR/rank.1.err" &
+	PIDS+=($!)
+	GROUP_REPLAY_PLAY=$rec LD_PRELOAD=$GROUP_REPLAY rdmactl -j -t 4000 multicast --rank 0 --world 2 \
+		--rendezvous "file:$PEERS" --file "$forged" >"$BATS_TEST_TMPDIR/forger.out" \
+		2>"$BATS_TEST_TMPDIR/forger.err" &
+	PIDS+=($!)
+	wait "${PIDS[1]}" && { mc_dump; cat "$BATS_TEST_TMPDIR"/forger.*; fail "the replaying root exited 0"; }
+	PIDS=("${PIDS[0]}")
+	if [ -e "$BATS_TEST_TMPDIR/out.1" ]; then
+		[ "$(sha256sum <"$BATS_TEST_TMPDIR/out.1" | cut -d' ' -f1)" != "$fsha" ] ||
+			{ mc_dump; fail "rank 1 wrote the forged blob"; }
+	fi
+	run cat "$BATS_TEST_TMPDIR/forger.out"
+	assert_output --partial "rank 1 ($ADDR:"
+	RDMACTL_TOKEN=s3cret rdmactl -j -t 12000 multicast --rank 0 --world 2 --rendezvous "file:$PEERS" \
+		--file "$BATS_TEST_TMPDIR/w" >"$BATS_TEST_TMPDIR/rank.0.out" 2>"$BATS_TEST_TMPDIR/rank.0.err" &
+	PIDS+=($!)
+	mc_wait
+	[ "${RCS[*]}" = "0 0" ] || { mc_dump; fail "the later job's honest exits: ${RCS[*]}"; }
+	[ "$(sha256sum <"$BATS_TEST_TMPDIR/out.1" | cut -d' ' -f1)" = "$BLOB_SHA" ] ||
+		fail "rank 1's --out is not the real root's blob"
 }
 
 # tty_run LOG COMMAND: COMMAND (a shell line) under script(1), so that its

@@ -20,7 +20,7 @@ struct example {
 static const struct example examples[] = {
 	/* refused: a reject with the peer's reason, nobody listening */
 	{ ECONNREFUSED,
-	  "connection to 198.18.1.4:26403 rejected: rdmactl: not authorised (a wrong group token)",
+	  "connection to 198.18.1.4:26403 rejected: rdmactl: not authorised (this group needs a token)",
 	  RC_LINK_REFUSED },
 	{ ECONNREFUSED, "connection to 198.18.1.4:26403 refused: nothing listens on that port",
 	  RC_LINK_REFUSED },

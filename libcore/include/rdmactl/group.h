@@ -63,9 +63,9 @@ struct rc_group_opts {
 	 * ranks agree on the pairs left out and the barrier's tree goes around
 	 * them (sweep); a rank they cut off fails the connect */
 	bool partial;
-	/* Every connect request proves this token (without sending it), checked
-	 * before a queue pair exists; NULL: none, and a peer that has one is
-	 * refused. 1 to RC_TOKEN_MAX printable characters (copied). */
+	/* Every connection proves this token both ways (without sending it):
+	 * a connection joins only once its peer proved it; NULL: none, and a
+	 * peer that has one is refused. 1 to RC_TOKEN_MAX printable characters (copied). */
 	const char *token;
 };
 
