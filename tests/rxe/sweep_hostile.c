@@ -68,8 +68,8 @@ int main(int argc, char **argv)
 	struct rc_group_join j = { .timeout_ms = 20000, .partial = true, .plan = plan };
 	struct rc_group_join_out how;
 	struct rc_group *g = NULL;
-	struct remote_buf mine, *theirs;
-	struct rc_sweep_cell *row;
+	struct remote_buf mine, *theirs = NULL;
+	struct rc_sweep_cell *row = NULL;
 	uint64_t verdict[RC_GROUP_MAX];
 	struct rc_sweep_node node = { .port = 1 };
 	struct ibv_mr *mr = NULL;
@@ -130,6 +130,8 @@ out:
 		ibv_dereg_mr(mr);
 	rc_group_close(g);
 	free(buf);
+	free(row);
+	free(theirs);
 	return rc;
 usage:
 	fprintf(stderr, "usage: sweep_hostile RANK WORLD PEERS [TOKEN]\n");
