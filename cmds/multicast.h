@@ -31,6 +31,10 @@
 	  COMP_WORDS, "auto|256K|1M|2M", OPT_STR(struct mc_cli, chunk, "auto")) \
 	X(MC_RING, "ring", 0, "N", "chunks in each receiver's ring of buffers, 1 to 256", \
 	  OPT_INT(struct mc_cli, num.ring, 1, 256, "16")) \
+	X(MC_MAX_RING, "max-ring", 0, "SIZE", \
+	  "receivers: the most memory a root may ask of this rank for a ring (--ring chunks of " \
+	  "its --chunk); a root that asks more is refused", \
+	  OPT_SIZE(struct mc_cli, num.max_ring, "256M")) \
 	X(MC_OUT, "out", 'O', "FILE", \
 	  "receivers: write the blob to FILE as it arrives (%r: the rank)", COMP_FILE, \
 	  OPT_STR(struct mc_cli, out, NULL)) \
@@ -75,6 +79,7 @@ struct mc_nums {
 	int root, algo, fanout, ring;
 	int digest;           /* --digest: the word's index, 0 xxh64, 1 sha256 */
 	uint64_t size, chunk; /* chunk 0: auto */
+	uint64_t max_ring;    /* --max-ring: bytes */
 	double bw;
 };
 

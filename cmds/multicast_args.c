@@ -88,7 +88,7 @@ static int read_values(struct ctx *ctx, const struct cmd *c, const struct opt_va
 			  : 0) ||
 	    (rc = opts_fill(ctx, c, v, MC_ROOT, MC_ROOT + 1, m)) ||
 	    (rc = opts_fill(ctx, c, v, MC_ALGO, MC_FANOUT + 1, m)) ||
-	    (rc = opts_fill(ctx, c, v, MC_RING, MC_RING + 1, m)) ||
+	    (rc = opts_fill(ctx, c, v, MC_RING, MC_MAX_RING + 1, m)) ||
 	    (rc = opts_fill(ctx, c, v, MC_SIZE, MC_CHUNK + 1, m)) ||
 	    (rc = opts_fill(ctx, c, v, MC_LINK_BW, MC_DIGEST + 1, m)))
 		return rc;
@@ -191,6 +191,7 @@ int multicast_parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 	m->run.size = n->size;
 	m->run.chunk = (uint32_t)n->chunk;
 	m->run.ring = n->ring;
+	m->run.max_ring = n->max_ring;
 	m->run.link_bw = n->bw;
 	m->run.digest = n->digest ? RC_MCAST_DIGEST_SHA256 : RC_MCAST_DIGEST_XXH64;
 	m->run.timeout_ms = ctx->timeout_ms;

@@ -41,7 +41,7 @@ int register_rails_start(struct ctx *ctx, struct register_args *a, const struct 
 		if (rc)
 			return fail(ctx, rc, "rail %d (%s:%s): %s", i + 1, o.addr, o.port, e.msg);
 		for (int r = 0; r < rc_server_nregions(s); r++) {
-			rc = rc_server_share_region(a->rail_srv[i], rc_server_region(s, r), &e);
+			rc = rc_server_share_region(a->rail_srv[i], s, r, &e);
 			if (rc)
 				return fail(ctx, rc, "rail %d (%s): %s", i + 1,
 					    rc_listener_device(rc_server_listener(a->rail_srv[i])),

@@ -123,6 +123,10 @@ static int on_recv(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc
 					 (int)(m->len < RC_GROUP_MSG_MAX ? m->len
 									 : RC_GROUP_MSG_MAX),
 					 (const char *)m->data);
+			/* printed as it came: no terminal escape in it */
+			for (char *c = g->abort_msg; *c; c++)
+				if ((unsigned char)*c < 0x20 || *c == 0x7f)
+					*c = '?';
 			g->aborted = true;
 			return rc_msgch_repost(&g->ch, rx.slot, err);
 		}

@@ -60,6 +60,7 @@ int mcast_say_hello(struct mc *m, struct rc_err *err)
 {
 	const struct rc_mcast_opts *o = m->o;
 	int W = o->shape.world, root = o->shape.root, rc;
+	uint64_t max_ring = o->max_ring ? o->max_ring : RC_MCAST_MAX_RING_DEFAULT;
 	struct hello mine = { HELLO_MAGIC,
 			      (uint32_t)o->shape.algo,
 			      (uint32_t)o->shape.fanout,
@@ -93,6 +94,12 @@ int mcast_say_hello(struct mc *m, struct rc_err *err)
 		rc = rc_err_set(err, EPROTO,
 				"rings of %d chunks of the root's %u bytes are over 64G", m->R,
 				m->chunk);
+	else if (m->me != root && (uint64_t)m->R * m->chunk > max_ring)
+		rc = rc_err_set(err, E2BIG,
+				"the root asks for a ring of %d chunks of %u bytes (%llu bytes), "
+				"more than this rank's --max-ring of %llu: refused",
+				m->R, m->chunk, (unsigned long long)m->R * m->chunk,
+				(unsigned long long)max_ring);
 out:
 	free(all);
 	return rc;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <rdmactl/ctrl.h>
+#include <rdmactl/parse.h>
 #include <rdmactl/ctrl_core.h>
 
 static void put16(unsigned char *p, uint16_t v)
@@ -117,9 +118,13 @@ int rc_ctrl_decode_list(const void *buf, size_t len, struct rc_region_desc *r, i
 	for (uint32_t i = 0; i < n; i++, p += RC_REGION_WIRE_LEN) {
 		uint32_t access;
 
+		/* A name as a server may serve it: terminated, and nothing a
+		 * terminal would take for an escape. */
 		if (memchr(p, '\0', RC_NAME_MAX) == NULL)
 			return -EBADMSG;
 		memcpy(r[i].name, p, RC_NAME_MAX);
+		if (!rc_region_name_valid(r[i].name))
+			return -EBADMSG;
 		r[i].addr = get64(p + RC_NAME_MAX);
 		r[i].length = get64(p + RC_NAME_MAX + 8);
 		r[i].rkey = get32(p + RC_NAME_MAX + 16);
@@ -140,11 +145,16 @@ static void put_str(unsigned char *p, const char *s, size_t field)
 	memcpy(p, s, n);
 }
 
+/* A peer's string: terminated in its field, its control characters (a
+ * terminal's escapes, when it is printed) made '?'. */
 static int get_str(char *dst, const unsigned char *p, size_t field)
 {
 	if (memchr(p, '\0', field) == NULL)
 		return -EBADMSG;
 	memcpy(dst, p, field);
+	for (char *c = dst; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
 	return 0;
 }
 

@@ -18,6 +18,15 @@
 /* Requests one connection may leave unanswered, in flight and waiting: a
  * peer past it is dropped, so that no one peer holds the shared buffers. */
 #define SRV_HOLD_MAX 128
+/* The control slots each connection may always hold: the pool has these
+ * for every connection --max-conns allows, and a few more that a burst
+ * may borrow while no one else holds them (srv_pool.c); a connection past
+ * its own with none left to borrow is dropped at once. */
+#define SRV_CONN_SLOTS 4
+/* The server's replies meet a peer with no receive posted this many
+ * times before they fail (and the connection with them), whatever the
+ * peer asked for: 7 would be for ever. */
+#define SRV_RNR_RETRY 6
 #define SRV_MAX_CONNS 1024
 /* Connections accepted and not yet proved (srv_auth.c): at most so many,
  * each for at most so long. */
@@ -51,6 +60,8 @@ struct srv_pool {
 	struct rc_msgch ch;
 	struct srv_slot *slot;
 	int n;
+	int extra;    /* the slots beyond SRV_CONN_SLOTS a connection */
+	int borrowed; /* of them, held now: past their own by every connection */
 };
 
 struct srv_conn {

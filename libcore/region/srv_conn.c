@@ -123,7 +123,8 @@ static void on_connect_request(struct rc_server *s, struct rc_cm_event *ev)
 {
 	struct rc_conn_opts co = { .sq_depth = SRV_CREDITS + 1, /* the replies and a probe */
 				   .shared = s->sh,
-				   .timeout_ms = 5000 };
+				   .timeout_ms = 5000,
+				   .rnr_retry = SRV_RNR_RETRY };
 	unsigned char chal[RC_CHALLENGE_LEN];
 	struct srv_conn *sc;
 	char why[160];
@@ -294,7 +295,7 @@ static void on_recv(struct rc_server *s, struct srv_conn *sc, const struct ibv_w
 {
 	struct srv_slot *sl = &s->pool.slot[i];
 	struct rc_err e;
-	char why[96];
+	char why[128];
 
 	if (!sc || wc->status != IBV_WC_SUCCESS) {
 		srv_slot_post(s, i);
@@ -315,11 +316,17 @@ static void on_recv(struct rc_server *s, struct srv_conn *sc, const struct ibv_w
 		}
 		return;
 	}
-	if (sc->inflight + sc->nback >= SRV_HOLD_MAX) {
+	if (sc->inflight + sc->nback >= SRV_HOLD_MAX || !srv_slot_borrow(s, sc)) {
 		srv_slot_post(s, i);
-		snprintf(why, sizeof(why),
-			 "more than %d control messages unanswered (it does not read the replies)",
-			 SRV_HOLD_MAX);
+		if (sc->inflight + sc->nback >= SRV_HOLD_MAX)
+			snprintf(why, sizeof(why),
+				 "more than %d control messages unanswered (it does not read the replies)",
+				 SRV_HOLD_MAX);
+		else
+			snprintf(why, sizeof(why),
+				 "over its share of the control slots: %d messages unanswered, "
+				 "and the rest held by others",
+				 sc->inflight + sc->nback);
 		drop_soon(s, sc, why);
 		return;
 	}

@@ -260,6 +260,14 @@ static int on_track(const struct step_ctx *x, struct rc_err *err)
 	if (r->mem.kind == RC_MEM_CUDA)
 		return rc_err_set(err, ENOTSUP,
 				  "region '%s' is GPU memory: it cannot be moved live", name);
+	/* Its other rails (servers of their own) would go on serving, and
+	 * registering, the memory this move drops. */
+	if (r->shared || r->rails > 1)
+		return rc_err_set(err, ENOTSUP,
+				  "region '%s' is served on several rails (%d devices register "
+				  "its memory): it cannot be moved live, its rails would not move "
+				  "together",
+				  name, r->rails > 1 ? r->rails : 2);
 	if (!r->mr)
 		return rc_err_set(err, EINVAL, "region '%s' is not registered here", name);
 	free(m->dirty);
@@ -354,7 +362,9 @@ static int on_drop(const struct step_ctx *x, struct rc_err *err)
 		return rc_err_set(err, EBUSY, "region '%s' has requests running: drop it later",
 				  x->c->region);
 	unregister(x->r);
-	if (x->r->mem.kind != RC_MEM_FILE)
+	/* Never memory that another rail registers still (TRACK refuses such a
+	 * region: this is a second lock). */
+	if (x->r->mem.kind != RC_MEM_FILE && !x->r->shared && x->r->rails < 2)
 		rc_mem_free(&x->r->mem);
 	m->state = MS_DROPPED;
 	m->move = 0;

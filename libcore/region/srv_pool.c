@@ -18,8 +18,24 @@
 
 #include "srv_pool.h"
 
-/* Slots beyond one per connection: room for a burst of one peer. */
+/* Slots beyond SRV_CONN_SLOTS per connection: room for a burst or two,
+ * borrowed while no one else holds them (srv_slot_borrow). */
 #define SRV_POOL_EXTRA (2 * SRV_HOLD_MAX)
+
+static int held(const struct srv_conn *sc)
+{
+	return sc->inflight + sc->nback;
+}
+
+bool srv_slot_borrow(struct rc_server *s, const struct srv_conn *sc)
+{
+	if (held(sc) < SRV_CONN_SLOTS)
+		return true;
+	if (s->pool.borrowed >= s->pool.extra)
+		return false;
+	s->pool.borrowed++;
+	return true;
+}
 
 int srv_slot_post(struct rc_server *s, int i)
 {
@@ -43,13 +59,18 @@ void srv_slot_release(struct rc_server *s, int i)
 {
 	struct srv_slot *sl = &s->pool.slot[i];
 
-	if (sl->owner && (sl->state == SLOT_BUSY || sl->state == SLOT_SENDING))
+	if (sl->owner && (sl->state == SLOT_BUSY || sl->state == SLOT_SENDING)) {
+		if (held(sl->owner) > SRV_CONN_SLOTS)
+			s->pool.borrowed--;
 		sl->owner->inflight--;
+	}
 	srv_slot_post(s, i);
 }
 
 void srv_pool_release_conn(struct rc_server *s, const struct srv_conn *sc)
 {
+	if (held(sc) > SRV_CONN_SLOTS)
+		s->pool.borrowed -= held(sc) - SRV_CONN_SLOTS;
 	for (int i = 0; i < s->pool.n; i++)
 		if (s->pool.slot[i].state != SLOT_POSTED && s->pool.slot[i].owner == sc) {
 			s->pool.slot[i].owner = NULL; /* the connection is freed already */
@@ -59,7 +80,7 @@ void srv_pool_release_conn(struct rc_server *s, const struct srv_conn *sc)
 
 int srv_pool_create(struct rc_server *s, struct rc_err *err)
 {
-	int n = s->max_conns + SRV_POOL_EXTRA, rc;
+	int n = s->max_conns * SRV_CONN_SLOTS + SRV_POOL_EXTRA, rc;
 	/* Every connection's send queue (its replies and a probe) and the
 	 * receives: what may complete before the CQ is polled. */
 	int cqe = s->max_conns * (SRV_CREDITS + 1) + n;
@@ -80,6 +101,7 @@ int srv_pool_create(struct rc_server *s, struct rc_err *err)
 	if (rc)
 		return rc_err_wrap(err, 0, "--max-conns %d", s->max_conns);
 	s->pool.n = n;
+	s->pool.extra = SRV_POOL_EXTRA;
 	for (int i = 0; i < n; i++)
 		if ((rc = srv_slot_post(s, i)))
 			return rc_err_set(err, -rc, "cannot post the control receives: %s",

@@ -250,6 +250,52 @@ static int ports(struct sweep *s, struct rc_err *err)
 		s->nports = rc_sweep_port_ids(s->world, keys, s->port);
 	free(keys);
 	return rc;
+/* A string a peer sent in a field of cap bytes: it must end in a NUL
+ * there; its control characters (a terminal's escapes) become '?'. */
+static bool peer_string(char *str, size_t cap)
+{
+	char *end = memchr(str, 0, cap);
+
+	if (!end)
+		return false;
+	for (char *p = str; p < end; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return true;
+}
+
+/* What the other ranks sent, checked before anything reads it: every string
+ * terminated in its field (made printable), every count and class in its
+ * range. A rank that sent otherwise is refused by name. */
+static int check_gathered(struct rc_sweep_result *res, int me, struct rc_err *err)
+{
+	int W = res->world;
+
+	for (int i = 0; i < W; i++) {
+		struct rc_sweep_node *n = &res->nodes[i];
+
+		if (i != me && (!peer_string(n->host, sizeof(n->host)) ||
+				!peer_string(n->hostname, sizeof(n->hostname)) ||
+				!peer_string(n->dev, sizeof(n->dev))))
+			return rc_err_set(err, EBADMSG,
+					  "rank %d sent a node record whose names are not "
+					  "terminated strings: refused",
+					  i);
+		for (int j = 0; j < W && i != me; j++) {
+			struct rc_sweep_cell *c = &res->m[(size_t)i * (size_t)W + (size_t)j];
+			bool ok = c->nctr >= 0 && c->nctr <= RC_SWEEP_CTR_MAX && c->link >= 0 &&
+				  c->link <= RC_LINK_OTHER && peer_string(c->why, sizeof(c->why));
+
+			for (int k = 0; ok && k < RC_SWEEP_CTR_MAX; k++)
+				ok = peer_string(c->ctr[k].name, sizeof(c->ctr[k].name));
+			if (!ok)
+				return rc_err_set(err, EBADMSG,
+						  "rank %d sent a row whose cell %d holds a string "
+						  "not terminated, or a count out of range: refused",
+						  i, j);
+		}
+	}
+	return 0;
 }
 
 static int sweep_setup(struct sweep *s, struct rc_err *err)
@@ -362,6 +408,8 @@ int rc_sweep_run(struct rc_group *g, const struct rc_sweep_opts *o, struct rc_sw
 		goto out;
 	memcpy(&res->m[(size_t)s.me * (size_t)s.world], s.row, (size_t)s.world * sizeof(*s.row));
 	if ((rc = gather_rows(&s, res->m, err)) || (rc = gather_nodes(&s, res->nodes, err)))
+		goto out;
+	if (s.me == 0 && (rc = check_gathered(res, s.me, err)))
 		goto out;
 	res->seconds = rc_now() - t0;
 out:

@@ -574,8 +574,10 @@ int rc_accept(struct rc_listener *l, struct rdma_cm_id *child, const struct rdma
 		if (req->responder_resources < cp.initiator_depth)
 			cp.initiator_depth = req->responder_resources;
 	}
-	if (rdma_accept(child, &cp)) {
-		rc = rc_err_set(err, errno, "cannot accept %s: %s", c->peer, strerror(errno));
+	rc = o->rnr_retry > 0 ? rc_accept_own_rnr(child, &cp, o->rnr_retry)
+			      : (rdma_accept(child, &cp) ? -errno : 0);
+	if (rc) {
+		rc = rc_err_set(err, -rc, "cannot accept %s: %s", c->peer, strerror(-rc));
 		goto fail;
 	}
 	short_rnr_timer(c->qp);

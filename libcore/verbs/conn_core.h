@@ -149,6 +149,10 @@ void rc_conn_keep_accept(struct rc_conn *c, const void *data, size_t len);
  * the accept (at most RC_ACCEPT_DATA_MAX bytes). */
 int rc_accept(struct rc_listener *l, struct rdma_cm_id *child, const struct rdma_conn_param *req,
 	      const struct rc_conn_opts *opts, struct rc_conn **out, struct rc_err *err);
+/* rdma_accept(child, cp), child's QP taken to RTR and RTS here with a RNR
+ * retry count of rnr_retry (0 to 7) instead of the one the peer asked for
+ * (qp_ready.c). 0 or -errno. */
+int rc_accept_own_rnr(struct rdma_cm_id *child, struct rdma_conn_param *cp, int rnr_retry);
 /* Refuse a connect request, with a reason the peer can read. */
 void rc_reject(struct rdma_cm_id *child, const char *reason);
 

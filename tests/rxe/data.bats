@@ -388,6 +388,61 @@ setup() {
 	assert_success
 }
 
+@test "register: six connections flood LIST requests and never read a reply; honest reads are answered during the flood, the flooders dropped at once" {
+	# sanitizer tier: always (a hostile flood of the shared control slots)
+	local t=$BATS_TEST_TMPDIR i n t0 delay
+	head -c 4K /dev/urandom >"$t/a"
+	# Six peers of 127 requests each, no receive posted: they never read a
+	# reply; together they ask for more control slots than the pool has.
+	# First with the RNR delay rdmactl asks for (0.64 ms), then with the
+	# longest (0: 655 ms), so that what each holds it holds for seconds.
+	for delay in 12 0; do
+		PORT=$(next_port)
+		start_server 1 --listen "$ADDR:$PORT" --token tok --name a --size 4K
+		rdmactl write "$ADDR:$PORT/a" --token tok --file "$t/a" >/dev/null
+		t0=$SECONDS
+		for i in 1 2 3 4 5 6; do
+			LIST_BURST_AHEAD=0 LIST_BURST_RNR_TIMER=$delay "$LIST_BURST" "$ADDR" "$PORT" 127 1 tok \
+				>"$t/flood.$delay.$i" 2>&1 3>&- &
+			started "$!"
+		done
+		# The six reached the server (one dropped before its connection was
+		# reported shows as disconnected alone), and the write's client.
+		for ((i = 0; i < 300; i++)); do
+			n=$(jq -s '[.[] | select(.event == "connected" or .event == "disconnected") | .peer]
+				| unique | length' "$SERVER_OUT")
+			((n >= 7)) && break
+			sleep 0.1
+		done
+		((n >= 7)) || { cat "$SERVER_OUT" "$t"/flood.*; fail "the six did not reach the server"; }
+		# Honest reads during the flood: each answered, within 5 s.
+		for i in 1 2 3 4 5 6; do
+			run rdmactl -t 5000 read "$ADDR:$PORT/a" --token tok --out "$t/back.$i"
+			echo "delay $delay, read $i: $status $output"
+			assert_success
+			cmp "$t/a" "$t/back.$i"
+		done
+		# The six were dropped at once (over their share of the slots, or
+		# their replies unread past the server's retries), not by the
+		# keepalive's 15 s.
+		while :; do
+			n=$(jq -s '[.[] | select(.event == "disconnected" and .reason != null)] | length' "$SERVER_OUT")
+			((n >= 6 || SECONDS - t0 >= 10)) && break
+			sleep 0.2
+		done
+		jq -c 'select(.event == "disconnected")' "$SERVER_OUT"
+		((n >= 6)) || fail "delay $delay: $n of the six dropped within 10 s"
+		# Held for seconds, the later ones found no slot to borrow.
+		((delay != 0)) || jq -s -e '[.[] | select(.event == "disconnected"
+			and (.reason // "" | test("over its share of the control slots")))] | length >= 1' "$SERVER_OUT"
+		# and the server still serves
+		run rdmactl read "$ADDR:$PORT/a" --token tok --out "$t/after"
+		assert_success
+		cmp "$t/a" "$t/after"
+		stop_server
+	done
+}
+
 @test "write with --imm delivers the immediate value to the server" {
 	start_server 1 --listen "$ADDR:$PORT" --name kv --size 64K
 	run rdmactl -j write "$ADDR:$PORT/kv" --pattern seq --size 4K --imm 42

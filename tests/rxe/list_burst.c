@@ -9,6 +9,11 @@
  *
  *   list_burst HOST PORT COUNT ROUNDS [TOKEN]
  *
+ * With LIST_BURST_AHEAD=N, N receives are posted ahead instead (0: none,
+ * a peer that never reads a reply: it waits for them until its timeout).
+ * LIST_BURST_RNR_TIMER=T sets the RNR NAK delay this peer asks of the
+ * server (the IB encoding: 0 is the longest, 655 ms).
+ *
  * Prints "replies=N regions=K names=A,B,..." and exits 0 when every reply
  * was intact; prints what was wrong and exits 1 otherwise; 2 on usage.
  */
@@ -33,6 +38,8 @@
  * the server's memory (a server that reused a reply's buffer too early
  * would send another reply's bytes then). */
 #define AHEAD 4
+
+static int ahead = AHEAD;
 
 struct bufs {
 	unsigned char req[MAX_COUNT][RC_CTRL_HDR_LEN];
@@ -89,7 +96,7 @@ static int round_trip(struct rc_conn *c, struct bufs *b, uint32_t lkey, uint32_t
 {
 	bool seen[MAX_COUNT] = { false };
 	struct ibv_wc wc[16];
-	int replies = 0, sent = 0, posted = count < AHEAD ? count : AHEAD, n;
+	int replies = 0, sent = 0, posted = count < ahead ? count : ahead, n;
 	struct rc_err e;
 
 	for (int i = 0; i < posted; i++)
@@ -132,7 +139,7 @@ static int round_trip(struct rc_conn *c, struct bufs *b, uint32_t lkey, uint32_t
 				return -1;
 			replies++;
 			/* Checked: the buffer takes a later reply. */
-			if (posted < count) {
+			if (posted < count && ahead) {
 				if (rc_post_recv(c, b->resp[slot], RC_CTRL_MSG_MAX, lkey,
 						 (uint64_t)slot, &e)) {
 					printf("%s\n", e.msg);
@@ -161,6 +168,10 @@ int main(int argc, char **argv)
 	rounds = atoi(argv[4]);
 	if (count < 1 || count > MAX_COUNT || rounds < 1)
 		goto usage;
+	if (getenv("LIST_BURST_AHEAD"))
+		ahead = atoi(getenv("LIST_BURST_AHEAD"));
+	if (ahead < 0 || ahead > MAX_COUNT)
+		goto usage;
 	o.sq_depth = count;
 	o.rq_depth = count;
 	/* Protocol 2's handshake first: the server answers nothing before. */
@@ -168,6 +179,13 @@ int main(int argc, char **argv)
 			      &a, &e)) {
 		printf("%s\n", e.msg);
 		return 1;
+	}
+	if (getenv("LIST_BURST_RNR_TIMER")) {
+		struct ibv_qp_attr a = { .min_rnr_timer =
+						 (uint8_t)atoi(getenv("LIST_BURST_RNR_TIMER")) };
+
+		if (ibv_modify_qp(c->qp, &a, IBV_QP_MIN_RNR_TIMER))
+			printf("cannot set the RNR timer\n");
 	}
 	b = calloc(1, sizeof(*b));
 	if (!b)

@@ -131,6 +131,23 @@ blob() {
 	jq -e '.algo == "flat" and .depth == 1 and .width == 7 and .chunks == 16' <<<"$DOC"
 }
 
+@test "--max-ring: a receiver refuses, by name, a root that asks for a larger ring; one within it is served" {
+	# sanitizer tier: always (a root's hello that asks more of a receiver than it allows)
+	need_guest
+	blob "$BATS_TEST_TMPDIR/w" $((1 << 20))
+	# rings of 16 chunks of 1 MiB: 16 MiB, over the receiver's 8 MiB
+	mc_peers 2
+	mc_start 2 --algo flat --file "$BATS_TEST_TMPDIR/w" --chunk 1M --ring 16 --max-ring 8M
+	mc_wait
+	((RCS[1] != 0)) || { mc_dump; fail "the receiver took a 16 MiB ring past --max-ring 8M"; }
+	((RCS[0] != 0)) || { mc_dump; fail "the root did not fail"; }
+	grep -q "a ring of 16 chunks of 1048576 bytes (16777216 bytes), more than this rank's --max-ring of 8388608: refused" \
+		"$BATS_TEST_TMPDIR/rank.1.out" || { mc_dump; fail "the receiver does not name --max-ring"; }
+	# within the receiver's limit, the same is served
+	mc_peers 2
+	mc_ok 2 "$BLOB_SHA" --algo flat --file "$BATS_TEST_TMPDIR/w" --chunk 1M --ring 16 --max-ring 16M
+}
+
 @test "the digest: xxh64 by default, as xxhsum gives the blob; --digest sha256 as sha256sum does, in the text and the document" {
 	need_guest
 	local x

@@ -213,6 +213,23 @@ teardown() {
 	jq -e '.error.message | test("rank 3")' "$BATS_TEST_TMPDIR/rank.2.out"
 }
 
+@test "a hostile rank gathers rank 0 a row, then a node record, of unterminated strings with escapes: rank 0 refuses it by name and prints no escape" {
+	# sanitizer tier: always (strings a peer sent, read by rank 0)
+	local what
+	for what in row node; do
+		SWEEP_SKIP=1 sweep_start 2
+		SWEEP_HOSTILE_ONLY=$what "$BUILD_DIR/tests/rxe/sweep_hostile" 1 2 "$PEERS" \
+			>"$BATS_TEST_TMPDIR/hostile.out" 2>&1 &
+		PIDS+=($!)
+		sweep_wait
+		echo "$what: ranks exited ${RCS[*]}: $DOC $(cat "$BATS_TEST_TMPDIR/rank.0.err" "$BATS_TEST_TMPDIR/hostile.out")"
+		assert_equal "${RCS[0]}" 1
+		jq -e --arg w "$what" '.error.message | test("rank 1 sent a " + $w + " .*refused")' <<<"$DOC"
+		run grep -l $'\033' "$BATS_TEST_TMPDIR/rank.0.out" "$BATS_TEST_TMPDIR/rank.0.err"
+		assert_failure
+	done
+}
+
 @test "--pairs: only the pairs asked for are measured, the rest null" {
 	heavy_sibling "'healthy: 6 ranks over the veth pair' (the same rounds; test_sweep parses --pairs files)"
 	printf '0 2\n3 1 # either order\n' >"$BATS_TEST_TMPDIR/pairs"

@@ -279,6 +279,45 @@ stripes() {
 	cmp "$IN" "$OUT"
 }
 
+@test "a live move of a region on two rails: refused by name; a write through rail 2 is kept and an admin HASH through rail 2 answered" {
+	# sanitizer tier: always (a move's steps against memory that another rail registers)
+	local t=$BATS_TEST_TMPDIR adm dst mig lost=0
+	adm=$t/admin.token
+	(umask 077 && echo "adm-$RANDOM$RANDOM" >"$adm")
+	serve_rails 1M --admin-token-file "$adm"
+	local src_pid=$SERVER_PID src_out=$SERVER_OUT
+	dst=$RDMACTL_VM_ADDR_A:$(next_port)
+	start_server 1 --listen "$dst" --name kv --size 1M --admin-token-file "$adm"
+	started "$SERVER_PID"
+	SERVER_PID=$src_pid SERVER_OUT=$src_out
+	head -c 1M /dev/urandom >"$IN"
+	rdmactl write "$RDMACTL_VM_ADDR_B:$PORT/kv" --file "$IN" >/dev/null
+	# a verified live move through rail 1
+	run rdmactl -j migrate --admin-token-file "$adm" "$RDMACTL_VM_ADDR_B:$PORT/kv" "$dst/kv"
+	mig="$status: $output"
+	echo "migrate: $mig"
+	# then a write through rail 2, read back through rail 1 (which follows a moved region)
+	printf 'written through rail 2\n' >"$t/w"
+	run rdmactl -d "$RDMACTL_VM_DEV_C" write "$RDMACTL_VM_ADDR_D:$PORT/kv" --bind "$RDMACTL_VM_ADDR_C" \
+		--offset 8192 --file "$t/w"
+	echo "write through rail 2: $status $output"
+	run rdmactl -j read "$RDMACTL_VM_ADDR_B:$PORT/kv" --offset 8192 --size 23 --out "$t/back"
+	echo "read through rail 1: $status $output"
+	cmp "$t/w" "$t/back" || lost=1
+	# and an admin HASH through rail 2
+	run "$MIG_CTL" "$RDMACTL_VM_ADDR_D:$PORT/kv" "$(cat "$adm")" hash
+	echo "hash through rail 2: $status $output"
+	kill -0 "$SERVER_PID" || fail "the server died: $(tail -5 "$SERVER_OUT.err")"
+	assert_success
+	((lost == 0)) || fail "the write through rail 2 was lost"
+	# the whole region, as written but for the rail 2 write, is still here
+	rdmactl -d "$RDMACTL_VM_DEV_C" read "$RDMACTL_VM_ADDR_D:$PORT/kv" --bind "$RDMACTL_VM_ADDR_C" --out "$OUT" >/dev/null
+	cmp -l "$IN" "$OUT" | awk '$1 <= 8192 || $1 > 8192 + 23 { bad = 1 } END { exit bad }'
+	# the move was refused, by name, at its start
+	[[ $mig == "1: "* ]] || fail "migrate did not fail: $mig"
+	[[ $mig == *"region 'kv' is served on several rails"* ]] || fail "no refusal by name: $mig"
+}
+
 @test "every rail failed: the server killed mid-write is an error naming each rail" {
 	serve_rails 24M
 	head -c 24M /dev/urandom >"$IN"

@@ -52,6 +52,10 @@ int main(void)
 	buf[RC_CTRL_HDR_LEN + 4 + RC_NAME_MAX + 20] = 9;
 	CHECK(rc_ctrl_decode_list(buf, (size_t)len, out, 4) == -EBADMSG);
 	CHECK(rc_ctrl_encode_list(buf, 40, 1, in, 2) == -ENOSPC);
+	/* A name no server serves (a terminal's escape in it) is refused. */
+	len = rc_ctrl_encode_list(buf, sizeof(buf), 7, in, 2);
+	buf[RC_CTRL_HDR_LEN + 4 + RC_REGION_WIRE_LEN] = 0x1b;
+	CHECK(rc_ctrl_decode_list(buf, (size_t)len, out, 4) == -EBADMSG);
 
 	/* A request header round trip. */
 	CHECK(rc_ctrl_encode_hdr(buf, sizeof(buf), RC_CTRL_LIST_REQ, 0, 3) == RC_CTRL_HDR_LEN);

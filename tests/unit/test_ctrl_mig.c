@@ -2,6 +2,7 @@
 /* The migration messages of the control protocol: round trips, the most
  * extents one message holds, and refusal of malformed messages. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <rdmactl/ctrl.h>
@@ -66,6 +67,12 @@ int main(void)
 	CHECK(rc_ctrl_decode_mig_resp(buf, (size_t)len, &s) == 0);
 	CHECK(s.status == -ENOENT && s.bytes == 1234 && s.digest[31] == 0xab);
 	CHECK_STR(s.msg, "no region named 'x'");
+	/* A peer's message comes out with its control characters made '?'. */
+	snprintf(r.msg, sizeof(r.msg), "bad \033[2J\007 end");
+	len = rc_ctrl_encode_mig_resp(buf, sizeof(buf), 3, &r);
+	CHECK(rc_ctrl_decode_mig_resp(buf, (size_t)len, &s) == 0);
+	CHECK_STR(s.msg, "bad ?[2J? end");
+	len = rc_ctrl_encode_mig_resp(buf, sizeof(buf), 3, &r);
 	/* A positive status is no errno. */
 	buf[RC_CTRL_HDR_LEN] = 5, buf[RC_CTRL_HDR_LEN + 1] = 0, buf[RC_CTRL_HDR_LEN + 2] = 0,
 	buf[RC_CTRL_HDR_LEN + 3] = 0;

@@ -39,6 +39,10 @@ struct rc_conn_opts {
 	 * (to post receives that the peer may use at once). */
 	int (*on_qp)(struct rc_conn *c, void *arg);
 	void *on_qp_arg;
+	/* Accepting side: how often its sends meet a receiver that is not ready
+	 * (no receive posted) before they fail, 1 to 7 (7: for ever). 0: as the
+	 * peer's connect request asks, which a hostile peer may set to 7. */
+	int rnr_retry;
 };
 
 /* The local address a listener is bound to. */

@@ -77,14 +77,19 @@ RC_EXPORT int rc_mcast_recv_depth(int ring);
 /* The largest chunk a rank takes (--chunk's limit; a root's hello past it
  * is refused). */
 #define RC_MCAST_CHUNK_LIMIT (1u << 30)
-#define RC_MCAST_RING_LIMIT (64ull << 30) /* bytes of one ring, likewise */
+#define RC_MCAST_RING_LIMIT (64ull << 30)        /* bytes of one ring, likewise */
+#define RC_MCAST_MAX_RING_DEFAULT (256ull << 20) /* rc_mcast_opts.max_ring's */
 RC_EXPORT uint32_t rc_mcast_auto_chunk(const struct rc_mcast_shape *s, uint64_t size);
 
 struct rc_mcast_opts {
 	struct rc_mcast_shape shape;
-	uint64_t size;          /* the root's: bytes of the blob (receivers learn it) */
-	uint32_t chunk;         /* bytes per write; 0: the root's rc_mcast_auto_chunk */
-	int ring;               /* chunks in each receive ring */
+	uint64_t size;  /* the root's: bytes of the blob (receivers learn it) */
+	uint32_t chunk; /* bytes per write; 0: the root's rc_mcast_auto_chunk */
+	int ring;       /* chunks in each receive ring */
+	/* Receivers: the most bytes of one ring (ring chunks of the root's
+	 * chunk) this rank lets a root ask for; a hello past it is refused.
+	 * 0: RC_MCAST_MAX_RING_DEFAULT. */
+	uint64_t max_ring;
 	struct rc_mem_spec mem; /* receivers' ring memory (len is set here) */
 	/* Root: the blob's bytes at off (len of them); 0 or -errno. Called in
 	 * order, from a reader thread of the run's own (one a rail). */

@@ -22,6 +22,9 @@ struct rc_region {
 	/* Another server's memory, registered here too (a rail): that server
 	 * writes it back and frees it, this one only deregisters. */
 	bool shared;
+	/* The servers this memory is served by, this one among them, when
+	 * more than one: a region on several rails (0: this server only). */
+	int rails;
 };
 
 enum rc_server_event_kind {
@@ -68,10 +71,12 @@ RC_EXPORT int rc_server_create(const struct rc_server_opts *opts, struct rc_serv
 RC_EXPORT int rc_server_add_region_spec(struct rc_server *s, const char *name,
 					const struct rc_mem_spec *spec, enum rc_access access,
 					struct rc_err *err);
-/* Serve from (a region of another server, on another device) here too: the
- * same memory, registered on this server's PD, under its name. Release
- * this server before the one that owns the memory. Host memory only. */
-RC_EXPORT int rc_server_share_region(struct rc_server *s, const struct rc_region *from,
+/* Serve owner's region i (another server's, on another device) here too:
+ * the same memory, registered on this server's PD, under its name; both
+ * entries count the rails that serve it (a region on several rails is
+ * never moved live). Call it before either server runs. Release this
+ * server before the one that owns the memory. */
+RC_EXPORT int rc_server_share_region(struct rc_server *s, struct rc_server *owner, int i,
 				     struct rc_err *err);
 /* Handle whatever is pending, waiting at most timeout_ms; returns 0 or -errno
  * on a fatal error. Single-threaded: call it from one thread. */
