@@ -250,6 +250,8 @@ static int ports(struct sweep *s, struct rc_err *err)
 		s->nports = rc_sweep_port_ids(s->world, keys, s->port);
 	free(keys);
 	return rc;
+}
+
 /* A string a peer sent in a field of cap bytes: it must end in a NUL
  * there; its control characters (a terminal's escapes) become '?'. */
 static bool peer_string(char *str, size_t cap)

@@ -181,10 +181,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (getenv("LIST_BURST_RNR_TIMER")) {
-		struct ibv_qp_attr a = { .min_rnr_timer =
-						 (uint8_t)atoi(getenv("LIST_BURST_RNR_TIMER")) };
+		struct ibv_qp_attr qa = { .min_rnr_timer =
+						  (uint8_t)atoi(getenv("LIST_BURST_RNR_TIMER")) };
 
-		if (ibv_modify_qp(c->qp, &a, IBV_QP_MIN_RNR_TIMER))
+		if (ibv_modify_qp(c->qp, &qa, IBV_QP_MIN_RNR_TIMER))
 			printf("cannot set the RNR timer\n");
 	}
 	b = calloc(1, sizeof(*b));
