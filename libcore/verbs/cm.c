@@ -123,9 +123,14 @@ int rc_cm_accept(struct rc_listener *l, struct rc_cm_event *ev, const struct rc_
 
 int rc_reject_errno(const char *reason)
 {
-	if (reason && !strncmp(reason, "rdmactl: ", 9) &&
-	    (strstr(reason, "not authorised") || strstr(reason, "token")))
-		return EKEYREJECTED;
+	static const char *const refusals[] = { "not authorised", "invalid token",
+						"a token is required", "has no group token" };
+
+	if (!reason || strncmp(reason, "rdmactl: ", 9))
+		return ECONNREFUSED;
+	for (size_t i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++)
+		if (strstr(reason, refusals[i]))
+			return EKEYREJECTED;
 	return ECONNREFUSED;
 }
 

@@ -124,10 +124,11 @@ bool rc_conn_share_events(struct rc_conn *c, struct rdma_event_channel *ech);
 size_t rc_reject_reason(const void *pd, size_t len, char *out, size_t cap);
 /* The errno a connect refused for reason (rc_reject_reason's) comes back
  * with: EKEYREJECTED for an authentication refusal, a reason of rdmactl's
- * that says "not authorised" or names the token ("rdmactl: invalid token",
- * "rdmactl: a token is required", the groups' and kvxfer's); ECONNREFUSED
- * for any other. The one place the two are told apart: a side that refuses
- * for the token says so in those words. */
+ * in one of the words of such a refusal ("not authorised", "invalid token",
+ * "a token is required", a rank that "has no group token"); ECONNREFUSED for
+ * any other, a refusal that only mentions a token too ("no admin token here",
+ * "too many connections still proving their token": no credential refused).
+ * The one place the two are told apart. */
 int rc_reject_errno(const char *reason);
 /* Disconnect and free everything; returns the first error, releases all. */
 int rc_conn_close(struct rc_conn *c);

@@ -6,6 +6,7 @@
  * (its private data copied), and a listener's own events name no
  * connection. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <string.h>
 
 #include <rdmactl/conn_core.h>
@@ -87,5 +88,17 @@ int main(void)
 	/* the listener's own id names no connection */
 	e = sort(&lid, RDMA_CM_EVENT_DEVICE_REMOVAL, &l);
 	CHECK(e.kind == RC_CM_DEVICE_GONE && !e.conn);
+	/* a refusal for the token is told apart from any other refusal */
+	CHECK(rc_reject_errno("rdmactl: invalid token") == EKEYREJECTED);
+	CHECK(rc_reject_errno("rdmactl: a token is required") == EKEYREJECTED);
+	CHECK(rc_reject_errno("rdmactl: not authorised (a missing or wrong token)") == EKEYREJECTED);
+	CHECK(rc_reject_errno("rdmactl: this rank has no group token, the connecting one has") ==
+	      EKEYREJECTED);
+	CHECK(rc_reject_errno("rdmactl: no admin token here (connect as a data client)") ==
+	      ECONNREFUSED);
+	CHECK(rc_reject_errno("rdmactl: too many connections still proving their token") ==
+	      ECONNREFUSED);
+	CHECK(rc_reject_errno("invalid token") == ECONNREFUSED); /* not rdmactl's */
+	CHECK(rc_reject_errno(NULL) == ECONNREFUSED);
 	CHECK_DONE();
 }
