@@ -311,7 +311,8 @@ static void on_recv(struct rc_server *s, struct srv_conn *sc, const struct ibv_w
 		if (srv_auth_first(s, sc, i, why, sizeof(why))) {
 			srv_slot_post(s, i);
 			drop_unproved(s, sc, false, why);
-		} else {
+		} else if (sc->c->established) {
+			/* Else its ESTABLISHED, still to be sorted, says so: once. */
 			emit(s, RC_EV_CONNECTED, sc->c->peer, NULL);
 		}
 		return;
