@@ -159,6 +159,14 @@ static void on_connect_request(struct rc_server *s, struct rc_cm_event *ev)
 }
 
 /* sc goes before it proved its token: refused, not disconnected. */
+/* sc is established and proved its token (or needed none): counted and
+ * announced, once (whichever of the two came last calls it). */
+static void admitted(struct rc_server *s, struct srv_conn *sc)
+{
+	SRV_COUNT(s, accepted, 1);
+	emit(s, RC_EV_CONNECTED, sc->c->peer, NULL);
+}
+
 static void drop_unproved(struct rc_server *s, struct srv_conn *sc, bool peer_gone, const char *why)
 {
 	char peer[sizeof(sc->c->peer)];
@@ -181,11 +189,8 @@ int srv_handle_cm(struct rc_server *s, struct rc_err *err)
 			on_connect_request(s, &ev);
 			break;
 		case RC_CM_ESTABLISHED:
-			if (ev.conn) {
-				SRV_COUNT(s, accepted, 1);
-				if (sc && sc->authed)
-					emit(s, RC_EV_CONNECTED, ev.conn->peer, NULL);
-			}
+			if (ev.conn && sc && sc->authed)
+				admitted(s, sc);
 			break;
 		case RC_CM_GONE:
 			if (sc && !sc->authed)
@@ -313,7 +318,7 @@ static void on_recv(struct rc_server *s, struct srv_conn *sc, const struct ibv_w
 			drop_unproved(s, sc, false, why);
 		} else if (sc->c->established) {
 			/* Else its ESTABLISHED, still to be sorted, says so: once. */
-			emit(s, RC_EV_CONNECTED, sc->c->peer, NULL);
+			admitted(s, sc);
 		}
 		return;
 	}

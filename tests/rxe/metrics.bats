@@ -94,7 +94,7 @@ two_ranks() {
 	run rdmactl write --pattern seq --size 1M --token-file "$M/tok" "$ADDR:$PORT/m"
 	assert_success
 	run rdmactl write --pattern seq --size 1M --token wrong "$ADDR:$PORT/m"
-	assert_failure 1
+	assert_failure 3
 	# the next rewrite, within a few intervals
 	local i
 	for ((i = 0; i < 50; i++)); do
