@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * A rank of an rdmactl sweep that keeps to the protocol up to the gather
- * (it joins, exchanges its buffer, sits through every round's barriers
- * without measuring) and then sends rank 0 a row and a node record whose
+ * (it joins, agrees on the options of sweep.bats' SMALL, exchanges its
+ * buffer and a port of its own, sits through every round's barriers without
+ * measuring) and then sends rank 0 a row and a node record whose
  * strings fill their fields with no NUL, a terminal escape among them
  * (tests/rxe/sweep.bats).
  *
@@ -30,6 +31,15 @@ struct remote_buf { /* libcore/sweep/sweep.c's */
 	uint64_t addr;
 	uint32_t rkey;
 	uint32_t pad;
+};
+
+/* What cmds/sweep.c compares at the start (rc_group_agree), as rank 0 of
+ * sweep.bats is given them: SMALL=(--duration 0.3 --msg-size 16K --depth 4
+ * --lat-iters 40), no --iters, no --pairs. */
+static const struct rc_group_setting agree[] = {
+	{ .name = "--msg-size", .text = "16384" }, { .name = "--duration", .text = "0.3" },
+	{ .name = "--iters", .text = "0" },        { .name = "--lat-iters", .text = "40" },
+	{ .name = "--depth", .text = "4" },        { .name = "--pairs", .text = "" },
 };
 
 static int plan(void *arg, const struct rc_endpoint *all, int world, uint8_t *need,
@@ -100,7 +110,10 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	mine = (struct remote_buf){ .addr = (uintptr_t)buf, .rkey = mr->rkey };
-	if (rc_group_exchange(g, &mine, sizeof(mine), theirs, &e) ||
+	/* a port key of its own (sweep.c's ports()): no pair of it takes turns */
+	if (rc_group_agree(g, agree, (int)(sizeof(agree) / sizeof(agree[0])), &e) ||
+	    rc_group_exchange(g, &mine, sizeof(mine), theirs, &e) ||
+	    rc_group_allgather_u64(g, 0x5eed0000u + (uint64_t)j.rank, verdict, &e) ||
 	    sit_through(g, j.rank, j.world, &e)) {
 		printf("sweep: %s\n", e.msg);
 		goto out;
