@@ -182,6 +182,7 @@ example() {
 	grep -q "<svg" "$BATS_TEST_TMPDIR/s.svg"
 }
 
+# bats test_tags=plain-only
 @test "sweep-mpirun: a link slowed for real is named, the example says NOT healthy" {
 	command -v mpirun >/dev/null || skip "needs Open MPI's mpirun (openmpi-bin)"
 	need_two_nics
@@ -364,6 +365,7 @@ END
 	PATH=$(dirname -- "$RDMACTL"):$PATH run timeout --kill-after=10 400 bash "$script"
 }
 
+# bats test_tags=plain-only
 @test "the README's examples of kvxfer, alltoall, multicast and tokens run as written, with a 2 GiB guest's memory" {
 	local r docs
 	[[ ${ADDR:-} == 198.18.0.1 ]] || skip "the README's address is 198.18.0.1; this guest's is ${ADDR:-none}"
