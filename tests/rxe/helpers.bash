@@ -167,3 +167,32 @@ rail_trees() {
 	n=$(<"$BATS_FILE_TMPDIR/tree-rails")
 	[[ $n -ge 4 ]] || skip "the guest's rail plan has $n rails, not its rxe devices (four and more)"
 }
+
+# ranks_wait: wait for every rank a group test started (PIDS); RCS holds
+# their exit codes, DOC rank 0's standard output (rank.0.out).
+ranks_wait() {
+	local p
+	RCS=()
+	for p in "${PIDS[@]}"; do
+		if wait "$p"; then RCS+=(0); else RCS+=($?); fi
+	done
+	PIDS=()
+	DOC=$(cat "$BATS_TEST_TMPDIR/rank.0.out")
+}
+
+# ranks_dump: every rank's output and errors, for a test that fails.
+ranks_dump() {
+	local f
+	for f in "$BATS_TEST_TMPDIR"/rank.*; do
+		echo "== ${f##*/}"
+		cat "$f"
+	done
+}
+
+# all_exit CODE: every rank exited CODE.
+all_exit() {
+	local i
+	for i in "${!RCS[@]}"; do
+		[ "${RCS[i]}" = "$1" ] || { ranks_dump; fail "rank $i exited ${RCS[i]}, not $1"; }
+	done
+}

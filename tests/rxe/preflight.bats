@@ -71,33 +71,6 @@ pf_start() {
 	done
 }
 
-# pf_wait: every rank's exit code in RCS; rank 0's document in DOC.
-pf_wait() {
-	local p
-	RCS=()
-	for p in "${PIDS[@]}"; do
-		if wait "$p"; then RCS+=(0); else RCS+=($?); fi
-	done
-	PIDS=()
-	DOC=$(cat "$BATS_TEST_TMPDIR/rank.0.out")
-}
-
-pf_dump() {
-	local f
-	for f in "$BATS_TEST_TMPDIR"/rank.*; do
-		echo "== ${f##*/}"
-		cat "$f"
-	done
-}
-
-# all_exit CODE: every rank exited CODE.
-all_exit() {
-	local i
-	for i in "${!RCS[@]}"; do
-		[ "${RCS[i]}" = "$1" ] || { pf_dump; fail "rank $i exited ${RCS[i]}, not $1"; }
-	done
-}
-
 # only_finding CHECK SETTING: the document's one error or warning is CHECK
 # (of SETTING, "" for none) and names rank 0 alone, on its device.
 only_finding() {
@@ -107,7 +80,7 @@ only_finding() {
 		and .findings[0].ranks == [0]
 		and (.findings[0].nodes | startswith("rank 0 (") and endswith(" " + $d + ")"))
 		and (.findings[0].fix | length > 0) and (.findings[0].why | length > 0)' <<<"$DOC" ||
-		{ pf_dump; fail "not one finding $1 naming rank 0"; }
+		{ ranks_dump; fail "not one finding $1 naming rank 0"; }
 }
 
 # capture_tree: this guest's tree as probe-topology captures it, in $TREE.
@@ -118,19 +91,19 @@ capture_tree() {
 
 @test "healthy: three nodes agree, each probed both ways against the next, exit 0 on every rank" {
 	pf_start --svg "$BATS_TEST_TMPDIR/grid.svg" --metrics "$BATS_TEST_TMPDIR/pf.prom"
-	pf_wait
+	ranks_wait
 	echo "$DOC" # bats --show-output-of-passing-tests shows the report
 	all_exit 0
 	jq -e '.clean and .world == 3 and .findings == [] and .rendezvous == "file"
 		and ([.nodes[].device] == [env.RDMACTL_VM_DEV_A, env.RDMACTL_VM_DEV_B, env.RDMACTL_VM_DEV_B])
 		and ([.nodes[].settings.netdev_mtu] | unique == ["9000"])
 		and ([.nodes[].settings.rdma_ucm] | unique == ["loaded"])
-		and ([.nodes[].differs[]] == [])' <<<"$DOC" || { pf_dump; fail "not a clean verdict"; }
+		and ([.nodes[].differs[]] == [])' <<<"$DOC" || { ranks_dump; fail "not a clean verdict"; }
 	# a ring of three: every ordered pair, each with its figure against the link's
 	jq -e '(.probe.directions | length == 6) and all(.probe.directions[]; .ok
 		and .gbit_per_s > 0 and .expected_gbit_per_s > 0 and .percent_of_expected > 0
 		and .percent_of_expected == 100 * .gbit_per_s / .expected_gbit_per_s
-		and .write_lat_p50_us > 0)' <<<"$DOC" || { pf_dump; fail "the probe is not complete"; }
+		and .write_lat_p50_us > 0)' <<<"$DOC" || { ranks_dump; fail "the probe is not complete"; }
 	[ ! -s "$BATS_TEST_TMPDIR/rank.1.out" ] || fail "rank 1 printed on stdout"
 	metrics_check "$BATS_TEST_TMPDIR/pf.prom"
 	grep -qE '^rdmactl_preflight_clean\{.*\} 1$' "$BATS_TEST_TMPDIR/pf.prom"
@@ -142,13 +115,13 @@ capture_tree() {
 @test "one node's netdev MTU 1500 against 9000: named with its node and fix, exit 1 on every rank" {
 	ip link set va mtu 1500
 	pf_start --no-probe
-	pf_wait
+	ranks_wait
 	all_exit 1
 	only_finding differs netdev_mtu
 	jq -e '.findings[0].value == "1500" and .findings[0].reference == "9000" and .findings[0].severity == "error"
 		and (.findings[0].fix | contains("ip link set va mtu 9000"))
 		and .nodes[0].differs == ["netdev_mtu"] and .nodes[1].differs == []' <<<"$DOC" ||
-		{ pf_dump; fail "the MTU finding is not right"; }
+		{ ranks_dump; fail "the MTU finding is not right"; }
 }
 
 # bats test_tags=plain-only
@@ -158,12 +131,12 @@ capture_tree() {
 	echo "IB/RoCE v1" >"$TREE/kernel/config/rdma_cm/$RDMACTL_VM_DEV_A/ports/1/default_roce_mode"
 	R0_ARGS=(--sysfs "$TREE")
 	pf_start --no-probe
-	pf_wait
+	ranks_wait
 	all_exit 1
 	only_finding differs roce_mode
 	jq -e --arg d "$RDMACTL_VM_DEV_A" '.findings[0].value == "IB/RoCE v1" and .findings[0].reference == "RoCE v2"
 		and (.findings[0].fix | contains("echo '\''RoCE v2'\'' > /sys/kernel/config/rdma_cm/" + $d + "/ports/1/default_roce_mode"))' <<<"$DOC" ||
-		{ pf_dump; fail "the RoCE mode finding is not right"; }
+		{ ranks_dump; fail "the RoCE mode finding is not right"; }
 }
 
 # bats test_tags=plain-only
@@ -172,11 +145,11 @@ capture_tree() {
 	mkdir -p "$CM/$RDMACTL_VM_DEV_B"
 	echo 106 >"$CM/$RDMACTL_VM_DEV_B/ports/1/default_roce_tos"
 	pf_start --no-probe
-	pf_wait
+	ranks_wait
 	all_exit 1
 	only_finding differs roce_tos
 	jq -e '.findings[0].value == "0" and .findings[0].reference == "106"' <<<"$DOC" ||
-		{ pf_dump; fail "the ToS finding is not right"; }
+		{ ranks_dump; fail "the ToS finding is not right"; }
 }
 
 @test "a locked-memory limit too small for the job's buffers (ulimit -l, no CAP_IPC_LOCK): named, exit 1" {
@@ -184,15 +157,15 @@ capture_tree() {
 	# shellcheck disable=SC2016
 	R0_WRAP=(setpriv --bounding-set -ipc_lock bash -c 'ulimit -l 16384 && exec "$@"' limited)
 	pf_start --no-probe --buffer 64M
-	pf_wait
+	ranks_wait
 	all_exit 1
 	only_finding memlock memlock
 	jq -e '.findings[0].severity == "error" and .findings[0].value == "16384 KiB"
 		and (.findings[0].fix | contains("ulimit -l unlimited"))' <<<"$DOC" ||
-		{ pf_dump; fail "the memlock finding is not right"; }
+		{ ranks_dump; fail "the memlock finding is not right"; }
 	# the same limit with buffers that fit it: clean
 	pf_start --no-probe --buffer 8M
-	pf_wait
+	ranks_wait
 	all_exit 0
 }
 
@@ -200,12 +173,12 @@ capture_tree() {
 @test "a GID index with no netdev behind it (-g 7 on rank 0): named with the index and its fix" {
 	R0_GLOBAL=(-g 7)
 	pf_start --no-probe
-	pf_wait
+	ranks_wait
 	all_exit 1
 	only_finding gid_netdev gid_type
 	jq -e --arg d "$RDMACTL_VM_DEV_A" '.findings[0].message == "GID index 7 of " + $d + " port 1 holds no GID (no address, no netdev)"
 		and (.findings[0].fix | contains("NCCL_IB_GID_INDEX"))' <<<"$DOC" ||
-		{ pf_dump; fail "the GID finding is not right"; }
+		{ ranks_dump; fail "the GID finding is not right"; }
 }
 
 @test "one node without rdma_ucm (its captured tree, the module gone): named with modprobe, exit 1" {
@@ -215,10 +188,10 @@ capture_tree() {
 	sed -i '/^rdma_ucm /d' "$TREE/rdmactl/facts"
 	R0_ARGS=(--sysfs "$TREE")
 	pf_start --no-probe
-	pf_wait
+	ranks_wait
 	all_exit 1
 	only_finding rdma_ucm rdma_ucm
 	jq -e '(.findings[0].fix | startswith("modprobe rdma_ucm")) and .nodes[0].settings.rdma_ucm == "missing"
 		and .nodes[1].settings.rdma_ucm == "loaded"' <<<"$DOC" ||
-		{ pf_dump; fail "the rdma_ucm finding is not right"; }
+		{ ranks_dump; fail "the rdma_ucm finding is not right"; }
 }

@@ -65,33 +65,6 @@ sweep_start() {
 	done
 }
 
-# sweep_wait: every rank's exit code in RCS; rank 0's document in DOC.
-sweep_wait() {
-	local p
-	RCS=()
-	for p in "${PIDS[@]}"; do
-		if wait "$p"; then RCS+=(0); else RCS+=($?); fi
-	done
-	PIDS=()
-	DOC=$(cat "$BATS_TEST_TMPDIR/rank.0.out")
-}
-
-sweep_dump() {
-	local f
-	for f in "$BATS_TEST_TMPDIR"/rank.*; do
-		echo "== ${f##*/}"
-		cat "$f"
-	done
-}
-
-# all_exit CODE: every rank exited CODE.
-all_exit() {
-	local i
-	for i in "${!RCS[@]}"; do
-		[ "${RCS[i]}" = "$1" ] || { sweep_dump; fail "rank $i exited ${RCS[i]}, not $1"; }
-	done
-}
-
 # Slow with netem the traffic that leaves va from SRC (to DST, or to all).
 slow_from() {
 	local src=$1 dst=${2:-}
@@ -128,18 +101,18 @@ teardown() {
 
 @test "healthy: 6 ranks over the veth pair, every pair measured both ways, exit 0, the heatmap renders" {
 	sweep_start 6 --svg "$BATS_TEST_TMPDIR/sweep.svg" --metrics "$BATS_TEST_TMPDIR/sweep.prom"
-	sweep_wait
+	ranks_wait
 	all_exit 0
 	jq -e '.healthy == true and .ranks == 6 and .rounds == 5 and .directions_measured == 30
 		and (.outliers | length) == 0 and (.bad_nodes | length) == 0
 		and .failed_pairs == []' <<<"$DOC" ||
-		{ sweep_dump; fail "rank 0's verdict is not healthy"; }
+		{ ranks_dump; fail "rank 0's verdict is not healthy"; }
 	# matrices complete: 6 x 6, null on the diagonal only, figures elsewhere
 	jq -e '.matrices | [.write_gbit_per_s, .write_lat_p50_us, .read_lat_p50_us, .read_lat_p99_us]
 		| all(length == 6 and all(length == 6)
 		  and ([to_entries[] | .key as $i | .value | to_entries[]
 			| (.key == $i) == (.value == null)] | all))' <<<"$DOC" ||
-		{ sweep_dump; fail "a matrix is not complete"; }
+		{ ranks_dump; fail "a matrix is not complete"; }
 	jq -e '[.matrices.write_gbit_per_s[][] | select(. != null)] | all(. > 0)' <<<"$DOC"
 	# the counters that moved: an object a cell, the diagonal's empty
 	jq -e '.matrices.counters | length == 6 and all(length == 6 and all(type == "object"))
@@ -165,11 +138,11 @@ teardown() {
 	# rank 1 (.3) to rank 3 (.4): the data one way, the acknowledgements the other
 	slow_from "$EXTRA_A" "$EXTRA_B"
 	sweep_start 4 --svg "$BATS_TEST_TMPDIR/sweep.svg"
-	sweep_wait
+	ranks_wait
 	echo "$DOC" # bats --show-output-of-passing-tests shows the verdict
 	all_exit 1
 	jq -e '.healthy == false and (.bad_nodes | length) == 0' <<<"$DOC" ||
-		{ sweep_dump; fail "not the verdict of one slow link"; }
+		{ ranks_dump; fail "not the verdict of one slow link"; }
 	run jq -c '[.outliers[] | [.from, .to] | sort] | unique' <<<"$DOC"
 	assert_output "[[1,3]]"
 	jq -e '[.outliers[].reasons[]] | index("latency") != null' <<<"$DOC"
@@ -186,7 +159,7 @@ teardown() {
 	# 3; its pair with rank 0 stays on rxe_a
 	slow_from "$EXTRA_A"
 	sweep_start 4
-	sweep_wait
+	ranks_wait
 	all_exit 1
 	run jq -c '[.bad_nodes[].rank]' <<<"$DOC"
 	assert_output "[1]"
@@ -195,10 +168,10 @@ teardown() {
 	jq -e '[.outliers[] | select(.from != 1 and .to != 1)] | length == 0' <<<"$DOC"
 	# the text names it with its address and device, the verdict last
 	SWEEP_TEXT=1 sweep_start 4
-	sweep_wait
+	ranks_wait
 	echo "$DOC" # bats --show-output-of-passing-tests shows the text
 	all_exit 1
-	grep -q "^node: rank 1 (198.18.1.3 $RDMACTL_VM_DEV_A:1 on " <<<"$DOC" || { sweep_dump; fail "the text does not name rank 1"; }
+	grep -q "^node: rank 1 (198.18.1.3 $RDMACTL_VM_DEV_A:1 on " <<<"$DOC" || { ranks_dump; fail "the text does not name rank 1"; }
 	grep -q "^verdict: NOT healthy: " <<<"$DOC"
 	grep -q "the named node: its NIC and cable" <<<"$DOC"
 }
@@ -206,10 +179,10 @@ teardown() {
 @test "a rank that never joins is named, with the reason, and the others exit 1" {
 	heavy_sibling "alltoall's 'a rank that never joins' (the same group join)"
 	SWEEP_SKIP=3 SWEEP_TIMEOUT=4000 sweep_start 4
-	sweep_wait
+	ranks_wait
 	all_exit 1
 	jq -e '.error.message | test("rank 3 .*never answered")' <<<"$DOC" ||
-		{ sweep_dump; fail "rank 0 does not name rank 3"; }
+		{ ranks_dump; fail "rank 0 does not name rank 3"; }
 	jq -e '.error.message | test("rank 3")' "$BATS_TEST_TMPDIR/rank.2.out"
 }
 
@@ -221,7 +194,7 @@ teardown() {
 		SWEEP_HOSTILE_ONLY=$what "$BUILD_DIR/tests/rxe/sweep_hostile" 1 2 "$PEERS" \
 			>"$BATS_TEST_TMPDIR/hostile.out" 2>&1 &
 		PIDS+=($!)
-		sweep_wait
+		ranks_wait
 		echo "$what: ranks exited ${RCS[*]}: $DOC $(cat "$BATS_TEST_TMPDIR/rank.0.err" "$BATS_TEST_TMPDIR/hostile.out")"
 		assert_equal "${RCS[0]}" 1
 		jq -e --arg w "$what" '.error.message | test("rank 1 sent a " + $w + " .*refused")' <<<"$DOC"
@@ -234,13 +207,13 @@ teardown() {
 	heavy_sibling "'healthy: 6 ranks over the veth pair' (the same rounds; test_sweep parses --pairs files)"
 	printf '0 2\n3 1 # either order\n' >"$BATS_TEST_TMPDIR/pairs"
 	sweep_start 4 --pairs "$BATS_TEST_TMPDIR/pairs"
-	sweep_wait
+	ranks_wait
 	all_exit 0
 	jq -e '.healthy and .pairs == 2 and .directions_measured == 4
 		and .matrices.write_gbit_per_s[0][1] == null and .matrices.write_gbit_per_s[2][3] == null
 		and .matrices.write_gbit_per_s[0][2] > 0 and .matrices.write_gbit_per_s[2][0] > 0
 		and .matrices.write_gbit_per_s[1][3] > 0 and .matrices.write_gbit_per_s[3][1] > 0' <<<"$DOC" ||
-		{ sweep_dump; fail "not the pairs asked for"; }
+		{ ranks_dump; fail "not the pairs asked for"; }
 }
 
 # bats test_tags=plain-only
@@ -249,10 +222,10 @@ teardown() {
 	# request is never answered; the group leaves the pair out
 	drop_pair "$EXTRA_A" "$EXTRA_B"
 	SWEEP_TIMEOUT=4000 sweep_start 4
-	sweep_wait
+	ranks_wait
 	all_exit 1
 	jq -e '.healthy == false and (.failed_pairs | length) == 1' <<<"$DOC" ||
-		{ sweep_dump; fail "not one failed pair"; }
+		{ ranks_dump; fail "not one failed pair"; }
 	run jq -c '.failed_pairs[0] | [.ranks[].rank, .reason]' <<<"$DOC"
 	assert_output '[1,3,"timeout"]'
 	jq -e '.failed_pairs[0].ranks[0].host == "198.18.1.3" and .failed_pairs[0].ranks[1].host == "198.18.1.4"
@@ -264,16 +237,16 @@ teardown() {
 		and .matrices.write_gbit_per_s[3][1] == null
 		and ([.matrices.write_gbit_per_s | to_entries[] | .key as $i | .value | to_entries[]
 		      | select(.key != $i and ([$i, .key] | sort) != [1, 3]) | .value > 0] | all)' <<<"$DOC" ||
-		{ sweep_dump; fail "the other pairs are not measured"; }
+		{ ranks_dump; fail "the other pairs are not measured"; }
 	# only that pair is an outlier
 	run jq -c '[.outliers[] | [.from, .to] | sort] | unique' <<<"$DOC"
 	assert_output "[[1,3]]"
 	# the text says which pair failed and why
 	SWEEP_TEXT=1 SWEEP_TIMEOUT=4000 sweep_start 4
-	sweep_wait
+	ranks_wait
 	all_exit 1
 	grep -q "^pair failed: rank 1 (198.18.1.3 $RDMACTL_VM_DEV_A:1 on .*) - rank 3 (198.18.1.4 $RDMACTL_VM_DEV_B:1 on .*): timeout: " <<<"$DOC" ||
-		{ sweep_dump; fail "the text does not name the pair"; }
+		{ ranks_dump; fail "the text does not name the pair"; }
 	grep -q "^verdict: NOT healthy: 1 of 6 pairs could not connect" <<<"$DOC"
 }
 
@@ -283,7 +256,7 @@ teardown() {
 	drop_pair "$RDMACTL_VM_ADDR_A" "$RDMACTL_VM_ADDR_B"
 	drop_pair "$EXTRA_A" "$EXTRA_B"
 	SWEEP_TIMEOUT=4000 sweep_start 4
-	sweep_wait
+	ranks_wait
 	all_exit 1
 	run jq -c '[.failed_pairs[] | [.ranks[].rank, .reason]]' <<<"$DOC"
 	assert_output '[[0,2,"timeout"],[1,3,"timeout"]]'
@@ -291,5 +264,5 @@ teardown() {
 		and .matrices.write_gbit_per_s[0][2] == null and .matrices.write_gbit_per_s[2][0] == null
 		and .matrices.write_gbit_per_s[2][1] > 0 and .matrices.write_gbit_per_s[2][3] > 0
 		and .nodes[2].device == env.RDMACTL_VM_DEV_B' <<<"$DOC" ||
-		{ sweep_dump; fail "rank 2's results did not reach rank 0"; }
+		{ ranks_dump; fail "rank 2's results did not reach rank 0"; }
 }
