@@ -9,22 +9,10 @@
 
 #include <rdmactl/ctrl_core.h>
 
+#include "ctrl_wire.h"
+
 /* The token field of an encoded PULL request (ctrl.c's layout). */
 #define PULL_TOKEN_AT (RC_CTRL_HDR_LEN + 16 + RC_HOST_MAX + 8 + 2 * RC_NAME_MAX)
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
 
 int rc_ctrl_encode_hello(void *buf, size_t cap, const struct rc_ctrl_hello *h)
 {
