@@ -121,7 +121,7 @@ struct gcand {
 	bool holder;      /* no shared receive queue: the rank's receive ring is posted to it */
 	double since;     /* accepted (dropped) at */
 	uint32_t qp_from; /* the connecting side's queue pair */
-	unsigned access;  /* its queue pair's remote access, once proven */
+	int access;       /* its queue pair's remote access, once proven */
 	bool closed;      /* its queue pair allows no remote access (until proven) */
 	uint8_t cn[RC_AUTH_NONCE];
 	struct rc_auth a;

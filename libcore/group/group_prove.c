@@ -96,29 +96,23 @@ static void pass_ring(struct rc_group *g, int rank)
 	}
 }
 
-/* Its queue pair, accepted (ready to send), allows no remote access until
- * it proved itself (off), then what the accept gave it (on). The accept
- * sets the access, so this follows it. */
+/* Its queue pair, made (INIT), allows no remote access until
+ * it proved itself (off), then what the CM gave it at INIT (on). */
 static int cand_access(struct gcand *k, bool on)
 {
-	struct ibv_qp_attr a = { 0 };
-	struct ibv_qp_init_attr qi;
+	int rc;
 
-	if (!on && ibv_query_qp(k->c->qp, &a, IBV_QP_ACCESS_FLAGS, &qi))
-		return -EIO;
-	if (!on)
-		k->access = a.qp_access_flags;
 	if (on && !k->closed)
 		return 0;
-	a.qp_access_flags = on ? k->access : 0;
-	if (ibv_modify_qp(k->c->qp, &a, IBV_QP_ACCESS_FLAGS))
-		return -EPERM;
+	if ((rc = rc_qp_remote_access(k->c, on ? k->access : 0, on ? NULL : &k->access)))
+		return rc;
 	k->closed = !on;
 	return 0;
 }
 
 /* rc_accept's on_qp: the candidate's answer, bound to both queue pairs,
- * and its place among the candidates, before the accept goes out. */
+ * and its place among the candidates, before the accept goes out; no
+ * remote access until it proves itself. */
 static int cand_qp(struct rc_conn *c, void *arg)
 {
 	struct gcand *k = arg;
@@ -127,6 +121,8 @@ static int cand_qp(struct rc_conn *c, void *arg)
 	int rc;
 
 	k->c = c;
+	if ((rc = cand_access(k, false)))
+		return rc;
 	group_auth(&k->a, &job, (uint32_t)k->rank, (uint32_t)g->o.rank, (uint32_t)g->o.world,
 		   k->qp_from, c->qp->qp_num);
 	memcpy(k->a.cn, k->cn, RC_AUTH_NONCE);
@@ -164,17 +160,14 @@ const char *group_cand_accept(struct rc_group *g, struct rc_cm_event *ev, const 
 	co.busy_poll = g->o.busy_poll;
 	co.shared = cq;
 	co.on_qp = cand_qp;
+	/* taken to RTS here (RNR retry 7, for ever, as rdma_cm would), so the
+	 * access cand_qp withheld at INIT stays withheld until the proof */
+	co.rnr_retry = 7;
 	co.on_qp_arg = k;
 	co.private_data = &k->ga;
 	co.private_len = sizeof(k->ga);
-	if (!rc_cm_accept(g->l, ev, &co, &c, &e)) {
-		/* still a candidate (not proven yet): no remote access */
-		pthread_mutex_lock(&g->mu);
-		if ((k = group_cand_of(g, c)) && cand_access(k, false))
-			cand_drop(g, k, "could not be closed to remote access");
-		pthread_mutex_unlock(&g->mu);
-		return NULL;
-	}
+	if (!rc_cm_accept(g->l, ev, &co, &c, &e))
+		return NULL; /* a candidate, its remote access withheld (cand_qp) */
 	/* on_qp may have made it a candidate: its connection is closed */
 	pthread_mutex_lock(&g->mu);
 	cand_remove(g, k);

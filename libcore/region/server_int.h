@@ -137,8 +137,10 @@ void srv_drop_conn(struct rc_server *s, struct srv_conn *sc, bool peer_gone, boo
  * chal (*chal_len bytes): 0, or -1 with the reason to refuse it in why. */
 int srv_auth_admit(struct rc_server *s, const struct rc_cm_event *ev, struct srv_conn *sc,
 		   unsigned char *chal, size_t *chal_len, char *why, size_t cap);
-/* sc accepted: its remote access withheld until it proves its token. */
-void srv_auth_accepted(struct rc_server *s, struct srv_conn *sc);
+/* sc's QP made, at INIT, before the accept: its remote access withheld
+ * until it proves its token (the server takes the QP to RTS itself, its own
+ * RNR retry, so nothing sets the access back on the way). */
+void srv_auth_withhold(struct srv_conn *sc);
 /* The first message of sc, not yet served, in slot i: its AUTH, checked
  * and answered (0), or -1 with why it goes now. */
 int srv_auth_first(struct rc_server *s, struct srv_conn *sc, int i, char *why, size_t cap);

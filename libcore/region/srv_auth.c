@@ -106,25 +106,12 @@ int srv_auth_admit(struct rc_server *s, const struct rc_cm_event *ev, struct srv
 /* The remote access of sc's QP: withheld (0) until it proved its token,
  * then what the CM gave it. A QP that cannot be changed keeps its access
  * (sc->access -1); the proof is still required before anything is served. */
-static void set_access(struct srv_conn *sc, int access)
+void srv_auth_withhold(struct srv_conn *sc)
 {
-	struct ibv_qp_attr a = { .qp_access_flags = (unsigned)access };
+	int was;
 
-	if (sc->c && sc->c->qp)
-		(void)ibv_modify_qp(sc->c->qp, &a, IBV_QP_ACCESS_FLAGS);
-}
-
-void srv_auth_accepted(struct rc_server *s, struct srv_conn *sc)
-{
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr ia;
-
-	(void)s;
-	if (sc->authed || !sc->c || !sc->c->qp ||
-	    ibv_query_qp(sc->c->qp, &a, IBV_QP_ACCESS_FLAGS, &ia))
-		return;
-	sc->access = (int)a.qp_access_flags;
-	set_access(sc, 0);
+	if (!sc->authed && sc->c && rc_qp_remote_access(sc->c, 0, &was) == 0)
+		sc->access = was;
 }
 
 bool srv_auth_late(const struct srv_conn *sc, double now)
@@ -154,7 +141,7 @@ int srv_auth_first(struct rc_server *s, struct srv_conn *sc, int i, char *why, s
 	sc->authed = true;
 	sc->admin = sc->role == RC_ROLE_ADMIN || (!s->admin[0] && s->o.allow_unauth_migration);
 	if (sc->access >= 0)
-		set_access(sc, sc->access);
+		(void)rc_qp_remote_access(sc->c, sc->access, NULL);
 	len = rc_ctrl_encode_auth_resp(out, RC_CTRL_MSG_MAX, h.seq, 0);
 	s->pool.slot[i].owner = sc;
 	s->pool.slot[i].state = SLOT_BUSY;

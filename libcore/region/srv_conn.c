@@ -102,13 +102,15 @@ void srv_drop_conn(struct rc_server *s, struct srv_conn *sc, bool peer_gone, boo
 		emit(s, RC_EV_DISCONNECTED, peer, why);
 }
 
-/* Its QP exists, in the shared CQ's table: a completion of it finds sc. */
+/* Its QP exists, in the shared CQ's table: a completion of it finds sc;
+ * no remote access until it proves its token. */
 static int adopt_conn(struct rc_conn *c, void *arg)
 {
 	struct srv_conn *sc = arg;
 
 	sc->c = c;
 	c->user = sc;
+	srv_auth_withhold(sc);
 	return 0;
 }
 
@@ -153,7 +155,6 @@ static void on_connect_request(struct rc_server *s, struct rc_cm_event *ev)
 		emit(s, RC_EV_REJECTED, ev->peer, e.msg);
 		return;
 	}
-	srv_auth_accepted(s, sc);
 	s->conns[s->nconns++] = sc;
 	__atomic_store_n(&s->st.conns, s->nconns, __ATOMIC_RELAXED);
 }

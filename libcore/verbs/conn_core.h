@@ -154,6 +154,11 @@ int rc_accept(struct rc_listener *l, struct rdma_cm_id *child, const struct rdma
  * retry count of rnr_retry (0 to 7) instead of the one the peer asked for
  * (qp_ready.c). 0 or -errno. */
 int rc_accept_own_rnr(struct rdma_cm_id *child, struct rdma_conn_param *cp, int rnr_retry);
+/* Set the remote access of c's QP (IBV_ACCESS_REMOTE_* bits; 0 withholds every
+ * remote READ, WRITE and atomic): a control plane's QP that has not proved
+ * its peer yet, or one that only ever carries messages. *was (may be NULL)
+ * gets the access it had. 0, or -EIO (query) or -EPERM (modify). */
+int rc_qp_remote_access(struct rc_conn *c, int access, int *was);
 /* Refuse a connect request, with a reason the peer can read. */
 void rc_reject(struct rdma_cm_id *child, const char *reason);
 

@@ -54,3 +54,19 @@ int rc_accept_own_rnr(struct rdma_cm_id *child, struct rdma_conn_param *cp, int 
 	child->qp = qp;
 	return rc;
 }
+
+int rc_qp_remote_access(struct rc_conn *c, int access, int *was)
+{
+	struct ibv_qp_attr a = { 0 };
+	struct ibv_qp_init_attr ia;
+
+	if (!c || !c->qp)
+		return -EINVAL;
+	if (was) {
+		if (ibv_query_qp(c->qp, &a, IBV_QP_ACCESS_FLAGS, &ia))
+			return -EIO;
+		*was = (int)a.qp_access_flags;
+	}
+	a.qp_access_flags = (unsigned)access;
+	return ibv_modify_qp(c->qp, &a, IBV_QP_ACCESS_FLAGS) ? -EPERM : 0;
+}

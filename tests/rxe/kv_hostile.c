@@ -28,6 +28,10 @@
  *   dup-req     HELLO, one data QP, REQ, then the same REQ every 100 ms and
  *               never a write: print the CANCEL that ends it
  *   ctrl-imm    HELLO, then an RDMA WRITE with immediate on the control QP
+ *               (print whether it completed)
+ *   ctrl-rdma   HELLO, then an RDMA READ and an RDMA WRITE of the pool, from
+ *               the WELCOME, each on a control QP of its own that sent no
+ *               HELLO: print whether each completed
  *   one-qp      HELLO with 2 data QPs, REQ, then layer 0's two
  *               notifications both on data QP 1: print what ends it
  *   v2          connect as a source of kvxfer protocol 2 (an older rdmactl,
@@ -362,6 +366,53 @@ static int write_imm(struct qp *q, uint64_t raddr, uint32_t rkey, uint32_t imm)
 	return ibv_post_send(q->id->qp, &wr, &bad) ? fail("ibv_post_send") : 0;
 }
 
+/* q's one signalled work request's completion, within 5 s, printed as
+ * "WHAT completed" or "WHAT refused: STATUS". */
+static void print_completion(struct qp *q, const char *what)
+{
+	struct ibv_wc wc;
+	double end = now_ms() + 5000;
+	int n;
+
+	while ((n = ibv_poll_cq(q->id->send_cq, 1, &wc)) == 0 && now_ms() < end)
+		usleep(1000);
+	if (n != 1)
+		printf("%s: no completion\n", what);
+	else if (wc.status == IBV_WC_SUCCESS)
+		printf("%s completed\n", what);
+	else
+		printf("%s refused: %s\n", what, ibv_wc_status_str(wc.status));
+	fflush(stdout);
+}
+
+/* ctrl-rdma: an RDMA READ, then an RDMA WRITE, of the pool's first 8 bytes
+ * (base and rkey from the WELCOME of a proven control QP) on a control QP
+ * of its own that never sent a HELLO. */
+static int ctrl_rdma(struct qp *d, uint64_t base, uint32_t rkey)
+{
+	for (int k = 0; k < 2; k++) {
+		struct ibv_sge sge;
+		struct ibv_send_wr wr = { .sg_list = &sge,
+					  .num_sge = 1,
+					  .opcode = k ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ,
+					  .send_flags = IBV_SEND_SIGNALED,
+					  .wr.rdma = { .remote_addr = base, .rkey = rkey } },
+				   *bad;
+		int rc = open_qp(&d[k], 0, 1);
+
+		if (rc)
+			return rc < 0;
+		sge = (struct ibv_sge){ .addr = (uintptr_t)(d[k].buf + NRECV * KV_MSG_MAX),
+					.length = 8,
+					.lkey = d[k].mr->lkey };
+		if (ibv_post_send(d[k].id->qp, &wr, &bad))
+			return fail("ibv_post_send") < 0;
+		print_completion(&d[k], k ? "RDMA WRITE on an unproven control QP"
+					  : "RDMA READ on an unproven control QP");
+	}
+	return 0;
+}
+
 /* After REQ 0: what ends the request (CANCEL, DONE, or nothing in ms). */
 static void until_end(struct qp *c, double ms, int resend_every_ms, struct kv_msg *req)
 {
@@ -518,9 +569,12 @@ int main(int argc, char **argv)
 		return wrong_proof(d);
 	if (!strcmp(mode, "other-rail"))
 		return other_rail(d);
+	if (!strcmp(mode, "ctrl-rdma"))
+		return ctrl_rdma(d, w.u.welcome.base, w.u.welcome.rkey);
 	if (!strcmp(mode, "ctrl-imm")) {
 		if (write_imm(&c, w.u.welcome.base, w.u.welcome.rkey, kv_imm(0, 0, 0, 0)))
 			return 1;
+		print_completion(&c, "RDMA WRITE with immediate on the control QP");
 		wait_closed(&c, now_ms(), 5000);
 		return 0;
 	}

@@ -162,7 +162,7 @@ status() {
 	# 10 tokens x 8 heads x 16 dims x 2 bytes x K+V x 4 layers; layers were
 	# ready 3 ms apart and each landed after it was ready.
 	check '(.d0 | verified(3)) and (.s0 | verified(3))
-		and (.d0 | ev("done") | map(.bytes) | unique == [10*8*16*2*2*4])
+		and (.d0 | ev("disconnected")[0].reason | test("^RECV from .* failed"))' s0 d0| ev("done") | map(.bytes) | unique == [10*8*16*2*2*4])
 		and (.d0 | ev("done") | map(.sources) | unique == [[0]])
 		and (.s0 | ev("done") | all(.ready_us as $r | .exposed_us >= 0 and
 			(.landed_us | to_entries | all(.value >= $r[.key]))))
@@ -846,17 +846,33 @@ record_exchange() {
 	assert_output --regexp "ended after [0-9]+ ms, [1-9][0-9]+ duplicate REQs"
 }
 
-@test "hostile: an RDMA WRITE with immediate on the control QP drops that source, not the next" {
+@test "hostile: an RDMA WRITE with immediate on the control QP is refused by the NIC (no remote access) and drops that source, not the next" {
 	serve d0 "${G[@]}" --pool-pages 16 --verify --requests 1 --token s3cret
 	hostile ctrl-imm "$ADDR" "$PORT_d0" -T s3cret
 	assert_output --partial "welcome"
+	assert_output --partial "RDMA WRITE with immediate on the control QP refused: remote invalid request error"
 	assert_output --partial "closed after"
 	wait_event d0 disconnected
 	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --token s3cret
 	reap s0 d0
 	status 0 s0 d0
 	check '(.d0 | verified(1)) and (.s0 | verified(1))
-		and (.d0 | ev("disconnected")[0].reason | test("RDMA WRITE with immediate on the control QP"))' s0 d0
+		and (.d0 | ev("disconnected")[0].reason | test("^RECV from .* failed"))' s0 d0
+}
+
+@test "hostile: a control QP that never proved the token can neither read nor write the pool" {
+	# sanitizer tier: always (the pool's QP access, withheld)
+	serve d0 "${G[@]}" --pool-pages 16 --verify --requests 1 --token s3cret
+	hostile ctrl-rdma "$ADDR" "$PORT_d0" -T s3cret
+	assert_output --partial "welcome"
+	assert_output --partial "RDMA READ on an unproven control QP refused"
+	assert_output --partial "RDMA WRITE on an unproven control QP refused"
+	refute_output --partial "completed"
+	wait_event d0 disconnected
+	send s0 "${G[@]}" --connect "$ADDR:$PORT_d0" --tokens 10 --token s3cret
+	reap s0 d0
+	status 0 s0 d0
+	check '(.d0 | verified(1)) and (.s0 | verified(1))' s0 d0
 }
 
 @test "hostile: two notifications on one data QP and none on the other land no layer" {
