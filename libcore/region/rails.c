@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Several rails to one region: a client per rail (its own device, its own
- * address of the server), and a transfer striped over them. Each rail has a
+ * A set of rails to one region: a client per rail (its own device, its own
+ * address of the server). On one rail, the ordinary case, a transfer is the
+ * client's stream; on several it is striped over them. Each rail has a
  * thread that takes its own chunks in turn (an even split), then helps the
  * rails with the most left, so a slow rail carries less; a rail that fails
  * gives its unfinished chunk back, and the others send it again.
