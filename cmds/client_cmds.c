@@ -121,6 +121,7 @@ int client_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	rc = opt_token(ctx, v, first + CO_TOKEN, first + CO_TOKEN_FILE, a->token_buf, &a->token);
 	if (rc)
 		return rc;
+	a->devs = ctx->dev_name;
 	a->has_off = opt_on(v, first + CO_OFFSET);
 	return opts_fill(ctx, c, v, first + CO_BIND, first + CO_OFFSET + 1, a);
 }
@@ -151,7 +152,7 @@ int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		return rc;
 	o.token = a->token;
 	o.conn.bind_addr = a->bind;
-	o.conn.dev_name = ctx->dev_name;
+	o.conn.dev_name = a->devs;
 	o.conn.timeout_ms = ctx->timeout_ms;
 	o.conn.busy_poll = busy_poll;
 	o.conn.sq_depth = sq_depth;
@@ -286,23 +287,4 @@ void progress_say(struct progress *p, bool force, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fflush(stderr);
-}
-
-int stream_transfer(struct ctx *ctx, struct rc_client *cl, enum rc_op op, uint64_t off,
-		    uint64_t len, struct rc_client_io *io, struct rc_stream_result *res)
-{
-	struct progress prog;
-	struct rc_err e;
-	int rc;
-
-	progress_init(&prog, ctx);
-	io->progress = progress_line;
-	io->progress_arg = &prog;
-	io->timeout_ms = ctx->timeout_ms;
-	rc = op == RC_OP_READ ? rc_client_read(cl, off, len, io, res, &e)
-			      : rc_client_write(cl, off, len, io, res, &e);
-	progress_end(&prog);
-	if (rc)
-		rc = fail(ctx, rc, "%s (after %llu bytes)", e.msg, (unsigned long long)res->bytes);
-	return rc;
 }

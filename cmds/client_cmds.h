@@ -57,6 +57,9 @@ struct client_args {
 	const char *token;
 	char token_buf[RC_TOKEN_MAX + 1]; /* what --token-file held */
 	const char *bind;
+	/* -d DEV, or the devices of several rails (DEV1,DEV2: -d or --rails);
+	 * NULL: as the target routes */
+	const char *devs;
 	uint64_t off;
 	bool has_off;
 };
@@ -113,12 +116,8 @@ int etcd_name_resolve(struct ctx *ctx, const struct etcd_name *n, struct rc_targ
 		      struct rc_etcd_region *rec);
 /* Report a transfer's figures. */
 void report_transfer(struct ctx *ctx, const struct rc_stream_result *r);
-/* Write (io->fill) or read (io->drain) len bytes at off of the selected
- * region, with a progress line and the global timeout. Reports its own
- * failure. Open the client with an sq_depth of STREAM_SQ_DEPTH. */
+/* The send queue a transfer's client is opened with (rails_open). */
 #define STREAM_SQ_DEPTH (RC_CLIENT_DEPTH + 4)
-int stream_transfer(struct ctx *ctx, struct rc_client *cl, enum rc_op op, uint64_t off,
-		    uint64_t len, struct rc_client_io *io, struct rc_stream_result *res);
 /* "DONE/TOTAL UNIT" in the binary unit that fits TOTAL (B, KiB, MiB, GiB,
  * TiB), one decimal below 10 of it: "0.5/4 KiB", not "0/0 MiB"; "DONE UNIT"
  * when TOTAL is 0 (not known). */

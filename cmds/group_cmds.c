@@ -159,7 +159,7 @@ static int group_devs(struct ctx *ctx, const struct cmd *c, struct group_args *a
 				 "%s: -d %s names several devices, a rail each: give --listen "
 				 "ADDR1[:PORT],ADDR2[:PORT], an address of each, or --rails PLAN",
 				 c->name, ctx->dev_name);
-	if ((rc = listen_rails(ctx, c->name, a->listen, &lr)))
+	if ((rc = listen_rails(ctx, c->name, a->listen, ctx->dev_name, &lr)))
 		return rc;
 	a->nrails = lr.n;
 	for (int i = 0; i < lr.n; i++) {

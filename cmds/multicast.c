@@ -119,19 +119,19 @@ static int plan(void *arg, const struct rc_endpoint *all, int W, uint8_t *need, 
 	return 0;
 }
 
-/* This rank's part on every rail: one rc_mcast_run, or a slice a rail
- * (rc_mcast_run_rails), merged into res. */
-static int run_rails(struct mc_cli *m, struct rc_group *const *g, struct rc_mcast_result *res,
-		     struct rc_err *e)
+/* This rank's part on its rails: rc_mcast_run_rails runs one rail, or a
+ * slice on each of several, whose results are then merged into res (one
+ * rail's result is res itself). */
+static int run_part(struct mc_cli *m, struct rc_group *const *g, struct rc_mcast_result *res,
+		    struct rc_err *e)
 {
 	int W = m->grp.who.world, n = m->nrails, rc;
+	struct rc_mcast_result *per = n > 1 ? m->rail : res;
 
-	if (n == 1)
-		return rc_mcast_run(g[0], &m->run, res, e);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n && n > 1; i++)
 		if (!(m->rail[i].recv = calloc((size_t)W, sizeof(*m->rail[i].recv))))
 			return rc_err_set(e, ENOMEM, "out of memory");
-	if (!(rc = rc_mcast_run_rails(g, n, &m->run, m->rail, e)))
+	if (!(rc = rc_mcast_run_rails(g, n, &m->run, per, e)) && n > 1)
 		mc_rails_merge(m, res, g);
 	return rc;
 }
@@ -193,7 +193,7 @@ static int run(struct ctx *ctx, struct mc_cli *m)
 	progress_init(&m->prog, ctx);
 	/* the rails' threads would share the line: none on several */
 	m->prog.on = m->prog.on && m->nrails == 1;
-	rc = run_rails(m, g, &res, &e);
+	rc = run_part(m, g, &res, &e);
 	progress_end(&m->prog);
 	if (rc) {
 		rc = fail(ctx, rc, "rank %d: %s", m->grp.who.rank, e.msg);

@@ -172,18 +172,18 @@ int rails_auto(struct ctx *ctx, const char *who, const char *plan, struct rails_
 	return rc;
 }
 
-int rails_auto_client(struct ctx *ctx, const struct cmd *c, const char *plan, const char *bind,
+int rails_auto_client(struct ctx *ctx, const struct cmd *c, const char *plan, struct client_args *a,
 		      struct rails_auto *ra)
 {
 	int rc;
 
-	if (bind)
+	if (a->bind)
 		return usage_err(ctx,
 				 "%s: --rails %s picks the devices: give it or --bind, not both",
 				 c->name, plan);
 	if ((rc = rails_auto(ctx, c->name, plan, ra)))
 		return rc;
-	ctx->dev_name = ra->devs;
+	a->devs = ra->devs;
 	return 0;
 }
 

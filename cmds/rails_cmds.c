@@ -25,12 +25,12 @@ static int count_items(const char *s)
 	return s ? n : 0;
 }
 
-bool rails_asked(const struct ctx *ctx, const struct opt_vals *v, const struct client_args *a)
+bool rails_asked(const struct opt_vals *v, const struct client_args *a)
 {
 	const char *t = v->npos == 1 ? v->pos[0] : "";
 	size_t host_len = strncmp(t, "etcd://", 7) ? strcspn(t, ":/") : 0;
 
-	return memchr(t, ',', host_len) || (ctx->dev_name && strchr(ctx->dev_name, ',')) ||
+	return memchr(t, ',', host_len) || (a->devs && strchr(a->devs, ',')) ||
 	       (a->bind && strchr(a->bind, ','));
 }
 
@@ -147,8 +147,9 @@ static int rail_server(struct ctx *ctx, const struct cmd *c, const char *t, cons
 	return 0;
 }
 
-int rails_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
-	       const struct client_args *a, struct rc_rails **out)
+/* Several rails: a client each, from the lists. */
+static int rails_open_many(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+			   const struct client_args *a, struct rc_rails **out)
 {
 	struct rail_strs strs[RC_RAILS_MAX];
 	struct rc_rail_spec spec[RC_RAILS_MAX];
@@ -187,7 +188,7 @@ int rails_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		snprintf(buf, sizeof(buf), "%.*s", (int)(rest - t), t);
 		hosts = buf;
 	}
-	rc = rails_count(ctx, hosts, rec.nrails ? rec.nrails : 1, ctx->dev_name, a->bind, &n);
+	rc = rails_count(ctx, hosts, rec.nrails ? rec.nrails : 1, a->devs, a->bind, &n);
 	if (rc)
 		return rc;
 	for (int i = 0; i < n; i++) {
@@ -195,8 +196,8 @@ int rails_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		rc = rail_server(ctx, c, t, hosts, rest, &rec, i, &strs[i], region, sizeof(region));
 		if (rc)
 			return rc;
-		if (ctx->dev_name)
-			item(ctx->dev_name, i, strs[i].dev, sizeof(strs[i].dev));
+		if (a->devs)
+			item(a->devs, i, strs[i].dev, sizeof(strs[i].dev));
 		if (a->bind)
 			item(a->bind, i, strs[i].bind, sizeof(strs[i].bind));
 		spec[i] = (struct rc_rail_spec){ .host = strs[i].host,
@@ -210,6 +211,33 @@ int rails_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 	o.nconns = 1;
 	rc = rc_rails_open(spec, n, region, &o, out, &e);
 	return rc ? fail(ctx, rc, "%s", e.msg) : 0;
+}
+
+int rails_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+	       const struct client_args *a, struct rc_rails **out)
+{
+	struct rc_client *cl = NULL;
+	struct rc_err e;
+	int rc;
+
+	*out = NULL;
+	if (rails_asked(v, a))
+		return rails_open_many(ctx, c, v, a, out);
+	if ((rc = client_open(ctx, c, v, a, 1, false, STREAM_SQ_DEPTH, &cl)))
+		return rc;
+	if ((rc = rc_rails_of(cl, out, &e))) {
+		client_close(ctx, cl, rc);
+		return fail(ctx, rc, "%s", e.msg);
+	}
+	return 0;
+}
+
+void rails_close(struct ctx *ctx, struct rc_rails *r, int rc)
+{
+	struct rc_client *one = r && rc_rails_count(r) == 1 ? rc_rails_client(r, 0) : NULL;
+
+	rc_rails_close(r);
+	client_close(ctx, one, rc);
 }
 
 int rails_transfer(struct ctx *ctx, struct rc_rails *r, enum rc_op op, uint64_t off, uint64_t len,
@@ -375,6 +403,8 @@ void rails_report(struct ctx *ctx, const struct rc_rails *r, const struct rc_rai
 	struct out *o = &ctx->out;
 
 	report_transfer(ctx, &res->total);
+	if (rc_rails_count(r) == 1)
+		return;
 	out_u64(o, "stripe", NULL, res->stripe);
 	out_arr_begin(o, "rails");
 	for (int i = 0; i < res->n; i++)
@@ -420,9 +450,10 @@ static int split_listen(struct ctx *ctx, const char *s, char *host, size_t hl, c
 	return 0;
 }
 
-int listen_rails(struct ctx *ctx, const char *who, const char *listen, struct listen_rails *lr)
+int listen_rails(struct ctx *ctx, const char *who, const char *listen, const char *devs,
+		 struct listen_rails *lr)
 {
-	const char *devs = ctx->dev_name, *p = listen;
+	const char *p = listen;
 	int ndevs = 0, rc;
 
 	for (lr->n = 0; p; lr->n++) {
@@ -549,27 +580,20 @@ int rails_metrics_commit(struct ctx *ctx, const char *path, enum rc_op op, const
 			 const struct rc_rails_result *res, int rc)
 {
 	const char *devs[RC_RAILS_MAX];
-	struct rc_rails_result none = { .n = 0 };
+	struct rc_rails_result none = { .n = 0 }, one = { .n = 1, .failed_rail = -1 };
 
 	if (!path)
 		return rc;
-	for (int i = 0; r && i < res->n && i < RC_RAILS_MAX; i++)
+	for (int i = 0; r && i < rc_rails_count(r); i++)
 		devs[i] = rc_client_device(rc_rails_client(r, i));
-	return commit(ctx, path, op, r ? res : &none, devs, rc);
-}
-
-int stream_metrics_commit(struct ctx *ctx, const char *path, enum rc_op op,
-			  const struct rc_client *cl, const struct rc_stream_result *res, int rc)
-{
-	struct rc_rails_result one = { .n = cl ? 1 : 0, .total = *res, .failed_rail = -1 };
-	const char *devs[1] = { cl ? rc_client_device(cl) : "" };
-
-	if (!path)
-		return rc;
-	one.rail[0] = (struct rc_rail_result){ .bytes = res->bytes,
-					       .ops = res->ops,
-					       .chunks = res->bytes ? 1 : 0,
-					       .busy_s = res->seconds,
+	if (!r || rc_rails_count(r) > 1)
+		return commit(ctx, path, op, r ? res : &none, devs, rc);
+	/* One rail carried the whole as one chunk, and failed when the command did. */
+	one.total = res->n ? res->total : (struct rc_stream_result){ 0 };
+	one.rail[0] = (struct rc_rail_result){ .bytes = one.total.bytes,
+					       .ops = one.total.ops,
+					       .chunks = one.total.bytes ? 1 : 0,
+					       .busy_s = one.total.seconds,
 					       .failed = rc != 0 };
 	return commit(ctx, path, op, &one, devs, rc);
 }

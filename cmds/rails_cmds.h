@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* write and read over several rails (rdmactl-write(8), RAILS): a target of
- * several addresses, -d DEV1,DEV2 or --bind ADDR1,ADDR2, one rail each. */
+/* write and read over a set of rails (rdmactl-write(8), RAILS): one, the
+ * ordinary case, or several (a target of several addresses, -d DEV1,DEV2 or
+ * --bind ADDR1,ADDR2, one rail each). */
 #ifndef RDMACTL_RAILS_CMDS_H
 #define RDMACTL_RAILS_CMDS_H
 
@@ -10,12 +11,15 @@
 
 #define RAILS_STRIPE_DEFAULT (1u << 20)
 
-/* Whether the target, -d or --bind name several rails. */
-bool rails_asked(const struct ctx *ctx, const struct opt_vals *v, const struct client_args *a);
-/* Connect every rail and select the region on each. Reports its own
- * failure. */
+/* Whether the target, a's devices or --bind name several rails. */
+bool rails_asked(const struct opt_vals *v, const struct client_args *a);
+/* Connect every rail and select the region on each: one rail as
+ * client_open connects (the shell keeps it), several each on its device
+ * and address. Reports its own failure. */
 int rails_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 	       const struct client_args *a, struct rc_rails **out);
+/* Close (one rail: client_close, with the command's rc). r NULL: nothing. */
+void rails_close(struct ctx *ctx, struct rc_rails *r, int rc);
 /* The transfer, with the progress line and the global timeout. Reports its
  * own failure. */
 int rails_transfer(struct ctx *ctx, struct rc_rails *r, enum rc_op op, uint64_t off, uint64_t len,
@@ -28,7 +32,8 @@ void rails_names(const struct rc_rails *r, char *peers, size_t pcap, char *devs,
 /* Rail i's finding, into msg: a rate while busy far below its peers', or
  * nothing moved while every rail had chunks; false: none. dev: its device. */
 bool rails_finding(const struct rc_rails_result *res, int i, const char *dev, char *msg, size_t cap);
-/* The totals, then each rail, the failover and the findings. */
+/* The totals, then (several rails) each rail, the failover and the
+ * findings. */
 void rails_report(struct ctx *ctx, const struct rc_rails *r, const struct rc_rails_result *res,
 		  enum rc_op op);
 
@@ -38,13 +43,11 @@ void rails_report(struct ctx *ctx, const struct rc_rails *r, const struct rc_rai
 void rails_metrics(struct metrics *m, enum rc_op op, const struct rc_rails_result *res,
 		   const char *const *devs);
 /* --metrics FILE (path; NULL: none) of a transfer over the rails r (NULL: it
- * never opened), or over one client cl (NULL: none), written whole with the
- * outcome rc; returns rc, or the write's failure (metrics_commit). One rail
- * is one chunk of the whole transfer. */
+ * never opened), written whole with the outcome rc; returns rc, or the
+ * write's failure (metrics_commit). One rail is one chunk of the whole
+ * transfer, failed when rc is. */
 int rails_metrics_commit(struct ctx *ctx, const char *path, enum rc_op op, const struct rc_rails *r,
 			 const struct rc_rails_result *res, int rc);
-int stream_metrics_commit(struct ctx *ctx, const char *path, enum rc_op op,
-			  const struct rc_client *cl, const struct rc_stream_result *res, int rc);
 
 /* --listen ADDR1[:PORT],ADDR2[:PORT] and -d DEV1,DEV2 of a server (register,
  * kvxfer serve): one rail each, in the same order; -d may be left out. */
@@ -54,8 +57,10 @@ struct listen_rails {
 	char port[RC_RAILS_MAX][8];
 	char dev[RC_RAILS_MAX][64]; /* "": as the address routes */
 };
-/* who: the command, in the messages. */
-int listen_rails(struct ctx *ctx, const char *who, const char *listen, struct listen_rails *lr);
+/* who: the command, in the messages; devs: DEV1,DEV2 (-d, or a --rails
+ * plan's), NULL: none. */
+int listen_rails(struct ctx *ctx, const char *who, const char *listen, const char *devs,
+		 struct listen_rails *lr);
 
 /* -d DEV1,DEV2 and --bind ADDR1,ADDR2 of a side that sends from several
  * rails to peers named otherwise (kvxfer send): one rail each, in the same
@@ -80,9 +85,9 @@ struct rails_auto {
 	char devs[RC_RAILS_MAX * 65];         /* "DEV1,DEV2", as -d takes them */
 };
 int rails_auto(struct ctx *ctx, const char *who, const char *plan, struct rails_auto *ra);
-/* A client's (write, read): refused beside --bind; the plan's devices become
- * ctx->dev_name (ra's), as -d DEV1,DEV2: the caller puts the old one back. */
-int rails_auto_client(struct ctx *ctx, const struct cmd *c, const char *plan, const char *bind,
+/* A client's (write, read): refused beside --bind; the plan's devices
+ * become a's (ra's), as -d DEV1,DEV2 would. */
+int rails_auto_client(struct ctx *ctx, const struct cmd *c, const char *plan, struct client_args *a,
 		      struct rails_auto *ra);
 /* Whether listen names every address (0.0.0.0, [::] or ::), alone or with
  * :PORT; port gets the port ("" none). */

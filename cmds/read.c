@@ -33,7 +33,7 @@ struct read_args {
 	uint64_t size;
 	bool have_size;
 	const char *out_path; /* NULL: stdout */
-	bool rails;           /* several rails: rails_cmds.c */
+	bool rails;           /* several rails (rails_asked) */
 	uint64_t stripe;
 	struct rails_auto ra; /* --rails PLAN */
 };
@@ -61,15 +61,18 @@ static int write_full(int fd, const void *buf, size_t len, uint64_t off, bool at
 	return 0;
 }
 
+/* Where the bytes land: at their offset (pwrite) on several rails, which
+ * land chunks in any order, else in order where fd stands. */
+struct sink {
+	int fd;
+	bool at;
+};
+
 static int drain(void *arg, uint64_t off, const void *buf, size_t len)
 {
-	return write_full(*(int *)arg, buf, len, off, false);
-}
+	const struct sink *s = arg;
 
-/* The same at any offset, from several threads at once (several rails). */
-static int drain_at(void *arg, uint64_t off, const void *buf, size_t len)
-{
-	return write_full(*(int *)arg, buf, len, off, true);
+	return write_full(s->fd, buf, len, off, s->at);
 }
 
 static int read_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
@@ -83,9 +86,9 @@ static int read_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	    (rc = bench_args_parse(ctx, c, v, RD_BENCH, RC_OP_READ, &a->bench)))
 		return rc;
 	if (opt_on(v, RD_RAILS) &&
-	    (rc = rails_auto_client(ctx, c, opt_arg(v, RD_RAILS), a->cl.bind, &a->ra)))
+	    (rc = rails_auto_client(ctx, c, opt_arg(v, RD_RAILS), &a->cl, &a->ra)))
 		return rc;
-	a->rails = rails_asked(ctx, v, &a->cl);
+	a->rails = rails_asked(v, &a->cl);
 	if ((rc = rails_stripe(ctx, c, v, RD_STRIPE, a->rails, &a->stripe)))
 		return rc;
 	if (a->rails && a->bench.on)
@@ -119,10 +122,12 @@ static int read_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	return a->rails ? 0 : client_target(ctx, c, v, NULL);
 }
 
-/* Run: the bytes into *fd (opened here when --out names a file). */
-static int read_run(struct ctx *ctx, struct read_args *a, struct rc_client *cl, int *fd,
-		    struct rc_stream_result *res)
+/* Run: the bytes over the rails into sk->fd (opened here when --out names a
+ * file, and closed). */
+static int read_run(struct ctx *ctx, struct read_args *a, struct rc_rails *r, struct sink *sk,
+		    struct rc_rails_result *res)
 {
+	struct rc_client *cl = rc_rails_client(r, 0);
 	uint64_t off = a->cl.off;
 	uint64_t length = rc_client_region(cl)->length;
 	struct rc_err e;
@@ -133,94 +138,55 @@ static int read_run(struct ctx *ctx, struct read_args *a, struct rc_client *cl, 
 	if ((rc = rc_client_check(cl, off, a->size, false, false, &e)))
 		return fail(ctx, rc, "%s", e.msg);
 	if (a->out_path) {
-		*fd = open(a->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (*fd < 0) {
-			*fd = STDOUT_FILENO;
+		sk->fd = open(a->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (sk->fd < 0) {
+			sk->fd = STDOUT_FILENO;
 			return fail(ctx, -errno, "cannot create '%s': %s", a->out_path,
 				    strerror(errno));
 		}
 	}
-	struct rc_client_io io = { .drain = drain, .arg = fd };
+	sk->at = a->rails;
+	struct rc_rails_io io = { .drain = drain, .arg = sk };
 
-	rc = stream_transfer(ctx, cl, RC_OP_READ, off, a->size, &io, res);
-	if (rc)
-		return rc;
-	if (*fd != STDOUT_FILENO && fsync(*fd) < 0 && errno != EINVAL)
-		return fail(ctx, -errno, "cannot write '%s': %s", a->out_path, strerror(errno));
-	return 0;
-}
-
-/* Several rails: the region's bytes striped over them, into --out. */
-static int read_rails(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
-		      struct read_args *a)
-{
-	char peers[RC_RAILS_MAX * (RC_HOST_MAX + 8)], devs[RC_RAILS_MAX * 64];
-	struct rc_rails_result res = { .n = 0 };
-	struct rc_rails *r = NULL;
-	struct rc_err e;
-	uint64_t off = a->cl.off;
-	int fd = -1, rc = rails_open(ctx, c, v, &a->cl, &r);
-
-	if (rc)
-		return rails_metrics_commit(ctx, a->bench.metrics, RC_OP_READ, NULL, &res, rc);
-	struct rc_client *first = rc_rails_client(r, 0);
-	uint64_t length = rc_client_region(first)->length;
-
-	if (!a->have_size)
-		a->size = off < length ? length - off : 0;
-	if ((rc = rc_client_check(first, off, a->size, false, false, &e)))
-		rc = fail(ctx, rc, "%s", e.msg);
-	if (!rc && (fd = open(a->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
-		rc = fail(ctx, -errno, "cannot create '%s': %s", a->out_path, strerror(errno));
-	struct rc_rails_io io = { .drain = drain_at, .arg = &fd };
-
-	if (!rc)
-		rc = rails_transfer(ctx, r, RC_OP_READ, off, a->size, a->stripe, &io, &res);
-	if (!rc && (fsync(fd) < 0 && errno != EINVAL))
+	rc = rails_transfer(ctx, r, RC_OP_READ, off, a->size, a->stripe, &io, res);
+	if (!rc && sk->fd != STDOUT_FILENO && fsync(sk->fd) < 0 && errno != EINVAL)
 		rc = fail(ctx, -errno, "cannot write '%s': %s", a->out_path, strerror(errno));
-	if (fd >= 0 && close(fd) < 0 && !rc)
+	if (sk->fd != STDOUT_FILENO && close(sk->fd) < 0 && !rc)
 		rc = fail(ctx, -errno, "cannot write '%s': %s", a->out_path, strerror(errno));
-	if (!rc) {
-		rails_names(r, peers, sizeof(peers), devs, sizeof(devs));
-		out_str(&ctx->out, "operation", NULL, "read");
-		out_str(&ctx->out, "peer", "read from %s", peers);
-		out_str(&ctx->out, "region", "/%s", rc_client_region(first)->name);
-		out_u64(&ctx->out, "offset", " at offset %llu", (unsigned long long)off);
-		out_str(&ctx->out, "out", " into %s", a->out_path);
-		out_str(&ctx->out, "device", " via %s: ", devs);
-		rails_report(ctx, r, &res, RC_OP_READ);
-	}
-	rc = rails_metrics_commit(ctx, a->bench.metrics, RC_OP_READ, r, &res, rc);
-	rc_rails_close(r);
+	sk->fd = STDOUT_FILENO;
 	return rc;
 }
 
-static void read_print(struct ctx *ctx, const struct read_args *a, const struct rc_client *cl,
-		       const struct rc_stream_result *res)
+static void read_print(struct ctx *ctx, const struct read_args *a, const struct rc_rails *r,
+		       const struct rc_rails_result *res)
 {
+	char peers[RC_RAILS_MAX * (RC_HOST_MAX + 8)], devs[RC_RAILS_MAX * 64];
+	const char *region = rc_client_region(rc_rails_client(r, 0))->name;
+
+	rails_names(r, peers, sizeof(peers), devs, sizeof(devs));
 	if (a->out_path) {
 		out_str(&ctx->out, "operation", NULL, "read");
-		out_str(&ctx->out, "peer", "read from %s", rc_client_peer(cl));
-		out_str(&ctx->out, "region", "/%s", rc_client_region(cl)->name);
+		out_str(&ctx->out, "peer", "read from %s", peers);
+		out_str(&ctx->out, "region", "/%s", region);
 		out_u64(&ctx->out, "offset", " at offset %llu", (unsigned long long)a->cl.off);
 		out_str(&ctx->out, "out", " into %s", a->out_path);
-		out_str(&ctx->out, "device", " via %s: ", rc_client_device(cl));
-		report_transfer(ctx, res);
+		out_str(&ctx->out, "device", " via %s: ", devs);
+		rails_report(ctx, r, res, RC_OP_READ);
 	} else if (ctx->verbose) {
 		out_log(&ctx->out, "read %llu bytes from %s/%s in %.3f s",
-			(unsigned long long)res->bytes, rc_client_peer(cl),
-			rc_client_region(cl)->name, res->seconds);
+			(unsigned long long)res->total.bytes, peers, region, res->total.seconds);
 	}
 }
 
-static int read_main(struct ctx *ctx, int argc, char **argv)
+static int do_read(struct ctx *ctx, int argc, char **argv)
 {
 	const struct cmd *c = &cmd_read;
-	struct rc_stream_result res = { 0 };
-	struct rc_client *cl = NULL;
+	struct rc_rails_result res = { .n = 0 };
+	struct sink sk = { .fd = STDOUT_FILENO };
+	struct rc_rails *r = NULL;
 	struct read_args a;
 	struct opt_vals v;
-	int fd = STDOUT_FILENO, rc;
+	int rc;
 
 	rc = opts_parse(ctx, c, argc, argv, &v);
 	if (rc)
@@ -229,27 +195,13 @@ static int read_main(struct ctx *ctx, int argc, char **argv)
 		return rc;
 	if (a.bench.on)
 		return bench_run(ctx, c, &v, &a.cl, &a.bench, RC_OP_READ, 0, 0);
-	if (a.rails)
-		return read_rails(ctx, c, &v, &a);
-	rc = client_open(ctx, c, &v, &a.cl, 1, false, STREAM_SQ_DEPTH, &cl);
+	rc = rails_open(ctx, c, &v, &a.cl, &r);
 	if (!rc)
-		rc = read_run(ctx, &a, cl, &fd, &res);
+		rc = read_run(ctx, &a, r, &sk, &res);
 	if (!rc)
-		read_print(ctx, &a, cl, &res);
-	if (fd != STDOUT_FILENO && close(fd) < 0 && !rc)
-		rc = fail(ctx, -errno, "cannot write '%s': %s", a.out_path, strerror(errno));
-	rc = stream_metrics_commit(ctx, a.bench.metrics, RC_OP_READ, cl, &res, rc);
-	client_close(ctx, cl, rc);
-	return rc;
-}
-
-/* --rails puts the plan's devices in ctx->dev_name for this command only. */
-static int do_read(struct ctx *ctx, int argc, char **argv)
-{
-	const char *dev = ctx->dev_name;
-	int rc = read_main(ctx, argc, argv);
-
-	ctx->dev_name = dev;
+		read_print(ctx, &a, r, &res);
+	rc = rails_metrics_commit(ctx, a.bench.metrics, RC_OP_READ, r, &res, rc);
+	rails_close(ctx, r, rc);
 	return rc;
 }
 

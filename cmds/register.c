@@ -110,8 +110,6 @@ static int register_start(struct ctx *ctx, struct register_args *a, struct rc_se
 		so->max_conns = a->max_conns;
 	so->keepalive_ms = a->keepalive_ms;
 	so->flush_every_ms = a->flush_every_ms;
-	if (a->lr.n > 1) /* servers on threads: one event at a time */
-		so->on_event = register_rails_event;
 	rc = rc_server_create(so, s, &e);
 	if (rc)
 		return fail(ctx, rc, "%s", e.msg);
@@ -127,7 +125,15 @@ static int register_start(struct ctx *ctx, struct register_args *a, struct rc_se
 		if (rc)
 			return fail(ctx, rc, "region %s: %s", r->name, e.msg);
 	}
-	return register_rails_start(ctx, a, so, *s);
+	/* the server's rails: its own, and one more server each further one */
+	struct rc_rail_listen rl[RC_RAILS_MAX];
+
+	for (int i = 0; i < a->lr.n; i++)
+		rl[i] = (struct rc_rail_listen){ .addr = a->lr.host[i],
+						 .port = a->lr.port[i],
+						 .dev = a->lr.dev[i][0] ? a->lr.dev[i] : NULL };
+	rc = rc_server_rails_open(*s, rl, a->lr.n > 1 ? a->lr.n : 1, &a->rails, &e);
+	return rc ? fail(ctx, rc, "%s", e.msg) : 0;
 }
 
 /* A region served on several rails: each rail's address in its record (d's
@@ -140,7 +146,8 @@ static void publish_rails(const struct register_args *a, struct rc_etcd_region *
 	snprintf(d->rails[0].host, sizeof(d->rails[0].host), "%s", d->host);
 	snprintf(d->rails[0].port, sizeof(d->rails[0].port), "%s", d->port);
 	for (int k = 1; k < a->lr.n; k++) {
-		const struct rc_listener *l = rc_server_listener(a->rail_srv[k]);
+		const struct rc_listener *l =
+			rc_server_listener(rc_server_rails_server(a->rails, k));
 
 		snprintf(d->rails[k].host, sizeof(d->rails[k].host), "%s", a->lr.host[k]);
 		snprintf(d->rails[k].port, sizeof(d->rails[k].port), "%u", rc_listener_port(l));
@@ -365,8 +372,8 @@ static int register_foreground(struct ctx *ctx, struct register_args *a, struct 
 		out_log(&ctx->out, "serving %d region%s on %s:%u (%s); stop with Ctrl-C or SIGTERM",
 			rc_server_nregions(s), rc_server_nregions(s) == 1 ? "" : "s",
 			rc_listener_addr(l), rc_listener_port(l), rc_listener_device(l));
-	if ((rc = register_rails_run(ctx, a)))
-		return rc;
+	if ((rc = rc_server_rails_start(a->rails, &e)))
+		return fail(ctx, rc, "%s", e.msg);
 	rc = register_serve(ctx, a, s, sfd, started, &e);
 	if (rc)
 		return fail(ctx, rc, "%s", e.msg);
@@ -390,9 +397,13 @@ static int register_stop(struct ctx *ctx, struct register_args *a, struct rc_ser
 	rc_etcd_close(etcd);
 	if (a->metrics && s)
 		server_metrics(&m, a, s, started, false);
-	rc2 = register_rails_stop(ctx, a);
-	if (rc2 && !rc)
-		rc = rc2;
+	rc2 = rc_server_rails_close(a->rails, &e);
+	a->rails = NULL;
+	if (rc2) {
+		rc2 = fail(ctx, rc2, "%s", e.msg);
+		if (!rc)
+			rc = rc2;
+	}
 	/* Reported even after a failed serve: a region that did not reach its
 	 * file is data lost, whatever stopped the server. */
 	rc2 = rc_server_destroy(s, &e);
@@ -444,6 +455,9 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 	if (ctx->session) {
 		rc = register_background(ctx, s);
 		if (!rc) {
+			struct rc_err e;
+
+			rc_server_rails_close(a->rails, &e); /* one rail (the shell's): s alone */
 			free(a);
 			return 0;
 		}

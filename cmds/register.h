@@ -102,24 +102,16 @@ struct register_args {
 	struct listen_rails lr;
 	struct rails_auto ra;                               /* --rails PLAN */
 	char auto_listen[RC_RAILS_MAX * (RC_HOST_MAX + 8)]; /* its --listen */
-	struct rc_server *rail_srv[RC_RAILS_MAX];           /* [0]: NULL, the server itself */
+	struct rc_server_rails *rails;                      /* the server's: register.c opens it */
 };
 
 /* Parse: every region is checked before any device is touched. */
 int register_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		   struct register_args *a);
 
-/* Several rails (register_rails.c): the servers after the first, serving
- * its regions; each on a thread of its own from register_rails_run to
- * register_rails_stop (called before the first server's end); the rails of
- * region i in its descriptor; the event callback of every rail's server,
- * which lets one event out at a time. */
-int register_rails_start(struct ctx *ctx, struct register_args *a, const struct rc_server_opts *so,
-			 struct rc_server *s);
-int register_rails_run(struct ctx *ctx, struct register_args *a);
-void register_rails_event(void *arg, const struct rc_server_event *ev);
-int register_rails_stop(struct ctx *ctx, struct register_args *a);
-/* --metrics: each rail's connections, refusals, errors, requests and the
+/* The report of the server's rails (register_rails.c; the rails are
+ * libcore's rc_server_rails): region i's rails in its descriptor, and
+ * --metrics: each rail's connections, refusals, errors, requests and the
  * writes announced through it, labelled rail and device. */
 void register_rails_metrics(struct metrics *m, const struct register_args *a,
 			    const struct rc_server *s);

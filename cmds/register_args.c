@@ -44,9 +44,10 @@ static int collect_regions(struct ctx *ctx, const struct opt_vals *v, struct reg
 
 /* --listen ADDR1[:PORT],ADDR2[:PORT] and -d DEV1,DEV2: one rail each, in
  * the same order. */
-static int split_rails(struct ctx *ctx, const char *listen, struct register_args *a)
+static int split_rails(struct ctx *ctx, const char *listen, const char *devs,
+		       struct register_args *a)
 {
-	int rc = listen_rails(ctx, "register", listen, &a->lr);
+	int rc = listen_rails(ctx, "register", listen, devs, &a->lr);
 
 	if (rc)
 		return rc;
@@ -68,10 +69,7 @@ static int auto_listen(struct ctx *ctx, const char *plan, struct register_args *
 	if (rc)
 		return rc;
 	a->listen = a->auto_listen;
-	ctx->dev_name = a->ra.devs; /* as -d DEV1,DEV2, for the parse only */
-	rc = split_rails(ctx, a->listen, a);
-	ctx->dev_name = NULL;
-	return rc;
+	return split_rails(ctx, a->listen, a->ra.devs, a);
 }
 
 /* One --name group's memory, access and size, checked; "default" when it
@@ -128,7 +126,7 @@ static int parse_serving(struct ctx *ctx, const struct cmd *c, const struct opt_
 	else if (!a->listen)
 		return usage_err(ctx, "register: --listen ADDR[:PORT] is required");
 	else
-		rc = split_rails(ctx, a->listen, a);
+		rc = split_rails(ctx, a->listen, ctx->dev_name, a);
 	if (rc)
 		return rc;
 	if ((rc = opts_fill(ctx, c, v, RG_MAX_CONNS, RG_FLUSH_EVERY + 1, a)))

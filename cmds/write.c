@@ -42,7 +42,7 @@ struct write_args {
 	bool from_stdin;
 	bool has_imm;
 	uint32_t imm;
-	bool rails; /* several rails: rails_cmds.c */
+	bool rails; /* several rails (rails_asked) */
 	uint64_t stripe;
 	struct rails_auto ra; /* --rails PLAN */
 };
@@ -55,6 +55,7 @@ struct src {
 	int fd;
 	const char *pattern;
 	uint64_t base; /* remote offset of the first byte */
+	bool at;       /* several rails: any chunk at any time, so pread at its offset */
 };
 
 /* len bytes from fd into buf, at off (pread) when at, else where it stands:
@@ -84,7 +85,7 @@ static ssize_t fill(void *arg, uint64_t off, void *buf, size_t len)
 
 	if (s->pattern)
 		return rc_pattern_fill(s->pattern, s->base + off, buf, len) ? -EINVAL : (ssize_t)len;
-	return read_full(s->fd, buf, len, off, false);
+	return read_full(s->fd, buf, len, off, s->at);
 }
 
 /* A write cut by a migration's fence is retried whole at the region's new
@@ -96,15 +97,6 @@ static int rewind_src(void *arg)
 	if (s->pattern)
 		return 0;
 	return lseek(s->fd, 0, SEEK_SET) == 0 ? 0 : -errno;
-}
-
-/* The same at any offset, from several threads at once (several rails):
- * a pattern, or a regular file read with pread. */
-static ssize_t fill_at(void *arg, uint64_t off, void *buf, size_t len)
-{
-	struct src *s = arg;
-
-	return s->pattern ? fill(arg, off, buf, len) : read_full(s->fd, buf, len, off, true);
 }
 
 /* Parse: options into a, the source opened into src. */
@@ -119,9 +111,9 @@ static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_va
 	    (rc = bench_args_parse(ctx, c, v, WR_BENCH, RC_OP_WRITE, &a->bench)))
 		return rc;
 	if (opt_on(v, WR_RAILS) &&
-	    (rc = rails_auto_client(ctx, c, opt_arg(v, WR_RAILS), a->cl.bind, &a->ra)))
+	    (rc = rails_auto_client(ctx, c, opt_arg(v, WR_RAILS), &a->cl, &a->ra)))
 		return rc;
-	a->rails = rails_asked(ctx, v, &a->cl);
+	a->rails = rails_asked(v, &a->cl);
 	if ((rc = rails_stripe(ctx, c, v, WR_STRIPE, a->rails, &a->stripe)))
 		return rc;
 	if (a->rails && a->bench.on)
@@ -187,13 +179,15 @@ static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_va
 	return a->rails ? 0 : client_target(ctx, c, v, NULL);
 }
 
-/* Run: the transfer, then the immediate. */
-static int write_run(struct ctx *ctx, struct write_args *a, struct src *src, struct rc_client *cl,
-		     struct rc_stream_result *res)
+/* Run: the transfer over the rails, then the immediate. */
+static int write_run(struct ctx *ctx, struct write_args *a, struct src *src, struct rc_rails *r,
+		     struct rc_rails_result *res)
 {
+	struct rc_client *cl = rc_rails_client(r, 0);
 	uint64_t off = a->cl.off;
 	uint64_t length = rc_client_region(cl)->length;
 	struct rc_err e;
+	struct stat in_st;
 	int rc;
 
 	if (!a->have_size)
@@ -201,17 +195,15 @@ static int write_run(struct ctx *ctx, struct write_args *a, struct src *src, str
 	if ((rc = rc_client_check(cl, off, a->size, true, false, &e)))
 		return fail(ctx, rc, "%s", e.msg);
 	src->base = off;
-	struct rc_client_io io = { .fill = fill, .arg = src };
-	struct stat in_st;
+	src->at = a->rails;
+	struct rc_rails_io io = { .fill = fill, .arg = src };
 
 	if (src->pattern ||
 	    (src->fd != STDIN_FILENO && fstat(src->fd, &in_st) == 0 && S_ISREG(in_st.st_mode)))
 		io.rewind = rewind_src;
-
-	rc = stream_transfer(ctx, cl, RC_OP_WRITE, off, a->size, &io, res);
-	if (rc)
+	if ((rc = rails_transfer(ctx, r, RC_OP_WRITE, off, a->size, a->stripe, &io, res)))
 		return rc;
-	if (a->from_stdin && res->bytes == a->size) {
+	if (a->from_stdin && res->total.bytes == a->size) {
 		char extra;
 		ssize_t n = read(STDIN_FILENO, &extra, 1);
 
@@ -220,76 +212,35 @@ static int write_run(struct ctx *ctx, struct write_args *a, struct src *src, str
 				    "the input is longer than the %llu bytes left in region '%s' from offset %llu; "
 				    "the first %llu bytes were written",
 				    (unsigned long long)a->size, rc_client_region(cl)->name,
-				    (unsigned long long)off, (unsigned long long)res->bytes);
+				    (unsigned long long)off, (unsigned long long)res->total.bytes);
 	}
-	if (a->has_imm) {
-		rc = rc_client_write_imm(cl, off, a->imm, ctx->timeout_ms, &e);
-		if (rc)
-			return fail(ctx, rc, "%s", e.msg);
-	}
+	if (a->has_imm && (rc = rc_client_write_imm(cl, off, a->imm, ctx->timeout_ms, &e)))
+		return fail(ctx, rc, "%s", e.msg);
 	return 0;
 }
 
-/* What comes before the figures. */
-static void write_head(struct ctx *ctx, const struct write_args *a, const char *peer,
-		       const char *region, const char *device)
-{
-	out_str(&ctx->out, "operation", NULL, "write");
-	out_str(&ctx->out, "peer", "wrote to %s", peer);
-	out_str(&ctx->out, "region", "/%s", region);
-	out_u64(&ctx->out, "offset", " at offset %llu", (unsigned long long)a->cl.off);
-	out_str(&ctx->out, "device", " via %s: ", device);
-	if (a->has_imm)
-		out_u64(&ctx->out, "imm", NULL, a->imm);
-}
-
-static void write_print(struct ctx *ctx, const struct write_args *a, const struct rc_client *cl,
-			const struct rc_stream_result *res)
-{
-	write_head(ctx, a, rc_client_peer(cl), rc_client_region(cl)->name, rc_client_device(cl));
-	report_transfer(ctx, res);
-}
-
-/* Several rails: the region's bytes striped over them. */
-static int write_rails(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
-		       struct write_args *a, struct src *src)
+static void write_print(struct ctx *ctx, const struct write_args *a, const struct rc_rails *r,
+			const struct rc_rails_result *res)
 {
 	char peers[RC_RAILS_MAX * (RC_HOST_MAX + 8)], devs[RC_RAILS_MAX * 64];
-	struct rc_rails_result res = { .n = 0 };
-	struct rc_rails *r = NULL;
-	struct rc_err e;
-	int rc = rails_open(ctx, c, v, &a->cl, &r);
 
-	if (rc)
-		return rails_metrics_commit(ctx, a->bench.metrics, RC_OP_WRITE, NULL, &res, rc);
-	struct rc_client *first = rc_rails_client(r, 0);
-
-	src->base = a->cl.off;
-	if ((rc = rc_client_check(first, a->cl.off, a->size, true, false, &e)))
-		rc = fail(ctx, rc, "%s", e.msg);
-	struct rc_rails_io io = { .fill = fill_at, .arg = src };
-
-	if (!rc)
-		rc = rails_transfer(ctx, r, RC_OP_WRITE, a->cl.off, a->size, a->stripe, &io, &res);
-	if (!rc && a->has_imm &&
-	    (rc = rc_client_write_imm(first, a->cl.off, a->imm, ctx->timeout_ms, &e)))
-		rc = fail(ctx, rc, "%s", e.msg);
-	if (!rc) {
-		rails_names(r, peers, sizeof(peers), devs, sizeof(devs));
-		write_head(ctx, a, peers, rc_client_region(first)->name, devs);
-		rails_report(ctx, r, &res, RC_OP_WRITE);
-	}
-	rc = rails_metrics_commit(ctx, a->bench.metrics, RC_OP_WRITE, r, &res, rc);
-	rc_rails_close(r);
-	return rc;
+	rails_names(r, peers, sizeof(peers), devs, sizeof(devs));
+	out_str(&ctx->out, "operation", NULL, "write");
+	out_str(&ctx->out, "peer", "wrote to %s", peers);
+	out_str(&ctx->out, "region", "/%s", rc_client_region(rc_rails_client(r, 0))->name);
+	out_u64(&ctx->out, "offset", " at offset %llu", (unsigned long long)a->cl.off);
+	out_str(&ctx->out, "device", " via %s: ", devs);
+	if (a->has_imm)
+		out_u64(&ctx->out, "imm", NULL, a->imm);
+	rails_report(ctx, r, res, RC_OP_WRITE);
 }
 
-static int write_main(struct ctx *ctx, int argc, char **argv)
+static int do_write(struct ctx *ctx, int argc, char **argv)
 {
 	const struct cmd *c = &cmd_write;
 	struct src src = { .fd = STDIN_FILENO };
-	struct rc_stream_result res = { 0 };
-	struct rc_client *cl = NULL;
+	struct rc_rails_result res = { .n = 0 };
+	struct rc_rails *r = NULL;
 	struct write_args a;
 	struct opt_vals v;
 	int rc;
@@ -304,30 +255,16 @@ static int write_main(struct ctx *ctx, int argc, char **argv)
 		rc = bench_run(ctx, c, &v, &a.cl, &a.bench, RC_OP_WRITE, 0, 0);
 		goto out;
 	}
-	if (a.rails) {
-		rc = write_rails(ctx, c, &v, &a, &src);
-		goto out;
-	}
-	rc = client_open(ctx, c, &v, &a.cl, 1, false, STREAM_SQ_DEPTH, &cl);
+	rc = rails_open(ctx, c, &v, &a.cl, &r);
 	if (!rc)
-		rc = write_run(ctx, &a, &src, cl, &res);
+		rc = write_run(ctx, &a, &src, r, &res);
 	if (!rc)
-		write_print(ctx, &a, cl, &res);
-	rc = stream_metrics_commit(ctx, a.bench.metrics, RC_OP_WRITE, cl, &res, rc);
+		write_print(ctx, &a, r, &res);
+	rc = rails_metrics_commit(ctx, a.bench.metrics, RC_OP_WRITE, r, &res, rc);
 out:
-	client_close(ctx, cl, rc);
+	rails_close(ctx, r, rc);
 	if (src.fd > STDIN_FILENO)
 		close(src.fd);
-	return rc;
-}
-
-/* --rails puts the plan's devices in ctx->dev_name for this command only. */
-static int do_write(struct ctx *ctx, int argc, char **argv)
-{
-	const char *dev = ctx->dev_name;
-	int rc = write_main(ctx, argc, argv);
-
-	ctx->dev_name = dev;
 	return rc;
 }
 

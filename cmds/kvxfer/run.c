@@ -145,11 +145,9 @@ static int serve_listen(struct ctx *ctx, struct kvxfer_args *a, struct listen_ra
 		return rc;
 	if (a->rails) {
 		listen = a->rails_listen;
-		ctx->dev_name = a->ra.devs; /* as -d DEV1,DEV2, for the parse only */
+		devs = a->ra.devs; /* as -d DEV1,DEV2 */
 	}
-	rc = listen_rails(ctx, "kvxfer serve", listen, lr);
-	ctx->dev_name = devs;
-	if (rc)
+	if ((rc = listen_rails(ctx, "kvxfer serve", listen, devs, lr)))
 		return rc;
 	o->addr = lr->host[0];
 	o->port = lr->port[0];

@@ -269,12 +269,6 @@ void rc_a2a_slice_counts(const uint64_t *counts, int world, int slice, int slice
 static int run(struct rc_group *g, const struct rc_a2a_opts *o, const uint64_t *whole,
 	       struct a2a_sync *sync, struct rc_a2a_result *res, struct rc_err *err);
 
-int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct rc_a2a_result *res,
-	       struct rc_err *err)
-{
-	return a2a_run_sync(g, o, NULL, res, err);
-}
-
 int a2a_run_sync(struct rc_group *g, const struct rc_a2a_opts *o, struct a2a_sync *sync,
 		 struct rc_a2a_result *res, struct rc_err *err)
 {

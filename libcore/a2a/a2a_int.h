@@ -3,6 +3,9 @@
 #ifndef RDMACTL_A2A_INT_H
 #define RDMACTL_A2A_INT_H
 
+#include <pthread.h>
+#include <stdint.h>
+
 #include <rdmactl/a2a.h>
 #include <rdmactl/mem_core.h>
 
@@ -56,15 +59,25 @@ struct a2a {
 	struct a2a_sync *sync; /* the rails of this rank start each iteration together */
 };
 
-/* a2a_rails.c: the rails of one rank meet before each iteration's clock
+/* a2a_sync.c: the rails of one rank meet before each iteration's clock
  * starts, so that one rail's untimed work (filling, checking) never runs
  * inside another's timed exchange. A rail that fails releases the others:
- * 0, or -ECANCELED (err says which rail) once one has failed. */
-struct a2a_sync;
+ * 0, or -ECANCELED (err says which rail) once one has failed. Its wait
+ * has no clock of its own: every rail it waits for is itself in a wait
+ * bounded by the group's timeout, and one that fails releases it. */
+struct a2a_sync {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int n;          /* rails */
+	int arrived;    /* at this round */
+	uint64_t round; /* rounds completed */
+	int failed;     /* the first rail that failed, -1: none */
+};
 int a2a_sync_wait(struct a2a_sync *s, struct rc_err *err);
 /* This rail failed: the others stop waiting for it. */
 void a2a_sync_fail(struct a2a_sync *s, int rail);
-/* rc_a2a_run with the rails' meeting point (NULL: none). */
+/* One rail's exchange (a2a.c), with the rails' meeting point (NULL: one
+ * rail alone); rc_a2a_run and rc_a2a_run_rails (a2a_rails.c) call it. */
 int a2a_run_sync(struct rc_group *g, const struct rc_a2a_opts *o, struct a2a_sync *sync,
 		 struct rc_a2a_result *res, struct rc_err *err);
 

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
-/* A rank on several rails: slice i of every block over the group of rail i,
- * the rails at once, a thread each (rc_a2a_run_rails), starting each
- * iteration together. The groups share nothing, so a rail's thread touches
- * only its own group, buffers and result, and the barrier; the caller's
- * progress hears rail 0 alone. */
+/* A rank's alltoall on its set of rails, the one place that tells one rail
+ * from several: one rail runs the exchange (a2a.c) on the caller's thread;
+ * several run slice i of every block over the group of rail i, the rails
+ * at once, a thread each, starting each iteration together (a2a_sync.c).
+ * The groups share nothing, so a rail's thread touches only its own group,
+ * buffers and result, and the barrier; the caller's progress hears rail 0
+ * alone. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -15,48 +17,6 @@
 #include <rdmactl/a2a_core.h>
 
 #include "a2a_int.h"
-
-/* A barrier the rails of a rank meet at before each iteration. Its wait
- * has no clock of its own: every rail it waits for is itself in a wait
- * bounded by the group's timeout, and one that fails releases it. */
-struct a2a_sync {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int n;          /* rails */
-	int arrived;    /* at this round */
-	uint64_t round; /* rounds completed */
-	int failed;     /* the first rail that failed, -1: none */
-};
-
-int a2a_sync_wait(struct a2a_sync *s, struct rc_err *err)
-{
-	int rc = 0;
-
-	pthread_mutex_lock(&s->mu);
-	if (s->failed < 0 && ++s->arrived == s->n) {
-		s->arrived = 0;
-		s->round++;
-		pthread_cond_broadcast(&s->cv);
-	} else if (s->failed < 0) {
-		uint64_t round = s->round;
-
-		while (s->failed < 0 && s->round == round)
-			pthread_cond_wait(&s->cv, &s->mu);
-	}
-	if (s->failed >= 0)
-		rc = rc_err_set(err, ECANCELED, "rail %d of this rank failed", s->failed + 1);
-	pthread_mutex_unlock(&s->mu);
-	return rc;
-}
-
-void a2a_sync_fail(struct a2a_sync *s, int rail)
-{
-	pthread_mutex_lock(&s->mu);
-	if (s->failed < 0)
-		s->failed = rail;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-}
 
 struct rail_run {
 	struct rc_group *g;
@@ -100,7 +60,7 @@ int rc_a2a_run_rails(struct rc_group *const *g, int n, const struct rc_a2a_opts 
 	if (n < 1)
 		return rc_err_set(err, EINVAL, "no rail to run on");
 	if (n == 1)
-		return rc_a2a_run(g[0], o, res, err);
+		return a2a_run_sync(g[0], o, NULL, res, err);
 	if (!(r = calloc((size_t)n, sizeof(*r))))
 		return rc_err_set(err, ENOMEM, "out of memory");
 	for (int i = 0; i < n; i++) {
@@ -123,4 +83,10 @@ int rc_a2a_run_rails(struct rc_group *const *g, int n, const struct rc_a2a_opts 
 				       err);
 	free(r);
 	return rc;
+}
+
+int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct rc_a2a_result *res,
+	       struct rc_err *err)
+{
+	return rc_a2a_run_rails(&g, 1, o, res, err);
 }

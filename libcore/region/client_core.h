@@ -33,6 +33,7 @@ struct rc_client {
 struct rc_rails {
 	struct rc_client *cl[RC_RAILS_MAX];
 	int n;
+	bool borrowed; /* rc_rails_of: cl[0] is the caller's to close */
 };
 
 /* Send one control message (header included) on the first connection and

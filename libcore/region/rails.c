@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Several rails to one region: a client per rail (its own device, its own
- * address of the server), and a transfer striped over them. Each rail has a
+ * A set of rails to one region: a client per rail (its own device, its own
+ * address of the server). On one rail, the ordinary case, a transfer is the
+ * client's stream; on several it is striped over them. Each rail has a
  * thread that takes its own chunks in turn (an even split), then helps the
  * rails with the most left, so a slow rail carries less; a rail that fails
  * gives its unfinished chunk back, and the others send it again.
@@ -86,13 +87,26 @@ int rc_rails_open(const struct rc_rail_spec *spec, int n, const char *region,
 	return 0;
 }
 
+int rc_rails_of(struct rc_client *cl, struct rc_rails **out, struct rc_err *err)
+{
+	struct rc_rails *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	r->cl[0] = cl;
+	r->n = 1;
+	r->borrowed = true;
+	*out = r;
+	return 0;
+}
+
 int rc_rails_close(struct rc_rails *r)
 {
 	int rc = 0;
 
 	if (!r)
 		return 0;
-	for (int i = 0; i < r->n; i++) {
+	for (int i = r->borrowed ? 1 : 0; i < r->n; i++) {
 		int e = rc_client_close(r->cl[i]);
 
 		if (e && !rc)
@@ -367,6 +381,35 @@ static int run_rails(struct xfer *x, struct rc_err *err)
 	return rc;
 }
 
+/* One rail: the client's stream, the whole transfer rail 0's one chunk. */
+static int one_rail(struct rc_rails *r, enum rc_op op, uint64_t off, uint64_t len,
+		    const struct rc_rails_io *io, struct rc_rails_result *res, struct rc_err *err)
+{
+	struct rc_client_io cio = { .fill = io->fill,
+				    .drain = io->drain,
+				    .arg = io->arg,
+				    .progress = io->progress,
+				    .progress_arg = io->progress_arg,
+				    .timeout_ms = io->timeout_ms,
+				    .rewind = io->rewind };
+	struct rc_rail_result *rr = &res->rail[0];
+	int rc = op == RC_OP_READ ? rc_client_read(r->cl[0], off, len, &cio, &res->total, err)
+				  : rc_client_write(r->cl[0], off, len, &cio, &res->total, err);
+
+	rr->bytes = res->total.bytes;
+	rr->ops = res->total.ops;
+	rr->chunks = res->total.bytes ? 1 : 0;
+	rr->busy_s = res->total.seconds;
+	if (rc) {
+		rr->failed = true;
+		rr->failed_at_s = res->total.seconds;
+		snprintf(rr->error, sizeof(rr->error), "%.255s", err->msg);
+		res->failed_rail = 0;
+		res->failed_at_s = res->total.seconds;
+	}
+	return rc;
+}
+
 int rc_rails_transfer(struct rc_rails *r, enum rc_op op, uint64_t off, uint64_t len, uint64_t stripe,
 		      const struct rc_rails_io *io, struct rc_rails_result *res, struct rc_err *err)
 {
@@ -386,6 +429,8 @@ int rc_rails_transfer(struct rc_rails *r, enum rc_op op, uint64_t off, uint64_t 
 	if (op != RC_OP_WRITE && op != RC_OP_READ)
 		return rc_err_set(err, EINVAL, "rails move data by WRITE or READ, not %s",
 				  rc_op_name(op));
+	if (r->n == 1)
+		return one_rail(r, op, off, len, io, res, err);
 	if (!stripe)
 		return rc_err_set(err, EINVAL, "a stripe of 0 bytes");
 	x.nchunks = (len + stripe - 1) / stripe;

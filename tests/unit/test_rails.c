@@ -3,9 +3,14 @@
  * rate while busy, so a slow rail is named, a rail that only started late
  * (less share, the same rate) is not, nor is a short transfer's jitter; one
  * that moved nothing while every rail had chunks is idle, and a failed rail
- * is the failover's, not a finding. */
+ * is the failover's, not a finding. And the sets of one rail, the ordinary
+ * case: a client's wraps a client opened otherwise and leaves it to its
+ * owner, a server's is the server alone, nothing started. */
+#include <errno.h>
 #include <stdbool.h>
 #include <string.h>
+
+#include <rdmactl/server.h>
 
 #include "rails_cmds.h"
 
@@ -31,6 +36,32 @@ static bool finding(const struct rc_rails_result *res, int i, char *msg)
 {
 	msg[0] = 0;
 	return rails_finding(res, i, i ? "rxe_c" : "rxe_a", msg, 320);
+}
+
+/* The sets of one rail touch nothing of what they hold (which here is not
+ * a client or a server at all: closing it would crash). */
+static void one_rail_sets(void)
+{
+	long not_a_client, not_a_server;
+	struct rc_client *cl = (struct rc_client *)&not_a_client;
+	struct rc_server *s = (struct rc_server *)&not_a_server;
+	struct rc_server_rails *sr = NULL;
+	struct rc_rails *r = NULL;
+	struct rc_err e;
+
+	CHECK(rc_rails_of(cl, &r, &e) == 0);
+	CHECK(rc_rails_count(r) == 1);
+	CHECK(rc_rails_client(r, 0) == cl);
+	CHECK(rc_rails_close(r) == 0);
+	CHECK(rc_server_rails_open(s, NULL, 1, &sr, &e) == 0);
+	CHECK(rc_server_rails_count(sr) == 1);
+	CHECK(rc_server_rails_server(sr, 0) == s);
+	CHECK(rc_server_rails_start(sr, &e) == 0);
+	CHECK(rc_server_rails_close(sr, &e) == 0);
+	CHECK(rc_server_rails_close(NULL, &e) == 0);
+	sr = NULL;
+	CHECK(rc_server_rails_open(s, NULL, 0, &sr, &e) == -EINVAL && !sr);
+	CHECK(rc_server_rails_open(s, NULL, RC_RAILS_MAX + 1, &sr, &e) == -EINVAL && !sr);
 }
 
 int main(void)
@@ -82,5 +113,6 @@ int main(void)
 	res.rail[1].failed = true;
 	CHECK(!finding(&res, 1, msg));
 	CHECK(!finding(&res, 0, msg));
+	one_rail_sets();
 	CHECK_DONE();
 }

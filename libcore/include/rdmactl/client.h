@@ -127,10 +127,11 @@ struct rc_client_bench {
 RC_EXPORT int rc_client_bench(struct rc_client *cl, const struct rc_client_bench *b,
 			      struct rc_stream_result *res, struct rc_err *err);
 
-/* Several rails: one region reached through several NICs (rdmactl-write(8)),
- * one client per rail, each on its own device and its own server address,
- * and a transfer striped over them in chunks. See region/rails.c.
- * RC_RAILS_MAX: parse.h. */
+/* A set of one or more rails to one region (rdmactl-write(8)): one client
+ * per rail, each on its own device and its own server address. One rail is
+ * the ordinary case, a transfer on it the stream of rc_client_write and
+ * rc_client_read; on several, a transfer is striped over them in chunks.
+ * See region/rails.c. RC_RAILS_MAX: parse.h. */
 
 struct rc_rail_spec {
 	const char *host; /* the server's address on this rail */
@@ -145,6 +146,10 @@ struct rc_rail_spec {
 RC_EXPORT int rc_rails_open(const struct rc_rail_spec *spec, int n, const char *region,
 			    const struct rc_client_opts *o, struct rc_rails **out,
 			    struct rc_err *err);
+/* The set of one rail of a client opened otherwise (rc_client_open, a
+ * shell's kept connection): rc_rails_close frees the set, not cl. */
+RC_EXPORT int rc_rails_of(struct rc_client *cl, struct rc_rails **out, struct rc_err *err);
+/* Close every rail's client (but one rc_rails_of borrowed) and free r. */
 RC_EXPORT int rc_rails_close(struct rc_rails *r);
 /* How many rails r has. */
 RC_EXPORT int rc_rails_count(const struct rc_rails *r);
@@ -174,10 +179,11 @@ struct rc_rails_result {
 	uint64_t resent;              /* chunks sent again after a rail failed under them */
 };
 
-/* The data, as struct rc_client_io's but for several threads: fill and
- * drain are called for any chunk, in any order, from one thread per rail
- * at once (off counts from the transfer's first byte); progress is called
- * from one at a time. */
+/* The data, as struct rc_client_io's. On several rails fill and drain are
+ * called for any chunk, in any order, from one thread per rail at once (off
+ * counts from the transfer's first byte), progress from one at a time, and
+ * rewind never; on one rail, as rc_client_write and rc_client_read call
+ * them: in order, from the caller's thread. */
 struct rc_rails_io {
 	ssize_t (*fill)(void *arg, uint64_t off, void *buf, size_t len);
 	int (*drain)(void *arg, uint64_t off, const void *buf, size_t len);
@@ -185,9 +191,12 @@ struct rc_rails_io {
 	void (*progress)(void *arg, uint64_t done, uint64_t total);
 	void *progress_arg;
 	int timeout_ms;
+	int (*rewind)(void *arg); /* one rail: as rc_client_io's; NULL: none */
 };
 
-/* Write or read len bytes at off of the region, in chunks of stripe bytes:
+/* Write or read len bytes at off of the region. One rail: the stream of
+ * rc_client_write or rc_client_read (stripe is kept in res, and rail 0
+ * carried the whole as one chunk). Several: in chunks of stripe bytes:
  * chunk k is rail k % n's, and a rail done with its own takes the last
  * ones of the rail with the most left. A rail that fails
  * (its QP in error, a completion timed out) stops and its unfinished chunk

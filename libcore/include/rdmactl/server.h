@@ -78,6 +78,32 @@ RC_EXPORT int rc_server_add_region_spec(struct rc_server *s, const char *name,
  * server before the one that owns the memory. */
 RC_EXPORT int rc_server_share_region(struct rc_server *s, struct rc_server *owner, int i,
 				     struct rc_err *err);
+/* A server on a set of one or more rails (rdmactl-register(8), --listen
+ * ADDR1,ADDR2 -d DEV1,DEV2): s, the first rail's, and a server per further
+ * rail serving s's regions (rc_server_share_region), each on a thread of
+ * its own; every rail's events go to s's on_event, one at a time. One rail
+ * is the ordinary case: s alone, nothing started. */
+struct rc_server_rails;
+struct rc_rail_listen {
+	const char *addr;
+	const char *port;
+	const char *dev; /* NULL: the one addr routes through */
+};
+/* Open rails[1..n-1] (rails[0] is s's own), after s has its regions and
+ * before it runs, as s's options say but for the address and device. On a
+ * failure *out is set still: close it. */
+RC_EXPORT int rc_server_rails_open(struct rc_server *s, const struct rc_rail_listen *rails, int n,
+				   struct rc_server_rails **out, struct rc_err *err);
+RC_EXPORT int rc_server_rails_count(const struct rc_server_rails *sr);
+/* Rail i's server (0: s). */
+RC_EXPORT struct rc_server *rc_server_rails_server(const struct rc_server_rails *sr, int i);
+/* Serve the further rails, each on its thread, until rc_server_rails_close
+ * (run s as ever beside them). */
+RC_EXPORT int rc_server_rails_start(struct rc_server_rails *sr, struct rc_err *err);
+/* Stop and release the further rails (not s: destroy it after); the first
+ * failure, a rail's serve included. sr NULL: nothing. */
+RC_EXPORT int rc_server_rails_close(struct rc_server_rails *sr, struct rc_err *err);
+
 /* Handle whatever is pending, waiting at most timeout_ms; returns 0 or -errno
  * on a fatal error. Single-threaded: call it from one thread. */
 RC_EXPORT int rc_server_step(struct rc_server *s, int timeout_ms, struct rc_err *err);
