@@ -32,6 +32,10 @@ extern const struct cmd cmd_complete;
 	  "history file (default: $RDMACTL_HISTORY, else ~/.rdmactl_history)", COMP_FILE)
 enum { SHELL_OPTS(OPT_INDEX) SHELL_NOPTS };
 
+/* The library's configuration (rdmactl/config.h) from the environment
+ * (cmds/config.c): the program calls it once, first. */
+void cmds_config_load(void);
+
 /* Print one server event as register does (arg: the struct ctx). */
 void register_on_event(void *arg, const struct rc_server_event *ev);
 
