@@ -35,6 +35,11 @@ enum { SHELL_OPTS(OPT_INDEX) SHELL_NOPTS };
 /* The library's configuration (rdmactl/config.h) from the environment
  * (cmds/config.c): the program calls it once, first. */
 void cmds_config_load(void);
+/* e's message, its parameter (e->param, a field named in it) named as the
+ * option that gives it, "kv_heads" as "--kv-heads": in buf, or e->msg itself
+ * when it names none. */
+struct rc_err;
+const char *cmds_err_text(const struct rc_err *e, char *buf, size_t len);
 
 /* Print one server event as register does (arg: the struct ctx). */
 void register_on_event(void *arg, const struct rc_server_event *ev);

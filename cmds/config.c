@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
-/* The library's configuration (rdmactl/config.h) from rdmactl's
- * environment: the one place that reads it for libcore. */
+/* What rdmactl tells libcore and what it maps back: the library's
+ * configuration (rdmactl/config.h) from rdmactl's environment, the one place
+ * that reads it for libcore; and a library error's parameter named as the
+ * option that gives it. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <rdmactl/config.h>
 
@@ -27,4 +31,22 @@ void cmds_config_load(void)
 	};
 
 	rc_config_set(&c);
+}
+
+const char *cmds_err_text(const struct rc_err *e, char *buf, size_t len)
+{
+	size_t n = e->param ? strlen(e->param) : 0;
+	const char *at = n ? strstr(e->msg, e->param) : NULL;
+	char opt[64];
+	size_t i;
+
+	if (!at || n >= sizeof(opt) - 2)
+		return e->msg;
+	/* The field kv_heads is the option --kv-heads. */
+	opt[0] = opt[1] = '-';
+	for (i = 0; i < n; i++)
+		opt[i + 2] = e->param[i] == '_' ? '-' : e->param[i];
+	opt[n + 2] = '\0';
+	snprintf(buf, len, "%.*s%s%s", (int)(at - e->msg), e->msg, opt, at + n);
+	return buf;
 }
