@@ -40,6 +40,8 @@ void cmds_config_load(void);
  * when it names none. */
 struct rc_err;
 const char *cmds_err_text(const struct rc_err *e, char *buf, size_t len);
+/* The same in a buffer of the enclosing block: ERR_TEXT(e) for e.msg. */
+#define ERR_TEXT(e) cmds_err_text(&(e), (char[sizeof((e).msg) + 64]){ 0 }, sizeof((e).msg) + 64)
 
 /* Print one server event as register does (arg: the struct ctx). */
 void register_on_event(void *arg, const struct rc_server_event *ev);
