@@ -12,6 +12,7 @@
 #include <rdmactl/parse.h>
 
 #include "cli.h"
+#include "cmds.h"
 
 /* An unknown global option: tok ("--name..."), or the letter of "-x". */
 static int bad_global(struct cli_opts *co, const char *tok, int letter)
@@ -157,6 +158,7 @@ int main(int argc, char **argv)
 	 * stdout; the write error is reported instead. */
 	signal(SIGPIPE, SIG_IGN);
 	raise_fd_limit();
+	cmds_config_load();
 	out_init(&ctx.out, OUT_TEXT, stdout, stderr);
 	first = parse_globals(&ctx, argc, argv, &co);
 	if (first < 0) {

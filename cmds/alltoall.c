@@ -73,6 +73,7 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 	const struct cmd *c = &cmd_alltoall;
 	int rpn = 0, rc;
 	struct rc_err e;
+	char why[sizeof(e.msg) + 64];
 
 	opts_fill(ctx, c, v, A2A_PLAN, A2A_PLAN + 1, a);
 	if ((rc = group_rails_per_rank(ctx, opt_arg(v, A2A_RAILS_PER_RANK), &a->grp)))
@@ -105,7 +106,7 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 	    (rc = opts_fill(ctx, c, v, A2A_ITERS, A2A_WARMUP + 1, a)))
 		return rc;
 	if (a->skew && rc_a2a_skew_parse(a->skew, &a->route, &e))
-		return usage_err(ctx, "%s", e.msg);
+		return usage_err(ctx, "%s", cmds_err_text(&e, why, sizeof(why)));
 	/* A matrix file that cannot be read fails (1) as every input file. */
 	if (a->route.skew == RC_A2A_MATRIX &&
 	    (rc = input_file(ctx, "--skew matrix", a->route.matrix)))

@@ -32,6 +32,17 @@ extern const struct cmd cmd_complete;
 	  "history file (default: $RDMACTL_HISTORY, else ~/.rdmactl_history)", COMP_FILE)
 enum { SHELL_OPTS(OPT_INDEX) SHELL_NOPTS };
 
+/* The library's configuration (rdmactl/config.h) from the environment
+ * (cmds/config.c): the program calls it once, first. */
+void cmds_config_load(void);
+/* e's message, its parameter (e->param, a field named in it) named as the
+ * option that gives it, "kv_heads" as "--kv-heads": in buf, or e->msg itself
+ * when it names none. */
+struct rc_err;
+const char *cmds_err_text(const struct rc_err *e, char *buf, size_t len);
+/* The same in a buffer of the enclosing block: ERR_TEXT(e) for e.msg. */
+#define ERR_TEXT(e) cmds_err_text(&(e), (char[sizeof((e).msg) + 64]){ 0 }, sizeof((e).msg) + 64)
+
 /* Print one server event as register does (arg: the struct ctx). */
 void register_on_event(void *arg, const struct rc_server_event *ev);
 

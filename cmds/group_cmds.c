@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "cmds.h"
 #include "group_cmds.h"
 #include "rails_cmds.h"
 
@@ -274,10 +275,11 @@ int group_join_rails(struct ctx *ctx, const struct group_args *a, const struct r
 		if ((rc = rc_group_join(&join, &g[i], &how, &e))) {
 			if (n > 1)
 				return how.usage ? usage_err(ctx, "rail %d (%s): %s", i + 1,
-							     join.dev_name, e.msg)
+							     join.dev_name, ERR_TEXT(e))
 						 : fail(ctx, rc, "rail %d (%s): %s", i + 1,
-							join.dev_name, e.msg);
-			return how.usage ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
+							join.dev_name, ERR_TEXT(e));
+			return how.usage ? usage_err(ctx, "%s", ERR_TEXT(e))
+					 : fail(ctx, rc, "%s", ERR_TEXT(e));
 		}
 		if (i == 0 && a->rails_max > 1 && (rc = rails_agree(ctx, g[0], a)))
 			return rc;

@@ -18,6 +18,7 @@
 #include <rdmactl/mcast.h>
 #include <rdmactl/parse.h>
 
+#include "cmds.h"
 #include "multicast.h"
 
 static const struct cmd_opt multicast_opts[] = { MULTICAST_OPTS(OPT_ENTRY) OPT_END };
@@ -196,7 +197,7 @@ static int run(struct ctx *ctx, struct mc_cli *m)
 	rc = run_part(m, g, &res, &e);
 	progress_end(&m->prog);
 	if (rc) {
-		rc = fail(ctx, rc, "rank %d: %s", m->grp.who.rank, e.msg);
+		rc = fail(ctx, rc, "rank %d: %s", m->grp.who.rank, ERR_TEXT(e));
 		goto out;
 	}
 	if (metrics)

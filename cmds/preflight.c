@@ -144,7 +144,8 @@ static int run_group(struct ctx *ctx, struct pf_cli *a, struct rc_group **g, str
 	int rc;
 
 	if ((rc = rc_group_join(&join, g, &how, &e)))
-		return how.usage ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
+		return how.usage ? usage_err(ctx, "%s", ERR_TEXT(e))
+				 : fail(ctx, rc, "%s", ERR_TEXT(e));
 	my_record(ctx, a, rc_group_dev(*g), &mine);
 	if ((rc = rc_pf_gather(*g, &mine, all, &e)))
 		return fail(ctx, rc, "rank %d: %s", a->grp.who.rank, e.msg);

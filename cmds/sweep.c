@@ -201,7 +201,8 @@ static int run(struct ctx *ctx, struct sweep_cli *a)
 		goto out;
 	}
 	if ((rc = rc_group_join(&join, &g, &how, &e))) {
-		rc = how.usage ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
+		rc = how.usage ? usage_err(ctx, "%s", ERR_TEXT(e))
+			       : fail(ctx, rc, "%s", ERR_TEXT(e));
 		goto out;
 	}
 	settings(a, &gs);

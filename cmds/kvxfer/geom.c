@@ -196,6 +196,7 @@ int kvxfer_geom(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a
 	struct gin in = { NULL, NULL, NULL, NULL, -1, -1, -1, -1, -1, -1, -1, -1, -1 };
 	json_t *model = NULL;
 	struct rc_err e;
+	char why[sizeof(e.msg) + 64];
 	int rc;
 
 	memset(g, 0, sizeof(*g));
@@ -212,7 +213,7 @@ int kvxfer_geom(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a
 	g->src_page_tokens = (uint32_t)(in.src_pt >= 0 ? in.src_pt : in.page_tokens);
 	g->dst_page_tokens = (uint32_t)(in.dst_pt >= 0 ? in.dst_pt : in.page_tokens);
 	if (kv_geom_check(g, &e))
-		rc = usage_err(ctx, "kvxfer: %s", e.msg);
+		rc = usage_err(ctx, "kvxfer: %s", cmds_err_text(&e, why, sizeof(why)));
 	if (!rc && name && namelen)
 		model_name(name, namelen, a->model, in.name);
 out:

@@ -83,7 +83,7 @@ static int finish_run(struct ctx *ctx, int rc, const struct rc_err *e, const str
 		sigprocmask(SIG_UNBLOCK, mask, NULL);
 	}
 	if (rc)
-		return fail(ctx, rc, "%s", e->msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(*e));
 	kvxfer_put_summary(ctx, sum, asked, send);
 	if (sum->failed)
 		return fail(ctx, -EIO, "%u request%s failed", sum->failed,

@@ -41,8 +41,8 @@ int rc_a2a_skew_parse(const char *s, struct rc_a2a_route *r, struct rc_err *err)
 	if (!strncmp(s, "zipf:", 5)) {
 		r->zipf_s = strtod(s + 5, &end);
 		if (end == s + 5 || *end || !(r->zipf_s > 0) || r->zipf_s > 10)
-			return rc_err_set(err, EINVAL, "--skew %s: S must be a number in (0, 10]",
-					  s);
+			return rc_err_param(err, "skew", EINVAL,
+					    "skew %s: S must be a number in (0, 10]", s);
 		r->skew = RC_A2A_ZIPF;
 		return 0;
 	}
@@ -51,8 +51,8 @@ int rc_a2a_skew_parse(const char *s, struct rc_a2a_route *r, struct rc_err *err)
 		r->matrix = s + 7;
 		return 0;
 	}
-	return rc_err_set(err, EINVAL, "--skew '%s': expected uniform, zipf:S or matrix:FILE.csv",
-			  s);
+	return rc_err_param(err, "skew", EINVAL,
+			    "skew '%s': expected uniform, zipf:S or matrix:FILE.csv", s);
 }
 
 int rc_a2a_matrix_load(const char *path, int world, uint64_t *counts, struct rc_err *err)

@@ -23,6 +23,22 @@ int rc_err_set(struct rc_err *e, int code, const char *fmt, ...)
 	code = err_code(NULL, code);
 	if (e) {
 		e->code = code;
+		e->param = NULL;
+		va_start(ap, fmt);
+		vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+		va_end(ap);
+	}
+	return -code;
+}
+
+int rc_err_param(struct rc_err *e, const char *param, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	code = err_code(NULL, code);
+	if (e) {
+		e->code = code;
+		e->param = param;
 		va_start(ap, fmt);
 		vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
 		va_end(ap);

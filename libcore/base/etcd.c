@@ -17,6 +17,7 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
+#include <rdmactl/config_core.h>
 #include <rdmactl/etcd.h>
 #include <rdmactl/etcd_core.h>
 
@@ -312,7 +313,7 @@ static bool curl_ready;
 
 static int curl_load(struct curl_api *a, struct rc_err *err)
 {
-	const char *lib = getenv("RDMACTL_CURL_LIB");
+	const char *lib = rc_config()->curl_lib;
 	CURLcode (*global_init)(long);
 	void *h;
 
@@ -368,10 +369,9 @@ int rc_etcd_url_parse(const char *url, char *server, size_t slen, char *path, si
 	return 0;
 }
 
-/* A file named by the variable var, readable, into buf. */
-static int env_file(const char *var, char *buf, size_t len, struct rc_err *err)
+/* The file v (the configuration's var), readable, into buf. */
+static int env_file(const char *var, const char *v, char *buf, size_t len, struct rc_err *err)
 {
-	const char *v = getenv(var);
 
 	buf[0] = '\0';
 	if (!v || !*v)
@@ -388,8 +388,7 @@ static int env_file(const char *var, char *buf, size_t len, struct rc_err *err)
  * RDMACTL_ETCD_PASSWORD. */
 static int password_env(struct rc_etcd *e, struct rc_err *err)
 {
-	const char *path = getenv("RDMACTL_ETCD_PASSWORD_FILE"),
-		   *v = getenv("RDMACTL_ETCD_PASSWORD");
+	const char *path = rc_config()->etcd_password_file, *v = rc_config()->etcd_password;
 	FILE *fp;
 	size_t n;
 
@@ -409,18 +408,19 @@ static int password_env(struct rc_etcd *e, struct rc_err *err)
 	return 0;
 }
 
-/* How to reach etcd, from the environment: TLS with RDMACTL_ETCD_CA (the
+/* How to reach etcd, from the configuration (rdmactl/config.h, filled from the environment by the program): TLS with RDMACTL_ETCD_CA (the
  * CA that signed the server's certificate) and RDMACTL_ETCD_CERT and
  * RDMACTL_ETCD_KEY (a client certificate), or RDMACTL_ETCD_TLS=1 with the
  * system's CAs; etcd's user RDMACTL_ETCD_USER with its password. */
 static int config_env(struct rc_etcd *e, struct rc_err *err)
 {
-	const char *tls = getenv("RDMACTL_ETCD_TLS"), *user = getenv("RDMACTL_ETCD_USER");
+	const struct rc_config *c = rc_config();
+	const char *tls = c->etcd_tls, *user = c->etcd_user;
 	int rc;
 
-	if ((rc = env_file("RDMACTL_ETCD_CA", e->ca, sizeof(e->ca), err)) ||
-	    (rc = env_file("RDMACTL_ETCD_CERT", e->cert, sizeof(e->cert), err)) ||
-	    (rc = env_file("RDMACTL_ETCD_KEY", e->key, sizeof(e->key), err)))
+	if ((rc = env_file("RDMACTL_ETCD_CA", c->etcd_ca, e->ca, sizeof(e->ca), err)) ||
+	    (rc = env_file("RDMACTL_ETCD_CERT", c->etcd_cert, e->cert, sizeof(e->cert), err)) ||
+	    (rc = env_file("RDMACTL_ETCD_KEY", c->etcd_key, e->key, sizeof(e->key), err)))
 		return rc;
 	if (!e->cert[0] != !e->key[0])
 		return rc_err_set(err, EINVAL, "RDMACTL_ETCD_CERT and RDMACTL_ETCD_KEY go together");

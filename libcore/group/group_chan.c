@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+#include <rdmactl/config_core.h>
 #include <rdmactl/conn_core.h>
 #include <rdmactl/group_core.h>
 
@@ -18,20 +19,19 @@
  * its QP number), or a few when the device's largest CQ cannot hold all
  * their send queues and receives (connection slot k on CQ k % nsh); more
  * than GROUP_CQ_MAX, and each connection keeps its own CQ and receive ring.
- * RDMACTL_TEST_MAX_CQE, when smaller than the device's, stands in for it
+ * The configuration's test_max_cqe (RDMACTL_TEST_MAX_CQE), when smaller than the device's, stands in for it
  * (the tests' way to a few CQs).
  */
 static void group_shared_cq(struct rc_group *g)
 {
 	long max_cqe, test;
-	const char *t = getenv("RDMACTL_TEST_MAX_CQE");
 	struct ibv_device_attr da;
 	int n;
 
 	if (!g->nslots || ibv_query_device(g->l->verbs, &da))
 		return;
 	max_cqe = da.max_cqe;
-	if (t && (test = strtol(t, NULL, 10)) > 0 && test < max_cqe)
+	if ((test = rc_config()->test_max_cqe) > 0 && test < max_cqe)
 		max_cqe = test;
 	n = group_shared_cqs(g->nslots, g->o.sq_depth, g->o.recv_depth, max_cqe);
 	if (n > GROUP_CQ_MAX)

@@ -28,14 +28,14 @@ static int listen_endpoint(const struct rc_group_join *j, struct rc_rdv *rdv,
 			return 0;
 		memset(ep, 0, sizeof(*ep));
 		if (strlen(j->listen) >= sizeof(ep->host) || strchr(j->listen, ':'))
-			return rc_err_set(err, EINVAL, "--listen '%s': expected ADDR or ADDR:PORT",
-					  j->listen);
+			return rc_err_param(err, "listen", EINVAL,
+					    "listen '%s': expected ADDR or ADDR:PORT", j->listen);
 		snprintf(ep->host, sizeof(ep->host), "%s", j->listen);
 		snprintf(ep->port, sizeof(ep->port), "0");
 		return 0;
 	}
 	if (rc_rdv_self(rdv, ep, &e))
-		return rc_err_set(err, EINVAL, "give --listen ADDR[:PORT]: %s", e.msg);
+		return rc_err_param(err, "listen", EINVAL, "give listen ADDR[:PORT]: %s", e.msg);
 	return 0;
 }
 

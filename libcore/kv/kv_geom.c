@@ -92,13 +92,16 @@ uint32_t kv_row_bytes(const struct kv_geom *g)
 
 static int check_tp(const struct kv_geom *g, uint32_t tp, const char *side, struct rc_err *err)
 {
+	const char *param = strcmp(side, "src") ? "dst_tp" : "src_tp";
+
 	if (tp < 1 || tp > KV_MAX_TP)
-		return rc_err_set(err, EINVAL, "--%s-tp %u: expected 1 to %d", side, tp, KV_MAX_TP);
+		return rc_err_param(err, param, EINVAL, "%s %u: expected 1 to %d", param, tp,
+				    KV_MAX_TP);
 	if (g->layout == KV_LAYOUT_PAGED && g->kv_heads % tp && tp % g->kv_heads)
-		return rc_err_set(err, EINVAL,
-				  "--%s-tp %u does not fit %u KV heads: the TP degree must divide "
-				  "the head count, or be a multiple of it (replicas)",
-				  side, tp, g->kv_heads);
+		return rc_err_param(err, param, EINVAL,
+				    "%s %u does not fit %u KV heads: the TP degree must divide "
+				    "the head count, or be a multiple of it (replicas)",
+				    param, tp, g->kv_heads);
 	return 0;
 }
 
@@ -108,28 +111,29 @@ int kv_geom_check(const struct kv_geom *g, struct rc_err *err)
 	int rc;
 
 	if (g->layers < 1 || g->layers > KV_MAX_LAYERS)
-		return rc_err_set(err, EINVAL, "--layers %u: expected 1 to %d", g->layers,
-				  KV_MAX_LAYERS);
+		return rc_err_param(err, "layers", EINVAL, "layers %u: expected 1 to %d", g->layers,
+				    KV_MAX_LAYERS);
 	if (g->layout == KV_LAYOUT_PAGED && (g->kv_heads < 1 || g->kv_heads > KV_MAX_HEADS))
-		return rc_err_set(err, EINVAL, "--kv-heads %u: expected 1 to %d", g->kv_heads,
-				  KV_MAX_HEADS);
+		return rc_err_param(err, "kv_heads", EINVAL, "kv_heads %u: expected 1 to %d",
+				    g->kv_heads, KV_MAX_HEADS);
 	if (g->layout == KV_LAYOUT_MLA && g->kv_heads != 1)
 		return rc_err_set(err, EINVAL,
 				  "the MLA layout has no KV heads (one latent per token)");
 	if (g->head_dim < 1 || g->head_dim > KV_MAX_DIM)
-		return rc_err_set(err, EINVAL, "--%s %u: expected 1 to %d",
-				  g->layout == KV_LAYOUT_MLA ? "latent-dim" : "head-dim",
-				  g->head_dim, KV_MAX_DIM);
+		return rc_err_param(err, g->layout == KV_LAYOUT_MLA ? "latent_dim" : "head_dim",
+				    EINVAL, "%s %u: expected 1 to %d",
+				    g->layout == KV_LAYOUT_MLA ? "latent_dim" : "head_dim",
+				    g->head_dim, KV_MAX_DIM);
 	if ((rc = check_tp(g, g->src_tp, "src", err)) || (rc = check_tp(g, g->dst_tp, "dst", err)))
 		return rc;
 	if (g->src_page_tokens < 1 || g->src_page_tokens > KV_MAX_PAGE_TOKENS)
-		return rc_err_set(err, EINVAL,
-				  "--src-page-tokens %u: expected 1 to %d tokens per page",
-				  g->src_page_tokens, KV_MAX_PAGE_TOKENS);
+		return rc_err_param(err, "src_page_tokens", EINVAL,
+				    "src_page_tokens %u: expected 1 to %d tokens per page",
+				    g->src_page_tokens, KV_MAX_PAGE_TOKENS);
 	if (g->dst_page_tokens < 1 || g->dst_page_tokens > KV_MAX_PAGE_TOKENS)
-		return rc_err_set(err, EINVAL,
-				  "--dst-page-tokens %u: expected 1 to %d tokens per page",
-				  g->dst_page_tokens, KV_MAX_PAGE_TOKENS);
+		return rc_err_param(err, "dst_page_tokens", EINVAL,
+				    "dst_page_tokens %u: expected 1 to %d tokens per page",
+				    g->dst_page_tokens, KV_MAX_PAGE_TOKENS);
 	page = kv_page_bytes(g, false) > kv_page_bytes(g, true) ? kv_page_bytes(g, false)
 								: kv_page_bytes(g, true);
 	if (page > UINT32_MAX)

@@ -291,23 +291,24 @@ static int check_opts(struct kv_receiver *r, struct rc_err *err)
 	if (o->c.token)
 		memcpy(r->token, o->c.token, strlen(o->c.token));
 	if (o->c.rank >= r->g->dst_tp)
-		return rc_err_set(err, EINVAL, "--rank %u: the decode side has ranks 0 to %u",
-				  o->c.rank, r->g->dst_tp - 1);
+		return rc_err_param(err, "rank", EINVAL,
+				    "rank %u: the decode side has ranks 0 to %u", o->c.rank,
+				    r->g->dst_tp - 1);
 	if (o->mem.kind != RC_MEM_HOST && o->mem.kind != RC_MEM_HUGEPAGE &&
 	    o->mem.kind != RC_MEM_CUDA)
 		return rc_err_set(err, EINVAL, "the pool is host, hugepage or GPU memory");
 	if (o->mem.kind == RC_MEM_CUDA && o->verify)
-		return rc_err_set(err, ENOTSUP,
-				  "--verify reads the pool with the CPU: not with GPU memory");
+		return rc_err_param(err, "verify", ENOTSUP,
+				    "verify reads the pool with the CPU: not with GPU memory");
 	if (o->nrails > RC_RAILS_MAX)
 		return rc_err_set(err, EINVAL, "at most %d rails", RC_RAILS_MAX);
 	if (o->pool_pages < 1)
 		return rc_err_set(err, EINVAL, "the pool needs at least one page");
 	if (o->land_pages > o->pool_pages)
-		return rc_err_set(err, EINVAL,
-				  "--land-pages %u: at most the pool's %u pages (a landing run "
-				  "is as long as its request's pages)",
-				  o->land_pages, o->pool_pages);
+		return rc_err_param(err, "land_pages", EINVAL,
+				    "land_pages %u: at most the pool's %u pages (a landing run "
+				    "is as long as its request's pages)",
+				    o->land_pages, o->pool_pages);
 	return 0;
 }
 

@@ -38,8 +38,9 @@ static int check_opts(struct kv_sender *s, struct rc_err *err)
 				  "the source pages are host, hugepage or GPU memory, not %s",
 				  rc_mem_kind_name(o->mem.kind));
 	if (o->c.rank >= s->g->src_tp)
-		return rc_err_set(err, EINVAL, "--rank %u: the prefill side has ranks 0 to %u",
-				  o->c.rank, s->g->src_tp - 1);
+		return rc_err_param(err, "rank", EINVAL,
+				    "rank %u: the prefill side has ranks 0 to %u", o->c.rank,
+				    s->g->src_tp - 1);
 	if (o->ntargets < 1 || o->ntargets > KV_MAX_PEERS || o->nqps < 1 || o->nqps > KV_MAX_QPS ||
 	    o->inflight < 1 || o->inflight > KV_MAX_SLOTS || o->tokens < 1)
 		return rc_err_set(err, EINVAL, "invalid transfer parameters");

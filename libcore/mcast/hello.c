@@ -10,15 +10,16 @@
 
 #include "mcast_int.h"
 
-/* The first option a rank's hello disagrees with the root's on, or NULL. */
+/* The first parameter a rank's hello disagrees with the root's on (its field's
+ * name), or NULL. */
 static const char *hello_differs(const struct hello *root, const struct hello *h)
 {
-	return h->algo != root->algo                 ? "--algo"
-	       : h->fanout != root->fanout           ? "--fanout"
-	       : h->root != root->root               ? "--root"
-	       : h->chunk && h->chunk != root->chunk ? "--chunk"
-	       : h->ring != root->ring               ? "--ring"
-	       : h->digest != root->digest           ? "--digest"
+	return h->algo != root->algo                 ? "algo"
+	       : h->fanout != root->fanout           ? "fanout"
+	       : h->root != root->root               ? "root"
+	       : h->chunk && h->chunk != root->chunk ? "chunk"
+	       : h->ring != root->ring               ? "ring"
+	       : h->digest != root->digest           ? "digest"
 						     : NULL;
 }
 
@@ -49,8 +50,9 @@ static int hellos_agree(const struct mc *m, struct hello *all, const struct hell
 		if (!(what = hello_differs(&all[root], &all[i])))
 			continue;
 		if (i == m->me)
-			return rc_err_set(err, EINVAL, "%s differs from the root's", what);
-		return rc_err_set(err, EINVAL, "rank %d's %s differs from the root's", i, what);
+			return rc_err_param(err, what, EINVAL, "%s differs from the root's", what);
+		return rc_err_param(err, what, EINVAL, "rank %d's %s differs from the root's", i,
+				    what);
 	}
 	return 0;
 }

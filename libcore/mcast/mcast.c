@@ -27,28 +27,10 @@
 
 #include "mcast_int.h"
 
-uint32_t mcast_chunk_len(const struct mc *m, uint32_t k)
-{
-	uint64_t off = (uint64_t)k * m->chunk;
-
-	return (uint32_t)(m->size - off < m->chunk ? m->size - off : m->chunk);
-}
-
-static uint64_t slot_off(const struct mc *m, uint32_t k)
-{
-	return (uint64_t)(k % (uint32_t)m->R) * m->chunk;
-}
-
-/* Chunk c's slot as the NIC addresses it (GPU memory: the device's), and as
- * the host reads it (the root's ring is always host memory). */
+/* Chunk c's slot as the NIC addresses it (GPU memory: the device's). */
 static void *slot_nic(const struct mc *m, uint32_t c)
 {
-	return (void *)(uintptr_t)(m->ring_addr + slot_off(m, c));
-}
-
-uint8_t *mcast_slot_host(const struct mc *m, uint32_t c)
-{
-	return (uint8_t *)m->mem.buf + slot_off(m, c);
+	return (void *)(uintptr_t)(m->ring_addr + mcast_slot_off(m, c));
 }
 
 static double ms_since(const struct mc *m)
@@ -63,14 +45,6 @@ static void digest_init(struct mc *m)
 		rc_xxh64_init(&m->dg.xxh, 0);
 	else
 		rc_sha256_init(&m->dg.sha);
-}
-
-void mcast_digest_update(struct mc *m, const void *p, size_t len)
-{
-	if (m->o->digest == RC_MCAST_DIGEST_XXH64)
-		rc_xxh64_update(&m->dg.xxh, p, len);
-	else
-		rc_sha256_update(&m->dg.sha, p, len);
 }
 
 static void digest_final(struct mc *m, uint8_t out[RC_MCAST_DIGEST_MAX])
@@ -198,8 +172,8 @@ static int forward(struct mc *m, bool *moved, struct rc_err *err)
 			uint32_t c = k->sent;
 			int rc = rc_group_write_imm(m->g, k->rank, slot_nic(m, c),
 						    mcast_chunk_len(m, c), m->mr->lkey,
-						    k->addr + slot_off(m, c), k->rkey, CH_DATA, c,
-						    err);
+						    k->addr + mcast_slot_off(m, c), k->rkey,
+						    CH_DATA, c, err);
 
 			if (rc && !rc_group_peer_alive(m->g, k->rank)) {
 				k->lost = true;
@@ -237,7 +211,7 @@ static int consume(struct mc *m, bool *moved, struct rc_err *err)
 		int rc;
 
 		if (m->stage) {
-			if ((rc = rc_mem_read(&m->mem, slot_off(m, c), m->stage, len, err)))
+			if ((rc = rc_mem_read(&m->mem, mcast_slot_off(m, c), m->stage, len, err)))
 				return rc;
 			p = m->stage;
 		}

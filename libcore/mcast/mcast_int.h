@@ -92,11 +92,33 @@ struct mc {
 	bool stopped; /* this rank gave up: what is left is telling the children */
 };
 
-/* mcast.c: chunk c's bytes and its ring slot as the host reads it; the
- * digest. */
-uint32_t mcast_chunk_len(const struct mc *m, uint32_t c);
-uint8_t *mcast_slot_host(const struct mc *m, uint32_t c);
-void mcast_digest_update(struct mc *m, const void *p, size_t len);
+/* Chunk c's bytes, its ring slot's offset and the slot as the host reads it
+ * (the root's ring is always host memory), and the digest of what this rank
+ * filled or consumed, in order: mcast.c's and the feeder's (feed.c). */
+static inline uint32_t mcast_chunk_len(const struct mc *m, uint32_t c)
+{
+	uint64_t off = (uint64_t)c * m->chunk;
+
+	return (uint32_t)(m->size - off < m->chunk ? m->size - off : m->chunk);
+}
+
+static inline uint64_t mcast_slot_off(const struct mc *m, uint32_t c)
+{
+	return (uint64_t)(c % (uint32_t)m->R) * m->chunk;
+}
+
+static inline uint8_t *mcast_slot_host(const struct mc *m, uint32_t c)
+{
+	return (uint8_t *)m->mem.buf + mcast_slot_off(m, c);
+}
+
+static inline void mcast_digest_update(struct mc *m, const void *p, size_t len)
+{
+	if (m->o->digest == RC_MCAST_DIGEST_XXH64)
+		rc_xxh64_update(&m->dg.xxh, p, len);
+	else
+		rc_sha256_update(&m->dg.sha, p, len);
+}
 
 /* feed.c: the root's feeder started, stopped (it may have failed: stop
  * joins it either way), told it may fill chunks below limit (their slots

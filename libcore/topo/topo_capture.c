@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <rdmactl/config_core.h>
+
 #include "topo_int.h"
 
 extern char **environ;
@@ -468,7 +470,7 @@ static int run_tar(char *const argv[], struct rc_err *err)
 
 static int make_tmpdir(char *out, size_t len, struct rc_err *err)
 {
-	const char *tmp = getenv("TMPDIR");
+	const char *tmp = rc_config()->tmpdir;
 
 	if (!tmp || !*tmp)
 		tmp = "/tmp";

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rdmactl/config_core.h>
 #include <rdmactl/parse.h>
 #include <rdmactl/parse_core.h>
 
@@ -84,7 +85,7 @@ static void load_links(struct rc_topo *t, const struct nvml_api *a, nvml_dev dev
 void tp_load_nvml(struct rc_topo *t)
 {
 	int(*direct)[RC_TOPO_MAX_GPUS];
-	const char *lib = getenv("RDMACTL_NVML_LIB");
+	const char *lib = rc_config()->nvml_lib;
 	struct nvml_api a;
 	void *h;
 

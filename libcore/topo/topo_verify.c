@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <infiniband/verbs.h>
 
+#include <rdmactl/config_core.h>
 #include <rdmactl/dev.h>
 #include <rdmactl/mem.h>
 #include <rdmactl/ops.h>
@@ -259,10 +260,10 @@ static int loop_run(struct loop *l, uint64_t bytes, int timeout_ms, double *secs
 		inflight -= n;
 	}
 	*secs = rc_now() - start;
-	/* Test hook (RDMACTL_TEST_TOPO_VERIFY_CORRUPT set, as the fake drivers'
+	/* Test hook (the configuration's test_topo_verify_corrupt, RDMACTL_TEST_TOPO_VERIFY_CORRUPT set, as the fake drivers'
 	 * RDMACTL_*_LIB are): one written byte made wrong, the first of chunk 1
 	 * (of chunk 0 for a write of one chunk), so that the check must fail. */
-	if (getenv("RDMACTL_TEST_TOPO_VERIFY_CORRUPT"))
+	if (rc_config()->test_topo_verify_corrupt)
 		((unsigned char *)l->buf[1])[bytes > VERIFY_CHUNK ? VERIFY_CHUNK : 0] ^= 0x5a;
 	return check(l, bytes < VERIFY_BUF ? bytes : VERIFY_BUF, err);
 }

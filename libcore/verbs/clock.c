@@ -20,12 +20,3 @@ double rc_wall(double mono)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 - (rc_now() - mono);
 }
-
-/* The monotonic latency clock's own measure (rc_lat_clk_init, lat_clock.c). */
-double rc_clock_cost(void)
-{
-	struct rc_lat_clk c;
-
-	rc_lat_clk_init(&c, RC_LAT_CLOCK_MONOTONIC, NULL);
-	return c.cost;
-}

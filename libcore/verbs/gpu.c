@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rdmactl/config_core.h>
 #include <rdmactl/parse.h>
 #include <rdmactl/parse_core.h>
 
@@ -44,7 +45,7 @@ struct cu_api {
  * tests point it at a fake driver whose "GPU memory" is host memory). */
 static int cu_load(struct cu_api *a, struct rc_err *err)
 {
-	const char *lib = getenv("RDMACTL_CUDA_LIB");
+	const char *lib = rc_config()->cuda_lib;
 	void *h = dlopen(lib && *lib ? lib : "libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
 
 	if (!h)

@@ -192,3 +192,12 @@ int rc_lat_clk_init(struct rc_lat_clk *c, enum rc_lat_clock want, struct rc_err 
 	c->cost = stamp_cost(c);
 	return 0;
 }
+
+/* The monotonic latency clock's own measure (rc_clock_cost, rdmactl/ops.h). */
+double rc_clock_cost(void)
+{
+	struct rc_lat_clk c;
+
+	rc_lat_clk_init(&c, RC_LAT_CLOCK_MONOTONIC, NULL);
+	return c.cost;
+}

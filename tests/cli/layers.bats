@@ -58,7 +58,7 @@ layer_includes() {
 layer_tables() {
 	local f
 	# Which layer owns each public header.
-	declare -gA owner=([err]=base [parse]=base [export]=base [sha256]=base [etcd]=base [version]=base [dev]=verbs [mem]=verbs
+	declare -gA owner=([err]=base [parse]=base [export]=base [sha256]=base [etcd]=base [version]=base [config]=base [dev]=verbs [mem]=verbs
 		[conn]=verbs [ops]=verbs [ctrl]=region [server]=region [client]=region
 		[kv]=kv [topo]=topo [group]=group [a2a]=a2a [mcast]=mcast [migrate]=migrate [sweep]=sweep
 		[preflight]=sweep
@@ -68,22 +68,27 @@ layer_tables() {
 		f=${f#"$ROOT"/libcore/}
 		owner[$(basename "$f" .h)]=${f%%/*}
 	done
-	declare -gA may=([base]="base" [verbs]="base verbs" [region]="base verbs region"
-		[kv]="base verbs kv ctrl ctrl_core" [topo]="base verbs topo" [group]="base verbs group"
+	# but the control protocol (region/ctrl.c) is a layer of its own, ctrl,
+	# that region and kv both link
+	owner[ctrl]=ctrl
+	owner[ctrl_core]=ctrl
+	declare -gA may=([base]="base" [verbs]="base verbs" [ctrl]="base verbs ctrl"
+		[region]="base verbs ctrl region"
+		[kv]="base verbs ctrl kv" [topo]="base verbs topo" [group]="base verbs group"
 		[a2a]="base verbs group a2a" [mcast]="base verbs group mcast"
-		[migrate]="base verbs region migrate"
+		[migrate]="base verbs ctrl region migrate"
 		[sweep]="base verbs topo group sweep"
-		[umbrella]="base verbs region kv topo group a2a mcast migrate sweep")
+		[umbrella]="base verbs ctrl region kv topo group a2a mcast migrate sweep")
 }
 
-@test "libcore's layers depend one way: base <- verbs <- region, kv, topo, group <- a2a, mcast; topo, group <- sweep; region <- migrate" {
+@test "libcore's layers depend one way: base <- verbs <- ctrl, topo, group; ctrl <- region, kv; group <- a2a, mcast; topo, group <- sweep; region <- migrate" {
 	local layer h allowed bad=
 	layer_tables
 	# rdmactl/rdmactl.h, the umbrella, includes every public header; no
 	# layer includes it.
-	# kv frames its control messages with the region protocol's header:
-	# rdmactl/ctrl.h (and its inside face, ctrl_core.h) alone, not the
-	# region server or client.
+	# kv frames its control messages with the region protocol (ctrl, in
+	# region/): rdmactl/ctrl.h (and its inside face, ctrl_core.h) alone, not
+	# the region server or client.
 	for layer in base verbs region kv topo group a2a mcast migrate sweep; do
 		[[ -d $ROOT/libcore/$layer ]] || fail "no libcore/$layer"
 		for h in $(layer_includes "$layer"); do
@@ -105,21 +110,30 @@ layer_tables() {
 	[ -z "$bad" ] || fail "$bad"
 }
 
-# layer_sees BUILD LAYER: the public headers LAYER compiles against (the
-# links in BUILD/libcore/include-LAYER/rdmactl/, libcore/CMakeLists.txt).
+# layer_flags BUILD LAYER: the include folders LAYER's sources compile
+# against, as -I flags (its target's flags.make: its own include-LAYER/ and
+# those of the layers it links, libcore/CMakeLists.txt).
+layer_flags() {
+	grep -ohE -- '-I[^ ]+' "$1"/libcore/*/CMakeFiles/rdmacore_"$2".dir/flags.make | sort -u
+}
+
+# layer_sees BUILD LAYER: the headers LAYER compiles against (the links in
+# the include-*/rdmactl/ folders of its flags).
 layer_sees() {
-	local f
-	for f in "$1/libcore/include-$2/rdmactl/"*.h; do
-		[[ -e $f ]] || continue
-		f=${f##*/}
-		echo "${f%.h}"
+	local d f
+	for d in $(layer_flags "$1" "$2"); do
+		for f in "${d#-I}/rdmactl/"*.h; do
+			[[ -e $f ]] || continue
+			f=${f##*/}
+			echo "${f%.h}"
+		done
 	done
 }
 
 @test "the build gives each layer only its own headers and those below: what it sees is what it may include" {
 	local b=${RDMACTL_BUILD_DIR:-$ROOT/build} layer h bad= flags
 	layer_tables
-	for layer in base verbs region kv topo group a2a mcast migrate sweep; do
+	for layer in base verbs ctrl region kv topo group a2a mcast migrate sweep; do
 		[[ -d $b/libcore/include-$layer/rdmactl ]] || { bad+="no $b/libcore/include-$layer"$'\n'; continue; }
 		# it sees every header of its own
 		for h in "${!owner[@]}"; do
@@ -131,7 +145,8 @@ layer_sees() {
 				bad+="$layer sees rdmactl/$h.h (${owner[$h]:-owned by no layer})"$'\n'
 		done
 		# and its sources compile against that folder, not the whole API
-		flags=$b/libcore/$layer/CMakeFiles/rdmacore_$layer.dir/flags.make
+		flags=$(echo "$b"/libcore/*/CMakeFiles/rdmacore_"$layer".dir/flags.make)
+		[[ -f $flags ]] || { bad+="no flags.make for $layer (the cli tier reads a Makefile build)"$'\n'; continue; }
 		if [[ -f $flags ]]; then
 			grep -qE -- "-I$b/libcore/include-$layer( |$)" "$flags" || bad+="$layer is not compiled against include-$layer"$'\n'
 			! grep -qE -- "-I$ROOT/libcore/include( |$)" "$flags" || bad+="$layer is compiled against the whole include/"$'\n'
@@ -140,38 +155,42 @@ layer_sees() {
 	[ -z "$bad" ] || fail "$bad"
 }
 
-@test "an upward include fails to compile in a layer; a downward one compiles" {
+@test "an upward include fails to compile in a layer, with the flags its target gives it; a downward one compiles" {
 	local b=${RDMACTL_BUILD_DIR:-$ROOT/build}
 	command -v cc >/dev/null || fail "no C compiler"
 	[[ -d $b/libcore/include-verbs ]] || fail "no $b/libcore/include-verbs: configure first"
+	local verbs kv
+	verbs=$(layer_flags "$b" verbs)
+	kv=$(layer_flags "$b" kv)
+	[[ -n $verbs && -n $kv ]] || fail "no include flags for verbs or kv in $b"
 	printf '#include <rdmactl/mem.h>\n#include <rdmactl/err.h>\nint f(void);\n' >"$BATS_TEST_TMPDIR/down.c"
 	printf '#include <rdmactl/group.h>\nint f(void);\n' >"$BATS_TEST_TMPDIR/up.c"
-	run cc -fsyntax-only $(pkg-config --cflags libibverbs 2>/dev/null) -I "$b/libcore/include-verbs" \
+	run cc -fsyntax-only $(pkg-config --cflags libibverbs 2>/dev/null) $verbs \
 		"$BATS_TEST_TMPDIR/down.c"
 	assert_success
-	run cc -fsyntax-only -I "$b/libcore/include-verbs" "$BATS_TEST_TMPDIR/up.c"
+	run cc -fsyntax-only $verbs "$BATS_TEST_TMPDIR/up.c"
 	assert_failure
 	assert_output --partial "rdmactl/group.h"
 	# kv sees region's protocol header, not its server
 	printf '#include <rdmactl/ctrl.h>\nint f(void);\n' >"$BATS_TEST_TMPDIR/kv_ctrl.c"
 	printf '#include <rdmactl/server.h>\nint f(void);\n' >"$BATS_TEST_TMPDIR/kv_server.c"
-	run cc -fsyntax-only -I "$b/libcore/include-kv" "$BATS_TEST_TMPDIR/kv_ctrl.c"
+	run cc -fsyntax-only $kv "$BATS_TEST_TMPDIR/kv_ctrl.c"
 	assert_success
-	run cc -fsyntax-only -I "$b/libcore/include-kv" "$BATS_TEST_TMPDIR/kv_server.c"
+	run cc -fsyntax-only $kv "$BATS_TEST_TMPDIR/kv_server.c"
 	assert_failure
 	assert_output --partial "rdmactl/server.h"
 	# The internal headers follow the same order: kv sees ctrl_core.h and
 	# verbs' own, not the region server's inside face.
 	printf '#include <rdmactl/ctrl_core.h>\n#include <rdmactl/ops_core.h>\nint f(void);\n' >"$BATS_TEST_TMPDIR/kv_in.c"
 	printf '#include <rdmactl/server_core.h>\nint f(void);\n' >"$BATS_TEST_TMPDIR/kv_srv_in.c"
-	run cc -fsyntax-only $(pkg-config --cflags libibverbs librdmacm 2>/dev/null) -I "$b/libcore/include-kv" \
+	run cc -fsyntax-only $(pkg-config --cflags libibverbs librdmacm 2>/dev/null) $kv \
 		"$BATS_TEST_TMPDIR/kv_in.c"
 	assert_success
-	run cc -fsyntax-only -I "$b/libcore/include-kv" "$BATS_TEST_TMPDIR/kv_srv_in.c"
+	run cc -fsyntax-only $kv "$BATS_TEST_TMPDIR/kv_srv_in.c"
 	assert_failure
 	assert_output --partial "rdmactl/server_core.h"
 	printf '#include <rdmactl/group_core.h>\nint f(void);\n' >"$BATS_TEST_TMPDIR/up_in.c"
-	run cc -fsyntax-only -I "$b/libcore/include-verbs" "$BATS_TEST_TMPDIR/up_in.c"
+	run cc -fsyntax-only $verbs "$BATS_TEST_TMPDIR/up_in.c"
 	assert_failure
 	assert_output --partial "rdmactl/group_core.h"
 	# and the commands, which compile against the public headers only, see none

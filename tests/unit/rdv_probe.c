@@ -13,6 +13,8 @@
 #include <rdmactl/group.h>
 #include <rdmactl/group_core.h>
 
+#include "cmds.h"
+
 int main(int argc, char **argv)
 {
 	struct rc_endpoint self, all[RC_GROUP_MAX];
@@ -20,6 +22,7 @@ int main(int argc, char **argv)
 	struct rc_err e;
 	int rank, world, timeout;
 
+	cmds_config_load(); /* the etcd settings, RDMACTL_ETCD_* */
 	if (argc < 6) {
 		fprintf(stderr, "usage: rdv_probe URL RANK WORLD ADDR:PORT TIMEOUT_MS [HOLD_MS]\n");
 		return 2;

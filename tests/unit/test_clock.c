@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* What a clock read costs (rc_clock_cost, libcore/verbs/clock.c), taken off
+/* What a clock read costs (rc_clock_cost, libcore/verbs/lat_clock.c), taken off
  * every latency sample: more than nothing, less than a millisecond, and no
  * more than what reads back to back take on average. The latency clock
  * (libcore/verbs/lat_clock.c): each kind times 20 ms as CLOCK_MONOTONIC does,

@@ -11,6 +11,7 @@
 #include <rdmactl/kv_core.h>
 
 #include "check.h"
+#include "cmds.h"
 
 static struct kv_geom llama(uint32_t src_tp, uint32_t dst_tp)
 {
@@ -203,22 +204,25 @@ static void bad_geometry(void)
 {
 	struct kv_geom g = llama(3, 1);
 	struct rc_err e;
+	char t[600]; /* the message as rdmactl shows it, the option named */
 
 	CHECK(kv_geom_check(&g, &e) == -EINVAL);
-	CHECK(strstr(e.msg, "--src-tp 3 does not fit 8 KV heads") != NULL);
+	CHECK(!strstr(e.msg, "--") && strstr(cmds_err_text(&e, t, sizeof(t)),
+					     "--src-tp 3 does not fit 8 KV heads") != NULL);
 	g = llama(1, 6);
 	CHECK(kv_geom_check(&g, &e) == -EINVAL);
-	CHECK(strstr(e.msg, "--dst-tp 6") != NULL);
+	CHECK(!strstr(e.msg, "--") && strstr(cmds_err_text(&e, t, sizeof(t)), "--dst-tp 6") != NULL);
 	g = llama(16, 2); /* a multiple of the heads: replicas, fine */
 	CHECK(kv_geom_check(&g, &e) == 0);
 	g = llama(1, 1);
 	g.layers = 0;
 	CHECK(kv_geom_check(&g, &e) == -EINVAL);
-	CHECK(strstr(e.msg, "--layers 0") != NULL);
+	CHECK(!strstr(e.msg, "--") && strstr(cmds_err_text(&e, t, sizeof(t)), "--layers 0") != NULL);
 	g = llama(1, 1);
 	g.dst_page_tokens = 0;
 	CHECK(kv_geom_check(&g, &e) == -EINVAL);
-	CHECK(strstr(e.msg, "--dst-page-tokens 0") != NULL);
+	CHECK(!strstr(e.msg, "--") &&
+	      strstr(cmds_err_text(&e, t, sizeof(t)), "--dst-page-tokens 0") != NULL);
 	g = llama(1, 1);
 	g.head_dim = 0;
 	CHECK(kv_geom_check(&g, &e) == -EINVAL);

@@ -12,6 +12,7 @@
 #include <rdmactl/mem_core.h>
 
 #include "check.h"
+#include "cmds.h"
 
 int main(void)
 {
@@ -23,6 +24,7 @@ int main(void)
 	struct stat st;
 	int fd;
 
+	cmds_config_load(); /* RDMACTL_CUDA_LIB, from ctest */
 	CHECK(rc_access_parse("ro", &acc) == 0 && acc == RC_ACCESS_RO);
 	CHECK(rc_access_parse("atomic", &acc) == 0 && acc == RC_ACCESS_ATOMIC);
 	CHECK(rc_access_parse("rwx", &acc) == -EINVAL);
@@ -172,6 +174,7 @@ int main(void)
 		CHECK(rc_mem_write(&m, 99701, in, 300, NULL) == -EINVAL);
 		CHECK(rc_mem_free(&m) == 0);
 		setenv("RDMACTL_CUDA_LIB", "/nonexistent/libcuda.so.1", 1);
+		cmds_config_load();
 		CHECK(rc_mem_gpu_check(0, &e) == -ENODEV &&
 		      strstr(e.msg, "GPU memory needs the NVIDIA driver, which this host lacks"));
 	} else if (!rc_mem_gpu_built()) {

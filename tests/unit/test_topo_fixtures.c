@@ -14,6 +14,8 @@
 
 #include <rdmactl/topo.h>
 
+#include "cmds.h"
+
 #define CHECK(cond) \
 	do { \
 		if (!(cond)) { \
@@ -438,6 +440,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	snprintf(fixtures, sizeof(fixtures), "%s", dir);
+	cmds_config_load(); /* RDMACTL_NVML_LIB, from ctest */
 	failed += test_two_socket();
 	failed += test_shared_nic();
 	failed += test_bad_trees();

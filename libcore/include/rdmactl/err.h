@@ -11,6 +11,11 @@
 struct rc_err {
 	int code; /* positive errno */
 	char msg[512];
+	/* The parameter the error is about, by the name of the argument's field
+	 * ("skew", "kv_heads"), which the message names as that word; NULL
+	 * when none. A program names it its own way (rdmactl: the option,
+	 * cmds_err_text): libcore knows no command line. */
+	const char *param;
 };
 
 /* Fill e (may be NULL) and return -code. code is an errno, either sign; 0
@@ -18,5 +23,9 @@ struct rc_err {
  * returned as success. */
 RC_EXPORT int rc_err_set(struct rc_err *e, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* The same, about the parameter param (a string that lives as long as e). */
+RC_EXPORT int rc_err_param(struct rc_err *e, const char *param, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 #endif

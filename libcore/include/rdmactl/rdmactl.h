@@ -11,6 +11,7 @@
 
 #include <rdmactl/a2a.h>
 #include <rdmactl/client.h>
+#include <rdmactl/config.h>
 #include <rdmactl/conn.h>
 #include <rdmactl/ctrl.h>
 #include <rdmactl/dev.h>

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+/* What rdmactl tells libcore and what it maps back: the library's
+ * configuration (rdmactl/config.h) from rdmactl's environment, the one place
+ * that reads it for libcore; and a library error's parameter named as the
+ * option that gives it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmactl/config.h>
+
+#include "cmds.h"
+
+void cmds_config_load(void)
+{
+	const char *max_cqe = getenv("RDMACTL_TEST_MAX_CQE");
+	struct rc_config c = {
+		.curl_lib = getenv("RDMACTL_CURL_LIB"),
+		.cuda_lib = getenv("RDMACTL_CUDA_LIB"),
+		.nvml_lib = getenv("RDMACTL_NVML_LIB"),
+		.tmpdir = getenv("TMPDIR"),
+		.etcd_ca = getenv("RDMACTL_ETCD_CA"),
+		.etcd_cert = getenv("RDMACTL_ETCD_CERT"),
+		.etcd_key = getenv("RDMACTL_ETCD_KEY"),
+		.etcd_tls = getenv("RDMACTL_ETCD_TLS"),
+		.etcd_user = getenv("RDMACTL_ETCD_USER"),
+		.etcd_password_file = getenv("RDMACTL_ETCD_PASSWORD_FILE"),
+		.etcd_password = getenv("RDMACTL_ETCD_PASSWORD"),
+		.test_max_cqe = max_cqe ? strtol(max_cqe, NULL, 10) : 0,
+		.test_topo_verify_corrupt = getenv("RDMACTL_TEST_TOPO_VERIFY_CORRUPT") != NULL,
+	};
+
+	rc_config_set(&c);
+}
+
+const char *cmds_err_text(const struct rc_err *e, char *buf, size_t len)
+{
+	size_t n = e->param ? strlen(e->param) : 0;
+	const char *at = n ? strstr(e->msg, e->param) : NULL;
+	char opt[64];
+	size_t i;
+
+	if (!at || n >= sizeof(opt) - 2)
+		return e->msg;
+	/* The field kv_heads is the option --kv-heads. */
+	opt[0] = opt[1] = '-';
+	for (i = 0; i < n; i++)
+		opt[i + 2] = e->param[i] == '_' ? '-' : e->param[i];
+	opt[n + 2] = '\0';
+	snprintf(buf, len, "%.*s%s%s", (int)(at - e->msg), e->msg, opt, at + n);
+	return buf;
+}
