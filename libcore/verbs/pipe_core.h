@@ -24,6 +24,16 @@ struct rc_tp_addr {
 	unsigned char data[RC_TP_ADDR_MAX];
 };
 
+/* A connection request as a listener received it: who (an opaque address),
+ * what it offered (private data), and the transport's handle for the
+ * answer (accept or refuse). */
+struct rc_tp_request {
+	struct rc_tp_addr peer;
+	unsigned char pd[256];
+	size_t pd_len;
+	void *handle;
+};
+
 /* The transport seam: every call the engine makes into a fabric. An endpoint
  * (ep) and a device (dev) are the transport's own objects (the verbs
  * transport's are struct rc_conn and struct ibv_context); memory keys are
@@ -45,6 +55,20 @@ struct rc_transport {
 	int (*connect)(const struct rc_tp_addr *addr, const void *pd, size_t pd_len,
 		       const struct rc_conn_opts *o, void **ep, struct rc_err *err);
 	int (*close)(void *ep);
+	/* Listen at addr (on device dev, NULL: the one the address routes to). */
+	int (*listen)(const struct rc_tp_addr *addr, const char *dev, void **listener,
+		      struct rc_err *err);
+	int (*listener_close)(void *listener);
+	/* The next connection request within timeout_ms: 1 with *req filled,
+	 * 0 none came; the request is then answered by accept or refuse. */
+	int (*request)(void *listener, int timeout_ms, struct rc_tp_request *req,
+		       struct rc_err *err);
+	/* Accept req, answering with private data (pd, pd_len): *ep usable. On
+	 * failure req is still to be refused. */
+	int (*accept)(void *listener, struct rc_tp_request *req, const void *pd, size_t pd_len,
+		      const struct rc_conn_opts *o, void **ep, struct rc_err *err);
+	/* Refuse req with a reason the peer can read; req's handle is freed. */
+	void (*refuse)(struct rc_tp_request *req, const char *why);
 	/* Post n work requests in order, as one list where the fabric can:
 	 * the count posted or -errno. */
 	int (*post)(void *ep, const struct rc_wr *wr, int n, struct rc_err *err);

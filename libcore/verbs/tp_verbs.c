@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rdmactl/conn_core.h>
@@ -77,6 +78,81 @@ static int v_connect(const struct rc_tp_addr *addr, const void *pd, size_t pd_le
 static int v_close(void *ep)
 {
 	return rc_conn_close(ep);
+}
+
+/* The listener's address text is "host:port", split at the last colon. */
+static int v_listen(const struct rc_tp_addr *addr, const char *dev, void **listener,
+		    struct rc_err *err)
+{
+	char host[RC_TP_ADDR_MAX + 1], *colon;
+	struct rc_listener *l = NULL;
+	int rc;
+
+	if (addr->len > RC_TP_ADDR_MAX)
+		return rc_err_set(err, EINVAL, "an address of %u bytes", addr->len);
+	memcpy(host, addr->data, addr->len);
+	host[addr->len] = 0;
+	if (!(colon = strrchr(host, ':')))
+		return rc_err_set(err, EINVAL, "the address %s names no port", host);
+	*colon = 0;
+	rc = rc_listen(host, colon + 1, dev, &l, err);
+	*listener = l;
+	return rc;
+}
+
+static int v_listener_close(void *listener)
+{
+	return rc_listener_close(listener);
+}
+
+/* Events other than a request (an accepted connection up or gone) change
+ * their connection's state as rc_cm_sort says, and are passed over. */
+static int v_request(void *listener, int timeout_ms, struct rc_tp_request *req, struct rc_err *err)
+{
+	struct rc_cm_event *ev = malloc(sizeof(*ev));
+	int rc;
+
+	if (!ev)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	rc = rc_listener_next(listener, timeout_ms, ev);
+	if (rc || ev->kind != RC_CM_REQUEST) {
+		free(ev);
+		if (rc == -EAGAIN || !rc)
+			return 0;
+		return rc_err_set(err, -rc, "cannot read a connection event: %s", strerror(-rc));
+	}
+	req->peer.len = (uint32_t)snprintf((char *)req->peer.data, RC_TP_ADDR_MAX, "%s", ev->peer);
+	req->pd_len = ev->param.private_data_len;
+	memcpy(req->pd, ev->private_data, req->pd_len);
+	req->handle = ev;
+	return 1;
+}
+
+static int v_accept(void *listener, struct rc_tp_request *req, const void *pd, size_t pd_len,
+		    const struct rc_conn_opts *o, void **ep, struct rc_err *err)
+{
+	struct rc_conn_opts co = *o;
+	struct rc_conn *c = NULL;
+	int rc;
+
+	if (pd_len > RC_ACCEPT_DATA_MAX)
+		return rc_err_set(err, EINVAL, "an answer of %zu bytes", pd_len);
+	co.private_data = pd;
+	co.private_len = (uint8_t)pd_len;
+	rc = rc_cm_accept(listener, req->handle, &co, &c, err);
+	*ep = c;
+	if (!rc) {
+		free(req->handle);
+		req->handle = NULL;
+	}
+	return rc;
+}
+
+static void v_refuse(struct rc_tp_request *req, const char *why)
+{
+	rc_cm_refuse(req->handle, why);
+	free(req->handle);
+	req->handle = NULL;
 }
 
 static int v_post(void *ep, const struct rc_wr *wr, int n, struct rc_err *err)
@@ -156,6 +232,11 @@ const struct rc_transport rc_verbs_transport = {
 	.mem_dereg = v_mem_dereg,
 	.connect = v_connect,
 	.close = v_close,
+	.listen = v_listen,
+	.listener_close = v_listener_close,
+	.request = v_request,
+	.accept = v_accept,
+	.refuse = v_refuse,
 	.post = v_post,
 	.poll = v_poll,
 	.event = v_event,
