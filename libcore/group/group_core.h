@@ -62,6 +62,26 @@ int rc_group_write_imm(struct rc_group *g, int peer, void *laddr, uint64_t len, 
 int rc_group_wait_imm(struct rc_group *g, const int *peers, int n, int channel,
 		      const uint64_t *target, struct rc_err *err);
 uint64_t rc_group_imm_count(const struct rc_group *g, int peer, int channel);
+/* A burst of writes of len bytes (in pieces of the port's largest message) from
+ * laddr to raddr of peer, pipelined by the engine as write --bench's stream
+ * is: at most depth outstanding, one in signal_every signalled (and the
+ * last); iters of them, or (iters 0) as many as go until the time `until`
+ * (rc_now). Returns once all completed (the deadline moving with each
+ * completion), *posted their count; they are not counted in
+ * rc_group_writes_done. */
+struct rc_group_burst {
+	void *laddr;
+	uint32_t len;
+	uint32_t lkey;
+	uint64_t raddr;
+	uint32_t rkey;
+	uint64_t iters;
+	double until;
+	int depth;
+	int signal_every;
+};
+int rc_group_write_burst(struct rc_group *g, int peer, const struct rc_group_burst *b,
+			 uint64_t *posted, struct rc_err *err);
 /* One signalled RDMA READ of len bytes from the peer (waits for room in the
  * send queue, within the timeout); its completion counts in
  * rc_group_writes_done like a write's, and rc_group_flush waits for it. */

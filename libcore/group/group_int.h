@@ -10,6 +10,7 @@
 #include <rdmactl/group_core.h>
 #include <rdmactl/msgch_core.h>
 #include <rdmactl/ops_core.h>
+#include <rdmactl/pipe_core.h>
 #include <rdmactl/auth_core.h>
 #include <rdmactl/conn_core.h>
 
@@ -162,14 +163,21 @@ struct gpeer {
 	uint64_t writes_done; /* one-sided writes to it completed (the last piece of each) */
 	uint32_t max_msg;     /* the largest piece a write to it is posted in (0: not asked yet) */
 	uint64_t imm[IMM_CHANNELS];
-	int sends_out;    /* signalled work requests not completed */
-	bool fin;         /* its FIN came: nothing it sent us is unacknowledged */
-	struct gmsg *box; /* received messages not yet taken, a ring that grows */
+	int sends_out;       /* control messages sent and not completed */
+	struct rc_pipe pipe; /* one-sided writes and reads: the engine's queue (group_onesided.c) */
+	bool fin;            /* its FIN came: nothing it sent us is unacknowledged */
+	struct gmsg *box;    /* received messages not yet taken, a ring that grows */
 	int box_head;
 	int box_n;
 	int box_cap;
 	int slot; /* its connection in the message channel (ch); -1: not connected */
 };
+
+/* Work requests on p's send queue: control messages and one-sided ones. */
+static inline int gpeer_sq_used(const struct gpeer *p)
+{
+	return p->sends_out + (int)rc_pipe_outstanding(&p->pipe);
+}
 
 struct rc_group {
 	struct rc_group_opts o;

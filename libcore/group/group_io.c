@@ -148,12 +148,15 @@ int group_on_wc(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc_er
 	case IBV_WC_RECV_RDMA_WITH_IMM:
 		return on_recv(g, j, wc, err);
 	default:
-		p->sends_out--;
 		/* a failed peer's sends were let go already */
 		if (rc_wrid_op(wc->wr_id) == RC_OP_SEND) {
+			p->sends_out--;
 			if (!p->failed && (rc = rc_msgch_wc(&g->ch, p->slot, wc, NULL, err)) < 0)
 				return rc;
-		} else if (!(wc->wr_id & PIECE_NOT_LAST))
+			return 0;
+		}
+		rc_pipe_complete(&p->pipe, wc->wr_id & RC_WRID_MASK, NULL);
+		if (!(wc->wr_id & PIECE_NOT_LAST))
 			p->writes_done++;
 		return 0;
 	}
@@ -183,6 +186,7 @@ int group_progress(struct rc_group *g, int timeout_ms, struct rc_err *err)
 				 err ? err->msg : "a completion failed");
 		p->failed = p->dead = true;
 		p->sends_out = 0;
+		rc_pipe_abandon(&p->pipe);
 		rc_msgch_sends_lost(&g->ch, p->slot);
 		return 0;
 	}
@@ -243,7 +247,7 @@ int group_send_msg(struct rc_group *g, int j, const void *data, size_t len, doub
 	struct gmsg *m;
 	int rc;
 
-	while (send_busy(g, p) || p->sends_out >= g->o.sq_depth - 2) {
+	while (send_busy(g, p) || gpeer_sq_used(p) >= g->o.sq_depth - 2) {
 		rc = group_wait_slice(g, deadline, err);
 		if (rc == -ETIMEDOUT)
 			return rc_err_set(err, ETIMEDOUT, "a message to %s did not go within %d ms",
@@ -350,7 +354,7 @@ static void post_to_all(struct rc_group *g, uint32_t magic, const char *data, si
 		struct gpeer *p = &g->peers[g->conn_rank[k]];
 		struct gmsg *m;
 
-		if (p->dead || send_busy(g, p) || p->sends_out >= g->o.sq_depth - 2)
+		if (p->dead || send_busy(g, p) || gpeer_sq_used(p) >= g->o.sq_depth - 2)
 			continue;
 		m = rc_msgch_send_buf(&g->ch, p->slot);
 		m->magic = magic;

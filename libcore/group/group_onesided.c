@@ -11,6 +11,7 @@
 #include <rdmactl/ops.h>
 #include <rdmactl/conn_core.h>
 #include <rdmactl/ops_core.h>
+#include <rdmactl/pipe_core.h>
 #include <rdmactl/group_core.h>
 
 #include "group_int.h"
@@ -29,13 +30,26 @@ struct write_pieces {
 	struct rc_err *err;
 };
 
+/* Peer j's queue in the engine: every work request signalled (a write is
+ * counted done by its last piece's completion), the window the send queue
+ * less two for control messages, which share it (gpeer_sq_used). */
+static struct rc_pipe *peer_pipe(struct rc_group *g, struct gpeer *p)
+{
+	if (p->pipe.ep != p->c) {
+		struct rc_pipe_opts o = { .depth = g->o.sq_depth - 2, .signal_every = 1, .batch = 1 };
+
+		rc_pipe_init(&p->pipe, &rc_verbs_transport, p->c, &o);
+	}
+	return &p->pipe;
+}
+
 static int sq_room(struct write_pieces *w)
 {
 	struct rc_group *g = w->g;
 	struct gpeer *p = &g->peers[w->j];
 	int rc;
 
-	while (p->sends_out >= g->o.sq_depth - 2) {
+	while (gpeer_sq_used(p) >= g->o.sq_depth - 2) {
 		rc = group_wait_slice(g, w->deadline, w->err);
 		if (rc == -ETIMEDOUT)
 			return rc_err_set(w->err, ETIMEDOUT,
@@ -53,17 +67,20 @@ static int write_piece(void *arg, uint64_t off, uint32_t len, bool last)
 	struct rc_group *g = w->g;
 	struct gpeer *p = &g->peers[w->j];
 	bool imm = last && w->channel >= 0;
+	struct rc_pipe *q = peer_pipe(g, p);
+	struct rc_wr wr = { .op = imm ? RC_OP_WRITE_IMM : RC_OP_WRITE,
+			    .laddr = w->laddr ? (uintptr_t)(w->laddr + off) : 0,
+			    .len = len,
+			    .lkey = w->lkey,
+			    .raddr = w->raddr + off,
+			    .rkey = w->rkey,
+			    .imm = (uint32_t)w->channel << 24 | (w->seq & 0xffffff),
+			    .user = rc_pipe_seq(q) | (last ? 0 : PIECE_NOT_LAST) };
 	int rc;
 
 	if ((rc = sq_room(w)))
 		return rc;
-	rc = rc_post_rdma(p->c, imm ? RC_OP_WRITE_IMM : RC_OP_WRITE,
-			  w->laddr ? w->laddr + off : NULL, len, w->lkey, w->raddr + off, w->rkey,
-			  (uint32_t)w->channel << 24 | (w->seq & 0xffffff),
-			  (uint64_t)w->j | (last ? 0 : PIECE_NOT_LAST), true, w->err);
-	if (!rc)
-		p->sends_out++;
-	return rc;
+	return rc_pipe_add(q, &wr, true, w->err); /* a batch of one: posted now */
 }
 
 int rc_group_write_imm(struct rc_group *g, int j, void *laddr, uint64_t len, uint32_t lkey,
@@ -100,6 +117,7 @@ int rc_group_read(struct rc_group *g, int j, void *laddr, uint32_t len, uint32_t
 				  .deadline = rc_now() + g->o.timeout_ms / 1000.0,
 				  .err = err };
 	struct gpeer *p;
+	struct rc_pipe *q;
 	int rc;
 
 	if (j < 0 || j >= g->o.world || !g->peers[j].c)
@@ -109,10 +127,116 @@ int rc_group_read(struct rc_group *g, int j, void *laddr, uint32_t len, uint32_t
 		return group_peer_gone(g, j, "reading from it", err);
 	if ((rc = sq_room(&w)))
 		return rc;
-	rc = rc_post_rdma(p->c, RC_OP_READ, laddr, len, lkey, raddr, rkey, 0, (uint64_t)j, true,
-			  err);
-	if (!rc)
-		p->sends_out++;
+	q = peer_pipe(g, p);
+	return rc_pipe_add(q,
+			   &(struct rc_wr){ .op = RC_OP_READ,
+					    .laddr = (uintptr_t)laddr,
+					    .len = len,
+					    .lkey = lkey,
+					    .raddr = raddr,
+					    .rkey = rkey,
+					    .user = rc_pipe_seq(q) },
+			   true, err);
+}
+
+/* Wait for the engine to count rank j's queue done up to `until` writes
+ * outstanding at most; the deadline moves with every completion. */
+static int burst_wait(struct rc_group *g, int j, uint64_t until, struct rc_err *err)
+{
+	struct gpeer *p = &g->peers[j];
+	double deadline = rc_now() + g->o.timeout_ms / 1000.0;
+
+	while (rc_pipe_outstanding(&p->pipe) > until) {
+		uint64_t done = p->pipe.sq.done;
+		int rc = group_wait_slice(g, deadline, err);
+
+		if (rc == -ETIMEDOUT)
+			return rc_err_set(err, ETIMEDOUT,
+					  "writes to %s did not complete within %d ms", p->c->peer,
+					  g->o.timeout_ms);
+		if (rc)
+			return rc;
+		if (p->dead && g->o.keep_going)
+			return group_peer_gone(g, j, "writing to it", err);
+		if (p->pipe.sq.done != done)
+			deadline = rc_now() + g->o.timeout_ms / 1000.0;
+	}
+	return 0;
+}
+
+/* The burst's writes, the engine's policy set for them (restored after). */
+static int burst_run(struct rc_group *g, int j, const struct rc_group_burst *b, uint64_t *posted,
+		     struct rc_err *err)
+{
+	struct rc_pipe *q = &g->peers[j].pipe;
+	uint32_t max = g->peers[j].max_msg, at = 0; /* a write larger goes in pieces */
+	uint64_t k = 0;
+	int rc = 0;
+
+	while (!rc && (at || (b->iters ? k < b->iters : rc_now() < b->until))) {
+		uint32_t len = b->len - at < max ? b->len - at : max;
+		struct rc_wr w = { .op = RC_OP_WRITE,
+				   .laddr = (uintptr_t)b->laddr + at,
+				   .len = len,
+				   .lkey = b->lkey,
+				   .raddr = b->raddr + at,
+				   .rkey = b->rkey,
+				   .user = rc_pipe_seq(q) | PIECE_NOT_LAST };
+
+		if (!rc_pipe_room(q, 0) || gpeer_sq_used(&g->peers[j]) >= g->o.sq_depth - 2) {
+			uint64_t out = rc_pipe_outstanding(q);
+
+			/* none of ours out: control messages fill the queue */
+			rc = out ? burst_wait(g, j, out - 1, err) : group_progress(g, 100, err);
+			continue;
+		}
+		at = at + len < b->len ? at + len : 0;
+		rc = rc_pipe_add(q, &w, !at && b->iters && k + 1 == b->iters, err);
+		k += !rc && !at;
+	}
+	/* A burst cut by time ends unsignalled: a signalled write of no bytes
+	 * after it tells when the rest are done. */
+	if (!rc && q->sq.signaled < q->sq.posted)
+		rc = rc_pipe_add(q,
+				 &(struct rc_wr){ .op = RC_OP_WRITE,
+						  .raddr = b->raddr,
+						  .rkey = b->rkey,
+						  .user = rc_pipe_seq(q) | PIECE_NOT_LAST },
+				 true, err);
+	*posted = k;
+	return rc ? rc : burst_wait(g, j, 0, err);
+}
+
+int rc_group_write_burst(struct rc_group *g, int j, const struct rc_group_burst *b,
+			 uint64_t *posted, struct rc_err *err)
+{
+	struct gpeer *p;
+	struct rc_pipe *q;
+	int depth, every, rc;
+
+	*posted = 0;
+	if (j < 0 || j >= g->o.world || !g->peers[j].c)
+		return rc_err_set(err, EINVAL, "no connection to rank %d", j);
+	p = &g->peers[j];
+	if (p->dead && g->o.keep_going)
+		return group_peer_gone(g, j, "writing to it", err);
+	if (!p->max_msg)
+		p->max_msg = rc_conn_max_msg(p->c);
+	if (b->depth < 1)
+		return rc_err_set(err, EINVAL, "a burst %d deep to %s", b->depth, p->c->peer);
+	/* The group's own writes are each signalled: the burst waits for them. */
+	q = peer_pipe(g, p);
+	if ((rc = burst_wait(g, j, 0, err)))
+		return rc;
+	depth = q->sq.depth;
+	every = q->sq.signal_every;
+	q->sq.depth = b->depth < depth ? b->depth : depth;
+	q->sq.signal_every = b->signal_every < 1 ? 1 : b->signal_every;
+	if (q->sq.signal_every > q->sq.depth)
+		q->sq.signal_every = q->sq.depth;
+	rc = burst_run(g, j, b, posted, err);
+	q->sq.depth = depth;
+	q->sq.signal_every = every;
 	return rc;
 }
 
@@ -180,7 +304,7 @@ int rc_group_flush(struct rc_group *g, struct rc_err *err)
 	for (int k = 0; k < g->nconns; k++) {
 		struct gpeer *p = &g->peers[g->conn_rank[k]];
 
-		while (p->sends_out > 0) {
+		while (gpeer_sq_used(p) > 0) {
 			int rc = group_wait_slice(g, deadline, err);
 
 			if (rc == -ETIMEDOUT)

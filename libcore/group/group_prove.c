@@ -357,6 +357,7 @@ static int peer_failed(struct rc_group *g, int j, int rc, struct rc_err *err)
 		snprintf(p->why, sizeof(p->why), "%s", err ? err->msg : "a completion failed");
 	p->failed = p->dead = true;
 	p->sends_out = 0;
+	rc_pipe_abandon(&p->pipe);
 	rc_msgch_sends_lost(&g->ch, p->slot);
 	return 0;
 }

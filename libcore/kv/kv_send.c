@@ -358,7 +358,7 @@ int kv_send_run(const struct kv_send_opts *o, struct kv_summary *sum, struct rc_
 
 		for (uint32_t k = 0; k < o->nqps; k++) {
 			sum->qp_bytes[k] += s->d[i].qp[k].bytes;
-			sum->qp_wrs[k] += s->d[i].qp[k].sq.posted;
+			sum->qp_wrs[k] += s->d[i].qp[k].pipe.sq.posted;
 			rs->bytes += sum->nrails ? s->d[i].qp[k].bytes : 0;
 		}
 		kvs_close_dst(&s->d[i]);

@@ -8,10 +8,12 @@
 
 #include "kv_int.h"
 #include <rdmactl/ops_core.h>
+#include <rdmactl/pipe_core.h>
 #include <rdmactl/kv_core.h>
 
 #define SQ_DEPTH 256
 #define SIGNAL_EVERY 16 /* one signalled write in this many, per data QP */
+#define CHAIN 32        /* work requests per post */
 
 /* A write waiting for room in its send queue. */
 /* A queued write: laddr and len, or, gathering, the pieces in sg (nsg of
@@ -30,8 +32,8 @@ struct sqp {
 	struct rc_conn *c;
 	struct sdst *d; /* whose it is, and which (k: data QP k + 1) */
 	uint32_t k;
-	struct rc_sq sq; /* posted, done, last signalled: rc_sq_next decides */
-	uint64_t bytes;  /* RDMA WRITE payload posted */
+	struct rc_pipe pipe; /* the engine: window, signalling, what is done */
+	uint64_t bytes;      /* RDMA WRITE payload posted */
 	struct wr_ent *q;
 	size_t qhead, qlen, qcap;
 };

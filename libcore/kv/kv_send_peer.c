@@ -179,7 +179,10 @@ static int connect_data(struct kv_sender *s, struct sdst *d, struct rc_err *err)
 		rc_conn_share_events(d->qp[k].c, s->ech);
 		d->qp[k].d = d;
 		d->qp[k].k = k;
-		d->qp[k].sq = (struct rc_sq){ .depth = SQ_DEPTH, .signal_every = SIGNAL_EVERY };
+		rc_pipe_init(&d->qp[k].pipe, &rc_verbs_transport, d->qp[k].c,
+			     &(struct rc_pipe_opts){ .depth = SQ_DEPTH,
+						     .signal_every = SIGNAL_EVERY,
+						     .batch = CHAIN });
 		if ((uint32_t)d->qp[k].c->send_sge < s->gather)
 			s->gather = (uint32_t)d->qp[k].c->send_sge;
 	}

@@ -16,8 +16,6 @@
 #include <rdmactl/ops_core.h>
 #include <rdmactl/kv_core.h>
 
-#define CHAIN 32
-
 char *kvs_src_addr(struct kv_sender *s, uint32_t slot, uint32_t layer, uint32_t half, uint32_t page)
 {
 	return s->pool + slot * s->slot_bytes +
@@ -250,59 +248,53 @@ int kvs_queue_layer(struct kv_sender *s, struct sreq *q, struct sdst *d, int di,
 	return rc ? rc_err_set(err, -rc, "out of memory") : 0;
 }
 
-/* The work request of one queued write: the stream's signalling rule, plus
- * every notification and every forced one (force) signalled. */
-static void next_wr(const struct kv_sender *s, struct sqp *qp, struct wr_ent *w, uint32_t lkey,
-		    uint32_t rkey, bool force, struct rc_wr *wr)
+/* One queued write to the engine: its signalling rule, plus every
+ * notification and every forced one (force) signalled. */
+static int add_wr(const struct kv_sender *s, struct sqp *qp, struct wr_ent *w, uint32_t lkey,
+		  uint32_t rkey, bool force, struct rc_err *err)
 {
-	uint64_t seq = qp->sq.posted;
+	uint64_t seq = rc_pipe_seq(&qp->pipe);
+	struct rc_wr wr;
 
 	qp->bytes += w->len;
 	/* Queued writes name the CPU's view of the pool; the NIC gets its own. */
-	*wr = (struct rc_wr){ .op = w->has_imm ? RC_OP_WRITE_IMM : RC_OP_WRITE,
-			      .laddr = w->laddr + s->wire_delta,
-			      .len = w->len,
-			      .lkey = lkey,
-			      .raddr = w->raddr,
-			      .rkey = rkey,
-			      .imm = w->imm,
-			      .user = kv_wrid((uint32_t)seq, w->slot, w->layer, w->has_imm),
-			      .sg = w->sg,
-			      .nsg = w->sg ? w->nsg : 0 };
+	wr = (struct rc_wr){ .op = w->has_imm ? RC_OP_WRITE_IMM : RC_OP_WRITE,
+			     .laddr = w->laddr + s->wire_delta,
+			     .len = w->len,
+			     .lkey = lkey,
+			     .raddr = w->raddr,
+			     .rkey = rkey,
+			     .imm = w->imm,
+			     .user = kv_wrid((uint32_t)seq, w->slot, w->layer, w->has_imm),
+			     .sg = w->sg,
+			     .nsg = w->sg ? w->nsg : 0 };
 	for (uint32_t i = 0; w->sg && s->wire_delta && i < w->nsg; i++)
 		w->sg[i].addr += s->wire_delta;
-	wr->signaled = rc_sq_next(&qp->sq, force || w->has_imm);
+	return rc_pipe_add(&qp->pipe, &wr, force || w->has_imm, err); /* copies the gather list */
 }
 
 int kvs_post_queued(struct kv_sender *s, struct sdst *d)
 {
 	for (uint32_t k = 0; !d->dead && k < s->o->nqps; k++) {
 		struct sqp *qp = &d->qp[k];
+		struct rc_err e;
+		int rc = 0;
 
-		while (qp->qlen && qp->sq.posted - qp->sq.done < SQ_DEPTH) {
-			struct rc_chain ch;
-			struct rc_err e;
-			int rc;
+		while (!rc && qp->qlen && rc_pipe_room(&qp->pipe, qp->q[qp->qhead].nsg)) {
+			struct wr_ent *w = &qp->q[qp->qhead];
 
-			ch.n = 0;
-			while (ch.n < CHAIN && qp->qlen && qp->sq.posted - qp->sq.done < SQ_DEPTH &&
-			       rc_chain_room(&ch, qp->q[qp->qhead].nsg)) {
-				struct wr_ent *w = &qp->q[qp->qhead];
-				struct rc_wr wr;
-
-				next_wr(s, qp, w, d->mr->lkey, d->rkey, false, &wr);
-				rc_chain_add(&ch, &wr); /* copies the gather list */
-				free(w->sg);
-				w->sg = NULL;
-				qp->qhead++;
-				qp->qlen--;
-			}
-			rc = rc_chain_post(qp->c, &ch, &e);
-			if (rc < 0) {
-				snprintf(d->why, sizeof(d->why), "%.200s", e.msg);
-				d->dead = true;
-				return rc;
-			}
+			rc = add_wr(s, qp, w, d->mr->lkey, d->rkey, false, &e);
+			free(w->sg);
+			w->sg = NULL;
+			qp->qhead++;
+			qp->qlen--;
+		}
+		if (!rc)
+			rc = rc_pipe_flush(&qp->pipe, &e);
+		if (rc < 0) {
+			snprintf(d->why, sizeof(d->why), "%.200s", e.msg);
+			d->dead = true;
+			return rc;
 		}
 	}
 	return 0;
@@ -326,20 +318,16 @@ uint64_t kvs_unqueue(struct kv_sender *s, struct sdst *d, struct sqp *qp, struct
 	qp->qlen = keep;
 	/* Unsignalled writes at the tail: one signalled write of no
 	 * bytes after them tells when they are done. */
-	if (!d->dead && qp->sq.signaled < qp->sq.posted) {
+	if (!d->dead && qp->pipe.sq.signaled < qp->pipe.sq.posted) {
 		struct wr_ent w = { .laddr = (uintptr_t)s->pool,
 				    .raddr = d->base,
 				    .slot = (uint16_t)q->slot };
-		struct rc_chain ch;
-		struct rc_wr wr;
 
-		ch.n = 0;
-		next_wr(s, qp, &w, d->mr->lkey, d->rkey, true, &wr);
-		rc_chain_add(&ch, &wr);
-		if (rc_chain_post(qp->c, &ch, NULL) < 0) {
+		if (add_wr(s, qp, &w, d->mr->lkey, d->rkey, true, NULL) < 0 ||
+		    rc_pipe_flush(&qp->pipe, NULL) < 0) {
 			snprintf(d->why, sizeof(d->why), "cannot post to %.64s", d->name);
 			d->dead = true;
 		}
 	}
-	return qp->sq.posted;
+	return qp->pipe.sq.posted;
 }

@@ -170,7 +170,7 @@ static bool quiesced(struct kv_sender *s, struct sreq *q)
 {
 	for (int i = 0; i < s->nd; i++)
 		for (uint32_t k = 0; !s->d[i].closed && k < s->o->nqps; k++)
-			if (s->d[i].qp[k].sq.done < q->mark[i][k])
+			if (s->d[i].qp[k].pipe.sq.done < q->mark[i][k])
 				return false;
 	return true;
 }
@@ -224,7 +224,7 @@ static void progress_cancel(struct kv_sender *s, struct sreq *q, double now)
 	}
 	for (int i = 0; now - q->last > quiet && i < s->nd; i++) {
 		for (uint32_t k = 0; k < s->o->nqps; k++) {
-			if (s->d[i].closed || s->d[i].qp[k].sq.done >= q->mark[i][k])
+			if (s->d[i].closed || s->d[i].qp[k].pipe.sq.done >= q->mark[i][k])
 				continue;
 			snprintf(s->d[i].why, sizeof(s->d[i].why),
 				 "writes did not complete within %d ms", c->timeout_ms);
@@ -364,7 +364,7 @@ void kvs_on_data_wc(struct kv_sender *s, struct sdst *d, struct sqp *qp, const s
 	uint32_t seq = kv_wrid_seq(v), layer = kv_wrid_layer(v);
 	struct sreq *q = &s->reqs[kv_wrid_slot(v)];
 
-	qp->sq.done += (uint32_t)(seq + 1 - (uint32_t)qp->sq.done);
+	rc_pipe_complete(&qp->pipe, seq, NULL);
 	if (!kv_wrid_notify(v) || !q->used || layer >= s->g->layers || !q->pending[layer])
 		return;
 	/* A layer in pieces has landed once its last piece is posted too. */

@@ -15,17 +15,17 @@
 #include <rdmactl/client_core.h>
 #include <rdmactl/msgch_core.h>
 
-/* A request and its answer on c's control QP go through the verbs message
- * channel: one connection of one receive and one send slot of
- * RC_CTRL_MSG_MAX bytes, made for the exchange, its receive posted before
- * the request goes; an answer shorter than min_len is refused. */
-static int ctrl_open(struct rc_msgch *ch, struct rc_conn *c, uint32_t min_len, struct rc_err *err)
+/* Requests and their answers on the first connection's control QP go
+ * through the verbs message channel: one receive and one send slot of
+ * RC_CTRL_MSG_MAX bytes, made and registered on the client's first request
+ * and kept while that connection lasts (client_ctrl_drop), its receive
+ * posted again just before each request goes. */
+static int ctrl_open(struct rc_msgch *ch, struct rc_conn *c, struct rc_err *err)
 {
 	struct rc_msgch_opts o = { .nconns = 1,
 				   .recvs = 1,
 				   .sends = 1,
 				   .slot = RC_CTRL_MSG_MAX,
-				   .min_len = min_len,
 				   .what = "the control QP" };
 	int rc;
 
@@ -40,67 +40,114 @@ static int ctrl_open(struct rc_msgch *ch, struct rc_conn *c, uint32_t min_len, s
 	return rc;
 }
 
-/* Ask the server for its region table over the control channel. */
-static int fetch_regions(struct rc_client *cl, struct rc_conn *c, struct rc_err *err)
+void client_ctrl_drop(struct rc_client *cl)
 {
-	struct rc_msgch ch;
-	struct rc_msgch_rx rx = { 0 };
-	struct ibv_wc wc[4];
-	bool got_resp = false, sent = false;
-	int rc, n;
+	if (!cl->ctrl_conn)
+		return;
+	rc_msgch_fini(&cl->ctrl);
+	cl->ctrl_conn = NULL;
+}
 
-	if ((rc = ctrl_open(&ch, c, RC_CTRL_HDR_LEN, err)))
+/* cl's channel ready for a request: made now, or its receive posted again. */
+static int ctrl_ready(struct rc_client *cl, struct rc_err *err)
+{
+	struct rc_conn *c = cl->conns[0];
+	int rc;
+
+	if (cl->ctrl_conn == c)
+		return rc_msgch_repost(&cl->ctrl, 0, err);
+	client_ctrl_drop(cl);
+	if ((rc = ctrl_open(&cl->ctrl, c, err)))
 		return rc;
-	rc_ctrl_encode_hdr(rc_msgch_send_buf(&ch, 0), RC_CTRL_HDR_LEN, RC_CTRL_LIST_REQ, 0, 1);
-	rc = rc_msgch_send(&ch, 0, RC_CTRL_HDR_LEN, err);
-	if (rc)
-		goto out;
-	while (!got_resp || !sent) {
-		n = rc_poll(c, wc, 4, -1, err);
-		if (n == -ETIMEDOUT) {
-			rc = rc_err_set(
-				err, ETIMEDOUT,
-				"%s did not send its region table within %d ms (is it an rdmactl server?)",
-				c->peer, c->timeout_ms);
-			goto out;
-		}
-		if (n < 0) {
+	cl->ctrl_conn = c;
+	return 0;
+}
+
+#define CTRL_SLICE_MS 100
+
+/* Wait in short slices for the request's send and its answer, so that a
+ * peer that went away is noticed (its disconnect comes as a CM event, not
+ * as a completion). what: the answer, in a timeout's message. */
+static int ctrl_wait(struct rc_client *cl, int timeout_ms, const char *what, struct rc_msgch_rx *rx,
+		     struct rc_err *err)
+{
+	struct rc_conn *c = cl->conns[0];
+	double deadline = rc_now() + timeout_ms / 1000.0;
+	bool sent = false, got = false;
+	struct ibv_wc wc[2];
+	int rc = 0;
+
+	while (!rc && (!sent || !got)) {
+		int n = rc_poll(c, wc, 2, CTRL_SLICE_MS, err);
+
+		if (n == -ETIMEDOUT && !rc_client_alive(cl))
+			rc = rc_err_set(err, ECONNRESET, "%s disconnected before it answered",
+					c->peer);
+		else if (n == -ETIMEDOUT && rc_now() > deadline)
+			rc = rc_err_set(err, ETIMEDOUT, "%s did not %s within %d ms", c->peer, what,
+					timeout_ms);
+		else if (n < 0 && n != -ETIMEDOUT)
 			rc = n;
-			goto out;
-		}
-		for (int i = 0; i < n; i++) {
-			int k = rc_msgch_wc(&ch, 0, &wc[i], &rx, NULL);
+		for (int i = 0; !rc && i < n; i++) {
+			int k = rc_msgch_wc(&cl->ctrl, 0, &wc[i], rx, err);
 
-			if (k == RC_MSGCH_SENT) {
+			if (k == RC_MSGCH_SENT)
 				sent = true;
-				continue;
-			}
-			/* Only a SEND fills the buffer: an RDMA WRITE with immediate
-			 * consumes the receive and leaves it as it was. */
-			if (k != RC_MSGCH_MSG && k != -EBADMSG) {
-				rc = rc_err_set(err, EPROTO,
-						"%s answered the region table request with "
-						"an unexpected completion (opcode %d)",
-						c->peer, (int)wc[i].opcode);
-				goto out;
-			}
-			int got = k == -EBADMSG ? -1
-						: rc_ctrl_decode_list(rx.data, rx.len, cl->all,
-								      RC_MAX_REGIONS);
-
-			if (got < 0) {
-				rc = rc_err_set(err, EBADMSG, "%s sent a malformed region table",
-						c->peer);
-				goto out;
-			}
-			cl->nregions = got;
-			got_resp = true;
+			else if (k == RC_MSGCH_MSG)
+				got = true;
+			else /* an RDMA WRITE with immediate fills no answer */
+				rc = k < 0 ? k
+					   : rc_err_set(err, EPROTO,
+							"unexpected completion (opcode %d) from %s "
+							"on the control QP",
+							(int)wc[i].opcode, c->peer);
 		}
 	}
-	rc = 0;
-out:
-	rc_msgch_fini(&ch);
 	return rc;
+}
+
+/* The one send-and-wait of a control request (len bytes at req): the
+ * answer's length, rx holding it, or -errno. A failed exchange drops the
+ * channel, and a late answer with it; the next request makes a new one. */
+static int ctrl_exchange(struct rc_client *cl, const void *req, size_t len, int timeout_ms,
+			 const char *what, struct rc_msgch_rx *rx, struct rc_err *err)
+{
+	int rc;
+
+	if (len > RC_CTRL_MSG_MAX)
+		return rc_err_set(err, EMSGSIZE, "a control message holds at most %d bytes",
+				  RC_CTRL_MSG_MAX);
+	if ((rc = ctrl_ready(cl, err)))
+		return rc;
+	memcpy(rc_msgch_send_buf(&cl->ctrl, 0), req, len);
+	rc = rc_msgch_send(&cl->ctrl, 0, (uint32_t)len, err);
+	if (timeout_ms <= 0)
+		timeout_ms = cl->conns[0]->timeout_ms;
+	if (!rc)
+		rc = ctrl_wait(cl, timeout_ms, what, rx, err);
+	if (rc)
+		client_ctrl_drop(cl);
+	return rc ? rc : (int)rx->len;
+}
+
+/* Ask the server for its region table over the control channel. */
+static int fetch_regions(struct rc_client *cl, struct rc_err *err)
+{
+	unsigned char req[RC_CTRL_HDR_LEN];
+	struct rc_msgch_rx rx = { 0 };
+	int rc, got;
+
+	rc_ctrl_encode_hdr(req, RC_CTRL_HDR_LEN, RC_CTRL_LIST_REQ, 0, 1);
+	rc = ctrl_exchange(cl, req, sizeof(req), -1,
+			   "send its region table (is it an rdmactl server?)", &rx, err);
+	if (rc < 0)
+		return rc;
+	got = rc_ctrl_decode_list(rx.data, rx.len, cl->all, RC_MAX_REGIONS);
+	if (got < 0)
+		return rc_err_set(err, EBADMSG, "%s sent a malformed region table",
+				  cl->conns[0]->peer);
+	cl->nregions = got;
+	return 0;
 }
 
 int rc_client_select(struct rc_client *cl, const struct rc_target *t, struct rc_err *err)
@@ -169,7 +216,7 @@ int rc_client_open(const struct rc_target *t, const struct rc_client_opts *o,
 			goto fail;
 		cl->nconns++;
 	}
-	rc = fetch_regions(cl, cl->conns[0], err);
+	rc = fetch_regions(cl, err);
 	if (rc)
 		goto fail;
 	rc = rc_client_select(cl, t, err);
@@ -190,6 +237,7 @@ int rc_client_close(struct rc_client *cl)
 
 	if (!cl)
 		return 0;
+	client_ctrl_drop(cl);
 	/* Close in reverse: the first connection owns the shared PD. */
 	for (int i = cl->nconns - 1; i >= 0; i--) {
 		int r = rc_conn_close(cl->conns[i]);
@@ -254,63 +302,16 @@ const struct rc_region_desc *rc_client_regions(const struct rc_client *cl, int *
 	return cl->all;
 }
 
-#define CTRL_SLICE_MS 100
-
 int rc_client_ctrl(struct rc_client *cl, const void *req, size_t len, void *resp, size_t cap,
 		   int timeout_ms, struct rc_err *err)
 {
-	struct rc_conn *c = cl->conns[0];
-	struct rc_msgch ch;
 	struct rc_msgch_rx rx = { 0 };
-	struct ibv_wc wc[2];
-	bool sent = false;
-	double deadline;
-	int rc = 0, got = -1;
+	int got = ctrl_exchange(cl, req, len, timeout_ms, "answer", &rx, err);
 
-	if (len > RC_CTRL_MSG_MAX)
-		return rc_err_set(err, EMSGSIZE, "a control message holds at most %d bytes",
-				  RC_CTRL_MSG_MAX);
-	if ((rc = ctrl_open(&ch, c, 0, err)))
-		return rc;
-	memcpy(rc_msgch_send_buf(&ch, 0), req, len);
-	rc = rc_msgch_send(&ch, 0, (uint32_t)len, err);
-	/* Wait in short slices, so that a peer that went away is noticed (its
-	 * disconnect comes as a CM event, not as a completion). */
-	if (timeout_ms <= 0)
-		timeout_ms = c->timeout_ms;
-	deadline = rc_now() + timeout_ms / 1000.0;
-	while (!rc && (!sent || got < 0)) {
-		int n = rc_poll(c, wc, 2, CTRL_SLICE_MS, err);
-
-		if (n == -ETIMEDOUT && !rc_client_alive(cl))
-			rc = rc_err_set(err, ECONNRESET, "%s disconnected before it answered",
-					c->peer);
-		else if (n == -ETIMEDOUT && rc_now() > deadline)
-			rc = rc_err_set(err, ETIMEDOUT, "%s did not answer within %d ms", c->peer,
-					timeout_ms);
-		else if (n < 0 && n != -ETIMEDOUT)
-			rc = n;
-		for (int i = 0; !rc && i < n; i++) {
-			int k = rc_msgch_wc(&ch, 0, &wc[i], &rx, err);
-
-			if (k == RC_MSGCH_SENT)
-				sent = true;
-			else if (k == RC_MSGCH_MSG)
-				got = (int)rx.len;
-			else /* an RDMA WRITE with immediate fills no answer */
-				rc = k < 0 ? k
-					   : rc_err_set(err, EPROTO,
-							"unexpected completion (opcode %d) from %s "
-							"on the control QP",
-							(int)wc[i].opcode, c->peer);
-		}
-	}
-	if (!rc) {
-		if ((size_t)got > cap)
-			got = (int)cap;
-		memcpy(resp, rx.data, (size_t)got);
-		rc = got;
-	}
-	rc_msgch_fini(&ch);
-	return rc;
+	if (got < 0)
+		return got;
+	if ((size_t)got > cap)
+		got = (int)cap;
+	memcpy(resp, rx.data, (size_t)got);
+	return got;
 }

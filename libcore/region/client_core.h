@@ -7,6 +7,7 @@
 #include <rdmactl/client.h>
 #include <rdmactl/conn_core.h>
 #include <rdmactl/ctrl_core.h>
+#include <rdmactl/msgch_core.h>
 
 /* The handles rdmactl/client.h declares opaque. */
 struct rc_client {
@@ -28,6 +29,10 @@ struct rc_client {
 	char admin[RC_TOKEN_MAX + 1];
 	uint8_t role;        /* enum rc_ctrl_role its connections proved */
 	struct rc_auth auth; /* its first connection's handshake */
+	/* Control requests' message channel on ctrl_conn (conns[0] when it was
+	 * made; NULL: none yet), kept between requests (client.c). */
+	struct rc_msgch ctrl;
+	struct rc_conn *ctrl_conn;
 };
 
 struct rc_rails {
@@ -51,6 +56,9 @@ int rc_client_ctrl(struct rc_client *cl, const void *req, size_t len, void *resp
 int rc_region_connect(const char *host, const char *port, const char *token, enum rc_ctrl_role role,
 		      const struct rc_conn_opts *co, struct rc_conn **out, struct rc_auth *a,
 		      struct rc_err *err);
+/* Free cl's control channel (before its connections go, or when they are
+ * replaced); the next request makes a new one. */
+void client_ctrl_drop(struct rc_client *cl);
 /* One more connection of cl to t (client_auth.c): the admin role when
  * cl->opts.admin_token is set and the server holds one, else the data role. */
 int client_connect(struct rc_client *cl, const struct rc_target *t, const struct rc_conn_opts *co,

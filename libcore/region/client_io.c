@@ -167,6 +167,8 @@ static int where(struct rc_client *n, const char *region, char *to, size_t cap, 
 /* Take over n's connections and region table; n is freed. */
 static void adopt(struct rc_client *cl, struct rc_client *n, const char *host, const char *port)
 {
+	client_ctrl_drop(cl);
+	client_ctrl_drop(n);
 	for (int i = cl->nconns - 1; i >= 0; i--)
 		rc_conn_close(cl->conns[i]);
 	memcpy(cl->conns, n->conns, sizeof(cl->conns));

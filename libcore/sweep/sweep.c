@@ -24,6 +24,7 @@
 #include <rdmactl/ops.h>
 #include <rdmactl/conn_core.h>
 #include <rdmactl/ops_core.h>
+#include <rdmactl/pipe_core.h>
 #include <rdmactl/mem_core.h>
 #include <rdmactl/group_core.h>
 #include <rdmactl/sweep_core.h>
@@ -91,29 +92,21 @@ static int wait_done(struct sweep *s, int peer, uint64_t target, struct rc_err *
 static int measure_bw(struct sweep *s, int peer, struct rc_sweep_cell *c, struct rc_err *err)
 {
 	const struct rc_sweep_opts *o = s->o;
-	uint64_t base = rc_group_writes_done(s->g, peer), posted = 0;
-	double t0 = rc_now(), end = t0 + o->duration_s;
+	double t0 = rc_now();
+	/* The engine's pipeline, signalled as write --bench's stream is. */
+	struct rc_group_burst b = { .laddr = s->mem.buf,
+				    .len = (uint32_t)o->msg_size,
+				    .lkey = s->mr->lkey,
+				    .raddr = s->theirs[peer].addr,
+				    .rkey = s->theirs[peer].rkey,
+				    .iters = o->duration_s > 0 ? 0 : o->iters,
+				    .until = t0 + o->duration_s,
+				    .depth = o->depth,
+				    .signal_every = RC_PIPE_SIGNAL_EVERY };
+	uint64_t posted;
 	int rc;
 
-	for (;;) {
-		bool more = o->duration_s > 0 ? rc_now() < end : posted < o->iters;
-		uint64_t done = rc_group_writes_done(s->g, peer) - base;
-
-		if (more && posted - done < (uint64_t)o->depth) {
-			rc = rc_group_write_imm(s->g, peer, s->mem.buf, o->msg_size, s->mr->lkey,
-						s->theirs[peer].addr, s->theirs[peer].rkey, -1, 0,
-						err);
-			if (rc)
-				return rc;
-			posted++;
-			continue;
-		}
-		if (!more)
-			break;
-		if ((rc = wait_done(s, peer, base + done + 1, err)))
-			return rc;
-	}
-	if ((rc = wait_done(s, peer, base + posted, err)))
+	if ((rc = rc_group_write_burst(s->g, peer, &b, &posted, err)))
 		return rc;
 	c->seconds = rc_now() - t0;
 	c->bytes = posted * o->msg_size;

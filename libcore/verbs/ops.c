@@ -8,8 +8,9 @@
 #include <rdmactl/ops.h>
 #include <rdmactl/conn_core.h>
 #include <rdmactl/ops_core.h>
+#include <rdmactl/pipe_core.h>
 
-#define MAX_BATCH RC_CHAIN_MAX
+#define MAX_BATCH RC_PIPE_BATCH
 #define POLL_BATCH 64
 
 struct slot {
@@ -19,8 +20,10 @@ struct slot {
 	struct rc_stamp t; /* latencies: before the post */
 };
 
+struct engine;
+
 struct qstate {
-	struct rc_sq sq; /* posted, done and which to signal */
+	struct engine *e;
 	uint64_t next_k; /* its next piece: pieces go round-robin, k % nconns */
 	bool more;       /* pieces left for this queue */
 	struct slot *slots;
@@ -29,7 +32,8 @@ struct qstate {
 struct engine {
 	const struct rc_stream *s;
 	struct qstate *q;
-	uint64_t span; /* bench: bytes cycled over */
+	struct rc_pipe *p; /* the engine's queue per connection: window, signalling */
+	uint64_t span;     /* bench: bytes cycled over */
 	int sig_every;
 	int depth;
 	uint64_t bytes;
@@ -67,7 +71,7 @@ static int make_piece(struct engine *e, int qi, struct slot *sl, struct rc_err *
 			len = (size_t)(s->total - off);
 	}
 	if (s->fill) {
-		ssize_t got = s->fill(s->arg, off, slot_buf(e, qi, e->q[qi].sq.posted), len);
+		ssize_t got = s->fill(s->arg, off, slot_buf(e, qi, rc_pipe_seq(&e->p[qi])), len);
 
 		if (got < 0)
 			return rc_err_set(err, (int)-got, "reading the input failed: %s",
@@ -85,17 +89,28 @@ static int make_piece(struct engine *e, int qi, struct slot *sl, struct rc_err *
 	return 1;
 }
 
-static int post_chain(struct engine *e, int qi, struct rc_err *err)
+/* A latency runs from just before the post, as perftest's does: one clock
+ * read for the list, and building it is not timed. */
+static void stamp_posts(void *arg, uint64_t seq, int n)
+{
+	struct qstate *q = arg;
+	struct rc_stamp t = rc_lat_stamp(&q->e->clk);
+
+	for (uint64_t k = seq; k < seq + (uint64_t)n; k++)
+		q->slots[k % (uint64_t)q->e->depth].t = t;
+}
+
+/* Fill the queue: the engine posts lists of up to `batch` work requests. */
+static int post_some(struct engine *e, int qi, struct rc_err *err)
 {
 	const struct rc_stream *s = e->s;
 	struct qstate *q = &e->q[qi];
-	struct rc_chain ch;
+	struct rc_pipe *p = &e->p[qi];
 	int rc;
 
-	ch.n = 0;
-	while (q->more && q->sq.posted - q->sq.done < (uint64_t)e->depth && ch.n < s->batch) {
-		struct slot *sl = &q->slots[q->sq.posted % (uint64_t)e->depth];
-		uint64_t seq = q->sq.posted;
+	while (q->more && rc_pipe_room(p, 0)) {
+		uint64_t seq = rc_pipe_seq(p);
+		struct slot *sl = &q->slots[seq % (uint64_t)e->depth];
 		struct rc_wr w = { .op = s->op,
 				   .lkey = s->lkey,
 				   .rkey = s->rkey,
@@ -121,42 +136,25 @@ static int post_chain(struct engine *e, int qi, struct rc_err *err)
 		w.laddr = (uintptr_t)slot_buf(e, qi, seq);
 		w.len = (uint32_t)sl->len;
 		w.raddr = s->raddr + sl->off;
-		w.signaled = rc_sq_next(&q->sq, last);
-		rc_chain_add(&ch, &w);
+		if ((rc = rc_pipe_add(p, &w, last, err)))
+			return rc;
 	}
-	/* A latency runs from just before the post, as perftest's does: one clock
-	 * read for the chain, and building it is not timed. */
-	if (s->lat_us && ch.n) {
-		struct rc_stamp t = rc_lat_stamp(&e->clk);
-
-		for (uint64_t k = q->sq.posted - (uint64_t)ch.n; k < q->sq.posted; k++)
-			q->slots[k % (uint64_t)e->depth].t = t;
-	}
-	return rc_chain_post(s->conns[qi], &ch, err);
+	rc = rc_pipe_flush(p, err);
+	return rc < 0 ? rc : 0;
 }
 
-/* Fill the queue: chains of up to `batch` work requests per post. */
-static int post_some(struct engine *e, int qi, struct rc_err *err)
-{
-	int rc;
-
-	do {
-		rc = post_chain(e, qi, err);
-	} while (rc > 0);
-	return rc;
-}
-
-static int complete_upto(struct engine *e, int qi, uint64_t seq, struct rc_err *err)
+static int complete_upto(struct engine *e, int qi, uint64_t user, struct rc_err *err)
 {
 	const struct rc_stream *s = e->s;
 	struct qstate *q = &e->q[qi];
 	struct rc_stamp t = s->lat_us ? rc_lat_stamp(&e->clk) : (struct rc_stamp){ 0 };
+	uint64_t k, to = rc_pipe_complete(&e->p[qi], user, &k);
 
-	for (; q->sq.done <= seq; q->sq.done++) {
-		struct slot *sl = &q->slots[q->sq.done % (uint64_t)e->depth];
+	for (; k < to; k++) {
+		struct slot *sl = &q->slots[k % (uint64_t)e->depth];
 
 		if (s->drain) {
-			int rc = s->drain(s->arg, sl->off, slot_buf(e, qi, q->sq.done), sl->len);
+			int rc = s->drain(s->arg, sl->off, slot_buf(e, qi, k), sl->len);
 
 			if (rc)
 				return rc_err_set(err, -rc, "writing the output failed: %s",
@@ -208,13 +206,22 @@ static int engine_init(struct engine *e, const struct rc_stream *s, struct rc_er
 		e->sig_every = e->depth;
 	e->span = s->iters ? (s->total / s->chunk) * s->chunk : 0;
 	e->q = calloc((size_t)s->nconns, sizeof(*e->q));
-	if (!e->q)
+	e->p = calloc((size_t)s->nconns, sizeof(*e->p));
+	if (!e->q || !e->p)
 		return rc_err_set(err, ENOMEM, "out of memory");
 	for (int i = 0; i < s->nconns; i++) {
+		struct rc_pipe_opts po = { .depth = e->depth,
+					   .signal_every = e->sig_every,
+					   .batch = s->batch };
+
+		rc_pipe_init(&e->p[i], &rc_verbs_transport, s->conns[i], &po);
+		if (s->lat_us) {
+			e->p[i].before_post = stamp_posts;
+			e->p[i].hook_arg = &e->q[i];
+		}
+		e->q[i].e = e;
 		e->q[i].next_k = (uint64_t)i;
 		e->q[i].more = true;
-		e->q[i].sq.depth = e->depth;
-		e->q[i].sq.signal_every = e->sig_every;
 		e->q[i].slots = calloc((size_t)e->depth, sizeof(struct slot));
 		if (!e->q[i].slots)
 			return rc_err_set(err, ENOMEM, "out of memory");
@@ -224,6 +231,7 @@ static int engine_init(struct engine *e, const struct rc_stream *s, struct rc_er
 
 static void engine_free(struct engine *e)
 {
+	free(e->p);
 	if (!e->q)
 		return;
 	for (int i = 0; i < e->s->nconns; i++)
@@ -245,7 +253,7 @@ static int post_all(struct engine *e, uint64_t *outstanding, bool *more, struct 
 				return rc;
 		}
 		*more |= e->q[i].more;
-		*outstanding += e->q[i].sq.posted - e->q[i].sq.done;
+		*outstanding += rc_pipe_outstanding(&e->p[i]);
 	}
 	return 0;
 }
@@ -254,11 +262,11 @@ static int post_all(struct engine *e, uint64_t *outstanding, bool *more, struct 
 static int reap(struct engine *e, uint64_t outstanding, struct rc_err *err)
 {
 	const struct rc_stream *s = e->s;
-	struct ibv_wc wc[POLL_BATCH];
+	struct rc_cqe wc[POLL_BATCH];
 	int which = 0, n, rc;
 
-	n = rc_poll_any(s->conns, s->nconns, wc, POLL_BATCH, s->timeout_ms > 0 ? s->timeout_ms : -1,
-			&which, err);
+	n = rc_pipe_poll(e->p, s->nconns, wc, POLL_BATCH, s->timeout_ms > 0 ? s->timeout_ms : -1,
+			 &which, err);
 	if (n == -ETIMEDOUT)
 		return rc_err_set(err, ETIMEDOUT,
 				  "no completion from %s within %d ms (%llu %s operations outstanding)",
@@ -268,7 +276,7 @@ static int reap(struct engine *e, uint64_t outstanding, struct rc_err *err)
 	if (n < 0)
 		return n;
 	for (int j = 0; j < n; j++) {
-		rc = complete_upto(e, which, wc[j].wr_id & RC_WRID_MASK, err);
+		rc = complete_upto(e, which, wc[j].user, err);
 		if (rc)
 			return rc;
 	}

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * The one way work requests are built and posted: every engine (the region
- * client, the stream engine, kvxfer's sender, topology verify) describes a
- * work request as a struct rc_wr, chains them per QP in a struct rc_chain
- * and posts the chain with one ibv_post_send. struct rc_sq keeps a QP's
- * send-queue accounting and decides which work request is signalled.
+ * client, the pipelining engine of pipe.c through the verbs transport,
+ * topology verify) describes a work request as a struct rc_wr, chains them
+ * per QP in a struct rc_chain and posts the chain with one ibv_post_send.
+ * Which one is signalled, the window and the accounting: pipe.c.
  */
 #include <errno.h>
 #include <string.h>
@@ -127,19 +127,6 @@ int rc_chain_post_qp(struct ibv_qp *qp, const char *peer, struct rc_chain *ch, s
 				  strerror(rc));
 	}
 	return n;
-}
-
-bool rc_sq_next(struct rc_sq *q, bool last)
-{
-	uint64_t seq = q->posted++;
-	bool sig = last || (q->signal_every > 0 && (seq + 1) % (uint64_t)q->signal_every == 0) ||
-		   (q->depth > 0 && q->posted - q->done >= (uint64_t)q->depth);
-
-	/* The work request that fills the queue is signalled, or a full queue of
-	 * unsignalled work requests could never be seen to drain. */
-	if (sig)
-		q->signaled = q->posted;
-	return sig;
 }
 
 static int post_one(struct rc_conn *c, const struct rc_wr *d, struct rc_err *err)
