@@ -73,6 +73,10 @@ struct cmd_opt {
 	bool open;             /* OPT_T_DOUBLE: dlo itself refused */
 	/* OPT_GIVEN: the argument as given (NULL: absent) at given_off - 1. */
 	size_t given_off;
+	/* In the table of a command with sub-commands (shared by them, at the
+	 * same indexes): bit i (OPT_SUB(i)) set when subs[i] takes the option;
+	 * 0: every one does. */
+	unsigned in;
 };
 
 #define OPT_END \
@@ -136,11 +140,23 @@ struct cmd {
 	bool long_running; /* serves until a signal: prints events */
 	bool shell_only;   /* exists inside `rdmactl shell` only */
 	/* Nested sub-commands, NULL-terminated, as iproute2 and bpftool nest
-	 * theirs: when the first word after the command names one, that one
-	 * runs with the rest of the words and parses them with its own table
-	 * (its name is the whole path, "kvxfer plan"). NULL: none. */
+	 * theirs (each named by its whole path, "kvxfer plan"); NULL: none. The
+	 * dispatcher runs the one the first word after the command names, or,
+	 * with options first, the first positional word (run is unused). */
 	const struct cmd *const *subs;
+	/* A sub-command: the command it is nested in. Its options are the rows
+	 * of parent->opts (the same table, the same indexes) that name it in
+	 * their in; the dispatcher parses its words once against that table,
+	 * an option of another sub-command refused naming the one it belongs
+	 * to, and calls run_opts with the values (run is unused). */
+	const struct cmd *parent;
+	int (*run_opts)(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v);
 };
+
+/* Rows of a table shared by sub-commands: OPT_IN(OPT_SUB(0) | OPT_SUB(2))
+ * after the row's type says that subs[0] and subs[2] take it. */
+#define OPT_SUB(i) (1u << (i))
+#define OPT_IN(mask) .in = (mask)
 
 /* The table, NULL-terminated. */
 extern const struct cmd *const rdmactl_cmds[];
@@ -148,6 +164,13 @@ extern const struct cmd *const rdmactl_cmds[];
 const struct cmd *cmd_find(const char *name);
 /* The sub-command of c named word (the last word of its name), or NULL. */
 const struct cmd *cmd_sub_find(const struct cmd *c, const char *word);
+/* Whether command c takes option o of its table: always, but for a
+ * sub-command and a row whose in leaves it out. */
+bool opt_for(const struct cmd *c, const struct cmd_opt *o);
+/* The usage error for option o given to sub-command c, which does not take
+ * it: "kvxfer send: --scatter does not apply here: --scatter belongs to
+ * 'kvxfer serve', not 'kvxfer send'". Returns -EINVAL. */
+int opt_not_for(struct ctx *ctx, const struct cmd *c, const struct cmd_opt *o);
 /* Right after getopt_long returned the long option o: the word that named
  * it when that was an abbreviation (--siz for --size), else NULL. getopt_long
  * takes unique prefixes; rdmactl takes whole names only. */
