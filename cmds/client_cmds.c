@@ -121,7 +121,6 @@ int client_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	rc = opt_token(ctx, v, first + CO_TOKEN, first + CO_TOKEN_FILE, a->token_buf, &a->token);
 	if (rc)
 		return rc;
-	a->has_off = opt_on(v, first + CO_OFFSET);
 	return opts_fill(ctx, c, v, first + CO_BIND, first + CO_OFFSET + 1, a);
 }
 

@@ -16,7 +16,7 @@ static json_t *str_or_null(const char *s)
 	return s ? json_string(s) : json_null();
 }
 
-static json_t *opt_json(const struct cmd_opt *o)
+static json_t *opt_json(const struct cmd *c, const struct cmd_opt *o)
 {
 	json_t *j = json_object(), *values = json_null();
 	char sh[2] = { o->short_name, '\0' };
@@ -36,12 +36,12 @@ static json_t *opt_json(const struct cmd_opt *o)
 	json_object_set_new(j, "name", json_string(o->name));
 	json_object_set_new(j, "short", o->short_name ? json_string(sh) : json_null());
 	json_object_set_new(j, "arg", str_or_null(o->arg));
-	json_object_set_new(j, "help", json_string(opt_help(o, help, sizeof(help))));
+	json_object_set_new(j, "help", json_string(cmd_opt_help(c, o, help, sizeof(help))));
 	json_object_set_new(j, "complete", json_string(comp_kind_name(o->comp)));
 	json_object_set_new(j, "values", values);
 	json_object_set_new(j, "repeat", json_boolean(o->repeat));
 	json_object_set_new(j, "hidden", json_boolean(o->hidden));
-	json_object_set_new(j, "default", str_or_null(o->type != OPT_NONE ? o->def : NULL));
+	json_object_set_new(j, "default", str_or_null(o->def));
 	return j;
 }
 
@@ -52,7 +52,7 @@ static json_t *opts_json(const struct cmd *c, const struct cmd_opt *opts)
 
 	for (int i = 0; opts && opts[i].name; i++)
 		if (opt_for(c, &opts[i]))
-			json_array_append_new(a, opt_json(&opts[i]));
+			json_array_append_new(a, opt_json(c, &opts[i]));
 	return a;
 }
 

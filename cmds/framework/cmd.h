@@ -199,6 +199,9 @@ extern const struct cmd_opt rdmactl_global_opts[];
  * (cli/main.c) and after it (opts_parse). 0, or -EINVAL with *bad saying
  * why. */
 int global_take(struct ctx *ctx, const struct cmd_opt *g, const char *arg, const char **bad);
+/* The global options' defaults (their rows' OPT_DEFAULT: --timeout's) into
+ * ctx, before the command line is read. */
+void globals_default(struct ctx *ctx);
 /* The commands one may run: shell-only ones too when shell is set. */
 void cmds_list(FILE *fp, bool shell);
 /* "file", "words"...: how -j help names a completion kind. */
@@ -256,6 +259,10 @@ int opts_count(const struct cmd_opt *opts);
  * NULL when the option is absent (a default tells nothing of that), for
  * "given" checks and for messages that quote it. */
 #define OPT_GIVEN(S, g) .given_off = OPT_FIELD(S, g, const char *) + 1
+/* The default of a row without a type (one read another way: a repeated
+ * option, a global one), as help shows it; the code reads it from the row
+ * (opt_arg_def), so it is written once. */
+#define OPT_DEFAULT(D) .def = (D)
 
 /* Fill args from the typed rows first..last-1 of c->opts (in that order):
  * each given value parsed, each absent one with a default set to it. The
@@ -268,8 +275,14 @@ int opts_fill(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, in
 /* Every OPT_GIVEN field of c's rows set from v, no value parsed: for a
  * command that checks what was given before it parses the values. */
 void opts_given(const struct cmd *c, const struct opt_vals *v, void *args);
+/* The same for rows first..last-1 only (a block with a struct of its own). */
+void opts_given_at(const struct cmd *c, const struct opt_vals *v, int first, int last, void *args);
 /* o's help as shown: with " (default D)" when the row has one. */
 const char *opt_help(const struct cmd_opt *o, char *buf, size_t cap);
+/* o's help as command c shows it: for a command with sub-commands, led
+ * by those that take it when not all do ("serve, send: ..."), so a help
+ * text never names them by hand. */
+const char *cmd_opt_help(const struct cmd *c, const struct cmd_opt *o, char *buf, size_t cap);
 
 /* By index: the (last) argument of option i, NULL when absent; given or not. */
 static inline const char *opt_arg(const struct opt_vals *v, int i)
@@ -279,6 +292,11 @@ static inline const char *opt_arg(const struct opt_vals *v, int i)
 static inline bool opt_on(const struct opt_vals *v, int i)
 {
 	return v->count[i] > 0;
+}
+/* By index: the argument of option i, else its row's default (OPT_DEFAULT). */
+static inline const char *opt_arg_def(const struct cmd *c, const struct opt_vals *v, int i)
+{
+	return v->count[i] ? v->vals[i] : c->opts[i].def;
 }
 /* Typed accessors by index: return 0 (value stored, or option absent and
  * *out untouched) or -EINVAL after printing a usage error naming the

@@ -178,3 +178,17 @@ int cmd_dispatch(struct ctx *ctx, int argc, char **argv)
 	ctx->verbose = verbose;
 	return rc;
 }
+
+const char *cmd_opt_help(const struct cmd *c, const struct cmd_opt *o, char *buf, size_t cap)
+{
+	char help[512], subs[128];
+	const char *h = opt_help(o, help, sizeof(help));
+
+	if (!c || !c->subs || !o->in) {
+		snprintf(buf, cap, "%s", h);
+		return buf;
+	}
+	subs_words(c, o->in, false, ", ", subs, sizeof(subs));
+	snprintf(buf, cap, "%s: %s", subs, h);
+	return buf;
+}

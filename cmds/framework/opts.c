@@ -76,6 +76,15 @@ int global_take(struct ctx *ctx, const struct cmd_opt *g, const char *arg, const
 	return -EINVAL;
 }
 
+void globals_default(struct ctx *ctx)
+{
+	const char *bad;
+
+	for (const struct cmd_opt *g = rdmactl_global_opts; g->name; g++)
+		if (g->anywhere && g->def)
+			global_take(ctx, g, g->def, &bad);
+}
+
 int opt_index(const struct cmd *c, const char *name)
 {
 	for (int i = 0; c->opts && c->opts[i].name; i++)

@@ -92,7 +92,7 @@ static void rows_print(const struct cmd *c, const struct cmd_opt *opts, FILE *fp
 		else
 			snprintf(left, sizeof(left), "    --%s%s%s", o->name, o->arg ? " " : "",
 				 o->arg ? o->arg : "");
-		help_line(fp, 2, left, 33, opt_help(o, help, sizeof(help)));
+		help_line(fp, 2, left, 33, cmd_opt_help(c, o, help, sizeof(help)));
 	}
 	help_line(fp, 2, "-h, --help", 33, "show this help");
 }

@@ -27,7 +27,7 @@ int kvxfer_fill(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a
 
 /* A sub-command with its values v: its arguments start zeroed, with what
  * was given marked; each value is parsed where the sub-command checks it,
- * its default from its row (--rank's, 0, is the zeroed field). */
+ * its default from its row. */
 static int run_with(struct ctx *ctx, const struct opt_vals *v,
 		    int (*run)(struct ctx *, const struct opt_vals *, struct kvxfer_args *))
 {

@@ -55,9 +55,14 @@ struct kvxfer_args {
 	bool segments, verify, no_stream;
 	int rank, qps, max_sge, inflight, hb_ms, hb_timeout_ms, cancel_after;
 	const char *listen, *rails, *connect, *bind, *pack, *land, *mem, *gpu_reg, *metrics;
-	/* --rails PLAN: the plan's devices (and serve's addresses) */
+	const char *gpu_reg_given;
+};
+
+/* A run's rails from --rails PLAN: what it found (the plan's devices, and
+ * serve's addresses), kept apart from the arguments, which are data only. */
+struct kvxfer_rails {
 	struct rails_auto ra;
-	char rails_listen[RC_RAILS_MAX * (RC_HOST_MAX + 8)];
+	char listen[RC_RAILS_MAX * (RC_HOST_MAX + 8)]; /* serve: its --listen */
 };
 
 #define KVXFER_OPTS(X) \
@@ -102,64 +107,61 @@ struct kvxfer_args {
 	  OPT_U64(struct kvxfer_args, geo[KVG_DST_TP], "1"), \
 	  OPT_GIVEN(struct kvxfer_args, geo_given[KVG_DST_TP])) \
 	/* plan */ \
-	X(KVX_TOKENS, "tokens", 0, "N", "tokens per request (plan, send)", \
+	X(KVX_TOKENS, "tokens", 0, "N", "tokens per request", \
 	  OPT_U64(struct kvxfer_args, tokens, NULL), OPT_GIVEN(struct kvxfer_args, tokens_given), \
 	  OPT_IN(KVX_PLAN | KVX_SEND)) \
 	X(KVX_PREFILL_TOKENS_PER_S, "prefill-tokens-per-s", 0, "RATE", \
-	  "plan: prefill speed, to size the link that hides the transfer", \
+	  "prefill speed, to size the link that hides the transfer", \
 	  OPT_DOUBLE(struct kvxfer_args, prefill_tokens_per_s, 0, INFINITY, NULL), \
 	  OPT_GIVEN(struct kvxfer_args, prefill_given), OPT_IN(KVX_PLAN)) \
 	X(KVX_LAYER_COMPUTE_US, "layer-compute-us", 0, "US", \
-	  "compute time of one layer (plan; send: simulated, 0 = all at once)", \
+	  "compute time of one layer (send: simulated, 0 = all at once)", \
 	  OPT_DOUBLE(struct kvxfer_args, layer_compute_us, 0, INFINITY, NULL), \
 	  OPT_GIVEN(struct kvxfer_args, layer_compute_given), OPT_IN(KVX_PLAN | KVX_SEND)) \
 	X(KVX_LINK_GBPS, "link-gbps", 0, "RATE", \
-	  "plan: link rate per rank (Gbit/s, or 100Gbit, 12.5GB), for the exposed time", \
+	  "link rate per rank (Gbit/s, or 100Gbit, 12.5GB), for the exposed time", \
 	  OPT_RATE(struct kvxfer_args, link, 1e9 / 8, NULL), OPT_IN(KVX_PLAN)) \
-	X(KVX_SEGMENTS, "segments", 0, NULL, "plan: list every segment of one layer half", \
+	X(KVX_SEGMENTS, "segments", 0, NULL, "list every segment of one layer half", \
 	  OPT_FLAG(struct kvxfer_args, segments), OPT_IN(KVX_PLAN)) \
 	X(KVX_POOL_PAGES, "pool-pages", 0, "N", \
-	  "pages in the decode rank's pool (serve; plan: check a request fits)", \
+	  "pages in the decode rank's pool (plan: to check a request fits)", \
 	  OPT_U64(struct kvxfer_args, pool_pages, NULL), \
 	  OPT_GIVEN(struct kvxfer_args, pool_pages_given), OPT_IN(KVX_PLAN | KVX_SERVE)) \
 	X(KVX_LAND_PAGES, "land-pages", 0, "N", \
-	  "serve: units of the landing area, a page of landed tokens each, per layer half (default: the pool's pages)", \
+	  "units of the landing area, a page of landed tokens each, per layer half (default: the pool's pages)", \
 	  OPT_U64(struct kvxfer_args, land_pages, NULL), \
 	  OPT_GIVEN(struct kvxfer_args, land_pages_given), OPT_IN(KVX_SERVE)) \
 	/* serve and send */ \
-	X(KVX_RANK, "rank", 'r', "R", "this process's TP rank (serve, send; default 0)", \
-	  OPT_INT(struct kvxfer_args, rank, 0, KV_MAX_TP - 1, NULL), OPT_IN(KVX_SERVE | KVX_SEND)) \
+	X(KVX_RANK, "rank", 'r', "R", "this process's TP rank", \
+	  OPT_INT(struct kvxfer_args, rank, 0, KV_MAX_TP - 1, "0"), OPT_IN(KVX_SERVE | KVX_SEND)) \
 	X(KVX_REQUESTS, "requests", 0, "N", \
 	  "requests to move (send) or to finish before exiting (serve)", \
 	  OPT_U64(struct kvxfer_args, requests, NULL), \
 	  OPT_GIVEN(struct kvxfer_args, requests_given), OPT_IN(KVX_SERVE | KVX_SEND)) \
 	X(KVX_LISTEN, "listen", 'l', "ADDR:PORT", \
-	  "serve: address to accept prefill ranks on; ADDR1:PORT,ADDR2:PORT with -d DEV1,DEV2: a rail each", \
+	  "address to accept prefill ranks on; ADDR1:PORT,ADDR2:PORT with -d DEV1,DEV2: a rail each", \
 	  OPT_STR(struct kvxfer_args, listen, NULL), OPT_IN(KVX_SERVE)) \
 	X(KVX_RAILS, "rails", 0, "PLAN", \
 	  "the devices of probe-topology's rail plan: auto (this process's GPU, else its NUMA node), gpu:N or numa:N; serve: each rail on its device's address, at the port of the listen address 0.0.0.0:PORT", \
 	  COMP_WORDS, "auto|gpu:0|numa:0", OPT_STR(struct kvxfer_args, rails, NULL), \
 	  OPT_IN(KVX_SERVE | KVX_SEND)) \
 	X(KVX_SCATTER, "scatter", 0, "SEED", \
-	  "serve: permute the free page list with SEED (non-contiguous pages)", \
+	  "permute the free page list with SEED (non-contiguous pages)", \
 	  OPT_U64(struct kvxfer_args, scatter, NULL), \
 	  OPT_GIVEN(struct kvxfer_args, scatter_given), OPT_IN(KVX_SERVE)) \
-	X(KVX_VERIFY, "verify", 0, NULL, \
-	  "serve: check every byte against the deterministic content", \
+	X(KVX_VERIFY, "verify", 0, NULL, "check every byte against the deterministic content", \
 	  OPT_FLAG(struct kvxfer_args, verify), OPT_IN(KVX_SERVE)) \
-	X(KVX_CONNECT, "connect", 'c', "ADDR:PORT", "send: a decode rank (repeat for each)", \
+	X(KVX_CONNECT, "connect", 'c', "ADDR:PORT", "a decode rank (repeat for each)", \
 	  .repeat = true, OPT_STR(struct kvxfer_args, connect, NULL), OPT_IN(KVX_SEND)) \
-	X(KVX_BIND, "bind", 'B', "ADDR", \
-	  "send: local address to connect from (ADDR1,ADDR2: one a rail)", \
+	X(KVX_BIND, "bind", 'B', "ADDR", "local address to connect from (ADDR1,ADDR2: one a rail)", \
 	  OPT_STR(struct kvxfer_args, bind, NULL), OPT_IN(KVX_SEND)) \
 	X(KVX_TOKEN, "token", 'T', "TOKEN", \
-	  "serve: require TOKEN in every connect request; send: prove it (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)", \
+	  "require TOKEN in every connect request (serve) or prove it (send); visible in /proc: prefer --token-file or $RDMACTL_TOKEN", \
 	  OPT_IN(KVX_SERVE | KVX_SEND)) \
 	X(KVX_TOKEN_FILE, "token-file", 0, "FILE", \
 	  "the token, from the first line of FILE (mode 600)", COMP_FILE, \
 	  OPT_IN(KVX_SERVE | KVX_SEND)) \
-	X(KVX_QPS, "qps", 0, "N", \
-	  "data queue pairs per decode rank (send; plan: the notifications)", \
+	X(KVX_QPS, "qps", 0, "N", "data queue pairs per decode rank (plan: for its notifications)", \
 	  OPT_INT(struct kvxfer_args, qps, 1, KV_MAX_QPS, "1"), OPT_IN(KVX_PLAN | KVX_SEND)) \
 	X(KVX_PACK, "pack", 0, "WHEN", \
 	  "copy small segments into one write per destination run: auto, always or never", \
@@ -173,18 +175,18 @@ struct kvxfer_args {
 	  "write scattered destination pieces contiguous into the decode rank's landing area, unpacked there: auto, always or never", \
 	  COMP_WORDS, "auto|always|never", OPT_STR(struct kvxfer_args, land, "auto"), \
 	  OPT_IN(KVX_PLAN | KVX_SEND)) \
-	X(KVX_INFLIGHT, "inflight", 0, "K", "send: requests in flight at once", \
+	X(KVX_INFLIGHT, "inflight", 0, "K", "requests in flight at once", \
 	  OPT_INT(struct kvxfer_args, inflight, 1, 64, "1"), OPT_IN(KVX_SEND)) \
-	X(KVX_NO_STREAM, "no-stream", 0, NULL, "send: post no layer before the last one is ready", \
+	X(KVX_NO_STREAM, "no-stream", 0, NULL, "post no layer before the last one is ready", \
 	  OPT_FLAG(struct kvxfer_args, no_stream), OPT_IN(KVX_SEND)) \
 	X(KVX_MEM, "mem", 0, "KIND", \
-	  "serve's pool and send's source pages: host, hugepage or cuda[:N] (GPU N in PCI bus order; default host)", \
-	  COMP_WORDS, "host|hugepage|cuda", OPT_STR(struct kvxfer_args, mem, NULL), \
+	  "serve's pool and send's source pages: host, hugepage or cuda[:N] (GPU N in PCI bus order)", \
+	  COMP_WORDS, "host|hugepage|cuda", OPT_STR(struct kvxfer_args, mem, "host"), \
 	  OPT_IN(KVX_SERVE | KVX_SEND)) \
 	X(KVX_GPU_REG, "gpu-reg", 0, "PATH", \
-	  "serve, send with --mem cuda: registration path auto, dmabuf, peermem or bounce (default auto)", \
-	  COMP_WORDS, "auto|dmabuf|peermem|bounce", OPT_STR(struct kvxfer_args, gpu_reg, NULL), \
-	  OPT_IN(KVX_SERVE | KVX_SEND)) \
+	  "with --mem cuda: registration path auto, dmabuf, peermem or bounce", COMP_WORDS, \
+	  "auto|dmabuf|peermem|bounce", OPT_STR(struct kvxfer_args, gpu_reg, "auto"), \
+	  OPT_GIVEN(struct kvxfer_args, gpu_reg_given), OPT_IN(KVX_SERVE | KVX_SEND)) \
 	X(KVX_HEARTBEAT_MS, "heartbeat-ms", 0, "MS", "heartbeat interval", \
 	  OPT_INT(struct kvxfer_args, hb_ms, 10, 60000, "200"), OPT_IN(KVX_SERVE | KVX_SEND)) \
 	X(KVX_HEARTBEAT_TIMEOUT, "heartbeat-timeout", 0, "MS", \
@@ -192,7 +194,7 @@ struct kvxfer_args {
 	  OPT_INT(struct kvxfer_args, hb_timeout_ms, 50, 3600000, "3000"), \
 	  OPT_IN(KVX_SERVE | KVX_SEND)) \
 	X(KVX_METRICS, "metrics", 0, "FILE", \
-	  "serve, send: write the summary's figures to FILE in Prometheus' text format, replaced whole, at the end", \
+	  "write the summary's figures to FILE in Prometheus' text format, replaced whole, at the end", \
 	  COMP_FILE, OPT_STR(struct kvxfer_args, metrics, NULL), OPT_IN(KVX_SERVE | KVX_SEND)) \
 	X(KVX_CANCEL_REQUEST, "cancel-request", 0, "I", \
 	  "test hook: cancel request I (with --cancel-after-layers)", COMP_NONE, NULL, false, \

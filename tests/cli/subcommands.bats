@@ -124,3 +124,27 @@ GEOM=(--layers 2 --kv-heads 8 --head-dim 128)
 	[[ $output != "$plain" ]] || fail "--page-tokens 32 planned as the default 16"
 }
 
+
+@test "kvxfer's help leads each option with the sub-commands that take it, read from the same rows" {
+	local o want got n=0
+	declare -A takes=()
+	for s in plan serve send; do
+		for o in $("$RDMACTL" -j help kvxfer "$s" | jq -r '.command.options[].name'); do
+			takes[$o]+="${takes[$o]:+, }$s"
+		done
+	done
+	while IFS=$'\t' read -r o got; do
+		want=${takes[$o]}
+		[[ $want == "plan, serve, send" ]] && want=
+		[[ $got == "$want" ]] || fail "--$o: kvxfer's help says '$got', the sub-commands' tables '$want'"
+		[[ -n $want ]] && n=$((n + 1))
+	done < <("$RDMACTL" -j help kvxfer | jq -r '.command.options[]
+			| "\(.name)\t\((.help | capture("^(?<s>(plan|serve|send)(, (serve|send))*): ") | .s) // "")"')
+	((n >= 20)) || fail "only $n options led by their sub-commands"
+	# A sub-command's own help does not name it again.
+	run "$RDMACTL" kvxfer serve --help
+	assert_output --partial "permute the free page list"
+	refute_output --partial "serve: permute"
+	run "$RDMACTL" kvxfer --help
+	assert_output --partial "serve: permute the free page list"
+}
