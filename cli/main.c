@@ -148,10 +148,7 @@ static void raise_fd_limit(void)
 int main(int argc, char **argv)
 {
 	struct cli_opts co = { 0 };
-	struct ctx ctx = { .prog = "rdmactl",
-			   .gid_index = -1,
-			   .timeout_ms = 10000,
-			   .shell = shell_run };
+	struct ctx ctx = { .prog = "rdmactl", .gid_index = -1, .shell = shell_run };
 	int first, rc;
 
 	/* A peer that goes away must not kill us through a broken pipe on
@@ -160,6 +157,7 @@ int main(int argc, char **argv)
 	raise_fd_limit();
 	cmds_config_load();
 	out_init(&ctx.out, OUT_TEXT, stdout, stderr);
+	globals_default(&ctx);
 	first = parse_globals(&ctx, argc, argv, &co);
 	if (first < 0) {
 		usage_err(&ctx, "%s", co.bad);

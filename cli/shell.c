@@ -339,6 +339,7 @@ int shell_run(struct ctx *ctx, int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal }, old_int, old_term, old_hup;
 	struct opt_vals v;
 	struct rc_err e;
+	struct shell_args args;
 	int rc = opts_parse(ctx, &cmd_shell, argc, argv, &v);
 
 	if (rc)
@@ -348,7 +349,8 @@ int shell_run(struct ctx *ctx, int argc, char **argv)
 	ctx->session = session_new();
 	if (!ctx->session)
 		return fail(ctx, -ENOMEM, "out of memory");
-	history_path(&sh, opt_arg(&v, SH_HISTORY));
+	opts_fill_all(ctx, &cmd_shell, &v, &args); /* a string: cannot fail */
+	history_path(&sh, args.history);
 	active = &sh;
 	rl_readline_name = "rdmactl";
 	rl_attempted_completion_function = on_complete;

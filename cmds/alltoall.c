@@ -35,20 +35,20 @@
 	X(A2A_TOKENS, "tokens", 0, "N", "tokens per rank", \
 	  OPT_U32(struct a2a_cli, route.tokens, 1, 1 << 24, "128")) \
 	X(A2A_EXPERTS, "experts", 'E', "N", \
-	  "experts, spread evenly over the ranks (default 8 per rank)", \
+	  "experts, spread evenly over the ranks (default: 8 per rank)", \
 	  OPT_U32(struct a2a_cli, route.experts, 1, 1 << 24, NULL)) \
 	X(A2A_TOPK, "topk", 'k', "K", "experts per token", \
 	  OPT_U32(struct a2a_cli, route.topk, 1, 1 << 24, "2")) \
-	X(A2A_SKEW, "skew", 0, "MODEL", "uniform, zipf:S or matrix:FILE.csv (default uniform)", \
-	  OPT_STR(struct a2a_cli, skew, NULL)) \
+	X(A2A_SKEW, "skew", 0, "MODEL", "uniform, zipf:S or matrix:FILE.csv", \
+	  OPT_STR(struct a2a_cli, skew, "uniform")) \
 	X(A2A_SEED, "seed", 0, "N", "routing seed", OPT_U64(struct a2a_cli, route.seed, "1")) \
 	X(A2A_ITERS, "iters", 'n', "N", "timed iterations", \
 	  OPT_INT(struct a2a_cli, run.iters, 1, 1 << 24, "20")) \
 	X(A2A_WARMUP, "warmup", 0, "N", "untimed iterations first", \
 	  OPT_INT(struct a2a_cli, run.warmup, 0, 1 << 20, "2")) \
 	X(A2A_MEM, "mem", 0, "KIND", \
-	  "token buffers: host, hugepage or cuda[:N] (GPU N in PCI bus order; default host)", \
-	  COMP_WORDS, "host|hugepage|cuda") \
+	  "token buffers: host, hugepage or cuda[:N] (GPU N in PCI bus order)", COMP_WORDS, \
+	  "host|hugepage|cuda", OPT_STR(struct a2a_cli, mem, "host")) \
 	X(A2A_NO_CHECK, "no-check", 0, NULL, "do not check the received tokens", \
 	  OPT_FLAG(struct a2a_cli, no_check)) \
 	X(A2A_ALL_RANKS, "all-ranks", 0, NULL, "every rank prints its figures, not only rank 0", \
@@ -76,7 +76,7 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 	char why[sizeof(e.msg) + 64];
 
 	opts_fill(ctx, c, v, A2A_PLAN, A2A_PLAN + 1, a);
-	if ((rc = group_rails_per_rank(ctx, opt_arg(v, A2A_RAILS_PER_RANK), &a->grp)))
+	if ((rc = group_rails_per_rank(ctx, opt_arg_def(c, v, A2A_RAILS_PER_RANK), &a->grp)))
 		return rc;
 	if ((rc = a->plan ? group_plan_args(ctx, c, v, A2A_RANK, "alltoall", &a->grp)
 			  : group_args_parse(ctx, c, v, A2A_RANK, &a->grp)) ||
@@ -115,7 +115,8 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 	if (a->svg && a->grp.who.rank == 0 && !a->plan && (rc = output_file(ctx, "--svg", a->svg)))
 		return rc;
 	a->run.check = !a->no_check;
-	if ((rc = opt_mem(ctx, opt_arg(v, A2A_MEM), true, NULL, &a->run.mem.kind, &a->run.mem.gpu)))
+	opts_fill(ctx, c, v, A2A_MEM, A2A_MEM + 1, a); /* a string */
+	if ((rc = opt_mem(ctx, a->mem, true, NULL, &a->run.mem.kind, &a->run.mem.gpu)))
 		return rc;
 	if (!a->grp.rendezvous && !a->plan)
 		return usage_err(ctx,
@@ -135,7 +136,7 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 		return 0;
 	/* No driver or no such GPU, an unreadable peers file: said before the
 	 * group is joined. */
-	if ((rc = opt_mem_ready(ctx, opt_arg(v, A2A_MEM), a->run.mem.kind, a->run.mem.gpu)))
+	if ((rc = opt_mem_ready(ctx, a->mem, a->run.mem.kind, a->run.mem.gpu)))
 		return rc;
 	return group_rendezvous_ready(ctx, "alltoall", &a->grp);
 }
@@ -210,7 +211,7 @@ static void settings(const struct a2a_cli *a, struct group_settings *gs)
 	group_setting(gs, "--topk", "%u", a->route.topk);
 	if (a->route.skew != RC_A2A_MATRIX)
 		group_setting(gs, "--seed", "%llu", (unsigned long long)a->route.seed);
-	s = group_setting(gs, "--skew", "%s", a->skew ? a->skew : "uniform");
+	s = group_setting(gs, "--skew", "%s", a->skew);
 	s->data = a->counts;
 	s->len = W * W * sizeof(*a->counts);
 	group_setting(gs, "--iters", "%d", a->run.iters);

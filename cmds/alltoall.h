@@ -23,7 +23,8 @@ struct a2a_cli {
 	bool busy_poll;
 	bool plan;
 	int algo, dtype;  /* --algo, --dtype: their words' index */
-	const char *skew; /* --skew MODEL, or NULL */
+	const char *skew; /* --skew MODEL */
+	const char *mem;  /* --mem KIND */
 	bool no_check;
 	uint64_t *counts;
 };

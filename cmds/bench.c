@@ -100,15 +100,15 @@ int bench_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 	int rc;
 
 	*a = (struct bench_args){ .msg = atomic ? 8 : 65536 };
-	opts_fill(ctx, c, v, first + BO_LAT, first + BO_LAT + 1, a);
-	a->on = a->lat || opt_on(v, first + BO_BENCH);
-	a->depth = a->lat ? 1 : 128;
+	opts_given_at(c, v, first + BO_BENCH, first + BO_LAT_CLOCK + 1, a);
+	opts_fill(ctx, c, v, first + BO_BENCH, first + BO_LAT + 1, a); /* two flags */
+	a->on = a->lat || a->bench;
 	a->metrics = opt_arg(v, first + BO_METRICS);
 	/* Two runs, not one: perftest has ib_write_bw and ib_write_lat. */
-	if (a->lat && opt_on(v, first + BO_BENCH))
+	if (a->lat && a->bench)
 		return usage_err(ctx, "%s: --bench and --lat are two different runs: give one",
 				 c->name);
-	if (!a->lat && opt_on(v, first + BO_LAT_CLOCK))
+	if (!a->lat && a->lat_clock_given)
 		return usage_err(ctx, "%s: --lat-clock goes with --lat", c->name);
 	/* write and read also write a transfer's figures, per rail */
 	if (!a->on && a->metrics && atomic)
@@ -117,7 +117,7 @@ int bench_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 		return a->metrics ? metrics_path_check(ctx, a->metrics) : 0;
 	/* The numbers are read only for a benchmark (as its defaults are). */
 	if ((rc = opts_fill(ctx, c, v, first + BO_MSG_SIZE, first + BO_LAT_CLOCK + 1, a)) ||
-	    (rc = msg_sizes(ctx, c, opt_arg(v, first + BO_MSG_SIZE), a)))
+	    (rc = msg_sizes(ctx, c, a->msg_size, a)))
 		return rc;
 	if (atomic && a->msg != 8)
 		return usage_err(ctx, "%s: atomics move 8 bytes: --msg-size must be 8", c->name);
@@ -127,12 +127,14 @@ int bench_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 		return usage_err(ctx, "%s: atomics move 8 bytes: --msg-size must be 8", c->name);
 	if (!a->iters || a->iters > (1ULL << 32))
 		return usage_err(ctx, "%s: --iters must be 1 to 2^32", c->name);
-	if (a->lat && (a->depth != 1 || a->qps != 1))
+	if (a->lat && ((a->depth_given && a->depth != 1) || a->qps != 1))
 		return usage_err(ctx,
 				 "%s: --lat measures one operation in flight: no --depth or --qps",
 				 c->name);
-	if (a->lat)
+	if (a->lat) {
+		a->depth = 1;
 		a->signal_every = 1;
+	}
 	return a->metrics ? metrics_path_check(ctx, a->metrics) : 0;
 }
 

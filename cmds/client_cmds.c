@@ -122,7 +122,6 @@ int client_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	if (rc)
 		return rc;
 	a->devs = ctx->dev_name;
-	a->has_off = opt_on(v, first + CO_OFFSET);
 	return opts_fill(ctx, c, v, first + CO_BIND, first + CO_OFFSET + 1, a);
 }
 

@@ -27,16 +27,19 @@
 	  OPT_SIZE(struct client_args, off, "0"))
 
 #define BENCH_OPTS(X, P) \
-	X(P##_BENCH, "bench", 0, NULL, "benchmark: bandwidth and message rate") \
+	X(P##_BENCH, "bench", 0, NULL, "benchmark: bandwidth and message rate", \
+	  OPT_FLAG(struct bench_args, bench)) \
 	X(P##_LAT, "lat", 0, NULL, "benchmark: latency percentiles, one operation in flight", \
 	  OPT_FLAG(struct bench_args, lat)) \
 	X(P##_MSG_SIZE, "msg-size", 's', "SIZE", \
-	  "benchmark message size (default 64K; 8 for atomics); MIN:MAX for a --bench row " \
-	  "per size, doubling (8:8M, as ib_write_bw -a)") \
+	  "benchmark message size (default: 64K; 8 for atomics); MIN:MAX for a --bench row " \
+	  "per size, doubling (8:8M, as ib_write_bw -a)", \
+	  OPT_STR(struct bench_args, msg_size, NULL)) \
 	X(P##_ITERS, "iters", 'n', "N", "benchmark work requests", \
 	  OPT_U64(struct bench_args, iters, "1000")) \
-	X(P##_DEPTH, "depth", 0, "N", "work requests outstanding per queue pair (default 128)", \
-	  OPT_INT(struct bench_args, depth, 1, 8192, NULL)) \
+	X(P##_DEPTH, "depth", 0, "N", "work requests outstanding per queue pair", \
+	  OPT_INT(struct bench_args, depth, 1, 8192, "128"), \
+	  OPT_GIVEN(struct bench_args, depth_given)) \
 	X(P##_QPS, "qps", 0, "N", "queue pairs", OPT_INT(struct bench_args, qps, 1, 64, "1")) \
 	X(P##_POST_LIST, "post-list", 0, "N", "work requests chained per post", \
 	  OPT_INT(struct bench_args, post_list, 1, 64, "1")) \
@@ -46,7 +49,8 @@
 	  OPT_FLAG(struct bench_args, busy_poll)) \
 	X(P##_LAT_CLOCK, "lat-clock", 0, "CLOCK", \
 	  "what times --lat: auto (the TSC where its rate checks out), tsc or monotonic", \
-	  COMP_WORDS, "auto|tsc|monotonic", OPT_WORD(struct bench_args, lat_clock, "auto")) \
+	  COMP_WORDS, "auto|tsc|monotonic", OPT_WORD(struct bench_args, lat_clock, "auto"), \
+	  OPT_GIVEN(struct bench_args, lat_clock_given)) \
 	METRICS_OPT(X, P)
 
 enum { CLIENT_OPTS(OPT_INDEX, CO) CO_COUNT };
@@ -61,7 +65,6 @@ struct client_args {
 	 * NULL: as the target routes */
 	const char *devs;
 	uint64_t off;
-	bool has_off;
 };
 /* Parse the CLIENT_OPTS block whose first option (TOKEN) is at index first.
  * 0 or -EINVAL after a usage error. */
@@ -71,17 +74,21 @@ int client_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 /* The benchmark options, parsed and checked (--bench / --lat). */
 struct bench_args {
 	bool on; /* --bench or --lat given */
+	bool bench;
 	bool lat;
 	bool busy_poll;
 	uint64_t msg;
 	uint64_t msg_max; /* --msg-size MIN:MAX: the last size of the sweep; 0 none */
 	uint64_t iters;
 	int depth;
+	const char *depth_given; /* --depth as given, or NULL */
 	int qps;
 	int post_list;
 	int signal_every;
-	int lat_clock;       /* enum rc_lat_clock: the words' order is its */
-	const char *metrics; /* --metrics FILE, or NULL */
+	int lat_clock;               /* enum rc_lat_clock: the words' order is its */
+	const char *lat_clock_given; /* --lat-clock as given, or NULL */
+	const char *msg_size;        /* --msg-size as given, or NULL */
+	const char *metrics;         /* --metrics FILE, or NULL */
 };
 /* Parse the BENCH_OPTS block whose first option (BENCH) is at index first;
  * a->on says whether a benchmark was asked. Defaults depend on op. */

@@ -27,9 +27,14 @@ extern const struct cmd cmd_complete;
 
 /* The shell's options: its table is in cmds/shellcmds.c, its body in cli/
  * reads them by these indexes. */
+/* What the shell was asked (its typed rows). */
+struct shell_args {
+	const char *history; /* --history FILE, or NULL */
+};
 #define SHELL_OPTS(X) \
 	X(SH_HISTORY, "history", 0, "FILE", \
-	  "history file (default: $RDMACTL_HISTORY, else ~/.rdmactl_history)", COMP_FILE)
+	  "history file (default: $RDMACTL_HISTORY, else ~/.rdmactl_history)", COMP_FILE, \
+	  OPT_STR(struct shell_args, history, NULL))
 enum { SHELL_OPTS(OPT_INDEX) SHELL_NOPTS };
 
 /* The library's configuration (rdmactl/config.h) from the environment

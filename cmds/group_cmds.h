@@ -44,8 +44,8 @@ enum { GROUP_OPTS(OPT_INDEX, GO) GO_COUNT };
  * (alltoall, multicast): read by group_rails_per_rank. */
 #define GROUP_RAILS_OPT(X, P) \
 	X(P##_RAILS_PER_RANK, "rails-per-rank", 0, "N", \
-	  "--rails: how many of the plan's rails this rank stripes over, 1 to 16 or all (default 1)", \
-	  COMP_WORDS, "1|2|all")
+	  "--rails: how many of the plan's rails this rank stripes over, 1 to 16 or all", \
+	  COMP_WORDS, "1|2|all", OPT_DEFAULT("1"))
 
 /* The group options, parsed: the rank resolved from the flags or the
  * launcher's environment; rendezvous and listen as given (NULL if not). */

@@ -19,7 +19,8 @@
 	  "the blocks to move, from FILE or - (stdin): lines of OFFSET LENGTH [DST_OFFSET], or JSON", \
 	  COMP_FILE, OPT_STR(struct mig_plan, blocks, NULL)) \
 	X(MIG_FORMAT, "format", 0, "FORMAT", "the block list's format: auto, text or json", \
-	  COMP_WORDS, "auto|text|json", OPT_WORD(struct mig_plan, format, "auto")) \
+	  COMP_WORDS, "auto|text|json", OPT_WORD(struct mig_plan, format, "auto"), \
+	  OPT_GIVEN(struct mig_plan, format_given)) \
 	X(MIG_WHOLE, "whole", 0, NULL, "move the whole region as one block, no fence", \
 	  OPT_FLAG(struct mig_plan, whole)) \
 	X(MIG_MAX_ROUNDS, "max-rounds", 0, "N", \
@@ -48,8 +49,9 @@ struct mig_plan {
 	struct rc_migrate_live lo;
 	struct rc_extent *ext;
 	size_t n, cap;
-	const char *blocks; /* --blocks FILE or -, or NULL */
-	int format;         /* --format: auto, text, json */
+	const char *blocks;       /* --blocks FILE or -, or NULL */
+	const char *format_given; /* --format as given, or NULL */
+	int format;               /* --format: auto, text, json */
 	bool whole, no_verify;
 	const char *from;                 /* where the blocks came from, for messages */
 	struct etcd_name en;              /* a source named through etcd */
@@ -347,7 +349,7 @@ static int parse_mode(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	p->lo.verify = !p->no_verify;
 	if ((rc = opts_fill(ctx, c, v, MIG_FORMAT, MIG_FORMAT + 1, p)))
 		return rc;
-	if (opt_on(v, MIG_FORMAT) && !p->blocks)
+	if (p->format_given && !p->blocks)
 		return usage_err(ctx, "migrate: --format goes with --blocks");
 	if (p->blocks && !strcmp(p->blocks, "-") && ctx->session)
 		return usage_err(ctx, "migrate: in the shell, give --blocks FILE");

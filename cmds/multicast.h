@@ -24,7 +24,7 @@
 	  "root: send zero, seq or random:SEED instead of a file", \
 	  OPT_STR(struct mc_cli, pattern, NULL)) \
 	X(MC_SIZE, "size", 'S', "SIZE", "root: bytes of the pattern (K, M, G suffixes)", \
-	  OPT_SIZE(struct mc_cli, num.size, NULL)) \
+	  OPT_SIZE(struct mc_cli, num.size, NULL), OPT_GIVEN(struct mc_cli, size_given)) \
 	X(MC_CHUNK, "chunk", 0, "SIZE", \
 	  "bytes per write, or auto: the root's pick from the blob's size and the tree's depth " \
 	  "(256K to 2M)", \
@@ -38,9 +38,8 @@
 	X(MC_OUT, "out", 'O', "FILE", \
 	  "receivers: write the blob to FILE as it arrives (%r: the rank)", COMP_FILE, \
 	  OPT_STR(struct mc_cli, out, NULL)) \
-	X(MC_MEM, "mem", 'm', "KIND", \
-	  "receive ring memory: host, hugepage or cuda:N (default host)", COMP_WORDS, \
-	  "host|hugepage|cuda") \
+	X(MC_MEM, "mem", 'm', "KIND", "receive ring memory: host, hugepage or cuda:N", COMP_WORDS, \
+	  "host|hugepage|cuda", OPT_STR(struct mc_cli, mem, "host")) \
 	X(MC_BLOCK_SIZES, "block-sizes", 0, "LIST", \
 	  "the blob's blocks (layers) in order, e.g. 1M,4M,4M: when each became usable", \
 	  OPT_STR(struct mc_cli, blocks, NULL)) \
@@ -50,7 +49,8 @@
 	  "parent and its children, and the root to every rank (the reports)", \
 	  COMP_WORDS, "flat|chain|tree", OPT_WORD(struct mc_cli, num.algo, "tree")) \
 	X(MC_FANOUT, "fanout", 0, "K", "tree: children per relay", \
-	  OPT_INT(struct mc_cli, num.fanout, 1, RC_GROUP_MAX, "2")) \
+	  OPT_INT(struct mc_cli, num.fanout, 1, RC_GROUP_MAX, "2"), \
+	  OPT_GIVEN(struct mc_cli, fanout_given)) \
 	X(MC_LINK_BW, "link-bw", 0, "RATE", \
 	  "link rate for the ideal: 100Gbit, 12.5GB (per s) or bytes/s (default: measured)", \
 	  OPT_RATE(struct mc_cli, num.bw, 1, NULL)) \
@@ -64,7 +64,7 @@
 	X(MC_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping", \
 	  OPT_FLAG(struct mc_cli, busy_poll)) \
 	X(MC_RANKS_PER_NODE, "ranks-per-node", 0, "N", \
-	  "--plan: ranks per node, for figures per node") \
+	  "--plan: ranks per node, for figures per node", OPT_GIVEN(struct mc_cli, rpn_given)) \
 	X(MC_PLAN, "plan", 0, NULL, \
 	  "size the job and exit, no device, rendezvous or rank needed: " \
 	  "per rank the QPs, CQs, message rings, registered bytes and connect rounds that --algo's " \
@@ -93,6 +93,8 @@ struct mc_cli {
 	const char *out;    /* --out as given (%r not replaced) */
 	const char *blocks; /* --block-sizes LIST, or NULL */
 	const char *chunk;  /* --chunk as given: auto or a size (num.chunk; 0 for auto) */
+	const char *size_given, *fanout_given, *rpn_given; /* as given, or NULL */
+	const char *mem;                                   /* --mem KIND */
 	struct mc_nums num;
 	char out_path[4096];
 	bool busy_poll;

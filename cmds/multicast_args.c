@@ -79,7 +79,7 @@ static int read_values(struct ctx *ctx, const struct cmd *c, const struct opt_va
 {
 	int rc;
 
-	if ((rc = group_rails_per_rank(ctx, opt_arg(v, MC_RAILS_PER_RANK), &m->grp)))
+	if ((rc = group_rails_per_rank(ctx, opt_arg_def(c, v, MC_RAILS_PER_RANK), &m->grp)))
 		return rc;
 	if ((rc = m->plan ? group_plan_args(ctx, c, v, MC_RANK, "multicast", &m->grp)
 			  : group_args_parse(ctx, c, v, MC_RANK, &m->grp)) ||
@@ -114,7 +114,7 @@ static int check_shape(struct ctx *ctx, const struct opt_vals *v, const struct m
 	if (n->root >= m->grp.who.world)
 		return usage_err(ctx, "--root %d is not a rank of the group (ranks 0 to %d)",
 				 n->root, m->grp.who.world - 1);
-	if (opt_on(v, MC_FANOUT) && n->algo != RC_MCAST_TREE)
+	if (m->fanout_given && n->algo != RC_MCAST_TREE)
 		return usage_err(ctx, "--fanout applies to --algo tree only");
 	if ((uint64_t)n->ring * n->chunk > RC_MCAST_RING_LIMIT)
 		return usage_err(ctx, "--ring %d of --chunk %llu is more than 64G of buffers",
@@ -127,18 +127,18 @@ static int check_blob(struct ctx *ctx, const struct cmd *c, const struct opt_val
 		      struct mc_cli *m, int root)
 {
 	opts_fill(ctx, c, v, MC_FILE, MC_PATTERN + 1, m);
-	if (opt_on(v, MC_RANKS_PER_NODE) && !m->plan)
+	if (m->rpn_given && !m->plan)
 		return usage_err(ctx, "--ranks-per-node applies to --plan only");
 	if (m->grp.who.rank != root || m->plan)
 		return 0;
 	if (!m->file == !m->pattern)
 		return usage_err(ctx, "the root sends --file FILE or --pattern P --size SIZE");
-	if (m->file && opt_on(v, MC_SIZE))
+	if (m->file && m->size_given)
 		return usage_err(ctx, "--size goes with --pattern; a --file sends all of itself");
 	if (m->pattern && !rc_pattern_valid(m->pattern))
 		return usage_err(ctx, "--pattern '%s': expected zero, seq or random:SEED",
 				 m->pattern);
-	if (m->pattern && !opt_on(v, MC_SIZE))
+	if (m->pattern && !m->size_given)
 		return usage_err(ctx, "--pattern needs --size SIZE");
 	return 0;
 }
@@ -163,9 +163,11 @@ int multicast_parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 	const struct mc_nums *n = &m->num;
 	int rc;
 
+	opts_given(c, v, m); /* what was given, for the checks before the values */
 	opts_fill(ctx, c, v, MC_PLAN, MC_PLAN + 1, m);
 	if ((rc = read_values(ctx, c, v, m)) || (rc = check_shape(ctx, v, m, n)) ||
-	    (rc = check_blob(ctx, c, v, m, n->root)) || (rc = check_mem(ctx, m, opt_arg(v, MC_MEM))))
+	    (rc = check_blob(ctx, c, v, m, n->root)) ||
+	    (rc = opts_fill(ctx, c, v, MC_MEM, MC_MEM + 1, m)) || (rc = check_mem(ctx, m, m->mem)))
 		return rc;
 	opts_fill(ctx, c, v, MC_OUT, MC_BLOCK_SIZES + 1, m);
 	opts_fill(ctx, c, v, MC_SVG, MC_BUSY_POLL + 1, m);

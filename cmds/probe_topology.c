@@ -26,15 +26,15 @@
 	  "loopback RDMA WRITE on each ACTIVE port to prove it carries traffic", \
 	  OPT_FLAG(struct topo_args, verify)) \
 	X(TP_VERIFY_SIZE, "verify-size", 0, "SIZE", "bytes each --verify writes, at most 1G", \
-	  OPT_SIZE(struct topo_args, vsize, "8M")) \
+	  OPT_SIZE(struct topo_args, vsize, "8M"), OPT_GIVEN(struct topo_args, vsize_given)) \
 	X(TP_HUGEPAGES, "hugepages", 0, NULL, \
 	  "doctor: hugepages are required (report none reserved or free)", \
 	  OPT_FLAG(struct topo_args, hugepages)) \
 	X(TP_EXPORT, "export", 0, "nccl|ucx|mooncake", \
 	  "print the rail plan as NCCL, UCX or Mooncake settings instead of the report", \
-	  COMP_WORDS, "nccl|ucx|mooncake") \
+	  COMP_WORDS, "nccl|ucx|mooncake", OPT_STR(struct topo_args, export_name, NULL)) \
 	X(TP_GPU, "gpu", 0, "N", "with --export: only GPU N (NVML's number), as KEY=VALUE lines", \
-	  OPT_INT(struct topo_args, gpu, 0, 4095, NULL))
+	  OPT_INT(struct topo_args, gpu, 0, 4095, NULL), OPT_GIVEN(struct topo_args, gpu_given))
 
 /* What `probe-topology` was asked, parsed and checked. */
 struct topo_args {
@@ -43,8 +43,9 @@ struct topo_args {
 	bool verify;
 	bool hugepages;
 	uint64_t vsize;
-	int export; /* enum topo_export, -1 none */
-	int gpu;    /* --gpu N, -1 all */
+	int export;                                        /* enum topo_export, -1 none */
+	int gpu;                                           /* --gpu N, -1 all */
+	const char *vsize_given, *export_name, *gpu_given; /* as given, or NULL */
 };
 
 enum { TOPO_OPTS(OPT_INDEX) TOPO_NOPTS };
@@ -76,7 +77,7 @@ static int topo_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 		return rc;
 	if (a->vsize == 0 || a->vsize > (1ULL << 30))
 		return usage_err(ctx, "invalid --verify-size: expected 1 byte to 1G");
-	if (opt_on(v, TP_VERIFY_SIZE) && !a->verify)
+	if (a->vsize_given && !a->verify)
 		return usage_err(ctx, "probe-topology: --verify-size goes with --verify");
 	if (a->sysfs && !*a->sysfs)
 		return usage_err(ctx, "probe-topology: --sysfs needs a directory or a .tar.gz");
@@ -87,12 +88,13 @@ static int topo_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	if (a->sysfs && a->verify)
 		return usage_err(ctx,
 				 "probe-topology: --verify needs the live host, not a --sysfs tree");
-	if (opt_on(v, TP_EXPORT) && (a->export = topo_export_kind(opt_arg(v, TP_EXPORT))) < 0)
+	opts_fill(ctx, c, v, TP_EXPORT, TP_EXPORT + 1, a); /* a string */
+	if (a->export_name && (a->export = topo_export_kind(a->export_name)) < 0)
 		return usage_err(ctx, "invalid --export '%s': expected nccl, ucx or mooncake",
-				 opt_arg(v, TP_EXPORT));
+				 a->export_name);
 	if ((rc = opts_fill(ctx, c, v, TP_GPU, TP_GPU + 1, a)))
 		return rc;
-	if (opt_on(v, TP_GPU) && a->export < 0)
+	if (a->gpu_given && a->export < 0)
 		return usage_err(ctx, "probe-topology: --gpu goes with --export");
 	if (a->export >= 0 && (a->capture || a->verify))
 		return usage_err(

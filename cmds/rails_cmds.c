@@ -419,9 +419,8 @@ int rails_stripe(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 {
 	int rc;
 
-	*stripe = RAILS_STRIPE_DEFAULT;
-	if (!opt_on(v, i))
-		return 0;
+	if (!opt_on(v, i)) /* the row's default */
+		return opt_size_parse(ctx, c->opts[i].name, c->opts[i].def, stripe);
 	if (!rails)
 		return usage_err(ctx,
 				 "%s: --stripe goes with several rails (a target ADDR1,ADDR2:PORT/"

@@ -9,8 +9,6 @@
 
 #include "client_cmds.h"
 
-#define RAILS_STRIPE_DEFAULT (1u << 20)
-
 /* Whether the target, a's devices or --bind name several rails. */
 bool rails_asked(const struct opt_vals *v, const struct client_args *a);
 /* Connect every rail and select the region on each: one rail as
@@ -24,7 +22,7 @@ void rails_close(struct ctx *ctx, struct rc_rails *r, int rc);
  * own failure. */
 int rails_transfer(struct ctx *ctx, struct rc_rails *r, enum rc_op op, uint64_t off, uint64_t len,
 		   uint64_t stripe, struct rc_rails_io *io, struct rc_rails_result *res);
-/* --stripe (option i): default RAILS_STRIPE_DEFAULT, refused without rails. */
+/* --stripe (option i): default its row's (OPT_DEFAULT), refused without rails. */
 int rails_stripe(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, bool rails,
 		 uint64_t *stripe);
 /* "PEER1,PEER2" and "DEV1,DEV2" of the rails. */

@@ -15,11 +15,11 @@
 
 #define READ_OPTS(X) \
 	X(RD_SIZE, "size", 'S', "SIZE", "bytes to read (default: to the end of the region)", \
-	  OPT_SIZE(struct read_args, size, NULL)) \
+	  OPT_SIZE(struct read_args, size, NULL), OPT_GIVEN(struct read_args, size_given)) \
 	X(RD_OUT, "out", 'O', "FILE", "write the bytes to FILE (default: stdout)", COMP_FILE, \
 	  OPT_STR(struct read_args, out_path, NULL)) \
-	X(RD_STRIPE, "stripe", 0, "SIZE", \
-	  "with several rails: the chunk each rail takes in turn (default 1M)") \
+	X(RD_STRIPE, "stripe", 0, "SIZE", "with several rails: the chunk each rail takes in turn", \
+	  OPT_DEFAULT("1M")) \
 	X(RD_RAILS, "rails", 0, "PLAN", \
 	  "the rails of probe-topology's rail plan: auto (this process's GPU, else its NUMA node), gpu:N or numa:N", \
 	  COMP_WORDS, "auto|gpu:0|numa:0") \
@@ -31,6 +31,7 @@ struct read_args {
 	struct client_args cl;
 	struct bench_args bench;
 	uint64_t size;
+	const char *size_given; /* --size as given, or NULL */
 	bool have_size;
 	const char *out_path; /* NULL: stdout */
 	bool rails;           /* several rails (rails_asked) */
@@ -97,10 +98,10 @@ static int read_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 		return 0;
 	if ((rc = opts_fill(ctx, c, v, RD_SIZE, RD_OUT + 1, a)))
 		return rc;
-	a->have_size = opt_on(v, RD_SIZE);
+	a->have_size = a->size_given != NULL;
 	if (a->have_size && !a->size)
 		return usage_err(ctx, "read: invalid --size '%s': a read moves at least 1 byte",
-				 opt_arg(v, RD_SIZE));
+				 a->size_given);
 	if (a->out_path && !strcmp(a->out_path, "-"))
 		a->out_path = NULL;
 	if (!a->out_path && out_is_json(&ctx->out))

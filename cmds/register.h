@@ -28,13 +28,14 @@
 	X(RG_FILE, "file", 'f', "FILE", "back the region with FILE (written back on exit)", \
 	  COMP_FILE, .repeat = true) \
 	X(RG_MEM, "mem", 'm', "KIND", \
-	  "memory: host, hugepage, file or cuda[:N] (GPU N in PCI bus order; default host)", \
+	  "memory: host, hugepage, file or cuda[:N] (GPU N in PCI bus order; default: host, file with --file)", \
 	  COMP_WORDS, "host|hugepage|file|cuda|cuda:0", .repeat = true) \
 	X(RG_GPU_REG, "gpu-reg", 0, "PATH", \
 	  "GPU memory registration: auto (dma-buf, then peer memory, then a host bounce buffer), dmabuf, peermem or bounce", \
-	  COMP_WORDS, "auto|dmabuf|peermem|bounce") \
-	X(RG_ACCESS, "access", 0, "ACCESS", "what peers may do: ro, rw or atomic (default rw)", \
-	  COMP_WORDS, "ro|rw|atomic", .repeat = true) \
+	  COMP_WORDS, "auto|dmabuf|peermem|bounce", \
+	  OPT_STR(struct register_args, gpu_reg_name, "auto")) \
+	X(RG_ACCESS, "access", 0, "ACCESS", "what peers may do: ro, rw or atomic", COMP_WORDS, \
+	  "ro|rw|atomic", .repeat = true, OPT_DEFAULT("rw")) \
 	X(RG_TOKEN, "token", 'T', "TOKEN", \
 	  "require a proof of TOKEN from every client, proving it in turn (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
 	X(RG_TOKEN_FILE, "token-file", 0, "FILE", \
@@ -58,11 +59,13 @@
 	  OPT_STR(struct register_args, publish, NULL)) \
 	X(RG_LEASE_TTL, "lease-ttl", 0, "SECONDS", \
 	  "--publish: the lease's TTL; the keys go this long after the server dies", \
-	  OPT_INT(struct register_args, lease_ttl, 2, 3600, "10")) \
+	  OPT_INT(struct register_args, lease_ttl, 2, 3600, "10"), \
+	  OPT_GIVEN(struct register_args, lease_ttl_given)) \
 	METRICS_OPT(X, RG) \
 	X(RG_METRICS_INTERVAL, "metrics-interval", 0, "SECONDS", \
 	  "--metrics: rewrite the file this often while serving, 1 to 86400", \
-	  OPT_INT(struct register_args, metrics_every_s, 1, 86400, "15"))
+	  OPT_INT(struct register_args, metrics_every_s, 1, 86400, "15"), \
+	  OPT_GIVEN(struct register_args, metrics_every_given))
 
 enum { REGISTER_OPTS(OPT_INDEX) REGISTER_NOPTS };
 
@@ -88,6 +91,7 @@ struct register_args {
 	struct region_spec specs[MAX_SPECS];
 	int nspecs;
 	enum rc_mem_reg gpu_reg;
+	const char *gpu_reg_name; /* --gpu-reg as given, else its row's default */
 	const char *token;
 	char token_buf[RC_TOKEN_MAX + 1]; /* what --token-file held */
 	char admin[RC_TOKEN_MAX + 1];     /* "": none */
@@ -95,8 +99,10 @@ struct register_args {
 	char etcd[RC_HOST_MAX + 8]; /* --publish: the etcd's HOST:PORT, or "" */
 	char ns[64];
 	int lease_ttl;
+	const char *lease_ttl_given;
 	const char *metrics; /* --metrics FILE, or NULL */
 	int metrics_every_s;
+	const char *metrics_every_given;
 	/* --listen ADDR1,ADDR2 (-d DEV1,DEV2): one region on several rails, a
 	 * server per rail; [0] is host, port and -d above. */
 	struct listen_rails lr;

@@ -77,7 +77,8 @@ static int auto_listen(struct ctx *ctx, const char *plan, struct register_args *
 static int check_region(struct ctx *ctx, struct region_spec *r)
 {
 	enum rc_mem_kind kind = r->file ? RC_MEM_FILE : RC_MEM_HOST;
-	enum rc_access access = RC_ACCESS_RW;
+	const char *acc = r->access ? r->access : cmd_register.opts[RG_ACCESS].def;
+	enum rc_access access;
 	uint64_t size = 0;
 
 	if (r->mem && rc_mem_parse(r->mem, &kind, &r->gpu))
@@ -88,8 +89,8 @@ static int check_region(struct ctx *ctx, struct region_spec *r)
 		return fail(ctx, -ENOTSUP,
 			    "--mem %s: this rdmactl was built without CUDA (the CUDA toolkit was not found, or -DRDMACTL_CUDA=OFF): GPU memory is not available",
 			    r->mem);
-	if (r->access && rc_access_parse(r->access, &access))
-		return usage_err(ctx, "invalid --access '%s': expected ro, rw or atomic", r->access);
+	if (rc_access_parse(acc, &access))
+		return usage_err(ctx, "invalid --access '%s': expected ro, rw or atomic", acc);
 	if (r->size && opt_size_parse(ctx, "size", r->size, &size))
 		return -EINVAL;
 	if (r->size && size == 0)
@@ -135,10 +136,11 @@ static int parse_serving(struct ctx *ctx, const struct cmd *c, const struct opt_
 		a->keepalive_ms = -1; /* off */
 	if ((rc = collect_regions(ctx, v, a->specs, &a->nspecs)))
 		return rc;
-	if (opt_on(v, RG_GPU_REG) && rc_mem_reg_parse(opt_arg(v, RG_GPU_REG), &a->gpu_reg))
+	opts_fill(ctx, c, v, RG_GPU_REG, RG_GPU_REG + 1, a); /* a string */
+	if (rc_mem_reg_parse(a->gpu_reg_name, &a->gpu_reg))
 		return usage_err(ctx,
 				 "invalid --gpu-reg '%s': expected auto, dmabuf, peermem or bounce",
-				 opt_arg(v, RG_GPU_REG));
+				 a->gpu_reg_name);
 	if (a->gpu_reg == RC_REG_HOST)
 		return usage_err(ctx,
 				 "invalid --gpu-reg 'host': expected auto, dmabuf, peermem or bounce");
@@ -175,7 +177,7 @@ static int parse_publish(struct ctx *ctx, const struct cmd *c, const struct opt_
 	int rc;
 
 	opts_fill(ctx, c, v, RG_PUBLISH, RG_PUBLISH + 1, a);
-	if (opt_on(v, RG_LEASE_TTL) && !a->publish)
+	if (a->lease_ttl_given && !a->publish)
 		return usage_err(ctx, "register: --lease-ttl goes with --publish");
 	if ((rc = opts_fill(ctx, c, v, RG_LEASE_TTL, RG_LEASE_TTL + 1, a)))
 		return rc;
@@ -226,7 +228,7 @@ static int parse_metrics(struct ctx *ctx, const struct cmd *c, const struct opt_
 	int rc;
 
 	a->metrics = opt_arg(v, RG_METRICS);
-	if (opt_on(v, RG_METRICS_INTERVAL) && !a->metrics)
+	if (a->metrics_every_given && !a->metrics)
 		return usage_err(ctx, "register: --metrics-interval goes with --metrics FILE");
 	if ((rc = opts_fill(ctx, c, v, RG_METRICS_INTERVAL, RG_METRICS_INTERVAL + 1, a)))
 		return rc;
@@ -243,7 +245,7 @@ int register_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *
 	int rc;
 
 	memset(a, 0, sizeof(*a));
-	a->gpu_reg = RC_REG_AUTO;
+	opts_given(c, v, a); /* what was given, for the checks before the values */
 	if (v->npos)
 		return usage_err(ctx, "register: unexpected argument '%s'", v->pos[0]);
 	if ((rc = parse_serving(ctx, c, v, a)) || (rc = parse_publish(ctx, c, v, a)) ||

@@ -91,7 +91,13 @@ const struct cmd cmd_regions = {
 	.shell_only = true,
 };
 
-#define UNREGISTER_OPTS(X) X(UN_ALL, "all", 0, NULL, "stop every server this shell started")
+/* What unregister was asked (its typed rows). */
+struct unregister_args {
+	bool all;
+};
+#define UNREGISTER_OPTS(X) \
+	X(UN_ALL, "all", 0, NULL, "stop every server this shell started", \
+	  OPT_FLAG(struct unregister_args, all))
 enum { UNREGISTER_OPTS(OPT_INDEX) UNREGISTER_NOPTS };
 static const struct cmd_opt unregister_opts[] = { UNREGISTER_OPTS(OPT_ENTRY) OPT_END };
 OPTS_BOUND(unregister_opts, UNREGISTER_NOPTS);
@@ -116,8 +122,10 @@ static bool wanted(const struct session_served *sv, const struct opt_vals *v, bo
 static int unregister_parse(struct ctx *ctx, const struct opt_vals *v, bool *all)
 {
 	struct rc_session *ss = ctx->session;
+	struct unregister_args a;
 
-	*all = opt_on(v, UN_ALL);
+	opts_fill_all(ctx, &cmd_unregister, v, &a); /* a flag: cannot fail */
+	*all = a.all;
 	if (*all == (v->npos > 0))
 		return usage_err(ctx, "unregister: give region names or --all");
 	for (int k = 0; k < v->npos; k++) {

@@ -43,12 +43,12 @@
 	  "a median WRITE or READ latency above U microseconds is an outlier", \
 	  OPT_DOUBLE_ABOVE(struct sweep_cli, lim.max_lat_us, 0, 1e9, NULL)) \
 	X(SW_SLOW_RATIO, "slow-ratio", 0, "F", \
-	  "slow: below F of the fleet's median (and 3 MADs), or of the pair's other direction (default 0.5; 0: not judged)", \
-	  OPT_DOUBLE(struct sweep_cli, lim.slow_ratio, 0, 1, NULL), \
+	  "slow: below F of the fleet's median (and 3 MADs), or of the pair's other direction (0: not judged)", \
+	  OPT_DOUBLE(struct sweep_cli, lim.slow_ratio, 0, 1, "0.5"), \
 	  OPT_GIVEN(struct sweep_cli, slow_ratio_given)) \
 	X(SW_LAT_RATIO, "lat-ratio", 0, "X", \
-	  "high latency: above X times the fleet's median (and 3 MADs; default 3)", \
-	  OPT_DOUBLE_ABOVE(struct sweep_cli, lim.lat_ratio, 1, 1e6, NULL)) \
+	  "high latency: above X times the fleet's median (and 3 MADs)", \
+	  OPT_DOUBLE_ABOVE(struct sweep_cli, lim.lat_ratio, 1, 1e6, "3")) \
 	X(SW_SVG, "svg", 0, "FILE", "rank 0 draws the bandwidth matrix as an SVG heatmap", \
 	  COMP_FILE, OPT_STR(struct sweep_cli, svg, NULL)) \
 	X(SW_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping", \

@@ -21,10 +21,11 @@
 	  "write a generated pattern: zero, seq or random:SEED", COMP_WORDS, "zero|seq|random:1", \
 	  OPT_STR(struct write_args, pattern, NULL)) \
 	X(WR_SIZE, "size", 'S', "SIZE", "bytes to write (default: the file's size)", \
-	  OPT_SIZE(struct write_args, size, NULL)) \
-	X(WR_IMM, "imm", 'i', "VALUE", "then send VALUE as immediate data (RDMA WRITE_WITH_IMM)") \
-	X(WR_STRIPE, "stripe", 0, "SIZE", \
-	  "with several rails: the chunk each rail takes in turn (default 1M)") \
+	  OPT_SIZE(struct write_args, size, NULL), OPT_GIVEN(struct write_args, size_given)) \
+	X(WR_IMM, "imm", 'i', "VALUE", "then send VALUE as immediate data (RDMA WRITE_WITH_IMM)", \
+	  OPT_U64(struct write_args, imm64, NULL), OPT_GIVEN(struct write_args, imm_given)) \
+	X(WR_STRIPE, "stripe", 0, "SIZE", "with several rails: the chunk each rail takes in turn", \
+	  OPT_DEFAULT("1M")) \
 	X(WR_RAILS, "rails", 0, "PLAN", \
 	  "the rails of probe-topology's rail plan: auto (this process's GPU, else its NUMA node), gpu:N or numa:N", \
 	  COMP_WORDS, "auto|gpu:0|numa:0") \
@@ -38,10 +39,13 @@ struct write_args {
 	const char *file;
 	const char *pattern;
 	uint64_t size;
+	const char *size_given; /* --size as given, or NULL */
 	bool have_size;
 	bool from_stdin;
 	bool has_imm;
 	uint32_t imm;
+	uint64_t imm64; /* --imm as given, checked into imm */
+	const char *imm_given;
 	bool rails; /* several rails (rails_asked) */
 	uint64_t stripe;
 	struct rails_auto ra; /* --rails PLAN */
@@ -103,7 +107,6 @@ static int rewind_src(void *arg)
 static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		       struct write_args *a, struct src *src)
 {
-	uint64_t imm = 0;
 	int rc;
 
 	memset(a, 0, sizeof(*a));
@@ -120,18 +123,17 @@ static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_va
 		return usage_err(ctx, "write: --bench and --lat measure one rail: give one device");
 	if (a->bench.on)
 		return 0;
-	if ((rc = opts_fill(ctx, c, v, WR_FILE, WR_SIZE + 1, a)) ||
-	    (rc = opt_u64_at(ctx, c, v, WR_IMM, &imm)))
+	if ((rc = opts_fill(ctx, c, v, WR_FILE, WR_IMM + 1, a)))
 		return rc;
-	if (imm > UINT32_MAX)
+	if (a->imm64 > UINT32_MAX)
 		return usage_err(ctx, "invalid --imm: immediate data is 32 bits (0..4294967295)");
-	a->imm = (uint32_t)imm;
-	a->has_imm = opt_on(v, WR_IMM);
-	a->have_size = opt_on(v, WR_SIZE);
+	a->imm = (uint32_t)a->imm64;
+	a->has_imm = a->imm_given != NULL;
+	a->have_size = a->size_given != NULL;
 	/* As register refuses it: a write of nothing is a mistake, not a success. */
 	if (a->have_size && !a->size)
 		return usage_err(ctx, "write: invalid --size '%s': a write moves at least 1 byte",
-				 opt_arg(v, WR_SIZE));
+				 a->size_given);
 	src->pattern = a->pattern;
 	if (src->pattern && a->file)
 		return usage_err(ctx, "write: give --file or --pattern, not both");

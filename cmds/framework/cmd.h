@@ -73,6 +73,10 @@ struct cmd_opt {
 	bool open;             /* OPT_T_DOUBLE: dlo itself refused */
 	/* OPT_GIVEN: the argument as given (NULL: absent) at given_off - 1. */
 	size_t given_off;
+	/* In the table of a command with sub-commands (shared by them, at the
+	 * same indexes): bit i (OPT_SUB(i)) set when subs[i] takes the option;
+	 * 0: every one does. */
+	unsigned in;
 };
 
 #define OPT_END \
@@ -136,11 +140,23 @@ struct cmd {
 	bool long_running; /* serves until a signal: prints events */
 	bool shell_only;   /* exists inside `rdmactl shell` only */
 	/* Nested sub-commands, NULL-terminated, as iproute2 and bpftool nest
-	 * theirs: when the first word after the command names one, that one
-	 * runs with the rest of the words and parses them with its own table
-	 * (its name is the whole path, "kvxfer plan"). NULL: none. */
+	 * theirs (each named by its whole path, "kvxfer plan"); NULL: none. The
+	 * dispatcher runs the one the first word after the command names, or,
+	 * with options first, the first positional word (run is unused). */
 	const struct cmd *const *subs;
+	/* A sub-command: the command it is nested in. Its options are the rows
+	 * of parent->opts (the same table, the same indexes) that name it in
+	 * their in; the dispatcher parses its words once against that table,
+	 * an option of another sub-command refused naming the one it belongs
+	 * to, and calls run_opts with the values (run is unused). */
+	const struct cmd *parent;
+	int (*run_opts)(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v);
 };
+
+/* Rows of a table shared by sub-commands: OPT_IN(OPT_SUB(0) | OPT_SUB(2))
+ * after the row's type says that subs[0] and subs[2] take it. */
+#define OPT_SUB(i) (1u << (i))
+#define OPT_IN(mask) .in = (mask)
 
 /* The table, NULL-terminated. */
 extern const struct cmd *const rdmactl_cmds[];
@@ -148,6 +164,13 @@ extern const struct cmd *const rdmactl_cmds[];
 const struct cmd *cmd_find(const char *name);
 /* The sub-command of c named word (the last word of its name), or NULL. */
 const struct cmd *cmd_sub_find(const struct cmd *c, const char *word);
+/* Whether command c takes option o of its table: always, but for a
+ * sub-command and a row whose in leaves it out. */
+bool opt_for(const struct cmd *c, const struct cmd_opt *o);
+/* The usage error for option o given to sub-command c, which does not take
+ * it: "kvxfer send: --scatter does not apply here: --scatter belongs to
+ * 'kvxfer serve', not 'kvxfer send'". Returns -EINVAL. */
+int opt_not_for(struct ctx *ctx, const struct cmd *c, const struct cmd_opt *o);
 /* Right after getopt_long returned the long option o: the word that named
  * it when that was an abbreviation (--siz for --size), else NULL. getopt_long
  * takes unique prefixes; rdmactl takes whole names only. */
@@ -176,6 +199,9 @@ extern const struct cmd_opt rdmactl_global_opts[];
  * (cli/main.c) and after it (opts_parse). 0, or -EINVAL with *bad saying
  * why. */
 int global_take(struct ctx *ctx, const struct cmd_opt *g, const char *arg, const char **bad);
+/* The global options' defaults (their rows' OPT_DEFAULT: --timeout's) into
+ * ctx, before the command line is read. */
+void globals_default(struct ctx *ctx);
 /* The commands one may run: shell-only ones too when shell is set. */
 void cmds_list(FILE *fp, bool shell);
 /* "file", "words"...: how -j help names a completion kind. */
@@ -233,6 +259,10 @@ int opts_count(const struct cmd_opt *opts);
  * NULL when the option is absent (a default tells nothing of that), for
  * "given" checks and for messages that quote it. */
 #define OPT_GIVEN(S, g) .given_off = OPT_FIELD(S, g, const char *) + 1
+/* The default of a row without a type (one read another way: a repeated
+ * option, a global one), as help shows it; the code reads it from the row
+ * (opt_arg_def), so it is written once. */
+#define OPT_DEFAULT(D) .def = (D)
 
 /* Fill args from the typed rows first..last-1 of c->opts (in that order):
  * each given value parsed, each absent one with a default set to it. The
@@ -245,8 +275,14 @@ int opts_fill(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, in
 /* Every OPT_GIVEN field of c's rows set from v, no value parsed: for a
  * command that checks what was given before it parses the values. */
 void opts_given(const struct cmd *c, const struct opt_vals *v, void *args);
+/* The same for rows first..last-1 only (a block with a struct of its own). */
+void opts_given_at(const struct cmd *c, const struct opt_vals *v, int first, int last, void *args);
 /* o's help as shown: with " (default D)" when the row has one. */
 const char *opt_help(const struct cmd_opt *o, char *buf, size_t cap);
+/* o's help as command c shows it: for a command with sub-commands, led
+ * by those that take it when not all do ("serve, send: ..."), so a help
+ * text never names them by hand. */
+const char *cmd_opt_help(const struct cmd *c, const struct cmd_opt *o, char *buf, size_t cap);
 
 /* By index: the (last) argument of option i, NULL when absent; given or not. */
 static inline const char *opt_arg(const struct opt_vals *v, int i)
@@ -256,6 +292,11 @@ static inline const char *opt_arg(const struct opt_vals *v, int i)
 static inline bool opt_on(const struct opt_vals *v, int i)
 {
 	return v->count[i] > 0;
+}
+/* By index: the argument of option i, else its row's default (OPT_DEFAULT). */
+static inline const char *opt_arg_def(const struct cmd *c, const struct opt_vals *v, int i)
+{
+	return v->count[i] ? v->vals[i] : c->opts[i].def;
 }
 /* Typed accessors by index: return 0 (value stored, or option absent and
  * *out untouched) or -EINVAL after printing a usage error naming the

@@ -34,12 +34,13 @@ static void offer(void *arg, const char *cand)
 		st->emit(st->arg, word);
 }
 
-static void offer_opts(struct comp *st, const struct cmd_opt *opts)
+/* The options of opts that c takes (c NULL: all). */
+static void offer_opts(struct comp *st, const struct cmd *c, const struct cmd_opt *opts)
 {
 	char buf[64];
 
 	for (int i = 0; opts && opts[i].name; i++) {
-		if (opts[i].hidden)
+		if (opts[i].hidden || !opt_for(c, &opts[i]))
 			continue;
 		snprintf(buf, sizeof(buf), "--%s", opts[i].name);
 		offer(st, buf);
@@ -209,7 +210,7 @@ void complete_words(const struct ctx *ctx, char *const *words, int nwords, bool 
 		if (!shell && offer_after_eq(&st, rdmactl_global_opts))
 			return;
 		if (!shell && st.cur[0] == '-')
-			offer_opts(&st, rdmactl_global_opts);
+			offer_opts(&st, NULL, rdmactl_global_opts);
 		else
 			offer_cmds(&st);
 		return;
@@ -237,7 +238,7 @@ void complete_words(const struct ctx *ctx, char *const *words, int nwords, bool 
 	if (!positional && offer_after_eq(&st, c->opts))
 		return;
 	if (!positional && st.cur[0] == '-')
-		offer_opts(&st, c->opts);
+		offer_opts(&st, c, c->opts);
 	else if (c->args)
 		offer_values(&st, c->args_comp, c->args_comp == COMP_WORDS ? c->args : NULL);
 }

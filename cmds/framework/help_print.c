@@ -15,7 +15,7 @@ static json_t *str_or_null(const char *s)
 	return s ? json_string(s) : json_null();
 }
 
-static json_t *opt_json(const struct cmd_opt *o)
+static json_t *opt_json(const struct cmd *c, const struct cmd_opt *o)
 {
 	json_t *j = json_object(), *values = json_null();
 	char sh[2] = { o->short_name, '\0' };
@@ -35,20 +35,23 @@ static json_t *opt_json(const struct cmd_opt *o)
 	json_object_set_new(j, "name", json_string(o->name));
 	json_object_set_new(j, "short", o->short_name ? json_string(sh) : json_null());
 	json_object_set_new(j, "arg", str_or_null(o->arg));
-	json_object_set_new(j, "help", json_string(opt_help(o, help, sizeof(help))));
+	json_object_set_new(j, "help", json_string(cmd_opt_help(c, o, help, sizeof(help))));
 	json_object_set_new(j, "complete", json_string(comp_kind_name(o->comp)));
 	json_object_set_new(j, "values", values);
 	json_object_set_new(j, "repeat", json_boolean(o->repeat));
 	json_object_set_new(j, "hidden", json_boolean(o->hidden));
+	json_object_set_new(j, "default", str_or_null(o->def));
 	return j;
 }
 
-static json_t *opts_json(const struct cmd_opt *opts)
+/* The rows of opts that c takes (c NULL: all). */
+static json_t *opts_json(const struct cmd *c, const struct cmd_opt *opts)
 {
 	json_t *a = json_array();
 
 	for (int i = 0; opts && opts[i].name; i++)
-		json_array_append_new(a, opt_json(&opts[i]));
+		if (opt_for(c, &opts[i]))
+			json_array_append_new(a, opt_json(c, &opts[i]));
 	return a;
 }
 
@@ -66,7 +69,7 @@ static json_t *cmd_json(const struct cmd *c)
 	json_object_set_new(j, "hidden", json_boolean(c->hidden));
 	json_object_set_new(j, "shell_only", json_boolean(c->shell_only));
 	json_object_set_new(j, "long_running", json_boolean(c->long_running));
-	json_object_set_new(j, "options", opts_json(c->opts));
+	json_object_set_new(j, "options", opts_json(c, c->opts));
 	return j;
 }
 
@@ -82,7 +85,7 @@ static void help_json(struct ctx *ctx, const struct cmd *only)
 	for (int i = 0; rdmactl_cmds[i]; i++)
 		json_array_append_new(cmds, cmd_json(rdmactl_cmds[i]));
 	out_json(&ctx->out, "commands", cmds);
-	out_json(&ctx->out, "global_options", opts_json(rdmactl_global_opts));
+	out_json(&ctx->out, "global_options", opts_json(NULL, rdmactl_global_opts));
 	/* What this build can do beyond its options: GPU memory needs CUDA
 	 * at build time (--mem cuda). */
 	out_obj_begin(&ctx->out, "features");

@@ -202,7 +202,7 @@ int opts_fill(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, in
 
 const char *opt_help(const struct cmd_opt *o, char *buf, size_t cap)
 {
-	if (!o->def || o->type == OPT_NONE)
+	if (!o->def)
 		return o->help;
 	snprintf(buf, cap, "%s (default %s)", o->help, o->def);
 	return buf;
@@ -210,7 +210,12 @@ const char *opt_help(const struct cmd_opt *o, char *buf, size_t cap)
 
 void opts_given(const struct cmd *c, const struct opt_vals *v, void *args)
 {
-	for (int i = 0; c->opts[i].name; i++) {
+	opts_given_at(c, v, 0, opts_count(c->opts), args);
+}
+
+void opts_given_at(const struct cmd *c, const struct opt_vals *v, int first, int last, void *args)
+{
+	for (int i = first; i < last; i++) {
 		const char *given = opt_arg(v, i);
 
 		if (c->opts[i].given_off)

@@ -76,6 +76,15 @@ int global_take(struct ctx *ctx, const struct cmd_opt *g, const char *arg, const
 	return -EINVAL;
 }
 
+void globals_default(struct ctx *ctx)
+{
+	const char *bad;
+
+	for (const struct cmd_opt *g = rdmactl_global_opts; g->name; g++)
+		if (g->anywhere && g->def)
+			global_take(ctx, g, g->def, &bad);
+}
+
 int opt_index(const struct cmd *c, const char *name)
 {
 	for (int i = 0; c->opts && c->opts[i].name; i++)
@@ -133,14 +142,15 @@ const char *word_suggest(const char *word, const char *const *words, size_t n)
 	return best && best_d <= (len <= 3 ? 1 : len <= 6 ? 2 : 3) ? best : NULL;
 }
 
-/* The option of opts whose name is closest to name, or NULL. */
-static const char *opt_suggest(const struct cmd_opt *opts, const char *name)
+/* The option of c whose name is closest to name, or NULL. */
+static const char *opt_suggest(const struct cmd *c, const char *name)
 {
 	const char *names[OPT_MAX + 1];
 	size_t n = 0;
 
-	for (; opts && opts->name && n < OPT_MAX; opts++)
-		names[n++] = opts->name;
+	for (const struct cmd_opt *o = c->opts; o && o->name && n < OPT_MAX; o++)
+		if (opt_for(c, o))
+			names[n++] = o->name;
 	names[n++] = "help";
 	return word_suggest(name, names, n);
 }
@@ -186,7 +196,7 @@ static int unknown_opt(struct ctx *ctx, const struct cmd *c, const char *tok)
 					 "(only -j, -p, -d, -g, -t and -v may follow it; see rdmactl(8), "
 					 "GLOBAL OPTIONS)",
 					 c->name, tok);
-	near = is_long ? opt_suggest(c->opts, name) : NULL;
+	near = is_long ? opt_suggest(c, name) : NULL;
 	if (near)
 		return usage_err(ctx, "%s: unknown option '%s' (did you mean '--%s'?)", c->name,
 				 tok, near);
@@ -306,6 +316,8 @@ int opts_parse(struct ctx *ctx, const struct cmd *c, int argc, char **argv, stru
 					idx = i;
 		if (idx < 0)
 			return usage_err(ctx, "%s: unexpected option", c->name);
+		if (!opt_for(c, &c->opts[idx]))
+			return opt_not_for(ctx, c, &c->opts[idx]);
 		if (v->count[idx] && !c->opts[idx].repeat && c->opts[idx].arg)
 			return usage_err(ctx, "%s: option '--%s' given twice", c->name,
 					 c->opts[idx].name);

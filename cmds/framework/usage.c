@@ -54,6 +54,8 @@ void help_line(FILE *fp, int indent, const char *left, int col, const char *text
 	fputc('\n', fp);
 }
 
+static void rows_print(const struct cmd *c, const struct cmd_opt *opts, FILE *fp);
+
 void cmd_usage(const struct cmd *c, FILE *fp)
 {
 	fprintf(fp, "Usage: rdmactl %s%s%s%s\n", c->name, c->opts ? " [OPTIONS]" : "",
@@ -61,7 +63,7 @@ void cmd_usage(const struct cmd *c, FILE *fp)
 	fprintf(fp, "%s\n", c->summary);
 	if (c->opts && c->opts[0].name) {
 		fprintf(fp, "\nOptions:\n");
-		opts_print(c->opts, fp);
+		rows_print(c, c->opts, fp);
 	}
 	/* What a region is called: the argument every client command takes. */
 	if (c->args && strstr(c->args, "TARGET")) {
@@ -74,14 +76,15 @@ void cmd_usage(const struct cmd *c, FILE *fp)
 	}
 }
 
-void opts_print(const struct cmd_opt *opts, FILE *fp)
+/* The rows of opts that c takes (c NULL: all), with -h last. */
+static void rows_print(const struct cmd *c, const struct cmd_opt *opts, FILE *fp)
 {
 	for (int i = 0; opts[i].name; i++) {
 		const struct cmd_opt *o = &opts[i];
 		char left[64];
 		char help[512];
 
-		if (o->hidden)
+		if (o->hidden || !opt_for(c, o))
 			continue;
 		if (o->short_name)
 			snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->name,
@@ -89,7 +92,12 @@ void opts_print(const struct cmd_opt *opts, FILE *fp)
 		else
 			snprintf(left, sizeof(left), "    --%s%s%s", o->name, o->arg ? " " : "",
 				 o->arg ? o->arg : "");
-		help_line(fp, 2, left, 33, opt_help(o, help, sizeof(help)));
+		help_line(fp, 2, left, 33, cmd_opt_help(c, o, help, sizeof(help)));
 	}
 	help_line(fp, 2, "-h, --help", 33, "show this help");
+}
+
+void opts_print(const struct cmd_opt *opts, FILE *fp)
+{
+	rows_print(NULL, opts, fp);
 }

@@ -13,13 +13,15 @@
 #include "metrics.h"
 #include "rails_cmds.h"
 
-/* kvxfer's options, bound to indexes (cmd.h), each once:
- * X(ID, PLAN, SERVE, SEND, "name", short, "ARG", "help"...), where PLAN, SERVE
- * and SEND (1 or 0) say which sub-commands take it. The geometry comes
- * first (every sub-command), then the options of plan, serve and send.
- * kvxfer's own table holds them all (help, man page, completion); each
- * sub-command's table (kvxfer.c) holds only its own, made from the same
- * list. */
+/* kvxfer's options, bound to indexes (cmd.h), each once, in one table that
+ * its sub-commands share (their rows, the same indexes): a row that not
+ * every sub-command takes says which do, OPT_IN(KVX_SERVE | KVX_SEND). The
+ * geometry comes first (every sub-command), then the options of plan,
+ * serve and send. */
+enum kvx_sub { KVX_SUB_PLAN, KVX_SUB_SERVE, KVX_SUB_SEND };
+#define KVX_PLAN OPT_SUB(KVX_SUB_PLAN)
+#define KVX_SERVE OPT_SUB(KVX_SUB_SERVE)
+#define KVX_SEND OPT_SUB(KVX_SUB_SEND)
 /* The geometry's integers, in the order of their options. */
 enum kvx_geo {
 	KVG_LAYERS,
@@ -53,151 +55,157 @@ struct kvxfer_args {
 	bool segments, verify, no_stream;
 	int rank, qps, max_sge, inflight, hb_ms, hb_timeout_ms, cancel_after;
 	const char *listen, *rails, *connect, *bind, *pack, *land, *mem, *gpu_reg, *metrics;
-	/* --rails PLAN: the plan's devices (and serve's addresses) */
+	const char *gpu_reg_given;
+};
+
+/* A run's rails from --rails PLAN: what it found (the plan's devices, and
+ * serve's addresses), kept apart from the arguments, which are data only. */
+struct kvxfer_rails {
 	struct rails_auto ra;
-	char rails_listen[RC_RAILS_MAX * (RC_HOST_MAX + 8)];
+	char listen[RC_RAILS_MAX * (RC_HOST_MAX + 8)]; /* serve: its --listen */
 };
 
 #define KVXFER_OPTS(X) \
 	/* Geometry: every subcommand. */ \
-	X(KVX_MODEL, 1, 1, 1, "model", 0, "FILE", \
-	  "geometry from a JSON model file (flags override it)", COMP_FILE, \
-	  OPT_STR(struct kvxfer_args, model, NULL)) \
-	X(KVX_LAYOUT, 1, 1, 1, "layout", 0, "LAYOUT", \
+	X(KVX_MODEL, "model", 0, "FILE", "geometry from a JSON model file (flags override it)", \
+	  COMP_FILE, OPT_STR(struct kvxfer_args, model, NULL)) \
+	X(KVX_LAYOUT, "layout", 0, "LAYOUT", \
 	  "paged (K and V pages per head) or mla (one latent, replicated)", COMP_WORDS, \
 	  "paged|mla", OPT_STR(struct kvxfer_args, layout, NULL)) \
-	X(KVX_PAGE_LAYOUT, 1, 1, 1, "page-layout", 0, "ORDER", \
+	X(KVX_PAGE_LAYOUT, "page-layout", 0, "ORDER", \
 	  "inside a page: nhd [token][head][dim] or hnd [head][token][dim]", COMP_WORDS, \
 	  "nhd|hnd", OPT_STR(struct kvxfer_args, page_layout, "nhd"), \
 	  OPT_GIVEN(struct kvxfer_args, page_layout_given)) \
-	X(KVX_LAYERS, 1, 1, 1, "layers", 'L', "N", "transformer layers", \
+	X(KVX_LAYERS, "layers", 'L', "N", "transformer layers", \
 	  OPT_U64(struct kvxfer_args, geo[KVG_LAYERS], NULL), \
 	  OPT_GIVEN(struct kvxfer_args, geo_given[KVG_LAYERS])) \
-	X(KVX_KV_HEADS, 1, 1, 1, "kv-heads", 'H', "N", "KV heads of the model (paged)", \
+	X(KVX_KV_HEADS, "kv-heads", 'H', "N", "KV heads of the model (paged)", \
 	  OPT_U64(struct kvxfer_args, geo[KVG_KV_HEADS], NULL), \
 	  OPT_GIVEN(struct kvxfer_args, geo_given[KVG_KV_HEADS])) \
-	X(KVX_HEAD_DIM, 1, 1, 1, "head-dim", 'D', "N", "dims per head (paged)", \
+	X(KVX_HEAD_DIM, "head-dim", 'D', "N", "dims per head (paged)", \
 	  OPT_U64(struct kvxfer_args, geo[KVG_HEAD_DIM], NULL), \
 	  OPT_GIVEN(struct kvxfer_args, geo_given[KVG_HEAD_DIM])) \
-	X(KVX_LATENT_DIM, 1, 1, 1, "latent-dim", 0, "N", \
-	  "dims of the latent vector, rope included (mla)", \
+	X(KVX_LATENT_DIM, "latent-dim", 0, "N", "dims of the latent vector, rope included (mla)", \
 	  OPT_U64(struct kvxfer_args, geo[KVG_LATENT_DIM], NULL), \
 	  OPT_GIVEN(struct kvxfer_args, geo_given[KVG_LATENT_DIM])) \
-	X(KVX_DTYPE, 1, 1, 1, "dtype", 0, "TYPE", "element type: bf16, fp16 or fp8", COMP_WORDS, \
+	X(KVX_DTYPE, "dtype", 0, "TYPE", "element type: bf16, fp16 or fp8", COMP_WORDS, \
 	  "bf16|fp16|fp8", OPT_STR(struct kvxfer_args, dtype, "bf16"), \
 	  OPT_GIVEN(struct kvxfer_args, dtype_given)) \
-	X(KVX_PAGE_TOKENS, 1, 1, 1, "page-tokens", 0, "N", "tokens per page on both sides", \
+	X(KVX_PAGE_TOKENS, "page-tokens", 0, "N", "tokens per page on both sides", \
 	  OPT_U64(struct kvxfer_args, geo[KVG_PAGE_TOKENS], "16"), \
 	  OPT_GIVEN(struct kvxfer_args, geo_given[KVG_PAGE_TOKENS])) \
-	X(KVX_SRC_PAGE_TOKENS, 1, 1, 1, "src-page-tokens", 0, "N", \
-	  "tokens per page on the prefill side", \
+	X(KVX_SRC_PAGE_TOKENS, "src-page-tokens", 0, "N", "tokens per page on the prefill side", \
 	  OPT_U64(struct kvxfer_args, geo[KVG_SRC_PT], NULL), \
 	  OPT_GIVEN(struct kvxfer_args, geo_given[KVG_SRC_PT])) \
-	X(KVX_DST_PAGE_TOKENS, 1, 1, 1, "dst-page-tokens", 0, "N", \
-	  "tokens per page on the decode side", OPT_U64(struct kvxfer_args, geo[KVG_DST_PT], NULL), \
+	X(KVX_DST_PAGE_TOKENS, "dst-page-tokens", 0, "N", "tokens per page on the decode side", \
+	  OPT_U64(struct kvxfer_args, geo[KVG_DST_PT], NULL), \
 	  OPT_GIVEN(struct kvxfer_args, geo_given[KVG_DST_PT])) \
-	X(KVX_SRC_TP, 1, 1, 1, "src-tp", 0, "N", "tensor-parallel degree of the prefill side", \
+	X(KVX_SRC_TP, "src-tp", 0, "N", "tensor-parallel degree of the prefill side", \
 	  OPT_U64(struct kvxfer_args, geo[KVG_SRC_TP], "1"), \
 	  OPT_GIVEN(struct kvxfer_args, geo_given[KVG_SRC_TP])) \
-	X(KVX_DST_TP, 1, 1, 1, "dst-tp", 0, "N", "tensor-parallel degree of the decode side", \
+	X(KVX_DST_TP, "dst-tp", 0, "N", "tensor-parallel degree of the decode side", \
 	  OPT_U64(struct kvxfer_args, geo[KVG_DST_TP], "1"), \
 	  OPT_GIVEN(struct kvxfer_args, geo_given[KVG_DST_TP])) \
 	/* plan */ \
-	X(KVX_TOKENS, 1, 0, 1, "tokens", 0, "N", "tokens per request (plan, send)", \
-	  OPT_U64(struct kvxfer_args, tokens, NULL), OPT_GIVEN(struct kvxfer_args, tokens_given)) \
-	X(KVX_PREFILL_TOKENS_PER_S, 1, 0, 0, "prefill-tokens-per-s", 0, "RATE", \
-	  "plan: prefill speed, to size the link that hides the transfer", \
+	X(KVX_TOKENS, "tokens", 0, "N", "tokens per request", \
+	  OPT_U64(struct kvxfer_args, tokens, NULL), OPT_GIVEN(struct kvxfer_args, tokens_given), \
+	  OPT_IN(KVX_PLAN | KVX_SEND)) \
+	X(KVX_PREFILL_TOKENS_PER_S, "prefill-tokens-per-s", 0, "RATE", \
+	  "prefill speed, to size the link that hides the transfer", \
 	  OPT_DOUBLE(struct kvxfer_args, prefill_tokens_per_s, 0, INFINITY, NULL), \
-	  OPT_GIVEN(struct kvxfer_args, prefill_given)) \
-	X(KVX_LAYER_COMPUTE_US, 1, 0, 1, "layer-compute-us", 0, "US", \
-	  "compute time of one layer (plan; send: simulated, 0 = all at once)", \
+	  OPT_GIVEN(struct kvxfer_args, prefill_given), OPT_IN(KVX_PLAN)) \
+	X(KVX_LAYER_COMPUTE_US, "layer-compute-us", 0, "US", \
+	  "compute time of one layer (send: simulated, 0 = all at once)", \
 	  OPT_DOUBLE(struct kvxfer_args, layer_compute_us, 0, INFINITY, NULL), \
-	  OPT_GIVEN(struct kvxfer_args, layer_compute_given)) \
-	X(KVX_LINK_GBPS, 1, 0, 0, "link-gbps", 0, "RATE", \
-	  "plan: link rate per rank (Gbit/s, or 100Gbit, 12.5GB), for the exposed time", \
-	  OPT_RATE(struct kvxfer_args, link, 1e9 / 8, NULL)) \
-	X(KVX_SEGMENTS, 1, 0, 0, "segments", 0, NULL, \
-	  "plan: list every segment of one layer half", OPT_FLAG(struct kvxfer_args, segments)) \
-	X(KVX_POOL_PAGES, 1, 1, 0, "pool-pages", 0, "N", \
-	  "pages in the decode rank's pool (serve; plan: check a request fits)", \
+	  OPT_GIVEN(struct kvxfer_args, layer_compute_given), OPT_IN(KVX_PLAN | KVX_SEND)) \
+	X(KVX_LINK_GBPS, "link-gbps", 0, "RATE", \
+	  "link rate per rank (Gbit/s, or 100Gbit, 12.5GB), for the exposed time", \
+	  OPT_RATE(struct kvxfer_args, link, 1e9 / 8, NULL), OPT_IN(KVX_PLAN)) \
+	X(KVX_SEGMENTS, "segments", 0, NULL, "list every segment of one layer half", \
+	  OPT_FLAG(struct kvxfer_args, segments), OPT_IN(KVX_PLAN)) \
+	X(KVX_POOL_PAGES, "pool-pages", 0, "N", \
+	  "pages in the decode rank's pool (plan: to check a request fits)", \
 	  OPT_U64(struct kvxfer_args, pool_pages, NULL), \
-	  OPT_GIVEN(struct kvxfer_args, pool_pages_given)) \
-	X(KVX_LAND_PAGES, 0, 1, 0, "land-pages", 0, "N", \
-	  "serve: units of the landing area, a page of landed tokens each, per layer half (default: the pool's pages)", \
+	  OPT_GIVEN(struct kvxfer_args, pool_pages_given), OPT_IN(KVX_PLAN | KVX_SERVE)) \
+	X(KVX_LAND_PAGES, "land-pages", 0, "N", \
+	  "units of the landing area, a page of landed tokens each, per layer half (default: the pool's pages)", \
 	  OPT_U64(struct kvxfer_args, land_pages, NULL), \
-	  OPT_GIVEN(struct kvxfer_args, land_pages_given)) \
+	  OPT_GIVEN(struct kvxfer_args, land_pages_given), OPT_IN(KVX_SERVE)) \
 	/* serve and send */ \
-	X(KVX_RANK, 0, 1, 1, "rank", 'r', "R", "this process's TP rank (serve, send; default 0)", \
-	  OPT_INT(struct kvxfer_args, rank, 0, KV_MAX_TP - 1, NULL)) \
-	X(KVX_REQUESTS, 0, 1, 1, "requests", 0, "N", \
+	X(KVX_RANK, "rank", 'r', "R", "this process's TP rank", \
+	  OPT_INT(struct kvxfer_args, rank, 0, KV_MAX_TP - 1, "0"), OPT_IN(KVX_SERVE | KVX_SEND)) \
+	X(KVX_REQUESTS, "requests", 0, "N", \
 	  "requests to move (send) or to finish before exiting (serve)", \
 	  OPT_U64(struct kvxfer_args, requests, NULL), \
-	  OPT_GIVEN(struct kvxfer_args, requests_given)) \
-	X(KVX_LISTEN, 0, 1, 0, "listen", 'l', "ADDR:PORT", \
-	  "serve: address to accept prefill ranks on; ADDR1:PORT,ADDR2:PORT with -d DEV1,DEV2: a rail each", \
-	  OPT_STR(struct kvxfer_args, listen, NULL)) \
-	X(KVX_RAILS, 0, 1, 1, "rails", 0, "PLAN", \
+	  OPT_GIVEN(struct kvxfer_args, requests_given), OPT_IN(KVX_SERVE | KVX_SEND)) \
+	X(KVX_LISTEN, "listen", 'l', "ADDR:PORT", \
+	  "address to accept prefill ranks on; ADDR1:PORT,ADDR2:PORT with -d DEV1,DEV2: a rail each", \
+	  OPT_STR(struct kvxfer_args, listen, NULL), OPT_IN(KVX_SERVE)) \
+	X(KVX_RAILS, "rails", 0, "PLAN", \
 	  "the devices of probe-topology's rail plan: auto (this process's GPU, else its NUMA node), gpu:N or numa:N; serve: each rail on its device's address, at the port of the listen address 0.0.0.0:PORT", \
-	  COMP_WORDS, "auto|gpu:0|numa:0", OPT_STR(struct kvxfer_args, rails, NULL)) \
-	X(KVX_SCATTER, 0, 1, 0, "scatter", 0, "SEED", \
-	  "serve: permute the free page list with SEED (non-contiguous pages)", \
-	  OPT_U64(struct kvxfer_args, scatter, NULL), OPT_GIVEN(struct kvxfer_args, scatter_given)) \
-	X(KVX_VERIFY, 0, 1, 0, "verify", 0, NULL, \
-	  "serve: check every byte against the deterministic content", \
-	  OPT_FLAG(struct kvxfer_args, verify)) \
-	X(KVX_CONNECT, 0, 0, 1, "connect", 'c', "ADDR:PORT", \
-	  "send: a decode rank (repeat for each)", .repeat = true, \
-	  OPT_STR(struct kvxfer_args, connect, NULL)) \
-	X(KVX_BIND, 0, 0, 1, "bind", 'B', "ADDR", \
-	  "send: local address to connect from (ADDR1,ADDR2: one a rail)", \
-	  OPT_STR(struct kvxfer_args, bind, NULL)) \
-	X(KVX_TOKEN, 0, 1, 1, "token", 'T', "TOKEN", \
-	  "serve: require TOKEN in every connect request; send: prove it (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
-	X(KVX_TOKEN_FILE, 0, 1, 1, "token-file", 0, "FILE", \
-	  "the token, from the first line of FILE (mode 600)", COMP_FILE) \
-	X(KVX_QPS, 1, 0, 1, "qps", 0, "N", \
-	  "data queue pairs per decode rank (send; plan: the notifications)", \
-	  OPT_INT(struct kvxfer_args, qps, 1, KV_MAX_QPS, "1")) \
-	X(KVX_PACK, 1, 0, 1, "pack", 0, "WHEN", \
+	  COMP_WORDS, "auto|gpu:0|numa:0", OPT_STR(struct kvxfer_args, rails, NULL), \
+	  OPT_IN(KVX_SERVE | KVX_SEND)) \
+	X(KVX_SCATTER, "scatter", 0, "SEED", \
+	  "permute the free page list with SEED (non-contiguous pages)", \
+	  OPT_U64(struct kvxfer_args, scatter, NULL), \
+	  OPT_GIVEN(struct kvxfer_args, scatter_given), OPT_IN(KVX_SERVE)) \
+	X(KVX_VERIFY, "verify", 0, NULL, "check every byte against the deterministic content", \
+	  OPT_FLAG(struct kvxfer_args, verify), OPT_IN(KVX_SERVE)) \
+	X(KVX_CONNECT, "connect", 'c', "ADDR:PORT", "a decode rank (repeat for each)", \
+	  .repeat = true, OPT_STR(struct kvxfer_args, connect, NULL), OPT_IN(KVX_SEND)) \
+	X(KVX_BIND, "bind", 'B', "ADDR", "local address to connect from (ADDR1,ADDR2: one a rail)", \
+	  OPT_STR(struct kvxfer_args, bind, NULL), OPT_IN(KVX_SEND)) \
+	X(KVX_TOKEN, "token", 'T', "TOKEN", \
+	  "require TOKEN in every connect request (serve) or prove it (send); visible in /proc: prefer --token-file or $RDMACTL_TOKEN", \
+	  OPT_IN(KVX_SERVE | KVX_SEND)) \
+	X(KVX_TOKEN_FILE, "token-file", 0, "FILE", \
+	  "the token, from the first line of FILE (mode 600)", COMP_FILE, \
+	  OPT_IN(KVX_SERVE | KVX_SEND)) \
+	X(KVX_QPS, "qps", 0, "N", "data queue pairs per decode rank (plan: for its notifications)", \
+	  OPT_INT(struct kvxfer_args, qps, 1, KV_MAX_QPS, "1"), OPT_IN(KVX_PLAN | KVX_SEND)) \
+	X(KVX_PACK, "pack", 0, "WHEN", \
 	  "copy small segments into one write per destination run: auto, always or never", \
-	  COMP_WORDS, "auto|always|never", OPT_STR(struct kvxfer_args, pack, "auto")) \
-	X(KVX_MAX_SGE, 1, 0, 1, "max-sge", 0, "N", \
+	  COMP_WORDS, "auto|always|never", OPT_STR(struct kvxfer_args, pack, "auto"), \
+	  OPT_IN(KVX_PLAN | KVX_SEND)) \
+	X(KVX_MAX_SGE, "max-sge", 0, "N", \
 	  "pieces of the source pages a packed write gathers, 1 to 32 (fewer where the device takes fewer); 1 packs by copying into staging", \
-	  OPT_INT(struct kvxfer_args, max_sge, 1, KV_GATHER_MAX, "32")) \
-	X(KVX_LAND, 1, 0, 1, "land", 0, "WHEN", \
+	  OPT_INT(struct kvxfer_args, max_sge, 1, KV_GATHER_MAX, "32"), \
+	  OPT_IN(KVX_PLAN | KVX_SEND)) \
+	X(KVX_LAND, "land", 0, "WHEN", \
 	  "write scattered destination pieces contiguous into the decode rank's landing area, unpacked there: auto, always or never", \
-	  COMP_WORDS, "auto|always|never", OPT_STR(struct kvxfer_args, land, "auto")) \
-	X(KVX_INFLIGHT, 0, 0, 1, "inflight", 0, "K", "send: requests in flight at once", \
-	  OPT_INT(struct kvxfer_args, inflight, 1, 64, "1")) \
-	X(KVX_NO_STREAM, 0, 0, 1, "no-stream", 0, NULL, \
-	  "send: post no layer before the last one is ready", \
-	  OPT_FLAG(struct kvxfer_args, no_stream)) \
-	X(KVX_MEM, 0, 1, 1, "mem", 0, "KIND", \
-	  "serve's pool and send's source pages: host, hugepage or cuda[:N] (GPU N in PCI bus order; default host)", \
-	  COMP_WORDS, "host|hugepage|cuda", OPT_STR(struct kvxfer_args, mem, NULL)) \
-	X(KVX_GPU_REG, 0, 1, 1, "gpu-reg", 0, "PATH", \
-	  "serve, send with --mem cuda: registration path auto, dmabuf, peermem or bounce (default auto)", \
-	  COMP_WORDS, "auto|dmabuf|peermem|bounce", OPT_STR(struct kvxfer_args, gpu_reg, NULL)) \
-	X(KVX_HEARTBEAT_MS, 0, 1, 1, "heartbeat-ms", 0, "MS", "heartbeat interval", \
-	  OPT_INT(struct kvxfer_args, hb_ms, 10, 60000, "200")) \
-	X(KVX_HEARTBEAT_TIMEOUT, 0, 1, 1, "heartbeat-timeout", 0, "MS", \
+	  COMP_WORDS, "auto|always|never", OPT_STR(struct kvxfer_args, land, "auto"), \
+	  OPT_IN(KVX_PLAN | KVX_SEND)) \
+	X(KVX_INFLIGHT, "inflight", 0, "K", "requests in flight at once", \
+	  OPT_INT(struct kvxfer_args, inflight, 1, 64, "1"), OPT_IN(KVX_SEND)) \
+	X(KVX_NO_STREAM, "no-stream", 0, NULL, "post no layer before the last one is ready", \
+	  OPT_FLAG(struct kvxfer_args, no_stream), OPT_IN(KVX_SEND)) \
+	X(KVX_MEM, "mem", 0, "KIND", \
+	  "serve's pool and send's source pages: host, hugepage or cuda[:N] (GPU N in PCI bus order)", \
+	  COMP_WORDS, "host|hugepage|cuda", OPT_STR(struct kvxfer_args, mem, "host"), \
+	  OPT_IN(KVX_SERVE | KVX_SEND)) \
+	X(KVX_GPU_REG, "gpu-reg", 0, "PATH", \
+	  "with --mem cuda: registration path auto, dmabuf, peermem or bounce", COMP_WORDS, \
+	  "auto|dmabuf|peermem|bounce", OPT_STR(struct kvxfer_args, gpu_reg, "auto"), \
+	  OPT_GIVEN(struct kvxfer_args, gpu_reg_given), OPT_IN(KVX_SERVE | KVX_SEND)) \
+	X(KVX_HEARTBEAT_MS, "heartbeat-ms", 0, "MS", "heartbeat interval", \
+	  OPT_INT(struct kvxfer_args, hb_ms, 10, 60000, "200"), OPT_IN(KVX_SERVE | KVX_SEND)) \
+	X(KVX_HEARTBEAT_TIMEOUT, "heartbeat-timeout", 0, "MS", \
 	  "declare a silent peer dead after MS", \
-	  OPT_INT(struct kvxfer_args, hb_timeout_ms, 50, 3600000, "3000")) \
-	X(KVX_METRICS, 0, 1, 1, "metrics", 0, "FILE", \
-	  "serve, send: write the summary's figures to FILE in Prometheus' text format, replaced whole, at the end", \
-	  COMP_FILE, OPT_STR(struct kvxfer_args, metrics, NULL)) \
-	X(KVX_CANCEL_REQUEST, 0, 1, 1, "cancel-request", 0, "I", \
+	  OPT_INT(struct kvxfer_args, hb_timeout_ms, 50, 3600000, "3000"), \
+	  OPT_IN(KVX_SERVE | KVX_SEND)) \
+	X(KVX_METRICS, "metrics", 0, "FILE", \
+	  "write the summary's figures to FILE in Prometheus' text format, replaced whole, at the end", \
+	  COMP_FILE, OPT_STR(struct kvxfer_args, metrics, NULL), OPT_IN(KVX_SERVE | KVX_SEND)) \
+	X(KVX_CANCEL_REQUEST, "cancel-request", 0, "I", \
 	  "test hook: cancel request I (with --cancel-after-layers)", COMP_NONE, NULL, false, \
 	  true, OPT_U64(struct kvxfer_args, cancel_request, NULL), \
-	  OPT_GIVEN(struct kvxfer_args, cancel_request_given)) \
-	X(KVX_CANCEL_AFTER_LAYERS, 0, 1, 1, "cancel-after-layers", 0, "L", \
+	  OPT_GIVEN(struct kvxfer_args, cancel_request_given), OPT_IN(KVX_SERVE | KVX_SEND)) \
+	X(KVX_CANCEL_AFTER_LAYERS, "cancel-after-layers", 0, "L", \
 	  "test hook: cancel once L layers of it were posted (send) or landed (serve)", COMP_NONE, \
 	  NULL, false, true, OPT_INT(struct kvxfer_args, cancel_after, 0, KV_MAX_LAYERS, NULL), \
-	  OPT_GIVEN(struct kvxfer_args, cancel_after_given))
+	  OPT_GIVEN(struct kvxfer_args, cancel_after_given), OPT_IN(KVX_SERVE | KVX_SEND))
 
 enum kvxfer_opt { KVXFER_OPTS(OPT_INDEX) KVX_NOPTS };
-/* kvxfer's table entry for option ID (the sub-command columns dropped). */
-#define KVX_ENTRY(id, plan, serve, send, ...) [id] = { __VA_ARGS__ },
 
 /* The geometry from --model FILE and the flags (flags win). Reports a usage
  * error and returns -EINVAL when it is incomplete or wrong. name (NULL: not

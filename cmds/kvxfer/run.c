@@ -121,38 +121,38 @@ static int mem_opts(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_arg
 
 	if ((rc = kvxfer_fill(ctx, v, a, KVX_MEM, KVX_GPU_REG)))
 		return rc;
-	if (a->gpu_reg && (rc_mem_reg_parse(a->gpu_reg, &m->reg) || m->reg == RC_REG_HOST))
+	if (rc_mem_reg_parse(a->gpu_reg, &m->reg) || m->reg == RC_REG_HOST)
 		return usage_err(ctx,
 				 "invalid --gpu-reg '%s': expected auto, dmabuf, peermem or bounce",
 				 a->gpu_reg);
 	if ((rc = opt_mem(ctx, a->mem, true, NULL, &m->kind, &m->gpu)))
 		return rc;
-	if (a->gpu_reg && m->kind != RC_MEM_CUDA)
+	if (a->gpu_reg_given && m->kind != RC_MEM_CUDA)
 		return usage_err(ctx, "kvxfer %s: --gpu-reg is for --mem cuda[:N]", sub);
 	return 0;
 }
 
 /* --listen, one address or one a rail (with -d DEV1,DEV2, or --rails PLAN
  * and --listen 0.0.0.0:PORT). */
-static int serve_listen(struct ctx *ctx, struct kvxfer_args *a, struct listen_rails *lr,
-			struct kv_recv_opts *o)
+static int serve_listen(struct ctx *ctx, const struct kvxfer_args *a, struct kvxfer_rails *kr,
+			struct listen_rails *lr, struct kv_recv_opts *o)
 {
 	const char *listen = a->listen, *devs = ctx->dev_name;
 	int rc;
 
 	if (a->rails && (rc = rails_auto_listen(ctx, "kvxfer serve", a->rails, a->listen, NULL,
-						&a->ra, a->rails_listen, sizeof(a->rails_listen))))
+						&kr->ra, kr->listen, sizeof(kr->listen))))
 		return rc;
 	if (a->rails) {
-		listen = a->rails_listen;
-		devs = a->ra.devs; /* as -d DEV1,DEV2 */
+		listen = kr->listen;
+		devs = kr->ra.devs; /* as -d DEV1,DEV2 */
 	}
 	if ((rc = listen_rails(ctx, "kvxfer serve", listen, devs, lr)))
 		return rc;
 	o->addr = lr->host[0];
 	o->port = lr->port[0];
 	if (a->rails)
-		o->c.dev_name = a->ra.dev[0];
+		o->c.dev_name = kr->ra.dev[0];
 	if (lr->n < 2)
 		return 0;
 	o->nrails = lr->n;
@@ -171,6 +171,7 @@ int kvxfer_serve(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *
 	struct run_ctx r = { ctx, false };
 	struct kv_summary sum;
 	struct listen_rails lr;
+	struct kvxfer_rails kr = { .listen = "" };
 	struct rc_err e;
 	sigset_t mask;
 	int rc;
@@ -180,7 +181,7 @@ int kvxfer_serve(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *
 	if (!a->listen || !a->pool_pages_given)
 		return usage_err(ctx,
 				 "kvxfer serve: --listen ADDR:PORT and --pool-pages N are required");
-	if ((rc = serve_listen(ctx, a, &lr, &o)))
+	if ((rc = serve_listen(ctx, a, &kr, &lr, &o)))
 		return rc;
 	if ((rc = kvxfer_fill(ctx, v, a, KVX_POOL_PAGES, KVX_POOL_PAGES)) ||
 	    (rc = kvxfer_fill(ctx, v, a, KVX_SCATTER, KVX_VERIFY)) ||
@@ -271,7 +272,7 @@ static int send_targets(struct ctx *ctx, const struct opt_vals *v, struct kvxfer
  * this source rank, decode rank i over rail i modulo them (fr holds the
  * strings). */
 static int send_rails(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a,
-		      struct kv_send_opts *o, struct from_rails *fr)
+		      struct kv_send_opts *o, struct kvxfer_rails *kr, struct from_rails *fr)
 {
 	const char *devs = ctx->dev_name;
 	int rc;
@@ -283,10 +284,10 @@ static int send_rails(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_a
 				 "kvxfer send: --rails %s picks the devices: give it or --bind, "
 				 "not both",
 				 a->rails);
-	if (a->rails && (rc = rails_auto(ctx, "kvxfer send", a->rails, &a->ra)))
+	if (a->rails && (rc = rails_auto(ctx, "kvxfer send", a->rails, &kr->ra)))
 		return rc;
 	if (a->rails)
-		devs = o->c.dev_name = a->ra.devs;
+		devs = o->c.dev_name = kr->ra.devs;
 	if ((rc = from_rails(ctx, "kvxfer send", devs, o->bind_addr, fr)))
 		return rc;
 	if (fr->n < 2)
@@ -374,6 +375,7 @@ int kvxfer_send(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a
 	struct kv_send_opts o = { .nqps = 1, .inflight = 1 };
 	struct run_ctx r = { ctx, true };
 	struct from_rails fr;
+	struct kvxfer_rails kr = { .listen = "" };
 	struct kv_summary sum;
 	struct rc_err e;
 	sigset_t mask;
@@ -384,7 +386,7 @@ int kvxfer_send(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a
 	if (!a->requests_given)
 		o.c.requests = 1;
 	if ((rc = send_targets(ctx, v, a, &o, targets)) || (rc = send_load(ctx, v, a, &o)) ||
-	    (rc = send_path(ctx, v, a, &o)) || (rc = send_rails(ctx, v, a, &o, &fr)) ||
+	    (rc = send_path(ctx, v, a, &o)) || (rc = send_rails(ctx, v, a, &o, &kr, &fr)) ||
 	    (rc = corrupt_hook(ctx, &o)))
 		return rc;
 	o.targets = targets;

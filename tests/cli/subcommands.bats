@@ -84,3 +84,67 @@ GEOM=(--layers 2 --kv-heads 8 --head-dim 128)
 	assert_line serve
 	assert_line send
 }
+
+@test "an option given to the wrong sub-command is named with the sub-command it belongs to" {
+	run "$RDMACTL" kvxfer send "${GEOM[@]}" --tokens 16 --scatter 7
+	assert_failure 2
+	assert_output --partial "--scatter belongs to 'kvxfer serve', not 'kvxfer send'"
+	# Several owners, all named; and the sub-command last (options first).
+	run "$RDMACTL" kvxfer --pool-pages 64 "${GEOM[@]}" send
+	assert_failure 2
+	assert_output --partial "--pool-pages belongs to 'kvxfer plan' and 'kvxfer serve', not 'kvxfer send'"
+	run "$RDMACTL" kvxfer plan "${GEOM[@]}" --tokens 16 -c 1.2.3.4:5
+	assert_failure 2
+	assert_output --partial "--connect belongs to 'kvxfer send', not 'kvxfer plan'"
+	# An option of the sub-command itself is not refused: the check can pass.
+	run "$RDMACTL" kvxfer plan "${GEOM[@]}" --tokens 16 --pool-pages 64
+	assert_success
+	refute_output --partial "belongs to"
+}
+
+@test "help prints each default from its row: the value used when the option is left out" {
+	local o def n=0 plain
+	run "$RDMACTL" -j kvxfer plan "${GEOM[@]}" --tokens 64
+	assert_success
+	plain=$output
+	while IFS=$'\t' read -r o def; do
+		n=$((n + 1))
+		# the default in the help line is the one in the row
+		"$RDMACTL" kvxfer plan --help | tr -s ' \n' ' ' | grep -qF -- "(default $def)" ||
+			fail "kvxfer plan --help does not show --$o's default $def"
+		# and giving it changes nothing
+		run "$RDMACTL" -j kvxfer plan "${GEOM[@]}" --tokens 64 "--$o" "$def"
+		assert_success
+		[[ $output == "$plain" ]] || fail "--$o $def (its help's default) plans otherwise than leaving it out"
+	done < <("$RDMACTL" -j help kvxfer plan | jq -r '.command.options[] | select(.default) | "\(.name)\t\(.default)"')
+	((n >= 6)) || fail "only $n options with a default"
+	# The comparison can fail: a value other than the default plans otherwise.
+	run "$RDMACTL" -j kvxfer plan "${GEOM[@]}" --tokens 64 --page-tokens 32
+	assert_success
+	[[ $output != "$plain" ]] || fail "--page-tokens 32 planned as the default 16"
+}
+
+
+@test "kvxfer's help leads each option with the sub-commands that take it, read from the same rows" {
+	local o want got n=0
+	declare -A takes=()
+	for s in plan serve send; do
+		for o in $("$RDMACTL" -j help kvxfer "$s" | jq -r '.command.options[].name'); do
+			takes[$o]+="${takes[$o]:+, }$s"
+		done
+	done
+	while IFS=$'\t' read -r o got; do
+		want=${takes[$o]}
+		[[ $want == "plan, serve, send" ]] && want=
+		[[ $got == "$want" ]] || fail "--$o: kvxfer's help says '$got', the sub-commands' tables '$want'"
+		[[ -n $want ]] && n=$((n + 1))
+	done < <("$RDMACTL" -j help kvxfer | jq -r '.command.options[]
+			| "\(.name)\t\((.help | capture("^(?<s>(plan|serve|send)(, (serve|send))*): ") | .s) // "")"')
+	((n >= 20)) || fail "only $n options led by their sub-commands"
+	# A sub-command's own help does not name it again.
+	run "$RDMACTL" kvxfer serve --help
+	assert_output --partial "permute the free page list"
+	refute_output --partial "serve: permute"
+	run "$RDMACTL" kvxfer --help
+	assert_output --partial "serve: permute the free page list"
+}

@@ -560,3 +560,31 @@ short_clashes() {
 	assert_failure 1
 	refute_output --partial "comes from the terminal"
 }
+
+# The options' help texts with a default written by hand as "(default X)"
+# ("; default X"), except the one help prints from the row, once, at the
+# end. A default that depends on other options is said "(default: ...)".
+hand_defaults() {
+	jq -r '[.commands[].options[], .global_options[]][]
+		| select((.help | test("[(;] ?default [^:]")) and
+			(.default as $d | ($d == null) or (.help | endswith(" (default \($d))") | not)
+			 or (.help | [scan("default ")] | length) > 1))
+		| "--\(.name): \(.help)"' "$1"
+}
+
+@test "no help text writes a default by hand: help prints each from its row, once" {
+	"$RDMACTL" -j help >"$BATS_TEST_TMPDIR/table.json"
+	run hand_defaults "$BATS_TEST_TMPDIR/table.json"
+	assert_success
+	assert_output ""
+	# rows that print their default: typed ones and untyped ones alike
+	run "$RDMACTL" write --help
+	assert_output --partial "(default 1M)"
+	assert_output --partial "(default 128)"
+	jq -e '[.commands[] | select(.name == "write") | .options[] | select(.name == "stripe" or .name == "depth") | .default] == ["1M", "128"]' "$BATS_TEST_TMPDIR/table.json"
+	# The check can fail: a default written into a help text by hand.
+	jq '(.commands[] | select(.name == "write") | .options[] | select(.name == "stripe")) |= (.help += " (default 2M)" | .default = null)' \
+		"$BATS_TEST_TMPDIR/table.json" >"$BATS_TEST_TMPDIR/bad.json"
+	run hand_defaults "$BATS_TEST_TMPDIR/bad.json"
+	assert_output --partial "--stripe: with several rails"
+}

@@ -54,6 +54,14 @@ static void check_table(const struct cmd *c, FILE *sink)
 			quiet_ctx(&ctx, sink);
 			if (form)
 				argv[1] = sname;
+			/* A sub-command refuses the rows of its parent's table that
+			 * are not its own, as a usage error. */
+			if (!opt_for(c, &o[i])) {
+				CHECK(opts_parse(&ctx, c, argc, argv, &v) == -EINVAL);
+				CHECK(ctx.usage_error);
+				out_free(&ctx.out);
+				continue;
+			}
 			CHECK(opts_parse(&ctx, c, argc, argv, &v) == 0);
 			CHECK(v.count[i] == 1);
 			CHECK(!strcmp(v.vals[i], o[i].arg ? "42" : ""));
@@ -62,6 +70,27 @@ static void check_table(const struct cmd *c, FILE *sink)
 			out_free(&ctx.out);
 		}
 	}
+}
+
+/* Nested sub-commands parse with their parent's table, which they name;
+ * each row of it names only sub-commands there are, and each of these
+ * takes some row. */
+static void check_subs(const struct cmd *c, FILE *sink)
+{
+	int nsubs = 0;
+
+	for (; c->subs && c->subs[nsubs]; nsubs++) {
+		const struct cmd *sub = c->subs[nsubs];
+		int mine = 0;
+
+		CHECK(sub->parent == c && sub->opts == c->opts && sub->run_opts);
+		for (int i = 0; c->opts && c->opts[i].name; i++)
+			mine += opt_for(sub, &c->opts[i]);
+		CHECK(mine > 0);
+		check_table(sub, sink);
+	}
+	for (int i = 0; c->opts && c->opts[i].name; i++)
+		CHECK(nsubs ? c->opts[i].in >> nsubs == 0 : c->opts[i].in == 0);
 }
 
 int main(void)
@@ -78,9 +107,7 @@ int main(void)
 	CHECK(sink != NULL);
 	for (int i = 0; rdmactl_cmds[i]; i++, tables++) {
 		check_table(rdmactl_cmds[i], sink);
-		/* Nested sub-commands parse with tables of their own. */
-		for (int j = 0; rdmactl_cmds[i]->subs && rdmactl_cmds[i]->subs[j]; j++)
-			check_table(rdmactl_cmds[i]->subs[j], sink);
+		check_subs(rdmactl_cmds[i], sink);
 	}
 	check_table(&global, sink);
 	CHECK(tables >= 10);
