@@ -438,7 +438,8 @@ int group_rendezvous_ready(struct ctx *ctx, const char *what, const struct group
 	return 0;
 }
 
-void group_report(struct out *o, const struct rc_group *g)
+/* The group object, said in text too when text. */
+static void group_put(struct out *o, const struct rc_group *g, bool text)
 {
 	struct rc_group_stats s;
 	struct rusage ru;
@@ -447,9 +448,10 @@ void group_report(struct out *o, const struct rc_group *g)
 	rc_group_stats(g, &s);
 	if (!getrusage(RUSAGE_SELF, &ru))
 		rss = (uint64_t)ru.ru_maxrss * 1024; /* Linux counts KiB */
-	out_text(o, "# group: rendezvous %.1f ms, connect %.1f ms", s.rendezvous_s * 1e3,
-		 s.connect_s * 1e3);
-	if (s.first_barrier_s >= 0)
+	if (text)
+		out_text(o, "# group: rendezvous %.1f ms, connect %.1f ms", s.rendezvous_s * 1e3,
+			 s.connect_s * 1e3);
+	if (text && s.first_barrier_s >= 0)
 		out_text(o, ", first barrier %.1f ms", s.first_barrier_s * 1e3);
 	out_obj_begin(o, "group");
 	out_f64(o, "rendezvous_s", NULL, s.rendezvous_s);
@@ -458,13 +460,31 @@ void group_report(struct out *o, const struct rc_group *g)
 		out_f64(o, "first_barrier_s", NULL, s.first_barrier_s);
 	else
 		out_null(o, "first_barrier_s");
-	out_i64(o, "tree_depth", " (tree depth %lld)", s.tree_depth);
-	out_i64(o, "qps", "; this rank: %lld QPs", s.qps);
-	out_i64(o, "cqs", s.cqs == 1 ? ", %lld CQ" : ", %lld CQs", s.cqs);
-	out_u64(o, "ring_bytes", ", %llu bytes of message rings", s.ring_bytes);
-	out_u64(o, "max_rss_bytes", ", peak RSS %llu bytes\n", rss);
+	out_i64(o, "tree_depth", text ? " (tree depth %lld)" : NULL, s.tree_depth);
+	out_i64(o, "qps", text ? "; this rank: %lld QPs" : NULL, s.qps);
+	out_i64(o, "cqs", !text ? NULL : s.cqs == 1 ? ", %lld CQ" : ", %lld CQs", s.cqs);
+	out_u64(o, "ring_bytes", text ? ", %llu bytes of message rings" : NULL, s.ring_bytes);
+	out_u64(o, "max_rss_bytes", text ? ", peak RSS %llu bytes\n" : NULL, rss);
 	out_obj_end(o);
 }
+
+void group_report(struct out *o, const struct rc_group *g)
+{
+	group_put(o, g, true);
+}
+
+void group_report_data(struct out *o, const struct rc_group *g)
+{
+	group_put(o, g, false);
+}
+
+const struct metric_row group_metric_rows[GROUP_METRIC_ROWS] = {
+	{ "group.rendezvous_s", "rdmactl_group_rendezvous_seconds", METRIC_GAUGE,
+	  "how long the rendezvous took" },
+	{ "group.connect_s", "rdmactl_group_connect_seconds", METRIC_GAUGE,
+	  "how long connecting to the peers took" },
+	{ "group.qps", "rdmactl_group_queue_pairs", METRIC_GAUGE, "queue pairs this rank holds" },
+};
 
 void group_metrics(struct metrics *m, const struct rc_group *g)
 {

@@ -149,7 +149,12 @@ int group_rendezvous_ready(struct ctx *ctx, const char *what, const struct group
  * and the first barrier took, what this rank holds (QPs, CQs, message
  * rings) and its peak resident memory; a text line beginning "# group:". */
 void group_report(struct out *o, const struct rc_group *g);
-/* --metrics: the group's figures (rendezvous and connect time, QPs). */
+/* The same object with no text (a report whose text says nothing of it). */
+void group_report_data(struct out *o, const struct rc_group *g);
+/* --metrics: the rows of the group object (rendezvous and connect time, QPs). */
+#define GROUP_METRIC_ROWS 3
+extern const struct metric_row group_metric_rows[GROUP_METRIC_ROWS];
+/* The same figures from the group itself, for a report without its object. */
 void group_metrics(struct metrics *m, const struct rc_group *g);
 /* Whether this rank writes --metrics: every rank with %r in the path, else
  * the one that reports (rank 0, multicast's root). */

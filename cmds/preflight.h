@@ -21,11 +21,13 @@ struct pf_report {
 	double min_percent; /* a probed direction below it is a finding (0: not judged) */
 	uint64_t buffer;
 	const char *svg;
-	struct metrics *metrics; /* NULL: no --metrics */
 };
 
-/* Compare, print (findings first, errors first), draw --svg and fill the
- * metrics. *clean: no error or warning. 0, or what fail returned. */
+/* Compare, print (findings first, errors first) and draw --svg. *clean: no error or warning. 0, or what fail returned. */
 int pf_report(struct ctx *ctx, const struct pf_report *r, bool *clean);
+/* --metrics: the report's rows (the counts, the verdict, each probed
+ * direction's bandwidth). */
+#define PF_METRIC_ROWS 6
+extern const struct metric_row pf_metric_rows[PF_METRIC_ROWS];
 
 #endif

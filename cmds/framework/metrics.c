@@ -377,3 +377,161 @@ int metrics_commit(struct ctx *ctx, struct metrics *m, const char *path, int rc)
 		out_log(&ctx->out, "--metrics: %s", msg);
 	return rc;
 }
+
+/* The value at the dotted path (len bytes) below v, NULL when missing. */
+static const json_t *at(const json_t *v, const char *path, size_t len)
+{
+	char key[128];
+
+	while (v && len) {
+		const char *dot = memchr(path, '.', len);
+		size_t k = dot ? (size_t)(dot - path) : len;
+
+		if (k >= sizeof(key) || !json_is_object(v))
+			return NULL;
+		memcpy(key, path, k);
+		key[k] = '\0';
+		v = json_object_get(v, key);
+		path += k + (dot != NULL);
+		len -= k + (dot != NULL);
+	}
+	return v;
+}
+
+static bool number_of(const json_t *v, double *d)
+{
+	if (json_is_number(v))
+		*d = json_number_value(v);
+	else if (json_is_boolean(v))
+		*d = json_is_true(v);
+	else
+		return false;
+	return true;
+}
+
+/* A label value's text: a string as it is, a whole number without a point. */
+static bool text_of(const json_t *v, char *buf, size_t cap)
+{
+	if (json_is_string(v))
+		snprintf(buf, cap, "%s", json_string_value(v));
+	else if (json_is_integer(v))
+		snprintf(buf, cap, "%lld", (long long)json_integer_value(v));
+	else if (json_is_real(v))
+		fmt_value(buf, cap, json_real_value(v));
+	else if (json_is_boolean(v))
+		snprintf(buf, cap, "%s", json_is_true(v) ? "true" : "false");
+	else
+		return false;
+	return true;
+}
+
+void metrics_labels_from(struct metrics *m, const json_t *doc, const char *keys)
+{
+	char val[512];
+
+	for (const char *p = keys; p && *p;) {
+		size_t k = strcspn(p, ",");
+
+		if (text_of(at(doc, p, k), val, sizeof(val))) {
+			char name[64];
+
+			snprintf(name, sizeof(name), "%.*s", (int)k, p);
+			metrics_label(m, name, val);
+		}
+		p += k + (p[k] == ',');
+	}
+}
+
+#define ROW_LABELS 4
+struct row_labels {
+	char name[ROW_LABELS][32];
+	char value[ROW_LABELS][256];
+	const char *np[ROW_LABELS], *vp[ROW_LABELS];
+	int n;
+};
+
+/* One label value of a spec: fixed text, {KEY} from el (else doc). False
+ * when a key is missing. */
+static bool label_value(const char *s, const char *end, const json_t *el, const json_t *doc,
+			char *out, size_t cap)
+{
+	size_t o = 0;
+
+	while (s < end && o + 1 < cap) {
+		const char *close = *s == '{' ? memchr(s, '}', (size_t)(end - s)) : NULL;
+		char t[256];
+
+		if (!close) {
+			out[o++] = *s++;
+			continue;
+		}
+		const json_t *v = at(el, s + 1, (size_t)(close - s - 1));
+
+		if (!v)
+			v = at(doc, s + 1, (size_t)(close - s - 1));
+		if (!text_of(v, t, sizeof(t)))
+			return false;
+		o += (size_t)snprintf(out + o, cap - o, "%s", t);
+		o = o < cap ? o : cap - 1;
+		s = close + 1;
+	}
+	out[o] = '\0';
+	return true;
+}
+
+/* "name={key},name2=fixed" read into l. False when a key is missing (no
+ * sample) or the spec is wrong (m's error). */
+static bool row_labels(struct metrics *m, const char *spec, const json_t *el, const json_t *doc,
+		       struct row_labels *l)
+{
+	l->n = 0;
+	for (const char *p = spec; p && *p; l->n++) {
+		const char *end = p + strcspn(p, ","), *eq = memchr(p, '=', (size_t)(end - p));
+
+		if (!eq || l->n == ROW_LABELS || eq - p >= 32) {
+			bad(m, -EINVAL, "a metrics row's labels '%s'", spec);
+			return false;
+		}
+		snprintf(l->name[l->n], sizeof(l->name[0]), "%.*s", (int)(eq - p), p);
+		if (!label_value(eq + 1, end, el, doc, l->value[l->n], sizeof(l->value[0])))
+			return false;
+		l->np[l->n] = l->name[l->n];
+		l->vp[l->n] = l->value[l->n];
+		p = *end ? end + 1 : end;
+	}
+	return true;
+}
+
+/* The row's sample of the value at vpath below el; its family's HELP and
+ * TYPE before its first sample. */
+static void row_sample(struct metrics *m, const struct metric_row *r, const json_t *el,
+		       const json_t *doc, const char *vpath)
+{
+	struct row_labels l;
+	double v;
+
+	if (!number_of(at(el, vpath, strlen(vpath)), &v) || !row_labels(m, r->labels, el, doc, &l))
+		return;
+	if (strcmp(m->family, r->name))
+		metrics_family(m, r->name, r->type, r->help);
+	sample_labels(m, r->suffix ? r->suffix : "", l.np, l.vp, l.n, v * (r->scale ? r->scale : 1));
+}
+
+void metrics_from_report(struct metrics *m, const json_t *doc, const struct metric_row *rows,
+			 size_t n)
+{
+	for (size_t i = 0; doc && i < n; i++) {
+		const struct metric_row *r = &rows[i];
+		const char *br = strstr(r->path, "[]");
+		const json_t *arr, *el;
+		size_t k;
+
+		if (!br) {
+			row_sample(m, r, doc, doc, r->path);
+			continue;
+		}
+		arr = at(doc, r->path, (size_t)(br - r->path));
+		json_array_foreach(arr, k, el)
+			row_sample(m, r, el, doc, br[2] == '.' ? br + 3 : br + 2);
+	}
+}
