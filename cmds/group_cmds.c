@@ -349,21 +349,6 @@ void group_rail_end(struct out *o, struct rc_group *const *g, const struct group
 	out_obj_end(o);
 }
 
-void group_rail_family(struct metrics *m, const char *name, enum metric_type t, const char *help,
-		       struct rc_group *const *g, int n, const double *val)
-{
-	static const char *const names[] = { "rail", "device" };
-
-	metrics_family(m, name, t, help);
-	for (int i = 0; i < n; i++) {
-		char rail[12];
-		const char *values[] = { rail, rail_dev(g, i) };
-
-		snprintf(rail, sizeof(rail), "%d", i + 1);
-		metrics_sample_labels(m, names, values, 2, val[i]);
-	}
-}
-
 int group_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,
 		     struct group_args *a)
 {
@@ -478,22 +463,11 @@ void group_report_data(struct out *o, const struct rc_group *g)
 	group_put(o, g, false);
 }
 
-const struct metric_row group_metric_rows[GROUP_METRIC_ROWS] = {
+static const struct metric_row group_metric_rows[] = {
 	{ "group.rendezvous_s", "rdmactl_group_rendezvous_seconds", METRIC_GAUGE,
 	  "how long the rendezvous took" },
 	{ "group.connect_s", "rdmactl_group_connect_seconds", METRIC_GAUGE,
 	  "how long connecting to the peers took" },
 	{ "group.qps", "rdmactl_group_queue_pairs", METRIC_GAUGE, "queue pairs this rank holds" },
 };
-
-void group_metrics(struct metrics *m, const struct rc_group *g)
-{
-	struct rc_group_stats s;
-
-	rc_group_stats(g, &s);
-	metrics_gauge(m, "rdmactl_group_rendezvous_seconds", "how long the rendezvous took",
-		      s.rendezvous_s);
-	metrics_gauge(m, "rdmactl_group_connect_seconds", "how long connecting to the peers took",
-		      s.connect_s);
-	metrics_gauge(m, "rdmactl_group_queue_pairs", "queue pairs this rank holds", s.qps);
-}
+const struct metric_table group_metric_table = METRIC_TABLE(group_metric_rows);

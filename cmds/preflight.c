@@ -210,8 +210,8 @@ out:
 	free(all);
 	free(verdict);
 	if (metrics) {
-		metrics_from_report(&m, out_tree(&ctx->out), pf_metric_rows, PF_METRIC_ROWS);
-		metrics_from_report(&m, out_tree(&ctx->out), group_metric_rows, GROUP_METRIC_ROWS);
+		metrics_render(&m, out_tree(&ctx->out), &pf_metric_table);
+		metrics_render(&m, out_tree(&ctx->out), &group_metric_table);
 		rc = metrics_commit(ctx, &m, a->grp.metrics, rc);
 	}
 	metrics_free(&m);

@@ -27,7 +27,6 @@ struct pf_report {
 int pf_report(struct ctx *ctx, const struct pf_report *r, bool *clean);
 /* --metrics: the report's rows (the counts, the verdict, each probed
  * direction's bandwidth). */
-#define PF_METRIC_ROWS 6
-extern const struct metric_row pf_metric_rows[PF_METRIC_ROWS];
+extern const struct metric_table pf_metric_table;
 
 #endif

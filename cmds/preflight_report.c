@@ -233,7 +233,7 @@ static void put_head(struct out *o, const struct pf_report *r, const int *count,
 	out_i64(o, "findings_left_out", NULL, nf > PF_FINDINGS_MAX ? nf - PF_FINDINGS_MAX : 0);
 }
 
-const struct metric_row pf_metric_rows[PF_METRIC_ROWS] = {
+static const struct metric_row pf_metric_rows[] = {
 	{ "world", "rdmactl_preflight_nodes", METRIC_GAUGE, "nodes compared" },
 	{ "clean", "rdmactl_preflight_clean", METRIC_GAUGE, "1 when no error or warning was found" },
 	{ "counts.error", "rdmactl_preflight_findings", METRIC_GAUGE, "findings by severity", 0,
@@ -246,6 +246,7 @@ const struct metric_row pf_metric_rows[PF_METRIC_ROWS] = {
 	  METRIC_GAUGE, "the probe's RDMA WRITE bandwidth of each direction (FROM->TO)", 1e9 / 8,
 	  "direction={from}->{to}" },
 };
+const struct metric_table pf_metric_table = METRIC_TABLE(pf_metric_rows);
 
 int pf_report(struct ctx *ctx, const struct pf_report *r, bool *clean)
 {

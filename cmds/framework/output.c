@@ -67,6 +67,9 @@ void out_set_mode(struct out *o, enum out_mode mode)
 
 void out_free(struct out *o)
 {
+	if (o->last_event)
+		json_decref(o->last_event);
+	o->last_event = NULL;
 	if (o->root)
 		json_decref(o->root);
 	if (o->captured)
@@ -77,7 +80,11 @@ void out_free(struct out *o)
 
 void out_reset(struct out *o)
 {
+	if (o->last_event)
+		json_decref(o->last_event);
+	o->last_event = NULL;
 	o->keep_tree = false;
+	o->muted = false;
 	o->cmd = NULL;
 	o->streamed = false;
 	new_doc(o);
@@ -99,10 +106,26 @@ json_t *out_tree(const struct out *o)
 	return o->root;
 }
 
+json_t *out_last_event(const struct out *o)
+{
+	return o->last_event;
+}
+
 void out_schema_version(struct out *o, int version)
 {
 	if (o->root)
 		json_object_set_new(o->root, "schema_version", json_integer(version));
+}
+
+/* Text mode, not muted: the values are printed. */
+static bool text_on(const struct out *o)
+{
+	return !out_is_json(o) && !o->muted;
+}
+
+void out_mute(struct out *o, bool on)
+{
+	o->muted = on;
 }
 
 static void add(struct out *o, const char *key, json_t *val)
@@ -183,7 +206,7 @@ void out_str(struct out *o, const char *key, const char *fmt, const char *val)
 
 	if (o->root)
 		add(o, key, val ? json_text(val) : json_null());
-	if (!out_is_json(o) && fmt)
+	if (text_on(o) && fmt)
 		fprintf(o->fp, fmt, val ? printable(val, shown, sizeof(shown)) : "-");
 }
 
@@ -195,7 +218,7 @@ void out_u64(struct out *o, const char *key, const char *fmt, uint64_t val)
 	if (o->root)
 		add(o, key,
 		    val <= INT64_MAX ? json_integer((json_int_t)val) : json_real((double)val));
-	if (!out_is_json(o) && fmt)
+	if (text_on(o) && fmt)
 		fprintf(o->fp, fmt, val);
 }
 
@@ -203,7 +226,7 @@ void out_i64(struct out *o, const char *key, const char *fmt, int64_t val)
 {
 	if (o->root)
 		add(o, key, json_integer(val));
-	if (!out_is_json(o) && fmt)
+	if (text_on(o) && fmt)
 		fprintf(o->fp, fmt, val);
 }
 
@@ -213,7 +236,7 @@ void out_f64(struct out *o, const char *key, const char *fmt, double val)
 		add(o, key,
 		    isfinite(val) ? json_real(val)
 				  : json_null()); /* JSON has no NaN: null, never a missing key */
-	if (!out_is_json(o) && fmt)
+	if (text_on(o) && fmt)
 		fprintf(o->fp, fmt, val);
 }
 
@@ -221,7 +244,7 @@ void out_bool(struct out *o, const char *key, const char *fmt, bool val)
 {
 	if (o->root)
 		add(o, key, json_boolean(val));
-	if (!out_is_json(o) && fmt)
+	if (text_on(o) && fmt)
 		fprintf(o->fp, fmt, val ? "yes" : "no");
 }
 #pragma GCC diagnostic pop
@@ -266,7 +289,7 @@ void out_text(struct out *o, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (out_is_json(o))
+	if (!text_on(o))
 		return;
 	va_start(ap, fmt);
 	vfprintf(o->fp, fmt, ap);
@@ -486,10 +509,20 @@ void out_finish(struct out *o)
 
 void out_event(struct out *o)
 {
+	if (o->keep_tree && o->root) { /* for --metrics: the event's values */
+		if (o->last_event)
+			json_decref(o->last_event);
+		o->last_event = json_incref(o->root);
+	}
 	if (out_is_json(o)) {
 		print_doc(o, true);
 		new_doc(o);
 		o->streamed = true;
+	} else if (o->keep_tree) { /* text: a new tree, the errors kept */
+		json_decref(o->root);
+		o->root = new_root();
+		o->stack[0] = o->root;
+		o->depth = 0;
 	}
 	fflush(o->fp);
 }

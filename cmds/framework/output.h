@@ -33,6 +33,8 @@ struct out {
 	int err_code;           /* errno of the last error recorded (0: none, or none given) */
 	bool printed;           /* out_finish() already printed the document */
 	bool keep_tree;         /* text mode: the document built all the same (--metrics) */
+	bool muted;             /* text mode: the values go to the document only (out_mute) */
+	json_t *last_event;     /* the last event out_event() ended, with out_keep_tree() or -j */
 	bool streamed;          /* out_event() printed this command's documents */
 	const char *err_prefix; /* text mode: put before each error ("FILE:LINE") */
 	bool capture;           /* batch mode: keep the document instead of printing */
@@ -59,6 +61,11 @@ void out_schema_version(struct out *o, int version);
 void out_keep_tree(struct out *o);
 /* The document so far (NULL: text mode without out_keep_tree). */
 json_t *out_tree(const struct out *o);
+/* Muted, a report is built (out_keep_tree) but not printed: a rank that
+ * writes --metrics but does not print its report. */
+void out_mute(struct out *o, bool on);
+/* The document of the last event out_event() ended (a summary), NULL when none. */
+json_t *out_last_event(const struct out *o);
 
 /* Values: the text format receives the value as its only argument. A NULL
  * format prints nothing in text mode. */
