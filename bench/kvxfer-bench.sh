@@ -247,11 +247,12 @@ echo "   $rate_reqs requests two at a time, $qps data QPs a route; ratios agains
 echo "   kvxfer's rate as perftest's average: all bytes over the time from the first write posted to"
 echo "   the last decode rank's completion (unpack included), and (last column) to its last report,"
 echo "   the --verify check after completion included"
-# spread WORDS: "median least-most" of the numbers
+# spread WORDS: "median least-most" of the numbers (bench/lib.bash's median)
 spread() {
-	tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 }
-		END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-		      printf "%.2f %.2f-%.2f", m, v[1], v[NR] }'
+	local m lo hi
+	# shellcheck disable=SC2086 # the words are the numbers
+	read -r m lo hi < <(median_spread $1)
+	printf "%.2f %.2f-%.2f" "$m" "$lo" "$hi"
 }
 printf '%-26s %7s %10s %7s %12s %10s %12s  %s\n' "" "flows" "bytes/wr" "MiB/s" "x same size" "x 16 KiB" "x 16K+verify" \
 	"x same size, each round: median least-most"

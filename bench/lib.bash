@@ -36,3 +36,22 @@ await_region() {
 	cat "$1" >&2
 	exit 1
 }
+
+# The one median of the benchmarks, as a jq definition (migrate-bench.sh's
+# report uses it inside its own jq program): the conventional one, the middle
+# value, or for an even count the mean of the two middle values.
+BENCH_JQ_MEDIAN='def median: map(select(. != null)) | sort
+	| if length == 0 then null
+	  elif length % 2 == 1 then .[length / 2 | floor]
+	  else (.[length / 2 - 1] + .[length / 2]) / 2 end;'
+
+# median [NUMBERS...]: their median (the numbers on stdin when none given).
+median() {
+	if (($#)); then printf '%s\n' "$@"; else cat; fi | sed '/^$/d' | jq -rs "$BENCH_JQ_MEDIAN median"
+}
+
+# median_spread [NUMBERS...]: "MEDIAN LEAST MOST" (stdin when none given).
+median_spread() {
+	if (($#)); then printf '%s\n' "$@"; else cat; fi | sed '/^$/d' |
+		jq -rs "$BENCH_JQ_MEDIAN"' "\(median) \(min) \(max)"'
+}

@@ -1,3 +1,5 @@
+# shellcheck source=bench/lib.bash
+. "$(dirname -- "${BASH_SOURCE[0]}")/lib.bash"
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
@@ -35,6 +37,8 @@ for rate in $rates; do
 done
 addr_a=${RDMACTL_VM_ADDR_A:?run with tests/vm/run.sh --two-nics (RDMACTL_VM_ADDR_A unset)}
 addr_b=${RDMACTL_VM_ADDR_B:?RDMACTL_VM_ADDR_B unset}
+# shellcheck source=bench/lib.bash
+. "$(dirname -- "${BASH_SOURCE[0]}")/lib.bash"
 rdmactl=${RDMACTL:-$(dirname -- "${BASH_SOURCE[0]}")/../build/cli/rdmactl}
 command -v jq >/dev/null || { echo "migrate-bench: jq is missing" >&2; exit 1; }
 work=$(mktemp -d)
@@ -143,8 +147,7 @@ jq -rs '["round", "rate", "verify", "blackout_ms", "seconds", "rounds", "final_c
 	(.[] | [.round, .rate, .verify, (.blackout_ms * 1000 | round / 1000), (.seconds * 1000 | round / 1000),
 		.rounds, .bytes_per_round[-1], .writes, .writes_failed]) | @tsv' "$work/results" >&2
 # Per rate: the medians of each kind and their ratio (verified / unverified).
-jq -rs --arg size "$size" '
-	def median: sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+jq -rs --arg size "$size" "$BENCH_JQ_MEDIAN"'
 	def r3: . * 1000 | round / 1000;
 	"# \(.[0].size // $size), medians of \([.[] | .round] | max) rounds, verified and unverified alternating",
 	(["rate", "blackout_ms_unverified", "blackout_ms_verified", "ratio", "seconds_unverified", "seconds_verified"] | @tsv),

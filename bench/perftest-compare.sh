@@ -21,6 +21,8 @@ set -euo pipefail
 
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd -- "$here/.." && pwd)
+# shellcheck source=bench/lib.bash
+. "$here/lib.bash"
 if [ -z "${RDMACTL_VM:-}" ] && [ -z "${RDMACTL_BENCH_DEV:-}" ]; then
 	exec "$repo/tests/vm/run.sh" -- "$0" "$@"
 fi
@@ -97,9 +99,10 @@ mean() { awk '{ s += $1; n++ } END { if (n) printf "%.2f", s / n; else print "na
 # ratios PT-FILE RC-FILE: each round's rdmactl/perftest ratio (a round's
 # two runs are neighbours in time), as "median least-most" of the rounds.
 ratios() {
-	paste "$1" "$2" | awk '{ print $2 / $1 }' | sort -g |
-		awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-			printf "%.2fx %.2f-%.2f", m, v[1], v[NR] }'
+	local m lo hi
+	# shellcheck disable=SC2119 # the numbers on stdin
+	read -r m lo hi < <(paste "$1" "$2" | awk '{ print $2 / $1 }' | median_spread)
+	printf "%.2fx %.2f-%.2f" "$m" "$lo" "$hi"
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "n/a" }'; }
 

@@ -61,7 +61,6 @@ for ((r = 1; r <= rounds; r++)); do
 	one+=("$g1") two+=("$g2") cpu1+=("$c1") cpu2+=("$c2")
 	printf '%-6s %12.4f %8s %12.4f %8s %10s\n' "$r" "$g1" "$c1" "$g2" "$c2" "$sh"
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 # verdict ONE TWO BUSY1 BUSY2: the medians, their ratio, and whether the
 # guest's CPUs or the rails set the limit.
 verdict() {

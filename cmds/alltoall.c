@@ -182,15 +182,7 @@ static int plan(void *arg, const struct rc_endpoint *all, int W, uint8_t *need, 
 
 static void progress(void *arg, int done, int total)
 {
-	struct progress *p = arg;
-	double now = rc_now();
-
-	if (!p->on || (now - p->last < 0.25 && done < total))
-		return;
-	p->last = now;
-	fprintf(stderr, "\riteration %d/%d  ", done, total);
-	if (done == total)
-		fputc('\n', stderr);
+	progress_say(arg, done == total, "iteration %d/%d", done, total);
 }
 
 /* What every rank must be given alike: the tokens each sends each (the
@@ -218,6 +210,17 @@ static void settings(const struct a2a_cli *a, struct group_settings *gs)
 	group_setting(gs, "--warmup", "%d", a->run.warmup);
 }
 
+/* --metrics: the report's figures and the group's, then the outcome. */
+static int metrics_end(struct ctx *ctx, struct metrics *m, const char *path, int rc)
+{
+	json_t *doc = out_tree(&ctx->out);
+
+	metrics_labels_from(m, doc, "algo,device");
+	metrics_render(m, doc, &a2a_metric_table);
+	metrics_render(m, doc, &group_metric_table);
+	return metrics_commit(ctx, m, path, rc);
+}
+
 static int run(struct ctx *ctx, struct a2a_cli *a)
 {
 	int W = a->grp.who.world, n = a->grp.nrails > 1 ? a->grp.nrails : 1, rc;
@@ -242,6 +245,8 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 	metrics_init(&m);
 	metrics_label(&m, "command", "alltoall");
 	metrics_label_u64(&m, "rank", (uint64_t)a->grp.who.rank);
+	if (metrics)
+		out_keep_tree(&ctx->out);
 	if (!lat || !wrong) {
 		free(lat);
 		free(wrong);
@@ -259,6 +264,7 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 	a->run.progress = progress;
 	a->run.progress_arg = &prog;
 	rc = rc_a2a_run_rails(g, n, &a->run, res, &e);
+	progress_end(&prog);
 	if (!rc)
 		a2a_merge_rails(a, n, res, g);
 	if (!rc)
@@ -269,13 +275,14 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 	}
 	for (int i = 0; i < W; i++)
 		total_wrong += wrong[i];
-	if (speak)
+	/* a rank that writes --metrics builds its report, printed or not */
+	out_mute(&ctx->out, !speak);
+	if (speak || metrics)
 		a2a_report(ctx, a, &res[0], total_wrong, g, n);
-	else if (!total_wrong)
+	out_mute(&ctx->out, false);
+	if (!speak && !total_wrong)
 		ctx->out.printed =
 			true; /* only rank 0 prints the document; every rank its failure */
-	if (metrics)
-		a2a_metrics(&m, a, &res[0], total_wrong, g, n);
 	if (a->svg && a->grp.who.rank == 0 && (rc = a2a_draw(a)))
 		rc = fail(ctx, rc, "--svg %s: %s", a->svg, strerror(-rc));
 	else if (a->svg && a->grp.who.rank == 0)
@@ -286,7 +293,7 @@ out:
 	for (int i = n - 1; i >= 0; i--)
 		rc_group_close(g[i]);
 	if (metrics)
-		rc = metrics_commit(ctx, &m, a->grp.metrics, rc);
+		rc = metrics_end(ctx, &m, a->grp.metrics, rc);
 	metrics_free(&m);
 	free(lat);
 	free(wrong);

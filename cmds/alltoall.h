@@ -36,9 +36,8 @@ void a2a_merge_rails(struct a2a_cli *a, int n, struct rc_a2a_result *res, struct
 /* rank 0's figures (every rank's with --all-ranks), over nr rails. */
 void a2a_report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a_result *r,
 		uint64_t wrong, struct rc_group *const *gs, int nr);
-/* --metrics: this rank's figures, and the wrong tokens of all ranks. */
-void a2a_metrics(struct metrics *m, const struct a2a_cli *a, const struct rc_a2a_result *r,
-		 uint64_t wrong, struct rc_group *const *gs, int nr);
+/* --metrics: the rows of the report (a2a_report), the group's after them. */
+extern const struct metric_table a2a_metric_table;
 /* --svg: the dispatch bytes from each rank to each as a heatmap. */
 int a2a_draw(const struct a2a_cli *a);
 

@@ -90,6 +90,8 @@ void a2a_report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a_re
 	out_obj_end(o);
 	out_f64(o, "imbalance", "%9.2f\n", st.imbalance);
 	out_u64(o, "iters", NULL, (uint64_t)n);
+	out_f64(o, "seconds", NULL, r->seconds);
+	out_i64(o, "rail_count", NULL, nr);
 	out_u64(o, "checked_tokens", NULL, r->checked);
 	out_bool(o, "checked", NULL, a->run.check);
 	out_text(o, "# %llu tokens (%llu bytes) checked on this rank, %llu wrong on all ranks\n",
@@ -147,63 +149,43 @@ out:
 	return rc;
 }
 
-/* --metrics: this rank's figures, and the wrong tokens of all ranks. */
-void a2a_metrics(struct metrics *m, const struct a2a_cli *a, const struct rc_a2a_result *r,
-		 uint64_t wrong, struct rc_group *const *gs, int nr)
-{
-	struct rc_a2a_stats st;
-	int W = a->grp.who.world, n = a->run.iters;
-	double *lat = r->lat_us, t = r->seconds / n, algbw;
-	const struct rc_group *g = gs[0];
-	char dev[RC_RAILS_MAX * 65];
-
-	group_rail_devs(gs, nr, dev, sizeof(dev));
-
-	rc_a2a_stats(a->counts, W, a->grp.who.rank, rc_a2a_token_bytes(a->run.hidden, a->run.dtype),
-		     &st);
-	qsort(lat, (size_t)n, sizeof(double), cmp_double);
-	algbw = t > 0 ? st.size / t : 0;
-	metrics_label(m, "algo", rc_a2a_algo_name(a->run.algo));
-	metrics_label(m, "device", dev);
-	metrics_gauge(m, "rdmactl_alltoall_ranks", "ranks in the group", W);
-	metrics_gauge(m, "rdmactl_alltoall_size_bytes",
-		      "mean bytes a rank sends per iteration (dispatch and combine)", st.size);
-	metrics_counter(m, "rdmactl_alltoall_iterations_total", "timed iterations", n);
-	metrics_gauge(m, "rdmactl_alltoall_duration_seconds", "the timed iterations together",
-		      r->seconds);
-	metrics_gauge(m, "rdmactl_alltoall_algbw_bytes_per_second",
-		      "algorithm bandwidth (nccl-tests' algbw)", algbw);
-	metrics_gauge(m, "rdmactl_alltoall_busbw_bytes_per_second",
-		      "bus bandwidth (nccl-tests' busbw: algbw * (ranks - 1) / ranks)",
-		      algbw * (W - 1) / W);
-	metrics_family(m, "rdmactl_alltoall_iteration_seconds", METRIC_SUMMARY,
-		       "one iteration, dispatch and combine");
-	metrics_sample(m, "", "quantile", "0.5", lat[(n - 1) / 2] / 1e6);
-	metrics_sample(m, "", "quantile", "0.99", lat[(int)((n - 1) * 0.99 + 0.5)] / 1e6);
-	metrics_sample(m, "_sum", NULL, NULL, r->seconds);
-	metrics_sample(m, "_count", NULL, NULL, n);
-	metrics_gauge(m, "rdmactl_alltoall_imbalance_ratio",
-		      "max over mean of the dispatch bytes a rank receives", st.imbalance);
-	metrics_counter(m, "rdmactl_alltoall_checked_tokens_total", "tokens checked on this rank",
-			(double)r->checked);
-	metrics_counter(m, "rdmactl_alltoall_wrong_tokens_total",
-			"tokens that arrived wrong, all ranks", (double)wrong);
-	metrics_gauge(m, "rdmactl_alltoall_rails", "rails this rank stripes over", nr);
-	if (nr > 1) {
-		double bytes[RC_RAILS_MAX], secs[RC_RAILS_MAX];
-
-		for (int i = 0; i < nr; i++) {
-			bytes[i] = (double)a->rail[i].bytes;
-			secs[i] = a->rail[i].seconds;
-		}
-		group_rail_family(m, "rdmactl_alltoall_rail_bytes_total", METRIC_COUNTER,
-				  "bytes of the rail's slice this rank sent to other ranks", gs, nr,
-				  bytes);
-		group_rail_family(m, "rdmactl_alltoall_rail_seconds", METRIC_GAUGE,
-				  "the timed iterations of the rail's slice", gs, nr, secs);
+/* --metrics: this rank's figures of its report, and the wrong tokens of all
+ * ranks. */
+#define ITER_ROW(key, scale, labels, suffix) \
+	{ \
+		key, "rdmactl_alltoall_iteration_seconds", METRIC_SUMMARY, \
+			"one iteration, dispatch and combine", scale, labels, suffix \
 	}
-	group_metrics(m, g);
-}
+static const struct metric_row a2a_metric_rows[] = {
+	{ "ranks", "rdmactl_alltoall_ranks", METRIC_GAUGE, "ranks in the group" },
+	{ "size_bytes", "rdmactl_alltoall_size_bytes", METRIC_GAUGE,
+	  "mean bytes a rank sends per iteration (dispatch and combine)" },
+	{ "iters", "rdmactl_alltoall_iterations_total", METRIC_COUNTER, "timed iterations" },
+	{ "seconds", "rdmactl_alltoall_duration_seconds", METRIC_GAUGE,
+	  "the timed iterations together" },
+	{ "algbw_gbyte_per_s", "rdmactl_alltoall_algbw_bytes_per_second", METRIC_GAUGE,
+	  "algorithm bandwidth (nccl-tests' algbw)", 1e9 },
+	{ "busbw_gbyte_per_s", "rdmactl_alltoall_busbw_bytes_per_second", METRIC_GAUGE,
+	  "bus bandwidth (nccl-tests' busbw: algbw * (ranks - 1) / ranks)", 1e9 },
+	ITER_ROW("lat_us.p50", 1e-6, "quantile=0.5", NULL),
+	ITER_ROW("lat_us.p99", 1e-6, "quantile=0.99", NULL),
+	ITER_ROW("seconds", 0, NULL, "_sum"),
+	ITER_ROW("iters", 0, NULL, "_count"),
+	{ "imbalance", "rdmactl_alltoall_imbalance_ratio", METRIC_GAUGE,
+	  "max over mean of the dispatch bytes a rank receives" },
+	{ "checked_tokens", "rdmactl_alltoall_checked_tokens_total", METRIC_COUNTER,
+	  "tokens checked on this rank" },
+	{ "wrong", "rdmactl_alltoall_wrong_tokens_total", METRIC_COUNTER,
+	  "tokens that arrived wrong, all ranks" },
+	{ "rail_count", "rdmactl_alltoall_rails", METRIC_GAUGE, "rails this rank stripes over" },
+	{ "rails[].bytes", "rdmactl_alltoall_rail_bytes_total", METRIC_COUNTER,
+	  "bytes of the rail's slice this rank sent to other ranks", 0,
+	  "rail={rail},device={device}" },
+	{ "rails[].seconds", "rdmactl_alltoall_rail_seconds", METRIC_GAUGE,
+	  "the timed iterations of the rail's slice", 0, "rail={rail},device={device}" },
+};
+const struct metric_table a2a_metric_table = METRIC_TABLE(a2a_metric_rows);
+#undef ITER_ROW
 
 void a2a_merge_rails(struct a2a_cli *a, int n, struct rc_a2a_result *res, struct rc_group *const *g)
 {

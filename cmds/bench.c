@@ -51,6 +51,8 @@ static void print_latency(struct ctx *ctx, const char *key, const char *title, c
 	out_f64(&ctx->out, "max", ", max %.2f", sorted[n - 1] * scale);
 	/* perftest's t_stdev: the population's */
 	out_f64(&ctx->out, "stdev", ", stdev %.2f\n", sqrt(sq / (double)n) * scale);
+	out_u64(&ctx->out, "count", NULL, n);
+	out_f64(&ctx->out, "sum", NULL, sum * scale);
 	out_obj_end(&ctx->out);
 }
 
@@ -249,52 +251,36 @@ static uint64_t compact(double *lat_us, uint64_t n)
 	return kept;
 }
 
-/* --metrics: the figures bench_print printed (lat_us sorted by it). */
-static void bench_metrics(struct metrics *m, const struct bench_args *b, enum rc_op op,
-			  const struct rc_client *cl, const struct rc_stream_result *res,
-			  const double *lat_us)
-{
-	static const struct {
-		const char *q;
-		double p;
-	} qs[] = { { "0", 0 }, { "0.5", 50 }, { "0.99", 99 }, { "0.999", 99.9 }, { "1", 100 } };
-	uint64_t n = b->iters - res->lat_moved;
-	double sum = 0;
-
-	metrics_label(m, "operation", op_key(op));
-	metrics_label(m, "mode", b->lat ? "latency" : "bandwidth");
-	metrics_label(m, "device", rc_client_device(cl));
-	metrics_label(m, "peer", rc_client_peer(cl));
-	metrics_label(m, "region", rc_client_region(cl)->name);
-	metrics_counter(m, "rdmactl_bench_bytes_total", "bytes the benchmark moved",
-			(double)res->bytes);
-	metrics_counter(m, "rdmactl_bench_operations_total", "work requests completed",
-			(double)res->ops);
-	metrics_gauge(m, "rdmactl_bench_duration_seconds", "how long the timed run took",
-		      res->seconds);
-	metrics_gauge(m, "rdmactl_bench_throughput_bytes_per_second",
-		      "bytes per second over the run",
-		      res->seconds > 0 ? (double)res->bytes / res->seconds : 0);
-	metrics_gauge(m, "rdmactl_bench_message_size_bytes", "bytes per work request",
-		      (double)b->msg);
-	metrics_gauge(m, "rdmactl_bench_queue_pairs", "queue pairs", b->qps);
-	metrics_gauge(m, "rdmactl_bench_depth", "work requests outstanding per queue pair",
-		      b->depth);
-	if (!b->lat)
-		return;
-	metrics_family(m, "rdmactl_bench_latency_seconds", METRIC_SUMMARY,
-		       "post to completion, one operation in flight (quantile 0: min, 1: max)");
-	for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
-		metrics_sample(m, "", "quantile", qs[i].q,
-			       (qs[i].p ? pct(lat_us, n, qs[i].p) : lat_us[0]) / 1e6);
-	for (uint64_t i = 0; i < n; i++)
-		sum += lat_us[i];
-	metrics_sample(m, "_sum", NULL, NULL, sum / 1e6);
-	metrics_sample(m, "_count", NULL, NULL, (double)n);
-	metrics_gauge(m, "rdmactl_bench_latency_left_out",
-		      "samples left out of the summary: their two readings on two CPUs",
-		      (double)res->lat_moved);
-}
+/* --metrics: the figures bench_print emitted. */
+static const struct metric_row bench_rows[] = {
+	{ "bytes", "rdmactl_bench_bytes_total", METRIC_COUNTER, "bytes the benchmark moved" },
+	{ "operations", "rdmactl_bench_operations_total", METRIC_COUNTER,
+	  "work requests completed" },
+	{ "seconds", "rdmactl_bench_duration_seconds", METRIC_GAUGE, "how long the timed run took" },
+	{ "gbyte_per_s", "rdmactl_bench_throughput_bytes_per_second", METRIC_GAUGE,
+	  "bytes per second over the run", 1e9 },
+	{ "msg_size", "rdmactl_bench_message_size_bytes", METRIC_GAUGE, "bytes per work request" },
+	{ "qps", "rdmactl_bench_queue_pairs", METRIC_GAUGE, "queue pairs" },
+	{ "depth", "rdmactl_bench_depth", METRIC_GAUGE, "work requests outstanding per queue pair" },
+#define LAT_ROW(key, q, suffix) \
+	{ \
+		"latency_us." key, "rdmactl_bench_latency_seconds", METRIC_SUMMARY, \
+			"post to completion, one operation in flight (quantile 0: min, 1: max)", \
+			1e-6, q, suffix \
+	}
+	LAT_ROW("min", "quantile=0", NULL),
+	LAT_ROW("p50", "quantile=0.5", NULL),
+	LAT_ROW("p99", "quantile=0.99", NULL),
+	LAT_ROW("p999", "quantile=0.999", NULL),
+	LAT_ROW("max", "quantile=1", NULL),
+	LAT_ROW("sum", NULL, "_sum"),
+#undef LAT_ROW
+	{ "latency_us.count", "rdmactl_bench_latency_seconds", METRIC_SUMMARY,
+	  "post to completion, one operation in flight (quantile 0: min, 1: max)", 0, NULL,
+	  "_count" },
+	{ "lat_left_out", "rdmactl_bench_latency_left_out", METRIC_GAUGE,
+	  "samples left out of the summary: their two readings on two CPUs" },
+};
 
 /* The benchmark, once, or with --msg-size MIN:MAX at each size from MIN,
  * doubling, to MAX: the rows, and in res their sum (figures over all). */
@@ -345,6 +331,8 @@ int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 
 	metrics_init(&m);
 	metrics_label(&m, "command", c->name);
+	if (b->metrics)
+		out_keep_tree(&ctx->out);
 	if ((rc = client_target(ctx, c, v, NULL)))
 		return rc;
 	rc = client_open(ctx, c, v, ca, b->qps, b->lat || b->busy_poll, b->depth, &cl);
@@ -388,13 +376,15 @@ int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		goto out;
 	}
 	bench_print(ctx, b, op, cl, &res, lat_us, rows, nrows);
-	if (b->metrics)
-		bench_metrics(&m, b, op, cl, &res, lat_us);
 out:
 	free(lat_us);
 	client_close(ctx, cl, rc);
-	if (b->metrics)
+	if (b->metrics) {
+		metrics_labels_from(&m, out_tree(&ctx->out), "operation,mode,device,peer,region");
+		metrics_from_report(&m, out_tree(&ctx->out), bench_rows,
+				    sizeof(bench_rows) / sizeof(bench_rows[0]));
 		rc = metrics_commit(ctx, &m, b->metrics, rc);
+	}
 	metrics_free(&m);
 	return rc;
 }

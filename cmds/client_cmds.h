@@ -9,6 +9,7 @@
 
 #include "cmd.h"
 #include "metrics.h"
+#include "progress.h"
 
 /* The options write, read and atomic share, as X-macro lists of
  * X(ID, "name", short, "ARG", "help"): P is the command's prefix, so
@@ -125,26 +126,6 @@ int etcd_name_resolve(struct ctx *ctx, const struct etcd_name *n, struct rc_targ
 void report_transfer(struct ctx *ctx, const struct rc_stream_result *r);
 /* The send queue a transfer's client is opened with (rails_open). */
 #define STREAM_SQ_DEPTH (RC_CLIENT_DEPTH + 4)
-/* "DONE/TOTAL UNIT" in the binary unit that fits TOTAL (B, KiB, MiB, GiB,
- * TiB), one decimal below 10 of it: "0.5/4 KiB", not "0/0 MiB"; "DONE UNIT"
- * when TOTAL is 0 (not known). */
-void progress_sizes(char *buf, size_t n, uint64_t done, uint64_t total);
-/* A progress line on stderr when it is a terminal and output is text. */
-void progress_line(void *arg, uint64_t done, uint64_t total);
-struct progress {
-	struct ctx *ctx;
-	double start;
-	double last;
-	bool on;
-};
-void progress_init(struct progress *p, struct ctx *ctx);
-void progress_end(struct progress *p);
-/* A progress line of its own words (what the command does now), redrawn in
- * place on stderr at most 4 times a second (any time with force), when
- * progress_init found stderr a terminal and the output text; progress_end
- * clears it (before a line of output, too). */
-void progress_say(struct progress *p, bool force, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 /* --bench / --lat for write, read and atomic: connect, run, print. */
 int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,

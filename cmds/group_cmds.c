@@ -351,21 +351,6 @@ void group_rail_end(struct out *o, struct rc_group *const *g, const struct group
 	out_obj_end(o);
 }
 
-void group_rail_family(struct metrics *m, const char *name, enum metric_type t, const char *help,
-		       struct rc_group *const *g, int n, const double *val)
-{
-	static const char *const names[] = { "rail", "device" };
-
-	metrics_family(m, name, t, help);
-	for (int i = 0; i < n; i++) {
-		char rail[12];
-		const char *values[] = { rail, rail_dev(g, i) };
-
-		snprintf(rail, sizeof(rail), "%d", i + 1);
-		metrics_sample_labels(m, names, values, 2, val[i]);
-	}
-}
-
 int group_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,
 		     struct group_args *a)
 {
@@ -440,7 +425,8 @@ int group_rendezvous_ready(struct ctx *ctx, const char *what, const struct group
 	return 0;
 }
 
-void group_report(struct out *o, const struct rc_group *g)
+/* The group object, said in text too when text. */
+static void group_put(struct out *o, const struct rc_group *g, bool text)
 {
 	struct rc_group_stats s;
 	struct rusage ru;
@@ -449,9 +435,10 @@ void group_report(struct out *o, const struct rc_group *g)
 	rc_group_stats(g, &s);
 	if (!getrusage(RUSAGE_SELF, &ru))
 		rss = (uint64_t)ru.ru_maxrss * 1024; /* Linux counts KiB */
-	out_text(o, "# group: rendezvous %.1f ms, connect %.1f ms", s.rendezvous_s * 1e3,
-		 s.connect_s * 1e3);
-	if (s.first_barrier_s >= 0)
+	if (text)
+		out_text(o, "# group: rendezvous %.1f ms, connect %.1f ms", s.rendezvous_s * 1e3,
+			 s.connect_s * 1e3);
+	if (text && s.first_barrier_s >= 0)
 		out_text(o, ", first barrier %.1f ms", s.first_barrier_s * 1e3);
 	out_obj_begin(o, "group");
 	out_f64(o, "rendezvous_s", NULL, s.rendezvous_s);
@@ -460,22 +447,29 @@ void group_report(struct out *o, const struct rc_group *g)
 		out_f64(o, "first_barrier_s", NULL, s.first_barrier_s);
 	else
 		out_null(o, "first_barrier_s");
-	out_i64(o, "tree_depth", " (tree depth %lld)", s.tree_depth);
-	out_i64(o, "qps", "; this rank: %lld QPs", s.qps);
-	out_i64(o, "cqs", s.cqs == 1 ? ", %lld CQ" : ", %lld CQs", s.cqs);
-	out_u64(o, "ring_bytes", ", %llu bytes of message rings", s.ring_bytes);
-	out_u64(o, "max_rss_bytes", ", peak RSS %llu bytes\n", rss);
+	out_i64(o, "tree_depth", text ? " (tree depth %lld)" : NULL, s.tree_depth);
+	out_i64(o, "qps", text ? "; this rank: %lld QPs" : NULL, s.qps);
+	out_i64(o, "cqs", !text ? NULL : s.cqs == 1 ? ", %lld CQ" : ", %lld CQs", s.cqs);
+	out_u64(o, "ring_bytes", text ? ", %llu bytes of message rings" : NULL, s.ring_bytes);
+	out_u64(o, "max_rss_bytes", text ? ", peak RSS %llu bytes\n" : NULL, rss);
 	out_obj_end(o);
 }
 
-void group_metrics(struct metrics *m, const struct rc_group *g)
+void group_report(struct out *o, const struct rc_group *g)
 {
-	struct rc_group_stats s;
-
-	rc_group_stats(g, &s);
-	metrics_gauge(m, "rdmactl_group_rendezvous_seconds", "how long the rendezvous took",
-		      s.rendezvous_s);
-	metrics_gauge(m, "rdmactl_group_connect_seconds", "how long connecting to the peers took",
-		      s.connect_s);
-	metrics_gauge(m, "rdmactl_group_queue_pairs", "queue pairs this rank holds", s.qps);
+	group_put(o, g, true);
 }
+
+void group_report_data(struct out *o, const struct rc_group *g)
+{
+	group_put(o, g, false);
+}
+
+static const struct metric_row group_metric_rows[] = {
+	{ "group.rendezvous_s", "rdmactl_group_rendezvous_seconds", METRIC_GAUGE,
+	  "how long the rendezvous took" },
+	{ "group.connect_s", "rdmactl_group_connect_seconds", METRIC_GAUGE,
+	  "how long connecting to the peers took" },
+	{ "group.qps", "rdmactl_group_queue_pairs", METRIC_GAUGE, "queue pairs this rank holds" },
+};
+const struct metric_table group_metric_table = METRIC_TABLE(group_metric_rows);

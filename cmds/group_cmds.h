@@ -110,10 +110,6 @@ void group_rail_begin(struct out *o, struct rc_group *const *g, const struct gro
  * object's. */
 void group_rail_end(struct out *o, struct rc_group *const *g, const struct group_rail_fig *f, int n,
 		    int i);
-/* --metrics: the family name of the rails' val[i], labelled rail and
- * device. */
-void group_rail_family(struct metrics *m, const char *name, enum metric_type t, const char *help,
-		       struct rc_group *const *g, int n, const double *val);
 /* --rails-per-rank N|all (s; NULL: absent), before group_args_parse (which
  * picks the rails): a command that runs on several rails a rank. */
 int group_rails_per_rank(struct ctx *ctx, const char *s, struct group_args *a);
@@ -149,8 +145,10 @@ int group_rendezvous_ready(struct ctx *ctx, const char *what, const struct group
  * and the first barrier took, what this rank holds (QPs, CQs, message
  * rings) and its peak resident memory; a text line beginning "# group:". */
 void group_report(struct out *o, const struct rc_group *g);
-/* --metrics: the group's figures (rendezvous and connect time, QPs). */
-void group_metrics(struct metrics *m, const struct rc_group *g);
+/* The same object with no text (a report whose text says nothing of it). */
+void group_report_data(struct out *o, const struct rc_group *g);
+/* --metrics: the rows of the group object (rendezvous and connect time, QPs). */
+extern const struct metric_table group_metric_table;
 /* Whether this rank writes --metrics: every rank with %r in the path, else
  * the one that reports (rank 0, multicast's root). */
 static inline bool group_metrics_on(const struct group_args *a, int reporter)

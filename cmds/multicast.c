@@ -160,6 +160,31 @@ static void settings(const struct mc_cli *m, struct group_settings *gs)
 	s->len = m->blocks ? (size_t)o->nblocks * sizeof(*o->block_ends) : 0;
 }
 
+/* --metrics: the command's labels; the report built in text mode too. */
+static void metrics_start(struct ctx *ctx, struct metrics *mx, bool on, int rank)
+{
+	metrics_init(mx);
+	metrics_label(mx, "command", "multicast");
+	metrics_label_u64(mx, "rank", (uint64_t)rank);
+	if (on)
+		out_keep_tree(&ctx->out);
+}
+
+/* --metrics: the report's figures (the root's, or a receiver's own) and the
+ * group's, then the outcome. */
+static int metrics_end(struct ctx *ctx, struct metrics *mx, const char *path, bool root, int rc)
+{
+	json_t *doc = out_tree(&ctx->out);
+
+	metrics_labels_from(mx, doc, "algo,device,root");
+	if (root)
+		metrics_render(mx, doc, &mc_metric_table);
+	else
+		metrics_render(mx, doc, &mc_self_metric_table);
+	metrics_render(mx, doc, &group_metric_table);
+	return metrics_commit(ctx, mx, path, rc);
+}
+
 static int run(struct ctx *ctx, struct mc_cli *m)
 {
 	int W = m->grp.who.world, root = m->run.shape.root, rc;
@@ -181,9 +206,7 @@ static int run(struct ctx *ctx, struct mc_cli *m)
 
 	m->nrails = m->grp.nrails > 1 ? m->grp.nrails : 1;
 	res.recv = calloc((size_t)W, sizeof(*res.recv));
-	metrics_init(&mx);
-	metrics_label(&mx, "command", "multicast");
-	metrics_label_u64(&mx, "rank", (uint64_t)m->grp.who.rank);
+	metrics_start(ctx, &mx, metrics, m->grp.who.rank);
 	if (!res.recv)
 		return fail(ctx, -ENOMEM, "out of memory");
 	if ((rc = open_files(ctx, m)))
@@ -200,9 +223,9 @@ static int run(struct ctx *ctx, struct mc_cli *m)
 		rc = fail(ctx, rc, "rank %d: %s", m->grp.who.rank, ERR_TEXT(e));
 		goto out;
 	}
-	if (metrics)
-		mc_metrics(&mx, m, &res, g);
 	if (m->grp.who.rank != root) {
+		if (metrics)
+			mc_self_report(&ctx->out, m, &res, g);
 		/* only the root prints the document; a receiver that failed prints
 		 * its error (with -j, an error document) */
 		if (!res.self.complete)
@@ -233,7 +256,7 @@ out:
 	for (int i = RC_RAILS_MAX - 1; i >= 0; i--)
 		rc_group_close(g[i]);
 	if (metrics)
-		rc = metrics_commit(ctx, &mx, m->grp.metrics, rc);
+		rc = metrics_end(ctx, &mx, m->grp.metrics, m->grp.who.rank == root, rc);
 	metrics_free(&mx);
 	if (m->fd >= 0)
 		close(m->fd);

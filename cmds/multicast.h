@@ -128,7 +128,11 @@ void mc_rails_report(struct out *o, const struct mc_cli *m, struct rc_group *con
 void mc_report(struct ctx *ctx, const struct mc_cli *m, const struct rc_mcast_result *r,
 	       struct rc_group *const *gs);
 int mc_draw(const struct mc_cli *m, const struct rc_mcast_result *r);
-void mc_metrics(struct metrics *m, const struct mc_cli *mc, const struct rc_mcast_result *r,
-		struct rc_group *const *gs);
+/* A receiver's own figures, in the document only (for its --metrics). */
+void mc_self_report(struct out *o, const struct mc_cli *m, const struct rc_mcast_result *r,
+		    struct rc_group *const *gs);
+/* --metrics: the rows of the root's report and of a receiver's own. */
+extern const struct metric_table mc_metric_table;
+extern const struct metric_table mc_self_metric_table;
 
 #endif

@@ -138,6 +138,7 @@ void mc_report(struct ctx *ctx, const struct mc_cli *m, const struct rc_mcast_re
 	out_f64(o, "link_gbit_per_s", " (%.3f Gb/s)", r->link_bw * 8 / 1e9);
 	out_f64(o, "ideal_seconds", ", ideal %.4f s", r->ideal_s);
 	out_f64(o, "ratio", ", ratio %.2f\n", ratio);
+	out_i64(o, "rail_count", NULL, m->nrails);
 	if (rails)
 		mc_rails_report(o, m, gs);
 	group_report(o, g);
@@ -199,64 +200,57 @@ out:
 	return rc;
 }
 
-/* --metrics: the root's figures of every receiver; a receiver's of its own. */
-void mc_metrics(struct metrics *m, const struct mc_cli *mc, const struct rc_mcast_result *r,
-		struct rc_group *const *gs)
+/* --metrics: the root's report of every receiver. */
+static const struct metric_row mc_metric_rows[] = {
+	{ "ranks", "rdmactl_multicast_ranks", METRIC_GAUGE, "ranks in the group" },
+	{ "size_bytes", "rdmactl_multicast_size_bytes", METRIC_GAUGE, "bytes of the blob" },
+	{ "chunk_bytes", "rdmactl_multicast_chunk_bytes", METRIC_GAUGE, "bytes per write" },
+	{ "seconds", "rdmactl_multicast_duration_seconds", METRIC_GAUGE,
+	  "until the last receiver's last chunk" },
+	{ "ideal_seconds", "rdmactl_multicast_ideal_seconds", METRIC_GAUGE,
+	  "the ideal time at the link's rate" },
+	{ "link_gbyte_per_s", "rdmactl_multicast_link_bytes_per_second", METRIC_GAUGE,
+	  "the link rate, given or measured", 1e9 },
+	{ "receivers_count", "rdmactl_multicast_receivers", METRIC_GAUGE, "ranks that receive" },
+	{ "ok_count", "rdmactl_multicast_receivers_ok", METRIC_GAUGE,
+	  "receivers that got the whole blob" },
+	{ "receivers[].bytes", "rdmactl_multicast_received_bytes_total", METRIC_COUNTER,
+	  "bytes each receiver says it received", 0, "receiver={rank}" },
+	{ "rail_count", "rdmactl_multicast_rails", METRIC_GAUGE, "rails each rank runs on" },
+	{ "rails[].bytes", "rdmactl_multicast_rail_bytes", METRIC_GAUGE,
+	  "bytes of the blob's slice the rail carried", 0, "rail={rail},device={device}" },
+	{ "rails[].seconds", "rdmactl_multicast_rail_seconds", METRIC_GAUGE,
+	  "until the rail's last receiver's last chunk", 0, "rail={rail},device={device}" },
+};
+const struct metric_table mc_metric_table = METRIC_TABLE(mc_metric_rows);
+
+/* --metrics: a receiver's figures of its own. */
+static const struct metric_row mc_self_metric_rows[] = {
+	{ "ranks", "rdmactl_multicast_ranks", METRIC_GAUGE, "ranks in the group" },
+	{ "self.bytes", "rdmactl_multicast_received_bytes_total", METRIC_COUNTER,
+	  "bytes this rank received" },
+	{ "self.ok", "rdmactl_multicast_ok", METRIC_GAUGE,
+	  "1 when this rank holds the whole blob, checked" },
+};
+const struct metric_table mc_self_metric_table = METRIC_TABLE(mc_self_metric_rows);
+
+/* A receiver's own figures, in the document only (only the root prints
+ * one): what its --metrics renders. */
+void mc_self_report(struct out *o, const struct mc_cli *m, const struct rc_mcast_result *r,
+		    struct rc_group *const *gs)
 {
-	const struct rc_group *g = gs[0];
 	char dev[RC_RAILS_MAX * 65];
 
-	int W = mc->grp.who.world, root = mc->run.shape.root;
-	char who[16];
-
-	metrics_label(m, "algo", rc_mcast_algo_name(mc->run.shape.algo));
-	group_rail_devs(gs, mc->nrails, dev, sizeof(dev));
-	metrics_label(m, "device", dev);
-	metrics_label_u64(m, "root", (uint64_t)root);
-	metrics_gauge(m, "rdmactl_multicast_ranks", "ranks in the group", W);
-	if (mc->grp.who.rank != root) {
-		metrics_counter(m, "rdmactl_multicast_received_bytes_total",
-				"bytes this rank received", (double)r->self.bytes);
-		metrics_gauge(m, "rdmactl_multicast_ok",
-			      "1 when this rank holds the whole blob, checked", r->self.ok);
-		group_metrics(m, g);
-		return;
-	}
-	metrics_gauge(m, "rdmactl_multicast_size_bytes", "bytes of the blob", (double)r->size);
-	metrics_gauge(m, "rdmactl_multicast_chunk_bytes", "bytes per write", (double)r->chunk);
-	metrics_gauge(m, "rdmactl_multicast_duration_seconds",
-		      "until the last receiver's last chunk", r->seconds);
-	metrics_gauge(m, "rdmactl_multicast_ideal_seconds", "the ideal time at the link's rate",
-		      r->ideal_s);
-	metrics_gauge(m, "rdmactl_multicast_link_bytes_per_second",
-		      "the link rate, given or measured", r->link_bw);
-	metrics_gauge(m, "rdmactl_multicast_receivers", "ranks that receive", W - 1);
-	metrics_gauge(m, "rdmactl_multicast_receivers_ok", "receivers that got the whole blob",
-		      r->ok_count);
-	metrics_family(m, "rdmactl_multicast_received_bytes_total", METRIC_COUNTER,
-		       "bytes each receiver says it received");
-	for (int j = 0; j < W; j++) {
-		if (j == root || !r->recv[j].reported)
-			continue;
-		snprintf(who, sizeof(who), "%d", j);
-		metrics_sample(m, "", "receiver", who, (double)r->recv[j].bytes);
-	}
-	metrics_gauge(m, "rdmactl_multicast_rails", "rails each rank runs on", mc->nrails);
-	if (mc->nrails > 1) {
-		double bytes[RC_RAILS_MAX], secs[RC_RAILS_MAX];
-
-		for (int i = 0; i < mc->nrails; i++) {
-			bytes[i] = (double)mc->rail[i].size;
-			secs[i] = mc->rail[i].seconds;
-		}
-		group_rail_family(m, "rdmactl_multicast_rail_bytes", METRIC_GAUGE,
-				  "bytes of the blob's slice the rail carried", gs, mc->nrails,
-				  bytes);
-		group_rail_family(m, "rdmactl_multicast_rail_seconds", METRIC_GAUGE,
-				  "until the rail's last receiver's last chunk", gs, mc->nrails,
-				  secs);
-	}
-	group_metrics(m, g);
+	group_rail_devs(gs, m->nrails, dev, sizeof(dev));
+	out_str(o, "algo", NULL, rc_mcast_algo_name(m->run.shape.algo));
+	out_str(o, "device", NULL, dev);
+	out_u64(o, "root", NULL, (uint64_t)m->run.shape.root);
+	out_u64(o, "ranks", NULL, (uint64_t)m->grp.who.world);
+	out_obj_begin(o, "self");
+	out_u64(o, "bytes", NULL, r->self.bytes);
+	out_bool(o, "ok", NULL, r->self.ok);
+	out_obj_end(o);
+	group_report_data(o, gs[0]);
 }
 
 /* One receiver's reports of every rail (x[i]: rail i's) into one. */

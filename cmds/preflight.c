@@ -171,6 +171,8 @@ static int run(struct ctx *ctx, struct pf_cli *a)
 	metrics_init(&m);
 	metrics_label(&m, "command", "preflight");
 	metrics_label_u64(&m, "rank", (uint64_t)me);
+	if (metrics)
+		out_keep_tree(&ctx->out);
 	if (!all || !verdict) {
 		rc = fail(ctx, -ENOMEM, "out of memory");
 		goto out;
@@ -188,8 +190,7 @@ static int run(struct ctx *ctx, struct pf_cli *a)
 				       .probe_duration_s = a->probe.duration_s,
 				       .min_percent = a->min_percent,
 				       .buffer = a->buffer,
-				       .svg = a->svg,
-				       .metrics = metrics ? &m : NULL };
+				       .svg = a->svg };
 
 		rc = pf_report(ctx, &r, &clean);
 	}
@@ -200,8 +201,8 @@ static int run(struct ctx *ctx, struct pf_cli *a)
 		clean = verdict[0] != 0;
 	if (!rc && me != 0)
 		ctx->out.printed = true; /* only rank 0 prints the document */
-	if (metrics && g)
-		group_metrics(&m, g);
+	if (g)
+		group_report_data(&ctx->out, g);
 	if (!rc && !clean)
 		ctx->exit_code = EXIT_FAIL;
 out:
@@ -209,8 +210,11 @@ out:
 	rc_group_close(g);
 	free(all);
 	free(verdict);
-	if (metrics)
+	if (metrics) {
+		metrics_render(&m, out_tree(&ctx->out), &pf_metric_table);
+		metrics_render(&m, out_tree(&ctx->out), &group_metric_table);
 		rc = metrics_commit(ctx, &m, a->grp.metrics, rc);
+	}
 	metrics_free(&m);
 	return rc;
 }

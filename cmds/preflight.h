@@ -21,11 +21,12 @@ struct pf_report {
 	double min_percent; /* a probed direction below it is a finding (0: not judged) */
 	uint64_t buffer;
 	const char *svg;
-	struct metrics *metrics; /* NULL: no --metrics */
 };
 
-/* Compare, print (findings first, errors first), draw --svg and fill the
- * metrics. *clean: no error or warning. 0, or what fail returned. */
+/* Compare, print (findings first, errors first) and draw --svg. *clean: no error or warning. 0, or what fail returned. */
 int pf_report(struct ctx *ctx, const struct pf_report *r, bool *clean);
+/* --metrics: the report's rows (the counts, the verdict, each probed
+ * direction's bandwidth). */
+extern const struct metric_table pf_metric_table;
 
 #endif

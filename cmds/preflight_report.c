@@ -233,30 +233,20 @@ static void put_head(struct out *o, const struct pf_report *r, const int *count,
 	out_i64(o, "findings_left_out", NULL, nf > PF_FINDINGS_MAX ? nf - PF_FINDINGS_MAX : 0);
 }
 
-static void report_metrics(struct metrics *m, const struct pf_report *r, const int *count,
-			   bool clean)
-{
-	metrics_gauge(m, "rdmactl_preflight_nodes", "nodes compared", r->world);
-	metrics_gauge(m, "rdmactl_preflight_clean", "1 when no error or warning was found", clean);
-	metrics_family(m, "rdmactl_preflight_findings", METRIC_GAUGE, "findings by severity");
-	for (int s = RC_SEV_ERROR; s >= RC_SEV_INFO; s--)
-		metrics_sample(m, "", "severity", sev_word((enum rc_topo_sev)s), count[s]);
-	if (!r->probe)
-		return;
-	metrics_family(m, "rdmactl_preflight_probe_write_bytes_per_second", METRIC_GAUGE,
-		       "the probe's RDMA WRITE bandwidth of each direction (FROM->TO)");
-	for (int a = 0; a < r->world; a++)
-		for (int b = 0; b < r->world; b++) {
-			const struct rc_sweep_cell *c =
-				&r->probe->m[(size_t)a * (size_t)r->world + (size_t)b];
-			char dir[32];
-
-			if (a == b || c->status)
-				continue;
-			snprintf(dir, sizeof(dir), "%d->%d", a, b);
-			metrics_sample(m, "", "direction", dir, c->bw_gbit * 1e9 / 8);
-		}
-}
+static const struct metric_row pf_metric_rows[] = {
+	{ "world", "rdmactl_preflight_nodes", METRIC_GAUGE, "nodes compared" },
+	{ "clean", "rdmactl_preflight_clean", METRIC_GAUGE, "1 when no error or warning was found" },
+	{ "counts.error", "rdmactl_preflight_findings", METRIC_GAUGE, "findings by severity", 0,
+	  "severity=error" },
+	{ "counts.warning", "rdmactl_preflight_findings", METRIC_GAUGE, "findings by severity", 0,
+	  "severity=warning" },
+	{ "counts.info", "rdmactl_preflight_findings", METRIC_GAUGE, "findings by severity", 0,
+	  "severity=info" },
+	{ "probe.directions[].gbit_per_s", "rdmactl_preflight_probe_write_bytes_per_second",
+	  METRIC_GAUGE, "the probe's RDMA WRITE bandwidth of each direction (FROM->TO)", 1e9 / 8,
+	  "direction={from}->{to}" },
+};
+const struct metric_table pf_metric_table = METRIC_TABLE(pf_metric_rows);
 
 int pf_report(struct ctx *ctx, const struct pf_report *r, bool *clean)
 {
@@ -295,8 +285,6 @@ int pf_report(struct ctx *ctx, const struct pf_report *r, bool *clean)
 		out_text(o, "verdict: %d finding%s to fix (exit 1)\n",
 			 count[RC_SEV_ERROR] + count[RC_SEV_WARNING],
 			 count[RC_SEV_ERROR] + count[RC_SEV_WARNING] == 1 ? "" : "s");
-	if (r->metrics)
-		report_metrics(r->metrics, r, count, *clean);
 	if (r->svg && (rc = pf_svg_write(r->svg, r->nodes, r->world, differs)))
 		rc = fail(ctx, rc, "--svg %s: %s", r->svg, strerror(-rc));
 	else if (r->svg)

@@ -129,14 +129,12 @@ static void progress(void *arg, int round, int rounds, int peer, const char *wha
 {
 	struct sweep_prog *sp = arg;
 
-	if (!sp->p.on)
-		return;
 	if (peer >= 0)
-		fprintf(stderr, "\r\033[Kround %d of %d: rank %d with rank %d: %s", round + 1,
-			rounds, sp->me, peer, what);
+		progress_say(&sp->p, true, "round %d of %d: rank %d with rank %d: %s", round + 1,
+			     rounds, sp->me, peer, what);
 	else
-		fprintf(stderr, "\r\033[Kround %d of %d: rank %d %s", round + 1, rounds, sp->me,
-			what);
+		progress_say(&sp->p, true, "round %d of %d: rank %d %s", round + 1, rounds, sp->me,
+			     what);
 }
 
 /* Every rank connects to every other. */
@@ -196,6 +194,8 @@ static int run(struct ctx *ctx, struct sweep_cli *a)
 	metrics_init(&m);
 	metrics_label(&m, "command", "sweep");
 	metrics_label_u64(&m, "rank", (uint64_t)me);
+	if (metrics)
+		out_keep_tree(&ctx->out);
 	if (!verdict) {
 		rc = fail(ctx, -ENOMEM, "out of memory");
 		goto out;
@@ -213,8 +213,7 @@ static int run(struct ctx *ctx, struct sweep_cli *a)
 	a->run.progress = progress;
 	a->run.progress_arg = &prog;
 	rc = rc_sweep_run(g, &a->run, &res, &e);
-	if (prog.p.on)
-		fputs("\r\033[K", stderr);
+	progress_end(&prog.p);
 	if (rc) {
 		rc = fail(ctx, rc, "rank %d: %s", me, e.msg);
 		goto out;
@@ -225,8 +224,7 @@ static int run(struct ctx *ctx, struct sweep_cli *a)
 					  .lim = &a->lim,
 					  .res = &res,
 					  .g = g,
-					  .svg = a->svg,
-					  .metrics = metrics ? &m : NULL };
+					  .svg = a->svg };
 
 		rc = sweep_report(ctx, &r, &healthy);
 	}
@@ -238,16 +236,18 @@ static int run(struct ctx *ctx, struct sweep_cli *a)
 		healthy = verdict[0] != 0;
 	if (!rc && me != 0)
 		ctx->out.printed = true; /* only rank 0 prints the document */
-	if (metrics)
-		group_metrics(&m, g);
+	group_report_data(&ctx->out, g);
 	if (!rc && !healthy)
 		ctx->exit_code = EXIT_FAIL;
 out:
 	rc_sweep_result_free(&res);
 	free(verdict);
 	rc_group_close(g);
-	if (metrics)
+	if (metrics) {
+		metrics_render(&m, out_tree(&ctx->out), &sweep_metric_table);
+		metrics_render(&m, out_tree(&ctx->out), &group_metric_table);
 		rc = metrics_commit(ctx, &m, a->grp.metrics, rc);
+	}
 	metrics_free(&m);
 	return rc;
 }

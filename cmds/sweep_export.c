@@ -10,6 +10,7 @@
 
 #include "svg.h"
 #include "sweep_judged.h"
+#include "sweep_report.h"
 
 int sweep_heatmap(const struct judged *j, const char *path)
 {
@@ -78,52 +79,25 @@ out:
 	return rc;
 }
 
-/* --metrics on rank 0: the verdict, the fleet, each direction's bandwidth
- * and median latencies. */
-static double cell_bw_bytes(const struct rc_sweep_cell *c)
-{
-	return c->bw_gbit * 1e9 / 8;
-}
-static double cell_wlat_s(const struct rc_sweep_cell *c)
-{
-	return c->wlat_p50_us / 1e6;
-}
-
-/* One gauge family with a sample for each direction measured (FROM->TO). */
-static void direction_family(struct metrics *m, const struct judged *j, const char *name,
-			     const char *help, double (*value)(const struct rc_sweep_cell *))
-{
-	char dir[32];
-
-	metrics_family(m, name, METRIC_GAUGE, help);
-	for (int a = 0; a < j->W; a++)
-		for (int b = 0; b < j->W; b++) {
-			const struct rc_sweep_cell *c = cell(j, a, b);
-
-			if (a == b || c->status)
-				continue;
-			snprintf(dir, sizeof(dir), "%d->%d", a, b);
-			metrics_sample(m, "", "direction", dir, value(c));
-		}
-}
-
-void sweep_metrics(struct metrics *m, const struct judged *j)
-{
-	metrics_gauge(m, "rdmactl_sweep_ranks", "ranks in the group", j->W);
-	metrics_gauge(m, "rdmactl_sweep_rounds", "rounds of the schedule", j->res->rounds);
-	metrics_gauge(m, "rdmactl_sweep_duration_seconds", "the whole sweep", j->res->seconds);
-	metrics_gauge(m, "rdmactl_sweep_directions_measured", "directions measured", j->v.measured);
-	metrics_gauge(m, "rdmactl_sweep_outliers", "directions judged outliers", j->v.outliers);
-	metrics_gauge(m, "rdmactl_sweep_bad_nodes", "nodes most of whose pairs are outliers",
-		      j->v.bad_nodes);
-	metrics_gauge(m, "rdmactl_sweep_healthy", "1 when no direction is an outlier", j->v.healthy);
-	if (j->v.measured)
-		metrics_gauge(m, "rdmactl_sweep_write_median_bytes_per_second",
-			      "the fleet's median RDMA WRITE bandwidth", j->v.bw_median * 1e9 / 8);
-	direction_family(m, j, "rdmactl_sweep_write_bytes_per_second",
-			 "RDMA WRITE bandwidth of each direction measured (FROM->TO)",
-			 cell_bw_bytes);
-	direction_family(m, j, "rdmactl_sweep_write_latency_p50_seconds",
-			 "median 8-byte RDMA WRITE latency of each direction measured (FROM->TO)",
-			 cell_wlat_s);
-}
+/* --metrics: rank 0's report, the verdict, the fleet, each direction's
+ * bandwidth and median latency. */
+static const struct metric_row sweep_metric_rows[] = {
+	{ "ranks", "rdmactl_sweep_ranks", METRIC_GAUGE, "ranks in the group" },
+	{ "rounds", "rdmactl_sweep_rounds", METRIC_GAUGE, "rounds of the schedule" },
+	{ "seconds", "rdmactl_sweep_duration_seconds", METRIC_GAUGE, "the whole sweep" },
+	{ "directions_measured", "rdmactl_sweep_directions_measured", METRIC_GAUGE,
+	  "directions measured" },
+	{ "outliers#", "rdmactl_sweep_outliers", METRIC_GAUGE, "directions judged outliers" },
+	{ "bad_nodes#", "rdmactl_sweep_bad_nodes", METRIC_GAUGE,
+	  "nodes most of whose pairs are outliers" },
+	{ "healthy", "rdmactl_sweep_healthy", METRIC_GAUGE, "1 when no direction is an outlier" },
+	{ "fleet.write_median_gbit_per_s", "rdmactl_sweep_write_median_bytes_per_second",
+	  METRIC_GAUGE, "the fleet's median RDMA WRITE bandwidth", 1e9 / 8 },
+	{ "matrices.write_gbit_per_s[][]", "rdmactl_sweep_write_bytes_per_second", METRIC_GAUGE,
+	  "RDMA WRITE bandwidth of each direction measured (FROM->TO)", 1e9 / 8,
+	  "direction={#0}->{#1}" },
+	{ "matrices.write_lat_p50_us[][]", "rdmactl_sweep_write_latency_p50_seconds", METRIC_GAUGE,
+	  "median 8-byte RDMA WRITE latency of each direction measured (FROM->TO)", 1e-6,
+	  "direction={#0}->{#1}" },
+};
+const struct metric_table sweep_metric_table = METRIC_TABLE(sweep_metric_rows);

@@ -39,8 +39,5 @@ static inline void why_words(unsigned why, char *buf, size_t cap)
 /* --svg: the bandwidth matrix as a heatmap, the outliers marked. 0 or
  * -errno (sweep_export.c). */
 int sweep_heatmap(const struct judged *j, const char *path);
-/* --metrics on rank 0: the verdict, the fleet, each direction's bandwidth
- * and median latencies (sweep_export.c). */
-void sweep_metrics(struct metrics *m, const struct judged *j);
 
 #endif

@@ -448,8 +448,6 @@ int sweep_report(struct ctx *ctx, const struct sweep_report *r, uint8_t *healthy
 	put_counters(o, &j);
 	out_obj_end(o);
 	put_verdict(o, &j);
-	if (r->metrics)
-		sweep_metrics(r->metrics, &j);
 	if (r->svg) {
 		int d = sweep_heatmap(&j, r->svg);
 

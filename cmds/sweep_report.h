@@ -18,12 +18,14 @@ struct sweep_report {
 	const struct rc_sweep_limits *lim;
 	const struct rc_sweep_result *res;
 	const struct rc_group *g;
-	const char *svg;         /* the heatmap's file, or NULL */
-	struct metrics *metrics; /* --metrics on rank 0, or NULL */
+	const char *svg; /* the heatmap's file, or NULL */
 };
 
 /* Judge and print; *healthy gets the verdict (1 healthy, 0 not). 0, or
  * -errno after a failure (out of memory, the SVG not written). */
 int sweep_report(struct ctx *ctx, const struct sweep_report *r, uint8_t *healthy);
+/* --metrics on rank 0: the rows of the report, the verdict, the fleet, each
+ * direction's bandwidth and median latency (sweep_export.c). */
+extern const struct metric_table sweep_metric_table;
 
 #endif

@@ -377,3 +377,217 @@ int metrics_commit(struct ctx *ctx, struct metrics *m, const char *path, int rc)
 		out_log(&ctx->out, "--metrics: %s", msg);
 	return rc;
 }
+
+/* The value at the dotted path (len bytes) below v, NULL when missing. */
+static const json_t *at(const json_t *v, const char *path, size_t len)
+{
+	char key[128];
+
+	while (v && len) {
+		const char *dot = memchr(path, '.', len);
+		size_t k = dot ? (size_t)(dot - path) : len;
+
+		if (k >= sizeof(key) || !json_is_object(v))
+			return NULL;
+		memcpy(key, path, k);
+		key[k] = '\0';
+		v = json_object_get(v, key);
+		path += k + (dot != NULL);
+		len -= k + (dot != NULL);
+	}
+	return v;
+}
+
+static bool number_of(const json_t *v, double *d)
+{
+	if (json_is_number(v))
+		*d = json_number_value(v);
+	else if (json_is_boolean(v))
+		*d = json_is_true(v);
+	else
+		return false;
+	return true;
+}
+
+/* A label value's text: a string as it is, a whole number without a point. */
+static bool text_of(const json_t *v, char *buf, size_t cap)
+{
+	if (json_is_string(v))
+		snprintf(buf, cap, "%s", json_string_value(v));
+	else if (json_is_integer(v))
+		snprintf(buf, cap, "%lld", (long long)json_integer_value(v));
+	else if (json_is_real(v))
+		fmt_value(buf, cap, json_real_value(v));
+	else if (json_is_boolean(v))
+		snprintf(buf, cap, "%s", json_is_true(v) ? "true" : "false");
+	else
+		return false;
+	return true;
+}
+
+void metrics_labels_from(struct metrics *m, const json_t *doc, const char *keys)
+{
+	char val[512];
+
+	for (const char *p = keys; p && *p;) {
+		size_t k = strcspn(p, ",");
+
+		if (text_of(at(doc, p, k), val, sizeof(val))) {
+			char name[64];
+
+			snprintf(name, sizeof(name), "%.*s", (int)k, p);
+			metrics_label(m, name, val);
+		}
+		p += k + (p[k] == ',');
+	}
+}
+
+#define ROW_LABELS 4
+#define ROW_DEPTH 4
+/* Where a row's walk is: the element, the document, the array indices. */
+struct row_at {
+	const json_t *el, *doc;
+	size_t idx[ROW_DEPTH];
+	int depth;
+};
+struct row_labels {
+	char name[ROW_LABELS][32];
+	char value[ROW_LABELS][256];
+	const char *np[ROW_LABELS], *vp[ROW_LABELS];
+	int n;
+};
+
+/* {KEY}'s text: the element's KEY, else the document's; {#N} the index in
+ * the Nth array walked. */
+static bool ref_text(const struct row_at *w, const char *k, size_t len, char *t, size_t cap)
+{
+	const json_t *v;
+
+	if (len == 2 && k[0] == '#' && k[1] >= '0' && k[1] - '0' < w->depth) {
+		snprintf(t, cap, "%zu", w->idx[k[1] - '0']);
+		return true;
+	}
+	v = at(w->el, k, len);
+	return text_of(v ? v : at(w->doc, k, len), t, cap);
+}
+
+/* One label value of a spec: fixed text and {refs}. False when a ref is
+ * missing. */
+static bool label_value(const char *s, const char *end, const struct row_at *w, char *out,
+			size_t cap)
+{
+	size_t o = 0;
+
+	while (s < end && o + 1 < cap) {
+		const char *close = *s == '{' ? memchr(s, '}', (size_t)(end - s)) : NULL;
+		char t[256];
+
+		if (!close) {
+			out[o++] = *s++;
+			continue;
+		}
+		if (!ref_text(w, s + 1, (size_t)(close - s - 1), t, sizeof(t)))
+			return false;
+		o += (size_t)snprintf(out + o, cap - o, "%s", t);
+		o = o < cap ? o : cap - 1;
+		s = close + 1;
+	}
+	out[o] = '\0';
+	return true;
+}
+
+/* "name={key},name2=fixed" read into l. False when a key is missing (no
+ * sample) or the spec is wrong (m's error). */
+static bool row_labels(struct metrics *m, const char *spec, const struct row_at *w,
+		       struct row_labels *l)
+{
+	l->n = 0;
+	for (const char *p = spec; p && *p; l->n++) {
+		const char *end = p + strcspn(p, ","), *eq = memchr(p, '=', (size_t)(end - p));
+
+		if (!eq || l->n == ROW_LABELS || eq - p >= 32) {
+			bad(m, -EINVAL, "a metrics row's labels '%s'", spec);
+			return false;
+		}
+		snprintf(l->name[l->n], sizeof(l->name[0]), "%.*s", (int)(eq - p), p);
+		if (!label_value(eq + 1, end, w, l->value[l->n], sizeof(l->value[0])))
+			return false;
+		l->np[l->n] = l->name[l->n];
+		l->vp[l->n] = l->value[l->n];
+		p = *end ? end + 1 : end;
+	}
+	return true;
+}
+
+/* v in the metric's unit: a scale under 1 that is a whole divisor (1e-6: us
+ * to seconds) divides, so that 2.5 us is 2.5e-06 s, not 2.4999999999999998e-06. */
+static double scaled(double v, double scale)
+{
+	double div = scale > 0 && scale < 1 ? round(1 / scale) : 0;
+
+	if (div >= 2 && fabs(1 / scale - div) < 1e-9 * div)
+		return v / div;
+	return v * (scale ? scale : 1);
+}
+
+/* The row's sample of the value at vpath below the element ("KEY#": the
+ * length of the array KEY); its family's HELP and TYPE before its first. */
+static void row_sample(struct metrics *m, const struct metric_row *r, const struct row_at *w,
+		       const char *vpath)
+{
+	size_t len = strlen(vpath);
+	bool count = len && vpath[len - 1] == '#';
+	const json_t *x = at(w->el, vpath, len - count);
+	struct row_labels l;
+	double v;
+
+	if (count && json_is_array(x))
+		v = (double)json_array_size(x);
+	else if (count || !number_of(x, &v))
+		return;
+	if (!row_labels(m, r->labels, w, &l))
+		return;
+	if (strcmp(m->family, r->name))
+		metrics_family(m, r->name, r->type, r->help);
+	sample_labels(m, r->suffix ? r->suffix : "", l.np, l.vp, l.n, scaled(v, r->scale));
+}
+
+/* Down the path p below w's element: each "[]" a sample per element. */
+static void walk(struct metrics *m, const struct metric_row *r, struct row_at *w, const char *p)
+{
+	const char *br = strstr(p, "[]");
+	const json_t *arr, *el, *up = w->el;
+	size_t k;
+
+	if (!br) {
+		row_sample(m, r, w, p);
+		return;
+	}
+	if (w->depth == ROW_DEPTH)
+		return;
+	arr = at(w->el, p, (size_t)(br - p));
+	w->depth++;
+	json_array_foreach(arr, k, el)
+	{
+		w->el = el;
+		w->idx[w->depth - 1] = k;
+		walk(m, r, w, br[2] == '.' ? br + 3 : br + 2);
+	}
+	w->depth--;
+	w->el = up;
+}
+
+void metrics_from_report(struct metrics *m, const json_t *doc, const struct metric_row *rows,
+			 size_t n)
+{
+	for (size_t i = 0; doc && i < n; i++) {
+		struct row_at w = { .el = doc, .doc = doc };
+
+		walk(m, &rows[i], &w, rows[i].path);
+	}
+}
+
+void metrics_render(struct metrics *m, const json_t *doc, const struct metric_table *t)
+{
+	metrics_from_report(m, doc, t->row, t->n);
+}

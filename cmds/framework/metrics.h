@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "cmd.h"
 
 /* The option, as an X-macro entry like the blocks of client_cmds.h. */
@@ -56,6 +58,44 @@ const char *metrics_text(struct metrics *m);
 /* Write the text to path.tmp (mode 0644) and rename it over path. Returns 0
  * or -errno, with msg (cap bytes) naming the cause. */
 int metrics_write(struct metrics *m, const char *path, char *msg, size_t cap);
+
+/* A command's metrics as data: each row names a value of its report (the
+ * document the output layer built, out_keep_tree() in text mode) and the
+ * family it is published as. The file renders the report; it computes
+ * nothing of its own. Rows of one family follow each other; a family whose
+ * values are all missing (or null) is left out. */
+struct metric_row {
+	/* "group.connect_s"; "rails[].bytes": a sample per element (arrays nest:
+	 * "m[][]"); "outliers#": the array's length */
+	const char *path;
+	const char *name; /* rdmactl_... */
+	enum metric_type type;
+	const char *help;
+	double scale; /* the report's unit to the metric's base unit (0: 1) */
+	/* the sample's own: "rail={rail},device={device}" ({KEY}: the element's,
+	 * else the document's, value; {#0}: the index in the first array walked),
+	 * "quantile=0.5"; NULL */
+	const char *labels;
+	const char *suffix; /* a summary's "_sum" or "_count"; NULL */
+};
+/* A command's rows, counted where they are written. */
+struct metric_table {
+	const struct metric_row *row;
+	size_t n;
+};
+#define METRIC_TABLE(rows) \
+	{ \
+		rows, sizeof(rows) / sizeof((rows)[0]) \
+	}
+
+/* Labels every later sample carries, from the report: "operation,peer" takes
+ * each key's value at the top of doc (a key missing or null: none). */
+void metrics_labels_from(struct metrics *m, const json_t *doc, const char *keys);
+/* The samples of rows[0..n) from doc (NULL: none). */
+void metrics_from_report(struct metrics *m, const json_t *doc, const struct metric_row *rows,
+			 size_t n);
+/* The samples of a table's rows. */
+void metrics_render(struct metrics *m, const json_t *doc, const struct metric_table *t);
 
 /* --metrics FILE, before any device is opened: an empty name, a folder, a
  * file in a folder that does not exist or cannot be written is a failure

@@ -43,7 +43,7 @@ static void new_doc(struct out *o)
 	o->has_error = false;
 	o->err_code = 0;
 	o->printed = false;
-	if (out_is_json(o)) {
+	if (out_is_json(o) || o->keep_tree) {
 		o->root = new_root();
 		o->stack[0] = o->root;
 		o->keys[0] = NULL;
@@ -59,7 +59,7 @@ void out_set_mode(struct out *o, enum out_mode mode)
 		return;
 	if (o->root)
 		json_decref(o->root);
-	o->root = was_json ? NULL : new_root();
+	o->root = was_json && !o->keep_tree ? NULL : new_root();
 	o->stack[0] = o->root;
 	o->keys[0] = NULL;
 	o->depth = 0;
@@ -67,6 +67,9 @@ void out_set_mode(struct out *o, enum out_mode mode)
 
 void out_free(struct out *o)
 {
+	if (o->last_event)
+		json_decref(o->last_event);
+	o->last_event = NULL;
 	if (o->root)
 		json_decref(o->root);
 	if (o->captured)
@@ -77,15 +80,52 @@ void out_free(struct out *o)
 
 void out_reset(struct out *o)
 {
+	if (o->last_event)
+		json_decref(o->last_event);
+	o->last_event = NULL;
+	o->keep_tree = false;
+	o->muted = false;
 	o->cmd = NULL;
 	o->streamed = false;
 	new_doc(o);
+}
+
+void out_keep_tree(struct out *o)
+{
+	o->keep_tree = true;
+	if (o->root)
+		return;
+	o->root = new_root();
+	o->stack[0] = o->root;
+	o->keys[0] = NULL;
+	o->depth = 0;
+}
+
+json_t *out_tree(const struct out *o)
+{
+	return o->root;
+}
+
+json_t *out_last_event(const struct out *o)
+{
+	return o->last_event;
 }
 
 void out_schema_version(struct out *o, int version)
 {
 	if (o->root)
 		json_object_set_new(o->root, "schema_version", json_integer(version));
+}
+
+/* Text mode, not muted: the values are printed. */
+static bool text_on(const struct out *o)
+{
+	return !out_is_json(o) && !o->muted;
+}
+
+void out_mute(struct out *o, bool on)
+{
+	o->muted = on;
 }
 
 static void add(struct out *o, const char *key, json_t *val)
@@ -164,9 +204,9 @@ void out_str(struct out *o, const char *key, const char *fmt, const char *val)
 {
 	char shown[1024];
 
-	if (out_is_json(o))
+	if (o->root)
 		add(o, key, val ? json_text(val) : json_null());
-	else if (fmt)
+	if (text_on(o) && fmt)
 		fprintf(o->fp, fmt, val ? printable(val, shown, sizeof(shown)) : "-");
 }
 
@@ -175,43 +215,43 @@ void out_u64(struct out *o, const char *key, const char *fmt, uint64_t val)
 	/* JSON integers here are signed 64-bit (jansson): a value past
 	 * INT64_MAX is a number of the right size, exact to 17 digits, never
 	 * a negative one (atomic's *_hex fields carry every bit). */
-	if (out_is_json(o))
+	if (o->root)
 		add(o, key,
 		    val <= INT64_MAX ? json_integer((json_int_t)val) : json_real((double)val));
-	else if (fmt)
+	if (text_on(o) && fmt)
 		fprintf(o->fp, fmt, val);
 }
 
 void out_i64(struct out *o, const char *key, const char *fmt, int64_t val)
 {
-	if (out_is_json(o))
+	if (o->root)
 		add(o, key, json_integer(val));
-	else if (fmt)
+	if (text_on(o) && fmt)
 		fprintf(o->fp, fmt, val);
 }
 
 void out_f64(struct out *o, const char *key, const char *fmt, double val)
 {
-	if (out_is_json(o))
+	if (o->root)
 		add(o, key,
 		    isfinite(val) ? json_real(val)
 				  : json_null()); /* JSON has no NaN: null, never a missing key */
-	else if (fmt)
+	if (text_on(o) && fmt)
 		fprintf(o->fp, fmt, val);
 }
 
 void out_bool(struct out *o, const char *key, const char *fmt, bool val)
 {
-	if (out_is_json(o))
+	if (o->root)
 		add(o, key, json_boolean(val));
-	else if (fmt)
+	if (text_on(o) && fmt)
 		fprintf(o->fp, fmt, val ? "yes" : "no");
 }
 #pragma GCC diagnostic pop
 
 void out_null(struct out *o, const char *key)
 {
-	if (out_is_json(o))
+	if (o->root)
 		add(o, key, json_null());
 }
 
@@ -239,7 +279,7 @@ void out_mem(struct out *o, const char *lead, enum rc_mem_kind kind, int gpu, en
 
 void out_json(struct out *o, const char *key, json_t *val)
 {
-	if (out_is_json(o))
+	if (o->root)
 		add(o, key, val);
 	else
 		json_decref(val);
@@ -249,7 +289,7 @@ void out_text(struct out *o, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (out_is_json(o))
+	if (!text_on(o))
 		return;
 	va_start(ap, fmt);
 	vfprintf(o->fp, fmt, ap);
@@ -258,7 +298,7 @@ void out_text(struct out *o, const char *fmt, ...)
 
 static void push(struct out *o, const char *key, json_t *val)
 {
-	if (!out_is_json(o))
+	if (!o->root)
 		return;
 	if (o->depth + 1 >= OUT_MAX_DEPTH) {
 		json_decref(val);
@@ -271,19 +311,19 @@ static void push(struct out *o, const char *key, json_t *val)
 
 void out_obj_begin(struct out *o, const char *key)
 {
-	if (out_is_json(o))
+	if (o->root)
 		push(o, key, json_object());
 }
 
 void out_arr_begin(struct out *o, const char *key)
 {
-	if (out_is_json(o))
+	if (o->root)
 		push(o, key, json_array());
 }
 
 void out_obj_end(struct out *o)
 {
-	if (out_is_json(o) && o->depth > 0)
+	if (o->root && o->depth > 0)
 		o->depth--;
 }
 
@@ -469,10 +509,20 @@ void out_finish(struct out *o)
 
 void out_event(struct out *o)
 {
+	if (o->keep_tree && o->root) { /* for --metrics: the event's values */
+		if (o->last_event)
+			json_decref(o->last_event);
+		o->last_event = json_incref(o->root);
+	}
 	if (out_is_json(o)) {
 		print_doc(o, true);
 		new_doc(o);
 		o->streamed = true;
+	} else if (o->keep_tree) { /* text: a new tree, the errors kept */
+		json_decref(o->root);
+		o->root = new_root();
+		o->stack[0] = o->root;
+		o->depth = 0;
 	}
 	fflush(o->fp);
 }

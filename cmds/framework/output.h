@@ -32,6 +32,9 @@ struct out {
 	bool has_error;
 	int err_code;           /* errno of the last error recorded (0: none, or none given) */
 	bool printed;           /* out_finish() already printed the document */
+	bool keep_tree;         /* text mode: the document built all the same (--metrics) */
+	bool muted;             /* text mode: the values go to the document only (out_mute) */
+	json_t *last_event;     /* the last event out_event() ended, with out_keep_tree() or -j */
 	bool streamed;          /* out_event() printed this command's documents */
 	const char *err_prefix; /* text mode: put before each error ("FILE:LINE") */
 	bool capture;           /* batch mode: keep the document instead of printing */
@@ -52,6 +55,17 @@ void out_set_mode(struct out *o, enum out_mode mode);
  * RDMACTL_SCHEMA_VERSION (multicast's report is 3: its sha256 keys are null
  * unless --digest sha256); every other document carries that one. */
 void out_schema_version(struct out *o, int version);
+/* Build the document in text mode too, from now to the next out_reset(), so
+ * that another backend (the --metrics file) renders the values the report
+ * emitted; JSON mode builds it always. */
+void out_keep_tree(struct out *o);
+/* The document so far (NULL: text mode without out_keep_tree). */
+json_t *out_tree(const struct out *o);
+/* Muted, a report is built (out_keep_tree) but not printed: a rank that
+ * writes --metrics but does not print its report. */
+void out_mute(struct out *o, bool on);
+/* The document of the last event out_event() ended (a summary), NULL when none. */
+json_t *out_last_event(const struct out *o);
 
 /* Values: the text format receives the value as its only argument. A NULL
  * format prints nothing in text mode. */

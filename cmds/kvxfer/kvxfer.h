@@ -240,7 +240,7 @@ struct run_ctx {
 };
 void kvxfer_on_event(void *arg, const struct kv_event *ev);
 void kvxfer_put_summary(struct ctx *ctx, const struct kv_summary *s, uint32_t asked, bool send);
-/* --metrics: the summary's figures. */
-void kvxfer_metrics(struct metrics *m, const struct kv_summary *s, bool send);
+/* --metrics: the rows of the summary event, serve's and send's. */
+extern const struct metric_table kv_serve_metric_table, kv_send_metric_table;
 
 #endif

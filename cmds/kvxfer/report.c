@@ -229,6 +229,8 @@ void kvxfer_put_summary(struct ctx *ctx, const struct kv_summary *s, uint32_t as
 	gbyte = s->seconds > 0 ? (double)s->bytes / 1e9 / s->seconds : 0;
 	out_f64(o, "gbyte_per_s", " (%.3f GB/s", gbyte);
 	out_f64(o, "gbit_per_s", ", %.3f Gb/s)", gbyte * 8);
+	if (send)
+		out_f64(o, "exposed_total_us", NULL, s->exposed_sum_s * 1e6);
 	if (send && s->done) {
 		out_f64(o, "exposed_avg_us", "; exposed %.0f us on average",
 			s->exposed_sum_s / s->done * 1e6);
@@ -258,39 +260,48 @@ void kvxfer_put_summary(struct ctx *ctx, const struct kv_summary *s, uint32_t as
 	out_event(o);
 }
 
-void kvxfer_metrics(struct metrics *m, const struct kv_summary *s, bool send)
-{
-	char qp[16];
-
-	metrics_family(m, "rdmactl_kvxfer_requests_total", METRIC_COUNTER,
-		       "requests finished, by outcome");
-	metrics_sample(m, "", "outcome", "done", s->done);
-	metrics_sample(m, "", "outcome", "cancelled", s->cancelled);
-	metrics_sample(m, "", "outcome", "failed", s->failed);
-	metrics_counter(m, "rdmactl_kvxfer_verified_requests_total",
-			"requests whose every byte was checked and right", s->verified);
-	metrics_counter(m, "rdmactl_kvxfer_bytes_total", "bytes of the requests done",
-			(double)s->bytes);
-	metrics_gauge(m, "rdmactl_kvxfer_duration_seconds",
-		      "from the first request's start to the last one's end", s->seconds);
-	if (s->nrails > 1) {
-		metrics_family(m, "rdmactl_kvxfer_rail_bytes_total", METRIC_COUNTER,
-			       send ? "RDMA WRITE payload bytes sent over each rail (device)"
-				    : "bytes of the requests done that came in on each rail (device)");
-		for (uint32_t i = 0; i < s->nrails; i++)
-			metrics_sample(m, "", "device", s->rails[i].dev, (double)s->rails[i].bytes);
+/* --metrics: the summary event's figures (kvxfer_put_summary). */
+#define KV_ROWS(rail_help) \
+	{ "done", \
+	  "rdmactl_kvxfer_requests_total", \
+	  METRIC_COUNTER, \
+	  "requests finished, by outcome", \
+	  0, \
+	  "outcome=done" }, \
+		{ "cancelled", \
+		  "rdmactl_kvxfer_requests_total", \
+		  METRIC_COUNTER, \
+		  "requests finished, by outcome", \
+		  0, \
+		  "outcome=cancelled" }, \
+		{ "failed", \
+		  "rdmactl_kvxfer_requests_total", \
+		  METRIC_COUNTER, \
+		  "requests finished, by outcome", \
+		  0, \
+		  "outcome=failed" }, \
+		{ "verified", "rdmactl_kvxfer_verified_requests_total", METRIC_COUNTER, \
+		  "requests whose every byte was checked and right" }, \
+		{ "bytes", "rdmactl_kvxfer_bytes_total", METRIC_COUNTER, \
+		  "bytes of the requests done" }, \
+		{ "seconds", "rdmactl_kvxfer_duration_seconds", METRIC_GAUGE, \
+		  "from the first request's start to the last one's end" }, \
+	{ \
+		"rails[].bytes", "rdmactl_kvxfer_rail_bytes_total", METRIC_COUNTER, rail_help, 0, \
+			"device={device}" \
 	}
-	if (!send)
-		return;
-	metrics_gauge(m, "rdmactl_kvxfer_exposed_max_seconds",
-		      "the longest a request's transfer outlasted its compute", s->exposed_max_s);
-	metrics_counter(m, "rdmactl_kvxfer_exposed_seconds_total",
-			"the requests' transfer time not hidden by compute, together",
-			s->exposed_sum_s);
-	metrics_family(m, "rdmactl_kvxfer_qp_bytes_total", METRIC_COUNTER,
-		       "RDMA WRITE payload bytes per data queue pair (all decode ranks)");
-	for (uint32_t k = 0; k < s->nqps; k++) {
-		snprintf(qp, sizeof(qp), "%u", k);
-		metrics_sample(m, "", "qp", qp, (double)s->qp_bytes[k]);
-	}
-}
+static const struct metric_row kv_serve_rows[] = {
+	KV_ROWS("bytes of the requests done that came in on each rail (device)"),
+};
+static const struct metric_row kv_send_rows[] = {
+	KV_ROWS("RDMA WRITE payload bytes sent over each rail (device)"),
+	{ "exposed_max_us", "rdmactl_kvxfer_exposed_max_seconds", METRIC_GAUGE,
+	  "the longest a request's transfer outlasted its compute", 1e-6 },
+	{ "exposed_total_us", "rdmactl_kvxfer_exposed_seconds_total", METRIC_COUNTER,
+	  "the requests' transfer time not hidden by compute, together", 1e-6 },
+	{ "qp_bytes[]", "rdmactl_kvxfer_qp_bytes_total", METRIC_COUNTER,
+	  "RDMA WRITE payload bytes per data queue pair (all decode ranks)", 0, "qp={#0}" },
+};
+#undef KV_ROWS
+const struct metric_table kv_serve_metric_table = METRIC_TABLE(kv_serve_rows);
+const struct metric_table kv_send_metric_table = METRIC_TABLE(kv_send_rows);

@@ -102,6 +102,8 @@ static int finish(struct ctx *ctx, const struct kvxfer_args *a, uint32_t rank, i
 	bool ran = !rc;
 	struct metrics m;
 
+	if (path) /* the summary event built in text mode too */
+		out_keep_tree(&ctx->out);
 	rc = finish_run(ctx, rc, e, sum, asked, send, sfd, mask);
 	if (!path)
 		return rc;
@@ -109,7 +111,8 @@ static int finish(struct ctx *ctx, const struct kvxfer_args *a, uint32_t rank, i
 	metrics_label(&m, "command", send ? "kvxfer send" : "kvxfer serve");
 	metrics_label_u64(&m, "rank", rank);
 	if (ran)
-		kvxfer_metrics(&m, sum, send);
+		metrics_render(&m, out_last_event(&ctx->out),
+			       send ? &kv_send_metric_table : &kv_serve_metric_table);
 	return metrics_commit(ctx, &m, path, rc);
 }
 

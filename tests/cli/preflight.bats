@@ -1,3 +1,7 @@
+		if [[ $got != "$want" ]]; then
+			fail "$sev: the file says '$got', the document '$want'"
+			return 1
+		fi
 #!/usr/bin/env bats
 # SPDX-License-Identifier: MIT
 # preflight on one node (--world 1: no group, no device needed) over the
@@ -178,4 +182,42 @@ copy_fixture() {
 	assert_failure 1
 	jq -e '.findings[0].check == "facts" and (.findings[0].message | test("none"))
 		and (.nodes[0].loaded | not)' <<<"$output"
+}
+
+# pf_metrics_match FILE JSON: each figure of the --metrics file is the
+# document's: the nodes, the verdict and each severity's count.
+pf_metrics_match() {
+	local sev want got
+	assert_equal "$(metrics_value "$1" rdmactl_preflight_nodes)" "$(jq -r .world <<<"$2")"
+	assert_equal "$(metrics_value "$1" rdmactl_preflight_clean)" "$(jq -r 'if .clean then 1 else 0 end' <<<"$2")"
+	for sev in error warning info; do
+		want=$(jq -r --arg s "$sev" '.counts[$s]' <<<"$2")
+		got=$(metrics_value "$1" rdmactl_preflight_findings "severity=\"$sev\"")
+		if [[ $got != "$want" ]]; then
+			fail "$sev: the file says '$got', the document '$want'"
+			return 1
+		fi
+	done
+}
+
+@test "--metrics renders the report: its figures are the JSON document's of the same run, text or -j" {
+	require_promtool
+	local t doc
+	t=$(copy_fixture same two-socket-8gpu)
+	rm -r -- "$t/module/rdma_ucm"
+	pf -j -- --sysfs "$t" --metrics "$BATS_TEST_TMPDIR/j.prom"
+	assert_failure 1
+	doc=$output
+	jq -e '.counts.error == 1 and .clean == false' <<<"$doc"
+	metrics_check "$BATS_TEST_TMPDIR/j.prom"
+	pf_metrics_match "$BATS_TEST_TMPDIR/j.prom" "$doc"
+	# in text mode the file renders the same report, built all the same
+	pf -- --sysfs "$t" --metrics "$BATS_TEST_TMPDIR/t.prom"
+	assert_failure 1
+	metrics_check "$BATS_TEST_TMPDIR/t.prom"
+	pf_metrics_match "$BATS_TEST_TMPDIR/t.prom" "$doc"
+	# the wrong answer: a document with another count does not match
+	run pf_metrics_match "$BATS_TEST_TMPDIR/t.prom" "$(jq -c '.counts.error = 2' <<<"$doc")"
+	assert_failure
+	assert_output --partial "error: the file says '1', the document '2'"
 }

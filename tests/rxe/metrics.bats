@@ -63,6 +63,16 @@ two_ranks() {
 	hi=$(metrics_value "$M/lat.prom" rdmactl_bench_latency_seconds 'quantile="1"')
 	awk -v a="$lo" -v b="$hi" 'BEGIN { exit !(a > 0 && b >= a && b < 10) }' ||
 		fail "latency min $lo, max $hi"
+	# the file renders the report: with -j, its median is the document's
+	run rdmactl -j write --lat --msg-size 4K --iters 50 --metrics "$M/lat.j.prom" "$ADDR:$PORT/m"
+	assert_success
+	local p50 doc_p50
+	p50=$(metrics_value "$M/lat.j.prom" rdmactl_bench_latency_seconds 'quantile="0.5"')
+	doc_p50=$(jq -r .latency_us.p50 <<<"$output")
+	awk -v a="$p50" -v b="$doc_p50" 'BEGIN { exit !(a != "" && a == b / 1e6) }' ||
+		fail "the file's median $p50 s is not the document's $doc_p50 us"
+	assert_equal "$(metrics_value "$M/lat.j.prom" rdmactl_bench_latency_seconds_count)" \
+		"$(jq -r .latency_us.count <<<"$output")"
 }
 
 @test "alltoall of 2 ranks: a file per rank (%r), the size the report says, no token wrong" {

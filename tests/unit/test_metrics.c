@@ -178,10 +178,99 @@ static void test_write(void)
 	rmdir(dir);
 }
 
+/* A table of rows renders a report: dotted paths, a sample per element with
+ * labels from it, fixed labels, scales, summary suffixes; a value missing or
+ * null gives no sample, and a family none of whose values is there no HELP. */
+static void test_from_report(void)
+{
+	static const struct metric_row rows[] = {
+		{ "world", "rdmactl_nodes", METRIC_GAUGE, "nodes" },
+		{ "clean", "rdmactl_clean", METRIC_GAUGE, "clean" },
+		{ "counts.error", "rdmactl_findings", METRIC_GAUGE, "by severity", 0,
+		  "severity=error" },
+		{ "counts.info", "rdmactl_findings", METRIC_GAUGE, "by severity", 0,
+		  "severity=info" },
+		{ "dirs[].gbit", "rdmactl_bw_bytes_per_second", METRIC_GAUGE, "bw", 1e9 / 8,
+		  "direction={from}->{to},job={job}" },
+		{ "lat.p50", "rdmactl_lat_seconds", METRIC_SUMMARY, "lat", 1e-6, "quantile=0.5" },
+		{ "lat.sum", "rdmactl_lat_seconds", METRIC_SUMMARY, "lat", 1e-6, NULL, "_sum" },
+		{ "lat.count", "rdmactl_lat_seconds", METRIC_SUMMARY, "lat", 0, NULL, "_count" },
+		{ "absent", "rdmactl_absent", METRIC_GAUGE, "never" },
+		{ "none", "rdmactl_none", METRIC_GAUGE, "null" },
+	};
+	json_t *doc = json_loads("{\"world\": 2, \"clean\": false, \"job\": \"j1\", \"mode\": \"x\","
+				 " \"counts\": {\"error\": 1, \"info\": 3}, \"none\": null,"
+				 " \"dirs\": [{\"from\": 0, \"to\": 1, \"gbit\": 8},"
+				 " {\"from\": 1, \"to\": 0, \"error\": \"down\"},"
+				 " {\"from\": 1, \"to\": 0, \"gbit\": 16}],"
+				 " \"lat\": {\"p50\": 2.5, \"sum\": 10, \"count\": 4}}",
+				 0, NULL);
+	struct metrics m;
+
+	CHECK(doc != NULL);
+	metrics_init(&m);
+	metrics_labels_from(&m, doc, "mode,nothing");
+	metrics_from_report(&m, doc, rows, sizeof(rows) / sizeof(rows[0]));
+	CHECK_STR(metrics_text(&m),
+		  "# HELP rdmactl_nodes nodes\n# TYPE rdmactl_nodes gauge\n"
+		  "rdmactl_nodes{mode=\"x\"} 2\n"
+		  "# HELP rdmactl_clean clean\n# TYPE rdmactl_clean gauge\n"
+		  "rdmactl_clean{mode=\"x\"} 0\n"
+		  "# HELP rdmactl_findings by severity\n# TYPE rdmactl_findings gauge\n"
+		  "rdmactl_findings{mode=\"x\",severity=\"error\"} 1\n"
+		  "rdmactl_findings{mode=\"x\",severity=\"info\"} 3\n"
+		  "# HELP rdmactl_bw_bytes_per_second bw\n# TYPE rdmactl_bw_bytes_per_second gauge\n"
+		  "rdmactl_bw_bytes_per_second{mode=\"x\",direction=\"0->1\",job=\"j1\"} 1000000000\n"
+		  "rdmactl_bw_bytes_per_second{mode=\"x\",direction=\"1->0\",job=\"j1\"} 2000000000\n"
+		  "# HELP rdmactl_lat_seconds lat\n# TYPE rdmactl_lat_seconds summary\n"
+		  "rdmactl_lat_seconds{mode=\"x\",quantile=\"0.5\"} 2.5e-06\n"
+		  "rdmactl_lat_seconds_sum{mode=\"x\"} 1e-05\n"
+		  "rdmactl_lat_seconds_count{mode=\"x\"} 4\n"
+		  "# EOF\n");
+	metrics_free(&m);
+	/* no document (a command that failed before its report): nothing */
+	metrics_init(&m);
+	metrics_from_report(&m, NULL, rows, 1);
+	CHECK_STR(metrics_text(&m), "# EOF\n");
+	metrics_free(&m);
+	json_decref(doc);
+}
+
+/* A matrix (arrays nested) labelled by its indices, nulls left out; an
+ * array's length. */
+static void test_from_report_matrix(void)
+{
+	static const struct metric_row rows[] = {
+		{ "m.bw[][]", "rdmactl_bw_bytes_per_second", METRIC_GAUGE, "bw", 1e9 / 8,
+		  "direction={#0}->{#1}" },
+		{ "outliers#", "rdmactl_outliers", METRIC_GAUGE, "outliers" },
+		{ "none#", "rdmactl_none", METRIC_GAUGE, "not an array" },
+	};
+	json_t *doc = json_loads("{\"m\": {\"bw\": [[null, 8], [16, null]]},"
+				 " \"outliers\": [{}, {}, {}], \"none\": 3}",
+				 0, NULL);
+	struct metrics m;
+
+	CHECK(doc != NULL);
+	metrics_init(&m);
+	metrics_from_report(&m, doc, rows, sizeof(rows) / sizeof(rows[0]));
+	CHECK_STR(metrics_text(&m),
+		  "# HELP rdmactl_bw_bytes_per_second bw\n# TYPE rdmactl_bw_bytes_per_second gauge\n"
+		  "rdmactl_bw_bytes_per_second{direction=\"0->1\"} 1000000000\n"
+		  "rdmactl_bw_bytes_per_second{direction=\"1->0\"} 2000000000\n"
+		  "# HELP rdmactl_outliers outliers\n# TYPE rdmactl_outliers gauge\n"
+		  "rdmactl_outliers 3\n"
+		  "# EOF\n");
+	metrics_free(&m);
+	json_decref(doc);
+}
+
 int main(void)
 {
 	test_text();
 	test_names();
 	test_write();
+	test_from_report();
+	test_from_report_matrix();
 	CHECK_DONE();
 }
