@@ -93,8 +93,10 @@ static int measure_bw(struct sweep *s, int peer, struct rc_sweep_cell *c, struct
 	const struct rc_sweep_opts *o = s->o;
 	uint64_t base = rc_group_writes_done(s->g, peer), posted = 0;
 	double t0 = rc_now(), end = t0 + o->duration_s;
+	struct rc_sweep_flow flow;
 	int rc;
 
+	rc_sweep_flow_start(&flow, 4 * (uint64_t)o->depth, t0);
 	for (;;) {
 		bool more = o->duration_s > 0 ? rc_now() < end : posted < o->iters;
 		uint64_t done = rc_group_writes_done(s->g, peer) - base;
@@ -112,12 +114,17 @@ static int measure_bw(struct sweep *s, int peer, struct rc_sweep_cell *c, struct
 			break;
 		if ((rc = wait_done(s, peer, base + done + 1, err)))
 			return rc;
+		rc_sweep_flow_note(&flow, rc_group_writes_done(s->g, peer) - base, rc_now());
 	}
 	if ((rc = wait_done(s, peer, base + posted, err)))
 		return rc;
 	c->seconds = rc_now() - t0;
+	rc_sweep_flow_note(&flow, posted, t0 + c->seconds);
 	c->bytes = posted * o->msg_size;
 	c->bw_gbit = c->seconds > 0 ? (double)c->bytes * 8 / c->seconds / 1e9 : 0;
+	c->bw_flow_gbit = rc_sweep_flow_rate(&flow, o->msg_size);
+	if (c->bw_flow_gbit <= 0)
+		c->bw_flow_gbit = c->bw_gbit;
 	return 0;
 }
 
@@ -162,6 +169,7 @@ static int measure(struct sweep *s, int peer, struct rc_err *err)
 	struct rc_sweep_cell *c = &s->row[peer];
 	int rc;
 
+	c->shared_port = s->port[s->me] == s->port[peer];
 	say(s, peer, "write bandwidth");
 	if ((rc = measure_bw(s, peer, c, err)))
 		return rc;
@@ -286,7 +294,8 @@ static int check_gathered(struct rc_sweep_result *res, int me, struct rc_err *er
 		for (int j = 0; j < W && i != me; j++) {
 			struct rc_sweep_cell *c = &res->m[(size_t)i * (size_t)W + (size_t)j];
 			bool ok = c->nctr >= 0 && c->nctr <= RC_SWEEP_CTR_MAX && c->link >= 0 &&
-				  c->link <= RC_LINK_OTHER && peer_string(c->why, sizeof(c->why));
+				  c->link <= RC_LINK_OTHER && (c->shared_port & ~1) == 0 &&
+				  peer_string(c->why, sizeof(c->why));
 
 			for (int k = 0; ok && k < RC_SWEEP_CTR_MAX; k++)
 				ok = peer_string(c->ctr[k].name, sizeof(c->ctr[k].name));

@@ -183,6 +183,19 @@ example() {
 }
 
 # bats test_tags=plain-only
+@test "sweep-mpirun: 4 ranks on one healthy device, as the README runs it, judged as shipped: healthy, exit 0" {
+	command -v mpirun >/dev/null || skip "needs Open MPI's mpirun (openmpi-bin)"
+	# no loose judging: the defaults (issue 48: "NOT healthy ... outliers"
+	# here, on a device with nothing wrong, in 7 sweeps of 7)
+	example sweep-mpirun --ranks 4
+	echo "$output"
+	assert_success
+	jq -e '.ok == true and .ranks == 4 and .outliers == [] and .bad_nodes == []
+		and .failed_pairs == [] and .median_gbit_per_s > 0' <<<"$output"
+	[[ $stderr == *"sweep-mpirun: healthy, 12 directions measured"* ]] || fail "the verdict line: $stderr"
+}
+
+# bats test_tags=plain-only
 @test "sweep-mpirun: a link slowed for real is named, the example says NOT healthy" {
 	command -v mpirun >/dev/null || skip "needs Open MPI's mpirun (openmpi-bin)"
 	need_two_nics
