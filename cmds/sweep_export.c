@@ -32,7 +32,7 @@ int sweep_heatmap(const struct judged *j, const char *path)
 			const struct rc_sweep_cell *c = cell(j, a, b);
 			char words[128];
 
-			val[a * W + b] = a == b || c->status ? NAN : c->bw_gbit;
+			val[a * W + b] = a == b || c->status ? NAN : rc_sweep_flow_gbit(c);
 			mark[a * W + b] = j->v.why[a * W + b] != 0;
 			if (!(tips[a * W + b] = malloc(256)))
 				goto out;
@@ -45,15 +45,16 @@ int sweep_heatmap(const struct judged *j, const char *path)
 				snprintf(tips[a * W + b], 256, "%d -> %d failed: %s", a, b, c->why);
 			else
 				snprintf(tips[a * W + b], 256,
-					 "%d -> %d: %.3f Gb/s, WRITE %.1f us, READ %.1f us%s%s", a,
-					 b, c->bw_gbit, c->wlat_p50_us, c->rlat_p50_us,
-					 words[0] ? "; outlier: " : "", words);
+					 "%d -> %d: %.3f Gb/s while flowing (%.3f on average), "
+					 "WRITE %.1f us, READ %.1f us%s%s",
+					 a, b, rc_sweep_flow_gbit(c), c->bw_gbit, c->wlat_p50_us,
+					 c->rlat_p50_us, words[0] ? "; outlier: " : "", words);
 		}
 	}
 	/* green at the fleet's median, red where a direction is judged slow */
 	double med = j->v.bw_median, floor_ratio = j->v.bw_floor / med;
 	struct svg_heatmap h = { .n = W,
-				 .title = "rdmactl sweep: RDMA WRITE bandwidth",
+				 .title = "rdmactl sweep: RDMA WRITE bandwidth while flowing",
 				 .unit = "Gb/s",
 				 .row_axis = "from (rank)",
 				 .col_axis = "to (rank)",

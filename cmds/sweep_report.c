@@ -139,7 +139,9 @@ static void put_outlier(struct out *o, const struct judged *j, int a, int b)
 		out_str(o, "error", "failed: %s", c->why);
 	} else {
 		out_f64(o, "write_gbit_per_s", "%.3f Gb/s", c->bw_gbit);
-		out_f64(o, "of_median", " (%.2f of the fleet's median", c->bw_gbit / j->v.bw_median);
+		out_f64(o, "write_flow_gbit_per_s", ", %.3f while flowing", rc_sweep_flow_gbit(c));
+		out_f64(o, "of_median", " (%.2f of the fleet's median",
+			rc_sweep_flow_gbit(c) / j->v.bw_median);
 		if (!back->status)
 			out_f64(o, "reverse_gbit_per_s", ", %.3f the other way)", back->bw_gbit);
 		else
@@ -251,8 +253,11 @@ static void put_thresholds(struct out *o, const struct judged *j, const struct r
 	put_ratio(o, "slow_ratio", l->slow_ratio);
 	out_f64(o, "lat_ratio", NULL, l->lat_ratio);
 	put_ratio(o, "asym_ratio", l->asym_ratio);
-	out_text(o, "# fleet: WRITE median %.3f Gb/s (MAD %.3f), ", j->v.bw_median, j->v.bw_mad);
-	if (isnan(j->v.bw_floor))
+	out_text(o, "# fleet: WRITE median %.3f Gb/s while flowing (MAD %.3f), ", j->v.bw_median,
+		 j->v.bw_mad);
+	if (j->v.measured && !j->v.bw_judged)
+		out_text(o, "bandwidth not judged: no direction crosses a link (one port)");
+	else if (isnan(j->v.bw_floor))
 		out_text(o, "bandwidth not judged against it");
 	else
 		out_text(o, "slow below %.3f", j->v.bw_floor);
@@ -276,6 +281,7 @@ static void put_thresholds(struct out *o, const struct judged *j, const struct r
 	if (j->v.measured) {
 		out_f64(o, "write_median_gbit_per_s", NULL, j->v.bw_median);
 		out_f64(o, "write_mad_gbit_per_s", NULL, j->v.bw_mad);
+		out_i64(o, "write_judged_directions", NULL, j->v.bw_judged);
 		out_f64(o, "write_lat_p50_median_us", NULL, j->v.wlat_median);
 		out_f64(o, "read_lat_p50_median_us", NULL, j->v.rlat_median);
 	}
@@ -287,7 +293,7 @@ static void put_thresholds(struct out *o, const struct judged *j, const struct r
 static double badness(const struct judged *j, int k)
 {
 	const struct rc_sweep_cell *c = &j->res->m[k];
-	double bw = j->v.bw_median > 0 ? c->bw_gbit / j->v.bw_median : 1;
+	double bw = j->v.bw_median > 0 ? rc_sweep_flow_gbit(c) / j->v.bw_median : 1;
 	double lat = j->v.wlat_median > 0 ? c->wlat_p50_us / j->v.wlat_median : 1;
 
 	if (c->status)
@@ -435,11 +441,15 @@ int sweep_report(struct ctx *ctx, const struct sweep_report *r, uint8_t *healthy
 	put_thresholds(o, &j, r->lim);
 	out_obj_begin(o, "matrices");
 	text_matrix(o, &j, "RDMA WRITE bandwidth (Gb/s)", offsetof(struct rc_sweep_cell, bw_gbit));
+	text_matrix(o, &j, "RDMA WRITE bandwidth while flowing, as judged (Gb/s)",
+		    offsetof(struct rc_sweep_cell, bw_flow_gbit));
 	text_matrix(o, &j, "8-byte WRITE latency p50 (us)",
 		    offsetof(struct rc_sweep_cell, wlat_p50_us));
 	text_matrix(o, &j, "8-byte READ latency p50 (us)",
 		    offsetof(struct rc_sweep_cell, rlat_p50_us));
 	put_matrix(o, &j, "write_gbit_per_s", offsetof(struct rc_sweep_cell, bw_gbit), false);
+	put_matrix(o, &j, "write_flow_gbit_per_s", offsetof(struct rc_sweep_cell, bw_flow_gbit),
+		   false);
 	put_matrix(o, &j, "fraction_of_line_rate", offsetof(struct rc_sweep_cell, bw_gbit), true);
 	put_matrix(o, &j, "write_lat_p50_us", offsetof(struct rc_sweep_cell, wlat_p50_us), false);
 	put_matrix(o, &j, "write_lat_p99_us", offsetof(struct rc_sweep_cell, wlat_p99_us), false);

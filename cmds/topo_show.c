@@ -172,13 +172,26 @@ static void put_port(struct out *o, const struct rc_topo_port *p)
 	out_obj_end(o);
 }
 
+/* rdma(8)'s spelling of sysfs's node type, as rdma dev prints it: "CA" -> "ca". */
+static void lower_type(const char *s, char *out, size_t cap)
+{
+	size_t n = 0;
+
+	for (; s[n] && n + 1 < cap; n++)
+		out[n] = (char)tolower((unsigned char)s[n]);
+	out[n] = '\0';
+}
+
 static void put_dev(struct out *o, const struct rc_topo_dev *d)
 {
+	char type[sizeof(d->node_type)];
+
+	lower_type(d->node_type, type, sizeof(type));
 	out_obj_begin(o, NULL);
 	out_str(o, "name", "%s", d->name);
 	out_str(o, "provider", "  provider %s", d->provider);
 	put_str(o, "driver", " (driver %s)", d->driver);
-	put_str(o, "node_type", "  %s", d->node_type);
+	put_str(o, "node_type", "  %s", type);
 	put_str(o, "node_guid", "  guid %s", d->node_guid);
 	/* none in sysfs (rxe): "0.0.0", as ibv devinfo says */
 	put_str(o, "fw_ver", "  fw %s", d->fw_ver[0] ? d->fw_ver : "0.0.0");

@@ -79,6 +79,10 @@ struct rc_group_burst {
 	double until;
 	int depth;
 	int signal_every;
+	/* called as writes complete (done: how many so far) and when the burst
+	 * waits for room; NULL: none */
+	void (*note)(void *arg, uint64_t done, double now);
+	void *note_arg;
 };
 int rc_group_write_burst(struct rc_group *g, int peer, const struct rc_group_burst *b,
 			 uint64_t *posted, struct rc_err *err);

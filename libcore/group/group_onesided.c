@@ -188,6 +188,11 @@ static int burst_run(struct rc_group *g, int j, const struct rc_group_burst *b, 
 
 			/* none of ours out: control messages fill the queue */
 			rc = out ? burst_wait(g, j, out - 1, err) : group_progress(g, 100, err);
+			if (!rc && b->note) {
+				uint64_t left = rc_pipe_outstanding(q);
+
+				b->note(b->note_arg, left < k ? k - left : 0, rc_now());
+			}
 			continue;
 		}
 		at = at + len < b->len ? at + len : 0;

@@ -2,7 +2,11 @@
 /*
  * The judgement of a sweep: each direction against the fleet (median and a
  * robust spread, the median absolute deviation, so that a few bad links do
- * not move the yardstick), against the slower port's link rate and the
+ * not move the yardstick; bandwidth as the rate while data flowed, so that
+ * a stall on the retransmit timer does not make a healthy link slow, and
+ * only where the direction crosses a link: between two ranks on one port
+ * it loops back inside the NIC, and on SoftRoCE's one device such
+ * directions ran at 0.1 or 1 Gb/s by chance), against the slower port's link rate and the
  * hard bounds; then the nodes most of whose pairs are outliers, and the
  * pairs one of whose directions is much slower than the other.
  */
@@ -81,38 +85,55 @@ void rc_sweep_limits_default(struct rc_sweep_limits *l)
 		l->asym_ratio = 0.5;
 }
 
-/* Median and MAD of one field over the measured directions. */
-static void spread(int world, const struct rc_sweep_cell *m, size_t off, double *vals, double *med,
-		   double *mad)
+double rc_sweep_flow_gbit(const struct rc_sweep_cell *c)
+{
+	return c->bw_flow_gbit > 0 ? c->bw_flow_gbit : c->bw_gbit;
+}
+
+static double wlat(const struct rc_sweep_cell *c)
+{
+	return c->wlat_p50_us;
+}
+
+static double rlat(const struct rc_sweep_cell *c)
+{
+	return c->rlat_p50_us;
+}
+
+/* Median and MAD of one figure over the measured directions (links_only:
+ * those that cross a link); how many. */
+static int spread(int world, const struct rc_sweep_cell *m,
+		  double (*figure)(const struct rc_sweep_cell *), bool links_only, double *vals,
+		  double *med, double *mad)
 {
 	int n = 0;
 
 	for (int i = 0; i < world; i++)
 		for (int j = 0; j < world; j++) {
 			const struct rc_sweep_cell *c = &m[(size_t)i * (size_t)world + (size_t)j];
-			double x;
 
-			if (i == j || c->status)
+			if (i == j || c->status || (links_only && c->shared_port))
 				continue;
-			memcpy(&x, (const char *)c + off, sizeof(x));
-			vals[n++] = x;
+			vals[n++] = figure(c);
 		}
 	*med = rc_sweep_median(vals, n);
 	*mad = rc_sweep_mad(vals, n, *med);
+	return n;
 }
 
 static unsigned judge_cell(const struct rc_sweep_cell *c, double rate,
 			   const struct rc_sweep_limits *l, const struct rc_sweep_verdict *v)
 {
+	double bw = rc_sweep_flow_gbit(c);
 	unsigned why = 0;
 
 	if (c->status == RC_SWEEP_SKIPPED)
 		return 0;
 	if (c->status)
 		return RC_SWEEP_FAILED;
-	if (c->bw_gbit < v->bw_floor)
+	if (!c->shared_port && bw < v->bw_floor)
 		why |= RC_SWEEP_SLOW;
-	if (l->min_fraction > 0 && rate > 0 && c->bw_gbit < l->min_fraction * rate)
+	if (!c->shared_port && l->min_fraction > 0 && rate > 0 && bw < l->min_fraction * rate)
 		why |= RC_SWEEP_BELOW_LINE;
 	if (c->wlat_p50_us > v->wlat_ceiling || c->rlat_p50_us > v->rlat_ceiling)
 		why |= RC_SWEEP_LAT;
@@ -147,15 +168,15 @@ int rc_sweep_judge(int world, const struct rc_sweep_cell *m, const double *rate_
 		return -ENOMEM;
 	}
 	rc_sweep_limits_default(&l);
-	spread(world, m, offsetof(struct rc_sweep_cell, bw_gbit), vals, &v->bw_median, &v->bw_mad);
-	spread(world, m, offsetof(struct rc_sweep_cell, wlat_p50_us), vals, &v->wlat_median,
-	       &v->wlat_mad);
-	spread(world, m, offsetof(struct rc_sweep_cell, rlat_p50_us), vals, &v->rlat_median,
-	       &v->rlat_mad);
+	v->bw_judged = spread(world, m, rc_sweep_flow_gbit, true, vals, &v->bw_median, &v->bw_mad);
+	if (!v->bw_judged)
+		spread(world, m, rc_sweep_flow_gbit, false, vals, &v->bw_median, &v->bw_mad);
+	spread(world, m, wlat, false, vals, &v->wlat_median, &v->wlat_mad);
+	spread(world, m, rlat, false, vals, &v->rlat_median, &v->rlat_mad);
 	free(vals);
 	a = v->bw_median - l.mad_k * MAD_SIGMA * v->bw_mad;
 	b = v->bw_median * l.slow_ratio;
-	v->bw_floor = l.slow_ratio < 0 ? NAN : a < b ? a : b;
+	v->bw_floor = l.slow_ratio < 0 || !v->bw_judged ? NAN : a < b ? a : b;
 	v->wlat_ceiling = ceiling(v->wlat_median, v->wlat_mad, &l);
 	v->rlat_ceiling = ceiling(v->rlat_median, v->rlat_mad, &l);
 	v->measured = v->outliers = v->bad_pairs = v->bad_nodes = 0;
@@ -175,11 +196,11 @@ int rc_sweep_judge(int world, const struct rc_sweep_cell *m, const double *rate_
 		for (int j = i + 1; j < world; j++) {
 			const struct rc_sweep_cell *x = &m[i * N + j], *y = &m[j * N + i];
 
-			if (x->status || y->status || l.asym_ratio < 0)
+			if (x->status || y->status || x->shared_port || l.asym_ratio < 0)
 				continue;
-			if (x->bw_gbit < l.asym_ratio * y->bw_gbit)
+			if (rc_sweep_flow_gbit(x) < l.asym_ratio * rc_sweep_flow_gbit(y))
 				v->why[i * N + j] |= RC_SWEEP_ASYM;
-			else if (y->bw_gbit < l.asym_ratio * x->bw_gbit)
+			else if (rc_sweep_flow_gbit(y) < l.asym_ratio * rc_sweep_flow_gbit(x))
 				v->why[j * N + i] |= RC_SWEEP_ASYM;
 		}
 	for (int i = 0; i < world; i++)

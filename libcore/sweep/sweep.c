@@ -89,10 +89,17 @@ static int wait_done(struct sweep *s, int peer, uint64_t target, struct rc_err *
 	return 0;
 }
 
+/* rc_group_burst's note: a direction's rate while data flows. */
+static void note_flow(void *arg, uint64_t done, double now)
+{
+	rc_sweep_flow_note(arg, done, now);
+}
+
 static int measure_bw(struct sweep *s, int peer, struct rc_sweep_cell *c, struct rc_err *err)
 {
 	const struct rc_sweep_opts *o = s->o;
 	double t0 = rc_now();
+	struct rc_sweep_flow flow;
 	/* The engine's pipeline, signalled as write --bench's stream is. */
 	struct rc_group_burst b = { .laddr = s->mem.buf,
 				    .len = (uint32_t)o->msg_size,
@@ -102,15 +109,22 @@ static int measure_bw(struct sweep *s, int peer, struct rc_sweep_cell *c, struct
 				    .iters = o->duration_s > 0 ? 0 : o->iters,
 				    .until = t0 + o->duration_s,
 				    .depth = o->depth,
-				    .signal_every = RC_PIPE_SIGNAL_EVERY };
+				    .signal_every = RC_PIPE_SIGNAL_EVERY,
+				    .note = note_flow,
+				    .note_arg = &flow };
 	uint64_t posted;
 	int rc;
 
+	rc_sweep_flow_start(&flow, 4 * (uint64_t)o->depth, t0);
 	if ((rc = rc_group_write_burst(s->g, peer, &b, &posted, err)))
 		return rc;
 	c->seconds = rc_now() - t0;
+	rc_sweep_flow_note(&flow, posted, t0 + c->seconds);
 	c->bytes = posted * o->msg_size;
 	c->bw_gbit = c->seconds > 0 ? (double)c->bytes * 8 / c->seconds / 1e9 : 0;
+	c->bw_flow_gbit = rc_sweep_flow_rate(&flow, o->msg_size);
+	if (c->bw_flow_gbit <= 0)
+		c->bw_flow_gbit = c->bw_gbit;
 	return 0;
 }
 
@@ -155,6 +169,7 @@ static int measure(struct sweep *s, int peer, struct rc_err *err)
 	struct rc_sweep_cell *c = &s->row[peer];
 	int rc;
 
+	c->shared_port = s->port[s->me] == s->port[peer];
 	say(s, peer, "write bandwidth");
 	if ((rc = measure_bw(s, peer, c, err)))
 		return rc;
@@ -279,7 +294,8 @@ static int check_gathered(struct rc_sweep_result *res, int me, struct rc_err *er
 		for (int j = 0; j < W && i != me; j++) {
 			struct rc_sweep_cell *c = &res->m[(size_t)i * (size_t)W + (size_t)j];
 			bool ok = c->nctr >= 0 && c->nctr <= RC_SWEEP_CTR_MAX && c->link >= 0 &&
-				  c->link <= RC_LINK_OTHER && peer_string(c->why, sizeof(c->why));
+				  c->link <= RC_LINK_OTHER && (c->shared_port & ~1) == 0 &&
+				  peer_string(c->why, sizeof(c->why));
 
 			for (int k = 0; ok && k < RC_SWEEP_CTR_MAX; k++)
 				ok = peer_string(c->ctr[k].name, sizeof(c->ctr[k].name));

@@ -41,4 +41,24 @@ int rc_sweep_pairs_parse(const char *text, int world, uint8_t *want, struct rc_e
  * Gbit/s; 0 when unknown. */
 double rc_sweep_link_rate(const char *sysfs, const char *dev, int port);
 
+/* A direction's rate while it flows: its writes' completions noted in
+ * chunks of min_chunk or more (a full table of chunks merges pairs, so the
+ * chunks grow), each chunk's rate its writes over its time; the median of
+ * those rates, so that a stall (a lost packet waiting out the retransmit
+ * timer) slows the chunk it falls in, not the direction, while a link
+ * slowed all along is slow in every chunk. */
+#define RC_SWEEP_FLOW_CHUNKS 64
+struct rc_sweep_flow {
+	uint64_t min_chunk, done0; /* completions at the current chunk's start */
+	double t0;                 /* and its time */
+	int n;
+	uint64_t writes[RC_SWEEP_FLOW_CHUNKS];
+	double seconds[RC_SWEEP_FLOW_CHUNKS];
+};
+void rc_sweep_flow_start(struct rc_sweep_flow *f, uint64_t min_chunk, double now);
+/* done writes completed since the start, at time now */
+void rc_sweep_flow_note(struct rc_sweep_flow *f, uint64_t done, double now);
+/* Gbit/s for writes of msg_size bytes; 0 when no chunk was completed. */
+double rc_sweep_flow_rate(const struct rc_sweep_flow *f, uint64_t msg_size);
+
 #endif

@@ -82,7 +82,7 @@ assert_bad_tree() { # DIR MESSAGE
 	local j
 	j=$(topo two-socket-8gpu)
 	jq -e '(.devices | length) == 9 and (.gpus | length) == 8' <<<"$j"
-	jq -e '.devices[0] | .name == "mlx5_0" and .provider == "mlx5" and .driver == "mlx5_core"
+	jq -e '.devices[0] | .name == "mlx5_0" and .provider == "mlx5" and .driver == "mlx5_core" and .node_type == "ca"
 		and .fw_ver == "28.39.1002" and .node_guid == "b83f:d203:00a1:0000"
 		and .pci.address == "0000:04:00.0" and .pci.numa_node == 0
 		and .pci.local_cpulist == "0-55,112-167"

@@ -9,6 +9,8 @@
 
 bats_require_minimum_version 1.5.0
 load helpers
+load '../lib/etcd'
+load '../lib/metrics'
 
 EX=$REPO_ROOT/examples
 
@@ -17,11 +19,13 @@ setup() {
 	PORT=$(next_port)
 }
 
-# What a test put on the veth pair (SLOWED: a qdisc on va; EXTRA: addresses).
+# What a test put on the veth pair (SLOWED: a qdisc on va; EXTRA: addresses)
+# and the README's node_exporter files (NODE_EXPORTER_DIR).
 teardown() {
 	[ -z "${SLOWED:-}" ] || tc qdisc del dev va root 2>/dev/null || true
 	[ -z "${EXTRA:-}" ] || ip addr del 198.18.1.3/24 dev va 2>/dev/null || true
 	[ -z "${EXTRA:-}" ] || ip addr del 198.18.1.4/24 dev vb 2>/dev/null || true
+	[ -z "${NODE_EXPORTER_DIR:-}" ] || rm -f "$NODE_EXPORTER_DIR/rdma.prom" "$NODE_EXPORTER_DIR/rdmactl-register.prom"
 	common_teardown
 }
 
@@ -180,6 +184,19 @@ example() {
 	jq -e '.ok == true and .ranks == 3 and .rounds == 3 and .rank_source == "openmpi"
 		and .median_gbit_per_s > 0 and .outliers == [] and .bad_nodes == []' <<<"$output"
 	grep -q "<svg" "$BATS_TEST_TMPDIR/s.svg"
+}
+
+# bats test_tags=plain-only
+@test "sweep-mpirun: 4 ranks on one healthy device, as the README runs it, judged as shipped: healthy, exit 0" {
+	command -v mpirun >/dev/null || skip "needs Open MPI's mpirun (openmpi-bin)"
+	# no loose judging: the defaults (issue 48: "NOT healthy ... outliers"
+	# here, on a device with nothing wrong, in 7 sweeps of 7)
+	example sweep-mpirun --ranks 4
+	echo "$output"
+	assert_success
+	jq -e '.ok == true and .ranks == 4 and .outliers == [] and .bad_nodes == []
+		and .failed_pairs == [] and .median_gbit_per_s > 0' <<<"$output"
+	[[ $stderr == *"sweep-mpirun: healthy, 12 directions measured"* ]] || fail "the verdict line: $stderr"
 }
 
 # bats test_tags=plain-only
@@ -387,4 +404,70 @@ END
 	readme_run "Every command that takes a token"
 	((status == 0)) || fail "tokens: $output"
 	[ "$(stat -c %s "$BATS_TEST_TMPDIR/out.bin")" = 4096 ]
+}
+
+# bats test_tags=plain-only
+@test "the README's --metrics block runs as written: a register server, then a benchmark against it, both files pass promtool" {
+	local d=/var/lib/node_exporter
+	[[ ${ADDR:-} == 198.18.0.1 ]] || skip "the README's address is 198.18.0.1; this guest's is ${ADDR:-none}"
+	# the node_exporter's textfile folder, which the README's reader has
+	mkdir -p "$d"
+	rm -f "$d/rdma.prom" "$d/rdmactl-register.prom"
+	NODE_EXPORTER_DIR=$d
+	readme_run "Figures for monitoring"
+	((status == 0)) || fail "the --metrics block: $output"
+	metrics_check "$d/rdma.prom"
+	metrics_check "$d/rdmactl-register.prom"
+	grep -q '^rdmactl_bench_bytes_total{command="write",' "$d/rdma.prom" ||
+		fail "no write benchmark in rdma.prom: $(cat "$d/rdma.prom")"
+	# the server's last figures, written as it stopped: its region, the benchmark's connection
+	grep -q '^rdmactl_server_regions{command="register",listen="198.18.0.1:7471",.*} 1$' \
+		"$d/rdmactl-register.prom" || fail "no region in the server's figures: $(cat "$d/rdmactl-register.prom")"
+	grep -q '^rdmactl_server_connections_total{command="register",.*} [1-9]' "$d/rdmactl-register.prom" ||
+		fail "the benchmark's connection is not counted: $(cat "$d/rdmactl-register.prom")"
+}
+
+# readme_block TEXT: the lines of the README's first code block after the
+# line that holds TEXT, continuation lines joined.
+readme_block() {
+	awk -v t="$1" 'index($0, t) && !on { on = 1; next }
+	     on && /^```/ { if (++n == 2) exit; next }
+	     on && n == 1 { print }' "$REPO_ROOT/README.md"
+}
+
+# bats test_tags=plain-only
+@test "the README's etcd-over-TLS block runs as written against etcd with TLS, client certificates and a user: the region read through etcd" {
+	local t=$BATS_TEST_TMPDIR block
+	need_etcd
+	command -v openssl >/dev/null || skip "needs openssl (tests/deps.sh)"
+	ETCD_CERTS=$t/certs
+	etcd_certs "$ETCD_CERTS"
+	start_etcd_tls_auth s3cret
+	# the README's user rdmactl, allowed rdmactl's keys
+	etcdctl_tls --user root:s3cret user add rdmactl --new-user-password=etcdpw >/dev/null
+	etcdctl_tls --user root:s3cret role add rdmactl >/dev/null
+	etcdctl_tls --user root:s3cret role grant-permission rdmactl --prefix=true readwrite rdmactl/ >/dev/null
+	etcdctl_tls --user root:s3cret user grant-role rdmactl rdmactl >/dev/null
+	printf 'etcdpw\n' >"$t/etcd-password"
+	chmod 600 "$t/etcd-password"
+	# the region the block reads, published in etcd as prod/kv over TLS
+	RDMACTL_ETCD_CA=$ETCD_CERTS/ca.pem RDMACTL_ETCD_CERT=$ETCD_CERTS/client.pem \
+		RDMACTL_ETCD_KEY=$ETCD_CERTS/client.key RDMACTL_ETCD_USER=rdmactl \
+		RDMACTL_ETCD_PASSWORD_FILE=$t/etcd-password \
+		start_server 1 --listen "$ADDR:$PORT" --name kv --size 64K --publish "etcd://$ETCD_EP/prod"
+	wait_events published 1 "$SERVER_OUT"
+	# the block as written, its paths and etcd's address this test's
+	block=$(readme_block "etcd is reached over plain HTTP")
+	[[ $block == *"rdmactl read etcd://10.0.0.5:2379/prod/kv --out kv.bin"* ]] ||
+		fail "the README's TLS block is not found: $block"
+	block=${block//\/etc\/etcd\/ca.pem/$ETCD_CERTS/ca.pem}
+	block=${block//=client.pem/=$ETCD_CERTS/client.pem}
+	block=${block//=client.key/=$ETCD_CERTS/client.key}
+	block=${block//\/run\/secrets\/etcd/$t/etcd-password}
+	block=${block//10.0.0.5:2379/$ETCD_EP}
+	cd "$t"
+	PATH=$(dirname -- "$RDMACTL"):$PATH run timeout 60 bash -c "$block"
+	assert_success
+	# the region's 64 KiB, read through etcd
+	[ "$(stat -c %s "$t/kv.bin")" = 65536 ]
 }

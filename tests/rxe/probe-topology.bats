@@ -40,7 +40,7 @@ devinfo_field() {
 	j=$(probe)
 	link=$(rdma -j link show "$DEV/1")
 	jq -e --arg d "$DEV" '.devices[] | select(.name == $d) | .provider == "rxe" and .pci == null
-		and .parent_netdev == "d0" and .verbs == true and .node_type == "CA"' <<<"$j"
+		and .parent_netdev == "d0" and .verbs == true and .node_type == "ca"' <<<"$j"
 	assert_equal "$(port_of "$j" | jq -r .state)" "$(jq -r '.[0].state' <<<"$link")"
 	assert_equal "$(port_of "$j" | jq -r .netdev)" "$(jq -r '.[0].netdev' <<<"$link")"
 	[[ "$(jq -r '.[0].physical_state' <<<"$link")" == LINK_UP ]]

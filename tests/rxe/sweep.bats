@@ -114,6 +114,13 @@ teardown() {
 			| (.key == $i) == (.value == null)] | all))' <<<"$DOC" ||
 		{ ranks_dump; fail "a matrix is not complete"; }
 	jq -e '[.matrices.write_gbit_per_s[][] | select(. != null)] | all(. > 0)' <<<"$DOC"
+	# bandwidth judged where a direction crosses the veth (3 x 3 pairs, both
+	# ways), on its rate while data flows; not between two ranks of one
+	# device, which loop back inside it (on one device alone, no direction
+	# is judged: issue 48's false alarms)
+	jq -e '.fleet.write_judged_directions == 18
+		and ([.matrices.write_flow_gbit_per_s[][] | select(. != null)] | length == 30 and all(. > 0))' <<<"$DOC" ||
+		{ ranks_dump; fail "not the 18 directions across the veth judged"; }
 	# the counters that moved: an object a cell, the diagonal's empty
 	jq -e '.matrices.counters | length == 6 and all(length == 6 and all(type == "object"))
 		and ([range(6) as $i | .[$i][$i]] | all(. == {}))' <<<"$DOC"

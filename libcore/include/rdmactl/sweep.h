@@ -33,7 +33,12 @@ struct rc_sweep_cell {
 				  * -ENOTCONN: it could not connect, link says why);
 				  * RC_SWEEP_SKIPPED: not asked for (--pairs) */
 	int32_t nctr;
-	double bw_gbit; /* RDMA WRITE bandwidth, Gbit/s */
+	double bw_gbit; /* RDMA WRITE bandwidth, Gbit/s: bytes over seconds, stalls and all */
+	/* its rate while it flows: the median of the rates of its chunks of
+	 * writes (4 x depth or more each), so that a stall on the retransmit
+	 * timer slows one chunk, not the direction; what the fleet judges
+	 * (rc_sweep_flow_gbit); 0: unknown */
+	double bw_flow_gbit;
 	uint64_t bytes;
 	double seconds;
 	double wlat_p50_us, wlat_p99_us; /* 8-byte WRITE, post to completion */
@@ -41,9 +46,12 @@ struct rc_sweep_cell {
 	/* error and retransmission counters of rank i's port that moved while
 	 * it tested with j (both directions) */
 	struct rc_sweep_ctr ctr[RC_SWEEP_CTR_MAX];
-	int32_t link;  /* enum rc_link: why the pair could not connect (status
+	int32_t link;        /* enum rc_link: why the pair could not connect (status
 				  * -ENOTCONN); RC_LINK_UP otherwise */
-	char why[192]; /* status != 0 */
+	int32_t shared_port; /* 1: i and j on one port (one NIC, or one device for
+			      * every rank): the direction loops back inside it and
+			      * crosses no link, so its bandwidth is not judged */
+	char why[192];       /* status != 0 */
 };
 
 /* Why a direction is an outlier (bits of rc_sweep_verdict.why). */
@@ -73,7 +81,8 @@ struct rc_sweep_limits {
 RC_EXPORT void rc_sweep_limits_default(struct rc_sweep_limits *l);
 
 struct rc_sweep_verdict {
-	double bw_median, bw_mad;     /* over every measured direction, Gbit/s */
+	double bw_median, bw_mad;     /* over every measured direction, Gbit/s, of the rates
+				       * judged (rc_sweep_flow_gbit) */
 	double wlat_median, wlat_mad; /* p50 WRITE latency, us */
 	double rlat_median, rlat_mad;
 	double bw_floor; /* below it: slow (NAN: not judged) */
@@ -87,6 +96,9 @@ struct rc_sweep_verdict {
 	int bad_pairs;      /* unordered pairs with an outlier direction */
 	int bad_nodes;
 	bool healthy;
+	int bw_judged; /* directions whose bandwidth was judged: those measured
+			* that cross a link (not shared_port); when none does, the
+			* bandwidth's median and MAD are over them all, bw_floor NAN */
 };
 
 /* Judge the matrix m (world * world cells; the diagonal ignored) against
@@ -97,6 +109,9 @@ struct rc_sweep_verdict {
  * bad arguments. */
 RC_EXPORT int rc_sweep_judge(int world, const struct rc_sweep_cell *m, const double *rate_gbit,
 			     const struct rc_sweep_limits *lim, struct rc_sweep_verdict *v);
+
+/* The rate a direction is judged on: bw_flow_gbit where known, else bw_gbit. */
+RC_EXPORT double rc_sweep_flow_gbit(const struct rc_sweep_cell *c);
 
 /* A rank as the report names it. */
 struct rc_sweep_node {
