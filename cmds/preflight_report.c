@@ -106,7 +106,7 @@ static void put_settings(struct out *o, const struct rc_pf_node *n, const uint8_
 {
 	out_obj_begin(o, "settings");
 	for (int s = 0; s < RC_PF_NSETTINGS; s++) {
-		char val[80];
+		char val[256];
 
 		rc_pf_value(n, s, val, sizeof(val));
 		out_str(o, rc_pf_setting_name(s), NULL, val[0] ? val : NULL);

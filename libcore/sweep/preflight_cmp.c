@@ -86,6 +86,18 @@ static const struct rule rules[] = {
 	  "a slower port holds every collective through it to its speed" },
 	{ RC_PF_ROCE_TOS, RC_SEV_WARNING,
 	  "the ToS picks the traffic class: traffic in another class loses its PFC and ECN protection (drops, retransmissions)" },
+	{ RC_PF_PKEY, RC_SEV_ERROR,
+	  "ports in different partitions cannot talk to each other: the QP fails at RTR or its packets are dropped (a P_Key mismatch)" },
+	{ RC_PF_TCLASS, RC_SEV_WARNING,
+	  "the traffic class picks the switch queue: a node in another class loses its PFC and ECN protection (drops, retransmissions)" },
+	{ RC_PF_ECN, RC_SEV_WARNING,
+	  "RoCE congestion control needs ECN marking noticed (np) and answered (rp) on every node: one without it keeps sending into a congested queue, and PFC pauses spread" },
+	{ RC_PF_RAIL_PLAN, RC_SEV_WARNING,
+	  "a node whose GPUs reach other NICs, or over longer PCIe paths, runs its rails unlike the others: a NIC list tuned for the majority misroutes traffic there" },
+	{ RC_PF_NIC_MODEL, RC_SEV_WARNING,
+	  "unlike NIC models differ in rate, limits and offloads: the job tunes for one and the others hold it back" },
+	{ RC_PF_DRIVER, RC_SEV_WARNING,
+	  "NIC drivers differ in defaults and fixes: the odd one out is the first suspect of a hang" },
 	{ RC_PF_PROVIDER, RC_SEV_WARNING,
 	  "unlike NICs differ in limits and offloads: the job tunes for one of them" },
 	{ RC_PF_FW, RC_SEV_WARNING,
@@ -100,10 +112,47 @@ static const struct rule rules[] = {
 	  "a job that asks for hugepages fails, or falls back to small pages, where fewer are reserved" },
 };
 
+/* The fixes of the NIC's model, partition, QoS and rail plan; false for
+ * another setting. */
+static bool fix_more(int s, const struct rc_pf_node *n, const char *ref, char *buf, size_t len)
+{
+	switch (s) {
+	case RC_PF_NIC_MODEL:
+		snprintf(buf, len,
+			 "run the job on like NICs, or leave %s out (NCCL_IB_HCA=^%s, UCX_NET_DEVICES without it)",
+			 n->dev, n->dev);
+		return true;
+	case RC_PF_PKEY:
+		snprintf(buf, len,
+			 "make %s port %d a full member of partition %s as on the other nodes (the subnet manager's partitions.conf), and give the job that partition's index (NCCL_IB_PKEY, UCX_IB_PKEY)",
+			 n->dev, n->port, ref);
+		return true;
+	case RC_PF_TCLASS:
+		snprintf(buf, len,
+			 "echo %s > /sys/class/infiniband/%s/tc/%d/traffic_class (or NCCL_IB_TC=%s for the job)",
+			 ref, n->dev, n->port, ref);
+		return true;
+	case RC_PF_ECN:
+		snprintf(buf, len,
+			 "set %s's RoCE ECN as on the other nodes (%s): echo 1 (or 0) > /sys/class/net/%s/ecn/roce_np/enable/PRIO and .../roce_rp/enable/PRIO for each priority; where the driver has no such knobs, run the job on like NICs",
+			 n->netdev[0] ? n->netdev : n->dev, ref,
+			 n->netdev[0] ? n->netdev : "NETDEV");
+		return true;
+	case RC_PF_RAIL_PLAN:
+		snprintf(buf, len,
+			 "compare 'rdmactl probe-topology' there with a node of the majority (slots, NICs down, BIOS bifurcation); until fixed, give that node its own NIC order (NCCL_IB_HCA, UCX_NET_DEVICES) from its plan");
+		return true;
+	default:
+		return false;
+	}
+}
+
 static void fix_for(int s, const struct rc_pf_node *n, const char *ref, char *buf, size_t len)
 {
 	const char *mode = ref[0] ? ref : "RoCE v2";
 
+	if (fix_more(s, n, ref, buf, len))
+		return;
 	switch (s) {
 	case RC_PF_NETDEV_MTU:
 		snprintf(buf, len,
@@ -188,6 +237,15 @@ static int reference(const char (*vals)[VAL_MAX], int n, int *count)
 	return known < 2 ? -1 : best;
 }
 
+/* A known value other than the reference's. */
+static bool others(const char (*vals)[VAL_MAX], int n, int ref)
+{
+	for (int i = 0; i < n; i++)
+		if (vals[i][0] && strcmp(vals[i], vals[ref]))
+			return true;
+	return false;
+}
+
 /* Each value other than the reference: its nodes, one finding. */
 static void differing(struct judge *j, const struct rule *r, const char (*vals)[VAL_MAX], int ref,
 		      int count, int *ranks)
@@ -222,7 +280,7 @@ int pf_compare_settings(struct judge *j)
 {
 	char(*vals)[VAL_MAX] = calloc((size_t)j->n, VAL_MAX);
 	int *ranks = calloc((size_t)j->n, sizeof(int));
-	bool netdev_mtu_differs = false;
+	bool netdev_mtu_differs = false, driver_differs = false;
 
 	if (!vals || !ranks) {
 		free(vals);
@@ -240,7 +298,12 @@ int pf_compare_settings(struct judge *j)
 		if ((ref = reference(vals, j->n, &count)) < 0)
 			continue;
 		if (rules[r].setting == RC_PF_NETDEV_MTU)
-			netdev_mtu_differs = count < j->n;
+			netdev_mtu_differs = others(vals, j->n, ref);
+		if (rules[r].setting == RC_PF_DRIVER)
+			driver_differs = others(vals, j->n, ref);
+		/* the provider is named after the driver: one cause, one finding */
+		if (rules[r].setting == RC_PF_PROVIDER && driver_differs)
+			continue;
 		/* the netdev's MTU is the cause; the RDMA MTU only follows it */
 		if (rules[r].setting == RC_PF_ACTIVE_MTU && netdev_mtu_differs)
 			continue;

@@ -61,6 +61,19 @@ struct rc_pf_node {
 	struct rc_pf_link nic_link;
 	int32_t gpus_slow;          /* GPUs whose PCIe link is narrower than its maximum */
 	struct rc_pf_link gpu_link; /* the first of them */
+	/* the NIC: "15b3:1021 MT4129" (PCI vendor:device, the driver's model
+	 * name where sysfs has one); the port's pkey table entry 0 (-1
+	 * unknown), its RoCE traffic class (-1 not exposed) and ECN knobs (a bit
+	 * per priority, -1 the driver has none) */
+	char nic_model[48];
+	int32_t pkey, tclass, ecn_np, ecn_rp;
+	/* the GPU-NIC paths of the rail plan: how many a bridge redirects with
+	 * ACS (the first at acs_at), how many could not be read; the IOMMU
+	 * on them ("off", "identity", "DMA"... "" unknown) */
+	int32_t nrails, acs_redirect, acs_unknown;
+	char acs_at[64], iommu[16];
+	/* the rail plan: "GPU0 mlx5_0 PIX, GPU1 mlx5_1 PIX..." ("" no GPU) */
+	char rail_plan[256];
 };
 
 /* Fill n from t for device dev (NULL: the first with an ACTIVE port, else
@@ -81,6 +94,8 @@ enum rc_pf_setting {
 	RC_PF_RDMA_CORE,
 	RC_PF_RDMACTL,
 	RC_PF_PROVIDER,
+	RC_PF_NIC_MODEL,
+	RC_PF_DRIVER,
 	RC_PF_FW,
 	RC_PF_LINK_LAYER,
 	RC_PF_STATE,
@@ -88,13 +103,19 @@ enum rc_pf_setting {
 	RC_PF_ACTIVE_MTU,
 	RC_PF_NETDEV_MTU,
 	RC_PF_GID_TYPE,
+	RC_PF_PKEY,
 	RC_PF_ROCE_MODE,
 	RC_PF_ROCE_TOS,
+	RC_PF_TCLASS,
+	RC_PF_ECN,
 	RC_PF_MEMLOCK,
 	RC_PF_HUGEPAGES,
 	RC_PF_RDMA_UCM,
 	RC_PF_NIC_PCIE,
 	RC_PF_GPU_PCIE,
+	RC_PF_IOMMU,
+	RC_PF_ACS,
+	RC_PF_RAIL_PLAN,
 	RC_PF_NSETTINGS
 };
 /* Its JSON and metrics name: "kernel", "netdev_mtu", "roce_mode"... */
@@ -110,10 +131,10 @@ struct rc_pf_finding {
 	char setting[24]; /* rc_pf_setting_name, or "" */
 	int32_t nranks;   /* the ranks it names (their first 64 in ranks) */
 	int32_t ranks[64];
-	char nodes[256];    /* "rank 2 (node2, rxe_b)", "and 3 more" */
-	char value[64];     /* theirs, when a setting differs or is wrong */
-	char reference[64]; /* the majority's, when it differs */
-	char message[320];
+	char nodes[256];     /* "rank 2 (node2, rxe_b)", "and 3 more" */
+	char value[256];     /* theirs, when a setting differs or is wrong */
+	char reference[256]; /* the majority's, when it differs */
+	char message[640];
 	char why[256];
 	char fix[320];
 };
