@@ -400,3 +400,20 @@ only_one() {
 	assert_failure 2
 	assert_output --partial "preflight: 2 --sysfs trees are compared by one process (--world 1)"
 }
+
+@test "a capture of a tree keeps what preflight compares: pkey, traffic class, ECN, IOMMU, ACS" {
+	local t
+	t=$(healthy_tree orig node-a)
+	acs_config "$t/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0/config" 0x0c
+	run "$RDMACTL" probe-topology --sysfs "$t" --capture "$BATS_TEST_TMPDIR/cap"
+	assert_success
+	pf -j -d mlx5_8 -- --sysfs "$t"
+	assert_failure 1
+	local want=$output
+	pf -j -d mlx5_8 -- --sysfs "$BATS_TEST_TMPDIR/cap"
+	assert_failure 1
+	jq -e --argjson w "$want" '.nodes[0].settings == $w.nodes[0].settings
+		and .nodes[0].settings.acs == "redirect on 1 of 8 paths" and .nodes[0].settings.iommu == "identity"
+		and .nodes[0].settings.traffic_class == "106" and .nodes[0].settings.roce_ecn == "np 0-7, rp 0-7"
+		and .nodes[0].settings.pkey == "0xffff"' <<<"$output"
+}
