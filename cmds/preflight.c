@@ -93,7 +93,8 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct pf_cli *a)
 /* This rank's record: its topology, its rail (the group's device, else
  * -d's, else the first with an ACTIVE port). A topology that cannot be
  * read is said in the record, for rank 0 to report. */
-static void my_record(struct ctx *ctx, const char *sysfs, const char *dev, struct rc_pf_node *n)
+static void my_record(struct ctx *ctx, const char *sysfs, const char *dev, struct rc_pf_node *n,
+		      int *nrails)
 {
 	char root[4096], tmpdir[4096] = "";
 	struct rc_topo_opts to = { .name = sysfs };
@@ -101,15 +102,16 @@ static void my_record(struct ctx *ctx, const char *sysfs, const char *dev, struc
 	struct rc_err e;
 	int rc = 0;
 
-	memset(n, 0, sizeof(*n));
+	memset(n, 0, sizeof(*n) * RC_PF_RAILS_MAX);
+	*nrails = 1;
 	if (sysfs &&
 	    !(rc = rc_topo_open_tree(sysfs, root, sizeof(root), tmpdir, sizeof(tmpdir), &e)))
 		to.root = root;
 	if (!rc)
 		rc = rc_topo_load(&to, &t, &e);
 	if (!rc)
-		rc = rc_pf_node_fill(t, dev ? dev : ctx->dev_name, 0, ctx->gid_index,
-				     RDMACTL_VERSION, n, &e);
+		rc = rc_pf_node_fill_rails(t, dev ? dev : ctx->dev_name, 0, ctx->gid_index,
+					   RDMACTL_VERSION, n, RC_PF_RAILS_MAX, nrails, &e);
 	if (rc)
 		snprintf(n->error, sizeof(n->error), "%.159s", e.msg);
 	if (rc && !n->loaded) {
@@ -141,7 +143,7 @@ static int plan(void *arg, const struct rc_endpoint *all, int W, uint8_t *need, 
 
 /* Several ranks: the group, the records to rank 0, the probe. */
 static int run_group(struct ctx *ctx, struct pf_cli *a, struct rc_group **g, struct rc_pf_node *all,
-		     struct rc_sweep_result *res)
+		     int *nrows, struct rc_sweep_result *res)
 {
 	struct rc_group_join join = { .rank = a->grp.who.rank,
 				      .world = a->grp.who.world,
@@ -153,14 +155,14 @@ static int run_group(struct ctx *ctx, struct pf_cli *a, struct rc_group **g, str
 				      .partial = true,
 				      .plan = plan };
 	struct rc_group_join_out how;
-	struct rc_pf_node mine;
+	struct rc_pf_node mine[RC_PF_RAILS_MAX];
 	struct rc_err e;
-	int rc;
+	int rc, nmine;
 
 	if ((rc = rc_group_join(&join, g, &how, &e)))
 		return how.usage ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
-	my_record(ctx, a->sysfs, rc_group_dev(*g), &mine);
-	if ((rc = rc_pf_gather(*g, &mine, all, &e)))
+	my_record(ctx, a->sysfs, rc_group_dev(*g), mine, &nmine);
+	if ((rc = rc_pf_gather_rails(*g, mine, nmine, all, nrows, &e)))
 		return fail(ctx, rc, "rank %d: %s", a->grp.who.rank, e.msg);
 	if (a->no_probe)
 		return 0;
@@ -174,7 +176,8 @@ static int run(struct ctx *ctx, struct pf_cli *a)
 {
 	/* one process over several trees: a node each */
 	int W = a->ntrees > 1 ? a->ntrees : a->grp.who.world, me = a->grp.who.rank, rc = 0;
-	struct rc_pf_node *all = calloc((size_t)W, sizeof(*all));
+	int nrows = 0; /* the records: every node's rails */
+	struct rc_pf_node *all = calloc((size_t)W * RC_PF_RAILS_MAX, sizeof(*all));
 	struct rc_sweep_result res = { 0 };
 	struct rc_group *g = NULL;
 	bool metrics = group_metrics_on(&a->grp, 0), clean = true;
@@ -190,17 +193,20 @@ static int run(struct ctx *ctx, struct pf_cli *a)
 		goto out;
 	}
 	if (a->grp.who.world == 1)
-		for (int i = 0; i < W; i++) {
-			my_record(ctx, a->sysfs ? a->trees[i] : NULL, NULL, &all[i]);
-			all[i].rank = i;
+		for (int i = 0, nr; i < W; i++) {
+			my_record(ctx, a->sysfs ? a->trees[i] : NULL, NULL, &all[nrows], &nr);
+			for (int k = 0; k < nr; k++)
+				all[nrows + k].rank = i;
+			nrows += nr;
 		}
-	else if ((rc = run_group(ctx, a, &g, all, &res)))
+	else if ((rc = run_group(ctx, a, &g, all, &nrows, &res)))
 		goto out;
 	if (me == 0) {
 		struct pf_report r = { .world = W,
 				       .rank_source = a->grp.who.source,
 				       .rendezvous = g ? rc_group_rdv_kind(g) : NULL,
 				       .nodes = all,
+				       .nrows = nrows,
 				       .probe = res.m ? &res : NULL,
 				       .probe_duration_s = a->probe.duration_s,
 				       .min_percent = a->min_percent,

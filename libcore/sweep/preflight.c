@@ -249,6 +249,60 @@ int rc_pf_node_fill(const struct rc_topo *t, const char *dev, int port, int gid_
 	return 0;
 }
 
+/* The NIC closest to GPU g by PCIe path, whatever its ports' state (PCI
+ * order on a tie); -1 none. */
+static int closest_nic(const struct rc_topo *t, int g)
+{
+	int best = -1;
+
+	for (int i = 0; i < t->nnic_pci; i++) {
+		int d = t->nic_pci_order[i];
+
+		if (t->matrix[g][d] != RC_PATH_NA &&
+		    (best < 0 || t->matrix[g][d] < t->matrix[g][best]))
+			best = d;
+	}
+	return best;
+}
+
+/* Device d as the next rail, unless it is one already. */
+static void add_rail(const struct rc_topo *t, int d, const char *rdmactl, struct rc_pf_node *n,
+		     int cap, int *k)
+{
+	struct rc_err e;
+
+	if (d < 0 || *k >= cap)
+		return;
+	for (int i = 0; i < *k; i++)
+		if (!strcmp(n[i].dev, t->devs[d].name))
+			return;
+	memset(&n[*k], 0, sizeof(n[*k]));
+	if (!rc_pf_node_fill(t, t->devs[d].name, 0, -1, rdmactl, &n[*k], &e)) {
+		n[*k].rail = *k;
+		++*k;
+	}
+}
+
+int rc_pf_node_fill_rails(const struct rc_topo *t, const char *dev, int port, int gid_index,
+			  const char *rdmactl, struct rc_pf_node *n, int cap, int *nrails,
+			  struct rc_err *err)
+{
+	int rc = rc_pf_node_fill(t, dev, port, gid_index, rdmactl, &n[0], err), k = 1;
+
+	if (cap > RC_PF_RAILS_MAX)
+		cap = RC_PF_RAILS_MAX;
+	/* each GPU's NIC in the plan, and the closer one the plan passed
+	 * over (its ports down): that one is named too */
+	for (int g = 0; !rc && g < t->ngpus; g++) {
+		add_rail(t, closest_nic(t, g), rdmactl, n, cap, &k);
+		add_rail(t, t->rails[g].dev, rdmactl, n, cap, &k);
+	}
+	for (int i = 0; i < k; i++)
+		n[i].rails = k;
+	*nrails = k;
+	return rc;
+}
+
 static void term(char *s, size_t len)
 {
 	s[len - 1] = '\0';
@@ -303,6 +357,8 @@ void rc_pf_node_bound(struct rc_pf_node *n)
 	n->ecn_np = clamp(n->ecn_np, -1, 0xff);
 	n->ecn_rp = clamp(n->ecn_rp, -1, 0xff);
 	n->nrails = clamp(n->nrails, 0, RC_TOPO_MAX_GPUS);
+	n->rail = clamp(n->rail, 0, RC_PF_RAILS_MAX - 1);
+	n->rails = clamp(n->rails, 1, RC_PF_RAILS_MAX);
 	n->acs_redirect = clamp(n->acs_redirect, 0, n->nrails);
 	n->acs_unknown = clamp(n->acs_unknown, 0, n->nrails);
 	bound_link(&n->nic_link);

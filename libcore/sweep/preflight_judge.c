@@ -124,7 +124,7 @@ static void check_pcie(struct judge *j, int r)
 			       fix },
 		       &r, 1, "%s (%s) PCIe link runs at %s", n->dev, n->nic_link.addr, val);
 	}
-	if (n->gpus_slow) {
+	if (n->gpus_slow && !n->rail) {
 		const struct rc_pf_link *l = &n->gpu_link;
 
 		pf_add(j,
@@ -203,8 +203,10 @@ int rc_pf_compare(const struct rc_pf_node *nodes, int n, const struct rc_pf_limi
 			}
 			check_port(&j, r);
 			check_gid(&j, r);
-			check_host(&j, r);
 			check_pcie(&j, r);
+			if (nodes[r].rail)
+				continue; /* the node's own: its rail 0 says them */
+			check_host(&j, r);
 			check_paths(&j, r);
 		}
 		rc = pf_compare_settings(&j);

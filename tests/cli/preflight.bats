@@ -417,3 +417,34 @@ only_one() {
 		and .nodes[0].settings.traffic_class == "106" and .nodes[0].settings.roce_ecn == "np 0-7, rp 0-7"
 		and .nodes[0].settings.pkey == "0xffff"' <<<"$output"
 }
+
+@test "every rail of the rail plan is reported: a port down on a node's rail 3 is named on that NIC (exit 1)" {
+	local t
+	t=$(copy_fixture rail3 two-socket-8gpu)
+	pf -j -- --sysfs "$t"
+	assert_success
+	jq -e '.nodes[0].device == "mlx5_0" and ([.nodes[0].rails[].device]
+		== ["mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7"])
+		and ([.nodes[0].rails[].rail] == [1, 2, 3, 4, 5, 6, 7])' <<<"$output"
+	echo "1: DOWN" >"$t/class/infiniband/mlx5_3/ports/1/state"
+	pf -- --sysfs "$t"
+	assert_failure 1
+	assert_output --partial "ERROR   port_down (port_state): mlx5_3 port 1 is DOWN"
+	assert_output --partial "nodes: rank 0 (dgx-like mlx5_3)"
+	assert_output --partial "#     rail 3: mlx5_3 port 1 DOWN InfiniBand"
+}
+
+@test "rail k of a node is compared with rail k of the others: one NIC's firmware on node b named (exit 1)" {
+	three_trees
+	echo 28.36.1010 >"$B/class/infiniband/mlx5_5/fw_ver"
+	pf3 --
+	assert_failure 1
+	assert_output --partial "WARNING differs (firmware): firmware is 28.36.1010 where 2 of 3 nodes have 28.39.1002 on their rail 5"
+	assert_output --partial "nodes: rank 1 (node-b mlx5_5)"
+	assert_output --partial "fix:   update mlx5_5's firmware to 28.39.1002"
+	pf3 -j --
+	assert_failure 1
+	jq -e '(.findings | length == 1) and .findings[0].ranks == [1]
+		and .nodes[1].rails[4].differs == ["firmware"] and .nodes[1].differs == []
+		and ([.nodes[0, 2].rails[].differs[]] == [])' <<<"$output"
+}

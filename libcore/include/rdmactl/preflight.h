@@ -35,6 +35,11 @@ struct rc_pf_link {
  * record that came from a peer is used only after rc_pf_node_bound. */
 struct rc_pf_node {
 	int32_t rank;
+	/* the node's rails: rail 0 is the device the rank runs on, and carries
+	 * the node's own facts (host, limits, versions, the rail plan, ACS and
+	 * IOMMU); rails 1.. are the other NICs of the rail plan, each compared
+	 * with the same rail of the other nodes. rails: how many it has. */
+	int32_t rail, rails;
 	int32_t loaded; /* 1: the topology was read (else error says why) */
 	char error[160];
 	char host[RC_HOST_MAX]; /* the address it met the group on */
@@ -83,6 +88,17 @@ struct rc_pf_node {
  * with what is known, loaded stays 1). */
 RC_EXPORT int rc_pf_node_fill(const struct rc_topo *t, const char *dev, int port, int gid_index,
 			      const char *rdmactl, struct rc_pf_node *n, struct rc_err *err);
+#define RC_PF_RAILS_MAX 8
+
+/* Every rail of the node into n[0..cap-1] (cap at most RC_PF_RAILS_MAX):
+ * n[0] as rc_pf_node_fill makes it, then a record for each other NIC of
+ * t's rail plan, in GPU order (with each GPU's closest NIC, where the plan
+ * passed over it: its ports down), each on its first ACTIVE port and
+ * recommended GID. *nrails: how many (1 when the node has no GPU: no plan).
+ * Returns what rc_pf_node_fill returned for n[0]. */
+RC_EXPORT int rc_pf_node_fill_rails(const struct rc_topo *t, const char *dev, int port,
+				    int gid_index, const char *rdmactl, struct rc_pf_node *n,
+				    int cap, int *nrails, struct rc_err *err);
 /* Terminate every string of a record that came from a peer and bring its
  * numbers into range (a negative width, an MTU of a billion): what rank 0
  * compares and prints is then bounded whatever was sent. */
@@ -143,7 +159,11 @@ struct rc_pf_limits {
 	uint64_t buffer; /* bytes a rank will register; a locked-memory limit below is a finding */
 };
 
-/* Compare the n records (each bounded): the per-node checks, then each
+/* Compare the n records (each bounded; in rank order, a node's rails in
+ * rail order, as rc_pf_gather_rails leaves them). A finding's ranks are
+ * the nodes' ranks; differs is by record. Rail k of each node is compared
+ * with rail k of the others; the node's own settings on rail 0 only.
+ * The records: the per-node checks, then each
  * setting against the majority. Up to cap findings into f, errors first,
  * then warnings, then infos; *nf how many there were in all (more than cap:
  * the first cap kept). differs, when not NULL, gets n * RC_PF_NSETTINGS
@@ -166,6 +186,13 @@ RC_EXPORT double rc_pf_pcie_gbit(const struct rc_pf_link *l);
  * set to where it came from. Every rank calls it. */
 RC_EXPORT int rc_pf_gather(struct rc_group *g, struct rc_pf_node *mine, struct rc_pf_node *all,
 			   struct rc_err *err);
+
+/* As rc_pf_gather, each rank sending its nmine (1..RC_PF_RAILS_MAX) rails:
+ * on rank 0, all (room for world * RC_PF_RAILS_MAX records) gets every
+ * rank's rails in rank order, each bounded, its rank, rail and rails set
+ * from where it came; *n how many records. */
+RC_EXPORT int rc_pf_gather_rails(struct rc_group *g, struct rc_pf_node *mine, int nmine,
+				 struct rc_pf_node *all, int *n, struct rc_err *err);
 
 struct rc_pf_probe_opts {
 	double duration_s; /* bandwidth burst per direction (0: 0.25 s) */
