@@ -25,8 +25,8 @@
 #define PREFLIGHT_OPTS(X) \
 	GROUP_OPTS(X, PF) \
 	X(PF_SYSFS, "sysfs", 0, "DIR|FILE.tar.gz", \
-	  "read this rank's facts from a captured tree instead of /sys", COMP_FILE, \
-	  OPT_STR(struct pf_cli, sysfs, NULL)) \
+	  "read this rank's facts from a captured tree instead of /sys; given again (--world 1), each tree is a node and they are compared", \
+	  COMP_FILE, .repeat = true, OPT_STR(struct pf_cli, sysfs, NULL)) \
 	X(PF_BUFFER, "buffer", 0, "SIZE", \
 	  "memory a rank will register: a locked-memory limit below it is a finding", \
 	  OPT_SIZE(struct pf_cli, buffer, "64M")) \
@@ -44,6 +44,8 @@
 struct pf_cli {
 	struct group_args grp;
 	const char *sysfs, *svg;
+	const char *trees[REPEAT_MAX]; /* every --sysfs, in order */
+	int ntrees;
 	uint64_t buffer;
 	double min_percent;
 	bool no_probe;
@@ -64,8 +66,17 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct pf_cli *a)
 	if ((rc = group_args_parse(ctx, c, v, PF_RANK, &a->grp)) ||
 	    (rc = opts_fill(ctx, c, v, PF_SYSFS, PF_NOPTS, a)))
 		return rc;
-	if (a->sysfs && !*a->sysfs)
-		return usage_err(ctx, "preflight: --sysfs needs a directory or a .tar.gz");
+	for (int i = 0; i < v->nmulti; i++)
+		if (v->multi_idx[i] == PF_SYSFS)
+			a->trees[a->ntrees++] = v->multi[i];
+	for (int i = 0; i < a->ntrees; i++)
+		if (!*a->trees[i])
+			return usage_err(ctx, "preflight: --sysfs needs a directory or a .tar.gz");
+	if (a->ntrees > 1 && a->grp.who.world != 1)
+		return usage_err(
+			ctx,
+			"preflight: %d --sysfs trees are compared by one process (--world 1); a rank of a group reads one",
+			a->ntrees);
 	if (!a->buffer)
 		return usage_err(ctx, "invalid --buffer 0: expected 1 byte or more");
 	if (a->grp.who.world < 1)
@@ -82,27 +93,32 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct pf_cli *a)
 /* This rank's record: its topology, its rail (the group's device, else
  * -d's, else the first with an ACTIVE port). A topology that cannot be
  * read is said in the record, for rank 0 to report. */
-static void my_record(struct ctx *ctx, const struct pf_cli *a, const char *dev, struct rc_pf_node *n)
+static void my_record(struct ctx *ctx, const char *sysfs, const char *dev, struct rc_pf_node *n,
+		      int *nrails)
 {
 	char root[4096], tmpdir[4096] = "";
-	struct rc_topo_opts to = { .name = a->sysfs };
+	struct rc_topo_opts to = { .name = sysfs };
 	struct rc_topo *t = NULL;
 	struct rc_err e;
 	int rc = 0;
 
-	memset(n, 0, sizeof(*n));
-	if (a->sysfs &&
-	    !(rc = rc_topo_open_tree(a->sysfs, root, sizeof(root), tmpdir, sizeof(tmpdir), &e)))
+	memset(n, 0, sizeof(*n) * RC_PF_RAILS_MAX);
+	*nrails = 1;
+	if (sysfs &&
+	    !(rc = rc_topo_open_tree(sysfs, root, sizeof(root), tmpdir, sizeof(tmpdir), &e)))
 		to.root = root;
 	if (!rc)
 		rc = rc_topo_load(&to, &t, &e);
 	if (!rc)
-		rc = rc_pf_node_fill(t, dev ? dev : ctx->dev_name, 0, ctx->gid_index,
-				     RDMACTL_VERSION, n, &e);
+		rc = rc_pf_node_fill_rails(t, dev ? dev : ctx->dev_name, 0, ctx->gid_index,
+					   RDMACTL_VERSION, n, RC_PF_RAILS_MAX, nrails, &e);
 	if (rc)
 		snprintf(n->error, sizeof(n->error), "%.159s", e.msg);
-	if (rc && !n->loaded)
-		n->gid_index = n->netdev_mtu = n->roce_tos = -1;
+	if (rc && !n->loaded) {
+		n->gid_index = n->netdev_mtu = n->roce_tos = n->rdma_ucm = -1;
+		n->pkey = n->tclass = n->ecn_np = n->ecn_rp = -1;
+		n->huge_total = n->huge_free = -1;
+	}
 	rc_topo_free(t);
 	if (tmpdir[0])
 		rc_topo_rmtree(tmpdir);
@@ -127,7 +143,7 @@ static int plan(void *arg, const struct rc_endpoint *all, int W, uint8_t *need, 
 
 /* Several ranks: the group, the records to rank 0, the probe. */
 static int run_group(struct ctx *ctx, struct pf_cli *a, struct rc_group **g, struct rc_pf_node *all,
-		     struct rc_sweep_result *res)
+		     int *nrows, struct rc_sweep_result *res)
 {
 	struct rc_group_join join = { .rank = a->grp.who.rank,
 				      .world = a->grp.who.world,
@@ -139,15 +155,15 @@ static int run_group(struct ctx *ctx, struct pf_cli *a, struct rc_group **g, str
 				      .partial = true,
 				      .plan = plan };
 	struct rc_group_join_out how;
-	struct rc_pf_node mine;
+	struct rc_pf_node mine[RC_PF_RAILS_MAX];
 	struct rc_err e;
-	int rc;
+	int rc, nmine;
 
 	if ((rc = rc_group_join(&join, g, &how, &e)))
 		return how.usage ? usage_err(ctx, "%s", ERR_TEXT(e))
 				 : fail(ctx, rc, "%s", ERR_TEXT(e));
-	my_record(ctx, a, rc_group_dev(*g), &mine);
-	if ((rc = rc_pf_gather(*g, &mine, all, &e)))
+	my_record(ctx, a->sysfs, rc_group_dev(*g), mine, &nmine);
+	if ((rc = rc_pf_gather_rails(*g, mine, nmine, all, nrows, &e)))
 		return fail(ctx, rc, "rank %d: %s", a->grp.who.rank, e.msg);
 	if (a->no_probe)
 		return 0;
@@ -159,8 +175,10 @@ static int run_group(struct ctx *ctx, struct pf_cli *a, struct rc_group **g, str
 
 static int run(struct ctx *ctx, struct pf_cli *a)
 {
-	int W = a->grp.who.world, me = a->grp.who.rank, rc = 0;
-	struct rc_pf_node *all = calloc((size_t)W, sizeof(*all));
+	/* one process over several trees: a node each */
+	int W = a->ntrees > 1 ? a->ntrees : a->grp.who.world, me = a->grp.who.rank, rc = 0;
+	int nrows = 0; /* the records: every node's rails */
+	struct rc_pf_node *all = calloc((size_t)W * RC_PF_RAILS_MAX, sizeof(*all));
 	struct rc_sweep_result res = { 0 };
 	struct rc_group *g = NULL;
 	bool metrics = group_metrics_on(&a->grp, 0), clean = true;
@@ -177,15 +195,21 @@ static int run(struct ctx *ctx, struct pf_cli *a)
 		rc = fail(ctx, -ENOMEM, "out of memory");
 		goto out;
 	}
-	if (W == 1)
-		my_record(ctx, a, NULL, &all[0]);
-	else if ((rc = run_group(ctx, a, &g, all, &res)))
+	if (a->grp.who.world == 1)
+		for (int i = 0, nr; i < W; i++) {
+			my_record(ctx, a->sysfs ? a->trees[i] : NULL, NULL, &all[nrows], &nr);
+			for (int k = 0; k < nr; k++)
+				all[nrows + k].rank = i;
+			nrows += nr;
+		}
+	else if ((rc = run_group(ctx, a, &g, all, &nrows, &res)))
 		goto out;
 	if (me == 0) {
 		struct pf_report r = { .world = W,
 				       .rank_source = a->grp.who.source,
 				       .rendezvous = g ? rc_group_rdv_kind(g) : NULL,
 				       .nodes = all,
+				       .nrows = nrows,
 				       .probe = res.m ? &res : NULL,
 				       .probe_duration_s = a->probe.duration_s,
 				       .min_percent = a->min_percent,

@@ -13,9 +13,11 @@
 /* What rank 0 reports. */
 struct pf_report {
 	int world;
-	const char *rank_source; /* "flags", "slurm"... */
-	const char *rendezvous;  /* "etcd", "file", or NULL: one node, no group */
-	const struct rc_pf_node *nodes;
+	const char *rank_source;        /* "flags", "slurm"... */
+	const char *rendezvous;         /* "etcd", "file", or NULL: one node, no group */
+	const struct rc_pf_node *nodes; /* every node's rails, in rank order */
+	int nrows;
+	const int *first;                    /* each rank's first record (pf_report sets it) */
 	const struct rc_sweep_result *probe; /* NULL: not run */
 	double probe_duration_s;
 	double min_percent; /* a probed direction below it is a finding (0: not judged) */

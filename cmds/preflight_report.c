@@ -53,13 +53,19 @@ static void probe_findings(const struct pf_report *r, struct rc_pf_finding *f, i
 		for (int b = 0; b < W; b++) {
 			const struct rc_sweep_cell *c =
 				&r->probe->m[(size_t)a * (size_t)W + (size_t)b];
-			double exp = rc_pf_expected_gbit(&r->nodes[a], &r->nodes[b]);
-			double pct = exp > 0 ? 100 * c->bw_gbit / exp : 0;
+			const struct rc_pf_node *na, *nb;
+			double exp, pct;
 			struct rc_pf_finding *x;
-			bool slow =
-				!c->status && r->min_percent > 0 && exp > 0 && pct < r->min_percent;
+			bool slow;
 
-			if (a == b || c->status == RC_SWEEP_SKIPPED || (!c->status && !slow))
+			if (a == b || c->status == RC_SWEEP_SKIPPED)
+				continue;
+			na = &r->nodes[r->first[a]];
+			nb = &r->nodes[r->first[b]];
+			exp = rc_pf_expected_gbit(na, nb);
+			pct = exp > 0 ? 100 * c->bw_gbit / exp : 0;
+			slow = !c->status && r->min_percent > 0 && exp > 0 && pct < r->min_percent;
+			if (!c->status && !slow)
 				continue;
 			if ((*nf)++ >= cap)
 				continue;
@@ -71,9 +77,8 @@ static void probe_findings(const struct pf_report *r, struct rc_pf_finding *f, i
 			x->ranks[0] = a;
 			x->ranks[1] = b;
 			snprintf(x->nodes, sizeof(x->nodes),
-				 "rank %d (%.50s %.40s) -> rank %d (%.50s %.40s)", a,
-				 r->nodes[a].hostname, r->nodes[a].dev, b, r->nodes[b].hostname,
-				 r->nodes[b].dev);
+				 "rank %d (%.50s %.40s) -> rank %d (%.50s %.40s)", a, na->hostname,
+				 na->dev, b, nb->hostname, nb->dev);
 			if (slow)
 				snprintf(x->message, sizeof(x->message),
 					 "rank %d -> rank %d carried %.2f Gbit/s, %.1f%% of the %.2f Gbit/s expected",
@@ -106,7 +111,7 @@ static void put_settings(struct out *o, const struct rc_pf_node *n, const uint8_
 {
 	out_obj_begin(o, "settings");
 	for (int s = 0; s < RC_PF_NSETTINGS; s++) {
-		char val[80];
+		char val[256];
 
 		rc_pf_value(n, s, val, sizeof(val));
 		out_str(o, rc_pf_setting_name(s), NULL, val[0] ? val : NULL);
@@ -124,7 +129,11 @@ static void node_line(struct out *o, const struct rc_pf_node *n)
 {
 	char ml[40];
 
-	out_text(o, "#   rank %d (%s%s%s)", n->rank, n->hostname, n->host[0] ? " " : "", n->host);
+	if (n->rail)
+		out_text(o, "#     rail %d:", n->rail);
+	else
+		out_text(o, "#   rank %d (%s%s%s)", n->rank, n->hostname, n->host[0] ? " " : "",
+			 n->host);
 	if (!n->dev[0]) {
 		out_text(o, ": %s\n", n->error[0] ? n->error : "no RDMA device");
 		return;
@@ -137,18 +146,15 @@ static void node_line(struct out *o, const struct rc_pf_node *n)
 	if (n->gid_index >= 0)
 		out_text(o, ", GID %d %s", n->gid_index,
 			 n->gid_found ? n->gid_type : "(none there)");
-	out_text(o, ", memlock %s\n", ml[0] ? ml : "?");
+	if (n->rail)
+		out_text(o, "\n");
+	else
+		out_text(o, ", memlock %s\n", ml[0] ? ml : "?");
 }
 
-static void put_node(struct out *o, const struct rc_pf_node *n, const uint8_t *differs)
+/* A rail's own facts (rail 0's are the node's). */
+static void put_rail(struct out *o, const struct rc_pf_node *n, const uint8_t *differs)
 {
-	node_line(o, n);
-	out_obj_begin(o, NULL);
-	out_i64(o, "rank", NULL, n->rank);
-	out_str(o, "hostname", NULL, n->hostname);
-	out_str(o, "host", NULL, n->host[0] ? n->host : NULL);
-	out_bool(o, "loaded", NULL, n->loaded);
-	out_str(o, "error", NULL, n->error[0] ? n->error : NULL);
 	out_str(o, "device", NULL, n->dev[0] ? n->dev : NULL);
 	out_i64(o, "port", NULL, n->port);
 	out_str(o, "netdev", NULL, n->netdev[0] ? n->netdev : NULL);
@@ -160,13 +166,35 @@ static void put_node(struct out *o, const struct rc_pf_node *n, const uint8_t *d
 	out_str(o, "gid", NULL, n->gid_found ? n->gid : NULL);
 	out_str(o, "gid_netdev", NULL, n->gid_found && n->gid_netdev[0] ? n->gid_netdev : NULL);
 	put_settings(o, n, differs);
+}
+
+/* A node: its rail 0 (rows[0]), then its other rails (rows[1..nr-1]). */
+static void put_node(struct out *o, const struct rc_pf_node *n, int nr, const uint8_t *differs)
+{
+	node_line(o, n);
+	out_obj_begin(o, NULL);
+	out_i64(o, "rank", NULL, n->rank);
+	out_str(o, "hostname", NULL, n->hostname);
+	out_str(o, "host", NULL, n->host[0] ? n->host : NULL);
+	out_bool(o, "loaded", NULL, n->loaded);
+	out_str(o, "error", NULL, n->error[0] ? n->error : NULL);
+	put_rail(o, n, differs);
+	out_arr_begin(o, "rails");
+	for (int k = 1; k < nr; k++) {
+		node_line(o, &n[k]);
+		out_obj_begin(o, NULL);
+		out_i64(o, "rail", NULL, n[k].rail);
+		put_rail(o, &n[k], differs + (size_t)k * RC_PF_NSETTINGS);
+		out_obj_end(o);
+	}
+	out_arr_end(o);
 	out_obj_end(o);
 }
 
 static void put_direction(struct out *o, const struct pf_report *r, int a, int b)
 {
 	const struct rc_sweep_cell *c = &r->probe->m[(size_t)a * (size_t)r->world + (size_t)b];
-	const struct rc_pf_node *x = &r->nodes[a], *y = &r->nodes[b];
+	const struct rc_pf_node *x = &r->nodes[r->first[a]], *y = &r->nodes[r->first[b]];
 	double exp = rc_pf_expected_gbit(x, y);
 
 	out_obj_begin(o, NULL);
@@ -248,19 +276,26 @@ static const struct metric_row pf_metric_rows[] = {
 };
 const struct metric_table pf_metric_table = METRIC_TABLE(pf_metric_rows);
 
-int pf_report(struct ctx *ctx, const struct pf_report *r, bool *clean)
+int pf_report(struct ctx *ctx, const struct pf_report *in, bool *clean)
 {
+	struct pf_report rr = *in;
+	const struct pf_report *r = &rr;
 	struct out *o = &ctx->out;
 	struct rc_pf_finding *f = calloc(PF_FINDINGS_MAX, sizeof(*f));
-	uint8_t *differs = calloc((size_t)r->world, RC_PF_NSETTINGS);
+	uint8_t *differs = calloc((size_t)r->nrows, RC_PF_NSETTINGS);
+	int *first = calloc((size_t)r->world, sizeof(int));
 	struct rc_pf_limits lim = { .buffer = r->buffer };
 	int nf = 0, count[3] = { 0 }, rc;
 
-	if (!f || !differs) {
+	if (!f || !differs || !first) {
 		rc = fail(ctx, -ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((rc = rc_pf_compare(r->nodes, r->world, &lim, f, PF_FINDINGS_MAX, &nf, differs))) {
+	for (int i = r->nrows - 1; i >= 0; i--)
+		if (r->nodes[i].rank >= 0 && r->nodes[i].rank < r->world)
+			first[r->nodes[i].rank] = i;
+	rr.first = first;
+	if ((rc = rc_pf_compare(r->nodes, r->nrows, &lim, f, PF_FINDINGS_MAX, &nf, differs))) {
 		rc = fail(ctx, rc, "the nodes could not be compared");
 		goto out;
 	}
@@ -276,8 +311,11 @@ int pf_report(struct ctx *ctx, const struct pf_report *r, bool *clean)
 	out_arr_end(o);
 	out_text(o, "# nodes\n");
 	out_arr_begin(o, "nodes");
-	for (int i = 0; i < r->world; i++)
-		put_node(o, &r->nodes[i], differs + (size_t)i * RC_PF_NSETTINGS);
+	for (int i = 0, nr; i < r->nrows; i += nr) {
+		for (nr = 1; i + nr < r->nrows && r->nodes[i + nr].rail; nr++)
+			;
+		put_node(o, &r->nodes[i], nr, differs + (size_t)i * RC_PF_NSETTINGS);
+	}
 	out_arr_end(o);
 	put_probe(o, r);
 	out_bool(o, "clean", *clean ? "verdict: clean\n" : NULL, *clean);
@@ -285,12 +323,13 @@ int pf_report(struct ctx *ctx, const struct pf_report *r, bool *clean)
 		out_text(o, "verdict: %d finding%s to fix (exit 1)\n",
 			 count[RC_SEV_ERROR] + count[RC_SEV_WARNING],
 			 count[RC_SEV_ERROR] + count[RC_SEV_WARNING] == 1 ? "" : "s");
-	if (r->svg && (rc = pf_svg_write(r->svg, r->nodes, r->world, differs)))
+	if (r->svg && (rc = pf_svg_write(r->svg, r->nodes, r->nrows, differs)))
 		rc = fail(ctx, rc, "--svg %s: %s", r->svg, strerror(-rc));
 	else if (r->svg)
 		out_str(o, "svg", "# grid: %s\n", r->svg);
 out:
 	free(f);
 	free(differs);
+	free(first);
 	return rc;
 }

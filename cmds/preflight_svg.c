@@ -31,11 +31,11 @@ int pf_svg_write(const char *path, const struct rc_pf_node *nodes, int n, const 
 		const struct rc_pf_node *x = &nodes[i];
 		double y = TOP + ROW_H * i;
 
-		snprintf(label, sizeof(label), "rank %d %.60s %.40s", i, x->hostname, x->dev);
+		snprintf(label, sizeof(label), "rank %d %.60s %.40s", x->rank, x->hostname, x->dev);
 		svg_text(f, 10, y + 15, "start", 11, "#000", label);
 		for (int s = 0; s < RC_PF_NSETTINGS; s++) {
 			bool bad = differs[(size_t)i * RC_PF_NSETTINGS + (size_t)s];
-			char val[80];
+			char val[256];
 
 			rc_pf_value(x, s, val, sizeof(val));
 			svg_rect(f, HEAD_W + COL_W * s, y, COL_W, ROW_H, bad ? "#f4a6a6" : "#e8f4e8",

@@ -24,15 +24,32 @@ static void copy(char *dst, size_t len, const char *src)
 #define COPY(dst, src) copy((dst), sizeof(dst), (src))
 
 static const char *const setting_names[RC_PF_NSETTINGS] = {
-	[RC_PF_KERNEL] = "kernel",         [RC_PF_RDMA_CORE] = "rdma_core",
-	[RC_PF_RDMACTL] = "rdmactl",       [RC_PF_PROVIDER] = "provider",
-	[RC_PF_FW] = "firmware",           [RC_PF_LINK_LAYER] = "link_layer",
-	[RC_PF_STATE] = "port_state",      [RC_PF_RATE] = "rate",
-	[RC_PF_ACTIVE_MTU] = "active_mtu", [RC_PF_NETDEV_MTU] = "netdev_mtu",
-	[RC_PF_GID_TYPE] = "gid_type",     [RC_PF_ROCE_MODE] = "roce_mode",
-	[RC_PF_ROCE_TOS] = "roce_tos",     [RC_PF_MEMLOCK] = "memlock",
-	[RC_PF_HUGEPAGES] = "hugepages",   [RC_PF_RDMA_UCM] = "rdma_ucm",
-	[RC_PF_NIC_PCIE] = "nic_pcie",     [RC_PF_GPU_PCIE] = "gpu_pcie",
+	[RC_PF_KERNEL] = "kernel",
+	[RC_PF_RDMA_CORE] = "rdma_core",
+	[RC_PF_RDMACTL] = "rdmactl",
+	[RC_PF_PROVIDER] = "provider",
+	[RC_PF_FW] = "firmware",
+	[RC_PF_LINK_LAYER] = "link_layer",
+	[RC_PF_STATE] = "port_state",
+	[RC_PF_RATE] = "rate",
+	[RC_PF_ACTIVE_MTU] = "active_mtu",
+	[RC_PF_NETDEV_MTU] = "netdev_mtu",
+	[RC_PF_GID_TYPE] = "gid_type",
+	[RC_PF_ROCE_MODE] = "roce_mode",
+	[RC_PF_ROCE_TOS] = "roce_tos",
+	[RC_PF_MEMLOCK] = "memlock",
+	[RC_PF_HUGEPAGES] = "hugepages",
+	[RC_PF_RDMA_UCM] = "rdma_ucm",
+	[RC_PF_NIC_PCIE] = "nic_pcie",
+	[RC_PF_GPU_PCIE] = "gpu_pcie",
+	[RC_PF_NIC_MODEL] = "nic_model",
+	[RC_PF_DRIVER] = "driver",
+	[RC_PF_PKEY] = "pkey",
+	[RC_PF_TCLASS] = "traffic_class",
+	[RC_PF_ECN] = "roce_ecn",
+	[RC_PF_IOMMU] = "iommu",
+	[RC_PF_ACS] = "acs",
+	[RC_PF_RAIL_PLAN] = "rail_plan",
 };
 
 const char *rc_pf_setting_name(int s)
@@ -132,6 +149,75 @@ static void fill_host(const struct rc_topo *t, const char *rdmactl, struct rc_pf
 	}
 }
 
+/* The rail plan as text, and ACS and the IOMMU on its GPU-NIC paths. */
+static void fill_rails(const struct rc_topo *t, struct rc_pf_node *n)
+{
+	size_t at = 0;
+
+	n->nrails = 0;
+	for (int g = 0; g < t->ngpus; g++) {
+		const struct rc_topo_rail *r = &t->rails[g];
+		int w;
+
+		if (at < sizeof(n->rail_plan)) {
+			w = snprintf(n->rail_plan + at, sizeof(n->rail_plan) - at, "%sGPU%d %s %s",
+				     g ? ", " : "", g, r->dev >= 0 ? t->devs[r->dev].name : "none",
+				     rc_topo_path_name(r->path));
+			at += w > 0 ? (size_t)w : 0;
+		}
+		if (r->dev < 0)
+			continue;
+		n->nrails++;
+		n->acs_unknown += r->acs == -1;
+		if (r->acs == 1 && !n->acs_redirect++)
+			snprintf(n->acs_at, sizeof(n->acs_at), "%s (GPU%d-%s)", r->acs_at, g,
+				 t->devs[r->dev].name);
+	}
+}
+
+static bool translating(const char *type)
+{
+	return !strncmp(type, "DMA", 3);
+}
+
+/* The IOMMU of the functions on the rails (the node's device's without a
+ * GPU): the first translating kind, else "identity", else "off" when the
+ * host has no IOMMU group. */
+static void fill_iommu(const struct rc_topo *t, const struct rc_topo_dev *d, struct rc_pf_node *n)
+{
+	const char *kind = d->has_pci ? d->pci.iommu_type : "";
+
+	for (int g = 0; g < t->ngpus && !translating(kind); g++) {
+		const struct rc_topo_rail *r = &t->rails[g];
+
+		if (r->dev < 0)
+			continue;
+		if (translating(t->gpus[g].pci.iommu_type) || !kind[0])
+			kind = t->gpus[g].pci.iommu_type;
+		if (translating(t->devs[r->dev].pci.iommu_type) || !kind[0])
+			kind = t->devs[r->dev].pci.iommu_type;
+	}
+	if (!kind[0] && t->facts.iommu == 0)
+		kind = "off";
+	COPY(n->iommu, kind);
+}
+
+static void fill_nic(const struct rc_topo_dev *d, const struct rc_topo_port *p, struct rc_pf_node *n)
+{
+	const char *v = d->pci.vendor, *dv = d->pci.device;
+
+	if (d->has_pci && v[0] && dv[0])
+		snprintf(n->nic_model, sizeof(n->nic_model), "%s:%s%s%.16s",
+			 strncmp(v, "0x", 2) ? v : v + 2, strncmp(dv, "0x", 2) ? dv : dv + 2,
+			 d->hca_type[0] ? " " : "", d->hca_type);
+	else
+		snprintf(n->nic_model, sizeof(n->nic_model), "%s", d->hca_type);
+	n->pkey = p->pkey0;
+	n->tclass = p->tclass;
+	n->ecn_np = p->ecn_np;
+	n->ecn_rp = p->ecn_rp;
+}
+
 int rc_pf_node_fill(const struct rc_topo *t, const char *dev, int port, int gid_index,
 		    const char *rdmactl, struct rc_pf_node *n, struct rc_err *err)
 {
@@ -141,7 +227,9 @@ int rc_pf_node_fill(const struct rc_topo *t, const char *dev, int port, int gid_
 	n->gid_index = -1;
 	n->roce_tos = -1;
 	n->netdev_mtu = -1;
+	n->pkey = n->tclass = n->ecn_np = n->ecn_rp = -1;
 	fill_host(t, rdmactl, n);
+	fill_rails(t, n);
 	if (!d && dev)
 		return rc_err_set(err, ENODEV, "no RDMA device named %s", dev);
 	if (!d)
@@ -156,7 +244,63 @@ int rc_pf_node_fill(const struct rc_topo *t, const char *dev, int port, int gid_
 	if (!(p = pick_port(d, port)))
 		return rc_err_set(err, ENODEV, "%s has no port %d", d->name, port);
 	fill_port(p, gid_index, n);
+	fill_nic(d, p, n);
+	fill_iommu(t, d, n);
 	return 0;
+}
+
+/* The NIC closest to GPU g by PCIe path, whatever its ports' state (PCI
+ * order on a tie); -1 none. */
+static int closest_nic(const struct rc_topo *t, int g)
+{
+	int best = -1;
+
+	for (int i = 0; i < t->nnic_pci; i++) {
+		int d = t->nic_pci_order[i];
+
+		if (t->matrix[g][d] != RC_PATH_NA &&
+		    (best < 0 || t->matrix[g][d] < t->matrix[g][best]))
+			best = d;
+	}
+	return best;
+}
+
+/* Device d as the next rail, unless it is one already. */
+static void add_rail(const struct rc_topo *t, int d, const char *rdmactl, struct rc_pf_node *n,
+		     int cap, int *k)
+{
+	struct rc_err e;
+
+	if (d < 0 || *k >= cap)
+		return;
+	for (int i = 0; i < *k; i++)
+		if (!strcmp(n[i].dev, t->devs[d].name))
+			return;
+	memset(&n[*k], 0, sizeof(n[*k]));
+	if (!rc_pf_node_fill(t, t->devs[d].name, 0, -1, rdmactl, &n[*k], &e)) {
+		n[*k].rail = *k;
+		++*k;
+	}
+}
+
+int rc_pf_node_fill_rails(const struct rc_topo *t, const char *dev, int port, int gid_index,
+			  const char *rdmactl, struct rc_pf_node *n, int cap, int *nrails,
+			  struct rc_err *err)
+{
+	int rc = rc_pf_node_fill(t, dev, port, gid_index, rdmactl, &n[0], err), k = 1;
+
+	if (cap > RC_PF_RAILS_MAX)
+		cap = RC_PF_RAILS_MAX;
+	/* each GPU's NIC in the plan, and the closer one the plan passed
+	 * over (its ports down): that one is named too */
+	for (int g = 0; !rc && g < t->ngpus; g++) {
+		add_rail(t, closest_nic(t, g), rdmactl, n, cap, &k);
+		add_rail(t, t->rails[g].dev, rdmactl, n, cap, &k);
+	}
+	for (int i = 0; i < k; i++)
+		n[i].rails = k;
+	*nrails = k;
+	return rc;
 }
 
 static void term(char *s, size_t len)
@@ -204,6 +348,19 @@ void rc_pf_node_bound(struct rc_pf_node *n)
 	TERM(n->gid);
 	TERM(n->gid_netdev);
 	TERM(n->roce_mode);
+	TERM(n->nic_model);
+	TERM(n->acs_at);
+	TERM(n->iommu);
+	TERM(n->rail_plan);
+	n->pkey = clamp(n->pkey, -1, 0xffff);
+	n->tclass = clamp(n->tclass, -1, 255);
+	n->ecn_np = clamp(n->ecn_np, -1, 0xff);
+	n->ecn_rp = clamp(n->ecn_rp, -1, 0xff);
+	n->nrails = clamp(n->nrails, 0, RC_TOPO_MAX_GPUS);
+	n->rail = clamp(n->rail, 0, RC_PF_RAILS_MAX - 1);
+	n->rails = clamp(n->rails, 1, RC_PF_RAILS_MAX);
+	n->acs_redirect = clamp(n->acs_redirect, 0, n->nrails);
+	n->acs_unknown = clamp(n->acs_unknown, 0, n->nrails);
 	bound_link(&n->nic_link);
 	bound_link(&n->gpu_link);
 	n->loaded = n->loaded == 1;
@@ -251,6 +408,79 @@ static void memlock_text(const struct rc_pf_node *n, char *buf, size_t len)
 static bool roce(const struct rc_pf_node *n)
 {
 	return !strcmp(n->link_layer, "Ethernet");
+}
+
+/* "0-7", "3,5", "none": the priorities of mask. */
+static void prios(int mask, char *buf, size_t len)
+{
+	size_t at = 0;
+
+	snprintf(buf, len, "%s", mask ? "" : "none");
+	for (int p = 0; p < 8 && at < len; p++) {
+		int q = p, w;
+
+		if (!(mask & 1 << p))
+			continue;
+		while (q < 7 && mask & 1 << (q + 1))
+			q++;
+		w = q > p ? snprintf(buf + at, len - at, "%s%d-%d", at ? "," : "", p, q)
+			  : snprintf(buf + at, len - at, "%s%d", at ? "," : "", p);
+		at += w > 0 ? (size_t)w : 0;
+		p = q;
+	}
+}
+
+static void ecn_text(const struct rc_pf_node *n, char *buf, size_t len)
+{
+	char np[24], rp[24];
+
+	if (!roce(n))
+		return;
+	if (n->ecn_np < 0 && n->ecn_rp < 0) {
+		snprintf(buf, len, "%s", "absent");
+		return;
+	}
+	prios(n->ecn_np > 0 ? n->ecn_np : 0, np, sizeof(np));
+	prios(n->ecn_rp > 0 ? n->ecn_rp : 0, rp, sizeof(rp));
+	snprintf(buf, len, "np %s, rp %s", np, rp);
+}
+
+/* The settings of the NIC's model, its partition and QoS, and the paths. */
+static void value_more(const struct rc_pf_node *n, int s, char *buf, size_t len)
+{
+	switch (s) {
+	case RC_PF_NIC_MODEL:
+		snprintf(buf, len, "%s", n->nic_model);
+		break;
+	case RC_PF_DRIVER:
+		snprintf(buf, len, "%s", n->driver);
+		break;
+	case RC_PF_PKEY:
+		if (n->pkey >= 0)
+			snprintf(buf, len, "0x%04x", n->pkey);
+		break;
+	case RC_PF_TCLASS:
+		if (n->tclass >= 0)
+			snprintf(buf, len, "%d", n->tclass);
+		break;
+	case RC_PF_ECN:
+		ecn_text(n, buf, len);
+		break;
+	case RC_PF_IOMMU:
+		snprintf(buf, len, "%s", n->iommu);
+		break;
+	case RC_PF_ACS:
+		if (n->acs_redirect)
+			snprintf(buf, len, "redirect on %d of %d paths", n->acs_redirect, n->nrails);
+		else if (n->nrails && !n->acs_unknown)
+			snprintf(buf, len, "%s", "off");
+		break;
+	case RC_PF_RAIL_PLAN:
+		snprintf(buf, len, "%s", n->rail_plan);
+		break;
+	default:
+		break;
+	}
 }
 
 void rc_pf_value(const struct rc_pf_node *n, int s, char *buf, size_t len)
@@ -319,6 +549,7 @@ void rc_pf_value(const struct rc_pf_node *n, int s, char *buf, size_t len)
 			snprintf(buf, len, "%d of %d below max", n->gpus_slow, n->ngpus);
 		break;
 	default:
+		value_more(n, s, buf, len);
 		break;
 	}
 }

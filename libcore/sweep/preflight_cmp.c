@@ -26,7 +26,7 @@ static void name_nodes(const struct judge *j, const int *ranks, int nr, char *bu
 			snprintf(buf + at, len - at, ", and %d more", nr - k);
 			return;
 		}
-		w = snprintf(buf + at, len - at, "%srank %d (%s%s%s%s%s)", k ? ", " : "", ranks[k],
+		w = snprintf(buf + at, len - at, "%srank %d (%s%s%s%s%s)", k ? ", " : "", n->rank,
 			     n->hostname, n->host[0] ? " " : "", n->host, n->dev[0] ? " " : "",
 			     n->dev);
 		if (w < 0)
@@ -52,9 +52,16 @@ void pf_add(struct judge *j, const struct say *s, const int *ranks, int nr, cons
 	snprintf(f->check, sizeof(f->check), "%s", s->check);
 	snprintf(f->setting, sizeof(f->setting), "%s",
 		 s->setting >= 0 ? rc_pf_setting_name(s->setting) : "");
-	f->nranks = nr;
-	for (int k = 0; k < nr && k < 64; k++)
-		f->ranks[k] = ranks[k];
+	/* the records are in rank order: a node's rails name it once */
+	for (int k = 0; k < nr; k++) {
+		int rank = j->nodes[ranks[k]].rank;
+
+		if (f->nranks && f->ranks[(f->nranks < 64 ? f->nranks : 64) - 1] == rank)
+			continue;
+		if (f->nranks < 64)
+			f->ranks[f->nranks] = rank;
+		f->nranks++;
+	}
 	name_nodes(j, ranks, nr, f->nodes, sizeof(f->nodes));
 	snprintf(f->value, sizeof(f->value), "%s", s->value ? s->value : "");
 	snprintf(f->reference, sizeof(f->reference), "%s", s->reference ? s->reference : "");
@@ -86,6 +93,18 @@ static const struct rule rules[] = {
 	  "a slower port holds every collective through it to its speed" },
 	{ RC_PF_ROCE_TOS, RC_SEV_WARNING,
 	  "the ToS picks the traffic class: traffic in another class loses its PFC and ECN protection (drops, retransmissions)" },
+	{ RC_PF_PKEY, RC_SEV_ERROR,
+	  "ports in different partitions cannot talk to each other: the QP fails at RTR or its packets are dropped (a P_Key mismatch)" },
+	{ RC_PF_TCLASS, RC_SEV_WARNING,
+	  "the traffic class picks the switch queue: a node in another class loses its PFC and ECN protection (drops, retransmissions)" },
+	{ RC_PF_ECN, RC_SEV_WARNING,
+	  "RoCE congestion control needs ECN marking noticed (np) and answered (rp) on every node: one without it keeps sending into a congested queue, and PFC pauses spread" },
+	{ RC_PF_RAIL_PLAN, RC_SEV_WARNING,
+	  "a node whose GPUs reach other NICs, or over longer PCIe paths, runs its rails unlike the others: a NIC list tuned for the majority misroutes traffic there" },
+	{ RC_PF_NIC_MODEL, RC_SEV_WARNING,
+	  "unlike NIC models differ in rate, limits and offloads: the job tunes for one and the others hold it back" },
+	{ RC_PF_DRIVER, RC_SEV_WARNING,
+	  "NIC drivers differ in defaults and fixes: the odd one out is the first suspect of a hang" },
 	{ RC_PF_PROVIDER, RC_SEV_WARNING,
 	  "unlike NICs differ in limits and offloads: the job tunes for one of them" },
 	{ RC_PF_FW, RC_SEV_WARNING,
@@ -100,10 +119,47 @@ static const struct rule rules[] = {
 	  "a job that asks for hugepages fails, or falls back to small pages, where fewer are reserved" },
 };
 
+/* The fixes of the NIC's model, partition, QoS and rail plan; false for
+ * another setting. */
+static bool fix_more(int s, const struct rc_pf_node *n, const char *ref, char *buf, size_t len)
+{
+	switch (s) {
+	case RC_PF_NIC_MODEL:
+		snprintf(buf, len,
+			 "run the job on like NICs, or leave %s out (NCCL_IB_HCA=^%s, UCX_NET_DEVICES without it)",
+			 n->dev, n->dev);
+		return true;
+	case RC_PF_PKEY:
+		snprintf(buf, len,
+			 "make %s port %d a full member of partition %s as on the other nodes (the subnet manager's partitions.conf), and give the job that partition's index (NCCL_IB_PKEY, UCX_IB_PKEY)",
+			 n->dev, n->port, ref);
+		return true;
+	case RC_PF_TCLASS:
+		snprintf(buf, len,
+			 "echo %s > /sys/class/infiniband/%s/tc/%d/traffic_class (or NCCL_IB_TC=%s for the job)",
+			 ref, n->dev, n->port, ref);
+		return true;
+	case RC_PF_ECN:
+		snprintf(buf, len,
+			 "set %s's RoCE ECN as on the other nodes (%s): echo 1 (or 0) > /sys/class/net/%s/ecn/roce_np/enable/PRIO and .../roce_rp/enable/PRIO for each priority; where the driver has no such knobs, run the job on like NICs",
+			 n->netdev[0] ? n->netdev : n->dev, ref,
+			 n->netdev[0] ? n->netdev : "NETDEV");
+		return true;
+	case RC_PF_RAIL_PLAN:
+		snprintf(buf, len,
+			 "compare 'rdmactl probe-topology' there with a node of the majority (slots, NICs down, BIOS bifurcation); until fixed, give that node its own NIC order (NCCL_IB_HCA, UCX_NET_DEVICES) from its plan");
+		return true;
+	default:
+		return false;
+	}
+}
+
 static void fix_for(int s, const struct rc_pf_node *n, const char *ref, char *buf, size_t len)
 {
 	const char *mode = ref[0] ? ref : "RoCE v2";
 
+	if (fix_more(s, n, ref, buf, len))
+		return;
 	switch (s) {
 	case RC_PF_NETDEV_MTU:
 		snprintf(buf, len,
@@ -165,88 +221,152 @@ static void fix_for(int s, const struct rc_pf_node *n, const char *ref, char *bu
 	}
 }
 
-/* The reference of vals (n of VAL_MAX): the most held known value, on a tie
- * the lowest rank's; -1 when fewer than two nodes know it. */
-static int reference(const char (*vals)[VAL_MAX], int n, int *count)
+/* A known value of one rail: its text and the record it is of. */
+struct val {
+	const char *v;
+	int row;
+};
+
+/* The records holding one value: vs[start..start+count-1], its first. */
+struct run {
+	int start, count, first;
+};
+
+static int by_value(const void *a, const void *b)
 {
-	int best = -1, known = 0;
+	const struct val *x = a, *y = b;
+	int c = strcmp(x->v, y->v);
 
-	*count = 0;
-	for (int i = 0; i < n; i++) {
-		int c = 0;
-
-		if (!vals[i][0])
-			continue;
-		known++;
-		for (int k = 0; k < n; k++)
-			c += !strcmp(vals[i], vals[k]);
-		if (c > *count) {
-			*count = c;
-			best = i;
-		}
-	}
-	return known < 2 ? -1 : best;
+	return c ? c : x->row - y->row;
 }
 
-/* Each value other than the reference: its nodes, one finding. */
-static void differing(struct judge *j, const struct rule *r, const char (*vals)[VAL_MAX], int ref,
-		      int count, int *ranks)
+static int by_first(const void *a, const void *b)
 {
-	for (int i = 0; i < j->n; i++) {
-		char fix[320];
-		int nr = 0;
-		bool first = true;
+	return ((const struct run *)a)->first - ((const struct run *)b)->first;
+}
 
-		if (!vals[i][0] || !strcmp(vals[i], vals[ref]))
+/* The values in runs, in the order of their first record; the reference is
+ * the run most records hold (on a tie, the lowest record's). Returns the
+ * number of runs, *ref the reference's. */
+static int runs_of(struct val *vs, int m, struct run *runs, int *ref)
+{
+	int nr = 0;
+
+	qsort(vs, (size_t)m, sizeof(*vs), by_value);
+	for (int i = 0; i < m; i++)
+		if (!i || strcmp(vs[i].v, vs[i - 1].v))
+			runs[nr++] = (struct run){ i, 1, vs[i].row };
+		else
+			runs[nr - 1].count++;
+	qsort(runs, (size_t)nr, sizeof(*runs), by_first);
+	*ref = 0;
+	for (int k = 1; k < nr; k++)
+		if (runs[k].count > runs[*ref].count)
+			*ref = k;
+	return nr;
+}
+
+/* Each value of rail `rail` other than the reference: its records, one
+ * finding. n: the records of that rail. */
+static void differing(struct judge *j, const struct rule *r, const struct val *vs,
+		      const struct run *runs, int nr, int ref, int n, int rail, int *rows)
+{
+	const struct run *R = &runs[ref];
+	const char *refv = vs[R->start].v;
+
+	for (int k = 0; k < nr; k++) {
+		const char *v = vs[runs[k].start].v;
+		char fix[320], on[32] = "";
+
+		if (k == ref)
 			continue;
-		for (int k = 0; k < i && first; k++)
-			first = strcmp(vals[k], vals[i]) != 0;
-		if (!first)
-			continue;
-		for (int k = i; k < j->n; k++)
-			if (!strcmp(vals[k], vals[i]))
-				ranks[nr++] = k;
-		fix_for(r->setting, &j->nodes[i], vals[ref], fix, sizeof(fix));
-		pf_add(j,
-		       &(struct say){ r->sev, "differs", r->setting, vals[i], vals[ref], r->why,
-				      fix },
-		       ranks, nr, "%s is %s where %d of %d nodes have %s%s",
-		       rc_pf_setting_name(r->setting), vals[i], count, j->n, vals[ref],
-		       count * 2 > j->n
+		for (int i = 0; i < runs[k].count; i++)
+			rows[i] = vs[runs[k].start + i].row;
+		if (rail)
+			snprintf(on, sizeof(on), " on their rail %d", rail);
+		fix_for(r->setting, &j->nodes[runs[k].first], refv, fix, sizeof(fix));
+		pf_add(j, &(struct say){ r->sev, "differs", r->setting, v, refv, r->why, fix },
+		       rows, runs[k].count, "%s is %s where %d of %d nodes have %s%s%s",
+		       rc_pf_setting_name(r->setting), v, R->count, n, refv, on,
+		       R->count * 2 > n
 			       ? ""
 			       : " (no majority: the lowest rank's value is the reference)");
 	}
 }
 
+/* Settings of the node, not of a rail: its rail 0 carries them. */
+static bool of_host(int s)
+{
+	return s == RC_PF_KERNEL || s == RC_PF_RDMA_CORE || s == RC_PF_RDMACTL ||
+	       s == RC_PF_MEMLOCK || s == RC_PF_HUGEPAGES || s == RC_PF_RAIL_PLAN;
+}
+
+struct cmp_buf {
+	char (*vals)[VAL_MAX];
+	struct val *vs;
+	struct run *runs;
+	int *rows;
+};
+
+/* Setting r of rail `rail` across the nodes; true when some node differs. */
+static bool compare_one(struct judge *j, const struct rule *r, int rail, bool report,
+			struct cmp_buf *b)
+{
+	int m = 0, n = 0, nr, ref;
+
+	for (int i = 0; i < j->n; i++) {
+		if (j->nodes[i].rail != rail)
+			continue;
+		n++;
+		b->vals[i][0] = '\0';
+		if (j->nodes[i].loaded)
+			rc_pf_value(&j->nodes[i], r->setting, b->vals[i], VAL_MAX);
+		if (b->vals[i][0])
+			b->vs[m++] = (struct val){ b->vals[i], i };
+	}
+	if (m < 2)
+		return false;
+	nr = runs_of(b->vs, m, b->runs, &ref);
+	if (report)
+		differing(j, r, b->vs, b->runs, nr, ref, n, rail, b->rows);
+	return nr > 1;
+}
+
 int pf_compare_settings(struct judge *j)
 {
-	char(*vals)[VAL_MAX] = calloc((size_t)j->n, VAL_MAX);
-	int *ranks = calloc((size_t)j->n, sizeof(int));
-	bool netdev_mtu_differs = false;
+	struct cmp_buf b = { calloc((size_t)j->n, VAL_MAX), calloc((size_t)j->n, sizeof(*b.vs)),
+			     calloc((size_t)j->n, sizeof(*b.runs)),
+			     calloc((size_t)j->n, sizeof(int)) };
+	bool netdev_mtu_differs = false, driver_differs = false;
+	int rails = 1;
 
-	if (!vals || !ranks) {
-		free(vals);
-		free(ranks);
+	if (!b.vals || !b.vs || !b.runs || !b.rows) {
+		free(b.vals);
+		free(b.vs);
+		free(b.runs);
+		free(b.rows);
 		return -ENOMEM;
 	}
+	for (int i = 0; i < j->n; i++)
+		if (j->nodes[i].rail >= rails)
+			rails = j->nodes[i].rail + 1;
 	for (size_t r = 0; r < sizeof(rules) / sizeof(rules[0]); r++) {
-		int ref, count;
+		int s = rules[r].setting;
+		/* the provider is named after the driver, the RDMA MTU follows
+		 * the netdev's: one cause, one finding */
+		bool report = !(s == RC_PF_PROVIDER && driver_differs) &&
+			      !(s == RC_PF_ACTIVE_MTU && netdev_mtu_differs);
 
-		for (int i = 0; i < j->n; i++)
-			if (j->nodes[i].loaded)
-				rc_pf_value(&j->nodes[i], rules[r].setting, vals[i], VAL_MAX);
-			else
-				vals[i][0] = '\0';
-		if ((ref = reference(vals, j->n, &count)) < 0)
-			continue;
-		if (rules[r].setting == RC_PF_NETDEV_MTU)
-			netdev_mtu_differs = count < j->n;
-		/* the netdev's MTU is the cause; the RDMA MTU only follows it */
-		if (rules[r].setting == RC_PF_ACTIVE_MTU && netdev_mtu_differs)
-			continue;
-		differing(j, &rules[r], (const char(*)[VAL_MAX])vals, ref, count, ranks);
+		for (int rail = 0; rail < (of_host(s) ? 1 : rails); rail++) {
+			bool d = compare_one(j, &rules[r], rail, report, &b);
+
+			netdev_mtu_differs |= s == RC_PF_NETDEV_MTU && d;
+			driver_differs |= s == RC_PF_DRIVER && d;
+		}
 	}
-	free(vals);
-	free(ranks);
+	free(b.vals);
+	free(b.vs);
+	free(b.runs);
+	free(b.rows);
 	return 0;
 }

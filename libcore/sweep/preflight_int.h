@@ -6,7 +6,7 @@
 
 #include <rdmactl/preflight.h>
 
-#define VAL_MAX 64
+#define VAL_MAX 256
 
 struct judge {
 	const struct rc_pf_node *nodes;

@@ -124,7 +124,7 @@ static void check_pcie(struct judge *j, int r)
 			       fix },
 		       &r, 1, "%s (%s) PCIe link runs at %s", n->dev, n->nic_link.addr, val);
 	}
-	if (n->gpus_slow) {
+	if (n->gpus_slow && !n->rail) {
 		const struct rc_pf_link *l = &n->gpu_link;
 
 		pf_add(j,
@@ -136,6 +136,34 @@ static void check_pcie(struct judge *j, int r)
 		       n->gpus_slow, n->gpus_slow == 1 ? "'s" : "s'", l->addr, l->cur_width,
 		       l->max_width);
 	}
+}
+
+/* ACS and the IOMMU between each GPU and the NIC of its rail. */
+static void check_paths(struct judge *j, int r)
+{
+	const struct rc_pf_node *n = &j->nodes[r];
+	char val[VAL_MAX];
+
+	if (!n->nrails)
+		return;
+	if (n->acs_redirect) {
+		rc_pf_value(n, RC_PF_ACS, val, sizeof(val));
+		pf_add(j,
+		       &(struct say){
+			       RC_SEV_WARNING, "acs", RC_PF_ACS, val, "off",
+			       "ACS redirect sends GPU-NIC peer-to-peer traffic up to the root complex: GPUDirect RDMA loses bandwidth, or hangs where the root complex drops it",
+			       "disable ACS redirect on the bridges between GPU and NIC (the BIOS's ACS setting, or 'setpci -s BDF ECAP_ACS+6.w=0' at each boot); on a VM host that needs ACS, keep GPUDirect off (NCCL_NET_GDR_LEVEL=LOC)" },
+		       &r, 1, "ACS redirects peer-to-peer on %d of %d GPU-NIC paths, first at %s",
+		       n->acs_redirect, n->nrails, n->acs_at);
+	}
+	if (!strncmp(n->iommu, "DMA", 3))
+		pf_add(j,
+		       &(struct say){
+			       RC_SEV_WARNING, "iommu", RC_PF_IOMMU, n->iommu, "identity",
+			       "a translating IOMMU puts every GPU-NIC transfer through address translation: GPUDirect RDMA slows, or fails with IOMMU faults",
+			       "boot with the IOMMU in pass-through (iommu=pt, with intel_iommu=on or amd_iommu=on where it must stay on), or off" },
+		       &r, 1, "the IOMMU translates (%s) on the GPU-NIC paths of the rail plan",
+		       n->iommu);
 }
 
 int rc_pf_compare(const struct rc_pf_node *nodes, int n, const struct rc_pf_limits *lim,
@@ -175,8 +203,11 @@ int rc_pf_compare(const struct rc_pf_node *nodes, int n, const struct rc_pf_limi
 			}
 			check_port(&j, r);
 			check_gid(&j, r);
-			check_host(&j, r);
 			check_pcie(&j, r);
+			if (nodes[r].rail)
+				continue; /* the node's own: its rail 0 says them */
+			check_host(&j, r);
+			check_paths(&j, r);
 		}
 		rc = pf_compare_settings(&j);
 	}

@@ -35,6 +35,49 @@ int rc_pf_gather(struct rc_group *g, struct rc_pf_node *mine, struct rc_pf_node 
 	return 0;
 }
 
+int rc_pf_gather_rails(struct rc_group *g, struct rc_pf_node *mine, int nmine,
+		       struct rc_pf_node *all, int *n, struct rc_err *err)
+{
+	const struct rc_endpoint *ep = rc_group_self(g);
+	int W = rc_group_world(g), me = rc_group_rank(g), rc;
+	const int R = RC_PF_RAILS_MAX;
+
+	*n = 0;
+	for (int k = 0; k < R; k++) {
+		if (k >= nmine)
+			memset(&mine[k], 0, sizeof(mine[k]));
+		mine[k].rank = me;
+		snprintf(mine[k].host, sizeof(mine[k].host), "%s", ep->host);
+		if (ep->hostname[0])
+			snprintf(mine[k].hostname, sizeof(mine[k].hostname), "%s", ep->hostname);
+	}
+	mine[0].rails = nmine;
+	if ((rc = rc_group_gather_tree(g, mine, sizeof(*mine) * (size_t)R, all, err)))
+		return rc;
+	if (me)
+		return 0;
+	for (int i = 0; i < W; i++) {
+		struct rc_pf_node *rec = &all[(size_t)i * (size_t)R];
+		int rails = rec[0].rails >= 1 && rec[0].rails <= R ? rec[0].rails : 1;
+
+		/* compacted in place: row *n is never past record i * R */
+		for (int k = 0; k < rails; k++) {
+			struct rc_pf_node *x = &all[*n];
+
+			if (x != &rec[k])
+				*x = rec[k];
+			rc_pf_node_bound(x);
+			x->rank = i; /* where it landed, whatever it said */
+			x->rail = k;
+			x->rails = rails;
+			if (k && (!x->loaded || !x->dev[0]))
+				break; /* an empty rail: the rest are not read */
+			++*n;
+		}
+	}
+	return 0;
+}
+
 int rc_pf_probe(struct rc_group *g, const struct rc_pf_probe_opts *o, struct rc_sweep_result *res,
 		struct rc_err *err)
 {

@@ -217,6 +217,7 @@ int rc_topo_load(const struct rc_topo_opts *opts, struct rc_topo **out, struct r
 	tp_load_host(t);
 	tp_load_nvml(t); /* live, or where $RDMACTL_NVML_LIB names one */
 	tp_compute_paths(t);
+	tp_load_qos(t);
 	tp_doctor(t, opts);
 	*out = t;
 	return 0;

@@ -27,16 +27,9 @@
 
 #include <rdmactl/config_core.h>
 
-#include "topo_int.h"
+#include "topo_capture.h"
 
 extern char **environ;
-
-struct cap {
-	const struct rc_topo *t; /* the source: /sys, or a tree being re-captured */
-	char dst[PATH_MAX];
-	int nfiles;
-	FILE *facts;
-};
 
 static const char *const pci_files[] = {
 	"vendor",
@@ -54,15 +47,16 @@ static const char *const pci_files[] = {
 	NULL,
 };
 static const char *const ibdev_files[] = {
-	"node_guid", "sys_image_guid", "fw_ver", "node_type", "node_desc",
-	"hca_type",  "board_id",       "parent", NULL,
+	"node_guid",          "sys_image_guid",     "fw_ver",   "node_type",
+	"node_desc",          "hca_type",           "board_id", "parent",
+	"tc/1/traffic_class", "tc/2/traffic_class", NULL,
 };
 static const char *const port_files[] = {
-	"state",  "phys_state",     "link_layer", "rate", "lid",
-	"sm_lid", "lid_mask_count", "cap_mask",   NULL,
+	"state",  "phys_state",     "link_layer", "rate",    "lid",
+	"sm_lid", "lid_mask_count", "cap_mask",   "pkeys/0", NULL,
 };
 static const char *const net_files[] = {
-	"mtu", "operstate", "address", "dev_port", "type", "ifindex", NULL,
+	"mtu", "operstate", "address", "dev_port", "type", "ifindex", TP_ECN_FILES, NULL,
 };
 static const char *const cm_files[] = { "default_roce_mode", "default_roce_tos", NULL };
 static const char *const modules[] = {
@@ -75,7 +69,7 @@ static const char *const modules[] = {
 	"irdma",       NULL,
 };
 
-static int mkdirs(char *path)
+int mkdirs(char *path)
 {
 	for (char *s = path + 1; *s; s++) {
 		if (*s != '/')
@@ -96,7 +90,7 @@ static int mkdirs(char *path)
 
 /* rel with its directory resolved: the place of the entry itself in the
  * symlink-free tree. */
-static int real_rel(const struct cap *c, const char *rel, char *out, size_t len)
+int real_rel(const struct cap *c, const char *rel, char *out, size_t len)
 {
 	char dir[PATH_MAX], rdir[PATH_MAX];
 	const char *base = strrchr(rel, '/');
@@ -109,7 +103,7 @@ static int real_rel(const struct cap *c, const char *rel, char *out, size_t len)
 	return tp_fmt(out, len, "%s/%s", rdir, base + 1);
 }
 
-static int dst_parent(const struct cap *c, const char *rrel, char *dst, size_t len)
+int dst_parent(const struct cap *c, const char *rrel, char *dst, size_t len)
 {
 	char dir[PATH_MAX];
 	const char *slash;
@@ -124,7 +118,7 @@ static int dst_parent(const struct cap *c, const char *rrel, char *dst, size_t l
 
 /* Files the host cannot read (write-only, empty GID attributes) are left
  * out: the reader treats a missing file as unknown. */
-static int cap_file(struct cap *c, const char *rel)
+int cap_file(struct cap *c, const char *rel)
 {
 	char rrel[PATH_MAX], dst[PATH_MAX], buf[4096];
 	FILE *fp;
@@ -155,7 +149,7 @@ static int cap_files(struct cap *c, const char *dir, const char *const *names)
 	return rc;
 }
 
-static int cap_link(struct cap *c, const char *rel)
+int cap_link(struct cap *c, const char *rel)
 {
 	char rrel[PATH_MAX], src[PATH_MAX], dst[PATH_MAX], target[PATH_MAX];
 	ssize_t n;
@@ -177,7 +171,7 @@ static int cap_link(struct cap *c, const char *rel)
 	return 0;
 }
 
-static int cap_mkdir(struct cap *c, const char *rel)
+int cap_mkdir(struct cap *c, const char *rel)
 {
 	char dst[PATH_MAX];
 
@@ -242,7 +236,7 @@ static int cap_pci(struct cap *c, const char *path, bool endpoint)
 	}
 	/* Up the chain: devices/pci0000:00/0000:00:01.0/0000:01:00.0 */
 	while ((slash = strrchr(dir, '/')) && strncmp(slash + 1, "pci", 3)) {
-		if ((rc = cap_files(c, dir, pci_files)))
+		if ((rc = cap_files(c, dir, pci_files)) || (rc = cap_pci_qos(c, dir)))
 			return rc;
 		if (!tp_fmt(rel, sizeof(rel), "%s/driver", dir) &&
 		    !tp_link_base(c->t, rel, drv, sizeof(drv))) {
@@ -345,6 +339,8 @@ static int cap_host(struct cap *c)
 		}
 		tp_names_free(&n);
 	}
+	if (!rc && tp_is_dir(c->t, "kernel/iommu_groups"))
+		rc = cap_mkdir(c, "kernel/iommu_groups");
 	for (int i = 0; modules[i] && !rc; i++)
 		if (!tp_fmt(rel, sizeof(rel), "module/%s", modules[i]) && tp_is_dir(c->t, rel))
 			rc = cap_mkdir(c, rel);

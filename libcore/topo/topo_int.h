@@ -57,6 +57,8 @@ void tp_load_facts(struct rc_topo *t);
 void tp_compute_paths(struct rc_topo *t);
 /* After the devices: rdma_cm's configfs defaults, rdma_ucm, rdma-core (topo_host.c). */
 void tp_load_host(struct rc_topo *t);
+/* After the rail plan: NIC models, pkeys, RoCE QoS, IOMMU, ACS (topo_qos.c). */
+void tp_load_qos(struct rc_topo *t);
 /* The rail plan (topo_rail.c): rails[] from matrix[] and the ports. */
 void tp_plan_rails(struct rc_topo *t);
 /* dma-buf for GPU memory on this host (kernel, NVIDIA module); why not. */

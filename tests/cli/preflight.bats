@@ -221,3 +221,272 @@ pf_metrics_match() {
 	assert_failure
 	assert_output --partial "error: the file says '1', the document '2'"
 }
+
+# acs_config FILE CTRL: a bridge's 4 KiB config space whose one extended
+# capability is ACS, its control register CTRL (a byte: 0x0c redirects
+# peer-to-peer requests and completions).
+acs_config() {
+	head -c 4096 /dev/zero >"$1"
+	printf "\\x0d\\x00\\x01\\x00\\x1f\\x00\\x$(printf %02x "$2")\\x00" |
+		dd of="$1" bs=1 seek=256 conv=notrunc status=none
+}
+
+# healthy_tree NAME HOST: a copy of the 8-GPU tree, its hostname HOST, with
+# what preflight compares beyond the fixture planted as a healthy node has
+# it: the default pkey on every port, traffic class 106 and ECN on every
+# priority on the Ethernet port (mlx5_8, eno1), every GPU and NIC in an
+# IOMMU group in pass-through, every bridge with ACS and no redirect.
+healthy_tree() {
+	local t d w p f i=0
+	t=$(copy_fixture "$1" two-socket-8gpu)
+	sed -i "s/^hostname dgx-like$/hostname $2/" "$t/rdmactl/facts"
+	for d in "$t"/class/infiniband/*; do
+		mkdir -p "$d/ports/1/pkeys"
+		echo 0xffff >"$d/ports/1/pkeys/0"
+	done
+	mkdir -p "$t/class/infiniband/mlx5_8/tc/1"
+	echo "Global tclass=106" >"$t/class/infiniband/mlx5_8/tc/1/traffic_class"
+	for w in roce_np roce_rp; do
+		mkdir -p "$t/class/net/eno1/ecn/$w/enable"
+		for p in {0..7}; do
+			echo 1 >"$t/class/net/eno1/ecn/$w/enable/$p"
+		done
+	done
+	for f in "$t"/bus/pci/devices/*; do
+		mkdir -p "$t/kernel/iommu_groups/$i"
+		echo identity >"$t/kernel/iommu_groups/$i/type"
+		ln -s "../../../../kernel/iommu_groups/$i" "$f/iommu_group"
+		i=$((i + 1))
+	done
+	while read -r f; do
+		acs_config "${f%/class}/config" 0
+	done < <(grep -l '^0x0604' -r "$t/devices" --include=class)
+	printf '%s\n' "$t"
+}
+
+# pf3 [GLOBAL...] -- ARGS...: the three trees a, b and c compared as nodes.
+pf3() {
+	local g=()
+	while (($#)) && [[ $1 != -- ]]; do
+		g+=("$1")
+		shift
+	done
+	shift
+	pf "${g[@]}" -- --sysfs "$A" --sysfs "$B" --sysfs "$C" "$@"
+}
+
+# three_trees: healthy trees in $A, $B and $C (nodes a, b, c); B is the one
+# a test breaks.
+three_trees() {
+	A=$(healthy_tree a node-a)
+	B=$(healthy_tree b node-b)
+	C=$(healthy_tree c node-c)
+}
+
+# only_one CHECK SETTING SEVERITY: the document's one finding is CHECK of
+# SETTING with SEVERITY and names rank 1 (node-b) alone.
+only_one() {
+	jq -e --arg c "$1" --arg s "$2" --arg v "$3" '(.clean | not) and (.findings | length == 1)
+		and .findings[0].check == $c and .findings[0].setting == $s
+		and .findings[0].severity == $v and .findings[0].ranks == [1]
+		and (.findings[0].nodes | startswith("rank 1 (node-b "))
+		and .nodes[1].differs == [$s] and .nodes[0].differs == [] and .nodes[2].differs == []' <<<"$output"
+}
+
+@test "several --sysfs trees are compared as nodes: three healthy ones are clean, with every new fact known" {
+	three_trees
+	pf3 -- --svg "$BATS_TEST_TMPDIR/grid.svg"
+	assert_success
+	assert_output --partial "preflight: 3 nodes: 0 errors, 0 warnings, 0 notes"
+	assert_output --partial "rank 1 (node-b) mlx5_0 port 1 ACTIVE InfiniBand"
+	grep -q '>rail_plan<' "$BATS_TEST_TMPDIR/grid.svg"
+	pf3 -j -d mlx5_8 --
+	assert_success
+	jq -e '.clean and .world == 3 and ([.nodes[].rank] == [0, 1, 2])
+		and ([.nodes[].hostname] == ["node-a", "node-b", "node-c"])
+		and all(.nodes[].settings; .nic_model == "15b3:101d MT4129" and .driver == "mlx5_core"
+			and .pkey == "0xffff" and .traffic_class == "106"
+			and .roce_ecn == "np 0-7, rp 0-7" and .iommu == "identity" and .acs == "off"
+			and (.rail_plan | startswith("GPU0 mlx5_0 PIX, GPU1 mlx5_1 PIX")))' <<<"$output"
+	pf3 -j --
+	assert_success
+	jq -e 'all(.nodes[].settings; .nic_model == "15b3:1021 MT4129" and .roce_ecn == null
+		and .traffic_class == null)' <<<"$output"
+}
+
+@test "a node whose NIC is another model is named with the fix (exit 1)" {
+	three_trees
+	echo 0x101b >"$B/class/infiniband/mlx5_0/device/device"
+	echo MT4123 >"$B/class/infiniband/mlx5_0/hca_type"
+	pf3 --
+	assert_failure 1
+	assert_output --partial "WARNING differs (nic_model): nic_model is 15b3:101b MT4123 where 2 of 3 nodes have 15b3:1021 MT4129"
+	assert_output --partial "nodes: rank 1 (node-b mlx5_0)"
+	assert_output --partial "fix:   run the job on like NICs, or leave mlx5_0 out (NCCL_IB_HCA=^mlx5_0"
+	pf3 -j --
+	only_one differs nic_model warning
+}
+
+@test "a node whose NIC firmware or driver differs is named with the fix (exit 1)" {
+	three_trees
+	echo 28.36.1010 >"$B/class/infiniband/mlx5_0/fw_ver"
+	pf3 -j --
+	assert_failure 1
+	only_one differs firmware warning
+	jq -e '.findings[0].value == "28.36.1010" and .findings[0].reference == "28.39.1002"
+		and (.findings[0].fix | startswith("update mlx5_0'"'"'s firmware to 28.39.1002"))' <<<"$output"
+	echo 28.39.1002 >"$B/class/infiniband/mlx5_0/fw_ver"
+	mkdir -p "$B/bus/pci/drivers/mlx5_other"
+	ln -sfn ../../../../../../../../bus/pci/drivers/mlx5_other "$B/class/infiniband/mlx5_0/device/driver"
+	pf3 -j --
+	assert_failure 1
+	only_one differs driver warning
+	jq -e '.findings[0].value == "mlx5_other" and .findings[0].reference == "mlx5_core"' <<<"$output"
+}
+
+@test "a node whose port is in another partition (pkey entry 0) is an error with the fix (exit 1)" {
+	three_trees
+	echo 0x8001 >"$B/class/infiniband/mlx5_0/ports/1/pkeys/0"
+	pf3 --
+	assert_failure 1
+	assert_output --partial "ERROR   differs (pkey): pkey is 0x8001 where 2 of 3 nodes have 0xffff"
+	assert_output --partial "fix:   make mlx5_0 port 1 a full member of partition 0xffff"
+	pf3 -j --
+	only_one differs pkey error
+}
+
+@test "a node whose RoCE traffic class differs is named with the sysfs fix (exit 1)" {
+	three_trees
+	echo "Global tclass=0" >"$B/class/infiniband/mlx5_8/tc/1/traffic_class"
+	pf3 -d mlx5_8 --
+	assert_failure 1
+	assert_output --partial "WARNING differs (traffic_class): traffic_class is 0 where 2 of 3 nodes have 106"
+	assert_output --partial "fix:   echo 106 > /sys/class/infiniband/mlx5_8/tc/1/traffic_class (or NCCL_IB_TC=106"
+	pf3 -j -d mlx5_8 --
+	only_one differs traffic_class warning
+}
+
+@test "a node whose RoCE ECN is off for a priority, or absent, is named (exit 1)" {
+	three_trees
+	echo 0 >"$B/class/net/eno1/ecn/roce_np/enable/3"
+	pf3 -d mlx5_8 --
+	assert_failure 1
+	assert_output --partial "WARNING differs (roce_ecn): roce_ecn is np 0-2,4-7, rp 0-7 where 2 of 3 nodes have np 0-7, rp 0-7"
+	assert_output --partial "/sys/class/net/eno1/ecn/roce_np/enable/PRIO"
+	pf3 -j -d mlx5_8 --
+	only_one differs roce_ecn warning
+	# a driver with no ECN knobs says so
+	rm -r -- "$B/class/net/eno1/ecn"
+	pf3 -j -d mlx5_8 --
+	assert_failure 1
+	only_one differs roce_ecn warning
+	jq -e '.findings[0].value == "absent" and .nodes[1].settings.roce_ecn == "absent"' <<<"$output"
+}
+
+@test "a translating IOMMU on the GPU-NIC paths is a warning with the fix; none is off (exit 1, 0)" {
+	local t
+	t=$(healthy_tree iommu node-a)
+	pf -j -- --sysfs "$t"
+	assert_success
+	jq -e '.nodes[0].settings.iommu == "identity"' <<<"$output"
+	echo DMA-FQ >"$t/kernel/iommu_groups/3/type"
+	pf -- --sysfs "$t"
+	assert_failure 1
+	assert_output --partial "WARNING iommu: the IOMMU translates (DMA-FQ) on the GPU-NIC paths of the rail plan"
+	assert_output --partial "fix:   boot with the IOMMU in pass-through (iommu=pt"
+	# no group at all: no IOMMU
+	rm -r -- "$t/kernel/iommu_groups"
+	mkdir "$t/kernel/iommu_groups"
+	pf -j -- --sysfs "$t"
+	assert_success
+	jq -e '.nodes[0].settings.iommu == "off"' <<<"$output"
+}
+
+@test "ACS redirect on a bridge between a GPU and its NIC is a warning naming the bridge (exit 1)" {
+	local t
+	t=$(healthy_tree acs node-a)
+	acs_config "$t/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0/config" 0x0c
+	pf -- --sysfs "$t"
+	assert_failure 1
+	assert_output --partial "WARNING acs: ACS redirects peer-to-peer on 1 of 8 GPU-NIC paths, first at 0000:02:00.0 (GPU0-mlx5_0)"
+	assert_output --partial "fix:   disable ACS redirect on the bridges between GPU and NIC"
+	pf -j -- --sysfs "$t"
+	jq -e '.findings[0].check == "acs" and .nodes[0].settings.acs == "redirect on 1 of 8 paths"
+		and .nodes[0].differs == ["acs"]' <<<"$output"
+	# source validation alone (bit 0) redirects nothing
+	acs_config "$t/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0/config" 0x01
+	pf -- --sysfs "$t"
+	assert_success
+	# a config space cut at 64 bytes (an unprivileged read) leaves ACS unknown
+	head -c 64 /dev/zero >"$t/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0/config"
+	pf -j -- --sysfs "$t"
+	assert_success
+	jq -e '.nodes[0].settings.acs == null' <<<"$output"
+}
+
+@test "a node whose rail plan differs (a GPU's NIC missing) is named with the fix (exit 1)" {
+	three_trees
+	rm -- "$B/class/infiniband/mlx5_3"
+	pf3 --
+	assert_failure 1
+	assert_output --partial "WARNING differs (rail_plan): rail_plan is GPU0 mlx5_0 PIX"
+	assert_output --partial "fix:   compare 'rdmactl probe-topology' there with a node of the majority"
+	pf3 -j --
+	only_one differs rail_plan warning
+	jq -e '(.findings[0].value | contains("GPU3 mlx5_2 PXB") or contains("GPU3 mlx5_"))
+		and (.findings[0].reference | contains("GPU3 mlx5_3 PIX"))' <<<"$output"
+}
+
+@test "several --sysfs trees need --world 1" {
+	run "$RDMACTL" preflight --world 2 --rank 0 -R file:/nonexistent --sysfs a --sysfs b
+	assert_failure 2
+	assert_output --partial "preflight: 2 --sysfs trees are compared by one process (--world 1)"
+}
+
+@test "a capture of a tree keeps what preflight compares: pkey, traffic class, ECN, IOMMU, ACS" {
+	local t
+	t=$(healthy_tree orig node-a)
+	acs_config "$t/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0/config" 0x0c
+	run "$RDMACTL" probe-topology --sysfs "$t" --capture "$BATS_TEST_TMPDIR/cap"
+	assert_success
+	pf -j -d mlx5_8 -- --sysfs "$t"
+	assert_failure 1
+	local want=$output
+	pf -j -d mlx5_8 -- --sysfs "$BATS_TEST_TMPDIR/cap"
+	assert_failure 1
+	jq -e --argjson w "$want" '.nodes[0].settings == $w.nodes[0].settings
+		and .nodes[0].settings.acs == "redirect on 1 of 8 paths" and .nodes[0].settings.iommu == "identity"
+		and .nodes[0].settings.traffic_class == "106" and .nodes[0].settings.roce_ecn == "np 0-7, rp 0-7"
+		and .nodes[0].settings.pkey == "0xffff"' <<<"$output"
+}
+
+@test "every rail of the rail plan is reported: a port down on a node's rail 3 is named on that NIC (exit 1)" {
+	local t
+	t=$(copy_fixture rail3 two-socket-8gpu)
+	pf -j -- --sysfs "$t"
+	assert_success
+	jq -e '.nodes[0].device == "mlx5_0" and ([.nodes[0].rails[].device]
+		== ["mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7"])
+		and ([.nodes[0].rails[].rail] == [1, 2, 3, 4, 5, 6, 7])' <<<"$output"
+	echo "1: DOWN" >"$t/class/infiniband/mlx5_3/ports/1/state"
+	pf -- --sysfs "$t"
+	assert_failure 1
+	assert_output --partial "ERROR   port_down (port_state): mlx5_3 port 1 is DOWN"
+	assert_output --partial "nodes: rank 0 (dgx-like mlx5_3)"
+	assert_output --partial "#     rail 3: mlx5_3 port 1 DOWN InfiniBand"
+}
+
+@test "rail k of a node is compared with rail k of the others: one NIC's firmware on node b named (exit 1)" {
+	three_trees
+	echo 28.36.1010 >"$B/class/infiniband/mlx5_5/fw_ver"
+	pf3 --
+	assert_failure 1
+	assert_output --partial "WARNING differs (firmware): firmware is 28.36.1010 where 2 of 3 nodes have 28.39.1002 on their rail 5"
+	assert_output --partial "nodes: rank 1 (node-b mlx5_5)"
+	assert_output --partial "fix:   update mlx5_5's firmware to 28.39.1002"
+	pf3 -j --
+	assert_failure 1
+	jq -e '(.findings | length == 1) and .findings[0].ranks == [1]
+		and .nodes[1].rails[4].differs == ["firmware"] and .nodes[1].differs == []
+		and ([.nodes[0, 2].rails[].differs[]] == [])' <<<"$output"
+}

@@ -173,9 +173,46 @@ static void expected(void)
 	CHECK(rc_pf_expected_gbit(&a, &b) == 0);
 }
 
+/* Two rails a node: rail 1 is compared with the others' rail 1, the
+ * node's own settings on rail 0 only, and a finding names the node once. */
+static void rails(void)
+{
+	static struct rc_pf_node n[2 * W];
+	static uint8_t d[2 * W * RC_PF_NSETTINGS];
+	struct rc_pf_limits lim = { .buffer = 64 << 20 };
+	int nf = -1;
+
+	for (int i = 0; i < 2 * W; i++) {
+		healthy(&n[i], i / 2);
+		n[i].rail = i % 2;
+		n[i].rails = 2;
+	}
+	/* rail 1 on another MTU everywhere: like with like, no finding */
+	for (int i = 1; i < 2 * W; i += 2)
+		n[i].netdev_mtu = 4200;
+	/* a host setting held by a rail > 0 is not the node's */
+	snprintf(n[3].kernel, sizeof(n[3].kernel), "5.4.0");
+	CHECK(rc_pf_compare(n, 2 * W, &lim, f, 32, &nf, d) == 0 && nf == 0);
+	/* node 2's rail 1 differs: named as rank 2, its record marked */
+	n[5].netdev_mtu = 1500;
+	CHECK(rc_pf_compare(n, 2 * W, &lim, f, 32, &nf, d) == 0 && nf == 1);
+	CHECK_STR(f[0].setting, "netdev_mtu");
+	CHECK(f[0].nranks == 1 && f[0].ranks[0] == 2);
+	CHECK_STR(f[0].reference, "4200");
+	CHECK(strstr(f[0].message, "on their rail 1") != NULL);
+	CHECK(d[5 * RC_PF_NSETTINGS + RC_PF_NETDEV_MTU] &&
+	      !d[4 * RC_PF_NSETTINGS + RC_PF_NETDEV_MTU]);
+	/* a node's own check (rdma_ucm) once, from its rail 0 */
+	n[5].netdev_mtu = 4200;
+	n[2].rdma_ucm = n[3].rdma_ucm = 0;
+	CHECK(rc_pf_compare(n, 2 * W, &lim, f, 32, &nf, d) == 0 && nf == 1);
+	CHECK(!strcmp(f[0].check, "rdma_ucm") && f[0].ranks[0] == 1);
+}
+
 int main(void)
 {
 	setting_differs();
+	rails();
 	node_checks();
 	hostile();
 	expected();

@@ -35,6 +35,11 @@ struct rc_pf_link {
  * record that came from a peer is used only after rc_pf_node_bound. */
 struct rc_pf_node {
 	int32_t rank;
+	/* the node's rails: rail 0 is the device the rank runs on, and carries
+	 * the node's own facts (host, limits, versions, the rail plan, ACS and
+	 * IOMMU); rails 1.. are the other NICs of the rail plan, each compared
+	 * with the same rail of the other nodes. rails: how many it has. */
+	int32_t rail, rails;
 	int32_t loaded; /* 1: the topology was read (else error says why) */
 	char error[160];
 	char host[RC_HOST_MAX]; /* the address it met the group on */
@@ -61,6 +66,19 @@ struct rc_pf_node {
 	struct rc_pf_link nic_link;
 	int32_t gpus_slow;          /* GPUs whose PCIe link is narrower than its maximum */
 	struct rc_pf_link gpu_link; /* the first of them */
+	/* the NIC: "15b3:1021 MT4129" (PCI vendor:device, the driver's model
+	 * name where sysfs has one); the port's pkey table entry 0 (-1
+	 * unknown), its RoCE traffic class (-1 not exposed) and ECN knobs (a bit
+	 * per priority, -1 the driver has none) */
+	char nic_model[48];
+	int32_t pkey, tclass, ecn_np, ecn_rp;
+	/* the GPU-NIC paths of the rail plan: how many a bridge redirects with
+	 * ACS (the first at acs_at), how many could not be read; the IOMMU
+	 * on them ("off", "identity", "DMA"... "" unknown) */
+	int32_t nrails, acs_redirect, acs_unknown;
+	char acs_at[64], iommu[16];
+	/* the rail plan: "GPU0 mlx5_0 PIX, GPU1 mlx5_1 PIX..." ("" no GPU) */
+	char rail_plan[256];
 };
 
 /* Fill n from t for device dev (NULL: the first with an ACTIVE port, else
@@ -70,6 +88,17 @@ struct rc_pf_node {
  * with what is known, loaded stays 1). */
 RC_EXPORT int rc_pf_node_fill(const struct rc_topo *t, const char *dev, int port, int gid_index,
 			      const char *rdmactl, struct rc_pf_node *n, struct rc_err *err);
+#define RC_PF_RAILS_MAX 8
+
+/* Every rail of the node into n[0..cap-1] (cap at most RC_PF_RAILS_MAX):
+ * n[0] as rc_pf_node_fill makes it, then a record for each other NIC of
+ * t's rail plan, in GPU order (with each GPU's closest NIC, where the plan
+ * passed over it: its ports down), each on its first ACTIVE port and
+ * recommended GID. *nrails: how many (1 when the node has no GPU: no plan).
+ * Returns what rc_pf_node_fill returned for n[0]. */
+RC_EXPORT int rc_pf_node_fill_rails(const struct rc_topo *t, const char *dev, int port,
+				    int gid_index, const char *rdmactl, struct rc_pf_node *n,
+				    int cap, int *nrails, struct rc_err *err);
 /* Terminate every string of a record that came from a peer and bring its
  * numbers into range (a negative width, an MTU of a billion): what rank 0
  * compares and prints is then bounded whatever was sent. */
@@ -81,6 +110,8 @@ enum rc_pf_setting {
 	RC_PF_RDMA_CORE,
 	RC_PF_RDMACTL,
 	RC_PF_PROVIDER,
+	RC_PF_NIC_MODEL,
+	RC_PF_DRIVER,
 	RC_PF_FW,
 	RC_PF_LINK_LAYER,
 	RC_PF_STATE,
@@ -88,13 +119,19 @@ enum rc_pf_setting {
 	RC_PF_ACTIVE_MTU,
 	RC_PF_NETDEV_MTU,
 	RC_PF_GID_TYPE,
+	RC_PF_PKEY,
 	RC_PF_ROCE_MODE,
 	RC_PF_ROCE_TOS,
+	RC_PF_TCLASS,
+	RC_PF_ECN,
 	RC_PF_MEMLOCK,
 	RC_PF_HUGEPAGES,
 	RC_PF_RDMA_UCM,
 	RC_PF_NIC_PCIE,
 	RC_PF_GPU_PCIE,
+	RC_PF_IOMMU,
+	RC_PF_ACS,
+	RC_PF_RAIL_PLAN,
 	RC_PF_NSETTINGS
 };
 /* Its JSON and metrics name: "kernel", "netdev_mtu", "roce_mode"... */
@@ -110,10 +147,10 @@ struct rc_pf_finding {
 	char setting[24]; /* rc_pf_setting_name, or "" */
 	int32_t nranks;   /* the ranks it names (their first 64 in ranks) */
 	int32_t ranks[64];
-	char nodes[256];    /* "rank 2 (node2, rxe_b)", "and 3 more" */
-	char value[64];     /* theirs, when a setting differs or is wrong */
-	char reference[64]; /* the majority's, when it differs */
-	char message[320];
+	char nodes[256];     /* "rank 2 (node2, rxe_b)", "and 3 more" */
+	char value[256];     /* theirs, when a setting differs or is wrong */
+	char reference[256]; /* the majority's, when it differs */
+	char message[640];
 	char why[256];
 	char fix[320];
 };
@@ -122,7 +159,11 @@ struct rc_pf_limits {
 	uint64_t buffer; /* bytes a rank will register; a locked-memory limit below is a finding */
 };
 
-/* Compare the n records (each bounded): the per-node checks, then each
+/* Compare the n records (each bounded; in rank order, a node's rails in
+ * rail order, as rc_pf_gather_rails leaves them). A finding's ranks are
+ * the nodes' ranks; differs is by record. Rail k of each node is compared
+ * with rail k of the others; the node's own settings on rail 0 only.
+ * The records: the per-node checks, then each
  * setting against the majority. Up to cap findings into f, errors first,
  * then warnings, then infos; *nf how many there were in all (more than cap:
  * the first cap kept). differs, when not NULL, gets n * RC_PF_NSETTINGS
@@ -145,6 +186,13 @@ RC_EXPORT double rc_pf_pcie_gbit(const struct rc_pf_link *l);
  * set to where it came from. Every rank calls it. */
 RC_EXPORT int rc_pf_gather(struct rc_group *g, struct rc_pf_node *mine, struct rc_pf_node *all,
 			   struct rc_err *err);
+
+/* As rc_pf_gather, each rank sending its nmine (1..RC_PF_RAILS_MAX) rails:
+ * on rank 0, all (room for world * RC_PF_RAILS_MAX records) gets every
+ * rank's rails in rank order, each bounded, its rank, rail and rails set
+ * from where it came; *n how many records. */
+RC_EXPORT int rc_pf_gather_rails(struct rc_group *g, struct rc_pf_node *mine, int nmine,
+				 struct rc_pf_node *all, int *n, struct rc_err *err);
 
 struct rc_pf_probe_opts {
 	double duration_s; /* bandwidth burst per direction (0: 0.25 s) */

@@ -56,6 +56,13 @@ struct rc_topo_pci {
 	char cpulist[512];
 	char cur_speed[32], max_speed[32]; /* "32.0 GT/s PCIe" */
 	int cur_width, max_width;          /* lanes */
+	/* The IOMMU: the function's group (iommu_group link, "" none) and its
+	 * kind (kernel/iommu_groups/N/type: "identity", "DMA", "DMA-FQ"; ""
+	 * unknown). acs_ctrl: its ACS control register (PCIe extended capability
+	 * 0x0d in config), -1 no ACS capability, -2 config not readable (an
+	 * unprivileged read stops at 64 bytes; a capture without it). */
+	char iommu_group[16], iommu_type[16];
+	int acs_ctrl;
 };
 
 struct rc_topo_gid {
@@ -102,6 +109,12 @@ struct rc_topo_port {
 	 * "RoCE v2", "IB/RoCE v1" ("" not set: the kernel's, RoCE v2), ToS -1 */
 	char roce_mode[16];
 	int roce_tos;
+	/* pkeys/0: the partition key the port uses by default, -1 unknown;
+	 * tc/N/traffic_class (mlx5): the RoCE traffic class, -1 not exposed;
+	 * the netdev's RoCE ECN knobs (ecn/roce_np and roce_rp, enable/PRIO):
+	 * a bit per priority enabled, -1 when the driver has none */
+	int pkey0, tclass;
+	int ecn_np, ecn_rp;
 	struct rc_topo_verify verify;
 };
 
@@ -112,6 +125,7 @@ struct rc_topo_dev {
 	char node_type[16];            /* CA, RNIC, switch */
 	char node_guid[24];
 	char fw_ver[64];
+	char hca_type[32];      /* the NIC's model as its driver names it: MT4129 */
 	char parent_netdev[32]; /* rxe: the netdev it sits on */
 	bool has_pci;
 	struct rc_topo_pci pci;
@@ -148,6 +162,13 @@ struct rc_topo_rail {
 	bool shared_by_design; /* more GPUs than usable NICs: someone must share */
 	int best_dev;          /* the GPU's closest usable NIC on its own, -1 none */
 	enum rc_topo_path best_path;
+	/* ACS on the PCIe path between the GPU and its NIC: 1 a bridge on it
+	 * redirects peer-to-peer (request or completion redirect: the traffic
+	 * goes up to the root complex), at acs_at; 0 none does; -1 unknown (a
+	 * bridge's config not readable); -2 no such path (no NIC, or the path
+	 * crosses a root complex anyway) */
+	int acs;
+	char acs_at[32];
 };
 
 enum rc_topo_sev { RC_SEV_INFO, RC_SEV_WARNING, RC_SEV_ERROR };
@@ -174,6 +195,7 @@ struct rc_topo_facts {
 	struct rc_topo_huge huge[RC_TOPO_MAX_HUGE];
 	int rdma_ucm;       /* user-space rdma_cm's module: 1 loaded, 0 not, -1 unknown */
 	char rdma_core[32]; /* rdma-core's release ("44.0"), "" unknown */
+	int iommu;          /* kernel/iommu_groups: 1 groups there, 0 none (no IOMMU), -1 unknown */
 };
 
 struct rc_topo {
