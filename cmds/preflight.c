@@ -114,11 +114,8 @@ static void my_record(struct ctx *ctx, const char *sysfs, const char *dev, struc
 					   RDMACTL_VERSION, n, RC_PF_RAILS_MAX, nrails, &e);
 	if (rc)
 		snprintf(n->error, sizeof(n->error), "%.159s", e.msg);
-	if (rc && !n->loaded) {
-		n->gid_index = n->netdev_mtu = n->roce_tos = n->rdma_ucm = -1;
-		n->pkey = n->tclass = n->ecn_np = n->ecn_rp = -1;
-		n->huge_total = n->huge_free = -1;
-	}
+	if (rc && !n->loaded)
+		rc_pf_node_unknown(n);
 	rc_topo_free(t);
 	if (tmpdir[0])
 		rc_topo_rmtree(tmpdir);

@@ -232,8 +232,7 @@ static int run(struct ctx *ctx, struct sweep_cli *a)
 	 * the tree: rank 0 may have a pair that could not connect) */
 	if (!rc && (rc = rc_group_allgather_u64(g, me == 0 ? healthy : 0, verdict, &e)))
 		rc = fail(ctx, rc, "rank %d: %s", me, e.msg);
-	if (!rc)
-		healthy = verdict[0] != 0;
+	healthy = rc ? healthy : verdict[0] != 0;
 	if (!rc && me != 0)
 		ctx->out.printed = true; /* only rank 0 prints the document */
 	group_report_data(&ctx->out, g);

@@ -105,3 +105,10 @@ int rc_pf_probe(struct rc_group *g, const struct rc_pf_probe_opts *o, struct rc_
 	free(want);
 	return rc;
 }
+
+void rc_pf_node_unknown(struct rc_pf_node *n)
+{
+	n->gid_index = n->netdev_mtu = n->roce_tos = n->rdma_ucm = -1;
+	n->pkey = n->tclass = n->ecn_np = n->ecn_rp = -1;
+	n->huge_total = n->huge_free = -1;
+}

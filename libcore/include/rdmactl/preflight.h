@@ -88,6 +88,8 @@ struct rc_pf_node {
  * with what is known, loaded stays 1). */
 RC_EXPORT int rc_pf_node_fill(const struct rc_topo *t, const char *dev, int port, int gid_index,
 			      const char *rdmactl, struct rc_pf_node *n, struct rc_err *err);
+/* A record whose host could not be read: every fact unknown (-1). */
+RC_EXPORT void rc_pf_node_unknown(struct rc_pf_node *n);
 #define RC_PF_RAILS_MAX 8
 
 /* Every rail of the node into n[0..cap-1] (cap at most RC_PF_RAILS_MAX):
