@@ -9,8 +9,12 @@
 # (exit 0); a tree broken one way at a time (a down-trained PCIe link,
 # rdma_ucm missing, a small locked-memory limit, a GID index with no netdev
 # behind it) names the node, the check and the fix (exit 1); its usage
-# errors (exit 2); -j, --svg and --metrics. Several nodes compared, and the
-# probe, run in tests/rxe/preflight.bats; the comparison itself in
+# errors (exit 2); -j, --svg and --metrics. Then several trees given to
+# one process (--sysfs again and again), each a node: a healthy node made
+# once, and for each fact of the NIC, its partition, QoS, IOMMU, ACS, the
+# rail plan and each rail, one node that differs, named with its fix.
+# Several ranks met as a group, and the probe, run in
+# tests/rxe/preflight.bats; the comparison itself in
 # tests/unit/test_preflight.c.
 
 load helpers
@@ -19,6 +23,12 @@ load '../lib/metrics'
 setup_file() {
 	export FX=$BATS_FILE_TMPDIR/fixtures
 	bash "$BATS_TEST_DIRNAME/../fixtures/make-sysfs.sh" "$FX" >/dev/null
+	# the healthy node, made once; nodes a and c, which no test changes
+	export HEALTHY=$BATS_FILE_TMPDIR/healthy A=$BATS_FILE_TMPDIR/a C=$BATS_FILE_TMPDIR/c
+	cp -a -- "$FX/two-socket-8gpu" "$HEALTHY"
+	plant_healthy "$HEALTHY"
+	named_copy "$HEALTHY" "$A" node-a
+	named_copy "$HEALTHY" "$C" node-c
 }
 
 setup() {
@@ -226,42 +236,62 @@ pf_metrics_match() {
 # capability is ACS, its control register CTRL (a byte: 0x0c redirects
 # peer-to-peer requests and completions).
 acs_config() {
+	rm -f -- "$1"
 	head -c 4096 /dev/zero >"$1"
 	printf "\\x0d\\x00\\x01\\x00\\x1f\\x00\\x$(printf %02x "$2")\\x00" |
 		dd of="$1" bs=1 seek=256 conv=notrunc status=none
 }
 
-# healthy_tree NAME HOST: a copy of the 8-GPU tree, its hostname HOST, with
-# what preflight compares beyond the fixture planted as a healthy node has
-# it: the default pkey on every port, traffic class 106 and ECN on every
-# priority on the Ethernet port (mlx5_8, eno1), every GPU and NIC in an
-# IOMMU group in pass-through, every bridge with ACS and no redirect.
-healthy_tree() {
-	local t d w p f i=0
-	t=$(copy_fixture "$1" two-socket-8gpu)
-	sed -i "s/^hostname dgx-like$/hostname $2/" "$t/rdmactl/facts"
+# plant_healthy TREE: what preflight compares beyond the 8-GPU fixture,
+# planted in TREE as a healthy node has it: the default pkey on every port,
+# traffic class 106 and ECN on every priority on the Ethernet port (mlx5_8,
+# eno1), every GPU and NIC in an IOMMU group in pass-through, every bridge
+# with ACS and no redirect.
+plant_healthy() {
+	local t=$1 d w p f i=0
 	for d in "$t"/class/infiniband/*; do
 		mkdir -p "$d/ports/1/pkeys"
 		echo 0xffff >"$d/ports/1/pkeys/0"
 	done
 	mkdir -p "$t/class/infiniband/mlx5_8/tc/1"
-	echo "Global tclass=106" >"$t/class/infiniband/mlx5_8/tc/1/traffic_class"
+	put "$t/class/infiniband/mlx5_8/tc/1/traffic_class" "Global tclass=106"
 	for w in roce_np roce_rp; do
 		mkdir -p "$t/class/net/eno1/ecn/$w/enable"
 		for p in {0..7}; do
-			echo 1 >"$t/class/net/eno1/ecn/$w/enable/$p"
+			put "$t/class/net/eno1/ecn/$w/enable/$p" 1
 		done
 	done
 	for f in "$t"/bus/pci/devices/*; do
 		mkdir -p "$t/kernel/iommu_groups/$i"
-		echo identity >"$t/kernel/iommu_groups/$i/type"
+		put "$t/kernel/iommu_groups/$i/type" identity
 		ln -s "../../../../kernel/iommu_groups/$i" "$f/iommu_group"
 		i=$((i + 1))
 	done
+	acs_config "$BATS_FILE_TMPDIR/acs-off" 0
 	while read -r f; do
-		acs_config "${f%/class}/config" 0
+		cp -- "$BATS_FILE_TMPDIR/acs-off" "${f%/class}/config"
 	done < <(grep -l '^0x0604' -r "$t/devices" --include=class)
-	printf '%s\n' "$t"
+}
+
+# named_copy FROM TO HOST: a copy of tree FROM whose hostname is HOST, its
+# files hard links to FROM's: what a test changes, it replaces (put).
+named_copy() {
+	cp -al -- "$1" "$2"
+	sed -i "s/^hostname dgx-like$/hostname $3/" "$2/rdmactl/facts"
+}
+
+# put FILE LINE...: FILE replaced (a copy's files are links to the
+# healthy node's, which a write through them would change).
+put() {
+	rm -f -- "$1"
+	printf '%s\n' "${@:2}" >"$1"
+}
+
+# healthy_tree NAME HOST: a copy of the healthy node to break, its path.
+healthy_tree() {
+	rm -rf -- "${BATS_TEST_TMPDIR:?}/$1"
+	named_copy "$HEALTHY" "$BATS_TEST_TMPDIR/$1" "$2"
+	printf '%s\n' "$BATS_TEST_TMPDIR/$1"
 }
 
 # pf3 [GLOBAL...] -- ARGS...: the three trees a, b and c compared as nodes.
@@ -275,12 +305,10 @@ pf3() {
 	pf "${g[@]}" -- --sysfs "$A" --sysfs "$B" --sysfs "$C" "$@"
 }
 
-# three_trees: healthy trees in $A, $B and $C (nodes a, b, c); B is the one
-# a test breaks.
+# three_trees: healthy trees in $A, $B and $C (nodes a, b, c); B, this
+# test's own, is the one it breaks.
 three_trees() {
-	A=$(healthy_tree a node-a)
 	B=$(healthy_tree b node-b)
-	C=$(healthy_tree c node-c)
 }
 
 # only_one CHECK SETTING SEVERITY: the document's one finding is CHECK of
@@ -316,8 +344,8 @@ only_one() {
 
 @test "a node whose NIC is another model is named with the fix (exit 1)" {
 	three_trees
-	echo 0x101b >"$B/class/infiniband/mlx5_0/device/device"
-	echo MT4123 >"$B/class/infiniband/mlx5_0/hca_type"
+	put "$B/class/infiniband/mlx5_0/device/device" 0x101b
+	put "$B/class/infiniband/mlx5_0/hca_type" MT4123
 	pf3 --
 	assert_failure 1
 	assert_output --partial "WARNING differs (nic_model): nic_model is 15b3:101b MT4123 where 2 of 3 nodes have 15b3:1021 MT4129"
@@ -329,13 +357,13 @@ only_one() {
 
 @test "a node whose NIC firmware or driver differs is named with the fix (exit 1)" {
 	three_trees
-	echo 28.36.1010 >"$B/class/infiniband/mlx5_0/fw_ver"
+	put "$B/class/infiniband/mlx5_0/fw_ver" 28.36.1010
 	pf3 -j --
 	assert_failure 1
 	only_one differs firmware warning
 	jq -e '.findings[0].value == "28.36.1010" and .findings[0].reference == "28.39.1002"
 		and (.findings[0].fix | startswith("update mlx5_0'"'"'s firmware to 28.39.1002"))' <<<"$output"
-	echo 28.39.1002 >"$B/class/infiniband/mlx5_0/fw_ver"
+	put "$B/class/infiniband/mlx5_0/fw_ver" 28.39.1002
 	mkdir -p "$B/bus/pci/drivers/mlx5_other"
 	ln -sfn ../../../../../../../../bus/pci/drivers/mlx5_other "$B/class/infiniband/mlx5_0/device/driver"
 	pf3 -j --
@@ -346,7 +374,7 @@ only_one() {
 
 @test "a node whose port is in another partition (pkey entry 0) is an error with the fix (exit 1)" {
 	three_trees
-	echo 0x8001 >"$B/class/infiniband/mlx5_0/ports/1/pkeys/0"
+	put "$B/class/infiniband/mlx5_0/ports/1/pkeys/0" 0x8001
 	pf3 --
 	assert_failure 1
 	assert_output --partial "ERROR   differs (pkey): pkey is 0x8001 where 2 of 3 nodes have 0xffff"
@@ -357,7 +385,7 @@ only_one() {
 
 @test "a node whose RoCE traffic class differs is named with the sysfs fix (exit 1)" {
 	three_trees
-	echo "Global tclass=0" >"$B/class/infiniband/mlx5_8/tc/1/traffic_class"
+	put "$B/class/infiniband/mlx5_8/tc/1/traffic_class" "Global tclass=0"
 	pf3 -d mlx5_8 --
 	assert_failure 1
 	assert_output --partial "WARNING differs (traffic_class): traffic_class is 0 where 2 of 3 nodes have 106"
@@ -368,7 +396,7 @@ only_one() {
 
 @test "a node whose RoCE ECN is off for a priority, or absent, is named (exit 1)" {
 	three_trees
-	echo 0 >"$B/class/net/eno1/ecn/roce_np/enable/3"
+	put "$B/class/net/eno1/ecn/roce_np/enable/3" 0
 	pf3 -d mlx5_8 --
 	assert_failure 1
 	assert_output --partial "WARNING differs (roce_ecn): roce_ecn is np 0-2,4-7, rp 0-7 where 2 of 3 nodes have np 0-7, rp 0-7"
@@ -389,7 +417,7 @@ only_one() {
 	pf -j -- --sysfs "$t"
 	assert_success
 	jq -e '.nodes[0].settings.iommu == "identity"' <<<"$output"
-	echo DMA-FQ >"$t/kernel/iommu_groups/3/type"
+	put "$t/kernel/iommu_groups/3/type" DMA-FQ
 	pf -- --sysfs "$t"
 	assert_failure 1
 	assert_output --partial "WARNING iommu: the IOMMU translates (DMA-FQ) on the GPU-NIC paths of the rail plan"
@@ -418,6 +446,7 @@ only_one() {
 	pf -- --sysfs "$t"
 	assert_success
 	# a config space cut at 64 bytes (an unprivileged read) leaves ACS unknown
+	rm -- "$t/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0/config"
 	head -c 64 /dev/zero >"$t/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0/config"
 	pf -j -- --sysfs "$t"
 	assert_success
@@ -462,13 +491,13 @@ only_one() {
 
 @test "every rail of the rail plan is reported: a port down on a node's rail 3 is named on that NIC (exit 1)" {
 	local t
-	t=$(copy_fixture rail3 two-socket-8gpu)
+	t=$(healthy_tree rail3 dgx-like)
 	pf -j -- --sysfs "$t"
 	assert_success
 	jq -e '.nodes[0].device == "mlx5_0" and ([.nodes[0].rails[].device]
 		== ["mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7"])
 		and ([.nodes[0].rails[].rail] == [1, 2, 3, 4, 5, 6, 7])' <<<"$output"
-	echo "1: DOWN" >"$t/class/infiniband/mlx5_3/ports/1/state"
+	put "$t/class/infiniband/mlx5_3/ports/1/state" "1: DOWN"
 	pf -- --sysfs "$t"
 	assert_failure 1
 	assert_output --partial "ERROR   port_down (port_state): mlx5_3 port 1 is DOWN"
@@ -478,7 +507,7 @@ only_one() {
 
 @test "rail k of a node is compared with rail k of the others: one NIC's firmware on node b named (exit 1)" {
 	three_trees
-	echo 28.36.1010 >"$B/class/infiniband/mlx5_5/fw_ver"
+	put "$B/class/infiniband/mlx5_5/fw_ver" 28.36.1010
 	pf3 --
 	assert_failure 1
 	assert_output --partial "WARNING differs (firmware): firmware is 28.36.1010 where 2 of 3 nodes have 28.39.1002 on their rail 5"
