@@ -10,8 +10,9 @@
 #include <rdmactl/sweep.h>
 
 #include "metrics.h"
+#include "output.h"
 
-#define WHY_BITS 6
+#define WHY_BITS 7
 
 struct judged {
 	int W;
@@ -42,5 +43,16 @@ int sweep_heatmap(const struct judged *j, const char *path);
 /* --metrics on rank 0: the verdict, the fleet, each direction's bandwidth
  * and median latencies (sweep_export.c). */
 void sweep_metrics(struct metrics *m, const struct judged *j);
+
+/* --load: the loaded latencies, the leakage, the blamed ports, the
+ * congestion counters (sweep_load.c). */
+void sweep_load_report(struct out *o, const struct judged *j, const struct rc_sweep_opts *run,
+		       const struct rc_sweep_limits *lim);
+
+/* --load --svg: each direction's WRITE latency tail idle and loaded;
+ * --incast --svg: goodput and Jain's index against N, the knee (-1: none)
+ * marked. 0 or -errno (sweep_load_svg.c). */
+int sweep_load_svg(const struct judged *j, const char *mode, const char *path);
+int sweep_incast_svg(const struct rc_incast_result *res, int knee, const char *path);
 
 #endif
