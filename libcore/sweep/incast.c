@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Incast: N senders write into one receiver at once, N = 1, 2, 4, ... and
- * then all; each sender streams WRITEs of msg_size (depth outstanding) for
+ * then all, after a warm-up of every sender for a quarter of the duration;
+ * each sender streams WRITEs of msg_size (depth outstanding) for
  * the duration and times each one, post to completion. Per step rank 0
  * gathers every sender's bytes, time and latency tail and makes the
  * receiver's goodput, Jain's index over the senders' bytes, the spread of
@@ -20,6 +21,7 @@
 #include "sweep_int.h"
 
 #define INCAST_SAMPLES (1 << 16) /* WRITEs timed per sender and step, the first */
+#define INCAST_WARM 0.25         /* of the duration: the warm-up before the steps */
 
 /* This rank's part of a step: send when it is among the first n others. */
 static int send_part(struct sweep *s, int receiver, int n, double *lat,
@@ -41,6 +43,15 @@ static int send_part(struct sweep *s, int receiver, int n, double *lat,
 	mine->seconds = rc_now() - t0;
 	rc_sweep_tail_of(lat, nlat, &mine->lat);
 	return rc;
+}
+
+static int warm_up(struct sweep *s, int receiver, struct rc_err *err)
+{
+	uint64_t bytes;
+
+	if (s->me == receiver || rc_group_link(s->g, receiver, NULL) != RC_LINK_UP)
+		return 0;
+	return sweep_bulk(s, receiver, s->o->duration_s * INCAST_WARM, NULL, 0, NULL, &bytes, err);
 }
 
 /* Rank 0: the step's figures from what its senders sent. */
@@ -79,6 +90,10 @@ static int incast_steps(struct sweep *s, int receiver, struct rc_incast_result *
 	if (!lat)
 		return rc_err_set(err, ENOMEM, "out of memory");
 	res->steps = rc_incast_counts(s->world, n, RC_INCAST_STEPS_MAX);
+	/* a warm-up, every sender at once and not measured, so that the
+	 * first step does not pay alone for cold queues and caches */
+	if (!(rc = rc_group_barrier(s->g, err)))
+		rc = warm_up(s, receiver, err);
 	for (int k = 0; !rc && k < res->steps; k++) {
 		struct rc_incast_step *st = &res->step[k];
 
