@@ -49,10 +49,25 @@
 	X(SW_LAT_RATIO, "lat-ratio", 0, "X", \
 	  "high latency: above X times the fleet's median (and 3 MADs)", \
 	  OPT_DOUBLE_ABOVE(struct sweep_cli, lim.lat_ratio, 1, 1e6, "3")) \
-	X(SW_SVG, "svg", 0, "FILE", "rank 0 draws the bandwidth matrix as an SVG heatmap", \
+	X(SW_SVG, "svg", 0, "FILE", \
+	  "rank 0 draws the bandwidth matrix as an SVG heatmap (--load: the latency tails too, " \
+	  "into FILE-load.svg; --incast: goodput and fairness against N instead)", \
 	  COMP_FILE, OPT_STR(struct sweep_cli, svg, NULL)) \
 	X(SW_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping", \
-	  OPT_FLAG(struct sweep_cli, busy_poll))
+	  OPT_FLAG(struct sweep_cli, busy_poll)) \
+	X(SW_LOAD, "load", 0, "MODE", \
+	  "after the idle sweep, time each direction's latency again under bulk WRITEs: same-pair " \
+	  "(the peer writes back), same-port (every other rank writes into the peer) or fabric " \
+	  "(every other pair of the round writes both ways)", \
+	  COMP_WORDS, "none|same-pair|same-port|fabric", \
+	  OPT_WORD(struct sweep_cli, run.load, "none")) \
+	X(SW_LEAK_RATIO, "leak-ratio", 0, "X", \
+	  "--load: leakage (loaded p50 over idle p50) above X times the fleet's median (and 3 MADs) is an outlier", \
+	  OPT_DOUBLE_ABOVE(struct sweep_cli, lim.leak_ratio, 1, 1e6, "3")) \
+	X(SW_INCAST, "incast", 0, "RANK", \
+	  "instead of the sweep: 1, 2, 4 ... then all other ranks write into RANK at once", \
+	  OPT_INT(struct sweep_cli, incast, 0, RC_GROUP_MAX - 1, NULL), \
+	  OPT_GIVEN(struct sweep_cli, incast_given))
 
 struct sweep_cli {
 	struct group_args grp;
@@ -63,12 +78,30 @@ struct sweep_cli {
 	uint64_t iters;                                              /* --iters as given */
 	const char *iters_given, *duration_given, *slow_ratio_given; /* as given, or NULL */
 	const char *pairs;                                           /* --pairs FILE, or NULL */
+	int incast;                                                  /* --incast RANK */
+	const char *incast_given;
 	uint8_t *want;
 };
 
 enum { SWEEP_OPTS(OPT_INDEX) SW_NOPTS };
 static const struct cmd_opt sweep_opts[] = { SWEEP_OPTS(OPT_ENTRY) OPT_END };
 OPTS_BOUND(sweep_opts, SW_NOPTS);
+
+/* --load and --incast: a duration to load for, and not both. */
+static int load_args(struct ctx *ctx, const struct sweep_cli *a)
+{
+	if ((a->run.load || a->incast_given) && a->iters_given)
+		return usage_err(ctx, "%s runs for --duration, not --iters",
+				 a->incast_given ? "--incast" : "--load");
+	if (a->run.load && a->incast_given)
+		return usage_err(ctx, "--load and --incast exclude each other");
+	if (a->incast_given && a->pairs)
+		return usage_err(ctx, "--incast measures no pairs: --pairs does not apply");
+	if (a->incast_given && a->incast >= a->grp.who.world)
+		return usage_err(ctx, "--incast %d: the ranks are 0 to %d", a->incast,
+				 a->grp.who.world - 1);
+	return 0;
+}
 
 static int parse(struct ctx *ctx, const struct opt_vals *v, struct sweep_cli *a)
 {
@@ -113,7 +146,10 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct sweep_cli *a)
 		a->lim.slow_ratio = -1; /* bandwidth not judged against the fleet */
 	if (a->slow_ratio_given)
 		a->lim.asym_ratio = a->lim.slow_ratio;
-	if ((rc = opts_fill(ctx, c, v, SW_SVG, SW_BUSY_POLL + 1, a)))
+	if ((rc = opts_fill(ctx, c, v, SW_SVG, SW_BUSY_POLL + 1, a)) ||
+	    (rc = opts_fill(ctx, c, v, SW_LOAD, SW_INCAST + 1, a)))
+		return rc;
+	if ((rc = load_args(ctx, a)))
 		return rc;
 	rc_sweep_limits_default(&a->lim);
 	return group_rendezvous_ready(ctx, "sweep", &a->grp);
@@ -162,9 +198,27 @@ static void settings(const struct sweep_cli *a, struct group_settings *gs)
 	group_setting(gs, "--iters", "%llu", (unsigned long long)a->run.iters);
 	group_setting(gs, "--lat-iters", "%d", a->run.lat_iters);
 	group_setting(gs, "--depth", "%d", a->run.depth);
+	group_setting(gs, "--load", "%s", rc_sweep_load_name(a->run.load));
+	group_setting(gs, "--incast", "%d", a->incast_given ? a->incast : -1);
 	s = group_setting(gs, "--pairs", "%s", a->pairs ? a->pairs : "");
 	s->data = a->want ? a->want : NULL;
 	s->len = a->want ? W * W : 0;
+}
+
+/* The settings agreed, the progress line set up. */
+static int start(struct ctx *ctx, struct sweep_cli *a, struct rc_group *g, struct sweep_prog *prog)
+{
+	struct group_settings gs = { .n = 0 };
+	int rc;
+
+	settings(a, &gs);
+	if ((rc = group_agree(ctx, g, prog->me, &gs)))
+		return rc;
+	progress_init(&prog->p, ctx);
+	prog->p.on = prog->p.on && prog->me == 0;
+	a->run.progress = progress;
+	a->run.progress_arg = prog;
+	return 0;
 }
 
 static int run(struct ctx *ctx, struct sweep_cli *a)
@@ -186,7 +240,6 @@ static int run(struct ctx *ctx, struct sweep_cli *a)
 	struct rc_group *g = NULL;
 	uint8_t healthy = 1;
 	uint64_t *verdict = calloc((size_t)W, sizeof(*verdict));
-	struct group_settings gs = { .n = 0 };
 	struct rc_err e;
 	bool metrics = group_metrics_on(&a->grp, 0);
 	struct metrics m;
@@ -205,19 +258,15 @@ static int run(struct ctx *ctx, struct sweep_cli *a)
 			       : fail(ctx, rc, "%s", ERR_TEXT(e));
 		goto out;
 	}
-	settings(a, &gs);
-	if ((rc = group_agree(ctx, g, me, &gs)))
+	if ((rc = start(ctx, a, g, &prog)))
 		goto out;
-	progress_init(&prog.p, ctx);
-	prog.p.on = prog.p.on && me == 0;
-	a->run.progress = progress;
-	a->run.progress_arg = &prog;
-	rc = rc_sweep_run(g, &a->run, &res, &e);
+	rc = a->incast_given ? sweep_incast(ctx, g, me, &a->grp, &a->run, a->incast, a->svg)
+			     : rc_sweep_run(g, &a->run, &res, &e);
 	progress_end(&prog.p);
-	if (rc) {
+	if (rc && !a->incast_given)
 		rc = fail(ctx, rc, "rank %d: %s", me, e.msg);
+	if (rc || a->incast_given)
 		goto out;
-	}
 	if (me == 0) {
 		struct sweep_report r = { .a_grp = &a->grp,
 					  .run = &a->run,

@@ -10,8 +10,9 @@
 #include <rdmactl/sweep.h>
 
 #include "metrics.h"
+#include "output.h"
 
-#define WHY_BITS 6
+#define WHY_BITS 7
 
 struct judged {
 	int W;
@@ -39,5 +40,16 @@ static inline void why_words(unsigned why, char *buf, size_t cap)
 /* --svg: the bandwidth matrix as a heatmap, the outliers marked. 0 or
  * -errno (sweep_export.c). */
 int sweep_heatmap(const struct judged *j, const char *path);
+
+/* --load: the loaded latencies, the leakage, the blamed ports, the
+ * congestion counters (sweep_load.c). */
+void sweep_load_report(struct out *o, const struct judged *j, const struct rc_sweep_opts *run,
+		       const struct rc_sweep_limits *lim);
+
+/* --load --svg: each direction's WRITE latency tail idle and loaded;
+ * --incast --svg: goodput and Jain's index against N, the knee (-1: none)
+ * marked. 0 or -errno (sweep_load_svg.c). */
+int sweep_load_svg(const struct judged *j, const char *mode, const char *path);
+int sweep_incast_svg(const struct rc_incast_result *res, int knee, const char *path);
 
 #endif

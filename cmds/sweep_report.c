@@ -228,6 +228,10 @@ static void advice(struct out *o, const struct judged *j)
 		out_str(o, NULL,
 			"  - high latency: congestion or PFC pauses on the path, a longer route, interrupt moderation\n",
 			"latency");
+	if (all & RC_SWEEP_LEAK)
+		out_str(o, NULL,
+			"  - leakage: the blamed port's queue (its switch port's buffer and ECN marking, PFC, the congestion counters above), then rdmactl sweep --load same-pair between its pairs alone\n",
+			"leakage");
 	if (all & RC_SWEEP_FAILED)
 		out_str(o, NULL,
 			"  - a failed pair: the route and GID between them (rdmactl probe-topology on both hosts, ip route)\n",
@@ -412,6 +416,26 @@ static void put_head(struct out *o, const struct sweep_report *r, const struct j
 	out_arr_end(o);
 }
 
+/* --load --svg FILE: the tails beside the heatmap, in FILE less its .svg
+ * and "-load.svg". */
+static int load_svg(struct ctx *ctx, const struct sweep_report *r, const struct judged *j)
+{
+	size_t n = strlen(r->svg);
+	char *path = malloc(n + 16);
+	int rc = 0, d;
+
+	if (!path)
+		return fail(ctx, -ENOMEM, "out of memory");
+	snprintf(path, n + 16, "%.*s-load.svg",
+		 (int)(n > 4 && !strcmp(r->svg + n - 4, ".svg") ? n - 4 : n), r->svg);
+	if ((d = sweep_load_svg(j, rc_sweep_load_name(r->run->load), path)))
+		rc = fail(ctx, d, "--svg %s: %s", path, strerror(-d));
+	else
+		out_str(&ctx->out, "load_svg", "# latency tails under load: %s\n", path);
+	free(path);
+	return rc;
+}
+
 int sweep_report(struct ctx *ctx, const struct sweep_report *r, uint8_t *healthy)
 {
 	struct out *o = &ctx->out;
@@ -425,8 +449,9 @@ int sweep_report(struct ctx *ctx, const struct sweep_report *r, uint8_t *healthy
 	j.v.node_pairs = calloc(N, sizeof(int));
 	j.rate = calloc(N, sizeof(double));
 	j.order = calloc(N * N, sizeof(int));
+	j.v.blamed = calloc(N, sizeof(int));
 	if (!j.v.why || !j.v.node_bad || !j.v.node_outliers || !j.v.node_pairs || !j.rate ||
-	    !j.order) {
+	    !j.order || !j.v.blamed) {
 		rc = fail(ctx, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -457,6 +482,8 @@ int sweep_report(struct ctx *ctx, const struct sweep_report *r, uint8_t *healthy
 	put_matrix(o, &j, "read_lat_p99_us", offsetof(struct rc_sweep_cell, rlat_p99_us), false);
 	put_counters(o, &j);
 	out_obj_end(o);
+	if (r->run->load)
+		sweep_load_report(o, &j, r->run, r->lim);
 	put_verdict(o, &j);
 	if (r->svg) {
 		int d = sweep_heatmap(&j, r->svg);
@@ -465,6 +492,8 @@ int sweep_report(struct ctx *ctx, const struct sweep_report *r, uint8_t *healthy
 			rc = fail(ctx, d, "--svg %s: %s", r->svg, strerror(-d));
 		else
 			out_str(o, "svg", "# heatmap: %s\n", r->svg);
+		if (!d && r->run->load)
+			rc = load_svg(ctx, r, &j);
 	}
 out:
 	free(j.v.why);
@@ -473,5 +502,6 @@ out:
 	free(j.v.node_pairs);
 	free(j.rate);
 	free(j.order);
+	free(j.v.blamed);
 	return rc;
 }

@@ -9,6 +9,7 @@
 #include <rdmactl/sweep.h>
 
 #include "cmd.h"
+#include "output.h"
 #include "group_cmds.h"
 #include "metrics.h"
 
@@ -27,5 +28,14 @@ int sweep_report(struct ctx *ctx, const struct sweep_report *r, uint8_t *healthy
 /* --metrics on rank 0: the rows of the report, the verdict, the fleet, each
  * direction's bandwidth and median latency (sweep_export.c). */
 extern const struct metric_table sweep_metric_table;
+
+/* Each rank's congestion counters over the loaded phases: those that
+ * moved, those that stayed, those its NIC lacks (sweep_incast.c). */
+void sweep_put_cong(struct out *o, const struct rc_sweep_node *nodes, int world);
+
+/* --incast RANK: run it over g, rank 0 prints the steps and the knee and
+ * draws them into svg (or NULL) (sweep_incast.c). 0 or -errno, printed. */
+int sweep_incast(struct ctx *ctx, struct rc_group *g, int me, const struct group_args *grp,
+		 const struct rc_sweep_opts *run, int receiver, const char *svg);
 
 #endif

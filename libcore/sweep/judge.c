@@ -68,6 +68,8 @@ const char *rc_sweep_why_name(unsigned bit)
 		return "latency_max";
 	case RC_SWEEP_ASYM:
 		return "asymmetric";
+	case RC_SWEEP_LEAK:
+		return "leakage";
 	default:
 		return "?";
 	}
@@ -83,6 +85,18 @@ void rc_sweep_limits_default(struct rc_sweep_limits *l)
 		l->lat_ratio = 3;
 	if (l->asym_ratio == 0)
 		l->asym_ratio = 0.5;
+	if (l->leak_ratio <= 0)
+		l->leak_ratio = 3;
+}
+
+double rc_sweep_leak(const struct rc_sweep_cell *c, bool read)
+{
+	const struct rc_sweep_tail *t = read ? &c->rload : &c->wload;
+	double idle = read ? c->rlat_p50_us : c->wlat_p50_us;
+
+	if (c->status || t->n < 1 || !(idle > 0))
+		return NAN;
+	return t->p50_us / idle;
 }
 
 double rc_sweep_flow_gbit(const struct rc_sweep_cell *c)
@@ -150,6 +164,68 @@ static double ceiling(double med, double mad, const struct rc_sweep_limits *l)
 	return a > b ? a : b;
 }
 
+/* Median and MAD of the leakage over the directions measured under load. */
+static void leak_spread(int world, const struct rc_sweep_cell *m, bool read, double *vals,
+			double *med, double *mad)
+{
+	int n = 0;
+
+	for (int k = 0; k < world * world; k++) {
+		double x = k / world == k % world ? NAN : rc_sweep_leak(&m[k], read);
+
+		if (!isnan(x))
+			vals[n++] = x;
+	}
+	*med = rc_sweep_median(vals, n);
+	*mad = rc_sweep_mad(vals, n, *med);
+}
+
+/* The port to blame for leakage: a rank 2 or more of whose directions in
+ * one role (into it, or out of it) leak, and more than half of them; the
+ * other end of those directions only shares them, and is not blamed. */
+static void blame(int world, const struct rc_sweep_cell *m, struct rc_sweep_verdict *v)
+{
+	size_t N = (size_t)world;
+
+	for (int r = 0; r < world; r++) {
+		int in = 0, in_bad = 0, out = 0, out_bad = 0;
+
+		for (int x = 0; x < world; x++) {
+			if (x == r)
+				continue;
+			in += !isnan(rc_sweep_leak(&m[(size_t)x * N + (size_t)r], false));
+			in_bad += (v->why[(size_t)x * N + (size_t)r] & RC_SWEEP_LEAK) != 0;
+			out += !isnan(rc_sweep_leak(&m[(size_t)r * N + (size_t)x], false));
+			out_bad += (v->why[(size_t)r * N + (size_t)x] & RC_SWEEP_LEAK) != 0;
+		}
+		v->blamed[r] = (in_bad >= 2 && 2 * in_bad > in ? RC_SWEEP_BLAME_RECV : 0) |
+			       (out_bad >= 2 && 2 * out_bad > out ? RC_SWEEP_BLAME_SEND : 0);
+	}
+}
+
+/* --load: each loaded direction's leakage against the fleet's. */
+static void judge_leak(int world, const struct rc_sweep_cell *m, const struct rc_sweep_limits *l,
+		       double *vals, struct rc_sweep_verdict *v)
+{
+	struct rc_sweep_limits lk = *l;
+
+	lk.lat_ratio = l->leak_ratio;
+	leak_spread(world, m, false, vals, &v->wleak_median, &v->wleak_mad);
+	leak_spread(world, m, true, vals, &v->rleak_median, &v->rleak_mad);
+	v->wleak_ceiling = ceiling(v->wleak_median, v->wleak_mad, &lk);
+	v->rleak_ceiling = ceiling(v->rleak_median, v->rleak_mad, &lk);
+	v->loaded = 0;
+	for (int k = 0; k < world * world; k++) {
+		double w = rc_sweep_leak(&m[k], false), r = rc_sweep_leak(&m[k], true);
+
+		if (k / world == k % world || isnan(w))
+			continue;
+		v->loaded++;
+		if (w > v->wleak_ceiling || (!isnan(r) && r > v->rleak_ceiling))
+			v->why[k] |= RC_SWEEP_LEAK;
+	}
+}
+
 int rc_sweep_judge(int world, const struct rc_sweep_cell *m, const double *rate_gbit,
 		   const struct rc_sweep_limits *lim, struct rc_sweep_verdict *v)
 {
@@ -173,7 +249,6 @@ int rc_sweep_judge(int world, const struct rc_sweep_cell *m, const double *rate_
 		spread(world, m, rc_sweep_flow_gbit, false, vals, &v->bw_median, &v->bw_mad);
 	spread(world, m, wlat, false, vals, &v->wlat_median, &v->wlat_mad);
 	spread(world, m, rlat, false, vals, &v->rlat_median, &v->rlat_mad);
-	free(vals);
 	a = v->bw_median - l.mad_k * MAD_SIGMA * v->bw_mad;
 	b = v->bw_median * l.slow_ratio;
 	v->bw_floor = l.slow_ratio < 0 || !v->bw_judged ? NAN : a < b ? a : b;
@@ -191,6 +266,8 @@ int rc_sweep_judge(int world, const struct rc_sweep_cell *m, const double *rate_
 			v->why[i * N + j] = judge_cell(&m[i * N + j], rate, &l, v);
 			v->measured += !m[i * N + j].status;
 		}
+	judge_leak(world, m, &l, vals, v);
+	free(vals);
 	/* asymmetric: the slower direction of a pair measured both ways */
 	for (int i = 0; i < world; i++)
 		for (int j = i + 1; j < world; j++) {
@@ -227,6 +304,8 @@ int rc_sweep_judge(int world, const struct rc_sweep_cell *m, const double *rate_
 		v->node_bad[i] = world >= 3 && pairs[i] >= 2 && 2 * v->node_outliers[i] > pairs[i];
 		v->bad_nodes += v->node_bad[i];
 	}
+	if (v->blamed)
+		blame(world, m, v);
 	v->healthy = v->outliers == 0;
 	free(pairs);
 	return 0;

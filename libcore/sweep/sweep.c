@@ -32,32 +32,9 @@
 
 #include "sweep_int.h"
 
-#define LAT_BYTES 8
 #define LAT_WARMUP 5
 
-struct remote_buf {
-	uint64_t addr;
-	uint32_t rkey;
-	uint32_t pad;
-};
-
-struct sweep {
-	struct rc_group *g;
-	const struct rc_sweep_opts *o;
-	int me, world, rounds, round, timeout_ms;
-	struct rc_mem mem;
-	struct ibv_mr *mr;
-	struct remote_buf *theirs;
-	double *lat;
-	struct rc_lat_clk clk; /* the monotonic latency clock: a reading's cost off each */
-	struct rc_sweep_cell *row;
-	struct ctr_snap before, after;
-	int *port; /* each rank's port, as rc_sweep_port_ids numbers them */
-	int nports;
-	int *turn; /* this round's turns (rc_sweep_turns) */
-};
-
-static void say(struct sweep *s, int peer, const char *what)
+void sweep_say(struct sweep *s, int peer, const char *what)
 {
 	if (s->o->progress)
 		s->o->progress(s->o->progress_arg, s->round, s->rounds, peer, what);
@@ -65,7 +42,7 @@ static void say(struct sweep *s, int peer, const char *what)
 
 /* Until the one-sided operations done to peer reach target; the deadline
  * moves with every completion. */
-static int wait_done(struct sweep *s, int peer, uint64_t target, struct rc_err *err)
+int sweep_wait_done(struct sweep *s, int peer, uint64_t target, struct rc_err *err)
 {
 	double deadline = rc_now() + s->timeout_ms / 1000.0;
 	uint64_t seen = rc_group_writes_done(s->g, peer);
@@ -128,39 +105,44 @@ static int measure_bw(struct sweep *s, int peer, struct rc_sweep_cell *c, struct
 	return 0;
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-
-	return a < b ? -1 : a > b;
-}
-
 /* 8-byte operations one at a time, post to completion, less a clock
  * reading's cost (a microsecond where each reading is a system call). The
  * wait sleeps, so a sample's two readings may come from two CPUs: the
  * monotonic clock, not write --lat's time-stamp counter. */
-static int measure_lat(struct sweep *s, int peer, bool read, double *p50, double *p99,
-		       struct rc_err *err)
+static int measure_lat(struct sweep *s, int peer, bool read, double *p50, double *p99, double *p999,
+		       double *max, struct rc_err *err)
 {
 	int n = s->o->lat_iters, rc;
+	struct rc_sweep_tail t;
 
 	for (int k = -LAT_WARMUP; k < n; k++) {
-		uint64_t base = rc_group_writes_done(s->g, peer);
-		struct rc_stamp t0 = rc_lat_stamp(&s->clk);
+		double us;
 
-		rc = read ? rc_group_read(s->g, peer, s->mem.buf, LAT_BYTES, s->mr->lkey,
-					  s->theirs[peer].addr, s->theirs[peer].rkey, err)
-			  : rc_group_write_imm(s->g, peer, s->mem.buf, LAT_BYTES, s->mr->lkey,
-					       s->theirs[peer].addr, s->theirs[peer].rkey, -1, 0,
-					       err);
-		if (rc || (rc = wait_done(s, peer, base + 1, err)))
+		if ((rc = sweep_lat_one(s, peer, read, &us, err)))
 			return rc;
 		if (k >= 0)
-			s->lat[k] = rc_lat_span(&s->clk, t0, rc_lat_stamp(&s->clk)) * 1e6;
+			s->lat[k] = us;
 	}
-	qsort(s->lat, (size_t)n, sizeof(double), cmp_double);
-	*p50 = s->lat[(n - 1) / 2];
-	*p99 = s->lat[(int)((n - 1) * 0.99 + 0.5)];
+	rc_sweep_tail_of(s->lat, n, &t);
+	*p50 = t.p50_us;
+	*p99 = t.p99_us;
+	*p999 = t.p999_us;
+	*max = t.max_us;
+	return 0;
+}
+
+int sweep_lat_one(struct sweep *s, int peer, bool read, double *us, struct rc_err *err)
+{
+	uint64_t base = rc_group_writes_done(s->g, peer);
+	struct rc_stamp t0 = rc_lat_stamp(&s->clk);
+	int rc = read ? rc_group_read(s->g, peer, s->mem.buf, LAT_BYTES, s->mr->lkey,
+				      s->theirs[peer].addr, s->theirs[peer].rkey, err)
+		      : rc_group_write_imm(s->g, peer, s->mem.buf, LAT_BYTES, s->mr->lkey,
+					   s->theirs[peer].addr, s->theirs[peer].rkey, -1, 0, err);
+
+	if (rc || (rc = sweep_wait_done(s, peer, base + 1, err)))
+		return rc;
+	*us = rc_lat_span(&s->clk, t0, rc_lat_stamp(&s->clk)) * 1e6;
 	return 0;
 }
 
@@ -170,14 +152,16 @@ static int measure(struct sweep *s, int peer, struct rc_err *err)
 	int rc;
 
 	c->shared_port = s->port[s->me] == s->port[peer];
-	say(s, peer, "write bandwidth");
+	sweep_say(s, peer, "write bandwidth");
 	if ((rc = measure_bw(s, peer, c, err)))
 		return rc;
-	say(s, peer, "write latency");
-	if ((rc = measure_lat(s, peer, false, &c->wlat_p50_us, &c->wlat_p99_us, err)))
+	sweep_say(s, peer, "write latency");
+	if ((rc = measure_lat(s, peer, false, &c->wlat_p50_us, &c->wlat_p99_us, &c->wlat_p999_us,
+			      &c->wlat_max_us, err)))
 		return rc;
-	say(s, peer, "read latency");
-	return measure_lat(s, peer, true, &c->rlat_p50_us, &c->rlat_p99_us, err);
+	sweep_say(s, peer, "read latency");
+	return measure_lat(s, peer, true, &c->rlat_p50_us, &c->rlat_p99_us, &c->rlat_p999_us,
+			   &c->rlat_max_us, err);
 }
 
 /* One phase of a round: the ranks whose turn it is measure towards their
@@ -211,7 +195,7 @@ static int gather_rows(struct sweep *s, struct rc_sweep_cell *m, struct rc_err *
 	return rc_group_gather_tree(s->g, s->row, (size_t)s->world * sizeof(*s->row), m, err);
 }
 
-static int gather_nodes(struct sweep *s, struct rc_sweep_node *nodes, struct rc_err *err)
+int sweep_gather_nodes(struct sweep *s, struct rc_sweep_node *nodes, struct rc_err *err)
 {
 	const struct rc_endpoint *ep = rc_group_self(s->g);
 	struct rc_sweep_node me = { .port = rc_group_port(s->g) };
@@ -220,6 +204,8 @@ static int gather_nodes(struct sweep *s, struct rc_sweep_node *nodes, struct rc_
 	snprintf(me.hostname, sizeof(me.hostname), "%s", ep->hostname);
 	snprintf(me.dev, sizeof(me.dev), "%s", rc_group_dev(s->g));
 	me.rate_gbit = rc_sweep_link_rate(s->o->sysfs, me.dev, me.port);
+	memcpy(me.cong, s->cong.cong, sizeof(me.cong));
+	me.cong_present = s->cong.cong_present;
 	return rc_group_gather_tree(s->g, &me, sizeof(me), nodes, err);
 }
 
@@ -262,7 +248,7 @@ static int ports(struct sweep *s, struct rc_err *err)
 
 /* A string a peer sent in a field of cap bytes: it must end in a NUL
  * there; its control characters (a terminal's escapes) become '?'. */
-static bool peer_string(char *str, size_t cap)
+bool sweep_peer_string(char *str, size_t cap)
 {
 	char *end = memchr(str, 0, cap);
 
@@ -284,9 +270,9 @@ static int check_gathered(struct rc_sweep_result *res, int me, struct rc_err *er
 	for (int i = 0; i < W; i++) {
 		struct rc_sweep_node *n = &res->nodes[i];
 
-		if (i != me && (!peer_string(n->host, sizeof(n->host)) ||
-				!peer_string(n->hostname, sizeof(n->hostname)) ||
-				!peer_string(n->dev, sizeof(n->dev))))
+		if (i != me && (!sweep_peer_string(n->host, sizeof(n->host)) ||
+				!sweep_peer_string(n->hostname, sizeof(n->hostname)) ||
+				!sweep_peer_string(n->dev, sizeof(n->dev))))
 			return rc_err_set(err, EBADMSG,
 					  "rank %d sent a node record whose names are not "
 					  "terminated strings: refused",
@@ -295,10 +281,10 @@ static int check_gathered(struct rc_sweep_result *res, int me, struct rc_err *er
 			struct rc_sweep_cell *c = &res->m[(size_t)i * (size_t)W + (size_t)j];
 			bool ok = c->nctr >= 0 && c->nctr <= RC_SWEEP_CTR_MAX && c->link >= 0 &&
 				  c->link <= RC_LINK_OTHER && (c->shared_port & ~1) == 0 &&
-				  peer_string(c->why, sizeof(c->why));
+				  sweep_peer_string(c->why, sizeof(c->why));
 
 			for (int k = 0; ok && k < RC_SWEEP_CTR_MAX; k++)
-				ok = peer_string(c->ctr[k].name, sizeof(c->ctr[k].name));
+				ok = sweep_peer_string(c->ctr[k].name, sizeof(c->ctr[k].name));
 			if (!ok)
 				return rc_err_set(err, EBADMSG,
 						  "rank %d sent a row whose cell %d holds a string "
@@ -309,7 +295,7 @@ static int check_gathered(struct rc_sweep_result *res, int me, struct rc_err *er
 	return 0;
 }
 
-static int sweep_setup(struct sweep *s, struct rc_err *err)
+int sweep_setup(struct sweep *s, struct rc_err *err)
 {
 	struct remote_buf mine;
 	size_t len = s->o->msg_size > LAT_BYTES ? s->o->msg_size : LAT_BYTES;
@@ -375,11 +361,11 @@ static int sweep_rounds(struct sweep *s, struct rc_err *err)
 				bool active = mine && (ph == 0) == (s->me < peer);
 
 				if (peer < 0 && t == 0)
-					say(s, -1, "sits this round out");
+					sweep_say(s, -1, "sits this round out");
 				else if (mine && !active)
-					say(s, peer, "answering");
+					sweep_say(s, peer, "answering");
 				else if (peer >= 0 && !mine && t == 0)
-					say(s, peer, "waits its turn on a shared port");
+					sweep_say(s, peer, "waits its turn on a shared port");
 				if ((rc = phase(s, mine ? peer : -1, active, err)))
 					return rc;
 			}
@@ -387,11 +373,20 @@ static int sweep_rounds(struct sweep *s, struct rc_err *err)
 	return 0;
 }
 
+int sweep_timeout_ms(struct rc_group *g, int me, int world)
+{
+	struct rc_conn *any = NULL;
+
+	for (int j = 0; j < world && !any; j++)
+		if (j != me && rc_group_link(g, j, NULL) == RC_LINK_UP)
+			any = rc_group_conn(g, j);
+	return any && any->timeout_ms > 0 ? any->timeout_ms : 10000;
+}
+
 int rc_sweep_run(struct rc_group *g, const struct rc_sweep_opts *o, struct rc_sweep_result *res,
 		 struct rc_err *err)
 {
 	struct sweep s = { .g = g, .o = o, .me = rc_group_rank(g), .world = rc_group_world(g) };
-	struct rc_conn *any = NULL;
 	double t0 = rc_now();
 	int rc;
 
@@ -402,10 +397,7 @@ int rc_sweep_run(struct rc_group *g, const struct rc_sweep_opts *o, struct rc_sw
 		return rc_err_set(
 			err, EINVAL,
 			"a sweep needs 2 ranks or more, a message size up to 1 GiB, a depth, latency iterations and a duration or a count");
-	for (int j = 0; j < s.world && !any; j++)
-		if (j != s.me && rc_group_link(g, j, NULL) == RC_LINK_UP)
-			any = rc_group_conn(g, j);
-	s.timeout_ms = any && any->timeout_ms > 0 ? any->timeout_ms : 10000;
+	s.timeout_ms = sweep_timeout_ms(g, s.me, s.world);
 	res->world = s.world;
 	res->rounds = s.rounds;
 	res->m = calloc((size_t)s.world * (size_t)s.world, sizeof(*res->m));
@@ -415,10 +407,10 @@ int rc_sweep_run(struct rc_group *g, const struct rc_sweep_opts *o, struct rc_sw
 		goto out;
 	}
 	if ((rc = sweep_setup(&s, err)) || (rc = sweep_rounds(&s, err)) ||
-	    (rc = rc_group_barrier(g, err)))
+	    (o->load && (rc = sweep_load_pass(&s, err))) || (rc = rc_group_barrier(g, err)))
 		goto out;
 	memcpy(&res->m[(size_t)s.me * (size_t)s.world], s.row, (size_t)s.world * sizeof(*s.row));
-	if ((rc = gather_rows(&s, res->m, err)) || (rc = gather_nodes(&s, res->nodes, err)))
+	if ((rc = gather_rows(&s, res->m, err)) || (rc = sweep_gather_nodes(&s, res->nodes, err)))
 		goto out;
 	if (s.me == 0 && (rc = check_gathered(res, s.me, err)))
 		goto out;
@@ -426,18 +418,23 @@ int rc_sweep_run(struct rc_group *g, const struct rc_sweep_opts *o, struct rc_sw
 out:
 	if (rc)
 		rc_group_abort(g, err ? err->msg : "the sweep failed");
-	if (s.mr)
-		ibv_dereg_mr(s.mr);
-	if (s.mem.buf)
-		rc_mem_free(&s.mem);
-	free(s.theirs);
-	free(s.lat);
-	free(s.row);
-	free(s.port);
-	free(s.turn);
+	sweep_free(&s);
 	if (rc)
 		rc_sweep_result_free(res);
 	return rc;
+}
+
+void sweep_free(struct sweep *s)
+{
+	if (s->mr)
+		ibv_dereg_mr(s->mr);
+	if (s->mem.buf)
+		rc_mem_free(&s->mem);
+	free(s->theirs);
+	free(s->lat);
+	free(s->row);
+	free(s->port);
+	free(s->turn);
 }
 
 void rc_sweep_result_free(struct rc_sweep_result *res)

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* sweep's own: a port's error and retransmission counters, read from sysfs. */
+/* sweep's own: the state of a sweep shared by its passes (sweep.c, load.c,
+ * incast.c), a port's counters read from sysfs. */
 #ifndef RDMACTL_SWEEP_INT_H
 #define RDMACTL_SWEEP_INT_H
 
 #include <rdmactl/sweep.h>
+#include <rdmactl/mem.h>
+#include <rdmactl/ops.h>
+#include <rdmactl/ops_core.h>
 
 #define CTR_SNAP_MAX 96
 
@@ -21,5 +25,68 @@ void ctr_read(const char *sysfs, const char *dev, int port, struct ctr_snap *s);
  * max of them, added to what out already holds (n of them); the new n. */
 int ctr_moved(const struct ctr_snap *a, const struct ctr_snap *b, struct rc_sweep_ctr *out, int n,
 	      int max);
+
+#define LAT_BYTES 8
+
+struct remote_buf {
+	uint64_t addr;
+	uint32_t rkey;
+	uint32_t pad;
+};
+
+struct sweep {
+	struct rc_group *g;
+	const struct rc_sweep_opts *o;
+	int me, world, rounds, round, timeout_ms;
+	struct rc_mem mem;
+	struct ibv_mr *mr;
+	struct remote_buf *theirs;
+	double *lat;
+	struct rc_lat_clk clk; /* the monotonic latency clock: a reading's cost off each */
+	struct rc_sweep_cell *row;
+	struct ctr_snap before, after;
+	int *port; /* each rank's port, as rc_sweep_port_ids numbers them */
+	int nports;
+	int *turn;                 /* this round's turns (rc_sweep_turns) */
+	struct rc_sweep_node cong; /* its cong and cong_present: the loaded phases' */
+};
+
+void sweep_say(struct sweep *s, int peer, const char *what);
+/* Until the one-sided operations done to peer reach target; the deadline
+ * moves with every completion. */
+int sweep_wait_done(struct sweep *s, int peer, uint64_t target, struct rc_err *err);
+/* The buffers, the latency clock, the exchange of the buffers' keys, the
+ * ports; sweep_free releases what it made. */
+int sweep_setup(struct sweep *s, struct rc_err *err);
+void sweep_free(struct sweep *s);
+/* One 8-byte WRITE or READ to peer, post to completion, in *us. */
+int sweep_lat_one(struct sweep *s, int peer, bool read, double *us, struct rc_err *err);
+
+/* The nodes (with this rank's counters' moves) to rank 0. */
+int sweep_gather_nodes(struct sweep *s, struct rc_sweep_node *nodes, struct rc_err *err);
+/* A string a peer sent in a field of cap bytes: false when it does not end
+ * in a NUL there; its control characters become '?'. */
+bool sweep_peer_string(char *str, size_t cap);
+/* The completion timeout: the first live connection's, else 10 s. */
+int sweep_timeout_ms(struct rc_group *g, int me, int world);
+
+/* --load after the idle rounds: each direction's latency again under the
+ * background traffic of o->load (load.c). */
+int sweep_load_pass(struct sweep *s, struct rc_err *err);
+/* WRITEs of msg_size to peer, depth outstanding, for seconds; each one's
+ * post to completion into lat (up to cap samples, *nlat of them) when lat
+ * is not NULL; the bytes written. */
+int sweep_bulk(struct sweep *s, int peer, double seconds, double *lat, int cap, int *nlat,
+	       uint64_t *bytes, struct rc_err *err);
+
+/* The congestion counters of a port by kind (rc_sweep_cong_name), summed
+ * over the files a NIC names each; present: bit k when one exists. */
+struct cong_snap {
+	uint64_t val[RC_SWEEP_CONG_N];
+	uint32_t present;
+};
+void cong_read(const char *sysfs, const char *dev, int port, struct cong_snap *c);
+/* Into n: what moved from a to b, and which exist. */
+void cong_moved(const struct cong_snap *a, const struct cong_snap *b, struct rc_sweep_node *n);
 
 #endif

@@ -90,3 +90,25 @@ sw() {
 	assert_failure 1
 	assert_output --partial "No such file or directory"
 }
+
+@test "--load and --incast: a mode or rank out of range, with --iters, together, or with --pairs, are usage errors" {
+	sw -r 0 -w 2 -R "file:$PEERS" --load sideways
+	assert_failure 2
+	assert_output --partial "sideways"
+	sw -r 0 -w 2 -R "file:$PEERS" --load same-port --iters 10
+	assert_failure 2
+	assert_output --partial "--load runs for --duration, not --iters"
+	sw -r 0 -w 2 -R "file:$PEERS" --incast 0 --load fabric
+	assert_failure 2
+	assert_output --partial "--load and --incast exclude each other"
+	sw -r 0 -w 2 -R "file:$PEERS" --incast 2
+	assert_failure 2
+	assert_output --partial "--incast 2: the ranks are 0 to 1"
+	printf '0 1\n' >"$BATS_TEST_TMPDIR/pairs"
+	sw -r 0 -w 2 -R "file:$PEERS" --incast 1 --pairs "$BATS_TEST_TMPDIR/pairs"
+	assert_failure 2
+	assert_output --partial "--incast measures no pairs: --pairs does not apply"
+	sw -r 0 -w 2 -R "file:$PEERS" --load same-pair --leak-ratio 1
+	assert_failure 2
+	assert_output --partial "--leak-ratio"
+}

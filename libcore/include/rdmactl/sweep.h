@@ -22,9 +22,35 @@
 #define RC_SWEEP_SKIPPED 1 /* rc_sweep_cell.status of a pair not asked for */
 #define RC_SWEEP_CTR_MAX 4 /* counters kept per cell: the ones that moved most */
 
+/* Background traffic while each pair's latency is timed again (--load). */
+enum rc_sweep_load {
+	RC_SWEEP_LOAD_NONE,
+	RC_SWEEP_LOAD_SAME_PAIR, /* the peer writes back into the measuring rank */
+	RC_SWEEP_LOAD_SAME_PORT, /* every other rank writes into the peer */
+	RC_SWEEP_LOAD_FABRIC,    /* every other pair of the round writes both ways */
+};
+/* "none", "same-pair", "same-port", "fabric" (NULL out of range). */
+RC_EXPORT const char *rc_sweep_load_name(int mode);
+
+/* The congestion counters a port may expose, by kind (rc_sweep_cong_name:
+ * "retransmissions", "out_of_sequence", "duplicate_requests", "rnr_naks",
+ * "cnp_sent", "cnp_handled", "ecn_marked", "discards", "xmit_wait"). */
+#define RC_SWEEP_CONG_N 9
+RC_EXPORT const char *rc_sweep_cong_name(int k);
+
+#define RC_SWEEP_BLAME_RECV 1 /* rc_sweep_verdict.blamed: as the receiver */
+#define RC_SWEEP_BLAME_SEND 2 /* as the sender */
+
 struct rc_sweep_ctr {
 	char name[40]; /* "counters/port_rcv_errors", "hw_counters/rcvd_seq_err" */
 	uint64_t delta;
+};
+
+/* A latency distribution: its percentiles, microseconds, over n samples. */
+struct rc_sweep_tail {
+	double p50_us, p99_us, p999_us, max_us;
+	int32_t n;
+	int32_t pad;
 };
 
 /* One direction, i -> j, as rank i measured it. */
@@ -43,6 +69,9 @@ struct rc_sweep_cell {
 	double seconds;
 	double wlat_p50_us, wlat_p99_us; /* 8-byte WRITE, post to completion */
 	double rlat_p50_us, rlat_p99_us; /* 8-byte READ */
+	double wlat_p999_us, wlat_max_us, rlat_p999_us, rlat_max_us;
+	/* the same while background bulk traffic ran (--load; n 0: not measured) */
+	struct rc_sweep_tail wload, rload;
 	/* error and retransmission counters of rank i's port that moved while
 	 * it tested with j (both directions) */
 	struct rc_sweep_ctr ctr[RC_SWEEP_CTR_MAX];
@@ -62,8 +91,9 @@ enum {
 	RC_SWEEP_LAT = 1 << 3,        /* p50 latency well above the fleet's median */
 	RC_SWEEP_LAT_MAX = 1 << 4,    /* p50 latency above max_lat_us */
 	RC_SWEEP_ASYM = 1 << 5,       /* the slower direction of an asymmetric pair */
+	RC_SWEEP_LEAK = 1 << 6,       /* --load: leakage (rc_sweep_leak) well above the fleet's */
 };
-/* "failed", "slow", "below_line_rate", "latency", "latency_max", "asymmetric". */
+/* "failed", "slow", "below_line_rate", "latency", "latency_max", "asymmetric", "leakage". */
 RC_EXPORT const char *rc_sweep_why_name(unsigned bit);
 
 struct rc_sweep_limits {
@@ -75,10 +105,20 @@ struct rc_sweep_limits {
 	double lat_ratio;    /* and above this multiple of the median latency (default 3) */
 	double asym_ratio;   /* one direction below this fraction of the other (default 0.5;
 			       * < 0: not judged) */
+	double leak_ratio;   /* leakage (rc_sweep_leak) above this multiple of the
+			       * fleet's median (and 3 MADs; default 3) */
 };
 /* Fill the defaults of the fields left 0 (min_fraction, max_lat_us stay
  * off; a negative slow_ratio or asym_ratio stays: not judged). */
 RC_EXPORT void rc_sweep_limits_default(struct rc_sweep_limits *l);
+
+/* A direction's leakage as it is judged: its median latency under load
+ * over its idle median, of the 8-byte WRITE (read false) or READ; NAN when
+ * it was not measured both ways. The median, not the p99: a p99 of tens
+ * of samples is their maximum, which one scheduling stall in either phase
+ * moves a hundredfold, while a queue behind a bottleneck raises every
+ * sample. The report gives the p99's ratio beside it. */
+RC_EXPORT double rc_sweep_leak(const struct rc_sweep_cell *c, bool read);
 
 struct rc_sweep_verdict {
 	double bw_median, bw_mad;     /* over every measured direction, Gbit/s, of the rates
@@ -87,13 +127,20 @@ struct rc_sweep_verdict {
 	double rlat_median, rlat_mad;
 	double bw_floor; /* below it: slow (NAN: not judged) */
 	double wlat_ceiling, rlat_ceiling;
+	/* --load: leakage (rc_sweep_leak) over the loaded directions */
+	double wleak_median, wleak_mad, rleak_median, rleak_mad;
+	double wleak_ceiling, rleak_ceiling;
+	int loaded;         /* directions measured under load */
 	unsigned *why;      /* caller's world * world: why[i * world + j] */
 	bool *node_bad;     /* caller's world: most of its pairs are outliers */
 	int *node_outliers; /* caller's world: its pairs with an outlier direction */
 	int *node_pairs;    /* caller's world: its pairs asked for (NULL: not wanted) */
-	int measured;       /* directions measured */
-	int outliers;       /* directions with a reason */
-	int bad_pairs;      /* unordered pairs with an outlier direction */
+	/* caller's world or NULL: the port of each rank to blame for leakage,
+	 * RC_SWEEP_BLAME_RECV or _SEND (rc_sweep_blame) */
+	int *blamed;
+	int measured;  /* directions measured */
+	int outliers;  /* directions with a reason */
+	int bad_pairs; /* unordered pairs with an outlier direction */
 	int bad_nodes;
 	bool healthy;
 	int bw_judged; /* directions whose bandwidth was judged: those measured
@@ -120,6 +167,11 @@ struct rc_sweep_node {
 	char dev[64];
 	int port;
 	double rate_gbit; /* its port's link rate; 0 unknown */
+	/* its port's congestion counters' moves over the loaded phases
+	 * (--load, --incast): bit k of present set when counter k exists */
+	uint64_t cong[RC_SWEEP_CONG_N];
+	uint32_t cong_present;
+	uint32_t pad;
 };
 
 struct rc_sweep_opts {
@@ -136,6 +188,9 @@ struct rc_sweep_opts {
 	const char *sysfs;
 	/* the pairs to measure: want[i * world + j], symmetric (NULL: all) */
 	const uint8_t *want;
+	/* enum rc_sweep_load: after the idle sweep, each direction's latency
+	 * again under this background traffic, for duration_s a direction */
+	int load;
 };
 
 struct rc_sweep_result {
@@ -153,6 +208,56 @@ struct rc_sweep_result {
 RC_EXPORT int rc_sweep_run(struct rc_group *g, const struct rc_sweep_opts *o,
 			   struct rc_sweep_result *res, struct rc_err *err);
 RC_EXPORT void rc_sweep_result_free(struct rc_sweep_result *res);
+
+/* Jain's fairness index of n shares, (sum x)^2 / (n sum x^2): 1 when all
+ * are equal, 1/n when one takes everything; NAN for none, or all zero. */
+RC_EXPORT double rc_jain(const double *x, int n);
+
+#define RC_INCAST_FLAT 1   /* the goodput stopped growing */
+#define RC_INCAST_UNFAIR 2 /* the senders' shares stopped being fair */
+#define RC_INCAST_STEPS_MAX 16
+
+/* One sender of an incast step, as it measured itself. */
+struct rc_incast_sender {
+	uint64_t bytes;
+	double seconds;           /* from the step's start to its last completion */
+	struct rc_sweep_tail lat; /* each WRITE's post to completion */
+	int32_t status;           /* 0, or -ENOTCONN: not connected to the receiver */
+	int32_t pad;
+};
+
+/* N senders writing into the receiver at once. */
+struct rc_incast_step {
+	int senders;
+	double goodput_gbit;          /* all the bytes over the longest sender's time */
+	double jain;                  /* over the senders' bytes */
+	double spread_s;              /* the latest sender's completion less the earliest's */
+	struct rc_sweep_tail lat;     /* the slowest sender's (the highest p99) */
+	struct rc_incast_sender *who; /* world: the senders of the step (root) */
+};
+
+struct rc_incast_result {
+	int world, receiver, steps;
+	double seconds;
+	struct rc_incast_step step[RC_INCAST_STEPS_MAX];
+	struct rc_sweep_node *nodes; /* world, on root: with the counters that moved */
+};
+
+/* The first step of an incast whose goodput grew by less than growth (0.1:
+ * 10 %) over the step before, or whose Jain index fell below jain_min:
+ * its index, with *why RC_INCAST_FLAT or RC_INCAST_UNFAIR (both bits when
+ * both); -1 when every step grew and stayed fair. */
+RC_EXPORT int rc_incast_knee(int steps, const double *goodput, const double *jain, double growth,
+			     double jain_min, unsigned *why);
+
+/* The senders of each step: N = 1, 2, 4, ... and then every rank but the
+ * receiver; the first N of the others in rank order. Returns the steps. */
+RC_EXPORT int rc_incast_counts(int world, int *n, int cap);
+/* Run the incast over g (o: msg_size, depth, duration_s, sysfs, progress):
+ * the figures gathered to rank 0. Release with rc_incast_result_free. */
+RC_EXPORT int rc_incast_run(struct rc_group *g, const struct rc_sweep_opts *o, int receiver,
+			    struct rc_incast_result *res, struct rc_err *err);
+RC_EXPORT void rc_incast_result_free(struct rc_incast_result *res);
 
 /* The same from a file (at most 1 MiB). */
 RC_EXPORT int rc_sweep_pairs_load(const char *path, int world, uint8_t *want, struct rc_err *err);

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The pure parts of latency under load and of incast: a distribution's
+ * percentiles, who loads whom in each --load mode, Jain's fairness index,
+ * the incast's steps and the step where its goodput flattens.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include <rdmactl/sweep.h>
+#include <rdmactl/sweep_core.h>
+
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+void rc_sweep_tail_of(double *v, int n, struct rc_sweep_tail *t)
+{
+	*t = (struct rc_sweep_tail){ .n = n > 0 ? n : 0 };
+	if (n < 1)
+		return;
+	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	t->p50_us = v[(n - 1) / 2];
+	t->p99_us = v[(int)((n - 1) * 0.99 + 0.5)];
+	t->p999_us = v[(int)((n - 1) * 0.999 + 0.5)];
+	t->max_us = v[n - 1];
+}
+
+const char *rc_sweep_load_name(int mode)
+{
+	static const char *const names[] = { "none", "same-pair", "same-port", "fabric" };
+
+	return mode >= 0 && mode <= RC_SWEEP_LOAD_FABRIC ? names[mode] : NULL;
+}
+
+int rc_sweep_load_target(int mode, int world, int round, int me, int a, int b)
+{
+	int p;
+
+	if (me == a || me < 0 || me >= world)
+		return -1;
+	switch (mode) {
+	case RC_SWEEP_LOAD_SAME_PAIR:
+		return me == b ? a : -1;
+	case RC_SWEEP_LOAD_SAME_PORT:
+		return me == b ? -1 : b;
+	case RC_SWEEP_LOAD_FABRIC:
+		p = rc_sweep_partner(world, round, me);
+		return me == b || p == a || p == b ? -1 : p;
+	default:
+		return -1;
+	}
+}
+
+const char *rc_sweep_cong_name(int k)
+{
+	static const char *const names[RC_SWEEP_CONG_N] = {
+		"retransmissions", "out_of_sequence", "duplicate_requests", "rnr_naks",  "cnp_sent",
+		"cnp_handled",     "ecn_marked",      "discards",           "xmit_wait",
+	};
+
+	return k >= 0 && k < RC_SWEEP_CONG_N ? names[k] : NULL;
+}
+
+double rc_jain(const double *x, int n)
+{
+	double sum = 0, sq = 0;
+
+	for (int i = 0; i < n; i++) {
+		sum += x[i];
+		sq += x[i] * x[i];
+	}
+	if (n < 1 || !(sq > 0))
+		return NAN;
+	return sum * sum / (n * sq);
+}
+
+int rc_incast_counts(int world, int *n, int cap)
+{
+	int steps = 0;
+
+	for (int k = 1; k < world - 1 && steps < cap; k *= 2)
+		n[steps++] = k;
+	if (world >= 2 && steps < cap)
+		n[steps++] = world - 1;
+	return steps;
+}
+
+int rc_incast_knee(int steps, const double *goodput, const double *jain, double growth,
+		   double jain_min, unsigned *why)
+{
+	*why = 0;
+	for (int k = 0; k < steps; k++) {
+		if (k > 0 && goodput[k] < goodput[k - 1] * (1 + growth))
+			*why |= RC_INCAST_FLAT;
+		if (jain[k] < jain_min)
+			*why |= RC_INCAST_UNFAIR;
+		if (*why)
+			return k;
+	}
+	return -1;
+}
