@@ -322,8 +322,7 @@ static int progress(struct rc_ofi *o, struct rc_err *err)
 	return n < 0 ? n : 0;
 }
 
-int rc_ofi_poll(struct rc_ofi *o, struct rc_ofi_wc *wc, int max, int timeout_ms,
-		struct rc_err *err)
+int rc_ofi_poll(struct rc_ofi *o, struct rc_ofi_wc *wc, int max, int timeout_ms, struct rc_err *err)
 {
 	double end = now_ms() + timeout_ms;
 	int n = 0;

@@ -64,17 +64,17 @@ struct rc_ofi {
 	struct fid_ep *ep;
 	struct fid_av *av;
 	struct fid_cq *cq;
-	uint64_t mr_mode;    /* the FI_MR_* bits the provider asks for */
-	size_t key_size;     /* bytes of a memory key (8 at most here) */
-	bool atomic;         /* 64-bit atomics offered */
-	bool cq_data;        /* immediate data carried (FI_REMOTE_CQ_DATA) */
-	size_t max_msg;      /* the largest message or RMA transfer */
-	size_t inject;       /* the largest inject */
+	uint64_t mr_mode; /* the FI_MR_* bits the provider asks for */
+	size_t key_size;  /* bytes of a memory key (8 at most here) */
+	bool atomic;      /* 64-bit atomics offered */
+	bool cq_data;     /* immediate data carried (FI_REMOTE_CQ_DATA) */
+	size_t max_msg;   /* the largest message or RMA transfer */
+	size_t inject;    /* the largest inject */
 	int timeout_ms;
-	uint64_t next_key;   /* the key asked for next, without FI_MR_PROV_KEY */
+	uint64_t next_key; /* the key asked for next, without FI_MR_PROV_KEY */
 	unsigned char name[RC_OFI_NAME_MAX];
 	size_t namelen;
-	char prov_name[64];  /* as libfabric names it: "tcp;ofi_rxm" */
+	char prov_name[64]; /* as libfabric names it: "tcp;ofi_rxm" */
 	char domain_name[64];
 	char fabric_name[64];
 	struct rc_ofi_wc backlog[RC_OFI_BACKLOG];
@@ -94,7 +94,12 @@ struct rc_ofi_mr {
 };
 
 /* Access of a registration: what the peer may do to it. */
-enum { RC_OFI_LOCAL = 0, RC_OFI_REMOTE_READ = 1, RC_OFI_REMOTE_WRITE = 2, RC_OFI_REMOTE_ATOMIC = 4 };
+enum {
+	RC_OFI_LOCAL = 0,
+	RC_OFI_REMOTE_READ = 1,
+	RC_OFI_REMOTE_WRITE = 2,
+	RC_OFI_REMOTE_ATOMIC = 4
+};
 
 /* The libfabric provider string of a name ("tcp" -> "tcp;ofi_rxm"). */
 const char *rc_ofi_prov_string(const char *prov);
@@ -136,7 +141,6 @@ int rc_ofi_atomic(struct rc_ofi *o, uint64_t peer, uint64_t operand, const uint6
 
 /* Up to max completions, waiting at most timeout_ms for the first (0: do
  * not wait). Returns how many, or -errno (the CQ itself failed). */
-int rc_ofi_poll(struct rc_ofi *o, struct rc_ofi_wc *wc, int max, int timeout_ms,
-		struct rc_err *err);
+int rc_ofi_poll(struct rc_ofi *o, struct rc_ofi_wc *wc, int max, int timeout_ms, struct rc_err *err);
 
 #endif

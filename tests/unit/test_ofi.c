@@ -47,7 +47,9 @@ struct card {
 
 static int open_side(struct side *s, struct rc_err *e)
 {
-	struct rc_ofi_opts o = { .prov = "tcp", .node = "127.0.0.1", .service = "0",
+	struct rc_ofi_opts o = { .prov = "tcp",
+				 .node = "127.0.0.1",
+				 .service = "0",
 				 .want_atomic = true };
 	int rc = rc_ofi_open(&s->o, &o, e);
 	void *p;
@@ -59,7 +61,8 @@ static int open_side(struct side *s, struct rc_err *e)
 		return -ENOMEM;
 	s->buf = p;
 	return rc_ofi_reg(&s->o, s->buf, BIG,
-			  RC_OFI_REMOTE_READ | RC_OFI_REMOTE_WRITE | RC_OFI_REMOTE_ATOMIC, &s->mr, e);
+			  RC_OFI_REMOTE_READ | RC_OFI_REMOTE_WRITE | RC_OFI_REMOTE_ATOMIC, &s->mr,
+			  e);
 }
 
 /* The target: serves its region, says on out what its CQ reports (the
@@ -144,8 +147,8 @@ static void write_read(struct side *c, const struct card *t)
 			CHECK(reap(c, 1) == 0);
 			posted--;
 		}
-		rc = rc_ofi_write(&c->o, c->peer, c->buf + off, PIECE, &c->mr, t->base + off, t->key,
-				  NULL, NULL, &e);
+		rc = rc_ofi_write(&c->o, c->peer, c->buf + off, PIECE, &c->mr, t->base + off,
+				  t->key, NULL, NULL, &e);
 		posted++;
 	}
 	if (rc)
@@ -224,8 +227,9 @@ static int one_read(const struct card *t, uint64_t off, size_t len, uint64_t key
 	int rc = -1;
 
 	if (open_side(&f, &e) == 0 && rc_ofi_av_insert(&f.o, t->name, t->namelen, &f.peer, &e) == 0)
-		rc = rc_ofi_read(&f.o, f.peer, f.buf, len, &f.mr, t->base + off, key, NULL, &e) ? 1
-												: reap(&f, 1);
+		rc = rc_ofi_read(&f.o, f.peer, f.buf, len, &f.mr, t->base + off, key, NULL, &e)
+			     ? 1
+			     : reap(&f, 1);
 	rc_ofi_dereg(&f.mr);
 	rc_ofi_close(&f.o);
 	munmap(f.buf, BIG);
