@@ -11,7 +11,7 @@ set -euo pipefail
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 exec "$here/vm/deps.sh" \
 	build-essential cmake pkg-config \
-	libibverbs-dev librdmacm-dev libjansson-dev libcurl4-openssl-dev libreadline-dev \
+	libibverbs-dev librdmacm-dev libfabric-dev libjansson-dev libcurl4-openssl-dev libreadline-dev \
 	jq tmux man-db groff-base mandoc zsh etcd-server etcd-client openmpi-bin socat openssl librsvg2-bin \
 	clang libclang-rt-14-dev clang-format prometheus \
 	nodejs node-ajv xxhash gojq

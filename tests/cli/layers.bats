@@ -72,7 +72,7 @@ layer_tables() {
 	# that region and kv both link
 	owner[ctrl]=ctrl
 	owner[ctrl_core]=ctrl
-	declare -gA may=([base]="base" [verbs]="base verbs" [ctrl]="base verbs ctrl"
+	declare -gA may=([base]="base" [ofi]="base ofi" [verbs]="base verbs" [ctrl]="base verbs ctrl"
 		[region]="base verbs ctrl region"
 		[kv]="base verbs ctrl kv" [topo]="base verbs topo" [group]="base verbs group"
 		[a2a]="base verbs group a2a" [mcast]="base verbs group mcast"
@@ -81,7 +81,7 @@ layer_tables() {
 		[umbrella]="base verbs ctrl region kv topo group a2a mcast migrate sweep")
 }
 
-@test "libcore's layers depend one way: base <- verbs <- ctrl, topo, group; ctrl <- region, kv; group <- a2a, mcast; topo, group <- sweep; region <- migrate" {
+@test "libcore's layers depend one way: base <- ofi; base <- verbs <- ctrl, topo, group; ctrl <- region, kv; group <- a2a, mcast; topo, group <- sweep; region <- migrate" {
 	local layer h allowed bad=
 	layer_tables
 	# rdmactl/rdmactl.h, the umbrella, includes every public header; no
@@ -89,7 +89,7 @@ layer_tables() {
 	# kv frames its control messages with the region protocol (ctrl, in
 	# region/): rdmactl/ctrl.h (and its inside face, ctrl_core.h) alone, not
 	# the region server or client.
-	for layer in base verbs region kv topo group a2a mcast migrate sweep; do
+	for layer in base ofi verbs region kv topo group a2a mcast migrate sweep; do
 		[[ -d $ROOT/libcore/$layer ]] || fail "no libcore/$layer"
 		for h in $(layer_includes "$layer"); do
 			[[ -n ${owner[$h]:-} ]] || { bad+="$layer includes rdmactl/$h.h, which no layer owns"$'\n'; continue; }
@@ -133,7 +133,7 @@ layer_sees() {
 @test "the build gives each layer only its own headers and those below: what it sees is what it may include" {
 	local b=${RDMACTL_BUILD_DIR:-$ROOT/build} layer h bad= flags
 	layer_tables
-	for layer in base verbs ctrl region kv topo group a2a mcast migrate sweep; do
+	for layer in base ofi verbs ctrl region kv topo group a2a mcast migrate sweep; do
 		[[ -d $b/libcore/include-$layer/rdmactl ]] || { bad+="no $b/libcore/include-$layer"$'\n'; continue; }
 		# it sees every header of its own
 		for h in "${!owner[@]}"; do

@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The libfabric transport's core over libfabric's tcp provider (tcp;ofi_rxm,
+ * real sockets on 127.0.0.1: a software transport, no RDMA device): a target
+ * process and this one, each an RDM endpoint with the other's address in its
+ * AV. 64 MiB written in 1 MiB pieces, 16 in flight, then read back into a
+ * zeroed buffer and compared; a write with immediate data that the target's
+ * CQ reports; a message; fetch-and-add and compare-and-swap with their old
+ * values; and the wrong answers: a provider that is not there, a key one
+ * off, a read past the registration, a compare that does not match.
+ * Skips (77) where libfabric has no tcp provider.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+
+#include <rdmactl/ofi_core.h>
+
+#include "check.h"
+
+#define BIG (64u << 20)
+#define PIECE (1u << 20)
+#define DEPTH 16
+
+struct side {
+	struct rc_ofi o;
+	struct rc_ofi_mr mr;
+	unsigned char *buf;
+	uint64_t peer;
+};
+
+/* What the target tells: its address, its region's base and key. */
+struct card {
+	unsigned char name[RC_OFI_NAME_MAX];
+	uint64_t namelen, base, key;
+};
+
+static int open_side(struct side *s, struct rc_err *e)
+{
+	struct rc_ofi_opts o = { .prov = "tcp",
+				 .node = "127.0.0.1",
+				 .service = "0",
+				 .want_atomic = true };
+	int rc = rc_ofi_open(&s->o, &o, e);
+	void *p;
+
+	if (rc)
+		return rc;
+	p = mmap(NULL, BIG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -ENOMEM;
+	s->buf = p;
+	return rc_ofi_reg(&s->o, s->buf, BIG,
+			  RC_OFI_REMOTE_READ | RC_OFI_REMOTE_WRITE | RC_OFI_REMOTE_ATOMIC, &s->mr,
+			  e);
+}
+
+/* The target: serves its region, says on out what its CQ reports (the
+ * immediate data of writes, the messages), until a byte comes on in, or 60 s. */
+static int target(int in, FILE *out)
+{
+	char quit;
+	static struct side s;
+	struct card me = { 0 }, peer;
+	struct rc_ofi_wc wc[8];
+	struct rc_err e;
+
+	if (open_side(&s, &e)) {
+		fprintf(out, "error %s\n", e.msg);
+		return 1;
+	}
+	memcpy(me.name, s.o.name, s.o.namelen);
+	me.namelen = s.o.namelen;
+	me.base = s.mr.base;
+	me.key = s.mr.key;
+	fwrite(&me, sizeof(me), 1, out);
+	fflush(out);
+	if (read(in, &peer, sizeof(peer)) != sizeof(peer) ||
+	    rc_ofi_av_insert(&s.o, peer.name, peer.namelen, &s.peer, &e))
+		return 1;
+	fcntl(in, F_SETFL, O_NONBLOCK); /* a byte: the end */
+	for (int i = 0; i < 4; i++)
+		if (rc_ofi_recv(&s.o, s.buf + BIG - (i + 1) * 256, 256, &s.mr,
+				s.buf + BIG - (i + 1) * 256, &e))
+			return 1;
+	alarm(60);
+	for (;;) {
+		int n = rc_ofi_poll(&s.o, wc, 8, 100, &e);
+
+		for (int i = 0; i < n; i++) {
+			if (wc[i].flags & FI_REMOTE_CQ_DATA)
+				fprintf(out, "imm %" PRIx64 "\n", wc[i].data);
+			if (!(wc[i].flags & FI_RECV) || wc[i].err)
+				continue;
+			fprintf(out, "msg %.*s\n", (int)wc[i].len, (char *)wc[i].ctx);
+			if (rc_ofi_recv(&s.o, wc[i].ctx, 256, &s.mr, wc[i].ctx, &e))
+				return 1;
+		}
+		fflush(out);
+		if (n < 0)
+			return 1;
+		if (read(in, &quit, 1) == 1)
+			return 0;
+	}
+}
+
+/* want completions of c: the errors among them, or -1 when they did not
+ * all come in 20 s. */
+static int reap(struct side *c, int want)
+{
+	struct rc_ofi_wc wc[16];
+	struct rc_err e;
+	int got = 0, errs = 0;
+
+	for (int tries = 0; got < want && tries < 200; tries++) {
+		int n = rc_ofi_poll(&c->o, wc, want - got < 16 ? want - got : 16, 100, &e);
+
+		if (n < 0)
+			return -1;
+		for (int i = 0; i < n; i++)
+			errs += wc[i].err != 0;
+		got += n;
+	}
+	return got < want ? -1 : errs;
+}
+
+static void write_read(struct side *c, const struct card *t)
+{
+	struct rc_err e;
+	int posted = 0, rc = 0;
+	unsigned char *back;
+
+	for (size_t i = 0; i < BIG; i++)
+		c->buf[i] = (unsigned char)(i * 7 + (i >> 20));
+	for (size_t off = 0; off + PIECE <= BIG / 2 && !rc; off += PIECE) {
+		if (posted == DEPTH) {
+			CHECK(reap(c, 1) == 0);
+			posted--;
+		}
+		rc = rc_ofi_write(&c->o, c->peer, c->buf + off, PIECE, &c->mr, t->base + off,
+				  t->key, NULL, NULL, &e);
+		posted++;
+	}
+	if (rc)
+		fprintf(stderr, "write: %s\n", e.msg);
+	CHECK(rc == 0);
+	CHECK(reap(c, posted) == 0);
+	/* read the 32 MiB back into the upper half, zeroed */
+	back = c->buf + BIG / 2;
+	memset(back, 0, BIG / 2);
+	for (size_t off = 0; off < BIG / 2 && !rc; off += PIECE * DEPTH) {
+		for (int k = 0; k < DEPTH && !rc; k++)
+			rc = rc_ofi_read(&c->o, c->peer, back + off + (size_t)k * PIECE, PIECE,
+					 &c->mr, t->base + off + (size_t)k * PIECE, t->key, NULL,
+					 &e);
+		CHECK(reap(c, DEPTH) == 0);
+	}
+	CHECK(rc == 0);
+	CHECK(memcmp(c->buf, back, BIG / 2) == 0);
+}
+
+/* The next line the target says, within its 60 s. */
+static char *said(FILE *in, char *line, size_t cap)
+{
+	return fgets(line, (int)cap, in) ? line : strcpy(line, "(nothing)");
+}
+
+static void imm_and_message(struct side *c, const struct card *t, FILE *in)
+{
+	char line[256];
+	uint64_t imm = 0x1234;
+	struct rc_err e;
+
+	CHECK(c->o.cq_data);
+	CHECK(rc_ofi_write(&c->o, c->peer, c->buf, 64, &c->mr, t->base, t->key, &imm, NULL, &e) ==
+	      0);
+	CHECK(reap(c, 1) == 0);
+	CHECK_STR(said(in, line, sizeof(line)), "imm 1234\n");
+	memcpy(c->buf, "hello over ofi", 15);
+	CHECK(rc_ofi_send(&c->o, c->peer, c->buf, 15, &c->mr, NULL, &e) == 0);
+	CHECK(reap(c, 1) == 0);
+	CHECK_STR(said(in, line, sizeof(line)), "msg hello over ofi\n");
+}
+
+static void atomics(struct side *c, const struct card *t)
+{
+	uint64_t *old = (uint64_t *)(void *)(c->buf + 4096), cmp = 47, bad = 1, v = 40;
+	struct rc_err e;
+
+	/* the target's first word: 40 */
+	memcpy(c->buf, &v, 8);
+	CHECK(rc_ofi_write(&c->o, c->peer, c->buf, 8, &c->mr, t->base, t->key, NULL, NULL, &e) == 0);
+	CHECK(reap(c, 1) == 0);
+	CHECK(rc_ofi_atomic(&c->o, c->peer, 7, NULL, old, &c->mr, t->base, t->key, NULL, &e) == 0);
+	CHECK(reap(c, 1) == 0);
+	CHECK_EQ_U64(old[0], 40);
+	/* a compare that fails swaps nothing and says what was there */
+	CHECK(rc_ofi_atomic(&c->o, c->peer, 99, &bad, old, &c->mr, t->base, t->key, NULL, &e) == 0);
+	CHECK(reap(c, 1) == 0);
+	CHECK_EQ_U64(old[0], 47);
+	CHECK(rc_ofi_atomic(&c->o, c->peer, 99, &cmp, old, &c->mr, t->base, t->key, NULL, &e) == 0);
+	CHECK(reap(c, 1) == 0);
+	CHECK_EQ_U64(old[0], 47);
+	CHECK(rc_ofi_read(&c->o, c->peer, c->buf, 8, &c->mr, t->base, t->key, NULL, &e) == 0);
+	CHECK(reap(c, 1) == 0);
+	memcpy(&v, c->buf, 8);
+	CHECK_EQ_U64(v, 99);
+}
+
+/* One read of len at off of the target, from an endpoint of its own (a
+ * failed operation may end the provider's connection to the target): the
+ * errors among its completion, or -1 when it did not come. */
+static int one_read(const struct card *t, uint64_t off, size_t len, uint64_t key)
+{
+	static struct side f;
+	struct rc_err e;
+	int rc = -1;
+
+	if (open_side(&f, &e) == 0 && rc_ofi_av_insert(&f.o, t->name, t->namelen, &f.peer, &e) == 0)
+		rc = rc_ofi_read(&f.o, f.peer, f.buf, len, &f.mr, t->base + off, key, NULL, &e)
+			     ? 1
+			     : reap(&f, 1);
+	rc_ofi_dereg(&f.mr);
+	rc_ofi_close(&f.o);
+	munmap(f.buf, BIG);
+	return rc;
+}
+
+/* The wrong answers, each on an endpoint of its own, and the right one. */
+static void refusals(const struct card *t)
+{
+	CHECK(one_read(t, 0, 4096, t->key + 1) == 1);
+	CHECK(one_read(t, BIG - 4096, 8192, t->key) == 1);
+	CHECK(one_read(t, BIG - 4096, 4096, t->key) == 0);
+}
+
+int main(void)
+{
+	static struct side c;
+	struct rc_ofi_opts none = { .prov = "no-such-provider" };
+	struct rc_ofi x;
+	struct rc_err e = { 0 };
+	struct card t, me = { 0 };
+	int to_t[2], from_t[2], st = 0;
+	FILE *in;
+	pid_t pid;
+
+	CHECK(rc_ofi_open(&x, &none, &e) == -ENODEV);
+	CHECK(strstr(e.msg, "no provider 'no-such-provider'") != NULL);
+	if (rc_ofi_open(&x, &(struct rc_ofi_opts){ .prov = "tcp", .node = "127.0.0.1" }, &e) ==
+	    -ENODEV) {
+		printf("skip: %s\n", e.msg);
+		return 77;
+	}
+	rc_ofi_close(&x);
+	if (pipe(to_t) || pipe(from_t) || (pid = fork()) < 0)
+		return 1;
+	if (pid == 0) {
+		close(to_t[1]);
+		close(from_t[0]);
+		_exit(target(to_t[0], fdopen(from_t[1], "w")));
+	}
+	close(to_t[0]);
+	close(from_t[1]);
+	in = fdopen(from_t[0], "r");
+	CHECK(open_side(&c, &e) == 0);
+	if (check_failures || fread(&t, sizeof(t), 1, in) != 1) {
+		fprintf(stderr, "%s\n", e.msg);
+		kill(pid, SIGKILL);
+		return 1;
+	}
+	printf("# %s, domain %s, mr_mode 0x%" PRIx64 ", keys of %zu bytes\n", c.o.prov_name,
+	       c.o.domain_name, c.o.mr_mode, c.o.key_size);
+	memcpy(me.name, c.o.name, c.o.namelen);
+	me.namelen = c.o.namelen;
+	CHECK(write(to_t[1], &me, sizeof(me)) == sizeof(me));
+	CHECK(rc_ofi_av_insert(&c.o, t.name, t.namelen, &c.peer, &e) == 0);
+	write_read(&c, &t);
+	imm_and_message(&c, &t, in);
+	atomics(&c, &t);
+	refusals(&t);
+	CHECK(write(to_t[1], "q", 1) == 1); /* the target ends */
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	rc_ofi_dereg(&c.mr);
+	rc_ofi_close(&c.o);
+	CHECK_DONE();
+}
