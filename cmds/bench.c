@@ -144,7 +144,7 @@ int bench_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
  * messages a second) for a bandwidth run; for a latency run, one operation in
  * flight, the rate says nothing of the link and text leaves it out. */
 static void bench_rates(struct ctx *ctx, const struct bench_args *b,
-			const struct rc_stream_result *res)
+			const struct rc_stream_result *res, double peak_s)
 {
 	double gbyte = res->seconds > 0 ? (double)res->bytes / 1e9 / res->seconds : 0;
 	double msgs = res->seconds > 0 ? (double)res->ops / res->seconds : 0;
@@ -156,6 +156,13 @@ static void bench_rates(struct ctx *ctx, const struct bench_args *b,
 	out_f64(&ctx->out, "gbit_per_s", b->lat ? NULL : " (%.3f Gb/s)", gbyte * 8);
 	out_f64(&ctx->out, "msgs_per_s", NULL, msgs);
 	out_f64(&ctx->out, "mpps", b->lat ? NULL : ", %.3f Mpps\n", msgs / 1e6);
+	if (peak_s > 0) { /* perftest's BW peak: the fastest run of operations */
+		out_f64(&ctx->out, "peak_gbyte_per_s", "  peak: %.3f GB/s",
+			(double)b->msg / 1e9 / peak_s);
+		out_f64(&ctx->out, "peak_gbit_per_s", " (%.3f Gb/s)",
+			(double)b->msg * 8 / 1e9 / peak_s);
+		out_f64(&ctx->out, "peak_mpps", ", %.3f Mpps\n", 1 / peak_s / 1e6);
+	}
 }
 
 /* One row of a --msg-size MIN:MAX sweep: a size's run. */
@@ -192,7 +199,7 @@ static void size_rows_print(struct ctx *ctx, const struct size_row *rows, int n)
 
 static void bench_print(struct ctx *ctx, const struct bench_args *b, enum rc_op op,
 			const struct rc_client *cl, const struct rc_stream_result *res,
-			double *lat_us, const struct size_row *rows, int nrows)
+			double *lat_us, double peak_s, const struct size_row *rows, int nrows)
 {
 	out_str(&ctx->out, "operation", "%s", op_key(op));
 	out_str(&ctx->out, "mode", " %s benchmark", b->lat ? "latency" : "bandwidth");
@@ -211,7 +218,7 @@ static void bench_print(struct ctx *ctx, const struct bench_args *b, enum rc_op 
 	out_text(&ctx->out, "  ");
 	if (nrows)
 		size_rows_print(ctx, rows, nrows);
-	bench_rates(ctx, b, res);
+	bench_rates(ctx, b, res, peak_s);
 	if (b->lat) {
 		bool tsc = res->lat_clock == RC_LAT_CLOCK_TSC;
 		uint64_t n = b->iters - res->lat_moved;
@@ -324,6 +331,7 @@ int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 	struct rc_stream_result res;
 	struct rc_client *cl = NULL;
 	double *lat_us = NULL;
+	double *times = NULL; /* posted, then completed: perftest's BW peak */
 	int nrows = 0;
 	struct metrics m;
 	struct rc_err e;
@@ -351,6 +359,9 @@ int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 			  (unsigned long long)b->iters);
 		goto out;
 	}
+	/* a bandwidth run of one size: the times of each operation, for its peak */
+	if (!b->lat && !b->msg_max && b->iters <= (1u << 22))
+		times = calloc(2 * (size_t)b->iters, sizeof(double));
 	struct rc_client_bench cb = {
 		.op = op,
 		.off = ca->off,
@@ -365,6 +376,8 @@ int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		.timeout_ms = ctx->timeout_ms,
 		.lat_us = lat_us,
 		.lat_clock = (enum rc_lat_clock)b->lat_clock,
+		.posted_s = times,
+		.completed_s = times ? times + b->iters : NULL,
 	};
 
 	if ((rc = bench_sizes(ctx, cl, &cb, b, rows, &nrows, &res)))
@@ -375,8 +388,10 @@ int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 			  "time-stamp counters need not agree (--lat-clock monotonic)");
 		goto out;
 	}
-	bench_print(ctx, b, op, cl, &res, lat_us, rows, nrows);
+	bench_print(ctx, b, op, cl, &res, lat_us,
+		    times ? rc_peak_op_seconds(times, times + b->iters, res.ops) : 0, rows, nrows);
 out:
+	free(times);
 	free(lat_us);
 	client_close(ctx, cl, rc);
 	if (b->metrics) {

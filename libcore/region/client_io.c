@@ -358,6 +358,8 @@ int rc_client_bench(struct rc_client *cl, const struct rc_client_bench *b,
 		.timeout_ms = b->timeout_ms,
 		.lat_us = b->lat_us,
 		.lat_clock = b->lat_clock,
+		.posted_s = b->posted_s,
+		.completed_s = b->completed_s,
 		.one_buffer = true,
 	};
 

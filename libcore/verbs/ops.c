@@ -18,6 +18,7 @@ struct slot {
 	uint64_t k; /* the piece's number */
 	size_t len;
 	struct rc_stamp t; /* latencies: before the post */
+	double tp;         /* posted_s: when it was posted */
 };
 
 struct engine;
@@ -90,14 +91,18 @@ static int make_piece(struct engine *e, int qi, struct slot *sl, struct rc_err *
 }
 
 /* A latency runs from just before the post, as perftest's does: one clock
- * read for the list, and building it is not timed. */
+ * read for the list, and building it is not timed; so does a post time. */
 static void stamp_posts(void *arg, uint64_t seq, int n)
 {
 	struct qstate *q = arg;
-	struct rc_stamp t = rc_lat_stamp(&q->e->clk);
+	const struct rc_stream *s = q->e->s;
+	struct rc_stamp t = s->lat_us ? rc_lat_stamp(&q->e->clk) : (struct rc_stamp){ 0 };
+	double now = s->posted_s ? rc_now() : 0;
 
-	for (uint64_t k = seq; k < seq + (uint64_t)n; k++)
+	for (uint64_t k = seq; k < seq + (uint64_t)n; k++) {
 		q->slots[k % (uint64_t)q->e->depth].t = t;
+		q->slots[k % (uint64_t)q->e->depth].tp = now;
+	}
 }
 
 /* Fill the queue: the engine posts lists of up to `batch` work requests. */
@@ -149,6 +154,7 @@ static int complete_upto(struct engine *e, int qi, uint64_t user, struct rc_err 
 	struct qstate *q = &e->q[qi];
 	struct rc_stamp t = s->lat_us ? rc_lat_stamp(&e->clk) : (struct rc_stamp){ 0 };
 	uint64_t k, to = rc_pipe_complete(&e->p[qi], user, &k);
+	double now = s->completed_s ? rc_now() : 0;
 
 	for (; k < to; k++) {
 		struct slot *sl = &q->slots[k % (uint64_t)e->depth];
@@ -168,6 +174,10 @@ static int complete_upto(struct engine *e, int qi, uint64_t user, struct rc_err 
 
 			s->lat_us[sl->k] = d * 1e6;
 			e->moved += isnan(d);
+		}
+		if (s->posted_s) {
+			s->posted_s[sl->k] = sl->tp;
+			s->completed_s[sl->k] = now;
 		}
 		e->bytes += sl->len;
 		e->ops++;
@@ -215,7 +225,7 @@ static int engine_init(struct engine *e, const struct rc_stream *s, struct rc_er
 					   .batch = s->batch };
 
 		rc_pipe_init(&e->p[i], &rc_verbs_transport, s->conns[i], &po);
-		if (s->lat_us) {
+		if (s->lat_us || s->posted_s) {
 			e->p[i].before_post = stamp_posts;
 			e->p[i].hook_arg = &e->q[i];
 		}
@@ -340,4 +350,29 @@ int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struc
 	res->lat_moved = e.moved;
 	engine_free(&e);
 	return rc;
+}
+
+/* The longest runs of operations rc_peak_op_seconds looks at, and how many
+ * runs in all (a long benchmark looks at shorter runs). */
+#define PEAK_RUN 4096
+#define PEAK_WORK 100000000ULL
+
+double rc_peak_op_seconds(const double *posted, const double *completed, uint64_t n)
+{
+	uint64_t run = n * PEAK_RUN <= PEAK_WORK ? PEAK_RUN : PEAK_WORK / n;
+	double best;
+
+	if (!n)
+		return 0;
+	if (run < 1)
+		run = 1;
+	best = (completed[n - 1] - posted[0]) / (double)n;
+	for (uint64_t i = 0; i < n; i++)
+		for (uint64_t j = i; j < n && j - i < run; j++) {
+			double t = (completed[j] - posted[i]) / (double)(j - i + 1);
+
+			if (t > 0 && t < best)
+				best = t;
+		}
+	return best;
 }

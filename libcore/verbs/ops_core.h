@@ -103,7 +103,11 @@ struct rc_stream {
 	void (*progress)(void *arg, uint64_t done, uint64_t total);
 	void *progress_arg;
 	int timeout_ms;
-	double *lat_us;              /* per-work-request latency; needs signal_every 1 */
+	double *lat_us; /* per-work-request latency; needs signal_every 1 */
+	/* per work request k (iters of them), or NULL: when it was posted, and when
+	 * the completion that covered it came (rc_now; rc_peak_op_seconds) */
+	double *posted_s;
+	double *completed_s;
 	enum rc_lat_clock lat_clock; /* what times lat_us */
 	bool one_buffer;             /* benchmarks: every work request uses the first slot */
 };

@@ -498,16 +498,21 @@ setup() {
 	run rdmactl write "$ADDR:$PORT/kv" --bench --msg-size 4K --iters 100
 	assert_success
 	assert_line --regexp '^  409600 bytes in 100 operations in [0-9.]+ s: [0-9.]+ GB/s \([0-9.]+ Gb/s\), [0-9.]+ Mpps$'
+	assert_line --regexp '^  peak: [0-9.]+ GB/s \([0-9.]+ Gb/s\), [0-9.]+ Mpps$'
 	refute_output --partial "messages/s"
 	run rdmactl write "$ADDR:$PORT/kv" --lat --msg-size 8 --iters 100
 	assert_success
 	assert_line --regexp '^  800 bytes in 100 operations in [0-9.]+ s$'
 	refute_output --partial "GB/s"
 	refute_output --partial "Mpps"
+	refute_output --partial "peak"
 	assert_line --regexp '^  latency us \(post to completion\): min [0-9.]+, p50 .*, max [0-9.]+, stdev [0-9.]+$'
 	run rdmactl -j write "$ADDR:$PORT/kv" --bench --msg-size 4K --iters 100
 	assert_success
 	jq -e '.operations == 100 and .mpps > 0 and (.mpps - .msgs_per_s / 1e6 | fabs) < 1e-9' <<<"$output"
+	# perftest's BW peak: the fastest run of operations, the whole run among them
+	jq -e '.peak_gbyte_per_s >= .gbyte_per_s and (.peak_gbit_per_s - .peak_gbyte_per_s * 8 | fabs) < 1e-9
+		and (.peak_mpps * .msg_size / 1e3 - .peak_gbyte_per_s | fabs) < 1e-9' <<<"$output"
 	run rdmactl -j read "$ADDR:$PORT/kv" --lat --msg-size 8 --iters 100
 	assert_success
 	jq -e '.latency_us | .stdev >= 0 and .stdev <= .max - .min' <<<"$output"

@@ -203,8 +203,35 @@ static void drain(void)
 	CHECK(rc_pipe_drain(&p, 10, NULL) == -EIO);
 }
 
+/* perftest's BW peak, by hand: four operations posted at 0, 1, 2 and 3 s;
+ * they complete at 2, 2.5, 10 and 10 s (a stall). The best run is 0..1:
+ * 2.5 s for 2, 1.25 s each; the whole run, 10 s for 4, is 2.5 s each; the
+ * fastest single operation takes 1.5 s. A single fast operation (its own
+ * post to completion) counts too. */
+static void peak(void)
+{
+	double tp[4] = { 0, 1, 2, 3 }, tc[4] = { 2, 2.5, 10, 10 };
+	double fast[3] = { 0, 0.1, 5 }, fastc[3] = { 5, 0.15, 6 };
+
+	CHECK(rc_peak_op_seconds(tp, tc, 4) == 1.25);
+	/* not the whole run's average (2.5), nor the fastest single operation (1.5) */
+	CHECK(rc_peak_op_seconds(tp, tc, 4) != 2.5 && rc_peak_op_seconds(tp, tc, 4) != 1.5);
+	CHECK(rc_peak_op_seconds(fast, fastc, 3) > 0.049 &&
+	      rc_peak_op_seconds(fast, fastc, 3) < 0.051);
+	CHECK(rc_peak_op_seconds(tp, tc, 0) == 0);
+	/* even: every run of k takes k s, so the peak is the average */
+	double ep[6], ec[6];
+
+	for (int i = 0; i < 6; i++) {
+		ep[i] = i;
+		ec[i] = i + 1;
+	}
+	CHECK(rc_peak_op_seconds(ep, ec, 6) == 1.0);
+}
+
 int main(void)
 {
+	peak();
 	signal_every_and_last();
 	window();
 	every_one_and_wrap();

@@ -122,6 +122,10 @@ struct rc_client_bench {
 	 * out (rc_stream_result's lat_moved) */
 	double *lat_us;
 	enum rc_lat_clock lat_clock; /* what times them */
+	/* iters entries each, or NULL: when each work request was posted and when
+	 * the completion that covered it came (rc_peak_op_seconds) */
+	double *posted_s;
+	double *completed_s;
 };
 
 RC_EXPORT int rc_client_bench(struct rc_client *cl, const struct rc_client_bench *b,
