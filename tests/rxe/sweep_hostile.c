@@ -35,11 +35,12 @@ struct remote_buf { /* libcore/sweep/sweep.c's */
 
 /* What cmds/sweep.c compares at the start (rc_group_agree), as rank 0 of
  * sweep.bats is given them: SMALL=(--duration 0.3 --msg-size 16K --depth 4
- * --lat-iters 40), no --iters, no --pairs. */
+ * --lat-iters 40), no --iters, --load, --incast or --pairs. */
 static const struct rc_group_setting agree[] = {
 	{ .name = "--msg-size", .text = "16384" }, { .name = "--duration", .text = "0.3" },
 	{ .name = "--iters", .text = "0" },        { .name = "--lat-iters", .text = "40" },
-	{ .name = "--depth", .text = "4" },        { .name = "--pairs", .text = "" },
+	{ .name = "--depth", .text = "4" },        { .name = "--load", .text = "none" },
+	{ .name = "--incast", .text = "-1" },      { .name = "--pairs", .text = "" },
 };
 
 static int plan(void *arg, const struct rc_endpoint *all, int world, uint8_t *need,
