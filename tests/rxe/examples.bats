@@ -82,6 +82,7 @@ example() {
 	fi
 }
 
+# bats test_tags=plain-only
 @test "kv-migrate: on one address, two ports, another layout" {
 	example kv-migrate --src "$ADDR:$PORT" --dst "$ADDR:$((PORT + 1))" \
 		--blocks 3,0 --src-blocks 4 --dst-blocks 4 --dst-used 1 \

@@ -689,6 +689,7 @@ expected() {
 	assert_output --partial "status=0 digest=$(sha256sum <"$t/blk-a" | cut -d' ' -f1) msg="
 }
 
+# bats test_tags=plain-only
 @test "hashes of a large region do not stall the server: a read during them answers as fast as an idle one" {
 	local t=$BATS_TEST_TMPDIR adm h i t0 idle=0 dur during
 	serve A "$A" --name big --size 8M --name small --size 4K

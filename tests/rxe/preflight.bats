@@ -181,6 +181,7 @@ capture_tree() {
 		{ ranks_dump; fail "the GID finding is not right"; }
 }
 
+# bats test_tags=plain-only
 @test "one node without rdma_ucm (its captured tree, the module gone): named with modprobe, exit 1" {
 	capture_tree
 	[ -d "$TREE/module/rdma_ucm" ] || fail "the capture lacks module/rdma_ucm: rdma_ucm is loaded here"

@@ -158,6 +158,7 @@ devinfo_field() {
 		and (.message | contains($d)))] == []' <<<"$j"
 }
 
+# bats test_tags=plain-only
 @test "a capture of the guest reads back with the same device" {
 	local tgz=$BATS_TEST_TMPDIR/guest.tgz live back
 	run timeout 120 "$RDMACTL" probe-topology --capture "$tgz"

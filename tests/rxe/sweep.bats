@@ -99,6 +99,7 @@ teardown() {
 	common_teardown
 }
 
+# bats test_tags=plain-only
 @test "healthy: 6 ranks over the veth pair, every pair measured both ways, exit 0, the heatmap renders" {
 	sweep_start 6 --svg "$BATS_TEST_TMPDIR/sweep.svg" --metrics "$BATS_TEST_TMPDIR/sweep.prom"
 	ranks_wait
