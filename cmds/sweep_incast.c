@@ -23,7 +23,7 @@
 #define KNEE_GROWTH 0.1 /* goodput that grows by less with more senders: flat */
 #define KNEE_JAIN 0.9   /* a Jain index below: unfair */
 
-static void put_tail(struct out *o, const char *key, const struct rc_sweep_tail *t)
+void sweep_put_tail(struct out *o, const char *key, const struct rc_sweep_tail *t)
 {
 	out_obj_begin(o, key);
 	out_i64(o, "samples", NULL, t->n);
@@ -47,7 +47,7 @@ static void put_step(struct out *o, const struct rc_incast_result *res, int k)
 		out_f64(o, "jain", "  %5.3f", st->jain);
 	out_f64(o, "completion_spread_s", "  %9.4f", st->spread_s);
 	out_text(o, "  %9.1f %9.1f %9.1f\n", st->lat.p50_us, st->lat.p99_us, st->lat.max_us);
-	put_tail(o, "latency", &st->lat);
+	sweep_put_tail(o, "latency", &st->lat);
 	out_arr_begin(o, "shares");
 	for (int r = 0; r < res->world; r++) {
 		int idx = r < res->receiver ? r : r - 1;

@@ -24,13 +24,7 @@ static void put_tails(struct out *o, const char *key, const struct rc_sweep_tail
 	out_f64(o, "p999_us", NULL, idle->p999_us);
 	out_f64(o, "max_us", NULL, idle->max_us);
 	out_obj_end(o);
-	out_obj_begin(o, "loaded");
-	out_i64(o, "samples", NULL, loaded->n);
-	out_f64(o, "p50_us", NULL, loaded->p50_us);
-	out_f64(o, "p99_us", NULL, loaded->p99_us);
-	out_f64(o, "p999_us", NULL, loaded->p999_us);
-	out_f64(o, "max_us", NULL, loaded->max_us);
-	out_obj_end(o);
+	sweep_put_tail(o, "loaded", loaded);
 	out_f64(o, "leakage_p50", NULL, idle->p50_us > 0 ? loaded->p50_us / idle->p50_us : 0);
 	out_f64(o, "leakage_p99", NULL, idle->p99_us > 0 ? loaded->p99_us / idle->p99_us : 0);
 	out_obj_end(o);

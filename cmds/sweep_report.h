@@ -32,6 +32,9 @@ extern const struct metric_table sweep_metric_table;
 /* Each rank's congestion counters over the loaded phases: those that
  * moved, those that stayed, those its NIC lacks (sweep_incast.c). */
 void sweep_put_cong(struct out *o, const struct rc_sweep_node *nodes, int world);
+/* A latency tail as the report writes it: samples, p50, p99, p99.9, max
+ * (sweep_incast.c; sweep_load.c's loaded figures too). */
+void sweep_put_tail(struct out *o, const char *key, const struct rc_sweep_tail *t);
 
 /* --incast RANK: run it over g, rank 0 prints the steps and the knee and
  * draws them into svg (or NULL) (sweep_incast.c). 0 or -errno, printed. */

@@ -196,3 +196,25 @@ all_exit() {
 		[ "${RCS[i]}" = "$1" ] || { ranks_dump; fail "rank $i exited ${RCS[i]}, not $1"; }
 	done
 }
+
+# A second address on each end of the veth pair, for two ranks a device:
+# EXTRA_A on va (rxe_a), EXTRA_B on vb (rxe_b). extra_addrs adds them and
+# waits (5 s at most) for their GIDs on the rxe ports; extra_addrs_del
+# takes them away.
+EXTRA_A=198.18.1.3
+EXTRA_B=198.18.1.4
+extra_addrs() {
+	local i
+	ip addr add "$EXTRA_A/24" dev va 2>/dev/null || true
+	ip addr add "$EXTRA_B/24" dev vb 2>/dev/null || true
+	for i in $(seq 50); do
+		grep -qs "0000:0000:0000:0000:0000:ffff:c612:0103" /sys/class/infiniband/"$RDMACTL_VM_DEV_A"/ports/1/gids/* &&
+			grep -qs "0000:0000:0000:0000:0000:ffff:c612:0104" /sys/class/infiniband/"$RDMACTL_VM_DEV_B"/ports/1/gids/* &&
+			return 0
+		sleep 0.1
+	done
+}
+extra_addrs_del() {
+	ip addr del "$EXTRA_A/24" dev va 2>/dev/null || true
+	ip addr del "$EXTRA_B/24" dev vb 2>/dev/null || true
+}

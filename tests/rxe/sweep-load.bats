@@ -13,21 +13,11 @@
 bats_require_minimum_version 1.5.0
 load helpers
 
-EXTRA_A=198.18.1.3
-EXTRA_B=198.18.1.4
 SMALL=(--msg-size 16K --depth 4 --lat-iters 20 --slow-ratio 0 --lat-ratio 20)
 
 setup() {
 	need_two_nics
-	ip addr add "$EXTRA_A/24" dev va 2>/dev/null || true
-	ip addr add "$EXTRA_B/24" dev vb 2>/dev/null || true
-	local i
-	for i in $(seq 50); do
-		grep -qs "0000:0000:0000:0000:0000:ffff:c612:0103" /sys/class/infiniband/"$RDMACTL_VM_DEV_A"/ports/1/gids/* &&
-			grep -qs "0000:0000:0000:0000:0000:ffff:c612:0104" /sys/class/infiniband/"$RDMACTL_VM_DEV_B"/ports/1/gids/* &&
-			return 0
-		sleep 0.1
-	done
+	extra_addrs
 }
 
 # ranks N ADDR... -- ARGS: N ranks on the addresses given, in the background.
@@ -68,8 +58,7 @@ teardown() {
 	started "${PIDS[@]}"
 	local d
 	for d in "${SLOWED[@]}"; do tc qdisc del dev "$d" root 2>/dev/null || true; done
-	ip addr del "$EXTRA_A/24" dev va 2>/dev/null || true
-	ip addr del "$EXTRA_B/24" dev vb 2>/dev/null || true
+	extra_addrs_del
 	common_teardown
 }
 

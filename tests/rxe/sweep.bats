@@ -19,26 +19,15 @@ load '../lib/metrics'
 
 # Ranks 0 and 1 on rxe_a (198.18.1.1 and .3), 2 and 3 on rxe_b (.2 and .4):
 # each pair across the veth crosses it; 0-1 and 2-3 stay on their device.
-EXTRA_A=198.18.1.3
-EXTRA_B=198.18.1.4
 JUDGE=(--slow-ratio 0 --lat-ratio 20)
 SMALL=(--duration 0.3 --msg-size 16K --depth 4 --lat-iters 40)
 
 setup() {
 	need_two_nics
-	ip addr add "$EXTRA_A/24" dev va 2>/dev/null || true
-	ip addr add "$EXTRA_B/24" dev vb 2>/dev/null || true
+	extra_addrs
 	# ranks 4 and 5 (the healthy test) share the first addresses, on other ports
 	ADDRS=("$RDMACTL_VM_ADDR_A" "$EXTRA_A" "$RDMACTL_VM_ADDR_B" "$EXTRA_B" "$RDMACTL_VM_ADDR_A"
 		"$RDMACTL_VM_ADDR_B")
-	# the new addresses' GIDs appear on the rxe ports
-	local i
-	for i in $(seq 50); do
-		grep -qs "0000:0000:0000:0000:0000:ffff:c612:0103" /sys/class/infiniband/"$RDMACTL_VM_DEV_A"/ports/1/gids/* &&
-			grep -qs "0000:0000:0000:0000:0000:ffff:c612:0104" /sys/class/infiniband/"$RDMACTL_VM_DEV_B"/ports/1/gids/* &&
-			return 0
-		sleep 0.1
-	done
 }
 
 # sweep_start N ARGS...: ranks 0..N-1 on ADDRS in the background (-j,
@@ -94,8 +83,7 @@ drop_pair() {
 teardown() {
 	started "${PIDS[@]}"
 	[ -z "${SLOWED:-}" ] || tc qdisc del dev va root 2>/dev/null || true
-	ip addr del "$EXTRA_A/24" dev va 2>/dev/null || true
-	ip addr del "$EXTRA_B/24" dev vb 2>/dev/null || true
+	extra_addrs_del
 	common_teardown
 }
 
