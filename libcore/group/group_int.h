@@ -122,8 +122,6 @@ struct gcand {
 	bool holder;      /* no shared receive queue: the rank's receive ring is posted to it */
 	double since;     /* accepted (dropped) at */
 	uint32_t qp_from; /* the connecting side's queue pair */
-	int access;       /* its queue pair's remote access, once proven */
-	bool closed;      /* its queue pair allows no remote access (until proven) */
 	uint8_t cn[RC_AUTH_NONCE];
 	struct rc_auth a;
 	struct gaccept ga; /* the accept's private data */

@@ -96,23 +96,8 @@ static void pass_ring(struct rc_group *g, int rank)
 	}
 }
 
-/* Its queue pair, made (INIT), allows no remote access until
- * it proved itself (off), then what the CM gave it at INIT (on). */
-static int cand_access(struct gcand *k, bool on)
-{
-	int rc;
-
-	if (on && !k->closed)
-		return 0;
-	if ((rc = rc_qp_remote_access(k->c, on ? k->access : 0, on ? NULL : &k->access)))
-		return rc;
-	k->closed = !on;
-	return 0;
-}
-
 /* rc_accept's on_qp: the candidate's answer, bound to both queue pairs,
- * and its place among the candidates, before the accept goes out; no
- * remote access until it proves itself. */
+ * and its place among the candidates, before the accept goes out. */
 static int cand_qp(struct rc_conn *c, void *arg)
 {
 	struct gcand *k = arg;
@@ -121,8 +106,6 @@ static int cand_qp(struct rc_conn *c, void *arg)
 	int rc;
 
 	k->c = c;
-	if ((rc = cand_access(k, false)))
-		return rc;
 	group_auth(&k->a, &job, (uint32_t)k->rank, (uint32_t)g->o.rank, (uint32_t)g->o.world,
 		   k->qp_from, c->qp->qp_num);
 	memcpy(k->a.cn, k->cn, RC_AUTH_NONCE);
@@ -160,14 +143,12 @@ const char *group_cand_accept(struct rc_group *g, struct rc_cm_event *ev, const 
 	co.busy_poll = g->o.busy_poll;
 	co.shared = cq;
 	co.on_qp = cand_qp;
-	/* taken to RTS here (RNR retry 7, for ever, as rdma_cm would), so the
-	 * access cand_qp withheld at INIT stays withheld until the proof */
-	co.rnr_retry = 7;
+	co.hold_access = true; /* until it proves itself (cand_promote) */
 	co.on_qp_arg = k;
 	co.private_data = &k->ga;
 	co.private_len = sizeof(k->ga);
 	if (!rc_cm_accept(g->l, ev, &co, &c, &e))
-		return NULL; /* a candidate, its remote access withheld (cand_qp) */
+		return NULL; /* a candidate, its remote access withheld till it proves itself */
 	/* on_qp may have made it a candidate: its connection is closed */
 	pthread_mutex_lock(&g->mu);
 	cand_remove(g, k);
@@ -226,7 +207,7 @@ static int cand_promote(struct rc_group *g, struct gcand *k, struct rc_err *err)
 	struct gpeer *p = &g->peers[k->rank];
 	int rc;
 
-	if ((rc = cand_access(k, true)))
+	if ((rc = rc_conn_release_access(k->c)))
 		return rc_err_set(err, EPERM, "cannot open the connection of rank %d", k->rank);
 	if (g->nsh && (rc = rc_msgch_start(&g->ch, p->slot, k->c, err)))
 		return rc;

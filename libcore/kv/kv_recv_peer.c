@@ -19,18 +19,11 @@
 
 #include "kv_recv.h"
 
-/* A control QP carries messages only: no remote access, ever, proven or not
- * (the pool's PD is its PD; only data QPs, joined under a proven HELLO's
- * session, write into the pool). Set at INIT, before the accept: accept_qp
- * takes the QP to RTS itself, so nothing sets it back. */
 static int prep_ctrl(struct rc_conn *c, void *arg)
 {
 	struct rconn *conn = arg;
-	int rc;
 
 	conn->c = c;
-	if ((rc = rc_qp_remote_access(c, 0, NULL)))
-		return rc;
 	return kv_chan_init(&conn->ch, c, NULL);
 }
 
@@ -202,10 +195,10 @@ static struct rconn *accept_qp(struct kv_receiver *r, struct kv_rrail *rl, struc
 	co.sq_depth = pd->qp ? 2 : KV_CHAN_SENDS + 2;
 	co.rq_depth = pd->qp ? DATA_RECVS : KV_CHAN_RECVS;
 	co.on_qp = pd->qp ? prep_data : prep_ctrl;
-	/* A control QP taken to RTR and RTS here (RNR retry 7, for ever, as the
-	 * source asks), so the access prep_ctrl withheld at INIT stays withheld:
-	 * rdma_accept would set the CM's default access again on its way. */
-	co.rnr_retry = pd->qp ? 0 : 7;
+	/* A control QP carries messages only: no remote access, ever, proven or
+	 * not (the pool's PD is its PD; only data QPs, joined under a proven
+	 * HELLO's session, write into the pool). */
+	co.hold_access = !pd->qp;
 	co.on_qp_arg = conn;
 	if (!pd->qp) { /* the challenge and this rank's proof */
 		co.private_data = accb;

@@ -80,7 +80,6 @@ struct srv_conn {
 	/* protocol 2's handshake (srv_auth.c): served once it proved its token */
 	bool authed;
 	uint8_t role;        /* enum rc_ctrl_role it asked for */
-	int access;          /* the QP's remote access, withheld until then (-1: not) */
 	double auth_by;      /* dropped if it has not proved it by then */
 	struct rc_auth auth; /* its nonces, plane and context */
 };
@@ -137,10 +136,6 @@ void srv_drop_conn(struct rc_server *s, struct srv_conn *sc, bool peer_gone, boo
  * chal (*chal_len bytes): 0, or -1 with the reason to refuse it in why. */
 int srv_auth_admit(struct rc_server *s, const struct rc_cm_event *ev, struct srv_conn *sc,
 		   unsigned char *chal, size_t *chal_len, char *why, size_t cap);
-/* sc's QP made, at INIT, before the accept: its remote access withheld
- * until it proves its token (the server takes the QP to RTS itself, its own
- * RNR retry, so nothing sets the access back on the way). */
-void srv_auth_withhold(struct srv_conn *sc);
 /* The first message of sc, not yet served, in slot i: its AUTH, checked
  * and answered (0), or -1 with why it goes now. */
 int srv_auth_first(struct rc_server *s, struct srv_conn *sc, int i, char *why, size_t cap);

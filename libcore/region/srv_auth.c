@@ -66,7 +66,6 @@ int srv_auth_admit(struct rc_server *s, const struct rc_cm_event *ev, struct srv
 	int rc = rc_ctrl_decode_hello(pd, len, &h);
 
 	*chal_len = 0;
-	sc->access = -1;
 	if (rc == -EPROTO) {
 		/* At most 63 bytes: what a client shows of a reason. */
 		snprintf(why, cap, "rdmactl: protocol %u client; server speaks %d: upgrade %s",
@@ -103,17 +102,6 @@ int srv_auth_admit(struct rc_server *s, const struct rc_cm_event *ev, struct srv
 	return 0;
 }
 
-/* The remote access of sc's QP: withheld (0) until it proved its token,
- * then what the CM gave it. A QP that cannot be changed keeps its access
- * (sc->access -1); the proof is still required before anything is served. */
-void srv_auth_withhold(struct srv_conn *sc)
-{
-	int was;
-
-	if (!sc->authed && sc->c && rc_qp_remote_access(sc->c, 0, &was) == 0)
-		sc->access = was;
-}
-
 bool srv_auth_late(const struct srv_conn *sc, double now)
 {
 	return !sc->authed && now > sc->auth_by;
@@ -137,11 +125,13 @@ int srv_auth_first(struct rc_server *s, struct srv_conn *sc, int i, char *why, s
 			 sc->role == RC_ROLE_ADMIN ? "admin " : "");
 		return -1;
 	}
+	if (rc_conn_release_access(sc->c)) { /* what the accept withheld */
+		snprintf(why, cap, "its QP could not be opened to remote access");
+		return -1;
+	}
 	rc_ctrl_decode_hdr(in, sl->len, &h);
 	sc->authed = true;
 	sc->admin = sc->role == RC_ROLE_ADMIN || (!s->admin[0] && s->o.allow_unauth_migration);
-	if (sc->access >= 0)
-		(void)rc_qp_remote_access(sc->c, sc->access, NULL);
 	len = rc_ctrl_encode_auth_resp(out, RC_CTRL_MSG_MAX, h.seq, 0);
 	s->pool.slot[i].owner = sc;
 	s->pool.slot[i].state = SLOT_BUSY;

@@ -102,15 +102,13 @@ void srv_drop_conn(struct rc_server *s, struct srv_conn *sc, bool peer_gone, boo
 		emit(s, RC_EV_DISCONNECTED, peer, why);
 }
 
-/* Its QP exists, in the shared CQ's table: a completion of it finds sc;
- * no remote access until it proves its token. */
+/* Its QP exists, in the shared CQ's table: a completion of it finds sc. */
 static int adopt_conn(struct rc_conn *c, void *arg)
 {
 	struct srv_conn *sc = arg;
 
 	sc->c = c;
 	c->user = sc;
-	srv_auth_withhold(sc);
 	return 0;
 }
 
@@ -126,7 +124,8 @@ static void on_connect_request(struct rc_server *s, struct rc_cm_event *ev)
 	struct rc_conn_opts co = { .sq_depth = SRV_CREDITS + 1, /* the replies and a probe */
 				   .shared = s->sh,
 				   .timeout_ms = 5000,
-				   .rnr_retry = SRV_RNR_RETRY };
+				   .rnr_retry = SRV_RNR_RETRY,
+				   .hold_access = true }; /* until it proves its token */
 	unsigned char chal[RC_CHALLENGE_LEN];
 	struct srv_conn *sc;
 	char why[160];

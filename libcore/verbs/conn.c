@@ -261,6 +261,7 @@ static struct rc_conn *conn_new(const struct rc_conn_opts *o)
 	c->send_sge = o->send_sge > 1 ? o->send_sge : 1;
 	c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 10000;
 	c->busy_poll = o->busy_poll;
+	c->held_access = -1;
 	return c;
 }
 
@@ -556,6 +557,10 @@ int rc_accept(struct rc_listener *l, struct rdma_cm_id *child, const struct rdma
 	rc = make_qp(c, child, &oo, err);
 	if (rc)
 		goto fail;
+	if (o->hold_access && (rc = rc_qp_remote_access(c, 0, &c->held_access))) {
+		rc = rc_err_set(err, -rc, "cannot withhold %s's remote access", c->peer);
+		goto fail;
+	}
 	if (o->on_qp) {
 		rc = o->on_qp(c, o->on_qp_arg);
 		if (rc) {
@@ -574,8 +579,9 @@ int rc_accept(struct rc_listener *l, struct rdma_cm_id *child, const struct rdma
 		if (req->responder_resources < cp.initiator_depth)
 			cp.initiator_depth = req->responder_resources;
 	}
-	rc = o->rnr_retry > 0 ? rc_accept_own_rnr(child, &cp, o->rnr_retry)
-			      : (rdma_accept(child, &cp) ? -errno : 0);
+	rc = o->rnr_retry > 0 || o->hold_access
+		     ? rc_accept_own_rnr(child, &cp, o->rnr_retry > 0 ? o->rnr_retry : 7)
+		     : (rdma_accept(child, &cp) ? -errno : 0);
 	if (rc) {
 		rc = rc_err_set(err, -rc, "cannot accept %s: %s", c->peer, strerror(-rc));
 		goto fail;

@@ -40,6 +40,9 @@ struct rc_conn {
 	bool in_shared;           /* it is in that table */
 	/* connecting side: the private data of the peer's accept (the challenge of
 	 * the control planes' handshake, base/auth_core.h), kept at ESTABLISHED */
+	/* accepting side, rc_conn_opts.hold_access: the remote access the CM gave
+	 * the QP, withheld until rc_conn_release_access (-1: none held) */
+	int held_access;
 	unsigned char accept_data[RC_ACCEPT_DATA_MAX];
 	uint8_t accept_len;
 	void *user; /* owner's data */
@@ -159,6 +162,9 @@ int rc_accept_own_rnr(struct rdma_cm_id *child, struct rdma_conn_param *cp, int 
  * its peer yet, or one that only ever carries messages. *was (may be NULL)
  * gets the access it had. 0, or -EIO (query) or -EPERM (modify). */
 int rc_qp_remote_access(struct rc_conn *c, int access, int *was);
+/* Give c's QP the remote access rc_conn_opts.hold_access withheld (its peer
+ * proved itself). 0 (nothing held, too) or -errno. */
+int rc_conn_release_access(struct rc_conn *c);
 /* Refuse a connect request, with a reason the peer can read. */
 void rc_reject(struct rdma_cm_id *child, const char *reason);
 

@@ -70,3 +70,15 @@ int rc_qp_remote_access(struct rc_conn *c, int access, int *was)
 	a.qp_access_flags = (unsigned)access;
 	return ibv_modify_qp(c->qp, &a, IBV_QP_ACCESS_FLAGS) ? -EPERM : 0;
 }
+
+int rc_conn_release_access(struct rc_conn *c)
+{
+	int rc;
+
+	if (!c || c->held_access < 0)
+		return 0;
+	if ((rc = rc_qp_remote_access(c, c->held_access, NULL)))
+		return rc;
+	c->held_access = -1;
+	return 0;
+}

@@ -43,6 +43,12 @@ struct rc_conn_opts {
 	 * (no receive posted) before they fail, 1 to 7 (7: for ever). 0: as the
 	 * peer's connect request asks, which a hostile peer may set to 7. */
 	int rnr_retry;
+	/* Accepting side: the QP allows no remote READ, WRITE or atomic until
+	 * rc_conn_release_access (a control plane's peer that has not proved
+	 * itself; kept for ever where it never must). Withheld at INIT, before
+	 * the accept, and the QP taken to RTS here (with rnr_retry, or 7), since
+	 * rdma_accept would set the CM's default access again on its way. */
+	bool hold_access;
 };
 
 /* The local address a listener is bound to. */
