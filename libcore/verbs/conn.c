@@ -261,7 +261,6 @@ static struct rc_conn *conn_new(const struct rc_conn_opts *o)
 	c->send_sge = o->send_sge > 1 ? o->send_sge : 1;
 	c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 10000;
 	c->busy_poll = o->busy_poll;
-	c->held_access = -1;
 	return c;
 }
 

@@ -38,11 +38,11 @@ struct rc_conn {
 	struct rc_shared *shared; /* the CQ it shares, not its own (or NULL) */
 	uint32_t shared_qpn;      /* its QP number in shared's table */
 	bool in_shared;           /* it is in that table */
+	/* accepting side, rc_conn_opts.hold_access: the remote access the CM gave
+	 * the QP, withheld until rc_conn_release_access (0: none held) */
+	int held_access;
 	/* connecting side: the private data of the peer's accept (the challenge of
 	 * the control planes' handshake, base/auth_core.h), kept at ESTABLISHED */
-	/* accepting side, rc_conn_opts.hold_access: the remote access the CM gave
-	 * the QP, withheld until rc_conn_release_access (-1: none held) */
-	int held_access;
 	unsigned char accept_data[RC_ACCEPT_DATA_MAX];
 	uint8_t accept_len;
 	void *user; /* owner's data */

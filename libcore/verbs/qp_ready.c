@@ -75,10 +75,10 @@ int rc_conn_release_access(struct rc_conn *c)
 {
 	int rc;
 
-	if (!c || c->held_access < 0)
+	if (!c || !c->held_access)
 		return 0;
 	if ((rc = rc_qp_remote_access(c, c->held_access, NULL)))
 		return rc;
-	c->held_access = -1;
+	c->held_access = 0;
 	return 0;
 }
