@@ -124,8 +124,7 @@ static void on_connect_request(struct rc_server *s, struct rc_cm_event *ev)
 	struct rc_conn_opts co = { .sq_depth = SRV_CREDITS + 1, /* the replies and a probe */
 				   .shared = s->sh,
 				   .timeout_ms = 5000,
-				   .rnr_retry = SRV_RNR_RETRY,
-				   .hold_access = true }; /* until it proves its token */
+				   .rnr_retry = SRV_RNR_RETRY };
 	unsigned char chal[RC_CHALLENGE_LEN];
 	struct srv_conn *sc;
 	char why[160];
@@ -143,6 +142,9 @@ static void on_connect_request(struct rc_server *s, struct rc_cm_event *ev)
 		free(sc);
 		return refuse(s, ev, why);
 	}
+	/* no remote access until it proves its token; a verbs client an open
+	 * server admits at once (no HELLO) has nothing to prove */
+	co.hold_access = !sc->authed;
 	co.on_qp = adopt_conn;
 	co.on_qp_arg = sc;
 	co.private_data = clen ? chal : NULL;
