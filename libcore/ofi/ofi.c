@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "ofi_dl.h" /* before libfabric's headers */
+
 #include <rdma/fabric.h>
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>

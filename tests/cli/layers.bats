@@ -304,3 +304,16 @@ alone_fails() {
 	run alone_fails "$BATS_TEST_TMPDIR/all" "$ROOT"/libcore/*/*_core.h
 	[ -z "$output" ] || fail "$output"
 }
+
+@test "libfabric is opened only by the ofi transport: no rdmactl object links it, and a command that does not use it loads none of it" {
+	# Debian's libfabric links PSM, whose constructor sleeps some 800 times
+	# to measure the CPU's clock: linked, every rdmactl process paid 200 ms.
+	run readelf -d "$RDMACTL" "$RDMACTL_BUILD_DIR/libcore/librdmacore.so"
+	assert_success
+	assert_output --partial librdmacore.so
+	refute_output --partial libfabric
+	run env LD_DEBUG=files "$RDMACTL" --version
+	assert_success
+	assert_output --partial "file=librdmacore.so"
+	refute_output --regexp "file=[^ ]*(libfabric|libpsm|libinfinipath)"
+}
