@@ -50,7 +50,7 @@
 	  "high latency: above X times the fleet's median (and 3 MADs)", \
 	  OPT_DOUBLE_ABOVE(struct sweep_cli, lim.lat_ratio, 1, 1e6, "3")) \
 	X(SW_SVG, "svg", 0, "FILE", \
-	  "rank 0 draws the bandwidth matrix as an SVG heatmap (--load: the latency tails too, " \
+	  "rank 0 draws the bandwidth matrix as an SVG heatmap (--load: the latency CDFs too, " \
 	  "into FILE-load.svg; --incast: goodput and fairness against N instead)", \
 	  COMP_FILE, OPT_STR(struct sweep_cli, svg, NULL)) \
 	X(SW_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping", \
@@ -205,15 +205,29 @@ static void settings(const struct sweep_cli *a, struct group_settings *gs)
 	s->len = a->want ? W * W : 0;
 }
 
-/* The settings agreed, the progress line set up. */
+/* The settings agreed, the progress line set up; under --load every rank
+ * gathers the latency distributions to rank 0 when rank 0 draws them
+ * (--svg there), whatever the others were given. */
 static int start(struct ctx *ctx, struct sweep_cli *a, struct rc_group *g, struct sweep_prog *prog)
 {
 	struct group_settings gs = { .n = 0 };
+	uint64_t *svg0 = NULL;
+	struct rc_err e;
 	int rc;
 
 	settings(a, &gs);
 	if ((rc = group_agree(ctx, g, prog->me, &gs)))
 		return rc;
+	if (a->run.load && !a->incast_given) {
+		if (!(svg0 = calloc((size_t)a->grp.who.world, sizeof(*svg0))))
+			return fail(ctx, -ENOMEM, "out of memory");
+		if ((rc = rc_group_allgather_u64(g, a->svg != NULL, svg0, &e)))
+			rc = fail(ctx, rc, "rank %d: %s", prog->me, e.msg);
+		a->run.cdf = !rc && svg0[0];
+		free(svg0);
+		if (rc)
+			return rc;
+	}
 	progress_init(&prog->p, ctx);
 	prog->p.on = prog->p.on && prog->me == 0;
 	a->run.progress = progress;

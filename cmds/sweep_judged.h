@@ -46,9 +46,10 @@ int sweep_heatmap(const struct judged *j, const char *path);
 void sweep_load_report(struct out *o, const struct judged *j, const struct rc_sweep_opts *run,
 		       const struct rc_sweep_limits *lim);
 
-/* --load --svg: each direction's WRITE latency tail idle and loaded;
+/* --load --svg: each direction's WRITE and READ latency CDFs idle and
+ * loaded (rc_sweep_result.cdf; -ENODATA without);
  * --incast --svg: goodput and Jain's index against N, the knee (-1: none)
- * marked. 0 or -errno (sweep_load_svg.c). */
+ * marked, each step's slowest sender's latency CDF. 0 or -errno (sweep_load_svg.c). */
 int sweep_load_svg(const struct judged *j, const char *mode, const char *path);
 int sweep_incast_svg(const struct rc_incast_result *res, int knee, const char *path);
 

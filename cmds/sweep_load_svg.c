@@ -1,139 +1,134 @@
 // SPDX-License-Identifier: MIT
 /*
  * The pictures of latency under load and of incast (--svg): each
- * direction's latency tail (p50, p99, p99.9, max on a log scale) idle and
- * loaded, a leaking direction in red; the incast's goodput against N as
- * bars, Jain's index as a line, the knee marked.
+ * direction's 8-byte WRITE and READ latency CDFs idle and loaded (every
+ * sample, or 128 quantiles with the tail resolved, as rank 0 gathered
+ * them: rc_sweep_result.cdf), a leaking direction in red; the incast's
+ * goodput against N as bars, Jain's index as a line, the knee marked, and
+ * beside them each step's slowest sender's latency CDF.
  */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "svg.h"
+#include "svg_cdf.h"
 #include "sweep_judged.h"
 #include "sweep_report.h"
 
-#define PW 560.0 /* the plot's width and height */
+#define PW 440.0 /* a plot's width and height */
 #define PH 300.0
-#define PX 70.0 /* its left and top */
-#define PY 60.0
+#define PX 70.0 /* the first's left and top */
+#define PY 80.0
+#define GAP 120.0 /* between two plots */
 
-static double log_y(double us, double lo, double hi)
+static const char *const IDLE = "#999999", *const LOADED = "#4575b4", *const LEAK = "#d73027";
+
+static const struct rc_sweep_cdf *cdf_of(const struct judged *j, int a, int b, int kind)
 {
-	double v = us > lo ? us : lo;
-
-	return PY + PH - PH * (log10(v) - log10(lo)) / (log10(hi) - log10(lo));
+	return &j->res->cdf[((size_t)a * (size_t)j->W + (size_t)b) * RC_SWEEP_CDF_KINDS +
+			    (size_t)kind];
 }
 
-static void tail_line(FILE *f, const double *us, double lo, double hi, const char *colour,
-		      const char *dash, const char *tip)
+static void tip_of(char *tip, size_t cap, int a, int b, const char *phase,
+		   const struct rc_sweep_tail *t, double leak, bool leaks)
 {
-	fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\"%s points=\"", colour,
-		dash);
-	for (int k = 0; k < 4; k++)
-		fprintf(f, "%.1f,%.1f ", PX + PW * (k + 0.5) / 4, log_y(us[k], lo, hi));
-	fprintf(f, "\"><title>");
-	svg_escaped(f, tip);
-	fprintf(f, "</title></polyline>\n");
+	int n = snprintf(tip, cap, "%d -> %d %s: p50 %.1f p99 %.1f p99.9 %.1f max %.1f us (%d)", a,
+			 b, phase, t->p50_us, t->p99_us, t->p999_us, t->max_us, (int)t->n);
+
+	if (!isnan(leak) && n > 0 && (size_t)n < cap)
+		snprintf(tip + n, cap - (size_t)n, ", leakage x%.2f%s", leak,
+			 leaks ? ", leaks" : "");
 }
 
-static void tail_axes(FILE *f, double lo, double hi)
+/* The directions' CDFs of one operation, idle and loaded, in plot p. */
+static void op_plot(FILE *f, const struct judged *j, const struct svg_cdf_plot *p, bool read)
 {
-	static const char *const pct[] = { "p50", "p99", "p99.9", "max" };
-	char label[32];
+	char tip[200];
 
-	for (double d = pow(10, floor(log10(lo))); d <= hi * 1.0001; d *= 10) {
-		double y = log_y(d, lo, hi);
-
-		if (d < lo)
-			continue;
-		fprintf(f,
-			"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#cccccc\"/>\n",
-			PX, y, PX + PW, y);
-		snprintf(label, sizeof(label), "%g us", d);
-		svg_text(f, PX - 6, y + 4, "end", 10, "#333333", label);
-	}
-	for (int k = 0; k < 4; k++)
-		svg_text(f, PX + PW * (k + 0.5) / 4, PY + PH + 18, "middle", 11, "#000000", pct[k]);
-}
-
-int sweep_load_svg(const struct judged *j, const char *mode, const char *path)
-{
-	double lo = INFINITY, hi = 0;
-	char tip[160], title[96];
-	FILE *f;
-
-	for (int k = 0; k < j->W * j->W; k++) {
-		const struct rc_sweep_cell *c = &j->res->m[k];
-
-		if (isnan(rc_sweep_leak(c, false)))
-			continue;
-		lo = c->wlat_p50_us < lo ? c->wlat_p50_us : lo;
-		lo = c->wload.p50_us < lo ? c->wload.p50_us : lo;
-		hi = c->wlat_max_us > hi ? c->wlat_max_us : hi;
-		hi = c->wload.max_us > hi ? c->wload.max_us : hi;
-	}
-	if (!(hi > 0))
-		lo = 1, hi = 10;
-	lo = pow(10, floor(log10(lo > 0 ? lo : 1)));
-	hi = pow(10, ceil(log10(hi)));
-	if (!(f = fopen(path, "w")))
-		return -errno;
-	snprintf(title, sizeof(title), "rdmactl sweep --load %s: 8-byte WRITE latency tails", mode);
-	svg_begin(f, (int)(PX + PW + 30), (int)(PY + PH + 60), title);
-	svg_text(f, 10, 24, "start", 16, "#000000", title);
-	svg_text(f, 10, 44, "start", 11, "#333333",
-		 "one line a direction: grey dashed idle, blue loaded, red a leaking direction");
-	tail_axes(f, lo, hi);
+	svg_cdf_axes(f, p,
+		     read ? "8-byte READ latency, post to completion"
+			  : "8-byte WRITE latency, post to completion");
 	for (int a = 0; a < j->W; a++)
 		for (int b = 0; b < j->W; b++) {
 			const struct rc_sweep_cell *c = cell(j, a, b);
-			double idle[4] = { c->wlat_p50_us, c->wlat_p99_us, c->wlat_p999_us,
-					   c->wlat_max_us },
-			       load[4] = { c->wload.p50_us, c->wload.p99_us, c->wload.p999_us,
-					   c->wload.max_us };
+			struct rc_sweep_tail idle = {
+				read ? c->rlat_p50_us : c->wlat_p50_us,
+				read ? c->rlat_p99_us : c->wlat_p99_us,
+				read ? c->rlat_p999_us : c->wlat_p999_us,
+				read ? c->rlat_max_us : c->wlat_max_us,
+				cdf_of(j, a, b, read ? RC_SWEEP_CDF_READ : RC_SWEEP_CDF_WRITE)->n,
+				0
+			};
 			bool leaks = j->v.why[a * j->W + b] & RC_SWEEP_LEAK;
 
 			if (a == b || isnan(rc_sweep_leak(c, false)))
 				continue;
-			snprintf(tip, sizeof(tip), "%d -> %d idle: p50 %.1f p99 %.1f us", a, b,
-				 idle[0], idle[1]);
-			tail_line(f, idle, lo, hi, "#999999", " stroke-dasharray=\"4 3\"", tip);
-			snprintf(tip, sizeof(tip),
-				 "%d -> %d loaded: p50 %.1f p99 %.1f us (x%.2f)%s", a, b, load[0],
-				 load[1], rc_sweep_leak(c, false), leaks ? ", leaks" : "");
-			tail_line(f, load, lo, hi, leaks ? "#d73027" : "#4575b4", "", tip);
+			tip_of(tip, sizeof(tip), a, b, "idle", &idle, NAN, false);
+			svg_cdf_line(f, p,
+				     cdf_of(j, a, b, read ? RC_SWEEP_CDF_READ : RC_SWEEP_CDF_WRITE),
+				     IDLE, "4 3", tip);
+			tip_of(tip, sizeof(tip), a, b, "loaded", read ? &c->rload : &c->wload,
+			       rc_sweep_leak(c, read), leaks);
+			svg_cdf_line(f, p,
+				     cdf_of(j, a, b,
+					    read ? RC_SWEEP_CDF_READ_LOAD : RC_SWEEP_CDF_WRITE_LOAD),
+				     leaks ? LEAK : LOADED, "", tip);
 		}
+}
+
+int sweep_load_svg(const struct judged *j, const char *mode, const char *path)
+{
+	const struct rc_sweep_cdf **all;
+	struct svg_cdf_plot w = { PX, PY, PW, PH, 0, 0, 0 }, r;
+	size_t N = (size_t)j->W * (size_t)j->W * RC_SWEEP_CDF_KINDS;
+	char title[96];
+	FILE *f;
+
+	if (!j->res->cdf)
+		return -ENODATA;
+	if (!(all = calloc(N, sizeof(*all))))
+		return -ENOMEM;
+	for (size_t k = 0; k < N; k++)
+		all[k] = &j->res->cdf[k];
+	svg_cdf_fit(&w, all, (int)N); /* one scale for both, idle and loaded */
+	free(all);
+	r = w;
+	r.x = PX + PW + GAP;
+	if (!(f = fopen(path, "w")))
+		return -errno;
+	snprintf(title, sizeof(title), "rdmactl sweep --load %s: latency CDFs, idle and loaded",
+		 mode);
+	svg_begin(f, (int)(r.x + PW + 30), (int)(PY + PH + 60), title);
+	svg_text(f, 10, 24, "start", 16, "#000000", title);
+	svg_text(f, 10, 42, "start", 11, "#333333",
+		 "one step curve a direction and phase, every sample or 128 quantiles; up: "
+		 "the fraction of samples at or below, on a scale of nines");
+	svg_cdf_key(f, PX, 64, IDLE, "4 3", "idle");
+	svg_cdf_key(f, PX + 110, 64, LOADED, "", "loaded");
+	svg_cdf_key(f, PX + 220, 64, LEAK, "", "loaded, a leaking direction");
+	op_plot(f, j, &w, false);
+	op_plot(f, j, &r, true);
 	svg_end(f);
 	return fclose(f) ? -errno : 0;
 }
 
-int sweep_incast_svg(const struct rc_incast_result *res, int knee, const char *path)
+/* The goodput as bars (left axis), Jain's index as a line (right axis). */
+static void incast_bars(FILE *f, const struct rc_incast_result *res, int knee)
 {
 	double top = 0, bw = PW / (res->steps > 0 ? res->steps : 1);
 	char text[96];
-	FILE *f;
 
 	for (int k = 0; k < res->steps; k++)
 		top = res->step[k].goodput_gbit > top ? res->step[k].goodput_gbit : top;
 	top = top > 0 ? top * 1.15 : 1;
-	if (!(f = fopen(path, "w")))
-		return -errno;
-	svg_begin(f, (int)(PX + PW + 60), (int)(PY + PH + 60), "rdmactl sweep --incast");
-	snprintf(text, sizeof(text), "rdmactl sweep --incast %d: goodput and fairness against N",
-		 res->receiver);
-	svg_text(f, 10, 24, "start", 16, "#000000", text);
-	svg_text(f, 10, 44, "start", 11, "#333333",
-		 "bars: the receiver's goodput (left axis); line: Jain's index (right, 0 to 1)");
 	snprintf(text, sizeof(text), "%.3g Gb/s", top);
 	svg_text(f, PX - 6, PY + 4, "end", 10, "#333333", text);
-	svg_text(f, PX + PW + 6, PY + 4, "start", 10, "#333333", "1.0");
+	svg_text(f, PX - 6, PY + PH + 4, "end", 10, "#333333", "0");
+	svg_text(f, PX + PW + 6, PY + 4, "start", 10, "#333333", "Jain 1.0");
+	svg_text(f, PX + PW + 6, PY + PH / 2 + 4, "start", 10, "#333333", "0.5");
 	svg_text(f, PX + PW + 6, PY + PH + 4, "start", 10, "#333333", "0");
-	fprintf(f, "<polyline fill=\"none\" stroke=\"#000000\" stroke-width=\"2\" points=\"");
-	for (int k = 0; k < res->steps; k++)
-		fprintf(f, "%.1f,%.1f ", PX + bw * (k + 0.5),
-			PY + PH - PH * (isnan(res->step[k].jain) ? 0 : res->step[k].jain));
-	fprintf(f, "\"/>\n");
 	for (int k = 0; k < res->steps; k++) {
 		const struct rc_incast_step *st = &res->step[k];
 		double h = PH * st->goodput_gbit / top;
@@ -142,10 +137,63 @@ int sweep_incast_svg(const struct rc_incast_result *res, int knee, const char *p
 			 st->senders, st->goodput_gbit, st->jain, st->lat.p99_us,
 			 k == knee ? " (the knee)" : "");
 		svg_rect(f, PX + bw * k + bw * 0.15, PY + PH - h, bw * 0.7, h,
-			 k == knee ? "#d73027" : "#4575b4", "none", 0, text);
+			 k == knee ? LEAK : LOADED, "none", 0, text);
 		snprintf(text, sizeof(text), "N=%d%s", st->senders, k == knee ? " knee" : "");
 		svg_text(f, PX + bw * (k + 0.5), PY + PH + 18, "middle", 11, "#000000", text);
 	}
+	fprintf(f, "<polyline fill=\"none\" stroke=\"#000000\" stroke-width=\"2\" points=\"");
+	for (int k = 0; k < res->steps; k++)
+		fprintf(f, "%.1f,%.1f ", PX + bw * (k + 0.5),
+			PY + PH - PH * (isnan(res->step[k].jain) ? 0 : res->step[k].jain));
+	fprintf(f, "\"><title>Jain's index over the senders' bytes</title></polyline>\n");
+	svg_text(f, PX + PW / 2, PY + PH + 34, "middle", 11, "#000000",
+		 "senders N: the receiver's goodput (bars), Jain's index (line)");
+}
+
+/* Each step's slowest sender's WRITE latency CDF, a colour a step. */
+static void incast_cdfs(FILE *f, const struct rc_incast_result *res, int knee)
+{
+	static const char *const shade[] = { "#74add1", "#4575b4", "#313695", "#1a9850",
+					     "#66bd63", "#fdae61", "#f46d43", "#a50026" };
+	const struct rc_sweep_cdf *c[RC_INCAST_STEPS_MAX] = { NULL };
+	struct svg_cdf_plot p = { PX + PW + GAP, PY, PW, PH, 0, 0, 0 };
+	char text[160];
+
+	for (int k = 0; k < res->steps; k++)
+		if (res->step[k].who && res->step[k].slowest >= 0)
+			c[k] = &res->step[k].who[res->step[k].slowest].cdf;
+	svg_cdf_fit(&p, c, res->steps);
+	svg_cdf_axes(f, &p, "each step's slowest sender: WRITE latency, post to completion");
+	for (int k = 0; k < res->steps; k++) {
+		const struct rc_incast_step *st = &res->step[k];
+		const char *colour = k == knee ? LEAK : shade[k % 8];
+
+		if (!c[k])
+			continue;
+		snprintf(text, sizeof(text),
+			 "N=%d, slowest sender rank %d: p50 %.1f p99 %.1f p99.9 %.1f max %.1f us (%d)",
+			 st->senders, st->slowest, st->lat.p50_us, st->lat.p99_us, st->lat.p999_us,
+			 st->lat.max_us, (int)st->lat.n);
+		svg_cdf_line(f, &p, c[k], colour, "", text);
+		snprintf(text, sizeof(text), "N=%d", st->senders); /* the knee's red */
+		svg_cdf_key(f, p.x + 72 * (k % 6), 52 + 14 * (k / 6), colour, "", text);
+	}
+}
+
+int sweep_incast_svg(const struct rc_incast_result *res, int knee, const char *path)
+{
+	char text[96];
+	FILE *f;
+
+	if (!(f = fopen(path, "w")))
+		return -errno;
+	svg_begin(f, (int)(PX + 2 * PW + GAP + 30), (int)(PY + PH + 60), "rdmactl sweep --incast");
+	snprintf(text, sizeof(text),
+		 "rdmactl sweep --incast %d: goodput, fairness and latency against N",
+		 res->receiver);
+	svg_text(f, 10, 24, "start", 16, "#000000", text);
+	incast_bars(f, res, knee);
+	incast_cdfs(f, res, knee);
 	svg_end(f);
 	return fclose(f) ? -errno : 0;
 }

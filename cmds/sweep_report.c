@@ -416,7 +416,7 @@ static void put_head(struct out *o, const struct sweep_report *r, const struct j
 	out_arr_end(o);
 }
 
-/* --load --svg FILE: the tails beside the heatmap, in FILE less its .svg
+/* --load --svg FILE: the latency CDFs beside the heatmap, in FILE less its .svg
  * and "-load.svg". */
 static int load_svg(struct ctx *ctx, const struct sweep_report *r, const struct judged *j)
 {
@@ -431,7 +431,7 @@ static int load_svg(struct ctx *ctx, const struct sweep_report *r, const struct 
 	if ((d = sweep_load_svg(j, rc_sweep_load_name(r->run->load), path)))
 		rc = fail(ctx, d, "--svg %s: %s", path, strerror(-d));
 	else
-		out_str(&ctx->out, "load_svg", "# latency tails under load: %s\n", path);
+		out_str(&ctx->out, "load_svg", "# latency CDFs idle and under load: %s\n", path);
 	free(path);
 	return rc;
 }

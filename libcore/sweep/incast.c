@@ -42,6 +42,7 @@ static int send_part(struct sweep *s, int receiver, int n, double *lat,
 			err);
 	mine->seconds = rc_now() - t0;
 	rc_sweep_tail_of(lat, nlat, &mine->lat);
+	rc_sweep_cdf_of(lat, nlat, &mine->cdf);
 	return rc;
 }
 
@@ -61,6 +62,7 @@ static void step_figures(struct rc_incast_step *st, int world, int receiver)
 	int n = 0;
 
 	st->lat = (struct rc_sweep_tail){ 0 };
+	st->slowest = -1;
 	for (int r = 0; r < world; r++) {
 		const struct rc_incast_sender *w = &st->who[r];
 		int idx = r < receiver ? r : r - 1;
@@ -72,12 +74,27 @@ static void step_figures(struct rc_incast_step *st, int world, int receiver)
 		longest = w->seconds > longest ? w->seconds : longest;
 		first = w->seconds < first ? w->seconds : first;
 		last = w->seconds > last ? w->seconds : last;
-		if (w->lat.n && w->lat.p99_us >= st->lat.p99_us)
+		if (w->lat.n && w->lat.p99_us >= st->lat.p99_us) {
 			st->lat = w->lat;
+			st->slowest = r;
+		}
 	}
 	st->goodput_gbit = longest > 0 ? bytes * 8 / longest / 1e9 : 0;
 	st->jain = rc_jain(share, n);
 	st->spread_s = n ? last - first : 0;
+}
+
+/* Rank 0: what the other ranks sent for a step, each latency distribution
+ * bounded and holding together, counting the samples of its tail. */
+static int check_senders(const struct sweep *s, const struct rc_incast_step *st, struct rc_err *err)
+{
+	for (int r = 1; r < s->world; r++)
+		if (!rc_sweep_cdf_ok(&st->who[r].cdf) || st->who[r].cdf.n != st->who[r].lat.n)
+			return rc_err_set(err, EBADMSG,
+					  "rank %d sent an incast latency distribution that does "
+					  "not hold together: refused",
+					  r);
+	return 0;
 }
 
 static int incast_steps(struct sweep *s, int receiver, struct rc_incast_result *res,
@@ -104,7 +121,7 @@ static int incast_steps(struct sweep *s, int receiver, struct rc_incast_result *
 		if (!rc && !(rc = rc_group_barrier(s->g, err)) &&
 		    !(rc = send_part(s, receiver, n[k], lat, &mine, err)))
 			rc = rc_group_gather_tree(s->g, &mine, sizeof(mine), st->who, err);
-		if (!rc && s->me == 0)
+		if (!rc && s->me == 0 && !(rc = check_senders(s, st, err)))
 			step_figures(st, s->world, receiver);
 	}
 	free(lat);

@@ -84,6 +84,10 @@ static int loaded_lat(struct sweep *s, int peer, double t0, double *w, double *r
 	}
 	rc_sweep_tail_of(w, n, &c->wload);
 	rc_sweep_tail_of(r, n, &c->rload);
+	if (s->cdf) {
+		rc_sweep_cdf_of(w, n, sweep_cdf(s, peer, RC_SWEEP_CDF_WRITE_LOAD));
+		rc_sweep_cdf_of(r, n, sweep_cdf(s, peer, RC_SWEEP_CDF_READ_LOAD));
+	}
 	return 0;
 }
 

@@ -108,12 +108,12 @@ static int measure_bw(struct sweep *s, int peer, struct rc_sweep_cell *c, struct
 /* 8-byte operations one at a time, post to completion, less a clock
  * reading's cost (a microsecond where each reading is a system call). The
  * wait sleeps, so a sample's two readings may come from two CPUs: the
- * monotonic clock, not write --lat's time-stamp counter. */
-static int measure_lat(struct sweep *s, int peer, bool read, double *p50, double *p99, double *p999,
-		       double *max, struct rc_err *err)
+ * monotonic clock, not write --lat's time-stamp counter. With o->cdf the
+ * distribution is kept too, bounded (rc_sweep_cdf_of). */
+static int measure_lat(struct sweep *s, int peer, bool read, struct rc_sweep_tail *t,
+		       struct rc_err *err)
 {
 	int n = s->o->lat_iters, rc;
-	struct rc_sweep_tail t;
 
 	for (int k = -LAT_WARMUP; k < n; k++) {
 		double us;
@@ -123,11 +123,10 @@ static int measure_lat(struct sweep *s, int peer, bool read, double *p50, double
 		if (k >= 0)
 			s->lat[k] = us;
 	}
-	rc_sweep_tail_of(s->lat, n, &t);
-	*p50 = t.p50_us;
-	*p99 = t.p99_us;
-	*p999 = t.p999_us;
-	*max = t.max_us;
+	rc_sweep_tail_of(s->lat, n, t);
+	if (s->cdf)
+		rc_sweep_cdf_of(s->lat, n,
+				sweep_cdf(s, peer, read ? RC_SWEEP_CDF_READ : RC_SWEEP_CDF_WRITE));
 	return 0;
 }
 
@@ -149,6 +148,7 @@ int sweep_lat_one(struct sweep *s, int peer, bool read, double *us, struct rc_er
 static int measure(struct sweep *s, int peer, struct rc_err *err)
 {
 	struct rc_sweep_cell *c = &s->row[peer];
+	struct rc_sweep_tail w, r;
 	int rc;
 
 	c->shared_port = s->port[s->me] == s->port[peer];
@@ -156,12 +156,20 @@ static int measure(struct sweep *s, int peer, struct rc_err *err)
 	if ((rc = measure_bw(s, peer, c, err)))
 		return rc;
 	sweep_say(s, peer, "write latency");
-	if ((rc = measure_lat(s, peer, false, &c->wlat_p50_us, &c->wlat_p99_us, &c->wlat_p999_us,
-			      &c->wlat_max_us, err)))
+	if ((rc = measure_lat(s, peer, false, &w, err)))
 		return rc;
+	c->wlat_p50_us = w.p50_us;
+	c->wlat_p99_us = w.p99_us;
+	c->wlat_p999_us = w.p999_us;
+	c->wlat_max_us = w.max_us;
 	sweep_say(s, peer, "read latency");
-	return measure_lat(s, peer, true, &c->rlat_p50_us, &c->rlat_p99_us, &c->rlat_p999_us,
-			   &c->rlat_max_us, err);
+	if ((rc = measure_lat(s, peer, true, &r, err)))
+		return rc;
+	c->rlat_p50_us = r.p50_us;
+	c->rlat_p99_us = r.p99_us;
+	c->rlat_p999_us = r.p999_us;
+	c->rlat_max_us = r.max_us;
+	return 0;
 }
 
 /* One phase of a round: the ranks whose turn it is measure towards their
@@ -295,6 +303,36 @@ static int check_gathered(struct rc_sweep_result *res, int me, struct rc_err *er
 	return 0;
 }
 
+/* With o->cdf: every rank's distributions to rank 0, where each one a peer
+ * sent must hold together (rc_sweep_cdf_ok) and, under load, count the
+ * samples its cell's tail counts; a rank that sent otherwise is refused. */
+static int gather_cdfs(struct sweep *s, struct rc_sweep_result *res, struct rc_err *err)
+{
+	size_t W = (size_t)s->world, row = W * RC_SWEEP_CDF_KINDS;
+	int rc;
+
+	if (!s->cdf)
+		return 0;
+	if (s->me == 0 && !(res->cdf = calloc(W * row, sizeof(*res->cdf))))
+		return rc_err_set(err, ENOMEM, "out of memory");
+	if ((rc = rc_group_gather_tree(s->g, s->cdf, row * sizeof(*s->cdf), res->cdf, err)) || s->me)
+		return rc;
+	for (size_t k = row; k < W * row; k++) {
+		const struct rc_sweep_cdf *c = &res->cdf[k];
+		const struct rc_sweep_cell *cl = &res->m[k / RC_SWEEP_CDF_KINDS];
+		int kind = (int)(k % RC_SWEEP_CDF_KINDS);
+
+		if (!rc_sweep_cdf_ok(c) ||
+		    (kind == RC_SWEEP_CDF_WRITE_LOAD && c->n != cl->wload.n) ||
+		    (kind == RC_SWEEP_CDF_READ_LOAD && c->n != cl->rload.n))
+			return rc_err_set(err, EBADMSG,
+					  "rank %zu sent a latency distribution towards rank %zu "
+					  "that does not hold together: refused",
+					  k / row, k / RC_SWEEP_CDF_KINDS % W);
+	}
+	return 0;
+}
+
 int sweep_setup(struct sweep *s, struct rc_err *err)
 {
 	struct remote_buf mine;
@@ -304,6 +342,8 @@ int sweep_setup(struct sweep *s, struct rc_err *err)
 	s->theirs = calloc((size_t)s->world, sizeof(*s->theirs));
 	s->lat = calloc((size_t)s->o->lat_iters, sizeof(double));
 	s->row = calloc((size_t)s->world, sizeof(*s->row));
+	if (s->o->cdf && !(s->cdf = calloc((size_t)s->world * RC_SWEEP_CDF_KINDS, sizeof(*s->cdf))))
+		return rc_err_set(err, ENOMEM, "out of memory");
 	if (!s->theirs || !s->lat || !s->row)
 		return rc_err_set(err, ENOMEM, "out of memory");
 	if ((rc = rc_mem_alloc(&s->mem, RC_MEM_HOST, len, NULL, true, err)))
@@ -410,7 +450,8 @@ int rc_sweep_run(struct rc_group *g, const struct rc_sweep_opts *o, struct rc_sw
 	    (o->load && (rc = sweep_load_pass(&s, err))) || (rc = rc_group_barrier(g, err)))
 		goto out;
 	memcpy(&res->m[(size_t)s.me * (size_t)s.world], s.row, (size_t)s.world * sizeof(*s.row));
-	if ((rc = gather_rows(&s, res->m, err)) || (rc = sweep_gather_nodes(&s, res->nodes, err)))
+	if ((rc = gather_rows(&s, res->m, err)) || (rc = sweep_gather_nodes(&s, res->nodes, err)) ||
+	    (rc = gather_cdfs(&s, res, err)))
 		goto out;
 	if (s.me == 0 && (rc = check_gathered(res, s.me, err)))
 		goto out;
@@ -433,6 +474,7 @@ void sweep_free(struct sweep *s)
 	free(s->theirs);
 	free(s->lat);
 	free(s->row);
+	free(s->cdf);
 	free(s->port);
 	free(s->turn);
 }
@@ -441,6 +483,8 @@ void rc_sweep_result_free(struct rc_sweep_result *res)
 {
 	free(res->m);
 	free(res->nodes);
+	free(res->cdf);
 	res->m = NULL;
 	res->nodes = NULL;
+	res->cdf = NULL;
 }

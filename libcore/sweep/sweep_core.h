@@ -39,6 +39,12 @@ int rc_sweep_pairs_parse(const char *text, int world, uint8_t *want, struct rc_e
 
 /* The percentiles of n samples (v sorted in place); n 0 leaves t zero. */
 void rc_sweep_tail_of(double *v, int n, struct rc_sweep_tail *t);
+/* The bounded CDF (struct rc_sweep_cdf) of n samples v sorted ascending. */
+void rc_sweep_cdf_of(const double *v, int n, struct rc_sweep_cdf *c);
+/* Whether a CDF a peer sent holds together: k within the bound, 0 only for
+ * no samples, ranks rising within n and the last the maximum's, values
+ * finite, not negative and not falling. */
+bool rc_sweep_cdf_ok(const struct rc_sweep_cdf *c);
 
 /* --load: whom rank me loads with bulk WRITEs while rank a times its
  * latency towards b in round (a and b partners there): a rank, or -1 when

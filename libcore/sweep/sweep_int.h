@@ -49,7 +49,14 @@ struct sweep {
 	int nports;
 	int *turn;                 /* this round's turns (rc_sweep_turns) */
 	struct rc_sweep_node cong; /* its cong and cong_present: the loaded phases' */
+	struct rc_sweep_cdf *cdf;  /* o->cdf: world * RC_SWEEP_CDF_KINDS, this rank's row */
 };
+
+/* This rank's CDF of kind (enum rc_sweep_cdf_kind) towards peer. */
+static inline struct rc_sweep_cdf *sweep_cdf(struct sweep *s, int peer, int kind)
+{
+	return &s->cdf[(size_t)peer * RC_SWEEP_CDF_KINDS + (size_t)kind];
+}
 
 void sweep_say(struct sweep *s, int peer, const char *what);
 /* Until the one-sided operations done to peer reach target; the deadline

@@ -2,11 +2,13 @@
 /*
  * The pure parts of latency under load and of incast: a distribution's
  * percentiles, who loads whom in each --load mode, Jain's fairness index,
- * the incast's steps and the step where its goodput flattens.
+ * the incast's steps and the step where its goodput flattens; a
+ * distribution as a bounded CDF (every sample, or a grid of quantiles).
  */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <rdmactl/sweep.h>
 #include <rdmactl/sweep_core.h>
@@ -28,6 +30,50 @@ void rc_sweep_tail_of(double *v, int n, struct rc_sweep_tail *t)
 	t->p99_us = v[(int)((n - 1) * 0.99 + 0.5)];
 	t->p999_us = v[(int)((n - 1) * 0.999 + 0.5)];
 	t->max_us = v[n - 1];
+}
+
+/* The grid's probabilities beyond RC_SWEEP_CDF_MAX samples: 0, 0.01 ..
+ * 0.99, then 0.991 .. 0.999, 0.9991 .. 0.9999, 0.99991 .. 0.99999 and 1,
+ * each as a quotient so that 99 / 100 is the 0.99 of rc_sweep_tail_of. */
+static double cdf_grid(int j)
+{
+	if (j < 100)
+		return j / 100.0;
+	if (j < 109)
+		return (990 + j - 99) / 1000.0;
+	if (j < 118)
+		return (9990 + j - 108) / 10000.0;
+	if (j < 127)
+		return (99990 + j - 117) / 100000.0;
+	return 1;
+}
+
+void rc_sweep_cdf_of(const double *v, int n, struct rc_sweep_cdf *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->n = n > 0 ? n : 0;
+	for (int j = 0; j < RC_SWEEP_CDF_MAX && n > 0; j++) {
+		int r = n <= RC_SWEEP_CDF_MAX ? j : (int)((n - 1) * cdf_grid(j) + 0.5);
+
+		if (r >= n)
+			break;
+		if (c->k && c->rank[c->k - 1] >= r)
+			continue;
+		c->rank[c->k] = r;
+		c->us[c->k++] = (float)v[r];
+	}
+}
+
+bool rc_sweep_cdf_ok(const struct rc_sweep_cdf *c)
+{
+	if (c->n < 0 || c->k < 0 || c->k > RC_SWEEP_CDF_MAX || c->k > c->n ||
+	    (c->k == 0) != (c->n == 0))
+		return false;
+	for (int i = 0; i < c->k; i++)
+		if (c->rank[i] < 0 || c->rank[i] >= c->n || !isfinite(c->us[i]) || c->us[i] < 0 ||
+		    (i && (c->rank[i] <= c->rank[i - 1] || c->us[i] < c->us[i - 1])))
+			return false;
+	return !c->k || c->rank[c->k - 1] == c->n - 1;
 }
 
 const char *rc_sweep_load_name(int mode)

@@ -93,10 +93,19 @@ FOUR=("$RDMACTL_VM_ADDR_A" "$EXTRA_A" "$RDMACTL_VM_ADDR_B" "$EXTRA_B")
 	assert_output "[[3,\"$RDMACTL_VM_DEV_B\",[\"receive\"]]]"
 	run jq -c '[.outliers[] | select(.reasons | index("leakage")) | .to] | unique' <<<"$DOC"
 	assert_output "[3]"
-	# --svg: the tails beside the heatmap, two lines a direction, the leaking ones red
+	# --svg: each direction's WRITE and READ latency CDFs beside the
+	# heatmap, idle and loaded, the leaking ones red: four step curves a
+	# direction, each through every sample (up to 128) or 100 to 128 of its
+	# quantiles; what rsvg-convert renders (an XML error fails it)
 	jq -e '.load_svg | endswith("/sweep-load.svg")' <<<"$DOC"
-	[ "$(grep -c '<polyline' "$BATS_TEST_TMPDIR/sweep-load.svg")" = 24 ]
-	[ "$(grep -c 'stroke="#d73027"' "$BATS_TEST_TMPDIR/sweep-load.svg")" = "$(jq '[.load.directions_loaded[] | select(.leaks)] | length' <<<"$DOC")" ]
+	[ "$(grep -c '<polyline' "$BATS_TEST_TMPDIR/sweep-load.svg")" = 48 ]
+	[ "$(grep -c '<polyline[^>]*stroke="#d73027"' "$BATS_TEST_TMPDIR/sweep-load.svg")" = "$(jq '[.load.directions_loaded[] | select(.leaks)] | length * 2' <<<"$DOC")" ]
+	run bash -c "sed -n 's/.*points=\"\\([^\"]*\\)\".* us (\\([0-9]*\\)).*/\\2 \\1/p' '$BATS_TEST_TMPDIR/sweep-load.svg' |
+		awk '{ k = (NF - 1) / 2; bad += !(\$1 <= 128 ? k == \$1 : k >= 100 && k <= 128) } END { print NR, bad }'"
+	assert_output "48 0"
+	command -v rsvg-convert >/dev/null || skip "rsvg-convert (librsvg2-bin) is not installed"
+	rsvg-convert -o "$BATS_TEST_TMPDIR/sweep-load.png" "$BATS_TEST_TMPDIR/sweep-load.svg"
+	[ "$(head -c 8 "$BATS_TEST_TMPDIR/sweep-load.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]
 	# the counters: each rank's kinds, rxe's present ones moved or still,
 	# mlx5's CNP counters absent (not 0)
 	jq -e '.congestion_counters | length == 4 and all(
@@ -132,7 +141,13 @@ FOUR=("$RDMACTL_VM_ADDR_A" "$EXTRA_A" "$RDMACTL_VM_ADDR_B" "$EXTRA_B")
 	jq -e '.steps[0].goodput_gbit_per_s < 0.06 and .steps[0].goodput_gbit_per_s > 0.01' <<<"$DOC"
 	jq -e '.knee.senders == 2 and .knee.flat' <<<"$DOC"
 	jq -e '[.steps[].jain] | all(. > 0 and . <= 1)' <<<"$DOC"
-	# --svg: a bar a step, the knee's red
+	# --svg: a bar a step, the knee's red; each step's slowest sender's
+	# latency CDF beside them (its tail as the report gives it); it renders
 	[ "$(grep -c '<rect[^>]*><title>N=' "$BATS_TEST_TMPDIR/incast.svg")" = 3 ]
 	grep -q '<title>N=2: .*(the knee)' "$BATS_TEST_TMPDIR/incast.svg"
+	[ "$(grep -c '<polyline[^>]*><title>N=[123], slowest sender' "$BATS_TEST_TMPDIR/incast.svg")" = 3 ]
+	t99=$(sed -n 's/.*<title>N=1, slowest sender rank [0-9]*: p50 [0-9.]* p99 \([0-9.]*\) .*/\1/p' "$BATS_TEST_TMPDIR/incast.svg")
+	jq -e --argjson t "${t99:-null}" '.steps[0].latency.p99_us - $t | . < 0.06 and . > -0.06' <<<"$DOC"
+	command -v rsvg-convert >/dev/null || skip "rsvg-convert (librsvg2-bin) is not installed"
+	rsvg-convert -o "$BATS_TEST_TMPDIR/incast.png" "$BATS_TEST_TMPDIR/incast.svg"
 }

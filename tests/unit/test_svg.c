@@ -8,8 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <rdmactl/sweep_core.h>
+
 #include "check.h"
 #include "svg.h"
+#include "svg_cdf.h"
 
 /* The fills of the heatmap's cells in the file at path (the cells are the
  * rectangles with a tooltip), as red and green parts; returns how many. */
@@ -82,6 +85,73 @@ static void heatmap(void)
 	close(fd);
 }
 
+/* The points of the first polyline in the file at path, as written. */
+static void polyline_points(const char *path, char *buf, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	char line[8192];
+
+	buf[0] = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		const char *p = strstr(line, "<polyline"), *q;
+
+		if (p && (p = strstr(p, "points=\"")) && (q = strchr(p + 8, '"'))) {
+			snprintf(buf, cap, "%.*s", (int)(q - p - 8), p + 8);
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
+/* A CDF drawn from known samples: its points where the hand-computed
+ * quantiles put them, on the log latency axis and the scale of nines. */
+static void cdf_plot(void)
+{
+	char path[] = "/tmp/test_svg_cdf_XXXXXX", pts[8192];
+	int fd = mkstemp(path);
+	double v[1000], four[4] = { 10, 20, 40, 100 };
+	struct rc_sweep_cdf c;
+	const struct rc_sweep_cdf *all[1] = { &c };
+	struct svg_cdf_plot p = { 0, 0, 300, 300, 0, 0, 0 };
+	FILE *f;
+
+	CHECK(fd >= 0);
+	/* four samples: every one, the step curve exact; the axes 10 to 100 us
+	 * (x 0 to 300) and 2 nines (y 300 to 0, 150 px a nine) */
+	rc_sweep_cdf_of(four, 4, &c);
+	svg_cdf_fit(&p, all, 1);
+	CHECK(p.lo == 10 && p.hi == 100 && p.nines == 2);
+	CHECK((f = fopen(path, "w")) != NULL);
+	svg_cdf_line(f, &p, &c, "#000000", "", "t");
+	fclose(f);
+	polyline_points(path, pts, sizeof(pts));
+	/* x 300 log10(us / 10); y 300 - 150 (-log10(1 - F)), F 1/4 .. 1 */
+	CHECK_STR(pts, "0.0,300.0 0.0,281.3 90.3,281.3 90.3,254.8 180.6,254.8 180.6,209.7 "
+		       "300.0,209.7 300.0,0.0 ");
+
+	/* 1 .. 1000: the grid's quantiles; 1 to 1000 us (100 px a decade), 4
+	 * nines (75 px a nine) */
+	for (int i = 0; i < 1000; i++)
+		v[i] = i + 1;
+	rc_sweep_cdf_of(v, 1000, &c);
+	svg_cdf_fit(&p, all, 1);
+	CHECK(p.lo == 1 && p.hi == 1000 && p.nines == 4);
+	CHECK((f = fopen(path, "w")) != NULL);
+	svg_cdf_line(f, &p, &c, "#000000", "", "t");
+	fclose(f);
+	polyline_points(path, pts, sizeof(pts));
+	CHECK(strstr(pts, " 270.0,277.4 ") != NULL); /* p50: 501 us at F 0.501 */
+	CHECK(strstr(pts, " 299.6,150.0 ") != NULL); /* p99: 990 us at F 0.99 */
+	CHECK(strstr(pts, " 300.0,75.0 ") != NULL);  /* p99.9: 999 us at F 0.999 */
+	CHECK(strstr(pts, " 300.0,0.0 ") != NULL);   /* max: 1000 us on the top line */
+	/* the wrong answers: the p99 at 0.99 of a linear scale (y 3), where
+	 * the tail has no room, or the scale upside down (y 297) */
+	CHECK(strstr(pts, " 299.6,3.0 ") == NULL && strstr(pts, " 299.6,297.0 ") == NULL);
+	unlink(path);
+	close(fd);
+}
+
 static void ticks(void)
 {
 	char buf[32];
@@ -135,5 +205,6 @@ int main(void)
 	heatmap();
 	ticks();
 	sizes();
+	cdf_plot();
 	CHECK_DONE();
 }

@@ -4,7 +4,8 @@
  * judged against the fleet and the port blamed for it (a bottleneck into
  * one rank blames that rank's port, not the ports that only send into it,
  * nor a rank elsewhere), Jain's index against hand-computed values, the
- * incast's steps and the step where its goodput flattens. */
+ * incast's steps and the step where its goodput flattens, the bounded
+ * latency CDF against hand-computed quantiles. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,68 @@ static void tails_and_targets(void)
 	}
 	CHECK(!strcmp(rc_sweep_load_name(RC_SWEEP_LOAD_SAME_PORT), "same-port"));
 	CHECK(rc_sweep_load_name(9) == NULL);
+}
+
+/* The index of c's point at rank r, or -1. */
+static int point_at(const struct rc_sweep_cdf *c, int r)
+{
+	for (int i = 0; i < c->k; i++)
+		if (c->rank[i] == r)
+			return i;
+	return -1;
+}
+
+/* The bounded CDF: every sample up to 128 of them, else the grid's
+ * quantiles, whose p50, p99, p99.9 and max are the tail's; what a peer
+ * sends is refused when it does not hold together. */
+static void cdfs(void)
+{
+	double v[1000], few[5] = { 1, 2, 3, 4, 5 };
+	struct rc_sweep_tail t;
+	struct rc_sweep_cdf c, bad;
+	int i50, i99, i999;
+
+	for (int i = 0; i < 1000; i++)
+		v[i] = 1000 - i;
+	rc_sweep_tail_of(v, 1000, &t); /* sorts: 1 .. 1000 */
+	rc_sweep_cdf_of(v, 1000, &c);
+	CHECK(c.n == 1000 && c.k > 100 && c.k <= RC_SWEEP_CDF_MAX && rc_sweep_cdf_ok(&c));
+	/* by hand: rank round(999 p), the value rank + 1 */
+	i50 = point_at(&c, 500), i99 = point_at(&c, 989), i999 = point_at(&c, 998);
+	CHECK(i50 >= 0 && c.us[i50] == 501 && c.us[i50] == t.p50_us + 1);
+	CHECK(i99 >= 0 && c.us[i99] == 990 && c.us[i99] == t.p99_us);
+	CHECK(i999 >= 0 && c.us[i999] == 999 && c.us[i999] == t.p999_us);
+	CHECK(c.rank[c.k - 1] == 999 && c.us[c.k - 1] == 1000 && c.us[c.k - 1] == t.max_us);
+	CHECK(c.rank[0] == 0 && c.us[0] == 1 && c.rank[1] == 10 && c.us[1] == 11);
+	/* the wrong answers: the p99 at rank n p (990: the value 991), or the
+	 * value off by one from its rank (989); nor a point between the grid's */
+	CHECK(c.us[i99] != 991 && c.us[i99] != 989 && point_at(&c, 988) < 0);
+	/* 128 samples or fewer: every one, the exact step curve */
+	rc_sweep_cdf_of(few, 5, &c);
+	CHECK(c.n == 5 && c.k == 5 && rc_sweep_cdf_ok(&c));
+	for (int i = 0; i < 5; i++)
+		CHECK(c.rank[i] == i && c.us[i] == i + 1);
+	rc_sweep_cdf_of(v, 0, &c);
+	CHECK(c.n == 0 && c.k == 0 && rc_sweep_cdf_ok(&c));
+
+	/* a peer's CDF that does not hold together */
+	rc_sweep_cdf_of(v, 1000, &c);
+	bad = c, bad.k = RC_SWEEP_CDF_MAX + 1;
+	CHECK(!rc_sweep_cdf_ok(&bad));
+	bad = c, bad.rank[5] = bad.rank[4];
+	CHECK(!rc_sweep_cdf_ok(&bad));
+	bad = c, bad.us[5] = bad.us[4] - 1;
+	CHECK(!rc_sweep_cdf_ok(&bad));
+	bad = c, bad.us[5] = NAN;
+	CHECK(!rc_sweep_cdf_ok(&bad));
+	bad = c, bad.n = 2000; /* its last point is not the maximum */
+	CHECK(!rc_sweep_cdf_ok(&bad));
+	bad = c, bad.rank[bad.k - 1] = 1000;
+	CHECK(!rc_sweep_cdf_ok(&bad));
+	bad = c, bad.n = 0;
+	CHECK(!rc_sweep_cdf_ok(&bad));
+	bad = c, bad.k = -1;
+	CHECK(!rc_sweep_cdf_ok(&bad));
 }
 
 #define W 6
@@ -202,6 +265,7 @@ int main(void)
 	jain();
 	knee();
 	tails_and_targets();
+	cdfs();
 	leakage();
 	CHECK_DONE();
 }

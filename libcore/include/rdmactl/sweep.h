@@ -53,6 +53,29 @@ struct rc_sweep_tail {
 	int32_t pad;
 };
 
+/* A latency distribution as its empirical CDF, bounded: k points, each a
+ * sample's value and its rank among the n samples sorted (0 the least), so
+ * that the CDF passes through (us[i], (rank[i] + 1) / n). Up to
+ * RC_SWEEP_CDF_MAX samples, every one of them (the exact step curve);
+ * beyond, the quantiles of a fixed grid: each percentile from 0 to 99,
+ * then the tail at 99.1 .. 99.9, 99.91 .. 99.99, 99.991 .. 99.999 % and
+ * the maximum, each at rank round((n - 1) p) as rc_sweep_tail's
+ * percentiles are, so that its p99, p99.9 and max are points of it. */
+#define RC_SWEEP_CDF_MAX 128
+struct rc_sweep_cdf {
+	int32_t n, k;
+	int32_t rank[RC_SWEEP_CDF_MAX];
+	float us[RC_SWEEP_CDF_MAX];
+};
+/* The distributions of a direction in rc_sweep_result.cdf. */
+enum rc_sweep_cdf_kind {
+	RC_SWEEP_CDF_WRITE,      /* 8-byte WRITE, idle */
+	RC_SWEEP_CDF_READ,       /* 8-byte READ, idle */
+	RC_SWEEP_CDF_WRITE_LOAD, /* the same under load (--load) */
+	RC_SWEEP_CDF_READ_LOAD,
+	RC_SWEEP_CDF_KINDS
+};
+
 /* One direction, i -> j, as rank i measured it. */
 struct rc_sweep_cell {
 	int32_t status; /* 0 measured; -errno: the pair failed (why says how;
@@ -191,6 +214,10 @@ struct rc_sweep_opts {
 	/* enum rc_sweep_load: after the idle sweep, each direction's latency
 	 * again under this background traffic, for duration_s a direction */
 	int load;
+	/* 1: each direction's latency distributions gathered to rank 0 too
+	 * (rc_sweep_result.cdf: RC_SWEEP_CDF_KINDS bounded CDFs a direction,
+	 * 4 KiB; every rank sends world of them, for --svg) */
+	int cdf;
 };
 
 struct rc_sweep_result {
@@ -199,6 +226,10 @@ struct rc_sweep_result {
 	double seconds;
 	struct rc_sweep_cell *m;     /* world * world: whole on root, own row elsewhere */
 	struct rc_sweep_node *nodes; /* world: on root */
+	/* with rc_sweep_opts.cdf, on root: direction i -> j's kind k (enum
+	 * rc_sweep_cdf_kind) at (i * world + j) * RC_SWEEP_CDF_KINDS + k, each
+	 * checked as it came (n 0: not measured); NULL otherwise */
+	struct rc_sweep_cdf *cdf;
 };
 
 /* Run the sweep over g (connected to every peer, or partial: a pair that
@@ -222,6 +253,7 @@ struct rc_incast_sender {
 	uint64_t bytes;
 	double seconds;           /* from the step's start to its last completion */
 	struct rc_sweep_tail lat; /* each WRITE's post to completion */
+	struct rc_sweep_cdf cdf;  /* the same as a CDF (checked on root) */
 	int32_t status;           /* 0, or -ENOTCONN: not connected to the receiver */
 	int32_t pad;
 };
@@ -233,6 +265,7 @@ struct rc_incast_step {
 	double jain;                  /* over the senders' bytes */
 	double spread_s;              /* the latest sender's completion less the earliest's */
 	struct rc_sweep_tail lat;     /* the slowest sender's (the highest p99) */
+	int slowest;                  /* that sender's rank (-1: none), its CDF in who */
 	struct rc_incast_sender *who; /* world: the senders of the step (root) */
 };
 
