@@ -7,6 +7,8 @@
  * records to rank 0, which compares them (libcore's rc_pf_compare) and,
  * unless --no-probe, measures each rank against its neighbour with the
  * sweep's code. Every rank exits with the verdict: 0 clean, 1 findings.
+ * With -j on any rank, rank 0's report goes back down the group's tree and
+ * every rank prints it as its own document, naming its own rank.
  * With one rank (--world 1) there is no group: the node's own checks only.
  */
 #include <errno.h>
@@ -170,6 +172,87 @@ static int run_group(struct ctx *ctx, struct pf_cli *a, struct rc_group **g, str
 	return 0;
 }
 
+/* The comparison as rank 0 made it (every key of its document but
+ * schema_version and svg, its own file), one compact text. */
+static char *report_text(struct ctx *ctx, size_t *len)
+{
+	json_t *doc = json_copy(out_tree(&ctx->out));
+	char *s;
+
+	if (!doc)
+		return NULL;
+	json_object_del(doc, "schema_version");
+	json_object_del(doc, "svg");
+	s = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	*len = s ? strlen(s) : 0;
+	return s;
+}
+
+/* Rank 0's report into this rank's document, its keys in their order. */
+static int report_merge(struct ctx *ctx, const char *s, size_t len)
+{
+	json_error_t jerr;
+	json_t *doc = json_loadb(s, len, JSON_REJECT_DUPLICATES, &jerr), *v;
+	const char *key;
+
+	if (!json_is_object(doc)) {
+		json_decref(doc);
+		return fail(ctx, -EPROTO, "rank 0's report could not be read: %s",
+			    doc ? "not an object" : jerr.text);
+	}
+	json_object_foreach(doc, key, v)
+	{
+		if (strcmp(key, "schema_version"))
+			out_json(&ctx->out, key, json_incref(v));
+	}
+	json_decref(doc);
+	return 0;
+}
+
+/* -j on any rank: rank 0's report down the tree to every rank, which makes
+ * it its own document's (text stays rank 0's alone). */
+static int report_share(struct ctx *ctx, struct rc_group *g, int me)
+{
+	size_t len = 0;
+	char *s = me == 0 ? report_text(ctx, &len) : NULL;
+	struct rc_err e;
+	int rc = rc_pf_share(g, &s, &len, PF_REPORT_MAX, &e);
+
+	if (rc)
+		rc = fail(ctx, rc, "rank %d: %s", me, e.msg);
+	else if (me)
+		rc = report_merge(ctx, s, len);
+	free(s);
+	return rc;
+}
+
+/* Every rank: the verdict from rank 0 (so that a launcher sees it on any
+ * rank) and, where any rank prints -j, the report. */
+static int verdict(struct ctx *ctx, struct rc_group *g, int W, int me, bool *clean)
+{
+	int rc;
+	uint64_t *all = calloc((size_t)W, sizeof(*all));
+	bool json = false;
+	struct rc_err e;
+
+	if (!all)
+		return fail(ctx, -ENOMEM, "out of memory");
+	/* bit 0: rank 0's verdict; bit 1: this rank prints -j */
+	rc = rc_group_allgather_u64(g, (me == 0 && *clean) | (uint64_t)out_is_json(&ctx->out) << 1,
+				    all, &e);
+	if (rc)
+		rc = fail(ctx, rc, "rank %d: %s", me, e.msg);
+	for (int i = 0; !rc && i < W; i++)
+		json |= all[i] >> 1 & 1;
+	if (!rc)
+		*clean = all[0] & 1;
+	if (!rc && json)
+		rc = report_share(ctx, g, me);
+	free(all);
+	return rc;
+}
+
 static int run(struct ctx *ctx, struct pf_cli *a)
 {
 	/* one process over several trees: a node each */
@@ -179,16 +262,15 @@ static int run(struct ctx *ctx, struct pf_cli *a)
 	struct rc_sweep_result res = { 0 };
 	struct rc_group *g = NULL;
 	bool metrics = group_metrics_on(&a->grp, 0), clean = true;
-	uint64_t *verdict = calloc((size_t)W, sizeof(*verdict));
 	struct metrics m;
-	struct rc_err e;
 
 	metrics_init(&m);
 	metrics_label(&m, "command", "preflight");
 	metrics_label_u64(&m, "rank", (uint64_t)me);
-	if (metrics)
+	/* rank 0 of a group keeps its document, which -j on any rank shares */
+	if (metrics || (a->grp.who.world > 1 && me == 0))
 		out_keep_tree(&ctx->out);
-	if (!all || !verdict) {
+	if (!all) {
 		rc = fail(ctx, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -215,13 +297,12 @@ static int run(struct ctx *ctx, struct pf_cli *a)
 
 		rc = pf_report(ctx, &r, &clean);
 	}
-	/* every rank exits with the verdict, so that a launcher sees it */
-	if (g && !rc && (rc = rc_group_allgather_u64(g, me == 0 ? clean : 0, verdict, &e)))
-		rc = fail(ctx, rc, "rank %d: %s", me, e.msg);
 	if (g && !rc)
-		clean = verdict[0] != 0;
-	if (!rc && me != 0)
-		ctx->out.printed = true; /* only rank 0 prints the document */
+		rc = verdict(ctx, g, W, me, &clean);
+	if (!rc)
+		out_i64(&ctx->out, "rank", NULL, me);
+	if (!rc && me != 0 && !out_is_json(&ctx->out))
+		ctx->out.printed = true; /* the text is rank 0's alone */
 	if (g)
 		group_report_data(&ctx->out, g);
 	if (!rc && !clean)
@@ -230,7 +311,6 @@ out:
 	rc_sweep_result_free(&res);
 	rc_group_close(g);
 	free(all);
-	free(verdict);
 	if (metrics) {
 		metrics_render(&m, out_tree(&ctx->out), &pf_metric_table);
 		metrics_render(&m, out_tree(&ctx->out), &group_metric_table);

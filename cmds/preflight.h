@@ -9,6 +9,9 @@
 #include "metrics.h"
 
 #define PF_FINDINGS_MAX 256
+/* The most bytes of rank 0's report another rank takes (-j on every rank):
+ * a thousand nodes of eight rails each weigh about 20 MB. */
+#define PF_REPORT_MAX ((size_t)128 << 20)
 
 /* What rank 0 reports. */
 struct pf_report {

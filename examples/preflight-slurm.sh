@@ -4,9 +4,10 @@
 # For the operator about to start a job on a Slurm allocation, asking "is
 # every node set up the same, and right?": run rdmactl preflight once per
 # node with srun (each task takes its rank from Slurm's environment), read
-# rank 0's JSON and print the findings, errors first, each with its nodes
-# and fix. Run it inside the allocation (salloc, or the job's batch script)
-# before the job's own step.
+# the JSON (every rank prints the same comparison; rank 0's is taken) and
+# print the findings, errors first, each with its nodes and fix. Run it
+# inside the allocation (salloc, or the job's batch script) before the
+# job's own step.
 #
 # Usage: examples/preflight-slurm.sh [OPTIONS] [-- PREFLIGHT OPTIONS]
 #   --etcd H:P      meet through this etcd (each rank listens on its
@@ -79,7 +80,11 @@ fi
 echo "preflight-slurm: ${launch[*]:-this node}" >&2
 rc=0
 timeout --kill-after=5 "$step" "${launch[@]}" "$rdmactl" -j -t 30000 preflight "${group[@]}" \
-	"${extra[@]}" >"$work/doc" 2>"$work/err" || rc=$?
+	"${extra[@]}" >"$work/all" 2>"$work/err" || rc=$?
+# one document a rank, the same comparison in each: rank 0's (it names --svg),
+# else the first that came
+jq -c -s 'map(select(type == "object")) | ((map(select(has("clean"))) | sort_by(.rank)) + .)[0] // empty' \
+	"$work/all" >"$work/doc" 2>/dev/null || :
 # exit 1 with a report is a verdict (findings); without one, a failure
 if ! jq -e 'type == "object" and has("clean")' "$work/doc" >/dev/null 2>&1; then
 	msg=$(jq -r '.error.message // empty' "$work/doc" 2>/dev/null | head -1) || msg=

@@ -115,6 +115,12 @@ int rc_group_gather(struct rc_group *g, int root, const void *mine, size_t len, 
  * it within the timeout. */
 int rc_group_gather_tree(struct rc_group *g, const void *mine, size_t len, void *theirs,
 			 struct rc_err *err);
+/* Rank 0's len bytes at buf to every rank, down the barrier's tree in pieces
+ * of one control message, each passed on to the children as it lands.
+ * Every rank calls it with the same len (a piece of another length, or
+ * out of step, is refused: -EPROTO); a parent silent until the timeout
+ * fails it. */
+int rc_group_bcast_tree(struct rc_group *g, void *buf, size_t len, struct rc_err *err);
 /* root sends len bytes of buf to every rank connected to it (with
  * keep_going: every live one); the others receive them into buf. */
 int rc_group_bcast(struct rc_group *g, int root, void *buf, size_t len, struct rc_err *err);

@@ -5,7 +5,8 @@
  * parent, in pieces of one control message; rank 0, the root, ends with
  * every rank's block. Unlike rc_group_gather it needs no connection
  * between rank 0 and every other rank, only the tree, so it works in a
- * partial group whose failed pairs include some of rank 0.
+ * partial group whose failed pairs include some of rank 0. And the way
+ * back: rank 0's buffer down the same tree to every rank (rc_group_bcast_tree).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -105,5 +106,55 @@ out:
 	if (stage != theirs)
 		free(stage);
 	free(stream);
+	return rc;
+}
+
+/* Rank 0's len bytes down the tree, in pieces of one control message: each
+ * piece taken from the parent goes on to the children before the next is
+ * awaited, so a long buffer flows through a deep tree as through a pipe,
+ * and no rank holds more than the buffer it was given. */
+size_t group_pieces(size_t len)
+{
+	return (len + RC_GROUP_MSG_MAX - 1) / RC_GROUP_MSG_MAX;
+}
+
+size_t group_piece_len(size_t len, size_t c)
+{
+	size_t left = len - c * RC_GROUP_MSG_MAX;
+
+	return left < RC_GROUP_MSG_MAX ? left : RC_GROUP_MSG_MAX;
+}
+
+int rc_group_bcast_tree(struct rc_group *g, void *buf, size_t len, struct rc_err *err)
+{
+	int W = g->o.world, me = g->o.rank, up = g->parent[me], nk = 0, rc;
+	int *kids = malloc((size_t)W * sizeof(int));
+	double deadline;
+
+	if (!kids)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	if (g->depth < 0) {
+		rc = rc_err_set(err, EPROTO, "the connection plan leaves ranks unreachable");
+		goto out;
+	}
+	if ((rc = group_msg_round(g, len ? group_piece_len(len, 0) : 0, &deadline, err)))
+		goto out;
+	for (int k = 0; k < W; k++)
+		if (k != me && g->parent[k] == me)
+			kids[nk++] = k;
+	for (size_t c = 0; !rc && c < group_pieces(len); c++) {
+		char *piece = (char *)buf + c * RC_GROUP_MSG_MAX;
+		size_t plen = group_piece_len(len, c);
+
+		if (up >= 0)
+			rc = group_take_msg(g, up, piece, plen, deadline, err);
+		for (int k = 0; !rc && k < nk; k++)
+			rc = group_send_msg(g, kids[k], piece, plen, deadline, err);
+	}
+	/* landed before we go on: a child may leave right after */
+	if (!rc)
+		rc = group_sends_acked(g, deadline, false, err);
+out:
+	free(kids);
 	return rc;
 }

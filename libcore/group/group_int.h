@@ -310,6 +310,10 @@ int group_agree_links(struct rc_group *g, struct rc_err *err);
 /* Every rank's vals[n] added up, on every rank: up the barrier's tree and
  * down again (group_coll.c; a rank that alone fills a slot sends it to all). */
 int group_tree_sum(struct rc_group *g, uint64_t *vals, size_t n, struct rc_err *err);
+/* A buffer of len bytes in control messages (group_gather.c): how many, and
+ * the length of piece c. */
+size_t group_pieces(size_t len);
+size_t group_piece_len(size_t len, size_t c);
 
 /* The closing handshake of a group that ended well (group_io.c). */
 void group_fin(struct rc_group *g, int timeout_ms);

@@ -3,7 +3,8 @@
  * preflight over a group: every rank's record gathered to rank 0 up the
  * group's tree (bounded there before anything reads it), and the short
  * probe between neighbours, which is the sweep's own measurement asked for
- * the pairs of the ring only (rank i with i + 1).
+ * the pairs of the ring only (rank i with i + 1); and rank 0's report sent
+ * back down the tree to every rank (rc_pf_share), for -j on every rank.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -111,4 +112,32 @@ void rc_pf_node_unknown(struct rc_pf_node *n)
 	n->gid_index = n->netdev_mtu = n->roce_tos = n->rdma_ucm = -1;
 	n->pkey = n->tclass = n->ecn_np = n->ecn_rp = -1;
 	n->huge_total = n->huge_free = -1;
+}
+
+int rc_pf_share(struct rc_group *g, char **buf, size_t *len, size_t max, struct rc_err *err)
+{
+	bool root = rc_group_rank(g) == 0;
+	uint64_t n = root ? *len : 0;
+	char *copy = NULL;
+	int rc;
+
+	/* the length first: every rank then takes the same pieces, or none */
+	if ((rc = rc_group_bcast_tree(g, &n, sizeof(n), err)))
+		return rc;
+	if (!n || n > max)
+		return rc_err_set(err, EMSGSIZE,
+				  "rank 0's report is %llu bytes, outside 1 to %zu: not shared",
+				  (unsigned long long)n, max);
+	if (!root && !(copy = malloc((size_t)n + 1)))
+		return rc_err_set(err, ENOMEM, "out of memory");
+	if ((rc = rc_group_bcast_tree(g, root ? *buf : copy, (size_t)n, err))) {
+		free(copy);
+		return rc;
+	}
+	if (!root) {
+		copy[n] = '\0';
+		*buf = copy;
+		*len = (size_t)n;
+	}
+	return 0;
 }

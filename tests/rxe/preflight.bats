@@ -83,6 +83,21 @@ only_finding() {
 		{ ranks_dump; fail "not one finding $1 naming rank 0"; }
 }
 
+# every_rank_same: each rank printed a document naming its own rank, and
+# its comparison (all but rank, group and rank 0's own svg) is rank 0's.
+every_rank_same() {
+	local i ref
+	ref=$(jq -c 'del(.rank, .group, .svg)' <<<"$DOC") || { ranks_dump; fail "rank 0 printed no document"; }
+	for i in 1 2; do
+		[ "$(jq -c 'del(.rank, .group, .svg)' "$BATS_TEST_TMPDIR/rank.$i.out")" = "$ref" ] ||
+			{ ranks_dump; fail "rank $i's comparison is not rank 0's"; }
+	done
+	for i in 0 1 2; do
+		[ "$(jq -r .rank "$BATS_TEST_TMPDIR/rank.$i.out")" = "$i" ] ||
+			{ ranks_dump; fail "rank $i's document does not name rank $i"; }
+	done
+}
+
 # capture_tree: this guest's tree as probe-topology captures it, in $TREE.
 capture_tree() {
 	TREE=$BATS_TEST_TMPDIR/tree
@@ -104,7 +119,7 @@ capture_tree() {
 		and .gbit_per_s > 0 and .expected_gbit_per_s > 0 and .percent_of_expected > 0
 		and .percent_of_expected == 100 * .gbit_per_s / .expected_gbit_per_s
 		and .write_lat_p50_us > 0)' <<<"$DOC" || { ranks_dump; fail "the probe is not complete"; }
-	[ ! -s "$BATS_TEST_TMPDIR/rank.1.out" ] || fail "rank 1 printed on stdout"
+	every_rank_same
 	metrics_check "$BATS_TEST_TMPDIR/pf.prom"
 	grep -qE '^rdmactl_preflight_clean\{.*\} 1$' "$BATS_TEST_TMPDIR/pf.prom"
 	[ "$(grep -c '^rdmactl_preflight_probe_write_bytes_per_second{' "$BATS_TEST_TMPDIR/pf.prom")" = 6 ]
@@ -122,6 +137,12 @@ capture_tree() {
 		and (.findings[0].fix | contains("ip link set va mtu 9000"))
 		and .nodes[0].differs == ["netdev_mtu"] and .nodes[1].differs == []' <<<"$DOC" ||
 		{ ranks_dump; fail "the MTU finding is not right"; }
+	# every rank's document names it (rank 0's finding, in each rank's -j)
+	every_rank_same
+	for i in 1 2; do
+		[ "$(jq -c '[.clean, .counts.error, .findings[0].setting, .findings[0].ranks]' "$BATS_TEST_TMPDIR/rank.$i.out")" = '[false,1,"netdev_mtu",[0]]' ] ||
+			{ ranks_dump; fail "rank $i's document does not name the MTU"; }
+	done
 }
 
 # bats test_tags=plain-only

@@ -196,6 +196,15 @@ RC_EXPORT int rc_pf_gather(struct rc_group *g, struct rc_pf_node *mine, struct r
 RC_EXPORT int rc_pf_gather_rails(struct rc_group *g, struct rc_pf_node *mine, int nmine,
 				 struct rc_pf_node *all, int *n, struct rc_err *err);
 
+/* Rank 0's report (*len bytes at *buf) to every rank, down the group's tree
+ * in pieces of one control message: its length first, then its bytes. On
+ * the other ranks *buf becomes a malloc'd copy (NUL-terminated beyond *len)
+ * and *len its length, checked before anything is allocated: a length of
+ * 0 or above max is -EMSGSIZE on every rank and nothing more is sent.
+ * Every rank calls it; each wait within the group's timeout. */
+RC_EXPORT int rc_pf_share(struct rc_group *g, char **buf, size_t *len, size_t max,
+			  struct rc_err *err);
+
 struct rc_pf_probe_opts {
 	double duration_s; /* bandwidth burst per direction (0: 0.25 s) */
 	uint64_t msg_size; /* per WRITE (0: 64 KiB) */
