@@ -11,6 +11,13 @@
 
 #include "cmds.h"
 
+static const char *fabric_env;
+
+const char *cmds_config_fabric(void)
+{
+	return fabric_env;
+}
+
 void cmds_config_load(void)
 {
 	const char *max_cqe = getenv("RDMACTL_TEST_MAX_CQE");
@@ -27,9 +34,12 @@ void cmds_config_load(void)
 		.etcd_password_file = getenv("RDMACTL_ETCD_PASSWORD_FILE"),
 		.etcd_password = getenv("RDMACTL_ETCD_PASSWORD"),
 		.test_max_cqe = max_cqe ? strtol(max_cqe, NULL, 10) : 0,
+		.fabric = getenv("RDMACTL_FABRIC"),
 		.test_topo_verify_corrupt = getenv("RDMACTL_TEST_TOPO_VERIFY_CORRUPT") != NULL,
+		.test_ofi_hello = getenv("RDMACTL_TEST_OFI_HELLO"),
 	};
 
+	fabric_env = c.fabric;
 	rc_config_set(&c);
 }
 

@@ -428,6 +428,7 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 	struct rc_server_opts so = { .gid_index = ctx->gid_index,
 				     .on_event = register_on_event,
 				     .arg = ctx };
+	struct rc_fabric fab = { .kind = RC_FABRIC_VERBS };
 	struct register_args *a;
 	struct rc_server *s = NULL;
 	struct rc_etcd *etcd = NULL;
@@ -443,7 +444,18 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 	if (!a)
 		return fail(ctx, -ENOMEM, "out of memory");
 	rc = register_parse(ctx, c, &v, a);
-	if (rc) {
+	if (!rc)
+		rc = fabric_pick(ctx, c->name, opt_arg(&v, RG_FABRIC), &fab);
+	if (!rc && fab.kind == RC_FABRIC_OFI && ctx->session)
+		rc = usage_err(ctx, "register --fabric ofi: not in the shell yet");
+	if (!rc && fab.kind == RC_FABRIC_OFI) {
+		if (!(rc = register_signals(ctx, &so, &mask, &sfd)))
+			rc = register_ofi(ctx, &v, a, &fab, sfd);
+		if (sfd >= 0)
+			close(sfd);
+		sigprocmask(SIG_UNBLOCK, &mask, NULL);
+	}
+	if (rc || fab.kind == RC_FABRIC_OFI) {
 		free(a);
 		return rc;
 	}
