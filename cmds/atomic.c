@@ -117,6 +117,7 @@ static void atomic_print(struct ctx *ctx, const struct atomic_args *a, const str
 	out_str(&ctx->out, "peer", NULL, rc_client_peer(cl));
 	out_str(&ctx->out, "region", NULL, rc_client_region(cl)->name);
 	out_u64(&ctx->out, "offset", NULL, a->cl.off);
+	fabric_verbs_keys(ctx, rc_client_device(cl));
 	atomic_values(ctx, a, old);
 }
 

@@ -156,3 +156,10 @@ int fabric_transfer(struct ctx *ctx, const struct cmd *c, const struct opt_vals 
 	rc_fcli_close(fc);
 	return rc;
 }
+
+void fabric_verbs_keys(struct ctx *ctx, const char *devs)
+{
+	out_str(&ctx->out, "transport", NULL, "verbs");
+	out_str(&ctx->out, "provider", NULL, "verbs");
+	out_str(&ctx->out, "domain", NULL, devs);
+}

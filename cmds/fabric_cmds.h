@@ -20,6 +20,8 @@
 int fabric_pick(struct ctx *ctx, const char *cmd, const char *given, struct rc_fabric *f);
 /* The transport's three keys of a report: transport, provider, domain. */
 void fabric_report(struct ctx *ctx, const char *transport, const struct rc_fabric_info *fi);
+/* The same three over verbs, in JSON only: verbs, verbs, the device(s). */
+void fabric_verbs_keys(struct ctx *ctx, const char *devs);
 
 struct client_args;
 /* write, read and atomic over libfabric: the target and the descriptor,

@@ -199,6 +199,7 @@ static void read_print(struct ctx *ctx, const struct read_args *a, const struct 
 		out_u64(&ctx->out, "offset", " at offset %llu", (unsigned long long)a->cl.off);
 		out_str(&ctx->out, "out", " into %s", a->out_path);
 		out_str(&ctx->out, "device", " via %s: ", devs);
+		fabric_verbs_keys(ctx, devs);
 		rails_report(ctx, r, res, RC_OP_READ);
 	} else if (ctx->verbose) {
 		out_log(&ctx->out, "read %llu bytes from %s/%s in %.3f s",

@@ -77,6 +77,7 @@ static void print_region(struct ctx *ctx, const struct register_args *a, struct 
 	out_mem(o, " ", r->mem.kind, r->mem.gpu, r->mem.reg, r->mem.reg_notes);
 	if (r->path[0])
 		out_str(o, "file", " file %s", r->path);
+	out_str(o, "fabric", NULL, "verbs");
 	out_str(o, "device", " device %s", rc_listener_device(l));
 	out_u64(o, "port", NULL, rc_listener_port_num(l));
 	out_str(o, "gid", " gid %s", g->str);

@@ -238,6 +238,7 @@ static void write_print(struct ctx *ctx, const struct write_args *a, const struc
 	out_str(&ctx->out, "region", "/%s", rc_client_region(rc_rails_client(r, 0))->name);
 	out_u64(&ctx->out, "offset", " at offset %llu", (unsigned long long)a->cl.off);
 	out_str(&ctx->out, "device", " via %s: ", devs);
+	fabric_verbs_keys(ctx, devs);
 	if (a->has_imm)
 		out_u64(&ctx->out, "imm", NULL, a->imm);
 	rails_report(ctx, r, res, RC_OP_WRITE);

@@ -137,3 +137,17 @@ client() {
 	assert_output --partial "auto picked nothing"
 	assert_output --partial "does not fall back to a software provider"
 }
+
+@test "ofi:tcp: a server without a token serves a client without one, descriptor or not; a client with a token refuses it (exit 3)" {
+	serve
+	head -c 1M /dev/urandom >"$BATS_TEST_TMPDIR/in.bin"
+	run "$RDMACTL" write "127.0.0.1:$port/kv" --fabric ofi:tcp --file "$BATS_TEST_TMPDIR/in.bin" --offset 4K
+	assert_success
+	run "$RDMACTL" read "127.0.0.1:$port/kv" --fabric ofi:tcp --descriptor "$desc" --size 1M --offset 4K \
+		--out "$BATS_TEST_TMPDIR/got.bin"
+	assert_success
+	cmp "$BATS_TEST_TMPDIR/in.bin" "$BATS_TEST_TMPDIR/got.bin"
+	run client atomic "127.0.0.1:$port/kv" --faa 1
+	assert_failure 3
+	assert_output --partial "it carries no token_check"
+}
