@@ -151,3 +151,28 @@ client() {
 	assert_failure 3
 	assert_output --partial "it carries no token_check"
 }
+
+@test "a foreign libfabric client (tests/foreign/ofi_client.c: plain fi_* calls) writes and reads a region rdmactl serves over ofi:tcp, given the descriptor" {
+	serve
+	run cc -Wall -Werror -o "$BATS_TEST_TMPDIR/foreign" "$ROOT/tests/foreign/ofi_client.c" \
+		$(pkg-config --cflags --libs libfabric)
+	assert_success
+	local prov addr
+	prov=$(jq -r 'select(.event == "region") | .provider' "$desc")
+	addr=$(jq -r 'select(.event == "region") | .ofi_address' "$desc")
+	head -c 3M /dev/urandom >"$BATS_TEST_TMPDIR/in.bin"
+	run "$BATS_TEST_TMPDIR/foreign" "$prov" 127.0.0.1 "$addr" kv 8192 "$BATS_TEST_TMPDIR/in.bin" \
+		"$BATS_TEST_TMPDIR/out.bin"
+	assert_success
+	cmp "$BATS_TEST_TMPDIR/in.bin" "$BATS_TEST_TMPDIR/out.bin"
+	# rdmactl reads what the foreign client wrote, where it wrote it
+	run "$RDMACTL" read "127.0.0.1:$port/kv" --fabric ofi:tcp --offset 8192 --size 3M \
+		--out "$BATS_TEST_TMPDIR/back.bin"
+	assert_success
+	cmp "$BATS_TEST_TMPDIR/in.bin" "$BATS_TEST_TMPDIR/back.bin"
+	# and the wrong answer: a region the server does not serve
+	run "$BATS_TEST_TMPDIR/foreign" "$prov" 127.0.0.1 "$addr" nosuch 0 "$BATS_TEST_TMPDIR/in.bin" \
+		"$BATS_TEST_TMPDIR/out.bin"
+	assert_failure
+	assert_output --partial "no such region in the WELCOME"
+}
