@@ -21,6 +21,7 @@ const char *cmds_config_fabric(void)
 void cmds_config_load(void)
 {
 	const char *max_cqe = getenv("RDMACTL_TEST_MAX_CQE");
+	const char *replay_max = getenv("RDMACTL_TEST_OFI_REPLAY_MAX");
 	struct rc_config c = {
 		.curl_lib = getenv("RDMACTL_CURL_LIB"),
 		.cuda_lib = getenv("RDMACTL_CUDA_LIB"),
@@ -37,6 +38,7 @@ void cmds_config_load(void)
 		.fabric = getenv("RDMACTL_FABRIC"),
 		.test_topo_verify_corrupt = getenv("RDMACTL_TEST_TOPO_VERIFY_CORRUPT") != NULL,
 		.test_ofi_hello = getenv("RDMACTL_TEST_OFI_HELLO"),
+		.test_ofi_replay_max = replay_max ? strtol(replay_max, NULL, 10) : 0,
 	};
 
 	fabric_env = c.fabric;

@@ -49,8 +49,9 @@ void fabric_report(struct ctx *ctx, const char *transport, const struct rc_fabri
 	out_str(&ctx->out, "domain", ", domain %s): ", fi->domain);
 }
 
-/* The descriptor's region line for region (the first region line where
- * region is ""): its address, nonce and token check, copied out. */
+/* The descriptor's region line for region (the last one of it, or of any
+ * region where region is "": after a rotated nonce the server printed them
+ * again): its address, nonce and token check, copied out. */
 static int read_descriptor(struct ctx *ctx, const char *path, const char *region, char *addr,
 			   char *nonce, char *check)
 {
@@ -60,7 +61,7 @@ static int read_descriptor(struct ctx *ctx, const char *path, const char *region
 
 	if (!f)
 		return fail(ctx, -errno, "cannot read '%s': %s", path, strerror(errno));
-	while (!found && fgets(line, sizeof(line), f)) {
+	while (fgets(line, sizeof(line), f)) { /* the last: a rotated nonce's */
 		json_t *j = json_loads(line, 0, NULL);
 		const char *ev = json_string_value(json_object_get(j, "event"));
 		const char *name = json_string_value(json_object_get(j, "name"));

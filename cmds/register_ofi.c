@@ -35,9 +35,20 @@ static int ofi_check(struct ctx *ctx, const struct opt_vals *v, const struct reg
 	return 0;
 }
 
+/* What the events need: the context, and the server to print its regions
+ * again when the nonce rotated (their descriptor changed). */
+struct ofi_serving {
+	struct ctx *ctx;
+	const struct register_args *a;
+	struct rc_fsrv *s;
+};
+
+static void print_region(struct ctx *ctx, const struct register_args *a, struct rc_fsrv *s, int i);
+
 static void on_event(void *arg, const struct rc_fsrv_event *ev)
 {
-	struct ctx *ctx = arg;
+	const struct ofi_serving *sv = arg;
+	struct ctx *ctx = sv->ctx;
 	const char *kind = !strcmp(ev->kind, "admitted") ? "connected"
 			   : !strcmp(ev->kind, "left")   ? "disconnected"
 							 : ev->kind;
@@ -46,13 +57,16 @@ static void on_event(void *arg, const struct rc_fsrv_event *ev)
 		fprintf(ctx->out.fp, "%s: %s%s%s\n", ev->peer[0] ? ev->peer : "a peer", kind,
 			ev->reason ? ": " : "", ev->reason ? ev->reason : "");
 		fflush(ctx->out.fp);
-		return;
+	} else {
+		out_str(&ctx->out, "event", NULL, kind);
+		out_str(&ctx->out, "peer", NULL, ev->peer);
+		if (ev->reason)
+			out_str(&ctx->out, "reason", NULL, ev->reason);
+		out_event(&ctx->out);
 	}
-	out_str(&ctx->out, "event", NULL, kind);
-	out_str(&ctx->out, "peer", NULL, ev->peer);
-	if (ev->reason)
-		out_str(&ctx->out, "reason", NULL, ev->reason);
-	out_event(&ctx->out);
+	/* the nonce rotated: each region's descriptor again, the new one */
+	for (int i = 0; !strcmp(ev->kind, "rotated") && i < rc_fsrv_nregions(sv->s); i++)
+		print_region(ctx, sv->a, sv->s, i);
 }
 
 static void print_region(struct ctx *ctx, const struct register_args *a, struct rc_fsrv *s, int i)
@@ -85,8 +99,9 @@ static void print_region(struct ctx *ctx, const struct register_args *a, struct 
 	out_event(o);
 }
 
-static int serve(struct ctx *ctx, struct rc_fsrv *s, int sfd)
+static int serve(struct ctx *ctx, const struct register_args *a, struct rc_fsrv *s, int sfd)
 {
+	struct ofi_serving sv = { .ctx = ctx, .a = a, .s = s };
 	struct signalfd_siginfo si;
 	struct rc_err e;
 	int rc;
@@ -96,7 +111,7 @@ static int serve(struct ctx *ctx, struct rc_fsrv *s, int sfd)
 
 		if (poll(&p, 1, 0) > 0 && read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 			return 0;
-		if ((rc = rc_fsrv_step(s, 50, on_event, ctx, &e)))
+		if ((rc = rc_fsrv_step(s, 50, on_event, &sv, &e)))
 			return fail(ctx, rc, "%s", e.msg);
 	}
 }
@@ -133,7 +148,7 @@ int register_ofi(struct ctx *ctx, const struct opt_vals *v, const struct registe
 			"serving %d region%s on %s:%s over libfabric's %s; stop with Ctrl-C or SIGTERM",
 			a->nspecs, a->nspecs == 1 ? "" : "s", a->host, a->port,
 			rc_fsrv_info(s)->provider);
-	rc = serve(ctx, s, sfd);
+	rc = serve(ctx, a, s, sfd);
 	rc_fsrv_close(s);
 	if (!rc) {
 		out_str(&ctx->out, "event", "stopped\n", "stopped");

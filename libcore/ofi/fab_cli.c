@@ -117,6 +117,11 @@ static int check_descriptor(struct rc_fcli *c, const struct rc_fcli_opts *o,
 
 	if (o->srv_nonce && fab_unhex(o->srv_nonce, c->ln, RC_AUTH_NONCE) != RC_AUTH_NONCE)
 		return rc_err_set(err, EINVAL, "the descriptor's nonce is not 16 bytes of hex");
+	if (!c->token && o->srv_token_check && o->srv_token_check[0])
+		return rc_err_set(err, EKEYREJECTED,
+				  "the server requires a token (its descriptor carries a "
+				  "token_check) and we hold none: give --token-file FILE or "
+				  "$RDMACTL_TOKEN; nothing was sent");
 	if (!c->token)
 		return 0;
 	if (!o->srv_nonce)

@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include <rdmactl/config_core.h>
 #include <rdmactl/parse.h>
 
 #include "fab_int.h"
@@ -21,8 +22,9 @@
 struct fclient {
 	bool used;
 	unsigned char cn[RC_AUTH_NONCE];
-	uint64_t peer; /* its address vector entry */
-	uint64_t seq;  /* admitted when: the oldest goes first */
+	unsigned char ln[RC_AUTH_NONCE]; /* the listener's nonce it was admitted under */
+	uint64_t peer;                   /* its address vector entry */
+	uint64_t seq;                    /* admitted when: the oldest goes first */
 	char hex[RC_FABRIC_HEX];
 };
 
@@ -48,7 +50,8 @@ struct rc_fsrv {
 	uint64_t seq;
 	unsigned char (*seen)[RC_AUTH_NONCE]; /* the replay cache */
 	int nseen;
-	int idle; /* passes without a completion */
+	int replay_max; /* RC_FSRV_REPLAY_MAX, or the test hook's fewer */
+	int idle;       /* passes without a completion */
 };
 
 static void set_info(struct rc_fsrv *s)
@@ -78,6 +81,10 @@ int rc_fsrv_create(const struct rc_fsrv_opts *o, struct rc_fsrv **out, struct rc
 	s->max_clients = o->max_clients > 0 ? o->max_clients : 64;
 	s->cl = calloc((size_t)s->max_clients, sizeof(*s->cl));
 	s->seen = calloc(RC_FSRV_REPLAY_MAX, RC_AUTH_NONCE);
+	s->replay_max = rc_config()->test_ofi_replay_max > 0 &&
+					rc_config()->test_ofi_replay_max < RC_FSRV_REPLAY_MAX
+				? (int)rc_config()->test_ofi_replay_max
+				: RC_FSRV_REPLAY_MAX;
 	s->ctl = aligned_alloc(4096, (NRECV + NSEND) * SLOT);
 	if (!s->cl || !s->seen || !s->ctl) {
 		rc_fsrv_close(s);
@@ -186,7 +193,7 @@ static void remember(struct rc_fsrv *s, const unsigned char cn[RC_AUTH_NONCE], r
 		     void *arg)
 {
 	memcpy(s->seen[s->nseen++], cn, RC_AUTH_NONCE);
-	if (s->nseen < RC_FSRV_REPLAY_MAX || rc_auth_nonce(s->ln))
+	if (s->nseen < s->replay_max || rc_auth_nonce(s->ln))
 		return;
 	s->nseen = 0;
 	set_info(s);
@@ -265,17 +272,21 @@ static void on_hello(struct rc_fsrv *s, const unsigned char *m, size_t len,
 	c = client_slot(s, cb, arg);
 	if (rc_ofi_av_insert(&s->o, m + FAB_HEAD, h->addrlen, &c->peer, &e))
 		return event(cb, arg, "rejected", hex, e.msg);
-	remember(s, h->nonce, cb, arg);
 	memcpy(c->cn, h->nonce, RC_AUTH_NONCE);
+	memcpy(c->ln, s->ln, RC_AUTH_NONCE);
 	snprintf(c->hex, sizeof(c->hex), "%s", hex);
 	c->used = true;
 	c->seq = ++s->seq;
+	/* answered under the nonce it proved over; remembered after, which may
+	 * rotate the nonce */
 	if (welcome(s, c, &e)) {
 		rc_ofi_av_remove(&s->o, c->peer);
 		c->used = false;
-		return event(cb, arg, "rejected", hex, e.msg);
+		event(cb, arg, "rejected", hex, e.msg);
+	} else {
+		event(cb, arg, "admitted", hex, NULL);
 	}
-	event(cb, arg, "admitted", hex, NULL);
+	remember(s, h->nonce, cb, arg);
 }
 
 /* A BYE: the client's entry goes, if the BYE is its own. */
@@ -285,20 +296,19 @@ static void on_bye(struct rc_fsrv *s, size_t len, const struct fab_head *h, rc_f
 
 	if (len != FAB_HEAD)
 		return event(cb, arg, "rejected", NULL, "a malformed BYE");
-	if (s->has_token) {
-		fab_proof_bye(s->token, s->ln, h->nonce, want);
-		if (!fab_proof_eq(want, h->proof))
-			return event(cb, arg, "rejected", NULL, "BYE's proof is not the token's");
-	}
 	for (int i = 0; i < s->max_clients; i++) {
 		struct fclient *c = &s->cl[i];
 
-		if (c->used && !memcmp(c->cn, h->nonce, RC_AUTH_NONCE)) {
-			rc_ofi_av_remove(&s->o, c->peer);
-			c->used = false;
-			event(cb, arg, "left", c->hex, NULL);
-			return;
-		}
+		if (!c->used || memcmp(c->cn, h->nonce, RC_AUTH_NONCE))
+			continue;
+		/* proven over the nonce the client was admitted under */
+		fab_proof_bye(s->token, c->ln, h->nonce, want);
+		if (s->has_token && !fab_proof_eq(want, h->proof))
+			return event(cb, arg, "rejected", c->hex, "BYE's proof is not the token's");
+		rc_ofi_av_remove(&s->o, c->peer);
+		c->used = false;
+		event(cb, arg, "left", c->hex, NULL);
+		return;
 	}
 }
 

@@ -78,6 +78,10 @@ client() {
 		--token-file "$BATS_TEST_TMPDIR/bad" --pattern seq --size 4K
 	assert_failure 3
 	assert_output --partial "does not prove our token"
+	# and a client without a token is told the server requires one
+	run "$RDMACTL" atomic "127.0.0.1:$port/kv" --fabric ofi:tcp --descriptor "$desc" --faa 1
+	assert_failure 3
+	assert_output --partial "the server requires a token"
 	run grep -c '"event":"connected"' "$desc"
 	assert_output 0
 }
@@ -175,4 +179,30 @@ client() {
 		"$BATS_TEST_TMPDIR/out.bin"
 	assert_failure
 	assert_output --partial "no such region in the WELCOME"
+}
+
+@test "ofi:tcp: the replay cache full, the listener's nonce rotates: the region lines are printed again, an old descriptor is refused" {
+	RDMACTL_TEST_OFI_REPLAY_MAX=2 serve --token-file "$tok"
+	cp "$desc" "$BATS_TEST_TMPDIR/old.jsonl"
+	run client atomic "127.0.0.1:$port/kv" --faa 1
+	assert_success
+	run jq -r 'select(.event == "rotated") | .event' "$desc"
+	assert_output ""
+	# the second admission fills the cache of 2: rotated, after its answer
+	run client atomic "127.0.0.1:$port/kv" --faa 1
+	assert_success
+	run jq -r 'select(.event == "region") | .nonce' "$desc"
+	assert_equal "${#lines[@]}" 2
+	[ "${lines[0]}" != "${lines[1]}" ] || fail "the nonce did not change: $output"
+	assert_equal "$(jq -r 'select(.event == "rotated") | .reason' "$desc")" "${lines[1]}"
+	# a client with the old descriptor proves over the old nonce: refused
+	run "$RDMACTL" -t 1500 atomic "127.0.0.1:$port/kv" --fabric ofi:tcp \
+		--descriptor "$BATS_TEST_TMPDIR/old.jsonl" --token-file "$tok" --faa 1
+	assert_failure
+	assert_equal "$(jq -r 'select(.event == "rejected") | .reason' "$desc")" \
+		"HELLO's proof is not the token's over this listener's nonce"
+	# the descriptor as it stands now (its last region line) works
+	run client -j atomic "127.0.0.1:$port/kv" --faa 1
+	assert_success
+	assert_equal "$(jq -r .old <<<"$output")" 2
 }

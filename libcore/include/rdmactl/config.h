@@ -38,6 +38,9 @@ struct rc_config {
 	const char *test_ofi_hello;    /* the libfabric client's HELLO: save:FILE (kept),
 				     * replay:FILE (sent instead) or spoil (a
 				     * wrong proof): RDMACTL_TEST_OFI_HELLO */
+	long test_ofi_replay_max;      /* a server over libfabric rotates its nonce after
+				   * this many clients (1 to 4095), not 4096:
+				   * RDMACTL_TEST_OFI_REPLAY_MAX */
 };
 
 /* The configuration from now on (a copy of *c; NULL: the defaults). Not
