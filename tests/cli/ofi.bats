@@ -206,3 +206,26 @@ client() {
 	assert_success
 	assert_equal "$(jq -r .old <<<"$output")" 2
 }
+
+@test "ofi:tcp: no key in the descriptor, and none guessable: a client that skips the handshake and tries small keys writes nothing" {
+	serve
+	run jq -r 'select(.event == "region") | [has("key_hex"), has("addr"), has("rkey")] | join(" ")' "$desc"
+	assert_output "false false false"
+	run cc -Wall -Werror -o "$BATS_TEST_TMPDIR/foreign" "$ROOT/tests/foreign/ofi_client.c" \
+		$(pkg-config --cflags --libs libfabric)
+	assert_success
+	local addr k
+	addr=$(jq -r 'select(.event == "region") | .ofi_address' "$desc")
+	head -c 64K /dev/urandom >"$BATS_TEST_TMPDIR/in.bin"
+	# an RDM target admits any initiator that holds the key: keys of 1, 2...
+	# (a counter) were the whole of the protection
+	for k in 1 2 3 4 5 6 7 8; do
+		OFI_CLIENT_GUESS_KEY=$k run "$BATS_TEST_TMPDIR/foreign" "tcp;ofi_rxm" 127.0.0.1 "$addr" kv 0 \
+			"$BATS_TEST_TMPDIR/in.bin" "$BATS_TEST_TMPDIR/out.bin"
+		[ "$status" -ne 0 ] || fail "key $k reached the region without a handshake"
+	done
+	run "$RDMACTL" read "127.0.0.1:$port/kv" --fabric ofi:tcp --size 64K --out "$BATS_TEST_TMPDIR/back.bin"
+	assert_success
+	head -c 64K /dev/zero >"$BATS_TEST_TMPDIR/zero.bin"
+	cmp "$BATS_TEST_TMPDIR/zero.bin" "$BATS_TEST_TMPDIR/back.bin"
+}

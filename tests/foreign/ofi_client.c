@@ -12,6 +12,8 @@
  * HELLO, WELCOME, then IN's bytes written at OFFSET of REGION with
  * fi_write and read back into OUT with fi_read, 1 MiB at a time; BYE.
  * Exit 0 on success, 1 with a message otherwise.
+ * OFI_CLIENT_GUESS_KEY=KEY: no HELLO at all, the data moved with that key
+ * (what an intruder would try; the server's keys must not be guessable).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -133,6 +135,13 @@ int main(int argc, char **argv)
 	struct fid_mr *mmr = reg(msg, sizeof(msg)), *amr = reg(ans, sizeof(ans)),
 		      *bmr = reg(buf, sizeof(buf));
 
+	if (getenv("OFI_CLIENT_GUESS_KEY")) {
+		/* no handshake: a key guessed, offsets from 0, as an intruder would */
+		key = strtoull(getenv("OFI_CLIENT_GUESS_KEY"), NULL, 0);
+		length = UINT64_MAX;
+		found = 1;
+		goto data;
+	}
 	srand((unsigned)time(NULL) ^ (unsigned)(uintptr_t)&argc);
 	for (int i = 0; i < 16; i++)
 		nonce[i] = (unsigned char)rand();
@@ -164,6 +173,7 @@ int main(int argc, char **argv)
 	}
 	if (!found)
 		die("no such region in the WELCOME", 0);
+data:
 	off = strtoull(argv[5], NULL, 0);
 	if (!(in = fopen(argv[6], "rb")) || !(out = fopen(argv[7], "wb")))
 		die("cannot open IN or OUT", 0);
