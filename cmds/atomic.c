@@ -108,6 +108,8 @@ static int atomic_run(struct ctx *ctx, const struct atomic_args *a, struct rc_cl
 	return rc ? fail(ctx, rc, "%s", e.msg) : 0;
 }
 
+static void atomic_values(struct ctx *ctx, const struct atomic_args *a, uint64_t old);
+
 static void atomic_print(struct ctx *ctx, const struct atomic_args *a, const struct rc_client *cl,
 			 uint64_t old)
 {
@@ -115,6 +117,13 @@ static void atomic_print(struct ctx *ctx, const struct atomic_args *a, const str
 	out_str(&ctx->out, "peer", NULL, rc_client_peer(cl));
 	out_str(&ctx->out, "region", NULL, rc_client_region(cl)->name);
 	out_u64(&ctx->out, "offset", NULL, a->cl.off);
+	fabric_verbs_keys(ctx, rc_client_device(cl));
+	atomic_values(ctx, a, old);
+}
+
+/* The old value and the new, text and JSON. */
+static void atomic_values(struct ctx *ctx, const struct atomic_args *a, uint64_t old)
+{
 	put_u64(ctx, "old", "old %" PRIu64, old);
 	if (a->is_cas) {
 		out_bool(&ctx->out, "swapped", ", swapped: %s", old == a->expected);
@@ -122,6 +131,39 @@ static void atomic_print(struct ctx *ctx, const struct atomic_args *a, const str
 	} else {
 		put_u64(ctx, "new", ", now %" PRIu64 "\n", old + a->add);
 	}
+}
+
+/* Over libfabric: the same operation and report, the transport named. */
+static int atomic_ofi(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		      const struct atomic_args *a)
+{
+	struct rc_fcli *fc = NULL;
+	struct rc_err e;
+	uint64_t old = 0;
+	int rc = fabric_client_open(ctx, c, v, &a->cl, &fc);
+	const char *slash = strrchr(v->pos[0], '/');
+	char peer[RC_HOST_MAX + 16];
+
+	if (rc)
+		return rc;
+	rc = rc_fcli_atomic(fc, a->is_cas, a->cl.off, a->is_cas ? a->expected : a->add, a->swap,
+			    &old, &e);
+	if (rc) {
+		rc = fail(ctx, rc, "%s", e.msg);
+	} else {
+		snprintf(peer, sizeof(peer), "%.*s", slash ? (int)(slash - v->pos[0]) : 0,
+			 v->pos[0]);
+		out_str(&ctx->out, "operation", NULL, a->is_cas ? "cas" : "faa");
+		out_str(&ctx->out, "peer", NULL, peer);
+		out_str(&ctx->out, "region", NULL, rc_fcli_region(fc)->name);
+		out_u64(&ctx->out, "offset", NULL, a->cl.off);
+		out_str(&ctx->out, "transport", NULL, "ofi");
+		out_str(&ctx->out, "provider", NULL, rc_fcli_info(fc)->provider);
+		out_str(&ctx->out, "domain", NULL, rc_fcli_info(fc)->domain);
+		atomic_values(ctx, a, old);
+	}
+	rc_fcli_close(fc);
+	return rc;
 }
 
 static int do_atomic(struct ctx *ctx, int argc, char **argv)
@@ -138,9 +180,14 @@ static int do_atomic(struct ctx *ctx, int argc, char **argv)
 		return rc < 0 ? rc : 0;
 	if ((rc = atomic_parse(ctx, c, &v, &a)))
 		return rc;
+	if (a.cl.fab.kind == RC_FABRIC_OFI && a.bench.on)
+		return usage_err(ctx, "atomic: --bench and --lat run over verbs only (--fabric "
+				      "verbs), not yet over libfabric");
 	if (a.bench.on)
 		return bench_run(ctx, c, &v, &a.cl, &a.bench, a.is_cas ? RC_OP_CAS : RC_OP_FAA,
 				 a.is_cas ? a.expected : a.add, a.swap);
+	if (a.cl.fab.kind == RC_FABRIC_OFI)
+		return atomic_ofi(ctx, c, &v, &a);
 	rc = client_open(ctx, c, &v, &a.cl, 1, false, 4, &cl);
 	if (rc)
 		return rc;

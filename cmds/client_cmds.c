@@ -122,7 +122,17 @@ int client_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	if (rc)
 		return rc;
 	a->devs = ctx->dev_name;
-	return opts_fill(ctx, c, v, first + CO_BIND, first + CO_OFFSET + 1, a);
+	if ((rc = opts_fill(ctx, c, v, first + CO_BIND, first + CO_OFFSET + 1, a)))
+		return rc;
+	a->descriptor = opt_arg(v, first + CO_DESCRIPTOR);
+	if ((rc = fabric_pick(ctx, c->name, opt_arg(v, first + CO_FABRIC), &a->fab)))
+		return rc;
+	if (a->descriptor && a->fab.kind != RC_FABRIC_OFI)
+		return usage_err(
+			ctx,
+			"%s: --descriptor is for a server over libfabric (--fabric ofi:PROVIDER)",
+			c->name);
+	return a->descriptor ? input_file(ctx, "--descriptor", a->descriptor) : 0;
 }
 
 /*

@@ -8,6 +8,7 @@
 #include <rdmactl/ops.h>
 
 #include "cmd.h"
+#include "fabric_cmds.h"
 #include "metrics.h"
 #include "progress.h"
 
@@ -25,7 +26,11 @@
 	X(P##_BIND, "bind", 'B', "ADDR", "local address to connect from (it picks the device)", \
 	  OPT_STR(struct client_args, bind, NULL)) \
 	X(P##_OFFSET, "offset", 'o', "SIZE", "offset in the region", \
-	  OPT_SIZE(struct client_args, off, "0"))
+	  OPT_SIZE(struct client_args, off, "0")) \
+	X(P##_FABRIC, "fabric", 0, "FABRIC", FABRIC_HELP, COMP_WORDS, FABRIC_WORDS) \
+	X(P##_DESCRIPTOR, "descriptor", 0, "FILE", \
+	  "with --fabric ofi:*: the server's region line as register -j printed it (its address, nonce and token check)", \
+	  COMP_FILE)
 
 #define BENCH_OPTS(X, P) \
 	X(P##_BENCH, "bench", 0, NULL, "benchmark: bandwidth and message rate", \
@@ -66,6 +71,8 @@ struct client_args {
 	 * NULL: as the target routes */
 	const char *devs;
 	uint64_t off;
+	struct rc_fabric fab;   /* --fabric */
+	const char *descriptor; /* --descriptor FILE, or NULL */
 };
 /* Parse the CLIENT_OPTS block whose first option (TOKEN) is at index first.
  * 0 or -EINVAL after a usage error. */

@@ -40,6 +40,8 @@ enum { SHELL_OPTS(OPT_INDEX) SHELL_NOPTS };
 /* The library's configuration (rdmactl/config.h) from the environment
  * (cmds/config.c): the program calls it once, first. */
 void cmds_config_load(void);
+/* $RDMACTL_FABRIC as cmds_config_load read it (NULL: unset). */
+const char *cmds_config_fabric(void);
 /* e's message, its parameter (e->param, a field named in it) named as the
  * option that gives it, "kv_heads" as "--kv-heads": in buf, or e->msg itself
  * when it names none. */

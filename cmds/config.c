@@ -11,9 +11,17 @@
 
 #include "cmds.h"
 
+static const char *fabric_env;
+
+const char *cmds_config_fabric(void)
+{
+	return fabric_env;
+}
+
 void cmds_config_load(void)
 {
 	const char *max_cqe = getenv("RDMACTL_TEST_MAX_CQE");
+	const char *replay_max = getenv("RDMACTL_TEST_OFI_REPLAY_MAX");
 	struct rc_config c = {
 		.curl_lib = getenv("RDMACTL_CURL_LIB"),
 		.cuda_lib = getenv("RDMACTL_CUDA_LIB"),
@@ -27,9 +35,13 @@ void cmds_config_load(void)
 		.etcd_password_file = getenv("RDMACTL_ETCD_PASSWORD_FILE"),
 		.etcd_password = getenv("RDMACTL_ETCD_PASSWORD"),
 		.test_max_cqe = max_cqe ? strtol(max_cqe, NULL, 10) : 0,
+		.fabric = getenv("RDMACTL_FABRIC"),
 		.test_topo_verify_corrupt = getenv("RDMACTL_TEST_TOPO_VERIFY_CORRUPT") != NULL,
+		.test_ofi_hello = getenv("RDMACTL_TEST_OFI_HELLO"),
+		.test_ofi_replay_max = replay_max ? strtol(replay_max, NULL, 10) : 0,
 	};
 
+	fabric_env = c.fabric;
 	rc_config_set(&c);
 }
 

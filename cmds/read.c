@@ -76,6 +76,30 @@ static int drain(void *arg, uint64_t off, const void *buf, size_t len)
 	return write_full(s->fd, buf, len, off, s->at);
 }
 
+static ssize_t drain_ofi(void *arg, uint64_t off, void *buf, size_t len)
+{
+	int rc = drain(arg, off, buf, len);
+
+	return rc ? rc : (ssize_t)len;
+}
+
+/* Over libfabric: the bytes into --out (created here) or stdout. */
+static int read_ofi(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		    const struct read_args *a)
+{
+	struct sink sk = { .fd = STDOUT_FILENO };
+	int rc;
+
+	if (a->out_path &&
+	    (sk.fd = open(a->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+		return fail(ctx, -errno, "cannot create '%s': %s", a->out_path, strerror(errno));
+	rc = fabric_transfer(ctx, c, v, &a->cl, false, a->size, a->have_size, drain_ofi, &sk,
+			     a->out_path);
+	if (sk.fd != STDOUT_FILENO && close(sk.fd) < 0 && !rc)
+		rc = fail(ctx, -errno, "cannot write '%s': %s", a->out_path, strerror(errno));
+	return rc;
+}
+
 static int read_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		      struct read_args *a)
 {
@@ -94,6 +118,9 @@ static int read_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 		return rc;
 	if (a->rails && a->bench.on)
 		return usage_err(ctx, "read: --bench and --lat measure one rail: give one device");
+	if (a->cl.fab.kind == RC_FABRIC_OFI && (a->rails || a->bench.on))
+		return usage_err(ctx, "read: --bench, --lat and several rails run over verbs only "
+				      "(--fabric verbs), not yet over libfabric");
 	if (a->bench.on)
 		return 0;
 	if ((rc = opts_fill(ctx, c, v, RD_SIZE, RD_OUT + 1, a)))
@@ -172,6 +199,7 @@ static void read_print(struct ctx *ctx, const struct read_args *a, const struct 
 		out_u64(&ctx->out, "offset", " at offset %llu", (unsigned long long)a->cl.off);
 		out_str(&ctx->out, "out", " into %s", a->out_path);
 		out_str(&ctx->out, "device", " via %s: ", devs);
+		fabric_verbs_keys(ctx, devs);
 		rails_report(ctx, r, res, RC_OP_READ);
 	} else if (ctx->verbose) {
 		out_log(&ctx->out, "read %llu bytes from %s/%s in %.3f s",
@@ -196,6 +224,8 @@ static int do_read(struct ctx *ctx, int argc, char **argv)
 		return rc;
 	if (a.bench.on)
 		return bench_run(ctx, c, &v, &a.cl, &a.bench, RC_OP_READ, 0, 0);
+	if (a.cl.fab.kind == RC_FABRIC_OFI)
+		return read_ofi(ctx, c, &v, &a);
 	rc = rails_open(ctx, c, &v, &a.cl, &r);
 	if (!rc)
 		rc = read_run(ctx, &a, r, &sk, &res);

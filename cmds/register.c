@@ -77,6 +77,7 @@ static void print_region(struct ctx *ctx, const struct register_args *a, struct 
 	out_mem(o, " ", r->mem.kind, r->mem.gpu, r->mem.reg, r->mem.reg_notes);
 	if (r->path[0])
 		out_str(o, "file", " file %s", r->path);
+	out_str(o, "fabric", NULL, "verbs");
 	out_str(o, "device", " device %s", rc_listener_device(l));
 	out_u64(o, "port", NULL, rc_listener_port_num(l));
 	out_str(o, "gid", " gid %s", g->str);
@@ -428,6 +429,7 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 	struct rc_server_opts so = { .gid_index = ctx->gid_index,
 				     .on_event = register_on_event,
 				     .arg = ctx };
+	struct rc_fabric fab = { .kind = RC_FABRIC_VERBS };
 	struct register_args *a;
 	struct rc_server *s = NULL;
 	struct rc_etcd *etcd = NULL;
@@ -443,7 +445,18 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 	if (!a)
 		return fail(ctx, -ENOMEM, "out of memory");
 	rc = register_parse(ctx, c, &v, a);
-	if (rc) {
+	if (!rc)
+		rc = fabric_pick(ctx, c->name, opt_arg(&v, RG_FABRIC), &fab);
+	if (!rc && fab.kind == RC_FABRIC_OFI && ctx->session)
+		rc = usage_err(ctx, "register --fabric ofi: not in the shell yet");
+	if (!rc && fab.kind == RC_FABRIC_OFI) {
+		if (!(rc = register_signals(ctx, &so, &mask, &sfd)))
+			rc = register_ofi(ctx, &v, a, &fab, sfd);
+		if (sfd >= 0)
+			close(sfd);
+		sigprocmask(SIG_UNBLOCK, &mask, NULL);
+	}
+	if (rc || fab.kind == RC_FABRIC_OFI) {
 		free(a);
 		return rc;
 	}

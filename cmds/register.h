@@ -12,6 +12,7 @@
 #include <rdmactl/server.h>
 
 #include "cmds.h"
+#include "fabric_cmds.h"
 #include "metrics.h"
 #include "rails_cmds.h"
 
@@ -65,7 +66,8 @@
 	X(RG_METRICS_INTERVAL, "metrics-interval", 0, "SECONDS", \
 	  "--metrics: rewrite the file this often while serving, 1 to 86400", \
 	  OPT_INT(struct register_args, metrics_every_s, 1, 86400, "15"), \
-	  OPT_GIVEN(struct register_args, metrics_every_given))
+	  OPT_GIVEN(struct register_args, metrics_every_given)) \
+	X(RG_FABRIC, "fabric", 0, "FABRIC", FABRIC_HELP, COMP_WORDS, FABRIC_WORDS)
 
 enum { REGISTER_OPTS(OPT_INDEX) REGISTER_NOPTS };
 
@@ -123,5 +125,9 @@ void register_rails_metrics(struct metrics *m, const struct register_args *a,
 			    const struct rc_server *s);
 void register_rails_print(struct ctx *ctx, const struct register_args *a, struct rc_server *s,
 			  int i);
+/* Serve over libfabric (register_ofi.c): the regions, their descriptor
+ * lines, the loop until a signal in sfd. */
+int register_ofi(struct ctx *ctx, const struct opt_vals *v, const struct register_args *a,
+		 const struct rc_fabric *f, int sfd);
 
 #endif

@@ -121,6 +121,9 @@ static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_va
 		return rc;
 	if (a->rails && a->bench.on)
 		return usage_err(ctx, "write: --bench and --lat measure one rail: give one device");
+	if (a->cl.fab.kind == RC_FABRIC_OFI && (a->rails || a->bench.on))
+		return usage_err(ctx, "write: --bench, --lat and several rails run over verbs only "
+				      "(--fabric verbs), not yet over libfabric");
 	if (a->bench.on)
 		return 0;
 	if ((rc = opts_fill(ctx, c, v, WR_FILE, WR_IMM + 1, a)))
@@ -129,6 +132,9 @@ static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_va
 		return usage_err(ctx, "invalid --imm: immediate data is 32 bits (0..4294967295)");
 	a->imm = (uint32_t)a->imm64;
 	a->has_imm = a->imm_given != NULL;
+	if (a->has_imm && a->cl.fab.kind == RC_FABRIC_OFI)
+		return usage_err(ctx, "write: --imm runs over verbs only (--fabric verbs), not yet "
+				      "over libfabric");
 	a->have_size = a->size_given != NULL;
 	/* As register refuses it: a write of nothing is a mistake, not a success. */
 	if (a->have_size && !a->size)
@@ -232,6 +238,7 @@ static void write_print(struct ctx *ctx, const struct write_args *a, const struc
 	out_str(&ctx->out, "region", "/%s", rc_client_region(rc_rails_client(r, 0))->name);
 	out_u64(&ctx->out, "offset", " at offset %llu", (unsigned long long)a->cl.off);
 	out_str(&ctx->out, "device", " via %s: ", devs);
+	fabric_verbs_keys(ctx, devs);
 	if (a->has_imm)
 		out_u64(&ctx->out, "imm", NULL, a->imm);
 	rails_report(ctx, r, res, RC_OP_WRITE);
@@ -255,6 +262,10 @@ static int do_write(struct ctx *ctx, int argc, char **argv)
 		goto out;
 	if (a.bench.on) {
 		rc = bench_run(ctx, c, &v, &a.cl, &a.bench, RC_OP_WRITE, 0, 0);
+		goto out;
+	}
+	if (a.cl.fab.kind == RC_FABRIC_OFI) {
+		rc = fabric_transfer(ctx, c, &v, &a.cl, true, a.size, a.have_size, fill, &src, NULL);
 		goto out;
 	}
 	rc = rails_open(ctx, c, &v, &a.cl, &r);

@@ -19,6 +19,7 @@
 #include <rdma/fi_rma.h>
 
 #include <rdmactl/ofi_core.h>
+#include <rdmactl/parse_core.h>
 
 /* What rdmactl handles of the FI_MR_* bits; a provider that asks for
  * others (FI_MR_RAW, FI_MR_RMA_EVENT, FI_MR_MMU_NOTIFY) is not offered. */
@@ -158,7 +159,6 @@ int rc_ofi_open(struct rc_ofi *o, const struct rc_ofi_opts *opts, struct rc_err 
 
 	memset(o, 0, sizeof(*o));
 	o->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : 5000;
-	o->next_key = 1;
 	if (!(hints = hints_for(opts, caps)))
 		return rc_err_set(err, ENOMEM, "out of memory");
 	rc = fi_getinfo(FI_VERSION(1, 9), opts->node, service, opts->node ? FI_SOURCE : 0, hints,
@@ -213,14 +213,31 @@ void rc_ofi_close(struct rc_ofi *o)
 	o->info = NULL;
 }
 
+static int random_key(const struct rc_ofi *o, uint64_t *key, struct rc_err *err)
+{
+	size_t n = o->key_size && o->key_size < sizeof(*key) ? o->key_size : sizeof(*key);
+	int rc = rc_random_bytes(key, sizeof(*key));
+
+	if (rc)
+		return rc_err_set(err, -rc, "cannot make a memory key");
+	if (n < sizeof(*key))
+		*key &= (1ull << (8 * n)) - 1;
+	return 0;
+}
+
 int rc_ofi_reg(struct rc_ofi *o, void *buf, size_t len, int access, struct rc_ofi_mr *mr,
 	       struct rc_err *err)
 {
 	uint64_t acc = FI_SEND | FI_RECV | FI_READ | FI_WRITE;
-	uint64_t want = o->mr_mode & FI_MR_PROV_KEY ? 0 : o->next_key++;
+	uint64_t want = 0;
 	int rc;
 
 	memset(mr, 0, sizeof(*mr));
+	/* Without FI_MR_PROV_KEY the key is ours to choose, and it is what a
+	 * peer needs to reach the memory (an RDM target admits any initiator):
+	 * a random one of the provider's key size, never a counter. */
+	if (!(o->mr_mode & FI_MR_PROV_KEY) && (rc = random_key(o, &want, err)))
+		return rc;
 	if (access & (RC_OFI_REMOTE_READ | RC_OFI_REMOTE_ATOMIC))
 		acc |= FI_REMOTE_READ;
 	if (access & (RC_OFI_REMOTE_WRITE | RC_OFI_REMOTE_ATOMIC))

@@ -71,7 +71,6 @@ struct rc_ofi {
 	size_t max_msg;   /* the largest message or RMA transfer */
 	size_t inject;    /* the largest inject */
 	int timeout_ms;
-	uint64_t next_key; /* the key asked for next, without FI_MR_PROV_KEY */
 	unsigned char name[RC_OFI_NAME_MAX];
 	size_t namelen;
 	char prov_name[64]; /* as libfabric names it: "tcp;ofi_rxm" */

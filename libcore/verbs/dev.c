@@ -217,3 +217,15 @@ int rc_dev_ipv4(const char *dev, char *out, size_t cap, struct rc_err *err)
 	inet_ntop(AF_INET, g.gid.raw + 12, out, (socklen_t)cap);
 	return 0;
 }
+
+int rc_dev_count(void)
+{
+	struct ibv_device **list;
+	int n = 0;
+
+	list = ibv_get_device_list(&n);
+	if (!list)
+		return 0;
+	ibv_free_device_list(list);
+	return n;
+}

@@ -58,7 +58,7 @@ layer_includes() {
 layer_tables() {
 	local f
 	# Which layer owns each public header.
-	declare -gA owner=([err]=base [parse]=base [export]=base [sha256]=base [etcd]=base [version]=base [config]=base [dev]=verbs [mem]=verbs
+	declare -gA owner=([err]=base [parse]=base [export]=base [sha256]=base [etcd]=base [version]=base [config]=base [fabric]=ofi [dev]=verbs [mem]=verbs
 		[conn]=verbs [ops]=verbs [ctrl]=region [server]=region [client]=region
 		[kv]=kv [topo]=topo [group]=group [a2a]=a2a [mcast]=mcast [migrate]=migrate [sweep]=sweep
 		[preflight]=sweep
@@ -78,7 +78,7 @@ layer_tables() {
 		[a2a]="base verbs group a2a" [mcast]="base verbs group mcast"
 		[migrate]="base verbs ctrl region migrate"
 		[sweep]="base verbs topo group sweep"
-		[umbrella]="base verbs ctrl region kv topo group a2a mcast migrate sweep")
+		[umbrella]="base ofi verbs ctrl region kv topo group a2a mcast migrate sweep")
 }
 
 @test "libcore's layers depend one way: base <- ofi; base <- verbs <- ctrl, topo, group; ctrl <- region, kv; group <- a2a, mcast; topo, group <- sweep; region <- migrate" {

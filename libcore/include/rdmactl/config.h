@@ -27,11 +27,20 @@ struct rc_config {
 	const char *etcd_user;          /* RDMACTL_ETCD_USER */
 	const char *etcd_password_file; /* RDMACTL_ETCD_PASSWORD_FILE */
 	const char *etcd_password;      /* RDMACTL_ETCD_PASSWORD */
+	/* The fabric a command runs on where it names none (--fabric):
+	 * RDMACTL_FABRIC ("verbs", "auto", "ofi:PROVIDER"). */
+	const char *fabric;
 	/* Test hooks. */
 	long test_max_cqe;             /* a group's CQs as if a device allowed no more
 					* CQEs than this (> 0): RDMACTL_TEST_MAX_CQE */
 	bool test_topo_verify_corrupt; /* --verify's check made to fail:
 					* RDMACTL_TEST_TOPO_VERIFY_CORRUPT */
+	const char *test_ofi_hello;    /* the libfabric client's HELLO: save:FILE (kept),
+				     * replay:FILE (sent instead) or spoil (a
+				     * wrong proof): RDMACTL_TEST_OFI_HELLO */
+	long test_ofi_replay_max;      /* a server over libfabric rotates its nonce after
+				   * this many clients (1 to 4095), not 4096:
+				   * RDMACTL_TEST_OFI_REPLAY_MAX */
 };
 
 /* The configuration from now on (a copy of *c; NULL: the defaults). Not

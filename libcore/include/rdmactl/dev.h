@@ -19,5 +19,7 @@ struct rc_gid_info {
 };
 
 RC_EXPORT const char *rc_gid_type_name(int type);
+/* How many RDMA devices the host has (0: none, or verbs cannot list them). */
+RC_EXPORT int rc_dev_count(void);
 
 #endif

@@ -18,6 +18,7 @@
 #include <rdmactl/err.h>
 #include <rdmactl/etcd.h>
 #include <rdmactl/export.h>
+#include <rdmactl/fabric.h>
 #include <rdmactl/group.h>
 #include <rdmactl/kv.h>
 #include <rdmactl/mcast.h>

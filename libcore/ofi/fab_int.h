@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/* Between the libfabric region server and client (fab_srv.c, fab_cli.c):
+ * the control plane's messages and their proofs (fab_wire.c). Every
+ * message is fixed in layout, little-endian, and checked for its exact
+ * length before a field of it is read (rdmactl/fabric.h says why). */
+#ifndef RDMACTL_FAB_INT_H
+#define RDMACTL_FAB_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdmactl/auth_core.h>
+#include <rdmactl/fabric.h>
+#include <rdmactl/ofi_core.h>
+
+#define FAB_MAGIC 0x31464352u /* "RCF1" */
+#define FAB_HEAD 40           /* magic, type, role/count, addrlen, pad, nonce, proof */
+#define FAB_REGION 64         /* one region in a WELCOME */
+#define FAB_MSG_MAX (FAB_HEAD + RC_FSRV_REGIONS * FAB_REGION)
+#define FAB_ROLE_DATA 1
+
+enum { FAB_HELLO = 1, FAB_WELCOME = 2, FAB_BYE = 3 };
+
+/* A message's head: what every one of them starts with. */
+struct fab_head {
+	uint32_t magic;
+	uint8_t type;
+	uint8_t count;   /* HELLO, BYE: the role; WELCOME: how many regions */
+	uint8_t addrlen; /* HELLO: bytes of the client's address after the head */
+	uint8_t pad;
+	unsigned char nonce[RC_AUTH_NONCE]; /* the client's */
+	unsigned char proof[RC_AUTH_MAC];
+};
+
+/* The head of buf (len bytes) into h: 0, or -EPROTO (too short, not ours). */
+int fab_head_get(const void *buf, size_t len, struct fab_head *h);
+void fab_head_put(void *buf, const struct fab_head *h);
+/* The proofs: HELLO's (the client's over both nonces, role and address),
+ * WELCOME's (the server's over both nonces and the region bytes), BYE's
+ * (the client's over both nonces), and the descriptor's token check (the
+ * server's over its nonce and address). */
+void fab_proof_hello(const char *token, const unsigned char ln[RC_AUTH_NONCE],
+		     const unsigned char cn[RC_AUTH_NONCE], int role, const void *addr,
+		     size_t addrlen, unsigned char out[RC_AUTH_MAC]);
+void fab_proof_welcome(const char *token, const unsigned char ln[RC_AUTH_NONCE],
+		       const unsigned char cn[RC_AUTH_NONCE], const void *body, size_t len,
+		       unsigned char out[RC_AUTH_MAC]);
+void fab_proof_bye(const char *token, const unsigned char ln[RC_AUTH_NONCE],
+		   const unsigned char cn[RC_AUTH_NONCE], unsigned char out[RC_AUTH_MAC]);
+void fab_token_check(const char *token, const unsigned char ln[RC_AUTH_NONCE], const void *addr,
+		     size_t addrlen, unsigned char out[RC_AUTH_MAC]);
+/* Constant-time comparison of two proofs. */
+bool fab_proof_eq(const unsigned char a[RC_AUTH_MAC], const unsigned char b[RC_AUTH_MAC]);
+/* A region into and out of its FAB_REGION bytes. */
+void fab_region_put(void *buf, const struct rc_fregion *r);
+int fab_region_get(const void *buf, struct rc_fregion *r);
+/* Hex of n bytes into out (2n + 1), and back: bytes, or -EINVAL. */
+void fab_hex(const void *p, size_t n, char *out);
+int fab_unhex(const char *s, void *p, size_t max);
+/* The info of an open endpoint. */
+void fab_info_of(const struct rc_ofi *o, struct rc_fabric_info *fi);
+
+#endif

@@ -1,0 +1,231 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# register, write, read and atomic over libfabric's tcp provider
+# (--fabric ofi:tcp, tcp;ofi_rxm on 127.0.0.1: a software transport, no RDMA
+# device, no guest): a 64 MiB round trip checked by digest, the atomics'
+# values, and the wrong answers: a wrong token (exit 3), a replayed and a
+# spoilt first message refused by the server, a region out of bounds,
+# --fabric bogus, and verbs or auto on a host without an RDMA device.
+
+load helpers
+
+setup() {
+	require_binary
+	unset RDMACTL_TOKEN RDMACTL_FABRIC RDMACTL_TEST_OFI_HELLO
+	tok=$BATS_TEST_TMPDIR/tok
+	printf 'ofi-s3cret-token\n' >"$tok"
+	chmod 600 "$tok"
+	desc=$BATS_TEST_TMPDIR/desc.jsonl
+	port=$((20000 + (RANDOM % 20000)))
+}
+
+teardown() {
+	common_teardown
+}
+
+# serve [REGISTER OPTIONS...]: a 64 MiB atomic region kv on 127.0.0.1:$port
+# over ofi:tcp, its -j lines in $desc; waits (10 s at most) for its line.
+serve() {
+	"$RDMACTL" -j register --fabric ofi:tcp --listen "127.0.0.1:$port" --name kv --size 64M \
+		--access atomic "$@" >"$desc" 2>"$BATS_TEST_TMPDIR/srv.err" &
+	started $!
+	for _ in $(seq 100); do
+		if grep -q '"event":"region"' "$desc"; then return 0; fi
+		sleep 0.1
+	done
+	fail "no region line in 10 s: $(cat "$BATS_TEST_TMPDIR/srv.err")"
+}
+
+client() {
+	"$RDMACTL" "$@" --fabric ofi:tcp --descriptor "$desc" --token-file "$tok"
+}
+
+@test "ofi:tcp: 64 MiB written and read back, the same by sha256; the report names transport, provider and domain" {
+	serve --token-file "$tok"
+	head -c 64M /dev/urandom >"$BATS_TEST_TMPDIR/in.bin"
+	run client -j write "127.0.0.1:$port/kv" --file "$BATS_TEST_TMPDIR/in.bin"
+	assert_success
+	assert_equal "$(jq -r '[.transport, .provider, .domain, .bytes] | join(" ")' <<<"$output")" \
+		"ofi tcp;ofi_rxm lo 67108864"
+	run client read "127.0.0.1:$port/kv" --out "$BATS_TEST_TMPDIR/back.bin"
+	assert_success
+	assert_output --partial "over ofi (tcp;ofi_rxm, domain lo): 67108864 bytes"
+	assert_equal "$(sha256sum <"$BATS_TEST_TMPDIR/back.bin")" "$(sha256sum <"$BATS_TEST_TMPDIR/in.bin")"
+	cmp "$BATS_TEST_TMPDIR/in.bin" "$BATS_TEST_TMPDIR/back.bin"
+	# the descriptor names the fabric and the endpoint
+	assert_equal "$(jq -r 'select(.event == "region") | [.fabric, .provider, .domain, (.ofi_address | length > 0), (.nonce | length), (.token_check | length)] | join(" ")' "$desc")" \
+		"ofi tcp;ofi_rxm lo true 32 32"
+}
+
+@test "ofi:tcp: fetch-and-add and compare-and-swap return the old values" {
+	serve --token-file "$tok"
+	run client -j atomic "127.0.0.1:$port/kv" --offset 8 --faa 5
+	assert_success
+	assert_equal "$(jq -r '[.old, .new, .transport] | join(" ")' <<<"$output")" "0 5 ofi"
+	run client -j atomic "127.0.0.1:$port/kv" --offset 8 --cas 5,9
+	assert_success
+	assert_equal "$(jq -r '[.old, .swapped, .new] | join(" ")' <<<"$output")" "5 true 9"
+	run client -j atomic "127.0.0.1:$port/kv" --offset 8 --cas 5,1
+	assert_success
+	assert_equal "$(jq -r '[.old, .swapped, .new] | join(" ")' <<<"$output")" "9 false 9"
+}
+
+@test "ofi:tcp: a wrong token is refused (exit 3) before anything is sent; the server admitted no one" {
+	serve --token-file "$tok"
+	printf 'another-token-42\n' >"$BATS_TEST_TMPDIR/bad"
+	chmod 600 "$BATS_TEST_TMPDIR/bad"
+	run "$RDMACTL" write "127.0.0.1:$port/kv" --fabric ofi:tcp --descriptor "$desc" \
+		--token-file "$BATS_TEST_TMPDIR/bad" --pattern seq --size 4K
+	assert_failure 3
+	assert_output --partial "does not prove our token"
+	# and a client without a token is told the server requires one
+	run "$RDMACTL" atomic "127.0.0.1:$port/kv" --fabric ofi:tcp --descriptor "$desc" --faa 1
+	assert_failure 3
+	assert_output --partial "the server requires a token"
+	run grep -c '"event":"connected"' "$desc"
+	assert_output 0
+}
+
+@test "ofi:tcp: a replayed first message and a spoilt proof are refused by the server" {
+	serve --token-file "$tok"
+	RDMACTL_TEST_OFI_HELLO=save:$BATS_TEST_TMPDIR/hello.bin run client atomic "127.0.0.1:$port/kv" --faa 1
+	assert_success
+	RDMACTL_TEST_OFI_HELLO=replay:$BATS_TEST_TMPDIR/hello.bin run client -t 1500 atomic "127.0.0.1:$port/kv" --faa 1
+	assert_failure
+	assert_output --partial "no WELCOME"
+	RDMACTL_TEST_OFI_HELLO=spoil run client -t 1500 atomic "127.0.0.1:$port/kv" --faa 1
+	assert_failure
+	run jq -r 'select(.event == "rejected") | .reason' "$desc"
+	assert_line --index 0 "a replayed HELLO (its nonce was seen)"
+	assert_line --index 1 "HELLO's proof is not the token's over this listener's nonce"
+	# one admission only, the first: the counter moved once
+	run client -j atomic "127.0.0.1:$port/kv" --faa 0
+	assert_equal "$(jq -r .old <<<"$output")" 1
+}
+
+@test "ofi:tcp: out of bounds of the region is refused" {
+	serve --token-file "$tok"
+	run client write "127.0.0.1:$port/kv" --pattern seq --size 4K --offset 64M
+	assert_failure
+	assert_output --partial "out of bounds of region 'kv'"
+	run client atomic "127.0.0.1:$port/kv" --offset 64M --faa 1
+	assert_failure
+	assert_output --partial "out of bounds of region 'kv'"
+	run client write "127.0.0.1:$port/kv" --pattern seq --size 4K --offset 67104768
+	assert_success
+}
+
+@test "--fabric bogus is a usage error naming the choices, for each command and from \$RDMACTL_FABRIC" {
+	for c in "write 127.0.0.1/kv --pattern seq --size 4K" "read 127.0.0.1/kv --out /dev/null" \
+		"atomic 127.0.0.1/kv --faa 1" "register -N kv -S 4K --listen 127.0.0.1"; do
+		read -ra words <<<"$c"
+		run "$RDMACTL" "${words[@]}" --fabric bogus
+		[ "$status" -eq 2 ] || fail "$c: exit $status: $output"
+		[[ $output == *"invalid --fabric 'bogus': expected verbs, auto, ofi:tcp, ofi:verbs, ofi:efa or ofi:PROVIDER"* ]] ||
+			fail "$c: $output"
+	done
+	RDMACTL_FABRIC=ofi: run "$RDMACTL" atomic 127.0.0.1/kv --faa 1
+	assert_failure 2
+	assert_output --partial "invalid \$RDMACTL_FABRIC 'ofi:'"
+}
+
+@test "--fabric verbs without an RDMA device is an error; auto picks nothing and says so" {
+	if compgen -G "/sys/class/infiniband/*" >/dev/null; then
+		skip "this host has an RDMA device"
+	fi
+	run "$RDMACTL" write 127.0.0.1/kv --pattern seq --size 4K --fabric verbs
+	assert_failure 1
+	assert_output --partial "--fabric verbs: this host has no RDMA device"
+	RDMACTL_FABRIC=auto run "$RDMACTL" register -N kv -S 4K --listen 127.0.0.1
+	assert_failure 1
+	assert_output --partial "auto picked nothing"
+	assert_output --partial "does not fall back to a software provider"
+}
+
+@test "ofi:tcp: a server without a token serves a client without one, descriptor or not; a client with a token refuses it (exit 3)" {
+	serve
+	head -c 1M /dev/urandom >"$BATS_TEST_TMPDIR/in.bin"
+	run "$RDMACTL" write "127.0.0.1:$port/kv" --fabric ofi:tcp --file "$BATS_TEST_TMPDIR/in.bin" --offset 4K
+	assert_success
+	run "$RDMACTL" read "127.0.0.1:$port/kv" --fabric ofi:tcp --descriptor "$desc" --size 1M --offset 4K \
+		--out "$BATS_TEST_TMPDIR/got.bin"
+	assert_success
+	cmp "$BATS_TEST_TMPDIR/in.bin" "$BATS_TEST_TMPDIR/got.bin"
+	run client atomic "127.0.0.1:$port/kv" --faa 1
+	assert_failure 3
+	assert_output --partial "it carries no token_check"
+}
+
+@test "a foreign libfabric client (tests/foreign/ofi_client.c: plain fi_* calls) writes and reads a region rdmactl serves over ofi:tcp, given the descriptor" {
+	serve
+	run cc -Wall -Werror -o "$BATS_TEST_TMPDIR/foreign" "$ROOT/tests/foreign/ofi_client.c" \
+		$(pkg-config --cflags --libs libfabric)
+	assert_success
+	local prov addr
+	prov=$(jq -r 'select(.event == "region") | .provider' "$desc")
+	addr=$(jq -r 'select(.event == "region") | .ofi_address' "$desc")
+	head -c 3M /dev/urandom >"$BATS_TEST_TMPDIR/in.bin"
+	run "$BATS_TEST_TMPDIR/foreign" "$prov" 127.0.0.1 "$addr" kv 8192 "$BATS_TEST_TMPDIR/in.bin" \
+		"$BATS_TEST_TMPDIR/out.bin"
+	assert_success
+	cmp "$BATS_TEST_TMPDIR/in.bin" "$BATS_TEST_TMPDIR/out.bin"
+	# rdmactl reads what the foreign client wrote, where it wrote it
+	run "$RDMACTL" read "127.0.0.1:$port/kv" --fabric ofi:tcp --offset 8192 --size 3M \
+		--out "$BATS_TEST_TMPDIR/back.bin"
+	assert_success
+	cmp "$BATS_TEST_TMPDIR/in.bin" "$BATS_TEST_TMPDIR/back.bin"
+	# and the wrong answer: a region the server does not serve
+	run "$BATS_TEST_TMPDIR/foreign" "$prov" 127.0.0.1 "$addr" nosuch 0 "$BATS_TEST_TMPDIR/in.bin" \
+		"$BATS_TEST_TMPDIR/out.bin"
+	assert_failure
+	assert_output --partial "no such region in the WELCOME"
+}
+
+@test "ofi:tcp: the replay cache full, the listener's nonce rotates: the region lines are printed again, an old descriptor is refused" {
+	RDMACTL_TEST_OFI_REPLAY_MAX=2 serve --token-file "$tok"
+	cp "$desc" "$BATS_TEST_TMPDIR/old.jsonl"
+	run client atomic "127.0.0.1:$port/kv" --faa 1
+	assert_success
+	run jq -r 'select(.event == "rotated") | .event' "$desc"
+	assert_output ""
+	# the second admission fills the cache of 2: rotated, after its answer
+	run client atomic "127.0.0.1:$port/kv" --faa 1
+	assert_success
+	run jq -r 'select(.event == "region") | .nonce' "$desc"
+	assert_equal "${#lines[@]}" 2
+	[ "${lines[0]}" != "${lines[1]}" ] || fail "the nonce did not change: $output"
+	assert_equal "$(jq -r 'select(.event == "rotated") | .reason' "$desc")" "${lines[1]}"
+	# a client with the old descriptor proves over the old nonce: refused
+	run "$RDMACTL" -t 1500 atomic "127.0.0.1:$port/kv" --fabric ofi:tcp \
+		--descriptor "$BATS_TEST_TMPDIR/old.jsonl" --token-file "$tok" --faa 1
+	assert_failure
+	assert_equal "$(jq -r 'select(.event == "rejected") | .reason' "$desc")" \
+		"HELLO's proof is not the token's over this listener's nonce"
+	# the descriptor as it stands now (its last region line) works
+	run client -j atomic "127.0.0.1:$port/kv" --faa 1
+	assert_success
+	assert_equal "$(jq -r .old <<<"$output")" 2
+}
+
+@test "ofi:tcp: no key in the descriptor, and none guessable: a client that skips the handshake and tries small keys writes nothing" {
+	serve
+	run jq -r 'select(.event == "region") | [has("key_hex"), has("addr"), has("rkey")] | join(" ")' "$desc"
+	assert_output "false false false"
+	run cc -Wall -Werror -o "$BATS_TEST_TMPDIR/foreign" "$ROOT/tests/foreign/ofi_client.c" \
+		$(pkg-config --cflags --libs libfabric)
+	assert_success
+	local addr k
+	addr=$(jq -r 'select(.event == "region") | .ofi_address' "$desc")
+	head -c 64K /dev/urandom >"$BATS_TEST_TMPDIR/in.bin"
+	# an RDM target admits any initiator that holds the key: keys of 1, 2...
+	# (a counter) were the whole of the protection
+	for k in 1 2 3 4 5 6 7 8; do
+		OFI_CLIENT_GUESS_KEY=$k run "$BATS_TEST_TMPDIR/foreign" "tcp;ofi_rxm" 127.0.0.1 "$addr" kv 0 \
+			"$BATS_TEST_TMPDIR/in.bin" "$BATS_TEST_TMPDIR/out.bin"
+		[ "$status" -ne 0 ] || fail "key $k reached the region without a handshake"
+	done
+	run "$RDMACTL" read "127.0.0.1:$port/kv" --fabric ofi:tcp --size 64K --out "$BATS_TEST_TMPDIR/back.bin"
+	assert_success
+	head -c 64K /dev/zero >"$BATS_TEST_TMPDIR/zero.bin"
+	cmp "$BATS_TEST_TMPDIR/zero.bin" "$BATS_TEST_TMPDIR/back.bin"
+}
