@@ -240,44 +240,15 @@ static void register_print(struct ctx *ctx, const struct register_args *a, struc
 		print_region(ctx, a, s, i);
 }
 
-/* --metrics: the server's counters and its regions; up says whether it
- * still serves (0 in the file written at exit). */
-static void server_metrics(struct metrics *m, const struct register_args *a,
-			   const struct rc_server *s, double started, bool up)
+/* --metrics: the server's figures, rendered; up says whether it still
+ * serves (0 in the file written at exit). */
+static void server_metrics_put(struct metrics *m, const struct register_args *a,
+			       const struct rc_server *s, double started, bool up)
 {
-	const struct rc_listener *l = rc_server_listener(s);
-	struct rc_server_stats st;
-	char listen[RC_HOST_MAX + 16];
+	json_t *doc = register_figures(a, s, started, up);
 
-	rc_server_stats(s, &st);
-	snprintf(listen, sizeof(listen), "%s:%u", rc_listener_addr(l), rc_listener_port(l));
-	metrics_label(m, "listen", listen);
-	metrics_label(m, "device", rc_listener_device(l));
-	metrics_gauge(m, "rdmactl_server_up", "1 while the server serves, 0 once it stopped", up);
-	metrics_gauge(m, "rdmactl_server_start_time_seconds",
-		      "when the server started, in seconds since the Unix epoch", started);
-	metrics_gauge(m, "rdmactl_server_connections", "connections now", st.conns);
-	metrics_counter(m, "rdmactl_server_connections_total", "connections established",
-			(double)st.accepted);
-	metrics_counter(m, "rdmactl_server_rejected_connections_total",
-			"connect requests refused (token, too many connections, accept failed)",
-			(double)st.rejected);
-	metrics_family(m, "rdmactl_server_errors_total", METRIC_COUNTER,
-		       "errors by kind: connection (dropped on a failed completion or keepalive), "
-		       "flush (a periodic write-back of a region)");
-	metrics_sample(m, "", "kind", "connection", (double)st.dropped);
-	metrics_sample(m, "", "kind", "flush", (double)st.flush_failed);
-	metrics_counter(m, "rdmactl_server_requests_total",
-			"control requests answered (region lists, migration steps)",
-			(double)st.requests);
-	metrics_counter(m, "rdmactl_server_immediates_total",
-			"immediate data received (RDMA WRITE_WITH_IMM)", (double)st.imms);
-	metrics_gauge(m, "rdmactl_server_regions", "regions served", rc_server_nregions(s));
-	metrics_family(m, "rdmactl_server_region_size_bytes", METRIC_GAUGE, "each region's size");
-	for (int i = 0; i < rc_server_nregions(s); i++)
-		metrics_sample(m, "", "region", rc_server_region(s, i)->d.name,
-			       (double)rc_server_region(s, i)->d.length);
-	register_rails_metrics(m, a, s);
+	register_figures_render(m, doc);
+	json_decref(doc);
 }
 
 /* The periodic rewrite: a small local file, never a wait on a peer. A
@@ -291,7 +262,7 @@ static void metrics_tick(struct ctx *ctx, const struct register_args *a, const s
 
 	metrics_init(&m);
 	metrics_label(&m, "command", "register");
-	server_metrics(&m, a, s, started, true);
+	server_metrics_put(&m, a, s, started, true);
 	rc = metrics_write(&m, a->metrics, msg, sizeof(msg));
 	metrics_free(&m);
 	if (rc && !*failing)
@@ -396,7 +367,7 @@ static int register_stop(struct ctx *ctx, struct register_args *a, struct rc_ser
 	metrics_label(&m, "command", "register");
 	rc_etcd_close(etcd);
 	if (a->metrics && s)
-		server_metrics(&m, a, s, started, false);
+		server_metrics_put(&m, a, s, started, false);
 	rc2 = rc_server_rails_close(a->rails, &e);
 	a->rails = NULL;
 	if (rc2) {
