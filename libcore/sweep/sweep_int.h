@@ -51,6 +51,8 @@ struct sweep {
 	struct rc_sweep_node cong; /* its cong and cong_present: the loaded phases' */
 };
 
+/* direction.c: what every pass does to one peer. The progress callback
+ * with this round and what is done to peer. */
 void sweep_say(struct sweep *s, int peer, const char *what);
 /* Until the one-sided operations done to peer reach target; the deadline
  * moves with every completion. */
