@@ -113,7 +113,7 @@ static void my_record(struct ctx *ctx, const char *sysfs, const char *dev, struc
 		rc = rc_pf_node_fill_rails(t, dev ? dev : ctx->dev_name, 0, ctx->gid_index,
 					   RDMACTL_VERSION, n, RC_PF_RAILS_MAX, nrails, &e);
 	if (rc)
-		snprintf(n->error, sizeof(n->error), "%.159s", e.msg);
+		snprintf(n->error, sizeof(n->error), "%.159s", ERR_TEXT(e));
 	if (rc && !n->loaded)
 		rc_pf_node_unknown(n);
 	rc_topo_free(t);
@@ -161,12 +161,12 @@ static int run_group(struct ctx *ctx, struct pf_cli *a, struct rc_group **g, str
 				 : fail(ctx, rc, "%s", ERR_TEXT(e));
 	my_record(ctx, a->sysfs, rc_group_dev(*g), mine, &nmine);
 	if ((rc = rc_pf_gather_rails(*g, mine, nmine, all, nrows, &e)))
-		return fail(ctx, rc, "rank %d: %s", a->grp.who.rank, e.msg);
+		return fail(ctx, rc, "rank %d: %s", a->grp.who.rank, ERR_TEXT(e));
 	if (a->no_probe)
 		return 0;
 	a->probe.sysfs = NULL; /* the counters are the live device's */
 	if ((rc = rc_pf_probe(*g, &a->probe, res, &e)))
-		return fail(ctx, rc, "rank %d: %s", a->grp.who.rank, e.msg);
+		return fail(ctx, rc, "rank %d: %s", a->grp.who.rank, ERR_TEXT(e));
 	return 0;
 }
 
@@ -217,7 +217,7 @@ static int run(struct ctx *ctx, struct pf_cli *a)
 	}
 	/* every rank exits with the verdict, so that a launcher sees it */
 	if (g && !rc && (rc = rc_group_allgather_u64(g, me == 0 ? clean : 0, verdict, &e)))
-		rc = fail(ctx, rc, "rank %d: %s", me, e.msg);
+		rc = fail(ctx, rc, "rank %d: %s", me, ERR_TEXT(e));
 	if (g && !rc)
 		clean = verdict[0] != 0;
 	if (!rc && me != 0)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmds.h"
 #include "rails_cmds.h"
 
 /* A rail far below its peers: a rate while busy under this fraction of
@@ -210,7 +211,7 @@ static int rails_open_many(struct ctx *ctx, const struct cmd *c, const struct op
 	o.conn.sq_depth = STREAM_SQ_DEPTH;
 	o.nconns = 1;
 	rc = rc_rails_open(spec, n, region, &o, out, &e);
-	return rc ? fail(ctx, rc, "%s", e.msg) : 0;
+	return rc ? fail(ctx, rc, "%s", ERR_TEXT(e)) : 0;
 }
 
 int rails_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
@@ -227,7 +228,7 @@ int rails_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		return rc;
 	if ((rc = rc_rails_of(cl, out, &e))) {
 		client_close(ctx, cl, rc);
-		return fail(ctx, rc, "%s", e.msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	}
 	return 0;
 }
@@ -254,7 +255,7 @@ int rails_transfer(struct ctx *ctx, struct rc_rails *r, enum rc_op op, uint64_t 
 	rc = rc_rails_transfer(r, op, off, len, stripe, io, res, &e);
 	progress_end(&prog);
 	if (rc)
-		rc = fail(ctx, rc, "%s (after %llu bytes)", e.msg,
+		rc = fail(ctx, rc, "%s (after %llu bytes)", ERR_TEXT(e),
 			  (unsigned long long)res->total.bytes);
 	return rc;
 }

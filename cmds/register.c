@@ -13,6 +13,7 @@
 #include <rdmactl/etcd.h>
 #include <rdmactl/server.h>
 
+#include "cmds.h"
 #include "register.h"
 #include "session.h"
 
@@ -112,7 +113,7 @@ static int register_start(struct ctx *ctx, struct register_args *a, struct rc_se
 	so->flush_every_ms = a->flush_every_ms;
 	rc = rc_server_create(so, s, &e);
 	if (rc)
-		return fail(ctx, rc, "%s", e.msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	for (int i = 0; i < a->nspecs; i++) {
 		const struct region_spec *r = &a->specs[i];
 		struct rc_mem_spec ms = { .kind = r->kind,
@@ -123,7 +124,7 @@ static int register_start(struct ctx *ctx, struct register_args *a, struct rc_se
 
 		rc = rc_server_add_region_spec(*s, r->name, &ms, r->acc, &e);
 		if (rc)
-			return fail(ctx, rc, "region %s: %s", r->name, e.msg);
+			return fail(ctx, rc, "region %s: %s", r->name, ERR_TEXT(e));
 	}
 	/* the server's rails: its own, and one more server each further one */
 	struct rc_rail_listen rl[RC_RAILS_MAX];
@@ -133,7 +134,7 @@ static int register_start(struct ctx *ctx, struct register_args *a, struct rc_se
 						 .port = a->lr.port[i],
 						 .dev = a->lr.dev[i][0] ? a->lr.dev[i] : NULL };
 	rc = rc_server_rails_open(*s, rl, a->lr.n > 1 ? a->lr.n : 1, &a->rails, &e);
-	return rc ? fail(ctx, rc, "%s", e.msg) : 0;
+	return rc ? fail(ctx, rc, "%s", ERR_TEXT(e)) : 0;
 }
 
 /* A region served on several rails: each rail's address in its record (d's
@@ -222,7 +223,7 @@ static int register_publish(struct ctx *ctx, const struct register_args *a, stru
 	}
 	if (rc) {
 		rc_etcd_close(e);
-		return fail(ctx, rc, "--publish: %s", err.msg);
+		return fail(ctx, rc, "--publish: %s", ERR_TEXT(err));
 	}
 	out_str(&ctx->out, "event", NULL, "lease");
 	out_str(&ctx->out, "lease", "etcd lease %s", rc_etcd_lease_id(e));
@@ -321,7 +322,7 @@ static int register_background(struct ctx *ctx, struct rc_server *s)
 	int rc = session_serve(ctx->session, s, &e);
 
 	if (rc)
-		return fail(ctx, rc, "%s", e.msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	if (!out_is_json(&ctx->out))
 		out_log(&ctx->out,
 			"serving in the background on %s:%u: 'regions' lists, 'unregister' stops",
@@ -344,10 +345,10 @@ static int register_foreground(struct ctx *ctx, struct register_args *a, struct 
 			rc_server_nregions(s), rc_server_nregions(s) == 1 ? "" : "s",
 			rc_listener_addr(l), rc_listener_port(l), rc_listener_device(l));
 	if ((rc = rc_server_rails_start(a->rails, &e)))
-		return fail(ctx, rc, "%s", e.msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	rc = register_serve(ctx, a, s, sfd, started, &e);
 	if (rc)
-		return fail(ctx, rc, "%s", e.msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	/* Consume the signal, or unblocking it afterwards would deliver it. */
 	while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 		;
@@ -371,7 +372,7 @@ static int register_stop(struct ctx *ctx, struct register_args *a, struct rc_ser
 	rc2 = rc_server_rails_close(a->rails, &e);
 	a->rails = NULL;
 	if (rc2) {
-		rc2 = fail(ctx, rc2, "%s", e.msg);
+		rc2 = fail(ctx, rc2, "%s", ERR_TEXT(e));
 		if (!rc)
 			rc = rc2;
 	}
@@ -379,7 +380,7 @@ static int register_stop(struct ctx *ctx, struct register_args *a, struct rc_ser
 	 * file is data lost, whatever stopped the server. */
 	rc2 = rc_server_destroy(s, &e);
 	if (rc2) {
-		rc2 = fail(ctx, rc2, "%s", e.msg);
+		rc2 = fail(ctx, rc2, "%s", ERR_TEXT(e));
 		if (!rc)
 			rc = rc2;
 	}
