@@ -125,12 +125,12 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 	if (!a->counts)
 		return fail(ctx, -ENOMEM, "out of memory");
 	if (rc_a2a_counts(&a->route, a->counts, &e))
-		return usage_err(ctx, "%s", e.msg);
+		return usage_err(ctx, "%s", ERR_TEXT(e));
 	if (rc_a2a_counts_fit(a->counts, a->grp.who.world,
 			      rc_a2a_token_bytes(a->run.hidden, a->run.dtype), &e))
 		return a->route.skew == RC_A2A_MATRIX
-			       ? usage_err(ctx, "--skew %s: %s", a->skew, e.msg)
-			       : usage_err(ctx, "%s", e.msg);
+			       ? usage_err(ctx, "--skew %s: %s", a->skew, ERR_TEXT(e))
+			       : usage_err(ctx, "%s", ERR_TEXT(e));
 	a->run.counts = a->counts;
 	if (a->plan)
 		return 0;
@@ -270,7 +270,7 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 	if (!rc)
 		rc = rc_group_allgather_u64(g[0], res[0].wrong, wrong, &e);
 	if (rc) {
-		rc = fail(ctx, rc, "rank %d: %s", a->grp.who.rank, e.msg);
+		rc = fail(ctx, rc, "rank %d: %s", a->grp.who.rank, ERR_TEXT(e));
 		goto out;
 	}
 	for (int i = 0; i < W; i++)
@@ -322,7 +322,8 @@ static int plan_print(struct ctx *ctx, struct a2a_cli *a)
 	}
 	rc_a2a_need(a->run.algo, W, a->run.ranks_per_node, need);
 	if ((rc = rc_a2a_reg_bytes(&a->run, W, bytes, &e))) {
-		rc = rc == -EINVAL ? usage_err(ctx, "%s", e.msg) : fail(ctx, rc, "%s", e.msg);
+		rc = rc == -EINVAL ? usage_err(ctx, "%s", ERR_TEXT(e))
+				   : fail(ctx, rc, "%s", ERR_TEXT(e));
 		goto out;
 	}
 	out_bool(o, "plan", NULL, true);

@@ -102,10 +102,10 @@ static int atomic_run(struct ctx *ctx, const struct atomic_args *a, struct rc_cl
 	int rc;
 
 	if ((rc = rc_client_check(cl, a->cl.off, 8, true, true, &e)))
-		return fail(ctx, rc, "%s", e.msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	rc = rc_client_atomic(cl, a->is_cas ? RC_OP_CAS : RC_OP_FAA, a->cl.off,
 			      a->is_cas ? a->expected : a->add, a->swap, ctx->timeout_ms, old, &e);
-	return rc ? fail(ctx, rc, "%s", e.msg) : 0;
+	return rc ? fail(ctx, rc, "%s", ERR_TEXT(e)) : 0;
 }
 
 static void atomic_values(struct ctx *ctx, const struct atomic_args *a, uint64_t old);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmds.h"
 #include "client_cmds.h"
 
 _Static_assert(RC_LAT_CLOCK_AUTO == 0 && RC_LAT_CLOCK_TSC == 1 && RC_LAT_CLOCK_MONOTONIC == 2,
@@ -302,7 +303,7 @@ static int bench_sizes(struct ctx *ctx, struct rc_client *cl, struct rc_client_b
 	*nrows = 0;
 	if (!b->msg_max) {
 		rc = rc_client_bench(cl, cb, res, &e);
-		return rc ? fail(ctx, rc, "%s (after %llu operations)", e.msg,
+		return rc ? fail(ctx, rc, "%s (after %llu operations)", ERR_TEXT(e),
 				 (unsigned long long)res->ops)
 			  : 0;
 	}
@@ -313,7 +314,8 @@ static int bench_sizes(struct ctx *ctx, struct rc_client *cl, struct rc_client_b
 		rc = rc_client_bench(cl, cb, &one, &e);
 		if (rc)
 			return fail(ctx, rc, "%s (at --msg-size %llu, after %llu operations)",
-				    e.msg, (unsigned long long)msg, (unsigned long long)one.ops);
+				    ERR_TEXT(e), (unsigned long long)msg,
+				    (unsigned long long)one.ops);
 		rows[(*nrows)++] = (struct size_row){ msg, one.bytes, one.ops, one.seconds };
 		res->bytes += one.bytes;
 		res->ops += one.ops;
@@ -349,7 +351,7 @@ int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 	rc = rc_client_check(cl, ca->off, b->msg_max ? b->msg_max : b->msg, op != RC_OP_READ,
 			     atomic, &e);
 	if (rc) {
-		rc = fail(ctx, rc, "%s", e.msg);
+		rc = fail(ctx, rc, "%s", ERR_TEXT(e));
 		goto out;
 	}
 	if (b->lat)

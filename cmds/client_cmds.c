@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cmds.h"
 #include "client_cmds.h"
 #include "session.h"
 
@@ -50,7 +51,7 @@ int etcd_name_resolve(struct ctx *ctx, const struct etcd_name *n, struct rc_targ
 			    "no region '%s' is published in etcd at %s (no key %s: is its server running with --publish etcd://%s/%s?)",
 			    n->region, n->server, n->key, n->server, n->ns);
 	if (rc)
-		return fail(ctx, rc, "%s", err.msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(err));
 	if (rc_etcd_region_parse(got.value, r) || strcmp(r->region, n->region))
 		return fail(ctx, -EPROTO, "etcd at %s: key %s holds no region record of rdmactl's",
 			    n->server, n->key);
@@ -179,7 +180,7 @@ int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		if (rc) {
 			/* The connection is sound: keep it for the next command. */
 			session_client_give_back(ctx->session, cl, true);
-			return fail(ctx, rc, "%s", e.msg);
+			return fail(ctx, rc, "%s", ERR_TEXT(e));
 		}
 		*out = cl;
 		return 0;
@@ -189,10 +190,10 @@ int client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		struct etcd_name n; /* a server that did not prove the token */
 
 		if (!etcd_name_parse(ctx, c->name, v->pos[0], &n))
-			return fail(ctx, rc, "%s (named by etcd record %s)", e.msg, n.key);
+			return fail(ctx, rc, "%s (named by etcd record %s)", ERR_TEXT(e), n.key);
 	}
 	if (rc)
-		return fail(ctx, rc, "%s", e.msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	if (ctx->session)
 		session_client_lend(ctx->session, key, &t, *out);
 	return 0;

@@ -45,20 +45,48 @@ void cmds_config_load(void)
 	rc_config_set(&c);
 }
 
+/* The field name (len bytes) as its option: kv_heads is --kv-heads. */
+static size_t put_opt(char *out, size_t cap, const char *name, size_t len)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < len + 2 && o + 1 < cap; i++)
+		out[o++] = i < 2 ? '-' : name[i - 2] == '_' ? '-' : name[i - 2];
+	out[o] = '\0';
+	return o;
+}
+
+/* The message with each parameter it names (e->named) as its option. */
+static const char *named_text(const struct rc_err *e, char *buf, size_t len)
+{
+	size_t at = 0, o = 0, mlen = strnlen(e->msg, sizeof(e->msg));
+
+	for (int i = 0; i < e->nnamed && i < RC_ERR_NAMED; i++) {
+		size_t s = e->named[i].at, n = e->named[i].len;
+
+		if (s < at || s + n > mlen || o + (s - at) + n + 3 > len)
+			continue;
+		memcpy(buf + o, e->msg + at, s - at);
+		o += s - at;
+		o += put_opt(buf + o, len - o, e->msg + s, n);
+		at = s + n;
+	}
+	snprintf(buf + o, len - o, "%.*s", (int)(mlen - at), e->msg + at);
+	return buf;
+}
+
 const char *cmds_err_text(const struct rc_err *e, char *buf, size_t len)
 {
 	size_t n = e->param ? strlen(e->param) : 0;
 	const char *at = n ? strstr(e->msg, e->param) : NULL;
 	char opt[64];
-	size_t i;
 
+	if (e->nnamed > 0)
+		return named_text(e, buf, len);
 	if (!at || n >= sizeof(opt) - 2)
 		return e->msg;
 	/* The field kv_heads is the option --kv-heads. */
-	opt[0] = opt[1] = '-';
-	for (i = 0; i < n; i++)
-		opt[i + 2] = e->param[i] == '_' ? '-' : e->param[i];
-	opt[n + 2] = '\0';
+	put_opt(opt, sizeof(opt), e->param, n);
 	snprintf(buf, len, "%.*s%s%s", (int)(at - e->msg), e->msg, opt, at + n);
 	return buf;
 }

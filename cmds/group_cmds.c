@@ -193,7 +193,7 @@ static int rails_agree(struct ctx *ctx, struct rc_group *g, const struct group_a
 		return fail(ctx, -ENOMEM, "out of memory");
 	if ((rc = rc_group_allgather_u64(g, (uint64_t)mine, all, &e))) {
 		free(all);
-		return fail(ctx, rc, "rank %d: %s", a->who.rank, e.msg);
+		return fail(ctx, rc, "rank %d: %s", a->who.rank, ERR_TEXT(e));
 	}
 	for (int r = 0; r < W; r++)
 		if (all[r] != (uint64_t)mine) {
@@ -253,8 +253,8 @@ int group_agree(struct ctx *ctx, struct rc_group *g, int rank, const struct grou
 	int rc = rc_group_agree(g, gs->s, gs->n, &e);
 
 	if (rc == -EINVAL)
-		return usage_err(ctx, "%s", e.msg);
-	return rc ? fail(ctx, rc, "rank %d: %s", rank, e.msg) : 0;
+		return usage_err(ctx, "%s", ERR_TEXT(e));
+	return rc ? fail(ctx, rc, "rank %d: %s", rank, ERR_TEXT(e)) : 0;
 }
 
 int group_join_rails(struct ctx *ctx, const struct group_args *a, const struct rc_group_join *j,
@@ -362,7 +362,7 @@ int group_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 	if ((rc = opts_fill(ctx, c, v, first + GO_RANK, first + GO_RAILS + 1, a)))
 		return rc;
 	if (rc_rank_resolve(a->rank, a->world, a->local_rank, NULL, &a->who, &e))
-		return usage_err(ctx, "%s", e.msg);
+		return usage_err(ctx, "%s", ERR_TEXT(e));
 	if ((rc = metrics_rank_path(ctx, opt_arg(v, first + GO_METRICS), a)) ||
 	    (rc = opt_token(ctx, v, first + GO_TOKEN, first + GO_TOKEN_FILE, a->token_buf,
 			    &a->token)))

@@ -526,9 +526,9 @@ static int do_migrate(struct ctx *ctx, int argc, char **argv)
 	progress_end(&prog);
 	free(p.ext);
 	if (rc == -EKEYREJECTED && p.o.etcd) /* a server that did not prove the token */
-		return fail(ctx, rc, "%s (the source is etcd record %s)", e.msg, p.en.key);
+		return fail(ctx, rc, "%s (the source is etcd record %s)", ERR_TEXT(e), p.en.key);
 	if (rc)
-		return fail(ctx, rc, "%s", e.msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	print(ctx, &r, p.live, !p.live || p.lo.verify);
 	if (p.live && p.lo.verify && !r.verified)
 		return fail(ctx, -EIO,

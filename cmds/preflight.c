@@ -115,7 +115,7 @@ static void my_record(struct ctx *ctx, const char *sysfs, const char *dev, struc
 		rc = rc_pf_node_fill_rails(t, dev ? dev : ctx->dev_name, 0, ctx->gid_index,
 					   RDMACTL_VERSION, n, RC_PF_RAILS_MAX, nrails, &e);
 	if (rc)
-		snprintf(n->error, sizeof(n->error), "%.159s", e.msg);
+		snprintf(n->error, sizeof(n->error), "%.159s", ERR_TEXT(e));
 	if (rc && !n->loaded)
 		rc_pf_node_unknown(n);
 	rc_topo_free(t);
@@ -163,12 +163,12 @@ static int run_group(struct ctx *ctx, struct pf_cli *a, struct rc_group **g, str
 				 : fail(ctx, rc, "%s", ERR_TEXT(e));
 	my_record(ctx, a->sysfs, rc_group_dev(*g), mine, &nmine);
 	if ((rc = rc_pf_gather_rails(*g, mine, nmine, all, nrows, &e)))
-		return fail(ctx, rc, "rank %d: %s", a->grp.who.rank, e.msg);
+		return fail(ctx, rc, "rank %d: %s", a->grp.who.rank, ERR_TEXT(e));
 	if (a->no_probe)
 		return 0;
 	a->probe.sysfs = NULL; /* the counters are the live device's */
 	if ((rc = rc_pf_probe(*g, &a->probe, res, &e)))
-		return fail(ctx, rc, "rank %d: %s", a->grp.who.rank, e.msg);
+		return fail(ctx, rc, "rank %d: %s", a->grp.who.rank, ERR_TEXT(e));
 	return 0;
 }
 
@@ -220,7 +220,7 @@ static int report_share(struct ctx *ctx, struct rc_group *g, int me)
 	int rc = rc_pf_share(g, &s, &len, PF_REPORT_MAX, &e);
 
 	if (rc)
-		rc = fail(ctx, rc, "rank %d: %s", me, e.msg);
+		rc = fail(ctx, rc, "rank %d: %s", me, ERR_TEXT(e));
 	else if (me)
 		rc = report_merge(ctx, s, len);
 	free(s);
@@ -242,7 +242,7 @@ static int verdict(struct ctx *ctx, struct rc_group *g, int W, int me, bool *cle
 	rc = rc_group_allgather_u64(g, (me == 0 && *clean) | (uint64_t)out_is_json(&ctx->out) << 1,
 				    all, &e);
 	if (rc)
-		rc = fail(ctx, rc, "rank %d: %s", me, e.msg);
+		rc = fail(ctx, rc, "rank %d: %s", me, ERR_TEXT(e));
 	for (int i = 0; !rc && i < W; i++)
 		json |= all[i] >> 1 & 1;
 	if (!rc)

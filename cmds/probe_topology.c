@@ -58,7 +58,7 @@ static int do_capture(struct ctx *ctx, const char *src, const char *dest)
 	int nfiles = 0, rc = rc_topo_capture(src, dest, &nfiles, &e);
 
 	if (rc)
-		return fail(ctx, rc, "%s", e.msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	out_str(&ctx->out, "capture", "captured %s", dest);
 	out_i64(&ctx->out, "files", " (%lld files)\n", nfiles);
 	out_text(&ctx->out, "read it with: rdmactl probe-topology --sysfs %s\n", dest);
@@ -116,7 +116,7 @@ static int topo_run(struct ctx *ctx, const struct topo_args *a, const char *root
 
 	rc = rc_topo_load(&to, t, &e);
 	if (rc)
-		return fail(ctx, rc, "%s", e.msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	if (ctx->dev_name) {
 		bool found = false;
 
@@ -151,7 +151,7 @@ static int do_probe_topology(struct ctx *ctx, int argc, char **argv)
 		return rc;
 	if (a.sysfs &&
 	    (rc = rc_topo_open_tree(a.sysfs, root, sizeof(root), tmpdir, sizeof(tmpdir), &e)))
-		return fail(ctx, rc, "%s", e.msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	if (a.capture) {
 		rc = do_capture(ctx, a.sysfs ? root : NULL, a.capture);
 		goto out;

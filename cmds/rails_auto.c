@@ -13,6 +13,7 @@
 
 #include <rdmactl/topo.h>
 
+#include "cmds.h"
 #include "rails_cmds.h"
 
 /* What the plan is asked for: a GPU, else a node (-1: every node). */
@@ -124,7 +125,7 @@ static int plan_rails(struct ctx *ctx, const char *who, const char *plan, struct
 		return rc;
 	rc = rc_topo_rails_of(t, w->gpu, w->numa, devs, RC_RAILS_MAX, &n, &e);
 	if (rc)
-		return fail(ctx, rc, "%s: --rails %s: %s: %s", who, plan, w->why, e.msg);
+		return fail(ctx, rc, "%s: --rails %s: %s: %s", who, plan, w->why, ERR_TEXT(e));
 	if (n > RC_RAILS_MAX)
 		out_log(&ctx->out, "%s: --rails %s: the plan has %d rails, the first %d are used",
 			who, plan, n, RC_RAILS_MAX);
@@ -158,12 +159,12 @@ int rails_auto(struct ctx *ctx, const char *who, const char *plan, struct rails_
 				 who, plan);
 	if (sysfs && *sysfs &&
 	    (rc = rc_topo_open_tree(sysfs, root, sizeof(root), tmpdir, sizeof(tmpdir), &e)))
-		return fail(ctx, rc, "%s: --rails %s: RDMACTL_SYSFS: %s", who, plan, e.msg);
+		return fail(ctx, rc, "%s: --rails %s: RDMACTL_SYSFS: %s", who, plan, ERR_TEXT(e));
 	to.root = sysfs && *sysfs ? root : NULL;
 	to.name = sysfs && *sysfs ? sysfs : NULL;
 	rc = rc_topo_load(&to, &t, &e);
 	if (rc)
-		rc = fail(ctx, rc, "%s: --rails %s: %s", who, plan, e.msg);
+		rc = fail(ctx, rc, "%s: --rails %s: %s", who, plan, ERR_TEXT(e));
 	else
 		rc = plan_rails(ctx, who, plan, &w, t, ra);
 	rc_topo_free(t);

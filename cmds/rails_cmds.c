@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmds.h"
 #include "rails_cmds.h"
 
 /* A rail far below its peers: a rate while busy under this fraction of
@@ -210,7 +211,7 @@ static int rails_open_many(struct ctx *ctx, const struct cmd *c, const struct op
 	o.conn.sq_depth = STREAM_SQ_DEPTH;
 	o.nconns = 1;
 	rc = rc_rails_open(spec, n, region, &o, out, &e);
-	return rc ? fail(ctx, rc, "%s", e.msg) : 0;
+	return rc ? fail(ctx, rc, "%s", ERR_TEXT(e)) : 0;
 }
 
 int rails_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
@@ -227,7 +228,7 @@ int rails_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		return rc;
 	if ((rc = rc_rails_of(cl, out, &e))) {
 		client_close(ctx, cl, rc);
-		return fail(ctx, rc, "%s", e.msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	}
 	return 0;
 }
@@ -254,7 +255,7 @@ int rails_transfer(struct ctx *ctx, struct rc_rails *r, enum rc_op op, uint64_t 
 	rc = rc_rails_transfer(r, op, off, len, stripe, io, res, &e);
 	progress_end(&prog);
 	if (rc)
-		rc = fail(ctx, rc, "%s (after %llu bytes)", e.msg,
+		rc = fail(ctx, rc, "%s (after %llu bytes)", ERR_TEXT(e),
 			  (unsigned long long)res->total.bytes);
 	return rc;
 }
@@ -481,118 +482,4 @@ int listen_rails(struct ctx *ctx, const char *who, const char *listen, const cha
 				 "one device per address (a rail each)",
 				 who, ndevs, ndevs == 1 ? "" : "s", lr->n, lr->n == 1 ? "" : "es");
 	return 0;
-}
-
-/* One family, a sample per rail labelled rail and device. */
-static void rail_family(struct metrics *m, const char *name, enum metric_type t, const char *help,
-			const struct rc_rails_result *res, const char *const *devs,
-			double (*val)(const struct rc_rail_result *))
-{
-	static const char *const names[] = { "rail", "device" };
-
-	metrics_family(m, name, t, help);
-	for (int i = 0; i < res->n; i++) {
-		char rail[12];
-		const char *values[] = { rail, devs[i] };
-
-		snprintf(rail, sizeof(rail), "%d", i + 1);
-		metrics_sample_labels(m, names, values, 2, val(&res->rail[i]));
-	}
-}
-
-static double rr_bytes(const struct rc_rail_result *rr)
-{
-	return (double)rr->bytes;
-}
-
-static double rr_ops(const struct rc_rail_result *rr)
-{
-	return (double)rr->ops;
-}
-
-static double rr_chunks(const struct rc_rail_result *rr)
-{
-	return (double)rr->chunks;
-}
-
-static double rr_errors(const struct rc_rail_result *rr)
-{
-	return (double)rr->errors;
-}
-
-static double rr_busy(const struct rc_rail_result *rr)
-{
-	return rr->busy_s;
-}
-
-static double rr_failed(const struct rc_rail_result *rr)
-{
-	return rr->failed;
-}
-
-void rails_metrics(struct metrics *m, enum rc_op op, const struct rc_rails_result *res,
-		   const char *const *devs)
-{
-	bool w = op == RC_OP_WRITE;
-
-	metrics_label(m, "operation", w ? "write" : "read");
-	metrics_gauge(m, "rdmactl_transfer_rails", "rails the transfer was striped over", res->n);
-	metrics_counter(m, "rdmactl_transfer_bytes_total", "bytes the transfer moved, every rail",
-			(double)res->total.bytes);
-	metrics_gauge(m, "rdmactl_transfer_duration_seconds", "how long the transfer took",
-		      res->total.seconds);
-	rail_family(m, "rdmactl_transfer_rail_bytes_total", METRIC_COUNTER,
-		    "bytes each rail moved (the chunks it completed)", res, devs, rr_bytes);
-	rail_family(m, "rdmactl_transfer_rail_operations_total", METRIC_COUNTER,
-		    w ? "RDMA WRITEs each rail completed" : "RDMA READs each rail completed", res,
-		    devs, rr_ops);
-	rail_family(m, "rdmactl_transfer_rail_chunks_total", METRIC_COUNTER,
-		    "chunks each rail completed", res, devs, rr_chunks);
-	rail_family(m, "rdmactl_transfer_rail_errors_total", METRIC_COUNTER,
-		    "chunks that failed on each rail (then sent again on another)", res, devs,
-		    rr_errors);
-	rail_family(m, "rdmactl_transfer_rail_busy_seconds", METRIC_GAUGE,
-		    "time each rail spent moving its chunks (its rate: bytes over this)", res, devs,
-		    rr_busy);
-	rail_family(m, "rdmactl_transfer_rail_failed", METRIC_GAUGE,
-		    "1 for a rail that failed during the transfer (the others took its chunks)",
-		    res, devs, rr_failed);
-}
-
-/* The file: the command's labels, the figures (none when nothing ran), the
- * outcome. */
-static int commit(struct ctx *ctx, const char *path, enum rc_op op,
-		  const struct rc_rails_result *res, const char *const *devs, int rc)
-{
-	struct metrics m;
-
-	metrics_init(&m);
-	metrics_label(&m, "command", op == RC_OP_WRITE ? "write" : "read");
-	if (res->n)
-		rails_metrics(&m, op, res, devs);
-	rc = metrics_commit(ctx, &m, path, rc);
-	metrics_free(&m);
-	return rc;
-}
-
-int rails_metrics_commit(struct ctx *ctx, const char *path, enum rc_op op, const struct rc_rails *r,
-			 const struct rc_rails_result *res, int rc)
-{
-	const char *devs[RC_RAILS_MAX];
-	struct rc_rails_result none = { .n = 0 }, one = { .n = 1, .failed_rail = -1 };
-
-	if (!path)
-		return rc;
-	for (int i = 0; r && i < rc_rails_count(r); i++)
-		devs[i] = rc_client_device(rc_rails_client(r, i));
-	if (!r || rc_rails_count(r) > 1)
-		return commit(ctx, path, op, r ? res : &none, devs, rc);
-	/* One rail carried the whole as one chunk, and failed when the command did. */
-	one.total = res->n ? res->total : (struct rc_stream_result){ 0 };
-	one.rail[0] = (struct rc_rail_result){ .bytes = one.total.bytes,
-					       .ops = one.total.ops,
-					       .chunks = one.total.bytes ? 1 : 0,
-					       .busy_s = one.total.seconds,
-					       .failed = rc != 0 };
-	return commit(ctx, path, op, &one, devs, rc);
 }

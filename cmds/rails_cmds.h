@@ -35,11 +35,6 @@ bool rails_finding(const struct rc_rails_result *res, int i, const char *dev, ch
 void rails_report(struct ctx *ctx, const struct rc_rails *r, const struct rc_rails_result *res,
 		  enum rc_op op);
 
-/* --metrics of a transfer (write, read): its rails, bytes and time, and per
- * rail (labels rail and device, devs[i] rail i's) its bytes, work requests,
- * chunks, errors, busy time and whether it failed. One rail: res->n 1. */
-void rails_metrics(struct metrics *m, enum rc_op op, const struct rc_rails_result *res,
-		   const char *const *devs);
 /* --metrics FILE (path; NULL: none) of a transfer over the rails r (NULL: it
  * never opened), written whole with the outcome rc; returns rc, or the
  * write's failure (metrics_commit). One rail is one chunk of the whole

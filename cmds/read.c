@@ -164,7 +164,7 @@ static int read_run(struct ctx *ctx, struct read_args *a, struct rc_rails *r, st
 	if (!a->have_size)
 		a->size = off < length ? length - off : 0;
 	if ((rc = rc_client_check(cl, off, a->size, false, false, &e)))
-		return fail(ctx, rc, "%s", e.msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	if (a->out_path) {
 		sk->fd = open(a->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (sk->fd < 0) {

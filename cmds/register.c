@@ -13,6 +13,7 @@
 #include <rdmactl/etcd.h>
 #include <rdmactl/server.h>
 
+#include "cmds.h"
 #include "register.h"
 #include "session.h"
 
@@ -113,7 +114,7 @@ static int register_start(struct ctx *ctx, struct register_args *a, struct rc_se
 	so->flush_every_ms = a->flush_every_ms;
 	rc = rc_server_create(so, s, &e);
 	if (rc)
-		return fail(ctx, rc, "%s", e.msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	for (int i = 0; i < a->nspecs; i++) {
 		const struct region_spec *r = &a->specs[i];
 		struct rc_mem_spec ms = { .kind = r->kind,
@@ -124,7 +125,7 @@ static int register_start(struct ctx *ctx, struct register_args *a, struct rc_se
 
 		rc = rc_server_add_region_spec(*s, r->name, &ms, r->acc, &e);
 		if (rc)
-			return fail(ctx, rc, "region %s: %s", r->name, e.msg);
+			return fail(ctx, rc, "region %s: %s", r->name, ERR_TEXT(e));
 	}
 	/* the server's rails: its own, and one more server each further one */
 	struct rc_rail_listen rl[RC_RAILS_MAX];
@@ -134,7 +135,7 @@ static int register_start(struct ctx *ctx, struct register_args *a, struct rc_se
 						 .port = a->lr.port[i],
 						 .dev = a->lr.dev[i][0] ? a->lr.dev[i] : NULL };
 	rc = rc_server_rails_open(*s, rl, a->lr.n > 1 ? a->lr.n : 1, &a->rails, &e);
-	return rc ? fail(ctx, rc, "%s", e.msg) : 0;
+	return rc ? fail(ctx, rc, "%s", ERR_TEXT(e)) : 0;
 }
 
 /* A region served on several rails: each rail's address in its record (d's
@@ -223,7 +224,7 @@ static int register_publish(struct ctx *ctx, const struct register_args *a, stru
 	}
 	if (rc) {
 		rc_etcd_close(e);
-		return fail(ctx, rc, "--publish: %s", err.msg);
+		return fail(ctx, rc, "--publish: %s", ERR_TEXT(err));
 	}
 	out_str(&ctx->out, "event", NULL, "lease");
 	out_str(&ctx->out, "lease", "etcd lease %s", rc_etcd_lease_id(e));
@@ -241,44 +242,15 @@ static void register_print(struct ctx *ctx, const struct register_args *a, struc
 		print_region(ctx, a, s, i);
 }
 
-/* --metrics: the server's counters and its regions; up says whether it
- * still serves (0 in the file written at exit). */
-static void server_metrics(struct metrics *m, const struct register_args *a,
-			   const struct rc_server *s, double started, bool up)
+/* --metrics: the server's figures, rendered; up says whether it still
+ * serves (0 in the file written at exit). */
+static void server_metrics_put(struct metrics *m, const struct register_args *a,
+			       const struct rc_server *s, double started, bool up)
 {
-	const struct rc_listener *l = rc_server_listener(s);
-	struct rc_server_stats st;
-	char listen[RC_HOST_MAX + 16];
+	json_t *doc = register_figures(a, s, started, up);
 
-	rc_server_stats(s, &st);
-	snprintf(listen, sizeof(listen), "%s:%u", rc_listener_addr(l), rc_listener_port(l));
-	metrics_label(m, "listen", listen);
-	metrics_label(m, "device", rc_listener_device(l));
-	metrics_gauge(m, "rdmactl_server_up", "1 while the server serves, 0 once it stopped", up);
-	metrics_gauge(m, "rdmactl_server_start_time_seconds",
-		      "when the server started, in seconds since the Unix epoch", started);
-	metrics_gauge(m, "rdmactl_server_connections", "connections now", st.conns);
-	metrics_counter(m, "rdmactl_server_connections_total", "connections established",
-			(double)st.accepted);
-	metrics_counter(m, "rdmactl_server_rejected_connections_total",
-			"connect requests refused (token, too many connections, accept failed)",
-			(double)st.rejected);
-	metrics_family(m, "rdmactl_server_errors_total", METRIC_COUNTER,
-		       "errors by kind: connection (dropped on a failed completion or keepalive), "
-		       "flush (a periodic write-back of a region)");
-	metrics_sample(m, "", "kind", "connection", (double)st.dropped);
-	metrics_sample(m, "", "kind", "flush", (double)st.flush_failed);
-	metrics_counter(m, "rdmactl_server_requests_total",
-			"control requests answered (region lists, migration steps)",
-			(double)st.requests);
-	metrics_counter(m, "rdmactl_server_immediates_total",
-			"immediate data received (RDMA WRITE_WITH_IMM)", (double)st.imms);
-	metrics_gauge(m, "rdmactl_server_regions", "regions served", rc_server_nregions(s));
-	metrics_family(m, "rdmactl_server_region_size_bytes", METRIC_GAUGE, "each region's size");
-	for (int i = 0; i < rc_server_nregions(s); i++)
-		metrics_sample(m, "", "region", rc_server_region(s, i)->d.name,
-			       (double)rc_server_region(s, i)->d.length);
-	register_rails_metrics(m, a, s);
+	register_figures_render(m, doc);
+	json_decref(doc);
 }
 
 /* The periodic rewrite: a small local file, never a wait on a peer. A
@@ -292,7 +264,7 @@ static void metrics_tick(struct ctx *ctx, const struct register_args *a, const s
 
 	metrics_init(&m);
 	metrics_label(&m, "command", "register");
-	server_metrics(&m, a, s, started, true);
+	server_metrics_put(&m, a, s, started, true);
 	rc = metrics_write(&m, a->metrics, msg, sizeof(msg));
 	metrics_free(&m);
 	if (rc && !*failing)
@@ -351,7 +323,7 @@ static int register_background(struct ctx *ctx, struct rc_server *s)
 	int rc = session_serve(ctx->session, s, &e);
 
 	if (rc)
-		return fail(ctx, rc, "%s", e.msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	if (!out_is_json(&ctx->out))
 		out_log(&ctx->out,
 			"serving in the background on %s:%u: 'regions' lists, 'unregister' stops",
@@ -374,10 +346,10 @@ static int register_foreground(struct ctx *ctx, struct register_args *a, struct 
 			rc_server_nregions(s), rc_server_nregions(s) == 1 ? "" : "s",
 			rc_listener_addr(l), rc_listener_port(l), rc_listener_device(l));
 	if ((rc = rc_server_rails_start(a->rails, &e)))
-		return fail(ctx, rc, "%s", e.msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	rc = register_serve(ctx, a, s, sfd, started, &e);
 	if (rc)
-		return fail(ctx, rc, "%s", e.msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	/* Consume the signal, or unblocking it afterwards would deliver it. */
 	while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 		;
@@ -397,11 +369,11 @@ static int register_stop(struct ctx *ctx, struct register_args *a, struct rc_ser
 	metrics_label(&m, "command", "register");
 	rc_etcd_close(etcd);
 	if (a->metrics && s)
-		server_metrics(&m, a, s, started, false);
+		server_metrics_put(&m, a, s, started, false);
 	rc2 = rc_server_rails_close(a->rails, &e);
 	a->rails = NULL;
 	if (rc2) {
-		rc2 = fail(ctx, rc2, "%s", e.msg);
+		rc2 = fail(ctx, rc2, "%s", ERR_TEXT(e));
 		if (!rc)
 			rc = rc2;
 	}
@@ -409,7 +381,7 @@ static int register_stop(struct ctx *ctx, struct register_args *a, struct rc_ser
 	 * file is data lost, whatever stopped the server. */
 	rc2 = rc_server_destroy(s, &e);
 	if (rc2) {
-		rc2 = fail(ctx, rc2, "%s", e.msg);
+		rc2 = fail(ctx, rc2, "%s", ERR_TEXT(e));
 		if (!rc)
 			rc = rc2;
 	}

@@ -118,16 +118,21 @@ int register_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *
 		   struct register_args *a);
 
 /* The report of the server's rails (register_rails.c; the rails are
- * libcore's rc_server_rails): region i's rails in its descriptor, and
- * --metrics: each rail's connections, refusals, errors, requests and the
- * writes announced through it, labelled rail and device. */
-void register_rails_metrics(struct metrics *m, const struct register_args *a,
-			    const struct rc_server *s);
+ * libcore's rc_server_rails): region i's rails in its descriptor. */
 void register_rails_print(struct ctx *ctx, const struct register_args *a, struct rc_server *s,
 			  int i);
 /* Serve over libfabric (register_ofi.c): the regions, their descriptor
  * lines, the loop until a signal in sfd. */
 int register_ofi(struct ctx *ctx, const struct opt_vals *v, const struct register_args *a,
 		 const struct rc_fabric *f, int sfd);
+
+/* --metrics (register_metrics.c): the server's figures as a document of
+ * values (its counters, its regions, each rail's counters, labelled rail and
+ * device); up says whether it still serves (0 in the file written at exit).
+ * NULL when out of memory. */
+json_t *register_figures(const struct register_args *a, const struct rc_server *s, double started,
+			 bool up);
+/* Their samples in m, through the tables of rows. */
+void register_figures_render(struct metrics *m, const json_t *doc);
 
 #endif

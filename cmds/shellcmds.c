@@ -179,7 +179,7 @@ static int do_unregister(struct ctx *ctx, int argc, char **argv)
 		unregister_print(o, sv);
 		r = session_stop(ss, i, &e);
 		if (r && !first)
-			first = fail(ctx, r, "%s", e.msg);
+			first = fail(ctx, r, "%s", ERR_TEXT(e));
 	}
 	out_arr_end(o);
 	return first;

@@ -138,8 +138,8 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct sweep_cli *a)
 			return fail(ctx, -ENOMEM, "out of memory");
 		rc = rc_sweep_pairs_load(a->pairs, a->grp.who.world, a->want, &e);
 		if (rc)
-			return rc == -EINVAL ? usage_err(ctx, "--pairs %s", e.msg)
-					     : fail(ctx, rc, "--pairs %s", e.msg);
+			return rc == -EINVAL ? usage_err(ctx, "--pairs %s", ERR_TEXT(e))
+					     : fail(ctx, rc, "--pairs %s", ERR_TEXT(e));
 		a->run.want = a->want;
 	}
 	if (a->slow_ratio_given && a->lim.slow_ratio == 0)
@@ -278,7 +278,7 @@ static int run(struct ctx *ctx, struct sweep_cli *a)
 			     : rc_sweep_run(g, &a->run, &res, &e);
 	progress_end(&prog.p);
 	if (rc && !a->incast_given)
-		rc = fail(ctx, rc, "rank %d: %s", me, e.msg);
+		rc = fail(ctx, rc, "rank %d: %s", me, ERR_TEXT(e));
 	if (rc || a->incast_given)
 		goto out;
 	if (me == 0) {
@@ -294,7 +294,7 @@ static int run(struct ctx *ctx, struct sweep_cli *a)
 	/* every rank exits with the verdict, so that a launcher sees it (over
 	 * the tree: rank 0 may have a pair that could not connect) */
 	if (!rc && (rc = rc_group_allgather_u64(g, me == 0 ? healthy : 0, verdict, &e)))
-		rc = fail(ctx, rc, "rank %d: %s", me, e.msg);
+		rc = fail(ctx, rc, "rank %d: %s", me, ERR_TEXT(e));
 	healthy = rc ? healthy : verdict[0] != 0;
 	if (!rc && me != 0)
 		ctx->out.printed = true; /* only rank 0 prints the document */

@@ -16,6 +16,7 @@
 #include <rdmactl/group.h>
 #include <rdmactl/sweep.h>
 
+#include "cmds.h"
 #include "output.h"
 #include "sweep_judged.h"
 #include "sweep_report.h"
@@ -171,7 +172,7 @@ int sweep_incast(struct ctx *ctx, struct rc_group *g, int me, const struct group
 	int rc = rc_incast_run(g, run, receiver, &res, &e);
 
 	if (rc)
-		return fail(ctx, rc, "rank %d: %s", me, e.msg);
+		return fail(ctx, rc, "rank %d: %s", me, ERR_TEXT(e));
 	if (me == 0)
 		incast_report(&ctx->out, grp, run, &res);
 	else

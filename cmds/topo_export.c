@@ -200,7 +200,7 @@ static int put_env_cpu(struct ctx *ctx, const struct rc_topo *t, enum topo_expor
 	out_arr_begin(o, "numa_nodes");
 	for (int i = 0, nn = numa_nodes(t, nodes); i < nn && nodes[0] >= 0; i++) {
 		if ((rc = numa_rail(t, nodes[i], eq, val, sizeof(val), devs, &n, &e)))
-			return fail(ctx, rc, "probe-topology --export: %s", e.msg);
+			return fail(ctx, rc, "probe-topology --export: %s", ERR_TEXT(e));
 		out_obj_begin(o, NULL);
 		out_i64(o, "node", "%lld) ", nodes[i]);
 		out_arr_begin(o, "nics");
@@ -213,7 +213,7 @@ static int put_env_cpu(struct ctx *ctx, const struct rc_topo *t, enum topo_expor
 	}
 	out_arr_end(o);
 	if ((rc = numa_rail(t, -1, eq, val, sizeof(val), devs, &n, &e)))
-		return fail(ctx, rc, "probe-topology --export: %s", e.msg);
+		return fail(ctx, rc, "probe-topology --export: %s", ERR_TEXT(e));
 	out_str(o, "any_node", NULL, val);
 	out_text(o, "*) export %s='%s' ;; # any other node: every NIC that is up\nesac\n", var, val);
 	return 0;
@@ -311,7 +311,7 @@ int topo_export(struct ctx *ctx, const struct rc_topo *t, enum topo_export kind,
 
 		if (rc) {
 			json_decref(m);
-			return fail(ctx, rc, "probe-topology --export: %s", e.msg);
+			return fail(ctx, rc, "probe-topology --export: %s", ERR_TEXT(e));
 		}
 		emit_mooncake(o, m);
 	} else if (kind == TOPO_EXPORT_MOONCAKE) {

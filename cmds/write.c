@@ -201,7 +201,7 @@ static int write_run(struct ctx *ctx, struct write_args *a, struct src *src, str
 	if (!a->have_size)
 		a->size = off < length ? length - off : 0;
 	if ((rc = rc_client_check(cl, off, a->size, true, false, &e)))
-		return fail(ctx, rc, "%s", e.msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	src->base = off;
 	src->at = a->rails;
 	struct rc_rails_io io = { .fill = fill, .arg = src };
@@ -223,7 +223,7 @@ static int write_run(struct ctx *ctx, struct write_args *a, struct src *src, str
 				    (unsigned long long)off, (unsigned long long)res->total.bytes);
 	}
 	if (a->has_imm && (rc = rc_client_write_imm(cl, off, a->imm, ctx->timeout_ms, &e)))
-		return fail(ctx, rc, "%s", e.msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	return 0;
 }
 

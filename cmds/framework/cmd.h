@@ -171,6 +171,12 @@ bool opt_for(const struct cmd *c, const struct cmd_opt *o);
  * it: "kvxfer send: --scatter does not apply here: --scatter belongs to
  * 'kvxfer serve', not 'kvxfer send'". Returns -EINVAL. */
 int opt_not_for(struct ctx *ctx, const struct cmd *c, const struct cmd_opt *o);
+/* Its text, into buf (subs.c). */
+void opt_not_for_text(const struct cmd *c, const struct cmd_opt *o, char *buf, size_t cap);
+/* The sub-commands of c whose bit is in mask: their last words joined as
+ * "a, b or c" (joint " or "), or their whole names quoted (quote set). */
+void cmd_subs_words(const struct cmd *c, unsigned mask, bool quote, const char *joint, char *buf,
+		    size_t cap);
 /* Right after getopt_long returned the long option o: the word that named
  * it when that was an abbreviation (--siz for --size), else NULL. getopt_long
  * takes unique prefixes; rdmactl takes whole names only. */

@@ -32,51 +32,6 @@ const struct cmd *cmd_sub_find(const struct cmd *c, const char *word)
 	return NULL;
 }
 
-bool opt_for(const struct cmd *c, const struct cmd_opt *o)
-{
-	int k = 0;
-
-	if (!c || !c->parent || !o->in)
-		return true;
-	while (c->parent->subs[k] && c->parent->subs[k] != c)
-		k++;
-	return (o->in >> k) & 1u;
-}
-
-/* The sub-commands of c whose bit is in mask: their last words joined as
- * "a, b or c" (joint " or "), or their whole names quoted (quote set). */
-static void subs_words(const struct cmd *c, unsigned mask, bool quote, const char *joint, char *buf,
-		       size_t cap)
-{
-	int n = 0, k = 0;
-
-	buf[0] = '\0';
-	for (int i = 0; c->subs[i]; i++)
-		n += (mask >> i) & 1u;
-	for (int i = 0; c->subs[i]; i++) {
-		const char *name = c->subs[i]->name, *w = strrchr(name, ' ');
-		size_t len = strlen(buf);
-
-		if (!((mask >> i) & 1u))
-			continue;
-		k++;
-		snprintf(buf + len, cap - len, quote ? "%s'%s'" : "%s%s",
-			 k == 1   ? ""
-			 : k == n ? joint
-				  : ", ",
-			 quote || !w ? name : w + 1);
-	}
-}
-
-int opt_not_for(struct ctx *ctx, const struct cmd *c, const struct cmd_opt *o)
-{
-	char owners[256];
-
-	subs_words(c->parent, o->in, true, " and ", owners, sizeof(owners));
-	return usage_err(ctx, "%s: --%s does not apply here: --%s belongs to %s, not '%s'", c->name,
-			 o->name, o->name, owners, c->name);
-}
-
 /* c has sub-commands: the one the first word names, its words parsed once
  * against c's table; or, with options first ("kvxfer --tokens 64 plan"),
  * the first positional word, each option given then checked to be its. */
@@ -87,7 +42,7 @@ static int run_nested(struct ctx *ctx, const struct cmd *c, int argc, char **arg
 	char words[256];
 	int rc, first = 0;
 
-	subs_words(c, ~0u, false, " or ", words, sizeof(words));
+	cmd_subs_words(c, ~0u, false, " or ", words, sizeof(words));
 	rc = sub ? opts_parse(ctx, sub, argc - 1, argv + 1, &v) : opts_parse(ctx, c, argc, argv, &v);
 	if (rc)
 		return rc < 0 ? rc : 0;
@@ -177,18 +132,4 @@ int cmd_dispatch(struct ctx *ctx, int argc, char **argv)
 	ctx->timeout_ms = timeout_ms;
 	ctx->verbose = verbose;
 	return rc;
-}
-
-const char *cmd_opt_help(const struct cmd *c, const struct cmd_opt *o, char *buf, size_t cap)
-{
-	char help[512], subs[128];
-	const char *h = opt_help(o, help, sizeof(help));
-
-	if (!c || !c->subs || !o->in) {
-		snprintf(buf, cap, "%s", h);
-		return buf;
-	}
-	subs_words(c, o->in, false, ", ", subs, sizeof(subs));
-	snprintf(buf, cap, "%s: %s", subs, h);
-	return buf;
 }

@@ -351,3 +351,11 @@ void test_hook_wait(const char *path, const char *mark)
 	for (int i = 0; i < 6000 && access(path, F_OK); i++)
 		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
 }
+
+int opt_not_for(struct ctx *ctx, const struct cmd *c, const struct cmd_opt *o)
+{
+	char msg[512];
+
+	opt_not_for_text(c, o, msg, sizeof(msg));
+	return usage_err(ctx, "%s", msg);
+}

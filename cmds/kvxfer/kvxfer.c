@@ -19,12 +19,6 @@
 static const struct cmd_opt kvxfer_opts[] = { KVXFER_OPTS(OPT_ENTRY) OPT_END };
 OPTS_BOUND(kvxfer_opts, KVX_NOPTS);
 
-int kvxfer_fill(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a, int first,
-		int last)
-{
-	return opts_fill(ctx, &cmd_kvxfer, v, first, last + 1, a);
-}
-
 /* A sub-command with its values v: its arguments start zeroed, with what
  * was given marked; each value is parsed where the sub-command checks it,
  * its default from its row. */

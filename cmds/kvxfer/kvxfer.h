@@ -217,10 +217,16 @@ int kvxfer_geom(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a
  * name when there is one (model: null otherwise). */
 void kvxfer_put_geom(struct out *o, const struct kv_geom *g, const char *model);
 
+extern const struct cmd cmd_kvxfer;
+
 /* Fill a's rows first to last (KVX_*, both included) from v, at kvxfer's
- * indexes: opts_fill over kvxfer's table. */
-int kvxfer_fill(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a, int first,
-		int last);
+ * indexes: opts_fill over kvxfer's table (here, so that the sub-commands
+ * call nothing of kvxfer.c, which calls them). */
+static inline int kvxfer_fill(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a,
+			      int first, int last)
+{
+	return opts_fill(ctx, &cmd_kvxfer, v, first, last + 1, a);
+}
 
 /* The sub-commands: v holds the options at kvxfer's indexes, a (zeroed) is
  * filled as they read it. */

@@ -52,7 +52,7 @@ static int put_routes(struct ctx *ctx, const struct kv_geom *g, uint32_t tokens,
 		int rc = kv_segments(g, &r[i], tokens, &s, &ns, &e);
 
 		if (rc)
-			return fail(ctx, rc, "%s", e.msg);
+			return fail(ctx, rc, "%s", ERR_TEXT(e));
 		out_obj_begin(o, NULL);
 		out_u64(o, "src", "  %llu", r[i].src);
 		out_u64(o, "dst", " -> %llu:", r[i].dst);
@@ -356,8 +356,8 @@ int kvxfer_plan(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args *a
 		return fail(ctx, -ENOMEM, "out of memory");
 	rc = kv_plan(&g, &in, p, &e);
 	if (rc) {
-		rc = rc == -EINVAL ? usage_err(ctx, "kvxfer plan: %s", e.msg)
-				   : fail(ctx, rc, "%s", e.msg);
+		rc = rc == -EINVAL ? usage_err(ctx, "kvxfer plan: %s", ERR_TEXT(e))
+				   : fail(ctx, rc, "%s", ERR_TEXT(e));
 		goto out;
 	}
 	kvxfer_put_geom(o, &g, model);

@@ -50,30 +50,6 @@ static int run_fits(struct a2a *a, struct rc_err *err)
 	return 0;
 }
 
-int a2a_line_sums(struct a2a *a)
-{
-	size_t W = (size_t)a->W;
-
-	if (a->sends)
-		return 0;
-	a->sends = calloc(W, sizeof(uint64_t));
-	a->recvs = calloc(W, sizeof(uint64_t));
-	if (!a->sends || !a->recvs) {
-		free(a->sends);
-		free(a->recvs);
-		a->sends = a->recvs = NULL;
-		return -ENOMEM;
-	}
-	for (size_t x = 0; x < W; x++)
-		for (size_t j = 0; j < W; j++) {
-			uint64_t v = a->o->counts[x * W + j];
-
-			a->sends[x] += v;
-			a->recvs[j] += v;
-		}
-	return 0;
-}
-
 int rc_a2a_reg_bytes(const struct rc_a2a_opts *o, int world, uint64_t *bytes, struct rc_err *err)
 {
 	struct a2a a = { .o = o, .W = world, .tb = rc_a2a_token_bytes(o->hidden, o->dtype) };

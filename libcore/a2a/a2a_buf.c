@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
-/* The token buffers: where each block sits, and copies in and out of them
+/* The token buffers: where each block sits (and the sums of counts that
+ * size them, a2a_line_sums), and copies in and out of them
  * (through the GPU's driver for GPU memory). The algorithms (flat.c,
  * ring.c, hier.c) and the driver (a2a.c) use them; they call neither, so
  * the driver calls the algorithms and nothing calls back. */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "a2a_int.h"
@@ -42,4 +45,28 @@ int a2a_copy_out(struct a2a *a, void *to, const uint8_t *from, size_t len, struc
 		return 0;
 	}
 	return rc_mem_read(&a->m, (size_t)(from - a->mem), to, len, err);
+}
+
+int a2a_line_sums(struct a2a *a)
+{
+	size_t W = (size_t)a->W;
+
+	if (a->sends)
+		return 0;
+	a->sends = calloc(W, sizeof(uint64_t));
+	a->recvs = calloc(W, sizeof(uint64_t));
+	if (!a->sends || !a->recvs) {
+		free(a->sends);
+		free(a->recvs);
+		a->sends = a->recvs = NULL;
+		return -ENOMEM;
+	}
+	for (size_t x = 0; x < W; x++)
+		for (size_t j = 0; j < W; j++) {
+			uint64_t v = a->o->counts[x * W + j];
+
+			a->sends[x] += v;
+			a->recvs[j] += v;
+		}
+	return 0;
 }

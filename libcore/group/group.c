@@ -25,17 +25,6 @@
 #define RETRY_MS 200
 #define CONNECT_WIDTH (GROUP_CONNECT_AT_ONCE - 1) /* threads besides the calling one */
 
-void group_name_peer(struct rc_group *g, int j, const struct rc_endpoint *ep)
-{
-	struct rc_conn *c = g->peers[j].c;
-
-	/* Every completion error from ops.c names c->peer: make it the rank. */
-	char host[64];
-
-	snprintf(host, sizeof(host), "%.63s", ep ? ep->host : "?");
-	snprintf(c->peer, sizeof(c->peer), "rank %d (%s:%.7s)", j, host, ep ? ep->port : "?");
-}
-
 int group_post_recvs(struct rc_group *g, int j, struct rc_err *err)
 {
 	return rc_msgch_start(&g->ch, g->peers[j].slot, g->peers[j].c, err);

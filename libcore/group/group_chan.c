@@ -2,9 +2,11 @@
 /*
  * The group's message channel and the completion queues its connections
  * share, made once the plan says which peers this rank connects with
- * (rc_group_connect).
+ * (rc_group_connect); and the name each connection goes by in errors
+ * (group_name_peer).
  */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <rdmactl/config_core.h>
@@ -80,4 +82,15 @@ int group_rings(struct rc_group *g, struct rc_err *err)
 	if ((rc = rc_msgch_init(&g->ch, &o, err)) || (rc = rc_msgch_reg(&g->ch, g->l->pd, err)))
 		return rc;
 	return g->nsh ? rc_msgch_share(&g->ch, g->sh, g->nsh, err) : 0;
+}
+
+void group_name_peer(struct rc_group *g, int j, const struct rc_endpoint *ep)
+{
+	struct rc_conn *c = g->peers[j].c;
+
+	/* Every completion error from ops.c names c->peer: make it the rank. */
+	char host[64];
+
+	snprintf(host, sizeof(host), "%.63s", ep ? ep->host : "?");
+	snprintf(c->peer, sizeof(c->peer), "rank %d (%s:%.7s)", j, host, ep ? ep->port : "?");
 }

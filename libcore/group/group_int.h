@@ -148,7 +148,7 @@ int group_prove(struct rc_group *g, double deadline, struct rc_err *err);
 void group_cands_close(struct rc_group *g);
 /* Completion wc of peer j, as the group takes it (group_io.c). */
 int group_on_wc(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc_err *err);
-/* Peer j's connection's name in errors: "rank J (HOST:PORT)" (group.c). */
+/* Peer j's connection's name in errors: "rank J (HOST:PORT)" (group_chan.c). */
 void group_name_peer(struct rc_group *g, int j, const struct rc_endpoint *ep);
 
 struct gpeer {

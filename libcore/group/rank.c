@@ -106,11 +106,11 @@ int rc_rank_resolve(int rank, int world, int local_rank, char *const *env, struc
 		}
 	}
 	if (o->rank < 0)
-		return rc_err_set(err, EINVAL,
-				  "no rank: give --rank and --world, or start under a launcher "
+		return rc_err_opt(err, EINVAL,
+				  "no rank: give {rank} and {world}, or start under a launcher "
 				  "(Slurm, Open MPI, PMIx, torchrun)");
 	if (o->world < 0)
-		return rc_err_set(err, EINVAL, "no world size: give --world (%s gave the rank only)",
+		return rc_err_opt(err, EINVAL, "no world size: give {world} (%s gave the rank only)",
 				  l ? l->name : "the flags");
 	if (o->world < 1 || o->world > RC_GROUP_MAX)
 		return rc_err_set(err, EINVAL, "world size %d is outside 1..%d", o->world,

@@ -114,7 +114,7 @@ int kv_plan(const struct kv_geom *g, const struct kv_plan_in *in, struct kv_plan
 	if ((rc = kv_geom_check(g, err)))
 		return rc;
 	if (in->tokens < 1)
-		return rc_err_set(err, EINVAL, "--tokens must be at least 1");
+		return rc_err_opt(err, EINVAL, "{tokens} must be at least 1");
 	nr = kv_routes(g, r, KV_MAX_ROUTES);
 	if (nr < 0)
 		return rc_err_set(err, ENOSPC, "too many routes");

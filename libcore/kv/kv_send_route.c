@@ -21,9 +21,9 @@ static int route_segs(struct kv_sender *s, const struct kv_route *r, bool land,
 	int rc;
 
 	if (land && kv_route_bytes(s->g, r, s->o->tokens) > UINT32_MAX)
-		return rc_err_set(err, EOVERFLOW,
+		return rc_err_opt(err, EOVERFLOW,
 				  "route %u -> %u moves %llu bytes a layer half: too many "
-				  "to land (at most 4 GiB); use --land never",
+				  "to land (at most 4 GiB); use {land} never",
 				  r->src, r->dst,
 				  (unsigned long long)kv_route_bytes(s->g, r, s->o->tokens));
 	if ((rc = kv_segments(s->g, r, s->o->tokens, segs, n, err)))
@@ -98,9 +98,9 @@ int kvs_map_routes(struct kv_sender *s, struct rc_err *err)
 			if (s->d[i].rank == r[k].dst)
 				d = &s->d[i];
 		if (!d)
-			return rc_err_set(
+			return rc_err_opt(
 				err, EINVAL,
-				"source rank %u feeds decode rank %u: give its address with --connect",
+				"source rank %u feeds decode rank %u: give its address with {connect}",
 				s->o->c.rank, r[k].dst);
 		d->route = r[k];
 		/* The decode rank decided, from the same rule: WELCOME gave the area. */
@@ -111,11 +111,11 @@ int kvs_map_routes(struct kv_sender *s, struct rc_err *err)
 					  "that cannot land",
 					  d->rank);
 		if (d->land && d->land_units < s->dst_pages)
-			return rc_err_set(
+			return rc_err_opt(
 				err, ENOSPC,
 				"decode rank %u's landing area holds %u pages, a request "
-				"of %u tokens needs %u: serve with a larger --land-pages, or send with "
-				"--land never",
+				"of %u tokens needs %u: serve with a larger {land_pages}, or send with "
+				"{land} never",
 				d->rank, d->land_units, s->o->tokens, s->dst_pages);
 		if ((rc = route_segs(s, &r[k], d->land, &d->segs, &d->nsegs, &d->pack, err)))
 			return rc;

@@ -118,11 +118,15 @@ static int etcd_prepare(const struct rc_migrate_opts *o, const char *region, str
 	/* A record signed with the data token (register --publish with one):
 	 * checked, and its successor signed, with migrate's. */
 	if ((o->token || rec.mac[0]) && !rc_etcd_region_verify(&rec, m->key, m->old.lease, o->token))
-		return rc_err_set(err, EKEYREJECTED,
-				  "etcd record %s %s: refusing before connecting", m->key,
-				  !o->token    ? "is signed with the data token: give --token-file"
-				  : rec.mac[0] ? "carries a MAC the token does not make"
-					       : "carries no MAC");
+		return !o->token
+			       ? rc_err_opt(err, EKEYREJECTED,
+					    "etcd record %s is signed with the data token: give "
+					    "{token_file}: refusing before connecting",
+					    m->key)
+			       : rc_err_set(err, EKEYREJECTED,
+					    "etcd record %s %s: refusing before connecting", m->key,
+					    rec.mac[0] ? "carries a MAC the token does not make"
+						       : "carries no MAC");
 	if (!same_server(rec.host, rec.port, &o->src))
 		return rc_err_set(
 			err, EINVAL,
@@ -131,9 +135,9 @@ static int etcd_prepare(const struct rc_migrate_opts *o, const char *region, str
 	rc_etcd_server_key(o->etcd_ns, o->dst.host, o->dst.port, skey, sizeof(skey));
 	rc = rc_etcd_get(m->e, skey, &srv, err);
 	if (rc == -ENOENT)
-		return rc_err_set(
+		return rc_err_opt(
 			err, ENOENT,
-			"the destination %s:%s holds no lease in etcd at %s (no key %s): start it with register --publish etcd://%s/%s",
+			"the destination %s:%s holds no lease in etcd at %s (no key %s): start it with register {publish} etcd://%s/%s",
 			o->dst.host, o->dst.port, o->etcd, skey, o->etcd, o->etcd_ns);
 	if (rc)
 		return rc_err_wrap(err, -rc, "reading the destination's key");

@@ -260,9 +260,9 @@ int rc_client_check(const struct rc_client *cl, uint64_t off, uint64_t len, bool
 				  (unsigned long long)off, (unsigned long long)len, r->name,
 				  (unsigned long long)r->length);
 	if (atomic && r->access != RC_ACCESS_ATOMIC)
-		return rc_err_set(
+		return rc_err_opt(
 			err, EACCES,
-			"region '%s' does not allow atomics (access %s; serve it with --access atomic)",
+			"region '%s' does not allow atomics (access %s; serve it with {access} atomic)",
 			r->name, rc_access_name(r->access));
 	if (write && r->access == RC_ACCESS_RO)
 		return rc_err_set(err, EACCES, "region '%s' is read-only", r->name);

@@ -95,11 +95,11 @@ int srv_pool_create(struct rc_server *s, struct rc_err *err)
 		return rc_err_set(err, ENOMEM, "out of memory for %d connections", s->max_conns);
 	if ((rc = rc_msgch_init(&s->pool.ch, &mo, err)) ||
 	    (rc = rc_msgch_reg(&s->pool.ch, s->l->pd, err)))
-		return rc_err_wrap(err, 0, "the control buffers of --max-conns %d on %s",
+		return rc_err_wrap(err, 0, "the control buffers of {max_conns} %d on %s",
 				   s->max_conns, s->l->dev_name);
 	rc = rc_shared_create(s->l->pd, cqe, n, &s->sh, err);
 	if (rc)
-		return rc_err_wrap(err, 0, "--max-conns %d", s->max_conns);
+		return rc_err_wrap(err, 0, "{max_conns} %d", s->max_conns);
 	s->pool.n = n;
 	s->pool.extra = SRV_POOL_EXTRA;
 	for (int i = 0; i < n; i++)

@@ -34,38 +34,6 @@
 
 #define LAT_WARMUP 5
 
-void sweep_say(struct sweep *s, int peer, const char *what)
-{
-	if (s->o->progress)
-		s->o->progress(s->o->progress_arg, s->round, s->rounds, peer, what);
-}
-
-/* Until the one-sided operations done to peer reach target; the deadline
- * moves with every completion. */
-int sweep_wait_done(struct sweep *s, int peer, uint64_t target, struct rc_err *err)
-{
-	double deadline = rc_now() + s->timeout_ms / 1000.0;
-	uint64_t seen = rc_group_writes_done(s->g, peer);
-
-	while (seen < target) {
-		int rc = rc_group_poll(s->g, 100, err);
-		uint64_t now_done = rc_group_writes_done(s->g, peer);
-
-		if (rc)
-			return rc;
-		if (now_done != seen) {
-			seen = now_done;
-			deadline = rc_now() + s->timeout_ms / 1000.0;
-		} else if (rc_now() > deadline) {
-			return rc_err_set(
-				err, ETIMEDOUT,
-				"rank %d: %llu operations to rank %d did not complete within %d ms",
-				s->me, (unsigned long long)(target - seen), peer, s->timeout_ms);
-		}
-	}
-	return 0;
-}
-
 /* rc_group_burst's note: a direction's rate while data flows. */
 static void note_flow(void *arg, uint64_t done, double now)
 {
@@ -127,21 +95,6 @@ static int measure_lat(struct sweep *s, int peer, bool read, struct rc_sweep_tai
 	if (s->cdf)
 		rc_sweep_cdf_of(s->lat, n,
 				sweep_cdf(s, peer, read ? RC_SWEEP_CDF_READ : RC_SWEEP_CDF_WRITE));
-	return 0;
-}
-
-int sweep_lat_one(struct sweep *s, int peer, bool read, double *us, struct rc_err *err)
-{
-	uint64_t base = rc_group_writes_done(s->g, peer);
-	struct rc_stamp t0 = rc_lat_stamp(&s->clk);
-	int rc = read ? rc_group_read(s->g, peer, s->mem.buf, LAT_BYTES, s->mr->lkey,
-				      s->theirs[peer].addr, s->theirs[peer].rkey, err)
-		      : rc_group_write_imm(s->g, peer, s->mem.buf, LAT_BYTES, s->mr->lkey,
-					   s->theirs[peer].addr, s->theirs[peer].rkey, -1, 0, err);
-
-	if (rc || (rc = sweep_wait_done(s, peer, base + 1, err)))
-		return rc;
-	*us = rc_lat_span(&s->clk, t0, rc_lat_stamp(&s->clk)) * 1e6;
 	return 0;
 }
 

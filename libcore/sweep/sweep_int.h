@@ -58,6 +58,8 @@ static inline struct rc_sweep_cdf *sweep_cdf(struct sweep *s, int peer, int kind
 	return &s->cdf[(size_t)peer * RC_SWEEP_CDF_KINDS + (size_t)kind];
 }
 
+/* direction.c: what every pass does to one peer. The progress callback
+ * with this round and what is done to peer. */
 void sweep_say(struct sweep *s, int peer, const char *what);
 /* Until the one-sided operations done to peer reach target; the deadline
  * moves with every completion. */

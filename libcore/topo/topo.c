@@ -205,9 +205,9 @@ int rc_topo_load(const struct rc_topo_opts *opts, struct rc_topo **out, struct r
 		goto fail;
 	}
 	if (!t->live && !tp_is_dir(t, "class/infiniband") && !tp_is_dir(t, "bus/pci/devices")) {
-		rc = rc_err_set(
+		rc = rc_err_opt(
 			err, ENOENT,
-			"%s is not a sysfs tree: it has neither class/infiniband nor bus/pci/devices (make one with --capture)",
+			"%s is not a sysfs tree: it has neither class/infiniband nor bus/pci/devices (make one with {capture})",
 			t->root);
 		goto fail;
 	}

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Between the capture (topo_capture.c) and the parts of it kept apart
+/* Between the capture (topo_capture.c), its copy primitives
+ * (topo_capture_fs.c) and the parts of it kept apart
  * (topo_capture_qos.c). */
 #ifndef RDMACTL_TOPO_CAPTURE_H
 #define RDMACTL_TOPO_CAPTURE_H

@@ -121,19 +121,6 @@ int rc_cm_accept(struct rc_listener *l, struct rc_cm_event *ev, const struct rc_
 	return rc_accept(l, ev->child, &req, o, out, err);
 }
 
-int rc_reject_errno(const char *reason)
-{
-	static const char *const refusals[] = { "not authorised", "invalid token",
-						"a token is required", "has no group token" };
-
-	if (!reason || strncmp(reason, "rdmactl: ", 9))
-		return ECONNREFUSED;
-	for (size_t i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++)
-		if (strstr(reason, refusals[i]))
-			return EKEYREJECTED;
-	return ECONNREFUSED;
-}
-
 void rc_reject(struct rdma_cm_id *child, const char *reason)
 {
 	size_t n = strlen(reason) + 1;
@@ -186,38 +173,4 @@ const char *rc_listener_device(const struct rc_listener *l)
 uint8_t rc_listener_port_num(const struct rc_listener *l)
 {
 	return l->port_num;
-}
-
-const unsigned char *rc_conn_accept_data(const struct rc_conn *c, size_t *len)
-{
-	*len = c->accept_len;
-	return c->accept_data;
-}
-
-void rc_conn_keep_accept(struct rc_conn *c, const void *data, size_t len)
-{
-	if (!data)
-		len = 0;
-	if (len > sizeof(c->accept_data))
-		len = sizeof(c->accept_data);
-	if (len)
-		memcpy(c->accept_data, data, len);
-	c->accept_len = (uint8_t)len;
-}
-
-size_t rc_reject_reason(const void *pd, size_t len, char *out, size_t cap)
-{
-	const unsigned char *p = pd;
-	size_t n = 0;
-
-	if (!cap)
-		return 0;
-	/* Printable ASCII up to the first byte that is not (the zeros the CM
-	 * pads with end it too). */
-	while (p && n < len && n < cap - 1 && p[n] >= 0x20 && p[n] <= 0x7e) {
-		out[n] = (char)p[n];
-		n++;
-	}
-	out[n] = '\0';
-	return n;
 }

@@ -211,8 +211,8 @@ int rc_dev_ipv4(const char *dev, char *out, size_t cap, struct rc_err *err)
 	if (rc)
 		return rc;
 	if (memcmp(g.gid.raw, v4mapped, sizeof(v4mapped)))
-		return rc_err_set(err, EADDRNOTAVAIL,
-				  "device %s has no IPv4 address to connect from (GID %s): give --bind",
+		return rc_err_opt(err, EADDRNOTAVAIL,
+				  "device %s has no IPv4 address to connect from (GID %s): give {bind}",
 				  dev, g.str);
 	inet_ntop(AF_INET, g.gid.raw + 12, out, (socklen_t)cap);
 	return 0;

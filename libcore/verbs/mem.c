@@ -128,7 +128,7 @@ static int map_file(struct rc_mem *m, size_t len, const char *path, bool writabl
 		len = (size_t)st.st_size;
 	if (len == 0) {
 		close(fd);
-		return rc_err_set(err, EINVAL, "'%s' is empty: give --size to grow it", path);
+		return rc_err_opt(err, EINVAL, "'%s' is empty: give {size} to grow it", path);
 	}
 	if ((off_t)len > st.st_size) {
 		if (!writable) {

@@ -307,9 +307,9 @@ static int lat_held(const struct rc_lat_clk *c, struct rc_stamp s0, double secon
 	d = rc_lat_span(c, s0, rc_lat_stamp(c));
 	if (isnan(d) || fabs(d - seconds) <= 0.01 * seconds + 100e-6)
 		return 0;
-	return rc_err_set(err, ERANGE,
+	return rc_err_opt(err, ERANGE,
 			  "the time-stamp counter timed the run at %.6f s, CLOCK_MONOTONIC at "
-			  "%.6f s: its rate is not steady here (--lat-clock monotonic)",
+			  "%.6f s: its rate is not steady here ({lat_clock} monotonic)",
 			  d, seconds);
 }
 

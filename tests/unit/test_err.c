@@ -60,5 +60,28 @@ int main(void)
 	rc_err_set(&e, EIO, "%s", big);
 	rc_err_append(&e, 0, "more");
 	CHECK(strlen(e.msg) == sizeof(e.msg) - 1);
+
+	/* opt: each {FIELD} of the format is the field's name in msg, and named[]
+	 * says where, after the values formatted before it */
+	CHECK(rc_err_opt(&e, EINVAL, "no %s: give {rank} and {world} (%d)", "rank", 7) == -EINVAL);
+	CHECK_STR(e.msg, "no rank: give rank and world (7)");
+	CHECK(e.nnamed == 2 && e.param == NULL);
+	CHECK(e.named[0].at == 14 && e.named[0].len == 4);
+	CHECK(e.named[1].at == 23 && e.named[1].len == 5);
+	/* a brace that names no field is text */
+	rc_err_opt(&e, EINVAL, "{a b} {} {x}");
+	CHECK_STR(e.msg, "{a b} {} x");
+	CHECK(e.nnamed == 1 && e.named[0].at == 9);
+	/* set forgets them; wrap moves the callee's after its own */
+	rc_err_opt(&e, EINVAL, "give {bind}");
+	rc_err_set(&e, EINVAL, "plain");
+	CHECK(e.nnamed == 0);
+	rc_err_opt(&e, EINVAL, "give {bind}");
+	CHECK(rc_err_wrap(&e, 0, "%s of {max_conns} %d", "buffers", 9) == -EINVAL);
+	CHECK_STR(e.msg, "buffers of max_conns 9: give bind");
+	CHECK(e.nnamed == 2 && e.named[0].at == 11 && e.named[1].at == 29);
+	rc_err_opt(&e, EINVAL, "give {bind}");
+	rc_err_wrap(&e, 0, "%s", big); /* the callee cut off: its name goes */
+	CHECK(e.nnamed == 0);
 	CHECK_DONE();
 }

@@ -9,6 +9,7 @@
 
 #include <rdmactl/kv.h>
 #include <rdmactl/kv_core.h>
+#include <rdmactl/err_core.h>
 
 #include "check.h"
 #include "cmds.h"
@@ -233,6 +234,14 @@ static void bad_geometry(void)
 	struct kv_plan_in in = { .tokens = 0 };
 	g = llama(1, 1);
 	CHECK(kv_plan(&g, &in, &p, &e) == -EINVAL);
+	CHECK(!strstr(e.msg, "--") &&
+	      !strcmp(cmds_err_text(&e, t, sizeof(t)), "--tokens must be at least 1"));
+	/* two names, the first word also elsewhere: each where the message names it */
+	rc_err_opt(&e, EINVAL, "no rank: give {rank} and {world}, or not");
+	CHECK(!strcmp(cmds_err_text(&e, t, sizeof(t)), "no rank: give --rank and --world, or not"));
+	rc_err_opt(&e, EINVAL, "x {lat_clock} y");
+	rc_err_wrap(&e, 0, "{max_conns} %d", 4);
+	CHECK(!strcmp(cmds_err_text(&e, t, sizeof(t)), "--max-conns 4: x --lat-clock y"));
 }
 
 /* Move one layer half from every source rank to every destination rank by

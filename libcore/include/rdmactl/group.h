@@ -156,8 +156,8 @@ RC_EXPORT const char *rc_link_name(enum rc_link k);
 RC_EXPORT int rc_group_allgather_u64(struct rc_group *g, uint64_t mine, uint64_t *all,
 				     struct rc_err *err);
 
-/* A setting every rank of a group must share: its name as the caller says
- * it (an option: "--hidden"), its value as text ("7168"; shown in the
+/* A setting every rank of a group must share: its name as the caller shows
+ * it (rdmactl passes its option's name), its value as text ("7168"; shown in the
  * message, cut to RC_GROUP_SETTING_TEXT), and what is compared: data, len
  * bytes, or the text where data is NULL. Empty (no text, or len 0) with
  * any_if_empty agrees with every value: a rank not given the option takes
@@ -175,7 +175,7 @@ struct rc_group_setting {
  * on every rank), once the group stands: every rank calls it, over the
  * group's tree. -EINVAL, the same message on every rank, naming the lowest
  * rank that differs, the first setting it differs on and both values:
- * "rank 1's --hidden (7168) differs from rank 0's (4096)", and how many
+ * "rank 1's NAME (7168) differs from rank 0's (4096)", and how many
  * more ranks differ; -EPROTO for a rank that checks another list. */
 RC_EXPORT int rc_group_agree(struct rc_group *g, const struct rc_group_setting *s, int n,
 			     struct rc_err *err);
