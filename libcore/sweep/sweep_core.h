@@ -37,9 +37,6 @@ double rc_sweep_mad(const double *v, int n, double med);
  * wrong, or when it names no pair. */
 int rc_sweep_pairs_parse(const char *text, int world, uint8_t *want, struct rc_err *err);
 
-/* The percentiles of n samples (v sorted in place); n 0 leaves t zero. */
-void rc_sweep_tail_of(double *v, int n, struct rc_sweep_tail *t);
-
 /* --load: whom rank me loads with bulk WRITEs while rank a times its
  * latency towards b in round (a and b partners there): a rank, or -1 when
  * me stays quiet (a itself, b outside same-pair, a rank with a bye). */

@@ -52,6 +52,10 @@ struct rc_sweep_tail {
 	int32_t n;
 	int32_t pad;
 };
+/* The percentiles of n samples (v sorted in place; p50 the lower median,
+ * the others the nearest rank); n 0 leaves t zero. sweep's latencies and
+ * alltoall's phases. */
+RC_EXPORT void rc_sweep_tail_of(double *v, int n, struct rc_sweep_tail *t);
 
 /* One direction, i -> j, as rank i measured it. */
 struct rc_sweep_cell {
