@@ -134,9 +134,9 @@ for n in ${RANKS:-4 8}; do
 		done
 	done
 	doc=$(a2a "$n" flat uniform --background pairs --background-size 64K --background-depth 4)
-	jq -r '.ranks as $n | .background | [.dispatch, .combine] | to_entries[] | .key as $k | .value |
-		"\($n) \(if $k == 0 then "dispatch" else "combine" end) \(.idle.p50_us) \(.loaded.p50_us)
-		 \(.leakage_p50) \(.idle.p99_us) \(.loaded.p99_us) \(.leakage_p99)"' <<<"$doc" |
+	jq -r '.ranks as $n | .background | [.dispatch, .combine] | to_entries[] | .key as $k | .value
+		| [$n, (if $k == 0 then "dispatch" else "combine" end), .idle.p50_us, .loaded.p50_us,
+		   .leakage_p50, .idle.p99_us, .loaded.p99_us, .leakage_p99] | map(tostring) | join(" ")' <<<"$doc" |
 		awk '{ printf "%-6s %-13s %-9s p50 %.0f -> %.0f us (x%.2f), p99 %.0f -> %.0f us (x%.2f)\n",
 			$1, "flat loaded", $2, $3, $4, $5, $6, $7, $8 }'
 	printf '%-6s %-13s %-9s %9s %9.4f   (one process, %d QPs, %d-byte writes)\n' "$n" ib_write_bw - - \

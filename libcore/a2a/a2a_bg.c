@@ -3,9 +3,9 @@
  * alltoall's background: bulk WRITEs from this rank into its peer
  * (rc_a2a_bg_peer) over a group of their own, on a thread of their own,
  * while the loaded iterations run. The group's burst engine (the one
- * sweep's bandwidth and --load's loaders post through) writes in slices
- * of BG_SLICE seconds until it is told to stop. The background's group
- * shares nothing with the exchange's, so the thread touches only it.
+ * sweep's bandwidth posts through) keeps bg_depth WRITEs outstanding until
+ * it is told to stop. The background's group shares nothing with the
+ * exchange's, so the thread touches only it.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -19,7 +19,7 @@
 
 #include "a2a_int.h"
 
-#define BG_SLICE 0.02 /* seconds: how soon a stop is heard */
+#define BG_SLICE 1.0 /* seconds of a burst, unless a stop ends it first */
 
 const char *rc_a2a_bg_name(int mode)
 {
@@ -81,6 +81,24 @@ int a2a_bg_setup(struct a2a_bg *b, const struct rc_a2a_opts *o, struct rc_err *e
 	return rc;
 }
 
+/* A burst's own, for its note: the stop heard as writes complete ends the
+ * burst at once (until 0), not at its slice's end, so that the queue the
+ * bulk keeps full never drains between slices. */
+struct bg_burst {
+	struct rc_group_burst w;
+	struct a2a_bg *b;
+};
+
+static void bg_note(void *arg, uint64_t done, double now)
+{
+	struct bg_burst *x = arg;
+
+	(void)done;
+	(void)now;
+	if (atomic_load(&x->b->stop))
+		x->w.until = 0;
+}
+
 static void *bg_main(void *arg)
 {
 	struct a2a_bg *b = arg;
@@ -88,17 +106,20 @@ static void *bg_main(void *arg)
 	double t0 = rc_now();
 
 	while (!atomic_load(&b->stop) && !b->rc) {
-		struct rc_group_burst w = { .laddr = b->buf,
-					    .len = o->bg_size,
-					    .lkey = b->mr->lkey,
-					    .raddr = b->raddr,
-					    .rkey = b->rkey,
-					    .until = rc_now() + BG_SLICE,
-					    .depth = o->bg_depth,
-					    .signal_every = RC_PIPE_SIGNAL_EVERY };
+		struct bg_burst x = { .w = { .laddr = b->buf,
+					     .len = o->bg_size,
+					     .lkey = b->mr->lkey,
+					     .raddr = b->raddr,
+					     .rkey = b->rkey,
+					     .until = rc_now() + BG_SLICE,
+					     .depth = o->bg_depth,
+					     .signal_every = RC_PIPE_SIGNAL_EVERY,
+					     .note = bg_note },
+				      .b = b };
 		uint64_t posted = 0;
 
-		b->rc = rc_group_write_burst(b->g, b->peer, &w, &posted, &b->err);
+		x.w.note_arg = &x;
+		b->rc = rc_group_write_burst(b->g, b->peer, &x.w, &posted, &b->err);
 		b->bytes += posted * o->bg_size;
 	}
 	b->seconds = rc_now() - t0;

@@ -871,30 +871,36 @@ group_listening() {
 a2a_bg() {
 	a2a_peers 4 "$RDMACTL_VM_ADDR_A" "$RDMACTL_VM_ADDR_B"
 	awk '{ split($2, e, ":"); print $1, e[1] ":" e[2] + 50 }' "$PEERS" >"$PEERS.bg"
-	a2a_ok 4 --rendezvous "file:$PEERS" --hidden 128 --tokens 16 --iters 8 --warmup 1 \
+	a2a_ok 4 --rendezvous "file:$PEERS" --hidden 128 --tokens 16 --iters 10 --warmup 1 \
 		--background pairs --background-size 32K --background-depth 4 "$@"
 	jq -c '.background | {peer, bytes} + ([.dispatch, .combine] | map([.idle.p50_us, .loaded.p50_us,
 		.idle.p99_us, .loaded.p99_us, .leakage_p50, .leakage_p99] | map(. * 100 | round / 100))
 		| {dispatch: .[0], combine: .[1]})' <<<"$DOC"
 	jq -e '.background.mode == "pairs" and .background.peer == 2 and .background.bytes > 0
-		and .background.dispatch.loaded.samples == 8 and .background.combine.idle.samples == 8' <<<"$DOC" ||
+		and .background.dispatch.loaded.samples == 10 and .background.combine.idle.samples == 10' <<<"$DOC" ||
 		{ a2a_dump; fail "not a run under --background pairs"; }
 }
 
 @test "--background pairs behind a tbf on the link: dispatch and combine leak, loaded p99 above idle" {
 	need_two_nics
-	# everything from rxe_a to rxe_b waits in one 20 Mbit/s queue: the bulk
-	# of 0 -> 2 and 1 -> 3 stands in it in front of the exchange's blocks
+	# everything from rxe_a to rxe_b waits in one 10 Mbit/s queue: the bulk
+	# of 0 -> 2 and 1 -> 3 (256 KiB, 200 ms of it) stands in it in
+	# front of the exchange's blocks, which take a few ms idle
 	SLOWED=va
-	tc qdisc add dev va root tbf rate 20mbit burst 32kb limit 2mb
+	tc qdisc add dev va root tbf rate 10mbit burst 32kb limit 2mb
 	a2a_bg
 	jq -e '[.background.dispatch, .background.combine] | all(.loaded.p99_us > .idle.p99_us
-		and .leakage_p50 > 5 and .leakage_p99 > 2)' <<<"$DOC"
+		and .leakage_p50 > 8 and .leakage_p99 > 2)' <<<"$DOC"
 }
 
+# The wrong answer: the same load on a free link. rxe under emulation
+# shares the two CPUs between the bulk and the exchange, so a phase's p50
+# may move a few times either way (seen 0.45 to 3.8); the two phases' mean
+# stays far below the bottleneck's leakage (seen 21 to 78 each).
 # bats test_tags=plain-only
 @test "--background pairs without a qdisc: the leakage stays near 1" {
 	need_two_nics
 	a2a_bg
-	jq -e '[.background.dispatch, .background.combine] | all(.leakage_p50 < 4 and .leakage_p50 > 0)' <<<"$DOC"
+	jq -e '[.background.dispatch, .background.combine] | all(.leakage_p50 > 0)
+		and (map(.leakage_p50) | add / 2 < 5)' <<<"$DOC"
 }
