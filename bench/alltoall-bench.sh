@@ -15,6 +15,10 @@
 # busbw is per rank). Hierarchical splits the ranks into two nodes and moves
 # the in-node half through shared memory. Sizes are small: rxe under TCG
 # moves tens of MB/s; compare ratios, not absolute figures.
+# Each world also runs flat, uniform once more with --background pairs
+# (rank r and r + n/2 write 64 KiB bulk WRITEs, 4 deep, into each other
+# over QPs of their own on the same device): a loaded row, each phase's p50
+# and p99 idle and loaded and the leakage (loaded over idle).
 # Environment: HIDDEN (default 2048), TOKENS (256), ITERS (5), RANKS ("4 8").
 set -euo pipefail
 
@@ -27,12 +31,16 @@ tokens=${TOKENS:-256}
 iters=${ITERS:-5}
 port=24000
 
-# a2a N ALGO SKEW: one run of N ranks; rank 0's document on stdout.
+# a2a N ALGO SKEW [ARGS...]: one run of N ranks; rank 0's document on stdout.
 a2a() {
 	local n=$1 algo=$2 skew=$3 r bad=0 extra=()
+	shift 3
 	[[ $algo != hierarchical ]] || extra=(--ranks-per-node $((n / 2)))
-	port=$((port + 16))
+	extra+=("$@")
+	port=$((port + 32))
 	for ((r = 0; r < n; r++)); do echo "$r $addr:$((port + r))"; done >"$work/peers"
+	# --background's group: ports of its own
+	for ((r = 0; r < n; r++)); do echo "$r $addr:$((port + 16 + r))"; done >"$work/peers.bg"
 	pids=()
 	for ((r = 0; r < n; r++)); do
 		"$rdmactl" -j -t 60000 alltoall -r $r -w "$n" -R "file:$work/peers" --algo "$algo" \
@@ -125,6 +133,12 @@ for n in ${RANKS:-4 8}; do
 					$1, $2, $3, $4, $5, $6, $7, $8, $9, $10 }'
 		done
 	done
+	doc=$(a2a "$n" flat uniform --background pairs --background-size 64K --background-depth 4)
+	jq -r '.ranks as $n | .background | [.dispatch, .combine] | to_entries[] | .key as $k | .value
+		| [$n, (if $k == 0 then "dispatch" else "combine" end), .idle.p50_us, .loaded.p50_us,
+		   .leakage_p50, .idle.p99_us, .loaded.p99_us, .leakage_p99] | map(tostring) | join(" ")' <<<"$doc" |
+		awk '{ printf "%-6s %-13s %-9s p50 %.0f -> %.0f us (x%.2f), p99 %.0f -> %.0f us (x%.2f)\n",
+			$1, "flat loaded", $2, $3, $4, $5, $6, $7, $8 }'
 	printf '%-6s %-13s %-9s %9s %9.4f   (one process, %d QPs, %d-byte writes)\n' "$n" ib_write_bw - - \
 		"$ibw" "$flows" "$msg"
 	printf '%-6s %-13s %-9s %9s %9.4f   (%d pairs of %d QPs, %d-byte writes, started together)\n' \
@@ -133,4 +147,6 @@ done
 echo "(hidden $hidden bf16, $tokens tokens a rank, top-2 of 8 experts a rank, $iters timed iterations;"
 echo " vs_ibw = n x busbw over one ib_write_bw process's aggregate on the same device;"
 echo " vs_fair = n x busbw over n ib_write_bw pairs of n - 1 QPs each, started together: as"
-echo " many processes and flows as alltoall, each with its share of the bytes)"
+echo " many processes and flows as alltoall, each with its share of the bytes;"
+echo " flat loaded: each phase idle -> under --background pairs (64 KiB WRITEs, 4 deep,"
+echo " rank r and r + n/2 into each other), and the leakage, loaded over idle)"

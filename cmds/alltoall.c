@@ -55,6 +55,16 @@
 	  OPT_FLAG(struct a2a_cli, all_ranks)) \
 	X(A2A_SVG, "svg", 0, "FILE", "rank 0 draws the dispatch bytes per peer as an SVG heatmap", \
 	  COMP_FILE, OPT_STR(struct a2a_cli, svg, NULL)) \
+	X(A2A_BACKGROUND, "background", 0, "MODE", \
+	  "after the idle iterations, the same again under bulk WRITEs: none, or pairs (rank r and " \
+	  "r + world/2 write into each other over QPs of their own); dispatch and combine latency " \
+	  "loaded against idle, the leakage", \
+	  COMP_WORDS, "none|pairs", OPT_WORD(struct a2a_cli, bg_mode, "none")) \
+	X(A2A_BACKGROUND_SIZE, "background-size", 0, "SIZE", \
+	  "--background: bytes of each bulk WRITE", OPT_SIZE(struct a2a_cli, bg_size, "64K")) \
+	X(A2A_BACKGROUND_DEPTH, "background-depth", 0, "N", \
+	  "--background: bulk WRITEs outstanding", \
+	  OPT_INT(struct a2a_cli, run.bg_depth, 1, 1024, "4")) \
 	X(A2A_BUSY_POLL, "busy-poll", 0, NULL, \
 	  "spin on the completion queues instead of sleeping", OPT_FLAG(struct a2a_cli, busy_poll)) \
 	X(A2A_PLAN, "plan", 0, NULL, \
@@ -111,7 +121,10 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 	if (a->route.skew == RC_A2A_MATRIX &&
 	    (rc = input_file(ctx, "--skew matrix", a->route.matrix)))
 		return rc;
-	opts_fill(ctx, c, v, A2A_NO_CHECK, A2A_BUSY_POLL + 1, a);
+	opts_fill(ctx, c, v, A2A_NO_CHECK, A2A_SVG + 1, a);
+	opts_fill(ctx, c, v, A2A_BUSY_POLL, A2A_BUSY_POLL + 1, a);
+	if ((rc = a2a_bg_parse(ctx, c, v, A2A_BACKGROUND, a)))
+		return rc;
 	if (a->svg && a->grp.who.rank == 0 && !a->plan && (rc = output_file(ctx, "--svg", a->svg)))
 		return rc;
 	a->run.check = !a->no_check;
@@ -208,6 +221,9 @@ static void settings(const struct a2a_cli *a, struct group_settings *gs)
 	s->len = W * W * sizeof(*a->counts);
 	group_setting(gs, "--iters", "%d", a->run.iters);
 	group_setting(gs, "--warmup", "%d", a->run.warmup);
+	group_setting(gs, "--background", "%s", rc_a2a_bg_name(a->run.bg_mode));
+	group_setting(gs, "--background-size", "%u", a->run.bg_size);
+	group_setting(gs, "--background-depth", "%d", a->run.bg_depth);
 }
 
 /* --metrics: the report's figures and the group's, then the outcome. */
@@ -232,9 +248,9 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 				      .plan = plan,
 				      .plan_arg = a };
 	struct rc_a2a_result res[RC_RAILS_MAX] = { { 0 } };
-	double *lat = calloc((size_t)a->run.iters * (size_t)n, sizeof(double));
+	double *lat = calloc((size_t)a->run.iters * (size_t)(n + 4), sizeof(double));
 	uint64_t *wrong = calloc((size_t)W, sizeof(uint64_t)), total_wrong = 0;
-	struct rc_group *g[RC_RAILS_MAX] = { 0 };
+	struct rc_group *g[RC_RAILS_MAX] = { 0 }, *bg = NULL;
 	struct group_settings gs = { .n = 0 };
 	struct progress prog;
 	struct rc_err e;
@@ -255,8 +271,11 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 	for (int i = 0; i < n; i++)
 		res[i].lat_us = lat + (size_t)i * (size_t)a->run.iters;
 	settings(a, &gs);
-	if ((rc = group_join_rails(ctx, &a->grp, &join, &gs, g)))
+	if ((rc = group_join_rails(ctx, &a->grp, &join, &gs, g)) ||
+	    (a->run.bg_mode &&
+	     (rc = a2a_bg_join(ctx, a, &res[0], lat + (size_t)n * (size_t)a->run.iters, &bg))))
 		goto out;
+	a->run.bg = bg;
 	a->run.job = a->grp.rendezvous;
 	a->run.timeout_ms = ctx->timeout_ms;
 	progress_init(&prog, ctx);
@@ -290,6 +309,7 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 	if (total_wrong)
 		rc = fail(ctx, -EIO, "%llu tokens arrived wrong", (unsigned long long)total_wrong);
 out:
+	rc_group_close(bg);
 	for (int i = n - 1; i >= 0; i--)
 		rc_group_close(g[i]);
 	if (metrics)

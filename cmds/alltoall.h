@@ -26,6 +26,8 @@ struct a2a_cli {
 	const char *skew; /* --skew MODEL */
 	const char *mem;  /* --mem KIND */
 	bool no_check;
+	int bg_mode;      /* --background: enum rc_a2a_bg_mode */
+	uint64_t bg_size; /* --background-size */
 	uint64_t *counts;
 };
 
@@ -38,6 +40,15 @@ void a2a_report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a_re
 		uint64_t wrong, struct rc_group *const *gs, int nr);
 /* --metrics: the rows of the report (a2a_report), the group's after them. */
 extern const struct metric_table a2a_metric_table;
+/* --background (alltoall_bg.c): its options from row first on (MODE,
+ * SIZE, DEPTH) into a->run; the background's group joined over the
+ * rendezvous "JOB.bg", res's phase times into us (4 * iters); the
+ * report's background (null without one). */
+int a2a_bg_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,
+		 struct a2a_cli *a);
+int a2a_bg_join(struct ctx *ctx, struct a2a_cli *a, struct rc_a2a_result *res, double *us,
+		struct rc_group **bg);
+void a2a_bg_report(struct out *o, const struct a2a_cli *a, const struct rc_a2a_result *r);
 /* --svg: the dispatch bytes from each rank to each as a heatmap. */
 int a2a_draw(const struct a2a_cli *a);
 

@@ -98,6 +98,7 @@ void a2a_report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a_re
 		 (unsigned long long)r->checked, (unsigned long long)r->checked_bytes,
 		 (unsigned long long)wrong);
 	put_mem(o, a, r);
+	a2a_bg_report(o, a, r);
 	if (nr > 1)
 		report_rails(o, a, gs, nr);
 	group_report(o, g);
@@ -156,6 +157,19 @@ out:
 		key, "rdmactl_alltoall_iteration_seconds", METRIC_SUMMARY, \
 			"one iteration, dispatch and combine", scale, labels, suffix \
 	}
+/* --background: a phase's latency idle and loaded, and their ratio */
+#define BG_ROW(ph, state, q, qv) \
+	{ \
+		"background." ph "." state "." q "_us", "rdmactl_alltoall_phase_seconds", \
+			METRIC_GAUGE, "--background: one phase of an iteration, idle or loaded", \
+			1e-6, "phase=" ph ",state=" state ",quantile=" qv \
+	}
+#define LEAK_ROW(ph, q, qv) \
+	{ \
+		"background." ph ".leakage_" q, "rdmactl_alltoall_leakage_ratio", METRIC_GAUGE, \
+			"--background: isolation leakage, the phase's loaded over idle latency", \
+			0, "phase=" ph ",quantile=" qv \
+	}
 static const struct metric_row a2a_metric_rows[] = {
 	{ "ranks", "rdmactl_alltoall_ranks", METRIC_GAUGE, "ranks in the group" },
 	{ "size_bytes", "rdmactl_alltoall_size_bytes", METRIC_GAUGE,
@@ -177,6 +191,26 @@ static const struct metric_row a2a_metric_rows[] = {
 	  "tokens checked on this rank" },
 	{ "wrong", "rdmactl_alltoall_wrong_tokens_total", METRIC_COUNTER,
 	  "tokens that arrived wrong, all ranks" },
+	BG_ROW("dispatch", "idle", "p50", "0.5"),
+	BG_ROW("dispatch", "loaded", "p50", "0.5"),
+	BG_ROW("combine", "idle", "p50", "0.5"),
+	BG_ROW("combine", "loaded", "p50", "0.5"),
+	BG_ROW("dispatch", "idle", "p99", "0.99"),
+	BG_ROW("dispatch", "loaded", "p99", "0.99"),
+	BG_ROW("combine", "idle", "p99", "0.99"),
+	BG_ROW("combine", "loaded", "p99", "0.99"),
+	BG_ROW("dispatch", "idle", "p999", "0.999"),
+	BG_ROW("dispatch", "loaded", "p999", "0.999"),
+	BG_ROW("combine", "idle", "p999", "0.999"),
+	BG_ROW("combine", "loaded", "p999", "0.999"),
+	LEAK_ROW("dispatch", "p50", "0.5"),
+	LEAK_ROW("dispatch", "p99", "0.99"),
+	LEAK_ROW("dispatch", "p999", "0.999"),
+	LEAK_ROW("combine", "p50", "0.5"),
+	LEAK_ROW("combine", "p99", "0.99"),
+	LEAK_ROW("combine", "p999", "0.999"),
+	{ "background.bytes", "rdmactl_alltoall_background_bytes_total", METRIC_COUNTER,
+	  "--background: bulk bytes this rank wrote while the loaded iterations ran" },
 	{ "rail_count", "rdmactl_alltoall_rails", METRIC_GAUGE, "rails this rank stripes over" },
 	{ "rails[].bytes", "rdmactl_alltoall_rail_bytes_total", METRIC_COUNTER,
 	  "bytes of the rail's slice this rank sent to other ranks", 0,
@@ -186,6 +220,8 @@ static const struct metric_row a2a_metric_rows[] = {
 };
 const struct metric_table a2a_metric_table = METRIC_TABLE(a2a_metric_rows);
 #undef ITER_ROW
+#undef BG_ROW
+#undef LEAK_ROW
 
 void a2a_merge_rails(struct a2a_cli *a, int n, struct rc_a2a_result *res, struct rc_group *const *g)
 {

@@ -35,6 +35,27 @@ void sweep_put_tail(struct out *o, const char *key, const struct rc_sweep_tail *
 	out_obj_end(o);
 }
 
+void sweep_put_leak(struct out *o, const char *key, const struct rc_sweep_tail *idle,
+		    const struct rc_sweep_tail *loaded)
+{
+	out_obj_begin(o, key);
+	if (idle->n)
+		sweep_put_tail(o, "idle", idle);
+	else { /* sweep's idle figures come without their count */
+		out_obj_begin(o, "idle");
+		out_f64(o, "p50_us", NULL, idle->p50_us);
+		out_f64(o, "p99_us", NULL, idle->p99_us);
+		out_f64(o, "p999_us", NULL, idle->p999_us);
+		out_f64(o, "max_us", NULL, idle->max_us);
+		out_obj_end(o);
+	}
+	sweep_put_tail(o, "loaded", loaded);
+	out_f64(o, "leakage_p50", NULL, sweep_leak_of(idle->p50_us, loaded->p50_us));
+	out_f64(o, "leakage_p99", NULL, sweep_leak_of(idle->p99_us, loaded->p99_us));
+	out_f64(o, "leakage_p999", NULL, sweep_leak_of(idle->p999_us, loaded->p999_us));
+	out_obj_end(o);
+}
+
 static void put_step(struct out *o, const struct rc_incast_result *res, int k)
 {
 	const struct rc_incast_step *st = &res->step[k];

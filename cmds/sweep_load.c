@@ -14,22 +14,6 @@
 #include "sweep_judged.h"
 #include "sweep_report.h"
 
-static void put_tails(struct out *o, const char *key, const struct rc_sweep_tail *idle,
-		      const struct rc_sweep_tail *loaded)
-{
-	out_obj_begin(o, key);
-	out_obj_begin(o, "idle");
-	out_f64(o, "p50_us", NULL, idle->p50_us);
-	out_f64(o, "p99_us", NULL, idle->p99_us);
-	out_f64(o, "p999_us", NULL, idle->p999_us);
-	out_f64(o, "max_us", NULL, idle->max_us);
-	out_obj_end(o);
-	sweep_put_tail(o, "loaded", loaded);
-	out_f64(o, "leakage_p50", NULL, idle->p50_us > 0 ? loaded->p50_us / idle->p50_us : 0);
-	out_f64(o, "leakage_p99", NULL, idle->p99_us > 0 ? loaded->p99_us / idle->p99_us : 0);
-	out_obj_end(o);
-}
-
 static void put_direction(struct out *o, const struct judged *j, int a, int b)
 {
 	const struct rc_sweep_cell *c = cell(j, a, b);
@@ -44,8 +28,8 @@ static void put_direction(struct out *o, const struct judged *j, int a, int b)
 	out_text(o, " %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %7.2f %7.2f%s\n", c->wlat_p50_us,
 		 c->wload.p50_us, c->wlat_p99_us, c->wload.p99_us, c->wload.p999_us, c->wload.max_us,
 		 rc_sweep_leak(c, false), rc_sweep_leak(c, true), leaks ? " !" : "");
-	put_tails(o, "write", &wi, &c->wload);
-	put_tails(o, "read", &ri, &c->rload);
+	sweep_put_leak(o, "write", &wi, &c->wload);
+	sweep_put_leak(o, "read", &ri, &c->rload);
 	out_bool(o, "leaks", NULL, leaks);
 	out_obj_end(o);
 }

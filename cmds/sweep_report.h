@@ -35,6 +35,16 @@ void sweep_put_cong(struct out *o, const struct rc_sweep_node *nodes, int world)
 /* A latency tail as the report writes it: samples, p50, p99, p99.9, max
  * (sweep_incast.c; sweep_load.c's loaded figures too). */
 void sweep_put_tail(struct out *o, const char *key, const struct rc_sweep_tail *t);
+/* Loaded over idle, the isolation leakage of one percentile (0 when the
+ * idle one is not above 0). */
+static inline double sweep_leak_of(double idle, double loaded)
+{
+	return idle > 0 ? loaded / idle : 0;
+}
+/* key: the tails idle and loaded and their leakage at p50, p99 and p99.9
+ * (sweep --load's directions, alltoall --background's phases). */
+void sweep_put_leak(struct out *o, const char *key, const struct rc_sweep_tail *idle,
+		    const struct rc_sweep_tail *loaded);
 
 /* --incast RANK: run it over g, rank 0 prints the steps and the knee and
  * draws them into svg (or NULL) (sweep_incast.c). 0 or -errno, printed. */

@@ -267,11 +267,102 @@ int a2a_run_sync(struct rc_group *g, const struct rc_a2a_opts *o, struct a2a_syn
 	return rc;
 }
 
+typedef int (*phase_fn)(struct a2a *a, uint32_t iter, int ph, struct rc_err *err);
+
+/* One iteration's dispatch and combine, each timed; a timed one's times
+ * into res at idx (< 0: a warmup's), the idle ones' (idx below iters)
+ * into lat_us and seconds too. */
+static int iteration(struct a2a *a, uint32_t iter, int idx, struct rc_a2a_result *res,
+		     struct rc_err *err)
+{
+	phase_fn fn = a->o->algo == RC_A2A_RING   ? a2a_ring_phase
+		      : a->o->algo == RC_A2A_HIER ? a2a_hier_phase
+						  : a2a_flat_phase;
+	double dt[2];
+	int rc;
+
+	for (int ph = PH_DISPATCH; ph <= PH_COMBINE; ph++) {
+		double t0 = rc_now();
+
+		if ((rc = fn(a, iter, ph, err)))
+			return rc;
+		dt[ph] = rc_now() - t0;
+	}
+	if (idx < 0)
+		return 0;
+	if (idx < a->o->iters) {
+		res->seconds += dt[0] + dt[1];
+		if (res->lat_us)
+			res->lat_us[idx] = (dt[0] + dt[1]) * 1e6;
+	}
+	if (res->disp_us)
+		res->disp_us[idx] = dt[PH_DISPATCH] * 1e6;
+	if (res->comb_us)
+		res->comb_us[idx] = dt[PH_COMBINE] * 1e6;
+	return 0;
+}
+
+/* The iterations of pass (0 idle, 1 under the background), warmup first,
+ * numbered on from the previous pass's so that the buffers' parity and
+ * the immediate counters go on. */
+static int pass(struct a2a *a, int pass, struct rc_a2a_result *res, struct rc_err *err)
+{
+	const struct rc_a2a_opts *o = a->o;
+	int rc = 0, total = o->warmup + o->iters, passes = o->bg ? 2 : 1;
+
+	for (int i = 0; !rc && i < total; i++) {
+		uint32_t iter = (uint32_t)(pass * total + i);
+
+		/* the previous iteration's writes left the send buffers */
+		if ((rc = rc_group_flush(a->g, err)) || (rc = prepare(a, iter, err)))
+			break;
+		if (a->sync && (rc = a2a_sync_wait(a->sync, err)))
+			break;
+		rc = iteration(a, iter, i >= o->warmup ? pass * o->iters + i - o->warmup : -1, res,
+			       err);
+		if (!rc && o->check)
+			rc = check(a, iter, res, err);
+		if (!rc && o->progress)
+			o->progress(o->progress_arg, pass * total + i + 1, passes * total);
+	}
+	return rc;
+}
+
+/* The passes: idle, then (a background) the same under it, every rank's
+ * background started once all are done idle and stopped before any
+ * rank's buffers go. */
+static int passes(struct a2a *a, struct rc_a2a_result *res, struct rc_err *err)
+{
+	struct a2a_bg b = { 0 };
+	int rc = 0, rs;
+
+	if (a->o->bg)
+		rc = a2a_bg_setup(&b, a->o, err);
+	if (!rc)
+		rc = pass(a, 0, res, err);
+	if (rc || !a->o->bg)
+		goto out;
+	if ((rc = rc_group_flush(a->g, err)) || (rc = rc_group_barrier(a->g, err)) ||
+	    (rc = a2a_bg_start(&b, err)))
+		goto out;
+	rc = pass(a, 1, res, err);
+	rs = a2a_bg_stop(&b, rc ? NULL : err);
+	rc = rc ? rc : rs;
+	res->bg_bytes = b.bytes;
+	res->bg_seconds = b.seconds;
+	if (!rc)
+		rc = rc_group_barrier(a->g, err);
+out:
+	a2a_bg_stop(&b, NULL);
+	a2a_bg_free(&b);
+	return rc;
+}
+
 static int run(struct rc_group *g, const struct rc_a2a_opts *o, const uint64_t *whole,
 	       struct a2a_sync *sync, struct rc_a2a_result *res, struct rc_err *err)
 {
 	struct a2a a = { .g = g, .o = o, .sync = sync, .m = { .fd = -1, .dmabuf_fd = -1 } };
-	int rc, total = o->warmup + o->iters;
+	int rc;
 	struct rc_err own = { 0 };
 
 	if (!err) /* the run tells the group why it stops (rc_group_abort) */
@@ -286,6 +377,8 @@ static int run(struct rc_group *g, const struct rc_a2a_opts *o, const uint64_t *
 	a.tb = rc_a2a_token_bytes(o->hidden, o->dtype);
 	res->wrong = res->checked = res->checked_bytes = 0;
 	res->seconds = 0;
+	res->bg_bytes = 0;
+	res->bg_seconds = 0;
 	res->reg = RC_REG_AUTO;
 	res->reg_notes[0] = '\0';
 	if ((rc = run_fits(&a, err)))
@@ -302,36 +395,8 @@ static int run(struct rc_group *g, const struct rc_a2a_opts *o, const uint64_t *
 		rc = rc_group_exchange(g, &a.mine, sizeof(a.mine), a.remote, err);
 	if (!rc)
 		rc = rc_group_barrier(g, err);
-	for (int i = 0; !rc && i < total; i++) {
-		uint32_t iter = (uint32_t)i;
-		double t0;
-
-		/* the previous iteration's writes left the send buffers */
-		rc = rc_group_flush(g, err);
-		if (rc)
-			break;
-		if ((rc = prepare(&a, iter, err)))
-			break;
-		if (a.sync && (rc = a2a_sync_wait(a.sync, err)))
-			break;
-		t0 = rc_now();
-		rc = o->algo == RC_A2A_RING   ? a2a_ring_iter(&a, iter, err)
-		     : o->algo == RC_A2A_HIER ? a2a_hier_iter(&a, iter, err)
-					      : a2a_flat_iter(&a, iter, err);
-		if (rc)
-			break;
-		if (i >= o->warmup) {
-			double dt = rc_now() - t0;
-
-			res->seconds += dt;
-			if (res->lat_us)
-				res->lat_us[i - o->warmup] = dt * 1e6;
-		}
-		if (o->check && (rc = check(&a, iter, res, err)))
-			break;
-		if (o->progress)
-			o->progress(o->progress_arg, i + 1, total);
-	}
+	if (!rc)
+		rc = passes(&a, res, err);
 	if (!rc)
 		rc = rc_group_flush(g, err);
 	/* the others hear why before this rank's memory goes: a write to it

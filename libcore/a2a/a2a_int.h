@@ -4,6 +4,7 @@
 #define RDMACTL_A2A_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <rdmactl/a2a.h>
@@ -113,8 +114,9 @@ int a2a_copy_out(struct a2a *a, void *to, const uint8_t *from, size_t len, struc
 uint64_t a2a_recv_off(const struct a2a *a, int dst, int src);
 uint64_t a2a_send_off(const struct a2a *a, int src, int dst);
 
-int a2a_flat_iter(struct a2a *a, uint32_t iter, struct rc_err *err);
-int a2a_ring_iter(struct a2a *a, uint32_t iter, struct rc_err *err);
+/* One phase (PH_DISPATCH, PH_COMBINE) of iteration iter, by algorithm. */
+int a2a_flat_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err);
+int a2a_ring_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err);
 /* Tokens of every rank's ring staging, both phases and parities, into
  * st[W]: 0 or -ENOMEM. */
 int a2a_stage_tokens_all(const struct a2a *a, uint64_t *st);
@@ -126,6 +128,32 @@ int a2a_line_sums(struct a2a *a);
 size_t a2a_hier_shm_bytes(const struct a2a *a, int x);
 int a2a_hier_setup(struct a2a *a, struct rc_err *err);
 void a2a_hier_teardown(struct a2a *a);
-int a2a_hier_iter(struct a2a *a, uint32_t iter, struct rc_err *err);
+int a2a_hier_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err);
+
+/* a2a_bg.c: the background (rc_a2a_opts.bg): its buffer registered on the
+ * background's group and the peer's learnt (every rank of that group
+ * calls setup), the thread that writes into the peer from start to stop
+ * (a rank without a peer starts none), what it wrote. */
+struct a2a_bg {
+	struct rc_group *g;
+	const struct rc_a2a_opts *o;
+	int peer;
+	void *buf;
+	struct ibv_mr *mr;
+	uint64_t raddr;
+	uint32_t rkey;
+	pthread_t thread;
+	bool running;
+	atomic_bool stop;
+	int rc; /* the thread's, with err */
+	struct rc_err err;
+	uint64_t bytes;
+	double seconds;
+};
+int a2a_bg_setup(struct a2a_bg *b, const struct rc_a2a_opts *o, struct rc_err *err);
+int a2a_bg_start(struct a2a_bg *b, struct rc_err *err);
+/* The thread stopped; its failure, if it failed. */
+int a2a_bg_stop(struct a2a_bg *b, struct rc_err *err);
+void a2a_bg_free(struct a2a_bg *b);
 
 #endif

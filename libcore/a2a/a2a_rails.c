@@ -59,6 +59,8 @@ int rc_a2a_run_rails(struct rc_group *const *g, int n, const struct rc_a2a_opts 
 
 	if (n < 1)
 		return rc_err_set(err, EINVAL, "no rail to run on");
+	if (n > 1 && o->bg)
+		return rc_err_set(err, EINVAL, "a background runs beside one rail, not %d", n);
 	if (n == 1)
 		return a2a_run_sync(g[0], o, NULL, res, err);
 	if (!(r = calloc((size_t)n, sizeof(*r))))

@@ -9,7 +9,7 @@
 #include "a2a_int.h"
 #include <rdmactl/group_core.h>
 
-static int phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
+int a2a_flat_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 {
 	int W = a->W, me = a->me, p = iter & 1, *peers = a->wait_peers, n = 0, rc;
 	uint64_t *target = a->wait_target;
@@ -42,11 +42,4 @@ static int phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 		return rc;
 	return rc_group_wait_imm(a->g, peers, n, ph == PH_DISPATCH ? CH_DISPATCH : CH_COMBINE,
 				 target, err);
-}
-
-int a2a_flat_iter(struct a2a *a, uint32_t iter, struct rc_err *err)
-{
-	int rc = phase(a, iter, PH_DISPATCH, err);
-
-	return rc ? rc : phase(a, iter, PH_COMBINE, err);
 }

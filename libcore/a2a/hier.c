@@ -285,7 +285,7 @@ static int rail_out(struct a2a *a, uint32_t iter, int ph, int m, struct rc_err *
 	return 0;
 }
 
-static int hier_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
+int a2a_hier_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 {
 	int W = a->W, L = a->L, N = W / L, n = a->me / L, l = a->me % L, p = iter & 1;
 	int ch = ph == PH_DISPATCH ? CH_DISPATCH : CH_COMBINE, *rails = a->wait_peers, nr = 0, rc;
@@ -313,11 +313,4 @@ static int hier_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 	if ((rc = node_wait(a, ph, want, err)))
 		return rc;
 	return 0;
-}
-
-int a2a_hier_iter(struct a2a *a, uint32_t iter, struct rc_err *err)
-{
-	int rc = hier_phase(a, iter, PH_DISPATCH, err);
-
-	return rc ? rc : hier_phase(a, iter, PH_COMBINE, err);
 }

@@ -88,7 +88,7 @@ static uint64_t stage_off(const struct a2a *a, int x, int ph, int p, int s)
 	return off;
 }
 
-static int ring_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
+int a2a_ring_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 {
 	int W = a->W, me = a->me, p = iter & 1, succ = (me + 1) % W, pred = (me + W - 1) % W;
 	int ch = ph == PH_DISPATCH ? CH_DISPATCH : CH_COMBINE, rc;
@@ -153,11 +153,4 @@ static int ring_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 	uint64_t target = base + (uint64_t)(W - 1);
 
 	return rc_group_wait_imm(a->g, &pred, 1, ch, &target, err);
-}
-
-int a2a_ring_iter(struct a2a *a, uint32_t iter, struct rc_err *err)
-{
-	int rc = ring_phase(a, iter, PH_DISPATCH, err);
-
-	return rc ? rc : ring_phase(a, iter, PH_COMBINE, err);
 }

@@ -37,8 +37,6 @@ double rc_sweep_mad(const double *v, int n, double med);
  * wrong, or when it names no pair. */
 int rc_sweep_pairs_parse(const char *text, int world, uint8_t *want, struct rc_err *err);
 
-/* The percentiles of n samples (v sorted in place); n 0 leaves t zero. */
-void rc_sweep_tail_of(double *v, int n, struct rc_sweep_tail *t);
 /* The bounded CDF (struct rc_sweep_cdf) of n samples v sorted ascending. */
 void rc_sweep_cdf_of(const double *v, int n, struct rc_sweep_cdf *c);
 /* Whether a CDF a peer sent holds together: k within the bound, 0 only for

@@ -148,3 +148,28 @@ a2a() {
 	assert_output --partial "lists no address for rank 1, 3, 5, "
 	assert_output --regexp ", and 19[0-9][0-9] more \(world size 4000\)"
 }
+
+@test "--background: a bad MODE names the choices; its size and depth without it, out of range, or on several rails are usage errors" {
+	a2a -r 0 -w 2 -R "file:$PEERS" --background fabric
+	assert_failure 2
+	assert_output --partial "invalid --background 'fabric': expected one of none, pairs"
+	a2a -r 0 -w 2 -R "file:$PEERS" --background-depth 8
+	assert_failure 2
+	assert_output --partial "--background-size and --background-depth go with --background pairs"
+	a2a -r 0 -w 2 -R "file:$PEERS" --background none --background-size 1M
+	assert_failure 2
+	assert_output --partial "go with --background pairs"
+	a2a -r 0 -w 2 -R "file:$PEERS" --background pairs --background-size 2G
+	assert_failure 2
+	assert_output --partial "--background-size 2147483648: from 1 byte to 1G"
+	a2a -r 0 -w 2 -R "file:$PEERS" --background pairs --background-depth 0
+	assert_failure 2
+	assert_output --partial "invalid --background-depth '0': expected an integer from 1 to 1024"
+	run timeout 30 "$RDMACTL" -d rxe0,rxe1 alltoall -r 0 -w 2 -R etcd://127.0.0.1:1/j \
+		--listen 198.18.0.1,198.18.0.2 --background pairs
+	assert_failure 2
+	assert_output --partial "--background runs beside one rail, not 2"
+	run "$RDMACTL" __complete alltoall --background ''
+	assert_success
+	assert_output "$(printf 'none\npairs')"
+}

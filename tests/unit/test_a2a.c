@@ -245,6 +245,26 @@ static void slices(void)
 	CHECK_EQ_U64(out[3], 500001);
 }
 
+/* --background pairs: r and r + W/2 into each other, an odd world's last
+ * rank quiet; none or a rank outside the world: no peer. */
+static void background_peers(void)
+{
+	int want4[] = { 2, 3, 0, 1 }, want5[] = { 2, 3, 0, 1, -1 };
+
+	for (int r = 0; r < 4; r++)
+		CHECK(rc_a2a_bg_peer(RC_A2A_BG_PAIRS, 4, r) == want4[r]);
+	for (int r = 0; r < 5; r++)
+		CHECK(rc_a2a_bg_peer(RC_A2A_BG_PAIRS, 5, r) == want5[r]);
+	CHECK(rc_a2a_bg_peer(RC_A2A_BG_PAIRS, 2, 1) == 0);
+	CHECK(rc_a2a_bg_peer(RC_A2A_BG_PAIRS, 1, 0) == -1);
+	CHECK(rc_a2a_bg_peer(RC_A2A_BG_PAIRS, 4, 4) == -1);
+	CHECK(rc_a2a_bg_peer(RC_A2A_BG_PAIRS, 4, -1) == -1);
+	CHECK(rc_a2a_bg_peer(RC_A2A_BG_NONE, 4, 0) == -1);
+	CHECK(!strcmp(rc_a2a_bg_name(RC_A2A_BG_PAIRS), "pairs"));
+	CHECK(!strcmp(rc_a2a_bg_name(RC_A2A_BG_NONE), "none"));
+	CHECK(rc_a2a_bg_name(2) == NULL);
+}
+
 int main(void)
 {
 	routing();
@@ -255,5 +275,6 @@ int main(void)
 	plans();
 	content();
 	slices();
+	background_peers();
 	CHECK_DONE();
 }

@@ -22,6 +22,15 @@ enum rc_a2a_skew { RC_A2A_UNIFORM, RC_A2A_ZIPF, RC_A2A_MATRIX };
 
 RC_EXPORT const char *rc_a2a_algo_name(enum rc_a2a_algo a);
 
+/* Background traffic beside the exchange (--background): none, or pairs:
+ * rank r writes bulk into rank r + world / 2 and that rank into r (an odd
+ * world's last rank stays quiet). */
+enum rc_a2a_bg_mode { RC_A2A_BG_NONE, RC_A2A_BG_PAIRS };
+/* "none", "pairs"; NULL for another mode. */
+RC_EXPORT const char *rc_a2a_bg_name(int mode);
+/* The rank that rank writes its bulk into under mode, -1 for none. */
+RC_EXPORT int rc_a2a_bg_peer(int mode, int world, int rank);
+
 /* Bytes of one token on the wire: bf16 2 per element; fp8 1 per element
  * plus one float scale per 128 elements, as DeepEP's fp8 dispatch sends. */
 RC_EXPORT size_t rc_a2a_token_bytes(uint32_t hidden, enum rc_a2a_dtype dt);
@@ -109,6 +118,15 @@ struct rc_a2a_opts {
 	 * (rc_a2a_run_rails: rail 0's slice alone). */
 	int slice;
 	int slices;
+	/* Background (one rail: rc_a2a_run): after the iterations idle, the
+	 * same iterations again (warmup and iters) while a thread of this rank
+	 * writes bulk into rc_a2a_bg_peer over bg, a group of its own (its own
+	 * QPs on the same ports, each rank connected to its peer there),
+	 * WRITEs of bg_size bytes, bg_depth outstanding; NULL: none. */
+	struct rc_group *bg;
+	int bg_mode;
+	uint32_t bg_size;
+	int bg_depth;
 };
 
 struct rc_a2a_result {
@@ -119,6 +137,12 @@ struct rc_a2a_result {
 	double seconds;      /* timed iterations together */
 	enum rc_mem_reg reg; /* how the token buffers were registered (GPU: the path that ran) */
 	char reg_notes[384]; /* GPU: the paths tried before it, and why they failed */
+	/* NULL, or the caller's: each timed iteration's dispatch and combine
+	 * apart, iters entries, twice that with a background (the loaded
+	 * iterations after the idle ones); lat_us and seconds: the idle ones. */
+	double *disp_us, *comb_us;
+	uint64_t bg_bytes; /* the background's bulk written by this rank ... */
+	double bg_seconds; /* ... in this time */
 };
 
 RC_EXPORT int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct rc_a2a_result *res,

@@ -52,6 +52,10 @@ struct rc_sweep_tail {
 	int32_t n;
 	int32_t pad;
 };
+/* The percentiles of n samples (v sorted in place; p50 the lower median,
+ * the others the nearest rank); n 0 leaves t zero. sweep's latencies and
+ * alltoall's phases. */
+RC_EXPORT void rc_sweep_tail_of(double *v, int n, struct rc_sweep_tail *t);
 
 /* A latency distribution as its empirical CDF, bounded: k points, each a
  * sample's value and its rank among the n samples sorted (0 the least), so
