@@ -26,42 +26,35 @@
 	  "neighbours) or hierarchical (to the ranks of its node, and over the rail to the rank of the " \
 	  "same local index on every other node)", \
 	  COMP_WORDS, "flat|ring|hierarchical", OPT_WORD(struct a2a_cli, algo, "flat")) \
-	X(A2A_RANKS_PER_NODE, "ranks-per-node", 0, "N", \
-	  "hierarchical: ranks per node (default: by host name; --plan: figures per node too)") \
+	X(A2A_RANKS_PER_NODE, "ranks-per-node", 0, "N", "ranks per node (default: by host name)") \
 	X(A2A_HIDDEN, "hidden", 0, "N", "elements per token", \
 	  OPT_U32(struct a2a_cli, run.hidden, 1, 1 << 24, "7168")) \
-	X(A2A_DTYPE, "dtype", 0, "TYPE", "bf16 or fp8 (fp8 adds a scale per 128 elements)", \
-	  COMP_WORDS, "bf16|fp8", OPT_WORD(struct a2a_cli, dtype, "bf16")) \
+	X(A2A_DTYPE, "dtype", 0, "TYPE", "bf16 or fp8 (scaled per 128)", COMP_WORDS, "bf16|fp8", \
+	  OPT_WORD(struct a2a_cli, dtype, "bf16")) \
 	X(A2A_TOKENS, "tokens", 0, "N", "tokens per rank", \
 	  OPT_U32(struct a2a_cli, route.tokens, 1, 1 << 24, "128")) \
-	X(A2A_EXPERTS, "experts", 'E', "N", \
-	  "experts, spread evenly over the ranks (default: 8 per rank)", \
+	X(A2A_EXPERTS, "experts", 'E', "N", "experts over the ranks (default: 8 a rank)", \
 	  OPT_U32(struct a2a_cli, route.experts, 1, 1 << 24, NULL)) \
 	X(A2A_TOPK, "topk", 'k', "K", "experts per token", \
 	  OPT_U32(struct a2a_cli, route.topk, 1, 1 << 24, "2")) \
-	X(A2A_SKEW, "skew", 0, "MODEL", "uniform, zipf:S or matrix:FILE.csv", \
+	X(A2A_SKEW, "skew", 0, "MODEL", "uniform, zipf:S, matrix:FILE", \
 	  OPT_STR(struct a2a_cli, skew, "uniform")) \
 	X(A2A_SEED, "seed", 0, "N", "routing seed", OPT_U64(struct a2a_cli, route.seed, "1")) \
 	X(A2A_ITERS, "iters", 'n', "N", "timed iterations", \
 	  OPT_INT(struct a2a_cli, run.iters, 1, 1 << 24, "20")) \
 	X(A2A_WARMUP, "warmup", 0, "N", "untimed iterations first", \
 	  OPT_INT(struct a2a_cli, run.warmup, 0, 1 << 20, "2")) \
-	X(A2A_MEM, "mem", 0, "KIND", \
-	  "token buffers: host, hugepage or cuda[:N] (GPU N in PCI bus order)", COMP_WORDS, \
+	X(A2A_MEM, "mem", 0, "KIND", "host, hugepage or cuda[:N]", COMP_WORDS, \
 	  "host|hugepage|cuda", OPT_STR(struct a2a_cli, mem, "host")) \
 	X(A2A_NO_CHECK, "no-check", 0, NULL, "do not check the received tokens", \
 	  OPT_FLAG(struct a2a_cli, no_check)) \
 	X(A2A_ALL_RANKS, "all-ranks", 0, NULL, "every rank prints its figures, not only rank 0", \
 	  OPT_FLAG(struct a2a_cli, all_ranks)) \
-	X(A2A_SVG, "svg", 0, "FILE", "rank 0 draws the dispatch bytes per peer as an SVG heatmap", \
-	  COMP_FILE, OPT_STR(struct a2a_cli, svg, NULL)) \
-	X(A2A_BUSY_POLL, "busy-poll", 0, NULL, \
-	  "spin on the completion queues instead of sleeping", OPT_FLAG(struct a2a_cli, busy_poll)) \
-	X(A2A_PLAN, "plan", 0, NULL, \
-	  "size the job and exit, no device, rendezvous or rank needed: " \
-	  "per rank the QPs, CQs, message rings, registered bytes and connect rounds that --algo's " \
-	  "connections give, the job's totals and barrier tree depth (needs --world; hierarchical " \
-	  "--ranks-per-node; --rank details that rank)", \
+	X(A2A_SVG, "svg", 0, "FILE", "rank 0 draws bytes per peer as SVG", COMP_FILE, \
+	  OPT_STR(struct a2a_cli, svg, NULL)) \
+	X(A2A_BUSY_POLL, "busy-poll", 0, NULL, "busy-poll the completion queues", \
+	  OPT_FLAG(struct a2a_cli, busy_poll)) \
+	X(A2A_PLAN, "plan", 0, NULL, "size the job and exit (needs --world)", \
 	  OPT_FLAG(struct a2a_cli, plan))
 
 enum { ALLTOALL_OPTS(OPT_INDEX) A2A_NOPTS };
@@ -393,5 +386,5 @@ const struct cmd cmd_alltoall = {
 	.name = "alltoall",
 	.run = do_alltoall,
 	.opts = alltoall_opts,
-	.summary = "MoE dispatch and combine over a group of ranks (flat, ring, hierarchical)",
+	.summary = "MoE dispatch and combine over a group of ranks",
 };

@@ -14,8 +14,7 @@
 #define ATOMIC_OPTS(X) \
 	X(AT_FAA, "faa", 0, "DELTA", "fetch-and-add DELTA (may be negative)", \
 	  OPT_STR(struct atomic_args, faa, NULL)) \
-	X(AT_CAS, "cas", 0, "EXPECTED,SWAP", \
-	  "compare-and-swap: store SWAP where the value is EXPECTED", \
+	X(AT_CAS, "cas", 0, "EXPECTED,SWAP", "compare-and-swap: EXPECTED becomes SWAP", \
 	  OPT_STR(struct atomic_args, cas, NULL)) \
 	CLIENT_OPTS(X, AT) \
 	BENCH_OPTS(X, AT)

@@ -14,28 +14,23 @@
  * GROUP_OPTS(X, A2A) makes A2A_RANK ... A2A_METRICS. A command lists the
  * block whole, so group_args_parse finds it from the first one's index. */
 #define GROUP_OPTS(X, P) \
-	X(P##_RANK, "rank", 'r', "R", "this rank (default: from the launcher's environment)", \
+	X(P##_RANK, "rank", 'r', "R", "this rank (default: the launcher's)", \
 	  OPT_INT(struct group_args, rank, 0, RC_GROUP_MAX, NULL)) \
 	X(P##_WORLD, "world", 'w', "N", "ranks in the group (default: from the launcher)", \
 	  OPT_INT(struct group_args, world, 0, 1 << 20, NULL)) \
-	X(P##_LOCAL_RANK, "local-rank", 0, "L", \
-	  "rank inside the node (default: from the launcher)", \
+	X(P##_LOCAL_RANK, "local-rank", 0, "L", "rank in the node (default: the launcher's)", \
 	  OPT_INT(struct group_args, local_rank, 0, RC_GROUP_MAX, NULL)) \
 	X(P##_RENDEZVOUS, "rendezvous", 'R', "URL", \
 	  "etcd://HOST:PORT/JOB or file:PATH (peers file)", COMP_FILE, \
 	  OPT_STR(struct group_args, rendezvous, NULL)) \
-	X(P##_LISTEN, "listen", 'l', "ADDR[:PORT]", \
-	  "address to accept peers on (default: the peers file's)", \
+	X(P##_LISTEN, "listen", 'l', "ADDR[:PORT]", "address to accept peers on", \
 	  OPT_STR(struct group_args, listen, NULL)) \
-	X(P##_RAILS, "rails", 0, "PLAN", \
-	  "this rank's device from probe-topology's rail plan: auto (this process's GPU, else its NUMA node), gpu:N or numa:N; of several rails, rail (local rank mod rails); listens on its address unless a peers file or --listen ADDR says otherwise", \
-	  COMP_WORDS, "auto|gpu:0|numa:0", OPT_STR(struct group_args, rails, NULL)) \
-	X(P##_TOKEN, "token", 'T', "TOKEN", \
-	  "the group's token, proven in every connect request (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
-	X(P##_TOKEN_FILE, "token-file", 0, "FILE", \
-	  "the group's token, from the first line of FILE (mode 600)", COMP_FILE) \
-	X(P##_METRICS, "metrics", 0, "FILE", \
-	  "write the figures to FILE in Prometheus' text format, replaced whole (%r: the rank; without it only the reporting rank writes)", \
+	X(P##_RAILS, "rails", 0, "PLAN", "rail plan's rail: auto, gpu:N or numa:N", COMP_WORDS, \
+	  "auto|gpu:0|numa:0", OPT_STR(struct group_args, rails, NULL)) \
+	X(P##_TOKEN, "token", 'T', "TOKEN", "group token, visible in /proc: use --token-file") \
+	X(P##_TOKEN_FILE, "token-file", 0, "FILE", "the group token, from FILE (mode 600)", \
+	  COMP_FILE) \
+	X(P##_METRICS, "metrics", 0, "FILE", "figures to FILE (Prometheus; %r: the rank)", \
 	  COMP_FILE)
 
 enum { GROUP_OPTS(OPT_INDEX, GO) GO_COUNT };
@@ -43,8 +38,7 @@ enum { GROUP_OPTS(OPT_INDEX, GO) GO_COUNT };
 /* --rails-per-rank, of the commands that run on several rails a rank
  * (alltoall, multicast): read by group_rails_per_rank. */
 #define GROUP_RAILS_OPT(X, P) \
-	X(P##_RAILS_PER_RANK, "rails-per-rank", 0, "N", \
-	  "--rails: how many of the plan's rails this rank stripes over, 1 to 16 or all", \
+	X(P##_RAILS_PER_RANK, "rails-per-rank", 0, "N", "--rails: rails a rank, 1-16 or all", \
 	  COMP_WORDS, "1|2|all", OPT_DEFAULT("1"))
 
 /* The group options, parsed: the rank resolved from the flags or the

@@ -15,32 +15,25 @@
 #include "cmds.h"
 
 #define MIGRATE_OPTS(X) \
-	X(MIG_BLOCKS, "blocks", 0, "FILE", \
-	  "the blocks to move, from FILE or - (stdin): lines of OFFSET LENGTH [DST_OFFSET], or JSON", \
+	X(MIG_BLOCKS, "blocks", 0, "FILE", "the blocks to move, from FILE or - (stdin)", \
 	  COMP_FILE, OPT_STR(struct mig_plan, blocks, NULL)) \
-	X(MIG_FORMAT, "format", 0, "FORMAT", "the block list's format: auto, text or json", \
-	  COMP_WORDS, "auto|text|json", OPT_WORD(struct mig_plan, format, "auto"), \
+	X(MIG_FORMAT, "format", 0, "FORMAT", "block list: auto, text or json", COMP_WORDS, \
+	  "auto|text|json", OPT_WORD(struct mig_plan, format, "auto"), \
 	  OPT_GIVEN(struct mig_plan, format_given)) \
 	X(MIG_WHOLE, "whole", 0, NULL, "move the whole region as one block, no fence", \
 	  OPT_FLAG(struct mig_plan, whole)) \
-	X(MIG_MAX_ROUNDS, "max-rounds", 0, "N", \
-	  "live: copy rounds at most, the final one included", \
+	X(MIG_MAX_ROUNDS, "max-rounds", 0, "N", "live: copy rounds at most", \
 	  OPT_INT(struct mig_plan, lo.max_rounds, 2, RC_MIGRATE_MAX_ROUNDS - 1, "8")) \
-	X(MIG_DIRTY, "dirty", 0, "SIZE", "live: fence once at most SIZE is left to copy", \
+	X(MIG_DIRTY, "dirty", 0, "SIZE", "live: fence at SIZE left to copy", \
 	  OPT_SIZE(struct mig_plan, lo.dirty_bytes, "256K")) \
-	X(MIG_NO_VERIFY, "no-verify", 0, NULL, \
-	  "live: skip the check of the blocks after the cutover", \
+	X(MIG_NO_VERIFY, "no-verify", 0, NULL, "live: skip the check after the cutover", \
 	  OPT_FLAG(struct mig_plan, no_verify)) \
-	X(MIG_KEEP_SOURCE, "keep-source", 0, NULL, \
-	  "live: the source keeps its (fenced) copy after the cutover", \
+	X(MIG_KEEP_SOURCE, "keep-source", 0, NULL, "live: keep the source's fenced copy", \
 	  OPT_FLAG(struct mig_plan, lo.keep_source)) \
-	X(MIG_TOKEN, "token", 'T', "TOKEN", \
-	  "token both servers require (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
-	X(MIG_TOKEN_FILE, "token-file", 0, "FILE", \
-	  "the token, from the first line of FILE (mode 600)", COMP_FILE) \
+	X(MIG_TOKEN, "token", 'T', "TOKEN", "token, visible in /proc: use --token-file") \
+	X(MIG_TOKEN_FILE, "token-file", 0, "FILE", "the token, from FILE (mode 600)", COMP_FILE) \
 	X(MIG_ADMIN_TOKEN_FILE, "admin-token-file", 0, "FILE", \
-	  "both servers' admin token (register --admin-token-file), from FILE (default: $RDMACTL_ADMIN_TOKEN)", \
-	  COMP_FILE)
+	  "admin token from FILE (or $RDMACTL_ADMIN_TOKEN)", COMP_FILE)
 
 /* The command's plan, from the command line and the block list. */
 struct mig_plan {
@@ -549,5 +542,5 @@ const struct cmd cmd_migrate = {
 	.opts = migrate_opts,
 	.args = "SOURCE DEST",
 	.args_comp = COMP_TARGET,
-	.summary = "move a served region, live or a block list, to another register server",
+	.summary = "move a served region, live or a block list, to another server",
 };

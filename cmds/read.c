@@ -14,15 +14,13 @@
 #include "rails_cmds.h"
 
 #define READ_OPTS(X) \
-	X(RD_SIZE, "size", 'S', "SIZE", "bytes to read (default: to the end of the region)", \
+	X(RD_SIZE, "size", 'S', "SIZE", "bytes (default: to the region's end)", \
 	  OPT_SIZE(struct read_args, size, NULL), OPT_GIVEN(struct read_args, size_given)) \
 	X(RD_OUT, "out", 'O', "FILE", "write the bytes to FILE (default: stdout)", COMP_FILE, \
 	  OPT_STR(struct read_args, out_path, NULL)) \
-	X(RD_STRIPE, "stripe", 0, "SIZE", "with several rails: the chunk each rail takes in turn", \
-	  OPT_DEFAULT("1M")) \
-	X(RD_RAILS, "rails", 0, "PLAN", \
-	  "the rails of probe-topology's rail plan: auto (this process's GPU, else its NUMA node), gpu:N or numa:N", \
-	  COMP_WORDS, "auto|gpu:0|numa:0") \
+	X(RD_STRIPE, "stripe", 0, "SIZE", "with several rails: a rail's chunk", OPT_DEFAULT("1M")) \
+	X(RD_RAILS, "rails", 0, "PLAN", "rail plan's rails: auto, gpu:N or numa:N", COMP_WORDS, \
+	  "auto|gpu:0|numa:0") \
 	CLIENT_OPTS(X, RD) \
 	BENCH_OPTS(X, RD)
 

@@ -17,18 +17,15 @@
 #define WRITE_OPTS(X) \
 	X(WR_FILE, "file", 'f', "FILE", "write the contents of FILE (default: stdin)", COMP_FILE, \
 	  OPT_STR(struct write_args, file, NULL)) \
-	X(WR_PATTERN, "pattern", 'P', "PATTERN", \
-	  "write a generated pattern: zero, seq or random:SEED", COMP_WORDS, "zero|seq|random:1", \
-	  OPT_STR(struct write_args, pattern, NULL)) \
+	X(WR_PATTERN, "pattern", 'P', "PATTERN", "a pattern: zero, seq or random:SEED", \
+	  COMP_WORDS, "zero|seq|random:1", OPT_STR(struct write_args, pattern, NULL)) \
 	X(WR_SIZE, "size", 'S', "SIZE", "bytes to write (default: the file's size)", \
 	  OPT_SIZE(struct write_args, size, NULL), OPT_GIVEN(struct write_args, size_given)) \
-	X(WR_IMM, "imm", 'i', "VALUE", "then send VALUE as immediate data (RDMA WRITE_WITH_IMM)", \
+	X(WR_IMM, "imm", 'i', "VALUE", "then send VALUE as immediate data", \
 	  OPT_U64(struct write_args, imm64, NULL), OPT_GIVEN(struct write_args, imm_given)) \
-	X(WR_STRIPE, "stripe", 0, "SIZE", "with several rails: the chunk each rail takes in turn", \
-	  OPT_DEFAULT("1M")) \
-	X(WR_RAILS, "rails", 0, "PLAN", \
-	  "the rails of probe-topology's rail plan: auto (this process's GPU, else its NUMA node), gpu:N or numa:N", \
-	  COMP_WORDS, "auto|gpu:0|numa:0") \
+	X(WR_STRIPE, "stripe", 0, "SIZE", "with several rails: a rail's chunk", OPT_DEFAULT("1M")) \
+	X(WR_RAILS, "rails", 0, "PLAN", "rail plan's rails: auto, gpu:N or numa:N", COMP_WORDS, \
+	  "auto|gpu:0|numa:0") \
 	CLIENT_OPTS(X, WR) \
 	BENCH_OPTS(X, WR)
 
@@ -276,5 +273,5 @@ const struct cmd cmd_write = {
 	.opts = write_opts,
 	.args = "TARGET",
 	.args_comp = COMP_TARGET,
-	.summary = "write a file, stdin or a pattern into a served region (RDMA WRITE)",
+	.summary = "write a file, stdin or a pattern into a region (RDMA WRITE)",
 };
