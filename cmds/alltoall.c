@@ -20,13 +20,14 @@
 
 #define ALLTOALL_OPTS(X) \
 	GROUP_OPTS(X, A2A) \
-	GROUP_RAILS_OPT(X, A2A) \
+	GROUP_RAILS_OPT(X, A2A, struct a2a_cli) \
 	X(A2A_ALGO, "algo", 'a', "ALGO", \
 	  "flat (every rank connects to every other), ring (to its two " \
 	  "neighbours) or hierarchical (to the ranks of its node, and over the rail to the rank of the " \
 	  "same local index on every other node)", \
 	  COMP_WORDS, "flat|ring|hierarchical", OPT_WORD(struct a2a_cli, algo, "flat")) \
-	X(A2A_RANKS_PER_NODE, "ranks-per-node", 0, "N", "ranks per node (default: by host name)") \
+	X(A2A_RANKS_PER_NODE, "ranks-per-node", 0, "N", "ranks per node (default: by host name)", \
+	  OPT_INT(struct a2a_cli, run.ranks_per_node, 1, RC_GROUP_MAX, NULL)) \
 	X(A2A_HIDDEN, "hidden", 0, "N", "elements per token", \
 	  OPT_U32(struct a2a_cli, run.hidden, 1, 1 << 24, "7168")) \
 	X(A2A_DTYPE, "dtype", 0, "TYPE", "bf16 or fp8 (scaled per 128)", COMP_WORDS, "bf16|fp8", \
@@ -64,25 +65,26 @@ OPTS_BOUND(alltoall_opts, A2A_NOPTS);
 static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 {
 	const struct cmd *c = &cmd_alltoall;
-	int rpn = 0, rc;
+	int rc;
 	struct rc_err e;
 	char why[sizeof(e.msg) + 64];
 
 	opts_fill(ctx, c, v, A2A_PLAN, A2A_PLAN + 1, a);
-	if ((rc = group_rails_per_rank(ctx, opt_arg_def(c, v, A2A_RAILS_PER_RANK), &a->grp)))
+	opts_fill(ctx, c, v, A2A_RAILS_PER_RANK, A2A_RAILS_PER_RANK + 1, a); /* a string */
+	if ((rc = group_rails_per_rank(ctx, a->grp.rails_per_rank_arg, &a->grp)))
 		return rc;
 	if ((rc = a->plan ? group_plan_args(ctx, c, v, A2A_RANK, "alltoall", &a->grp)
 			  : group_args_parse(ctx, c, v, A2A_RANK, &a->grp)) ||
 	    (rc = opts_fill(ctx, c, v, A2A_ALGO, A2A_ALGO + 1, a)) ||
 	    (rc = opts_fill(ctx, c, v, A2A_DTYPE, A2A_DTYPE + 1, a)) ||
-	    (rc = a->plan ? group_plan_rpn(ctx, c, v, A2A_RANKS_PER_NODE, a->grp.who.world, &rpn)
-			  : opt_int_at(ctx, c, v, A2A_RANKS_PER_NODE, 1, RC_GROUP_MAX, &rpn)) ||
+	    (rc = opts_fill(ctx, c, v, A2A_RANKS_PER_NODE, A2A_RANKS_PER_NODE + 1, a)) ||
+	    (a->plan && (rc = group_plan_rpn(ctx, a->run.ranks_per_node, a->grp.who.world))) ||
 	    (rc = opts_fill(ctx, c, v, A2A_SEED, A2A_SEED + 1, a)))
 		return rc;
-	if (opt_arg(v, A2A_RAILS_PER_RANK) && !a->grp.rails && !a->plan)
+	if (a->grp.rails_per_rank_given && !a->grp.rails && !a->plan)
 		return usage_err(ctx, "--rails-per-rank takes the rails of --rails PLAN: give it "
 				      "too (or -d DEV1,DEV2 with --listen ADDR1,ADDR2)");
-	if (a->plan && a->algo == RC_A2A_HIER && !rpn)
+	if (a->plan && a->algo == RC_A2A_HIER && !a->run.ranks_per_node)
 		return usage_err(ctx,
 				 "alltoall --plan --algo hierarchical needs --ranks-per-node N (a run "
 				 "takes it from the host names)");
@@ -91,7 +93,6 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 				 a->grp.who.world);
 	a->run.algo = (enum rc_a2a_algo)a->algo;
 	a->run.dtype = (enum rc_a2a_dtype)a->dtype;
-	a->run.ranks_per_node = rpn;
 	a->route.world = a->grp.who.world;
 	a->route.experts = 8 * (uint32_t)a->grp.who.world;
 	if ((rc = opts_fill(ctx, c, v, A2A_HIDDEN, A2A_HIDDEN + 1, a)) ||

@@ -18,8 +18,10 @@
  * below find them from the first one's index (CO_* and BO_* are the offsets
  * inside a block, made from the same lists). */
 #define CLIENT_OPTS(X, P) \
-	X(P##_TOKEN, "token", 'T', "TOKEN", "token, visible in /proc: use --token-file") \
-	X(P##_TOKEN_FILE, "token-file", 0, "FILE", "the token, from FILE (mode 600)", COMP_FILE) \
+	X(P##_TOKEN, "token", 'T', "TOKEN", "token, visible in /proc: use --token-file", \
+	  OPT_STR(struct client_args, token_arg, NULL)) \
+	X(P##_TOKEN_FILE, "token-file", 0, "FILE", "the token, from FILE (mode 600)", COMP_FILE, \
+	  OPT_STR(struct client_args, token_file, NULL)) \
 	X(P##_BIND, "bind", 'B', "ADDR", "local address to connect from", \
 	  OPT_STR(struct client_args, bind, NULL)) \
 	X(P##_OFFSET, "offset", 'o', "SIZE", "offset in the region", \
@@ -47,13 +49,14 @@
 	X(P##_LAT_CLOCK, "lat-clock", 0, "CLOCK", "timer: auto, tsc or monotonic", COMP_WORDS, \
 	  "auto|tsc|monotonic", OPT_WORD(struct bench_args, lat_clock, "auto"), \
 	  OPT_GIVEN(struct bench_args, lat_clock_given)) \
-	METRICS_OPT(X, P)
+	METRICS_OPT(X, P, OPT_STR(struct bench_args, metrics, NULL))
 
 enum { CLIENT_OPTS(OPT_INDEX, CO) CO_COUNT };
 enum { BENCH_OPTS(OPT_INDEX, BO) BO_COUNT };
 
 /* The client options, parsed (--token, --token-file, else $RDMACTL_TOKEN). */
 struct client_args {
+	const char *token_arg, *token_file; /* --token, --token-file as given */
 	const char *token;
 	char token_buf[RC_TOKEN_MAX + 1]; /* what --token-file held */
 	const char *bind;

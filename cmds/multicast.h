@@ -15,7 +15,7 @@
 
 #define MULTICAST_OPTS(X) \
 	GROUP_OPTS(X, MC) \
-	GROUP_RAILS_OPT(X, MC) \
+	GROUP_RAILS_OPT(X, MC, struct mc_cli) \
 	X(MC_ROOT, "root", 0, "R", "the rank that sends", \
 	  OPT_INT(struct mc_cli, num.root, 0, 1 << 20, "0")) \
 	X(MC_FILE, "file", 'f', "FILE", "root: the blob to send", COMP_FILE, \
@@ -53,7 +53,9 @@
 	X(MC_BUSY_POLL, "busy-poll", 0, NULL, "busy-poll the completion queues", \
 	  OPT_FLAG(struct mc_cli, busy_poll)) \
 	X(MC_RANKS_PER_NODE, "ranks-per-node", 0, "N", \
-	  "--plan: ranks per node, for figures per node", OPT_GIVEN(struct mc_cli, rpn_given)) \
+	  "--plan: ranks per node, for figures per node", \
+	  OPT_INT(struct mc_cli, ranks_per_node, 1, RC_GROUP_MAX, NULL), \
+	  OPT_GIVEN(struct mc_cli, rpn_given)) \
 	X(MC_PLAN, "plan", 0, NULL, "size the job and exit (needs --world)", \
 	  OPT_FLAG(struct mc_cli, plan))
 

@@ -20,7 +20,7 @@
 	  "address (and port, default " RC_DEFAULT_PORT ") to serve on", \
 	  OPT_STR(struct register_args, listen, NULL)) \
 	X(RG_RAILS, "rails", 0, "PLAN", "rail plan's rails: auto, gpu:N or numa:N", COMP_WORDS, \
-	  "auto|gpu:0|numa:0") \
+	  "auto|gpu:0|numa:0", OPT_STR(struct register_args, rails_plan, NULL)) \
 	X(RG_NAME, "name", 'N', "NAME", "region name; each starts a region", .repeat = true) \
 	X(RG_SIZE, "size", 'S', "SIZE", "region size (4K, 1M, 1G...)", .repeat = true) \
 	X(RG_FILE, "file", 'f', "FILE", "back the region with FILE (saved on exit)", COMP_FILE, \
@@ -31,10 +31,13 @@
 	  "auto|dmabuf|peermem|bounce", OPT_STR(struct register_args, gpu_reg_name, "auto")) \
 	X(RG_ACCESS, "access", 0, "ACCESS", "what peers may do: ro, rw, atomic", COMP_WORDS, \
 	  "ro|rw|atomic", .repeat = true, OPT_DEFAULT("rw")) \
-	X(RG_TOKEN, "token", 'T', "TOKEN", "token, visible in /proc: use --token-file") \
-	X(RG_TOKEN_FILE, "token-file", 0, "FILE", "the token, from FILE (mode 600)", COMP_FILE) \
+	X(RG_TOKEN, "token", 'T', "TOKEN", "token, visible in /proc: use --token-file", \
+	  OPT_STR(struct register_args, token_arg, NULL)) \
+	X(RG_TOKEN_FILE, "token-file", 0, "FILE", "the token, from FILE (mode 600)", COMP_FILE, \
+	  OPT_STR(struct register_args, token_file, NULL)) \
 	X(RG_ADMIN_TOKEN_FILE, "admin-token-file", 0, "FILE", \
-	  "admin token from FILE (or $RDMACTL_ADMIN_TOKEN)", COMP_FILE) \
+	  "admin token from FILE (or $RDMACTL_ADMIN_TOKEN)", COMP_FILE, \
+	  OPT_STR(struct register_args, admin_token_file, NULL)) \
 	X(RG_ALLOW_UNAUTH_MIG, "allow-unauthenticated-migration", 0, NULL, \
 	  "no admin token: any client may migrate", \
 	  OPT_FLAG(struct register_args, allow_unauth_mig)) \
@@ -50,7 +53,7 @@
 	X(RG_LEASE_TTL, "lease-ttl", 0, "SECONDS", "--publish: the lease's TTL", \
 	  OPT_INT(struct register_args, lease_ttl, 2, 3600, "10"), \
 	  OPT_GIVEN(struct register_args, lease_ttl_given)) \
-	METRICS_OPT(X, RG) \
+	METRICS_OPT(X, RG, OPT_STR(struct register_args, metrics, NULL)) \
 	X(RG_METRICS_INTERVAL, "metrics-interval", 0, "SECONDS", \
 	  "--metrics: rewrite it this often", \
 	  OPT_INT(struct register_args, metrics_every_s, 1, 86400, "15"), \
@@ -80,7 +83,9 @@ struct register_args {
 	struct region_spec specs[MAX_SPECS];
 	int nspecs;
 	enum rc_mem_reg gpu_reg;
-	const char *gpu_reg_name; /* --gpu-reg as given, else its row's default */
+	const char *gpu_reg_name;           /* --gpu-reg as given, else its row's default */
+	const char *token_arg, *token_file; /* --token, --token-file as given */
+	const char *admin_token_file;       /* --admin-token-file as given */
 	const char *token;
 	char token_buf[RC_TOKEN_MAX + 1]; /* what --token-file held */
 	char admin[RC_TOKEN_MAX + 1];     /* "": none */
@@ -95,7 +100,8 @@ struct register_args {
 	/* --listen ADDR1,ADDR2 (-d DEV1,DEV2): one region on several rails, a
 	 * server per rail; [0] is host, port and -d above. */
 	struct listen_rails lr;
-	struct rails_auto ra;                               /* --rails PLAN */
+	const char *rails_plan;                             /* --rails PLAN, or NULL */
+	struct rails_auto ra;                               /* its rails */
 	char auto_listen[RC_RAILS_MAX * (RC_HOST_MAX + 8)]; /* its --listen */
 	struct rc_server_rails *rails;                      /* the server's: register.c opens it */
 };

@@ -56,6 +56,7 @@ struct kvxfer_args {
 	int rank, qps, max_sge, inflight, hb_ms, hb_timeout_ms, cancel_after;
 	const char *listen, *rails, *connect, *bind, *pack, *land, *mem, *gpu_reg, *metrics;
 	const char *gpu_reg_given;
+	const char *token_arg, *token_file; /* --token, --token-file as given */
 };
 
 /* A run's rails from --rails PLAN: what it found (the plan's devices, and
@@ -145,9 +146,9 @@ struct kvxfer_rails {
 	X(KVX_BIND, "bind", 'B', "ADDR", "local address (ADDR1,ADDR2: one a rail)", \
 	  OPT_STR(struct kvxfer_args, bind, NULL), OPT_IN(KVX_SEND)) \
 	X(KVX_TOKEN, "token", 'T', "TOKEN", "visible in /proc: use --token-file", \
-	  OPT_IN(KVX_SERVE | KVX_SEND)) \
+	  OPT_STR(struct kvxfer_args, token_arg, NULL), OPT_IN(KVX_SERVE | KVX_SEND)) \
 	X(KVX_TOKEN_FILE, "token-file", 0, "FILE", "the token, from FILE (mode 600)", COMP_FILE, \
-	  OPT_IN(KVX_SERVE | KVX_SEND)) \
+	  OPT_STR(struct kvxfer_args, token_file, NULL), OPT_IN(KVX_SERVE | KVX_SEND)) \
 	X(KVX_QPS, "qps", 0, "N", "data QPs a decode rank", \
 	  OPT_INT(struct kvxfer_args, qps, 1, KV_MAX_QPS, "1"), OPT_IN(KVX_PLAN | KVX_SEND)) \
 	X(KVX_PACK, "pack", 0, "WHEN", "pack small segments", COMP_WORDS, "auto|always|never", \
