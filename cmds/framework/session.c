@@ -8,7 +8,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "cmds.h"
 #include "session.h"
 
 #define SERVED_MAX 16
