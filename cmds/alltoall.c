@@ -20,58 +20,48 @@
 
 #define ALLTOALL_OPTS(X) \
 	GROUP_OPTS(X, A2A) \
-	GROUP_RAILS_OPT(X, A2A) \
+	GROUP_RAILS_OPT(X, A2A, struct a2a_cli) \
 	X(A2A_ALGO, "algo", 'a', "ALGO", \
 	  "flat (every rank connects to every other), ring (to its two " \
 	  "neighbours) or hierarchical (to the ranks of its node, and over the rail to the rank of the " \
 	  "same local index on every other node)", \
 	  COMP_WORDS, "flat|ring|hierarchical", OPT_WORD(struct a2a_cli, algo, "flat")) \
-	X(A2A_RANKS_PER_NODE, "ranks-per-node", 0, "N", \
-	  "hierarchical: ranks per node (default: by host name; --plan: figures per node too)") \
+	X(A2A_RANKS_PER_NODE, "ranks-per-node", 0, "N", "ranks per node (default: by host name)", \
+	  OPT_INT(struct a2a_cli, run.ranks_per_node, 1, RC_GROUP_MAX, NULL)) \
 	X(A2A_HIDDEN, "hidden", 0, "N", "elements per token", \
 	  OPT_U32(struct a2a_cli, run.hidden, 1, 1 << 24, "7168")) \
-	X(A2A_DTYPE, "dtype", 0, "TYPE", "bf16 or fp8 (fp8 adds a scale per 128 elements)", \
-	  COMP_WORDS, "bf16|fp8", OPT_WORD(struct a2a_cli, dtype, "bf16")) \
+	X(A2A_DTYPE, "dtype", 0, "TYPE", "bf16 or fp8 (scaled per 128)", COMP_WORDS, "bf16|fp8", \
+	  OPT_WORD(struct a2a_cli, dtype, "bf16")) \
 	X(A2A_TOKENS, "tokens", 0, "N", "tokens per rank", \
 	  OPT_U32(struct a2a_cli, route.tokens, 1, 1 << 24, "128")) \
-	X(A2A_EXPERTS, "experts", 'E', "N", \
-	  "experts, spread evenly over the ranks (default: 8 per rank)", \
+	X(A2A_EXPERTS, "experts", 'E', "N", "experts over the ranks (default: 8 a rank)", \
 	  OPT_U32(struct a2a_cli, route.experts, 1, 1 << 24, NULL)) \
 	X(A2A_TOPK, "topk", 'k', "K", "experts per token", \
 	  OPT_U32(struct a2a_cli, route.topk, 1, 1 << 24, "2")) \
-	X(A2A_SKEW, "skew", 0, "MODEL", "uniform, zipf:S or matrix:FILE.csv", \
+	X(A2A_SKEW, "skew", 0, "MODEL", "uniform, zipf:S, matrix:FILE", \
 	  OPT_STR(struct a2a_cli, skew, "uniform")) \
 	X(A2A_SEED, "seed", 0, "N", "routing seed", OPT_U64(struct a2a_cli, route.seed, "1")) \
 	X(A2A_ITERS, "iters", 'n', "N", "timed iterations", \
 	  OPT_INT(struct a2a_cli, run.iters, 1, 1 << 24, "20")) \
 	X(A2A_WARMUP, "warmup", 0, "N", "untimed iterations first", \
 	  OPT_INT(struct a2a_cli, run.warmup, 0, 1 << 20, "2")) \
-	X(A2A_MEM, "mem", 0, "KIND", \
-	  "token buffers: host, hugepage or cuda[:N] (GPU N in PCI bus order)", COMP_WORDS, \
+	X(A2A_MEM, "mem", 0, "KIND", "host, hugepage or cuda[:N]", COMP_WORDS, \
 	  "host|hugepage|cuda", OPT_STR(struct a2a_cli, mem, "host")) \
 	X(A2A_NO_CHECK, "no-check", 0, NULL, "do not check the received tokens", \
 	  OPT_FLAG(struct a2a_cli, no_check)) \
 	X(A2A_ALL_RANKS, "all-ranks", 0, NULL, "every rank prints its figures, not only rank 0", \
 	  OPT_FLAG(struct a2a_cli, all_ranks)) \
-	X(A2A_SVG, "svg", 0, "FILE", "rank 0 draws the dispatch bytes per peer as an SVG heatmap", \
-	  COMP_FILE, OPT_STR(struct a2a_cli, svg, NULL)) \
-	X(A2A_BACKGROUND, "background", 0, "MODE", \
-	  "after the idle iterations, the same again under bulk WRITEs: none, or pairs (rank r and " \
-	  "r + world/2 write into each other over QPs of their own); dispatch and combine latency " \
-	  "loaded against idle, the leakage", \
-	  COMP_WORDS, "none|pairs", OPT_WORD(struct a2a_cli, bg_mode, "none")) \
-	X(A2A_BACKGROUND_SIZE, "background-size", 0, "SIZE", \
-	  "--background: bytes of each bulk WRITE", OPT_SIZE(struct a2a_cli, bg_size, "64K")) \
-	X(A2A_BACKGROUND_DEPTH, "background-depth", 0, "N", \
-	  "--background: bulk WRITEs outstanding", \
+	X(A2A_SVG, "svg", 0, "FILE", "rank 0 draws bytes per peer as SVG", COMP_FILE, \
+	  OPT_STR(struct a2a_cli, svg, NULL)) \
+	X(A2A_BACKGROUND, "background", 0, "MODE", "rerun under bulk WRITEs: pairs", COMP_WORDS, \
+	  "none|pairs", OPT_WORD(struct a2a_cli, bg_mode, "none")) \
+	X(A2A_BACKGROUND_SIZE, "background-size", 0, "SIZE", "--background: bytes a bulk WRITE", \
+	  OPT_SIZE(struct a2a_cli, bg_size, "64K")) \
+	X(A2A_BACKGROUND_DEPTH, "background-depth", 0, "N", "--background: bulk WRITEs in flight", \
 	  OPT_INT(struct a2a_cli, run.bg_depth, 1, 1024, "4")) \
-	X(A2A_BUSY_POLL, "busy-poll", 0, NULL, \
-	  "spin on the completion queues instead of sleeping", OPT_FLAG(struct a2a_cli, busy_poll)) \
-	X(A2A_PLAN, "plan", 0, NULL, \
-	  "size the job and exit, no device, rendezvous or rank needed: " \
-	  "per rank the QPs, CQs, message rings, registered bytes and connect rounds that --algo's " \
-	  "connections give, the job's totals and barrier tree depth (needs --world; hierarchical " \
-	  "--ranks-per-node; --rank details that rank)", \
+	X(A2A_BUSY_POLL, "busy-poll", 0, NULL, "busy-poll the completion queues", \
+	  OPT_FLAG(struct a2a_cli, busy_poll)) \
+	X(A2A_PLAN, "plan", 0, NULL, "size the job and exit (needs --world)", \
 	  OPT_FLAG(struct a2a_cli, plan))
 
 enum { ALLTOALL_OPTS(OPT_INDEX) A2A_NOPTS };
@@ -81,25 +71,26 @@ OPTS_BOUND(alltoall_opts, A2A_NOPTS);
 static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 {
 	const struct cmd *c = &cmd_alltoall;
-	int rpn = 0, rc;
+	int rc;
 	struct rc_err e;
 	char why[sizeof(e.msg) + 64];
 
 	opts_fill(ctx, c, v, A2A_PLAN, A2A_PLAN + 1, a);
-	if ((rc = group_rails_per_rank(ctx, opt_arg_def(c, v, A2A_RAILS_PER_RANK), &a->grp)))
+	opts_fill(ctx, c, v, A2A_RAILS_PER_RANK, A2A_RAILS_PER_RANK + 1, a); /* a string */
+	if ((rc = group_rails_per_rank(ctx, a->grp.rails_per_rank_arg, &a->grp)))
 		return rc;
 	if ((rc = a->plan ? group_plan_args(ctx, c, v, A2A_RANK, "alltoall", &a->grp)
 			  : group_args_parse(ctx, c, v, A2A_RANK, &a->grp)) ||
 	    (rc = opts_fill(ctx, c, v, A2A_ALGO, A2A_ALGO + 1, a)) ||
 	    (rc = opts_fill(ctx, c, v, A2A_DTYPE, A2A_DTYPE + 1, a)) ||
-	    (rc = a->plan ? group_plan_rpn(ctx, c, v, A2A_RANKS_PER_NODE, a->grp.who.world, &rpn)
-			  : opt_int_at(ctx, c, v, A2A_RANKS_PER_NODE, 1, RC_GROUP_MAX, &rpn)) ||
+	    (rc = opts_fill(ctx, c, v, A2A_RANKS_PER_NODE, A2A_RANKS_PER_NODE + 1, a)) ||
+	    (a->plan && (rc = group_plan_rpn(ctx, a->run.ranks_per_node, a->grp.who.world))) ||
 	    (rc = opts_fill(ctx, c, v, A2A_SEED, A2A_SEED + 1, a)))
 		return rc;
-	if (opt_arg(v, A2A_RAILS_PER_RANK) && !a->grp.rails && !a->plan)
+	if (a->grp.rails_per_rank_given && !a->grp.rails && !a->plan)
 		return usage_err(ctx, "--rails-per-rank takes the rails of --rails PLAN: give it "
 				      "too (or -d DEV1,DEV2 with --listen ADDR1,ADDR2)");
-	if (a->plan && a->algo == RC_A2A_HIER && !rpn)
+	if (a->plan && a->algo == RC_A2A_HIER && !a->run.ranks_per_node)
 		return usage_err(ctx,
 				 "alltoall --plan --algo hierarchical needs --ranks-per-node N (a run "
 				 "takes it from the host names)");
@@ -108,7 +99,6 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 				 a->grp.who.world);
 	a->run.algo = (enum rc_a2a_algo)a->algo;
 	a->run.dtype = (enum rc_a2a_dtype)a->dtype;
-	a->run.ranks_per_node = rpn;
 	a->route.world = a->grp.who.world;
 	a->route.experts = 8 * (uint32_t)a->grp.who.world;
 	if ((rc = opts_fill(ctx, c, v, A2A_HIDDEN, A2A_HIDDEN + 1, a)) ||
@@ -414,5 +404,5 @@ const struct cmd cmd_alltoall = {
 	.name = "alltoall",
 	.run = do_alltoall,
 	.opts = alltoall_opts,
-	.summary = "MoE dispatch and combine over a group of ranks (flat, ring, hierarchical)",
+	.summary = "MoE dispatch and combine over a group of ranks",
 };

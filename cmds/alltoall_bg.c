@@ -97,8 +97,9 @@ int a2a_bg_join(struct ctx *ctx, struct a2a_cli *a, struct rc_a2a_result *res, d
 	join.rendezvous = rdv;
 	join.listen = bg_listen(a, listen, sizeof(listen));
 	if ((rc = rc_group_join(&join, bg, &how, &e)))
-		return how.usage ? usage_err(ctx, "--background (rendezvous %s): %s", rdv, e.msg)
-				 : fail(ctx, rc, "--background (rendezvous %s): %s", rdv, e.msg);
+		return how.usage
+			       ? usage_err(ctx, "--background (rendezvous %s): %s", rdv, ERR_TEXT(e))
+			       : fail(ctx, rc, "--background (rendezvous %s): %s", rdv, ERR_TEXT(e));
 	return 0;
 }
 

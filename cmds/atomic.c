@@ -14,8 +14,7 @@
 #define ATOMIC_OPTS(X) \
 	X(AT_FAA, "faa", 0, "DELTA", "fetch-and-add DELTA (may be negative)", \
 	  OPT_STR(struct atomic_args, faa, NULL)) \
-	X(AT_CAS, "cas", 0, "EXPECTED,SWAP", \
-	  "compare-and-swap: store SWAP where the value is EXPECTED", \
+	X(AT_CAS, "cas", 0, "EXPECTED,SWAP", "compare-and-swap: EXPECTED becomes SWAP", \
 	  OPT_STR(struct atomic_args, cas, NULL)) \
 	CLIENT_OPTS(X, AT) \
 	BENCH_OPTS(X, AT)
@@ -149,7 +148,7 @@ static int atomic_ofi(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	rc = rc_fcli_atomic(fc, a->is_cas, a->cl.off, a->is_cas ? a->expected : a->add, a->swap,
 			    &old, &e);
 	if (rc) {
-		rc = fail(ctx, rc, "%s", e.msg);
+		rc = fail(ctx, rc, "%s", ERR_TEXT(e));
 	} else {
 		snprintf(peer, sizeof(peer), "%.*s", slash ? (int)(slash - v->pos[0]) : 0,
 			 v->pos[0]);

@@ -106,7 +106,7 @@ int bench_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 	opts_given_at(c, v, first + BO_BENCH, first + BO_LAT_CLOCK + 1, a);
 	opts_fill(ctx, c, v, first + BO_BENCH, first + BO_LAT + 1, a); /* two flags */
 	a->on = a->lat || a->bench;
-	a->metrics = opt_arg(v, first + BO_METRICS);
+	opts_fill(ctx, c, v, first + BO_METRICS, first + BO_METRICS + 1, a); /* a string */
 	/* Two runs, not one: perftest has ib_write_bw and ib_write_lat. */
 	if (a->lat && a->bench)
 		return usage_err(ctx, "%s: --bench and --lat are two different runs: give one",

@@ -119,7 +119,8 @@ int client_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	int rc;
 
 	memset(a, 0, sizeof(*a));
-	rc = opt_token(ctx, v, first + CO_TOKEN, first + CO_TOKEN_FILE, a->token_buf, &a->token);
+	opts_fill(ctx, c, v, first + CO_TOKEN, first + CO_TOKEN_FILE + 1, a); /* strings */
+	rc = token_take(ctx, a->token_arg, a->token_file, a->token_buf, &a->token);
 	if (rc)
 		return rc;
 	a->devs = ctx->dev_name;

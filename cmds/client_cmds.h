@@ -19,51 +19,48 @@
  * below find them from the first one's index (CO_* and BO_* are the offsets
  * inside a block, made from the same lists). */
 #define CLIENT_OPTS(X, P) \
-	X(P##_TOKEN, "token", 'T', "TOKEN", \
-	  "token the server requires (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
-	X(P##_TOKEN_FILE, "token-file", 0, "FILE", \
-	  "read the token from the first line of FILE (mode 600)", COMP_FILE) \
-	X(P##_BIND, "bind", 'B', "ADDR", "local address to connect from (it picks the device)", \
+	X(P##_TOKEN, "token", 'T', "TOKEN", "token, visible in /proc: use --token-file", \
+	  OPT_STR(struct client_args, token_arg, NULL)) \
+	X(P##_TOKEN_FILE, "token-file", 0, "FILE", "the token, from FILE (mode 600)", COMP_FILE, \
+	  OPT_STR(struct client_args, token_file, NULL)) \
+	X(P##_BIND, "bind", 'B', "ADDR", "local address to connect from", \
 	  OPT_STR(struct client_args, bind, NULL)) \
 	X(P##_OFFSET, "offset", 'o', "SIZE", "offset in the region", \
 	  OPT_SIZE(struct client_args, off, "0")) \
 	X(P##_FABRIC, "fabric", 0, "FABRIC", FABRIC_HELP, COMP_WORDS, FABRIC_WORDS) \
-	X(P##_DESCRIPTOR, "descriptor", 0, "FILE", \
-	  "with --fabric ofi:*: the server's region line as register -j printed it (its address, nonce and token check)", \
+	X(P##_DESCRIPTOR, "descriptor", 0, "FILE", "--fabric ofi: the server's region line", \
 	  COMP_FILE)
 
 #define BENCH_OPTS(X, P) \
 	X(P##_BENCH, "bench", 0, NULL, "benchmark: bandwidth and message rate", \
 	  OPT_FLAG(struct bench_args, bench)) \
-	X(P##_LAT, "lat", 0, NULL, "benchmark: latency percentiles, one operation in flight", \
+	X(P##_LAT, "lat", 0, NULL, "benchmark: latency, one in flight", \
 	  OPT_FLAG(struct bench_args, lat)) \
-	X(P##_MSG_SIZE, "msg-size", 's', "SIZE", \
-	  "benchmark message size (default: 64K; 8 for atomics); MIN:MAX for a --bench row " \
-	  "per size, doubling (8:8M, as ib_write_bw -a)", \
+	X(P##_MSG_SIZE, "msg-size", 's', "SIZE", "message size, or MIN:MAX (default: 64K)", \
 	  OPT_STR(struct bench_args, msg_size, NULL)) \
 	X(P##_ITERS, "iters", 'n', "N", "benchmark work requests", \
 	  OPT_U64(struct bench_args, iters, "1000")) \
-	X(P##_DEPTH, "depth", 0, "N", "work requests outstanding per queue pair", \
+	X(P##_DEPTH, "depth", 0, "N", "work requests in flight per QP", \
 	  OPT_INT(struct bench_args, depth, 1, 8192, "128"), \
 	  OPT_GIVEN(struct bench_args, depth_given)) \
 	X(P##_QPS, "qps", 0, "N", "queue pairs", OPT_INT(struct bench_args, qps, 1, 64, "1")) \
 	X(P##_POST_LIST, "post-list", 0, "N", "work requests chained per post", \
 	  OPT_INT(struct bench_args, post_list, 1, 64, "1")) \
-	X(P##_SIGNAL_EVERY, "signal-every", 0, "N", "one signalled completion per N work requests", \
+	X(P##_SIGNAL_EVERY, "signal-every", 0, "N", "signal every Nth work request", \
 	  OPT_INT(struct bench_args, signal_every, 1, 8192, "16")) \
-	X(P##_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queue instead of sleeping", \
+	X(P##_BUSY_POLL, "busy-poll", 0, NULL, "busy-poll the completion queue", \
 	  OPT_FLAG(struct bench_args, busy_poll)) \
-	X(P##_LAT_CLOCK, "lat-clock", 0, "CLOCK", \
-	  "what times --lat: auto (the TSC where its rate checks out), tsc or monotonic", \
-	  COMP_WORDS, "auto|tsc|monotonic", OPT_WORD(struct bench_args, lat_clock, "auto"), \
+	X(P##_LAT_CLOCK, "lat-clock", 0, "CLOCK", "timer: auto, tsc or monotonic", COMP_WORDS, \
+	  "auto|tsc|monotonic", OPT_WORD(struct bench_args, lat_clock, "auto"), \
 	  OPT_GIVEN(struct bench_args, lat_clock_given)) \
-	METRICS_OPT(X, P)
+	METRICS_OPT(X, P, OPT_STR(struct bench_args, metrics, NULL))
 
 enum { CLIENT_OPTS(OPT_INDEX, CO) CO_COUNT };
 enum { BENCH_OPTS(OPT_INDEX, BO) BO_COUNT };
 
 /* The client options, parsed (--token, --token-file, else $RDMACTL_TOKEN). */
 struct client_args {
+	const char *token_arg, *token_file; /* --token, --token-file as given */
 	const char *token;
 	char token_buf[RC_TOKEN_MAX + 1]; /* what --token-file held */
 	const char *bind;

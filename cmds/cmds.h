@@ -32,8 +32,7 @@ struct shell_args {
 	const char *history; /* --history FILE, or NULL */
 };
 #define SHELL_OPTS(X) \
-	X(SH_HISTORY, "history", 0, "FILE", \
-	  "history file (default: $RDMACTL_HISTORY, else ~/.rdmactl_history)", COMP_FILE, \
+	X(SH_HISTORY, "history", 0, "FILE", "history file (default: $RDMACTL_HISTORY)", COMP_FILE, \
 	  OPT_STR(struct shell_args, history, NULL))
 enum { SHELL_OPTS(OPT_INDEX) SHELL_NOPTS };
 

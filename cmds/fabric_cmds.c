@@ -113,7 +113,7 @@ int fabric_client_open(struct ctx *ctx, const struct cmd *c, const struct opt_va
 		o.srv_token_check = check;
 	}
 	if ((rc = rc_fcli_open(&o, out, &e)))
-		return fail(ctx, rc, "%s", e.msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	if (ctx->verbose)
 		out_log(&ctx->out, "%s: over libfabric's %s, domain %s", c->name,
 			rc_fcli_info(*out)->provider, rc_fcli_info(*out)->domain);
@@ -138,7 +138,7 @@ int fabric_transfer(struct ctx *ctx, const struct cmd *c, const struct opt_vals 
 		size = a->off < r->length ? r->length - a->off : 0;
 	rc = rc_fcli_transfer(fc, write, a->off, size, io, arg, &res.bytes, &res.seconds, &e);
 	if (rc) {
-		rc = fail(ctx, rc, "%s", e.msg);
+		rc = fail(ctx, rc, "%s", ERR_TEXT(e));
 	} else if (write || out) {
 		const char *slash = strrchr(v->pos[0], '/');
 

@@ -9,10 +9,7 @@
 #include "cmd.h"
 
 #define FABRIC_WORDS "verbs|auto|ofi:tcp|ofi:verbs|ofi:efa"
-#define FABRIC_HELP \
-	"the transport: verbs (RC queue pairs), ofi:PROVIDER (libfabric: ofi:tcp, " \
-	"ofi:verbs, ofi:efa) or auto (verbs where an RDMA device exists); default: " \
-	"$RDMACTL_FABRIC, else verbs"
+#define FABRIC_HELP "verbs, ofi:PROVIDER or auto ($RDMACTL_FABRIC)"
 
 /* --fabric as given (NULL: $RDMACTL_FABRIC, else verbs) into f: a usage
  * error naming the choices for a bad one; an error for verbs asked where

@@ -363,9 +363,9 @@ int group_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 		return rc;
 	if (rc_rank_resolve(a->rank, a->world, a->local_rank, NULL, &a->who, &e))
 		return usage_err(ctx, "%s", ERR_TEXT(e));
-	if ((rc = metrics_rank_path(ctx, opt_arg(v, first + GO_METRICS), a)) ||
-	    (rc = opt_token(ctx, v, first + GO_TOKEN, first + GO_TOKEN_FILE, a->token_buf,
-			    &a->token)))
+	opts_fill(ctx, c, v, first + GO_TOKEN, first + GO_METRICS + 1, a); /* strings */
+	if ((rc = metrics_rank_path(ctx, a->metrics_arg, a)) ||
+	    (rc = token_take(ctx, a->token_arg, a->token_file, a->token_buf, &a->token)))
 		return rc;
 	a->nrails = 0;
 	memset(a->rail_dev, 0, sizeof(a->rail_dev));
@@ -380,11 +380,14 @@ int group_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 int group_plan_args(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,
 		    const char *what, struct group_args *a)
 {
-	int world = -1, rank = -1, rc;
+	int world, rank, rc;
 
-	if ((rc = opt_int_at(ctx, c, v, first + GO_WORLD, 0, 1 << 20, &world)) ||
-	    (rc = opt_int_at(ctx, c, v, first + GO_RANK, 0, 1 << 20, &rank)))
+	a->rank = a->world = -1;
+	if ((rc = opts_fill(ctx, c, v, first + GO_WORLD, first + GO_WORLD + 1, a)) ||
+	    (rc = opts_fill(ctx, c, v, first + GO_RANK, first + GO_RANK + 1, a)))
 		return rc;
+	world = a->world;
+	rank = a->rank;
 	if (world < 0)
 		return usage_err(ctx, "%s --plan needs --world N, the ranks of the job", what);
 	if (world < 2)
@@ -400,15 +403,12 @@ int group_plan_args(struct ctx *ctx, const struct cmd *c, const struct opt_vals 
 	return 0;
 }
 
-int group_plan_rpn(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, int world,
-		   int *rpn)
+int group_plan_rpn(struct ctx *ctx, int rpn, int world)
 {
-	int rc = opt_int_at(ctx, c, v, i, 1, RC_GROUP_MAX, rpn);
-
-	if (!rc && *rpn && world % *rpn)
-		return usage_err(ctx, "--ranks-per-node %d does not divide the world size %d", *rpn,
+	if (rpn && world % rpn)
+		return usage_err(ctx, "--ranks-per-node %d does not divide the world size %d", rpn,
 				 world);
-	return rc;
+	return 0;
 }
 
 int group_rendezvous_ready(struct ctx *ctx, const char *what, const struct group_args *a)

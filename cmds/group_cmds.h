@@ -14,38 +14,35 @@
  * GROUP_OPTS(X, A2A) makes A2A_RANK ... A2A_METRICS. A command lists the
  * block whole, so group_args_parse finds it from the first one's index. */
 #define GROUP_OPTS(X, P) \
-	X(P##_RANK, "rank", 'r', "R", "this rank (default: from the launcher's environment)", \
+	X(P##_RANK, "rank", 'r', "R", "this rank (default: the launcher's)", \
 	  OPT_INT(struct group_args, rank, 0, RC_GROUP_MAX, NULL)) \
 	X(P##_WORLD, "world", 'w', "N", "ranks in the group (default: from the launcher)", \
 	  OPT_INT(struct group_args, world, 0, 1 << 20, NULL)) \
-	X(P##_LOCAL_RANK, "local-rank", 0, "L", \
-	  "rank inside the node (default: from the launcher)", \
+	X(P##_LOCAL_RANK, "local-rank", 0, "L", "rank in the node (default: the launcher's)", \
 	  OPT_INT(struct group_args, local_rank, 0, RC_GROUP_MAX, NULL)) \
 	X(P##_RENDEZVOUS, "rendezvous", 'R', "URL", \
 	  "etcd://HOST:PORT/JOB or file:PATH (peers file)", COMP_FILE, \
 	  OPT_STR(struct group_args, rendezvous, NULL)) \
-	X(P##_LISTEN, "listen", 'l', "ADDR[:PORT]", \
-	  "address to accept peers on (default: the peers file's)", \
+	X(P##_LISTEN, "listen", 'l', "ADDR[:PORT]", "address to accept peers on", \
 	  OPT_STR(struct group_args, listen, NULL)) \
-	X(P##_RAILS, "rails", 0, "PLAN", \
-	  "this rank's device from probe-topology's rail plan: auto (this process's GPU, else its NUMA node), gpu:N or numa:N; of several rails, rail (local rank mod rails); listens on its address unless a peers file or --listen ADDR says otherwise", \
-	  COMP_WORDS, "auto|gpu:0|numa:0", OPT_STR(struct group_args, rails, NULL)) \
-	X(P##_TOKEN, "token", 'T', "TOKEN", \
-	  "the group's token, proven in every connect request (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
-	X(P##_TOKEN_FILE, "token-file", 0, "FILE", \
-	  "the group's token, from the first line of FILE (mode 600)", COMP_FILE) \
-	X(P##_METRICS, "metrics", 0, "FILE", \
-	  "write the figures to FILE in Prometheus' text format, replaced whole (%r: the rank; without it only the reporting rank writes)", \
-	  COMP_FILE)
+	X(P##_RAILS, "rails", 0, "PLAN", "rail plan's rail: auto, gpu:N or numa:N", COMP_WORDS, \
+	  "auto|gpu:0|numa:0", OPT_STR(struct group_args, rails, NULL)) \
+	X(P##_TOKEN, "token", 'T', "TOKEN", "group token, visible in /proc: use --token-file", \
+	  OPT_STR(struct group_args, token_arg, NULL)) \
+	X(P##_TOKEN_FILE, "token-file", 0, "FILE", "the group token, from FILE (mode 600)", \
+	  COMP_FILE, OPT_STR(struct group_args, token_file, NULL)) \
+	X(P##_METRICS, "metrics", 0, "FILE", "figures to FILE (Prometheus; %r: the rank)", \
+	  COMP_FILE, OPT_STR(struct group_args, metrics_arg, NULL))
 
 enum { GROUP_OPTS(OPT_INDEX, GO) GO_COUNT };
 
 /* --rails-per-rank, of the commands that run on several rails a rank
- * (alltoall, multicast): read by group_rails_per_rank. */
-#define GROUP_RAILS_OPT(X, P) \
-	X(P##_RAILS_PER_RANK, "rails-per-rank", 0, "N", \
-	  "--rails: how many of the plan's rails this rank stripes over, 1 to 16 or all", \
-	  COMP_WORDS, "1|2|all", OPT_DEFAULT("1"))
+ * (alltoall, multicast): into the group_args grp of their struct S, read by
+ * group_rails_per_rank. */
+#define GROUP_RAILS_OPT(X, P, S) \
+	X(P##_RAILS_PER_RANK, "rails-per-rank", 0, "N", "--rails: rails a rank, 1-16 or all", \
+	  COMP_WORDS, "1|2|all", OPT_STR(S, grp.rails_per_rank_arg, "1"), \
+	  OPT_GIVEN(S, grp.rails_per_rank_given))
 
 /* The group options, parsed: the rank resolved from the flags or the
  * launcher's environment; rendezvous and listen as given (NULL if not). */
@@ -54,7 +51,9 @@ struct group_args {
 	struct rc_rank_info who;
 	const char *rendezvous;
 	const char *listen;
-	const char *rails; /* --rails PLAN, NULL: none */
+	const char *rails;                /* --rails PLAN, NULL: none */
+	const char *rails_per_rank_arg;   /* --rails-per-rank, else its row's default */
+	const char *rails_per_rank_given; /* --rails-per-rank as given, or NULL */
 	/* Set by the command before group_args_parse: the most rails a rank
 	 * may run on (0 or 1: one), and how many of the plan's --rails gives it
 	 * (0: one, -1: all). */
@@ -65,10 +64,12 @@ struct group_args {
 	int nrails;
 	char rail_dev[RC_RAILS_MAX][64];
 	char rail_listen[RC_RAILS_MAX][RC_HOST_MAX + 8];
-	const char *token;                /* NULL: none */
-	char token_buf[RC_TOKEN_MAX + 1]; /* what --token-file held */
-	char metrics[4096];               /* --metrics, %r replaced by the rank ("": none) */
-	bool metrics_per_rank;            /* it held %r: every rank writes its own */
+	const char *token_arg, *token_file; /* --token, --token-file as given */
+	const char *metrics_arg;            /* --metrics as given */
+	const char *token;                  /* NULL: none */
+	char token_buf[RC_TOKEN_MAX + 1];   /* what --token-file held */
+	char metrics[4096];                 /* --metrics, %r replaced by the rank ("": none) */
+	bool metrics_per_rank;              /* it held %r: every rank writes its own */
 };
 /* Parse the GROUP_OPTS block whose first option (RANK) is at index first;
  * with --rails, read the rail plan and pick this rank's device (rail_dev).
@@ -162,10 +163,9 @@ static inline bool group_metrics_on(const struct group_args *a, int reporter)
  * the command in the messages. 0 or -EINVAL after a usage error. */
 int group_plan_args(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int first,
 		    const char *what, struct group_args *a);
-/* --ranks-per-node N for a plan of world ranks: 0 when absent; a usage error
+/* --ranks-per-node rpn (0: absent) for a plan of world ranks: a usage error
  * when it does not divide the world. */
-int group_plan_rpn(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, int world,
-		   int *rpn);
+int group_plan_rpn(struct ctx *ctx, int rpn, int world);
 
 /* A job to size: the connection plan (need, world x world), the receives
  * per connection (0: the group's default), the bytes each rank registers

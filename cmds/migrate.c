@@ -15,32 +15,30 @@
 #include "cmds.h"
 
 #define MIGRATE_OPTS(X) \
-	X(MIG_BLOCKS, "blocks", 0, "FILE", \
-	  "the blocks to move, from FILE or - (stdin): lines of OFFSET LENGTH [DST_OFFSET], or JSON", \
+	X(MIG_BLOCKS, "blocks", 0, "FILE", "the blocks to move, from FILE or - (stdin)", \
 	  COMP_FILE, OPT_STR(struct mig_plan, blocks, NULL)) \
-	X(MIG_FORMAT, "format", 0, "FORMAT", "the block list's format: auto, text or json", \
-	  COMP_WORDS, "auto|text|json", OPT_WORD(struct mig_plan, format, "auto"), \
+	X(MIG_FORMAT, "format", 0, "FORMAT", "block list: auto, text or json", COMP_WORDS, \
+	  "auto|text|json", OPT_WORD(struct mig_plan, format, "auto"), \
 	  OPT_GIVEN(struct mig_plan, format_given)) \
 	X(MIG_WHOLE, "whole", 0, NULL, "move the whole region as one block, no fence", \
 	  OPT_FLAG(struct mig_plan, whole)) \
-	X(MIG_MAX_ROUNDS, "max-rounds", 0, "N", \
-	  "live: copy rounds at most, the final one included", \
-	  OPT_INT(struct mig_plan, lo.max_rounds, 2, RC_MIGRATE_MAX_ROUNDS - 1, "8")) \
-	X(MIG_DIRTY, "dirty", 0, "SIZE", "live: fence once at most SIZE is left to copy", \
-	  OPT_SIZE(struct mig_plan, lo.dirty_bytes, "256K")) \
-	X(MIG_NO_VERIFY, "no-verify", 0, NULL, \
-	  "live: skip the check of the blocks after the cutover", \
+	X(MIG_MAX_ROUNDS, "max-rounds", 0, "N", "live: copy rounds at most", \
+	  OPT_INT(struct mig_plan, lo.max_rounds, 2, RC_MIGRATE_MAX_ROUNDS - 1, "8"), \
+	  OPT_GIVEN(struct mig_plan, max_rounds_given)) \
+	X(MIG_DIRTY, "dirty", 0, "SIZE", "live: fence at SIZE left to copy", \
+	  OPT_SIZE(struct mig_plan, lo.dirty_bytes, "256K"), \
+	  OPT_GIVEN(struct mig_plan, dirty_given)) \
+	X(MIG_NO_VERIFY, "no-verify", 0, NULL, "live: skip the check after the cutover", \
 	  OPT_FLAG(struct mig_plan, no_verify)) \
-	X(MIG_KEEP_SOURCE, "keep-source", 0, NULL, \
-	  "live: the source keeps its (fenced) copy after the cutover", \
+	X(MIG_KEEP_SOURCE, "keep-source", 0, NULL, "live: keep the source's fenced copy", \
 	  OPT_FLAG(struct mig_plan, lo.keep_source)) \
-	X(MIG_TOKEN, "token", 'T', "TOKEN", \
-	  "token both servers require (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
-	X(MIG_TOKEN_FILE, "token-file", 0, "FILE", \
-	  "the token, from the first line of FILE (mode 600)", COMP_FILE) \
+	X(MIG_TOKEN, "token", 'T', "TOKEN", "token, visible in /proc: use --token-file", \
+	  OPT_STR(struct mig_plan, token_arg, NULL)) \
+	X(MIG_TOKEN_FILE, "token-file", 0, "FILE", "the token, from FILE (mode 600)", COMP_FILE, \
+	  OPT_STR(struct mig_plan, token_file, NULL)) \
 	X(MIG_ADMIN_TOKEN_FILE, "admin-token-file", 0, "FILE", \
-	  "both servers' admin token (register --admin-token-file), from FILE (default: $RDMACTL_ADMIN_TOKEN)", \
-	  COMP_FILE)
+	  "admin token from FILE (or $RDMACTL_ADMIN_TOKEN)", COMP_FILE, \
+	  OPT_STR(struct mig_plan, admin_token_file, NULL))
 
 /* The command's plan, from the command line and the block list. */
 struct mig_plan {
@@ -53,10 +51,13 @@ struct mig_plan {
 	const char *format_given; /* --format as given, or NULL */
 	int format;               /* --format: auto, text, json */
 	bool whole, no_verify;
-	const char *from;                 /* where the blocks came from, for messages */
-	struct etcd_name en;              /* a source named through etcd */
-	char token_buf[RC_TOKEN_MAX + 1]; /* what --token-file held */
-	char admin[RC_TOKEN_MAX + 1];     /* what --admin-token-file held */
+	const char *max_rounds_given, *dirty_given; /* as given, or NULL */
+	const char *token_arg, *token_file;         /* --token, --token-file as given */
+	const char *admin_token_file;               /* --admin-token-file as given */
+	const char *from;                           /* where the blocks came from, for messages */
+	struct etcd_name en;                        /* a source named through etcd */
+	char token_buf[RC_TOKEN_MAX + 1];           /* what --token-file held */
+	char admin[RC_TOKEN_MAX + 1];               /* what --admin-token-file held */
 };
 
 enum { MIGRATE_OPTS(OPT_INDEX) MIGRATE_NOPTS };
@@ -328,22 +329,31 @@ static int parse_servers(struct ctx *ctx, const struct cmd *c, const struct opt_
 	return 0;
 }
 
+/* The first option given that only a live move takes, else -1. */
+static int live_only(const struct mig_plan *p)
+{
+	return p->max_rounds_given ? MIG_MAX_ROUNDS
+	       : p->dirty_given    ? MIG_DIRTY
+	       : p->no_verify      ? MIG_NO_VERIFY
+	       : p->lo.keep_source ? MIG_KEEP_SOURCE
+				   : -1;
+}
+
 /* The mode: live, or --blocks FILE (in *format) or --whole, with the
  * options that go with each. */
 static int parse_mode(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		      struct mig_plan *p)
 {
-	int rc;
+	int live, rc;
 
 	if (p->whole && p->blocks)
 		return usage_err(ctx, "migrate: give --blocks FILE (or -) or --whole, not both");
 	p->live = !p->whole && !p->blocks;
-	for (int i = MIG_MAX_ROUNDS; i <= MIG_KEEP_SOURCE; i++)
-		if (!p->live && opt_on(v, i))
-			return usage_err(
-				ctx,
-				"migrate: --%s is for a live move (without --blocks or --whole)",
-				migrate_opts[i].name);
+	opts_fill(ctx, c, v, MIG_NO_VERIFY, MIG_KEEP_SOURCE + 1, p); /* flags: cannot fail */
+	if (!p->live && (live = live_only(p)) >= 0)
+		return usage_err(ctx,
+				 "migrate: --%s is for a live move (without --blocks or --whole)",
+				 migrate_opts[live].name);
 	if ((rc = opts_fill(ctx, c, v, MIG_MAX_ROUNDS, MIG_KEEP_SOURCE + 1, p)))
 		return rc;
 	p->lo.verify = !p->no_verify;
@@ -357,13 +367,15 @@ static int parse_mode(struct ctx *ctx, const struct cmd *c, const struct opt_val
 }
 
 /* The tokens, and the tests' hooks. */
-static int parse_tokens(struct ctx *ctx, const struct opt_vals *v, struct mig_plan *p)
+static int parse_tokens(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+			struct mig_plan *p)
 {
 	int rc;
 
-	if ((rc = opt_token(ctx, v, MIG_TOKEN, MIG_TOKEN_FILE, p->token_buf, &p->o.token)))
+	opts_fill(ctx, c, v, MIG_TOKEN, MIG_ADMIN_TOKEN_FILE + 1, p); /* strings */
+	if ((rc = token_take(ctx, p->token_arg, p->token_file, p->token_buf, &p->o.token)))
 		return rc;
-	if ((rc = opt_admin_token_at(ctx, v, MIG_ADMIN_TOKEN_FILE, p->admin)))
+	if ((rc = admin_token_take(ctx, p->admin_token_file, p->admin)))
 		return rc;
 	p->o.admin_token = p->admin[0] ? p->admin : NULL;
 	if (getenv("RDMACTL_TEST_PAUSE_BEFORE_FENCE")) {
@@ -383,11 +395,12 @@ static int parse(struct ctx *ctx, int argc, char **argv, struct mig_plan *p)
 	rc = opts_parse(ctx, c, argc, argv, &v);
 	if (rc)
 		return rc < 0 ? rc : 1;
+	opts_given(c, &v, p); /* what was given, for the checks before the values */
 	/* --blocks and --whole, strings and flags that cannot fail, decide the mode */
 	opts_fill(ctx, c, &v, MIG_BLOCKS, MIG_BLOCKS + 1, p);
 	opts_fill(ctx, c, &v, MIG_WHOLE, MIG_WHOLE + 1, p);
 	if ((rc = parse_servers(ctx, c, &v, p)) || (rc = parse_mode(ctx, c, &v, p)) ||
-	    (rc = parse_tokens(ctx, &v, p)))
+	    (rc = parse_tokens(ctx, c, &v, p)))
 		return rc;
 	p->o.dev_name = ctx->dev_name;
 	p->o.timeout_ms = ctx->timeout_ms;
@@ -549,5 +562,5 @@ const struct cmd cmd_migrate = {
 	.opts = migrate_opts,
 	.args = "SOURCE DEST",
 	.args_comp = COMP_TARGET,
-	.summary = "move a served region, live or a block list, to another register server",
+	.summary = "move a served region, live or a block list, to another server",
 };

@@ -337,5 +337,5 @@ const struct cmd cmd_multicast = {
 	.name = "multicast",
 	.run = do_multicast,
 	.opts = multicast_opts,
-	.summary = "push a blob (model weights) from one rank to all others: flat, chain or tree",
+	.summary = "push a blob (model weights) from one rank to all others",
 };

@@ -15,33 +15,26 @@
 
 #define MULTICAST_OPTS(X) \
 	GROUP_OPTS(X, MC) \
-	GROUP_RAILS_OPT(X, MC) \
+	GROUP_RAILS_OPT(X, MC, struct mc_cli) \
 	X(MC_ROOT, "root", 0, "R", "the rank that sends", \
 	  OPT_INT(struct mc_cli, num.root, 0, 1 << 20, "0")) \
 	X(MC_FILE, "file", 'f', "FILE", "root: the blob to send", COMP_FILE, \
 	  OPT_STR(struct mc_cli, file, NULL)) \
-	X(MC_PATTERN, "pattern", 'P', "PATTERN", \
-	  "root: send zero, seq or random:SEED instead of a file", \
+	X(MC_PATTERN, "pattern", 'P', "PATTERN", "root: zero, seq or random:SEED", \
 	  OPT_STR(struct mc_cli, pattern, NULL)) \
 	X(MC_SIZE, "size", 'S', "SIZE", "root: bytes of the pattern (K, M, G suffixes)", \
 	  OPT_SIZE(struct mc_cli, num.size, NULL), OPT_GIVEN(struct mc_cli, size_given)) \
-	X(MC_CHUNK, "chunk", 0, "SIZE", \
-	  "bytes per write, or auto: the root's pick from the blob's size and the tree's depth " \
-	  "(256K to 2M)", \
-	  COMP_WORDS, "auto|256K|1M|2M", OPT_STR(struct mc_cli, chunk, "auto")) \
-	X(MC_RING, "ring", 0, "N", "chunks in each receiver's ring of buffers, 1 to 256", \
+	X(MC_CHUNK, "chunk", 0, "SIZE", "bytes a write, or auto", COMP_WORDS, "auto|256K|1M|2M", \
+	  OPT_STR(struct mc_cli, chunk, "auto")) \
+	X(MC_RING, "ring", 0, "N", "chunks in a receiver's ring", \
 	  OPT_INT(struct mc_cli, num.ring, 1, 256, "16")) \
-	X(MC_MAX_RING, "max-ring", 0, "SIZE", \
-	  "receivers: the most memory a root may ask of this rank for a ring (--ring chunks of " \
-	  "its --chunk); a root that asks more is refused", \
+	X(MC_MAX_RING, "max-ring", 0, "SIZE", "most memory a root's ring takes", \
 	  OPT_SIZE(struct mc_cli, num.max_ring, "256M")) \
-	X(MC_OUT, "out", 'O', "FILE", \
-	  "receivers: write the blob to FILE as it arrives (%r: the rank)", COMP_FILE, \
+	X(MC_OUT, "out", 'O', "FILE", "receivers: write the blob to FILE", COMP_FILE, \
 	  OPT_STR(struct mc_cli, out, NULL)) \
-	X(MC_MEM, "mem", 'm', "KIND", "receive ring memory: host, hugepage or cuda:N", COMP_WORDS, \
+	X(MC_MEM, "mem", 'm', "KIND", "ring: host, hugepage or cuda:N", COMP_WORDS, \
 	  "host|hugepage|cuda", OPT_STR(struct mc_cli, mem, "host")) \
-	X(MC_BLOCK_SIZES, "block-sizes", 0, "LIST", \
-	  "the blob's blocks (layers) in order, e.g. 1M,4M,4M: when each became usable", \
+	X(MC_BLOCK_SIZES, "block-sizes", 0, "LIST", "the blob's blocks in order (1M,4M,4M)", \
 	  OPT_STR(struct mc_cli, blocks, NULL)) \
 	X(MC_ALGO, "algo", 'a', "ALGO", \
 	  "flat (the root writes to every rank), chain (each rank to the " \
@@ -51,25 +44,19 @@
 	X(MC_FANOUT, "fanout", 0, "K", "tree: children per relay", \
 	  OPT_INT(struct mc_cli, num.fanout, 1, RC_GROUP_MAX, "2"), \
 	  OPT_GIVEN(struct mc_cli, fanout_given)) \
-	X(MC_LINK_BW, "link-bw", 0, "RATE", \
-	  "link rate for the ideal: 100Gbit, 12.5GB (per s) or bytes/s (default: measured)", \
+	X(MC_LINK_BW, "link-bw", 0, "RATE", "link rate: 100Gbit, 12.5GB (default: measured)", \
 	  OPT_RATE(struct mc_cli, num.bw, 1, NULL)) \
-	X(MC_DIGEST, "digest", 0, "ALGO", \
-	  "what each rank hashes its copy with, for the root to check it whole: xxh64 " \
-	  "(fast; an integrity check) or sha256 (as sha256sum prints it)", \
-	  COMP_WORDS, "xxh64|sha256", OPT_WORD(struct mc_cli, num.digest, "xxh64")) \
-	X(MC_SVG, "svg", 0, "FILE", \
-	  "root: draw each receiver's first and last chunk on one timeline (SVG)", COMP_FILE, \
+	X(MC_DIGEST, "digest", 0, "ALGO", "copy hash: xxh64 or sha256", COMP_WORDS, \
+	  "xxh64|sha256", OPT_WORD(struct mc_cli, num.digest, "xxh64")) \
+	X(MC_SVG, "svg", 0, "FILE", "root: draw the chunks' timeline (SVG)", COMP_FILE, \
 	  OPT_STR(struct mc_cli, svg, NULL)) \
-	X(MC_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping", \
+	X(MC_BUSY_POLL, "busy-poll", 0, NULL, "busy-poll the completion queues", \
 	  OPT_FLAG(struct mc_cli, busy_poll)) \
 	X(MC_RANKS_PER_NODE, "ranks-per-node", 0, "N", \
-	  "--plan: ranks per node, for figures per node", OPT_GIVEN(struct mc_cli, rpn_given)) \
-	X(MC_PLAN, "plan", 0, NULL, \
-	  "size the job and exit, no device, rendezvous or rank needed: " \
-	  "per rank the QPs, CQs, message rings, registered bytes and connect rounds that --algo's " \
-	  "connections give, the job's totals and barrier tree depth (needs --world; --rank details " \
-	  "that rank)", \
+	  "--plan: ranks per node, for figures per node", \
+	  OPT_INT(struct mc_cli, ranks_per_node, 1, RC_GROUP_MAX, NULL), \
+	  OPT_GIVEN(struct mc_cli, rpn_given)) \
+	X(MC_PLAN, "plan", 0, NULL, "size the job and exit (needs --world)", \
 	  OPT_FLAG(struct mc_cli, plan))
 
 enum { MULTICAST_OPTS(OPT_INDEX) MC_NOPTS };

@@ -79,13 +79,13 @@ static int read_values(struct ctx *ctx, const struct cmd *c, const struct opt_va
 {
 	int rc;
 
-	if ((rc = group_rails_per_rank(ctx, opt_arg_def(c, v, MC_RAILS_PER_RANK), &m->grp)))
+	opts_fill(ctx, c, v, MC_RAILS_PER_RANK, MC_RAILS_PER_RANK + 1, m); /* a string */
+	if ((rc = group_rails_per_rank(ctx, m->grp.rails_per_rank_arg, &m->grp)))
 		return rc;
 	if ((rc = m->plan ? group_plan_args(ctx, c, v, MC_RANK, "multicast", &m->grp)
 			  : group_args_parse(ctx, c, v, MC_RANK, &m->grp)) ||
-	    (rc = m->plan ? group_plan_rpn(ctx, c, v, MC_RANKS_PER_NODE, m->grp.who.world,
-					   &m->ranks_per_node)
-			  : 0) ||
+	    (m->plan && ((rc = opts_fill(ctx, c, v, MC_RANKS_PER_NODE, MC_RANKS_PER_NODE + 1, m)) ||
+			 (rc = group_plan_rpn(ctx, m->ranks_per_node, m->grp.who.world)))) ||
 	    (rc = opts_fill(ctx, c, v, MC_ROOT, MC_ROOT + 1, m)) ||
 	    (rc = opts_fill(ctx, c, v, MC_ALGO, MC_FANOUT + 1, m)) ||
 	    (rc = opts_fill(ctx, c, v, MC_RING, MC_MAX_RING + 1, m)) ||
@@ -173,7 +173,7 @@ int multicast_parse(struct ctx *ctx, const struct opt_vals *v, struct mc_cli *m)
 	opts_fill(ctx, c, v, MC_SVG, MC_BUSY_POLL + 1, m);
 	if (m->blocks && (rc = block_list(ctx, m, m->blocks)))
 		return rc;
-	if (opt_arg(v, MC_RAILS_PER_RANK) && !m->grp.rails && !m->plan)
+	if (m->grp.rails_per_rank_given && !m->grp.rails && !m->plan)
 		return usage_err(ctx, "--rails-per-rank takes the rails of --rails PLAN: give it "
 				      "too (or -d DEV1,DEV2 with --listen ADDR1,ADDR2)");
 	if (m->blocks && m->grp.nrails > 1)

@@ -26,22 +26,18 @@
 
 #define PREFLIGHT_OPTS(X) \
 	GROUP_OPTS(X, PF) \
-	X(PF_SYSFS, "sysfs", 0, "DIR|FILE.tar.gz", \
-	  "read this rank's facts from a captured tree instead of /sys; given again (--world 1), each tree is a node and they are compared", \
+	X(PF_SYSFS, "sysfs", 0, "DIR|FILE.tar.gz", "read a captured tree instead of /sys", \
 	  COMP_FILE, .repeat = true, OPT_STR(struct pf_cli, sysfs, NULL)) \
-	X(PF_BUFFER, "buffer", 0, "SIZE", \
-	  "memory a rank will register: a locked-memory limit below it is a finding", \
+	X(PF_BUFFER, "buffer", 0, "SIZE", "memory a rank will lock", \
 	  OPT_SIZE(struct pf_cli, buffer, "64M")) \
-	X(PF_DURATION, "duration", 0, "SECONDS", \
-	  "the probe's bandwidth burst per neighbour and direction", \
+	X(PF_DURATION, "duration", 0, "SECONDS", "burst a neighbour and direction", \
 	  OPT_DOUBLE_ABOVE(struct pf_cli, probe.duration_s, 0, 60, "0.25")) \
-	X(PF_MIN_PERCENT, "min-percent", 0, "P", \
-	  "a probed direction below P percent of its expected figure is a finding (0: none)", \
+	X(PF_MIN_PERCENT, "min-percent", 0, "P", "finding: below P% of expected", \
 	  OPT_DOUBLE(struct pf_cli, min_percent, 0, 100, "0")) \
 	X(PF_NO_PROBE, "no-probe", 0, NULL, "compare the settings only, measure nothing", \
 	  OPT_FLAG(struct pf_cli, no_probe)) \
-	X(PF_SVG, "svg", 0, "FILE", "rank 0 draws the node x setting grid, differences marked", \
-	  COMP_FILE, OPT_STR(struct pf_cli, svg, NULL))
+	X(PF_SVG, "svg", 0, "FILE", "rank 0 draws the settings grid as SVG", COMP_FILE, \
+	  OPT_STR(struct pf_cli, svg, NULL))
 
 struct pf_cli {
 	struct group_args grp;
@@ -337,5 +333,5 @@ const struct cmd cmd_preflight = {
 	.name = "preflight",
 	.run = do_preflight,
 	.opts = preflight_opts,
-	.summary = "before a job: every node's RDMA settings compared, with fixes; rails probed",
+	.summary = "before a job: every node's RDMA settings compared, with fixes",
 };

@@ -16,24 +16,21 @@
 #include "topo_show.h"
 
 #define TOPO_OPTS(X) \
-	X(TP_SYSFS, "sysfs", 0, "DIR|FILE.tar.gz", \
-	  "read a captured tree instead of /sys (no verbs, no live facts)", COMP_FILE, \
-	  OPT_STR(struct topo_args, sysfs, NULL)) \
+	X(TP_SYSFS, "sysfs", 0, "DIR|FILE.tar.gz", "read a captured tree instead of /sys", \
+	  COMP_FILE, OPT_STR(struct topo_args, sysfs, NULL)) \
 	X(TP_CAPTURE, "capture", 0, "DIR|FILE.tar.gz", \
-	  "copy what the probe reads (this host, or the --sysfs tree) into DIR or a tarball, then stop", \
-	  COMP_FILE, OPT_STR(struct topo_args, capture, NULL)) \
-	X(TP_VERIFY, "verify", 0, NULL, \
-	  "loopback RDMA WRITE on each ACTIVE port to prove it carries traffic", \
+	  "copy what the probe reads into DIR or a tarball", COMP_FILE, \
+	  OPT_STR(struct topo_args, capture, NULL)) \
+	X(TP_VERIFY, "verify", 0, NULL, "prove each ACTIVE port carries a WRITE", \
 	  OPT_FLAG(struct topo_args, verify)) \
-	X(TP_VERIFY_SIZE, "verify-size", 0, "SIZE", "bytes each --verify writes, at most 1G", \
+	X(TP_VERIFY_SIZE, "verify-size", 0, "SIZE", "bytes each --verify writes", \
 	  OPT_SIZE(struct topo_args, vsize, "8M"), OPT_GIVEN(struct topo_args, vsize_given)) \
-	X(TP_HUGEPAGES, "hugepages", 0, NULL, \
-	  "doctor: hugepages are required (report none reserved or free)", \
+	X(TP_HUGEPAGES, "hugepages", 0, NULL, "doctor: hugepages are required", \
 	  OPT_FLAG(struct topo_args, hugepages)) \
 	X(TP_EXPORT, "export", 0, "nccl|ucx|mooncake", \
-	  "print the rail plan as NCCL, UCX or Mooncake settings instead of the report", \
-	  COMP_WORDS, "nccl|ucx|mooncake", OPT_STR(struct topo_args, export_name, NULL)) \
-	X(TP_GPU, "gpu", 0, "N", "with --export: only GPU N (NVML's number), as KEY=VALUE lines", \
+	  "the rail plan as NCCL, UCX or Mooncake settings", COMP_WORDS, "nccl|ucx|mooncake", \
+	  OPT_STR(struct topo_args, export_name, NULL)) \
+	X(TP_GPU, "gpu", 0, "N", "--export: only GPU N's, as KEY=VALUE", \
 	  OPT_INT(struct topo_args, gpu, 0, 4095, NULL), OPT_GIVEN(struct topo_args, gpu_given))
 
 /* What `probe-topology` was asked, parsed and checked. */
@@ -186,5 +183,5 @@ const struct cmd cmd_probe_topology = {
 	.aliases = (const char *const[]){ "topo", NULL },
 	.run = do_probe_topology,
 	.opts = topo_opts,
-	.summary = "show RDMA devices, GPUs, their PCIe paths, a rail plan and doctor findings",
+	.summary = "RDMA devices, GPUs, PCIe paths, rail plan, doctor findings",
 };

@@ -415,23 +415,19 @@ void rails_report(struct ctx *ctx, const struct rc_rails *r, const struct rc_rai
 	findings(ctx, r, res);
 }
 
-int rails_stripe(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, bool rails,
-		 uint64_t *stripe)
+int rails_stripe(struct ctx *ctx, const struct cmd *c, const char *given, bool rails,
+		 uint64_t stripe)
 {
-	int rc;
-
-	if (!opt_on(v, i)) /* the row's default */
-		return opt_size_parse(ctx, c->opts[i].name, c->opts[i].def, stripe);
+	if (!given) /* the row's default */
+		return 0;
 	if (!rails)
 		return usage_err(ctx,
 				 "%s: --stripe goes with several rails (a target ADDR1,ADDR2:PORT/"
 				 "REGION, -d DEV1,DEV2 or --bind ADDR1,ADDR2)",
 				 c->name);
-	if ((rc = opt_size_at(ctx, c, v, i, stripe)))
-		return rc;
-	if (*stripe < 4096 || *stripe > (1ull << 30))
+	if (stripe < 4096 || stripe > (1ull << 30))
 		return usage_err(ctx, "%s: --stripe %llu: give 4K to 1G", c->name,
-				 (unsigned long long)*stripe);
+				 (unsigned long long)stripe);
 	return 0;
 }
 

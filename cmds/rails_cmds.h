@@ -22,9 +22,10 @@ void rails_close(struct ctx *ctx, struct rc_rails *r, int rc);
  * own failure. */
 int rails_transfer(struct ctx *ctx, struct rc_rails *r, enum rc_op op, uint64_t off, uint64_t len,
 		   uint64_t stripe, struct rc_rails_io *io, struct rc_rails_result *res);
-/* --stripe (option i): default its row's (OPT_DEFAULT), refused without rails. */
-int rails_stripe(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, int i, bool rails,
-		 uint64_t *stripe);
+/* --stripe as given (NULL: absent, the row's default) and its value: refused
+ * without rails, checked to 4K to 1G. */
+int rails_stripe(struct ctx *ctx, const struct cmd *c, const char *given, bool rails,
+		 uint64_t stripe);
 /* "PEER1,PEER2" and "DEV1,DEV2" of the rails. */
 void rails_names(const struct rc_rails *r, char *peers, size_t pcap, char *devs, size_t dcap);
 /* Rail i's finding, into msg: a rate while busy far below its peers', or

@@ -14,15 +14,14 @@
 #include "rails_cmds.h"
 
 #define READ_OPTS(X) \
-	X(RD_SIZE, "size", 'S', "SIZE", "bytes to read (default: to the end of the region)", \
+	X(RD_SIZE, "size", 'S', "SIZE", "bytes (default: to the region's end)", \
 	  OPT_SIZE(struct read_args, size, NULL), OPT_GIVEN(struct read_args, size_given)) \
 	X(RD_OUT, "out", 'O', "FILE", "write the bytes to FILE (default: stdout)", COMP_FILE, \
 	  OPT_STR(struct read_args, out_path, NULL)) \
-	X(RD_STRIPE, "stripe", 0, "SIZE", "with several rails: the chunk each rail takes in turn", \
-	  OPT_DEFAULT("1M")) \
-	X(RD_RAILS, "rails", 0, "PLAN", \
-	  "the rails of probe-topology's rail plan: auto (this process's GPU, else its NUMA node), gpu:N or numa:N", \
-	  COMP_WORDS, "auto|gpu:0|numa:0") \
+	X(RD_STRIPE, "stripe", 0, "SIZE", "with several rails: a rail's chunk", \
+	  OPT_SIZE(struct read_args, stripe, "1M"), OPT_GIVEN(struct read_args, stripe_given)) \
+	X(RD_RAILS, "rails", 0, "PLAN", "rail plan's rails: auto, gpu:N or numa:N", COMP_WORDS, \
+	  "auto|gpu:0|numa:0", OPT_STR(struct read_args, rails_plan, NULL)) \
 	CLIENT_OPTS(X, RD) \
 	BENCH_OPTS(X, RD)
 
@@ -36,7 +35,9 @@ struct read_args {
 	const char *out_path; /* NULL: stdout */
 	bool rails;           /* several rails (rails_asked) */
 	uint64_t stripe;
-	struct rails_auto ra; /* --rails PLAN */
+	const char *stripe_given; /* --stripe as given, or NULL */
+	const char *rails_plan;   /* --rails PLAN, or NULL */
+	struct rails_auto ra;     /* its rails */
 };
 
 enum { READ_OPTS(OPT_INDEX) READ_NOPTS };
@@ -110,11 +111,11 @@ static int read_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	if ((rc = client_args_parse(ctx, c, v, RD_TOKEN, &a->cl)) ||
 	    (rc = bench_args_parse(ctx, c, v, RD_BENCH, RC_OP_READ, &a->bench)))
 		return rc;
-	if (opt_on(v, RD_RAILS) &&
-	    (rc = rails_auto_client(ctx, c, opt_arg(v, RD_RAILS), &a->cl, &a->ra)))
+	if ((rc = opts_fill(ctx, c, v, RD_STRIPE, RD_RAILS + 1, a)) ||
+	    (a->rails_plan && (rc = rails_auto_client(ctx, c, a->rails_plan, &a->cl, &a->ra))))
 		return rc;
 	a->rails = rails_asked(v, &a->cl);
-	if ((rc = rails_stripe(ctx, c, v, RD_STRIPE, a->rails, &a->stripe)))
+	if ((rc = rails_stripe(ctx, c, a->stripe_given, a->rails, a->stripe)))
 		return rc;
 	if (a->rails && a->bench.on)
 		return usage_err(ctx, "read: --bench and --lat measure one rail: give one device");

@@ -464,6 +464,6 @@ const struct cmd cmd_register = {
 	.aliases = (const char *const[]){ "serve", NULL },
 	.run = do_register,
 	.opts = register_opts,
-	.summary = "register memory regions and serve them to RDMA peers until stopped",
+	.summary = "serve memory regions to RDMA peers until stopped",
 	.long_running = true,
 };

@@ -20,51 +20,43 @@
 	X(RG_LISTEN, "listen", 'l', "ADDR[:PORT]", \
 	  "address (and port, default " RC_DEFAULT_PORT ") to serve on", \
 	  OPT_STR(struct register_args, listen, NULL)) \
-	X(RG_RAILS, "rails", 0, "PLAN", \
-	  "serve on the rails of probe-topology's rail plan, each on its device's address at --listen's port: auto (this process's GPU, else its NUMA node), gpu:N or numa:N", \
-	  COMP_WORDS, "auto|gpu:0|numa:0") \
-	X(RG_NAME, "name", 'N', "NAME", "name of the region; each --name starts another region", \
-	  .repeat = true) \
+	X(RG_RAILS, "rails", 0, "PLAN", "rail plan's rails: auto, gpu:N or numa:N", COMP_WORDS, \
+	  "auto|gpu:0|numa:0", OPT_STR(struct register_args, rails_plan, NULL)) \
+	X(RG_NAME, "name", 'N', "NAME", "region name; each starts a region", .repeat = true) \
 	X(RG_SIZE, "size", 'S', "SIZE", "region size (4K, 1M, 1G...)", .repeat = true) \
-	X(RG_FILE, "file", 'f', "FILE", "back the region with FILE (written back on exit)", \
-	  COMP_FILE, .repeat = true) \
-	X(RG_MEM, "mem", 'm', "KIND", \
-	  "memory: host, hugepage, file or cuda[:N] (GPU N in PCI bus order; default: host, file with --file)", \
-	  COMP_WORDS, "host|hugepage|file|cuda|cuda:0", .repeat = true) \
-	X(RG_GPU_REG, "gpu-reg", 0, "PATH", \
-	  "GPU memory registration: auto (dma-buf, then peer memory, then a host bounce buffer), dmabuf, peermem or bounce", \
-	  COMP_WORDS, "auto|dmabuf|peermem|bounce", \
-	  OPT_STR(struct register_args, gpu_reg_name, "auto")) \
-	X(RG_ACCESS, "access", 0, "ACCESS", "what peers may do: ro, rw or atomic", COMP_WORDS, \
+	X(RG_FILE, "file", 'f', "FILE", "back the region with FILE (saved on exit)", COMP_FILE, \
+	  .repeat = true) \
+	X(RG_MEM, "mem", 'm', "KIND", "host, hugepage, file or cuda[:N]", COMP_WORDS, \
+	  "host|hugepage|file|cuda|cuda:0", .repeat = true) \
+	X(RG_GPU_REG, "gpu-reg", 0, "PATH", "auto, dmabuf, peermem or bounce", COMP_WORDS, \
+	  "auto|dmabuf|peermem|bounce", OPT_STR(struct register_args, gpu_reg_name, "auto")) \
+	X(RG_ACCESS, "access", 0, "ACCESS", "what peers may do: ro, rw, atomic", COMP_WORDS, \
 	  "ro|rw|atomic", .repeat = true, OPT_DEFAULT("rw")) \
-	X(RG_TOKEN, "token", 'T', "TOKEN", \
-	  "require a proof of TOKEN from every client, proving it in turn (visible in /proc: prefer --token-file or $RDMACTL_TOKEN)") \
-	X(RG_TOKEN_FILE, "token-file", 0, "FILE", \
-	  "require the token on the first line of FILE (mode 600)", COMP_FILE) \
+	X(RG_TOKEN, "token", 'T', "TOKEN", "token, visible in /proc: use --token-file", \
+	  OPT_STR(struct register_args, token_arg, NULL)) \
+	X(RG_TOKEN_FILE, "token-file", 0, "FILE", "the token, from FILE (mode 600)", COMP_FILE, \
+	  OPT_STR(struct register_args, token_file, NULL)) \
 	X(RG_ADMIN_TOKEN_FILE, "admin-token-file", 0, "FILE", \
-	  "the admin token, for migration steps (migrate --admin-token-file), from FILE (default: $RDMACTL_ADMIN_TOKEN)", \
-	  COMP_FILE) \
+	  "admin token from FILE (or $RDMACTL_ADMIN_TOKEN)", COMP_FILE, \
+	  OPT_STR(struct register_args, admin_token_file, NULL)) \
 	X(RG_ALLOW_UNAUTH_MIG, "allow-unauthenticated-migration", 0, NULL, \
-	  "without an admin token: let any connected client run migration steps", \
+	  "no admin token: any client may migrate", \
 	  OPT_FLAG(struct register_args, allow_unauth_mig)) \
-	X(RG_MAX_CONNS, "max-conns", 0, "N", "connections served at once, 1 to 1024", \
+	X(RG_MAX_CONNS, "max-conns", 0, "N", "connections at once, 1 to 1024", \
 	  OPT_INT(struct register_args, max_conns, 1, 1024, "64")) \
-	X(RG_KEEPALIVE_MS, "keepalive-ms", 0, "MS", \
-	  "probe each connection every MS (0: off), drop one whose host vanished", \
+	X(RG_KEEPALIVE_MS, "keepalive-ms", 0, "MS", "keepalive every MS (0: off)", \
 	  OPT_INT(struct register_args, keepalive_ms, 0, 3600000, "5000")) \
 	X(RG_FLUSH_EVERY, "flush-every", 0, "TIME", \
-	  "also write file-backed regions back to their files every TIME (500ms, 30s, 5m; default: only on exit)", \
+	  "also save --file regions every TIME (30s, 5m)", \
 	  OPT_DUR(struct register_args, flush_every_ms, 100, 86400000, NULL)) \
-	X(RG_PUBLISH, "publish", 0, "URL", \
-	  "publish each region in etcd under rdmactl/NS/region/NAME, with a lease kept alive: etcd://HOST:PORT/NS", \
+	X(RG_PUBLISH, "publish", 0, "URL", "publish in etcd: etcd://HOST:PORT/NS", \
 	  OPT_STR(struct register_args, publish, NULL)) \
-	X(RG_LEASE_TTL, "lease-ttl", 0, "SECONDS", \
-	  "--publish: the lease's TTL; the keys go this long after the server dies", \
+	X(RG_LEASE_TTL, "lease-ttl", 0, "SECONDS", "--publish: the lease's TTL", \
 	  OPT_INT(struct register_args, lease_ttl, 2, 3600, "10"), \
 	  OPT_GIVEN(struct register_args, lease_ttl_given)) \
-	METRICS_OPT(X, RG) \
+	METRICS_OPT(X, RG, OPT_STR(struct register_args, metrics, NULL)) \
 	X(RG_METRICS_INTERVAL, "metrics-interval", 0, "SECONDS", \
-	  "--metrics: rewrite the file this often while serving, 1 to 86400", \
+	  "--metrics: rewrite it this often", \
 	  OPT_INT(struct register_args, metrics_every_s, 1, 86400, "15"), \
 	  OPT_GIVEN(struct register_args, metrics_every_given)) \
 	X(RG_FABRIC, "fabric", 0, "FABRIC", FABRIC_HELP, COMP_WORDS, FABRIC_WORDS)
@@ -93,7 +85,9 @@ struct register_args {
 	struct region_spec specs[MAX_SPECS];
 	int nspecs;
 	enum rc_mem_reg gpu_reg;
-	const char *gpu_reg_name; /* --gpu-reg as given, else its row's default */
+	const char *gpu_reg_name;           /* --gpu-reg as given, else its row's default */
+	const char *token_arg, *token_file; /* --token, --token-file as given */
+	const char *admin_token_file;       /* --admin-token-file as given */
 	const char *token;
 	char token_buf[RC_TOKEN_MAX + 1]; /* what --token-file held */
 	char admin[RC_TOKEN_MAX + 1];     /* "": none */
@@ -108,7 +102,8 @@ struct register_args {
 	/* --listen ADDR1,ADDR2 (-d DEV1,DEV2): one region on several rails, a
 	 * server per rail; [0] is host, port and -d above. */
 	struct listen_rails lr;
-	struct rails_auto ra;                               /* --rails PLAN */
+	const char *rails_plan;                             /* --rails PLAN, or NULL */
+	struct rails_auto ra;                               /* its rails */
 	char auto_listen[RC_RAILS_MAX * (RC_HOST_MAX + 8)]; /* its --listen */
 	struct rc_server_rails *rails;                      /* the server's: register.c opens it */
 };

@@ -122,8 +122,9 @@ static int parse_serving(struct ctx *ctx, const struct cmd *c, const struct opt_
 	int rc;
 
 	opts_fill(ctx, c, v, RG_LISTEN, RG_LISTEN + 1, a);
-	if (opt_on(v, RG_RAILS))
-		rc = auto_listen(ctx, opt_arg(v, RG_RAILS), a);
+	opts_fill(ctx, c, v, RG_RAILS, RG_RAILS + 1, a);
+	if (a->rails_plan)
+		rc = auto_listen(ctx, a->rails_plan, a);
 	else if (!a->listen)
 		return usage_err(ctx, "register: --listen ADDR[:PORT] is required");
 	else
@@ -206,9 +207,10 @@ static int parse_secrets(struct ctx *ctx, const struct cmd *c, const struct opt_
 {
 	int rc;
 
-	if ((rc = opt_token(ctx, v, RG_TOKEN, RG_TOKEN_FILE, a->token_buf, &a->token)))
+	opts_fill(ctx, c, v, RG_TOKEN, RG_ADMIN_TOKEN_FILE + 1, a); /* strings */
+	if ((rc = token_take(ctx, a->token_arg, a->token_file, a->token_buf, &a->token)))
 		return rc;
-	if ((rc = opt_admin_token_at(ctx, v, RG_ADMIN_TOKEN_FILE, a->admin)))
+	if ((rc = admin_token_take(ctx, a->admin_token_file, a->admin)))
 		return rc;
 	if (a->admin[0] && a->token && !strcmp(a->admin, a->token))
 		return usage_err(
@@ -227,7 +229,7 @@ static int parse_metrics(struct ctx *ctx, const struct cmd *c, const struct opt_
 {
 	int rc;
 
-	a->metrics = opt_arg(v, RG_METRICS);
+	opts_fill(ctx, c, v, RG_METRICS, RG_METRICS + 1, a); /* a string */
 	if (a->metrics_every_given && !a->metrics)
 		return usage_err(ctx, "register: --metrics-interval goes with --metrics FILE");
 	if ((rc = opts_fill(ctx, c, v, RG_METRICS_INTERVAL, RG_METRICS_INTERVAL + 1, a)))

@@ -110,7 +110,7 @@ static int serve(struct ctx *ctx, const struct register_args *a, struct rc_fsrv 
 		if (poll(&p, 1, 0) > 0 && read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 			return 0;
 		if ((rc = rc_fsrv_step(s, 50, on_event, &sv, &e)))
-			return fail(ctx, rc, "%s", e.msg);
+			return fail(ctx, rc, "%s", ERR_TEXT(e));
 	}
 }
 
@@ -130,14 +130,14 @@ int register_ofi(struct ctx *ctx, const struct opt_vals *v, const struct registe
 	if ((rc = ofi_check(ctx, v, a)))
 		return rc;
 	if ((rc = rc_fsrv_create(&so, &s, &e)))
-		return fail(ctx, rc, "%s", e.msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	for (int i = 0; i < a->nspecs && !rc; i++)
 		rc = rc_fsrv_add(s, a->specs[i].name, a->specs[i].bytes, bits[a->specs[i].acc], &e);
 	if (!rc)
 		rc = rc_fsrv_start(s, &e);
 	if (rc) {
 		rc_fsrv_close(s);
-		return fail(ctx, rc, "%s", e.msg);
+		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	}
 	for (int i = 0; i < rc_fsrv_nregions(s); i++)
 		print_region(ctx, a, s, i);

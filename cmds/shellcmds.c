@@ -27,7 +27,7 @@ const struct cmd cmd_shell = {
 	.name = "shell",
 	.run = do_shell,
 	.opts = shell_opts,
-	.summary = "interactive mode: history, completion, regions served in the background",
+	.summary = "interactive mode: history, completion, background regions",
 };
 
 static void put_listen(struct out *o, const struct session_served *sv)

@@ -22,50 +22,37 @@
 
 #define SWEEP_OPTS(X) \
 	GROUP_OPTS(X, SW) \
-	X(SW_MSG_SIZE, "msg-size", 's', "SIZE", "bytes per RDMA WRITE of the bandwidth test", \
+	X(SW_MSG_SIZE, "msg-size", 's', "SIZE", "bytes a WRITE, bandwidth test", \
 	  OPT_SIZE(struct sweep_cli, run.msg_size, "64K")) \
-	X(SW_DURATION, "duration", 0, "SECONDS", "bandwidth test per pair and direction", \
+	X(SW_DURATION, "duration", 0, "SECONDS", "seconds per pair and direction", \
 	  OPT_DOUBLE_ABOVE(struct sweep_cli, run.duration_s, 0, 3600, "1"), \
 	  OPT_GIVEN(struct sweep_cli, duration_given)) \
-	X(SW_ITERS, "iters", 'n', "N", "writes per pair and direction, instead of --duration", \
+	X(SW_ITERS, "iters", 'n', "N", "writes per pair and direction", \
 	  OPT_U64(struct sweep_cli, iters, NULL), OPT_GIVEN(struct sweep_cli, iters_given)) \
-	X(SW_LAT_ITERS, "lat-iters", 0, "N", \
-	  "8-byte WRITEs and READs timed per pair and direction", \
+	X(SW_LAT_ITERS, "lat-iters", 0, "N", "latency samples a pair, direction", \
 	  OPT_INT(struct sweep_cli, run.lat_iters, 1, 1 << 20, "200")) \
-	X(SW_PAIRS, "pairs", 0, "FILE", "measure only the pairs of FILE, one \"A B\" a line", \
-	  COMP_FILE, OPT_STR(struct sweep_cli, pairs, NULL)) \
-	X(SW_DEPTH, "depth", 0, "N", "writes outstanding in the bandwidth test", \
+	X(SW_PAIRS, "pairs", 0, "FILE", "only the pairs of FILE (\"A B\" a line)", COMP_FILE, \
+	  OPT_STR(struct sweep_cli, pairs, NULL)) \
+	X(SW_DEPTH, "depth", 0, "N", "writes in flight, bandwidth test", \
 	  OPT_INT(struct sweep_cli, run.depth, 1, 100, "16")) \
-	X(SW_MIN_FRACTION, "min-fraction", 0, "F", \
-	  "a direction below F (0 to 1) of the slower port's link rate is an outlier", \
+	X(SW_MIN_FRACTION, "min-fraction", 0, "F", "outlier: below F of the link rate", \
 	  OPT_DOUBLE_ABOVE(struct sweep_cli, lim.min_fraction, 0, 1, NULL)) \
-	X(SW_MAX_LAT_US, "max-lat-us", 0, "U", \
-	  "a median WRITE or READ latency above U microseconds is an outlier", \
+	X(SW_MAX_LAT_US, "max-lat-us", 0, "U", "outlier: median latency above U us", \
 	  OPT_DOUBLE_ABOVE(struct sweep_cli, lim.max_lat_us, 0, 1e9, NULL)) \
-	X(SW_SLOW_RATIO, "slow-ratio", 0, "F", \
-	  "slow: below F of the fleet's median (and 3 MADs), or of the pair's other direction (0: not judged)", \
+	X(SW_SLOW_RATIO, "slow-ratio", 0, "F", "slow: below F of the median", \
 	  OPT_DOUBLE(struct sweep_cli, lim.slow_ratio, 0, 1, "0.5"), \
 	  OPT_GIVEN(struct sweep_cli, slow_ratio_given)) \
-	X(SW_LAT_RATIO, "lat-ratio", 0, "X", \
-	  "high latency: above X times the fleet's median (and 3 MADs)", \
+	X(SW_LAT_RATIO, "lat-ratio", 0, "X", "high: above X times the median", \
 	  OPT_DOUBLE_ABOVE(struct sweep_cli, lim.lat_ratio, 1, 1e6, "3")) \
-	X(SW_SVG, "svg", 0, "FILE", \
-	  "rank 0 draws the bandwidth matrix as an SVG heatmap (--load: the latency CDFs too, " \
-	  "into FILE-load.svg; --incast: goodput and fairness against N instead)", \
-	  COMP_FILE, OPT_STR(struct sweep_cli, svg, NULL)) \
-	X(SW_BUSY_POLL, "busy-poll", 0, NULL, "spin on the completion queues instead of sleeping", \
+	X(SW_SVG, "svg", 0, "FILE", "rank 0 draws the matrix (and CDFs) as SVG", COMP_FILE, \
+	  OPT_STR(struct sweep_cli, svg, NULL)) \
+	X(SW_BUSY_POLL, "busy-poll", 0, NULL, "busy-poll the completion queues", \
 	  OPT_FLAG(struct sweep_cli, busy_poll)) \
-	X(SW_LOAD, "load", 0, "MODE", \
-	  "after the idle sweep, time each direction's latency again under bulk WRITEs: same-pair " \
-	  "(the peer writes back), same-port (every other rank writes into the peer) or fabric " \
-	  "(every other pair of the round writes both ways)", \
-	  COMP_WORDS, "none|same-pair|same-port|fabric", \
-	  OPT_WORD(struct sweep_cli, run.load, "none")) \
-	X(SW_LEAK_RATIO, "leak-ratio", 0, "X", \
-	  "--load: leakage (loaded p50 over idle p50) above X times the fleet's median (and 3 MADs) is an outlier", \
+	X(SW_LOAD, "load", 0, "MODE", "same-pair, same-port or fabric", COMP_WORDS, \
+	  "none|same-pair|same-port|fabric", OPT_WORD(struct sweep_cli, run.load, "none")) \
+	X(SW_LEAK_RATIO, "leak-ratio", 0, "X", "leaking: above X times the median", \
 	  OPT_DOUBLE_ABOVE(struct sweep_cli, lim.leak_ratio, 1, 1e6, "3")) \
-	X(SW_INCAST, "incast", 0, "RANK", \
-	  "instead of the sweep: 1, 2, 4 ... then all other ranks write into RANK at once", \
+	X(SW_INCAST, "incast", 0, "RANK", "1, 2, 4 ... all ranks write into RANK", \
 	  OPT_INT(struct sweep_cli, incast, 0, RC_GROUP_MAX - 1, NULL), \
 	  OPT_GIVEN(struct sweep_cli, incast_given))
 
@@ -222,7 +209,7 @@ static int start(struct ctx *ctx, struct sweep_cli *a, struct rc_group *g, struc
 		if (!(svg0 = calloc((size_t)a->grp.who.world, sizeof(*svg0))))
 			return fail(ctx, -ENOMEM, "out of memory");
 		if ((rc = rc_group_allgather_u64(g, a->svg != NULL, svg0, &e)))
-			rc = fail(ctx, rc, "rank %d: %s", prog->me, e.msg);
+			rc = fail(ctx, rc, "rank %d: %s", prog->me, ERR_TEXT(e));
 		a->run.cdf = !rc && svg0[0];
 		free(svg0);
 		if (rc)
@@ -333,5 +320,5 @@ const struct cmd cmd_sweep = {
 	.name = "sweep",
 	.run = do_sweep,
 	.opts = sweep_opts,
-	.summary = "every rank against every other, pair by pair: find the slow link or node",
+	.summary = "every rank against every other: find the slow link or node",
 };

@@ -17,18 +17,16 @@
 #define WRITE_OPTS(X) \
 	X(WR_FILE, "file", 'f', "FILE", "write the contents of FILE (default: stdin)", COMP_FILE, \
 	  OPT_STR(struct write_args, file, NULL)) \
-	X(WR_PATTERN, "pattern", 'P', "PATTERN", \
-	  "write a generated pattern: zero, seq or random:SEED", COMP_WORDS, "zero|seq|random:1", \
-	  OPT_STR(struct write_args, pattern, NULL)) \
+	X(WR_PATTERN, "pattern", 'P', "PATTERN", "a pattern: zero, seq or random:SEED", \
+	  COMP_WORDS, "zero|seq|random:1", OPT_STR(struct write_args, pattern, NULL)) \
 	X(WR_SIZE, "size", 'S', "SIZE", "bytes to write (default: the file's size)", \
 	  OPT_SIZE(struct write_args, size, NULL), OPT_GIVEN(struct write_args, size_given)) \
-	X(WR_IMM, "imm", 'i', "VALUE", "then send VALUE as immediate data (RDMA WRITE_WITH_IMM)", \
+	X(WR_IMM, "imm", 'i', "VALUE", "then send VALUE as immediate data", \
 	  OPT_U64(struct write_args, imm64, NULL), OPT_GIVEN(struct write_args, imm_given)) \
-	X(WR_STRIPE, "stripe", 0, "SIZE", "with several rails: the chunk each rail takes in turn", \
-	  OPT_DEFAULT("1M")) \
-	X(WR_RAILS, "rails", 0, "PLAN", \
-	  "the rails of probe-topology's rail plan: auto (this process's GPU, else its NUMA node), gpu:N or numa:N", \
-	  COMP_WORDS, "auto|gpu:0|numa:0") \
+	X(WR_STRIPE, "stripe", 0, "SIZE", "with several rails: a rail's chunk", \
+	  OPT_SIZE(struct write_args, stripe, "1M"), OPT_GIVEN(struct write_args, stripe_given)) \
+	X(WR_RAILS, "rails", 0, "PLAN", "rail plan's rails: auto, gpu:N or numa:N", COMP_WORDS, \
+	  "auto|gpu:0|numa:0", OPT_STR(struct write_args, rails_plan, NULL)) \
 	CLIENT_OPTS(X, WR) \
 	BENCH_OPTS(X, WR)
 
@@ -48,7 +46,9 @@ struct write_args {
 	const char *imm_given;
 	bool rails; /* several rails (rails_asked) */
 	uint64_t stripe;
-	struct rails_auto ra; /* --rails PLAN */
+	const char *stripe_given; /* --stripe as given, or NULL */
+	const char *rails_plan;   /* --rails PLAN, or NULL */
+	struct rails_auto ra;     /* its rails */
 };
 
 enum { WRITE_OPTS(OPT_INDEX) WRITE_NOPTS };
@@ -113,11 +113,11 @@ static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_va
 	if ((rc = client_args_parse(ctx, c, v, WR_TOKEN, &a->cl)) ||
 	    (rc = bench_args_parse(ctx, c, v, WR_BENCH, RC_OP_WRITE, &a->bench)))
 		return rc;
-	if (opt_on(v, WR_RAILS) &&
-	    (rc = rails_auto_client(ctx, c, opt_arg(v, WR_RAILS), &a->cl, &a->ra)))
+	if ((rc = opts_fill(ctx, c, v, WR_STRIPE, WR_RAILS + 1, a)) ||
+	    (a->rails_plan && (rc = rails_auto_client(ctx, c, a->rails_plan, &a->cl, &a->ra))))
 		return rc;
 	a->rails = rails_asked(v, &a->cl);
-	if ((rc = rails_stripe(ctx, c, v, WR_STRIPE, a->rails, &a->stripe)))
+	if ((rc = rails_stripe(ctx, c, a->stripe_given, a->rails, a->stripe)))
 		return rc;
 	if (a->rails && a->bench.on)
 		return usage_err(ctx, "write: --bench and --lat measure one rail: give one device");
@@ -287,5 +287,5 @@ const struct cmd cmd_write = {
 	.opts = write_opts,
 	.args = "TARGET",
 	.args_comp = COMP_TARGET,
-	.summary = "write a file, stdin or a pattern into a served region (RDMA WRITE)",
+	.summary = "write a file, stdin or a pattern into a region (RDMA WRITE)",
 };

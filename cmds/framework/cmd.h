@@ -337,6 +337,10 @@ int opt_word_at(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v, 
  * usage error: both options, a bad file, an invalid token naming its source. */
 int opt_token(struct ctx *ctx, const struct opt_vals *v, int i_token, int i_file,
 	      char buf[RC_TOKEN_MAX + 1], const char **out);
+/* The same from the arguments as given (typed rows: OPT_STR of --token and
+ * --token-file, NULL when absent). */
+int token_take(struct ctx *ctx, const char *token, const char *token_file,
+	       char buf[RC_TOKEN_MAX + 1], const char **out);
 /* A secret from a file, for --OPT PATH: its first line without the line
  * end, into buf (cap bytes with the NUL). Refused, naming the file: one that
  * cannot be read, is a directory or is a regular file that group or others
@@ -348,6 +352,8 @@ int opt_secret_file(struct ctx *ctx, const char *opt, const char *path, char *bu
  * $RDMACTL_ADMIN_TOKEN, into out ("" when neither is set). Returns 0 or
  * what usage_err returned (a file that cannot be read or holds no token). */
 int opt_admin_token_at(struct ctx *ctx, const struct opt_vals *v, int i, char out[RC_TOKEN_MAX + 1]);
+/* The same from --admin-token-file as given (NULL: absent). */
+int admin_token_take(struct ctx *ctx, const char *path, char out[RC_TOKEN_MAX + 1]);
 
 /* --mem ARG (NULL: host): host, hugepage, cuda or cuda:N. A build without
  * CUDA refuses cuda plainly, and so does a caller that cannot use GPU memory

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmds.h"
 #include "complete.h"
 #include "session.h"
 

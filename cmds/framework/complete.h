@@ -18,5 +18,7 @@
  * emit() receives each candidate that starts with the partial word. */
 void complete_words(const struct ctx *ctx, char *const *words, int nwords, bool shell,
 		    void (*emit)(void *arg, const char *cand), void *arg);
+/* The hidden command `rdmactl __complete`, a row of the program's table. */
+extern const struct cmd cmd_complete;
 
 #endif

@@ -17,11 +17,11 @@
 
 #include "cmd.h"
 
-/* The option, as an X-macro entry like the blocks of client_cmds.h. */
-#define METRICS_OPT(X, P) \
-	X(P##_METRICS, "metrics", 0, "FILE", \
-	  "write the figures to FILE in Prometheus' text format (node_exporter's textfile collector), replaced whole", \
-	  COMP_FILE)
+/* The option, as an X-macro entry like the blocks of client_cmds.h; after P,
+ * its type (OPT_STR into the command's struct). */
+#define METRICS_OPT(X, P, ...) \
+	X(P##_METRICS, "metrics", 0, "FILE", "write the figures to FILE (Prometheus)", COMP_FILE, \
+	  __VA_ARGS__)
 
 enum metric_type { METRIC_GAUGE, METRIC_COUNTER, METRIC_SUMMARY };
 

@@ -78,11 +78,9 @@ int opt_secret_file(struct ctx *ctx, const char *opt, const char *path, char *bu
 	return 0;
 }
 
-int opt_token(struct ctx *ctx, const struct opt_vals *v, int i_token, int i_file,
-	      char buf[RC_TOKEN_MAX + 1], const char **out)
+int token_take(struct ctx *ctx, const char *t, const char *path, char buf[RC_TOKEN_MAX + 1],
+	       const char **out)
 {
-	const char *t = i_token >= 0 ? opt_arg(v, i_token) : NULL;
-	const char *path = i_file >= 0 ? opt_arg(v, i_file) : NULL;
 	const char *from = "--token";
 	int rc;
 
@@ -113,9 +111,9 @@ int opt_token(struct ctx *ctx, const struct opt_vals *v, int i_token, int i_file
 	return 0;
 }
 
-int opt_admin_token_at(struct ctx *ctx, const struct opt_vals *v, int i, char out[RC_TOKEN_MAX + 1])
+int admin_token_take(struct ctx *ctx, const char *path, char out[RC_TOKEN_MAX + 1])
 {
-	const char *path = i >= 0 ? opt_arg(v, i) : NULL, *env;
+	const char *env;
 	int rc;
 
 	out[0] = 0;
@@ -140,4 +138,16 @@ int opt_admin_token_at(struct ctx *ctx, const struct opt_vals *v, int i, char ou
 			RC_TOKEN_MAX);
 	snprintf(out, RC_TOKEN_MAX + 1, "%s", env);
 	return 0;
+}
+
+int opt_token(struct ctx *ctx, const struct opt_vals *v, int i_token, int i_file,
+	      char buf[RC_TOKEN_MAX + 1], const char **out)
+{
+	return token_take(ctx, i_token >= 0 ? opt_arg(v, i_token) : NULL,
+			  i_file >= 0 ? opt_arg(v, i_file) : NULL, buf, out);
+}
+
+int opt_admin_token_at(struct ctx *ctx, const struct opt_vals *v, int i, char out[RC_TOKEN_MAX + 1])
+{
+	return admin_token_take(ctx, i >= 0 ? opt_arg(v, i) : NULL, out);
 }

@@ -8,7 +8,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "cmds.h"
 #include "session.h"
 
 #define SERVED_MAX 16
@@ -278,7 +277,7 @@ static void reap(struct rc_session *ss, struct ctx *ctx)
 			continue;
 		snprintf(where, sizeof(where), "%s:%u", sv->info.addr, sv->info.port);
 		session_stop(ss, i, &e);
-		out_log(&ctx->out, "the server on %s stopped: %s", where, ERR_TEXT(e));
+		out_log(&ctx->out, "the server on %s stopped: %s", where, e.msg);
 	}
 }
 

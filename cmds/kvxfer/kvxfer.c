@@ -57,8 +57,7 @@ static const struct cmd cmd_kvxfer_plan = {
 	.run_opts = do_plan,
 	.parent = &cmd_kvxfer,
 	.opts = kvxfer_opts,
-	.summary =
-		"the arithmetic of a transfer: sizes, segments, the link that hides it (no device)",
+	.summary = "a transfer's arithmetic: sizes, segments, the link that hides it (no device)",
 };
 static const struct cmd cmd_kvxfer_serve = {
 	.name = "kvxfer serve",
@@ -89,7 +88,7 @@ const struct cmd cmd_kvxfer = {
 	.opts = kvxfer_opts,
 	.args = "plan|serve|send",
 	.args_comp = COMP_WORDS,
-	.summary = "move a KV cache from prefill to decode ranks, layer by layer (RDMA WRITE)",
+	.summary = "move a KV cache from prefill to decode ranks, layer by layer",
 	.long_running = true,
 	.subs = kvxfer_subs,
 };

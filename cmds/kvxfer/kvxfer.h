@@ -56,6 +56,7 @@ struct kvxfer_args {
 	int rank, qps, max_sge, inflight, hb_ms, hb_timeout_ms, cancel_after;
 	const char *listen, *rails, *connect, *bind, *pack, *land, *mem, *gpu_reg, *metrics;
 	const char *gpu_reg_given;
+	const char *token_arg, *token_file; /* --token, --token-file as given */
 };
 
 /* A run's rails from --rails PLAN: what it found (the plan's devices, and
@@ -67,13 +68,11 @@ struct kvxfer_rails {
 
 #define KVXFER_OPTS(X) \
 	/* Geometry: every subcommand. */ \
-	X(KVX_MODEL, "model", 0, "FILE", "geometry from a JSON model file (flags override it)", \
-	  COMP_FILE, OPT_STR(struct kvxfer_args, model, NULL)) \
-	X(KVX_LAYOUT, "layout", 0, "LAYOUT", \
-	  "paged (K and V pages per head) or mla (one latent, replicated)", COMP_WORDS, \
-	  "paged|mla", OPT_STR(struct kvxfer_args, layout, NULL)) \
-	X(KVX_PAGE_LAYOUT, "page-layout", 0, "ORDER", \
-	  "inside a page: nhd [token][head][dim] or hnd [head][token][dim]", COMP_WORDS, \
+	X(KVX_MODEL, "model", 0, "FILE", "geometry from a JSON model file", COMP_FILE, \
+	  OPT_STR(struct kvxfer_args, model, NULL)) \
+	X(KVX_LAYOUT, "layout", 0, "LAYOUT", "paged or mla", COMP_WORDS, "paged|mla", \
+	  OPT_STR(struct kvxfer_args, layout, NULL)) \
+	X(KVX_PAGE_LAYOUT, "page-layout", 0, "ORDER", "inside a page: nhd or hnd", COMP_WORDS, \
 	  "nhd|hnd", OPT_STR(struct kvxfer_args, page_layout, "nhd"), \
 	  OPT_GIVEN(struct kvxfer_args, page_layout_given)) \
 	X(KVX_LAYERS, "layers", 'L', "N", "transformer layers", \
@@ -100,109 +99,88 @@ struct kvxfer_rails {
 	X(KVX_DST_PAGE_TOKENS, "dst-page-tokens", 0, "N", "tokens per page on the decode side", \
 	  OPT_U64(struct kvxfer_args, geo[KVG_DST_PT], NULL), \
 	  OPT_GIVEN(struct kvxfer_args, geo_given[KVG_DST_PT])) \
-	X(KVX_SRC_TP, "src-tp", 0, "N", "tensor-parallel degree of the prefill side", \
+	X(KVX_SRC_TP, "src-tp", 0, "N", "prefill side's TP degree", \
 	  OPT_U64(struct kvxfer_args, geo[KVG_SRC_TP], "1"), \
 	  OPT_GIVEN(struct kvxfer_args, geo_given[KVG_SRC_TP])) \
-	X(KVX_DST_TP, "dst-tp", 0, "N", "tensor-parallel degree of the decode side", \
+	X(KVX_DST_TP, "dst-tp", 0, "N", "decode side's TP degree", \
 	  OPT_U64(struct kvxfer_args, geo[KVG_DST_TP], "1"), \
 	  OPT_GIVEN(struct kvxfer_args, geo_given[KVG_DST_TP])) \
 	/* plan */ \
 	X(KVX_TOKENS, "tokens", 0, "N", "tokens per request", \
 	  OPT_U64(struct kvxfer_args, tokens, NULL), OPT_GIVEN(struct kvxfer_args, tokens_given), \
 	  OPT_IN(KVX_PLAN | KVX_SEND)) \
-	X(KVX_PREFILL_TOKENS_PER_S, "prefill-tokens-per-s", 0, "RATE", \
-	  "prefill speed, to size the link that hides the transfer", \
+	X(KVX_PREFILL_TOKENS_PER_S, "prefill-tokens-per-s", 0, "RATE", "prefill speed", \
 	  OPT_DOUBLE(struct kvxfer_args, prefill_tokens_per_s, 0, INFINITY, NULL), \
 	  OPT_GIVEN(struct kvxfer_args, prefill_given), OPT_IN(KVX_PLAN)) \
-	X(KVX_LAYER_COMPUTE_US, "layer-compute-us", 0, "US", \
-	  "compute time of one layer (send: simulated, 0 = all at once)", \
+	X(KVX_LAYER_COMPUTE_US, "layer-compute-us", 0, "US", "compute time of one layer", \
 	  OPT_DOUBLE(struct kvxfer_args, layer_compute_us, 0, INFINITY, NULL), \
 	  OPT_GIVEN(struct kvxfer_args, layer_compute_given), OPT_IN(KVX_PLAN | KVX_SEND)) \
-	X(KVX_LINK_GBPS, "link-gbps", 0, "RATE", \
-	  "link rate per rank (Gbit/s, or 100Gbit, 12.5GB), for the exposed time", \
+	X(KVX_LINK_GBPS, "link-gbps", 0, "RATE", "link rate a rank (100Gbit, 12.5GB)", \
 	  OPT_RATE(struct kvxfer_args, link, 1e9 / 8, NULL), OPT_IN(KVX_PLAN)) \
 	X(KVX_SEGMENTS, "segments", 0, NULL, "list every segment of one layer half", \
 	  OPT_FLAG(struct kvxfer_args, segments), OPT_IN(KVX_PLAN)) \
-	X(KVX_POOL_PAGES, "pool-pages", 0, "N", \
-	  "pages in the decode rank's pool (plan: to check a request fits)", \
+	X(KVX_POOL_PAGES, "pool-pages", 0, "N", "pages in the decode rank's pool", \
 	  OPT_U64(struct kvxfer_args, pool_pages, NULL), \
 	  OPT_GIVEN(struct kvxfer_args, pool_pages_given), OPT_IN(KVX_PLAN | KVX_SERVE)) \
-	X(KVX_LAND_PAGES, "land-pages", 0, "N", \
-	  "units of the landing area, a page of landed tokens each, per layer half (default: the pool's pages)", \
+	X(KVX_LAND_PAGES, "land-pages", 0, "N", "landing pages (default: the pool's)", \
 	  OPT_U64(struct kvxfer_args, land_pages, NULL), \
 	  OPT_GIVEN(struct kvxfer_args, land_pages_given), OPT_IN(KVX_SERVE)) \
 	/* serve and send */ \
 	X(KVX_RANK, "rank", 'r', "R", "this process's TP rank", \
 	  OPT_INT(struct kvxfer_args, rank, 0, KV_MAX_TP - 1, "0"), OPT_IN(KVX_SERVE | KVX_SEND)) \
-	X(KVX_REQUESTS, "requests", 0, "N", \
-	  "requests to move (send) or to finish before exiting (serve)", \
+	X(KVX_REQUESTS, "requests", 0, "N", "requests to move", \
 	  OPT_U64(struct kvxfer_args, requests, NULL), \
 	  OPT_GIVEN(struct kvxfer_args, requests_given), OPT_IN(KVX_SERVE | KVX_SEND)) \
-	X(KVX_LISTEN, "listen", 'l', "ADDR:PORT", \
-	  "address to accept prefill ranks on; ADDR1:PORT,ADDR2:PORT with -d DEV1,DEV2: a rail each", \
+	X(KVX_LISTEN, "listen", 'l', "ADDR:PORT", "address to accept prefill ranks on", \
 	  OPT_STR(struct kvxfer_args, listen, NULL), OPT_IN(KVX_SERVE)) \
-	X(KVX_RAILS, "rails", 0, "PLAN", \
-	  "the devices of probe-topology's rail plan: auto (this process's GPU, else its NUMA node), gpu:N or numa:N; serve: each rail on its device's address, at the port of the listen address 0.0.0.0:PORT", \
-	  COMP_WORDS, "auto|gpu:0|numa:0", OPT_STR(struct kvxfer_args, rails, NULL), \
+	X(KVX_RAILS, "rails", 0, "PLAN", "rails: auto, gpu:N or numa:N", COMP_WORDS, \
+	  "auto|gpu:0|numa:0", OPT_STR(struct kvxfer_args, rails, NULL), \
 	  OPT_IN(KVX_SERVE | KVX_SEND)) \
-	X(KVX_SCATTER, "scatter", 0, "SEED", \
-	  "permute the free page list with SEED (non-contiguous pages)", \
+	X(KVX_SCATTER, "scatter", 0, "SEED", "permute the free page list with SEED", \
 	  OPT_U64(struct kvxfer_args, scatter, NULL), \
 	  OPT_GIVEN(struct kvxfer_args, scatter_given), OPT_IN(KVX_SERVE)) \
-	X(KVX_VERIFY, "verify", 0, NULL, "check every byte against the deterministic content", \
-	  OPT_FLAG(struct kvxfer_args, verify), OPT_IN(KVX_SERVE)) \
+	X(KVX_VERIFY, "verify", 0, NULL, "check every byte", OPT_FLAG(struct kvxfer_args, verify), \
+	  OPT_IN(KVX_SERVE)) \
 	X(KVX_CONNECT, "connect", 'c', "ADDR:PORT", "a decode rank (repeat for each)", \
 	  .repeat = true, OPT_STR(struct kvxfer_args, connect, NULL), OPT_IN(KVX_SEND)) \
-	X(KVX_BIND, "bind", 'B', "ADDR", "local address to connect from (ADDR1,ADDR2: one a rail)", \
+	X(KVX_BIND, "bind", 'B', "ADDR", "local address (ADDR1,ADDR2: one a rail)", \
 	  OPT_STR(struct kvxfer_args, bind, NULL), OPT_IN(KVX_SEND)) \
-	X(KVX_TOKEN, "token", 'T', "TOKEN", \
-	  "require TOKEN in every connect request (serve) or prove it (send); visible in /proc: prefer --token-file or $RDMACTL_TOKEN", \
-	  OPT_IN(KVX_SERVE | KVX_SEND)) \
-	X(KVX_TOKEN_FILE, "token-file", 0, "FILE", \
-	  "the token, from the first line of FILE (mode 600)", COMP_FILE, \
-	  OPT_IN(KVX_SERVE | KVX_SEND)) \
-	X(KVX_QPS, "qps", 0, "N", "data queue pairs per decode rank (plan: for its notifications)", \
+	X(KVX_TOKEN, "token", 'T', "TOKEN", "visible in /proc: use --token-file", \
+	  OPT_STR(struct kvxfer_args, token_arg, NULL), OPT_IN(KVX_SERVE | KVX_SEND)) \
+	X(KVX_TOKEN_FILE, "token-file", 0, "FILE", "the token, from FILE (mode 600)", COMP_FILE, \
+	  OPT_STR(struct kvxfer_args, token_file, NULL), OPT_IN(KVX_SERVE | KVX_SEND)) \
+	X(KVX_QPS, "qps", 0, "N", "data QPs a decode rank", \
 	  OPT_INT(struct kvxfer_args, qps, 1, KV_MAX_QPS, "1"), OPT_IN(KVX_PLAN | KVX_SEND)) \
-	X(KVX_PACK, "pack", 0, "WHEN", \
-	  "copy small segments into one write per destination run: auto, always or never", \
-	  COMP_WORDS, "auto|always|never", OPT_STR(struct kvxfer_args, pack, "auto"), \
-	  OPT_IN(KVX_PLAN | KVX_SEND)) \
-	X(KVX_MAX_SGE, "max-sge", 0, "N", \
-	  "pieces of the source pages a packed write gathers, 1 to 32 (fewer where the device takes fewer); 1 packs by copying into staging", \
+	X(KVX_PACK, "pack", 0, "WHEN", "pack small segments", COMP_WORDS, "auto|always|never", \
+	  OPT_STR(struct kvxfer_args, pack, "auto"), OPT_IN(KVX_PLAN | KVX_SEND)) \
+	X(KVX_MAX_SGE, "max-sge", 0, "N", "pieces a write gathers", \
 	  OPT_INT(struct kvxfer_args, max_sge, 1, KV_GATHER_MAX, "32"), \
 	  OPT_IN(KVX_PLAN | KVX_SEND)) \
-	X(KVX_LAND, "land", 0, "WHEN", \
-	  "write scattered destination pieces contiguous into the decode rank's landing area, unpacked there: auto, always or never", \
-	  COMP_WORDS, "auto|always|never", OPT_STR(struct kvxfer_args, land, "auto"), \
-	  OPT_IN(KVX_PLAN | KVX_SEND)) \
+	X(KVX_LAND, "land", 0, "WHEN", "via the landing area", COMP_WORDS, "auto|always|never", \
+	  OPT_STR(struct kvxfer_args, land, "auto"), OPT_IN(KVX_PLAN | KVX_SEND)) \
 	X(KVX_INFLIGHT, "inflight", 0, "K", "requests in flight at once", \
 	  OPT_INT(struct kvxfer_args, inflight, 1, 64, "1"), OPT_IN(KVX_SEND)) \
-	X(KVX_NO_STREAM, "no-stream", 0, NULL, "post no layer before the last one is ready", \
+	X(KVX_NO_STREAM, "no-stream", 0, NULL, "post once the last layer is ready", \
 	  OPT_FLAG(struct kvxfer_args, no_stream), OPT_IN(KVX_SEND)) \
-	X(KVX_MEM, "mem", 0, "KIND", \
-	  "serve's pool and send's source pages: host, hugepage or cuda[:N] (GPU N in PCI bus order)", \
-	  COMP_WORDS, "host|hugepage|cuda", OPT_STR(struct kvxfer_args, mem, "host"), \
+	X(KVX_MEM, "mem", 0, "KIND", "host, hugepage or cuda[:N]", COMP_WORDS, \
+	  "host|hugepage|cuda", OPT_STR(struct kvxfer_args, mem, "host"), \
 	  OPT_IN(KVX_SERVE | KVX_SEND)) \
-	X(KVX_GPU_REG, "gpu-reg", 0, "PATH", \
-	  "with --mem cuda: registration path auto, dmabuf, peermem or bounce", COMP_WORDS, \
+	X(KVX_GPU_REG, "gpu-reg", 0, "PATH", "auto, dmabuf, peermem or bounce", COMP_WORDS, \
 	  "auto|dmabuf|peermem|bounce", OPT_STR(struct kvxfer_args, gpu_reg, "auto"), \
 	  OPT_GIVEN(struct kvxfer_args, gpu_reg_given), OPT_IN(KVX_SERVE | KVX_SEND)) \
 	X(KVX_HEARTBEAT_MS, "heartbeat-ms", 0, "MS", "heartbeat interval", \
 	  OPT_INT(struct kvxfer_args, hb_ms, 10, 60000, "200"), OPT_IN(KVX_SERVE | KVX_SEND)) \
-	X(KVX_HEARTBEAT_TIMEOUT, "heartbeat-timeout", 0, "MS", \
-	  "declare a silent peer dead after MS", \
+	X(KVX_HEARTBEAT_TIMEOUT, "heartbeat-timeout", 0, "MS", "peer dead after MS", \
 	  OPT_INT(struct kvxfer_args, hb_timeout_ms, 50, 3600000, "3000"), \
 	  OPT_IN(KVX_SERVE | KVX_SEND)) \
-	X(KVX_METRICS, "metrics", 0, "FILE", \
-	  "write the summary's figures to FILE in Prometheus' text format, replaced whole, at the end", \
-	  COMP_FILE, OPT_STR(struct kvxfer_args, metrics, NULL), OPT_IN(KVX_SERVE | KVX_SEND)) \
-	X(KVX_CANCEL_REQUEST, "cancel-request", 0, "I", \
-	  "test hook: cancel request I (with --cancel-after-layers)", COMP_NONE, NULL, false, \
-	  true, OPT_U64(struct kvxfer_args, cancel_request, NULL), \
+	X(KVX_METRICS, "metrics", 0, "FILE", "figures to FILE (Prometheus)", COMP_FILE, \
+	  OPT_STR(struct kvxfer_args, metrics, NULL), OPT_IN(KVX_SERVE | KVX_SEND)) \
+	X(KVX_CANCEL_REQUEST, "cancel-request", 0, "I", "test hook: cancel request I", COMP_NONE, \
+	  NULL, false, true, OPT_U64(struct kvxfer_args, cancel_request, NULL), \
 	  OPT_GIVEN(struct kvxfer_args, cancel_request_given), OPT_IN(KVX_SERVE | KVX_SEND)) \
 	X(KVX_CANCEL_AFTER_LAYERS, "cancel-after-layers", 0, "L", \
-	  "test hook: cancel once L layers of it were posted (send) or landed (serve)", COMP_NONE, \
-	  NULL, false, true, OPT_INT(struct kvxfer_args, cancel_after, 0, KV_MAX_LAYERS, NULL), \
+	  "test hook: cancel after L layers", COMP_NONE, NULL, false, true, \
+	  OPT_INT(struct kvxfer_args, cancel_after, 0, KV_MAX_LAYERS, NULL), \
 	  OPT_GIVEN(struct kvxfer_args, cancel_after_given), OPT_IN(KVX_SERVE | KVX_SEND))
 
 enum kvxfer_opt { KVXFER_OPTS(OPT_INDEX) KVX_NOPTS };

@@ -37,7 +37,8 @@ static int common(struct ctx *ctx, const struct opt_vals *v, struct kvxfer_args 
 		return rc;
 	if (a->requests > UINT32_MAX)
 		return usage_err(ctx, "invalid --requests %llu", (unsigned long long)a->requests);
-	if ((rc = opt_token(ctx, v, KVX_TOKEN, KVX_TOKEN_FILE, token_buf, &co->token)))
+	if ((rc = kvxfer_fill(ctx, v, a, KVX_TOKEN, KVX_TOKEN_FILE)) ||
+	    (rc = token_take(ctx, a->token_arg, a->token_file, token_buf, &co->token)))
 		return rc;
 	co->rank = (uint32_t)a->rank;
 	co->requests = (uint32_t)a->requests;

@@ -392,9 +392,10 @@ rdmactl_json() {
 		[[ -z $long ]] || fail "rdmactl $c --help has lines over 80 columns: $long"
 	done
 	# a wrapped help text goes on at its column, nothing lost
-	run "$RDMACTL" kvxfer --help
-	assert_line "      --model FILE               geometry from a JSON model file (flags override"
-	assert_line "                                 it)"
+	run "$RDMACTL" alltoall --help
+	assert_line "  -a, --algo ALGO                flat (every rank connects to every other), ring"
+	assert_line "                                 rank of the same local index on every other"
+	assert_line "                                 node) (default flat)"
 }
 
 @test "one exit code per kind: a local file that cannot be read is 1, naming the option; malformed is 2" {
