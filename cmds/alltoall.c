@@ -56,9 +56,10 @@
 	X(A2A_BACKGROUND, "background", 0, "MODE", "rerun under bulk WRITEs: pairs", COMP_WORDS, \
 	  "none|pairs", OPT_WORD(struct a2a_cli, bg_mode, "none")) \
 	X(A2A_BACKGROUND_SIZE, "background-size", 0, "SIZE", "--background: bytes a bulk WRITE", \
-	  OPT_SIZE(struct a2a_cli, bg_size, "64K")) \
+	  OPT_SIZE(struct a2a_cli, bg_size, "64K"), OPT_GIVEN(struct a2a_cli, bg_size_given)) \
 	X(A2A_BACKGROUND_DEPTH, "background-depth", 0, "N", "--background: bulk WRITEs in flight", \
-	  OPT_INT(struct a2a_cli, run.bg_depth, 1, 1024, "4")) \
+	  OPT_INT(struct a2a_cli, run.bg_depth, 1, 1024, "4"), \
+	  OPT_GIVEN(struct a2a_cli, bg_depth_given)) \
 	X(A2A_BUSY_POLL, "busy-poll", 0, NULL, "busy-poll the completion queues", \
 	  OPT_FLAG(struct a2a_cli, busy_poll)) \
 	X(A2A_PLAN, "plan", 0, NULL, "size the job and exit (needs --world)", \

@@ -26,8 +26,9 @@ struct a2a_cli {
 	const char *skew; /* --skew MODEL */
 	const char *mem;  /* --mem KIND */
 	bool no_check;
-	int bg_mode;      /* --background: enum rc_a2a_bg_mode */
-	uint64_t bg_size; /* --background-size */
+	int bg_mode;                                /* --background: enum rc_a2a_bg_mode */
+	uint64_t bg_size;                           /* --background-size */
+	const char *bg_size_given, *bg_depth_given; /* as given, or NULL */
 	uint64_t *counts;
 };
 

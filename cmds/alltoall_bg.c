@@ -25,7 +25,7 @@ int a2a_bg_parse(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 	if (rc)
 		return rc;
 	a->run.bg_mode = a->bg_mode;
-	if (!a->bg_mode && (opt_on(v, first + 1) || opt_on(v, first + 2)))
+	if (!a->bg_mode && (a->bg_size_given || a->bg_depth_given))
 		return usage_err(ctx, "--%s and --%s go with --background pairs",
 				 c->opts[first + 1].name, c->opts[first + 2].name);
 	if (a->bg_size < 1 || a->bg_size > (1u << 30))

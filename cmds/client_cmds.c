@@ -124,10 +124,9 @@ int client_args_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	if (rc)
 		return rc;
 	a->devs = ctx->dev_name;
-	if ((rc = opts_fill(ctx, c, v, first + CO_BIND, first + CO_OFFSET + 1, a)))
+	if ((rc = opts_fill(ctx, c, v, first + CO_BIND, first + CO_DESCRIPTOR + 1, a)))
 		return rc;
-	a->descriptor = opt_arg(v, first + CO_DESCRIPTOR);
-	if ((rc = fabric_pick(ctx, c->name, opt_arg(v, first + CO_FABRIC), &a->fab)))
+	if ((rc = fabric_pick(ctx, c->name, a->fabric_arg, &a->fab)))
 		return rc;
 	if (a->descriptor && a->fab.kind != RC_FABRIC_OFI)
 		return usage_err(

@@ -27,9 +27,10 @@
 	  OPT_STR(struct client_args, bind, NULL)) \
 	X(P##_OFFSET, "offset", 'o', "SIZE", "offset in the region", \
 	  OPT_SIZE(struct client_args, off, "0")) \
-	X(P##_FABRIC, "fabric", 0, "FABRIC", FABRIC_HELP, COMP_WORDS, FABRIC_WORDS) \
+	X(P##_FABRIC, "fabric", 0, "FABRIC", FABRIC_HELP, COMP_WORDS, FABRIC_WORDS, \
+	  OPT_STR(struct client_args, fabric_arg, NULL)) \
 	X(P##_DESCRIPTOR, "descriptor", 0, "FILE", "--fabric ofi: the server's region line", \
-	  COMP_FILE)
+	  COMP_FILE, OPT_STR(struct client_args, descriptor, NULL))
 
 #define BENCH_OPTS(X, P) \
 	X(P##_BENCH, "bench", 0, NULL, "benchmark: bandwidth and message rate", \
@@ -68,6 +69,7 @@ struct client_args {
 	 * NULL: as the target routes */
 	const char *devs;
 	uint64_t off;
+	const char *fabric_arg; /* --fabric as given, or NULL */
 	struct rc_fabric fab;   /* --fabric */
 	const char *descriptor; /* --descriptor FILE, or NULL */
 };

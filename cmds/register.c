@@ -418,7 +418,9 @@ static int do_register(struct ctx *ctx, int argc, char **argv)
 		return fail(ctx, -ENOMEM, "out of memory");
 	rc = register_parse(ctx, c, &v, a);
 	if (!rc)
-		rc = fabric_pick(ctx, c->name, opt_arg(&v, RG_FABRIC), &fab);
+		rc = opts_fill(ctx, c, &v, RG_FABRIC, RG_FABRIC + 1, a);
+	if (!rc)
+		rc = fabric_pick(ctx, c->name, a->fabric_arg, &fab);
 	if (!rc && fab.kind == RC_FABRIC_OFI && ctx->session)
 		rc = usage_err(ctx, "register --fabric ofi: not in the shell yet");
 	if (!rc && fab.kind == RC_FABRIC_OFI) {

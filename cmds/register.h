@@ -59,7 +59,8 @@
 	  "--metrics: rewrite it this often", \
 	  OPT_INT(struct register_args, metrics_every_s, 1, 86400, "15"), \
 	  OPT_GIVEN(struct register_args, metrics_every_given)) \
-	X(RG_FABRIC, "fabric", 0, "FABRIC", FABRIC_HELP, COMP_WORDS, FABRIC_WORDS)
+	X(RG_FABRIC, "fabric", 0, "FABRIC", FABRIC_HELP, COMP_WORDS, FABRIC_WORDS, \
+	  OPT_STR(struct register_args, fabric_arg, NULL))
 
 enum { REGISTER_OPTS(OPT_INDEX) REGISTER_NOPTS };
 
@@ -75,8 +76,9 @@ struct region_spec {
 
 /* What `register` was asked, parsed and checked. */
 struct register_args {
-	const char *listen;  /* --listen as given */
-	const char *publish; /* --publish URL, or NULL */
+	const char *listen;     /* --listen as given */
+	const char *fabric_arg; /* --fabric as given, or NULL */
+	const char *publish;    /* --publish URL, or NULL */
 	char host[RC_HOST_MAX];
 	char port[8];
 	int max_conns;
