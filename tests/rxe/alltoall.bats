@@ -889,8 +889,12 @@ a2a_bg() {
 	SLOWED=va
 	tc qdisc add dev va root tbf rate 10mbit burst 32kb limit 2mb
 	a2a_bg
+	# Every phase's tail leaks (p99 of 10 samples: the slowest, one behind the
+	# bulk); the median of one phase may miss the bulk (seen: combine 1.23
+	# beside dispatch 12.5, their p99s 34 and 38), not both (the mutant that
+	# loads the idle pass too: 0.94 and 0.95).
 	jq -e '[.background.dispatch, .background.combine] | all(.loaded.p99_us > .idle.p99_us
-		and .leakage_p50 > 8 and .leakage_p99 > 2)' <<<"$DOC"
+		and .leakage_p99 > 2) and (map(.leakage_p50) | max > 8)' <<<"$DOC"
 }
 
 # The wrong answer: the same load on a free link. rxe under emulation
