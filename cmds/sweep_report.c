@@ -267,6 +267,11 @@ static void put_thresholds(struct out *o, const struct judged *j, const struct r
 		out_text(o, "slow below %.3f", j->v.bw_floor);
 	out_text(o, "; latency median WRITE %.1f us, READ %.1f us, high above %.1f and %.1f us",
 		 j->v.wlat_median, j->v.rlat_median, j->v.wlat_ceiling, j->v.rlat_ceiling);
+	if (j->res->lat_retimed > 0)
+		out_text(o,
+			 " (%d direction%s above %.1fx the median timed again, the lower median kept)",
+			 j->res->lat_retimed, j->res->lat_retimed == 1 ? "" : "s",
+			 RC_SWEEP_RETIME_RATIO);
 	if (j->v.measured) {
 		if (isnan(j->v.bw_floor))
 			out_null(o, "bw_floor_gbit_per_s");
@@ -286,6 +291,7 @@ static void put_thresholds(struct out *o, const struct judged *j, const struct r
 		out_f64(o, "write_median_gbit_per_s", NULL, j->v.bw_median);
 		out_f64(o, "write_mad_gbit_per_s", NULL, j->v.bw_mad);
 		out_i64(o, "write_judged_directions", NULL, j->v.bw_judged);
+		out_i64(o, "latency_retimed_directions", NULL, j->res->lat_retimed);
 		out_f64(o, "write_lat_p50_median_us", NULL, j->v.wlat_median);
 		out_f64(o, "read_lat_p50_median_us", NULL, j->v.rlat_median);
 	}

@@ -13,6 +13,7 @@
 #include <rdmactl/conn_core.h>
 #include <rdmactl/ops_core.h>
 #include <rdmactl/group_core.h>
+#include <rdmactl/sweep_core.h>
 
 #include "sweep_int.h"
 
@@ -60,5 +61,29 @@ int sweep_lat_one(struct sweep *s, int peer, bool read, double *us, struct rc_er
 	if (rc || (rc = sweep_wait_done(s, peer, base + 1, err)))
 		return rc;
 	*us = rc_lat_span(&s->clk, t0, rc_lat_stamp(&s->clk)) * 1e6;
+	return 0;
+}
+
+/* 8-byte operations one at a time, post to completion, less a clock
+ * reading's cost (a microsecond where each reading is a system call). The
+ * wait sleeps, so a sample's two readings may come from two CPUs: the
+ * monotonic clock, not write --lat's time-stamp counter. With cdf the
+ * distribution is kept too, bounded (rc_sweep_cdf_of). */
+int sweep_time_lat(struct sweep *s, int peer, bool read, struct rc_sweep_tail *t,
+		   struct rc_sweep_cdf *cdf, struct rc_err *err)
+{
+	int n = s->o->lat_iters, rc;
+
+	for (int k = -LAT_WARMUP; k < n; k++) {
+		double us;
+
+		if ((rc = sweep_lat_one(s, peer, read, &us, err)))
+			return rc;
+		if (k >= 0)
+			s->lat[k] = us;
+	}
+	rc_sweep_tail_of(s->lat, n, t);
+	if (cdf)
+		rc_sweep_cdf_of(s->lat, n, cdf);
 	return 0;
 }

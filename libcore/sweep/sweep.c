@@ -32,8 +32,6 @@
 
 #include "sweep_int.h"
 
-#define LAT_WARMUP 5
-
 /* rc_group_burst's note: a direction's rate while data flows. */
 static void note_flow(void *arg, uint64_t done, double now)
 {
@@ -73,31 +71,6 @@ static int measure_bw(struct sweep *s, int peer, struct rc_sweep_cell *c, struct
 	return 0;
 }
 
-/* 8-byte operations one at a time, post to completion, less a clock
- * reading's cost (a microsecond where each reading is a system call). The
- * wait sleeps, so a sample's two readings may come from two CPUs: the
- * monotonic clock, not write --lat's time-stamp counter. With o->cdf the
- * distribution is kept too, bounded (rc_sweep_cdf_of). */
-static int measure_lat(struct sweep *s, int peer, bool read, struct rc_sweep_tail *t,
-		       struct rc_err *err)
-{
-	int n = s->o->lat_iters, rc;
-
-	for (int k = -LAT_WARMUP; k < n; k++) {
-		double us;
-
-		if ((rc = sweep_lat_one(s, peer, read, &us, err)))
-			return rc;
-		if (k >= 0)
-			s->lat[k] = us;
-	}
-	rc_sweep_tail_of(s->lat, n, t);
-	if (s->cdf)
-		rc_sweep_cdf_of(s->lat, n,
-				sweep_cdf(s, peer, read ? RC_SWEEP_CDF_READ : RC_SWEEP_CDF_WRITE));
-	return 0;
-}
-
 static int measure(struct sweep *s, int peer, struct rc_err *err)
 {
 	struct rc_sweep_cell *c = &s->row[peer];
@@ -109,14 +82,16 @@ static int measure(struct sweep *s, int peer, struct rc_err *err)
 	if ((rc = measure_bw(s, peer, c, err)))
 		return rc;
 	sweep_say(s, peer, "write latency");
-	if ((rc = measure_lat(s, peer, false, &w, err)))
+	if ((rc = sweep_time_lat(s, peer, false, &w,
+				 s->cdf ? sweep_cdf(s, peer, RC_SWEEP_CDF_WRITE) : NULL, err)))
 		return rc;
 	c->wlat_p50_us = w.p50_us;
 	c->wlat_p99_us = w.p99_us;
 	c->wlat_p999_us = w.p999_us;
 	c->wlat_max_us = w.max_us;
 	sweep_say(s, peer, "read latency");
-	if ((rc = measure_lat(s, peer, true, &r, err)))
+	if ((rc = sweep_time_lat(s, peer, true, &r,
+				 s->cdf ? sweep_cdf(s, peer, RC_SWEEP_CDF_READ) : NULL, err)))
 		return rc;
 	c->rlat_p50_us = r.p50_us;
 	c->rlat_p99_us = r.p99_us;
@@ -407,6 +382,8 @@ int rc_sweep_run(struct rc_group *g, const struct rc_sweep_opts *o, struct rc_sw
 	    (rc = gather_cdfs(&s, res, err)))
 		goto out;
 	if (s.me == 0 && (rc = check_gathered(res, s.me, err)))
+		goto out;
+	if ((rc = sweep_retime(&s, res, err)))
 		goto out;
 	res->seconds = rc_now() - t0;
 out:

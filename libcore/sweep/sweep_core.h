@@ -73,4 +73,20 @@ void rc_sweep_flow_note(struct rc_sweep_flow *f, uint64_t done, double now);
 /* Gbit/s for writes of msg_size bytes; 0 when no chunk was completed. */
 double rc_sweep_flow_rate(const struct rc_sweep_flow *f, uint64_t msg_size);
 
+/* A second look before a direction is named for its latency: the directions
+ * measured (status 0) whose WRITE or READ median is above
+ * RC_SWEEP_RETIME_RATIO times the median of its kind over them all get
+ * mask[i * world + j] = 1, the others 0; how many, or -ENOMEM. */
+int rc_sweep_retime_pick(int world, const struct rc_sweep_cell *m, uint8_t *mask);
+/* A direction's medians, timed again. */
+struct rc_sweep_retime {
+	double wlat_p50_us, rlat_p50_us;
+};
+/* The second medians, got[i * world + j] from rank i, into m where mask
+ * says: each keeps the lower of its two. A masked direction whose second
+ * medians are not positive finite numbers: -(i + 1), i the rank that sent
+ * them, and m untouched; else how many directions were merged. */
+int rc_sweep_retime_merge(int world, struct rc_sweep_cell *m, const uint8_t *mask,
+			  const struct rc_sweep_retime *got);
+
 #endif

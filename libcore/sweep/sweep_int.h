@@ -27,6 +27,7 @@ int ctr_moved(const struct ctr_snap *a, const struct ctr_snap *b, struct rc_swee
 	      int max);
 
 #define LAT_BYTES 8
+#define LAT_WARMUP 5
 
 struct remote_buf {
 	uint64_t addr;
@@ -70,6 +71,14 @@ int sweep_setup(struct sweep *s, struct rc_err *err);
 void sweep_free(struct sweep *s);
 /* One 8-byte WRITE or READ to peer, post to completion, in *us. */
 int sweep_lat_one(struct sweep *s, int peer, bool read, double *us, struct rc_err *err);
+/* lat_iters of them to peer (after LAT_WARMUP), their tail in *t and, with
+ * cdf, their distribution. */
+int sweep_time_lat(struct sweep *s, int peer, bool read, struct rc_sweep_tail *t,
+		   struct rc_sweep_cdf *cdf, struct rc_err *err);
+/* retime.c: rank 0 picks the directions whose latency stands out, every
+ * rank times them again, rank 0 keeps the lower median of each (res on
+ * rank 0: the gathered matrix; res->lat_retimed counts them). */
+int sweep_retime(struct sweep *s, struct rc_sweep_result *res, struct rc_err *err);
 
 /* The nodes (with this rank's counters' moves) to rank 0. */
 int sweep_gather_nodes(struct sweep *s, struct rc_sweep_node *nodes, struct rc_err *err);

@@ -143,6 +143,8 @@ teardown() {
 	assert_output "[[1,3]]"
 	jq -e '[.outliers[].reasons[]] | index("latency") != null' <<<"$DOC"
 	jq -e '.matrices.write_lat_p50_us[1][3] > 10000' <<<"$DOC"
+	# both of its directions stood out and were timed a second time: slow both times
+	jq -e '.fleet.latency_retimed_directions >= 2' <<<"$DOC"
 	# the outlier cells are framed in the heatmap, and it still renders
 	[ "$(grep -c 'stroke-width="4.0"' "$BATS_TEST_TMPDIR/sweep.svg")" = "$(jq '.outliers | length' <<<"$DOC")" ]
 	command -v rsvg-convert >/dev/null || skip "rsvg-convert (librsvg2-bin) is not installed"

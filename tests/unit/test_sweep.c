@@ -5,7 +5,8 @@
  * false), one slow pair, one asymmetric pair, one slow node, a failed
  * pair, the hard bounds against the link rate and latency, pairs not asked
  * for; the rate while it flows (a stall in one chunk) and a fleet on one
- * device, whose loopback bandwidth is not judged. */
+ * device, whose loopback bandwidth is not judged; the second look at a
+ * latency that stands out (picked, merged as the lower median). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -467,6 +468,79 @@ static void one_device(void)
 	CHECK(why[2 * 4 + 1] & RC_SWEEP_SLOW);
 }
 
+/* The second look: run 2's figures from the guest, one READ median 3.2
+ * times the fleet's, is picked with any direction above 1.5 times the
+ * median, not one at 1.4 times nor a failed one; the second medians are
+ * merged as the lower of two, only where picked, and a rank that sent a
+ * non-positive or non-finite median for a picked direction is named, m
+ * untouched. */
+static void retime(void)
+{
+	static const double w[4][4] = { { 0, 70.5, 23.0, 22.8 },
+					{ 27.9, 0, 26.2, 25.8 },
+					{ 22.7, 26.3, 0, 26.8 },
+					{ 23.0, 22.6, 22.8, 0 } };
+	static const double r[4][4] = { { 0, 134.1, 40.4, 36.8 },
+					{ 47.2, 0, 45.8, 44.9 },
+					{ 41.2, 46.2, 0, 46.1 },
+					{ 40.1, 39.9, 39.6, 0 } };
+	static struct rc_sweep_cell m[16];
+	static struct rc_sweep_retime got[16];
+	uint8_t mask[16];
+	unsigned why[16];
+	bool bad[4];
+	int outl[4];
+	struct rc_sweep_verdict v = { .why = why, .node_bad = bad, .node_outliers = outl };
+	struct rc_sweep_limits l = { 0 };
+
+	memset(m, 0, sizeof(m));
+	for (int k = 0; k < 16; k++) {
+		m[k].wlat_p50_us = w[k / 4][k % 4];
+		m[k].rlat_p50_us = r[k / 4][k % 4];
+		m[k].bw_gbit = m[k].bw_flow_gbit = 1;
+		m[k].shared_port = 1;
+	}
+	/* as measured once: a latency outlier on a healthy device */
+	CHECK(rc_sweep_judge(4, m, NULL, &l, &v) == 0);
+	CHECK(!v.healthy && v.outliers == 1 && why[0 * 4 + 1] == RC_SWEEP_LAT);
+	m[2 * 4 + 3].rlat_p50_us = 1.4 * 44.9; /* near the median, below 1.5x */
+	m[3 * 4 + 2].wlat_p50_us = 80;         /* picked, but failed */
+	m[3 * 4 + 2].status = -EIO;
+	CHECK(rc_sweep_retime_pick(4, m, mask) == 1);
+	CHECK(mask[0 * 4 + 1] == 1 && mask[2 * 4 + 3] == 0 && mask[3 * 4 + 2] == 0);
+	CHECK(mask[0] == 0 && mask[5] == 0);
+	m[3 * 4 + 2].status = 0;
+	m[3 * 4 + 2].wlat_p50_us = 22.8;
+	m[2 * 4 + 3].rlat_p50_us = 46.1;
+	/* a rank that sent nothing for a picked direction, or NaN: named */
+	for (int k = 0; k < 16; k++)
+		got[k] = (struct rc_sweep_retime){ 0 };
+	CHECK(rc_sweep_retime_merge(4, m, mask, got) == -1);
+	got[1] = (struct rc_sweep_retime){ NAN, 40 };
+	CHECK(rc_sweep_retime_merge(4, m, mask, got) == -1);
+	got[1] = (struct rc_sweep_retime){ 24, -1 };
+	CHECK(rc_sweep_retime_merge(4, m, mask, got) == -1);
+	CHECK(m[1].wlat_p50_us == 70.5 && m[1].rlat_p50_us == 134.1);
+	/* timed again at the fleet's pace: the lower kept, healthy; a
+	 * figure sent for a direction not picked is not used */
+	got[1] = (struct rc_sweep_retime){ 24.1, 150 };
+	got[2] = (struct rc_sweep_retime){ 1, 1 };
+	CHECK(rc_sweep_retime_merge(4, m, mask, got) == 1);
+	CHECK(m[1].wlat_p50_us == 24.1 && m[1].rlat_p50_us == 134.1 && m[2].wlat_p50_us == 23.0);
+	got[1] = (struct rc_sweep_retime){ 30, 42.5 };
+	CHECK(rc_sweep_retime_merge(4, m, mask, got) == 1);
+	CHECK(m[1].wlat_p50_us == 24.1 && m[1].rlat_p50_us == 42.5);
+	CHECK(rc_sweep_judge(4, m, NULL, &l, &v) == 0 && v.healthy);
+	/* a slow link is slow both times: still named */
+	m[1 * 4 + 3].wlat_p50_us = 20000;
+	CHECK(rc_sweep_retime_pick(4, m, mask) == 1 && mask[1 * 4 + 3]);
+	memset(got, 0, sizeof(got));
+	got[1 * 4 + 3] = (struct rc_sweep_retime){ 19800, 45 };
+	CHECK(rc_sweep_retime_merge(4, m, mask, got) == 1);
+	CHECK(rc_sweep_judge(4, m, NULL, &l, &v) == 0 && !v.healthy);
+	CHECK(v.outliers == 1 && why[1 * 4 + 3] == RC_SWEEP_LAT);
+}
+
 int main(void)
 {
 	schedules();
@@ -477,5 +551,6 @@ int main(void)
 	world_of_three();
 	flow();
 	one_device();
+	retime();
 	CHECK_DONE();
 }

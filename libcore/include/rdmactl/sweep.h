@@ -234,7 +234,13 @@ struct rc_sweep_result {
 	 * rc_sweep_cdf_kind) at (i * world + j) * RC_SWEEP_CDF_KINDS + k, each
 	 * checked as it came (n 0: not measured); NULL otherwise */
 	struct rc_sweep_cdf *cdf;
+	/* on root: how many directions had their latency timed a second time
+	 * (their medians stood out), each keeping the lower median */
+	int lat_retimed;
 };
+/* A direction whose WRITE or READ median is above this many times the
+ * fleet's is timed again before it is judged (lat_retimed). */
+#define RC_SWEEP_RETIME_RATIO 1.5
 
 /* Run the sweep over g (connected to every peer, or partial: a pair that
  * could not connect is not measured, its cells say why, status -ENOTCONN;
