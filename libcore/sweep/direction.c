@@ -69,10 +69,10 @@ int sweep_lat_one(struct sweep *s, int peer, bool read, double *us, struct rc_er
  * wait sleeps, so a sample's two readings may come from two CPUs: the
  * monotonic clock, not write --lat's time-stamp counter. With cdf the
  * distribution is kept too, bounded (rc_sweep_cdf_of). */
-int sweep_time_lat(struct sweep *s, int peer, bool read, struct rc_sweep_tail *t,
+int sweep_time_lat(struct sweep *s, int peer, bool read, int n, struct rc_sweep_tail *t,
 		   struct rc_sweep_cdf *cdf, struct rc_err *err)
 {
-	int n = s->o->lat_iters, rc;
+	int rc;
 
 	for (int k = -LAT_WARMUP; k < n; k++) {
 		double us;

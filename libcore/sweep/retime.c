@@ -20,6 +20,10 @@
 
 #include "sweep_int.h"
 
+/* Samples a direction timed again: a median, not a tail (a slow link's
+ * second look costs 15 of its round trips, not --lat-iters). */
+#define RETIME_ITERS 15
+
 static double wlat(const struct rc_sweep_cell *c)
 {
 	return c->wlat_p50_us;
@@ -104,12 +108,12 @@ static bool round_wanted(const struct sweep *s, const uint8_t *mask)
 
 static int retime_one(struct sweep *s, int peer, struct rc_sweep_retime *out, struct rc_err *err)
 {
+	int n = s->o->lat_iters < RETIME_ITERS ? s->o->lat_iters : RETIME_ITERS, rc;
 	struct rc_sweep_tail w, r;
-	int rc;
 
 	sweep_say(s, peer, "latency timed again");
-	if ((rc = sweep_time_lat(s, peer, false, &w, NULL, err)) ||
-	    (rc = sweep_time_lat(s, peer, true, &r, NULL, err)))
+	if ((rc = sweep_time_lat(s, peer, false, n, &w, NULL, err)) ||
+	    (rc = sweep_time_lat(s, peer, true, n, &r, NULL, err)))
 		return rc;
 	out->wlat_p50_us = w.p50_us;
 	out->rlat_p50_us = r.p50_us;

@@ -82,7 +82,7 @@ static int measure(struct sweep *s, int peer, struct rc_err *err)
 	if ((rc = measure_bw(s, peer, c, err)))
 		return rc;
 	sweep_say(s, peer, "write latency");
-	if ((rc = sweep_time_lat(s, peer, false, &w,
+	if ((rc = sweep_time_lat(s, peer, false, s->o->lat_iters, &w,
 				 s->cdf ? sweep_cdf(s, peer, RC_SWEEP_CDF_WRITE) : NULL, err)))
 		return rc;
 	c->wlat_p50_us = w.p50_us;
@@ -90,7 +90,7 @@ static int measure(struct sweep *s, int peer, struct rc_err *err)
 	c->wlat_p999_us = w.p999_us;
 	c->wlat_max_us = w.max_us;
 	sweep_say(s, peer, "read latency");
-	if ((rc = sweep_time_lat(s, peer, true, &r,
+	if ((rc = sweep_time_lat(s, peer, true, s->o->lat_iters, &r,
 				 s->cdf ? sweep_cdf(s, peer, RC_SWEEP_CDF_READ) : NULL, err)))
 		return rc;
 	c->rlat_p50_us = r.p50_us;

@@ -71,9 +71,9 @@ int sweep_setup(struct sweep *s, struct rc_err *err);
 void sweep_free(struct sweep *s);
 /* One 8-byte WRITE or READ to peer, post to completion, in *us. */
 int sweep_lat_one(struct sweep *s, int peer, bool read, double *us, struct rc_err *err);
-/* lat_iters of them to peer (after LAT_WARMUP), their tail in *t and, with
+/* n of them (up to lat_iters) to peer, after LAT_WARMUP, their tail in *t and, with
  * cdf, their distribution. */
-int sweep_time_lat(struct sweep *s, int peer, bool read, struct rc_sweep_tail *t,
+int sweep_time_lat(struct sweep *s, int peer, bool read, int n, struct rc_sweep_tail *t,
 		   struct rc_sweep_cdf *cdf, struct rc_err *err);
 /* retime.c: rank 0 picks the directions whose latency stands out, every
  * rank times them again, rank 0 keeps the lower median of each (res on
