@@ -88,35 +88,42 @@ static void put_step(struct out *o, const struct rc_incast_result *res, int k)
 }
 
 /* Each rank's congestion counters over the run: moved, still, or absent. */
+void sweep_put_cong_one(struct out *o, const struct rc_cong *d)
+{
+	out_obj_begin(o, "moved");
+	for (int k = 0; k < RC_CONG_N; k++)
+		if ((d->present >> k & 1) && d->val[k]) {
+			out_text(o, " %s", rc_cong_name(k));
+			out_u64(o, rc_cong_name(k), " +%llu", d->val[k]);
+		}
+	out_obj_end(o);
+	out_arr_begin(o, "still");
+	for (int k = 0; k < RC_CONG_N; k++)
+		if ((d->present >> k & 1) && !d->val[k])
+			out_str(o, NULL, NULL, rc_cong_name(k));
+	out_arr_end(o);
+	out_text(o, ";");
+	out_arr_begin(o, "absent");
+	for (int k = 0; k < RC_CONG_N; k++)
+		if (!(d->present >> k & 1))
+			out_str(o, NULL, " %s", rc_cong_name(k));
+	out_arr_end(o);
+	out_text(o, " absent\n");
+}
+
 void sweep_put_cong(struct out *o, const struct rc_sweep_node *nodes, int world)
 {
 	out_text(o, "# congestion counters over the loaded phases (absent: this NIC has none):\n");
 	out_arr_begin(o, "congestion_counters");
 	for (int i = 0; i < world; i++) {
 		const struct rc_sweep_node *n = &nodes[i];
+		struct rc_cong d = { .present = n->cong_present };
 
+		memcpy(d.val, n->cong, sizeof(d.val));
 		out_obj_begin(o, NULL);
 		out_i64(o, "rank", "#   rank %lld", i);
 		out_text(o, " (%s:%d):", n->dev, n->port);
-		out_obj_begin(o, "moved");
-		for (int k = 0; k < RC_SWEEP_CONG_N; k++)
-			if ((n->cong_present >> k & 1) && n->cong[k]) {
-				out_text(o, " %s", rc_sweep_cong_name(k));
-				out_u64(o, rc_sweep_cong_name(k), " +%llu", n->cong[k]);
-			}
-		out_obj_end(o);
-		out_arr_begin(o, "still");
-		for (int k = 0; k < RC_SWEEP_CONG_N; k++)
-			if ((n->cong_present >> k & 1) && !n->cong[k])
-				out_str(o, NULL, NULL, rc_sweep_cong_name(k));
-		out_arr_end(o);
-		out_text(o, ";");
-		out_arr_begin(o, "absent");
-		for (int k = 0; k < RC_SWEEP_CONG_N; k++)
-			if (!(n->cong_present >> k & 1))
-				out_str(o, NULL, " %s", rc_sweep_cong_name(k));
-		out_arr_end(o);
-		out_text(o, " absent\n");
+		sweep_put_cong_one(o, &d);
 		out_obj_end(o);
 	}
 	out_arr_end(o);

@@ -330,24 +330,35 @@ static int pass(struct a2a *a, int pass, struct rc_a2a_result *res, struct rc_er
 
 /* The passes: idle, then (a background) the same under it, every rank's
  * background started once all are done idle and stopped before any
- * rank's buffers go. */
+ * rank's buffers go; its port's congestion counters read around each. */
 static int passes(struct a2a *a, struct rc_a2a_result *res, struct rc_err *err)
 {
 	struct a2a_bg b = { 0 };
-	int rc = 0, rs;
+	struct rc_cong c[3];
+	const char *dev = rc_group_dev(a->g);
+	int port = rc_group_port(a->g), rc = 0, rs;
 
-	if (a->o->bg)
+	memset(c, 0, sizeof(c));
+	if (a->o->bg) {
+		snprintf(res->bg_dev, sizeof(res->bg_dev), "%s", dev ? dev : "");
+		res->bg_port = port;
+		rc_cong_read(NULL, dev, port, &c[0]);
 		rc = a2a_bg_setup(&b, a->o, err);
+	}
 	if (!rc)
 		rc = pass(a, 0, res, err);
 	if (rc || !a->o->bg)
 		goto out;
+	rc_cong_read(NULL, dev, port, &c[1]);
+	rc_cong_moved(&c[0], &c[1], &res->bg_cong_idle);
 	if ((rc = rc_group_flush(a->g, err)) || (rc = rc_group_barrier(a->g, err)) ||
 	    (rc = a2a_bg_start(&b, err)))
 		goto out;
 	rc = pass(a, 1, res, err);
 	rs = a2a_bg_stop(&b, rc ? NULL : err);
 	rc = rc ? rc : rs;
+	rc_cong_read(NULL, dev, port, &c[2]);
+	rc_cong_moved(&c[1], &c[2], &res->bg_cong_loaded);
 	res->bg_bytes = b.bytes;
 	res->bg_seconds = b.seconds;
 	if (!rc)
@@ -379,6 +390,9 @@ static int run(struct rc_group *g, const struct rc_a2a_opts *o, const uint64_t *
 	res->seconds = 0;
 	res->bg_bytes = 0;
 	res->bg_seconds = 0;
+	res->bg_dev[0] = '\0';
+	res->bg_port = 0;
+	res->bg_cong_idle = res->bg_cong_loaded = (struct rc_cong){ 0 };
 	res->reg = RC_REG_AUTO;
 	res->reg_notes[0] = '\0';
 	if ((rc = run_fits(&a, err)))

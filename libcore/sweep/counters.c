@@ -28,20 +28,6 @@ static bool wanted(const char *name)
 	return false;
 }
 
-static bool read_u64(const char *path, uint64_t *v)
-{
-	FILE *f = fopen(path, "r");
-	unsigned long long x;
-	bool ok;
-
-	if (!f)
-		return false;
-	ok = fscanf(f, "%llu", &x) == 1;
-	fclose(f);
-	*v = x;
-	return ok;
-}
-
 static void read_dir(const char *base, const char *sub, struct ctr_snap *s)
 {
 	char dir[512], path[800];
@@ -57,7 +43,7 @@ static void read_dir(const char *base, const char *sub, struct ctr_snap *s)
 		if (d->d_name[0] == '.' || !wanted(d->d_name) || strlen(d->d_name) > 27)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
-		if (!read_u64(path, &v))
+		if (!rc_sysfs_u64(path, &v))
 			continue;
 		snprintf(s->name[s->n], sizeof(s->name[0]), "%.11s/%.27s", sub, d->d_name);
 		s->val[s->n++] = v;
@@ -134,50 +120,11 @@ double rc_sweep_link_rate(const char *sysfs, const char *dev, int port)
 	return gbps;
 }
 
-/* The files that count each kind (rc_sweep_cong_name's order), as NICs name
- * them: rxe's and mlx5's hw_counters, the IB port counters. PFC pause
- * frames are counted by the netdev (ethtool -S), not here. */
-static const char *const cong_files[RC_SWEEP_CONG_N][5] = {
-	{ "hw_counters/completer_retry_err", "hw_counters/local_ack_timeout_err",
-	  "hw_counters/roce_adp_retrans", NULL },
-	{ "hw_counters/rcvd_seq_err", "hw_counters/out_of_seq_request",
-	  "hw_counters/out_of_sequence", "hw_counters/packet_seq_err", NULL },
-	{ "hw_counters/duplicate_request", NULL },
-	{ "hw_counters/rcvd_rnr_err", "hw_counters/send_rnr_err", "hw_counters/rnr_nak_retry_err",
-	  NULL },
-	{ "hw_counters/np_cnp_sent", NULL },
-	{ "hw_counters/rp_cnp_handled", NULL },
-	{ "hw_counters/np_ecn_marked_roce_packets", NULL },
-	{ "counters/port_rcv_discards", "counters/port_xmit_discards", "hw_counters/out_of_buffer",
-	  NULL },
-	{ "counters/port_xmit_wait", NULL },
-};
-
-void cong_read(const char *sysfs, const char *dev, int port, struct cong_snap *c)
+void cong_moved(const struct rc_cong *a, const struct rc_cong *b, struct rc_sweep_node *n)
 {
-	char path[512];
+	struct rc_cong d;
 
-	*c = (struct cong_snap){ 0 };
-	if (!dev || !dev[0] || port < 1)
-		return;
-	for (int k = 0; k < RC_SWEEP_CONG_N; k++)
-		for (int f = 0; cong_files[k][f]; f++) {
-			uint64_t v;
-
-			snprintf(path, sizeof(path), "%s/class/infiniband/%.64s/ports/%d/%s",
-				 sysfs ? sysfs : "/sys", dev, port, cong_files[k][f]);
-			if (!read_u64(path, &v))
-				continue;
-			c->val[k] += v;
-			c->present |= 1u << k;
-		}
-}
-
-void cong_moved(const struct cong_snap *a, const struct cong_snap *b, struct rc_sweep_node *n)
-{
-	n->cong_present = a->present & b->present;
-	for (int k = 0; k < RC_SWEEP_CONG_N; k++)
-		n->cong[k] = (n->cong_present >> k & 1) && b->val[k] > a->val[k]
-				     ? b->val[k] - a->val[k]
-				     : 0;
+	rc_cong_moved(a, b, &d);
+	n->cong_present = d.present;
+	memcpy(n->cong, d.val, sizeof(n->cong));
 }

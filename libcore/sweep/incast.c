@@ -132,7 +132,7 @@ int rc_incast_run(struct rc_group *g, const struct rc_sweep_opts *o, int receive
 		  struct rc_incast_result *res, struct rc_err *err)
 {
 	struct sweep s = { .g = g, .o = o, .me = rc_group_rank(g), .world = rc_group_world(g) };
-	struct cong_snap before, after;
+	struct rc_cong before, after;
 	double t0 = rc_now();
 	int rc;
 
@@ -152,10 +152,10 @@ int rc_incast_run(struct rc_group *g, const struct rc_sweep_opts *o, int receive
 	}
 	if ((rc = sweep_setup(&s, err)))
 		goto out;
-	cong_read(o->sysfs, rc_group_dev(g), rc_group_port(g), &before);
+	rc_cong_read(o->sysfs, rc_group_dev(g), rc_group_port(g), &before);
 	if ((rc = incast_steps(&s, receiver, res, err)))
 		goto out;
-	cong_read(o->sysfs, rc_group_dev(g), rc_group_port(g), &after);
+	rc_cong_read(o->sysfs, rc_group_dev(g), rc_group_port(g), &after);
 	cong_moved(&before, &after, &s.cong);
 	if ((rc = rc_group_barrier(g, err)) || (rc = sweep_gather_nodes(&s, res->nodes, err)))
 		goto out;

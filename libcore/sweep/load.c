@@ -123,7 +123,7 @@ int sweep_load_pass(struct sweep *s, struct rc_err *err)
 {
 	double *w = calloc((size_t)s->o->lat_iters, sizeof(double)),
 	       *r = calloc((size_t)s->o->lat_iters, sizeof(double));
-	struct cong_snap before, after;
+	struct rc_cong before, after;
 	int rc = 0;
 
 	if (!w || !r) {
@@ -131,7 +131,7 @@ int sweep_load_pass(struct sweep *s, struct rc_err *err)
 		free(r);
 		return rc_err_set(err, ENOMEM, "out of memory");
 	}
-	cong_read(s->o->sysfs, rc_group_dev(s->g), rc_group_port(s->g), &before);
+	rc_cong_read(s->o->sysfs, rc_group_dev(s->g), rc_group_port(s->g), &before);
 	/* every rank walks the same directions in the same order */
 	for (s->round = 0; !rc && s->round < s->rounds; s->round++)
 		for (int i = 0; !rc && i < s->world; i++) {
@@ -142,7 +142,7 @@ int sweep_load_pass(struct sweep *s, struct rc_err *err)
 			if (!(rc = loaded_phase(s, i, p, w, r, err)))
 				rc = loaded_phase(s, p, i, w, r, err);
 		}
-	cong_read(s->o->sysfs, rc_group_dev(s->g), rc_group_port(s->g), &after);
+	rc_cong_read(s->o->sysfs, rc_group_dev(s->g), rc_group_port(s->g), &after);
 	cong_moved(&before, &after, &s->cong);
 	free(w);
 	free(r);

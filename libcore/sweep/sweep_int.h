@@ -97,14 +97,7 @@ int sweep_load_pass(struct sweep *s, struct rc_err *err);
 int sweep_bulk(struct sweep *s, int peer, double seconds, double *lat, int cap, int *nlat,
 	       uint64_t *bytes, struct rc_err *err);
 
-/* The congestion counters of a port by kind (rc_sweep_cong_name), summed
- * over the files a NIC names each; present: bit k when one exists. */
-struct cong_snap {
-	uint64_t val[RC_SWEEP_CONG_N];
-	uint32_t present;
-};
-void cong_read(const char *sysfs, const char *dev, int port, struct cong_snap *c);
-/* Into n: what moved from a to b, and which exist. */
-void cong_moved(const struct cong_snap *a, const struct cong_snap *b, struct rc_sweep_node *n);
+/* Into n: what moved from a to b (rc_cong_read's), and which exist. */
+void cong_moved(const struct rc_cong *a, const struct rc_cong *b, struct rc_sweep_node *n);
 
 #endif

@@ -104,12 +104,7 @@ int rc_sweep_load_target(int mode, int world, int round, int me, int a, int b)
 
 const char *rc_sweep_cong_name(int k)
 {
-	static const char *const names[RC_SWEEP_CONG_N] = {
-		"retransmissions", "out_of_sequence", "duplicate_requests", "rnr_naks",  "cnp_sent",
-		"cnp_handled",     "ecn_marked",      "discards",           "xmit_wait",
-	};
-
-	return k >= 0 && k < RC_SWEEP_CONG_N ? names[k] : NULL;
+	return rc_cong_name(k);
 }
 
 double rc_jain(const double *x, int n)

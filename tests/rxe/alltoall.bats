@@ -864,6 +864,17 @@ group_listening() {
 	done
 }
 
+# retrans_of DEV: the sum of the files alltoall counts as its port's
+# retransmissions (rxe has the first)
+retrans_of() {
+	local f n=0 v
+	for f in completer_retry_err local_ack_timeout_err roce_adp_retrans; do
+		v=$(cat "/sys/class/infiniband/$1/ports/1/hw_counters/$f" 2>/dev/null) || continue
+		n=$((n + v))
+	done
+	echo "$n"
+}
+
 # a2a_bg ARGS...: 4 ranks, 0 and 1 on rxe_a, 2 and 3 on rxe_b, under
 # --background pairs (0 and 2, 1 and 3 write bulk into each other across
 # the veth pair, over the peers file PEERS.bg's ports); rank 0's document
@@ -888,6 +899,8 @@ a2a_bg() {
 	# front of the exchange's blocks, which take a few ms idle
 	SLOWED=va
 	tc qdisc add dev va root tbf rate 10mbit burst 32kb limit 2mb
+	local r0
+	r0=$(retrans_of "$RDMACTL_VM_DEV_A")
 	a2a_bg
 	# Every phase's tail leaks (p99 of 10 samples: the slowest, one behind the
 	# bulk); the median of one phase may miss the bulk (seen: combine 1.23
@@ -895,6 +908,18 @@ a2a_bg() {
 	# loads the idle pass too: 0.94 and 0.95).
 	jq -e '[.background.dispatch, .background.combine] | all(.loaded.p99_us > .idle.p99_us
 		and .leakage_p99 > 2) and (map(.leakage_p50) | max > 8)' <<<"$DOC"
+	# rank 0's port and its counters: every kind in one of moved, still and
+	# absent; rxe's retransmissions there (moved or still), its missing CNP
+	# counter absent, not 0; what moved over the two passes no more than the
+	# port's own files moved over the whole run (moves, not totals)
+	jq -c '.background.congestion_counters' <<<"$DOC"
+	jq -e --arg dev "$RDMACTL_VM_DEV_A" --argjson d "$(($(retrans_of "$RDMACTL_VM_DEV_A") - r0))" '
+		.background.congestion_counters | .device == $dev and .port == 1
+		and ((.still + (.moved | keys) + .absent) | sort) == ([
+			"retransmissions", "out_of_sequence", "duplicate_requests", "rnr_naks", "cnp_sent",
+			"cnp_handled", "ecn_marked", "discards", "xmit_wait"] | sort)
+		and (.absent | index("cnp_sent") != null) and (.absent | index("retransmissions") == null)
+		and (.moved.retransmissions // 0) + (.moved_idle.retransmissions // 0) <= $d' <<<"$DOC"
 }
 
 # The wrong answer: the same load on a free link. rxe under emulation

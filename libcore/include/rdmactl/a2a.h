@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <rdmactl/dev.h>
 #include <rdmactl/err.h>
 #include <rdmactl/export.h>
 #include <rdmactl/group.h>
@@ -143,6 +144,12 @@ struct rc_a2a_result {
 	double *disp_us, *comb_us;
 	uint64_t bg_bytes; /* the background's bulk written by this rank ... */
 	double bg_seconds; /* ... in this time */
+	/* With a background: this rank's port (bg_dev, bg_port: the exchange's)
+	 * and its congestion counters' moves over the idle pass and over the
+	 * loaded one (rc_cong_moved: present, the kinds it has) */
+	char bg_dev[64];
+	int bg_port;
+	struct rc_cong bg_cong_idle, bg_cong_loaded;
 };
 
 RC_EXPORT int rc_a2a_run(struct rc_group *g, const struct rc_a2a_opts *o, struct rc_a2a_result *res,

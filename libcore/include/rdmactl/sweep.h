@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <rdmactl/dev.h>
 #include <rdmactl/err.h>
 #include <rdmactl/export.h>
 #include <rdmactl/group.h>
@@ -35,7 +36,7 @@ RC_EXPORT const char *rc_sweep_load_name(int mode);
 /* The congestion counters a port may expose, by kind (rc_sweep_cong_name:
  * "retransmissions", "out_of_sequence", "duplicate_requests", "rnr_naks",
  * "cnp_sent", "cnp_handled", "ecn_marked", "discards", "xmit_wait"). */
-#define RC_SWEEP_CONG_N 9
+#define RC_SWEEP_CONG_N RC_CONG_N
 RC_EXPORT const char *rc_sweep_cong_name(int k);
 
 #define RC_SWEEP_BLAME_RECV 1 /* rc_sweep_verdict.blamed: as the receiver */
