@@ -12,6 +12,7 @@
 
 #include <rdmactl/topo.h>
 #include <rdmactl/topo_core.h>
+#include <rdmactl/dev_core.h>
 #include <rdmactl/sweep_core.h>
 
 #include "sweep_int.h"

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include <rdmactl/dev.h>
+#include <rdmactl/dev_core.h>
 
 const char *rc_cong_name(int k)
 {

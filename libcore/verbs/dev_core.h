@@ -37,4 +37,8 @@ int rc_dev_ipv4(const char *dev, char *out, size_t cap, struct rc_err *err);
 
 void rc_gid_format(const union ibv_gid *gid, char *buf, size_t len);
 
+/* The unsigned number a sysfs file holds: false when it cannot be read
+ * (cong.c; sweep's counters read theirs with it). */
+bool rc_sysfs_u64(const char *path, uint64_t *v);
+
 #endif

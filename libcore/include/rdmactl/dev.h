@@ -41,7 +41,5 @@ RC_EXPORT void rc_cong_read(const char *sysfs, const char *dev, int port, struct
 /* What moved from a to b, for the kinds both hold (present: those). */
 RC_EXPORT void rc_cong_moved(const struct rc_cong *a, const struct rc_cong *b,
 			     struct rc_cong *moved);
-/* The unsigned number a sysfs file holds: false when it cannot be read. */
-RC_EXPORT bool rc_sysfs_u64(const char *path, uint64_t *v);
 
 #endif
