@@ -17,7 +17,7 @@
  * waits $REPLAY_WAIT seconds for the request (default 60).
  *
  * replay: connect to ADDR:PORT with DIR/req.bin as the request's private
- * data, send DIR/msg.bin, then a LIST request, and wait 5 s for answers.
+ * data, send DIR/msg.bin, then a LIST request, and wait up to 5 s for answers (less once the server hung up).
  * With REPLAY_READ="ADDR RKEY" it first READs 8 bytes there, as a peer
  * that knows a region's descriptor would.
  *
@@ -105,6 +105,20 @@ static size_t challenge(const struct rc_cm_event *ev, uint16_t port, const char 
 	return (size_t)rc_ctrl_encode_challenge(out, RC_CHALLENGE_LEN, &c);
 }
 
+/* Whether the server hung up: its disconnect came (a dropped QP posts no
+ * completion here until this side disconnects too). */
+static bool hung_up(struct rc_conn *c)
+{
+	struct rdma_cm_event *ev;
+	bool gone;
+
+	if (rc_conn_event(c, 0, &ev))
+		return false;
+	gone = ev->event == RDMA_CM_EVENT_DISCONNECTED;
+	rdma_ack_cm_event(ev);
+	return gone;
+}
+
 static int record(const char *addr, const char *port, const char *dir, const char *token)
 {
 	static struct buf b;
@@ -157,18 +171,20 @@ static int record(const char *addr, const char *port, const char *dir, const cha
 }
 
 /* What came back: 0 once a region table did (printed), 1 when nothing
- * did before the connection went or 5 s passed. */
+ * did before the connection went (the server hung up, its completions
+ * read once more after) or 5 s passed. */
 static int answers(struct rc_conn *c, struct buf *b)
 {
 	struct rc_region_desc d[RC_MAX_REGIONS];
 	double end = rc_now() + 5;
 	struct ibv_wc wc[4];
 	struct rc_err e;
+	bool gone = false;
 
-	while (rc_now() < end) {
-		int n = rc_poll(c, wc, 4, 200, &e);
+	for (;;) {
+		int n = rc_poll(c, wc, 4, gone ? 0 : 200, &e);
 
-		if (n < 0 && n != -ETIMEDOUT) {
+		if (n < 0 && n != -ETIMEDOUT && n != -EAGAIN) {
 			printf("dropped: %s; nothing revealed\n", e.msg);
 			return 1;
 		}
@@ -189,6 +205,13 @@ static int answers(struct rc_conn *c, struct buf *b)
 			printf("\n");
 			return 0;
 		}
+		if (gone) {
+			printf("dropped: the server hung up; nothing revealed\n");
+			return 1;
+		}
+		if (rc_now() >= end)
+			break;
+		gone = hung_up(c);
 	}
 	printf("no answer within 5 s; nothing revealed\n");
 	return 1;
