@@ -121,7 +121,7 @@ static void put_phase(struct out *o, const char *name, double *us, int n)
 void a2a_bg_report(struct out *o, const struct a2a_cli *a, const struct rc_a2a_result *r)
 {
 	int W = a->grp.who.world, me = a->grp.who.rank, n = a->run.iters;
-	int peer = rc_a2a_bg_peer(a->run.bg_mode, W, me), idle_moved = 0;
+	int peer = rc_a2a_bg_peer(a->run.bg_mode, W, me);
 
 	if (!a->run.bg_mode) {
 		out_null(o, "background");
@@ -151,16 +151,9 @@ void a2a_bg_report(struct out *o, const struct a2a_cli *a, const struct rc_a2a_r
 	out_str(o, "device", "# congestion counters of %s", r->bg_dev);
 	out_i64(o, "port", ":%lld (every rank on it) over the loaded pass:", r->bg_port);
 	sweep_put_cong_one(o, &r->bg_cong_loaded);
-	out_obj_begin(o, "moved_idle");
 	out_text(o, "#   over the idle pass:");
-	for (int k = 0; k < RC_CONG_N; k++)
-		if ((r->bg_cong_idle.present >> k & 1) && r->bg_cong_idle.val[k]) {
-			out_text(o, " %s", rc_cong_name(k));
-			out_u64(o, rc_cong_name(k), " +%llu", r->bg_cong_idle.val[k]);
-			idle_moved++;
-		}
-	out_text(o, idle_moved ? "\n" : " none moved\n");
-	out_obj_end(o);
+	out_text(o,
+		 sweep_put_cong_moved(o, "moved_idle", &r->bg_cong_idle) ? "\n" : " none moved\n");
 	out_obj_end(o);
 	out_obj_end(o);
 }

@@ -87,16 +87,24 @@ static void put_step(struct out *o, const struct rc_incast_result *res, int k)
 	out_obj_end(o);
 }
 
-/* Each rank's congestion counters over the run: moved, still, or absent. */
-void sweep_put_cong_one(struct out *o, const struct rc_cong *d)
+int sweep_put_cong_moved(struct out *o, const char *key, const struct rc_cong *d)
 {
-	out_obj_begin(o, "moved");
+	int n = 0;
+
+	out_obj_begin(o, key);
 	for (int k = 0; k < RC_CONG_N; k++)
 		if ((d->present >> k & 1) && d->val[k]) {
 			out_text(o, " %s", rc_cong_name(k));
 			out_u64(o, rc_cong_name(k), " +%llu", d->val[k]);
+			n++;
 		}
 	out_obj_end(o);
+	return n;
+}
+
+void sweep_put_cong_one(struct out *o, const struct rc_cong *d)
+{
+	sweep_put_cong_moved(o, "moved", d);
 	out_arr_begin(o, "still");
 	for (int k = 0; k < RC_CONG_N; k++)
 		if ((d->present >> k & 1) && !d->val[k])
@@ -111,19 +119,18 @@ void sweep_put_cong_one(struct out *o, const struct rc_cong *d)
 	out_text(o, " absent\n");
 }
 
+/* Each rank's congestion counters over the run: moved, still, or absent. */
 void sweep_put_cong(struct out *o, const struct rc_sweep_node *nodes, int world)
 {
 	out_text(o, "# congestion counters over the loaded phases (absent: this NIC has none):\n");
 	out_arr_begin(o, "congestion_counters");
 	for (int i = 0; i < world; i++) {
 		const struct rc_sweep_node *n = &nodes[i];
-		struct rc_cong d = { .present = n->cong_present };
 
-		memcpy(d.val, n->cong, sizeof(d.val));
 		out_obj_begin(o, NULL);
 		out_i64(o, "rank", "#   rank %lld", i);
 		out_text(o, " (%s:%d):", n->dev, n->port);
-		sweep_put_cong_one(o, &d);
+		sweep_put_cong_one(o, &n->cong);
 		out_obj_end(o);
 	}
 	out_arr_end(o);

@@ -35,6 +35,9 @@ void sweep_put_cong(struct out *o, const struct rc_sweep_node *nodes, int world)
 /* One port's moves (rc_cong_moved's): the "moved", "still" and "absent"
  * keys of the object open, and their text to the line's end. */
 void sweep_put_cong_one(struct out *o, const struct rc_cong *d);
+/* Its kinds that moved, as an object at key and " NAME +N" in text; how
+ * many. */
+int sweep_put_cong_moved(struct out *o, const char *key, const struct rc_cong *d);
 /* A latency tail as the report writes it: samples, p50, p99, p99.9, max
  * (sweep_incast.c; sweep_load.c's loaded figures too). */
 void sweep_put_tail(struct out *o, const char *key, const struct rc_sweep_tail *t);

@@ -120,12 +120,3 @@ double rc_sweep_link_rate(const char *sysfs, const char *dev, int port)
 	fclose(f);
 	return gbps;
 }
-
-void cong_moved(const struct rc_cong *a, const struct rc_cong *b, struct rc_sweep_node *n)
-{
-	struct rc_cong d;
-
-	rc_cong_moved(a, b, &d);
-	n->cong_present = d.present;
-	memcpy(n->cong, d.val, sizeof(n->cong));
-}

@@ -156,7 +156,7 @@ int rc_incast_run(struct rc_group *g, const struct rc_sweep_opts *o, int receive
 	if ((rc = incast_steps(&s, receiver, res, err)))
 		goto out;
 	rc_cong_read(o->sysfs, rc_group_dev(g), rc_group_port(g), &after);
-	cong_moved(&before, &after, &s.cong);
+	rc_cong_moved(&before, &after, &s.cong);
 	if ((rc = rc_group_barrier(g, err)) || (rc = sweep_gather_nodes(&s, res->nodes, err)))
 		goto out;
 	for (int i = 0; s.me == 0 && i < s.world; i++) {

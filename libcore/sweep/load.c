@@ -143,7 +143,7 @@ int sweep_load_pass(struct sweep *s, struct rc_err *err)
 				rc = loaded_phase(s, p, i, w, r, err);
 		}
 	rc_cong_read(s->o->sysfs, rc_group_dev(s->g), rc_group_port(s->g), &after);
-	cong_moved(&before, &after, &s->cong);
+	rc_cong_moved(&before, &after, &s->cong);
 	free(w);
 	free(r);
 	return rc;

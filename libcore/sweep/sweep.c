@@ -140,8 +140,7 @@ int sweep_gather_nodes(struct sweep *s, struct rc_sweep_node *nodes, struct rc_e
 	snprintf(me.hostname, sizeof(me.hostname), "%s", ep->hostname);
 	snprintf(me.dev, sizeof(me.dev), "%s", rc_group_dev(s->g));
 	me.rate_gbit = rc_sweep_link_rate(s->o->sysfs, me.dev, me.port);
-	memcpy(me.cong, s->cong.cong, sizeof(me.cong));
-	me.cong_present = s->cong.cong_present;
+	me.cong = s->cong;
 	return rc_group_gather_tree(s->g, &me, sizeof(me), nodes, err);
 }
 

@@ -48,9 +48,9 @@ struct sweep {
 	struct ctr_snap before, after;
 	int *port; /* each rank's port, as rc_sweep_port_ids numbers them */
 	int nports;
-	int *turn;                 /* this round's turns (rc_sweep_turns) */
-	struct rc_sweep_node cong; /* its cong and cong_present: the loaded phases' */
-	struct rc_sweep_cdf *cdf;  /* o->cdf: world * RC_SWEEP_CDF_KINDS, this rank's row */
+	int *turn;                /* this round's turns (rc_sweep_turns) */
+	struct rc_cong cong;      /* the loaded phases' moves of its port's congestion counters */
+	struct rc_sweep_cdf *cdf; /* o->cdf: world * RC_SWEEP_CDF_KINDS, this rank's row */
 };
 
 /* This rank's CDF of kind (enum rc_sweep_cdf_kind) towards peer. */
@@ -96,8 +96,5 @@ int sweep_load_pass(struct sweep *s, struct rc_err *err);
  * is not NULL; the bytes written. */
 int sweep_bulk(struct sweep *s, int peer, double seconds, double *lat, int cap, int *nlat,
 	       uint64_t *bytes, struct rc_err *err);
-
-/* Into n: what moved from a to b (rc_cong_read's), and which exist. */
-void cong_moved(const struct rc_cong *a, const struct rc_cong *b, struct rc_sweep_node *n);
 
 #endif

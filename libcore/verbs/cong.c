@@ -76,6 +76,7 @@ void rc_cong_read(const char *sysfs, const char *dev, int port, struct rc_cong *
 void rc_cong_moved(const struct rc_cong *a, const struct rc_cong *b, struct rc_cong *moved)
 {
 	moved->present = a->present & b->present;
+	moved->pad = 0;
 	for (int k = 0; k < RC_CONG_N; k++)
 		moved->val[k] = (moved->present >> k & 1) && b->val[k] > a->val[k]
 					? b->val[k] - a->val[k]

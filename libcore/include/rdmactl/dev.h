@@ -33,6 +33,7 @@ RC_EXPORT int rc_dev_count(void);
 struct rc_cong {
 	uint64_t val[RC_CONG_N];
 	uint32_t present;
+	uint32_t pad; /* zero: sweep gathers it from every rank */
 };
 RC_EXPORT const char *rc_cong_name(int k);
 /* DEV's port PORT under sysfs (NULL: /sys); nothing present where the

@@ -196,10 +196,8 @@ struct rc_sweep_node {
 	int port;
 	double rate_gbit; /* its port's link rate; 0 unknown */
 	/* its port's congestion counters' moves over the loaded phases
-	 * (--load, --incast): bit k of present set when counter k exists */
-	uint64_t cong[RC_SWEEP_CONG_N];
-	uint32_t cong_present;
-	uint32_t pad;
+	 * (--load, --incast): rc_cong_moved's, present the kinds it has */
+	struct rc_cong cong;
 };
 
 struct rc_sweep_opts {
