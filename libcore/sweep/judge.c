@@ -310,3 +310,27 @@ int rc_sweep_judge(int world, const struct rc_sweep_cell *m, const double *rate_
 	free(pairs);
 	return 0;
 }
+
+int rc_sweep_retime_pick(int world, const struct rc_sweep_cell *m, uint8_t *mask)
+{
+	size_t N = (size_t)world * (size_t)world;
+	double *vals = calloc(N, sizeof(*vals)), wmed, rmed, mad;
+	int n = 0;
+
+	if (!vals)
+		return -ENOMEM;
+	memset(mask, 0, N);
+	spread(world, m, wlat, false, vals, &wmed, &mad);
+	spread(world, m, rlat, false, vals, &rmed, &mad);
+	free(vals);
+	for (size_t k = 0; k < N; k++) {
+		const struct rc_sweep_cell *c = &m[k];
+
+		if (k / (size_t)world == k % (size_t)world || c->status)
+			continue;
+		mask[k] = c->wlat_p50_us > RC_SWEEP_RETIME_RATIO * wmed ||
+			  c->rlat_p50_us > RC_SWEEP_RETIME_RATIO * rmed;
+		n += mask[k];
+	}
+	return n;
+}

@@ -2,8 +2,8 @@
 /*
  * A second look before a direction is named for its latency. Once the rows
  * are on rank 0, the directions whose WRITE or READ median stands above
- * RC_SWEEP_RETIME_RATIO times the fleet's are timed again, seconds after
- * their first window, and each keeps the lower of its two medians: a host
+ * RC_SWEEP_RETIME_RATIO times the fleet's (rc_sweep_retime_pick, judge.c)
+ * are timed again, after every round, and each keeps the lower of its two medians: a host
  * that stalls for a while (a busy CPU, an emulated NIC's scheduling) slows
  * one window, a slow link slows both. Rank 0 sends the list down the
  * group's tree; only the rounds that hold such a direction run again, with
@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include <rdmactl/group_core.h>
 #include <rdmactl/sweep_core.h>
@@ -23,52 +22,6 @@
 /* Samples a direction timed again: a median, not a tail (a slow link's
  * second look costs 15 of its round trips, not --lat-iters). */
 #define RETIME_ITERS 15
-
-static double wlat(const struct rc_sweep_cell *c)
-{
-	return c->wlat_p50_us;
-}
-
-static double rlat(const struct rc_sweep_cell *c)
-{
-	return c->rlat_p50_us;
-}
-
-/* The median of one figure over the measured directions. */
-static double fleet_median(int world, const struct rc_sweep_cell *m,
-			   double (*figure)(const struct rc_sweep_cell *), double *vals)
-{
-	int n = 0;
-
-	for (int k = 0; k < world * world; k++)
-		if (k / world != k % world && !m[k].status)
-			vals[n++] = figure(&m[k]);
-	return rc_sweep_median(vals, n);
-}
-
-int rc_sweep_retime_pick(int world, const struct rc_sweep_cell *m, uint8_t *mask)
-{
-	size_t N = (size_t)world * (size_t)world;
-	double *vals = calloc(N, sizeof(*vals)), wmed, rmed;
-	int n = 0;
-
-	if (!vals)
-		return -ENOMEM;
-	memset(mask, 0, N);
-	wmed = fleet_median(world, m, wlat, vals);
-	rmed = fleet_median(world, m, rlat, vals);
-	free(vals);
-	for (size_t k = 0; k < N; k++) {
-		const struct rc_sweep_cell *c = &m[k];
-
-		if (k / (size_t)world == k % (size_t)world || c->status)
-			continue;
-		mask[k] = c->wlat_p50_us > RC_SWEEP_RETIME_RATIO * wmed ||
-			  c->rlat_p50_us > RC_SWEEP_RETIME_RATIO * rmed;
-		n += mask[k];
-	}
-	return n;
-}
 
 static bool positive(double x)
 {
