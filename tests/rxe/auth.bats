@@ -39,9 +39,10 @@ recorder() {
 	return 1
 }
 
-# recorded DIR: the recorder ended (within 70 s); what it printed, and
-# whether a request came.
+# recorded DIR: the recorder ended (told that the client has exited, within
+# 70 s); what it printed, and whether a request came.
 recorded() {
+	kill -USR1 "$REC" 2>/dev/null || true
 	timeout 70 tail --pid="$REC" -f /dev/null || true
 	cat "$1/rec.out"
 	grep -q '^request: [1-9]' "$1/rec.out"
