@@ -18,6 +18,17 @@ const char *cmds_config_fabric(void)
 	return fabric_env;
 }
 
+/* A parameter's field (len bytes) as its option: kv_heads is --kv-heads
+ * (rc_config's name_param). */
+static void option_of(const char *name, size_t len, char *out, size_t cap)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < len + 2 && o + 1 < cap; i++)
+		out[o++] = i < 2 ? '-' : name[i - 2] == '_' ? '-' : name[i - 2];
+	out[o] = '\0';
+}
+
 void cmds_config_load(void)
 {
 	const char *max_cqe = getenv("RDMACTL_TEST_MAX_CQE");
@@ -39,54 +50,14 @@ void cmds_config_load(void)
 		.test_topo_verify_corrupt = getenv("RDMACTL_TEST_TOPO_VERIFY_CORRUPT") != NULL,
 		.test_ofi_hello = getenv("RDMACTL_TEST_OFI_HELLO"),
 		.test_ofi_replay_max = replay_max ? strtol(replay_max, NULL, 10) : 0,
+		.name_param = option_of,
 	};
 
 	fabric_env = c.fabric;
 	rc_config_set(&c);
 }
 
-/* The field name (len bytes) as its option: kv_heads is --kv-heads. */
-static size_t put_opt(char *out, size_t cap, const char *name, size_t len)
-{
-	size_t o = 0;
-
-	for (size_t i = 0; i < len + 2 && o + 1 < cap; i++)
-		out[o++] = i < 2 ? '-' : name[i - 2] == '_' ? '-' : name[i - 2];
-	out[o] = '\0';
-	return o;
-}
-
-/* The message with each parameter it names (e->named) as its option. */
-static const char *named_text(const struct rc_err *e, char *buf, size_t len)
-{
-	size_t at = 0, o = 0, mlen = strnlen(e->msg, sizeof(e->msg));
-
-	for (int i = 0; i < e->nnamed && i < RC_ERR_NAMED; i++) {
-		size_t s = e->named[i].at, n = e->named[i].len;
-
-		if (s < at || s + n > mlen || o + (s - at) + n + 3 > len)
-			continue;
-		memcpy(buf + o, e->msg + at, s - at);
-		o += s - at;
-		o += put_opt(buf + o, len - o, e->msg + s, n);
-		at = s + n;
-	}
-	snprintf(buf + o, len - o, "%.*s", (int)(mlen - at), e->msg + at);
-	return buf;
-}
-
 const char *cmds_err_text(const struct rc_err *e, char *buf, size_t len)
 {
-	size_t n = e->param ? strlen(e->param) : 0;
-	const char *at = n ? strstr(e->msg, e->param) : NULL;
-	char opt[64];
-
-	if (e->nnamed > 0)
-		return named_text(e, buf, len);
-	if (!at || n >= sizeof(opt) - 2)
-		return e->msg;
-	/* The field kv_heads is the option --kv-heads. */
-	put_opt(opt, sizeof(opt), e->param, n);
-	snprintf(buf, len, "%.*s%s%s", (int)(at - e->msg), e->msg, opt, at + n);
-	return buf;
+	return rc_err_text(e, option_of, buf, len);
 }

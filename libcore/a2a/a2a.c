@@ -416,7 +416,7 @@ static int run(struct rc_group *g, const struct rc_a2a_opts *o, const uint64_t *
 	/* the others hear why before this rank's memory goes: a write to it
 	 * that fails then does not hide the first cause */
 	if (rc)
-		rc_group_abort(g, err->msg);
+		rc_group_abort_err(g, err, NULL);
 	if (o->algo == RC_A2A_HIER)
 		a2a_hier_teardown(&a);
 	teardown(&a);

@@ -139,7 +139,7 @@ int a2a_hier_setup(struct a2a *a, struct rc_err *err)
 		if (fd < 0 || ftruncate(fd, (off_t)a->shm_len)) {
 			rc = rc_err_set(err, errno, "cannot make shared memory %s of %zu bytes: %s",
 					name, a->shm_len, strerror(errno));
-			rc_group_abort(a->g, err->msg);
+			rc_group_abort_err(a->g, err, NULL);
 			if (fd >= 0)
 				close(fd);
 			return rc;
@@ -165,7 +165,7 @@ int a2a_hier_setup(struct a2a *a, struct rc_err *err)
 	if (fd >= 0)
 		close(fd);
 	if (rc) {
-		rc_group_abort(a->g, err->msg);
+		rc_group_abort_err(a->g, err, NULL);
 		return rc;
 	}
 	rc = rc_group_barrier(a->g, err);

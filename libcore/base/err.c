@@ -6,6 +6,7 @@
 
 #include <rdmactl/err.h>
 #include <rdmactl/err_core.h>
+#include <rdmactl/config_core.h>
 
 /* An error's code: code (either sign), else the callee's in e (NULL: none),
  * else EIO; never 0, which would read as success. */
@@ -175,4 +176,62 @@ int rc_err_wrap(struct rc_err *e, int code, const char *fmt, ...)
 	}
 	e->code = code;
 	return -code;
+}
+
+/* name, else rc_config's (NULL: the field itself) */
+static const char *param_as(rc_param_namer name, const char *field, size_t len, char *buf,
+			    size_t cap)
+{
+	if (!cap)
+		return "";
+	if (!name)
+		name = rc_config()->name_param;
+	if (name)
+		name(field, len, buf, cap);
+	else
+		snprintf(buf, cap, "%.*s", (int)len, field);
+	return buf;
+}
+
+const char *rc_param_name(const char *field, size_t len, char *buf, size_t cap)
+{
+	return param_as(NULL, field, len, buf, cap);
+}
+
+/* The message with each parameter it names (e->named) as the program
+ * names it. */
+static const char *named_text(const struct rc_err *e, rc_param_namer name, char *buf, size_t len)
+{
+	size_t at = 0, o = 0, mlen = strnlen(e->msg, sizeof(e->msg));
+
+	for (int i = 0; i < e->nnamed && i < RC_ERR_NAMED; i++) {
+		size_t s = e->named[i].at, n = e->named[i].len;
+
+		if (s < at || s + n > mlen || o + (s - at) + n + 3 > len)
+			continue;
+		memcpy(buf + o, e->msg + at, s - at);
+		o += s - at;
+		param_as(name, e->msg + s, n, buf + o, len - o);
+		o += strlen(buf + o);
+		at = s + n;
+	}
+	snprintf(buf + o, len - o, "%.*s", (int)(mlen - at), e->msg + at);
+	return buf;
+}
+
+const char *rc_err_text(const struct rc_err *e, rc_param_namer name, char *buf, size_t len)
+{
+	size_t n = e->param ? strlen(e->param) : 0;
+	const char *at = n ? strstr(e->msg, e->param) : NULL;
+	char as[64];
+
+	if (!len)
+		return e->msg;
+	if (e->nnamed > 0 && e->nnamed <= RC_ERR_NAMED)
+		return named_text(e, name, buf, len);
+	if (!at)
+		return e->msg;
+	param_as(name, e->param, n, as, sizeof(as));
+	snprintf(buf, len, "%.*s%s%s", (int)(at - e->msg), e->msg, as, at + n);
+	return buf;
 }

@@ -144,6 +144,9 @@ int rc_group_peer_error(struct rc_group *g, int peer, const char *what, struct r
  * bounded): their waits then fail at once with the reason, which names the
  * rank at fault, instead of timing out on this one. */
 void rc_group_abort(struct rc_group *g, const char *why);
+/* The same with err's message, its parameters named as the program names
+ * them (rc_err_text); why when err is NULL. */
+void rc_group_abort_err(struct rc_group *g, const struct rc_err *err, const char *why);
 
 /* A rank on several rails: fn(item i) for the n items of size bytes at
  * items, at once: item 0 on this thread, the others on a thread each; an

@@ -382,6 +382,13 @@ void rc_group_abort(struct rc_group *g, const char *why)
 				break; /* a failed connection completes nothing more */
 }
 
+void rc_group_abort_err(struct rc_group *g, const struct rc_err *err, const char *why)
+{
+	char text[sizeof(err->msg) + 64];
+
+	rc_group_abort(g, err ? rc_err_text(err, NULL, text, sizeof(text)) : why ? why : "gave up");
+}
+
 /*
  * The closing handshake. A message is complete for its sender only when the
  * receiver's acknowledgment comes back; if that acknowledgment is lost, the

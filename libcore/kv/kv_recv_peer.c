@@ -14,6 +14,7 @@
 #include <rdmactl/parse.h>
 #include <rdmactl/parse_core.h>
 #include <rdmactl/conn_core.h>
+#include <rdmactl/err_core.h>
 #include <rdmactl/ops_core.h>
 #include <rdmactl/kv_core.h>
 
@@ -301,6 +302,7 @@ void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m
 {
 	struct kv_msg a = { .type = KV_MSG_WELCOME };
 	char why[KV_REASON_MAX] = "";
+	char opt[64];
 	struct rpeer *holder = r->by_rank[p->rank];
 
 	/* The answer to this connection's challenge, before anything else is
@@ -331,9 +333,9 @@ void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m
 		else if (m->u.hello.land == KV_PACK_ALWAYS && !r->land_off &&
 			 kv_land_applies(r->g, &r->from[p->rank]))
 			snprintf(why, sizeof(why),
-				 "source rank %u lands its route (--land always), and "
+				 "source rank %u lands its route (%s always), and "
 				 "this decode rank has no landing area (its pool is GPU memory)",
-				 p->rank);
+				 p->rank, rc_param_name("land", 4, opt, sizeof(opt)));
 	}
 	if (why[0]) {
 		refuse_hello(r, p, EINVAL, why);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <rdmactl/parse.h>
+#include <rdmactl/err_core.h>
 #include <rdmactl/kv_core.h>
 
 #include "kv_recv.h"
@@ -309,6 +310,7 @@ void kvr_on_req(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
 {
 	struct rreq *q = kvr_req_find(r, m->req);
 	char why[KV_REASON_MAX];
+	char opt[64];
 
 	if (!q && (req_over(r, p, m) || !(q = req_new(r, p, m))))
 		return;
@@ -337,8 +339,9 @@ void kvr_on_req(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
 	if (p->land && q->npages > r->land_units) {
 		snprintf(why, sizeof(why),
 			 "decode rank %u: landing area too small: request %u needs %u "
-			 "pages, --land-pages is %u",
-			 r->o->c.rank, q->id, q->npages, r->land_units);
+			 "pages, %s is %u",
+			 r->o->c.rank, q->id, q->npages,
+			 rc_param_name("land_pages", 10, opt, sizeof(opt)), r->land_units);
 		kvr_cancel_req(r, q, KV_EV_FAILED, ENOSPC, why);
 		return;
 	}

@@ -97,9 +97,9 @@ int mcast_say_hello(struct mc *m, struct rc_err *err)
 				"rings of %d chunks of the root's %u bytes are over 64G", m->R,
 				m->chunk);
 	else if (m->me != root && (uint64_t)m->R * m->chunk > max_ring)
-		rc = rc_err_set(err, E2BIG,
+		rc = rc_err_opt(err, E2BIG,
 				"the root asks for a ring of %d chunks of %u bytes (%llu bytes), "
-				"more than this rank's --max-ring of %llu: refused",
+				"more than this rank's {max_ring} of %llu: refused",
 				m->R, m->chunk, (unsigned long long)m->R * m->chunk,
 				(unsigned long long)max_ring);
 out:

@@ -49,7 +49,7 @@ static void rail_nostart(void *arg, int e)
 	struct rail_run *r = arg;
 
 	r->rc = rc_err_set(&r->err, e, "cannot start its thread: %s", strerror(e));
-	rc_group_abort(r->g, r->err.msg);
+	rc_group_abort_err(r->g, &r->err, NULL);
 }
 
 /* Rail i's options: slice [size * i / n, size * (i + 1) / n) of the blob. */

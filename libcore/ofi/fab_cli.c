@@ -97,9 +97,9 @@ static int server_addr(const struct rc_fcli_opts *o, unsigned char *name, size_t
 	fi_freeinfo(hints);
 	if (rc || !info || !info->dest_addr || info->dest_addrlen > RC_OFI_NAME_MAX) {
 		fi_freeinfo(info);
-		return rc_err_set(err, EHOSTUNREACH,
+		return rc_err_opt(err, EHOSTUNREACH,
 				  "libfabric's '%s' cannot address %s:%s (give the server's "
-				  "descriptor: --descriptor FILE)",
+				  "descriptor: {descriptor} FILE)",
 				  rc_ofi_prov_string(o->prov), o->host, o->port);
 	}
 	memcpy(name, info->dest_addr, info->dest_addrlen);
@@ -118,16 +118,16 @@ static int check_descriptor(struct rc_fcli *c, const struct rc_fcli_opts *o,
 	if (o->srv_nonce && fab_unhex(o->srv_nonce, c->ln, RC_AUTH_NONCE) != RC_AUTH_NONCE)
 		return rc_err_set(err, EINVAL, "the descriptor's nonce is not 16 bytes of hex");
 	if (!c->token && o->srv_token_check && o->srv_token_check[0])
-		return rc_err_set(err, EKEYREJECTED,
+		return rc_err_opt(err, EKEYREJECTED,
 				  "the server requires a token (its descriptor carries a "
-				  "token_check) and we hold none: give --token-file FILE or "
+				  "token_check) and we hold none: give {token_file} FILE or "
 				  "$RDMACTL_TOKEN; nothing was sent");
 	if (!c->token)
 		return 0;
 	if (!o->srv_nonce)
-		return rc_err_set(err, EINVAL,
+		return rc_err_opt(err, EINVAL,
 				  "with a token, a server over libfabric is reached through its "
-				  "descriptor (--descriptor FILE: the region line register -j "
+				  "descriptor ({descriptor} FILE: the region line register -j "
 				  "printed), whose nonce the proof is made over");
 	fab_token_check(c->token, c->ln, addr, alen, want);
 	if (!o->srv_token_check || !o->srv_token_check[0] ||

@@ -143,14 +143,18 @@ void srv_mig_conn_gone(struct srv_mig *st, const struct srv_mig_host *h, const v
 	}
 }
 
-/* The answer to request seq: status rc, with err's message when it failed;
+/* The answer to request seq: status rc, with err's message when it failed
+ * (its parameters named as the program names them: the client's options);
  * its length, 0 when it does not fit. */
 static int answer(void *out, size_t cap, uint32_t seq, struct rc_mig_resp *resp, int rc,
 		  const struct rc_err *err)
 {
+	char text[sizeof(err->msg) + 64];
+
 	resp->status = rc;
 	if (rc)
-		snprintf(resp->msg, sizeof(resp->msg), "%.*s", RC_MIG_MSG_LEN - 1, err->msg);
+		snprintf(resp->msg, sizeof(resp->msg), "%.*s", RC_MIG_MSG_LEN - 1,
+			 rc_err_text(err, NULL, text, sizeof(text)));
 	rc = rc_ctrl_encode_mig_resp(out, cap, seq, resp);
 	return rc < 0 ? 0 : rc;
 }
@@ -174,9 +178,9 @@ static int handle_cmd(struct srv_mig *st, const struct srv_mig_host *h, const vo
 		if (ri < 0)
 			rc = rc_err_set(&e, ENOENT, "no region named '%s' is served here", c.region);
 		else if (!admin)
-			rc = rc_err_set(
+			rc = rc_err_opt(
 				&e, EPERM,
-				"migration steps need the server's admin token (migrate --admin-token-file): TAKE refused");
+				"migration steps need the server's admin token (migrate {admin_token_file}): TAKE refused");
 		else if (!(rc = mig_owned(&st->reg[ri], &c, IN(MS_TRACKING) | IN(MS_FENCED), &e)))
 			return mig_take(&st->reg[ri], out, cap, seq);
 	} else {

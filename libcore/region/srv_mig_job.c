@@ -135,6 +135,7 @@ static void hash_run(struct srv_mig *st, struct job *j)
 static void job_run(struct srv_mig *st, struct job *j)
 {
 	struct rc_err e = { 0 };
+	char text[sizeof(e.msg) + 64];
 	int rc = 0;
 
 	if (j->type == RC_CTRL_PULL_REQ) {
@@ -150,7 +151,8 @@ static void job_run(struct srv_mig *st, struct job *j)
 	}
 	j->resp.status = rc;
 	if (rc)
-		snprintf(j->resp.msg, sizeof(j->resp.msg), "%.*s", RC_MIG_MSG_LEN - 1, e.msg);
+		snprintf(j->resp.msg, sizeof(j->resp.msg), "%.*s", RC_MIG_MSG_LEN - 1,
+			 rc_err_text(&e, NULL, text, sizeof(text)));
 }
 
 void *mig_worker(void *arg)
@@ -319,9 +321,9 @@ static int pull(struct srv_mig *st, const struct srv_mig_host *h, const void *co
 	if (!dst->mr)
 		return rc_err_set(err, EINVAL, "region '%s' is not registered here", r->dst_region);
 	if ((r->flags & RC_PULL_DIGEST) && dst->mem.kind == RC_MEM_CUDA)
-		return rc_err_set(
+		return rc_err_opt(
 			err, ENOTSUP,
-			"region '%s' is GPU memory here: its blocks cannot be digested as they land (move it with --no-verify)",
+			"region '%s' is GPU memory here: its blocks cannot be digested as they land (move it with {no_verify})",
 			r->dst_region);
 	rc = check_extents(r->ext, r->n, UINT64_MAX, dst->d.length, dst->d.length, err);
 	if (rc)
@@ -413,8 +415,8 @@ int mig_job_request(struct srv_mig *st, const struct srv_mig_host *h, const void
 	if (!j)
 		return rc_err_set(err, ENOMEM, "out of memory");
 	if (!admin) {
-		rc = rc_err_set(err, EPERM,
-				"%s needs the server's admin token (migrate --admin-token-file)",
+		rc = rc_err_opt(err, EPERM,
+				"%s needs the server's admin token (migrate {admin_token_file})",
 				hdr->type == RC_CTRL_PULL_REQ ? "a pull" : "a hash");
 	} else if (hdr->type == RC_CTRL_PULL_REQ) {
 		struct rc_pull_req r = { .ext = j->ext };

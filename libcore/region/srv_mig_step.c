@@ -399,9 +399,9 @@ int mig_run_step(struct srv_mig *st, const struct srv_mig_host *h, const void *c
 	x.m = &st->reg[x.ri];
 	x.r = &h->regions[x.ri];
 	if ((!known || steps[c->step].admin) && !admin)
-		return rc_err_set(
+		return rc_err_opt(
 			err, EPERM,
-			"migration steps need the server's admin token (migrate --admin-token-file): %s refused",
+			"migration steps need the server's admin token (migrate {admin_token_file}): %s refused",
 			step_name(c->step));
 	if (!known)
 		return rc_err_set(err, EINVAL, "unknown migration step %u", c->step);

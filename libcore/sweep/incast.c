@@ -175,7 +175,7 @@ int rc_incast_run(struct rc_group *g, const struct rc_sweep_opts *o, int receive
 	res->seconds = rc_now() - t0;
 out:
 	if (rc)
-		rc_group_abort(g, err ? err->msg : "the incast failed");
+		rc_group_abort_err(g, err, "the incast failed");
 	sweep_free(&s);
 	if (rc)
 		rc_incast_result_free(res);

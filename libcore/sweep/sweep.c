@@ -387,7 +387,7 @@ int rc_sweep_run(struct rc_group *g, const struct rc_sweep_opts *o, struct rc_sw
 	res->seconds = rc_now() - t0;
 out:
 	if (rc)
-		rc_group_abort(g, err ? err->msg : "the sweep failed");
+		rc_group_abort_err(g, err, "the sweep failed");
 	sweep_free(&s);
 	if (rc)
 		rc_sweep_result_free(res);

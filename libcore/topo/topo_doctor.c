@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rdmactl/err_core.h>
+
 #include "topo_int.h"
 
 #define MEMLOCK_MIN (64ULL << 20)
@@ -160,9 +162,13 @@ static void check_hugepages(struct rc_topo *t)
 	long total = 0, free_pages = 0;
 
 	if (!f->nhuge) {
+		char opt[64], fix[128];
+
+		snprintf(fix, sizeof(fix),
+			 "build the kernel with CONFIG_HUGETLBFS, or run without %s",
+			 rc_param_name("hugepages", 9, opt, sizeof(opt)));
 		tp_add_finding(
-			t, RC_SEV_WARNING, "hugepages",
-			"build the kernel with CONFIG_HUGETLBFS, or run without --hugepages",
+			t, RC_SEV_WARNING, "hugepages", fix,
 			"hugepages were asked for but the kernel offers none (no kernel/mm/hugepages)");
 		return;
 	}

@@ -28,6 +28,42 @@ $output"
 	ls "$ROOT"/cmds/*.c "$ROOT"/cmds/framework/*.c "$ROOT"/cli/*.c >/dev/null
 }
 
+# libcore_options DIR: each option written in a C string under DIR, as
+# "FILE:LINE: --option", less other tools' own (tar's, in a capture's
+# unpacking; srun's and docker's, in the locked-memory fixes). libcore
+# names a parameter by its field and the program names it (rc_err_opt,
+# rc_param_name): rdmactl's options live in cmds/.
+libcore_options() {
+	grep -rnoE --include='*.c' --include='*.h' '"([^"\\]|\\.)*"' "$@" |
+		awk '{
+			s = $0
+			sub(/^[^:]*:[0-9]+:/, "", s)
+			at = substr($0, 1, length($0) - length(s))
+			while (match(s, /--[a-z][a-z0-9-]+/)) {
+				o = substr(s, RSTART, RLENGTH)
+				s = substr(s, RSTART + RLENGTH)
+				if (o !~ /^--(no-same-owner|no-same-permissions|propagate|ulimit)$/)
+					print at " " o
+			}
+		}'
+}
+
+@test "the check finds an option written in a string, and not another tool's" {
+	mkdir -p "$BATS_TEST_TMPDIR/planted"
+	printf '%s\n' 'const char *a = "give --land-pages or {land}";' \
+		'const char *t[] = { "tar", "--no-same-owner", "-x" };' 'int b = x--y;' \
+		'const char *c = "a \"quoted\" --max-ring";' >"$BATS_TEST_TMPDIR/planted/x.c"
+	run libcore_options "$BATS_TEST_TMPDIR/planted"
+	assert_output "$BATS_TEST_TMPDIR/planted/x.c:1: --land-pages
+$BATS_TEST_TMPDIR/planted/x.c:4: --max-ring"
+}
+
+@test "libcore writes no option of rdmactl's: a message names the parameter by its field, the program names it" {
+	run libcore_options "$ROOT/libcore"
+	assert_output ""
+	ls "$ROOT"/libcore/base/err.c >/dev/null
+}
+
 # The functions the public headers mark RC_EXPORT, one a line, sorted.
 public_api() {
 	grep -h 'RC_EXPORT' "$ROOT"/libcore/include/rdmactl/*.h | grep -v '#define' |

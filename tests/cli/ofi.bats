@@ -82,6 +82,7 @@ client() {
 	run "$RDMACTL" atomic "127.0.0.1:$port/kv" --fabric ofi:tcp --descriptor "$desc" --faa 1
 	assert_failure 3
 	assert_output --partial "the server requires a token"
+	assert_output --partial "give --token-file FILE or \$RDMACTL_TOKEN"
 	run grep -c '"event":"connected"' "$desc"
 	assert_output 0
 }

@@ -521,6 +521,8 @@ expected() {
 		assert_failure 1
 		assert_output --partial "need"
 		assert_output --partial "admin token"
+		# named as migrate's option, by the server's words
+		assert_output --partial "(migrate --admin-token-file)"
 	done
 	# An admin token with one more character is no admin token (nor a data one).
 	run "$MIG_CTL" "$A/kv" "${adm}X" track

@@ -1,17 +1,38 @@
 // SPDX-License-Identifier: MIT
-/* rc_err_set, rc_err_wrap and rc_err_append: codes, NULL, context, cuts. */
+/* rc_err_set, rc_err_wrap and rc_err_append: codes, NULL, context, cuts;
+ * rc_err_opt and rc_err_text: named parameters, and how a program names them. */
 #include <errno.h>
 #include <string.h>
 
+#include <ctype.h>
+#include <stdio.h>
+
+#include <rdmactl/config.h>
 #include <rdmactl/err.h>
 #include <rdmactl/err_core.h>
 
 #include "check.h"
+#include "cmds.h"
+
+/* A namer of its own: land_pages is <LAND_PAGES>. */
+static void upper(const char *field, size_t len, char *out, size_t cap)
+{
+	size_t o = 0;
+
+	if (o + 1 < cap)
+		out[o++] = '<';
+	for (size_t i = 0; i < len && o + 1 < cap; i++)
+		out[o++] = (char)toupper((unsigned char)field[i]);
+	if (o + 1 < cap)
+		out[o++] = '>';
+	out[o] = '\0';
+}
 
 int main(void)
 {
 	struct rc_err e = { 0 };
 	char big[700];
+	char t[600];
 
 	/* an errno of either sign; 0 (no errno set) is an error, never success */
 	CHECK(rc_err_set(&e, ENOENT, "no %s", "key") == -ENOENT);
@@ -83,5 +104,27 @@ int main(void)
 	rc_err_opt(&e, EINVAL, "give {bind}");
 	rc_err_wrap(&e, 0, "%s", big); /* the callee cut off: its name goes */
 	CHECK(e.nnamed == 0);
+
+	/* text: each named parameter as a namer names it; with none, as the
+	 * configuration's does, else by its field */
+	rc_err_opt(&e, EKEYREJECTED, "give {token_file} FILE or {descriptor} (%d)", 3);
+	CHECK_STR(rc_err_text(&e, upper, t, sizeof(t)),
+		  "give <TOKEN_FILE> FILE or <DESCRIPTOR> (3)");
+	CHECK_STR(rc_err_text(&e, NULL, t, sizeof(t)), "give token_file FILE or descriptor (3)");
+	rc_config_set(&(struct rc_config){ .name_param = upper });
+	CHECK_STR(rc_err_text(&e, NULL, t, sizeof(t)), "give <TOKEN_FILE> FILE or <DESCRIPTOR> (3)");
+	CHECK_STR(rc_param_name("land_pages", 4, t, sizeof(t)), "<LAND>");
+	rc_config_set(NULL);
+	CHECK_STR(rc_param_name("land_pages", 10, t, sizeof(t)), "land_pages");
+	/* rdmactl's: the option */
+	CHECK_STR(cmds_err_text(&e, t, sizeof(t)), "give --token-file FILE or --descriptor (3)");
+	/* a short buffer cuts the text, never past it; a message naming none is
+	 * itself */
+	CHECK(strlen(rc_err_text(&e, upper, t, 12)) <= 11);
+	rc_err_set(&e, EIO, "plain {x}");
+	CHECK(rc_err_text(&e, upper, t, sizeof(t)) == e.msg);
+	/* rc_err_param's one parameter, named the same way */
+	rc_err_param(&e, "kv_heads", EINVAL, "kv_heads must divide 8");
+	CHECK_STR(rc_err_text(&e, upper, t, sizeof(t)), "<KV_HEADS> must divide 8");
 	CHECK_DONE();
 }

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 
+#include <rdmactl/err.h>
 #include <rdmactl/export.h>
 
 /* What a program tells the library about its surroundings, passed in once
@@ -30,6 +31,9 @@ struct rc_config {
 	/* The fabric a command runs on where it names none (--fabric):
 	 * RDMACTL_FABRIC ("verbs", "auto", "ofi:PROVIDER"). */
 	const char *fabric;
+	/* How the program names a parameter (rdmactl/err.h) in a text libcore
+	 * makes for a peer or a report. NULL: by its field. */
+	rc_param_namer name_param;
 	/* Test hooks. */
 	long test_max_cqe;             /* a group's CQs as if a device allowed no more
 					* CQEs than this (> 0): RDMACTL_TEST_MAX_CQE */

@@ -6,6 +6,8 @@
 #ifndef RDMACTL_ERR_H
 #define RDMACTL_ERR_H
 
+#include <stddef.h>
+
 #include <rdmactl/export.h>
 
 #define RC_ERR_NAMED 3
@@ -42,5 +44,17 @@ RC_EXPORT int rc_err_param(struct rc_err *e, const char *param, int code, const 
  * FIELD there, without the braces, and named[] says where. */
 RC_EXPORT int rc_err_opt(struct rc_err *e, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* How a program names a parameter that a message names by its field
+ * ("land_pages", the first len bytes of field): the name into out (cap
+ * bytes). rdmactl: the option, --land-pages. */
+typedef void (*rc_param_namer)(const char *field, size_t len, char *out, size_t cap);
+
+/* e's message with each parameter it names (rc_err_opt's {FIELD}s, or
+ * rc_err_param's) as name names it (NULL: as rc_config's name_param does,
+ * else the field itself): into buf (len bytes), which it returns; e->msg
+ * itself when it names none. The text to print, or to send a peer. */
+RC_EXPORT const char *rc_err_text(const struct rc_err *e, rc_param_namer name, char *buf,
+				  size_t len);
 
 #endif
