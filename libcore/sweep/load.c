@@ -25,45 +25,66 @@
 #define LOAD_RAMP 0.2 /* of the duration: the load builds up */
 #define LOAD_STOP 0.9 /* of the duration: the last sample starts before */
 
+/* sweep_bulk's latencies, from the engine's notes: a write is posted when
+ * the burst finds room for it (the write depth before it done: when its
+ * note came) and done at the note that counts it. */
+struct bulk_lat {
+	double t0;
+	double *done_at; /* done_at[d % depth]: when d writes were seen done */
+	uint64_t depth, seen;
+	double *lat;
+	int cap, *nlat;
+};
+
+static void bulk_seen(struct bulk_lat *b, uint64_t done, double now)
+{
+	for (; b->seen < done; b->seen++) {
+		uint64_t w = b->seen; /* write w is done: w + 1 are */
+		double sent_at = w < b->depth ? b->t0 : b->done_at[(w + 1) % b->depth];
+
+		if (b->lat && *b->nlat < b->cap)
+			b->lat[(*b->nlat)++] = (now - sent_at) * 1e6;
+		b->done_at[(w + 1) % b->depth] = now;
+	}
+}
+
+static void bulk_note(void *arg, uint64_t done, double now)
+{
+	bulk_seen(arg, done, now);
+}
+
 int sweep_bulk(struct sweep *s, int peer, double seconds, double *lat, int cap, int *nlat,
 	       uint64_t *bytes, struct rc_err *err)
 {
 	const struct rc_sweep_opts *o = s->o;
-	uint64_t base = rc_group_writes_done(s->g, peer), posted = 0, seen = 0;
-	double end = rc_now() + seconds, *t_post = calloc((size_t)o->depth, sizeof(double));
-	int rc = 0;
+	double t0 = rc_now();
+	struct bulk_lat bl = { .t0 = t0,
+			       .done_at = calloc((size_t)o->depth, sizeof(double)),
+			       .depth = (uint64_t)o->depth,
+			       .lat = lat,
+			       .cap = cap,
+			       .nlat = nlat };
+	/* The engine's pipeline, every write signalled: each one seen done. */
+	struct rc_group_burst b = { .laddr = s->mem.buf,
+				    .len = (uint32_t)o->msg_size,
+				    .lkey = s->mr->lkey,
+				    .raddr = s->theirs[peer].addr,
+				    .rkey = s->theirs[peer].rkey,
+				    .until = t0 + seconds,
+				    .depth = o->depth,
+				    .signal_every = 1,
+				    .note = bulk_note,
+				    .note_arg = &bl };
+	uint64_t posted = 0;
+	int rc;
 
-	if (!t_post)
+	if (!bl.done_at)
 		return rc_err_set(err, ENOMEM, "out of memory");
-	for (;;) {
-		bool more = rc_now() < end;
-		uint64_t done = rc_group_writes_done(s->g, peer) - base;
-
-		/* completions come in order: each one's post time is known */
-		for (double now = rc_now(); seen < done; seen++)
-			if (lat && *nlat < cap)
-				lat[(*nlat)++] = (now - t_post[seen % (uint64_t)o->depth]) * 1e6;
-		if (more && posted - done < (uint64_t)o->depth) {
-			t_post[posted % (uint64_t)o->depth] = rc_now();
-			rc = rc_group_write_imm(s->g, peer, s->mem.buf, o->msg_size, s->mr->lkey,
-						s->theirs[peer].addr, s->theirs[peer].rkey, -1, 0,
-						err);
-			if (rc)
-				break;
-			posted++;
-			continue;
-		}
-		if (!more)
-			break;
-		if ((rc = sweep_wait_done(s, peer, base + done + 1, err)))
-			break;
-	}
-	if (!rc && !(rc = sweep_wait_done(s, peer, base + posted, err)))
-		for (double now = rc_now(); seen < posted; seen++)
-			if (lat && *nlat < cap)
-				lat[(*nlat)++] = (now - t_post[seen % (uint64_t)o->depth]) * 1e6;
+	rc = rc_group_write_burst(s->g, peer, &b, &posted, err);
+	if (!rc) /* the last ones, done as the burst drained */
+		bulk_seen(&bl, posted, rc_now());
 	*bytes = posted * o->msg_size;
-	free(t_post);
+	free(bl.done_at);
 	return rc;
 }
 

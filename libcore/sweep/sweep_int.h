@@ -93,7 +93,8 @@ int sweep_timeout_ms(struct rc_group *g, int me, int world);
 int sweep_load_pass(struct sweep *s, struct rc_err *err);
 /* WRITEs of msg_size to peer, depth outstanding, for seconds; each one's
  * post to completion into lat (up to cap samples, *nlat of them) when lat
- * is not NULL; the bytes written. */
+ * is not NULL; the bytes written. Through the engine's pipeline
+ * (rc_group_write_burst), as the bandwidth rounds post. */
 int sweep_bulk(struct sweep *s, int peer, double seconds, double *lat, int cap, int *nlat,
 	       uint64_t *bytes, struct rc_err *err);
 
