@@ -27,6 +27,8 @@
 	  OPT_SIZE(struct topo_args, vsize, "8M"), OPT_GIVEN(struct topo_args, vsize_given)) \
 	X(TP_HUGEPAGES, "hugepages", 0, NULL, "doctor: hugepages are required", \
 	  OPT_FLAG(struct topo_args, hugepages)) \
+	X(TP_FABRICS, "fabrics", 0, NULL, "also list libfabric's providers", \
+	  OPT_FLAG(struct topo_args, fabrics)) \
 	X(TP_EXPORT, "export", 0, "nccl|ucx|mooncake", \
 	  "the rail plan as NCCL, UCX or Mooncake settings", COMP_WORDS, "nccl|ucx|mooncake", \
 	  OPT_STR(struct topo_args, export_name, NULL)) \
@@ -39,6 +41,7 @@ struct topo_args {
 	const char *capture;
 	bool verify;
 	bool hugepages;
+	bool fabrics;
 	uint64_t vsize;
 	int export;                                        /* enum topo_export, -1 none */
 	int gpu;                                           /* --gpu N, -1 all */
@@ -70,7 +73,7 @@ static int topo_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	*a = (struct topo_args){ .export = -1, .gpu = -1 };
 	if (v->npos)
 		return usage_err(ctx, "probe-topology: unexpected argument '%s'", v->pos[0]);
-	if ((rc = opts_fill(ctx, c, v, TP_SYSFS, TP_HUGEPAGES + 1, a)))
+	if ((rc = opts_fill(ctx, c, v, TP_SYSFS, TP_FABRICS + 1, a)))
 		return rc;
 	if (a->vsize == 0 || a->vsize > (1ULL << 30))
 		return usage_err(ctx, "invalid --verify-size: expected 1 byte to 1G");
@@ -85,6 +88,10 @@ static int topo_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 	if (a->sysfs && a->verify)
 		return usage_err(ctx,
 				 "probe-topology: --verify needs the live host, not a --sysfs tree");
+	if (a->fabrics && (a->sysfs || a->capture))
+		return usage_err(ctx,
+				 "probe-topology: --fabrics lists this host's libfabric: it goes "
+				 "without --sysfs and --capture");
 	opts_fill(ctx, c, v, TP_EXPORT, TP_EXPORT + 1, a); /* a string */
 	if (a->export_name && (a->export = topo_export_kind(a->export_name)) < 0)
 		return usage_err(ctx, "invalid --export '%s': expected nccl, ucx or mooncake",
@@ -93,10 +100,10 @@ static int topo_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 		return rc;
 	if (a->gpu_given && a->export < 0)
 		return usage_err(ctx, "probe-topology: --gpu goes with --export");
-	if (a->export >= 0 && (a->capture || a->verify))
+	if (a->export >= 0 && (a->capture || a->verify || a->fabrics))
 		return usage_err(
 			ctx,
-			"probe-topology: --export prints the plan only: it goes without --capture and --verify");
+			"probe-topology: --export prints the plan only: it goes without --capture, --verify and --fabrics");
 	return 0;
 }
 
@@ -164,7 +171,8 @@ static int do_probe_topology(struct ctx *ctx, int argc, char **argv)
 		rc = topo_export(ctx, t, a.export, a.gpu);
 		goto out;
 	}
-	topo_show(ctx, t, a.sysfs ? a.sysfs : "/sys");
+	if ((rc = topo_show(ctx, t, a.sysfs ? a.sysfs : "/sys", a.fabrics)))
+		goto out;
 	if (failed < 0)
 		rc = fail(ctx, -ENODEV,
 			  "no port was verified: --verify found no ACTIVE port to write to (see the findings)");

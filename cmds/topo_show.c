@@ -498,10 +498,10 @@ static void put_host(struct out *o, const struct rc_topo *t, const char *source)
 	out_obj_end(o);
 }
 
-int topo_show(struct ctx *ctx, const struct rc_topo *t, const char *source)
+int topo_show(struct ctx *ctx, const struct rc_topo *t, const char *source, bool fabrics)
 {
 	struct out *o = &ctx->out;
-	int count[3] = { 0 }, nports = 0, active = 0, shown = 0;
+	int count[3] = { 0 }, nports = 0, active = 0, shown = 0, rc;
 
 	put_host(o, t, source);
 	out_text(o, "\nRDMA devices (%d)%s\n", t->ndevs, t->ndevs ? "" : ": none found");
@@ -524,6 +524,8 @@ int topo_show(struct ctx *ctx, const struct rc_topo *t, const char *source)
 	put_gpu_matrix(o, t);
 	put_rails(o, t);
 	put_gpudirect(o, t);
+	if (fabrics && (rc = topo_fabrics(ctx, t)))
+		return rc;
 	put_findings(o, t, count);
 	out_obj_begin(o, "summary");
 	out_i64(o, "devices", "\nSummary: %lld RDMA device(s)", shown);

@@ -75,18 +75,18 @@ static int no_info(const char *prov, uint64_t caps, struct rc_err *err)
 			  prov, caps & FI_ATOMIC ? " and 64-bit atomics" : "");
 }
 
-static struct fi_info *hints_for(const struct rc_ofi_opts *opts, uint64_t caps)
+struct fi_info *rc_ofi_hints(const char *prov, bool want_atomic)
 {
 	struct fi_info *h = fi_allocinfo();
 
 	if (!h)
 		return NULL;
 	h->ep_attr->type = FI_EP_RDM;
-	h->caps = caps;
+	h->caps = CAPS | (want_atomic ? FI_ATOMIC : 0);
 	h->mode = 0;
 	h->domain_attr->mr_mode = MR_MODES;
 	h->domain_attr->threading = FI_THREAD_DOMAIN;
-	h->fabric_attr->prov_name = strdup(rc_ofi_prov_string(opts->prov));
+	h->fabric_attr->prov_name = strdup(rc_ofi_prov_string(prov));
 	if (!h->fabric_attr->prov_name) {
 		fi_freeinfo(h);
 		return NULL;
@@ -159,7 +159,7 @@ int rc_ofi_open(struct rc_ofi *o, const struct rc_ofi_opts *opts, struct rc_err 
 
 	memset(o, 0, sizeof(*o));
 	o->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : 5000;
-	if (!(hints = hints_for(opts, caps)))
+	if (!(hints = rc_ofi_hints(opts->prov, opts->want_atomic)))
 		return rc_err_set(err, ENOMEM, "out of memory");
 	rc = fi_getinfo(FI_VERSION(1, 9), opts->node, service, opts->node ? FI_SOURCE : 0, hints,
 			&o->info);

@@ -38,6 +38,12 @@ struct fid_av;
 struct fid_cq;
 struct fid_mr;
 
+/* The hints rc_ofi_open gives fi_getinfo for prov (as rc_ofi_opts names it):
+ * an RDM endpoint with messages, RMA read and write (and 64-bit atomics),
+ * under the memory modes rdmactl handles. fi_freeinfo frees them; NULL:
+ * out of memory. */
+struct fi_info *rc_ofi_hints(const char *prov, bool want_atomic);
+
 struct rc_ofi_opts {
 	const char *prov;    /* "tcp", "verbs", "efa", "shm", or "a;b" as fi_info names it */
 	const char *node;    /* the address to bind (NULL: the provider's choice) */

@@ -18,6 +18,7 @@ static struct {
 	struct fi_info *(*dupinfo)(const struct fi_info *);
 	int (*fabric)(struct fi_fabric_attr *, struct fid_fabric **, void *);
 	const char *(*strerror)(int);
+	uint32_t (*version)(void);
 	char why[256]; /* why it could not be opened ("" when it was) */
 	pthread_once_t once;
 } dl = { .once = PTHREAD_ONCE_INIT };
@@ -45,9 +46,10 @@ static void load(void)
 	*(void **)&dl.dupinfo = sym(lib, "fi_dupinfo");
 	*(void **)&dl.fabric = sym(lib, "fi_fabric");
 	*(void **)&dl.strerror = sym(lib, "fi_strerror");
+	*(void **)&dl.version = sym(lib, "fi_version");
 	if (dl.why[0]) /* one missing: none is used */
 		dl.getinfo = NULL, dl.freeinfo = NULL, dl.dupinfo = NULL, dl.fabric = NULL,
-		dl.strerror = NULL;
+		dl.strerror = NULL, dl.version = NULL;
 }
 
 /* 0 once libfabric is open, -FI_ENOSYS when it cannot be */
@@ -83,4 +85,9 @@ int fi_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *con
 const char *fi_strerror(int errnum)
 {
 	return opened() ? dl.why : dl.strerror(errnum);
+}
+
+uint32_t fi_version(void)
+{
+	return opened() ? 0 : dl.version();
 }

@@ -41,6 +41,8 @@ check() {
 	assert_success
 	check probe-topology "$("$RDMACTL" -j probe-topology --sysfs "$fx/two-socket-8gpu" --export mooncake)"
 	assert_success
+	check probe-topology "$("$RDMACTL" -j probe-topology --fabrics)"
+	assert_success
 	check batch "$(printf 'version\nkvxfer plan --layers 2 --kv-heads 8 --head-dim 128 --tokens 16\nhelp version\n' |
 		"$RDMACTL" -j -b -)"
 	assert_success
@@ -73,6 +75,10 @@ check() {
 	check probe-topology "$(jq -c 'del(.rail_plan[1].nic)' <<<"$doc")"
 	assert_failure 1
 	assert_output --partial "at /rail_plan/1: should have required property 'nic'"
+	doc=$("$RDMACTL" -j probe-topology --fabrics)
+	check probe-topology "$(jq -c '.fabrics.list[0].endpoints = ["rc"]' <<<"$doc")"
+	assert_failure 1
+	assert_output --partial "at /fabrics/list/0/endpoints/0: should be equal to one of the allowed values"
 	check version '{"schema_version":1,"version":"0.1.0"}'
 	assert_failure 1
 	assert_output --partial "at /schema_version: should be equal to constant (2)"

@@ -440,13 +440,13 @@ with_nvml() {
 	local man=$BATS_TEST_DIRNAME/../../man/rdmactl-probe-topology.8 opt documented
 	run "$RDMACTL" probe-topology --help
 	assert_success
-	for opt in sysfs capture verify verify-size hugepages export gpu; do
+	for opt in sysfs capture verify verify-size hugepages fabrics export gpu; do
 		assert_output --partial "--$opt"
 		grep -qF -- "\\-\\-${opt//-/\\-}" "$man" || fail "$man does not mention --$opt"
 	done
 	documented=$(awk '/^\.SH/ { on = ($0 ~ /^\.SH "?OPTIONS"?$/); next } on' "$man" |
 		grep -oE '\\-\\-[a-z0-9]+(\\-[a-z0-9]+)*' | sed 's/\\-/-/g; s/^--//' | sort -u | xargs)
-	assert_equal "$documented" "capture export gpu hugepages sysfs verify verify-size"
+	assert_equal "$documented" "capture export fabrics gpu hugepages sysfs verify verify-size"
 	grep -q '^\.TH RDMACTL\\-PROBE\\-TOPOLOGY 8 ' "$man"
 	assert_equal "$(head -1 "$man")" '.\" SPDX-License-Identifier: MIT'
 	if command -v groff >/dev/null; then
@@ -562,4 +562,66 @@ with_nvml() {
 	run timeout 30 "$RDMACTL" probe-topology --sysfs "$FX/softroce" --export ucx --gpu 0
 	assert_failure 1
 	assert_output --partial "this host has no GPU"
+}
+
+# rows OFFERS: "PROVIDER DOMAIN FI_EP_TYPE" a line, sorted, of libfabric's
+# offers as fi_info lists them (OFFERS empty) or as the document on stdin
+# lists them (OFFERS "doc").
+rows() {
+	if [[ -n ${1:-} ]]; then
+		jq -r '.fabrics.list[] | .provider as $p | .domain as $d
+			| .endpoints[] | "\($p) \($d) FI_EP_\(ascii_upcase)"'
+	else
+		fi_info | awk '/^provider:/ { p = $2 } /^ *domain:/ { d = $2 } /^ *type:/ { print p, d, $2 }'
+	fi | sort -u
+}
+
+@test "--fabrics lists what fi_info lists, a provider and domain a row, each with the --fabric that opens it where rdmactl can" {
+	command -v fi_info >/dev/null || fail "no fi_info: tests/deps.sh installs libfabric-bin"
+	local doc want
+	doc=$(timeout 30 "$RDMACTL" -j probe-topology --fabrics)
+	want=$(rows)
+	[[ -n $want ]] || fail "fi_info lists nothing"
+	run rows doc <<<"$doc"
+	assert_output "$want"
+	# the same under FI_PROVIDER, which libfabric reads: tcp, and tcp;ofi_rxm over it
+	want=$(FI_PROVIDER=tcp rows)
+	run rows doc <<<"$(FI_PROVIDER=tcp timeout 30 "$RDMACTL" -j probe-topology --fabrics)"
+	assert_output "$want"
+	[[ $output == *"tcp;ofi_rxm lo FI_EP_RDM"* && $output != *sockets* ]] || fail "FI_PROVIDER=tcp: $output"
+	# tcp;ofi_rxm's RDM endpoint opens with --fabric ofi:tcp, atomics and
+	# all (ofi.bats moves data over it); plain tcp's MSG endpoint is none of
+	# rdmactl's: no option
+	jq -e '.fabrics | .offers == (.list | length) and .left_out == 0
+		and (.list[] | select(.provider == "tcp;ofi_rxm" and .domain == "lo")
+			| .fabric_option == "ofi:tcp" and .rma and .atomic and .endpoints == ["rdm"])
+		and (.list[] | select(.provider == "tcp" and .domain == "lo")
+			| .fabric_option == null and .endpoints == ["msg"])
+		and (.libfabric | test("^1\\.[0-9]+$"))' <<<"$doc"
+	# no RDMA device on this host: auto picks nothing, and no row has a NIC
+	[[ -n "$(ls /sys/class/infiniband 2>/dev/null)" ]] ||
+		jq -e '.fabrics.auto == null and all(.fabrics.list[]; .nic == null)' <<<"$doc"
+	# the text: a row a pair, the option quoted where the shell needs it
+	run timeout 30 "$RDMACTL" probe-topology --fabrics
+	assert_success
+	assert_line --regexp '^  tcp;ofi_rxm +lo +- +rdm +rma atomic imm +--fabric ofi:tcp$'
+	assert_line --regexp '^  tcp +lo +- +msg +rma imm$'
+}
+
+@test "--fabrics: a libfabric that cannot be opened is named, exit 1; with --sysfs, --capture or --export a usage error" {
+	local lib=$BATS_TEST_TMPDIR/lib
+	mkdir "$lib"
+	: >"$lib/libfabric.so.1" # not a library: dlopen refuses it
+	run env LD_LIBRARY_PATH="$lib" timeout 30 "$RDMACTL" probe-topology --fabrics
+	assert_failure 1
+	assert_output --partial "--fabrics: cannot open libfabric.so.1 (install libfabric1)"
+	# without --fabrics it is not opened at all
+	run env LD_LIBRARY_PATH="$lib" timeout 30 "$RDMACTL" probe-topology
+	assert_success
+	run timeout 30 "$RDMACTL" probe-topology --fabrics --sysfs "$FX/softroce"
+	assert_failure 2
+	assert_output --partial "--fabrics lists this host's libfabric: it goes without --sysfs and --capture"
+	run timeout 30 "$RDMACTL" probe-topology --fabrics --export nccl
+	assert_failure 2
+	assert_output --partial "--export prints the plan only: it goes without --capture, --verify and --fabrics"
 }

@@ -207,3 +207,30 @@ devinfo_field() {
 	jq -e --arg d "$DEV" '.matrix | to_entries | length >= 1 and all(.key | test("^cpu:[0-9]+$"))
 		and all(.value[0] | index($d))' <<<"$output"
 }
+
+# rdmactl's side (offers.c, topo_fabrics.c) runs under the sanitizers in the
+# cli-asan tier; here only libfabric's verbs provider is new
+# bats test_tags=plain-only
+@test "--fabrics on rxe: libfabric's verbs provider on the device, its RDM endpoint (verbs;ofi_rxm) opened by --fabric ofi:verbs, as fi_info lists them; auto picks verbs" {
+	local j
+	j=$(probe --fabrics)
+	# the device's rows, as fi_info -p verbs lists them
+	run sort -u <<<"$(jq -r --arg d "$DEV" '.fabrics.list[] | select(.provider | startswith("verbs"))
+		| select(.nic == $d) | .provider as $p | .domain as $m | .endpoints[] | "\($p) \($m) \(.)"' <<<"$j")"
+	local want
+	want=$(fi_info -p verbs | awk -v d="$DEV" '/^provider:/ { p = $2 } /^ *domain:/ { m = $2 }
+		/^ *type:/ { t = tolower($2); sub(/^fi_ep_/, "", t); if (m == d || index(m, d "-") == 1) print p, m, t }' | sort -u)
+	[[ -n $want ]] || fail "fi_info -p verbs lists nothing on $DEV"
+	assert_output "$want"
+	jq -e --arg d "$DEV" '.fabrics.auto == "verbs"
+		and (.fabrics.list[] | select(.provider == "verbs;ofi_rxm" and .domain == $d)
+			| .nic == $d and .endpoints == ["rdm"] and .fabric_option == "ofi:verbs" and .rma)
+		and (.fabrics.list[] | select(.provider == "verbs" and .domain == $d)
+			| .nic == $d and (.endpoints | index("msg")) and .fabric_option == null)' <<<"$j"
+	# the netdev's tcp rows name the device too
+	jq -e --arg d "$DEV" '[.fabrics.list[] | select(.provider == "tcp;ofi_rxm" and .nic == $d)] | length == 1' <<<"$j"
+	run timeout 120 "$RDMACTL" probe-topology --fabrics
+	assert_success
+	assert_line --regexp "^  verbs;ofi_rxm +$DEV +$DEV +rdm .*--fabric ofi:verbs\$"
+	assert_line --regexp '^--fabric auto picks verbs \([0-9]+ RDMA devices?\)$'
+}

@@ -137,4 +137,27 @@ RC_EXPORT int rc_fcli_atomic(struct rc_fcli *c, bool cas, uint64_t off, uint64_t
 /* Says goodbye (the server frees its entry) and closes. */
 RC_EXPORT void rc_fcli_close(struct rc_fcli *c);
 
+/* What libfabric offers on this host, one row a provider and domain, as
+ * fi_info lists them (probe-topology --fabrics). */
+struct rc_fabric_offer {
+	char provider[64]; /* "tcp;ofi_rxm", "verbs;ofi_rxm", "efa" */
+	char fabric[64];
+	char domain[64];                 /* "rxe0", "eth0": a device, or a netdev */
+	bool msg, rdm, dgram;            /* the endpoint types it offers */
+	bool rma, atomic, cq_data, hmem; /* in one of them at least */
+	/* An RDM endpoint with what rdmactl needs (messages, RMA read and
+	 * write) under memory modes it handles: --fabric fabric_option opens
+	 * it ("" when not usable). */
+	bool usable;
+	char fabric_option[72];
+};
+
+/* Every row into out, cap at most (*left_out: libfabric's entries that did
+ * not fit); no provider is no row. Opens libfabric: -ENOSYS when it
+ * cannot, the message saying why. */
+RC_EXPORT int rc_fabric_offers(struct rc_fabric_offer *out, int cap, int *n, int *left_out,
+			       struct rc_err *err);
+/* libfabric's version, "1.17" ("" when it cannot be opened), into buf. */
+RC_EXPORT const char *rc_fabric_version(char *buf, size_t cap);
+
 #endif
