@@ -193,9 +193,9 @@ static const char *param_as(rc_param_namer name, const char *field, size_t len, 
 	return buf;
 }
 
-const char *rc_param_name(const char *field, size_t len, char *buf, size_t cap)
+const char *rc_param_name(const char *field, char *buf, size_t cap)
 {
-	return param_as(NULL, field, len, buf, cap);
+	return param_as(NULL, field, strlen(field), buf, cap);
 }
 
 /* The message with each parameter it names (e->named) as the program

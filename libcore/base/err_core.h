@@ -17,10 +17,10 @@ int rc_err_wrap(struct rc_err *e, int code, const char *fmt, ...)
 int rc_err_append(struct rc_err *e, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* The name the program gives the parameter field (its first len bytes,
- * "land_pages"), as rc_config's name_param writes it (rdmactl: the option,
- * --land-pages), else the field itself: into buf, which it returns. For
- * a text that is not an rc_err (a refusal sent to a peer, a finding's fix). */
-const char *rc_param_name(const char *field, size_t len, char *buf, size_t cap);
+/* The name the program gives the parameter field ("land_pages"), as
+ * rc_config's name_param writes it (rdmactl: the option, --land-pages),
+ * else the field itself: into buf, which it returns. For a text that is
+ * not an rc_err (a refusal sent to a peer, a finding's fix). */
+const char *rc_param_name(const char *field, char *buf, size_t cap);
 
 #endif

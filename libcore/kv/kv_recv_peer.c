@@ -335,7 +335,7 @@ void kvr_on_hello(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m
 			snprintf(why, sizeof(why),
 				 "source rank %u lands its route (%s always), and "
 				 "this decode rank has no landing area (its pool is GPU memory)",
-				 p->rank, rc_param_name("land", 4, opt, sizeof(opt)));
+				 p->rank, rc_param_name("land", opt, sizeof(opt)));
 	}
 	if (why[0]) {
 		refuse_hello(r, p, EINVAL, why);

@@ -341,7 +341,7 @@ void kvr_on_req(struct kv_receiver *r, struct rpeer *p, const struct kv_msg *m)
 			 "decode rank %u: landing area too small: request %u needs %u "
 			 "pages, %s is %u",
 			 r->o->c.rank, q->id, q->npages,
-			 rc_param_name("land_pages", 10, opt, sizeof(opt)), r->land_units);
+			 rc_param_name("land_pages", opt, sizeof(opt)), r->land_units);
 		kvr_cancel_req(r, q, KV_EV_FAILED, ENOSPC, why);
 		return;
 	}

@@ -166,7 +166,7 @@ static void check_hugepages(struct rc_topo *t)
 
 		snprintf(fix, sizeof(fix),
 			 "build the kernel with CONFIG_HUGETLBFS, or run without %s",
-			 rc_param_name("hugepages", 9, opt, sizeof(opt)));
+			 rc_param_name("hugepages", opt, sizeof(opt)));
 		tp_add_finding(
 			t, RC_SEV_WARNING, "hugepages", fix,
 			"hugepages were asked for but the kernel offers none (no kernel/mm/hugepages)");

@@ -113,9 +113,9 @@ int main(void)
 	CHECK_STR(rc_err_text(&e, NULL, t, sizeof(t)), "give token_file FILE or descriptor (3)");
 	rc_config_set(&(struct rc_config){ .name_param = upper });
 	CHECK_STR(rc_err_text(&e, NULL, t, sizeof(t)), "give <TOKEN_FILE> FILE or <DESCRIPTOR> (3)");
-	CHECK_STR(rc_param_name("land_pages", 4, t, sizeof(t)), "<LAND>");
+	CHECK_STR(rc_param_name("land_pages", t, sizeof(t)), "<LAND_PAGES>");
 	rc_config_set(NULL);
-	CHECK_STR(rc_param_name("land_pages", 10, t, sizeof(t)), "land_pages");
+	CHECK_STR(rc_param_name("land_pages", t, sizeof(t)), "land_pages");
 	/* rdmactl's: the option */
 	CHECK_STR(cmds_err_text(&e, t, sizeof(t)), "give --token-file FILE or --descriptor (3)");
 	/* a short buffer cuts the text, never past it; a message naming none is
