@@ -14,12 +14,10 @@
 #         measured it), less the heavy siblings tests/expected-skips names
 #   fuzz  libFuzzer targets (clang, ASan, UBSan) over the network decoders
 #         and the parsers, 20 s each
-# Once the plain build is done, the rxe tier runs in the background; beside
-# it, niced, the other builds, the unit tiers, both cli tiers (the sanitizer
-# one less the files tagged source-only, which read the tree, not the
-# binary), then fuzz; once the cli tiers are done, the sanitizer rxe tier
-# runs in a second guest beside the first, and fuzz, idle, takes what the
-# two leave; each tier's output is
+# Once the plain build is done, the two rxe tiers run one after the other
+# in the background; beside them, niced, the other builds, the unit tiers,
+# both cli tiers (the sanitizer one less the files tagged source-only,
+# which read the tree, not the binary) and fuzz; each tier's output is
 # shown once all are done, and the whole ends with one line
 # "rdmactl tests: N passed, N failed, N skipped".
 #
@@ -65,8 +63,7 @@ to_log() {
 	printf '%s: ended at %d s\n' "$name" "$SECONDS" >>"$out.time"
 }
 
-guest_pid= # the guest tiers, once they run (the sanitizer one: asan_guest_pid)
-asan_guest_pid=
+guest_pid= # the guest tiers, once they run
 # niced: the command, niced once the guest tiers run beside it
 niced() {
 	if [[ -n "$guest_pid" ]]; then nice -n 10 "$@"; else "$@"; fi
@@ -81,15 +78,13 @@ build() { # build DIR CMAKE-ARGS...
 
 # stop_guest: the guest tiers end now (run.sh stops its qemu on TERM)
 stop_guest() {
-	local kids p
-	for p in "$guest_pid" "$asan_guest_pid"; do
-		[[ -n "$p" ]] || continue
-		kids=$(pgrep -P "$p")
-		kill -TERM "$p" 2>/dev/null
-		# shellcheck disable=SC2086 # one pid a word
-		[[ -z "$kids" ]] || kill -TERM $kids 2>/dev/null
-		wait "$p" 2>/dev/null
-	done
+	local kids
+	[[ -n "$guest_pid" ]] || return 0
+	kids=$(pgrep -P "$guest_pid")
+	kill -TERM "$guest_pid" 2>/dev/null
+	# shellcheck disable=SC2086 # one pid a word
+	[[ -z "$kids" ]] || kill -TERM $kids 2>/dev/null
+	wait "$guest_pid" 2>/dev/null
 }
 # fail_early WHAT: a build failed; nothing else is counted
 fail_early() {
@@ -120,42 +115,28 @@ mkdir -p "$logdir"
 # heartbeat missed for 400 ms); two two-vCPU guests side by side, the
 # sanitizer one niced, were no faster: the two cores are the limit, not
 # the guests.
-# But once the cli tiers are done, the one guest left a core idle: in a
-# clean-clone run at 62ed9c7 its qemu used 1.0 to 1.1 of the two cores
-# from then on (0.88 over the whole run), so the sanitizer tier starts in
-# a second guest then, beside the plain one, instead of after it; the cli
-# tiers, which check timing, still run beside one guest only, and fuzz
-# runs idle beside both.
 # Each file runs on its own, bounded (tests/lib/bats-each.sh): a hang costs
 # that file, counted as a failure that names it, and the tier goes on with
 # the next file. The bound, 900 s (1200 s on the sanitizer build), leaves
 # room to the longest file (kvxfer.bats, 30 tests), and a hang plus the
 # rest of the tier still fits in the guest's 2700 s.
-# The sanitizer tier waits for build-asan to be complete ($asan_ready) and
-# for the cli tiers to be done ($cli_done), or for the plain tier to end.
+# The sanitizer tier waits for build-asan to be complete ($asan_ready).
 asan_ready=$logdir/.asan-built
-cli_done=$logdir/.cli-done
 if ((rxe)); then
-	log "in the background: rxe tests in the SoftRoCE guest (five devices: rxe0 and two veth pairs); on the sanitizer build in a second guest once the cli tiers are done"
+	log "in the background: rxe tests in the SoftRoCE guest (five devices: rxe0 and two veth pairs), then on the sanitizer build"
 	(
 		to_log rxe "$logdir/rxe.tap" tests/vm/run.sh --four-nics --timeout 2700 -- \
 			env RDMACTL_BUILD_DIR="$repo/build" RDMACTL="$repo/build/cli/rdmactl" BATS_TEST_TIMEOUT=180 \
 			tests/lib/bats-each.sh --file-timeout 900 --timing -- tests/rxe
-	) </dev/null &
-	guest_pid=$!
-	if ((sanitize)); then
-		(
-			# fail_early stops us if build-asan never comes
-			until [[ -f "$asan_ready" ]] && { [[ -f "$cli_done" ]] || ! kill -0 "$guest_pid" 2>/dev/null; }; do
-				sleep 1
-			done
+		if ((sanitize)); then
+			until [[ -f "$asan_ready" ]]; do sleep 1; done # fail_early stops us if it never comes
 			to_log rxe-asan "$logdir/rxe-asan.tap" tests/vm/run.sh --four-nics --timeout 2700 -- \
 				env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 				tests/rxe/sanitized.sh env RDMACTL_BUILD_DIR="$repo/build-asan" RDMACTL="$repo/build-asan/cli/rdmactl" \
 				BATS_TEST_TIMEOUT=240 tests/lib/bats-each.sh --file-timeout 1200 --timing --filter-tags '!plain-only' -- tests/rxe
-		) </dev/null &
-		asan_guest_pid=$!
-	fi
+		fi
+	) </dev/null &
+	guest_pid=$!
 fi
 
 # A build without CUDA must still build and refuse --mem cuda plainly (the
@@ -199,7 +180,6 @@ log "in the background: ${host_tiers[*]} (their output follows the guest tiers')
 			ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 			bats --tap --timing --filter-tags '!source-only' tests/cli
 	fi
-	: >"$cli_done" # the sanitizer rxe tier may start
 	if ((fuzz)); then
 		# 20 s a target, under SCHED_IDLE: a fuzzer burns all the CPU it
 		# gets, and the host tiers beside the guest slow it down even niced
@@ -213,7 +193,6 @@ host_pid=$!
 
 wait "$host_pid"
 [[ -z "$guest_pid" ]] || wait "$guest_pid"
-[[ -z "$asan_guest_pid" ]] || wait "$asan_guest_pid"
 # show_tier NAME LOG TITLE: show and count a tier that ran into its log
 # (nothing when it was not asked for; a failure when it started
 # and left no exit status).
