@@ -65,6 +65,10 @@ static bool opens(const struct rc_fabric_offer *r, bool atomic)
  * atomics as asked for (a provider such as ofi_rxm offers them only then) */
 static void usable(struct rc_fabric_offer *r)
 {
+	/* a bare tcp or verbs (an RDM one in a later libfabric): rdmactl's
+	 * ofi:tcp and ofi:verbs open them through ofi_rxm, another row */
+	if (strcmp(rc_ofi_prov_string(r->provider), r->provider))
+		return;
 	if (!(r->usable = opens(r, false)))
 		return;
 	option_of(r->provider, r->fabric_option, sizeof(r->fabric_option));
