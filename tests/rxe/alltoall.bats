@@ -896,22 +896,22 @@ a2a_bg() {
 	need_two_nics
 	# everything from rxe_b to rxe_a waits in one 10 Mbit/s queue: the bulk
 	# of 2 -> 0 and 3 -> 1 (256 KiB, 200 ms of it) stands in it in front of
-	# the blocks rank 0 waits for in each phase, which take a few ms idle.
-	# Not va: there rank 0's own writes would wait in the queue, and its
-	# flush before each iteration, which is not timed, would take the wait
-	# (seen once under ASan: dispatch 4.2, combine 0.64; on vb, 20 runs of
-	# plain and ASan: dispatch 18.6 to 24.9, combine 1.4 to 23).
+	# the blocks rank 0 waits for in each phase, which take a few ms idle
+	# (on va, rank 0's own writes wait there, and its untimed flush before
+	# each iteration may take the wait)
 	SLOWED=vb
 	tc qdisc add dev vb root tbf rate 10mbit burst 32kb limit 2mb
 	local r0
 	r0=$(retrans_of "$RDMACTL_VM_DEV_A")
 	a2a_bg
 	# Every phase's tail leaks (p99 of 10 samples: the slowest, one behind the
-	# bulk); the median of one phase may miss the bulk (seen: combine 1.23
-	# beside dispatch 12.5, their p99s 34 and 38), not both (the mutant that
-	# loads the idle pass too: 0.94 and 0.95).
+	# bulk; seen x6.5 to x59). How many iterations wait behind the bulk
+	# varies, so a median leaks less: in the guest the larger of the two
+	# phases' was x18.6 to x72 over 21 runs, but in CI under ASan x4.1 (both
+	# phases x4.1) and, on va, x4.2 (beside x0.64). The mutant that loads
+	# the idle pass too: x0.94 and x0.95.
 	jq -e '[.background.dispatch, .background.combine] | all(.loaded.p99_us > .idle.p99_us
-		and .leakage_p99 > 2) and (map(.leakage_p50) | max > 8)' <<<"$DOC"
+		and .leakage_p99 > 2) and (map(.leakage_p50) | max > 2)' <<<"$DOC"
 	# rank 0's port and its counters: every kind in one of moved, still and
 	# absent; rxe's retransmissions there (moved or still), its missing CNP
 	# counter absent, not 0; what moved over the two passes no more than the
