@@ -112,6 +112,11 @@ FOUR=("$RDMACTL_VM_ADDR_A" "$EXTRA_A" "$RDMACTL_VM_ADDR_B" "$EXTRA_B")
 		(.absent | index("cnp_sent") != null) and (.still + (.moved | keys) | index("retransmissions") != null))' <<<"$DOC"
 }
 
+# The wrong answer to the tbf test above: no port named, exit 0. rxe's bulk
+# shares the guest's two CPUs with the samples, so the loaded median moves
+# with the machine: 1.06 to 1.65 in one guest (the bulk through its own
+# window or through the engine's burst alike), 2.04 and 2.05 in two
+# clean-clone CI runs; a tbf's leakage blames at 20.
 # bats test_tags=plain-only
 @test "--load same-port without a qdisc: leakage near 1, no port named, exit 0" {
 	SLOWED=()
@@ -121,7 +126,7 @@ FOUR=("$RDMACTL_VM_ADDR_A" "$EXTRA_A" "$RDMACTL_VM_ADDR_B" "$EXTRA_B")
 		p50: [.directions_loaded[].write.leakage_p50 | . * 100 | round / 100]}'
 	all_exit 0
 	jq -e '.healthy and (.load.directions_loaded | length) == 12 and .load.blamed_ports == []
-		and .load.write_leak_median < 2 and .load.write_leak_median > 0.5' <<<"$DOC" ||
+		and .load.write_leak_median < 3 and .load.write_leak_median > 0.5' <<<"$DOC" ||
 		{ ranks_dump; fail "not a healthy loaded sweep"; }
 }
 
