@@ -13,17 +13,6 @@
 #include <rdmactl/fabric.h>
 #include <rdmactl/ofi_core.h>
 
-/* The --fabric that opens prov's RDM endpoint ("tcp;ofi_rxm": ofi:tcp). */
-static void option_of(const char *prov, char *out, size_t cap)
-{
-	if (!strcmp(prov, "tcp;ofi_rxm"))
-		snprintf(out, cap, "ofi:tcp");
-	else if (!strcmp(prov, "verbs;ofi_rxm"))
-		snprintf(out, cap, "ofi:verbs");
-	else
-		snprintf(out, cap, "ofi:%s", prov);
-}
-
 static struct rc_fabric_offer *row_of(struct rc_fabric_offer *out, int n, const char *prov,
 				      const char *domain)
 {
@@ -71,7 +60,8 @@ static void usable(struct rc_fabric_offer *r)
 		return;
 	if (!(r->usable = opens(r, false)))
 		return;
-	option_of(r->provider, r->fabric_option, sizeof(r->fabric_option));
+	snprintf(r->fabric_option, sizeof(r->fabric_option), "ofi:%s",
+		 rc_ofi_short_name(r->provider));
 	r->atomic |= opens(r, true);
 }
 

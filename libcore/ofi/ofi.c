@@ -26,12 +26,24 @@
 #define MR_MODES (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT)
 #define CAPS (FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 
+/* rdmactl's short names of providers, each over ofi_rxm */
+static const struct {
+	const char *name, *prov;
+} short_names[] = { { "tcp", "tcp;ofi_rxm" }, { "verbs", "verbs;ofi_rxm" } };
+
 const char *rc_ofi_prov_string(const char *prov)
 {
-	if (!strcmp(prov, "tcp"))
-		return "tcp;ofi_rxm";
-	if (!strcmp(prov, "verbs"))
-		return "verbs;ofi_rxm";
+	for (size_t i = 0; i < sizeof(short_names) / sizeof(short_names[0]); i++)
+		if (!strcmp(prov, short_names[i].name))
+			return short_names[i].prov;
+	return prov;
+}
+
+const char *rc_ofi_short_name(const char *prov)
+{
+	for (size_t i = 0; i < sizeof(short_names) / sizeof(short_names[0]); i++)
+		if (!strcmp(prov, short_names[i].prov))
+			return short_names[i].name;
 	return prov;
 }
 

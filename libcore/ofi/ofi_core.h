@@ -108,6 +108,9 @@ enum {
 
 /* The libfabric provider string of a name ("tcp" -> "tcp;ofi_rxm"). */
 const char *rc_ofi_prov_string(const char *prov);
+/* The other way: the name --fabric ofi:NAME gives prov ("tcp;ofi_rxm":
+ * "tcp"), else prov itself. */
+const char *rc_ofi_short_name(const char *prov);
 
 /* Open the provider's RDM endpoint, bound to node:service, with its AV
  * and CQ. On failure err names the provider and what it lacks (no such
