@@ -62,7 +62,8 @@ static void usable(struct rc_fabric_offer *r)
 		return;
 	snprintf(r->fabric_option, sizeof(r->fabric_option), "ofi:%s",
 		 rc_ofi_short_name(r->provider));
-	r->atomic |= opens(r, true);
+	if (!r->atomic) /* not listed without hints: asked for */
+		r->atomic = opens(r, true);
 }
 
 int rc_fabric_offers(struct rc_fabric_offer *out, int cap, int *n, int *left_out, struct rc_err *err)
