@@ -111,7 +111,7 @@ static int open_objects(struct rc_ofi *o, const struct rc_ofi_opts *opts, struct
 	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_DATA,
 				  .size = (size_t)(opts->cq_depth > 0 ? opts->cq_depth : 1024),
 				  .wait_obj = FI_WAIT_NONE };
-	struct fi_av_attr ava = { .type = o->info->domain_attr->av_type, .count = 64 };
+	struct fi_av_attr ava = { .type = o->info->domain_attr->av_type, .count = RC_OFI_PEERS };
 	int rc;
 
 	if (ava.type == FI_AV_UNSPEC)

@@ -29,6 +29,12 @@
 
 #define RC_OFI_NAME_MAX 64 /* an endpoint's address (fi_getname), at most */
 #define RC_OFI_BACKLOG 256 /* completions read while posting, kept */
+/* The peers one endpoint talks to, at most: its address vector's size and
+ * libfabric's FI_UNIVERSE_SIZE unless the environment sets it (ofi_dl.c). rxm
+ * sizes each endpoint's completion queue for its universe (the default 256
+ * asks rxe for 65536 entries, above its 32767: "Unable to create verbs CQ"). */
+#define RC_OFI_PEERS 64
+#define RC_OFI_PEERS_TEXT "64"
 
 struct fi_info;
 struct fid_fabric;

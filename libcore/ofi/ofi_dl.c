@@ -3,7 +3,9 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "ofi_core.h"
 #include "ofi_dl.h"
 
 #include <rdma/fabric.h>
@@ -34,8 +36,11 @@ static void *sym(void *lib, const char *name)
 
 static void load(void)
 {
-	void *lib = dlopen(LIBFABRIC, RTLD_NOW | RTLD_LOCAL);
+	void *lib;
 
+	/* read by libfabric when it starts; a value of the user's stays */
+	setenv("FI_UNIVERSE_SIZE", RC_OFI_PEERS_TEXT, 0);
+	lib = dlopen(LIBFABRIC, RTLD_NOW | RTLD_LOCAL);
 	if (!lib) {
 		snprintf(dl.why, sizeof(dl.why), "cannot open %s (install libfabric1): %s",
 			 LIBFABRIC, dlerror());

@@ -1,0 +1,77 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# register, write, read and atomic over libfabric's verbs provider on rxe
+# (--fabric ofi:verbs: verbs;ofi_rxm, RDM endpoints over the device's RC
+# queue pairs): the 64 MiB round trip the cli tier checks over ofi:tcp,
+# checked by digest, the atomics on the bytes written, and a wrong token.
+# rdmactl's side of these paths (fab_srv.c, fab_cli.c, ofi.c) runs under the
+# sanitizers in the cli-asan tier over ofi:tcp; what is new here is
+# libfabric's verbs provider on a real device, so the tests are plain-only.
+
+load helpers
+
+setup() {
+	need_guest
+	unset RDMACTL_TOKEN RDMACTL_FABRIC FI_UNIVERSE_SIZE
+	tok=$BATS_TEST_TMPDIR/tok
+	printf 'ofi-verbs-s3cret\n' >"$tok"
+	chmod 600 "$tok"
+	port=$(next_port)
+}
+
+# serve: a 64 MiB atomic region kv on rxe0's address over ofi:verbs
+serve() {
+	start_server 1 --fabric ofi:verbs --listen "$ADDR:$port" --name kv --size 64M \
+		--access atomic --token-file "$tok"
+}
+
+client() {
+	"$RDMACTL" "$@" --fabric ofi:verbs --descriptor "$SERVER_OUT" --token-file "$tok"
+}
+
+# bats test_tags=plain-only
+@test "ofi:verbs on rxe: 64 MiB written and read back, the same by sha256; the atomics act on the bytes written; the reports name verbs;ofi_rxm on the device" {
+	serve
+	# the region line names the provider and the device's domain
+	assert_equal "$(descriptor kv | jq -r '[.fabric, .provider, .domain] | join(" ")')" \
+		"ofi verbs;ofi_rxm $RDMACTL_VM_DEV"
+	head -c 64M /dev/urandom >"$BATS_TEST_TMPDIR/in.bin"
+	run client -j write "$ADDR:$port/kv" --file "$BATS_TEST_TMPDIR/in.bin"
+	assert_success
+	assert_equal "$(jq -r '[.transport, .provider, .domain, .bytes] | join(" ")' <<<"$output")" \
+		"ofi verbs;ofi_rxm $RDMACTL_VM_DEV 67108864"
+	run client read "$ADDR:$port/kv" --out "$BATS_TEST_TMPDIR/back.bin"
+	assert_success
+	assert_output --partial "over ofi (verbs;ofi_rxm, domain $RDMACTL_VM_DEV): 67108864 bytes"
+	assert_equal "$(sha256sum <"$BATS_TEST_TMPDIR/back.bin")" "$(sha256sum <"$BATS_TEST_TMPDIR/in.bin")"
+	# the atomics act on what was written: a word of 1000 at offset 8
+	printf '\xe8\x03\0\0\0\0\0\0' >"$BATS_TEST_TMPDIR/word.bin"
+	run client write "$ADDR:$port/kv" --offset 8 --file "$BATS_TEST_TMPDIR/word.bin"
+	assert_success
+	run client -j atomic "$ADDR:$port/kv" --offset 8 --faa 5
+	assert_success
+	assert_equal "$(jq -r '[.old, .new, .transport, .provider] | join(" ")' <<<"$output")" "1000 1005 ofi verbs;ofi_rxm"
+	# a compare that misses leaves the word; one that hits swaps it
+	run client -j atomic "$ADDR:$port/kv" --offset 8 --cas 1000,7
+	assert_success
+	assert_equal "$(jq -r '[.old, .swapped, .new] | join(" ")' <<<"$output")" "1005 false 1005"
+	run client -j atomic "$ADDR:$port/kv" --offset 8 --cas 1005,7
+	assert_success
+	assert_equal "$(jq -r '[.old, .swapped, .new] | join(" ")' <<<"$output")" "1005 true 7"
+	run client read "$ADDR:$port/kv" --offset 8 --size 8 --out "$BATS_TEST_TMPDIR/back8.bin"
+	assert_success
+	assert_equal "$(od -An -t u8 "$BATS_TEST_TMPDIR/back8.bin" | tr -d ' ')" 7
+}
+
+# bats test_tags=plain-only
+@test "ofi:verbs on rxe: a wrong token is refused (exit 3) and the server admitted no one" {
+	serve
+	printf 'another-token-42\n' >"$BATS_TEST_TMPDIR/bad"
+	chmod 600 "$BATS_TEST_TMPDIR/bad"
+	run "$RDMACTL" write "$ADDR:$port/kv" --fabric ofi:verbs --descriptor "$SERVER_OUT" \
+		--token-file "$BATS_TEST_TMPDIR/bad" --pattern seq --size 4K
+	assert_failure 3
+	assert_output --partial "does not prove our token"
+	run grep -c '"event":"connected"' "$SERVER_OUT"
+	assert_output 0
+}
