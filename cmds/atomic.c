@@ -179,9 +179,6 @@ static int do_atomic(struct ctx *ctx, int argc, char **argv)
 		return rc < 0 ? rc : 0;
 	if ((rc = atomic_parse(ctx, c, &v, &a)))
 		return rc;
-	if (a.cl.fab.kind == RC_FABRIC_OFI && a.bench.on)
-		return usage_err(ctx, "atomic: --bench and --lat run over verbs only (--fabric "
-				      "verbs), not yet over libfabric");
 	if (a.bench.on)
 		return bench_run(ctx, c, &v, &a.cl, &a.bench, a.is_cas ? RC_OP_CAS : RC_OP_FAA,
 				 a.is_cas ? a.expected : a.add, a.swap);

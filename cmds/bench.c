@@ -198,15 +198,29 @@ static void size_rows_print(struct ctx *ctx, const struct size_row *rows, int n)
 	out_text(&ctx->out, "  all sizes: ");
 }
 
+/* Where a benchmark ran: the peer, the region, the device, and over
+ * libfabric the provider (NULL: verbs). */
+struct bench_where {
+	const char *peer, *region, *device;
+	const struct rc_fabric_info *ofi;
+};
+
 static void bench_print(struct ctx *ctx, const struct bench_args *b, enum rc_op op,
-			const struct rc_client *cl, const struct rc_stream_result *res,
+			const struct bench_where *w, const struct rc_stream_result *res,
 			double *lat_us, double peak_s, const struct size_row *rows, int nrows)
 {
 	out_str(&ctx->out, "operation", "%s", op_key(op));
 	out_str(&ctx->out, "mode", " %s benchmark", b->lat ? "latency" : "bandwidth");
-	out_str(&ctx->out, "peer", " against %s", rc_client_peer(cl));
-	out_str(&ctx->out, "region", "/%s\n", rc_client_region(cl)->name);
-	out_str(&ctx->out, "device", "  device %s", rc_client_device(cl));
+	out_str(&ctx->out, "peer", " against %s", w->peer);
+	out_str(&ctx->out, "region", "/%s\n", w->region);
+	out_str(&ctx->out, "device", "  device %s", w->device);
+	if (w->ofi) {
+		out_str(&ctx->out, "transport", " over %s", "ofi");
+		out_str(&ctx->out, "provider", " (%s)", w->ofi->provider);
+		out_str(&ctx->out, "domain", NULL, w->ofi->domain);
+	} else {
+		fabric_verbs_keys(ctx, w->device);
+	}
 	out_u64(&ctx->out, "msg_size", ", %llu", (unsigned long long)b->msg);
 	if (b->msg_max)
 		out_u64(&ctx->out, "msg_size_max", " to %llu", (unsigned long long)b->msg_max);
@@ -324,25 +338,42 @@ static int bench_sizes(struct ctx *ctx, struct rc_client *cl, struct rc_client_b
 	return 0;
 }
 
-int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
-	      const struct client_args *ca, const struct bench_args *b, enum rc_op op,
-	      uint64_t compare_add, uint64_t swap)
+/* The samples a run fills: latencies with --lat; for a bandwidth run of one
+ * size, when each operation was posted and then completed (perftest's
+ * peak). */
+struct bench_bufs {
+	double *lat_us;
+	double *times;
+};
+
+static int bench_bufs_get(struct ctx *ctx, const struct bench_args *b, struct bench_bufs *k)
+{
+	if (b->lat && !(k->lat_us = calloc((size_t)b->iters, sizeof(double))))
+		return fail(ctx, -ENOMEM, "out of memory for %llu latency samples",
+			    (unsigned long long)b->iters);
+	if (!b->lat && !b->msg_max && b->iters <= (1u << 22))
+		k->times = calloc(2 * (size_t)b->iters, sizeof(double));
+	return 0;
+}
+
+static double bench_peak(const struct bench_bufs *k, const struct bench_args *b,
+			 const struct rc_stream_result *res)
+{
+	return k->times ? rc_peak_op_seconds(k->times, k->times + b->iters, res->ops) : 0;
+}
+
+static int bench_verbs(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		       const struct client_args *ca, const struct bench_args *b, enum rc_op op,
+		       uint64_t compare_add, uint64_t swap, struct bench_bufs *k)
 {
 	bool atomic = op == RC_OP_FAA || op == RC_OP_CAS;
 	struct size_row rows[SIZE_ROWS];
 	struct rc_stream_result res;
 	struct rc_client *cl = NULL;
-	double *lat_us = NULL;
-	double *times = NULL; /* posted, then completed: perftest's BW peak */
 	int nrows = 0;
-	struct metrics m;
 	struct rc_err e;
 	int rc;
 
-	metrics_init(&m);
-	metrics_label(&m, "command", c->name);
-	if (b->metrics)
-		out_keep_tree(&ctx->out);
 	if ((rc = client_target(ctx, c, v, NULL)))
 		return rc;
 	rc = client_open(ctx, c, v, ca, b->qps, b->lat || b->busy_poll, b->depth, &cl);
@@ -354,16 +385,6 @@ int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		rc = fail(ctx, rc, "%s", ERR_TEXT(e));
 		goto out;
 	}
-	if (b->lat)
-		lat_us = calloc((size_t)b->iters, sizeof(double));
-	if (b->lat && !lat_us) {
-		rc = fail(ctx, -ENOMEM, "out of memory for %llu latency samples",
-			  (unsigned long long)b->iters);
-		goto out;
-	}
-	/* a bandwidth run of one size: the times of each operation, for its peak */
-	if (!b->lat && !b->msg_max && b->iters <= (1u << 22))
-		times = calloc(2 * (size_t)b->iters, sizeof(double));
 	struct rc_client_bench cb = {
 		.op = op,
 		.off = ca->off,
@@ -376,26 +397,111 @@ int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		.compare_add = compare_add,
 		.swap = swap,
 		.timeout_ms = ctx->timeout_ms,
-		.lat_us = lat_us,
+		.lat_us = k->lat_us,
 		.lat_clock = (enum rc_lat_clock)b->lat_clock,
-		.posted_s = times,
-		.completed_s = times ? times + b->iters : NULL,
+		.posted_s = k->times,
+		.completed_s = k->times ? k->times + b->iters : NULL,
 	};
 
 	if ((rc = bench_sizes(ctx, cl, &cb, b, rows, &nrows, &res)))
 		goto out;
-	if (lat_us && compact(lat_us, b->iters) == 0) {
+	if (k->lat_us && compact(k->lat_us, b->iters) == 0) {
 		rc = fail(ctx, -EAGAIN,
 			  "every latency sample's two readings came from two CPUs, whose "
 			  "time-stamp counters need not agree (--lat-clock monotonic)");
 		goto out;
 	}
-	bench_print(ctx, b, op, cl, &res, lat_us,
-		    times ? rc_peak_op_seconds(times, times + b->iters, res.ops) : 0, rows, nrows);
+	struct bench_where w = { rc_client_peer(cl), rc_client_region(cl)->name,
+				 rc_client_device(cl), NULL };
+
+	bench_print(ctx, b, op, &w, &res, k->lat_us, bench_peak(k, b, &res), rows, nrows);
 out:
-	free(times);
-	free(lat_us);
 	client_close(ctx, cl, rc);
+	return rc;
+}
+
+/* Over libfabric: one size on one endpoint, every operation completing
+ * (libfabric's completions), timed by the monotonic clock, completions
+ * busy-polled. */
+static int bench_ofi(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+		     const struct client_args *ca, const struct bench_args *b, enum rc_op op,
+		     uint64_t compare_add, uint64_t swap, struct bench_bufs *k)
+{
+	struct bench_args one = *b;
+	struct rc_stream_result res = { .lat_clock = RC_LAT_CLOCK_MONOTONIC, .lat_hz = 1e9 };
+	struct rc_fcli_bench fb = {
+		.op = op == RC_OP_WRITE  ? RC_FBENCH_WRITE
+		      : op == RC_OP_READ ? RC_FBENCH_READ
+		      : op == RC_OP_FAA  ? RC_FBENCH_FAA
+					 : RC_FBENCH_CAS,
+		.off = ca->off,
+		.msg = (size_t)b->msg,
+		.iters = b->iters,
+		.depth = b->depth,
+		.compare_add = compare_add,
+		.swap = swap,
+		.timeout_ms = ctx->timeout_ms,
+		.lat_us = k->lat_us,
+		.posted_s = k->times,
+		.completed_s = k->times ? k->times + b->iters : NULL,
+	};
+	const char *slash = strrchr(v->pos[0], '/');
+	char peer[RC_HOST_MAX + 16];
+	struct rc_fcli *fc = NULL;
+	struct rc_err e;
+	int rc;
+
+	if (b->msg_max || b->qps > 1 || b->post_list > 1 || b->lat_clock == RC_LAT_CLOCK_TSC)
+		return usage_err(ctx,
+				 "%s: over libfabric a benchmark runs one size on one endpoint, "
+				 "timed by the monotonic clock: no --msg-size MIN:MAX, --qps, "
+				 "--post-list or --lat-clock tsc",
+				 c->name);
+	if ((rc = fabric_client_open(ctx, c, v, ca, &fc)))
+		return rc;
+	if ((rc = rc_fcli_bench(fc, &fb, &res.ops, &res.seconds, &e))) {
+		rc = res.ops ? fail(ctx, rc, "%s (after %llu operations)", ERR_TEXT(e),
+				    (unsigned long long)res.ops)
+			     : fail(ctx, rc, "%s", ERR_TEXT(e));
+		goto out;
+	}
+	res.bytes = res.ops * b->msg;
+	if (k->lat_us) { /* a clock read's cost falls inside each sample */
+		res.clock_us = rc_clock_cost() * 1e6;
+		for (uint64_t i = 0; i < b->iters; i++)
+			k->lat_us[i] = k->lat_us[i] > res.clock_us ? k->lat_us[i] - res.clock_us : 0;
+	}
+	/* every operation completes: each is signalled, one a post */
+	one.signal_every = 1;
+	one.post_list = 1;
+	snprintf(peer, sizeof(peer), "%.*s", slash ? (int)(slash - v->pos[0]) : 0, v->pos[0]);
+	struct bench_where w = { peer, rc_fcli_region(fc)->name, rc_fcli_info(fc)->domain,
+				 rc_fcli_info(fc) };
+
+	bench_print(ctx, &one, op, &w, &res, k->lat_us, bench_peak(k, b, &res), NULL, 0);
+out:
+	rc_fcli_close(fc);
+	return rc;
+}
+
+int bench_run(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
+	      const struct client_args *ca, const struct bench_args *b, enum rc_op op,
+	      uint64_t compare_add, uint64_t swap)
+{
+	struct bench_bufs k = { 0 };
+	struct metrics m;
+	int rc;
+
+	metrics_init(&m);
+	metrics_label(&m, "command", c->name);
+	if (b->metrics)
+		out_keep_tree(&ctx->out);
+	if (!(rc = bench_bufs_get(ctx, b, &k)))
+		rc = ca->fab.kind == RC_FABRIC_OFI
+			     ? bench_ofi(ctx, c, v, ca, b, op, compare_add, swap, &k)
+			     : bench_verbs(ctx, c, v, ca, b, op, compare_add, swap, &k);
+	free(k.times);
+	free(k.lat_us);
 	if (b->metrics) {
 		metrics_labels_from(&m, out_tree(&ctx->out), "operation,mode,device,peer,region");
 		metrics_from_report(&m, out_tree(&ctx->out), bench_rows,

@@ -119,9 +119,10 @@ static int read_parse(struct ctx *ctx, const struct cmd *c, const struct opt_val
 		return rc;
 	if (a->rails && a->bench.on)
 		return usage_err(ctx, "read: --bench and --lat measure one rail: give one device");
-	if (a->cl.fab.kind == RC_FABRIC_OFI && (a->rails || a->bench.on))
-		return usage_err(ctx, "read: --bench, --lat and several rails run over verbs only "
-				      "(--fabric verbs), not yet over libfabric");
+	if (a->cl.fab.kind == RC_FABRIC_OFI && a->rails)
+		return usage_err(ctx,
+				 "read: several rails run over verbs only (--fabric verbs), not "
+				 "yet over libfabric");
 	if (a->bench.on)
 		return 0;
 	if ((rc = opts_fill(ctx, c, v, RD_SIZE, RD_OUT + 1, a)))

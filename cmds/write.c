@@ -121,9 +121,10 @@ static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_va
 		return rc;
 	if (a->rails && a->bench.on)
 		return usage_err(ctx, "write: --bench and --lat measure one rail: give one device");
-	if (a->cl.fab.kind == RC_FABRIC_OFI && (a->rails || a->bench.on))
-		return usage_err(ctx, "write: --bench, --lat and several rails run over verbs only "
-				      "(--fabric verbs), not yet over libfabric");
+	if (a->cl.fab.kind == RC_FABRIC_OFI && a->rails)
+		return usage_err(ctx,
+				 "write: several rails run over verbs only (--fabric verbs), not "
+				 "yet over libfabric");
 	if (a->bench.on)
 		return 0;
 	if ((rc = opts_fill(ctx, c, v, WR_FILE, WR_IMM + 1, a)))

@@ -21,28 +21,7 @@
 
 #include "fab_int.h"
 
-#define CHUNK (1u << 20)
-#define DEPTH 8
-#define ID_SEND 1001
-#define ID_RECV 1002
-#define ID_ATOMIC 1003
-
-struct rc_fcli {
-	struct rc_ofi o;
-	struct rc_fabric_info info;
-	const char *token;
-	unsigned char ln[RC_AUTH_NONCE], cn[RC_AUTH_NONCE];
-	uint64_t peer;
-	bool admitted;
-	struct rc_fregion region;
-	_Alignas(64) unsigned char ctl[2 * 1024];
-	struct rc_ofi_mr ctl_mr;
-	unsigned char *stage;
-	struct rc_ofi_mr stage_mr;
-	int timeout_ms;
-};
-
-static double now_s(void)
+double fab_now(void)
 {
 	struct timespec t;
 
@@ -146,11 +125,11 @@ static int check_descriptor(struct rc_fcli *c, const struct rc_fcli_opts *o,
 static int wait_id(struct rc_fcli *c, uintptr_t id, int timeout_ms, const char *what,
 		   struct rc_err *err)
 {
-	double end = now_s() + timeout_ms / 1e3;
+	double end = fab_now() + timeout_ms / 1e3;
 	struct rc_ofi_wc w;
 	int n;
 
-	while (now_s() < end) {
+	while (fab_now() < end) {
 		if ((n = rc_ofi_poll(&c->o, &w, 1, 10, err)) < 0)
 			return n;
 		if (n && w.err)
@@ -238,17 +217,17 @@ static int handshake(struct rc_fcli *c, const struct rc_fcli_opts *o, struct rc_
 	if ((rc = rc_auth_nonce(c->cn)))
 		return rc_err_set(err, -rc, "cannot make a nonce");
 	if ((rc = hello(c, &len, err)) ||
-	    (rc = rc_ofi_recv(&c->o, c->ctl + 1024, 1024, &c->ctl_mr, (void *)ID_RECV, err)) ||
-	    (rc = rc_ofi_send(&c->o, c->peer, c->ctl, len, &c->ctl_mr, (void *)ID_SEND, err)))
+	    (rc = rc_ofi_recv(&c->o, c->ctl + 1024, 1024, &c->ctl_mr, (void *)FAB_ID_RECV, err)) ||
+	    (rc = rc_ofi_send(&c->o, c->peer, c->ctl, len, &c->ctl_mr, (void *)FAB_ID_SEND, err)))
 		return rc;
-	for (end = now_s() + c->timeout_ms / 1e3; now_s() < end;) {
+	for (end = fab_now() + c->timeout_ms / 1e3; fab_now() < end;) {
 		if ((n = rc_ofi_poll(&c->o, &w, 1, 10, err)) < 0)
 			return n;
 		if (n && w.err)
 			return rc_err_set(err, w.err, "cannot reach the server at %s:%s (%s): %s",
 					  o->host, o->port, c->o.prov_name,
 					  w.why[0] ? w.why : strerror(w.err));
-		if (n && (uintptr_t)w.ctx == ID_RECV)
+		if (n && (uintptr_t)w.ctx == FAB_ID_RECV)
 			return welcome(c, o->region, w.len, err);
 	}
 	return rc_err_set(err, ETIMEDOUT,
@@ -300,24 +279,25 @@ static int stage(struct rc_fcli *c, struct rc_err *err)
 {
 	if (c->stage)
 		return 0;
-	if (!(c->stage = aligned_alloc(4096, (size_t)DEPTH * CHUNK)))
+	if (!(c->stage = aligned_alloc(4096, (size_t)FAB_DEPTH * FAB_CHUNK)))
 		return rc_err_set(err, ENOMEM, "out of memory");
-	return rc_ofi_reg(&c->o, c->stage, (size_t)DEPTH * CHUNK, RC_OFI_LOCAL, &c->stage_mr, err);
+	return rc_ofi_reg(&c->o, c->stage, (size_t)FAB_DEPTH * FAB_CHUNK, RC_OFI_LOCAL,
+			  &c->stage_mr, err);
 }
 
-/* One batch: up to DEPTH pieces from pos, posted, all completed. *got:
+/* One batch: up to FAB_DEPTH pieces from pos, posted, all completed. *got:
  * the bytes moved (fewer than asked: the input ended). */
 static int batch(struct rc_fcli *c, bool write, uint64_t off, uint64_t left, rc_fcli_fill io,
 		 void *arg, uint64_t *got, bool *ended, struct rc_err *err)
 {
-	size_t sz[DEPTH];
+	size_t sz[FAB_DEPTH];
 	int n = 0, rc;
 
 	*got = 0;
-	for (; n < DEPTH && *got < left; n++) {
-		unsigned char *b = c->stage + (size_t)n * CHUNK;
+	for (; n < FAB_DEPTH && *got < left; n++) {
+		unsigned char *b = c->stage + (size_t)n * FAB_CHUNK;
 		uint64_t raddr = c->region.base + off + *got;
-		ssize_t k = (ssize_t)(left - *got < CHUNK ? left - *got : CHUNK);
+		ssize_t k = (ssize_t)(left - *got < FAB_CHUNK ? left - *got : FAB_CHUNK);
 
 		ssize_t want = k;
 
@@ -344,7 +324,7 @@ static int batch(struct rc_fcli *c, bool write, uint64_t off, uint64_t left, rc_
 				  write ? "fi_write" : "fi_read", err)))
 			return rc;
 	for (int i = 0, at = 0; !write && i < n; at += (int)sz[i], i++) {
-		ssize_t k = io(arg, off + (uint64_t)at, c->stage + (size_t)i * CHUNK, sz[i]);
+		ssize_t k = io(arg, off + (uint64_t)at, c->stage + (size_t)i * FAB_CHUNK, sz[i]);
 
 		if (k < 0)
 			return rc_err_set(err, (int)-k, "cannot write the output");
@@ -355,7 +335,7 @@ static int batch(struct rc_fcli *c, bool write, uint64_t off, uint64_t left, rc_
 int rc_fcli_transfer(struct rc_fcli *c, bool write, uint64_t off, uint64_t len, rc_fcli_fill io,
 		     void *arg, uint64_t *done, double *seconds, struct rc_err *err)
 {
-	double t0 = now_s();
+	double t0 = fab_now();
 	bool ended = false;
 	uint64_t got;
 	int rc;
@@ -377,7 +357,7 @@ int rc_fcli_transfer(struct rc_fcli *c, bool write, uint64_t off, uint64_t len, 
 			return rc;
 		*done += got;
 	}
-	*seconds = now_s() - t0;
+	*seconds = fab_now() - t0;
 	return 0;
 }
 
@@ -393,9 +373,9 @@ int rc_fcli_atomic(struct rc_fcli *c, bool cas, uint64_t off, uint64_t a, uint64
 	if (!(c->region.access & 4))
 		return rc_err_set(err, EACCES, "region '%s' does not allow atomics", c->region.name);
 	if ((rc = rc_ofi_atomic(&c->o, c->peer, cas ? b : a, cas ? &a : NULL, w, &c->ctl_mr,
-				c->region.base + off, c->region.key, (void *)ID_ATOMIC, err)) ||
-	    (rc = wait_id(c, ID_ATOMIC, c->timeout_ms, cas ? "compare-and-swap" : "fetch-and-add",
-			  err)))
+				c->region.base + off, c->region.key, (void *)FAB_ID_ATOMIC, err)) ||
+	    (rc = wait_id(c, FAB_ID_ATOMIC, c->timeout_ms,
+			  cas ? "compare-and-swap" : "fetch-and-add", err)))
 		return rc;
 	*old = w[0];
 	return 0;
@@ -414,8 +394,9 @@ void rc_fcli_close(struct rc_fcli *c)
 		if (c->token)
 			fab_proof_bye(c->token, c->ln, c->cn, h.proof);
 		fab_head_put(c->ctl, &h);
-		if (!rc_ofi_send(&c->o, c->peer, c->ctl, FAB_HEAD, &c->ctl_mr, (void *)ID_SEND, &e))
-			wait_id(c, ID_SEND, 1000, "BYE", &e);
+		if (!rc_ofi_send(&c->o, c->peer, c->ctl, FAB_HEAD, &c->ctl_mr, (void *)FAB_ID_SEND,
+				 &e))
+			wait_id(c, FAB_ID_SEND, 1000, "BYE", &e);
 	}
 	if (c->stage)
 		rc_ofi_dereg(&c->stage_mr);

@@ -61,4 +61,29 @@ int fab_unhex(const char *s, void *p, size_t max);
 /* The info of an open endpoint. */
 void fab_info_of(const struct rc_ofi *o, struct rc_fabric_info *fi);
 
+/* A client of a region server (fab_cli.c; its benchmark: fab_bench.c). */
+#define FAB_CHUNK (1u << 20) /* a transfer's pieces */
+#define FAB_DEPTH 8          /* a transfer's pieces in flight */
+#define FAB_ID_SEND 1001
+#define FAB_ID_RECV 1002
+#define FAB_ID_ATOMIC 1003
+
+struct rc_fcli {
+	struct rc_ofi o;
+	struct rc_fabric_info info;
+	const char *token;
+	unsigned char ln[RC_AUTH_NONCE], cn[RC_AUTH_NONCE];
+	uint64_t peer;
+	bool admitted;
+	struct rc_fregion region;
+	_Alignas(64) unsigned char ctl[2 * 1024];
+	struct rc_ofi_mr ctl_mr;
+	unsigned char *stage;
+	struct rc_ofi_mr stage_mr;
+	int timeout_ms;
+};
+
+/* Monotonic time in seconds. */
+double fab_now(void);
+
 #endif

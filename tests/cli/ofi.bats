@@ -116,6 +116,61 @@ client() {
 	assert_success
 }
 
+@test "ofi:tcp: write and read --bench, write --lat and atomic --bench: the operations asked, each completing once, the reports naming transport, provider and domain" {
+	serve --token-file "$tok"
+	run client -j write "127.0.0.1:$port/kv" --bench --msg-size 1M --iters 40
+	assert_success
+	assert_equal "$(jq -r '[.mode, .operations, .bytes, .transport, .provider, .domain, .signal_every] | join(" ")' <<<"$output")" \
+		"bandwidth 40 41943040 ofi tcp;ofi_rxm lo 1"
+	jq -e '.gbyte_per_s > 0 and .peak_gbyte_per_s >= .gbyte_per_s * 0.99' <<<"$output"
+	run client read "127.0.0.1:$port/kv" --bench --msg-size 64K --iters 300 --depth 16
+	assert_success
+	assert_line --regexp '^read bandwidth benchmark against 127\.0\.0\.1:[0-9]+/kv$'
+	assert_line --partial "device lo over ofi (tcp;ofi_rxm), 65536-byte messages, 300 work requests, depth 16"
+	assert_line --regexp '^  19660800 bytes in 300 operations in [0-9.]+ s: '
+	run client -j write "127.0.0.1:$port/kv" --lat --msg-size 8 --iters 200
+	assert_success
+	jq -e '.mode == "latency" and .latency_us.count == 200 and .lat_clock == "monotonic"
+		and .latency_us.min > 0 and .latency_us.min <= .latency_us.p50
+		and .latency_us.p50 <= .latency_us.p99 and .one_way_us.p50 * 2 == .latency_us.p50' <<<"$output"
+	# every fetch-and-add of the run landed once: the word moved by their count
+	run client -j atomic "127.0.0.1:$port/kv" --offset 32M --faa 0
+	assert_success
+	local before
+	before=$(jq -r .old <<<"$output")
+	run client -j atomic "127.0.0.1:$port/kv" --offset 32M --faa 3 --bench --iters 500 --depth 32
+	assert_success
+	assert_equal "$(jq -r '[.operation, .operations, .bytes, .provider] | join(" ")' <<<"$output")" "faa 500 4000 tcp;ofi_rxm"
+	run client -j atomic "127.0.0.1:$port/kv" --offset 32M --faa 0
+	assert_equal "$(jq -r .old <<<"$output")" "$((before + 1500))"
+	# a compare-and-swap latency run whose compare never holds swaps nothing
+	run client -j atomic "127.0.0.1:$port/kv" --offset 32M --cas 1,2 --lat --iters 50
+	assert_success
+	assert_equal "$(jq -r .latency_us.count <<<"$output")" 50
+	run client -j atomic "127.0.0.1:$port/kv" --offset 32M --faa 0
+	assert_equal "$(jq -r .old <<<"$output")" "$((before + 1500))"
+}
+
+@test "ofi:tcp: a benchmark over libfabric refuses what it cannot do (sizes, several endpoints, post lists, the TSC) and a span out of bounds" {
+	serve --token-file "$tok"
+	local bad
+	for bad in "--msg-size 1K:4K" "--qps 2" "--post-list 4"; do
+		# shellcheck disable=SC2086 # the options, a word each
+		run client write "127.0.0.1:$port/kv" --bench $bad
+		assert_failure 2
+		assert_output --partial "over libfabric a benchmark runs one size on one endpoint"
+	done
+	run client write "127.0.0.1:$port/kv" --lat --lat-clock tsc --msg-size 8
+	assert_failure 2
+	assert_output --partial "--lat-clock tsc"
+	run client read "127.0.0.1:$port/kv" --bench --msg-size 1M --offset 66060289
+	assert_failure 1
+	assert_output "rdmactl: offset 66060289 + 1048576 bytes is out of bounds of region 'kv' (67108864 bytes)"
+	run client atomic "127.0.0.1:$port/kv" --bench --faa 1 --offset 4
+	assert_failure 2
+	assert_output "rdmactl: atomic: --offset 4 is not 8-byte aligned"
+}
+
 @test "--fabric bogus is a usage error naming the choices, for each command and from \$RDMACTL_FABRIC" {
 	for c in "write 127.0.0.1/kv --pattern seq --size 4K" "read 127.0.0.1/kv --out /dev/null" \
 		"atomic 127.0.0.1/kv --faa 1" "register -N kv -S 4K --listen 127.0.0.1"; do

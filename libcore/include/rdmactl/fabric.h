@@ -134,6 +134,27 @@ RC_EXPORT int rc_fcli_transfer(struct rc_fcli *c, bool write, uint64_t off, uint
 /* Fetch-and-add (cas false: a) or compare-and-swap (a expected, b swap). */
 RC_EXPORT int rc_fcli_atomic(struct rc_fcli *c, bool cas, uint64_t off, uint64_t a, uint64_t b,
 			     uint64_t *old, struct rc_err *err);
+/* A benchmark over libfabric, measured as rc_client_bench measures one over
+ * verbs (perftest's way: msg bytes from one local buffer to the same
+ * remote offset, iters operations, depth in flight), every operation
+ * completing (libfabric's completions, not one signalled in N). op: 1 write,
+ * 2 read, 3 fetch-and-add (compare_add the operand), 4 compare-and-swap
+ * (compare_add expected, swap the new value). Completions are busy-polled. */
+enum { RC_FBENCH_WRITE = 1, RC_FBENCH_READ, RC_FBENCH_FAA, RC_FBENCH_CAS };
+struct rc_fcli_bench {
+	int op;
+	uint64_t off;
+	size_t msg;
+	uint64_t iters;
+	int depth;
+	uint64_t compare_add, swap;
+	int timeout_ms; /* with no completion for this long, -ETIMEDOUT */
+	/* iters entries each, or NULL: each operation's post to completion in
+	 * us (depth 1 for latencies), when it was posted and completed (s) */
+	double *lat_us, *posted_s, *completed_s;
+};
+RC_EXPORT int rc_fcli_bench(struct rc_fcli *c, const struct rc_fcli_bench *b, uint64_t *ops,
+			    double *seconds, struct rc_err *err);
 /* Says goodbye (the server frees its entry) and closes. */
 RC_EXPORT void rc_fcli_close(struct rc_fcli *c);
 
