@@ -81,11 +81,12 @@ double rc_lat_span(const struct rc_lat_clk *c, struct rc_stamp a, struct rc_stam
 	return d > 0 ? d : 0;
 }
 
-#if defined(__x86_64__)
-/* A stamp and the monotonic time it was taken at (the middle of two
- * readings close around it); -1 when the thread was held up or moved. */
-static int stamp_at(const struct rc_lat_clk *c, struct rc_stamp *s, double *at)
+int rc_lat_stamp_at(const struct rc_lat_clk *c, struct rc_stamp *s, double *at)
 {
+#if !defined(__x86_64__)
+	(void)c, (void)s, (void)at;
+	return -1;
+#else
 	for (int tries = 0; tries < 100; tries++) {
 		double m0 = rc_now();
 
@@ -98,8 +99,10 @@ static int stamp_at(const struct rc_lat_clk *c, struct rc_stamp *s, double *at)
 		}
 	}
 	return -1;
+#endif
 }
 
+#if defined(__x86_64__)
 /* The TSC's rate over CAL_S, its two ends on one CPU; -1 when never. */
 static int tsc_rate(const struct rc_lat_clk *c, double *hz)
 {
@@ -107,11 +110,11 @@ static int tsc_rate(const struct rc_lat_clk *c, double *hz)
 		struct rc_stamp a, b;
 		double ma, mb;
 
-		if (stamp_at(c, &a, &ma))
+		if (rc_lat_stamp_at(c, &a, &ma))
 			return -1;
 		while (rc_now() - ma < CAL_S)
 			;
-		if (stamp_at(c, &b, &mb))
+		if (rc_lat_stamp_at(c, &b, &mb))
 			return -1;
 		if (a.cpu == b.cpu && b.t > a.t) {
 			*hz = (double)(b.t - a.t) / (mb - ma);

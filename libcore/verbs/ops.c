@@ -295,29 +295,35 @@ static int reap(struct engine *e, uint64_t outstanding, struct rc_err *err)
 	return 0;
 }
 
-/* The TSC's rate held over the run, from s0 on: its span within 1% (and
- * 100 us) of CLOCK_MONOTONIC's, when both ends were read on one CPU. */
-static int lat_held(const struct rc_lat_clk *c, struct rc_stamp s0, double seconds,
+/* The TSC's rate held over the run: its span from s0 to now within 1% (and
+ * 100 us) of CLOCK_MONOTONIC's over the same two instants, each stamp read
+ * with a monotonic reading close on each side of it (a thread held up
+ * between two separate readings, as an emulated or a busy host holds it
+ * for a millisecond, would look like a TSC that drifted). Not judged when
+ * a stamp could not be bracketed or the two ends came from two CPUs. */
+static int lat_held(const struct rc_lat_clk *c, bool have_s0, struct rc_stamp s0, double at0,
 		    struct rc_err *err)
 {
-	double d;
+	struct rc_stamp s1;
+	double at1, d;
 
-	if (c->kind != RC_LAT_CLOCK_TSC)
+	if (c->kind != RC_LAT_CLOCK_TSC || !have_s0 || rc_lat_stamp_at(c, &s1, &at1))
 		return 0;
-	d = rc_lat_span(c, s0, rc_lat_stamp(c));
-	if (isnan(d) || fabs(d - seconds) <= 0.01 * seconds + 100e-6)
+	d = rc_lat_span(c, s0, s1) + c->cost; /* the span, its stamp's cost put back */
+	if (isnan(d) || fabs(d - (at1 - at0)) <= 0.01 * (at1 - at0) + 100e-6)
 		return 0;
 	return rc_err_opt(err, ERANGE,
 			  "the time-stamp counter timed the run at %.6f s, CLOCK_MONOTONIC at "
 			  "%.6f s: its rate is not steady here ({lat_clock} monotonic)",
-			  d, seconds);
+			  d, at1 - at0);
 }
 
 int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struct rc_err *err)
 {
 	struct engine e = { .s = s };
-	struct rc_stamp s0;
-	double t0;
+	struct rc_stamp s0 = { 0 };
+	bool have_s0 = false;
+	double t0, at0 = 0;
 	int rc;
 
 	memset(res, 0, sizeof(*res));
@@ -327,8 +333,9 @@ int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struc
 	rc = engine_init(&e, s, err);
 	if (!rc && s->lat_us)
 		rc = rc_lat_clk_init(&e.clk, s->lat_clock, err);
+	if (!rc && s->lat_us)
+		have_s0 = !rc_lat_stamp_at(&e.clk, &s0, &at0);
 	t0 = rc_now();
-	s0 = s->lat_us ? rc_lat_stamp(&e.clk) : (struct rc_stamp){ 0 };
 	while (!rc) {
 		uint64_t outstanding;
 		bool more;
@@ -341,7 +348,7 @@ int rc_stream_run(const struct rc_stream *s, struct rc_stream_result *res, struc
 	if (!rc)
 		res->seconds = rc_now() - t0;
 	if (!rc && s->lat_us)
-		rc = lat_held(&e.clk, s0, res->seconds, err);
+		rc = lat_held(&e.clk, have_s0, s0, at0, err);
 	res->bytes = e.bytes;
 	res->ops = e.ops;
 	res->clock_us = e.clk.cost * 1e6;

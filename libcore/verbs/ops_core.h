@@ -227,5 +227,9 @@ struct rc_stamp rc_lat_stamp(const struct rc_lat_clk *c);
 /* Seconds from a to b less a stamp's cost (at least 0); NaN when the two
  * TSC readings came from different CPUs. */
 double rc_lat_span(const struct rc_lat_clk *c, struct rc_stamp a, struct rc_stamp b);
+/* A TSC stamp and the monotonic time it was taken at (the middle of two
+ * readings close around it): 0, or -1 when the thread was held up or moved
+ * each time, or off x86-64. */
+int rc_lat_stamp_at(const struct rc_lat_clk *c, struct rc_stamp *s, double *at);
 
 #endif
