@@ -72,7 +72,8 @@ int rc_fsrv_create(const struct rc_fsrv_opts *o, struct rc_fsrv **out, struct rc
 	struct rc_ofi_opts oo = { .prov = o->prov,
 				  .node = o->addr,
 				  .service = o->port,
-				  .want_atomic = true };
+				  .want_atomic = true,
+				  .wait_fd = true };
 	struct rc_fsrv *s = calloc(1, sizeof(*s));
 	int rc;
 
@@ -364,9 +365,14 @@ int rc_fsrv_step(struct rc_fsrv *s, int timeout_ms, rc_fsrv_cb cb, void *arg, st
 			return 0;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= timeout_ms)
+		long spent = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+
+		if (spent >= timeout_ms)
 			return 0;
-		/* busy a while after traffic (the provider's progress is ours) */
+		/* asleep on the queue's file descriptor where there is one */
+		if (rc_ofi_wait(&s->o, (int)(timeout_ms - spent)) >= 0)
+			continue;
+		/* else busy a while after traffic (the provider's progress is ours) */
 		struct timespec nap = { 0, ++s->idle < 20000 ? 10000 : 1000000 };
 
 		nanosleep(&nap, NULL);

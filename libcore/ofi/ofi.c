@@ -3,6 +3,7 @@
  * registration as the provider's mode bits ask, and the posts
  * (libcore/ofi/ofi_core.h). */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,7 +121,20 @@ static int open_objects(struct rc_ofi *o, const struct rc_ofi_opts *opts, struct
 		return fi_fail(err, rc, "cannot open the fabric", o);
 	if ((rc = fi_domain(o->fabric, o->info, &o->domain, NULL)))
 		return fi_fail(err, rc, "cannot open the domain", o);
-	if ((rc = fi_cq_open(o->domain, &cqa, &o->cq, NULL)))
+	/* a file descriptor to sleep on where asked and the provider has one;
+	 * else a queue that is only polled */
+	if (opts->wait_fd) {
+		cqa.wait_obj = FI_WAIT_FD;
+		if (fi_cq_open(o->domain, &cqa, &o->cq, NULL) ||
+		    fi_control(&o->cq->fid, FI_GETWAIT, &o->wait_fd) || o->wait_fd < 0) {
+			if (o->cq)
+				fi_close(&o->cq->fid);
+			o->cq = NULL;
+			o->wait_fd = -1;
+			cqa.wait_obj = FI_WAIT_NONE;
+		}
+	}
+	if (!o->cq && (rc = fi_cq_open(o->domain, &cqa, &o->cq, NULL)))
 		return fi_fail(err, rc, "cannot open a completion queue", o);
 	if ((rc = fi_av_open(o->domain, &ava, &o->av, NULL)))
 		return fi_fail(err, rc, "cannot open an address vector", o);
@@ -170,6 +184,7 @@ int rc_ofi_open(struct rc_ofi *o, const struct rc_ofi_opts *opts, struct rc_err 
 	int rc;
 
 	memset(o, 0, sizeof(*o));
+	o->wait_fd = -1;
 	o->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : 5000;
 	if (!(hints = rc_ofi_hints(opts->prov, opts->want_atomic)))
 		return rc_err_set(err, ENOMEM, "out of memory");
@@ -218,6 +233,7 @@ void rc_ofi_close(struct rc_ofi *o)
 		fi_close(&o->fabric->fid);
 	fi_freeinfo(o->info);
 	o->ep = NULL;
+	o->wait_fd = -1;
 	o->av = NULL;
 	o->cq = NULL;
 	o->domain = NULL;
@@ -351,6 +367,23 @@ static int progress(struct rc_ofi *o, struct rc_err *err)
 	if (n > 0)
 		o->nbacklog += n;
 	return n < 0 ? n : 0;
+}
+
+int rc_ofi_wait(struct rc_ofi *o, int timeout_ms)
+{
+	struct fid *f;
+	struct pollfd p;
+
+	if (o->wait_fd < 0)
+		return -1;
+	if (o->nbacklog)
+		return 1;
+	f = &o->cq->fid;
+	/* the provider's say whether sleeping now could miss a completion */
+	if (fi_trywait(o->fabric, &f, 1) != FI_SUCCESS)
+		return 1;
+	p = (struct pollfd){ .fd = o->wait_fd, .events = POLLIN };
+	return poll(&p, 1, timeout_ms) > 0;
 }
 
 int rc_ofi_poll(struct rc_ofi *o, struct rc_ofi_wc *wc, int max, int timeout_ms, struct rc_err *err)

@@ -57,6 +57,9 @@ struct rc_ofi_opts {
 	int cq_depth;        /* 0: 1024 */
 	int timeout_ms;      /* a post that waits for room gives up after it (0: 5000) */
 	bool want_atomic;    /* the endpoint must offer 64-bit atomics */
+	/* the completion queue with a file descriptor to sleep on (FI_WAIT_FD)
+	 * where the provider has one: rc_ofi_wait */
+	bool wait_fd;
 };
 
 /* One completion, as the engine reads it. */
@@ -82,6 +85,7 @@ struct rc_ofi {
 	bool cq_data;     /* immediate data carried (FI_REMOTE_CQ_DATA) */
 	size_t max_msg;   /* the largest message or RMA transfer */
 	size_t inject;    /* the largest inject */
+	int wait_fd;      /* the CQ's (FI_GETWAIT), or -1: none */
 	int timeout_ms;
 	unsigned char name[RC_OFI_NAME_MAX];
 	size_t namelen;
@@ -123,6 +127,12 @@ const char *rc_ofi_short_name(const char *prov);
  * provider, no RDM endpoint with RMA, no atomics). */
 int rc_ofi_open(struct rc_ofi *o, const struct rc_ofi_opts *opts, struct rc_err *err);
 void rc_ofi_close(struct rc_ofi *o);
+
+/* Sleep until the completion queue may hold something, at most timeout_ms:
+ * 1 woken (or something there already), 0 the time passed, -1 no file
+ * descriptor to sleep on (opened without wait_fd, or the provider has
+ * none): the caller naps instead. */
+int rc_ofi_wait(struct rc_ofi *o, int timeout_ms);
 
 /* Register len bytes at buf for access (RC_OFI_*), as the mode bits ask. */
 int rc_ofi_reg(struct rc_ofi *o, void *buf, size_t len, int access, struct rc_ofi_mr *mr,

@@ -171,6 +171,31 @@ client() {
 	assert_output "rdmactl: atomic: --offset 4 is not 8-byte aligned"
 }
 
+# switches PID: the voluntary context switches of every thread of PID
+switches() {
+	cat /proc/"$1"/task/*/status | awk '/^voluntary_ctxt_switches:/ { n += $2 } END { print n + 0 }'
+}
+
+@test "ofi:tcp: an idle server sleeps on its completion queue's file descriptor (FI_WAIT_FD): a few wake-ups in 2 s, not one a millisecond, and it answers at once" {
+	serve --token-file "$tok"
+	run client -j atomic "127.0.0.1:$port/kv" --offset 24 --faa 1
+	assert_success
+	# the server itself, not a wrapper around it
+	local pid p a b
+	for p in $(pgrep -f -- "--listen 127.0.0.1:$port"); do
+		[[ $(cat "/proc/$p/comm") == rdmactl ]] && pid=$p
+	done
+	[[ -n ${pid:-} ]] || fail "no rdmactl process listens on $port"
+	sleep 0.5
+	a=$(switches "$pid")
+	sleep 2
+	b=$(switches "$pid")
+	(((b - a) < 100)) || fail "the idle server woke $((b - a)) times in 2 s"
+	run client -j atomic "127.0.0.1:$port/kv" --offset 24 --faa 1
+	assert_success
+	assert_equal "$(jq -r .old <<<"$output")" 1
+}
+
 @test "--fabric bogus is a usage error naming the choices, for each command and from \$RDMACTL_FABRIC" {
 	for c in "write 127.0.0.1/kv --pattern seq --size 4K" "read 127.0.0.1/kv --out /dev/null" \
 		"atomic 127.0.0.1/kv --faa 1" "register -N kv -S 4K --listen 127.0.0.1"; do
