@@ -58,6 +58,21 @@ int fab_region_get(const void *buf, struct rc_fregion *r);
 /* Hex of n bytes into out (2n + 1), and back: bytes, or -EINVAL. */
 void fab_hex(const void *p, size_t n, char *out);
 int fab_unhex(const char *s, void *p, size_t max);
+/* Rejections told one by one, at most FAB_REJ_PER_S in a second; the rest
+ * counted, and told as one number once their second is over: a peer that
+ * floods the listener with messages that fail cannot flood the log. */
+#define FAB_REJ_PER_S 20
+struct fab_rej {
+	double start; /* the second's start */
+	int listed;   /* told in it */
+	uint64_t hidden;
+};
+/* A rejection at now: true to tell it, false counted. */
+bool fab_rej_list(struct fab_rej *r, double now);
+/* What was counted in a second that is over at now, and a new second (0:
+ * nothing counted, or the second is not over). */
+uint64_t fab_rej_flush(struct fab_rej *r, double now);
+
 /* The info of an open endpoint. */
 void fab_info_of(const struct rc_ofi *o, struct rc_fabric_info *fi);
 

@@ -52,6 +52,7 @@ struct rc_fsrv {
 	int nseen;
 	int replay_max; /* RC_FSRV_REPLAY_MAX, or the test hook's fewer */
 	int idle;       /* passes without a completion */
+	struct fab_rej rej;
 };
 
 static void set_info(struct rc_fsrv *s)
@@ -180,6 +181,29 @@ static void event(rc_fsrv_cb cb, void *arg, const char *kind, const char *peer, 
 		cb(arg, &ev);
 }
 
+/* Any "N more rejected" of a second that is over told. */
+static void rejected_flush(struct rc_fsrv *s, rc_fsrv_cb cb, void *arg)
+{
+	uint64_t n = fab_rej_flush(&s->rej, fab_now());
+	char why[96];
+
+	if (!n)
+		return;
+	snprintf(why, sizeof(why),
+		 "%llu more rejected, not listed one by one (at most 20 a second are)",
+		 (unsigned long long)n);
+	event(cb, arg, "rejected", NULL, why);
+}
+
+/* A rejection told, or counted once FAB_REJ_PER_S were told this second. */
+static void rejected(struct rc_fsrv *s, rc_fsrv_cb cb, void *arg, const char *peer,
+		     const char *reason)
+{
+	rejected_flush(s, cb, arg);
+	if (fab_rej_list(&s->rej, fab_now()))
+		event(cb, arg, "rejected", peer, reason);
+}
+
 static bool seen(const struct rc_fsrv *s, const unsigned char cn[RC_AUTH_NONCE])
 {
 	for (int i = 0; i < s->nseen; i++)
@@ -260,19 +284,19 @@ static void on_hello(struct rc_fsrv *s, const unsigned char *m, size_t len,
 
 	if (h->count != FAB_ROLE_DATA || !h->addrlen || h->addrlen > RC_OFI_NAME_MAX ||
 	    len != FAB_HEAD + (size_t)h->addrlen)
-		return event(cb, arg, "rejected", NULL, "a malformed HELLO");
+		return rejected(s, cb, arg, NULL, "a malformed HELLO");
 	fab_hex(m + FAB_HEAD, h->addrlen, hex);
 	if (s->has_token) {
 		fab_proof_hello(s->token, s->ln, h->nonce, h->count, m + FAB_HEAD, h->addrlen, want);
 		if (!fab_proof_eq(want, h->proof))
-			return event(cb, arg, "rejected", hex,
-				     "HELLO's proof is not the token's over this listener's nonce");
+			return rejected(s, cb, arg, hex,
+					"HELLO's proof is not the token's over this listener's nonce");
 	}
 	if (seen(s, h->nonce))
-		return event(cb, arg, "rejected", hex, "a replayed HELLO (its nonce was seen)");
+		return rejected(s, cb, arg, hex, "a replayed HELLO (its nonce was seen)");
 	c = client_slot(s, cb, arg);
 	if (rc_ofi_av_insert(&s->o, m + FAB_HEAD, h->addrlen, &c->peer, &e))
-		return event(cb, arg, "rejected", hex, e.msg);
+		return rejected(s, cb, arg, hex, e.msg);
 	memcpy(c->cn, h->nonce, RC_AUTH_NONCE);
 	memcpy(c->ln, s->ln, RC_AUTH_NONCE);
 	snprintf(c->hex, sizeof(c->hex), "%s", hex);
@@ -283,7 +307,7 @@ static void on_hello(struct rc_fsrv *s, const unsigned char *m, size_t len,
 	if (welcome(s, c, &e)) {
 		rc_ofi_av_remove(&s->o, c->peer);
 		c->used = false;
-		event(cb, arg, "rejected", hex, e.msg);
+		rejected(s, cb, arg, hex, e.msg);
 	} else {
 		event(cb, arg, "admitted", hex, NULL);
 	}
@@ -296,7 +320,7 @@ static void on_bye(struct rc_fsrv *s, size_t len, const struct fab_head *h, rc_f
 	unsigned char want[RC_AUTH_MAC];
 
 	if (len != FAB_HEAD)
-		return event(cb, arg, "rejected", NULL, "a malformed BYE");
+		return rejected(s, cb, arg, NULL, "a malformed BYE");
 	for (int i = 0; i < s->max_clients; i++) {
 		struct fclient *c = &s->cl[i];
 
@@ -305,7 +329,7 @@ static void on_bye(struct rc_fsrv *s, size_t len, const struct fab_head *h, rc_f
 		/* proven over the nonce the client was admitted under */
 		fab_proof_bye(s->token, c->ln, h->nonce, want);
 		if (s->has_token && !fab_proof_eq(want, h->proof))
-			return event(cb, arg, "rejected", c->hex, "BYE's proof is not the token's");
+			return rejected(s, cb, arg, c->hex, "BYE's proof is not the token's");
 		rc_ofi_av_remove(&s->o, c->peer);
 		c->used = false;
 		event(cb, arg, "left", c->hex, NULL);
@@ -319,13 +343,13 @@ static void on_message(struct rc_fsrv *s, int slot, size_t len, rc_fsrv_cb cb, v
 	struct fab_head h;
 
 	if (len > SLOT || fab_head_get(m, len, &h))
-		return event(cb, arg, "rejected", NULL, "a message that is not rdmactl's");
+		return rejected(s, cb, arg, NULL, "a message that is not rdmactl's");
 	if (h.type == FAB_HELLO)
 		on_hello(s, m, len, &h, cb, arg);
 	else if (h.type == FAB_BYE)
 		on_bye(s, len, &h, cb, arg);
 	else
-		event(cb, arg, "rejected", NULL, "a message of an unknown type");
+		rejected(s, cb, arg, NULL, "a message of an unknown type");
 }
 
 /* One completion: a message (the slot reposted), or a send's end. */
@@ -343,7 +367,7 @@ static int on_wc(struct rc_fsrv *s, const struct rc_ofi_wc *w, rc_fsrv_cb cb, vo
 	if (!w->err)
 		on_message(s, (int)id - 1, w->len, cb, arg);
 	else
-		event(cb, arg, "rejected", NULL, w->why[0] ? w->why : "a receive failed");
+		rejected(s, cb, arg, NULL, w->why[0] ? w->why : "a receive failed");
 	return post_recv(s, (int)id - 1, err);
 }
 
@@ -355,6 +379,7 @@ int rc_fsrv_step(struct rc_fsrv *s, int timeout_ms, rc_fsrv_cb cb, void *arg, st
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
+		rejected_flush(s, cb, arg);
 		if ((n = rc_ofi_poll(&s->o, wc, 8, 0, err)) < 0)
 			return n;
 		for (int i = 0; i < n; i++)

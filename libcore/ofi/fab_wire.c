@@ -215,3 +215,27 @@ void fab_info_of(const struct rc_ofi *o, struct rc_fabric_info *fi)
 	snprintf(fi->fabric, sizeof(fi->fabric), "%s", o->fabric_name);
 	fab_hex(o->name, o->namelen, fi->address);
 }
+
+bool fab_rej_list(struct fab_rej *r, double now)
+{
+	if (!r->hidden && now - r->start >= 1.0) { /* a new second */
+		r->start = now;
+		r->listed = 0;
+	}
+	if (r->listed < FAB_REJ_PER_S) {
+		r->listed++;
+		return true;
+	}
+	r->hidden++;
+	return false;
+}
+
+uint64_t fab_rej_flush(struct fab_rej *r, double now)
+{
+	uint64_t n = r->hidden;
+
+	if (!n || now - r->start < 1.0)
+		return 0;
+	*r = (struct fab_rej){ .start = now };
+	return n;
+}

@@ -104,6 +104,31 @@ client() {
 	assert_equal "$(jq -r .old <<<"$output")" 1
 }
 
+@test "ofi:tcp: a flood of spoilt HELLOs is listed 20 a second at most, the rest counted: every one of them accounted for, none admitted" {
+	serve --token-file "$tok"
+	local i sent listed hidden pids=()
+	for i in $(seq 40); do
+		RDMACTL_TEST_OFI_HELLO=spoil "$RDMACTL" -t 3000 atomic "127.0.0.1:$port/kv" --faa 1 \
+			--fabric ofi:tcp --descriptor "$desc" --token-file "$tok" >"$BATS_TEST_TMPDIR/c$i" 2>&1 &
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do wait "$i" || true; done
+	# those that sent their HELLO waited for a WELCOME that never came (a
+	# client held up past its time by the others never sent one)
+	sent=$(grep -l "no WELCOME" "$BATS_TEST_TMPDIR"/c* | wc -l)
+	((sent >= 20)) || fail "only $sent of 40 clients sent a HELLO"
+	# the count of a second that is over is told on the server's next pass
+	for i in $(seq 30); do
+		listed=$(jq -r 'select(.event == "rejected" and .reason == "HELLO\u0027s proof is not the token\u0027s over this listener\u0027s nonce")' "$desc" | grep -c '"event"' || true)
+		hidden=$(jq -r 'select(.event == "rejected") | .reason | capture("^(?<n>[0-9]+) more rejected, not listed one by one") | .n' "$desc" | awk '{ s += $1 } END { print s + 0 }')
+		((listed + hidden == sent)) && break
+		sleep 0.1
+	done
+	assert_equal "$((listed + hidden))" "$sent"
+	run grep -c '"event":"admitted"' "$desc"
+	assert_output 0
+}
+
 @test "ofi:tcp: out of bounds of the region is refused" {
 	serve --token-file "$tok"
 	run client write "127.0.0.1:$port/kv" --pattern seq --size 4K --offset 64M

@@ -27,6 +27,7 @@
 #include <rdmactl/ofi_core.h>
 
 #include "check.h"
+#include "fab_int.h"
 
 #define BIG (64u << 20)
 #define PIECE (1u << 20)
@@ -244,6 +245,26 @@ static void refusals(const struct card *t)
 	CHECK(one_read(t, BIG - 4096, 4096, t->key) == 0);
 }
 
+/* The listing of rejections (fab_rej_list, fab_rej_flush): FAB_REJ_PER_S a
+ * second told, the rest counted and told once their second is over. */
+static void rejections(void)
+{
+	struct fab_rej r = { 0 };
+	int told = 0;
+
+	for (int i = 0; i < 50; i++) /* a flood within a tenth of a second */
+		told += fab_rej_list(&r, 10.0 + i * 0.002);
+	CHECK(told == FAB_REJ_PER_S);
+	CHECK(fab_rej_flush(&r, 10.5) == 0); /* its second is not over */
+	CHECK(fab_rej_flush(&r, 11.01) == 50 - FAB_REJ_PER_S);
+	CHECK(fab_rej_flush(&r, 11.02) == 0); /* told once */
+	/* a new second tells again, and one a second is always told */
+	CHECK(fab_rej_list(&r, 11.03));
+	for (int i = 0; i < 5; i++)
+		CHECK(fab_rej_list(&r, 20.0 + i * 1.5));
+	CHECK(fab_rej_flush(&r, 40.0) == 0);
+}
+
 int main(void)
 {
 	static struct side c;
@@ -255,6 +276,7 @@ int main(void)
 	FILE *in;
 	pid_t pid;
 
+	rejections();
 	CHECK(rc_ofi_open(&x, &none, &e) == -ENODEV);
 	CHECK(strstr(e.msg, "no provider 'no-such-provider'") != NULL);
 	if (rc_ofi_open(&x, &(struct rc_ofi_opts){ .prov = "tcp", .node = "127.0.0.1" }, &e) ==
