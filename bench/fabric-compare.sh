@@ -109,9 +109,13 @@ row atomic_bw "atomic --faa 1 --bench --iters 5000 --depth $depth" ".msgs_per_s 
 # run KEY FABRIC: one rdmactl run; its figure appended to $work/KEY.FABRIC.
 run() {
 	local key=$1 f=$2 v extra=()
-	[ "$f" = verbs ] && [[ $key == *_bw_* || $key == atomic_bw ]] && extra=(--signal-every 1)
+	if [ "$f" = verbs ]; then
+		[[ $key == *lat* ]] || extra=(--signal-every 1)
+	else
+		extra=(--descriptor "$work/$f.srv")
+	fi
 	# shellcheck disable=SC2086 # the row's arguments, a word each
-	if ! "$rdmactl" -j ${args[$key]} "${extra[@]}" --fabric "$f" --descriptor "$work/$f.srv" \
+	if ! "$rdmactl" -j ${args[$key]} "${extra[@]}" --fabric "$f" \
 		"$addr:${port_of[$f]}/b" >"$work/out" 2>&1; then
 		echo "fabric-compare: $key over $f failed:" >&2
 		cat "$work/out" >&2
