@@ -83,7 +83,7 @@ int fabric_client_open(struct ctx *ctx, const struct cmd *c, const struct opt_va
 
 int fabric_transfer(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		    const struct client_args *a, bool write, uint64_t size, bool have_size,
-		    rc_fcli_fill io, void *arg, const char *out)
+		    rc_fcli_fill io, void *arg, const char *out, const uint32_t *imm)
 {
 	struct rc_stream_result res = { 0 };
 	const struct rc_fregion *r;
@@ -98,6 +98,8 @@ int fabric_transfer(struct ctx *ctx, const struct cmd *c, const struct opt_vals 
 	if (!have_size)
 		size = a->off < r->length ? r->length - a->off : 0;
 	rc = rc_fcli_transfer(fc, write, a->off, size, io, arg, &res.bytes, &res.seconds, &e);
+	if (!rc && imm)
+		rc = rc_fcli_write_imm(fc, a->off, *imm, &e);
 	if (rc) {
 		rc = fail(ctx, rc, "%s", ERR_TEXT(e));
 	} else if (write || out) {
@@ -113,6 +115,8 @@ int fabric_transfer(struct ctx *ctx, const struct cmd *c, const struct opt_vals 
 			out_str(&ctx->out, "out", " into %s", out);
 		out_str(&ctx->out, "device", NULL, rc_fcli_info(fc)->domain);
 		fabric_report(ctx, "ofi", rc_fcli_info(fc));
+		if (imm)
+			out_u64(&ctx->out, "imm", NULL, *imm);
 		report_transfer(ctx, &res);
 	}
 	rc_fcli_close(fc);

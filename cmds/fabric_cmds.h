@@ -26,9 +26,10 @@ struct client_args;
 int fabric_client_open(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		       const struct client_args *a, struct rc_fcli **out);
 /* A transfer over libfabric: bytes at the client's offset moved through io,
- * then the report (verb "wrote to", "read from"; out: read's --out). */
+ * then a write's immediate data (imm, or NULL), then the report (verb
+ * "wrote to", "read from"; out: read's --out). */
 int fabric_transfer(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		    const struct client_args *a, bool write, uint64_t size, bool have_size,
-		    rc_fcli_fill io, void *arg, const char *out);
+		    rc_fcli_fill io, void *arg, const char *out, const uint32_t *imm);
 
 #endif

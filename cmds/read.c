@@ -95,7 +95,7 @@ static int read_ofi(struct ctx *ctx, const struct cmd *c, const struct opt_vals 
 	    (sk.fd = open(a->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
 		return fail(ctx, -errno, "cannot create '%s': %s", a->out_path, strerror(errno));
 	rc = fabric_transfer(ctx, c, v, &a->cl, false, a->size, a->have_size, drain_ofi, &sk,
-			     a->out_path);
+			     a->out_path, NULL);
 	if (sk.fd != STDOUT_FILENO && close(sk.fd) < 0 && !rc)
 		rc = fail(ctx, -errno, "cannot write '%s': %s", a->out_path, strerror(errno));
 	return rc;

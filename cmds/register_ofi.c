@@ -53,15 +53,22 @@ static void on_event(void *arg, const struct rc_fsrv_event *ev)
 			   : !strcmp(ev->kind, "left")   ? "disconnected"
 							 : ev->kind;
 
+	bool imm = !strcmp(ev->kind, "imm");
+
 	if (!out_is_json(&ctx->out)) {
-		fprintf(ctx->out.fp, "%s: %s%s%s\n", ev->peer[0] ? ev->peer : "a peer", kind,
-			ev->reason ? ": " : "", ev->reason ? ev->reason : "");
+		if (imm)
+			fprintf(ctx->out.fp, "a peer: immediate data %u\n", ev->imm);
+		else
+			fprintf(ctx->out.fp, "%s: %s%s%s\n", ev->peer[0] ? ev->peer : "a peer",
+				kind, ev->reason ? ": " : "", ev->reason ? ev->reason : "");
 		fflush(ctx->out.fp);
 	} else {
 		out_str(&ctx->out, "event", NULL, kind);
 		out_str(&ctx->out, "peer", NULL, ev->peer);
 		if (ev->reason)
 			out_str(&ctx->out, "reason", NULL, ev->reason);
+		if (imm)
+			out_u64(&ctx->out, "imm", NULL, ev->imm);
 		out_event(&ctx->out);
 	}
 	/* the nonce rotated: each region's descriptor again, the new one */

@@ -133,9 +133,6 @@ static int write_parse(struct ctx *ctx, const struct cmd *c, const struct opt_va
 		return usage_err(ctx, "invalid --imm: immediate data is 32 bits (0..4294967295)");
 	a->imm = (uint32_t)a->imm64;
 	a->has_imm = a->imm_given != NULL;
-	if (a->has_imm && a->cl.fab.kind == RC_FABRIC_OFI)
-		return usage_err(ctx, "write: --imm runs over verbs only (--fabric verbs), not yet "
-				      "over libfabric");
 	a->have_size = a->size_given != NULL;
 	/* As register refuses it: a write of nothing is a mistake, not a success. */
 	if (a->have_size && !a->size)
@@ -266,7 +263,8 @@ static int do_write(struct ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	if (a.cl.fab.kind == RC_FABRIC_OFI) {
-		rc = fabric_transfer(ctx, c, &v, &a.cl, true, a.size, a.have_size, fill, &src, NULL);
+		rc = fabric_transfer(ctx, c, &v, &a.cl, true, a.size, a.have_size, fill, &src, NULL,
+				     a.has_imm ? &a.imm : NULL);
 		goto out;
 	}
 	rc = rails_open(ctx, c, &v, &a.cl, &r);

@@ -381,6 +381,22 @@ int rc_fcli_atomic(struct rc_fcli *c, bool cas, uint64_t off, uint64_t a, uint64
 	return 0;
 }
 
+int rc_fcli_write_imm(struct rc_fcli *c, uint64_t off, uint32_t imm, struct rc_err *err)
+{
+	uint64_t data = imm;
+	int rc;
+
+	if (off > c->region.length)
+		return rc_err_set(err, ERANGE, "offset %llu is out of bounds of region '%s'",
+				  (unsigned long long)off, c->region.name);
+	if (!(c->region.access & 2))
+		return rc_err_set(err, EACCES, "region '%s' is not writable", c->region.name);
+	if ((rc = rc_ofi_write(&c->o, c->peer, c->ctl, 0, &c->ctl_mr, c->region.base + off,
+			       c->region.key, &data, (void *)FAB_ID_IMM, err)))
+		return rc;
+	return wait_id(c, FAB_ID_IMM, c->timeout_ms, "the immediate data", err);
+}
+
 void rc_fcli_close(struct rc_fcli *c)
 {
 	struct rc_err e;

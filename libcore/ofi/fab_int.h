@@ -82,6 +82,7 @@ void fab_info_of(const struct rc_ofi *o, struct rc_fabric_info *fi);
 #define FAB_ID_SEND 1001
 #define FAB_ID_RECV 1002
 #define FAB_ID_ATOMIC 1003
+#define FAB_ID_IMM 1004
 
 struct rc_fcli {
 	struct rc_ofi o;

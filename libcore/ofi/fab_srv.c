@@ -13,6 +13,10 @@
 #include <rdmactl/config_core.h>
 #include <rdmactl/parse.h>
 
+#include "ofi_dl.h" /* before libfabric's headers */
+
+#include <rdma/fabric.h>
+
 #include "fab_int.h"
 
 #define NRECV 16 /* receive slots: HELLOs and BYEs in flight */
@@ -358,6 +362,13 @@ static int on_wc(struct rc_fsrv *s, const struct rc_ofi_wc *w, rc_fsrv_cb cb, vo
 {
 	uintptr_t id = (uintptr_t)w->ctx;
 
+	if (!w->err && (w->flags & FI_REMOTE_CQ_DATA)) { /* a write's, not a message */
+		struct rc_fsrv_event ev = { .kind = "imm", .peer = "", .imm = (uint32_t)w->data };
+
+		if (cb)
+			cb(arg, &ev);
+		return 0;
+	}
 	if (id >= 100 && id < 100 + NSEND) {
 		s->sbusy[id - 100] = false;
 		return 0;

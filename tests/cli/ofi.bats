@@ -196,6 +196,31 @@ client() {
 	assert_output "rdmactl: atomic: --offset 4 is not 8-byte aligned"
 }
 
+@test "ofi:tcp: write --imm delivers the immediate value to the server once the data is written; a value past 32 bits is a usage error" {
+	serve --token-file "$tok"
+	run client -j write "127.0.0.1:$port/kv" --pattern seq --size 4K --imm 42
+	assert_success
+	assert_equal "$(jq -r '[.imm, .bytes, .transport] | join(" ")' <<<"$output")" "42 4096 ofi"
+	run client write "127.0.0.1:$port/kv" --pattern seq --size 4K --offset 8K --imm 4294967295
+	assert_success
+	local i
+	for i in $(seq 50); do
+		[[ $(grep -c '"event":"imm"' "$desc") == 2 ]] && break
+		sleep 0.1
+	done
+	run jq -r 'select(.event == "imm") | .imm' "$desc"
+	assert_output $'42\n4294967295'
+	run client write "127.0.0.1:$port/kv" --pattern seq --size 4K --imm 4294967296
+	assert_failure 2
+	assert_output --partial "immediate data is 32 bits"
+	# no immediate data without --imm
+	run client write "127.0.0.1:$port/kv" --pattern seq --size 4K
+	assert_success
+	sleep 0.3
+	run grep -c '"event":"imm"' "$desc"
+	assert_output 2
+}
+
 # switches PID: the voluntary context switches of every thread of PID
 switches() {
 	cat /proc/"$1"/task/*/status | awk '/^voluntary_ctxt_switches:/ { n += $2 } END { print n + 0 }'

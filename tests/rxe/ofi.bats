@@ -36,8 +36,15 @@ client() {
 	assert_equal "$(descriptor kv | jq -r '[.fabric, .provider, .domain] | join(" ")')" \
 		"ofi verbs;ofi_rxm $RDMACTL_VM_DEV"
 	head -c 64M /dev/urandom >"$BATS_TEST_TMPDIR/in.bin"
-	run client -j write "$ADDR:$port/kv" --file "$BATS_TEST_TMPDIR/in.bin"
+	run client -j write "$ADDR:$port/kv" --file "$BATS_TEST_TMPDIR/in.bin" --imm 77
 	assert_success
+	# the immediate data came once the data was written
+	local i
+	for i in $(seq 50); do
+		grep -q '"event":"imm"' "$SERVER_OUT" && break
+		sleep 0.1
+	done
+	assert_equal "$(jq -r 'select(.event == "imm") | .imm' "$SERVER_OUT")" 77
 	assert_equal "$(jq -r '[.transport, .provider, .domain, .bytes] | join(" ")' <<<"$output")" \
 		"ofi verbs;ofi_rxm $RDMACTL_VM_DEV 67108864"
 	run client read "$ADDR:$port/kv" --out "$BATS_TEST_TMPDIR/back.bin"

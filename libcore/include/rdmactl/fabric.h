@@ -83,11 +83,13 @@ struct rc_fsrv_opts {
 	int max_clients;   /* address vector entries at once (0: 64; the oldest goes) */
 };
 /* What the server saw: "admitted", "left", "rejected" (reason says why),
+ * "imm" (a write's immediate data, in imm),
  * "rotated" (the listener nonce; reason says the new one). */
 struct rc_fsrv_event {
 	const char *kind;
 	const char *peer;   /* the client's address in hex, or "" */
 	const char *reason; /* NULL, or why */
+	uint32_t imm;       /* "imm": a client's write brought this immediate data */
 };
 typedef void (*rc_fsrv_cb)(void *arg, const struct rc_fsrv_event *ev);
 
@@ -155,6 +157,9 @@ struct rc_fcli_bench {
 };
 RC_EXPORT int rc_fcli_bench(struct rc_fcli *c, const struct rc_fcli_bench *b, uint64_t *ops,
 			    double *seconds, struct rc_err *err);
+/* Immediate data to the server (its "imm" event), by a write of no bytes at
+ * off, once what was written before it has completed. */
+RC_EXPORT int rc_fcli_write_imm(struct rc_fcli *c, uint64_t off, uint32_t imm, struct rc_err *err);
 /* Says goodbye (the server frees its entry) and closes. */
 RC_EXPORT void rc_fcli_close(struct rc_fcli *c);
 
