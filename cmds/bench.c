@@ -420,9 +420,48 @@ out:
 	return rc;
 }
 
-/* Over libfabric: one size on one endpoint, every operation completing
- * (libfabric's completions), timed by the monotonic clock, completions
- * busy-polled. */
+/* Over libfabric, as bench_sizes over verbs: one size, or each from MIN,
+ * doubling, to MAX (a row each), res their sum. */
+static int ofi_sizes(struct ctx *ctx, struct rc_fcli *fc, struct rc_fcli_bench *fb,
+		     const struct bench_args *b, struct size_row *rows, int *nrows,
+		     struct rc_stream_result *res)
+{
+	uint64_t last = b->msg_max ? b->msg_max : b->msg;
+	const struct rc_fregion *r = rc_fcli_region(fc);
+	struct rc_err e;
+
+	*nrows = 0;
+	if (fb->off > r->length || last > r->length - fb->off) /* before any size runs */
+		return fail(ctx, -ERANGE,
+			    "offset %llu + %llu bytes is out of bounds of region '%s' (%llu bytes)",
+			    (unsigned long long)fb->off, (unsigned long long)last, r->name,
+			    (unsigned long long)r->length);
+	for (uint64_t msg = b->msg; msg <= last && *nrows < SIZE_ROWS; msg *= 2) {
+		uint64_t ops = 0;
+		double s = 0;
+		int rc;
+
+		fb->msg = (size_t)msg;
+		if ((rc = rc_fcli_bench(fc, fb, &ops, &s, &e)))
+			return b->msg_max ? fail(ctx, rc,
+						 "%s (at --msg-size %llu, after %llu operations)",
+						 ERR_TEXT(e), (unsigned long long)msg,
+						 (unsigned long long)ops)
+			       : ops      ? fail(ctx, rc, "%s (after %llu operations)", ERR_TEXT(e),
+						 (unsigned long long)ops)
+					  : fail(ctx, rc, "%s", ERR_TEXT(e));
+		if (b->msg_max)
+			rows[(*nrows)++] = (struct size_row){ msg, ops * msg, ops, s };
+		res->bytes += ops * msg;
+		res->ops += ops;
+		res->seconds += s;
+	}
+	return 0;
+}
+
+/* Over libfabric: sizes as over verbs, on one endpoint, every operation
+ * completing (libfabric's completions), timed by the monotonic clock,
+ * completions busy-polled. */
 static int bench_ofi(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		     const struct client_args *ca, const struct bench_args *b, enum rc_op op,
 		     uint64_t compare_add, uint64_t swap, struct bench_bufs *k)
@@ -448,24 +487,18 @@ static int bench_ofi(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 	const char *slash = strrchr(v->pos[0], '/');
 	char peer[RC_HOST_MAX + 16];
 	struct rc_fcli *fc = NULL;
-	struct rc_err e;
-	int rc;
+	struct size_row rows[SIZE_ROWS];
+	int nrows = 0, rc;
 
-	if (b->msg_max || b->qps > 1 || b->post_list > 1 || b->lat_clock == RC_LAT_CLOCK_TSC)
+	if (b->qps > 1 || b->post_list > 1 || b->lat_clock == RC_LAT_CLOCK_TSC)
 		return usage_err(ctx,
-				 "%s: over libfabric a benchmark runs one size on one endpoint, "
-				 "timed by the monotonic clock: no --msg-size MIN:MAX, --qps, "
-				 "--post-list or --lat-clock tsc",
+				 "%s: over libfabric a benchmark runs on one endpoint, timed by "
+				 "the monotonic clock: no --qps, --post-list or --lat-clock tsc",
 				 c->name);
 	if ((rc = fabric_client_open(ctx, c, v, ca, &fc)))
 		return rc;
-	if ((rc = rc_fcli_bench(fc, &fb, &res.ops, &res.seconds, &e))) {
-		rc = res.ops ? fail(ctx, rc, "%s (after %llu operations)", ERR_TEXT(e),
-				    (unsigned long long)res.ops)
-			     : fail(ctx, rc, "%s", ERR_TEXT(e));
+	if ((rc = ofi_sizes(ctx, fc, &fb, b, rows, &nrows, &res)))
 		goto out;
-	}
-	res.bytes = res.ops * b->msg;
 	if (k->lat_us) { /* a clock read's cost falls inside each sample */
 		res.clock_us = rc_clock_cost() * 1e6;
 		for (uint64_t i = 0; i < b->iters; i++)
@@ -478,7 +511,7 @@ static int bench_ofi(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 	struct bench_where w = { peer, rc_fcli_region(fc)->name, rc_fcli_info(fc)->domain,
 				 rc_fcli_info(fc) };
 
-	bench_print(ctx, &one, op, &w, &res, k->lat_us, bench_peak(k, b, &res), NULL, 0);
+	bench_print(ctx, &one, op, &w, &res, k->lat_us, bench_peak(k, b, &res), rows, nrows);
 out:
 	rc_fcli_close(fc);
 	return rc;

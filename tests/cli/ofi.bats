@@ -153,6 +153,12 @@ client() {
 	assert_line --regexp '^read bandwidth benchmark against 127\.0\.0\.1:[0-9]+/kv$'
 	assert_line --partial "device lo over ofi (tcp;ofi_rxm), 65536-byte messages, 300 work requests, depth 16"
 	assert_line --regexp '^  19660800 bytes in 300 operations in [0-9.]+ s: '
+	# a sweep: a row a size, doubling, every operation of each
+	run client -j read "127.0.0.1:$port/kv" --bench --msg-size 16K:128K --iters 50
+	assert_success
+	assert_equal "$(jq -c '[.sizes[] | [.msg_size, .operations, .bytes]]' <<<"$output")" \
+		'[[16384,50,819200],[32768,50,1638400],[65536,50,3276800],[131072,50,6553600]]'
+	assert_equal "$(jq -r '[.operations, .bytes, .msg_size_max] | join(" ")' <<<"$output")" "200 12288000 131072"
 	run client -j write "127.0.0.1:$port/kv" --lat --msg-size 8 --iters 200
 	assert_success
 	jq -e '.mode == "latency" and .latency_us.count == 200 and .lat_clock == "monotonic"
@@ -176,14 +182,14 @@ client() {
 	assert_equal "$(jq -r .old <<<"$output")" "$((before + 1500))"
 }
 
-@test "ofi:tcp: a benchmark over libfabric refuses what it cannot do (sizes, several endpoints, post lists, the TSC) and a span out of bounds" {
+@test "ofi:tcp: a benchmark over libfabric refuses what it cannot do (several endpoints, post lists, the TSC) and a span out of bounds, the largest size of a sweep checked first" {
 	serve --token-file "$tok"
 	local bad
-	for bad in "--msg-size 1K:4K" "--qps 2" "--post-list 4"; do
+	for bad in "--qps 2" "--post-list 4"; do
 		# shellcheck disable=SC2086 # the options, a word each
 		run client write "127.0.0.1:$port/kv" --bench $bad
 		assert_failure 2
-		assert_output --partial "over libfabric a benchmark runs one size on one endpoint"
+		assert_output --partial "over libfabric a benchmark runs on one endpoint"
 	done
 	run client write "127.0.0.1:$port/kv" --lat --lat-clock tsc --msg-size 8
 	assert_failure 2
@@ -191,6 +197,11 @@ client() {
 	run client read "127.0.0.1:$port/kv" --bench --msg-size 1M --offset 66060289
 	assert_failure 1
 	assert_output "rdmactl: offset 66060289 + 1048576 bytes is out of bounds of region 'kv' (67108864 bytes)"
+	# a sweep whose largest size does not fit runs no size at all
+	run client -j write "127.0.0.1:$port/kv" --bench --msg-size 16M:128M --iters 2
+	assert_failure 1
+	assert_equal "$(jq -r .error.message <<<"$output")" \
+		"offset 0 + 134217728 bytes is out of bounds of region 'kv' (67108864 bytes)"
 	run client atomic "127.0.0.1:$port/kv" --bench --faa 1 --offset 4
 	assert_failure 2
 	assert_output "rdmactl: atomic: --offset 4 is not 8-byte aligned"
