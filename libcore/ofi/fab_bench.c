@@ -61,7 +61,7 @@ static int post_one(struct bench_run *r, int slot, struct rc_err *err)
 	const struct rc_fcli_bench *b = r->b;
 	struct rc_fcli *c = r->c;
 	uint64_t raddr = c->region.base + b->off;
-	void *ctx = (void *)(uintptr_t)(slot + 1);
+	void *ctx = (void *)(uintptr_t)(FAB_ID_BENCH + slot);
 	uint64_t *w = (uint64_t *)(void *)(r->buf + (size_t)slot * ATOMIC_WORDS * 8);
 
 	switch (b->op) {
@@ -88,14 +88,14 @@ static int reap(struct bench_run *r, uint64_t *done, struct rc_err *err)
 	int n = rc_ofi_poll(&r->c->o, wc, 16, 0, err);
 
 	for (int i = 0; i < n; i++) {
-		uintptr_t slot = (uintptr_t)wc[i].ctx - 1;
+		uintptr_t slot = (uintptr_t)wc[i].ctx - FAB_ID_BENCH;
 		double t = fab_now();
 
 		if (wc[i].err)
 			return rc_err_set(err, wc[i].err, "a benchmark operation failed (%s): %s",
 					  r->c->o.prov_name,
 					  wc[i].why[0] ? wc[i].why : strerror(wc[i].err));
-		if (!wc[i].ctx || slot >= (uintptr_t)b->depth)
+		if ((uintptr_t)wc[i].ctx < FAB_ID_BENCH || slot >= (uintptr_t)b->depth)
 			continue; /* not ours: the control plane's */
 		if (b->completed_s)
 			b->completed_s[r->seq[slot]] = t;

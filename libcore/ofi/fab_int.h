@@ -83,6 +83,7 @@ void fab_info_of(const struct rc_ofi *o, struct rc_fabric_info *fi);
 #define FAB_ID_RECV 1002
 #define FAB_ID_ATOMIC 1003
 #define FAB_ID_IMM 1004
+#define FAB_ID_BENCH 0x100000 /* a benchmark's slots: this plus the slot */
 
 struct rc_fcli {
 	struct rc_ofi o;
