@@ -14,6 +14,8 @@
  * Exit 0 on success, 1 with a message otherwise.
  * OFI_CLIENT_GUESS_KEY=KEY: no HELLO at all, the data moved with that key
  * (what an intruder would try; the server's keys must not be guessable).
+ * OFI_CLIENT_FLOOD=N: N HELLOs with a zero proof and fresh nonces, sent as
+ * fast as they go, and nothing else (a flood of messages that fail).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -152,6 +154,21 @@ int main(int argc, char **argv)
 	msg[6] = (unsigned char)melen;
 	memcpy(msg + 8, nonce, 16);
 	memcpy(msg + 40, me, melen);
+	if (getenv("OFI_CLIENT_FLOOD")) {
+		/* HELLOs with a zero proof and fresh nonces, one after the other
+		 * as fast as each send completes, then nothing more */
+		int count = atoi(getenv("OFI_CLIENT_FLOOD"));
+
+		for (int k = 0; k < count; k++) {
+			for (int i = 0; i < 16; i++)
+				msg[8 + i] = (unsigned char)rand();
+			if (POST(fi_send(ep, msg, 40 + melen, fi_mr_desc(mmr), server, msg)))
+				die("posting a HELLO", 0);
+			wait_one();
+		}
+		printf("sent %d\n", count);
+		return 0;
+	}
 	if (POST(fi_recv(ep, ans, sizeof(ans), fi_mr_desc(amr), FI_ADDR_UNSPEC, ans)) ||
 	    POST(fi_send(ep, msg, 40 + melen, fi_mr_desc(mmr), server, msg)))
 		die("posting HELLO", 0);
