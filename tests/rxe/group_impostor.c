@@ -14,7 +14,8 @@
  * GROUP_IMPOSTOR_PEERS) and prints "refused: rank TO (HOST:PORT) WHY" when
  * it fails, unless GROUP_IMPOSTOR_NOCHECK=1; then it sends its own proof
  * made for rank TO under TOKEN (zeros without), unless
- * GROUP_IMPOSTOR_NOPROOF=1, and waits GROUP_IMPOSTOR_HOLD seconds (default
+ * GROUP_IMPOSTOR_NOPROOF=1 (which prints "up" once the rank accepted: its
+ * place is taken), and waits GROUP_IMPOSTOR_HOLD seconds (default
  * 3) for the rank to drop the connection: "dropped" (exit 1) when it did,
  * "accepted" (exit 0) when the connection was still up then.
  *
@@ -240,6 +241,9 @@ static int once(const struct imp *im)
 	if (!getenv("GROUP_IMPOSTOR_NOPROOF")) {
 		group_proof_msg(&m, im->rank, im->token, &a);
 		send_msg(c, &m, offsetof(struct gmsg, data) + RC_AUTH_MAC);
+	} else {
+		printf("up\n");
+		fflush(stdout);
 	}
 	rc = verdict("", dropped(c, im->hold));
 	rc_conn_close(c);
