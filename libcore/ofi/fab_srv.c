@@ -362,19 +362,20 @@ static int on_wc(struct rc_fsrv *s, const struct rc_ofi_wc *w, rc_fsrv_cb cb, vo
 {
 	uintptr_t id = (uintptr_t)w->ctx;
 
-	if (!w->err && (w->flags & FI_REMOTE_CQ_DATA)) { /* a write's, not a message */
-		struct rc_fsrv_event ev = { .kind = "imm", .peer = "", .imm = (uint32_t)w->data };
-
-		if (cb)
-			cb(arg, &ev);
-		return 0;
-	}
 	if (id >= 100 && id < 100 + NSEND) {
 		s->sbusy[id - 100] = false;
 		return 0;
 	}
-	if (id < 1 || id > NRECV)
+	/* Not a receive slot's: a client's write with immediate data. A message
+	 * that carries data too (fi_senddata) took a slot, and is read and the
+	 * slot posted again below like any other. */
+	if (id < 1 || id > NRECV) {
+		struct rc_fsrv_event ev = { .kind = "imm", .peer = "", .imm = (uint32_t)w->data };
+
+		if (!w->err && (w->flags & FI_REMOTE_CQ_DATA) && cb)
+			cb(arg, &ev);
 		return 0;
+	}
 	if (!w->err)
 		on_message(s, (int)id - 1, w->len, cb, arg);
 	else

@@ -15,7 +15,8 @@
  * OFI_CLIENT_GUESS_KEY=KEY: no HELLO at all, the data moved with that key
  * (what an intruder would try; the server's keys must not be guessable).
  * OFI_CLIENT_FLOOD=N: N HELLOs with a zero proof and fresh nonces, sent as
- * fast as they go, and nothing else (a flood of messages that fail).
+ * fast as they go, every other one with immediate data (fi_senddata), and
+ * nothing else (a flood of messages that fail).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -155,14 +156,17 @@ int main(int argc, char **argv)
 	memcpy(msg + 8, nonce, 16);
 	memcpy(msg + 40, me, melen);
 	if (getenv("OFI_CLIENT_FLOOD")) {
-		/* HELLOs with a zero proof and fresh nonces, one after the other
-		 * as fast as each send completes, then nothing more */
+		/* HELLOs with a zero proof and fresh nonces, every other one with
+		 * immediate data, one after the other as fast as each send
+		 * completes, then nothing more */
 		int count = atoi(getenv("OFI_CLIENT_FLOOD"));
 
 		for (int k = 0; k < count; k++) {
 			for (int i = 0; i < 16; i++)
 				msg[8 + i] = (unsigned char)rand();
-			if (POST(fi_send(ep, msg, 40 + melen, fi_mr_desc(mmr), server, msg)))
+			if (k % 2 ? POST(fi_senddata(ep, msg, 40 + melen, fi_mr_desc(mmr), k,
+						     server, msg))
+				  : POST(fi_send(ep, msg, 40 + melen, fi_mr_desc(mmr), server, msg)))
 				die("posting a HELLO", 0);
 			wait_one();
 		}
