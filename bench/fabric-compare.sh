@@ -77,17 +77,6 @@ for f in "${fabrics[@]}"; do
 	await_region "$work/$f.srv"
 done
 
-# measure VALUE WHAT: VALUE when it is a number above zero; else the run
-# stops, naming WHAT (an unparsed figure never counts as 0).
-measure() {
-	if [[ "$1" =~ ^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]] && awk -v v="$1" 'BEGIN { exit !(v > 0) }'; then
-		echo "$1"
-		return 0
-	fi
-	echo "fabric-compare: $2: no measurement ('$1')" >&2
-	exit 1
-}
-
 # The rows: rdmactl's arguments, the figure (jq), the operations and bytes
 # each moves, perftest's command and the column of its result row.
 declare -A args fig ops size pt ptcol

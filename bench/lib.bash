@@ -55,3 +55,14 @@ median_spread() {
 	if (($#)); then printf '%s\n' "$@"; else cat; fi | sed '/^$/d' |
 		jq -rs "$BENCH_JQ_MEDIAN"' "\(median) \(min) \(max)"'
 }
+
+# measure VALUE WHAT: print VALUE when it is a number above zero; else the
+# run stops, naming the script and WHAT (an unparsed figure never counts as 0).
+measure() {
+	if [[ "$1" =~ ^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]] && awk -v v="$1" 'BEGIN { exit !(v > 0) }'; then
+		echo "$1"
+		return 0
+	fi
+	echo "$(basename -- "$0" .sh): $2: no measurement ('$1')" >&2
+	exit 1
+}

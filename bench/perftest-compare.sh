@@ -61,17 +61,6 @@ perftest() { # TOOL ARGS... -> stdout of the client
 	cat "$work/pt-client"
 }
 
-# measure VALUE WHAT: print VALUE when it is a number above zero; else the
-# run stops, naming WHAT (an unparsed figure never counts as 0).
-measure() {
-	if [[ "$1" =~ ^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]] && awk -v v="$1" 'BEGIN { exit !(v > 0) }'; then
-		echo "$1"
-		return 0
-	fi
-	echo "perftest-compare: $2: no measurement ('$1')" >&2
-	exit 1
-}
-
 # The result row of a perftest table: the line that starts with the size.
 pt_row() { awk -v s="$1" '$1 == s { print; exit }'; }
 

@@ -427,29 +427,29 @@ static int ofi_sizes(struct ctx *ctx, struct rc_fcli *fc, struct rc_fcli_bench *
 		     struct rc_stream_result *res)
 {
 	uint64_t last = b->msg_max ? b->msg_max : b->msg;
-	const struct rc_fregion *r = rc_fcli_region(fc);
 	struct rc_err e;
+	int rc;
 
 	*nrows = 0;
-	if (fb->off > r->length || last > r->length - fb->off) /* before any size runs */
-		return fail(ctx, -ERANGE,
-			    "offset %llu + %llu bytes is out of bounds of region '%s' (%llu bytes)",
-			    (unsigned long long)fb->off, (unsigned long long)last, r->name,
-			    (unsigned long long)r->length);
+	/* the largest size's span, before any size runs */
+	if ((rc = rc_fcli_check(fc, fb->off, last, 0, &e)))
+		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	for (uint64_t msg = b->msg; msg <= last && *nrows < SIZE_ROWS; msg *= 2) {
 		uint64_t ops = 0;
 		double s = 0;
-		int rc;
+		char at[80] = "";
 
 		fb->msg = (size_t)msg;
-		if ((rc = rc_fcli_bench(fc, fb, &ops, &s, &e)))
-			return b->msg_max ? fail(ctx, rc,
-						 "%s (at --msg-size %llu, after %llu operations)",
-						 ERR_TEXT(e), (unsigned long long)msg,
-						 (unsigned long long)ops)
-			       : ops      ? fail(ctx, rc, "%s (after %llu operations)", ERR_TEXT(e),
-						 (unsigned long long)ops)
-					  : fail(ctx, rc, "%s", ERR_TEXT(e));
+		if ((rc = rc_fcli_bench(fc, fb, &ops, &s, &e))) {
+			if (b->msg_max)
+				snprintf(at, sizeof(at),
+					 " (at --msg-size %llu, after %llu operations)",
+					 (unsigned long long)msg, (unsigned long long)ops);
+			else if (ops)
+				snprintf(at, sizeof(at), " (after %llu operations)",
+					 (unsigned long long)ops);
+			return fail(ctx, rc, "%s%s", ERR_TEXT(e), at);
+		}
 		if (b->msg_max)
 			rows[(*nrows)++] = (struct size_row){ msg, ops * msg, ops, s };
 		res->bytes += ops * msg;

@@ -17,7 +17,7 @@
 static int bench_check(const struct rc_fcli *c, const struct rc_fcli_bench *b, struct rc_err *err)
 {
 	bool atomic = b->op == RC_FBENCH_FAA || b->op == RC_FBENCH_CAS;
-	int need = b->op == RC_FBENCH_WRITE ? 2 : b->op == RC_FBENCH_READ ? 1 : 4;
+	int need = b->op == RC_FBENCH_WRITE ? 2 : b->op == RC_FBENCH_READ ? 1 : 4, rc;
 
 	if (b->op < RC_FBENCH_WRITE || b->op > RC_FBENCH_CAS || !b->msg || b->depth < 1 ||
 	    !b->iters || (atomic && b->msg != 8) || (b->lat_us && b->depth != 1))
@@ -25,20 +25,11 @@ static int bench_check(const struct rc_fcli *c, const struct rc_fcli_bench *b, s
 				  "a benchmark over libfabric needs an operation, a "
 				  "size (8 for atomics), iterations and a depth (1 "
 				  "for latencies)");
-	if (b->off > c->region.length || b->msg > c->region.length - b->off ||
-	    (atomic && b->off % 8))
-		return rc_err_set(err, ERANGE,
-				  "offset %llu + %zu bytes is out of bounds of region '%s' (%llu "
-				  "bytes)%s",
-				  (unsigned long long)b->off, b->msg, c->region.name,
-				  (unsigned long long)c->region.length,
-				  atomic && b->off % 8 ? "; an atomic's offset is a multiple of 8"
-						       : "");
-	if (!(c->region.access & need))
-		return rc_err_set(err, EACCES, "region '%s' does not allow %s", c->region.name,
-				  need == 2   ? "writes"
-				  : need == 1 ? "reads"
-					      : "atomics");
+	if (atomic && b->off % 8)
+		return rc_err_set(err, EINVAL, "an atomic's offset is a multiple of 8, not %llu",
+				  (unsigned long long)b->off);
+	if ((rc = rc_fcli_check(c, b->off, b->msg, need, err)))
+		return rc;
 	if (b->msg > c->o.max_msg)
 		return rc_err_set(err, EMSGSIZE,
 				  "%zu bytes is above the largest transfer of libfabric's '%s' (%zu)",

@@ -332,6 +332,22 @@ static int batch(struct rc_fcli *c, bool write, uint64_t off, uint64_t left, rc_
 	return 0;
 }
 
+int rc_fcli_check(const struct rc_fcli *c, uint64_t off, uint64_t len, int need, struct rc_err *err)
+{
+	if (off > c->region.length || len > c->region.length - off)
+		return rc_err_set(err, ERANGE,
+				  "offset %llu + %llu bytes is out of bounds of region '%s' (%llu "
+				  "bytes)",
+				  (unsigned long long)off, (unsigned long long)len, c->region.name,
+				  (unsigned long long)c->region.length);
+	if ((c->region.access & need) != need)
+		return rc_err_set(err, EACCES, "region '%s' does not allow %s", c->region.name,
+				  need & 4   ? "atomics"
+				  : need & 2 ? "writes"
+					     : "reads");
+	return 0;
+}
+
 int rc_fcli_transfer(struct rc_fcli *c, bool write, uint64_t off, uint64_t len, rc_fcli_fill io,
 		     void *arg, uint64_t *done, double *seconds, struct rc_err *err)
 {
@@ -341,16 +357,7 @@ int rc_fcli_transfer(struct rc_fcli *c, bool write, uint64_t off, uint64_t len, 
 	int rc;
 
 	*done = 0;
-	if (off > c->region.length || len > c->region.length - off)
-		return rc_err_set(err, ERANGE,
-				  "offset %llu + %llu bytes is out of bounds of region '%s' (%llu "
-				  "bytes)",
-				  (unsigned long long)off, (unsigned long long)len, c->region.name,
-				  (unsigned long long)c->region.length);
-	if (!(c->region.access & (write ? 2 : 1)))
-		return rc_err_set(err, EACCES, "region '%s' is not %s", c->region.name,
-				  write ? "writable" : "readable");
-	if ((rc = stage(c, err)))
+	if ((rc = rc_fcli_check(c, off, len, write ? 2 : 1, err)) || (rc = stage(c, err)))
 		return rc;
 	while (*done < len && !ended) {
 		if ((rc = batch(c, write, off + *done, len - *done, io, arg, &got, &ended, err)))
@@ -386,12 +393,8 @@ int rc_fcli_write_imm(struct rc_fcli *c, uint64_t off, uint32_t imm, struct rc_e
 	uint64_t data = imm;
 	int rc;
 
-	if (off > c->region.length)
-		return rc_err_set(err, ERANGE, "offset %llu is out of bounds of region '%s'",
-				  (unsigned long long)off, c->region.name);
-	if (!(c->region.access & 2))
-		return rc_err_set(err, EACCES, "region '%s' is not writable", c->region.name);
-	if ((rc = rc_ofi_write(&c->o, c->peer, c->ctl, 0, &c->ctl_mr, c->region.base + off,
+	if ((rc = rc_fcli_check(c, off, 0, 2, err)) ||
+	    (rc = rc_ofi_write(&c->o, c->peer, c->ctl, 0, &c->ctl_mr, c->region.base + off,
 			       c->region.key, &data, (void *)FAB_ID_IMM, err)))
 		return rc;
 	return wait_id(c, FAB_ID_IMM, c->timeout_ms, "the immediate data", err);

@@ -194,8 +194,8 @@ static void rejected_flush(struct rc_fsrv *s, rc_fsrv_cb cb, void *arg)
 	if (!n)
 		return;
 	snprintf(why, sizeof(why),
-		 "%llu more rejected, not listed one by one (at most 20 a second are)",
-		 (unsigned long long)n);
+		 "%llu more rejected, not listed one by one (at most %d a second are)",
+		 (unsigned long long)n, FAB_REJ_PER_S);
 	event(cb, arg, "rejected", NULL, why);
 }
 

@@ -126,6 +126,10 @@ struct rc_fcli_opts {
 RC_EXPORT int rc_fcli_open(const struct rc_fcli_opts *o, struct rc_fcli **out, struct rc_err *err);
 RC_EXPORT const struct rc_fregion *rc_fcli_region(const struct rc_fcli *c);
 RC_EXPORT const struct rc_fabric_info *rc_fcli_info(const struct rc_fcli *c);
+/* len bytes at off within the region, and its access allowing need (1
+ * read, 2 write, 4 atomic): 0, -ERANGE or -EACCES naming the region. */
+RC_EXPORT int rc_fcli_check(const struct rc_fcli *c, uint64_t off, uint64_t len, int need,
+			    struct rc_err *err);
 /* Bytes at off of the region: written from what fill gives, or read into
  * what sink takes, in order. fill/sink return the bytes given/taken or
  * -errno. *done: bytes moved; *seconds: the time it took. */
