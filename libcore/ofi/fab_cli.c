@@ -20,6 +20,7 @@
 #include <rdmactl/config_core.h>
 
 #include "fab_int.h"
+#include "tp_ofi.h"
 
 double fab_now(void)
 {
@@ -285,51 +286,26 @@ static int stage(struct rc_fcli *c, struct rc_err *err)
 			  &c->stage_mr, err);
 }
 
-/* One batch: up to FAB_DEPTH pieces from pos, posted, all completed. *got:
- * the bytes moved (fewer than asked: the input ended). */
-static int batch(struct rc_fcli *c, bool write, uint64_t off, uint64_t left, rc_fcli_fill io,
-		 void *arg, uint64_t *got, bool *ended, struct rc_err *err)
+/* The caller's fill or sink, at the region's offset of the transfer. */
+struct xfer {
+	rc_fcli_fill io;
+	void *arg;
+	uint64_t base;
+};
+
+static ssize_t xfer_fill(void *arg, uint64_t off, void *buf, size_t len)
 {
-	size_t sz[FAB_DEPTH];
-	int n = 0, rc;
+	const struct xfer *x = arg;
 
-	*got = 0;
-	for (; n < FAB_DEPTH && *got < left; n++) {
-		unsigned char *b = c->stage + (size_t)n * FAB_CHUNK;
-		uint64_t raddr = c->region.base + off + *got;
-		ssize_t k = (ssize_t)(left - *got < FAB_CHUNK ? left - *got : FAB_CHUNK);
+	return x->io(x->arg, x->base + off, buf, len);
+}
 
-		ssize_t want = k;
+static int xfer_drain(void *arg, uint64_t off, const void *buf, size_t len)
+{
+	const struct xfer *x = arg;
+	ssize_t k = x->io(x->arg, x->base + off, (void *)(uintptr_t)buf, len);
 
-		if (write && (k = io(arg, off + *got, b, (size_t)k)) < 0)
-			return rc_err_set(err, (int)-k, "cannot read the input");
-		*ended = k < want;
-		if (!k)
-			break;
-		sz[n] = (size_t)k;
-		rc = write ? rc_ofi_write(&c->o, c->peer, b, sz[n], &c->stage_mr, raddr,
-					  c->region.key, NULL, (void *)(uintptr_t)(n + 1), err)
-			   : rc_ofi_read(&c->o, c->peer, b, sz[n], &c->stage_mr, raddr,
-					 c->region.key, (void *)(uintptr_t)(n + 1), err);
-		if (rc)
-			return rc;
-		*got += sz[n];
-		if (*ended) {
-			n++;
-			break;
-		}
-	}
-	for (int i = 0; i < n; i++)
-		if ((rc = wait_id(c, (uintptr_t)(i + 1), c->timeout_ms,
-				  write ? "fi_write" : "fi_read", err)))
-			return rc;
-	for (int i = 0, at = 0; !write && i < n; at += (int)sz[i], i++) {
-		ssize_t k = io(arg, off + (uint64_t)at, c->stage + (size_t)i * FAB_CHUNK, sz[i]);
-
-		if (k < 0)
-			return rc_err_set(err, (int)-k, "cannot write the output");
-	}
-	return 0;
+	return k < 0 ? (int)k : 0;
 }
 
 int rc_fcli_check(const struct rc_fcli *c, uint64_t off, uint64_t len, int need, struct rc_err *err)
@@ -351,21 +327,43 @@ int rc_fcli_check(const struct rc_fcli *c, uint64_t off, uint64_t len, int need,
 int rc_fcli_transfer(struct rc_fcli *c, bool write, uint64_t off, uint64_t len, rc_fcli_fill io,
 		     void *arg, uint64_t *done, double *seconds, struct rc_err *err)
 {
-	double t0 = fab_now();
-	bool ended = false;
-	uint64_t got;
+	struct xfer x = { .io = io, .arg = arg, .base = off };
+	struct rc_stream_result res = { 0 };
+	struct rc_ofi_tp t;
+	void *ep = &t;
 	int rc;
 
 	*done = 0;
-	if ((rc = rc_fcli_check(c, off, len, write ? 2 : 1, err)) || (rc = stage(c, err)))
+	*seconds = 0;
+	if ((rc = rc_fcli_check(c, off, len, write ? 2 : 1, err)) || (rc = stage(c, err)) ||
+	    (rc = rc_ofi_tp_init(&t, &c->o, c->peer, c->region.name, FAB_DEPTH, c->timeout_ms, err)))
 		return rc;
-	while (*done < len && !ended) {
-		if ((rc = batch(c, write, off + *done, len - *done, io, arg, &got, &ended, err)))
-			return rc;
-		*done += got;
-	}
-	*seconds = fab_now() - t0;
-	return 0;
+	/* the one engine over the libfabric transport: FAB_DEPTH pieces in
+	 * flight, each completing, read back in offset order */
+	struct rc_stream s = { .op = write ? RC_OP_WRITE : RC_OP_READ,
+			       .nconns = 1,
+			       .tp = &rc_ofi_transport,
+			       .eps = &ep,
+			       .buf = c->stage,
+			       .lkey = rc_ofi_tp_key(&t, &c->stage_mr),
+			       .chunk = c->o.max_msg < FAB_CHUNK ? c->o.max_msg : FAB_CHUNK,
+			       .depth = FAB_DEPTH,
+			       .batch = 1,
+			       .signal_every = 1,
+			       .raddr = c->region.base + off,
+			       .rkey = c->region.key,
+			       .total = len,
+			       .fill = write ? xfer_fill : NULL,
+			       .drain = write ? NULL : xfer_drain,
+			       .arg = &x,
+			       .timeout_ms = c->timeout_ms };
+
+	rc = rc_stream_run(&s, &res, err);
+	*done = res.bytes;
+	*seconds = res.seconds;
+	rc_ofi_tp_quiesce(&t, 500); /* a failed transfer's pieces still in flight */
+	rc_ofi_tp_fini(&t);
+	return rc;
 }
 
 int rc_fcli_atomic(struct rc_fcli *c, bool cas, uint64_t off, uint64_t a, uint64_t b, uint64_t *old,

@@ -43,6 +43,17 @@ struct engine {
 	struct rc_lat_clk clk; /* latencies: what times them */
 };
 
+/* The transport and endpoint i of s: verbs over its connections, or its own. */
+static const struct rc_transport *tp_of(const struct rc_stream *s)
+{
+	return s->tp ? s->tp : &rc_verbs_transport;
+}
+
+static void *ep_of(const struct rc_stream *s, int i)
+{
+	return s->tp ? s->eps[i] : (void *)s->conns[i];
+}
+
 static void *slot_buf(const struct engine *e, int qi, uint64_t seq)
 {
 	if (e->s->one_buffer)
@@ -193,6 +204,10 @@ static int stream_check(const struct rc_stream *s, struct rc_err *err)
 	if (s->chunk > (1u << 30))
 		return rc_err_set(err, EINVAL, "a work request of %zu bytes is over 1 GiB",
 				  s->chunk);
+	if (s->tp && (!s->eps || s->timeout_ms <= 0))
+		return rc_err_set(err, EINVAL,
+				  "a transfer over %s needs its endpoints and a timeout",
+				  s->tp->name);
 	if ((s->drain || s->fill) && s->nconns != 1)
 		return rc_err_set(err, EINVAL, "a streamed transfer needs exactly one connection");
 	if (s->batch < 1 || s->batch > MAX_BATCH)
@@ -208,8 +223,8 @@ static int engine_init(struct engine *e, const struct rc_stream *s, struct rc_er
 	e->s = s;
 	e->depth = s->depth;
 	for (int i = 0; i < s->nconns; i++)
-		if (e->depth > s->conns[i]->sq_depth)
-			e->depth = s->conns[i]->sq_depth;
+		if (e->depth > tp_of(s)->sq_depth(ep_of(s, i)))
+			e->depth = tp_of(s)->sq_depth(ep_of(s, i));
 	e->sig_every =
 		(s->fill || s->drain || s->lat_us || s->signal_every < 1) ? 1 : s->signal_every;
 	if (e->sig_every > e->depth)
@@ -224,7 +239,7 @@ static int engine_init(struct engine *e, const struct rc_stream *s, struct rc_er
 					   .signal_every = e->sig_every,
 					   .batch = s->batch };
 
-		rc_pipe_init(&e->p[i], &rc_verbs_transport, s->conns[i], &po);
+		rc_pipe_init(&e->p[i], tp_of(s), ep_of(s, i), &po);
 		if (s->lat_us || s->posted_s) {
 			e->p[i].before_post = stamp_posts;
 			e->p[i].hook_arg = &e->q[i];
@@ -280,7 +295,7 @@ static int reap(struct engine *e, uint64_t outstanding, struct rc_err *err)
 	if (n == -ETIMEDOUT)
 		return rc_err_set(err, ETIMEDOUT,
 				  "no completion from %s within %d ms (%llu %s operations outstanding)",
-				  s->conns[0]->peer,
+				  tp_of(s)->peer(ep_of(s, 0)),
 				  s->timeout_ms > 0 ? s->timeout_ms : s->conns[0]->timeout_ms,
 				  (unsigned long long)outstanding, rc_op_name(s->op));
 	if (n < 0)

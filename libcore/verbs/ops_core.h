@@ -35,7 +35,7 @@ struct rc_wr {
 	uint32_t len;
 	uint32_t lkey;
 	uint64_t raddr;
-	uint32_t rkey;
+	uint64_t rkey; /* a fabric's key (verbs: 32 bits) */
 	uint32_t imm;
 	uint64_t compare_add;
 	uint64_t swap;
@@ -76,10 +76,15 @@ struct rc_sq {
 /* A pipelined transfer. Pieces of `chunk` bytes go round-robin over the
  * connections, each keeping up to `depth` work requests outstanding, posted
  * in chains of up to `batch`, one in `signal_every` signalled. */
+struct rc_transport;
 struct rc_stream {
 	enum rc_op op; /* WRITE, WRITE_IMM, READ, FAA or CAS */
 	struct rc_conn *const *conns;
 	int nconns;
+	/* Another transport than verbs (pipe_core.h): its endpoints, nconns of
+	 * them, stand for conns, and timeout_ms is set. NULL: verbs, conns. */
+	const struct rc_transport *tp;
+	void *const *eps;
 	void *buf; /* staging: nconns * depth slots of chunk bytes */
 	uint32_t lkey;
 	size_t chunk; /* bytes per work request (8 for atomics) */
@@ -87,7 +92,7 @@ struct rc_stream {
 	int batch;
 	int signal_every;
 	uint64_t raddr; /* remote start */
-	uint32_t rkey;
+	uint64_t rkey;  /* a fabric's key (verbs: 32 bits) */
 	uint64_t total; /* bytes to move (a cap when fill may end early) */
 	uint64_t iters; /* when non-zero: this many work requests of chunk
 				   * bytes, cycling over [raddr, raddr + total) */

@@ -67,7 +67,7 @@ void rc_wr_build(const struct rc_wr *d, struct ibv_send_wr *wr, struct ibv_sge *
 	case RC_OP_FAA:
 	case RC_OP_CAS:
 		wr->wr.atomic.remote_addr = d->raddr;
-		wr->wr.atomic.rkey = d->rkey;
+		wr->wr.atomic.rkey = (uint32_t)d->rkey; /* verbs keys are 32 bits */
 		wr->wr.atomic.compare_add = d->compare_add;
 		wr->wr.atomic.swap = d->swap;
 		break;
@@ -76,7 +76,7 @@ void rc_wr_build(const struct rc_wr *d, struct ibv_send_wr *wr, struct ibv_sge *
 	default:
 		wr->imm_data = htobe32(d->imm);
 		wr->wr.rdma.remote_addr = d->raddr;
-		wr->wr.rdma.rkey = d->rkey;
+		wr->wr.rdma.rkey = (uint32_t)d->rkey;
 		break;
 	}
 }

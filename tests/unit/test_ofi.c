@@ -6,7 +6,8 @@
  * AV. 64 MiB written in 1 MiB pieces, 16 in flight, then read back into a
  * zeroed buffer and compared; a write with immediate data that the target's
  * CQ reports; a message; fetch-and-add and compare-and-swap with their old
- * values; and the wrong answers: a provider that is not there, a key one
+ * values; the one engine (rc_stream_run) over the libfabric transport
+ * (tp_ofi.c), completions out of order told in post order; and the wrong answers: a provider that is not there, a key one
  * off, a read past the registration, a compare that does not match.
  * Skips (77) where libfabric has no tcp provider.
  */
@@ -28,6 +29,7 @@
 
 #include "check.h"
 #include "fab_int.h"
+#include "tp_ofi.h"
 
 #define BIG (64u << 20)
 #define PIECE (1u << 20)
@@ -218,6 +220,143 @@ static void atomics(struct side *c, const struct card *t)
 	CHECK_EQ_U64(v, 99);
 }
 
+/* A pattern the engine's fill takes from and its drain gives back to. */
+struct pattern {
+	const unsigned char *src;
+	unsigned char *dst;
+};
+
+static ssize_t pattern_fill(void *arg, uint64_t off, void *buf, size_t len)
+{
+	memcpy(buf, ((const struct pattern *)arg)->src + off, len);
+	return (ssize_t)len;
+}
+
+static int pattern_drain(void *arg, uint64_t off, const void *buf, size_t len)
+{
+	memcpy(((struct pattern *)arg)->dst + off, buf, len);
+	return 0;
+}
+
+/* Completion ctx of a slot, as if the provider had read it off its queue. */
+static void complete(struct side *c, struct rc_ofi_tp *tp, uint64_t k, int err)
+{
+	c->o.backlog[c->o.nbacklog++] = (struct rc_ofi_wc){
+		.ctx = k == UINT64_MAX ? NULL : &tp->ring[k % (uint64_t)tp->depth],
+		.err = err,
+		.why = "key mismatch",
+	};
+}
+
+static void busy(struct rc_ofi_tp *tp, uint64_t user, enum rc_op op)
+{
+	tp->ring[tp->posted++ % (uint64_t)tp->depth] =
+		(struct rc_ofi_tp_slot){ .user = user, .op = op, .busy = true };
+}
+
+/* The one engine (rc_stream_run) over the libfabric transport (tp_ofi.c):
+ * a write from a fill and a read into a drain of a length that is not a
+ * whole number of pieces, 100 fetch-and-adds each completing once; then
+ * completions out of order (the provider's backlog standing in for its
+ * queue), which the engine hears of in post order, and a failed one. */
+static void engine(struct side *c, const struct card *t)
+{
+	size_t n = (6u << 20) + 12345;
+	unsigned char *src = malloc(n), *dst = calloc(1, n);
+	struct pattern p = { src, dst };
+	struct rc_stream_result res;
+	struct rc_ofi_tp tp;
+	struct rc_cqe cqe;
+	struct rc_err e = { 0 };
+	void *ep = &tp;
+	uint64_t v, base;
+	int which = -1;
+
+	CHECK(src && dst);
+	if (!src || !dst)
+		return;
+	for (size_t i = 0; i < n; i++)
+		src[i] = (unsigned char)((i * 13) ^ (i >> 9));
+	CHECK(rc_ofi_tp_init(&tp, &c->o, c->peer, "the target", 8, 5000, &e) == 0);
+	struct rc_stream s = { .op = RC_OP_WRITE,
+			       .nconns = 1,
+			       .tp = &rc_ofi_transport,
+			       .eps = &ep,
+			       .buf = c->buf + (48u << 20),
+			       .lkey = rc_ofi_tp_key(&tp, &c->mr),
+			       .chunk = 256u << 10,
+			       .depth = 8,
+			       .batch = 4,
+			       .signal_every = 4,
+			       .raddr = t->base + (8u << 20),
+			       .rkey = t->key,
+			       .total = n,
+			       .fill = pattern_fill,
+			       .arg = &p,
+			       .timeout_ms = 5000 };
+	CHECK(rc_stream_run(&s, &res, &e) == 0);
+	CHECK_EQ_U64(res.bytes, n);
+	s.op = RC_OP_READ;
+	s.fill = NULL;
+	s.drain = pattern_drain;
+	CHECK(rc_stream_run(&s, &res, &e) == 0);
+	CHECK_EQ_U64(res.bytes, n);
+	CHECK(memcmp(src, dst, n) == 0);
+	/* the target's first word is 99 (atomics): 100 times 3 more */
+	s = (struct rc_stream){ .op = RC_OP_FAA,
+				.nconns = 1,
+				.tp = &rc_ofi_transport,
+				.eps = &ep,
+				.buf = c->buf + (48u << 20),
+				.lkey = rc_ofi_tp_key(&tp, &c->mr),
+				.chunk = 8,
+				.depth = 8,
+				.batch = 1,
+				.signal_every = 1,
+				.raddr = t->base,
+				.rkey = t->key,
+				.total = 8,
+				.iters = 100,
+				.compare_add = 3,
+				.timeout_ms = 5000,
+				.one_buffer = true };
+	CHECK(rc_stream_run(&s, &res, &e) == 0);
+	CHECK_EQ_U64(res.ops, 100);
+	memcpy(&v, c->buf + (48u << 20), 8);
+	CHECK_EQ_U64(v, 99 + 99 * 3); /* the last one's old value, told last */
+	CHECK(rc_ofi_read(&c->o, c->peer, c->buf, 8, &c->mr, t->base, t->key, NULL, &e) == 0);
+	CHECK(reap(c, 1) == 0);
+	memcpy(&v, c->buf, 8);
+	CHECK_EQ_U64(v, 99 + 100 * 3);
+	/* posted 0, 1, 2; completed 2, 0, 1: told 0, then 2 (covering 1) */
+	base = tp.posted;
+	busy(&tp, 100, RC_OP_WRITE);
+	busy(&tp, 101, RC_OP_WRITE);
+	busy(&tp, 102, RC_OP_WRITE);
+	complete(c, &tp, base + 2, 0);
+	CHECK(rc_ofi_transport.poll(&ep, 1, &cqe, 1, 0, &which, &e) == 0);
+	complete(c, &tp, base, 0);
+	CHECK(rc_ofi_transport.poll(&ep, 1, &cqe, 1, 0, &which, &e) == 1);
+	CHECK_EQ_U64(cqe.user, 100);
+	CHECK(which == 0);
+	complete(c, &tp, base + 1, 0);
+	CHECK(rc_ofi_transport.poll(&ep, 1, &cqe, 1, 0, &which, &e) == 1);
+	CHECK_EQ_U64(cqe.user, 102);
+	CHECK(rc_ofi_transport.poll(&ep, 1, &cqe, 1, 0, &which, &e) == 0);
+	/* the control plane's completion is passed over; a failed read is told
+	 * with its operation, its peer and the provider's words */
+	busy(&tp, 200, RC_OP_READ);
+	complete(c, &tp, UINT64_MAX, 0);
+	complete(c, &tp, base + 3, EACCES);
+	CHECK(rc_ofi_transport.poll(&ep, 1, &cqe, 1, 0, &which, &e) == -EACCES);
+	CHECK(strstr(e.msg, "READ to the target failed") != NULL);
+	CHECK(strstr(e.msg, "key mismatch") != NULL);
+	CHECK(rc_ofi_tp_quiesce(&tp, 100));
+	rc_ofi_tp_fini(&tp);
+	free(src);
+	free(dst);
+}
+
 /* One read of len at off of the target, from an endpoint of its own (a
  * failed operation may end the provider's connection to the target): the
  * errors among its completion, or -1 when it did not come. */
@@ -310,6 +449,7 @@ int main(void)
 	write_read(&c, &t);
 	imm_and_message(&c, &t, in);
 	atomics(&c, &t);
+	engine(&c, &t);
 	refusals(&t);
 	CHECK(write(to_t[1], "q", 1) == 1); /* the target ends */
 	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
