@@ -362,6 +362,17 @@ static double bench_peak(const struct bench_bufs *k, const struct bench_args *b,
 	return k->times ? rc_peak_op_seconds(k->times, k->times + b->iters, res->ops) : 0;
 }
 
+/* The latency samples that count packed at the front (one whose two
+ * readings came from two CPUs is left out), or a failure when none does. */
+static int samples_kept(struct ctx *ctx, const struct bench_bufs *k, const struct bench_args *b)
+{
+	if (k->lat_us && compact(k->lat_us, b->iters) == 0)
+		return fail(ctx, -EAGAIN,
+			    "every latency sample's two readings came from two CPUs, whose "
+			    "time-stamp counters need not agree (--lat-clock monotonic)");
+	return 0;
+}
+
 static int bench_verbs(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		       const struct client_args *ca, const struct bench_args *b, enum rc_op op,
 		       uint64_t compare_add, uint64_t swap, struct bench_bufs *k)
@@ -405,12 +416,8 @@ static int bench_verbs(struct ctx *ctx, const struct cmd *c, const struct opt_va
 
 	if ((rc = bench_sizes(ctx, cl, &cb, b, rows, &nrows, &res)))
 		goto out;
-	if (k->lat_us && compact(k->lat_us, b->iters) == 0) {
-		rc = fail(ctx, -EAGAIN,
-			  "every latency sample's two readings came from two CPUs, whose "
-			  "time-stamp counters need not agree (--lat-clock monotonic)");
+	if ((rc = samples_kept(ctx, k, b)))
 		goto out;
-	}
 	struct bench_where w = { rc_client_peer(cl), rc_client_region(cl)->name,
 				 rc_client_device(cl), NULL };
 
@@ -421,7 +428,7 @@ out:
 }
 
 /* Over libfabric, as bench_sizes over verbs: one size, or each from MIN,
- * doubling, to MAX (a row each), res their sum. */
+ * doubling, to MAX (a row each), res their sum and the last one's clock. */
 static int ofi_sizes(struct ctx *ctx, struct rc_fcli *fc, struct rc_fcli_bench *fb,
 		     const struct bench_args *b, struct size_row *rows, int *nrows,
 		     struct rc_stream_result *res)
@@ -435,39 +442,39 @@ static int ofi_sizes(struct ctx *ctx, struct rc_fcli *fc, struct rc_fcli_bench *
 	if ((rc = rc_fcli_check(fc, fb->off, last, 0, &e)))
 		return fail(ctx, rc, "%s", ERR_TEXT(e));
 	for (uint64_t msg = b->msg; msg <= last && *nrows < SIZE_ROWS; msg *= 2) {
-		uint64_t ops = 0;
-		double s = 0;
+		struct rc_stream_result one = { 0 };
 		char at[80] = "";
 
 		fb->msg = (size_t)msg;
-		if ((rc = rc_fcli_bench(fc, fb, &ops, &s, &e))) {
+		if ((rc = rc_fcli_bench(fc, fb, &one, &e))) {
 			if (b->msg_max)
 				snprintf(at, sizeof(at),
 					 " (at --msg-size %llu, after %llu operations)",
-					 (unsigned long long)msg, (unsigned long long)ops);
-			else if (ops)
+					 (unsigned long long)msg, (unsigned long long)one.ops);
+			else if (one.ops)
 				snprintf(at, sizeof(at), " (after %llu operations)",
-					 (unsigned long long)ops);
+					 (unsigned long long)one.ops);
 			return fail(ctx, rc, "%s%s", ERR_TEXT(e), at);
 		}
 		if (b->msg_max)
-			rows[(*nrows)++] = (struct size_row){ msg, ops * msg, ops, s };
-		res->bytes += ops * msg;
-		res->ops += ops;
-		res->seconds += s;
+			rows[(*nrows)++] = (struct size_row){ msg, one.bytes, one.ops, one.seconds };
+		one.bytes += res->bytes;
+		one.ops += res->ops;
+		one.seconds += res->seconds;
+		*res = one;
 	}
 	return 0;
 }
 
-/* Over libfabric: sizes as over verbs, on one endpoint, every operation
- * completing (libfabric's completions), timed by the monotonic clock,
- * completions busy-polled. */
+/* Over libfabric: sizes as over verbs, by the same engine, on one endpoint,
+ * every operation completing (libfabric's completions), timed by the
+ * clock --lat-clock picks, completions busy-polled. */
 static int bench_ofi(struct ctx *ctx, const struct cmd *c, const struct opt_vals *v,
 		     const struct client_args *ca, const struct bench_args *b, enum rc_op op,
 		     uint64_t compare_add, uint64_t swap, struct bench_bufs *k)
 {
 	struct bench_args one = *b;
-	struct rc_stream_result res = { .lat_clock = RC_LAT_CLOCK_MONOTONIC, .lat_hz = 1e9 };
+	struct rc_stream_result res = { 0 };
 	struct rc_fcli_bench fb = {
 		.op = op == RC_OP_WRITE  ? RC_FBENCH_WRITE
 		      : op == RC_OP_READ ? RC_FBENCH_READ
@@ -483,6 +490,7 @@ static int bench_ofi(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 		.lat_us = k->lat_us,
 		.posted_s = k->times,
 		.completed_s = k->times ? k->times + b->iters : NULL,
+		.lat_clock = (enum rc_lat_clock)b->lat_clock,
 	};
 	const char *slash = strrchr(v->pos[0], '/');
 	char peer[RC_HOST_MAX + 16];
@@ -490,20 +498,15 @@ static int bench_ofi(struct ctx *ctx, const struct cmd *c, const struct opt_vals
 	struct size_row rows[SIZE_ROWS];
 	int nrows = 0, rc;
 
-	if (b->qps > 1 || b->post_list > 1 || b->lat_clock == RC_LAT_CLOCK_TSC)
+	if (b->qps > 1 || b->post_list > 1)
 		return usage_err(ctx,
-				 "%s: over libfabric a benchmark runs on one endpoint, timed by "
-				 "the monotonic clock: no --qps, --post-list or --lat-clock tsc",
+				 "%s: over libfabric a benchmark runs on one endpoint, an "
+				 "operation a post: no --qps or --post-list",
 				 c->name);
 	if ((rc = fabric_client_open(ctx, c, v, ca, &fc)))
 		return rc;
-	if ((rc = ofi_sizes(ctx, fc, &fb, b, rows, &nrows, &res)))
+	if ((rc = ofi_sizes(ctx, fc, &fb, b, rows, &nrows, &res)) || (rc = samples_kept(ctx, k, b)))
 		goto out;
-	if (k->lat_us) { /* a clock read's cost falls inside each sample */
-		res.clock_us = rc_clock_cost() * 1e6;
-		for (uint64_t i = 0; i < b->iters; i++)
-			k->lat_us[i] = k->lat_us[i] > res.clock_us ? k->lat_us[i] - res.clock_us : 0;
-	}
 	/* every operation completes: each is signalled, one a post */
 	one.signal_every = 1;
 	one.post_list = 1;

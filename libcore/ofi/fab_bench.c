@@ -74,21 +74,19 @@ static struct rc_stream bench_stream(struct rc_fcli *c, const struct rc_fcli_ben
 				   .lat_us = b->lat_us,
 				   .posted_s = b->posted_s,
 				   .completed_s = b->completed_s,
-				   .lat_clock = RC_LAT_CLOCK_MONOTONIC,
+				   .lat_clock = b->lat_clock,
 				   .one_buffer = true };
 }
 
-int rc_fcli_bench(struct rc_fcli *c, const struct rc_fcli_bench *b, uint64_t *ops, double *seconds,
+int rc_fcli_bench(struct rc_fcli *c, const struct rc_fcli_bench *b, struct rc_stream_result *res,
 		  struct rc_err *err)
 {
 	size_t len = (b->msg + 4095) & ~(size_t)4095;
 	struct bench_mem m = { 0 };
-	struct rc_stream_result res = { 0 };
 	void *ep = &m.t;
 	int rc;
 
-	*ops = 0;
-	*seconds = 0;
+	memset(res, 0, sizeof(*res));
 	if ((rc = bench_check(c, b, err)))
 		return rc;
 	if (!(m.buf = aligned_alloc(4096, len)))
@@ -100,9 +98,7 @@ int rc_fcli_bench(struct rc_fcli *c, const struct rc_fcli_bench *b, uint64_t *op
 				  err))) {
 		struct rc_stream s = bench_stream(c, b, &m, &ep);
 
-		rc = rc_stream_run(&s, &res, err);
-		*ops = res.ops;
-		*seconds = res.seconds;
+		rc = rc_stream_run(&s, res, err);
 		rc_ofi_tp_quiesce(&m.t, 500); /* a failed run's operations still in flight */
 		rc_ofi_tp_fini(&m.t);
 	}

@@ -168,7 +168,7 @@ client() {
 	assert_equal "$(jq -c '[.sizes[] | [.msg_size, .operations, .bytes]]' <<<"$output")" \
 		'[[16384,50,819200],[32768,50,1638400],[65536,50,3276800],[131072,50,6553600]]'
 	assert_equal "$(jq -r '[.operations, .bytes, .msg_size_max] | join(" ")' <<<"$output")" "200 12288000 131072"
-	run client -j write "127.0.0.1:$port/kv" --lat --msg-size 8 --iters 200
+	run client -j write "127.0.0.1:$port/kv" --lat --msg-size 8 --iters 200 --lat-clock monotonic
 	assert_success
 	jq -e '.mode == "latency" and .latency_us.count == 200 and .lat_clock == "monotonic"
 		and .latency_us.min > 0 and .latency_us.min <= .latency_us.p50
@@ -191,7 +191,7 @@ client() {
 	assert_equal "$(jq -r .old <<<"$output")" "$((before + 1500))"
 }
 
-@test "ofi:tcp: a benchmark over libfabric refuses what it cannot do (several endpoints, post lists, the TSC) and a span out of bounds, the largest size of a sweep checked first" {
+@test "ofi:tcp: a benchmark over libfabric refuses what it cannot do (several endpoints, post lists) and a span out of bounds, the largest size of a sweep checked first" {
 	serve --token-file "$tok"
 	local bad
 	for bad in "--qps 2" "--post-list 4"; do
@@ -200,9 +200,6 @@ client() {
 		assert_failure 2
 		assert_output --partial "over libfabric a benchmark runs on one endpoint"
 	done
-	run client write "127.0.0.1:$port/kv" --lat --lat-clock tsc --msg-size 8
-	assert_failure 2
-	assert_output --partial "--lat-clock tsc"
 	run client read "127.0.0.1:$port/kv" --bench --msg-size 1M --offset 66060289
 	assert_failure 1
 	assert_output "rdmactl: offset 66060289 + 1048576 bytes is out of bounds of region 'kv' (67108864 bytes)"
@@ -214,6 +211,31 @@ client() {
 	run client atomic "127.0.0.1:$port/kv" --bench --faa 1 --offset 4
 	assert_failure 2
 	assert_output "rdmactl: atomic: --offset 4 is not 8-byte aligned"
+}
+
+@test "ofi:tcp: --lat-clock over libfabric as over verbs: the time-stamp counter and the monotonic clock time the same writes alike, each less a reading's cost" {
+	serve --token-file "$tok"
+	run client -j write "127.0.0.1:$port/kv" --lat --msg-size 8 --iters 300 --lat-clock tsc
+	assert_success
+	local tsc=$output mono run
+	run client -j write "127.0.0.1:$port/kv" --lat --msg-size 8 --iters 300 --lat-clock monotonic
+	assert_success
+	mono=$output
+	jq -e '.lat_clock == "monotonic" and .lat_clock_mhz == 1000 and .lat_left_out == 0
+		and .transport == "ofi"' <<<"$mono"
+	jq -e '.lat_clock == "tsc" and .lat_clock_mhz > 100 and .lat_left_out < 30
+		and .clock_us > 0 and .clock_us < .latency_us.min and .transport == "ofi"' <<<"$tsc"
+	# each clock against the run's own wall time: the samples, their
+	# reading's cost put back, fit inside it (a counter rate too slow would
+	# not), and are not far below it (one too fast)
+	for run in "$tsc" "$mono"; do
+		jq -e '(.latency_us.avg + .clock_us) * (300 - .lat_left_out) <= .seconds * 1e6 * 1.001
+			and .latency_us.avg * 300 >= .seconds * 1e6 * 0.5' <<<"$run"
+	done
+	# auto takes the counter where its rate checks out, and says so
+	run client write "127.0.0.1:$port/kv" --lat --msg-size 8 --iters 50
+	assert_success
+	assert_output --regexp "latencies timed by the (TSC \([0-9.]+ MHz, checked against CLOCK_MONOTONIC\)|monotonic clock)"
 }
 
 @test "ofi:tcp: write --imm delivers the immediate value to the server once the data is written; a value past 32 bits is a usage error" {

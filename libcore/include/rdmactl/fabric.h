@@ -36,6 +36,7 @@
 
 #include <rdmactl/err.h>
 #include <rdmactl/export.h>
+#include <rdmactl/ops.h>
 
 #define RC_FABRIC_CHOICES "verbs, auto, ofi:tcp, ofi:verbs, ofi:efa or ofi:PROVIDER"
 #define RC_FSRV_REGIONS 8       /* regions a server over libfabric serves, at most */
@@ -140,9 +141,9 @@ RC_EXPORT int rc_fcli_transfer(struct rc_fcli *c, bool write, uint64_t off, uint
 /* Fetch-and-add (cas false: a) or compare-and-swap (a expected, b swap). */
 RC_EXPORT int rc_fcli_atomic(struct rc_fcli *c, bool cas, uint64_t off, uint64_t a, uint64_t b,
 			     uint64_t *old, struct rc_err *err);
-/* A benchmark over libfabric, measured as rc_client_bench measures one over
- * verbs (perftest's way: msg bytes from one local buffer to the same
- * remote offset, iters operations, depth in flight), every operation
+/* A benchmark over libfabric, run by the engine that runs one over verbs
+ * (rc_stream_run; perftest's way: msg bytes from one local buffer to the
+ * same remote offset, iters operations, depth in flight), every operation
  * completing (libfabric's completions, not one signalled in N). op: 1 write,
  * 2 read, 3 fetch-and-add (compare_add the operand), 4 compare-and-swap
  * (compare_add expected, swap the new value). Completions are busy-polled. */
@@ -158,9 +159,12 @@ struct rc_fcli_bench {
 	/* iters entries each, or NULL: each operation's post to completion in
 	 * us (depth 1 for latencies), when it was posted and completed (s) */
 	double *lat_us, *posted_s, *completed_s;
+	enum rc_lat_clock lat_clock; /* what times lat_us, as over verbs */
 };
-RC_EXPORT int rc_fcli_bench(struct rc_fcli *c, const struct rc_fcli_bench *b, uint64_t *ops,
-			    double *seconds, struct rc_err *err);
+/* res: the operations, bytes and time, and with latencies the clock that
+ * timed them and its cost, taken off each (as rc_stream_run gives them). */
+RC_EXPORT int rc_fcli_bench(struct rc_fcli *c, const struct rc_fcli_bench *b,
+			    struct rc_stream_result *res, struct rc_err *err);
 /* Immediate data to the server (its "imm" event), by a write of no bytes at
  * off, once what was written before it has completed. */
 RC_EXPORT int rc_fcli_write_imm(struct rc_fcli *c, uint64_t off, uint32_t imm, struct rc_err *err);
