@@ -5,6 +5,7 @@
  * window of depth operations, each completing, from one local buffer to the
  * same remote offset. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,6 +84,7 @@ int rc_fcli_bench(struct rc_fcli *c, const struct rc_fcli_bench *b, struct rc_st
 {
 	size_t len = (b->msg + 4095) & ~(size_t)4095;
 	struct bench_mem m = { 0 };
+	char who[sizeof(c->region.name) + 16];
 	void *ep = &m.t;
 	int rc;
 
@@ -94,8 +96,8 @@ int rc_fcli_bench(struct rc_fcli *c, const struct rc_fcli_bench *b, struct rc_st
 	memset(m.buf, 0xa5, len);
 	if ((rc = rc_ofi_reg(&c->o, m.buf, len, RC_OFI_LOCAL, &m.mr, err)))
 		goto out;
-	if (!(rc = rc_ofi_tp_init(&m.t, &c->o, c->peer, c->region.name, b->depth, b->timeout_ms,
-				  err))) {
+	snprintf(who, sizeof(who), "region '%s'", c->region.name);
+	if (!(rc = rc_ofi_tp_init(&m.t, &c->o, c->peer, who, b->depth, b->timeout_ms, err))) {
 		struct rc_stream s = bench_stream(c, b, &m, &ep);
 
 		rc = rc_stream_run(&s, res, err);

@@ -332,11 +332,13 @@ int rc_fcli_transfer(struct rc_fcli *c, bool write, uint64_t off, uint64_t len, 
 	struct rc_ofi_tp t;
 	void *ep = &t;
 	int rc;
+	char who[sizeof(c->region.name) + 16];
 
 	*done = 0;
 	*seconds = 0;
+	snprintf(who, sizeof(who), "region '%s'", c->region.name);
 	if ((rc = rc_fcli_check(c, off, len, write ? 2 : 1, err)) || (rc = stage(c, err)) ||
-	    (rc = rc_ofi_tp_init(&t, &c->o, c->peer, c->region.name, FAB_DEPTH, c->timeout_ms, err)))
+	    (rc = rc_ofi_tp_init(&t, &c->o, c->peer, who, FAB_DEPTH, c->timeout_ms, err)))
 		return rc;
 	/* the one engine over the libfabric transport: FAB_DEPTH pieces in
 	 * flight, each completing, read back in offset order */

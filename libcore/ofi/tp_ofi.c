@@ -179,7 +179,7 @@ static int o_post(void *ep, const struct rc_wr *wr, int n, struct rc_err *err)
 		*s = (struct rc_ofi_tp_slot){ .user = wr[i].user, .op = wr[i].op, .busy = true };
 		if ((rc = post_one(t, &wr[i], s, t->words + at * 3, err))) {
 			s->busy = false;
-			return i ? i : rc;
+			return rc; /* those before it are in flight (posted counts them) */
 		}
 		t->posted++;
 	}
@@ -216,9 +216,9 @@ static int owner(void *const *eps, int n, const void *ctx)
 {
 	for (int i = 0; i < n; i++) {
 		const struct rc_ofi_tp *t = eps[i];
-		const struct rc_ofi_tp_slot *s = ctx;
+		uintptr_t at = (uintptr_t)ctx, lo = (uintptr_t)t->ring;
 
-		if (s >= t->ring && s < t->ring + t->depth)
+		if (at >= lo && at < lo + (uintptr_t)t->depth * sizeof(*t->ring))
 			return i;
 	}
 	return -1;
