@@ -3,7 +3,8 @@
 # register, write, read and atomic over libfabric's verbs provider on rxe
 # (--fabric ofi:verbs: verbs;ofi_rxm, RDM endpoints over the device's RC
 # queue pairs): the 64 MiB round trip the cli tier checks over ofi:tcp,
-# checked by digest, the atomics on the bytes written, and a wrong token.
+# checked by digest, the atomics on the bytes written, a wrong token, and
+# the benchmarks through the engine (tp_ofi.c) on the device.
 # rdmactl's side of these paths (fab_srv.c, fab_cli.c, ofi.c) runs under the
 # sanitizers in the cli-asan tier over ofi:tcp; what is new here is
 # libfabric's verbs provider on a real device, so the tests are plain-only.
@@ -81,4 +82,29 @@ client() {
 	assert_output --partial "does not prove our token"
 	run grep -c '"event":"connected"' "$SERVER_OUT"
 	assert_output 0
+}
+
+# bats test_tags=plain-only
+@test "ofi:verbs on rxe: --bench and --lat run through the engine on the device: every operation completes once (500 fetch-and-adds of 3 move a word by 1500), a sweep's rows, latencies by the TSC" {
+	serve
+	run client -j atomic "$ADDR:$port/kv" --offset 64 --faa 0
+	assert_success
+	local before
+	before=$(jq -r .old <<<"$output")
+	run client -j atomic "$ADDR:$port/kv" --offset 64 --bench --iters 500 --faa 3 --depth 16
+	assert_success
+	assert_equal "$(jq -r '[.operations, .transport, .provider] | join(" ")' <<<"$output")" \
+		"500 ofi verbs;ofi_rxm"
+	run client -j atomic "$ADDR:$port/kv" --offset 64 --faa 0
+	assert_success
+	assert_equal "$(jq -r .old <<<"$output")" "$((before + 1500))"
+	run client -j write "$ADDR:$port/kv" --bench --msg-size 4K:64K --iters 40
+	assert_success
+	assert_equal "$(jq -c '[.sizes[] | [.msg_size, .operations, .bytes]]' <<<"$output")" \
+		'[[4096,40,163840],[8192,40,327680],[16384,40,655360],[32768,40,1310720],[65536,40,2621440]]'
+	run client -j read "$ADDR:$port/kv" --lat --msg-size 8 --iters 200 --lat-clock tsc
+	assert_success
+	jq -e '.lat_clock == "tsc" and .latency_us.count + .lat_left_out == 200
+		and .clock_us > 0 and .clock_us < .latency_us.min
+		and (.latency_us.avg + .clock_us) * (200 - .lat_left_out) <= .seconds * 1e6 * 1.001' <<<"$output"
 }
