@@ -90,7 +90,8 @@ static const struct rc_ofi_mr *mr_of(const struct rc_ofi_tp *t, uint32_t lkey)
 	return lkey >= 1 && lkey <= RC_OFI_TP_MRS ? t->mrs[lkey - 1] : NULL;
 }
 
-/* Registrations made through the seam: the endpoint names them by lkey. */
+/* Registrations made through the seam (access: RC_OFI_* bits): the
+ * endpoint names them by lkey. */
 struct tp_mr {
 	struct rc_ofi_mr m;
 	struct rc_ofi_tp *t;

@@ -267,6 +267,9 @@ static void engine(struct side *c, const struct card *t)
 	struct rc_stream_result res;
 	struct rc_ofi_tp tp;
 	struct rc_cqe cqe;
+	static uint64_t word[512] __attribute__((aligned(4096)));
+	uint64_t wl = 0, wr = 0;
+	void *wmr = NULL;
 	struct rc_err e = { 0 };
 	void *ep = &tp;
 	uint64_t v, base;
@@ -302,13 +305,16 @@ static void engine(struct side *c, const struct card *t)
 	CHECK(rc_stream_run(&s, &res, &e) == 0);
 	CHECK_EQ_U64(res.bytes, n);
 	CHECK(memcmp(src, dst, n) == 0);
-	/* the target's first word is 99 (atomics): 100 times 3 more */
+	/* the target's first word is 99 (atomics): 100 times 3 more, the old
+	 * values into memory registered through the seam */
+	CHECK(rc_ofi_transport.mem_reg(ep, word, 4096, RC_OFI_LOCAL, &wmr, &wl, &wr, &e) == 0);
+	CHECK(wl != 0 && wmr != NULL);
 	s = (struct rc_stream){ .op = RC_OP_FAA,
 				.nconns = 1,
 				.tp = &rc_ofi_transport,
 				.eps = &ep,
-				.buf = c->buf + (48u << 20),
-				.lkey = rc_ofi_tp_key(&tp, &c->mr),
+				.buf = word,
+				.lkey = (uint32_t)wl,
 				.chunk = 8,
 				.depth = 8,
 				.batch = 1,
@@ -322,8 +328,9 @@ static void engine(struct side *c, const struct card *t)
 				.one_buffer = true };
 	CHECK(rc_stream_run(&s, &res, &e) == 0);
 	CHECK_EQ_U64(res.ops, 100);
-	memcpy(&v, c->buf + (48u << 20), 8);
+	memcpy(&v, word, 8);
 	CHECK_EQ_U64(v, 99 + 99 * 3); /* the last one's old value, told last */
+	CHECK(rc_ofi_transport.mem_dereg(wmr) == 0);
 	CHECK(rc_ofi_read(&c->o, c->peer, c->buf, 8, &c->mr, t->base, t->key, NULL, &e) == 0);
 	CHECK(reap(c, 1) == 0);
 	memcpy(&v, c->buf, 8);
