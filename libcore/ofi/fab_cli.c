@@ -324,47 +324,56 @@ int rc_fcli_check(const struct rc_fcli *c, uint64_t off, uint64_t len, int need,
 	return 0;
 }
 
+int fab_stream(struct rc_fcli *c, struct rc_stream *s, const struct rc_ofi_mr *mr, uint64_t off,
+	       struct rc_stream_result *res, struct rc_err *err)
+{
+	char who[sizeof(c->region.name) + 16];
+	struct rc_ofi_tp t;
+	void *ep = &t;
+	int rc;
+
+	snprintf(who, sizeof(who), "region '%s'", c->region.name);
+	if ((rc = rc_ofi_tp_init(&t, &c->o, c->peer, who, s->depth, s->timeout_ms, err)))
+		return rc;
+	s->nconns = 1;
+	s->tp = &rc_ofi_transport;
+	s->eps = &ep;
+	s->lkey = rc_ofi_tp_key(&t, mr);
+	s->raddr = c->region.base + off;
+	s->rkey = c->region.key;
+	s->batch = 1;
+	s->signal_every = 1; /* libfabric completes each */
+	rc = rc_stream_run(s, res, err);
+	rc_ofi_tp_quiesce(&t, 500); /* a failed run's operations still in flight */
+	rc_ofi_tp_fini(&t);
+	return rc;
+}
+
 int rc_fcli_transfer(struct rc_fcli *c, bool write, uint64_t off, uint64_t len, rc_fcli_fill io,
 		     void *arg, uint64_t *done, double *seconds, struct rc_err *err)
 {
 	struct xfer x = { .io = io, .arg = arg, .base = off };
 	struct rc_stream_result res = { 0 };
-	struct rc_ofi_tp t;
-	void *ep = &t;
 	int rc;
-	char who[sizeof(c->region.name) + 16];
 
 	*done = 0;
 	*seconds = 0;
-	snprintf(who, sizeof(who), "region '%s'", c->region.name);
-	if ((rc = rc_fcli_check(c, off, len, write ? 2 : 1, err)) || (rc = stage(c, err)) ||
-	    (rc = rc_ofi_tp_init(&t, &c->o, c->peer, who, FAB_DEPTH, c->timeout_ms, err)))
+	if ((rc = rc_fcli_check(c, off, len, write ? 2 : 1, err)) || (rc = stage(c, err)))
 		return rc;
-	/* the one engine over the libfabric transport: FAB_DEPTH pieces in
-	 * flight, each completing, read back in offset order */
+	/* FAB_DEPTH pieces in flight, read back in offset order */
 	struct rc_stream s = { .op = write ? RC_OP_WRITE : RC_OP_READ,
-			       .nconns = 1,
-			       .tp = &rc_ofi_transport,
-			       .eps = &ep,
 			       .buf = c->stage,
-			       .lkey = rc_ofi_tp_key(&t, &c->stage_mr),
 			       .chunk = c->o.max_msg < FAB_CHUNK ? c->o.max_msg : FAB_CHUNK,
 			       .depth = FAB_DEPTH,
-			       .batch = 1,
-			       .signal_every = 1,
-			       .raddr = c->region.base + off,
-			       .rkey = c->region.key,
 			       .total = len,
 			       .fill = write ? xfer_fill : NULL,
 			       .drain = write ? NULL : xfer_drain,
 			       .arg = &x,
 			       .timeout_ms = c->timeout_ms };
 
-	rc = rc_stream_run(&s, &res, err);
+	rc = fab_stream(c, &s, &c->stage_mr, off, &res, err);
 	*done = res.bytes;
 	*seconds = res.seconds;
-	rc_ofi_tp_quiesce(&t, 500); /* a failed transfer's pieces still in flight */
-	rc_ofi_tp_fini(&t);
 	return rc;
 }
 

@@ -83,7 +83,6 @@ void fab_info_of(const struct rc_ofi *o, struct rc_fabric_info *fi);
 #define FAB_ID_RECV 1002
 #define FAB_ID_ATOMIC 1003
 #define FAB_ID_IMM 1004
-#define FAB_ID_BENCH 0x100000 /* a benchmark's slots: this plus the slot */
 
 struct rc_fcli {
 	struct rc_ofi o;
@@ -102,5 +101,13 @@ struct rc_fcli {
 
 /* Monotonic time in seconds. */
 double fab_now(void);
+
+/* s run by the one engine (rc_stream_run) over the libfabric transport to
+ * c's peer (tp_ofi.c): s's buffer named by mr, its remote start off in the
+ * region, every operation completing; depth and timeout_ms are s's. */
+struct rc_stream;
+struct rc_stream_result;
+int fab_stream(struct rc_fcli *c, struct rc_stream *s, const struct rc_ofi_mr *mr, uint64_t off,
+	       struct rc_stream_result *res, struct rc_err *err);
 
 #endif

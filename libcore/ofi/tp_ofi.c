@@ -276,14 +276,8 @@ static int o_poll(void *const *eps, int n, struct rc_cqe *cqe, int max, int time
 		which = &dummy;
 	if (n < 1 || max < 1)
 		return 0;
-	for (;;) {
-		for (int i = 0; i < n; i++)
-			if (report(eps[i], cqe)) {
-				*which = i;
-				return 1;
-			}
-		if ((rc = take(eps, n, which, err)))
-			return rc;
+	/* what is marked already is told first; the queues are read at least once */
+	for (bool read = false;; read = true) {
 		for (int i = 0; i < n; i++)
 			if (report(eps[i], cqe)) {
 				*which = i;
@@ -291,10 +285,12 @@ static int o_poll(void *const *eps, int n, struct rc_cqe *cqe, int max, int time
 			}
 		double now = now_ms();
 
-		if (now >= end)
+		if (read && now >= end)
 			return timeout_ms == 0 ? 0 : -ETIMEDOUT;
 		if (now - start > SPIN_MS)
 			sched_yield(); /* polling is what moves a manual-progress provider on */
+		if ((rc = take(eps, n, which, err)))
+			return rc;
 	}
 }
 

@@ -222,9 +222,12 @@ static int engine_init(struct engine *e, const struct rc_stream *s, struct rc_er
 {
 	e->s = s;
 	e->depth = s->depth;
-	for (int i = 0; i < s->nconns; i++)
-		if (e->depth > tp_of(s)->sq_depth(ep_of(s, i)))
-			e->depth = tp_of(s)->sq_depth(ep_of(s, i));
+	for (int i = 0; i < s->nconns; i++) {
+		int sq = tp_of(s)->sq_depth(ep_of(s, i));
+
+		if (e->depth > sq)
+			e->depth = sq;
+	}
 	e->sig_every =
 		(s->fill || s->drain || s->lat_us || s->signal_every < 1) ? 1 : s->signal_every;
 	if (e->sig_every > e->depth)
