@@ -40,11 +40,7 @@ client() {
 	run client -j write "$ADDR:$port/kv" --file "$BATS_TEST_TMPDIR/in.bin" --imm 77
 	assert_success
 	# the immediate data came once the data was written
-	local i
-	for i in $(seq 50); do
-		grep -q '"event":"imm"' "$SERVER_OUT" && break
-		sleep 0.1
-	done
+	wait_events imm 1 "$SERVER_OUT" 50 || fail "no imm event in 5 s"
 	assert_equal "$(jq -r 'select(.event == "imm") | .imm' "$SERVER_OUT")" 77
 	assert_equal "$(jq -r '[.transport, .provider, .domain, .bytes] | join(" ")' <<<"$output")" \
 		"ofi verbs;ofi_rxm $RDMACTL_VM_DEV 67108864"
