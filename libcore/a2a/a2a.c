@@ -77,6 +77,39 @@ out:
 	return rc;
 }
 
+/* The token buffers registered on the group's transport: lkey, the rkey
+ * peers are told, and (over libfabric) the address a peer names their first
+ * byte by. */
+static int register_tokens(struct a2a *a, struct rc_err *err)
+{
+	uint64_t rkey, raddr0;
+	int rc;
+
+	if (!rc_group_pd(a->g)) {
+		if (a2a_gpu(a) || a->o->algo == RC_A2A_HIER)
+			return rc_err_set(err, EOPNOTSUPP,
+					  "over libfabric the token buffers are host memory, and the "
+					  "algorithm flat or ring");
+		rc = rc_group_reg(a->g, a->mem, a->mem_len, true, &a->lkey, &rkey, &raddr0, &a->fmr,
+				  err);
+		if (rc)
+			return rc_err_wrap(err, -rc, "cannot register %zu bytes of token buffers",
+					   a->mem_len);
+		a->mine.rkey = rkey;
+		a->rdelta = raddr0 - (uint64_t)(uintptr_t)a->mem;
+		return 0;
+	}
+	if ((rc = rc_mem_register(&a->m, rc_group_pd(a->g),
+				  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &a->mr, err))) {
+		a->mr = NULL;
+		return rc_err_wrap(err, -rc, "cannot register %zu bytes of token buffers",
+				   a->mem_len);
+	}
+	a->lkey = a->mr->lkey;
+	a->mine.rkey = a->mr->rkey;
+	return 0;
+}
+
 static int setup(struct a2a *a, struct rc_err *err)
 {
 	int W = a->W, me = a->me;
@@ -132,21 +165,16 @@ static int setup(struct a2a *a, struct rc_err *err)
 	a->drecv[0] = a->csend + rb;
 	a->drecv[1] = a->drecv[0] + rb;
 	a->stage = a->drecv[1] + rb;
-	if ((rc = rc_mem_register(&a->m, rc_group_pd(a->g),
-				  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &a->mr, err))) {
-		a->mr = NULL;
-		return rc_err_wrap(err, -rc, "cannot register %zu bytes of token buffers",
-				   a->mem_len);
-	}
+	if ((rc = register_tokens(a, err)))
+		return rc;
 	/* Peers and the work requests get the registered addresses: the
 	 * buffers themselves, the GPU's, or the bounce buffer. */
-	a->wire_delta = a->m.mr_addr - (uint64_t)(uintptr_t)a->mem;
+	a->wire_delta = a->fmr ? 0 : a->m.mr_addr - (uint64_t)(uintptr_t)a->mem;
 	for (int p = 0; p < 2; p++) {
-		a->mine.drecv[p] = (uintptr_t)a2a_wire(a, a->drecv[p]);
-		a->mine.crecv[p] = (uintptr_t)a2a_wire(a, a->crecv[p]);
+		a->mine.drecv[p] = (uintptr_t)a2a_wire(a, a->drecv[p]) + a->rdelta;
+		a->mine.crecv[p] = (uintptr_t)a2a_wire(a, a->crecv[p]) + a->rdelta;
 	}
-	a->mine.stage = (uintptr_t)a2a_wire(a, a->stage);
-	a->mine.rkey = a->mr->rkey;
+	a->mine.stage = (uintptr_t)a2a_wire(a, a->stage) + a->rdelta;
 	return 0;
 }
 
@@ -154,6 +182,8 @@ static void teardown(struct a2a *a)
 {
 	if (a->mr)
 		ibv_dereg_mr(a->mr);
+	if (a->fmr)
+		rc_group_dereg(a->g, a->fmr);
 	if (a2a_gpu(a))
 		rc_mem_host_copy_free(a->mem, a->mem_len);
 	rc_mem_free(&a->m);

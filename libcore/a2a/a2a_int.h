@@ -17,9 +17,9 @@ enum { CH_DISPATCH = 0, CH_COMBINE = 1 };
 struct a2a_remote {
 	uint64_t drecv[2];
 	uint64_t crecv[2];
-	uint64_t stage; /* ring: staging of forwarded blocks */
-	uint64_t shm;   /* hierarchical: the node's shared segment ... */
-	uint32_t rkey;
+	uint64_t stage;    /* ring: staging of forwarded blocks */
+	uint64_t shm;      /* hierarchical: the node's shared segment ... */
+	uint64_t rkey;     /* the token buffers' (64 bits over libfabric) */
 	uint32_t shm_rkey; /* ... and its key */
 };
 
@@ -37,7 +37,10 @@ struct a2a {
 	uint8_t *mem;        /* the CPU's view: m.buf, or for GPU memory its host copy */
 	uint64_t wire_delta; /* added to a pointer into mem: the address the NIC uses */
 	size_t mem_len;
-	struct ibv_mr *mr;
+	struct ibv_mr *mr; /* over verbs; over libfabric, fmr (rc_group_reg) */
+	void *fmr;
+	uint32_t lkey;   /* the token buffers', on either */
+	uint64_t rdelta; /* added to a wire address: the address a peer writes to */
 	uint8_t *dsend, *drecv[2], *csend, *crecv[2];
 	uint8_t *stage;
 	int L;        /* hierarchical: ranks per node */

@@ -27,7 +27,7 @@ int a2a_flat_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 			roff * a->tb;
 
 		rc = rc_group_write_imm(a->g, j, a2a_wire(a, src + off[j] * a->tb),
-					(off[j + 1] - off[j]) * a->tb, a->mr->lkey, raddr,
+					(off[j + 1] - off[j]) * a->tb, a->lkey, raddr,
 					a->remote[j].rkey,
 					ph == PH_DISPATCH ? CH_DISPATCH : CH_COMBINE, iter, err);
 		if (rc)

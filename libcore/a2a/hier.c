@@ -276,7 +276,7 @@ static int rail_out(struct a2a *a, uint32_t iter, int ph, int m, struct rc_err *
 
 		if (!len && j < L - 1)
 			continue;
-		rc = rc_group_write_imm(a->g, peer, a2a_wire(a, src_ptr(a, ph, d)), len, a->mr->lkey,
+		rc = rc_group_write_imm(a->g, peer, a2a_wire(a, src_ptr(a, ph, d)), len, a->lkey,
 					a->remote[peer].shm + final_at(a, ph, iter & 1, d, a->me),
 					a->remote[peer].shm_rkey, j == L - 1 ? ch : -1, iter, err);
 		if (rc)

@@ -139,12 +139,12 @@ int a2a_ring_phase(struct a2a *a, uint32_t iter, int ph, struct rc_err *err)
 			}
 			if (!n)
 				continue;
-			rc = rc_group_write_imm(a->g, succ, a2a_wire(a, src), n * tb, a->mr->lkey,
+			rc = rc_group_write_imm(a->g, succ, a2a_wire(a, src), n * tb, a->lkey,
 						raddr, a->remote[succ].rkey, -1, 0, err);
 			if (rc)
 				return rc;
 		}
-		rc = rc_group_write_imm(a->g, succ, a2a_wire(a, a->mem), 0, a->mr->lkey,
+		rc = rc_group_write_imm(a->g, succ, a2a_wire(a, a->mem), 0, a->lkey,
 					a->remote[succ].drecv[p], a->remote[succ].rkey, ch, iter,
 					err);
 		if (rc)

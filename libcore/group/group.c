@@ -30,24 +30,21 @@ int group_post_recvs(struct rc_group *g, int j, struct rc_err *err)
 	return rc_msgch_start(&g->ch, g->peers[j].slot, g->peers[j].c, err);
 }
 
-int rc_group_listen(const struct rc_group_opts *o, struct rc_endpoint *ep, struct rc_group **out,
-		    struct rc_err *err)
+int group_alloc(const struct rc_group_opts *o, struct rc_group **out, struct rc_err *err)
 {
 	struct rc_group *g = calloc(1, sizeof(*g));
-	char port[8];
-	int rc;
 
+	*out = NULL;
 	if (!g)
 		return rc_err_set(err, ENOMEM, "out of memory");
 	g->o = *o;
 	g->o.token = NULL;
-	if (o->token && !rc_token_valid(o->token)) {
-		rc = rc_err_set(err, EINVAL,
-				"a group token is 1 to %d printable characters without spaces",
-				RC_TOKEN_MAX);
-		free(g);
-		return rc;
-	}
+	pthread_mutex_init(&g->mu, NULL);
+	*out = g;
+	if (o->token && !rc_token_valid(o->token))
+		return rc_err_set(err, EINVAL,
+				  "a group token is 1 to %d printable characters without spaces",
+				  RC_TOKEN_MAX);
 	if (o->token)
 		memcpy(g->token, o->token, strlen(o->token));
 	g->o.recv_depth = group_recv_depth(g->o.recv_depth);
@@ -56,34 +53,38 @@ int rc_group_listen(const struct rc_group_opts *o, struct rc_endpoint *ep, struc
 	if (g->o.timeout_ms <= 0)
 		g->o.timeout_ms = 10000;
 	g->barrier_s = -1;
-	pthread_mutex_init(&g->mu, NULL);
-	if (o->world < 1 || o->world > RC_GROUP_MAX || o->rank < 0 || o->rank >= o->world) {
-		rc = rc_err_set(err, EINVAL, "rank %d of %d is not a valid group member", o->rank,
-				o->world);
-		goto fail;
-	}
-	rc = rc_listen(ep->host, ep->port, o->dev_name, &g->l, err);
-	if (rc)
-		goto fail;
-	snprintf(port, sizeof(port), "%u", g->l->port);
-	snprintf(ep->port, sizeof(ep->port), "%s", port);
-	g->self = *ep;
+	if (o->world < 1 || o->world > RC_GROUP_MAX || o->rank < 0 || o->rank >= o->world)
+		return rc_err_set(err, EINVAL, "rank %d of %d is not a valid group member", o->rank,
+				  o->world);
 	g->need = calloc((size_t)o->world * (size_t)o->world, 1);
 	g->peers = calloc((size_t)o->world, sizeof(*g->peers));
 	g->conns = calloc((size_t)o->world, sizeof(*g->conns));
 	g->conn_rank = calloc((size_t)o->world, sizeof(*g->conn_rank));
 	g->parent = calloc((size_t)o->world, sizeof(*g->parent));
-	if (!g->need || !g->peers || !g->conns || !g->conn_rank || !g->parent) {
-		rc = rc_err_set(err, ENOMEM, "out of memory");
-		goto fail;
-	}
+	if (!g->need || !g->peers || !g->conns || !g->conn_rank || !g->parent)
+		return rc_err_set(err, ENOMEM, "out of memory");
 	for (int j = 0; j < o->world; j++)
 		g->peers[j].slot = -1;
+	return 0;
+}
+
+int rc_group_listen(const struct rc_group_opts *o, struct rc_endpoint *ep, struct rc_group **out,
+		    struct rc_err *err)
+{
+	struct rc_group *g;
+	int rc = group_alloc(o, &g, err);
+
+	if (!rc)
+		rc = rc_listen(ep->host, ep->port, o->dev_name, &g->l, err);
+	if (rc) {
+		rc_group_close(g);
+		*out = NULL;
+		return rc;
+	}
+	snprintf(ep->port, sizeof(ep->port), "%u", g->l->port);
+	g->self = *ep;
 	*out = g;
 	return 0;
-fail:
-	rc_group_close(g);
-	return rc;
 }
 
 /* The CQ peer j's connection shares (NULL: one of its own). */
@@ -471,6 +472,7 @@ int rc_group_close(struct rc_group *g)
 		group_fin(g, g->o.timeout_ms);
 		g->o.timeout_ms = t;
 	}
+	group_fab_close(g);
 	for (int j = 0; g->peers && j < g->o.world; j++) {
 		if (g->peers[j].c && (r = rc_conn_close(g->peers[j].c)) && !rc)
 			rc = r;
@@ -500,7 +502,7 @@ int rc_group_close(struct rc_group *g)
 
 struct ibv_pd *rc_group_pd(const struct rc_group *g)
 {
-	return g->l->pd;
+	return g->l ? g->l->pd : NULL;
 }
 
 struct rc_conn *rc_group_conn(const struct rc_group *g, int peer)
@@ -510,7 +512,7 @@ struct rc_conn *rc_group_conn(const struct rc_group *g, int peer)
 
 const char *rc_group_dev(const struct rc_group *g)
 {
-	return g->l->dev_name;
+	return g->fab ? group_fab_domain(g) : g->l->dev_name;
 }
 
 const struct rc_endpoint *rc_group_self(const struct rc_group *g)
@@ -520,7 +522,7 @@ const struct rc_endpoint *rc_group_self(const struct rc_group *g)
 
 int rc_group_port(const struct rc_group *g)
 {
-	return g->l->port_num;
+	return g->l ? g->l->port_num : 1;
 }
 
 void rc_group_stats(const struct rc_group *g, struct rc_group_stats *out)

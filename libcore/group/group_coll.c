@@ -115,7 +115,7 @@ static int take_kids(struct rc_group *g, const int *kids, int nk, size_t *got, u
 			if (got[k] < want)
 				return rc_err_set(err, ETIMEDOUT,
 						  "no word from %s within %d ms (is it still running?)",
-						  g->peers[kids[k]].c->peer, g->o.timeout_ms);
+						  gpeer_name(&g->peers[kids[k]]), g->o.timeout_ms);
 		if (rc)
 			return rc;
 		for (int k = 0; k < nk; k++) {
@@ -223,7 +223,7 @@ int rc_group_gather(struct rc_group *g, int root, const void *mine, size_t len, 
 			if (rc == -ETIMEDOUT)
 				return rc_err_set(err, ETIMEDOUT,
 						  "a message to %s was not acknowledged within %d ms",
-						  p->c->peer, g->o.timeout_ms);
+						  gpeer_name(p), g->o.timeout_ms);
 			if (rc)
 				return rc;
 		}

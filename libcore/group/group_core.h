@@ -48,7 +48,8 @@ enum rc_link rc_link_classify(int code, const char *msg);
  * NULL) the message; RC_LINK_UP when it was (or was not planned). */
 enum rc_link rc_group_link(const struct rc_group *g, int peer, const char **why);
 
-/* One-sided write with immediate data: imm = channel << 24 | (seq & 0xffffff).
+/* One-sided write with immediate data: imm = channel << 24 | (seq & 0xffffff)
+ * (over libfabric, channel << 24 | the writer's rank).
  * The peer's counter of that channel goes up by one when it lands. Waits for
  * room in the send queue (within the timeout). */
 
@@ -56,7 +57,7 @@ enum rc_link rc_group_link(const struct rc_group *g, int peer, const char **why)
  * than the port's largest message (at most 1 GiB) is posted in pieces, the
  * immediate data on the last; it counts as one write done. */
 int rc_group_write_imm(struct rc_group *g, int peer, void *laddr, uint64_t len, uint32_t lkey,
-		       uint64_t raddr, uint32_t rkey, int channel, uint32_t seq, struct rc_err *err);
+		       uint64_t raddr, uint64_t rkey, int channel, uint32_t seq, struct rc_err *err);
 /* Wait until the counter of channel reaches target[j] for every peer j in
  * peers (n of them); the timeout error names the ranks that did not. */
 int rc_group_wait_imm(struct rc_group *g, const int *peers, int n, int channel,
@@ -159,4 +160,12 @@ void rc_group_rails_run(int n, void (*fn)(void *item), void *items, size_t size,
 int rc_group_rail_err(struct rc_group *const *g, int i, int code, const char *msg,
 		      struct rc_err *err);
 
+/* Memory for the group's one-sided traffic over libfabric (where
+ * rc_group_pd is NULL): len bytes at buf, host memory, registered for the
+ * peers' writes (remote_write) and reads; lkey for rc_group_write_imm and
+ * the others, rkey and raddr0 (the address that names buf's first byte)
+ * for the peers; *h for rc_group_dereg. 0 or -errno. */
+int rc_group_reg(struct rc_group *g, void *buf, size_t len, bool remote_write, uint32_t *lkey,
+		 uint64_t *rkey, uint64_t *raddr0, void **h, struct rc_err *err);
+void rc_group_dereg(struct rc_group *g, void *h);
 #endif

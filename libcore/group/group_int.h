@@ -169,6 +169,11 @@ struct gpeer {
 	int box_n;
 	int box_cap;
 	int slot; /* its connection in the message channel (ch); -1: not connected */
+	/* over libfabric (group_fab.c): proven, a message of ours in flight to it,
+	 * and its name in messages (over verbs: its connection's) */
+	bool fab_up;
+	bool fab_tx;
+	char name[96];
 };
 
 /* Work requests on p's send queue: control messages and one-sided ones. */
@@ -198,6 +203,7 @@ struct rc_group {
 	/* the message channel (verbs/msgch_core.h): recv_depth receive slots
 	 * and one send slot of GMSG_SLOT bytes for each of those peers */
 	struct rc_msgch ch;
+	struct gfab *fab;             /* over libfabric (group_fab.c): NULL over verbs */
 	int *parent;                  /* the barrier's tree (group_tree): each rank's parent */
 	int depth;                    /* its depth; -1: the plan leaves ranks unreachable */
 	double rdv_s;                 /* rc_group_join: the rendezvous exchange took */
@@ -224,6 +230,8 @@ struct rc_group {
  * rank's connections, not with the world). */
 static inline bool send_busy(const struct rc_group *g, const struct gpeer *p)
 {
+	if (g->fab)
+		return p->fab_tx;
 	return p->slot >= 0 && g->ch.conn && rc_msgch_send_room(&g->ch, p->slot) <= 0;
 }
 
@@ -317,5 +325,53 @@ size_t group_piece_len(size_t len, size_t c);
 
 /* The closing handshake of a group that ended well (group_io.c). */
 void group_fin(struct rc_group *g, int timeout_ms);
+
+/* Peer j's name in messages: its connection's ("rank J (HOST:PORT)"), or
+ * over libfabric the same, kept in the peer. */
+static inline const char *gpeer_name(const struct gpeer *p)
+{
+	return p->c ? p->c->peer : p->name;
+}
+/* Whether this rank talks to p: a connection over verbs, a proven address
+ * over libfabric. */
+static inline bool gpeer_linked(const struct gpeer *p)
+{
+	return p->c || p->fab_up;
+}
+
+/* A group's state before it listens or links (rc_group_listen and the
+ * libfabric join share it): 0 or -errno. */
+int group_alloc(const struct rc_group_opts *o, struct rc_group **out, struct rc_err *err);
+/* A control message m of len bytes from peer j (checked here): FIN, ABORT,
+ * or one for its box (group_io.c; both transports). */
+int group_on_msg(struct rc_group *g, int j, const struct gmsg *m, size_t len, struct rc_err *err);
+
+/*
+ * The group over libfabric (group_fab.c): one RDM endpoint a rank, bound to
+ * the address the rendezvous publishes; peers are address-vector entries.
+ * What an RC connection gives over verbs is built here: each pair proves
+ * the token both ways before either reveals anything (the rank's nonce for
+ * the pair in a HELLO; the proof over both nonces in a PROVE), every later
+ * message carries a MAC under the pair's session key and a counter that
+ * only goes up, and a write's immediate data names the writer's rank.
+ */
+/* Open the endpoint of provider prov at self (its port filled in, where
+ * it was 0). */
+int group_fab_open(struct rc_group *g, const char *prov, struct rc_endpoint *self,
+		   struct rc_err *err);
+/* Address every peer need names and prove each pair, by the timeout. */
+int group_fab_connect(struct rc_group *g, const struct rc_endpoint *all, const uint8_t *need,
+		      struct rc_err *err);
+void group_fab_close(struct rc_group *g);
+/* group_progress, group_send_msg's post and post_to_all over libfabric. */
+int group_fab_progress(struct rc_group *g, int timeout_ms, struct rc_err *err);
+int group_fab_send(struct rc_group *g, int j, uint32_t magic, const void *data, size_t len,
+		   struct rc_err *err);
+/* Peer j's endpoint behind the engine's seam, and its largest write. */
+void *group_fab_ep(struct rc_group *g, int j);
+uint32_t group_fab_max_msg(const struct rc_group *g);
+/* The domain and the provider, as libfabric names them. */
+const char *group_fab_domain(const struct rc_group *g);
+const char *group_fab_provider(const struct rc_group *g);
 
 #endif

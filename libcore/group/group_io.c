@@ -45,47 +45,6 @@ static void cm_events(struct rc_group *g)
 			mark_dead(&ev);
 }
 
-int rc_group_msg_check(const void *buf, size_t byte_len, struct rc_err *err)
-{
-	const struct gmsg *m = buf;
-	size_t hdr = offsetof(struct gmsg, data);
-
-	if (byte_len < hdr || byte_len > sizeof(*m))
-		return rc_err_set(err, EPROTO,
-				  "a control message of %zu bytes (%zu to %zu expected)", byte_len,
-				  hdr, sizeof(*m));
-	if (m->len != byte_len - hdr)
-		return rc_err_set(err, EPROTO, "a control message says %u bytes but %zu came",
-				  m->len, byte_len - hdr);
-	return 0;
-}
-
-int group_box_push(struct gpeer *p, int j, const struct gmsg *m, struct rc_err *err)
-{
-	if (p->box_n == p->box_cap) {
-		int cap = p->box_cap ? 2 * p->box_cap : 4;
-		struct gmsg *b;
-
-		if (p->box_cap >= GROUP_BOX_MAX)
-			return rc_err_set(err, EPROTO,
-					  "rank %d is out of step: %d of its control messages wait "
-					  "unread here",
-					  j, p->box_n);
-		if (!(b = malloc((size_t)cap * sizeof(*b))))
-			return rc_err_set(err, ENOMEM, "out of memory");
-		/* the ring unrolled, from its head */
-		for (int i = 0; i < p->box_n; i++)
-			b[i] = p->box[(p->box_head + i) % p->box_cap];
-		free(p->box);
-		p->box = b;
-		p->box_cap = cap;
-		p->box_head = 0;
-	}
-	p->box[(p->box_head + p->box_n) % p->box_cap] = *m;
-	p->box_n++;
-	return 0;
-}
-
 static int on_recv(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc_err *err)
 {
 	struct gpeer *p = &g->peers[j];
@@ -107,34 +66,11 @@ static int on_recv(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc
 			return rc_err_set(err, EPROTO,
 					  "rank %d sent immediate data 0x%x on no channel", j, imm);
 		p->imm[ch]++;
-	} else {
-		const struct gmsg *m = rx.data;
-
-		if (rc_group_msg_check(m, rx.len, &e))
-			return rc_err_set(err, EPROTO, "rank %d: %s", j, e.msg);
-		if (m->magic == FIN_MAGIC) {
-			p->fin = true;
-			return rc_msgch_repost(&g->ch, rx.slot, err);
-		}
-		if (m->magic == ABORT_MAGIC) {
-			if (!g->aborted)
-				snprintf(g->abort_msg, sizeof(g->abort_msg),
-					 "rank %d gave up: %.*s", j,
-					 (int)(m->len < RC_GROUP_MSG_MAX ? m->len
-									 : RC_GROUP_MSG_MAX),
-					 (const char *)m->data);
-			/* printed as it came: no terminal escape in it */
-			for (char *c = g->abort_msg; *c; c++)
-				if ((unsigned char)*c < 0x20 || *c == 0x7f)
-					*c = '?';
-			g->aborted = true;
-			return rc_msgch_repost(&g->ch, rx.slot, err);
-		}
-		/* copied out: its receive slot goes back at once, for any
-		 * peer's next message (a shared slot) */
-		if ((rc = group_box_push(p, j, m, err)))
-			return rc;
+	} else if ((rc = group_on_msg(g, j, rx.data, rx.len, err))) {
+		return rc;
 	}
+	/* copied out: its receive slot goes back at once, for any peer's next
+	 * message (a shared slot) */
 	return rc_msgch_repost(&g->ch, rx.slot, err);
 }
 
@@ -167,6 +103,8 @@ int group_progress(struct rc_group *g, int timeout_ms, struct rc_err *err)
 	struct ibv_wc wc[32];
 	int which = 0, n, rc;
 
+	if (g->fab)
+		return group_fab_progress(g, timeout_ms, err);
 	if (g->nconns == 0)
 		return 0;
 	/* keep_going reaps one completion at a time: an error completion then
@@ -215,9 +153,10 @@ int group_wait_slice(struct rc_group *g, double deadline, struct rc_err *err)
 int group_peer_gone(struct rc_group *g, int j, const char *what, struct rc_err *err)
 {
 	if (g->peers[j].failed)
-		return rc_err_set(err, ECONNRESET, "%s failed while %s: %s", g->peers[j].c->peer,
-				  what, g->peers[j].why);
-	return rc_err_set(err, ECONNRESET, "%s left the group while %s", g->peers[j].c->peer, what);
+		return rc_err_set(err, ECONNRESET, "%s failed while %s: %s",
+				  gpeer_name(&g->peers[j]), what, g->peers[j].why);
+	return rc_err_set(err, ECONNRESET, "%s left the group while %s", gpeer_name(&g->peers[j]),
+			  what);
 }
 
 int rc_group_poll(struct rc_group *g, int timeout_ms, struct rc_err *err)
@@ -251,10 +190,12 @@ int group_send_msg(struct rc_group *g, int j, const void *data, size_t len, doub
 		rc = group_wait_slice(g, deadline, err);
 		if (rc == -ETIMEDOUT)
 			return rc_err_set(err, ETIMEDOUT, "a message to %s did not go within %d ms",
-					  p->c->peer, g->o.timeout_ms);
+					  gpeer_name(p), g->o.timeout_ms);
 		if (rc)
 			return rc;
 	}
+	if (g->fab)
+		return group_fab_send(g, j, GROUP_MAGIC, data, len, err);
 	m = rc_msgch_send_buf(&g->ch, p->slot);
 	m->magic = GROUP_MAGIC;
 	m->seq = g->seq;
@@ -281,7 +222,7 @@ int group_pop_msg(struct rc_group *g, int j, void *out, size_t len, struct rc_er
 	if (m->magic != GROUP_MAGIC || m->seq != g->seq || m->len != len || m->from != (uint32_t)j)
 		return rc_err_set(err, EPROTO,
 				  "%s is out of step (message %u of %u bytes, expected %u of %zu)",
-				  p->c->peer, m->seq, m->len, g->seq, len);
+				  gpeer_name(p), m->seq, m->len, g->seq, len);
 	memcpy(out, m->data, len);
 	p->box_head = (p->box_head + 1) % p->box_cap;
 	p->box_n--;
@@ -300,7 +241,7 @@ int group_take_msg(struct rc_group *g, int j, void *out, size_t len, double dead
 		if (rc == -ETIMEDOUT)
 			return rc_err_set(err, ETIMEDOUT,
 					  "no word from %s within %d ms (is it still running?)",
-					  p->c->peer, g->o.timeout_ms);
+					  gpeer_name(p), g->o.timeout_ms);
 		if (rc)
 			return rc;
 		/* gone: what it sent before leaving may still sit in the queue */
@@ -338,7 +279,7 @@ int group_sends_acked(struct rc_group *g, double deadline, bool skip_dead, struc
 			if (rc == -ETIMEDOUT)
 				return rc_err_set(err, ETIMEDOUT,
 						  "a message to %s was not acknowledged within %d ms",
-						  p->c->peer, g->o.timeout_ms);
+						  gpeer_name(p), g->o.timeout_ms);
 			if (rc)
 				return rc;
 		}
@@ -356,6 +297,10 @@ static void post_to_all(struct rc_group *g, uint32_t magic, const char *data, si
 
 		if (p->dead || send_busy(g, p) || gpeer_sq_used(p) >= g->o.sq_depth - 2)
 			continue;
+		if (g->fab) {
+			group_fab_send(g, g->conn_rank[k], magic, data, len, NULL);
+			continue;
+		}
 		m = rc_msgch_send_buf(&g->ch, p->slot);
 		m->magic = magic;
 		m->seq = g->seq;

@@ -12,6 +12,7 @@
 #include <rdmactl/conn_core.h>
 #include <rdmactl/ops_core.h>
 #include <rdmactl/pipe_core.h>
+#include <rdmactl/tp_core.h>
 #include <rdmactl/group_core.h>
 
 #include "group_int.h"
@@ -23,7 +24,7 @@ struct write_pieces {
 	uint8_t *laddr;
 	uint32_t lkey;
 	uint64_t raddr;
-	uint32_t rkey;
+	uint64_t rkey;
 	int channel;
 	uint32_t seq;
 	double deadline;
@@ -35,10 +36,12 @@ struct write_pieces {
  * less two for control messages, which share it (gpeer_sq_used). */
 static struct rc_pipe *peer_pipe(struct rc_group *g, struct gpeer *p)
 {
-	if (p->pipe.ep != p->c) {
+	void *ep = g->fab ? group_fab_ep(g, (int)(p - g->peers)) : p->c;
+
+	if (p->pipe.ep != ep) {
 		struct rc_pipe_opts o = { .depth = g->o.sq_depth - 2, .signal_every = 1, .batch = 1 };
 
-		rc_pipe_init(&p->pipe, &rc_verbs_transport, p->c, &o);
+		rc_pipe_init(&p->pipe, g->fab ? &rc_ofi_transport : &rc_verbs_transport, ep, &o);
 	}
 	return &p->pipe;
 }
@@ -53,8 +56,8 @@ static int sq_room(struct write_pieces *w)
 		rc = group_wait_slice(g, w->deadline, w->err);
 		if (rc == -ETIMEDOUT)
 			return rc_err_set(w->err, ETIMEDOUT,
-					  "writes to %s did not complete within %d ms", p->c->peer,
-					  g->o.timeout_ms);
+					  "writes to %s did not complete within %d ms",
+					  gpeer_name(p), g->o.timeout_ms);
 		if (rc)
 			return rc;
 	}
@@ -74,7 +77,9 @@ static int write_piece(void *arg, uint64_t off, uint32_t len, bool last)
 			    .lkey = w->lkey,
 			    .raddr = w->raddr + off,
 			    .rkey = w->rkey,
-			    .imm = (uint32_t)w->channel << 24 | (w->seq & 0xffffff),
+			    /* over libfabric, the writer's rank: an RDM endpoint does not tell it */
+			    .imm = (uint32_t)w->channel << 24 |
+				   (g->fab ? (uint32_t)g->o.rank : w->seq & 0xffffff),
 			    .user = rc_pipe_seq(q) | (last ? 0 : PIECE_NOT_LAST) };
 	int rc;
 
@@ -84,7 +89,7 @@ static int write_piece(void *arg, uint64_t off, uint32_t len, bool last)
 }
 
 int rc_group_write_imm(struct rc_group *g, int j, void *laddr, uint64_t len, uint32_t lkey,
-		       uint64_t raddr, uint32_t rkey, int channel, uint32_t seq, struct rc_err *err)
+		       uint64_t raddr, uint64_t rkey, int channel, uint32_t seq, struct rc_err *err)
 {
 	struct gpeer *p = &g->peers[j];
 	struct write_pieces w = { .g = g,
@@ -98,12 +103,12 @@ int rc_group_write_imm(struct rc_group *g, int j, void *laddr, uint64_t len, uin
 				  .deadline = rc_now() + g->o.timeout_ms / 1000.0,
 				  .err = err };
 
-	if (!p->c || channel < -1 || channel >= IMM_CHANNELS)
+	if (!gpeer_linked(p) || channel < -1 || channel >= IMM_CHANNELS)
 		return rc_err_set(err, EINVAL, "no connection to rank %d", j);
 	if (p->dead && g->o.keep_going)
 		return group_peer_gone(g, j, "writing to it", err);
 	if (!p->max_msg)
-		p->max_msg = rc_conn_max_msg(p->c);
+		p->max_msg = g->fab ? group_fab_max_msg(g) : rc_conn_max_msg(p->c);
 	/* a block larger than the port's largest message goes in pieces;
 	 * only the last carries the immediate data, and RC lands them in order */
 	return rc_split_len(len, p->max_msg, write_piece, &w);
@@ -120,7 +125,7 @@ int rc_group_read(struct rc_group *g, int j, void *laddr, uint32_t len, uint32_t
 	struct rc_pipe *q;
 	int rc;
 
-	if (j < 0 || j >= g->o.world || !g->peers[j].c)
+	if (j < 0 || j >= g->o.world || !gpeer_linked(&g->peers[j]))
 		return rc_err_set(err, EINVAL, "no connection to rank %d", j);
 	p = &g->peers[j];
 	if (p->dead && g->o.keep_going)
@@ -152,8 +157,8 @@ static int burst_wait(struct rc_group *g, int j, uint64_t until, struct rc_err *
 
 		if (rc == -ETIMEDOUT)
 			return rc_err_set(err, ETIMEDOUT,
-					  "writes to %s did not complete within %d ms", p->c->peer,
-					  g->o.timeout_ms);
+					  "writes to %s did not complete within %d ms",
+					  gpeer_name(p), g->o.timeout_ms);
 		if (rc)
 			return rc;
 		if (p->dead && g->o.keep_going)
@@ -226,9 +231,9 @@ int rc_group_write_burst(struct rc_group *g, int j, const struct rc_group_burst 
 	if (p->dead && g->o.keep_going)
 		return group_peer_gone(g, j, "writing to it", err);
 	if (!p->max_msg)
-		p->max_msg = rc_conn_max_msg(p->c);
+		p->max_msg = g->fab ? group_fab_max_msg(g) : rc_conn_max_msg(p->c);
 	if (b->depth < 1)
-		return rc_err_set(err, EINVAL, "a burst %d deep to %s", b->depth, p->c->peer);
+		return rc_err_set(err, EINVAL, "a burst %d deep to %s", b->depth, gpeer_name(p));
 	/* The group's own writes are each signalled: the burst waits for them. */
 	q = peer_pipe(g, p);
 	if ((rc = burst_wait(g, j, 0, err)))
@@ -315,7 +320,7 @@ int rc_group_flush(struct rc_group *g, struct rc_err *err)
 			if (rc == -ETIMEDOUT)
 				return rc_err_set(err, ETIMEDOUT,
 						  "writes to %s did not complete within %d ms",
-						  p->c->peer, g->o.timeout_ms);
+						  gpeer_name(p), g->o.timeout_ms);
 			if (rc)
 				return rc;
 		}

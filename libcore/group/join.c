@@ -53,6 +53,20 @@ static void job_of(const char *rendezvous, char *out, size_t len)
 		snprintf(out, len, "file");
 }
 
+/* Listen at self over the join's transport: rdma_cm, or libfabric's
+ * endpoint bound to it. */
+static int join_listen(const struct rc_group_join *j, const struct rc_group_opts *go,
+		       struct rc_endpoint *self, struct rc_group **g, struct rc_err *err)
+{
+	int rc;
+
+	if (!j->fabric)
+		return rc_group_listen(go, self, g, err);
+	if (!(rc = group_alloc(go, g, err)) && !(rc = group_fab_open(*g, j->fabric, self, err)))
+		(*g)->self = *self;
+	return rc;
+}
+
 static int join_fail(struct rc_group_join_out *out, bool usage, int rc)
 {
 	if (out)
@@ -101,7 +115,7 @@ int rc_group_join(const struct rc_group_join *j, struct rc_group **gout,
 		goto fail;
 	}
 	gethostname(self.hostname, sizeof(self.hostname) - 1);
-	if ((rc = rc_group_listen(&go, &self, &g, &e)) ||
+	if ((rc = join_listen(j, &go, &self, &g, &e)) ||
 	    (t0 = rc_now(), rc = rc_rdv_exchange(rdv, &self, all, &e))) {
 		rc = join_fail(out, false, rc_err_set(err, -rc, "rank %d: %s", me, e.msg));
 		goto fail;
@@ -112,7 +126,8 @@ int rc_group_join(const struct rc_group_join *j, struct rc_group **gout,
 		join_fail(out, rc == -EINVAL, rc);
 		goto fail;
 	}
-	if ((rc = rc_group_connect(g, all, need, &e))) {
+	if ((rc = j->fabric ? group_fab_connect(g, all, need, &e)
+			    : rc_group_connect(g, all, need, &e))) {
 		rc = join_fail(out, false, rc_err_set(err, -rc, "rank %d: %s", me, e.msg));
 		goto fail;
 	}

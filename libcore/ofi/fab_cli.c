@@ -20,7 +20,7 @@
 #include <rdmactl/config_core.h>
 
 #include "fab_int.h"
-#include "tp_ofi.h"
+#include <rdmactl/tp_core.h>
 
 double fab_now(void)
 {
@@ -59,8 +59,7 @@ static const char *route_to(const char *host, const char *port, char *buf, size_
 static int server_addr(const struct rc_fcli_opts *o, unsigned char *name, size_t *len,
 		       struct rc_err *err)
 {
-	struct fi_info *hints, *info = NULL;
-	int n, rc;
+	int n;
 
 	if (o->srv_address) {
 		if ((n = fab_unhex(o->srv_address, name, RC_OFI_NAME_MAX)) < 0)
@@ -68,23 +67,11 @@ static int server_addr(const struct rc_fcli_opts *o, unsigned char *name, size_t
 		*len = (size_t)n;
 		return 0;
 	}
-	if (!(hints = fi_allocinfo()))
-		return rc_err_set(err, ENOMEM, "out of memory");
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_MSG | FI_RMA;
-	hints->fabric_attr->prov_name = strdup(rc_ofi_prov_string(o->prov));
-	rc = fi_getinfo(FI_VERSION(1, 9), o->host, o->port, 0, hints, &info);
-	fi_freeinfo(hints);
-	if (rc || !info || !info->dest_addr || info->dest_addrlen > RC_OFI_NAME_MAX) {
-		fi_freeinfo(info);
+	if (rc_ofi_resolve(o->prov, o->host, o->port, name, len, err))
 		return rc_err_opt(err, EHOSTUNREACH,
 				  "libfabric's '%s' cannot address %s:%s (give the server's "
 				  "descriptor: {descriptor} FILE)",
 				  rc_ofi_prov_string(o->prov), o->host, o->port);
-	}
-	memcpy(name, info->dest_addr, info->dest_addrlen);
-	*len = info->dest_addrlen;
-	fi_freeinfo(info);
 	return 0;
 }
 

@@ -2,7 +2,10 @@
 /* The libfabric transport's core: an RDM endpoint, its AV and CQ, memory
  * registration as the provider's mode bits ask, and the posts
  * (libcore/ofi/ofi_core.h). */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -478,4 +481,57 @@ int rc_ofi_atomic(struct rc_ofi *o, uint64_t peer, uint64_t operand, const uint6
 	POST(o, err, "fi_compare_atomic",
 	     fi_compare_atomic(o->ep, &old[1], 1, desc_of(omr), &old[2], desc_of(omr), &old[0],
 			       desc_of(omr), peer, raddr, key, FI_UINT64, FI_CSWAP, ctx));
+}
+
+bool rc_ofi_wc_recv(const struct rc_ofi_wc *wc)
+{
+	return (wc->flags & FI_RECV) != 0;
+}
+
+bool rc_ofi_wc_imm(const struct rc_ofi_wc *wc)
+{
+	return !wc->err && !(wc->flags & FI_RECV) && (wc->flags & FI_REMOTE_CQ_DATA);
+}
+
+uint64_t rc_ofi_imm_max(const struct rc_ofi *o)
+{
+	size_t n = o->info ? o->info->domain_attr->cq_data_size : 0;
+
+	return n >= 8 ? UINT64_MAX : n ? (1ULL << (8 * n)) - 1 : 0;
+}
+
+int rc_ofi_port(const struct rc_ofi *o)
+{
+	struct sockaddr_storage ss = { 0 };
+
+	memcpy(&ss, o->name, o->namelen < sizeof(ss) ? o->namelen : sizeof(ss));
+	if (o->namelen >= sizeof(struct sockaddr_in) && ss.ss_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)&ss)->sin_port);
+	if (o->namelen >= sizeof(struct sockaddr_in6) && ss.ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)&ss)->sin6_port);
+	return 0;
+}
+
+int rc_ofi_resolve(const char *prov, const char *host, const char *port, unsigned char *name,
+		   size_t *len, struct rc_err *err)
+{
+	struct fi_info *hints, *info = NULL;
+	int rc;
+
+	if (!(hints = fi_allocinfo()))
+		return rc_err_set(err, ENOMEM, "out of memory");
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_MSG | FI_RMA;
+	hints->fabric_attr->prov_name = strdup(rc_ofi_prov_string(prov));
+	rc = fi_getinfo(FI_VERSION(1, 9), host, port, 0, hints, &info);
+	fi_freeinfo(hints);
+	if (rc || !info || !info->dest_addr || info->dest_addrlen > RC_OFI_NAME_MAX) {
+		fi_freeinfo(info);
+		return rc_err_set(err, EHOSTUNREACH, "libfabric's '%s' cannot address %s:%s",
+				  rc_ofi_prov_string(prov), host, port);
+	}
+	memcpy(name, info->dest_addr, info->dest_addrlen);
+	*len = info->dest_addrlen;
+	fi_freeinfo(info);
+	return 0;
 }

@@ -139,6 +139,11 @@ int rc_ofi_reg(struct rc_ofi *o, void *buf, size_t len, int access, struct rc_of
 	       struct rc_err *err);
 void rc_ofi_dereg(struct rc_ofi_mr *mr);
 
+/* The address prov's endpoint bound to host:port has (as fi_getinfo gives
+ * it for that node and service), into name (RC_OFI_NAME_MAX bytes) and
+ * *len: 0, or -EHOSTUNREACH naming the provider and the address. */
+int rc_ofi_resolve(const char *prov, const char *host, const char *port, unsigned char *name,
+		   size_t *len, struct rc_err *err);
 /* A peer's address (its name, namelen bytes) into the AV. */
 int rc_ofi_av_insert(struct rc_ofi *o, const void *name, size_t namelen, uint64_t *peer,
 		     struct rc_err *err);
@@ -162,6 +167,16 @@ int rc_ofi_recv(struct rc_ofi *o, void *buf, size_t len, const struct rc_ofi_mr 
 int rc_ofi_atomic(struct rc_ofi *o, uint64_t peer, uint64_t operand, const uint64_t *cmp,
 		  uint64_t *old, const struct rc_ofi_mr *omr, uint64_t raddr, uint64_t key,
 		  void *ctx, struct rc_err *err);
+
+/* What a completion is, for a reader of the queue that is not the engine:
+ * a message received (possibly carrying data: fi_senddata), or a peer's
+ * write that carried immediate data (no receive of ours was used). */
+bool rc_ofi_wc_recv(const struct rc_ofi_wc *wc);
+bool rc_ofi_wc_imm(const struct rc_ofi_wc *wc);
+/* The largest immediate value the provider carries (0: none). */
+uint64_t rc_ofi_imm_max(const struct rc_ofi *o);
+/* The endpoint's own port, as bound (0: its address is not an IP one). */
+int rc_ofi_port(const struct rc_ofi *o);
 
 /* Up to max completions, waiting at most timeout_ms for the first (0: do
  * not wait). Returns how many, or -errno (the CQ itself failed). */

@@ -25,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "tp_ofi.h"
+#include <rdmactl/tp_core.h>
 
 #define SPIN_MS 2.0 /* a wait polls this long, then yields the CPU between polls */
 
@@ -248,8 +248,11 @@ static int take(void *const *eps, int n, int *which, struct rc_err *err)
 			struct rc_ofi_tp_slot *s = wc[k].ctx;
 			const struct rc_ofi_tp *u;
 
-			if (j < 0)
-				continue; /* not the engine's: the control plane's */
+			if (j < 0) { /* not the engine's: the control plane's */
+				if (t->other)
+					t->other(t->other_arg, &wc[k]);
+				continue;
+			}
 			u = eps[j];
 			s->done = true;
 			if (wc[k].err && !rc) {

@@ -29,7 +29,7 @@
 
 #include "check.h"
 #include "fab_int.h"
-#include "tp_ofi.h"
+#include <rdmactl/tp_core.h>
 
 #define BIG (64u << 20)
 #define PIECE (1u << 20)

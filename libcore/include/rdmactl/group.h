@@ -86,6 +86,10 @@ struct rc_group_join {
 	bool partial;      /* rc_group_opts.partial */
 	int recv_depth;    /* receives kept posted per connection (0: 32) */
 	const char *token; /* the group's token (rc_group_opts), or NULL */
+	/* libfabric's provider (as rc_ofi_opts names it: "tcp", "verbs"...), or
+	 * NULL: verbs. Over libfabric a rank binds its endpoint to the address
+	 * it publishes; partial and keep_going are verbs only. */
+	const char *fabric;
 	/* Fill need from every rank's endpoint (their hosts name the nodes);
 	 * 0, or -errno with err set (-EINVAL: the caller's input is wrong). */
 	int (*plan)(void *arg, const struct rc_endpoint *all, int world, uint8_t *need,
@@ -135,6 +139,10 @@ RC_EXPORT void rc_group_plan_rank(const uint8_t *need, int world, int rank, int 
  * unreachable, -ENOMEM. */
 RC_EXPORT int rc_group_plan_depth(const uint8_t *need, int world);
 RC_EXPORT const char *rc_group_dev(const struct rc_group *g);
+/* The transport a group runs over: "verbs", or "ofi" with libfabric's
+ * provider and domain (NULL over verbs). */
+RC_EXPORT const char *rc_group_transport(const struct rc_group *g, const char **provider,
+					 const char **domain);
 
 /* Why a planned connection could not be made (partial groups). */
 enum rc_link {

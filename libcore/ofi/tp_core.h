@@ -3,8 +3,8 @@
  * endpoint is one peer of an open RDM endpoint (struct rc_ofi), so that the
  * one pipelining engine (rc_pipe, rc_stream_run) drives libfabric as it
  * drives verbs. Inside the ofi layer only. */
-#ifndef RDMACTL_TP_OFI_H
-#define RDMACTL_TP_OFI_H
+#ifndef RDMACTL_TP_CORE_H
+#define RDMACTL_TP_CORE_H
 
 #include <rdmactl/ofi_core.h>
 #include <rdmactl/pipe_core.h>
@@ -31,6 +31,10 @@ struct rc_ofi_tp {
 	uint64_t *words; /* three a slot: an atomic's old value, operand, compare */
 	struct rc_ofi_mr words_mr;
 	const struct rc_ofi_mr *mrs[RC_OFI_TP_MRS];
+	/* A completion of the endpoint's rc_ofi that is not the engine's (a
+	 * message, a peer's write with immediate data), or NULL: passed over. */
+	void (*other)(void *arg, const struct rc_ofi_wc *wc);
+	void *other_arg;
 };
 
 /* The endpoint for peer of o: depth in flight, a wait of timeout_ms at
