@@ -60,6 +60,8 @@
 	X(A2A_BACKGROUND_DEPTH, "background-depth", 0, "N", "--background: bulk WRITEs in flight", \
 	  OPT_INT(struct a2a_cli, run.bg_depth, 1, 1024, "4"), \
 	  OPT_GIVEN(struct a2a_cli, bg_depth_given)) \
+	X(A2A_FABRIC, "fabric", 0, "FABRIC", FABRIC_HELP, COMP_WORDS, FABRIC_WORDS, \
+	  OPT_STR(struct a2a_cli, fabric_arg, NULL)) \
 	X(A2A_BUSY_POLL, "busy-poll", 0, NULL, "busy-poll the completion queues", \
 	  OPT_FLAG(struct a2a_cli, busy_poll)) \
 	X(A2A_PLAN, "plan", 0, NULL, "size the job and exit (needs --world)", \
@@ -68,6 +70,34 @@
 enum { ALLTOALL_OPTS(OPT_INDEX) A2A_NOPTS };
 static const struct cmd_opt alltoall_opts[] = { ALLTOALL_OPTS(OPT_ENTRY) OPT_END };
 OPTS_BOUND(alltoall_opts, A2A_NOPTS);
+
+/* --fabric: over libfabric, the flat and ring algorithms on one rail, host
+ * memory, no background; each other choice named. */
+static int parse_fabric(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
+{
+	const char *not = NULL;
+	int rc;
+
+	opts_fill(ctx, &cmd_alltoall, v, A2A_FABRIC, A2A_FABRIC + 1, a);
+	if (a->plan || (rc = fabric_pick(ctx, "alltoall", a->fabric_arg, &a->fab)))
+		return a->plan ? 0 : rc;
+	if (a->fab.kind != RC_FABRIC_OFI)
+		return 0;
+	if (a->run.algo == RC_A2A_HIER)
+		not = "--algo hierarchical (its node's shared segment)";
+	else if (a->run.bg_mode)
+		not = "--background";
+	else if (a->grp.nrails > 1)
+		not = "several rails";
+	else if (a->run.mem.kind != RC_MEM_HOST && a->run.mem.kind != RC_MEM_HUGEPAGE)
+		not = "GPU memory";
+	if (not )
+		return usage_err(ctx,
+				 "alltoall: %s runs over verbs only (--fabric verbs), not yet "
+				 "over libfabric",
+				 not );
+	return 0;
+}
 
 static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 {
@@ -121,6 +151,8 @@ static int parse(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 	a->run.check = !a->no_check;
 	opts_fill(ctx, c, v, A2A_MEM, A2A_MEM + 1, a); /* a string */
 	if ((rc = opt_mem(ctx, a->mem, true, NULL, &a->run.mem.kind, &a->run.mem.gpu)))
+		return rc;
+	if ((rc = parse_fabric(ctx, v, a)))
 		return rc;
 	if (!a->grp.rendezvous && !a->plan)
 		return usage_err(ctx,
@@ -236,6 +268,7 @@ static int run(struct ctx *ctx, struct a2a_cli *a)
 				      .token = a->grp.token,
 				      .timeout_ms = ctx->timeout_ms,
 				      .busy_poll = a->busy_poll,
+				      .fabric = a->fab.kind == RC_FABRIC_OFI ? a->fab.prov : NULL,
 				      .plan = plan,
 				      .plan_arg = a };
 	struct rc_a2a_result res[RC_RAILS_MAX] = { { 0 } };

@@ -5,6 +5,7 @@
 #define RDMACTL_ALLTOALL_H
 
 #include <rdmactl/a2a.h>
+#include <rdmactl/fabric.h>
 #include <rdmactl/group.h>
 
 #include "group_cmds.h"
@@ -22,9 +23,11 @@ struct a2a_cli {
 	bool all_ranks;
 	bool busy_poll;
 	bool plan;
-	int algo, dtype;  /* --algo, --dtype: their words' index */
-	const char *skew; /* --skew MODEL */
-	const char *mem;  /* --mem KIND */
+	int algo, dtype;        /* --algo, --dtype: their words' index */
+	const char *skew;       /* --skew MODEL */
+	const char *mem;        /* --mem KIND */
+	const char *fabric_arg; /* --fabric as given, or NULL */
+	struct rc_fabric fab;   /* --fabric: verbs, or libfabric's provider */
 	bool no_check;
 	int bg_mode;                                /* --background: enum rc_a2a_bg_mode */
 	uint64_t bg_size;                           /* --background-size */

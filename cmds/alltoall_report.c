@@ -63,14 +63,20 @@ void a2a_report(struct ctx *ctx, const struct a2a_cli *a, const struct rc_a2a_re
 	qsort(lat, (size_t)n, sizeof(double), cmp_double);
 	algbw = t > 0 ? st.size / t / 1e9 : 0;
 	busbw = algbw * (W - 1) / W;
-	out_text(o, "# alltoall: algo %s, %d ranks (%s), rendezvous %s, device %s\n",
-		 rc_a2a_algo_name(a->run.algo), W, a->grp.who.source, rdv_kind, dev);
+	const char *prov, *domain, *tp = rc_group_transport(g, &prov, &domain);
+
+	out_text(o, "# alltoall: algo %s, %d ranks (%s), rendezvous %s, device %s%s%s%s\n",
+		 rc_a2a_algo_name(a->run.algo), W, a->grp.who.source, rdv_kind, dev,
+		 prov ? " over libfabric's " : "", prov ? prov : "", prov ? " provider" : "");
 	out_str(o, "algo", NULL, rc_a2a_algo_name(a->run.algo));
 	out_u64(o, "ranks", NULL, (uint64_t)W);
 	out_u64(o, "rank", NULL, (uint64_t)a->grp.who.rank);
 	out_str(o, "rank_source", NULL, a->grp.who.source);
 	out_str(o, "rendezvous", NULL, rdv_kind);
 	out_str(o, "device", NULL, dev);
+	out_str(o, "transport", NULL, tp);
+	out_str(o, "provider", NULL, prov ? prov : "verbs");
+	out_str(o, "domain", NULL, domain ? domain : dev);
 	out_text(o, "# %12s %10s %11s %11s %7s %10s %10s %12s %12s %9s\n", "size(B)", "time(us)",
 		 "algbw(GB/s)", "busbw(GB/s)", "wrong", "p50(us)", "p99(us)", "peer_mean(B)",
 		 "peer_max(B)", "imbalance");

@@ -531,8 +531,12 @@ void rc_group_stats(const struct rc_group *g, struct rc_group_stats *out)
 					.connect_s = g->connect_s,
 					.first_barrier_s = g->barrier_s,
 					.qps = g->nconns,
-					.cqs = g->nsh ? g->nsh : g->nconns,
-					.ring_bytes = g->ch.mr ? g->ch.len : 0,
+					.cqs = g->fab   ? 1
+					       : g->nsh ? g->nsh
+							: g->nconns,
+					.ring_bytes = g->fab     ? group_fab_ring_bytes(g)
+						      : g->ch.mr ? g->ch.len
+								 : 0,
 					.tree_depth = g->depth };
 }
 

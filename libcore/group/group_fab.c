@@ -116,6 +116,7 @@ int gfab_send(struct rc_group *g, int j, int type, const void *body, size_t len,
 	if ((rc = rc_ofi_send(&f->o, f->addr[j], slot, sizeof(w) + len, &f->tx_mr, slot, err)))
 		return rc;
 	p->fab_tx = true;
+	f->sent_at[j] = rc_now();
 	return 0;
 }
 
@@ -176,7 +177,7 @@ static bool check_peer(struct rc_group *g, int j, const struct gfwire *w, const 
 	if (!ok) {
 		/* it named our nonce: the peer (or one who saw the pair's
 		 * HELLOs), and its proof fails */
-		fail(f, EACCES, p->name, "did not prove the group token");
+		fail(f, EACCES, p->name, "did not prove the group token (a wrong token?)");
 		return false;
 	}
 	f->rx_ctr[j] = w->ctr;

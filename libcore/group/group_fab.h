@@ -52,6 +52,7 @@ struct gfab {
 	uint64_t *tx_ctr, *rx_ctr;
 	bool *owe;                              /* world: a PROVE is owed (a HELLO came) */
 	double *hello_at;                       /* world: the last HELLO sent */
+	double *sent_at;                        /* world: the last message of ours sent */
 	unsigned char (*name)[RC_OFI_NAME_MAX]; /* world: each peer's address ... */
 	size_t *namelen;                        /* ... and its length */
 	bool *refused;                          /* world: a HELLO to it failed */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <rdmactl/ops.h>
+#include <rdmactl/err_core.h>
 #include <rdmactl/group_core.h>
 
 #include "group_fab.h"
@@ -42,6 +43,7 @@ int group_fab_open(struct rc_group *g, const char *prov, struct rc_endpoint *sel
 	f->rx_ctr = calloc((size_t)W, sizeof(*f->rx_ctr));
 	f->owe = calloc((size_t)W, sizeof(*f->owe));
 	f->hello_at = calloc((size_t)W, sizeof(*f->hello_at));
+	f->sent_at = calloc((size_t)W, sizeof(*f->sent_at));
 	f->name = calloc((size_t)W, sizeof(*f->name));
 	f->namelen = calloc((size_t)W, sizeof(*f->namelen));
 	f->refused = calloc((size_t)W, sizeof(*f->refused));
@@ -49,8 +51,8 @@ int group_fab_open(struct rc_group *g, const char *prov, struct rc_endpoint *sel
 	f->rx = aligned_alloc(64, (size_t)f->nrx * GF_SLOT);
 	f->tx = aligned_alloc(64, (size_t)W * GF_SLOT);
 	if (!f->addr || !f->tp || !f->eps || !f->mine || !f->their || !f->key || !f->tx_ctr ||
-	    !f->rx_ctr || !f->owe || !f->hello_at || !f->name || !f->namelen || !f->refused ||
-	    !f->heard || !f->rx || !f->tx)
+	    !f->rx_ctr || !f->owe || !f->hello_at || !f->sent_at || !f->name || !f->namelen ||
+	    !f->refused || !f->heard || !f->rx || !f->tx)
 		return rc_err_set(err, ENOMEM, "out of memory");
 	for (int j = 0; j < W; j++)
 		if ((rc = rc_auth_nonce(f->mine[j])))
@@ -73,6 +75,18 @@ int group_fab_open(struct rc_group *g, const char *prov, struct rc_endpoint *sel
 	return 0;
 }
 
+/* Peer j's address from its endpoint in the rendezvous: the sockaddr of
+ * host:port where the provider names endpoints so (tcp, verbs), else as
+ * the provider resolves it. */
+static int peer_name(struct gfab *f, int j, const struct rc_endpoint *ep, struct rc_err *err)
+{
+	int rc = rc_ofi_sockaddr(&f->o, ep->host, ep->port, f->name[j], &f->namelen[j], err);
+
+	if (rc != -EAFNOSUPPORT)
+		return rc;
+	return rc_ofi_resolve(f->prov, ep->host, ep->port, f->name[j], &f->namelen[j], err);
+}
+
 /* Every peer named, its endpoint for the engine, its first HELLO. */
 static int address_peers(struct rc_group *g, const struct rc_endpoint *all, struct rc_err *err)
 {
@@ -85,12 +99,11 @@ static int address_peers(struct rc_group *g, const struct rc_endpoint *all, stru
 		if (j == me || !g->need[me * W + j])
 			continue;
 		snprintf(p->name, sizeof(p->name), "rank %d (%s:%s)", j, all[j].host, all[j].port);
-		if ((rc = rc_ofi_resolve(f->prov, all[j].host, all[j].port, f->name[j],
-					 &f->namelen[j], err)) ||
+		if ((rc = peer_name(f, j, &all[j], err)) ||
 		    (rc = rc_ofi_av_insert(&f->o, f->name[j], f->namelen[j], &f->addr[j], err)) ||
 		    (rc = rc_ofi_tp_init(&f->tp[j], &f->o, f->addr[j], p->name, g->o.sq_depth - 2,
 					 g->o.timeout_ms, err)))
-			return rc_err_set(err, -rc, "%s: %s", p->name, err->msg);
+			return rc_err_wrap(err, -rc, "%s", p->name);
 		f->tp[j].other = gfab_on_other;
 		f->tp[j].other_arg = g;
 		f->eps[f->neps] = &f->tp[j];
@@ -110,7 +123,7 @@ static int hello(struct rc_group *g, int j, double now, struct rc_err *err)
 	struct gpeer *p = &g->peers[j];
 	int t = f->o.timeout_ms, rc;
 
-	if (f->refused[j] || (p->fab_tx && now - f->hello_at[j] > GF_STUCK_MS / 1e3)) {
+	if (f->refused[j] || (p->fab_tx && now - f->sent_at[j] > GF_STUCK_MS / 1e3)) {
 		rc_ofi_av_remove(&f->o, f->addr[j]);
 		if ((rc = rc_ofi_av_insert(&f->o, f->name[j], f->namelen[j], &f->addr[j], err)))
 			return rc;
@@ -231,6 +244,7 @@ void group_fab_close(struct rc_group *g)
 	free(f->rx_ctr);
 	free(f->owe);
 	free(f->hello_at);
+	free(f->sent_at);
 	free(f->name);
 	free(f->namelen);
 	free(f->refused);
@@ -244,11 +258,6 @@ void group_fab_close(struct rc_group *g)
 const char *group_fab_domain(const struct rc_group *g)
 {
 	return g->fab->o.domain_name;
-}
-
-const char *group_fab_provider(const struct rc_group *g)
-{
-	return g->fab->o.prov_name;
 }
 
 int rc_group_reg(struct rc_group *g, void *buf, size_t len, bool remote_write, uint32_t *lkey,
@@ -314,4 +323,9 @@ const char *rc_group_transport(const struct rc_group *g, const char **provider, 
 	if (domain)
 		*domain = g->fab ? g->fab->o.domain_name : NULL;
 	return g->fab ? "ofi" : "verbs";
+}
+
+uint64_t group_fab_ring_bytes(const struct rc_group *g)
+{
+	return (uint64_t)(g->fab->nrx + g->o.world) * GF_SLOT;
 }

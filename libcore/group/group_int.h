@@ -370,8 +370,9 @@ int group_fab_send(struct rc_group *g, int j, uint32_t magic, const void *data, 
 /* Peer j's endpoint behind the engine's seam, and its largest write. */
 void *group_fab_ep(struct rc_group *g, int j);
 uint32_t group_fab_max_msg(const struct rc_group *g);
-/* The domain and the provider, as libfabric names them. */
+/* The domain, as libfabric names it. */
 const char *group_fab_domain(const struct rc_group *g);
-const char *group_fab_provider(const struct rc_group *g);
+/* Bytes registered for its messages (the receive and send slots). */
+uint64_t group_fab_ring_bytes(const struct rc_group *g);
 
 #endif

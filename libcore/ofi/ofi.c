@@ -4,6 +4,7 @@
  * (libcore/ofi/ofi_core.h). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <poll.h>
@@ -533,5 +534,31 @@ int rc_ofi_resolve(const char *prov, const char *host, const char *port, unsigne
 	memcpy(name, info->dest_addr, info->dest_addrlen);
 	*len = info->dest_addrlen;
 	fi_freeinfo(info);
+	return 0;
+}
+
+int rc_ofi_sockaddr(const struct rc_ofi *o, const char *host, const char *port, unsigned char *name,
+		    size_t *len, struct rc_err *err)
+{
+	struct sockaddr_storage own = { 0 };
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	int rc;
+
+	memcpy(&own, o->name, o->namelen < sizeof(own) ? o->namelen : sizeof(own));
+	if ((own.ss_family != AF_INET || o->namelen != sizeof(struct sockaddr_in)) &&
+	    (own.ss_family != AF_INET6 || o->namelen != sizeof(struct sockaddr_in6)))
+		return rc_err_set(err, EAFNOSUPPORT, "libfabric's '%s' names endpoints otherwise",
+				  o->prov_name);
+	hints.ai_family = own.ss_family;
+	if ((rc = getaddrinfo(host, port, &hints, &ai)) || !ai ||
+	    ai->ai_addrlen != (socklen_t)o->namelen) {
+		if (ai)
+			freeaddrinfo(ai);
+		return rc_err_set(err, EHOSTUNREACH, "cannot resolve %s:%s (%s)", host, port,
+				  rc ? gai_strerror(rc) : "another address family");
+	}
+	memcpy(name, ai->ai_addr, ai->ai_addrlen);
+	*len = ai->ai_addrlen;
+	freeaddrinfo(ai);
 	return 0;
 }

@@ -144,6 +144,12 @@ void rc_ofi_dereg(struct rc_ofi_mr *mr);
  * *len: 0, or -EHOSTUNREACH naming the provider and the address. */
 int rc_ofi_resolve(const char *prov, const char *host, const char *port, unsigned char *name,
 		   size_t *len, struct rc_err *err);
+/* The same for a provider whose endpoints are named by their IP address
+ * and port, as o's is (tcp, verbs): the sockaddr of host:port in o's
+ * family, without asking the provider (fi_getinfo for verbs;ofi_rxm wants
+ * a device); -EAFNOSUPPORT for a provider that names them otherwise. */
+int rc_ofi_sockaddr(const struct rc_ofi *o, const char *host, const char *port, unsigned char *name,
+		    size_t *len, struct rc_err *err);
 /* A peer's address (its name, namelen bytes) into the AV. */
 int rc_ofi_av_insert(struct rc_ofi *o, const void *name, size_t namelen, uint64_t *peer,
 		     struct rc_err *err);

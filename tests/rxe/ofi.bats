@@ -4,7 +4,8 @@
 # (--fabric ofi:verbs: verbs;ofi_rxm, RDM endpoints over the device's RC
 # queue pairs): the 64 MiB round trip the cli tier checks over ofi:tcp,
 # checked by digest, the atomics on the bytes written, a wrong token, and
-# the benchmarks through the engine (tp_ofi.c) on the device.
+# the benchmarks through the engine (tp_ofi.c) on the device, and alltoall
+# over the group's libfabric endpoints (group_fab.c).
 # rdmactl's side of these paths (fab_srv.c, fab_cli.c, ofi.c) runs under the
 # sanitizers in the cli-asan tier over ofi:tcp; what is new here is
 # libfabric's verbs provider on a real device, so the tests are plain-only.
@@ -103,4 +104,35 @@ client() {
 	jq -e '.lat_clock == "tsc" and .latency_us.count + .lat_left_out == 200
 		and .clock_us > 0 and .clock_us < .latency_us.min
 		and (.latency_us.avg + .clock_us) * (200 - .lat_left_out) <= .seconds * 1e6 * 1.001' <<<"$output"
+}
+
+# bats test_tags=plain-only
+@test "ofi:verbs on rxe: alltoall, 8 ranks flat, every token checked on every rank over verbs;ofi_rxm on the device; one token wrong is counted" {
+	local peers=$BATS_TEST_TMPDIR/peers r wrong
+	local -a pids rcs
+	: >"$peers"
+	for r in $(seq 0 7); do echo "$r $ADDR:$((port + r))" >>"$peers"; done
+	for wrong in "" dispatch:3:0; do
+		pids=()
+		for r in $(seq 0 7); do
+			RDMACTL_TEST_A2A_CORRUPT=$wrong "$RDMACTL" -j -t 60000 alltoall --fabric ofi:verbs \
+				--rendezvous "file:$peers" -r "$r" -w 8 --tokens 32 --hidden 256 --iters 3 \
+				>"$BATS_TEST_TMPDIR/rank.$r.out" 2>"$BATS_TEST_TMPDIR/rank.$r.err" &
+			pids+=($!)
+			started $!
+		done
+		rcs=()
+		for r in $(seq 0 7); do wait "${pids[r]}" && rcs+=(0) || rcs+=($?); done
+		if [[ -z $wrong ]]; then
+			assert_equal "${rcs[*]}" "0 0 0 0 0 0 0 0"
+			assert_equal "$(jq -r '[.ranks, .wrong, (.checked_tokens > 0), .transport, .provider, .domain] | join(" ")' "$BATS_TEST_TMPDIR/rank.0.out")" \
+				"8 0 true ofi verbs;ofi_rxm $RDMACTL_VM_DEV"
+		else
+			assert_equal "${rcs[*]}" "1 1 1 1 1 1 1 1"
+			assert_equal "$(jq -r '[.wrong, .error.code] | join(" ")' "$BATS_TEST_TMPDIR/rank.0.out")" "1 EIO"
+		fi
+		# the next run on other ports
+		: >"$peers"
+		for r in $(seq 0 7); do echo "$r $ADDR:$((port + 8 + r))" >>"$peers"; done
+	done
 }
