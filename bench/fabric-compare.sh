@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 #
 # One workload over every fabric the host offers, side by side: rdmactl's
-# write and read bandwidth (64 KiB and 1 MiB), 8-byte write latency and
-# fetch-and-add rate, over verbs (RC through rdma_cm) and over each
+# write and read bandwidth (64 KiB and 1 MiB), 8-byte write latency,
+# fetch-and-add rate and alltoall among 8 ranks (flat, its bus bandwidth),
+# over verbs (RC through rdma_cm) and over each
 # libfabric provider rdmactl can open (ofi:verbs, ofi:efa, ofi:tcp), rounds
 # alternating between fabrics, each figure also as a ratio to the fastest
 # fabric of its row. Beside them the physical references, measured in the
@@ -21,8 +22,8 @@
 #                                            on 127.0.0.1 beside iperf3)
 #   RDMACTL_BENCH_FABRICS="verbs ofi:efa" RDMACTL_BENCH_ROUNDS=5 ...
 #   RDMACTL_BENCH_KEYS="write_bw_1m write_lat" ...   (some rows only)
-# kvxfer, alltoall and multicast run over verbs only so far: their rows
-# are named as such, not measured.
+# kvxfer and multicast run over verbs only so far: their rows are named
+# as such, not measured.
 # shellcheck disable=SC2119 # median reads its numbers on stdin
 set -euo pipefail
 
@@ -45,7 +46,7 @@ fi
 dev=${RDMACTL_BENCH_DEV:-${RDMACTL_VM_DEV:-rxe0}}
 gidx=${RDMACTL_BENCH_GID_INDEX:-${RDMACTL_VM_GID_INDEX:-1}}
 rounds=${RDMACTL_BENCH_ROUNDS:-2}
-keys=${RDMACTL_BENCH_KEYS:-write_bw_64k write_bw_1m read_bw_64k read_bw_1m write_lat atomic_bw}
+keys=${RDMACTL_BENCH_KEYS:-write_bw_64k write_bw_1m read_bw_64k read_bw_1m write_lat atomic_bw alltoall_8}
 depth=128
 work=$(mktemp -d)
 pids=()
@@ -94,10 +95,50 @@ row write_lat "write --lat --msg-size 8 --iters 2000" .one_way_us.p50 2000 8 \
 	"ib_write_lat -s 8 -n 2000" 5
 row atomic_bw "atomic --faa 1 --bench --iters 5000 --depth $depth" ".msgs_per_s / 1e6" 5000 8 \
 	"ib_atomic_bw -n 5000 -t $depth -Q 1" 5
+# 8 ranks of alltoall on this address, flat, every token checked: no
+# perftest beside it
+row alltoall_8 "alltoall --algo flat --tokens 128 --hidden 1024 --iters 10 --warmup 2" \
+	".busbw_gbyte_per_s * 1e9 / 1048576" 0 0 "" 0
+
+# run_a2a KEY FABRIC: 8 ranks on $addr (ports of their own each run), rank
+# 0's figure appended to $work/KEY.FABRIC.
+a2a_runs=0
+run_a2a() {
+	local key=$1 f=$2 r p=$((19500 + a2a_runs * 8)) v
+	local -a rp=()
+	a2a_runs=$((a2a_runs + 1))
+	: >"$work/peers"
+	for ((r = 0; r < 8; r++)); do echo "$r $addr:$((p + r))" >>"$work/peers"; done
+	for ((r = 1; r < 8; r++)); do
+		# shellcheck disable=SC2086 # the row's arguments, a word each
+		"$rdmactl" ${args[$key]} --fabric "$f" -R "file:$work/peers" -r "$r" -w 8 \
+			>/dev/null 2>"$work/a2a.$r" &
+		rp+=($!)
+	done
+	# shellcheck disable=SC2086
+	if ! "$rdmactl" -j ${args[$key]} --fabric "$f" -R "file:$work/peers" -r 0 -w 8 \
+		>"$work/out" 2>&1; then
+		echo "fabric-compare: $key over $f failed:" >&2
+		cat "$work/out" "$work"/a2a.* >&2
+		exit 1
+	fi
+	for r in "${rp[@]}"; do wait "$r" || { echo "fabric-compare: a rank of $key over $f failed" >&2; exit 1; }; done
+	jq -e '.wrong == 0 and .checked_tokens > 0' "$work/out" >/dev/null || {
+		echo "fabric-compare: $key over $f did not check its tokens:" >&2
+		cat "$work/out" >&2
+		exit 1
+	}
+	v=$(jq -r "${fig[$key]}" "$work/out")
+	measure "$v" "$key over $f" >>"$work/$key.$f"
+}
 
 # run KEY FABRIC: one rdmactl run; its figure appended to $work/KEY.FABRIC.
 run() {
 	local key=$1 f=$2 v extra=()
+	if [[ $key == alltoall* ]]; then
+		run_a2a "$key" "$f"
+		return
+	fi
 	if [ "$f" = verbs ]; then
 		[[ $key == *lat* ]] || extra=(--signal-every 1)
 	else
@@ -165,7 +206,7 @@ for ((r = 0; r < rounds; r++)); do
 	for key in $keys; do
 		[ -n "${args[$key]:-}" ] || { echo "fabric-compare: no row '$key'" >&2; exit 1; }
 		for f in "${fabrics[@]}"; do run "$key" "$f"; done
-		((use_perftest)) && perftest "$key"
+		((use_perftest)) && [ -n "${pt[$key]}" ] && perftest "$key"
 	done
 	((use_iperf)) && iperf
 done
@@ -193,7 +234,11 @@ for key in $keys; do
 		printf " %10.3f %-5s %5sx" "${med[$f]}" "$(unit "$key")" \
 			"$(awk -v a="${med[$f]}" -v b="$best" 'BEGIN { printf "%.2f", a / b }')"
 	done
-	((use_perftest)) && printf ' %12.3f' "$(median <"$work/$key.pt")"
+	if ((use_perftest)) && [ -n "${pt[$key]}" ]; then
+		printf ' %12.3f' "$(median <"$work/$key.pt")"
+	elif ((use_perftest)); then
+		printf ' %12s' -
+	fi
 	printf '\n'
 done
 if ((use_iperf)); then
@@ -209,5 +254,6 @@ value/most (1.00x is the fastest, lower is slower), latency value/least
 device with every operation completing (-Q 1), as every fabric here does.
 ofi:tcp is a software transport: beside iperf3 it says what libfabric's
 tcp provider costs over the kernel's TCP on the same path.
-Not measured: kvxfer, alltoall and multicast run over verbs only so far.
+alltoall_8: busbw of 8 ranks, flat (MiB/s). Not measured: kvxfer and
+multicast run over verbs only so far.
 NOTE

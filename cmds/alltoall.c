@@ -75,27 +75,29 @@ OPTS_BOUND(alltoall_opts, A2A_NOPTS);
  * memory, no background; each other choice named. */
 static int parse_fabric(struct ctx *ctx, const struct opt_vals *v, struct a2a_cli *a)
 {
-	const char *not = NULL;
+	const char *what = NULL;
 	int rc;
 
 	opts_fill(ctx, &cmd_alltoall, v, A2A_FABRIC, A2A_FABRIC + 1, a);
-	if (a->plan || (rc = fabric_pick(ctx, "alltoall", a->fabric_arg, &a->fab)))
-		return a->plan ? 0 : rc;
+	if (a->plan)
+		return 0;
+	if ((rc = fabric_pick(ctx, "alltoall", a->fabric_arg, &a->fab)))
+		return rc;
 	if (a->fab.kind != RC_FABRIC_OFI)
 		return 0;
 	if (a->run.algo == RC_A2A_HIER)
-		not = "--algo hierarchical (its node's shared segment)";
+		what = "--algo hierarchical (its node's shared segment)";
 	else if (a->run.bg_mode)
-		not = "--background";
+		what = "--background";
 	else if (a->grp.nrails > 1)
-		not = "several rails";
+		what = "several rails";
 	else if (a->run.mem.kind != RC_MEM_HOST && a->run.mem.kind != RC_MEM_HUGEPAGE)
-		not = "GPU memory";
-	if (not )
+		what = "GPU memory";
+	if (what)
 		return usage_err(ctx,
 				 "alltoall: %s runs over verbs only (--fabric verbs), not yet "
 				 "over libfabric",
-				 not );
+				 what);
 	return 0;
 }
 

@@ -410,18 +410,9 @@ int rc_group_connect(struct rc_group *g, const struct rc_endpoint *all, const ui
 	struct accept_arg a = { g, deadline + (g->o.partial ? g->o.timeout_ms / 4000.0 : 0) };
 	pthread_t th;
 
-	for (int i = 0; i < W; i++)
-		for (int j = 0; j < W; j++)
-			if (need[i * W + j] != need[j * W + i])
-				return rc_err_set(err, EINVAL,
-						  "the connection plan is not symmetric");
-	memcpy(g->need, need, (size_t)W * (size_t)W);
-	if ((rc = group_rings(g, err)))
+	if ((rc = group_take_plan(g, need, err)) || (rc = group_rings(g, err)))
 		return rc;
 	g->ech = rc_cm_channel(); /* NULL: each connection keeps its own */
-	g->depth = group_tree(g->need, W, 0, GROUP_TREE_FANOUT, g->parent);
-	if (g->depth == -ENOMEM)
-		return rc_err_set(err, ENOMEM, "out of memory");
 	g->expect_accepts = 0;
 	for (int j = 0; j < me; j++)
 		g->expect_accepts += need[j * W + me] ? 1 : 0;

@@ -84,13 +84,18 @@ int group_rings(struct rc_group *g, struct rc_err *err)
 	return g->nsh ? rc_msgch_share(&g->ch, g->sh, g->nsh, err) : 0;
 }
 
+void group_peer_text(char *out, size_t len, int j, const struct rc_endpoint *ep)
+{
+	char host[64];
+
+	snprintf(host, sizeof(host), "%.63s", ep ? ep->host : "?");
+	snprintf(out, len, "rank %d (%s:%.7s)", j, host, ep ? ep->port : "?");
+}
+
 void group_name_peer(struct rc_group *g, int j, const struct rc_endpoint *ep)
 {
 	struct rc_conn *c = g->peers[j].c;
 
 	/* Every completion error from ops.c names c->peer: make it the rank. */
-	char host[64];
-
-	snprintf(host, sizeof(host), "%.63s", ep ? ep->host : "?");
-	snprintf(c->peer, sizeof(c->peer), "rank %d (%s:%.7s)", j, host, ep ? ep->port : "?");
+	group_peer_text(c->peer, sizeof(c->peer), j, ep);
 }

@@ -154,7 +154,8 @@ static bool check_peer(struct rc_group *g, int j, const struct gfwire *w, const 
 
 	/* our nonce for the pair, and the one it proved itself with */
 	if (memcmp(w->nto, f->mine[j], RC_AUTH_NONCE) ||
-	    (p->fab_up && memcmp(w->nfrom, f->their[j], RC_AUTH_NONCE)) || w->ctr <= f->rx_ctr[j])
+	    (p->fab_up && memcmp(w->nfrom, f->their[j], RC_AUTH_NONCE)) ||
+	    (w->type == GF_MSG && w->ctr <= f->rx_ctr[j]))
 		return false;
 	if ((w->flags & GF_TOKEN) && !has_token(g)) {
 		fail(f, EACCES, p->name, "holds a group token and this rank none");
@@ -180,7 +181,9 @@ static bool check_peer(struct rc_group *g, int j, const struct gfwire *w, const 
 		fail(f, EACCES, p->name, "did not prove the group token (a wrong token?)");
 		return false;
 	}
-	f->rx_ctr[j] = w->ctr;
+	if (w->type ==
+	    GF_MSG) /* a PROVE's MAC does not cover its counter: a copy proves again, no more */
+		f->rx_ctr[j] = w->ctr;
 	proven(g, j, w->nfrom);
 	return true;
 }

@@ -27,7 +27,7 @@ struct gfwire {
 	uint8_t flags;
 	uint16_t pad;
 	uint32_t from, to, world, pad2;
-	uint64_t ctr;                       /* PROVE, MSG: above every one before */
+	uint64_t ctr;                       /* MSG: above every one before (under its MAC) */
 	unsigned char nfrom[RC_AUTH_NONCE]; /* the sender's nonce for the pair */
 	unsigned char nto[RC_AUTH_NONCE];   /* the receiver's, as the sender has it */
 	unsigned char mac[RC_AUTH_MAC];

@@ -98,7 +98,7 @@ static int address_peers(struct rc_group *g, const struct rc_endpoint *all, stru
 
 		if (j == me || !g->need[me * W + j])
 			continue;
-		snprintf(p->name, sizeof(p->name), "rank %d (%s:%s)", j, all[j].host, all[j].port);
+		group_peer_text(p->name, sizeof(p->name), j, &all[j]);
 		if ((rc = peer_name(f, j, &all[j], err)) ||
 		    (rc = rc_ofi_av_insert(&f->o, f->name[j], f->namelen[j], &f->addr[j], err)) ||
 		    (rc = rc_ofi_tp_init(&f->tp[j], &f->o, f->addr[j], p->name, g->o.sq_depth - 2,
@@ -196,19 +196,12 @@ int group_fab_connect(struct rc_group *g, const struct rc_endpoint *all, const u
 	if (g->o.partial || g->o.keep_going)
 		return rc_err_set(err, EINVAL,
 				  "over libfabric a group has every pair it plans, or fails");
-	for (int i = 0; i < W; i++)
-		for (int j = 0; j < W; j++)
-			if (need[i * W + j] != need[j * W + i])
-				return rc_err_set(err, EINVAL,
-						  "the connection plan is not symmetric");
-	memcpy(g->need, need, (size_t)W * (size_t)W);
+	if ((rc = group_take_plan(g, need, err)))
+		return rc;
 	if (!(g->fab->all = malloc((size_t)W * sizeof(*all))))
 		return rc_err_set(err, ENOMEM, "out of memory");
 	memcpy(g->fab->all, all, (size_t)W * sizeof(*all));
 	g->fab->job = (struct gjob){ .job = g->job, .all = g->fab->all };
-	g->depth = group_tree(g->need, W, 0, GROUP_TREE_FANOUT, g->parent);
-	if (g->depth == -ENOMEM)
-		return rc_err_set(err, ENOMEM, "out of memory");
 	if ((rc = address_peers(g, all, err)))
 		return rc;
 	if ((rc = prove_all(g, t0 + g->o.timeout_ms / 1000.0, err)))

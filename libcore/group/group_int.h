@@ -150,6 +150,8 @@ void group_cands_close(struct rc_group *g);
 int group_on_wc(struct rc_group *g, int j, const struct ibv_wc *wc, struct rc_err *err);
 /* Peer j's connection's name in errors: "rank J (HOST:PORT)" (group_chan.c). */
 void group_name_peer(struct rc_group *g, int j, const struct rc_endpoint *ep);
+/* The same text into out (len bytes), for either transport. */
+void group_peer_text(char *out, size_t len, int j, const struct rc_endpoint *ep);
 
 struct gpeer {
 	struct rc_conn *c;
@@ -243,6 +245,9 @@ static inline bool send_busy(const struct rc_group *g, const struct gpeer *p)
  * reach. Returns the depth, -1 when a rank is unreachable, or -ENOMEM. The
  * same on every rank for the same need (group_tree.c). */
 int group_tree(const uint8_t *need, int W, int root, int fanout, int *parent);
+/* The connection plan need (W x W) checked symmetric and taken, with the
+ * barrier's tree from it: 0, -EINVAL or -ENOMEM. */
+int group_take_plan(struct rc_group *g, const uint8_t *need, struct rc_err *err);
 
 /* The group's sizes, one function each, for the running group and for
  * rc_group_plan_rank alike (group_plan.c). */

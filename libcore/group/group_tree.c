@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "group_int.h"
 
@@ -93,4 +94,20 @@ out:
 	free(t.depth);
 	free(t.q);
 	return rc;
+}
+
+int group_take_plan(struct rc_group *g, const uint8_t *need, struct rc_err *err)
+{
+	int W = g->o.world;
+
+	for (int i = 0; i < W; i++)
+		for (int j = 0; j < W; j++)
+			if (need[i * W + j] != need[j * W + i])
+				return rc_err_set(err, EINVAL,
+						  "the connection plan is not symmetric");
+	memcpy(g->need, need, (size_t)W * (size_t)W);
+	g->depth = group_tree(g->need, W, 0, GROUP_TREE_FANOUT, g->parent);
+	if (g->depth == -ENOMEM)
+		return rc_err_set(err, ENOMEM, "out of memory");
+	return 0;
 }
