@@ -160,6 +160,15 @@ void rc_group_rails_run(int n, void (*fn)(void *item), void *items, size_t size,
 int rc_group_rail_err(struct rc_group *const *g, int i, int code, const char *msg,
 		      struct rc_err *err);
 
+/* The head of a message a group over libfabric received (len bytes at
+ * buf, group_fab.c): whether it is one of the group's (magic, kind), for
+ * rank me of world, from a rank need[me * world + from] names, and no
+ * longer than its kind allows: its kind (1 HELLO, 2 PROVE, 3 MSG) with
+ * *from, *body and *blen (what follows the head: a control message,
+ * rc_group_msg_check, for a MSG; nothing for the others), or -EPROTO. */
+int rc_group_fab_head(const void *buf, size_t len, int me, int world, const uint8_t *need,
+		      int *from, const void **body, size_t *blen);
+
 /* Memory for the group's one-sided traffic over libfabric (where
  * rc_group_pd is NULL): len bytes at buf, host memory, registered for the
  * peers' writes (remote_write) and reads; lkey for rc_group_write_imm and

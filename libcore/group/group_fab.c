@@ -16,8 +16,9 @@
  *
  * A PROVE or a MSG proves its sender: it must name this rank's nonce for the
  * pair, and its MAC must hold. Nothing is revealed to a peer before it
- * proved itself, and a message copied off the wire is worth nothing: its
- * counter is spent, and in another job its nonces are wrong. A message
+ * proved itself, and a message copied off the wire is worth nothing: a
+ * MSG's counter is spent (a PROVE copied proves again what it proved),
+ * and in another job its nonces are wrong. A message
  * that fails is dropped and counted; one that proves a peer holds another
  * token fails the group by name. Without a token the nonces and counters
  * are checked the same way (a message of an earlier job on the same
@@ -181,11 +182,32 @@ static bool check_peer(struct rc_group *g, int j, const struct gfwire *w, const 
 		fail(f, EACCES, p->name, "did not prove the group token (a wrong token?)");
 		return false;
 	}
-	if (w->type ==
-	    GF_MSG) /* a PROVE's MAC does not cover its counter: a copy proves again, no more */
+	/* a PROVE's MAC does not cover its counter: a copy proves again, no more */
+	if (w->type == GF_MSG)
 		f->rx_ctr[j] = w->ctr;
 	proven(g, j, w->nfrom);
 	return true;
+}
+
+int rc_group_fab_head(const void *buf, size_t len, int me, int world, const uint8_t *need,
+		      int *from, const void **body, size_t *blen)
+{
+	struct gfwire w;
+	size_t n;
+
+	if (len < sizeof(w))
+		return -EPROTO;
+	memcpy(&w, buf, sizeof(w));
+	n = len - sizeof(w);
+	if (w.magic != GF_MAGIC || w.to != (uint32_t)me || w.world != (uint32_t)world ||
+	    w.from >= (uint32_t)world || (int)w.from == me || !need[me * world + (int)w.from] ||
+	    n > sizeof(struct gmsg) || w.type < GF_HELLO || w.type > GF_MSG ||
+	    (w.type != GF_MSG && n))
+		return -EPROTO;
+	*from = (int)w.from;
+	*body = (const unsigned char *)buf + sizeof(w);
+	*blen = n;
+	return w.type;
 }
 
 /* Receive slot k held len bytes. */
@@ -193,24 +215,15 @@ static void on_message(struct rc_group *g, const unsigned char *buf, size_t len)
 {
 	struct gfab *f = g->fab;
 	struct gfwire w;
-	const unsigned char *body = buf + sizeof(w);
+	const void *body;
 	size_t blen;
 	int j;
 
-	if (len < sizeof(w)) {
+	if (rc_group_fab_head(buf, len, g->o.rank, g->o.world, g->need, &j, &body, &blen) < 0) {
 		f->dropped++;
 		return;
 	}
 	memcpy(&w, buf, sizeof(w));
-	blen = len - sizeof(w);
-	j = (int)w.from;
-	if (w.magic != GF_MAGIC || w.to != (uint32_t)g->o.rank || w.world != (uint32_t)g->o.world ||
-	    w.from >= (uint32_t)g->o.world || j == g->o.rank ||
-	    !g->need[g->o.rank * g->o.world + j] || blen > sizeof(struct gmsg) ||
-	    (w.type != GF_MSG && blen) || w.type < GF_HELLO || w.type > GF_MSG) {
-		f->dropped++;
-		return;
-	}
 	if (w.type == GF_HELLO) {
 		/* answered with our proof over the nonce it names; only the
 		 * peer at j's address gets the answer */

@@ -14,11 +14,11 @@ repo=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd)
 seconds=${1:-${RDMACTL_FUZZ_SECONDS:-30}}
 [[ "$seconds" =~ ^[1-9][0-9]*$ ]] || { echo "usage: tests/fuzz/run.sh [SECONDS-PER-TARGET]" >&2; exit 2; }
 build=$repo/build-fuzz
-targets=(fuzz_ctrl fuzz_kv_msg fuzz_kv_imm fuzz_parse fuzz_words fuzz_etcd fuzz_files fuzz_blocks fuzz_model fuzz_region_srv fuzz_region_hello fuzz_reject fuzz_group_hello fuzz_group_msg fuzz_fab_wire)
+targets=(fuzz_ctrl fuzz_kv_msg fuzz_kv_imm fuzz_parse fuzz_words fuzz_etcd fuzz_files fuzz_blocks fuzz_model fuzz_region_srv fuzz_region_hello fuzz_reject fuzz_group_hello fuzz_group_msg fuzz_group_fab fuzz_fab_wire)
 # The corpus each target starts from.
 declare -A corpus=([fuzz_ctrl]=ctrl [fuzz_kv_msg]=kv_msg [fuzz_kv_imm]=kv_imm [fuzz_parse]=parse [fuzz_words]=words
 	[fuzz_etcd]=etcd [fuzz_files]=files [fuzz_blocks]=blocks [fuzz_model]=model [fuzz_region_srv]=region_srv
-	[fuzz_region_hello]=region_hello [fuzz_reject]=reject [fuzz_group_hello]=group_hello [fuzz_group_msg]=group_msg [fuzz_fab_wire]=fab_wire)
+	[fuzz_region_hello]=region_hello [fuzz_reject]=reject [fuzz_group_hello]=group_hello [fuzz_group_msg]=group_msg [fuzz_group_fab]=group_fab [fuzz_fab_wire]=fab_wire)
 
 echo "1..${#targets[@]}"
 if ! { CC=clang cmake -S "$repo" -B "$build" -DRDMACTL_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null &&
