@@ -61,7 +61,7 @@ int group_fab_open(struct rc_group *g, const char *prov, struct rc_endpoint *sel
 		return rc;
 	if (!strcmp(self->port, "0") || !self->port[0])
 		snprintf(self->port, sizeof(self->port), "%d", rc_ofi_port(&f->o));
-	if (rc_ofi_imm_max(&f->o) < UINT32_MAX)
+	if (!f->o.cq_data) /* 4 bytes at least */
 		return rc_err_set(err, EOPNOTSUPP,
 				  "libfabric's '%s' carries no 4-byte immediate data, which a "
 				  "group's writes need",
@@ -177,10 +177,13 @@ static int prove_all(struct rc_group *g, double deadline, struct rc_err *err)
 				ranks_missing(have, g->o.world, missing, sizeof(missing));
 				free(have);
 			}
+			/* messages that failed their checks hint at a stale or foreign sender */
 			return rc_err_set(err, ETIMEDOUT,
 					  "rank %s never answered over libfabric's '%s' within %d ms "
-					  "(is it running, with the same token?)",
-					  missing, f->o.prov_name, g->o.timeout_ms);
+					  "(is it running, with the same token?; %llu messages failed "
+					  "their checks)",
+					  missing, f->o.prov_name, g->o.timeout_ms,
+					  (unsigned long long)f->dropped);
 		}
 		if ((rc = group_fab_progress(g, 20, err)))
 			return rc;

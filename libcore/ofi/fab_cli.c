@@ -13,10 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ofi_dl.h" /* before libfabric's headers */
-
-#include <rdma/fabric.h>
-
 #include <rdmactl/config_core.h>
 
 #include "fab_int.h"

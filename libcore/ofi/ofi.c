@@ -484,21 +484,9 @@ int rc_ofi_atomic(struct rc_ofi *o, uint64_t peer, uint64_t operand, const uint6
 			       desc_of(omr), peer, raddr, key, FI_UINT64, FI_CSWAP, ctx));
 }
 
-bool rc_ofi_wc_recv(const struct rc_ofi_wc *wc)
-{
-	return (wc->flags & FI_RECV) != 0;
-}
-
 bool rc_ofi_wc_imm(const struct rc_ofi_wc *wc)
 {
 	return !wc->err && !(wc->flags & FI_RECV) && (wc->flags & FI_REMOTE_CQ_DATA);
-}
-
-uint64_t rc_ofi_imm_max(const struct rc_ofi *o)
-{
-	size_t n = o->info ? o->info->domain_attr->cq_data_size : 0;
-
-	return n >= 8 ? UINT64_MAX : n ? (1ULL << (8 * n)) - 1 : 0;
 }
 
 int rc_ofi_port(const struct rc_ofi *o)

@@ -174,13 +174,10 @@ int rc_ofi_atomic(struct rc_ofi *o, uint64_t peer, uint64_t operand, const uint6
 		  uint64_t *old, const struct rc_ofi_mr *omr, uint64_t raddr, uint64_t key,
 		  void *ctx, struct rc_err *err);
 
-/* What a completion is, for a reader of the queue that is not the engine:
- * a message received (possibly carrying data: fi_senddata), or a peer's
- * write that carried immediate data (no receive of ours was used). */
-bool rc_ofi_wc_recv(const struct rc_ofi_wc *wc);
+/* Whether a completion, for a reader of the queue that is not the engine,
+ * is a peer's write that carried immediate data (no receive of ours was
+ * used), not a message received (which may carry data: fi_senddata). */
 bool rc_ofi_wc_imm(const struct rc_ofi_wc *wc);
-/* The largest immediate value the provider carries (0: none). */
-uint64_t rc_ofi_imm_max(const struct rc_ofi *o);
 /* The endpoint's own port, as bound (0: its address is not an IP one). */
 int rc_ofi_port(const struct rc_ofi *o);
 
